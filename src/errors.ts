@@ -1,0 +1,99 @@
+/**
+ * Every error cronraft throws or rejects with is a CronraftError with a stable, uppercase
+ * `code`. Codes are part of the public API: they do not change between minor versions.
+ */
+export class CronraftError extends Error {
+  readonly code: string;
+
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+  }
+}
+
+/** Bad input to a public call: names the option or argument and the value it got. */
+export class InvalidArgumentError extends CronraftError {
+  readonly option: string;
+
+  constructor(option: string, value: unknown, expected: string) {
+    super('CRONRAFT_INVALID_ARGUMENT', `Invalid ${option}: expected ${expected}, got ${describe(value)}`);
+    this.option = option;
+  }
+}
+
+/** A proposal or read reached a member that is not the leader and no leader is known or reachable. */
+export class NotLeaderError extends CronraftError {
+  readonly leader: string | null;
+
+  constructor(leader: string | null, message?: string) {
+    super('CRONRAFT_NOT_LEADER', message ?? (leader === null ? 'No leader is known' : `Not the leader; the leader is ${leader}`));
+    this.leader = leader;
+  }
+}
+
+/** A proposal was appended but replaced by another leader's entry: it will never commit. */
+export class ProposalDroppedError extends CronraftError {
+  constructor(message = 'The proposal was overwritten by a new leader and will never commit') {
+    super('CRONRAFT_PROPOSAL_DROPPED', message);
+  }
+}
+
+/** A proposal or read did not complete within its timeout; it may or may not have committed. */
+export class TimeoutError extends CronraftError {
+  constructor(what: string, timeoutMs: number) {
+    super('CRONRAFT_TIMEOUT', `${what} did not complete within ${timeoutMs} ms`);
+  }
+}
+
+/** Too many proposals are waiting to commit: the caller should retry later. */
+export class BackpressureError extends CronraftError {
+  constructor(message: string) {
+    super('CRONRAFT_BACKPRESSURE', message);
+  }
+}
+
+/** The member is not started, is stopping or stopped. */
+export class NotRunningError extends CronraftError {
+  constructor(state: string) {
+    super('CRONRAFT_NOT_RUNNING', `The cluster member is ${state}`);
+  }
+}
+
+/** The data directory cannot be used: unreadable, corrupt, or belongs to another cluster or member. */
+export class StorageError extends CronraftError {
+  readonly path: string;
+
+  constructor(code: 'CRONRAFT_STORAGE_CORRUPT' | 'CRONRAFT_STORAGE_MISMATCH' | 'CRONRAFT_STORAGE_UNREADABLE', path: string, message: string, options?: { cause?: unknown }) {
+    super(code, `${path}: ${message}`, options);
+    this.path = path;
+  }
+}
+
+function describe(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'number' || typeof value === 'boolean' || value === null || value === undefined) return String(value);
+  try {
+    return JSON.stringify(value) ?? typeof value;
+  } catch {
+    return typeof value;
+  }
+}
+
+/** A frame from the network (or a message to send) does not match the wire format: it is dropped, never half-used. */
+export class CodecError extends CronraftError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('CRONRAFT_MALFORMED_MESSAGE', message, options);
+  }
+}
+
+/** The transport could not listen on its address, e.g. because the port is taken. */
+export class ListenError extends CronraftError {
+  readonly address: string;
+
+  constructor(address: string, options?: { cause?: unknown }) {
+    const reason = options?.cause instanceof Error ? `: ${options.cause.message}` : '';
+    super('CRONRAFT_LISTEN_FAILED', `Cannot listen on ${address}${reason}`, options);
+    this.address = address;
+  }
+}

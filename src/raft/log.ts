@@ -1,0 +1,168 @@
+import type { Entry, SnapshotMeta } from './types.js';
+
+/**
+ * The Raft log held in memory. The log is small (claims of cron slots, compacted behind a
+ * snapshot), so the protocol reads it from here synchronously and storage is write-behind:
+ * `unstableFrom` marks the first entry not yet handed to storage.
+ */
+export class RaftLog {
+  /** entries[i] has index snapshot.index + 1 + i. */
+  #entries: Entry[];
+  #snapshot: SnapshotMeta;
+  /** Highest index known to be committed. */
+  committed: number;
+  /** Highest index handed to the state machine and acknowledged by advance(). */
+  applied: number;
+  /** Highest index handed out for applying but not yet acknowledged. */
+  applying: number;
+  /** First index not yet handed to storage; lastIndex + 1 when everything is handed out. */
+  #unstableFrom: number;
+
+  constructor(snapshot: SnapshotMeta, entries: readonly Entry[], committed: number) {
+    this.#snapshot = snapshot;
+    this.#entries = [...entries];
+    this.committed = committed;
+    this.applied = snapshot.index;
+    this.applying = snapshot.index;
+    this.#unstableFrom = this.lastIndex() + 1;
+  }
+
+  firstIndex(): number {
+    return this.#snapshot.index + 1;
+  }
+
+  lastIndex(): number {
+    return this.#snapshot.index + this.#entries.length;
+  }
+
+  lastTerm(): number {
+    return this.term(this.lastIndex()) ?? 0;
+  }
+
+  snapshot(): SnapshotMeta {
+    return this.#snapshot;
+  }
+
+  /** The term of the entry at `index`; undefined when it is compacted away or beyond the end. */
+  term(index: number): number | undefined {
+    if (index === this.#snapshot.index) return this.#snapshot.term;
+    return this.#entries[index - this.#snapshot.index - 1]?.term;
+  }
+
+  entry(index: number): Entry | undefined {
+    return this.#entries[index - this.#snapshot.index - 1];
+  }
+
+  matchTerm(index: number, term: number): boolean {
+    return this.term(index) === term;
+  }
+
+  /** Whether a candidate whose log ends at (lastIndex, lastTerm) is at least as up to date as ours (Raft paper, 5.4.1). */
+  isUpToDate(lastIndex: number, lastTerm: number): boolean {
+    const ourTerm = this.lastTerm();
+    return lastTerm > ourTerm || (lastTerm === ourTerm && lastIndex >= this.lastIndex());
+  }
+
+  /**
+   * Entries in [lo, hi), stopping early once `maxBytes` of data is reached (at least one entry is
+   * returned when any is available, so that a large entry cannot stall replication).
+   */
+  slice(lo: number, hi: number, maxBytes = Number.POSITIVE_INFINITY, maxCount = Number.POSITIVE_INFINITY): Entry[] {
+    const from = Math.max(lo, this.firstIndex());
+    const to = Math.min(hi, this.lastIndex() + 1);
+    const out: Entry[] = [];
+    let bytes = 0;
+    for (let index = from; index < to && out.length < maxCount; index++) {
+      const entry = this.#entries[index - this.#snapshot.index - 1] as Entry;
+      bytes += entry.data.byteLength;
+      if (out.length > 0 && bytes > maxBytes) break;
+      out.push(entry);
+    }
+    return out;
+  }
+
+  /** Appends entries that follow the last one. Returns the new last index. */
+  append(entries: readonly Entry[]): number {
+    for (const entry of entries) this.#entries.push(entry);
+    return this.lastIndex();
+  }
+
+  /**
+   * The follower's half of AppendEntries: given entries that follow a matching `prevIndex`,
+   * finds the first conflicting or new entry and replaces the log's suffix from there.
+   * Returns the index of the last new entry. Never truncates committed entries.
+   */
+  maybeAppend(prevIndex: number, entries: readonly Entry[]): number {
+    const lastNew = prevIndex + entries.length;
+    for (let i = 0; i < entries.length; i++) {
+      const entry = entries[i] as Entry;
+      const existing = this.term(entry.index);
+      if (existing === entry.term) continue;
+      if (existing !== undefined) {
+        if (entry.index <= this.committed) {
+          throw new Error(`Raft invariant violated: entry ${entry.index} conflicts with the committed log (committed ${this.committed})`);
+        }
+        this.#truncateFrom(entry.index);
+      }
+      this.append(entries.slice(i));
+      break;
+    }
+    return lastNew;
+  }
+
+  #truncateFrom(index: number): void {
+    this.#entries.length = index - this.#snapshot.index - 1;
+    if (this.#unstableFrom > index) this.#unstableFrom = index;
+    if (this.applying >= index) this.applying = index - 1;
+  }
+
+  /**
+   * The largest index <= `index` whose term is <= `term`: the probe position for fast
+   * back-off after a rejected append (etcd's findConflictByTerm).
+   */
+  findConflictByTerm(index: number, term: number): number {
+    let at = Math.min(index, this.lastIndex());
+    while (at > this.#snapshot.index) {
+      const t = this.term(at);
+      if (t === undefined || t <= term) break;
+      at--;
+    }
+    return at;
+  }
+
+  commitTo(index: number): boolean {
+    if (index <= this.committed) return false;
+    if (index > this.lastIndex()) {
+      throw new Error(`Raft invariant violated: commit ${index} is beyond the last index ${this.lastIndex()}`);
+    }
+    this.committed = index;
+    return true;
+  }
+
+  /** Entries not yet handed to storage; marks them handed out. */
+  takeUnstable(): Entry[] {
+    const out = this.slice(this.#unstableFrom, this.lastIndex() + 1);
+    this.#unstableFrom = this.lastIndex() + 1;
+    return out;
+  }
+
+  hasUnstable(): boolean {
+    return this.#unstableFrom <= this.lastIndex();
+  }
+
+  /** Committed entries not yet handed to the state machine, at most `maxCount`; marks them applying. */
+  takeCommitted(maxCount: number): Entry[] {
+    const out = this.slice(this.applying + 1, this.committed + 1, Number.POSITIVE_INFINITY, maxCount);
+    const last = out[out.length - 1];
+    if (last !== undefined) this.applying = last.index;
+    return out;
+  }
+
+  hasCommittedToApply(): boolean {
+    return this.committed > this.applying;
+  }
+
+  appliedTo(index: number): void {
+    if (index > this.applied) this.applied = index;
+  }
+}

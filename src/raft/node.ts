@@ -1,0 +1,770 @@
+import { RAFT_DEFAULTS, type RaftConfig } from './config.js';
+import { RaftLog } from './log.js';
+import { Progress } from './progress.js';
+import { committedIndex, quorumSize, tallyVotes } from './quorum.js';
+import type { ForwardResult, ReadState, Ready, Role, SoftState } from './ready.js';
+import {
+  EntryType,
+  type AppendMessage,
+  type AppendResponse,
+  type Entry,
+  type HardState,
+  type HeartbeatMessage,
+  type HeartbeatResponse,
+  type Message,
+  type NodeId,
+  type ProposalData,
+  type ProposeMessage,
+  type ReadIndexMessage,
+  type SnapshotMeta,
+  type VoteMessage,
+  type PreVoteMessage,
+} from './types.js';
+import type { Random } from '../time/random.js';
+
+/** The outcome of `propose`. */
+export type ProposeOutcome =
+  | { readonly kind: 'appended'; readonly index: number; readonly term: number }
+  | { readonly kind: 'forwarded'; readonly leader: NodeId }
+  | { readonly kind: 'refused'; readonly reason: 'no-leader' | 'transferring' | 'backpressure'; readonly leader: NodeId | null };
+
+/** What the node starts from: the durable state read back from storage. */
+export interface RaftInitialState {
+  readonly hardState: HardState;
+  readonly snapshot: SnapshotMeta;
+  readonly entries: readonly Entry[];
+}
+
+interface PendingRead {
+  readonly seq: number;
+  readonly index: number;
+  /** The member that asked (this one, or a follower that forwarded the read). */
+  readonly from: NodeId;
+  readonly ctx: number;
+  readonly acks: Set<NodeId>;
+}
+
+/**
+ * The Raft protocol as a pure state machine, after etcd-io/raft's RawNode: inputs are
+ * `tick()`, `step(message)`, `propose(...)`, `readIndex(ctx)` and `transferLeadership()`;
+ * outputs are collected in a `Ready`. No clocks, timers, sockets or promises live here:
+ * time is a count of ticks and randomness comes from the injected source, so a simulation
+ * runs exactly this code.
+ *
+ * Implemented: PreVote, CheckQuorum with leader leases, fast log back-off, pipelined appends
+ * bounded by in-flight messages and bytes, proposal forwarding, ReadIndex, leadership transfer.
+ */
+export class RaftNode {
+  readonly id: NodeId;
+  readonly #voters: readonly NodeId[];
+  readonly #peers: readonly NodeId[];
+  readonly #random: Random;
+  readonly #electionTicks: number;
+  readonly #heartbeatTicks: number;
+  readonly #limits: Required<Omit<RaftConfig, 'id' | 'voters' | 'electionTicks' | 'heartbeatTicks'>>;
+  readonly log: RaftLog;
+  /** Messages ignored because they contradict the protocol (only a faulty peer sends them). */
+  protocolViolations = 0;
+
+  #term: number;
+  #vote: NodeId | null;
+  #role: Role = 'follower';
+  #leader: NodeId | null = null;
+  #electionElapsed = 0;
+  #heartbeatElapsed = 0;
+  #randomizedElectionTimeout = 0;
+  #votes = new Map<NodeId, boolean>();
+  #progress = new Map<NodeId, Progress>();
+  #transferee: NodeId | null = null;
+  /** Bytes of entry data appended by this leader and not yet committed. */
+  #uncommittedBytes = 0;
+  #pendingReads: PendingRead[] = [];
+  /** Reads asked of a leader that has not yet committed an entry of its term (paper, section 8). */
+  #deferredReads: Array<{ from: NodeId; ctx: number }> = [];
+  #readSeq = 0;
+
+  #msgs: Message[] = [];
+  #readStates: ReadState[] = [];
+  #forwardResults: ForwardResult[] = [];
+  #prevHardState: HardState;
+  #prevSoftState: SoftState;
+  /** Index and term of the last entry handed to storage and acknowledged by advance(). */
+  #stableIndex: number;
+
+  constructor(config: RaftConfig, initial: RaftInitialState, random: Random) {
+    if (!config.voters.includes(config.id)) throw new Error(`Raft config: ${config.id} is not among the voters`);
+    if (config.heartbeatTicks < 1 || config.electionTicks <= config.heartbeatTicks) {
+      throw new Error('Raft config: heartbeatTicks must be >= 1 and less than electionTicks');
+    }
+    this.id = config.id;
+    this.#voters = [...new Set(config.voters)].sort();
+    this.#peers = this.#voters.filter((v) => v !== this.id);
+    this.#random = random;
+    this.#electionTicks = config.electionTicks;
+    this.#heartbeatTicks = config.heartbeatTicks;
+    this.#limits = {
+      maxInflightMsgs: config.maxInflightMsgs ?? RAFT_DEFAULTS.maxInflightMsgs,
+      maxInflightBytes: config.maxInflightBytes ?? RAFT_DEFAULTS.maxInflightBytes,
+      maxBytesPerAppend: config.maxBytesPerAppend ?? RAFT_DEFAULTS.maxBytesPerAppend,
+      maxEntriesPerAppend: config.maxEntriesPerAppend ?? RAFT_DEFAULTS.maxEntriesPerAppend,
+      maxUncommittedBytes: config.maxUncommittedBytes ?? RAFT_DEFAULTS.maxUncommittedBytes,
+      maxApplyBatch: config.maxApplyBatch ?? RAFT_DEFAULTS.maxApplyBatch,
+      maxPendingReads: config.maxPendingReads ?? RAFT_DEFAULTS.maxPendingReads,
+    };
+    this.log = new RaftLog(initial.snapshot, initial.entries, initial.hardState.commit);
+    this.#term = initial.hardState.term;
+    this.#vote = initial.hardState.vote;
+    this.#prevHardState = initial.hardState;
+    this.#stableIndex = this.log.lastIndex();
+    this.#resetElectionTimeout();
+    this.#prevSoftState = this.softState();
+  }
+
+  // ---- observation -------------------------------------------------------------------------
+
+  get term(): number {
+    return this.#term;
+  }
+  get role(): Role {
+    return this.#role;
+  }
+  get leader(): NodeId | null {
+    return this.#leader;
+  }
+  get vote(): NodeId | null {
+    return this.#vote;
+  }
+  get voters(): readonly NodeId[] {
+    return this.#voters;
+  }
+  get transferee(): NodeId | null {
+    return this.#transferee;
+  }
+
+  softState(): SoftState {
+    return { role: this.#role, leader: this.#leader, term: this.#term };
+  }
+
+  hardState(): HardState {
+    return { term: this.#term, vote: this.#vote, commit: this.log.committed };
+  }
+
+  /** The leader's view of a follower's log, for inspection; undefined on followers. */
+  progressOf(peer: NodeId): { match: number; next: number; state: string; recentActive: boolean } | undefined {
+    const pr = this.#progress.get(peer);
+    return pr === undefined ? undefined : { match: pr.match, next: pr.next, state: pr.state, recentActive: pr.recentActive };
+  }
+
+  // ---- inputs ------------------------------------------------------------------------------
+
+  /** Advances logical time by one tick. */
+  tick(): void {
+    if (this.#role === 'leader') this.#tickLeader();
+    else this.#tickElection();
+  }
+
+  #tickElection(): void {
+    this.#electionElapsed++;
+    if (this.#electionElapsed >= this.#randomizedElectionTimeout) {
+      this.#electionElapsed = 0;
+      this.#preCampaign();
+    }
+  }
+
+  #tickLeader(): void {
+    this.#heartbeatElapsed++;
+    this.#electionElapsed++;
+    if (this.#electionElapsed >= this.#electionTicks) {
+      this.#electionElapsed = 0;
+      // CheckQuorum: a leader that has not heard from a majority within an election timeout
+      // steps down, so a partitioned leader stops accepting proposals it can never commit.
+      if (!this.#quorumActive()) {
+        this.#becomeFollower(this.#term, null);
+        return;
+      }
+      // A transfer that did not finish within an election timeout is abandoned.
+      this.#transferee = null;
+    }
+    if (this.#heartbeatElapsed >= this.#heartbeatTicks) {
+      this.#heartbeatElapsed = 0;
+      this.#broadcastHeartbeat(this.#pendingReads.at(-1)?.seq ?? 0);
+    }
+  }
+
+  #quorumActive(): boolean {
+    let active = 1;
+    for (const [peer, pr] of this.#progress) {
+      if (peer === this.id) continue;
+      if (pr.recentActive) active++;
+      pr.recentActive = false;
+    }
+    return active >= quorumSize(this.#voters.length);
+  }
+
+  /** Starts an election now (with a pre-vote first), e.g. to speed up a single member's start. */
+  campaign(): void {
+    if (this.#role !== 'leader') this.#preCampaign();
+  }
+
+  /**
+   * Appends proposals on the leader, forwards them to a known leader, or refuses at once.
+   * Proposals given together become consecutive entries: the driver batches its callers'
+   * proposals into one call so that one disk write and one round trip carry many of them.
+   */
+  propose(proposals: readonly ProposalData[]): ProposeOutcome {
+    if (this.#role === 'leader') {
+      if (this.#transferee !== null) return { kind: 'refused', reason: 'transferring', leader: this.#transferee };
+      const index = this.#appendProposals(proposals);
+      if (index === 0) return { kind: 'refused', reason: 'backpressure', leader: this.id };
+      return { kind: 'appended', index, term: this.#term };
+    }
+    if (this.#leader === null) return { kind: 'refused', reason: 'no-leader', leader: null };
+    this.#send({ type: 'propose', from: this.id, to: this.#leader, term: this.#term, proposals: [...proposals] });
+    return { kind: 'forwarded', leader: this.#leader };
+  }
+
+  /** Appends proposals as entries of this leader's term. Returns the first index, or 0 if refused. */
+  #appendProposals(proposals: readonly ProposalData[]): number {
+    let bytes = 0;
+    for (const p of proposals) bytes += p.data.byteLength;
+    if (this.#uncommittedBytes > 0 && this.#uncommittedBytes + bytes > this.#limits.maxUncommittedBytes) return 0;
+    this.#uncommittedBytes += bytes;
+    const first = this.log.lastIndex() + 1;
+    const entries = proposals.map((p, i): Entry => ({ index: first + i, term: this.#term, type: EntryType.Normal, data: p.data, pid: p.pid }));
+    this.log.append(entries);
+    this.#broadcastAppend();
+    return first;
+  }
+
+  /**
+   * Asks for a linearizable read point. The answer arrives as a ReadState with this `ctx`:
+   * once the state machine has applied its index, a read reflects every write acknowledged
+   * before the call. Returns false when no leader is known (the caller fails fast).
+   */
+  readIndex(ctx: number): boolean {
+    if (this.#role === 'leader') {
+      this.#leaderReadIndex(this.id, ctx);
+      return true;
+    }
+    if (this.#leader === null) return false;
+    this.#send({ type: 'read-index', from: this.id, to: this.#leader, term: this.#term, ctx });
+    return true;
+  }
+
+  /**
+   * Hands leadership to `to` (or the most up-to-date reachable follower): catches it up, then
+   * tells it to campaign at once. Returns the target, or null if there is none.
+   */
+  transferLeadership(to?: NodeId): NodeId | null {
+    if (this.#role !== 'leader') return null;
+    const target = to ?? this.#bestTransferTarget();
+    if (target === null || target === this.id || !this.#progress.has(target)) return null;
+    this.#transferee = target;
+    this.#electionElapsed = 0;
+    const pr = this.#progress.get(target) as Progress;
+    if (pr.match === this.log.lastIndex()) this.#send({ type: 'timeout-now', from: this.id, to: target, term: this.#term });
+    else this.#sendAppend(target);
+    return target;
+  }
+
+  #bestTransferTarget(): NodeId | null {
+    let best: NodeId | null = null;
+    let bestMatch = -1;
+    for (const peer of this.#peers) {
+      const pr = this.#progress.get(peer) as Progress;
+      if (pr.recentActive && pr.match > bestMatch) {
+        best = peer;
+        bestMatch = pr.match;
+      }
+    }
+    return best;
+  }
+
+  /** Takes one message from a peer. Messages from non-members are ignored. */
+  step(m: Message): void {
+    if (m.to !== this.id || !this.#voters.includes(m.from) || m.from === this.id) return;
+    if (m.term > this.#term) {
+      if (!this.#stepHigherTerm(m)) return;
+    } else if (m.term < this.#term) {
+      this.#stepLowerTerm(m);
+      return;
+    }
+    if (this.#role === 'leader') {
+      const pr = this.#progress.get(m.from);
+      if (pr !== undefined) pr.recentActive = true;
+    }
+    switch (m.type) {
+      case 'prevote':
+      case 'vote':
+        this.#handleVoteRequest(m);
+        return;
+      case 'prevote-resp':
+      case 'vote-resp':
+        this.#handleVoteResponse(m.type, m.from, !m.reject);
+        return;
+      case 'append':
+        this.#handleAppend(m);
+        return;
+      case 'heartbeat':
+        this.#handleHeartbeat(m);
+        return;
+      case 'append-resp':
+        this.#handleAppendResponse(m);
+        return;
+      case 'heartbeat-resp':
+        this.#handleHeartbeatResponse(m);
+        return;
+      case 'timeout-now':
+        this.#handleTimeoutNow();
+        return;
+      case 'propose':
+        this.#handlePropose(m);
+        return;
+      case 'propose-resp':
+        this.#handleProposeResponse(m.pids, m.reject ? null : m.index, m.term, m.leader);
+        return;
+      case 'read-index':
+        this.#handleReadIndex(m);
+        return;
+      case 'read-index-resp':
+        this.#readStates.push({ ctx: m.ctx, index: m.reject ? 0 : m.index });
+        return;
+    }
+  }
+
+  /** Returns whether the message should go on to the role's handler. */
+  #stepHigherTerm(m: Message): boolean {
+    if (m.type === 'prevote' || m.type === 'vote') {
+      const transfer = m.type === 'vote' && m.transfer;
+      // Leader lease (CheckQuorum): a member that heard from a live leader within the minimum
+      // election timeout ignores vote requests, so a member that was cut off and comes back
+      // with a higher term cannot depose a healthy leader.
+      const inLease = this.#leader !== null && this.#electionElapsed < this.#electionTicks;
+      if (!transfer && inLease) return false;
+    }
+    // A pre-vote is asked at term + 1 without the asker's term changing; granting or hearing of
+    // a granted pre-vote must not move ours, or pre-votes would disrupt exactly as votes do.
+    if (m.type === 'prevote') return true;
+    if (m.type === 'prevote-resp' && !m.reject) return true;
+    const leader = m.type === 'append' || m.type === 'heartbeat' || m.type === 'timeout-now' ? m.from : null;
+    this.#becomeFollower(m.term, leader);
+    return true;
+  }
+
+  #stepLowerTerm(m: Message): void {
+    if (m.type === 'append' || m.type === 'heartbeat') {
+      // A stale leader (cut off, then back) learns our term from this reply and steps down;
+      // without it, with CheckQuorum, it could keep a follower of its own forever.
+      this.#send({ type: 'append-resp', from: this.id, to: m.from, term: this.#term, index: 0, reject: true, hintIndex: 0, hintTerm: 0 });
+    } else if (m.type === 'prevote') {
+      this.#send({ type: 'prevote-resp', from: this.id, to: m.from, term: this.#term, reject: true });
+    } else if (m.type === 'propose') {
+      this.#send({ type: 'propose-resp', from: this.id, to: m.from, term: this.#term, index: 0, pids: m.proposals.map((p) => p.pid), reject: true, leader: this.#leader });
+    } else if (m.type === 'read-index') {
+      this.#send({ type: 'read-index-resp', from: this.id, to: m.from, term: this.#term, ctx: m.ctx, index: 0, reject: true });
+    }
+  }
+
+  // ---- elections ---------------------------------------------------------------------------
+
+  #preCampaign(): void {
+    this.#role = 'precandidate';
+    this.#leader = null;
+    this.#votes = new Map([[this.id, true]]);
+    this.#transferee = null;
+    this.#resetElectionTimeout();
+    if (this.#checkElection('prevote-resp')) return;
+    for (const peer of this.#peers) {
+      this.#send({ type: 'prevote', from: this.id, to: peer, term: this.#term + 1, lastIndex: this.log.lastIndex(), lastTerm: this.log.lastTerm() });
+    }
+  }
+
+  #campaign(transfer: boolean): void {
+    this.#role = 'candidate';
+    this.#term += 1;
+    this.#vote = this.id;
+    this.#leader = null;
+    this.#votes = new Map([[this.id, true]]);
+    this.#transferee = null;
+    this.#electionElapsed = 0;
+    this.#resetElectionTimeout();
+    if (this.#checkElection('vote-resp')) return;
+    for (const peer of this.#peers) {
+      this.#send({ type: 'vote', from: this.id, to: peer, term: this.#term, lastIndex: this.log.lastIndex(), lastTerm: this.log.lastTerm(), transfer });
+    }
+  }
+
+  #handleVoteRequest(m: PreVoteMessage | VoteMessage): void {
+    const prevote = m.type === 'prevote';
+    // For a pre-vote at a higher term we may have voted or know a leader in our own term; what
+    // matters is that we would vote in the next term, which the lease check above settled.
+    const canVote = this.#vote === m.from || (this.#vote === null && this.#leader === null) || (prevote && m.term > this.#term);
+    const grant = canVote && this.log.isUpToDate(m.lastIndex, m.lastTerm);
+    const type = prevote ? 'prevote-resp' : 'vote-resp';
+    if (grant) {
+      if (!prevote) {
+        this.#vote = m.from;
+        this.#electionElapsed = 0;
+      }
+      // The grant carries the asked term so that the asker counts it for that election.
+      this.#send({ type, from: this.id, to: m.from, term: m.term, reject: false });
+    } else {
+      this.#send({ type, from: this.id, to: m.from, term: this.#term, reject: true });
+    }
+  }
+
+  #handleVoteResponse(type: 'prevote-resp' | 'vote-resp', from: NodeId, granted: boolean): void {
+    const expected = this.#role === 'precandidate' ? 'prevote-resp' : this.#role === 'candidate' ? 'vote-resp' : null;
+    if (type !== expected) return;
+    if (!this.#votes.has(from)) this.#votes.set(from, granted);
+    this.#checkElection(type);
+  }
+
+  /** Returns whether the election is decided. */
+  #checkElection(type: 'prevote-resp' | 'vote-resp'): boolean {
+    const result = tallyVotes(this.#voters, this.#votes);
+    if (result === 'won') {
+      if (type === 'prevote-resp') this.#campaign(false);
+      else this.#becomeLeader();
+      return true;
+    }
+    if (result === 'lost') {
+      this.#becomeFollower(this.#term, null);
+      return true;
+    }
+    return false;
+  }
+
+  #handleTimeoutNow(): void {
+    // The leader chose us as its successor: skip the pre-vote and the lease so the election
+    // happens now rather than after an election timeout.
+    if (this.#role !== 'leader') this.#campaign(true);
+  }
+
+  #becomeFollower(term: number, leader: NodeId | null): void {
+    if (term !== this.#term) {
+      this.#term = term;
+      this.#vote = null;
+    }
+    const wasLeader = this.#role === 'leader';
+    this.#role = 'follower';
+    this.#leader = leader;
+    this.#electionElapsed = 0;
+    this.#heartbeatElapsed = 0;
+    this.#transferee = null;
+    this.#progress.clear();
+    this.#uncommittedBytes = 0;
+    this.#resetElectionTimeout();
+    if (wasLeader) this.#abandonReads(null);
+  }
+
+  #becomeLeader(): void {
+    this.#role = 'leader';
+    this.#leader = this.id;
+    this.#electionElapsed = 0;
+    this.#heartbeatElapsed = 0;
+    this.#transferee = null;
+    this.#progress.clear();
+    const next = this.log.lastIndex() + 1;
+    for (const peer of this.#voters) {
+      const pr = new Progress(next, this.#limits.maxInflightMsgs, this.#limits.maxInflightBytes);
+      // Our own entries count once they are durable; advance() moves this forward.
+      if (peer === this.id) pr.match = this.#stableIndex;
+      // A fresh leader counts every peer as active for its first election timeout.
+      pr.recentActive = true;
+      this.#progress.set(peer, pr);
+    }
+    this.#uncommittedBytes = 0;
+    // A no-op of our term lets us commit (and so apply) everything earlier (paper, 5.4.2),
+    // and makes linearizable reads possible (paper, section 8).
+    this.log.append([{ index: next, term: this.#term, type: EntryType.Noop, data: new Uint8Array(0), pid: '' }]);
+    this.#broadcastAppend();
+    this.#maybeCommit();
+  }
+
+  #resetElectionTimeout(): void {
+    this.#randomizedElectionTimeout = this.#electionTicks + this.#random.int(0, this.#electionTicks - 1);
+  }
+
+  // ---- replication: leader -----------------------------------------------------------------
+
+  #broadcastAppend(): void {
+    for (const peer of this.#peers) this.#sendAppend(peer);
+  }
+
+  /** Sends the next append to `to` if its window allows. Returns whether it sent one. */
+  #sendAppend(to: NodeId, allowEmpty = false): boolean {
+    const pr = this.#progress.get(to);
+    if (pr === undefined || pr.isPaused()) return false;
+    const prevIndex = pr.next - 1;
+    const prevTerm = this.log.term(prevIndex);
+    if (prevTerm === undefined) {
+      // Compaction (a later step) will send a snapshot here; today the log is never compacted.
+      throw new Error(`Raft invariant violated: no term for index ${prevIndex} to replicate to ${to}`);
+    }
+    const entries = this.log.slice(pr.next, this.log.lastIndex() + 1, this.#limits.maxBytesPerAppend, this.#limits.maxEntriesPerAppend);
+    if (entries.length === 0 && !allowEmpty && pr.state === 'replicate') return false;
+    this.#send({ type: 'append', from: this.id, to, term: this.#term, prevIndex, prevTerm, entries, commit: this.log.committed });
+    const last = entries.at(-1);
+    if (pr.state === 'replicate' && last !== undefined) {
+      let bytes = 0;
+      for (const e of entries) bytes += e.data.byteLength;
+      pr.next = last.index + 1;
+      pr.inflights.add(last.index, bytes);
+    } else if (pr.state === 'probe') {
+      pr.probeSent = true;
+    }
+    return true;
+  }
+
+  #broadcastHeartbeat(readSeq: number): void {
+    for (const peer of this.#peers) {
+      const pr = this.#progress.get(peer) as Progress;
+      // Never tell a follower to commit past what it is known to hold.
+      const commit = Math.min(pr.match, this.log.committed);
+      this.#send({ type: 'heartbeat', from: this.id, to: peer, term: this.#term, commit, readCtx: readSeq });
+    }
+  }
+
+  #handleAppendResponse(m: AppendResponse): void {
+    if (this.#role !== 'leader') return;
+    const pr = this.#progress.get(m.from);
+    if (pr === undefined) return;
+    if (m.reject) {
+      let probeAt = m.hintIndex;
+      if (m.hintTerm > 0) probeAt = this.log.findConflictByTerm(m.hintIndex, m.hintTerm);
+      if (pr.maybeDecrTo(m.index, probeAt)) {
+        if (pr.state === 'replicate') pr.becomeProbe();
+        this.#sendAppend(m.from, true);
+      }
+      return;
+    }
+    const wasPaused = pr.isPaused();
+    if (!pr.maybeUpdate(m.index)) {
+      if (wasPaused && !pr.isPaused()) this.#sendAppend(m.from);
+      return;
+    }
+    if (pr.state === 'probe') pr.becomeReplicate();
+    else pr.inflights.freeLE(m.index);
+    if (this.#maybeCommit()) {
+      // Followers learn the new commit index from the next append; send it now rather than
+      // at the next heartbeat so that they apply promptly.
+      for (const peer of this.#peers) this.#sendAppend(peer, true);
+    } else {
+      // Keep the pipeline full: more entries may be waiting behind the window.
+      this.#sendAppend(m.from);
+    }
+    if (m.from === this.#transferee && pr.match === this.log.lastIndex()) {
+      this.#send({ type: 'timeout-now', from: this.id, to: m.from, term: this.#term });
+    }
+  }
+
+  #handleHeartbeatResponse(m: HeartbeatResponse): void {
+    if (this.#role !== 'leader') return;
+    const pr = this.#progress.get(m.from);
+    if (pr === undefined) return;
+    pr.probeSent = false;
+    // A window full of appends that were lost would otherwise never drain (etcd does the same).
+    if (pr.state === 'replicate' && pr.inflights.full()) pr.inflights.freeFirst();
+    // Sent even when nothing new is queued: if appends in the pipeline were lost, the follower
+    // rejects this one (its log has a gap) and the progress falls back to probing from its match.
+    if (pr.match < this.log.lastIndex()) this.#sendAppend(m.from, true);
+    if (m.readCtx > 0) this.#ackReads(m.from, m.readCtx);
+  }
+
+  /** Commits the highest index a majority holds, if it is of this leader's term (paper, 5.4.2). */
+  #maybeCommit(): boolean {
+    const index = committedIndex(this.#voters, (id) => this.#progress.get(id)?.match ?? 0);
+    if (index <= this.log.committed || this.log.term(index) !== this.#term) return false;
+    const before = this.log.committed;
+    this.log.commitTo(index);
+    for (const e of this.log.slice(before + 1, index + 1)) this.#uncommittedBytes -= e.data.byteLength;
+    if (this.#uncommittedBytes < 0) this.#uncommittedBytes = 0;
+    if (this.#deferredReads.length > 0 && this.log.term(this.log.committed) === this.#term) {
+      const deferred = this.#deferredReads;
+      this.#deferredReads = [];
+      for (const r of deferred) this.#leaderReadIndex(r.from, r.ctx);
+    }
+    return true;
+  }
+
+  #handlePropose(m: ProposeMessage): void {
+    const pids = m.proposals.map((p) => p.pid);
+    if (this.#role !== 'leader' || this.#transferee !== null) {
+      const leader = this.#role === 'leader' ? this.#transferee : this.#leader;
+      this.#send({ type: 'propose-resp', from: this.id, to: m.from, term: this.#term, index: 0, pids, reject: true, leader });
+      return;
+    }
+    const index = this.#appendProposals(m.proposals);
+    this.#send({ type: 'propose-resp', from: this.id, to: m.from, term: this.#term, index, pids, reject: index === 0, leader: this.id });
+  }
+
+  #handleProposeResponse(pids: readonly string[], index: number | null, term: number, leader: NodeId | null): void {
+    pids.forEach((pid, i) => {
+      this.#forwardResults.push(index === null ? { pid, accepted: false, leader } : { pid, accepted: true, index: index + i, term });
+    });
+  }
+
+  // ---- linearizable reads ------------------------------------------------------------------
+
+  #leaderReadIndex(from: NodeId, ctx: number): void {
+    if (this.log.term(this.log.committed) !== this.#term) {
+      // Until an entry of our term commits we do not know the true commit index.
+      if (this.#deferredReads.length >= this.#limits.maxPendingReads) this.#respondRead(from, ctx, 0);
+      else this.#deferredReads.push({ from, ctx });
+      return;
+    }
+    if (this.#peers.length === 0) {
+      this.#respondRead(from, ctx, this.log.committed);
+      return;
+    }
+    if (this.#pendingReads.length >= this.#limits.maxPendingReads) {
+      this.#respondRead(from, ctx, 0);
+      return;
+    }
+    const seq = ++this.#readSeq;
+    this.#pendingReads.push({ seq, index: this.log.committed, from, ctx, acks: new Set([this.id]) });
+    // A heartbeat round confirms that no newer leader exists as of now.
+    this.#broadcastHeartbeat(seq);
+  }
+
+  #ackReads(peer: NodeId, seq: number): void {
+    let released = 0;
+    for (const read of this.#pendingReads) {
+      if (read.seq > seq) break;
+      read.acks.add(peer);
+      if (read.acks.size >= quorumSize(this.#voters.length)) released++;
+      else break;
+    }
+    if (released === 0) return;
+    // Reads are confirmed in order: an ack of a later round confirms every earlier one.
+    for (const read of this.#pendingReads.splice(0, released)) this.#respondRead(read.from, read.ctx, read.index);
+  }
+
+  #respondRead(to: NodeId, ctx: number, index: number): void {
+    if (to === this.id) this.#readStates.push({ ctx, index });
+    else this.#send({ type: 'read-index-resp', from: this.id, to, term: this.#term, ctx, index, reject: index === 0 });
+  }
+
+  #abandonReads(_leader: NodeId | null): void {
+    for (const read of [...this.#pendingReads, ...this.#deferredReads]) this.#respondRead(read.from, read.ctx, 0);
+    this.#pendingReads = [];
+    this.#deferredReads = [];
+  }
+
+  #handleReadIndex(m: ReadIndexMessage): void {
+    if (this.#role !== 'leader') {
+      this.#send({ type: 'read-index-resp', from: this.id, to: m.from, term: this.#term, ctx: m.ctx, index: 0, reject: true });
+      return;
+    }
+    this.#leaderReadIndex(m.from, m.ctx);
+  }
+
+  // ---- replication: follower ---------------------------------------------------------------
+
+  #handleAppend(m: AppendMessage): void {
+    if (!this.#followLeader(m.from)) return;
+    if (m.prevIndex < this.log.committed) {
+      this.#send({ type: 'append-resp', from: this.id, to: m.from, term: this.#term, index: this.log.committed, reject: false, hintIndex: 0, hintTerm: 0 });
+      return;
+    }
+    if (this.log.matchTerm(m.prevIndex, m.prevTerm)) {
+      const lastNew = this.log.maybeAppend(m.prevIndex, m.entries);
+      this.log.commitTo(Math.min(m.commit, lastNew));
+      this.#send({ type: 'append-resp', from: this.id, to: m.from, term: this.#term, index: lastNew, reject: false, hintIndex: 0, hintTerm: 0 });
+      return;
+    }
+    // Fast back-off: tell the leader the last index that can match given its prevTerm, so a
+    // long divergent suffix is skipped a term at a time instead of an entry at a time.
+    const hintIndex = this.log.findConflictByTerm(Math.min(m.prevIndex, this.log.lastIndex()), m.prevTerm);
+    const hintTerm = this.log.term(hintIndex) ?? 0;
+    this.#send({ type: 'append-resp', from: this.id, to: m.from, term: this.#term, index: m.prevIndex, reject: true, hintIndex, hintTerm });
+  }
+
+  #handleHeartbeat(m: HeartbeatMessage): void {
+    if (!this.#followLeader(m.from)) return;
+    if (m.commit > this.log.committed) this.log.commitTo(Math.min(m.commit, this.log.lastIndex()));
+    this.#send({ type: 'heartbeat-resp', from: this.id, to: m.from, term: this.#term, readCtx: m.readCtx });
+  }
+
+  /** Returns false when the message claims a second leader for our own term: it is ignored. */
+  #followLeader(leader: NodeId): boolean {
+    if (this.#role === 'leader') {
+      // Two leaders in one term cannot happen between correct members; a corrupt or hostile
+      // message must not make us give up a leadership the majority granted.
+      this.protocolViolations++;
+      return false;
+    }
+    if (this.#role !== 'follower') this.#becomeFollower(this.#term, leader);
+    this.#leader = leader;
+    this.#electionElapsed = 0;
+    return true;
+  }
+
+  // ---- output ------------------------------------------------------------------------------
+
+  #send(m: Message): void {
+    this.#msgs.push(m);
+  }
+
+  hasReady(): boolean {
+    return (
+      this.#msgs.length > 0 ||
+      this.log.hasUnstable() ||
+      this.log.hasCommittedToApply() ||
+      this.#readStates.length > 0 ||
+      this.#forwardResults.length > 0 ||
+      !sameHardState(this.hardState(), this.#prevHardState) ||
+      !sameSoftState(this.softState(), this.#prevSoftState)
+    );
+  }
+
+  /** Collects the pending effects. Call `advance(ready)` once they are done. */
+  ready(): Ready {
+    const hs = this.hardState();
+    const ss = this.softState();
+    const ready: Ready = {
+      softState: sameSoftState(ss, this.#prevSoftState) ? null : ss,
+      hardState: sameHardState(hs, this.#prevHardState) ? null : hs,
+      entries: this.log.takeUnstable(),
+      messages: this.#msgs,
+      committed: this.log.takeCommitted(this.#limits.maxApplyBatch),
+      readStates: this.#readStates,
+      forwardResults: this.#forwardResults,
+    };
+    this.#prevHardState = hs;
+    this.#prevSoftState = ss;
+    this.#msgs = [];
+    this.#readStates = [];
+    this.#forwardResults = [];
+    return ready;
+  }
+
+  /** Acknowledges that a Ready's entries are durable and its committed entries applied. */
+  advance(ready: Ready): void {
+    const last = ready.entries.at(-1);
+    if (last !== undefined && this.log.term(last.index) === last.term && last.index > this.#stableIndex) {
+      this.#stableIndex = last.index;
+      if (this.#role === 'leader') {
+        const self = this.#progress.get(this.id) as Progress;
+        self.maybeUpdate(last.index);
+        if (this.#maybeCommit()) {
+          for (const peer of this.#peers) this.#sendAppend(peer, true);
+        }
+      }
+    } else if (ready.entries.length > 0 && last !== undefined && this.log.term(last.index) !== last.term) {
+      // The entries were replaced while being written; the replacement is a later Ready's.
+      this.#stableIndex = Math.min(this.#stableIndex, ready.entries[0]!.index - 1);
+    }
+    const applied = ready.committed.at(-1);
+    if (applied !== undefined) this.log.appliedTo(applied.index);
+  }
+}
+
+function sameHardState(a: HardState, b: HardState): boolean {
+  return a.term === b.term && a.vote === b.vote && a.commit === b.commit;
+}
+
+function sameSoftState(a: SoftState, b: SoftState): boolean {
+  return a.role === b.role && a.leader === b.leader && a.term === b.term;
+}

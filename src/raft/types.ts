@@ -1,0 +1,171 @@
+/**
+ * The data the Raft protocol exchanges and persists. Plain objects only, so that the codec,
+ * the storage and the simulator can handle them without knowing the protocol.
+ */
+
+/** A member's id. cronraft uses the member's advertised address, e.g. `127.0.0.1:7001`. */
+export type NodeId = string;
+
+export const EntryType = {
+  /** An application command: handed to the state machine's `apply`. */
+  Normal: 0,
+  /** Appended by a new leader so that it can commit entries of earlier terms (Raft paper, 5.4.2). */
+  Noop: 1,
+} as const;
+export type EntryType = (typeof EntryType)[keyof typeof EntryType];
+
+export interface Entry {
+  readonly index: number;
+  readonly term: number;
+  readonly type: EntryType;
+  /** Opaque application bytes; empty for a no-op. */
+  readonly data: Uint8Array;
+  /**
+   * The id of the proposal that created the entry, `<member>#<sequence>`, so that the member
+   * that proposed it (perhaps through a forward) can resolve the caller's promise when it
+   * applies. Empty for no-ops.
+   */
+  readonly pid: string;
+}
+
+/** What must survive a restart besides the log: the Raft paper's persistent state, plus the commit point. */
+export interface HardState {
+  readonly term: number;
+  readonly vote: NodeId | null;
+  readonly commit: number;
+}
+
+export const emptyHardState: HardState = Object.freeze({ term: 0, vote: null, commit: 0 });
+
+/** Where the log starts after compaction: entries up to `index` are folded into a snapshot. */
+export interface SnapshotMeta {
+  readonly index: number;
+  readonly term: number;
+}
+
+/** A proposal carried from a follower to the leader. */
+export interface ProposalData {
+  readonly pid: string;
+  readonly data: Uint8Array;
+}
+
+/**
+ * Every message has `from`, `to` and the sender's `term`. Messages are a closed union: the
+ * codec rejects any other shape, so the protocol never sees a malformed message.
+ */
+export type Message =
+  | PreVoteMessage
+  | PreVoteResponse
+  | VoteMessage
+  | VoteResponse
+  | AppendMessage
+  | AppendResponse
+  | HeartbeatMessage
+  | HeartbeatResponse
+  | TimeoutNowMessage
+  | ProposeMessage
+  | ProposeResponse
+  | ReadIndexMessage
+  | ReadIndexResponse;
+
+interface Base {
+  readonly from: NodeId;
+  readonly to: NodeId;
+  readonly term: number;
+}
+
+/** Asks whether the sender could win an election at `term` (= its term + 1) without disrupting anyone. */
+export interface PreVoteMessage extends Base {
+  readonly type: 'prevote';
+  readonly lastIndex: number;
+  readonly lastTerm: number;
+}
+export interface PreVoteResponse extends Base {
+  readonly type: 'prevote-resp';
+  readonly reject: boolean;
+}
+export interface VoteMessage extends Base {
+  readonly type: 'vote';
+  readonly lastIndex: number;
+  readonly lastTerm: number;
+  /** Set when the election follows a leadership transfer: voters ignore their leader lease. */
+  readonly transfer: boolean;
+}
+export interface VoteResponse extends Base {
+  readonly type: 'vote-resp';
+  readonly reject: boolean;
+}
+export interface AppendMessage extends Base {
+  readonly type: 'append';
+  readonly prevIndex: number;
+  readonly prevTerm: number;
+  readonly entries: readonly Entry[];
+  readonly commit: number;
+}
+export interface AppendResponse extends Base {
+  readonly type: 'append-resp';
+  /** On success: the index of the last entry now known to match. On rejection: the `prevIndex` that was rejected. */
+  readonly index: number;
+  readonly reject: boolean;
+  /** On rejection: the follower's guess of the last index that may match, with its term (fast back-off). */
+  readonly hintIndex: number;
+  readonly hintTerm: number;
+}
+export interface HeartbeatMessage extends Base {
+  readonly type: 'heartbeat';
+  readonly commit: number;
+  /** A read-index round, echoed in the response; 0 when none is pending. */
+  readonly readCtx: number;
+}
+export interface HeartbeatResponse extends Base {
+  readonly type: 'heartbeat-resp';
+  readonly readCtx: number;
+}
+/** Tells the target of a leadership transfer to campaign at once. */
+export interface TimeoutNowMessage extends Base {
+  readonly type: 'timeout-now';
+}
+/** A follower forwards its callers' proposals to the leader. */
+export interface ProposeMessage extends Base {
+  readonly type: 'propose';
+  readonly proposals: readonly ProposalData[];
+}
+/** The leader tells the forwarder where its proposals went, or that it is not the leader. */
+export interface ProposeResponse extends Base {
+  readonly type: 'propose-resp';
+  /** Index of the first appended proposal; 0 when rejected. Later proposals follow in order. */
+  readonly index: number;
+  readonly pids: readonly string[];
+  readonly reject: boolean;
+  readonly leader: NodeId | null;
+}
+/** A follower asks the leader for a linearizable read index. */
+export interface ReadIndexMessage extends Base {
+  readonly type: 'read-index';
+  readonly ctx: number;
+}
+export interface ReadIndexResponse extends Base {
+  readonly type: 'read-index-resp';
+  readonly ctx: number;
+  /** The commit index a read may be served at once applied; 0 when rejected. */
+  readonly index: number;
+  readonly reject: boolean;
+}
+
+export type MessageType = Message['type'];
+
+export const messageTypes: readonly MessageType[] = [
+  'prevote',
+  'prevote-resp',
+  'vote',
+  'vote-resp',
+  'append',
+  'append-resp',
+  'heartbeat',
+  'heartbeat-resp',
+  'timeout-now',
+  'propose',
+  'propose-resp',
+  'read-index',
+  'read-index-resp',
+];

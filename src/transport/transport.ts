@@ -1,0 +1,30 @@
+import type { Message, NodeId } from '../raft/types.js';
+
+/**
+ * Carries Raft messages between members. `send` never blocks and may drop: Raft tolerates
+ * loss and retransmits. Implementations: libp2p (production) and the simulator's network.
+ */
+export interface Transport {
+  /** Starts listening and connecting. Resolves once the listener is bound. */
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** Queues `message` for `message.to`. Drops it (and counts the drop) when the peer's queue is full. */
+  send(message: Message): void;
+  /** Sets the one receiver of inbound messages; only well-formed messages for this member arrive. */
+  onMessage(handler: (message: Message) => void): void;
+  /** Which peers have a live connection now. */
+  isConnected(peer: NodeId): boolean;
+  /** Counters for inspection: sent, received, dropped by reason. */
+  stats(): TransportStats;
+}
+
+export interface TransportStats {
+  readonly sent: number;
+  readonly received: number;
+  /** Outbound messages dropped because a peer's queue was full or it was unreachable. */
+  readonly droppedQueueFull: number;
+  /** Inbound frames dropped because they were malformed, oversized, unexpected or from another cluster. */
+  readonly droppedMalformed: number;
+  readonly droppedOversized: number;
+  readonly droppedUnexpected: number;
+}

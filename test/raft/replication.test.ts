@@ -1,0 +1,282 @@
+import { describe, expect, it } from 'vitest';
+import { EntryType, type Entry } from '../../src/raft/types.js';
+import { TestNetwork } from './network.js';
+
+const three = ['a', 'b', 'c'];
+
+function sameAppliedEverywhere(net: TestNetwork): void {
+  const reference = net.member(net.ids[0]!).applied.map((e) => `${e.index}:${e.term}:${e.pid}`);
+  for (const id of net.ids) {
+    const applied = net.member(id).applied.map((e) => `${e.index}:${e.term}:${e.pid}`);
+    const n = Math.min(applied.length, reference.length);
+    expect(applied.slice(0, n)).toEqual(reference.slice(0, n));
+  }
+}
+
+describe('log replication', () => {
+  it('commits and applies proposals in order on every member', () => {
+    const net = new TestNetwork(three);
+    net.elect('a');
+    for (let i = 0; i < 10; i++) expect(net.propose('a', `v${i}`).kind).toBe('appended');
+    net.stabilize();
+    net.tickAll(1);
+    for (const id of three) expect(net.appliedTexts(id)).toEqual(Array.from({ length: 10 }, (_, i) => `v${i}`));
+  });
+
+  it('does not commit without a majority, and commits once one returns', () => {
+    const net = new TestNetwork(three);
+    net.elect('a');
+    net.isolate('a');
+    net.propose('a', 'x');
+    net.stabilize();
+    expect(net.node('a').log.committed).toBe(1);
+    net.recover();
+    net.tickAll(2);
+    expect(net.appliedTexts('a')).toEqual(['x']);
+  });
+
+  it('a follower forwards proposals to the leader and learns where they went', () => {
+    const net = new TestNetwork(three);
+    net.elect('a');
+    expect(net.propose('b', 'from-b')).toEqual({ kind: 'forwarded', leader: 'a' });
+    net.stabilize();
+    net.tickAll(1);
+    expect(net.appliedTexts('b')).toEqual(['from-b']);
+    expect(net.member('b').forwarded).toEqual([{ pid: expect.stringMatching(/^b#/) as unknown as string, accepted: true }]);
+  });
+
+  it('refuses a proposal at once when no leader is known', () => {
+    const net = new TestNetwork(three);
+    expect(net.propose('b', 'x')).toEqual({ kind: 'refused', reason: 'no-leader', leader: null });
+  });
+
+  it('repairs a follower log that diverged, overwriting uncommitted entries of an old leader', () => {
+    const net = new TestNetwork(['a', 'b', 'c', 'd', 'e']);
+    net.elect('a');
+    net.propose('a', 'committed');
+    net.stabilize();
+    // a, isolated with b, appends 20 entries that can never commit.
+    net.cut('a', 'c');
+    net.cut('a', 'd');
+    net.cut('a', 'e');
+    net.cut('b', 'c');
+    net.cut('b', 'd');
+    net.cut('b', 'e');
+    for (let i = 0; i < 20; i++) net.propose('a', `lost${i}`);
+    net.stabilize();
+    // c, d, e elect c, which commits 20 entries of its own.
+    for (let i = 0; i < 40 && net.node('c').role !== 'leader'; i++) {
+      net.tick('c');
+      net.tick('d');
+      net.tick('e');
+      net.stabilize();
+    }
+    net.elect('c');
+    expect(net.node('c').role).toBe('leader');
+    for (let i = 0; i < 20; i++) net.propose('c', `kept${i}`);
+    net.stabilize();
+    net.recover();
+    net.tickAll(30);
+    const expected = ['committed', ...Array.from({ length: 20 }, (_, i) => `kept${i}`)];
+    for (const id of net.ids) expect(net.appliedTexts(id)).toEqual(expected);
+    for (const id of net.ids) expect(net.logTerms(id)).toEqual(net.logTerms('c'));
+  });
+
+  it('fast back-off skips a divergent suffix a term at a time', () => {
+    const net = new TestNetwork(three);
+    net.elect('a');
+    net.isolate('a');
+    for (let i = 0; i < 50; i++) net.propose('a', `lost${i}`);
+    net.stabilize();
+    // b and c elect b; a's 50 entries must be repaired in few rounds, not 50.
+    for (let i = 0; i < 40 && net.leaders().every((id) => id === 'a'); i++) {
+      net.tick('b');
+      net.tick('c');
+      net.stabilize();
+    }
+    const leader = net.leaders().find((id) => id !== 'a')!;
+    net.propose(leader, 'new');
+    net.stabilize();
+    net.recover();
+    const before = net.delivered.length;
+    net.tickAll(5);
+    const rejections = net.delivered.slice(before).filter((m) => m.type === 'append-resp' && m.reject && m.from === 'a' && m.index > 0);
+    expect(rejections.length).toBeLessThanOrEqual(3);
+    expect(net.appliedTexts('a')).toEqual(['new']);
+  });
+
+  it('bounds the appends in flight to a follower that does not answer', () => {
+    const net = new TestNetwork(three, { config: { maxInflightMsgs: 4 } });
+    net.elect('a');
+    net.drop('b', 'a');
+    net.drop('c', 'a');
+    net.discardPending();
+    let sent = 0;
+    for (let i = 0; i < 100; i++) {
+      net.propose('a', `v${i}`);
+      sent += net.deliverOnce().filter((m) => m.type === 'append' && m.to === 'b' && m.entries.length > 0).length;
+    }
+    // The first append after the election probes; after that the window allows 4 in flight.
+    expect(sent).toBeLessThanOrEqual(5);
+  });
+
+  it('refuses proposals beyond the uncommitted-bytes bound and accepts again once they commit', () => {
+    const net = new TestNetwork(three, { config: { maxUncommittedBytes: 10 } });
+    net.elect('a');
+    net.isolate('a');
+    expect(net.propose('a', '12345678').kind).toBe('appended');
+    expect(net.propose('a', '12345678')).toEqual({ kind: 'refused', reason: 'backpressure', leader: 'a' });
+    net.recover();
+    net.tickAll(2);
+    expect(net.propose('a', '12345678').kind).toBe('appended');
+  });
+
+  it("does not commit an earlier term's entry by counting replicas (figure 8)", () => {
+    // One entry per append, so the leader can be stopped between replicating index 2 and 3.
+    const net = new TestNetwork(['a', 'b', 'c', 'd', 'e'], { config: { maxEntriesPerAppend: 1 } });
+    const committed = new Map<number, string>();
+    const check = (): void => {
+      for (const id of net.ids) {
+        const log = net.node(id).log;
+        for (let i = 1; i <= log.committed; i++) {
+          const key = `${log.term(i)}`;
+          expect(committed.get(i) ?? key, `index ${i} on ${id}`).toBe(key);
+          committed.set(i, key);
+        }
+      }
+    };
+    net.elect('a');
+    // (a) a, leading term 1, replicates index 2 to b only.
+    net.cut('a', 'c');
+    net.cut('a', 'd');
+    net.cut('a', 'e');
+    net.propose('a', 'x');
+    net.stabilize();
+    check();
+    // (b) a crashes; e wins term 2 with c and d and appends its no-op at index 2, which goes nowhere.
+    net.restart('a');
+    net.isolate('a');
+    net.filter = (m) => !(m.from === 'e' && m.type === 'append');
+    net.forceElection('e');
+    expect(net.node('e').role).toBe('leader');
+    // (c) e crashes; a wins a later term and replicates its old index 2 (term 1) to c, not yet index 3.
+    net.restart('e');
+    net.recover();
+    net.isolate('e');
+    net.cut('a', 'd');
+    const cHasOldIndex2 = (): boolean => net.node('c').log.term(2) === 1;
+    net.filter = (m) => !(m.from === 'a' && m.to === 'c' && m.type === 'append' && cHasOldIndex2() && m.entries.some((en) => en.index >= 3));
+    // The first attempt, at a term where c and d already voted for e, only teaches a the term.
+    for (let i = 0; i < 3 && net.node('a').role !== 'leader'; i++) net.forceElection('a');
+    expect(net.node('a').role).toBe('leader');
+    expect(net.node('c').log.term(2)).toBe(1);
+    // a, b and c hold index 2 of term 1: a majority, but a must not count it as committed.
+    expect(net.node('a').log.committed).toBe(1);
+    check();
+    // (d) a crashes; e can still win (its last term 2 beats term 1) and overwrite index 2.
+    net.restart('a');
+    net.recover();
+    net.isolate('a');
+    net.cut('e', 'b');
+    for (let i = 0; i < 3 && net.node('e').role !== 'leader'; i++) net.forceElection('e');
+    expect(net.node('e').role).toBe('leader');
+    net.tickAll(3);
+    check();
+    expect(net.node('c').log.term(2)).toBe(2);
+  });
+});
+
+describe('restarts', () => {
+  it('a restarted member keeps its term, vote and log, and catches up', () => {
+    const net = new TestNetwork(three);
+    net.elect('a');
+    net.propose('a', 'one');
+    net.stabilize();
+    const term = net.node('b').term;
+    net.restart('b');
+    expect(net.node('b').term).toBe(term);
+    expect(net.node('b').vote).toBe('a');
+    expect(net.node('b').log.lastIndex()).toBe(2);
+    net.propose('a', 'two');
+    net.stabilize();
+    net.tickAll(2);
+    // The restarted member re-applies its whole log from the start.
+    expect(net.appliedTexts('b')).toEqual(['one', 'two']);
+  });
+
+  it('a restarted leader with a persisted vote cannot vote twice in its term', () => {
+    const net = new TestNetwork(three);
+    net.elect('a');
+    net.restart('a');
+    net.node('a').step({ type: 'vote', from: 'b', to: 'a', term: net.node('a').term, lastIndex: 10, lastTerm: 5, transfer: false });
+    const reply = net.pending().find((m) => m.type === 'vote-resp');
+    expect(reply).toMatchObject({ reject: true });
+  });
+
+  it('a whole cluster restarted loses nothing committed', () => {
+    const net = new TestNetwork(three);
+    net.elect('a');
+    for (let i = 0; i < 5; i++) net.propose('a', `v${i}`);
+    net.stabilize();
+    for (const id of three) net.restart(id);
+    net.tickAll(60);
+    expect(net.leaders()).toHaveLength(1);
+    net.tickAll(2);
+    for (const id of three) expect(net.appliedTexts(id)).toEqual(['v0', 'v1', 'v2', 'v3', 'v4']);
+  });
+});
+
+describe('linearizable reads', () => {
+  it('the leader confirms leadership with a heartbeat round before answering', () => {
+    const net = new TestNetwork(three);
+    net.elect('a');
+    net.propose('a', 'x');
+    net.stabilize();
+    expect(net.node('a').readIndex(7)).toBe(true);
+    expect(net.member('a').readStates).toEqual([]);
+    net.stabilize();
+    expect(net.member('a').readStates).toEqual([{ ctx: 7, index: 2 }]);
+  });
+
+  it('a leader cut off from the majority never answers a read', () => {
+    const net = new TestNetwork(three);
+    net.elect('a');
+    net.isolate('a');
+    net.node('a').readIndex(1);
+    net.stabilize();
+    expect(net.member('a').readStates).toEqual([]);
+  });
+
+  it('a follower gets its read index from the leader', () => {
+    const net = new TestNetwork(three);
+    net.elect('a');
+    net.propose('a', 'x');
+    net.stabilize();
+    expect(net.node('c').readIndex(3)).toBe(true);
+    net.stabilize();
+    expect(net.member('c').readStates).toEqual([{ ctx: 3, index: 2 }]);
+  });
+
+  it('a follower with no leader refuses at once', () => {
+    const net = new TestNetwork(three);
+    expect(net.node('c').readIndex(3)).toBe(false);
+  });
+
+  it('a single member answers at once', () => {
+    const net = new TestNetwork(['a']);
+    net.elect('a');
+    net.node('a').readIndex(1);
+    net.flush();
+    expect(net.member('a').readStates).toEqual([{ ctx: 1, index: 1 }]);
+  });
+});
+
+describe('entries', () => {
+  it('a new leader appends a no-op of its term', () => {
+    const net = new TestNetwork(three);
+    net.elect('b');
+    const e = net.node('b').log.entry(1) as Entry;
+    expect(e.type).toBe(EntryType.Noop);
+    expect(e.term).toBe(net.node('b').term);
+  });
+});
