@@ -1,0 +1,35 @@
+import type { Role } from '../raft/ready.js';
+import type { NodeId } from '../raft/types.js';
+import type { TransportStats } from '../transport/transport.js';
+
+/** One member as this member sees it. */
+export interface MemberState {
+  readonly id: NodeId;
+  /** Addresses the member is reached at (multiaddrs). */
+  readonly addrs: readonly string[];
+  readonly voter: boolean;
+  /** Connected and heard from within an election timeout (always true for this member). */
+  readonly reachable: boolean;
+  /** Milliseconds since this member last heard from it; null if never, 0 for itself. */
+  readonly lastContactMs: number | null;
+  /** The leader's view of how far the member's log matches; null on followers. */
+  readonly matchIndex: number | null;
+}
+
+/** A snapshot of this member's view of the cluster, as returned by `cluster.state()`. */
+export interface ClusterState {
+  readonly id: NodeId;
+  readonly status: 'new' | 'starting' | 'running' | 'stopping' | 'stopped' | 'failed';
+  readonly role: Role;
+  readonly term: number;
+  readonly leader: NodeId | null;
+  readonly commitIndex: number;
+  readonly appliedIndex: number;
+  readonly lastIndex: number;
+  readonly members: readonly MemberState[];
+  /** libp2p peer id of this member. */
+  readonly peerId: string | null;
+  readonly transport: TransportStats;
+  /** Messages that the protocol refused as invalid (only a faulty peer sends them). */
+  readonly invalidMessages: number;
+}

@@ -1,0 +1,14 @@
+import type { Role } from './raft/ready.js';
+import type { NodeId } from './raft/types.js';
+
+/** The events a Cluster emits, with their payloads. */
+export interface ClusterEvents {
+  /** The leader changed (null: none known, e.g. during an election). */
+  leader: [{ readonly leader: NodeId | null; readonly term: number }];
+  /** This member's role changed. */
+  role: [{ readonly role: Role; readonly term: number }];
+  /** An entry was committed and applied on this member, in log order. */
+  applied: [{ readonly index: number; readonly term: number; readonly data: Uint8Array }];
+  /** A fatal error stopped this member (e.g. its disk failed). */
+  error: [Error];
+}

@@ -1,0 +1,145 @@
+import { join } from 'node:path';
+import { InvalidArgumentError } from './errors.js';
+import type { NodeId } from './raft/types.js';
+import type { Clock, Timers } from './time/clock.js';
+import type { Random } from './time/random.js';
+import { parsePeerAddress, type PeerAddress } from './transport/address.js';
+
+/** Options of `new Cluster(peers, options)`. Every one has a default; see CLUSTER_DEFAULTS. */
+export interface ClusterOptions {
+  /**
+   * Where this member listens: a multiaddr (`/ip4/127.0.0.1/tcp/7001`) or `host:port`.
+   * @default '/ip4/127.0.0.1/tcp/0' (a free loopback port; a cluster with other members needs a fixed port, since they name it)
+   */
+  readonly listen?: string;
+  /**
+   * The address the other members know this one by, which is also its member id. Set it when
+   * listening on `0.0.0.0`. @default the `listen` address
+   */
+  readonly advertise?: string;
+  /**
+   * Directory for the Raft log (level) and the libp2p key.
+   * @default `.cronraft/<host>-<port>` under the working directory
+   */
+  readonly dataDir?: string;
+  /** `'level'` (durable) or `'memory'` (lost on exit: tests and demos only). @default 'level' */
+  readonly storage?: 'level' | 'memory';
+  /** Resolution of the protocol's clock. @default 10 */
+  readonly tickMs?: number;
+  /** How often a leader tells followers it is alive. @default 50 */
+  readonly heartbeatMs?: number;
+  /**
+   * A follower that hears no leader for a random time between this and twice this starts an
+   * election; a leader that hears no majority for this long steps down. @default 250
+   */
+  readonly electionTimeoutMs?: number;
+  /** How long `propose()` and `barrier()` may wait. @default 5000 */
+  readonly requestTimeoutMs?: number;
+  /** How long `stop()` waits for a leader to hand over leadership. @default 1000 */
+  readonly stopTimeoutMs?: number;
+  /** Bound on proposals waiting to commit on this member. @default 10000 */
+  readonly maxPendingProposals?: number;
+  /** Sync every write to disk (turn off only for tests). @default true */
+  readonly sync?: boolean;
+  /** Injected wall clock, e.g. a skewed one in tests. @default Date.now */
+  readonly clock?: Clock;
+  /** Injected timers, e.g. virtual ones in a simulation. @default Node's timers */
+  readonly timers?: Timers;
+  /** Injected randomness (election timeouts); seed it to replay a run. @default a random seed */
+  readonly random?: Random;
+}
+
+export const CLUSTER_DEFAULTS = {
+  listen: '/ip4/127.0.0.1/tcp/0',
+  storage: 'level',
+  tickMs: 10,
+  heartbeatMs: 50,
+  electionTimeoutMs: 250,
+  requestTimeoutMs: 5000,
+  stopTimeoutMs: 1000,
+  maxPendingProposals: 10_000,
+  /** Proposals handed to Raft in one batch: one disk write and one append carry them. */
+  maxProposalBatch: 1024,
+  /** Linearizable reads waiting on one member. */
+  maxPendingReads: 4096,
+  sync: true,
+  dataRoot: '.cronraft',
+} as const;
+
+/** The options after validation, with defaults applied and addresses parsed. */
+export interface ResolvedOptions {
+  readonly self: PeerAddress;
+  readonly listen: string;
+  readonly peers: ReadonlyMap<NodeId, PeerAddress>;
+  /** Every voting member, this one included, sorted: the cluster's first configuration. */
+  readonly voters: readonly NodeId[];
+  readonly dataDir: string;
+  readonly storage: 'level' | 'memory';
+  readonly tickMs: number;
+  readonly heartbeatTicks: number;
+  readonly electionTicks: number;
+  readonly electionTimeoutMs: number;
+  readonly requestTimeoutMs: number;
+  readonly stopTimeoutMs: number;
+  readonly maxPendingProposals: number;
+  readonly sync: boolean;
+}
+
+/** Validates everything up front, so that a bad option fails at `new Cluster()`, naming itself. */
+export function resolveOptions(peersInput: readonly string[], options: ClusterOptions): ResolvedOptions {
+  if (!Array.isArray(peersInput)) throw new InvalidArgumentError('peers', peersInput, 'an array of addresses');
+  if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('options', options, 'an object');
+  const listenInput = options.listen ?? CLUSTER_DEFAULTS.listen;
+  const listen = parsePeerAddress(listenInput, 'listen');
+  const self = options.advertise === undefined ? listen : parsePeerAddress(options.advertise, 'advertise');
+  const peers = new Map<NodeId, PeerAddress>();
+  peersInput.forEach((value, i) => {
+    const peer = parsePeerAddress(value, `peers[${i}]`);
+    // A peer list may name this member too: the same list can then be given to every member.
+    if (peer.id !== self.id) peers.set(peer.id, peer);
+  });
+  if (peers.size > 0 && self.port === 0) {
+    throw new InvalidArgumentError(options.advertise === undefined ? 'listen' : 'advertise', options.advertise ?? listenInput, 'a fixed port when the cluster has other members (they need to know it)');
+  }
+  if (peers.size > 0 && (self.host === '0.0.0.0' || self.host === '::')) {
+    throw new InvalidArgumentError('advertise', options.advertise ?? listenInput, 'an address the other members can reach (set advertise when listening on 0.0.0.0)');
+  }
+  const tickMs = positiveInt(options.tickMs ?? CLUSTER_DEFAULTS.tickMs, 'tickMs');
+  const heartbeatMs = positiveInt(options.heartbeatMs ?? CLUSTER_DEFAULTS.heartbeatMs, 'heartbeatMs');
+  const electionTimeoutMs = positiveInt(options.electionTimeoutMs ?? CLUSTER_DEFAULTS.electionTimeoutMs, 'electionTimeoutMs');
+  if (heartbeatMs < tickMs) throw new InvalidArgumentError('heartbeatMs', heartbeatMs, `at least tickMs (${tickMs})`);
+  if (heartbeatMs >= electionTimeoutMs) {
+    throw new InvalidArgumentError('heartbeatMs', heartbeatMs, `less than electionTimeoutMs (${electionTimeoutMs})`);
+  }
+  const storage = options.storage ?? CLUSTER_DEFAULTS.storage;
+  if (storage !== 'level' && storage !== 'memory') throw new InvalidArgumentError('storage', storage, "'level' or 'memory'");
+  const dataDir = options.dataDir ?? join(CLUSTER_DEFAULTS.dataRoot, `${self.host.replace(/[^a-zA-Z0-9.-]/g, '_')}-${self.port}`);
+  if (typeof dataDir !== 'string' || dataDir.length === 0) throw new InvalidArgumentError('dataDir', dataDir, 'a directory path');
+  if (options.sync !== undefined && typeof options.sync !== 'boolean') throw new InvalidArgumentError('sync', options.sync, 'a boolean');
+  return {
+    self,
+    listen: listen.multiaddr,
+    peers,
+    voters: [self.id, ...peers.keys()].sort(),
+    dataDir,
+    storage,
+    tickMs,
+    heartbeatTicks: Math.max(1, Math.round(heartbeatMs / tickMs)),
+    electionTicks: Math.max(2, Math.round(electionTimeoutMs / tickMs)),
+    electionTimeoutMs,
+    requestTimeoutMs: positiveInt(options.requestTimeoutMs ?? CLUSTER_DEFAULTS.requestTimeoutMs, 'requestTimeoutMs'),
+    stopTimeoutMs: nonNegativeInt(options.stopTimeoutMs ?? CLUSTER_DEFAULTS.stopTimeoutMs, 'stopTimeoutMs'),
+    maxPendingProposals: positiveInt(options.maxPendingProposals ?? CLUSTER_DEFAULTS.maxPendingProposals, 'maxPendingProposals'),
+    sync: options.sync ?? CLUSTER_DEFAULTS.sync,
+  };
+}
+
+function positiveInt(value: unknown, option: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0) throw new InvalidArgumentError(option, value, 'a positive integer (milliseconds or a count)');
+  return value;
+}
+
+function nonNegativeInt(value: unknown, option: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) throw new InvalidArgumentError(option, value, 'a non-negative integer');
+  return value;
+}

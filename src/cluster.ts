@@ -1,0 +1,279 @@
+import { randomBytes, createHash, randomInt } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import type { PrivateKey } from '@libp2p/interface';
+import type { ClusterState, MemberState } from './api/state.js';
+import type { ClusterEvents } from './cluster-events.js';
+import { resolveOptions, CLUSTER_DEFAULTS, type ClusterOptions, type ResolvedOptions } from './cluster-options.js';
+import { CronraftError, NotRunningError, TimeoutError } from './errors.js';
+import { RaftNode } from './raft/node.js';
+import type { SoftState } from './raft/ready.js';
+import type { Entry, NodeId } from './raft/types.js';
+import { RaftDriver, type ProposalResult, type StateMachine } from './runtime/driver.js';
+import { LevelLogStorage } from './storage/level-log-storage.js';
+import type { LogStorage } from './storage/log-storage.js';
+import { MemoryLogStorage } from './storage/memory-log-storage.js';
+import { systemClock, systemTimers, type Clock, type Timers } from './time/clock.js';
+import type { Random } from './time/random.js';
+import { loadOrCreatePrivateKey } from './transport/identity.js';
+import { Libp2pTransport } from './transport/libp2p-transport.js';
+import { join } from 'node:path';
+
+type Status = ClusterState['status'];
+
+const encoder = new TextEncoder();
+
+/** Randomness for election timeouts when none is injected. */
+const cryptoRandom: Random = { int: (min, max) => randomInt(min, max + 1) };
+
+/**
+ * One member of a cronraft cluster, embedded in an app. Members find one another over libp2p,
+ * elect a leader with Raft and keep a replicated log durable in level.
+ *
+ * The first configuration is the set of all member addresses: the peer list plus this member's
+ * own (advertised) address. Every member given the same set computes the same configuration
+ * and the same cluster id, so however the members are started, only one majority exists and
+ * only one cluster can form. Members given different sets have different cluster ids and refuse
+ * one another's messages (counted in `state().transport.droppedUnexpected`).
+ */
+export class Cluster extends EventEmitter<ClusterEvents> {
+  readonly #o: ResolvedOptions;
+  readonly #clock: Clock;
+  readonly #timers: Timers;
+  readonly #random: Random;
+  readonly #clusterId: string;
+  #status: Status = 'new';
+  #storage: LogStorage | null = null;
+  #transport: Libp2pTransport | null = null;
+  #driver: RaftDriver | null = null;
+  #peerId: string | null = null;
+  #lastLeader: NodeId | null = null;
+  #lastRole: SoftState['role'] = 'follower';
+  #roleWaiters = new Set<() => void>();
+
+  /**
+   * @param peers the other members' addresses (`/ip4/10.0.0.2/tcp/7001`, `10.0.0.2:7001`, with
+   *   or without `/p2p/<peer id>`); this member's own address may be included. `[]` makes a
+   *   single-member cluster.
+   * @throws InvalidArgumentError (code CRONRAFT_INVALID_ARGUMENT) naming the bad option.
+   */
+  constructor(peers: readonly string[], options: ClusterOptions = {}) {
+    super();
+    this.#o = resolveOptions(peers, options);
+    this.#clock = options.clock ?? systemClock;
+    this.#timers = options.timers ?? systemTimers;
+    this.#random = options.random ?? cryptoRandom;
+    this.#clusterId = createHash('sha256').update(this.#o.voters.join('\n')).digest('hex').slice(0, 32);
+  }
+
+  /** This member's id: its advertised `host:port`. */
+  get id(): NodeId {
+    return this.#o.self.id;
+  }
+
+  /** Opens storage, starts listening and joins the cluster. Rejects with a StorageError naming the path if the data directory cannot be used. */
+  async start(): Promise<void> {
+    if (this.#status !== 'new') throw new CronraftError('CRONRAFT_ALREADY_STARTED', `start() was already called (the member is ${this.#status})`);
+    this.#status = 'starting';
+    try {
+      await this.#start();
+      this.#status = 'running';
+    } catch (error) {
+      this.#status = 'failed';
+      await this.#close();
+      throw error;
+    }
+  }
+
+  async #start(): Promise<void> {
+    const o = this.#o;
+    let privateKey: PrivateKey | undefined;
+    if (o.storage === 'level') {
+      privateKey = await loadOrCreatePrivateKey(o.dataDir);
+      this.#storage = new LevelLogStorage(join(o.dataDir, 'raft'), { sync: o.sync });
+    } else {
+      this.#storage = new MemoryLogStorage();
+    }
+    const stored = await this.#storage.open();
+    // Refuses a directory that belongs to another cluster or member, before anything is written.
+    await this.#storage.setIdentity({ clusterId: this.#clusterId, nodeId: o.self.id });
+    const node = new RaftNode(
+      { id: o.self.id, voters: o.voters, electionTicks: o.electionTicks, heartbeatTicks: o.heartbeatTicks },
+      { hardState: stored.hardState, snapshot: stored.snapshot, entries: stored.entries },
+      this.#random,
+    );
+    this.#transport = new Libp2pTransport({
+      self: o.self.id,
+      clusterId: this.#clusterId,
+      listen: o.listen,
+      peers: o.peers,
+      ...(privateKey === undefined ? {} : { privateKey }),
+    });
+    const stateMachine: StateMachine = { apply: () => undefined };
+    this.#driver = new RaftDriver({
+      node,
+      storage: this.#storage,
+      transport: this.#transport,
+      stateMachine,
+      clock: this.#clock,
+      timers: this.#timers,
+      tickMs: o.tickMs,
+      requestTimeoutMs: o.requestTimeoutMs,
+      maxPendingProposals: o.maxPendingProposals,
+      maxProposalBatch: CLUSTER_DEFAULTS.maxProposalBatch,
+      maxPendingReads: CLUSTER_DEFAULTS.maxPendingReads,
+      bootId: randomBytes(4).toString('hex'),
+      onSoftState: (s) => this.#onSoftState(s),
+      onApplied: (e) => this.#onApplied(e),
+      onFatal: (error) => this.#onFatal(error),
+    });
+    await this.#transport.start();
+    this.#peerId = this.#transport.peerId();
+    this.#driver.start();
+    // Alone, there is nobody to wait for: take leadership now rather than after a timeout.
+    if (o.voters.length === 1) node.campaign();
+  }
+
+  /**
+   * Leaves the cluster. A leader first hands leadership to the most up-to-date follower (waiting
+   * at most `stopTimeoutMs`), so the others need not wait for an election timeout.
+   */
+  async stop(): Promise<void> {
+    if (this.#status === 'stopped' || this.#status === 'stopping') return;
+    if (this.#status === 'new') {
+      this.#status = 'stopped';
+      return;
+    }
+    this.#status = 'stopping';
+    const driver = this.#driver;
+    if (driver !== null && driver.node.role === 'leader' && this.#o.voters.length > 1 && this.#o.stopTimeoutMs > 0) {
+      if (driver.transferLeadership() !== null) {
+        await this.#waitFor(() => driver.node.role !== 'leader', this.#o.stopTimeoutMs);
+        // Let the TimeoutNow and the last appends reach the target before the streams close.
+        await this.#waitFor(() => driver.node.leader !== null && driver.node.leader !== this.id, this.#o.stopTimeoutMs);
+      }
+    }
+    await this.#close();
+    this.#status = 'stopped';
+  }
+
+  async #close(): Promise<void> {
+    this.#driver?.stop();
+    for (const wake of this.#roleWaiters) wake();
+    try {
+      await this.#transport?.stop();
+    } finally {
+      await this.#storage?.close();
+    }
+  }
+
+  /**
+   * Appends `data` to the replicated log. Resolves once it is committed and applied on this
+   * member, with its log index. Low level: the scheduler builds on it.
+   * @throws NotLeaderError when no leader is known, TimeoutError, ProposalDroppedError, BackpressureError
+   */
+  async propose(data: Uint8Array | string, options: { signal?: AbortSignal } = {}): Promise<{ index: number }> {
+    const bytes = typeof data === 'string' ? encoder.encode(data) : data;
+    const r: ProposalResult = await this.#running().propose(bytes, options.signal);
+    return { index: r.index };
+  }
+
+  /**
+   * A linearizable read barrier: resolves once this member has applied everything committed
+   * before the call, as confirmed by a majority. Read `state()` after it for a consistent view.
+   */
+  async barrier(): Promise<{ index: number }> {
+    return { index: await this.#running().readBarrier() };
+  }
+
+  /** Resolves with the leader once one is known, or rejects with TimeoutError. */
+  async waitForLeader(options: { timeoutMs?: number } = {}): Promise<{ leader: NodeId; term: number }> {
+    const timeoutMs = options.timeoutMs ?? this.#o.electionTimeoutMs * 20;
+    const driver = this.#running();
+    const ok = await this.#waitFor(() => driver.node.leader !== null, timeoutMs);
+    if (!ok || driver.node.leader === null) throw new TimeoutError('Waiting for a leader', timeoutMs);
+    return { leader: driver.node.leader, term: driver.node.term };
+  }
+
+  /** A snapshot of this member's view: role, term, leader, indexes, members and their reachability. */
+  state(): ClusterState {
+    const driver = this.#driver;
+    const node = driver?.node;
+    const now = this.#clock.now();
+    const stats = this.#transport?.stats() ?? { sent: 0, received: 0, droppedQueueFull: 0, droppedMalformed: 0, droppedOversized: 0, droppedUnexpected: 0 };
+    const members: MemberState[] = this.#o.voters.map((id) => {
+      if (id === this.id) {
+        return { id, addrs: this.#transport?.listenAddresses() ?? [this.#o.listen], voter: true, reachable: true, lastContactMs: 0, matchIndex: node?.progressOf(id)?.match ?? null };
+      }
+      const heard = driver?.lastHeard(id);
+      const lastContactMs = heard === undefined ? null : Math.max(0, now - heard);
+      const connected = this.#transport?.isConnected(id) ?? false;
+      return {
+        id,
+        addrs: [this.#o.peers.get(id)?.multiaddr ?? id],
+        voter: true,
+        reachable: connected && lastContactMs !== null && lastContactMs < this.#o.electionTimeoutMs,
+        lastContactMs,
+        matchIndex: node?.progressOf(id)?.match ?? null,
+      };
+    });
+    return {
+      id: this.id,
+      status: this.#status,
+      role: node?.role ?? 'follower',
+      term: node?.term ?? 0,
+      leader: node?.leader ?? null,
+      commitIndex: node?.log.committed ?? 0,
+      appliedIndex: node?.log.applied ?? 0,
+      lastIndex: node?.log.lastIndex() ?? 0,
+      members,
+      peerId: this.#peerId,
+      transport: stats,
+      invalidMessages: driver?.invalidMessages ?? 0,
+    };
+  }
+
+  #running(): RaftDriver {
+    if (this.#status !== 'running' || this.#driver === null) throw new NotRunningError(this.#status);
+    return this.#driver;
+  }
+
+  #onSoftState(s: SoftState): void {
+    for (const wake of this.#roleWaiters) wake();
+    if (s.role !== this.#lastRole) {
+      this.#lastRole = s.role;
+      this.emit('role', { role: s.role, term: s.term });
+    }
+    if (s.leader !== this.#lastLeader) {
+      this.#lastLeader = s.leader;
+      this.emit('leader', { leader: s.leader, term: s.term });
+    }
+  }
+
+  #onApplied(e: Entry): void {
+    if (e.type === 0 && this.listenerCount('applied') > 0) this.emit('applied', { index: e.index, term: e.term, data: e.data });
+  }
+
+  #onFatal(error: unknown): void {
+    this.#status = 'failed';
+    const e = error instanceof Error ? error : new CronraftError('CRONRAFT_FATAL', String(error));
+    if (this.listenerCount('error') > 0) this.emit('error', e);
+  }
+
+  /** Waits until `done()` holds, re-checked on every role or leader change; false on timeout. */
+  #waitFor(done: () => boolean, timeoutMs: number): Promise<boolean> {
+    if (done()) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const finish = (ok: boolean): void => {
+        this.#roleWaiters.delete(check);
+        this.#timers.clearTimeout(timer);
+        resolve(ok);
+      };
+      const check = (): void => {
+        if (done()) finish(true);
+        else if (this.#status === 'stopped' || this.#status === 'failed') finish(false);
+      };
+      const timer = this.#timers.setTimeout(() => finish(done()), timeoutMs);
+      this.#roleWaiters.add(check);
+    });
+  }
+}

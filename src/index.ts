@@ -1,0 +1,20 @@
+// Must load before libp2p: Node 20 lacks Promise.withResolvers, which libp2p 3 calls.
+import './transport/polyfills.js';
+
+export { Cluster } from './cluster.js';
+export { CLUSTER_DEFAULTS, type ClusterOptions } from './cluster-options.js';
+export type { ClusterEvents } from './cluster-events.js';
+export type { ClusterState, MemberState } from './api/state.js';
+export {
+  CronraftError,
+  InvalidArgumentError,
+  NotLeaderError,
+  ProposalDroppedError,
+  TimeoutError,
+  BackpressureError,
+  NotRunningError,
+  StorageError,
+  CodecError,
+} from './errors.js';
+export type { Clock, Timers } from './time/clock.js';
+export { SeededRandom, type Random } from './time/random.js';

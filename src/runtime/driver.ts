@@ -1,0 +1,417 @@
+import {
+  BackpressureError,
+  CronraftError,
+  NotLeaderError,
+  NotRunningError,
+  ProposalDroppedError,
+  TimeoutError,
+} from '../errors.js';
+import type { ProposeOutcome, RaftNode } from '../raft/node.js';
+import type { ForwardResult, Ready, ReadState, SoftState } from '../raft/ready.js';
+import { EntryType, type Entry, type Message, type NodeId, type ProposalData } from '../raft/types.js';
+import type { LogStorage } from '../storage/log-storage.js';
+import type { Clock, TimerHandle, Timers } from '../time/clock.js';
+import type { Transport } from '../transport/transport.js';
+
+/** The replicated application: `apply` runs in log order on every member and must be deterministic. */
+export interface StateMachine {
+  apply(entry: Entry): unknown;
+}
+
+export interface DriverOptions {
+  readonly node: RaftNode;
+  readonly storage: LogStorage;
+  readonly transport: Transport;
+  readonly stateMachine: StateMachine;
+  readonly clock: Clock;
+  readonly timers: Timers;
+  readonly tickMs: number;
+  /** How long a proposal or read may wait before it fails with TimeoutError. */
+  readonly requestTimeoutMs: number;
+  /** Bound on proposals waiting to commit on this member; more fail with BackpressureError. */
+  readonly maxPendingProposals: number;
+  /** Bound on proposals handed to Raft in one batch (one disk write, one append). */
+  readonly maxProposalBatch: number;
+  /** Bound on linearizable reads waiting on this member. */
+  readonly maxPendingReads: number;
+  /** A prefix that makes this process's proposal ids unique across restarts. */
+  readonly bootId: string;
+  readonly onSoftState?: (state: SoftState) => void;
+  readonly onApplied?: (entry: Entry) => void;
+  /** A fatal error (storage failed): the member stops taking part and reports it. */
+  readonly onFatal?: (error: unknown) => void;
+}
+
+export interface ProposalResult {
+  readonly index: number;
+  readonly result: unknown;
+}
+
+interface PendingProposal {
+  readonly pid: string;
+  readonly data: Uint8Array;
+  readonly deadline: number;
+  readonly resolve: (r: ProposalResult) => void;
+  readonly reject: (e: Error) => void;
+  /** Where Raft put the entry, once known; the entry applied there decides the outcome. */
+  index: number;
+  signal: AbortSignal | undefined;
+  onAbort: (() => void) | undefined;
+}
+
+interface PendingRead {
+  readonly deadline: number;
+  readonly resolve: (index: number) => void;
+  readonly reject: (e: Error) => void;
+  /** 0 until the leader answers; then the index the state machine must reach. */
+  index: number;
+}
+
+/**
+ * The one place that orders a member's effects. Every Ready from the Raft node is handled
+ * strictly in sequence:
+ *
+ * 1. **Persist** hard state and entries in one synced write. A vote or an append acknowledgement
+ *    in this Ready promises that state; if it left before the write and the process died, the
+ *    member could vote twice in a term or a leader could count an entry that is gone.
+ * 2. **Send** the messages, only after the write is durable, for the reason above.
+ * 3. **Apply** the committed entries in log order, then resolve the proposals and reads that
+ *    waited on them: a caller learns of success only once the entry is applied here.
+ * 4. **Advance** the node, which may let the leader count its own now-durable entries.
+ *
+ * Nothing else in the code base calls `storage.save`, `transport.send` or `stateMachine.apply`.
+ */
+export class RaftDriver {
+  readonly #o: DriverOptions;
+  readonly #node: RaftNode;
+  #running = false;
+  #looping = false;
+  #loopAgain = false;
+  #stopped = false;
+  #tickHandle: TimerHandle | null = null;
+  #seq = 0;
+  #readSeq = 0;
+  /** Proposals not yet handed to Raft, batched by the next loop turn. */
+  #queued: PendingProposal[] = [];
+  /** Every proposal not yet settled, in order of arrival (= deadline order). */
+  #pending = new Map<string, PendingProposal>();
+  /** Index → pid of proposals whose position is known. */
+  #byIndex = new Map<number, string>();
+  #reads = new Map<number, PendingRead>();
+  /** Reads answered, waiting for the state machine to reach their index. */
+  #readsWaitingApply: Array<{ ctx: number; index: number }> = [];
+  #lastHeard = new Map<NodeId, number>();
+  #fatal: unknown = null;
+  /** Messages that threw inside the protocol (only a faulty peer sends them). */
+  invalidMessages = 0;
+
+  constructor(options: DriverOptions) {
+    this.#o = options;
+    this.#node = options.node;
+    options.transport.onMessage((m) => this.#receive(m));
+  }
+
+  get node(): RaftNode {
+    return this.#node;
+  }
+
+  get fatalError(): unknown {
+    return this.#fatal;
+  }
+
+  start(): void {
+    if (this.#running) return;
+    this.#running = true;
+    this.#scheduleTick();
+    this.#kick();
+  }
+
+  /** Stops ticking and fails everything still waiting. Storage and transport are closed by the owner. */
+  stop(): void {
+    this.#running = false;
+    this.#stopped = true;
+    if (this.#tickHandle !== null) this.#o.timers.clearTimeout(this.#tickHandle);
+    this.#tickHandle = null;
+    const error = new NotRunningError('stopped');
+    for (const p of this.#pending.values()) this.#settle(p, error);
+    for (const [ctx, r] of this.#reads) {
+      this.#reads.delete(ctx);
+      r.reject(error);
+    }
+  }
+
+  /** When this member last heard from `peer` (clock ms), or undefined. */
+  lastHeard(peer: NodeId): number | undefined {
+    return this.#lastHeard.get(peer);
+  }
+
+  // ---- requests ----------------------------------------------------------------------------
+
+  /**
+   * Replicates `data` and resolves once it is committed and applied on this member, with the
+   * state machine's result. Rejects with NotLeaderError when no leader is known or reachable,
+   * ProposalDroppedError when a new leader replaced the entry, TimeoutError after the request
+   * timeout (the entry may still commit later), BackpressureError when too much is waiting.
+   */
+  propose(data: Uint8Array, signal?: AbortSignal): Promise<ProposalResult> {
+    if (!this.#running) return Promise.reject(new NotRunningError(this.#stopped ? 'stopped' : 'not started'));
+    if (this.#fatal !== null) return Promise.reject(this.#fatalError());
+    if (this.#pending.size >= this.#o.maxPendingProposals) {
+      return Promise.reject(new BackpressureError(`${this.#pending.size} proposals are already waiting (maxPendingProposals)`));
+    }
+    if (this.#node.role !== 'leader' && this.#node.leader === null) return Promise.reject(new NotLeaderError(null));
+    if (signal?.aborted === true) return Promise.reject(abortError(signal));
+    return new Promise<ProposalResult>((resolve, reject) => {
+      const pid = `${this.#o.bootId}.${(++this.#seq).toString(36)}`;
+      const p: PendingProposal = {
+        pid,
+        data,
+        deadline: this.#o.clock.now() + this.#o.requestTimeoutMs,
+        resolve,
+        reject,
+        index: 0,
+        signal,
+        onAbort: undefined,
+      };
+      if (signal !== undefined) {
+        p.onAbort = (): void => this.#settle(p, abortError(signal));
+        signal.addEventListener('abort', p.onAbort, { once: true });
+      }
+      this.#pending.set(pid, p);
+      this.#queued.push(p);
+      this.#kick();
+    });
+  }
+
+  /**
+   * A linearizable read barrier: resolves with an index once this member has applied every
+   * entry committed before the call, as confirmed by a quorum (Raft's ReadIndex).
+   */
+  readBarrier(): Promise<number> {
+    if (!this.#running) return Promise.reject(new NotRunningError(this.#stopped ? 'stopped' : 'not started'));
+    if (this.#reads.size >= this.#o.maxPendingReads) return Promise.reject(new BackpressureError('too many reads are waiting (maxPendingReads)'));
+    const ctx = ++this.#readSeq;
+    if (!this.#node.readIndex(ctx)) return Promise.reject(new NotLeaderError(null));
+    return new Promise<number>((resolve, reject) => {
+      this.#reads.set(ctx, { deadline: this.#o.clock.now() + this.#o.requestTimeoutMs, resolve, reject, index: 0 });
+      this.#kick();
+    });
+  }
+
+  /** Asks Raft to hand leadership to the most up-to-date follower. Returns the target, or null. */
+  transferLeadership(): NodeId | null {
+    const target = this.#node.transferLeadership();
+    this.#kick();
+    return target;
+  }
+
+  // ---- inputs ------------------------------------------------------------------------------
+
+  #receive(m: Message): void {
+    if (!this.#running) return;
+    this.#lastHeard.set(m.from, this.#o.clock.now());
+    try {
+      this.#node.step(m);
+    } catch {
+      // The protocol refused a message it could not accept (e.g. a forged append that conflicts
+      // with committed entries). Count it and carry on: one peer must not crash a member.
+      this.invalidMessages++;
+    }
+    this.#kick();
+  }
+
+  #scheduleTick(): void {
+    this.#tickHandle = this.#o.timers.setTimeout(() => {
+      if (!this.#running) return;
+      this.#node.tick();
+      this.#expire();
+      this.#kick();
+      this.#scheduleTick();
+    }, this.#o.tickMs);
+  }
+
+  /** Fails requests whose deadline passed. Pending proposals are in deadline order. */
+  #expire(): void {
+    const now = this.#o.clock.now();
+    for (const p of this.#pending.values()) {
+      if (p.deadline > now) break;
+      this.#settle(p, new TimeoutError('The proposal', this.#o.requestTimeoutMs));
+    }
+    for (const [ctx, r] of this.#reads) {
+      if (r.deadline > now) break;
+      this.#reads.delete(ctx);
+      r.reject(new TimeoutError('The read barrier', this.#o.requestTimeoutMs));
+    }
+  }
+
+  // ---- the loop ----------------------------------------------------------------------------
+
+  /** Runs the loop soon; calls while it runs make it go round once more. */
+  #kick(): void {
+    if (this.#looping) {
+      this.#loopAgain = true;
+      return;
+    }
+    this.#looping = true;
+    // A microtask, not a timer: callers in the same turn are batched, with no added delay.
+    queueMicrotask(() => void this.#loop());
+  }
+
+  async #loop(): Promise<void> {
+    try {
+      do {
+        this.#loopAgain = false;
+        if (!this.#running) break;
+        this.#submitQueued();
+        while (this.#running && this.#node.hasReady()) {
+          await this.#handleReady(this.#node.ready());
+          this.#submitQueued();
+        }
+      } while (this.#loopAgain);
+    } catch (error) {
+      this.#fail(error);
+    } finally {
+      this.#looping = false;
+    }
+  }
+
+  async #handleReady(rd: Ready): Promise<void> {
+    // 1. Persist: one atomic, synced write of hard state and entries.
+    if (rd.hardState !== null || rd.entries.length > 0) {
+      await this.#o.storage.save(rd.hardState === null ? { entries: rd.entries } : { hardState: rd.hardState, entries: rd.entries });
+    }
+    // 2. Send, now that everything the messages promise is durable.
+    for (const m of rd.messages) this.#o.transport.send(m);
+    // 3. Apply, in log order.
+    for (const entry of rd.committed) this.#apply(entry);
+    this.#handleForwardResults(rd.forwardResults);
+    this.#handleReadStates(rd.readStates);
+    this.#releaseReads();
+    if (rd.softState !== null) this.#onSoftState(rd.softState);
+    // 4. Advance.
+    this.#node.advance(rd);
+  }
+
+  #submitQueued(): void {
+    while (this.#queued.length > 0) {
+      const batch = this.#queued.splice(0, this.#o.maxProposalBatch).filter((p) => this.#pending.has(p.pid));
+      if (batch.length === 0) continue;
+      const outcome = this.#node.propose(batch.map((p): ProposalData => ({ pid: p.pid, data: p.data })));
+      this.#onProposeOutcome(batch, outcome);
+    }
+  }
+
+  #onProposeOutcome(batch: readonly PendingProposal[], outcome: ProposeOutcome): void {
+    if (outcome.kind === 'appended') {
+      batch.forEach((p, i) => this.#place(p, outcome.index + i));
+      return;
+    }
+    if (outcome.kind === 'forwarded') return;
+    const error =
+      outcome.reason === 'backpressure'
+        ? new BackpressureError('Too many bytes are appended but not yet committed (maxUncommittedBytes)')
+        : outcome.reason === 'transferring'
+          ? new NotLeaderError(outcome.leader, `Leadership is being transferred to ${outcome.leader ?? 'another member'}`)
+          : new NotLeaderError(outcome.leader);
+    for (const p of batch) this.#settle(p, error);
+  }
+
+  #place(p: PendingProposal, index: number): void {
+    p.index = index;
+    // If another proposal of ours held this index, a new leader overwrote it: it is dropped.
+    const previous = this.#byIndex.get(index);
+    if (previous !== undefined && previous !== p.pid) {
+      const old = this.#pending.get(previous);
+      if (old !== undefined) this.#settle(old, new ProposalDroppedError());
+    }
+    this.#byIndex.set(index, p.pid);
+  }
+
+  #handleForwardResults(results: readonly ForwardResult[]): void {
+    for (const r of results) {
+      const p = this.#pending.get(r.pid);
+      if (p === undefined) continue;
+      if (r.accepted) this.#place(p, r.index);
+      else this.#settle(p, new NotLeaderError(r.leader));
+    }
+  }
+
+  #apply(entry: Entry): void {
+    let result: unknown;
+    if (entry.type === EntryType.Normal) result = this.#o.stateMachine.apply(entry);
+    this.#o.onApplied?.(entry);
+    const waiting = this.#byIndex.get(entry.index);
+    if (waiting !== undefined) {
+      this.#byIndex.delete(entry.index);
+      const p = this.#pending.get(waiting);
+      if (p !== undefined) {
+        if (waiting === entry.pid) this.#settle(p, null, { index: entry.index, result });
+        else this.#settle(p, new ProposalDroppedError());
+      }
+    } else if (entry.pid !== '') {
+      // Applied before we learned its position (a forward's answer was lost): still ours.
+      const p = this.#pending.get(entry.pid);
+      if (p !== undefined) this.#settle(p, null, { index: entry.index, result });
+    }
+  }
+
+  #settle(p: PendingProposal, error: Error | null, value?: ProposalResult): void {
+    if (!this.#pending.delete(p.pid)) return;
+    if (p.index !== 0 && this.#byIndex.get(p.index) === p.pid) this.#byIndex.delete(p.index);
+    if (p.onAbort !== undefined) p.signal?.removeEventListener('abort', p.onAbort);
+    if (error !== null) p.reject(error);
+    else p.resolve(value as ProposalResult);
+  }
+
+  #handleReadStates(states: readonly ReadState[]): void {
+    for (const s of states) {
+      const r = this.#reads.get(s.ctx);
+      if (r === undefined) continue;
+      if (s.index === 0) {
+        this.#reads.delete(s.ctx);
+        r.reject(new NotLeaderError(this.#node.leader === this.#node.id ? null : this.#node.leader, 'The read could not be confirmed by a leader'));
+      } else {
+        r.index = s.index;
+        this.#readsWaitingApply.push({ ctx: s.ctx, index: s.index });
+      }
+    }
+  }
+
+  #releaseReads(): void {
+    if (this.#readsWaitingApply.length === 0) return;
+    const applied = this.#node.log.applying;
+    this.#readsWaitingApply = this.#readsWaitingApply.filter(({ ctx, index }) => {
+      if (index > applied) return true;
+      const r = this.#reads.get(ctx);
+      this.#reads.delete(ctx);
+      r?.resolve(index);
+      return false;
+    });
+  }
+
+  #onSoftState(s: SoftState): void {
+    // Proposals already forwarded are not failed here when the leader changes: the old leader
+    // may have appended them and the new one may commit them, so only their entry being
+    // applied, replaced, or their timeout can tell the caller the truth.
+    this.#o.onSoftState?.(s);
+  }
+
+  #fail(error: unknown): void {
+    this.#fatal = error;
+    const e = this.#fatalError();
+    for (const p of this.#pending.values()) this.#settle(p, e);
+    this.#running = false;
+    if (this.#tickHandle !== null) this.#o.timers.clearTimeout(this.#tickHandle);
+    this.#o.onFatal?.(error);
+  }
+
+  #fatalError(): CronraftError {
+    const cause = this.#fatal;
+    return new CronraftError('CRONRAFT_FATAL', `The member stopped after a fatal error: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+  }
+}
+
+function abortError(signal: AbortSignal): Error {
+  const reason: unknown = signal.reason;
+  return reason instanceof Error ? reason : new CronraftError('CRONRAFT_ABORTED', 'The operation was aborted');
+}

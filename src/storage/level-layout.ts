@@ -1,0 +1,89 @@
+/**
+ * The key layout of a LevelLogStorage directory. Keys are bytes in one keyspace, split by their
+ * first byte:
+ *
+ * - 0x00 + an ASCII name: the single-valued records (format version, identity, hard state,
+ *   snapshot meta).
+ * - 0x01 + the entry's index as 8 bytes big-endian: one key per log entry. Fixed-width
+ *   big-endian makes LevelDB's bytewise order the numeric order, so one range scan reads the log
+ *   in order and a suffix is a key range.
+ *
+ * Meta keys sort before every entry key, so one scan of the whole store meets them first.
+ * Raw prefix bytes rather than sublevels keep the hot path (one put per entry) free of
+ * sublevel prefixing and let the reader reject any key it does not know.
+ */
+
+/** The version of this layout and of the value encodings. open() refuses any other. */
+export const FORMAT_VERSION = 1;
+
+export const META_PREFIX = 0x00;
+export const ENTRY_PREFIX = 0x01;
+
+/** An entry key: the prefix byte and 8 index bytes. */
+export const ENTRY_KEY_LENGTH = 9;
+
+const TWO_POW_32 = 2 ** 32;
+
+/** Longer than every meta name: a longer key with the meta prefix is not ours. */
+const MAX_META_KEY_LENGTH = 32;
+
+export const MetaName = {
+  Format: 'format',
+  Identity: 'identity',
+  HardState: 'hardstate',
+  Snapshot: 'snapshot',
+} as const;
+export type MetaName = (typeof MetaName)[keyof typeof MetaName];
+
+const metaNames: readonly MetaName[] = Object.values(MetaName);
+
+export function metaKey(name: MetaName): Uint8Array {
+  const key = new Uint8Array(1 + name.length);
+  key[0] = META_PREFIX;
+  for (let i = 0; i < name.length; i++) key[i + 1] = name.charCodeAt(i);
+  return key;
+}
+
+export const metaKeys: Readonly<Record<MetaName, Uint8Array>> = Object.freeze({
+  format: metaKey(MetaName.Format),
+  identity: metaKey(MetaName.Identity),
+  hardstate: metaKey(MetaName.HardState),
+  snapshot: metaKey(MetaName.Snapshot),
+});
+
+/** The key of the entry at `index`, a safe non-negative integer. */
+export function entryKey(index: number): Uint8Array {
+  const key = new Uint8Array(ENTRY_KEY_LENGTH);
+  const view = new DataView(key.buffer);
+  key[0] = ENTRY_PREFIX;
+  view.setUint32(1, Math.floor(index / TWO_POW_32));
+  view.setUint32(5, index >>> 0);
+  return key;
+}
+
+/** The first key after every entry key: the upper bound of a scan of the log. */
+export const ENTRY_KEYS_END: Uint8Array = Uint8Array.of(ENTRY_PREFIX + 1);
+
+/** What a stored key is, or null when it is none of ours. */
+export type ParsedKey = { readonly kind: 'meta'; readonly name: MetaName } | { readonly kind: 'entry'; readonly index: number };
+
+export function parseKey(key: Uint8Array): ParsedKey | null {
+  if (key[0] === ENTRY_PREFIX && key.length === ENTRY_KEY_LENGTH) {
+    const view = new DataView(key.buffer, key.byteOffset, key.byteLength);
+    const index = view.getUint32(1) * TWO_POW_32 + view.getUint32(5);
+    return Number.isSafeInteger(index) ? { kind: 'entry', index } : null;
+  }
+  if (key[0] === META_PREFIX && key.length <= MAX_META_KEY_LENGTH) {
+    const name = String.fromCharCode(...key.subarray(1));
+    const meta = metaNames.find((known) => known === name);
+    if (meta !== undefined) return { kind: 'meta', name: meta };
+  }
+  return null;
+}
+
+/** A key as it appears in an error: its meaning when it has one, else its bytes. */
+export function describeKey(key: Uint8Array): string {
+  const parsed = parseKey(key);
+  if (parsed === null) return `key 0x${Buffer.from(key.buffer, key.byteOffset, key.byteLength).toString('hex')}`;
+  return parsed.kind === 'entry' ? `entry key ${parsed.index}` : `key "${parsed.name}"`;
+}

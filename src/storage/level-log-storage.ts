@@ -1,0 +1,277 @@
+import { readdir, stat } from 'node:fs/promises';
+import { Level } from 'level';
+import { StorageError } from '../errors.js';
+import { emptyHardState } from '../raft/types.js';
+import type { Entry, HardState, SnapshotMeta } from '../raft/types.js';
+import {
+  ValueShapeError,
+  decodeEntry,
+  decodeFormat,
+  decodeHardState,
+  decodeIdentity,
+  decodeSnapshot,
+  encodeEntry,
+  encodeFormat,
+  encodeHardState,
+  encodeIdentity,
+} from './level-codec.js';
+import { ENTRY_KEYS_END, FORMAT_VERSION, MetaName, describeKey, entryKey, metaKeys, parseKey } from './level-layout.js';
+import type { LogStorage, StorageBatch, StorageIdentity, StoredState } from './log-storage.js';
+import { checkBatch, checkIdentity, mismatchMessage, notOpenError, sameIdentity } from './store-checks.js';
+import { TermIndex } from './term-index.js';
+import { WriteQueue } from './write-queue.js';
+import type { WriteOp } from './write-queue.js';
+
+export interface LevelLogStorageOptions {
+  /**
+   * Sync every write to disk before save() resolves (default true). Without it a write survives
+   * the process crashing but not the machine: only for tests and benchmarks.
+   */
+  readonly sync?: boolean;
+}
+
+/** The file LevelDB keeps in every store it created: its absence marks a directory as not a store. */
+const LEVELDB_CURRENT_FILE = 'CURRENT';
+
+/** How many records open() takes from the iterator at a time. */
+const READ_CHUNK = 1_000;
+
+type Db = Level<Uint8Array, Uint8Array>;
+
+/** What an open store knows; gone once it is closed. */
+interface Session {
+  readonly db: Db;
+  readonly queue: WriteQueue;
+  readonly terms: TermIndex;
+  identity: StorageIdentity | null;
+  /** The commit point of the last hard state saved, which a batch must not cut off. */
+  commit: number;
+}
+
+/**
+ * LogStorage in a LevelDB directory (classic-level, through `level`). The layout is in
+ * level-layout.ts and the value encodings in level-codec.ts. save() writes one atomic batch and
+ * reads nothing: the store keeps the terms of its log in memory to check batches and to know
+ * which keys a suffix replacement deletes.
+ */
+export class LevelLogStorage implements LogStorage {
+  readonly path: string;
+  private readonly sync: boolean;
+  private session: Session | null = null;
+
+  constructor(path: string, options: LevelLogStorageOptions = {}) {
+    this.path = path;
+    this.sync = options.sync ?? true;
+  }
+
+  async open(): Promise<StoredState> {
+    if (this.session !== null) throw new StorageError('CRONRAFT_STORAGE_UNREADABLE', this.path, 'the store is already open');
+    const exists = await this.inspectDirectory();
+    // Never create a store over a directory that holds something else: LevelDB would add its
+    // files beside the stranger's and report an empty store. The option goes to the constructor
+    // too because abstract-level opens on its own, with the constructor's options, if open() is
+    // not called in the same tick.
+    const db: Db = new Level<Uint8Array, Uint8Array>(this.path, { keyEncoding: 'view', valueEncoding: 'view', createIfMissing: !exists });
+    try {
+      await db.open({ createIfMissing: !exists });
+    } catch (error) {
+      throw this.openError(error);
+    }
+    try {
+      const state = await this.read(db);
+      if (state === null) {
+        await db.put(metaKeys.format, encodeFormat(FORMAT_VERSION), { sync: this.sync });
+        const empty: StoredState = { identity: null, hardState: { ...emptyHardState }, snapshot: { index: 0, term: 0 }, entries: [] };
+        this.begin(db, empty);
+        return empty;
+      }
+      this.begin(db, state);
+      return state;
+    } catch (error) {
+      await db.close().catch(() => undefined);
+      if (error instanceof StorageError) throw error;
+      throw new StorageError('CRONRAFT_STORAGE_UNREADABLE', this.path, `cannot read the store: ${messageOf(error)}`, { cause: error });
+    }
+  }
+
+  async setIdentity(identity: StorageIdentity): Promise<void> {
+    const session = this.current();
+    checkIdentity(identity);
+    if (session.identity !== null) {
+      if (sameIdentity(session.identity, identity)) return;
+      throw new StorageError('CRONRAFT_STORAGE_MISMATCH', this.path, mismatchMessage(session.identity, identity));
+    }
+    session.identity = { clusterId: identity.clusterId, nodeId: identity.nodeId };
+    await session.queue.write([{ type: 'put', key: metaKeys.identity, value: encodeIdentity(identity) }]);
+  }
+
+  async save(batch: StorageBatch): Promise<void> {
+    const session = this.current();
+    const previousLast = session.terms.lastIndex;
+    const lastIndex = checkBatch(batch, session.terms, session.commit);
+    const ops: WriteOp[] = [];
+    if (batch.hardState !== undefined) ops.push({ type: 'put', key: metaKeys.hardstate, value: encodeHardState(batch.hardState) });
+    for (const entry of batch.entries) ops.push({ type: 'put', key: entryKey(entry.index), value: encodeEntry(entry) });
+    // A replaced suffix longer than the new one leaves stored entries past the new end.
+    for (let index = lastIndex + 1; index <= previousLast; index++) ops.push({ type: 'del', key: entryKey(index) });
+    if (ops.length === 0) return;
+    session.terms.apply(batch.entries);
+    if (batch.hardState !== undefined) session.commit = batch.hardState.commit;
+    await session.queue.write(ops);
+  }
+
+  firstIndex(): number {
+    return this.current().terms.firstIndex;
+  }
+
+  snapshot(): SnapshotMeta {
+    return { ...this.current().terms.snapshot };
+  }
+
+  async close(): Promise<void> {
+    const session = this.session;
+    if (session === null) return;
+    this.session = null;
+    await session.queue.idle();
+    await session.db.close();
+  }
+
+  private begin(db: Db, state: StoredState): void {
+    const queue = new WriteQueue((ops) => this.writeBatch(db, ops));
+    this.session = { db, queue, terms: new TermIndex(state.snapshot, state.entries), identity: state.identity, commit: state.hardState.commit };
+  }
+
+  private async writeBatch(db: Db, ops: WriteOp[]): Promise<void> {
+    try {
+      await db.batch(ops, { sync: this.sync });
+    } catch (error) {
+      throw new StorageError('CRONRAFT_STORAGE_UNREADABLE', this.path, `a write failed; reopen the store: ${messageOf(error)}`, { cause: error });
+    }
+  }
+
+  private current(): Session {
+    if (this.session === null) throw notOpenError(this.path);
+    return this.session;
+  }
+
+  /**
+   * Whether a store may already exist at the path. Throws when the path holds something that is
+   * not a store, so that open() never initialises over it.
+   */
+  private async inspectDirectory(): Promise<boolean> {
+    let names: string[];
+    try {
+      const info = await stat(this.path);
+      if (!info.isDirectory()) throw new StorageError('CRONRAFT_STORAGE_UNREADABLE', this.path, 'is not a directory');
+      names = await readdir(this.path);
+    } catch (error) {
+      if (error instanceof StorageError) throw error;
+      if (isErrnoException(error) && error.code === 'ENOENT') return false;
+      throw new StorageError('CRONRAFT_STORAGE_UNREADABLE', this.path, `cannot read the directory: ${messageOf(error)}`, { cause: error });
+    }
+    if (names.length === 0) return false;
+    if (!names.includes(LEVELDB_CURRENT_FILE)) {
+      const shown = names.slice(0, 5).join(', ') + (names.length > 5 ? ', …' : '');
+      throw new StorageError('CRONRAFT_STORAGE_UNREADABLE', this.path, `is not a cronraft store: the directory is not empty and holds no LevelDB database (found ${shown})`);
+    }
+    return true;
+  }
+
+  private openError(error: unknown): StorageError {
+    const code = levelCode(error);
+    if (code === 'LEVEL_LOCKED') {
+      return new StorageError('CRONRAFT_STORAGE_UNREADABLE', this.path, 'is in use by another process or store (its LOCK is held)', { cause: error });
+    }
+    if (code === 'LEVEL_CORRUPTION') return new StorageError('CRONRAFT_STORAGE_CORRUPT', this.path, `LevelDB reports corruption: ${messageOf(error)}`, { cause: error });
+    return new StorageError('CRONRAFT_STORAGE_UNREADABLE', this.path, `cannot open the LevelDB database: ${messageOf(error)}`, { cause: error });
+  }
+
+  /** Reads and checks everything; null when the database holds nothing (a new store). */
+  private async read(db: Db): Promise<StoredState | null> {
+    const meta = new Map<MetaName, Uint8Array>();
+    const stored: { readonly key: Uint8Array; readonly index: number; readonly value: Uint8Array }[] = [];
+    const iterator = db.iterator({ lt: ENTRY_KEYS_END });
+    try {
+      for (;;) {
+        const chunk = await iterator.nextv(READ_CHUNK);
+        if (chunk.length === 0) break;
+        for (const [key, value] of chunk) {
+          const parsed = parseKey(key);
+          if (parsed === null) throw this.corrupt(`unknown ${describeKey(key)}`);
+          if (parsed.kind === 'meta') meta.set(parsed.name, value);
+          else stored.push({ key, index: parsed.index, value });
+        }
+      }
+    } finally {
+      await iterator.close();
+    }
+    // A key past the log's range is none of ours either.
+    const beyond = await db.keys({ gte: ENTRY_KEYS_END, limit: 1 }).all();
+    if (beyond[0] !== undefined) throw this.corrupt(`unknown ${describeKey(beyond[0])}`);
+
+    const formatBytes = meta.get(MetaName.Format);
+    if (formatBytes === undefined) {
+      if (meta.size === 0 && stored.length === 0) return null;
+      throw this.corrupt(`key "${MetaName.Format}" is missing although the store holds data`);
+    }
+    const version = this.decode(metaKeys.format, formatBytes, decodeFormat);
+    if (version !== FORMAT_VERSION) {
+      throw this.corrupt(`key "${MetaName.Format}" holds format version ${version}; this version of cronraft reads version ${FORMAT_VERSION}`);
+    }
+    const identityBytes = meta.get(MetaName.Identity);
+    const identity = identityBytes === undefined ? null : this.decode(metaKeys.identity, identityBytes, decodeIdentity);
+    const hardStateBytes = meta.get(MetaName.HardState);
+    const hardState: HardState = hardStateBytes === undefined ? { ...emptyHardState } : this.decode(metaKeys.hardstate, hardStateBytes, decodeHardState);
+    const snapshotBytes = meta.get(MetaName.Snapshot);
+    const snapshot: SnapshotMeta = snapshotBytes === undefined ? { index: 0, term: 0 } : this.decode(metaKeys.snapshot, snapshotBytes, decodeSnapshot);
+
+    const entries: Entry[] = [];
+    let expected = snapshot.index + 1;
+    let previousTerm = snapshot.term;
+    for (const { key, index, value } of stored) {
+      if (index !== expected) {
+        throw this.corrupt(index < expected ? `${describeKey(key)} is at or before the snapshot index ${snapshot.index}` : `the log has a gap: entries ${expected}..${index - 1} are missing (next is ${describeKey(key)})`);
+      }
+      const entry = this.decode(key, value, decodeEntry);
+      if (entry.index !== index) throw this.corrupt(`${describeKey(key)} holds the entry for index ${entry.index}`);
+      if (entry.term < previousTerm) throw this.corrupt(`${describeKey(key)} has term ${entry.term}, below the term ${previousTerm} before it`);
+      entries.push(entry);
+      expected++;
+      previousTerm = entry.term;
+    }
+    const lastIndex = expected - 1;
+    if (hardState.commit > lastIndex) throw this.corrupt(`key "${MetaName.HardState}" has commit ${hardState.commit}, past the last index ${lastIndex}`);
+    return { identity, hardState, snapshot, entries };
+  }
+
+  private decode<T>(key: Uint8Array, bytes: Uint8Array, decoder: (bytes: Uint8Array) => T): T {
+    try {
+      return decoder(bytes);
+    } catch (error) {
+      if (error instanceof ValueShapeError) throw this.corrupt(`${describeKey(key)} has a bad value: ${error.message}`);
+      throw error;
+    }
+  }
+
+  private corrupt(message: string): StorageError {
+    return new StorageError('CRONRAFT_STORAGE_CORRUPT', this.path, message);
+  }
+}
+
+/** The `code` of a level error or of the error that caused it (open errors wrap the reason). */
+function levelCode(error: unknown): string | undefined {
+  for (let current = error, depth = 0; current instanceof Error && depth < 5; current = current.cause, depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string' && code !== 'LEVEL_DATABASE_NOT_OPEN') return code;
+  }
+  return undefined;
+}
+
+function isErrnoException(error: unknown): error is NodeJS.ErrnoException {
+  return error instanceof Error && 'code' in error;
+}
+
+function messageOf(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  return error.cause instanceof Error ? `${error.message}: ${error.cause.message}` : error.message;
+}

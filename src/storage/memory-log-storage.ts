@@ -1,0 +1,88 @@
+import { StorageError } from '../errors.js';
+import type { SnapshotMeta } from '../raft/types.js';
+import type { LogStorage, StorageBatch, StorageIdentity, StoredState } from './log-storage.js';
+import { MemoryDisk, copyEntry } from './memory-disk.js';
+import { checkBatch, checkIdentity, mismatchMessage, notOpenError, sameIdentity } from './store-checks.js';
+import { TermIndex } from './term-index.js';
+
+/** What an open store knows; gone once it is closed. */
+interface Session {
+  readonly generation: number;
+  readonly terms: TermIndex;
+  identity: StorageIdentity | null;
+  /** The commit point of the last hard state saved, which a batch must not cut off. */
+  commit: number;
+}
+
+/**
+ * LogStorage in memory, for tests and the simulator. It keeps its data on a MemoryDisk that
+ * outlives it: a new MemoryLogStorage over the same disk is a restarted process. It copies
+ * what it is given and what it returns, so that callers may reuse their arrays and buffers.
+ */
+export class MemoryLogStorage implements LogStorage {
+  readonly disk: MemoryDisk;
+  private session: Session | null = null;
+
+  constructor(disk: MemoryDisk = new MemoryDisk()) {
+    this.disk = disk;
+  }
+
+  async open(): Promise<StoredState> {
+    if (this.session !== null) throw new StorageError('CRONRAFT_STORAGE_UNREADABLE', this.disk.name, 'the store is already open');
+    const generation = this.disk.lock(this);
+    const state = this.disk.read();
+    this.session = { generation, terms: new TermIndex(state.snapshot, state.entries), identity: state.identity, commit: state.hardState.commit };
+    return state;
+  }
+
+  async setIdentity(identity: StorageIdentity): Promise<void> {
+    const session = this.current();
+    checkIdentity(identity);
+    if (session.identity !== null) {
+      if (sameIdentity(session.identity, identity)) return;
+      throw new StorageError('CRONRAFT_STORAGE_MISMATCH', this.disk.name, mismatchMessage(session.identity, identity));
+    }
+    const copy = { clusterId: identity.clusterId, nodeId: identity.nodeId };
+    session.identity = copy;
+    await this.disk.write(session.generation, (contents) => {
+      contents.identity = copy;
+    });
+  }
+
+  async save(batch: StorageBatch): Promise<void> {
+    const session = this.current();
+    checkBatch(batch, session.terms, session.commit);
+    // Copied now, not when the write is applied: the caller may reuse its objects at once.
+    const entries = batch.entries.map(copyEntry);
+    const hardState = batch.hardState === undefined ? undefined : { ...batch.hardState };
+    session.terms.apply(entries);
+    if (hardState !== undefined) session.commit = hardState.commit;
+    await this.disk.write(session.generation, (contents) => {
+      const first = entries[0];
+      if (first !== undefined) {
+        contents.entries.length = first.index - contents.snapshot.index - 1;
+        for (const entry of entries) contents.entries.push(entry);
+      }
+      if (hardState !== undefined) contents.hardState = hardState;
+    });
+  }
+
+  firstIndex(): number {
+    return this.current().terms.firstIndex;
+  }
+
+  snapshot(): SnapshotMeta {
+    return { ...this.current().terms.snapshot };
+  }
+
+  async close(): Promise<void> {
+    if (this.session === null) return;
+    this.disk.release(this);
+    this.session = null;
+  }
+
+  private current(): Session {
+    if (this.session === null) throw notOpenError(this.disk.name);
+    return this.session;
+  }
+}

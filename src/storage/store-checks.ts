@@ -1,0 +1,100 @@
+import { CronraftError, InvalidArgumentError } from '../errors.js';
+import { EntryType } from '../raft/types.js';
+import type { Entry, HardState } from '../raft/types.js';
+import type { StorageBatch, StorageIdentity } from './log-storage.js';
+
+/**
+ * Checks shared by both stores. save() refuses a batch that would leave the store in a state
+ * that open() rejects as corrupt, so that a bug in the caller fails at the write that causes it
+ * instead of at the next restart.
+ */
+
+/** A log index or a term: a non-negative integer that survives a round trip through a double. */
+export function isCount(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
+}
+
+export function isEntryType(value: unknown): value is EntryType {
+  return value === EntryType.Normal || value === EntryType.Noop;
+}
+
+/** What the store knows about the log it holds, enough to check a batch without reading it. */
+export interface LogBounds {
+  /** Index of the first retained entry (snapshot index + 1). */
+  readonly firstIndex: number;
+  /** Index of the last retained entry; firstIndex - 1 when the log is empty. */
+  readonly lastIndex: number;
+  /** Term of the entry at `index`, for firstIndex - 1 <= index <= lastIndex (the snapshot's term at firstIndex - 1). */
+  termAt(index: number): number;
+}
+
+/**
+ * Checks a batch against the stored log and its stored commit point, and returns the last index
+ * once it is written. Throws InvalidArgumentError naming the offending field.
+ */
+export function checkBatch(batch: StorageBatch, bounds: LogBounds, storedCommit: number): number {
+  const { entries, hardState } = batch;
+  if (!Array.isArray(entries)) throw new InvalidArgumentError('batch.entries', entries, 'an array of entries');
+  let lastIndex = bounds.lastIndex;
+  const first = entries[0];
+  if (first !== undefined) {
+    if (!isCount(first.index) || first.index < bounds.firstIndex || first.index > bounds.lastIndex + 1) {
+      throw new InvalidArgumentError('batch.entries[0].index', first.index, `an index from ${bounds.firstIndex} to ${bounds.lastIndex + 1} (the log holds ${bounds.firstIndex}..${bounds.lastIndex})`);
+    }
+    let previousTerm = bounds.termAt(first.index - 1);
+    for (let i = 0; i < entries.length; i++) {
+      const entry = entries[i] as Entry;
+      checkEntry(entry, first.index + i, previousTerm, `batch.entries[${i}]`);
+      previousTerm = entry.term;
+    }
+    lastIndex = first.index + entries.length - 1;
+  }
+  if (hardState !== undefined) checkHardState(hardState, lastIndex, 'batch.hardState');
+  else if (storedCommit > lastIndex) {
+    throw new InvalidArgumentError('batch.entries', `entries up to ${lastIndex}`, `a log that keeps the stored commit point ${storedCommit}`);
+  }
+  return lastIndex;
+}
+
+function checkEntry(entry: Entry, index: number, previousTerm: number, name: string): void {
+  if (typeof entry !== 'object' || entry === null) throw new InvalidArgumentError(name, entry, 'an entry');
+  if (entry.index !== index) throw new InvalidArgumentError(`${name}.index`, entry.index, `${index} (entries must be contiguous)`);
+  if (!isCount(entry.term) || entry.term < previousTerm) {
+    throw new InvalidArgumentError(`${name}.term`, entry.term, `an integer >= ${previousTerm} (terms never decrease along the log)`);
+  }
+  if (!isEntryType(entry.type)) throw new InvalidArgumentError(`${name}.type`, entry.type, 'an EntryType');
+  if (!(entry.data instanceof Uint8Array)) throw new InvalidArgumentError(`${name}.data`, entry.data, 'a Uint8Array');
+  if (typeof entry.pid !== 'string') throw new InvalidArgumentError(`${name}.pid`, entry.pid, 'a string');
+}
+
+function checkHardState(hardState: HardState, lastIndex: number, name: string): void {
+  if (typeof hardState !== 'object' || hardState === null) throw new InvalidArgumentError(name, hardState, 'a HardState');
+  if (!isCount(hardState.term)) throw new InvalidArgumentError(`${name}.term`, hardState.term, 'a non-negative integer');
+  if (hardState.vote !== null && typeof hardState.vote !== 'string') throw new InvalidArgumentError(`${name}.vote`, hardState.vote, 'a member id or null');
+  if (!isCount(hardState.commit) || hardState.commit > lastIndex) {
+    throw new InvalidArgumentError(`${name}.commit`, hardState.commit, `an integer from 0 to the last index, ${lastIndex}`);
+  }
+}
+
+export function checkIdentity(identity: StorageIdentity): void {
+  if (typeof identity !== 'object' || identity === null) throw new InvalidArgumentError('identity', identity, 'a StorageIdentity');
+  if (typeof identity.clusterId !== 'string' || identity.clusterId === '') throw new InvalidArgumentError('identity.clusterId', identity.clusterId, 'a non-empty string');
+  if (typeof identity.nodeId !== 'string' || identity.nodeId === '') throw new InvalidArgumentError('identity.nodeId', identity.nodeId, 'a non-empty string');
+}
+
+export function describeIdentity(identity: StorageIdentity): string {
+  return `cluster ${JSON.stringify(identity.clusterId)} member ${JSON.stringify(identity.nodeId)}`;
+}
+
+export function mismatchMessage(stored: StorageIdentity, wanted: StorageIdentity): string {
+  return `belongs to ${describeIdentity(stored)}, not ${describeIdentity(wanted)}`;
+}
+
+export function sameIdentity(a: StorageIdentity, b: StorageIdentity): boolean {
+  return a.clusterId === b.clusterId && a.nodeId === b.nodeId;
+}
+
+/** A call that needs an open store, made before open() or after close(): a bug in the caller. */
+export function notOpenError(path: string): CronraftError {
+  return new CronraftError('CRONRAFT_NOT_RUNNING', `${path}: the store is not open`);
+}

@@ -1,0 +1,65 @@
+/** A put or a del, as LevelDB takes them in a batch. */
+export type WriteOp = { readonly type: 'put'; readonly key: Uint8Array; readonly value: Uint8Array } | { readonly type: 'del'; readonly key: Uint8Array };
+
+/** Writes a list of operations atomically and durably. */
+export type BatchWriter = (ops: WriteOp[]) => Promise<void>;
+
+interface Waiter {
+  readonly resolve: () => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/**
+ * Serialises writes to one store, in the order they were made. LevelDB batches submitted
+ * concurrently run on separate threads and may land in either order, which would let an older
+ * batch overwrite a newer one; here at most one batch is in flight. Writes made while one is in
+ * flight are merged into the next batch (group commit): one sync for all of them, each still
+ * atomic since it lands whole inside a larger atomic batch.
+ *
+ * After a failed write, the in-memory view of the store that later writes were checked against
+ * may no longer match the disk, so every later write fails with the same error.
+ */
+export class WriteQueue {
+  private readonly writeBatch: BatchWriter;
+  private queuedOps: WriteOp[][] = [];
+  private queuedWaiters: Waiter[] = [];
+  private inFlight: Promise<void> | null = null;
+  private failure: { readonly error: unknown } | null = null;
+
+  constructor(writeBatch: BatchWriter) {
+    this.writeBatch = writeBatch;
+  }
+
+  write(ops: WriteOp[]): Promise<void> {
+    if (this.failure !== null) return Promise.reject(this.failure.error);
+    return new Promise<void>((resolve, reject) => {
+      this.queuedOps.push(ops);
+      this.queuedWaiters.push({ resolve, reject });
+      if (this.inFlight === null) this.inFlight = this.drain();
+    });
+  }
+
+  /** Resolves once every write made so far has settled. */
+  async idle(): Promise<void> {
+    while (this.inFlight !== null) await this.inFlight;
+  }
+
+  private async drain(): Promise<void> {
+    while (this.queuedOps.length > 0) {
+      const groups = this.queuedOps;
+      const waiters = this.queuedWaiters;
+      this.queuedOps = [];
+      this.queuedWaiters = [];
+      try {
+        if (this.failure !== null) throw this.failure.error;
+        await this.writeBatch(groups.length === 1 ? (groups[0] as WriteOp[]) : groups.flat());
+      } catch (error) {
+        this.failure ??= { error };
+        for (const waiter of waiters) waiter.reject(this.failure.error);
+        continue;
+      }
+      for (const waiter of waiters) waiter.resolve();
+    }
+    this.inFlight = null;
+  }
+}

@@ -1,0 +1,318 @@
+import { spawn } from 'node:child_process';
+import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Level } from 'level';
+import { afterEach, describe, expect, it } from 'vitest';
+import { StorageError } from '../src/errors.js';
+import { encodeEntry, encodeFormat } from '../src/storage/level-codec.js';
+import { entryKey, metaKeys } from '../src/storage/level-layout.js';
+import { LevelLogStorage } from '../src/storage/level-log-storage.js';
+import type { LogStorage } from '../src/storage/log-storage.js';
+import { MemoryDisk } from '../src/storage/memory-disk.js';
+import { MemoryLogStorage } from '../src/storage/memory-log-storage.js';
+import { describeLogStorageCompliance, entries, entry } from './storage-compliance.js';
+import { workloadIdentity, workloadStateAfter } from './fixtures/storage-workload.js';
+
+const REPO_ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
+const WRITER_FIXTURE = join(REPO_ROOT, 'test', 'fixtures', 'storage-writer.ts');
+/** Acknowledged batches to wait for before killing the writer. */
+const ACKS_BEFORE_KILL = 300;
+/** fast-check runs against level: every run opens, syncs and closes real stores several times. */
+const LEVEL_PROPERTY_RUNS = 30;
+
+async function expectStorageError(promise: Promise<unknown>, code: string, path: string): Promise<StorageError> {
+  const error: unknown = await promise.then(
+    () => null,
+    (reason: unknown) => reason,
+  );
+  expect(error).toBeInstanceOf(StorageError);
+  expect((error as StorageError).code).toBe(code);
+  expect((error as StorageError).path).toBe(path);
+  expect((error as StorageError).message).toContain(path);
+  return error as StorageError;
+}
+
+describe('MemoryLogStorage', () => {
+  describeLogStorageCompliance('memory', {
+    create: async () => new MemoryLogStorage(new MemoryDisk()),
+    reopen: async (previous) => new MemoryLogStorage((previous as MemoryLogStorage).disk),
+  });
+
+  describe('with manual sync (for the simulator)', () => {
+    it('resolves a save only once synced, and keeps synced writes through a crash', async () => {
+      const disk = new MemoryDisk({ manualSync: true });
+      const store = new MemoryLogStorage(disk);
+      await store.open();
+      let acknowledged = false;
+      const saving = store.save({ entries: entries(1, 2, 1) }).then(() => {
+        acknowledged = true;
+      });
+      await Promise.resolve();
+      expect(acknowledged).toBe(false);
+      expect(disk.unsyncedWrites).toBe(1);
+      disk.sync();
+      await saving;
+      expect(acknowledged).toBe(true);
+      disk.crash();
+      const state = await new MemoryLogStorage(disk).open();
+      expect(state.entries).toEqual(entries(1, 2, 1));
+    });
+
+    it('loses unsynced writes in a crash, and the dead store writes nothing after it', async () => {
+      const disk = new MemoryDisk({ manualSync: true });
+      const store = new MemoryLogStorage(disk);
+      await store.open();
+      const synced = store.save({ entries: entries(1, 2, 1) });
+      disk.sync();
+      await synced;
+      void store.save({ entries: entries(3, 4, 1), hardState: { term: 1, vote: null, commit: 4 } });
+      disk.crash();
+      const restarted = new MemoryLogStorage(disk);
+      const state = await restarted.open();
+      expect(state.entries).toEqual(entries(1, 2, 1));
+      expect(state.hardState.commit).toBe(0);
+      // The store from before the crash is a dead process: what it writes never lands.
+      void store.save({ entries: entries(5, 5, 9) });
+      disk.sync();
+      await restarted.close();
+      expect((await new MemoryLogStorage(disk).open()).entries).toEqual(entries(1, 2, 1));
+    });
+  });
+});
+
+describe('LevelLogStorage', () => {
+  const directories: string[] = [];
+
+  afterEach(async () => {
+    for (const directory of directories.splice(0)) await rm(directory, { recursive: true, force: true });
+  });
+
+  async function tempDirectory(): Promise<string> {
+    const directory = await mkdtemp(join(tmpdir(), 'cronraft-storage-'));
+    directories.push(directory);
+    return directory;
+  }
+
+  /** A path inside a new temporary directory where no store exists yet. */
+  async function newStorePath(): Promise<string> {
+    return join(await tempDirectory(), 'store');
+  }
+
+  /** Writes raw keys and values, bypassing LevelLogStorage, to damage a store on purpose. */
+  async function rawWrite(path: string, writes: readonly { readonly key: Uint8Array; readonly value: Uint8Array | null }[]): Promise<void> {
+    const db = new Level<Uint8Array, Uint8Array>(path, { keyEncoding: 'view', valueEncoding: 'view', createIfMissing: false });
+    await db.open();
+    try {
+      for (const { key, value } of writes) {
+        if (value === null) await db.del(key);
+        else await db.put(key, value);
+      }
+    } finally {
+      await db.close();
+    }
+  }
+
+  /** A closed store at a new path holding entries 1..count at term 1 and commit 1. */
+  async function storeWith(count: number): Promise<string> {
+    const path = await newStorePath();
+    const store = new LevelLogStorage(path);
+    await store.open();
+    await store.save({ entries: entries(1, count, 1), hardState: { term: 1, vote: null, commit: 1 } });
+    await store.close();
+    return path;
+  }
+
+  describeLogStorageCompliance(
+    'level',
+    {
+      create: async () => new LevelLogStorage(await newStorePath()),
+      reopen: async (previous) => new LevelLogStorage((previous as LevelLogStorage).path),
+    },
+    { propertyRuns: LEVEL_PROPERTY_RUNS },
+  );
+
+  it('creates the directories of a new store, and opens an empty directory as a new store', async () => {
+    const nested = join(await tempDirectory(), 'a', 'b', 'store');
+    const store = new LevelLogStorage(nested);
+    expect((await store.open()).entries).toEqual([]);
+    await store.close();
+    const empty = await tempDirectory();
+    const other = new LevelLogStorage(empty);
+    expect((await other.open()).entries).toEqual([]);
+    await other.close();
+  });
+
+  it('keeps every acknowledged batch when the writing process is killed with SIGKILL', async () => {
+    const path = await newStorePath();
+    const child = spawn(process.execPath, ['--import', 'tsx', WRITER_FIXTURE, path], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr += chunk;
+    });
+    const closed = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+      child.on('close', (code, signal) => resolve({ code, signal }));
+    });
+    let lastAck = 0;
+    let ready = false;
+    let pending = '';
+    let onProgress: (() => void) | null = null;
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      pending += chunk;
+      const lines = pending.split('\n');
+      pending = lines.pop() ?? '';
+      for (const line of lines) {
+        if (line === 'ready') ready = true;
+        const match = /^ack (\d+)$/.exec(line);
+        if (match?.[1] !== undefined) lastAck = Number(match[1]);
+      }
+      onProgress?.();
+    });
+
+    // Wait on the writer's own output, or its death, never on a timer.
+    await new Promise<void>((resolve, reject) => {
+      onProgress = () => {
+        if (lastAck >= ACKS_BEFORE_KILL) resolve();
+      };
+      void closed.then(({ code }) => reject(new Error(`the writer exited early (code ${code}): ${stderr}`)));
+    });
+    onProgress = null;
+    expect(ready).toBe(true);
+
+    // While the writer runs it holds the store's lock: another process cannot open it.
+    await expectStorageError(new LevelLogStorage(path).open(), 'CRONRAFT_STORAGE_UNREADABLE', path);
+
+    child.kill('SIGKILL');
+    const { signal } = await closed;
+    expect(signal).toBe('SIGKILL');
+    expect(lastAck).toBeGreaterThanOrEqual(ACKS_BEFORE_KILL);
+
+    const store = new LevelLogStorage(path);
+    const state = await store.open();
+    await store.close();
+    // The batch in flight at the kill may or may not have landed, but whole or not at all.
+    const acknowledged = workloadStateAfter(lastAck);
+    const withNext = workloadStateAfter(lastAck + 1);
+    const matches = [acknowledged, withNext].filter(
+      (expected) => JSON.stringify(expected.hardState) === JSON.stringify(state.hardState) && sameEntries(expected.entries, state.entries),
+    );
+    expect(matches.length, `the store after the kill at ack ${lastAck} holds neither batch ${lastAck} nor ${lastAck + 1}`).toBe(1);
+    expect(state.identity).toEqual(workloadIdentity);
+    state.entries.forEach((stored, i) => expect(stored.index).toBe(i + 1));
+  });
+
+  it('reports a value that does not decode as corrupt, naming the path and the key', async () => {
+    const path = await storeWith(3);
+    await rawWrite(path, [{ key: entryKey(2), value: Uint8Array.of(0xff, 0x00, 0x13) }]);
+    const error = await expectStorageError(new LevelLogStorage(path).open(), 'CRONRAFT_STORAGE_CORRUPT', path);
+    expect(error.message).toContain('entry key 2');
+  });
+
+  it('reports a value of the wrong shape as corrupt', async () => {
+    const path = await storeWith(3);
+    await rawWrite(path, [{ key: metaKeys.hardstate, value: encodeFormat(7) }]);
+    const error = await expectStorageError(new LevelLogStorage(path).open(), 'CRONRAFT_STORAGE_CORRUPT', path);
+    expect(error.message).toContain('"hardstate"');
+  });
+
+  it('reports a gap in the log as corrupt', async () => {
+    const path = await storeWith(5);
+    await rawWrite(path, [{ key: entryKey(3), value: null }]);
+    const error = await expectStorageError(new LevelLogStorage(path).open(), 'CRONRAFT_STORAGE_CORRUPT', path);
+    expect(error.message).toMatch(/gap/);
+    expect(error.message).toContain('entry key 4');
+  });
+
+  it('reports an entry stored under another index, a falling term and a commit past the log as corrupt', async () => {
+    const misplaced = await storeWith(3);
+    await rawWrite(misplaced, [{ key: entryKey(2), value: encodeEntry(entry(3, 1)) }]);
+    expect((await expectStorageError(new LevelLogStorage(misplaced).open(), 'CRONRAFT_STORAGE_CORRUPT', misplaced)).message).toContain('entry key 2');
+
+    const falling = await storeWith(3);
+    await rawWrite(falling, [{ key: entryKey(2), value: encodeEntry(entry(2, 5)) }]);
+    expect((await expectStorageError(new LevelLogStorage(falling).open(), 'CRONRAFT_STORAGE_CORRUPT', falling)).message).toContain('entry key 3');
+
+    const pastCommit = await storeWith(3);
+    await rawWrite(pastCommit, [1, 2, 3].map((index) => ({ key: entryKey(index), value: null })));
+    expect((await expectStorageError(new LevelLogStorage(pastCommit).open(), 'CRONRAFT_STORAGE_CORRUPT', pastCommit)).message).toContain('past the last index 0');
+  });
+
+  it('refuses an unknown format version, a missing one and keys it does not know', async () => {
+    const future = await storeWith(1);
+    await rawWrite(future, [{ key: metaKeys.format, value: encodeFormat(2) }]);
+    expect((await expectStorageError(new LevelLogStorage(future).open(), 'CRONRAFT_STORAGE_CORRUPT', future)).message).toContain('version 2');
+
+    const missing = await storeWith(1);
+    await rawWrite(missing, [{ key: metaKeys.format, value: null }]);
+    expect((await expectStorageError(new LevelLogStorage(missing).open(), 'CRONRAFT_STORAGE_CORRUPT', missing)).message).toContain('"format"');
+
+    const stranger = await storeWith(1);
+    await rawWrite(stranger, [{ key: new TextEncoder().encode('someone-else'), value: Uint8Array.of(1) }]);
+    expect((await expectStorageError(new LevelLogStorage(stranger).open(), 'CRONRAFT_STORAGE_CORRUPT', stranger)).message).toContain('unknown key');
+  });
+
+  it('refuses a directory of unrelated files and leaves them untouched', async () => {
+    const path = await tempDirectory();
+    await writeFile(join(path, 'notes.txt'), 'not a database');
+    await mkdir(join(path, 'photos'));
+    await writeFile(join(path, 'photos', 'cat.jpg'), Uint8Array.of(0xff, 0xd8, 0xff));
+    const error = await expectStorageError(new LevelLogStorage(path).open(), 'CRONRAFT_STORAGE_UNREADABLE', path);
+    expect(error.message).toContain('notes.txt');
+    expect((await readdir(path)).sort()).toEqual(['notes.txt', 'photos']);
+    expect(await readdir(join(path, 'photos'))).toEqual(['cat.jpg']);
+    expect(await readFile(join(path, 'notes.txt'), 'utf8')).toBe('not a database');
+  });
+
+  it('refuses a path that is a file', async () => {
+    const path = join(await tempDirectory(), 'file');
+    await writeFile(path, 'x');
+    await expectStorageError(new LevelLogStorage(path).open(), 'CRONRAFT_STORAGE_UNREADABLE', path);
+    expect(await readFile(path, 'utf8')).toBe('x');
+  });
+
+  it('refuses a LevelDB directory whose files are damaged, without replacing it', async () => {
+    const path = await storeWith(2);
+    await writeFile(join(path, 'CURRENT'), 'MANIFEST-999999\n');
+    const error = await expectStorageError(new LevelLogStorage(path).open(), 'CRONRAFT_STORAGE_UNREADABLE', path);
+    expect(error.cause).toBeDefined();
+    expect(await readFile(join(path, 'CURRENT'), 'utf8')).toBe('MANIFEST-999999\n');
+  });
+
+  it('refuses a store that is already open (its LOCK is held)', async () => {
+    const path = await newStorePath();
+    const first = new LevelLogStorage(path);
+    await first.open();
+    try {
+      const error = await expectStorageError(new LevelLogStorage(path).open(), 'CRONRAFT_STORAGE_UNREADABLE', path);
+      expect(error.message).toMatch(/LOCK/);
+      expect(error.cause).toBeDefined();
+    } finally {
+      await first.close();
+    }
+  });
+
+  it('refuses the identity of another cluster or member after a restart', async () => {
+    const path = await newStorePath();
+    const first: LogStorage = new LevelLogStorage(path);
+    await first.open();
+    await first.setIdentity({ clusterId: 'alpha', nodeId: '127.0.0.1:7001' });
+    await first.close();
+    const second = new LevelLogStorage(path);
+    expect((await second.open()).identity).toEqual({ clusterId: 'alpha', nodeId: '127.0.0.1:7001' });
+    try {
+      const error = await expectStorageError(second.setIdentity({ clusterId: 'beta', nodeId: '127.0.0.1:7001' }), 'CRONRAFT_STORAGE_MISMATCH', path);
+      expect(error.message).toContain('belongs to cluster "alpha" member "127.0.0.1:7001", not cluster "beta" member "127.0.0.1:7001"');
+    } finally {
+      await second.close();
+    }
+  });
+});
+
+function sameEntries(a: readonly { index: number; term: number; type: number; data: Uint8Array; pid: string }[], b: typeof a): boolean {
+  if (a.length !== b.length) return false;
+  return a.every((x, i) => {
+    const y = b[i];
+    return y !== undefined && x.index === y.index && x.term === y.term && x.type === y.type && x.pid === y.pid && Buffer.compare(x.data, y.data) === 0;
+  });
+}
