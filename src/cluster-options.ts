@@ -3,7 +3,7 @@ import { InvalidArgumentError } from './errors.js';
 import type { NodeId } from './raft/types.js';
 import type { Clock, Timers } from './time/clock.js';
 import type { Random } from './time/random.js';
-import { parsePeerAddress, type PeerAddress } from './transport/address.js';
+import { parseListenAddress, parsePeerAddress, type PeerAddress } from './transport/address.js';
 
 /** Options of `new Cluster(peers, options)`. Every one has a default; see CLUSTER_DEFAULTS. */
 export interface ClusterOptions {
@@ -90,7 +90,7 @@ export function resolveOptions(peersInput: readonly string[], options: ClusterOp
   if (!Array.isArray(peersInput)) throw new InvalidArgumentError('peers', peersInput, 'an array of addresses');
   if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('options', options, 'an object');
   const listenInput = options.listen ?? CLUSTER_DEFAULTS.listen;
-  const listen = parsePeerAddress(listenInput, 'listen');
+  const listen = parseListenAddress(listenInput, 'listen');
   const self = options.advertise === undefined ? listen : parsePeerAddress(options.advertise, 'advertise');
   const peers = new Map<NodeId, PeerAddress>();
   peersInput.forEach((value, i) => {

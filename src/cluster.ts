@@ -211,7 +211,9 @@ export class Cluster extends EventEmitter<ClusterEvents> {
         id,
         addrs: [this.#o.peers.get(id)?.multiaddr ?? id],
         voter: true,
-        reachable: connected && lastContactMs !== null && lastContactMs < this.#o.electionTimeoutMs,
+        // Leader and followers exchange messages every heartbeat, so between them silence for an
+        // election timeout means unreachable; followers talk to each other only in elections.
+        reachable: connected && (!(node?.role === 'leader' || id === node?.leader) || (lastContactMs !== null && lastContactMs < this.#o.electionTimeoutMs)),
         lastContactMs,
         matchIndex: node?.progressOf(id)?.match ?? null,
       };

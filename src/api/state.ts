@@ -8,7 +8,10 @@ export interface MemberState {
   /** Addresses the member is reached at (multiaddrs). */
   readonly addrs: readonly string[];
   readonly voter: boolean;
-  /** Connected and heard from within an election timeout (always true for this member). */
+  /**
+   * A connection is open and, between the leader and a follower (who talk every heartbeat),
+   * the member was heard from within an election timeout. Always true for this member.
+   */
   readonly reachable: boolean;
   /** Milliseconds since this member last heard from it; null if never, 0 for itself. */
   readonly lastContactMs: number | null;

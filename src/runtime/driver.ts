@@ -101,6 +101,9 @@ export class RaftDriver {
   /** Reads answered, waiting for the state machine to reach their index. */
   #readsWaitingApply: Array<{ ctx: number; index: number }> = [];
   #lastHeard = new Map<NodeId, number>();
+  /** The term and vote last made durable: a Ready that changes them sends nothing before its write. */
+  #durableTerm: number;
+  #durableVote: NodeId | null;
   #fatal: unknown = null;
   /** Messages that threw inside the protocol (only a faulty peer sends them). */
   invalidMessages = 0;
@@ -108,6 +111,8 @@ export class RaftDriver {
   constructor(options: DriverOptions) {
     this.#o = options;
     this.#node = options.node;
+    this.#durableTerm = options.node.term;
+    this.#durableVote = options.node.vote;
     options.transport.onMessage((m) => this.#receive(m));
   }
 
@@ -276,12 +281,26 @@ export class RaftDriver {
   }
 
   async #handleReady(rd: Ready): Promise<void> {
+    const persist = rd.hardState !== null || rd.entries.length > 0;
+    // A leader's appends and heartbeats promise nothing about the leader's own disk: it counts
+    // its own copy of an entry only after advance() below, i.e. once the write is durable. So
+    // they may leave before the write, overlapping the leader's fsync with the followers' (the
+    // Raft paper, section 10.2.1; etcd's server does the same). Everything else waits.
+    // A Ready that changes term or vote (e.g. the one that makes us leader) sends nothing early:
+    // a leader that crashed before its own vote was durable could vote again in its term.
+    const sameVote = rd.hardState === null || (rd.hardState.term === this.#durableTerm && rd.hardState.vote === this.#durableVote);
+    const early = persist && sameVote && this.#node.role === 'leader' ? rd.messages.filter(isLeaderReplication) : [];
+    for (const m of early) this.#o.transport.send(m);
     // 1. Persist: one atomic, synced write of hard state and entries.
-    if (rd.hardState !== null || rd.entries.length > 0) {
+    if (persist) {
       await this.#o.storage.save(rd.hardState === null ? { entries: rd.entries } : { hardState: rd.hardState, entries: rd.entries });
+      if (rd.hardState !== null) {
+        this.#durableTerm = rd.hardState.term;
+        this.#durableVote = rd.hardState.vote;
+      }
     }
     // 2. Send, now that everything the messages promise is durable.
-    for (const m of rd.messages) this.#o.transport.send(m);
+    for (const m of rd.messages) if (early.length === 0 || !isLeaderReplication(m)) this.#o.transport.send(m);
     // 3. Apply, in log order.
     for (const entry of rd.committed) this.#apply(entry);
     this.#handleForwardResults(rd.forwardResults);
@@ -409,6 +428,10 @@ export class RaftDriver {
     const cause = this.#fatal;
     return new CronraftError('CRONRAFT_FATAL', `The member stopped after a fatal error: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
   }
+}
+
+function isLeaderReplication(m: Message): boolean {
+  return m.type === 'append' || m.type === 'heartbeat';
 }
 
 function abortError(signal: AbortSignal): Error {

@@ -4,15 +4,6 @@ import { TestNetwork } from './network.js';
 
 const three = ['a', 'b', 'c'];
 
-function sameAppliedEverywhere(net: TestNetwork): void {
-  const reference = net.member(net.ids[0]!).applied.map((e) => `${e.index}:${e.term}:${e.pid}`);
-  for (const id of net.ids) {
-    const applied = net.member(id).applied.map((e) => `${e.index}:${e.term}:${e.pid}`);
-    const n = Math.min(applied.length, reference.length);
-    expect(applied.slice(0, n)).toEqual(reference.slice(0, n));
-  }
-}
-
 describe('log replication', () => {
   it('commits and applies proposals in order on every member', () => {
     const net = new TestNetwork(three);

@@ -1,0 +1,66 @@
+/**
+ * `npm run bench -- raft`: three members in three processes on loopback, level with sync on,
+ * default settings. Measures commit latency of serial proposals, throughput with 64
+ * concurrent proposers, and the time from kill -9 of the leader to the first new commit.
+ */
+import { performance } from 'node:perf_hooks';
+import { ProcessCluster } from '../test/fixtures/process-cluster.js';
+import { fmt, median, summarize } from './stats.js';
+
+export interface RaftBenchResult {
+  readonly serial: ReturnType<typeof summarize>;
+  readonly throughput: { readonly commitsPerSecond: number; readonly concurrency: number; readonly errors: number };
+  readonly failoverMs: { readonly median: number; readonly runs: number[] };
+}
+
+export interface RaftBenchOptions {
+  readonly serialCount: number;
+  readonly loadSeconds: number;
+  readonly failoverRuns: number;
+}
+
+const now = (): number => performance.timeOrigin + performance.now();
+
+export async function benchRaft(o: RaftBenchOptions): Promise<RaftBenchResult> {
+  const cluster = await ProcessCluster.create(3);
+  try {
+    await cluster.startAll();
+    let leader = await cluster.waitForLeader();
+    await leader.request('serial', { count: 200, bytes: 64 });
+    const { latencies } = await leader.request<{ latencies: number[] }>('serial', { count: o.serialCount, bytes: 64 });
+    const serial = summarize(latencies);
+    const load = await leader.request<{ commits: number; errors: number; elapsedMs: number }>('load', { concurrency: 64, durationMs: o.loadSeconds * 1000, bytes: 64 });
+    const throughput = { commitsPerSecond: (load.commits / load.elapsedMs) * 1000, concurrency: 64, errors: load.errors };
+
+    const runs: number[] = [];
+    for (let run = 0; run < o.failoverRuns; run++) {
+      leader = await cluster.waitForLeader();
+      // Every member must be caught up, or the next kill could leave no up-to-date majority.
+      const { index } = await leader.request<{ index: number }>('propose', { data: 'sync' });
+      for (const m of cluster.members) {
+        for (let i = 0; i < 500 && (await m.state()).appliedIndex < index; i++) await new Promise((r) => setTimeout(r, 10));
+      }
+      const survivors = cluster.members.filter((m) => m !== leader);
+      const killedAt = now();
+      await leader.kill();
+      const firsts = await Promise.all(
+        survivors.map((m) => m.request<{ at: number }>('first-commit', { attemptTimeoutMs: 25, deadlineMs: 10_000 }).then((r) => r.at, () => Number.POSITIVE_INFINITY)),
+      );
+      runs.push(Math.min(...firsts) - killedAt);
+      cluster.startMember(leader);
+      await leader.waitEvent((e) => e.event === 'started');
+    }
+    return { serial, throughput, failoverMs: { median: median(runs), runs } };
+  } finally {
+    await cluster.cleanup();
+  }
+}
+
+export function raftRows(r: RaftBenchResult): string[][] {
+  return [
+    ['commit latency p50 (serial)', `${fmt(r.serial.p50)} ms`, '<= 1.5 ms'],
+    ['commit latency p99 (serial)', `${fmt(r.serial.p99)} ms`, '<= 5 ms'],
+    ['throughput, 64 proposers', `${fmt(r.throughput.commitsPerSecond, 0)} commits/s`, '>= 20,000/s'],
+    [`failover, kill -9 leader to first commit (median of ${r.failoverMs.runs.length})`, `${fmt(r.failoverMs.median, 0)} ms`, '<= 600 ms'],
+  ];
+}

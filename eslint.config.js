@@ -1,0 +1,30 @@
+// @ts-check
+import eslint from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  { ignores: ['dist/', 'node_modules/', 'bench-results/', 'coverage/'] },
+  eslint.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    files: ['**/*.ts'],
+    rules: {
+      '@typescript-eslint/consistent-type-imports': 'error',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/explicit-function-return-type': ['error', { allowExpressions: true, allowTypedFunctionExpressions: true }],
+    },
+  },
+  {
+    // The protocol is pure: no clocks, timers or randomness of its own (they are injected).
+    files: ['src/raft/**/*.ts'],
+    rules: {
+      'no-restricted-globals': ['error', 'setTimeout', 'setInterval', 'setImmediate', 'queueMicrotask', 'performance'],
+      'no-restricted-properties': [
+        'error',
+        { object: 'Date', property: 'now', message: 'Inject a Clock: the protocol is pure.' },
+        { object: 'Math', property: 'random', message: 'Inject a Random: the protocol is pure.' },
+      ],
+      'no-restricted-imports': ['error', { patterns: ['node:*', '../runtime/*', '../transport/*', '../storage/*'] }],
+    },
+  },
+);

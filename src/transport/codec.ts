@@ -1,0 +1,355 @@
+import { decode, encode } from 'cborg';
+import { CodecError } from '../errors.js';
+import { EntryType } from '../raft/types.js';
+import type { Entry, Message, MessageType, NodeId, ProposalData } from '../raft/types.js';
+import {
+  FRAME_FORMAT_VERSION,
+  MAX_CLUSTER_ID_LENGTH,
+  MAX_ENTRIES_PER_MESSAGE,
+  MAX_FRAME_BYTES,
+  MAX_ID_LENGTH,
+  MAX_PID_LENGTH,
+  MAX_PROPOSALS_PER_MESSAGE,
+} from './constants.js';
+
+/**
+ * The wire format of one Raft message. A frame is the CBOR encoding of a compact array:
+ *
+ *   [version, clusterId, typeCode, from, to, term, ...fields of that type]
+ *
+ * An array rather than a map keeps frames small and fast to encode: field names are not repeated
+ * in every heartbeat. Type codes are a fixed table below, never derived from the order of
+ * `messageTypes`, so that reordering that list cannot change the wire format. Any change to the
+ * layout must bump FRAME_FORMAT_VERSION.
+ */
+export interface Frame {
+  readonly clusterId: string;
+  readonly message: Message;
+}
+
+const TYPE_CODES = {
+  prevote: 1,
+  'prevote-resp': 2,
+  vote: 3,
+  'vote-resp': 4,
+  append: 5,
+  'append-resp': 6,
+  heartbeat: 7,
+  'heartbeat-resp': 8,
+  'timeout-now': 9,
+  propose: 10,
+  'propose-resp': 11,
+  'read-index': 12,
+  'read-index-resp': 13,
+} as const satisfies Record<MessageType, number>;
+
+/** How many fields follow [version, clusterId, typeCode, from, to, term] for each type. */
+const FIELD_COUNTS = {
+  prevote: 2,
+  'prevote-resp': 1,
+  vote: 3,
+  'vote-resp': 1,
+  append: 4,
+  'append-resp': 4,
+  heartbeat: 2,
+  'heartbeat-resp': 1,
+  'timeout-now': 0,
+  propose: 1,
+  'propose-resp': 4,
+  'read-index': 1,
+  'read-index-resp': 3,
+} as const satisfies Record<MessageType, number>;
+
+const TYPES_BY_CODE: ReadonlyMap<number, MessageType> = new Map(
+  (Object.entries(TYPE_CODES) as [MessageType, number][]).map(([type, code]) => [code, type]),
+);
+
+const HEADER_LENGTH = 6;
+const ENTRY_FIELDS = 5;
+const PROPOSAL_FIELDS = 2;
+
+// Strict decoding: minimal integer encodings only, no indefinite lengths, no undefined, NaN,
+// Infinity or BigInt (so an integer above 2^64 cannot sneak in), and no tags (cborg rejects
+// every tag it has no decoder for).
+const DECODE_OPTIONS = {
+  strict: true,
+  allowIndefinite: false,
+  allowUndefined: false,
+  allowInfinity: false,
+  allowNaN: false,
+  allowBigInt: false,
+  useMaps: false,
+  rejectDuplicateMapKeys: true,
+  tags: [],
+} as const;
+
+type Wire = unknown[];
+
+/**
+ * Encodes a frame. Throws CodecError when the message does not satisfy the same rules the decoder
+ * enforces (e.g. too many entries, or a frame larger than MAX_FRAME_BYTES): a member must never
+ * send what its peers would drop as malformed.
+ */
+export function encodeFrame(frame: Frame): Uint8Array {
+  let wire: Wire;
+  try {
+    wire = toWire(frame);
+    // Validating the wire array with the decoder's own rules keeps the two sides from drifting.
+    fromWire(wire);
+  } catch (error) {
+    throw asCodecError(error, 'Cannot encode message');
+  }
+  let bytes: Uint8Array;
+  try {
+    bytes = encode(wire);
+  } catch (error) {
+    throw asCodecError(error, 'Cannot encode message');
+  }
+  if (bytes.length > MAX_FRAME_BYTES) {
+    throw new CodecError(`Encoded ${frame.message.type} message is ${bytes.length} bytes, more than the ${MAX_FRAME_BYTES} allowed`);
+  }
+  return bytes;
+}
+
+/** Decodes and fully validates a frame. Throws CodecError, and only CodecError, on any bad input. */
+export function decodeFrame(bytes: Uint8Array): Frame {
+  try {
+    if (!(bytes instanceof Uint8Array)) throw new CodecError('Frame must be a Uint8Array');
+    if (bytes.length > MAX_FRAME_BYTES) throw new CodecError(`Frame of ${bytes.length} bytes exceeds ${MAX_FRAME_BYTES}`);
+    const value: unknown = decode(bytes, DECODE_OPTIONS);
+    return fromWire(value);
+  } catch (error) {
+    // cborg throws plain Errors, deep nesting throws RangeError: all mean "malformed".
+    throw asCodecError(error, 'Malformed frame');
+  }
+}
+
+function asCodecError(error: unknown, prefix: string): CodecError {
+  if (error instanceof CodecError) return error;
+  const detail = error instanceof Error ? error.message : String(error);
+  return new CodecError(`${prefix}: ${detail}`, { cause: error });
+}
+
+function toWire({ clusterId, message: m }: Frame): Wire {
+  const head: Wire = [FRAME_FORMAT_VERSION, clusterId, TYPE_CODES[m.type], m.from, m.to, m.term];
+  switch (m.type) {
+    case 'prevote':
+      return [...head, m.lastIndex, m.lastTerm];
+    case 'prevote-resp':
+      return [...head, m.reject];
+    case 'vote':
+      return [...head, m.lastIndex, m.lastTerm, m.transfer];
+    case 'vote-resp':
+      return [...head, m.reject];
+    case 'append':
+      return [...head, m.prevIndex, m.prevTerm, m.commit, m.entries.map((e) => [e.index, e.term, e.type, e.data, e.pid])];
+    case 'append-resp':
+      return [...head, m.index, m.reject, m.hintIndex, m.hintTerm];
+    case 'heartbeat':
+      return [...head, m.commit, m.readCtx];
+    case 'heartbeat-resp':
+      return [...head, m.readCtx];
+    case 'timeout-now':
+      return head;
+    case 'propose':
+      return [...head, m.proposals.map((p) => [p.pid, p.data])];
+    case 'propose-resp':
+      return [...head, m.index, m.pids, m.reject, m.leader];
+    case 'read-index':
+      return [...head, m.ctx];
+    case 'read-index-resp':
+      return [...head, m.ctx, m.index, m.reject];
+    default:
+      return unknownType(m);
+  }
+}
+
+function unknownType(message: never): never {
+  const type = (message as { type?: unknown }).type;
+  throw new CodecError(`Unknown message type ${JSON.stringify(type) ?? String(type)}`);
+}
+
+function fromWire(value: unknown): Frame {
+  if (!Array.isArray(value) || value.length < HEADER_LENGTH) throw new CodecError('Frame must be an array with a header');
+  const version: unknown = value[0];
+  if (version !== FRAME_FORMAT_VERSION) throw new CodecError(`Unsupported frame version ${describe(version)}`);
+  const clusterId = nonEmptyString(value[1], 'clusterId', MAX_CLUSTER_ID_LENGTH);
+  const code: unknown = value[2];
+  const type = typeof code === 'number' ? TYPES_BY_CODE.get(code) : undefined;
+  if (type === undefined) throw new CodecError(`Unknown message type code ${describe(code)}`);
+  if (value.length !== HEADER_LENGTH + FIELD_COUNTS[type]) {
+    throw new CodecError(`${type}: expected ${HEADER_LENGTH + FIELD_COUNTS[type]} fields, got ${value.length}`);
+  }
+  const from = nodeId(value[3], `${type}.from`);
+  const to = nodeId(value[4], `${type}.to`);
+  const term = uint(value[5], `${type}.term`);
+  const f = (i: number): unknown => value[HEADER_LENGTH + i];
+  const base = { from, to, term };
+  let message: Message;
+  switch (type) {
+    case 'prevote':
+      message = { type, ...base, lastIndex: uint(f(0), 'prevote.lastIndex'), lastTerm: uint(f(1), 'prevote.lastTerm') };
+      break;
+    case 'prevote-resp':
+      message = { type, ...base, reject: bool(f(0), 'prevote-resp.reject') };
+      break;
+    case 'vote':
+      message = {
+        type,
+        ...base,
+        lastIndex: uint(f(0), 'vote.lastIndex'),
+        lastTerm: uint(f(1), 'vote.lastTerm'),
+        transfer: bool(f(2), 'vote.transfer'),
+      };
+      break;
+    case 'vote-resp':
+      message = { type, ...base, reject: bool(f(0), 'vote-resp.reject') };
+      break;
+    case 'append': {
+      const prevIndex = uint(f(0), 'append.prevIndex');
+      message = {
+        type,
+        ...base,
+        prevIndex,
+        prevTerm: uint(f(1), 'append.prevTerm'),
+        commit: uint(f(2), 'append.commit'),
+        entries: entries(f(3), prevIndex),
+      };
+      break;
+    }
+    case 'append-resp':
+      message = {
+        type,
+        ...base,
+        index: uint(f(0), 'append-resp.index'),
+        reject: bool(f(1), 'append-resp.reject'),
+        hintIndex: uint(f(2), 'append-resp.hintIndex'),
+        hintTerm: uint(f(3), 'append-resp.hintTerm'),
+      };
+      break;
+    case 'heartbeat':
+      message = { type, ...base, commit: uint(f(0), 'heartbeat.commit'), readCtx: uint(f(1), 'heartbeat.readCtx') };
+      break;
+    case 'heartbeat-resp':
+      message = { type, ...base, readCtx: uint(f(0), 'heartbeat-resp.readCtx') };
+      break;
+    case 'timeout-now':
+      message = { type, ...base };
+      break;
+    case 'propose':
+      message = { type, ...base, proposals: proposals(f(0)) };
+      break;
+    case 'propose-resp':
+      message = {
+        type,
+        ...base,
+        index: uint(f(0), 'propose-resp.index'),
+        pids: pids(f(1)),
+        reject: bool(f(2), 'propose-resp.reject'),
+        leader: f(3) === null ? null : nodeId(f(3), 'propose-resp.leader'),
+      };
+      break;
+    case 'read-index':
+      message = { type, ...base, ctx: uint(f(0), 'read-index.ctx') };
+      break;
+    case 'read-index-resp':
+      message = {
+        type,
+        ...base,
+        ctx: uint(f(0), 'read-index-resp.ctx'),
+        index: uint(f(1), 'read-index-resp.index'),
+        reject: bool(f(2), 'read-index-resp.reject'),
+      };
+      break;
+  }
+  return { clusterId, message };
+}
+
+function entries(value: unknown, prevIndex: number): Entry[] {
+  const items = array(value, 'append.entries', MAX_ENTRIES_PER_MESSAGE);
+  return items.map((item, i): Entry => {
+    const field = `append.entries[${i}]`;
+    const e = array(item, field, ENTRY_FIELDS);
+    if (e.length !== ENTRY_FIELDS) throw new CodecError(`${field}: expected ${ENTRY_FIELDS} fields, got ${e.length}`);
+    const index = uint(e[0], `${field}.index`);
+    // Raft appends a contiguous run right after prevIndex; any other index would corrupt the log.
+    if (index !== prevIndex + 1 + i) throw new CodecError(`${field}.index: expected ${prevIndex + 1 + i}, got ${index}`);
+    return {
+      index,
+      term: uint(e[1], `${field}.term`),
+      type: entryType(e[2], `${field}.type`),
+      data: bytes(e[3], `${field}.data`),
+      pid: string(e[4], `${field}.pid`, MAX_PID_LENGTH),
+    };
+  });
+}
+
+function proposals(value: unknown): ProposalData[] {
+  const items = array(value, 'propose.proposals', MAX_PROPOSALS_PER_MESSAGE);
+  return items.map((item, i): ProposalData => {
+    const field = `propose.proposals[${i}]`;
+    const p = array(item, field, PROPOSAL_FIELDS);
+    if (p.length !== PROPOSAL_FIELDS) throw new CodecError(`${field}: expected ${PROPOSAL_FIELDS} fields, got ${p.length}`);
+    return { pid: nonEmptyString(p[0], `${field}.pid`, MAX_PID_LENGTH), data: bytes(p[1], `${field}.data`) };
+  });
+}
+
+function pids(value: unknown): string[] {
+  return array(value, 'propose-resp.pids', MAX_PROPOSALS_PER_MESSAGE).map((pid, i) => nonEmptyString(pid, `propose-resp.pids[${i}]`, MAX_PID_LENGTH));
+}
+
+function uint(value: unknown, field: string): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+    throw new CodecError(`${field}: expected a non-negative safe integer, got ${describe(value)}`);
+  }
+  return value;
+}
+
+function bool(value: unknown, field: string): boolean {
+  if (typeof value !== 'boolean') throw new CodecError(`${field}: expected a boolean, got ${describe(value)}`);
+  return value;
+}
+
+function string(value: unknown, field: string, maxLength: number): string {
+  if (typeof value !== 'string') throw new CodecError(`${field}: expected a string, got ${describe(value)}`);
+  if (value.length > maxLength) throw new CodecError(`${field}: longer than ${maxLength} characters`);
+  return value;
+}
+
+function nonEmptyString(value: unknown, field: string, maxLength: number): string {
+  const s = string(value, field, maxLength);
+  if (s.length === 0) throw new CodecError(`${field}: must not be empty`);
+  return s;
+}
+
+function nodeId(value: unknown, field: string): NodeId {
+  return nonEmptyString(value, field, MAX_ID_LENGTH);
+}
+
+function bytes(value: unknown, field: string): Uint8Array {
+  if (!(value instanceof Uint8Array)) throw new CodecError(`${field}: expected bytes, got ${describe(value)}`);
+  return value;
+}
+
+function entryType(value: unknown, field: string): EntryType {
+  if (value !== EntryType.Normal && value !== EntryType.Noop) {
+    throw new CodecError(`${field}: expected ${EntryType.Normal} (normal) or ${EntryType.Noop} (no-op), got ${describe(value)}`);
+  }
+  return value;
+}
+
+function array(value: unknown, field: string, maxLength: number): unknown[] {
+  if (!Array.isArray(value)) throw new CodecError(`${field}: expected an array, got ${describe(value)}`);
+  if (value.length > maxLength) throw new CodecError(`${field}: more than ${maxLength} items`);
+  return value;
+}
+
+/** A short, safe description of a bad value for error messages: never the whole of a large input. */
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return `an array of ${value.length}`;
+  if (value instanceof Uint8Array) return `${value.length} bytes`;
+  if (typeof value === 'string') return value.length > 40 ? `a string of ${value.length} characters` : JSON.stringify(value);
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint' || value === undefined) return String(value);
+  return `a ${typeof value}`;
+}

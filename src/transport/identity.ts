@@ -1,0 +1,101 @@
+import { randomUUID } from 'node:crypto';
+import { link, mkdir, open, readFile, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { generateKeyPair, privateKeyFromProtobuf, privateKeyToProtobuf } from '@libp2p/crypto/keys';
+import type { PrivateKey } from '@libp2p/interface';
+import { StorageError } from '../errors.js';
+import { PEER_KEY_FILE } from './constants.js';
+
+const KEY_FILE_MODE = 0o600;
+const DIR_MODE = 0o700;
+
+/**
+ * Returns the member's libp2p private key, stored in `<dir>/peer-key` (libp2p protobuf encoding),
+ * creating an Ed25519 key and the directory on first use. Keeping the key keeps the peer id, so
+ * peers that pin `/p2p/<id>` in their member list still accept this member after a restart.
+ *
+ * Throws StorageError `CRONRAFT_STORAGE_CORRUPT` when the file holds no valid Ed25519 key (it is
+ * never overwritten: a new key would silently change the member's identity), and
+ * `CRONRAFT_STORAGE_UNREADABLE` when it cannot be read or created.
+ */
+export async function loadOrCreatePrivateKey(dir: string): Promise<PrivateKey> {
+  const path = join(dir, PEER_KEY_FILE);
+  const existing = await readKey(path);
+  if (existing !== null) return existing;
+  return createKey(dir, path);
+}
+
+async function readKey(path: string): Promise<PrivateKey | null> {
+  let bytes: Uint8Array;
+  try {
+    bytes = await readFile(path);
+  } catch (error) {
+    if (isErrno(error, 'ENOENT')) return null;
+    throw new StorageError('CRONRAFT_STORAGE_UNREADABLE', path, `cannot read the peer key: ${message(error)}`, { cause: error });
+  }
+  let key: PrivateKey;
+  try {
+    key = privateKeyFromProtobuf(bytes);
+  } catch (error) {
+    throw new StorageError('CRONRAFT_STORAGE_CORRUPT', path, `the peer key file is not a valid libp2p private key: ${message(error)}`, { cause: error });
+  }
+  if (key.type !== 'Ed25519') {
+    throw new StorageError('CRONRAFT_STORAGE_CORRUPT', path, `the peer key is a ${key.type} key, expected Ed25519`);
+  }
+  return key;
+}
+
+async function createKey(dir: string, path: string): Promise<PrivateKey> {
+  const key = await generateKeyPair('Ed25519');
+  const tmp = `${path}.${randomUUID()}.tmp`;
+  try {
+    await mkdir(dir, { recursive: true, mode: DIR_MODE });
+    // Write a temporary file, flush it, then hard-link it into place: the key file is never seen
+    // half-written after a crash, and link() fails instead of replacing a key that another process
+    // created meanwhile.
+    const handle = await open(tmp, 'wx', KEY_FILE_MODE);
+    try {
+      await handle.writeFile(privateKeyToProtobuf(key));
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    try {
+      await link(tmp, path);
+    } catch (error) {
+      if (!isErrno(error, 'EEXIST')) throw error;
+      const winner = await readKey(path);
+      if (winner !== null) return winner;
+      throw error;
+    }
+    await syncDirectory(dir);
+    return key;
+  } catch (error) {
+    if (error instanceof StorageError) throw error;
+    throw new StorageError('CRONRAFT_STORAGE_UNREADABLE', path, `cannot create the peer key: ${message(error)}`, { cause: error });
+  } finally {
+    await unlink(tmp).catch(() => undefined);
+  }
+}
+
+/** Makes the new directory entry durable; some platforms cannot open a directory, which is harmless. */
+async function syncDirectory(dir: string): Promise<void> {
+  try {
+    const handle = await open(dir, 'r');
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  } catch {
+    // Best effort only.
+  }
+}
+
+function isErrno(error: unknown, code: string): boolean {
+  return error instanceof Error && (error as NodeJS.ErrnoException).code === code;
+}
+
+function message(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

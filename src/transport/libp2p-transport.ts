@@ -1,0 +1,399 @@
+// Must stay the first import: libp2p needs Promise.withResolvers, which Node 20 lacks.
+import './polyfills.js';
+import { noise } from '@chainsafe/libp2p-noise';
+import { yamux } from '@chainsafe/libp2p-yamux';
+import type { Connection, Libp2p, PrivateKey, Stream, StreamMessageEvent } from '@libp2p/interface';
+import { tcp } from '@libp2p/tcp';
+import { multiaddr } from '@multiformats/multiaddr';
+import { createLibp2p } from 'libp2p';
+import { CodecError, InvalidArgumentError, ListenError, NotRunningError } from '../errors.js';
+import type { Message, NodeId } from '../raft/types.js';
+import type { PeerAddress } from './address.js';
+import { decodeFrame, encodeFrame } from './codec.js';
+import type { Frame } from './codec.js';
+import {
+  CONNECTION_CLOSE_TIMEOUT_MS,
+  DEFAULT_DIAL_TIMEOUT_MS,
+  DEFAULT_MAX_INBOUND_BUFFERED_BYTES,
+  DEFAULT_MAX_QUEUED_BYTES,
+  DEFAULT_MAX_QUEUED_MESSAGES,
+  DEFAULT_RECONNECT_MAX_MS,
+  DEFAULT_RECONNECT_MIN_MS,
+  INBOUND_CONNECTIONS_PER_SECOND_PER_HOST,
+  MAX_CLUSTER_ID_LENGTH,
+  MAX_FRAME_BYTES,
+  MAX_ID_LENGTH,
+  MAX_INBOUND_STREAMS_PER_CONNECTION,
+  PROTOCOL_ID,
+  STOP_TIMEOUT_MS,
+} from './constants.js';
+import type { DropReason, TransportEvent } from './events.js';
+import { FrameReader, OversizedFrameError } from './framing.js';
+import { PeerLink } from './peer-link.js';
+import type { LinkContext, LinkSettings } from './peer-link.js';
+import type { Transport, TransportStats } from './transport.js';
+
+export interface Libp2pTransportOptions {
+  /** This member's id; inbound messages must be addressed to it. */
+  readonly self: NodeId;
+  /** Frames carry it; frames of another cluster are dropped. */
+  readonly clusterId: string;
+  /** The multiaddr to listen on, e.g. `/ip4/127.0.0.1/tcp/7001`; port 0 picks a free port (see listenAddresses()). */
+  readonly listen: string;
+  /** The other members by id. An entry for `self` is ignored. Replace later with setPeers(). */
+  readonly peers: ReadonlyMap<NodeId, PeerAddress>;
+  /** The libp2p identity (see loadOrCreatePrivateKey); a fresh ephemeral key when omitted. */
+  readonly privateKey?: PrivateKey;
+  /** Bound of each peer's outbound queue, in messages; the oldest are dropped beyond it. */
+  readonly maxQueuedMessages?: number;
+  /** Bound of each peer's outbound queue, in encoded bytes. */
+  readonly maxQueuedBytes?: number;
+  readonly reconnectMinMs?: number;
+  readonly reconnectMaxMs?: number;
+  readonly dialTimeoutMs?: number;
+  /** Bound of the bytes of incomplete inbound frames held across all streams; a stream that exceeds it is reset. */
+  readonly maxInboundBufferedBytes?: number;
+  /** Receives connection changes and drops, for logs. Must not throw (if it does, the error is ignored). */
+  readonly onEvent?: (event: TransportEvent) => void;
+}
+
+type RunState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
+
+/**
+ * The production Transport: one libp2p node (TCP, Noise, Yamux) per member, speaking PROTOCOL_ID.
+ * Each peer gets a PeerLink (one long-lived outbound stream with its own bounded queue); inbound
+ * streams opened by peers are only read. Frames are length-prefixed CBOR (see codec.ts).
+ */
+export class Libp2pTransport implements Transport {
+  readonly #self: NodeId;
+  readonly #clusterId: string;
+  readonly #listen: string;
+  readonly #privateKey: PrivateKey | undefined;
+  readonly #settings: LinkSettings;
+  readonly #onEvent: ((event: TransportEvent) => void) | undefined;
+  readonly #counters = { sent: 0, received: 0, droppedQueueFull: 0, droppedMalformed: 0, droppedOversized: 0, droppedUnexpected: 0 };
+  readonly #linkContext: LinkContext;
+  readonly #maxInboundBufferedBytes: number;
+  readonly #inbound = new Set<Stream>();
+  /** Bytes of incomplete frames held by all inbound streams' readers. */
+  #inboundBuffered = 0;
+  #peers: ReadonlyMap<NodeId, PeerAddress> = new Map();
+  #links = new Map<NodeId, PeerLink>();
+  #handler: ((message: Message) => void) | null = null;
+  #node: Libp2p | null = null;
+  #state: RunState = 'new';
+  #starting: Promise<void> | null = null;
+  #stopping: Promise<void> | null = null;
+
+  constructor(options: Libp2pTransportOptions) {
+    this.#self = checkString(options.self, 'self', MAX_ID_LENGTH);
+    this.#clusterId = checkString(options.clusterId, 'clusterId', MAX_CLUSTER_ID_LENGTH);
+    this.#listen = checkMultiaddr(options.listen, 'listen');
+    this.#privateKey = options.privateKey;
+    const reconnectMinMs = checkInteger(options.reconnectMinMs ?? DEFAULT_RECONNECT_MIN_MS, 'reconnectMinMs', 1);
+    this.#settings = {
+      maxQueuedMessages: checkInteger(options.maxQueuedMessages ?? DEFAULT_MAX_QUEUED_MESSAGES, 'maxQueuedMessages', 1),
+      maxQueuedBytes: checkInteger(options.maxQueuedBytes ?? DEFAULT_MAX_QUEUED_BYTES, 'maxQueuedBytes', 1),
+      reconnectMinMs,
+      reconnectMaxMs: checkInteger(options.reconnectMaxMs ?? DEFAULT_RECONNECT_MAX_MS, 'reconnectMaxMs', reconnectMinMs),
+      dialTimeoutMs: checkInteger(options.dialTimeoutMs ?? DEFAULT_DIAL_TIMEOUT_MS, 'dialTimeoutMs', 1),
+    };
+    this.#maxInboundBufferedBytes = checkInteger(options.maxInboundBufferedBytes ?? DEFAULT_MAX_INBOUND_BUFFERED_BYTES, 'maxInboundBufferedBytes', 1);
+    this.#onEvent = options.onEvent;
+    this.#linkContext = {
+      dial: (address, signal) => this.#dial(address, signal),
+      counters: this.#counters,
+      emit: (event) => this.#emit(event),
+      settings: this.#settings,
+    };
+    this.setPeers(options.peers);
+  }
+
+  async start(): Promise<void> {
+    if (this.#state === 'new') {
+      this.#state = 'starting';
+      this.#starting = this.#start();
+    }
+    if (this.#state === 'starting' || this.#state === 'running') return this.#starting ?? undefined;
+    throw new NotRunningError(this.#state);
+  }
+
+  async #start(): Promise<void> {
+    let node: Libp2p | null = null;
+    try {
+      node = await createLibp2p({
+        start: false,
+        ...(this.#privateKey === undefined ? {} : { privateKey: this.#privateKey }),
+        addresses: { listen: [this.#listen] },
+        // noDelay is @libp2p/tcp's default; stated here because latency depends on it.
+        transports: [tcp({ dialOpts: { noDelay: true }, listenOpts: { noDelay: true } })],
+        connectionEncrypters: [noise()],
+        streamMuxers: [yamux()],
+        connectionManager: {
+          dialTimeout: this.#settings.dialTimeoutMs,
+          connectionCloseTimeout: CONNECTION_CLOSE_TIMEOUT_MS,
+          inboundConnectionThreshold: INBOUND_CONNECTIONS_PER_SECOND_PER_HOST,
+        },
+      });
+      await node.handle(PROTOCOL_ID, (stream, connection) => this.#onInboundStream(stream, connection), {
+        maxInboundStreams: MAX_INBOUND_STREAMS_PER_CONNECTION,
+      });
+      await node.start();
+    } catch (error) {
+      if (node !== null) await stopNode(node);
+      this.#state = 'stopped';
+      throw new ListenError(this.#listen, { cause: error });
+    }
+    this.#node = node;
+    // stop() may have been called meanwhile; it waits for this promise and then stops the node.
+    if (this.#state !== 'starting') return;
+    this.#state = 'running';
+    for (const link of this.#links.values()) link.start();
+  }
+
+  async stop(): Promise<void> {
+    if (this.#state === 'new') {
+      this.#state = 'stopped';
+      for (const link of this.#links.values()) link.close();
+      return;
+    }
+    if (this.#state === 'stopped' || this.#state === 'stopping') return this.#stopping ?? undefined;
+    this.#state = 'stopping';
+    this.#stopping = this.#stop();
+    return this.#stopping;
+  }
+
+  async #stop(): Promise<void> {
+    for (const link of this.#links.values()) link.close();
+    await this.#starting?.catch(() => undefined);
+    for (const stream of this.#inbound) stream.abort(new Error('cronraft transport stopped'));
+    this.#inbound.clear();
+    const node = this.#node;
+    this.#node = null;
+    if (node !== null) await stopNode(node);
+    this.#state = 'stopped';
+  }
+
+  send(message: Message): void {
+    const link = this.#links.get(message.to);
+    if (link === undefined || this.#state === 'stopping' || this.#state === 'stopped') {
+      this.#counters.droppedQueueFull++;
+      this.#emit({ type: 'dropped', reason: 'unreachable', peer: message.to, detail: link === undefined ? 'not a known peer' : 'the transport is stopped' });
+      return;
+    }
+    // Throws CodecError for a message that breaks the wire format's bounds: that is a bug in the
+    // caller (e.g. an append batch over MAX_FRAME_BYTES), not a network condition.
+    link.enqueue(encodeFrame({ clusterId: this.#clusterId, message }));
+  }
+
+  onMessage(handler: (message: Message) => void): void {
+    this.#handler = handler;
+  }
+
+  isConnected(peer: NodeId): boolean {
+    return this.#links.get(peer)?.connected ?? false;
+  }
+
+  stats(): TransportStats {
+    const c = this.#counters;
+    return {
+      sent: c.sent,
+      received: c.received,
+      droppedQueueFull: c.droppedQueueFull,
+      droppedMalformed: c.droppedMalformed,
+      droppedOversized: c.droppedOversized,
+      droppedUnexpected: c.droppedUnexpected,
+    };
+  }
+
+  /** The multiaddrs the node is bound to, with `/p2p/<peer id>`; empty before start(). */
+  listenAddresses(): string[] {
+    return this.#node?.getMultiaddrs().map((ma) => ma.toString()) ?? [];
+  }
+
+  /** This node's libp2p peer id; null before start(). */
+  peerId(): string | null {
+    return this.#node?.peerId.toString() ?? null;
+  }
+
+  /**
+   * Replaces the member list. Links to removed peers are closed and their queued messages
+   * dropped; a peer whose address changed is re-dialled at the new address with its queue kept;
+   * new peers are dialled at once when running.
+   */
+  setPeers(peers: ReadonlyMap<NodeId, PeerAddress>): void {
+    const next = new Map<NodeId, PeerLink>();
+    for (const [id, address] of peers) {
+      if (id === this.#self) continue;
+      const existing = this.#links.get(id);
+      if (existing !== undefined && sameAddress(existing.address, address)) {
+        next.set(id, existing);
+        continue;
+      }
+      // A member that moved keeps its queued messages: they are still for that member.
+      const link = new PeerLink(address, this.#linkContext, existing?.detachQueue());
+      next.set(id, link);
+      if (this.#state === 'running') link.start();
+    }
+    for (const [id, link] of this.#links) {
+      if (next.get(id) !== link) link.close();
+    }
+    this.#links = next;
+    this.#peers = new Map(peers);
+  }
+
+  async #dial(address: PeerAddress, signal: AbortSignal): Promise<Stream> {
+    const node = this.#node;
+    if (node === null) throw new NotRunningError(this.#state);
+    // With a pinned peer id the Noise handshake proves the remote holds that key.
+    const target = address.peerId === null ? address.multiaddr : `${address.multiaddr}/p2p/${address.peerId}`;
+    return node.dialProtocol(multiaddr(target), PROTOCOL_ID, { signal });
+  }
+
+  #onInboundStream(stream: Stream, connection: Connection): void {
+    if (this.#state !== 'running') {
+      stream.abort(new Error('cronraft transport not running'));
+      return;
+    }
+    const remotePeer = connection.remotePeer.toString();
+    const reader = new FrameReader(MAX_FRAME_BYTES);
+    const onFrame = (frame: Uint8Array): void => this.#onFrame(frame, remotePeer);
+    let released = false;
+    const release = (): void => {
+      if (released) return;
+      released = true;
+      this.#inboundBuffered -= reader.buffered;
+      this.#inbound.delete(stream);
+    };
+    const onData = (event: StreamMessageEvent): void => {
+      const before = reader.buffered;
+      let failure: Error | null = null;
+      try {
+        if (event.data instanceof Uint8Array) {
+          reader.push(event.data, onFrame);
+        } else {
+          // A Uint8ArrayList: feed its chunks without concatenating them.
+          for (const chunk of event.data) reader.push(chunk, onFrame);
+        }
+      } catch (error) {
+        failure = error instanceof Error ? error : new Error(String(error));
+      }
+      this.#inboundBuffered += reader.buffered - before;
+      if (failure === null && this.#inboundBuffered > this.#maxInboundBufferedBytes) {
+        failure = new OversizedFrameError(null, `incomplete inbound frames exceed ${this.#maxInboundBufferedBytes} bytes`);
+      }
+      if (failure === null) return;
+      stream.removeEventListener('message', onData);
+      release();
+      if (failure instanceof OversizedFrameError) {
+        this.#counters.droppedOversized++;
+        this.#drop('oversized', null, `${failure.message}, from ${remotePeer}; stream reset`);
+      } else {
+        this.#counters.droppedMalformed++;
+        this.#drop('malformed', null, `unreadable stream from ${remotePeer}: ${failure.message}; stream reset`);
+      }
+      // Reset rather than buffer: an honest peer re-dials and starts a fresh stream.
+      stream.abort(failure);
+    };
+    this.#inbound.add(stream);
+    stream.addEventListener('message', onData);
+    stream.addEventListener('close', release, { once: true });
+  }
+
+  #onFrame(bytes: Uint8Array, remotePeer: string): void {
+    if (this.#state !== 'running') return;
+    let frame: Frame;
+    try {
+      frame = decodeFrame(bytes);
+    } catch (error) {
+      this.#counters.droppedMalformed++;
+      this.#drop('malformed', null, `from ${remotePeer}: ${error instanceof CodecError ? error.message : String(error)}`);
+      return;
+    }
+    const { clusterId, message } = frame;
+    const reason = this.#rejection(clusterId, message, remotePeer);
+    if (reason !== null) {
+      this.#counters.droppedUnexpected++;
+      this.#drop(reason, message.from, `${message.type} from ${message.from} (peer ${remotePeer}) to ${message.to} in cluster ${JSON.stringify(clusterId)}`);
+      return;
+    }
+    const handler = this.#handler;
+    if (handler === null) {
+      this.#counters.droppedUnexpected++;
+      this.#drop('no-handler', message.from, `${message.type} from ${message.from} arrived before onMessage()`);
+      return;
+    }
+    this.#counters.received++;
+    try {
+      handler(message);
+    } catch (error) {
+      this.#emit({ type: 'handler-error', error });
+    }
+  }
+
+  /** Why a well-formed message must not be delivered, or null when it may. */
+  #rejection(clusterId: string, message: Message, remotePeer: string): DropReason | null {
+    if (clusterId !== this.#clusterId) return 'wrong-cluster';
+    if (message.to !== this.#self) return 'wrong-recipient';
+    const sender = message.from === this.#self ? undefined : this.#peers.get(message.from);
+    if (sender === undefined) return 'unknown-sender';
+    if (sender.peerId !== null && sender.peerId !== remotePeer) return 'peer-id-mismatch';
+    return null;
+  }
+
+  #drop(reason: DropReason, peer: NodeId | null, detail: string): void {
+    this.#emit({ type: 'dropped', reason, peer, detail });
+  }
+
+  #emit(event: TransportEvent): void {
+    if (this.#onEvent === undefined) return;
+    try {
+      this.#onEvent(event);
+    } catch {
+      // A logging callback must not break the transport.
+    }
+  }
+}
+
+/** Stops a libp2p node, waiting at most STOP_TIMEOUT_MS: stop() must resolve promptly even if a peer hangs. */
+async function stopNode(node: Libp2p): Promise<void> {
+  // libp2p closes connections gracefully, waiting up to 500 ms for each peer to acknowledge.
+  // Raft needs no graceful goodbye, and peers re-dial anyway, so abort them for a prompt stop.
+  for (const connection of node.getConnections()) connection.abort(new Error('cronraft transport stopped'));
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, STOP_TIMEOUT_MS);
+  });
+  try {
+    const stopped = Promise.resolve()
+      .then(() => node.stop())
+      .catch(() => undefined);
+    await Promise.race([stopped, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function sameAddress(a: PeerAddress, b: PeerAddress): boolean {
+  return a.multiaddr === b.multiaddr && a.peerId === b.peerId && a.id === b.id;
+}
+
+function checkString(value: string, option: string, maxLength: number): string {
+  if (typeof value !== 'string' || value.length === 0 || value.length > maxLength) {
+    throw new InvalidArgumentError(option, value, `a non-empty string of at most ${maxLength} characters`);
+  }
+  return value;
+}
+
+function checkInteger(value: number, option: string, min: number): number {
+  if (!Number.isSafeInteger(value) || value < min) throw new InvalidArgumentError(option, value, `an integer >= ${min}`);
+  return value;
+}
+
+function checkMultiaddr(value: string, option: string): string {
+  try {
+    return multiaddr(value).toString();
+  } catch {
+    throw new InvalidArgumentError(option, value, 'a multiaddr like /ip4/127.0.0.1/tcp/7001');
+  }
+}

@@ -1,0 +1,280 @@
+import { encode, Tagged } from 'cborg';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { CodecError } from '../src/errors.js';
+import type { Entry, Message, MessageType } from '../src/raft/types.js';
+import { EntryType, messageTypes } from '../src/raft/types.js';
+import { decodeFrame, encodeFrame } from '../src/transport/codec.js';
+import {
+  FRAME_FORMAT_VERSION,
+  MAX_CLUSTER_ID_LENGTH,
+  MAX_ENTRIES_PER_MESSAGE,
+  MAX_FRAME_BYTES,
+  MAX_ID_LENGTH,
+  MAX_PID_LENGTH,
+  MAX_PROPOSALS_PER_MESSAGE,
+} from '../src/transport/constants.js';
+
+const base = { from: '127.0.0.1:7001', to: '127.0.0.1:7002', term: 7 };
+const bytes = (...values: number[]): Uint8Array => new Uint8Array(values);
+
+const entries: Entry[] = [
+  { index: 11, term: 6, type: EntryType.Noop, data: new Uint8Array(0), pid: '' },
+  { index: 12, term: 7, type: EntryType.Normal, data: bytes(1, 2, 3), pid: '127.0.0.1:7001#1' },
+];
+
+/** One example of every message type, with non-default values in every field. */
+const examples: Record<MessageType, Message> = {
+  prevote: { type: 'prevote', ...base, lastIndex: 12, lastTerm: 6 },
+  'prevote-resp': { type: 'prevote-resp', ...base, reject: true },
+  vote: { type: 'vote', ...base, lastIndex: 12, lastTerm: 6, transfer: true },
+  'vote-resp': { type: 'vote-resp', ...base, reject: false },
+  append: { type: 'append', ...base, prevIndex: 10, prevTerm: 5, entries, commit: 9 },
+  'append-resp': { type: 'append-resp', ...base, index: 12, reject: true, hintIndex: 8, hintTerm: 4 },
+  heartbeat: { type: 'heartbeat', ...base, commit: 12, readCtx: 3 },
+  'heartbeat-resp': { type: 'heartbeat-resp', ...base, readCtx: 3 },
+  'timeout-now': { type: 'timeout-now', ...base },
+  propose: { type: 'propose', ...base, proposals: [{ pid: 'n#1', data: bytes(9) }, { pid: 'n#2', data: new Uint8Array(0) }] },
+  'propose-resp': { type: 'propose-resp', ...base, index: 13, pids: ['n#1', 'n#2'], reject: false, leader: '127.0.0.1:7003' },
+  'read-index': { type: 'read-index', ...base, ctx: 99 },
+  'read-index-resp': { type: 'read-index-resp', ...base, ctx: 99, index: 12, reject: false },
+};
+
+/** Encodes an arbitrary value as CBOR, for crafting frames the encoder would refuse to write. */
+const raw = (value: unknown): Uint8Array => encode(value);
+const header = (code: number, ...fields: unknown[]): unknown[] => [FRAME_FORMAT_VERSION, 'c', code, 'a', 'b', 1, ...fields];
+
+function expectCodecError(run: () => unknown, text?: string | RegExp): void {
+  let caught: unknown;
+  try {
+    run();
+  } catch (error) {
+    caught = error;
+  }
+  expect(caught).toBeInstanceOf(CodecError);
+  expect((caught as CodecError).code).toBe('CRONRAFT_MALFORMED_MESSAGE');
+  if (text !== undefined) expect((caught as CodecError).message).toMatch(text);
+}
+
+describe('frame codec', () => {
+  it('has an example of every message type', () => {
+    expect(Object.keys(examples).sort()).toEqual([...messageTypes].sort());
+  });
+
+  it.each(messageTypes)('round-trips a %s message', (type) => {
+    const message = examples[type];
+    const decoded = decodeFrame(encodeFrame({ clusterId: 'cluster-1', message }));
+    expect(decoded).toEqual({ clusterId: 'cluster-1', message });
+  });
+
+  it('round-trips a propose-resp without a leader and an empty append', () => {
+    const a: Message = { type: 'propose-resp', ...base, index: 0, pids: [], reject: true, leader: null };
+    const b: Message = { type: 'append', ...base, prevIndex: 0, prevTerm: 0, entries: [], commit: 0 };
+    expect(decodeFrame(encodeFrame({ clusterId: 'c', message: a })).message).toEqual(a);
+    expect(decodeFrame(encodeFrame({ clusterId: 'c', message: b })).message).toEqual(b);
+  });
+
+  it('decodes entry data into a copy, not a view of the frame', () => {
+    const frame = encodeFrame({ clusterId: 'c', message: examples.append });
+    const decoded = decodeFrame(frame).message;
+    frame.fill(0);
+    expect(decoded.type === 'append' && decoded.entries[1]?.data).toEqual(bytes(1, 2, 3));
+  });
+
+  it('accepts a Buffer as entry data', () => {
+    const message: Message = { type: 'propose', ...base, proposals: [{ pid: 'p', data: Buffer.from([1, 2]) }] };
+    const decoded = decodeFrame(encodeFrame({ clusterId: 'c', message })).message;
+    expect(decoded.type === 'propose' && Array.from(decoded.proposals[0]?.data ?? [])).toEqual([1, 2]);
+  });
+
+  it('writes the format version first and a heartbeat in under 40 bytes', () => {
+    const frame = encodeFrame({ clusterId: 'c', message: examples.heartbeat });
+    expect(frame.length).toBeLessThan(40);
+    expect(frame[1]).toBe(FRAME_FORMAT_VERSION);
+  });
+
+  describe('rejects with CodecError', () => {
+    it.each<[string, unknown]>([
+      ['a map instead of an array', { v: 1 }],
+      ['a bare number', 1],
+      ['an empty array', []],
+      ['a short header', [1, 'c', 7, 'a', 'b']],
+      ['another format version', [2, 'c', 9, 'a', 'b', 1]],
+      ['a version given as a string', ['1', 'c', 9, 'a', 'b', 1]],
+      ['an unknown type code', header(99)],
+      ['a type code given as a string', [1, 'c', 'heartbeat', 'a', 'b', 1, 0, 0]],
+      ['a missing field', header(7, 1)],
+      ['an extra field', header(7, 1, 2, 3)],
+      ['an empty cluster id', [1, '', 9, 'a', 'b', 1]],
+      ['a cluster id that is too long', [1, 'c'.repeat(MAX_CLUSTER_ID_LENGTH + 1), 9, 'a', 'b', 1]],
+      ['an empty from', [1, 'c', 9, '', 'b', 1]],
+      ['a from that is too long', [1, 'c', 9, 'a'.repeat(MAX_ID_LENGTH + 1), 'b', 1]],
+      ['a to given as bytes', [1, 'c', 9, 'a', bytes(1), 1]],
+      ['a negative term', [1, 'c', 9, 'a', 'b', -1]],
+      ['a fractional term', [1, 'c', 9, 'a', 'b', 1.5]],
+      ['a term above 2^53', [1, 'c', 9, 'a', 'b', 2 ** 53]],
+      ['a term given as null', [1, 'c', 9, 'a', 'b', null]],
+      ['a boolean given as a number', header(2, 1)],
+      ['a vote transfer given as a string', header(3, 1, 1, 'yes')],
+      ['entries given as a map', header(5, 0, 0, 0, {})],
+      ['an entry with too few fields', header(5, 0, 0, 0, [[1, 1, 0, bytes()]])],
+      ['an entry with string data', header(5, 0, 0, 0, [[1, 1, 0, 'data', '']])],
+      ['an entry of unknown type', header(5, 0, 0, 0, [[1, 1, 2, bytes(), '']])],
+      ['an entry whose index does not follow prevIndex', header(5, 4, 1, 0, [[6, 1, 0, bytes(), '']])],
+      ['entries that are not contiguous', header(5, 0, 0, 0, [[1, 1, 0, bytes(), ''], [3, 1, 0, bytes(), '']])],
+      ['a pid that is too long', header(5, 0, 0, 0, [[1, 1, 0, bytes(), 'p'.repeat(MAX_PID_LENGTH + 1)]])],
+      ['a proposal with an empty pid', header(10, [['', bytes()]])],
+      ['a proposal with three fields', header(10, [['p', bytes(), 1]])],
+      ['a propose-resp with a numeric pid', header(11, 1, [1], false, null)],
+      ['a propose-resp with an empty leader', header(11, 1, [], false, '')],
+      ['a propose-resp with a numeric leader', header(11, 1, [], false, 3)],
+      ['a read-index-resp with a negative index', header(13, 1, -2, false)],
+    ])('%s', (_name, value) => {
+      expectCodecError(() => decodeFrame(raw(value)));
+    });
+
+    it('too many entries, proposals or pids', () => {
+      const entry = (i: number): unknown[] => [i + 1, 1, 0, bytes(), ''];
+      const many = MAX_ENTRIES_PER_MESSAGE + 1;
+      expectCodecError(() => decodeFrame(raw(header(5, 0, 0, 0, Array.from({ length: many }, (_, i) => entry(i))))), /more than/);
+      expectCodecError(() => decodeFrame(raw(header(10, Array.from({ length: MAX_PROPOSALS_PER_MESSAGE + 1 }, () => ['p', bytes()])))), /more than/);
+      expectCodecError(() => decodeFrame(raw(header(11, 1, Array.from({ length: MAX_PROPOSALS_PER_MESSAGE + 1 }, () => 'p'), false, null))), /more than/);
+    });
+
+    it('bytes that are not CBOR, or CBOR that cborg refuses in strict mode', () => {
+      const valid = encodeFrame({ clusterId: 'c', message: examples.heartbeat });
+      expectCodecError(() => decodeFrame(new Uint8Array(0)));
+      expectCodecError(() => decodeFrame(bytes(0xff)));
+      expectCodecError(() => decodeFrame(valid.subarray(0, valid.length - 1)), /Malformed frame/);
+      expectCodecError(() => decodeFrame(new Uint8Array([...valid, 0])), /Malformed frame/);
+      // A non-minimal integer: term 1 written as a 2-byte uint.
+      expectCodecError(() => decodeFrame(bytes(0x86, 0x01, 0x61, 0x63, 0x09, 0x61, 0x61, 0x61, 0x62, 0x19, 0x00, 0x01)));
+      // An indefinite-length array.
+      expectCodecError(() => decodeFrame(bytes(0x9f, 0x01, 0xff)));
+      // An integer beyond 2^64 needs a bignum tag; a big uint64 would need BigInt.
+      expectCodecError(() => decodeFrame(bytes(0x86, 0x01, 0x61, 0x63, 0x09, 0x61, 0x61, 0x61, 0x62, 0x1b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff)));
+      // A tag wrapping the whole frame.
+      expectCodecError(() => decodeFrame(raw(new Tagged(42, header(9)))));
+      // undefined and NaN.
+      expectCodecError(() => decodeFrame(bytes(0x86, 0x01, 0x61, 0x63, 0x09, 0x61, 0x61, 0x61, 0x62, 0xf7)));
+      expectCodecError(() => decodeFrame(bytes(0x86, 0x01, 0x61, 0x63, 0x09, 0x61, 0x61, 0x61, 0x62, 0xf9, 0x7e, 0x00)));
+    });
+
+    it('deeply nested arrays without overflowing the stack into a RangeError', () => {
+      expectCodecError(() => decodeFrame(new Uint8Array(200_000).fill(0x81)));
+    });
+
+    it('a frame larger than MAX_FRAME_BYTES', () => {
+      expectCodecError(() => decodeFrame(new Uint8Array(MAX_FRAME_BYTES + 1)), /exceeds/);
+    });
+
+    it('a non-Uint8Array input', () => {
+      expectCodecError(() => decodeFrame('hello' as unknown as Uint8Array));
+    });
+  });
+
+  describe('encoding', () => {
+    it('refuses a message its peers would reject, with CodecError', () => {
+      const tooMany: Message = {
+        type: 'propose',
+        ...base,
+        proposals: Array.from({ length: MAX_PROPOSALS_PER_MESSAGE + 1 }, () => ({ pid: 'p', data: new Uint8Array(0) })),
+      };
+      expectCodecError(() => encodeFrame({ clusterId: 'c', message: tooMany }), /more than/);
+      expectCodecError(() => encodeFrame({ clusterId: 'c', message: { ...examples.heartbeat, term: -1 } }), /term/);
+      expectCodecError(() => encodeFrame({ clusterId: '', message: examples.heartbeat }), /clusterId/);
+      expectCodecError(() => encodeFrame({ clusterId: 'c', message: { ...examples.heartbeat, type: 'bogus' } as unknown as Message }), /Unknown message type/);
+      expectCodecError(() => encodeFrame({ clusterId: 'c', message: null as unknown as Message }));
+    });
+
+    it('refuses a frame larger than MAX_FRAME_BYTES', () => {
+      const message: Message = { type: 'propose', ...base, proposals: [{ pid: 'p', data: new Uint8Array(MAX_FRAME_BYTES) }] };
+      expectCodecError(() => encodeFrame({ clusterId: 'c', message }), /more than the/);
+    });
+  });
+
+  describe('properties', () => {
+    const id = fc.string({ minLength: 1, maxLength: 40 });
+    const uint = fc.maxSafeNat();
+    const pid = fc.string({ minLength: 1, maxLength: 40 });
+    const data = fc.uint8Array({ maxLength: 64 });
+    const common = { from: id, to: id, term: uint };
+    const append = fc
+      .record({ ...common, prevIndex: fc.nat({ max: 1_000_000 }), prevTerm: uint, commit: uint, count: fc.nat({ max: 20 }) })
+      .chain(({ count, ...rest }) =>
+        fc
+          .array(fc.record({ term: uint, type: fc.constantFrom(EntryType.Normal, EntryType.Noop), data, pid: fc.oneof(fc.constant(''), pid) }), {
+            minLength: count,
+            maxLength: count,
+          })
+          .map((items): Message => ({ type: 'append', ...rest, entries: items.map((e, i) => ({ index: rest.prevIndex + 1 + i, ...e })) })),
+      );
+    const message: fc.Arbitrary<Message> = fc.oneof(
+      fc.record({ type: fc.constant('prevote' as const), ...common, lastIndex: uint, lastTerm: uint }),
+      fc.record({ type: fc.constant('prevote-resp' as const), ...common, reject: fc.boolean() }),
+      fc.record({ type: fc.constant('vote' as const), ...common, lastIndex: uint, lastTerm: uint, transfer: fc.boolean() }),
+      fc.record({ type: fc.constant('vote-resp' as const), ...common, reject: fc.boolean() }),
+      append,
+      fc.record({ type: fc.constant('append-resp' as const), ...common, index: uint, reject: fc.boolean(), hintIndex: uint, hintTerm: uint }),
+      fc.record({ type: fc.constant('heartbeat' as const), ...common, commit: uint, readCtx: uint }),
+      fc.record({ type: fc.constant('heartbeat-resp' as const), ...common, readCtx: uint }),
+      fc.record({ type: fc.constant('timeout-now' as const), ...common }),
+      fc.record({ type: fc.constant('propose' as const), ...common, proposals: fc.array(fc.record({ pid, data }), { maxLength: 10 }) }),
+      fc.record({
+        type: fc.constant('propose-resp' as const),
+        ...common,
+        index: uint,
+        pids: fc.array(pid, { maxLength: 10 }),
+        reject: fc.boolean(),
+        leader: fc.option(id, { nil: null }),
+      }),
+      fc.record({ type: fc.constant('read-index' as const), ...common, ctx: uint }),
+      fc.record({ type: fc.constant('read-index-resp' as const), ...common, ctx: uint, index: uint, reject: fc.boolean() }),
+    );
+
+    it('round-trips arbitrary valid messages', () => {
+      fc.assert(
+        fc.property(fc.string({ minLength: 1, maxLength: 40 }), message, (clusterId, m) => {
+          expect(decodeFrame(encodeFrame({ clusterId, message: m }))).toEqual({ clusterId, message: m });
+        }),
+        { numRuns: 2000 },
+      );
+    });
+
+    it('throws nothing but CodecError on random bytes', () => {
+      fc.assert(
+        fc.property(fc.uint8Array({ maxLength: 256 }), (input) => {
+          try {
+            decodeFrame(input);
+          } catch (error) {
+            expect(error).toBeInstanceOf(CodecError);
+          }
+        }),
+        { numRuns: 5000 },
+      );
+    });
+
+    it('throws nothing but CodecError on corrupted valid frames, and returns only valid messages', () => {
+      const corrupted = fc
+        .tuple(fc.string({ minLength: 1, maxLength: 8 }), message)
+        .map(([clusterId, m]) => encodeFrame({ clusterId, message: m }))
+        .chain((frame) =>
+          fc.tuple(fc.constant(frame), fc.array(fc.tuple(fc.nat({ max: frame.length - 1 }), fc.nat({ max: 255 })), { minLength: 1, maxLength: 4 })),
+        );
+      fc.assert(
+        fc.property(corrupted, ([frame, edits]) => {
+          const bad = frame.slice();
+          for (const [at, value] of edits) bad[at] = value;
+          try {
+            const decoded = decodeFrame(bad);
+            // Whatever decodes must survive re-encoding, i.e. satisfy every rule of the format.
+            expect(decodeFrame(encodeFrame(decoded))).toEqual(decoded);
+          } catch (error) {
+            expect(error).toBeInstanceOf(CodecError);
+          }
+        }),
+        { numRuns: 5000 },
+      );
+    });
+  });
+});
