@@ -60,6 +60,10 @@ export const CLUSTER_DEFAULTS = {
   maxPendingProposals: 10_000,
   /** Proposals handed to Raft in one batch: one disk write and one append carry them. */
   maxProposalBatch: 1024,
+  /** Bytes of proposals in one batch (at least one goes): a forwarded batch must fit in a frame. */
+  maxProposalBatchBytes: 1024 * 1024,
+  /** Largest proposal accepted: with the batch bound, every message stays under the 4 MiB frame bound. */
+  maxProposalBytes: 1024 * 1024,
   /** Linearizable reads waiting on one member. */
   maxPendingReads: 4096,
   sync: true,

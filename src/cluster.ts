@@ -4,7 +4,7 @@ import type { PrivateKey } from '@libp2p/interface';
 import type { ClusterState, MemberState } from './api/state.js';
 import type { ClusterEvents } from './cluster-events.js';
 import { resolveOptions, CLUSTER_DEFAULTS, type ClusterOptions, type ResolvedOptions } from './cluster-options.js';
-import { CronraftError, NotRunningError, TimeoutError } from './errors.js';
+import { CronraftError, InvalidArgumentError, NotRunningError, TimeoutError } from './errors.js';
 import { RaftNode } from './raft/node.js';
 import type { SoftState } from './raft/ready.js';
 import type { Entry, NodeId } from './raft/types.js';
@@ -120,6 +120,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       requestTimeoutMs: o.requestTimeoutMs,
       maxPendingProposals: o.maxPendingProposals,
       maxProposalBatch: CLUSTER_DEFAULTS.maxProposalBatch,
+      maxProposalBatchBytes: CLUSTER_DEFAULTS.maxProposalBatchBytes,
       maxPendingReads: CLUSTER_DEFAULTS.maxPendingReads,
       bootId: randomBytes(4).toString('hex'),
       onSoftState: (s) => this.#onSoftState(s),
@@ -173,6 +174,10 @@ export class Cluster extends EventEmitter<ClusterEvents> {
    */
   async propose(data: Uint8Array | string, options: { signal?: AbortSignal } = {}): Promise<{ index: number }> {
     const bytes = typeof data === 'string' ? encoder.encode(data) : data;
+    if (!(bytes instanceof Uint8Array)) throw new InvalidArgumentError('data', data, 'a Uint8Array or a string');
+    if (bytes.byteLength > CLUSTER_DEFAULTS.maxProposalBytes) {
+      throw new InvalidArgumentError('data', `${bytes.byteLength} bytes`, `at most ${CLUSTER_DEFAULTS.maxProposalBytes} bytes`);
+    }
     const r: ProposalResult = await this.#running().propose(bytes, options.signal);
     return { index: r.index };
   }
@@ -231,6 +236,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       peerId: this.#peerId,
       transport: stats,
       invalidMessages: driver?.invalidMessages ?? 0,
+      unsendableMessages: driver?.unsendableMessages ?? 0,
     };
   }
 

@@ -146,6 +146,21 @@ describe('three members in one process', () => {
     await other.propose('after the handover');
   });
 
+  it('commits a burst of proposals forwarded by a follower, in frames that fit the transport', async () => {
+    const members = await startCluster(3);
+    await Promise.all(members.map((m) => m.waitForLeader()));
+    const follower = members.find((m) => m.state().role !== 'leader')!;
+    const payload = new Uint8Array(8192).fill(7);
+    // 1,000 proposals of 8 KiB queued at once are 8 MiB: one batch of them would not fit in a
+    // 4 MiB frame, so the driver must split batches by bytes as well as by count.
+    const results = await Promise.all(Array.from({ length: 1000 }, () => follower.propose(payload)));
+    expect(new Set(results.map((r) => r.index)).size).toBe(1000);
+    expect(follower.state().unsendableMessages).toBe(0);
+    const big = await follower.propose(new Uint8Array(2 * 1024 * 1024)).then(() => null, (e: unknown) => e);
+    expect(big).toBeInstanceOf(InvalidArgumentError);
+    expect(big).toMatchObject({ option: 'data' });
+  });
+
   it('fails a proposal at once with NotLeaderError when no leader is known', async () => {
     const addrs = [`127.0.0.1:${await freePort()}`, `127.0.0.1:${await freePort()}`, `127.0.0.1:${await freePort()}`];
     const lonely = new Cluster(addrs, { storage: 'memory', listen: addrs[0] });

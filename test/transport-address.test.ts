@@ -3,7 +3,7 @@ import { peerIdFromPrivateKey } from '@libp2p/peer-id';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from '../src/errors.js';
-import { parsePeerAddress } from '../src/transport/address.js';
+import { parseListenAddress, parsePeerAddress } from '../src/transport/address.js';
 
 let peerId: string;
 
@@ -176,5 +176,28 @@ describe('parsePeerAddress', () => {
         }
       }),
     );
+  });
+});
+
+describe('parseListenAddress', () => {
+  it('accepts port 0, which asks the system for a free port', () => {
+    expect(parseListenAddress('/ip4/127.0.0.1/tcp/0', 'listen')).toEqual({
+      id: '127.0.0.1:0',
+      host: '127.0.0.1',
+      port: 0,
+      peerId: null,
+      multiaddr: '/ip4/127.0.0.1/tcp/0',
+    });
+    expect(parseListenAddress('0.0.0.0:0', 'listen').multiaddr).toBe('/ip4/0.0.0.0/tcp/0');
+    expect(parseListenAddress('[::]:0', 'listen').id).toBe('[::]:0');
+  });
+
+  it('parses other addresses as parsePeerAddress does', () => {
+    expect(parseListenAddress('/ip4/0.0.0.0/tcp/7001', 'listen')).toEqual(parsePeerAddress('/ip4/0.0.0.0/tcp/7001', 'listen'));
+    expect(parseListenAddress('localhost:7001', 'listen')).toEqual(parsePeerAddress('localhost:7001', 'listen'));
+  });
+
+  it.each(['', '127.0.0.1:65536', '127.0.0.1:-0', '/ip4/127.0.0.1/udp/0', ':0'])('rejects %j', (value) => {
+    expect(() => parseListenAddress(value, 'listen')).toThrow(InvalidArgumentError);
   });
 });

@@ -194,23 +194,26 @@ describe('Libp2pTransport', () => {
     expect(n1.events.some((e) => e.type === 'connected' && e.peer === n2Address.id)).toBe(true);
   });
 
-  it('re-dials a peer that restarts and delivers later messages to the new process', async () => {
-    const [n1, first] = await Promise.all([member('n1'), member('n2')]);
+  it('re-dials a peer that restarts with its key and delivers later messages to the new process', async () => {
+    const privateKey = await generateKeyPair('Ed25519');
+    const [n1, first] = await Promise.all([member('n1'), member('n2', { privateKey })]);
     wire([n1, first]);
     n1.transport.send(heartbeat('n1', 'n2', 1));
     await vi.waitFor(() => expect(first.received).toHaveLength(1), WAIT);
     const n2Address = addressOf(first);
+    expect(n2Address.peerId).toBe(peerIdFromPrivateKey(privateKey).toString());
     await first.transport.stop();
     await vi.waitFor(() => expect(n1.transport.isConnected('n2')).toBe(false), WAIT);
-    expect(n1.events.some((e) => e.type === 'disconnected')).toBe(true);
+    expect(n1.events.some((e) => e.type === 'disconnected' && e.peer === n2Address.id)).toBe(true);
 
-    // The restarted member has a new key, so unpin the peer id as a fresh deployment would.
-    const second = await member('n2', { listen: n2Address.multiaddr });
-    n1.transport.setPeers(new Map([['n2', { ...n2Address, peerId: null }]]));
+    // Same key, same port: n1 keeps the pinned address and needs no new configuration.
+    const second = await member('n2', { privateKey, listen: n2Address.multiaddr });
     second.transport.setPeers(new Map([['n1', addressOf(n1)]]));
     await waitForConnected(n1, 'n2');
     n1.transport.send(heartbeat('n1', 'n2', 2));
     await vi.waitFor(() => expect(second.received.map((m) => (m.type === 'heartbeat' ? m.commit : -1))).toContain(2), WAIT);
+    second.transport.send(heartbeat('n2', 'n1', 3));
+    await vi.waitFor(() => expect(n1.received).toContainEqual(heartbeat('n2', 'n1', 3)), WAIT);
   });
 
   it('bounds the queue of an unreachable peer, dropping the oldest, without stalling other peers', async () => {

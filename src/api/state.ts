@@ -35,4 +35,6 @@ export interface ClusterState {
   readonly transport: TransportStats;
   /** Messages that the protocol refused as invalid (only a faulty peer sends them). */
   readonly invalidMessages: number;
+  /** Messages the transport refused to encode (never expected; counted rather than thrown). */
+  readonly unsendableMessages: number;
 }

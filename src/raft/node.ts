@@ -174,6 +174,7 @@ export class RaftNode {
   #tickLeader(): void {
     this.#heartbeatElapsed++;
     this.#electionElapsed++;
+    this.#propagateCommit();
     if (this.#electionElapsed >= this.#electionTicks) {
       this.#electionElapsed = 0;
       // CheckQuorum: a leader that has not heard from a majority within an election timeout
@@ -188,6 +189,18 @@ export class RaftNode {
     if (this.#heartbeatElapsed >= this.#heartbeatTicks) {
       this.#heartbeatElapsed = 0;
       this.#broadcastHeartbeat(this.#pendingReads.at(-1)?.seq ?? 0);
+    }
+  }
+
+  /**
+   * Tells followers a commit index they have not been sent yet. Done once a tick, not on every
+   * commit: under load the next append carries it anyway, and a message per commit per
+   * follower would double the traffic of the commit path. Followers apply within a tick.
+   */
+  #propagateCommit(): void {
+    for (const peer of this.#peers) {
+      const pr = this.#progress.get(peer) as Progress;
+      if (pr.sentCommit < this.log.committed && pr.match > pr.sentCommit) this.#sendAppend(peer, true);
     }
   }
 
@@ -505,6 +518,7 @@ export class RaftNode {
     const entries = this.log.slice(pr.next, this.log.lastIndex() + 1, this.#limits.maxBytesPerAppend, this.#limits.maxEntriesPerAppend);
     if (entries.length === 0 && !allowEmpty && pr.state === 'replicate') return false;
     this.#send({ type: 'append', from: this.id, to, term: this.#term, prevIndex, prevTerm, entries, commit: this.log.committed });
+    pr.sentCommit = this.log.committed;
     const last = entries.at(-1);
     if (pr.state === 'replicate' && last !== undefined) {
       let bytes = 0;
@@ -546,14 +560,9 @@ export class RaftNode {
     }
     if (pr.state === 'probe') pr.becomeReplicate();
     else pr.inflights.freeLE(m.index);
-    if (this.#maybeCommit()) {
-      // Followers learn the new commit index from the next append; send it now rather than
-      // at the next heartbeat so that they apply promptly.
-      for (const peer of this.#peers) this.#sendAppend(peer, true);
-    } else {
-      // Keep the pipeline full: more entries may be waiting behind the window.
-      this.#sendAppend(m.from);
-    }
+    this.#maybeCommit();
+    // Keep the pipeline full: more entries may be waiting behind the window.
+    this.#sendAppend(m.from);
     if (m.from === this.#transferee && pr.match === this.log.lastIndex()) {
       this.#send({ type: 'timeout-now', from: this.id, to: m.from, term: this.#term });
     }
@@ -740,24 +749,38 @@ export class RaftNode {
     return ready;
   }
 
-  /** Acknowledges that a Ready's entries are durable and its committed entries applied. */
+  /** Acknowledges a whole Ready: its entries are durable and its committed entries applied. */
   advance(ready: Ready): void {
+    this.advanceApplied(ready);
+    this.advancePersisted(ready);
+  }
+
+  /** Acknowledges that a Ready's committed entries were applied. */
+  advanceApplied(ready: Ready): void {
+    const applied = ready.committed.at(-1);
+    if (applied !== undefined) this.log.appliedTo(applied.index);
+  }
+
+  /**
+   * Acknowledges that a Ready's hard state and entries are durable. A leader counts its own
+   * copy of an entry towards a majority only from here on.
+   */
+  advancePersisted(ready: Ready): void {
     const last = ready.entries.at(-1);
-    if (last !== undefined && this.log.term(last.index) === last.term && last.index > this.#stableIndex) {
+    const first = ready.entries[0];
+    if (last === undefined || first === undefined) return;
+    if (this.log.term(last.index) === last.term) {
+      if (last.index <= this.#stableIndex) return;
       this.#stableIndex = last.index;
       if (this.#role === 'leader') {
         const self = this.#progress.get(this.id) as Progress;
         self.maybeUpdate(last.index);
-        if (this.#maybeCommit()) {
-          for (const peer of this.#peers) this.#sendAppend(peer, true);
-        }
+        this.#maybeCommit();
       }
-    } else if (ready.entries.length > 0 && last !== undefined && this.log.term(last.index) !== last.term) {
+    } else {
       // The entries were replaced while being written; the replacement is a later Ready's.
-      this.#stableIndex = Math.min(this.#stableIndex, ready.entries[0]!.index - 1);
+      this.#stableIndex = Math.min(this.#stableIndex, first.index - 1);
     }
-    const applied = ready.committed.at(-1);
-    if (applied !== undefined) this.log.appliedTo(applied.index);
   }
 }
 

@@ -57,6 +57,8 @@ export class Progress {
   state: ProgressState = 'probe';
   /** In probe state, one append at a time: set when one is sent, cleared by a heartbeat response. */
   probeSent = false;
+  /** The commit index last sent to the peer in an append. */
+  sentCommit = 0;
   /** Set by any message from the peer; CheckQuorum reads and clears it once per election timeout. */
   recentActive = false;
   readonly inflights: Inflights;

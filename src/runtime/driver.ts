@@ -8,7 +8,7 @@ import {
 } from '../errors.js';
 import type { ProposeOutcome, RaftNode } from '../raft/node.js';
 import type { ForwardResult, Ready, ReadState, SoftState } from '../raft/ready.js';
-import { EntryType, type Entry, type Message, type NodeId, type ProposalData } from '../raft/types.js';
+import { EntryType, type Entry, type HardState, type Message, type NodeId, type ProposalData } from '../raft/types.js';
 import type { LogStorage } from '../storage/log-storage.js';
 import type { Clock, TimerHandle, Timers } from '../time/clock.js';
 import type { Transport } from '../transport/transport.js';
@@ -32,6 +32,8 @@ export interface DriverOptions {
   readonly maxPendingProposals: number;
   /** Bound on proposals handed to Raft in one batch (one disk write, one append). */
   readonly maxProposalBatch: number;
+  /** Bound on the bytes of one batch (at least one proposal goes), so a forwarded batch fits in a frame. */
+  readonly maxProposalBatchBytes: number;
   /** Bound on linearizable reads waiting on this member. */
   readonly maxPendingReads: number;
   /** A prefix that makes this process's proposal ids unique across restarts. */
@@ -68,16 +70,24 @@ interface PendingRead {
 }
 
 /**
- * The one place that orders a member's effects. Every Ready from the Raft node is handled
- * strictly in sequence:
+ * The one place that orders a member's effects. It takes each Ready from the Raft node, in
+ * sequence, and:
  *
- * 1. **Persist** hard state and entries in one synced write. A vote or an append acknowledgement
- *    in this Ready promises that state; if it left before the write and the process died, the
- *    member could vote twice in a term or a leader could count an entry that is gone.
- * 2. **Send** the messages, only after the write is durable, for the reason above.
- * 3. **Apply** the committed entries in log order, then resolve the proposals and reads that
- *    waited on them: a caller learns of success only once the entry is applied here.
- * 4. **Advance** the node, which may let the leader count its own now-durable entries.
+ * 1. **Persists** its hard state and entries: one atomic, synced write, started at once.
+ *    Writes are queued and complete in order (the storage merges queued writes, so one fsync
+ *    can carry several Readies: group commit).
+ * 2. **Sends** its messages only once that write and every earlier one are durable. A vote, an
+ *    append acknowledgement or any message at a new term promises durable state; if it left
+ *    before the write and the process died, the member could vote twice in a term, or a leader
+ *    could count an entry that is gone. The one exception: a leader's appends and heartbeats
+ *    promise nothing about the leader's own disk (it counts its own copy only once durable, in
+ *    `advancePersisted`), so they leave at once, overlapping the leader's fsync with the
+ *    followers' (the Raft paper, section 10.2.1), unless the Ready changes term or vote.
+ * 3. **Applies** its committed entries in log order, at once: committed means durable on a
+ *    majority, so applying does not wait for this member's own write (etcd's server applies
+ *    concurrently with its write in the same way). Then it resolves the proposals and reads
+ *    that waited on them: a caller learns of success only once its entry is applied here.
+ * 4. **Advances** the node: applied at once, persisted when the write completes.
  *
  * Nothing else in the code base calls `storage.save`, `transport.send` or `stateMachine.apply`.
  */
@@ -101,18 +111,34 @@ export class RaftDriver {
   /** Reads answered, waiting for the state machine to reach their index. */
   #readsWaitingApply: Array<{ ctx: number; index: number }> = [];
   #lastHeard = new Map<NodeId, number>();
+  /** Writes started and not yet durable. */
+  #savesInFlight = 0;
+  /** The last write started; it completes after every earlier one. */
+  #lastSave: Promise<void> = Promise.resolve();
   /** The term and vote last made durable: a Ready that changes them sends nothing before its write. */
   #durableTerm: number;
   #durableVote: NodeId | null;
+  /** The hard state of the last write started (durable or not). */
+  #savedTerm: number;
+  #savedVote: NodeId | null;
+  #savedCommit: number;
+  /** The node's latest hard state, written or not. */
+  #hardState: HardState;
   #fatal: unknown = null;
   /** Messages that threw inside the protocol (only a faulty peer sends them). */
   invalidMessages = 0;
+  /** Messages the transport refused to encode. */
+  unsendableMessages = 0;
 
   constructor(options: DriverOptions) {
     this.#o = options;
     this.#node = options.node;
     this.#durableTerm = options.node.term;
     this.#durableVote = options.node.vote;
+    this.#savedTerm = options.node.term;
+    this.#savedVote = options.node.vote;
+    this.#hardState = options.node.hardState();
+    this.#savedCommit = this.#hardState.commit;
     options.transport.onMessage((m) => this.#receive(m));
   }
 
@@ -251,7 +277,7 @@ export class RaftDriver {
 
   // ---- the loop ----------------------------------------------------------------------------
 
-  /** Runs the loop soon; calls while it runs make it go round once more. */
+  /** Runs the loop soon; calls while it is scheduled are absorbed by that run. */
   #kick(): void {
     if (this.#looping) {
       this.#loopAgain = true;
@@ -259,17 +285,17 @@ export class RaftDriver {
     }
     this.#looping = true;
     // A microtask, not a timer: callers in the same turn are batched, with no added delay.
-    queueMicrotask(() => void this.#loop());
+    queueMicrotask(() => this.#loop());
   }
 
-  async #loop(): Promise<void> {
+  #loop(): void {
     try {
       do {
         this.#loopAgain = false;
         if (!this.#running) break;
         this.#submitQueued();
         while (this.#running && this.#node.hasReady()) {
-          await this.#handleReady(this.#node.ready());
+          this.#handleReady(this.#node.ready());
           this.#submitQueued();
         }
       } while (this.#loopAgain);
@@ -280,40 +306,84 @@ export class RaftDriver {
     }
   }
 
-  async #handleReady(rd: Ready): Promise<void> {
-    const persist = rd.hardState !== null || rd.entries.length > 0;
-    // A leader's appends and heartbeats promise nothing about the leader's own disk: it counts
-    // its own copy of an entry only after advance() below, i.e. once the write is durable. So
-    // they may leave before the write, overlapping the leader's fsync with the followers' (the
-    // Raft paper, section 10.2.1; etcd's server does the same). Everything else waits.
-    // A Ready that changes term or vote (e.g. the one that makes us leader) sends nothing early:
-    // a leader that crashed before its own vote was durable could vote again in its term.
-    const sameVote = rd.hardState === null || (rd.hardState.term === this.#durableTerm && rd.hardState.vote === this.#durableVote);
-    const early = persist && sameVote && this.#node.role === 'leader' ? rd.messages.filter(isLeaderReplication) : [];
-    for (const m of early) this.#o.transport.send(m);
-    // 1. Persist: one atomic, synced write of hard state and entries.
+  #handleReady(rd: Ready): void {
+    if (rd.hardState !== null) this.#hardState = rd.hardState;
+    const hs = this.#hardState;
+    const voteChanged = hs.term !== this.#savedTerm || hs.vote !== this.#savedVote;
+    // A change of the commit index alone is not written: no message promises it, and a member
+    // that restarts with an older one re-learns it from the leader. It rides along with the
+    // next write of entries instead, which halves the fsyncs on the commit path.
+    const persist = voteChanged || rd.entries.length > 0;
+    // 1. Persist (started now; see the class comment for what waits on it).
     if (persist) {
-      await this.#o.storage.save(rd.hardState === null ? { entries: rd.entries } : { hardState: rd.hardState, entries: rd.entries });
-      if (rd.hardState !== null) {
-        this.#durableTerm = rd.hardState.term;
-        this.#durableVote = rd.hardState.vote;
+      this.#savesInFlight++;
+      const hardState = voteChanged || hs.commit !== this.#savedCommit ? hs : undefined;
+      if (hardState !== undefined) {
+        this.#savedTerm = hardState.term;
+        this.#savedVote = hardState.vote;
+        this.#savedCommit = hardState.commit;
       }
+      this.#lastSave = this.#o.storage.save(hardState === undefined ? { entries: rd.entries } : { hardState, entries: rd.entries }).then(() => {
+        this.#savesInFlight--;
+        if (hardState !== undefined) {
+          this.#durableTerm = hardState.term;
+          this.#durableVote = hardState.vote;
+        }
+      });
     }
-    // 2. Send, now that everything the messages promise is durable.
-    for (const m of rd.messages) if (early.length === 0 || !isLeaderReplication(m)) this.#o.transport.send(m);
+    // 2. Send: all at once if nothing is being written; a leader's replication at once if its
+    // term and vote are durable; everything else once every write so far is durable.
+    const termDurable = this.#node.term === this.#durableTerm && this.#node.vote === this.#durableVote;
+    let later: readonly Message[] = [];
+    if (this.#savesInFlight === 0) {
+      for (const m of rd.messages) this.#send(m);
+    } else if (termDurable && this.#node.role === 'leader') {
+      for (const m of rd.messages) if (isLeaderReplication(m)) this.#send(m);
+      later = rd.messages.filter((m) => !isLeaderReplication(m));
+    } else {
+      later = rd.messages;
+    }
+    if (persist || later.length > 0) {
+      this.#lastSave.then(
+        () => {
+          if (!this.#running) return;
+          for (const m of later) this.#send(m);
+          if (persist) this.#node.advancePersisted(rd);
+          this.#kick();
+        },
+        (error: unknown) => this.#fail(error),
+      );
+    }
     // 3. Apply, in log order.
     for (const entry of rd.committed) this.#apply(entry);
     this.#handleForwardResults(rd.forwardResults);
     this.#handleReadStates(rd.readStates);
     this.#releaseReads();
     if (rd.softState !== null) this.#onSoftState(rd.softState);
-    // 4. Advance.
-    this.#node.advance(rd);
+    // 4. Advance what is done now; persistence is acknowledged when the write completes.
+    this.#node.advanceApplied(rd);
+  }
+
+  #send(m: Message): void {
+    try {
+      this.#o.transport.send(m);
+    } catch {
+      // The transport refuses a message its peers would reject (e.g. too large for a frame).
+      // Count it; Raft treats it as lost, and the bounds on batches keep this from recurring.
+      this.unsendableMessages++;
+    }
   }
 
   #submitQueued(): void {
     while (this.#queued.length > 0) {
-      const batch = this.#queued.splice(0, this.#o.maxProposalBatch).filter((p) => this.#pending.has(p.pid));
+      let count = 0;
+      let bytes = 0;
+      while (count < this.#queued.length && count < this.#o.maxProposalBatch) {
+        bytes += (this.#queued[count] as PendingProposal).data.byteLength;
+        if (count > 0 && bytes > this.#o.maxProposalBatchBytes) break;
+        count++;
+      }
+      const batch = this.#queued.splice(0, count).filter((p) => this.#pending.has(p.pid));
       if (batch.length === 0) continue;
       const outcome = this.#node.propose(batch.map((p): ProposalData => ({ pid: p.pid, data: p.data })));
       this.#onProposeOutcome(batch, outcome);

@@ -117,7 +117,7 @@ export class LevelLogStorage implements LogStorage {
     if (ops.length === 0) return;
     session.terms.apply(batch.entries);
     if (batch.hardState !== undefined) session.commit = batch.hardState.commit;
-    await session.queue.write(ops);
+    await session.queue.write(ops, batch.sync ?? true);
   }
 
   firstIndex(): number {
@@ -137,13 +137,13 @@ export class LevelLogStorage implements LogStorage {
   }
 
   private begin(db: Db, state: StoredState): void {
-    const queue = new WriteQueue((ops) => this.writeBatch(db, ops));
+    const queue = new WriteQueue((ops, sync) => this.writeBatch(db, ops, sync));
     this.session = { db, queue, terms: new TermIndex(state.snapshot, state.entries), identity: state.identity, commit: state.hardState.commit };
   }
 
-  private async writeBatch(db: Db, ops: WriteOp[]): Promise<void> {
+  private async writeBatch(db: Db, ops: WriteOp[], sync: boolean): Promise<void> {
     try {
-      await db.batch(ops, { sync: this.sync });
+      await db.batch(ops, { sync: this.sync && sync });
     } catch (error) {
       throw new StorageError('CRONRAFT_STORAGE_UNREADABLE', this.path, `a write failed; reopen the store: ${messageOf(error)}`, { cause: error });
     }

@@ -26,6 +26,11 @@ export interface StorageBatch {
    * or removed (a follower's log conflict is repaired by truncating the suffix).
    */
   readonly entries: readonly Entry[];
+  /**
+   * Sync to disk before resolving (default true). False only for a write whose loss on power
+   * failure is harmless, e.g. the commit index alone: it still survives the process crashing.
+   */
+  readonly sync?: boolean;
 }
 
 /**

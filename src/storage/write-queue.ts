@@ -2,7 +2,7 @@
 export type WriteOp = { readonly type: 'put'; readonly key: Uint8Array; readonly value: Uint8Array } | { readonly type: 'del'; readonly key: Uint8Array };
 
 /** Writes a list of operations atomically and durably. */
-export type BatchWriter = (ops: WriteOp[]) => Promise<void>;
+export type BatchWriter = (ops: WriteOp[], sync: boolean) => Promise<void>;
 
 interface Waiter {
   readonly resolve: () => void;
@@ -23,6 +23,8 @@ export class WriteQueue {
   private readonly writeBatch: BatchWriter;
   private queuedOps: WriteOp[][] = [];
   private queuedWaiters: Waiter[] = [];
+  /** Whether any write merged into the next batch asked to be synced. */
+  private queuedSync = false;
   private inFlight: Promise<void> | null = null;
   private failure: { readonly error: unknown } | null = null;
 
@@ -30,10 +32,12 @@ export class WriteQueue {
     this.writeBatch = writeBatch;
   }
 
-  write(ops: WriteOp[]): Promise<void> {
+  /** `sync: false` for a write whose loss on power failure is harmless; a merged batch syncs if any part asks. */
+  write(ops: WriteOp[], sync = true): Promise<void> {
     if (this.failure !== null) return Promise.reject(this.failure.error);
     return new Promise<void>((resolve, reject) => {
       this.queuedOps.push(ops);
+      this.queuedSync ||= sync;
       this.queuedWaiters.push({ resolve, reject });
       if (this.inFlight === null) this.inFlight = this.drain();
     });
@@ -48,11 +52,13 @@ export class WriteQueue {
     while (this.queuedOps.length > 0) {
       const groups = this.queuedOps;
       const waiters = this.queuedWaiters;
+      const sync = this.queuedSync;
       this.queuedOps = [];
       this.queuedWaiters = [];
+      this.queuedSync = false;
       try {
         if (this.failure !== null) throw this.failure.error;
-        await this.writeBatch(groups.length === 1 ? (groups[0] as WriteOp[]) : groups.flat());
+        await this.writeBatch(groups.length === 1 ? (groups[0] as WriteOp[]) : groups.flat(), sync);
       } catch (error) {
         this.failure ??= { error };
         for (const waiter of waiters) waiter.reject(this.failure.error);

@@ -31,9 +31,7 @@ const BRACKETED = /^\[([^\]]+)\]:([^:]+)$/;
  * setting the value came from, for the error message. Pure: no DNS look-up, no I/O.
  */
 export function parsePeerAddress(value: string, option: string): PeerAddress {
-  const parsed = typeof value === 'string' ? (value.startsWith('/') ? parseMultiaddr(value) : parseHostPort(value)) : null;
-  if (parsed === null) throw new InvalidArgumentError(option, value, EXPECTED);
-  return parsed;
+  return parse(value, option, 1);
 }
 
 /**
@@ -41,17 +39,16 @@ export function parsePeerAddress(value: string, option: string): PeerAddress {
  * since a listener, unlike a peer, can be asked to pick one.
  */
 export function parseListenAddress(value: string, option: string): PeerAddress {
-  if (typeof value === 'string') {
-    const zero = /^(.*(?:\/tcp\/|:))0$/.exec(value);
-    if (zero !== null) {
-      const parsed = parsePeerAddress(`${zero[1]}1`, option);
-      return { ...parsed, id: parsed.id.replace(/:1$/, ':0'), port: 0, multiaddr: parsed.multiaddr.replace(/\/tcp\/1$/, '/tcp/0') };
-    }
-  }
-  return parsePeerAddress(value, option);
+  return parse(value, option, 0);
 }
 
-function parseMultiaddr(value: string): PeerAddress | null {
+function parse(value: string, option: string, minPort: number): PeerAddress {
+  const parsed = typeof value === 'string' ? (value.startsWith('/') ? parseMultiaddr(value, minPort) : parseHostPort(value, minPort)) : null;
+  if (parsed === null) throw new InvalidArgumentError(option, value, EXPECTED);
+  return parsed;
+}
+
+function parseMultiaddr(value: string, minPort: number): PeerAddress | null {
   // A leading slash yields an empty first part; then protocol/value pairs.
   const parts = value.split('/');
   if (parts.length !== 5 && parts.length !== 7) return null;
@@ -59,7 +56,7 @@ function parseMultiaddr(value: string): PeerAddress | null {
   if (protocol === undefined || rawHost === undefined || tcp !== 'tcp' || rawPort === undefined) return null;
   if (!isHostKind(protocol)) return null;
   const host = canonicalHost(protocol, rawHost);
-  const port = parsePort(rawPort);
+  const port = parsePort(rawPort, minPort);
   if (host === null || port === null) return null;
   let peerId: string | null = null;
   if (parts.length === 7) {
@@ -70,20 +67,20 @@ function parseMultiaddr(value: string): PeerAddress | null {
   return build(protocol, host, port, peerId);
 }
 
-function parseHostPort(value: string): PeerAddress | null {
+function parseHostPort(value: string, minPort: number): PeerAddress | null {
   const bracketed = BRACKETED.exec(value);
   if (bracketed !== null) {
     const [, rawHost, rawPort] = bracketed;
     if (rawHost === undefined || rawPort === undefined) return null;
     const host = canonicalHost('ip6', rawHost);
-    const port = parsePort(rawPort);
+    const port = parsePort(rawPort, minPort);
     return host === null || port === null ? null : build('ip6', host, port, null);
   }
   // An unbracketed IPv6 address has several colons and is ambiguous with a port: refuse it.
   const colon = value.indexOf(':');
   if (colon <= 0 || colon !== value.lastIndexOf(':')) return null;
   const rawHost = value.slice(0, colon);
-  const port = parsePort(value.slice(colon + 1));
+  const port = parsePort(value.slice(colon + 1), minPort);
   if (port === null) return null;
   if (isIPv4(rawHost)) return build('ip4', rawHost, port, null);
   const name = canonicalHost('dns4', rawHost);
@@ -135,10 +132,10 @@ function canonicalDnsName(raw: string): string | null {
   return name;
 }
 
-function parsePort(raw: string): number | null {
+function parsePort(raw: string, minPort: number): number | null {
   if (!DECIMAL.test(raw)) return null;
   const port = Number(raw);
-  return port >= 1 && port <= MAX_PORT ? port : null;
+  return port >= minPort && port <= MAX_PORT ? port : null;
 }
 
 function canonicalPeerId(raw: string): string | null {
