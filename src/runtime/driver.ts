@@ -185,8 +185,8 @@ export class RaftDriver {
    * timeout (the entry may still commit later), BackpressureError when too much is waiting.
    */
   propose(data: Uint8Array, signal?: AbortSignal): Promise<ProposalResult> {
-    if (!this.#running) return Promise.reject(new NotRunningError(this.#stopped ? 'stopped' : 'not started'));
     if (this.#fatal !== null) return Promise.reject(this.#fatalError());
+    if (!this.#running) return Promise.reject(new NotRunningError(this.#stopped ? 'stopped' : 'not started'));
     if (this.#pending.size >= this.#o.maxPendingProposals) {
       return Promise.reject(new BackpressureError(`${this.#pending.size} proposals are already waiting (maxPendingProposals)`));
     }
@@ -219,6 +219,7 @@ export class RaftDriver {
    * entry committed before the call, as confirmed by a quorum (Raft's ReadIndex).
    */
   readBarrier(): Promise<number> {
+    if (this.#fatal !== null) return Promise.reject(this.#fatalError());
     if (!this.#running) return Promise.reject(new NotRunningError(this.#stopped ? 'stopped' : 'not started'));
     if (this.#reads.size >= this.#o.maxPendingReads) return Promise.reject(new BackpressureError('too many reads are waiting (maxPendingReads)'));
     const ctx = ++this.#readSeq;
@@ -486,6 +487,8 @@ export class RaftDriver {
   }
 
   #fail(error: unknown): void {
+    // Every write queued behind a failed one fails too; the first failure is the one to report.
+    if (this.#fatal !== null) return;
     this.#fatal = error;
     const e = this.#fatalError();
     for (const p of this.#pending.values()) this.#settle(p, e);

@@ -1,0 +1,104 @@
+import { describe, expect, it } from 'vitest';
+import { RaftNode } from '../src/raft/node.js';
+import { emptyHardState, EntryType, type Message } from '../src/raft/types.js';
+import { RaftDriver } from '../src/runtime/driver.js';
+import type { LogStorage } from '../src/storage/log-storage.js';
+import { MemoryDisk } from '../src/storage/memory-disk.js';
+import { MemoryLogStorage } from '../src/storage/memory-log-storage.js';
+import type { Timers } from '../src/time/clock.js';
+import { SeededRandom } from '../src/time/random.js';
+import type { Transport, TransportStats } from '../src/transport/transport.js';
+
+/** A transport that records what the driver sends and lets the test deliver messages. */
+class RecordingTransport implements Transport {
+  readonly sent: Message[] = [];
+  #handler: ((m: Message) => void) | null = null;
+  async start(): Promise<void> {}
+  async stop(): Promise<void> {}
+  send(m: Message): void {
+    this.sent.push(m);
+  }
+  onMessage(handler: (m: Message) => void): void {
+    this.#handler = handler;
+  }
+  deliver(m: Message): void {
+    this.#handler?.(m);
+  }
+  isConnected(): boolean {
+    return true;
+  }
+  stats(): TransportStats {
+    return { sent: this.sent.length, received: 0, droppedQueueFull: 0, droppedMalformed: 0, droppedOversized: 0, droppedUnexpected: 0 };
+  }
+}
+
+/** Timers that never fire by themselves: the test ticks the node when it wants. */
+const frozenTimers: Timers = { setTimeout: () => 0, clearTimeout: () => undefined };
+
+async function makeDriver(storage: LogStorage, onFatal?: (e: unknown) => void): Promise<{ driver: RaftDriver; transport: RecordingTransport }> {
+  const stored = await storage.open();
+  const node = new RaftNode({ id: 'a', voters: ['a', 'b', 'c'], electionTicks: 10, heartbeatTicks: 1 }, { hardState: stored.hardState, snapshot: stored.snapshot, entries: stored.entries }, new SeededRandom(1));
+  const transport = new RecordingTransport();
+  const driver = new RaftDriver({
+    node,
+    storage,
+    transport,
+    stateMachine: { apply: (e) => e.index },
+    clock: { now: () => 0 },
+    timers: frozenTimers,
+    tickMs: 10,
+    requestTimeoutMs: 1000,
+    maxPendingProposals: 100,
+    maxProposalBatch: 10,
+    maxProposalBatchBytes: 1024,
+    maxPendingReads: 10,
+    bootId: 'test',
+    ...(onFatal === undefined ? {} : { onFatal }),
+  });
+  driver.start();
+  return { driver, transport };
+}
+
+const settle = async (): Promise<void> => {
+  for (let i = 0; i < 10; i++) await Promise.resolve();
+};
+
+describe('the driver orders effects', () => {
+  it('sends a vote only once the vote is durable', async () => {
+    const disk = new MemoryDisk({ manualSync: true });
+    const { transport } = await makeDriver(new MemoryLogStorage(disk));
+    transport.deliver({ type: 'vote', from: 'b', to: 'a', term: 1, lastIndex: 0, lastTerm: 0, transfer: false });
+    await settle();
+    expect(transport.sent.filter((m) => m.type === 'vote-resp')).toEqual([]);
+    expect(disk.unsyncedWrites).toBe(1);
+    disk.sync();
+    await settle();
+    expect(transport.sent.filter((m) => m.type === 'vote-resp')).toMatchObject([{ to: 'b', reject: false, term: 1 }]);
+  });
+
+  it('acknowledges appended entries only once they are durable', async () => {
+    const disk = new MemoryDisk({ manualSync: true });
+    const { transport } = await makeDriver(new MemoryLogStorage(disk));
+    const entry = { index: 1, term: 1, type: EntryType.Normal, data: new Uint8Array([1]), pid: 'p' };
+    transport.deliver({ type: 'append', from: 'b', to: 'a', term: 1, prevIndex: 0, prevTerm: 0, entries: [entry], commit: 0 });
+    await settle();
+    expect(transport.sent.filter((m) => m.type === 'append-resp')).toEqual([]);
+    disk.sync();
+    await settle();
+    expect(transport.sent.filter((m) => m.type === 'append-resp')).toMatchObject([{ to: 'b', reject: false, index: 1 }]);
+  });
+
+  it('stops, reports once, and fails waiting proposals when the disk fails', async () => {
+    const failing = new MemoryLogStorage();
+    const fatal: unknown[] = [];
+    const { driver, transport } = await makeDriver(failing, (e) => fatal.push(e));
+    failing.save = (): Promise<void> => Promise.reject(new Error('disk on fire'));
+    // Become leader of term 1 in a three-member cluster: the campaign's write fails.
+    driver.node.campaign();
+    transport.deliver({ type: 'prevote-resp', from: 'b', to: 'a', term: 1, reject: false });
+    await settle();
+    expect(fatal).toHaveLength(1);
+    expect(String(fatal[0])).toContain('disk on fire');
+    await expect(driver.propose(new Uint8Array([1]))).rejects.toMatchObject({ code: 'CRONRAFT_FATAL' });
+  });
+});
