@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { RaftNode } from '../src/raft/node.js';
-import { emptyHardState, EntryType, type Message } from '../src/raft/types.js';
+import { EntryType, type Message } from '../src/raft/types.js';
 import { RaftDriver } from '../src/runtime/driver.js';
 import type { LogStorage } from '../src/storage/log-storage.js';
 import { MemoryDisk } from '../src/storage/memory-disk.js';

@@ -1,6 +1,7 @@
 // Must stay the first import: libp2p needs Promise.withResolvers, which Node 20 lacks.
 import './polyfills.js';
-import { noise } from '@chainsafe/libp2p-noise';
+import { noiseWithCorkedWrites } from './corked-writes.js';
+import { relaxWindowUpdates } from './yamux-window.js';
 import { yamux } from '@chainsafe/libp2p-yamux';
 import type { Connection, Libp2p, PrivateKey, Stream, StreamMessageEvent } from '@libp2p/interface';
 import { tcp } from '@libp2p/tcp';
@@ -127,7 +128,7 @@ export class Libp2pTransport implements Transport {
         addresses: { listen: [this.#listen] },
         // noDelay is @libp2p/tcp's default; stated here because latency depends on it.
         transports: [tcp({ dialOpts: { noDelay: true }, listenOpts: { noDelay: true } })],
-        connectionEncrypters: [noise()],
+        connectionEncrypters: [noiseWithCorkedWrites()],
         streamMuxers: [yamux()],
         connectionManager: {
           dialTimeout: this.#settings.dialTimeoutMs,
@@ -255,6 +256,7 @@ export class Libp2pTransport implements Transport {
       stream.abort(new Error('cronraft transport not running'));
       return;
     }
+    relaxWindowUpdates(stream);
     const remotePeer = connection.remotePeer.toString();
     const reader = new FrameReader(MAX_FRAME_BYTES);
     const onFrame = (frame: Uint8Array): void => this.#onFrame(frame, remotePeer);

@@ -1,0 +1,84 @@
+import '../src/transport/polyfills.js';
+import { Socket } from 'node:net';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { Message } from '../src/raft/types.js';
+import { parsePeerAddress } from '../src/transport/address.js';
+import { corkWrites } from '../src/transport/corked-writes.js';
+import { Libp2pTransport } from '../src/transport/libp2p-transport.js';
+import { relaxWindowUpdates } from '../src/transport/yamux-window.js';
+
+const transports: Libp2pTransport[] = [];
+afterEach(async () => {
+  vi.restoreAllMocks();
+  await Promise.all(transports.splice(0).map((t) => t.stop()));
+});
+
+describe('fewer writes per message', () => {
+  it('corks the socket around one sendData, and leaves other connections alone', () => {
+    const calls: string[] = [];
+    const conn = {
+      socket: { cork: () => calls.push('cork'), uncork: () => calls.push('uncork') },
+      sendData(data: unknown): string {
+        calls.push(`send ${String(data)}`);
+        return 'sent';
+      },
+    };
+    corkWrites(conn as never);
+    expect(conn.sendData('frame')).toBe('sent');
+    expect(calls).toEqual(['cork', 'send frame', 'uncork']);
+    const other = { sendData: (): string => 'x' };
+    const before = other.sendData;
+    corkWrites(other as never);
+    expect(other.sendData).toBe(before);
+  });
+
+  it('sends a window update only once half the receive window is used', () => {
+    let updates = 0;
+    const stream = { state: 3, recvWindow: 1000, recvWindowCapacity: 1000, sendWindowUpdate: (): void => void updates++ };
+    relaxWindowUpdates(stream);
+    stream.recvWindowCapacity = 900;
+    stream.sendWindowUpdate();
+    expect(updates).toBe(0);
+    stream.recvWindowCapacity = 400;
+    stream.sendWindowUpdate();
+    expect(updates).toBe(1);
+    // Before the stream is established the update carries the SYN/ACK flags: always sent.
+    stream.state = 2;
+    stream.recvWindowCapacity = 999;
+    stream.sendWindowUpdate();
+    expect(updates).toBe(2);
+  });
+
+  it('applies both to real libp2p connections: about one corked write per message, no update per message', async () => {
+    const make = async (id: string): Promise<{ t: Libp2pTransport; got: Message[] }> => {
+      const got: Message[] = [];
+      const t = new Libp2pTransport({ self: id, clusterId: 'c', listen: '/ip4/127.0.0.1/tcp/0', peers: new Map() });
+      transports.push(t);
+      t.onMessage((m) => got.push(m));
+      await t.start();
+      return { t, got };
+    };
+    const a = await make('a');
+    const b = await make('b');
+    const peers = new Map([
+      ['a', parsePeerAddress(a.t.listenAddresses()[0] ?? '', 'a')],
+      ['b', parsePeerAddress(b.t.listenAddresses()[0] ?? '', 'b')],
+    ]);
+    a.t.setPeers(peers);
+    b.t.setPeers(peers);
+    await vi.waitFor(() => expect(a.t.isConnected('b')).toBe(true), { timeout: 10_000 });
+    a.t.send({ type: 'heartbeat', from: 'a', to: 'b', term: 1, commit: 0, readCtx: 0 });
+    await vi.waitFor(() => expect(b.got).toHaveLength(1), { timeout: 10_000 });
+    const cork = vi.spyOn(Socket.prototype, 'cork');
+    const count = 200;
+    for (let i = 1; i <= count; i++) {
+      a.t.send({ type: 'heartbeat', from: 'a', to: 'b', term: 1, commit: i, readCtx: 0 });
+      // One message per turn of the event loop, so the transport cannot batch them together.
+      await vi.waitFor(() => expect(b.got).toHaveLength(i + 1), { timeout: 10_000, interval: 1 });
+    }
+    // Every message went out corked (one writev), and the receiver did not answer each with
+    // a window update (which would double the count).
+    expect(cork.mock.calls.length).toBeGreaterThanOrEqual(count);
+    expect(cork.mock.calls.length).toBeLessThan(count * 1.2);
+  });
+});
