@@ -122,6 +122,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       maxProposalBatch: CLUSTER_DEFAULTS.maxProposalBatch,
       maxProposalBatchBytes: CLUSTER_DEFAULTS.maxProposalBatchBytes,
       maxPendingReads: CLUSTER_DEFAULTS.maxPendingReads,
+      leaderSilenceMs: o.electionTimeoutMs,
       bootId: randomBytes(4).toString('hex'),
       onSoftState: (s) => this.#onSoftState(s),
       onApplied: (e) => this.#onApplied(e),

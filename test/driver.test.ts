@@ -35,7 +35,11 @@ class RecordingTransport implements Transport {
 /** Timers that never fire by themselves: the test ticks the node when it wants. */
 const frozenTimers: Timers = { setTimeout: () => 0, clearTimeout: () => undefined };
 
-async function makeDriver(storage: LogStorage, onFatal?: (e: unknown) => void): Promise<{ driver: RaftDriver; transport: RecordingTransport }> {
+async function makeDriver(
+  storage: LogStorage,
+  onFatal?: (e: unknown) => void,
+  now: () => number = () => 0,
+): Promise<{ driver: RaftDriver; transport: RecordingTransport }> {
   const stored = await storage.open();
   const node = new RaftNode({ id: 'a', voters: ['a', 'b', 'c'], electionTicks: 10, heartbeatTicks: 1 }, { hardState: stored.hardState, snapshot: stored.snapshot, entries: stored.entries }, new SeededRandom(1));
   const transport = new RecordingTransport();
@@ -44,7 +48,7 @@ async function makeDriver(storage: LogStorage, onFatal?: (e: unknown) => void): 
     storage,
     transport,
     stateMachine: { apply: (e) => e.index },
-    clock: { now: () => 0 },
+    clock: { now },
     timers: frozenTimers,
     tickMs: 10,
     requestTimeoutMs: 1000,
@@ -52,12 +56,30 @@ async function makeDriver(storage: LogStorage, onFatal?: (e: unknown) => void): 
     maxProposalBatch: 10,
     maxProposalBatchBytes: 1024,
     maxPendingReads: 10,
+    leaderSilenceMs: 100,
     bootId: 'test',
     ...(onFatal === undefined ? {} : { onFatal }),
   });
   driver.start();
   return { driver, transport };
 }
+
+describe('proposals on a follower', () => {
+  it('fail at once when the known leader has been silent for too long', async () => {
+    let now = 0;
+    const { driver, transport } = await makeDriver(new MemoryLogStorage(), undefined, () => now);
+    transport.deliver({ type: 'heartbeat', from: 'b', to: 'a', term: 1, commit: 0, readCtx: 0 });
+    await settle();
+    // Heard from b just now: the proposal is forwarded to it.
+    const forwarded = driver.propose(new Uint8Array([1]));
+    await settle();
+    expect(transport.sent.some((m) => m.type === 'propose' && m.to === 'b')).toBe(true);
+    now = 150;
+    await expect(driver.propose(new Uint8Array([2]))).rejects.toMatchObject({ code: 'CRONRAFT_NOT_LEADER', leader: 'b' });
+    driver.stop();
+    await expect(forwarded).rejects.toMatchObject({ code: 'CRONRAFT_NOT_RUNNING' });
+  });
+});
 
 const settle = async (): Promise<void> => {
   for (let i = 0; i < 10; i++) await Promise.resolve();

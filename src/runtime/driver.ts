@@ -36,6 +36,11 @@ export interface DriverOptions {
   readonly maxProposalBatchBytes: number;
   /** Bound on linearizable reads waiting on this member. */
   readonly maxPendingReads: number;
+  /**
+   * A follower that has not heard from its leader for this long fails proposals at once with
+   * NotLeaderError instead of forwarding them into silence (an election follows soon anyway).
+   */
+  readonly leaderSilenceMs: number;
   /** A prefix that makes this process's proposal ids unique across restarts. */
   readonly bootId: string;
   readonly onSoftState?: (state: SoftState) => void;
@@ -171,6 +176,18 @@ export class RaftDriver {
     }
   }
 
+  /** Why a proposal cannot even be forwarded now, or null if it can. */
+  #unreachableLeader(): NotLeaderError | null {
+    const leader = this.#node.leader;
+    if (this.#node.role === 'leader') return null;
+    if (leader === null) return new NotLeaderError(null);
+    const heard = this.#lastHeard.get(leader);
+    if (heard === undefined || this.#o.clock.now() - heard > this.#o.leaderSilenceMs) {
+      return new NotLeaderError(leader, `The leader ${leader} has not been heard from for over ${this.#o.leaderSilenceMs} ms`);
+    }
+    return null;
+  }
+
   /** When this member last heard from `peer` (clock ms), or undefined. */
   lastHeard(peer: NodeId): number | undefined {
     return this.#lastHeard.get(peer);
@@ -190,7 +207,8 @@ export class RaftDriver {
     if (this.#pending.size >= this.#o.maxPendingProposals) {
       return Promise.reject(new BackpressureError(`${this.#pending.size} proposals are already waiting (maxPendingProposals)`));
     }
-    if (this.#node.role !== 'leader' && this.#node.leader === null) return Promise.reject(new NotLeaderError(null));
+    const unreachable = this.#unreachableLeader();
+    if (unreachable !== null) return Promise.reject(unreachable);
     if (signal?.aborted === true) return Promise.reject(abortError(signal));
     return new Promise<ProposalResult>((resolve, reject) => {
       const pid = `${this.#o.bootId}.${(++this.#seq).toString(36)}`;
