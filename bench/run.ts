@@ -1,17 +1,26 @@
 /**
- * The benchmark entry point: `npm run bench -- <name> [--quick]`. Prints a table and a JSON
- * line, and writes the JSON to bench-results/<name>.json.
+ * The benchmark entry point: `npm run bench -- <name> [--quick] [--no-peers]`. Prints a table
+ * and a JSON line, and writes the JSON to bench-results/<name>.json. Unless --no-peers is given,
+ * the raft bench also measures etcd 3.4 the same way (bench/etcd.ts) and prints both side by side.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
+import { benchEtcd, comparisonRows, etcdLabel, type EtcdBenchResult } from './etcd.js';
 import { benchRaft, raftRows } from './raft.js';
 import { printTable } from './stats.js';
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
-  options: { quick: { type: 'boolean', default: false } },
+  options: {
+    quick: { type: 'boolean', default: false },
+    // Node 20's parseArgs has no negated options, so "no-peers" is the option's literal name.
+    'no-peers': { type: 'boolean', default: false },
+  },
 });
 const name = positionals[0] ?? 'raft';
+
+/** What became of the etcd comparison; `failed` makes the bench exit non-zero. */
+type PeerOutcome = EtcdBenchResult | { skipped: string } | { failed: string };
 
 async function main(): Promise<void> {
   if (name !== 'raft') {
@@ -19,12 +28,33 @@ async function main(): Promise<void> {
     process.exitCode = 2;
     return;
   }
-  const result = await benchRaft(
-    values.quick ? { serialCount: 500, loadSeconds: 2, failoverRuns: 3 } : { serialCount: 3000, loadSeconds: 5, failoverRuns: 5 },
-  );
-  console.log('\ncronraft: three processes on 127.0.0.1, level with sync on, default settings\n');
-  printTable(['measure', 'cronraft', 'target'], raftRows(result));
-  const json = JSON.stringify({ bench: name, node: process.version, at: new Date().toISOString(), result });
+  const options = values.quick ? { serialCount: 500, loadSeconds: 2, failoverRuns: 3 } : { serialCount: 3000, loadSeconds: 5, failoverRuns: 5 };
+  const startedAt = Date.now();
+  const result = await benchRaft(options);
+  // One after the other, never at once: the two clusters would compete for CPU and disk.
+  let etcd: PeerOutcome = { skipped: '--no-peers' };
+  if (!values['no-peers']) {
+    try {
+      etcd = await benchEtcd(options);
+    } catch (e) {
+      // cronraft's figures are still worth printing when the peer bench breaks.
+      etcd = { failed: e instanceof Error ? e.message : String(e) };
+      process.exitCode = 1;
+    }
+  }
+
+  if ('serial' in etcd) {
+    console.log(`\ncronraft vs ${etcdLabel(etcd)} (${etcd.version}): three processes each on 127.0.0.1, sync on, default settings`);
+    console.log('cronraft proposes inside the leader process; etcd is driven from the bench process through its HTTP/JSON gateway\n');
+    printTable(['measure', 'cronraft', etcdLabel(etcd), 'ratio (> 1: cronraft better)', 'target'], comparisonRows(result, etcd));
+  } else {
+    console.log('\ncronraft: three processes on 127.0.0.1, level with sync on, default settings\n');
+    printTable(['measure', 'cronraft', 'target'], raftRows(result));
+    if ('skipped' in etcd) console.log(`\netcd comparison skipped: ${etcd.skipped}`);
+    else console.error(`\netcd comparison failed: ${etcd.failed}`);
+  }
+  console.log(`\nbench took ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
+  const json = JSON.stringify({ bench: name, node: process.version, at: new Date().toISOString(), result, peers: { etcd } });
   console.log(`\n${json}`);
   await mkdir('bench-results', { recursive: true });
   await writeFile(`bench-results/${name}.json`, `${json}\n`);
