@@ -17,6 +17,12 @@ export class RaftLog {
   applying: number;
   /** First index not yet handed to storage; lastIndex + 1 when everything is handed out. */
   #unstableFrom: number;
+  /**
+   * Highest index known to be durable in this member's storage. Lowered when the log is
+   * truncated: a replaced suffix is no longer on disk as it was, and a leader must never count
+   * its own copy of an entry before that copy is durable.
+   */
+  stable: number;
 
   constructor(snapshot: SnapshotMeta, entries: readonly Entry[], committed: number) {
     this.#snapshot = snapshot;
@@ -25,6 +31,7 @@ export class RaftLog {
     this.applied = snapshot.index;
     this.applying = snapshot.index;
     this.#unstableFrom = this.lastIndex() + 1;
+    this.stable = this.lastIndex();
   }
 
   firstIndex(): number {
@@ -113,6 +120,7 @@ export class RaftLog {
   #truncateFrom(index: number): void {
     this.#entries.length = index - this.#snapshot.index - 1;
     if (this.#unstableFrom > index) this.#unstableFrom = index;
+    if (this.stable >= index) this.stable = index - 1;
     if (this.applying >= index) this.applying = index - 1;
   }
 
@@ -160,6 +168,17 @@ export class RaftLog {
 
   hasCommittedToApply(): boolean {
     return this.committed > this.applying;
+  }
+
+  /**
+   * Records that a write ending at (index, term) is durable. Writes complete in order, so
+   * everything before it is durable too. A write whose last entry was replaced meanwhile
+   * proves nothing: the replacement's own write will.
+   */
+  stableTo(index: number, term: number): boolean {
+    if (this.term(index) !== term || index <= this.stable) return false;
+    this.stable = index;
+    return true;
   }
 
   appliedTo(index: number): void {

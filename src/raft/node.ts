@@ -88,8 +88,6 @@ export class RaftNode {
   #forwardResults: ForwardResult[] = [];
   #prevHardState: HardState;
   #prevSoftState: SoftState;
-  /** Index and term of the last entry handed to storage and acknowledged by advance(). */
-  #stableIndex: number;
 
   constructor(config: RaftConfig, initial: RaftInitialState, random: Random) {
     if (!config.voters.includes(config.id)) throw new Error(`Raft config: ${config.id} is not among the voters`);
@@ -115,7 +113,6 @@ export class RaftNode {
     this.#term = initial.hardState.term;
     this.#vote = initial.hardState.vote;
     this.#prevHardState = initial.hardState;
-    this.#stableIndex = this.log.lastIndex();
     this.#resetElectionTimeout();
     this.#prevSoftState = this.softState();
   }
@@ -482,7 +479,7 @@ export class RaftNode {
     for (const peer of this.#voters) {
       const pr = new Progress(next, this.#limits.maxInflightMsgs, this.#limits.maxInflightBytes);
       // Our own entries count once they are durable; advance() moves this forward.
-      if (peer === this.id) pr.match = this.#stableIndex;
+      if (peer === this.id) pr.match = this.log.stable;
       // A fresh leader counts every peer as active for its first election timeout.
       pr.recentActive = true;
       this.#progress.set(peer, pr);
@@ -587,7 +584,8 @@ export class RaftNode {
     if (index <= this.log.committed || this.log.term(index) !== this.#term) return false;
     const before = this.log.committed;
     this.log.commitTo(index);
-    for (const e of this.log.slice(before + 1, index + 1)) this.#uncommittedBytes -= e.data.byteLength;
+    // Only entries of this term were counted when appended (earlier terms' were not ours).
+    for (const e of this.log.slice(before + 1, index + 1)) if (e.term === this.#term) this.#uncommittedBytes -= e.data.byteLength;
     if (this.#uncommittedBytes < 0) this.#uncommittedBytes = 0;
     if (this.#deferredReads.length > 0 && this.log.term(this.log.committed) === this.#term) {
       const deferred = this.#deferredReads;
@@ -619,7 +617,7 @@ export class RaftNode {
   #leaderReadIndex(from: NodeId, ctx: number): void {
     if (this.log.term(this.log.committed) !== this.#term) {
       // Until an entry of our term commits we do not know the true commit index.
-      if (this.#deferredReads.length >= this.#limits.maxPendingReads) this.#respondRead(from, ctx, 0);
+      if (this.#pendingReadCount() >= this.#limits.maxPendingReads) this.#respondRead(from, ctx, 0);
       else this.#deferredReads.push({ from, ctx });
       return;
     }
@@ -627,7 +625,7 @@ export class RaftNode {
       this.#respondRead(from, ctx, this.log.committed);
       return;
     }
-    if (this.#pendingReads.length >= this.#limits.maxPendingReads) {
+    if (this.#pendingReadCount() >= this.#limits.maxPendingReads) {
       this.#respondRead(from, ctx, 0);
       return;
     }
@@ -637,16 +635,20 @@ export class RaftNode {
     this.#broadcastHeartbeat(seq);
   }
 
+  #pendingReadCount(): number {
+    return this.#pendingReads.length + this.#deferredReads.length;
+  }
+
   #ackReads(peer: NodeId, seq: number): void {
-    let released = 0;
+    // The ack confirms leadership as of round `seq`, and so every earlier round too.
     for (const read of this.#pendingReads) {
       if (read.seq > seq) break;
       read.acks.add(peer);
-      if (read.acks.size >= quorumSize(this.#voters.length)) released++;
-      else break;
     }
+    const quorum = quorumSize(this.#voters.length);
+    let released = 0;
+    while (released < this.#pendingReads.length && (this.#pendingReads[released] as PendingRead).acks.size >= quorum) released++;
     if (released === 0) return;
-    // Reads are confirmed in order: an ack of a later round confirms every earlier one.
     for (const read of this.#pendingReads.splice(0, released)) this.#respondRead(read.from, read.ctx, read.index);
   }
 
@@ -767,19 +769,10 @@ export class RaftNode {
    */
   advancePersisted(ready: Ready): void {
     const last = ready.entries.at(-1);
-    const first = ready.entries[0];
-    if (last === undefined || first === undefined) return;
-    if (this.log.term(last.index) === last.term) {
-      if (last.index <= this.#stableIndex) return;
-      this.#stableIndex = last.index;
-      if (this.#role === 'leader') {
-        const self = this.#progress.get(this.id) as Progress;
-        self.maybeUpdate(last.index);
-        this.#maybeCommit();
-      }
-    } else {
-      // The entries were replaced while being written; the replacement is a later Ready's.
-      this.#stableIndex = Math.min(this.#stableIndex, first.index - 1);
+    if (last === undefined || !this.log.stableTo(last.index, last.term)) return;
+    if (this.#role === 'leader') {
+      (this.#progress.get(this.id) as Progress).maybeUpdate(this.log.stable);
+      this.#maybeCommit();
     }
   }
 }
