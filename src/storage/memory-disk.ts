@@ -106,6 +106,13 @@ export class MemoryDisk {
     });
   }
 
+  /** The term of the durable entry at `index`, without copying the log (for checkers). */
+  durableTerm(index: number): number | undefined {
+    const { snapshot, entries } = this.contents;
+    if (index === snapshot.index) return snapshot.term;
+    return entries[index - snapshot.index - 1]?.term;
+  }
+
   /** Makes every unsynced write durable, in order, and resolves their saves. */
   sync(): void {
     const writes = this.unsynced.splice(0);

@@ -1,0 +1,79 @@
+import type { Entry, NodeId } from '../src/raft/types.js';
+import type { RaftLog } from '../src/raft/log.js';
+
+const decoder = new TextDecoder();
+
+/**
+ * Raft's safety properties, checked as the simulation runs: at most one leader per term; the
+ * same entry applied at each index on every member; applied indexes never skip or go back
+ * within a process's life; every new leader holds every committed entry (leader completeness);
+ * every acknowledged proposal stays in the log where it was acknowledged.
+ */
+export class SafetyChecker {
+  readonly violations: string[] = [];
+  readonly #leaderOfTerm = new Map<number, NodeId>();
+  /** index -> "term|pid|data" of the entry applied there (the committed log). */
+  readonly #committed = new Map<number, string>();
+  /** member -> last applied index in its current life. */
+  readonly #lastApplied = new Map<NodeId, number>();
+  readonly #acked = new Map<number, string>();
+  #maxCommitted = 0;
+
+  /** Records a violation (the first 20 are kept). */
+  report(atMs: number, what: string): void {
+    if (this.violations.length < 20) this.violations.push(`t=${atMs.toFixed(1)}ms: ${what}`);
+  }
+
+  /** A member (re)started: its applied index starts again from its snapshot. */
+  onStart(member: NodeId, snapshotIndex: number): void {
+    this.#lastApplied.set(member, snapshotIndex);
+  }
+
+  onApplied(atMs: number, member: NodeId, entry: Entry): void {
+    const last = this.#lastApplied.get(member) ?? 0;
+    if (entry.index !== last + 1) this.report(atMs, `${member} applied index ${entry.index} after ${last}`);
+    this.#lastApplied.set(member, entry.index);
+    const key = `${entry.term}|${entry.pid}|${decoder.decode(entry.data)}`;
+    const known = this.#committed.get(entry.index);
+    if (known === undefined) {
+      this.#committed.set(entry.index, key);
+      if (entry.index > this.#maxCommitted) this.#maxCommitted = entry.index;
+    } else if (known !== key) {
+      this.report(atMs, `index ${entry.index} applied as ${known} elsewhere and as ${key} on ${member}`);
+    }
+  }
+
+  onLeader(atMs: number, member: NodeId, term: number, log: RaftLog): void {
+    const prior = this.#leaderOfTerm.get(term);
+    if (prior !== undefined && prior !== member) this.report(atMs, `two leaders in term ${term}: ${prior} and ${member}`);
+    this.#leaderOfTerm.set(term, member);
+    for (let index = log.firstIndex(); index <= this.#maxCommitted; index++) {
+      const key = this.#committed.get(index);
+      const entry = log.entry(index);
+      if (key === undefined) continue;
+      if (entry === undefined || !key.startsWith(`${entry.term}|${entry.pid}|`)) {
+        this.report(atMs, `new leader ${member} of term ${term} lacks committed entry ${index} (${key})`);
+        return;
+      }
+    }
+  }
+
+  /** A client was told its proposal committed at `index`. */
+  onAck(atMs: number, index: number, text: string): void {
+    this.#acked.set(index, text);
+    const key = this.#committed.get(index);
+    if (key !== undefined && !key.endsWith(`|${text}`)) this.report(atMs, `acknowledged "${text}" at ${index}, but ${key} is there`);
+  }
+
+  /** At the end: every acknowledged proposal is where it was acknowledged. */
+  checkAcknowledged(atMs: number): void {
+    for (const [index, text] of this.#acked) {
+      const key = this.#committed.get(index);
+      if (key === undefined || !key.endsWith(`|${text}`)) this.report(atMs, `acknowledged "${text}" at ${index} is lost (${key ?? 'nothing'} there)`);
+    }
+  }
+
+  get committedCount(): number {
+    return this.#maxCommitted;
+  }
+}

@@ -1,0 +1,124 @@
+import type { Message, NodeId } from '../src/raft/types.js';
+import type { Random } from '../src/time/random.js';
+import type { Transport, TransportStats } from '../src/transport/transport.js';
+import type { SimScheduler } from './scheduler.js';
+
+/** What the network does to messages; all drawn from the seed. */
+export interface NetworkFaults {
+  /** Per-message loss, 0..1. */
+  lossRate: number;
+  /** Per-message duplication, 0..1. */
+  duplicateRate: number;
+  latencyMinMs: number;
+  latencyMaxMs: number;
+}
+
+/**
+ * The simulated network: each message is delivered after a random latency (so messages
+ * reorder), may be lost or duplicated, and is dropped if its link is blocked when it is sent
+ * or when it arrives. Links are one-way, so partitions can be asymmetric.
+ */
+export class SimNetwork {
+  readonly #scheduler: SimScheduler;
+  readonly #random: Random;
+  readonly #handlers = new Map<NodeId, (m: Message) => void>();
+  readonly #blocked = new Set<string>();
+  faults: NetworkFaults;
+  delivered = 0;
+  dropped = 0;
+
+  constructor(scheduler: SimScheduler, random: Random, faults: NetworkFaults) {
+    this.#scheduler = scheduler;
+    this.#random = random;
+    this.faults = faults;
+  }
+
+  /** A transport for `id`; re-attaching (after a restart) replaces the old receiver. */
+  attach(id: NodeId): SimTransport {
+    return new SimTransport(id, this);
+  }
+
+  detach(id: NodeId): void {
+    this.#handlers.delete(id);
+  }
+
+  setHandler(id: NodeId, handler: (m: Message) => void): void {
+    this.#handlers.set(id, handler);
+  }
+
+  block(from: NodeId, to: NodeId): void {
+    this.#blocked.add(`${from}>${to}`);
+  }
+
+  isBlocked(from: NodeId, to: NodeId): boolean {
+    return this.#blocked.has(`${from}>${to}`);
+  }
+
+  healAll(): void {
+    this.#blocked.clear();
+  }
+
+  send(m: Message): void {
+    if (this.isBlocked(m.from, m.to) || this.#chance(this.faults.lossRate)) {
+      this.dropped++;
+      return;
+    }
+    const copies = this.#chance(this.faults.duplicateRate) ? 2 : 1;
+    for (let i = 0; i < copies; i++) {
+      const latencyUs = this.#random.int(Math.round(this.faults.latencyMinMs * 1000), Math.round(this.faults.latencyMaxMs * 1000));
+      this.#scheduler.after(latencyUs / 1000, () => this.#deliver(m));
+    }
+  }
+
+  #deliver(m: Message): void {
+    const handler = this.#handlers.get(m.to);
+    if (handler === undefined || this.isBlocked(m.from, m.to)) {
+      this.dropped++;
+      return;
+    }
+    this.delivered++;
+    handler(m);
+  }
+
+  #chance(rate: number): boolean {
+    return rate > 0 && this.#random.int(0, 999_999) < rate * 1_000_000;
+  }
+}
+
+export class SimTransport implements Transport {
+  readonly #id: NodeId;
+  readonly #network: SimNetwork;
+  #sent = 0;
+  #received = 0;
+
+  constructor(id: NodeId, network: SimNetwork) {
+    this.#id = id;
+    this.#network = network;
+  }
+
+  async start(): Promise<void> {}
+
+  async stop(): Promise<void> {
+    this.#network.detach(this.#id);
+  }
+
+  send(m: Message): void {
+    this.#sent++;
+    this.#network.send(m);
+  }
+
+  onMessage(handler: (m: Message) => void): void {
+    this.#network.setHandler(this.#id, (m) => {
+      this.#received++;
+      handler(m);
+    });
+  }
+
+  isConnected(peer: NodeId): boolean {
+    return !this.#network.isBlocked(this.#id, peer);
+  }
+
+  stats(): TransportStats {
+    return { sent: this.#sent, received: this.#received, droppedQueueFull: 0, droppedMalformed: 0, droppedOversized: 0, droppedUnexpected: 0 };
+  }
+}
