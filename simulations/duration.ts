@@ -1,0 +1,12 @@
+import { InvalidArgumentError } from '../src/errors.js';
+
+const UNITS_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** Parses `500ms`, `30s`, `10m`, `2h` or a plain number of milliseconds. */
+export function parseDurationMs(value: string, option: string): number {
+  const match = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(value.trim());
+  const amount = match === null ? Number.NaN : Number(match[1]);
+  const unit = UNITS_MS[match?.[2] ?? 'ms'] ?? 1;
+  if (!Number.isFinite(amount) || amount <= 0) throw new InvalidArgumentError(option, value, 'a duration like 500ms, 30s, 10m or 2h');
+  return Math.round(amount * unit);
+}

@@ -1,0 +1,90 @@
+#!/usr/bin/env node
+/**
+ * The `cronraft` command. Today: `cronraft simulate`, which runs the deterministic simulator
+ * (simulations/) on one seed or sweeps many, and exits non-zero on a violated invariant with the
+ * command that replays it.
+ */
+import { parseArgs } from 'node:util';
+import { parseDurationMs } from '../../simulations/duration.js';
+import { simulate, type FaultSwitches, type SimulationResult } from '../../simulations/simulate.js';
+import { InvalidArgumentError } from '../errors.js';
+
+const USAGE = `usage: cronraft simulate [--seed N | --seeds N [--from N]] [--members N] [--duration 60s]
+                         [--faults partition,crash,loss | --faults none] [--json]`;
+
+const FAULT_NAMES = ['partition', 'crash', 'loss'] as const;
+
+function faultSwitches(value: string): FaultSwitches {
+  const names = value === 'none' ? [] : value.split(',').map((s) => s.trim());
+  for (const name of names) {
+    if (!(FAULT_NAMES as readonly string[]).includes(name)) throw new InvalidArgumentError('--faults', value, `a list of ${FAULT_NAMES.join(', ')}, or none`);
+  }
+  return { partitions: names.includes('partition'), crashes: names.includes('crash'), loss: names.includes('loss') };
+}
+
+function positiveInt(value: string, option: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError(option, value, 'a positive integer');
+  return n;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const { positionals, values } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      seed: { type: 'string' },
+      seeds: { type: 'string' },
+      from: { type: 'string', default: '1' },
+      members: { type: 'string', default: '5' },
+      duration: { type: 'string', default: '60s' },
+      faults: { type: 'string', default: FAULT_NAMES.join(',') },
+      json: { type: 'boolean', default: false },
+      help: { type: 'boolean', default: false },
+    },
+  });
+  if (values.help || positionals[0] !== 'simulate') {
+    console.log(USAGE);
+    return values.help ? 0 : 2;
+  }
+  const members = positiveInt(values.members, '--members');
+  const durationMs = parseDurationMs(values.duration, '--duration');
+  const faults = faultSwitches(values.faults);
+  const first = values.seed === undefined ? positiveInt(values.from, '--from') : positiveInt(values.seed, '--seed');
+  const count = values.seed === undefined && values.seeds !== undefined ? positiveInt(values.seeds, '--seeds') : 1;
+  const started = performance.now();
+  let simulatedMs = 0;
+  const failed: SimulationResult[] = [];
+  for (let seed = first; seed < first + count; seed++) {
+    const result = await simulate({ seed, members, durationMs, faults });
+    simulatedMs += result.simulatedMs;
+    if (result.violations.length > 0) failed.push(result);
+    if (values.json) console.log(JSON.stringify(result));
+    else if (count === 1 || result.violations.length > 0) report(result);
+  }
+  const wallMs = performance.now() - started;
+  const replay = (r: SimulationResult): string =>
+    `npx cronraft simulate --seed ${r.seed} --members ${members} --duration ${values.duration} --faults ${values.faults}`;
+  if (!values.json) {
+    console.log(`${count} seed(s), ${(simulatedMs / 3_600_000).toFixed(2)} simulated hours in ${(wallMs / 1000).toFixed(1)} s (${(simulatedMs / wallMs).toFixed(0)}x real time); ${failed.length} violated an invariant`);
+    for (const r of failed) console.log(`replay: ${replay(r)}`);
+  }
+  return failed.length > 0 ? 1 : 0;
+}
+
+function report(r: SimulationResult): void {
+  console.log(`seed ${r.seed}: ${r.violations.length === 0 ? 'ok' : 'VIOLATION'}; ${r.committed} entries committed, ${r.acknowledged} proposals acknowledged, ${r.crashes} crashes, ${r.delivered} messages delivered, ${r.dropped} dropped; trace ${r.traceHash}`);
+  console.log(`  drawn: ${Object.entries(r.drawn).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+  for (const v of r.violations) console.log(`  ${v}`);
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    console.error(error instanceof Error ? error.message : String(error));
+    console.error(USAGE);
+    process.exitCode = 2;
+  },
+);

@@ -1,0 +1,41 @@
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+
+const run = promisify(execFile);
+/** The compiled command, as `npx cronraft` runs it (test/global-setup.ts builds first). */
+const cli = join(import.meta.dirname, '..', 'dist', 'src', 'cli', 'main.js');
+
+async function cronraft(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [cli, ...args], { timeout: 60_000 });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+describe('cronraft simulate', () => {
+  it('runs a seed and prints its result as JSON, the same twice', async () => {
+    const a = await cronraft('simulate', '--seed', '3', '--members', '3', '--duration', '3s', '--json');
+    const b = await cronraft('simulate', '--seed', '3', '--members', '3', '--duration', '3s', '--json');
+    expect(a.code).toBe(0);
+    const result = JSON.parse(a.stdout) as { seed: number; violations: string[]; traceHash: string };
+    expect(result).toMatchObject({ seed: 3, violations: [] });
+    expect(JSON.parse(b.stdout)).toMatchObject({ traceHash: result.traceHash });
+  });
+
+  it('sweeps seeds and reports the speed', async () => {
+    const r = await cronraft('simulate', '--seeds', '3', '--from', '10', '--members', '3', '--duration', '2s');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/3 seed\(s\), .* simulated hours in .* real time\); 0 violated an invariant/);
+  });
+
+  it('rejects a bad option with the usage and exit status 2', async () => {
+    const r = await cronraft('simulate', '--faults', 'gremlins');
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('Invalid --faults');
+  });
+});
