@@ -183,9 +183,21 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
     }
   };
 
+  /** Set when an event threw: the run stops there, with the exception as its violation. */
+  let crashed = false;
   const run = async (untilMs: number, stop: () => boolean = () => false): Promise<void> => {
     let events = 0;
-    while (scheduler.step(untilMs)) {
+    for (;;) {
+      let stepped: boolean;
+      try {
+        stepped = scheduler.step(untilMs);
+      } catch (error) {
+        // The protocol's own assertions (e.g. "no term for index") are violations too.
+        checker.report(scheduler.nowMs, `exception: ${error instanceof Error ? error.message : String(error)}`);
+        crashed = true;
+        return;
+      }
+      if (!stepped) return;
       await drainMicrotasks();
       if (restarts.length > 0) await Promise.all(restarts.splice(0));
       for (const m of members) {
@@ -199,6 +211,7 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
   };
 
   await run(durationMs);
+  if (crashed) return finish();
 
   // Liveness: heal the network, restart the dead, stop losing messages. A new entry must
   // then commit and be applied on every member within the bound.
@@ -222,22 +235,26 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
     appliedEverywhere = appliedBy.size === memberCount;
     return appliedEverywhere;
   });
+  if (crashed) return finish();
   if (!appliedEverywhere) {
     checker.report(scheduler.nowMs, `liveness: after healing at ${healedAt} ms, no new entry was applied on every member within ${livenessBoundMs} ms (${appliedBy.size}/${memberCount})`);
   }
-  checker.checkAcknowledged(scheduler.nowMs);
-  for (const m of members) m.driver?.stop();
+  return finish();
 
-  return {
-    seed,
-    violations: checker.violations,
-    simulatedMs: scheduler.nowMs,
-    committed: checker.committedCount,
-    acknowledged,
-    crashes,
-    delivered: network.delivered,
-    dropped: network.dropped,
-    traceHash: trace.digest('hex').slice(0, 16),
-    drawn,
-  };
+  function finish(): SimulationResult {
+    checker.checkAcknowledged(scheduler.nowMs);
+    for (const m of members) m.driver?.stop();
+    return {
+      seed,
+      violations: checker.violations,
+      simulatedMs: scheduler.nowMs,
+      committed: checker.committedCount,
+      acknowledged,
+      crashes,
+      delivered: network.delivered,
+      dropped: network.dropped,
+      traceHash: trace.digest('hex').slice(0, 16),
+      drawn,
+    };
+  }
 }
