@@ -15,8 +15,8 @@ describe('real processes', () => {
   it('elect, commit, survive kill -9 of the leader, restart and catch up', async () => {
     cluster = await ProcessCluster.create(3);
     await cluster.startAll();
+    for (let i = 0; i < 20; i++) await cluster.propose(`before-${i}`);
     const leader = await cluster.waitForLeader();
-    for (let i = 0; i < 20; i++) await leader.request('propose', { data: `before-${i}` });
     const before = await leader.state();
     expect(before.commitIndex).toBeGreaterThanOrEqual(21);
 
@@ -27,7 +27,7 @@ describe('real processes', () => {
     expect(afterKill.term).toBeGreaterThan(before.term);
     // Nothing acknowledged is lost, and the new leader commits.
     expect(afterKill.commitIndex).toBeGreaterThanOrEqual(before.commitIndex);
-    const { index } = await next.request<{ index: number }>('propose', { data: 'after-kill' });
+    const { index } = await cluster.propose('after-kill', 20_000, leader);
     expect(index).toBeGreaterThan(before.commitIndex);
 
     // The killed member restarts from its data directory: it kept its log and term ...
@@ -38,9 +38,10 @@ describe('real processes', () => {
     expect(restarted.term).toBeGreaterThanOrEqual(before.term);
     // ... and catches up with what was committed while it was down.
     await expect.poll(async () => (await leader.state()).appliedIndex, { timeout: 20_000, interval: 50 }).toBeGreaterThanOrEqual(index);
-    await next.request('propose', { data: 'after-restart' });
-    const states = await Promise.all(cluster.members.map((m) => m.state()));
-    expect(new Set(states.map((s) => s.leader)).size).toBe(1);
+    await cluster.propose('after-restart');
+    // All three agree on one leader again (waitForLeader polls until they do).
+    const agreed = await cluster.waitForLeader();
+    expect(agreed.running).toBe(true);
   });
 
   it('forms one cluster when members start one by one, several election timeouts apart', async () => {
@@ -48,15 +49,18 @@ describe('real processes', () => {
     const members = cluster.members as [MemberProcess, MemberProcess, MemberProcess];
     cluster.startMember(members[2]);
     await members[2].waitEvent((e) => e.event === 'started');
-    // Alone, a member can never win: it has one vote of three.
-    await expect.poll(async () => (await members[2].state()).term >= 0, { timeout: 5000 }).toBe(true);
-    expect((await members[2].state()).leader).toBe(null);
+    // Alone, a member can never win: it has one vote of three. It campaigns (a pre-vote, so its
+    // term stays put) and stays without a leader.
+    await expect.poll(async () => (await members[2].state()).role, { timeout: 10_000 }).toBe('precandidate');
+    expect(await members[2].state()).toMatchObject({ leader: null, term: 0 });
     cluster.startMember(members[0]);
     await members[0].waitEvent((e) => e.event === 'started');
+    // Two of three are a majority: they elect one of themselves.
     const leader = await cluster.waitForLeader();
+    expect([members[0], members[2]]).toContain(leader);
     cluster.startMember(members[1]);
     await members[1].waitEvent((e) => e.event === 'started');
-    await leader.request('propose', { data: 'x' });
+    await cluster.propose('x');
     const agreed = await cluster.waitForLeader();
     const states = await Promise.all(members.map((m) => m.state()));
     expect(new Set(states.map((s) => `${s.leader}@${s.term}`)).size).toBe(1);
