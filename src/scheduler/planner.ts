@@ -1,0 +1,77 @@
+import type { NodeId } from '../raft/types.js';
+import { instantsBetween, lastInstantBetween, type JobSpec } from './spec.js';
+import type { SchedulerCommand, SchedulerState } from './state.js';
+
+/** What to do with slots whose instant passed while no claim could be made (no quorum). */
+export type CatchUp = { readonly policy: 'latest' } | { readonly policy: 'none' } | { readonly policy: 'all'; readonly windowMs: number; readonly maxSlots: number };
+
+export interface PlanInput {
+  /** The cluster's time now. */
+  readonly nowMs: number;
+  /** Claims are made this far ahead, so the assignee fires on its own timer at the instant. */
+  readonly lookaheadMs: number;
+  /** Members that may be assigned work now (reachable, clock within bounds), with their load. */
+  readonly members: ReadonlyMap<NodeId, { readonly load: number }>;
+  readonly catchUp: (job: string) => CatchUp;
+  /** Bound on claims proposed in one plan. */
+  readonly maxClaims: number;
+}
+
+/**
+ * The leader's planner: which slots to claim now, and for whom, and which missed slots to skip
+ * under the job's catch-up policy. Pure: it reads the replicated state and the inputs, and
+ * returns commands to propose. The state machine's high-water mark, not the planner, guarantees
+ * that a slot is claimed at most once.
+ */
+export function plan(state: SchedulerState, input: PlanInput): SchedulerCommand[] {
+  const commands: SchedulerCommand[] = [];
+  const load = new Map<NodeId, number>();
+  for (const [id, m] of input.members) load.set(id, m.load);
+  for (const name of [...state.jobs.keys()].sort()) {
+    if (commands.length >= input.maxClaims) break;
+    const job = state.jobs.get(name);
+    if (job === undefined) continue;
+    const eligible = [...job.handlers].filter((id) => load.has(id)).sort();
+    if (eligible.length === 0) continue;
+    const { skip, slots } = dueSlots(job.spec, job.anchorMs, job.highWaterMs, input, input.catchUp(name));
+    if (skip !== null) commands.push({ type: 'skip', job: name, throughMs: skip.throughMs, count: skip.count });
+    for (const slotMs of slots) {
+      if (commands.length >= input.maxClaims) break;
+      const assignees = job.mode === 'all' ? eligible : [leastLoaded(eligible, load)];
+      for (const id of assignees) load.set(id, (load.get(id) ?? 0) + 1);
+      commands.push({ type: 'claim', job: name, slotMs, assignees });
+    }
+  }
+  return commands;
+}
+
+/** Bound on past instants enumerated for one job in one plan (the rest are counted as one skip). */
+const MAX_PAST_ENUMERATED = 1000;
+
+function dueSlots(
+  spec: JobSpec,
+  anchorMs: number,
+  highWaterMs: number,
+  input: PlanInput,
+  catchUp: CatchUp,
+): { skip: { throughMs: number; count: number } | null; slots: number[] } {
+  const future = instantsBetween(spec, anchorMs, Math.max(highWaterMs, input.nowMs), input.nowMs + input.lookaheadMs, input.maxClaims);
+  const latestPast = lastInstantBetween(spec, anchorMs, highWaterMs, input.nowMs);
+  if (latestPast === null) return { skip: null, slots: future };
+  let kept: number[] = [];
+  if (catchUp.policy === 'latest') kept = [latestPast];
+  else if (catchUp.policy === 'all') {
+    const from = Math.max(highWaterMs, input.nowMs - catchUp.windowMs - 1);
+    kept = instantsBetween(spec, anchorMs, from, input.nowMs, MAX_PAST_ENUMERATED).slice(-catchUp.maxSlots);
+  }
+  // Everything before the first kept slot (or up to now, if none is kept) is skipped as missed.
+  const skipThrough = kept.length > 0 ? (kept[0] as number) - 1 : latestPast;
+  const skipped = skipThrough > highWaterMs ? instantsBetween(spec, anchorMs, highWaterMs, skipThrough, MAX_PAST_ENUMERATED).length : 0;
+  return { skip: skipped > 0 ? { throughMs: skipThrough, count: skipped } : null, slots: [...kept, ...future] };
+}
+
+function leastLoaded(ids: readonly NodeId[], load: ReadonlyMap<NodeId, number>): NodeId {
+  let best = ids[0] as NodeId;
+  for (const id of ids) if ((load.get(id) ?? 0) < (load.get(best) ?? 0)) best = id;
+  return best;
+}

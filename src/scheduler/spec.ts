@@ -1,0 +1,129 @@
+import { CronExpressionParser } from 'cron-parser';
+import { InvalidArgumentError } from '../errors.js';
+
+/** When a job's slots fall, as replicated in the log (plain data, so every member computes the same instants). */
+export type JobSpec =
+  | { readonly kind: 'cron'; readonly expression: string; readonly tz: string }
+  | { readonly kind: 'every'; readonly everyMs: number }
+  | { readonly kind: 'at'; readonly atMs: number };
+
+/** What users may pass to `schedule()`. */
+export type SpecInput = string | { readonly cron: string; readonly tz?: string } | { readonly every: number | string } | { readonly at: Date | number };
+
+/** Bound on the instants computed in one call, so a dense schedule cannot stall a member. */
+export const MAX_INSTANTS_PER_CALL = 10_000;
+/** The shortest fixed interval accepted: shorter ones would flood the log with claims. */
+export const MIN_EVERY_MS = 100;
+
+const DURATION = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$/;
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** Validates a spec and turns it into its replicated form. Throws InvalidArgumentError naming `option`. */
+export function parseSpec(input: SpecInput, option = 'spec'): JobSpec {
+  if (typeof input === 'string') return cronSpec(input, 'UTC', option);
+  if (typeof input !== 'object' || input === null) throw new InvalidArgumentError(option, input, 'a cron string, { cron, tz }, { every } or { at }');
+  if ('cron' in input) return cronSpec(input.cron, input.tz ?? 'UTC', option);
+  if ('every' in input) {
+    const everyMs = typeof input.every === 'number' ? input.every : parseDuration(input.every);
+    if (!Number.isInteger(everyMs) || everyMs < MIN_EVERY_MS) {
+      throw new InvalidArgumentError(`${option}.every`, input.every, `an interval of at least ${MIN_EVERY_MS} ms, as milliseconds or like '10s'`);
+    }
+    return { kind: 'every', everyMs };
+  }
+  if ('at' in input) {
+    const atMs = input.at instanceof Date ? input.at.getTime() : input.at;
+    if (typeof atMs !== 'number' || !Number.isFinite(atMs)) throw new InvalidArgumentError(`${option}.at`, input.at, 'a valid Date');
+    return { kind: 'at', atMs };
+  }
+  throw new InvalidArgumentError(option, input, 'a cron string, { cron, tz }, { every } or { at }');
+}
+
+function cronSpec(expression: unknown, tz: unknown, option: string): JobSpec {
+  if (typeof expression !== 'string' || expression.trim() === '') throw new InvalidArgumentError(option, expression, 'a cron expression');
+  if (typeof tz !== 'string' || !isTimeZone(tz)) throw new InvalidArgumentError(`${option}.tz`, tz, 'an IANA time zone such as Europe/Paris');
+  try {
+    CronExpressionParser.parse(expression, { tz, strict: false, currentDate: new Date(0) });
+  } catch (error) {
+    throw new InvalidArgumentError(option, expression, `a valid cron expression (${error instanceof Error ? error.message : String(error)})`);
+  }
+  return { kind: 'cron', expression: expression.trim(), tz };
+}
+
+function isTimeZone(tz: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function parseDuration(value: string): number {
+  const match = DURATION.exec(value.trim());
+  if (match === null) return Number.NaN;
+  return Math.round(Number(match[1]) * (UNIT_MS[match[2] as string] ?? Number.NaN));
+}
+
+/**
+ * The job's slot instants strictly after `afterMs` and at or before `untilMs`, at most
+ * `maxCount`. `anchorMs` is when the job was first registered, as recorded in the log: fixed
+ * intervals count from it, so every member computes the same instants. Pure: no clock is read.
+ */
+export function instantsBetween(spec: JobSpec, anchorMs: number, afterMs: number, untilMs: number, maxCount: number): number[] {
+  const limit = Math.min(maxCount, MAX_INSTANTS_PER_CALL);
+  const out: number[] = [];
+  if (untilMs <= afterMs || limit <= 0) return out;
+  switch (spec.kind) {
+    case 'at':
+      if (spec.atMs > afterMs && spec.atMs <= untilMs) out.push(spec.atMs);
+      return out;
+    case 'every': {
+      // The first multiple of the interval after `afterMs`, counting from the anchor (k >= 1).
+      const k = Math.max(1, Math.floor((afterMs - anchorMs) / spec.everyMs) + 1);
+      for (let t = anchorMs + k * spec.everyMs; t <= untilMs && out.length < limit; t += spec.everyMs) out.push(t);
+      return out;
+    }
+    case 'cron': {
+      const expression = CronExpressionParser.parse(spec.expression, { tz: spec.tz, currentDate: new Date(afterMs), endDate: new Date(untilMs) });
+      while (out.length < limit && expression.hasNext()) {
+        const t = expression.next().getTime();
+        if (t > untilMs) break;
+        if (t > afterMs) out.push(t);
+      }
+      return out;
+    }
+  }
+}
+
+/** The job's last instant at or before `atMs` and after `afterMs`, or null. Pure. */
+export function lastInstantBetween(spec: JobSpec, anchorMs: number, afterMs: number, atMs: number): number | null {
+  let t: number | null;
+  switch (spec.kind) {
+    case 'at':
+      t = spec.atMs;
+      break;
+    case 'every': {
+      const k = Math.floor((atMs - anchorMs) / spec.everyMs);
+      t = k >= 1 ? anchorMs + k * spec.everyMs : null;
+      break;
+    }
+    case 'cron': {
+      const expression = CronExpressionParser.parse(spec.expression, { tz: spec.tz, currentDate: new Date(atMs + 1) });
+      t = expression.prev().getTime();
+      break;
+    }
+  }
+  return t !== null && t > afterMs && t <= atMs ? t : null;
+}
+
+/** A stable text form of a spec, to compare registrations from different members. */
+export function specKey(spec: JobSpec): string {
+  switch (spec.kind) {
+    case 'cron':
+      return `cron ${spec.expression} ${spec.tz}`;
+    case 'every':
+      return `every ${spec.everyMs}`;
+    case 'at':
+      return `at ${spec.atMs}`;
+  }
+}

@@ -1,0 +1,178 @@
+import type { NodeId } from '../raft/types.js';
+import { specKey, type JobSpec } from './spec.js';
+
+export type AssignMode = 'one' | 'all';
+
+/** A command of the scheduler's replicated state machine; one per committed log entry. */
+export type SchedulerCommand =
+  | {
+      readonly type: 'register';
+      readonly job: string;
+      readonly spec: JobSpec;
+      readonly mode: AssignMode;
+      /** The member that has a handler for the job. */
+      readonly member: NodeId;
+      /** Cluster time of the registration; the first one anchors fixed intervals. */
+      readonly atMs: number;
+    }
+  | { readonly type: 'unregister'; readonly job: string; readonly member: NodeId }
+  | {
+      readonly type: 'claim';
+      readonly job: string;
+      /** The scheduled instant of the slot. */
+      readonly slotMs: number;
+      readonly assignees: readonly NodeId[];
+    }
+  | {
+      /** Slots up to `throughMs` that the catch-up policy drops: recorded as missed, never run. */
+      readonly type: 'skip';
+      readonly job: string;
+      readonly throughMs: number;
+      readonly count: number;
+    }
+  | {
+      readonly type: 'outcome';
+      readonly job: string;
+      readonly slotMs: number;
+      /** The fencing token of the claim the run held. */
+      readonly token: number;
+      readonly member: NodeId;
+      readonly outcome: 'succeeded' | 'failed' | 'aborted';
+      readonly atMs: number;
+      readonly error?: string;
+    };
+
+export interface JobRecord {
+  readonly name: string;
+  /** The spec of the first registration: it wins over later, different ones. */
+  readonly spec: JobSpec;
+  readonly mode: AssignMode;
+  readonly anchorMs: number;
+  /** Members with a handler for the job. */
+  readonly handlers: Set<NodeId>;
+  /** Members that registered a different spec under this name (a rolling deploy), with it. */
+  readonly conflicts: Map<NodeId, string>;
+  /** The latest slot ever claimed or skipped: no slot at or before it can be claimed again. */
+  highWaterMs: number;
+  /** Slots dropped by the catch-up policy, in all. */
+  missedSlots: number;
+}
+
+export interface ClaimRecord {
+  readonly job: string;
+  readonly slotMs: number;
+  /** The claim's log index: strictly increasing across the cluster, handed to the handler. */
+  readonly token: number;
+  readonly assignees: readonly NodeId[];
+  /** Outcome per assignee, once reported. */
+  readonly outcomes: Map<NodeId, { readonly outcome: string; readonly atMs: number; readonly error?: string }>;
+}
+
+export type ApplyResult =
+  | { readonly ok: true; readonly claim?: ClaimRecord }
+  | { readonly ok: false; readonly reason: 'duplicate-slot' | 'unknown-job' | 'stale-token' | 'spec-conflict' };
+
+export const SCHEDULER_DEFAULTS = {
+  /** Claims kept for inspection and outcomes; older ones are dropped first. */
+  maxClaimsKept: 10_000,
+  /** Jobs the cluster accepts. */
+  maxJobs: 10_000,
+} as const;
+
+/**
+ * The scheduler's replicated state: jobs, their high-water marks and recent claims. `apply` is
+ * pure and deterministic: every member applies the same commands in log order and reaches the
+ * same state. A slot is claimed at most once, ever: a claim at or before the job's high-water
+ * mark is refused, which survives leader changes and, since the mark is state, compaction.
+ */
+export class SchedulerState {
+  readonly jobs = new Map<string, JobRecord>();
+  /** Recent claims by `${job}@${slotMs}`, in claim order (a Map keeps insertion order). */
+  readonly claims = new Map<string, ClaimRecord>();
+  readonly #maxClaimsKept: number;
+  readonly #maxJobs: number;
+
+  constructor(limits: { maxClaimsKept?: number; maxJobs?: number } = {}) {
+    this.#maxClaimsKept = limits.maxClaimsKept ?? SCHEDULER_DEFAULTS.maxClaimsKept;
+    this.#maxJobs = limits.maxJobs ?? SCHEDULER_DEFAULTS.maxJobs;
+  }
+
+  apply(index: number, command: SchedulerCommand): ApplyResult {
+    switch (command.type) {
+      case 'register':
+        return this.#register(command);
+      case 'unregister': {
+        const job = this.jobs.get(command.job);
+        if (job === undefined) return { ok: false, reason: 'unknown-job' };
+        job.handlers.delete(command.member);
+        job.conflicts.delete(command.member);
+        return { ok: true };
+      }
+      case 'claim':
+        return this.#claim(index, command);
+      case 'skip': {
+        const job = this.jobs.get(command.job);
+        if (job === undefined) return { ok: false, reason: 'unknown-job' };
+        if (command.throughMs <= job.highWaterMs) return { ok: false, reason: 'duplicate-slot' };
+        job.highWaterMs = command.throughMs;
+        job.missedSlots += command.count;
+        return { ok: true };
+      }
+      case 'outcome': {
+        const claim = this.claims.get(claimKey(command.job, command.slotMs));
+        if (claim === undefined) return { ok: false, reason: 'unknown-job' };
+        // An outcome reported under an older claim of the slot (a run that lost its claim) is refused.
+        if (claim.token !== command.token) return { ok: false, reason: 'stale-token' };
+        claim.outcomes.set(command.member, { outcome: command.outcome, atMs: command.atMs, ...(command.error === undefined ? {} : { error: command.error }) });
+        return { ok: true, claim };
+      }
+    }
+  }
+
+  #register(command: Extract<SchedulerCommand, { type: 'register' }>): ApplyResult {
+    const existing = this.jobs.get(command.job);
+    if (existing === undefined) {
+      if (this.jobs.size >= this.#maxJobs) return { ok: false, reason: 'unknown-job' };
+      this.jobs.set(command.job, {
+        name: command.job,
+        spec: command.spec,
+        mode: command.mode,
+        anchorMs: command.atMs,
+        handlers: new Set([command.member]),
+        conflicts: new Map(),
+        highWaterMs: command.atMs,
+        missedSlots: 0,
+      });
+      return { ok: true };
+    }
+    // The first registration's spec stays; a member that registers another keeps no handler for
+    // it (its handler expects other slots), and the conflict is visible in state().
+    const theirs = specKey(command.spec);
+    if (theirs !== specKey(existing.spec) || command.mode !== existing.mode) {
+      existing.handlers.delete(command.member);
+      existing.conflicts.set(command.member, `${theirs} (${command.mode})`);
+      return { ok: false, reason: 'spec-conflict' };
+    }
+    existing.handlers.add(command.member);
+    existing.conflicts.delete(command.member);
+    return { ok: true };
+  }
+
+  #claim(index: number, command: Extract<SchedulerCommand, { type: 'claim' }>): ApplyResult {
+    const job = this.jobs.get(command.job);
+    if (job === undefined) return { ok: false, reason: 'unknown-job' };
+    if (command.slotMs <= job.highWaterMs) return { ok: false, reason: 'duplicate-slot' };
+    job.highWaterMs = command.slotMs;
+    const claim: ClaimRecord = { job: command.job, slotMs: command.slotMs, token: index, assignees: [...command.assignees], outcomes: new Map() };
+    this.claims.set(claimKey(command.job, command.slotMs), claim);
+    while (this.claims.size > this.#maxClaimsKept) {
+      const oldest = this.claims.keys().next().value as string;
+      this.claims.delete(oldest);
+    }
+    return { ok: true, claim };
+  }
+}
+
+export function claimKey(job: string, slotMs: number): string {
+  return `${job}@${slotMs}`;
+}

@@ -1,0 +1,64 @@
+import { describe, expect, it } from 'vitest';
+import { plan, type CatchUp, type PlanInput } from '../../src/scheduler/planner.js';
+import { parseSpec } from '../../src/scheduler/spec.js';
+import { SchedulerState } from '../../src/scheduler/state.js';
+
+const T0 = Date.parse('2026-01-01T00:00:00Z');
+
+function stateWith(mode: 'one' | 'all' = 'one', handlers = ['a', 'b']): SchedulerState {
+  const s = new SchedulerState();
+  let index = 0;
+  for (const member of handlers) s.apply(++index, { type: 'register', job: 'tick', spec: parseSpec({ every: '1s' }), mode, member, atMs: T0 });
+  return s;
+}
+
+function input(nowMs: number, catchUp: CatchUp = { policy: 'latest' }, members = ['a', 'b']): PlanInput {
+  return { nowMs, lookaheadMs: 1500, members: new Map(members.map((id) => [id, { load: 0 }])), catchUp: () => catchUp, maxClaims: 100 };
+}
+
+describe('the planner', () => {
+  it('claims the slots due within the look-ahead, balancing them over members with a handler', () => {
+    expect(plan(stateWith(), input(T0 + 100))).toEqual([{ type: 'claim', job: 'tick', slotMs: T0 + 1000, assignees: ['a'] }]);
+    const wide = plan(stateWith(), { ...input(T0 + 100), lookaheadMs: 3000 });
+    expect(wide.map((c) => (c.type === 'claim' ? [c.slotMs - T0, c.assignees[0]] : null))).toEqual([
+      [1000, 'a'],
+      [2000, 'b'],
+      [3000, 'a'],
+    ]);
+  });
+
+  it("mode 'all' assigns every member with a handler", () => {
+    const commands = plan(stateWith('all'), input(T0 + 100));
+    expect(commands).toEqual([{ type: 'claim', job: 'tick', slotMs: T0 + 1000, assignees: ['a', 'b'] }]);
+  });
+
+  it('assigns nobody without a handler, and only members that may take work', () => {
+    expect(plan(stateWith('one', ['c']), input(T0 + 100))).toEqual([]);
+    const commands = plan(stateWith(), input(T0 + 100, { policy: 'latest' }, ['b']));
+    expect(commands.map((c) => (c.type === 'claim' ? c.assignees : []))).toEqual([['b']]);
+  });
+
+  it("after an outage, 'latest' runs the most recent missed slot once and skips the rest as missed", () => {
+    const commands = plan(stateWith(), input(T0 + 10_500));
+    expect(commands[0]).toEqual({ type: 'skip', job: 'tick', throughMs: T0 + 9999, count: 9 });
+    expect(commands.slice(1).map((c) => (c.type === 'claim' ? c.slotMs - T0 : null))).toEqual([10_000, 11_000, 12_000]);
+  });
+
+  it("'none' skips every missed slot; 'all' runs those within the window, up to its bound", () => {
+    const none = plan(stateWith(), input(T0 + 10_500, { policy: 'none' }));
+    expect(none[0]).toEqual({ type: 'skip', job: 'tick', throughMs: T0 + 10_000, count: 10 });
+    expect(none.slice(1).map((c) => (c.type === 'claim' ? c.slotMs - T0 : null))).toEqual([11_000, 12_000]);
+    const all = plan(stateWith(), input(T0 + 10_500, { policy: 'all', windowMs: 3000, maxSlots: 2 }));
+    expect(all[0]).toEqual({ type: 'skip', job: 'tick', throughMs: T0 + 8999, count: 8 });
+    expect(all.slice(1).map((c) => (c.type === 'claim' ? c.slotMs - T0 : null))).toEqual([9000, 10_000, 11_000, 12_000]);
+  });
+
+  it('plans nothing twice: once claims apply, the next plan moves on', () => {
+    const s = stateWith();
+    let index = 10;
+    for (const c of plan(s, input(T0 + 100))) s.apply(++index, c);
+    expect(plan(s, input(T0 + 100))).toEqual([]);
+    const later = plan(s, input(T0 + 600));
+    expect(later.map((c) => (c.type === 'claim' ? c.slotMs - T0 : null))).toEqual([2000]);
+  });
+});

@@ -1,0 +1,63 @@
+import { describe, expect, it } from 'vitest';
+import { InvalidArgumentError } from '../../src/errors.js';
+import { instantsBetween, lastInstantBetween, parseSpec, specKey } from '../../src/scheduler/spec.js';
+
+const T0 = Date.parse('2026-01-01T00:00:00Z');
+
+describe('job specs', () => {
+  it('parses cron strings (5 or 6 fields, macros), time zones, intervals and one-shots', () => {
+    expect(parseSpec('*/5 * * * *')).toEqual({ kind: 'cron', expression: '*/5 * * * *', tz: 'UTC' });
+    expect(parseSpec('*/10 * * * * *')).toMatchObject({ kind: 'cron' });
+    expect(parseSpec('@hourly')).toMatchObject({ kind: 'cron', expression: '@hourly' });
+    expect(parseSpec({ cron: '0 9 * * *', tz: 'Europe/Paris' })).toEqual({ kind: 'cron', expression: '0 9 * * *', tz: 'Europe/Paris' });
+    expect(parseSpec({ every: '10s' })).toEqual({ kind: 'every', everyMs: 10_000 });
+    expect(parseSpec({ every: 1500 })).toEqual({ kind: 'every', everyMs: 1500 });
+    expect(parseSpec({ at: new Date(T0) })).toEqual({ kind: 'at', atMs: T0 });
+  });
+
+  it.each([
+    ['61 * * * *', 'spec'],
+    [{ cron: '* * * * *', tz: 'Mars/Olympus' }, 'spec.tz'],
+    [{ every: '10 parsecs' }, 'spec.every'],
+    [{ every: 5 }, 'spec.every'],
+    [{ at: new Date('nonsense') }, 'spec.at'],
+    [42, 'spec'],
+  ])('rejects %j, naming %s', (input, option) => {
+    let error: unknown;
+    try {
+      parseSpec(input as never);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(InvalidArgumentError);
+    expect(error).toMatchObject({ option });
+  });
+
+  it('computes cron instants with seconds, strictly after the start', () => {
+    expect(instantsBetween(parseSpec('*/10 * * * * *'), T0, T0, T0 + 30_000, 100)).toEqual([T0 + 10_000, T0 + 20_000, T0 + 30_000]);
+  });
+
+  it('anchors fixed intervals at the registration, whatever the clock reading', () => {
+    const anchor = T0 + 123;
+    const spec = parseSpec({ every: '1s' });
+    expect(instantsBetween(spec, anchor, anchor + 2500, anchor + 5000, 10)).toEqual([anchor + 3000, anchor + 4000, anchor + 5000]);
+    expect(lastInstantBetween(spec, anchor, anchor, anchor + 4999)).toBe(anchor + 4000);
+  });
+
+  it('follows real zone data: 02:30 New York on the spring-forward day is shifted to 03:30', () => {
+    const spec = parseSpec({ cron: '30 2 * * *', tz: 'America/New_York' });
+    const from = Date.parse('2026-03-07T12:00:00Z');
+    const [first, second] = instantsBetween(spec, from, from, from + 2 * 86_400_000, 2);
+    expect(new Date(first!).toISOString()).toBe('2026-03-08T07:30:00.000Z');
+    expect(new Date(second!).toISOString()).toBe('2026-03-09T06:30:00.000Z');
+  });
+
+  it('bounds what one call computes', () => {
+    expect(instantsBetween(parseSpec('* * * * * *'), T0, T0, T0 + 86_400_000, 50)).toHaveLength(50);
+  });
+
+  it('gives the same key to the same spec', () => {
+    expect(specKey(parseSpec({ every: '1s' }))).toBe(specKey(parseSpec({ every: 1000 })));
+    expect(specKey(parseSpec('* * * * *'))).not.toBe(specKey(parseSpec({ cron: '* * * * *', tz: 'Asia/Tokyo' })));
+  });
+});

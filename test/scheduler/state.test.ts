@@ -1,0 +1,66 @@
+import { describe, expect, it } from 'vitest';
+import { parseSpec } from '../../src/scheduler/spec.js';
+import { SchedulerState, type SchedulerCommand } from '../../src/scheduler/state.js';
+
+const T0 = Date.parse('2026-01-01T00:00:00Z');
+const every = parseSpec({ every: '1s' });
+const register = (member: string, spec = every): SchedulerCommand => ({ type: 'register', job: 'report', spec, mode: 'one', member, atMs: T0 });
+const claim = (slotMs: number, assignees = ['a']): SchedulerCommand => ({ type: 'claim', job: 'report', slotMs, assignees });
+
+describe('the scheduler state machine', () => {
+  it('claims a slot at most once, ever, whatever order claims arrive in', () => {
+    const s = new SchedulerState();
+    s.apply(1, register('a'));
+    expect(s.apply(2, claim(T0 + 2000))).toMatchObject({ ok: true, claim: { token: 2 } });
+    // A second leader's claim of the same slot, or of an earlier one, is refused.
+    expect(s.apply(3, claim(T0 + 2000, ['b']))).toEqual({ ok: false, reason: 'duplicate-slot' });
+    expect(s.apply(4, claim(T0 + 1000, ['b']))).toEqual({ ok: false, reason: 'duplicate-slot' });
+    expect(s.apply(5, claim(T0 + 3000))).toMatchObject({ ok: true, claim: { token: 5 } });
+    expect([...s.claims.values()].map((c) => c.token)).toEqual([2, 5]);
+  });
+
+  it('keeps the first registration when members register different specs (a rolling deploy)', () => {
+    const s = new SchedulerState();
+    s.apply(1, register('a'));
+    expect(s.apply(2, register('b', parseSpec({ every: '5s' })))).toEqual({ ok: false, reason: 'spec-conflict' });
+    expect(s.apply(3, register('c'))).toEqual({ ok: true });
+    const job = s.jobs.get('report')!;
+    expect(job.spec).toEqual(every);
+    expect([...job.handlers].sort()).toEqual(['a', 'c']);
+    expect(job.conflicts.get('b')).toBe('every 5000 (one)');
+  });
+
+  it('refuses an outcome reported under a claim that is not the slot’s current one', () => {
+    const s = new SchedulerState();
+    s.apply(1, register('a'));
+    s.apply(2, claim(T0 + 1000));
+    expect(s.apply(3, { type: 'outcome', job: 'report', slotMs: T0 + 1000, token: 1, member: 'a', outcome: 'succeeded', atMs: T0 + 1001 })).toEqual({ ok: false, reason: 'stale-token' });
+    expect(s.apply(4, { type: 'outcome', job: 'report', slotMs: T0 + 1000, token: 2, member: 'a', outcome: 'succeeded', atMs: T0 + 1001 })).toMatchObject({ ok: true });
+    expect(s.claims.get(`report@${T0 + 1000}`)!.outcomes.get('a')).toEqual({ outcome: 'succeeded', atMs: T0 + 1001 });
+  });
+
+  it('records skipped slots as missed and never claims them afterwards', () => {
+    const s = new SchedulerState();
+    s.apply(1, register('a'));
+    expect(s.apply(2, { type: 'skip', job: 'report', throughMs: T0 + 5000, count: 5 })).toEqual({ ok: true });
+    expect(s.jobs.get('report')!.missedSlots).toBe(5);
+    expect(s.apply(3, claim(T0 + 5000))).toEqual({ ok: false, reason: 'duplicate-slot' });
+  });
+
+  it('keeps a bounded number of claims, dropping the oldest', () => {
+    const s = new SchedulerState({ maxClaimsKept: 3 });
+    s.apply(1, register('a'));
+    for (let i = 1; i <= 5; i++) s.apply(1 + i, claim(T0 + i * 1000));
+    expect([...s.claims.values()].map((c) => c.slotMs - T0)).toEqual([3000, 4000, 5000]);
+  });
+
+  it('is deterministic: the same commands give the same state', () => {
+    const commands: SchedulerCommand[] = [register('a'), register('b'), claim(T0 + 1000, ['b']), claim(T0 + 1000), claim(T0 + 2000)];
+    const run = (): string => {
+      const s = new SchedulerState();
+      commands.forEach((c, i) => s.apply(i + 1, c));
+      return JSON.stringify([...s.claims.values()].map((c) => [c.job, c.slotMs, c.token, c.assignees]));
+    };
+    expect(run()).toBe(run());
+  });
+});
