@@ -1,5 +1,6 @@
 import type { Role } from './raft/ready.js';
 import type { NodeId } from './raft/types.js';
+import type { RunRecord } from './runtime/scheduler-runtime.js';
 
 /** The events a Cluster emits, with their payloads. */
 export interface ClusterEvents {
@@ -9,6 +10,8 @@ export interface ClusterEvents {
   role: [{ readonly role: Role; readonly term: number }];
   /** An entry was committed and applied on this member, in log order. */
   applied: [{ readonly index: number; readonly term: number; readonly data: Uint8Array }];
+  /** A slot ran on this member (its outcome is also recorded in the log). */
+  run: [RunRecord];
   /** A fatal error stopped this member (e.g. its disk failed). */
   error: [Error];
 }

@@ -68,6 +68,12 @@ export const CLUSTER_DEFAULTS = {
   maxPendingReads: 4096,
   sync: true,
   dataRoot: '.cronraft',
+  /** How often the leader plans claims of due slots. */
+  planIntervalMs: 100,
+  /** Claims are made this far ahead (at least an election timeout), so assignees fire on their own timers. */
+  lookaheadMs: 1000,
+  /** Claims proposed by one plan. */
+  maxClaimsPerPlan: 256,
 } as const;
 
 /** The options after validation, with defaults applied and addresses parsed. */

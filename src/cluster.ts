@@ -7,8 +7,12 @@ import { resolveOptions, CLUSTER_DEFAULTS, type ClusterOptions, type ResolvedOpt
 import { CronraftError, InvalidArgumentError, NotRunningError, TimeoutError } from './errors.js';
 import { RaftNode } from './raft/node.js';
 import type { SoftState } from './raft/ready.js';
-import type { Entry, NodeId } from './raft/types.js';
+import type { NodeId } from './raft/types.js';
+import { decodeCommand, encodeCommand } from './runtime/commands.js';
 import { RaftDriver, type ProposalResult, type StateMachine } from './runtime/driver.js';
+import { SchedulerRuntime, type JobHandler, type JobOptions } from './runtime/scheduler-runtime.js';
+import { parseSpec, specKey, instantsBetween, type SpecInput } from './scheduler/spec.js';
+import type { SchedulerCommand } from './scheduler/state.js';
 import { LevelLogStorage } from './storage/level-log-storage.js';
 import type { LogStorage } from './storage/log-storage.js';
 import { MemoryLogStorage } from './storage/memory-log-storage.js';
@@ -21,6 +25,20 @@ import { join } from 'node:path';
 type Status = ClusterState['status'];
 
 const encoder = new TextEncoder();
+/** Longest job name accepted. */
+const MAX_JOB_NAME_LENGTH = 200;
+
+function validateJobOptions(options: JobOptions): void {
+  if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('options', options, 'an object');
+  if (options.mode !== undefined && options.mode !== 'one' && options.mode !== 'all') throw new InvalidArgumentError('options.mode', options.mode, "'one' or 'all'");
+  if (options.timeoutMs !== undefined && (!Number.isInteger(options.timeoutMs) || options.timeoutMs <= 0)) {
+    throw new InvalidArgumentError('options.timeoutMs', options.timeoutMs, 'a positive integer of milliseconds');
+  }
+  const c = options.catchUp;
+  if (c !== undefined && c !== 'latest' && c !== 'none' && !(typeof c === 'object' && c !== null && Number.isInteger(c.windowMs) && c.windowMs > 0 && Number.isInteger(c.maxSlots) && c.maxSlots > 0)) {
+    throw new InvalidArgumentError('options.catchUp', c, "'latest', 'none' or { windowMs, maxSlots }");
+  }
+}
 
 /** Randomness for election timeouts when none is injected. */
 const cryptoRandom: Random = { int: (min, max) => randomInt(min, max + 1) };
@@ -49,6 +67,9 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   #lastLeader: NodeId | null = null;
   #lastRole: SoftState['role'] = 'follower';
   #roleWaiters = new Set<() => void>();
+  #scheduler: SchedulerRuntime | null = null;
+  /** Jobs scheduled before start(), registered once the member runs. */
+  readonly #jobs = new Map<string, { spec: ReturnType<typeof parseSpec>; handler: JobHandler; options: JobOptions }>();
 
   /**
    * @param peers the other members' addresses (`/ip4/10.0.0.2/tcp/7001`, `10.0.0.2:7001`, with
@@ -108,7 +129,15 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       peers: o.peers,
       ...(privateKey === undefined ? {} : { privateKey }),
     });
-    const stateMachine: StateMachine = { apply: () => undefined };
+    // Every Normal entry is a command: an application's bytes, or the scheduler's.
+    const stateMachine: StateMachine = {
+      apply: (entry) => {
+        const command = decodeCommand(entry.data);
+        if (command?.kind === 'scheduler') return this.#scheduler?.apply(entry.index, command.command);
+        if (command?.kind === 'user' && this.listenerCount('applied') > 0) this.emit('applied', { index: entry.index, term: entry.term, data: command.data });
+        return undefined;
+      },
+    };
     this.#driver = new RaftDriver({
       node,
       storage: this.#storage,
@@ -125,12 +154,26 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       leaderSilenceMs: o.electionTimeoutMs,
       bootId: randomBytes(4).toString('hex'),
       onSoftState: (s) => this.#onSoftState(s),
-      onApplied: (e) => this.#onApplied(e),
       onFatal: (error) => this.#onFatal(error),
+    });
+    const driver = this.#driver;
+    this.#scheduler = new SchedulerRuntime({
+      self: o.self.id,
+      clock: this.#clock,
+      timers: this.#timers,
+      propose: (command: SchedulerCommand) => driver.propose(encodeCommand({ kind: 'scheduler', command })),
+      isLeader: () => driver.node.role === 'leader',
+      eligibleMembers: () => this.#eligibleMembers(),
+      planIntervalMs: CLUSTER_DEFAULTS.planIntervalMs,
+      lookaheadMs: Math.max(CLUSTER_DEFAULTS.lookaheadMs, o.electionTimeoutMs),
+      maxClaimsPerPlan: CLUSTER_DEFAULTS.maxClaimsPerPlan,
+      onRun: (run) => this.emit('run', run),
     });
     await this.#transport.start();
     this.#peerId = this.#transport.peerId();
     this.#driver.start();
+    this.#scheduler.start();
+    for (const [name, job] of this.#jobs) this.#scheduler.schedule(name, job.spec, job.handler, job.options);
     // Alone, there is nobody to wait for: take leadership now rather than after a timeout.
     if (o.voters.length === 1) node.campaign();
   }
@@ -159,6 +202,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   }
 
   async #close(): Promise<void> {
+    this.#scheduler?.stop();
     this.#driver?.stop();
     for (const wake of this.#roleWaiters) wake();
     try {
@@ -179,7 +223,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     if (bytes.byteLength > CLUSTER_DEFAULTS.maxProposalBytes) {
       throw new InvalidArgumentError('data', `${bytes.byteLength} bytes`, `at most ${CLUSTER_DEFAULTS.maxProposalBytes} bytes`);
     }
-    const r: ProposalResult = await this.#running().propose(bytes, options.signal);
+    const r: ProposalResult = await this.#running().propose(encodeCommand({ kind: 'user', data: bytes }), options.signal);
     return { index: r.index };
   }
 
@@ -198,6 +242,54 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     const ok = await this.#waitFor(() => driver.node.leader !== null, timeoutMs);
     if (!ok || driver.node.leader === null) throw new TimeoutError('Waiting for a leader', timeoutMs);
     return { leader: driver.node.leader, term: driver.node.term };
+  }
+
+  /**
+   * Runs `handler` at every slot of `spec`, once across the cluster (mode 'one', the default)
+   * or on every member that scheduled it (mode 'all'). The handler gets the slot's fencing
+   * token. May be called before or after start(); every member that should run the job calls it.
+   * @throws InvalidArgumentError for a bad name, spec, handler or option, or a name already scheduled here
+   */
+  schedule(name: string, spec: SpecInput, handler: JobHandler, options: JobOptions = {}): { readonly name: string; unschedule(): boolean } {
+    if (typeof name !== 'string' || name.length === 0 || name.length > MAX_JOB_NAME_LENGTH) {
+      throw new InvalidArgumentError('name', name, `a non-empty string of at most ${MAX_JOB_NAME_LENGTH} characters`);
+    }
+    if (this.#jobs.has(name)) throw new InvalidArgumentError('name', name, 'a name not already scheduled on this member');
+    const parsed = parseSpec(spec);
+    if (typeof handler !== 'function') throw new InvalidArgumentError('handler', handler, 'a function');
+    validateJobOptions(options);
+    this.#jobs.set(name, { spec: parsed, handler, options });
+    if (this.#status === 'running') this.#scheduler?.schedule(name, parsed, handler, options);
+    return { name, unschedule: () => this.unschedule(name) };
+  }
+
+  /** Stops running `name` on this member. Returns whether it was scheduled here. */
+  unschedule(name: string): boolean {
+    const had = this.#jobs.delete(name);
+    this.#scheduler?.unschedule(name);
+    return had;
+  }
+
+  /** Recent claims and their outcomes, newest first (bounded by what the state machine keeps). */
+  history(options: { job?: string; limit?: number } = {}): Array<{ job: string; slot: Date; fencingToken: number; assignees: readonly NodeId[]; outcomes: Record<string, { outcome: string; atMs: number; error?: string }> }> {
+    const limit = options.limit ?? 100;
+    const claims = [...(this.#scheduler?.state.claims.values() ?? [])].filter((c) => options.job === undefined || c.job === options.job);
+    return claims
+      .slice(-limit)
+      .reverse()
+      .map((c) => ({ job: c.job, slot: new Date(c.slotMs), fencingToken: c.token, assignees: c.assignees, outcomes: Object.fromEntries(c.outcomes) }));
+  }
+
+  /** Members the leader may give work to now: itself and those heard from within an election timeout. */
+  #eligibleMembers(): NodeId[] {
+    const driver = this.#driver;
+    if (driver === null) return [];
+    const now = this.#clock.now();
+    return this.#o.voters.filter((id) => {
+      if (id === this.id) return true;
+      const heard = driver.lastHeard(id);
+      return heard !== undefined && now - heard < this.#o.electionTimeoutMs;
+    });
   }
 
   /** A snapshot of this member's view: role, term, leader, indexes, members and their reachability. */
@@ -236,9 +328,29 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       members,
       peerId: this.#peerId,
       transport: stats,
+      jobs: this.#jobStates(now),
       invalidMessages: driver?.invalidMessages ?? 0,
       unsendableMessages: driver?.unsendableMessages ?? 0,
     };
+  }
+
+  #jobStates(nowMs: number): ClusterState['jobs'] {
+    const state = this.#scheduler?.state;
+    if (state === undefined) return [];
+    return [...state.jobs.values()].map((job) => {
+      const next = instantsBetween(job.spec, job.anchorMs, Math.max(job.highWaterMs, nowMs), nowMs + 366 * 86_400_000, 1)[0];
+      const last = [...state.claims.values()].reverse().find((c) => c.job === job.name);
+      return {
+        name: job.name,
+        spec: specKey(job.spec),
+        mode: job.mode,
+        handlers: [...job.handlers].sort(),
+        conflicts: Object.fromEntries(job.conflicts),
+        nextSlot: next === undefined ? null : new Date(next),
+        lastClaim: last === undefined ? null : { slot: new Date(last.slotMs), fencingToken: last.token, assignees: last.assignees, outcomes: Object.fromEntries(last.outcomes) },
+        missedSlots: job.missedSlots,
+      };
+    });
   }
 
   #running(): RaftDriver {
@@ -256,10 +368,6 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       this.#lastLeader = s.leader;
       this.emit('leader', { leader: s.leader, term: s.term });
     }
-  }
-
-  #onApplied(e: Entry): void {
-    if (e.type === 0 && this.listenerCount('applied') > 0) this.emit('applied', { index: e.index, term: e.term, data: e.data });
   }
 
   #onFatal(error: unknown): void {

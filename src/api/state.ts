@@ -33,6 +33,19 @@ export interface ClusterState {
   /** libp2p peer id of this member. */
   readonly peerId: string | null;
   readonly transport: TransportStats;
+  /** The jobs the cluster knows, as replicated in the log. */
+  readonly jobs: ReadonlyArray<{
+    readonly name: string;
+    readonly spec: string;
+    readonly mode: 'one' | 'all';
+    /** Members with a handler for it. */
+    readonly handlers: readonly NodeId[];
+    /** Members that registered a different spec under the name (a rolling deploy): not assigned it. */
+    readonly conflicts: Readonly<Record<string, string>>;
+    readonly nextSlot: Date | null;
+    readonly lastClaim: { readonly slot: Date; readonly fencingToken: number; readonly assignees: readonly NodeId[]; readonly outcomes: Readonly<Record<string, unknown>> } | null;
+    readonly missedSlots: number;
+  }>;
   /** Messages that the protocol refused as invalid (only a faulty peer sends them). */
   readonly invalidMessages: number;
   /** Messages the transport refused to encode (never expected; counted rather than thrown). */

@@ -89,6 +89,8 @@ export class SchedulerState {
   readonly jobs = new Map<string, JobRecord>();
   /** Recent claims by `${job}@${slotMs}`, in claim order (a Map keeps insertion order). */
   readonly claims = new Map<string, ClaimRecord>();
+  /** Claims ever assigned to each member: the planner balances by it. */
+  readonly assigned = new Map<NodeId, number>();
   readonly #maxClaimsKept: number;
   readonly #maxJobs: number;
 
@@ -165,6 +167,7 @@ export class SchedulerState {
     job.highWaterMs = command.slotMs;
     const claim: ClaimRecord = { job: command.job, slotMs: command.slotMs, token: index, assignees: [...command.assignees], outcomes: new Map() };
     this.claims.set(claimKey(command.job, command.slotMs), claim);
+    for (const id of claim.assignees) this.assigned.set(id, (this.assigned.get(id) ?? 0) + 1);
     while (this.claims.size > this.#maxClaimsKept) {
       const oldest = this.claims.keys().next().value as string;
       this.claims.delete(oldest);

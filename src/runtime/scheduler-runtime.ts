@@ -1,0 +1,240 @@
+import { NotLeaderError } from '../errors.js';
+import type { NodeId } from '../raft/types.js';
+import type { Clock, TimerHandle, Timers } from '../time/clock.js';
+import { plan, type CatchUp } from '../scheduler/planner.js';
+import type { JobSpec } from '../scheduler/spec.js';
+import { claimKey, SchedulerState, type ApplyResult, type AssignMode, type ClaimRecord, type SchedulerCommand } from '../scheduler/state.js';
+
+/** What a handler is given for one run of a slot. */
+export interface JobContext {
+  readonly job: string;
+  /** The slot's scheduled instant. */
+  readonly slot: Date;
+  /** The claim's log index: strictly increasing across the cluster. Pass it to stores that reject older tokens. */
+  readonly fencingToken: number;
+  readonly attempt: number;
+  /** Aborted when the run no longer holds its claim: its timeout passed, or the member stops. */
+  readonly signal: AbortSignal;
+}
+
+export type JobHandler = (ctx: JobContext) => unknown;
+
+export interface JobOptions {
+  /** `'one'`: one member runs each slot (default); `'all'`: every member with a handler does. */
+  readonly mode?: AssignMode;
+  /** A run is aborted (its signal fires) after this long. @default 60000 */
+  readonly timeoutMs?: number;
+  /** Slots missed while no claim could be made: `'latest'` (default), `'none'`, or all within a window. */
+  readonly catchUp?: 'latest' | 'none' | { readonly windowMs: number; readonly maxSlots: number };
+}
+
+export interface SchedulerRuntimeOptions {
+  readonly self: NodeId;
+  readonly clock: Clock;
+  readonly timers: Timers;
+  /** Replicates a command; resolves once it is applied here. */
+  readonly propose: (command: SchedulerCommand) => Promise<unknown>;
+  readonly isLeader: () => boolean;
+  /** Members that may be given work now (reachable), this one included when it leads. */
+  readonly eligibleMembers: () => readonly NodeId[];
+  /** How often the leader plans. */
+  readonly planIntervalMs: number;
+  /** Claims are made this far ahead of their instant. */
+  readonly lookaheadMs: number;
+  /** Bound on commands proposed by one plan. */
+  readonly maxClaimsPerPlan: number;
+  readonly onRun?: (run: RunRecord) => void;
+}
+
+/** One run of a slot on this member, as reported to `onRun` and kept in history. */
+export interface RunRecord {
+  readonly job: string;
+  readonly slotMs: number;
+  readonly fencingToken: number;
+  readonly member: NodeId;
+  readonly startedAtMs: number;
+  readonly endedAtMs: number;
+  readonly outcome: 'succeeded' | 'failed' | 'aborted';
+  readonly error?: string;
+}
+
+/** Bound on attempts to record one outcome when no leader answers. */
+const OUTCOME_ATTEMPTS_MAX = 20;
+const DEFAULT_TIMEOUT_MS = 60_000;
+
+interface LocalJob {
+  readonly spec: JobSpec;
+  readonly handler: JobHandler;
+  readonly options: JobOptions;
+  registered: boolean;
+}
+
+/**
+ * The scheduler on one member: applies the replicated commands to SchedulerState, lets the
+ * leader plan claims, and runs this member's claimed slots on its own timers at their instants,
+ * so no consensus round sits between the instant and the handler's start.
+ */
+export class SchedulerRuntime {
+  readonly state = new SchedulerState();
+  readonly #o: SchedulerRuntimeOptions;
+  readonly #jobs = new Map<string, LocalJob>();
+  /** Commands proposed and not yet applied or failed, so one plan does not repeat the last one's. */
+  readonly #inflight = new Set<string>();
+  readonly #armed = new Map<string, { timer: TimerHandle; abort: AbortController }>();
+  #planTimer: TimerHandle | null = null;
+  #stopped = false;
+
+  constructor(options: SchedulerRuntimeOptions) {
+    this.#o = options;
+  }
+
+  start(): void {
+    this.#schedulePlan();
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    if (this.#planTimer !== null) this.#o.timers.clearTimeout(this.#planTimer);
+    for (const { timer, abort } of this.#armed.values()) {
+      this.#o.timers.clearTimeout(timer);
+      abort.abort(new Error('the member is stopping'));
+    }
+    this.#armed.clear();
+  }
+
+  /** Adds a local handler and registers the job through the log (retried until a leader takes it). */
+  schedule(name: string, spec: JobSpec, handler: JobHandler, options: JobOptions): void {
+    this.#jobs.set(name, { spec, handler, options, registered: false });
+    this.#register(name);
+  }
+
+  unschedule(name: string): boolean {
+    if (!this.#jobs.delete(name)) return false;
+    this.#o.propose({ type: 'unregister', job: name, member: this.#o.self }).catch(() => undefined);
+    return true;
+  }
+
+  hasJob(name: string): boolean {
+    return this.#jobs.has(name);
+  }
+
+  #register(name: string): void {
+    const job = this.#jobs.get(name);
+    if (job === undefined || job.registered || this.#stopped) return;
+    const command: SchedulerCommand = { type: 'register', job: name, spec: job.spec, mode: job.options.mode ?? 'one', member: this.#o.self, atMs: this.#o.clock.now() };
+    this.#o.propose(command).then(
+      () => {
+        job.registered = true;
+      },
+      // No leader yet, or it changed: the next plan interval tries again.
+      () => undefined,
+    );
+  }
+
+  /** Called for every scheduler command applied, in log order, on every member. */
+  apply(index: number, command: SchedulerCommand): ApplyResult {
+    const result = this.state.apply(index, command);
+    if (command.type === 'claim' || command.type === 'skip') this.#inflight.delete(inflightKey(command));
+    if (command.type === 'claim' && result.ok && result.claim !== undefined) this.#arm(result.claim);
+    return result;
+  }
+
+  #schedulePlan(): void {
+    if (this.#stopped) return;
+    this.#planTimer = this.#o.timers.setTimeout(() => {
+      this.#planTimer = null;
+      for (const name of this.#jobs.keys()) this.#register(name);
+      if (this.#o.isLeader()) this.#plan();
+      this.#schedulePlan();
+    }, this.#o.planIntervalMs);
+  }
+
+  #plan(): void {
+    const members = new Map<NodeId, { load: number }>();
+    for (const id of this.#o.eligibleMembers()) members.set(id, { load: this.state.assigned.get(id) ?? 0 });
+    const commands = plan(this.state, {
+      nowMs: this.#o.clock.now(),
+      lookaheadMs: this.#o.lookaheadMs,
+      members,
+      catchUp: (job) => catchUpOf(this.#jobs.get(job)?.options.catchUp),
+      maxClaims: this.#o.maxClaimsPerPlan,
+    });
+    for (const command of commands) {
+      const key = inflightKey(command);
+      if (this.#inflight.has(key)) continue;
+      this.#inflight.add(key);
+      this.#o.propose(command).catch(() => this.#inflight.delete(key));
+    }
+  }
+
+  /** Sets this member's timer for a claim it was assigned, if it has the handler. */
+  #arm(claim: ClaimRecord): void {
+    if (!claim.assignees.includes(this.#o.self) || this.#stopped) return;
+    const job = this.#jobs.get(claim.job);
+    if (job === undefined) return;
+    const key = claimKey(claim.job, claim.slotMs);
+    const abort = new AbortController();
+    const delayMs = Math.max(0, claim.slotMs - this.#o.clock.now());
+    const timer = this.#o.timers.setTimeout(() => void this.#run(claim, job, abort), delayMs);
+    this.#armed.set(key, { timer, abort });
+  }
+
+  async #run(claim: ClaimRecord, job: LocalJob, abort: AbortController): Promise<void> {
+    const key = claimKey(claim.job, claim.slotMs);
+    const timeoutMs = job.options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const timeout = this.#o.timers.setTimeout(() => abort.abort(new Error(`the run exceeded its timeout of ${timeoutMs} ms`)), timeoutMs);
+    const startedAtMs = this.#o.clock.now();
+    let outcome: RunRecord['outcome'] = 'succeeded';
+    let error: string | undefined;
+    try {
+      await Promise.race([
+        Promise.resolve().then(() => job.handler({ job: claim.job, slot: new Date(claim.slotMs), fencingToken: claim.token, attempt: 1, signal: abort.signal })),
+        new Promise((_, reject) => abort.signal.addEventListener('abort', () => reject(abort.signal.reason as Error), { once: true })),
+      ]);
+    } catch (e) {
+      outcome = abort.signal.aborted ? 'aborted' : 'failed';
+      error = e instanceof Error ? e.message : String(e);
+    } finally {
+      this.#o.timers.clearTimeout(timeout);
+      this.#armed.delete(key);
+    }
+    const endedAtMs = this.#o.clock.now();
+    const record: RunRecord = { job: claim.job, slotMs: claim.slotMs, fencingToken: claim.token, member: this.#o.self, startedAtMs, endedAtMs, outcome, ...(error === undefined ? {} : { error }) };
+    this.#o.onRun?.(record);
+    await this.#recordOutcome(record);
+  }
+
+  async #recordOutcome(run: RunRecord): Promise<void> {
+    const command: SchedulerCommand = {
+      type: 'outcome',
+      job: run.job,
+      slotMs: run.slotMs,
+      token: run.fencingToken,
+      member: run.member,
+      outcome: run.outcome,
+      atMs: run.endedAtMs,
+      ...(run.error === undefined ? {} : { error: run.error.slice(0, 500) }),
+    };
+    for (let attempt = 0; attempt < OUTCOME_ATTEMPTS_MAX && !this.#stopped; attempt++) {
+      try {
+        await this.#o.propose(command);
+        return;
+      } catch (error) {
+        if (!(error instanceof NotLeaderError) && (error as { code?: string }).code !== 'CRONRAFT_TIMEOUT') return;
+        await new Promise<void>((resolve) => this.#o.timers.setTimeout(resolve, this.#o.planIntervalMs));
+      }
+    }
+  }
+}
+
+function catchUpOf(option: JobOptions['catchUp']): CatchUp {
+  if (option === undefined || option === 'latest') return { policy: 'latest' };
+  if (option === 'none') return { policy: 'none' };
+  return { policy: 'all', windowMs: option.windowMs, maxSlots: option.maxSlots };
+}
+
+function inflightKey(command: SchedulerCommand): string {
+  if (command.type === 'claim') return `claim ${claimKey(command.job, command.slotMs)}`;
+  if (command.type === 'skip') return `skip ${claimKey(command.job, command.throughMs)}`;
+  return command.type;
+}
