@@ -74,6 +74,8 @@ export const CLUSTER_DEFAULTS = {
   lookaheadMs: 1000,
   /** Claims proposed by one plan. */
   maxClaimsPerPlan: 256,
+  /** Claims whose slot is older than this are never moved to another member again. */
+  reassignHorizonMs: 10 * 60_000,
 } as const;
 
 /** The options after validation, with defaults applied and addresses parsed. */

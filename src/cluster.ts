@@ -27,12 +27,20 @@ type Status = ClusterState['status'];
 const encoder = new TextEncoder();
 /** Longest job name accepted. */
 const MAX_JOB_NAME_LENGTH = 200;
+/** Most retries a job may ask for. */
+const MAX_RETRIES = 100;
 
 function validateJobOptions(options: JobOptions): void {
   if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('options', options, 'an object');
   if (options.mode !== undefined && options.mode !== 'one' && options.mode !== 'all') throw new InvalidArgumentError('options.mode', options.mode, "'one' or 'all'");
   if (options.timeoutMs !== undefined && (!Number.isInteger(options.timeoutMs) || options.timeoutMs <= 0)) {
     throw new InvalidArgumentError('options.timeoutMs', options.timeoutMs, 'a positive integer of milliseconds');
+  }
+  if (options.retries !== undefined && (!Number.isInteger(options.retries) || options.retries < 0 || options.retries > MAX_RETRIES)) {
+    throw new InvalidArgumentError('options.retries', options.retries, `an integer from 0 to ${MAX_RETRIES}`);
+  }
+  if (options.retryDelayMs !== undefined && (!Number.isInteger(options.retryDelayMs) || options.retryDelayMs <= 0)) {
+    throw new InvalidArgumentError('options.retryDelayMs', options.retryDelayMs, 'a positive integer of milliseconds');
   }
   const c = options.catchUp;
   if (c !== undefined && c !== 'latest' && c !== 'none' && !(typeof c === 'object' && c !== null && Number.isInteger(c.windowMs) && c.windowMs > 0 && Number.isInteger(c.maxSlots) && c.maxSlots > 0)) {
@@ -163,6 +171,13 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       timers: this.#timers,
       propose: (command: SchedulerCommand) => driver.propose(encodeCommand({ kind: 'scheduler', command })),
       isLeader: () => driver.node.role === 'leader',
+      holdsLease: () => {
+        const leader = driver.node.leader;
+        if (driver.node.role === 'leader') return true;
+        const heard = leader === null ? undefined : driver.lastHeard(leader);
+        return heard !== undefined && this.#clock.now() - heard < o.electionTimeoutMs;
+      },
+      reassignHorizonMs: CLUSTER_DEFAULTS.reassignHorizonMs,
       eligibleMembers: () => this.#eligibleMembers(),
       planIntervalMs: CLUSTER_DEFAULTS.planIntervalMs,
       lookaheadMs: Math.max(CLUSTER_DEFAULTS.lookaheadMs, o.electionTimeoutMs),

@@ -1,7 +1,7 @@
 import { NotLeaderError } from '../errors.js';
 import type { NodeId } from '../raft/types.js';
 import type { Clock, TimerHandle, Timers } from '../time/clock.js';
-import { plan, type CatchUp } from '../scheduler/planner.js';
+import { plan, planReassignments, type CatchUp } from '../scheduler/planner.js';
 import type { JobSpec } from '../scheduler/spec.js';
 import { claimKey, SchedulerState, type ApplyResult, type AssignMode, type ClaimRecord, type SchedulerCommand } from '../scheduler/state.js';
 
@@ -26,6 +26,10 @@ export interface JobOptions {
   readonly timeoutMs?: number;
   /** Slots missed while no claim could be made: `'latest'` (default), `'none'`, or all within a window. */
   readonly catchUp?: 'latest' | 'none' | { readonly windowMs: number; readonly maxSlots: number };
+  /** A failed or timed-out run is retried this many times, on another member when there is one. @default 0 */
+  readonly retries?: number;
+  /** The first retry waits this long after the failure; each next one twice as long. @default 1000 */
+  readonly retryDelayMs?: number;
 }
 
 export interface SchedulerRuntimeOptions {
@@ -35,6 +39,11 @@ export interface SchedulerRuntimeOptions {
   /** Replicates a command; resolves once it is applied here. */
   readonly propose: (command: SchedulerCommand) => Promise<unknown>;
   readonly isLeader: () => boolean;
+  /**
+   * Whether this member still knows a live leader (it leads, or heard from the leader within
+   * an election timeout). A member that lost it aborts its runs: its claims may be moved.
+   */
+  readonly holdsLease: () => boolean;
   /** Members that may be given work now (reachable), this one included when it leads. */
   readonly eligibleMembers: () => readonly NodeId[];
   /** How often the leader plans. */
@@ -43,6 +52,8 @@ export interface SchedulerRuntimeOptions {
   readonly lookaheadMs: number;
   /** Bound on commands proposed by one plan. */
   readonly maxClaimsPerPlan: number;
+  /** Claims whose slot is older than this are never moved again. */
+  readonly reassignHorizonMs: number;
   readonly onRun?: (run: RunRecord) => void;
 }
 
@@ -61,6 +72,7 @@ export interface RunRecord {
 /** Bound on attempts to record one outcome when no leader answers. */
 const OUTCOME_ATTEMPTS_MAX = 20;
 const DEFAULT_TIMEOUT_MS = 60_000;
+const DEFAULT_RETRY_DELAY_MS = 1000;
 
 interface LocalJob {
   readonly spec: JobSpec;
@@ -80,7 +92,8 @@ export class SchedulerRuntime {
   readonly #jobs = new Map<string, LocalJob>();
   /** Commands proposed and not yet applied or failed, so one plan does not repeat the last one's. */
   readonly #inflight = new Set<string>();
-  readonly #armed = new Map<string, { timer: TimerHandle; abort: AbortController }>();
+  /** This member's armed or running claims, by claimKey, with the token they hold. */
+  readonly #armed = new Map<string, { timer: TimerHandle; abort: AbortController; token: number }>();
   #planTimer: TimerHandle | null = null;
   #stopped = false;
 
@@ -134,8 +147,19 @@ export class SchedulerRuntime {
   /** Called for every scheduler command applied, in log order, on every member. */
   apply(index: number, command: SchedulerCommand): ApplyResult {
     const result = this.state.apply(index, command);
-    if (command.type === 'claim' || command.type === 'skip') this.#inflight.delete(inflightKey(command));
-    if (command.type === 'claim' && result.ok && result.claim !== undefined) this.#arm(result.claim);
+    if (command.type === 'claim' || command.type === 'skip' || command.type === 'reassign') this.#inflight.delete(inflightKey(command));
+    if ((command.type === 'claim' || command.type === 'reassign') && result.ok && result.claim !== undefined) {
+      const claim = result.claim;
+      const key = claimKey(claim.job, claim.slotMs);
+      const mine = this.#armed.get(key);
+      // A run whose claim moved no longer holds it: its signal aborts (the fencing token it has is now stale).
+      if (mine !== undefined && mine.token !== claim.token) {
+        this.#o.timers.clearTimeout(mine.timer);
+        mine.abort.abort(new Error(`the slot was reassigned (token ${claim.token})`));
+        this.#armed.delete(key);
+      }
+      this.#arm(claim);
+    }
     return result;
   }
 
@@ -144,21 +168,43 @@ export class SchedulerRuntime {
     this.#planTimer = this.#o.timers.setTimeout(() => {
       this.#planTimer = null;
       for (const name of this.#jobs.keys()) this.#register(name);
+      if (!this.#o.holdsLease()) this.#abortAll('this member lost contact with the leader for longer than an election timeout');
       if (this.#o.isLeader()) this.#plan();
       this.#schedulePlan();
     }, this.#o.planIntervalMs);
   }
 
+  #abortAll(reason: string): void {
+    for (const [key, armed] of this.#armed) {
+      const job = this.state.jobs.get(key.slice(0, key.lastIndexOf('@')));
+      if (job?.mode !== 'one') continue;
+      this.#o.timers.clearTimeout(armed.timer);
+      armed.abort.abort(new Error(reason));
+      this.#armed.delete(key);
+    }
+  }
+
   #plan(): void {
     const members = new Map<NodeId, { load: number }>();
-    for (const id of this.#o.eligibleMembers()) members.set(id, { load: this.state.assigned.get(id) ?? 0 });
-    const commands = plan(this.state, {
+    const eligible = this.#o.eligibleMembers();
+    for (const id of eligible) members.set(id, { load: this.state.assigned.get(id) ?? 0 });
+    const moves = planReassignments(this.state, {
+      nowMs: this.#o.clock.now(),
+      eligible: new Set(eligible),
+      retries: (job) => {
+        const options = this.#jobs.get(job)?.options;
+        return { retries: options?.retries ?? 0, delayMs: options?.retryDelayMs ?? DEFAULT_RETRY_DELAY_MS };
+      },
+      horizonMs: this.#o.reassignHorizonMs,
+      maxCommands: this.#o.maxClaimsPerPlan,
+    });
+    const commands = [...moves, ...plan(this.state, {
       nowMs: this.#o.clock.now(),
       lookaheadMs: this.#o.lookaheadMs,
       members,
       catchUp: (job) => catchUpOf(this.#jobs.get(job)?.options.catchUp),
       maxClaims: this.#o.maxClaimsPerPlan,
-    });
+    })];
     for (const command of commands) {
       const key = inflightKey(command);
       if (this.#inflight.has(key)) continue;
@@ -171,12 +217,14 @@ export class SchedulerRuntime {
   #arm(claim: ClaimRecord): void {
     if (!claim.assignees.includes(this.#o.self) || this.#stopped) return;
     const job = this.#jobs.get(claim.job);
-    if (job === undefined) return;
     const key = claimKey(claim.job, claim.slotMs);
+    if (job === undefined || this.#armed.has(key)) return;
     const abort = new AbortController();
+    // The claim's token and attempt as of now: a later reassignment must not change this run's.
+    const held = { ...claim, assignees: [...claim.assignees] };
     const delayMs = Math.max(0, claim.slotMs - this.#o.clock.now());
-    const timer = this.#o.timers.setTimeout(() => void this.#run(claim, job, abort), delayMs);
-    this.#armed.set(key, { timer, abort });
+    const timer = this.#o.timers.setTimeout(() => void this.#run(held, job, abort), delayMs);
+    this.#armed.set(key, { timer, abort, token: claim.token });
   }
 
   async #run(claim: ClaimRecord, job: LocalJob, abort: AbortController): Promise<void> {
@@ -188,7 +236,7 @@ export class SchedulerRuntime {
     let error: string | undefined;
     try {
       await Promise.race([
-        Promise.resolve().then(() => job.handler({ job: claim.job, slot: new Date(claim.slotMs), fencingToken: claim.token, attempt: 1, signal: abort.signal })),
+        Promise.resolve().then(() => job.handler({ job: claim.job, slot: new Date(claim.slotMs), fencingToken: claim.token, attempt: claim.attempt, signal: abort.signal })),
         new Promise((_, reject) => abort.signal.addEventListener('abort', () => reject(abort.signal.reason as Error), { once: true })),
       ]);
     } catch (e) {
@@ -196,7 +244,7 @@ export class SchedulerRuntime {
       error = e instanceof Error ? e.message : String(e);
     } finally {
       this.#o.timers.clearTimeout(timeout);
-      this.#armed.delete(key);
+      if (this.#armed.get(key)?.abort === abort) this.#armed.delete(key);
     }
     const endedAtMs = this.#o.clock.now();
     const record: RunRecord = { job: claim.job, slotMs: claim.slotMs, fencingToken: claim.token, member: this.#o.self, startedAtMs, endedAtMs, outcome, ...(error === undefined ? {} : { error }) };
@@ -236,5 +284,6 @@ function catchUpOf(option: JobOptions['catchUp']): CatchUp {
 function inflightKey(command: SchedulerCommand): string {
   if (command.type === 'claim') return `claim ${claimKey(command.job, command.slotMs)}`;
   if (command.type === 'skip') return `skip ${claimKey(command.job, command.throughMs)}`;
+  if (command.type === 'reassign') return `reassign ${claimKey(command.job, command.slotMs)} ${command.fromToken}`;
   return command.type;
 }

@@ -75,3 +75,50 @@ function leastLoaded(ids: readonly NodeId[], load: ReadonlyMap<NodeId, number>):
   for (const id of ids) if ((load.get(id) ?? 0) < (load.get(best) ?? 0)) best = id;
   return best;
 }
+
+export interface ReassignInput {
+  readonly nowMs: number;
+  /** Members that may be given work now. */
+  readonly eligible: ReadonlySet<NodeId>;
+  readonly retries: (job: string) => { readonly retries: number; readonly delayMs: number };
+  /** Claims older than this (by slot) are left alone: their story is over. */
+  readonly horizonMs: number;
+  readonly maxCommands: number;
+}
+
+/**
+ * Claims (mode 'one') to move to another member: their assignee is no longer reachable and
+ * has reported nothing under the current token, or their run failed and the job retries
+ * (after an exponential back-off from the failure). Pure, like `plan`.
+ */
+export function planReassignments(state: SchedulerState, input: ReassignInput): SchedulerCommand[] {
+  const out: SchedulerCommand[] = [];
+  for (const claim of state.claims.values()) {
+    if (out.length >= input.maxCommands) break;
+    if (claim.slotMs < input.nowMs - input.horizonMs) continue;
+    const job = state.jobs.get(claim.job);
+    if (job === undefined || job.mode !== 'one') continue;
+    const assignee = claim.assignees[0];
+    if (assignee === undefined) continue;
+    const outcome = claim.outcomes.get(assignee);
+    const current = outcome !== undefined && outcome.token === claim.token ? outcome : undefined;
+    const candidates = [...job.handlers].filter((id) => input.eligible.has(id)).sort();
+    if (current === undefined) {
+      if (input.eligible.has(assignee) || candidates.length === 0) continue;
+      out.push({ type: 'reassign', job: claim.job, slotMs: claim.slotMs, fromToken: claim.token, assignees: [pick(candidates, state, assignee)], reason: 'assignee-lost' });
+      continue;
+    }
+    if (current.outcome === 'succeeded') continue;
+    const { retries, delayMs } = input.retries(claim.job);
+    if (claim.attempt > retries || candidates.length === 0) continue;
+    if (input.nowMs < current.atMs + delayMs * 2 ** (claim.attempt - 1)) continue;
+    out.push({ type: 'reassign', job: claim.job, slotMs: claim.slotMs, fromToken: claim.token, assignees: [pick(candidates, state, assignee)], reason: 'retry' });
+  }
+  return out;
+}
+
+/** Another member than the last one if there is one, least loaded first. */
+function pick(candidates: readonly NodeId[], state: SchedulerState, avoid: NodeId): NodeId {
+  const others = candidates.filter((id) => id !== avoid);
+  return leastLoaded(others.length > 0 ? others : candidates, state.assigned);
+}

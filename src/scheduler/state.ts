@@ -24,6 +24,19 @@ export type SchedulerCommand =
       readonly assignees: readonly NodeId[];
     }
   | {
+      /**
+       * Moves a claimed slot to other assignees under a new fencing token (this entry's index):
+       * its assignee was lost, or its run failed and the job retries. Applies only if the claim
+       * still has `fromToken`, so two leaders cannot both move it.
+       */
+      readonly type: 'reassign';
+      readonly job: string;
+      readonly slotMs: number;
+      readonly fromToken: number;
+      readonly assignees: readonly NodeId[];
+      readonly reason: 'assignee-lost' | 'retry';
+    }
+  | {
       /** Slots up to `throughMs` that the catch-up policy drops: recorded as missed, never run. */
       readonly type: 'skip';
       readonly job: string;
@@ -61,11 +74,13 @@ export interface JobRecord {
 export interface ClaimRecord {
   readonly job: string;
   readonly slotMs: number;
-  /** The claim's log index: strictly increasing across the cluster, handed to the handler. */
-  readonly token: number;
-  readonly assignees: readonly NodeId[];
-  /** Outcome per assignee, once reported. */
-  readonly outcomes: Map<NodeId, { readonly outcome: string; readonly atMs: number; readonly error?: string }>;
+  /** The claim's log index: strictly increasing across the cluster, handed to the handler. A reassignment gives a new one. */
+  token: number;
+  assignees: readonly NodeId[];
+  /** 1 for the first claim; one more per reassignment. */
+  attempt: number;
+  /** Outcome per assignee, once reported, with the token it ran under. */
+  readonly outcomes: Map<NodeId, { readonly outcome: string; readonly atMs: number; readonly token: number; readonly error?: string }>;
 }
 
 export type ApplyResult =
@@ -112,6 +127,17 @@ export class SchedulerState {
       }
       case 'claim':
         return this.#claim(index, command);
+      case 'reassign': {
+        const claim = this.claims.get(claimKey(command.job, command.slotMs));
+        if (claim === undefined) return { ok: false, reason: 'unknown-job' };
+        if (claim.token !== command.fromToken) return { ok: false, reason: 'stale-token' };
+        claim.token = index;
+        claim.assignees = [...command.assignees];
+        claim.attempt += 1;
+        // Outcomes of the previous attempt stay visible; the new attempt's replace them per member.
+        for (const id of claim.assignees) this.assigned.set(id, (this.assigned.get(id) ?? 0) + 1);
+        return { ok: true, claim };
+      }
       case 'skip': {
         const job = this.jobs.get(command.job);
         if (job === undefined) return { ok: false, reason: 'unknown-job' };
@@ -125,7 +151,7 @@ export class SchedulerState {
         if (claim === undefined) return { ok: false, reason: 'unknown-job' };
         // An outcome reported under an older claim of the slot (a run that lost its claim) is refused.
         if (claim.token !== command.token) return { ok: false, reason: 'stale-token' };
-        claim.outcomes.set(command.member, { outcome: command.outcome, atMs: command.atMs, ...(command.error === undefined ? {} : { error: command.error }) });
+        claim.outcomes.set(command.member, { outcome: command.outcome, atMs: command.atMs, token: command.token, ...(command.error === undefined ? {} : { error: command.error }) });
         return { ok: true, claim };
       }
     }
@@ -165,7 +191,7 @@ export class SchedulerState {
     if (job === undefined) return { ok: false, reason: 'unknown-job' };
     if (command.slotMs <= job.highWaterMs) return { ok: false, reason: 'duplicate-slot' };
     job.highWaterMs = command.slotMs;
-    const claim: ClaimRecord = { job: command.job, slotMs: command.slotMs, token: index, assignees: [...command.assignees], outcomes: new Map() };
+    const claim: ClaimRecord = { job: command.job, slotMs: command.slotMs, token: index, assignees: [...command.assignees], attempt: 1, outcomes: new Map() };
     this.claims.set(claimKey(command.job, command.slotMs), claim);
     for (const id of claim.assignees) this.assigned.set(id, (this.assigned.get(id) ?? 0) + 1);
     while (this.claims.size > this.#maxClaimsKept) {

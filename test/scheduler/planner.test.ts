@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { plan, type CatchUp, type PlanInput } from '../../src/scheduler/planner.js';
+import { plan, planReassignments, type CatchUp, type PlanInput } from '../../src/scheduler/planner.js';
 import { parseSpec } from '../../src/scheduler/spec.js';
 import { SchedulerState } from '../../src/scheduler/state.js';
 
@@ -60,5 +60,51 @@ describe('the planner', () => {
     expect(plan(s, input(T0 + 100))).toEqual([]);
     const later = plan(s, input(T0 + 600));
     expect(later.map((c) => (c.type === 'claim' ? c.slotMs - T0 : null))).toEqual([2000]);
+  });
+});
+
+describe('reassignments', () => {
+  const reassignInput = (nowMs: number, eligible: string[], retries = 0): Parameters<typeof planReassignments>[1] => ({
+    nowMs,
+    eligible: new Set(eligible),
+    retries: () => ({ retries, delayMs: 1000 }),
+    horizonMs: 60_000,
+    maxCommands: 10,
+  });
+  const claimed = (): SchedulerState => {
+    const s = stateWith();
+    s.apply(10, { type: 'claim', job: 'tick', slotMs: T0 + 1000, assignees: ['a'] });
+    return s;
+  };
+
+  it('moves a claim whose assignee is unreachable and reported nothing', () => {
+    expect(planReassignments(claimed(), reassignInput(T0 + 900, ['a', 'b']))).toEqual([]);
+    expect(planReassignments(claimed(), reassignInput(T0 + 900, ['b']))).toEqual([
+      { type: 'reassign', job: 'tick', slotMs: T0 + 1000, fromToken: 10, assignees: ['b'], reason: 'assignee-lost' },
+    ]);
+  });
+
+  it('retries a failed run on another member after the back-off, as many times as the job allows', () => {
+    const s = claimed();
+    s.apply(11, { type: 'outcome', job: 'tick', slotMs: T0 + 1000, token: 10, member: 'a', outcome: 'failed', atMs: T0 + 1100 });
+    expect(planReassignments(s, reassignInput(T0 + 1500, ['a', 'b'], 0))).toEqual([]);
+    expect(planReassignments(s, reassignInput(T0 + 1500, ['a', 'b'], 1))).toEqual([]);
+    expect(planReassignments(s, reassignInput(T0 + 2100, ['a', 'b'], 1))).toEqual([
+      { type: 'reassign', job: 'tick', slotMs: T0 + 1000, fromToken: 10, assignees: ['b'], reason: 'retry' },
+    ]);
+    s.apply(12, { type: 'reassign', job: 'tick', slotMs: T0 + 1000, fromToken: 10, assignees: ['b'], reason: 'retry' });
+    s.apply(13, { type: 'outcome', job: 'tick', slotMs: T0 + 1000, token: 12, member: 'b', outcome: 'failed', atMs: T0 + 2200 });
+    // Attempt 2 failed and only one retry was allowed.
+    expect(planReassignments(s, reassignInput(T0 + 9000, ['a', 'b'], 1))).toEqual([]);
+  });
+
+  it("leaves succeeded runs, mode 'all' and claims past the horizon alone", () => {
+    const s = claimed();
+    s.apply(11, { type: 'outcome', job: 'tick', slotMs: T0 + 1000, token: 10, member: 'a', outcome: 'succeeded', atMs: T0 + 1100 });
+    expect(planReassignments(s, reassignInput(T0 + 5000, ['b'], 3))).toEqual([]);
+    expect(planReassignments(claimed(), { ...reassignInput(T0 + 100_000, ['b']), horizonMs: 10_000 })).toEqual([]);
+    const all = stateWith('all');
+    all.apply(10, { type: 'claim', job: 'tick', slotMs: T0 + 1000, assignees: ['a', 'b'] });
+    expect(planReassignments(all, reassignInput(T0 + 900, ['b']))).toEqual([]);
   });
 });

@@ -36,7 +36,7 @@ describe('the scheduler state machine', () => {
     s.apply(2, claim(T0 + 1000));
     expect(s.apply(3, { type: 'outcome', job: 'report', slotMs: T0 + 1000, token: 1, member: 'a', outcome: 'succeeded', atMs: T0 + 1001 })).toEqual({ ok: false, reason: 'stale-token' });
     expect(s.apply(4, { type: 'outcome', job: 'report', slotMs: T0 + 1000, token: 2, member: 'a', outcome: 'succeeded', atMs: T0 + 1001 })).toMatchObject({ ok: true });
-    expect(s.claims.get(`report@${T0 + 1000}`)!.outcomes.get('a')).toEqual({ outcome: 'succeeded', atMs: T0 + 1001 });
+    expect(s.claims.get(`report@${T0 + 1000}`)!.outcomes.get('a')).toEqual({ outcome: 'succeeded', atMs: T0 + 1001, token: 2 });
   });
 
   it('records skipped slots as missed and never claims them afterwards', () => {
@@ -62,5 +62,21 @@ describe('the scheduler state machine', () => {
       return JSON.stringify([...s.claims.values()].map((c) => [c.job, c.slotMs, c.token, c.assignees]));
     };
     expect(run()).toBe(run());
+  });
+});
+
+describe('reassignment', () => {
+  it('moves a claim under a new, higher token only from the token it names', () => {
+    const s = new SchedulerState();
+    s.apply(1, register('a'));
+    s.apply(2, register('b'));
+    s.apply(3, claim(T0 + 1000, ['a']));
+    const move = (index: number, fromToken: number): ReturnType<SchedulerState['apply']> =>
+      s.apply(index, { type: 'reassign', job: 'report', slotMs: T0 + 1000, fromToken, assignees: ['b'], reason: 'assignee-lost' });
+    expect(move(4, 3)).toMatchObject({ ok: true, claim: { token: 4, assignees: ['b'], attempt: 2 } });
+    // A second leader's move from the old token loses: the claim moved already.
+    expect(move(5, 3)).toEqual({ ok: false, reason: 'stale-token' });
+    // The first assignee's late outcome, under the old token, is refused.
+    expect(s.apply(6, { type: 'outcome', job: 'report', slotMs: T0 + 1000, token: 3, member: 'a', outcome: 'succeeded', atMs: T0 + 1500 })).toEqual({ ok: false, reason: 'stale-token' });
   });
 });
