@@ -175,9 +175,13 @@ export class Cluster extends EventEmitter<ClusterEvents> {
         const leader = driver.node.leader;
         if (driver.node.role === 'leader') return true;
         const heard = leader === null ? undefined : driver.lastHeard(leader);
-        return heard !== undefined && this.#clock.now() - heard < o.electionTimeoutMs;
+        // The lease is two election timeouts: a normal failover (a new leader within one to two
+        // timeouts) does not interrupt runs; a member cut off for longer stops its runs, and
+        // the fencing token covers the time between the leader's reassignment and that stop.
+        return heard !== undefined && this.#clock.now() - heard < 2 * o.electionTimeoutMs;
       },
       reassignHorizonMs: CLUSTER_DEFAULTS.reassignHorizonMs,
+      reassignGraceMs: o.electionTimeoutMs,
       eligibleMembers: () => this.#eligibleMembers(),
       planIntervalMs: CLUSTER_DEFAULTS.planIntervalMs,
       lookaheadMs: Math.max(CLUSTER_DEFAULTS.lookaheadMs, o.electionTimeoutMs),

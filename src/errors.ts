@@ -39,6 +39,16 @@ export class ProposalDroppedError extends CronraftError {
   }
 }
 
+/**
+ * A forwarded proposal's leader changed before it said where the proposal went: it may or may
+ * not commit. Retry only what is safe to apply twice.
+ */
+export class OutcomeUnknownError extends CronraftError {
+  constructor(message = 'The leader changed before acknowledging the proposal; it may or may not commit') {
+    super('CRONRAFT_OUTCOME_UNKNOWN', message);
+  }
+}
+
 /** A proposal or read did not complete within its timeout; it may or may not have committed. */
 export class TimeoutError extends CronraftError {
   constructor(what: string, timeoutMs: number) {

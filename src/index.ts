@@ -10,6 +10,7 @@ export {
   InvalidArgumentError,
   NotLeaderError,
   ProposalDroppedError,
+  OutcomeUnknownError,
   TimeoutError,
   BackpressureError,
   NotRunningError,

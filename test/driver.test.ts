@@ -65,6 +65,17 @@ async function makeDriver(
 }
 
 describe('proposals on a follower', () => {
+  it('learn at once that their outcome is unknown when the leader they were forwarded to is replaced', async () => {
+    const { driver, transport } = await makeDriver(new MemoryLogStorage());
+    transport.deliver({ type: 'heartbeat', from: 'b', to: 'a', term: 1, commit: 0, readCtx: 0 });
+    await settle();
+    const forwarded = driver.propose(new Uint8Array([1]));
+    await settle();
+    // c leads a newer term before b said where the proposal went.
+    transport.deliver({ type: 'heartbeat', from: 'c', to: 'a', term: 2, commit: 0, readCtx: 0 });
+    await expect(forwarded).rejects.toMatchObject({ code: 'CRONRAFT_OUTCOME_UNKNOWN' });
+  });
+
   it('fail at once when the known leader has been silent for too long', async () => {
     let now = 0;
     const { driver, transport } = await makeDriver(new MemoryLogStorage(), undefined, () => now);

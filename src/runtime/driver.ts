@@ -3,6 +3,7 @@ import {
   CronraftError,
   NotLeaderError,
   NotRunningError,
+  OutcomeUnknownError,
   ProposalDroppedError,
   TimeoutError,
 } from '../errors.js';
@@ -62,6 +63,8 @@ interface PendingProposal {
   readonly reject: (e: Error) => void;
   /** Where Raft put the entry, once known; the entry applied there decides the outcome. */
   index: number;
+  /** The leader it was forwarded to and has not answered yet, if any. */
+  forwardedTo: NodeId | null;
   signal: AbortSignal | undefined;
   onAbort: (() => void) | undefined;
 }
@@ -219,6 +222,7 @@ export class RaftDriver {
         resolve,
         reject,
         index: 0,
+        forwardedTo: null,
         signal,
         onAbort: undefined,
       };
@@ -414,7 +418,10 @@ export class RaftDriver {
       batch.forEach((p, i) => this.#place(p, outcome.index + i));
       return;
     }
-    if (outcome.kind === 'forwarded') return;
+    if (outcome.kind === 'forwarded') {
+      for (const p of batch) p.forwardedTo = outcome.leader;
+      return;
+    }
     const error =
       outcome.reason === 'backpressure'
         ? new BackpressureError('Too many bytes are appended but not yet committed (maxUncommittedBytes)')
@@ -426,6 +433,7 @@ export class RaftDriver {
 
   #place(p: PendingProposal, index: number): void {
     p.index = index;
+    p.forwardedTo = null;
     // If another proposal of ours held this index, a new leader overwrote it: it is dropped.
     const previous = this.#byIndex.get(index);
     if (previous !== undefined && previous !== p.pid) {
@@ -498,9 +506,12 @@ export class RaftDriver {
   }
 
   #onSoftState(s: SoftState): void {
-    // Proposals already forwarded are not failed here when the leader changes: the old leader
-    // may have appended them and the new one may commit them, so only their entry being
-    // applied, replaced, or their timeout can tell the caller the truth.
+    // A forwarded proposal whose leader changed before answering would otherwise wait out its
+    // whole timeout (the old leader may be dead). Whether it commits is unknown: the old leader
+    // may have appended it. Say so now, so callers with idempotent commands can retry at once.
+    for (const p of this.#pending.values()) {
+      if (p.forwardedTo !== null && p.forwardedTo !== s.leader) this.#settle(p, new OutcomeUnknownError());
+    }
     this.#o.onSoftState?.(s);
   }
 

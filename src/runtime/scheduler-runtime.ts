@@ -54,6 +54,11 @@ export interface SchedulerRuntimeOptions {
   readonly maxClaimsPerPlan: number;
   /** Claims whose slot is older than this are never moved again. */
   readonly reassignHorizonMs: number;
+  /**
+   * A new leader moves no claim until it has led this long: until then, it cannot tell a lost
+   * assignee from one it has not heard from yet.
+   */
+  readonly reassignGraceMs: number;
   readonly onRun?: (run: RunRecord) => void;
 }
 
@@ -65,7 +70,7 @@ export interface RunRecord {
   readonly member: NodeId;
   readonly startedAtMs: number;
   readonly endedAtMs: number;
-  readonly outcome: 'succeeded' | 'failed' | 'aborted';
+  readonly outcome: 'succeeded' | 'failed' | 'aborted' | 'interrupted';
   readonly error?: string;
 }
 
@@ -93,8 +98,10 @@ export class SchedulerRuntime {
   /** Commands proposed and not yet applied or failed, so one plan does not repeat the last one's. */
   readonly #inflight = new Set<string>();
   /** This member's armed or running claims, by claimKey, with the token they hold. */
-  readonly #armed = new Map<string, { timer: TimerHandle; abort: AbortController; token: number }>();
+  readonly #armed = new Map<string, { timer: TimerHandle; abort: AbortController; token: number; mode: AssignMode; running: boolean }>();
   #planTimer: TimerHandle | null = null;
+  /** When this member last became leader (clock ms), or null while it follows. */
+  #leaderSinceMs: number | null = null;
   #stopped = false;
 
   constructor(options: SchedulerRuntimeOptions) {
@@ -168,19 +175,25 @@ export class SchedulerRuntime {
     this.#planTimer = this.#o.timers.setTimeout(() => {
       this.#planTimer = null;
       for (const name of this.#jobs.keys()) this.#register(name);
-      if (!this.#o.holdsLease()) this.#abortAll('this member lost contact with the leader for longer than an election timeout');
-      if (this.#o.isLeader()) this.#plan();
+      if (!this.#o.holdsLease()) this.#interruptRunning();
+      if (this.#o.isLeader()) {
+        this.#leaderSinceMs ??= this.#o.clock.now();
+        this.#plan();
+      } else {
+        this.#leaderSinceMs = null;
+      }
       this.#schedulePlan();
     }, this.#o.planIntervalMs);
   }
 
-  #abortAll(reason: string): void {
-    for (const [key, armed] of this.#armed) {
-      const job = this.state.jobs.get(key.slice(0, key.lastIndexOf('@')));
-      if (job?.mode !== 'one') continue;
-      this.#o.timers.clearTimeout(armed.timer);
-      armed.abort.abort(new Error(reason));
-      this.#armed.delete(key);
+  /**
+   * This member has not heard from a leader for longer than its lease: another member may be
+   * given its slots, so its runs in progress stop (their fencing tokens would soon be stale).
+   * Runs not yet started stay armed; when they fire, they check the lease again.
+   */
+  #interruptRunning(): void {
+    for (const armed of this.#armed.values()) {
+      if (armed.running && armed.mode === 'one') armed.abort.abort(new InterruptedError('this member lost contact with the leader for longer than its lease'));
     }
   }
 
@@ -188,7 +201,8 @@ export class SchedulerRuntime {
     const members = new Map<NodeId, { load: number }>();
     const eligible = this.#o.eligibleMembers();
     for (const id of eligible) members.set(id, { load: this.state.assigned.get(id) ?? 0 });
-    const moves = planReassignments(this.state, {
+    const settled = this.#leaderSinceMs !== null && this.#o.clock.now() - this.#leaderSinceMs >= this.#o.reassignGraceMs;
+    const moves = !settled ? [] : planReassignments(this.state, {
       nowMs: this.#o.clock.now(),
       eligible: new Set(eligible),
       retries: (job) => {
@@ -224,23 +238,30 @@ export class SchedulerRuntime {
     const held = { ...claim, assignees: [...claim.assignees] };
     const delayMs = Math.max(0, claim.slotMs - this.#o.clock.now());
     const timer = this.#o.timers.setTimeout(() => void this.#run(held, job, abort), delayMs);
-    this.#armed.set(key, { timer, abort, token: claim.token });
+    this.#armed.set(key, { timer, abort, token: claim.token, mode: job.options.mode ?? 'one', running: false });
   }
 
   async #run(claim: ClaimRecord, job: LocalJob, abort: AbortController): Promise<void> {
     const key = claimKey(claim.job, claim.slotMs);
+    const armed = this.#armed.get(key);
+    if (armed !== undefined) armed.running = true;
+    // Without a live leader this member cannot know it still holds the claim: do not start.
+    if ((job.options.mode ?? 'one') === 'one' && !this.#o.holdsLease()) {
+      abort.abort(new InterruptedError('no leader was reachable at the slot instant'));
+    }
     const timeoutMs = job.options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     const timeout = this.#o.timers.setTimeout(() => abort.abort(new Error(`the run exceeded its timeout of ${timeoutMs} ms`)), timeoutMs);
     const startedAtMs = this.#o.clock.now();
     let outcome: RunRecord['outcome'] = 'succeeded';
     let error: string | undefined;
     try {
+      if (abort.signal.aborted) throw abort.signal.reason as Error;
       await Promise.race([
         Promise.resolve().then(() => job.handler({ job: claim.job, slot: new Date(claim.slotMs), fencingToken: claim.token, attempt: claim.attempt, signal: abort.signal })),
         new Promise((_, reject) => abort.signal.addEventListener('abort', () => reject(abort.signal.reason as Error), { once: true })),
       ]);
     } catch (e) {
-      outcome = abort.signal.aborted ? 'aborted' : 'failed';
+      outcome = abort.signal.reason instanceof InterruptedError ? 'interrupted' : abort.signal.aborted ? 'aborted' : 'failed';
       error = e instanceof Error ? e.message : String(e);
     } finally {
       this.#o.timers.clearTimeout(timeout);
@@ -268,12 +289,18 @@ export class SchedulerRuntime {
         await this.#o.propose(command);
         return;
       } catch (error) {
-        if (!(error instanceof NotLeaderError) && (error as { code?: string }).code !== 'CRONRAFT_TIMEOUT') return;
+        // Recording an outcome twice is harmless (the state machine keeps one per member and
+        // token), so an unknown outcome is retried like a refusal.
+        const code = (error as { code?: string }).code;
+        if (!(error instanceof NotLeaderError) && code !== 'CRONRAFT_TIMEOUT' && code !== 'CRONRAFT_OUTCOME_UNKNOWN') return;
         await new Promise<void>((resolve) => this.#o.timers.setTimeout(resolve, this.#o.planIntervalMs));
       }
     }
   }
 }
+
+/** The reason a run stops when the cluster, not the job, ends it. */
+class InterruptedError extends Error {}
 
 function catchUpOf(option: JobOptions['catchUp']): CatchUp {
   if (option === undefined || option === 'latest') return { policy: 'latest' };

@@ -76,6 +76,9 @@ function leastLoaded(ids: readonly NodeId[], load: ReadonlyMap<NodeId, number>):
   return best;
 }
 
+/** Bound on attempts of a slot whose runs the cluster keeps interrupting. */
+export const MAX_INTERRUPTED_ATTEMPTS = 10;
+
 export interface ReassignInput {
   readonly nowMs: number;
   /** Members that may be given work now. */
@@ -109,6 +112,13 @@ export function planReassignments(state: SchedulerState, input: ReassignInput): 
       continue;
     }
     if (current.outcome === 'succeeded') continue;
+    if (current.outcome === 'interrupted') {
+      // Not the job's failure: run it elsewhere, whatever its retries (bounded all the same).
+      if (claim.attempt < MAX_INTERRUPTED_ATTEMPTS && candidates.length > 0) {
+        out.push({ type: 'reassign', job: claim.job, slotMs: claim.slotMs, fromToken: claim.token, assignees: [pick(candidates, state, assignee)], reason: 'assignee-lost' });
+      }
+      continue;
+    }
     const { retries, delayMs } = input.retries(claim.job);
     if (claim.attempt > retries || candidates.length === 0) continue;
     if (input.nowMs < current.atMs + delayMs * 2 ** (claim.attempt - 1)) continue;

@@ -50,7 +50,11 @@ export type SchedulerCommand =
       /** The fencing token of the claim the run held. */
       readonly token: number;
       readonly member: NodeId;
-      readonly outcome: 'succeeded' | 'failed' | 'aborted';
+      /**
+       * `aborted`: the run exceeded its timeout. `interrupted`: the cluster, not the job, ended
+       * it (its member lost the leader); such a slot is always moved to another member.
+       */
+      readonly outcome: 'succeeded' | 'failed' | 'aborted' | 'interrupted';
       readonly atMs: number;
       readonly error?: string;
     };
