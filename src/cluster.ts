@@ -289,6 +289,48 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     return had;
   }
 
+  /**
+   * Runs `fn` if no other member holds the lock `name` (ShedLock's contract): the lock is taken
+   * through the log, held at least `atLeastFor` ms even if `fn` returns sooner (so a quick task
+   * on one member keeps others from running it again right away), and at most `atMostFor` ms,
+   * after which it expires even if its holder died. `fn` gets the lock's fencing token and a
+   * signal that aborts when `atMostFor` runs out. Resolves with whether `fn` ran; rejects with
+   * `fn`'s error after releasing the lock.
+   */
+  async runExclusive(
+    name: string,
+    options: { readonly atMostFor: number; readonly atLeastFor?: number },
+    fn: (lock: { readonly fencingToken: number; readonly signal: AbortSignal }) => unknown,
+  ): Promise<boolean> {
+    if (typeof name !== 'string' || name.length === 0 || name.length > MAX_JOB_NAME_LENGTH) {
+      throw new InvalidArgumentError('name', name, `a non-empty string of at most ${MAX_JOB_NAME_LENGTH} characters`);
+    }
+    const atMostFor = options?.atMostFor;
+    const atLeastFor = options?.atLeastFor ?? 0;
+    if (!Number.isInteger(atMostFor) || atMostFor <= 0) throw new InvalidArgumentError('atMostFor', atMostFor, 'a positive integer of milliseconds');
+    if (!Number.isInteger(atLeastFor) || atLeastFor < 0 || atLeastFor > atMostFor) {
+      throw new InvalidArgumentError('atLeastFor', atLeastFor, `an integer of milliseconds from 0 to atMostFor (${atMostFor})`);
+    }
+    if (typeof fn !== 'function') throw new InvalidArgumentError('fn', fn, 'a function');
+    const driver = this.#running();
+    const startMs = this.#clock.now();
+    const lock: SchedulerCommand = { type: 'lock', name, member: this.id, atMs: startMs, untilMs: startMs + atMostFor };
+    const taken = (await driver.propose(encodeCommand({ kind: 'scheduler', command: lock }))).result as { ok: boolean; lock?: { token: number } } | undefined;
+    if (taken?.ok !== true || taken.lock === undefined) return false;
+    const token = taken.lock.token;
+    const abort = new AbortController();
+    const timer = this.#timers.setTimeout(() => abort.abort(new TimeoutError('The exclusive task', atMostFor)), Math.max(0, startMs + atMostFor - this.#clock.now()));
+    try {
+      await fn({ fencingToken: token, signal: abort.signal });
+      return true;
+    } finally {
+      this.#timers.clearTimeout(timer);
+      const unlock: SchedulerCommand = { type: 'unlock', name, token, untilMs: Math.max(this.#clock.now(), startMs + atLeastFor) };
+      // If this fails the lock simply expires at atMostFor.
+      await driver.propose(encodeCommand({ kind: 'scheduler', command: unlock })).catch(() => undefined);
+    }
+  }
+
   /** Recent claims and their outcomes, newest first (bounded by what the state machine keeps). */
   history(options: { job?: string; limit?: number } = {}): Array<{ job: string; slot: Date; fencingToken: number; assignees: readonly NodeId[]; outcomes: Record<string, { outcome: string; atMs: number; error?: string }> }> {
     const limit = options.limit ?? 100;

@@ -145,3 +145,68 @@ describe('cluster.schedule', () => {
     expect(() => c.schedule('a', '* * * * *', () => undefined)).toThrow(/already scheduled/);
   });
 });
+
+describe('cluster.runExclusive', () => {
+  it('runs on one member at a time, keeps the lock at least atLeastFor, and fences with increasing tokens', async () => {
+    const members = await threeMembers();
+    await Promise.all(members.map((m) => m.start()));
+    await Promise.all(members.map((m) => m.waitForLeader()));
+    let running = 0;
+    let maxRunning = 0;
+    const tokens: number[] = [];
+    const task = async ({ fencingToken }: { fencingToken: number }): Promise<void> => {
+      running++;
+      maxRunning = Math.max(maxRunning, running);
+      tokens.push(fencingToken);
+      await new Promise((r) => setTimeout(r, 50));
+      running--;
+    };
+    // All three try at once: exactly one runs. It holds on until the other two were refused, so
+    // the outcome does not depend on how fast the task is.
+    let refusals = 0;
+    let allRefused: () => void = () => undefined;
+    const refused = new Promise<void>((resolve) => (allRefused = resolve));
+    const first = await Promise.all(
+      members.map((m) =>
+        m
+          .runExclusive('nightly', { atMostFor: 10_000, atLeastFor: 0 }, async (lock) => {
+            await task(lock);
+            await refused;
+          })
+          .then((ran) => {
+            if (!ran && ++refusals === 2) allRefused();
+            return ran;
+          }),
+      ),
+    );
+    expect(first.filter(Boolean)).toHaveLength(1);
+    expect(maxRunning).toBe(1);
+    // Released (atLeastFor 0): the next try runs, with a higher token.
+    expect(await members[1]!.runExclusive('nightly', { atMostFor: 10_000 }, task)).toBe(true);
+    expect(tokens[1]).toBeGreaterThan(tokens[0]!);
+    // atLeastFor keeps the lock after a quick task.
+    expect(await members[2]!.runExclusive('quick', { atMostFor: 60_000, atLeastFor: 30_000 }, () => undefined)).toBe(true);
+    expect(await members[0]!.runExclusive('quick', { atMostFor: 60_000 }, task)).toBe(false);
+  });
+
+  it('a lock whose holder never releases it expires after atMostFor', async () => {
+    const c = new Cluster([], { storage: 'memory' });
+    started.push(c);
+    await c.start();
+    await c.waitForLeader();
+    let release: () => void = () => undefined;
+    const holding = c.runExclusive('stuck', { atMostFor: 300 }, ({ signal }) => new Promise<void>((resolve) => {
+      release = resolve;
+      signal.addEventListener('abort', () => resolve(), { once: true });
+    }));
+    await expect.poll(async () => c.runExclusive('stuck', { atMostFor: 1000 }, () => undefined), { timeout: 5000, interval: 50 }).toBe(true);
+    release();
+    await holding;
+  });
+
+  it('rejects bad options at the call', async () => {
+    const c = new Cluster([], { storage: 'memory' });
+    await expect(c.runExclusive('x', { atMostFor: 0 }, () => undefined)).rejects.toMatchObject({ option: 'atMostFor' });
+    await expect(c.runExclusive('x', { atMostFor: 100, atLeastFor: 200 }, () => undefined)).rejects.toMatchObject({ option: 'atLeastFor' });
+  });
+});

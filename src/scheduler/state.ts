@@ -37,6 +37,22 @@ export type SchedulerCommand =
       readonly reason: 'assignee-lost' | 'retry';
     }
   | {
+      /** Takes the named lock if it is free or expired at `atMs`; the entry's index is its fencing token. */
+      readonly type: 'lock';
+      readonly name: string;
+      readonly member: NodeId;
+      readonly atMs: number;
+      /** The lock expires then even if its holder never releases it (the holder died). */
+      readonly untilMs: number;
+    }
+  | {
+      /** Ends the holder's lock at `untilMs` (not before its at-least-for). Ignored unless `token` still holds it. */
+      readonly type: 'unlock';
+      readonly name: string;
+      readonly token: number;
+      readonly untilMs: number;
+    }
+  | {
       /** Slots up to `throughMs` that the catch-up policy drops: recorded as missed, never run. */
       readonly type: 'skip';
       readonly job: string;
@@ -87,15 +103,23 @@ export interface ClaimRecord {
   readonly outcomes: Map<NodeId, { readonly outcome: string; readonly atMs: number; readonly token: number; readonly error?: string }>;
 }
 
+export interface LockRecord {
+  readonly holder: NodeId;
+  readonly token: number;
+  untilMs: number;
+}
+
 export type ApplyResult =
-  | { readonly ok: true; readonly claim?: ClaimRecord }
-  | { readonly ok: false; readonly reason: 'duplicate-slot' | 'unknown-job' | 'stale-token' | 'spec-conflict' };
+  | { readonly ok: true; readonly claim?: ClaimRecord; readonly lock?: LockRecord }
+  | { readonly ok: false; readonly reason: 'duplicate-slot' | 'unknown-job' | 'stale-token' | 'spec-conflict' | 'locked' };
 
 export const SCHEDULER_DEFAULTS = {
   /** Claims kept for inspection and outcomes; older ones are dropped first. */
   maxClaimsKept: 10_000,
   /** Jobs the cluster accepts. */
   maxJobs: 10_000,
+  /** Named locks kept (runExclusive); expired ones are forgotten to make room. */
+  maxLocks: 10_000,
 } as const;
 
 /**
@@ -108,14 +132,28 @@ export class SchedulerState {
   readonly jobs = new Map<string, JobRecord>();
   /** Recent claims by `${job}@${slotMs}`, in claim order (a Map keeps insertion order). */
   readonly claims = new Map<string, ClaimRecord>();
+  /** Named locks (runExclusive). An expired lock stays until taken again; bounded by maxLocks. */
+  readonly locks = new Map<string, LockRecord>();
   /** Claims ever assigned to each member: the planner balances by it. */
   readonly assigned = new Map<NodeId, number>();
   readonly #maxClaimsKept: number;
   readonly #maxJobs: number;
+  readonly #maxLocks: number;
 
-  constructor(limits: { maxClaimsKept?: number; maxJobs?: number } = {}) {
+  constructor(limits: { maxClaimsKept?: number; maxJobs?: number; maxLocks?: number } = {}) {
     this.#maxClaimsKept = limits.maxClaimsKept ?? SCHEDULER_DEFAULTS.maxClaimsKept;
     this.#maxJobs = limits.maxJobs ?? SCHEDULER_DEFAULTS.maxJobs;
+    this.#maxLocks = limits.maxLocks ?? SCHEDULER_DEFAULTS.maxLocks;
+  }
+
+  /** Forgets one expired lock (the oldest in insertion order), to make room. */
+  #dropExpiredLock(atMs: number): void {
+    for (const [name, lock] of this.locks) {
+      if (lock.untilMs <= atMs) {
+        this.locks.delete(name);
+        return;
+      }
+    }
   }
 
   apply(index: number, command: SchedulerCommand): ApplyResult {
@@ -131,6 +169,21 @@ export class SchedulerState {
       }
       case 'claim':
         return this.#claim(index, command);
+      case 'lock': {
+        const held = this.locks.get(command.name);
+        if (held !== undefined && held.untilMs > command.atMs) return { ok: false, reason: 'locked' };
+        if (held === undefined && this.locks.size >= this.#maxLocks) this.#dropExpiredLock(command.atMs);
+        if (held === undefined && this.locks.size >= this.#maxLocks) return { ok: false, reason: 'locked' };
+        const lock: LockRecord = { holder: command.member, token: index, untilMs: command.untilMs };
+        this.locks.set(command.name, lock);
+        return { ok: true, lock };
+      }
+      case 'unlock': {
+        const held = this.locks.get(command.name);
+        if (held === undefined || held.token !== command.token) return { ok: false, reason: 'stale-token' };
+        held.untilMs = Math.min(held.untilMs, command.untilMs);
+        return { ok: true, lock: held };
+      }
       case 'reassign': {
         const claim = this.claims.get(claimKey(command.job, command.slotMs));
         if (claim === undefined) return { ok: false, reason: 'unknown-job' };

@@ -80,3 +80,20 @@ describe('reassignment', () => {
     expect(s.apply(6, { type: 'outcome', job: 'report', slotMs: T0 + 1000, token: 3, member: 'a', outcome: 'succeeded', atMs: T0 + 1500 })).toEqual({ ok: false, reason: 'stale-token' });
   });
 });
+
+describe('locks', () => {
+  it('are taken when free or expired, released only by their token, and kept at least until untilMs', () => {
+    const s = new SchedulerState();
+    const lock = (index: number, member: string, atMs: number, untilMs: number): ReturnType<SchedulerState['apply']> =>
+      s.apply(index, { type: 'lock', name: 'n', member, atMs, untilMs });
+    expect(lock(1, 'a', T0, T0 + 1000)).toMatchObject({ ok: true, lock: { holder: 'a', token: 1 } });
+    expect(lock(2, 'b', T0 + 10, T0 + 1000)).toEqual({ ok: false, reason: 'locked' });
+    expect(s.apply(3, { type: 'unlock', name: 'n', token: 2, untilMs: T0 + 20 })).toEqual({ ok: false, reason: 'stale-token' });
+    // Released early but held until T0 + 500 (its at-least-for).
+    s.apply(4, { type: 'unlock', name: 'n', token: 1, untilMs: T0 + 500 });
+    expect(lock(5, 'b', T0 + 400, T0 + 2000)).toEqual({ ok: false, reason: 'locked' });
+    expect(lock(6, 'b', T0 + 500, T0 + 2000)).toMatchObject({ ok: true, lock: { holder: 'b', token: 6 } });
+    // Its holder died: it expires at untilMs all the same.
+    expect(lock(7, 'c', T0 + 2000, T0 + 3000)).toMatchObject({ ok: true, lock: { token: 7 } });
+  });
+});
