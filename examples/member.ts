@@ -4,18 +4,19 @@
  *
  *   node dist/examples/member.js --listen 127.0.0.1:7001 --peers 127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003
  *
- * It logs leader changes and, every --propose-every ms, appends a line to the replicated log.
+ * It logs leader changes and schedules a job every two seconds: each slot runs on exactly one
+ * member, which prints it with its fencing token.
  */
 import { parseArgs } from 'node:util';
-import { Cluster, type CronraftError } from 'cronraft';
+import { Cluster } from 'cronraft';
 
 const { values } = parseArgs({
   options: {
     listen: { type: 'string', default: '127.0.0.1:7001' },
     peers: { type: 'string', default: '' },
     'data-dir': { type: 'string' },
-    'propose-every': { type: 'string', default: '2000' },
-    name: { type: 'string' },
+    every: { type: 'string', default: '2s' },
+    name: { type: 'string' }, // accepted for the demo's process list; the member's id is its address
   },
 });
 
@@ -24,8 +25,6 @@ const cluster = new Cluster(peers, {
   listen: values.listen,
   ...(values['data-dir'] === undefined ? {} : { dataDir: values['data-dir'] }),
 });
-const name = values.name ?? cluster.id;
-const proposeEveryMs = Number(values['propose-every']);
 const report = (event: Record<string, unknown>): void => {
   process.send?.(event);
 };
@@ -36,23 +35,17 @@ cluster.on('leader', ({ leader, term }) => {
 });
 cluster.on('error', (error) => console.log(`stopped by a fatal error: ${error.message}`));
 
+cluster.schedule('report', { every: values.every }, (ctx) => {
+  const lateMs = Date.now() - ctx.slot.getTime();
+  console.log(`ran "${ctx.job}" for ${ctx.slot.toISOString().slice(11, 23)} (fencing token ${ctx.fencingToken}, attempt ${ctx.attempt}, ${lateMs} ms late)`);
+});
+
 await cluster.start();
 const state = cluster.state();
 console.log(`started as ${cluster.id}, libp2p peer id ${state.peerId ?? '?'}, log holds ${state.lastIndex} entries`);
 report({ event: 'started', id: cluster.id });
 
-let counter = 0;
-const timer = setInterval(() => {
-  const text = `${name} says hello #${++counter}`;
-  const t0 = performance.now();
-  cluster.propose(text).then(
-    ({ index }) => console.log(`committed #${index} "${text}" in ${(performance.now() - t0).toFixed(1)} ms`),
-    (error: CronraftError) => console.log(`proposal failed: ${error.code} ${error.message}`),
-  );
-}, proposeEveryMs);
-
 const shutdown = async (): Promise<void> => {
-  clearInterval(timer);
   console.log('stopping (a leader hands over first)');
   await cluster.stop();
   process.exit(0);

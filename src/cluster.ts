@@ -170,6 +170,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       clock: this.#clock,
       timers: this.#timers,
       propose: (command: SchedulerCommand) => driver.propose(encodeCommand({ kind: 'scheduler', command })),
+      barrier: () => driver.readBarrier(),
       isLeader: () => driver.node.role === 'leader',
       holdsLease: () => {
         const leader = driver.node.leader;
@@ -208,6 +209,9 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       return;
     }
     this.#status = 'stopping';
+    // Runs in progress finish and record their outcomes first: a slot that ran without a
+    // recorded outcome would run again after a restart.
+    await this.#scheduler?.drain(this.#o.stopTimeoutMs);
     const driver = this.#driver;
     if (driver !== null && driver.node.role === 'leader' && this.#o.voters.length > 1 && this.#o.stopTimeoutMs > 0) {
       if (driver.transferLeadership() !== null) {

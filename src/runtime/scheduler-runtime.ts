@@ -38,6 +38,8 @@ export interface SchedulerRuntimeOptions {
   readonly timers: Timers;
   /** Replicates a command; resolves once it is applied here. */
   readonly propose: (command: SchedulerCommand) => Promise<unknown>;
+  /** Resolves once this member has applied everything committed before the call (a read barrier). */
+  readonly barrier: () => Promise<unknown>;
   readonly isLeader: () => boolean;
   /**
    * Whether this member still knows a live leader (it leads, or heard from the leader within
@@ -78,6 +80,8 @@ export interface RunRecord {
 const OUTCOME_ATTEMPTS_MAX = 20;
 const DEFAULT_TIMEOUT_MS = 60_000;
 const DEFAULT_RETRY_DELAY_MS = 1000;
+/** Claims older than this when applied are history, not work: they are not armed at all. */
+const ARM_HORIZON_MS = 10 * 60_000;
 
 interface LocalJob {
   readonly spec: JobSpec;
@@ -100,9 +104,15 @@ export class SchedulerRuntime {
   /** This member's armed or running claims, by claimKey, with the token they hold. */
   readonly #armed = new Map<string, { timer: TimerHandle; abort: AbortController; token: number; mode: AssignMode; running: boolean }>();
   #planTimer: TimerHandle | null = null;
+  /** Runs started and their outcomes not yet recorded: a graceful stop waits for them. */
+  readonly #inFlightRuns = new Set<Promise<void>>();
+  /** One read barrier in flight, shared by every late claim waiting for it. */
+  #sharedBarrier: Promise<unknown> | null = null;
   /** When this member last became leader (clock ms), or null while it follows. */
   #leaderSinceMs: number | null = null;
   #stopped = false;
+  /** Set by drain(): nothing new is armed. */
+  #draining = false;
 
   constructor(options: SchedulerRuntimeOptions) {
     this.#o = options;
@@ -110,6 +120,24 @@ export class SchedulerRuntime {
 
   start(): void {
     this.#schedulePlan();
+  }
+
+  /**
+   * Lets the runs in progress finish and record their outcomes, for at most `timeoutMs`, so a
+   * graceful stop does not leave a slot that ran without its outcome (which would run again).
+   * New slots are not started meanwhile.
+   */
+  async drain(timeoutMs: number): Promise<void> {
+    this.#draining = true;
+    for (const [key, armed] of this.#armed) {
+      if (armed.running) continue;
+      this.#o.timers.clearTimeout(armed.timer);
+      this.#armed.delete(key);
+    }
+    if (this.#inFlightRuns.size === 0) return;
+    let timer: TimerHandle | null = null;
+    await Promise.race([Promise.allSettled([...this.#inFlightRuns]), new Promise<void>((resolve) => (timer = this.#o.timers.setTimeout(resolve, timeoutMs)))]);
+    if (timer !== null) this.#o.timers.clearTimeout(timer);
   }
 
   stop(): void {
@@ -229,20 +257,33 @@ export class SchedulerRuntime {
 
   /** Sets this member's timer for a claim it was assigned, if it has the handler. */
   #arm(claim: ClaimRecord): void {
-    if (!claim.assignees.includes(this.#o.self) || this.#stopped) return;
+    if (!claim.assignees.includes(this.#o.self) || this.#stopped || this.#draining) return;
     const job = this.#jobs.get(claim.job);
     const key = claimKey(claim.job, claim.slotMs);
-    if (job === undefined || this.#armed.has(key)) return;
+    if (job === undefined || this.#armed.has(key) || this.#o.clock.now() - claim.slotMs > ARM_HORIZON_MS) return;
     const abort = new AbortController();
     // The claim's token and attempt as of now: a later reassignment must not change this run's.
     const held = { ...claim, assignees: [...claim.assignees] };
     const delayMs = Math.max(0, claim.slotMs - this.#o.clock.now());
-    const timer = this.#o.timers.setTimeout(() => void this.#run(held, job, abort), delayMs);
+    // A claim applied at or after its instant was not made ahead: this member may be replaying
+    // its log after a restart, or catching up, and a later reassignment or outcome may not have
+    // reached it yet. It runs only after a read barrier shows it still holds the claim.
+    const appliedLate = delayMs === 0;
+    const timer = this.#o.timers.setTimeout(() => {
+      const run = this.#run(held, job, abort, appliedLate).finally(() => this.#inFlightRuns.delete(run));
+      this.#inFlightRuns.add(run);
+    }, delayMs);
     this.#armed.set(key, { timer, abort, token: claim.token, mode: job.options.mode ?? 'one', running: false });
   }
 
-  async #run(claim: ClaimRecord, job: LocalJob, abort: AbortController): Promise<void> {
+  async #run(claim: ClaimRecord, job: LocalJob, abort: AbortController, late: boolean): Promise<void> {
     const key = claimKey(claim.job, claim.slotMs);
+    // Replaying the log after a restart re-applies claims this member already ran: their
+    // outcome, applied since, says so. A late claim also waits for a read barrier first.
+    if ((late && !(await this.#stillHeld(claim, abort))) || this.#alreadyReported(claim)) {
+      if (this.#armed.get(key)?.abort === abort) this.#armed.delete(key);
+      return;
+    }
     const armed = this.#armed.get(key);
     if (armed !== undefined) armed.running = true;
     // Without a live leader this member cannot know it still holds the claim: do not start.
@@ -271,6 +312,32 @@ export class SchedulerRuntime {
     const record: RunRecord = { job: claim.job, slotMs: claim.slotMs, fencingToken: claim.token, member: this.#o.self, startedAtMs, endedAtMs, outcome, ...(error === undefined ? {} : { error }) };
     this.#o.onRun?.(record);
     await this.#recordOutcome(record);
+  }
+
+  /**
+   * For a late claim: waits for a read barrier (one shared by all claims waiting, retried while
+   * no leader answers, within the plan interval), then says whether this member still holds the
+   * claim under the same token and has not already reported a run of it.
+   */
+  async #stillHeld(claim: ClaimRecord, abort: AbortController): Promise<boolean> {
+    for (let attempt = 0; attempt < OUTCOME_ATTEMPTS_MAX && !this.#stopped && !abort.signal.aborted; attempt++) {
+      try {
+        this.#sharedBarrier ??= this.#o.barrier().finally(() => {
+          this.#sharedBarrier = null;
+        });
+        await this.#sharedBarrier;
+        const current = this.state.claims.get(claimKey(claim.job, claim.slotMs));
+        return current !== undefined && current.token === claim.token && !abort.signal.aborted;
+      } catch {
+        await new Promise<void>((resolve) => this.#o.timers.setTimeout(resolve, this.#o.planIntervalMs));
+      }
+    }
+    return false;
+  }
+
+  /** Whether this member already reported a run of this claim (same token). */
+  #alreadyReported(claim: ClaimRecord): boolean {
+    return this.state.claims.get(claimKey(claim.job, claim.slotMs))?.outcomes.get(this.#o.self)?.token === claim.token;
   }
 
   async #recordOutcome(run: RunRecord): Promise<void> {
