@@ -7,6 +7,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { benchEtcd, comparisonRows, etcdLabel, type EtcdBenchResult } from './etcd.js';
 import { benchRaft, raftRows } from './raft.js';
+import { benchScheduler, schedulerRows } from './scheduler.js';
 import { printTable } from './stats.js';
 
 const { positionals, values } = parseArgs({
@@ -23,8 +24,20 @@ const name = positionals[0] ?? 'raft';
 type PeerOutcome = EtcdBenchResult | { skipped: string } | { failed: string };
 
 async function main(): Promise<void> {
+  if (name === 'scheduler') {
+    const startedAt = Date.now();
+    const result = await benchScheduler(values.quick ? { idleSeconds: 8, loadSeconds: 5, loadJobs: 1000 } : { idleSeconds: 30, loadSeconds: 15, loadJobs: 1000 });
+    console.log('\ncronraft scheduler: three processes on 127.0.0.1, level with sync on, default settings; croner alone on one process\n');
+    printTable(['measure', 'cronraft', 'croner (1 process)', 'target'], schedulerRows(result));
+    console.log(`\nbench took ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
+    const json = JSON.stringify({ bench: name, node: process.version, at: new Date().toISOString(), result });
+    console.log(`\n${json}`);
+    await mkdir('bench-results', { recursive: true });
+    await writeFile(`bench-results/${name}.json`, `${json}\n`);
+    return;
+  }
   if (name !== 'raft') {
-    console.error(`Unknown benchmark "${name}". Available: raft`);
+    console.error(`Unknown benchmark "${name}". Available: raft, scheduler`);
     process.exitCode = 2;
     return;
   }

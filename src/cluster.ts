@@ -182,7 +182,9 @@ export class Cluster extends EventEmitter<ClusterEvents> {
         return heard !== undefined && this.#clock.now() - heard < 2 * o.electionTimeoutMs;
       },
       reassignHorizonMs: CLUSTER_DEFAULTS.reassignHorizonMs,
-      reassignGraceMs: o.electionTimeoutMs,
+      // Live followers answer a new leader's first heartbeat at once; two heartbeat intervals
+      // tell the lost from the not-yet-heard.
+      reassignGraceMs: 2 * o.heartbeatTicks * o.tickMs,
       eligibleMembers: () => this.#eligibleMembers(),
       planIntervalMs: CLUSTER_DEFAULTS.planIntervalMs,
       lookaheadMs: Math.max(CLUSTER_DEFAULTS.lookaheadMs, o.electionTimeoutMs),
