@@ -54,11 +54,20 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
  * that follows leaves the victim's claims of that burst to be moved after their instant: the
  * worst case, not whatever phase the kill happened to fall on.
  */
-async function untilJustBeforeNextSlots(cluster: ProcessCluster): Promise<void> {
+async function untilJustBeforeNextSlots(cluster: ProcessCluster): Promise<number> {
   const last = Math.max(...starts(cluster, 0).map((r) => r.slotMs));
   let next = last + EVERY_MS;
   while (next - KILL_LEAD_MS < now()) next += EVERY_MS;
   await sleep(next - KILL_LEAD_MS - now());
+  return next;
+}
+
+/** A member other than `leader` that the log assigns slots of the burst at `slotMs` (claims are made ahead). */
+async function assigneeOf(cluster: ProcessCluster, leader: MemberProcess, slotMs: number): Promise<MemberProcess | undefined> {
+  const rows: Array<{ slot: number; assignees: string[] }> = [];
+  for (let i = 0; i < IDLE_JOBS; i++) rows.push(...(await leader.request<Array<{ slot: number; assignees: string[] }>>('history', { job: `idle${i}`, limit: 5 })));
+  const ids = new Set(rows.filter((r) => Math.abs(r.slot - slotMs) < EVERY_MS / 2).flatMap((r) => r.assignees));
+  return cluster.members.find((m) => m !== leader && m.running && ids.has(m.address));
 }
 
 /** How long before the slots the victim is killed. */
@@ -108,8 +117,8 @@ export async function benchScheduler(o: SchedulerBenchOptions): Promise<Schedule
     await schedule([leader], IDLE_JOBS, 'idle');
     await sleep(2000);
     const current = await cluster.waitForLeader();
-    const assignee = cluster.members.find((m) => m !== current && m.running) as MemberProcess;
-    await untilJustBeforeNextSlots(cluster);
+    const burst = await untilJustBeforeNextSlots(cluster);
+    const assignee = (await assigneeOf(cluster, current, burst)) ?? (cluster.members.find((m) => m !== current && m.running) as MemberProcess);
     const assigneeKilledAt = now();
     await assignee.kill();
     await sleep(3000);
