@@ -93,6 +93,18 @@ function worstAfter(cluster: ProcessCluster, fromMs: number, windowMs: number, v
   return runs.length === 0 ? Number.NaN : Math.max(...runs.map((r) => r.at - r.slotMs));
 }
 
+/** kill -9 `victim`, measure the worst lateness of the slots due in the next 2 s, restart it. */
+async function killMeasureRestart(cluster: ProcessCluster, victim: MemberProcess): Promise<number> {
+  const killedAt = now();
+  await victim.kill();
+  await sleep(3000);
+  const worst = worstAfter(cluster, killedAt, 2000, victim);
+  cluster.startMember(victim);
+  await victim.waitEvent((e) => e.event === 'started');
+  await schedule([victim], IDLE_JOBS, 'idle');
+  return worst;
+}
+
 export async function benchScheduler(o: SchedulerBenchOptions): Promise<SchedulerBenchResult> {
   const croner = summarize(await benchCroner(o.idleSeconds));
   const cluster = await ProcessCluster.create(3);
@@ -108,24 +120,12 @@ export async function benchScheduler(o: SchedulerBenchOptions): Promise<Schedule
     // kill -9 the leader, then an assignee that is not the leader; restart each after.
     const leader = await cluster.waitForLeader();
     await untilJustBeforeNextSlots(cluster);
-    const leaderKilledAt = now();
-    await leader.kill();
-    await sleep(3000);
-    const afterLeaderKillMs = worstAfter(cluster, leaderKilledAt, 2000, leader);
-    cluster.startMember(leader);
-    await leader.waitEvent((e) => e.event === 'started');
-    await schedule([leader], IDLE_JOBS, 'idle');
+    const afterLeaderKillMs = await killMeasureRestart(cluster, leader);
     await sleep(2000);
     const current = await cluster.waitForLeader();
     const burst = await untilJustBeforeNextSlots(cluster);
     const assignee = (await assigneeOf(cluster, current, burst)) ?? (cluster.members.find((m) => m !== current && m.running) as MemberProcess);
-    const assigneeKilledAt = now();
-    await assignee.kill();
-    await sleep(3000);
-    const afterAssigneeKillMs = worstAfter(cluster, assigneeKilledAt, 2000, assignee);
-    cluster.startMember(assignee);
-    await assignee.waitEvent((e) => e.event === 'started');
-    await schedule([assignee], IDLE_JOBS, 'idle');
+    const afterAssigneeKillMs = await killMeasureRestart(cluster, assignee);
 
     // 1,000 jobs every second.
     await schedule(cluster.members, o.loadJobs, 'load');
