@@ -142,7 +142,13 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       apply: (entry) => {
         const command = decodeCommand(entry.data);
         if (command?.kind === 'scheduler') return this.#scheduler?.apply(entry.index, command.command);
-        if (command?.kind === 'user' && this.listenerCount('applied') > 0) this.emit('applied', { index: entry.index, term: entry.term, data: command.data });
+        if (command?.kind === 'user' && this.listenerCount('applied') > 0) {
+          try {
+            this.emit('applied', { index: entry.index, term: entry.term, data: command.data });
+          } catch {
+            // A listener's error is the app's; it must not stop this member applying the log.
+          }
+        }
         return undefined;
       },
     };
@@ -189,7 +195,9 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       planIntervalMs: CLUSTER_DEFAULTS.planIntervalMs,
       lookaheadMs: Math.max(CLUSTER_DEFAULTS.lookaheadMs, o.electionTimeoutMs),
       maxClaimsPerPlan: CLUSTER_DEFAULTS.maxClaimsPerPlan,
-      onRun: (run) => this.emit('run', run),
+      onRun: (run) => {
+        this.emit('run', run);
+      },
     });
     await this.#transport.start();
     this.#peerId = this.#transport.peerId();

@@ -126,6 +126,26 @@ describe('cluster.schedule', () => {
     expect(runs.some((r) => r.attempt > 2)).toBe(false);
   });
 
+  it('a member that unschedules a job stops being assigned it, and its claimed slots run elsewhere', async () => {
+    const members = await threeMembers();
+    const runs: Run[] = [];
+    for (const m of members) m.schedule('move', { every: 200 }, (ctx) => void runs.push({ member: m.id, slotMs: ctx.slot.getTime(), token: ctx.fencingToken }));
+    await Promise.all(members.map((m) => m.start()));
+    await expect.poll(() => members[0]!.state().jobs[0]?.handlers.length ?? 0, { timeout: 20_000 }).toBe(3);
+    const quitter = members.find((m) => m.state().role !== 'leader')!;
+    expect(quitter.unschedule('move')).toBe(true);
+    const from = Date.now();
+    await expect.poll(() => quitter.state().jobs[0]?.handlers.includes(quitter.id), { timeout: 20_000 }).toBe(false);
+    // Slots due after the quit still run, once each, none lost (those claimed for the quitter
+    // before it quit are moved), and none on the member that quit.
+    await expect.poll(() => runs.filter((r) => r.slotMs > from).length, { timeout: 20_000, interval: 20 }).toBeGreaterThanOrEqual(10);
+    const after = runs.filter((r) => r.slotMs > from);
+    expect(after.some((r) => r.member === quitter.id)).toBe(false);
+    const slots = [...new Set(after.map((r) => r.slotMs))].sort((a, b) => a - b);
+    expect(after.length).toBe(slots.length);
+    for (let i = 1; i < slots.length; i++) expect(slots[i]! - slots[i - 1]!).toBe(200);
+  });
+
   it('rejects a bad name, spec, handler or option at the call, leaving nothing registered', () => {
     const c = new Cluster([], { storage: 'memory' });
     const cases: Array<[() => unknown, string]> = [

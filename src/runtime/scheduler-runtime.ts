@@ -1,4 +1,3 @@
-import { NotLeaderError } from '../errors.js';
 import type { NodeId } from '../raft/types.js';
 import type { Clock, TimerHandle, Timers } from '../time/clock.js';
 import { plan, planReassignments, type CatchUp } from '../scheduler/planner.js';
@@ -76,8 +75,8 @@ export interface RunRecord {
   readonly error?: string;
 }
 
-/** Bound on attempts to record one outcome when no leader answers. */
-const OUTCOME_ATTEMPTS_MAX = 20;
+/** Bound on read-barrier attempts for a late claim when no leader answers (about two seconds). */
+const BARRIER_ATTEMPTS_MAX = 20;
 const DEFAULT_TIMEOUT_MS = 60_000;
 const DEFAULT_RETRY_DELAY_MS = 1000;
 /** Claims older than this when applied are history, not work: they are not armed at all. */
@@ -154,12 +153,36 @@ export class SchedulerRuntime {
   schedule(name: string, spec: JobSpec, handler: JobHandler, options: JobOptions): void {
     this.#jobs.set(name, { spec, handler, options, registered: false });
     this.#register(name);
+    // Claims already assigned to this member (e.g. before a restart's schedule() call) run now.
+    for (const claim of this.state.claims.values()) if (claim.job === name) this.#arm(claim);
   }
 
   unschedule(name: string): boolean {
     if (!this.#jobs.delete(name)) return false;
-    this.#o.propose({ type: 'unregister', job: name, member: this.#o.self }).catch(() => undefined);
+    // Slots already armed here do not run; their claims are reported interrupted at their instant.
+    for (const [key, armed] of this.#armed) {
+      if (key.slice(0, key.lastIndexOf('@')) !== name || armed.running) continue;
+      this.#o.timers.clearTimeout(armed.timer);
+      this.#armed.delete(key);
+      const claim = this.state.claims.get(key);
+      if (claim !== undefined) this.#armMissingHandler(claim);
+    }
+    this.#track(this.#unregister(name));
     return true;
+  }
+
+  /** Proposes `unregister` until it is applied (the leader then stops assigning the job here). */
+  async #unregister(name: string): Promise<void> {
+    const giveUpAtMs = this.#o.clock.now() + this.#o.reassignHorizonMs;
+    while (!this.#stopped && !this.#jobs.has(name) && this.#o.clock.now() < giveUpAtMs) {
+      if (this.state.jobs.get(name)?.handlers.has(this.#o.self) !== true) return;
+      try {
+        await this.#o.propose({ type: 'unregister', job: name, member: this.#o.self });
+        return;
+      } catch {
+        await new Promise<void>((resolve) => this.#o.timers.setTimeout(resolve, this.#o.planIntervalMs));
+      }
+    }
   }
 
   hasJob(name: string): boolean {
@@ -260,7 +283,11 @@ export class SchedulerRuntime {
     if (!claim.assignees.includes(this.#o.self) || this.#stopped || this.#draining) return;
     const job = this.#jobs.get(claim.job);
     const key = claimKey(claim.job, claim.slotMs);
-    if (job === undefined || this.#armed.has(key) || this.#o.clock.now() - claim.slotMs > ARM_HORIZON_MS) return;
+    if (this.#armed.has(key) || this.#o.clock.now() - claim.slotMs > ARM_HORIZON_MS) return;
+    if (job === undefined) {
+      this.#armMissingHandler(claim);
+      return;
+    }
     const abort = new AbortController();
     // The claim's token and attempt as of now: a later reassignment must not change this run's.
     const held = { ...claim, assignees: [...claim.assignees] };
@@ -269,20 +296,59 @@ export class SchedulerRuntime {
     // its log after a restart, or catching up, and a later reassignment or outcome may not have
     // reached it yet. It runs only after a read barrier shows it still holds the claim.
     const appliedLate = delayMs === 0;
-    const timer = this.#o.timers.setTimeout(() => {
-      const run = this.#run(held, job, abort, appliedLate).finally(() => this.#inFlightRuns.delete(run));
-      this.#inFlightRuns.add(run);
-    }, delayMs);
+    const timer = this.#o.timers.setTimeout(() => this.#track(this.#run(held, job, abort, appliedLate)), delayMs);
     this.#armed.set(key, { timer, abort, token: claim.token, mode: job.options.mode ?? 'one', running: false });
+  }
+
+  /**
+   * A claim for a job this member has no handler for (removed from its code, unscheduled, or
+   * not scheduled again yet after a restart). At the slot's instant, if the handler is still
+   * missing, the member reports the run interrupted so the leader moves the slot; otherwise the
+   * slot would wait for a run that never comes.
+   */
+  #armMissingHandler(claim: ClaimRecord): void {
+    const held = { ...claim, assignees: [...claim.assignees] };
+    const delayMs = Math.max(0, claim.slotMs - this.#o.clock.now());
+    this.#o.timers.setTimeout(() => {
+      if (this.#stopped || this.#draining) return;
+      const current = this.state.claims.get(claimKey(held.job, held.slotMs));
+      if (current === undefined || current.token !== held.token || this.#alreadyReported(held)) return;
+      const job = this.#jobs.get(held.job);
+      if (job !== undefined) {
+        this.#arm(current);
+        return;
+      }
+      const atMs = this.#o.clock.now();
+      this.#track(this.#recordOutcome({ job: held.job, slotMs: held.slotMs, fencingToken: held.token, member: this.#o.self, startedAtMs: atMs, endedAtMs: atMs, outcome: 'interrupted', error: 'no handler for the job on this member' }));
+    }, delayMs);
+  }
+
+  /** Keeps a run or an outcome report in the set a graceful stop waits for; never rejects. */
+  #track(work: Promise<void>): void {
+    const tracked = work.catch(() => undefined).finally(() => this.#inFlightRuns.delete(tracked));
+    this.#inFlightRuns.add(tracked);
   }
 
   async #run(claim: ClaimRecord, job: LocalJob, abort: AbortController, late: boolean): Promise<void> {
     const key = claimKey(claim.job, claim.slotMs);
     // Replaying the log after a restart re-applies claims this member already ran: their
     // outcome, applied since, says so. A late claim also waits for a read barrier first.
-    if ((late && !(await this.#stillHeld(claim, abort))) || this.#alreadyReported(claim)) {
+    if (this.#alreadyReported(claim)) {
       if (this.#armed.get(key)?.abort === abort) this.#armed.delete(key);
       return;
+    }
+    if (late) {
+      const held = await this.#stillHeld(claim, abort);
+      if (held !== 'held') {
+        if (this.#armed.get(key)?.abort === abort) this.#armed.delete(key);
+        // No leader confirmed the claim in time: say so, so that the slot moves rather than waits.
+        if (held === 'unconfirmed' && !this.#stopped && !this.#draining) {
+          const atMs = this.#o.clock.now();
+          await this.#recordOutcome({ job: claim.job, slotMs: claim.slotMs, fencingToken: claim.token, member: this.#o.self, startedAtMs: atMs, endedAtMs: atMs, outcome: 'interrupted', error: 'no leader confirmed the claim' });
+        }
+        return;
+      }
+      if (this.#stopped || this.#draining) return;
     }
     const armed = this.#armed.get(key);
     if (armed !== undefined) armed.running = true;
@@ -310,7 +376,11 @@ export class SchedulerRuntime {
     }
     const endedAtMs = this.#o.clock.now();
     const record: RunRecord = { job: claim.job, slotMs: claim.slotMs, fencingToken: claim.token, member: this.#o.self, startedAtMs, endedAtMs, outcome, ...(error === undefined ? {} : { error }) };
-    this.#o.onRun?.(record);
+    try {
+      this.#o.onRun?.(record);
+    } catch {
+      // A listener's error must not keep the outcome from being recorded.
+    }
     await this.#recordOutcome(record);
   }
 
@@ -319,20 +389,20 @@ export class SchedulerRuntime {
    * no leader answers, within the plan interval), then says whether this member still holds the
    * claim under the same token and has not already reported a run of it.
    */
-  async #stillHeld(claim: ClaimRecord, abort: AbortController): Promise<boolean> {
-    for (let attempt = 0; attempt < OUTCOME_ATTEMPTS_MAX && !this.#stopped && !abort.signal.aborted; attempt++) {
+  async #stillHeld(claim: ClaimRecord, abort: AbortController): Promise<'held' | 'lost' | 'unconfirmed'> {
+    for (let attempt = 0; attempt < BARRIER_ATTEMPTS_MAX && !this.#stopped && !abort.signal.aborted; attempt++) {
       try {
         this.#sharedBarrier ??= this.#o.barrier().finally(() => {
           this.#sharedBarrier = null;
         });
         await this.#sharedBarrier;
         const current = this.state.claims.get(claimKey(claim.job, claim.slotMs));
-        return current !== undefined && current.token === claim.token && !abort.signal.aborted;
+        return current !== undefined && current.token === claim.token && !abort.signal.aborted && !this.#alreadyReported(claim) ? 'held' : 'lost';
       } catch {
         await new Promise<void>((resolve) => this.#o.timers.setTimeout(resolve, this.#o.planIntervalMs));
       }
     }
-    return false;
+    return abort.signal.aborted || this.#stopped ? 'lost' : 'unconfirmed';
   }
 
   /** Whether this member already reported a run of this claim (same token). */
@@ -351,15 +421,16 @@ export class SchedulerRuntime {
       atMs: run.endedAtMs,
       ...(run.error === undefined ? {} : { error: run.error.slice(0, 500) }),
     };
-    for (let attempt = 0; attempt < OUTCOME_ATTEMPTS_MAX && !this.#stopped; attempt++) {
+    // Retried until the log has it, the claim moved on, or the member stops: an outcome that is
+    // never recorded would leave its slot waiting. Recording twice is harmless (first one wins).
+    const giveUpAtMs = this.#o.clock.now() + this.#o.reassignHorizonMs;
+    while (!this.#stopped && this.#o.clock.now() < giveUpAtMs) {
+      const current = this.state.claims.get(claimKey(run.job, run.slotMs));
+      if (current === undefined || current.token !== run.fencingToken || current.outcomes.get(run.member)?.token === run.fencingToken) return;
       try {
         await this.#o.propose(command);
         return;
-      } catch (error) {
-        // Recording an outcome twice is harmless (the state machine keeps one per member and
-        // token), so an unknown outcome is retried like a refusal.
-        const code = (error as { code?: string }).code;
-        if (!(error instanceof NotLeaderError) && code !== 'CRONRAFT_TIMEOUT' && code !== 'CRONRAFT_OUTCOME_UNKNOWN') return;
+      } catch {
         await new Promise<void>((resolve) => this.#o.timers.setTimeout(resolve, this.#o.planIntervalMs));
       }
     }

@@ -208,6 +208,9 @@ export class SchedulerState {
         if (claim === undefined) return { ok: false, reason: 'unknown-job' };
         // An outcome reported under an older claim of the slot (a run that lost its claim) is refused.
         if (claim.token !== command.token) return { ok: false, reason: 'stale-token' };
+        // The first outcome a member reports for a token stands: a retried or repeated report
+        // (after a lost acknowledgement, or a replay) cannot turn a success into anything else.
+        if (claim.outcomes.get(command.member)?.token === command.token) return { ok: false, reason: 'duplicate-slot' };
         claim.outcomes.set(command.member, { outcome: command.outcome, atMs: command.atMs, token: command.token, ...(command.error === undefined ? {} : { error: command.error }) });
         return { ok: true, claim };
       }

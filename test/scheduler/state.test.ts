@@ -39,6 +39,17 @@ describe('the scheduler state machine', () => {
     expect(s.claims.get(`report@${T0 + 1000}`)!.outcomes.get('a')).toEqual({ outcome: 'succeeded', atMs: T0 + 1001, token: 2 });
   });
 
+  it('keeps the first outcome a member reports for a token: a repeat cannot turn a success into a failure', () => {
+    const s = new SchedulerState();
+    s.apply(1, register('a'));
+    s.apply(2, claim(T0 + 1000));
+    const report = (index: number, outcome: 'succeeded' | 'interrupted'): ReturnType<SchedulerState['apply']> =>
+      s.apply(index, { type: 'outcome', job: 'report', slotMs: T0 + 1000, token: 2, member: 'a', outcome, atMs: T0 + 1100 });
+    expect(report(3, 'succeeded')).toMatchObject({ ok: true });
+    expect(report(4, 'interrupted')).toMatchObject({ ok: false });
+    expect(s.claims.get(`report@${T0 + 1000}`)!.outcomes.get('a')!.outcome).toBe('succeeded');
+  });
+
   it('records skipped slots as missed and never claims them afterwards', () => {
     const s = new SchedulerState();
     s.apply(1, register('a'));
