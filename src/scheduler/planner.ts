@@ -1,5 +1,5 @@
 import type { NodeId } from '../raft/types.js';
-import { instantsBetween, lastInstantBetween, type JobSpec } from './spec.js';
+import { instantsBetween, lastInstantBetween, lastInstantsBetween, type JobSpec } from './spec.js';
 import type { SchedulerCommand, SchedulerState } from './state.js';
 
 /** What to do with slots whose instant passed while no claim could be made (no quorum). */
@@ -45,7 +45,7 @@ export function plan(state: SchedulerState, input: PlanInput): SchedulerCommand[
   return commands;
 }
 
-/** Bound on past instants enumerated for one job in one plan (the rest are counted as one skip). */
+/** Bound on missed instants counted for one skip (a longer outage counts this many). */
 const MAX_PAST_ENUMERATED = 1000;
 
 function dueSlots(
@@ -62,7 +62,7 @@ function dueSlots(
   if (catchUp.policy === 'latest') kept = [latestPast];
   else if (catchUp.policy === 'all') {
     const from = Math.max(highWaterMs, input.nowMs - catchUp.windowMs - 1);
-    kept = instantsBetween(spec, anchorMs, from, input.nowMs, MAX_PAST_ENUMERATED).slice(-catchUp.maxSlots);
+    kept = lastInstantsBetween(spec, anchorMs, from, input.nowMs, catchUp.maxSlots);
   }
   // Everything before the first kept slot (or up to now, if none is kept) is skipped as missed.
   const skipThrough = kept.length > 0 ? (kept[0] as number) - 1 : latestPast;

@@ -95,6 +95,30 @@ export function instantsBetween(spec: JobSpec, anchorMs: number, afterMs: number
   }
 }
 
+/**
+ * The job's last `count` instants after `afterMs` and at or before `atMs`, oldest first:
+ * enumerated backwards from `atMs`, so a long window costs `count`, not its length. Pure.
+ */
+export function lastInstantsBetween(spec: JobSpec, anchorMs: number, afterMs: number, atMs: number, count: number): number[] {
+  const out: number[] = [];
+  const limit = Math.min(count, MAX_INSTANTS_PER_CALL);
+  if (spec.kind === 'cron') {
+    const expression = CronExpressionParser.parse(spec.expression, { tz: spec.tz, currentDate: new Date(atMs + 1) });
+    while (out.length < limit) {
+      const t = expression.prev().getTime();
+      if (t <= afterMs) break;
+      out.push(t);
+    }
+  } else {
+    let t = lastInstantBetween(spec, anchorMs, afterMs, atMs);
+    while (t !== null && out.length < limit) {
+      out.push(t);
+      t = spec.kind === 'every' && t - spec.everyMs > afterMs && t - spec.everyMs > anchorMs ? t - spec.everyMs : null;
+    }
+  }
+  return out.reverse();
+}
+
 /** The job's last instant at or before `atMs` and after `afterMs`, or null. Pure. */
 export function lastInstantBetween(spec: JobSpec, anchorMs: number, afterMs: number, atMs: number): number | null {
   let t: number | null;

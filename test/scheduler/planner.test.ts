@@ -108,3 +108,20 @@ describe('reassignments', () => {
     expect(planReassignments(all, reassignInput(T0 + 900, ['b']))).toEqual([]);
   });
 });
+
+describe('catch-up over a long outage', () => {
+  it("'all' runs at most maxSlots, the latest, however long the window", () => {
+    const s = new SchedulerState();
+    s.apply(1, { type: 'register', job: 'tick', spec: parseSpec({ every: 100 }), mode: 'one', member: 'a', atMs: T0 });
+    const commands = plan(s, {
+      nowMs: T0 + 3_600_000 + 50,
+      lookaheadMs: 0,
+      members: new Map([['a', { load: 0 }]]),
+      catchUp: () => ({ policy: 'all', windowMs: 3_600_000, maxSlots: 5 }),
+      maxClaims: 100,
+    });
+    const claims = commands.filter((c) => c.type === 'claim').map((c) => (c.type === 'claim' ? c.slotMs - T0 : 0));
+    expect(claims).toEqual([3_599_600, 3_599_700, 3_599_800, 3_599_900, 3_600_000]);
+    expect(commands[0]).toMatchObject({ type: 'skip', throughMs: T0 + 3_599_599 });
+  });
+});

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from '../../src/errors.js';
-import { instantsBetween, lastInstantBetween, parseSpec, specKey } from '../../src/scheduler/spec.js';
+import { instantsBetween, lastInstantBetween, lastInstantsBetween, parseSpec, specKey } from '../../src/scheduler/spec.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 
@@ -59,5 +59,13 @@ describe('job specs', () => {
   it('gives the same key to the same spec', () => {
     expect(specKey(parseSpec({ every: '1s' }))).toBe(specKey(parseSpec({ every: 1000 })));
     expect(specKey(parseSpec('* * * * *'))).not.toBe(specKey(parseSpec({ cron: '* * * * *', tz: 'Asia/Tokyo' })));
+  });
+});
+
+describe('instants counted backwards', () => {
+  it('gives the last ones before a time, oldest first, for intervals and cron', () => {
+    expect(lastInstantsBetween(parseSpec({ every: '1s' }), T0, T0, T0 + 10_500, 3)).toEqual([T0 + 8000, T0 + 9000, T0 + 10_000]);
+    expect(lastInstantsBetween(parseSpec({ every: '1s' }), T0, T0 + 9500, T0 + 10_500, 3)).toEqual([T0 + 10_000]);
+    expect(lastInstantsBetween(parseSpec('*/10 * * * * *'), T0, T0, T0 + 35_000, 2)).toEqual([T0 + 20_000, T0 + 30_000]);
   });
 });
