@@ -404,7 +404,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       peerId: this.#peerId,
       transport: stats,
       jobs: this.#jobStates(now),
-      invalidMessages: driver?.invalidMessages ?? 0,
+      invalidMessages: (driver?.invalidMessages ?? 0) + (node?.protocolViolations ?? 0),
       unsendableMessages: driver?.unsendableMessages ?? 0,
     };
   }

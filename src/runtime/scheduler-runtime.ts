@@ -185,10 +185,6 @@ export class SchedulerRuntime {
     }
   }
 
-  hasJob(name: string): boolean {
-    return this.#jobs.has(name);
-  }
-
   #register(name: string): void {
     const job = this.#jobs.get(name);
     if (job === undefined || job.registered || this.#stopped) return;
