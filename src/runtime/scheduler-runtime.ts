@@ -2,7 +2,7 @@ import type { NodeId } from '../raft/types.js';
 import type { Clock, TimerHandle, Timers } from '../time/clock.js';
 import { plan, planReassignments, type CatchUp } from '../scheduler/planner.js';
 import type { JobSpec } from '../scheduler/spec.js';
-import { claimKey, SchedulerState, type ApplyResult, type AssignMode, type ClaimRecord, type SchedulerCommand } from '../scheduler/state.js';
+import { claimKey, SchedulerState, type ApplyResult, type AssignMode, type ClaimRecord, type JobPolicy, type SchedulerCommand } from '../scheduler/state.js';
 
 /** What a handler is given for one run of a slot. */
 export interface JobContext {
@@ -188,7 +188,7 @@ export class SchedulerRuntime {
   #register(name: string): void {
     const job = this.#jobs.get(name);
     if (job === undefined || job.registered || this.#stopped) return;
-    const command: SchedulerCommand = { type: 'register', job: name, spec: job.spec, mode: job.options.mode ?? 'one', member: this.#o.self, atMs: this.#o.clock.now() };
+    const command: SchedulerCommand = { type: 'register', job: name, spec: job.spec, mode: job.options.mode ?? 'one', policy: policyOf(job.options), member: this.#o.self, atMs: this.#o.clock.now() };
     this.#o.propose(command).then(
       () => {
         job.registered = true;
@@ -252,10 +252,6 @@ export class SchedulerRuntime {
     const moves = !settled ? [] : planReassignments(this.state, {
       nowMs: this.#o.clock.now(),
       eligible: new Set(eligible),
-      retries: (job) => {
-        const options = this.#jobs.get(job)?.options;
-        return { retries: options?.retries ?? 0, delayMs: options?.retryDelayMs ?? DEFAULT_RETRY_DELAY_MS };
-      },
       horizonMs: this.#o.reassignHorizonMs,
       maxCommands: this.#o.maxClaimsPerPlan,
     });
@@ -263,7 +259,6 @@ export class SchedulerRuntime {
       nowMs: this.#o.clock.now(),
       lookaheadMs: this.#o.lookaheadMs,
       members,
-      catchUp: (job) => catchUpOf(this.#jobs.get(job)?.options.catchUp),
       maxClaims: this.#o.maxClaimsPerPlan,
     })];
     for (const command of commands) {
@@ -436,10 +431,11 @@ export class SchedulerRuntime {
 /** The reason a run stops when the cluster, not the job, ends it. */
 class InterruptedError extends Error {}
 
-function catchUpOf(option: JobOptions['catchUp']): CatchUp {
-  if (option === undefined || option === 'latest') return { policy: 'latest' };
-  if (option === 'none') return { policy: 'none' };
-  return { policy: 'all', windowMs: option.windowMs, maxSlots: option.maxSlots };
+/** The replicated form of a job's options (what the leader plans by). */
+function policyOf(options: JobOptions): JobPolicy {
+  const c = options.catchUp;
+  const catchUp: CatchUp = c === undefined || c === 'latest' ? { policy: 'latest' } : c === 'none' ? { policy: 'none' } : { policy: 'all', windowMs: c.windowMs, maxSlots: c.maxSlots };
+  return { retries: options.retries ?? 0, retryDelayMs: options.retryDelayMs ?? DEFAULT_RETRY_DELAY_MS, catchUp };
 }
 
 function inflightKey(command: SchedulerCommand): string {

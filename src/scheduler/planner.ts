@@ -1,9 +1,9 @@
 import type { NodeId } from '../raft/types.js';
 import { instantsBetween, lastInstantBetween, lastInstantsBetween, type JobSpec } from './spec.js';
-import type { SchedulerCommand, SchedulerState } from './state.js';
+import type { JobPolicy, SchedulerCommand, SchedulerState } from './state.js';
 
 /** What to do with slots whose instant passed while no claim could be made (no quorum). */
-export type CatchUp = { readonly policy: 'latest' } | { readonly policy: 'none' } | { readonly policy: 'all'; readonly windowMs: number; readonly maxSlots: number };
+export type CatchUp = JobPolicy['catchUp'];
 
 export interface PlanInput {
   /** The cluster's time now. */
@@ -12,7 +12,6 @@ export interface PlanInput {
   readonly lookaheadMs: number;
   /** Members that may be assigned work now (reachable, clock within bounds), with their load. */
   readonly members: ReadonlyMap<NodeId, { readonly load: number }>;
-  readonly catchUp: (job: string) => CatchUp;
   /** Bound on claims proposed in one plan. */
   readonly maxClaims: number;
 }
@@ -33,7 +32,7 @@ export function plan(state: SchedulerState, input: PlanInput): SchedulerCommand[
     if (job === undefined) continue;
     const eligible = [...job.handlers].filter((id) => load.has(id)).sort();
     if (eligible.length === 0) continue;
-    const { skip, slots } = dueSlots(job.spec, job.anchorMs, job.highWaterMs, input, input.catchUp(name));
+    const { skip, slots } = dueSlots(job.spec, job.anchorMs, job.highWaterMs, input, job.policy.catchUp);
     if (skip !== null) commands.push({ type: 'skip', job: name, throughMs: skip.throughMs, count: skip.count });
     for (const slotMs of slots) {
       if (commands.length >= input.maxClaims) break;
@@ -83,7 +82,6 @@ export interface ReassignInput {
   readonly nowMs: number;
   /** Members that may be given work now. */
   readonly eligible: ReadonlySet<NodeId>;
-  readonly retries: (job: string) => { readonly retries: number; readonly delayMs: number };
   /** Claims older than this (by slot) are left alone: their story is over. */
   readonly horizonMs: number;
   readonly maxCommands: number;
@@ -119,7 +117,7 @@ export function planReassignments(state: SchedulerState, input: ReassignInput): 
       }
       continue;
     }
-    const { retries, delayMs } = input.retries(claim.job);
+    const { retries, retryDelayMs: delayMs } = job.policy;
     if (claim.attempt > retries || candidates.length === 0) continue;
     if (input.nowMs < current.atMs + delayMs * 2 ** (claim.attempt - 1)) continue;
     out.push({ type: 'reassign', job: claim.job, slotMs: claim.slotMs, fromToken: claim.token, assignees: [pick(candidates, state, assignee)], reason: 'retry' });

@@ -10,6 +10,8 @@ export type SchedulerCommand =
       readonly job: string;
       readonly spec: JobSpec;
       readonly mode: AssignMode;
+      /** How failed runs and missed slots are handled; replicated so every leader plans alike. */
+      readonly policy: JobPolicy;
       /** The member that has a handler for the job. */
       readonly member: NodeId;
       /** Cluster time of the registration; the first one anchors fixed intervals. */
@@ -75,11 +77,24 @@ export type SchedulerCommand =
       readonly error?: string;
     };
 
+/** The parts of a job's options that the leader plans by, as replicated in the log. */
+export interface JobPolicy {
+  readonly retries: number;
+  readonly retryDelayMs: number;
+  readonly catchUp: { readonly policy: 'latest' } | { readonly policy: 'none' } | { readonly policy: 'all'; readonly windowMs: number; readonly maxSlots: number };
+}
+
+export function policyKey(p: JobPolicy): string {
+  const c = p.catchUp.policy === 'all' ? `all ${p.catchUp.windowMs} ${p.catchUp.maxSlots}` : p.catchUp.policy;
+  return `retries ${p.retries} delay ${p.retryDelayMs} catch-up ${c}`;
+}
+
 export interface JobRecord {
   readonly name: string;
   /** The spec of the first registration: it wins over later, different ones. */
   readonly spec: JobSpec;
   readonly mode: AssignMode;
+  readonly policy: JobPolicy;
   readonly anchorMs: number;
   /** Members with a handler for the job. */
   readonly handlers: Set<NodeId>;
@@ -225,6 +240,7 @@ export class SchedulerState {
         name: command.job,
         spec: command.spec,
         mode: command.mode,
+        policy: command.policy,
         anchorMs: command.atMs,
         handlers: new Set([command.member]),
         conflicts: new Map(),
@@ -235,10 +251,10 @@ export class SchedulerState {
     }
     // The first registration's spec stays; a member that registers another keeps no handler for
     // it (its handler expects other slots), and the conflict is visible in state().
-    const theirs = specKey(command.spec);
-    if (theirs !== specKey(existing.spec) || command.mode !== existing.mode) {
+    const theirs = `${specKey(command.spec)} (${command.mode}, ${policyKey(command.policy)})`;
+    if (theirs !== `${specKey(existing.spec)} (${existing.mode}, ${policyKey(existing.policy)})`) {
       existing.handlers.delete(command.member);
-      existing.conflicts.set(command.member, `${theirs} (${command.mode})`);
+      existing.conflicts.set(command.member, theirs);
       return { ok: false, reason: 'spec-conflict' };
     }
     existing.handlers.add(command.member);

@@ -1,19 +1,23 @@
 import { describe, expect, it } from 'vitest';
 import { plan, planReassignments, type CatchUp, type PlanInput } from '../../src/scheduler/planner.js';
 import { parseSpec } from '../../src/scheduler/spec.js';
-import { SchedulerState } from '../../src/scheduler/state.js';
+import { SchedulerState, type JobPolicy } from '../../src/scheduler/state.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 
-function stateWith(mode: 'one' | 'all' = 'one', handlers = ['a', 'b']): SchedulerState {
+function policy(catchUp: CatchUp = { policy: 'latest' }, retries = 0): JobPolicy {
+  return { retries, retryDelayMs: 1000, catchUp };
+}
+
+function stateWith(mode: 'one' | 'all' = 'one', handlers = ['a', 'b'], jobPolicy = policy()): SchedulerState {
   const s = new SchedulerState();
   let index = 0;
-  for (const member of handlers) s.apply(++index, { type: 'register', job: 'tick', spec: parseSpec({ every: '1s' }), mode, member, atMs: T0 });
+  for (const member of handlers) s.apply(++index, { type: 'register', job: 'tick', spec: parseSpec({ every: '1s' }), mode, policy: jobPolicy, member, atMs: T0 });
   return s;
 }
 
-function input(nowMs: number, catchUp: CatchUp = { policy: 'latest' }, members = ['a', 'b']): PlanInput {
-  return { nowMs, lookaheadMs: 1500, members: new Map(members.map((id) => [id, { load: 0 }])), catchUp: () => catchUp, maxClaims: 100 };
+function input(nowMs: number, members = ['a', 'b']): PlanInput {
+  return { nowMs, lookaheadMs: 1500, members: new Map(members.map((id) => [id, { load: 0 }])), maxClaims: 100 };
 }
 
 describe('the planner', () => {
@@ -34,7 +38,7 @@ describe('the planner', () => {
 
   it('assigns nobody without a handler, and only members that may take work', () => {
     expect(plan(stateWith('one', ['c']), input(T0 + 100))).toEqual([]);
-    const commands = plan(stateWith(), input(T0 + 100, { policy: 'latest' }, ['b']));
+    const commands = plan(stateWith(), input(T0 + 100, ['b']));
     expect(commands.map((c) => (c.type === 'claim' ? c.assignees : []))).toEqual([['b']]);
   });
 
@@ -45,10 +49,10 @@ describe('the planner', () => {
   });
 
   it("'none' skips every missed slot; 'all' runs those within the window, up to its bound", () => {
-    const none = plan(stateWith(), input(T0 + 10_500, { policy: 'none' }));
+    const none = plan(stateWith('one', ['a', 'b'], policy({ policy: 'none' })), input(T0 + 10_500));
     expect(none[0]).toEqual({ type: 'skip', job: 'tick', throughMs: T0 + 10_000, count: 10 });
     expect(none.slice(1).map((c) => (c.type === 'claim' ? c.slotMs - T0 : null))).toEqual([11_000, 12_000]);
-    const all = plan(stateWith(), input(T0 + 10_500, { policy: 'all', windowMs: 3000, maxSlots: 2 }));
+    const all = plan(stateWith('one', ['a', 'b'], policy({ policy: 'all', windowMs: 3000, maxSlots: 2 })), input(T0 + 10_500));
     expect(all[0]).toEqual({ type: 'skip', job: 'tick', throughMs: T0 + 8999, count: 8 });
     expect(all.slice(1).map((c) => (c.type === 'claim' ? c.slotMs - T0 : null))).toEqual([9000, 10_000, 11_000, 12_000]);
   });
@@ -64,15 +68,14 @@ describe('the planner', () => {
 });
 
 describe('reassignments', () => {
-  const reassignInput = (nowMs: number, eligible: string[], retries = 0): Parameters<typeof planReassignments>[1] => ({
+  const reassignInput = (nowMs: number, eligible: string[]): Parameters<typeof planReassignments>[1] => ({
     nowMs,
     eligible: new Set(eligible),
-    retries: () => ({ retries, delayMs: 1000 }),
     horizonMs: 60_000,
     maxCommands: 10,
   });
-  const claimed = (): SchedulerState => {
-    const s = stateWith();
+  const claimed = (retries = 0): SchedulerState => {
+    const s = stateWith('one', ['a', 'b'], policy({ policy: 'latest' }, retries));
     s.apply(10, { type: 'claim', job: 'tick', slotMs: T0 + 1000, assignees: ['a'] });
     return s;
   };
@@ -85,23 +88,26 @@ describe('reassignments', () => {
   });
 
   it('retries a failed run on another member after the back-off, as many times as the job allows', () => {
-    const s = claimed();
-    s.apply(11, { type: 'outcome', job: 'tick', slotMs: T0 + 1000, token: 10, member: 'a', outcome: 'failed', atMs: T0 + 1100 });
-    expect(planReassignments(s, reassignInput(T0 + 1500, ['a', 'b'], 0))).toEqual([]);
-    expect(planReassignments(s, reassignInput(T0 + 1500, ['a', 'b'], 1))).toEqual([]);
-    expect(planReassignments(s, reassignInput(T0 + 2100, ['a', 'b'], 1))).toEqual([
+    const fail = (s: SchedulerState): SchedulerState => {
+      s.apply(11, { type: 'outcome', job: 'tick', slotMs: T0 + 1000, token: 10, member: 'a', outcome: 'failed', atMs: T0 + 1100 });
+      return s;
+    };
+    expect(planReassignments(fail(claimed(0)), reassignInput(T0 + 1500, ['a', 'b']))).toEqual([]);
+    const s = fail(claimed(1));
+    expect(planReassignments(s, reassignInput(T0 + 1500, ['a', 'b']))).toEqual([]);
+    expect(planReassignments(s, reassignInput(T0 + 2100, ['a', 'b']))).toEqual([
       { type: 'reassign', job: 'tick', slotMs: T0 + 1000, fromToken: 10, assignees: ['b'], reason: 'retry' },
     ]);
     s.apply(12, { type: 'reassign', job: 'tick', slotMs: T0 + 1000, fromToken: 10, assignees: ['b'], reason: 'retry' });
     s.apply(13, { type: 'outcome', job: 'tick', slotMs: T0 + 1000, token: 12, member: 'b', outcome: 'failed', atMs: T0 + 2200 });
     // Attempt 2 failed and only one retry was allowed.
-    expect(planReassignments(s, reassignInput(T0 + 9000, ['a', 'b'], 1))).toEqual([]);
+    expect(planReassignments(s, reassignInput(T0 + 9000, ['a', 'b']))).toEqual([]);
   });
 
   it("leaves succeeded runs, mode 'all' and claims past the horizon alone", () => {
-    const s = claimed();
+    const s = claimed(3);
     s.apply(11, { type: 'outcome', job: 'tick', slotMs: T0 + 1000, token: 10, member: 'a', outcome: 'succeeded', atMs: T0 + 1100 });
-    expect(planReassignments(s, reassignInput(T0 + 5000, ['b'], 3))).toEqual([]);
+    expect(planReassignments(s, reassignInput(T0 + 5000, ['b']))).toEqual([]);
     expect(planReassignments(claimed(), { ...reassignInput(T0 + 100_000, ['b']), horizonMs: 10_000 })).toEqual([]);
     const all = stateWith('all');
     all.apply(10, { type: 'claim', job: 'tick', slotMs: T0 + 1000, assignees: ['a', 'b'] });
@@ -112,14 +118,9 @@ describe('reassignments', () => {
 describe('catch-up over a long outage', () => {
   it("'all' runs at most maxSlots, the latest, however long the window", () => {
     const s = new SchedulerState();
-    s.apply(1, { type: 'register', job: 'tick', spec: parseSpec({ every: 100 }), mode: 'one', member: 'a', atMs: T0 });
-    const commands = plan(s, {
-      nowMs: T0 + 3_600_000 + 50,
-      lookaheadMs: 0,
-      members: new Map([['a', { load: 0 }]]),
-      catchUp: () => ({ policy: 'all', windowMs: 3_600_000, maxSlots: 5 }),
-      maxClaims: 100,
-    });
+    const allOfLastHour = policy({ policy: 'all', windowMs: 3_600_000, maxSlots: 5 });
+    s.apply(1, { type: 'register', job: 'tick', spec: parseSpec({ every: 100 }), mode: 'one', policy: allOfLastHour, member: 'a', atMs: T0 });
+    const commands = plan(s, { nowMs: T0 + 3_600_000 + 50, lookaheadMs: 0, members: new Map([['a', { load: 0 }]]), maxClaims: 100 });
     const claims = commands.filter((c) => c.type === 'claim').map((c) => (c.type === 'claim' ? c.slotMs - T0 : 0));
     expect(claims).toEqual([3_599_600, 3_599_700, 3_599_800, 3_599_900, 3_600_000]);
     expect(commands[0]).toMatchObject({ type: 'skip', throughMs: T0 + 3_599_599 });

@@ -4,7 +4,8 @@ import { SchedulerState, type SchedulerCommand } from '../../src/scheduler/state
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 const every = parseSpec({ every: '1s' });
-const register = (member: string, spec = every): SchedulerCommand => ({ type: 'register', job: 'report', spec, mode: 'one', member, atMs: T0 });
+const policy = { retries: 0, retryDelayMs: 1000, catchUp: { policy: 'latest' } } as const;
+const register = (member: string, spec = every): SchedulerCommand => ({ type: 'register', job: 'report', spec, mode: 'one', policy, member, atMs: T0 });
 const claim = (slotMs: number, assignees = ['a']): SchedulerCommand => ({ type: 'claim', job: 'report', slotMs, assignees });
 
 describe('the scheduler state machine', () => {
@@ -27,7 +28,14 @@ describe('the scheduler state machine', () => {
     const job = s.jobs.get('report')!;
     expect(job.spec).toEqual(every);
     expect([...job.handlers].sort()).toEqual(['a', 'c']);
-    expect(job.conflicts.get('b')).toBe('every 5000 (one)');
+    expect(job.conflicts.get('b')).toBe('every 5000 (one, retries 0 delay 1000 catch-up latest)');
+  });
+
+  it('replicates the policy with the job: a member registering other retries is a conflict too', () => {
+    const s = new SchedulerState();
+    s.apply(1, register('a'));
+    expect(s.apply(2, { ...register('b'), policy: { ...policy, retries: 3 } } as SchedulerCommand)).toEqual({ ok: false, reason: 'spec-conflict' });
+    expect(s.jobs.get('report')!.policy.retries).toBe(0);
   });
 
   it('refuses an outcome reported under a claim that is not the slot’s current one', () => {
