@@ -136,6 +136,10 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       listen: o.listen,
       peers: o.peers,
       ...(privateKey === undefined ? {} : { privateKey }),
+      // A closed connection to the leader is the fastest sign that it died.
+      onEvent: (event) => {
+        if (event.type === 'disconnected') this.#driver?.peerDisconnected(event.peer);
+      },
     });
     // Every Normal entry is a command: an application's bytes, or the scheduler's.
     const stateMachine: StateMachine = {

@@ -211,6 +211,19 @@ export class RaftNode {
     return active >= quorumSize(this.#voters.length);
   }
 
+  /**
+   * The transport saw the connection to the leader close (its process died: the kernel resets
+   * the connection at once). A follower then lets its leader lease lapse and campaigns within a
+   * fraction of an election timeout, instead of waiting one or two. Safety does not depend on
+   * it (PreVote still needs a majority that lost the leader too); a false alarm costs at most
+   * a pre-vote round that members still hearing the leader refuse.
+   */
+  leaderConnectionLost(): void {
+    if (this.#role !== 'follower' || this.#leader === null) return;
+    this.#electionElapsed = Math.max(this.#electionElapsed, this.#electionTicks);
+    this.#randomizedElectionTimeout = this.#electionTicks + this.#random.int(0, Math.max(1, Math.floor(this.#electionTicks / 5)));
+  }
+
   /** Starts an election now (with a pre-vote first), e.g. to speed up a single member's start. */
   campaign(): void {
     if (this.#role !== 'leader') this.#preCampaign();

@@ -252,6 +252,13 @@ export class RaftDriver {
     });
   }
 
+  /** The transport lost its connection to `peer`: if it leads, the node may campaign early. */
+  peerDisconnected(peer: NodeId): void {
+    if (!this.#running || peer !== this.#node.leader) return;
+    this.#node.leaderConnectionLost();
+    this.#kick();
+  }
+
   /** Asks Raft to hand leadership to the most up-to-date follower. Returns the target, or null. */
   transferLeadership(): NodeId | null {
     const target = this.#node.transferLeadership();

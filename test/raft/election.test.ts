@@ -135,6 +135,40 @@ describe('PreVote and CheckQuorum', () => {
   });
 });
 
+describe('a lost connection to the leader', () => {
+  it('lets followers that lost it campaign within a fifth of an election timeout', () => {
+    const net = new TestNetwork(['a', 'b', 'c'], { electionTicks: 20 });
+    net.elect('a');
+    const term = net.node('a').term;
+    net.isolate('a');
+    net.node('b').leaderConnectionLost();
+    net.node('c').leaderConnectionLost();
+    // 5 ticks: far less than the 20 to 39 an ordinary election timeout takes.
+    for (let i = 0; i < 5; i++) {
+      net.tick('b');
+      net.tick('c');
+      net.stabilize();
+    }
+    expect(net.leaders().filter((id) => id !== 'a')).toHaveLength(1);
+    expect(net.node('b').term).toBe(term + 1);
+  });
+
+  it('is refused by members still hearing the leader: a false alarm does not disrupt it', () => {
+    const net = new TestNetwork(['a', 'b', 'c'], { electionTicks: 20 });
+    net.elect('a');
+    const term = net.node('a').term;
+    net.node('b').leaderConnectionLost();
+    for (let i = 0; i < 5; i++) {
+      net.tick('b');
+      net.stabilize();
+    }
+    // b did ask (so the test is not vacuous), and was refused.
+    expect(net.delivered.some((m) => m.type === 'prevote' && m.from === 'b')).toBe(true);
+    expect(net.node('a').role).toBe('leader');
+    expect(net.node('a').term).toBe(term);
+  });
+});
+
 describe('leadership transfer', () => {
   it('hands leadership to an up-to-date follower without an election timeout', () => {
     const net = new TestNetwork(three);
