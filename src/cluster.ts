@@ -359,15 +359,17 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       .map((c) => ({ job: c.job, slot: new Date(c.slotMs), fencingToken: c.token, assignees: c.assignees, outcomes: Object.fromEntries(c.outcomes) }));
   }
 
-  /** Members the leader may give work to now: itself and those heard from within an election timeout. */
+  /** Members the leader may give work to now: itself and those connected and heard from within an election timeout. */
   #eligibleMembers(): NodeId[] {
     const driver = this.#driver;
     if (driver === null) return [];
     const now = this.#clock.now();
     return this.#o.voters.filter((id) => {
       if (id === this.id) return true;
+      // A closed connection (a killed process) makes a member ineligible at once; silence, only
+      // after an election timeout.
       const heard = driver.lastHeard(id);
-      return heard !== undefined && now - heard < this.#o.electionTimeoutMs;
+      return heard !== undefined && now - heard < this.#o.electionTimeoutMs && this.#transport?.isConnected(id) === true;
     });
   }
 
