@@ -12,7 +12,7 @@ import { decodeCommand, encodeCommand } from './runtime/commands.js';
 import { RaftDriver, type ProposalResult, type StateMachine } from './runtime/driver.js';
 import { SchedulerRuntime, type JobHandler, type JobOptions } from './runtime/scheduler-runtime.js';
 import { parseSpec, specKey, instantsBetween, type SpecInput } from './scheduler/spec.js';
-import type { SchedulerCommand } from './scheduler/state.js';
+import type { ClaimRecord, SchedulerCommand } from './scheduler/state.js';
 import { LevelLogStorage } from './storage/level-log-storage.js';
 import type { LogStorage } from './storage/log-storage.js';
 import { MemoryLogStorage } from './storage/memory-log-storage.js';
@@ -29,6 +29,12 @@ const encoder = new TextEncoder();
 const MAX_JOB_NAME_LENGTH = 200;
 /** Most retries a job may ask for. */
 const MAX_RETRIES = 100;
+
+function validateName(name: unknown): void {
+  if (typeof name !== 'string' || name.length === 0 || name.length > MAX_JOB_NAME_LENGTH) {
+    throw new InvalidArgumentError('name', name, `a non-empty string of at most ${MAX_JOB_NAME_LENGTH} characters`);
+  }
+}
 
 function validateJobOptions(options: JobOptions): void {
   if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('options', options, 'an object');
@@ -288,9 +294,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
    * @throws InvalidArgumentError for a bad name, spec, handler or option, or a name already scheduled here
    */
   schedule(name: string, spec: SpecInput, handler: JobHandler, options: JobOptions = {}): { readonly name: string; unschedule(): boolean } {
-    if (typeof name !== 'string' || name.length === 0 || name.length > MAX_JOB_NAME_LENGTH) {
-      throw new InvalidArgumentError('name', name, `a non-empty string of at most ${MAX_JOB_NAME_LENGTH} characters`);
-    }
+    validateName(name);
     if (this.#jobs.has(name)) throw new InvalidArgumentError('name', name, 'a name not already scheduled on this member');
     const parsed = parseSpec(spec);
     if (typeof handler !== 'function') throw new InvalidArgumentError('handler', handler, 'a function');
@@ -320,9 +324,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     options: { readonly atMostFor: number; readonly atLeastFor?: number },
     fn: (lock: { readonly fencingToken: number; readonly signal: AbortSignal }) => unknown,
   ): Promise<boolean> {
-    if (typeof name !== 'string' || name.length === 0 || name.length > MAX_JOB_NAME_LENGTH) {
-      throw new InvalidArgumentError('name', name, `a non-empty string of at most ${MAX_JOB_NAME_LENGTH} characters`);
-    }
+    validateName(name);
     const atMostFor = options?.atMostFor;
     const atLeastFor = options?.atLeastFor ?? 0;
     if (!Number.isInteger(atMostFor) || atMostFor <= 0) throw new InvalidArgumentError('atMostFor', atMostFor, 'a positive integer of milliseconds');
@@ -418,9 +420,13 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   #jobStates(nowMs: number): ClusterState['jobs'] {
     const state = this.#scheduler?.state;
     if (state === undefined) return [];
+    // One pass over the claims (in claim order, so the last one seen per job is its latest),
+    // rather than a scan of all claims for every job.
+    const lastClaims = new Map<string, ClaimRecord>();
+    for (const claim of state.claims.values()) lastClaims.set(claim.job, claim);
     return [...state.jobs.values()].map((job) => {
       const next = instantsBetween(job.spec, job.anchorMs, Math.max(job.highWaterMs, nowMs), nowMs + 366 * 86_400_000, 1)[0];
-      const last = [...state.claims.values()].reverse().find((c) => c.job === job.name);
+      const last = lastClaims.get(job.name);
       return {
         name: job.name,
         spec: specKey(job.spec),

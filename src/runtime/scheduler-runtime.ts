@@ -172,12 +172,20 @@ export class SchedulerRuntime {
   }
 
   /** Proposes `unregister` until it is applied (the leader then stops assigning the job here). */
-  async #unregister(name: string): Promise<void> {
+  #unregister(name: string): Promise<void> {
+    return this.#proposeUntil({ type: 'unregister', job: name, member: this.#o.self }, () => this.#jobs.has(name) || this.state.jobs.get(name)?.handlers.has(this.#o.self) !== true);
+  }
+
+  /**
+   * Proposes `command` until it is applied, `settled()` holds (nothing left to do), the member
+   * stops, or the reassignment horizon passes; between tries it waits a plan interval. Safe only
+   * for commands that may be applied twice.
+   */
+  async #proposeUntil(command: SchedulerCommand, settled: () => boolean): Promise<void> {
     const giveUpAtMs = this.#o.clock.now() + this.#o.reassignHorizonMs;
-    while (!this.#stopped && !this.#jobs.has(name) && this.#o.clock.now() < giveUpAtMs) {
-      if (this.state.jobs.get(name)?.handlers.has(this.#o.self) !== true) return;
+    while (!this.#stopped && this.#o.clock.now() < giveUpAtMs && !settled()) {
       try {
-        await this.#o.propose({ type: 'unregister', job: name, member: this.#o.self });
+        await this.#o.propose(command);
         return;
       } catch {
         await new Promise<void>((resolve) => this.#o.timers.setTimeout(resolve, this.#o.planIntervalMs));
@@ -309,8 +317,7 @@ export class SchedulerRuntime {
         this.#arm(current);
         return;
       }
-      const atMs = this.#o.clock.now();
-      this.#track(this.#recordOutcome({ job: held.job, slotMs: held.slotMs, fencingToken: held.token, member: this.#o.self, startedAtMs: atMs, endedAtMs: atMs, outcome: 'interrupted', error: 'no handler for the job on this member' }));
+      this.#track(this.#reportInterrupted(held, 'no handler for the job on this member'));
     }, delayMs);
   }
 
@@ -333,10 +340,7 @@ export class SchedulerRuntime {
       if (held !== 'held') {
         if (this.#armed.get(key)?.abort === abort) this.#armed.delete(key);
         // No leader confirmed the claim in time: say so, so that the slot moves rather than waits.
-        if (held === 'unconfirmed' && !this.#stopped && !this.#draining) {
-          const atMs = this.#o.clock.now();
-          await this.#recordOutcome({ job: claim.job, slotMs: claim.slotMs, fencingToken: claim.token, member: this.#o.self, startedAtMs: atMs, endedAtMs: atMs, outcome: 'interrupted', error: 'no leader confirmed the claim' });
-        }
+        if (held === 'unconfirmed' && !this.#stopped && !this.#draining) await this.#reportInterrupted(claim, 'no leader confirmed the claim');
         return;
       }
       if (this.#stopped || this.#draining) return;
@@ -414,17 +418,16 @@ export class SchedulerRuntime {
     };
     // Retried until the log has it, the claim moved on, or the member stops: an outcome that is
     // never recorded would leave its slot waiting. Recording twice is harmless (first one wins).
-    const giveUpAtMs = this.#o.clock.now() + this.#o.reassignHorizonMs;
-    while (!this.#stopped && this.#o.clock.now() < giveUpAtMs) {
+    await this.#proposeUntil(command, () => {
       const current = this.state.claims.get(claimKey(run.job, run.slotMs));
-      if (current === undefined || current.token !== run.fencingToken || current.outcomes.get(run.member)?.token === run.fencingToken) return;
-      try {
-        await this.#o.propose(command);
-        return;
-      } catch {
-        await new Promise<void>((resolve) => this.#o.timers.setTimeout(resolve, this.#o.planIntervalMs));
-      }
-    }
+      return current === undefined || current.token !== run.fencingToken || current.outcomes.get(run.member)?.token === run.fencingToken;
+    });
+  }
+
+  /** Reports a claim this member will not run, so that the leader moves its slot. */
+  #reportInterrupted(claim: ClaimRecord, reason: string): Promise<void> {
+    const atMs = this.#o.clock.now();
+    return this.#recordOutcome({ job: claim.job, slotMs: claim.slotMs, fencingToken: claim.token, member: this.#o.self, startedAtMs: atMs, endedAtMs: atMs, outcome: 'interrupted', error: reason });
   }
 }
 
