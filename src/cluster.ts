@@ -5,12 +5,14 @@ import type { ClusterState, MemberState } from './api/state.js';
 import type { ClusterEvents } from './cluster-events.js';
 import { resolveOptions, CLUSTER_DEFAULTS, type ClusterOptions, type ResolvedOptions } from './cluster-options.js';
 import { CronraftError, InvalidArgumentError, NotRunningError, TimeoutError } from './errors.js';
+import { validateJobOptions, validateName } from './job-options.js';
 import { RaftNode } from './raft/node.js';
 import type { SoftState } from './raft/ready.js';
 import type { NodeId } from './raft/types.js';
-import { decodeCommand, encodeCommand } from './runtime/commands.js';
-import { RaftDriver, type ProposalResult, type StateMachine } from './runtime/driver.js';
-import { SchedulerRuntime, type JobHandler, type JobOptions } from './runtime/scheduler-runtime.js';
+import { encodeCommand } from './runtime/commands.js';
+import type { RaftDriver, ProposalResult } from './runtime/driver.js';
+import { Member } from './runtime/member.js';
+import type { SchedulerRuntime, JobHandler, JobOptions } from './runtime/scheduler-runtime.js';
 import { parseSpec, specKey, instantsBetween, type SpecInput } from './scheduler/spec.js';
 import type { ClaimRecord, SchedulerCommand } from './scheduler/state.js';
 import { LevelLogStorage } from './storage/level-log-storage.js';
@@ -25,35 +27,6 @@ import { join } from 'node:path';
 type Status = ClusterState['status'];
 
 const encoder = new TextEncoder();
-/** Longest job name accepted. */
-const MAX_JOB_NAME_LENGTH = 200;
-/** Most retries a job may ask for. */
-const MAX_RETRIES = 100;
-
-function validateName(name: unknown): void {
-  if (typeof name !== 'string' || name.length === 0 || name.length > MAX_JOB_NAME_LENGTH) {
-    throw new InvalidArgumentError('name', name, `a non-empty string of at most ${MAX_JOB_NAME_LENGTH} characters`);
-  }
-}
-
-function validateJobOptions(options: JobOptions): void {
-  if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('options', options, 'an object');
-  if (options.mode !== undefined && options.mode !== 'one' && options.mode !== 'all') throw new InvalidArgumentError('options.mode', options.mode, "'one' or 'all'");
-  if (options.timeoutMs !== undefined && (!Number.isInteger(options.timeoutMs) || options.timeoutMs <= 0)) {
-    throw new InvalidArgumentError('options.timeoutMs', options.timeoutMs, 'a positive integer of milliseconds');
-  }
-  if (options.retries !== undefined && (!Number.isInteger(options.retries) || options.retries < 0 || options.retries > MAX_RETRIES)) {
-    throw new InvalidArgumentError('options.retries', options.retries, `an integer from 0 to ${MAX_RETRIES}`);
-  }
-  if (options.retryDelayMs !== undefined && (!Number.isInteger(options.retryDelayMs) || options.retryDelayMs <= 0)) {
-    throw new InvalidArgumentError('options.retryDelayMs', options.retryDelayMs, 'a positive integer of milliseconds');
-  }
-  const c = options.catchUp;
-  if (c !== undefined && c !== 'latest' && c !== 'none' && !(typeof c === 'object' && c !== null && Number.isInteger(c.windowMs) && c.windowMs > 0 && Number.isInteger(c.maxSlots) && c.maxSlots > 0)) {
-    throw new InvalidArgumentError('options.catchUp', c, "'latest', 'none' or { windowMs, maxSlots }");
-  }
-}
-
 /** Randomness for election timeouts when none is injected. */
 const cryptoRandom: Random = { int: (min, max) => randomInt(min, max + 1) };
 
@@ -82,6 +55,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   #lastRole: SoftState['role'] = 'follower';
   #roleWaiters = new Set<() => void>();
   #scheduler: SchedulerRuntime | null = null;
+  #member: Member | null = null;
   /** Jobs scheduled before start(), registered once the member runs. */
   readonly #jobs = new Map<string, { spec: ReturnType<typeof parseSpec>; handler: JobHandler; options: JobOptions }>();
 
@@ -147,75 +121,50 @@ export class Cluster extends EventEmitter<ClusterEvents> {
         if (event.type === 'disconnected') this.#driver?.peerDisconnected(event.peer);
       },
     });
-    // Every Normal entry is a command: an application's bytes, or the scheduler's.
-    const stateMachine: StateMachine = {
-      apply: (entry) => {
-        const command = decodeCommand(entry.data);
-        if (command?.kind === 'scheduler') return this.#scheduler?.apply(entry.index, command.command);
-        if (command?.kind === 'user' && this.listenerCount('applied') > 0) {
-          try {
-            this.emit('applied', { index: entry.index, term: entry.term, data: command.data });
-          } catch {
-            // A listener's error is the app's; it must not stop this member applying the log.
-          }
-        }
-        return undefined;
-      },
-    };
-    this.#driver = new RaftDriver({
+    const member = new Member({
+      self: o.self.id,
+      voters: o.voters,
       node,
       storage: this.#storage,
       transport: this.#transport,
-      stateMachine,
       clock: this.#clock,
       timers: this.#timers,
-      tickMs: o.tickMs,
-      requestTimeoutMs: o.requestTimeoutMs,
-      maxPendingProposals: o.maxPendingProposals,
-      maxProposalBatch: CLUSTER_DEFAULTS.maxProposalBatch,
-      maxProposalBatchBytes: CLUSTER_DEFAULTS.maxProposalBatchBytes,
-      maxPendingReads: CLUSTER_DEFAULTS.maxPendingReads,
-      leaderSilenceMs: o.electionTimeoutMs,
+      timing: {
+        tickMs: o.tickMs,
+        heartbeatTicks: o.heartbeatTicks,
+        electionTimeoutMs: o.electionTimeoutMs,
+        requestTimeoutMs: o.requestTimeoutMs,
+        maxPendingProposals: o.maxPendingProposals,
+        maxProposalBatch: CLUSTER_DEFAULTS.maxProposalBatch,
+        maxProposalBatchBytes: CLUSTER_DEFAULTS.maxProposalBatchBytes,
+        maxPendingReads: CLUSTER_DEFAULTS.maxPendingReads,
+        planIntervalMs: CLUSTER_DEFAULTS.planIntervalMs,
+        lookaheadMs: CLUSTER_DEFAULTS.lookaheadMs,
+        maxClaimsPerPlan: CLUSTER_DEFAULTS.maxClaimsPerPlan,
+        reassignHorizonMs: CLUSTER_DEFAULTS.reassignHorizonMs,
+      },
       bootId: randomBytes(4).toString('hex'),
+      onUserEntry: (entry, data) => {
+        if (this.listenerCount('applied') === 0) return;
+        try {
+          this.emit('applied', { index: entry.index, term: entry.term, data });
+        } catch {
+          // A listener's error is the app's; it must not stop this member applying the log.
+        }
+      },
       onSoftState: (s) => this.#onSoftState(s),
       onFatal: (error) => this.#onFatal(error),
-    });
-    const driver = this.#driver;
-    this.#scheduler = new SchedulerRuntime({
-      self: o.self.id,
-      clock: this.#clock,
-      timers: this.#timers,
-      propose: (command: SchedulerCommand) => driver.propose(encodeCommand({ kind: 'scheduler', command })),
-      barrier: () => driver.readBarrier(),
-      isLeader: () => driver.node.role === 'leader',
-      holdsLease: () => {
-        const leader = driver.node.leader;
-        if (driver.node.role === 'leader') return true;
-        const heard = leader === null ? undefined : driver.lastHeard(leader);
-        // The lease is two election timeouts: a normal failover (a new leader within one to two
-        // timeouts) does not interrupt runs; a member cut off for longer stops its runs, and
-        // the fencing token covers the time between the leader's reassignment and that stop.
-        return heard !== undefined && this.#clock.now() - heard < 2 * o.electionTimeoutMs;
-      },
-      reassignHorizonMs: CLUSTER_DEFAULTS.reassignHorizonMs,
-      // Live followers answer a new leader's first heartbeat at once; two heartbeat intervals
-      // tell the lost from the not-yet-heard.
-      reassignGraceMs: 2 * o.heartbeatTicks * o.tickMs,
-      eligibleMembers: () => this.#eligibleMembers(),
-      planIntervalMs: CLUSTER_DEFAULTS.planIntervalMs,
-      lookaheadMs: Math.max(CLUSTER_DEFAULTS.lookaheadMs, o.electionTimeoutMs),
-      maxClaimsPerPlan: CLUSTER_DEFAULTS.maxClaimsPerPlan,
       onRun: (run) => {
         this.emit('run', run);
       },
     });
+    this.#member = member;
+    this.#driver = member.driver;
+    this.#scheduler = member.scheduler;
     await this.#transport.start();
     this.#peerId = this.#transport.peerId();
-    this.#driver.start();
-    this.#scheduler.start();
-    for (const [name, job] of this.#jobs) this.#scheduler.schedule(name, job.spec, job.handler, job.options);
-    // Alone, there is nobody to wait for: take leadership now rather than after a timeout.
-    if (o.voters.length === 1) node.campaign();
+    member.start();
+    for (const [name, job] of this.#jobs) member.scheduler.schedule(name, job.spec, job.handler, job.options);
   }
 
   /**
@@ -245,8 +194,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   }
 
   async #close(): Promise<void> {
-    this.#scheduler?.stop();
-    this.#driver?.stop();
+    this.#member?.stop();
     for (const wake of this.#roleWaiters) wake();
     try {
       await this.#transport?.stop();
@@ -359,20 +307,6 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       .slice(-limit)
       .reverse()
       .map((c) => ({ job: c.job, slot: new Date(c.slotMs), fencingToken: c.token, assignees: c.assignees, outcomes: Object.fromEntries(c.outcomes) }));
-  }
-
-  /** Members the leader may give work to now: itself and those connected and heard from within an election timeout. */
-  #eligibleMembers(): NodeId[] {
-    const driver = this.#driver;
-    if (driver === null) return [];
-    const now = this.#clock.now();
-    return this.#o.voters.filter((id) => {
-      if (id === this.id) return true;
-      // A closed connection (a killed process) makes a member ineligible at once; silence, only
-      // after an election timeout.
-      const heard = driver.lastHeard(id);
-      return heard !== undefined && now - heard < this.#o.electionTimeoutMs && this.#transport?.isConnected(id) === true;
-    });
   }
 
   /** A snapshot of this member's view: role, term, leader, indexes, members and their reachability. */

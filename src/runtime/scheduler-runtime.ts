@@ -60,6 +60,8 @@ export interface SchedulerRuntimeOptions {
    * assignee from one it has not heard from yet.
    */
   readonly reassignGraceMs: number;
+  /** Called as a run's handler starts (after its checks), before `onRun` reports its end. */
+  readonly onRunStart?: (run: Pick<RunRecord, 'job' | 'slotMs' | 'fencingToken' | 'member' | 'startedAtMs'>) => void;
   readonly onRun?: (run: RunRecord) => void;
 }
 
@@ -354,6 +356,13 @@ export class SchedulerRuntime {
     const timeoutMs = job.options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     const timeout = this.#o.timers.setTimeout(() => abort.abort(new Error(`the run exceeded its timeout of ${timeoutMs} ms`)), timeoutMs);
     const startedAtMs = this.#o.clock.now();
+    if (!abort.signal.aborted) {
+      try {
+        this.#o.onRunStart?.({ job: claim.job, slotMs: claim.slotMs, fencingToken: claim.token, member: this.#o.self, startedAtMs });
+      } catch {
+        // A listener's error must not keep the run from starting.
+      }
+    }
     let outcome: RunRecord['outcome'] = 'succeeded';
     let error: string | undefined;
     try {

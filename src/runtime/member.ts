@@ -1,0 +1,158 @@
+import type { RaftNode } from '../raft/node.js';
+import type { SoftState } from '../raft/ready.js';
+import type { Entry, NodeId } from '../raft/types.js';
+import type { SchedulerCommand } from '../scheduler/state.js';
+import type { LogStorage } from '../storage/log-storage.js';
+import type { Clock, Timers } from '../time/clock.js';
+import type { Transport } from '../transport/transport.js';
+import { decodeCommand, encodeCommand } from './commands.js';
+import { RaftDriver, type StateMachine } from './driver.js';
+import { SchedulerRuntime, type RunRecord, type SchedulerRuntimeOptions } from './scheduler-runtime.js';
+
+/** Bounds and intervals of one member, resolved from the cluster's options. */
+export interface MemberTiming {
+  readonly tickMs: number;
+  readonly heartbeatTicks: number;
+  readonly electionTimeoutMs: number;
+  readonly requestTimeoutMs: number;
+  readonly maxPendingProposals: number;
+  readonly maxProposalBatch: number;
+  readonly maxProposalBatchBytes: number;
+  readonly maxPendingReads: number;
+  readonly planIntervalMs: number;
+  readonly lookaheadMs: number;
+  readonly maxClaimsPerPlan: number;
+  readonly reassignHorizonMs: number;
+}
+
+export interface MemberParts {
+  readonly self: NodeId;
+  readonly voters: readonly NodeId[];
+  readonly node: RaftNode;
+  readonly storage: LogStorage;
+  readonly transport: Transport;
+  readonly clock: Clock;
+  readonly timers: Timers;
+  readonly timing: MemberTiming;
+  /** Tells apart this process's proposals from a previous incarnation's. */
+  readonly bootId: string;
+  /** An application entry (`cluster.propose`) applied here, in log order. */
+  readonly onUserEntry?: (entry: Entry, data: Uint8Array) => void;
+  /** Every entry applied here, whatever it holds (the simulator's checkers watch them). */
+  readonly onApplied?: (entry: Entry) => void;
+  readonly onSoftState?: (state: SoftState) => void;
+  readonly onFatal?: (error: unknown) => void;
+  readonly onRunStart?: SchedulerRuntimeOptions['onRunStart'];
+  readonly onRun?: (run: RunRecord) => void;
+  /** A scheduler command applied here, with its result (the simulator's checkers watch them). */
+  readonly onSchedulerApplied?: (index: number, command: SchedulerCommand, result: unknown) => void;
+}
+
+/**
+ * One member's moving parts, assembled the same way in production (`Cluster`, over libp2p and
+ * level) and in the simulator (over a simulated network and disk): the Raft driver, the
+ * scheduler runtime, and the rules that connect them (which entries go where, who holds a
+ * lease, who may be given work). Keeping this in one place is what makes simulations honest.
+ */
+export class Member {
+  readonly driver: RaftDriver;
+  readonly scheduler: SchedulerRuntime;
+  readonly #p: MemberParts;
+
+  constructor(parts: MemberParts) {
+    this.#p = parts;
+    const t = parts.timing;
+    // Every Normal entry is a command: an application's bytes, or the scheduler's.
+    const stateMachine: StateMachine = {
+      apply: (entry) => {
+        parts.onApplied?.(entry);
+        const command = decodeCommand(entry.data);
+        if (command?.kind === 'scheduler') {
+          const result = this.scheduler.apply(entry.index, command.command);
+          parts.onSchedulerApplied?.(entry.index, command.command, result);
+          return result;
+        }
+        if (command?.kind === 'user') parts.onUserEntry?.(entry, command.data);
+        return undefined;
+      },
+    };
+    this.driver = new RaftDriver({
+      node: parts.node,
+      storage: parts.storage,
+      transport: parts.transport,
+      stateMachine,
+      clock: parts.clock,
+      timers: parts.timers,
+      tickMs: t.tickMs,
+      requestTimeoutMs: t.requestTimeoutMs,
+      maxPendingProposals: t.maxPendingProposals,
+      maxProposalBatch: t.maxProposalBatch,
+      maxProposalBatchBytes: t.maxProposalBatchBytes,
+      maxPendingReads: t.maxPendingReads,
+      leaderSilenceMs: t.electionTimeoutMs,
+      bootId: parts.bootId,
+      ...(parts.onSoftState === undefined ? {} : { onSoftState: parts.onSoftState }),
+      ...(parts.onFatal === undefined ? {} : { onFatal: parts.onFatal }),
+    });
+    const driver = this.driver;
+    this.scheduler = new SchedulerRuntime({
+      self: parts.self,
+      clock: parts.clock,
+      timers: parts.timers,
+      propose: (command: SchedulerCommand) => driver.propose(encodeCommand({ kind: 'scheduler', command })),
+      barrier: () => driver.readBarrier(),
+      isLeader: () => driver.node.role === 'leader',
+      holdsLease: () => this.holdsLease(),
+      reassignHorizonMs: t.reassignHorizonMs,
+      // Live followers answer a new leader's first heartbeat at once; two heartbeat intervals
+      // tell the lost from the not-yet-heard.
+      reassignGraceMs: 2 * t.heartbeatTicks * t.tickMs,
+      eligibleMembers: () => this.eligibleMembers(),
+      planIntervalMs: t.planIntervalMs,
+      lookaheadMs: Math.max(t.lookaheadMs, t.electionTimeoutMs),
+      maxClaimsPerPlan: t.maxClaimsPerPlan,
+      ...(parts.onRunStart === undefined ? {} : { onRunStart: parts.onRunStart }),
+      ...(parts.onRun === undefined ? {} : { onRun: parts.onRun }),
+    });
+  }
+
+  /** Starts ticking and planning; the transport must be started already. */
+  start(): void {
+    this.driver.start();
+    this.scheduler.start();
+    // Alone, there is nobody to wait for: take leadership now rather than after a timeout.
+    if (this.#p.voters.length === 1) this.driver.node.campaign();
+  }
+
+  stop(): void {
+    this.scheduler.stop();
+    this.driver.stop();
+  }
+
+  /**
+   * Whether this member still knows a live leader. The lease is two election timeouts: a
+   * normal failover (a new leader within one to two timeouts) does not interrupt runs; a member
+   * cut off for longer stops its runs, and the fencing token covers the time between the
+   * leader's reassignment and that stop.
+   */
+  holdsLease(): boolean {
+    const node = this.driver.node;
+    if (node.role === 'leader') return true;
+    const heard = node.leader === null ? undefined : this.driver.lastHeard(node.leader);
+    return heard !== undefined && this.#p.clock.now() - heard < 2 * this.#p.timing.electionTimeoutMs;
+  }
+
+  /**
+   * Members the leader may give work to now: itself and those connected and heard from within
+   * an election timeout. A closed connection (a killed process) makes a member ineligible at
+   * once; silence, only after an election timeout.
+   */
+  eligibleMembers(): NodeId[] {
+    const now = this.#p.clock.now();
+    return this.#p.voters.filter((id) => {
+      if (id === this.#p.self) return true;
+      const heard = this.driver.lastHeard(id);
+      return heard !== undefined && now - heard < this.#p.timing.electionTimeoutMs && this.#p.transport.isConnected(id);
+    });
+  }
+}
