@@ -1,102 +1,158 @@
 import { RaftNode } from '../src/raft/node.js';
-import type { Entry, NodeId } from '../src/raft/types.js';
-import { RaftDriver } from '../src/runtime/driver.js';
+import type { Entry, Message, NodeId } from '../src/raft/types.js';
+import type { SoftState } from '../src/raft/ready.js';
+import { Member, type MemberParts, type MemberTiming } from '../src/runtime/member.js';
+import { parseSpec } from '../src/scheduler/spec.js';
 import { MemoryDisk } from '../src/storage/memory-disk.js';
 import { MemoryLogStorage } from '../src/storage/memory-log-storage.js';
+import type { TimerHandle, Timers } from '../src/time/clock.js';
 import { SeededRandom } from '../src/time/random.js';
+import type { Transport } from '../src/transport/transport.js';
+import { SimClock } from './clock-model.js';
+import { simHandler, type SimJob } from './jobs.js';
 import type { SimNetwork } from './network.js';
 import type { SimScheduler } from './scheduler.js';
 
 export interface MemberSettings {
   readonly voters: readonly NodeId[];
-  readonly tickMs: number;
   readonly electionTicks: number;
-  readonly heartbeatTicks: number;
-  readonly requestTimeoutMs: number;
+  readonly timing: MemberTiming;
+  readonly jobs: readonly SimJob[];
 }
 
+/** What the simulation watches on each member, with the incarnation that did it. */
 export interface MemberHooks {
   readonly onStart: (id: NodeId, snapshotIndex: number) => void;
   readonly onApplied: (id: NodeId, entry: Entry) => void;
-  readonly onLeader: (id: NodeId, node: RaftNode) => void;
+  readonly onSoftState: (id: NodeId, node: RaftNode, state: SoftState) => void;
+  readonly onSchedulerApplied: (id: NodeId, ...args: Parameters<NonNullable<MemberParts['onSchedulerApplied']>>) => void;
+  readonly onRunStart: (id: NodeId, incarnation: number, ...args: Parameters<NonNullable<MemberParts['onRunStart']>>) => void;
+  readonly onRun: (id: NodeId, incarnation: number, ...args: Parameters<NonNullable<MemberParts['onRun']>>) => void;
 }
 
 /**
- * One simulated member: the production RaftNode and RaftDriver over a simulated disk and
- * network. A crash loses what the disk had not synced and everything in memory; a restart
- * reopens the disk as a new process would.
+ * One simulated member: the production member assembly (Raft driver and scheduler runtime)
+ * over a simulated disk, network and clock. A crash loses what the disk had not synced and
+ * everything in memory, and silences every timer of that life; a restart reopens the disk
+ * and schedules the jobs again, as a new process would. A pause stalls the process: its
+ * timers and inbound messages wait until the pause ends.
  */
 export class SimMember {
   readonly id: NodeId;
   readonly disk: MemoryDisk;
-  driver: RaftDriver | null = null;
+  readonly clock: SimClock;
+  member: Member | null = null;
   incarnation = 0;
+  /** True time until which the process is stalled. */
+  pausedUntil = 0;
   #syncScheduled = false;
   readonly #seed: number;
+  readonly #scheduler: SimScheduler;
 
-  constructor(id: NodeId, seed: number) {
+  constructor(id: NodeId, seed: number, scheduler: SimScheduler) {
     this.id = id;
     this.#seed = seed;
+    this.#scheduler = scheduler;
+    this.clock = new SimClock(scheduler);
     this.disk = new MemoryDisk({ name: `disk-${id}`, manualSync: true });
   }
 
   get up(): boolean {
-    return this.driver !== null;
+    return this.member !== null;
   }
 
-  async start(scheduler: SimScheduler, network: SimNetwork, settings: MemberSettings, hooks: MemberHooks): Promise<void> {
-    this.incarnation++;
+  get driver(): Member['driver'] | null {
+    return this.member?.driver ?? null;
+  }
+
+  async start(network: SimNetwork, settings: MemberSettings, hooks: MemberHooks): Promise<void> {
+    const incarnation = ++this.incarnation;
     const storage = new MemoryLogStorage(this.disk);
     const stored = await storage.open();
     const node = new RaftNode(
-      { id: this.id, voters: settings.voters, electionTicks: settings.electionTicks, heartbeatTicks: settings.heartbeatTicks },
+      { id: this.id, voters: settings.voters, electionTicks: settings.electionTicks, heartbeatTicks: settings.timing.heartbeatTicks },
       { hardState: stored.hardState, snapshot: stored.snapshot, entries: stored.entries },
-      new SeededRandom(this.#seed * 7919 + this.incarnation),
+      new SeededRandom(this.#seed * 7919 + incarnation),
     );
     hooks.onStart(this.id, stored.snapshot.index);
-    const transport = network.attach(this.id);
-    this.driver = new RaftDriver({
+    const transport = this.#pausable(network.attach(this.id), incarnation);
+    const timers = this.#timers(incarnation);
+    const member = new Member({
+      self: this.id,
+      voters: settings.voters,
       node,
       storage,
       transport,
-      stateMachine: { apply: () => null },
-      clock: scheduler.clock(),
-      timers: scheduler.timers(),
-      tickMs: settings.tickMs,
-      requestTimeoutMs: settings.requestTimeoutMs,
-      maxPendingProposals: 1000,
-      maxProposalBatch: 64,
-      maxProposalBatchBytes: 64 * 1024,
-      maxPendingReads: 100,
-      leaderSilenceMs: settings.tickMs * settings.electionTicks,
-      bootId: `${this.id}.${this.incarnation}`,
+      clock: this.clock,
+      timers,
+      timing: settings.timing,
+      bootId: `${this.id}.${incarnation}`,
       onApplied: (e) => hooks.onApplied(this.id, e),
-      onSoftState: (s) => {
-        if (s.role === 'leader') hooks.onLeader(this.id, node);
-      },
+      onSoftState: (s) => hooks.onSoftState(this.id, node, s),
+      onSchedulerApplied: (...args) => hooks.onSchedulerApplied(this.id, ...args),
+      onRunStart: (run) => hooks.onRunStart(this.id, incarnation, run),
+      onRun: (run) => hooks.onRun(this.id, incarnation, run),
     });
+    this.member = member;
     await transport.start();
-    this.driver.start();
+    member.start();
+    // The app schedules its jobs at boot, as every member of a real cluster would.
+    const random = new SeededRandom(this.#seed * 104_729 + incarnation);
+    for (const job of settings.jobs) member.scheduler.schedule(job.name, parseSpec(job.spec), simHandler(job, timers, random), job.options ?? {});
   }
 
-  /** The process dies: unsynced writes are lost, timers and callbacks stop. */
+  /** The process dies: unsynced writes are lost, and nothing of this life runs again. */
   crash(network: SimNetwork): void {
-    this.driver?.stop();
-    this.driver = null;
+    this.member?.stop();
+    this.member = null;
     this.disk.crash();
     this.#syncScheduled = false;
+    this.pausedUntil = 0;
     network.detach(this.id);
   }
 
   /** Completes the disk's pending writes after a simulated fsync latency. */
-  scheduleSync(scheduler: SimScheduler, fsyncMs: number): void {
+  scheduleSync(fsyncMs: number): void {
     if (this.#syncScheduled || this.disk.unsyncedWrites === 0) return;
     this.#syncScheduled = true;
     const incarnation = this.incarnation;
-    scheduler.after(fsyncMs, () => {
-      if (incarnation !== this.incarnation || !this.up) return;
-      this.#syncScheduled = false;
-      this.disk.sync();
-    });
+    this.#scheduler.after(fsyncMs, () =>
+      this.#whenRunning(incarnation, () => {
+        this.#syncScheduled = false;
+        this.disk.sync();
+      }),
+    );
+  }
+
+  /** Runs `run` now if this life is still going, later if the process is stalled. */
+  #whenRunning(incarnation: number, run: () => void): void {
+    if (incarnation !== this.incarnation || !this.up) return;
+    if (this.#scheduler.nowMs < this.pausedUntil) {
+      this.#scheduler.at(this.pausedUntil, () => this.#whenRunning(incarnation, run));
+      return;
+    }
+    run();
+  }
+
+  /** Timers of one life: silenced by a crash, held back by a pause. */
+  #timers(incarnation: number): Timers {
+    return {
+      setTimeout: (callback: () => void, delayMs: number): TimerHandle => this.#scheduler.after(delayMs, () => this.#whenRunning(incarnation, callback)),
+      clearTimeout: (handle: TimerHandle): void => {
+        (handle as { cancelled: boolean }).cancelled = true;
+      },
+    };
+  }
+
+  /** The member's transport, whose inbound messages wait while the process is stalled. */
+  #pausable(inner: Transport, incarnation: number): Transport {
+    return {
+      start: () => inner.start(),
+      stop: () => inner.stop(),
+      send: (m: Message) => inner.send(m),
+      onMessage: (handler) => inner.onMessage((m) => this.#whenRunning(incarnation, () => handler(m))),
+      isConnected: (peer) => inner.isConnected(peer),
+      stats: () => inner.stats(),
+    };
   }
 }

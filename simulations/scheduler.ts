@@ -102,6 +102,6 @@ export class SimScheduler {
 export const SIM_EPOCH_MS = Date.UTC(2026, 0, 1);
 
 /** Lets every promise continuation queued so far run, so async code settles between events. */
-export function drainMicrotasks(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
+export async function drainMicrotasks(): Promise<void> {
+  for (let i = 0; i < 16; i++) await null;
 }

@@ -1,17 +1,22 @@
 import { createHash } from 'node:crypto';
 import type { Entry, NodeId } from '../src/raft/types.js';
+import type { MemberTiming } from '../src/runtime/member.js';
+import { parseSpec, specKey } from '../src/scheduler/spec.js';
+import { validateJobOptions, validateName } from '../src/job-options.js';
 import { SeededRandom } from '../src/time/random.js';
 import { SafetyChecker } from './checker.js';
+import { injectClockFaults, injectCrashes, injectPartitions, injectPauses, type FaultSwitches } from './faults.js';
+import { DEFAULT_SIM_JOBS, type SimJob } from './jobs.js';
 import { SimMember, type MemberHooks, type MemberSettings } from './member.js';
 import { SimNetwork, type NetworkFaults } from './network.js';
-import { drainMicrotasks, SimScheduler } from './scheduler.js';
+import { SchedulerChecker } from './scheduler-checker.js';
+import { drainMicrotasks, SIM_EPOCH_MS, SimScheduler } from './scheduler.js';
+import { summarizeJobs, type JobSummary } from './summary.js';
+export type { JobSummary } from './summary.js';
+import { MAX_TIMELINE_EVENTS, type TimelineEvent } from './timeline.js';
 
-/** Which faults a run injects. Each on by default; their parameters are drawn from the seed. */
-export interface FaultSwitches {
-  readonly partitions?: boolean;
-  readonly loss?: boolean;
-  readonly crashes?: boolean;
-}
+export type { FaultSwitches } from './faults.js';
+export type { SimJob } from './jobs.js';
 
 export interface SimulationOptions {
   readonly seed: number;
@@ -21,44 +26,96 @@ export interface SimulationOptions {
   /** After healing everything, a new proposal must commit everywhere within this (the liveness phase). */
   readonly livenessBoundMs?: number;
   readonly faults?: FaultSwitches;
+  /** The jobs every member schedules. @default DEFAULT_SIM_JOBS; `[]` runs Raft alone. */
+  readonly jobs?: readonly SimJob[];
+  /** Application proposals from random members, besides the scheduler's own. @default true */
+  readonly proposals?: boolean;
+  /** Keep the timeline of the run (for the HTML report). @default false */
+  readonly timeline?: boolean;
 }
 
 export interface SimulationResult {
   readonly seed: number;
+  readonly members: readonly NodeId[];
   readonly violations: readonly string[];
   readonly simulatedMs: number;
+  /** True ms at which the fault phase ended. */
+  readonly healedAtMs: number;
   readonly committed: number;
   readonly acknowledged: number;
   readonly crashes: number;
   readonly delivered: number;
   readonly dropped: number;
+  /** Per job: slots claimed, runs, outcomes, missed, lateness. */
+  readonly jobs: readonly JobSummary[];
+  /** Runs started under a claim the log had already moved on (a stalled or cut-off member; fencing covers them). */
+  readonly staleStarts: number;
   /** A hash of everything that happened, for the determinism check. */
   readonly traceHash: string;
   /** The parameters the seed drew. */
   readonly drawn: Record<string, number>;
+  readonly timeline?: readonly TimelineEvent[];
 }
 
 const TICK_MS = 10;
 const ELECTION_TICKS = 25;
 const HEARTBEAT_TICKS = 5;
 /** Bound on simulated events in one run, so that a livelock cannot run forever. */
-const MAX_EVENTS = 5_000_000;
+const MAX_EVENTS = 20_000_000;
+/** After healing, the scheduler gets this long to settle before every slot must run on time. */
+const SCHEDULER_SETTLE_MS = 10_000;
+/** Then slots are watched for this long; a slot due in it must start within LATENESS_BOUND_MS. */
+const SCHEDULER_WATCH_MS = 15_000;
+/** Runs of slots before the watch end get this long to record their outcome. */
+const OUTCOME_GRACE_MS = 5000;
+const LATENESS_BOUND_MS = 50;
+
+/** The production defaults (see CLUSTER_DEFAULTS), so simulations behave as clusters do. */
+const TIMING: MemberTiming = {
+  tickMs: TICK_MS,
+  heartbeatTicks: HEARTBEAT_TICKS,
+  electionTimeoutMs: TICK_MS * ELECTION_TICKS,
+  requestTimeoutMs: 2000,
+  maxPendingProposals: 1000,
+  maxProposalBatch: 64,
+  maxProposalBatchBytes: 64 * 1024,
+  maxPendingReads: 100,
+  planIntervalMs: 100,
+  lookaheadMs: 1000,
+  maxClaimsPerPlan: 256,
+  reassignHorizonMs: 10 * 60_000,
+};
 
 const decoder = new TextDecoder();
 
+/** Checks users' jobs the way `cluster.schedule()` does, so a bad one fails here, named. */
+function validateJobs(jobs: readonly SimJob[]): void {
+  const names = new Set<string>();
+  for (const job of jobs) {
+    validateName(job.name);
+    if (names.has(job.name)) throw new TypeError(`jobs: the name ${JSON.stringify(job.name)} is used twice`);
+    names.add(job.name);
+    parseSpec(job.spec, `jobs[${job.name}].spec`);
+    validateJobOptions(job.options ?? {});
+  }
+}
+
 /**
- * Runs a cluster of production Raft nodes and drivers on simulated time, network and disks.
- * One seed fixes every choice: fault parameters, latencies, losses, crashes and proposals.
- * Phase one injects faults and checks safety after every event; phase two heals everything
- * and demands that a new proposal commit on every member within a bound.
+ * Runs a cluster of production members (Raft driver and scheduler runtime) on simulated time,
+ * network, disks and clocks. One seed fixes every choice: fault parameters, latencies, losses,
+ * crashes, clock faults, stalls, run durations and proposals. Phase one injects faults and
+ * checks safety after every event; phase two heals everything and demands liveness: a new
+ * proposal commits on every member, and every slot due runs on time with an outcome.
  */
 export async function simulate(options: SimulationOptions): Promise<SimulationResult> {
   const seed = options.seed;
   const random = new SeededRandom(seed);
-  const switches = { partitions: true, loss: true, crashes: true, ...options.faults };
+  const switches = { partitions: true, loss: true, crashes: true, clocks: true, pauses: true, ...options.faults };
   const memberCount = options.members ?? 5;
   const durationMs = options.durationMs ?? 60_000;
   const livenessBoundMs = options.livenessBoundMs ?? 10_000;
+  const jobs = options.jobs ?? DEFAULT_SIM_JOBS;
+  validateJobs(jobs);
   const drawn = {
     lossPermille: switches.loss ? random.int(0, 300) : 0,
     duplicatePermille: switches.loss ? random.int(0, 50) : 0,
@@ -67,110 +124,114 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
     partitionEveryMs: random.int(100, 3000),
     crashEveryMs: random.int(500, 10_000),
     proposeEveryMs: random.int(1, 50),
+    clockEveryMs: random.int(500, 10_000),
+    pauseEveryMs: random.int(500, 10_000),
   };
-  const faults: NetworkFaults = {
-    lossRate: drawn.lossPermille / 1000,
-    duplicateRate: drawn.duplicatePermille / 1000,
-    latencyMinMs: 0.05,
-    latencyMaxMs: drawn.latencyMaxUs / 1000,
-  };
+  const faults: NetworkFaults = { lossRate: drawn.lossPermille / 1000, duplicateRate: drawn.duplicatePermille / 1000, latencyMinMs: 0.05, latencyMaxMs: drawn.latencyMaxUs / 1000 };
   const scheduler = new SimScheduler();
   const network = new SimNetwork(scheduler, random, faults);
-  const checker = new SafetyChecker();
+  const safety = new SafetyChecker();
   const trace = createHash('sha256');
+  const timeline: TimelineEvent[] = [];
+  const record = (event: TimelineEvent): void => {
+    if (options.timeline === true && timeline.length < MAX_TIMELINE_EVENTS) timeline.push(event);
+  };
+  const report = (t: number, what: string): void => {
+    safety.report(t, what);
+    record({ t, kind: 'violation', message: what });
+  };
+  const slots = new SchedulerChecker(report);
   const ids: NodeId[] = Array.from({ length: memberCount }, (_, i) => `m${i + 1}`);
-  const members = ids.map((id, i) => new SimMember(id, seed * 31 + i));
-  const settings: MemberSettings = { voters: ids, tickMs: TICK_MS, electionTicks: ELECTION_TICKS, heartbeatTicks: HEARTBEAT_TICKS, requestTimeoutMs: 2000 };
+  const members = ids.map((id, i) => new SimMember(id, seed * 31 + i, scheduler));
+  const settings: MemberSettings = { voters: ids, electionTicks: ELECTION_TICKS, timing: TIMING, jobs };
   /** Set in the liveness phase to watch for its marker entry. */
   let alsoOnApplied: ((id: NodeId, entry: Entry) => void) | null = null;
+  const leading = new Map<NodeId, number>();
   const hooks: MemberHooks = {
-    onStart: (id, snapshotIndex) => checker.onStart(id, snapshotIndex),
+    onStart: (id, snapshotIndex) => safety.onStart(id, snapshotIndex),
     onApplied: (id, entry) => {
       trace.update(`${scheduler.nowMs} ${id} apply ${entry.index}@${entry.term}\n`);
-      checker.onApplied(scheduler.nowMs, id, entry);
+      safety.onApplied(scheduler.nowMs, id, entry);
       alsoOnApplied?.(id, entry);
     },
-    onLeader: (id, node) => {
-      trace.update(`${scheduler.nowMs} ${id} leads ${node.term}\n`);
-      checker.onLeader(scheduler.nowMs, id, node.term, node.log);
+    onSoftState: (id, node, s) => {
+      if (s.role === 'leader' && leading.get(id) !== node.term) {
+        leading.set(id, node.term);
+        trace.update(`${scheduler.nowMs} ${id} leads ${node.term}\n`);
+        safety.onLeader(scheduler.nowMs, id, node.term, node.log);
+        record({ t: scheduler.nowMs, kind: 'leader', member: id, term: node.term });
+      } else if (s.role !== 'leader' && leading.has(id)) {
+        leading.delete(id);
+        record({ t: scheduler.nowMs, kind: 'follower', member: id, term: node.term });
+      }
+    },
+    onSchedulerApplied: (_id, index, command, result) => {
+      const t = scheduler.nowMs;
+      slots.onApplied(t, index, command, result as Parameters<SchedulerChecker['onApplied']>[3]);
+      if (!(result as { ok: boolean }).ok) return;
+      if (command.type === 'claim' || command.type === 'reassign') {
+        record({ t, kind: 'claim', job: command.job, slotT: command.slotMs - SIM_EPOCH_MS, token: index, assignees: command.assignees });
+      } else if (command.type === 'skip') {
+        record({ t, kind: 'missed', job: command.job, throughT: command.throughMs - SIM_EPOCH_MS, count: command.count });
+      }
+    },
+    onRunStart: (id, incarnation, run) => {
+      trace.update(`${scheduler.nowMs} ${id} runs ${run.job}@${run.slotMs} ${run.fencingToken}\n`);
+      slots.onRunStart(scheduler.nowMs, id, incarnation, run);
+    },
+    onRun: (id, incarnation, run) => {
+      slots.onRunEnd(id, incarnation, run);
+      const endT = scheduler.nowMs;
+      const startT = endT - (run.endedAtMs - run.startedAtMs);
+      record({ t: endT, kind: 'run', job: run.job, slotT: run.slotMs - SIM_EPOCH_MS, token: run.fencingToken, member: id, startT, endT, outcome: run.outcome });
     },
   };
   let crashes = 0;
   let acknowledged = 0;
   let proposals = 0;
-
   const pick = <T>(xs: readonly T[]): T => xs[random.int(0, xs.length - 1)] as T;
   const up = (): SimMember[] => members.filter((m) => m.up);
 
-  for (const m of members) await m.start(scheduler, network, settings, hooks);
+  for (const m of members) await m.start(network, settings, hooks);
 
   const propose = (text: string): void => {
-    const m = up().length > 0 ? pick(up()) : null;
-    const driver = m?.driver;
-    if (driver === null || driver === undefined) return;
+    const driver = up().length > 0 ? pick(up()).driver : null;
+    if (driver === null) return;
     driver.propose(new TextEncoder().encode(text)).then(
       ({ index }) => {
         acknowledged++;
         trace.update(`${scheduler.nowMs} ack ${text} ${index}\n`);
-        checker.onAck(scheduler.nowMs, index, text);
+        safety.onAck(scheduler.nowMs, index, text);
       },
       () => undefined,
     );
   };
 
-  // The workload: proposals from random members for the whole run.
-  const workload = (): void => {
-    propose(`p${++proposals}`);
+  // The workload: application proposals from random members for the whole run.
+  if (options.proposals !== false) {
+    const workload = (): void => {
+      propose(`p${++proposals}`);
+      scheduler.after(random.int(1, drawn.proposeEveryMs), workload);
+    };
     scheduler.after(random.int(1, drawn.proposeEveryMs), workload);
-  };
-  scheduler.after(random.int(1, drawn.proposeEveryMs), workload);
-
-  // Faults, only during the safety phase.
-  const isolate = (who: NodeId): void => {
-    for (const other of ids) {
-      if (other === who) continue;
-      network.block(who, other);
-      network.block(other, who);
-    }
-  };
-  const partition = (): void => {
-    if (scheduler.nowMs >= durationMs) return;
-    network.healAll();
-    const kind = random.int(0, 4);
-    if (kind === 1) {
-      isolate(pick(ids));
-    } else if (kind === 2) {
-      const side = new Set(ids.filter(() => random.int(0, 1) === 0));
-      for (const a of ids) for (const b of ids) if (side.has(a) !== side.has(b)) network.block(a, b);
-    } else if (kind === 3) {
-      // One-way: a member can send but not hear (or the reverse).
-      const who = pick(ids);
-      for (const other of ids) if (other !== who) network.block(random.int(0, 1) === 0 ? who : other, random.int(0, 1) === 0 ? other : who);
-    } else if (kind === 4) {
-      // Isolate whoever leads now.
-      const leader = members.find((m) => m.driver?.node.role === 'leader');
-      if (leader !== undefined) isolate(leader.id);
-    }
-    trace.update(`${scheduler.nowMs} partition ${kind}\n`);
-    scheduler.after(random.int(drawn.partitionEveryMs / 2, drawn.partitionEveryMs), partition);
-  };
-  if (switches.partitions) scheduler.after(drawn.partitionEveryMs, partition);
+  }
 
   const restarts: Array<Promise<void>> = [];
-  const crash = (): void => {
-    if (scheduler.nowMs >= durationMs) return;
-    const victim = pick(up());
-    if (victim !== undefined && up().length > 1) {
-      crashes++;
-      victim.crash(network);
-      trace.update(`${scheduler.nowMs} crash ${victim.id}\n`);
-      scheduler.after(random.int(50, 3000), () => {
-        if (!victim.up) restarts.push(victim.start(scheduler, network, settings, hooks));
-      });
-    }
-    scheduler.after(random.int(drawn.crashEveryMs / 2, drawn.crashEveryMs), crash);
+  const restart = (m: SimMember): void => {
+    record({ t: scheduler.nowMs, kind: 'restart', member: m.id });
+    restarts.push(m.start(network, settings, hooks));
   };
-  if (switches.crashes) scheduler.after(drawn.crashEveryMs, crash);
+  const faultContext = { scheduler, network, random, members, ids, untilMs: durationMs, record, trace: (line: string) => trace.update(`${scheduler.nowMs} ${line}\n`) };
+  if (switches.partitions) injectPartitions(faultContext, drawn.partitionEveryMs);
+  if (switches.crashes) {
+    injectCrashes(faultContext, drawn.crashEveryMs, restart, (m) => {
+      crashes++;
+      leading.delete(m.id);
+      slots.onCrash(m.id);
+    });
+  }
+  if (switches.clocks) injectClockFaults(faultContext, drawn.clockEveryMs);
+  if (switches.pauses) injectPauses(faultContext, drawn.pauseEveryMs);
 
   // A leader counts its own copy of an entry towards a majority only once it is durable: its
   // own match index must never exceed what its disk holds (with the same term).
@@ -179,21 +240,23 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
     if (node === undefined || node.role !== 'leader') return;
     const match = node.progressOf(m.id)?.match ?? 0;
     if (match > 0 && m.disk.durableTerm(match) !== node.log.term(match)) {
-      checker.report(scheduler.nowMs, `leader ${m.id} counts index ${match} as its own, but its disk does not hold it`);
+      report(scheduler.nowMs, `leader ${m.id} counts index ${match} as its own, but its disk does not hold it`);
     }
   };
 
+  /** True ms at which the fault phase ended, once it has. */
+  let healedAtT: number | null = null;
   /** Set when an event threw: the run stops there, with the exception as its violation. */
   let crashed = false;
+  let events = 0;
   const run = async (untilMs: number, stop: () => boolean = () => false): Promise<void> => {
-    let events = 0;
     for (;;) {
       let stepped: boolean;
       try {
         stepped = scheduler.step(untilMs);
       } catch (error) {
         // The protocol's own assertions (e.g. "no term for index") are violations too.
-        checker.report(scheduler.nowMs, `exception: ${error instanceof Error ? error.message : String(error)}`);
+        report(scheduler.nowMs, `exception: ${error instanceof Error ? error.message : String(error)}`);
         crashed = true;
         return;
       }
@@ -202,7 +265,7 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
       if (restarts.length > 0) await Promise.all(restarts.splice(0));
       for (const m of members) {
         if (!m.up) continue;
-        m.scheduleSync(scheduler, random.int(50, drawn.fsyncMaxUs) / 1000);
+        m.scheduleSync(random.int(50, drawn.fsyncMaxUs) / 1000);
         checkLeaderDurability(m);
       }
       if (++events > MAX_EVENTS) throw new Error(`seed ${seed}: more than ${MAX_EVENTS} events`);
@@ -213,12 +276,19 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
   await run(durationMs);
   if (crashed) return finish();
 
-  // Liveness: heal the network, restart the dead, stop losing messages. A new entry must
-  // then commit and be applied on every member within the bound.
+  // Liveness: heal the network, set clocks right, end stalls, restart the dead, stop losing
+  // messages. A new entry must then commit and be applied on every member within the bound.
   network.healAll();
   network.faults = { ...faults, lossRate: 0, duplicateRate: 0 };
-  for (const m of members) if (!m.up) await m.start(scheduler, network, settings, hooks);
+  for (const m of members) {
+    m.clock.reset();
+    m.pausedUntil = 0;
+    if (!m.up) restart(m);
+  }
+  await Promise.all(restarts.splice(0));
   const healedAt = scheduler.nowMs;
+  healedAtT = healedAt;
+  record({ t: healedAt, kind: 'healed' });
   const marker = `liveness-${seed}`;
   let appliedEverywhere = false;
   const appliedBy = new Set<NodeId>();
@@ -237,24 +307,41 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
   });
   if (crashed) return finish();
   if (!appliedEverywhere) {
-    checker.report(scheduler.nowMs, `liveness: after healing at ${healedAt} ms, no new entry was applied on every member within ${livenessBoundMs} ms (${appliedBy.size}/${memberCount})`);
+    report(scheduler.nowMs, `liveness: after healing at ${healedAt} ms, no new entry was applied on every member within ${livenessBoundMs} ms (${appliedBy.size}/${memberCount})`);
+  }
+  if (jobs.length > 0) {
+    const watchEnd = healedAt + SCHEDULER_SETTLE_MS + SCHEDULER_WATCH_MS;
+    await run(watchEnd + OUTCOME_GRACE_MS);
+    if (crashed) return finish();
+    slots.finish(scheduler.nowMs, { fromT: healedAt + SCHEDULER_SETTLE_MS, toT: watchEnd, latenessMs: LATENESS_BOUND_MS, settledT: watchEnd });
   }
   return finish();
 
   function finish(): SimulationResult {
-    checker.checkAcknowledged(scheduler.nowMs);
-    for (const m of members) m.driver?.stop();
+    safety.checkAcknowledged(scheduler.nowMs);
+    for (const m of members) m.member?.stop();
     return {
       seed,
-      violations: checker.violations,
+      members: ids,
+      violations: safety.violations,
       simulatedMs: scheduler.nowMs,
-      committed: checker.committedCount,
+      healedAtMs: healedAtT ?? scheduler.nowMs,
+      committed: safety.committedCount,
       acknowledged,
       crashes,
       delivered: network.delivered,
       dropped: network.dropped,
+      jobs: summarizeJobs(jobs.map((j) => j.name), slots, scheduler.nowMs),
+      staleStarts: slots.staleStarts,
       traceHash: trace.digest('hex').slice(0, 16),
       drawn,
+      ...(options.timeline === true ? { timeline } : {}),
     };
   }
+
+}
+
+/** How a job's spec reads in reports. */
+export function describeSpec(job: SimJob): string {
+  return specKey(parseSpec(job.spec));
 }

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { RaftLog } from '../src/raft/log.js';
+import { SchedulerState, type SchedulerCommand } from '../src/scheduler/state.js';
 import { simulate } from '../simulations/simulate.js';
 
 /**
@@ -42,10 +43,60 @@ const plants: Record<string, Patch> = {
   },
 };
 
+/** Wraps SchedulerState.apply: `before` may change the state first, `after` the result's effect. */
+function patchApply(around: (state: SchedulerState, index: number, command: SchedulerCommand, apply: () => ReturnType<SchedulerState['apply']>) => ReturnType<SchedulerState['apply']>): () => void {
+  const original = SchedulerState.prototype.apply;
+  SchedulerState.prototype.apply = function (this: SchedulerState, index: number, command: SchedulerCommand) {
+    return around(this, index, command, () => original.call(this, index, command));
+  };
+  return () => {
+    SchedulerState.prototype.apply = original;
+  };
+}
+
+const schedulerPlants: Record<string, Patch> = {
+  // The state machine forgets the high-water mark check: a slot re-proposed by a new leader
+  // (which plans before it has applied its predecessor's claims) is claimed again.
+  'a claim applied without the high-water mark check': () =>
+    patchApply((state, _index, command, apply) => {
+      const job = command.type === 'claim' ? state.jobs.get(command.job) : undefined;
+      if (job === undefined || command.type !== 'claim') return apply();
+      const mark = job.highWaterMs;
+      job.highWaterMs = Math.min(mark, command.slotMs - 1);
+      const result = apply();
+      job.highWaterMs = Math.max(mark, job.highWaterMs);
+      return result;
+    }),
+  // A reassignment moves the slot but keeps the old fencing token.
+  'a reassignment that keeps the old fencing token': () =>
+    patchApply((_state, _index, command, apply) => {
+      const result = apply();
+      if (command.type === 'reassign' && result.ok && result.claim !== undefined) result.claim.token = command.fromToken;
+      return result;
+    }),
+  // Some outcomes are acknowledged but never recorded, so their slots never settle.
+  'an outcome acknowledged but not recorded': () =>
+    patchApply((_state, _index, command, apply) => (command.type === 'outcome' && command.slotMs % 3000 < 1000 ? { ok: true } : apply())),
+};
+
 let unplant: (() => void) | null = null;
 afterEach(() => {
   unplant?.();
   unplant = null;
+});
+
+describe('planted scheduler bugs are caught', () => {
+  for (const [name, plant] of Object.entries(schedulerPlants)) {
+    it(name, async () => {
+      unplant = plant();
+      let caughtAt: number | null = null;
+      for (let seed = 1; seed <= 300 && caughtAt === null; seed++) {
+        const r = await simulate({ seed, members: 3, durationMs: 10_000, proposals: false, faults: { clocks: false } });
+        if (r.violations.length > 0) caughtAt = seed;
+      }
+      expect(caughtAt, `${name} was not caught in 300 seeds`).not.toBeNull();
+    }, 600_000);
+  }
 });
 
 describe('planted bugs are caught', () => {

@@ -6,20 +6,19 @@
  */
 import { parseArgs } from 'node:util';
 import { parseDurationMs } from '../../simulations/duration.js';
+import { FAULT_NAMES, switchesFromNames } from '../../simulations/faults.js';
 import { simulate, type FaultSwitches, type SimulationResult } from '../../simulations/simulate.js';
 import { InvalidArgumentError } from '../errors.js';
 
 const USAGE = `usage: cronraft simulate [--seed N | --seeds N [--from N]] [--members N] [--duration 60s]
-                         [--faults partition,crash,loss | --faults none] [--json]`;
-
-const FAULT_NAMES = ['partition', 'crash', 'loss'] as const;
+                         [--faults partition,loss,crash,clock,pause | --faults none] [--json]`;
 
 function faultSwitches(value: string): FaultSwitches {
   const names = value === 'none' ? [] : value.split(',').map((s) => s.trim());
   for (const name of names) {
     if (!(FAULT_NAMES as readonly string[]).includes(name)) throw new InvalidArgumentError('--faults', value, `a list of ${FAULT_NAMES.join(', ')}, or none`);
   }
-  return { partitions: names.includes('partition'), crashes: names.includes('crash'), loss: names.includes('loss') };
+  return switchesFromNames(names);
 }
 
 function positiveInt(value: string, option: string): number {

@@ -65,7 +65,6 @@ export class Member {
     // Every Normal entry is a command: an application's bytes, or the scheduler's.
     const stateMachine: StateMachine = {
       apply: (entry) => {
-        parts.onApplied?.(entry);
         const command = decodeCommand(entry.data);
         if (command?.kind === 'scheduler') {
           const result = this.scheduler.apply(entry.index, command.command);
@@ -91,6 +90,7 @@ export class Member {
       maxPendingReads: t.maxPendingReads,
       leaderSilenceMs: t.electionTimeoutMs,
       bootId: parts.bootId,
+      ...(parts.onApplied === undefined ? {} : { onApplied: parts.onApplied }),
       ...(parts.onSoftState === undefined ? {} : { onSoftState: parts.onSoftState }),
       ...(parts.onFatal === undefined ? {} : { onFatal: parts.onFatal }),
     });

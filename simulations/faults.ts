@@ -1,0 +1,154 @@
+import type { NodeId } from '../src/raft/types.js';
+import type { Random } from '../src/time/random.js';
+import type { SimMember } from './member.js';
+import type { SimNetwork } from './network.js';
+import type { SimScheduler } from './scheduler.js';
+import type { TimelineEvent } from './timeline.js';
+
+/** Which faults a run injects. Each on by default; their parameters are drawn from the seed. */
+export interface FaultSwitches {
+  readonly partitions?: boolean;
+  readonly loss?: boolean;
+  readonly crashes?: boolean;
+  /** Clock offsets, drift, jumps forward and back, frozen clocks. */
+  readonly clocks?: boolean;
+  /** Stop-the-world stalls of a member's process (a long GC, a VM migration). */
+  readonly pauses?: boolean;
+}
+
+export const FAULT_NAMES = ['partition', 'loss', 'crash', 'clock', 'pause'] as const;
+
+export function switchesFromNames(names: readonly string[]): Required<FaultSwitches> {
+  return { partitions: names.includes('partition'), loss: names.includes('loss'), crashes: names.includes('crash'), clocks: names.includes('clock'), pauses: names.includes('pause') };
+}
+
+/** The largest clock jump injected: the issue's "off by up to 60 s". */
+export const MAX_CLOCK_JUMP_MS = 60_000;
+/** The longest stall injected: longer than an election timeout, so leases and fencing matter. */
+export const MAX_PAUSE_MS = 2000;
+
+export interface FaultContext {
+  readonly scheduler: SimScheduler;
+  readonly network: SimNetwork;
+  readonly random: Random;
+  readonly members: readonly SimMember[];
+  readonly ids: readonly NodeId[];
+  /** Faults stop once true time reaches this. */
+  readonly untilMs: number;
+  readonly record: (event: TimelineEvent) => void;
+  readonly trace: (line: string) => void;
+}
+
+const pick = <T>(random: Random, xs: readonly T[]): T => xs[random.int(0, xs.length - 1)] as T;
+
+/** Re-arms `fault` at a random interval in [every/2, every] while the fault phase lasts. */
+function repeat(ctx: FaultContext, everyMs: number, fault: () => void): void {
+  const next = (): void => {
+    if (ctx.scheduler.nowMs >= ctx.untilMs) return;
+    fault();
+    ctx.scheduler.after(ctx.random.int(Math.ceil(everyMs / 2), everyMs), next);
+  };
+  ctx.scheduler.after(everyMs, next);
+}
+
+/** Symmetric, asymmetric and one-way partitions, and isolating whoever leads. */
+export function injectPartitions(ctx: FaultContext, everyMs: number): void {
+  const { network, random, ids } = ctx;
+  const isolate = (who: NodeId): void => {
+    for (const other of ids) {
+      if (other === who) continue;
+      network.block(who, other);
+      network.block(other, who);
+    }
+  };
+  repeat(ctx, everyMs, () => {
+    network.healAll();
+    const kind = random.int(0, 4);
+    if (kind === 1) {
+      isolate(pick(random, ids));
+    } else if (kind === 2) {
+      const side = new Set(ids.filter(() => random.int(0, 1) === 0));
+      for (const a of ids) for (const b of ids) if (side.has(a) !== side.has(b)) network.block(a, b);
+    } else if (kind === 3) {
+      // One-way: a member can send but not hear (or the reverse).
+      const who = pick(random, ids);
+      for (const other of ids) if (other !== who) network.block(random.int(0, 1) === 0 ? who : other, random.int(0, 1) === 0 ? other : who);
+    } else if (kind === 4) {
+      const leader = ctx.members.find((m) => m.driver?.node.role === 'leader');
+      if (leader !== undefined) isolate(leader.id);
+    }
+    ctx.trace(`partition ${kind}`);
+    ctx.record({ t: ctx.scheduler.nowMs, kind: 'partition', blocked: blockedLinks(network, ids) });
+  });
+}
+
+export function blockedLinks(network: SimNetwork, ids: readonly NodeId[]): Array<[NodeId, NodeId]> {
+  const out: Array<[NodeId, NodeId]> = [];
+  for (const a of ids) for (const b of ids) if (a !== b && network.isBlocked(a, b)) out.push([a, b]);
+  return out;
+}
+
+/** Crashes a random live member (never the last one) and restarts it after a while. */
+export function injectCrashes(ctx: FaultContext, everyMs: number, restart: (m: SimMember) => void, onCrash: (m: SimMember) => void): void {
+  repeat(ctx, everyMs, () => {
+    const up = ctx.members.filter((m) => m.up);
+    if (up.length <= 1) return;
+    const victim = pick(ctx.random, up);
+    onCrash(victim);
+    victim.crash(ctx.network);
+    ctx.trace(`crash ${victim.id}`);
+    ctx.record({ t: ctx.scheduler.nowMs, kind: 'crash', member: victim.id });
+    ctx.scheduler.after(ctx.random.int(50, 3000), () => {
+      if (!victim.up) restart(victim);
+    });
+  });
+}
+
+/** Jumps (either way, up to a minute), drift, frozen clocks and clocks set right again. */
+export function injectClockFaults(ctx: FaultContext, everyMs: number): void {
+  const { random, scheduler } = ctx;
+  repeat(ctx, everyMs, () => {
+    const m = pick(random, ctx.members);
+    const kind = random.int(0, 4);
+    let note: string;
+    if (kind === 0) {
+      const by = random.int(-MAX_CLOCK_JUMP_MS, MAX_CLOCK_JUMP_MS);
+      m.clock.jump(by);
+      note = `jumped ${by} ms`;
+    } else if (kind === 1) {
+      const ppm = random.int(-500, 500);
+      m.clock.setDrift(ppm);
+      note = `drifts ${ppm} ppm`;
+    } else if (kind === 2) {
+      const forMs = random.int(100, 5000);
+      m.clock.freeze();
+      scheduler.after(forMs, () => {
+        m.clock.unfreeze();
+        ctx.record({ t: scheduler.nowMs, kind: 'clock', member: m.id, offsetMs: m.clock.offsetMs, note: 'runs again' });
+      });
+      note = `frozen for ${forMs} ms`;
+    } else if (kind === 3) {
+      // A small fixed offset, as NTP leaves between machines.
+      m.clock.jump(random.int(-50, 50));
+      note = 'small offset';
+    } else {
+      m.clock.reset();
+      note = 'set right';
+    }
+    ctx.trace(`clock ${m.id} ${note}`);
+    ctx.record({ t: scheduler.nowMs, kind: 'clock', member: m.id, offsetMs: m.clock.offsetMs, note });
+  });
+}
+
+/** Stalls a live member's process: its timers and inbound messages wait. */
+export function injectPauses(ctx: FaultContext, everyMs: number): void {
+  repeat(ctx, everyMs, () => {
+    const up = ctx.members.filter((m) => m.up);
+    if (up.length === 0) return;
+    const m = pick(ctx.random, up);
+    const forMs = ctx.random.int(10, MAX_PAUSE_MS);
+    m.pausedUntil = Math.max(m.pausedUntil, ctx.scheduler.nowMs + forMs);
+    ctx.trace(`pause ${m.id} ${forMs}`);
+    ctx.record({ t: ctx.scheduler.nowMs, kind: 'pause', member: m.id, untilT: m.pausedUntil });
+  });
+}

@@ -1,0 +1,46 @@
+import type { JobContext, JobHandler, JobOptions } from '../src/runtime/scheduler-runtime.js';
+import type { SpecInput } from '../src/scheduler/spec.js';
+import type { Timers } from '../src/time/clock.js';
+import type { Random } from '../src/time/random.js';
+
+/** A job in a simulated cluster: what users pass to `simulate({ jobs })`. */
+export interface SimJob {
+  readonly name: string;
+  readonly spec: SpecInput;
+  readonly options?: JobOptions;
+  /** How long a run takes, in simulated ms, drawn uniformly from this range. @default [1, 50] */
+  readonly runMs?: readonly [number, number];
+  /** The share of runs that throw (0..1). @default 0 */
+  readonly failRate?: number;
+}
+
+/** The jobs a run schedules when the user names none: each mode and a retrying job. */
+export const DEFAULT_SIM_JOBS: readonly SimJob[] = [
+  { name: 'every-second', spec: { every: '1s' } },
+  { name: 'cron-5s', spec: '*/5 * * * * *', runMs: [100, 3000] },
+  { name: 'all-members', spec: { every: '3s' }, options: { mode: 'all' } },
+  { name: 'flaky', spec: { every: '2s' }, options: { retries: 2, retryDelayMs: 200 }, failRate: 0.2 },
+];
+
+/**
+ * A handler that takes a drawn time on the member's own (simulated) timers and may fail. It
+ * stops early when its signal aborts, as a well-behaved handler does.
+ */
+export function simHandler(job: SimJob, timers: Timers, random: Random): JobHandler {
+  const [min, max] = job.runMs ?? [1, 50];
+  const failPermille = Math.round((job.failRate ?? 0) * 1000);
+  return (ctx: JobContext) =>
+    new Promise<void>((resolve, reject) => {
+      const ms = random.int(min, max);
+      const fails = failPermille > 0 && random.int(0, 999) < failPermille;
+      const timer = timers.setTimeout(() => (fails ? reject(new Error('simulated failure')) : resolve()), ms);
+      ctx.signal.addEventListener(
+        'abort',
+        () => {
+          timers.clearTimeout(timer);
+          reject(ctx.signal.reason as Error);
+        },
+        { once: true },
+      );
+    });
+}

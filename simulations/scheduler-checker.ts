@@ -1,0 +1,195 @@
+import type { NodeId } from '../src/raft/types.js';
+import { MAX_INTERRUPTED_ATTEMPTS } from '../src/scheduler/planner.js';
+import { instantsBetween, type JobSpec } from '../src/scheduler/spec.js';
+import { claimKey, type ApplyResult, type AssignMode, type SchedulerCommand } from '../src/scheduler/state.js';
+import { SIM_EPOCH_MS } from './scheduler.js';
+
+/** A slot as the committed log tells it, with what the checkers saw run. */
+interface SlotRecord {
+  readonly job: string;
+  readonly slotMs: number;
+  /** The current claim's token, and every earlier one with when (true ms) it was superseded. */
+  token: number;
+  assignees: readonly NodeId[];
+  attempt: number;
+  /** Committed outcomes by `${member} ${token}`. */
+  readonly outcomes: Map<string, string>;
+  /** True time the first run of the slot started, whatever its token. */
+  firstStartT: number | null;
+  /** Every `${member} ${token}` the log ever gave this slot: a run must hold one of them. */
+  readonly grants: Set<string>;
+}
+
+interface JobInfo {
+  readonly spec: JobSpec;
+  readonly mode: AssignMode;
+  readonly anchorMs: number;
+  claims: number;
+  missed: number;
+  highWaterMs: number;
+}
+
+/** A run in progress, as the members report them. */
+interface RunningRun {
+  readonly member: NodeId;
+  readonly incarnation: number;
+  readonly token: number;
+}
+
+/**
+ * The scheduler's properties, checked from what members apply and run:
+ * - a slot is claimed at most once, ever;
+ * - a run holds a fencing token the log gave that member for that slot (tokens are log
+ *   indexes, so each move of a slot gives a greater one); no two runs hold the same claim at
+ *   the same time; a run never starts for a claim whose outcome there is already committed;
+ * - every instant up to a job's high-water mark is either claimed or counted missed by the
+ *   catch-up policy, and no claim is for an instant the spec does not have;
+ * - after faults heal, every slot due runs within a lateness bound and gets an outcome.
+ * The committed log is observed once per index (the Raft checker already shows that every
+ * member applies the same entry at each index).
+ */
+export class SchedulerChecker {
+  readonly #report: (t: number, what: string) => void;
+  readonly jobs = new Map<string, JobInfo>();
+  readonly slots = new Map<string, SlotRecord>();
+  readonly #running = new Map<string, RunningRun[]>();
+  #lastIndex = 0;
+  /** Runs started under a claim the log had already moved to another token (fencing covers them). */
+  staleStarts = 0;
+  runsStarted = 0;
+
+  constructor(report: (t: number, what: string) => void) {
+    this.#report = report;
+  }
+
+  onApplied(t: number, index: number, command: SchedulerCommand, result: ApplyResult): void {
+    // The first member to apply an index has applied every earlier one: first sightings come in log order.
+    if (index <= this.#lastIndex) return;
+    this.#lastIndex = index;
+    if (!result.ok) return;
+    switch (command.type) {
+      case 'register':
+        if (!this.jobs.has(command.job)) this.jobs.set(command.job, { spec: command.spec, mode: command.mode, anchorMs: command.atMs, claims: 0, missed: 0, highWaterMs: command.atMs });
+        return;
+      case 'claim':
+        return this.#onClaim(t, index, command);
+      case 'reassign': {
+        const slot = this.slots.get(claimKey(command.job, command.slotMs));
+        if (slot === undefined) return this.#report(t, `reassign of unclaimed slot ${command.job}@${command.slotMs}`);
+        if (index <= slot.token) this.#report(t, `fencing token of ${command.job}@${command.slotMs} went from ${slot.token} to ${index}`);
+        slot.token = index;
+        slot.assignees = command.assignees;
+        slot.attempt++;
+        for (const member of command.assignees) slot.grants.add(`${member} ${index}`);
+        return;
+      }
+      case 'skip': {
+        const job = this.jobs.get(command.job);
+        if (job === undefined) return;
+        job.missed += countInstants(job.spec, job.anchorMs, job.highWaterMs, command.throughMs);
+        job.highWaterMs = Math.max(job.highWaterMs, command.throughMs);
+        return;
+      }
+      case 'outcome': {
+        const slot = this.slots.get(claimKey(command.job, command.slotMs));
+        slot?.outcomes.set(`${command.member} ${command.token}`, command.outcome);
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  #onClaim(t: number, index: number, command: Extract<SchedulerCommand, { type: 'claim' }>): void {
+    const key = claimKey(command.job, command.slotMs);
+    const earlier = this.slots.get(key);
+    if (earlier !== undefined) this.#report(t, `slot ${key} claimed twice (tokens ${earlier.token} and ${index})`);
+    const job = this.jobs.get(command.job);
+    if (job !== undefined) {
+      job.claims++;
+      job.highWaterMs = Math.max(job.highWaterMs, command.slotMs);
+      if (job.spec.kind !== 'delay' && !instantsBetween(job.spec, job.anchorMs, command.slotMs - 1, command.slotMs, 1).includes(command.slotMs)) {
+        this.#report(t, `slot ${key} is not an instant of the job's spec`);
+      }
+    }
+    const grants = new Set(command.assignees.map((member) => `${member} ${index}`));
+    this.slots.set(key, { job: command.job, slotMs: command.slotMs, token: index, assignees: command.assignees, attempt: 1, outcomes: new Map(), firstStartT: null, grants });
+  }
+
+  onRunStart(t: number, member: NodeId, incarnation: number, run: { job: string; slotMs: number; fencingToken: number }): void {
+    this.runsStarted++;
+    const key = claimKey(run.job, run.slotMs);
+    const slot = this.slots.get(key);
+    if (slot === undefined) return this.#report(t, `${member} started ${key} which was never claimed`);
+    slot.firstStartT ??= t;
+    if (!slot.grants.has(`${member} ${run.fencingToken}`)) this.#report(t, `${member} started ${key} under token ${run.fencingToken}, which the log never gave it`);
+    if (run.fencingToken < slot.token) this.staleStarts++;
+    if (slot.outcomes.has(`${member} ${run.fencingToken}`)) this.#report(t, `${member} started ${key} again under token ${run.fencingToken}, whose outcome was already committed`);
+    const running = this.#running.get(key) ?? [];
+    const twin = running.find((r) => r.token === run.fencingToken && r.member === member);
+    if (twin !== undefined) this.#report(t, `${key} runs twice at once under token ${run.fencingToken} (${twin.member}#${twin.incarnation} and ${member}#${incarnation})`);
+    running.push({ member, incarnation, token: run.fencingToken });
+    this.#running.set(key, running);
+  }
+
+  onRunEnd(member: NodeId, incarnation: number, run: { job: string; slotMs: number; fencingToken: number }): void {
+    const key = claimKey(run.job, run.slotMs);
+    const running = (this.#running.get(key) ?? []).filter((r) => !(r.member === member && r.incarnation === incarnation && r.token === run.fencingToken));
+    if (running.length === 0) this.#running.delete(key);
+    else this.#running.set(key, running);
+  }
+
+  /** A crashed process's runs died with it. */
+  onCrash(member: NodeId): void {
+    for (const [key, runs] of this.#running) {
+      const left = runs.filter((r) => r.member !== member);
+      if (left.length === 0) this.#running.delete(key);
+      else this.#running.set(key, left);
+    }
+  }
+
+  /**
+   * Accounting: every instant up to each job's high-water mark is claimed or counted missed.
+   * Liveness: every instant in [fromT, toT] (true ms) started within `latenessMs`; every slot
+   * at or before `settledT` has an outcome under its current claim.
+   */
+  finish(t: number, window: { fromT: number; toT: number; latenessMs: number; settledT: number }): void {
+    for (const [name, job] of this.jobs) {
+      if (job.spec.kind === 'delay') continue;
+      const instants = countInstants(job.spec, job.anchorMs, job.anchorMs, job.highWaterMs);
+      if (instants !== job.claims + job.missed) {
+        this.#report(t, `job ${name}: ${instants} instants up to its high-water mark, but ${job.claims} claimed and ${job.missed} counted missed`);
+      }
+      const due = instantsBetween(job.spec, job.anchorMs, SIM_EPOCH_MS + window.fromT - 1, SIM_EPOCH_MS + window.toT, 100_000);
+      for (const slotMs of due) {
+        const slot = this.slots.get(claimKey(name, slotMs));
+        const slotT = slotMs - SIM_EPOCH_MS;
+        if (slot === undefined) this.#report(t, `liveness: ${name}@${slotT} (true ms) due after healing was never claimed`);
+        else if (slot.firstStartT === null) this.#report(t, `liveness: ${name}@${slotT} due after healing never ran`);
+        else if (Math.abs(slot.firstStartT - slotT) > window.latenessMs) {
+          this.#report(t, `liveness: ${name}@${slotT} started ${(slot.firstStartT - slotT).toFixed(1)} ms off its instant (bound ${window.latenessMs} ms)`);
+        }
+      }
+    }
+    for (const slot of this.slots.values()) {
+      if (slot.slotMs - SIM_EPOCH_MS > window.settledT) continue;
+      for (const member of slot.assignees) {
+        const outcome = slot.outcomes.get(`${member} ${slot.token}`);
+        const stuck = outcome === undefined || (outcome === 'interrupted' && slot.attempt < MAX_INTERRUPTED_ATTEMPTS && this.jobs.get(slot.job)?.mode === 'one');
+        if (stuck) this.#report(t, `slot ${slot.job}@${slot.slotMs - SIM_EPOCH_MS} (true ms) has no final outcome from ${member} under token ${slot.token} (${outcome ?? 'none'})`);
+      }
+    }
+  }
+}
+
+/** Instants of `spec` in (afterMs, untilMs], counted in bounded chunks. */
+function countInstants(spec: JobSpec, anchorMs: number, afterMs: number, untilMs: number): number {
+  let count = 0;
+  let from = afterMs;
+  for (;;) {
+    const chunk = instantsBetween(spec, anchorMs, from, untilMs, 10_000);
+    count += chunk.length;
+    if (chunk.length < 10_000) return count;
+    from = chunk[chunk.length - 1] as number;
+  }
+}

@@ -1,0 +1,35 @@
+import type { SchedulerChecker } from './scheduler-checker.js';
+import { SIM_EPOCH_MS } from './scheduler.js';
+
+/** What became of one job's slots in a run. */
+export interface JobSummary {
+  readonly name: string;
+  readonly claimed: number;
+  /** Slots dropped by the catch-up policy. */
+  readonly missed: number;
+  /** Slots with at least one successful run under their current claim. */
+  readonly succeeded: number;
+  /** Claimed slots whose final outcome is not a success (failed, aborted, or none). */
+  readonly unsuccessful: number;
+  /** Start of a slot's first run minus its instant, true time: p50, p99 and max in ms. */
+  readonly latenessMs: { readonly p50: number; readonly p99: number; readonly max: number };
+}
+
+/** Summaries of the slots due by `endT` (true ms): later ones were claimed ahead and never had their turn. */
+export function summarizeJobs(names: readonly string[], checker: SchedulerChecker, endT: number): JobSummary[] {
+  return names.map((name) => {
+    const job = checker.jobs.get(name);
+    const lateness: number[] = [];
+    let succeeded = 0;
+    let claimed = 0;
+    for (const slot of checker.slots.values()) {
+      if (slot.job !== name || slot.slotMs - SIM_EPOCH_MS > endT) continue;
+      claimed++;
+      if (slot.firstStartT !== null) lateness.push(slot.firstStartT - (slot.slotMs - SIM_EPOCH_MS));
+      if ([...slot.outcomes].some(([key, outcome]) => outcome === 'succeeded' && key.endsWith(` ${slot.token}`))) succeeded++;
+    }
+    lateness.sort((a, b) => a - b);
+    const at = (q: number): number => lateness[Math.min(lateness.length - 1, Math.floor(q * lateness.length))] ?? 0;
+    return { name, claimed, missed: job?.missed ?? 0, succeeded, unsuccessful: claimed - succeeded, latenessMs: { p50: at(0.5), p99: at(0.99), max: lateness[lateness.length - 1] ?? 0 } };
+  });
+}
