@@ -7,6 +7,7 @@ import { EntryType, messageTypes } from '../src/raft/types.js';
 import { decodeFrame, encodeFrame } from '../src/transport/codec.js';
 import {
   FRAME_FORMAT_VERSION,
+  MAX_CLOCK_STAMP_MS,
   MAX_CLUSTER_ID_LENGTH,
   MAX_ENTRIES_PER_MESSAGE,
   MAX_FRAME_BYTES,
@@ -65,6 +66,71 @@ describe('frame codec', () => {
     const message = examples[type];
     const decoded = decodeFrame(encodeFrame({ clusterId: 'cluster-1', message }));
     expect(decoded).toEqual({ clusterId: 'cluster-1', message });
+  });
+
+  describe('clock stamps on heartbeats', () => {
+    const t = 1_767_225_600_123;
+    const stamped: Message[] = [
+      { ...examples.heartbeat, type: 'heartbeat', commit: 12, readCtx: 3, clock: { sentAt: t } },
+      { type: 'heartbeat', ...base, commit: 12, readCtx: 0, clock: { sentAt: t + 0.25, estimate: { offsetMs: -60_000.5, rttMs: 3.75, clusterOffsetMs: 12 } } },
+      { type: 'heartbeat-resp', ...base, readCtx: 3, clock: { echo: t, receivedAt: t - 59_998.5, sentAt: t - 59_998 } },
+    ];
+
+    it.each(stamped.map((m, i) => [i, m] as const))('round-trip (%i)', (_i, message) => {
+      expect(decodeFrame(encodeFrame({ clusterId: 'c', message })).message).toEqual(message);
+    });
+
+    it('leave frames without a stamp as they were, and old frames decode with no clock', () => {
+      expect(encodeFrame({ clusterId: 'c', message: examples.heartbeat })).toEqual(raw([FRAME_FORMAT_VERSION, 'c', 7, base.from, base.to, 7, 12, 3]));
+      const old = decodeFrame(raw(header(7, 4, 0))).message;
+      expect(old).toEqual({ type: 'heartbeat', from: 'a', to: 'b', term: 1, commit: 4, readCtx: 0 });
+      expect('clock' in old).toBe(false);
+      expect('clock' in decodeFrame(raw(header(8, 0))).message).toBe(false);
+    });
+
+    it('keep a stamped heartbeat small', () => {
+      expect(encodeFrame({ clusterId: 'c', message: stamped[1] as Message }).length).toBeLessThan(90);
+    });
+
+    it.each<[string, unknown]>([
+      ['a stamp on a vote', header(3, 1, 1, false, [1])],
+      ['a stamp on an append', header(5, 0, 0, 0, [], [1])],
+      ['two stamps', header(7, 1, 2, [1], [1])],
+      ['a stamp that is not an array', header(7, 1, 2, 1)],
+      ['a null stamp', header(7, 1, 2, null)],
+      ['an empty stamp', header(7, 1, 2, [])],
+      ['a stamp of two fields', header(7, 1, 2, [1, 2])],
+      ['a stamp of five fields', header(7, 1, 2, [1, 2, 3, 4, 5])],
+      ['a sentAt given as a string', header(7, 1, 2, ['1'])],
+      ['a sentAt beyond the range of dates', header(7, 1, 2, [MAX_CLOCK_STAMP_MS * 2])],
+      ['an offset of 1e300', header(7, 1, 2, [1, 1e300, 1, 0])],
+      ['a negative round trip', header(7, 1, 2, [1, 0, -1, 0])],
+      ['a cluster offset given as null', header(7, 1, 2, [1, 0, 1, null])],
+      ['an echo of two fields', header(8, 0, [1, 2])],
+      ['an echo of four fields', header(8, 0, [1, 2, 3, 4])],
+      ['an echo with bytes', header(8, 0, [1, bytes(2), 3])],
+      ['an echo time below the range of dates', header(8, 0, [1, -MAX_CLOCK_STAMP_MS - 1, 3])],
+    ])('reject %s', (_name, value) => {
+      expectCodecError(() => decodeFrame(raw(value)));
+    });
+
+    it('reject NaN and Infinity, which strict CBOR decoding refuses', () => {
+      const frame = raw(header(7, 1, 2, [1.5]));
+      // [1.5] is the float16 0xf9 0x3e 0x00 at the end: turn it into NaN, then Infinity.
+      const nan = frame.slice();
+      nan.set([0xf9, 0x7e, 0x00], nan.length - 3);
+      expectCodecError(() => decodeFrame(nan));
+      const inf = frame.slice();
+      inf.set([0xf9, 0x7c, 0x00], inf.length - 3);
+      expectCodecError(() => decodeFrame(inf));
+      expect(decodeFrame(frame).message).toMatchObject({ clock: { sentAt: 1.5 } });
+    });
+
+    it('are refused by the encoder when out of bounds', () => {
+      const bad = (clock: unknown): Message => ({ ...examples.heartbeat, clock }) as Message;
+      expectCodecError(() => encodeFrame({ clusterId: 'c', message: bad({ sentAt: Number.NaN }) }), /sentAt/);
+      expectCodecError(() => encodeFrame({ clusterId: 'c', message: bad({ sentAt: 1, estimate: { offsetMs: 0, rttMs: -1, clusterOffsetMs: 0 } }) }), /rttMs/);
+    });
   });
 
   it('round-trips a propose-resp without a leader and an empty append', () => {
@@ -199,6 +265,15 @@ describe('frame codec', () => {
     const pid = fc.string({ minLength: 1, maxLength: 40 });
     const data = fc.uint8Array({ maxLength: 64 });
     const common = { from: id, to: id, term: uint };
+    // -0 travels as 0, so the arbitraries leave it out.
+    const ms = (min: number): fc.Arbitrary<number> =>
+      fc.oneof(fc.double({ min, max: MAX_CLOCK_STAMP_MS, noNaN: true }), fc.integer({ min: Math.max(min, -1e6), max: 1e6 })).map((x) => (Object.is(x, -0) ? 0 : x));
+    const time = ms(-MAX_CLOCK_STAMP_MS);
+    const heartbeatClock = fc.oneof(
+      fc.record({ sentAt: time }),
+      fc.record({ sentAt: time, estimate: fc.record({ offsetMs: time, rttMs: ms(0), clusterOffsetMs: time }) }),
+    );
+    const heartbeatEcho = fc.record({ echo: time, receivedAt: time, sentAt: time });
     const append = fc
       .record({ ...common, prevIndex: fc.nat({ max: 1_000_000 }), prevTerm: uint, commit: uint, count: fc.nat({ max: 20 }) })
       .chain(({ count, ...rest }) =>
@@ -217,7 +292,9 @@ describe('frame codec', () => {
       append,
       fc.record({ type: fc.constant('append-resp' as const), ...common, index: uint, reject: fc.boolean(), hintIndex: uint, hintTerm: uint }),
       fc.record({ type: fc.constant('heartbeat' as const), ...common, commit: uint, readCtx: uint }),
+      fc.record({ type: fc.constant('heartbeat' as const), ...common, commit: uint, readCtx: uint, clock: heartbeatClock }),
       fc.record({ type: fc.constant('heartbeat-resp' as const), ...common, readCtx: uint }),
+      fc.record({ type: fc.constant('heartbeat-resp' as const), ...common, readCtx: uint, clock: heartbeatEcho }),
       fc.record({ type: fc.constant('timeout-now' as const), ...common }),
       fc.record({ type: fc.constant('propose' as const), ...common, proposals: fc.array(fc.record({ pid, data }), { maxLength: 10 }) }),
       fc.record({

@@ -13,6 +13,7 @@ import { EntryType, type Entry, type HardState, type Message, type NodeId, type 
 import type { LogStorage } from '../storage/log-storage.js';
 import type { Clock, TimerHandle, Timers } from '../time/clock.js';
 import type { Transport } from '../transport/transport.js';
+import { ClockSync, type ClockOffset } from './clock-sync.js';
 
 /** The replicated application: `apply` runs in log order on every member and must be deterministic. */
 export interface StateMachine {
@@ -97,6 +98,9 @@ interface PendingRead {
  *    that waited on them: a caller learns of success only once its entry is applied here.
  * 4. **Advances** the node: applied at once, persisted when the write completes.
  *
+ * Heartbeats and their responses carry clock stamps, added as they leave and read once the
+ * protocol has stepped them (`clock-sync.ts`): that is how members learn the cluster's time.
+ *
  * Nothing else in the code base calls `storage.save`, `transport.send` or `stateMachine.apply`.
  */
 export class RaftDriver {
@@ -133,6 +137,9 @@ export class RaftDriver {
   /** The node's latest hard state, written or not. */
   #hardState: HardState;
   #fatal: unknown = null;
+  /** Clock offsets and the cluster's time, from stamps on heartbeats (see clock-sync.ts). */
+  readonly #clockSync: ClockSync;
+  readonly #clusterClock: Clock;
   /** Messages that threw inside the protocol (only a faulty peer sends them). */
   invalidMessages = 0;
   /** Messages the transport refused to encode. */
@@ -147,6 +154,8 @@ export class RaftDriver {
     this.#savedVote = options.node.vote;
     this.#hardState = options.node.hardState();
     this.#savedCommit = this.#hardState.commit;
+    this.#clockSync = new ClockSync({ self: options.node.id, voters: options.node.voters });
+    this.#clusterClock = { now: () => this.#clockSync.clusterTime(this.#o.clock.now()) };
     options.transport.onMessage((m) => this.#receive(m));
   }
 
@@ -194,6 +203,36 @@ export class RaftDriver {
   /** When this member last heard from `peer` (clock ms), or undefined. */
   lastHeard(peer: NodeId): number | undefined {
     return this.#lastHeard.get(peer);
+  }
+
+  // ---- the cluster's time --------------------------------------------------------------------
+
+  /**
+   * The cluster's time: this member's clock corrected by its estimated offset from the median
+   * of the members' clocks (see clock-sync.ts). Until synced (`clockSynced`), the local clock
+   * itself; once synced, the last correction is held over while no leader refreshes it.
+   */
+  clusterClock(): Clock {
+    return this.#clusterClock;
+  }
+
+  /** Whether this member has learned the cluster's time. Once true, it stays true (held over). */
+  get clockSynced(): boolean {
+    return this.#clockSync.synced;
+  }
+
+  /**
+   * Each member's clock minus the cluster's time, with the round trip it was measured over and
+   * its age. The leader knows itself and every member it has a fresh estimate of; a follower
+   * knows itself. Empty until synced.
+   */
+  clockOffsets(): ReadonlyMap<NodeId, ClockOffset> {
+    return this.#clockSync.offsets(this.#o.clock.now());
+  }
+
+  /** Clock stamps from peers dropped as malformed, out of bounds or inconsistent. */
+  get invalidClockStamps(): number {
+    return this.#clockSync.invalidStamps;
   }
 
   // ---- requests ----------------------------------------------------------------------------
@@ -270,9 +309,12 @@ export class RaftDriver {
 
   #receive(m: Message): void {
     if (!this.#running) return;
-    this.#lastHeard.set(m.from, this.#o.clock.now());
+    const now = this.#o.clock.now();
+    this.#lastHeard.set(m.from, now);
     try {
       this.#node.step(m);
+      // After the step, so that only the stamps of the leader the protocol follows count.
+      this.#clockSync.receive(m, now, this.#node.leader);
     } catch {
       // The protocol refused a message it could not accept (e.g. a forged append that conflicts
       // with committed entries). Count it and carry on: one peer must not crash a member.
@@ -396,7 +438,9 @@ export class RaftDriver {
 
   #send(m: Message): void {
     try {
-      this.#o.transport.send(m);
+      // Stamped as it leaves, not when the protocol made it: a response held back for a write
+      // must report when it really went (NTP's t3 excludes the time it waited).
+      this.#o.transport.send(this.#clockSync.stamp(m, this.#o.clock.now()));
     } catch {
       // The transport refuses a message its peers would reject (e.g. too large for a frame).
       // Count it; Raft treats it as lost, and the bounds on batches keep this from recurring.
@@ -519,6 +563,7 @@ export class RaftDriver {
     for (const p of this.#pending.values()) {
       if (p.forwardedTo !== null && p.forwardedTo !== s.leader) this.#settle(p, new OutcomeUnknownError());
     }
+    this.#clockSync.setLeading(s.role === 'leader', this.#o.clock.now());
     this.#o.onSoftState?.(s);
   }
 

@@ -1,9 +1,10 @@
 import { decode, encode } from 'cborg';
 import { CodecError } from '../errors.js';
 import { EntryType } from '../raft/types.js';
-import type { Entry, Message, MessageType, NodeId, ProposalData } from '../raft/types.js';
+import type { ClockEstimate, Entry, HeartbeatClock, HeartbeatEcho, Message, MessageType, NodeId, ProposalData } from '../raft/types.js';
 import {
   FRAME_FORMAT_VERSION,
+  MAX_CLOCK_STAMP_MS,
   MAX_CLUSTER_ID_LENGTH,
   MAX_ENTRIES_PER_MESSAGE,
   MAX_FRAME_BYTES,
@@ -16,6 +17,15 @@ import {
  * The wire format of one Raft message. A frame is the CBOR encoding of a compact array:
  *
  *   [version, clusterId, typeCode, from, to, term, ...fields of that type]
+ *
+ * A heartbeat and its response may end with one more element, the driver's clock stamp:
+ *
+ *   heartbeat:      [...,  commit, readCtx, [sentAt] | [sentAt, offsetMs, rttMs, clusterOffsetMs]]
+ *   heartbeat-resp: [..., readCtx, [echo, receivedAt, sentAt]]
+ *
+ * The stamp is an optional extension of version 1, not a new version: frames without it are the
+ * same bytes as before it existed and still decode. A decoder from before it rejects a stamped
+ * frame by its length, so members of such a build cannot take part in a cluster of this one.
  *
  * An array rather than a map keeps frames small and fast to encode: field names are not repeated
  * in every heartbeat. Type codes are a fixed table below, never derived from the order of
@@ -59,6 +69,9 @@ const FIELD_COUNTS = {
   'read-index': 1,
   'read-index-resp': 3,
 } as const satisfies Record<MessageType, number>;
+
+/** The types whose frame may end with a clock stamp (one more element than FIELD_COUNTS says). */
+const CLOCK_STAMPED: ReadonlySet<MessageType> = new Set<MessageType>(['heartbeat', 'heartbeat-resp']);
 
 const TYPES_BY_CODE: ReadonlyMap<number, MessageType> = new Map(
   (Object.entries(TYPE_CODES) as [MessageType, number][]).map(([type, code]) => [code, type]),
@@ -146,9 +159,9 @@ function toWire({ clusterId, message: m }: Frame): Wire {
     case 'append-resp':
       return [...head, m.index, m.reject, m.hintIndex, m.hintTerm];
     case 'heartbeat':
-      return [...head, m.commit, m.readCtx];
+      return m.clock === undefined ? [...head, m.commit, m.readCtx] : [...head, m.commit, m.readCtx, heartbeatClockWire(m.clock)];
     case 'heartbeat-resp':
-      return [...head, m.readCtx];
+      return m.clock === undefined ? [...head, m.readCtx] : [...head, m.readCtx, [m.clock.echo, m.clock.receivedAt, m.clock.sentAt]];
     case 'timeout-now':
       return head;
     case 'propose':
@@ -164,6 +177,11 @@ function toWire({ clusterId, message: m }: Frame): Wire {
   }
 }
 
+function heartbeatClockWire(clock: HeartbeatClock): Wire {
+  const e = clock.estimate;
+  return e === undefined ? [clock.sentAt] : [clock.sentAt, e.offsetMs, e.rttMs, e.clusterOffsetMs];
+}
+
 function unknownType(message: never): never {
   const type = (message as { type?: unknown }).type;
   throw new CodecError(`Unknown message type ${JSON.stringify(type) ?? String(type)}`);
@@ -177,9 +195,11 @@ function fromWire(value: unknown): Frame {
   const code: unknown = value[2];
   const type = typeof code === 'number' ? TYPES_BY_CODE.get(code) : undefined;
   if (type === undefined) throw new CodecError(`Unknown message type code ${describe(code)}`);
-  if (value.length !== HEADER_LENGTH + FIELD_COUNTS[type]) {
-    throw new CodecError(`${type}: expected ${HEADER_LENGTH + FIELD_COUNTS[type]} fields, got ${value.length}`);
+  const fieldCount = HEADER_LENGTH + FIELD_COUNTS[type];
+  if (value.length !== fieldCount && !(CLOCK_STAMPED.has(type) && value.length === fieldCount + 1)) {
+    throw new CodecError(`${type}: expected ${fieldCount} fields, got ${value.length}`);
   }
+  const stamp: unknown = value[fieldCount];
   const from = nodeId(value[3], `${type}.from`);
   const to = nodeId(value[4], `${type}.to`);
   const term = uint(value[5], `${type}.term`);
@@ -227,12 +247,17 @@ function fromWire(value: unknown): Frame {
         hintTerm: uint(f(3), 'append-resp.hintTerm'),
       };
       break;
-    case 'heartbeat':
-      message = { type, ...base, commit: uint(f(0), 'heartbeat.commit'), readCtx: uint(f(1), 'heartbeat.readCtx') };
+    case 'heartbeat': {
+      const commit = uint(f(0), 'heartbeat.commit');
+      const readCtx = uint(f(1), 'heartbeat.readCtx');
+      message = stamp === undefined ? { type, ...base, commit, readCtx } : { type, ...base, commit, readCtx, clock: heartbeatClock(stamp) };
       break;
-    case 'heartbeat-resp':
-      message = { type, ...base, readCtx: uint(f(0), 'heartbeat-resp.readCtx') };
+    }
+    case 'heartbeat-resp': {
+      const readCtx = uint(f(0), 'heartbeat-resp.readCtx');
+      message = stamp === undefined ? { type, ...base, readCtx } : { type, ...base, readCtx, clock: heartbeatEcho(stamp) };
       break;
+    }
     case 'timeout-now':
       message = { type, ...base };
       break;
@@ -292,6 +317,35 @@ function proposals(value: unknown): ProposalData[] {
     if (p.length !== PROPOSAL_FIELDS) throw new CodecError(`${field}: expected ${PROPOSAL_FIELDS} fields, got ${p.length}`);
     return { pid: nonEmptyString(p[0], `${field}.pid`, MAX_PID_LENGTH), data: bytes(p[1], `${field}.data`) };
   });
+}
+
+function heartbeatClock(value: unknown): HeartbeatClock {
+  const field = 'heartbeat.clock';
+  const c = array(value, field, 4);
+  if (c.length !== 1 && c.length !== 4) throw new CodecError(`${field}: expected 1 or 4 fields, got ${c.length}`);
+  const sentAt = clockValue(c[0], `${field}.sentAt`);
+  if (c.length === 1) return { sentAt };
+  const estimate: ClockEstimate = {
+    offsetMs: clockValue(c[1], `${field}.offsetMs`),
+    rttMs: clockValue(c[2], `${field}.rttMs`, 0),
+    clusterOffsetMs: clockValue(c[3], `${field}.clusterOffsetMs`),
+  };
+  return { sentAt, estimate };
+}
+
+function heartbeatEcho(value: unknown): HeartbeatEcho {
+  const field = 'heartbeat-resp.clock';
+  const c = array(value, field, 3);
+  if (c.length !== 3) throw new CodecError(`${field}: expected 3 fields, got ${c.length}`);
+  return { echo: clockValue(c[0], `${field}.echo`), receivedAt: clockValue(c[1], `${field}.receivedAt`), sentAt: clockValue(c[2], `${field}.sentAt`) };
+}
+
+/** A finite number of milliseconds within [min, MAX_CLOCK_STAMP_MS]; fractions allowed. */
+function clockValue(value: unknown, field: string, min = -MAX_CLOCK_STAMP_MS): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > MAX_CLOCK_STAMP_MS) {
+    throw new CodecError(`${field}: expected a number of milliseconds in [${min}, ${MAX_CLOCK_STAMP_MS}], got ${describe(value)}`);
+  }
+  return value;
 }
 
 function pids(value: unknown): string[] {

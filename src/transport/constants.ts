@@ -27,6 +27,13 @@ export const MAX_CLUSTER_ID_LENGTH = 256;
 /** The longest proposal id, `<member>#<sequence>`: a member id plus room for a sequence number. */
 export const MAX_PID_LENGTH = MAX_ID_LENGTH + 32;
 
+/**
+ * Bound on every number of a heartbeat's clock stamp (times, offsets, round trips), in
+ * milliseconds: ECMAScript's whole range of dates. The driver's clock synchronization applies
+ * tighter bounds of its own (`src/runtime/clock-sync.ts`).
+ */
+export const MAX_CLOCK_STAMP_MS = 8.64e15;
+
 /** Default bound of each peer's outbound queue, in messages. */
 export const DEFAULT_MAX_QUEUED_MESSAGES = 4096;
 
