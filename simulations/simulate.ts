@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Entry, NodeId } from '../src/raft/types.js';
+import { DEFAULT_MAX_CLOCK_SKEW_MS } from '../src/runtime/clock-sync.js';
 import type { MemberTiming } from '../src/runtime/member.js';
 import { parseSpec, specKey } from '../src/scheduler/spec.js';
 import { validateJobOptions, validateName } from '../src/job-options.js';
@@ -84,6 +85,7 @@ const TIMING: MemberTiming = {
   lookaheadMs: 1000,
   maxClaimsPerPlan: 256,
   reassignHorizonMs: 10 * 60_000,
+  maxClockSkewMs: DEFAULT_MAX_CLOCK_SKEW_MS,
 };
 
 const decoder = new TextDecoder();
@@ -167,8 +169,8 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
     },
     onSchedulerApplied: (_id, index, command, result) => {
       const t = scheduler.nowMs;
-      slots.onApplied(t, index, command, result as Parameters<SchedulerChecker['onApplied']>[3]);
-      if (!(result as { ok: boolean }).ok) return;
+      const first = slots.onApplied(t, index, command, result as Parameters<SchedulerChecker['onApplied']>[3]);
+      if (!first || !(result as { ok: boolean }).ok) return;
       if (command.type === 'claim' || command.type === 'reassign') {
         record({ t, kind: 'claim', job: command.job, slotT: command.slotMs - SIM_EPOCH_MS, token: index, assignees: command.assignees });
       } else if (command.type === 'skip') {
@@ -279,6 +281,7 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
   // Liveness: heal the network, set clocks right, end stalls, restart the dead, stop losing
   // messages. A new entry must then commit and be applied on every member within the bound.
   network.healAll();
+  record({ t: scheduler.nowMs, kind: 'partition', blocked: [] });
   network.faults = { ...faults, lossRate: 0, duplicateRate: 0 };
   for (const m of members) {
     m.clock.reset();

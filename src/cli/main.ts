@@ -4,14 +4,18 @@
  * (simulations/) on one seed or sweeps many, and exits non-zero on a violated invariant with the
  * command that replays it.
  */
+import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { parseDurationMs } from '../../simulations/duration.js';
 import { FAULT_NAMES, switchesFromNames } from '../../simulations/faults.js';
-import { simulate, type FaultSwitches, type SimulationResult } from '../../simulations/simulate.js';
+import { renderReport } from '../../simulations/report.js';
+import { describeSpec, simulate, type FaultSwitches, type SimulationResult } from '../../simulations/simulate.js';
+import { DEFAULT_SIM_JOBS } from '../../simulations/jobs.js';
 import { InvalidArgumentError } from '../errors.js';
 
 const USAGE = `usage: cronraft simulate [--seed N | --seeds N [--from N]] [--members N] [--duration 60s]
-                         [--faults partition,loss,crash,clock,pause | --faults none] [--json]`;
+                         [--faults partition,loss,crash,clock,pause | --faults none] [--json]
+                         [--report run.html]  (one seed: an HTML timeline of the run)`;
 
 function faultSwitches(value: string): FaultSwitches {
   const names = value === 'none' ? [] : value.split(',').map((s) => s.trim());
@@ -39,6 +43,7 @@ async function main(argv: string[]): Promise<number> {
       duration: { type: 'string', default: '60s' },
       faults: { type: 'string', default: FAULT_NAMES.join(',') },
       json: { type: 'boolean', default: false },
+      report: { type: 'string' },
       help: { type: 'boolean', default: false },
     },
   });
@@ -54,16 +59,33 @@ async function main(argv: string[]): Promise<number> {
   const started = performance.now();
   let simulatedMs = 0;
   const failed: SimulationResult[] = [];
+  if (values.report !== undefined && count > 1) throw new InvalidArgumentError('--report', values.report, 'used with one seed (--seed N)');
+  const replay = (r: SimulationResult): string =>
+    `npx cronraft simulate --seed ${r.seed} --members ${members} --duration ${values.duration} --faults ${values.faults}`;
   for (let seed = first; seed < first + count; seed++) {
-    const result = await simulate({ seed, members, durationMs, faults });
+    const result = await simulate({ seed, members, durationMs, faults, timeline: values.report !== undefined });
     simulatedMs += result.simulatedMs;
     if (result.violations.length > 0) failed.push(result);
-    if (values.json) console.log(JSON.stringify(result));
+    if (values.report !== undefined) {
+      const html = renderReport({
+        seed,
+        members: result.members,
+        durationMs: result.simulatedMs,
+        healedAtT: result.healedAtMs,
+        jobs: DEFAULT_SIM_JOBS.map((job) => ({ name: job.name, spec: describeSpec(job) })),
+        timeline: result.timeline ?? [],
+        violations: result.violations,
+        reproduce: `${replay(result)} --report ${values.report}`,
+      });
+      writeFileSync(values.report, html);
+      if (!values.json) console.log(`report: ${values.report}`);
+    }
+    // The timeline is for the report; JSON lines stay one summary per seed.
+    const { timeline: _timeline, ...summary } = result;
+    if (values.json) console.log(JSON.stringify(summary));
     else if (count === 1 || result.violations.length > 0) report(result);
   }
   const wallMs = performance.now() - started;
-  const replay = (r: SimulationResult): string =>
-    `npx cronraft simulate --seed ${r.seed} --members ${members} --duration ${values.duration} --faults ${values.faults}`;
   if (!values.json) {
     console.log(`${count} seed(s), ${(simulatedMs / 3_600_000).toFixed(2)} simulated hours in ${(wallMs / 1000).toFixed(1)} s (${(simulatedMs / wallMs).toFixed(0)}x real time); ${failed.length} violated an invariant`);
     for (const r of failed) console.log(`replay: ${replay(r)}`);
@@ -74,6 +96,10 @@ async function main(argv: string[]): Promise<number> {
 function report(r: SimulationResult): void {
   console.log(`seed ${r.seed}: ${r.violations.length === 0 ? 'ok' : 'VIOLATION'}; ${r.committed} entries committed, ${r.acknowledged} proposals acknowledged, ${r.crashes} crashes, ${r.delivered} messages delivered, ${r.dropped} dropped; trace ${r.traceHash}`);
   console.log(`  drawn: ${Object.entries(r.drawn).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+  for (const j of r.jobs) {
+    const l = j.latenessMs;
+    console.log(`  job ${j.name}: ${j.claimed} slots claimed, ${j.succeeded} succeeded, ${j.missed} missed; lateness p50 ${l.p50.toFixed(1)} ms, p99 ${l.p99.toFixed(1)} ms, max ${l.max.toFixed(1)} ms`);
+  }
   for (const v of r.violations) console.log(`  ${v}`);
 }
 
