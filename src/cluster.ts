@@ -15,6 +15,8 @@ import { Member } from './runtime/member.js';
 import type { SchedulerRuntime, JobHandler, JobOptions } from './runtime/scheduler-runtime.js';
 import { parseSpec, specKey, instantsBetween, type SpecInput } from './scheduler/spec.js';
 import type { ClaimRecord, SchedulerCommand } from './scheduler/state.js';
+import { runsOf } from './scheduler/state.js';
+import { nextDelaySlot } from './scheduler/planner.js';
 import { LevelLogStorage } from './storage/level-log-storage.js';
 import type { LogStorage } from './storage/log-storage.js';
 import { MemoryLogStorage } from './storage/memory-log-storage.js';
@@ -142,6 +144,8 @@ export class Cluster extends EventEmitter<ClusterEvents> {
         lookaheadMs: CLUSTER_DEFAULTS.lookaheadMs,
         maxClaimsPerPlan: CLUSTER_DEFAULTS.maxClaimsPerPlan,
         reassignHorizonMs: CLUSTER_DEFAULTS.reassignHorizonMs,
+        maxClockSkewMs: o.maxClockSkewMs,
+        maxConcurrent: o.maxConcurrent,
       },
       bootId: randomBytes(4).toString('hex'),
       onUserEntry: (entry, data) => {
@@ -281,43 +285,69 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     }
     if (typeof fn !== 'function') throw new InvalidArgumentError('fn', fn, 'a function');
     const driver = this.#running();
-    const startMs = this.#clock.now();
+    // Lock times are compared on every member: they are the cluster's time, not this clock's.
+    const clock = driver.clusterClock();
+    const startMs = clock.now();
     const lock: SchedulerCommand = { type: 'lock', name, member: this.id, atMs: startMs, untilMs: startMs + atMostFor };
     const taken = (await driver.propose(encodeCommand({ kind: 'scheduler', command: lock }))).result as { ok: boolean; lock?: { token: number } } | undefined;
     if (taken?.ok !== true || taken.lock === undefined) return false;
     const token = taken.lock.token;
     const abort = new AbortController();
-    const timer = this.#timers.setTimeout(() => abort.abort(new TimeoutError('The exclusive task', atMostFor)), Math.max(0, startMs + atMostFor - this.#clock.now()));
+    const timer = this.#timers.setTimeout(() => abort.abort(new TimeoutError('The exclusive task', atMostFor)), Math.max(0, startMs + atMostFor - clock.now()));
     try {
       await fn({ fencingToken: token, signal: abort.signal });
       return true;
     } finally {
       this.#timers.clearTimeout(timer);
-      const unlock: SchedulerCommand = { type: 'unlock', name, token, untilMs: Math.max(this.#clock.now(), startMs + atLeastFor) };
+      const unlock: SchedulerCommand = { type: 'unlock', name, token, untilMs: Math.max(clock.now(), startMs + atLeastFor) };
       // If this fails the lock simply expires at atMostFor.
       await driver.propose(encodeCommand({ kind: 'scheduler', command: unlock })).catch(() => undefined);
     }
   }
 
-  /** Recent claims and their outcomes, newest first (bounded by what the state machine keeps). */
-  history(options: { job?: string; limit?: number } = {}): Array<{ job: string; slot: Date; fencingToken: number; assignees: readonly NodeId[]; outcomes: Record<string, { outcome: string; atMs: number; error?: string }> }> {
+  /**
+   * Recent claims and their outcomes (including 'skipped' and 'replaced' slots), newest first,
+   * with the runs still in progress (started per the log, no outcome yet) by member. Bounded by
+   * what the state machine keeps.
+   */
+  history(options: { job?: string; limit?: number } = {}): Array<{
+    job: string;
+    slot: Date;
+    fencingToken: number;
+    assignees: readonly NodeId[];
+    outcomes: Record<string, { outcome: string; atMs: number; error?: string }>;
+    running: Record<string, { startedAtMs: number }>;
+  }> {
     const limit = options.limit ?? 100;
     const claims = [...(this.#scheduler?.state.claims.values() ?? [])].filter((c) => options.job === undefined || c.job === options.job);
     return claims
       .slice(-limit)
       .reverse()
-      .map((c) => ({ job: c.job, slot: new Date(c.slotMs), fencingToken: c.token, assignees: c.assignees, outcomes: Object.fromEntries(c.outcomes) }));
+      .map((c) => ({
+        job: c.job,
+        slot: new Date(c.slotMs),
+        fencingToken: c.token,
+        assignees: c.assignees,
+        outcomes: Object.fromEntries(c.outcomes),
+        running: Object.fromEntries(runsOf(c).map((r) => [r.member, { startedAtMs: r.startedAtMs }])),
+      }));
   }
 
   /** A snapshot of this member's view: role, term, leader, indexes, members and their reachability. */
   state(): ClusterState {
     const driver = this.#driver;
     const node = driver?.node;
-    const now = this.#clock.now();
+    // Contact ages are durations, on the timers' monotonic time base (as lastHeard is).
+    const now = this.#timers.now();
     const stats = this.#transport?.stats() ?? { sent: 0, received: 0, droppedQueueFull: 0, droppedMalformed: 0, droppedOversized: 0, droppedUnexpected: 0 };
+    const offsets = driver?.clockOffsets() ?? new Map<NodeId, { offsetMs: number }>();
+    const clockOf = (id: NodeId): Pick<MemberState, 'clockOffsetMs' | 'clockSkewed'> => {
+      const offsetMs = offsets.get(id)?.offsetMs ?? null;
+      return { clockOffsetMs: offsetMs, clockSkewed: offsetMs !== null && Math.abs(offsetMs) > this.#o.maxClockSkewMs };
+    };
     const members: MemberState[] = this.#o.voters.map((id) => {
       if (id === this.id) {
-        return { id, addrs: this.#transport?.listenAddresses() ?? [this.#o.listen], voter: true, reachable: true, lastContactMs: 0, matchIndex: node?.progressOf(id)?.match ?? null };
+        return { id, addrs: this.#transport?.listenAddresses() ?? [this.#o.listen], voter: true, reachable: true, lastContactMs: 0, matchIndex: node?.progressOf(id)?.match ?? null, ...clockOf(id) };
       }
       const heard = driver?.lastHeard(id);
       const lastContactMs = heard === undefined ? null : Math.max(0, now - heard);
@@ -331,8 +361,10 @@ export class Cluster extends EventEmitter<ClusterEvents> {
         reachable: connected && (!(node?.role === 'leader' || id === node?.leader) || (lastContactMs !== null && lastContactMs < this.#o.electionTimeoutMs)),
         lastContactMs,
         matchIndex: node?.progressOf(id)?.match ?? null,
+        ...clockOf(id),
       };
     });
+    const clusterNow = driver?.clusterClock().now() ?? this.#clock.now();
     return {
       id: this.id,
       status: this.#status,
@@ -345,7 +377,9 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       members,
       peerId: this.#peerId,
       transport: stats,
-      jobs: this.#jobStates(now),
+      // Slot instants are on the cluster's time (as in the log), not the timers' monotonic base.
+      jobs: this.#jobStates(clusterNow),
+      clock: { synced: driver?.clockSynced ?? false, clusterTime: new Date(clusterNow), invalidStamps: driver?.invalidClockStamps ?? 0 },
       invalidMessages: (driver?.invalidMessages ?? 0) + (node?.protocolViolations ?? 0),
       unsendableMessages: driver?.unsendableMessages ?? 0,
     };
@@ -359,8 +393,10 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     const lastClaims = new Map<string, ClaimRecord>();
     for (const claim of state.claims.values()) lastClaims.set(claim.job, claim);
     return [...state.jobs.values()].map((job) => {
-      const next = instantsBetween(job.spec, job.anchorMs, Math.max(job.highWaterMs, nowMs), nowMs + 366 * 86_400_000, 1)[0];
+      // A fixed-delay job's next slot follows its previous run's end, not the spec alone.
+      const next = job.spec.kind === 'delay' ? (nextDelaySlot(state, job) ?? undefined) : instantsBetween(job.spec, job.anchorMs, Math.max(job.highWaterMs, nowMs), nowMs + 366 * 86_400_000, 1)[0];
       const last = lastClaims.get(job.name);
+      const running = [...state.claimsInProgress(job.name)].flatMap(runsOf).sort((a, b) => a.slotMs - b.slotMs);
       return {
         name: job.name,
         spec: specKey(job.spec),
@@ -370,6 +406,8 @@ export class Cluster extends EventEmitter<ClusterEvents> {
         nextSlot: next === undefined ? null : new Date(next),
         lastClaim: last === undefined ? null : { slot: new Date(last.slotMs), fencingToken: last.token, assignees: last.assignees, outcomes: Object.fromEntries(last.outcomes) },
         missedSlots: job.missedSlots,
+        skippedRuns: job.skippedRuns,
+        running: running.map((r) => ({ slot: new Date(r.slotMs), fencingToken: r.token, member: r.member, startedAt: new Date(r.startedAtMs) })),
       };
     });
   }

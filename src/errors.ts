@@ -107,3 +107,19 @@ export class ListenError extends CronraftError {
     this.address = address;
   }
 }
+
+/**
+ * Why a run's `ctx.signal` aborted: `reason` says which. `timeout`: the run exceeded its
+ * `timeoutMs`. `reassigned`: its slot moved to another member under a newer fencing token.
+ * `interrupted`: the cluster, not the job, ended it (this member lost the leader for longer
+ * than its lease, or no leader confirmed the claim). `replaced`: a later slot of the job
+ * replaced it (overlap 'replace'). `stopping`: this member is stopping.
+ */
+export class RunAbortedError extends CronraftError {
+  readonly reason: 'timeout' | 'reassigned' | 'interrupted' | 'replaced' | 'stopping';
+
+  constructor(reason: RunAbortedError['reason'], message: string) {
+    super(`CRONRAFT_RUN_${reason.toUpperCase()}`, message);
+    this.reason = reason;
+  }
+}

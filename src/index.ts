@@ -16,8 +16,9 @@ export {
   NotRunningError,
   StorageError,
   CodecError,
+  RunAbortedError,
 } from './errors.js';
 export type { JobContext, JobHandler, JobOptions, RunRecord } from './runtime/scheduler-runtime.js';
-export type { SpecInput } from './scheduler/spec.js';
+export type { SpecInput, DstPolicyInput } from './scheduler/spec.js';
 export type { Clock, Timers } from './time/clock.js';
 export { SeededRandom, type Random } from './time/random.js';

@@ -5,6 +5,9 @@ import type { JobOptions } from './runtime/scheduler-runtime.js';
 const MAX_JOB_NAME_LENGTH = 200;
 /** Most retries a job may ask for. */
 const MAX_RETRIES = 100;
+/** Priorities range from -MAX_PRIORITY to MAX_PRIORITY. */
+export const MAX_PRIORITY = 1000;
+const OVERLAP_POLICIES: ReadonlySet<unknown> = new Set(['skip', 'allow', 'queue', 'replace']);
 
 export function validateName(name: unknown): void {
   if (typeof name !== 'string' || name.length === 0 || name.length > MAX_JOB_NAME_LENGTH) {
@@ -24,8 +27,19 @@ export function validateJobOptions(options: JobOptions): void {
   if (options.retryDelayMs !== undefined && (!Number.isInteger(options.retryDelayMs) || options.retryDelayMs <= 0)) {
     throw new InvalidArgumentError('options.retryDelayMs', options.retryDelayMs, 'a positive integer of milliseconds');
   }
+  if (options.overlap !== undefined && !OVERLAP_POLICIES.has(options.overlap)) {
+    throw new InvalidArgumentError('options.overlap', options.overlap, "'skip', 'allow', 'queue' or 'replace'");
+  }
+  if (options.priority !== undefined && (!Number.isInteger(options.priority) || Math.abs(options.priority) > MAX_PRIORITY)) {
+    throw new InvalidArgumentError('options.priority', options.priority, `an integer from -${MAX_PRIORITY} to ${MAX_PRIORITY}`);
+  }
   const c = options.catchUp;
   if (c !== undefined && c !== 'latest' && c !== 'none' && !(typeof c === 'object' && c !== null && Number.isInteger(c.windowMs) && c.windowMs > 0 && Number.isInteger(c.maxSlots) && c.maxSlots > 0)) {
     throw new InvalidArgumentError('options.catchUp', c, "'latest', 'none' or { windowMs, maxSlots }");
+  }
+  // Caught-up slots are all due at once: under the default overlap 'skip' every one but the
+  // first would be skipped, which is not what asking for all of them means.
+  if (typeof c === 'object' && c !== null && (options.overlap ?? 'skip') === 'skip') {
+    throw new InvalidArgumentError('options.overlap', options.overlap ?? 'skip (the default)', "'queue' (run the caught-up slots one after another) or 'allow' with catchUp { windowMs, maxSlots }");
   }
 }

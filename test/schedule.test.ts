@@ -146,6 +146,36 @@ describe('cluster.schedule', () => {
     for (let i = 1; i < slots.length; i++) expect(slots[i]! - slots[i - 1]!).toBe(200);
   });
 
+  it("skips slots that fire while the job runs elsewhere (overlap 'skip'), and shows them and the runs in progress", async () => {
+    const members = await threeMembers();
+    const runs: Run[] = [];
+    let running = 0;
+    let maxRunning = 0;
+    for (const m of members) {
+      m.schedule('slow', { every: 200 }, async (ctx) => {
+        runs.push({ member: m.id, slotMs: ctx.slot.getTime(), token: ctx.fencingToken });
+        maxRunning = Math.max(maxRunning, ++running);
+        await new Promise((resolve) => setTimeout(resolve, 450));
+        running--;
+      });
+    }
+    await Promise.all(members.map((m) => m.start()));
+    // Every member sees runs in progress (started, no outcome) and skipped slots, from the log.
+    await expect.poll(() => members[2]!.state().jobs.find((j) => j.name === 'slow')?.running.length ?? 0, { timeout: 20_000, interval: 20 }).toBeGreaterThan(0);
+    await expect.poll(() => members[1]!.state().jobs.find((j) => j.name === 'slow')?.skippedRuns ?? 0, { timeout: 20_000 }).toBeGreaterThanOrEqual(3);
+    const history = members[0]!.history({ job: 'slow' });
+    expect(history.some((h) => Object.values(h.outcomes).some((o) => o.outcome === 'skipped' && /overlap/.test(o.error ?? '')))).toBe(true);
+    expect(history.some((h) => Object.keys(h.running).length > 0 || Object.values(h.outcomes).some((o) => o.outcome === 'succeeded'))).toBe(true);
+    const ran = new Set(runs.map((r) => r.slotMs));
+    // A slot is run or skipped, never both.
+    for (const h of history) {
+      if (Object.values(h.outcomes).some((o) => o.outcome === 'skipped')) expect(ran.has(h.slot.getTime())).toBe(false);
+    }
+    // Runs are 450 ms, slots 200 ms apart: without the policy three would overlap. The log's
+    // lag (a commit) can let a run start just before another's start record arrives.
+    expect(maxRunning).toBeLessThanOrEqual(2);
+  });
+
   it('rejects a bad name, spec, handler or option at the call, leaving nothing registered', () => {
     const c = new Cluster([], { storage: 'memory' });
     const cases: Array<[() => unknown, string]> = [
@@ -155,6 +185,12 @@ describe('cluster.schedule', () => {
       [() => c.schedule('a', '* * * * *', 'not a function' as never), 'handler'],
       [() => c.schedule('a', '* * * * *', () => undefined, { mode: 'some' as 'one' }), 'options.mode'],
       [() => c.schedule('a', '* * * * *', () => undefined, { timeoutMs: -1 }), 'options.timeoutMs'],
+      [() => c.schedule('a', '* * * * *', () => undefined, { overlap: 'sometimes' as 'skip' }), 'options.overlap'],
+      [() => c.schedule('a', '* * * * *', () => undefined, { priority: 1.5 }), 'options.priority'],
+      [() => c.schedule('a', '* * * * *', () => undefined, { priority: 1_000_000 }), 'options.priority'],
+      [() => c.schedule('a', '* * * * *', () => undefined, { catchUp: { windowMs: 60_000, maxSlots: 5 } }), 'options.overlap'],
+      [() => c.schedule('a', { delayAfterCompletion: 5 }, () => undefined), 'spec.delayAfterCompletion'],
+      [() => c.schedule('a', { delayAfterCompletion: '1s', initialDelay: -5 }, () => undefined), 'spec.initialDelay'],
     ];
     for (const [call, option] of cases) {
       expect(call).toThrow(InvalidArgumentError);

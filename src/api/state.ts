@@ -17,6 +17,14 @@ export interface MemberState {
   readonly lastContactMs: number | null;
   /** The leader's view of how far the member's log matches; null on followers. */
   readonly matchIndex: number | null;
+  /**
+   * The member's clock minus the cluster's time (the median of the members' clocks), as
+   * measured through heartbeats: the leader knows every member's, a follower its own; null
+   * when not measured (yet).
+   */
+  readonly clockOffsetMs: number | null;
+  /** Whether its clock is further than `maxClockSkewMs` from the cluster's time: it is given no work. */
+  readonly clockSkewed: boolean;
 }
 
 /** A snapshot of this member's view of the cluster, as returned by `cluster.state()`. */
@@ -45,7 +53,20 @@ export interface ClusterState {
     readonly nextSlot: Date | null;
     readonly lastClaim: { readonly slot: Date; readonly fencingToken: number; readonly assignees: readonly NodeId[]; readonly outcomes: Readonly<Record<string, unknown>> } | null;
     readonly missedSlots: number;
+    /** Slots not run because another run of the job was in progress (its overlap policy), in all. */
+    readonly skippedRuns: number;
+    /** Runs in progress: started per the log, with no outcome yet (a run whose member died stays until its slot moves). */
+    readonly running: ReadonlyArray<{ readonly slot: Date; readonly fencingToken: number; readonly member: NodeId; readonly startedAt: Date }>;
   }>;
+  /** This member's view of the cluster's time. */
+  readonly clock: {
+    /** Whether it has learned the cluster's time (until then, slots fire on its own clock). */
+    readonly synced: boolean;
+    /** The cluster's time now, as this member converts it from its own clock. */
+    readonly clusterTime: Date;
+    /** Clock stamps from peers dropped as malformed or inconsistent. */
+    readonly invalidStamps: number;
+  };
   /** Messages that the protocol refused as invalid (only a faulty peer sends them). */
   readonly invalidMessages: number;
   /** Messages the transport refused to encode (never expected; counted rather than thrown). */

@@ -1,8 +1,23 @@
+import { InvalidArgumentError, RunAbortedError } from '../errors.js';
 import type { NodeId } from '../raft/types.js';
 import type { Clock, TimerHandle, Timers } from '../time/clock.js';
+import { decideOverlap, runsInProgress } from '../scheduler/overlap.js';
 import { plan, planReassignments, type CatchUp } from '../scheduler/planner.js';
+import { MAX_WAITING_RUNS, RunQueue } from '../scheduler/run-queue.js';
 import type { JobSpec } from '../scheduler/spec.js';
-import { claimKey, SchedulerState, type ApplyResult, type AssignMode, type ClaimRecord, type JobPolicy, type SchedulerCommand } from '../scheduler/state.js';
+import {
+  claimKey,
+  DEFAULT_OVERLAP,
+  SchedulerState,
+  type ApplyResult,
+  type AssignMode,
+  type ClaimRecord,
+  type JobPolicy,
+  type OverlapPolicy,
+  type RunInProgress,
+  type RunOutcome,
+  type SchedulerCommand,
+} from '../scheduler/state.js';
 
 /** What a handler is given for one run of a slot. */
 export interface JobContext {
@@ -12,7 +27,10 @@ export interface JobContext {
   /** The claim's log index: strictly increasing across the cluster. Pass it to stores that reject older tokens. */
   readonly fencingToken: number;
   readonly attempt: number;
-  /** Aborted when the run no longer holds its claim: its timeout passed, or the member stops. */
+  /**
+   * Aborted when the run no longer holds its claim: its timeout passed, the member stops, or a
+   * later slot of the job replaced it (overlap 'replace').
+   */
   readonly signal: AbortSignal;
 }
 
@@ -29,6 +47,19 @@ export interface JobOptions {
   readonly retries?: number;
   /** The first retry waits this long after the failure; each next one twice as long. @default 1000 */
   readonly retryDelayMs?: number;
+  /**
+   * What a slot does when it fires while another run of the job is in progress (on any member
+   * for mode 'one', on this member for mode 'all'): `'skip'` it (recorded as skipped), `'allow'`
+   * both, `'queue'` it until the other ends (at most MAX_QUEUED_RUNS_PER_JOB wait; more are
+   * skipped), or `'replace'` the other (its signal fires). Replicated with the job. @default 'skip'
+   */
+  readonly overlap?: OverlapPolicy;
+  /**
+   * When more slots are due on a member than its `maxConcurrent` allows, higher priorities start
+   * first (first come first served within a priority; a waiting run gains one level per second
+   * waited, so none starves). Local to each member. @default 0
+   */
+  readonly priority?: number;
 }
 
 export interface SchedulerRuntimeOptions {
@@ -40,6 +71,12 @@ export interface SchedulerRuntimeOptions {
   /** Resolves once this member has applied everything committed before the call (a read barrier). */
   readonly barrier: () => Promise<unknown>;
   readonly isLeader: () => boolean;
+  /**
+   * Whether `clock` (the cluster's time) can be trusted yet: until this member has learned the
+   * cluster's time, a slot's timer that fires waits and looks again (its own clock may be a
+   * minute off). @default always
+   */
+  readonly clockReady?: () => boolean;
   /**
    * Whether this member still knows a live leader (it leads, or heard from the leader within
    * an election timeout). A member that lost it aborts its runs: its claims may be moved.
@@ -60,6 +97,11 @@ export interface SchedulerRuntimeOptions {
    * assignee from one it has not heard from yet.
    */
   readonly reassignGraceMs: number;
+  /**
+   * Runs at once on this member, whatever their jobs; more wait, by priority.
+   * @default SCHEDULER_RUNTIME_DEFAULTS.maxConcurrent (no limit)
+   */
+  readonly maxConcurrent?: number;
   /** Called as a run's handler starts (after its checks), before `onRun` reports its end. */
   readonly onRunStart?: (run: Pick<RunRecord, 'job' | 'slotMs' | 'fencingToken' | 'member' | 'startedAtMs'>) => void;
   readonly onRun?: (run: RunRecord) => void;
@@ -73,14 +115,32 @@ export interface RunRecord {
   readonly member: NodeId;
   readonly startedAtMs: number;
   readonly endedAtMs: number;
-  readonly outcome: 'succeeded' | 'failed' | 'aborted' | 'interrupted';
+  /** `replaced`: a later slot of the job replaced it (overlap 'replace'); the reason is in `error`. */
+  readonly outcome: 'succeeded' | 'failed' | 'aborted' | 'interrupted' | 'replaced';
   readonly error?: string;
 }
+
+export const SCHEDULER_RUNTIME_DEFAULTS = {
+  /** No limit: every due slot starts at its instant. */
+  maxConcurrent: Number.POSITIVE_INFINITY,
+} as const;
 
 /** Bound on read-barrier attempts for a late claim when no leader answers (about two seconds). */
 const BARRIER_ATTEMPTS_MAX = 20;
 const DEFAULT_TIMEOUT_MS = 60_000;
 const DEFAULT_RETRY_DELAY_MS = 1000;
+/**
+ * Under overlap 'skip', how long a slot waits for news of another member's run before it is
+ * skipped (the outcome of a run that just ended lags by a commit), and how often it looks.
+ */
+const OVERLAP_REMOTE_GRACE_MS = 500;
+const OVERLAP_RECHECK_MS = 50;
+/** A slot whose timer fires this long after its instant is confirmed by a read barrier first. */
+const LATE_FIRE_MS = 100;
+/** How often a fired slot looks again while this member has not learned the cluster's time. */
+const CLOCK_WAIT_MS = 10;
+/** A slot's timer is set again when the cluster's time says it is off by more than this. */
+const REARM_TOLERANCE_MS = 2;
 /** Claims older than this when applied are history, not work: they are not armed at all. */
 const ARM_HORIZON_MS = 10 * 60_000;
 
@@ -90,6 +150,35 @@ interface LocalJob {
   readonly options: JobOptions;
   registered: boolean;
 }
+
+/** One of this member's claims, from its timer to the end of its run. */
+interface Armed {
+  readonly job: string;
+  readonly slotMs: number;
+  /** The token of the claim it holds. */
+  readonly token: number;
+  readonly mode: AssignMode;
+  readonly overlap: OverlapPolicy;
+  readonly priority: number;
+  readonly timeoutMs: number;
+  readonly abort: AbortController;
+  timer: TimerHandle | null;
+  /** When the timer fires, on the timers' monotonic time base: compared with the cluster's time to re-arm. */
+  firesAt: number;
+  /** The timer's callback, so that #rearm can set it again. */
+  fire: (() => void) | null;
+  /**
+   * `armed`: its timer is set. `queued`: it fired and waits for another run of its job to end
+   * (overlap 'queue'). `ready`: it waits for a free run slot (maxConcurrent). `running`: its
+   * handler was let start. `done`: over, or dropped.
+   */
+  phase: 'armed' | 'queued' | 'ready' | 'running' | 'done';
+  /** While queued or ready: lets the run start (true) or drops it (false). */
+  resume: ((go: boolean) => void) | null;
+}
+
+/** What became of a slot that fired, before its handler could start. */
+type Admission = 'run' | 'dropped' | { readonly outcome: 'skipped' | 'replaced' | 'interrupted'; readonly reason: string };
 
 /**
  * The scheduler on one member: applies the replicated commands to SchedulerState, lets the
@@ -102,8 +191,17 @@ export class SchedulerRuntime {
   readonly #jobs = new Map<string, LocalJob>();
   /** Commands proposed and not yet applied or failed, so one plan does not repeat the last one's. */
   readonly #inflight = new Set<string>();
-  /** This member's armed or running claims, by claimKey, with the token they hold. */
-  readonly #armed = new Map<string, { timer: TimerHandle; abort: AbortController; token: number; mode: AssignMode; running: boolean }>();
+  /** This member's armed, waiting or running claims, by claimKey, with the token they hold. */
+  readonly #armed = new Map<string, Armed>();
+  /** Per job, this member's runs that are queued, ready or running: its local knowledge of overlap. */
+  readonly #active = new Map<string, Set<Armed>>();
+  /** Runs waiting for another run of their job to end (overlap 'queue'), in the order they fired. */
+  readonly #queued = new Set<Armed>();
+  /** Runs waiting for a free run slot, by priority; their waits are aged on the timers' monotonic time. */
+  readonly #ready = new RunQueue<Armed>();
+  /** Runs let start and not yet ended: at most maxConcurrent. */
+  #runningCount = 0;
+  readonly #maxConcurrent: number;
   #planTimer: TimerHandle | null = null;
   /** Runs started and their outcomes not yet recorded: a graceful stop waits for them. */
   readonly #inFlightRuns = new Set<Promise<void>>();
@@ -116,7 +214,12 @@ export class SchedulerRuntime {
   #draining = false;
 
   constructor(options: SchedulerRuntimeOptions) {
+    const max = options.maxConcurrent ?? SCHEDULER_RUNTIME_DEFAULTS.maxConcurrent;
+    if (!(max === Number.POSITIVE_INFINITY || (Number.isInteger(max) && max > 0))) {
+      throw new InvalidArgumentError('maxConcurrent', max, 'a positive integer, or Infinity for no limit');
+    }
     this.#o = options;
+    this.#maxConcurrent = max;
   }
 
   start(): void {
@@ -131,9 +234,11 @@ export class SchedulerRuntime {
   async drain(timeoutMs: number): Promise<void> {
     this.#draining = true;
     for (const [key, armed] of this.#armed) {
-      if (armed.running) continue;
-      this.#o.timers.clearTimeout(armed.timer);
+      if (armed.phase === 'running') continue;
+      if (armed.timer !== null) this.#o.timers.clearTimeout(armed.timer);
       this.#armed.delete(key);
+      // A run waiting for its turn has not started: it is dropped like one not yet fired.
+      this.#drop(armed);
     }
     if (this.#inFlightRuns.size === 0) return;
     let timer: TimerHandle | null = null;
@@ -145,8 +250,8 @@ export class SchedulerRuntime {
     this.#stopped = true;
     if (this.#planTimer !== null) this.#o.timers.clearTimeout(this.#planTimer);
     for (const { timer, abort } of this.#armed.values()) {
-      this.#o.timers.clearTimeout(timer);
-      abort.abort(new Error('the member is stopping'));
+      if (timer !== null) this.#o.timers.clearTimeout(timer);
+      abort.abort(new RunAbortedError('stopping', 'the member is stopping'));
     }
     this.#armed.clear();
   }
@@ -163,9 +268,10 @@ export class SchedulerRuntime {
     if (!this.#jobs.delete(name)) return false;
     // Slots already armed here do not run; their claims are reported interrupted at their instant.
     for (const [key, armed] of this.#armed) {
-      if (key.slice(0, key.lastIndexOf('@')) !== name || armed.running) continue;
-      this.#o.timers.clearTimeout(armed.timer);
+      if (armed.job !== name || armed.phase === 'running') continue;
+      if (armed.timer !== null) this.#o.timers.clearTimeout(armed.timer);
       this.#armed.delete(key);
+      this.#drop(armed);
       const claim = this.state.claims.get(key);
       if (claim !== undefined) this.#armMissingHandler(claim);
     }
@@ -218,13 +324,33 @@ export class SchedulerRuntime {
       const mine = this.#armed.get(key);
       // A run whose claim moved no longer holds it: its signal aborts (the fencing token it has is now stale).
       if (mine !== undefined && mine.token !== claim.token) {
-        this.#o.timers.clearTimeout(mine.timer);
-        mine.abort.abort(new Error(`the slot was reassigned (token ${claim.token})`));
+        if (mine.timer !== null) this.#o.timers.clearTimeout(mine.timer);
+        mine.abort.abort(new RunAbortedError('reassigned', `the slot was reassigned (token ${claim.token})`));
         this.#armed.delete(key);
       }
       this.#arm(claim);
     }
+    if (command.type === 'cancel' && result.ok && result.claim !== undefined) this.#replaced(result.claim, command.bySlotMs);
+    // A run that ended, started or moved elsewhere may let a queued run of its job go.
+    if (this.#queued.size > 0 && (command.type === 'outcome' || command.type === 'started' || command.type === 'cancel' || command.type === 'reassign')) this.#pump();
     return result;
+  }
+
+  /** A later slot replaced this member's run of the claim (overlap 'replace', from another member). */
+  #replaced(claim: ClaimRecord, bySlotMs: number): void {
+    const key = claimKey(claim.job, claim.slotMs);
+    const mine = this.#armed.get(key);
+    if (mine === undefined || mine.token !== claim.token) return;
+    const reason = new RunAbortedError('replaced', `replaced by the run of slot ${new Date(bySlotMs).toISOString()}`);
+    if (mine.phase === 'armed') {
+      // Not fired yet: it never runs, and says so.
+      if (mine.timer !== null) this.#o.timers.clearTimeout(mine.timer);
+      this.#armed.delete(key);
+      mine.abort.abort(reason);
+      this.#track(this.#report({ ...claim, assignees: [...claim.assignees] }, 'replaced', reason.message));
+      return;
+    }
+    mine.abort.abort(reason);
   }
 
   #schedulePlan(): void {
@@ -233,6 +359,9 @@ export class SchedulerRuntime {
       this.#planTimer = null;
       for (const name of this.#jobs.keys()) this.#register(name);
       if (!this.#o.holdsLease()) this.#interruptRunning();
+      // Runs queued behind another member's run also go once that run's timeout passes.
+      if (this.#queued.size > 0) this.#pump();
+      this.#rearm();
       if (this.#o.isLeader()) {
         this.#leaderSinceMs ??= this.#o.clock.now();
         this.#plan();
@@ -250,7 +379,7 @@ export class SchedulerRuntime {
    */
   #interruptRunning(): void {
     for (const armed of this.#armed.values()) {
-      if (armed.running && armed.mode === 'one') armed.abort.abort(new InterruptedError('this member lost contact with the leader for longer than its lease'));
+      if (armed.phase === 'running' && armed.mode === 'one') armed.abort.abort(new RunAbortedError('interrupted', 'this member lost contact with the leader for longer than its lease'));
     }
   }
 
@@ -270,6 +399,7 @@ export class SchedulerRuntime {
       lookaheadMs: this.#o.lookaheadMs,
       members,
       maxClaims: this.#o.maxClaimsPerPlan,
+      horizonMs: this.#o.reassignHorizonMs,
     })];
     for (const command of commands) {
       const key = inflightKey(command);
@@ -297,8 +427,63 @@ export class SchedulerRuntime {
     // its log after a restart, or catching up, and a later reassignment or outcome may not have
     // reached it yet. It runs only after a read barrier shows it still holds the claim.
     const appliedLate = delayMs === 0;
-    const timer = this.#o.timers.setTimeout(() => this.#track(this.#run(held, job, abort, appliedLate)), delayMs);
-    this.#armed.set(key, { timer, abort, token: claim.token, mode: job.options.mode ?? 'one', running: false });
+    // The cluster's time may be corrected after arming (this member's first sync, a new
+    // leader's estimate): a timer that fires early sets itself again for what is left, and
+    // each plan tick brings forward a timer that would now fire late (see #rearm).
+    const fire = (): void => {
+      if (entry.phase === 'armed' && this.#o.clockReady?.() === false) {
+        entry.timer = this.#o.timers.setTimeout(fire, CLOCK_WAIT_MS);
+        entry.firesAt = this.#o.timers.now() + CLOCK_WAIT_MS;
+        return;
+      }
+      const early = claim.slotMs - this.#o.clock.now();
+      if (early > REARM_TOLERANCE_MS && entry.phase === 'armed') {
+        entry.timer = this.#o.timers.setTimeout(fire, early);
+        entry.firesAt = this.#o.timers.now() + early;
+        return;
+      }
+      entry.timer = null;
+      // A timer that fires well after its instant (the cluster's time was corrected after it
+      // was armed, or the process stalled) is late like a claim applied late: this member may
+      // have restarted since and not applied the slot's latest state yet, so a barrier first.
+      const late = appliedLate || -early > LATE_FIRE_MS;
+      this.#track(this.#run(held, job, abort, late));
+    };
+    const entry: Armed = {
+      job: claim.job,
+      slotMs: claim.slotMs,
+      token: claim.token,
+      mode: job.options.mode ?? 'one',
+      // The replicated policy, which the leader planned by (a member whose own differs is never assigned the job).
+      overlap: this.state.jobs.get(claim.job)?.policy.overlap ?? job.options.overlap ?? DEFAULT_OVERLAP,
+      priority: job.options.priority ?? 0,
+      timeoutMs: job.options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+      abort,
+      timer: null,
+      firesAt: this.#o.timers.now() + delayMs,
+      fire,
+      phase: 'armed',
+      resume: null,
+    };
+    entry.timer = this.#o.timers.setTimeout(fire, delayMs);
+    this.#armed.set(key, entry);
+  }
+
+  /**
+   * Brings forward the timers of slots that, by the cluster's time as now corrected, are due
+   * sooner than their timer says (a timer that fires early re-arms itself). Runs every plan tick.
+   */
+  #rearm(): void {
+    const now = this.#o.timers.now();
+    for (const armed of this.#armed.values()) {
+      const fire = armed.fire;
+      if (armed.phase !== 'armed' || armed.timer === null || fire === null) continue;
+      const dueAt = now + Math.max(0, armed.slotMs - this.#o.clock.now());
+      if (dueAt >= armed.firesAt - REARM_TOLERANCE_MS) continue;
+      this.#o.timers.clearTimeout(armed.timer);
+      armed.firesAt = dueAt;
+      armed.timer = this.#o.timers.setTimeout(fire, dueAt - now);
+    }
   }
 
   /**
@@ -319,7 +504,7 @@ export class SchedulerRuntime {
         this.#arm(current);
         return;
       }
-      this.#track(this.#reportInterrupted(held, 'no handler for the job on this member'));
+      this.#track(this.#report(held, 'interrupted', 'no handler for the job on this member'));
     }, delayMs);
   }
 
@@ -331,30 +516,184 @@ export class SchedulerRuntime {
 
   async #run(claim: ClaimRecord, job: LocalJob, abort: AbortController, late: boolean): Promise<void> {
     const key = claimKey(claim.job, claim.slotMs);
+    const forget = (): void => {
+      if (this.#armed.get(key)?.abort === abort) this.#armed.delete(key);
+    };
     // Replaying the log after a restart re-applies claims this member already ran: their
     // outcome, applied since, says so. A late claim also waits for a read barrier first.
     if (this.#alreadyReported(claim)) {
-      if (this.#armed.get(key)?.abort === abort) this.#armed.delete(key);
+      forget();
       return;
     }
     if (late) {
       const held = await this.#stillHeld(claim, abort);
       if (held !== 'held') {
-        if (this.#armed.get(key)?.abort === abort) this.#armed.delete(key);
+        forget();
         // No leader confirmed the claim in time: say so, so that the slot moves rather than waits.
-        if (held === 'unconfirmed' && !this.#stopped && !this.#draining) await this.#reportInterrupted(claim, 'no leader confirmed the claim');
+        if (held === 'unconfirmed' && !this.#stopped && !this.#draining) await this.#report(claim, 'interrupted', 'no leader confirmed the claim');
         return;
       }
       if (this.#stopped || this.#draining) return;
     }
     const armed = this.#armed.get(key);
-    if (armed !== undefined) armed.running = true;
+    // Its claim moved, or the member stops, while the barrier was awaited.
+    if (armed === undefined || armed.abort !== abort) return;
+    const replacedBefore = this.state.claims.get(key)?.cancelled?.token === claim.token || isReason(abort.signal.reason, 'replaced');
+    const admission: Admission = replacedBefore
+      ? { outcome: 'replaced', reason: 'replaced by a later slot before it started' }
+      : abort.signal.aborted
+        ? 'dropped'
+        : await this.#admit(armed);
+    if (admission !== 'run') {
+      this.#settle(armed);
+      forget();
+      if (admission !== 'dropped' && !this.#stopped) await this.#report(claim, admission.outcome, admission.reason);
+      return;
+    }
+    await this.#execute(claim, job, armed);
+  }
+
+  /**
+   * Decides, as the slot fires, whether it runs now, waits, or is not run at all (its overlap
+   * policy), then waits for a free run slot (maxConcurrent). Resolves with 'run' once the
+   * run may start (it then counts against maxConcurrent).
+   *
+   * Other runs of the job are known from two sources. This member's own, at once. Other
+   * members', from the log (`started` without an outcome), so a replication lag shows: a run
+   * that started elsewhere less than a commit ago is not seen yet (both run), and one whose
+   * outcome is not applied here yet still looks in progress (this slot is skipped, queued or
+   * replaces it). The lag is a commit round, milliseconds, far below a slot's period.
+   */
+  async #admit(armed: Armed): Promise<Admission> {
+    let others = this.#othersInProgress(armed);
+    // Under 'skip', a run that only another member holds may have ended already: its outcome
+    // reaches this member a commit later. A skip is final, so it waits a little for that news.
+    for (let waited = 0; armed.overlap === 'skip' && waited < OVERLAP_REMOTE_GRACE_MS && others.length > 0 && others.every((o) => o.local === undefined) && !armed.abort.signal.aborted; waited += OVERLAP_RECHECK_MS) {
+      await new Promise<void>((resolve) => this.#o.timers.setTimeout(resolve, OVERLAP_RECHECK_MS));
+      others = this.#othersInProgress(armed);
+    }
+    const queuedOfJob = [...(this.#active.get(armed.job) ?? [])].filter((a) => a.phase === 'queued').length;
+    const decision = decideOverlap(armed.overlap, armed.slotMs, others, queuedOfJob);
+    if (decision.action === 'skip') return { outcome: 'skipped', reason: decision.reason };
+    if (decision.action === 'run') for (const other of decision.replace) this.#replace(other, armed);
+    if (decision.action === 'wait') {
+      armed.phase = 'queued';
+      this.#queued.add(armed);
+    } else {
+      // An overloaded member hands the slot back, so that the leader may give it to another.
+      if (this.#ready.size >= MAX_WAITING_RUNS) return { outcome: 'interrupted', reason: `this member already had ${MAX_WAITING_RUNS} runs waiting for a free run slot` };
+      armed.phase = 'ready';
+      this.#ready.push(armed, armed.priority, this.#o.timers.now());
+    }
+    this.#activate(armed);
+    const go = new Promise<boolean>((resolve) => (armed.resume = resolve));
+    const onAbort = (): void => this.#drop(armed);
+    armed.abort.signal.addEventListener('abort', onAbort, { once: true });
+    this.#pump();
+    const started = await go;
+    armed.abort.signal.removeEventListener('abort', onAbort);
+    if (started) return 'run';
+    const reason: unknown = armed.abort.signal.reason;
+    return reason instanceof RunAbortedError && reason.reason === 'replaced' ? { outcome: 'replaced', reason: reason.message } : 'dropped';
+  }
+
+  /** The job's other runs in progress: this member's own, and (mode 'one') other members' per the log. */
+  #othersInProgress(armed: Armed): Array<{ readonly slotMs: number; readonly local?: Armed; readonly remote?: RunInProgress }> {
+    const out: Array<{ readonly slotMs: number; readonly local?: Armed; readonly remote?: RunInProgress }> = [];
+    for (const other of this.#active.get(armed.job) ?? []) if (other !== armed) out.push({ slotMs: other.slotMs, local: other });
+    if (armed.mode === 'one') {
+      const filter = { nowMs: this.#o.clock.now(), timeoutMs: armed.timeoutMs, exceptSlotMs: armed.slotMs, exceptMember: this.#o.self };
+      for (const run of runsInProgress(this.state, armed.job, filter)) out.push({ slotMs: run.slotMs, remote: run });
+    }
+    return out;
+  }
+
+  /** Ends another run of the job for `by` (overlap 'replace'): here at once, elsewhere through the log. */
+  #replace(other: { readonly local?: Armed; readonly remote?: RunInProgress }, by: Armed): void {
+    const reason = `replaced by the run of slot ${new Date(by.slotMs).toISOString()}`;
+    if (other.local !== undefined) {
+      other.local.abort.abort(new RunAbortedError('replaced', reason));
+      return;
+    }
+    const run = other.remote;
+    if (run === undefined) return;
+    const command: SchedulerCommand = { type: 'cancel', job: run.job, slotMs: run.slotMs, token: run.token, bySlotMs: by.slotMs, atMs: this.#o.clock.now() };
+    // Not awaited: the new run starts now. Retried until applied or moot (the run ended or moved).
+    this.#track(
+      this.#proposeUntil(command, () => {
+        const claim = this.state.claims.get(claimKey(run.job, run.slotMs));
+        return claim === undefined || claim.token !== run.token || claim.cancelled?.token === run.token || claim.outcomes.get(run.member)?.token === run.token;
+      }),
+    );
+  }
+
+  /**
+   * Lets waiting runs go: queued ones whose job has nothing else in progress move on to wait for
+   * a run slot (in the order they fired, one per job at a time), and the best ready ones start
+   * while run slots are free.
+   */
+  #pump(): void {
+    if (this.#stopped || this.#draining) return;
+    const blockedJobs = new Set<string>();
+    for (const armed of this.#queued) {
+      if (blockedJobs.has(armed.job) || this.#othersInProgress(armed).some((o) => o.local === undefined || o.local.phase !== 'queued')) {
+        blockedJobs.add(armed.job);
+        continue;
+      }
+      // Ahead of the job's other queued runs (it fired first), and nothing else of the job runs.
+      this.#queued.delete(armed);
+      armed.phase = 'ready';
+      this.#ready.push(armed, armed.priority, this.#o.timers.now());
+      blockedJobs.add(armed.job);
+    }
+    while (this.#runningCount < this.#maxConcurrent) {
+      const next = this.#ready.shift();
+      if (next === undefined) break;
+      next.phase = 'running';
+      this.#runningCount += 1;
+      const resume = next.resume;
+      next.resume = null;
+      resume?.(true);
+    }
+  }
+
+  /** Drops a run that waits (queued or ready): it does not start. */
+  #drop(armed: Armed): void {
+    if (armed.phase !== 'queued' && armed.phase !== 'ready') return;
+    this.#queued.delete(armed);
+    this.#ready.remove(armed);
+    this.#settle(armed);
+    const resume = armed.resume;
+    armed.resume = null;
+    resume?.(false);
+    // Its place may let another run of its job go.
+    this.#pump();
+  }
+
+  #activate(armed: Armed): void {
+    let set = this.#active.get(armed.job);
+    if (set === undefined) this.#active.set(armed.job, (set = new Set()));
+    set.add(armed);
+  }
+
+  /** The run is over (or never started): it no longer counts as in progress here. */
+  #settle(armed: Armed): void {
+    armed.phase = 'done';
+    const set = this.#active.get(armed.job);
+    set?.delete(armed);
+    if (set?.size === 0) this.#active.delete(armed.job);
+  }
+
+  /** Runs the handler of an admitted run, then records its outcome. */
+  async #execute(claim: ClaimRecord, job: LocalJob, armed: Armed): Promise<void> {
+    const key = claimKey(claim.job, claim.slotMs);
+    const abort = armed.abort;
     // Without a live leader this member cannot know it still holds the claim: do not start.
     if ((job.options.mode ?? 'one') === 'one' && !this.#o.holdsLease()) {
-      abort.abort(new InterruptedError('no leader was reachable at the slot instant'));
+      abort.abort(new RunAbortedError('interrupted', 'no leader was reachable at the slot instant'));
     }
-    const timeoutMs = job.options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    const timeout = this.#o.timers.setTimeout(() => abort.abort(new Error(`the run exceeded its timeout of ${timeoutMs} ms`)), timeoutMs);
+    const timeoutMs = armed.timeoutMs;
+    const timeout = this.#o.timers.setTimeout(() => abort.abort(new RunAbortedError('timeout', `the run exceeded its timeout of ${timeoutMs} ms`)), timeoutMs);
     const startedAtMs = this.#o.clock.now();
     if (!abort.signal.aborted) {
       try {
@@ -362,8 +701,10 @@ export class SchedulerRuntime {
       } catch {
         // A listener's error must not keep the run from starting.
       }
+      // Not awaited: the handler starts now, and the log learns of it a commit later.
+      this.#track(this.#recordStart(claim, startedAtMs));
     }
-    let outcome: RunRecord['outcome'] = 'succeeded';
+    let outcome: RunOutcome = 'succeeded';
     let error: string | undefined;
     try {
       if (abort.signal.aborted) throw abort.signal.reason as Error;
@@ -372,20 +713,44 @@ export class SchedulerRuntime {
         new Promise((_, reject) => abort.signal.addEventListener('abort', () => reject(abort.signal.reason as Error), { once: true })),
       ]);
     } catch (e) {
-      outcome = abort.signal.reason instanceof InterruptedError ? 'interrupted' : abort.signal.aborted ? 'aborted' : 'failed';
+      const reason: unknown = abort.signal.reason;
+      outcome = isReason(reason, 'interrupted') ? 'interrupted' : isReason(reason, 'replaced') ? 'replaced' : abort.signal.aborted ? 'aborted' : 'failed';
       error = e instanceof Error ? e.message : String(e);
     } finally {
       this.#o.timers.clearTimeout(timeout);
       if (this.#armed.get(key)?.abort === abort) this.#armed.delete(key);
+      // Its run slot is free, and the job's queued runs may go, before the outcome commits.
+      this.#runningCount -= 1;
+      this.#settle(armed);
+      this.#pump();
     }
     const endedAtMs = this.#o.clock.now();
-    const record: RunRecord = { job: claim.job, slotMs: claim.slotMs, fencingToken: claim.token, member: this.#o.self, startedAtMs, endedAtMs, outcome, ...(error === undefined ? {} : { error }) };
+    const record: RunRecord = {
+      job: claim.job,
+      slotMs: claim.slotMs,
+      fencingToken: claim.token,
+      member: this.#o.self,
+      startedAtMs,
+      endedAtMs,
+      outcome,
+      ...(error === undefined ? {} : { error }),
+    };
     try {
       this.#o.onRun?.(record);
     } catch {
       // A listener's error must not keep the outcome from being recorded.
     }
-    await this.#recordOutcome(record);
+    await this.#recordOutcome({ ...record, outcome });
+  }
+
+  /** Records in the log that the run started, until applied or moot (the run ended or moved). */
+  #recordStart(claim: ClaimRecord, startedAtMs: number): Promise<void> {
+    const key = claimKey(claim.job, claim.slotMs);
+    const command: SchedulerCommand = { type: 'started', job: claim.job, slotMs: claim.slotMs, token: claim.token, member: this.#o.self, atMs: startedAtMs };
+    return this.#proposeUntil(command, () => {
+      const current = this.state.claims.get(key);
+      return current === undefined || current.token !== claim.token || current.starts.get(this.#o.self)?.token === claim.token || current.outcomes.get(this.#o.self)?.token === claim.token;
+    });
   }
 
   /**
@@ -414,7 +779,7 @@ export class SchedulerRuntime {
     return this.state.claims.get(claimKey(claim.job, claim.slotMs))?.outcomes.get(this.#o.self)?.token === claim.token;
   }
 
-  async #recordOutcome(run: RunRecord): Promise<void> {
+  async #recordOutcome(run: Omit<RunRecord, 'outcome'> & { readonly outcome: RunOutcome }): Promise<void> {
     const command: SchedulerCommand = {
       type: 'outcome',
       job: run.job,
@@ -433,21 +798,23 @@ export class SchedulerRuntime {
     });
   }
 
-  /** Reports a claim this member will not run, so that the leader moves its slot. */
-  #reportInterrupted(claim: ClaimRecord, reason: string): Promise<void> {
+  /**
+   * Records a slot this member did not run: interrupted (the leader moves it), skipped or
+   * replaced (its overlap policy; never run again).
+   */
+  #report(claim: ClaimRecord, outcome: 'interrupted' | 'skipped' | 'replaced', reason: string): Promise<void> {
     const atMs = this.#o.clock.now();
-    return this.#recordOutcome({ job: claim.job, slotMs: claim.slotMs, fencingToken: claim.token, member: this.#o.self, startedAtMs: atMs, endedAtMs: atMs, outcome: 'interrupted', error: reason });
+    return this.#recordOutcome({ job: claim.job, slotMs: claim.slotMs, fencingToken: claim.token, member: this.#o.self, startedAtMs: atMs, endedAtMs: atMs, outcome, error: reason });
   }
 }
 
-/** The reason a run stops when the cluster, not the job, ends it. */
-class InterruptedError extends Error {}
+const isReason = (reason: unknown, which: RunAbortedError['reason']): boolean => reason instanceof RunAbortedError && reason.reason === which;
 
 /** The replicated form of a job's options (what the leader plans by). */
 function policyOf(options: JobOptions): JobPolicy {
   const c = options.catchUp;
   const catchUp: CatchUp = c === undefined || c === 'latest' ? { policy: 'latest' } : c === 'none' ? { policy: 'none' } : { policy: 'all', windowMs: c.windowMs, maxSlots: c.maxSlots };
-  return { retries: options.retries ?? 0, retryDelayMs: options.retryDelayMs ?? DEFAULT_RETRY_DELAY_MS, catchUp };
+  return { retries: options.retries ?? 0, retryDelayMs: options.retryDelayMs ?? DEFAULT_RETRY_DELAY_MS, catchUp, overlap: options.overlap ?? DEFAULT_OVERLAP };
 }
 
 function inflightKey(command: SchedulerCommand): string {

@@ -1,6 +1,7 @@
 import type { NodeId } from '../raft/types.js';
+import { nextInstantAfter } from './next-instant.js';
 import { instantsBetween, lastInstantBetween, lastInstantsBetween, type JobSpec } from './spec.js';
-import type { JobPolicy, SchedulerCommand, SchedulerState } from './state.js';
+import { claimKey, type ClaimRecord, type JobPolicy, type JobRecord, type SchedulerCommand, type SchedulerState } from './state.js';
 
 /** What to do with slots whose instant passed while no claim could be made (no quorum). */
 export type CatchUp = JobPolicy['catchUp'];
@@ -14,6 +15,11 @@ export interface PlanInput {
   readonly members: ReadonlyMap<NodeId, { readonly load: number }>;
   /** Bound on claims proposed in one plan. */
   readonly maxClaims: number;
+  /**
+   * A claim whose slot is older than this is never moved or run again (the reassignment
+   * horizon): a fixed-delay job waiting for its end goes on as if it ended now.
+   */
+  readonly horizonMs?: number;
 }
 
 /**
@@ -21,6 +27,12 @@ export interface PlanInput {
  * under the job's catch-up policy. Pure: it reads the replicated state and the inputs, and
  * returns commands to propose. The state machine's high-water mark, not the planner, guarantees
  * that a slot is claimed at most once.
+ *
+ * A fixed-delay job has at most one slot due at a time: the next one is claimed only once the
+ * previous one's final outcome is in the log (catch-up does not apply: a slot whose instant
+ * passed is claimed as it is, and runs at once). A 'queue' job's slots go to the member of its
+ * latest unfinished run while that member may take work, so that one member's local queue keeps
+ * them in order.
  */
 export function plan(state: SchedulerState, input: PlanInput): SchedulerCommand[] {
   const commands: SchedulerCommand[] = [];
@@ -32,16 +44,102 @@ export function plan(state: SchedulerState, input: PlanInput): SchedulerCommand[
     if (job === undefined) continue;
     const eligible = [...job.handlers].filter((id) => load.has(id)).sort();
     if (eligible.length === 0) continue;
-    const { skip, slots } = dueSlots(job.spec, job.anchorMs, job.highWaterMs, input, job.policy.catchUp);
-    if (skip !== null) commands.push({ type: 'skip', job: name, throughMs: skip.throughMs, count: skip.count });
+    let slots: number[];
+    // The job's commands form a chain, each applying only if the mark is still where the one
+    // before it left it: the skip from the current mark, each claim from the previous one.
+    let mark = job.highWaterMs;
+    if (job.spec.kind === 'delay') {
+      const next = nextDelaySlot(state, job, input.members, input.horizonMs === undefined ? undefined : { nowMs: input.nowMs, horizonMs: input.horizonMs });
+      slots = next !== null && next <= input.nowMs + input.lookaheadMs ? [next] : [];
+    } else {
+      const due = dueSlots(job.spec, job.anchorMs, job.highWaterMs, input, job.policy.catchUp);
+      if (due.skip !== null) {
+        commands.push({ type: 'skip', job: name, throughMs: due.skip.throughMs, fromMs: mark, count: due.skip.count });
+        mark = due.skip.throughMs;
+      }
+      slots = due.slots;
+    }
+    let sticky = job.mode === 'one' && job.policy.overlap === 'queue' ? unfinishedAssignee(state, job, load) : null;
     for (const slotMs of slots) {
       if (commands.length >= input.maxClaims) break;
-      const assignees = job.mode === 'all' ? eligible : [leastLoaded(eligible, load)];
+      const assignees = job.mode === 'all' ? eligible : [sticky ?? leastLoaded(eligible, load)];
+      if (job.mode === 'one' && job.policy.overlap === 'queue') sticky = assignees[0] as NodeId;
       for (const id of assignees) load.set(id, (load.get(id) ?? 0) + 1);
-      commands.push({ type: 'claim', job: name, slotMs, assignees });
+      commands.push({ type: 'claim', job: name, slotMs, assignees, fromMs: mark });
+      mark = slotMs;
     }
   }
   return commands;
+}
+
+/** The assignee of the job's latest claim if that run has not ended and the member may take work. */
+function unfinishedAssignee(state: SchedulerState, job: JobRecord, members: ReadonlyMap<NodeId, unknown>): NodeId | null {
+  const latest = state.claims.get(claimKey(job.name, job.highWaterMs));
+  const assignee = latest?.assignees[0];
+  if (latest === undefined || assignee === undefined || !members.has(assignee) || !job.handlers.has(assignee)) return null;
+  const ended = latest.outcomes.get(assignee)?.token === latest.token || latest.cancelled?.token === latest.token;
+  return ended ? null : assignee;
+}
+
+/**
+ * When the claim's story is over, per the log: the time of its final outcome (or of its
+ * replacement), or null while a run is pending, in progress, or to be retried or moved. A
+ * failed run with retries left is not final; neither is an interrupted one, which is moved. In
+ * mode 'all', every assignee must have reported, except those no longer in `members` (when
+ * given) or no longer with a handler, which never will. Pure.
+ */
+export function claimEndedAt(state: SchedulerState, claim: ClaimRecord, members?: ReadonlyMap<NodeId, unknown>): number | null {
+  const job = state.jobs.get(claim.job);
+  if (claim.cancelled?.token === claim.token) return claim.cancelled.atMs;
+  if (job?.mode === 'all') {
+    let last: number | null = null;
+    for (const id of claim.assignees) {
+      const o = claim.outcomes.get(id);
+      if (o !== undefined && o.token === claim.token) last = Math.max(last ?? o.atMs, o.atMs);
+      else if ((members === undefined || members.has(id)) && job.handlers.has(id)) return null;
+    }
+    // Nobody who ran it is left to report: the slot's instant stands for its end.
+    return last ?? claim.slotMs;
+  }
+  const assignee = claim.assignees[0];
+  const o = assignee === undefined ? undefined : claim.outcomes.get(assignee);
+  if (o === undefined || o.token !== claim.token) return null;
+  switch (o.outcome) {
+    case 'failed':
+    case 'aborted':
+      return job !== undefined && claim.attempt <= job.policy.retries ? null : o.atMs;
+    case 'interrupted':
+      return claim.attempt < MAX_INTERRUPTED_ATTEMPTS ? null : o.atMs;
+    default:
+      return o.atMs;
+  }
+}
+
+/**
+ * A fixed-delay job's next slot, or null while its previous run has not ended or for another
+ * kind of spec. The first slot falls `initialDelayMs` after the registration; each next one
+ * `delayMs` after the previous one's end; never at or before the high-water mark. Pure.
+ */
+export function nextDelaySlot(state: SchedulerState, job: JobRecord, members?: ReadonlyMap<NodeId, unknown>, horizon?: { readonly nowMs: number; readonly horizonMs: number }): number | null {
+  if (job.spec.kind !== 'delay') return null;
+  const previous = state.claims.get(claimKey(job.name, job.highWaterMs));
+  let next: number;
+  if (previous !== undefined) {
+    let endedAtMs = claimEndedAt(state, previous, members);
+    // Past the horizon nothing moves or retries the claim any more: its story is over now.
+    if (endedAtMs === null && horizon !== undefined && previous.slotMs < horizon.nowMs - horizon.horizonMs) endedAtMs = horizon.nowMs;
+    if (endedAtMs === null) return null;
+    next = endedAtMs + job.spec.delayMs;
+  } else if (job.highWaterMs === job.anchorMs) {
+    // Nothing claimed yet.
+    next = job.anchorMs + job.spec.initialDelayMs;
+  } else {
+    // The previous claim is no longer kept: its instant is the latest bound known of its end.
+    next = job.highWaterMs + job.spec.delayMs;
+  }
+  // A claim at or before the high-water mark would be refused (an initial delay of 0, or an
+  // end reported by a clock behind the slot's).
+  return Math.max(next, job.highWaterMs + 1);
 }
 
 /** Bound on missed instants counted for one skip (a longer outage counts this many). */
@@ -54,7 +152,12 @@ function dueSlots(
   input: PlanInput,
   catchUp: CatchUp,
 ): { skip: { throughMs: number; count: number } | null; slots: number[] } {
+  // Most plans find nothing due: the next instant after the high-water mark is beyond the
+  // look-ahead. That answer is memoized, so such a plan parses no cron expression.
+  const next = nextInstantAfter(spec, anchorMs, highWaterMs);
+  if (next === null || next > input.nowMs + input.lookaheadMs) return { skip: null, slots: [] };
   const future = instantsBetween(spec, anchorMs, Math.max(highWaterMs, input.nowMs), input.nowMs + input.lookaheadMs, input.maxClaims);
+  if (next > input.nowMs) return { skip: null, slots: future };
   const latestPast = lastInstantBetween(spec, anchorMs, highWaterMs, input.nowMs);
   if (latestPast === null) return { skip: null, slots: future };
   let kept: number[] = [];
@@ -94,7 +197,8 @@ export interface ReassignInput {
  */
 export function planReassignments(state: SchedulerState, input: ReassignInput): SchedulerCommand[] {
   const out: SchedulerCommand[] = [];
-  for (const claim of state.claims.values()) {
+  // Only claims whose story may not be over; most have succeeded and are not looked at.
+  for (const claim of state.openClaims()) {
     if (out.length >= input.maxCommands) break;
     if (claim.slotMs < input.nowMs - input.horizonMs) continue;
     const job = state.jobs.get(claim.job);
@@ -103,13 +207,18 @@ export function planReassignments(state: SchedulerState, input: ReassignInput): 
     if (assignee === undefined) continue;
     const outcome = claim.outcomes.get(assignee);
     const current = outcome !== undefined && outcome.token === claim.token ? outcome : undefined;
+    // A replaced run's slot is over, wherever its member is.
+    if (claim.cancelled?.token === claim.token) continue;
+    // Most claims are settled or in good hands: decided before any allocation, since every
+    // claim within the horizon is looked at on every plan.
+    if (current === undefined ? input.eligible.has(assignee) : current.outcome === 'succeeded' || current.outcome === 'skipped' || current.outcome === 'replaced') continue;
     const candidates = [...job.handlers].filter((id) => input.eligible.has(id)).sort();
     if (current === undefined) {
-      if (input.eligible.has(assignee) || candidates.length === 0) continue;
+      if (candidates.length === 0) continue;
       out.push({ type: 'reassign', job: claim.job, slotMs: claim.slotMs, fromToken: claim.token, assignees: [pick(candidates, state, assignee)], reason: 'assignee-lost' });
       continue;
     }
-    if (current.outcome === 'succeeded') continue;
+    // (Skipped and replaced slots, left out above, were meant not to run: no retry.)
     if (current.outcome === 'interrupted') {
       // Not the job's failure: run it elsewhere, whatever its retries (bounded all the same).
       if (claim.attempt < MAX_INTERRUPTED_ATTEMPTS && candidates.length > 0) {

@@ -1,14 +1,25 @@
 import { CronExpressionParser } from 'cron-parser';
 import { InvalidArgumentError } from '../errors.js';
+import { cronInstantsBackward, cronInstantsForward, dstKey, parseDstPolicy, type DstPolicy, type DstPolicyInput } from './cron-instants.js';
+
+export { DEFAULT_DST_POLICY, type DstPolicy, type DstPolicyInput } from './cron-instants.js';
 
 /** When a job's slots fall, as replicated in the log (plain data, so every member computes the same instants). */
 export type JobSpec =
-  | { readonly kind: 'cron'; readonly expression: string; readonly tz: string }
+  /** `dst`: what happens where the zone's clocks change (see DstPolicy); absent for the defaults. */
+  | { readonly kind: 'cron'; readonly expression: string; readonly tz: string; readonly dst?: DstPolicy }
   | { readonly kind: 'every'; readonly everyMs: number }
-  | { readonly kind: 'at'; readonly atMs: number };
+  | { readonly kind: 'at'; readonly atMs: number }
+  /**
+   * Fixed delay: the first slot falls `initialDelayMs` after the job's first registration, and
+   * each next one `delayMs` after the committed outcome of the previous one. Only the first
+   * instant follows from the spec alone; the planner reads the others from the state.
+   */
+  | { readonly kind: 'delay'; readonly delayMs: number; readonly initialDelayMs: number };
 
 /** What users may pass to `schedule()`. */
-export type SpecInput = string | { readonly cron: string; readonly tz?: string } | { readonly every: number | string } | { readonly at: Date | number };
+export type SpecInput = string | { readonly cron: string; readonly tz?: string; readonly dst?: DstPolicyInput } | { readonly every: number | string } | { readonly at: Date | number }
+  | { readonly delayAfterCompletion: number | string; readonly initialDelay?: number | string };
 
 /** Bound on the instants computed in one call, so a dense schedule cannot stall a member. */
 export const MAX_INSTANTS_PER_CALL = 10_000;
@@ -21,8 +32,8 @@ const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_00
 /** Validates a spec and turns it into its replicated form. Throws InvalidArgumentError naming `option`. */
 export function parseSpec(input: SpecInput, option = 'spec'): JobSpec {
   if (typeof input === 'string') return cronSpec(input, 'UTC', option);
-  if (typeof input !== 'object' || input === null) throw new InvalidArgumentError(option, input, 'a cron string, { cron, tz }, { every } or { at }');
-  if ('cron' in input) return cronSpec(input.cron, input.tz ?? 'UTC', option);
+  if (typeof input !== 'object' || input === null) throw new InvalidArgumentError(option, input, 'a cron string, { cron, tz }, { every }, { at } or { delayAfterCompletion }');
+  if ('cron' in input) return cronSpec(input.cron, input.tz ?? 'UTC', option, input.dst);
   if ('every' in input) {
     const everyMs = typeof input.every === 'number' ? input.every : parseDuration(input.every);
     if (!Number.isInteger(everyMs) || everyMs < MIN_EVERY_MS) {
@@ -35,10 +46,29 @@ export function parseSpec(input: SpecInput, option = 'spec'): JobSpec {
     if (typeof atMs !== 'number' || !Number.isFinite(atMs)) throw new InvalidArgumentError(`${option}.at`, input.at, 'a valid Date');
     return { kind: 'at', atMs };
   }
-  throw new InvalidArgumentError(option, input, 'a cron string, { cron, tz }, { every } or { at }');
+  if ('delayAfterCompletion' in input) return delaySpec(input, option);
+  throw new InvalidArgumentError(option, input, 'a cron string, { cron, tz }, { every }, { at } or { delayAfterCompletion }');
 }
 
-function cronSpec(expression: unknown, tz: unknown, option: string): JobSpec {
+function delaySpec(input: { readonly delayAfterCompletion: unknown; readonly initialDelay?: unknown }, option: string): JobSpec {
+  const delayMs = durationMs(input.delayAfterCompletion);
+  // As for fixed intervals: a shorter delay would flood the log with claims and outcomes.
+  if (!Number.isInteger(delayMs) || delayMs < MIN_EVERY_MS) {
+    throw new InvalidArgumentError(`${option}.delayAfterCompletion`, input.delayAfterCompletion, `a delay of at least ${MIN_EVERY_MS} ms, as milliseconds or like '10s'`);
+  }
+  const initialDelayMs = input.initialDelay === undefined ? 0 : durationMs(input.initialDelay);
+  if (!Number.isInteger(initialDelayMs) || initialDelayMs < 0) {
+    throw new InvalidArgumentError(`${option}.initialDelay`, input.initialDelay, "a delay of 0 ms or more, as milliseconds or like '10s'");
+  }
+  return { kind: 'delay', delayMs, initialDelayMs };
+}
+
+function durationMs(value: unknown): number {
+  if (typeof value === 'number') return value;
+  return typeof value === 'string' ? parseDuration(value) : Number.NaN;
+}
+
+function cronSpec(expression: unknown, tz: unknown, option: string, dstInput?: unknown): JobSpec {
   if (typeof expression !== 'string' || expression.trim() === '') throw new InvalidArgumentError(option, expression, 'a cron expression');
   if (typeof tz !== 'string' || !isTimeZone(tz)) throw new InvalidArgumentError(`${option}.tz`, tz, 'an IANA time zone such as Europe/Paris');
   try {
@@ -46,16 +76,24 @@ function cronSpec(expression: unknown, tz: unknown, option: string): JobSpec {
   } catch (error) {
     throw new InvalidArgumentError(option, expression, `a valid cron expression (${error instanceof Error ? error.message : String(error)})`);
   }
-  return { kind: 'cron', expression: expression.trim(), tz };
+  const dst = parseDstPolicy(dstInput, `${option}.dst`);
+  return dst === undefined ? { kind: 'cron', expression: expression.trim(), tz } : { kind: 'cron', expression: expression.trim(), tz, dst };
 }
 
+/** Zones found valid so far: constructing an Intl.DateTimeFormat to check one is costly. */
+const knownTimeZones = new Set<string>();
+/** Bound on the zones remembered (there are a few hundred). */
+const MAX_KNOWN_TIME_ZONES = 1000;
+
 function isTimeZone(tz: string): boolean {
+  if (knownTimeZones.has(tz)) return true;
   try {
     new Intl.DateTimeFormat('en-US', { timeZone: tz });
-    return true;
   } catch {
     return false;
   }
+  if (knownTimeZones.size < MAX_KNOWN_TIME_ZONES) knownTimeZones.add(tz);
+  return true;
 }
 
 function parseDuration(value: string): number {
@@ -77,21 +115,21 @@ export function instantsBetween(spec: JobSpec, anchorMs: number, afterMs: number
     case 'at':
       if (spec.atMs > afterMs && spec.atMs <= untilMs) out.push(spec.atMs);
       return out;
+    case 'delay': {
+      // Only the first slot follows from the spec; the later ones follow completions.
+      const first = anchorMs + spec.initialDelayMs;
+      if (first > afterMs && first <= untilMs) out.push(first);
+      return out;
+    }
     case 'every': {
       // The first multiple of the interval after `afterMs`, counting from the anchor (k >= 1).
       const k = Math.max(1, Math.floor((afterMs - anchorMs) / spec.everyMs) + 1);
       for (let t = anchorMs + k * spec.everyMs; t <= untilMs && out.length < limit; t += spec.everyMs) out.push(t);
       return out;
     }
-    case 'cron': {
-      const expression = CronExpressionParser.parse(spec.expression, { tz: spec.tz, currentDate: new Date(afterMs), endDate: new Date(untilMs) });
-      while (out.length < limit && expression.hasNext()) {
-        const t = expression.next().getTime();
-        if (t > untilMs) break;
-        if (t > afterMs) out.push(t);
-      }
-      return out;
-    }
+    case 'cron':
+      // Wall-clock times in the spec's zone, with its daylight-saving policy (cron-instants.ts).
+      return cronInstantsForward(spec, afterMs, untilMs, limit);
   }
 }
 
@@ -103,12 +141,7 @@ export function lastInstantsBetween(spec: JobSpec, anchorMs: number, afterMs: nu
   const out: number[] = [];
   const limit = Math.min(count, MAX_INSTANTS_PER_CALL);
   if (spec.kind === 'cron') {
-    const expression = CronExpressionParser.parse(spec.expression, { tz: spec.tz, currentDate: new Date(atMs + 1) });
-    while (out.length < limit) {
-      const t = expression.prev().getTime();
-      if (t <= afterMs) break;
-      out.push(t);
-    }
+    out.push(...cronInstantsBackward(spec, afterMs, atMs, limit));
   } else {
     let t = lastInstantBetween(spec, anchorMs, afterMs, atMs);
     while (t !== null && out.length < limit) {
@@ -126,16 +159,17 @@ export function lastInstantBetween(spec: JobSpec, anchorMs: number, afterMs: num
     case 'at':
       t = spec.atMs;
       break;
+    case 'delay':
+      t = anchorMs + spec.initialDelayMs;
+      break;
     case 'every': {
       const k = Math.floor((atMs - anchorMs) / spec.everyMs);
       t = k >= 1 ? anchorMs + k * spec.everyMs : null;
       break;
     }
-    case 'cron': {
-      const expression = CronExpressionParser.parse(spec.expression, { tz: spec.tz, currentDate: new Date(atMs + 1) });
-      t = expression.prev().getTime();
+    case 'cron':
+      t = cronInstantsBackward(spec, afterMs, atMs, 1)[0] ?? null;
       break;
-    }
   }
   return t !== null && t > afterMs && t <= atMs ? t : null;
 }
@@ -144,10 +178,12 @@ export function lastInstantBetween(spec: JobSpec, anchorMs: number, afterMs: num
 export function specKey(spec: JobSpec): string {
   switch (spec.kind) {
     case 'cron':
-      return `cron ${spec.expression} ${spec.tz}`;
+      return `cron ${spec.expression} ${spec.tz}${dstKey(spec.dst)}`;
     case 'every':
       return `every ${spec.everyMs}`;
     case 'at':
       return `at ${spec.atMs}`;
+    case 'delay':
+      return `delay ${spec.delayMs} after ${spec.initialDelayMs}`;
   }
 }

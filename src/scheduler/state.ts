@@ -24,6 +24,13 @@ export type SchedulerCommand =
       /** The scheduled instant of the slot. */
       readonly slotMs: number;
       readonly assignees: readonly NodeId[];
+      /**
+       * The job's high-water mark the planner claimed after: the claim applies only if it still
+       * is, so a claim can never jump over instants that are neither claimed nor counted missed
+       * (when a plan was made on a state that another plan's entries have moved since). The
+       * planner always sets it; a hand-made claim without it is checked only against the mark.
+       */
+      readonly fromMs?: number;
     }
   | {
       /**
@@ -59,7 +66,37 @@ export type SchedulerCommand =
       readonly type: 'skip';
       readonly job: string;
       readonly throughMs: number;
+      /** The job's high-water mark the planner counted from: the skip applies only if it still is. */
+      readonly fromMs: number;
+      /** The instants in (fromMs, throughMs]. */
       readonly count: number;
+    }
+  | {
+      /**
+       * A run's handler started on `member` under `token` (proposed as it starts, not awaited, so
+       * no consensus round sits before the handler). Until the member's outcome, every member
+       * knows the run is in progress.
+       */
+      readonly type: 'started';
+      readonly job: string;
+      readonly slotMs: number;
+      readonly token: number;
+      readonly member: NodeId;
+      readonly atMs: number;
+    }
+  | {
+      /**
+       * A later slot of the job replaces this run (overlap 'replace'): the member running it
+       * aborts it when it applies this, and the slot is never moved or retried. Ignored unless
+       * `token` is still the claim's and the run has not ended.
+       */
+      readonly type: 'cancel';
+      readonly job: string;
+      readonly slotMs: number;
+      readonly token: number;
+      /** The slot that replaces it. */
+      readonly bySlotMs: number;
+      readonly atMs: number;
     }
   | {
       readonly type: 'outcome';
@@ -71,22 +108,41 @@ export type SchedulerCommand =
       /**
        * `aborted`: the run exceeded its timeout. `interrupted`: the cluster, not the job, ended
        * it (its member lost the leader); such a slot is always moved to another member.
+       * `skipped`: the slot was not run because another run of the job was in progress (its
+       * overlap policy), and `replaced`: a later slot's run replaced it; neither is retried.
        */
-      readonly outcome: 'succeeded' | 'failed' | 'aborted' | 'interrupted';
+      readonly outcome: RunOutcome;
       readonly atMs: number;
       readonly error?: string;
     };
+
+/** How a run of a slot ended, as recorded in the log. */
+export type RunOutcome = 'succeeded' | 'failed' | 'aborted' | 'interrupted' | 'skipped' | 'replaced';
+
+/**
+ * What a slot does when it fires while another run of its job is in progress: `skip` it
+ * (recorded as skipped), `allow` both, `queue` it until the other ends, or `replace` the other.
+ */
+export type OverlapPolicy = 'skip' | 'allow' | 'queue' | 'replace';
 
 /** The parts of a job's options that the leader plans by, as replicated in the log. */
 export interface JobPolicy {
   readonly retries: number;
   readonly retryDelayMs: number;
   readonly catchUp: { readonly policy: 'latest' } | { readonly policy: 'none' } | { readonly policy: 'all'; readonly windowMs: number; readonly maxSlots: number };
+  /** Absent in registrations written before overlap policies existed: those mean the default, 'skip'. */
+  readonly overlap?: OverlapPolicy;
 }
+
+/** The default overlap policy: a slot whose job is still running elsewhere is skipped. */
+export const DEFAULT_OVERLAP: OverlapPolicy = 'skip';
 
 export function policyKey(p: JobPolicy): string {
   const c = p.catchUp.policy === 'all' ? `all ${p.catchUp.windowMs} ${p.catchUp.maxSlots}` : p.catchUp.policy;
-  return `retries ${p.retries} delay ${p.retryDelayMs} catch-up ${c}`;
+  // The default overlap is left out, so a registration that predates overlap policies (which
+  // has none) and one that asks for the default compare equal.
+  const overlap = p.overlap ?? DEFAULT_OVERLAP;
+  return `retries ${p.retries} delay ${p.retryDelayMs} catch-up ${c}${overlap === DEFAULT_OVERLAP ? '' : ` overlap ${overlap}`}`;
 }
 
 export interface JobRecord {
@@ -94,7 +150,8 @@ export interface JobRecord {
   /** The spec of the first registration: it wins over later, different ones. */
   readonly spec: JobSpec;
   readonly mode: AssignMode;
-  readonly policy: JobPolicy;
+  /** The first registration's policy, with its overlap filled in. */
+  readonly policy: JobPolicy & { readonly overlap: OverlapPolicy };
   readonly anchorMs: number;
   /** Members with a handler for the job. */
   readonly handlers: Set<NodeId>;
@@ -104,6 +161,8 @@ export interface JobRecord {
   highWaterMs: number;
   /** Slots dropped by the catch-up policy, in all. */
   missedSlots: number;
+  /** Runs recorded as skipped (overlap), in all. */
+  skippedRuns: number;
 }
 
 export interface ClaimRecord {
@@ -116,6 +175,10 @@ export interface ClaimRecord {
   attempt: number;
   /** Outcome per assignee, once reported, with the token it ran under. */
   readonly outcomes: Map<NodeId, { readonly outcome: string; readonly atMs: number; readonly token: number; readonly error?: string }>;
+  /** Runs started per assignee (`started`), with the token they started under. */
+  readonly starts: Map<NodeId, { readonly atMs: number; readonly token: number }>;
+  /** Set once a later slot replaced the run under `token` (overlap 'replace'). */
+  cancelled: { readonly token: number; readonly bySlotMs: number; readonly atMs: number } | null;
 }
 
 export interface LockRecord {
@@ -126,7 +189,10 @@ export interface LockRecord {
 
 export type ApplyResult =
   | { readonly ok: true; readonly claim?: ClaimRecord; readonly lock?: LockRecord }
-  | { readonly ok: false; readonly reason: 'duplicate-slot' | 'unknown-job' | 'stale-token' | 'spec-conflict' | 'locked' };
+  | { readonly ok: false; readonly reason: 'duplicate-slot' | 'unknown-job' | 'stale-token' | 'spec-conflict' | 'locked' | 'ended' };
+
+/** Claims looked at, oldest first, for one that is finished when one must be forgotten. */
+const MAX_EVICTION_SCAN = 64;
 
 export const SCHEDULER_DEFAULTS = {
   /** Claims kept for inspection and outcomes; older ones are dropped first. */
@@ -151,6 +217,13 @@ export class SchedulerState {
   readonly locks = new Map<string, LockRecord>();
   /** Claims ever assigned to each member: the planner balances by it. */
   readonly assigned = new Map<NodeId, number>();
+  /**
+   * Per job, its kept claims with a run in progress: started under the claim's token, with no
+   * outcome from that member and not replaced. An index over `claims` (bounded with it), so
+   * that a firing slot need not scan every claim.
+   */
+  readonly #inProgress = new Map<string, Set<ClaimRecord>>();
+  readonly #open = new Set<ClaimRecord>();
   readonly #maxClaimsKept: number;
   readonly #maxJobs: number;
   readonly #maxLocks: number;
@@ -159,6 +232,23 @@ export class SchedulerState {
     this.#maxClaimsKept = limits.maxClaimsKept ?? SCHEDULER_DEFAULTS.maxClaimsKept;
     this.#maxJobs = limits.maxJobs ?? SCHEDULER_DEFAULTS.maxJobs;
     this.#maxLocks = limits.maxLocks ?? SCHEDULER_DEFAULTS.maxLocks;
+  }
+
+  /** The job's kept claims with a run in progress (see `runsInProgress` for the runs). */
+  claimsInProgress(job: string): ReadonlySet<ClaimRecord> {
+    return this.#inProgress.get(job) ?? EMPTY;
+  }
+
+  /** Updates the in-progress index for a claim whose starts, outcomes, token or cancellation changed. */
+  #index(claim: ClaimRecord): void {
+    let set = this.#inProgress.get(claim.job);
+    if (isInProgress(claim)) {
+      if (set === undefined) this.#inProgress.set(claim.job, (set = new Set()));
+      set.add(claim);
+    } else if (set !== undefined) {
+      set.delete(claim);
+      if (set.size === 0) this.#inProgress.delete(claim.job);
+    }
   }
 
   /** Forgets one expired lock (the oldest in insertion order), to make room. */
@@ -203,19 +293,53 @@ export class SchedulerState {
         const claim = this.claims.get(claimKey(command.job, command.slotMs));
         if (claim === undefined) return { ok: false, reason: 'unknown-job' };
         if (claim.token !== command.fromToken) return { ok: false, reason: 'stale-token' };
+        // A replaced run's slot is over: a leader that planned the move before the replacement
+        // was applied must not run it again.
+        if (claim.cancelled?.token === claim.token) return { ok: false, reason: 'ended' };
         claim.token = index;
         claim.assignees = [...command.assignees];
         claim.attempt += 1;
         // Outcomes of the previous attempt stay visible; the new attempt's replace them per member.
         for (const id of claim.assignees) this.assigned.set(id, (this.assigned.get(id) ?? 0) + 1);
+        // Runs started under the old token no longer hold the slot.
+        this.#index(claim);
+        this.#trackOpen(claim);
+        return { ok: true, claim };
+      }
+      case 'started': {
+        const claim = this.claims.get(claimKey(command.job, command.slotMs));
+        if (claim === undefined) return { ok: false, reason: 'unknown-job' };
+        if (claim.token !== command.token) return { ok: false, reason: 'stale-token' };
+        if (claim.starts.get(command.member)?.token === command.token) return { ok: false, reason: 'duplicate-slot' };
+        // A start applied after the member's outcome (a retried report) must not make the run
+        // look in progress again.
+        if (claim.outcomes.get(command.member)?.token === command.token) return { ok: false, reason: 'ended' };
+        claim.starts.set(command.member, { atMs: command.atMs, token: command.token });
+        this.#index(claim);
+        this.#trackOpen(claim);
+        return { ok: true, claim };
+      }
+      case 'cancel': {
+        const claim = this.claims.get(claimKey(command.job, command.slotMs));
+        if (claim === undefined) return { ok: false, reason: 'unknown-job' };
+        if (claim.token !== command.token) return { ok: false, reason: 'stale-token' };
+        if (claim.cancelled?.token === command.token) return { ok: false, reason: 'duplicate-slot' };
+        if (claim.assignees.every((id) => claim.outcomes.get(id)?.token === command.token)) return { ok: false, reason: 'ended' };
+        claim.cancelled = { token: command.token, bySlotMs: command.bySlotMs, atMs: command.atMs };
+        this.#index(claim);
+        this.#trackOpen(claim);
         return { ok: true, claim };
       }
       case 'skip': {
         const job = this.jobs.get(command.job);
         if (job === undefined) return { ok: false, reason: 'unknown-job' };
         if (command.throughMs <= job.highWaterMs) return { ok: false, reason: 'duplicate-slot' };
-        job.highWaterMs = command.throughMs;
+        // A claim applied between the plan and this entry moved the mark: the count would include
+        // a claimed slot. Refused; the next plan counts again. (Applying never computes instants:
+        // members with other time-zone data would count differently and their states diverge.)
+        if (command.fromMs !== job.highWaterMs) return { ok: false, reason: 'stale-token' };
         job.missedSlots += command.count;
+        job.highWaterMs = command.throughMs;
         return { ok: true };
       }
       case 'outcome': {
@@ -227,6 +351,10 @@ export class SchedulerState {
         // (after a lost acknowledgement, or a replay) cannot turn a success into anything else.
         if (claim.outcomes.get(command.member)?.token === command.token) return { ok: false, reason: 'duplicate-slot' };
         claim.outcomes.set(command.member, { outcome: command.outcome, atMs: command.atMs, token: command.token, ...(command.error === undefined ? {} : { error: command.error }) });
+        const job = this.jobs.get(command.job);
+        if (command.outcome === 'skipped' && job !== undefined) job.skippedRuns += 1;
+        this.#index(claim);
+        this.#trackOpen(claim);
         return { ok: true, claim };
       }
     }
@@ -240,12 +368,13 @@ export class SchedulerState {
         name: command.job,
         spec: command.spec,
         mode: command.mode,
-        policy: command.policy,
+        policy: { ...command.policy, overlap: command.policy.overlap ?? DEFAULT_OVERLAP },
         anchorMs: command.atMs,
         handlers: new Set([command.member]),
         conflicts: new Map(),
         highWaterMs: command.atMs,
         missedSlots: 0,
+        skippedRuns: 0,
       });
       return { ok: true };
     }
@@ -266,18 +395,88 @@ export class SchedulerState {
     const job = this.jobs.get(command.job);
     if (job === undefined) return { ok: false, reason: 'unknown-job' };
     if (command.slotMs <= job.highWaterMs) return { ok: false, reason: 'duplicate-slot' };
+    if (command.fromMs !== undefined && command.fromMs !== job.highWaterMs) return { ok: false, reason: 'stale-token' };
     job.highWaterMs = command.slotMs;
-    const claim: ClaimRecord = { job: command.job, slotMs: command.slotMs, token: index, assignees: [...command.assignees], attempt: 1, outcomes: new Map() };
+    const claim: ClaimRecord = { job: command.job, slotMs: command.slotMs, token: index, assignees: [...command.assignees], attempt: 1, outcomes: new Map(), starts: new Map(), cancelled: null };
     this.claims.set(claimKey(command.job, command.slotMs), claim);
+    this.#trackOpen(claim);
     for (const id of claim.assignees) this.assigned.set(id, (this.assigned.get(id) ?? 0) + 1);
-    while (this.claims.size > this.#maxClaimsKept) {
-      const oldest = this.claims.keys().next().value as string;
-      this.claims.delete(oldest);
-    }
+    while (this.claims.size > this.#maxClaimsKept) this.#forgetOneClaim();
     return { ok: true, claim };
+  }
+
+  /**
+   * Forgets the oldest claim whose story is over, among the oldest few: a run in progress, or a
+   * job's latest claim (a fixed-delay job plans its next slot from it), must not be forgotten
+   * while older finished ones are kept. If all of those few are still open, the oldest goes
+   * anyway: the bound holds whatever happens. Deterministic, like everything in apply.
+   */
+  /**
+   * Claims (mode 'one') whose story may not be over: no success, skip or replacement under
+   * their current token. The leader looks for claims to move or retry among these only, on
+   * every plan. Bounded by maxClaimsKept, like the claims.
+   */
+  openClaims(): ReadonlySet<ClaimRecord> {
+    return this.#open;
+  }
+
+  #trackOpen(claim: ClaimRecord): void {
+    const assignee = claim.assignees[0];
+    const outcome = assignee === undefined ? undefined : claim.outcomes.get(assignee);
+    const settled = outcome !== undefined && outcome.token === claim.token && (outcome.outcome === 'succeeded' || outcome.outcome === 'skipped' || outcome.outcome === 'replaced');
+    if (this.jobs.get(claim.job)?.mode !== 'one' || settled || claim.cancelled?.token === claim.token) this.#open.delete(claim);
+    else this.#open.add(claim);
+  }
+
+  #forgetOneClaim(): void {
+    let victim: [string, ClaimRecord] | undefined;
+    let looked = 0;
+    for (const entry of this.claims) {
+      victim ??= entry;
+      const claim = entry[1];
+      const open = this.#inProgress.get(claim.job)?.has(claim) === true || this.jobs.get(claim.job)?.highWaterMs === claim.slotMs;
+      if (!open) {
+        victim = entry;
+        break;
+      }
+      if (++looked >= MAX_EVICTION_SCAN) break;
+    }
+    if (victim === undefined) return;
+    const [key, claim] = victim;
+    this.claims.delete(key);
+    this.#open.delete(claim);
+    // A forgotten claim leaves the index too, which keeps it bounded by maxClaimsKept.
+    this.#inProgress.get(claim.job)?.delete(claim);
+    if (this.#inProgress.get(claim.job)?.size === 0) this.#inProgress.delete(claim.job);
   }
 }
 
 export function claimKey(job: string, slotMs: number): string {
   return `${job}@${slotMs}`;
+}
+
+const EMPTY: ReadonlySet<ClaimRecord> = new Set();
+
+/** A run that started under the claim's current token, on `member`, and has not ended. */
+export interface RunInProgress {
+  readonly job: string;
+  readonly slotMs: number;
+  readonly token: number;
+  readonly member: NodeId;
+  readonly startedAtMs: number;
+}
+
+/** The claim's runs in progress: started under its current token, no outcome yet from that member, not replaced. */
+export function runsOf(claim: ClaimRecord): RunInProgress[] {
+  if (claim.cancelled?.token === claim.token) return [];
+  const out: RunInProgress[] = [];
+  for (const [member, start] of claim.starts) {
+    if (start.token !== claim.token || claim.outcomes.get(member)?.token === claim.token) continue;
+    out.push({ job: claim.job, slotMs: claim.slotMs, token: claim.token, member, startedAtMs: start.atMs });
+  }
+  return out;
+}
+
+function isInProgress(claim: ClaimRecord): boolean {
+  return runsOf(claim).length > 0;
 }

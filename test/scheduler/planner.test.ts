@@ -22,18 +22,19 @@ function input(nowMs: number, members = ['a', 'b']): PlanInput {
 
 describe('the planner', () => {
   it('claims the slots due within the look-ahead, balancing them over members with a handler', () => {
-    expect(plan(stateWith(), input(T0 + 100))).toEqual([{ type: 'claim', job: 'tick', slotMs: T0 + 1000, assignees: ['a'] }]);
+    expect(plan(stateWith(), input(T0 + 100))).toEqual([{ type: 'claim', job: 'tick', slotMs: T0 + 1000, assignees: ['a'], fromMs: T0 }]);
     const wide = plan(stateWith(), { ...input(T0 + 100), lookaheadMs: 3000 });
-    expect(wide.map((c) => (c.type === 'claim' ? [c.slotMs - T0, c.assignees[0]] : null))).toEqual([
-      [1000, 'a'],
-      [2000, 'b'],
-      [3000, 'a'],
+    // Each claim applies only from the mark the one before it leaves (a chain).
+    expect(wide.map((c) => (c.type === 'claim' ? [c.slotMs - T0, c.assignees[0], (c.fromMs ?? 0) - T0] : null))).toEqual([
+      [1000, 'a', 0],
+      [2000, 'b', 1000],
+      [3000, 'a', 2000],
     ]);
   });
 
   it("mode 'all' assigns every member with a handler", () => {
     const commands = plan(stateWith('all'), input(T0 + 100));
-    expect(commands).toEqual([{ type: 'claim', job: 'tick', slotMs: T0 + 1000, assignees: ['a', 'b'] }]);
+    expect(commands).toEqual([{ type: 'claim', job: 'tick', slotMs: T0 + 1000, assignees: ['a', 'b'], fromMs: T0 }]);
   });
 
   it('assigns nobody without a handler, and only members that may take work', () => {
@@ -44,16 +45,16 @@ describe('the planner', () => {
 
   it("after an outage, 'latest' runs the most recent missed slot once and skips the rest as missed", () => {
     const commands = plan(stateWith(), input(T0 + 10_500));
-    expect(commands[0]).toEqual({ type: 'skip', job: 'tick', throughMs: T0 + 9999, count: 9 });
+    expect(commands[0]).toEqual({ type: 'skip', job: 'tick', throughMs: T0 + 9999, fromMs: T0, count: 9 });
     expect(commands.slice(1).map((c) => (c.type === 'claim' ? c.slotMs - T0 : null))).toEqual([10_000, 11_000, 12_000]);
   });
 
   it("'none' skips every missed slot; 'all' runs those within the window, up to its bound", () => {
     const none = plan(stateWith('one', ['a', 'b'], policy({ policy: 'none' })), input(T0 + 10_500));
-    expect(none[0]).toEqual({ type: 'skip', job: 'tick', throughMs: T0 + 10_000, count: 10 });
+    expect(none[0]).toEqual({ type: 'skip', job: 'tick', throughMs: T0 + 10_000, fromMs: T0, count: 10 });
     expect(none.slice(1).map((c) => (c.type === 'claim' ? c.slotMs - T0 : null))).toEqual([11_000, 12_000]);
     const all = plan(stateWith('one', ['a', 'b'], policy({ policy: 'all', windowMs: 3000, maxSlots: 2 })), input(T0 + 10_500));
-    expect(all[0]).toEqual({ type: 'skip', job: 'tick', throughMs: T0 + 8999, count: 8 });
+    expect(all[0]).toEqual({ type: 'skip', job: 'tick', throughMs: T0 + 8999, fromMs: T0, count: 8 });
     expect(all.slice(1).map((c) => (c.type === 'claim' ? c.slotMs - T0 : null))).toEqual([9000, 10_000, 11_000, 12_000]);
   });
 

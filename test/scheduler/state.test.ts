@@ -61,9 +61,39 @@ describe('the scheduler state machine', () => {
   it('records skipped slots as missed and never claims them afterwards', () => {
     const s = new SchedulerState();
     s.apply(1, register('a'));
-    expect(s.apply(2, { type: 'skip', job: 'report', throughMs: T0 + 5000, count: 5 })).toEqual({ ok: true });
+    expect(s.apply(2, { type: 'skip', job: 'report', throughMs: T0 + 5000, fromMs: T0, count: 5 })).toEqual({ ok: true });
     expect(s.jobs.get('report')!.missedSlots).toBe(5);
     expect(s.apply(3, claim(T0 + 5000))).toEqual({ ok: false, reason: 'duplicate-slot' });
+  });
+
+  it('refuses a claim planned from a high-water mark that has moved since (it could jump over uncounted slots)', () => {
+    const s = new SchedulerState();
+    s.apply(1, register('a'));
+    expect(s.apply(2, { type: 'claim', job: 'report', slotMs: T0 + 1000, assignees: ['a'], fromMs: T0 })).toMatchObject({ ok: true });
+    // Planned when the mark was still T0: T0+2000..4000 would be neither claimed nor counted.
+    expect(s.apply(3, { type: 'claim', job: 'report', slotMs: T0 + 5000, assignees: ['a'], fromMs: T0 })).toEqual({ ok: false, reason: 'stale-token' });
+    expect(s.apply(4, { type: 'claim', job: 'report', slotMs: T0 + 2000, assignees: ['a'], fromMs: T0 + 1000 })).toMatchObject({ ok: true });
+  });
+
+  it('refuses a skip planned from a high-water mark that has moved since (its count would include a claim)', () => {
+    const s = new SchedulerState();
+    s.apply(1, register('a'));
+    expect(s.apply(2, claim(T0 + 1000))).toMatchObject({ ok: true });
+    expect(s.apply(3, { type: 'skip', job: 'report', throughMs: T0 + 5000, fromMs: T0, count: 5 })).toEqual({ ok: false, reason: 'stale-token' });
+    expect(s.jobs.get('report')!.missedSlots).toBe(0);
+    expect(s.apply(4, { type: 'skip', job: 'report', throughMs: T0 + 5000, fromMs: T0 + 1000, count: 4 })).toEqual({ ok: true });
+    expect(s.jobs.get('report')!.missedSlots).toBe(4);
+  });
+
+  it('forgets finished claims before a run still in progress when it must drop one', () => {
+    const s = new SchedulerState({ maxClaimsKept: 3 });
+    s.apply(1, register('a'));
+    s.apply(2, claim(T0 + 1000));
+    const token = s.claims.get(`report@${T0 + 1000}`)!.token;
+    s.apply(3, { type: 'started', job: 'report', slotMs: T0 + 1000, token, member: 'a', atMs: T0 + 1000 });
+    for (let i = 2; i <= 4; i++) s.apply(2 + i, claim(T0 + i * 1000));
+    // The oldest, still running, stays; the finished ones after it went first.
+    expect([...s.claims.values()].map((c) => c.slotMs - T0)).toEqual([1000, 3000, 4000]);
   });
 
   it('keeps a bounded number of claims, dropping the oldest', () => {

@@ -1,0 +1,68 @@
+import { runsOf, type OverlapPolicy, type RunInProgress, type SchedulerState } from './state.js';
+
+/**
+ * Bound on a job's runs waiting on one member for another run of the job to end (overlap
+ * 'queue'): a slot that fires with this many already waiting is recorded as skipped.
+ */
+export const MAX_QUEUED_RUNS_PER_JOB = 16;
+
+/**
+ * The job's runs in progress according to the log: started under their claim's current token,
+ * with no outcome from their member, not replaced, and started within `timeoutMs` of `nowMs`
+ * (a run older than its timeout has been aborted by its member, even if its outcome was lost).
+ * Runs of `exceptSlotMs` and on `exceptMember` are left out: a member knows its own runs better
+ * than the log does. Pure.
+ */
+export function runsInProgress(
+  state: SchedulerState,
+  job: string,
+  filter: { readonly nowMs: number; readonly timeoutMs: number; readonly exceptSlotMs?: number; readonly exceptMember?: string },
+): RunInProgress[] {
+  const out: RunInProgress[] = [];
+  for (const claim of state.claimsInProgress(job)) {
+    if (claim.slotMs === filter.exceptSlotMs) continue;
+    for (const run of runsOf(claim)) {
+      if (run.member === filter.exceptMember || run.startedAtMs + filter.timeoutMs <= filter.nowMs) continue;
+      out.push(run);
+    }
+  }
+  return out;
+}
+
+export type OverlapDecision<T> =
+  /** Run now; first replace (abort) these runs, if any. */
+  | { readonly action: 'run'; readonly replace: readonly T[] }
+  /** Do not run the slot: its outcome is recorded as skipped, with this reason. */
+  | { readonly action: 'skip'; readonly reason: string }
+  /** Wait until the other runs of the job end (overlap 'queue'). */
+  | { readonly action: 'wait' };
+
+/**
+ * What a slot that fires does, given the job's other runs in progress (on any member, each with
+ * its slot) and how many of the job's runs already wait on this member. Pure.
+ *
+ * Under 'replace', a run of an earlier slot is replaced; if a later slot's run is already in
+ * progress (this one is a late retry, or fired late), this slot is the stale one and is skipped.
+ */
+export function decideOverlap<T extends { readonly slotMs: number }>(
+  policy: OverlapPolicy,
+  slotMs: number,
+  others: readonly T[],
+  queuedOfJob: number,
+  maxQueued: number = MAX_QUEUED_RUNS_PER_JOB,
+): OverlapDecision<T> {
+  if (policy === 'allow' || others.length === 0) return { action: 'run', replace: [] };
+  const slots = others.map((o) => new Date(o.slotMs).toISOString()).join(', ');
+  switch (policy) {
+    case 'skip':
+      return { action: 'skip', reason: `overlap: a run of the job (slot ${slots}) was still in progress` };
+    case 'queue':
+      if (queuedOfJob >= maxQueued) return { action: 'skip', reason: `overlap: ${queuedOfJob} runs of the job were already queued (at most ${maxQueued})` };
+      return { action: 'wait' };
+    case 'replace': {
+      const later = others.filter((o) => o.slotMs > slotMs);
+      if (later.length > 0) return { action: 'skip', reason: `overlap: a run of a later slot (${later.map((o) => new Date(o.slotMs).toISOString()).join(', ')}) was in progress` };
+      return { action: 'run', replace: others };
+    }
+  }
+}

@@ -1,0 +1,455 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { SchedulerRuntime, type JobContext, type JobOptions, type SchedulerRuntimeOptions } from '../../src/runtime/scheduler-runtime.js';
+import { parseSpec, type SpecInput } from '../../src/scheduler/spec.js';
+import { claimKey, type ClaimRecord, type SchedulerCommand } from '../../src/scheduler/state.js';
+import type { Clock, TimerHandle, Timers } from '../../src/time/clock.js';
+
+const T0 = Date.parse('2026-01-01T00:00:00Z');
+
+interface TimerEvent {
+  readonly atMs: number;
+  readonly seq: number;
+  readonly run: () => void;
+  cancelled: boolean;
+}
+
+/** Virtual time: timers fire in (time, scheduling) order, and promises settle between them. */
+class VirtualTime implements Clock, Timers {
+  nowMs = T0;
+  #seq = 0;
+  #events: TimerEvent[] = [];
+
+  now(): number {
+    return this.nowMs;
+  }
+
+  setTimeout(callback: () => void, delayMs: number): TimerHandle {
+    const event: TimerEvent = { atMs: this.nowMs + Math.max(0, delayMs), seq: this.#seq++, run: callback, cancelled: false };
+    this.#events.push(event);
+    return event;
+  }
+
+  clearTimeout(handle: TimerHandle): void {
+    (handle as TimerEvent).cancelled = true;
+  }
+
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const timer = this.setTimeout(resolve, ms);
+      signal?.addEventListener(
+        'abort',
+        () => {
+          this.clearTimeout(timer);
+          reject(signal.reason as Error);
+        },
+        { once: true },
+      );
+    });
+  }
+
+  async advanceTo(untilMs: number): Promise<void> {
+    for (;;) {
+      await settle();
+      this.#events = this.#events.filter((e) => !e.cancelled);
+      let next: TimerEvent | undefined;
+      for (const e of this.#events) if (e.atMs <= untilMs && (next === undefined || e.atMs < next.atMs || (e.atMs === next.atMs && e.seq < next.seq))) next = e;
+      if (next === undefined) break;
+      this.#events.splice(this.#events.indexOf(next), 1);
+      this.nowMs = next.atMs;
+      next.run();
+    }
+    this.nowMs = untilMs;
+    await settle();
+  }
+}
+
+function settle(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+/**
+ * A replicated log in memory: an entry commits `commitMs` after it is proposed and every
+ * member applies it then, in log order (the lag that a real commit round has).
+ */
+class Cluster {
+  readonly time = new VirtualTime();
+  readonly members = new Map<string, SchedulerRuntime>();
+  readonly log: SchedulerCommand[] = [];
+  readonly runs: Array<{ member: string; job: string; slotMs: number; startMs: number; endMs: number | null; attempt: number }> = [];
+
+  constructor(
+    ids: readonly string[],
+    readonly commitMs = 5,
+    options: Partial<SchedulerRuntimeOptions> = {},
+    perMember: (id: string) => Partial<SchedulerRuntimeOptions> = () => ({}),
+  ) {
+    for (const id of ids) {
+      this.members.set(
+        id,
+        new SchedulerRuntime({
+          self: id,
+          clock: this.time,
+          timers: this.time,
+          propose: (command) => this.#propose(id, command),
+          barrier: () => this.time.sleep(this.commitMs),
+          isLeader: () => id === ids[0],
+          holdsLease: () => true,
+          eligibleMembers: () => [...ids],
+          planIntervalMs: 100,
+          lookaheadMs: 1000,
+          maxClaimsPerPlan: 256,
+          reassignHorizonMs: 600_000,
+          reassignGraceMs: 0,
+          ...options,
+          ...perMember(id),
+        }),
+      );
+    }
+    for (const m of this.members.values()) m.start();
+  }
+
+  /** Proposes a command as the leader would. */
+  propose(command: SchedulerCommand): Promise<unknown> {
+    return this.#propose([...this.members.keys()][0]!, command);
+  }
+
+  #propose(from: string, command: SchedulerCommand): Promise<unknown> {
+    return new Promise((resolve) => {
+      this.time.setTimeout(() => {
+        this.log.push(command);
+        const index = this.log.length;
+        let mine: unknown;
+        for (const [id, m] of this.members) {
+          const result = m.apply(index, command);
+          if (id === from) mine = result;
+        }
+        resolve(mine);
+      }, this.commitMs);
+    });
+  }
+
+  /** Schedules a job on the given members, with a handler that runs for `runMs` (or until aborted) and records itself. */
+  schedule(ids: readonly string[], name: string, spec: SpecInput, runMs: number, options: JobOptions = {}, onRun?: (ctx: JobContext, member: string) => void): void {
+    for (const id of ids) {
+      this.members.get(id)!.schedule(name, parseSpec(spec), async (ctx) => {
+        const run = { member: id, job: ctx.job, slotMs: ctx.slot.getTime(), startMs: this.time.now(), endMs: null as number | null, attempt: ctx.attempt };
+        this.runs.push(run);
+        onRun?.(ctx, id);
+        try {
+          await this.time.sleep(runMs, ctx.signal);
+        } finally {
+          run.endMs = this.time.now();
+        }
+      }, options);
+    }
+  }
+
+  state(id = 'a'): SchedulerRuntime['state'] {
+    return this.members.get(id)!.state;
+  }
+
+  claims(job: string): ClaimRecord[] {
+    return [...this.state().claims.values()].filter((c) => c.job === job);
+  }
+
+  /** Each claim's outcome (mode 'one'), by slot offset in seconds. */
+  outcomes(job: string): Array<[number, string | undefined]> {
+    return this.claims(job).map((c) => [(c.slotMs - T0) / 1000, c.outcomes.get(c.assignees[0]!)?.outcome]);
+  }
+
+  /** The most runs of `job` in progress at once. */
+  maxOverlap(job: string): number {
+    const edges = this.runs.filter((r) => r.job === job).flatMap((r) => [[r.startMs, 1] as const, [r.endMs ?? Number.POSITIVE_INFINITY, -1] as const]);
+    edges.sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+    let now = 0;
+    let max = 0;
+    for (const [, d] of edges) max = Math.max(max, (now += d));
+    return max;
+  }
+
+  stop(): void {
+    for (const m of this.members.values()) m.stop();
+  }
+}
+
+const clusters: Cluster[] = [];
+function cluster(ids: readonly string[], commitMs = 5, options: Partial<SchedulerRuntimeOptions> = {}): Cluster {
+  const c = new Cluster(ids, commitMs, options);
+  clusters.push(c);
+  return c;
+}
+afterEach(() => {
+  for (const c of clusters.splice(0)) c.stop();
+});
+
+describe('start records', () => {
+  it('are proposed as the handler starts, without waiting for them, and show the run in progress everywhere', async () => {
+    const c = cluster(['a', 'b'], 20);
+    let seenAtStart: number | null = null;
+    c.schedule(['a', 'b'], 'sync', { every: '1s' }, 500, {}, (ctx) => {
+      // The handler starts before its start record commits.
+      seenAtStart = c.state('a').claims.get(claimKey('sync', ctx.slot.getTime()))!.starts.size;
+    });
+    await c.time.advanceTo(T0 + 1000);
+    expect(c.runs).toHaveLength(1);
+    expect(c.runs[0]!.startMs).toBe(T0 + 1000);
+    expect(seenAtStart).toBe(0);
+    await c.time.advanceTo(T0 + 1100);
+    for (const id of ['a', 'b']) {
+      expect([...c.state(id).claimsInProgress('sync')].map((x) => x.slotMs)).toEqual([T0 + 1000]);
+    }
+    await c.time.advanceTo(T0 + 1600);
+    expect(c.state('b').claimsInProgress('sync').size).toBe(0);
+    expect(c.outcomes('sync')[0]).toEqual([1, 'succeeded']);
+  });
+});
+
+describe('overlap policies, across members', () => {
+  it("'skip' (the default) records the slots that fire while a run is in progress as skipped, and never overlaps", async () => {
+    const c = cluster(['a', 'b']);
+    c.schedule(['a', 'b'], 'sync', { every: '1s' }, 2500);
+    await c.time.advanceTo(T0 + 8000);
+    expect(c.maxOverlap('sync')).toBe(1);
+    // Runs of slots 1 and 4 take 2.5 s each: slots 2, 3, 5 and 6 fire while one is in progress.
+    expect(c.outcomes('sync').slice(0, 7)).toEqual([
+      [1, 'succeeded'],
+      [2, 'skipped'],
+      [3, 'skipped'],
+      [4, 'succeeded'],
+      [5, 'skipped'],
+      [6, 'skipped'],
+      [7, undefined],
+    ]);
+    // Slots ran on both members: the skips came from the log's start records, not local knowledge alone.
+    expect(new Set(c.runs.map((r) => r.member))).toEqual(new Set(['a', 'b']));
+    expect(c.state('b').jobs.get('sync')!.skippedRuns).toBe(4);
+    const skipped = c.claims('sync')[1]!;
+    expect(skipped.outcomes.get(skipped.assignees[0]!)!.error).toMatch(/overlap/);
+  });
+
+  it('sees another member’s run only once its start record is applied: within a commit of its start, both run', async () => {
+    // A commit takes longer than the interval: slot 2 fires on b before a's start of slot 1 is
+    // applied there, so b cannot know. This is the replication lag the overlap policy lives with.
+    const c = cluster(['a', 'b'], 150);
+    c.schedule(['a', 'b'], 'sync', { every: 100 }, 1000);
+    await c.time.advanceTo(T0 + 1500);
+    const first = c.runs[0]!;
+    const overlapping = c.runs.filter((r) => r.member !== first.member && r.startMs < first.endMs! && r.startMs > first.startMs);
+    expect(overlapping.length).toBeGreaterThan(0);
+    for (const r of overlapping) expect(r.startMs - first.startMs).toBeLessThan(2 * c.commitMs);
+  });
+
+  it("'allow' lets runs overlap", async () => {
+    const c = cluster(['a', 'b']);
+    c.schedule(['a', 'b'], 'sync', { every: '1s' }, 2500, { overlap: 'allow' });
+    await c.time.advanceTo(T0 + 6000);
+    expect(c.maxOverlap('sync')).toBe(3);
+    expect(c.outcomes('sync').slice(0, 3)).toEqual([
+      [1, 'succeeded'],
+      [2, 'succeeded'],
+      [3, 'succeeded'],
+    ]);
+  });
+
+  it("'queue' runs every slot, one at a time, in slot order", async () => {
+    const c = cluster(['a', 'b']);
+    c.schedule(['a', 'b'], 'sync', { every: '1s' }, 1500, { overlap: 'queue' });
+    await c.time.advanceTo(T0 + 6200);
+    expect(c.maxOverlap('sync')).toBe(1);
+    const slots = c.runs.map((r) => (r.slotMs - T0) / 1000);
+    expect(slots).toEqual([1, 2, 3, 4]);
+    // Each starts when the one before it ends.
+    for (let i = 1; i < c.runs.length; i++) expect(c.runs[i]!.startMs).toBe(c.runs[i - 1]!.endMs);
+    expect(c.outcomes('sync').filter(([, o]) => o === 'skipped')).toEqual([]);
+  });
+
+  it("'queue' records slots beyond its bound as skipped", async () => {
+    const c = cluster(['a']);
+    // One run takes 40 s, a slot fires every second: the queue fills up.
+    c.schedule(['a'], 'sync', { every: '1s' }, 40_000, { overlap: 'queue', timeoutMs: 120_000 });
+    await c.time.advanceTo(T0 + 30_000);
+    const outcomes = c.outcomes('sync');
+    // Slot 1 runs, slots 2 to 17 wait (16), the later ones are skipped.
+    expect(outcomes.filter(([, o]) => o === 'skipped').map(([s]) => s)[0]).toBe(18);
+    expect(outcomes.filter(([s, o]) => s <= 17 && o === undefined)).toHaveLength(17);
+  });
+
+  it("'replace' aborts the run in progress on another member and runs the new slot", async () => {
+    const c = cluster(['a', 'b']);
+    const aborted: Array<{ slotMs: number; reason: string }> = [];
+    c.schedule(['a', 'b'], 'sync', { every: '1s' }, 60_000, { overlap: 'replace' }, (ctx) => {
+      ctx.signal.addEventListener('abort', () => aborted.push({ slotMs: ctx.slot.getTime(), reason: String((ctx.signal.reason as Error).message) }));
+    });
+    await c.time.advanceTo(T0 + 3500);
+    expect(c.maxOverlap('sync')).toBeLessThanOrEqual(2);
+    expect(c.outcomes('sync').slice(0, 3)).toEqual([
+      [1, 'replaced'],
+      [2, 'replaced'],
+      [3, undefined],
+    ]);
+    expect(aborted.map((a) => (a.slotMs - T0) / 1000)).toEqual([1, 2]);
+    expect(aborted[0]!.reason).toMatch(/replaced by the run of slot/);
+    // The replaced run ended within a commit round of the new one's start.
+    const [first, second] = c.runs;
+    expect(second!.startMs).toBe(T0 + 2000);
+    expect(first!.endMs! - second!.startMs).toBeLessThanOrEqual(3 * c.commitMs);
+    // A replaced slot is not moved or retried.
+    expect(c.runs.filter((r) => r.slotMs === T0 + 1000)).toHaveLength(1);
+  });
+
+  it("'replace' on one member aborts its own earlier run at once", async () => {
+    const c = cluster(['a']);
+    c.schedule(['a'], 'sync', { every: '1s' }, 60_000, { overlap: 'replace' });
+    await c.time.advanceTo(T0 + 2500);
+    expect(c.runs.map((r) => [(r.slotMs - T0) / 1000, r.endMs === null ? null : r.endMs - T0])).toEqual([
+      [1, 2000],
+      [2, null],
+    ]);
+    expect(c.outcomes('sync').slice(0, 2)).toEqual([
+      [1, 'replaced'],
+      [2, undefined],
+    ]);
+  });
+
+  it("mode 'all' judges overlap per member", async () => {
+    const c = cluster(['a', 'b']);
+    c.schedule(['a', 'b'], 'sync', { every: '1s' }, 1500, { mode: 'all' });
+    await c.time.advanceTo(T0 + 4800);
+    for (const id of ['a', 'b']) {
+      const mine = c.runs.filter((r) => r.member === id).map((r) => (r.slotMs - T0) / 1000);
+      expect(mine).toEqual([1, 3]);
+    }
+    const second = c.claims('sync')[1]!;
+    expect([...second.outcomes.values()].map((o) => o.outcome)).toEqual(['skipped', 'skipped']);
+  });
+});
+
+describe('priority and maxConcurrent', () => {
+  it('runs at most maxConcurrent at once, higher priority first, first come first served within a priority', async () => {
+    const c = cluster(['a'], 5, { maxConcurrent: 1 });
+    c.schedule(['a'], 'low', { at: T0 + 1000 }, 100, { priority: 0 });
+    c.schedule(['a'], 'high', { at: T0 + 1000 }, 100, { priority: 10 });
+    c.schedule(['a'], 'mid-1', { at: T0 + 1000 }, 100, { priority: 5 });
+    c.schedule(['a'], 'mid-2', { at: T0 + 1000 }, 100, { priority: 5 });
+    await c.time.advanceTo(T0 + 2000);
+    // All four fire at once; the first timer's run ('high', planned first by name) starts and
+    // the others wait for the slot, then go by priority: mid-1 before mid-2 (they fired in that order).
+    expect(c.runs.map((r) => [r.job, r.startMs - T0])).toEqual([
+      ['high', 1000],
+      ['mid-1', 1100],
+      ['mid-2', 1200],
+      ['low', 1300],
+    ]);
+  });
+
+  it('a waiting run of low priority is not starved by a steady stream of higher ones', async () => {
+    const c = cluster(['a'], 5, { maxConcurrent: 1 });
+    // Ten high-priority jobs each due every second, each run taking 200 ms: two seconds of work
+    // per second, so without aging the low one would never start.
+    for (let i = 0; i < 10; i++) c.schedule(['a'], `high-${i}`, { every: '1s' }, 200, { priority: 3, overlap: 'allow' });
+    c.schedule(['a'], 'low', { at: T0 + 1000 }, 200, { priority: 0 });
+    await c.time.advanceTo(T0 + 20_000);
+    const low = c.runs.find((r) => r.job === 'low');
+    expect(low).toBeDefined();
+    // It gains a level per second waited, so high runs that arrive 3 s or more after it rank
+    // below it: only the 30 runs that arrived at 1, 2 and 3 s (6 s of work) go first.
+    expect(low!.startMs).toBe(T0 + 7000);
+    expect(c.runs.filter((r) => r.startMs < low!.startMs).every((r) => r.slotMs < T0 + 4000)).toBe(true);
+  });
+
+  it('drops runs still waiting for a run slot when the member drains, and lets the running one finish', async () => {
+    const c = cluster(['a'], 5, { maxConcurrent: 1 });
+    c.schedule(['a'], 'first', { at: T0 + 1000 }, 500);
+    c.schedule(['a'], 'second', { at: T0 + 1000 }, 500);
+    await c.time.advanceTo(T0 + 1100);
+    expect(c.runs.map((r) => r.job)).toEqual(['first']);
+    const drained = c.members.get('a')!.drain(5000);
+    await c.time.advanceTo(T0 + 3000);
+    await drained;
+    expect(c.runs.map((r) => r.job)).toEqual(['first']);
+    expect(c.outcomes('first')).toEqual([[1, 'succeeded']]);
+    // Not run and not reported: the leader moves it once this member is gone.
+    expect(c.outcomes('second')).toEqual([[1, undefined]]);
+  });
+
+  it('a waiting run whose slot moves to another member leaves the queue', async () => {
+    const c = cluster(['a', 'b'], 5, { maxConcurrent: 1 });
+    c.schedule(['a'], 'busy', { at: T0 + 1000 }, 5000);
+    c.schedule(['a'], 'moved', { at: T0 + 1000 }, 100);
+    await c.time.advanceTo(T0 + 1100);
+    // Both fired on a; 'moved' waits behind 'busy'. Then b can run it too, and it moves there.
+    expect(c.runs.map((r) => r.job)).toEqual(['busy']);
+    c.schedule(['b'], 'moved', { at: T0 + 1000 }, 100);
+    const claim = c.claims('moved')[0]!;
+    expect(claim.assignees).toEqual(['a']);
+    void c.propose({ type: 'reassign', job: 'moved', slotMs: claim.slotMs, fromToken: claim.token, assignees: ['b'], reason: 'assignee-lost' });
+    await c.time.advanceTo(T0 + 7000);
+    // Applied on b at 1105, after its instant: it runs after a read barrier (one commit).
+    expect(c.runs.filter((r) => r.job === 'moved').map((r) => [r.member, r.startMs - T0])).toEqual([['b', 1110]]);
+    expect(c.outcomes('moved')).toEqual([[1, 'succeeded']]);
+  });
+
+  it('rejects a bad maxConcurrent, naming it', () => {
+    expect(() => cluster(['a'], 5, { maxConcurrent: 0 })).toThrow(expect.objectContaining({ option: 'maxConcurrent' }));
+  });
+});
+
+describe('fixed delay', () => {
+  it('starts each run the delay after the previous run ended, as committed', async () => {
+    const c = cluster(['a', 'b'], 5);
+    c.schedule(['a', 'b'], 'poll', { delayAfterCompletion: '1s', initialDelay: 500 }, 700);
+    await c.time.advanceTo(T0 + 8000);
+    expect(c.maxOverlap('poll')).toBe(1);
+    expect(c.runs[0]!.startMs).toBe(T0 + 500);
+    for (let i = 1; i < c.runs.length; i++) {
+      const previous = c.runs[i - 1]!;
+      // The slot is the committed end plus the delay (the end is the member's clock at the run's end).
+      expect(c.runs[i]!.slotMs).toBe(previous.endMs! + 1000);
+      expect(c.runs[i]!.startMs).toBe(c.runs[i]!.slotMs);
+    }
+    expect(c.runs.length).toBeGreaterThanOrEqual(4);
+  });
+});
+
+describe("slot timers follow the cluster's time as it is corrected", () => {
+  // Member b's view of the cluster's time: a minute behind until it syncs (its own clock).
+  function skewed(): { c: Cluster; b: { offsetMs: number; synced: boolean } } {
+    const b = { offsetMs: -60_000, synced: false };
+    const time: { now: () => number } = { now: () => Number.NaN };
+    const c: Cluster = new Cluster(['a', 'b'], 5, { eligibleMembers: () => ['b'] }, (id) =>
+      id === 'b' ? { clock: { now: (): number => time.now() + b.offsetMs }, clockReady: () => b.synced } : {},
+    );
+    time.now = () => c.time.now();
+    clusters.push(c);
+    return { c, b };
+  }
+
+  it('brings forward a timer armed on a clock that was behind, once the clock is corrected', async () => {
+    const { c, b } = skewed();
+    c.schedule(['a', 'b'], 'sync', { every: '1s' }, 10);
+    // The claim of T0+1s reaches b a little ahead: on b's clock it is a minute away.
+    await c.time.advanceTo(T0 + 500);
+    b.offsetMs = 0;
+    b.synced = true;
+    await c.time.advanceTo(T0 + 1200);
+    const first = c.runs.find((r) => r.slotMs === T0 + 1000);
+    expect(first).toMatchObject({ member: 'b' });
+    // The next plan tick after the correction moved the timer to the true instant.
+    expect(first!.startMs).toBe(T0 + 1000);
+  });
+
+  it('holds a fired slot while the member has not learned the cluster time, and runs it once it has', async () => {
+    const { c, b } = skewed();
+    b.offsetMs = 60_000; // ahead: every slot looks due at once
+    c.schedule(['a', 'b'], 'sync', { every: '1s' }, 10);
+    await c.time.advanceTo(T0 + 900);
+    expect(c.runs).toEqual([]);
+    b.offsetMs = 0;
+    b.synced = true;
+    await c.time.advanceTo(T0 + 1100);
+    expect(c.runs.map((r) => [r.member, r.slotMs - T0])).toEqual([['b', 1000]]);
+    // Not early; late by the read barrier only (the claim looked late when it arrived).
+    expect(c.runs[0]!.startMs - T0).toBeGreaterThanOrEqual(1000);
+    expect(c.runs[0]!.startMs - T0).toBeLessThanOrEqual(1000 + c.commitMs);
+  });
+});
