@@ -1,3 +1,4 @@
+import { DEFAULT_MAX_CLOCK_SKEW_MS } from './runtime/clock-sync.js';
 import { join } from 'node:path';
 import { InvalidArgumentError } from './errors.js';
 import type { NodeId } from './raft/types.js';
@@ -39,6 +40,18 @@ export interface ClusterOptions {
   readonly stopTimeoutMs?: number;
   /** Bound on proposals waiting to commit on this member. @default 10000 */
   readonly maxPendingProposals?: number;
+  /**
+   * A member whose clock is further than this from the cluster's time (the median of the
+   * members' clocks, measured through heartbeats) is reported in `state()` and given no work.
+   * @default 1000
+   */
+  readonly maxClockSkewMs?: number;
+  /**
+   * Job runs at once on this member. When more slots are due, higher `priority` jobs start
+   * first, first come first served within a priority, and waiting raises a run's priority so
+   * that none starves. @default no limit
+   */
+  readonly maxConcurrent?: number;
   /** Sync every write to disk (turn off only for tests). @default true */
   readonly sync?: boolean;
   /** Injected wall clock, e.g. a skewed one in tests. @default Date.now */
@@ -76,6 +89,7 @@ export const CLUSTER_DEFAULTS = {
   maxClaimsPerPlan: 256,
   /** Claims whose slot is older than this are never moved to another member again. */
   reassignHorizonMs: 10 * 60_000,
+  maxClockSkewMs: DEFAULT_MAX_CLOCK_SKEW_MS,
 } as const;
 
 /** The options after validation, with defaults applied and addresses parsed. */
@@ -94,6 +108,8 @@ export interface ResolvedOptions {
   readonly requestTimeoutMs: number;
   readonly stopTimeoutMs: number;
   readonly maxPendingProposals: number;
+  readonly maxClockSkewMs: number;
+  readonly maxConcurrent: number;
   readonly sync: boolean;
 }
 
@@ -142,6 +158,8 @@ export function resolveOptions(peersInput: readonly string[], options: ClusterOp
     requestTimeoutMs: positiveInt(options.requestTimeoutMs ?? CLUSTER_DEFAULTS.requestTimeoutMs, 'requestTimeoutMs'),
     stopTimeoutMs: nonNegativeInt(options.stopTimeoutMs ?? CLUSTER_DEFAULTS.stopTimeoutMs, 'stopTimeoutMs'),
     maxPendingProposals: positiveInt(options.maxPendingProposals ?? CLUSTER_DEFAULTS.maxPendingProposals, 'maxPendingProposals'),
+    maxClockSkewMs: positiveInt(options.maxClockSkewMs ?? CLUSTER_DEFAULTS.maxClockSkewMs, 'maxClockSkewMs'),
+    maxConcurrent: options.maxConcurrent === undefined || options.maxConcurrent === Number.POSITIVE_INFINITY ? Number.POSITIVE_INFINITY : positiveInt(options.maxConcurrent, 'maxConcurrent'),
     sync: options.sync ?? CLUSTER_DEFAULTS.sync,
   };
 }

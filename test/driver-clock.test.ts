@@ -36,8 +36,10 @@ class VirtualTime {
     return event;
   }
 
-  timers(): Timers {
+  /** Timers whose monotonic time base reads true time + `origin` (each process has its own). */
+  timers(origin: number): Timers {
     return {
+      now: () => origin + this.now,
       setTimeout: (callback: () => void, delayMs: number): TimerHandle => this.after(delayMs, callback),
       clearTimeout: (handle: TimerHandle): void => {
         (handle as Event).cancelled = true;
@@ -104,37 +106,50 @@ class Network {
   }
 }
 
+type Skew = (t: number) => number;
+
 interface Harness {
   readonly time: VirtualTime;
   readonly network: Network;
   readonly drivers: Map<NodeId, RaftDriver>;
+  /** Each member's wall clock minus true time, as a function of true time: tests may replace it. */
+  readonly skews: Map<NodeId, Skew>;
   driver(id: NodeId): RaftDriver;
   /** True time on the epoch scale. */
   trueNow(): number;
+  /** `id`'s monotonic clock (`timers.now()`) now. */
+  mono(id: NodeId): number;
   /** Each live member's cluster time minus true time. */
   errors(): Map<NodeId, number>;
   leader(): NodeId | null;
+  /** Stops `id` and starts it again on its storage: a new process, with a new monotonic origin. */
+  restart(id: NodeId): Promise<void>;
 }
 
-/** Three drivers whose clocks read true time + skew(true time). */
-async function cluster(skews: Record<NodeId, (t: number) => number>): Promise<Harness> {
+/**
+ * Three drivers whose wall clocks read true time + skew(true time), in whole milliseconds as
+ * Date.now() reads, and whose monotonic clocks read true time + an origin of their own, with
+ * fractions as performance.now() reads.
+ */
+async function cluster(skews: Record<NodeId, Skew>): Promise<Harness> {
   const time = new VirtualTime();
   const network = new Network(time);
+  const random = new SeededRandom(7);
   const drivers = new Map<NodeId, RaftDriver>();
-  for (const [i, id] of IDS.entries()) {
-    const storage = new MemoryLogStorage();
+  const storages = new Map<NodeId, MemoryLogStorage>();
+  const origins = new Map<NodeId, number>();
+  const skewOf = new Map<NodeId, Skew>(IDS.map((id) => [id, skews[id] ?? ((): number => 0)]));
+  const start = async (id: NodeId, i: number, storage: MemoryLogStorage, origin: number): Promise<void> => {
     const stored = await storage.open();
     const node = new RaftNode({ id, voters: IDS, electionTicks: 25, heartbeatTicks: 5 }, { hardState: stored.hardState, snapshot: stored.snapshot, entries: stored.entries }, new SeededRandom(i + 1));
-    const skew = skews[id] ?? ((): number => 0);
-    // Whole milliseconds, as Date.now() reads.
-    const clock: Clock = { now: () => Math.floor(EPOCH + time.now + skew(time.now)) };
+    const clock: Clock = { now: () => Math.floor(EPOCH + time.now + (skewOf.get(id) as Skew)(time.now)) };
     const driver = new RaftDriver({
       node,
       storage,
       transport: network.transport(id),
       stateMachine: { apply: () => null },
       clock,
-      timers: time.timers(),
+      timers: time.timers(origin),
       tickMs: 10,
       requestTimeoutMs: 2000,
       maxPendingProposals: 100,
@@ -142,32 +157,57 @@ async function cluster(skews: Record<NodeId, (t: number) => number>): Promise<Ha
       maxProposalBatchBytes: 64 * 1024,
       maxPendingReads: 10,
       leaderSilenceMs: 250,
-      bootId: id,
+      bootId: `${id}-${origin}`,
     });
     drivers.set(id, driver);
+    storages.set(id, storage);
+    origins.set(id, origin);
     driver.start();
-  }
+  };
+  for (const [i, id] of IDS.entries()) await start(id, i, new MemoryLogStorage(), random.int(0, 100_000_000) / 1000);
   const live = (): Array<[NodeId, RaftDriver]> => [...drivers].filter(([id]) => !network.down.has(id));
   return {
     time,
     network,
     drivers,
+    skews: skewOf,
     driver: (id) => drivers.get(id) as RaftDriver,
     trueNow: () => EPOCH + time.now,
+    mono: (id) => (origins.get(id) as number) + time.now,
     errors: () => new Map(live().map(([id, d]) => [id, d.clusterClock().now() - (EPOCH + time.now)])),
     leader: () => live().find(([, d]) => d.node.role === 'leader')?.[0] ?? null,
+    restart: async (id) => {
+      (drivers.get(id) as RaftDriver).stop();
+      const old = storages.get(id) as MemoryLogStorage;
+      await old.close();
+      // performance.now() starts near 0 in a new process.
+      await start(id, IDS.indexOf(id), new MemoryLogStorage(old.disk), -time.now + 0.125);
+    },
   };
 }
 
 /** Fails if a member that says it is synced is off by more than the tolerance. */
-function syncedWithinTolerance(h: Harness, worst: { error: number }): () => void {
+function syncedWithinTolerance(h: Harness, worst: { error: number }, toleranceMs = TOLERANCE_MS): () => void {
   return () => {
     for (const [id, error] of h.errors()) {
       if (!h.driver(id).clockSynced) continue;
       worst.error = Math.max(worst.error, Math.abs(error));
-      if (Math.abs(error) > TOLERANCE_MS) throw new Error(`${id}'s cluster time is off by ${error} ms at ${h.time.now} ms`);
+      if (Math.abs(error) > toleranceMs) throw new Error(`${id}'s cluster time is off by ${error} ms at ${h.time.now} ms`);
     }
   };
+}
+
+/** `a` leads and every member is synced, by true time 2 s. */
+async function synced(h: Harness, check: () => void): Promise<void> {
+  h.driver('a').node.campaign();
+  await h.time.runUntil(2000, check);
+  expect(h.leader()).toBe('a');
+  for (const id of IDS) expect(h.driver(id).clockSynced, id).toBe(true);
+}
+
+/** |the offset `reporter` reports for `id` - expected| */
+function offsetError(h: Harness, reporter: NodeId, id: NodeId, expected: number): number {
+  return Math.abs((h.driver(reporter).clockOffsets().get(id)?.offsetMs ?? Infinity) - expected);
 }
 
 const constant =
@@ -273,11 +313,15 @@ describe('the cluster time over heartbeats', () => {
     ];
     for (const clock of hostile) h.network.inject({ ...heartbeat, clock } as Message);
     expect(c.invalidClockStamps).toBe(hostile.length);
-    // An echo claiming a negative round trip, and one of a heartbeat a hasn't sent yet.
+    // An echo claiming a negative round trip, one of a heartbeat a hasn't sent yet, and one
+    // without a wall offset.
     const local = EPOCH + h.time.now;
-    h.network.inject({ type: 'heartbeat-resp', from: 'b', to: 'a', term, readCtx: 0, clock: { echo: local - 10, receivedAt: local, sentAt: local + 100 } });
-    h.network.inject({ type: 'heartbeat-resp', from: 'b', to: 'a', term, readCtx: 0, clock: { echo: local + 5000, receivedAt: local, sentAt: local } });
-    expect(a.invalidClockStamps).toBe(2);
+    const am = h.mono('a');
+    const wallOffset = local - am;
+    h.network.inject({ type: 'heartbeat-resp', from: 'b', to: 'a', term, readCtx: 0, clock: { echo: am - 10, receivedAt: am, sentAt: am + 100, wallOffset } });
+    h.network.inject({ type: 'heartbeat-resp', from: 'b', to: 'a', term, readCtx: 0, clock: { echo: am + 5000, receivedAt: am, sentAt: am, wallOffset } });
+    h.network.inject({ type: 'heartbeat-resp', from: 'b', to: 'a', term, readCtx: 0, clock: { echo: am - 10, receivedAt: am, sentAt: am } } as unknown as Message);
+    expect(a.invalidClockStamps).toBe(3);
     // A well-formed estimate from a deposed leader (an older term) is ignored, uncounted.
     const estimate = { offsetMs: 0, rttMs: 1, clusterOffsetMs: 30_000 };
     h.network.inject({ type: 'heartbeat', from: 'b', to: 'c', term: term - 1, commit: 0, readCtx: 0, clock: { sentAt: local, estimate } });
@@ -292,5 +336,107 @@ describe('the cluster time over heartbeats', () => {
     const proposal = a.propose(new Uint8Array([1]));
     await h.time.runUntil(3200, check);
     await expect(proposal).resolves.toMatchObject({ index: expect.any(Number) as number });
+  });
+});
+
+/** Cluster time within this of true time, at every instant, whatever one wall clock does: network delays are 1 to 5 ms. */
+const STEP_TOLERANCE_MS = 10;
+
+describe('the cluster time when a wall clock misbehaves at runtime', () => {
+  it.each([35_000, -35_000])("stays on true time on every member when the leader's wall clock steps by %i ms", async (step) => {
+    const h = await cluster({});
+    const worst = { error: 0 };
+    const check = syncedWithinTolerance(h, worst, STEP_TOLERANCE_MS);
+    await synced(h, check);
+    const before = IDS.map((id) => h.driver(id).clusterClock().now());
+    h.skews.set('a', () => step);
+    // Right after the step, before any new sample: no member's cluster time moved.
+    expect(IDS.map((id) => h.driver(id).clusterClock().now())).toEqual(before);
+    await h.time.runUntil(2000 + 2 * CLOCK_OFFSET_MAX_AGE_MS, check);
+    expect(h.leader()).toBe('a');
+    expect(worst.error).toBeLessThanOrEqual(STEP_TOLERANCE_MS);
+    // The leader's own clock is outvoted, and reported as off.
+    expect(offsetError(h, 'a', 'a', step)).toBeLessThanOrEqual(STEP_TOLERANCE_MS);
+    expect(offsetError(h, 'a', 'b', 0)).toBeLessThanOrEqual(STEP_TOLERANCE_MS);
+    expect(offsetError(h, 'a', 'c', 0)).toBeLessThanOrEqual(STEP_TOLERANCE_MS);
+    for (const d of h.drivers.values()) expect(d.invalidClockStamps).toBe(0);
+  });
+
+  it("leaves a follower's cluster time alone when its wall clock steps, and reports the step", async () => {
+    const h = await cluster({});
+    const worst = { error: 0 };
+    const check = syncedWithinTolerance(h, worst, STEP_TOLERANCE_MS);
+    await synced(h, check);
+    const before = h.driver('c').clusterClock().now();
+    h.skews.set('c', () => 35_000);
+    expect(h.driver('c').clusterClock().now()).toBe(before);
+    // c sees its step at once, against the correction it holds; the leader, once it samples c again.
+    expect(offsetError(h, 'c', 'c', 35_000)).toBeLessThanOrEqual(STEP_TOLERANCE_MS);
+    expect(offsetError(h, 'a', 'c', 0)).toBeLessThanOrEqual(STEP_TOLERANCE_MS);
+    await h.time.runUntil(2200, check);
+    expect(offsetError(h, 'a', 'c', 35_000)).toBeLessThanOrEqual(STEP_TOLERANCE_MS);
+    await h.time.runUntil(2000 + CLOCK_OFFSET_MAX_AGE_MS, check);
+    expect(worst.error).toBeLessThanOrEqual(STEP_TOLERANCE_MS);
+  });
+
+  it('keeps the time when a member whose wall clock stepped while following takes over from a stopped leader', async () => {
+    const h = await cluster({});
+    const worst = { error: 0 };
+    const check = syncedWithinTolerance(h, worst, STEP_TOLERANCE_MS);
+    await synced(h, check);
+    h.skews.set('c', () => 35_000);
+    await h.time.runUntil(3000, check);
+    h.network.down.add('a');
+    h.driver('a').stop();
+    await h.time.runUntil(4000, check);
+    // Prevote keeps whoever timed out first: make sure it is c.
+    if (h.leader() === 'b') h.driver('b').node.transferLeadership('c');
+    await h.time.runUntil(4500, check);
+    expect(h.leader()).toBe('c');
+    // c sees two clocks, its own (35 s off) and b's: it holds over the correction it had as a
+    // follower, on its monotonic clock, so its wall clock's step does not show.
+    await h.time.runUntil(4500 + CLOCK_OFFSET_MAX_AGE_MS + 3000, check);
+    expect(h.leader()).toBe('c');
+    expect(worst.error).toBeLessThanOrEqual(STEP_TOLERANCE_MS);
+    expect(offsetError(h, 'c', 'c', 35_000)).toBeLessThanOrEqual(STEP_TOLERANCE_MS);
+    expect(offsetError(h, 'c', 'b', 0)).toBeLessThanOrEqual(STEP_TOLERANCE_MS);
+  });
+
+  it.each([
+    ['the leader', 'a'],
+    ['a follower', 'c'],
+  ])('ignores a frozen wall clock on %s', async (_name, frozen) => {
+    const h = await cluster({});
+    const worst = { error: 0 };
+    const check = syncedWithinTolerance(h, worst, STEP_TOLERANCE_MS);
+    await synced(h, check);
+    h.skews.set(frozen, (t) => 2000 - t);
+    await h.time.runUntil(2000 + 2 * CLOCK_OFFSET_MAX_AGE_MS, check);
+    expect(h.leader()).toBe('a');
+    expect(worst.error).toBeLessThanOrEqual(STEP_TOLERANCE_MS);
+    // Reported as far behind as it has been frozen (as of the leader's latest sample of it).
+    const offset = h.driver('a').clockOffsets().get(frozen)?.offsetMs ?? Infinity;
+    expect(offset).toBeLessThanOrEqual(-2 * CLOCK_OFFSET_MAX_AGE_MS + 200);
+    expect(offset).toBeGreaterThanOrEqual(-2 * CLOCK_OFFSET_MAX_AGE_MS - STEP_TOLERANCE_MS);
+  });
+
+  it('re-estimates a restarted follower, whose monotonic clock has a new origin', async () => {
+    const h = await cluster({});
+    const worst = { error: 0 };
+    const check = syncedWithinTolerance(h, worst, STEP_TOLERANCE_MS);
+    await synced(h, check);
+    await h.time.runUntil(3000, check);
+    // b comes back with its wall clock 60 s ahead; the leader still has samples of the old b.
+    h.skews.set('b', () => 60_000);
+    await h.restart('b');
+    expect(h.driver('b').clockSynced).toBe(false);
+    expect(h.errors().get('b')).toBe(60_000);
+    await h.time.runUntil(3500, check);
+    expect(h.driver('b').clockSynced).toBe(true);
+    expect(offsetError(h, 'a', 'b', 60_000)).toBeLessThanOrEqual(STEP_TOLERANCE_MS);
+    await h.time.runUntil(3000 + CLOCK_OFFSET_MAX_AGE_MS, check);
+    expect(h.leader()).toBe('a');
+    expect(worst.error).toBeLessThanOrEqual(STEP_TOLERANCE_MS);
+    for (const d of h.drivers.values()) expect(d.invalidClockStamps).toBe(0);
   });
 });

@@ -33,7 +33,7 @@ class RecordingTransport implements Transport {
 }
 
 /** Timers that never fire by themselves: the test ticks the node when it wants. */
-const frozenTimers: Timers = { setTimeout: () => 0, clearTimeout: () => undefined };
+const frozenTimers: Timers = { now: () => 0, setTimeout: () => 0, clearTimeout: () => undefined };
 
 async function makeDriver(
   storage: LogStorage,
@@ -49,7 +49,8 @@ async function makeDriver(
     transport,
     stateMachine: { apply: (e) => e.index },
     clock: { now },
-    timers: frozenTimers,
+    // Silences are measured on the timers' monotonic time base: it moves with the test's time.
+    timers: { ...frozenTimers, now },
     tickMs: 10,
     requestTimeoutMs: 1000,
     maxPendingProposals: 100,

@@ -73,7 +73,7 @@ describe('frame codec', () => {
     const stamped: Message[] = [
       { ...examples.heartbeat, type: 'heartbeat', commit: 12, readCtx: 3, clock: { sentAt: t } },
       { type: 'heartbeat', ...base, commit: 12, readCtx: 0, clock: { sentAt: t + 0.25, estimate: { offsetMs: -60_000.5, rttMs: 3.75, clusterOffsetMs: 12 } } },
-      { type: 'heartbeat-resp', ...base, readCtx: 3, clock: { echo: t, receivedAt: t - 59_998.5, sentAt: t - 59_998 } },
+      { type: 'heartbeat-resp', ...base, readCtx: 3, clock: { echo: 1_234.625, receivedAt: 98_765.5, sentAt: 98_766.25, wallOffset: t - 98_766.25 } },
     ];
 
     it.each(stamped.map((m, i) => [i, m] as const))('round-trip (%i)', (_i, message) => {
@@ -90,6 +90,7 @@ describe('frame codec', () => {
 
     it('keep a stamped heartbeat small', () => {
       expect(encodeFrame({ clusterId: 'c', message: stamped[1] as Message }).length).toBeLessThan(90);
+      expect(encodeFrame({ clusterId: 'c', message: stamped[2] as Message }).length).toBeLessThan(90);
     });
 
     it.each<[string, unknown]>([
@@ -107,9 +108,12 @@ describe('frame codec', () => {
       ['a negative round trip', header(7, 1, 2, [1, 0, -1, 0])],
       ['a cluster offset given as null', header(7, 1, 2, [1, 0, 1, null])],
       ['an echo of two fields', header(8, 0, [1, 2])],
-      ['an echo of four fields', header(8, 0, [1, 2, 3, 4])],
-      ['an echo with bytes', header(8, 0, [1, bytes(2), 3])],
-      ['an echo time below the range of dates', header(8, 0, [1, -MAX_CLOCK_STAMP_MS - 1, 3])],
+      ['an echo of three fields (no wall offset)', header(8, 0, [1, 2, 3])],
+      ['an echo of five fields', header(8, 0, [1, 2, 3, 4, 5])],
+      ['an echo with bytes', header(8, 0, [1, bytes(2), 3, 4])],
+      ['an echo time below the range of dates', header(8, 0, [1, -MAX_CLOCK_STAMP_MS - 1, 3, 4])],
+      ['a wall offset beyond the range of dates', header(8, 0, [1, 2, 3, MAX_CLOCK_STAMP_MS * 2])],
+      ['a wall offset given as null', header(8, 0, [1, 2, 3, null])],
     ])('reject %s', (_name, value) => {
       expectCodecError(() => decodeFrame(raw(value)));
     });
@@ -130,6 +134,9 @@ describe('frame codec', () => {
       const bad = (clock: unknown): Message => ({ ...examples.heartbeat, clock }) as Message;
       expectCodecError(() => encodeFrame({ clusterId: 'c', message: bad({ sentAt: Number.NaN }) }), /sentAt/);
       expectCodecError(() => encodeFrame({ clusterId: 'c', message: bad({ sentAt: 1, estimate: { offsetMs: 0, rttMs: -1, clusterOffsetMs: 0 } }) }), /rttMs/);
+      const badEcho = (clock: unknown): Message => ({ ...examples['heartbeat-resp'], clock }) as Message;
+      expectCodecError(() => encodeFrame({ clusterId: 'c', message: badEcho({ echo: 1, receivedAt: 2, sentAt: 3, wallOffset: Number.POSITIVE_INFINITY }) }), /wallOffset/);
+      expectCodecError(() => encodeFrame({ clusterId: 'c', message: badEcho({ echo: 1, receivedAt: 2, sentAt: 3 }) }), /wallOffset/);
     });
   });
 
@@ -273,7 +280,7 @@ describe('frame codec', () => {
       fc.record({ sentAt: time }),
       fc.record({ sentAt: time, estimate: fc.record({ offsetMs: time, rttMs: ms(0), clusterOffsetMs: time }) }),
     );
-    const heartbeatEcho = fc.record({ echo: time, receivedAt: time, sentAt: time });
+    const heartbeatEcho = fc.record({ echo: time, receivedAt: time, sentAt: time, wallOffset: time });
     const append = fc
       .record({ ...common, prevIndex: fc.nat({ max: 1_000_000 }), prevTerm: uint, commit: uint, count: fc.nat({ max: 20 }) })
       .chain(({ count, ...rest }) =>

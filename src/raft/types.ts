@@ -128,32 +128,38 @@ export interface HeartbeatResponse extends Base {
 
 /**
  * The leader's clock readings on a heartbeat, added by the driver as the message leaves (see
- * `src/runtime/clock-sync.ts`). Every time is in milliseconds on the clock of the member named.
+ * `src/runtime/clock-sync.ts`). Every time is in milliseconds on the MONOTONIC clock
+ * (`Timers.now()`, any origin) of the member named: offsets between monotonic clocks never step.
  */
 export interface HeartbeatClock {
-  /** The leader's clock when the heartbeat left (NTP's t1). */
+  /** The leader's monotonic clock when the heartbeat left (NTP's t1). */
   readonly sentAt: number;
   /** The leader's estimate of the recipient's clock, once it has one. */
   readonly estimate?: ClockEstimate;
 }
 
 export interface ClockEstimate {
-  /** The recipient's clock minus the leader's. */
+  /** The recipient's monotonic clock minus the leader's. */
   readonly offsetMs: number;
   /** The round trip of the exchange the offset was measured in: the offset is good to half of it. */
   readonly rttMs: number;
-  /** The cluster's time minus the leader's clock. The recipient's cluster time is its clock - offsetMs + clusterOffsetMs. */
+  /**
+   * The cluster's time minus the leader's monotonic clock. The recipient's cluster time is its
+   * monotonic clock - offsetMs + clusterOffsetMs.
+   */
   readonly clusterOffsetMs: number;
 }
 
 /** A follower's answer to the latest stamped heartbeat it got from its leader, added by its driver. */
 export interface HeartbeatEcho {
-  /** That heartbeat's `sentAt` (leader's clock, t1). */
+  /** That heartbeat's `sentAt` (leader's monotonic clock, t1). */
   readonly echo: number;
-  /** When it arrived (follower's clock, t2). */
+  /** When it arrived (follower's monotonic clock, t2). */
   readonly receivedAt: number;
-  /** When this response left (follower's clock, t3). */
+  /** When this response left (follower's monotonic clock, t3). */
   readonly sentAt: number;
+  /** The follower's wall clock minus its monotonic clock at t3: its wall clock's vote for the cluster's time. */
+  readonly wallOffset: number;
 }
 /** Tells the target of a leadership transfer to campaign at once. */
 export interface TimeoutNowMessage extends Base {

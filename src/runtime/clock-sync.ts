@@ -17,22 +17,29 @@ export const CLOCK_FILTER_SAMPLES = 8;
 export const MAX_CLOCK_SAMPLE_RTT_MS = 2_000;
 
 /**
- * Clocks read whole milliseconds (`Date.now()`), so a round trip computed from four readings may
- * come out up to 2 ms below zero. Less than that is impossible and marks a stamp as invalid.
+ * A clock may read whole milliseconds (a simulation's monotonic clock, `Date.now()`), so a round
+ * trip computed from four readings may come out up to 2 ms below zero. Less than that is
+ * impossible and marks a stamp as invalid.
  */
 export const CLOCK_RESOLUTION_MS = 2;
 
 /**
  * How fast two honest clocks may drift apart, as a fraction (500 ppm, NTP's bound). Two samples
- * of one peer whose offsets differ by more than their round trips and this drift allow mean that
- * a clock was stepped.
+ * of one peer whose monotonic offsets differ by more than their round trips and this drift allow
+ * mean that one of the two processes restarted: its monotonic clock has a new origin.
  */
 export const MAX_CLOCK_DRIFT = 500e-6;
 
-/** Bound on a clock offset the arithmetic accepts (about a century); beyond it a stamp is invalid. */
+/**
+ * Bound on the offset between two members' monotonic clocks the arithmetic accepts (about a
+ * century); beyond it a stamp is invalid.
+ */
 export const MAX_CLOCK_OFFSET_MS = 100 * 365 * 24 * 3600 * 1000;
 
-/** Bound on a clock reading: ECMAScript's range of dates. */
+/**
+ * Bound on a clock reading, and on a wall clock minus a monotonic clock (a wall clock's reading,
+ * give or take a process's uptime): ECMAScript's range of dates.
+ */
 export const MAX_CLOCK_TIME_MS = 8.64e15;
 
 /** How many clocks make a median robust to one bad clock. */
@@ -48,11 +55,11 @@ export const CLOCK_BOOTSTRAP_AFTER_MS = 5_000;
 
 /** One member's clock as this member estimates it. */
 export interface ClockOffset {
-  /** The member's clock minus the cluster's time, in ms. */
+  /** The member's wall clock minus the cluster's time, in ms. */
   readonly offsetMs: number;
   /** The round trip of the exchange behind the estimate: it is good to about half of it. */
   readonly rttMs: number;
-  /** How long ago (on this member's clock) the estimate was made. */
+  /** How long ago (on this member's monotonic clock) the estimate was made. */
   readonly ageMs: number;
 }
 
@@ -71,33 +78,68 @@ export interface ClockSyncOptions {
 }
 
 interface Sample {
-  /** The peer's clock minus ours. */
+  /** θ: the peer's monotonic clock minus ours. */
   readonly offsetMs: number;
   readonly rttMs: number;
-  /** When the sample was taken, on our clock. */
+  /** When the sample was taken (t4), on our monotonic clock. */
   readonly at: number;
+  /** The peer's wall clock minus its monotonic clock, when it answered (t3). */
+  readonly wallOffsetMs: number;
+}
+
+/** The latest stamped heartbeat from our leader, to echo on the next response to it. */
+interface PendingEcho {
+  readonly from: NodeId;
+  /** The heartbeat's term: only a response of that term may carry the echo. */
+  readonly term: number;
+  /** t1, the leader's monotonic clock. */
+  readonly sentAt: number;
+  /** t2, our monotonic clock. */
+  readonly receivedAt: number;
 }
 
 /**
  * Estimates clock offsets through Raft heartbeats, NTP-style, and from them the cluster's time.
- * It holds arithmetic only: no clock, no timer; every method takes the local time as an argument.
- * The driver calls `stamp` on every message as it leaves and `receive` on every message the
- * protocol stepped.
+ * It holds arithmetic only: no clock, no timer; every method takes the local readings as
+ * arguments, `mono` from the monotonic clock (`Timers.now()`) and `wall` from the wall clock
+ * (`Clock.now()`). The driver calls `stamp` on every message as it leaves and `receive` on
+ * every message the protocol stepped.
  *
- * - The leader stamps each heartbeat with its clock (t1). The follower notes when it arrived
- *   (t2, its clock) and echoes both on its next response to that leader, with the response's
- *   own departure (t3). The leader, receiving it at t4, has one sample of the follower's offset
- *   θ = ((t2 − t1) + (t3 − t4)) / 2, good to half the round trip (t4 − t1) − (t3 − t2). It keeps
- *   the last few samples per follower and uses the one with the shortest round trip; a sample
- *   that cannot agree with older ones (a clock was stepped) makes it forget them.
- * - The cluster's time is the leader's clock plus M, the median of the offsets of every clock it
- *   has a fresh estimate of, its own (0) included: one bad clock, the leader's or a follower's,
- *   cannot move it beyond the good ones. A leader that sees fewer than three clocks (and not all
- *   of them) cannot tell a bad clock from a good one and holds over the correction it had (one
- *   that never had any settles for the median of a majority after CLOCK_BOOTSTRAP_AFTER_MS).
- * - The leader sends each follower θ and M on its heartbeats; the follower's cluster time is its
- *   clock − θ + M. Every member keeps its last correction when its leader goes away (hold over),
- *   so a new leader, even one with a bad clock, starts from the time the cluster had.
+ * Why two clocks. A wall clock can be stepped (by NTP, by hand, by a VM resumed), frozen, or
+ * drift; a monotonic clock only advances, at nearly the true rate, from an origin of its own
+ * (the process's start). So every exchange is timed, and every correction kept, on monotonic
+ * clocks, whose offsets never step; each member's wall clock enters only as one vote in a
+ * median. Were the corrections relative to wall clocks, a member's cluster time would move
+ * with its wall clock between estimates, a leader whose wall clock jumped would jump the
+ * cluster's time until new samples came in, and a member whose wall clock jumped since its
+ * last estimate would lead with a stale correction.
+ *
+ * - The leader stamps each heartbeat with its monotonic clock (t1). The follower notes when it
+ *   arrived (t2, its monotonic clock) and echoes both on its next response to that leader, in
+ *   the same term, with the response's own departure (t3) and its wall clock minus its
+ *   monotonic clock at t3 (`wallOffset`). The leader, receiving it at t4, has one sample of
+ *   the offset between the two monotonic clocks θ = ((t2 − t1) + (t3 − t4)) / 2, good to half
+ *   the round trip (t4 − t1) − (t3 − t2). It keeps the last few samples per follower and uses
+ *   the one with the shortest round trip; a sample that cannot agree with older ones (a
+ *   process restarted, so its monotonic clock has a new origin) makes it forget them.
+ * - Each member's wall clock, on the leader's monotonic scale, is one vote: a follower's is
+ *   its latest `wallOffset` (wall clocks can step: the latest says where it is now) + its
+ *   filtered θ; the leader's own, its wall clock minus its monotonic clock. M, the median of
+ *   the votes of every member it has a fresh estimate of, its own included, is the cluster's
+ *   time minus the leader's monotonic clock: one bad clock, the leader's or a follower's,
+ *   stepped or not, cannot move it beyond the good ones. A leader that sees fewer than three
+ *   clocks (and not all of them) cannot tell a bad clock from a good one and holds over the
+ *   correction it had (one that never had any settles for the median of a majority after
+ *   CLOCK_BOOTSTRAP_AFTER_MS).
+ * - The leader sends each follower θ and M on its heartbeats; the follower's cluster time is
+ *   its monotonic clock − θ + M. It takes them only if θ fits the heartbeat that carries them
+ *   (its trip, t2 − t1 − θ, is neither below zero nor above the bound on round trips): a
+ *   follower just restarted has a new monotonic origin, and the leader's θ is of the old one
+ *   until it has sampled the new. Every member keeps its last correction, relative to its own
+ *   monotonic clock, when its leader goes away (hold over): a step of its wall clock does not
+ *   move it, and a new leader, even one with a bad clock, starts from the time the cluster had.
+ * - Until a member has learned a correction, its cluster time is its wall clock. A member
+ *   alone is its own cluster: its cluster time is its wall clock.
  *
  * Every number from a peer is checked; an invalid stamp is dropped and counted, never thrown.
  */
@@ -110,16 +152,17 @@ export class ClockSync {
   readonly #maxRttMs: number;
   readonly #bootstrapAfterMs: number;
   readonly #samples = new Map<NodeId, Sample[]>();
-  /** Cluster time = local time + correction; null until this member has learned it. */
+  /** Cluster time = local monotonic time + correction; null until this member has learned it. */
   #correction: number | null = null;
-  /** When (local time) the correction was last confirmed: a leader's median, or a leader's estimate. */
+  /** When (local monotonic time) the correction was last confirmed: a leader's median, or a leader's estimate. */
   #correctionAt = 0;
   #correctionRttMs = 0;
-  /** Since when (local time) this member leads, or null. */
+  /** Since when (local monotonic time) this member leads, or null. */
   #leaderSince: number | null = null;
-  /** The latest stamped heartbeat from our leader, to echo on the next response to it. */
-  #echo: { readonly from: NodeId; readonly sentAt: number; readonly receivedAt: number } | null = null;
-  /** Stamps dropped as malformed, out of bounds or inconsistent (a faulty peer, or a clock stepped mid-exchange). */
+  /** The term of the latest heartbeat this member stamped: only echoes in responses of that term are sampled. */
+  #stampTerm: number | null = null;
+  #echo: PendingEcho | null = null;
+  /** Stamps dropped as malformed, out of bounds or inconsistent (a faulty peer). */
   invalidStamps = 0;
   /** Honest samples dropped as too imprecise: the round trip exceeded its bound, or the echo came too late. */
   discardedSamples = 0;
@@ -132,57 +175,69 @@ export class ClockSync {
     this.#filterSamples = Math.max(1, options.filterSamples ?? CLOCK_FILTER_SAMPLES);
     this.#maxRttMs = options.maxSampleRttMs ?? MAX_CLOCK_SAMPLE_RTT_MS;
     this.#bootstrapAfterMs = options.bootstrapAfterMs ?? CLOCK_BOOTSTRAP_AFTER_MS;
-    // Alone, a member's clock is the cluster's.
-    if (this.#members === 1) this.#correction = 0;
   }
 
-  /** Whether this member knows the cluster's time (it stays known, held over, once learned). */
+  /** Whether this member knows the cluster's time (it stays known, held over, once learned). Alone, at once. */
   get synced(): boolean {
-    return this.#correction !== null;
+    return this.#members === 1 || this.#correction !== null;
   }
 
-  /** Cluster time minus local time; 0 until synced. */
-  get correctionMs(): number {
-    return this.#correction ?? 0;
+  /**
+   * Cluster time minus this member's monotonic time; null until learned, and for a member
+   * alone (whose cluster time is its wall clock).
+   */
+  get correctionMs(): number | null {
+    return this.#correction;
   }
 
-  /** The cluster's time at local time `localNow`. */
-  clusterTime(localNow: number): number {
-    return localNow + this.correctionMs;
+  /** The cluster's time when this member's monotonic clock reads `mono` and its wall clock `wall`. */
+  clusterTime(mono: number, wall: number): number {
+    const correction = this.#correction;
+    return this.#members === 1 || correction === null ? wall : mono + correction;
   }
 
-  /** This member started or stopped leading, at local time `now`. */
-  setLeading(leading: boolean, now: number): void {
+  /** This member started or stopped leading, at local monotonic time `mono`. */
+  setLeading(leading: boolean, mono: number): void {
     if (!leading) {
       this.#leaderSince = null;
       return;
     }
-    if (this.#leaderSince === null) this.#leaderSince = now;
+    if (this.#leaderSince === null) this.#leaderSince = mono;
     this.#echo = null;
   }
 
-  /** The message `m` leaves at local time `now`: returns it with a clock stamp if it carries one. */
-  stamp(m: Message, now: number): Message {
-    if (!isTime(now)) return m; // A broken local clock must not make a heartbeat unsendable.
+  /** The message `m` leaves at local times `mono` and `wall`: returns it with a clock stamp if it carries one. */
+  stamp(m: Message, mono: number, wall: number): Message {
+    // A broken local clock must not make a heartbeat unsendable: it goes without a stamp.
     if (m.type === 'heartbeat') {
-      const estimate = this.#estimateFor(m.to, now);
-      return { ...m, clock: estimate === undefined ? { sentAt: now } : { sentAt: now, estimate } };
+      if (!isTime(mono)) return m;
+      this.#stampTerm = m.term;
+      const estimate = this.#estimateFor(m.to, mono);
+      return { ...m, clock: estimate === undefined ? { sentAt: mono } : { sentAt: mono, estimate } };
     }
     if (m.type === 'heartbeat-resp') {
       const e = this.#echo;
-      if (e === null || e.from !== m.to || now < e.receivedAt) return m;
+      if (e === null || e.from !== m.to) return m;
+      // An echo of another term's heartbeat (a leader since restarted, say) would mix two monotonic origins.
+      if (e.term !== m.term) {
+        this.#echo = null;
+        return m;
+      }
+      const wallOffset = wall - mono;
+      if (!isTime(mono) || !isTime(wall) || !isTime(wallOffset) || mono < e.receivedAt) return m;
       this.#echo = null;
-      return { ...m, clock: { echo: e.sentAt, receivedAt: e.receivedAt, sentAt: now } };
+      return { ...m, clock: { echo: e.sentAt, receivedAt: e.receivedAt, sentAt: mono, wallOffset } };
     }
     return m;
   }
 
   /**
-   * The message `m` arrived at local time `now` and the protocol stepped it; `leader` is whom the
-   * protocol follows now. Only the leader's stamps are used, and only by the leader its echoes.
+   * The message `m` arrived at local times `mono` and `wall` and the protocol stepped it;
+   * `leader` is whom the protocol follows now. Only the leader's stamps are used, and only by
+   * the leader its echoes.
    */
-  receive(m: Message, now: number, leader: NodeId | null): void {
-    if ((m.type !== 'heartbeat' && m.type !== 'heartbeat-resp') || m.clock === undefined || !isTime(now)) return;
+  receive(m: Message, mono: number, wall: number, leader: NodeId | null): void {
+    if ((m.type !== 'heartbeat' && m.type !== 'heartbeat-resp') || m.clock === undefined || !isTime(mono)) return;
     if (m.type === 'heartbeat') {
       const clock = this.#parseHeartbeatClock(m.clock);
       if (clock === null || m.from === this.#self) {
@@ -191,11 +246,24 @@ export class ClockSync {
       }
       // A heartbeat from a deposed leader, or one the protocol refused: not our time.
       if (m.from !== leader) return;
-      this.#echo = { from: m.from, sentAt: clock.sentAt, receivedAt: now };
+      this.#echo = { from: m.from, term: m.term, sentAt: clock.sentAt, receivedAt: mono };
       if (clock.estimate === undefined) return;
-      this.#correction = clock.estimate.clusterOffsetMs - clock.estimate.offsetMs;
-      this.#correctionAt = now;
-      this.#correctionRttMs = clock.estimate.rttMs;
+      const { offsetMs, rttMs, clusterOffsetMs } = clock.estimate;
+      const correction = clusterOffsetMs - offsetMs;
+      if (!isTime(mono + correction)) {
+        this.invalidStamps++;
+        return;
+      }
+      // The estimate must fit the heartbeat that carries it: by θ, its trip took t2 - t1 - θ,
+      // which is never below zero and rarely above the bound on round trips. One that does not
+      // fit was measured on another incarnation of this process (a restart gave its monotonic
+      // clock a new origin, and the leader has not sampled this one yet): it is not ours.
+      const trip = mono - clock.sentAt - offsetMs;
+      const slack = rttMs / 2 + CLOCK_RESOLUTION_MS + MAX_CLOCK_DRIFT * this.#maxAgeMs;
+      if (trip < -slack || trip > this.#maxRttMs + slack) return;
+      this.#correction = correction;
+      this.#correctionAt = mono;
+      this.#correctionRttMs = rttMs;
       return;
     }
     const echo = parseEcho(m.clock);
@@ -203,17 +271,19 @@ export class ClockSync {
       this.invalidStamps++;
       return;
     }
-    if (leader !== this.#self || !this.#peers.has(m.from)) return;
-    this.sample(m.from, echo.echo, echo.receivedAt, echo.sentAt, now);
+    // Only an echo of a heartbeat we stamped in this term times an exchange of ours.
+    if (leader !== this.#self || !this.#peers.has(m.from) || m.term !== this.#stampTerm) return;
+    this.sample(m.from, echo.echo, echo.receivedAt, echo.sentAt, mono, echo.wallOffset, wall);
   }
 
   /**
-   * One exchange with `peer`: the leader sent at t1 (its clock), the peer received at t2 and
-   * answered at t3 (its clock), the answer arrived at t4 (the leader's clock). Returns whether
-   * the sample was kept.
+   * One exchange with `peer`: the leader sent at t1 (its monotonic clock), the peer received at
+   * t2 and answered at t3 (its monotonic clock), when its wall clock read `wallOffset` more than
+   * its monotonic clock; the answer arrived at t4 (the leader's monotonic clock), when the
+   * leader's wall clock read `wall`. Returns whether the sample was kept.
    */
-  sample(peer: NodeId, t1: number, t2: number, t3: number, t4: number): boolean {
-    if (!isTime(t1) || !isTime(t2) || !isTime(t3) || !isTime(t4) || !this.#peers.has(peer)) {
+  sample(peer: NodeId, t1: number, t2: number, t3: number, t4: number, wallOffset: number, wall: number): boolean {
+    if (!isTime(t1) || !isTime(t2) || !isTime(t3) || !isTime(t4) || !isTime(wallOffset) || !this.#peers.has(peer)) {
       this.invalidStamps++;
       return false;
     }
@@ -231,74 +301,87 @@ export class ClockSync {
       this.discardedSamples++;
       return false;
     }
-    const sample: Sample = { offsetMs, rttMs: Math.max(0, rtt), at: t4 };
+    const sample: Sample = { offsetMs, rttMs: Math.max(0, rtt), at: t4, wallOffsetMs: wallOffset };
     // The true offset lies within half the round trip of each honest sample. Older samples that
-    // cannot share it with this one predate a step of a clock: they are forgotten, or the filter
-    // would keep preferring them for as long as they stay in the window.
+    // cannot share it with this one predate a restart of the peer (a new monotonic origin): they
+    // are forgotten, or the filter would keep preferring them for as long as they stay in the window.
     const samples = (this.#samples.get(peer) ?? []).filter(
       (o) => Math.abs(o.offsetMs - offsetMs) <= (o.rttMs + sample.rttMs) / 2 + CLOCK_RESOLUTION_MS + MAX_CLOCK_DRIFT * Math.abs(t4 - o.at),
     );
     samples.push(sample);
     if (samples.length > this.#filterSamples) samples.shift();
     this.#samples.set(peer, samples);
-    this.#recompute(t4);
+    this.#recompute(t4, wall);
     return true;
   }
 
   /**
-   * Every member's offset from the cluster's time, as far as this member knows at local time
-   * `now`: the leader knows itself and every member it has a fresh sample of; a follower knows
-   * itself, from its leader. Empty until synced.
+   * Every member's wall clock minus the cluster's time, as far as this member knows at local
+   * times `mono` and `wall`: the leader knows itself and every member it has a fresh sample of;
+   * a follower knows itself. Empty until synced; without itself if its wall clock is broken.
    */
-  offsets(now: number): ReadonlyMap<NodeId, ClockOffset> {
+  offsets(mono: number, wall: number): ReadonlyMap<NodeId, ClockOffset> {
     const result = new Map<NodeId, ClockOffset>();
+    if (this.#members === 1) {
+      result.set(this.#self, { offsetMs: 0, rttMs: 0, ageMs: 0 });
+      return result;
+    }
     const correction = this.#correction;
     if (correction === null) return result;
-    const selfAge = this.#members === 1 ? 0 : Math.max(0, now - this.#correctionAt);
-    result.set(this.#self, { offsetMs: 0 - correction, rttMs: this.#correctionRttMs, ageMs: selfAge });
+    if (isTime(mono) && isTime(wall)) {
+      result.set(this.#self, { offsetMs: wall - mono - correction, rttMs: this.#correctionRttMs, ageMs: Math.max(0, mono - this.#correctionAt) });
+    }
     if (this.#leaderSince === null) return result;
     for (const peer of this.#peers) {
-      const s = this.#filtered(peer, now);
-      if (s !== undefined) result.set(peer, { offsetMs: s.offsetMs - correction, rttMs: s.rttMs, ageMs: now - s.at });
+      const c = this.#peerClock(peer, mono);
+      if (c !== undefined) result.set(peer, { offsetMs: c.vote - correction, rttMs: c.sample.rttMs, ageMs: mono - c.sample.at });
     }
     return result;
   }
 
-  /** The fresh sample of `peer` with the shortest round trip (the latest among equals). */
-  #filtered(peer: NodeId, now: number): Sample | undefined {
+  /**
+   * The fresh sample of `peer` with the shortest round trip (the latest among equals), and the
+   * peer's wall clock minus our monotonic clock by it and the peer's latest wall offset.
+   */
+  #peerClock(peer: NodeId, mono: number): { readonly sample: Sample; readonly vote: number } | undefined {
+    const samples = this.#samples.get(peer) ?? [];
     let best: Sample | undefined;
-    for (const s of this.#samples.get(peer) ?? []) {
-      const age = now - s.at;
+    for (const s of samples) {
+      const age = mono - s.at;
       if (age < 0 || age > this.#maxAgeMs) continue;
       if (best === undefined || s.rttMs <= best.rttMs) best = s;
     }
-    return best;
+    if (best === undefined) return undefined;
+    // Samples are kept in the order they arrived: the last one has the peer's wall clock as it is now.
+    const latest = samples[samples.length - 1] as Sample;
+    return { sample: best, vote: latest.wallOffsetMs + best.offsetMs };
   }
 
-  /** On the leader, after a new sample at `now`: the median of the clocks it sees, if robust. */
-  #recompute(now: number): void {
-    const clocks = [0];
+  /** On the leader, after a new sample at `mono` (`wall`): the median of the clocks it sees, if robust. */
+  #recompute(mono: number, wall: number): void {
+    const clocks: number[] = [];
+    if (isTime(wall)) clocks.push(wall - mono);
     for (const peer of this.#peers) {
-      const s = this.#filtered(peer, now);
-      if (s !== undefined) clocks.push(s.offsetMs);
+      const c = this.#peerClock(peer, mono);
+      if (c !== undefined) clocks.push(c.vote);
     }
     const robust = clocks.length >= Math.min(this.#members, ROBUST_CLOCK_COUNT);
     const bootstrap =
       this.#correction === null &&
       clocks.length * 2 > this.#members &&
       this.#leaderSince !== null &&
-      now - this.#leaderSince >= this.#bootstrapAfterMs;
+      mono - this.#leaderSince >= this.#bootstrapAfterMs;
     if (!robust && !bootstrap) return;
     this.#correction = median(clocks);
-    this.#correctionAt = now;
+    this.#correctionAt = mono;
     this.#correctionRttMs = 0;
   }
 
-  #estimateFor(peer: NodeId, now: number): ClockEstimate | undefined {
+  #estimateFor(peer: NodeId, mono: number): ClockEstimate | undefined {
     const correction = this.#correction;
     // A correction held over from a bad leader's time could exceed what peers accept: send none.
-    if (correction === null || Math.abs(correction) > MAX_CLOCK_OFFSET_MS) return undefined;
-    const s = this.#filtered(peer, now);
+    if (correction === null || !isTime(correction)) return undefined;
+    const s = this.#peerClock(peer, mono)?.sample;
     return s === undefined ? undefined : { offsetMs: s.offsetMs, rttMs: s.rttMs, clusterOffsetMs: correction };
   }
 
@@ -309,15 +392,15 @@ export class ClockSync {
     if (estimate === undefined) return { sentAt };
     if (typeof estimate !== 'object' || estimate === null) return null;
     const { offsetMs, rttMs, clusterOffsetMs } = estimate as Record<string, unknown>;
-    if (!isOffset(offsetMs) || !isOffset(clusterOffsetMs) || typeof rttMs !== 'number' || !(rttMs >= 0 && rttMs <= this.#maxRttMs)) return null;
+    if (!isOffset(offsetMs) || !isTime(clusterOffsetMs) || typeof rttMs !== 'number' || !(rttMs >= 0 && rttMs <= this.#maxRttMs)) return null;
     return { sentAt, estimate: { offsetMs, rttMs, clusterOffsetMs } };
   }
 }
 
 function parseEcho(value: unknown): HeartbeatEcho | null {
   if (typeof value !== 'object' || value === null) return null;
-  const { echo, receivedAt, sentAt } = value as Record<string, unknown>;
-  return isTime(echo) && isTime(receivedAt) && isTime(sentAt) ? { echo, receivedAt, sentAt } : null;
+  const { echo, receivedAt, sentAt, wallOffset } = value as Record<string, unknown>;
+  return isTime(echo) && isTime(receivedAt) && isTime(sentAt) && isTime(wallOffset) ? { echo, receivedAt, sentAt, wallOffset } : null;
 }
 
 function isTime(value: unknown): value is number {

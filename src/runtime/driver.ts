@@ -155,7 +155,7 @@ export class RaftDriver {
     this.#hardState = options.node.hardState();
     this.#savedCommit = this.#hardState.commit;
     this.#clockSync = new ClockSync({ self: options.node.id, voters: options.node.voters });
-    this.#clusterClock = { now: () => this.#clockSync.clusterTime(this.#o.clock.now()) };
+    this.#clusterClock = { now: () => this.#clockSync.clusterTime(this.#o.timers.now(), this.#o.clock.now()) };
     options.transport.onMessage((m) => this.#receive(m));
   }
 
@@ -194,13 +194,13 @@ export class RaftDriver {
     if (this.#node.role === 'leader') return null;
     if (leader === null) return new NotLeaderError(null);
     const heard = this.#lastHeard.get(leader);
-    if (heard === undefined || this.#o.clock.now() - heard > this.#o.leaderSilenceMs) {
+    if (heard === undefined || this.#o.timers.now() - heard > this.#o.leaderSilenceMs) {
       return new NotLeaderError(leader, `The leader ${leader} has not been heard from for over ${this.#o.leaderSilenceMs} ms`);
     }
     return null;
   }
 
-  /** When this member last heard from `peer` (clock ms), or undefined. */
+  /** When this member last heard from `peer`, on the timers' monotonic time base (`timers.now()`), or undefined. */
   lastHeard(peer: NodeId): number | undefined {
     return this.#lastHeard.get(peer);
   }
@@ -208,9 +208,10 @@ export class RaftDriver {
   // ---- the cluster's time --------------------------------------------------------------------
 
   /**
-   * The cluster's time: this member's clock corrected by its estimated offset from the median
-   * of the members' clocks (see clock-sync.ts). Until synced (`clockSynced`), the local clock
-   * itself; once synced, the last correction is held over while no leader refreshes it.
+   * The cluster's time: this member's monotonic clock (`timers.now()`) corrected by its
+   * estimated offset from the median of the members' wall clocks (see clock-sync.ts), so a step
+   * of this member's wall clock does not move it. Until synced (`clockSynced`), the local wall
+   * clock itself; once synced, the last correction is held over while no leader refreshes it.
    */
   clusterClock(): Clock {
     return this.#clusterClock;
@@ -222,12 +223,13 @@ export class RaftDriver {
   }
 
   /**
-   * Each member's clock minus the cluster's time, with the round trip it was measured over and
-   * its age. The leader knows itself and every member it has a fresh estimate of; a follower
-   * knows itself. Empty until synced.
+   * Each member's wall clock minus the cluster's time, with the round trip it was measured over
+   * and its age. The leader knows itself and every member it has a fresh estimate of; a
+   * follower knows itself (its current wall clock against its held correction, so a step of
+   * its wall clock shows at once). Empty until synced.
    */
   clockOffsets(): ReadonlyMap<NodeId, ClockOffset> {
-    return this.#clockSync.offsets(this.#o.clock.now());
+    return this.#clockSync.offsets(this.#o.timers.now(), this.#o.clock.now());
   }
 
   /** Clock stamps from peers dropped as malformed, out of bounds or inconsistent. */
@@ -257,7 +259,7 @@ export class RaftDriver {
       const p: PendingProposal = {
         pid,
         data,
-        deadline: this.#o.clock.now() + this.#o.requestTimeoutMs,
+        deadline: this.#o.timers.now() + this.#o.requestTimeoutMs,
         resolve,
         reject,
         index: 0,
@@ -286,7 +288,7 @@ export class RaftDriver {
     const ctx = ++this.#readSeq;
     if (!this.#node.readIndex(ctx)) return Promise.reject(new NotLeaderError(null));
     return new Promise<number>((resolve, reject) => {
-      this.#reads.set(ctx, { deadline: this.#o.clock.now() + this.#o.requestTimeoutMs, resolve, reject, index: 0 });
+      this.#reads.set(ctx, { deadline: this.#o.timers.now() + this.#o.requestTimeoutMs, resolve, reject, index: 0 });
       this.#kick();
     });
   }
@@ -309,12 +311,15 @@ export class RaftDriver {
 
   #receive(m: Message): void {
     if (!this.#running) return;
-    const now = this.#o.clock.now();
-    this.#lastHeard.set(m.from, now);
+    // Silences are durations: measured on the monotonic time base. Clock stamps are timed on it
+    // too; the wall clock only votes for the cluster's time.
+    const mono = this.#o.timers.now();
+    this.#lastHeard.set(m.from, mono);
+    const wall = this.#o.clock.now();
     try {
       this.#node.step(m);
       // After the step, so that only the stamps of the leader the protocol follows count.
-      this.#clockSync.receive(m, now, this.#node.leader);
+      this.#clockSync.receive(m, mono, wall, this.#node.leader);
     } catch {
       // The protocol refused a message it could not accept (e.g. a forged append that conflicts
       // with committed entries). Count it and carry on: one peer must not crash a member.
@@ -335,7 +340,7 @@ export class RaftDriver {
 
   /** Fails requests whose deadline passed. Pending proposals are in deadline order. */
   #expire(): void {
-    const now = this.#o.clock.now();
+    const now = this.#o.timers.now();
     for (const p of this.#pending.values()) {
       if (p.deadline > now) break;
       this.#settle(p, new TimeoutError('The proposal', this.#o.requestTimeoutMs));
@@ -440,7 +445,7 @@ export class RaftDriver {
     try {
       // Stamped as it leaves, not when the protocol made it: a response held back for a write
       // must report when it really went (NTP's t3 excludes the time it waited).
-      this.#o.transport.send(this.#clockSync.stamp(m, this.#o.clock.now()));
+      this.#o.transport.send(this.#clockSync.stamp(m, this.#o.timers.now(), this.#o.clock.now()));
     } catch {
       // The transport refuses a message its peers would reject (e.g. too large for a frame).
       // Count it; Raft treats it as lost, and the bounds on batches keep this from recurring.
@@ -563,7 +568,7 @@ export class RaftDriver {
     for (const p of this.#pending.values()) {
       if (p.forwardedTo !== null && p.forwardedTo !== s.leader) this.#settle(p, new OutcomeUnknownError());
     }
-    this.#clockSync.setLeading(s.role === 'leader', this.#o.clock.now());
+    this.#clockSync.setLeading(s.role === 'leader', this.#o.timers.now());
     this.#o.onSoftState?.(s);
   }
 

@@ -23,6 +23,10 @@ export interface MemberTiming {
   readonly lookaheadMs: number;
   readonly maxClaimsPerPlan: number;
   readonly reassignHorizonMs: number;
+  /** A member whose clock is off the cluster's time by more than this is given no work. */
+  readonly maxClockSkewMs: number;
+  /** Runs at once on this member; more wait, by priority. @default no limit */
+  readonly maxConcurrent?: number;
 }
 
 export interface MemberParts {
@@ -97,11 +101,16 @@ export class Member {
     const driver = this.driver;
     this.scheduler = new SchedulerRuntime({
       self: parts.self,
-      clock: parts.clock,
+      // Slots fire on the cluster's time (the median of the members' clocks), converted to this
+      // member's clock: one bad clock, the leader's included, moves no fire time.
+      clock: driver.clusterClock(),
       timers: parts.timers,
       propose: (command: SchedulerCommand) => driver.propose(encodeCommand({ kind: 'scheduler', command })),
       barrier: () => driver.readBarrier(),
-      isLeader: () => driver.node.role === 'leader',
+      // A leader plans by the cluster's time, so not before it has learned it: with a bad clock
+      // of its own it would claim slots ahead of time or skip them as missed.
+      isLeader: () => driver.node.role === 'leader' && driver.clockSynced,
+      clockReady: () => driver.clockSynced,
       holdsLease: () => this.holdsLease(),
       reassignHorizonMs: t.reassignHorizonMs,
       // Live followers answer a new leader's first heartbeat at once; two heartbeat intervals
@@ -111,6 +120,7 @@ export class Member {
       planIntervalMs: t.planIntervalMs,
       lookaheadMs: Math.max(t.lookaheadMs, t.electionTimeoutMs),
       maxClaimsPerPlan: t.maxClaimsPerPlan,
+      ...(t.maxConcurrent === undefined ? {} : { maxConcurrent: t.maxConcurrent }),
       ...(parts.onRunStart === undefined ? {} : { onRunStart: parts.onRunStart }),
       ...(parts.onRun === undefined ? {} : { onRun: parts.onRun }),
     });
@@ -139,17 +149,22 @@ export class Member {
     const node = this.driver.node;
     if (node.role === 'leader') return true;
     const heard = node.leader === null ? undefined : this.driver.lastHeard(node.leader);
-    return heard !== undefined && this.#p.clock.now() - heard < 2 * this.#p.timing.electionTimeoutMs;
+    return heard !== undefined && this.#p.timers.now() - heard < 2 * this.#p.timing.electionTimeoutMs;
   }
 
   /**
    * Members the leader may give work to now: itself and those connected and heard from within
-   * an election timeout. A closed connection (a killed process) makes a member ineligible at
+   * an election timeout, whose clock offset it has measured within `maxClockSkewMs`. A closed connection (a killed process) makes a member ineligible at
    * once; silence, only after an election timeout.
    */
   eligibleMembers(): NodeId[] {
-    const now = this.#p.clock.now();
+    const now = this.#p.timers.now();
+    const offsets = this.driver.clockOffsets();
     return this.#p.voters.filter((id) => {
+      // A member whose clock the leader has not measured, or measured too far off, would fire
+      // slots at the wrong time: it gets no work until its clock is known and close enough.
+      const offset = offsets.get(id);
+      if (offset === undefined || Math.abs(offset.offsetMs) > this.#p.timing.maxClockSkewMs) return false;
       if (id === this.#p.self) return true;
       const heard = this.driver.lastHeard(id);
       return heard !== undefined && now - heard < this.#p.timing.electionTimeoutMs && this.#p.transport.isConnected(id);

@@ -6,8 +6,14 @@ export interface Clock {
 /** A handle returned by `Timers.setTimeout`. */
 export type TimerHandle = unknown;
 
-/** Timers, injected so that a simulation can run the runtime on virtual time. */
+/**
+ * Timers, injected so that a simulation can run the runtime on virtual time. Their time base,
+ * `now()`, is monotonic: durations (leases, silences, deadlines) are measured on it, so a wall
+ * clock stepped by NTP or by hand cannot stretch or cut them.
+ */
 export interface Timers {
+  /** Milliseconds on a monotonic clock (any origin): only differences mean anything. */
+  now(): number;
   setTimeout(callback: () => void, delayMs: number): TimerHandle;
   clearTimeout(handle: TimerHandle): void;
 }
@@ -17,6 +23,7 @@ export const systemClock: Clock = {
 };
 
 export const systemTimers: Timers = {
+  now: () => performance.now(),
   setTimeout(callback, delayMs) {
     const handle = setTimeout(callback, delayMs);
     // A member's timers must not keep the process alive once the app lets go of it.

@@ -21,7 +21,7 @@ import {
  * A heartbeat and its response may end with one more element, the driver's clock stamp:
  *
  *   heartbeat:      [...,  commit, readCtx, [sentAt] | [sentAt, offsetMs, rttMs, clusterOffsetMs]]
- *   heartbeat-resp: [..., readCtx, [echo, receivedAt, sentAt]]
+ *   heartbeat-resp: [..., readCtx, [echo, receivedAt, sentAt, wallOffset]]
  *
  * The stamp is an optional extension of version 1, not a new version: frames without it are the
  * same bytes as before it existed and still decode. A decoder from before it rejects a stamped
@@ -161,7 +161,7 @@ function toWire({ clusterId, message: m }: Frame): Wire {
     case 'heartbeat':
       return m.clock === undefined ? [...head, m.commit, m.readCtx] : [...head, m.commit, m.readCtx, heartbeatClockWire(m.clock)];
     case 'heartbeat-resp':
-      return m.clock === undefined ? [...head, m.readCtx] : [...head, m.readCtx, [m.clock.echo, m.clock.receivedAt, m.clock.sentAt]];
+      return m.clock === undefined ? [...head, m.readCtx] : [...head, m.readCtx, heartbeatEchoWire(m.clock)];
     case 'timeout-now':
       return head;
     case 'propose':
@@ -175,6 +175,10 @@ function toWire({ clusterId, message: m }: Frame): Wire {
     default:
       return unknownType(m);
   }
+}
+
+function heartbeatEchoWire(clock: HeartbeatEcho): Wire {
+  return [clock.echo, clock.receivedAt, clock.sentAt, clock.wallOffset];
 }
 
 function heartbeatClockWire(clock: HeartbeatClock): Wire {
@@ -335,9 +339,14 @@ function heartbeatClock(value: unknown): HeartbeatClock {
 
 function heartbeatEcho(value: unknown): HeartbeatEcho {
   const field = 'heartbeat-resp.clock';
-  const c = array(value, field, 3);
-  if (c.length !== 3) throw new CodecError(`${field}: expected 3 fields, got ${c.length}`);
-  return { echo: clockValue(c[0], `${field}.echo`), receivedAt: clockValue(c[1], `${field}.receivedAt`), sentAt: clockValue(c[2], `${field}.sentAt`) };
+  const c = array(value, field, 4);
+  if (c.length !== 4) throw new CodecError(`${field}: expected 4 fields, got ${c.length}`);
+  return {
+    echo: clockValue(c[0], `${field}.echo`),
+    receivedAt: clockValue(c[1], `${field}.receivedAt`),
+    sentAt: clockValue(c[2], `${field}.sentAt`),
+    wallOffset: clockValue(c[3], `${field}.wallOffset`),
+  };
 }
 
 /** A finite number of milliseconds within [min, MAX_CLOCK_STAMP_MS]; fractions allowed. */
