@@ -6,7 +6,8 @@ const decoder = new TextDecoder();
 /**
  * Raft's safety properties, checked as the simulation runs: at most one leader per term; the
  * same entry applied at each index on every member; applied indexes never skip or go back
- * within a process's life; every new leader holds every committed entry (leader completeness);
+ * within a process's life; every new leader holds every entry committed in an earlier term
+ * (leader completeness);
  * every acknowledged proposal stays in the log where it was acknowledged.
  */
 export class SafetyChecker {
@@ -18,6 +19,15 @@ export class SafetyChecker {
   readonly #lastApplied = new Map<NodeId, number>();
   readonly #acked = new Map<number, string>();
   #maxCommitted = 0;
+  /** The highest term any leader was seen in so far. */
+  #maxLeaderTerm = 0;
+  /**
+   * Per committed index, the highest leader term seen when it was first applied: it was
+   * committed in that term or an earlier one. Leader completeness binds only leaders of later
+   * terms (a leader of an older term, e.g. one whose votes arrived after a stall, need not have
+   * it: it can commit nothing, since a majority has moved on).
+   */
+  readonly #committedBy = new Map<number, number>();
 
   /** Records a violation (the first 20 are kept). */
   report(atMs: number, what: string): void {
@@ -37,6 +47,7 @@ export class SafetyChecker {
     const known = this.#committed.get(entry.index);
     if (known === undefined) {
       this.#committed.set(entry.index, key);
+      this.#committedBy.set(entry.index, this.#maxLeaderTerm);
       if (entry.index > this.#maxCommitted) this.#maxCommitted = entry.index;
     } else if (known !== key) {
       this.report(atMs, `index ${entry.index} applied as ${known} elsewhere and as ${key} on ${member}`);
@@ -47,10 +58,11 @@ export class SafetyChecker {
     const prior = this.#leaderOfTerm.get(term);
     if (prior !== undefined && prior !== member) this.report(atMs, `two leaders in term ${term}: ${prior} and ${member}`);
     this.#leaderOfTerm.set(term, member);
+    this.#maxLeaderTerm = Math.max(this.#maxLeaderTerm, term);
     for (let index = log.firstIndex(); index <= this.#maxCommitted; index++) {
       const key = this.#committed.get(index);
       const entry = log.entry(index);
-      if (key === undefined) continue;
+      if (key === undefined || (this.#committedBy.get(index) ?? 0) >= term) continue;
       if (entry === undefined || !key.startsWith(`${entry.term}|${entry.pid}|`)) {
         this.report(atMs, `new leader ${member} of term ${term} lacks committed entry ${index} (${key})`);
         return;

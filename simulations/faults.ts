@@ -1,4 +1,5 @@
 import type { NodeId } from '../src/raft/types.js';
+import { CLOCK_OFFSET_MAX_AGE_MS } from '../src/runtime/clock-sync.js';
 import type { Random } from '../src/time/random.js';
 import type { SimMember } from './member.js';
 import type { SimNetwork } from './network.js';
@@ -14,16 +15,30 @@ export interface FaultSwitches {
   readonly clocks?: boolean;
   /** Stop-the-world stalls of a member's process (a long GC, a VM migration). */
   readonly pauses?: boolean;
+  /** Disks that stall: now and then an fsync takes up to MAX_DISK_STALL_MS, so writes are in flight across elections. */
+  readonly disks?: boolean;
 }
 
-export const FAULT_NAMES = ['partition', 'loss', 'crash', 'clock', 'pause'] as const;
+export const FAULT_NAMES = ['partition', 'loss', 'crash', 'clock', 'pause', 'disk'] as const;
 
 export function switchesFromNames(names: readonly string[]): Required<FaultSwitches> {
-  return { partitions: names.includes('partition'), loss: names.includes('loss'), crashes: names.includes('crash'), clocks: names.includes('clock'), pauses: names.includes('pause') };
+  return {
+    partitions: names.includes('partition'),
+    loss: names.includes('loss'),
+    crashes: names.includes('crash'),
+    clocks: names.includes('clock'),
+    pauses: names.includes('pause'),
+    disks: names.includes('disk'),
+  };
 }
+
+/** The longest fsync a stalling disk takes. */
+export const MAX_DISK_STALL_MS = 1000;
 
 /** The largest clock jump injected: the "off by up to 60 s". */
 export const MAX_CLOCK_JUMP_MS = 60_000;
+/** Clocks jumped or frozen at once: the cluster's time is promised to withstand one. */
+export const MAX_BAD_CLOCKS = 1;
 /** The longest stall injected: longer than an election timeout, so leases and fencing matter. */
 export const MAX_PAUSE_MS = 2000;
 
@@ -104,12 +119,28 @@ export function injectCrashes(ctx: FaultContext, everyMs: number, restart: (m: S
   });
 }
 
-/** Jumps (either way, up to a minute), drift, frozen clocks and clocks set right again. */
+/** Jumps (either way, up to a minute) and frozen clocks on a minority of members; drift, small offsets and clocks set right again on any. */
 export function injectClockFaults(ctx: FaultContext, everyMs: number): void {
   const { random, scheduler } = ctx;
+  // Members whose clock was jumped or frozen, until it was set right and a while after: a
+  // leader votes with a member's clock as last measured for as long as that estimate stays
+  // fresh. The cluster's time is the median of the clocks a leader sees, and a leader may see
+  // only a bare majority of them: it is promised to hold with one bad clock, so the faults keep
+  // to one. (Member → true time until which it counts as bad; Infinity while it is.)
+  const badUntil = new Map<SimMember, number>();
+  const maxBad = ctx.members.length >= 3 ? MAX_BAD_CLOCKS : 0;
+  const badNow = (): SimMember[] => [...badUntil].filter(([, until]) => until > scheduler.nowMs).map(([member]) => member);
   repeat(ctx, everyMs, () => {
-    const m = pick(random, ctx.members);
-    const kind = random.int(0, 4);
+    let m = pick(random, ctx.members);
+    let kind = random.int(0, 4);
+    const bad = badNow();
+    if ((kind === 0 || kind === 2) && !bad.includes(m) && bad.length >= maxBad) {
+      // No new bad clock: make one of the bad ones worse, or make a small change instead.
+      if (bad.length === 0) kind = 3;
+      else m = pick(random, bad);
+    }
+    if (kind === 0 || kind === 2) badUntil.set(m, Number.POSITIVE_INFINITY);
+    if (kind === 4 && badUntil.get(m) === Number.POSITIVE_INFINITY) badUntil.set(m, scheduler.nowMs + CLOCK_OFFSET_MAX_AGE_MS);
     let note: string;
     if (kind === 0) {
       const by = random.int(-MAX_CLOCK_JUMP_MS, MAX_CLOCK_JUMP_MS);

@@ -76,7 +76,9 @@ export class SimMember {
     );
     hooks.onStart(this.id, stored.snapshot.index);
     const transport = this.#pausable(network.attach(this.id), incarnation);
-    const timers = this.#timers(incarnation);
+    // Each process's monotonic clock has its own origin (as performance.now() does), so clock
+    // synchronization cannot lean on the simulation's shared virtual time.
+    const timers = this.#timers(incarnation, new SeededRandom(this.#seed * 65_537 + incarnation).int(0, 1_000_000_000) / 1000);
     const member = new Member({
       self: this.id,
       voters: settings.voters,
@@ -111,15 +113,19 @@ export class SimMember {
     network.detach(this.id);
   }
 
-  /** Completes the disk's pending writes after a simulated fsync latency. */
-  scheduleSync(fsyncMs: number): void {
+  /**
+   * Completes some of the disk's pending writes after a simulated fsync latency (both drawn
+   * only when a sync starts): `batch(pending)` of them, oldest first, and the rest after another
+   * latency, so that one write can complete, and be seen, before the next.
+   */
+  scheduleSync(fsyncMs: () => number, batch: (pending: number) => number): void {
     if (this.#syncScheduled || this.disk.unsyncedWrites === 0) return;
     this.#syncScheduled = true;
     const incarnation = this.incarnation;
-    this.#scheduler.after(fsyncMs, () =>
+    this.#scheduler.after(fsyncMs(), () =>
       this.#whenRunning(incarnation, () => {
         this.#syncScheduled = false;
-        this.disk.sync();
+        this.disk.sync(batch(this.disk.unsyncedWrites));
       }),
     );
   }
@@ -135,8 +141,10 @@ export class SimMember {
   }
 
   /** Timers of one life: silenced by a crash, held back by a pause. */
-  #timers(incarnation: number): Timers {
+  #timers(incarnation: number, originMs: number): Timers {
     return {
+      // A stalled process's monotonic clock still advances: the stall is time that passed.
+      now: () => originMs + this.#scheduler.nowMs,
       setTimeout: (callback: () => void, delayMs: number): TimerHandle => this.#scheduler.after(delayMs, () => this.#whenRunning(incarnation, callback)),
       clearTimeout: (handle: TimerHandle): void => {
         (handle as { cancelled: boolean }).cancelled = true;

@@ -926,7 +926,7 @@ function stepPath(points: ReadonlyArray<{ x: number; y: number }>, endX: number)
 // The timeline: job lanes
 
 const RESULT_RANK: Readonly<Record<SlotResult, number>> = { pending: 0, succeeded: 1, aborted: 2, failed: 3, never: 4 };
-const OUTCOME_RANK: Readonly<Record<RunOutcome, number>> = { succeeded: 0, interrupted: 1, aborted: 2, failed: 3 };
+const OUTCOME_RANK: Readonly<Record<RunOutcome, number>> = { succeeded: 0, interrupted: 1, replaced: 1, aborted: 2, failed: 3 };
 const RESULT_LABEL: Readonly<Record<SlotResult, string>> = {
   succeeded: 'succeeded',
   failed: 'failed',

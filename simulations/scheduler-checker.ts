@@ -12,8 +12,9 @@ interface SlotRecord {
   token: number;
   assignees: readonly NodeId[];
   attempt: number;
-  /** Committed outcomes by `${member} ${token}`. */
+  /** Committed outcomes by `${member} ${token}`, with when they were first applied (true ms). */
   readonly outcomes: Map<string, string>;
+  readonly outcomeAt: Map<string, number>;
   /** True time the first run of the slot started, whatever its token. */
   firstStartT: number | null;
   /** Every `${member} ${token}` the log ever gave this slot: a run must hold one of them. */
@@ -41,7 +42,8 @@ interface RunningRun {
  * - a slot is claimed at most once, ever;
  * - a run holds a fencing token the log gave that member for that slot (tokens are log
  *   indexes, so each move of a slot gives a greater one); no two runs hold the same claim at
- *   the same time; a run never starts for a claim whose outcome there is already committed;
+ *   the same time; a run never starts for a claim whose outcome there was committed before
+ *   its process started;
  * - every instant up to a job's high-water mark is either claimed or counted missed by the
  *   catch-up policy, and no claim is for an instant the spec does not have;
  * - after faults heal, every slot due runs within a lateness bound and gets an outcome.
@@ -57,16 +59,24 @@ export class SchedulerChecker {
   /** Runs started under a claim the log had already moved to another token (fencing covers them). */
   staleStarts = 0;
   runsStarted = 0;
+  /** Runs started again after a crash whose previous run's outcome was still in flight (at least once). */
+  reRuns = 0;
+  readonly #startedAt = new Map<NodeId, number>();
 
   constructor(report: (t: number, what: string) => void) {
     this.#report = report;
   }
 
-  onApplied(t: number, index: number, command: SchedulerCommand, result: ApplyResult): void {
+  /** Returns whether this was the first sighting of the index (the timeline records only those). */
+  onApplied(t: number, index: number, command: SchedulerCommand, result: ApplyResult): boolean {
     // The first member to apply an index has applied every earlier one: first sightings come in log order.
-    if (index <= this.#lastIndex) return;
+    if (index <= this.#lastIndex) return false;
     this.#lastIndex = index;
-    if (!result.ok) return;
+    if (result.ok) this.#observe(t, index, command);
+    return true;
+  }
+
+  #observe(t: number, index: number, command: SchedulerCommand): void {
     switch (command.type) {
       case 'register':
         if (!this.jobs.has(command.job)) this.jobs.set(command.job, { spec: command.spec, mode: command.mode, anchorMs: command.atMs, claims: 0, missed: 0, highWaterMs: command.atMs });
@@ -93,6 +103,7 @@ export class SchedulerChecker {
       case 'outcome': {
         const slot = this.slots.get(claimKey(command.job, command.slotMs));
         slot?.outcomes.set(`${command.member} ${command.token}`, command.outcome);
+        slot?.outcomeAt.set(`${command.member} ${command.token}`, t);
         return;
       }
       default:
@@ -113,7 +124,7 @@ export class SchedulerChecker {
       }
     }
     const grants = new Set(command.assignees.map((member) => `${member} ${index}`));
-    this.slots.set(key, { job: command.job, slotMs: command.slotMs, token: index, assignees: command.assignees, attempt: 1, outcomes: new Map(), firstStartT: null, grants });
+    this.slots.set(key, { job: command.job, slotMs: command.slotMs, token: index, assignees: command.assignees, attempt: 1, outcomes: new Map(), outcomeAt: new Map(), firstStartT: null, grants });
   }
 
   onRunStart(t: number, member: NodeId, incarnation: number, run: { job: string; slotMs: number; fencingToken: number }): void {
@@ -124,7 +135,14 @@ export class SchedulerChecker {
     slot.firstStartT ??= t;
     if (!slot.grants.has(`${member} ${run.fencingToken}`)) this.#report(t, `${member} started ${key} under token ${run.fencingToken}, which the log never gave it`);
     if (run.fencingToken < slot.token) this.staleStarts++;
-    if (slot.outcomes.has(`${member} ${run.fencingToken}`)) this.#report(t, `${member} started ${key} again under token ${run.fencingToken}, whose outcome was already committed`);
+    // Its own outcome committed before this process started: its replay, or the read barrier a
+    // late slot waits for, shows it. (One committed after the restart began may have been in
+    // flight from the previous life: that re-run is the documented at-least-once case.)
+    const committedAt = slot.outcomeAt.get(`${member} ${run.fencingToken}`);
+    if (committedAt !== undefined && committedAt < (this.#startedAt.get(member) ?? 0)) {
+      this.#report(t, `${member} started ${key} again under token ${run.fencingToken}, whose outcome was committed before this process started`);
+    }
+    if (committedAt !== undefined) this.reRuns++;
     const running = this.#running.get(key) ?? [];
     const twin = running.find((r) => r.token === run.fencingToken && r.member === member);
     if (twin !== undefined) this.#report(t, `${key} runs twice at once under token ${run.fencingToken} (${twin.member}#${twin.incarnation} and ${member}#${incarnation})`);
@@ -137,6 +155,11 @@ export class SchedulerChecker {
     const running = (this.#running.get(key) ?? []).filter((r) => !(r.member === member && r.incarnation === incarnation && r.token === run.fencingToken));
     if (running.length === 0) this.#running.delete(key);
     else this.#running.set(key, running);
+  }
+
+  /** A member's process (re)started at true time `t`. */
+  onMemberStart(t: number, member: NodeId): void {
+    this.#startedAt.set(member, t);
   }
 
   /** A crashed process's runs died with it. */

@@ -35,6 +35,12 @@ export class SimScheduler {
     return this.at(this.#nowMs + Math.max(0, delayMs), run);
   }
 
+  /** The time of the next event not cancelled, or null when none is left. */
+  nextAt(): number | null {
+    while (this.#heap[0]?.cancelled === true) this.#pop();
+    return this.#heap[0]?.atMs ?? null;
+  }
+
   /** Runs the next event, advancing time to it. Returns false when none is left before `untilMs`. */
   step(untilMs: number): boolean {
     for (;;) {
@@ -51,6 +57,7 @@ export class SimScheduler {
   /** Timers for code under test: virtual, cancellable. */
   timers(): Timers {
     return {
+      now: () => this.#nowMs,
       setTimeout: (callback: () => void, delayMs: number): TimerHandle => this.after(delayMs, callback),
       clearTimeout: (handle: TimerHandle): void => {
         (handle as Event).cancelled = true;

@@ -6,7 +6,7 @@ import { parseSpec, specKey } from '../src/scheduler/spec.js';
 import { validateJobOptions, validateName } from '../src/job-options.js';
 import { SeededRandom } from '../src/time/random.js';
 import { SafetyChecker } from './checker.js';
-import { injectClockFaults, injectCrashes, injectPartitions, injectPauses, type FaultSwitches } from './faults.js';
+import { injectClockFaults, injectCrashes, injectPartitions, injectPauses, MAX_DISK_STALL_MS, type FaultSwitches } from './faults.js';
 import { DEFAULT_SIM_JOBS, type SimJob } from './jobs.js';
 import { SimMember, type MemberHooks, type MemberSettings } from './member.js';
 import { SimNetwork, type NetworkFaults } from './network.js';
@@ -51,6 +51,8 @@ export interface SimulationResult {
   readonly jobs: readonly JobSummary[];
   /** Runs started under a claim the log had already moved on (a stalled or cut-off member; fencing covers them). */
   readonly staleStarts: number;
+  /** Runs started again after a crash while the previous run's outcome was in flight (at least once). */
+  readonly reRuns: number;
   /** A hash of everything that happened, for the determinism check. */
   readonly traceHash: string;
   /** The parameters the seed drew. */
@@ -63,6 +65,10 @@ const ELECTION_TICKS = 25;
 const HEARTBEAT_TICKS = 5;
 /** Bound on simulated events in one run, so that a livelock cannot run forever. */
 const MAX_EVENTS = 20_000_000;
+/** The longest mean time between crashes a run may draw (10-minute runs draw up to it). */
+const MAX_CRASH_EVERY_MS = 150_000;
+/** Bound on events run at one instant before letting their asynchronous work run. */
+const MAX_EVENTS_PER_INSTANT = 64;
 /** After healing, the scheduler gets this long to settle before every slot must run on time. */
 const SCHEDULER_SETTLE_MS = 10_000;
 /** Then slots are watched for this long; a slot due in it must start within LATENESS_BOUND_MS. */
@@ -112,7 +118,7 @@ function validateJobs(jobs: readonly SimJob[]): void {
 export async function simulate(options: SimulationOptions): Promise<SimulationResult> {
   const seed = options.seed;
   const random = new SeededRandom(seed);
-  const switches = { partitions: true, loss: true, crashes: true, clocks: true, pauses: true, ...options.faults };
+  const switches = { partitions: true, loss: true, crashes: true, clocks: true, pauses: true, disks: true, ...options.faults };
   const memberCount = options.members ?? 5;
   const durationMs = options.durationMs ?? 60_000;
   const livenessBoundMs = options.livenessBoundMs ?? 10_000;
@@ -124,10 +130,13 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
     latencyMaxUs: random.int(200, 20_000),
     fsyncMaxUs: random.int(100, 10_000),
     partitionEveryMs: random.int(100, 3000),
-    crashEveryMs: random.int(500, 10_000),
+    // Longer runs draw from a wider range, so that some stay busy for minutes between crashes
+    // (each restart replays the whole log: with crashes every few seconds, replay is the run).
+    crashEveryMs: random.int(500, Math.min(MAX_CRASH_EVERY_MS, Math.max(10_000, Math.round(durationMs / 4)))),
     proposeEveryMs: random.int(1, 50),
     clockEveryMs: random.int(500, 10_000),
     pauseEveryMs: random.int(500, 10_000),
+    diskStallPermille: switches.disks ? random.int(0, 50) : 0,
   };
   const faults: NetworkFaults = { lossRate: drawn.lossPermille / 1000, duplicateRate: drawn.duplicatePermille / 1000, latencyMinMs: 0.05, latencyMaxMs: drawn.latencyMaxUs / 1000 };
   const scheduler = new SimScheduler();
@@ -150,7 +159,10 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
   let alsoOnApplied: ((id: NodeId, entry: Entry) => void) | null = null;
   const leading = new Map<NodeId, number>();
   const hooks: MemberHooks = {
-    onStart: (id, snapshotIndex) => safety.onStart(id, snapshotIndex),
+    onStart: (id, snapshotIndex) => {
+      safety.onStart(id, snapshotIndex);
+      slots.onMemberStart(scheduler.nowMs, id);
+    },
     onApplied: (id, entry) => {
       trace.update(`${scheduler.nowMs} ${id} apply ${entry.index}@${entry.term}\n`);
       safety.onApplied(scheduler.nowMs, id, entry);
@@ -235,11 +247,17 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
   if (switches.clocks) injectClockFaults(faultContext, drawn.clockEveryMs);
   if (switches.pauses) injectPauses(faultContext, drawn.pauseEveryMs);
 
-  // A leader counts its own copy of an entry towards a majority only once it is durable: its
-  // own match index must never exceed what its disk holds (with the same term).
-  const checkLeaderDurability = (m: SimMember): void => {
+  // What a member believes durable must be on its disk, with the same term: its stable index
+  // (a leader counts its own copy of an entry towards a majority only up to it, and a follower
+  // acknowledges only up to it).
+  const checkDurability = (m: SimMember): void => {
     const node = m.driver?.node;
-    if (node === undefined || node.role !== 'leader') return;
+    if (node === undefined) return;
+    const stable = node.log.stable;
+    if (stable > node.log.firstIndex() - 1 && m.disk.durableTerm(stable) !== node.log.term(stable)) {
+      report(scheduler.nowMs, `${m.id} believes index ${stable} (term ${node.log.term(stable)}) durable, but its disk holds term ${m.disk.durableTerm(stable) ?? 'nothing'} there`);
+    }
+    if (node.role !== 'leader') return;
     const match = node.progressOf(m.id)?.match ?? 0;
     if (match > 0 && m.disk.durableTerm(match) !== node.log.term(match)) {
       report(scheduler.nowMs, `leader ${m.id} counts index ${match} as its own, but its disk does not hold it`);
@@ -251,24 +269,29 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
   /** Set when an event threw: the run stops there, with the exception as its violation. */
   let crashed = false;
   let events = 0;
+  /** Disks stall only in the fault phase. */
+  let diskStallPermille = drawn.diskStallPermille;
+  const fsyncMs = (): number => (random.int(0, 999) < diskStallPermille ? random.int(1, MAX_DISK_STALL_MS) : random.int(50, drawn.fsyncMaxUs) / 1000);
+  const syncBatch = (pending: number): number => random.int(1, pending);
   const run = async (untilMs: number, stop: () => boolean = () => false): Promise<void> => {
     for (;;) {
-      let stepped: boolean;
       try {
-        stepped = scheduler.step(untilMs);
+        if (!scheduler.step(untilMs)) return;
+        // Events due at the same instant (members' ticks line up) run back to back, and what
+        // they set off asynchronously runs after them, still at that instant: time does not move.
+        for (let batch = 1; batch < MAX_EVENTS_PER_INSTANT && scheduler.nextAt() === scheduler.nowMs; batch++) scheduler.step(untilMs);
       } catch (error) {
         // The protocol's own assertions (e.g. "no term for index") are violations too.
         report(scheduler.nowMs, `exception: ${error instanceof Error ? error.message : String(error)}`);
         crashed = true;
         return;
       }
-      if (!stepped) return;
       await drainMicrotasks();
       if (restarts.length > 0) await Promise.all(restarts.splice(0));
       for (const m of members) {
         if (!m.up) continue;
-        m.scheduleSync(random.int(50, drawn.fsyncMaxUs) / 1000);
-        checkLeaderDurability(m);
+        m.scheduleSync(fsyncMs, syncBatch);
+        checkDurability(m);
       }
       if (++events > MAX_EVENTS) throw new Error(`seed ${seed}: more than ${MAX_EVENTS} events`);
       if (stop()) return;
@@ -283,6 +306,7 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
   network.healAll();
   record({ t: scheduler.nowMs, kind: 'partition', blocked: [] });
   network.faults = { ...faults, lossRate: 0, duplicateRate: 0 };
+  diskStallPermille = 0;
   for (const m of members) {
     m.clock.reset();
     m.pausedUntil = 0;
@@ -336,6 +360,7 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
       dropped: network.dropped,
       jobs: summarizeJobs(jobs.map((j) => j.name), slots, scheduler.nowMs),
       staleStarts: slots.staleStarts,
+      reRuns: slots.reRuns,
       traceHash: trace.digest('hex').slice(0, 16),
       drawn,
       ...(options.timeline === true ? { timeline } : {}),

@@ -27,7 +27,7 @@ export type TimelineEvent =
       readonly member: NodeId;
       readonly startT: number;
       readonly endT: number;
-      readonly outcome: 'succeeded' | 'failed' | 'aborted' | 'interrupted';
+      readonly outcome: 'succeeded' | 'failed' | 'aborted' | 'interrupted' | 'replaced';
     }
   /** Slots up to `throughT` dropped by the job's catch-up policy. */
   | { readonly t: number; readonly kind: 'missed'; readonly job: string; readonly throughT: number; readonly count: number }

@@ -42,7 +42,8 @@ describe('scheduler simulation', () => {
     const cache = r.jobs.find((j) => j.name === 'cache');
     // About 45 s of simulated time in all (faults, then the liveness phase): a slot every 2 s and every 0.5 s.
     expect(report?.claimed).toBeGreaterThan(15);
-    expect(report?.succeeded).toBe(report?.claimed);
+    // Every slot succeeded, but perhaps the last, whose run may still be going when the run ends.
+    expect(report!.succeeded).toBeGreaterThanOrEqual(report!.claimed - 1);
     expect(cache?.succeeded).toBeGreaterThan(60);
     // Without faults, every slot starts at its instant: the assignee fires on its own timer.
     expect(report?.latenessMs.max).toBeLessThan(1);

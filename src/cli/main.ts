@@ -4,7 +4,11 @@
  * (simulations/) on one seed or sweeps many, and exits non-zero on a violated invariant with the
  * command that replays it.
  */
+import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { parseDurationMs } from '../../simulations/duration.js';
 import { FAULT_NAMES, switchesFromNames } from '../../simulations/faults.js';
@@ -15,6 +19,8 @@ import { InvalidArgumentError } from '../errors.js';
 
 const USAGE = `usage: cronraft simulate [--seed N | --seeds N [--from N]] [--members N] [--duration 60s]
                          [--faults partition,loss,crash,clock,pause | --faults none] [--json]
+                         [--proposals on|off]  (application proposals besides the scheduler's)
+                         [--parallel N|auto]  (a sweep in N processes; auto: one per core)
                          [--report run.html]  (one seed: an HTML timeline of the run)`;
 
 function faultSwitches(value: string): FaultSwitches {
@@ -44,6 +50,8 @@ async function main(argv: string[]): Promise<number> {
       faults: { type: 'string', default: FAULT_NAMES.join(',') },
       json: { type: 'boolean', default: false },
       report: { type: 'string' },
+      proposals: { type: 'string', default: 'on' },
+      parallel: { type: 'string', default: '1' },
       help: { type: 'boolean', default: false },
     },
   });
@@ -54,6 +62,8 @@ async function main(argv: string[]): Promise<number> {
   const members = positiveInt(values.members, '--members');
   const durationMs = parseDurationMs(values.duration, '--duration');
   const faults = faultSwitches(values.faults);
+  if (values.proposals !== 'on' && values.proposals !== 'off') throw new InvalidArgumentError('--proposals', values.proposals, 'on or off');
+  const proposals = values.proposals === 'on';
   const first = values.seed === undefined ? positiveInt(values.from, '--from') : positiveInt(values.seed, '--seed');
   const count = values.seed === undefined && values.seeds !== undefined ? positiveInt(values.seeds, '--seeds') : 1;
   const started = performance.now();
@@ -61,9 +71,11 @@ async function main(argv: string[]): Promise<number> {
   const failed: SimulationResult[] = [];
   if (values.report !== undefined && count > 1) throw new InvalidArgumentError('--report', values.report, 'used with one seed (--seed N)');
   const replay = (r: SimulationResult): string =>
-    `npx cronraft simulate --seed ${r.seed} --members ${members} --duration ${values.duration} --faults ${values.faults}`;
-  for (let seed = first; seed < first + count; seed++) {
-    const result = await simulate({ seed, members, durationMs, faults, timeline: values.report !== undefined });
+    `npx cronraft simulate --seed ${r.seed} --members ${members} --duration ${values.duration} --faults ${values.faults}${proposals ? '' : ' --proposals off'}`;
+  const parallel = Math.min(values.parallel === 'auto' ? availableParallelism() : positiveInt(values.parallel, '--parallel'), count);
+  const results = parallel > 1 ? inProcesses(argv, first, count, parallel) : inThisProcess(first, count, { members, durationMs, faults, proposals, timeline: values.report !== undefined });
+  for await (const result of results) {
+    const seed = result.seed;
     simulatedMs += result.simulatedMs;
     if (result.violations.length > 0) failed.push(result);
     if (values.report !== undefined) {
@@ -91,6 +103,43 @@ async function main(argv: string[]): Promise<number> {
     for (const r of failed) console.log(`replay: ${replay(r)}`);
   }
   return failed.length > 0 ? 1 : 0;
+}
+
+type Options = Omit<Parameters<typeof simulate>[0], 'seed'>;
+
+async function* inThisProcess(first: number, count: number, options: Options): AsyncGenerator<SimulationResult> {
+  for (let seed = first; seed < first + count; seed++) yield await simulate({ ...options, seed });
+}
+
+/**
+ * A sweep split over `parallel` child processes of this command, each running a contiguous
+ * share of the seeds with --json; results come back in the order they finish.
+ */
+async function* inProcesses(argv: readonly string[], first: number, count: number, parallel: number): AsyncGenerator<SimulationResult> {
+  const self = fileURLToPath(import.meta.url);
+  // The child gets the same options but its own share of seeds, one process, JSON lines.
+  const base = argv.filter((_, i) => !['--from', '--seeds', '--parallel'].includes(argv[i] ?? '') && !['--from', '--seeds', '--parallel'].includes(argv[i - 1] ?? ''));
+  const share = Math.ceil(count / parallel);
+  const queue: SimulationResult[] = [];
+  let wake: (() => void) | null = null;
+  let running = 0;
+  for (let from = first; from < first + count; from += share) {
+    const child = spawn(process.execPath, [self, ...base.filter((a) => a !== '--json'), '--json', '--from', String(from), '--seeds', String(Math.min(share, first + count - from))], { stdio: ['ignore', 'pipe', 'inherit'] });
+    running++;
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      queue.push(JSON.parse(line) as SimulationResult);
+      wake?.();
+    });
+    child.on('close', () => {
+      running--;
+      wake?.();
+    });
+  }
+  while (running > 0 || queue.length > 0) {
+    const next = queue.shift();
+    if (next !== undefined) yield next;
+    else await new Promise<void>((resolve) => (wake = resolve));
+  }
 }
 
 function report(r: SimulationResult): void {

@@ -113,9 +113,12 @@ export class MemoryDisk {
     return entries[index - snapshot.index - 1]?.term;
   }
 
-  /** Makes every unsynced write durable, in order, and resolves their saves. */
-  sync(): void {
-    const writes = this.unsynced.splice(0);
+  /**
+   * Makes the oldest `count` unsynced writes (all by default) durable, in order, and resolves
+   * their saves. A simulator syncs a few at a time, so that one write completes before the next.
+   */
+  sync(count = Number.POSITIVE_INFINITY): void {
+    const writes = this.unsynced.splice(0, count);
     for (const write of writes) write.apply(this.contents);
     for (const write of writes) write.resolve();
   }
