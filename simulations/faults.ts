@@ -37,6 +37,8 @@ export const MAX_DISK_STALL_MS = 1000;
 
 /** The largest clock jump injected: the issue's "off by up to 60 s". */
 export const MAX_CLOCK_JUMP_MS = 60_000;
+/** The longest extra delay a clogged link adds to each message. */
+export const MAX_CLOG_MS = 2000;
 /** Clocks jumped or frozen at once: the cluster's time is promised to withstand one. */
 export const MAX_BAD_CLOCKS = 1;
 /** The longest stall injected: longer than an election timeout, so leases and fencing matter. */
@@ -66,7 +68,7 @@ function repeat(ctx: FaultContext, everyMs: number, fault: () => void): void {
   ctx.scheduler.after(everyMs, next);
 }
 
-/** Symmetric, asymmetric and one-way partitions, and isolating whoever leads. */
+/** Symmetric, asymmetric and one-way partitions, isolating whoever leads, and rolling clogs of links. */
 export function injectPartitions(ctx: FaultContext, everyMs: number): void {
   const { network, random, ids } = ctx;
   const isolate = (who: NodeId): void => {
@@ -78,7 +80,7 @@ export function injectPartitions(ctx: FaultContext, everyMs: number): void {
   };
   repeat(ctx, everyMs, () => {
     network.healAll();
-    const kind = random.int(0, 4);
+    const kind = random.int(0, 5);
     if (kind === 1) {
       isolate(pick(random, ids));
     } else if (kind === 2) {
@@ -91,6 +93,14 @@ export function injectPartitions(ctx: FaultContext, everyMs: number): void {
     } else if (kind === 4) {
       const leader = ctx.members.find((m) => m.driver?.node.role === 'leader');
       if (leader !== undefined) isolate(leader.id);
+    } else if (kind === 5) {
+      // A clog rolls over a few links: each delays every message by up to two seconds, so
+      // messages arrive late and out of order, but arrive.
+      for (let i = random.int(1, ids.length); i > 0; i--) {
+        const from = pick(random, ids);
+        const to = pick(random, ids.filter((id) => id !== from));
+        network.clog(from, to, random.int(10, MAX_CLOG_MS));
+      }
     }
     ctx.trace(`partition ${kind}`);
     ctx.record({ t: ctx.scheduler.nowMs, kind: 'partition', blocked: blockedLinks(network, ids) });

@@ -23,6 +23,8 @@ export class SimNetwork {
   readonly #random: Random;
   readonly #handlers = new Map<NodeId, (m: Message) => void>();
   readonly #blocked = new Set<string>();
+  /** Links that are clogged: extra delay (ms) on every message sent over them. */
+  readonly #clogged = new Map<string, number>();
   faults: NetworkFaults;
   delivered = 0;
   dropped = 0;
@@ -54,8 +56,18 @@ export class SimNetwork {
     return this.#blocked.has(`${from}>${to}`);
   }
 
+  /** Delays every message from `from` to `to` by `extraMs` more (a congested or flapping link). */
+  clog(from: NodeId, to: NodeId, extraMs: number): void {
+    this.#clogged.set(`${from}>${to}`, extraMs);
+  }
+
+  clogOf(from: NodeId, to: NodeId): number {
+    return this.#clogged.get(`${from}>${to}`) ?? 0;
+  }
+
   healAll(): void {
     this.#blocked.clear();
+    this.#clogged.clear();
   }
 
   send(m: Message): void {
@@ -66,7 +78,7 @@ export class SimNetwork {
     const copies = this.#chance(this.faults.duplicateRate) ? 2 : 1;
     for (let i = 0; i < copies; i++) {
       const latencyUs = this.#random.int(Math.round(this.faults.latencyMinMs * 1000), Math.round(this.faults.latencyMaxMs * 1000));
-      this.#scheduler.after(latencyUs / 1000, () => this.#deliver(m));
+      this.#scheduler.after(latencyUs / 1000 + this.clogOf(m.from, m.to), () => this.#deliver(m));
     }
   }
 

@@ -67,6 +67,8 @@ const HEARTBEAT_TICKS = 5;
 const MAX_EVENTS = 20_000_000;
 /** The longest mean time between crashes a run may draw (10-minute runs draw up to it). */
 const MAX_CRASH_EVERY_MS = 150_000;
+/** The bounds checker runs after this many events (it reads sizes, so it need not run after each). */
+const BOUNDS_CHECK_EVERY = 100;
 /** Bound on events run at one instant before letting their asynchronous work run. */
 const MAX_EVENTS_PER_INSTANT = 64;
 /** After healing, the scheduler gets this long to settle before every slot must run on time. */
@@ -264,6 +266,13 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
     }
   };
 
+  // Nothing a member keeps in memory outgrows its named bound.
+  const checkBounds = (m: SimMember): void => {
+    for (const b of m.member?.bounds() ?? []) {
+      if (b.value > b.limit) report(scheduler.nowMs, `${m.id} holds ${b.value} ${b.name}, over its bound of ${b.limit}`);
+    }
+  };
+
   /** True ms at which the fault phase ended, once it has. */
   let healedAtT: number | null = null;
   /** Set when an event threw: the run stops there, with the exception as its violation. */
@@ -293,7 +302,8 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
         m.scheduleSync(fsyncMs, syncBatch);
         checkDurability(m);
       }
-      if (++events > MAX_EVENTS) throw new Error(`seed ${seed}: more than ${MAX_EVENTS} events`);
+      if (++events % BOUNDS_CHECK_EVERY === 0) for (const m of members) checkBounds(m);
+      if (events > MAX_EVENTS) throw new Error(`seed ${seed}: more than ${MAX_EVENTS} events`);
       if (stop()) return;
     }
   };

@@ -55,14 +55,15 @@ function patchApply(around: (state: SchedulerState, index: number, command: Sche
 }
 
 const schedulerPlants: Record<string, Patch> = {
-  // The state machine forgets the high-water mark check: a slot re-proposed by a new leader
-  // (which plans before it has applied its predecessor's claims) is claimed again.
-  'a claim applied without the high-water mark check': () =>
+  // The state machine forgets its high-water mark checks (the mark and the mark the claim was
+  // planned from): a slot re-proposed by a new leader, which plans before it has applied its
+  // predecessor's claims, is claimed again.
+  'a claim applied without the high-water mark checks': () =>
     patchApply((state, _index, command, apply) => {
       const job = command.type === 'claim' ? state.jobs.get(command.job) : undefined;
       if (job === undefined || command.type !== 'claim') return apply();
       const mark = job.highWaterMs;
-      job.highWaterMs = Math.min(mark, command.slotMs - 1);
+      job.highWaterMs = command.fromMs ?? Math.min(mark, command.slotMs - 1);
       const result = apply();
       job.highWaterMs = Math.max(mark, job.highWaterMs);
       return result;

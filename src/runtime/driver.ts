@@ -232,6 +232,11 @@ export class RaftDriver {
     return this.#clockSync.offsets(this.#o.timers.now(), this.#o.clock.now());
   }
 
+  /** Proposals waiting to commit on this member (bounded by maxPendingProposals). */
+  get pendingProposals(): number {
+    return this.#pending.size;
+  }
+
   /** Clock stamps from peers dropped as malformed, out of bounds or inconsistent. */
   get invalidClockStamps(): number {
     return this.#clockSync.invalidStamps;

@@ -1,7 +1,7 @@
 import type { RaftNode } from '../raft/node.js';
 import type { SoftState } from '../raft/ready.js';
 import type { Entry, NodeId } from '../raft/types.js';
-import type { SchedulerCommand } from '../scheduler/state.js';
+import { SCHEDULER_DEFAULTS, type SchedulerCommand } from '../scheduler/state.js';
 import type { LogStorage } from '../storage/log-storage.js';
 import type { Clock, Timers } from '../time/clock.js';
 import type { Transport } from '../transport/transport.js';
@@ -137,6 +137,21 @@ export class Member {
   stop(): void {
     this.scheduler.stop();
     this.driver.stop();
+  }
+
+  /**
+   * What this member holds in memory against each named bound, for inspection and for the
+   * simulator's bounds checker. (The Raft log itself is bounded only once compaction exists.)
+   */
+  bounds(): Array<{ readonly name: string; readonly value: number; readonly limit: number }> {
+    const state = this.scheduler.state;
+    return [
+      { name: 'pending proposals', value: this.driver.pendingProposals, limit: this.#p.timing.maxPendingProposals },
+      { name: 'claims kept', value: state.claims.size, limit: SCHEDULER_DEFAULTS.maxClaimsKept },
+      { name: 'jobs', value: state.jobs.size, limit: SCHEDULER_DEFAULTS.maxJobs },
+      { name: 'locks', value: state.locks.size, limit: SCHEDULER_DEFAULTS.maxLocks },
+      { name: 'open claims', value: state.openClaims().size, limit: SCHEDULER_DEFAULTS.maxClaimsKept },
+    ];
   }
 
   /**
