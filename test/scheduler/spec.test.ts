@@ -22,6 +22,10 @@ describe('job specs', () => {
     [{ every: 5 }, 'spec.every'],
     [{ at: new Date('nonsense') }, 'spec.at'],
     [42, 'spec'],
+    [{ delayAfterCompletion: 10 }, 'spec.delayAfterCompletion'],
+    [{ delayAfterCompletion: 'soon' }, 'spec.delayAfterCompletion'],
+    [{ delayAfterCompletion: 1000, initialDelay: -1 }, 'spec.initialDelay'],
+    [{ delayAfterCompletion: 1000, initialDelay: 'later' }, 'spec.initialDelay'],
   ])('rejects %j, naming %s', (input, option) => {
     let error: unknown;
     try {
