@@ -129,12 +129,6 @@ export const SCHEDULER_RUNTIME_DEFAULTS = {
 const BARRIER_ATTEMPTS_MAX = 20;
 const DEFAULT_TIMEOUT_MS = 60_000;
 const DEFAULT_RETRY_DELAY_MS = 1000;
-/**
- * Under overlap 'skip', how long a slot waits for news of another member's run before it is
- * skipped (the outcome of a run that just ended lags by a commit), and how often it looks.
- */
-const OVERLAP_REMOTE_GRACE_MS = 500;
-const OVERLAP_RECHECK_MS = 50;
 /** A slot whose timer fires this long after its instant is confirmed by a read barrier first. */
 const LATE_FIRE_MS = 100;
 /** How often a fired slot looks again while this member has not learned the cluster's time. */
@@ -565,13 +559,10 @@ export class SchedulerRuntime {
    * replaces it). The lag is a commit round, milliseconds, far below a slot's period.
    */
   async #admit(armed: Armed): Promise<Admission> {
-    let others = this.#othersInProgress(armed);
-    // Under 'skip', a run that only another member holds may have ended already: its outcome
-    // reaches this member a commit later. A skip is final, so it waits a little for that news.
-    for (let waited = 0; armed.overlap === 'skip' && waited < OVERLAP_REMOTE_GRACE_MS && others.length > 0 && others.every((o) => o.local === undefined) && !armed.abort.signal.aborted; waited += OVERLAP_RECHECK_MS) {
-      await new Promise<void>((resolve) => this.#o.timers.setTimeout(resolve, OVERLAP_RECHECK_MS));
-      others = this.#othersInProgress(armed);
-    }
+    // Decided at once, from what the log says now. (Waiting for news of another member's run
+    // would let several waiting slots start together when it ends, before their own start
+    // records reach one another: a burst that 'skip' is meant to prevent.)
+    const others = this.#othersInProgress(armed);
     const queuedOfJob = [...(this.#active.get(armed.job) ?? [])].filter((a) => a.phase === 'queued').length;
     const decision = decideOverlap(armed.overlap, armed.slotMs, others, queuedOfJob);
     if (decision.action === 'skip') return { outcome: 'skipped', reason: decision.reason };
@@ -695,23 +686,21 @@ export class SchedulerRuntime {
     const timeoutMs = armed.timeoutMs;
     const timeout = this.#o.timers.setTimeout(() => abort.abort(new RunAbortedError('timeout', `the run exceeded its timeout of ${timeoutMs} ms`)), timeoutMs);
     const startedAtMs = this.#o.clock.now();
-    if (!abort.signal.aborted) {
-      try {
-        this.#o.onRunStart?.({ job: claim.job, slotMs: claim.slotMs, fencingToken: claim.token, member: this.#o.self, startedAtMs });
-      } catch {
-        // A listener's error must not keep the run from starting.
-      }
-      // Not awaited: the handler starts now, and the log learns of it a commit later.
-      this.#track(this.#recordStart(claim, startedAtMs));
-    }
     let outcome: RunOutcome = 'succeeded';
     let error: string | undefined;
     try {
       if (abort.signal.aborted) throw abort.signal.reason as Error;
-      await Promise.race([
-        Promise.resolve().then(() => job.handler({ job: claim.job, slot: new Date(claim.slotMs), fencingToken: claim.token, attempt: claim.attempt, signal: abort.signal })),
-        new Promise((_, reject) => abort.signal.addEventListener('abort', () => reject(abort.signal.reason as Error), { once: true })),
-      ]);
+      // The handler starts first, synchronously up to its first await: recording the start
+      // proposes through the driver, whose turn would otherwise run before the handler.
+      const handled = (async () => job.handler({ job: claim.job, slot: new Date(claim.slotMs), fencingToken: claim.token, attempt: claim.attempt, signal: abort.signal }))();
+      try {
+        this.#o.onRunStart?.({ job: claim.job, slotMs: claim.slotMs, fencingToken: claim.token, member: this.#o.self, startedAtMs });
+      } catch {
+        // A listener's error must not keep the run going unrecorded.
+      }
+      // Not awaited: the handler runs now, and the log learns of it a commit later.
+      this.#track(this.#recordStart(claim, startedAtMs));
+      await Promise.race([handled, new Promise((_, reject) => abort.signal.addEventListener('abort', () => reject(abort.signal.reason as Error), { once: true }))]);
     } catch (e) {
       const reason: unknown = abort.signal.reason;
       outcome = isReason(reason, 'interrupted') ? 'interrupted' : isReason(reason, 'replaced') ? 'replaced' : abort.signal.aborted ? 'aborted' : 'failed';
