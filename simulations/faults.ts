@@ -107,7 +107,7 @@ export function injectPartitions(ctx: FaultContext, everyMs: number): void {
   });
 }
 
-export function blockedLinks(network: SimNetwork, ids: readonly NodeId[]): Array<[NodeId, NodeId]> {
+function blockedLinks(network: SimNetwork, ids: readonly NodeId[]): Array<[NodeId, NodeId]> {
   const out: Array<[NodeId, NodeId]> = [];
   for (const a of ids) for (const b of ids) if (a !== b && network.isBlocked(a, b)) out.push([a, b]);
   return out;

@@ -61,7 +61,7 @@ export class SimNetwork {
     this.#clogged.set(`${from}>${to}`, extraMs);
   }
 
-  clogOf(from: NodeId, to: NodeId): number {
+  #clogOf(from: NodeId, to: NodeId): number {
     return this.#clogged.get(`${from}>${to}`) ?? 0;
   }
 
@@ -78,7 +78,7 @@ export class SimNetwork {
     const copies = this.#chance(this.faults.duplicateRate) ? 2 : 1;
     for (let i = 0; i < copies; i++) {
       const latencyUs = this.#random.int(Math.round(this.faults.latencyMinMs * 1000), Math.round(this.faults.latencyMaxMs * 1000));
-      this.#scheduler.after(latencyUs / 1000 + this.clogOf(m.from, m.to), () => this.#deliver(m));
+      this.#scheduler.after(latencyUs / 1000 + this.#clogOf(m.from, m.to), () => this.#deliver(m));
     }
   }
 

@@ -10,6 +10,7 @@
  * few megabytes at most whatever the input.
  */
 import type { NodeId } from '../src/raft/types.js';
+import { percentile } from './summary.js';
 import { MAX_TIMELINE_EVENTS, type ReportInput, type TimelineEvent } from './timeline.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -428,12 +429,6 @@ function summarizeJob(job: JobTrack, lastEventT: number): JobSummary {
     lateness: late.length === 0 ? null : { p50: percentile(late, 0.5), p99: percentile(late, 0.99), max: late[late.length - 1] ?? 0 },
     histogram,
   };
-}
-
-/** Nearest-rank percentile of a sorted, non-empty array: a value that actually occurred. */
-function percentile(sorted: readonly number[], q: number): number {
-  const rank = Math.max(1, Math.ceil(q * sorted.length));
-  return sorted[Math.min(rank, sorted.length) - 1] ?? 0;
 }
 
 // ---------------------------------------------------------------------------------------------

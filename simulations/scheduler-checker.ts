@@ -58,7 +58,6 @@ export class SchedulerChecker {
   #lastIndex = 0;
   /** Runs started under a claim the log had already moved to another token (fencing covers them). */
   staleStarts = 0;
-  runsStarted = 0;
   /** Runs started again after a crash whose previous run's outcome was still in flight (at least once). */
   reRuns = 0;
   readonly #startedAt = new Map<NodeId, number>();
@@ -128,7 +127,6 @@ export class SchedulerChecker {
   }
 
   onRunStart(t: number, member: NodeId, incarnation: number, run: { job: string; slotMs: number; fencingToken: number }): void {
-    this.runsStarted++;
     const key = claimKey(run.job, run.slotMs);
     const slot = this.slots.get(key);
     if (slot === undefined) return this.#report(t, `${member} started ${key} which was never claimed`);

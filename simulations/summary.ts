@@ -29,7 +29,13 @@ export function summarizeJobs(names: readonly string[], checker: SchedulerChecke
       if ([...slot.outcomes].some(([key, outcome]) => outcome === 'succeeded' && key.endsWith(` ${slot.token}`))) succeeded++;
     }
     lateness.sort((a, b) => a - b);
-    const at = (q: number): number => lateness[Math.min(lateness.length - 1, Math.floor(q * lateness.length))] ?? 0;
-    return { name, claimed, missed: job?.missed ?? 0, succeeded, unsuccessful: claimed - succeeded, latenessMs: { p50: at(0.5), p99: at(0.99), max: lateness[lateness.length - 1] ?? 0 } };
+    // The same percentiles as the HTML report's table, so the two agree on a run.
+    return { name, claimed, missed: job?.missed ?? 0, succeeded, unsuccessful: claimed - succeeded, latenessMs: { p50: percentile(lateness, 0.5), p99: percentile(lateness, 0.99), max: lateness[lateness.length - 1] ?? 0 } };
   });
+}
+
+/** Nearest-rank percentile (q in 0..1) of a sorted array: a value that actually occurred; 0 when empty. */
+export function percentile(sorted: readonly number[], q: number): number {
+  const rank = Math.max(1, Math.ceil(q * sorted.length));
+  return sorted[Math.min(rank, sorted.length) - 1] ?? 0;
 }

@@ -13,7 +13,8 @@ import { encodeCommand } from './runtime/commands.js';
 import type { RaftDriver, ProposalResult } from './runtime/driver.js';
 import { Member } from './runtime/member.js';
 import type { SchedulerRuntime, JobHandler, JobOptions } from './runtime/scheduler-runtime.js';
-import { parseSpec, specKey, instantsBetween, type SpecInput } from './scheduler/spec.js';
+import { nextInstantAfter } from './scheduler/next-instant.js';
+import { parseSpec, specKey, type SpecInput } from './scheduler/spec.js';
 import type { ClaimRecord, SchedulerCommand } from './scheduler/state.js';
 import { runsOf } from './scheduler/state.js';
 import { nextDelaySlot } from './scheduler/planner.js';
@@ -394,7 +395,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     for (const claim of state.claims.values()) lastClaims.set(claim.job, claim);
     return [...state.jobs.values()].map((job) => {
       // A fixed-delay job's next slot follows its previous run's end, not the spec alone.
-      const next = job.spec.kind === 'delay' ? (nextDelaySlot(state, job) ?? undefined) : instantsBetween(job.spec, job.anchorMs, Math.max(job.highWaterMs, nowMs), nowMs + 366 * 86_400_000, 1)[0];
+      const next = job.spec.kind === 'delay' ? (nextDelaySlot(state, job) ?? undefined) : (nextInstantAfter(job.spec, job.anchorMs, Math.max(job.highWaterMs, nowMs)) ?? undefined);
       const last = lastClaims.get(job.name);
       const running = [...state.claimsInProgress(job.name)].flatMap(runsOf).sort((a, b) => a.slotMs - b.slotMs);
       return {

@@ -239,7 +239,7 @@ export class SchedulerState {
     return this.#inProgress.get(job) ?? EMPTY;
   }
 
-  /** Updates the in-progress index for a claim whose starts, outcomes, token or cancellation changed. */
+  /** Updates the in-progress and open-claim indexes for a claim that is new, or whose starts, outcomes, token or cancellation changed. */
   #index(claim: ClaimRecord): void {
     let set = this.#inProgress.get(claim.job);
     if (isInProgress(claim)) {
@@ -249,6 +249,7 @@ export class SchedulerState {
       set.delete(claim);
       if (set.size === 0) this.#inProgress.delete(claim.job);
     }
+    this.#trackOpen(claim);
   }
 
   /** Forgets one expired lock (the oldest in insertion order), to make room. */
@@ -303,7 +304,6 @@ export class SchedulerState {
         for (const id of claim.assignees) this.assigned.set(id, (this.assigned.get(id) ?? 0) + 1);
         // Runs started under the old token no longer hold the slot.
         this.#index(claim);
-        this.#trackOpen(claim);
         return { ok: true, claim };
       }
       case 'started': {
@@ -316,7 +316,6 @@ export class SchedulerState {
         if (claim.outcomes.get(command.member)?.token === command.token) return { ok: false, reason: 'ended' };
         claim.starts.set(command.member, { atMs: command.atMs, token: command.token });
         this.#index(claim);
-        this.#trackOpen(claim);
         return { ok: true, claim };
       }
       case 'cancel': {
@@ -327,7 +326,6 @@ export class SchedulerState {
         if (claim.assignees.every((id) => claim.outcomes.get(id)?.token === command.token)) return { ok: false, reason: 'ended' };
         claim.cancelled = { token: command.token, bySlotMs: command.bySlotMs, atMs: command.atMs };
         this.#index(claim);
-        this.#trackOpen(claim);
         return { ok: true, claim };
       }
       case 'skip': {
@@ -354,7 +352,6 @@ export class SchedulerState {
         const job = this.jobs.get(command.job);
         if (command.outcome === 'skipped' && job !== undefined) job.skippedRuns += 1;
         this.#index(claim);
-        this.#trackOpen(claim);
         return { ok: true, claim };
       }
     }
@@ -399,7 +396,7 @@ export class SchedulerState {
     job.highWaterMs = command.slotMs;
     const claim: ClaimRecord = { job: command.job, slotMs: command.slotMs, token: index, assignees: [...command.assignees], attempt: 1, outcomes: new Map(), starts: new Map(), cancelled: null };
     this.claims.set(claimKey(command.job, command.slotMs), claim);
-    this.#trackOpen(claim);
+    this.#index(claim);
     for (const id of claim.assignees) this.assigned.set(id, (this.assigned.get(id) ?? 0) + 1);
     while (this.claims.size > this.#maxClaimsKept) this.#forgetOneClaim();
     return { ok: true, claim };
