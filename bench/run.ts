@@ -1,7 +1,9 @@
 /**
- * The benchmark entry point: `npm run bench -- <name> [--quick] [--no-peers]`. Prints a table
- * and a JSON line, and writes the JSON to bench-results/<name>.json. Unless --no-peers is given,
- * the raft bench also measures etcd 3.4 the same way (bench/etcd.ts) and prints both side by side.
+ * The benchmark entry point: `npm run bench -- <name> [--quick] [--no-peers] [--no-failover]`.
+ * Prints a table and a JSON line, and writes the JSON to bench-results/<name>.json. Unless
+ * --no-peers is given, the raft bench also measures etcd 3.4 the same way (bench/etcd.ts) and
+ * prints both side by side. --no-failover skips the kill -9 runs, for quicker measurements of
+ * latency and throughput alone.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
@@ -16,6 +18,7 @@ const { positionals, values } = parseArgs({
     quick: { type: 'boolean', default: false },
     // Node 20's parseArgs has no negated options, so "no-peers" is the option's literal name.
     'no-peers': { type: 'boolean', default: false },
+    'no-failover': { type: 'boolean', default: false },
   },
 });
 const name = positionals[0] ?? 'raft';
@@ -41,7 +44,8 @@ async function main(): Promise<void> {
     process.exitCode = 2;
     return;
   }
-  const options = values.quick ? { serialCount: 500, loadSeconds: 2, failoverRuns: 3 } : { serialCount: 3000, loadSeconds: 5, failoverRuns: 5 };
+  const sizes = values.quick ? { serialCount: 500, loadSeconds: 2, failoverRuns: 3 } : { serialCount: 3000, loadSeconds: 5, failoverRuns: 5 };
+  const options = values['no-failover'] ? { ...sizes, failoverRuns: 0 } : sizes;
   const startedAt = Date.now();
   const result = await benchRaft(options);
   // One after the other, never at once: the two clusters would compete for CPU and disk.

@@ -21,7 +21,11 @@ export interface FaultSwitches {
 
 export const FAULT_NAMES = ['partition', 'loss', 'crash', 'clock', 'pause', 'disk'] as const;
 
-export function switchesFromNames(names: readonly string[]): Required<FaultSwitches> {
+/** Other names users reach for: clock skew is one of the clock faults. */
+export const FAULT_ALIASES: Readonly<Record<string, (typeof FAULT_NAMES)[number]>> = { skew: 'clock' };
+
+export function switchesFromNames(given: readonly string[]): Required<FaultSwitches> {
+  const names = given.map((name) => FAULT_ALIASES[name] ?? name);
   return {
     partitions: names.includes('partition'),
     loss: names.includes('loss'),

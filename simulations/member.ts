@@ -1,6 +1,7 @@
 import { RaftNode } from '../src/raft/node.js';
 import type { Entry, Message, NodeId } from '../src/raft/types.js';
 import type { SoftState } from '../src/raft/ready.js';
+import type { CompactionOptions } from '../src/runtime/driver.js';
 import { Member, type MemberParts, type MemberTiming } from '../src/runtime/member.js';
 import { parseSpec } from '../src/scheduler/spec.js';
 import { MemoryDisk } from '../src/storage/memory-disk.js';
@@ -18,12 +19,15 @@ export interface MemberSettings {
   readonly electionTicks: number;
   readonly timing: MemberTiming;
   readonly jobs: readonly SimJob[];
+  readonly compaction: CompactionOptions;
+  readonly snapshotChunkBytes: number;
 }
 
 /** What the simulation watches on each member, with the incarnation that did it. */
 export interface MemberHooks {
   readonly onStart: (id: NodeId, snapshotIndex: number) => void;
   readonly onApplied: (id: NodeId, entry: Entry) => void;
+  readonly onSnapshotInstalled: (id: NodeId, index: number) => void;
   readonly onSoftState: (id: NodeId, node: RaftNode, state: SoftState) => void;
   readonly onSchedulerApplied: (id: NodeId, ...args: Parameters<NonNullable<MemberParts['onSchedulerApplied']>>) => void;
   readonly onRunStart: (id: NodeId, incarnation: number, ...args: Parameters<NonNullable<MemberParts['onRunStart']>>) => void;
@@ -89,7 +93,10 @@ export class SimMember {
       timers,
       timing: settings.timing,
       bootId: `${this.id}.${incarnation}`,
+      compaction: settings.compaction,
+      snapshotChunkBytes: settings.snapshotChunkBytes,
       onApplied: (e) => hooks.onApplied(this.id, e),
+      onSnapshotInstalled: (index) => hooks.onSnapshotInstalled(this.id, index),
       onSoftState: (s) => hooks.onSoftState(this.id, node, s),
       onSchedulerApplied: (...args) => hooks.onSchedulerApplied(this.id, ...args),
       onRunStart: (run) => hooks.onRunStart(this.id, incarnation, run),

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Entry, NodeId } from '../src/raft/types.js';
 import { DEFAULT_MAX_CLOCK_SKEW_MS } from '../src/runtime/clock-sync.js';
+import type { CompactionOptions } from '../src/runtime/driver.js';
 import type { MemberTiming } from '../src/runtime/member.js';
 import { parseSpec, specKey } from '../src/scheduler/spec.js';
 import { validateJobOptions, validateName } from '../src/job-options.js';
@@ -33,6 +34,8 @@ export interface SimulationOptions {
   readonly proposals?: boolean;
   /** Keep the timeline of the run (for the HTML report). @default false */
   readonly timeline?: boolean;
+  /** When members compact their logs. @default drawn from the seed, far more often than production */
+  readonly compaction?: CompactionOptions;
 }
 
 export interface SimulationResult {
@@ -53,6 +56,8 @@ export interface SimulationResult {
   readonly staleStarts: number;
   /** Runs started again after a crash while the previous run's outcome was in flight (at least once). */
   readonly reRuns: number;
+  /** Snapshots that members installed from a leader, having fallen behind its compacted log. */
+  readonly snapshotsInstalled: number;
   /** A hash of everything that happened, for the determinism check. */
   readonly traceHash: string;
   /** The parameters the seed drew. */
@@ -139,7 +144,14 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
     clockEveryMs: random.int(500, 10_000),
     pauseEveryMs: random.int(500, 10_000),
     diskStallPermille: switches.disks ? random.int(0, 50) : 0,
+    // Far more often than production's default, so that runs install snapshots and restart
+    // from them: compaction must not change what the checkers see.
+    compactEveryEntries: random.int(200, 3000),
+    compactRetainEntries: random.int(0, 300),
+    // Small chunks, so that snapshots travel in several messages, some of them lost.
+    snapshotChunkBytes: random.int(512, 64 * 1024),
   };
+  const compaction: CompactionOptions = options.compaction ?? { everyEntries: drawn.compactEveryEntries, retainEntries: drawn.compactRetainEntries };
   const faults: NetworkFaults = { lossRate: drawn.lossPermille / 1000, duplicateRate: drawn.duplicatePermille / 1000, latencyMinMs: 0.05, latencyMaxMs: drawn.latencyMaxUs / 1000 };
   const scheduler = new SimScheduler();
   const network = new SimNetwork(scheduler, random, faults);
@@ -156,7 +168,7 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
   const slots = new SchedulerChecker(report);
   const ids: NodeId[] = Array.from({ length: memberCount }, (_, i) => `m${i + 1}`);
   const members = ids.map((id, i) => new SimMember(id, seed * 31 + i, scheduler));
-  const settings: MemberSettings = { voters: ids, electionTicks: ELECTION_TICKS, timing: TIMING, jobs };
+  const settings: MemberSettings = { voters: ids, electionTicks: ELECTION_TICKS, timing: TIMING, jobs, compaction, snapshotChunkBytes: drawn.snapshotChunkBytes };
   /** Set in the liveness phase to watch for its marker entry. */
   let alsoOnApplied: ((id: NodeId, entry: Entry) => void) | null = null;
   const leading = new Map<NodeId, number>();
@@ -164,6 +176,12 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
     onStart: (id, snapshotIndex) => {
       safety.onStart(id, snapshotIndex);
       slots.onMemberStart(scheduler.nowMs, id);
+    },
+    onSnapshotInstalled: (id, index) => {
+      trace.update(`${scheduler.nowMs} ${id} installs ${index}\n`);
+      snapshotsInstalled++;
+      // Applying starts again after the snapshot, as after a restart from one.
+      safety.onStart(id, index);
     },
     onApplied: (id, entry) => {
       trace.update(`${scheduler.nowMs} ${id} apply ${entry.index}@${entry.term}\n`);
@@ -203,6 +221,7 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
     },
   };
   let crashes = 0;
+  let snapshotsInstalled = 0;
   let acknowledged = 0;
   let proposals = 0;
   const pick = <T>(xs: readonly T[]): T => xs[random.int(0, xs.length - 1)] as T;
@@ -256,21 +275,30 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
     const node = m.driver?.node;
     if (node === undefined) return;
     const stable = node.log.stable;
-    if (stable > node.log.firstIndex() - 1 && m.disk.durableTerm(stable) !== node.log.term(stable)) {
+    // An index at or before a snapshot (in memory or on disk) is covered by it: the entry is gone.
+    const covered = Math.max(node.log.firstIndex() - 1, m.disk.durableBounds().snapshotIndex);
+    if (stable > covered && m.disk.durableTerm(stable) !== node.log.term(stable)) {
       report(scheduler.nowMs, `${m.id} believes index ${stable} (term ${node.log.term(stable)}) durable, but its disk holds term ${m.disk.durableTerm(stable) ?? 'nothing'} there`);
     }
     if (node.role !== 'leader') return;
     const match = node.progressOf(m.id)?.match ?? 0;
-    if (match > 0 && m.disk.durableTerm(match) !== node.log.term(match)) {
+    if (match > covered && m.disk.durableTerm(match) !== node.log.term(match)) {
       report(scheduler.nowMs, `leader ${m.id} counts index ${match} as its own, but its disk does not hold it`);
     }
   };
 
-  // Nothing a member keeps in memory outgrows its named bound.
+  // Nothing a member keeps in memory outgrows its named bound, and its disk keeps no more of
+  // the log than compaction allows: the applied part within two compaction intervals (a
+  // compaction's write may still wait behind others), plus what is not applied yet.
   const checkBounds = (m: SimMember): void => {
     for (const b of m.member?.bounds() ?? []) {
       if (b.value > b.limit) report(scheduler.nowMs, `${m.id} holds ${b.value} ${b.name}, over its bound of ${b.limit}`);
     }
+    const node = m.driver?.node;
+    if (node === undefined) return;
+    const disk = m.disk.durableBounds();
+    const diskLimit = 2 * compaction.everyEntries + compaction.retainEntries + Math.max(0, node.log.lastIndex() - node.log.applied);
+    if (disk.lastIndex - disk.snapshotIndex > diskLimit) report(scheduler.nowMs, `${m.id}'s disk holds ${disk.lastIndex - disk.snapshotIndex} entries, over its bound of ${diskLimit}`);
   };
 
   /** True ms at which the fault phase ended, once it has. */
@@ -360,6 +388,7 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
     return {
       seed,
       members: ids,
+      snapshotsInstalled,
       violations: safety.violations,
       simulatedMs: scheduler.nowMs,
       healedAtMs: healedAtT ?? scheduler.nowMs,

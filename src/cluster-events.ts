@@ -8,7 +8,10 @@ export interface ClusterEvents {
   leader: [{ readonly leader: NodeId | null; readonly term: number }];
   /** This member's role changed. */
   role: [{ readonly role: Role; readonly term: number }];
-  /** An entry was committed and applied on this member, in log order. */
+  /**
+   * An entry was committed and applied on this member, in log order. Entries that a snapshot
+   * covers (after a restart, or installed from the leader) are not delivered again.
+   */
   applied: [{ readonly index: number; readonly term: number; readonly data: Uint8Array }];
   /** A slot ran on this member (its outcome is also recorded in the log). */
   run: [RunRecord];

@@ -1,4 +1,5 @@
 import { DEFAULT_MAX_CLOCK_SKEW_MS } from './runtime/clock-sync.js';
+import { COMPACTION_DEFAULTS, type CompactionOptions } from './runtime/driver.js';
 import { join } from 'node:path';
 import { InvalidArgumentError } from './errors.js';
 import type { NodeId } from './raft/types.js';
@@ -52,6 +53,14 @@ export interface ClusterOptions {
    * that none starves. @default no limit
    */
   readonly maxConcurrent?: number;
+  /**
+   * Entries applied between snapshots: a member then snapshots its state and drops its log
+   * behind it. A restart replays at most this many entries; a member that falls further behind
+   * than the log kept gets the snapshot. @default 10000
+   */
+  readonly snapshotEveryEntries?: number;
+  /** Entries kept behind a snapshot, so that a follower a little behind gets entries, not the whole state. @default 1000 */
+  readonly snapshotRetainEntries?: number;
   /** Sync every write to disk (turn off only for tests). @default true */
   readonly sync?: boolean;
   /** Injected wall clock, e.g. a skewed one in tests. @default Date.now */
@@ -90,6 +99,8 @@ export const CLUSTER_DEFAULTS = {
   /** Claims whose slot is older than this are never moved to another member again. */
   reassignHorizonMs: 10 * 60_000,
   maxClockSkewMs: DEFAULT_MAX_CLOCK_SKEW_MS,
+  snapshotEveryEntries: COMPACTION_DEFAULTS.everyEntries,
+  snapshotRetainEntries: COMPACTION_DEFAULTS.retainEntries,
 } as const;
 
 /** The options after validation, with defaults applied and addresses parsed. */
@@ -110,6 +121,7 @@ export interface ResolvedOptions {
   readonly maxPendingProposals: number;
   readonly maxClockSkewMs: number;
   readonly maxConcurrent: number;
+  readonly compaction: CompactionOptions;
   readonly sync: boolean;
 }
 
@@ -160,6 +172,10 @@ export function resolveOptions(peersInput: readonly string[], options: ClusterOp
     maxPendingProposals: positiveInt(options.maxPendingProposals ?? CLUSTER_DEFAULTS.maxPendingProposals, 'maxPendingProposals'),
     maxClockSkewMs: positiveInt(options.maxClockSkewMs ?? CLUSTER_DEFAULTS.maxClockSkewMs, 'maxClockSkewMs'),
     maxConcurrent: options.maxConcurrent === undefined || options.maxConcurrent === Number.POSITIVE_INFINITY ? Number.POSITIVE_INFINITY : positiveInt(options.maxConcurrent, 'maxConcurrent'),
+    compaction: {
+      everyEntries: positiveInt(options.snapshotEveryEntries ?? CLUSTER_DEFAULTS.snapshotEveryEntries, 'snapshotEveryEntries'),
+      retainEntries: nonNegativeInt(options.snapshotRetainEntries ?? CLUSTER_DEFAULTS.snapshotRetainEntries, 'snapshotRetainEntries'),
+    },
     sync: options.sync ?? CLUSTER_DEFAULTS.sync,
   };
 }

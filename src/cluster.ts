@@ -4,7 +4,7 @@ import type { PrivateKey } from '@libp2p/interface';
 import type { ClusterState, MemberState } from './api/state.js';
 import type { ClusterEvents } from './cluster-events.js';
 import { resolveOptions, CLUSTER_DEFAULTS, type ClusterOptions, type ResolvedOptions } from './cluster-options.js';
-import { CronraftError, InvalidArgumentError, NotRunningError, TimeoutError } from './errors.js';
+import { ClockUnsyncedError, CronraftError, InvalidArgumentError, NotLeaderError, NotRunningError, TimeoutError } from './errors.js';
 import { validateJobOptions, validateName } from './job-options.js';
 import { RaftNode } from './raft/node.js';
 import type { SoftState } from './raft/ready.js';
@@ -149,6 +149,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
         maxConcurrent: o.maxConcurrent,
       },
       bootId: randomBytes(4).toString('hex'),
+      compaction: o.compaction,
       onUserEntry: (entry, data) => {
         if (this.listenerCount('applied') === 0) return;
         try {
@@ -287,6 +288,13 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     if (typeof fn !== 'function') throw new InvalidArgumentError('fn', fn, 'a function');
     const driver = this.#running();
     // Lock times are compared on every member: they are the cluster's time, not this clock's.
+    // A member that has not learned it yet would stamp its own clock, which may be far off
+    // (ahead, it could take a lock still held): it waits for the leader's heartbeats to teach it.
+    if (!driver.clockSynced) {
+      if (driver.node.leader === null) throw new NotLeaderError(null);
+      const synced = await this.#waitFor(() => driver.clockSynced, this.#o.requestTimeoutMs, this.#o.tickMs * this.#o.heartbeatTicks);
+      if (!synced) throw new ClockUnsyncedError(this.#o.requestTimeoutMs);
+    }
     const clock = driver.clusterClock();
     const startMs = clock.now();
     const lock: SchedulerCommand = { type: 'lock', name, member: this.id, atMs: startMs, untilMs: startMs + atMostFor };
@@ -375,13 +383,20 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       commitIndex: node?.log.committed ?? 0,
       appliedIndex: node?.log.applied ?? 0,
       lastIndex: node?.log.lastIndex() ?? 0,
+      log: {
+        firstIndex: node?.log.firstIndex() ?? 1,
+        snapshotIndex: node?.latestSnapshot.index ?? 0,
+        snapshotsTaken: driver?.snapshotsTaken ?? 0,
+        snapshotsInstalled: driver?.snapshotsInstalled ?? 0,
+      },
       members,
       peerId: this.#peerId,
       transport: stats,
       // Slot instants are on the cluster's time (as in the log), not the timers' monotonic base.
       jobs: this.#jobStates(clusterNow),
       clock: { synced: driver?.clockSynced ?? false, clusterTime: new Date(clusterNow), invalidStamps: driver?.invalidClockStamps ?? 0 },
-      invalidMessages: (driver?.invalidMessages ?? 0) + (node?.protocolViolations ?? 0),
+      invalidMessages: (driver?.invalidMessages ?? 0) + (driver?.invalidSnapshots ?? 0) + (node?.protocolViolations ?? 0),
+      unreadableSnapshots: driver?.unreadableSnapshots ?? 0,
       unsendableMessages: driver?.unsendableMessages ?? 0,
     };
   }
@@ -436,21 +451,33 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     if (this.listenerCount('error') > 0) this.emit('error', e);
   }
 
-  /** Waits until `done()` holds, re-checked on every role or leader change; false on timeout. */
-  #waitFor(done: () => boolean, timeoutMs: number): Promise<boolean> {
+  /**
+   * Waits until `done()` holds, re-checked on every role or leader change and, given `pollMs`,
+   * that often (for conditions no event announces); false on timeout.
+   */
+  #waitFor(done: () => boolean, timeoutMs: number, pollMs?: number): Promise<boolean> {
     if (done()) return Promise.resolve(true);
     return new Promise((resolve) => {
+      let poll: unknown = null;
       const finish = (ok: boolean): void => {
         this.#roleWaiters.delete(check);
         this.#timers.clearTimeout(timer);
+        if (poll !== null) this.#timers.clearTimeout(poll);
         resolve(ok);
       };
       const check = (): void => {
         if (done()) finish(true);
         else if (this.#status === 'stopped' || this.#status === 'failed') finish(false);
       };
+      const repoll = (): void => {
+        poll = this.#timers.setTimeout(() => {
+          check();
+          if (this.#roleWaiters.has(check)) repoll();
+        }, pollMs ?? 0);
+      };
       const timer = this.#timers.setTimeout(() => finish(done()), timeoutMs);
       this.#roleWaiters.add(check);
+      if (pollMs !== undefined) repoll();
     });
   }
 }

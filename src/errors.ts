@@ -70,6 +70,16 @@ export class NotRunningError extends CronraftError {
   }
 }
 
+/**
+ * This member has not learned the cluster's time from a leader within the timeout, so it cannot
+ * stamp a time every member agrees on (a lock's expiry, say). Retry once it hears a leader.
+ */
+export class ClockUnsyncedError extends CronraftError {
+  constructor(timeoutMs: number) {
+    super('CRONRAFT_CLOCK_UNSYNCED', `This member has not learned the cluster's time from a leader within ${timeoutMs} ms`);
+  }
+}
+
 /** The data directory cannot be used: unreadable, corrupt, or belongs to another cluster or member. */
 export class StorageError extends CronraftError {
   readonly path: string;

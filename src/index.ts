@@ -14,6 +14,7 @@ export {
   TimeoutError,
   BackpressureError,
   NotRunningError,
+  ClockUnsyncedError,
   StorageError,
   CodecError,
   RunAbortedError,

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
+import { switchesFromNames } from '../simulations/faults.js';
 
 const run = promisify(execFile);
 /** The compiled command, as `npx cronraft` runs it (test/global-setup.ts builds first). */
@@ -31,6 +32,15 @@ describe('cronraft simulate', () => {
     const r = await cronraft('simulate', '--seeds', '3', '--from', '10', '--members', '3', '--duration', '2s');
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/3 seed\(s\), .* simulated hours in .* real time\); 0 violated an invariant/);
+  });
+
+  it("takes the issue's fault names, skew among them, and turns off the others", async () => {
+    const r = await cronraft('simulate', '--seed', '5', '--members', '3', '--duration', '2s', '--faults', 'partition,skew,crash,loss', '--json');
+    expect(r.code).toBe(0);
+    const result = JSON.parse(r.stdout) as { drawn: Record<string, number> };
+    // Disk stalls were not asked for.
+    expect(result.drawn.diskStallPermille).toBe(0);
+    expect(switchesFromNames(['partition', 'skew', 'crash', 'loss'])).toEqual({ partitions: true, clocks: true, crashes: true, loss: true, pauses: false, disks: false });
   });
 
   it('rejects a bad option with the usage and exit status 2', async () => {

@@ -7,6 +7,7 @@ import { MemoryLogStorage } from '../src/storage/memory-log-storage.js';
 import type { Clock, TimerHandle, Timers } from '../src/time/clock.js';
 import { SeededRandom } from '../src/time/random.js';
 import type { Transport, TransportStats } from '../src/transport/transport.js';
+import { NO_SNAPSHOT_STATE } from './fixtures/state-machine.js';
 
 /** True time 0 is this instant, so clocks read plausible dates. */
 const EPOCH = Date.UTC(2026, 0, 1);
@@ -147,7 +148,7 @@ async function cluster(skews: Record<NodeId, Skew>): Promise<Harness> {
       node,
       storage,
       transport: network.transport(id),
-      stateMachine: { apply: () => null },
+      stateMachine: { apply: () => null, ...NO_SNAPSHOT_STATE },
       clock,
       timers: time.timers(origin),
       tickMs: 10,

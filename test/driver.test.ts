@@ -1,13 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { RaftNode } from '../src/raft/node.js';
 import { EntryType, type Message } from '../src/raft/types.js';
-import { RaftDriver } from '../src/runtime/driver.js';
+import { RaftDriver, type DriverOptions, type StateMachine } from '../src/runtime/driver.js';
 import type { LogStorage } from '../src/storage/log-storage.js';
 import { MemoryDisk } from '../src/storage/memory-disk.js';
 import { MemoryLogStorage } from '../src/storage/memory-log-storage.js';
 import type { Timers } from '../src/time/clock.js';
 import { SeededRandom } from '../src/time/random.js';
 import type { Transport, TransportStats } from '../src/transport/transport.js';
+import { NO_SNAPSHOT_STATE } from './fixtures/state-machine.js';
 
 /** A transport that records what the driver sends and lets the test deliver messages. */
 class RecordingTransport implements Transport {
@@ -39,6 +40,7 @@ async function makeDriver(
   storage: LogStorage,
   onFatal?: (e: unknown) => void,
   now: () => number = () => 0,
+  extra: Partial<DriverOptions> = {},
 ): Promise<{ driver: RaftDriver; transport: RecordingTransport }> {
   const stored = await storage.open();
   const node = new RaftNode({ id: 'a', voters: ['a', 'b', 'c'], electionTicks: 10, heartbeatTicks: 1 }, { hardState: stored.hardState, snapshot: stored.snapshot, entries: stored.entries }, new SeededRandom(1));
@@ -47,7 +49,7 @@ async function makeDriver(
     node,
     storage,
     transport,
-    stateMachine: { apply: (e) => e.index },
+    stateMachine: { apply: (e) => e.index, ...NO_SNAPSHOT_STATE },
     clock: { now },
     // Silences are measured on the timers' monotonic time base: it moves with the test's time.
     timers: { ...frozenTimers, now },
@@ -60,6 +62,7 @@ async function makeDriver(
     leaderSilenceMs: 100,
     bootId: 'test',
     ...(onFatal === undefined ? {} : { onFatal }),
+    ...extra,
   });
   driver.start();
   return { driver, transport };
@@ -134,5 +137,115 @@ describe('the driver orders effects', () => {
     expect(fatal).toHaveLength(1);
     expect(String(fatal[0])).toContain('disk on fire');
     await expect(driver.propose(new Uint8Array([1]))).rejects.toMatchObject({ code: 'CRONRAFT_FATAL' });
+  });
+});
+
+/** A state machine that records what it is asked, to check the order of restores and applies. */
+function recordingStateMachine(accepts = true): StateMachine & { readonly log: string[] } {
+  const log: string[] = [];
+  return {
+    log,
+    apply: (e) => log.push(`apply ${e.index}`),
+    snapshot: () => {
+      log.push('snapshot');
+      return new Uint8Array([42]);
+    },
+    restore: (data) => log.push(`restore ${[...data].join(',')}`),
+    acceptsSnapshot: () => accepts,
+  };
+}
+
+describe('snapshots in the driver', () => {
+  const entry = (index: number): { index: number; term: number; type: EntryType; data: Uint8Array; pid: string } => ({ index, term: 1, type: EntryType.Normal, data: new Uint8Array([index]), pid: `p${index}` });
+
+  it("installs a leader's snapshot: answers once it is durable, restores the state before the entries after it", async () => {
+    const disk = new MemoryDisk({ manualSync: true });
+    const sm = recordingStateMachine();
+    const { driver, transport } = await makeDriver(new MemoryLogStorage(disk), undefined, undefined, { stateMachine: sm });
+    transport.deliver({ type: 'snapshot', from: 'b', to: 'a', term: 1, snapshot: { index: 5, term: 1, data: new Uint8Array([9]) } });
+    await settle();
+    expect(transport.sent.filter((m) => m.type === 'append-resp')).toEqual([]);
+    disk.sync();
+    await settle();
+    expect(transport.sent.filter((m) => m.type === 'append-resp')).toMatchObject([{ to: 'b', reject: false, index: 5 }]);
+    expect(disk.read().snapshot).toMatchObject({ index: 5, term: 1, data: new Uint8Array([9]) });
+    expect(disk.read().hardState.commit).toBe(5);
+    transport.deliver({ type: 'append', from: 'b', to: 'a', term: 1, prevIndex: 5, prevTerm: 1, entries: [entry(6)], commit: 6 });
+    await settle();
+    expect(sm.log).toEqual(['restore 9', 'apply 6']);
+    expect(driver.snapshotsInstalled).toBe(1);
+  });
+
+  it('drops and counts a snapshot the state machine cannot read, changing nothing', async () => {
+    const disk = new MemoryDisk();
+    const sm = recordingStateMachine(false);
+    const { driver, transport } = await makeDriver(new MemoryLogStorage(disk), undefined, undefined, { stateMachine: sm });
+    transport.deliver({ type: 'snapshot', from: 'b', to: 'a', term: 1, snapshot: { index: 5, term: 1, data: new Uint8Array([0xff]) } });
+    await settle();
+    expect(driver.invalidSnapshots).toBe(1);
+    expect(sm.log).toEqual([]);
+    expect(transport.sent).toEqual([]);
+    expect(driver.node.log.lastIndex()).toBe(0);
+    expect(disk.read().snapshot.index).toBe(0);
+  });
+
+  it("a compaction overtaken by a leader's snapshot, queued while its write was in flight, gives way to it", async () => {
+    const disk = new MemoryDisk({ manualSync: true });
+    const fatal: unknown[] = [];
+    const { driver, transport } = await makeDriver(new MemoryLogStorage(disk), (e) => fatal.push(e), undefined, { stateMachine: recordingStateMachine(), compaction: { everyEntries: 4, retainEntries: 0 } });
+    transport.deliver({ type: 'append', from: 'b', to: 'a', term: 1, prevIndex: 0, prevTerm: 0, entries: [1, 2, 3, 4, 5].map(entry), commit: 5 });
+    await settle();
+    expect(driver.snapshotsTaken).toBe(1);
+    transport.deliver({ type: 'snapshot', from: 'b', to: 'a', term: 1, snapshot: { index: 10, term: 1, data: new Uint8Array([7]) } });
+    await settle();
+    for (let i = 0; i < 5; i++) {
+      disk.sync();
+      await settle();
+    }
+    expect(fatal).toEqual([]);
+    expect(disk.read().snapshot).toMatchObject({ index: 10, data: new Uint8Array([7]) });
+    expect(transport.sent.filter((m) => m.type === 'append-resp').at(-1)).toMatchObject({ index: 10, reject: false });
+  });
+
+  it('keeps its log rather than compact behind a snapshot of its own that it cannot read back, and tries again an interval later', async () => {
+    const disk = new MemoryDisk();
+    const sm = recordingStateMachine(false);
+    const { driver, transport } = await makeDriver(new MemoryLogStorage(disk), undefined, undefined, { stateMachine: sm, compaction: { everyEntries: 4, retainEntries: 0 } });
+    const append = (from: number, to: number): void =>
+      transport.deliver({ type: 'append', from: 'b', to: 'a', term: 1, prevIndex: from - 1, prevTerm: from === 1 ? 0 : 1, entries: Array.from({ length: to - from + 1 }, (_, i) => entry(from + i)), commit: to });
+    append(1, 5);
+    await settle();
+    expect([driver.unreadableSnapshots, driver.snapshotsTaken, disk.read().snapshot.index, driver.node.log.firstIndex()]).toEqual([1, 0, 0, 1]);
+    append(6, 7);
+    await settle();
+    expect(sm.log.filter((l) => l === 'snapshot')).toHaveLength(1);
+    append(8, 9);
+    await settle();
+    expect(driver.unreadableSnapshots).toBe(2);
+  });
+
+  it('compacts once everyEntries are applied: the snapshot is stored after the entries, with the commit point, and read back at start', async () => {
+    const disk = new MemoryDisk();
+    const sm = recordingStateMachine();
+    const compaction = { everyEntries: 4, retainEntries: 1 };
+    const first = new MemoryLogStorage(disk);
+    const { driver, transport } = await makeDriver(first, undefined, undefined, { stateMachine: sm, compaction });
+    transport.deliver({ type: 'append', from: 'b', to: 'a', term: 1, prevIndex: 0, prevTerm: 0, entries: [1, 2, 3, 4, 5].map(entry), commit: 5 });
+    await settle();
+    expect(sm.log).toEqual(['apply 1', 'apply 2', 'apply 3', 'apply 4', 'apply 5', 'snapshot']);
+    expect(driver.snapshotsTaken).toBe(1);
+    // In memory, one entry is kept behind the snapshot for a follower a little behind.
+    expect(driver.node.log.firstIndex()).toBe(5);
+    const stored = disk.read();
+    expect(stored.snapshot).toMatchObject({ index: 5, term: 1, data: new Uint8Array([42]) });
+    expect(stored.entries).toEqual([]);
+    expect(stored.hardState.commit).toBe(5);
+    driver.stop();
+    await first.close();
+    // A restarted member starts from the snapshot.
+    const restarted = recordingStateMachine();
+    const storage = new MemoryLogStorage(disk);
+    await makeDriver(storage, undefined, undefined, { stateMachine: restarted });
+    expect(restarted.log).toEqual(['restore 42']);
   });
 });

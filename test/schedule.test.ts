@@ -291,6 +291,14 @@ describe('cluster.runExclusive', () => {
     await holding;
   });
 
+  it('refuses at once on a member that has heard no leader (it has no cluster time to stamp the lock with)', async () => {
+    const [alone] = await threeMembers();
+    await alone!.start();
+    let ran = false;
+    await expect(alone!.runExclusive('x', { atMostFor: 1000 }, () => (ran = true))).rejects.toMatchObject({ code: 'CRONRAFT_NOT_LEADER' });
+    expect(ran).toBe(false);
+  });
+
   it('rejects bad options at the call', async () => {
     const c = new Cluster([], { storage: 'memory' });
     await expect(c.runExclusive('x', { atMostFor: 0 }, () => undefined)).rejects.toMatchObject({ option: 'atMostFor' });

@@ -45,8 +45,10 @@ describe('scheduler simulation', () => {
     // Every slot succeeded, but perhaps the last, whose run may still be going when the run ends.
     expect(report!.succeeded).toBeGreaterThanOrEqual(report!.claimed - 1);
     expect(cache?.succeeded).toBeGreaterThan(60);
-    // Without faults, every slot starts at its instant: the assignee fires on its own timer.
-    expect(report?.latenessMs.max).toBeLessThan(1);
+    // Without faults, every slot starts at its instant: the assignee fires on its own timer, by
+    // the cluster's time as it learned it through heartbeats, which is good to half a round
+    // trip (links here take up to latencyMaxUs each way, at random).
+    expect(report?.latenessMs.max).toBeLessThan(r.drawn.latencyMaxUs! / 1000);
   }, 120_000);
 
   it('refuses a bad job with an error that names it', async () => {

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CronraftError, StorageError } from '../src/errors.js';
 import { EntryType, emptyHardState } from '../src/raft/types.js';
-import type { Entry, HardState } from '../src/raft/types.js';
+import type { Entry, HardState, Snapshot } from '../src/raft/types.js';
 import type { LogStorage, StorageBatch, StoredState } from '../src/storage/log-storage.js';
 
 /**
@@ -27,6 +27,13 @@ const LARGE_BATCH = 10_000;
 export function entry(index: number, term: number, data: Uint8Array = Uint8Array.of(index & 0xff), pid = `m#${index}`): Entry {
   return { index, term, type: EntryType.Normal, data, pid };
 }
+
+/** A snapshot at `index` whose data names it, so that a test can tell two snapshots apart. */
+export function snapshotAt(index: number, term: number, data: Uint8Array = new TextEncoder().encode(`state@${index}`)): Snapshot {
+  return { index, term, data };
+}
+
+const EMPTY_SNAPSHOT: Snapshot = Object.freeze({ index: 0, term: 0, data: new Uint8Array(0) });
 
 export function entries(from: number, to: number, term: number): Entry[] {
   const result: Entry[] = [];
@@ -71,14 +78,25 @@ export function describeLogStorageCompliance(name: string, factory: LogStorageFa
       return error as StorageError;
     }
 
-    async function expectInvalid(promise: Promise<unknown>): Promise<void> {
-      await expect(promise).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT' });
+    async function expectInvalid(promise: Promise<unknown>, option?: string): Promise<void> {
+      await expect(promise).rejects.toMatchObject(option === undefined ? { code: 'CRONRAFT_INVALID_ARGUMENT' } : { code: 'CRONRAFT_INVALID_ARGUMENT', option });
+    }
+
+    /** Restarts `previous` and expects it to hold exactly this. */
+    async function expectAfterRestart(previous: LogStorage, expected: { snapshot: Snapshot; entries: Entry[]; hardState: HardState }): Promise<LogStorage> {
+      const { store, state } = await restart(previous);
+      expect(state.snapshot).toEqual(expected.snapshot);
+      expect(state.entries).toEqual(expected.entries);
+      expect(state.hardState).toEqual(expected.hardState);
+      expect(store.firstIndex()).toBe(expected.snapshot.index + 1);
+      expect(store.snapshot()).toEqual({ index: expected.snapshot.index, term: expected.snapshot.term });
+      return store;
     }
 
     describe('a new store', () => {
       it('opens empty', async () => {
         const { store, state } = await opened();
-        expect(state).toEqual({ identity: null, hardState: emptyHardState, snapshot: { index: 0, term: 0 }, entries: [] });
+        expect(state).toEqual({ identity: null, hardState: emptyHardState, snapshot: EMPTY_SNAPSHOT, entries: [] });
         expect(store.firstIndex()).toBe(1);
         expect(store.snapshot()).toEqual({ index: 0, term: 0 });
       });
@@ -86,7 +104,7 @@ export function describeLogStorageCompliance(name: string, factory: LogStorageFa
       it('is still empty after a restart', async () => {
         const { store } = await opened();
         const { store: again, state } = await restart(store);
-        expect(state).toEqual({ identity: null, hardState: emptyHardState, snapshot: { index: 0, term: 0 }, entries: [] });
+        expect(state).toEqual({ identity: null, hardState: emptyHardState, snapshot: EMPTY_SNAPSHOT, entries: [] });
         expect(again.firstIndex()).toBe(1);
       });
 
@@ -291,12 +309,191 @@ export function describeLogStorageCompliance(name: string, factory: LogStorageFa
       });
     });
 
+    describe('compaction', () => {
+      const committed: HardState = { term: 2, vote: 'a', commit: 8 };
+
+      /** A store holding entries 1..5 at term 1 and 6..10 at term 2, committed up to 8. */
+      async function withLog(): Promise<LogStorage> {
+        const { store } = await opened();
+        await store.save({ hardState: committed, entries: [...entries(1, 5, 1), ...entries(6, 10, 2)] });
+        return store;
+      }
+
+      it('keeps the snapshot with its data and only the later entries across a restart', async () => {
+        const store = await withLog();
+        const snapshot = snapshotAt(6, 2);
+        await store.compact(snapshot);
+        expect(store.firstIndex()).toBe(7);
+        expect(store.snapshot()).toEqual({ index: 6, term: 2 });
+        const again = await expectAfterRestart(store, { snapshot, entries: entries(7, 10, 2), hardState: committed });
+        // The log grows on after the snapshot.
+        await again.save({ entries: entries(11, 12, 3) });
+        await expectAfterRestart(again, { snapshot, entries: [...entries(7, 10, 2), ...entries(11, 12, 3)], hardState: committed });
+      });
+
+      it('compacts twice, across a restart, and up to the last entry', async () => {
+        const store = await withLog();
+        await store.compact(snapshotAt(3, 1));
+        const again = await expectAfterRestart(store, { snapshot: snapshotAt(3, 1), entries: [...entries(4, 5, 1), ...entries(6, 10, 2)], hardState: committed });
+        await again.compact(snapshotAt(8, 2));
+        const third = await expectAfterRestart(again, { snapshot: snapshotAt(8, 2), entries: entries(9, 10, 2), hardState: committed });
+        // Once everything is committed, the whole log folds into the snapshot.
+        const allCommitted = { ...committed, commit: 10 };
+        await third.save({ hardState: allCommitted, entries: [] });
+        await third.compact(snapshotAt(10, 2));
+        await expectAfterRestart(third, { snapshot: snapshotAt(10, 2), entries: [], hardState: allCommitted });
+      });
+
+      it('accepts the current snapshot index: stores the snapshot given and removes nothing', async () => {
+        const { store: fresh } = await opened();
+        await fresh.compact(EMPTY_SNAPSHOT);
+        expect(fresh.firstIndex()).toBe(1);
+        const store = await withLog();
+        await store.compact(snapshotAt(4, 1));
+        const rewritten = snapshotAt(4, 1, Uint8Array.of(4, 4, 4));
+        await store.compact(rewritten);
+        expect(store.firstIndex()).toBe(5);
+        await expectAfterRestart(store, { snapshot: rewritten, entries: [entry(5, 1), ...entries(6, 10, 2)], hardState: committed });
+      });
+
+      it('refuses a snapshot past the commit point or the log, below the current one, with the wrong term or malformed, and loses nothing', async () => {
+        const store = await withLog();
+        await store.compact(snapshotAt(2, 1));
+        await expectInvalid(store.compact(snapshotAt(9, 2)), 'snapshot.index');
+        await expectInvalid(store.compact(snapshotAt(11, 2)), 'snapshot.index');
+        await expectInvalid(store.compact(snapshotAt(1, 1)), 'snapshot.index');
+        await expectInvalid(store.compact(snapshotAt(7, 1)), 'snapshot.term');
+        await expectInvalid(store.compact(snapshotAt(2, 2)), 'snapshot.term');
+        await expectInvalid(store.compact(snapshotAt(-1, 0)), 'snapshot.index');
+        await expectInvalid(store.compact(snapshotAt(2.5, 1)), 'snapshot.index');
+        await expectInvalid(store.compact({ index: 3, term: 1, data: 'state' as unknown as Uint8Array }), 'snapshot.data');
+        await expectInvalid(store.compact(null as unknown as Snapshot), 'snapshot');
+        expect(store.firstIndex()).toBe(3);
+        // An entry at or before the snapshot can no longer be written.
+        await expectInvalid(store.save({ entries: [entry(2, 2)] }), 'batch.entries[0].index');
+        await expectAfterRestart(store, { snapshot: snapshotAt(2, 1), entries: [...entries(3, 5, 1), ...entries(6, 10, 2)], hardState: committed });
+      });
+
+      it('replaces a suffix after a compaction', async () => {
+        const store = await withLog();
+        await store.compact(snapshotAt(7, 2));
+        await store.save({ entries: entries(9, 9, 3) });
+        await expectAfterRestart(store, { snapshot: snapshotAt(7, 2), entries: [entry(8, 2), entry(9, 3)], hardState: committed });
+      });
+
+      it('replaces the log from its first retained entry when the snapshot is at the commit point', async () => {
+        const { store } = await opened();
+        const hardState: HardState = { term: 1, vote: null, commit: 4 };
+        await store.save({ hardState, entries: entries(1, 6, 1) });
+        await store.compact(snapshotAt(4, 1));
+        await store.save({ entries: entries(5, 5, 2) });
+        await expectAfterRestart(store, { snapshot: snapshotAt(4, 1), entries: [entry(5, 2)], hardState });
+      });
+
+      it('is ordered after the saves made before it, awaited or not', async () => {
+        const { store } = await opened();
+        const writes: Promise<void>[] = [];
+        for (let index = 1; index <= 30; index++) writes.push(store.save({ entries: [entry(index, 1)], hardState: { term: 1, vote: null, commit: index } }));
+        writes.push(store.compact(snapshotAt(20, 1)));
+        writes.push(store.save({ entries: entries(31, 32, 2) }));
+        writes.push(store.compact(snapshotAt(25, 1)));
+        await Promise.all(writes);
+        await expectAfterRestart(store, { snapshot: snapshotAt(25, 1), entries: [...entries(26, 30, 1), ...entries(31, 32, 2)], hardState: { term: 1, vote: null, commit: 30 } });
+      });
+
+      it(`folds ${LARGE_BATCH} entries into a snapshot`, async () => {
+        const { store } = await opened();
+        const hardState: HardState = { term: 7, vote: 'x', commit: LARGE_BATCH };
+        await store.save({ hardState, entries: entries(1, LARGE_BATCH, 7) });
+        await store.compact(snapshotAt(LARGE_BATCH - 5, 7));
+        await expectAfterRestart(store, { snapshot: snapshotAt(LARGE_BATCH - 5, 7), entries: entries(LARGE_BATCH - 4, LARGE_BATCH, 7), hardState });
+      });
+
+      it('copies the snapshot it is given', async () => {
+        const store = await withLog();
+        const data = Uint8Array.of(1, 2, 3);
+        const compacting = store.compact({ index: 5, term: 1, data });
+        data.fill(9);
+        await compacting;
+        const { state } = await restart(store);
+        expect(Array.from(state.snapshot.data)).toEqual([1, 2, 3]);
+      });
+    });
+
+    describe('installed snapshots', () => {
+      /** A store holding entries 1..10 at term 1, committed up to 3, compacted up to 2. */
+      async function withLog(): Promise<LogStorage> {
+        const { store } = await opened();
+        await store.save({ hardState: { term: 1, vote: null, commit: 3 }, entries: entries(1, 10, 1) });
+        await store.compact(snapshotAt(2, 1));
+        return store;
+      }
+
+      it('replaces the snapshot and the whole log, without following entries', async () => {
+        const store = await withLog();
+        const installed = snapshotAt(40, 3, Uint8Array.of(0, 0xff, 40));
+        const hardState: HardState = { term: 3, vote: 'b', commit: 40 };
+        await store.save({ snapshot: installed, hardState, entries: [] });
+        expect(store.firstIndex()).toBe(41);
+        expect(store.snapshot()).toEqual({ index: 40, term: 3 });
+        const again = await expectAfterRestart(store, { snapshot: installed, entries: [], hardState });
+        await again.save({ entries: entries(41, 42, 3) });
+        await expectAfterRestart(again, { snapshot: installed, entries: entries(41, 42, 3), hardState });
+      });
+
+      it('replaces the whole log with the entries that follow it, even entries past them', async () => {
+        const store = await withLog();
+        // The snapshot falls inside the stored log: entries before it and past the new end all go.
+        const installed = snapshotAt(5, 2);
+        const hardState: HardState = { term: 2, vote: 'c', commit: 6 };
+        await store.save({ snapshot: installed, hardState, entries: entries(6, 7, 2) });
+        const again = await expectAfterRestart(store, { snapshot: installed, entries: entries(6, 7, 2), hardState });
+        // The removed entries stay removed when the log grows back over them.
+        await again.save({ entries: entries(8, 8, 2) });
+        await expectAfterRestart(again, { snapshot: installed, entries: entries(6, 8, 2), hardState });
+      });
+
+      it('keeps the stored commit point when the batch has no hard state and the point falls within it', async () => {
+        const store = await withLog();
+        const installed = snapshotAt(3, 2);
+        await store.save({ snapshot: installed, entries: entries(4, 4, 2) });
+        await expectAfterRestart(store, { snapshot: installed, entries: [entry(4, 2)], hardState: { term: 1, vote: null, commit: 3 } });
+      });
+
+      it('refuses a snapshot batch that open() would reject, and loses nothing', async () => {
+        const store = await withLog();
+        const installed = snapshotAt(20, 2);
+        const hardState: HardState = { term: 2, vote: null, commit: 20 };
+        await expectInvalid(store.save({ snapshot: installed, hardState, entries: [entry(22, 2)] }), 'batch.entries[0].index');
+        await expectInvalid(store.save({ snapshot: installed, hardState, entries: [entry(20, 2)] }), 'batch.entries[0].index');
+        await expectInvalid(store.save({ snapshot: installed, hardState, entries: [entry(21, 1)] }), 'batch.entries[0].term');
+        await expectInvalid(store.save({ snapshot: installed, hardState: { ...hardState, commit: 19 }, entries: [] }), 'batch.hardState.commit');
+        await expectInvalid(store.save({ snapshot: installed, hardState: { ...hardState, commit: 22 }, entries: [entry(21, 2)] }), 'batch.hardState.commit');
+        // Without a hard state the stored commit point (3) would fall behind the snapshot.
+        await expectInvalid(store.save({ snapshot: installed, entries: [] }), 'batch.hardState');
+        await expectInvalid(store.save({ snapshot: { ...installed, data: [1, 2] as unknown as Uint8Array }, hardState, entries: [] }), 'batch.snapshot.data');
+        await expectInvalid(store.save({ snapshot: { ...installed, term: -1 }, hardState, entries: [] }), 'batch.snapshot.term');
+        await expectInvalid(store.save({ snapshot: { ...installed, index: Number.MAX_SAFE_INTEGER + 1 }, hardState, entries: [] }), 'batch.snapshot.index');
+        await expectAfterRestart(store, { snapshot: snapshotAt(2, 1), entries: entries(3, 10, 1), hardState: { term: 1, vote: null, commit: 3 } });
+      });
+
+      it('copies the snapshot it is given', async () => {
+        const store = await withLog();
+        const data = Uint8Array.of(7, 8);
+        const saving = store.save({ snapshot: { index: 12, term: 1, data }, hardState: { term: 1, vote: null, commit: 12 }, entries: [] });
+        data.fill(0);
+        await saving;
+        const { state } = await restart(store);
+        expect(Array.from(state.snapshot.data)).toEqual([7, 8]);
+      });
+    });
+
     describe('random batches against a model', () => {
-      it('holds what a model log holds after any sequence of appends, replacements and restarts', async () => {
+      it('holds what a model log holds after any sequence of appends, replacements, compactions, installed snapshots and restarts', async () => {
         await fc.assert(
           fc.asyncProperty(fc.array(commandArbitrary, { minLength: 1, maxLength: 25 }), async (commands) => {
             let store = await factory.create();
-            const model: Model = { entries: [], hardState: { ...emptyHardState } };
+            const model: Model = { snapshot: EMPTY_SNAPSHOT, entries: [], hardState: { ...emptyHardState } };
             try {
               await store.open();
               for (const command of commands) {
@@ -304,7 +501,14 @@ export function describeLogStorageCompliance(name: string, factory: LogStorageFa
                   await store.close();
                   store = await factory.reopen(store);
                   const state = await store.open();
+                  expect(state.snapshot).toEqual(model.snapshot);
                   expect(state.entries).toEqual(model.entries);
+                  continue;
+                }
+                if (command.kind === 'compact') {
+                  const snapshot = compactionFor(command, model);
+                  await store.compact(snapshot);
+                  compactModel(model, snapshot);
                   continue;
                 }
                 const batch = batchFor(command, model);
@@ -314,9 +518,10 @@ export function describeLogStorageCompliance(name: string, factory: LogStorageFa
               await store.close();
               store = await factory.reopen(store);
               const state = await store.open();
+              expect(state.snapshot).toEqual(model.snapshot);
               expect(state.entries).toEqual(model.entries);
               expect(state.hardState).toEqual(model.hardState);
-              expect(store.firstIndex()).toBe(1);
+              expect(store.firstIndex()).toBe(model.snapshot.index + 1);
             } finally {
               await store.close();
             }
@@ -328,7 +533,9 @@ export function describeLogStorageCompliance(name: string, factory: LogStorageFa
   });
 }
 
+/** The log as Raft sees it: entries contiguous from snapshot.index + 1. */
 interface Model {
+  snapshot: Snapshot;
   entries: Entry[];
   hardState: HardState;
 }
@@ -337,51 +544,96 @@ type Command =
   | { readonly kind: 'append'; readonly count: number; readonly newTerm: boolean; readonly commit: number | null; readonly data: Uint8Array }
   | { readonly kind: 'replace'; readonly back: number; readonly count: number; readonly commit: number | null; readonly data: Uint8Array }
   | { readonly kind: 'hard-state'; readonly vote: string | null; readonly commit: number }
+  | { readonly kind: 'compact'; readonly upTo: number; readonly data: Uint8Array }
+  | { readonly kind: 'install'; readonly ahead: number; readonly count: number; readonly commit: number; readonly data: Uint8Array }
   | { readonly kind: 'restart' };
 
 /** A commit point as a fraction of the way from the current commit to the last index. */
 const commitArbitrary = fc.option(fc.double({ min: 0, max: 1, noNaN: true }), { nil: null });
+const fractionArbitrary = fc.double({ min: 0, max: 1, noNaN: true });
 
 const commandArbitrary: fc.Arbitrary<Command> = fc.oneof(
   { weight: 5, arbitrary: fc.record({ kind: fc.constant('append' as const), count: fc.integer({ min: 0, max: 20 }), newTerm: fc.boolean(), commit: commitArbitrary, data: fc.uint8Array({ maxLength: 24 }) }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('replace' as const), back: fc.integer({ min: 1, max: 12 }), count: fc.integer({ min: 1, max: 8 }), commit: commitArbitrary, data: fc.uint8Array({ maxLength: 24 }) }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('hard-state' as const), vote: fc.option(fc.constantFrom('a', 'b', 'c'), { nil: null }), commit: fc.double({ min: 0, max: 1, noNaN: true }) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('hard-state' as const), vote: fc.option(fc.constantFrom('a', 'b', 'c'), { nil: null }), commit: fractionArbitrary }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('compact' as const), upTo: fractionArbitrary, data: fc.uint8Array({ maxLength: 24 }) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('install' as const),
+      // How far past the commit point the snapshot lands: behind the last index, or past it.
+      ahead: fc.integer({ min: 0, max: 30 }),
+      count: fc.integer({ min: 0, max: 6 }),
+      commit: fractionArbitrary,
+      data: fc.uint8Array({ maxLength: 24 }),
+    }),
+  },
   { weight: 1, arbitrary: fc.constant({ kind: 'restart' as const }) },
 );
 
+function modelLastIndex(model: Model): number {
+  return model.snapshot.index + model.entries.length;
+}
+
+function modelTermAt(model: Model, index: number): number {
+  if (index === model.snapshot.index) return model.snapshot.term;
+  const stored = model.entries[index - model.snapshot.index - 1];
+  if (stored === undefined) throw new RangeError(`the model holds no entry at ${index}`);
+  return stored.term;
+}
+
+/** A compaction Raft could make: up to a committed, stored index, with its term. */
+function compactionFor(command: Extract<Command, { kind: 'compact' }>, model: Model): Snapshot {
+  const from = model.snapshot.index;
+  const index = from + Math.floor((model.hardState.commit - from) * command.upTo);
+  return { index, term: modelTermAt(model, index), data: command.data };
+}
+
+function compactModel(model: Model, snapshot: Snapshot): void {
+  model.entries.splice(0, snapshot.index - model.snapshot.index);
+  model.snapshot = { ...snapshot, data: new Uint8Array(snapshot.data) };
+}
+
 /** Turns a command into a batch Raft could write: replacements never reach committed entries. */
-function batchFor(command: Exclude<Command, { kind: 'restart' }>, model: Model): StorageBatch {
-  const last = model.entries.length;
-  const lastTerm = model.entries[last - 1]?.term ?? 0;
+function batchFor(command: Exclude<Command, { kind: 'restart' | 'compact' }>, model: Model): StorageBatch {
+  const last = modelLastIndex(model);
+  const lastTerm = modelTermAt(model, last);
   const { commit } = model.hardState;
-  const commitBetween = (fraction: number, lastIndex: number): number => commit + Math.floor((lastIndex - commit) * fraction);
+  const commitBetween = (fraction: number, from: number, lastIndex: number): number => from + Math.floor((lastIndex - from) * fraction);
   if (command.kind === 'hard-state') {
-    return { hardState: { term: model.hardState.term + 1, vote: command.vote, commit: commitBetween(command.commit, last) }, entries: [] };
+    return { hardState: { term: model.hardState.term + 1, vote: command.vote, commit: commitBetween(command.commit, commit, last) }, entries: [] };
   }
-  let first: number;
-  let term: number;
-  if (command.kind === 'append') {
-    first = last + 1;
-    term = Math.max(lastTerm, model.hardState.term) + (command.newTerm ? 1 : 0);
-  } else {
-    first = Math.max(commit + 1, last - command.back + 1);
-    term = Math.max(lastTerm, model.hardState.term) + 1;
+  const term = Math.max(lastTerm, model.hardState.term) + (command.kind === 'append' && !command.newTerm ? 0 : 1);
+  if (command.kind === 'install') {
+    const snapshot: Snapshot = { index: commit + command.ahead, term, data: command.data };
+    const written = entriesFor(snapshot.index + 1, command.count, term, command.data);
+    const lastIndex = snapshot.index + command.count;
+    return { snapshot, hardState: { term, vote: null, commit: commitBetween(command.commit, snapshot.index, lastIndex) }, entries: written };
   }
-  const count = command.count;
+  const first = command.kind === 'append' ? last + 1 : Math.max(commit + 1, last - command.back + 1);
+  const written = entriesFor(first, command.count, term, command.data);
+  const lastIndex = command.count === 0 ? last : first + command.count - 1;
+  if (command.commit === null) return { entries: written };
+  return { hardState: { term, vote: 'a', commit: Math.min(lastIndex, commitBetween(command.commit, commit, lastIndex)) }, entries: written };
+}
+
+function entriesFor(first: number, count: number, term: number, seed: Uint8Array): Entry[] {
   const written: Entry[] = [];
   for (let i = 0; i < count; i++) {
-    const data = command.data.map((byte) => (byte + i) & 0xff);
+    const data = seed.map((byte) => (byte + i) & 0xff);
     written.push({ index: first + i, term, type: data.length === 0 ? EntryType.Noop : EntryType.Normal, data, pid: data.length === 0 ? '' : `m#${first + i}` });
   }
-  const lastIndex = count === 0 ? last : first + count - 1;
-  if (command.commit === null) return { entries: written };
-  return { hardState: { term, vote: 'a', commit: Math.min(lastIndex, commitBetween(command.commit, lastIndex)) }, entries: written };
+  return written;
 }
 
 function applyToModel(model: Model, batch: StorageBatch): void {
+  if (batch.snapshot !== undefined) {
+    model.snapshot = { ...batch.snapshot, data: new Uint8Array(batch.snapshot.data) };
+    model.entries.length = 0;
+  }
   const first = batch.entries[0];
   if (first !== undefined) {
-    model.entries.length = first.index - 1;
+    model.entries.length = first.index - model.snapshot.index - 1;
     for (const written of batch.entries) model.entries.push({ ...written, data: new Uint8Array(written.data) });
   }
   if (batch.hardState !== undefined) model.hardState = { ...batch.hardState };

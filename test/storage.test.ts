@@ -3,16 +3,17 @@ import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promis
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { encode } from 'cborg';
 import { Level } from 'level';
 import { afterEach, describe, expect, it } from 'vitest';
 import { StorageError } from '../src/errors.js';
-import { encodeEntry, encodeFormat } from '../src/storage/level-codec.js';
-import { entryKey, metaKeys } from '../src/storage/level-layout.js';
+import { encodeEntry, encodeFormat, encodeSnapshot } from '../src/storage/level-codec.js';
+import { ENTRY_KEYS_END, describeKey, entryKey, metaKeys, parseKey } from '../src/storage/level-layout.js';
 import { LevelLogStorage } from '../src/storage/level-log-storage.js';
 import type { LogStorage } from '../src/storage/log-storage.js';
 import { MemoryDisk } from '../src/storage/memory-disk.js';
 import { MemoryLogStorage } from '../src/storage/memory-log-storage.js';
-import { describeLogStorageCompliance, entries, entry } from './storage-compliance.js';
+import { describeLogStorageCompliance, entries, entry, snapshotAt } from './storage-compliance.js';
 import { workloadIdentity, workloadStateAfter } from './fixtures/storage-workload.js';
 
 const REPO_ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
@@ -79,6 +80,82 @@ describe('MemoryLogStorage', () => {
       await restarted.close();
       expect((await new MemoryLogStorage(disk).open()).entries).toEqual(entries(1, 2, 1));
     });
+
+    /** A store over a manually synced disk holding entries 1..6 at term 1, committed up to 4, all synced. */
+    async function syncedStore(disk: MemoryDisk): Promise<MemoryLogStorage> {
+      const store = new MemoryLogStorage(disk);
+      await store.open();
+      const saving = store.save({ entries: entries(1, 6, 1), hardState: { term: 1, vote: null, commit: 4 } });
+      disk.sync();
+      await saving;
+      return store;
+    }
+
+    it('makes a compaction one write: unsynced, a crash loses all of it', async () => {
+      const disk = new MemoryDisk({ manualSync: true });
+      const store = await syncedStore(disk);
+      let compacted = false;
+      void store.compact(snapshotAt(3, 1)).then(() => {
+        compacted = true;
+      });
+      await Promise.resolve();
+      expect(compacted).toBe(false);
+      expect(disk.unsyncedWrites).toBe(1);
+      disk.crash();
+      const state = await new MemoryLogStorage(disk).open();
+      expect(state.snapshot).toEqual({ index: 0, term: 0, data: new Uint8Array(0) });
+      expect(state.entries).toEqual(entries(1, 6, 1));
+      expect(state.hardState.commit).toBe(4);
+    });
+
+    it('keeps a synced compaction through a crash, and answers durableTerm from the snapshot', async () => {
+      const disk = new MemoryDisk({ manualSync: true });
+      const store = await syncedStore(disk);
+      const compacting = store.compact(snapshotAt(3, 1));
+      disk.sync();
+      await compacting;
+      void store.save({ entries: entries(7, 7, 2) });
+      disk.crash();
+      const state = await new MemoryLogStorage(disk).open();
+      expect(state.snapshot).toEqual(snapshotAt(3, 1));
+      expect(state.entries).toEqual(entries(4, 6, 1));
+      expect(disk.durableTerm(3)).toBe(1);
+      expect(disk.durableTerm(2)).toBeUndefined();
+      expect(disk.durableTerm(6)).toBe(1);
+      expect(disk.durableTerm(7)).toBeUndefined();
+    });
+
+    it('makes an installed snapshot one write: unsynced, a crash loses all of it', async () => {
+      const disk = new MemoryDisk({ manualSync: true });
+      const store = await syncedStore(disk);
+      void store.save({ snapshot: snapshotAt(20, 2), hardState: { term: 2, vote: null, commit: 21 }, entries: entries(21, 22, 2) });
+      expect(store.firstIndex()).toBe(21);
+      disk.crash();
+      const restarted = new MemoryLogStorage(disk);
+      const state = await restarted.open();
+      expect(state.snapshot.index).toBe(0);
+      expect(state.entries).toEqual(entries(1, 6, 1));
+      expect(state.hardState).toEqual({ term: 1, vote: null, commit: 4 });
+      expect(restarted.firstIndex()).toBe(1);
+      // The restarted store checks against what survived, not what the dead one believed.
+      const compacting = restarted.compact(snapshotAt(4, 1));
+      disk.sync();
+      await compacting;
+      await restarted.close();
+      expect((await new MemoryLogStorage(disk).open()).entries).toEqual(entries(5, 6, 1));
+    });
+
+    it('gives back copies: a caller changing what open() returned does not change the disk', async () => {
+      const disk = new MemoryDisk();
+      const store = new MemoryLogStorage(disk);
+      await store.open();
+      await store.save({ entries: entries(1, 2, 1), hardState: { term: 1, vote: null, commit: 2 } });
+      await store.compact(snapshotAt(1, 1, Uint8Array.of(5)));
+      await store.close();
+      const first = await new MemoryLogStorage(disk).open();
+      first.snapshot.data.fill(0);
+      expect(Array.from(disk.read().snapshot.data)).toEqual([5]);
+    });
   });
 });
 
@@ -109,6 +186,22 @@ describe('LevelLogStorage', () => {
         if (value === null) await db.del(key);
         else await db.put(key, value);
       }
+    } finally {
+      await db.close();
+    }
+  }
+
+  /** The indexes of the entry keys a closed store holds, read around LevelLogStorage. */
+  async function storedEntryIndexes(path: string): Promise<number[]> {
+    const db = new Level<Uint8Array, Uint8Array>(path, { keyEncoding: 'view', valueEncoding: 'view', createIfMissing: false });
+    await db.open();
+    try {
+      const keys = await db.keys({ gte: entryKey(0), lt: ENTRY_KEYS_END }).all();
+      return keys.map((key) => {
+        const parsed = parseKey(key);
+        if (parsed?.kind !== 'entry') throw new Error(`not an entry key: ${describeKey(key)}`);
+        return parsed.index;
+      });
     } finally {
       await db.close();
     }
@@ -236,6 +329,55 @@ describe('LevelLogStorage', () => {
     const pastCommit = await storeWith(3);
     await rawWrite(pastCommit, [1, 2, 3].map((index) => ({ key: entryKey(index), value: null })));
     expect((await expectStorageError(new LevelLogStorage(pastCommit).open(), 'CRONRAFT_STORAGE_CORRUPT', pastCommit)).message).toContain('past the last index 0');
+  });
+
+  it('deletes the compacted entry keys in the batch that writes the snapshot', async () => {
+    const path = await storeWith(50);
+    const store = new LevelLogStorage(path);
+    await store.open();
+    await store.save({ hardState: { term: 1, vote: null, commit: 40 }, entries: [] });
+    await store.compact(snapshotAt(30, 1));
+    await store.close();
+    const indexes = await storedEntryIndexes(path);
+    expect(indexes[0]).toBe(31);
+    expect(indexes.length).toBe(20);
+  });
+
+  it('deletes every stored entry key when a snapshot is installed', async () => {
+    const path = await storeWith(50);
+    const store = new LevelLogStorage(path);
+    await store.open();
+    await store.save({ snapshot: snapshotAt(10, 2), hardState: { term: 2, vote: null, commit: 10 }, entries: entries(11, 12, 2) });
+    await store.close();
+    expect(await storedEntryIndexes(path)).toEqual([11, 12]);
+  });
+
+  it('reports a snapshot value of the wrong shape as corrupt, naming the key', async () => {
+    const bad = [
+      Uint8Array.of(0xff, 0x00, 0x13),
+      // The shape before snapshots kept their data: never written by a released version.
+      encode([3, 1]),
+      encode([3, 1, 'not bytes']),
+      encode([-3, 1, new Uint8Array(0)]),
+      encode([3, 1.5, new Uint8Array(0)]),
+    ];
+    for (const value of bad) {
+      const path = await storeWith(3);
+      await rawWrite(path, [{ key: metaKeys.snapshot, value }]);
+      const error = await expectStorageError(new LevelLogStorage(path).open(), 'CRONRAFT_STORAGE_CORRUPT', path);
+      expect(error.message).toContain('key "snapshot"');
+    }
+  });
+
+  it('reports a commit point below the snapshot, or an entry at or before it, as corrupt', async () => {
+    const behind = await storeWith(5);
+    await rawWrite(behind, [{ key: metaKeys.snapshot, value: encodeSnapshot(snapshotAt(3, 1)) }, ...[1, 2, 3].map((index) => ({ key: entryKey(index), value: null }))]);
+    const error = await expectStorageError(new LevelLogStorage(behind).open(), 'CRONRAFT_STORAGE_CORRUPT', behind);
+    expect(error.message).toContain('commit 1, below the index 3 of key "snapshot"');
+
+    const kept = await storeWith(5);
+    await rawWrite(kept, [{ key: metaKeys.snapshot, value: encodeSnapshot(snapshotAt(1, 1)) }]);
+    expect((await expectStorageError(new LevelLogStorage(kept).open(), 'CRONRAFT_STORAGE_CORRUPT', kept)).message).toContain('entry key 1 is at or before the snapshot index 1');
   });
 
   it('refuses an unknown format version, a missing one and keys it does not know', async () => {

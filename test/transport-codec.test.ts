@@ -39,6 +39,7 @@ const examples: Record<MessageType, Message> = {
   'propose-resp': { type: 'propose-resp', ...base, index: 13, pids: ['n#1', 'n#2'], reject: false, leader: '127.0.0.1:7003' },
   'read-index': { type: 'read-index', ...base, ctx: 99 },
   'read-index-resp': { type: 'read-index-resp', ...base, ctx: 99, index: 12, reject: false },
+  snapshot: { type: 'snapshot', ...base, snapshot: { index: 40, term: 6, data: bytes(0xa1, 1, 2) } },
 };
 
 /** Encodes an arbitrary value as CBOR, for crafting frames the encoder would refuse to write. */

@@ -37,6 +37,12 @@ export interface ClusterState {
   readonly commitIndex: number;
   readonly appliedIndex: number;
   readonly lastIndex: number;
+  /**
+   * The log kept: `firstIndex` is its first entry (the ones before are compacted into the
+   * snapshot at `snapshotIndex`, taken `snapshotsTaken` times here and installed from a leader
+   * `snapshotsInstalled` times since this member started).
+   */
+  readonly log: { readonly firstIndex: number; readonly snapshotIndex: number; readonly snapshotsTaken: number; readonly snapshotsInstalled: number };
   readonly members: readonly MemberState[];
   /** libp2p peer id of this member. */
   readonly peerId: string | null;
@@ -71,4 +77,9 @@ export interface ClusterState {
   readonly invalidMessages: number;
   /** Messages the transport refused to encode (never expected; counted rather than thrown). */
   readonly unsendableMessages: number;
+  /**
+   * Snapshots of this member's state that it could not read back, so did not use (never
+   * expected: a value in the state its own decoder refuses). The log is kept instead.
+   */
+  readonly unreadableSnapshots: number;
 }

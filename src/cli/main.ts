@@ -11,14 +11,14 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { parseDurationMs } from '../../simulations/duration.js';
-import { FAULT_NAMES, switchesFromNames } from '../../simulations/faults.js';
+import { FAULT_ALIASES, FAULT_NAMES, switchesFromNames } from '../../simulations/faults.js';
 import { renderReport } from '../../simulations/report.js';
 import { describeSpec, simulate, type FaultSwitches, type SimulationResult } from '../../simulations/simulate.js';
 import { DEFAULT_SIM_JOBS } from '../../simulations/jobs.js';
 import { InvalidArgumentError } from '../errors.js';
 
 const USAGE = `usage: cronraft simulate [--seed N | --seeds N [--from N]] [--members N] [--duration 60s]
-                         [--faults partition,loss,crash,clock,pause | --faults none] [--json]
+                         [--faults partition,loss,crash,clock,pause,disk | --faults none] [--json]
                          [--proposals on|off]  (application proposals besides the scheduler's)
                          [--parallel N|auto]  (a sweep in N processes; auto: one per core)
                          [--report run.html]  (one seed: an HTML timeline of the run)`;
@@ -26,7 +26,9 @@ const USAGE = `usage: cronraft simulate [--seed N | --seeds N [--from N]] [--mem
 function faultSwitches(value: string): FaultSwitches {
   const names = value === 'none' ? [] : value.split(',').map((s) => s.trim());
   for (const name of names) {
-    if (!(FAULT_NAMES as readonly string[]).includes(name)) throw new InvalidArgumentError('--faults', value, `a list of ${FAULT_NAMES.join(', ')}, or none`);
+    if (!(FAULT_NAMES as readonly string[]).includes(name) && FAULT_ALIASES[name] === undefined) {
+      throw new InvalidArgumentError('--faults', value, `a list of ${FAULT_NAMES.join(', ')} (skew is clock), or none`);
+    }
   }
   return switchesFromNames(names);
 }

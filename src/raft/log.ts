@@ -27,7 +27,8 @@ export class RaftLog {
   constructor(snapshot: SnapshotMeta, entries: readonly Entry[], committed: number) {
     this.#snapshot = snapshot;
     this.#entries = [...entries];
-    this.committed = committed;
+    // A snapshot holds only committed state; a commit point saved before it was taken may lag.
+    this.committed = Math.max(committed, snapshot.index);
     this.applied = snapshot.index;
     this.applying = snapshot.index;
     this.#unstableFrom = this.lastIndex() + 1;
@@ -183,5 +184,40 @@ export class RaftLog {
 
   appliedTo(index: number): void {
     if (index > this.applied) this.applied = index;
+  }
+
+  /**
+   * Drops the entries up to `index`, which a snapshot now stands for. They must be applied
+   * (the snapshot holds their effect) and durable (a write still in flight checks the term of
+   * its last entry against the log's, which needs that entry kept).
+   */
+  compact(index: number): void {
+    if (index <= this.#snapshot.index) return;
+    if (index > this.applied || index > this.stable) {
+      throw new Error(`Raft invariant violated: compaction to ${index} past the applied (${this.applied}) or durable (${this.stable}) index`);
+    }
+    const term = this.term(index) as number;
+    this.#entries.splice(0, index - this.#snapshot.index);
+    this.#snapshot = { index, term };
+  }
+
+  /**
+   * Replaces the whole log with a leader's snapshot: the log is empty after it, committed and
+   * handed out for applying up to it. Nothing of it is durable yet: `stable` falls back to the
+   * previous snapshot, which is on disk, until the snapshot's write completes.
+   */
+  restore(snapshot: SnapshotMeta): void {
+    const durable = this.#snapshot.index;
+    this.#entries = [];
+    this.#snapshot = { index: snapshot.index, term: snapshot.term };
+    this.committed = snapshot.index;
+    this.applying = snapshot.index;
+    this.#unstableFrom = snapshot.index + 1;
+    this.stable = Math.min(this.stable, durable);
+  }
+
+  /** Records that a restored snapshot is durable (stableTo for a snapshot rather than an entry). */
+  snapshotStable(snapshot: SnapshotMeta): void {
+    if (this.#snapshot.index === snapshot.index && this.#snapshot.term === snapshot.term && this.stable < snapshot.index) this.stable = snapshot.index;
   }
 }

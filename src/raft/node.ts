@@ -16,6 +16,8 @@ import {
   type ProposalData,
   type ProposeMessage,
   type ReadIndexMessage,
+  type Snapshot,
+  type SnapshotMessage,
   type SnapshotMeta,
   type VoteMessage,
   type PreVoteMessage,
@@ -31,9 +33,18 @@ export type ProposeOutcome =
 /** What the node starts from: the durable state read back from storage. */
 export interface RaftInitialState {
   readonly hardState: HardState;
-  readonly snapshot: SnapshotMeta;
+  /** The stored snapshot; its data is what this member sends a follower that fell behind the log. */
+  readonly snapshot: SnapshotMeta & { readonly data?: Uint8Array };
   readonly entries: readonly Entry[];
 }
+
+/**
+ * Heartbeat answers a leader waits for, after sending a snapshot, before it sends it again:
+ * answers travel in order behind the snapshot's own, so a few of them with no answer to the
+ * snapshot mean that it, or its answer, was lost. A few rather than one, since answers to
+ * heartbeats sent before the snapshot may still be on their way.
+ */
+export const SNAPSHOT_RETRY_HEARTBEATS = 3;
 
 interface PendingRead {
   readonly seq: number;
@@ -82,6 +93,14 @@ export class RaftNode {
   /** Reads asked of a leader that has not yet committed an entry of its term (paper, section 8). */
   #deferredReads: Array<{ from: NodeId; ctx: number }> = [];
   #readSeq = 0;
+  /** The latest snapshot this member holds (taken or installed): what it sends a follower that fell behind its log. */
+  #snapshot: Snapshot;
+  /** Entries kept behind the latest snapshot (see compact). */
+  #retainEntries = 0;
+  /** The largest distance between two snapshots taken here: how much more a leader may keep for live followers. */
+  #compactEvery = 0;
+  /** A leader's snapshot installed since the last Ready: to persist, and to restore the state machine from. */
+  #pendingRestore: Snapshot | null = null;
 
   #msgs: Message[] = [];
   #readStates: ReadState[] = [];
@@ -110,6 +129,7 @@ export class RaftNode {
       maxPendingReads: config.maxPendingReads ?? RAFT_DEFAULTS.maxPendingReads,
     };
     this.log = new RaftLog(initial.snapshot, initial.entries, initial.hardState.commit);
+    this.#snapshot = { index: initial.snapshot.index, term: initial.snapshot.term, data: initial.snapshot.data ?? new Uint8Array(0) };
     this.#term = initial.hardState.term;
     this.#vote = initial.hardState.vote;
     this.#prevHardState = initial.hardState;
@@ -136,6 +156,11 @@ export class RaftNode {
   }
   get transferee(): NodeId | null {
     return this.#transferee;
+  }
+
+  /** The latest snapshot this member holds (index 0 and no data until one is taken or installed). */
+  get latestSnapshot(): Snapshot {
+    return this.#snapshot;
   }
 
   softState(): SoftState {
@@ -227,6 +252,43 @@ export class RaftNode {
   /** Starts an election now (with a pre-vote first), e.g. to speed up a single member's start. */
   campaign(): void {
     if (this.#role !== 'leader') this.#preCampaign();
+  }
+
+  /**
+   * Takes a snapshot of the state machine, applied up to `snapshot.index`: keeps it to send to
+   * followers that fall behind the log, and drops the log up to `retainEntries` before it (so
+   * that a follower a little behind still gets entries rather than the whole state), and no
+   * further than the entries durable here. Returns
+   * false, changing nothing, for a snapshot not newer than the last or not of an applied entry.
+   */
+  compact(snapshot: Snapshot, retainEntries: number): boolean {
+    if (snapshot.index <= this.#snapshot.index || snapshot.index > this.log.applied) return false;
+    if (this.log.term(snapshot.index) !== snapshot.term) return false;
+    this.#compactEvery = Math.max(this.#compactEvery, snapshot.index - this.#snapshot.index);
+    this.#snapshot = snapshot;
+    this.#retainEntries = Math.max(0, retainEntries);
+    this.#compactLog();
+    return true;
+  }
+
+  /**
+   * Drops the log behind the latest snapshot, less the entries retained, and never past what is
+   * durable here: a write still in flight must be able to tell, by the term of its last entry,
+   * whether that entry is still the one in the log (log.stableTo). So it runs again as writes
+   * complete. A leader also keeps what a live follower still needs, up to another
+   * `everyEntries`-worth of entries (the snapshot's distance from the last): a follower a few
+   * entries behind (a reordered append it had to refuse) gets entries, not the whole state.
+   */
+  #compactLog(): void {
+    let target = Math.min(this.log.stable, this.#snapshot.index - this.#retainEntries);
+    if (this.#role === 'leader') {
+      const floor = target - this.#compactEvery;
+      for (const peer of this.#peers) {
+        const pr = this.#progress.get(peer);
+        if (pr !== undefined && pr.recentActive && pr.match >= floor) target = Math.min(target, pr.match);
+      }
+    }
+    if (target > this.log.snapshot().index) this.log.compact(target);
   }
 
   /**
@@ -352,6 +414,9 @@ export class RaftNode {
       case 'read-index-resp':
         this.#readStates.push({ ctx: m.ctx, index: m.reject ? 0 : m.index });
         return;
+      case 'snapshot':
+        this.#handleSnapshot(m);
+        return;
     }
   }
 
@@ -369,13 +434,13 @@ export class RaftNode {
     // a granted pre-vote must not move ours, or pre-votes would disrupt exactly as votes do.
     if (m.type === 'prevote') return true;
     if (m.type === 'prevote-resp' && !m.reject) return true;
-    const leader = m.type === 'append' || m.type === 'heartbeat' || m.type === 'timeout-now' ? m.from : null;
+    const leader = m.type === 'append' || m.type === 'heartbeat' || m.type === 'snapshot' || m.type === 'timeout-now' ? m.from : null;
     this.#becomeFollower(m.term, leader);
     return true;
   }
 
   #stepLowerTerm(m: Message): void {
-    if (m.type === 'append' || m.type === 'heartbeat') {
+    if (m.type === 'append' || m.type === 'heartbeat' || m.type === 'snapshot') {
       // A stale leader (cut off, then back) learns our term from this reply and steps down;
       // without it, with CheckQuorum, it could keep a follower of its own forever.
       this.#send({ type: 'append-resp', from: this.id, to: m.from, term: this.#term, index: 0, reject: true, hintIndex: 0, hintTerm: 0 });
@@ -521,10 +586,8 @@ export class RaftNode {
     if (pr === undefined || pr.isPaused()) return false;
     const prevIndex = pr.next - 1;
     const prevTerm = this.log.term(prevIndex);
-    if (prevTerm === undefined) {
-      // Compaction (a later step) will send a snapshot here; today the log is never compacted.
-      throw new Error(`Raft invariant violated: no term for index ${prevIndex} to replicate to ${to}`);
-    }
+    // The entries it needs next are compacted away: it gets the state instead.
+    if (prevTerm === undefined) return this.#sendSnapshot(to, pr);
     const entries = this.log.slice(pr.next, this.log.lastIndex() + 1, this.#limits.maxBytesPerAppend, this.#limits.maxEntriesPerAppend);
     if (entries.length === 0 && !allowEmpty && pr.state === 'replicate') return false;
     this.#send({ type: 'append', from: this.id, to, term: this.#term, prevIndex, prevTerm, entries, commit: this.log.committed });
@@ -538,6 +601,19 @@ export class RaftNode {
     } else if (pr.state === 'probe') {
       pr.probeSent = true;
     }
+    return true;
+  }
+
+  #sendSnapshot(to: NodeId, pr: Progress): boolean {
+    // A peer not heard from lately is probably down: the state can be large, so it goes once
+    // the peer answers a heartbeat again.
+    if (!pr.recentActive) return false;
+    const snapshot = this.#snapshot;
+    if (snapshot.index < this.log.snapshot().index) {
+      throw new Error(`Raft invariant violated: the log is compacted to ${this.log.snapshot().index}, past the snapshot at ${snapshot.index}`);
+    }
+    this.#send({ type: 'snapshot', from: this.id, to, term: this.#term, snapshot });
+    pr.becomeSnapshot(snapshot.index);
     return true;
   }
 
@@ -564,11 +640,15 @@ export class RaftNode {
       return;
     }
     const wasPaused = pr.isPaused();
-    if (!pr.maybeUpdate(m.index)) {
+    const updated = pr.maybeUpdate(m.index);
+    if (pr.state === 'snapshot') {
+      // The answer to the snapshot (or to an append that got as far): replicate from there.
+      if (pr.match < pr.pendingSnapshot) return;
+      pr.becomeReplicate();
+    } else if (!updated) {
       if (wasPaused && !pr.isPaused()) this.#sendAppend(m.from);
       return;
-    }
-    if (pr.state === 'probe') pr.becomeReplicate();
+    } else if (pr.state === 'probe') pr.becomeReplicate();
     else pr.inflights.freeLE(m.index);
     this.#maybeCommit();
     // Keep the pipeline full: more entries may be waiting behind the window.
@@ -583,6 +663,14 @@ export class RaftNode {
     const pr = this.#progress.get(m.from);
     if (pr === undefined) return;
     pr.probeSent = false;
+    if (pr.state === 'snapshot') {
+      if (++pr.snapshotWait >= SNAPSHOT_RETRY_HEARTBEATS) {
+        pr.becomeProbe();
+        this.#sendAppend(m.from, true);
+      }
+      if (m.readCtx > 0) this.#ackReads(m.from, m.readCtx);
+      return;
+    }
     // A window full of appends that were lost would otherwise never drain (etcd does the same).
     if (pr.state === 'replicate' && pr.inflights.full()) pr.inflights.freeFirst();
     // Sent even when nothing new is queued: if appends in the pipeline were lost, the follower
@@ -705,6 +793,32 @@ export class RaftNode {
     this.#send({ type: 'append-resp', from: this.id, to: m.from, term: this.#term, index: m.prevIndex, reject: true, hintIndex, hintTerm });
   }
 
+  #handleSnapshot(m: SnapshotMessage): void {
+    if (!this.#followLeader(m.from)) return;
+    const s = m.snapshot;
+    // A snapshot is of committed entries of a term no later than its sender's.
+    if (s.term > m.term || s.index === 0) {
+      this.protocolViolations++;
+      return;
+    }
+    if (s.index <= this.log.committed) {
+      // Nothing new (a duplicate, or we caught up meanwhile): say how far we are.
+      this.#send({ type: 'append-resp', from: this.id, to: m.from, term: this.#term, index: this.log.committed, reject: false, hintIndex: 0, hintTerm: 0 });
+      return;
+    }
+    if (this.log.matchTerm(s.index, s.term)) {
+      // Our log holds the entry it ends at, so it holds everything before it too (log
+      // matching): the snapshot only tells us they are committed.
+      this.log.commitTo(s.index);
+    } else {
+      this.log.restore(s);
+      this.#snapshot = s;
+      this.#pendingRestore = s;
+    }
+    // Sent once the snapshot is durable: the driver holds a follower's answers behind its writes.
+    this.#send({ type: 'append-resp', from: this.id, to: m.from, term: this.#term, index: s.index, reject: false, hintIndex: 0, hintTerm: 0 });
+  }
+
   #handleHeartbeat(m: HeartbeatMessage): void {
     if (!this.#followLeader(m.from)) return;
     if (m.commit > this.log.committed) this.log.commitTo(Math.min(m.commit, this.log.lastIndex()));
@@ -734,6 +848,7 @@ export class RaftNode {
   hasReady(): boolean {
     return (
       this.#msgs.length > 0 ||
+      this.#pendingRestore !== null ||
       this.log.hasUnstable() ||
       this.log.hasCommittedToApply() ||
       this.#readStates.length > 0 ||
@@ -750,6 +865,7 @@ export class RaftNode {
     const ready: Ready = {
       softState: sameSoftState(ss, this.#prevSoftState) ? null : ss,
       hardState: sameHardState(hs, this.#prevHardState) ? null : hs,
+      snapshot: this.#pendingRestore,
       entries: this.log.takeUnstable(),
       messages: this.#msgs,
       committed: this.log.takeCommitted(this.#limits.maxApplyBatch),
@@ -759,6 +875,7 @@ export class RaftNode {
     this.#prevHardState = hs;
     this.#prevSoftState = ss;
     this.#msgs = [];
+    this.#pendingRestore = null;
     this.#readStates = [];
     this.#forwardResults = [];
     return ready;
@@ -772,6 +889,7 @@ export class RaftNode {
 
   /** Acknowledges that a Ready's committed entries were applied. */
   advanceApplied(ready: Ready): void {
+    if (ready.snapshot !== null) this.log.appliedTo(ready.snapshot.index);
     const applied = ready.committed.at(-1);
     if (applied !== undefined) this.log.appliedTo(applied.index);
   }
@@ -781,8 +899,10 @@ export class RaftNode {
    * copy of an entry towards a majority only from here on.
    */
   advancePersisted(ready: Ready): void {
+    if (ready.snapshot !== null) this.log.snapshotStable(ready.snapshot);
     const last = ready.entries.at(-1);
     if (last === undefined || !this.log.stableTo(last.index, last.term)) return;
+    this.#compactLog();
     if (this.#role === 'leader') {
       (this.#progress.get(this.id) as Progress).maybeUpdate(this.log.stable);
       this.#maybeCommit();

@@ -2,7 +2,7 @@
  * The leader's view of one follower (etcd's tracker/progress.go): how far its log matches,
  * what to send next, and how many appends are in flight, bounded in count and bytes.
  */
-export type ProgressState = 'probe' | 'replicate';
+export type ProgressState = 'probe' | 'replicate' | 'snapshot';
 
 /** A bounded window of in-flight appends: the last index and byte size of each. */
 export class Inflights {
@@ -57,6 +57,10 @@ export class Progress {
   state: ProgressState = 'probe';
   /** In probe state, one append at a time: set when one is sent, cleared by a heartbeat response. */
   probeSent = false;
+  /** In snapshot state: the index of the snapshot sent, which the peer's answer must reach. */
+  pendingSnapshot = 0;
+  /** In snapshot state: heartbeat answers since the snapshot went, with no answer to it. */
+  snapshotWait = 0;
   /** The commit index last sent to the peer in an append. */
   sentCommit = 0;
   /** Set by any message from the peer; CheckQuorum reads and clears it once per election timeout. */
@@ -82,7 +86,18 @@ export class Progress {
     this.inflights.reset();
   }
 
+  /** A snapshot at `index` went to the peer: nothing more until it answers. */
+  becomeSnapshot(index: number): void {
+    this.state = 'snapshot';
+    this.pendingSnapshot = index;
+    this.next = index + 1;
+    this.snapshotWait = 0;
+    this.probeSent = false;
+    this.inflights.reset();
+  }
+
   isPaused(): boolean {
+    if (this.state === 'snapshot') return true;
     return this.state === 'probe' ? this.probeSent : this.inflights.full();
   }
 
@@ -103,6 +118,8 @@ export class Progress {
    * is stale (it refers to an append older than the current window). Returns whether it moved.
    */
   maybeDecrTo(rejected: number, probeAt: number): boolean {
+    // Waiting for a snapshot's answer: a rejection is of an append sent before it.
+    if (this.state === 'snapshot') return false;
     if (this.state === 'replicate') {
       if (rejected <= this.match) return false;
       this.next = this.match + 1;

@@ -1,4 +1,4 @@
-import type { Entry, HardState, Message, NodeId } from './types.js';
+import type { Entry, HardState, Message, NodeId, Snapshot } from './types.js';
 
 export type Role = 'follower' | 'precandidate' | 'candidate' | 'leader';
 
@@ -23,15 +23,17 @@ export type ForwardResult =
 /**
  * The effects the protocol asks for, in the order the driver must perform them
  * (etcd's Ready contract):
- * 1. persist `hardState` and `entries` (one atomic, synced write);
+ * 1. persist `snapshot`, `hardState` and `entries` (one atomic, synced write);
  * 2. then send `messages`: a vote or an append acknowledgement must never leave before the
  *    state it promises is durable;
- * 3. then apply `committed` to the state machine, in order;
+ * 3. then restore the state machine from `snapshot`, if any, and apply `committed`, in order;
  * 4. then call `advance(ready)`.
  */
 export interface Ready {
   readonly softState: SoftState | null;
   readonly hardState: HardState | null;
+  /** A leader's snapshot this member installs: it replaces the log and the state machine. */
+  readonly snapshot: Snapshot | null;
   readonly entries: readonly Entry[];
   readonly messages: readonly Message[];
   readonly committed: readonly Entry[];

@@ -43,6 +43,16 @@ export interface SnapshotMeta {
   readonly term: number;
 }
 
+/**
+ * The applied state machine as of `index` (every entry up to it applied), with that entry's
+ * term: what replaces the log up to `index` once it is compacted, and what a leader sends a
+ * follower that lags behind its retained log. `data` is the state machine's own encoding; an
+ * empty `data` at index 0 is the empty state.
+ */
+export interface Snapshot extends SnapshotMeta {
+  readonly data: Uint8Array;
+}
+
 /** A proposal carried from a follower to the leader. */
 export interface ProposalData {
   readonly pid: string;
@@ -66,7 +76,8 @@ export type Message =
   | ProposeMessage
   | ProposeResponse
   | ReadIndexMessage
-  | ReadIndexResponse;
+  | ReadIndexResponse
+  | SnapshotMessage;
 
 interface Base {
   readonly from: NodeId;
@@ -192,6 +203,20 @@ export interface ReadIndexResponse extends Base {
   readonly reject: boolean;
 }
 
+/**
+ * A leader's latest snapshot, for a follower whose next entry the leader no longer holds. The
+ * follower answers with an `append-resp` at the snapshot's index once it is durable.
+ */
+export interface SnapshotMessage extends Base {
+  readonly type: 'snapshot';
+  readonly snapshot: Snapshot;
+  /**
+   * Set on the wire only: a snapshot larger than a frame travels in chunks, `data` being the
+   * bytes from `offset` of `total`. The driver splits and joins them; the protocol sees whole ones.
+   */
+  readonly chunk?: { readonly offset: number; readonly total: number };
+}
+
 export type MessageType = Message['type'];
 
 export const messageTypes: readonly MessageType[] = [
@@ -208,4 +233,5 @@ export const messageTypes: readonly MessageType[] = [
   'propose-resp',
   'read-index',
   'read-index-resp',
+  'snapshot',
 ];

@@ -12,13 +12,43 @@ import type { ForwardResult, Ready, ReadState, SoftState } from '../raft/ready.j
 import { EntryType, type Entry, type HardState, type Message, type NodeId, type ProposalData } from '../raft/types.js';
 import type { LogStorage } from '../storage/log-storage.js';
 import type { Clock, TimerHandle, Timers } from '../time/clock.js';
+import { SnapshotAssembler, splitSnapshot } from './snapshot-chunks.js';
 import type { Transport } from '../transport/transport.js';
 import { ClockSync, type ClockOffset } from './clock-sync.js';
 
 /** The replicated application: `apply` runs in log order on every member and must be deterministic. */
 export interface StateMachine {
   apply(entry: Entry): unknown;
+  /** The state as applied so far, encoded: the data of a snapshot at the last applied index. */
+  snapshot(): Uint8Array;
+  /**
+   * Replaces the whole state with a snapshot's: the stored one at start, or a leader's that
+   * this member installs. Only given data that `acceptsSnapshot` accepted.
+   */
+  restore(data: Uint8Array): void;
+  /**
+   * Whether `restore` can take `data`. A leader's snapshot is checked before the protocol takes
+   * it in: a corrupt or hostile one is dropped and counted like any malformed message, and the
+   * log and state stay as they were.
+   */
+  acceptsSnapshot(data: Uint8Array): boolean;
 }
+
+/**
+ * When a member compacts its log: once this many entries were applied since its last snapshot,
+ * it takes a new one and drops the log behind it, keeping `retainEntries` so that a follower a
+ * little behind still gets entries rather than the whole state. Together they bound the log
+ * kept in memory and on disk.
+ */
+export interface CompactionOptions {
+  readonly everyEntries: number;
+  readonly retainEntries: number;
+}
+
+export const COMPACTION_DEFAULTS: CompactionOptions = {
+  everyEntries: 10_000,
+  retainEntries: 1_000,
+};
 
 export interface DriverOptions {
   readonly node: RaftNode;
@@ -45,8 +75,14 @@ export interface DriverOptions {
   readonly leaderSilenceMs: number;
   /** A prefix that makes this process's proposal ids unique across restarts. */
   readonly bootId: string;
+  /** @default COMPACTION_DEFAULTS */
+  readonly compaction?: CompactionOptions;
+  /** Bytes of snapshot data per message. @default SNAPSHOT_CHUNK_BYTES */
+  readonly snapshotChunkBytes?: number;
   readonly onSoftState?: (state: SoftState) => void;
   readonly onApplied?: (entry: Entry) => void;
+  /** A leader's snapshot replaced the state: entries up to `index` will not be applied one by one. */
+  readonly onSnapshotInstalled?: (index: number) => void;
   /** A fatal error (storage failed): the member stops taking part and reports it. */
   readonly onFatal?: (error: unknown) => void;
 }
@@ -98,6 +134,12 @@ interface PendingRead {
  *    that waited on them: a caller learns of success only once its entry is applied here.
  * 4. **Advances** the node: applied at once, persisted when the write completes.
  *
+ * A snapshot follows the same order. One installed from the leader is written with the Ready
+ * (it replaces the stored log), the answer that acknowledges it leaves once that write is
+ * durable, and the state machine is restored from it before the entries after it are applied.
+ * One this member takes of its own state (compaction) is written after every earlier write,
+ * so that a crash leaves either the entries or the snapshot that stands for them.
+ *
  * Heartbeats and their responses carry clock stamps, added as they leave and read once the
  * protocol has stepped them (`clock-sync.ts`): that is how members learn the cluster's time.
  *
@@ -137,6 +179,16 @@ export class RaftDriver {
   /** The node's latest hard state, written or not. */
   #hardState: HardState;
   #fatal: unknown = null;
+  /** Snapshots this member took of its own state (compactions), and installed from a leader. */
+  snapshotsTaken = 0;
+  snapshotsInstalled = 0;
+  /** Snapshots from a leader that the state machine could not read: dropped (see acceptsSnapshot). */
+  invalidSnapshots = 0;
+  /** Snapshots of its own state this member could not read back: not used (see #maybeCompact). */
+  unreadableSnapshots = 0;
+  /** No compaction before this applied index (after a snapshot that could not be read back). */
+  #compactAfter = 0;
+  readonly #snapshotChunks = new SnapshotAssembler();
   /** Clock offsets and the cluster's time, from stamps on heartbeats (see clock-sync.ts). */
   readonly #clockSync: ClockSync;
   readonly #clusterClock: Clock;
@@ -169,6 +221,10 @@ export class RaftDriver {
 
   start(): void {
     if (this.#running) return;
+    // The stored snapshot stands for every entry up to it: the state starts from it, and the
+    // entries after it are applied as they commit.
+    const stored = this.#node.latestSnapshot;
+    if (stored.index > 0) this.#o.stateMachine.restore(stored.data);
     this.#running = true;
     this.#scheduleTick();
     this.#kick();
@@ -236,6 +292,7 @@ export class RaftDriver {
   get pendingProposals(): number {
     return this.#pending.size;
   }
+
 
   /** Clock stamps from peers dropped as malformed, out of bounds or inconsistent. */
   get invalidClockStamps(): number {
@@ -321,6 +378,17 @@ export class RaftDriver {
     const mono = this.#o.timers.now();
     this.#lastHeard.set(m.from, mono);
     const wall = this.#o.clock.now();
+    if (m.type === 'snapshot') {
+      // A large snapshot comes in chunks: the protocol sees it once whole, and only if the
+      // state machine can read it.
+      const whole = this.#snapshotChunks.add(m);
+      if (whole === null) return;
+      if (!this.#o.stateMachine.acceptsSnapshot(whole.snapshot.data)) {
+        this.invalidSnapshots++;
+        return;
+      }
+      m = whole;
+    }
     try {
       this.#node.step(m);
       // After the step, so that only the stamps of the leader the protocol follows count.
@@ -395,17 +463,19 @@ export class RaftDriver {
     // A change of the commit index alone is not written: no message promises it, and a member
     // that restarts with an older one re-learns it from the leader. It rides along with the
     // next write of entries instead, which halves the fsyncs on the commit path.
-    const persist = voteChanged || rd.entries.length > 0;
+    const persist = voteChanged || rd.entries.length > 0 || rd.snapshot !== null;
     // 1. Persist (started now; see the class comment for what waits on it).
     if (persist) {
       this.#savesInFlight++;
-      const hardState = voteChanged || hs.commit !== this.#savedCommit ? hs : undefined;
+      // An installed snapshot moves the commit point to it at least: it is written with it.
+      const hardState = voteChanged || hs.commit !== this.#savedCommit || rd.snapshot !== null ? hs : undefined;
       if (hardState !== undefined) {
         this.#savedTerm = hardState.term;
         this.#savedVote = hardState.vote;
         this.#savedCommit = hardState.commit;
       }
-      this.#lastSave = this.#o.storage.save(hardState === undefined ? { entries: rd.entries } : { hardState, entries: rd.entries }).then(() => {
+      const batch = { entries: rd.entries, ...(hardState === undefined ? {} : { hardState }), ...(rd.snapshot === null ? {} : { snapshot: rd.snapshot }) };
+      this.#lastSave = this.#o.storage.save(batch).then(() => {
         this.#savesInFlight--;
         if (hardState !== undefined) {
           this.#durableTerm = hardState.term;
@@ -436,7 +506,19 @@ export class RaftDriver {
         (error: unknown) => this.#fail(error),
       );
     }
-    // 3. Apply, in log order.
+    // 3. Apply, in log order: from the installed snapshot, then the entries after it.
+    if (rd.snapshot !== null) {
+      this.#o.stateMachine.restore(rd.snapshot.data);
+      this.snapshotsInstalled++;
+      this.#o.onSnapshotInstalled?.(rd.snapshot.index);
+      // Proposals placed at indexes the snapshot covers will never be applied here: their
+      // outcome is unknown to this member (they may be in the snapshot, or were replaced).
+      for (const [index, pid] of this.#byIndex) {
+        if (index > rd.snapshot.index) continue;
+        const p = this.#pending.get(pid);
+        if (p !== undefined) this.#settle(p, new OutcomeUnknownError('A snapshot from the leader replaced the log here before the proposal was applied; it may or may not have committed'));
+      }
+    }
     for (const entry of rd.committed) this.#apply(entry);
     this.#handleForwardResults(rd.forwardResults);
     this.#handleReadStates(rd.readStates);
@@ -444,9 +526,53 @@ export class RaftDriver {
     if (rd.softState !== null) this.#onSoftState(rd.softState);
     // 4. Advance what is done now; persistence is acknowledged when the write completes.
     this.#node.advanceApplied(rd);
+    this.#maybeCompact();
+  }
+
+  /**
+   * Takes a snapshot of the state machine at the applied index and compacts the log behind it,
+   * once `everyEntries` were applied since the last snapshot (see CompactionOptions).
+   */
+  #maybeCompact(): void {
+    const { everyEntries, retainEntries } = this.#o.compaction ?? COMPACTION_DEFAULTS;
+    const log = this.#node.log;
+    const index = log.applied;
+    if (index - this.#node.latestSnapshot.index < everyEntries || index < this.#compactAfter) return;
+    const term = log.term(index);
+    if (term === undefined) return;
+    const snapshot = { index, term, data: this.#o.stateMachine.snapshot() };
+    // A state this member could not read back would keep it from restarting, and followers
+    // would refuse it: keep the log instead, and try again an interval later.
+    if (!this.#o.stateMachine.acceptsSnapshot(snapshot.data)) {
+      this.unreadableSnapshots++;
+      this.#compactAfter = index + everyEntries;
+      return;
+    }
+    if (!this.#node.compact(snapshot, retainEntries)) return;
+    this.snapshotsTaken++;
+    // The stored commit point may lag (a commit alone is not written): it must reach the
+    // snapshot, or a restart would find a snapshot past its commit point. Both writes queue
+    // behind every earlier one, so the entries the snapshot replaces are stored first.
+    const hs = this.#node.hardState();
+    this.#savedCommit = hs.commit;
+    // A leader's snapshot installed meanwhile (queued while the save was in flight) replaced
+    // the stored log past this one: this compaction then has nothing left to do. Nor has it
+    // once the member stopped (its store is closing).
+    this.#lastSave = this.#o.storage
+      .save({ hardState: { term: this.#savedTerm, vote: this.#savedVote, commit: hs.commit }, entries: [] })
+      .then(() => (this.#running && this.#o.storage.snapshot().index < snapshot.index ? this.#o.storage.compact(snapshot) : undefined));
+    this.#lastSave.catch((error: unknown) => this.#fail(error));
   }
 
   #send(m: Message): void {
+    if (m.type === 'snapshot') {
+      for (const chunk of splitSnapshot(m, this.#o.snapshotChunkBytes)) this.#sendOne(chunk);
+      return;
+    }
+    this.#sendOne(m);
+  }
+
+  #sendOne(m: Message): void {
     try {
       // Stamped as it leaves, not when the protocol made it: a response held back for a write
       // must report when it really went (NTP's t3 excludes the time it waited).
@@ -493,6 +619,12 @@ export class RaftDriver {
   }
 
   #place(p: PendingProposal, index: number): void {
+    // Its position is already applied here, yet it was not settled: a snapshot covered it, so
+    // whether it is in the state is unknown here (the answer of a forward came after it).
+    if (index <= this.#node.log.applied) {
+      this.#settle(p, new OutcomeUnknownError('A snapshot from the leader covered the proposal before its position was known here; it may or may not have committed'));
+      return;
+    }
     p.index = index;
     p.forwardedTo = null;
     // If another proposal of ours held this index, a new leader overwrote it: it is dropped.

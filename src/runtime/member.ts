@@ -1,12 +1,15 @@
+import { CodecError } from '../errors.js';
 import type { RaftNode } from '../raft/node.js';
 import type { SoftState } from '../raft/ready.js';
 import type { Entry, NodeId } from '../raft/types.js';
 import { SCHEDULER_DEFAULTS, type SchedulerCommand } from '../scheduler/state.js';
+import { decodeSchedulerSnapshot, encodeSchedulerSnapshot } from '../scheduler/state-snapshot.js';
 import type { LogStorage } from '../storage/log-storage.js';
 import type { Clock, Timers } from '../time/clock.js';
 import type { Transport } from '../transport/transport.js';
 import { decodeCommand, encodeCommand } from './commands.js';
-import { RaftDriver, type StateMachine } from './driver.js';
+import { COMPACTION_DEFAULTS, RaftDriver, type CompactionOptions, type StateMachine } from './driver.js';
+import { decodeMemberSnapshot, encodeMemberSnapshot } from './member-snapshot.js';
 import { SchedulerRuntime, type RunRecord, type SchedulerRuntimeOptions } from './scheduler-runtime.js';
 
 /** Bounds and intervals of one member, resolved from the cluster's options. */
@@ -40,10 +43,16 @@ export interface MemberParts {
   readonly timing: MemberTiming;
   /** Tells apart this process's proposals from a previous incarnation's. */
   readonly bootId: string;
+  /** @default COMPACTION_DEFAULTS */
+  readonly compaction?: CompactionOptions;
+  /** Bytes of snapshot data per message (the simulator makes them small). @default SNAPSHOT_CHUNK_BYTES */
+  readonly snapshotChunkBytes?: number;
   /** An application entry (`cluster.propose`) applied here, in log order. */
   readonly onUserEntry?: (entry: Entry, data: Uint8Array) => void;
   /** Every entry applied here, whatever it holds (the simulator's checkers watch them). */
   readonly onApplied?: (entry: Entry) => void;
+  /** A leader's snapshot replaced the state here: entries up to `index` will not be applied one by one. */
+  readonly onSnapshotInstalled?: (index: number) => void;
   readonly onSoftState?: (state: SoftState) => void;
   readonly onFatal?: (error: unknown) => void;
   readonly onRunStart?: SchedulerRuntimeOptions['onRunStart'];
@@ -78,6 +87,24 @@ export class Member {
         if (command?.kind === 'user') parts.onUserEntry?.(entry, command.data);
         return undefined;
       },
+      // Only the scheduler's state is kept: applications' own entries are delivered as they
+      // apply and are not replayed from a snapshot.
+      snapshot: () => encodeMemberSnapshot(encodeSchedulerSnapshot(this.scheduler.state)),
+      restore: (data) => {
+        const scheduler = decodeMemberSnapshot(data);
+        if (scheduler === null) throw new CodecError('Not a member snapshot this version reads');
+        this.scheduler.restore(scheduler);
+      },
+      acceptsSnapshot: (data) => {
+        const scheduler = decodeMemberSnapshot(data);
+        if (scheduler === null) return false;
+        try {
+          decodeSchedulerSnapshot(scheduler, this.scheduler.state.limits);
+          return true;
+        } catch {
+          return false;
+        }
+      },
     };
     this.driver = new RaftDriver({
       node: parts.node,
@@ -94,7 +121,10 @@ export class Member {
       maxPendingReads: t.maxPendingReads,
       leaderSilenceMs: t.electionTimeoutMs,
       bootId: parts.bootId,
+      ...(parts.compaction === undefined ? {} : { compaction: parts.compaction }),
+      ...(parts.snapshotChunkBytes === undefined ? {} : { snapshotChunkBytes: parts.snapshotChunkBytes }),
       ...(parts.onApplied === undefined ? {} : { onApplied: parts.onApplied }),
+      ...(parts.onSnapshotInstalled === undefined ? {} : { onSnapshotInstalled: parts.onSnapshotInstalled }),
       ...(parts.onSoftState === undefined ? {} : { onSoftState: parts.onSoftState }),
       ...(parts.onFatal === undefined ? {} : { onFatal: parts.onFatal }),
     });
@@ -145,7 +175,14 @@ export class Member {
    */
   bounds(): Array<{ readonly name: string; readonly value: number; readonly limit: number }> {
     const state = this.scheduler.state;
+    const log = this.driver.node.log;
+    const compaction = this.#p.compaction ?? COMPACTION_DEFAULTS;
     return [
+      // Compaction keeps the applied and durable part of the log to at most this: what it
+      // retains, and a leader at most one more snapshot interval for live followers (it never
+      // drops an entry before it is durable here); the rest is bounded by the leader's
+      // uncommitted bytes and the disk's pace.
+      { name: 'applied entries kept', value: Math.max(0, Math.min(log.applied, log.stable) - log.firstIndex() + 1), limit: 2 * compaction.everyEntries + compaction.retainEntries },
       { name: 'pending proposals', value: this.driver.pendingProposals, limit: this.#p.timing.maxPendingProposals },
       { name: 'claims kept', value: state.claims.size, limit: SCHEDULER_DEFAULTS.maxClaimsKept },
       { name: 'jobs', value: state.jobs.size, limit: SCHEDULER_DEFAULTS.maxJobs },

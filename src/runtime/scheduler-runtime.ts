@@ -5,6 +5,7 @@ import { decideOverlap, runsInProgress } from '../scheduler/overlap.js';
 import { plan, planReassignments, type CatchUp } from '../scheduler/planner.js';
 import { MAX_WAITING_RUNS, RunQueue } from '../scheduler/run-queue.js';
 import type { JobSpec } from '../scheduler/spec.js';
+import { restoreSchedulerSnapshot } from '../scheduler/state-snapshot.js';
 import {
   claimKey,
   DEFAULT_OVERLAP,
@@ -135,6 +136,12 @@ const LATE_FIRE_MS = 100;
 const CLOCK_WAIT_MS = 10;
 /** A slot's timer is set again when the cluster's time says it is off by more than this. */
 const REARM_TOLERANCE_MS = 2;
+/**
+ * A slot fires once the cluster's time is within this of its instant: floating-point slack
+ * only (it must exceed the rounding of time sums, or a timer set for less could never move
+ * time forward in a simulation).
+ */
+const FIRE_EARLY_TOLERANCE_MS = 0.01;
 /** Claims older than this when applied are history, not work: they are not armed at all. */
 const ARM_HORIZON_MS = 10 * 60_000;
 
@@ -197,6 +204,12 @@ export class SchedulerRuntime {
   #runningCount = 0;
   readonly #maxConcurrent: number;
   #planTimer: TimerHandle | null = null;
+  /**
+   * Runs that ended here and whose outcome is not recorded yet, by claim key, with their token:
+   * a snapshot installed meanwhile may not hold the outcome, and must not arm them again.
+   * Bounded by the runs in flight (each leaves once its outcome is recorded or given up).
+   */
+  readonly #unrecorded = new Map<string, number>();
   /** Runs started and their outcomes not yet recorded: a graceful stop waits for them. */
   readonly #inFlightRuns = new Set<Promise<void>>();
   /** One read barrier in flight, shared by every late claim waiting for it. */
@@ -298,6 +311,11 @@ export class SchedulerRuntime {
   #register(name: string): void {
     const job = this.#jobs.get(name);
     if (job === undefined || job.registered || this.#stopped) return;
+    // The first registration's time anchors the job's slots on every member: a member that has
+    // not learned the cluster's time would stamp its own clock, perhaps a minute off, and put
+    // every slot that far away. It joins a job already registered at once (its time is then
+    // unused); it creates one only once synced. The next plan interval tries again.
+    if (this.#o.clockReady?.() === false && !this.state.jobs.has(name)) return;
     const command: SchedulerCommand = { type: 'register', job: name, spec: job.spec, mode: job.options.mode ?? 'one', policy: policyOf(job.options), member: this.#o.self, atMs: this.#o.clock.now() };
     this.#o.propose(command).then(
       () => {
@@ -325,9 +343,35 @@ export class SchedulerRuntime {
       this.#arm(claim);
     }
     if (command.type === 'cancel' && result.ok && result.claim !== undefined) this.#replaced(result.claim, command.bySlotMs);
+    if (command.type === 'register' && result.ok) this.#planSoon();
     // A run that ended, started or moved elsewhere may let a queued run of its job go.
     if (this.#queued.size > 0 && (command.type === 'outcome' || command.type === 'started' || command.type === 'cancel' || command.type === 'reassign')) this.#pump();
     return result;
+  }
+
+  /**
+   * Replaces the replicated state with a snapshot's (the stored one at start, or a leader's
+   * installed here), then brings this member's runs in line with it: a run whose claim the
+   * snapshot moved or ended no longer holds it, and every claim of this member's that it holds
+   * is armed as an applied claim would be (one it already ran is recognised when it fires).
+   * Throws CodecError, changing nothing, on data that is not a snapshot.
+   */
+  restore(data: Uint8Array): void {
+    restoreSchedulerSnapshot(this.state, data);
+    this.#inflight.clear();
+    for (const [key, mine] of this.#armed) {
+      const claim = this.state.claims.get(key);
+      if (claim !== undefined && claim.token === mine.token && claim.assignees.includes(this.#o.self)) continue;
+      if (mine.timer !== null) this.#o.timers.clearTimeout(mine.timer);
+      mine.abort.abort(new RunAbortedError('reassigned', 'a snapshot from the leader shows the slot claimed under another token'));
+      this.#armed.delete(key);
+    }
+    for (const [key, claim] of this.state.claims) {
+      // A run that ended here with its outcome still on its way is not run again.
+      if (claim.assignees.includes(this.#o.self) && !this.#alreadyReported(claim) && this.#unrecorded.get(key) !== claim.token) this.#arm(claim);
+    }
+    // Runs queued behind another member's may go, if the snapshot shows that run ended.
+    if (this.#queued.size > 0) this.#pump();
   }
 
   /** A later slot replaced this member's run of the claim (overlap 'replace', from another member). */
@@ -347,7 +391,7 @@ export class SchedulerRuntime {
     mine.abort.abort(reason);
   }
 
-  #schedulePlan(): void {
+  #schedulePlan(delayMs = this.#o.planIntervalMs): void {
     if (this.#stopped) return;
     this.#planTimer = this.#o.timers.setTimeout(() => {
       this.#planTimer = null;
@@ -363,7 +407,17 @@ export class SchedulerRuntime {
         this.#leaderSinceMs = null;
       }
       this.#schedulePlan();
-    }, this.#o.planIntervalMs);
+    }, delayMs);
+  }
+
+  /**
+   * Plans now rather than at the next interval: a job just registered may have a slot due
+   * within it, which a plan an interval away would claim late.
+   */
+  #planSoon(): void {
+    if (this.#planTimer === null || !this.#o.isLeader()) return;
+    this.#o.timers.clearTimeout(this.#planTimer);
+    this.#schedulePlan(0);
   }
 
   /**
@@ -431,7 +485,9 @@ export class SchedulerRuntime {
         return;
       }
       const early = claim.slotMs - this.#o.clock.now();
-      if (early > REARM_TOLERANCE_MS && entry.phase === 'armed') {
+      // Never before the instant, even by a millisecond (timers round to whole ones): a
+      // handler that reads the clock must find its slot's time, not the day before midnight.
+      if (early > FIRE_EARLY_TOLERANCE_MS && entry.phase === 'armed') {
         entry.timer = this.#o.timers.setTimeout(fire, early);
         entry.firesAt = this.#o.timers.now() + early;
         return;
@@ -707,6 +763,7 @@ export class SchedulerRuntime {
       error = e instanceof Error ? e.message : String(e);
     } finally {
       this.#o.timers.clearTimeout(timeout);
+      this.#unrecorded.set(key, claim.token);
       if (this.#armed.get(key)?.abort === abort) this.#armed.delete(key);
       // Its run slot is free, and the job's queued runs may go, before the outcome commits.
       this.#runningCount -= 1;
@@ -729,7 +786,11 @@ export class SchedulerRuntime {
     } catch {
       // A listener's error must not keep the outcome from being recorded.
     }
-    await this.#recordOutcome({ ...record, outcome });
+    try {
+      await this.#recordOutcome({ ...record, outcome });
+    } finally {
+      if (this.#unrecorded.get(key) === claim.token) this.#unrecorded.delete(key);
+    }
   }
 
   /** Records in the log that the run started, until applied or moot (the run ended or moved). */

@@ -191,6 +191,33 @@ export type ApplyResult =
   | { readonly ok: true; readonly claim?: ClaimRecord; readonly lock?: LockRecord }
   | { readonly ok: false; readonly reason: 'duplicate-slot' | 'unknown-job' | 'stale-token' | 'spec-conflict' | 'locked' | 'ended' };
 
+/**
+ * The whole contents of a SchedulerState, as a snapshot holds them (state-snapshot.ts encodes
+ * and decodes it): every Map and Set as an array in its iteration order, which is part of the
+ * state (claims are forgotten oldest first, expired locks likewise).
+ */
+export interface SchedulerStateParts {
+  /** In registration order; each is kept under its name. */
+  readonly jobs: readonly JobRecord[];
+  /** In claim order; each is kept under claimKey(job, slotMs). */
+  readonly claims: readonly ClaimRecord[];
+  /** In insertion order. */
+  readonly locks: readonly (readonly [name: string, lock: LockRecord])[];
+  /** In insertion order. */
+  readonly assigned: readonly (readonly [member: NodeId, claims: number])[];
+  /**
+   * The order of the derived indexes, as applying the log left it: a claim that reopens (moved
+   * after it settled) or whose run restarts (after a reassignment) goes to the end of its index,
+   * not to its place in claim order, and the planner looks at open claims in index order.
+   * Membership is always rebuilt from the claims; this only orders it. Absent: claim order.
+   */
+  readonly indexOrder?: {
+    readonly open: readonly ClaimRecord[];
+    /** Every claim in progress, the claims of one job in the order of that job's index. */
+    readonly inProgress: readonly ClaimRecord[];
+  };
+}
+
 /** Claims looked at, oldest first, for one that is finished when one must be forgotten. */
 const MAX_EVICTION_SCAN = 64;
 
@@ -232,6 +259,41 @@ export class SchedulerState {
     this.#maxClaimsKept = limits.maxClaimsKept ?? SCHEDULER_DEFAULTS.maxClaimsKept;
     this.#maxJobs = limits.maxJobs ?? SCHEDULER_DEFAULTS.maxJobs;
     this.#maxLocks = limits.maxLocks ?? SCHEDULER_DEFAULTS.maxLocks;
+  }
+
+  /** The bounds this state keeps to; a snapshot restored into it must fit them. */
+  get limits(): { readonly maxClaimsKept: number; readonly maxJobs: number; readonly maxLocks: number } {
+    return { maxClaimsKept: this.#maxClaimsKept, maxJobs: this.#maxJobs, maxLocks: this.#maxLocks };
+  }
+
+  /**
+   * Replaces the whole contents of this state with `parts` (a decoded snapshot), in place: the
+   * runtime holds this instance. The derived indexes are rebuilt through #index, as applying the
+   * claims would, then put in `parts.indexOrder`. Takes the records as they are (not copied)
+   * and validates nothing: decode and check a snapshot fully before calling this, so that a bad
+   * one leaves the state as it was (restoreSchedulerSnapshot does).
+   */
+  restoreFrom(parts: SchedulerStateParts): void {
+    this.jobs.clear();
+    for (const job of parts.jobs) this.jobs.set(job.name, job);
+    this.claims.clear();
+    for (const claim of parts.claims) this.claims.set(claimKey(claim.job, claim.slotMs), claim);
+    this.locks.clear();
+    for (const [name, lock] of parts.locks) this.locks.set(name, lock);
+    this.assigned.clear();
+    for (const [member, count] of parts.assigned) this.assigned.set(member, count);
+    this.#inProgress.clear();
+    this.#open.clear();
+    for (const claim of this.claims.values()) this.#index(claim);
+    if (parts.indexOrder === undefined) return;
+    reorder(this.#open, parts.indexOrder.open);
+    const byJob = new Map<string, ClaimRecord[]>();
+    for (const claim of parts.indexOrder.inProgress) {
+      const list = byJob.get(claim.job);
+      if (list === undefined) byJob.set(claim.job, [claim]);
+      else list.push(claim);
+    }
+    for (const [job, set] of this.#inProgress) reorder(set, byJob.get(job) ?? []);
   }
 
   /** The job's kept claims with a run in progress (see `runsInProgress` for the runs). */
@@ -472,6 +534,17 @@ export function runsOf(claim: ClaimRecord): RunInProgress[] {
     out.push({ job: claim.job, slotMs: claim.slotMs, token: claim.token, member, startedAtMs: start.atMs });
   }
   return out;
+}
+
+/**
+ * Puts the members of `set` that `order` lists in that order, followed by the others as they
+ * were: an order can arrange a set, never add to it or take from it.
+ */
+function reorder<T>(set: Set<T>, order: readonly T[]): void {
+  const members = new Set(set);
+  set.clear();
+  for (const item of order) if (members.delete(item)) set.add(item);
+  for (const item of members) set.add(item);
 }
 
 function isInProgress(claim: ClaimRecord): boolean {

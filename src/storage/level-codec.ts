@@ -1,5 +1,5 @@
 import { decode, encode } from 'cborg';
-import type { Entry, HardState, SnapshotMeta } from '../raft/types.js';
+import type { Entry, HardState, Snapshot } from '../raft/types.js';
 import type { StorageIdentity } from './log-storage.js';
 import { isCount, isEntryType } from './store-checks.js';
 
@@ -10,11 +10,13 @@ import { isCount, isEntryType } from './store-checks.js';
  * - format:    1
  * - identity:  [clusterId, nodeId]
  * - hardstate: [term, vote | null, commit]
- * - snapshot:  [index, term]
+ * - snapshot:  [index, term, data (bytes)]: the state machine as of `index`, whose entry had `term`
  * - entry:     [index, term, type, data (bytes), pid]
  *
  * The entry keeps its index although the key holds it too, so that a value stored under the
- * wrong key is detected.
+ * wrong key is detected. The snapshot record gained its data without a new format version: no
+ * released version ever wrote a snapshot record, so no store holds the older two-element shape,
+ * and decodeSnapshot rejects it as corrupt like any other wrong shape.
  */
 
 /** A value that decodes but does not have the shape of its record, or does not decode at all. */
@@ -53,14 +55,16 @@ export function decodeHardState(bytes: Uint8Array): HardState {
   return { term, vote, commit };
 }
 
-export function encodeSnapshot(snapshot: SnapshotMeta): Uint8Array {
-  return encode([snapshot.index, snapshot.term]);
+export function encodeSnapshot(snapshot: Snapshot): Uint8Array {
+  return encode([snapshot.index, snapshot.term, snapshot.data]);
 }
 
-export function decodeSnapshot(bytes: Uint8Array): SnapshotMeta {
-  const [index, term] = decodeTuple(bytes, 2, 'snapshot [index, term]');
-  if (!isCount(index) || !isCount(term)) throw new ValueShapeError('expected snapshot [index, term] as two non-negative integers');
-  return { index, term };
+export function decodeSnapshot(bytes: Uint8Array): Snapshot {
+  const [index, term, data] = decodeTuple(bytes, 3, 'snapshot [index, term, data]');
+  if (!isCount(index)) throw new ValueShapeError(`expected a non-negative integer snapshot index, got ${describe(index)}`);
+  if (!isCount(term)) throw new ValueShapeError(`expected a non-negative integer snapshot term, got ${describe(term)}`);
+  if (!(data instanceof Uint8Array)) throw new ValueShapeError(`expected bytes for the snapshot data, got ${describe(data)}`);
+  return { index, term, data };
 }
 
 export function encodeEntry(entry: Entry): Uint8Array {

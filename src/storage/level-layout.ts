@@ -3,10 +3,11 @@
  * first byte:
  *
  * - 0x00 + an ASCII name: the single-valued records (format version, identity, hard state,
- *   snapshot meta).
+ *   snapshot with its data).
  * - 0x01 + the entry's index as 8 bytes big-endian: one key per log entry. Fixed-width
  *   big-endian makes LevelDB's bytewise order the numeric order, so one range scan reads the log
- *   in order and a suffix is a key range.
+ *   in order and a suffix is a key range. The retained log runs from the snapshot's index + 1:
+ *   a compaction deletes the keys before it in the batch that writes the snapshot.
  *
  * Meta keys sort before every entry key, so one scan of the whole store meets them first.
  * Raw prefix bytes rather than sublevels keep the hot path (one put per entry) free of

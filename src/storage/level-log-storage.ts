@@ -2,7 +2,7 @@ import { readdir, stat } from 'node:fs/promises';
 import { Level } from 'level';
 import { StorageError } from '../errors.js';
 import { emptyHardState } from '../raft/types.js';
-import type { Entry, HardState, SnapshotMeta } from '../raft/types.js';
+import type { Entry, HardState, Snapshot, SnapshotMeta } from '../raft/types.js';
 import {
   ValueShapeError,
   decodeEntry,
@@ -14,10 +14,11 @@ import {
   encodeFormat,
   encodeHardState,
   encodeIdentity,
+  encodeSnapshot,
 } from './level-codec.js';
 import { ENTRY_KEYS_END, FORMAT_VERSION, MetaName, describeKey, entryKey, metaKeys, parseKey } from './level-layout.js';
 import type { LogStorage, StorageBatch, StorageIdentity, StoredState } from './log-storage.js';
-import { checkBatch, checkIdentity, mismatchMessage, notOpenError, sameIdentity } from './store-checks.js';
+import { checkBatch, checkCompaction, checkIdentity, mismatchMessage, notOpenError, sameIdentity } from './store-checks.js';
 import { TermIndex } from './term-index.js';
 import { WriteQueue } from './write-queue.js';
 import type { WriteOp } from './write-queue.js';
@@ -50,9 +51,9 @@ interface Session {
 
 /**
  * LogStorage in a LevelDB directory (classic-level, through `level`). The layout is in
- * level-layout.ts and the value encodings in level-codec.ts. save() writes one atomic batch and
- * reads nothing: the store keeps the terms of its log in memory to check batches and to know
- * which keys a suffix replacement deletes.
+ * level-layout.ts and the value encodings in level-codec.ts. save() and compact() each write one
+ * atomic batch and read nothing: the store keeps the terms of its log in memory to check batches
+ * and to know which keys a suffix replacement, a compaction or an installed snapshot deletes.
  */
 export class LevelLogStorage implements LogStorage {
   readonly path: string;
@@ -81,7 +82,7 @@ export class LevelLogStorage implements LogStorage {
       const state = await this.read(db);
       if (state === null) {
         await db.put(metaKeys.format, encodeFormat(FORMAT_VERSION), { sync: this.sync });
-        const empty: StoredState = { identity: null, hardState: { ...emptyHardState }, snapshot: { index: 0, term: 0 }, entries: [] };
+        const empty: StoredState = { identity: null, hardState: { ...emptyHardState }, snapshot: emptySnapshot(), entries: [] };
         this.begin(db, empty);
         return empty;
       }
@@ -107,17 +108,40 @@ export class LevelLogStorage implements LogStorage {
 
   async save(batch: StorageBatch): Promise<void> {
     const session = this.current();
-    const previousLast = session.terms.lastIndex;
+    const { firstIndex: previousFirst, lastIndex: previousLast } = session.terms;
     const lastIndex = checkBatch(batch, session.terms, session.commit);
     const ops: WriteOp[] = [];
+    if (batch.snapshot !== undefined) {
+      // An installed snapshot removes every stored entry: those up to its index here, those past
+      // the new end below, and those in between are overwritten by the batch's own entries.
+      ops.push({ type: 'put', key: metaKeys.snapshot, value: encodeSnapshot(batch.snapshot) });
+      pushDeletes(ops, previousFirst, Math.min(previousLast, batch.snapshot.index));
+    }
     if (batch.hardState !== undefined) ops.push({ type: 'put', key: metaKeys.hardstate, value: encodeHardState(batch.hardState) });
     for (const entry of batch.entries) ops.push({ type: 'put', key: entryKey(entry.index), value: encodeEntry(entry) });
     // A replaced suffix longer than the new one leaves stored entries past the new end.
-    for (let index = lastIndex + 1; index <= previousLast; index++) ops.push({ type: 'del', key: entryKey(index) });
+    pushDeletes(ops, Math.max(previousFirst, lastIndex + 1), previousLast);
     if (ops.length === 0) return;
+    if (batch.snapshot !== undefined) session.terms.install(batch.snapshot);
     session.terms.apply(batch.entries);
     if (batch.hardState !== undefined) session.commit = batch.hardState.commit;
     await session.queue.write(ops, batch.sync ?? true);
+  }
+
+  /**
+   * One batch through the write queue: the snapshot and a del for every entry key it folds in,
+   * which the term index knows without reading. LevelDB has no atomic range delete (classic-level's
+   * clear() deletes in chunks outside any batch, so a crash could leave a gap before the first
+   * entry), and the range is bounded by how far apart compactions are. The deleted keys vanish
+   * from reads at once; LevelDB reclaims their space when it compacts its files.
+   */
+  async compact(snapshot: Snapshot): Promise<void> {
+    const session = this.current();
+    checkCompaction(snapshot, session.terms, session.commit);
+    const ops: WriteOp[] = [{ type: 'put', key: metaKeys.snapshot, value: encodeSnapshot(snapshot) }];
+    pushDeletes(ops, session.terms.firstIndex, snapshot.index);
+    session.terms.compact(snapshot);
+    await session.queue.write(ops);
   }
 
   firstIndex(): number {
@@ -143,7 +167,15 @@ export class LevelLogStorage implements LogStorage {
 
   private async writeBatch(db: Db, ops: WriteOp[], sync: boolean): Promise<void> {
     try {
-      await db.batch(ops, { sync: this.sync && sync });
+      // A chained batch rather than an array of operations: abstract-level copies and checks
+      // each operation of an array in JavaScript, which cost six times as much main-thread time
+      // per save of 64 entries (measured: 643 µs against 104 µs).
+      const batch = db.batch();
+      for (const op of ops) {
+        if (op.type === 'put') batch.put(op.key, op.value);
+        else batch.del(op.key);
+      }
+      await batch.write({ sync: this.sync && sync });
     } catch (error) {
       throw new StorageError('CRONRAFT_STORAGE_UNREADABLE', this.path, `a write failed; reopen the store: ${messageOf(error)}`, { cause: error });
     }
@@ -223,7 +255,7 @@ export class LevelLogStorage implements LogStorage {
     const hardStateBytes = meta.get(MetaName.HardState);
     const hardState: HardState = hardStateBytes === undefined ? { ...emptyHardState } : this.decode(metaKeys.hardstate, hardStateBytes, decodeHardState);
     const snapshotBytes = meta.get(MetaName.Snapshot);
-    const snapshot: SnapshotMeta = snapshotBytes === undefined ? { index: 0, term: 0 } : this.decode(metaKeys.snapshot, snapshotBytes, decodeSnapshot);
+    const snapshot: Snapshot = snapshotBytes === undefined ? emptySnapshot() : this.decode(metaKeys.snapshot, snapshotBytes, decodeSnapshot);
 
     const entries: Entry[] = [];
     let expected = snapshot.index + 1;
@@ -241,6 +273,10 @@ export class LevelLogStorage implements LogStorage {
     }
     const lastIndex = expected - 1;
     if (hardState.commit > lastIndex) throw this.corrupt(`key "${MetaName.HardState}" has commit ${hardState.commit}, past the last index ${lastIndex}`);
+    // Only committed entries are ever folded into a snapshot, so the commit point cannot be behind it.
+    if (hardState.commit < snapshot.index) {
+      throw this.corrupt(`key "${MetaName.HardState}" has commit ${hardState.commit}, below the index ${snapshot.index} of key "${MetaName.Snapshot}"`);
+    }
     return { identity, hardState, snapshot, entries };
   }
 
@@ -256,6 +292,16 @@ export class LevelLogStorage implements LogStorage {
   private corrupt(message: string): StorageError {
     return new StorageError('CRONRAFT_STORAGE_CORRUPT', this.path, message);
   }
+}
+
+/** What a store holds before anything was compacted: the empty state at index 0. */
+function emptySnapshot(): Snapshot {
+  return { index: 0, term: 0, data: new Uint8Array(0) };
+}
+
+/** Appends a del for every entry key from `from` to `to`, both included (none when from > to). */
+function pushDeletes(ops: WriteOp[], from: number, to: number): void {
+  for (let index = from; index <= to; index++) ops.push({ type: 'del', key: entryKey(index) });
 }
 
 /** The `code` of a level error or of the error that caused it (open errors wrap the reason). */

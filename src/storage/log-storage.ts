@@ -1,4 +1,4 @@
-import type { Entry, HardState, NodeId, SnapshotMeta } from '../raft/types.js';
+import type { Entry, HardState, NodeId, Snapshot, SnapshotMeta } from '../raft/types.js';
 
 /** Who a data directory belongs to, written on first start and checked on every later one. */
 export interface StorageIdentity {
@@ -11,8 +11,8 @@ export interface StoredState {
   /** Null when the store is new (nothing was ever written). */
   readonly identity: StorageIdentity | null;
   readonly hardState: HardState;
-  /** Where the retained log starts; `{ index: 0, term: 0 }` when nothing was compacted. */
-  readonly snapshot: SnapshotMeta;
+  /** Where the retained log starts, with the state as of there; `{ index: 0, term: 0, data: empty }` when nothing was compacted. */
+  readonly snapshot: Snapshot;
   /** The retained entries, contiguous, from `snapshot.index + 1`. */
   readonly entries: readonly Entry[];
 }
@@ -26,6 +26,14 @@ export interface StorageBatch {
    * or removed (a follower's log conflict is repaired by truncating the suffix).
    */
   readonly entries: readonly Entry[];
+  /**
+   * A snapshot received from the leader (a follower too far behind its log). It replaces the
+   * stored snapshot and the whole stored log: every stored entry is removed, whatever its index,
+   * since entries past a snapshot this member did not make may conflict with it. Written first;
+   * `entries`, if any, then follow it (`entries[0].index === snapshot.index + 1`). The hard
+   * state's commit point may then be anywhere from `snapshot.index` to the last entry.
+   */
+  readonly snapshot?: Snapshot;
   /**
    * Sync to disk before resolving (default true). False only for a write whose loss on power
    * failure is harmless, e.g. the commit index alone: it still survives the process crashing.
@@ -49,6 +57,13 @@ export interface LogStorage {
    * Resolves only once the batch is durable (synced) when the store is durable.
    */
   save(batch: StorageBatch): Promise<void>;
+  /**
+   * Compacts the log behind a snapshot this member took of its own applied state: stores the
+   * snapshot and removes the entries up to `snapshot.index`, atomically, ordered after every
+   * earlier save(). `snapshot.index` must be a stored entry (or the current snapshot's index)
+   * with that term, at or below the stored commit point; the entries after it are kept.
+   */
+  compact(snapshot: Snapshot): Promise<void>;
   /** Index of the first retained entry (snapshot.index + 1). */
   firstIndex(): number;
   /** Where the retained log starts. */

@@ -1,6 +1,6 @@
 import { StorageError } from '../errors.js';
 import { emptyHardState } from '../raft/types.js';
-import type { Entry, HardState, SnapshotMeta } from '../raft/types.js';
+import type { Entry, HardState, Snapshot } from '../raft/types.js';
 import type { StorageIdentity, StoredState } from './log-storage.js';
 
 export interface MemoryDiskOptions {
@@ -14,11 +14,14 @@ export interface MemoryDiskOptions {
   readonly manualSync?: boolean;
 }
 
-/** The durable contents of a disk. Entries are contiguous from snapshot.index + 1. */
+/**
+ * The durable contents of a disk. Entries are contiguous from snapshot.index + 1. A compaction
+ * or an installed snapshot is one write: it replaces the snapshot and drops entries together.
+ */
 export interface DiskContents {
   identity: StorageIdentity | null;
   hardState: HardState;
-  snapshot: SnapshotMeta;
+  snapshot: Snapshot;
   readonly entries: Entry[];
 }
 
@@ -42,7 +45,7 @@ export class MemoryDisk {
   private readonly contents: DiskContents = {
     identity: null,
     hardState: emptyHardState,
-    snapshot: { index: 0, term: 0 },
+    snapshot: { index: 0, term: 0, data: new Uint8Array(0) },
     entries: [],
   };
   private readonly unsynced: UnsyncedWrite[] = [];
@@ -85,7 +88,7 @@ export class MemoryDisk {
     return {
       identity: identity === null ? null : { ...identity },
       hardState: { ...hardState },
-      snapshot: { ...snapshot },
+      snapshot: copySnapshot(snapshot),
       entries: entries.map(copyEntry),
     };
   }
@@ -104,6 +107,12 @@ export class MemoryDisk {
     return new Promise<void>((resolve) => {
       this.unsynced.push({ apply, resolve });
     });
+  }
+
+  /** The durable snapshot's index and the durable log's last index, without copying (for checkers). */
+  durableBounds(): { readonly snapshotIndex: number; readonly lastIndex: number } {
+    const { snapshot, entries } = this.contents;
+    return { snapshotIndex: snapshot.index, lastIndex: snapshot.index + entries.length };
   }
 
   /** The term of the durable entry at `index`, without copying the log (for checkers). */
@@ -137,4 +146,9 @@ export class MemoryDisk {
 /** A deep copy, so that neither the caller nor the disk sees the other's later changes. */
 export function copyEntry(entry: Entry): Entry {
   return { index: entry.index, term: entry.term, type: entry.type, data: new Uint8Array(entry.data), pid: entry.pid };
+}
+
+/** A deep copy of a snapshot, for the same reason as copyEntry. */
+export function copySnapshot(snapshot: Snapshot): Snapshot {
+  return { index: snapshot.index, term: snapshot.term, data: new Uint8Array(snapshot.data) };
 }

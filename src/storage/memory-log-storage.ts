@@ -1,8 +1,8 @@
 import { StorageError } from '../errors.js';
-import type { SnapshotMeta } from '../raft/types.js';
+import type { Snapshot, SnapshotMeta } from '../raft/types.js';
 import type { LogStorage, StorageBatch, StorageIdentity, StoredState } from './log-storage.js';
-import { MemoryDisk, copyEntry } from './memory-disk.js';
-import { checkBatch, checkIdentity, mismatchMessage, notOpenError, sameIdentity } from './store-checks.js';
+import { MemoryDisk, copyEntry, copySnapshot } from './memory-disk.js';
+import { checkBatch, checkCompaction, checkIdentity, mismatchMessage, notOpenError, sameIdentity } from './store-checks.js';
 import { TermIndex } from './term-index.js';
 
 /** What an open store knows; gone once it is closed. */
@@ -55,15 +55,33 @@ export class MemoryLogStorage implements LogStorage {
     // Copied now, not when the write is applied: the caller may reuse its objects at once.
     const entries = batch.entries.map(copyEntry);
     const hardState = batch.hardState === undefined ? undefined : { ...batch.hardState };
+    const installed = batch.snapshot === undefined ? undefined : copySnapshot(batch.snapshot);
+    if (installed !== undefined) session.terms.install(installed);
     session.terms.apply(entries);
     if (hardState !== undefined) session.commit = hardState.commit;
     await this.disk.write(session.generation, (contents) => {
+      if (installed !== undefined) {
+        contents.snapshot = installed;
+        contents.entries.length = 0;
+      }
       const first = entries[0];
       if (first !== undefined) {
         contents.entries.length = first.index - contents.snapshot.index - 1;
         for (const entry of entries) contents.entries.push(entry);
       }
       if (hardState !== undefined) contents.hardState = hardState;
+    });
+  }
+
+  async compact(snapshot: Snapshot): Promise<void> {
+    const session = this.current();
+    checkCompaction(snapshot, session.terms, session.commit);
+    const copy = copySnapshot(snapshot);
+    session.terms.compact(copy);
+    await this.disk.write(session.generation, (contents) => {
+      // One splice: the disk's log is an array, and a compaction may drop thousands of entries.
+      contents.entries.splice(0, copy.index - contents.snapshot.index);
+      contents.snapshot = copy;
     });
   }
 

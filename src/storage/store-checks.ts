@@ -1,6 +1,6 @@
 import { CronraftError, InvalidArgumentError } from '../errors.js';
 import { EntryType } from '../raft/types.js';
-import type { Entry, HardState } from '../raft/types.js';
+import type { Entry, HardState, Snapshot } from '../raft/types.js';
 import type { StorageBatch, StorageIdentity } from './log-storage.js';
 
 /**
@@ -33,15 +33,21 @@ export interface LogBounds {
  * once it is written. Throws InvalidArgumentError naming the offending field.
  */
 export function checkBatch(batch: StorageBatch, bounds: LogBounds, storedCommit: number): number {
-  const { entries, hardState } = batch;
+  const { entries, hardState, snapshot } = batch;
   if (!Array.isArray(entries)) throw new InvalidArgumentError('batch.entries', entries, 'an array of entries');
-  let lastIndex = bounds.lastIndex;
+  if (snapshot !== undefined) checkSnapshot(snapshot, 'batch.snapshot');
+  // An installed snapshot replaces the whole log: the entries then follow it, not the stored log.
+  const base = snapshot === undefined ? bounds : snapshotBounds(snapshot);
+  let lastIndex = base.lastIndex;
   const first = entries[0];
   if (first !== undefined) {
-    if (!isCount(first.index) || first.index < bounds.firstIndex || first.index > bounds.lastIndex + 1) {
-      throw new InvalidArgumentError('batch.entries[0].index', first.index, `an index from ${bounds.firstIndex} to ${bounds.lastIndex + 1} (the log holds ${bounds.firstIndex}..${bounds.lastIndex})`);
+    if (snapshot !== undefined && first.index !== snapshot.index + 1) {
+      throw new InvalidArgumentError('batch.entries[0].index', first.index, `${snapshot.index + 1} (entries follow the installed snapshot at ${snapshot.index})`);
     }
-    let previousTerm = bounds.termAt(first.index - 1);
+    if (!isCount(first.index) || first.index < base.firstIndex || first.index > base.lastIndex + 1) {
+      throw new InvalidArgumentError('batch.entries[0].index', first.index, `an index from ${base.firstIndex} to ${base.lastIndex + 1} (the log holds ${base.firstIndex}..${base.lastIndex})`);
+    }
+    let previousTerm = base.termAt(first.index - 1);
     for (let i = 0; i < entries.length; i++) {
       const entry = entries[i] as Entry;
       checkEntry(entry, first.index + i, previousTerm, `batch.entries[${i}]`);
@@ -49,11 +55,54 @@ export function checkBatch(batch: StorageBatch, bounds: LogBounds, storedCommit:
     }
     lastIndex = first.index + entries.length - 1;
   }
-  if (hardState !== undefined) checkHardState(hardState, lastIndex, 'batch.hardState');
+  const lowestCommit = snapshot === undefined ? 0 : snapshot.index;
+  if (hardState !== undefined) checkHardState(hardState, lowestCommit, lastIndex, 'batch.hardState');
   else if (storedCommit > lastIndex) {
     throw new InvalidArgumentError('batch.entries', `entries up to ${lastIndex}`, `a log that keeps the stored commit point ${storedCommit}`);
+  } else if (storedCommit < lowestCommit) {
+    // open() would find a snapshot of entries the store never knew to be committed: corrupt.
+    throw new InvalidArgumentError('batch.hardState', hardState, `a hard state with a commit point from ${lowestCommit} (the installed snapshot's index) to ${lastIndex}, as the stored one (${storedCommit}) is below the snapshot`);
   }
   return lastIndex;
+}
+
+/**
+ * Checks a compaction against the stored log: the snapshot must stand for a stored entry (or the
+ * current snapshot), with that entry's term, and cover only committed entries, since an entry
+ * past the commit point may still be replaced by a new leader.
+ */
+export function checkCompaction(snapshot: Snapshot, bounds: LogBounds, storedCommit: number): void {
+  checkSnapshot(snapshot, 'snapshot');
+  const lowest = bounds.firstIndex - 1;
+  const highest = Math.min(bounds.lastIndex, storedCommit);
+  if (snapshot.index < lowest || snapshot.index > highest) {
+    throw new InvalidArgumentError(
+      'snapshot.index',
+      snapshot.index,
+      `an index from ${lowest} (the current snapshot) to ${highest} (the last stored index ${bounds.lastIndex} and the stored commit point ${storedCommit}, whichever is lower)`,
+    );
+  }
+  const term = bounds.termAt(snapshot.index);
+  if (snapshot.term !== term) throw new InvalidArgumentError('snapshot.term', snapshot.term, `${term}, the term stored at index ${snapshot.index}`);
+}
+
+function checkSnapshot(snapshot: Snapshot, name: string): void {
+  if (typeof snapshot !== 'object' || snapshot === null) throw new InvalidArgumentError(name, snapshot, 'a Snapshot');
+  if (!isCount(snapshot.index)) throw new InvalidArgumentError(`${name}.index`, snapshot.index, 'a non-negative integer');
+  if (!isCount(snapshot.term)) throw new InvalidArgumentError(`${name}.term`, snapshot.term, 'a non-negative integer');
+  if (!(snapshot.data instanceof Uint8Array)) throw new InvalidArgumentError(`${name}.data`, typeof snapshot.data, 'a Uint8Array');
+}
+
+/** The bounds of a log that an installed snapshot has just replaced: empty, after the snapshot. */
+function snapshotBounds(snapshot: Snapshot): LogBounds {
+  return {
+    firstIndex: snapshot.index + 1,
+    lastIndex: snapshot.index,
+    termAt: (index) => {
+      if (index !== snapshot.index) throw new RangeError(`No entry at index ${index} (the log is empty after the snapshot at ${snapshot.index})`);
+      return snapshot.term;
+    },
+  };
 }
 
 function checkEntry(entry: Entry, index: number, previousTerm: number, name: string): void {
@@ -67,12 +116,13 @@ function checkEntry(entry: Entry, index: number, previousTerm: number, name: str
   if (typeof entry.pid !== 'string') throw new InvalidArgumentError(`${name}.pid`, entry.pid, 'a string');
 }
 
-function checkHardState(hardState: HardState, lastIndex: number, name: string): void {
+function checkHardState(hardState: HardState, lowestCommit: number, lastIndex: number, name: string): void {
   if (typeof hardState !== 'object' || hardState === null) throw new InvalidArgumentError(name, hardState, 'a HardState');
   if (!isCount(hardState.term)) throw new InvalidArgumentError(`${name}.term`, hardState.term, 'a non-negative integer');
   if (hardState.vote !== null && typeof hardState.vote !== 'string') throw new InvalidArgumentError(`${name}.vote`, hardState.vote, 'a member id or null');
-  if (!isCount(hardState.commit) || hardState.commit > lastIndex) {
-    throw new InvalidArgumentError(`${name}.commit`, hardState.commit, `an integer from 0 to the last index, ${lastIndex}`);
+  if (!isCount(hardState.commit) || hardState.commit < lowestCommit || hardState.commit > lastIndex) {
+    const from = lowestCommit === 0 ? '0' : `the installed snapshot's index, ${lowestCommit},`;
+    throw new InvalidArgumentError(`${name}.commit`, hardState.commit, `an integer from ${from} to the last index, ${lastIndex}`);
   }
 }
 

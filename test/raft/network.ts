@@ -1,10 +1,11 @@
 import { RaftNode, type RaftConfig } from '../../src/raft/index.js';
-import { emptyHardState, type Entry, type HardState, type Message, type NodeId } from '../../src/raft/types.js';
+import { emptyHardState, type Entry, type EntryType, type HardState, type Message, type NodeId, type Snapshot } from '../../src/raft/types.js';
 import { SeededRandom } from '../../src/time/random.js';
 
 /** What a member has made durable; survives `restart`. */
 interface Disk {
   hardState: HardState;
+  snapshot: Snapshot;
   entries: Entry[];
 }
 
@@ -47,7 +48,7 @@ export class TestNetwork {
     this.ids = ids;
     this.#options = { electionTicks: 10, heartbeatTicks: 1, seed: 1, config: {}, ...options };
     for (const id of ids) {
-      const disk: Disk = { hardState: emptyHardState, entries: [] };
+      const disk: Disk = { hardState: emptyHardState, snapshot: { index: 0, term: 0, data: new Uint8Array(0) }, entries: [] };
       this.members.set(id, { node: this.#newNode(id, disk), disk, applied: [], readStates: [], forwarded: [] });
     }
   }
@@ -61,7 +62,7 @@ export class TestNetwork {
       ...this.#options.config,
     };
     const seed = this.#options.seed * 1000 + this.ids.indexOf(id) + this.#seq++ * 7919;
-    return new RaftNode(config, { hardState: disk.hardState, snapshot: { index: 0, term: 0 }, entries: disk.entries }, new SeededRandom(seed));
+    return new RaftNode(config, { hardState: disk.hardState, snapshot: disk.snapshot, entries: disk.entries }, new SeededRandom(seed));
   }
 
   node(id: NodeId): RaftNode {
@@ -81,6 +82,12 @@ export class TestNetwork {
       while (m.node.hasReady()) {
         const rd = m.node.ready();
         if (rd.hardState !== null) m.disk.hardState = rd.hardState;
+        if (rd.snapshot !== null) {
+          // An installed snapshot replaces the whole log, on disk and in the state machine.
+          m.disk.snapshot = rd.snapshot;
+          m.disk.entries = [];
+          m.applied = restoreApplied(rd.snapshot);
+        }
         const first = rd.entries[0];
         if (first !== undefined) {
           m.disk.entries = m.disk.entries.filter((e) => e.index < first.index).concat(rd.entries);
@@ -189,12 +196,30 @@ export class TestNetwork {
     this.filter = null;
   }
 
-  /** Restarts a member from what it persisted: its volatile state is lost. */
+  /** Restarts a member from what it persisted: its volatile state is lost, its snapshot restored. */
   restart(id: NodeId): void {
     const m = this.member(id);
     this.#queue = this.#queue.filter((msg) => msg.to !== id && msg.from !== id);
     m.node = this.#newNode(id, m.disk);
-    m.applied = [];
+    m.applied = restoreApplied(m.disk.snapshot);
+  }
+
+  /**
+   * Snapshots `id`'s state machine (its applied texts) at its applied index and compacts its
+   * log, keeping `retain` entries in memory; on disk, everything up to the snapshot goes.
+   * Returns whether the node took it.
+   */
+  compact(id: NodeId, retain = 0): boolean {
+    this.flush();
+    const m = this.member(id);
+    const index = m.node.log.applied;
+    const term = m.node.log.term(index);
+    if (term === undefined) return false;
+    const snapshot: Snapshot = { index, term, data: encodeApplied(m.applied) };
+    if (!m.node.compact(snapshot, retain)) return false;
+    m.disk.snapshot = snapshot;
+    m.disk.entries = m.disk.entries.filter((e) => e.index > index);
+    return true;
   }
 
   leaders(): NodeId[] {
@@ -205,10 +230,26 @@ export class TestNetwork {
     return this.member(id).applied.filter((e) => e.type === 0).map((e) => decoder.decode(e.data));
   }
 
+  /** Messages of `type` delivered so far. */
+  count(type: Message['type']): number {
+    return this.delivered.filter((m) => m.type === type).length;
+  }
+
   logTerms(id: NodeId): number[] {
     const log = this.node(id).log;
     const out: number[] = [];
     for (let i = log.firstIndex(); i <= log.lastIndex(); i++) out.push(log.term(i) ?? -1);
     return out;
   }
+}
+
+/** The test state machine's snapshot: the entries it applied, so checkers can compare them after a restore. */
+function encodeApplied(applied: readonly Entry[]): Uint8Array {
+  return encoder.encode(JSON.stringify(applied.map((e) => [e.index, e.term, e.type, decoder.decode(e.data), e.pid])));
+}
+
+function restoreApplied(snapshot: Snapshot): Entry[] {
+  if (snapshot.data.byteLength === 0) return [];
+  const rows = JSON.parse(decoder.decode(snapshot.data)) as Array<[number, number, EntryType, string, string]>;
+  return rows.map(([index, term, type, text, pid]): Entry => ({ index, term, type, data: encoder.encode(text), pid }));
 }

@@ -139,5 +139,7 @@ function describe(m: Message): string {
       return `${head} ctx=${m.ctx}`;
     case 'timeout-now':
       return head;
+    case 'snapshot':
+      return `${head} snapshot=${m.snapshot.index}@${m.snapshot.term} bytes=${m.snapshot.data.byteLength}`;
   }
 }

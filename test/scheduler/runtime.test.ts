@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { SchedulerRuntime, type JobContext, type JobOptions, type SchedulerRuntimeOptions } from '../../src/runtime/scheduler-runtime.js';
 import { parseSpec, type SpecInput } from '../../src/scheduler/spec.js';
-import { claimKey, type ClaimRecord, type SchedulerCommand } from '../../src/scheduler/state.js';
+import { encodeSchedulerSnapshot } from '../../src/scheduler/state-snapshot.js';
+import { claimKey, SchedulerState, type ClaimRecord, type SchedulerCommand } from '../../src/scheduler/state.js';
 import type { Clock, TimerHandle, Timers } from '../../src/time/clock.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
@@ -438,6 +439,20 @@ describe("slot timers follow the cluster's time as it is corrected", () => {
     expect(first!.startMs).toBe(T0 + 1000);
   });
 
+  it("registers a job only once it has learned the cluster's time (the registration anchors its intervals)", async () => {
+    const { c, b } = skewed();
+    b.offsetMs = 60_000;
+    c.schedule(['b'], 'sync', { every: '1s' }, 10);
+    await c.time.advanceTo(T0 + 450);
+    expect(c.log.filter((e) => e.type === 'register')).toEqual([]);
+    b.offsetMs = 0;
+    b.synced = true;
+    await c.time.advanceTo(T0 + 2000);
+    // Anchored at the next plan interval after the sync, by the cluster's time, not a minute ahead.
+    expect(c.state().jobs.get('sync')?.anchorMs).toBe(T0 + 500);
+    expect(c.runs.map((r) => r.slotMs - T0)).toEqual([1500]);
+  });
+
   it('holds a fired slot while the member has not learned the cluster time, and runs it once it has', async () => {
     const { c, b } = skewed();
     b.offsetMs = 60_000; // ahead: every slot looks due at once
@@ -451,5 +466,58 @@ describe("slot timers follow the cluster's time as it is corrected", () => {
     // Not early; late by the read barrier only (the claim looked late when it arrived).
     expect(c.runs[0]!.startMs - T0).toBeGreaterThanOrEqual(1000);
     expect(c.runs[0]!.startMs - T0).toBeLessThanOrEqual(1000 + c.commitMs);
+  });
+});
+
+describe('restoring from a snapshot', () => {
+  // No member plans: the log holds only what the test and the members' own reports put there.
+  function quiet(): Cluster {
+    const c = new Cluster(['a', 'b'], 5, { isLeader: () => false });
+    clusters.push(c);
+    return c;
+  }
+
+  /** A state in which slot T0+1s of `sync` is claimed by `assignees` under token 2 (or moved under 3). */
+  function snapshotWith(assignees: readonly string[], movedTo?: readonly string[]): Uint8Array {
+    const s = new SchedulerState();
+    const spec = parseSpec({ every: '1s' });
+    s.apply(1, { type: 'register', job: 'sync', spec, mode: 'one', policy: { retries: 0, retryDelayMs: 1000, catchUp: { policy: 'latest' } }, member: 'b', atMs: T0 });
+    s.apply(2, { type: 'claim', job: 'sync', slotMs: T0 + 1000, assignees, fromMs: T0 });
+    if (movedTo !== undefined) s.apply(3, { type: 'reassign', job: 'sync', slotMs: T0 + 1000, fromToken: 2, assignees: movedTo, reason: 'assignee-lost' });
+    return encodeSchedulerSnapshot(s);
+  }
+
+  it('arms the claims this member holds in it, which then run at their instant under their token', async () => {
+    const c = quiet();
+    const tokens: number[] = [];
+    c.schedule(['b'], 'sync', { every: '1s' }, 10, {}, (ctx) => tokens.push(ctx.fencingToken));
+    await c.time.advanceTo(T0 + 100);
+    c.members.get('b')!.restore(snapshotWith(['b']));
+    await c.time.advanceTo(T0 + 1100);
+    expect(c.runs.map((r) => [r.member, r.slotMs - T0, r.startMs - T0])).toEqual([['b', 1000, 1000]]);
+    expect(tokens).toEqual([2]);
+  });
+
+  it('drops a run whose claim the snapshot shows moved to another member', async () => {
+    const c = quiet();
+    c.schedule(['b'], 'sync', { every: '1s' }, 10);
+    await c.time.advanceTo(T0 + 100);
+    const b = c.members.get('b')!;
+    b.restore(snapshotWith(['b']));
+    b.restore(snapshotWith(['b'], ['a']));
+    await c.time.advanceTo(T0 + 1100);
+    expect(c.runs).toEqual([]);
+    expect(b.state.claims.get(claimKey('sync', T0 + 1000))?.token).toBe(3);
+  });
+
+  it('refuses bytes that are not a snapshot, keeping its state', async () => {
+    const c = quiet();
+    c.schedule(['b'], 'sync', { every: '1s' }, 10);
+    await c.time.advanceTo(T0 + 100);
+    const b = c.members.get('b')!;
+    b.restore(snapshotWith(['b']));
+    expect(() => b.restore(new Uint8Array([1, 2, 3]))).toThrow(/snapshot/i);
+    await c.time.advanceTo(T0 + 1100);
+    expect(c.runs.map((r) => r.slotMs - T0)).toEqual([1000]);
   });
 });

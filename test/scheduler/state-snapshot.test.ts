@@ -1,0 +1,313 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { decodeSchedulerSnapshot, encodeSchedulerSnapshot, restoreSchedulerSnapshot } from '../../src/scheduler/state-snapshot.js';
+import type { JobSpec } from '../../src/scheduler/spec.js';
+import { SchedulerState, claimKey, type ApplyResult, type JobPolicy, type RunOutcome, type SchedulerCommand } from '../../src/scheduler/state.js';
+
+const T0 = Date.parse('2026-01-01T00:00:00Z');
+
+type Limits = { maxClaimsKept: number; maxJobs: number; maxLocks: number };
+
+// A small world, so that random commands collide: the same jobs, members and locks over and over.
+const JOBS = ['report', 'sync', 'mail', 'purge'];
+const MEMBERS = ['a', 'b', 'c'];
+const LOCKS = ['x', 'y', 'z'];
+const OUTCOMES: readonly RunOutcome[] = ['succeeded', 'failed', 'aborted', 'interrupted', 'skipped', 'replaced'];
+
+// Every kind of spec, cron with and without a DST policy (the default one spelled out too: it is
+// another replicated value than none).
+const SPECS: readonly JobSpec[] = [
+  { kind: 'cron', expression: '*/5 * * * *', tz: 'UTC' },
+  { kind: 'cron', expression: '30 2 * * *', tz: 'Europe/Paris', dst: { gap: 'skip', overlap: 'twice' } },
+  { kind: 'cron', expression: '0 * * * *', tz: 'America/New_York', dst: { gap: 'shift', overlap: 'once' } },
+  { kind: 'every', everyMs: 1000 },
+  { kind: 'every', everyMs: 2500.5 },
+  { kind: 'at', atMs: T0 + 5000 },
+  { kind: 'delay', delayMs: 500, initialDelayMs: 0 },
+  { kind: 'delay', delayMs: 1000, initialDelayMs: 250 },
+];
+
+const POLICIES: readonly JobPolicy[] = [
+  { retries: 0, retryDelayMs: 1000, catchUp: { policy: 'latest' } },
+  { retries: 2, retryDelayMs: 10, catchUp: { policy: 'none' }, overlap: 'queue' },
+  { retries: 1, retryDelayMs: 100, catchUp: { policy: 'all', windowMs: 60_000, maxSlots: 3 }, overlap: 'allow' },
+  { retries: 0, retryDelayMs: 1000, catchUp: { policy: 'latest' }, overlap: 'replace' },
+  { retries: 0, retryDelayMs: 1000, catchUp: { policy: 'latest' }, overlap: 'skip' },
+];
+
+/**
+ * What a command should do, with its references left open: they are resolved against the
+ * reference state as the command is applied, so that most claims follow the job's mark, most
+ * starts and outcomes carry the claim's token, and so on, while some are stale on purpose.
+ */
+type Intent =
+  | { readonly type: 'register'; readonly job: number; readonly spec: number; readonly all: boolean; readonly policy: number; readonly member: number }
+  | { readonly type: 'unregister'; readonly job: number; readonly member: number }
+  | { readonly type: 'claim'; readonly job: number; readonly deltaMs: number; readonly from: 'mark' | 'stale' | 'none'; readonly assignees: readonly number[] }
+  | { readonly type: 'skip'; readonly job: number; readonly deltaMs: number; readonly stale: boolean; readonly count: number }
+  | { readonly type: 'reassign'; readonly claim: number; readonly stale: boolean; readonly assignees: readonly number[]; readonly retry: boolean }
+  | { readonly type: 'started'; readonly claim: number; readonly stale: boolean; readonly member: number }
+  | { readonly type: 'outcome'; readonly claim: number; readonly stale: boolean; readonly member: number; readonly outcome: number; readonly error: boolean }
+  | { readonly type: 'cancel'; readonly claim: number; readonly stale: boolean }
+  | { readonly type: 'lock'; readonly name: number; readonly member: number; readonly forMs: number }
+  | { readonly type: 'unlock'; readonly name: number; readonly stale: boolean; readonly afterMs: number };
+
+const pick = (n: number): fc.Arbitrary<number> => fc.nat({ max: n - 1 });
+const members = fc.uniqueArray(pick(MEMBERS.length), { minLength: 1, maxLength: 2 });
+
+const registration: fc.Arbitrary<Intent> = fc.record({ type: fc.constant('register' as const), job: pick(JOBS.length), spec: pick(SPECS.length), all: fc.boolean(), policy: pick(POLICIES.length), member: pick(MEMBERS.length) });
+
+const intent: fc.Arbitrary<Intent> = fc.oneof(
+  { arbitrary: registration, weight: 2 },
+  { arbitrary: fc.record({ type: fc.constant('unregister' as const), job: pick(JOBS.length), member: pick(MEMBERS.length) }), weight: 1 },
+  { arbitrary: fc.record({ type: fc.constant('claim' as const), job: pick(JOBS.length), deltaMs: fc.integer({ min: -500, max: 5000 }), from: fc.constantFrom('mark' as const, 'mark' as const, 'stale' as const, 'none' as const), assignees: members }), weight: 6 },
+  { arbitrary: fc.record({ type: fc.constant('skip' as const), job: pick(JOBS.length), deltaMs: fc.integer({ min: -500, max: 5000 }), stale: fc.boolean(), count: fc.nat({ max: 5 }) }), weight: 1 },
+  { arbitrary: fc.record({ type: fc.constant('reassign' as const), claim: fc.nat({ max: 5 }), stale: fc.boolean(), assignees: members, retry: fc.boolean() }), weight: 3 },
+  { arbitrary: fc.record({ type: fc.constant('started' as const), claim: fc.nat({ max: 5 }), stale: fc.boolean(), member: pick(MEMBERS.length) }), weight: 5 },
+  { arbitrary: fc.record({ type: fc.constant('outcome' as const), claim: fc.nat({ max: 5 }), stale: fc.boolean(), member: pick(MEMBERS.length), outcome: pick(OUTCOMES.length), error: fc.boolean() }), weight: 5 },
+  { arbitrary: fc.record({ type: fc.constant('cancel' as const), claim: fc.nat({ max: 5 }), stale: fc.boolean() }), weight: 2 },
+  { arbitrary: fc.record({ type: fc.constant('lock' as const), name: pick(LOCKS.length), member: pick(MEMBERS.length), forMs: fc.integer({ min: 1, max: 300 }) }), weight: 2 },
+  { arbitrary: fc.record({ type: fc.constant('unlock' as const), name: pick(LOCKS.length), stale: fc.boolean(), afterMs: fc.integer({ min: 0, max: 300 }) }), weight: 1 },
+);
+
+/** A run of commands that starts by registering a few jobs, so that most later commands find them. */
+const intents = (maxLength: number): fc.Arbitrary<Intent[]> =>
+  fc
+    .tuple(fc.array(registration, { minLength: 1, maxLength: 4 }), fc.array(intent, { maxLength, size: 'max' }))
+    .map(([registrations, rest]) => [...registrations, ...rest]);
+
+/** The concrete command for `i` at log `index`, resolved against `state` (which it will be applied to next). */
+function resolve(i: Intent, index: number, state: SchedulerState): SchedulerCommand {
+  // Time moves with the log, not always by whole milliseconds (the cluster's time need not).
+  const atMs = T0 + index * 37.5;
+  // Counted from the newest claim: the recent ones are those still being started, moved and ended.
+  const claims = [...state.claims.values()];
+  const target = 'claim' in i ? claims[claims.length - 1 - (i.claim % Math.max(1, claims.length))] : undefined;
+  const slot = target ?? { job: JOBS[0]!, slotMs: T0, token: 0, assignees: [MEMBERS[0]!] };
+  const token = (stale: boolean): number => (stale || target === undefined ? slot.token - 1 : slot.token);
+  switch (i.type) {
+    case 'register':
+      return { type: 'register', job: JOBS[i.job]!, spec: SPECS[i.spec]!, mode: i.all ? 'all' : 'one', policy: POLICIES[i.policy]!, member: MEMBERS[i.member]!, atMs };
+    case 'unregister':
+      return { type: 'unregister', job: JOBS[i.job]!, member: MEMBERS[i.member]! };
+    case 'claim': {
+      const job = JOBS[i.job]!;
+      const markMs = state.jobs.get(job)?.highWaterMs ?? atMs;
+      const assignees = i.assignees.map((m) => MEMBERS[m]!);
+      const command = { type: 'claim', job, slotMs: markMs + i.deltaMs, assignees } as const;
+      return i.from === 'none' ? command : { ...command, fromMs: i.from === 'mark' ? markMs : markMs - 1 };
+    }
+    case 'skip': {
+      const job = JOBS[i.job]!;
+      const markMs = state.jobs.get(job)?.highWaterMs ?? atMs;
+      return { type: 'skip', job, throughMs: markMs + i.deltaMs, fromMs: i.stale ? markMs - 1 : markMs, count: i.count };
+    }
+    case 'reassign':
+      return { type: 'reassign', job: slot.job, slotMs: slot.slotMs, fromToken: token(i.stale), assignees: i.assignees.map((m) => MEMBERS[m]!), reason: i.retry ? 'retry' : 'assignee-lost' };
+    case 'started': {
+      // Mostly one of the claim's assignees, as a real run would be.
+      const member = i.member === 0 ? MEMBERS[(index % MEMBERS.length)]! : (slot.assignees[i.member % slot.assignees.length] ?? MEMBERS[0]!);
+      return { type: 'started', job: slot.job, slotMs: slot.slotMs, token: token(i.stale), member, atMs };
+    }
+    case 'outcome': {
+      const member = i.member === 0 ? MEMBERS[(index % MEMBERS.length)]! : (slot.assignees[i.member % slot.assignees.length] ?? MEMBERS[0]!);
+      const command = { type: 'outcome', job: slot.job, slotMs: slot.slotMs, token: token(i.stale), member, outcome: OUTCOMES[i.outcome]!, atMs } as const;
+      return i.error ? { ...command, error: `run ${index} failed` } : command;
+    }
+    case 'cancel':
+      return { type: 'cancel', job: slot.job, slotMs: slot.slotMs, token: token(i.stale), bySlotMs: slot.slotMs + 1000, atMs };
+    case 'lock':
+      return { type: 'lock', name: LOCKS[i.name]!, member: MEMBERS[i.member]!, atMs, untilMs: atMs + i.forMs };
+    case 'unlock': {
+      const name = LOCKS[i.name]!;
+      const held = state.locks.get(name);
+      return { type: 'unlock', name, token: held === undefined || i.stale ? index : held.token, untilMs: atMs + i.afterMs };
+    }
+  }
+}
+
+/** Applies the intents to `state` from log index `first`, returning the commands, resolved against it. */
+function applyIntents(state: SchedulerState, intents: readonly Intent[], first: number): SchedulerCommand[] {
+  return intents.map((i, k) => {
+    const command = resolve(i, first + k, state);
+    state.apply(first + k, command);
+    return command;
+  });
+}
+
+/** The derived indexes as the planner and the overlap rule see them: members and order. */
+function indexes(state: SchedulerState): { open: string[]; inProgress: Record<string, string[]> } {
+  const key = (c: { job: string; slotMs: number }): string => claimKey(c.job, c.slotMs);
+  const inProgress: Record<string, string[]> = {};
+  for (const job of JOBS) inProgress[job] = [...state.claimsInProgress(job)].map(key);
+  return { open: [...state.openClaims()].map(key), inProgress };
+}
+
+const SMALL: Limits = { maxClaimsKept: 4, maxJobs: 3, maxLocks: 2 };
+const ROOMY: Limits = { maxClaimsKept: 64, maxJobs: 16, maxLocks: 16 };
+
+describe('scheduler state snapshots', () => {
+  it('a restored state applies any later commands exactly as the original does', () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom(SMALL, ROOMY),
+        intents(50),
+        fc.array(intent, { maxLength: 50, size: 'max' }),
+        intents(15),
+        (limits, prefix, suffix, other) => {
+          const a = new SchedulerState(limits);
+          applyIntents(a, prefix, 1);
+          const bytes = encodeSchedulerSnapshot(a);
+          const b = new SchedulerState(limits);
+          restoreSchedulerSnapshot(b, bytes);
+          // A member with a state of its own (a restart, an older snapshot): all of it is replaced.
+          const c = new SchedulerState(limits);
+          applyIntents(c, other, 1);
+          restoreSchedulerSnapshot(c, bytes);
+          for (const s of [b, c]) {
+            expect(encodeSchedulerSnapshot(s)).toEqual(bytes);
+            expect(indexes(s)).toEqual(indexes(a));
+          }
+          const first = prefix.length + 1;
+          suffix.forEach((i, k) => {
+            const command = resolve(i, first + k, a);
+            const expected: ApplyResult = a.apply(first + k, command);
+            expect(b.apply(first + k, command)).toEqual(expected);
+            expect(c.apply(first + k, command)).toEqual(expected);
+          });
+          const end = encodeSchedulerSnapshot(a);
+          expect(encodeSchedulerSnapshot(b)).toEqual(end);
+          expect(encodeSchedulerSnapshot(c)).toEqual(end);
+          expect(indexes(b)).toEqual(indexes(a));
+          expect(indexes(c)).toEqual(indexes(a));
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('is deterministic: the same commands give the same bytes on every member, and again', () => {
+    fc.assert(
+      fc.property(intents(60), (run) => {
+        const one = new SchedulerState(SMALL);
+        const commands = applyIntents(one, run, 1);
+        const other = new SchedulerState(SMALL);
+        commands.forEach((command, k) => other.apply(k + 1, command));
+        expect(encodeSchedulerSnapshot(one)).toEqual(encodeSchedulerSnapshot(other));
+        expect(encodeSchedulerSnapshot(one)).toEqual(encodeSchedulerSnapshot(one));
+      }),
+      { numRuns: 100 },
+    );
+  });
+
+  it('round-trips every field, optional ones as present or absent', () => {
+    const s = new SchedulerState();
+    let index = 0;
+    const apply = (command: SchedulerCommand): ApplyResult => s.apply(++index, command);
+    SPECS.forEach((spec, k) => {
+      const job = `job-${k}`;
+      apply({ type: 'register', job, spec, mode: k % 2 === 0 ? 'one' : 'all', policy: POLICIES[k % POLICIES.length]!, member: 'a', atMs: T0 });
+      apply({ type: 'register', job, spec, mode: k % 2 === 0 ? 'one' : 'all', policy: POLICIES[k % POLICIES.length]!, member: 'b', atMs: T0 + 1 });
+    });
+    // A conflicting registration, a claim with each kind of record, a skip, locks.
+    apply({ type: 'register', job: 'job-0', spec: { kind: 'every', everyMs: 7000 }, mode: 'one', policy: POLICIES[0]!, member: 'c', atMs: T0 });
+    apply({ type: 'claim', job: 'job-0', slotMs: T0 + 1000, assignees: ['a', 'b'], fromMs: T0 });
+    const token = index;
+    apply({ type: 'started', job: 'job-0', slotMs: T0 + 1000, token, member: 'a', atMs: T0 + 1001 });
+    apply({ type: 'outcome', job: 'job-0', slotMs: T0 + 1000, token, member: 'a', outcome: 'failed', atMs: T0 + 1002, error: 'boom' });
+    apply({ type: 'outcome', job: 'job-0', slotMs: T0 + 1000, token, member: 'b', outcome: 'succeeded', atMs: T0 + 1003 });
+    apply({ type: 'claim', job: 'job-1', slotMs: T0 + 2000, assignees: ['b'] });
+    apply({ type: 'cancel', job: 'job-1', slotMs: T0 + 2000, token: index, bySlotMs: T0 + 3000, atMs: T0 + 2500 });
+    apply({ type: 'claim', job: 'job-2', slotMs: T0 + 2000, assignees: ['c'] });
+    apply({ type: 'reassign', job: 'job-2', slotMs: T0 + 2000, fromToken: index, assignees: ['a'], reason: 'assignee-lost' });
+    apply({ type: 'skip', job: 'job-3', throughMs: T0 + 9000, fromMs: T0, count: 3 });
+    apply({ type: 'lock', name: 'x', member: 'a', atMs: T0, untilMs: T0 + 500 });
+    apply({ type: 'lock', name: 'y', member: 'b', atMs: T0, untilMs: T0 + 900 });
+    apply({ type: 'unlock', name: 'y', token: index, untilMs: T0 + 600 });
+
+    const restored = new SchedulerState();
+    restoreSchedulerSnapshot(restored, encodeSchedulerSnapshot(s));
+    // Strict: an optional field restored as `undefined` rather than absent would fail.
+    expect(restored.jobs).toStrictEqual(s.jobs);
+    expect(restored.claims).toStrictEqual(s.claims);
+    expect(restored.locks).toStrictEqual(s.locks);
+    expect(restored.assigned).toStrictEqual(s.assigned);
+    expect([...restored.jobs.get('job-0')!.conflicts]).toEqual([['c', expect.stringContaining('every 7000')]]);
+    expect(restored.claims.get(claimKey('job-0', T0 + 1000))!.outcomes.get('a')).toStrictEqual({ outcome: 'failed', atMs: T0 + 1002, token, error: 'boom' });
+    expect('error' in restored.claims.get(claimKey('job-0', T0 + 1000))!.outcomes.get('b')!).toBe(false);
+    expect('dst' in restored.jobs.get('job-0')!.spec).toBe(false);
+    expect(restored.jobs.get('job-2')!.spec).toStrictEqual(SPECS[2]);
+    // Fresh records: the restored state shares nothing with the one it was taken from.
+    expect(restored.claims.get(claimKey('job-0', T0 + 1000))).not.toBe(s.claims.get(claimKey('job-0', T0 + 1000)));
+    expect(indexes(restored)).toEqual(indexes(s));
+  });
+
+  it('keeps the order of the derived indexes where applying the log left it out of claim order', () => {
+    const s = new SchedulerState();
+    const register = (job: string): SchedulerCommand => ({ type: 'register', job, spec: { kind: 'every', everyMs: 1000 }, mode: 'one', policy: POLICIES[0]!, member: 'a', atMs: T0 });
+    s.apply(1, register('report'));
+    s.apply(2, { type: 'claim', job: 'report', slotMs: T0 + 1000, assignees: ['a'] });
+    s.apply(3, { type: 'claim', job: 'report', slotMs: T0 + 2000, assignees: ['a'] });
+    s.apply(4, { type: 'started', job: 'report', slotMs: T0 + 1000, token: 2, member: 'a', atMs: T0 + 1000 });
+    s.apply(5, { type: 'started', job: 'report', slotMs: T0 + 2000, token: 3, member: 'a', atMs: T0 + 2000 });
+    // The first slot's run is moved and starts again: it goes to the end of the run index.
+    s.apply(6, { type: 'reassign', job: 'report', slotMs: T0 + 1000, fromToken: 2, assignees: ['b'], reason: 'assignee-lost' });
+    s.apply(7, { type: 'started', job: 'report', slotMs: T0 + 1000, token: 6, member: 'b', atMs: T0 + 2100 });
+    // A third slot succeeds, then a move planned before that success is applied: it reopens, last.
+    s.apply(8, { type: 'claim', job: 'report', slotMs: T0 + 3000, assignees: ['a'] });
+    s.apply(9, { type: 'outcome', job: 'report', slotMs: T0 + 3000, token: 8, member: 'a', outcome: 'succeeded', atMs: T0 + 3001 });
+    s.apply(10, { type: 'claim', job: 'report', slotMs: T0 + 4000, assignees: ['a'] });
+    s.apply(11, { type: 'reassign', job: 'report', slotMs: T0 + 3000, fromToken: 8, assignees: ['c'], reason: 'assignee-lost' });
+    const order = indexes(s);
+    expect(order.inProgress.report).toEqual([claimKey('report', T0 + 2000), claimKey('report', T0 + 1000)]);
+    expect(order.open).toEqual([T0 + 1000, T0 + 2000, T0 + 4000, T0 + 3000].map((t) => claimKey('report', t)));
+    const restored = new SchedulerState();
+    restoreSchedulerSnapshot(restored, encodeSchedulerSnapshot(s));
+    expect(indexes(restored)).toEqual(order);
+  });
+
+  it('restores a state at its bounds, which then forgets claims and locks and refuses jobs alike', () => {
+    const limits: Limits = { maxClaimsKept: 3, maxJobs: 2, maxLocks: 2 };
+    const full = new SchedulerState(limits);
+    let index = 0;
+    const both = (states: SchedulerState[], command: SchedulerCommand): ApplyResult[] => {
+      index += 1;
+      return states.map((st) => st.apply(index, command));
+    };
+    const register = (job: string): SchedulerCommand => ({ type: 'register', job, spec: { kind: 'every', everyMs: 1000 }, mode: 'one', policy: POLICIES[0]!, member: 'a', atMs: T0 });
+    both([full], register('report'));
+    both([full], register('sync'));
+    both([full], { type: 'claim', job: 'report', slotMs: T0 + 1000, assignees: ['a'] });
+    both([full], { type: 'started', job: 'report', slotMs: T0 + 1000, token: index, member: 'a', atMs: T0 + 1000 });
+    both([full], { type: 'claim', job: 'sync', slotMs: T0 + 1000, assignees: ['b'] });
+    both([full], { type: 'outcome', job: 'sync', slotMs: T0 + 1000, token: index, member: 'b', outcome: 'succeeded', atMs: T0 + 1001 });
+    both([full], { type: 'claim', job: 'sync', slotMs: T0 + 2000, assignees: ['b'] });
+    both([full], { type: 'lock', name: 'x', member: 'a', atMs: T0, untilMs: T0 + 100 });
+    both([full], { type: 'lock', name: 'y', member: 'a', atMs: T0, untilMs: T0 + 5000 });
+    expect([full.jobs.size, full.claims.size, full.locks.size]).toEqual([2, 3, 2]);
+
+    const restored = new SchedulerState(limits);
+    restoreSchedulerSnapshot(restored, encodeSchedulerSnapshot(full));
+    const states = [full, restored];
+    // A third job is refused; a new claim forgets the oldest finished one (sync's first, not
+    // report's run in progress); a new lock forgets the expired one.
+    expect(both(states, register('mail'))).toEqual([{ ok: false, reason: 'unknown-job' }, { ok: false, reason: 'unknown-job' }]);
+    const [claimed, claimedToo] = both(states, { type: 'claim', job: 'report', slotMs: T0 + 2000, assignees: ['a'] });
+    expect(claimedToo).toEqual(claimed);
+    expect([...restored.claims.keys()]).toEqual([claimKey('report', T0 + 1000), claimKey('sync', T0 + 2000), claimKey('report', T0 + 2000)]);
+    const [locked, lockedToo] = both(states, { type: 'lock', name: 'z', member: 'b', atMs: T0 + 200, untilMs: T0 + 300 });
+    expect(lockedToo).toEqual(locked);
+    expect([...restored.locks.keys()]).toEqual(['y', 'z']);
+    both(states, { type: 'claim', job: 'sync', slotMs: T0 + 3000, assignees: ['b'] });
+    expect(encodeSchedulerSnapshot(restored)).toEqual(encodeSchedulerSnapshot(full));
+    expect(indexes(restored)).toEqual(indexes(full));
+  });
+
+  it('decodes into fresh parts that a state with the same limits can take', () => {
+    const s = new SchedulerState(SMALL);
+    applyIntents(s, fc.sample(intents(30), { numRuns: 1, seed: 7 })[0]!, 1);
+    const parts = decodeSchedulerSnapshot(encodeSchedulerSnapshot(s), SMALL);
+    expect(parts.claims.length).toBe(s.claims.size);
+    expect(parts.jobs.map((j) => j.name)).toEqual([...s.jobs.keys()]);
+  });
+});

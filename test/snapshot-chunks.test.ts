@@ -1,0 +1,77 @@
+import { describe, expect, it } from 'vitest';
+import type { SnapshotMessage } from '../src/raft/types.js';
+import { MAX_SNAPSHOT_BYTES, SnapshotAssembler, splitSnapshot } from '../src/runtime/snapshot-chunks.js';
+import { decodeFrame, encodeFrame } from '../src/transport/codec.js';
+
+const data = Uint8Array.from({ length: 10_000 }, (_, i) => i % 251);
+const whole: SnapshotMessage = { type: 'snapshot', from: 'a', to: 'b', term: 3, snapshot: { index: 40, term: 2, data } };
+
+describe('snapshots in chunks', () => {
+  it('split into in-order chunks that travel through the codec and join back to the same snapshot', () => {
+    const chunks = splitSnapshot(whole, 3000);
+    expect(chunks.map((c) => [c.chunk?.offset, c.snapshot.data.byteLength])).toEqual([
+      [0, 3000],
+      [3000, 3000],
+      [6000, 3000],
+      [9000, 1000],
+    ]);
+    const assembler = new SnapshotAssembler();
+    const joined = chunks.map((c) => assembler.add(decodeFrame(encodeFrame({ clusterId: 'c', message: c })).message as SnapshotMessage));
+    expect(joined.slice(0, 3)).toEqual([null, null, null]);
+    expect(joined[3]).toEqual(whole);
+  });
+
+  it('sends a snapshot that fits as it is', () => {
+    expect(splitSnapshot(whole, 10_000)).toEqual([whole]);
+    expect(new SnapshotAssembler().add(whole)).toBe(whole);
+  });
+
+  it('joins chunks that arrive out of order and more than once', () => {
+    const chunks = splitSnapshot(whole, 3000);
+    const assembler = new SnapshotAssembler();
+    const arrivals = [chunks[2], chunks[0], chunks[2], chunks[3], chunks[0]];
+    expect(arrivals.map((c) => assembler.add(c!))).toEqual([null, null, null, null, null]);
+    expect(assembler.dropped).toBe(2);
+    expect(assembler.add(chunks[1]!)).toEqual(whole);
+  });
+
+  it('completes when a lost chunk comes again with the next sending', () => {
+    const chunks = splitSnapshot(whole, 3000);
+    const assembler = new SnapshotAssembler();
+    for (const c of [chunks[0], chunks[1], chunks[3]]) expect(assembler.add(c!)).toBeNull();
+    const resent = chunks.map((c) => assembler.add(c));
+    expect(resent.filter((r) => r !== null)).toEqual([whole]);
+  });
+
+  it("takes a newer snapshot's chunks over an older one's, and ignores an older one's late chunks", () => {
+    const assembler = new SnapshotAssembler();
+    const old = splitSnapshot(whole, 3000);
+    assembler.add(old[0]!);
+    const newer = splitSnapshot({ ...whole, term: 4, snapshot: { index: 50, term: 4, data } }, 3000);
+    assembler.add(newer[0]!);
+    // The deposed leader's chunks still in flight do not disturb the new one.
+    for (const c of old.slice(1)) expect(assembler.add(c)).toBeNull();
+    const out = newer.slice(1).map((c) => assembler.add(c));
+    expect(out.at(-1)?.snapshot).toEqual({ index: 50, term: 4, data });
+  });
+
+  it('drops a chunk that overlaps one already received', () => {
+    const assembler = new SnapshotAssembler();
+    const base = { ...whole, snapshot: { ...whole.snapshot, data: new Uint8Array(100) } };
+    expect(assembler.add({ ...base, chunk: { offset: 0, total: 150 } })).toBeNull();
+    expect(assembler.add({ ...base, snapshot: { ...base.snapshot, data: new Uint8Array(60) }, chunk: { offset: 90, total: 150 } })).toBeNull();
+    expect(assembler.dropped).toBe(1);
+  });
+
+  it('refuses a snapshot announced larger than MAX_SNAPSHOT_BYTES, keeping nothing', () => {
+    const assembler = new SnapshotAssembler();
+    const huge: SnapshotMessage = { ...whole, snapshot: { ...whole.snapshot, data: new Uint8Array(10) }, chunk: { offset: 0, total: MAX_SNAPSHOT_BYTES + 1 } };
+    expect(assembler.add(huge)).toBeNull();
+    expect(assembler.dropped).toBe(1);
+  });
+
+  it('the codec refuses a chunk that overruns its announced total', () => {
+    const bad: SnapshotMessage = { ...whole, snapshot: { ...whole.snapshot, data: new Uint8Array(10) }, chunk: { offset: 95, total: 100 } };
+    expect(() => decodeFrame(encodeFrame({ clusterId: 'c', message: bad }))).toThrow(/overruns/);
+  });
+});
