@@ -39,12 +39,14 @@ export interface RaftInitialState {
 }
 
 /**
- * Heartbeat answers a leader waits for, after sending a snapshot, before it sends it again:
- * answers travel in order behind the snapshot's own, so a few of them with no answer to the
- * snapshot mean that it, or its answer, was lost. A few rather than one, since answers to
- * heartbeats sent before the snapshot may still be on their way.
+ * Heartbeats a leader sends after a snapshot before it sends the snapshot again, on the next
+ * answer: answers travel in order behind the snapshot's own, so an answer that comes after
+ * a few later heartbeats, with none to the snapshot, means that it or its answer was lost.
+ * Each retry waits twice as long, up to 2^MAX_SNAPSHOT_BACKOFF times this, so a follower
+ * that cannot take the snapshot (a newer format, say) is not flooded with it.
  */
 export const SNAPSHOT_RETRY_HEARTBEATS = 3;
+export const MAX_SNAPSHOT_BACKOFF = 4;
 
 interface PendingRead {
   readonly seq: number;
@@ -210,7 +212,7 @@ export class RaftNode {
     }
     if (this.#heartbeatElapsed >= this.#heartbeatTicks) {
       this.#heartbeatElapsed = 0;
-      this.#broadcastHeartbeat(this.#pendingReads.at(-1)?.seq ?? 0);
+      this.#broadcastHeartbeat(this.#pendingReads.at(-1)?.seq ?? 0, true);
     }
   }
 
@@ -617,9 +619,11 @@ export class RaftNode {
     return true;
   }
 
-  #broadcastHeartbeat(readSeq: number): void {
+  /** `periodic`: the heartbeat of a tick, not of a read round (only those time a snapshot's retry). */
+  #broadcastHeartbeat(readSeq: number, periodic = false): void {
     for (const peer of this.#peers) {
       const pr = this.#progress.get(peer) as Progress;
+      if (periodic && pr.state === 'snapshot') pr.snapshotWait++;
       // Never tell a follower to commit past what it is known to hold.
       const commit = Math.min(pr.match, this.log.committed);
       this.#send({ type: 'heartbeat', from: this.id, to: peer, term: this.#term, commit, readCtx: readSeq });
@@ -644,6 +648,7 @@ export class RaftNode {
     if (pr.state === 'snapshot') {
       // The answer to the snapshot (or to an append that got as far): replicate from there.
       if (pr.match < pr.pendingSnapshot) return;
+      pr.snapshotRetries = 0;
       pr.becomeReplicate();
     } else if (!updated) {
       if (wasPaused && !pr.isPaused()) this.#sendAppend(m.from);
@@ -664,7 +669,8 @@ export class RaftNode {
     if (pr === undefined) return;
     pr.probeSent = false;
     if (pr.state === 'snapshot') {
-      if (++pr.snapshotWait >= SNAPSHOT_RETRY_HEARTBEATS) {
+      if (pr.snapshotWait >= SNAPSHOT_RETRY_HEARTBEATS * 2 ** Math.min(pr.snapshotRetries, MAX_SNAPSHOT_BACKOFF)) {
+        pr.snapshotRetries++;
         pr.becomeProbe();
         this.#sendAppend(m.from, true);
       }

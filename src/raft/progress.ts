@@ -59,8 +59,10 @@ export class Progress {
   probeSent = false;
   /** In snapshot state: the index of the snapshot sent, which the peer's answer must reach. */
   pendingSnapshot = 0;
-  /** In snapshot state: heartbeat answers since the snapshot went, with no answer to it. */
+  /** In snapshot state: periodic heartbeats sent since the snapshot went, with no answer to it. */
   snapshotWait = 0;
+  /** Snapshots sent again since one was last answered: each retry waits longer. */
+  snapshotRetries = 0;
   /** The commit index last sent to the peer in an append. */
   sentCommit = 0;
   /** Set by any message from the peer; CheckQuorum reads and clears it once per election timeout. */

@@ -68,6 +68,22 @@ describe('log compaction and snapshots', () => {
     expect(net.appliedTexts('c')).toEqual(texts('x', 10));
   });
 
+  it('backs off: a follower that never takes the snapshot gets it ever less often', () => {
+    const net = new TestNetwork(three);
+    net.elect('a');
+    net.isolate('c');
+    proposeAll(net, 'a', texts('x', 10));
+    outlastElectionTimeout(net);
+    net.compact('a');
+    net.recover();
+    let sent = 0;
+    net.filter = (m) => !(m.type === 'snapshot' && ++sent > 0);
+    net.tickAll(200);
+    // Waits of 3, 6, 12, 24, 48, 48, 48 heartbeats: 7 sendings in 200, not one every 3.
+    expect(sent).toBeGreaterThanOrEqual(5);
+    expect(sent).toBeLessThanOrEqual(8);
+  });
+
   it('a follower whose log holds the snapshot\'s last entry only commits: it keeps its log and state', () => {
     const net = new TestNetwork(three);
     net.elect('a');
