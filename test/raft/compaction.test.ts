@@ -19,16 +19,25 @@ function proposeAll(net: TestNetwork, id: string, values: readonly string[]): vo
   net.tickAll(1);
 }
 
+/**
+ * Three members: a leads and commits `n` entries while c is cut off and then counted gone, a
+ * compacts its log behind a snapshot, and the network heals. c is then behind a's log.
+ */
+function compactedWhileCIsAway(n: number): TestNetwork {
+  const net = new TestNetwork(three);
+  net.elect('a');
+  net.isolate('c');
+  proposeAll(net, 'a', texts('x', n));
+  outlastElectionTimeout(net);
+  expect(net.compact('a')).toBe(true);
+  net.recover();
+  return net;
+}
+
 describe('log compaction and snapshots', () => {
   it('catches up a follower behind the compacted log with the snapshot, then with entries', () => {
-    const net = new TestNetwork(three);
-    net.elect('a');
-    net.isolate('c');
-    proposeAll(net, 'a', texts('x', 20));
-    outlastElectionTimeout(net);
-    expect(net.compact('a')).toBe(true);
+    const net = compactedWhileCIsAway(20);
     expect(net.node('a').log.firstIndex()).toBe(net.node('a').log.applied + 1);
-    net.recover();
     net.tickAll(3);
     proposeAll(net, 'a', ['after']);
     expect(net.count('snapshot')).toBe(1);
@@ -53,13 +62,7 @@ describe('log compaction and snapshots', () => {
   });
 
   it('sends the snapshot again when it was lost, after a few unanswered heartbeats', () => {
-    const net = new TestNetwork(three);
-    net.elect('a');
-    net.isolate('c');
-    proposeAll(net, 'a', texts('x', 10));
-    outlastElectionTimeout(net);
-    net.compact('a');
-    net.recover();
+    const net = compactedWhileCIsAway(10);
     let dropped = 0;
     net.filter = (m) => !(m.type === 'snapshot' && dropped++ === 0);
     net.tickAll(SNAPSHOT_RETRY_HEARTBEATS + 2);
@@ -69,13 +72,7 @@ describe('log compaction and snapshots', () => {
   });
 
   it('backs off: a follower that never takes the snapshot gets it ever less often', () => {
-    const net = new TestNetwork(three);
-    net.elect('a');
-    net.isolate('c');
-    proposeAll(net, 'a', texts('x', 10));
-    outlastElectionTimeout(net);
-    net.compact('a');
-    net.recover();
+    const net = compactedWhileCIsAway(10);
     let sent = 0;
     net.filter = (m) => !(m.type === 'snapshot' && ++sent > 0);
     net.tickAll(200);
