@@ -1,4 +1,5 @@
 import { decode, encode } from 'cborg';
+import { isSchedulerCommand } from '../scheduler/command-shape.js';
 import type { SchedulerCommand } from '../scheduler/state.js';
 
 /**
@@ -17,7 +18,8 @@ export function encodeCommand(command: LogCommand): Uint8Array {
 /**
  * Decodes an entry written by encodeCommand. Entries come from the replicated log, which only
  * members write, so anything else means a bug or a newer format: null, and the entry is skipped
- * the same way on every member.
+ * the same way on every member. A scheduler command is checked field by field (see
+ * isSchedulerCommand), so that no bad value enters the replicated state.
  */
 export function decodeCommand(bytes: Uint8Array): LogCommand | null {
   let value: unknown;
@@ -29,8 +31,6 @@ export function decodeCommand(bytes: Uint8Array): LogCommand | null {
   if (!Array.isArray(value) || value.length !== 2) return null;
   const [kind, payload] = value as [unknown, unknown];
   if (kind === KIND_USER && payload instanceof Uint8Array) return { kind: 'user', data: payload };
-  if (kind === KIND_SCHEDULER && typeof payload === 'object' && payload !== null && typeof (payload as { type?: unknown }).type === 'string') {
-    return { kind: 'scheduler', command: payload as SchedulerCommand };
-  }
+  if (kind === KIND_SCHEDULER && isSchedulerCommand(payload)) return { kind: 'scheduler', command: payload };
   return null;
 }
