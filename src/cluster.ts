@@ -396,7 +396,6 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       jobs: this.#jobStates(clusterNow),
       clock: { synced: driver?.clockSynced ?? false, clusterTime: new Date(clusterNow), invalidStamps: driver?.invalidClockStamps ?? 0 },
       invalidMessages: (driver?.invalidMessages ?? 0) + (driver?.invalidSnapshots ?? 0) + (node?.protocolViolations ?? 0),
-      unreadableSnapshots: driver?.unreadableSnapshots ?? 0,
       unsendableMessages: driver?.unsendableMessages ?? 0,
     };
   }

@@ -207,23 +207,6 @@ describe('snapshots in the driver', () => {
     expect(transport.sent.filter((m) => m.type === 'append-resp').at(-1)).toMatchObject({ index: 10, reject: false });
   });
 
-  it('keeps its log rather than compact behind a snapshot of its own that it cannot read back, and tries again an interval later', async () => {
-    const disk = new MemoryDisk();
-    const sm = recordingStateMachine(false);
-    const { driver, transport } = await makeDriver(new MemoryLogStorage(disk), undefined, undefined, { stateMachine: sm, compaction: { everyEntries: 4, retainEntries: 0 } });
-    const append = (from: number, to: number): void =>
-      transport.deliver({ type: 'append', from: 'b', to: 'a', term: 1, prevIndex: from - 1, prevTerm: from === 1 ? 0 : 1, entries: Array.from({ length: to - from + 1 }, (_, i) => entry(from + i)), commit: to });
-    append(1, 5);
-    await settle();
-    expect([driver.unreadableSnapshots, driver.snapshotsTaken, disk.read().snapshot.index, driver.node.log.firstIndex()]).toEqual([1, 0, 0, 1]);
-    append(6, 7);
-    await settle();
-    expect(sm.log.filter((l) => l === 'snapshot')).toHaveLength(1);
-    append(8, 9);
-    await settle();
-    expect(driver.unreadableSnapshots).toBe(2);
-  });
-
   it('compacts once everyEntries are applied: the snapshot is stored after the entries, with the commit point, and read back at start', async () => {
     const disk = new MemoryDisk();
     const sm = recordingStateMachine();

@@ -77,9 +77,4 @@ export interface ClusterState {
   readonly invalidMessages: number;
   /** Messages the transport refused to encode (never expected; counted rather than thrown). */
   readonly unsendableMessages: number;
-  /**
-   * Snapshots of this member's state that it could not read back, so did not use (never
-   * expected: a value in the state its own decoder refuses). The log is kept instead.
-   */
-  readonly unreadableSnapshots: number;
 }

@@ -184,10 +184,6 @@ export class RaftDriver {
   snapshotsInstalled = 0;
   /** Snapshots from a leader that the state machine could not read: dropped (see acceptsSnapshot). */
   invalidSnapshots = 0;
-  /** Snapshots of its own state this member could not read back: not used (see #maybeCompact). */
-  unreadableSnapshots = 0;
-  /** No compaction before this applied index (after a snapshot that could not be read back). */
-  #compactAfter = 0;
   readonly #snapshotChunks = new SnapshotAssembler();
   /** Clock offsets and the cluster's time, from stamps on heartbeats (see clock-sync.ts). */
   readonly #clockSync: ClockSync;
@@ -537,17 +533,12 @@ export class RaftDriver {
     const { everyEntries, retainEntries } = this.#o.compaction ?? COMPACTION_DEFAULTS;
     const log = this.#node.log;
     const index = log.applied;
-    if (index - this.#node.latestSnapshot.index < everyEntries || index < this.#compactAfter) return;
+    if (index - this.#node.latestSnapshot.index < everyEntries) return;
     const term = log.term(index);
     if (term === undefined) return;
+    // The state machine's own snapshot is not read back here (that would double the time the
+    // loop stands still): every value in it came through a checked command or snapshot.
     const snapshot = { index, term, data: this.#o.stateMachine.snapshot() };
-    // A state this member could not read back would keep it from restarting, and followers
-    // would refuse it: keep the log instead, and try again an interval later.
-    if (!this.#o.stateMachine.acceptsSnapshot(snapshot.data)) {
-      this.unreadableSnapshots++;
-      this.#compactAfter = index + everyEntries;
-      return;
-    }
     if (!this.#node.compact(snapshot, retainEntries)) return;
     this.snapshotsTaken++;
     // The stored commit point may lag (a commit alone is not written): it must reach the
