@@ -260,8 +260,8 @@ export class RaftNode {
    * Takes a snapshot of the state machine, applied up to `snapshot.index`: keeps it to send to
    * followers that fall behind the log, and drops the log up to `retainEntries` before it (so
    * that a follower a little behind still gets entries rather than the whole state), and no
-   * further than the entries durable here. Returns
-   * false, changing nothing, for a snapshot not newer than the last or not of an applied entry.
+   * further than the entries durable here. Returns false, changing nothing, for a snapshot not
+   * newer than the last or not of an applied entry.
    */
   compact(snapshot: Snapshot, retainEntries: number): boolean {
     if (snapshot.index <= this.#snapshot.index || snapshot.index > this.log.applied) return false;
