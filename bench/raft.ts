@@ -3,7 +3,6 @@
  * default settings. Measures commit latency of serial proposals, throughput with 64
  * concurrent proposers, and the time from kill -9 of the leader to the first new commit.
  */
-import { performance } from 'node:perf_hooks';
 import { ProcessCluster } from '../test/fixtures/process-cluster.js';
 import { fmt, median, summarize } from './stats.js';
 
@@ -19,7 +18,9 @@ export interface RaftBenchOptions {
   readonly failoverRuns: number;
 }
 
-const now = (): number => performance.timeOrigin + performance.now();
+// Compared with times that member processes report: the wall clock, which every process shares
+// (each process's performance.timeOrigin is its own, to a millisecond or so).
+const now = (): number => Date.now();
 
 export async function benchRaft(o: RaftBenchOptions): Promise<RaftBenchResult> {
   const cluster = await ProcessCluster.create(3);

@@ -5,7 +5,6 @@
  * slots after kill -9 of the leader and of an assignee; and 1,000 jobs every second.
  */
 import { Cron } from 'croner';
-import { performance } from 'node:perf_hooks';
 import { ProcessCluster, type MemberProcess } from '../test/fixtures/process-cluster.js';
 import { fmt, summarize } from './stats.js';
 
@@ -26,7 +25,9 @@ export interface SchedulerBenchResult {
 /** Jobs for the idle measure: ten jobs every second give ten samples a second. */
 const IDLE_JOBS = 10;
 const EVERY_MS = 1000;
-const now = (): number => performance.timeOrigin + performance.now();
+// Compared with times that member processes report: the wall clock, which every process shares
+// (each process's performance.timeOrigin is its own, to a millisecond or so).
+const now = (): number => Date.now();
 
 interface RunStart {
   event: string;

@@ -142,6 +142,7 @@ export class Member {
       isLeader: () => driver.node.role === 'leader' && driver.clockSynced,
       clockReady: () => driver.clockSynced,
       holdsLease: () => this.holdsLease(),
+      peerConnected: (id) => parts.transport.isConnected(id),
       reassignHorizonMs: t.reassignHorizonMs,
       // Live followers answer a new leader's first heartbeat at once; two heartbeat intervals
       // tell the lost from the not-yet-heard.

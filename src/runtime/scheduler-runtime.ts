@@ -83,6 +83,12 @@ export interface SchedulerRuntimeOptions {
    * an election timeout). A member that lost it aborts its runs: its claims may be moved.
    */
   readonly holdsLease: () => boolean;
+  /**
+   * Whether this member is connected to `member` now. Another member's run that the log shows
+   * in progress counts for overlap only while it is: a member whose connection closed (killed
+   * mid-run) will never report that run's end, and its slot is moved anyway. @default always
+   */
+  readonly peerConnected?: (member: NodeId) => boolean;
   /** Members that may be given work now (reachable), this one included when it leads. */
   readonly eligibleMembers: () => readonly NodeId[];
   /** How often the leader plans. */
@@ -650,7 +656,10 @@ export class SchedulerRuntime {
     for (const other of this.#active.get(armed.job) ?? []) if (other !== armed) out.push({ slotMs: other.slotMs, local: other });
     if (armed.mode === 'one') {
       const filter = { nowMs: this.#o.clock.now(), timeoutMs: armed.timeoutMs, exceptSlotMs: armed.slotMs, exceptMember: this.#o.self };
-      for (const run of runsInProgress(this.state, armed.job, filter)) out.push({ slotMs: run.slotMs, remote: run });
+      for (const run of runsInProgress(this.state, armed.job, filter)) {
+        if (this.#o.peerConnected?.(run.member) === false) continue;
+        out.push({ slotMs: run.slotMs, remote: run });
+      }
     }
     return out;
   }

@@ -228,6 +228,17 @@ describe('overlap policies, across members', () => {
     expect(skipped.outcomes.get(skipped.assignees[0]!)!.error).toMatch(/overlap/);
   });
 
+  it("'skip' does not count a run on a member it is no longer connected to (killed mid-run, it will never report an end)", async () => {
+    // The same job as above, but every member believes the others gone: only its own runs make
+    // it skip, so runs on the two members overlap (connected, they never did) and fewer are skipped.
+    const c = cluster(['a', 'b'], 5, { peerConnected: () => false });
+    c.schedule(['a', 'b'], 'sync', { every: '1s' }, 2500);
+    await c.time.advanceTo(T0 + 8000);
+    expect(new Set(c.runs.map((r) => r.member))).toEqual(new Set(['a', 'b']));
+    expect(c.maxOverlap('sync')).toBeGreaterThan(1);
+    expect(c.state('a').jobs.get('sync')!.skippedRuns).toBeLessThan(4);
+  });
+
   it('sees another member’s run only once its start record is applied: within a commit of its start, both run', async () => {
     // A commit takes longer than the interval: slot 2 fires on b before a's start of slot 1 is
     // applied there, so b cannot know. This is the replication lag the overlap policy lives with.
