@@ -498,23 +498,26 @@ describe('restoring from a snapshot', () => {
     return encodeSchedulerSnapshot(s);
   }
 
-  it('arms the claims this member holds in it, which then run at their instant under their token', async () => {
+  /** b schedules `sync`, then restores a snapshot in which it holds the claim of T0+1s under token 2. */
+  async function restoredOnB(onRun?: (ctx: JobContext) => void): Promise<{ c: Cluster; b: SchedulerRuntime }> {
     const c = quiet();
-    const tokens: number[] = [];
-    c.schedule(['b'], 'sync', { every: '1s' }, 10, {}, (ctx) => tokens.push(ctx.fencingToken));
+    c.schedule(['b'], 'sync', { every: '1s' }, 10, {}, onRun);
     await c.time.advanceTo(T0 + 100);
-    c.members.get('b')!.restore(snapshotWith(['b']));
+    const b = c.members.get('b')!;
+    b.restore(snapshotWith(['b']));
+    return { c, b };
+  }
+
+  it('arms the claims this member holds in it, which then run at their instant under their token', async () => {
+    const tokens: number[] = [];
+    const { c } = await restoredOnB((ctx) => tokens.push(ctx.fencingToken));
     await c.time.advanceTo(T0 + 1100);
     expect(c.runs.map((r) => [r.member, r.slotMs - T0, r.startMs - T0])).toEqual([['b', 1000, 1000]]);
     expect(tokens).toEqual([2]);
   });
 
   it('drops a run whose claim the snapshot shows moved to another member', async () => {
-    const c = quiet();
-    c.schedule(['b'], 'sync', { every: '1s' }, 10);
-    await c.time.advanceTo(T0 + 100);
-    const b = c.members.get('b')!;
-    b.restore(snapshotWith(['b']));
+    const { c, b } = await restoredOnB();
     b.restore(snapshotWith(['b'], ['a']));
     await c.time.advanceTo(T0 + 1100);
     expect(c.runs).toEqual([]);
@@ -522,11 +525,7 @@ describe('restoring from a snapshot', () => {
   });
 
   it('refuses bytes that are not a snapshot, keeping its state', async () => {
-    const c = quiet();
-    c.schedule(['b'], 'sync', { every: '1s' }, 10);
-    await c.time.advanceTo(T0 + 100);
-    const b = c.members.get('b')!;
-    b.restore(snapshotWith(['b']));
+    const { c, b } = await restoredOnB();
     expect(() => b.restore(new Uint8Array([1, 2, 3]))).toThrow(/snapshot/i);
     await c.time.advanceTo(T0 + 1100);
     expect(c.runs.map((r) => r.slotMs - T0)).toEqual([1000]);
