@@ -3,9 +3,11 @@ import type { NodeId } from '../raft/types.js';
 import type { Clock, TimerHandle, Timers } from '../time/clock.js';
 import { decideOverlap, runsInProgress } from '../scheduler/overlap.js';
 import { plan, planReassignments, type CatchUp } from '../scheduler/planner.js';
+import { quietAt } from '../scheduler/quiet-window.js';
 import { MAX_WAITING_RUNS, RunQueue } from '../scheduler/run-queue.js';
 import type { JobSpec } from '../scheduler/spec.js';
 import { restoreSchedulerSnapshot } from '../scheduler/state-snapshot.js';
+import { RecordBatcher } from './record-batcher.js';
 import {
   claimKey,
   DEFAULT_OVERLAP,
@@ -158,6 +160,13 @@ interface LocalJob {
   registered: boolean;
 }
 
+/** A run's start or outcome waiting to be proposed, and how to tell it no longer needs to be. */
+interface HeldRecord {
+  readonly command: SchedulerCommand;
+  readonly settled: () => boolean;
+  readonly done: () => void;
+}
+
 /** One of this member's claims, from its timer to the end of its run. */
 interface Armed {
   readonly job: string;
@@ -182,6 +191,8 @@ interface Armed {
   phase: 'armed' | 'queued' | 'ready' | 'running' | 'done';
   /** While queued or ready: lets the run start (true) or drops it (false). */
   resume: ((go: boolean) => void) | null;
+  /** When it was let start (cluster's time), once running: a slot due before that did not overlap it. */
+  startedAtMs: number | undefined;
 }
 
 /** What became of a slot that fired, before its handler could start. */
@@ -225,6 +236,8 @@ export class SchedulerRuntime {
   #stopped = false;
   /** Set by drain(): nothing new is armed. */
   #draining = false;
+  /** Starts and outcomes of runs, held while slot instants are near (record-batcher.ts). */
+  readonly #records: RecordBatcher<HeldRecord>;
 
   constructor(options: SchedulerRuntimeOptions) {
     const max = options.maxConcurrent ?? SCHEDULER_RUNTIME_DEFAULTS.maxConcurrent;
@@ -233,6 +246,11 @@ export class SchedulerRuntime {
     }
     this.#o = options;
     this.#maxConcurrent = max;
+    this.#records = new RecordBatcher<HeldRecord>({
+      timers: options.timers,
+      msUntilQuiet: (limitMs) => this.#msUntilQuiet(limitMs),
+      send: (r) => void this.#proposeUntil(r.command, r.settled).then(r.done),
+    });
   }
 
   start(): void {
@@ -246,6 +264,8 @@ export class SchedulerRuntime {
    */
   async drain(timeoutMs: number): Promise<void> {
     this.#draining = true;
+    // Records go at once from now on: the runs' outcomes are what a graceful stop waits for.
+    this.#records.flush();
     for (const [key, armed] of this.#armed) {
       if (armed.phase === 'running') continue;
       if (armed.timer !== null) this.#o.timers.clearTimeout(armed.timer);
@@ -261,6 +281,8 @@ export class SchedulerRuntime {
 
   stop(): void {
     this.#stopped = true;
+    // Stopped, the member proposes nothing more: records still held settle now, unsent.
+    this.#records.flush();
     if (this.#planTimer !== null) this.#o.timers.clearTimeout(this.#planTimer);
     for (const { timer, abort } of this.#armed.values()) {
       if (timer !== null) this.#o.timers.clearTimeout(timer);
@@ -406,13 +428,14 @@ export class SchedulerRuntime {
       // Runs queued behind another member's run also go once that run's timeout passes.
       if (this.#queued.size > 0) this.#pump();
       this.#rearm();
+      let nextMs = this.#o.planIntervalMs;
       if (this.#o.isLeader()) {
         this.#leaderSinceMs ??= this.#o.clock.now();
-        this.#plan();
+        nextMs = Math.min(nextMs, this.#plan() ?? nextMs);
       } else {
         this.#leaderSinceMs = null;
       }
-      this.#schedulePlan();
+      this.#schedulePlan(nextMs);
     }, delayMs);
   }
 
@@ -437,7 +460,8 @@ export class SchedulerRuntime {
     }
   }
 
-  #plan(): void {
+  /** Proposes what the planner says is due; returns how soon to plan again with the whole look-ahead, or null. */
+  #plan(): number | null {
     const members = new Map<NodeId, { load: number }>();
     const eligible = this.#o.eligibleMembers();
     for (const id of eligible) members.set(id, { load: this.state.assigned.get(id) ?? 0 });
@@ -448,9 +472,13 @@ export class SchedulerRuntime {
       horizonMs: this.#o.reassignHorizonMs,
       maxCommands: this.#o.maxClaimsPerPlan,
     });
+    // While a slot instant is near, the slots at the far end of the look-ahead wait until it
+    // passed (see quiet-window.ts): the planner looks one plan interval less far ahead (half as
+    // far at most), and plans again once the instant passed. Moves, skips and claims due sooner go now.
+    const quietInMs = this.#msUntilQuiet(this.#o.planIntervalMs);
     const commands = [...moves, ...plan(this.state, {
       nowMs: this.#o.clock.now(),
-      lookaheadMs: this.#o.lookaheadMs,
+      lookaheadMs: quietInMs >= 1 ? Math.max(this.#o.lookaheadMs / 2, this.#o.lookaheadMs - this.#o.planIntervalMs) : this.#o.lookaheadMs,
       members,
       maxClaims: this.#o.maxClaimsPerPlan,
       horizonMs: this.#o.reassignHorizonMs,
@@ -461,6 +489,7 @@ export class SchedulerRuntime {
       this.#inflight.add(key);
       this.#o.propose(command).catch(() => this.#inflight.delete(key));
     }
+    return quietInMs >= 1 ? quietInMs : null;
   }
 
   /** Sets this member's timer for a claim it was assigned, if it has the handler. */
@@ -520,6 +549,7 @@ export class SchedulerRuntime {
       fire,
       phase: 'armed',
       resume: null,
+      startedAtMs: undefined,
     };
     entry.timer = this.#o.timers.setTimeout(fire, delayMs);
     this.#armed.set(key, entry);
@@ -651,14 +681,14 @@ export class SchedulerRuntime {
   }
 
   /** The job's other runs in progress: this member's own, and (mode 'one') other members' per the log. */
-  #othersInProgress(armed: Armed): Array<{ readonly slotMs: number; readonly local?: Armed; readonly remote?: RunInProgress }> {
-    const out: Array<{ readonly slotMs: number; readonly local?: Armed; readonly remote?: RunInProgress }> = [];
-    for (const other of this.#active.get(armed.job) ?? []) if (other !== armed) out.push({ slotMs: other.slotMs, local: other });
+  #othersInProgress(armed: Armed): Array<{ readonly slotMs: number; readonly startedAtMs: number | undefined; readonly local?: Armed; readonly remote?: RunInProgress }> {
+    const out: Array<{ readonly slotMs: number; readonly startedAtMs: number | undefined; readonly local?: Armed; readonly remote?: RunInProgress }> = [];
+    for (const other of this.#active.get(armed.job) ?? []) if (other !== armed) out.push({ slotMs: other.slotMs, startedAtMs: other.startedAtMs, local: other });
     if (armed.mode === 'one') {
       const filter = { nowMs: this.#o.clock.now(), timeoutMs: armed.timeoutMs, exceptSlotMs: armed.slotMs, exceptMember: this.#o.self };
       for (const run of runsInProgress(this.state, armed.job, filter)) {
         if (this.#o.peerConnected?.(run.member) === false) continue;
-        out.push({ slotMs: run.slotMs, remote: run });
+        out.push({ slotMs: run.slotMs, startedAtMs: run.startedAtMs, remote: run });
       }
     }
     return out;
@@ -706,6 +736,7 @@ export class SchedulerRuntime {
       const next = this.#ready.shift();
       if (next === undefined) break;
       next.phase = 'running';
+      next.startedAtMs = this.#o.clock.now();
       this.#runningCount += 1;
       const resume = next.resume;
       next.resume = null;
@@ -806,10 +837,34 @@ export class SchedulerRuntime {
   #recordStart(claim: ClaimRecord, startedAtMs: number): Promise<void> {
     const key = claimKey(claim.job, claim.slotMs);
     const command: SchedulerCommand = { type: 'started', job: claim.job, slotMs: claim.slotMs, token: claim.token, member: this.#o.self, atMs: startedAtMs };
-    return this.#proposeUntil(command, () => {
+    return this.#recordSoon(command, () => {
       const current = this.state.claims.get(key);
       return current === undefined || current.token !== claim.token || current.starts.get(this.#o.self)?.token === claim.token || current.outcomes.get(this.#o.self)?.token === claim.token;
     });
+  }
+
+  /**
+   * Proposes a run's record (as #proposeUntil does) once no slot instant is near, within
+   * MAX_RECORD_DELAY_MS: see record-batcher.ts. While draining, at once.
+   */
+  #recordSoon(command: SchedulerCommand, settled: () => boolean): Promise<void> {
+    if (this.#draining || this.#stopped) return this.#proposeUntil(command, settled);
+    return new Promise<void>((done) => this.#records.hold({ command, settled, done }));
+  }
+
+  /**
+   * Milliseconds until no slot instant is near (0: none is), at most `limitMs`. The instants
+   * are every open claim's, whoever holds it (a commit round costs every member work), and
+   * this member's own.
+   */
+  #msUntilQuiet(limitMs: number): number {
+    const nowMs = this.#o.clock.now();
+    return quietAt(nowMs, this.#slotInstants(), limitMs) - nowMs;
+  }
+
+  *#slotInstants(): Iterable<number> {
+    for (const claim of this.state.openClaims()) yield claim.slotMs;
+    for (const armed of this.#armed.values()) yield armed.slotMs;
   }
 
   /**
@@ -851,10 +906,12 @@ export class SchedulerRuntime {
     };
     // Retried until the log has it, the claim moved on, or the member stops: an outcome that is
     // never recorded would leave its slot waiting. Recording twice is harmless (first one wins).
-    await this.#proposeUntil(command, () => {
+    const settled = (): boolean => {
       const current = this.state.claims.get(claimKey(run.job, run.slotMs));
       return current === undefined || current.token !== run.fencingToken || current.outcomes.get(run.member)?.token === run.fencingToken;
-    });
+    };
+    // An interrupted run is one the leader must move to another member: that waits for nothing.
+    await (run.outcome === 'interrupted' ? this.#proposeUntil(command, settled) : this.#recordSoon(command, settled));
   }
 
   /**

@@ -7,6 +7,12 @@ import { runsOf, type OverlapPolicy, type RunInProgress, type SchedulerState } f
 export const MAX_QUEUED_RUNS_PER_JOB = 16;
 
 /**
+ * A run that started this long after its slot's instant is late (a retry, a slot moved after
+ * its member died): under 'skip', it makes a slot that fires meanwhile wait rather than skip.
+ */
+export const LATE_RUN_MS = 100;
+
+/**
  * The job's runs in progress according to the log: started under their claim's current token,
  * with no outcome from their member, not replaced, and started within `timeoutMs` of `nowMs`
  * (a run older than its timeout has been aborted by its member, even if its outcome was lost).
@@ -39,12 +45,19 @@ export type OverlapDecision<T> =
 
 /**
  * What a slot that fires does, given the job's other runs in progress (on any member, each with
- * its slot) and how many of the job's runs already wait on this member. Pure.
+ * its slot and, once it started, when) and how many of the job's runs already wait on this
+ * member. Pure.
+ *
+ * Under 'skip', the slot is skipped for a run of the job that is on schedule: one that started
+ * at its own instant and is still going. If every other run is late (it began after this slot's
+ * instant, or more than LATE_RUN_MS after its own: a retry, or a slot that a failover moved),
+ * the slot waits for them to end instead, so that the late slot does not cost the next one its
+ * run. Both then run, one after the other, never at once.
  *
  * Under 'replace', a run of an earlier slot is replaced; if a later slot's run is already in
  * progress (this one is a late retry, or fired late), this slot is the stale one and is skipped.
  */
-export function decideOverlap<T extends { readonly slotMs: number }>(
+export function decideOverlap<T extends { readonly slotMs: number; readonly startedAtMs?: number | undefined }>(
   policy: OverlapPolicy,
   slotMs: number,
   others: readonly T[],
@@ -55,6 +68,10 @@ export function decideOverlap<T extends { readonly slotMs: number }>(
   const slots = others.map((o) => new Date(o.slotMs).toISOString()).join(', ');
   switch (policy) {
     case 'skip':
+      if (others.every((o) => o.startedAtMs !== undefined && (o.startedAtMs > slotMs || o.startedAtMs - o.slotMs > LATE_RUN_MS))) {
+        if (queuedOfJob >= maxQueued) return { action: 'skip', reason: `overlap: ${queuedOfJob} runs of the job were already queued (at most ${maxQueued})` };
+        return { action: 'wait' };
+      }
       return { action: 'skip', reason: `overlap: a run of the job (slot ${slots}) was still in progress` };
     case 'queue':
       if (queuedOfJob >= maxQueued) return { action: 'skip', reason: `overlap: ${queuedOfJob} runs of the job were already queued (at most ${maxQueued})` };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decideOverlap, MAX_QUEUED_RUNS_PER_JOB, runsInProgress } from '../../src/scheduler/overlap.js';
+import { decideOverlap, LATE_RUN_MS, MAX_QUEUED_RUNS_PER_JOB, runsInProgress } from '../../src/scheduler/overlap.js';
 import { plan, planReassignments, type PlanInput } from '../../src/scheduler/planner.js';
 import { parseSpec } from '../../src/scheduler/spec.js';
 import { claimKey, policyKey, runsOf, SchedulerState, type JobPolicy, type OverlapPolicy, type SchedulerCommand } from '../../src/scheduler/state.js';
@@ -167,6 +167,19 @@ describe('deciding what a firing slot does', () => {
     expect(decideOverlap('queue', T0 + 2000, others, MAX_QUEUED_RUNS_PER_JOB - 1)).toEqual({ action: 'wait' });
     expect(decideOverlap('queue', T0 + 2000, others, MAX_QUEUED_RUNS_PER_JOB)).toMatchObject({ action: 'skip', reason: expect.stringContaining('queued') });
     expect(decideOverlap('replace', T0 + 2000, others, 0)).toEqual({ action: 'run', replace: others });
+  });
+
+  it("'skip' waits, rather than skips, for runs that are all late: a retry, or a slot a failover moved", () => {
+    // Began after this slot's instant (moved together with it), or well after its own (a retry).
+    const afterThis = { slotMs: T0 + 1000, startedAtMs: T0 + 2300 };
+    const retry = { slotMs: T0 + 1000, startedAtMs: T0 + 1000 + LATE_RUN_MS + 1 };
+    expect(decideOverlap('skip', T0 + 2000, [afterThis], 0)).toEqual({ action: 'wait' });
+    expect(decideOverlap('skip', T0 + 2000, [retry, afterThis], 0)).toEqual({ action: 'wait' });
+    expect(decideOverlap('skip', T0 + 2000, [retry], MAX_QUEUED_RUNS_PER_JOB)).toMatchObject({ action: 'skip', reason: expect.stringContaining('queued') });
+    // One run on schedule (started at its instant, or within LATE_RUN_MS), or one not started yet, is enough to skip.
+    const onTime = { slotMs: T0 + 1000, startedAtMs: T0 + 1000 + LATE_RUN_MS };
+    expect(decideOverlap('skip', T0 + 2000, [retry, onTime], 0)).toMatchObject({ action: 'skip' });
+    expect(decideOverlap('skip', T0 + 2000, [retry, at(1)], 0)).toMatchObject({ action: 'skip' });
   });
 
   it("'replace' skips a slot older than a run in progress (a late retry does not replace newer work)", () => {

@@ -76,6 +76,8 @@ class Cluster {
   readonly time = new VirtualTime();
   readonly members = new Map<string, SchedulerRuntime>();
   readonly log: SchedulerCommand[] = [];
+  /** When each entry of `log` committed. */
+  readonly logAt: number[] = [];
   readonly runs: Array<{ member: string; job: string; slotMs: number; startMs: number; endMs: number | null; attempt: number }> = [];
 
   constructor(
@@ -118,6 +120,7 @@ class Cluster {
     return new Promise((resolve) => {
       this.time.setTimeout(() => {
         this.log.push(command);
+        this.logAt.push(this.time.nowMs);
         const index = this.log.length;
         let mine: unknown;
         for (const [id, m] of this.members) {
@@ -202,6 +205,68 @@ describe('start records', () => {
     await c.time.advanceTo(T0 + 1600);
     expect(c.state('b').claimsInProgress('sync').size).toBe(0);
     expect(c.outcomes('sync')[0]).toEqual([1, 'succeeded']);
+  });
+});
+
+describe('run records near slot instants', () => {
+  /** When each record of `job` committed, as [type, outcome, ms after T0]. */
+  const records = (c: Cluster, job: string): Array<[string, string | undefined, number]> =>
+    c.log.flatMap((command, i) => ((command.type === 'started' || command.type === 'outcome') && command.job === job ? [[command.type, command.type === 'outcome' ? command.outcome : undefined, c.logAt[i]! - T0] as [string, string | undefined, number]] : []));
+
+  it('wait until the slots around them fired: the start and outcome of a short run commit together, after the slot', async () => {
+    const c = cluster(['a'], 5);
+    c.schedule(['a'], 'sync', { every: '1s' }, 3);
+    await c.time.advanceTo(T0 + 15);
+    // Registered 15 ms later, its slots come 15 ms after sync's: sync's records wait for them too.
+    c.schedule(['a'], 'other', { every: '1s' }, 3);
+    await c.time.advanceTo(T0 + 1100);
+    expect(c.runs.map((r) => [r.job, r.startMs - T0])).toEqual([
+      ['sync', 1000],
+      ['other', 1015],
+    ]);
+    // Held until 10 ms after the last slot near them (1025), committed 5 ms later, in one round.
+    expect(records(c, 'sync')).toEqual([
+      ['started', undefined, 1030],
+      ['outcome', 'succeeded', 1030],
+    ]);
+    expect(records(c, 'other')).toEqual([
+      ['started', undefined, 1030],
+      ['outcome', 'succeeded', 1030],
+    ]);
+  });
+
+  it('a long run records its start once the slot passed, long before its outcome', async () => {
+    const c = cluster(['a'], 5);
+    c.schedule(['a'], 'sync', { every: '1s' }, 300);
+    await c.time.advanceTo(T0 + 1400);
+    expect(records(c, 'sync')).toEqual([
+      ['started', undefined, 1015],
+      ['outcome', 'succeeded', 1305],
+    ]);
+  });
+
+  it('an interrupted run is reported at once: the leader must move its slot', async () => {
+    const c = cluster(['a', 'b'], 5);
+    c.schedule(['b'], 'sync', { every: '1s' }, 3);
+    await c.time.advanceTo(T0 + 500);
+    // b drops its handler after its claim of slot 1000 was armed: at the instant, it reports the run interrupted.
+    c.members.get('b')!.unschedule('sync');
+    await c.time.advanceTo(T0 + 1100);
+    expect(records(c, 'sync')[0]).toEqual(['outcome', 'interrupted', 1005]);
+  });
+
+  it('a draining member sends the records it holds at once', async () => {
+    const c = cluster(['a'], 5);
+    c.schedule(['a'], 'sync', { every: '1s' }, 3);
+    await c.time.advanceTo(T0 + 1001);
+    expect(records(c, 'sync')).toEqual([]);
+    const drained = c.members.get('a')!.drain(1000);
+    await c.time.advanceTo(T0 + 1100);
+    await drained;
+    expect(records(c, 'sync')).toEqual([
+      ['started', undefined, 1006],
+      ['outcome', 'succeeded', 1008],
+    ]);
   });
 });
 
