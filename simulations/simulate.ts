@@ -288,17 +288,22 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
   };
 
   // Nothing a member keeps in memory outgrows its named bound, and its disk keeps no more of
-  // the log than compaction allows: the applied part within two compaction intervals (a
-  // compaction's write may still wait behind others), plus what is not applied yet.
+  // the log than compaction allows once its writes are done: the applied part within two
+  // compaction intervals (and what is retained), plus what is not applied yet. (While writes
+  // are in flight, a member catching up has compacted in memory what its disk still holds.)
   const checkBounds = (m: SimMember): void => {
     for (const b of m.member?.bounds() ?? []) {
       if (b.value > b.limit) report(scheduler.nowMs, `${m.id} holds ${b.value} ${b.name}, over its bound of ${b.limit}`);
     }
-    const node = m.driver?.node;
-    if (node === undefined) return;
+    const driver = m.driver;
+    if (driver === null || driver.writesInFlight > 0) return;
+    const node = driver.node;
     const disk = m.disk.durableBounds();
     const diskLimit = 2 * compaction.everyEntries + compaction.retainEntries + Math.max(0, node.log.lastIndex() - node.log.applied);
-    if (disk.lastIndex - disk.snapshotIndex > diskLimit) report(scheduler.nowMs, `${m.id}'s disk holds ${disk.lastIndex - disk.snapshotIndex} entries, over its bound of ${diskLimit}`);
+    if (disk.lastIndex - disk.snapshotIndex > diskLimit) {
+      const where = `disk ${disk.snapshotIndex + 1}..${disk.lastIndex}; in memory ${node.role}, snapshot ${node.latestSnapshot.index}, first ${node.log.firstIndex()}, applied ${node.log.applied}, stable ${node.log.stable}, last ${node.log.lastIndex()}`;
+      report(scheduler.nowMs, `${m.id}'s disk holds ${disk.lastIndex - disk.snapshotIndex} entries, over its bound of ${diskLimit} (${where})`);
+    }
   };
 
   /** True ms at which the fault phase ended, once it has. */
@@ -357,9 +362,16 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
   const marker = `liveness-${seed}`;
   let appliedEverywhere = false;
   const appliedBy = new Set<NodeId>();
+  /** Where the marker was first applied: a member whose state reaches it holds it. */
+  let markerIndex = 0;
   alsoOnApplied = (id, entry): void => {
-    if (decoder.decode(entry.data) === marker) appliedBy.add(id);
+    if (decoder.decode(entry.data) !== marker) return;
+    appliedBy.add(id);
+    if (markerIndex === 0) markerIndex = entry.index;
   };
+  // A member may have the marker from a leader's snapshot (compaction), never applying it one
+  // by one: its applied index then passed the marker's.
+  const hasMarker = (m: SimMember): boolean => appliedBy.has(m.id) || (markerIndex > 0 && (m.driver?.node.log.applied ?? 0) >= markerIndex);
   const retry = (): void => {
     if (appliedBy.size > 0) return;
     propose(marker);
@@ -367,12 +379,23 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
   };
   retry();
   await run(healedAt + livenessBoundMs, () => {
-    appliedEverywhere = appliedBy.size === memberCount;
+    appliedEverywhere = members.every(hasMarker);
     return appliedEverywhere;
   });
   if (crashed) return finish();
   if (!appliedEverywhere) {
-    report(scheduler.nowMs, `liveness: after healing at ${healedAt} ms, no new entry was applied on every member within ${livenessBoundMs} ms (${appliedBy.size}/${memberCount})`);
+    // Where each member that did not apply it stands, so the report says where to look.
+    const behind = members
+      .filter((m) => !hasMarker(m))
+      .map((m) => {
+        const node = m.driver?.node;
+        if (node === undefined) return `${m.id} down`;
+        return `${m.id} ${node.role} term ${node.term} leader ${node.leader ?? 'none'} applied ${node.log.applied} committed ${node.log.committed} last ${node.log.lastIndex()} first ${node.log.firstIndex()} snapshot ${node.latestSnapshot.index}`;
+      });
+    const leader = members.find((m) => m.driver?.node.role === 'leader')?.driver?.node;
+    const progress = leader === undefined ? '' : ids.filter((id) => id !== leader.id).map((id) => { const p = leader.progressOf(id); return p === undefined ? `${id} ?` : `${id} ${p.state} match ${p.match} next ${p.next}`; }).join(', ');
+    const leaderAt = leader === undefined ? 'no leader' : `leader ${leader.id} term ${leader.term} committed ${leader.log.committed} last ${leader.log.lastIndex()} first ${leader.log.firstIndex()} [${progress}]`;
+    report(scheduler.nowMs, `liveness: after healing at ${healedAt} ms, no new entry was applied on every member within ${livenessBoundMs} ms (${members.filter(hasMarker).length}/${memberCount}; marker at ${markerIndex || 'none yet'}; ${leaderAt}; ${behind.join('; ')})`);
   }
   if (jobs.length > 0) {
     const watchEnd = healedAt + SCHEDULER_SETTLE_MS + SCHEDULER_WATCH_MS;

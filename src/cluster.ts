@@ -10,7 +10,7 @@ import { RaftNode } from './raft/node.js';
 import type { SoftState } from './raft/ready.js';
 import type { NodeId } from './raft/types.js';
 import { encodeCommand } from './runtime/commands.js';
-import type { RaftDriver, ProposalResult } from './runtime/driver.js';
+import { raftLimitsFor, type RaftDriver, type ProposalResult } from './runtime/driver.js';
 import { Member } from './runtime/member.js';
 import type { SchedulerRuntime, JobHandler, JobOptions } from './runtime/scheduler-runtime.js';
 import { nextInstantAfter } from './scheduler/next-instant.js';
@@ -109,7 +109,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     // Refuses a directory that belongs to another cluster or member, before anything is written.
     await this.#storage.setIdentity({ clusterId: this.#clusterId, nodeId: o.self.id });
     const node = new RaftNode(
-      { id: o.self.id, voters: o.voters, electionTicks: o.electionTicks, heartbeatTicks: o.heartbeatTicks },
+      { id: o.self.id, voters: o.voters, electionTicks: o.electionTicks, heartbeatTicks: o.heartbeatTicks, ...raftLimitsFor(o.compaction) },
       { hardState: stored.hardState, snapshot: stored.snapshot, entries: stored.entries },
       this.#random,
     );

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { RaftNode } from '../src/raft/node.js';
 import { EntryType, type Message } from '../src/raft/types.js';
-import { RaftDriver, type DriverOptions, type StateMachine } from '../src/runtime/driver.js';
+import { raftLimitsFor, RaftDriver, type DriverOptions, type StateMachine } from '../src/runtime/driver.js';
 import type { LogStorage } from '../src/storage/log-storage.js';
 import { MemoryDisk } from '../src/storage/memory-disk.js';
 import { MemoryLogStorage } from '../src/storage/memory-log-storage.js';
@@ -41,9 +41,10 @@ async function makeDriver(
   onFatal?: (e: unknown) => void,
   now: () => number = () => 0,
   extra: Partial<DriverOptions> = {},
+  limits: { readonly maxApplyBatch?: number } = {},
 ): Promise<{ driver: RaftDriver; transport: RecordingTransport }> {
   const stored = await storage.open();
-  const node = new RaftNode({ id: 'a', voters: ['a', 'b', 'c'], electionTicks: 10, heartbeatTicks: 1 }, { hardState: stored.hardState, snapshot: stored.snapshot, entries: stored.entries }, new SeededRandom(1));
+  const node = new RaftNode({ id: 'a', voters: ['a', 'b', 'c'], electionTicks: 10, heartbeatTicks: 1, ...limits }, { hardState: stored.hardState, snapshot: stored.snapshot, entries: stored.entries }, new SeededRandom(1));
   const transport = new RecordingTransport();
   const driver = new RaftDriver({
     node,
@@ -123,6 +124,45 @@ describe('the driver orders effects', () => {
     disk.sync();
     await settle();
     expect(transport.sent.filter((m) => m.type === 'append-resp')).toMatchObject([{ to: 'b', reject: false, index: 1 }]);
+  });
+
+  it("sends a leader's appends before its own write of their entries starts, and counts its copy only once durable", async () => {
+    const disk = new MemoryDisk({ manualSync: true });
+    const storage = new MemoryLogStorage(disk);
+    const { driver, transport } = await makeDriver(storage);
+    const appends = (): Message[] => transport.sent.filter((m) => m.type === 'append' && m.entries.some((e) => e.pid !== ''));
+    // How many appends of proposals had left when each write of entries started.
+    const sentAtSave: number[] = [];
+    const save = storage.save.bind(storage);
+    storage.save = (batch) => {
+      if (batch.entries.some((e) => e.pid !== '')) sentAtSave.push(appends().length);
+      return save(batch);
+    };
+    // Leader of term 1: the votes are durable, then b votes for it.
+    driver.node.campaign();
+    transport.deliver({ type: 'prevote-resp', from: 'b', to: 'a', term: 1, reject: false });
+    await settle();
+    disk.sync();
+    await settle();
+    transport.deliver({ type: 'vote-resp', from: 'b', to: 'a', term: 1, reject: false });
+    await settle();
+    disk.sync();
+    await settle();
+    expect(driver.node.role).toBe('leader');
+    // The followers take the leader's first (empty) entry: they are then sent entries as they come.
+    for (const from of ['b', 'c']) transport.deliver({ type: 'append-resp', from, to: 'a', term: 1, index: 1, reject: false, hintIndex: 0, hintTerm: 0 });
+    await settle();
+    const proposed = driver.propose(new Uint8Array([7]));
+    await settle();
+    // Both followers' appends left before the leader's own write was started.
+    expect(sentAtSave).toEqual([2]);
+    const index = (appends()[0] as Extract<Message, { type: 'append' }>).entries.at(-1)!.index;
+    // One follower's copy is not a majority while the leader's own is not durable.
+    transport.deliver({ type: 'append-resp', from: 'b', to: 'a', term: 1, index, reject: false, hintIndex: 0, hintTerm: 0 });
+    await settle();
+    expect(driver.node.log.committed).toBeLessThan(index);
+    disk.sync();
+    await expect(proposed).resolves.toMatchObject({ index });
   });
 
   it('stops, reports once, and fails waiting proposals when the disk fails', async () => {
@@ -205,6 +245,16 @@ describe('snapshots in the driver', () => {
     expect(fatal).toEqual([]);
     expect(disk.read().snapshot).toMatchObject({ index: 10, data: new Uint8Array([7]) });
     expect(transport.sent.filter((m) => m.type === 'append-resp').at(-1)).toMatchObject({ index: 10, reject: false });
+  });
+
+  it('compacts as it applies a long run of entries committed at once, one interval at a time', async () => {
+    const sm = recordingStateMachine();
+    const compaction = { everyEntries: 4, retainEntries: 0 };
+    const { driver, transport } = await makeDriver(new MemoryLogStorage(), undefined, undefined, { stateMachine: sm, compaction }, raftLimitsFor(compaction));
+    transport.deliver({ type: 'append', from: 'b', to: 'a', term: 1, prevIndex: 0, prevTerm: 0, entries: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map(entry), commit: 10 });
+    await settle();
+    expect(sm.log).toEqual(['apply 1', 'apply 2', 'apply 3', 'apply 4', 'snapshot', 'apply 5', 'apply 6', 'apply 7', 'apply 8', 'snapshot', 'apply 9', 'apply 10']);
+    expect(driver.snapshotsTaken).toBe(2);
   });
 
   it('compacts once everyEntries are applied: the snapshot is stored after the entries, with the commit point, and read back at start', async () => {

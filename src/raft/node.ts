@@ -260,13 +260,17 @@ export class RaftNode {
    * Takes a snapshot of the state machine, applied up to `snapshot.index`: keeps it to send to
    * followers that fall behind the log, and drops the log up to `retainEntries` before it (so
    * that a follower a little behind still gets entries rather than the whole state), and no
-   * further than the entries durable here. Returns false, changing nothing, for a snapshot not
-   * newer than the last or not of an applied entry.
+   * further than the entries durable here. A leader keeps, for live followers, up to
+   * `everyEntries` more (the interval the caller compacts at). Returns false, changing nothing,
+   * for a snapshot not newer than the last or not of an applied entry.
    */
-  compact(snapshot: Snapshot, retainEntries: number): boolean {
+  compact(snapshot: Snapshot, retainEntries: number, everyEntries?: number): boolean {
     if (snapshot.index <= this.#snapshot.index || snapshot.index > this.log.applied) return false;
     if (this.log.term(snapshot.index) !== snapshot.term) return false;
-    this.#compactEvery = Math.max(this.#compactEvery, snapshot.index - this.#snapshot.index);
+    // The interval the caller compacts at, if it says; else the widest seen. (A snapshot taken
+    // after a large batch was applied lies further from the last one than the interval: counted
+    // as the interval, that would let a leader keep more than its bound.)
+    this.#compactEvery = everyEntries ?? Math.max(this.#compactEvery, snapshot.index - this.#snapshot.index);
     this.#snapshot = snapshot;
     this.#retainEntries = Math.max(0, retainEntries);
     this.#compactLog();

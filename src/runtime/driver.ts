@@ -7,6 +7,7 @@ import {
   ProposalDroppedError,
   TimeoutError,
 } from '../errors.js';
+import { RAFT_DEFAULTS } from '../raft/config.js';
 import type { ProposeOutcome, RaftNode } from '../raft/node.js';
 import type { ForwardResult, Ready, ReadState, SoftState } from '../raft/ready.js';
 import { EntryType, type Entry, type HardState, type Message, type NodeId, type ProposalData } from '../raft/types.js';
@@ -49,6 +50,16 @@ export const COMPACTION_DEFAULTS: CompactionOptions = {
   everyEntries: 10_000,
   retainEntries: 1_000,
 };
+
+/**
+ * The Raft settings compaction relies on: no more entries applied in one Ready than one
+ * compaction interval, so that a member catching up on many entries at once compacts as it
+ * goes, and its log, in memory and on disk, stays within two intervals (and what it retains)
+ * of what it applied.
+ */
+export function raftLimitsFor(compaction: CompactionOptions): { readonly maxApplyBatch: number } {
+  return { maxApplyBatch: Math.max(1, Math.min(RAFT_DEFAULTS.maxApplyBatch, compaction.everyEntries)) };
+}
 
 export interface DriverOptions {
   readonly node: RaftNode;
@@ -167,6 +178,8 @@ export class RaftDriver {
   #lastHeard = new Map<NodeId, number>();
   /** Writes started and not yet durable. */
   #savesInFlight = 0;
+  /** Compactions queued behind the writes, not yet done (see #maybeCompact). */
+  #compactionsInFlight = 0;
   /** The last write started; it completes after every earlier one. */
   #lastSave: Promise<void> = Promise.resolve();
   /** The term and vote last made durable: a Ready that changes them sends nothing before its write. */
@@ -287,6 +300,14 @@ export class RaftDriver {
   /** Proposals waiting to commit on this member (bounded by maxPendingProposals). */
   get pendingProposals(): number {
     return this.#pending.size;
+  }
+
+  /**
+   * Writes started and not yet done: of Readies, and of compactions (which wait behind them).
+   * Until they are done, the log on disk may hold more than compaction leaves there.
+   */
+  get writesInFlight(): number {
+    return this.#savesInFlight + this.#compactionsInFlight;
   }
 
 
@@ -460,7 +481,22 @@ export class RaftDriver {
     // that restarts with an older one re-learns it from the leader. It rides along with the
     // next write of entries instead, which halves the fsyncs on the commit path.
     const persist = voteChanged || rd.entries.length > 0 || rd.snapshot !== null;
-    // 1. Persist (started now; see the class comment for what waits on it).
+    // 2. Send, decided here and done in part before the write starts: all at once if nothing is
+    // written; a leader's replication at once if its term and vote are durable; everything else
+    // once every write so far is durable. The leader's appends leave before its own write is
+    // even built (encoding a batch of entries for storage takes a while), so the followers'
+    // writes start that much sooner; the leader counts its own copy only once durable.
+    const termDurable = this.#node.term === this.#durableTerm && this.#node.vote === this.#durableVote;
+    let later: readonly Message[] = [];
+    if (!persist && this.#savesInFlight === 0) {
+      for (const m of rd.messages) this.#send(m);
+    } else if (termDurable && this.#node.role === 'leader') {
+      for (const m of rd.messages) if (isLeaderReplication(m)) this.#send(m);
+      later = rd.messages.filter((m) => !isLeaderReplication(m));
+    } else {
+      later = rd.messages;
+    }
+    // 1. Persist (started now, after the leader's appends; see the class comment for what waits on it).
     if (persist) {
       this.#savesInFlight++;
       // An installed snapshot moves the commit point to it at least: it is written with it.
@@ -478,18 +514,6 @@ export class RaftDriver {
           this.#durableVote = hardState.vote;
         }
       });
-    }
-    // 2. Send: all at once if nothing is being written; a leader's replication at once if its
-    // term and vote are durable; everything else once every write so far is durable.
-    const termDurable = this.#node.term === this.#durableTerm && this.#node.vote === this.#durableVote;
-    let later: readonly Message[] = [];
-    if (this.#savesInFlight === 0) {
-      for (const m of rd.messages) this.#send(m);
-    } else if (termDurable && this.#node.role === 'leader') {
-      for (const m of rd.messages) if (isLeaderReplication(m)) this.#send(m);
-      later = rd.messages.filter((m) => !isLeaderReplication(m));
-    } else {
-      later = rd.messages;
     }
     if (persist || later.length > 0) {
       this.#lastSave.then(
@@ -539,7 +563,7 @@ export class RaftDriver {
     // The state machine's own snapshot is not read back here (that would double the time the
     // loop stands still): every value in it came through a checked command or snapshot.
     const snapshot = { index, term, data: this.#o.stateMachine.snapshot() };
-    if (!this.#node.compact(snapshot, retainEntries)) return;
+    if (!this.#node.compact(snapshot, retainEntries, everyEntries)) return;
     this.snapshotsTaken++;
     // The stored commit point may lag (a commit alone is not written): it must reach the
     // snapshot, or a restart would find a snapshot past its commit point. Both writes queue
@@ -549,9 +573,11 @@ export class RaftDriver {
     // A leader's snapshot installed meanwhile (queued while the save was in flight) replaced
     // the stored log past this one: this compaction then has nothing left to do. Nor has it
     // once the member stopped (its store is closing).
+    this.#compactionsInFlight++;
     this.#lastSave = this.#o.storage
       .save({ hardState: { term: this.#savedTerm, vote: this.#savedVote, commit: hs.commit }, entries: [] })
-      .then(() => (this.#running && this.#o.storage.snapshot().index < snapshot.index ? this.#o.storage.compact(snapshot) : undefined));
+      .then(() => (this.#running && this.#o.storage.snapshot().index < snapshot.index ? this.#o.storage.compact(snapshot) : undefined))
+      .finally(() => this.#compactionsInFlight--);
     this.#lastSave.catch((error: unknown) => this.#fail(error));
   }
 

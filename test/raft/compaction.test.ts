@@ -143,6 +143,25 @@ describe('log compaction and snapshots', () => {
     expect(net.appliedTexts('c')).toEqual([...texts('x', 3), ...texts('y', 4)]);
   });
 
+  it('a leader keeps entries for a live follower only within the compaction interval it is given', () => {
+    const net = new TestNetwork(three);
+    net.elect('a');
+    proposeAll(net, 'a', texts('x', 3));
+    net.filter = (m) => !(m.type === 'append' && m.to === 'c');
+    proposeAll(net, 'a', texts('y', 10));
+    const behind = net.node('c').log.lastIndex();
+    // The snapshot lies 14 entries past the last (none); compacting every 4, c, 10 behind, is
+    // beyond what the leader keeps for followers: it will get the snapshot.
+    expect(net.compact('a', 0, 4)).toBe(true);
+    expect(net.node('a').log.firstIndex()).toBeGreaterThan(behind + 1);
+    net.recover();
+    for (let i = 0; i < 10 && net.appliedTexts('c').length < 13; i++) {
+      net.tickAll(SNAPSHOT_RETRY_HEARTBEATS);
+      net.stabilize();
+    }
+    expect(net.appliedTexts('c')).toEqual([...texts('x', 3), ...texts('y', 10)]);
+  });
+
   it('a member elected after compacting serves a lagging follower from its own snapshot', () => {
     const net = new TestNetwork(three);
     net.elect('a');

@@ -209,14 +209,14 @@ export class TestNetwork {
    * log, keeping `retain` entries in memory; on disk, everything up to the snapshot goes.
    * Returns whether the node took it.
    */
-  compact(id: NodeId, retain = 0): boolean {
+  compact(id: NodeId, retain = 0, everyEntries?: number): boolean {
     this.flush();
     const m = this.member(id);
     const index = m.node.log.applied;
     const term = m.node.log.term(index);
     if (term === undefined) return false;
     const snapshot: Snapshot = { index, term, data: encodeApplied(m.applied) };
-    if (!m.node.compact(snapshot, retain)) return false;
+    if (!m.node.compact(snapshot, retain, everyEntries)) return false;
     m.disk.snapshot = snapshot;
     m.disk.entries = m.disk.entries.filter((e) => e.index > index);
     return true;
