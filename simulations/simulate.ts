@@ -393,7 +393,11 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
         return `${m.id} ${node.role} term ${node.term} leader ${node.leader ?? 'none'} applied ${node.log.applied} committed ${node.log.committed} last ${node.log.lastIndex()} first ${node.log.firstIndex()} snapshot ${node.latestSnapshot.index}`;
       });
     const leader = members.find((m) => m.driver?.node.role === 'leader')?.driver?.node;
-    const progress = leader === undefined ? '' : ids.filter((id) => id !== leader.id).map((id) => { const p = leader.progressOf(id); return p === undefined ? `${id} ?` : `${id} ${p.state} match ${p.match} next ${p.next}`; }).join(', ');
+    const progressOf = (id: NodeId): string => {
+      const p = leader?.progressOf(id);
+      return p === undefined ? `${id} ?` : `${id} ${p.state} match ${p.match} next ${p.next}`;
+    };
+    const progress = ids.filter((id) => id !== leader?.id).map(progressOf).join(', ');
     const leaderAt = leader === undefined ? 'no leader' : `leader ${leader.id} term ${leader.term} committed ${leader.log.committed} last ${leader.log.lastIndex()} first ${leader.log.firstIndex()} [${progress}]`;
     report(scheduler.nowMs, `liveness: after healing at ${healedAt} ms, no new entry was applied on every member within ${livenessBoundMs} ms (${members.filter(hasMarker).length}/${memberCount}; marker at ${markerIndex || 'none yet'}; ${leaderAt}; ${behind.join('; ')})`);
   }

@@ -310,7 +310,6 @@ export class RaftDriver {
     return this.#savesInFlight + this.#compactionsInFlight;
   }
 
-
   /** Clock stamps from peers dropped as malformed, out of bounds or inconsistent. */
   get invalidClockStamps(): number {
     return this.#clockSync.invalidStamps;
@@ -481,11 +480,11 @@ export class RaftDriver {
     // that restarts with an older one re-learns it from the leader. It rides along with the
     // next write of entries instead, which halves the fsyncs on the commit path.
     const persist = voteChanged || rd.entries.length > 0 || rd.snapshot !== null;
-    // 2. Send, decided here and done in part before the write starts: all at once if nothing is
-    // written; a leader's replication at once if its term and vote are durable; everything else
-    // once every write so far is durable. The leader's appends leave before its own write is
-    // even built (encoding a batch of entries for storage takes a while), so the followers'
-    // writes start that much sooner; the leader counts its own copy only once durable.
+    // 2. Send, decided first: all at once if nothing is written; a leader's replication at once
+    // if its term and vote are durable; everything else once every write so far is durable.
+    // What may go at once goes before this Ready's own write is even built (encoding a batch of
+    // entries for storage takes a while), so the followers' writes start that much sooner; the
+    // leader counts its own copy only once durable.
     const termDurable = this.#node.term === this.#durableTerm && this.#node.vote === this.#durableVote;
     let later: readonly Message[] = [];
     if (!persist && this.#savesInFlight === 0) {
@@ -496,7 +495,8 @@ export class RaftDriver {
     } else {
       later = rd.messages;
     }
-    // 1. Persist (started now, after the leader's appends; see the class comment for what waits on it).
+    // 1. Persist: the write starts now, right after what could leave first (see the class
+    // comment for what waits on it).
     if (persist) {
       this.#savesInFlight++;
       // An installed snapshot moves the commit point to it at least: it is written with it.
