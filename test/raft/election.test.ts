@@ -153,6 +153,26 @@ describe('a lost connection to the leader', () => {
     expect(net.node('b').term).toBe(term + 1);
   });
 
+  it('followers that lose it at the same moment do not split the vote: one is elected in the next term', () => {
+    // Both campaign early; if they did so in the same tick, each would vote for itself and the
+    // cluster would wait out a whole election timeout. They go in the order of their ids.
+    for (let seed = 1; seed <= 40; seed++) {
+      const net = new TestNetwork(['a', 'b', 'c'], { electionTicks: 25, seed });
+      net.elect('a');
+      const term = net.node('a').term;
+      net.isolate('a');
+      net.node('b').leaderConnectionLost();
+      net.node('c').leaderConnectionLost();
+      for (let i = 0; i < 10 && net.leaders().every((id) => id === 'a'); i++) {
+        net.tick('b');
+        net.tick('c');
+        net.stabilize();
+      }
+      expect(net.leaders().filter((id) => id !== 'a'), `seed ${seed}`).toHaveLength(1);
+      expect(Math.max(net.node('b').term, net.node('c').term), `seed ${seed}`).toBe(term + 1);
+    }
+  });
+
   it('is refused by members still hearing the leader: a false alarm does not disrupt it', () => {
     const net = new TestNetwork(['a', 'b', 'c'], { electionTicks: 20 });
     net.elect('a');
