@@ -34,6 +34,19 @@ function compactedWhileCIsAway(n: number): TestNetwork {
   return net;
 }
 
+/**
+ * Three members: a leads and commits three entries everywhere, then `missed` more that c, live
+ * (its heartbeats answer) but losing every append, does not get.
+ */
+function cMissesAppends(missed: number): TestNetwork {
+  const net = new TestNetwork(three);
+  net.elect('a');
+  proposeAll(net, 'a', texts('x', 3));
+  net.filter = (m) => !(m.type === 'append' && m.to === 'c');
+  proposeAll(net, 'a', texts('y', missed));
+  return net;
+}
+
 describe('log compaction and snapshots', () => {
   it('catches up a follower behind the compacted log with the snapshot, then with entries', () => {
     const net = compactedWhileCIsAway(20);
@@ -129,12 +142,7 @@ describe('log compaction and snapshots', () => {
   });
 
   it('a leader keeps the entries a live follower a little behind still needs, whatever it retains', () => {
-    const net = new TestNetwork(three);
-    net.elect('a');
-    proposeAll(net, 'a', texts('x', 3));
-    // c misses a few appends but is live (its heartbeats answer).
-    net.filter = (m) => !(m.type === 'append' && m.to === 'c');
-    proposeAll(net, 'a', texts('y', 4));
+    const net = cMissesAppends(4);
     expect(net.compact('a', 0)).toBe(true);
     expect(net.node('a').log.firstIndex()).toBeLessThanOrEqual(net.node('c').log.lastIndex() + 1);
     net.recover();
@@ -144,11 +152,7 @@ describe('log compaction and snapshots', () => {
   });
 
   it('a leader keeps entries for a live follower only within the compaction interval it is given', () => {
-    const net = new TestNetwork(three);
-    net.elect('a');
-    proposeAll(net, 'a', texts('x', 3));
-    net.filter = (m) => !(m.type === 'append' && m.to === 'c');
-    proposeAll(net, 'a', texts('y', 10));
+    const net = cMissesAppends(10);
     const behind = net.node('c').log.lastIndex();
     // The snapshot lies 14 entries past the last (none); compacting every 4, c, 10 behind, is
     // beyond what the leader keeps for followers: it will get the snapshot.
