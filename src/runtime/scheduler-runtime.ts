@@ -195,6 +195,14 @@ interface Armed {
   startedAtMs: number | undefined;
 }
 
+/** Another run of a slot's job in progress: this member's own, or another's per the log. */
+interface OtherRun {
+  readonly slotMs: number;
+  readonly startedAtMs: number | undefined;
+  readonly local?: Armed;
+  readonly remote?: RunInProgress;
+}
+
 /** What became of a slot that fired, before its handler could start. */
 type Admission = 'run' | 'dropped' | { readonly outcome: 'skipped' | 'replaced' | 'interrupted'; readonly reason: string };
 
@@ -681,8 +689,8 @@ export class SchedulerRuntime {
   }
 
   /** The job's other runs in progress: this member's own, and (mode 'one') other members' per the log. */
-  #othersInProgress(armed: Armed): Array<{ readonly slotMs: number; readonly startedAtMs: number | undefined; readonly local?: Armed; readonly remote?: RunInProgress }> {
-    const out: Array<{ readonly slotMs: number; readonly startedAtMs: number | undefined; readonly local?: Armed; readonly remote?: RunInProgress }> = [];
+  #othersInProgress(armed: Armed): OtherRun[] {
+    const out: OtherRun[] = [];
     for (const other of this.#active.get(armed.job) ?? []) if (other !== armed) out.push({ slotMs: other.slotMs, startedAtMs: other.startedAtMs, local: other });
     if (armed.mode === 'one') {
       const filter = { nowMs: this.#o.clock.now(), timeoutMs: armed.timeoutMs, exceptSlotMs: armed.slotMs, exceptMember: this.#o.self };

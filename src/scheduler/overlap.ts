@@ -66,16 +66,15 @@ export function decideOverlap<T extends { readonly slotMs: number; readonly star
 ): OverlapDecision<T> {
   if (policy === 'allow' || others.length === 0) return { action: 'run', replace: [] };
   const slots = others.map((o) => new Date(o.slotMs).toISOString()).join(', ');
+  // Waiting behind the other runs, as 'queue' does (and 'skip' behind late runs), up to the bound.
+  const queue = (): OverlapDecision<T> =>
+    queuedOfJob >= maxQueued ? { action: 'skip', reason: `overlap: ${queuedOfJob} runs of the job were already queued (at most ${maxQueued})` } : { action: 'wait' };
   switch (policy) {
     case 'skip':
-      if (others.every((o) => o.startedAtMs !== undefined && (o.startedAtMs > slotMs || o.startedAtMs - o.slotMs > LATE_RUN_MS))) {
-        if (queuedOfJob >= maxQueued) return { action: 'skip', reason: `overlap: ${queuedOfJob} runs of the job were already queued (at most ${maxQueued})` };
-        return { action: 'wait' };
-      }
+      if (others.every((o) => o.startedAtMs !== undefined && (o.startedAtMs > slotMs || o.startedAtMs - o.slotMs > LATE_RUN_MS))) return queue();
       return { action: 'skip', reason: `overlap: a run of the job (slot ${slots}) was still in progress` };
     case 'queue':
-      if (queuedOfJob >= maxQueued) return { action: 'skip', reason: `overlap: ${queuedOfJob} runs of the job were already queued (at most ${maxQueued})` };
-      return { action: 'wait' };
+      return queue();
     case 'replace': {
       const later = others.filter((o) => o.slotMs > slotMs);
       if (later.length > 0) return { action: 'skip', reason: `overlap: a run of a later slot (${later.map((o) => new Date(o.slotMs).toISOString()).join(', ')}) was in progress` };
