@@ -10,19 +10,20 @@
 import { Agent } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { EtcdCluster, GatewayError, ensureEtcd, postJson, sleep, type EtcdMember } from './etcd-cluster.js';
-import { raftRows, type RaftBenchOptions, type RaftBenchResult } from './raft.js';
+import { COLD_COMMITS, raftRows, type RaftBenchOptions, type RaftBenchResult } from './raft.js';
 import { fmt, median, summarize } from './stats.js';
 
 export interface EtcdBenchResult {
   readonly version: string;
+  /** The first COLD_COMMITS puts after start, as bench/raft.ts measures cronraft's. */
+  readonly cold: ReturnType<typeof summarize>;
   readonly serial: ReturnType<typeof summarize>;
   readonly throughput: { readonly commitsPerSecond: number; readonly concurrency: number; readonly errors: number; readonly errorKinds: Record<string, number> };
   readonly failoverMs: { readonly median: number; readonly runs: number[]; readonly errorKinds: Record<string, number> };
 }
 
 const CLUSTER_SIZE = 3;
-/** Same as bench/raft.ts: warm-up proposals, value size, concurrent proposers. */
-const WARMUP_PUTS = 200;
+/** Same as bench/raft.ts: warm-up (o.warmupMs, after COLD_COMMITS puts), value size, concurrent proposers. */
 const VALUE_BYTES = 64;
 const CONCURRENCY = 64;
 /** First election after a cold start: election timeout is 1 s, plus process start-up. */
@@ -96,7 +97,15 @@ export async function benchEtcd(o: RaftBenchOptions): Promise<EtcdBenchResult | 
     cluster.startAll();
     let leader = await cluster.waitForLeader(agent, STARTUP_TIMEOUT_MS);
 
-    for (let i = 0; i < WARMUP_PUTS; i++) await put(agent, leader, `bench/warmup/${i}`, PUT_TIMEOUT_MS);
+    const warmupEnd = now() + o.warmupMs;
+    const coldLatencies: number[] = [];
+    for (let i = 0; i < COLD_COMMITS; i++) {
+      const t0 = now();
+      await put(agent, leader, `bench/warmup/${i}`, PUT_TIMEOUT_MS);
+      coldLatencies.push(now() - t0);
+    }
+    const cold = summarize(coldLatencies);
+    for (let i = COLD_COMMITS; now() < warmupEnd; i++) await put(agent, leader, `bench/warmup/${i}`, PUT_TIMEOUT_MS);
     const latencies: number[] = [];
     for (let i = 0; i < o.serialCount; i++) {
       const t0 = now();
@@ -144,7 +153,7 @@ export async function benchEtcd(o: RaftBenchOptions): Promise<EtcdBenchResult | 
       const next = await cluster.waitForLeader(agent, RESTART_TIMEOUT_MS);
       await cluster.waitCaughtUp(agent, next, RESTART_TIMEOUT_MS);
     }
-    return { version: installed.version, serial, throughput, failoverMs: { median: median(runs), runs, errorKinds: failoverErrors } };
+    return { version: installed.version, cold, serial, throughput, failoverMs: { median: median(runs), runs, errorKinds: failoverErrors } };
   } catch (e) {
     // The member logs usually say why (port taken, bad flag, disk full).
     throw new Error(`${(e as Error).message}\n${cluster.describe()}`, { cause: e });
@@ -171,7 +180,8 @@ export function comparisonRows(raft: RaftBenchResult, etcd: EtcdBenchResult): st
     [`${fmt(etcd.serial.p50)} ms`, lowerIsBetter(raft.serial.p50, etcd.serial.p50)],
     [`${fmt(etcd.serial.p99)} ms`, lowerIsBetter(raft.serial.p99, etcd.serial.p99)],
     [`${fmt(etcd.throughput.commitsPerSecond, 0)} commits/s`, higherIsBetter(raft.throughput.commitsPerSecond, etcd.throughput.commitsPerSecond)],
-    [`${fmt(etcd.failoverMs.median, 0)} ms`, lowerIsBetter(raft.failoverMs.median, etcd.failoverMs.median)],
+    ...(raft.failoverMs.runs.length === 0 ? [] : [[`${fmt(etcd.failoverMs.median, 0)} ms`, lowerIsBetter(raft.failoverMs.median, etcd.failoverMs.median)] as [string, string]]),
+    [`${fmt(etcd.cold.p50)} / ${fmt(etcd.cold.p99)} ms`, lowerIsBetter(raft.cold.p50, etcd.cold.p50)],
   ];
   // raftRows gives measure, cronraft's figure and the target, in the same order as `peer`.
   return raftRows(raft).map((row, i) => {

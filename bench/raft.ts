@@ -7,16 +7,32 @@ import { ProcessCluster } from '../test/fixtures/process-cluster.js';
 import { fmt, median, summarize } from './stats.js';
 
 export interface RaftBenchResult {
+  /** The first COLD_COMMITS serial commits after start, before the JIT has compiled the commit path. */
+  readonly cold: ReturnType<typeof summarize>;
+  /** Serial commits after the warm-up. */
   readonly serial: ReturnType<typeof summarize>;
   readonly throughput: { readonly commitsPerSecond: number; readonly concurrency: number; readonly errors: number };
   readonly failoverMs: { readonly median: number; readonly runs: number[] };
 }
 
 export interface RaftBenchOptions {
+  /** Serial proposals before measuring, for at least this long (see COLD_COMMITS). */
+  readonly warmupMs: number;
   readonly serialCount: number;
   readonly loadSeconds: number;
   readonly failoverRuns: number;
 }
+
+/**
+ * How many serial commits after start are reported apart, as the cold figure. V8 compiles a
+ * function with its optimising tier only after many calls, and a serial commit calls each
+ * function of its path a few times: measured here, with --no-opt the serial p50 stays at about
+ * 2.6 ms throughout, while with it the p50 falls from about 3 ms to 1–1.5 ms over the first
+ * 3,000–4,000 commits. A cluster spends nearly all its life past that point, so the targets are
+ * compared with figures measured after a warm-up (as JMH and other JIT benchmarks do), and the
+ * cold figure is printed beside them.
+ */
+export const COLD_COMMITS = 1000;
 
 // Compared with times that member processes report: the wall clock, which every process shares
 // (each process's performance.timeOrigin is its own, to a millisecond or so).
@@ -27,7 +43,10 @@ export async function benchRaft(o: RaftBenchOptions): Promise<RaftBenchResult> {
   try {
     await cluster.startAll();
     let leader = await cluster.waitForLeader();
-    await leader.request('serial', { count: 200, bytes: 64 });
+    const warmupEnd = now() + o.warmupMs;
+    const first = await leader.request<{ latencies: number[] }>('serial', { count: COLD_COMMITS, bytes: 64 });
+    const cold = summarize(first.latencies);
+    while (now() < warmupEnd) await leader.request('serial', { count: 200, bytes: 64 });
     const { latencies } = await leader.request<{ latencies: number[] }>('serial', { count: o.serialCount, bytes: 64 });
     const serial = summarize(latencies);
     const load = await leader.request<{ commits: number; errors: number; elapsedMs: number }>('load', { concurrency: 64, durationMs: o.loadSeconds * 1000, bytes: 64 });
@@ -51,7 +70,7 @@ export async function benchRaft(o: RaftBenchOptions): Promise<RaftBenchResult> {
       cluster.startMember(leader);
       await leader.waitEvent((e) => e.event === 'started');
     }
-    return { serial, throughput, failoverMs: { median: median(runs), runs } };
+    return { cold, serial, throughput, failoverMs: { median: median(runs), runs } };
   } finally {
     await cluster.cleanup();
   }
@@ -59,11 +78,12 @@ export async function benchRaft(o: RaftBenchOptions): Promise<RaftBenchResult> {
 
 export function raftRows(r: RaftBenchResult): string[][] {
   const rows = [
-    ['commit latency p50 (serial)', `${fmt(r.serial.p50)} ms`, '<= 1.5 ms'],
-    ['commit latency p99 (serial)', `${fmt(r.serial.p99)} ms`, '<= 5 ms'],
+    ['commit latency p50 (serial, warm)', `${fmt(r.serial.p50)} ms`, '<= 1.5 ms'],
+    ['commit latency p99 (serial, warm)', `${fmt(r.serial.p99)} ms`, '<= 5 ms'],
     ['throughput, 64 proposers', `${fmt(r.throughput.commitsPerSecond, 0)} commits/s`, '>= 20,000/s'],
   ];
+  const cold = [`first ${COLD_COMMITS} commits after start, p50 / p99 (cold)`, `${fmt(r.cold.p50)} / ${fmt(r.cold.p99)} ms`, ''];
   // --no-failover measures none: no row rather than a median of nothing.
-  if (r.failoverMs.runs.length === 0) return rows;
-  return [...rows, [`failover, kill -9 leader to first commit (median of ${r.failoverMs.runs.length})`, `${fmt(r.failoverMs.median, 0)} ms`, '<= 600 ms']];
+  if (r.failoverMs.runs.length === 0) return [...rows, cold];
+  return [...rows, [`failover, kill -9 leader to first commit (median of ${r.failoverMs.runs.length})`, `${fmt(r.failoverMs.median, 0)} ms`, '<= 600 ms'], cold];
 }

@@ -44,7 +44,7 @@ async function main(): Promise<void> {
     process.exitCode = 2;
     return;
   }
-  const sizes = values.quick ? { serialCount: 500, loadSeconds: 2, failoverRuns: 3 } : { serialCount: 3000, loadSeconds: 5, failoverRuns: 5 };
+  const sizes = values.quick ? { warmupMs: 2000, serialCount: 500, loadSeconds: 2, failoverRuns: 3 } : { warmupMs: 8000, serialCount: 3000, loadSeconds: 5, failoverRuns: 5 };
   const options = values['no-failover'] ? { ...sizes, failoverRuns: 0 } : sizes;
   const startedAt = Date.now();
   const result = await benchRaft(options);

@@ -165,6 +165,7 @@ export class SimMember {
       start: () => inner.start(),
       stop: () => inner.stop(),
       send: (m: Message) => inner.send(m),
+      flush: () => inner.flush(),
       onMessage: (handler) => inner.onMessage((m) => this.#whenRunning(incarnation, () => handler(m))),
       isConnected: (peer) => inner.isConnected(peer),
       stats: () => inner.stats(),

@@ -119,6 +119,9 @@ export class SimTransport implements Transport {
     this.#network.send(m);
   }
 
+  /** The simulated network takes each message as it is sent: nothing waits for a flush. */
+  flush(): void {}
+
   onMessage(handler: (m: Message) => void): void {
     this.#network.setHandler(this.#id, (m) => {
       this.#received++;

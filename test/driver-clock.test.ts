@@ -85,6 +85,7 @@ class Network {
       start: async () => undefined,
       stop: async () => undefined,
       send: (m) => this.#send(m),
+      flush: () => undefined,
       onMessage: (handler) => {
         this.#handlers.set(id, handler);
       },

@@ -13,11 +13,16 @@ import { NO_SNAPSHOT_STATE } from './fixtures/state-machine.js';
 /** A transport that records what the driver sends and lets the test deliver messages. */
 class RecordingTransport implements Transport {
   readonly sent: Message[] = [];
+  /** How many of `sent` were handed to the network by a flush (the rest wait for the turn's end). */
+  flushed = 0;
   #handler: ((m: Message) => void) | null = null;
   async start(): Promise<void> {}
   async stop(): Promise<void> {}
   send(m: Message): void {
     this.sent.push(m);
+  }
+  flush(): void {
+    this.flushed = this.sent.length;
   }
   onMessage(handler: (m: Message) => void): void {
     this.#handler = handler;
@@ -131,11 +136,12 @@ describe('the driver orders effects', () => {
     const storage = new MemoryLogStorage(disk);
     const { driver, transport } = await makeDriver(storage);
     const appends = (): Message[] => transport.sent.filter((m) => m.type === 'append' && m.entries.some((e) => e.pid !== ''));
-    // How many appends of proposals had left when each write of entries started.
-    const sentAtSave: number[] = [];
+    // How many appends of proposals had been sent, and whether everything sent had been handed to
+    // the network (not left for the end of the turn), when each write of entries started.
+    const atSave: Array<{ appends: number; flushed: boolean }> = [];
     const save = storage.save.bind(storage);
     storage.save = (batch) => {
-      if (batch.entries.some((e) => e.pid !== '')) sentAtSave.push(appends().length);
+      if (batch.entries.some((e) => e.pid !== '')) atSave.push({ appends: appends().length, flushed: transport.flushed === transport.sent.length });
       return save(batch);
     };
     // Leader of term 1: the votes are durable, then b votes for it.
@@ -155,7 +161,7 @@ describe('the driver orders effects', () => {
     const proposed = driver.propose(new Uint8Array([7]));
     await settle();
     // Both followers' appends left before the leader's own write was started.
-    expect(sentAtSave).toEqual([2]);
+    expect(atSave).toEqual([{ appends: 2, flushed: true }]);
     const index = (appends()[0] as Extract<Message, { type: 'append' }>).entries.at(-1)!.index;
     // One follower's copy is not a majority while the leader's own is not durable.
     transport.deliver({ type: 'append-resp', from: 'b', to: 'a', term: 1, index, reject: false, hintIndex: 0, hintTerm: 0 });

@@ -13,6 +13,35 @@ afterEach(async () => {
   await Promise.all(transports.splice(0).map((t) => t.stop()));
 });
 
+interface Member {
+  readonly t: Libp2pTransport;
+  readonly got: Message[];
+}
+
+/** Two transports on loopback, connected both ways, that have exchanged one message. */
+async function connectedPair(): Promise<{ a: Member; b: Member }> {
+  const make = async (id: string): Promise<Member> => {
+    const got: Message[] = [];
+    const t = new Libp2pTransport({ self: id, clusterId: 'c', listen: '/ip4/127.0.0.1/tcp/0', peers: new Map() });
+    transports.push(t);
+    t.onMessage((m) => got.push(m));
+    await t.start();
+    return { t, got };
+  };
+  const a = await make('a');
+  const b = await make('b');
+  const peers = new Map([
+    ['a', parsePeerAddress(a.t.listenAddresses()[0] ?? '', 'a')],
+    ['b', parsePeerAddress(b.t.listenAddresses()[0] ?? '', 'b')],
+  ]);
+  a.t.setPeers(peers);
+  b.t.setPeers(peers);
+  await vi.waitFor(() => expect(a.t.isConnected('b')).toBe(true), { timeout: 10_000 });
+  a.t.send({ type: 'heartbeat', from: 'a', to: 'b', term: 1, commit: 0, readCtx: 0 });
+  await vi.waitFor(() => expect(b.got).toHaveLength(1), { timeout: 10_000 });
+  return { a, b };
+}
+
 describe('fewer writes per message', () => {
   it('corks the socket around one sendData, and leaves other connections alone', () => {
     const calls: string[] = [];
@@ -50,25 +79,7 @@ describe('fewer writes per message', () => {
   });
 
   it('applies both to real libp2p connections: about one corked write per message, no update per message', async () => {
-    const make = async (id: string): Promise<{ t: Libp2pTransport; got: Message[] }> => {
-      const got: Message[] = [];
-      const t = new Libp2pTransport({ self: id, clusterId: 'c', listen: '/ip4/127.0.0.1/tcp/0', peers: new Map() });
-      transports.push(t);
-      t.onMessage((m) => got.push(m));
-      await t.start();
-      return { t, got };
-    };
-    const a = await make('a');
-    const b = await make('b');
-    const peers = new Map([
-      ['a', parsePeerAddress(a.t.listenAddresses()[0] ?? '', 'a')],
-      ['b', parsePeerAddress(b.t.listenAddresses()[0] ?? '', 'b')],
-    ]);
-    a.t.setPeers(peers);
-    b.t.setPeers(peers);
-    await vi.waitFor(() => expect(a.t.isConnected('b')).toBe(true), { timeout: 10_000 });
-    a.t.send({ type: 'heartbeat', from: 'a', to: 'b', term: 1, commit: 0, readCtx: 0 });
-    await vi.waitFor(() => expect(b.got).toHaveLength(1), { timeout: 10_000 });
+    const { a, b } = await connectedPair();
     const cork = vi.spyOn(Socket.prototype, 'cork');
     const count = 200;
     for (let i = 1; i <= count; i++) {
@@ -80,5 +91,20 @@ describe('fewer writes per message', () => {
     // a window update (which would double the count).
     expect(cork.mock.calls.length).toBeGreaterThanOrEqual(count);
     expect(cork.mock.calls.length).toBeLessThan(count * 1.2);
+  });
+
+  it('writes queued messages at the end of the turn, or at once on flush()', async () => {
+    const { a, b } = await connectedPair();
+    const cork = vi.spyOn(Socket.prototype, 'cork');
+    a.t.send({ type: 'heartbeat', from: 'a', to: 'b', term: 1, commit: 1, readCtx: 0 });
+    a.t.send({ type: 'heartbeat', from: 'a', to: 'b', term: 1, commit: 2, readCtx: 0 });
+    expect(cork).not.toHaveBeenCalled();
+    a.t.flush();
+    // Both frames went to the socket in this turn, in one write.
+    expect(cork).toHaveBeenCalledTimes(1);
+    await vi.waitFor(() => expect(b.got).toHaveLength(3), { timeout: 10_000 });
+    // The end of the turn found nothing left to write.
+    expect(cork).toHaveBeenCalledTimes(1);
+    expect(b.got.map((m) => (m.type === 'heartbeat' ? m.commit : -1))).toEqual([0, 1, 2]);
   });
 });

@@ -492,6 +492,9 @@ export class RaftDriver {
     } else if (termDurable && this.#node.role === 'leader') {
       for (const m of rd.messages) if (isLeaderReplication(m)) this.#send(m);
       later = rd.messages.filter((m) => !isLeaderReplication(m));
+      // The transport would write them at the end of this turn, after the write below is built;
+      // handing them over now starts the followers' writes that much sooner.
+      if (persist && later.length < rd.messages.length) this.#o.transport.flush();
     } else {
       later = rd.messages;
     }

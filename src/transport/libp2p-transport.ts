@@ -187,6 +187,10 @@ export class Libp2pTransport implements Transport {
     link.enqueue(encodeFrame({ clusterId: this.#clusterId, message }));
   }
 
+  flush(): void {
+    for (const link of this.#links.values()) link.flushNow();
+  }
+
   onMessage(handler: (message: Message) => void): void {
     this.#handler = handler;
   }

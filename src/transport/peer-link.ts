@@ -79,6 +79,11 @@ export class PeerLink {
     if (this.#state === 'open') this.#scheduleFlush();
   }
 
+  /** Writes queued frames now rather than at the end of the turn (see Transport.flush). */
+  flushNow(): void {
+    if (this.#state === 'open' && this.#queue.size > 0) this.#flush();
+  }
+
   /** Closes the link and hands its unsent frames over, for a link that replaces it. */
   detachQueue(): SendQueue {
     const queue = this.#queue;

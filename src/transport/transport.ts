@@ -10,6 +10,12 @@ export interface Transport {
   stop(): Promise<void>;
   /** Queues `message` for `message.to`. Drops it (and counts the drop) when the peer's queue is full. */
   send(message: Message): void;
+  /**
+   * Hands every queued message to the network now. Messages sent in one turn otherwise leave
+   * together at its end; the driver calls this when it is about to spend a while on something
+   * else (building its own disk write) that the messages must not wait for.
+   */
+  flush(): void;
   /** Sets the one receiver of inbound messages; only well-formed messages for this member arrive. */
   onMessage(handler: (message: Message) => void): void;
   /** Which peers have a live connection now. */
