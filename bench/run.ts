@@ -44,7 +44,7 @@ async function main(): Promise<void> {
     process.exitCode = 2;
     return;
   }
-  const sizes = values.quick ? { warmupMs: 2000, serialCount: 500, loadSeconds: 2, failoverRuns: 3 } : { warmupMs: 8000, serialCount: 3000, loadSeconds: 5, failoverRuns: 5 };
+  const sizes = values.quick ? { warmupMs: 2000, serialCount: 500, loadWarmupMs: 1000, loadSeconds: 2, failoverRuns: 3 } : { warmupMs: 8000, serialCount: 3000, loadWarmupMs: 3000, loadSeconds: 5, failoverRuns: 5 };
   const options = values['no-failover'] ? { ...sizes, failoverRuns: 0 } : sizes;
   const startedAt = Date.now();
   const result = await benchRaft(options);
@@ -60,12 +60,15 @@ async function main(): Promise<void> {
     }
   }
 
+  const warmup = `each workload measured after a warm-up (${options.warmupMs / 1000} s serial, ${options.loadWarmupMs / 1000} s concurrent); the cold row is the first commits after start`;
   if ('serial' in etcd) {
     console.log(`\ncronraft vs ${etcdLabel(etcd)} (${etcd.version}): three processes each on 127.0.0.1, sync on, default settings`);
-    console.log('cronraft proposes inside the leader process; etcd is driven from the bench process through its HTTP/JSON gateway\n');
+    console.log('cronraft proposes inside the leader process; etcd is driven from the bench process through its HTTP/JSON gateway');
+    console.log(`${warmup}\n`);
     printTable(['measure', 'cronraft', etcdLabel(etcd), 'ratio (> 1: cronraft better)', 'target'], comparisonRows(result, etcd));
   } else {
-    console.log('\ncronraft: three processes on 127.0.0.1, level with sync on, default settings\n');
+    console.log('\ncronraft: three processes on 127.0.0.1, level with sync on, default settings');
+    console.log(`${warmup}\n`);
     printTable(['measure', 'cronraft', 'target'], raftRows(result));
     if ('skipped' in etcd) console.log(`\netcd comparison skipped: ${etcd.skipped}`);
     else console.error(`\netcd comparison failed: ${etcd.failed}`);
