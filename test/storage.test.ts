@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { encode } from 'cborg';
+import fc from 'fast-check';
 import { Level } from 'level';
 import { afterEach, describe, expect, it } from 'vitest';
 import { StorageError } from '../src/errors.js';
@@ -34,6 +35,18 @@ async function expectStorageError(promise: Promise<unknown>, code: string, path:
   expect((error as StorageError).message).toContain(path);
   return error as StorageError;
 }
+
+describe('entry keys', () => {
+  it('read back as their index and sort as LevelDB compares them, in index order', () => {
+    const index = fc.nat({ max: Number.MAX_SAFE_INTEGER });
+    fc.assert(
+      fc.property(index, index, (a, b) => {
+        expect(parseKey(entryKey(a))).toEqual({ kind: 'entry', index: a });
+        expect(Math.sign(Buffer.compare(entryKey(a), entryKey(b)))).toBe(Math.sign(a - b));
+      }),
+    );
+  });
+});
 
 describe('MemoryLogStorage', () => {
   describeLogStorageCompliance('memory', {
