@@ -397,7 +397,7 @@ export class RaftDriver {
     if (m.type === 'snapshot') {
       // A large snapshot comes in chunks: the protocol sees it once whole, and only if the
       // state machine can read it.
-      const whole = this.#snapshotChunks.add(m);
+      const whole = this.#snapshotChunks.add(m, mono);
       if (whole === null) return;
       if (!this.#o.stateMachine.acceptsSnapshot(whole.snapshot.data)) {
         this.invalidSnapshots++;
@@ -430,6 +430,7 @@ export class RaftDriver {
   /** Fails requests whose deadline passed. Pending proposals are in deadline order. */
   #expire(): void {
     const now = this.#o.timers.now();
+    this.#snapshotChunks.expire(now);
     for (const p of this.#pending.values()) {
       if (p.deadline > now) break;
       this.#settle(p, new TimeoutError('The proposal', this.#o.requestTimeoutMs));

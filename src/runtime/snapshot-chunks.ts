@@ -15,15 +15,30 @@ export const SNAPSHOT_CHUNK_BYTES = 1024 * 1024;
 export const MAX_SNAPSHOT_BYTES = 32 * 1024 * 1024;
 
 /**
- * Splits a snapshot message into chunks of at most `chunkBytes`, in order. A snapshot that fits
- * in one goes as it is.
+ * The most chunks one snapshot is gathered from. Each chunk held costs a little memory of its
+ * own, so a peer sending a snapshot a byte at a time must not be able to make a member keep
+ * millions of them; the sender makes its chunks larger when a snapshot would need more.
+ */
+export const MAX_SNAPSHOT_CHUNKS = 65_536;
+
+/**
+ * A snapshot partly received is dropped once no chunk of it came for this long: its leader
+ * died or moved on (to entries, or to a newer snapshot, whose chunks would replace it anyway),
+ * and what was gathered, up to MAX_SNAPSHOT_BYTES, should not be held for nothing.
+ */
+export const SNAPSHOT_ASSEMBLY_IDLE_MS = 30_000;
+
+/**
+ * Splits a snapshot message into chunks of at most `chunkBytes` (more when that would make more
+ * than MAX_SNAPSHOT_CHUNKS), in order. A snapshot that fits in one goes as it is.
  */
 export function splitSnapshot(m: SnapshotMessage, chunkBytes = SNAPSHOT_CHUNK_BYTES): SnapshotMessage[] {
   const { data } = m.snapshot;
   if (data.byteLength <= chunkBytes) return [m];
+  const size = Math.max(chunkBytes, Math.ceil(data.byteLength / MAX_SNAPSHOT_CHUNKS));
   const out: SnapshotMessage[] = [];
-  for (let offset = 0; offset < data.byteLength; offset += chunkBytes) {
-    const chunk = data.subarray(offset, Math.min(data.byteLength, offset + chunkBytes));
+  for (let offset = 0; offset < data.byteLength; offset += size) {
+    const chunk = data.subarray(offset, Math.min(data.byteLength, offset + size));
     out.push({ ...m, snapshot: { index: m.snapshot.index, term: m.snapshot.term, data: chunk }, chunk: { offset, total: data.byteLength } });
   }
   return out;
@@ -37,7 +52,11 @@ interface Assembly {
   readonly total: number;
   /** The chunks received, by offset; a duplicate is recognised by its offset. */
   readonly chunks: Map<number, Uint8Array>;
+  /** The offsets of `chunks`, in order: what the overlap check searches. */
+  readonly starts: number[];
   received: number;
+  /** When its last chunk came (the caller's monotonic milliseconds). */
+  lastChunkAt: number;
 }
 
 /**
@@ -46,16 +65,22 @@ interface Assembly {
  * snapshot, or whose bytes would pass the total, is dropped. One snapshot is gathered at a
  * time: the chunks of a newer one (a later term, or the same term and a later index) replace
  * it, and those of an older one are ignored, so a deposed leader's late chunks cannot undo the
- * current leader's. Memory is what was received, at most MAX_SNAPSHOT_BYTES: nothing is
- * allocated for bytes a peer only announced.
+ * current leader's. Memory is what was received, at most MAX_SNAPSHOT_BYTES in at most
+ * MAX_SNAPSHOT_CHUNKS chunks: nothing is allocated for bytes a peer only announced, and a
+ * snapshot left unfinished is dropped after SNAPSHOT_ASSEMBLY_IDLE_MS (see `expire`).
  */
 export class SnapshotAssembler {
   #current: Assembly | null = null;
-  /** Chunks dropped: of an older snapshot, duplicated, overlapping, or announcing too much. */
+  /** Chunks dropped: of an older snapshot, duplicated, overlapping, one too many, or announcing too much. */
   dropped = 0;
+  /** Snapshots partly received and dropped for want of their next chunk. */
+  expired = 0;
 
-  /** Takes a message; returns the whole snapshot message once its last chunk is in, else null. */
-  add(m: SnapshotMessage): SnapshotMessage | null {
+  /**
+   * Takes a message that arrived at `now` (monotonic milliseconds); returns the whole snapshot
+   * message once its last chunk is in, else null.
+   */
+  add(m: SnapshotMessage, now: number): SnapshotMessage | null {
     const chunk = m.chunk;
     if (chunk === undefined) return m;
     const bytes = m.snapshot.data;
@@ -63,17 +88,34 @@ export class SnapshotAssembler {
     let a = this.#current;
     if (a === null || !sameSnapshot(a, m, chunk.total)) {
       if (a !== null && !newer(m, a)) return this.#drop();
-      a = { from: m.from, term: m.term, index: m.snapshot.index, snapshotTerm: m.snapshot.term, total: chunk.total, chunks: new Map(), received: 0 };
+      a = { from: m.from, term: m.term, index: m.snapshot.index, snapshotTerm: m.snapshot.term, total: chunk.total, chunks: new Map(), starts: [], received: 0, lastChunkAt: now };
       this.#current = a;
     }
-    if (a.chunks.has(chunk.offset) || overlaps(a, chunk.offset, bytes.byteLength)) return this.#drop();
+    if (a.chunks.has(chunk.offset) || a.chunks.size >= MAX_SNAPSHOT_CHUNKS) return this.#drop();
+    const at = firstStartAfter(a.starts, chunk.offset);
+    if (overlapsNeighbours(a, at, chunk.offset, bytes.byteLength)) return this.#drop();
+    a.starts.splice(at, 0, chunk.offset);
     a.chunks.set(chunk.offset, bytes);
     a.received += bytes.byteLength;
+    a.lastChunkAt = now;
     if (a.received < a.total) return null;
     this.#current = null;
     const data = new Uint8Array(a.total);
     for (const [offset, part] of a.chunks) data.set(part, offset);
     return { type: 'snapshot', from: a.from, to: m.to, term: a.term, snapshot: { index: a.index, term: a.snapshotTerm, data } };
+  }
+
+  /** Drops a snapshot partly received whose last chunk came SNAPSHOT_ASSEMBLY_IDLE_MS or more before `now`. */
+  expire(now: number): void {
+    if (this.#current !== null && now - this.#current.lastChunkAt >= SNAPSHOT_ASSEMBLY_IDLE_MS) {
+      this.#current = null;
+      this.expired++;
+    }
+  }
+
+  /** Bytes of the snapshot being gathered, received so far. */
+  get heldBytes(): number {
+    return this.#current?.received ?? 0;
   }
 
   #drop(): null {
@@ -91,15 +133,28 @@ function newer(m: SnapshotMessage, a: Assembly): boolean {
   return m.term > a.term || (m.term === a.term && m.snapshot.index > a.index);
 }
 
-/**
- * Whether [offset, offset + length) overlaps a chunk already received. Chunks never overlap
- * when split by splitSnapshot; a sum of received bytes that could reach the total with
- * overlapping ones would join a corrupt snapshot. Linear in the chunks received, which the
- * snapshot's size bounds (and the checks after it are what make a snapshot safe to take in).
- */
-function overlaps(a: Assembly, offset: number, length: number): boolean {
-  for (const [start, part] of a.chunks) {
-    if (offset < start + part.byteLength && start < offset + length) return true;
+/** The position in the ordered `starts` of the first offset greater than `offset`. */
+function firstStartAfter(starts: readonly number[], offset: number): number {
+  let lo = 0;
+  let hi = starts.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if ((starts[mid] as number) <= offset) lo = mid + 1;
+    else hi = mid;
   }
-  return false;
+  return lo;
+}
+
+/**
+ * Whether [offset, offset + length) overlaps a chunk already received: the one starting before
+ * it (ending past its start) or the one starting after it (starting before its end). Chunks
+ * never overlap when split by splitSnapshot; a sum of received bytes that could reach the total
+ * with overlapping ones would join a corrupt snapshot. Received chunks never overlap one
+ * another, so the two neighbours in offset order are the only ones to check.
+ */
+function overlapsNeighbours(a: Assembly, at: number, offset: number, length: number): boolean {
+  const before = a.starts[at - 1];
+  if (before !== undefined && before + (a.chunks.get(before) as Uint8Array).byteLength > offset) return true;
+  const after = a.starts[at];
+  return after !== undefined && after < offset + length;
 }
