@@ -10,7 +10,8 @@ import type { Transport } from '../transport/transport.js';
 import { decodeCommand, encodeCommand } from './commands.js';
 import { COMPACTION_DEFAULTS, RaftDriver, type CompactionOptions, type StateMachine } from './driver.js';
 import { decodeMemberSnapshot, encodeMemberSnapshot } from './member-snapshot.js';
-import { SchedulerRuntime, type RunRecord, type SchedulerRuntimeOptions } from './scheduler-runtime.js';
+import type { RunRecord } from './job-types.js';
+import { SchedulerRuntime, type SchedulerRuntimeOptions } from './scheduler-runtime.js';
 
 /** Bounds and intervals of one member, resolved from the cluster's options. */
 export interface MemberTiming {

@@ -2,12 +2,14 @@ import { InvalidArgumentError, RunAbortedError } from '../errors.js';
 import type { NodeId } from '../raft/types.js';
 import type { Clock, TimerHandle, Timers } from '../time/clock.js';
 import { decideOverlap, runsInProgress } from '../scheduler/overlap.js';
+import { MAX_WAITING_RUNS } from '../scheduler/run-queue.js';
 import { plan, planReassignments, type CatchUp } from '../scheduler/planner.js';
 import { quietAt } from '../scheduler/quiet-window.js';
-import { MAX_WAITING_RUNS, RunQueue } from '../scheduler/run-queue.js';
 import type { JobSpec } from '../scheduler/spec.js';
 import { restoreSchedulerSnapshot } from '../scheduler/state-snapshot.js';
+import type { JobHandler, JobOptions, RunRecord } from './job-types.js';
 import { RecordBatcher } from './record-batcher.js';
+import { RunSlots, type SlottedRun } from './run-slots.js';
 import {
   claimKey,
   DEFAULT_OVERLAP,
@@ -21,49 +23,6 @@ import {
   type RunOutcome,
   type SchedulerCommand,
 } from '../scheduler/state.js';
-
-/** What a handler is given for one run of a slot. */
-export interface JobContext {
-  readonly job: string;
-  /** The slot's scheduled instant. */
-  readonly slot: Date;
-  /** The claim's log index: strictly increasing across the cluster. Pass it to stores that reject older tokens. */
-  readonly fencingToken: number;
-  readonly attempt: number;
-  /**
-   * Aborted when the run no longer holds its claim: its timeout passed, the member stops, or a
-   * later slot of the job replaced it (overlap 'replace').
-   */
-  readonly signal: AbortSignal;
-}
-
-export type JobHandler = (ctx: JobContext) => unknown;
-
-export interface JobOptions {
-  /** `'one'`: one member runs each slot (default); `'all'`: every member with a handler does. */
-  readonly mode?: AssignMode;
-  /** A run is aborted (its signal fires) after this long. @default 60000 */
-  readonly timeoutMs?: number;
-  /** Slots missed while no claim could be made: `'latest'` (default), `'none'`, or all within a window. */
-  readonly catchUp?: 'latest' | 'none' | { readonly windowMs: number; readonly maxSlots: number };
-  /** A failed or timed-out run is retried this many times, on another member when there is one. @default 0 */
-  readonly retries?: number;
-  /** The first retry waits this long after the failure; each next one twice as long. @default 1000 */
-  readonly retryDelayMs?: number;
-  /**
-   * What a slot does when it fires while another run of the job is in progress (on any member
-   * for mode 'one', on this member for mode 'all'): `'skip'` it (recorded as skipped), `'allow'`
-   * both, `'queue'` it until the other ends (at most MAX_QUEUED_RUNS_PER_JOB wait; more are
-   * skipped), or `'replace'` the other (its signal fires). Replicated with the job. @default 'skip'
-   */
-  readonly overlap?: OverlapPolicy;
-  /**
-   * When more slots are due on a member than its `maxConcurrent` allows, higher priorities start
-   * first (first come first served within a priority; a waiting run gains one level per second
-   * waited, so none starves). Local to each member. @default 0
-   */
-  readonly priority?: number;
-}
 
 export interface SchedulerRuntimeOptions {
   readonly self: NodeId;
@@ -116,19 +75,6 @@ export interface SchedulerRuntimeOptions {
   readonly onRun?: (run: RunRecord) => void;
 }
 
-/** One run of a slot on this member, as reported to `onRun` and kept in history. */
-export interface RunRecord {
-  readonly job: string;
-  readonly slotMs: number;
-  readonly fencingToken: number;
-  readonly member: NodeId;
-  readonly startedAtMs: number;
-  readonly endedAtMs: number;
-  /** `replaced`: a later slot of the job replaced it (overlap 'replace'); the reason is in `error`. */
-  readonly outcome: 'succeeded' | 'failed' | 'aborted' | 'interrupted' | 'replaced';
-  readonly error?: string;
-}
-
 export const SCHEDULER_RUNTIME_DEFAULTS = {
   /** No limit: every due slot starts at its instant. */
   maxConcurrent: Number.POSITIVE_INFINITY,
@@ -167,15 +113,14 @@ interface HeldRecord {
   readonly done: () => void;
 }
 
-/** One of this member's claims, from its timer to the end of its run. */
-interface Armed {
+/** One of this member's claims, from its timer to the end of its run (RunSlots holds it once it fires). */
+interface Armed extends SlottedRun {
   readonly job: string;
   readonly slotMs: number;
   /** The token of the claim it holds. */
   readonly token: number;
   readonly mode: AssignMode;
   readonly overlap: OverlapPolicy;
-  readonly priority: number;
   readonly timeoutMs: number;
   readonly abort: AbortController;
   timer: TimerHandle | null;
@@ -183,16 +128,6 @@ interface Armed {
   firesAt: number;
   /** The timer's callback, so that #rearm can set it again. */
   fire: (() => void) | null;
-  /**
-   * `armed`: its timer is set. `queued`: it fired and waits for another run of its job to end
-   * (overlap 'queue'). `ready`: it waits for a free run slot (maxConcurrent). `running`: its
-   * handler was let start. `done`: over, or dropped.
-   */
-  phase: 'armed' | 'queued' | 'ready' | 'running' | 'done';
-  /** While queued or ready: lets the run start (true) or drops it (false). */
-  resume: ((go: boolean) => void) | null;
-  /** When it was let start (cluster's time), once running: a slot due before that did not overlap it. */
-  startedAtMs: number | undefined;
 }
 
 /** Another run of a slot's job in progress: this member's own, or another's per the log. */
@@ -219,15 +154,8 @@ export class SchedulerRuntime {
   readonly #inflight = new Set<string>();
   /** This member's armed, waiting or running claims, by claimKey, with the token they hold. */
   readonly #armed = new Map<string, Armed>();
-  /** Per job, this member's runs that are queued, ready or running: its local knowledge of overlap. */
-  readonly #active = new Map<string, Set<Armed>>();
-  /** Runs waiting for another run of their job to end (overlap 'queue'), in the order they fired. */
-  readonly #queued = new Set<Armed>();
-  /** Runs waiting for a free run slot, by priority; their waits are aged on the timers' monotonic time. */
-  readonly #ready = new RunQueue<Armed>();
-  /** Runs let start and not yet ended: at most maxConcurrent. */
-  #runningCount = 0;
-  readonly #maxConcurrent: number;
+  /** This member's runs from their firing to their end: queued, ready (maxConcurrent) or running. */
+  readonly #slots: RunSlots<Armed>;
   #planTimer: TimerHandle | null = null;
   /**
    * Runs that ended here and whose outcome is not recorded yet, by claim key, with their token:
@@ -253,7 +181,13 @@ export class SchedulerRuntime {
       throw new InvalidArgumentError('maxConcurrent', max, 'a positive integer, or Infinity for no limit');
     }
     this.#o = options;
-    this.#maxConcurrent = max;
+    this.#slots = new RunSlots<Armed>({
+      maxConcurrent: max,
+      monotonicNow: () => options.timers.now(),
+      clusterNow: () => options.clock.now(),
+      blocked: (armed) => this.#othersInProgress(armed).some((o) => o.local === undefined || o.local.phase !== 'queued'),
+      open: () => !this.#stopped && !this.#draining,
+    });
     this.#records = new RecordBatcher<HeldRecord>({
       timers: options.timers,
       msUntilQuiet: (limitMs) => this.#msUntilQuiet(limitMs),
@@ -279,7 +213,7 @@ export class SchedulerRuntime {
       if (armed.timer !== null) this.#o.timers.clearTimeout(armed.timer);
       this.#armed.delete(key);
       // A run waiting for its turn has not started: it is dropped like one not yet fired.
-      this.#drop(armed);
+      this.#slots.drop(armed);
     }
     if (this.#inFlightRuns.size === 0) return;
     let timer: TimerHandle | null = null;
@@ -314,7 +248,7 @@ export class SchedulerRuntime {
       if (armed.job !== name || armed.phase === 'running') continue;
       if (armed.timer !== null) this.#o.timers.clearTimeout(armed.timer);
       this.#armed.delete(key);
-      this.#drop(armed);
+      this.#slots.drop(armed);
       const claim = this.state.claims.get(key);
       if (claim !== undefined) this.#armMissingHandler(claim);
     }
@@ -381,7 +315,7 @@ export class SchedulerRuntime {
     if (command.type === 'cancel' && result.ok && result.claim !== undefined) this.#replaced(result.claim, command.bySlotMs);
     if (command.type === 'register' && result.ok) this.#planSoon();
     // A run that ended, started or moved elsewhere may let a queued run of its job go.
-    if (this.#queued.size > 0 && (command.type === 'outcome' || command.type === 'started' || command.type === 'cancel' || command.type === 'reassign')) this.#pump();
+    if (this.#slots.queuedCount > 0 && (command.type === 'outcome' || command.type === 'started' || command.type === 'cancel' || command.type === 'reassign')) this.#slots.pump();
     return result;
   }
 
@@ -407,7 +341,7 @@ export class SchedulerRuntime {
       if (claim.assignees.includes(this.#o.self) && !this.#alreadyReported(claim) && this.#unrecorded.get(key) !== claim.token) this.#arm(claim);
     }
     // Runs queued behind another member's may go, if the snapshot shows that run ended.
-    if (this.#queued.size > 0) this.#pump();
+    if (this.#slots.queuedCount > 0) this.#slots.pump();
   }
 
   /** A later slot replaced this member's run of the claim (overlap 'replace', from another member). */
@@ -434,7 +368,7 @@ export class SchedulerRuntime {
       for (const name of this.#jobs.keys()) this.#register(name);
       if (!this.#o.holdsLease()) this.#interruptRunning();
       // Runs queued behind another member's run also go once that run's timeout passes.
-      if (this.#queued.size > 0) this.#pump();
+      if (this.#slots.queuedCount > 0) this.#slots.pump();
       this.#rearm();
       let nextMs = this.#o.planIntervalMs;
       if (this.#o.isLeader()) {
@@ -639,7 +573,7 @@ export class SchedulerRuntime {
         ? 'dropped'
         : await this.#admit(armed);
     if (admission !== 'run') {
-      this.#settle(armed);
+      this.#slots.settle(armed);
       forget();
       if (admission !== 'dropped' && !this.#stopped) await this.#report(claim, admission.outcome, admission.reason);
       return;
@@ -663,24 +597,16 @@ export class SchedulerRuntime {
     // would let several waiting slots start together when it ends, before their own start
     // records reach one another: a burst that 'skip' is meant to prevent.)
     const others = this.#othersInProgress(armed);
-    const queuedOfJob = [...(this.#active.get(armed.job) ?? [])].filter((a) => a.phase === 'queued').length;
+    const queuedOfJob = [...this.#slots.activeOf(armed.job)].filter((a) => a.phase === 'queued').length;
     const decision = decideOverlap(armed.overlap, armed.slotMs, others, queuedOfJob);
     if (decision.action === 'skip') return { outcome: 'skipped', reason: decision.reason };
     if (decision.action === 'run') for (const other of decision.replace) this.#replace(other, armed);
-    if (decision.action === 'wait') {
-      armed.phase = 'queued';
-      this.#queued.add(armed);
-    } else {
-      // An overloaded member hands the slot back, so that the leader may give it to another.
-      if (this.#ready.size >= MAX_WAITING_RUNS) return { outcome: 'interrupted', reason: `this member already had ${MAX_WAITING_RUNS} runs waiting for a free run slot` };
-      armed.phase = 'ready';
-      this.#ready.push(armed, armed.priority, this.#o.timers.now());
-    }
-    this.#activate(armed);
-    const go = new Promise<boolean>((resolve) => (armed.resume = resolve));
-    const onAbort = (): void => this.#drop(armed);
+    const go = this.#slots.wait(armed, decision.action === 'wait' ? 'queued' : 'ready');
+    // An overloaded member hands the slot back, so that the leader may give it to another.
+    if (go === null) return { outcome: 'interrupted', reason: `this member already had ${MAX_WAITING_RUNS} runs waiting for a free run slot` };
+    const onAbort = (): void => this.#slots.drop(armed);
     armed.abort.signal.addEventListener('abort', onAbort, { once: true });
-    this.#pump();
+    this.#slots.pump();
     const started = await go;
     armed.abort.signal.removeEventListener('abort', onAbort);
     if (started) return 'run';
@@ -691,7 +617,7 @@ export class SchedulerRuntime {
   /** The job's other runs in progress: this member's own, and (mode 'one') other members' per the log. */
   #othersInProgress(armed: Armed): OtherRun[] {
     const out: OtherRun[] = [];
-    for (const other of this.#active.get(armed.job) ?? []) if (other !== armed) out.push({ slotMs: other.slotMs, startedAtMs: other.startedAtMs, local: other });
+    for (const other of this.#slots.activeOf(armed.job)) if (other !== armed) out.push({ slotMs: other.slotMs, startedAtMs: other.startedAtMs, local: other });
     if (armed.mode === 'one') {
       const filter = { nowMs: this.#o.clock.now(), timeoutMs: armed.timeoutMs, exceptSlotMs: armed.slotMs, exceptMember: this.#o.self };
       for (const run of runsInProgress(this.state, armed.job, filter)) {
@@ -719,64 +645,6 @@ export class SchedulerRuntime {
         return claim === undefined || claim.token !== run.token || claim.cancelled?.token === run.token || claim.outcomes.get(run.member)?.token === run.token;
       }),
     );
-  }
-
-  /**
-   * Lets waiting runs go: queued ones whose job has nothing else in progress move on to wait for
-   * a run slot (in the order they fired, one per job at a time), and the best ready ones start
-   * while run slots are free.
-   */
-  #pump(): void {
-    if (this.#stopped || this.#draining) return;
-    const blockedJobs = new Set<string>();
-    for (const armed of this.#queued) {
-      if (blockedJobs.has(armed.job) || this.#othersInProgress(armed).some((o) => o.local === undefined || o.local.phase !== 'queued')) {
-        blockedJobs.add(armed.job);
-        continue;
-      }
-      // Ahead of the job's other queued runs (it fired first), and nothing else of the job runs.
-      this.#queued.delete(armed);
-      armed.phase = 'ready';
-      this.#ready.push(armed, armed.priority, this.#o.timers.now());
-      blockedJobs.add(armed.job);
-    }
-    while (this.#runningCount < this.#maxConcurrent) {
-      const next = this.#ready.shift();
-      if (next === undefined) break;
-      next.phase = 'running';
-      next.startedAtMs = this.#o.clock.now();
-      this.#runningCount += 1;
-      const resume = next.resume;
-      next.resume = null;
-      resume?.(true);
-    }
-  }
-
-  /** Drops a run that waits (queued or ready): it does not start. */
-  #drop(armed: Armed): void {
-    if (armed.phase !== 'queued' && armed.phase !== 'ready') return;
-    this.#queued.delete(armed);
-    this.#ready.remove(armed);
-    this.#settle(armed);
-    const resume = armed.resume;
-    armed.resume = null;
-    resume?.(false);
-    // Its place may let another run of its job go.
-    this.#pump();
-  }
-
-  #activate(armed: Armed): void {
-    let set = this.#active.get(armed.job);
-    if (set === undefined) this.#active.set(armed.job, (set = new Set()));
-    set.add(armed);
-  }
-
-  /** The run is over (or never started): it no longer counts as in progress here. */
-  #settle(armed: Armed): void {
-    armed.phase = 'done';
-    const set = this.#active.get(armed.job);
-    set?.delete(armed);
-    if (set?.size === 0) this.#active.delete(armed.job);
   }
 
   /** Runs the handler of an admitted run, then records its outcome. */
@@ -814,9 +682,7 @@ export class SchedulerRuntime {
       this.#unrecorded.set(key, claim.token);
       if (this.#armed.get(key)?.abort === abort) this.#armed.delete(key);
       // Its run slot is free, and the job's queued runs may go, before the outcome commits.
-      this.#runningCount -= 1;
-      this.#settle(armed);
-      this.#pump();
+      this.#slots.release(armed);
     }
     const endedAtMs = this.#o.clock.now();
     const record: RunRecord = {

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { SchedulerRuntime, type JobContext, type JobOptions, type SchedulerRuntimeOptions } from '../../src/runtime/scheduler-runtime.js';
+import type { JobContext, JobOptions } from '../../src/runtime/job-types.js';
+import { SchedulerRuntime, type SchedulerRuntimeOptions } from '../../src/runtime/scheduler-runtime.js';
 import { parseSpec, type SpecInput } from '../../src/scheduler/spec.js';
 import { encodeSchedulerSnapshot } from '../../src/scheduler/state-snapshot.js';
 import { claimKey, SchedulerState, type ClaimRecord, type SchedulerCommand } from '../../src/scheduler/state.js';

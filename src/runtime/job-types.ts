@@ -1,0 +1,59 @@
+/** The shapes a user of `cluster.schedule()` sees: a handler, its context, its options, and the record of a run. */
+import type { NodeId } from '../raft/types.js';
+import type { AssignMode, OverlapPolicy } from '../scheduler/state.js';
+
+/** What a handler is given for one run of a slot. */
+export interface JobContext {
+  readonly job: string;
+  /** The slot's scheduled instant. */
+  readonly slot: Date;
+  /** The claim's log index: strictly increasing across the cluster. Pass it to stores that reject older tokens. */
+  readonly fencingToken: number;
+  readonly attempt: number;
+  /**
+   * Aborted when the run no longer holds its claim: its timeout passed, the member stops, or a
+   * later slot of the job replaced it (overlap 'replace').
+   */
+  readonly signal: AbortSignal;
+}
+
+export type JobHandler = (ctx: JobContext) => unknown;
+
+export interface JobOptions {
+  /** `'one'`: one member runs each slot (default); `'all'`: every member with a handler does. */
+  readonly mode?: AssignMode;
+  /** A run is aborted (its signal fires) after this long. @default 60000 */
+  readonly timeoutMs?: number;
+  /** Slots missed while no claim could be made: `'latest'` (default), `'none'`, or all within a window. */
+  readonly catchUp?: 'latest' | 'none' | { readonly windowMs: number; readonly maxSlots: number };
+  /** A failed or timed-out run is retried this many times, on another member when there is one. @default 0 */
+  readonly retries?: number;
+  /** The first retry waits this long after the failure; each next one twice as long. @default 1000 */
+  readonly retryDelayMs?: number;
+  /**
+   * What a slot does when it fires while another run of the job is in progress (on any member
+   * for mode 'one', on this member for mode 'all'): `'skip'` it (recorded as skipped), `'allow'`
+   * both, `'queue'` it until the other ends (at most MAX_QUEUED_RUNS_PER_JOB wait; more are
+   * skipped), or `'replace'` the other (its signal fires). Replicated with the job. @default 'skip'
+   */
+  readonly overlap?: OverlapPolicy;
+  /**
+   * When more slots are due on a member than its `maxConcurrent` allows, higher priorities start
+   * first (first come first served within a priority; a waiting run gains one level per second
+   * waited, so none starves). Local to each member. @default 0
+   */
+  readonly priority?: number;
+}
+
+/** One run of a slot on this member, as reported to `onRun` and kept in history. */
+export interface RunRecord {
+  readonly job: string;
+  readonly slotMs: number;
+  readonly fencingToken: number;
+  readonly member: NodeId;
+  readonly startedAtMs: number;
+  readonly endedAtMs: number;
+  /** `replaced`: a later slot of the job replaced it (overlap 'replace'); the reason is in `error`. */
+  readonly outcome: 'succeeded' | 'failed' | 'aborted' | 'interrupted' | 'replaced';
+  readonly error?: string;
+}
