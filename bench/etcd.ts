@@ -97,7 +97,6 @@ export async function benchEtcd(o: RaftBenchOptions): Promise<EtcdBenchResult | 
     cluster.startAll();
     let leader = await cluster.waitForLeader(agent, STARTUP_TIMEOUT_MS);
 
-    const warmupEnd = now() + o.warmupMs;
     const coldLatencies: number[] = [];
     for (let i = 0; i < COLD_COMMITS; i++) {
       const t0 = now();
@@ -105,6 +104,7 @@ export async function benchEtcd(o: RaftBenchOptions): Promise<EtcdBenchResult | 
       coldLatencies.push(now() - t0);
     }
     const cold = summarize(coldLatencies);
+    const warmupEnd = now() + o.warmupMs;
     for (let i = COLD_COMMITS; now() < warmupEnd; i++) await put(agent, leader, `bench/warmup/${i}`, PUT_TIMEOUT_MS);
     const latencies: number[] = [];
     for (let i = 0; i < o.serialCount; i++) {

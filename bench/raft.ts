@@ -45,9 +45,9 @@ export async function benchRaft(o: RaftBenchOptions): Promise<RaftBenchResult> {
   try {
     await cluster.startAll();
     let leader = await cluster.waitForLeader();
-    const warmupEnd = now() + o.warmupMs;
     const first = await leader.request<{ latencies: number[] }>('serial', { count: COLD_COMMITS, bytes: 64 });
     const cold = summarize(first.latencies);
+    const warmupEnd = now() + o.warmupMs;
     while (now() < warmupEnd) await leader.request('serial', { count: 200, bytes: 64 });
     const { latencies } = await leader.request<{ latencies: number[] }>('serial', { count: o.serialCount, bytes: 64 });
     const serial = summarize(latencies);

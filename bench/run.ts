@@ -8,7 +8,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { benchEtcd, comparisonRows, etcdLabel, type EtcdBenchResult } from './etcd.js';
-import { benchRaft, raftRows } from './raft.js';
+import { benchRaft, COLD_COMMITS, raftRows } from './raft.js';
 import { benchScheduler, schedulerRows } from './scheduler.js';
 import { printTable } from './stats.js';
 
@@ -60,7 +60,7 @@ async function main(): Promise<void> {
     }
   }
 
-  const warmup = `each workload measured after a warm-up (${options.warmupMs / 1000} s serial, ${options.loadWarmupMs / 1000} s concurrent); the cold row is the first commits after start`;
+  const warmup = `each workload measured after a warm-up (the cold commits, then ${options.warmupMs / 1000} s serial; ${options.loadWarmupMs / 1000} s concurrent); the cold row is the first ${COLD_COMMITS} commits after start`;
   if ('serial' in etcd) {
     console.log(`\ncronraft vs ${etcdLabel(etcd)} (${etcd.version}): three processes each on 127.0.0.1, sync on, default settings`);
     console.log('cronraft proposes inside the leader process; etcd is driven from the bench process through its HTTP/JSON gateway');

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { RaftNode } from '../src/raft/node.js';
 import { EntryType, type Message } from '../src/raft/types.js';
 import { raftLimitsFor, RaftDriver, type DriverOptions, type StateMachine } from '../src/runtime/driver.js';
+import { SNAPSHOT_ASSEMBLY_IDLE_MS, splitSnapshot } from '../src/runtime/snapshot-chunks.js';
 import type { LogStorage } from '../src/storage/log-storage.js';
 import { MemoryDisk } from '../src/storage/memory-disk.js';
 import { MemoryLogStorage } from '../src/storage/memory-log-storage.js';
@@ -220,6 +221,48 @@ describe('snapshots in the driver', () => {
     await settle();
     expect(sm.log).toEqual(['restore 9', 'apply 6']);
     expect(driver.snapshotsInstalled).toBe(1);
+  });
+
+  it('joins a snapshot sent in chunks, and drops one whose next chunk does not come in time', async () => {
+    // Timers the test fires: the driver's tick is what expires a snapshot left unfinished.
+    let now = 0;
+    let due: Array<{ at: number; run: () => void }> = [];
+    const timers: Timers = {
+      now: () => now,
+      setTimeout: (run, ms) => {
+        const t = { at: now + ms, run };
+        due.push(t);
+        return t;
+      },
+      clearTimeout: (t) => void (due = due.filter((d) => d !== t)),
+    };
+    const advance = (ms: number): void => {
+      now += ms;
+      const ready = due.filter((d) => d.at <= now);
+      due = due.filter((d) => d.at > now);
+      for (const d of ready) d.run();
+    };
+    const sm = recordingStateMachine();
+    const { driver, transport } = await makeDriver(new MemoryLogStorage(), undefined, () => now, { stateMachine: sm, timers });
+    const chunks = (index: number): ReturnType<typeof splitSnapshot> => splitSnapshot({ type: 'snapshot', from: 'b', to: 'a', term: 1, snapshot: { index, term: 1, data: Uint8Array.from({ length: 30 }, (_, i) => i) } }, 10);
+    const first = chunks(5);
+    transport.deliver(first[0]!);
+    transport.deliver(first[1]!);
+    advance(SNAPSHOT_ASSEMBLY_IDLE_MS);
+    await settle();
+    // The last chunk alone no longer completes it.
+    transport.deliver(first[2]!);
+    await settle();
+    expect(driver.snapshotsInstalled).toBe(0);
+    // A snapshot whose chunks keep coming is joined and installed.
+    const second = chunks(6);
+    for (const c of second) {
+      advance(SNAPSHOT_ASSEMBLY_IDLE_MS - 1);
+      transport.deliver(c);
+    }
+    await settle();
+    expect(driver.snapshotsInstalled).toBe(1);
+    expect(sm.log[0]).toBe(`restore ${Array.from({ length: 30 }, (_, i) => i).join(',')}`);
   });
 
   it('drops and counts a snapshot the state machine cannot read, changing nothing', async () => {

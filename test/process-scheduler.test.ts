@@ -57,7 +57,7 @@ describe('scheduled jobs across real processes', () => {
   });
 
   for (const victimRole of ['assignee', 'leader'] as const) {
-    it(`every slot runs once when the ${victimRole} is killed with SIGKILL mid-run`, async () => {
+    it(`every slot runs once when the ${victimRole} is killed with SIGKILL${victimRole === 'assignee' ? ' mid-run' : ''}`, async () => {
       cluster = await ProcessCluster.create(3);
       await cluster.startAll();
       await cluster.waitForLeader();

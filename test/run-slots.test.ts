@@ -86,6 +86,9 @@ describe('RunSlots', () => {
     waitFor(s, b, 'ready', log);
     s.pump();
     s.drop(a);
+    // a was running: dropping it changes nothing, it still holds its run slot.
+    expect(a.phase).toBe('running');
+    expect(s.activeOf('a').has(a)).toBe(true);
     s.drop(b);
     s.release(a);
     await settle();

@@ -103,8 +103,6 @@ describe('fewer writes per message', () => {
     // Both frames went to the socket in this turn, in one write.
     expect(cork).toHaveBeenCalledTimes(1);
     await vi.waitFor(() => expect(b.got).toHaveLength(3), { timeout: 10_000 });
-    // The end of the turn found nothing left to write.
-    expect(cork).toHaveBeenCalledTimes(1);
     expect(b.got.map((m) => (m.type === 'heartbeat' ? m.commit : -1))).toEqual([0, 1, 2]);
   });
 });

@@ -15,11 +15,13 @@ export const SNAPSHOT_CHUNK_BYTES = 1024 * 1024;
 export const MAX_SNAPSHOT_BYTES = 32 * 1024 * 1024;
 
 /**
- * The most chunks one snapshot is gathered from. Each chunk held costs a little memory of its
- * own, so a peer sending a snapshot a byte at a time must not be able to make a member keep
- * millions of them; the sender makes its chunks larger when a snapshot would need more.
+ * The most chunks one snapshot is gathered from (at the largest snapshot, 8 KiB a chunk on
+ * average). Each chunk held costs memory of its own, and taking one in costs time linear in the
+ * chunks held (their ordered offsets are kept in an array), so a peer sending a snapshot a byte
+ * at a time must not be able to make a member keep millions of them. The sender makes its
+ * chunks larger when a snapshot would need more.
  */
-export const MAX_SNAPSHOT_CHUNKS = 65_536;
+export const MAX_SNAPSHOT_CHUNKS = 4096;
 
 /**
  * A snapshot partly received is dropped once no chunk of it came for this long: its leader

@@ -11,9 +11,10 @@ export interface Transport {
   /** Queues `message` for `message.to`. Drops it (and counts the drop) when the peer's queue is full. */
   send(message: Message): void;
   /**
-   * Hands every queued message to the network now. Messages sent in one turn otherwise leave
-   * together at its end; the driver calls this when it is about to spend a while on something
-   * else (building its own disk write) that the messages must not wait for.
+   * Hands the messages queued for connected peers to the network now (those for a peer still
+   * being dialled, or whose connection is full, wait as before). Messages sent in one turn
+   * otherwise leave together at its end; the driver calls this when it is about to spend a while
+   * on something else (building its own disk write) that the messages must not wait for.
    */
   flush(): void;
   /** Sets the one receiver of inbound messages; only well-formed messages for this member arrive. */
