@@ -1,15 +1,13 @@
-import { CodecError } from '../errors.js';
 import type { RaftNode } from '../raft/node.js';
 import type { SoftState } from '../raft/ready.js';
 import type { Entry, NodeId } from '../raft/types.js';
 import { SCHEDULER_DEFAULTS, type SchedulerCommand } from '../scheduler/state.js';
-import { decodeSchedulerSnapshot, encodeSchedulerSnapshot } from '../scheduler/state-snapshot.js';
 import type { LogStorage } from '../storage/log-storage.js';
 import type { Clock, Timers } from '../time/clock.js';
 import type { Transport } from '../transport/transport.js';
-import { decodeCommand, encodeCommand } from './commands.js';
-import { COMPACTION_DEFAULTS, RaftDriver, type CompactionOptions, type StateMachine } from './driver.js';
-import { decodeMemberSnapshot, encodeMemberSnapshot } from './member-snapshot.js';
+import { encodeCommand } from './commands.js';
+import { COMPACTION_DEFAULTS, RaftDriver, type CompactionOptions } from './driver.js';
+import { memberStateMachine } from './member-state-machine.js';
 import type { RunRecord } from './job-types.js';
 import { SchedulerRuntime, type SchedulerRuntimeOptions } from './scheduler-runtime.js';
 
@@ -76,37 +74,10 @@ export class Member {
   constructor(parts: MemberParts) {
     this.#p = parts;
     const t = parts.timing;
-    // Every Normal entry is a command: an application's bytes, or the scheduler's.
-    const stateMachine: StateMachine = {
-      apply: (entry) => {
-        const command = decodeCommand(entry.data);
-        if (command?.kind === 'scheduler') {
-          const result = this.scheduler.apply(entry.index, command.command);
-          parts.onSchedulerApplied?.(entry.index, command.command, result);
-          return result;
-        }
-        if (command?.kind === 'user') parts.onUserEntry?.(entry, command.data);
-        return undefined;
-      },
-      // Only the scheduler's state is kept: applications' own entries are delivered as they
-      // apply and are not replayed from a snapshot.
-      snapshot: () => encodeMemberSnapshot(encodeSchedulerSnapshot(this.scheduler.state)),
-      restore: (data) => {
-        const scheduler = decodeMemberSnapshot(data);
-        if (scheduler === null) throw new CodecError('Not a member snapshot this version reads');
-        this.scheduler.restore(scheduler);
-      },
-      acceptsSnapshot: (data) => {
-        const scheduler = decodeMemberSnapshot(data);
-        if (scheduler === null) return false;
-        try {
-          decodeSchedulerSnapshot(scheduler, this.scheduler.state.limits);
-          return true;
-        } catch {
-          return false;
-        }
-      },
-    };
+    const stateMachine = memberStateMachine(() => this.scheduler, {
+      ...(parts.onUserEntry === undefined ? {} : { onUserEntry: parts.onUserEntry }),
+      ...(parts.onSchedulerApplied === undefined ? {} : { onSchedulerApplied: parts.onSchedulerApplied }),
+    });
     this.driver = new RaftDriver({
       node: parts.node,
       storage: parts.storage,

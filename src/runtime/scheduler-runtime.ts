@@ -22,6 +22,7 @@ import {
   type RunInProgress,
   type RunOutcome,
   type SchedulerCommand,
+  type SchedulerStateParts,
 } from '../scheduler/state.js';
 
 export interface SchedulerRuntimeOptions {
@@ -324,10 +325,12 @@ export class SchedulerRuntime {
    * installed here), then brings this member's runs in line with it: a run whose claim the
    * snapshot moved or ended no longer holds it, and every claim of this member's that it holds
    * is armed as an applied claim would be (one it already ran is recognised when it fires).
-   * Throws CodecError, changing nothing, on data that is not a snapshot.
+   * Takes the snapshot's bytes, or its parts already decoded and checked (given to no other
+   * state). Throws CodecError, changing nothing, on data that is not a snapshot.
    */
-  restore(data: Uint8Array): void {
-    restoreSchedulerSnapshot(this.state, data);
+  restore(snapshot: Uint8Array | SchedulerStateParts): void {
+    if (snapshot instanceof Uint8Array) restoreSchedulerSnapshot(this.state, snapshot);
+    else this.state.restoreFrom(snapshot);
     this.#inflight.clear();
     for (const [key, mine] of this.#armed) {
       const claim = this.state.claims.get(key);

@@ -1,0 +1,67 @@
+import { CodecError } from '../errors.js';
+import type { Entry } from '../raft/types.js';
+import type { SchedulerCommand, SchedulerStateParts } from '../scheduler/state.js';
+import { decodeSchedulerSnapshot, encodeSchedulerSnapshot } from '../scheduler/state-snapshot.js';
+import { decodeCommand } from './commands.js';
+import type { StateMachine } from './driver.js';
+import { decodeMemberSnapshot, encodeMemberSnapshot } from './member-snapshot.js';
+import type { SchedulerRuntime } from './scheduler-runtime.js';
+
+export interface MemberStateMachineHooks {
+  /** An application entry (`cluster.propose`) applied here, in log order. */
+  readonly onUserEntry?: (entry: Entry, data: Uint8Array) => void;
+  /** A scheduler command applied here, with its result. */
+  readonly onSchedulerApplied?: (index: number, command: SchedulerCommand, result: unknown) => void;
+}
+
+/**
+ * A member's replicated state machine: every Normal entry is a command, an application's bytes
+ * (handed on as they apply, not kept) or the scheduler's (applied to its state). A snapshot holds
+ * the scheduler's state.
+ *
+ * A leader's snapshot is decoded and checked in full by `acceptsSnapshot` before the protocol
+ * takes it in, and the driver restores those very bytes right after: the decoded state is kept
+ * from the one to the other, so a large snapshot is not decoded twice. It is kept for the last
+ * snapshot checked only, and given to one restore only. (`schedulerOf`: the member builds its
+ * scheduler after the driver this is given to.)
+ */
+export function memberStateMachine(schedulerOf: () => SchedulerRuntime, hooks: MemberStateMachineHooks = {}): StateMachine {
+  let checked: { readonly data: Uint8Array; readonly parts: SchedulerStateParts } | null = null;
+  return {
+    apply: (entry) => {
+      const command = decodeCommand(entry.data);
+      if (command?.kind === 'scheduler') {
+        const result = schedulerOf().apply(entry.index, command.command);
+        hooks.onSchedulerApplied?.(entry.index, command.command, result);
+        return result;
+      }
+      if (command?.kind === 'user') hooks.onUserEntry?.(entry, command.data);
+      return undefined;
+    },
+    // Only the scheduler's state is kept: applications' own entries are delivered as they
+    // apply and are not replayed from a snapshot.
+    snapshot: () => encodeMemberSnapshot(encodeSchedulerSnapshot(schedulerOf().state)),
+    restore: (data) => {
+      const decoded = checked?.data === data ? checked.parts : null;
+      checked = null;
+      if (decoded !== null) {
+        schedulerOf().restore(decoded);
+        return;
+      }
+      const bytes = decodeMemberSnapshot(data);
+      if (bytes === null) throw new CodecError('Not a member snapshot this version reads');
+      schedulerOf().restore(bytes);
+    },
+    acceptsSnapshot: (data) => {
+      checked = null;
+      const bytes = decodeMemberSnapshot(data);
+      if (bytes === null) return false;
+      try {
+        checked = { data, parts: decodeSchedulerSnapshot(bytes, schedulerOf().state.limits) };
+        return true;
+      } catch {
+        return false;
+      }
+    },
+  };
+}
