@@ -2,6 +2,7 @@ import { RAFT_DEFAULTS, type RaftConfig } from './config.js';
 import { RaftLog } from './log.js';
 import { Progress } from './progress.js';
 import { committedIndex, quorumSize, tallyVotes } from './quorum.js';
+import { ReadOnly } from './read-only.js';
 import type { ForwardResult, ReadState, Ready, Role, SoftState } from './ready.js';
 import {
   EntryType,
@@ -55,15 +56,6 @@ export const SNAPSHOT_RETRY_HEARTBEATS = 3;
 export const EARLY_CAMPAIGN_GAP_TICKS = 2;
 export const MAX_SNAPSHOT_BACKOFF = 4;
 
-interface PendingRead {
-  readonly seq: number;
-  readonly index: number;
-  /** The member that asked (this one, or a follower that forwarded the read). */
-  readonly from: NodeId;
-  readonly ctx: number;
-  readonly acks: Set<NodeId>;
-}
-
 /**
  * The Raft protocol as a pure state machine, after etcd-io/raft's RawNode: inputs are
  * `tick()`, `step(message)`, `propose(...)`, `readIndex(ctx)` and `transferLeadership()`;
@@ -98,10 +90,8 @@ export class RaftNode {
   #transferee: NodeId | null = null;
   /** Bytes of entry data appended by this leader and not yet committed. */
   #uncommittedBytes = 0;
-  #pendingReads: PendingRead[] = [];
-  /** Reads asked of a leader that has not yet committed an entry of its term (paper, section 8). */
-  #deferredReads: Array<{ from: NodeId; ctx: number }> = [];
-  #readSeq = 0;
+  /** Linearizable reads held while this member leads (see read-only.ts). */
+  readonly #reads: ReadOnly;
   /** The latest snapshot this member holds (taken or installed): what it sends a follower that fell behind its log. */
   #snapshot: Snapshot;
   /** Entries kept behind the latest snapshot (see compact). */
@@ -137,6 +127,7 @@ export class RaftNode {
       maxApplyBatch: config.maxApplyBatch ?? RAFT_DEFAULTS.maxApplyBatch,
       maxPendingReads: config.maxPendingReads ?? RAFT_DEFAULTS.maxPendingReads,
     };
+    this.#reads = new ReadOnly(this.#limits.maxPendingReads);
     this.log = new RaftLog(initial.snapshot, initial.entries, initial.hardState.commit);
     this.#snapshot = { index: initial.snapshot.index, term: initial.snapshot.term, data: initial.snapshot.data ?? new Uint8Array(0) };
     this.#term = initial.hardState.term;
@@ -219,7 +210,7 @@ export class RaftNode {
     }
     if (this.#heartbeatElapsed >= this.#heartbeatTicks) {
       this.#heartbeatElapsed = 0;
-      this.#broadcastHeartbeat(this.#pendingReads.at(-1)?.seq ?? 0, true);
+      this.#broadcastHeartbeat(this.#reads.lastSeq, true);
     }
   }
 
@@ -562,7 +553,7 @@ export class RaftNode {
     this.#progress.clear();
     this.#uncommittedBytes = 0;
     this.#resetElectionTimeout();
-    if (wasLeader) this.#abandonReads(null);
+    if (wasLeader) for (const read of this.#reads.takeAll()) this.#respondRead(read.from, read.ctx, 0);
   }
 
   #becomeLeader(): void {
@@ -711,10 +702,8 @@ export class RaftNode {
     // Only entries of this term were counted when appended (earlier terms' were not ours).
     for (const e of this.log.slice(before + 1, index + 1)) if (e.term === this.#term) this.#uncommittedBytes -= e.data.byteLength;
     if (this.#uncommittedBytes < 0) this.#uncommittedBytes = 0;
-    if (this.#deferredReads.length > 0 && this.log.term(this.log.committed) === this.#term) {
-      const deferred = this.#deferredReads;
-      this.#deferredReads = [];
-      for (const r of deferred) this.#leaderReadIndex(r.from, r.ctx);
+    if (this.#reads.deferredCount > 0 && this.log.term(this.log.committed) === this.#term) {
+      for (const r of this.#reads.takeDeferred()) this.#leaderReadIndex(r.from, r.ctx);
     }
     return true;
   }
@@ -741,50 +730,30 @@ export class RaftNode {
   #leaderReadIndex(from: NodeId, ctx: number): void {
     if (this.log.term(this.log.committed) !== this.#term) {
       // Until an entry of our term commits we do not know the true commit index.
-      if (this.#pendingReadCount() >= this.#limits.maxPendingReads) this.#respondRead(from, ctx, 0);
-      else this.#deferredReads.push({ from, ctx });
+      if (this.#reads.full) this.#respondRead(from, ctx, 0);
+      else this.#reads.defer({ from, ctx });
       return;
     }
     if (this.#peers.length === 0) {
       this.#respondRead(from, ctx, this.log.committed);
       return;
     }
-    if (this.#pendingReadCount() >= this.#limits.maxPendingReads) {
+    if (this.#reads.full) {
       this.#respondRead(from, ctx, 0);
       return;
     }
-    const seq = ++this.#readSeq;
-    this.#pendingReads.push({ seq, index: this.log.committed, from, ctx, acks: new Set([this.id]) });
+    const seq = this.#reads.add({ from, ctx }, this.log.committed, this.id);
     // A heartbeat round confirms that no newer leader exists as of now.
     this.#broadcastHeartbeat(seq);
   }
 
-  #pendingReadCount(): number {
-    return this.#pendingReads.length + this.#deferredReads.length;
-  }
-
   #ackReads(peer: NodeId, seq: number): void {
-    // The ack confirms leadership as of round `seq`, and so every earlier round too.
-    for (const read of this.#pendingReads) {
-      if (read.seq > seq) break;
-      read.acks.add(peer);
-    }
-    const quorum = quorumSize(this.#voters.length);
-    let released = 0;
-    while (released < this.#pendingReads.length && (this.#pendingReads[released] as PendingRead).acks.size >= quorum) released++;
-    if (released === 0) return;
-    for (const read of this.#pendingReads.splice(0, released)) this.#respondRead(read.from, read.ctx, read.index);
+    for (const read of this.#reads.ack(peer, seq, quorumSize(this.#voters.length))) this.#respondRead(read.from, read.ctx, read.index);
   }
 
   #respondRead(to: NodeId, ctx: number, index: number): void {
     if (to === this.id) this.#readStates.push({ ctx, index });
     else this.#send({ type: 'read-index-resp', from: this.id, to, term: this.#term, ctx, index, reject: index === 0 });
-  }
-
-  #abandonReads(_leader: NodeId | null): void {
-    for (const read of [...this.#pendingReads, ...this.#deferredReads]) this.#respondRead(read.from, read.ctx, 0);
-    this.#pendingReads = [];
-    this.#deferredReads = [];
   }
 
   #handleReadIndex(m: ReadIndexMessage): void {
