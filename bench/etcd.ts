@@ -116,9 +116,9 @@ export async function benchEtcd(o: RaftBenchOptions): Promise<EtcdBenchResult | 
 
     // Each proposer rewrites its own key: every put is still a new revision written and synced,
     // but etcd's in-memory key index stays small, as cronraft's log has no keys at all.
-    const loadErrors: Record<string, number> = {};
     const target = leader;
-    const runLoad = async (durationMs: number): Promise<{ commits: number; errors: number; elapsedMs: number }> => {
+    const runLoad = async (durationMs: number): Promise<{ commits: number; errors: number; errorKinds: Record<string, number>; elapsedMs: number }> => {
+      const errorKinds: Record<string, number> = {};
       let commits = 0;
       let errors = 0;
       const loadStart = now();
@@ -131,18 +131,17 @@ export async function benchEtcd(o: RaftBenchOptions): Promise<EtcdBenchResult | 
               commits++;
             } catch (e) {
               errors++;
-              countError(loadErrors, e);
+              countError(errorKinds, e);
             }
           }
         }),
       );
-      return { commits, errors, elapsedMs: now() - loadStart };
+      return { commits, errors, errorKinds, elapsedMs: now() - loadStart };
     };
     // Warmed up like cronraft's (see bench/raft.ts), though only the client here runs on a JIT.
     await runLoad(o.loadWarmupMs);
-    for (const kind of Object.keys(loadErrors)) delete loadErrors[kind];
     const load = await runLoad(o.loadSeconds * 1000);
-    const throughput = { commitsPerSecond: (load.commits / load.elapsedMs) * 1000, concurrency: CONCURRENCY, errors: load.errors, errorKinds: loadErrors };
+    const throughput = { commitsPerSecond: (load.commits / load.elapsedMs) * 1000, concurrency: CONCURRENCY, errors: load.errors, errorKinds: load.errorKinds };
 
     const runs: number[] = [];
     const failoverErrors: Record<string, number> = {};
