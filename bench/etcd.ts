@@ -97,22 +97,20 @@ export async function benchEtcd(o: RaftBenchOptions): Promise<EtcdBenchResult | 
     cluster.startAll();
     let leader = await cluster.waitForLeader(agent, STARTUP_TIMEOUT_MS);
 
-    const coldLatencies: number[] = [];
-    for (let i = 0; i < COLD_COMMITS; i++) {
-      const t0 = now();
-      await put(agent, leader, `bench/warmup/${i}`, PUT_TIMEOUT_MS);
-      coldLatencies.push(now() - t0);
-    }
-    const cold = summarize(coldLatencies);
+    /** Latencies of `count` puts one after another, to keys under `prefix`. */
+    const serialPuts = async (prefix: string, count: number): Promise<number[]> => {
+      const latencies: number[] = [];
+      for (let i = 0; i < count; i++) {
+        const t0 = now();
+        await put(agent, leader, `${prefix}/${i}`, PUT_TIMEOUT_MS);
+        latencies.push(now() - t0);
+      }
+      return latencies;
+    };
+    const cold = summarize(await serialPuts('bench/cold', COLD_COMMITS));
     const warmupEnd = now() + o.warmupMs;
-    for (let i = COLD_COMMITS; now() < warmupEnd; i++) await put(agent, leader, `bench/warmup/${i}`, PUT_TIMEOUT_MS);
-    const latencies: number[] = [];
-    for (let i = 0; i < o.serialCount; i++) {
-      const t0 = now();
-      await put(agent, leader, `bench/serial/${i}`, PUT_TIMEOUT_MS);
-      latencies.push(now() - t0);
-    }
-    const serial = summarize(latencies);
+    for (let i = 0; now() < warmupEnd; i++) await put(agent, leader, `bench/warmup/${i}`, PUT_TIMEOUT_MS);
+    const serial = summarize(await serialPuts('bench/serial', o.serialCount));
 
     // Each proposer rewrites its own key: every put is still a new revision written and synced,
     // but etcd's in-memory key index stays small, as cronraft's log has no keys at all.
