@@ -151,8 +151,8 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       },
       bootId: randomBytes(4).toString('hex'),
       compaction: o.compaction,
+      wantsUserEntries: () => this.listenerCount('applied') > 0,
       onUserEntry: (entry, data) => {
-        if (this.listenerCount('applied') === 0) return;
         try {
           this.emit('applied', { index: entry.index, term: entry.term, data });
         } catch {

@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { CodecError } from '../src/errors.js';
+import type { Entry } from '../src/raft/types.js';
+import { EntryType } from '../src/raft/types.js';
+import { encodeCommand } from '../src/runtime/commands.js';
 import { memberStateMachine } from '../src/runtime/member-state-machine.js';
 import type { SchedulerRuntime } from '../src/runtime/scheduler-runtime.js';
 import { SchedulerState, type SchedulerStateParts } from '../src/scheduler/state.js';
@@ -48,5 +51,26 @@ describe("a member's state machine", () => {
     expect(sm.acceptsSnapshot(garbage)).toBe(false);
     expect(() => sm.restore(garbage)).toThrow(CodecError);
     expect(restored).toEqual([]);
+  });
+
+  it('hands application entries to the hook only while it wants them, and scheduler commands always to the scheduler', () => {
+    const { scheduler } = recordingScheduler();
+    const applied: number[] = [];
+    const seen: string[] = [];
+    let wanted = false;
+    const sm = memberStateMachine(() => ({ ...scheduler, apply: (index: number) => (applied.push(index), { ok: true }) }) as unknown as typeof scheduler, {
+      wantsUserEntries: () => wanted,
+      onUserEntry: (entry, data) => seen.push(`${entry.index}:${new TextDecoder().decode(data)}`),
+    });
+    const entry = (index: number, data: Uint8Array): Entry => ({ index, term: 1, type: EntryType.Normal, data, pid: `p${index}` });
+    const user = (text: string): Uint8Array => encodeCommand({ kind: 'user', data: new TextEncoder().encode(text) });
+    const command = encodeCommand({ kind: 'scheduler', command: { type: 'unregister', job: 'j', member: 'a' } });
+    expect(sm.apply(entry(1, user('quiet')))).toBeUndefined();
+    expect(sm.apply(entry(2, command))).toEqual({ ok: true });
+    wanted = true;
+    expect(sm.apply(entry(3, user('heard')))).toBeUndefined();
+    expect(sm.apply(entry(4, command))).toEqual({ ok: true });
+    expect(seen).toEqual(['3:heard']);
+    expect(applied).toEqual([2, 4]);
   });
 });

@@ -1,6 +1,7 @@
-import { decode, encode } from 'cborg';
+import { decode } from 'cborg';
 import { isSchedulerCommand } from '../scheduler/command-shape.js';
 import type { SchedulerCommand } from '../scheduler/state.js';
+import { encodeSmall } from '../small-cbor.js';
 
 /**
  * What a Normal log entry carries: an application's own bytes (`cluster.propose`) or a
@@ -11,8 +12,20 @@ export type LogCommand = { readonly kind: 'user'; readonly data: Uint8Array } | 
 const KIND_USER = 0;
 const KIND_SCHEDULER = 1;
 
+/**
+ * Whether `bytes` is an application entry, read from its first two bytes without decoding it:
+ * 0x82 opens a CBOR array of two, and KIND_USER, a small integer, is one byte of its own. An
+ * entry that passes this and is malformed further on is one decodeCommand would skip too.
+ */
+export function isUserCommand(bytes: Uint8Array): boolean {
+  return bytes.length >= 2 && bytes[0] === CBOR_ARRAY_OF_TWO && bytes[1] === KIND_USER;
+}
+
+const CBOR_ARRAY_OF_TWO = 0x82;
+
 export function encodeCommand(command: LogCommand): Uint8Array {
-  return command.kind === 'user' ? encode([KIND_USER, command.data]) : encode([KIND_SCHEDULER, command.command]);
+  // Once per proposal, on the commit path: the cheap path (see encodeSmall).
+  return command.kind === 'user' ? encodeSmall([KIND_USER, command.data]) : encodeSmall([KIND_SCHEDULER, command.command]);
 }
 
 /**

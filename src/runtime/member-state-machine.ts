@@ -2,7 +2,7 @@ import { CodecError } from '../errors.js';
 import type { Entry } from '../raft/types.js';
 import type { SchedulerCommand, SchedulerStateParts } from '../scheduler/state.js';
 import { decodeSchedulerSnapshot, encodeSchedulerSnapshot } from '../scheduler/state-snapshot.js';
-import { decodeCommand } from './commands.js';
+import { decodeCommand, isUserCommand } from './commands.js';
 import type { StateMachine } from './driver.js';
 import { decodeMemberSnapshot, encodeMemberSnapshot } from './member-snapshot.js';
 import type { SchedulerRuntime } from './scheduler-runtime.js';
@@ -10,6 +10,13 @@ import type { SchedulerRuntime } from './scheduler-runtime.js';
 export interface MemberStateMachineHooks {
   /** An application entry (`cluster.propose`) applied here, in log order. */
   readonly onUserEntry?: (entry: Entry, data: Uint8Array) => void;
+  /**
+   * Whether onUserEntry wants application entries now (`Cluster`: whether anyone listens). When
+   * it does not, they are not decoded at all: every member applies every entry, and the decoding
+   * nobody used cost each member 0.2 to 0.4 µs and about 400 bytes of garbage per entry
+   * (measured: a microbenchmark, and a heap profile of a member under load). @default true
+   */
+  readonly wantsUserEntries?: () => boolean;
   /** A scheduler command applied here, with its result. */
   readonly onSchedulerApplied?: (index: number, command: SchedulerCommand, result: unknown) => void;
 }
@@ -29,6 +36,8 @@ export function memberStateMachine(schedulerOf: () => SchedulerRuntime, hooks: M
   let checked: { readonly data: Uint8Array; readonly parts: SchedulerStateParts } | null = null;
   return {
     apply: (entry) => {
+      // Nothing here reads an application entry but the hook: skipped, it needs no decoding.
+      if ((hooks.onUserEntry === undefined || hooks.wantsUserEntries?.() === false) && isUserCommand(entry.data)) return undefined;
       const command = decodeCommand(entry.data);
       if (command?.kind === 'scheduler') {
         const result = schedulerOf().apply(entry.index, command.command);

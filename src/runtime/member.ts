@@ -48,6 +48,8 @@ export interface MemberParts {
   readonly snapshotChunkBytes?: number;
   /** An application entry (`cluster.propose`) applied here, in log order. */
   readonly onUserEntry?: (entry: Entry, data: Uint8Array) => void;
+  /** Whether onUserEntry wants entries now; when not, they are not decoded. @default true */
+  readonly wantsUserEntries?: () => boolean;
   /** Every entry applied here, whatever it holds (the simulator's checkers watch them). */
   readonly onApplied?: (entry: Entry) => void;
   /** A leader's snapshot replaced the state here: entries up to `index` will not be applied one by one. */
@@ -76,6 +78,7 @@ export class Member {
     const t = parts.timing;
     const stateMachine = memberStateMachine(() => this.scheduler, {
       ...(parts.onUserEntry === undefined ? {} : { onUserEntry: parts.onUserEntry }),
+      ...(parts.wantsUserEntries === undefined ? {} : { wantsUserEntries: parts.wantsUserEntries }),
       ...(parts.onSchedulerApplied === undefined ? {} : { onSchedulerApplied: parts.onSchedulerApplied }),
     });
     this.driver = new RaftDriver({

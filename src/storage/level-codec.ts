@@ -1,6 +1,7 @@
 import { decode, encode } from 'cborg';
 import type { Entry, HardState, Snapshot } from '../raft/types.js';
 import type { StorageIdentity } from './log-storage.js';
+import { encodeSmall } from '../small-cbor.js';
 import { isCount, isEntryType } from './store-checks.js';
 
 /**
@@ -68,7 +69,8 @@ export function decodeSnapshot(bytes: Uint8Array): Snapshot {
 }
 
 export function encodeEntry(entry: Entry): Uint8Array {
-  return encode([entry.index, entry.term, entry.type, entry.data, entry.pid]);
+  // Every member encodes every entry it stores: the cheap path (see encodeSmall).
+  return encodeSmall([entry.index, entry.term, entry.type, entry.data, entry.pid]);
 }
 
 export function decodeEntry(bytes: Uint8Array): Entry {

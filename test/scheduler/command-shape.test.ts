@@ -1,5 +1,6 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { decodeCommand, encodeCommand } from '../../src/runtime/commands.js';
+import { decodeCommand, encodeCommand, isUserCommand } from '../../src/runtime/commands.js';
 import { isSchedulerCommand } from '../../src/scheduler/command-shape.js';
 import type { JobPolicy, SchedulerCommand } from '../../src/scheduler/state.js';
 
@@ -52,5 +53,18 @@ describe('scheduler commands read from the log', () => {
 
   it('takes fields it does not know, which a newer member may add', () => {
     expect(isSchedulerCommand({ ...good[3], hint: 'new' })).toBe(true);
+  });
+
+  it('tells an application entry from a scheduler command by its first two bytes', () => {
+    for (const command of good) expect(isUserCommand(encodeCommand({ kind: 'scheduler', command }))).toBe(false);
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 300 }), (data) => {
+        const bytes = encodeCommand({ kind: 'user', data });
+        expect(isUserCommand(bytes)).toBe(true);
+        expect(decodeCommand(bytes)).toEqual({ kind: 'user', data });
+      }),
+    );
+    expect(isUserCommand(new Uint8Array(0))).toBe(false);
+    expect(isUserCommand(Uint8Array.of(0x82))).toBe(false);
   });
 });

@@ -1,0 +1,39 @@
+import { encode, encodeInto } from 'cborg';
+
+/**
+ * The size of the scratch buffer encodeSmall writes into. A value whose encoding does not fit
+ * goes through cborg's `encode` instead: the same bytes, at the old cost. Log entries and
+ * commands on the commit path are far smaller.
+ */
+export const SMALL_CBOR_SCRATCH_BYTES = 64 * 1024;
+
+const scratch = new Uint8Array(SMALL_CBOR_SCRATCH_BYTES);
+
+/**
+ * CBOR-encodes a small value (a log entry, a log command) the way cborg's `encode` does, at a
+ * fraction of its cost on the commit path, where every member encodes each entry it stores.
+ *
+ * Why: `encode` writes a byte string of 64 bytes or more as a chunk of its own and joins the
+ * chunks at the end, and its result gets a backing store of its own, which V8 allocates and
+ * frees outside its heap. Measured on Node 20 here: 1.4 µs to encode a command holding 64 bytes,
+ * 0.3 µs this way; 1.6 µs against 0.5 µs for a stored entry. Here cborg encodes into one reused
+ * buffer (`encodeInto`, the same encoder), and the result is copied into Node's pool of small
+ * buffers, where an allocation is a slice of a shared slab.
+ *
+ * The result is a plain Uint8Array (a view of the pooled Buffer), not a Buffer, so callers and
+ * their tests see the same type as before. Not reentrant, and need not be: encoding runs to
+ * completion synchronously.
+ */
+export function encodeSmall(value: unknown): Uint8Array {
+  let written: number;
+  try {
+    written = encodeInto(value, scratch).written;
+  } catch {
+    // Too large for the scratch buffer, or not encodable at all: `encode` gives the same bytes,
+    // or throws the same error the caller would have seen before.
+    return encode(value);
+  }
+  const out = Buffer.allocUnsafe(written);
+  out.set(scratch.subarray(0, written));
+  return new Uint8Array(out.buffer, out.byteOffset, written);
+}
