@@ -73,4 +73,12 @@ describe("a member's state machine", () => {
     expect(seen).toEqual(['3:heard']);
     expect(applied).toEqual([2, 4]);
   });
+
+  it('hands every application entry to a hook that does not say whether it wants them', () => {
+    const { scheduler } = recordingScheduler();
+    const seen: number[] = [];
+    const sm = memberStateMachine(() => scheduler, { onUserEntry: (entry) => seen.push(entry.index) });
+    for (const index of [1, 2]) sm.apply({ index, term: 1, type: EntryType.Normal, data: encodeCommand({ kind: 'user', data: Uint8Array.of(index) }), pid: '' });
+    expect(seen).toEqual([1, 2]);
+  });
 });

@@ -1,7 +1,9 @@
 import { encode } from 'cborg';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { encodeSmall, SMALL_CBOR_SCRATCH_BYTES } from '../src/small-cbor.js';
+import { EntryType } from '../src/raft/types.js';
+import { encodeSmall, SMALL_CBOR_MAX_BYTES_HINT, SMALL_CBOR_SCRATCH_BYTES } from '../src/small-cbor.js';
+import { decodeEntry, encodeEntry } from '../src/storage/level-codec.js';
 
 // What the log and its commands hold: integers, strings, byte strings, null, arrays and maps.
 const cborValue = fc.letrec((tie) => ({
@@ -56,5 +58,14 @@ describe('encodeSmall', () => {
     }
     expect(message).toMatch(/unsupported type/);
     expect(() => encodeSmall(bad)).toThrow(message);
+  });
+
+  it('stores entries of every size as cborg encodes them, small ones through encodeSmall and large ones not', () => {
+    for (const size of [0, 63, 64, 200, SMALL_CBOR_MAX_BYTES_HINT - 20, SMALL_CBOR_MAX_BYTES_HINT + 1, SMALL_CBOR_SCRATCH_BYTES + 5]) {
+      const entry = { index: 7, term: 2, type: EntryType.Normal, data: new Uint8Array(size).fill(3), pid: 'b00t.1z' };
+      const bytes = encodeEntry(entry);
+      expect(Buffer.from(bytes).equals(Buffer.from(encode([7, 2, EntryType.Normal, entry.data, 'b00t.1z'])))).toBe(true);
+      expect(decodeEntry(bytes)).toEqual(entry);
+    }
   });
 });
