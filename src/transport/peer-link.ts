@@ -33,8 +33,9 @@ type LinkState = 'idle' | 'dialing' | 'open' | 'backoff' | 'closed';
  * The outbound half of the connection to one peer: a bounded queue of encoded frames, one
  * long-lived stream, and a writer. Frames queued in the same tick are written together in one
  * `stream.send`, after a microtask, so a burst costs one encryption and one syscall and no timer
- * delays a lone message; `flushNow` writes what is queued at once instead (Transport.flush). The writer never awaits per frame; when the stream's buffer is full it
- * waits for `drain` while the queue (and only this peer's queue) absorbs or drops new frames.
+ * delays a lone message; `flushNow` writes what is queued at once instead (Transport.flush).
+ * The writer never awaits per frame; when the stream's buffer is full it waits for `drain`
+ * while the queue (and only this peer's queue) absorbs or drops new frames.
  * When the stream breaks, the link re-dials with capped exponential back-off and jitter.
  */
 export class PeerLink {
