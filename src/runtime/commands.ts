@@ -1,4 +1,6 @@
-import { decode, encode } from 'cborg';
+import { decode } from 'cborg';
+import { logBytes } from '../byte-arena.js';
+import { encodeIntoArena } from '../small-cbor.js';
 import { isSchedulerCommand } from '../scheduler/command-shape.js';
 import type { SchedulerCommand } from '../scheduler/state.js';
 
@@ -22,14 +24,14 @@ export function isUserCommand(bytes: Uint8Array): boolean {
 }
 
 /**
- * Not through encodeSmall, though it would be cheaper: the result becomes the entry's data,
- * which the log keeps until compaction, and a view into Node's shared pool would keep the whole
- * slab it sits in alive with it. At a cron-like rate of proposals, each entry could hold a slab
- * of its own (8 KiB against a hundred bytes, for up to snapshotEveryEntries + retainEntries
- * entries).
+ * The result becomes the entry's data, which the log keeps until compaction: encoded into the
+ * arena for log data (see ByteArena), not into Node's shared pool of small buffers (encodeSmall),
+ * where it would keep alive a whole 8 KiB slab, and not by cborg's `encode`, whose result has,
+ * depending on its size, a backing store of its own (slow to make and free by the thousand) or a
+ * place in that same pool.
  */
 export function encodeCommand(command: LogCommand): Uint8Array {
-  return command.kind === 'user' ? encode([KIND_USER, command.data]) : encode([KIND_SCHEDULER, command.command]);
+  return encodeIntoArena(command.kind === 'user' ? [KIND_USER, command.data] : [KIND_SCHEDULER, command.command], logBytes);
 }
 
 /**
