@@ -1,7 +1,7 @@
 import { RaftNode } from '../src/raft/node.js';
 import type { Entry, Message, NodeId } from '../src/raft/types.js';
 import type { SoftState } from '../src/raft/ready.js';
-import { raftLimitsFor, type CompactionOptions } from '../src/runtime/driver.js';
+import { raftSettingsFor, type CompactionOptions } from '../src/runtime/driver.js';
 import { Member, type MemberParts, type MemberTiming } from '../src/runtime/member.js';
 import { parseSpec } from '../src/scheduler/spec.js';
 import { MemoryDisk } from '../src/storage/memory-disk.js';
@@ -74,7 +74,7 @@ export class SimMember {
     const storage = new MemoryLogStorage(this.disk);
     const stored = await storage.open();
     const node = new RaftNode(
-      { id: this.id, voters: settings.voters, electionTicks: settings.electionTicks, heartbeatTicks: settings.timing.heartbeatTicks, ...raftLimitsFor(settings.compaction) },
+      { id: this.id, voters: settings.voters, electionTicks: settings.electionTicks, heartbeatTicks: settings.timing.heartbeatTicks, ...raftSettingsFor(settings.compaction) },
       { hardState: stored.hardState, snapshot: stored.snapshot, entries: stored.entries },
       new SeededRandom(this.#seed * 7919 + incarnation),
     );

@@ -10,7 +10,7 @@ import { RaftNode } from './raft/node.js';
 import type { SoftState } from './raft/ready.js';
 import type { NodeId } from './raft/types.js';
 import { encodeCommand } from './runtime/commands.js';
-import { raftLimitsFor, type RaftDriver, type ProposalResult } from './runtime/driver.js';
+import { raftSettingsFor, type RaftDriver, type ProposalResult } from './runtime/driver.js';
 import { Member } from './runtime/member.js';
 import type { JobHandler, JobOptions } from './runtime/job-types.js';
 import type { SchedulerRuntime } from './runtime/scheduler-runtime.js';
@@ -110,7 +110,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     // Refuses a directory that belongs to another cluster or member, before anything is written.
     await this.#storage.setIdentity({ clusterId: this.#clusterId, nodeId: o.self.id });
     const node = new RaftNode(
-      { id: o.self.id, voters: o.voters, electionTicks: o.electionTicks, heartbeatTicks: o.heartbeatTicks, ...raftLimitsFor(o.compaction) },
+      { id: o.self.id, voters: o.voters, electionTicks: o.electionTicks, heartbeatTicks: o.heartbeatTicks, ...raftSettingsFor(o.compaction) },
       { hardState: stored.hardState, snapshot: stored.snapshot, entries: stored.entries },
       this.#random,
     );

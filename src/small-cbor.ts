@@ -1,5 +1,4 @@
 import { encode, encodeInto } from 'cborg';
-import type { ByteArena } from './byte-arena.js';
 
 /**
  * The size of the scratch buffer encodeSmall writes into. A value whose encoding does not fit
@@ -15,7 +14,8 @@ const scratch = new Uint8Array(SMALL_CBOR_SCRATCH_BYTES);
 
 /**
  * CBOR-encodes a small value the way cborg's `encode` does, at a fraction of its cost: for a log
- * entry on its way to storage, which every member encodes for each entry it stores.
+ * entry on its way to storage, which every member encodes for each entry it stores, and for a
+ * proposed command.
  *
  * Why: `encode` writes a byte string of 64 bytes or more as a chunk of its own and joins the
  * chunks at the end, and its result may get a backing store of its own, which V8 allocates and
@@ -25,29 +25,11 @@ const scratch = new Uint8Array(SMALL_CBOR_SCRATCH_BYTES);
  * a shared slab.
  *
  * That slab stays alive as long as any slice of it does: use this for bytes that are soon done
- * with (a write to storage), not for bytes kept for long (see encodeCommand). The result is
- * always a plain Uint8Array (a view of the pooled Buffer). Not reentrant, and need not be:
- * encoding runs to completion synchronously.
+ * with (a write to storage, a command until it is appended), not for bytes kept for long (see
+ * ByteArena). The result is always a plain Uint8Array (a view of the pooled Buffer). Not
+ * reentrant, and need not be: encoding runs to completion synchronously.
  */
 export function encodeSmall(value: unknown): Uint8Array {
-  const encoded = encodeInScratch(value);
-  if (encoded.buffer !== scratch.buffer) return encoded;
-  const out = Buffer.allocUnsafe(encoded.byteLength);
-  out.set(encoded);
-  return new Uint8Array(out.buffer, out.byteOffset, out.byteLength);
-}
-
-/**
- * CBOR-encodes a small value like encodeSmall, into `arena` (see ByteArena): for bytes kept as
- * long as a log entry, a command proposed for the log.
- */
-export function encodeIntoArena(value: unknown, arena: ByteArena): Uint8Array {
-  const encoded = encodeInScratch(value);
-  return encoded.buffer === scratch.buffer ? arena.copy(encoded) : encoded;
-}
-
-/** The encoding in the scratch buffer, valid until the next call; or, when it does not fit there, from `encode`. */
-function encodeInScratch(value: unknown): Uint8Array {
   let written: number;
   try {
     written = encodeInto(value, scratch).written;
@@ -56,5 +38,7 @@ function encodeInScratch(value: unknown): Uint8Array {
     // or throws the same error the caller would have seen before.
     return encode(value);
   }
-  return scratch.subarray(0, written);
+  const out = Buffer.allocUnsafe(written);
+  out.set(scratch.subarray(0, written));
+  return new Uint8Array(out.buffer, out.byteOffset, written);
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { RaftNode } from '../src/raft/node.js';
 import { EntryType, type Message } from '../src/raft/types.js';
-import { raftLimitsFor, RaftDriver, type DriverOptions, type StateMachine } from '../src/runtime/driver.js';
+import { raftSettingsFor, RaftDriver, type DriverOptions, type StateMachine } from '../src/runtime/driver.js';
 import { SNAPSHOT_ASSEMBLY_IDLE_MS, splitSnapshot } from '../src/runtime/snapshot-chunks.js';
 import type { LogStorage } from '../src/storage/log-storage.js';
 import { MemoryDisk } from '../src/storage/memory-disk.js';
@@ -299,7 +299,7 @@ describe('snapshots in the driver', () => {
   it('compacts as it applies a long run of entries committed at once, one interval at a time', async () => {
     const sm = recordingStateMachine();
     const compaction = { everyEntries: 4, retainEntries: 0 };
-    const { driver, transport } = await makeDriver(new MemoryLogStorage(), undefined, undefined, { stateMachine: sm, compaction }, raftLimitsFor(compaction));
+    const { driver, transport } = await makeDriver(new MemoryLogStorage(), undefined, undefined, { stateMachine: sm, compaction }, raftSettingsFor(compaction));
     transport.deliver({ type: 'append', from: 'b', to: 'a', term: 1, prevIndex: 0, prevTerm: 0, entries: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map(entry), commit: 10 });
     await settle();
     expect(sm.log).toEqual(['apply 1', 'apply 2', 'apply 3', 'apply 4', 'snapshot', 'apply 5', 'apply 6', 'apply 7', 'apply 8', 'snapshot', 'apply 9', 'apply 10']);

@@ -23,6 +23,12 @@ export interface RaftConfig {
   readonly maxApplyBatch?: number;
   /** Bound on linearizable reads waiting at the leader. */
   readonly maxPendingReads?: number;
+  /**
+   * Where the log keeps the data of a proposal this member appends as leader, which it holds
+   * until compaction: the runtime copies it into an arena (see ByteArena). Called only for
+   * proposals appended here, never for ones refused or forwarded. The data as given by default.
+   */
+  readonly keepData?: (data: Uint8Array) => Uint8Array;
 }
 
 export const RAFT_DEFAULTS = {

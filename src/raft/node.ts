@@ -73,7 +73,8 @@ export class RaftNode {
   readonly #random: Random;
   readonly #electionTicks: number;
   readonly #heartbeatTicks: number;
-  readonly #limits: Required<Omit<RaftConfig, 'id' | 'voters' | 'electionTicks' | 'heartbeatTicks'>>;
+  readonly #limits: Required<Omit<RaftConfig, 'id' | 'voters' | 'electionTicks' | 'heartbeatTicks' | 'keepData'>>;
+  readonly #keepData: (data: Uint8Array) => Uint8Array;
   readonly log: RaftLog;
   /** Messages ignored because they contradict the protocol (only a faulty peer sends them). */
   protocolViolations = 0;
@@ -127,6 +128,7 @@ export class RaftNode {
       maxApplyBatch: config.maxApplyBatch ?? RAFT_DEFAULTS.maxApplyBatch,
       maxPendingReads: config.maxPendingReads ?? RAFT_DEFAULTS.maxPendingReads,
     };
+    this.#keepData = config.keepData ?? ((data) => data);
     this.#reads = new ReadOnly(this.#limits.maxPendingReads);
     this.log = new RaftLog(initial.snapshot, initial.entries, initial.hardState.commit);
     this.#snapshot = { index: initial.snapshot.index, term: initial.snapshot.term, data: initial.snapshot.data ?? new Uint8Array(0) };
@@ -325,7 +327,7 @@ export class RaftNode {
     if (this.#uncommittedBytes > 0 && this.#uncommittedBytes + bytes > this.#limits.maxUncommittedBytes) return 0;
     this.#uncommittedBytes += bytes;
     const first = this.log.lastIndex() + 1;
-    const entries = proposals.map((p, i): Entry => ({ index: first + i, term: this.#term, type: EntryType.Normal, data: p.data, pid: p.pid }));
+    const entries = proposals.map((p, i): Entry => ({ index: first + i, term: this.#term, type: EntryType.Normal, data: this.#keepData(p.data), pid: p.pid }));
     this.log.append(entries);
     this.#broadcastAppend();
     return first;

@@ -1,6 +1,5 @@
 import { decode } from 'cborg';
-import { logBytes } from '../byte-arena.js';
-import { encodeIntoArena } from '../small-cbor.js';
+import { encodeSmall } from '../small-cbor.js';
 import { isSchedulerCommand } from '../scheduler/command-shape.js';
 import type { SchedulerCommand } from '../scheduler/state.js';
 
@@ -24,14 +23,12 @@ export function isUserCommand(bytes: Uint8Array): boolean {
 }
 
 /**
- * The result becomes the entry's data, which the log keeps until compaction: encoded into the
- * arena for log data (see ByteArena), not into Node's shared pool of small buffers (encodeSmall),
- * where it would keep alive a whole 8 KiB slab, and not by cborg's `encode`, whose result has,
- * depending on its size, a backing store of its own (slow to make and free by the thousand) or a
- * place in that same pool.
+ * Short-lived bytes (encodeSmall): a proposal's command lives until it is appended or forwarded.
+ * A leader copies what it appends into the arena for log data (RaftConfig.keepData), where the
+ * log keeps it until compaction.
  */
 export function encodeCommand(command: LogCommand): Uint8Array {
-  return encodeIntoArena(command.kind === 'user' ? [KIND_USER, command.data] : [KIND_SCHEDULER, command.command], logBytes);
+  return encodeSmall(command.kind === 'user' ? [KIND_USER, command.data] : [KIND_SCHEDULER, command.command]);
 }
 
 /**

@@ -122,6 +122,31 @@ describe('log replication', () => {
     expect(net.propose('a', '12345678').kind).toBe('appended');
   });
 
+  it('keeps through keepData only the data of proposals it appends as leader, not of ones refused or forwarded', () => {
+    const kept: string[] = [];
+    const keepData = (data: Uint8Array): Uint8Array => {
+      kept.push(Buffer.from(data).toString());
+      return Uint8Array.from(data);
+    };
+    const net = new TestNetwork(three, { config: { maxUncommittedBytes: 10, keepData } });
+    net.elect('a');
+    kept.length = 0;
+    net.isolate('a');
+    expect(net.propose('a', 'appended').kind).toBe('appended');
+    expect(net.propose('a', 'refused!').kind).toBe('refused');
+    expect(net.propose('b', 'forwarded').kind).not.toBe('appended');
+    expect(kept).toEqual(['appended']);
+    // The log holds what keepData returned, not the caller's bytes.
+    const entry = net.node('a').log.entry(net.node('a').log.lastIndex());
+    expect(Buffer.from(entry?.data ?? new Uint8Array(0)).toString()).toBe('appended');
+    net.recover();
+    net.stabilize();
+    // A proposal forwarded to the leader is appended there, and kept there.
+    expect(net.propose('b', 'via b').kind).toBe('forwarded');
+    net.stabilize();
+    expect(kept).toEqual(['appended', 'via b']);
+  });
+
   it("does not commit an earlier term's entry by counting replicas (figure 8)", () => {
     // One entry per append, so the leader can be stopped between replicating index 2 and 3.
     const net = new TestNetwork(['a', 'b', 'c', 'd', 'e'], { config: { maxEntriesPerAppend: 1 } });
