@@ -10,7 +10,8 @@
 import { Agent } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { EtcdCluster, GatewayError, ensureEtcd, postJson, sleep, type EtcdMember } from './etcd-cluster.js';
-import { COLD_COMMITS, raftRows, type RaftBenchOptions, type RaftBenchResult } from './raft.js';
+import { cpuPerCommitUs, processesCpuMs } from './proc-cpu.js';
+import { COLD_COMMITS, cpuText, raftRows, type RaftBenchOptions, type RaftBenchResult } from './raft.js';
 import { fmt, median, summarize } from './stats.js';
 
 export interface EtcdBenchResult {
@@ -18,7 +19,14 @@ export interface EtcdBenchResult {
   /** The first COLD_COMMITS puts after start, as bench/raft.ts measures cronraft's. */
   readonly cold: ReturnType<typeof summarize>;
   readonly serial: ReturnType<typeof summarize>;
-  readonly throughput: { readonly commitsPerSecond: number; readonly concurrency: number; readonly errors: number; readonly errorKinds: Record<string, number> };
+  /** cpuUsPerCommit: CPU of all etcd processes per commit; the clients run in the bench process, not counted. */
+  readonly throughput: {
+    readonly commitsPerSecond: number;
+    readonly concurrency: number;
+    readonly errors: number;
+    readonly errorKinds: Record<string, number>;
+    readonly cpuUsPerCommit: number | null;
+  };
   readonly failoverMs: { readonly median: number; readonly runs: number[]; readonly errorKinds: Record<string, number> };
 }
 
@@ -138,8 +146,11 @@ export async function benchEtcd(o: RaftBenchOptions): Promise<EtcdBenchResult | 
     };
     // Warmed up like cronraft's (see bench/raft.ts), though only the client here runs on a JIT.
     await runLoad(o.loadWarmupMs);
+    const pids = cluster.members.map((m) => m.child?.pid);
+    const cpuBefore = processesCpuMs(pids);
     const load = await runLoad(o.loadSeconds * 1000);
-    const throughput = { commitsPerSecond: (load.commits / load.elapsedMs) * 1000, concurrency: CONCURRENCY, errors: load.errors, errorKinds: load.errorKinds };
+    const cpuUsPerCommit = cpuPerCommitUs(cpuBefore, processesCpuMs(pids), load.commits);
+    const throughput = { commitsPerSecond: (load.commits / load.elapsedMs) * 1000, concurrency: CONCURRENCY, errors: load.errors, errorKinds: load.errorKinds, cpuUsPerCommit };
 
     const runs: number[] = [];
     const failoverErrors: Record<string, number> = {};
@@ -184,6 +195,7 @@ export function comparisonRows(raft: RaftBenchResult, etcd: EtcdBenchResult): st
     [`${fmt(etcd.serial.p50)} ms`, lowerIsBetter(raft.serial.p50, etcd.serial.p50)],
     [`${fmt(etcd.serial.p99)} ms`, lowerIsBetter(raft.serial.p99, etcd.serial.p99)],
     [`${fmt(etcd.throughput.commitsPerSecond, 0)} commits/s`, higherIsBetter(raft.throughput.commitsPerSecond, etcd.throughput.commitsPerSecond)],
+    [cpuText(etcd.throughput.cpuUsPerCommit), raft.throughput.cpuUsPerCommit === null || etcd.throughput.cpuUsPerCommit === null ? 'n/a' : lowerIsBetter(raft.throughput.cpuUsPerCommit, etcd.throughput.cpuUsPerCommit)],
     ...(raft.failoverMs.runs.length === 0 ? [] : [[`${fmt(etcd.failoverMs.median, 0)} ms`, lowerIsBetter(raft.failoverMs.median, etcd.failoverMs.median)] as [string, string]]),
     [`${fmt(etcd.cold.p50)} / ${fmt(etcd.cold.p99)} ms`, lowerIsBetter(raft.cold.p50, etcd.cold.p50)],
   ];

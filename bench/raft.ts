@@ -4,6 +4,7 @@
  * concurrent proposers, and the time from kill -9 of the leader to the first new commit.
  */
 import { ProcessCluster } from '../test/fixtures/process-cluster.js';
+import { cpuPerCommitUs, processesCpuMs } from './proc-cpu.js';
 import { fmt, median, summarize } from './stats.js';
 
 export interface RaftBenchResult {
@@ -11,7 +12,8 @@ export interface RaftBenchResult {
   readonly cold: ReturnType<typeof summarize>;
   /** Serial commits after the warm-up. */
   readonly serial: ReturnType<typeof summarize>;
-  readonly throughput: { readonly commitsPerSecond: number; readonly concurrency: number; readonly errors: number };
+  /** cpuUsPerCommit: CPU of all member processes (every thread) per commit; the proposers run in the leader's. */
+  readonly throughput: { readonly commitsPerSecond: number; readonly concurrency: number; readonly errors: number; readonly cpuUsPerCommit: number | null };
   readonly failoverMs: { readonly median: number; readonly runs: number[] };
 }
 
@@ -54,8 +56,11 @@ export async function benchRaft(o: RaftBenchOptions): Promise<RaftBenchResult> {
     // The concurrent path (batches of 64 entries) warms up on its own: measured here, its first
     // seconds ran at 8,000–9,000 commits/s and later ones at 18,000–20,000.
     await leader.request('load', { concurrency: 64, durationMs: o.loadWarmupMs, bytes: 64 });
+    const pids = cluster.members.map((m) => m.child?.pid);
+    const cpuBefore = processesCpuMs(pids);
     const load = await leader.request<{ commits: number; errors: number; elapsedMs: number }>('load', { concurrency: 64, durationMs: o.loadSeconds * 1000, bytes: 64 });
-    const throughput = { commitsPerSecond: (load.commits / load.elapsedMs) * 1000, concurrency: 64, errors: load.errors };
+    const cpuUsPerCommit = cpuPerCommitUs(cpuBefore, processesCpuMs(pids), load.commits);
+    const throughput = { commitsPerSecond: (load.commits / load.elapsedMs) * 1000, concurrency: 64, errors: load.errors, cpuUsPerCommit };
 
     const runs: number[] = [];
     for (let run = 0; run < o.failoverRuns; run++) {
@@ -81,11 +86,17 @@ export async function benchRaft(o: RaftBenchOptions): Promise<RaftBenchResult> {
   }
 }
 
+/** A CPU figure for the table: n/a where it could not be read (no /proc). */
+export function cpuText(us: number | null): string {
+  return us === null ? 'n/a' : `${fmt(us, 0)} µs`;
+}
+
 export function raftRows(r: RaftBenchResult): string[][] {
   const rows = [
     ['commit latency p50 (serial, warm)', `${fmt(r.serial.p50)} ms`, '<= 1.5 ms'],
     ['commit latency p99 (serial, warm)', `${fmt(r.serial.p99)} ms`, '<= 5 ms'],
     ['throughput, 64 proposers', `${fmt(r.throughput.commitsPerSecond, 0)} commits/s`, '>= 20,000/s'],
+    ['CPU per commit there, all members', cpuText(r.throughput.cpuUsPerCommit), ''],
   ];
   const cold = [`first ${COLD_COMMITS} commits after start, p50 / p99 (cold)`, `${fmt(r.cold.p50)} / ${fmt(r.cold.p99)} ms`, ''];
   // --no-failover measures none: no row rather than a median of nothing.
