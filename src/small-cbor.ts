@@ -25,7 +25,7 @@ const scratch = new Uint8Array(SMALL_CBOR_SCRATCH_BYTES);
  * a shared slab.
  *
  * That slab stays alive as long as any slice of it does: use this for bytes that are soon done
- * with (a write to storage, a command until it is appended), not for bytes kept for long (see
+ * with (a write to storage, a pending proposal's command), not for bytes kept for long (see
  * ByteArena). The result is always a plain Uint8Array (a view of the pooled Buffer). Not
  * reentrant, and need not be: encoding runs to completion synchronously.
  */

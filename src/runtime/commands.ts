@@ -23,9 +23,9 @@ export function isUserCommand(bytes: Uint8Array): boolean {
 }
 
 /**
- * Short-lived bytes (encodeSmall): a proposal's command lives until it is appended or forwarded.
- * A leader copies what it appends into the arena for log data (RaftConfig.keepData), where the
- * log keeps it until compaction.
+ * Short-lived bytes (encodeSmall): a proposal's command lives while the proposal waits to be
+ * applied or to fail (maxPendingProposals of them at most). A leader copies what it appends into
+ * the arena for log data (RaftConfig.keepData), where the log keeps it until compaction.
  */
 export function encodeCommand(command: LogCommand): Uint8Array {
   return encodeSmall(command.kind === 'user' ? [KIND_USER, command.data] : [KIND_SCHEDULER, command.command]);
