@@ -33,13 +33,16 @@ describe('ByteArena', () => {
     const b = arena.copy(new Uint8Array(100).fill(2));
     expect(a.buffer).toBe(b.buffer);
     expect(a.buffer.byteLength).toBe(ARENA_CHUNK_BYTES);
-    const filler = ARENA_CHUNK_BYTES - 200 - 10;
-    const c = arena.copy(new Uint8Array(filler).subarray(0, Math.min(filler, ARENA_MAX_COPY_BYTES)));
-    expect(c.buffer).toBe(a.buffer);
-    // Fill the rest of the chunk, then one more copy must go to a new chunk.
-    let last = c;
-    while (last.buffer === a.buffer) last = arena.copy(new Uint8Array(ARENA_MAX_COPY_BYTES).fill(9));
+    // Fill the rest of the chunk with the largest copies it takes: one of them must start a new one.
+    let last = b;
+    let copies = 0;
+    while (last.buffer === a.buffer) {
+      last = arena.copy(new Uint8Array(ARENA_MAX_COPY_BYTES).fill(9));
+      copies++;
+    }
+    expect(copies).toBe(Math.floor((ARENA_CHUNK_BYTES - 200) / ARENA_MAX_COPY_BYTES) + 1);
     expect(last.buffer.byteLength).toBe(ARENA_CHUNK_BYTES);
+    expect(last.byteOffset).toBe(0);
     expect(same(a, new Uint8Array(100).fill(1))).toBe(true);
     expect(same(b, new Uint8Array(100).fill(2))).toBe(true);
   });
