@@ -3,7 +3,7 @@ import { encode, encodeInto } from 'cborg';
 /**
  * The size of the scratch buffer encodeSmall writes into. A value whose encoding does not fit
  * goes through cborg's `encode` instead, the same bytes, after the failed attempt: callers that
- * can tell a large value beforehand call `encode` themselves (see SMALL_CBOR_MAX_BYTES_HINT).
+ * can tell a large value beforehand say so, and skip the attempt (see encodeSmall's `knownBytes`).
  */
 export const SMALL_CBOR_SCRATCH_BYTES = 64 * 1024;
 
@@ -28,8 +28,12 @@ const scratch = new Uint8Array(SMALL_CBOR_SCRATCH_BYTES);
  * with (a write to storage, a pending proposal's command), not for bytes kept for long (see
  * ByteArena). The result is always a plain Uint8Array (a view of the pooled Buffer). Not
  * reentrant, and need not be: encoding runs to completion synchronously.
+ *
+ * `knownBytes`: bytes the caller knows the value holds in byte strings and strings (3 per UTF-16
+ * unit at most); above SMALL_CBOR_MAX_BYTES_HINT the value goes to `encode` at once.
  */
-export function encodeSmall(value: unknown): Uint8Array {
+export function encodeSmall(value: unknown, knownBytes = 0): Uint8Array {
+  if (knownBytes > SMALL_CBOR_MAX_BYTES_HINT) return encode(value);
   let written: number;
   try {
     written = encodeInto(value, scratch).written;

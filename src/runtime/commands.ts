@@ -28,7 +28,8 @@ export function isUserCommand(bytes: Uint8Array): boolean {
  * the arena for log data (RaftConfig.keepData), where the log keeps it until compaction.
  */
 export function encodeCommand(command: LogCommand): Uint8Array {
-  return encodeSmall(command.kind === 'user' ? [KIND_USER, command.data] : [KIND_SCHEDULER, command.command]);
+  // A user's data may be large (up to maxProposalBytes): said, so that it skips the scratch buffer.
+  return command.kind === 'user' ? encodeSmall([KIND_USER, command.data], command.data.byteLength) : encodeSmall([KIND_SCHEDULER, command.command]);
 }
 
 /**

@@ -1,7 +1,7 @@
 import { decode, encode } from 'cborg';
 import type { Entry, HardState, Snapshot } from '../raft/types.js';
 import type { StorageIdentity } from './log-storage.js';
-import { encodeSmall, SMALL_CBOR_MAX_BYTES_HINT } from '../small-cbor.js';
+import { encodeSmall } from '../small-cbor.js';
 import { isCount, isEntryType } from './store-checks.js';
 
 /**
@@ -69,10 +69,9 @@ export function decodeSnapshot(bytes: Uint8Array): Snapshot {
 }
 
 export function encodeEntry(entry: Entry): Uint8Array {
-  const value = [entry.index, entry.term, entry.type, entry.data, entry.pid];
   // Every member encodes every entry it stores: the cheap path (see encodeSmall), for the short
-  // time until the write is done, except for an entry too large for it.
-  return entry.data.byteLength + entry.pid.length * 3 > SMALL_CBOR_MAX_BYTES_HINT ? encode(value) : encodeSmall(value);
+  // time until the write is done.
+  return encodeSmall([entry.index, entry.term, entry.type, entry.data, entry.pid], entry.data.byteLength + entry.pid.length * 3);
 }
 
 export function decodeEntry(bytes: Uint8Array): Entry {
