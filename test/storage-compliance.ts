@@ -474,6 +474,8 @@ export function describeLogStorageCompliance(name: string, factory: LogStorageFa
         await expectInvalid(store.save({ snapshot: { ...installed, data: [1, 2] as unknown as Uint8Array }, hardState, entries: [] }), 'batch.snapshot.data');
         await expectInvalid(store.save({ snapshot: { ...installed, term: -1 }, hardState, entries: [] }), 'batch.snapshot.term');
         await expectInvalid(store.save({ snapshot: { ...installed, index: Number.MAX_SAFE_INTEGER + 1 }, hardState, entries: [] }), 'batch.snapshot.index');
+        // Behind the stored snapshot (at 2): an installed snapshot never moves the start of the log back.
+        await expectInvalid(store.save({ snapshot: snapshotAt(1, 1), hardState: { term: 1, vote: null, commit: 3 }, entries: [] }), 'batch.snapshot.index');
         await expectAfterRestart(store, { snapshot: snapshotAt(2, 1), entries: entries(3, 10, 1), hardState: { term: 1, vote: null, commit: 3 } });
       });
 

@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import { Level } from 'level';
 import { afterEach, describe, expect, it } from 'vitest';
 import { StorageError } from '../src/errors.js';
-import { encodeEntry, encodeFormat, encodeSnapshot } from '../src/storage/level-codec.js';
+import { encodeEntry, encodeFormat, encodeHardState, encodeSnapshot } from '../src/storage/level-codec.js';
 import { ENTRY_KEYS_END, describeKey, entryKey, metaKeys, parseKey } from '../src/storage/level-layout.js';
 import { LevelLogStorage } from '../src/storage/level-log-storage.js';
 import type { LogStorage } from '../src/storage/log-storage.js';
@@ -344,7 +344,7 @@ describe('LevelLogStorage', () => {
     expect((await expectStorageError(new LevelLogStorage(pastCommit).open(), 'CRONRAFT_STORAGE_CORRUPT', pastCommit)).message).toContain('past the last index 0');
   });
 
-  it('deletes the compacted entry keys in the batch that writes the snapshot', async () => {
+  it('removes the compacted entry keys after the snapshot, by the time close() resolves', async () => {
     const path = await storeWith(50);
     const store = new LevelLogStorage(path);
     await store.open();
@@ -356,7 +356,7 @@ describe('LevelLogStorage', () => {
     expect(indexes.length).toBe(20);
   });
 
-  it('deletes every stored entry key when a snapshot is installed', async () => {
+  it('removes every stored entry key when a snapshot is installed, by the time close() resolves', async () => {
     const path = await storeWith(50);
     const store = new LevelLogStorage(path);
     await store.open();
@@ -382,15 +382,52 @@ describe('LevelLogStorage', () => {
     }
   });
 
-  it('reports a commit point below the snapshot, or an entry at or before it, as corrupt', async () => {
+  it('reports a commit point below the snapshot as corrupt', async () => {
     const behind = await storeWith(5);
     await rawWrite(behind, [{ key: metaKeys.snapshot, value: encodeSnapshot(snapshotAt(3, 1)) }, ...[1, 2, 3].map((index) => ({ key: entryKey(index), value: null }))]);
     const error = await expectStorageError(new LevelLogStorage(behind).open(), 'CRONRAFT_STORAGE_CORRUPT', behind);
     expect(error.message).toContain('commit 1, below the index 3 of key "snapshot"');
+  });
 
-    const kept = await storeWith(5);
-    await rawWrite(kept, [{ key: metaKeys.snapshot, value: encodeSnapshot(snapshotAt(1, 1)) }]);
-    expect((await expectStorageError(new LevelLogStorage(kept).open(), 'CRONRAFT_STORAGE_CORRUPT', kept)).message).toContain('entry key 1 is at or before the snapshot index 1');
+  it('ignores and removes entries at or below the snapshot, as a crash during the removal after a compaction leaves them', async () => {
+    // The snapshot at 4 is durable, and the removal of 1..4 stopped after 1 and 2.
+    const path = await storeWith(8);
+    await rawWrite(path, [
+      { key: metaKeys.snapshot, value: encodeSnapshot(snapshotAt(4, 1)) },
+      { key: metaKeys.hardstate, value: encodeHardState({ term: 1, vote: null, commit: 5 }) },
+      ...[1, 2].map((index) => ({ key: entryKey(index), value: null })),
+    ]);
+    const store = new LevelLogStorage(path);
+    const state = await store.open();
+    expect(state.snapshot).toEqual(snapshotAt(4, 1));
+    expect(state.entries).toEqual(entries(5, 8, 1));
+    expect(store.firstIndex()).toBe(5);
+    await store.close();
+    expect(await storedEntryIndexes(path)).toEqual([5, 6, 7, 8]);
+  });
+
+  it('fails every later write once the removal of compacted entries fails', async () => {
+    const path = await storeWith(20);
+    const store = new LevelLogStorage(path);
+    await store.open();
+    await store.save({ hardState: { term: 1, vote: null, commit: 20 }, entries: [] });
+    // The one way to make LevelDB's range delete fail on demand: replace it on the open database.
+    const session = (store as unknown as { session: { db: { clear: () => Promise<void> } } }).session;
+    let removal: Promise<void> | undefined;
+    session.db.clear = () => (removal = Promise.reject(new Error('disk gone')));
+    await store.compact(snapshotAt(10, 1));
+    await removal?.catch(() => undefined);
+    const error = await expectStorageError(store.save({ entries: entries(21, 21, 1) }), 'CRONRAFT_STORAGE_UNREADABLE', path);
+    expect(error.message).toContain('removing compacted entries failed');
+    expect(error.message).toContain('disk gone');
+    await store.close();
+    // Reopened, the store has the snapshot, removes what was left below it, and lost nothing acknowledged.
+    const again = new LevelLogStorage(path);
+    const state = await again.open();
+    expect(state.snapshot).toEqual(snapshotAt(10, 1));
+    expect(state.entries).toEqual(entries(11, 20, 1));
+    await again.close();
+    expect(await storedEntryIndexes(path)).toEqual(entries(11, 20, 1).map((e) => e.index));
   });
 
   it('refuses an unknown format version, a missing one and keys it does not know', async () => {

@@ -35,7 +35,15 @@ export interface LogBounds {
 export function checkBatch(batch: StorageBatch, bounds: LogBounds, storedCommit: number): number {
   const { entries, hardState, snapshot } = batch;
   if (!Array.isArray(entries)) throw new InvalidArgumentError('batch.entries', entries, 'an array of entries');
-  if (snapshot !== undefined) checkSnapshot(snapshot, 'batch.snapshot');
+  if (snapshot !== undefined) {
+    checkSnapshot(snapshot, 'batch.snapshot');
+    // Raft installs a leader's snapshot only past its commit point, so past the stored snapshot
+    // too. Refusing one behind it keeps every index below the retained log for good: a store may
+    // then remove the entries there after the write that made them stale (see LevelLogStorage).
+    if (snapshot.index < bounds.firstIndex - 1) {
+      throw new InvalidArgumentError('batch.snapshot.index', snapshot.index, `an index from ${bounds.firstIndex - 1} (the stored snapshot's): a snapshot installed never moves the start of the log back`);
+    }
+  }
   // An installed snapshot replaces the whole log: the entries then follow it, not the stored log.
   const base = snapshot === undefined ? bounds : snapshotBounds(snapshot);
   let lastIndex = base.lastIndex;

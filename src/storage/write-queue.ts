@@ -43,6 +43,14 @@ export class WriteQueue {
     });
   }
 
+  /**
+   * Fails every later write with `error`: for a failure the store met outside the queue (see
+   * LevelLogStorage's removal of stale entries), after which its view of the disk is in doubt.
+   */
+  fail(error: unknown): void {
+    this.failure ??= { error };
+  }
+
   /** Resolves once every write made so far has settled. */
   async idle(): Promise<void> {
     while (this.inFlight !== null) await this.inFlight;
