@@ -389,6 +389,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
         snapshotIndex: node?.latestSnapshot.index ?? 0,
         snapshotsTaken: driver?.snapshotsTaken ?? 0,
         snapshotsInstalled: driver?.snapshotsInstalled ?? 0,
+        lastSnapshot: driver?.lastSnapshot ?? null,
       },
       members,
       peerId: this.#peerId,

@@ -306,6 +306,95 @@ describe('snapshots in the driver', () => {
     expect(driver.snapshotsTaken).toBe(2);
   });
 
+  describe('a snapshot taken in steps', () => {
+    /** Timers whose zero-delay callbacks (the snapshot's steps) the test runs by hand. */
+    function steppedTimers(): { timers: Timers; runSteps: () => number; pending: () => number } {
+      let due: Array<{ run: () => void; cancelled: boolean }> = [];
+      const timers: Timers = {
+        now: () => 0,
+        setTimeout: (run, delayMs) => {
+          if (delayMs !== 0) return 0;
+          const handle = { run, cancelled: false };
+          due.push(handle);
+          return handle;
+        },
+        clearTimeout: (handle) => {
+          if (typeof handle === 'object' && handle !== null) (handle as { cancelled: boolean }).cancelled = true;
+        },
+      };
+      const pending = (): number => due.filter((d) => !d.cancelled).length;
+      const runSteps = (): number => {
+        let ran = 0;
+        while (pending() > 0) {
+          const now = due.filter((d) => !d.cancelled);
+          due = [];
+          for (const d of now) {
+            d.run();
+            ran++;
+          }
+        }
+        return ran;
+      };
+      return { timers, runSteps, pending };
+    }
+
+    /** A state machine whose snapshot takes `stepsNeeded` steps and holds the applied index it began at. */
+    function steppedStateMachine(stepsNeeded: number): StateMachine & { readonly log: string[] } {
+      const sm = recordingStateMachine();
+      let applied = 0;
+      return {
+        ...sm,
+        apply: (e) => ((applied = e.index), sm.apply(e)),
+        snapshotInSteps: () => {
+          const at = applied;
+          let taken = 0;
+          sm.log.push(`begin ${at}`);
+          return { step: () => (++taken < stepsNeeded ? null : new Uint8Array([at])) };
+        },
+      };
+    }
+
+    it('goes one step a turn while entries apply, and compacts to the index it began at', async () => {
+      const { timers, runSteps } = steppedTimers();
+      const sm = steppedStateMachine(3);
+      const { driver, transport } = await makeDriver(new MemoryLogStorage(), undefined, undefined, { stateMachine: sm, timers, compaction: { everyEntries: 4, retainEntries: 0 } });
+      transport.deliver({ type: 'append', from: 'b', to: 'a', term: 1, prevIndex: 0, prevTerm: 0, entries: [1, 2, 3, 4].map(entry), commit: 4 });
+      await settle();
+      expect(sm.log.at(-1)).toBe('begin 4');
+      expect(driver.snapshotsTaken).toBe(0);
+      // Entries go on applying between the steps; no second snapshot begins meanwhile.
+      transport.deliver({ type: 'append', from: 'b', to: 'a', term: 1, prevIndex: 4, prevTerm: 1, entries: [5, 6, 7, 8, 9].map(entry), commit: 9 });
+      await settle();
+      expect(sm.log.filter((l) => l.startsWith('begin'))).toEqual(['begin 4']);
+      expect(runSteps()).toBe(2);
+      await settle();
+      expect(driver.snapshotsTaken).toBe(1);
+      expect(driver.node.latestSnapshot).toMatchObject({ index: 4, data: new Uint8Array([4]) });
+      expect(driver.lastSnapshot).toMatchObject({ steps: 3 });
+    });
+
+    it("is abandoned when a leader's snapshot replaces the state, and when the member stops", async () => {
+      const { timers, pending } = steppedTimers();
+      const sm = steppedStateMachine(3);
+      const { driver, transport } = await makeDriver(new MemoryLogStorage(), undefined, undefined, { stateMachine: sm, timers, compaction: { everyEntries: 4, retainEntries: 0 } });
+      transport.deliver({ type: 'append', from: 'b', to: 'a', term: 1, prevIndex: 0, prevTerm: 0, entries: [1, 2, 3, 4].map(entry), commit: 4 });
+      await settle();
+      expect(pending()).toBe(1);
+      transport.deliver({ type: 'snapshot', from: 'b', to: 'a', term: 1, snapshot: { index: 20, term: 1, data: new Uint8Array([20]) } });
+      await settle();
+      expect(pending()).toBe(0);
+      expect(driver.snapshotsTaken).toBe(0);
+      expect(driver.node.latestSnapshot.index).toBe(20);
+      // A later compaction begins afresh, and stopping abandons it too.
+      transport.deliver({ type: 'append', from: 'b', to: 'a', term: 1, prevIndex: 20, prevTerm: 1, entries: [21, 22, 23, 24].map(entry), commit: 24 });
+      await settle();
+      expect(sm.log.at(-1)).toBe('begin 24');
+      expect(pending()).toBe(1);
+      driver.stop();
+      expect(pending()).toBe(0);
+    });
+  });
+
   it('compacts once everyEntries are applied: the snapshot is stored after the entries, with the commit point, and read back at start', async () => {
     const disk = new MemoryDisk();
     const sm = recordingStateMachine();

@@ -1,8 +1,11 @@
+import { encode } from 'cborg';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { CodecError } from '../src/errors.js';
 import type { Entry } from '../src/raft/types.js';
 import { EntryType } from '../src/raft/types.js';
 import { encodeCommand } from '../src/runtime/commands.js';
+import { MEMBER_SNAPSHOT_VERSION, decodeMemberSnapshot, encodeMemberSnapshot } from '../src/runtime/member-snapshot.js';
 import { memberStateMachine } from '../src/runtime/member-state-machine.js';
 import type { SchedulerRuntime } from '../src/runtime/scheduler-runtime.js';
 import { SchedulerState, type SchedulerStateParts } from '../src/scheduler/state.js';
@@ -80,5 +83,24 @@ describe("a member's state machine", () => {
     const sm = memberStateMachine(() => scheduler, { onUserEntry: (entry) => seen.push(entry.index) });
     for (const index of [1, 2]) sm.apply({ index, term: 1, type: EntryType.Normal, data: encodeCommand({ kind: 'user', data: Uint8Array.of(index) }), pid: '' });
     expect(seen).toEqual([1, 2]);
+  });
+});
+
+describe('member snapshot bytes', () => {
+  it("are cborg's encoding of [version, scheduler bytes], whatever the length and however the bytes come in pieces", () => {
+    // Lengths around every size of a CBOR length head, and the pieces cut anywhere.
+    const length = fc.constantFrom(0, 1, 23, 24, 255, 256, 65_535, 65_536, 70_000);
+    fc.assert(
+      fc.property(length, fc.array(fc.nat(), { maxLength: 4 }), fc.nat(255), (n, cuts, seed) => {
+        const bytes = Uint8Array.from({ length: n }, (_, i) => (i * 31 + seed) & 0xff);
+        const at = [...new Set(cuts.map((c) => (n === 0 ? 0 : c % n)))].sort((a, b) => a - b);
+        const pieces = [0, ...at].map((from, i) => bytes.subarray(from, at[i] ?? n));
+        const expected = encode([MEMBER_SNAPSHOT_VERSION, bytes]);
+        expect(encodeMemberSnapshot(bytes)).toEqual(expected);
+        expect(encodeMemberSnapshot(pieces)).toEqual(expected);
+        expect(decodeMemberSnapshot(expected)).toEqual(bytes);
+      }),
+      { numRuns: 60 },
+    );
   });
 });

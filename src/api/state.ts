@@ -1,4 +1,5 @@
 import type { Role } from '../raft/ready.js';
+import type { SnapshotTiming } from '../runtime/driver.js';
 import type { NodeId } from '../raft/types.js';
 import type { TransportStats } from '../transport/transport.js';
 
@@ -40,9 +41,17 @@ export interface ClusterState {
   /**
    * The log kept: `firstIndex` is its first entry (the ones before are compacted into the
    * snapshot at `snapshotIndex`, taken `snapshotsTaken` times here and installed from a leader
-   * `snapshotsInstalled` times since this member started).
+   * `snapshotsInstalled` times since this member started). `lastSnapshot`: how long taking the
+   * last one here held this member's event loop, in all and at once (it is taken in steps, with
+   * other work between them); null before the first.
    */
-  readonly log: { readonly firstIndex: number; readonly snapshotIndex: number; readonly snapshotsTaken: number; readonly snapshotsInstalled: number };
+  readonly log: {
+    readonly firstIndex: number;
+    readonly snapshotIndex: number;
+    readonly snapshotsTaken: number;
+    readonly snapshotsInstalled: number;
+    readonly lastSnapshot: SnapshotTiming | null;
+  };
   readonly members: readonly MemberState[];
   /** libp2p peer id of this member. */
   readonly peerId: string | null;

@@ -11,7 +11,7 @@ import { keepInLogArena } from '../byte-arena.js';
 import { RAFT_DEFAULTS, type RaftConfig } from '../raft/config.js';
 import type { ProposeOutcome, RaftNode } from '../raft/node.js';
 import type { ForwardResult, Ready, ReadState, SoftState } from '../raft/ready.js';
-import { EntryType, type Entry, type HardState, type Message, type NodeId, type ProposalData } from '../raft/types.js';
+import { EntryType, type Entry, type HardState, type Message, type NodeId, type ProposalData, type Snapshot } from '../raft/types.js';
 import type { LogStorage } from '../storage/log-storage.js';
 import type { Clock, TimerHandle, Timers } from '../time/clock.js';
 import { SnapshotAssembler, splitSnapshot } from './snapshot-chunks.js';
@@ -34,6 +34,28 @@ export interface StateMachine {
    * log and state stay as they were.
    */
   acceptsSnapshot(data: Uint8Array): boolean;
+  /**
+   * Optional: begins a snapshot of the state as applied so far, to be taken in steps with other
+   * work between them (entries go on being applied). The driver uses it, when present, for its
+   * compactions, so that a large state does not hold the event loop for the whole encoding.
+   * A `restore` abandons a snapshot in progress.
+   */
+  snapshotInSteps?(): SnapshotSteps;
+}
+
+/** A snapshot being taken in steps (see StateMachine.snapshotInSteps). */
+export interface SnapshotSteps {
+  /** Does a bounded part of the work: the data once the snapshot is complete, else null. */
+  step(): Uint8Array | null;
+}
+
+/** How long the last snapshot this member took of its own state held its event loop. */
+export interface SnapshotTiming {
+  /** Every step together, in ms. */
+  readonly loopMs: number;
+  /** The longest step, in ms: the longest the loop stood still for it at once. */
+  readonly longestStepMs: number;
+  readonly steps: number;
 }
 
 /**
@@ -198,6 +220,10 @@ export class RaftDriver {
   /** Snapshots this member took of its own state (compactions), and installed from a leader. */
   snapshotsTaken = 0;
   snapshotsInstalled = 0;
+  /** How long the last snapshot taken here held the event loop; null before the first. */
+  lastSnapshot: SnapshotTiming | null = null;
+  /** The snapshot being taken in steps for a compaction, if any (see #maybeCompact). */
+  #snapshotting: { readonly index: number; readonly term: number; readonly steps: SnapshotSteps; timer: TimerHandle | null; loopMs: number; longestStepMs: number; count: number } | null = null;
   /** Snapshots from a leader that the state machine could not read: dropped (see acceptsSnapshot). */
   invalidSnapshots = 0;
   readonly #snapshotChunks = new SnapshotAssembler();
@@ -248,6 +274,7 @@ export class RaftDriver {
     this.#stopped = true;
     if (this.#tickHandle !== null) this.#o.timers.clearTimeout(this.#tickHandle);
     this.#tickHandle = null;
+    this.#abandonSnapshot();
     const error = new NotRunningError('stopped');
     for (const p of this.#pending.values()) this.#settle(p, error);
     for (const [ctx, r] of this.#reads) {
@@ -535,6 +562,8 @@ export class RaftDriver {
     }
     // 3. Apply, in log order: from the installed snapshot, then the entries after it.
     if (rd.snapshot !== null) {
+      // The leader's snapshot is newer than the one in progress here, which it abandons.
+      this.#abandonSnapshot();
       this.#o.stateMachine.restore(rd.snapshot.data);
       this.snapshotsInstalled++;
       this.#o.onSnapshotInstalled?.(rd.snapshot.index);
@@ -561,7 +590,8 @@ export class RaftDriver {
    * once `everyEntries` were applied since the last snapshot (see CompactionOptions).
    */
   #maybeCompact(): void {
-    const { everyEntries, retainEntries } = this.#o.compaction ?? COMPACTION_DEFAULTS;
+    if (this.#snapshotting !== null) return;
+    const { everyEntries } = this.#o.compaction ?? COMPACTION_DEFAULTS;
     const log = this.#node.log;
     const index = log.applied;
     if (index - this.#node.latestSnapshot.index < everyEntries) return;
@@ -569,7 +599,59 @@ export class RaftDriver {
     if (term === undefined) return;
     // The state machine's own snapshot is not read back here (that would double the time the
     // loop stands still): every value in it came through a checked command or snapshot.
-    const snapshot = { index, term, data: this.#o.stateMachine.snapshot() };
+    const started = this.#o.timers.now();
+    if (this.#o.stateMachine.snapshotInSteps === undefined) {
+      const data = this.#o.stateMachine.snapshot();
+      const ms = this.#o.timers.now() - started;
+      this.lastSnapshot = { loopMs: ms, longestStepMs: ms, steps: 1 };
+      this.#compactTo({ index, term, data });
+      return;
+    }
+    // In steps, one per turn of the event loop (a timer), so that messages, proposals and slot
+    // timers are served between them; the snapshot still stands for `index`.
+    const steps = this.#o.stateMachine.snapshotInSteps();
+    this.#snapshotting = { index, term, steps, timer: null, loopMs: 0, longestStepMs: 0, count: 0 };
+    this.#snapshotStep();
+  }
+
+  /** Takes one step of the snapshot in progress, and the next on a later turn until it is complete. */
+  #snapshotStep(): void {
+    const s = this.#snapshotting;
+    if (s === null || !this.#running) return;
+    s.timer = null;
+    const started = this.#o.timers.now();
+    let data: Uint8Array | null;
+    try {
+      data = s.steps.step();
+    } catch (error) {
+      this.#fail(error);
+      return;
+    }
+    const ms = this.#o.timers.now() - started;
+    s.loopMs += ms;
+    s.longestStepMs = Math.max(s.longestStepMs, ms);
+    s.count++;
+    if (data === null) {
+      s.timer = this.#o.timers.setTimeout(() => this.#snapshotStep(), 0);
+      return;
+    }
+    this.#snapshotting = null;
+    this.lastSnapshot = { loopMs: s.loopMs, longestStepMs: s.longestStepMs, steps: s.count };
+    this.#compactTo({ index: s.index, term: s.term, data });
+  }
+
+  /** Drops the snapshot in progress, if any: the member stops, or a leader's snapshot replaces the state. */
+  #abandonSnapshot(): void {
+    const s = this.#snapshotting;
+    if (s === null) return;
+    if (s.timer !== null) this.#o.timers.clearTimeout(s.timer);
+    this.#snapshotting = null;
+  }
+
+  /** Compacts the log behind a snapshot of this member's state, in memory and then in storage. */
+  #compactTo(snapshot: Snapshot): void {
+    const { everyEntries, retainEntries } = this.#o.compaction ?? COMPACTION_DEFAULTS;
+    // False when a leader's snapshot newer than this one was installed meanwhile.
     if (!this.#node.compact(snapshot, retainEntries, everyEntries)) return;
     this.snapshotsTaken++;
     // The stored commit point may lag (a commit alone is not written): it must reach the

@@ -1,4 +1,4 @@
-import { decode, encode } from 'cborg';
+import { decode } from 'cborg';
 
 /**
  * A member's snapshot: what its state machine holds, which today is the scheduler's state.
@@ -7,8 +7,39 @@ import { decode, encode } from 'cborg';
  */
 export const MEMBER_SNAPSHOT_VERSION = 1;
 
-export function encodeMemberSnapshot(scheduler: Uint8Array): Uint8Array {
-  return encode([MEMBER_SNAPSHOT_VERSION, scheduler]);
+/**
+ * The scheduler's part may come in pieces (see schedulerSnapshotSteps), joined here into the one
+ * buffer: the CBOR head is written by hand, as cborg would (the shortest form of the length),
+ * rather than have cborg copy a large byte string once more (7 ms for 1.7 MB, measured).
+ */
+export function encodeMemberSnapshot(scheduler: Uint8Array | readonly Uint8Array[]): Uint8Array {
+  const pieces = scheduler instanceof Uint8Array ? [scheduler] : scheduler;
+  let length = 0;
+  for (const piece of pieces) length += piece.byteLength;
+  // An array of two (0x82), the version (an unsigned integer below 24 is its own head), then the
+  // byte string's head and its bytes.
+  const head = Uint8Array.of(0x82, MEMBER_SNAPSHOT_VERSION);
+  const byteStringHead = byteStringHeadFor(length);
+  const out = new Uint8Array(head.byteLength + byteStringHead.byteLength + length);
+  out.set(head);
+  let at = head.byteLength;
+  out.set(byteStringHead, at);
+  at += byteStringHead.byteLength;
+  for (const piece of pieces) {
+    out.set(piece, at);
+    at += piece.byteLength;
+  }
+  return out;
+}
+
+/** CBOR major type 2 (byte string) with its length in the shortest form, as RFC 8949 section 4.2.1 requires. */
+function byteStringHeadFor(length: number): Uint8Array {
+  const MAJOR_BYTES = 0x40;
+  if (length < 24) return Uint8Array.of(MAJOR_BYTES | length);
+  if (length < 0x100) return Uint8Array.of(MAJOR_BYTES | 24, length);
+  if (length < 0x10000) return Uint8Array.of(MAJOR_BYTES | 25, length >>> 8, length & 0xff);
+  if (length < 0x100000000) return Uint8Array.of(MAJOR_BYTES | 26, length >>> 24, (length >>> 16) & 0xff, (length >>> 8) & 0xff, length & 0xff);
+  throw new RangeError(`A snapshot of ${length} bytes is past what a member snapshot holds (4 GiB)`);
 }
 
 /** The scheduler's part of a member snapshot, or null when the bytes are not one this version reads. */

@@ -5,6 +5,7 @@ import { decodeSchedulerSnapshot, encodeSchedulerSnapshot } from '../scheduler/s
 import { decodeCommand, isUserCommand } from './commands.js';
 import type { StateMachine } from './driver.js';
 import { decodeMemberSnapshot, encodeMemberSnapshot } from './member-snapshot.js';
+import { SchedulerMirror } from './scheduler-mirror.js';
 import type { SchedulerRuntime } from './scheduler-runtime.js';
 
 export interface MemberStateMachineHooks {
@@ -24,7 +25,8 @@ export interface MemberStateMachineHooks {
 /**
  * A member's replicated state machine: every Normal entry is a command, an application's bytes
  * (handed on as they apply, not kept) or the scheduler's (applied to its state). A snapshot holds
- * the scheduler's state.
+ * the scheduler's state; the driver's compactions take it in steps, of a mirror of the state
+ * (see SchedulerMirror).
  *
  * A leader's snapshot is decoded and checked in full by `acceptsSnapshot` before the protocol
  * takes it in, and the driver restores those very bytes right after: the decoded state is kept
@@ -34,6 +36,7 @@ export interface MemberStateMachineHooks {
  */
 export function memberStateMachine(schedulerOf: () => SchedulerRuntime, hooks: MemberStateMachineHooks = {}): StateMachine {
   let checked: { readonly data: Uint8Array; readonly parts: SchedulerStateParts } | null = null;
+  const mirror = new SchedulerMirror(() => schedulerOf().state.limits);
   return {
     apply: (entry) => {
       // Nothing here reads an application entry but the hook: skipped, it needs no decoding.
@@ -41,6 +44,7 @@ export function memberStateMachine(schedulerOf: () => SchedulerRuntime, hooks: M
       const command = decodeCommand(entry.data);
       if (command?.kind === 'scheduler') {
         const result = schedulerOf().apply(entry.index, command.command);
+        mirror.apply(entry.index, entry.data);
         hooks.onSchedulerApplied?.(entry.index, command.command, result);
         return result;
       }
@@ -50,16 +54,16 @@ export function memberStateMachine(schedulerOf: () => SchedulerRuntime, hooks: M
     // Only the scheduler's state is kept: applications' own entries are delivered as they
     // apply and are not replayed from a snapshot.
     snapshot: () => encodeMemberSnapshot(encodeSchedulerSnapshot(schedulerOf().state)),
+    // Taken of the mirror, which holds still while the live state moves on (see SchedulerMirror).
+    snapshotInSteps: () => mirror.snapshotInSteps(),
     restore: (data) => {
       const decoded = checked?.data === data ? checked.parts : null;
       checked = null;
-      if (decoded !== null) {
-        schedulerOf().restore(decoded);
-        return;
-      }
       const bytes = decodeMemberSnapshot(data);
       if (bytes === null) throw new CodecError('Not a member snapshot this version reads');
-      schedulerOf().restore(bytes);
+      schedulerOf().restore(decoded ?? bytes);
+      // The mirror decodes the bytes again: the decoded records belong to the live state.
+      mirror.restore(bytes);
     },
     acceptsSnapshot: (data) => {
       checked = null;

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { decodeCommand, encodeCommand } from '../../src/runtime/commands.js';
-import { decodeSchedulerSnapshot, encodeSchedulerSnapshot, restoreSchedulerSnapshot } from '../../src/scheduler/state-snapshot.js';
+import { decodeSchedulerSnapshot, encodeSchedulerSnapshot, restoreSchedulerSnapshot, schedulerSnapshotSteps } from '../../src/scheduler/state-snapshot.js';
 import type { JobSpec } from '../../src/scheduler/spec.js';
 import { SchedulerState, claimKey, type ApplyResult, type JobPolicy, type RunOutcome, type SchedulerCommand } from '../../src/scheduler/state.js';
 
@@ -196,6 +196,27 @@ describe('scheduler state snapshots', () => {
         }
       }),
       { numRuns: 100 },
+    );
+  });
+
+  it('taken in steps of any size, is the same bytes as taken at once, and valid JSON', () => {
+    fc.assert(
+      fc.property(intents(60), fc.integer({ min: 1, max: 7 }), (run, perStep) => {
+        const state = new SchedulerState(ROOMY);
+        applyIntents(state, run, 1);
+        const whole = encodeSchedulerSnapshot(state);
+        const steps = schedulerSnapshotSteps(state, perStep);
+        let yielded = 0;
+        let step = steps.next();
+        for (; step.done !== true; step = steps.next()) yielded++;
+        expect(Buffer.concat(step.value)).toEqual(Buffer.from(whole));
+        // One step per run of perStep jobs, claims or locks that is full.
+        const full = (n: number): number => Math.floor(n / perStep);
+        expect(yielded).toBe(full(state.jobs.size) + full(state.claims.size) + full(state.locks.size));
+        const text = new TextDecoder().decode(whole);
+        expect(JSON.stringify(JSON.parse(text))).toBe(text);
+      }),
+      { numRuns: 200 },
     );
   });
 

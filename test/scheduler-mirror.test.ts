@@ -1,0 +1,120 @@
+import { describe, expect, it } from 'vitest';
+import type { Entry } from '../src/raft/types.js';
+import { EntryType } from '../src/raft/types.js';
+import { encodeCommand } from '../src/runtime/commands.js';
+import type { StateMachine } from '../src/runtime/driver.js';
+import { memberStateMachine } from '../src/runtime/member-state-machine.js';
+import { MAX_ENTRIES_HELD } from '../src/runtime/scheduler-mirror.js';
+import type { SchedulerRuntime } from '../src/runtime/scheduler-runtime.js';
+import { parseSpec } from '../src/scheduler/spec.js';
+import { SNAPSHOT_RECORDS_PER_STEP, restoreSchedulerSnapshot } from '../src/scheduler/state-snapshot.js';
+import { SchedulerState, type SchedulerCommand, type SchedulerStateParts } from '../src/scheduler/state.js';
+
+const T0 = Date.parse('2026-01-01T00:00:00Z');
+const MEMBERS = ['a', 'b', 'c'];
+const JOBS = 20;
+
+/** The part of a scheduler runtime a member's state machine uses, over a real state. */
+function liveScheduler(): SchedulerRuntime {
+  const state = new SchedulerState();
+  return {
+    state,
+    apply: (index: number, command: SchedulerCommand) => state.apply(index, command),
+    restore: (snapshot: Uint8Array | SchedulerStateParts) => (snapshot instanceof Uint8Array ? restoreSchedulerSnapshot(state, snapshot) : state.restoreFrom(snapshot)),
+  } as unknown as SchedulerRuntime;
+}
+
+function withLiveScheduler(): StateMachine {
+  const live = liveScheduler();
+  return memberStateMachine(() => live);
+}
+
+/** Feeds scheduler commands to a state machine as log entries, numbering them. */
+class Log {
+  index = 0;
+  constructor(readonly sm: StateMachine) {}
+
+  apply(command: SchedulerCommand): void {
+    this.index++;
+    const entry: Entry = { index: this.index, term: 1, type: EntryType.Normal, data: encodeCommand({ kind: 'scheduler', command }), pid: `p${this.index}` };
+    this.sm.apply(entry);
+  }
+
+  register(): void {
+    for (let j = 0; j < JOBS; j++) {
+      this.apply({ type: 'register', job: `job${j}`, spec: parseSpec({ every: '1s' }), mode: 'one', policy: { retries: 0, retryDelayMs: 1000, catchUp: { policy: 'latest' } }, member: MEMBERS[j % 3]!, atMs: T0 });
+    }
+  }
+
+  /** Claims, starts and ends the runs of `count` slots, after those run before (slot n is job n % JOBS at second n / JOBS). */
+  runs(from: number, count: number): void {
+    for (let n = from; n < from + count; n++) {
+      const job = `job${n % JOBS}`;
+      const slotMs = T0 + 1000 * (Math.floor(n / JOBS) + 1);
+      const member = MEMBERS[n % 3]!;
+      this.apply({ type: 'claim', job, slotMs, assignees: [member] });
+      const token = this.index;
+      this.apply({ type: 'started', job, slotMs, token, member, atMs: slotMs + 1 });
+      this.apply({ type: 'outcome', job, slotMs, token, member, outcome: 'succeeded', atMs: slotMs + 5 });
+    }
+  }
+}
+
+/** Steps a snapshot in progress until it is complete; the steps that returned nothing, and the data. */
+function finish(steps: { step(): Uint8Array | null }): { incomplete: number; data: Uint8Array } {
+  for (let incomplete = 0; ; incomplete++) {
+    const data = steps.step();
+    if (data !== null) return { incomplete, data };
+  }
+}
+
+describe('snapshots in steps, of the scheduler mirror', () => {
+  it('stand for the index they began at while entries go on applying, and the mirror catches up after', () => {
+    const sm = withLiveScheduler();
+    const log = new Log(sm);
+    log.register();
+    log.runs(0, 3 * SNAPSHOT_RECORDS_PER_STEP);
+    const atBegin = sm.snapshot();
+    const steps = sm.snapshotInSteps!();
+    expect(steps.step()).toBeNull();
+    // New runs, and the live records of earlier ones change: none of it may show in the snapshot.
+    log.runs(3 * SNAPSHOT_RECORDS_PER_STEP, 50);
+    const { incomplete, data } = finish(steps);
+    expect(incomplete).toBeGreaterThan(0);
+    expect(data).toEqual(atBegin);
+    expect(data).not.toEqual(sm.snapshot());
+    // The entries held back were applied: the next snapshot is of the live state again.
+    expect(finish(sm.snapshotInSteps!()).data).toEqual(sm.snapshot());
+  });
+
+  it('are void once the state is restored from another snapshot, and the mirror follows the restore', () => {
+    const other = withLiveScheduler();
+    const otherLog = new Log(other);
+    otherLog.register();
+    otherLog.runs(0, 40);
+    const replacement = other.snapshot();
+
+    const sm = withLiveScheduler();
+    const log = new Log(sm);
+    log.register();
+    log.runs(0, 2 * SNAPSHOT_RECORDS_PER_STEP);
+    const steps = sm.snapshotInSteps!();
+    expect(steps.step()).toBeNull();
+    sm.restore(replacement);
+    expect(() => steps.step()).toThrow(/void/);
+    expect(finish(sm.snapshotInSteps!()).data).toEqual(replacement);
+  });
+
+  it('finish at once when MAX_ENTRIES_HELD entries were held back', () => {
+    const sm = withLiveScheduler();
+    const log = new Log(sm);
+    log.register();
+    log.runs(0, 3 * SNAPSHOT_RECORDS_PER_STEP);
+    const atBegin = sm.snapshot();
+    const steps = sm.snapshotInSteps!();
+    expect(steps.step()).toBeNull();
+    log.runs(3 * SNAPSHOT_RECORDS_PER_STEP, Math.ceil(MAX_ENTRIES_HELD / 3));
+    expect(steps.step()).toEqual(atBegin);
+    expect(finish(sm.snapshotInSteps!()).data).toEqual(sm.snapshot());
+  });
+});
