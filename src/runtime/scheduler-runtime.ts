@@ -617,14 +617,24 @@ export class SchedulerRuntime {
     return reason instanceof RunAbortedError && reason.reason === 'replaced' ? { outcome: 'replaced', reason: reason.message } : 'dropped';
   }
 
-  /** The job's other runs in progress: this member's own, and (mode 'one') other members' per the log. */
+  /**
+   * The job's other runs in progress: this member's own, and (mode 'one') other members' per the
+   * log. A run this member started before a crash and now runs again (the log holds its start
+   * under the same token) counts only the other members' runs that started before it, in the
+   * log's order: the later ones started while the log showed it in progress already. Counting
+   * them could make two such runs wait for each other, each behind the other's start, until
+   * their timeouts (found by the simulator: seed 9400063, five members); an order has no cycle.
+   */
   #othersInProgress(armed: Armed): OtherRun[] {
     const out: OtherRun[] = [];
     for (const other of this.#slots.activeOf(armed.job)) if (other !== armed) out.push({ slotMs: other.slotMs, startedAtMs: other.startedAtMs, local: other });
     if (armed.mode === 'one') {
       const filter = { nowMs: this.#o.clock.now(), timeoutMs: armed.timeoutMs, exceptSlotMs: armed.slotMs, exceptMember: this.#o.self };
+      const ownStart = this.state.claims.get(claimKey(armed.job, armed.slotMs))?.starts.get(this.#o.self);
+      const resumedFromMs = ownStart?.token === armed.token ? ownStart.atMs : undefined;
       for (const run of runsInProgress(this.state, armed.job, filter)) {
         if (this.#o.peerConnected?.(run.member) === false) continue;
+        if (resumedFromMs !== undefined && !(run.startedAtMs < resumedFromMs || (run.startedAtMs === resumedFromMs && run.slotMs < armed.slotMs))) continue;
         out.push({ slotMs: run.slotMs, startedAtMs: run.startedAtMs, remote: run });
       }
     }

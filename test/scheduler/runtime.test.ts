@@ -590,6 +590,35 @@ describe('restoring from a snapshot', () => {
     expect(b.state.claims.get(claimKey('sync', T0 + 1000))?.token).toBe(3);
   });
 
+  it('runs again, one after the other, the late runs that two members started before a crash and never ended', async () => {
+    // a ran slot 1 s late and b ran slot 2 s, both starting at T0 + 2 s, and both crashed mid-run:
+    // the log holds both starts without an outcome, each late next to the other.
+    const s = new SchedulerState();
+    const policy = { retries: 0, retryDelayMs: 1000, catchUp: { policy: 'latest' as const } };
+    ['a', 'b'].forEach((member, i) => s.apply(i + 1, { type: 'register', job: 'sync', spec: parseSpec({ every: '1s' }), mode: 'one', policy, member, atMs: T0 }));
+    s.apply(3, { type: 'claim', job: 'sync', slotMs: T0 + 1000, assignees: ['a'], fromMs: T0 });
+    s.apply(4, { type: 'claim', job: 'sync', slotMs: T0 + 2000, assignees: ['b'], fromMs: T0 + 1000 });
+    s.apply(5, { type: 'started', job: 'sync', slotMs: T0 + 1000, token: 3, member: 'a', atMs: T0 + 2000 });
+    s.apply(6, { type: 'started', job: 'sync', slotMs: T0 + 2000, token: 4, member: 'b', atMs: T0 + 2000 });
+    const snapshot = encodeSchedulerSnapshot(s);
+    // The restarted processes: their runs went with the crash, and they restore the log's state.
+    const c = quiet();
+    c.schedule(['a', 'b'], 'sync', { every: '1s' }, 10);
+    await c.time.advanceTo(T0 + 2100);
+    for (const m of c.members.values()) m.restore(snapshot);
+    await c.time.advanceTo(T0 + 3000);
+    // Each waited for the other's start until its timeout (60 s) before; now the one that comes
+    // first in the log's order runs at once, and the other once it ended.
+    const runs = c.runs.map((r) => ({ member: r.member, slot: r.slotMs - T0, start: r.startMs - T0, end: (r.endMs ?? Number.NaN) - T0 }));
+    expect(runs.map((r) => [r.member, r.slot])).toEqual([
+      ['a', 1000],
+      ['b', 2000],
+    ]);
+    expect(runs[0]!.start).toBeLessThan(2200);
+    expect(runs[1]!.start).toBeGreaterThanOrEqual(runs[0]!.end);
+    expect(runs[1]!.start).toBeLessThan(2500);
+  });
+
   it('refuses bytes that are not a snapshot, keeping its state', async () => {
     const { c, b } = await restoredOnB();
     expect(() => b.restore(new Uint8Array([1, 2, 3]))).toThrow(/snapshot/i);
