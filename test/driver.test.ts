@@ -373,6 +373,22 @@ describe('snapshots in the driver', () => {
       expect(driver.lastSnapshot).toMatchObject({ steps: 3 });
     });
 
+    it('compacts once the Readies before it are handled, when its last step comes right after an append', async () => {
+      const { timers, runSteps } = steppedTimers();
+      const fatal: unknown[] = [];
+      const sm = steppedStateMachine(2);
+      const { driver, transport } = await makeDriver(new MemoryLogStorage(), (e) => fatal.push(e), undefined, { stateMachine: sm, timers, compaction: { everyEntries: 4, retainEntries: 0 } });
+      transport.deliver({ type: 'append', from: 'b', to: 'a', term: 1, prevIndex: 0, prevTerm: 0, entries: [1, 2, 3, 4].map(entry), commit: 4 });
+      await settle();
+      // The node takes entries 5..9, committed, and the last step runs before the loop hands them to storage.
+      transport.deliver({ type: 'append', from: 'b', to: 'a', term: 1, prevIndex: 4, prevTerm: 1, entries: [5, 6, 7, 8, 9].map(entry), commit: 9 });
+      expect(runSteps()).toBe(1);
+      await settle();
+      expect(fatal).toEqual([]);
+      expect(driver.snapshotsTaken).toBe(1);
+      expect(driver.node.latestSnapshot.index).toBe(4);
+    });
+
     it("is abandoned when a leader's snapshot replaces the state, and when the member stops", async () => {
       const { timers, pending } = steppedTimers();
       const sm = steppedStateMachine(3);

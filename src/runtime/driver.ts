@@ -222,6 +222,8 @@ export class RaftDriver {
   snapshotsInstalled = 0;
   /** How long the last snapshot taken here held the event loop; null before the first. */
   lastSnapshot: SnapshotTiming | null = null;
+  /** A snapshot taken in steps and complete, for the loop to compact to once it has handled every Ready. */
+  #snapshotTaken: Snapshot | null = null;
   /** The snapshot being taken in steps for a compaction, if any (see #maybeCompact). */
   #snapshotting: { readonly index: number; readonly term: number; readonly steps: SnapshotSteps; timer: TimerHandle | null; loopMs: number; longestStepMs: number; count: number } | null = null;
   /** Snapshots from a leader that the state machine could not read: dropped (see acceptsSnapshot). */
@@ -495,6 +497,7 @@ export class RaftDriver {
           this.#handleReady(this.#node.ready());
           this.#submitQueued();
         }
+        this.#compactTaken();
       } while (this.#loopAgain);
     } catch (error) {
       this.#fail(error);
@@ -590,7 +593,7 @@ export class RaftDriver {
    * once `everyEntries` were applied since the last snapshot (see CompactionOptions).
    */
   #maybeCompact(): void {
-    if (this.#snapshotting !== null) return;
+    if (this.#snapshotting !== null || this.#snapshotTaken !== null) return;
     const { everyEntries } = this.#o.compaction ?? COMPACTION_DEFAULTS;
     const log = this.#node.log;
     const index = log.applied;
@@ -599,8 +602,8 @@ export class RaftDriver {
     if (term === undefined) return;
     // The state machine's own snapshot is not read back here (that would double the time the
     // loop stands still): every value in it came through a checked command or snapshot.
-    const started = this.#o.timers.now();
     if (this.#o.stateMachine.snapshotInSteps === undefined) {
+      const started = this.#o.timers.now();
       const data = this.#o.stateMachine.snapshot();
       const ms = this.#o.timers.now() - started;
       this.lastSnapshot = { loopMs: ms, longestStepMs: ms, steps: 1 };
@@ -637,11 +640,24 @@ export class RaftDriver {
     }
     this.#snapshotting = null;
     this.lastSnapshot = { loopMs: s.loopMs, longestStepMs: s.longestStepMs, steps: s.count };
-    this.#compactTo({ index: s.index, term: s.term, data });
+    // Compacted from the loop, not from this timer: messages stepped since the last Ready may
+    // have moved the node's commit point past what storage has been handed, and the compaction
+    // writes that commit point (see #compactTaken).
+    this.#snapshotTaken = { index: s.index, term: s.term, data };
+    this.#kick();
+  }
+
+  /** Compacts to a snapshot taken in steps, once every Ready so far is handled (its entries handed to storage). */
+  #compactTaken(): void {
+    const snapshot = this.#snapshotTaken;
+    if (snapshot === null || !this.#running) return;
+    this.#snapshotTaken = null;
+    this.#compactTo(snapshot);
   }
 
   /** Drops the snapshot in progress, if any: the member stops, or a leader's snapshot replaces the state. */
   #abandonSnapshot(): void {
+    this.#snapshotTaken = null;
     const s = this.#snapshotting;
     if (s === null) return;
     if (s.timer !== null) this.#o.timers.clearTimeout(s.timer);

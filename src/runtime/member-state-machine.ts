@@ -30,9 +30,9 @@ export interface MemberStateMachineHooks {
  *
  * A leader's snapshot is decoded and checked in full by `acceptsSnapshot` before the protocol
  * takes it in, and the driver restores those very bytes right after: the decoded state is kept
- * from the one to the other, so a large snapshot is not decoded twice. It is kept for the last
- * snapshot checked only, and given to one restore only. (`schedulerOf`: the member builds its
- * scheduler after the driver this is given to.)
+ * from the one to the other, for the live state (the mirror decodes the bytes again: records
+ * belong to one state). It is kept for the last snapshot checked only, and given to one restore
+ * only. (`schedulerOf`: the member builds its scheduler after the driver this is given to.)
  */
 export function memberStateMachine(schedulerOf: () => SchedulerRuntime, hooks: MemberStateMachineHooks = {}): StateMachine {
   let checked: { readonly data: Uint8Array; readonly parts: SchedulerStateParts } | null = null;

@@ -621,9 +621,12 @@ export class SchedulerRuntime {
    * The job's other runs in progress: this member's own, and (mode 'one') other members' per the
    * log. A run this member started before a crash and now runs again (the log holds its start
    * under the same token) counts only the other members' runs that started before it, in the
-   * log's order: the later ones started while the log showed it in progress already. Counting
-   * them could make two such runs wait for each other, each behind the other's start, until
-   * their timeouts (found by the simulator: seed 9400063, five members); an order has no cycle.
+   * order of their start records (at the same time: of an earlier slot). Counting the later ones
+   * made two such runs, each late next to the other, wait for each other until their timeouts,
+   * neither running (found by the simulator: seed 9400063, five members); an order has no cycle.
+   * The price: a later run that is running indeed (its member started it while this one was cut
+   * off, so it did not count this one) runs alongside the resumed one, which the log cannot tell
+   * from a later run that waits. A resumed run is already at least once.
    */
   #othersInProgress(armed: Armed): OtherRun[] {
     const out: OtherRun[] = [];

@@ -220,6 +220,28 @@ describe('scheduler state snapshots', () => {
     );
   });
 
+  it('has the layout of version 1, taken at once or a record a step (the text the encoder of version 1 gave before it had steps)', () => {
+    const s = new SchedulerState();
+    s.apply(1, { type: 'register', job: 'sync', spec: { kind: 'every', everyMs: 1000 }, mode: 'one', policy: { retries: 1, retryDelayMs: 500, catchUp: { policy: 'latest' } }, member: 'a', atMs: T0 });
+    s.apply(2, { type: 'register', job: 'report', spec: { kind: 'cron', expression: '0 * * * * *', tz: 'UTC' }, mode: 'all', policy: { retries: 0, retryDelayMs: 1000, catchUp: { policy: 'none' } }, member: 'b', atMs: T0 });
+    s.apply(3, { type: 'claim', job: 'sync', slotMs: T0 + 1000, assignees: ['a'], fromMs: T0 });
+    s.apply(4, { type: 'started', job: 'sync', slotMs: T0 + 1000, token: 3, member: 'a', atMs: T0 + 1001 });
+    s.apply(5, { type: 'outcome', job: 'sync', slotMs: T0 + 1000, token: 3, member: 'a', outcome: 'failed', atMs: T0 + 1010, error: 'boom' });
+    s.apply(6, { type: 'claim', job: 'sync', slotMs: T0 + 2000, assignees: ['b'], fromMs: T0 + 1000 });
+    s.apply(7, { type: 'started', job: 'sync', slotMs: T0 + 2000, token: 6, member: 'b', atMs: T0 + 2002 });
+    const expected =
+      '[1,[["sync",["every",1000],"one",[1,500,["latest"],"skip"],1767225600000,["a"],[],1767225602000,0,0],' +
+      '["report",["cron","0 * * * * *","UTC"],"all",[0,1000,["none"],"skip"],1767225600000,["b"],[],1767225600000,0,0]],' +
+      '[["sync",1767225601000,3,["a"],1,[["a","failed",1767225601010,3,"boom"]],[["a",1767225601001,3]],null],' +
+      '["sync",1767225602000,6,["b"],1,[],[["b",1767225602002,6]],null]],' +
+      '[],[["a",1],["b",1]],[0,1],[1]]';
+    expect(new TextDecoder().decode(encodeSchedulerSnapshot(s))).toBe(expected);
+    const steps = schedulerSnapshotSteps(s, 1);
+    let step = steps.next();
+    while (step.done !== true) step = steps.next();
+    expect(new TextDecoder().decode(Buffer.concat(step.value))).toBe(expected);
+  });
+
   it('is deterministic: the same commands give the same bytes on every member, and again', () => {
     fc.assert(
       fc.property(intents(60), (run) => {
