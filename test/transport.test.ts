@@ -216,6 +216,27 @@ describe('Libp2pTransport', () => {
     await vi.waitFor(() => expect(n1.received).toContainEqual(heartbeat('n2', 'n1', 3)), WAIT);
   });
 
+  it('dials at once a peer it hears from while waiting out its back-off, rather than when the back-off ends', async () => {
+    // A back-off of 5 to 10 s after the first break: the link could only come up early by hearing from the peer.
+    const reconnect = { reconnectMinMs: 10_000, reconnectMaxMs: 60_000 };
+    const privateKey = await generateKeyPair('Ed25519');
+    const [n1, first] = await Promise.all([member('n1', reconnect), member('n2', { privateKey })]);
+    wire([n1, first]);
+    await waitForConnected(n1, 'n2');
+    const n2Address = addressOf(first);
+    await first.transport.stop();
+    await vi.waitFor(() => expect(n1.transport.isConnected('n2')).toBe(false), WAIT);
+
+    const second = await member('n2', { privateKey, listen: n2Address.multiaddr });
+    second.transport.setPeers(new Map([['n1', addressOf(n1)]]));
+    second.transport.send(heartbeat('n2', 'n1', 1));
+    await vi.waitFor(() => expect(n1.received).toContainEqual(heartbeat('n2', 'n1', 1)), WAIT);
+    // Well inside the shortest back-off (5 s).
+    await vi.waitFor(() => expect(n1.transport.isConnected('n2')).toBe(true), { timeout: 3_000, interval: 5 });
+    n1.transport.send(heartbeat('n1', 'n2', 2));
+    await vi.waitFor(() => expect(second.received).toContainEqual(heartbeat('n1', 'n2', 2)), WAIT);
+  });
+
   it('bounds the queue of an unreachable peer, dropping the oldest, without stalling other peers', async () => {
     const placeholder = await member('down');
     const downAddress = addressOf(placeholder);

@@ -323,6 +323,8 @@ export class Libp2pTransport implements Transport {
       this.#drop(reason, message.from, `${message.type} from ${message.from} (peer ${remotePeer}) to ${message.to} in cluster ${JSON.stringify(clusterId)}`);
       return;
     }
+    // The sender is up: our own link to it need not wait out a back-off (see PeerLink.heardFrom).
+    this.#links.get(message.from)?.heardFrom();
     const handler = this.#handler;
     if (handler === null) {
       this.#counters.droppedUnexpected++;

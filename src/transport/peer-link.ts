@@ -51,6 +51,8 @@ export class PeerLink {
   #dialAbort: AbortController | null = null;
   #flushScheduled = false;
   #waitingForDrain = false;
+  /** Whether heardFrom() cut the current back-off short already: once per outage (see there). */
+  #redialedEarly = false;
 
   /** `queue` carries over the frames of a previous link to the same member, e.g. when its address changes. */
   constructor(address: PeerAddress, ctx: LinkContext, queue?: SendQueue) {
@@ -78,6 +80,22 @@ export class PeerLink {
     const dropped = this.#queue.push(frame);
     if (dropped > 0) this.#drop('queue-full', dropped, `queue bound of ${this.#ctx.settings.maxQueuedMessages} messages or ${this.#ctx.settings.maxQueuedBytes} bytes reached`);
     if (this.#state === 'open') this.#scheduleFlush();
+  }
+
+  /**
+   * A message came in from the peer, so it is up: a link waiting out its back-off dials now.
+   * Without this, a member that restarts after being down for a while is sent nothing for up to
+   * reconnectMaxMs, though it talks to us: measured in the raft bench, a follower's votes for a
+   * member that had just restarted waited 375 ms in the queue of such a link, and the failover
+   * they were for took 408 ms instead of about 50. Once per outage, so that a peer that reaches
+   * us but that we cannot reach costs one extra dial, not one per message it sends.
+   */
+  heardFrom(): void {
+    if (this.#state !== 'backoff' || this.#redialedEarly) return;
+    this.#redialedEarly = true;
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    this.#timer = null;
+    this.#dial();
   }
 
   /** Writes queued frames now rather than at the end of the turn (see Transport.flush). */
@@ -136,6 +154,7 @@ export class PeerLink {
     }
     this.#dialAbort = null;
     this.#state = 'open';
+    this.#redialedEarly = false;
     this.#stream = stream;
     this.#openedAt = Date.now();
     this.#waitingForDrain = false;
