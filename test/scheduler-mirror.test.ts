@@ -68,15 +68,24 @@ function finish(steps: { step(): Uint8Array | null }): { incomplete: number; dat
   }
 }
 
+/**
+ * A state machine with the runs of `runs` slots applied, and a snapshot of it begun, one step
+ * in (the runs take several steps), with what it must come to.
+ */
+function begunAfter(runs: number): { sm: StateMachine; log: Log; steps: { step(): Uint8Array | null }; atBegin: Uint8Array } {
+  const sm = withLiveScheduler();
+  const log = new Log(sm);
+  log.register();
+  log.runs(0, runs);
+  const atBegin = sm.snapshot();
+  const steps = sm.snapshotInSteps!();
+  expect(steps.step()).toBeNull();
+  return { sm, log, steps, atBegin };
+}
+
 describe('snapshots in steps, of the scheduler mirror', () => {
   it('stand for the index they began at while entries go on applying, and the mirror catches up after', () => {
-    const sm = withLiveScheduler();
-    const log = new Log(sm);
-    log.register();
-    log.runs(0, 3 * SNAPSHOT_RECORDS_PER_STEP);
-    const atBegin = sm.snapshot();
-    const steps = sm.snapshotInSteps!();
-    expect(steps.step()).toBeNull();
+    const { sm, log, steps, atBegin } = begunAfter(3 * SNAPSHOT_RECORDS_PER_STEP);
     // New runs, and the live records of earlier ones change: none of it may show in the snapshot.
     log.runs(3 * SNAPSHOT_RECORDS_PER_STEP, 50);
     const { incomplete, data } = finish(steps);
@@ -94,25 +103,14 @@ describe('snapshots in steps, of the scheduler mirror', () => {
     otherLog.runs(0, 40);
     const replacement = other.snapshot();
 
-    const sm = withLiveScheduler();
-    const log = new Log(sm);
-    log.register();
-    log.runs(0, 2 * SNAPSHOT_RECORDS_PER_STEP);
-    const steps = sm.snapshotInSteps!();
-    expect(steps.step()).toBeNull();
+    const { sm, steps } = begunAfter(2 * SNAPSHOT_RECORDS_PER_STEP);
     sm.restore(replacement);
     expect(() => steps.step()).toThrow(/void/);
     expect(finish(sm.snapshotInSteps!()).data).toEqual(replacement);
   });
 
   it('finish at once when MAX_ENTRIES_HELD entries were held back', () => {
-    const sm = withLiveScheduler();
-    const log = new Log(sm);
-    log.register();
-    log.runs(0, 3 * SNAPSHOT_RECORDS_PER_STEP);
-    const atBegin = sm.snapshot();
-    const steps = sm.snapshotInSteps!();
-    expect(steps.step()).toBeNull();
+    const { sm, log, steps, atBegin } = begunAfter(3 * SNAPSHOT_RECORDS_PER_STEP);
     log.runs(3 * SNAPSHOT_RECORDS_PER_STEP, Math.ceil(MAX_ENTRIES_HELD / 3));
     expect(steps.step()).toEqual(atBegin);
     expect(finish(sm.snapshotInSteps!()).data).toEqual(sm.snapshot());
