@@ -1,4 +1,5 @@
 import { decode } from 'cborg';
+import { concatBytes } from '../concat-bytes.js';
 
 /**
  * A member's snapshot: what its state machine holds, which today is the scheduler's state.
@@ -18,18 +19,7 @@ export function encodeMemberSnapshot(scheduler: Uint8Array | readonly Uint8Array
   for (const piece of pieces) length += piece.byteLength;
   // An array of two (0x82), the version (an unsigned integer below 24 is its own head), then the
   // byte string's head and its bytes.
-  const head = Uint8Array.of(0x82, MEMBER_SNAPSHOT_VERSION);
-  const byteStringHead = byteStringHeadFor(length);
-  const out = new Uint8Array(head.byteLength + byteStringHead.byteLength + length);
-  out.set(head);
-  let at = head.byteLength;
-  out.set(byteStringHead, at);
-  at += byteStringHead.byteLength;
-  for (const piece of pieces) {
-    out.set(piece, at);
-    at += piece.byteLength;
-  }
-  return out;
+  return concatBytes([Uint8Array.of(0x82, MEMBER_SNAPSHOT_VERSION), byteStringHeadFor(length), ...pieces]);
 }
 
 /** CBOR major type 2 (byte string) with its length in the shortest form, as RFC 8949 section 4.2.1 requires. */

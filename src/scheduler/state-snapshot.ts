@@ -1,3 +1,4 @@
+import { concatBytes } from '../concat-bytes.js';
 import { CodecError } from '../errors.js';
 import type { NodeId } from '../raft/types.js';
 import type { DstPolicy, JobSpec } from './spec.js';
@@ -93,21 +94,8 @@ export function encodeSchedulerSnapshot(state: SchedulerState): Uint8Array {
   const steps = schedulerSnapshotSteps(state, Number.POSITIVE_INFINITY);
   for (;;) {
     const step = steps.next();
-    if (step.done === true) return joinPieces(step.value);
+    if (step.done === true) return concatBytes(step.value);
   }
-}
-
-/** The pieces in one buffer of its own (not a view into Node's pool: a snapshot is kept long). */
-function joinPieces(pieces: readonly Uint8Array[]): Uint8Array {
-  let length = 0;
-  for (const piece of pieces) length += piece.byteLength;
-  const out = new Uint8Array(length);
-  let at = 0;
-  for (const piece of pieces) {
-    out.set(piece, at);
-    at += piece.byteLength;
-  }
-  return out;
 }
 
 /**
