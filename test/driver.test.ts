@@ -354,16 +354,27 @@ describe('snapshots in the driver', () => {
       };
     }
 
+    /** A driver whose state machine takes `stepsNeeded` steps per snapshot, compacting every 4 entries. */
+    async function steppedDriver(stepsNeeded: number, onFatal?: (e: unknown) => void): Promise<{ driver: RaftDriver; transport: RecordingTransport; sm: StateMachine & { readonly log: string[] }; appendCommitted: (from: number, to: number) => void } & ReturnType<typeof steppedTimers>> {
+      const stepping = steppedTimers();
+      const sm = steppedStateMachine(stepsNeeded);
+      const { driver, transport } = await makeDriver(new MemoryLogStorage(), onFatal, undefined, { stateMachine: sm, timers: stepping.timers, compaction: { everyEntries: 4, retainEntries: 0 } });
+      /** Entries `from`..`to` from leader b, committed at once. */
+      const appendCommitted = (from: number, to: number): void => {
+        const entries = Array.from({ length: to - from + 1 }, (_, i) => entry(from + i));
+        transport.deliver({ type: 'append', from: 'b', to: 'a', term: 1, prevIndex: from - 1, prevTerm: from === 1 ? 0 : 1, entries, commit: to });
+      };
+      return { driver, transport, sm, appendCommitted, ...stepping };
+    }
+
     it('goes one step a turn while entries apply, and compacts to the index it began at', async () => {
-      const { timers, runSteps } = steppedTimers();
-      const sm = steppedStateMachine(3);
-      const { driver, transport } = await makeDriver(new MemoryLogStorage(), undefined, undefined, { stateMachine: sm, timers, compaction: { everyEntries: 4, retainEntries: 0 } });
-      transport.deliver({ type: 'append', from: 'b', to: 'a', term: 1, prevIndex: 0, prevTerm: 0, entries: [1, 2, 3, 4].map(entry), commit: 4 });
+      const { driver, sm, appendCommitted, runSteps } = await steppedDriver(3);
+      appendCommitted(1, 4);
       await settle();
       expect(sm.log.at(-1)).toBe('begin 4');
       expect(driver.snapshotsTaken).toBe(0);
       // Entries go on applying between the steps; no second snapshot begins meanwhile.
-      transport.deliver({ type: 'append', from: 'b', to: 'a', term: 1, prevIndex: 4, prevTerm: 1, entries: [5, 6, 7, 8, 9].map(entry), commit: 9 });
+      appendCommitted(5, 9);
       await settle();
       expect(sm.log.filter((l) => l.startsWith('begin'))).toEqual(['begin 4']);
       expect(runSteps()).toBe(2);
@@ -374,14 +385,12 @@ describe('snapshots in the driver', () => {
     });
 
     it('compacts once the Readies before it are handled, when its last step comes right after an append', async () => {
-      const { timers, runSteps } = steppedTimers();
       const fatal: unknown[] = [];
-      const sm = steppedStateMachine(2);
-      const { driver, transport } = await makeDriver(new MemoryLogStorage(), (e) => fatal.push(e), undefined, { stateMachine: sm, timers, compaction: { everyEntries: 4, retainEntries: 0 } });
-      transport.deliver({ type: 'append', from: 'b', to: 'a', term: 1, prevIndex: 0, prevTerm: 0, entries: [1, 2, 3, 4].map(entry), commit: 4 });
+      const { driver, appendCommitted, runSteps } = await steppedDriver(2, (e) => fatal.push(e));
+      appendCommitted(1, 4);
       await settle();
       // The node takes entries 5..9, committed, and the last step runs before the loop hands them to storage.
-      transport.deliver({ type: 'append', from: 'b', to: 'a', term: 1, prevIndex: 4, prevTerm: 1, entries: [5, 6, 7, 8, 9].map(entry), commit: 9 });
+      appendCommitted(5, 9);
       expect(runSteps()).toBe(1);
       await settle();
       expect(fatal).toEqual([]);
@@ -390,10 +399,8 @@ describe('snapshots in the driver', () => {
     });
 
     it("is abandoned when a leader's snapshot replaces the state, and when the member stops", async () => {
-      const { timers, pending } = steppedTimers();
-      const sm = steppedStateMachine(3);
-      const { driver, transport } = await makeDriver(new MemoryLogStorage(), undefined, undefined, { stateMachine: sm, timers, compaction: { everyEntries: 4, retainEntries: 0 } });
-      transport.deliver({ type: 'append', from: 'b', to: 'a', term: 1, prevIndex: 0, prevTerm: 0, entries: [1, 2, 3, 4].map(entry), commit: 4 });
+      const { driver, transport, sm, appendCommitted, pending } = await steppedDriver(3);
+      appendCommitted(1, 4);
       await settle();
       expect(pending()).toBe(1);
       transport.deliver({ type: 'snapshot', from: 'b', to: 'a', term: 1, snapshot: { index: 20, term: 1, data: new Uint8Array([20]) } });
@@ -402,7 +409,7 @@ describe('snapshots in the driver', () => {
       expect(driver.snapshotsTaken).toBe(0);
       expect(driver.node.latestSnapshot.index).toBe(20);
       // A later compaction begins afresh, and stopping abandons it too.
-      transport.deliver({ type: 'append', from: 'b', to: 'a', term: 1, prevIndex: 20, prevTerm: 1, entries: [21, 22, 23, 24].map(entry), commit: 24 });
+      appendCommitted(21, 24);
       await settle();
       expect(sm.log.at(-1)).toBe('begin 24');
       expect(pending()).toBe(1);
