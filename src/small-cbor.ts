@@ -1,4 +1,5 @@
 import { encode, encodeInto } from 'cborg';
+import { concatBytes } from './concat-bytes.js';
 
 /**
  * The size of the scratch buffer encodeSmall writes into. A value whose encoding does not fit
@@ -42,6 +43,29 @@ export function encodeSmall(value: unknown, knownBytes = 0): Uint8Array {
     // or throws the same error the caller would have seen before.
     return encode(value);
   }
+  return copyOut(written);
+}
+
+/**
+ * CBOR-encodes values one after another, a CBOR sequence (RFC 8742), as encodeSmall encodes one:
+ * into the scratch buffer, then one copy. For the segment a save writes (see level-layout.ts):
+ * one value for all its entries rather than one per entry.
+ */
+export function encodeSmallSequence(values: readonly unknown[], knownBytes = 0): Uint8Array {
+  if (knownBytes <= SMALL_CBOR_MAX_BYTES_HINT) {
+    let written = 0;
+    try {
+      for (const value of values) written += encodeInto(value, scratch.subarray(written)).written;
+      return copyOut(written);
+    } catch {
+      // Too large for the scratch buffer: one encoding per value, joined, as below.
+    }
+  }
+  return concatBytes(values.map((value) => encode(value)));
+}
+
+/** The first `written` bytes of the scratch buffer, in Node's pool of small buffers when they fit one. */
+function copyOut(written: number): Uint8Array {
   const out = Buffer.allocUnsafe(written);
   out.set(scratch.subarray(0, written));
   return new Uint8Array(out.buffer, out.byteOffset, written);

@@ -1,21 +1,20 @@
 import { spawn } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { encode } from 'cborg';
 import fc from 'fast-check';
-import { Level } from 'level';
 import { afterEach, describe, expect, it } from 'vitest';
 import { StorageError } from '../src/errors.js';
 import { encodeEntry, encodeFormat, encodeHardState, encodeSnapshot } from '../src/storage/level-codec.js';
-import { ENTRY_KEYS_END, describeKey, entryKey, metaKeys, parseKey } from '../src/storage/level-layout.js';
+import { entryKey, metaKeys, parseKey } from '../src/storage/level-layout.js';
 import { LevelLogStorage } from '../src/storage/level-log-storage.js';
 import type { LogStorage } from '../src/storage/log-storage.js';
 import { MemoryDisk } from '../src/storage/memory-disk.js';
 import { MemoryLogStorage } from '../src/storage/memory-log-storage.js';
 import { describeLogStorageCompliance, entries, entry, snapshotAt } from './storage-compliance.js';
 import { workloadIdentity, workloadStateAfter } from './fixtures/storage-workload.js';
+import { StoreDirectories, rawWrite, storedEntryIndexes } from './fixtures/level-store.js';
 
 const REPO_ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
 const WRITER_FIXTURE = join(REPO_ROOT, 'test', 'fixtures', 'storage-writer.ts');
@@ -173,62 +172,11 @@ describe('MemoryLogStorage', () => {
 });
 
 describe('LevelLogStorage', () => {
-  const directories: string[] = [];
-
-  afterEach(async () => {
-    for (const directory of directories.splice(0)) await rm(directory, { recursive: true, force: true });
-  });
-
-  async function tempDirectory(): Promise<string> {
-    const directory = await mkdtemp(join(tmpdir(), 'cronraft-storage-'));
-    directories.push(directory);
-    return directory;
-  }
-
-  /** A path inside a new temporary directory where no store exists yet. */
-  async function newStorePath(): Promise<string> {
-    return join(await tempDirectory(), 'store');
-  }
-
-  /** Writes raw keys and values, bypassing LevelLogStorage, to damage a store on purpose. */
-  async function rawWrite(path: string, writes: readonly { readonly key: Uint8Array; readonly value: Uint8Array | null }[]): Promise<void> {
-    const db = new Level<Uint8Array, Uint8Array>(path, { keyEncoding: 'view', valueEncoding: 'view', createIfMissing: false });
-    await db.open();
-    try {
-      for (const { key, value } of writes) {
-        if (value === null) await db.del(key);
-        else await db.put(key, value);
-      }
-    } finally {
-      await db.close();
-    }
-  }
-
-  /** The indexes of the entry keys a closed store holds, read around LevelLogStorage. */
-  async function storedEntryIndexes(path: string): Promise<number[]> {
-    const db = new Level<Uint8Array, Uint8Array>(path, { keyEncoding: 'view', valueEncoding: 'view', createIfMissing: false });
-    await db.open();
-    try {
-      const keys = await db.keys({ gte: entryKey(0), lt: ENTRY_KEYS_END }).all();
-      return keys.map((key) => {
-        const parsed = parseKey(key);
-        if (parsed?.kind !== 'entry') throw new Error(`not an entry key: ${describeKey(key)}`);
-        return parsed.index;
-      });
-    } finally {
-      await db.close();
-    }
-  }
-
-  /** A closed store at a new path holding entries 1..count at term 1 and commit 1. */
-  async function storeWith(count: number): Promise<string> {
-    const path = await newStorePath();
-    const store = new LevelLogStorage(path);
-    await store.open();
-    await store.save({ entries: entries(1, count, 1), hardState: { term: 1, vote: null, commit: 1 } });
-    await store.close();
-    return path;
-  }
+  const dirs = new StoreDirectories();
+  afterEach(() => dirs.removeAll());
+  const tempDirectory = (): Promise<string> => dirs.directory();
+  const newStorePath = (): Promise<string> => dirs.storePath();
+  const storeWith = (count: number): Promise<string> => dirs.storeWith(count);
 
   describeLogStorageCompliance(
     'level',
@@ -368,7 +316,8 @@ describe('LevelLogStorage', () => {
     await store.open();
     await store.save({ snapshot: snapshotAt(10, 2), hardState: { term: 2, vote: null, commit: 10 }, entries: entries(11, 12, 2) });
     await store.close();
-    expect(await storedEntryIndexes(path)).toEqual([11, 12]);
+    // Entries 11 and 12 came in one save: one segment.
+    expect(await storedEntryIndexes(path)).toEqual([11]);
   });
 
   it('reports a snapshot value of the wrong shape as corrupt, naming the key', async () => {
@@ -438,8 +387,8 @@ describe('LevelLogStorage', () => {
 
   it('refuses an unknown format version, a missing one and keys it does not know', async () => {
     const future = await storeWith(1);
-    await rawWrite(future, [{ key: metaKeys.format, value: encodeFormat(2) }]);
-    expect((await expectStorageError(new LevelLogStorage(future).open(), 'CRONRAFT_STORAGE_CORRUPT', future)).message).toContain('version 2');
+    await rawWrite(future, [{ key: metaKeys.format, value: encodeFormat(3) }]);
+    expect((await expectStorageError(new LevelLogStorage(future).open(), 'CRONRAFT_STORAGE_CORRUPT', future)).message).toContain('version 3');
 
     const missing = await storeWith(1);
     await rawWrite(missing, [{ key: metaKeys.format, value: null }]);

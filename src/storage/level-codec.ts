@@ -1,7 +1,7 @@
-import { decode, encode } from 'cborg';
+import { decode, decodeFirst, encode } from 'cborg';
 import type { Entry, HardState, Snapshot } from '../raft/types.js';
 import type { StorageIdentity } from './log-storage.js';
-import { encodeSmall } from '../small-cbor.js';
+import { encodeSmall, encodeSmallSequence } from '../small-cbor.js';
 import { isCount, isEntryType } from './store-checks.js';
 
 /**
@@ -12,10 +12,11 @@ import { isCount, isEntryType } from './store-checks.js';
  * - identity:  [clusterId, nodeId]
  * - hardstate: [term, vote | null, commit]
  * - snapshot:  [index, term, data (bytes)]: the state machine as of `index`, whose entry had `term`
- * - entry:     [index, term, type, data (bytes), pid]
+ * - segment:   one or more entries, each [index, term, type, data (bytes), pid], one after
+ *              another (a CBOR sequence, RFC 8742) at consecutive indexes
  *
- * The entry keeps its index although the key holds it too, so that a value stored under the
- * wrong key is detected. The snapshot record gained its data without a new format version: no
+ * An entry keeps its index although the key holds the first one, so that a value stored under
+ * the wrong key is detected. A segment of one entry is the whole entry value of format 1. The snapshot record gained its data without a new format version: no
  * released version ever wrote a snapshot record, so no store holds the older two-element shape,
  * and decodeSnapshot rejects it as corrupt like any other wrong shape.
  */
@@ -71,11 +72,47 @@ export function decodeSnapshot(bytes: Uint8Array): Snapshot {
 export function encodeEntry(entry: Entry): Uint8Array {
   // Every member encodes every entry it stores: the cheap path (see encodeSmall), for the short
   // time until the write is done.
-  return encodeSmall([entry.index, entry.term, entry.type, entry.data, entry.pid], entry.data.byteLength + entry.pid.length * 3);
+  return encodeSmall(entryRecord(entry), entry.data.byteLength + entry.pid.length * 3);
+}
+
+/** The entries of one save, in one value (see level-layout.ts); `entries` holds at least one. */
+export function encodeSegment(entries: readonly Entry[]): Uint8Array {
+  if (entries.length === 1) return encodeEntry(entries[0] as Entry);
+  let knownBytes = 0;
+  for (const entry of entries) knownBytes += entry.data.byteLength + entry.pid.length * 3;
+  return encodeSmallSequence(entries.map(entryRecord), knownBytes);
+}
+
+/**
+ * The entries of a segment, checked one by one, in order; their indexes are checked by the
+ * reader, which knows the key. The entries' data are views into `bytes`.
+ */
+export function decodeSegment(bytes: Uint8Array): Entry[] {
+  const entries: Entry[] = [];
+  let rest = bytes;
+  do {
+    let value: unknown;
+    try {
+      [value, rest] = decodeFirst(rest);
+    } catch (error) {
+      throw new ValueShapeError(`not valid CBOR after ${entries.length} entries (${error instanceof Error ? error.message : String(error)})`);
+    }
+    entries.push(entryFrom(value));
+  } while (rest.length > 0);
+  return entries;
 }
 
 export function decodeEntry(bytes: Uint8Array): Entry {
-  const [index, term, type, data, pid] = decodeTuple(bytes, 5, 'entry [index, term, type, data, pid]');
+  return entryFrom(decodeValue(bytes));
+}
+
+function entryRecord(entry: Entry): unknown[] {
+  return [entry.index, entry.term, entry.type, entry.data, entry.pid];
+}
+
+function entryFrom(value: unknown): Entry {
+  if (!Array.isArray(value) || value.length !== 5) throw new ValueShapeError(`expected entry [index, term, type, data, pid], got ${describe(value)}`);
+  const [index, term, type, data, pid] = value as unknown[];
   if (!isCount(index)) throw new ValueShapeError(`expected a non-negative integer index, got ${describe(index)}`);
   if (!isCount(term)) throw new ValueShapeError(`expected a non-negative integer term, got ${describe(term)}`);
   if (!isEntryType(type)) throw new ValueShapeError(`expected an entry type, got ${describe(type)}`);

@@ -5,20 +5,21 @@ import { emptyHardState } from '../raft/types.js';
 import type { Entry, HardState, Snapshot, SnapshotMeta } from '../raft/types.js';
 import {
   ValueShapeError,
-  decodeEntry,
   decodeFormat,
   decodeHardState,
   decodeIdentity,
+  decodeSegment,
   decodeSnapshot,
-  encodeEntry,
   encodeFormat,
   encodeHardState,
   encodeIdentity,
+  encodeSegment,
   encodeSnapshot,
 } from './level-codec.js';
-import { ENTRY_KEYS_END, FORMAT_VERSION, MetaName, describeKey, entryKey, metaKeys, parseKey } from './level-layout.js';
+import { ENTRY_KEYS_END, FORMAT_VERSION, MetaName, READABLE_FORMAT_VERSIONS, describeKey, entryKey, metaKeys, parseKey } from './level-layout.js';
 import type { LogStorage, StorageBatch, StorageIdentity, StoredState } from './log-storage.js';
 import { checkBatch, checkCompaction, checkIdentity, mismatchMessage, notOpenError, sameIdentity } from './store-checks.js';
+import { StoredSegments } from './stored-segments.js';
 import { TermIndex } from './term-index.js';
 import { WriteQueue } from './write-queue.js';
 import type { WriteOp } from './write-queue.js';
@@ -44,12 +45,13 @@ interface Session {
   readonly db: Db;
   readonly queue: WriteQueue;
   readonly terms: TermIndex;
+  readonly segments: StoredSegments;
   identity: StorageIdentity | null;
   /** The commit point of the last hard state saved, which a batch must not cut off. */
   commit: number;
   /**
-   * Entry keys from `staleFrom` to `staleTo` are stale: below a snapshot that is durable. They
-   * are removed in the background, by `clearing` while it runs (see compact()).
+   * Entry keys from `staleFrom` to `staleTo` are stale: they hold no entry past a snapshot that
+   * is durable. They are removed in the background, by `clearing` while it runs (see compact()).
    */
   staleFrom: number;
   staleTo: number;
@@ -87,17 +89,21 @@ export class LevelLogStorage implements LogStorage {
       throw this.openError(error);
     }
     try {
-      const state = await this.read(db);
-      if (state === null) {
+      const read = await this.read(db);
+      if (read === null) {
         await db.put(metaKeys.format, encodeFormat(FORMAT_VERSION), { sync: this.sync });
         const empty: StoredState = { identity: null, hardState: { ...emptyHardState }, snapshot: emptySnapshot(), entries: [] };
-        this.begin(db, empty);
+        this.begin(db, empty, [], 0);
         return empty;
       }
-      // Entries at or below the snapshot are stale: a crash came between a snapshot's write and
-      // the removal of the entries it stands for (see compact()). read() skipped them.
-      await db.clear({ gte: entryKey(0), lte: entryKey(state.snapshot.index) });
-      this.begin(db, state);
+      const { state, version, segments, staleTo, tails } = read;
+      // A store of format 1 is read as is, and marked before anything else is written to it.
+      if (version !== FORMAT_VERSION) await db.put(metaKeys.format, encodeFormat(FORMAT_VERSION), { sync: this.sync });
+      // Segments with no entry past the snapshot are stale: a crash came between a snapshot's
+      // write and the removal of the keys it made stale (see compact()). read() skipped them.
+      if (tails.length > 0) await db.batch(tails.map((start) => ({ type: 'del' as const, key: entryKey(start) })), { sync: this.sync });
+      await db.clear({ gte: entryKey(0), lte: entryKey(staleTo) });
+      this.begin(db, state, segments, staleTo);
       return state;
     } catch (error) {
       await db.close().catch(() => undefined);
@@ -119,19 +125,22 @@ export class LevelLogStorage implements LogStorage {
 
   async save(batch: StorageBatch): Promise<void> {
     const session = this.current();
-    const { firstIndex: previousFirst, lastIndex: previousLast } = session.terms;
     const lastIndex = checkBatch(batch, session.terms, session.commit);
     const ops: WriteOp[] = [];
     if (batch.snapshot !== undefined) {
-      // An installed snapshot removes every stored entry: those past the new end below, those in
-      // between overwritten by the batch's own entries, and those up to its index once it is
-      // durable, as after a compaction.
+      // An installed snapshot removes every stored segment: those written past its index now,
+      // and the others once it is durable, as after a compaction.
       ops.push({ type: 'put', key: metaKeys.snapshot, value: encodeSnapshot(batch.snapshot) });
+      pushDeletes(ops, session.segments.install(batch.snapshot.index));
     }
     if (batch.hardState !== undefined) ops.push({ type: 'put', key: metaKeys.hardstate, value: encodeHardState(batch.hardState) });
-    for (const entry of batch.entries) ops.push({ type: 'put', key: entryKey(entry.index), value: encodeEntry(entry) });
-    // A replaced suffix longer than the new one leaves stored entries past the new end.
-    pushDeletes(ops, Math.max(previousFirst, lastIndex + 1), previousLast);
+    const first = batch.entries[0];
+    if (first !== undefined) {
+      // One value for the whole batch. It replaces every stored entry from its first index on:
+      // the segments after that index go, and one it starts within is cut by the reader.
+      pushDeletes(ops, session.segments.write(first.index, lastIndex));
+      ops.push({ type: 'put', key: entryKey(first.index), value: encodeSegment(batch.entries) });
+    }
     if (ops.length === 0) return;
     if (batch.snapshot !== undefined) session.terms.install(batch.snapshot);
     session.terms.apply(batch.entries);
@@ -141,22 +150,27 @@ export class LevelLogStorage implements LogStorage {
   }
 
   /**
-   * Writes the snapshot through the write queue, then removes the entries it stands for in the
-   * background. A del per entry in the snapshot's own batch would be atomic, but building ten
-   * thousand of them held the event loop for 2 to 15 ms at every compaction (measured with the
-   * default interval). LevelDB's range delete, classic-level's clear(), runs on libuv's pool
-   * instead, but in chunks outside any batch: so it starts only once the snapshot is durable,
-   * and a crash part-way leaves entries below the snapshot, never a gap in the retained log.
-   * open() ignores such entries and removes them. Nothing writes below the retained log again
-   * (an installed snapshot never moves its start back: checkBatch), so the removal cannot race
-   * a write. compact() resolves once the snapshot is durable; close() waits for the removal.
+   * Writes the snapshot through the write queue, then removes the segments it made stale in the
+   * background. A del per key in the snapshot's own batch would be atomic, but building ten
+   * thousand of them (one per entry in format 1) held the event loop for 2 to 15 ms at every
+   * compaction (measured with the default interval). LevelDB's range delete, classic-level's
+   * clear(), runs on libuv's pool instead, but in chunks outside any batch: so it starts only
+   * once the snapshot is durable, and a crash part-way leaves keys below the snapshot, never a
+   * gap in the retained log. open() ignores such keys and removes them. The few segments whose
+   * removal could bring a replaced tail back go in the snapshot's batch (see StoredSegments).
+   * Nothing writes below the retained log again (an installed snapshot never moves its start
+   * back: checkBatch), so the removal cannot race a write. compact() resolves once the snapshot
+   * is durable; close() waits for the removal.
    */
   async compact(snapshot: Snapshot): Promise<void> {
     const session = this.current();
     checkCompaction(snapshot, session.terms, session.commit);
+    const { now, staleTo } = session.segments.compact(snapshot.index, session.terms.lastIndex);
     session.terms.compact(snapshot);
-    await session.queue.write([{ type: 'put', key: metaKeys.snapshot, value: encodeSnapshot(snapshot) }]);
-    this.clearStale(session, snapshot.index);
+    const ops: WriteOp[] = [{ type: 'put', key: metaKeys.snapshot, value: encodeSnapshot(snapshot) }];
+    pushDeletes(ops, now);
+    await session.queue.write(ops);
+    if (staleTo !== null) this.clearStale(session, staleTo);
   }
 
   firstIndex(): number {
@@ -176,10 +190,20 @@ export class LevelLogStorage implements LogStorage {
     await session.db.close();
   }
 
-  private begin(db: Db, state: StoredState): void {
+  /** `staleTo`: the keys up to it were removed at open. */
+  private begin(db: Db, state: StoredState, segments: readonly StoredSegment[], staleTo: number): void {
     const queue = new WriteQueue((ops, sync) => this.writeBatch(db, ops, sync));
-    const staleFrom = state.snapshot.index + 1;
-    this.session = { db, queue, terms: new TermIndex(state.snapshot, state.entries), identity: state.identity, commit: state.hardState.commit, staleFrom, staleTo: staleFrom - 1, clearing: null };
+    this.session = {
+      db,
+      queue,
+      terms: new TermIndex(state.snapshot, state.entries),
+      segments: new StoredSegments(segments),
+      identity: state.identity,
+      commit: state.hardState.commit,
+      staleFrom: staleTo + 1,
+      staleTo,
+      clearing: null,
+    };
   }
 
   /**
@@ -260,9 +284,9 @@ export class LevelLogStorage implements LogStorage {
   }
 
   /** Reads and checks everything; null when the database holds nothing (a new store). */
-  private async read(db: Db): Promise<StoredState | null> {
+  private async read(db: Db): Promise<StoreRead | null> {
     const meta = new Map<MetaName, Uint8Array>();
-    const stored: { readonly key: Uint8Array; readonly index: number; readonly value: Uint8Array }[] = [];
+    const stored: StoredValue[] = [];
     const iterator = db.iterator({ lt: ENTRY_KEYS_END });
     try {
       for (;;) {
@@ -288,8 +312,8 @@ export class LevelLogStorage implements LogStorage {
       throw this.corrupt(`key "${MetaName.Format}" is missing although the store holds data`);
     }
     const version = this.decode(metaKeys.format, formatBytes, decodeFormat);
-    if (version !== FORMAT_VERSION) {
-      throw this.corrupt(`key "${MetaName.Format}" holds format version ${version}; this version of cronraft reads version ${FORMAT_VERSION}`);
+    if (!READABLE_FORMAT_VERSIONS.includes(version)) {
+      throw this.corrupt(`key "${MetaName.Format}" holds format version ${version}; this version of cronraft reads versions ${READABLE_FORMAT_VERSIONS.join(' and ')}`);
     }
     const identityBytes = meta.get(MetaName.Identity);
     const identity = identityBytes === undefined ? null : this.decode(metaKeys.identity, identityBytes, decodeIdentity);
@@ -298,27 +322,52 @@ export class LevelLogStorage implements LogStorage {
     const snapshotBytes = meta.get(MetaName.Snapshot);
     const snapshot: Snapshot = snapshotBytes === undefined ? emptySnapshot() : this.decode(metaKeys.snapshot, snapshotBytes, decodeSnapshot);
 
-    const entries: Entry[] = [];
-    let expected = snapshot.index + 1;
-    let previousTerm = snapshot.term;
-    for (const { key, index, value } of stored) {
-      // Stale: left by a crash before the removal that follows a snapshot (open() removes it).
-      if (index <= snapshot.index) continue;
-      if (index !== expected) throw this.corrupt(`the log has a gap: entries ${expected}..${index - 1} are missing (next is ${describeKey(key)})`);
-      const entry = this.decode(key, value, decodeEntry);
-      if (entry.index !== index) throw this.corrupt(`${describeKey(key)} holds the entry for index ${entry.index}`);
-      if (entry.term < previousTerm) throw this.corrupt(`${describeKey(key)} has term ${entry.term}, below the term ${previousTerm} before it`);
-      entries.push(entry);
-      expected++;
-      previousTerm = entry.term;
-    }
-    const lastIndex = expected - 1;
+    const { entries, segments, staleTo, tails } = this.readLog(stored, snapshot);
+    const lastIndex = snapshot.index + entries.length;
     if (hardState.commit > lastIndex) throw this.corrupt(`key "${MetaName.HardState}" has commit ${hardState.commit}, past the last index ${lastIndex}`);
     // Only committed entries are ever folded into a snapshot, so the commit point cannot be behind it.
     if (hardState.commit < snapshot.index) {
       throw this.corrupt(`key "${MetaName.HardState}" has commit ${hardState.commit}, below the index ${snapshot.index} of key "${MetaName.Snapshot}"`);
     }
-    return { identity, hardState, snapshot, entries };
+    return { state: { identity, hardState, snapshot, entries }, version, segments, staleTo, tails };
+  }
+
+  /**
+   * The retained log from the stored segments, in key order: each replaces the log read so far
+   * from its first index on, and entries at or below the snapshot are skipped (see
+   * level-layout.ts). Also the segments that hold retained entries, and the highest key below
+   * them, up to which every key is stale.
+   */
+  private readLog(stored: readonly StoredValue[], snapshot: SnapshotMeta): { entries: Entry[]; segments: StoredSegment[]; staleTo: number; tails: number[] } {
+    const entries: Entry[] = [];
+    const all: StoredSegment[] = [];
+    const first = snapshot.index + 1;
+    for (const { key, index: start, value } of stored) {
+      const next = first + entries.length;
+      if (start > next) throw this.corrupt(`the log has a gap: entries ${next}..${start - 1} are missing (next is ${describeKey(key)})`);
+      const segment = this.decode(key, value, decodeSegment);
+      const cut = Math.max(start, first);
+      entries.length = Math.max(0, Math.min(entries.length, cut - first));
+      let previousTerm = entries.at(-1)?.term ?? snapshot.term;
+      segment.forEach((entry, i) => {
+        if (entry.index !== start + i) throw this.corrupt(`${describeKey(key)} holds the entry for index ${entry.index} at position ${i}`);
+        if (entry.index < cut) return;
+        if (entry.term < previousTerm) throw this.corrupt(`${describeKey(key)} has term ${entry.term} at index ${entry.index}, below the term ${previousTerm} before it`);
+        entries.push(entry);
+        previousTerm = entry.term;
+      });
+      all.push({ start, end: start + segment.length - 1 });
+    }
+    // The last segment starting at or before the first retained entry holds it; those before it
+    // hold none. With no retained entry, every key is at or below the snapshot.
+    let held = all.length;
+    if (entries.length > 0) while (held > 0 && (all[held - 1] as StoredSegment).start > first) held--;
+    const live = entries.length > 0 ? held - 1 : all.length;
+    const segments = all.slice(live);
+    const staleTo = segments.length > 0 ? (segments[0] as StoredSegment).start - 1 : snapshot.index;
+    // A stale segment written past the snapshot is removed before the others (see StoredSegments).
+    const tails = all.slice(0, live).filter((segment) => segment.end > snapshot.index).map((segment) => segment.start);
+    return { entries, segments, staleTo, tails };
   }
 
   private decode<T>(key: Uint8Array, bytes: Uint8Array, decoder: (bytes: Uint8Array) => T): T {
@@ -335,14 +384,37 @@ export class LevelLogStorage implements LogStorage {
   }
 }
 
+/** A segment as stored: its key's index and the last index written in it. */
+interface StoredSegment {
+  readonly start: number;
+  readonly end: number;
+}
+
+interface StoredValue {
+  readonly key: Uint8Array;
+  readonly index: number;
+  readonly value: Uint8Array;
+}
+
+/** What read() found: the state, the format it was stored in, its live segments and the stale keys. */
+interface StoreRead {
+  readonly state: StoredState;
+  readonly version: number;
+  readonly segments: readonly StoredSegment[];
+  /** Every key up to this one holds no retained entry. */
+  readonly staleTo: number;
+  /** The stale segments written past the snapshot, which a compaction's write should have removed. */
+  readonly tails: readonly number[];
+}
+
 /** What a store holds before anything was compacted: the empty state at index 0. */
 function emptySnapshot(): Snapshot {
   return { index: 0, term: 0, data: new Uint8Array(0) };
 }
 
-/** Appends a del for every entry key from `from` to `to`, both included (none when from > to). */
-function pushDeletes(ops: WriteOp[], from: number, to: number): void {
-  for (let index = from; index <= to; index++) ops.push({ type: 'del', key: entryKey(index) });
+/** Appends a del for each of the segments starting at `starts`. */
+function pushDeletes(ops: WriteOp[], starts: readonly number[]): void {
+  for (const start of starts) ops.push({ type: 'del', key: entryKey(start) });
 }
 
 /** The `code` of a level error or of the error that caused it (open errors wrap the reason). */
