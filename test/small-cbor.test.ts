@@ -2,8 +2,9 @@ import { encode } from 'cborg';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { EntryType } from '../src/raft/types.js';
-import { encodeSmall, SMALL_CBOR_MAX_BYTES_HINT, SMALL_CBOR_SCRATCH_BYTES } from '../src/small-cbor.js';
-import { decodeEntry, encodeEntry } from '../src/storage/level-codec.js';
+import { concatBytes } from '../src/concat-bytes.js';
+import { encodeSmall, encodeSmallSequence, SMALL_CBOR_MAX_BYTES_HINT, SMALL_CBOR_SCRATCH_BYTES } from '../src/small-cbor.js';
+import { decodeEntry, decodeSegment, encodeEntry, encodeSegment } from '../src/storage/level-codec.js';
 
 // What the log and its commands hold: integers, strings, byte strings, null, arrays and maps.
 const cborValue = fc.letrec((tie) => ({
@@ -67,5 +68,39 @@ describe('encodeSmall', () => {
       expect(Buffer.from(bytes).equals(Buffer.from(encode([7, 2, EntryType.Normal, entry.data, 'b00t.1z'])))).toBe(true);
       expect(decodeEntry(bytes)).toEqual(entry);
     }
+  });
+});
+
+describe('encodeSmallSequence', () => {
+  const joined = (values: readonly unknown[]): Buffer => Buffer.from(concatBytes(values.map((value) => encode(value))));
+
+  it('gives the values as cborg encodes them, one after another', () => {
+    fc.assert(
+      fc.property(fc.array(cborValue, { minLength: 1, maxLength: 20 }), (values) => {
+        expect(Buffer.from(encodeSmallSequence(values)).equals(joined(values))).toBe(true);
+      }),
+    );
+  });
+
+  it('gives the same bytes for values that together overflow its scratch buffer, or that the caller says are large', () => {
+    const large = [[1, new Uint8Array(SMALL_CBOR_SCRATCH_BYTES / 2).fill(1)], [2, new Uint8Array(SMALL_CBOR_SCRATCH_BYTES / 2).fill(2)]];
+    expect(Buffer.from(encodeSmallSequence(large)).equals(joined(large))).toBe(true);
+    const small = [[3, 'x'], [4, 'y']];
+    expect(Buffer.from(encodeSmallSequence(small, SMALL_CBOR_MAX_BYTES_HINT + 1)).equals(joined(small))).toBe(true);
+    // And the scratch buffer is still usable after the failed attempt.
+    expect(Buffer.from(encodeSmallSequence(small)).equals(joined(small))).toBe(true);
+  });
+});
+
+describe('segments', () => {
+  it('decode to the entries encoded, and a segment of one entry is an entry value', () => {
+    const entryOf = fc.record({ term: fc.nat(1000), data: fc.uint8Array({ maxLength: 300 }), pid: fc.string({ maxLength: 20 }) });
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER - 80 }), fc.array(entryOf, { minLength: 1, maxLength: 80 }), (first, parts) => {
+        const entries = parts.map((part, i) => ({ index: first + i, term: part.term, type: EntryType.Normal, data: part.data, pid: part.pid }));
+        expect(decodeSegment(encodeSegment(entries))).toEqual(entries);
+        expect(Buffer.from(encodeSegment(entries.slice(0, 1))).equals(Buffer.from(encodeEntry(entries[0] as (typeof entries)[0])))).toBe(true);
+      }),
+    );
   });
 });
