@@ -493,46 +493,52 @@ export function describeLogStorageCompliance(name: string, factory: LogStorageFa
     describe('random batches against a model', () => {
       it('holds what a model log holds after any sequence of appends, replacements, compactions, installed snapshots and restarts', async () => {
         await fc.assert(
-          fc.asyncProperty(fc.array(commandArbitrary, { minLength: 1, maxLength: 25 }), async (commands) => {
-            let store = await factory.create();
-            const model: Model = { snapshot: EMPTY_SNAPSHOT, entries: [], hardState: { ...emptyHardState } };
-            try {
-              await store.open();
-              for (const command of commands) {
-                if (command.kind === 'restart') {
-                  await store.close();
-                  store = await factory.reopen(store);
-                  const state = await store.open();
-                  expect(state.snapshot).toEqual(model.snapshot);
-                  expect(state.entries).toEqual(model.entries);
-                  continue;
-                }
-                if (command.kind === 'compact') {
-                  const snapshot = compactionFor(command, model);
-                  await store.compact(snapshot);
-                  compactModel(model, snapshot);
-                  continue;
-                }
-                const batch = batchFor(command, model);
-                await store.save(batch);
-                applyToModel(model, batch);
-              }
-              await store.close();
-              store = await factory.reopen(store);
-              const state = await store.open();
-              expect(state.snapshot).toEqual(model.snapshot);
-              expect(state.entries).toEqual(model.entries);
-              expect(state.hardState).toEqual(model.hardState);
-              expect(store.firstIndex()).toBe(model.snapshot.index + 1);
-            } finally {
-              await store.close();
-            }
-          }),
+          fc.asyncProperty(modelCommands, (commands) => expectModelHolds(factory, commands)),
           { numRuns: options.propertyRuns ?? DEFAULT_PROPERTY_RUNS },
         );
       });
     });
   });
+}
+
+/**
+ * Runs `commands` against a new store and a model log, and expects the store to hold what the
+ * model holds at every restart and at the end.
+ */
+export async function expectModelHolds(factory: LogStorageFactory, commands: readonly Command[]): Promise<void> {
+  let store = await factory.create();
+  const model: Model = { snapshot: EMPTY_SNAPSHOT, entries: [], hardState: { ...emptyHardState } };
+  try {
+    await store.open();
+    for (const command of commands) {
+      if (command.kind === 'restart') {
+        await store.close();
+        store = await factory.reopen(store);
+        const state = await store.open();
+        expect(state.snapshot).toEqual(model.snapshot);
+        expect(state.entries).toEqual(model.entries);
+        continue;
+      }
+      if (command.kind === 'compact') {
+        const snapshot = compactionFor(command, model);
+        await store.compact(snapshot);
+        compactModel(model, snapshot);
+        continue;
+      }
+      const batch = batchFor(command, model);
+      await store.save(batch);
+      applyToModel(model, batch);
+    }
+    await store.close();
+    store = await factory.reopen(store);
+    const state = await store.open();
+    expect(state.snapshot).toEqual(model.snapshot);
+    expect(state.entries).toEqual(model.entries);
+    expect(state.hardState).toEqual(model.hardState);
+    expect(store.firstIndex()).toBe(model.snapshot.index + 1);
+  } finally {
+    await store.close();
+  }
 }
 
 /** The log as Raft sees it: entries contiguous from snapshot.index + 1. */
@@ -572,6 +578,9 @@ const commandArbitrary: fc.Arbitrary<Command> = fc.oneof(
   },
   { weight: 1, arbitrary: fc.constant({ kind: 'restart' as const }) },
 );
+
+/** Any sequence of the commands expectModelHolds runs. */
+export const modelCommands: fc.Arbitrary<readonly Command[]> = fc.array(commandArbitrary, { minLength: 1, maxLength: 25 });
 
 function modelLastIndex(model: Model): number {
   return model.snapshot.index + model.entries.length;

@@ -8,7 +8,7 @@ import { isCount, isEntryType } from './store-checks.js';
  * The values of a LevelLogStorage, in CBOR (cborg). Records are CBOR arrays rather than maps:
  * smaller, faster to encode on the commit path, and their shape is fixed by the format version.
  *
- * - format:    1
+ * - format:    2
  * - identity:  [clusterId, nodeId]
  * - hardstate: [term, vote | null, commit]
  * - snapshot:  [index, term, data (bytes)]: the state machine as of `index`, whose entry had `term`
@@ -75,11 +75,15 @@ export function encodeEntry(entry: Entry): Uint8Array {
   return encodeSmall(entryRecord(entry), entry.data.byteLength + entry.pid.length * 3);
 }
 
+/** At most the bytes an entry record takes besides its data and pid: its header and integers. */
+const ENTRY_RECORD_OVERHEAD_BYTES = 40;
+
 /** The entries of one save, in one value (see level-layout.ts); `entries` holds at least one. */
 export function encodeSegment(entries: readonly Entry[]): Uint8Array {
   if (entries.length === 1) return encodeEntry(entries[0] as Entry);
+  // An upper bound, so that a segment too large for encodeSmall's scratch buffer skips it.
   let knownBytes = 0;
-  for (const entry of entries) knownBytes += entry.data.byteLength + entry.pid.length * 3;
+  for (const entry of entries) knownBytes += entry.data.byteLength + entry.pid.length * 3 + ENTRY_RECORD_OVERHEAD_BYTES;
   return encodeSmallSequence(entries.map(entryRecord), knownBytes);
 }
 
@@ -100,10 +104,6 @@ export function decodeSegment(bytes: Uint8Array): Entry[] {
     entries.push(entryFrom(value));
   } while (rest.length > 0);
   return entries;
-}
-
-export function decodeEntry(bytes: Uint8Array): Entry {
-  return entryFrom(decodeValue(bytes));
 }
 
 function entryRecord(entry: Entry): unknown[] {

@@ -15,7 +15,8 @@
  * it cuts into: a put at its first index, and a delete of every key after it. The retained log
  * runs from the snapshot's index + 1; a segment may straddle the snapshot, and readers skip the
  * entries at or below it. Keys that hold no retained entry are removed after the snapshot that
- * made them stale is durable (see LevelLogStorage.compact).
+ * made them stale is durable, but for those written past it, in its own write (see
+ * LevelLogStorage.compact).
  *
  * Meta keys sort before every entry key, so one scan of the whole store meets them first.
  * Raw prefix bytes rather than sublevels keep the hot path free of sublevel prefixing and let

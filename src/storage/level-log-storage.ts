@@ -61,9 +61,9 @@ interface Session {
 /**
  * LogStorage in a LevelDB directory (classic-level, through `level`). The layout is in
  * level-layout.ts and the value encodings in level-codec.ts. save() and compact() each write one
- * atomic batch and read nothing: the store keeps the terms of its log in memory to check batches
- * and to know which keys a suffix replacement deletes. The entries a snapshot stands for are
- * removed after it, in the background (see compact()).
+ * atomic batch and read nothing: the store keeps the terms of its log in memory to check
+ * batches (TermIndex), and its segments to know which keys a batch deletes (StoredSegments).
+ * The segments a snapshot leaves stale are removed after it, in the background (see compact()).
  */
 export class LevelLogStorage implements LogStorage {
   readonly path: string;
@@ -97,10 +97,13 @@ export class LevelLogStorage implements LogStorage {
         return empty;
       }
       const { state, version, segments, staleTo, tails } = read;
-      // A store of format 1 is read as is, and marked before anything else is written to it.
+      // A store of format 1 is read as is, and marked format 2 before its segments are touched:
+      // from here on an older cronraft refuses it rather than misreading a segment.
       if (version !== FORMAT_VERSION) await db.put(metaKeys.format, encodeFormat(FORMAT_VERSION), { sync: this.sync });
-      // Segments with no entry past the snapshot are stale: a crash came between a snapshot's
-      // write and the removal of the keys it made stale (see compact()). read() skipped them.
+      // Segments with no entry past the snapshot are stale: the removal after a snapshot had not
+      // finished, or a segment straddling the snapshot has since been replaced past it. read()
+      // decoded them but kept none of their entries. Those written past the snapshot go first,
+      // for the reason compact() gives.
       if (tails.length > 0) await db.batch(tails.map((start) => ({ type: 'del' as const, key: entryKey(start) })), { sync: this.sync });
       await db.clear({ gte: entryKey(0), lte: entryKey(staleTo) });
       this.begin(db, state, segments, staleTo);
@@ -126,6 +129,9 @@ export class LevelLogStorage implements LogStorage {
   async save(batch: StorageBatch): Promise<void> {
     const session = this.current();
     const lastIndex = checkBatch(batch, session.terms, session.commit);
+    // Everything is encoded before the segments in memory change, so that a value that cannot
+    // be encoded leaves them as the disk is.
+    const segment = batch.entries.length > 0 ? encodeSegment(batch.entries) : null;
     const ops: WriteOp[] = [];
     if (batch.snapshot !== undefined) {
       // An installed snapshot removes every stored segment: those written past its index now,
@@ -135,11 +141,11 @@ export class LevelLogStorage implements LogStorage {
     }
     if (batch.hardState !== undefined) ops.push({ type: 'put', key: metaKeys.hardstate, value: encodeHardState(batch.hardState) });
     const first = batch.entries[0];
-    if (first !== undefined) {
+    if (first !== undefined && segment !== null) {
       // One value for the whole batch. It replaces every stored entry from its first index on:
       // the segments after that index go, and one it starts within is cut by the reader.
       pushDeletes(ops, session.segments.write(first.index, lastIndex));
-      ops.push({ type: 'put', key: entryKey(first.index), value: encodeSegment(batch.entries) });
+      ops.push({ type: 'put', key: entryKey(first.index), value: segment });
     }
     if (ops.length === 0) return;
     if (batch.snapshot !== undefined) session.terms.install(batch.snapshot);
@@ -156,8 +162,9 @@ export class LevelLogStorage implements LogStorage {
    * compaction (measured with the default interval). LevelDB's range delete, classic-level's
    * clear(), runs on libuv's pool instead, but in chunks outside any batch: so it starts only
    * once the snapshot is durable, and a crash part-way leaves keys below the snapshot, never a
-   * gap in the retained log. open() ignores such keys and removes them. The few segments whose
-   * removal could bring a replaced tail back go in the snapshot's batch (see StoredSegments).
+   * gap in the retained log. open() ignores such keys and removes them. A stale segment that
+   * was written past the snapshot (its tail replaced by a later segment) goes in the snapshot's
+   * own batch: removed after the later one, its tail would come back (see StoredSegments).
    * Nothing writes below the retained log again (an installed snapshot never moves its start
    * back: checkBatch), so the removal cannot race a write. compact() resolves once the snapshot
    * is durable; close() waits for the removal.
@@ -165,9 +172,9 @@ export class LevelLogStorage implements LogStorage {
   async compact(snapshot: Snapshot): Promise<void> {
     const session = this.current();
     checkCompaction(snapshot, session.terms, session.commit);
+    const ops: WriteOp[] = [{ type: 'put', key: metaKeys.snapshot, value: encodeSnapshot(snapshot) }];
     const { now, staleTo } = session.segments.compact(snapshot.index, session.terms.lastIndex);
     session.terms.compact(snapshot);
-    const ops: WriteOp[] = [{ type: 'put', key: metaKeys.snapshot, value: encodeSnapshot(snapshot) }];
     pushDeletes(ops, now);
     await session.queue.write(ops);
     if (staleTo !== null) this.clearStale(session, staleTo);
@@ -403,7 +410,7 @@ interface StoreRead {
   readonly segments: readonly StoredSegment[];
   /** Every key up to this one holds no retained entry. */
   readonly staleTo: number;
-  /** The stale segments written past the snapshot, which a compaction's write should have removed. */
+  /** The stale segments written past the snapshot: removed before the others (see open()). */
   readonly tails: readonly number[];
 }
 

@@ -2,10 +2,9 @@ import type { Entry, SnapshotMeta } from '../raft/types.js';
 import type { LogBounds } from './store-checks.js';
 
 /**
- * The terms of the stored log, kept in memory by a store so that it can check a batch and know
- * which stored entries a suffix replacement, a compaction or an installed snapshot removes
- * without reading anything back. One number per retained entry: the protocol keeps the retained
- * log in memory anyway.
+ * The terms of the stored log, kept in memory by a store so that it can check a batch, and a
+ * compaction, without reading anything back. One number per retained entry: the protocol keeps
+ * the retained log in memory anyway.
  */
 export class TermIndex implements LogBounds {
   private current: SnapshotMeta;
