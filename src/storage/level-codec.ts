@@ -16,9 +16,11 @@ import { isCount, isEntryType } from './store-checks.js';
  *              another (a CBOR sequence, RFC 8742) at consecutive indexes
  *
  * An entry keeps its index although the key holds the first one, so that a value stored under
- * the wrong key is detected. A segment of one entry is the whole entry value of format 1. The snapshot record gained its data without a new format version: no
- * released version ever wrote a snapshot record, so no store holds the older two-element shape,
- * and decodeSnapshot rejects it as corrupt like any other wrong shape.
+ * the wrong key is detected. A segment of one entry is the whole entry value of format 1.
+ *
+ * The snapshot record gained its data without a new format version: no released version ever
+ * wrote a snapshot record, so no store holds the older two-element shape, and decodeSnapshot
+ * rejects it as corrupt like any other wrong shape.
  */
 
 /** A value that decodes but does not have the shape of its record, or does not decode at all. */
