@@ -1,14 +1,13 @@
 import fc from 'fast-check';
 import { Level } from 'level';
 import { afterEach, describe, expect, it } from 'vitest';
-import { StorageError } from '../src/errors.js';
 import type { HardState } from '../src/raft/types.js';
 import { decodeFormat, encodeEntry, encodeFormat, encodeHardState, encodeSegment, encodeSnapshot } from '../src/storage/level-codec.js';
 import { FORMAT_VERSION, entryKey, metaKeys } from '../src/storage/level-layout.js';
 import { LevelLogStorage } from '../src/storage/level-log-storage.js';
 import { StoredSegments } from '../src/storage/stored-segments.js';
 import { entries, entry, expectModelHolds, modelCommands, snapshotAt } from './storage-compliance.js';
-import { StoreDirectories, rawRead, rawWrite, storedEntryIndexes } from './fixtures/level-store.js';
+import { StoreDirectories, expectStorageError, rawRead, rawWrite, storedEntryIndexes } from './fixtures/level-store.js';
 
 const hard = (term: number, commit: number): HardState => ({ term, vote: null, commit });
 
@@ -176,13 +175,8 @@ describe('LevelLogStorage segments', () => {
     for (const value of bad) {
       const path = await dirs.storeWith(2);
       await rawWrite(path, [{ key: entryKey(1), value }]);
-      const error: unknown = await new LevelLogStorage(path).open().then(
-        () => null,
-        (reason: unknown) => reason,
-      );
-      expect(error).toBeInstanceOf(StorageError);
-      expect((error as StorageError).code).toBe('CRONRAFT_STORAGE_CORRUPT');
-      expect((error as StorageError).message).toContain('entry key 1');
+      const error = await expectStorageError(new LevelLogStorage(path).open(), 'CRONRAFT_STORAGE_CORRUPT', path);
+      expect(error.message).toContain('entry key 1');
     }
   });
 

@@ -5,7 +5,6 @@ import { fileURLToPath } from 'node:url';
 import { encode } from 'cborg';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { StorageError } from '../src/errors.js';
 import { encodeEntry, encodeFormat, encodeHardState, encodeSnapshot } from '../src/storage/level-codec.js';
 import { entryKey, metaKeys, parseKey } from '../src/storage/level-layout.js';
 import { LevelLogStorage } from '../src/storage/level-log-storage.js';
@@ -14,7 +13,7 @@ import { MemoryDisk } from '../src/storage/memory-disk.js';
 import { MemoryLogStorage } from '../src/storage/memory-log-storage.js';
 import { describeLogStorageCompliance, entries, entry, snapshotAt } from './storage-compliance.js';
 import { workloadIdentity, workloadStateAfter } from './fixtures/storage-workload.js';
-import { StoreDirectories, rawWrite, storedEntryIndexes } from './fixtures/level-store.js';
+import { StoreDirectories, expectStorageError, rawWrite, storedEntryIndexes } from './fixtures/level-store.js';
 
 const REPO_ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
 const WRITER_FIXTURE = join(REPO_ROOT, 'test', 'fixtures', 'storage-writer.ts');
@@ -22,18 +21,6 @@ const WRITER_FIXTURE = join(REPO_ROOT, 'test', 'fixtures', 'storage-writer.ts');
 const ACKS_BEFORE_KILL = 300;
 /** fast-check runs against level: every run opens, syncs and closes real stores several times. */
 const LEVEL_PROPERTY_RUNS = 30;
-
-async function expectStorageError(promise: Promise<unknown>, code: string, path: string): Promise<StorageError> {
-  const error: unknown = await promise.then(
-    () => null,
-    (reason: unknown) => reason,
-  );
-  expect(error).toBeInstanceOf(StorageError);
-  expect((error as StorageError).code).toBe(code);
-  expect((error as StorageError).path).toBe(path);
-  expect((error as StorageError).message).toContain(path);
-  return error as StorageError;
-}
 
 describe('entry keys', () => {
   it('read back as their index and sort as LevelDB compares them, in index order', () => {

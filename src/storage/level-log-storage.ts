@@ -131,7 +131,8 @@ export class LevelLogStorage implements LogStorage {
     const lastIndex = checkBatch(batch, session.terms, session.commit);
     // Everything is encoded before the segments in memory change, so that a value that cannot
     // be encoded leaves them as the disk is.
-    const segment = batch.entries.length > 0 ? encodeSegment(batch.entries) : null;
+    const first = batch.entries[0];
+    const segment = first === undefined ? null : { start: first.index, value: encodeSegment(batch.entries) };
     const ops: WriteOp[] = [];
     if (batch.snapshot !== undefined) {
       // An installed snapshot removes every stored segment: those written past its index now,
@@ -140,12 +141,11 @@ export class LevelLogStorage implements LogStorage {
       pushDeletes(ops, session.segments.install(batch.snapshot.index));
     }
     if (batch.hardState !== undefined) ops.push({ type: 'put', key: metaKeys.hardstate, value: encodeHardState(batch.hardState) });
-    const first = batch.entries[0];
-    if (first !== undefined && segment !== null) {
+    if (segment !== null) {
       // One value for the whole batch. It replaces every stored entry from its first index on:
       // the segments after that index go, and one it starts within is cut by the reader.
-      pushDeletes(ops, session.segments.write(first.index, lastIndex));
-      ops.push({ type: 'put', key: entryKey(first.index), value: segment });
+      pushDeletes(ops, session.segments.write(segment.start, lastIndex));
+      ops.push({ type: 'put', key: entryKey(segment.start), value: segment.value });
     }
     if (ops.length === 0) return;
     if (batch.snapshot !== undefined) session.terms.install(batch.snapshot);
