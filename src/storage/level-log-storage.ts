@@ -93,20 +93,21 @@ export class LevelLogStorage implements LogStorage {
       if (read === null) {
         await db.put(metaKeys.format, encodeFormat(FORMAT_VERSION), { sync: this.sync });
         const empty: StoredState = { identity: null, hardState: { ...emptyHardState }, snapshot: emptySnapshot(), entries: [] };
-        this.begin(db, empty, [], 0);
+        this.begin(db, empty, new StoredSegments([]), 0);
         return empty;
       }
-      const { state, version, segments, staleTo, tails } = read;
+      const { state, version, segments } = read;
       // A store of format 1 is read as is, and marked format 2 before its segments are touched:
       // from here on an older cronraft refuses it rather than misreading a segment.
       if (version !== FORMAT_VERSION) await db.put(metaKeys.format, encodeFormat(FORMAT_VERSION), { sync: this.sync });
       // Segments with no entry past the snapshot are stale: the removal after a snapshot had not
       // finished, or a segment straddling the snapshot has since been replaced past it. read()
-      // decoded them but kept none of their entries. Those written past the snapshot go first,
-      // for the reason compact() gives.
-      if (tails.length > 0) await db.batch(tails.map((start) => ({ type: 'del' as const, key: entryKey(start) })), { sync: this.sync });
-      await db.clear({ gte: entryKey(0), lte: entryKey(staleTo) });
-      this.begin(db, state, segments, staleTo);
+      // decoded them but kept none of their entries. They go as after a compaction to the
+      // snapshot: those written past it first, for the reason compact() gives.
+      const { now, staleTo } = segments.compact(state.snapshot.index, state.snapshot.index + state.entries.length);
+      if (now.length > 0) await db.batch(now.map((start) => ({ type: 'del' as const, key: entryKey(start) })), { sync: this.sync });
+      if (staleTo !== null) await db.clear({ gte: entryKey(0), lte: entryKey(staleTo) });
+      this.begin(db, state, segments, staleTo ?? 0);
       return state;
     } catch (error) {
       await db.close().catch(() => undefined);
@@ -198,13 +199,13 @@ export class LevelLogStorage implements LogStorage {
   }
 
   /** `staleTo`: the keys up to it were removed at open. */
-  private begin(db: Db, state: StoredState, segments: readonly StoredSegment[], staleTo: number): void {
+  private begin(db: Db, state: StoredState, segments: StoredSegments, staleTo: number): void {
     const queue = new WriteQueue((ops, sync) => this.writeBatch(db, ops, sync));
     this.session = {
       db,
       queue,
       terms: new TermIndex(state.snapshot, state.entries),
-      segments: new StoredSegments(segments),
+      segments,
       identity: state.identity,
       commit: state.hardState.commit,
       staleFrom: staleTo + 1,
@@ -329,25 +330,24 @@ export class LevelLogStorage implements LogStorage {
     const snapshotBytes = meta.get(MetaName.Snapshot);
     const snapshot: Snapshot = snapshotBytes === undefined ? emptySnapshot() : this.decode(metaKeys.snapshot, snapshotBytes, decodeSnapshot);
 
-    const { entries, segments, staleTo, tails } = this.readLog(stored, snapshot);
+    const { entries, segments } = this.readLog(stored, snapshot);
     const lastIndex = snapshot.index + entries.length;
     if (hardState.commit > lastIndex) throw this.corrupt(`key "${MetaName.HardState}" has commit ${hardState.commit}, past the last index ${lastIndex}`);
     // Only committed entries are ever folded into a snapshot, so the commit point cannot be behind it.
     if (hardState.commit < snapshot.index) {
       throw this.corrupt(`key "${MetaName.HardState}" has commit ${hardState.commit}, below the index ${snapshot.index} of key "${MetaName.Snapshot}"`);
     }
-    return { state: { identity, hardState, snapshot, entries }, version, segments, staleTo, tails };
+    return { state: { identity, hardState, snapshot, entries }, version, segments };
   }
 
   /**
    * The retained log from the stored segments, in key order: each replaces the log read so far
    * from its first index on, and entries at or below the snapshot are skipped (see
-   * level-layout.ts). Also the segments that hold retained entries, and the highest key below
-   * them, up to which every key is stale.
+   * level-layout.ts). Also every segment read, stale or not, with the last index written in it.
    */
-  private readLog(stored: readonly StoredValue[], snapshot: SnapshotMeta): { entries: Entry[]; segments: StoredSegment[]; staleTo: number; tails: number[] } {
+  private readLog(stored: readonly StoredValue[], snapshot: SnapshotMeta): { entries: Entry[]; segments: StoredSegments } {
     const entries: Entry[] = [];
-    const all: StoredSegment[] = [];
+    const all: { start: number; end: number }[] = [];
     const first = snapshot.index + 1;
     for (const { key, index: start, value } of stored) {
       const next = first + entries.length;
@@ -365,16 +365,7 @@ export class LevelLogStorage implements LogStorage {
       });
       all.push({ start, end: start + segment.length - 1 });
     }
-    // The last segment starting at or before the first retained entry holds it; those before it
-    // hold none. With no retained entry, every key is at or below the snapshot.
-    let held = all.length;
-    if (entries.length > 0) while (held > 0 && (all[held - 1] as StoredSegment).start > first) held--;
-    const live = entries.length > 0 ? held - 1 : all.length;
-    const segments = all.slice(live);
-    const staleTo = segments.length > 0 ? (segments[0] as StoredSegment).start - 1 : snapshot.index;
-    // A stale segment written past the snapshot is removed before the others (see StoredSegments).
-    const tails = all.slice(0, live).filter((segment) => segment.end > snapshot.index).map((segment) => segment.start);
-    return { entries, segments, staleTo, tails };
+    return { entries, segments: new StoredSegments(all) };
   }
 
   private decode<T>(key: Uint8Array, bytes: Uint8Array, decoder: (bytes: Uint8Array) => T): T {
@@ -391,27 +382,17 @@ export class LevelLogStorage implements LogStorage {
   }
 }
 
-/** A segment as stored: its key's index and the last index written in it. */
-interface StoredSegment {
-  readonly start: number;
-  readonly end: number;
-}
-
 interface StoredValue {
   readonly key: Uint8Array;
   readonly index: number;
   readonly value: Uint8Array;
 }
 
-/** What read() found: the state, the format it was stored in, its live segments and the stale keys. */
+/** What read() found: the state, the format it was stored in, and every segment held, stale or not. */
 interface StoreRead {
   readonly state: StoredState;
   readonly version: number;
-  readonly segments: readonly StoredSegment[];
-  /** Every key up to this one holds no retained entry. */
-  readonly staleTo: number;
-  /** The stale segments written past the snapshot: removed before the others (see open()). */
-  readonly tails: readonly number[];
+  readonly segments: StoredSegments;
 }
 
 /** What a store holds before anything was compacted: the empty state at index 0. */
