@@ -5,6 +5,7 @@ import type { Message } from '../src/raft/types.js';
 import { parsePeerAddress } from '../src/transport/address.js';
 import { corkWrites } from '../src/transport/corked-writes.js';
 import { Libp2pTransport } from '../src/transport/libp2p-transport.js';
+import { throwPrebuiltRangeError } from '../src/transport/noise-length-prefix.js';
 import { relaxWindowUpdates } from '../src/transport/yamux-window.js';
 
 const transports: Libp2pTransport[] = [];
@@ -91,6 +92,64 @@ describe('fewer writes per message', () => {
     // a window update (which would double the count).
     expect(cork.mock.calls.length).toBeGreaterThanOrEqual(count);
     expect(cork.mock.calls.length).toBeLessThan(count * 1.2);
+  });
+
+  it('gives a noise decoder a length decoder that throws one prebuilt RangeError, and leaves other connections alone', () => {
+    const original = (data: { readonly byteLength: number; readonly at?: unknown }): number => {
+      if (data.byteLength < 2) throw new RangeError('Could not decode int16BE');
+      return (data as Uint8Array)[0]! * 256 + (data as Uint8Array)[1]!;
+    };
+    const connection = { decoder: { lengthDecoder: original } };
+    throwPrebuiltRangeError(connection);
+    const decode = connection.decoder.lengthDecoder;
+    expect(decode).not.toBe(original);
+    expect(decode(Uint8Array.of(1, 2, 3))).toBe(258);
+    const thrown = (bytes: Uint8Array): unknown => {
+      try {
+        decode(bytes);
+      } catch (error) {
+        return error;
+      }
+      return undefined;
+    };
+    const first = thrown(Uint8Array.of(1));
+    // The decoder tells "wait for more bytes" from a real failure by the error's class alone.
+    expect(first).toBeInstanceOf(RangeError);
+    expect(thrown(new Uint8Array(0))).toBe(first);
+    for (const other of [{}, { decoder: null }, { decoder: { lengthDecoder: 1 } }, null]) {
+      const before = JSON.stringify(other);
+      throwPrebuiltRangeError(other);
+      expect(JSON.stringify(other)).toBe(before);
+    }
+  });
+
+  it('builds no RangeError per read on real libp2p connections', async () => {
+    const { a, b } = await connectedPair();
+    // Counts every RangeError built in this process while messages flow (noise's length decoder
+    // looks the global up when it throws). A proxy keeps instanceof working for the decoder.
+    const Original = globalThis.RangeError;
+    let built = 0;
+    globalThis.RangeError = new Proxy(Original, {
+      apply: (target, self, args: [string?]) => {
+        built++;
+        return Reflect.apply(target, self, args) as RangeError;
+      },
+      construct: (target, args: [string?], newTarget) => {
+        built++;
+        return Reflect.construct(target, args, newTarget) as RangeError;
+      },
+    });
+    const count = 100;
+    try {
+      for (let i = 1; i <= count; i++) {
+        a.t.send({ type: 'heartbeat', from: 'a', to: 'b', term: 1, commit: i, readCtx: 0 });
+        await vi.waitFor(() => expect(b.got).toHaveLength(i + 1), { timeout: 10_000, interval: 1 });
+      }
+    } finally {
+      globalThis.RangeError = Original;
+    }
+    // Without the prebuilt error, every read of every message builds one.
+    expect(built).toBeLessThan(count / 10);
   });
 
   it('writes queued messages at the end of the turn, or at once on flush()', async () => {

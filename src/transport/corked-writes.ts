@@ -1,4 +1,3 @@
-import { noise } from '@chainsafe/libp2p-noise';
 import type { MessageStream } from '@libp2p/interface';
 
 interface Corkable {
@@ -35,17 +34,4 @@ export function corkWrites(connection: MessageStream): MessageStream {
     }
   };
   return connection;
-}
-
-/** Noise, with the TCP writes beneath it corked per frame (see corkWrites). */
-export function noiseWithCorkedWrites(): ReturnType<typeof noise> {
-  const factory = noise();
-  return (components) => {
-    const inner = factory(components);
-    // A prototype link keeps every other member of the encrypter (protocol id, extensions) as is.
-    const wrapped: typeof inner = Object.create(inner) as typeof inner;
-    wrapped.secureInbound = (connection, options) => inner.secureInbound(corkWrites(connection), options);
-    wrapped.secureOutbound = (connection, options) => inner.secureOutbound(corkWrites(connection), options);
-    return wrapped;
-  };
 }

@@ -1,6 +1,6 @@
 // Must stay the first import: libp2p needs Promise.withResolvers, which Node 20 lacks.
 import './polyfills.js';
-import { noiseWithCorkedWrites } from './corked-writes.js';
+import { tunedNoise } from './tuned-noise.js';
 import { relaxWindowUpdates } from './yamux-window.js';
 import { yamux } from '@chainsafe/libp2p-yamux';
 import type { Connection, Libp2p, PrivateKey, Stream, StreamMessageEvent } from '@libp2p/interface';
@@ -128,7 +128,7 @@ export class Libp2pTransport implements Transport {
         addresses: { listen: [this.#listen] },
         // noDelay is @libp2p/tcp's default; stated here because latency depends on it.
         transports: [tcp({ dialOpts: { noDelay: true }, listenOpts: { noDelay: true } })],
-        connectionEncrypters: [noiseWithCorkedWrites()],
+        connectionEncrypters: [tunedNoise()],
         streamMuxers: [yamux()],
         connectionManager: {
           dialTimeout: this.#settings.dialTimeoutMs,

@@ -1,0 +1,27 @@
+import { noise } from '@chainsafe/libp2p-noise';
+import { corkWrites } from './corked-writes.js';
+import { throwPrebuiltRangeError } from './noise-length-prefix.js';
+
+/**
+ * Noise, with the TCP writes beneath it corked per frame (corked-writes.ts) and the length
+ * prefixes of what it reads decoded without building an error per read (noise-length-prefix.ts).
+ */
+export function tunedNoise(): ReturnType<typeof noise> {
+  const factory = noise();
+  return (components) => {
+    const inner = factory(components);
+    // A prototype link keeps every other member of the encrypter (protocol id, extensions) as is.
+    const wrapped: typeof inner = Object.create(inner) as typeof inner;
+    wrapped.secureInbound = async (connection, options) => {
+      const secured = await inner.secureInbound(corkWrites(connection), options);
+      throwPrebuiltRangeError(secured.connection);
+      return secured;
+    };
+    wrapped.secureOutbound = async (connection, options) => {
+      const secured = await inner.secureOutbound(corkWrites(connection), options);
+      throwPrebuiltRangeError(secured.connection);
+      return secured;
+    };
+    return wrapped;
+  };
+}
