@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { CodecError } from '../src/errors.js';
 import type { Entry, Message, MessageType } from '../src/raft/types.js';
 import { EntryType, messageTypes } from '../src/raft/types.js';
-import { decodeFrame, encodeFrame } from '../src/transport/codec.js';
+import { encodeEntryRecords } from '../src/entry-records.js';
+import { arrayHeader, decodeFrame, encodeFrame } from '../src/transport/codec.js';
 import {
   FRAME_FORMAT_VERSION,
   MAX_CLOCK_STAMP_MS,
@@ -259,6 +260,12 @@ describe('frame codec', () => {
       expectCodecError(() => encodeFrame({ clusterId: '', message: examples.heartbeat }), /clusterId/);
       expectCodecError(() => encodeFrame({ clusterId: 'c', message: { ...examples.heartbeat, type: 'bogus' } as unknown as Message }), /Unknown message type/);
       expectCodecError(() => encodeFrame({ clusterId: 'c', message: null as unknown as Message }));
+      // Entries that are not a contiguous run after prevIndex, or with a field out of bounds.
+      const append = examples.append as Extract<Message, { type: 'append' }>;
+      const [first, second] = append.entries as [Entry, Entry];
+      expectCodecError(() => encodeFrame({ clusterId: 'c', message: { ...append, entries: [first, { ...second, index: 13 }] } }), /index/);
+      expectCodecError(() => encodeFrame({ clusterId: 'c', message: { ...append, entries: [{ ...first, pid: 'p'.repeat(MAX_PID_LENGTH + 1) }] } }), /pid/);
+      expectCodecError(() => encodeFrame({ clusterId: 'c', message: { ...append, term: -1 } }), /term/);
     });
 
     it('refuses a frame larger than MAX_FRAME_BYTES', () => {
@@ -324,6 +331,38 @@ describe('frame codec', () => {
         }),
         { numRuns: 2000 },
       );
+    });
+
+    it('encodes an append with entries as cborg encodes its wire array, around records shared with storage', () => {
+      fc.assert(
+        fc.property(fc.string({ minLength: 1, maxLength: 40 }), append, (clusterId, m) => {
+          if (m.type !== 'append') return;
+          const records = m.entries.map((e) => [e.index, e.term, e.type, e.data, e.pid]);
+          const wire = [FRAME_FORMAT_VERSION, clusterId, 5, m.from, m.to, m.term, m.prevIndex, m.prevTerm, m.commit, records];
+          expect(Buffer.from(encodeFrame({ clusterId, message: m })).equals(Buffer.from(encode(wire)))).toBe(true);
+          if (m.entries.length === 0) return;
+          // The records are encoded once for a run of entries, whichever array holds them.
+          const once = encodeEntryRecords(m.entries);
+          expect(encodeEntryRecords([...m.entries])).toBe(once);
+          expect(Buffer.from(once).equals(Buffer.concat(records.map((r) => encode(r))))).toBe(true);
+        }),
+        { numRuns: 1000 },
+      );
+      // Longer runs, whose array headers take two and three bytes.
+      for (const count of [24, 255, 256, 300]) {
+        const run: Entry[] = Array.from({ length: count }, (_, i) => ({ index: 101 + i, term: 3, type: EntryType.Normal, data: bytes(i % 256), pid: `n.${i}` }));
+        const m: Message = { type: 'append', ...base, prevIndex: 100, prevTerm: 3, commit: 90, entries: run };
+        const wire = [FRAME_FORMAT_VERSION, 'c', 5, m.from, m.to, m.term, 100, 3, 90, run.map((e) => [e.index, e.term, e.type, e.data, e.pid])];
+        expect(Buffer.from(encodeFrame({ clusterId: 'c', message: m })).equals(Buffer.from(encode(wire)))).toBe(true);
+      }
+    });
+
+    it('writes the header of an array of every length an append may hold as cborg does', () => {
+      for (let n = 1; n <= MAX_ENTRIES_PER_MESSAGE; n++) {
+        const items = encode(new Array<number>(n).fill(0));
+        // Each 0 takes one byte: what precedes them is the header.
+        expect(Buffer.from(arrayHeader(n)).equals(Buffer.from(items.subarray(0, items.length - n)))).toBe(true);
+      }
     });
 
     it('throws nothing but CodecError on random bytes', () => {

@@ -1,7 +1,8 @@
 import { decode, decodeFirst, encode } from 'cborg';
 import type { Entry, HardState, Snapshot } from '../raft/types.js';
 import type { StorageIdentity } from './log-storage.js';
-import { encodeSmall, encodeSmallSequence } from '../small-cbor.js';
+import { encodeEntryRecords, entryRecord } from '../entry-records.js';
+import { encodeSmall } from '../small-cbor.js';
 import { isCount, isEntryType } from './store-checks.js';
 
 /**
@@ -77,16 +78,12 @@ export function encodeEntry(entry: Entry): Uint8Array {
   return encodeSmall(entryRecord(entry), entry.data.byteLength + entry.pid.length * 3);
 }
 
-/** At most the bytes an entry record takes besides its data and pid: its header and integers. */
-const ENTRY_RECORD_OVERHEAD_BYTES = 40;
-
-/** The entries of one save, in one value (see level-layout.ts); `entries` holds at least one. */
+/**
+ * The entries of one save, in one value (see level-layout.ts); `entries` holds at least one. A
+ * leader's are the bytes it sends its followers (see encodeEntryRecords), encoded once for both.
+ */
 export function encodeSegment(entries: readonly Entry[]): Uint8Array {
-  if (entries.length === 1) return encodeEntry(entries[0] as Entry);
-  // An upper bound, so that a segment too large for encodeSmall's scratch buffer skips it.
-  let knownBytes = 0;
-  for (const entry of entries) knownBytes += entry.data.byteLength + entry.pid.length * 3 + ENTRY_RECORD_OVERHEAD_BYTES;
-  return encodeSmallSequence(entries.map(entryRecord), knownBytes);
+  return encodeEntryRecords(entries);
 }
 
 /**
@@ -106,10 +103,6 @@ export function decodeSegment(bytes: Uint8Array): Entry[] {
     entries.push(entryFrom(value));
   } while (rest.length > 0);
   return entries;
-}
-
-function entryRecord(entry: Entry): unknown[] {
-  return [entry.index, entry.term, entry.type, entry.data, entry.pid];
 }
 
 function entryFrom(value: unknown): Entry {
