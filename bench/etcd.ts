@@ -27,6 +27,8 @@ export interface EtcdBenchResult {
     readonly errorKinds: Record<string, number>;
     readonly cpuUsPerCommit: number | null;
   };
+  /** The first coldLoadMs of concurrent load, as bench/raft.ts measures cronraft's. */
+  readonly coldThroughput: { readonly commitsPerSecond: number };
   readonly failoverMs: { readonly median: number; readonly runs: number[]; readonly errorKinds: Record<string, number> };
 }
 
@@ -145,6 +147,8 @@ export async function benchEtcd(o: RaftBenchOptions): Promise<EtcdBenchResult | 
       return { commits, errors, errorKinds, elapsedMs: now() - loadStart };
     };
     // Warmed up like cronraft's (see bench/raft.ts), though only the client here runs on a JIT.
+    const coldLoad = await runLoad(o.coldLoadMs);
+    const coldThroughput = { commitsPerSecond: (coldLoad.commits / coldLoad.elapsedMs) * 1000 };
     await runLoad(o.loadWarmupMs);
     const pids = cluster.members.map((m) => m.child?.pid);
     const cpuBefore = processesCpuMs(pids);
@@ -168,7 +172,7 @@ export async function benchEtcd(o: RaftBenchOptions): Promise<EtcdBenchResult | 
       const next = await cluster.waitForLeader(agent, RESTART_TIMEOUT_MS);
       await cluster.waitCaughtUp(agent, next, RESTART_TIMEOUT_MS);
     }
-    return { version: installed.version, cold, serial, throughput, failoverMs: { median: median(runs), runs, errorKinds: failoverErrors } };
+    return { version: installed.version, cold, serial, throughput, coldThroughput, failoverMs: { median: median(runs), runs, errorKinds: failoverErrors } };
   } catch (e) {
     // The member logs usually say why (port taken, bad flag, disk full).
     throw new Error(`${(e as Error).message}\n${cluster.describe()}`, { cause: e });
@@ -198,6 +202,7 @@ export function comparisonRows(raft: RaftBenchResult, etcd: EtcdBenchResult): st
     [cpuText(etcd.throughput.cpuUsPerCommit), raft.throughput.cpuUsPerCommit === null || etcd.throughput.cpuUsPerCommit === null ? 'n/a' : lowerIsBetter(raft.throughput.cpuUsPerCommit, etcd.throughput.cpuUsPerCommit)],
     ...(raft.failoverMs.runs.length === 0 ? [] : [[`${fmt(etcd.failoverMs.median, 0)} ms`, lowerIsBetter(raft.failoverMs.median, etcd.failoverMs.median)] as [string, string]]),
     [`${fmt(etcd.cold.p50)} / ${fmt(etcd.cold.p99)} ms`, lowerIsBetter(raft.cold.p50, etcd.cold.p50)],
+    [`${fmt(etcd.coldThroughput.commitsPerSecond, 0)} commits/s`, higherIsBetter(raft.coldThroughput.commitsPerSecond, etcd.coldThroughput.commitsPerSecond)],
   ];
   // raftRows gives measure, cronraft's figure and the target, in the same order as `peer`.
   return raftRows(raft).map((row, i) => {

@@ -44,7 +44,9 @@ async function main(): Promise<void> {
     process.exitCode = 2;
     return;
   }
-  const sizes = values.quick ? { warmupMs: 2000, serialCount: 500, loadWarmupMs: 1000, loadSeconds: 2, failoverRuns: 3 } : { warmupMs: 8000, serialCount: 3000, loadWarmupMs: 3000, loadSeconds: 5, failoverRuns: 5 };
+  const sizes = values.quick
+    ? { warmupMs: 2000, serialCount: 500, coldLoadMs: 1000, loadWarmupMs: 1000, loadSeconds: 2, failoverRuns: 3 }
+    : { warmupMs: 8000, serialCount: 3000, coldLoadMs: 3000, loadWarmupMs: 7000, loadSeconds: 10, failoverRuns: 5 };
   const options = values['no-failover'] ? { ...sizes, failoverRuns: 0 } : sizes;
   const startedAt = Date.now();
   const result = await benchRaft(options);
@@ -60,7 +62,10 @@ async function main(): Promise<void> {
     }
   }
 
-  const warmup = `each workload measured after a warm-up (the cold commits, then ${options.warmupMs / 1000} s serial; ${options.loadWarmupMs / 1000} s concurrent); the cold row is the first ${COLD_COMMITS} commits after start`;
+  const warmup = [
+    `each workload measured after a warm-up: the cold commits, then ${options.warmupMs / 1000} s serial; ${(options.coldLoadMs + options.loadWarmupMs) / 1000} s concurrent, then ${options.loadSeconds} s measured`,
+    `the cold rows are the first ${COLD_COMMITS} commits after start and the first ${options.coldLoadMs / 1000} s of concurrent load`,
+  ].join('\n');
   if ('serial' in etcd) {
     console.log(`\ncronraft vs ${etcdLabel(etcd)} (${etcd.version}): three processes each on 127.0.0.1, sync on, default settings`);
     console.log('cronraft proposes inside the leader process; etcd is driven from the bench process through its HTTP/JSON gateway');
