@@ -25,7 +25,7 @@ export interface RaftBenchOptions {
   readonly serialCount: number;
   /** Concurrent proposers measured first, for this long: the cold throughput. */
   readonly coldLoadMs: number;
-  /** Then concurrent proposers before measuring their throughput, for this long (see LOAD_WARMUP). */
+  /** Then concurrent proposers before measuring their throughput, for this long (see LOAD_WARMUP_MS). */
   readonly loadWarmupMs: number;
   readonly loadSeconds: number;
   readonly failoverRuns: number;
@@ -43,13 +43,15 @@ export interface RaftBenchOptions {
 export const COLD_COMMITS = 1000;
 
 /**
- * LOAD_WARMUP: the concurrent path (batches of 64 entries through libp2p, cborg and level) warms
- * up over longer than the serial one. Measured here with 3 s of concurrent warm-up: of 24 pairs
+ * How long the 64 proposers run before their throughput is measured, the cold seconds included.
+ * The concurrent path (batches of 64 entries through libp2p, cborg and level) warms up over
+ * longer than the serial one. Measured here with 3 s of concurrent warm-up: of 24 pairs
  * of 4 s runs one right after the other, the second was the faster in 22, by up to a third; in
  * a run of seven, the leader's CPU per commit fell from 35 to 21 µs and the followers' from 26
  * to 16 µs. So the throughput target is compared with a figure taken after 10 s of concurrent
  * load, and the first seconds of it are printed beside it as the cold throughput.
  */
+export const LOAD_WARMUP_MS = 10_000;
 
 // Compared with times that member processes report: the wall clock, which every process shares
 // (each process's performance.timeOrigin is its own, to a millisecond or so).
@@ -66,7 +68,7 @@ export async function benchRaft(o: RaftBenchOptions): Promise<RaftBenchResult> {
     while (now() < warmupEnd) await leader.request('serial', { count: 200, bytes: 64 });
     const { latencies } = await leader.request<{ latencies: number[] }>('serial', { count: o.serialCount, bytes: 64 });
     const serial = summarize(latencies);
-    // The concurrent path warms up on its own (see LOAD_WARMUP).
+    // The concurrent path warms up on its own (see LOAD_WARMUP_MS).
     const coldLoad = await leader.request<{ commits: number; elapsedMs: number }>('load', { concurrency: 64, durationMs: o.coldLoadMs, bytes: 64 });
     const coldThroughput = { commitsPerSecond: (coldLoad.commits / coldLoad.elapsedMs) * 1000 };
     await leader.request('load', { concurrency: 64, durationMs: o.loadWarmupMs, bytes: 64 });

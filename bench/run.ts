@@ -8,7 +8,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { benchEtcd, comparisonRows, etcdLabel, type EtcdBenchResult } from './etcd.js';
-import { benchRaft, COLD_COMMITS, raftRows } from './raft.js';
+import { benchRaft, COLD_COMMITS, LOAD_WARMUP_MS, raftRows } from './raft.js';
 import { benchScheduler, schedulerRows } from './scheduler.js';
 import { printTable } from './stats.js';
 
@@ -46,7 +46,7 @@ async function main(): Promise<void> {
   }
   const sizes = values.quick
     ? { warmupMs: 2000, serialCount: 500, coldLoadMs: 1000, loadWarmupMs: 1000, loadSeconds: 2, failoverRuns: 3 }
-    : { warmupMs: 8000, serialCount: 3000, coldLoadMs: 3000, loadWarmupMs: 7000, loadSeconds: 10, failoverRuns: 5 };
+    : { warmupMs: 8000, serialCount: 3000, coldLoadMs: 3000, loadWarmupMs: LOAD_WARMUP_MS - 3000, loadSeconds: 10, failoverRuns: 5 };
   const options = values['no-failover'] ? { ...sizes, failoverRuns: 0 } : sizes;
   const startedAt = Date.now();
   const result = await benchRaft(options);

@@ -31,8 +31,9 @@ let lastRun: EncodedRun | null = null;
  *
  * The last run encoded is kept, and found again by its first and last entry and its length:
  * entries are never changed, and a log that replaces an entry replaces every entry after it, so
- * the same first and last entry objects over the same length are the same run. `entries` holds
- * at least one.
+ * the same first and last entry objects over the same length are the same run. Keeping it pins
+ * the one slab of Node's buffer pool it may sit in (see encodeSmall), until the next run. The
+ * entries must not be changed once encoded, nor the bytes by anyone. `entries` holds at least one.
  */
 export function encodeEntryRecords(entries: readonly Entry[]): Uint8Array {
   const first = entries[0] as Entry;

@@ -266,6 +266,13 @@ describe('frame codec', () => {
       expectCodecError(() => encodeFrame({ clusterId: 'c', message: { ...append, entries: [first, { ...second, index: 13 }] } }), /index/);
       expectCodecError(() => encodeFrame({ clusterId: 'c', message: { ...append, entries: [{ ...first, pid: 'p'.repeat(MAX_PID_LENGTH + 1) }] } }), /pid/);
       expectCodecError(() => encodeFrame({ clusterId: 'c', message: { ...append, term: -1 } }), /term/);
+      // What no protocol message holds, but a caller might pass: still CodecError.
+      for (const odd of [[first, null], [first, undefined], new Array<Entry>(2), [first, 7]]) {
+        expectCodecError(() => encodeFrame({ clusterId: 'c', message: { ...append, entries: odd as Entry[] } }));
+      }
+      for (const prevIndex of [10n, Symbol('x'), '10', 1.5]) {
+        expectCodecError(() => encodeFrame({ clusterId: 'c', message: { ...append, prevIndex: prevIndex as unknown as number } }));
+      }
     });
 
     it('refuses a frame larger than MAX_FRAME_BYTES', () => {

@@ -72,9 +72,12 @@ export function decodeSnapshot(bytes: Uint8Array): Snapshot {
   return { index, term, data };
 }
 
+/**
+ * One entry's record alone: the value of an entry in a format-1 store, which stored one entry per
+ * key, and the same bytes as a segment of that one entry. Saves write segments; the tests write
+ * format-1 stores with this.
+ */
 export function encodeEntry(entry: Entry): Uint8Array {
-  // Every member encodes every entry it stores: the cheap path (see encodeSmall), for the short
-  // time until the write is done.
   return encodeSmall(entryRecord(entry), entry.data.byteLength + entry.pid.length * 3);
 }
 

@@ -109,7 +109,14 @@ type Wire = unknown[];
 export function encodeFrame(frame: Frame): Uint8Array {
   // Callers may pass anything (see the tests): checked before it is read.
   const m = (frame as Frame | null | undefined)?.message as Message | null | undefined;
-  if (m?.type === 'append' && Array.isArray(m.entries) && m.entries.length > 0 && m.entries.length <= MAX_ENTRIES_PER_MESSAGE && validEntries(m.entries, m.prevIndex)) {
+  if (
+    m?.type === 'append' &&
+    Number.isSafeInteger(m.prevIndex) &&
+    Array.isArray(m.entries) &&
+    m.entries.length > 0 &&
+    m.entries.length <= MAX_ENTRIES_PER_MESSAGE &&
+    validEntries(m.entries, m.prevIndex)
+  ) {
     return encodeAppend(frame.clusterId, m);
   }
   let wire: Wire;
@@ -176,8 +183,9 @@ export function arrayHeader(length: number): Uint8Array {
 /** Whether the decoder would accept these entries of an append after `prevIndex` (see isValidEntry). */
 function validEntries(entries: readonly Entry[], prevIndex: number): boolean {
   for (let i = 0; i < entries.length; i++) {
-    const e = entries[i] as Entry;
-    if (!isValidEntryFields(e.index, e.term, e.type, e.data, e.pid, prevIndex + 1 + i)) return false;
+    // A caller's array may hold anything, holes included.
+    const e = entries[i] as Entry | null | undefined;
+    if (typeof e !== 'object' || e === null || !isValidEntryFields(e.index, e.term, e.type, e.data, e.pid, prevIndex + 1 + i)) return false;
   }
   return true;
 }
