@@ -12,16 +12,14 @@ export function tunedNoise(): ReturnType<typeof noise> {
     const inner = factory(components);
     // A prototype link keeps every other member of the encrypter (protocol id, extensions) as is.
     const wrapped: typeof inner = Object.create(inner) as typeof inner;
-    wrapped.secureInbound = async (connection, options) => {
-      const secured = await inner.secureInbound(corkWrites(connection), options);
-      throwPrebuiltRangeError(secured.connection);
-      return secured;
-    };
-    wrapped.secureOutbound = async (connection, options) => {
-      const secured = await inner.secureOutbound(corkWrites(connection), options);
-      throwPrebuiltRangeError(secured.connection);
-      return secured;
-    };
+    wrapped.secureInbound = (connection, options) => tuneSecured(inner.secureInbound(corkWrites(connection), options));
+    wrapped.secureOutbound = (connection, options) => tuneSecured(inner.secureOutbound(corkWrites(connection), options));
     return wrapped;
   };
+}
+
+async function tuneSecured<T extends { readonly connection: unknown }>(securing: Promise<T>): Promise<T> {
+  const secured = await securing;
+  throwPrebuiltRangeError(secured.connection);
+  return secured;
 }
