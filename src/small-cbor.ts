@@ -50,13 +50,17 @@ export function encodeSmall(value: unknown, knownBytes = 0): Uint8Array {
  * CBOR-encodes values one after another, a CBOR sequence (RFC 8742), as encodeSmall encodes one:
  * into the scratch buffer, then one copy. For the segment a save writes (see level-layout.ts):
  * one value for all its entries rather than one per entry.
+ *
+ * CBOR writes an array as its header and then its items, so the sequence is the array's
+ * encoding without its header: one call to the encoder, rather than one per value, each with
+ * its own setup and view of the buffer (measured here: 17 µs against 46 µs for the records of 64 log entries).
  */
 export function encodeSmallSequence(values: readonly unknown[], knownBytes = 0): Uint8Array {
-  if (knownBytes <= SMALL_CBOR_MAX_BYTES_HINT) {
-    let written = 0;
+  // More values than that could not fit the scratch buffer, a byte each at least.
+  if (knownBytes <= SMALL_CBOR_MAX_BYTES_HINT && values.length < SMALL_CBOR_SCRATCH_BYTES) {
     try {
-      for (const value of values) written += encodeInto(value, scratch.subarray(written)).written;
-      return copyOut(written);
+      const written = encodeInto(values, scratch).written;
+      return copyOut(written, arrayHeaderBytes(values.length));
     } catch {
       // Too large for the scratch buffer: one encoding per value, joined, as below.
     }
@@ -64,9 +68,16 @@ export function encodeSmallSequence(values: readonly unknown[], knownBytes = 0):
   return concatBytes(values.map((value) => encode(value)));
 }
 
-/** The first `written` bytes of the scratch buffer, in Node's pool of small buffers when they fit one. */
-function copyOut(written: number): Uint8Array {
-  const out = Buffer.allocUnsafe(written);
-  out.set(scratch.subarray(0, written));
-  return new Uint8Array(out.buffer, out.byteOffset, written);
+/** How many bytes the header of a CBOR array of `length` < 65,536 items takes (RFC 8949, 3.1). */
+function arrayHeaderBytes(length: number): number {
+  if (length < 24) return 1;
+  return length < 0x100 ? 2 : 3;
+}
+
+/** Bytes `from` to `written` of the scratch buffer, in Node's pool of small buffers when they fit one. */
+function copyOut(written: number, from = 0): Uint8Array {
+  const length = written - from;
+  const out = Buffer.allocUnsafe(length);
+  out.set(scratch.subarray(from, written));
+  return new Uint8Array(out.buffer, out.byteOffset, length);
 }

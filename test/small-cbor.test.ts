@@ -82,6 +82,13 @@ describe('encodeSmallSequence', () => {
     );
   });
 
+  it('gives the values as cborg encodes them, one after another, for as many values as fit its scratch buffer', () => {
+    for (const count of [23, 24, 255, 256, 300, 4096, SMALL_CBOR_SCRATCH_BYTES - 1, SMALL_CBOR_SCRATCH_BYTES]) {
+      const values = Array.from({ length: count }, (_, i) => i % 24);
+      expect(Buffer.from(encodeSmallSequence(values)).equals(joined(values))).toBe(true);
+    }
+  });
+
   it('gives the same bytes for values that together overflow its scratch buffer, or that the caller says are large', () => {
     const large = [[1, new Uint8Array(SMALL_CBOR_SCRATCH_BYTES / 2).fill(1)], [2, new Uint8Array(SMALL_CBOR_SCRATCH_BYTES / 2).fill(2)]];
     expect(Buffer.from(encodeSmallSequence(large)).equals(joined(large))).toBe(true);
