@@ -60,7 +60,7 @@ export function encodeSmallSequence(values: readonly unknown[], knownBytes = 0):
   if (knownBytes <= SMALL_CBOR_MAX_BYTES_HINT && values.length < SMALL_CBOR_SCRATCH_BYTES) {
     try {
       const written = encodeInto(values, scratch).written;
-      return copyOut(written, arrayHeaderBytes(values.length));
+      return copyOut(written, arrayHeader(values.length).length);
     } catch {
       // Too large for the scratch buffer: one encoding per value, joined, as below.
     }
@@ -68,10 +68,16 @@ export function encodeSmallSequence(values: readonly unknown[], knownBytes = 0):
   return concatBytes(values.map((value) => encode(value)));
 }
 
-/** How many bytes the header of a CBOR array of `length` < 65,536 items takes (RFC 8949, 3.1). */
-function arrayHeaderBytes(length: number): number {
-  if (length < 24) return 1;
-  return length < 0x100 ? 2 : 3;
+/** CBOR's major type 4, an array, with its length in the next 1 or 2 bytes (RFC 8949, 3.1). */
+const CBOR_ARRAY = 0x80;
+const CBOR_ARRAY_LENGTH_1 = 0x98;
+const CBOR_ARRAY_LENGTH_2 = 0x99;
+
+/** The header of a CBOR array of `length` items, length < 65,536, as cborg writes it. */
+export function arrayHeader(length: number): Uint8Array {
+  if (length < 24) return Uint8Array.of(CBOR_ARRAY | length);
+  if (length < 0x100) return Uint8Array.of(CBOR_ARRAY_LENGTH_1, length);
+  return Uint8Array.of(CBOR_ARRAY_LENGTH_2, length >> 8, length & 0xff);
 }
 
 /** Bytes `from` to `written` of the scratch buffer, in Node's pool of small buffers when they fit one. */

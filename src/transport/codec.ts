@@ -3,6 +3,7 @@ import { CodecError } from '../errors.js';
 import { EntryType } from '../raft/types.js';
 import type { AppendMessage, ClockEstimate, Entry, HeartbeatClock, HeartbeatEcho, Message, MessageType, NodeId, ProposalData } from '../raft/types.js';
 import { encodeEntryRecords } from '../entry-records.js';
+import { arrayHeader } from '../small-cbor.js';
 import {
   FRAME_FORMAT_VERSION,
   MAX_CLOCK_STAMP_MS,
@@ -139,11 +140,6 @@ export function encodeFrame(frame: Frame): Uint8Array {
   return bytes;
 }
 
-/** CBOR's major type 4, an array, with its length in the next 1 or 2 bytes (RFC 8949, 3.1). */
-const CBOR_ARRAY = 0x80;
-const CBOR_ARRAY_LENGTH_1 = 0x98;
-const CBOR_ARRAY_LENGTH_2 = 0x99;
-
 /**
  * An append whose entries the decoder accepts (checked by the caller), encoded around the
  * records encodeEntryRecords made of them, which the leader's own write shares: the same bytes
@@ -171,13 +167,6 @@ function encodeAppend(clusterId: string, m: AppendMessage): Uint8Array {
   bytes.set(count, start);
   bytes.set(records, start + count.length);
   return bytes;
-}
-
-/** The header of a CBOR array of `length` items, 0 < length < 65,536, as cborg writes it. */
-export function arrayHeader(length: number): Uint8Array {
-  if (length < 24) return Uint8Array.of(CBOR_ARRAY | length);
-  if (length < 0x100) return Uint8Array.of(CBOR_ARRAY_LENGTH_1, length);
-  return Uint8Array.of(CBOR_ARRAY_LENGTH_2, length >> 8, length & 0xff);
 }
 
 /** Whether the decoder would accept these entries of an append after `prevIndex` (see isValidEntry). */
