@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { EntryType } from '../src/raft/types.js';
 import { concatBytes } from '../src/concat-bytes.js';
 import { encodeSmall, encodeSmallSequence, SMALL_CBOR_MAX_BYTES_HINT, SMALL_CBOR_SCRATCH_BYTES } from '../src/small-cbor.js';
-import { decodeSegment, encodeEntry, encodeSegment } from '../src/storage/level-codec.js';
+import { decodeSegment, encodeSegment } from '../src/storage/level-codec.js';
+import { formatOneEntry } from './fixtures/level-store.js';
 
 // What the log and its commands hold: integers, strings, byte strings, null, arrays and maps.
 const cborValue = fc.letrec((tie) => ({
@@ -64,7 +65,7 @@ describe('encodeSmall', () => {
   it('stores entries of every size as cborg encodes them, small ones through encodeSmall and large ones not', () => {
     for (const size of [0, 63, 64, 200, SMALL_CBOR_MAX_BYTES_HINT - 20, SMALL_CBOR_MAX_BYTES_HINT + 1, SMALL_CBOR_SCRATCH_BYTES + 5]) {
       const entry = { index: 7, term: 2, type: EntryType.Normal, data: new Uint8Array(size).fill(3), pid: 'b00t.1z' };
-      const bytes = encodeEntry(entry);
+      const bytes = encodeSegment([entry]);
       expect(Buffer.from(bytes).equals(Buffer.from(encode([7, 2, EntryType.Normal, entry.data, 'b00t.1z'])))).toBe(true);
       expect(decodeSegment(bytes)).toEqual([entry]);
     }
@@ -106,7 +107,7 @@ describe('segments', () => {
       fc.property(fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER - 80 }), fc.array(entryOf, { minLength: 1, maxLength: 80 }), (first, parts) => {
         const entries = parts.map((part, i) => ({ index: first + i, term: part.term, type: EntryType.Normal, data: part.data, pid: part.pid }));
         expect(decodeSegment(encodeSegment(entries))).toEqual(entries);
-        expect(Buffer.from(encodeSegment(entries.slice(0, 1))).equals(Buffer.from(encodeEntry(entries[0] as (typeof entries)[0])))).toBe(true);
+        expect(Buffer.from(encodeSegment(entries.slice(0, 1))).equals(Buffer.from(formatOneEntry(entries[0] as (typeof entries)[0])))).toBe(true);
       }),
     );
   });

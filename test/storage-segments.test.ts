@@ -2,12 +2,12 @@ import fc from 'fast-check';
 import { Level } from 'level';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { HardState } from '../src/raft/types.js';
-import { decodeFormat, encodeEntry, encodeFormat, encodeHardState, encodeSegment, encodeSnapshot } from '../src/storage/level-codec.js';
+import { decodeFormat, encodeFormat, encodeHardState, encodeSegment, encodeSnapshot } from '../src/storage/level-codec.js';
 import { FORMAT_VERSION, entryKey, metaKeys } from '../src/storage/level-layout.js';
 import { LevelLogStorage } from '../src/storage/level-log-storage.js';
 import { StoredSegments } from '../src/storage/stored-segments.js';
 import { entries, entry, expectModelHolds, modelCommands, snapshotAt } from './storage-compliance.js';
-import { StoreDirectories, expectStorageError, rawRead, rawWrite, storedEntryIndexes } from './fixtures/level-store.js';
+import { StoreDirectories, expectStorageError, formatOneEntry, rawRead, rawWrite, storedEntryIndexes } from './fixtures/level-store.js';
 
 const hard = (term: number, commit: number): HardState => ({ term, vote: null, commit });
 
@@ -158,7 +158,7 @@ describe('LevelLogStorage segments', () => {
     await rawWrite(path, [
       { key: metaKeys.format, value: encodeFormat(1) },
       { key: metaKeys.hardstate, value: encodeHardState(hard(1, 3)) },
-      ...entries(2, 3, 1).map((e) => ({ key: entryKey(e.index), value: encodeEntry(e) })),
+      ...entries(2, 3, 1).map((e) => ({ key: entryKey(e.index), value: formatOneEntry(e) })),
     ]);
     const store = new LevelLogStorage(path);
     expect((await store.open()).entries).toEqual(entries(1, 3, 1));
@@ -171,7 +171,7 @@ describe('LevelLogStorage segments', () => {
   });
 
   it('reports a segment whose entries do not follow one another, or that does not decode past its first entry, as corrupt', async () => {
-    const bad = [encodeSegment([entry(1, 1), entry(3, 1)]), Uint8Array.of(...encodeEntry(entry(1, 1)), 0xff)];
+    const bad = [encodeSegment([entry(1, 1), entry(3, 1)]), Uint8Array.of(...formatOneEntry(entry(1, 1)), 0xff)];
     for (const value of bad) {
       const path = await dirs.storeWith(2);
       await rawWrite(path, [{ key: entryKey(1), value }]);
@@ -240,7 +240,7 @@ describe('LevelLogStorage segments', () => {
       { key: metaKeys.snapshot, value: encodeSnapshot(snapshotAt(3, 1)) },
       // Entry 1 was removed; 2 and 3 were not.
       { key: entryKey(1), value: null },
-      ...entries(2, 6, 1).map((e) => ({ key: entryKey(e.index), value: encodeEntry(e) })),
+      ...entries(2, 6, 1).map((e) => ({ key: entryKey(e.index), value: formatOneEntry(e) })),
     ]);
     const store = new LevelLogStorage(path);
     const state = await store.open();

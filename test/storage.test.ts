@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { encode } from 'cborg';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { encodeEntry, encodeFormat, encodeHardState, encodeSnapshot } from '../src/storage/level-codec.js';
+import { encodeFormat, encodeHardState, encodeSnapshot } from '../src/storage/level-codec.js';
 import { entryKey, metaKeys, parseKey } from '../src/storage/level-layout.js';
 import { LevelLogStorage } from '../src/storage/level-log-storage.js';
 import type { LogStorage } from '../src/storage/log-storage.js';
@@ -13,7 +13,7 @@ import { MemoryDisk } from '../src/storage/memory-disk.js';
 import { MemoryLogStorage } from '../src/storage/memory-log-storage.js';
 import { describeLogStorageCompliance, entries, entry, snapshotAt } from './storage-compliance.js';
 import { workloadIdentity, workloadStateAfter } from './fixtures/storage-workload.js';
-import { StoreDirectories, expectStorageError, rawWrite, storedEntryIndexes } from './fixtures/level-store.js';
+import { StoreDirectories, expectStorageError, formatOneEntry, rawWrite, storedEntryIndexes } from './fixtures/level-store.js';
 
 const REPO_ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
 const WRITER_FIXTURE = join(REPO_ROOT, 'test', 'fixtures', 'storage-writer.ts');
@@ -273,11 +273,11 @@ describe('LevelLogStorage', () => {
 
   it('reports an entry stored under another index, a falling term and a commit past the log as corrupt', async () => {
     const misplaced = await storeWith(3);
-    await rawWrite(misplaced, [{ key: entryKey(2), value: encodeEntry(entry(3, 1)) }]);
+    await rawWrite(misplaced, [{ key: entryKey(2), value: formatOneEntry(entry(3, 1)) }]);
     expect((await expectStorageError(new LevelLogStorage(misplaced).open(), 'CRONRAFT_STORAGE_CORRUPT', misplaced)).message).toContain('entry key 2');
 
     const falling = await storeWith(3);
-    await rawWrite(falling, [{ key: entryKey(2), value: encodeEntry(entry(2, 5)) }]);
+    await rawWrite(falling, [{ key: entryKey(2), value: formatOneEntry(entry(2, 5)) }]);
     expect((await expectStorageError(new LevelLogStorage(falling).open(), 'CRONRAFT_STORAGE_CORRUPT', falling)).message).toContain('entry key 3');
 
     const pastCommit = await storeWith(3);

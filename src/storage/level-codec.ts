@@ -1,8 +1,7 @@
 import { decode, decodeFirst, encode } from 'cborg';
 import type { Entry, HardState, Snapshot } from '../raft/types.js';
 import type { StorageIdentity } from './log-storage.js';
-import { encodeEntryRecords, entryRecord } from '../entry-records.js';
-import { encodeSmall } from '../small-cbor.js';
+import { encodeEntryRecords } from '../entry-records.js';
 import { isCount, isEntryType } from './store-checks.js';
 
 /**
@@ -17,7 +16,8 @@ import { isCount, isEntryType } from './store-checks.js';
  *              another (a CBOR sequence, RFC 8742) at consecutive indexes
  *
  * An entry keeps its index although the key holds the first one, so that a value stored under
- * the wrong key is detected. A segment of one entry is the whole entry value of format 1.
+ * the wrong key is detected. A segment of one entry is the whole entry value of format 1,
+ * which stored one entry per key.
  *
  * The snapshot record gained its data without a new format version: no released version ever
  * wrote a snapshot record, so no store holds the older two-element shape, and decodeSnapshot
@@ -70,15 +70,6 @@ export function decodeSnapshot(bytes: Uint8Array): Snapshot {
   if (!isCount(term)) throw new ValueShapeError(`expected a non-negative integer snapshot term, got ${describe(term)}`);
   if (!(data instanceof Uint8Array)) throw new ValueShapeError(`expected bytes for the snapshot data, got ${describe(data)}`);
   return { index, term, data };
-}
-
-/**
- * One entry's record alone: the value of an entry in a format-1 store, which stored one entry per
- * key, and the same bytes as a segment of that one entry. Saves write segments; the tests write
- * format-1 stores with this.
- */
-export function encodeEntry(entry: Entry): Uint8Array {
-  return encodeSmall(entryRecord(entry), entry.data.byteLength + entry.pid.length * 3);
 }
 
 /**

@@ -105,7 +105,9 @@ export class LevelLogStorage implements LogStorage {
       // decoded them but kept none of their entries. They go as after a compaction to the
       // snapshot: those written past it first, for the reason compact() gives.
       const { now, staleTo } = segments.compact(state.snapshot.index, state.snapshot.index + state.entries.length);
-      if (now.length > 0) await db.batch(now.map((start) => ({ type: 'del' as const, key: entryKey(start) })), { sync: this.sync });
+      const deletes: WriteOp[] = [];
+      pushDeletes(deletes, now);
+      if (deletes.length > 0) await db.batch(deletes, { sync: this.sync });
       if (staleTo !== null) await db.clear({ gte: entryKey(0), lte: entryKey(staleTo) });
       this.begin(db, state, segments, staleTo ?? 0);
       return state;

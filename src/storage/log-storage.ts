@@ -60,8 +60,9 @@ export interface LogStorage {
   /**
    * Compacts the log behind a snapshot this member took of its own applied state: stores the
    * snapshot, and with it the log starts after `snapshot.index`, atomically, ordered after every
-   * earlier save(); a store may remove what it held up to there later, in the background. `snapshot.index` must be a stored entry (or the current snapshot's index)
-   * with that term, at or below the stored commit point; the entries after it are kept.
+   * earlier save(); a store may remove what it held up to there later, in the background.
+   * `snapshot.index` must be a stored entry (or the current snapshot's index) with that term, at
+   * or below the stored commit point; the entries after it are kept.
    */
   compact(snapshot: Snapshot): Promise<void>;
   /** Index of the first retained entry (snapshot.index + 1). */
