@@ -132,13 +132,14 @@ describe('the driver orders effects', () => {
     expect(transport.sent.filter((m) => m.type === 'append-resp')).toMatchObject([{ to: 'b', reject: false, index: 1 }]);
   });
 
-  it("sends a leader's appends before its own write of their entries starts, and counts its copy only once durable", async () => {
+  it("sends a leader's appends before its own write of their entries starts, flushes them right after it starts, and counts its copy only once durable", async () => {
     const disk = new MemoryDisk({ manualSync: true });
     const storage = new MemoryLogStorage(disk);
     const { driver, transport } = await makeDriver(storage);
     const appends = (): Message[] => transport.sent.filter((m) => m.type === 'append' && m.entries.some((e) => e.pid !== ''));
     // How many appends of proposals had been sent, and whether everything sent had been handed to
-    // the network (not left for the end of the turn), when each write of entries started.
+    // the network (not left for the end of the turn), when each write of entries started. The
+    // flush comes after the write starts: on loopback it holds the thread for the receiver too.
     const atSave: Array<{ appends: number; flushed: boolean }> = [];
     const save = storage.save.bind(storage);
     storage.save = (batch) => {
@@ -161,8 +162,9 @@ describe('the driver orders effects', () => {
     await settle();
     const proposed = driver.propose(new Uint8Array([7]));
     await settle();
-    // Both followers' appends left before the leader's own write was started.
-    expect(atSave).toEqual([{ appends: 2, flushed: true }]);
+    // Both followers' appends were sent before the leader's own write started, and flushed after.
+    expect(atSave).toEqual([{ appends: 2, flushed: false }]);
+    expect(transport.sent.slice(0, transport.flushed).filter((m) => appends().includes(m))).toHaveLength(2);
     const index = (appends()[0] as Extract<Message, { type: 'append' }>).entries.at(-1)!.index;
     // One follower's copy is not a majority while the leader's own is not durable.
     transport.deliver({ type: 'append-resp', from: 'b', to: 'a', term: 1, index, reject: false, hintIndex: 0, hintTerm: 0 });

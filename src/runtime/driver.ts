@@ -516,19 +516,18 @@ export class RaftDriver {
     const persist = voteChanged || rd.entries.length > 0 || rd.snapshot !== null;
     // 2. Send, decided first: all at once if nothing is written; a leader's replication at once
     // if its term and vote are durable; everything else once every write so far is durable.
-    // What may go at once goes before this Ready's own write is even built (encoding a batch of
-    // entries for storage takes a while), so the followers' writes start that much sooner; the
-    // leader counts its own copy only once durable.
+    // What may go at once is handed to the transport before this Ready's own write is built, so
+    // the write's entries are encoded once, for the wire, and storage reuses those bytes
+    // (entry-records.ts); the leader counts its own copy only once durable.
     const termDurable = this.#node.term === this.#durableTerm && this.#node.vote === this.#durableVote;
     let later: readonly Message[] = [];
+    let flushAfterWrite = false;
     if (!persist && this.#savesInFlight === 0) {
       for (const m of rd.messages) this.#send(m);
     } else if (termDurable && this.#node.role === 'leader') {
       for (const m of rd.messages) if (isLeaderReplication(m)) this.#send(m);
       later = rd.messages.filter((m) => !isLeaderReplication(m));
-      // The transport would write them at the end of this turn, after the write below is built;
-      // handing them over now starts the followers' writes that much sooner.
-      if (persist && later.length < rd.messages.length) this.#o.transport.flush();
+      flushAfterWrite = persist && later.length < rd.messages.length;
     } else {
       later = rd.messages;
     }
@@ -552,6 +551,13 @@ export class RaftDriver {
         }
       });
     }
+    // The transport would write the appends at the end of this turn; handing them over now
+    // starts the followers' writes sooner. It comes after the write above has started (its disk
+    // work runs on libuv's pool), because a socket write on loopback also runs the receiver's
+    // TCP processing on this thread: measured 0.23 ms (p50) per flush of one append, by which the
+    // leader's own fsync started later when the flush came first (serial commit p50 1.17 ms
+    // against 1.05 ms with this order, in alternating windows of one run).
+    if (flushAfterWrite) this.#o.transport.flush();
     if (persist || later.length > 0) {
       this.#lastSave.then(
         () => {
