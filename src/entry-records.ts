@@ -1,8 +1,15 @@
+import { CBOR_ARRAY, CBOR_UINT, isHeadArgument, MAX_HEAD_BYTES, writeBytes, writeHead, writeText } from './cbor-heads.js';
 import type { Entry } from './raft/types.js';
-import { encodeSmallSequence } from './small-cbor.js';
+import { encodeSmallSequence, writeSmall } from './small-cbor.js';
 
 /** At most the bytes an entry record takes besides its data and pid: its header and integers. */
 const ENTRY_RECORD_OVERHEAD_BYTES = 40;
+
+/** The fields of an entry record: index, term, type, data, pid. */
+const ENTRY_RECORD_FIELDS = 5;
+
+/** At most the bytes a record's heads take: the array's, three integers' and those of data and pid. */
+const ENTRY_RECORD_HEAD_BYTES = 1 + 5 * MAX_HEAD_BYTES;
 
 /**
  * The record of a log entry, as storage writes it and an append message carries it:
@@ -40,10 +47,39 @@ export function encodeEntryRecords(entries: readonly Entry[]): Uint8Array {
   const last = entries[entries.length - 1] as Entry;
   const run = lastRun;
   if (run !== null && run.first === first && run.last === last && run.length === entries.length) return run.bytes;
+  const bytes = writeRecords(entries) ?? encodeWithCborg(entries);
+  lastRun = { first, last, length: entries.length, bytes };
+  return bytes;
+}
+
+/**
+ * The records written head by head (cbor-heads.ts), the same bytes cborg writes; null if a
+ * field is not what a record holds, for cborg to encode as it would or to throw as it would.
+ */
+function writeRecords(entries: readonly Entry[]): Uint8Array | null {
+  let bound = 0;
+  for (const entry of entries) {
+    if (!isHeadArgument(entry.index) || !isHeadArgument(entry.term) || !isHeadArgument(entry.type)) return null;
+    if (!(entry.data instanceof Uint8Array) || typeof entry.pid !== 'string') return null;
+    bound += ENTRY_RECORD_HEAD_BYTES + entry.data.length + entry.pid.length * 3;
+  }
+  return writeSmall(bound, (out) => {
+    let pos = 0;
+    for (const entry of entries) {
+      out[pos++] = CBOR_ARRAY | ENTRY_RECORD_FIELDS;
+      pos = writeHead(out, pos, CBOR_UINT, entry.index);
+      pos = writeHead(out, pos, CBOR_UINT, entry.term);
+      pos = writeHead(out, pos, CBOR_UINT, entry.type);
+      pos = writeBytes(out, pos, entry.data);
+      pos = writeText(out, pos, entry.pid);
+    }
+    return pos;
+  });
+}
+
+function encodeWithCborg(entries: readonly Entry[]): Uint8Array {
   // An upper bound, so that a run too large for encodeSmall's scratch buffer skips it.
   let knownBytes = 0;
   for (const entry of entries) knownBytes += entry.data.byteLength + entry.pid.length * 3 + ENTRY_RECORD_OVERHEAD_BYTES;
-  const bytes = encodeSmallSequence(entries.map(entryRecord), knownBytes);
-  lastRun = { first, last, length: entries.length, bytes };
-  return bytes;
+  return encodeSmallSequence(entries.map(entryRecord), knownBytes);
 }

@@ -1,4 +1,5 @@
 import { encode, encodeInto } from 'cborg';
+import { headBytes } from './cbor-heads.js';
 import { concatBytes } from './concat-bytes.js';
 
 /**
@@ -60,7 +61,7 @@ export function encodeSmallSequence(values: readonly unknown[], knownBytes = 0):
   if (knownBytes <= SMALL_CBOR_MAX_BYTES_HINT && values.length < SMALL_CBOR_SCRATCH_BYTES) {
     try {
       const written = encodeInto(values, scratch).written;
-      return copyOut(written, arrayHeader(values.length).length);
+      return copyOut(written, headBytes(values.length));
     } catch {
       // Too large for the scratch buffer: one encoding per value, joined, as below.
     }
@@ -68,22 +69,32 @@ export function encodeSmallSequence(values: readonly unknown[], knownBytes = 0):
   return concatBytes(values.map((value) => encode(value)));
 }
 
-/** CBOR's major type 4, an array, with its length in the next 1 or 2 bytes (RFC 8949, 3.1). */
-const CBOR_ARRAY = 0x80;
-const CBOR_ARRAY_LENGTH_1 = 0x98;
-const CBOR_ARRAY_LENGTH_2 = 0x99;
-
-/** The header of a CBOR array of `length` items, length < 65,536, as cborg writes it. */
-export function arrayHeader(length: number): Uint8Array {
-  if (length < 24) return Uint8Array.of(CBOR_ARRAY | length);
-  if (length < 0x100) return Uint8Array.of(CBOR_ARRAY_LENGTH_1, length);
-  return Uint8Array.of(CBOR_ARRAY_LENGTH_2, length >> 8, length & 0xff);
-}
-
 /** Bytes `from` to `written` of the scratch buffer, in Node's pool of small buffers when they fit one. */
 function copyOut(written: number, from = 0): Uint8Array {
-  const length = written - from;
-  const out = Buffer.allocUnsafe(length);
+  const out = pooledBytes(written - from);
   out.set(scratch.subarray(from, written));
+  return out;
+}
+
+/**
+ * `length` bytes, not zeroed, in Node's pool of small buffers when they fit one (see encodeSmall
+ * for what that means for their lifetime), as a plain Uint8Array.
+ */
+export function pooledBytes(length: number): Uint8Array {
+  const out = Buffer.allocUnsafe(length);
   return new Uint8Array(out.buffer, out.byteOffset, length);
+}
+
+/**
+ * What `write` writes from the start of a buffer of at least `bound` bytes, up to the position it
+ * returns, copied out as encodeSmall's result is: for a writer of CBOR's heads (cbor-heads.ts)
+ * that knows a bound of its output. Past the scratch buffer's size it writes into a buffer of
+ * its own, of which the result is a view.
+ */
+export function writeSmall(bound: number, write: (out: Uint8Array) => number): Uint8Array {
+  if (bound > SMALL_CBOR_SCRATCH_BYTES) {
+    const out = new Uint8Array(bound);
+    return out.subarray(0, write(out));
+  }
+  return copyOut(write(scratch));
 }

@@ -1,10 +1,8 @@
-import { encode } from 'cborg';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ARENA_CHUNK_BYTES, ARENA_MAX_COPY_BYTES, ByteArena } from '../src/byte-arena.js';
-import { decodeCommand, encodeCommand } from '../src/runtime/commands.js';
+import { encodeCommand } from '../src/runtime/commands.js';
 import { COMPACTION_DEFAULTS, raftSettingsFor } from '../src/runtime/driver.js';
-import { SMALL_CBOR_SCRATCH_BYTES } from '../src/small-cbor.js';
 
 const same = (a: Uint8Array, b: Uint8Array): boolean => Buffer.from(a).equals(Buffer.from(b));
 
@@ -67,17 +65,6 @@ describe('the data of entries a leader appends', () => {
       expect(same(kept, command)).toBe(true);
       expect(kept.buffer).not.toBe(command.buffer);
       expect(kept.buffer.byteLength === ARENA_CHUNK_BYTES || kept.buffer.byteLength === kept.byteLength).toBe(true);
-    }
-  });
-});
-
-describe('encodeCommand', () => {
-  it('gives the bytes cborg encode gives, for commands of every size', () => {
-    for (const size of [0, 60, 64, 200, 1_000, SMALL_CBOR_SCRATCH_BYTES + 10]) {
-      const data = new Uint8Array(size).fill(size & 0xff);
-      const bytes = encodeCommand({ kind: 'user', data });
-      expect(same(bytes, encode([0, data]))).toBe(true);
-      expect(decodeCommand(bytes)).toEqual({ kind: 'user', data });
     }
   });
 });

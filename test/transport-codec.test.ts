@@ -5,7 +5,7 @@ import { CodecError } from '../src/errors.js';
 import type { Entry, Message, MessageType } from '../src/raft/types.js';
 import { EntryType, messageTypes } from '../src/raft/types.js';
 import { encodeEntryRecords } from '../src/entry-records.js';
-import { arrayHeader } from '../src/small-cbor.js';
+import { arrayHeader } from '../src/cbor-heads.js';
 import { decodeFrame, encodeFrame } from '../src/transport/codec.js';
 import {
   FRAME_FORMAT_VERSION,

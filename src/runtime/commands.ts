@@ -1,5 +1,6 @@
 import { decode } from 'cborg';
-import { encodeSmall } from '../small-cbor.js';
+import { CBOR_UINT, headBytes, writeBytes, writeHead } from '../cbor-heads.js';
+import { encodeSmall, pooledBytes } from '../small-cbor.js';
 import { isSchedulerCommand } from '../scheduler/command-shape.js';
 import type { SchedulerCommand } from '../scheduler/state.js';
 
@@ -23,13 +24,19 @@ export function isUserCommand(bytes: Uint8Array): boolean {
 }
 
 /**
- * Short-lived bytes (encodeSmall): a proposal's command lives while the proposal waits to be
+ * Short-lived bytes (see encodeSmall): a proposal's command lives while the proposal waits to be
  * applied or to fail (maxPendingProposals of them at most). A leader copies what it appends into
  * the arena for log data (RaftConfig.keepData), where the log keeps it until compaction.
  */
 export function encodeCommand(command: LogCommand): Uint8Array {
-  // A user's data may be large (up to maxProposalBytes): said, so that it skips the scratch buffer.
-  return command.kind === 'user' ? encodeSmall([KIND_USER, command.data], command.data.byteLength) : encodeSmall([KIND_SCHEDULER, command.command]);
+  if (command.kind === 'scheduler') return encodeSmall([KIND_SCHEDULER, command.command]);
+  // A user's command is written head by head (cbor-heads.ts), the same bytes cborg writes for
+  // [KIND_USER, data] at a fraction of its allocation: one per proposal, on the commit path.
+  const { data } = command;
+  const out = pooledBytes(2 + headBytes(data.length) + data.length);
+  out[0] = CBOR_ARRAY_OF_TWO;
+  writeBytes(out, writeHead(out, 1, CBOR_UINT, KIND_USER), data);
+  return out;
 }
 
 /**

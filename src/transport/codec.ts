@@ -3,7 +3,7 @@ import { CodecError } from '../errors.js';
 import { EntryType } from '../raft/types.js';
 import type { AppendMessage, ClockEstimate, Entry, HeartbeatClock, HeartbeatEcho, Message, MessageType, NodeId, ProposalData } from '../raft/types.js';
 import { encodeEntryRecords } from '../entry-records.js';
-import { arrayHeader } from '../small-cbor.js';
+import { arrayHeader } from '../cbor-heads.js';
 import {
   FRAME_FORMAT_VERSION,
   MAX_CLOCK_STAMP_MS,
