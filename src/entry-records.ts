@@ -1,9 +1,8 @@
+import { encode } from 'cborg';
 import { CBOR_ARRAY, CBOR_UINT, isHeadArgument, MAX_HEAD_BYTES, writeBytes, writeHead, writeText } from './cbor-heads.js';
+import { concatBytes } from './concat-bytes.js';
 import type { Entry } from './raft/types.js';
-import { encodeSmallSequence, writeSmall } from './small-cbor.js';
-
-/** At most the bytes an entry record takes besides its data and pid: its header and integers. */
-const ENTRY_RECORD_OVERHEAD_BYTES = 40;
+import { writeSmall } from './small-cbor.js';
 
 /** The fields of an entry record: index, term, type, data, pid. */
 const ENTRY_RECORD_FIELDS = 5;
@@ -78,8 +77,5 @@ function writeRecords(entries: readonly Entry[]): Uint8Array | null {
 }
 
 function encodeWithCborg(entries: readonly Entry[]): Uint8Array {
-  // An upper bound, so that a run too large for encodeSmall's scratch buffer skips it.
-  let knownBytes = 0;
-  for (const entry of entries) knownBytes += entry.data.byteLength + entry.pid.length * 3 + ENTRY_RECORD_OVERHEAD_BYTES;
-  return encodeSmallSequence(entries.map(entryRecord), knownBytes);
+  return concatBytes(entries.map((entry) => encode(entryRecord(entry))));
 }

@@ -1,28 +1,21 @@
 import { encode, encodeInto } from 'cborg';
-import { headBytes } from './cbor-heads.js';
-import { concatBytes } from './concat-bytes.js';
 
 /**
- * The size of the scratch buffer encodeSmall writes into. A value whose encoding does not fit
- * goes through cborg's `encode` instead, the same bytes, after the failed attempt: callers that
- * can tell a large value beforehand say so, and skip the attempt (see encodeSmall's `knownBytes`).
+ * The size of the scratch buffer encodeSmall and writeSmall write into. A value whose encoding
+ * does not fit goes through cborg's `encode` instead, the same bytes, after the failed attempt.
  */
 export const SMALL_CBOR_SCRATCH_BYTES = 64 * 1024;
-
-/** Byte strings of more than this, in total, make a value too large for encodeSmall to be worth trying. */
-export const SMALL_CBOR_MAX_BYTES_HINT = SMALL_CBOR_SCRATCH_BYTES - 1024;
 
 const scratch = new Uint8Array(SMALL_CBOR_SCRATCH_BYTES);
 
 /**
- * CBOR-encodes a small value the way cborg's `encode` does, at a fraction of its cost: for a log
- * entry on its way to storage, which every member encodes for each entry it stores, and for a
- * proposed command.
+ * CBOR-encodes a small value the way cborg's `encode` does, at a fraction of its cost: for a
+ * scheduler command (the shapes encoded on every proposal are written by cbor-heads.ts).
  *
  * Why: `encode` writes a byte string of 64 bytes or more as a chunk of its own and joins the
  * chunks at the end, and its result may get a backing store of its own, which V8 allocates and
- * frees outside its heap. Measured on Node 20 here: 1.6 µs against 0.5 µs for a stored entry
- * holding 80 bytes. Here cborg encodes into one reused buffer (`encodeInto`, the same encoder),
+ * frees outside its heap. Measured on Node 20 here: 1.6 µs against 0.5 µs for a value holding
+ * 80 bytes. Here cborg encodes into one reused buffer (`encodeInto`, the same encoder),
  * and the result is copied into Node's pool of small buffers, where an allocation is a slice of
  * a shared slab.
  *
@@ -30,12 +23,8 @@ const scratch = new Uint8Array(SMALL_CBOR_SCRATCH_BYTES);
  * with (a write to storage, a pending proposal's command), not for bytes kept for long (see
  * ByteArena). The result is always a plain Uint8Array (a view of the pooled Buffer). Not
  * reentrant, and need not be: encoding runs to completion synchronously.
- *
- * `knownBytes`: bytes the caller knows the value holds in byte strings and strings (3 per UTF-16
- * unit at most); above SMALL_CBOR_MAX_BYTES_HINT the value goes to `encode` at once.
  */
-export function encodeSmall(value: unknown, knownBytes = 0): Uint8Array {
-  if (knownBytes > SMALL_CBOR_MAX_BYTES_HINT) return encode(value);
+export function encodeSmall(value: unknown): Uint8Array {
   let written: number;
   try {
     written = encodeInto(value, scratch).written;
@@ -47,32 +36,10 @@ export function encodeSmall(value: unknown, knownBytes = 0): Uint8Array {
   return copyOut(written);
 }
 
-/**
- * CBOR-encodes values one after another, a CBOR sequence (RFC 8742), as encodeSmall encodes one:
- * into the scratch buffer, then one copy. For the segment a save writes (see level-layout.ts):
- * one value for all its entries rather than one per entry.
- *
- * CBOR writes an array as its header and then its items, so the sequence is the array's
- * encoding without its header: one call to the encoder, rather than one per value, each with
- * its own setup and view of the buffer (measured here: 17 µs against 46 µs for the records of 64 log entries).
- */
-export function encodeSmallSequence(values: readonly unknown[], knownBytes = 0): Uint8Array {
-  // More values than that could not fit the scratch buffer, a byte each at least.
-  if (knownBytes <= SMALL_CBOR_MAX_BYTES_HINT && values.length < SMALL_CBOR_SCRATCH_BYTES) {
-    try {
-      const written = encodeInto(values, scratch).written;
-      return copyOut(written, headBytes(values.length));
-    } catch {
-      // Too large for the scratch buffer: one encoding per value, joined, as below.
-    }
-  }
-  return concatBytes(values.map((value) => encode(value)));
-}
-
-/** Bytes `from` to `written` of the scratch buffer, in Node's pool of small buffers when they fit one. */
-function copyOut(written: number, from = 0): Uint8Array {
-  const out = pooledBytes(written - from);
-  out.set(scratch.subarray(from, written));
+/** The first `written` bytes of the scratch buffer, in Node's pool of small buffers when they fit one. */
+function copyOut(written: number): Uint8Array {
+  const out = pooledBytes(written);
+  out.set(scratch.subarray(0, written));
   return out;
 }
 

@@ -49,10 +49,15 @@ describe('writeText', () => {
   };
 
   it('writes any string as cborg does, unpaired surrogates included', () => {
-    for (const text of ['', 'a', '1f2e3d4c.1a', 'é', '€', '😀', '\uD800', 'a\uDC00b', '\uDBFF\uDFFF', 'x'.repeat(24), 'é'.repeat(200)]) {
+    // cborg writes strings of fewer than 24 units with its own loop and longer ones with Buffer.
+    const lone = ['\uD800', 'a\uDC00b', '\uDBFF', `${'x'.repeat(30)}\uD800`, `\uDC00${'é'.repeat(30)}`];
+    for (const text of ['', 'a', '1f2e3d4c.1a', 'é', '€', '😀', '\uDBFF\uDFFF', 'x'.repeat(24), 'é'.repeat(200), ...lone]) {
       expect(same(written(text), encode(text))).toBe(true);
     }
-    fc.assert(fc.property(fc.string({ unit: 'binary', maxLength: 80 }), (text) => same(written(text), encode(text))), { numRuns: 2_000 });
+    // Any UTF-16 units, unpaired surrogates included (fast-check's 'binary' unit leaves them out).
+    const unit = fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c));
+    fc.assert(fc.property(fc.string({ unit, maxLength: 80 }), (text) => same(written(text), encode(text))), { numRuns: 2_000 });
+    fc.assert(fc.property(fc.string({ unit: 'binary', maxLength: 80 }), (text) => same(written(text), encode(text))), { numRuns: 1_000 });
     fc.assert(fc.property(fc.string({ unit: 'grapheme', maxLength: 80 }), (text) => same(written(text), encode(text))), { numRuns: 1_000 });
   });
 });
@@ -79,6 +84,14 @@ describe('encodeEntryRecords', () => {
     const bytes = encodeEntryRecords(entries);
     expect(bytes.length).toBeGreaterThan(SMALL_CBOR_SCRATCH_BYTES);
     expect(same(bytes, cborgRecords(entries))).toBe(true);
+  });
+
+  it('fits the largest records in the bound it computes: nine-byte integers and pids of three bytes per unit', () => {
+    const max = Number.MAX_SAFE_INTEGER;
+    for (const count of [1, 1_000, 3_000]) {
+      const entries: Entry[] = Array.from({ length: count }, (_, i) => ({ index: max - i, term: max, type: EntryType.Noop, data: new Uint8Array(0), pid: '€'.repeat(7) }));
+      expect(same(encodeEntryRecords(entries), cborgRecords(entries))).toBe(true);
+    }
   });
 
   it('leaves a record it cannot write to cborg, which encodes or rejects it as before', () => {

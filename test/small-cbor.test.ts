@@ -2,10 +2,8 @@ import { encode } from 'cborg';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { EntryType } from '../src/raft/types.js';
-import { concatBytes } from '../src/concat-bytes.js';
-import { encodeSmall, encodeSmallSequence, SMALL_CBOR_MAX_BYTES_HINT, SMALL_CBOR_SCRATCH_BYTES } from '../src/small-cbor.js';
+import { encodeSmall, SMALL_CBOR_SCRATCH_BYTES } from '../src/small-cbor.js';
 import { decodeSegment, encodeSegment } from '../src/storage/level-codec.js';
-import { formatOneEntry } from './fixtures/level-store.js';
 
 // What the log and its commands hold: integers, strings, byte strings, null, arrays and maps.
 const cborValue = fc.letrec((tie) => ({
@@ -62,53 +60,12 @@ describe('encodeSmall', () => {
     expect(() => encodeSmall(bad)).toThrow(message);
   });
 
-  it('stores entries of every size as cborg encodes them, small ones through encodeSmall and large ones not', () => {
-    for (const size of [0, 63, 64, 200, SMALL_CBOR_MAX_BYTES_HINT - 20, SMALL_CBOR_MAX_BYTES_HINT + 1, SMALL_CBOR_SCRATCH_BYTES + 5]) {
+  it('stores entries of every size in a segment as cborg encodes them, within its scratch buffer and past it', () => {
+    for (const size of [0, 63, 64, 200, SMALL_CBOR_SCRATCH_BYTES - 100, SMALL_CBOR_SCRATCH_BYTES - 40, SMALL_CBOR_SCRATCH_BYTES + 5]) {
       const entry = { index: 7, term: 2, type: EntryType.Normal, data: new Uint8Array(size).fill(3), pid: 'b00t.1z' };
       const bytes = encodeSegment([entry]);
       expect(Buffer.from(bytes).equals(Buffer.from(encode([7, 2, EntryType.Normal, entry.data, 'b00t.1z'])))).toBe(true);
       expect(decodeSegment(bytes)).toEqual([entry]);
     }
-  });
-});
-
-describe('encodeSmallSequence', () => {
-  const joined = (values: readonly unknown[]): Buffer => Buffer.from(concatBytes(values.map((value) => encode(value))));
-
-  it('gives the values as cborg encodes them, one after another', () => {
-    fc.assert(
-      fc.property(fc.array(cborValue, { minLength: 1, maxLength: 20 }), (values) => {
-        expect(Buffer.from(encodeSmallSequence(values)).equals(joined(values))).toBe(true);
-      }),
-    );
-  });
-
-  it('gives the values as cborg encodes them, one after another, for as many values as fit its scratch buffer', () => {
-    for (const count of [23, 24, 255, 256, 300, 4096, SMALL_CBOR_SCRATCH_BYTES - 1, SMALL_CBOR_SCRATCH_BYTES]) {
-      const values = Array.from({ length: count }, (_, i) => i % 24);
-      expect(Buffer.from(encodeSmallSequence(values)).equals(joined(values))).toBe(true);
-    }
-  });
-
-  it('gives the same bytes for values that together overflow its scratch buffer, or that the caller says are large', () => {
-    const large = [[1, new Uint8Array(SMALL_CBOR_SCRATCH_BYTES / 2).fill(1)], [2, new Uint8Array(SMALL_CBOR_SCRATCH_BYTES / 2).fill(2)]];
-    expect(Buffer.from(encodeSmallSequence(large)).equals(joined(large))).toBe(true);
-    const small = [[3, 'x'], [4, 'y']];
-    expect(Buffer.from(encodeSmallSequence(small, SMALL_CBOR_MAX_BYTES_HINT + 1)).equals(joined(small))).toBe(true);
-    // And the scratch buffer is still usable after the failed attempt.
-    expect(Buffer.from(encodeSmallSequence(small)).equals(joined(small))).toBe(true);
-  });
-});
-
-describe('segments', () => {
-  it('decode to the entries encoded, and a segment of one entry is an entry value', () => {
-    const entryOf = fc.record({ term: fc.nat(1000), data: fc.uint8Array({ maxLength: 300 }), pid: fc.string({ maxLength: 20 }) });
-    fc.assert(
-      fc.property(fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER - 80 }), fc.array(entryOf, { minLength: 1, maxLength: 80 }), (first, parts) => {
-        const entries = parts.map((part, i) => ({ index: first + i, term: part.term, type: EntryType.Normal, data: part.data, pid: part.pid }));
-        expect(decodeSegment(encodeSegment(entries))).toEqual(entries);
-        expect(Buffer.from(encodeSegment(entries.slice(0, 1))).equals(Buffer.from(formatOneEntry(entries[0] as (typeof entries)[0])))).toBe(true);
-      }),
-    );
   });
 });

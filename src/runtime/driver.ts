@@ -517,8 +517,9 @@ export class RaftDriver {
     // 2. Send, decided first: all at once if nothing is written; a leader's replication at once
     // if its term and vote are durable; everything else once every write so far is durable.
     // What may go at once is handed to the transport before this Ready's own write is built, so
-    // the write's entries are encoded once, for the wire, and storage reuses those bytes
-    // (entry-records.ts); the leader counts its own copy only once durable.
+    // that storage usually reuses the bytes its entries were encoded to for the wire (when an
+    // append carries exactly them: entry-records.ts); the leader counts its own copy only once
+    // durable.
     const termDurable = this.#node.term === this.#durableTerm && this.#node.vote === this.#durableVote;
     let later: readonly Message[] = [];
     let flushAfterWrite = false;

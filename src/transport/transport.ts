@@ -13,8 +13,8 @@ export interface Transport {
   /**
    * Hands the messages queued for connected peers to the network now (those for a peer still
    * being dialled, or whose connection is full, wait as before). Messages sent in one turn
-   * otherwise leave together at its end; the driver calls this when it is about to spend a while
-   * on something else (building its own disk write) that the messages must not wait for.
+   * otherwise leave together at its end; the driver calls this once a leader's own write has
+   * started, so that the followers' writes start sooner (see RaftDriver's handleReady).
    */
   flush(): void;
   /** Sets the one receiver of inbound messages; only well-formed messages for this member arrive. */
