@@ -7,10 +7,11 @@
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
+import { benchDisk, type DiskBaseline } from './disk.js';
 import { benchEtcd, comparisonRows, etcdLabel, type EtcdBenchResult } from './etcd.js';
 import { benchRaft, COLD_COMMITS, LOAD_WARMUP_MS, raftRows } from './raft.js';
 import { benchScheduler, schedulerRows } from './scheduler.js';
-import { printTable } from './stats.js';
+import { fmt, printTable } from './stats.js';
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
@@ -49,6 +50,9 @@ async function main(): Promise<void> {
     : { warmupMs: 8000, serialCount: 3000, coldLoadMs: 3000, loadWarmupMs: LOAD_WARMUP_MS - 3000, loadSeconds: 10, failoverRuns: 5 };
   const options = values['no-failover'] ? { ...sizes, failoverRuns: 0 } : sizes;
   const startedAt = Date.now();
+  // The disk, before and after: it bounds the serial latency and its speed drifts (bench/disk.ts).
+  const diskMs = values.quick ? 1000 : 2000;
+  const diskBefore = await benchDisk(diskMs);
   const result = await benchRaft(options);
   // One after the other, never at once: the two clusters would compete for CPU and disk.
   let etcd: PeerOutcome = { skipped: '--no-peers' };
@@ -62,7 +66,10 @@ async function main(): Promise<void> {
     }
   }
 
+  const diskAfter = await benchDisk(diskMs);
+  const disk = { before: diskBefore, after: diskAfter };
   const warmup = [
+    diskLine(disk),
     `each workload measured after a warm-up: the cold commits, then ${options.warmupMs / 1000} s serial; ${(options.coldLoadMs + options.loadWarmupMs) / 1000} s concurrent, then ${options.loadSeconds} s measured`,
     `the cold rows are the first ${COLD_COMMITS} commits after start and the first ${options.coldLoadMs / 1000} s of concurrent load`,
   ].join('\n');
@@ -79,10 +86,16 @@ async function main(): Promise<void> {
     else console.error(`\netcd comparison failed: ${etcd.failed}`);
   }
   console.log(`\nbench took ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
-  const json = JSON.stringify({ bench: name, node: process.version, at: new Date().toISOString(), result, peers: { etcd } });
+  const json = JSON.stringify({ bench: name, node: process.version, at: new Date().toISOString(), result, peers: { etcd }, disk });
   console.log(`\n${json}`);
   await mkdir('bench-results', { recursive: true });
   await writeFile(`bench-results/${name}.json`, `${json}\n`);
+}
+
+/** What the disk did, before the benches and after them. */
+function diskLine(disk: { readonly before: DiskBaseline; readonly after: DiskBaseline }): string {
+  const at = (d: DiskBaseline): string => `${fmt(d.alone.p50)} ms alone, ${fmt(d.threeWriters.p50)} ms with three writers`;
+  return `the disk: a synced LevelDB write of one entry took (p50) ${at(disk.before)} before the benches; ${at(disk.after)} after`;
 }
 
 await main();
