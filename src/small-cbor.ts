@@ -1,8 +1,9 @@
 import { encode, encodeInto } from 'cborg';
 
 /**
- * The size of the scratch buffer encodeSmall and writeSmall write into. A value whose encoding
- * does not fit goes through cborg's `encode` instead, the same bytes, after the failed attempt.
+ * The size of the scratch buffer encodeSmall and writeSmall write into. A value encodeSmall
+ * cannot fit there goes through cborg's `encode` instead, the same bytes, after the failed
+ * attempt; a writer whose bound is larger writes into a buffer of its own (see writeSmall).
  */
 export const SMALL_CBOR_SCRATCH_BYTES = 64 * 1024;
 
