@@ -4,6 +4,7 @@ import { EntryType } from '../raft/types.js';
 import type { AppendMessage, ClockEstimate, Entry, HeartbeatClock, HeartbeatEcho, Message, MessageType, NodeId, ProposalData } from '../raft/types.js';
 import { encodeEntryRecords } from '../entry-records.js';
 import { arrayHeader } from '../cbor-heads.js';
+import { readAppendWire } from './append-reader.js';
 import {
   FRAME_FORMAT_VERSION,
   MAX_CLOCK_STAMP_MS,
@@ -39,7 +40,8 @@ export interface Frame {
   readonly message: Message;
 }
 
-const TYPE_CODES = {
+/** Each message type's code on the wire. */
+export const TYPE_CODES = {
   prevote: 1,
   'prevote-resp': 2,
   vote: 3,
@@ -88,7 +90,7 @@ const PROPOSAL_FIELDS = 2;
 // Strict decoding: minimal integer encodings only, no indefinite lengths, no undefined, NaN,
 // Infinity or BigInt (so an integer above 2^64 cannot sneak in), and no tags (cborg rejects
 // every tag it has no decoder for).
-const DECODE_OPTIONS = {
+export const DECODE_OPTIONS = {
   strict: true,
   allowIndefinite: false,
   allowUndefined: false,
@@ -184,7 +186,8 @@ export function decodeFrame(bytes: Uint8Array): Frame {
   try {
     if (!(bytes instanceof Uint8Array)) throw new CodecError('Frame must be a Uint8Array');
     if (bytes.length > MAX_FRAME_BYTES) throw new CodecError(`Frame of ${bytes.length} bytes exceeds ${MAX_FRAME_BYTES}`);
-    const value: unknown = decode(bytes, DECODE_OPTIONS);
+    // An append, a follower's frame on every commit, is read in one pass; the rest by cborg.
+    const value: unknown = readAppendWire(bytes, TYPE_CODES.append, MAX_ENTRIES_PER_MESSAGE) ?? decode(bytes, DECODE_OPTIONS);
     return fromWire(value);
   } catch (error) {
     // cborg throws plain Errors, deep nesting throws RangeError: all mean "malformed".

@@ -1,0 +1,139 @@
+/**
+ * Reads the frame of an append with entries, the one frame a follower reads on every commit, in
+ * one pass over its bytes: the value cborg's `decode` would give for it, for codec.ts to validate
+ * as it validates every frame. Anything not in the exact shape an append is encoded in (by
+ * codec.ts and cbor-heads.ts) is left to cborg, by returning undefined: another type of message,
+ * a non-ASCII string, an integer past 2^53, a head cborg's strict mode would reject, trailing
+ * bytes. So this reader decides nothing cborg would decide differently; the tests check it
+ * against cborg on valid and corrupted frames alike.
+ *
+ * Why: cborg builds a token per value and each short string a character at a time. For the 64
+ * entries of an append that was about half of a follower's allocation under load (measured with
+ * a sampling heap profile) and about a tenth of its main thread's busy time. A/B in alternating
+ * windows of one run: 25,109 against 24,341 commits/s with 64 proposers.
+ */
+
+const MAJOR_UINT = 0;
+const MAJOR_BYTES = 2;
+const MAJOR_TEXT = 3;
+const MAJOR_ARRAY = 4;
+
+/** The items of an entry record: index, term, type, data, pid. */
+const ENTRY_FIELDS = 5;
+
+/** The frame's items: version, cluster, type, from, to, term, prevIndex, prevTerm, commit, entries. */
+const APPEND_FRAME_ITEMS = 10;
+
+const TWO_POW_32 = 0x1_0000_0000;
+
+/** Returned by a read that found something this reader leaves to cborg. */
+const NOT_HANDLED = -1;
+
+class Reader {
+  pos = 0;
+  readonly #bytes: Uint8Array;
+  readonly #latin1: Buffer;
+
+  constructor(bytes: Uint8Array) {
+    this.#bytes = bytes;
+    this.#latin1 = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  }
+
+  /** The argument of a head of type `major` in its shortest form, as strict cborg requires; NOT_HANDLED otherwise. */
+  head(major: number): number {
+    const b = this.#bytes;
+    const at = this.pos;
+    if (at >= b.length) return NOT_HANDLED;
+    const initial = b[at] as number;
+    if (initial >> 5 !== major) return NOT_HANDLED;
+    const info = initial & 0x1f;
+    if (info < 24) {
+      this.pos = at + 1;
+      return info;
+    }
+    const size = info === 24 ? 1 : info === 25 ? 2 : info === 26 ? 4 : info === 27 ? 8 : 0;
+    if (size === 0 || at + 1 + size > b.length) return NOT_HANDLED;
+    let n: number;
+    if (size === 1) n = b[at + 1] as number;
+    else if (size === 2) n = ((b[at + 1] as number) << 8) | (b[at + 2] as number);
+    else if (size === 4) n = uint32(b, at + 1);
+    else {
+      const high = uint32(b, at + 1);
+      // 2^53 and more is not a safe integer: cborg's call (it rejects it without BigInt).
+      if (high >= 0x20_0000) return NOT_HANDLED;
+      n = high * TWO_POW_32 + uint32(b, at + 5);
+    }
+    // Not the shortest form: strict cborg rejects it, so it gets to.
+    const least = size === 1 ? 24 : size === 2 ? 0x100 : size === 4 ? 0x1_0000 : TWO_POW_32;
+    if (n < least) return NOT_HANDLED;
+    this.pos = at + 1 + size;
+    return n;
+  }
+
+  /** A text string of ASCII characters; undefined for anything else. */
+  ascii(): string | undefined {
+    const length = this.head(MAJOR_TEXT);
+    if (length === NOT_HANDLED) return undefined;
+    const start = this.pos;
+    const end = start + length;
+    if (end > this.#bytes.length) return undefined;
+    for (let i = start; i < end; i++) if ((this.#bytes[i] as number) > 0x7f) return undefined;
+    this.pos = end;
+    return this.#latin1.toString('latin1', start, end);
+  }
+
+  /** A byte string, copied out of the frame as cborg copies it; undefined for anything else. */
+  bytes(): Uint8Array | undefined {
+    const length = this.head(MAJOR_BYTES);
+    if (length === NOT_HANDLED) return undefined;
+    const start = this.pos;
+    if (start + length > this.#bytes.length) return undefined;
+    this.pos = start + length;
+    return Uint8Array.prototype.slice.call(this.#bytes, start, start + length);
+  }
+
+  get done(): boolean {
+    return this.pos === this.#bytes.length;
+  }
+}
+
+function uint32(b: Uint8Array, at: number): number {
+  return (((b[at] as number) << 24) >>> 0) + (((b[at + 1] as number) << 16) | ((b[at + 2] as number) << 8) | (b[at + 3] as number));
+}
+
+/**
+ * The value cborg's `decode` gives for `bytes` when they hold an append (type code `appendCode`)
+ * in the form codec.ts encodes it in; undefined when they hold anything else, for cborg to
+ * decode. `maxEntries` bounds the entries read here: past it, cborg decodes and codec.ts rejects.
+ */
+export function readAppendWire(bytes: Uint8Array, appendCode: number, maxEntries: number): unknown[] | undefined {
+  const r = new Reader(bytes);
+  if (r.head(MAJOR_ARRAY) !== APPEND_FRAME_ITEMS) return undefined;
+  const version = r.head(MAJOR_UINT);
+  const clusterId = r.ascii();
+  const code = r.head(MAJOR_UINT);
+  if (version === NOT_HANDLED || clusterId === undefined || code !== appendCode) return undefined;
+  const from = r.ascii();
+  const to = r.ascii();
+  const term = r.head(MAJOR_UINT);
+  const prevIndex = r.head(MAJOR_UINT);
+  const prevTerm = r.head(MAJOR_UINT);
+  const commit = r.head(MAJOR_UINT);
+  if (from === undefined || to === undefined || term === NOT_HANDLED || prevIndex === NOT_HANDLED || prevTerm === NOT_HANDLED || commit === NOT_HANDLED) return undefined;
+  const count = r.head(MAJOR_ARRAY);
+  if (count === NOT_HANDLED || count > maxEntries) return undefined;
+  const entries = new Array<unknown[]>(count);
+  for (let i = 0; i < count; i++) {
+    if (r.head(MAJOR_ARRAY) !== ENTRY_FIELDS) return undefined;
+    const index = r.head(MAJOR_UINT);
+    const entryTerm = r.head(MAJOR_UINT);
+    const type = r.head(MAJOR_UINT);
+    const data = r.bytes();
+    const pid = r.ascii();
+    if (index === NOT_HANDLED || entryTerm === NOT_HANDLED || type === NOT_HANDLED || data === undefined || pid === undefined) return undefined;
+    entries[i] = [index, entryTerm, type, data, pid];
+  }
+  // cborg rejects bytes after the value.
+  if (!r.done) return undefined;
+  return [version, clusterId, code, from, to, term, prevIndex, prevTerm, commit, entries];
+}
