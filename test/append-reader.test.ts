@@ -57,13 +57,19 @@ describe('readAppendWire', () => {
     expect(readHere).toBeGreaterThan(500);
   });
 
-  it('gives entry data that is a copy, not a view of the frame', () => {
+  it('gives entry data that is a plain Uint8Array of its own, not a view of the frame, from a Buffer too', () => {
     const message: Message = { type: 'append', from: 'a', to: 'b', term: 1, prevIndex: 0, prevTerm: 0, commit: 0, entries: [{ index: 1, term: 1, type: EntryType.Normal, data: new Uint8Array([1, 2, 3]), pid: 'p' }] };
-    const frame = encodeFrame({ clusterId: 'c', message });
-    const data = ((read(frame)?.[9] as unknown[][])[0] as unknown[])[3] as Uint8Array;
-    expect(data.constructor).toBe(Uint8Array);
-    expect(data.buffer).not.toBe(frame.buffer);
-    expect([...data]).toEqual([1, 2, 3]);
+    const encoded = encodeFrame({ clusterId: 'c', message });
+    // Frames arrive from the network as Buffers, within larger ones.
+    const pooled = Buffer.concat([Buffer.from([9, 9]), encoded]).subarray(2);
+    for (const frame of [encoded, pooled]) {
+      const value = read(frame);
+      expect(value).toEqual(cborg(frame));
+      const data = ((value?.[9] as unknown[][])[0] as unknown[])[3] as Uint8Array;
+      expect(data.constructor).toBe(Uint8Array);
+      expect(data.buffer).not.toBe(frame.buffer);
+      expect([...data]).toEqual([1, 2, 3]);
+    }
   });
 
   it('on corrupted, cut or extended appends, gives what cborg gives or leaves them to it', () => {

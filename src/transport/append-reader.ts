@@ -35,8 +35,11 @@ class Reader {
   readonly #latin1: Buffer;
 
   constructor(bytes: Uint8Array) {
-    this.#bytes = bytes;
-    this.#latin1 = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    // Frames arrive as Buffers. Entry data is sliced out of a plain Uint8Array view, as cborg
+    // slices it: a plain Uint8Array of its own, where a Buffer's slice would be a Buffer.
+    const buffer = Buffer.isBuffer(bytes);
+    this.#bytes = buffer ? new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength) : bytes;
+    this.#latin1 = buffer ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   }
 
   /** The argument of a head of type `major` in its shortest form, as strict cborg requires; NOT_HANDLED otherwise. */
@@ -89,7 +92,7 @@ class Reader {
     const start = this.pos;
     if (start + length > this.#bytes.length) return undefined;
     this.pos = start + length;
-    return Uint8Array.prototype.slice.call(this.#bytes, start, start + length);
+    return this.#bytes.slice(start, start + length);
   }
 
   get done(): boolean {
