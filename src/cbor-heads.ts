@@ -20,7 +20,8 @@ export const CBOR_ARRAY = 0x80;
 /** The most bytes a head takes: the initial byte and an eight-byte argument. */
 export const MAX_HEAD_BYTES = 9;
 
-const TWO_POW_32 = 0x1_0000_0000;
+/** 2^32: arguments from here on take a head's eight-byte form. */
+export const TWO_POW_32 = 0x1_0000_0000;
 
 /**
  * Writes the head of major type `major` with argument `n` at `pos`, in the shortest form as

@@ -5,7 +5,7 @@ import type { Entry } from './raft/types.js';
 import { writeSmall } from './small-cbor.js';
 
 /** The fields of an entry record: index, term, type, data, pid. */
-const ENTRY_RECORD_FIELDS = 5;
+export const ENTRY_RECORD_FIELDS = 5;
 
 /** At most the bytes a record's heads take: the array's, three integers' and those of data and pid. */
 const ENTRY_RECORD_HEAD_BYTES = 1 + 5 * MAX_HEAD_BYTES;

@@ -14,21 +14,14 @@
  * windows of one run: 25,109 against 24,341 commits/s with 64 proposers.
  */
 
-const MAJOR_UINT = 0;
-const MAJOR_BYTES = 2;
-const MAJOR_TEXT = 3;
-const MAJOR_ARRAY = 4;
-
-/** The items of an entry record: index, term, type, data, pid. */
-const ENTRY_FIELDS = 5;
+import { CBOR_ARRAY, CBOR_BYTES, CBOR_TEXT, CBOR_UINT, TWO_POW_32 } from '../cbor-heads.js';
+import { ENTRY_RECORD_FIELDS } from '../entry-records.js';
 
 /** The fewest bytes an entry record takes: its head and five one-byte items. */
-const MIN_ENTRY_BYTES = 1 + ENTRY_FIELDS;
+const MIN_ENTRY_BYTES = 1 + ENTRY_RECORD_FIELDS;
 
 /** The frame's items: version, cluster, type, from, to, term, prevIndex, prevTerm, commit, entries. */
 const APPEND_FRAME_ITEMS = 10;
-
-const TWO_POW_32 = 0x1_0000_0000;
 
 /** Returned by a read that found something this reader leaves to cborg. */
 const NOT_HANDLED = -1;
@@ -46,13 +39,13 @@ class Reader {
     this.#latin1 = buffer ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   }
 
-  /** The argument of a head of type `major` in its shortest form, as strict cborg requires; NOT_HANDLED otherwise. */
+  /** The argument of a head of major type `major` (CBOR_UINT and the like, in the top three bits) in its shortest form, as strict cborg requires; NOT_HANDLED otherwise. */
   head(major: number): number {
     const b = this.#bytes;
     const at = this.pos;
     if (at >= b.length) return NOT_HANDLED;
     const initial = b[at] as number;
-    if (initial >> 5 !== major) return NOT_HANDLED;
+    if ((initial & 0xe0) !== major) return NOT_HANDLED;
     const info = initial & 0x1f;
     if (info < 24) {
       this.pos = at + 1;
@@ -79,7 +72,7 @@ class Reader {
 
   /** A text string of ASCII characters; undefined for anything else. */
   ascii(): string | undefined {
-    const length = this.head(MAJOR_TEXT);
+    const length = this.head(CBOR_TEXT);
     if (length === NOT_HANDLED) return undefined;
     const start = this.pos;
     const end = start + length;
@@ -91,7 +84,7 @@ class Reader {
 
   /** A byte string, copied out of the frame as cborg copies it; undefined for anything else. */
   bytes(): Uint8Array | undefined {
-    const length = this.head(MAJOR_BYTES);
+    const length = this.head(CBOR_BYTES);
     if (length === NOT_HANDLED) return undefined;
     const start = this.pos;
     if (start + length > this.#bytes.length) return undefined;
@@ -115,27 +108,27 @@ function uint32(b: Uint8Array, at: number): number {
  */
 export function readAppendWire(bytes: Uint8Array, appendCode: number, maxEntries: number): unknown[] | undefined {
   const r = new Reader(bytes);
-  if (r.head(MAJOR_ARRAY) !== APPEND_FRAME_ITEMS) return undefined;
-  const version = r.head(MAJOR_UINT);
+  if (r.head(CBOR_ARRAY) !== APPEND_FRAME_ITEMS) return undefined;
+  const version = r.head(CBOR_UINT);
   const clusterId = r.ascii();
-  const code = r.head(MAJOR_UINT);
+  const code = r.head(CBOR_UINT);
   if (version === NOT_HANDLED || clusterId === undefined || code !== appendCode) return undefined;
   const from = r.ascii();
   const to = r.ascii();
-  const term = r.head(MAJOR_UINT);
-  const prevIndex = r.head(MAJOR_UINT);
-  const prevTerm = r.head(MAJOR_UINT);
-  const commit = r.head(MAJOR_UINT);
+  const term = r.head(CBOR_UINT);
+  const prevIndex = r.head(CBOR_UINT);
+  const prevTerm = r.head(CBOR_UINT);
+  const commit = r.head(CBOR_UINT);
   if (from === undefined || to === undefined || term === NOT_HANDLED || prevIndex === NOT_HANDLED || prevTerm === NOT_HANDLED || commit === NOT_HANDLED) return undefined;
-  const count = r.head(MAJOR_ARRAY);
+  const count = r.head(CBOR_ARRAY);
   // A count the bytes left cannot hold is cborg's to reject, before an array is made for it.
   if (count === NOT_HANDLED || count > maxEntries || count * MIN_ENTRY_BYTES > bytes.length - r.pos) return undefined;
   const entries = new Array<unknown[]>(count);
   for (let i = 0; i < count; i++) {
-    if (r.head(MAJOR_ARRAY) !== ENTRY_FIELDS) return undefined;
-    const index = r.head(MAJOR_UINT);
-    const entryTerm = r.head(MAJOR_UINT);
-    const type = r.head(MAJOR_UINT);
+    if (r.head(CBOR_ARRAY) !== ENTRY_RECORD_FIELDS) return undefined;
+    const index = r.head(CBOR_UINT);
+    const entryTerm = r.head(CBOR_UINT);
+    const type = r.head(CBOR_UINT);
     const data = r.bytes();
     const pid = r.ascii();
     if (index === NOT_HANDLED || entryTerm === NOT_HANDLED || type === NOT_HANDLED || data === undefined || pid === undefined) return undefined;

@@ -2,7 +2,7 @@ import { decode, encode } from 'cborg';
 import { CodecError } from '../errors.js';
 import { EntryType } from '../raft/types.js';
 import type { AppendMessage, ClockEstimate, Entry, HeartbeatClock, HeartbeatEcho, Message, MessageType, NodeId, ProposalData } from '../raft/types.js';
-import { encodeEntryRecords } from '../entry-records.js';
+import { encodeEntryRecords, ENTRY_RECORD_FIELDS } from '../entry-records.js';
 import { arrayHeader } from '../cbor-heads.js';
 import { readAppendWire } from './append-reader.js';
 import {
@@ -84,7 +84,6 @@ const TYPES_BY_CODE: ReadonlyMap<number, MessageType> = new Map(
 );
 
 const HEADER_LENGTH = 6;
-const ENTRY_FIELDS = 5;
 const PROPOSAL_FIELDS = 2;
 
 // Strict decoding: minimal integer encodings only, no indefinite lengths, no undefined, NaN,
@@ -380,7 +379,7 @@ type ValidEntry = [number, number, EntryType, Uint8Array, string];
 
 /** What entry() accepts, as one boolean test. */
 function isValidEntry(e: unknown, index: number): e is ValidEntry {
-  return Array.isArray(e) && e.length === ENTRY_FIELDS && isValidEntryFields(e[0], e[1], e[2], e[3], e[4], index);
+  return Array.isArray(e) && e.length === ENTRY_RECORD_FIELDS && isValidEntryFields(e[0], e[1], e[2], e[3], e[4], index);
 }
 
 /** The fields of an entry that entry() accepts at `index`; the encoder checks an entry with it too. */
@@ -403,8 +402,8 @@ function isUint(value: unknown): value is number {
 /** One entry, checked field by field with a message that names the field at fault. */
 function entry(item: unknown, i: number, prevIndex: number): Entry {
   const field = `append.entries[${i}]`;
-  const e = array(item, field, ENTRY_FIELDS);
-  if (e.length !== ENTRY_FIELDS) throw new CodecError(`${field}: expected ${ENTRY_FIELDS} fields, got ${e.length}`);
+  const e = array(item, field, ENTRY_RECORD_FIELDS);
+  if (e.length !== ENTRY_RECORD_FIELDS) throw new CodecError(`${field}: expected ${ENTRY_RECORD_FIELDS} fields, got ${e.length}`);
   const index = uint(e[0], `${field}.index`);
   // Raft appends a contiguous run right after prevIndex; any other index would corrupt the log.
   if (index !== prevIndex + 1 + i) throw new CodecError(`${field}.index: expected ${prevIndex + 1 + i}, got ${index}`);
