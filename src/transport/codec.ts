@@ -2,7 +2,7 @@ import { decode, encode } from 'cborg';
 import { CodecError } from '../errors.js';
 import { EntryType } from '../raft/types.js';
 import type { AppendMessage, ClockEstimate, Entry, HeartbeatClock, HeartbeatEcho, Message, MessageType, NodeId, ProposalData } from '../raft/types.js';
-import { encodeEntryRecords, ENTRY_RECORD_FIELDS } from '../entry-records.js';
+import { encodeEntryRecords, ENTRY_RECORD_FIELDS, entryRecord } from '../entry-records.js';
 import { arrayHeader } from '../cbor-heads.js';
 import { readAppendWire } from './append-reader.js';
 import {
@@ -212,7 +212,7 @@ function toWire({ clusterId, message: m }: Frame): Wire {
     case 'vote-resp':
       return [...head, m.reject];
     case 'append':
-      return [...head, m.prevIndex, m.prevTerm, m.commit, m.entries.map((e) => [e.index, e.term, e.type, e.data, e.pid])];
+      return [...head, m.prevIndex, m.prevTerm, m.commit, m.entries.map(entryRecord)];
     case 'append-resp':
       return [...head, m.index, m.reject, m.hintIndex, m.hintTerm];
     case 'heartbeat':
