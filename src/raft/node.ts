@@ -6,6 +6,7 @@ import { ReadOnly } from './read-only.js';
 import type { ForwardResult, ReadState, Ready, Role, SoftState } from './ready.js';
 import {
   EntryType,
+  REJECT_LOST_LOG,
   type AppendMessage,
   type AppendResponse,
   type Entry,
@@ -78,6 +79,12 @@ export class RaftNode {
   readonly log: RaftLog;
   /** Messages ignored because they contradict the protocol (only a faulty peer sends them). */
   protocolViolations = 0;
+  /**
+   * Times this member, leading, learned that a follower lost entries it had acknowledged (a
+   * member restarted on `storage: 'memory'`), and so replicated to it again from what it
+   * still held (see `Progress.maybeForgetMatch`).
+   */
+  followerLogsLost = 0;
 
   #term: number;
   #vote: NodeId | null;
@@ -454,8 +461,10 @@ export class RaftNode {
   #stepLowerTerm(m: Message): void {
     if (m.type === 'append' || m.type === 'heartbeat' || m.type === 'snapshot') {
       // A stale leader (cut off, then back) learns our term from this reply and steps down;
-      // without it, with CheckQuorum, it could keep a follower of its own forever.
-      this.#send({ type: 'append-resp', from: this.id, to: m.from, term: this.#term, index: 0, reject: true, hintIndex: 0, hintTerm: 0 });
+      // without it, with CheckQuorum, it could keep a follower of its own forever. It says
+      // nothing else (an acknowledgement of index 0, as etcd sends): should the sender lead in
+      // our term by the time it arrives, a rejection at 0 would tell it we lost our log.
+      this.#send({ type: 'append-resp', from: this.id, to: m.from, term: this.#term, index: 0, reject: false, hintIndex: 0, hintTerm: 0 });
     } else if (m.type === 'prevote') {
       this.#send({ type: 'prevote-resp', from: this.id, to: m.from, term: this.#term, reject: true });
     } else if (m.type === 'propose') {
@@ -647,6 +656,13 @@ export class RaftNode {
     if (m.reject) {
       let probeAt = m.hintIndex;
       if (m.hintTerm > 0) probeAt = this.log.findConflictByTerm(m.hintIndex, m.hintTerm);
+      // etcd assumes durable followers: its follower panics at a heartbeat's commit index beyond
+      // its log. Ours says so, and is replicated to again from where its log ends.
+      if (pr.maybeForgetMatch(m.index, m.hintIndex, probeAt)) {
+        this.followerLogsLost++;
+        this.#sendAppend(m.from, true);
+        return;
+      }
       if (pr.maybeDecrTo(m.index, probeAt)) {
         if (pr.state === 'replicate') pr.becomeProbe();
         this.#sendAppend(m.from, true);
@@ -815,8 +831,17 @@ export class RaftNode {
 
   #handleHeartbeat(m: HeartbeatMessage): void {
     if (!this.#followLeader(m.from)) return;
-    if (m.commit > this.log.committed) this.log.commitTo(Math.min(m.commit, this.log.lastIndex()));
     this.#send({ type: 'heartbeat-resp', from: this.id, to: m.from, term: this.#term, readCtx: m.readCtx });
+    const last = this.log.lastIndex();
+    if (m.commit <= last) {
+      if (m.commit > this.log.committed) this.log.commitTo(m.commit);
+      return;
+    }
+    // Our log ends before the commit index the leader sent, so this member lost its state
+    // (see REJECT_LOST_LOG). What it holds is not known to be what was committed: nothing is
+    // committed from this. The leader learns where our log ends and replicates to us from
+    // there. (etcd panics here: "Was the raft log corrupted, truncated, or lost?")
+    this.#send({ type: 'append-resp', from: this.id, to: m.from, term: this.#term, index: REJECT_LOST_LOG, reject: true, hintIndex: last, hintTerm: this.log.lastTerm() });
   }
 
   /** Returns false when the message claims a second leader for our own term: it is ignored. */

@@ -1,3 +1,5 @@
+import { REJECT_LOST_LOG } from './types.js';
+
 /**
  * The leader's view of one follower (etcd's tracker/progress.go): how far its log matches,
  * what to send next, and how many appends are in flight, bounded in count and bytes.
@@ -116,6 +118,28 @@ export class Progress {
   }
 
   /**
+   * The peer's answer to a heartbeat that carried a commit index beyond its log
+   * (REJECT_LOST_LOG): it lost entries it acknowledged, since we never send a commit index
+   * beyond what a peer acknowledged. Nothing it holds is known to match ours any more, so the
+   * match is forgotten and the peer probed from `probeAt`, where its log may still match, as a
+   * new follower is (and sent the snapshot if the entries after `probeAt` are compacted away).
+   * A copy of the answer that comes again once the peer caught up (a duplicate, or one that
+   * reordering delayed) is not told apart: it costs entries sent again. Lowering the match
+   * never un-commits anything (a commit index only moves forward; fewer known copies can only
+   * delay the next commit). Returns whether it was such an answer.
+   */
+  maybeForgetMatch(rejected: number, hintIndex: number, probeAt: number): boolean {
+    if (rejected !== REJECT_LOST_LOG || hintIndex >= this.match) return false;
+    const next = Math.max(0, Math.min(probeAt, this.match - 1)) + 1;
+    this.match = 0;
+    this.sentCommit = 0;
+    this.snapshotRetries = 0;
+    this.becomeProbe();
+    this.next = next;
+    return true;
+  }
+
+  /**
    * A rejected append at `rejected`. Moves `next` back to `probeAt + 1`, unless the rejection
    * is stale (it refers to an append older than the current window). Returns whether it moved.
    */
@@ -127,7 +151,11 @@ export class Progress {
       this.next = this.match + 1;
       return true;
     }
-    if (this.next - 1 !== rejected) return false;
+    // Probed one append at a time, a rejection of another one is stale. So is one at the match
+    // itself (`next` is then match + 1), which the peer holds: probing there again at once
+    // would only be refused again if the peer lost its log (it says so on the next heartbeat,
+    // see maybeForgetMatch), in a loop as fast as the network.
+    if (this.next - 1 !== rejected || rejected <= this.match) return false;
     this.next = Math.max(Math.min(rejected, probeAt + 1), this.match + 1);
     this.probeSent = false;
     return true;

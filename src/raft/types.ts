@@ -113,9 +113,21 @@ export interface AppendMessage extends Base {
   readonly entries: readonly Entry[];
   readonly commit: number;
 }
+/**
+ * The `index` of a rejection that answers a heartbeat rather than an append: the follower's
+ * log ends (at `hintIndex`) before the commit index the heartbeat carried. A leader never
+ * sends a follower a commit index beyond what the follower acknowledged in its term, and a
+ * durable log keeps what it acknowledged, so the follower lost its state (a member restarted
+ * on `storage: 'memory'`). An append is never rejected at 0: every log matches at index 0.
+ */
+export const REJECT_LOST_LOG = 0;
+
 export interface AppendResponse extends Base {
   readonly type: 'append-resp';
-  /** On success: the index of the last entry now known to match. On rejection: the `prevIndex` that was rejected. */
+  /**
+   * On success: the index of the last entry now known to match. On rejection: the `prevIndex`
+   * that was rejected, or REJECT_LOST_LOG.
+   */
   readonly index: number;
   readonly reject: boolean;
   /** On rejection: the follower's guess of the last index that may match, with its term (fast back-off). */

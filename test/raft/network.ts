@@ -205,6 +205,15 @@ export class TestNetwork {
   }
 
   /**
+   * Restarts a member with nothing on disk, as a member on `storage: 'memory'` restarts: its
+   * term, vote, log and snapshot are gone, while the others still count what it acknowledged.
+   */
+  wipe(id: NodeId): void {
+    this.member(id).disk = { hardState: emptyHardState, snapshot: { index: 0, term: 0, data: new Uint8Array(0) }, entries: [] };
+    this.restart(id);
+  }
+
+  /**
    * Snapshots `id`'s state machine (its applied texts) at its applied index and compacts its
    * log, keeping `retain` entries in memory; on disk, everything up to the snapshot goes.
    * Returns whether the node took it.
