@@ -399,6 +399,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       clock: { synced: driver?.clockSynced ?? false, clusterTime: new Date(clusterNow), invalidStamps: driver?.invalidClockStamps ?? 0 },
       invalidMessages: (driver?.invalidMessages ?? 0) + (driver?.invalidSnapshots ?? 0) + (node?.protocolViolations ?? 0),
       unsendableMessages: driver?.unsendableMessages ?? 0,
+      followerLogsLost: node?.followerLogsLost ?? 0,
     };
   }
 

@@ -162,6 +162,35 @@ describe('three members in one process', () => {
     expect(big).toMatchObject({ option: 'data' });
   });
 
+  it('catches up a follower restarted on storage: memory, with no storm of messages', async () => {
+    const heartbeatMs = 50;
+    const members = await startCluster(3, { heartbeatMs });
+    await Promise.all(members.map((m) => m.waitForLeader()));
+    const leader = members.find((m) => m.state().role === 'leader')!;
+    for (let i = 0; i < 5; i++) await leader.propose(`before ${i}`);
+    await leader.barrier();
+    // The follower comes back with the same address and nothing else: no log, term or vote.
+    const follower = members.find((m) => m !== leader)!;
+    await follower.stop();
+    const restarted = new Cluster(members.map((m) => m.id), { storage: 'memory', listen: follower.id, heartbeatMs });
+    started.push(restarted);
+    await restarted.start();
+    await restarted.waitForLeader();
+    const sentBefore = leader.state().transport.sent;
+    const since = performance.now();
+    // A new entry sets the leader probing the follower, which used to loop at once for ever.
+    const { index } = await leader.propose('after the restart');
+    // Its first second: the leader sends each follower one heartbeat every heartbeatMs, and a
+    // few appends to catch one up; a follower probed in a loop takes thousands, ever more.
+    const windowMs = 1000;
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, since + windowMs - performance.now())));
+    const sentPerSecond = ((leader.state().transport.sent - sentBefore) * 1000) / (performance.now() - since);
+    const maxSentPerSecond = 4 * (members.length - 1) * (1000 / heartbeatMs);
+    expect(sentPerSecond).toBeLessThan(maxSentPerSecond);
+    await expect.poll(() => restarted.state().appliedIndex, { timeout: 10_000 }).toBeGreaterThanOrEqual(index);
+    expect(leader.state().followerLogsLost).toBe(1);
+  });
+
   it('fails a proposal at once with NotLeaderError when no leader is known', async () => {
     const addrs = [`127.0.0.1:${await freePort()}`, `127.0.0.1:${await freePort()}`, `127.0.0.1:${await freePort()}`];
     const lonely = new Cluster(addrs, { storage: 'memory', listen: addrs[0] });

@@ -86,4 +86,9 @@ export interface ClusterState {
   readonly invalidMessages: number;
   /** Messages the transport refused to encode (never expected; counted rather than thrown). */
   readonly unsendableMessages: number;
+  /**
+   * Times this member, leading, found that a follower had lost entries it acknowledged (it
+   * restarted on `storage: 'memory'`) and replicated to it again from what it still held.
+   */
+  readonly followerLogsLost: number;
 }
