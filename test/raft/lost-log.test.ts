@@ -47,6 +47,16 @@ function replicated(): TestNetwork {
   return net;
 }
 
+/** a leads term 1 and commits three entries (indexes 2 to 4) everywhere, then b leads term 2. */
+function aThenB(): TestNetwork {
+  const net = network();
+  net.elect('a');
+  for (const t of texts('x', 3)) net.propose('a', t);
+  net.stabilize();
+  net.forceElection('b');
+  return net;
+}
+
 const betweenAAndC = (m: Message): boolean => (m.from === 'a' && m.to === 'c') || (m.from === 'c' && m.to === 'a');
 
 /** Whether c holds and commits all a does. */
@@ -160,11 +170,7 @@ describe('a follower that lost its log (a member restarted on storage: memory)',
   it('commits nothing from a heartbeat beyond its log: what it still holds may not be what was committed', () => {
     // b leads term 2 and replaced index 5 with its no-op; c acknowledged all of it. c's disk
     // then loses its last writes and gives back an older entry at 5, of term 1, never committed.
-    const net = network();
-    net.elect('a');
-    for (const t of texts('x', 3)) net.propose('a', t);
-    net.stabilize();
-    net.forceElection('b');
+    const net = aThenB();
     for (const t of texts('y', 3)) net.propose('b', t);
     net.stabilize();
     const b = net.node('b');
@@ -185,11 +191,7 @@ describe('a leader that learns nothing of a lost log', () => {
   it('from the reply a member of a later term sent it while it was a stale leader', () => {
     // a led term 1, b term 2, and a leads term 3. c, at term 3, answers an append a sent in
     // term 1; the reply, of term 3, reaches a as a leader of term 3.
-    const net = network();
-    net.elect('a');
-    for (const t of texts('x', 3)) net.propose('a', t);
-    net.stabilize();
-    net.forceElection('b');
+    const net = aThenB();
     net.forceElection('a');
     const a = net.node('a');
     expect(a.role).toBe('leader');
