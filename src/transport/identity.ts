@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { generateKeyPair, privateKeyFromProtobuf, privateKeyToProtobuf } from '@libp2p/crypto/keys';
 import type { PrivateKey } from '@libp2p/interface';
 import { StorageError } from '../errors.js';
+import { syncDirectory } from '../sync-directory.js';
 import { PEER_KEY_FILE } from './constants.js';
 
 const KEY_FILE_MODE = 0o600;
@@ -75,20 +76,6 @@ async function createKey(dir: string, path: string): Promise<PrivateKey> {
     throw new StorageError('CRONRAFT_STORAGE_UNREADABLE', path, `cannot create the peer key: ${message(error)}`, { cause: error });
   } finally {
     await unlink(tmp).catch(() => undefined);
-  }
-}
-
-/** Makes the new directory entry durable; some platforms cannot open a directory, which is harmless. */
-async function syncDirectory(dir: string): Promise<void> {
-  try {
-    const handle = await open(dir, 'r');
-    try {
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-  } catch {
-    // Best effort only.
   }
 }
 
