@@ -1,6 +1,7 @@
 import { open, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { StorageError } from '../errors.js';
+import { OWNER_ONLY_FILE_MODE } from '../owner-only.js';
 import type { HardState } from '../raft/types.js';
 import { syncDirectory } from '../sync-directory.js';
 import { ValueShapeError, decodeHardState, encodeHardState } from './level-codec.js';
@@ -14,9 +15,6 @@ export const DURABLE_MARK_FILE = 'durable-mark';
 
 /** The file a new mark is written to before it is renamed over the old one. */
 const DURABLE_MARK_TEMP_FILE = `${DURABLE_MARK_FILE}.tmp`;
-
-/** Like the rest of a member's data: for its owner alone. */
-const DURABLE_MARK_FILE_MODE = 0o600;
 
 /**
  * A store's durable mark: the last hard state (term, vote, commit point) it knew durable, in a
@@ -107,7 +105,7 @@ export class DurableMark {
     if (onFile !== null && onFile.term === hardState.term && onFile.vote === hardState.vote && onFile.commit === hardState.commit) return;
     const temp = join(this.#directory, DURABLE_MARK_TEMP_FILE);
     try {
-      const handle = await open(temp, 'w', DURABLE_MARK_FILE_MODE);
+      const handle = await open(temp, 'w', OWNER_ONLY_FILE_MODE);
       try {
         await handle.writeFile(encodeHardState(hardState));
         await handle.sync();
