@@ -1,9 +1,9 @@
-import { open, readFile, rename } from 'node:fs/promises';
+import { readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { StorageError } from '../errors.js';
 import { OWNER_ONLY_FILE_MODE } from '../owner-only.js';
 import type { HardState } from '../raft/types.js';
-import { syncDirectory } from '../sync-directory.js';
+import { syncDirectory, writeFileSynced } from '../durable-files.js';
 import { ValueShapeError, decodeHardState, encodeHardState } from './level-codec.js';
 import { hardStateRegression } from './store-checks.js';
 
@@ -105,13 +105,7 @@ export class DurableMark {
     if (onFile !== null && onFile.term === hardState.term && onFile.vote === hardState.vote && onFile.commit === hardState.commit) return;
     const temp = join(this.#directory, DURABLE_MARK_TEMP_FILE);
     try {
-      const handle = await open(temp, 'w', OWNER_ONLY_FILE_MODE);
-      try {
-        await handle.writeFile(encodeHardState(hardState));
-        await handle.sync();
-      } finally {
-        await handle.close();
-      }
+      await writeFileSynced(temp, encodeHardState(hardState), 'w', OWNER_ONLY_FILE_MODE);
       await rename(temp, this.path);
       await syncDirectory(this.#directory);
     } catch (error) {

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { link, mkdir, open, readFile, unlink } from 'node:fs/promises';
+import { link, mkdir, readFile, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { generateKeyPair, privateKeyFromProtobuf, privateKeyToProtobuf } from '@libp2p/crypto/keys';
 import type { PrivateKey } from '@libp2p/interface';
 import { StorageError } from '../errors.js';
 import { OWNER_ONLY_DIR_MODE, OWNER_ONLY_FILE_MODE, restrictToOwner } from '../owner-only.js';
-import { syncDirectory } from '../sync-directory.js';
+import { syncDirectory, writeFileSynced } from '../durable-files.js';
 import { PEER_KEY_FILE } from './constants.js';
 
 /**
@@ -70,13 +70,7 @@ async function createKey(dir: string, path: string): Promise<PrivateKey> {
     // Write a temporary file, flush it, then hard-link it into place: the key file is never seen
     // half-written after a crash, and link() fails instead of replacing a key that another process
     // created meanwhile.
-    const handle = await open(tmp, 'wx', OWNER_ONLY_FILE_MODE);
-    try {
-      await handle.writeFile(privateKeyToProtobuf(key));
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
+    await writeFileSynced(tmp, privateKeyToProtobuf(key), 'wx', OWNER_ONLY_FILE_MODE);
     try {
       await link(tmp, path);
     } catch (error) {
