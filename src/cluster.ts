@@ -4,6 +4,7 @@ import type { PrivateKey } from '@libp2p/interface';
 import type { ClusterState, MemberState } from './api/state.js';
 import type { ClusterEvents } from './cluster-events.js';
 import { resolveOptions, CLUSTER_DEFAULTS, type ClusterOptions, type ResolvedOptions } from './cluster-options.js';
+import { openDataDir } from './data-dir.js';
 import { ClockUnsyncedError, CronraftError, InvalidArgumentError, NotLeaderError, NotRunningError, TimeoutError } from './errors.js';
 import { validateJobOptions, validateName } from './job-options.js';
 import { RaftNode } from './raft/node.js';
@@ -24,9 +25,7 @@ import type { LogStorage } from './storage/log-storage.js';
 import { MemoryLogStorage } from './storage/memory-log-storage.js';
 import { systemClock, systemTimers, type Clock, type Timers } from './time/clock.js';
 import type { Random } from './time/random.js';
-import { loadOrCreatePrivateKey } from './transport/identity.js';
 import { Libp2pTransport } from './transport/libp2p-transport.js';
-import { join } from 'node:path';
 
 type Status = ClusterState['status'];
 
@@ -101,8 +100,9 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     const o = this.#o;
     let privateKey: PrivateKey | undefined;
     if (o.storage === 'level') {
-      privateKey = await loadOrCreatePrivateKey(o.dataDir);
-      this.#storage = new LevelLogStorage(join(o.dataDir, 'raft'), { sync: o.sync });
+      const dataDir = await openDataDir(o.dataDir);
+      privateKey = dataDir.privateKey;
+      this.#storage = new LevelLogStorage(dataDir.storePath, { sync: o.sync });
     } else {
       this.#storage = new MemoryLogStorage();
     }

@@ -1,9 +1,14 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, stat, truncate } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { STORE_DIRECTORY } from '../src/data-dir.js';
 import { Cluster, InvalidArgumentError, NotLeaderError, StorageError, type ClusterOptions } from '../src/index.js';
+import { PEER_KEY_FILE } from '../src/transport/constants.js';
 import { freePort } from './fixtures/process-cluster.js';
+
+/** Synced proposals a member commits before its write-ahead log is cut to half. */
+const PROPOSALS_BEFORE_DAMAGE = 200;
 
 const started: Cluster[] = [];
 const dirs: string[] = [];
@@ -101,6 +106,40 @@ describe('a single-member cluster', () => {
     expect(error).toMatchObject({ code: 'CRONRAFT_STORAGE_MISMATCH' });
     expect((error as Error).message).toContain(dataDir);
     expect(b.state().status).toBe('failed');
+  });
+
+  it('refuses to start, naming its log, when its write-ahead log lost committed entries', async () => {
+    const dataDir = await tempDir();
+    const port = await freePort();
+    const first = new Cluster([], { listen: `127.0.0.1:${port}`, dataDir });
+    await first.start();
+    for (let i = 0; i < PROPOSALS_BEFORE_DAMAGE; i++) await first.propose(`v${i}`);
+    await first.stop();
+    const storePath = join(dataDir, STORE_DIRECTORY);
+    const log = (await readdir(storePath)).filter((name) => name.endsWith('.log'));
+    expect(log.length).toBe(1);
+    const file = join(storePath, log[0] as string);
+    await truncate(file, Math.floor((await stat(file)).size / 2));
+
+    const second = new Cluster([], { listen: `127.0.0.1:${port}`, dataDir });
+    const error = await second.start().then(() => null, (e: unknown) => e);
+    expect(error).toBeInstanceOf(StorageError);
+    expect(error).toMatchObject({ code: 'CRONRAFT_STORAGE_CORRUPT', path: storePath });
+    expect(second.state().status).toBe('failed');
+  });
+
+  it('refuses to start with a new identity when its peer key is gone but its log is not', async () => {
+    const dataDir = await tempDir();
+    const port = await freePort();
+    const first = new Cluster([], { listen: `127.0.0.1:${port}`, dataDir });
+    await first.start();
+    await first.stop();
+    await rm(join(dataDir, PEER_KEY_FILE));
+    const second = new Cluster([], { listen: `127.0.0.1:${port}`, dataDir });
+    const error = await second.start().then(() => null, (e: unknown) => e);
+    expect(error).toBeInstanceOf(StorageError);
+    expect(error).toMatchObject({ code: 'CRONRAFT_STORAGE_CORRUPT', path: join(dataDir, PEER_KEY_FILE) });
+    expect(await readdir(dataDir)).toEqual([STORE_DIRECTORY]);
   });
 });
 

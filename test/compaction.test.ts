@@ -1,8 +1,9 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, rename, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Cluster, type ClusterOptions } from '../src/index.js';
+import { PEER_KEY_FILE } from '../src/transport/constants.js';
 import { freePort } from './fixtures/process-cluster.js';
 
 const started: Cluster[] = [];
@@ -72,6 +73,33 @@ describe('log compaction on a real cluster (level, loopback)', () => {
     const claimsThere = back.history({ limit: 20 }).filter((c) => leaderClaims.has(c.slot.getTime()));
     expect(claimsThere.length).toBeGreaterThan(0);
     for (const c of claimsThere) expect(c.fencingToken).toBe(leaderClaims.get(c.slot.getTime()));
+  });
+
+  it('a member whose data directory was moved aside rejoins empty, keeping its peer key, and catches up from a snapshot (the README’s way back)', async () => {
+    const all = await slots(3);
+    const members = all.map(member);
+    await Promise.all(members.map((m) => m.start()));
+    const { leader } = await members[0]!.waitForLeader();
+    const lead = members.find((m) => m.id === leader)!;
+    const downIndex = members.findIndex((m) => m.id !== leader);
+    const down = members[downIndex]!;
+    await down.waitForLeader();
+    for (let i = 0; i < 200; i++) await lead.propose(`v${i}`);
+    const peerId = down.state().peerId;
+    await down.stop();
+    const { dataDir } = all[downIndex]!;
+    const aside = `${dataDir}.aside`;
+    dirs.push(aside);
+    await rename(dataDir, aside);
+    await mkdir(dataDir);
+    await copyFile(join(aside, PEER_KEY_FILE), join(dataDir, PEER_KEY_FILE));
+
+    const back = member(all[downIndex]!);
+    await back.start();
+    expect(back.state().peerId).toBe(peerId);
+    const target = lead.state().commitIndex;
+    await expect.poll(() => back.state().appliedIndex, { timeout: 20_000, interval: 50 }).toBeGreaterThanOrEqual(target);
+    expect(back.state().log.snapshotsInstalled).toBeGreaterThanOrEqual(1);
   });
 
   it('restarts from its stored snapshot: the scheduler state is back before any leader is heard', async () => {

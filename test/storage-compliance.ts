@@ -222,7 +222,8 @@ export function describeLogStorageCompliance(name: string, factory: LogStorageFa
       it(`saves and reads back a batch of ${LARGE_BATCH} entries`, async () => {
         const { store } = await opened();
         const many = entries(1, LARGE_BATCH, 7);
-        await store.save({ hardState: { term: 7, vote: 'x', commit: LARGE_BATCH }, entries: many });
+        // Committed up to 10: the suffix replaced below never reaches a committed entry.
+        await store.save({ hardState: { term: 7, vote: 'x', commit: 10 }, entries: many });
         const { store: again, state } = await restart(store);
         expect(state.entries.length).toBe(LARGE_BATCH);
         expect(state.entries).toEqual(many);
@@ -306,6 +307,26 @@ export function describeLogStorageCompliance(name: string, factory: LogStorageFa
         const { state } = await restart(store);
         expect(state.entries).toEqual(entries(1, 3, 2));
         expect(state.hardState).toEqual({ term: 2, vote: null, commit: 3 });
+      });
+
+      it('rejects a hard state that goes back on the stored one, as Raft never does, and leaves the store as it was', async () => {
+        const { store } = await opened();
+        const stored: HardState = { term: 3, vote: 'a', commit: 2 };
+        await store.save({ entries: entries(1, 3, 2), hardState: stored });
+        const refusals = [
+          [{ ...stored, term: 2, vote: null }, 'term 2 is below term 3'],
+          [{ ...stored, vote: null }, 'the vote in term 3 is null, not "a"'],
+          [{ ...stored, vote: 'b' }, 'the vote in term 3 is "b", not "a"'],
+          [{ ...stored, commit: 1 }, 'commit 1 is below commit 2'],
+        ] as const;
+        for (const [hardState, reason] of refusals) {
+          await expect(store.save({ entries: [], hardState })).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'batch.hardState', message: expect.stringContaining(reason) });
+        }
+        // A vote may be cast in a term it was not yet cast in; a new term clears it.
+        await store.save({ entries: [], hardState: { term: 4, vote: null, commit: 2 } });
+        await store.save({ entries: [], hardState: { term: 4, vote: 'b', commit: 3 } });
+        const { state } = await restart(store);
+        expect(state.hardState).toEqual({ term: 4, vote: 'b', commit: 3 });
       });
     });
 
@@ -625,7 +646,9 @@ function batchFor(command: Exclude<Command, { kind: 'restart' | 'compact' }>, mo
   const written = entriesFor(first, command.count, term, command.data);
   const lastIndex = command.count === 0 ? last : first + command.count - 1;
   if (command.commit === null) return { entries: written };
-  return { hardState: { term, vote: 'a', commit: Math.min(lastIndex, commitBetween(command.commit, commit, lastIndex)) }, entries: written };
+  // A vote cast stands for the rest of its term.
+  const vote = term === model.hardState.term ? model.hardState.vote : 'a';
+  return { hardState: { term, vote, commit: Math.min(lastIndex, commitBetween(command.commit, commit, lastIndex)) }, entries: written };
 }
 
 function entriesFor(first: number, count: number, term: number, seed: Uint8Array): Entry[] {

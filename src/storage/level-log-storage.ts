@@ -3,6 +3,7 @@ import { Level } from 'level';
 import { StorageError } from '../errors.js';
 import { emptyHardState } from '../raft/types.js';
 import type { Entry, HardState, Snapshot, SnapshotMeta } from '../raft/types.js';
+import { DURABLE_MARK_FILE, DurableMark } from './durable-mark.js';
 import {
   ValueShapeError,
   decodeFormat,
@@ -47,8 +48,11 @@ interface Session {
   readonly terms: TermIndex;
   readonly segments: StoredSegments;
   identity: StorageIdentity | null;
-  /** The commit point of the last hard state saved, which a batch must not cut off. */
-  commit: number;
+  /** The last hard state saved: a batch must not cut off its commit point, nor go back on it. */
+  hardState: HardState;
+  /** The last hard state known durable (synced), which the durable mark records at times. */
+  durable: HardState;
+  readonly mark: DurableMark;
   /**
    * Entry keys from `staleFrom` to `staleTo` are stale: they hold no entry past a snapshot that
    * is durable. They are removed in the background, by `clearing` while it runs (see compact()).
@@ -64,6 +68,8 @@ interface Session {
  * atomic batch and read nothing: the store keeps the terms of its log in memory to check
  * batches (TermIndex), and its segments to know which keys a batch deletes (StoredSegments).
  * The segments a snapshot leaves stale are removed after it, in the background (see compact()).
+ * Beside LevelDB's files, a durable mark records the last hard state the store knew durable, so
+ * that open() refuses a store whose log lost synced writes (see durable-mark.ts).
  */
 export class LevelLogStorage implements LogStorage {
   readonly path: string;
@@ -89,14 +95,20 @@ export class LevelLogStorage implements LogStorage {
       throw this.openError(error);
     }
     try {
+      // Read once LevelDB's lock is held: no other store writes the mark meanwhile.
+      const mark = new DurableMark(this.path);
+      await mark.read();
       const read = await this.read(db);
       if (read === null) {
+        mark.check(this.path, emptyHardState, 0);
         await db.put(metaKeys.format, encodeFormat(FORMAT_VERSION), { sync: this.sync });
         const empty: StoredState = { identity: null, hardState: { ...emptyHardState }, snapshot: emptySnapshot(), entries: [] };
-        this.begin(db, empty, new StoredSegments([]), 0);
+        this.begin(db, mark, empty, new StoredSegments([]), 0);
         return empty;
       }
       const { state, version, segments } = read;
+      // Before anything is written: a store that lost durable writes is left as it was found.
+      mark.check(this.path, state.hardState, state.snapshot.index + state.entries.length);
       // A store of format 1 is read as is, and marked format 2 before its segments are touched:
       // from here on an older cronraft refuses it rather than misreading a segment.
       if (version !== FORMAT_VERSION) await db.put(metaKeys.format, encodeFormat(FORMAT_VERSION), { sync: this.sync });
@@ -109,11 +121,15 @@ export class LevelLogStorage implements LogStorage {
       pushDeletes(deletes, now);
       if (deletes.length > 0) await db.batch(deletes, { sync: this.sync });
       if (staleTo !== null) await db.clear({ gte: entryKey(0), lte: entryKey(staleTo) });
-      this.begin(db, state, segments, staleTo ?? 0);
+      // What LevelDB's write-ahead log held is in a synced table now: durable, whatever the
+      // store's sync option was when it was written.
+      await mark.write(state.hardState);
+      this.begin(db, mark, state, segments, staleTo ?? 0);
       return state;
     } catch (error) {
       await db.close().catch(() => undefined);
       if (error instanceof StorageError) throw error;
+      if (levelCode(error) === 'LEVEL_CORRUPTION') throw this.corrupt(`LevelDB reports corruption: ${messageOf(error)}`, error);
       throw new StorageError('CRONRAFT_STORAGE_UNREADABLE', this.path, `cannot read the store: ${messageOf(error)}`, { cause: error });
     }
   }
@@ -131,7 +147,7 @@ export class LevelLogStorage implements LogStorage {
 
   async save(batch: StorageBatch): Promise<void> {
     const session = this.current();
-    const lastIndex = checkBatch(batch, session.terms, session.commit);
+    const lastIndex = checkBatch(batch, session.terms, session.hardState);
     // Everything is encoded before the segments in memory change, so that a value that cannot
     // be encoded leaves them as the disk is.
     const first = batch.entries[0];
@@ -153,8 +169,12 @@ export class LevelLogStorage implements LogStorage {
     if (ops.length === 0) return;
     if (batch.snapshot !== undefined) session.terms.install(batch.snapshot);
     session.terms.apply(batch.entries);
-    if (batch.hardState !== undefined) session.commit = batch.hardState.commit;
-    await session.queue.write(ops, batch.sync ?? true);
+    if (batch.hardState !== undefined) session.hardState = copyHardState(batch.hardState);
+    // Writes land in order: once this one is synced, so is every hard state saved before it.
+    const upTo = session.hardState;
+    const sync = batch.sync ?? true;
+    await session.queue.write(ops, sync);
+    if (this.sync && sync) session.durable = upTo;
     if (batch.snapshot !== undefined) this.clearStale(session, batch.snapshot.index);
   }
 
@@ -170,17 +190,21 @@ export class LevelLogStorage implements LogStorage {
    * own batch: removed after the later one, its tail would come back (see StoredSegments).
    * Nothing writes below the retained log again (an installed snapshot never moves its start
    * back: checkBatch), so the removal cannot race a write. compact() resolves once the snapshot
-   * is durable; close() waits for the removal.
+   * is durable, and the durable mark with it (see durable-mark.ts); close() waits for the removal.
    */
   async compact(snapshot: Snapshot): Promise<void> {
     const session = this.current();
-    checkCompaction(snapshot, session.terms, session.commit);
+    checkCompaction(snapshot, session.terms, session.hardState.commit);
     const ops: WriteOp[] = [{ type: 'put', key: metaKeys.snapshot, value: encodeSnapshot(snapshot) }];
     const { now, staleTo } = session.segments.compact(snapshot.index, session.terms.lastIndex);
     session.terms.compact(snapshot);
     pushDeletes(ops, now);
+    const upTo = session.hardState;
     await session.queue.write(ops);
+    if (this.sync) session.durable = upTo;
     if (staleTo !== null) this.clearStale(session, staleTo);
+    // A compaction comes once in many saves: the mark moves then, off the commit path.
+    await session.mark.write(session.durable);
   }
 
   firstIndex(): number {
@@ -195,13 +219,17 @@ export class LevelLogStorage implements LogStorage {
     const session = this.session;
     if (session === null) return;
     this.session = null;
-    await session.queue.idle();
-    while (session.clearing !== null) await session.clearing;
-    await session.db.close();
+    try {
+      await session.queue.idle();
+      while (session.clearing !== null) await session.clearing;
+      await session.mark.write(session.durable);
+    } finally {
+      await session.db.close();
+    }
   }
 
   /** `staleTo`: the keys up to it were removed at open. */
-  private begin(db: Db, state: StoredState, segments: StoredSegments, staleTo: number): void {
+  private begin(db: Db, mark: DurableMark, state: StoredState, segments: StoredSegments, staleTo: number): void {
     const queue = new WriteQueue((ops, sync) => this.writeBatch(db, ops, sync));
     this.session = {
       db,
@@ -209,7 +237,9 @@ export class LevelLogStorage implements LogStorage {
       terms: new TermIndex(state.snapshot, state.entries),
       segments,
       identity: state.identity,
-      commit: state.hardState.commit,
+      hardState: copyHardState(state.hardState),
+      durable: copyHardState(state.hardState),
+      mark,
       staleFrom: staleTo + 1,
       staleTo,
       clearing: null,
@@ -277,6 +307,9 @@ export class LevelLogStorage implements LogStorage {
       throw new StorageError('CRONRAFT_STORAGE_UNREADABLE', this.path, `cannot read the directory: ${messageOf(error)}`, { cause: error });
     }
     if (names.length === 0) return false;
+    if (!names.includes(LEVELDB_CURRENT_FILE) && names.includes(DURABLE_MARK_FILE)) {
+      throw this.corrupt(`holds a durable mark (${DURABLE_MARK_FILE}) but no LevelDB database: the log this store made durable is gone`);
+    }
     if (!names.includes(LEVELDB_CURRENT_FILE)) {
       const shown = names.slice(0, 5).join(', ') + (names.length > 5 ? ', …' : '');
       throw new StorageError('CRONRAFT_STORAGE_UNREADABLE', this.path, `is not a cronraft store: the directory is not empty and holds no LevelDB database (found ${shown})`);
@@ -379,8 +412,8 @@ export class LevelLogStorage implements LogStorage {
     }
   }
 
-  private corrupt(message: string): StorageError {
-    return new StorageError('CRONRAFT_STORAGE_CORRUPT', this.path, message);
+  private corrupt(message: string, cause?: unknown): StorageError {
+    return new StorageError('CRONRAFT_STORAGE_CORRUPT', this.path, message, cause === undefined ? undefined : { cause });
   }
 }
 
@@ -400,6 +433,11 @@ interface StoreRead {
 /** What a store holds before anything was compacted: the empty state at index 0. */
 function emptySnapshot(): Snapshot {
   return { index: 0, term: 0, data: new Uint8Array(0) };
+}
+
+/** A copy: the caller may change the object it gave or was given. */
+function copyHardState(hardState: HardState): HardState {
+  return { term: hardState.term, vote: hardState.vote, commit: hardState.commit };
 }
 
 /** Appends a del for each of the segments starting at `starts`. */

@@ -19,7 +19,11 @@ export interface StoredState {
 
 /** One atomic write. */
 export interface StorageBatch {
-  /** Written if present. */
+  /**
+   * Written if present. Never behind the stored one, as Raft never moves it back: a lower term
+   * or commit point, or another vote in the same term, is refused (a level store checks at open
+   * that its hard state is not behind the last one it knew durable).
+   */
   readonly hardState?: HardState;
   /**
    * Contiguous entries. Any stored entry with an index >= `entries[0].index` is replaced

@@ -1,5 +1,5 @@
 import { StorageError } from '../errors.js';
-import type { Snapshot, SnapshotMeta } from '../raft/types.js';
+import type { HardState, Snapshot, SnapshotMeta } from '../raft/types.js';
 import type { LogStorage, StorageBatch, StorageIdentity, StoredState } from './log-storage.js';
 import { MemoryDisk, copyEntry, copySnapshot } from './memory-disk.js';
 import { checkBatch, checkCompaction, checkIdentity, mismatchMessage, notOpenError, sameIdentity } from './store-checks.js';
@@ -10,8 +10,8 @@ interface Session {
   readonly generation: number;
   readonly terms: TermIndex;
   identity: StorageIdentity | null;
-  /** The commit point of the last hard state saved, which a batch must not cut off. */
-  commit: number;
+  /** The last hard state saved: a batch must not cut off its commit point, nor go back on it. */
+  hardState: HardState;
 }
 
 /**
@@ -31,7 +31,7 @@ export class MemoryLogStorage implements LogStorage {
     if (this.session !== null) throw new StorageError('CRONRAFT_STORAGE_UNREADABLE', this.disk.name, 'the store is already open');
     const generation = this.disk.lock(this);
     const state = this.disk.read();
-    this.session = { generation, terms: new TermIndex(state.snapshot, state.entries), identity: state.identity, commit: state.hardState.commit };
+    this.session = { generation, terms: new TermIndex(state.snapshot, state.entries), identity: state.identity, hardState: { ...state.hardState } };
     return state;
   }
 
@@ -51,14 +51,14 @@ export class MemoryLogStorage implements LogStorage {
 
   async save(batch: StorageBatch): Promise<void> {
     const session = this.current();
-    checkBatch(batch, session.terms, session.commit);
+    checkBatch(batch, session.terms, session.hardState);
     // Copied now, not when the write is applied: the caller may reuse its objects at once.
     const entries = batch.entries.map(copyEntry);
     const hardState = batch.hardState === undefined ? undefined : { ...batch.hardState };
     const installed = batch.snapshot === undefined ? undefined : copySnapshot(batch.snapshot);
     if (installed !== undefined) session.terms.install(installed);
     session.terms.apply(entries);
-    if (hardState !== undefined) session.commit = hardState.commit;
+    if (hardState !== undefined) session.hardState = hardState;
     await this.disk.write(session.generation, (contents) => {
       if (installed !== undefined) {
         contents.snapshot = installed;
@@ -75,7 +75,7 @@ export class MemoryLogStorage implements LogStorage {
 
   async compact(snapshot: Snapshot): Promise<void> {
     const session = this.current();
-    checkCompaction(snapshot, session.terms, session.commit);
+    checkCompaction(snapshot, session.terms, session.hardState.commit);
     const copy = copySnapshot(snapshot);
     session.terms.compact(copy);
     await this.disk.write(session.generation, (contents) => {

@@ -29,11 +29,12 @@ export interface LogBounds {
 }
 
 /**
- * Checks a batch against the stored log and its stored commit point, and returns the last index
+ * Checks a batch against the stored log and the stored hard state, and returns the last index
  * once it is written. Throws InvalidArgumentError naming the offending field.
  */
-export function checkBatch(batch: StorageBatch, bounds: LogBounds, storedCommit: number): number {
+export function checkBatch(batch: StorageBatch, bounds: LogBounds, stored: HardState): number {
   const { entries, hardState, snapshot } = batch;
+  const storedCommit = stored.commit;
   if (!Array.isArray(entries)) throw new InvalidArgumentError('batch.entries', entries, 'an array of entries');
   if (snapshot !== undefined) {
     checkSnapshot(snapshot, 'batch.snapshot');
@@ -64,8 +65,11 @@ export function checkBatch(batch: StorageBatch, bounds: LogBounds, storedCommit:
     lastIndex = first.index + entries.length - 1;
   }
   const lowestCommit = snapshot === undefined ? 0 : snapshot.index;
-  if (hardState !== undefined) checkHardState(hardState, lowestCommit, lastIndex, 'batch.hardState');
-  else if (storedCommit > lastIndex) {
+  if (hardState !== undefined) {
+    checkHardState(hardState, lowestCommit, lastIndex, 'batch.hardState');
+    const regression = hardStateRegression(stored, hardState);
+    if (regression !== null) throw new InvalidArgumentError('batch.hardState', hardState, `a hard state that does not go back on the stored one (${regression})`);
+  } else if (storedCommit > lastIndex) {
     throw new InvalidArgumentError('batch.entries', `entries up to ${lastIndex}`, `a log that keeps the stored commit point ${storedCommit}`);
   } else if (storedCommit < lowestCommit) {
     // open() would find a snapshot of entries the store never knew to be committed: corrupt.
@@ -132,6 +136,21 @@ function checkHardState(hardState: HardState, lowestCommit: number, lastIndex: n
     const from = lowestCommit === 0 ? '0' : `the installed snapshot's index, ${lowestCommit},`;
     throw new InvalidArgumentError(`${name}.commit`, hardState.commit, `an integer from ${from} to the last index, ${lastIndex}`);
   }
+}
+
+/**
+ * How `later` goes back on `earlier`, or null when it does not. Raft never moves a hard state
+ * back: a term never decreases, a vote cast stands for the rest of its term, and a commit point
+ * never moves back. So a store refuses a save that would, and a stored hard state behind one the
+ * store knew durable shows that writes were lost (see durable-mark.ts).
+ */
+export function hardStateRegression(earlier: HardState, later: HardState): string | null {
+  if (later.term < earlier.term) return `term ${later.term} is below term ${earlier.term}`;
+  if (later.term === earlier.term && earlier.vote !== null && later.vote !== earlier.vote) {
+    return `the vote in term ${later.term} is ${JSON.stringify(later.vote)}, not ${JSON.stringify(earlier.vote)} as cast`;
+  }
+  if (later.commit < earlier.commit) return `commit ${later.commit} is below commit ${earlier.commit}`;
+  return null;
 }
 
 export function checkIdentity(identity: StorageIdentity): void {

@@ -1,13 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { link, mkdir, open, readFile, unlink } from 'node:fs/promises';
+import { link, mkdir, readFile, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { generateKeyPair, privateKeyFromProtobuf, privateKeyToProtobuf } from '@libp2p/crypto/keys';
 import type { PrivateKey } from '@libp2p/interface';
 import { StorageError } from '../errors.js';
+import { OWNER_ONLY_DIR_MODE, OWNER_ONLY_FILE_MODE, restrictToOwner } from '../owner-only.js';
+import { syncDirectory, writeFileSynced } from '../durable-files.js';
 import { PEER_KEY_FILE } from './constants.js';
-
-const KEY_FILE_MODE = 0o600;
-const DIR_MODE = 0o700;
 
 /**
  * Returns the member's libp2p private key, stored in `<dir>/peer-key` (libp2p protobuf encoding),
@@ -19,10 +18,28 @@ const DIR_MODE = 0o700;
  * `CRONRAFT_STORAGE_UNREADABLE` when it cannot be read or created.
  */
 export async function loadOrCreatePrivateKey(dir: string): Promise<PrivateKey> {
+  return (await loadPrivateKey(dir)) ?? createPrivateKey(dir);
+}
+
+/**
+ * The key stored in `<dir>/peer-key`, or null when there is none; a key file others may read is
+ * made its owner's alone (0600). Throws StorageError as loadOrCreatePrivateKey does.
+ */
+export async function loadPrivateKey(dir: string): Promise<PrivateKey | null> {
   const path = join(dir, PEER_KEY_FILE);
-  const existing = await readKey(path);
-  if (existing !== null) return existing;
-  return createKey(dir, path);
+  const key = await readKey(path);
+  if (key === null) return null;
+  try {
+    await restrictToOwner(path, OWNER_ONLY_FILE_MODE);
+  } catch (error) {
+    throw new StorageError('CRONRAFT_STORAGE_UNREADABLE', path, `cannot make the peer key readable by its owner alone: ${message(error)}`, { cause: error });
+  }
+  return key;
+}
+
+/** Creates a new Ed25519 key in `<dir>/peer-key`, and the directory if need be; a key another process created meanwhile wins. */
+export async function createPrivateKey(dir: string): Promise<PrivateKey> {
+  return createKey(dir, join(dir, PEER_KEY_FILE));
 }
 
 async function readKey(path: string): Promise<PrivateKey | null> {
@@ -49,17 +66,11 @@ async function createKey(dir: string, path: string): Promise<PrivateKey> {
   const key = await generateKeyPair('Ed25519');
   const tmp = `${path}.${randomUUID()}.tmp`;
   try {
-    await mkdir(dir, { recursive: true, mode: DIR_MODE });
+    await mkdir(dir, { recursive: true, mode: OWNER_ONLY_DIR_MODE });
     // Write a temporary file, flush it, then hard-link it into place: the key file is never seen
     // half-written after a crash, and link() fails instead of replacing a key that another process
     // created meanwhile.
-    const handle = await open(tmp, 'wx', KEY_FILE_MODE);
-    try {
-      await handle.writeFile(privateKeyToProtobuf(key));
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
+    await writeFileSynced(tmp, privateKeyToProtobuf(key), 'wx', OWNER_ONLY_FILE_MODE);
     try {
       await link(tmp, path);
     } catch (error) {
@@ -75,20 +86,6 @@ async function createKey(dir: string, path: string): Promise<PrivateKey> {
     throw new StorageError('CRONRAFT_STORAGE_UNREADABLE', path, `cannot create the peer key: ${message(error)}`, { cause: error });
   } finally {
     await unlink(tmp).catch(() => undefined);
-  }
-}
-
-/** Makes the new directory entry durable; some platforms cannot open a directory, which is harmless. */
-async function syncDirectory(dir: string): Promise<void> {
-  try {
-    const handle = await open(dir, 'r');
-    try {
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-  } catch {
-    // Best effort only.
   }
 }
 
