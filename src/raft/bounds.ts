@@ -34,7 +34,7 @@ export const MAX_INDEX = 2 ** 51;
 export const MAX_READ_CTX = 2 ** 51;
 
 /** Whether `value` is an integer from 0 to `max`. */
-export function isBoundedCount(value: number, max: number): boolean {
+function isBoundedCount(value: number, max: number): boolean {
   return Number.isSafeInteger(value) && value >= 0 && value <= max;
 }
 
