@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { DEFAULT_MAX_CLOCK_SKEW_MS } from './runtime/clock-sync.js';
 import { COMPACTION_DEFAULTS, type CompactionOptions } from './runtime/driver.js';
 import { join } from 'node:path';
@@ -123,6 +124,15 @@ export interface ResolvedOptions {
   readonly maxConcurrent: number;
   readonly compaction: CompactionOptions;
   readonly sync: boolean;
+}
+
+/**
+ * The cluster id every frame carries: a hash of the first configuration, the sorted voters, so
+ * that members given the same set agree on it, and members given another drop each other's
+ * frames (see the README, "Forming the cluster").
+ */
+export function clusterIdOf(voters: readonly NodeId[]): string {
+  return createHash('sha256').update(voters.join('\n')).digest('hex').slice(0, 32);
 }
 
 /** Validates everything up front, so that a bad option fails at `new Cluster()`, naming itself. */

@@ -1,9 +1,9 @@
-import { randomBytes, createHash, randomInt } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { PrivateKey } from '@libp2p/interface';
 import type { ClusterState, MemberState } from './api/state.js';
 import type { ClusterEvents } from './cluster-events.js';
-import { resolveOptions, CLUSTER_DEFAULTS, type ClusterOptions, type ResolvedOptions } from './cluster-options.js';
+import { clusterIdOf, resolveOptions, CLUSTER_DEFAULTS, type ClusterOptions, type ResolvedOptions } from './cluster-options.js';
 import { openDataDir } from './data-dir.js';
 import { ClockUnsyncedError, CronraftError, InvalidArgumentError, NotLeaderError, NotRunningError, TimeoutError } from './errors.js';
 import { validateJobOptions, validateName } from './job-options.js';
@@ -74,7 +74,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     this.#clock = options.clock ?? systemClock;
     this.#timers = options.timers ?? systemTimers;
     this.#random = options.random ?? cryptoRandom;
-    this.#clusterId = createHash('sha256').update(this.#o.voters.join('\n')).digest('hex').slice(0, 32);
+    this.#clusterId = clusterIdOf(this.#o.voters);
   }
 
   /** This member's id: its advertised `host:port`. */

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { SnapshotMessage } from '../src/raft/types.js';
-import { MAX_SNAPSHOT_BYTES, MAX_SNAPSHOT_CHUNKS, SNAPSHOT_ASSEMBLY_IDLE_MS, SnapshotAssembler, splitSnapshot } from '../src/runtime/snapshot-chunks.js';
+import { MAX_SNAPSHOT_CHUNKS, SNAPSHOT_ASSEMBLY_IDLE_MS, SnapshotAssembler, splitSnapshot } from '../src/runtime/snapshot-chunks.js';
+import { MAX_SNAPSHOT_BYTES } from '../src/transport/constants.js';
 import { decodeFrame, encodeFrame } from '../src/transport/codec.js';
 
 const data = Uint8Array.from({ length: 10_000 }, (_, i) => i % 251);

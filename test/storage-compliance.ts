@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CronraftError, StorageError } from '../src/errors.js';
+import { MAX_TERM } from '../src/raft/bounds.js';
 import { EntryType, emptyHardState } from '../src/raft/types.js';
 import type { Entry, HardState, Snapshot } from '../src/raft/types.js';
 import type { LogStorage, StorageBatch, StoredState } from '../src/storage/log-storage.js';
@@ -302,6 +303,9 @@ export function describeLogStorageCompliance(name: string, factory: LogStorageFa
         await expectInvalid(store.save({ entries: [], hardState: { term: 2, vote: null, commit: 4 } }));
         await expectInvalid(store.save({ entries: [entry(2, 2)], hardState: { term: 2, vote: null, commit: 3 } }));
         await expectInvalid(store.save({ entries: [{ ...entry(4, 2), data: 'text' as unknown as Uint8Array }] }));
+        // A term no member may hold (see src/raft/bounds.ts), which open() would refuse as corrupt.
+        await expectInvalid(store.save({ entries: [], hardState: { term: MAX_TERM, vote: null, commit: 3 } }), 'batch.hardState.term');
+        await expectInvalid(store.save({ entries: [entry(4, MAX_TERM)] }), 'batch.entries[0].term');
         // Cutting the log below the stored commit point, even without a new hard state.
         await expectInvalid(store.save({ entries: [entry(2, 3)] }));
         const { state } = await restart(store);

@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { encode } from 'cborg';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
+import { MAX_TERM } from '../src/raft/bounds.js';
 import { encodeFormat, encodeHardState, encodeSnapshot } from '../src/storage/level-codec.js';
 import { entryKey, metaKeys, parseKey } from '../src/storage/level-layout.js';
 import { LevelLogStorage } from '../src/storage/level-log-storage.js';
@@ -261,6 +262,26 @@ describe('LevelLogStorage', () => {
     await rawWrite(path, [{ key: metaKeys.hardstate, value: encodeFormat(7) }]);
     const error = await expectStorageError(new LevelLogStorage(path).open(), 'CRONRAFT_STORAGE_CORRUPT', path);
     expect(error.message).toContain('"hardstate"');
+  });
+
+  it('reports a stored term no member may hold as corrupt, rather than adopt it', async () => {
+    // 2^53 - 1 once reached the disk from one forged heartbeat, and kept the cluster from ever electing again.
+    for (const term of [MAX_TERM, Number.MAX_SAFE_INTEGER]) {
+      const path = await storeWith(3);
+      await rawWrite(path, [{ key: metaKeys.hardstate, value: encodeHardState({ term, vote: null, commit: 3 }) }]);
+      const error = await expectStorageError(new LevelLogStorage(path).open(), 'CRONRAFT_STORAGE_CORRUPT', path);
+      expect(error.message).toContain('"hardstate"');
+      expect(error.message).toContain(`expected a term from 0 to ${MAX_TERM - 1}`);
+    }
+    const entryPath = await storeWith(3);
+    await rawWrite(entryPath, [{ key: entryKey(3), value: formatOneEntry(entry(3, MAX_TERM)) }]);
+    expect((await expectStorageError(new LevelLogStorage(entryPath).open(), 'CRONRAFT_STORAGE_CORRUPT', entryPath)).message).toContain('entry key 3');
+    // The last term a member may hold is read back.
+    const last = await storeWith(3);
+    await rawWrite(last, [{ key: metaKeys.hardstate, value: encodeHardState({ term: MAX_TERM - 1, vote: null, commit: 3 }) }]);
+    const store = new LevelLogStorage(last);
+    expect((await store.open()).hardState.term).toBe(MAX_TERM - 1);
+    await store.close();
   });
 
   it('reports a gap in the log as corrupt', async () => {

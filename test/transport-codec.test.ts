@@ -1,4 +1,4 @@
-import { encode, Tagged } from 'cborg';
+import { decode, encode, Tagged } from 'cborg';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { CodecError } from '../src/errors.js';
@@ -6,7 +6,9 @@ import type { Entry, Message, MessageType } from '../src/raft/types.js';
 import { EntryType, messageTypes } from '../src/raft/types.js';
 import { encodeEntryRecords } from '../src/entry-records.js';
 import { arrayHeader } from '../src/cbor-heads.js';
-import { decodeFrame, encodeFrame } from '../src/transport/codec.js';
+import { MAX_INDEX, MAX_READ_CTX, MAX_TERM } from '../src/raft/bounds.js';
+import { readAppendWire } from '../src/transport/append-reader.js';
+import { decodeFrame, encodeFrame, TYPE_CODES } from '../src/transport/codec.js';
 import {
   FRAME_FORMAT_VERSION,
   MAX_CLOCK_STAMP_MS,
@@ -16,6 +18,7 @@ import {
   MAX_ID_LENGTH,
   MAX_PID_LENGTH,
   MAX_PROPOSALS_PER_MESSAGE,
+  MAX_SNAPSHOT_BYTES,
 } from '../src/transport/constants.js';
 
 const base = { from: '127.0.0.1:7001', to: '127.0.0.1:7002', term: 7 };
@@ -189,6 +192,7 @@ describe('frame codec', () => {
       ['a negative term', [1, 'c', 9, 'a', 'b', -1]],
       ['a fractional term', [1, 'c', 9, 'a', 'b', 1.5]],
       ['a term above 2^53', [1, 'c', 9, 'a', 'b', 2 ** 53]],
+      ['a term of 2^53 - 1', [1, 'c', 9, 'a', 'b', Number.MAX_SAFE_INTEGER]],
       ['a term given as null', [1, 'c', 9, 'a', 'b', null]],
       ['a boolean given as a number', header(2, 1)],
       ['a vote transfer given as a string', header(3, 1, 1, 'yes')],
@@ -249,6 +253,83 @@ describe('frame codec', () => {
     });
   });
 
+  describe('bounds on numbers', () => {
+    // Each field with its bound, as a frame holding `v` there and in-bounds values elsewhere.
+    const fields: Array<[string, number, (v: number) => unknown[]]> = [
+      ['term', MAX_TERM, (v) => [FRAME_FORMAT_VERSION, 'c', 9, 'a', 'b', v]],
+      ['prevote.lastIndex', MAX_INDEX, (v) => header(1, v, 0)],
+      ['prevote.lastTerm', MAX_TERM, (v) => header(1, 0, v)],
+      ['vote.lastIndex', MAX_INDEX, (v) => header(3, v, 0, false)],
+      ['vote.lastTerm', MAX_TERM, (v) => header(3, 0, v, false)],
+      ['append.prevIndex', MAX_INDEX, (v) => header(5, v, 0, 0, [])],
+      ['append.prevTerm', MAX_TERM, (v) => header(5, 0, v, 0, [])],
+      ['append.commit', MAX_INDEX, (v) => header(5, 0, 0, v, [])],
+      ['append-resp.index', MAX_INDEX, (v) => header(6, v, false, 0, 0)],
+      ['append-resp.hintIndex', MAX_INDEX, (v) => header(6, 0, false, v, 0)],
+      ['append-resp.hintTerm', MAX_TERM, (v) => header(6, 0, false, 0, v)],
+      ['heartbeat.commit', MAX_INDEX, (v) => header(7, v, 0)],
+      ['heartbeat.readCtx', MAX_READ_CTX, (v) => header(7, 0, v)],
+      ['heartbeat-resp.readCtx', MAX_READ_CTX, (v) => header(8, v)],
+      ['propose-resp.index', MAX_INDEX, (v) => header(11, v, [], false, null)],
+      ['read-index.ctx', MAX_READ_CTX, (v) => header(12, v)],
+      ['read-index-resp.ctx', MAX_READ_CTX, (v) => header(13, v, 0, false)],
+      ['read-index-resp.index', MAX_INDEX, (v) => header(13, 0, v, false)],
+      ['snapshot.index', MAX_INDEX, (v) => header(14, v, 1, 0, 0, bytes())],
+      ['snapshot.term', MAX_TERM, (v) => header(14, 1, v, 0, 0, bytes())],
+      ['snapshot.offset', MAX_SNAPSHOT_BYTES, (v) => header(14, 1, 1, v, MAX_SNAPSHOT_BYTES, bytes())],
+      ['snapshot.total', MAX_SNAPSHOT_BYTES, (v) => header(14, 1, 1, 0, v, bytes(1))],
+    ];
+    it.each(fields)('%s: accepted at its bound, refused one past it', (field, bound, frame) => {
+      expect(() => decodeFrame(raw(frame(bound)))).not.toThrow();
+      expectCodecError(() => decodeFrame(raw(frame(bound + 1))), `${field}: expected an integer from 0 to ${bound}`);
+    });
+
+    // An append with an entry, read in one pass when its strings are ASCII, by cborg otherwise.
+    const append = (clusterId: string, n: { term?: number; prevIndex?: number; prevTerm?: number; commit?: number; entryTerm?: number }): Uint8Array => {
+      const prevIndex = n.prevIndex ?? 0;
+      return raw([FRAME_FORMAT_VERSION, clusterId, 5, 'a', 'b', n.term ?? 1, prevIndex, n.prevTerm ?? 0, n.commit ?? 0, [[prevIndex + 1, n.entryTerm ?? 1, 0, bytes(1), 'p']]]);
+    };
+    const appendFields: Array<[string, number, (v: number) => Parameters<typeof append>[1]]> = [
+      ['append.term', MAX_TERM, (v) => ({ term: v })],
+      ['append.entries[0].index', MAX_INDEX, (v) => ({ prevIndex: v - 1 })],
+      ['append.prevTerm', MAX_TERM, (v) => ({ prevTerm: v })],
+      ['append.commit', MAX_INDEX, (v) => ({ commit: v })],
+      ['append.entries[0].term', MAX_TERM, (v) => ({ entryTerm: v })],
+    ];
+    it.each(appendFields)('%s of an append with entries: at its bound and one past, on the one-pass reader and on cborg', (field, bound, fieldsAt) => {
+      for (const clusterId of ['c', 'ç']) {
+        const at = append(clusterId, fieldsAt(bound));
+        const past = append(clusterId, fieldsAt(bound + 1));
+        // The ASCII frame takes the one-pass reader, the other cborg.
+        expect(readAppendWire(at, TYPE_CODES.append, MAX_ENTRIES_PER_MESSAGE) !== undefined, clusterId).toBe(clusterId === 'c');
+        expect(readAppendWire(past, TYPE_CODES.append, MAX_ENTRIES_PER_MESSAGE) !== undefined, clusterId).toBe(clusterId === 'c');
+        expect(() => decodeFrame(at)).not.toThrow();
+        expectCodecError(() => decodeFrame(past), field);
+      }
+    });
+
+    it('refuses a term of 2^53 - 1 in every message type', () => {
+      for (const type of messageTypes) {
+        const frame = encodeFrame({ clusterId: 'c', message: examples[type] });
+        const wire = decode(frame) as unknown[];
+        wire[5] = Number.MAX_SAFE_INTEGER;
+        expectCodecError(() => decodeFrame(raw(wire)), `${type}.term`);
+      }
+    });
+
+    it('are kept by the encoder, which refuses what its peers would drop', () => {
+      const append = examples.append as Extract<Message, { type: 'append' }>;
+      const readIndex = examples['read-index'] as Extract<Message, { type: 'read-index' }>;
+      const snapshot = examples.snapshot as Extract<Message, { type: 'snapshot' }>;
+      const [first] = append.entries as [Entry];
+      expectCodecError(() => encodeFrame({ clusterId: 'c', message: { ...examples.heartbeat, term: MAX_TERM + 1 } }), /term/);
+      expectCodecError(() => encodeFrame({ clusterId: 'c', message: { ...readIndex, ctx: MAX_READ_CTX + 1 } }), /ctx/);
+      expectCodecError(() => encodeFrame({ clusterId: 'c', message: { ...append, entries: [{ ...first, term: MAX_TERM + 1 }] } }), /term/);
+      expectCodecError(() => encodeFrame({ clusterId: 'c', message: { ...append, prevIndex: MAX_INDEX, entries: [{ ...first, index: MAX_INDEX + 1 }] } }), /index/);
+      expectCodecError(() => encodeFrame({ clusterId: 'c', message: { ...snapshot, chunk: { offset: 0, total: MAX_SNAPSHOT_BYTES + 1 } } }), /total/);
+    });
+  });
+
   describe('encoding', () => {
     it('refuses a message its peers would reject, with CodecError', () => {
       const tooMany: Message = {
@@ -284,10 +365,14 @@ describe('frame codec', () => {
 
   describe('properties', () => {
     const id = fc.string({ minLength: 1, maxLength: 40 });
-    const uint = fc.maxSafeNat();
+    // Every number up to its bound (see src/raft/bounds.ts), the bound itself included.
+    const upTo = (max: number): fc.Arbitrary<number> => fc.oneof(fc.nat({ max: 1000 }), fc.nat({ max }), fc.constant(max));
+    const term = upTo(MAX_TERM);
+    const index = upTo(MAX_INDEX);
+    const ctx = upTo(MAX_READ_CTX);
     const pid = fc.string({ minLength: 1, maxLength: 40 });
     const data = fc.uint8Array({ maxLength: 64 });
-    const common = { from: id, to: id, term: uint };
+    const common = { from: id, to: id, term };
     // -0 travels as 0, so the arbitraries leave it out.
     const ms = (min: number): fc.Arbitrary<number> =>
       fc.oneof(fc.double({ min, max: MAX_CLOCK_STAMP_MS, noNaN: true }), fc.integer({ min: Math.max(min, -1e6), max: 1e6 })).map((x) => (Object.is(x, -0) ? 0 : x));
@@ -298,38 +383,38 @@ describe('frame codec', () => {
     );
     const heartbeatEcho = fc.record({ echo: time, receivedAt: time, sentAt: time, wallOffset: time });
     const append = fc
-      .record({ ...common, prevIndex: fc.nat({ max: 1_000_000 }), prevTerm: uint, commit: uint, count: fc.nat({ max: 20 }) })
+      .record({ ...common, prevIndex: fc.nat({ max: 1_000_000 }), prevTerm: term, commit: index, count: fc.nat({ max: 20 }) })
       .chain(({ count, ...rest }) =>
         fc
-          .array(fc.record({ term: uint, type: fc.constantFrom(EntryType.Normal, EntryType.Noop), data, pid: fc.oneof(fc.constant(''), pid) }), {
+          .array(fc.record({ term, type: fc.constantFrom(EntryType.Normal, EntryType.Noop), data, pid: fc.oneof(fc.constant(''), pid) }), {
             minLength: count,
             maxLength: count,
           })
           .map((items): Message => ({ type: 'append', ...rest, entries: items.map((e, i) => ({ index: rest.prevIndex + 1 + i, ...e })) })),
       );
     const message: fc.Arbitrary<Message> = fc.oneof(
-      fc.record({ type: fc.constant('prevote' as const), ...common, lastIndex: uint, lastTerm: uint }),
+      fc.record({ type: fc.constant('prevote' as const), ...common, lastIndex: index, lastTerm: term }),
       fc.record({ type: fc.constant('prevote-resp' as const), ...common, reject: fc.boolean() }),
-      fc.record({ type: fc.constant('vote' as const), ...common, lastIndex: uint, lastTerm: uint, transfer: fc.boolean() }),
+      fc.record({ type: fc.constant('vote' as const), ...common, lastIndex: index, lastTerm: term, transfer: fc.boolean() }),
       fc.record({ type: fc.constant('vote-resp' as const), ...common, reject: fc.boolean() }),
       append,
-      fc.record({ type: fc.constant('append-resp' as const), ...common, index: uint, reject: fc.boolean(), hintIndex: uint, hintTerm: uint }),
-      fc.record({ type: fc.constant('heartbeat' as const), ...common, commit: uint, readCtx: uint }),
-      fc.record({ type: fc.constant('heartbeat' as const), ...common, commit: uint, readCtx: uint, clock: heartbeatClock }),
-      fc.record({ type: fc.constant('heartbeat-resp' as const), ...common, readCtx: uint }),
-      fc.record({ type: fc.constant('heartbeat-resp' as const), ...common, readCtx: uint, clock: heartbeatEcho }),
+      fc.record({ type: fc.constant('append-resp' as const), ...common, index, reject: fc.boolean(), hintIndex: index, hintTerm: term }),
+      fc.record({ type: fc.constant('heartbeat' as const), ...common, commit: index, readCtx: ctx }),
+      fc.record({ type: fc.constant('heartbeat' as const), ...common, commit: index, readCtx: ctx, clock: heartbeatClock }),
+      fc.record({ type: fc.constant('heartbeat-resp' as const), ...common, readCtx: ctx }),
+      fc.record({ type: fc.constant('heartbeat-resp' as const), ...common, readCtx: ctx, clock: heartbeatEcho }),
       fc.record({ type: fc.constant('timeout-now' as const), ...common }),
       fc.record({ type: fc.constant('propose' as const), ...common, proposals: fc.array(fc.record({ pid, data }), { maxLength: 10 }) }),
       fc.record({
         type: fc.constant('propose-resp' as const),
         ...common,
-        index: uint,
+        index,
         pids: fc.array(pid, { maxLength: 10 }),
         reject: fc.boolean(),
         leader: fc.option(id, { nil: null }),
       }),
-      fc.record({ type: fc.constant('read-index' as const), ...common, ctx: uint }),
-      fc.record({ type: fc.constant('read-index-resp' as const), ...common, ctx: uint, index: uint, reject: fc.boolean() }),
+      fc.record({ type: fc.constant('read-index' as const), ...common, ctx }),
+      fc.record({ type: fc.constant('read-index-resp' as const), ...common, ctx, index, reject: fc.boolean() }),
     );
 
     it('round-trips arbitrary valid messages', () => {

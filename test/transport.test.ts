@@ -1,25 +1,21 @@
-// The polyfill must load before libp2p, which this file also imports directly for the hostile node.
+// The polyfill must load before libp2p.
 import '../src/transport/polyfills.js';
-import { noise } from '@chainsafe/libp2p-noise';
-import { yamux } from '@chainsafe/libp2p-yamux';
 import { generateKeyPair } from '@libp2p/crypto/keys';
-import type { Libp2p, Stream } from '@libp2p/interface';
+import type { Stream } from '@libp2p/interface';
 import { peerIdFromPrivateKey } from '@libp2p/peer-id';
-import { tcp } from '@libp2p/tcp';
-import { multiaddr } from '@multiformats/multiaddr';
 import { encode } from 'cborg';
-import { createLibp2p } from 'libp2p';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { CodecError, InvalidArgumentError, ListenError } from '../src/errors.js';
 import type { Message, NodeId } from '../src/raft/types.js';
 import { parsePeerAddress } from '../src/transport/address.js';
 import type { PeerAddress } from '../src/transport/address.js';
 import { encodeFrame } from '../src/transport/codec.js';
-import { MAX_FRAME_BYTES, PROTOCOL_ID } from '../src/transport/constants.js';
+import { MAX_FRAME_BYTES } from '../src/transport/constants.js';
 import type { TransportEvent } from '../src/transport/events.js';
 import { withPrefix } from '../src/transport/framing.js';
 import { Libp2pTransport } from '../src/transport/libp2p-transport.js';
 import type { Libp2pTransportOptions } from '../src/transport/libp2p-transport.js';
+import { hostileNode as createHostileNode, openRaw as openRawStream, type HostileNode } from './fixtures/hostile-node.js';
 
 const CLUSTER = 'test-cluster';
 const LOCAL = '/ip4/127.0.0.1/tcp/0';
@@ -78,24 +74,15 @@ async function waitForConnected(from: Member, to: NodeId): Promise<void> {
 }
 
 /** A libp2p node that is not a member, to speak the protocol badly on purpose. */
-async function hostileNode(): Promise<Libp2p> {
-  const node = await createLibp2p({
-    addresses: { listen: [] },
-    transports: [tcp()],
-    connectionEncrypters: [noise()],
-    streamMuxers: [yamux()],
-  });
-  cleanups.push(async () => {
-    // Abort rather than wait for libp2p's graceful close of each connection.
-    for (const connection of node.getConnections()) connection.abort(new Error('test over'));
-    await node.stop();
-  });
+async function hostileNode(): Promise<HostileNode> {
+  const node = await createHostileNode();
+  cleanups.push(() => node.stop());
   return node;
 }
 
-async function openRaw(node: Libp2p, target: Member): Promise<Stream> {
+async function openRaw(node: HostileNode, target: Member): Promise<Stream> {
   const [address] = target.transport.listenAddresses();
-  return node.dialProtocol(multiaddr(address ?? ''), PROTOCOL_ID, { signal: AbortSignal.timeout(5000) });
+  return openRawStream(node, address ?? '');
 }
 
 describe('Libp2pTransport', () => {

@@ -1,3 +1,4 @@
+import { canHoldTerm, MAX_INDEX, MAX_TERM, messageWithinBounds } from './bounds.js';
 import { RAFT_DEFAULTS, type RaftConfig } from './config.js';
 import { RaftLog } from './log.js';
 import { Progress } from './progress.js';
@@ -77,7 +78,10 @@ export class RaftNode {
   readonly #limits: Required<Omit<RaftConfig, 'id' | 'voters' | 'electionTicks' | 'heartbeatTicks' | 'keepData'>>;
   readonly #keepData: (data: Uint8Array) => Uint8Array;
   readonly log: RaftLog;
-  /** Messages ignored because they contradict the protocol (only a faulty peer sends them). */
+  /**
+   * Messages ignored because they contradict the protocol or carry a number out of its bounds
+   * (see bounds.ts): only a faulty peer sends them.
+   */
   protocolViolations = 0;
   /**
    * Times this member, leading, learned that a follower lost entries it had acknowledged (a
@@ -120,6 +124,8 @@ export class RaftNode {
     if (config.heartbeatTicks < 1 || config.electionTicks <= config.heartbeatTicks) {
       throw new Error('Raft config: heartbeatTicks must be >= 1 and less than electionTicks');
     }
+    // Storage refuses such a state when it reads it; this is the protocol's own guard.
+    if (!canHoldTerm(initial.hardState.term)) throw new Error(`Raft initial state: term ${initial.hardState.term} is not a term a member may hold (below ${MAX_TERM})`);
     this.id = config.id;
     this.#voters = [...new Set(config.voters)].sort();
     this.#peers = this.#voters.filter((v) => v !== this.id);
@@ -332,6 +338,8 @@ export class RaftNode {
     let bytes = 0;
     for (const p of proposals) bytes += p.data.byteLength;
     if (this.#uncommittedBytes > 0 && this.#uncommittedBytes + bytes > this.#limits.maxUncommittedBytes) return 0;
+    // Never an entry past the bound on indexes: its append could not be sent.
+    if (this.log.lastIndex() + proposals.length > MAX_INDEX) return 0;
     this.#uncommittedBytes += bytes;
     const first = this.log.lastIndex() + 1;
     const entries = proposals.map((p, i): Entry => ({ index: first + i, term: this.#term, type: EntryType.Normal, data: this.#keepData(p.data), pid: p.pid }));
@@ -387,6 +395,11 @@ export class RaftNode {
   /** Takes one message from a peer. Messages from non-members are ignored. */
   step(m: Message): void {
     if (m.to !== this.id || !this.#voters.includes(m.from) || m.from === this.id) return;
+    // Checked before anything is adopted from it, its term above all (see bounds.ts).
+    if (!messageWithinBounds(m)) {
+      this.protocolViolations++;
+      return;
+    }
     if (m.term > this.#term) {
       if (!this.#stepHigherTerm(m)) return;
     } else if (m.term < this.#term) {
@@ -476,7 +489,18 @@ export class RaftNode {
 
   // ---- elections ---------------------------------------------------------------------------
 
+  /**
+   * Whether this member may start an election: the term it would campaign at can be held (see
+   * canHoldTerm), and its log has room for the no-op it would append as leader. Both hold for
+   * centuries of honest work; past them it stays a follower rather than send what its peers
+   * would refuse.
+   */
+  #canCampaign(): boolean {
+    return canHoldTerm(this.#term + 1) && this.log.lastIndex() < MAX_INDEX;
+  }
+
   #preCampaign(): void {
+    if (!this.#canCampaign()) return;
     this.#role = 'precandidate';
     this.#leader = null;
     this.#votes = new Map([[this.id, true]]);
@@ -547,7 +571,7 @@ export class RaftNode {
   #handleTimeoutNow(): void {
     // The leader chose us as its successor: skip the pre-vote and the lease so the election
     // happens now rather than after an election timeout.
-    if (this.#role !== 'leader') this.#campaign(true);
+    if (this.#role !== 'leader' && this.#canCampaign()) this.#campaign(true);
   }
 
   #becomeFollower(term: number, leader: NodeId | null): void {
@@ -806,8 +830,8 @@ export class RaftNode {
   #handleSnapshot(m: SnapshotMessage): void {
     if (!this.#followLeader(m.from)) return;
     const s = m.snapshot;
-    // A snapshot is of committed entries of a term no later than its sender's.
-    if (s.term > m.term || s.index === 0) {
+    // A snapshot is of committed entries (step checked that its term is no later than its sender's).
+    if (s.index === 0) {
       this.protocolViolations++;
       return;
     }

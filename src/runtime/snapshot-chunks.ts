@@ -1,18 +1,11 @@
 import type { NodeId, SnapshotMessage } from '../raft/types.js';
+import { MAX_SNAPSHOT_BYTES } from '../transport/constants.js';
 
 /**
  * Bytes of snapshot data in one message: well under the transport's 4 MiB frame, so a chunk and
  * its header always fit, and small enough that one chunk does not hold a link for long.
  */
 export const SNAPSHOT_CHUNK_BYTES = 1024 * 1024;
-
-/**
- * The largest snapshot a member takes in, whole: well below the transport's bound on bytes
- * queued for one peer (64 MiB), so that a snapshot and the traffic beside it fit. The
- * scheduler's state at its bounds (10,000 jobs, 10,000 kept claims with their outcomes) stays
- * well below it; a peer announcing more is refused before anything is kept.
- */
-export const MAX_SNAPSHOT_BYTES = 32 * 1024 * 1024;
 
 /**
  * The most chunks one snapshot is gathered from (at the largest snapshot, 8 KiB a chunk on

@@ -1,8 +1,9 @@
 import { decode, decodeFirst, encode } from 'cborg';
+import { MAX_TERM } from '../raft/bounds.js';
 import type { Entry, HardState, Snapshot } from '../raft/types.js';
 import type { StorageIdentity } from './log-storage.js';
 import { encodeEntryRecords } from '../entry-records.js';
-import { isCount, isEntryType } from './store-checks.js';
+import { isCount, isEntryType, isTerm } from './store-checks.js';
 
 /**
  * The values of a LevelLogStorage, in CBOR (cborg). Records are CBOR arrays rather than maps:
@@ -54,7 +55,7 @@ export function encodeHardState(hardState: HardState): Uint8Array {
 
 export function decodeHardState(bytes: Uint8Array): HardState {
   const [term, vote, commit] = decodeTuple(bytes, 3, 'hard state [term, vote, commit]');
-  if (!isCount(term)) throw new ValueShapeError(`expected a non-negative integer term, got ${describe(term)}`);
+  if (!isTerm(term)) throw new ValueShapeError(`expected a term from 0 to ${MAX_TERM - 1}, got ${describe(term)}`);
   if (vote !== null && typeof vote !== 'string') throw new ValueShapeError(`expected a string or null vote, got ${describe(vote)}`);
   if (!isCount(commit)) throw new ValueShapeError(`expected a non-negative integer commit, got ${describe(commit)}`);
   return { term, vote, commit };
@@ -67,7 +68,7 @@ export function encodeSnapshot(snapshot: Snapshot): Uint8Array {
 export function decodeSnapshot(bytes: Uint8Array): Snapshot {
   const [index, term, data] = decodeTuple(bytes, 3, 'snapshot [index, term, data]');
   if (!isCount(index)) throw new ValueShapeError(`expected a non-negative integer snapshot index, got ${describe(index)}`);
-  if (!isCount(term)) throw new ValueShapeError(`expected a non-negative integer snapshot term, got ${describe(term)}`);
+  if (!isTerm(term)) throw new ValueShapeError(`expected a snapshot term from 0 to ${MAX_TERM - 1}, got ${describe(term)}`);
   if (!(data instanceof Uint8Array)) throw new ValueShapeError(`expected bytes for the snapshot data, got ${describe(data)}`);
   return { index, term, data };
 }
@@ -103,7 +104,7 @@ function entryFrom(value: unknown): Entry {
   if (!Array.isArray(value) || value.length !== 5) throw new ValueShapeError(`expected entry [index, term, type, data, pid], got ${describe(value)}`);
   const [index, term, type, data, pid] = value as unknown[];
   if (!isCount(index)) throw new ValueShapeError(`expected a non-negative integer index, got ${describe(index)}`);
-  if (!isCount(term)) throw new ValueShapeError(`expected a non-negative integer term, got ${describe(term)}`);
+  if (!isTerm(term)) throw new ValueShapeError(`expected a term from 0 to ${MAX_TERM - 1}, got ${describe(term)}`);
   if (!isEntryType(type)) throw new ValueShapeError(`expected an entry type, got ${describe(type)}`);
   if (!(data instanceof Uint8Array)) throw new ValueShapeError(`expected bytes for data, got ${describe(data)}`);
   if (typeof pid !== 'string') throw new ValueShapeError(`expected a string pid, got ${describe(pid)}`);

@@ -1,4 +1,5 @@
 import { CronraftError, InvalidArgumentError } from '../errors.js';
+import { canHoldTerm, MAX_TERM } from '../raft/bounds.js';
 import { EntryType } from '../raft/types.js';
 import type { Entry, HardState, Snapshot } from '../raft/types.js';
 import type { StorageBatch, StorageIdentity } from './log-storage.js';
@@ -9,9 +10,17 @@ import type { StorageBatch, StorageIdentity } from './log-storage.js';
  * instead of at the next restart.
  */
 
-/** A log index or a term: a non-negative integer that survives a round trip through a double. */
+/** A log index: a non-negative integer that survives a round trip through a double. */
 export function isCount(value: unknown): value is number {
   return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
+}
+
+/**
+ * A term a member may hold (see canHoldTerm in src/raft/bounds.ts). A later one came from a
+ * damaged disk or a bug, and a member that adopted it could never campaign again.
+ */
+export function isTerm(value: unknown): value is number {
+  return typeof value === 'number' && canHoldTerm(value);
 }
 
 export function isEntryType(value: unknown): value is EntryType {
@@ -101,7 +110,7 @@ export function checkCompaction(snapshot: Snapshot, bounds: LogBounds, storedCom
 function checkSnapshot(snapshot: Snapshot, name: string): void {
   if (typeof snapshot !== 'object' || snapshot === null) throw new InvalidArgumentError(name, snapshot, 'a Snapshot');
   if (!isCount(snapshot.index)) throw new InvalidArgumentError(`${name}.index`, snapshot.index, 'a non-negative integer');
-  if (!isCount(snapshot.term)) throw new InvalidArgumentError(`${name}.term`, snapshot.term, 'a non-negative integer');
+  if (!isTerm(snapshot.term)) throw new InvalidArgumentError(`${name}.term`, snapshot.term, `an integer from 0 to ${MAX_TERM - 1}`);
   if (!(snapshot.data instanceof Uint8Array)) throw new InvalidArgumentError(`${name}.data`, typeof snapshot.data, 'a Uint8Array');
 }
 
@@ -120,8 +129,8 @@ function snapshotBounds(snapshot: Snapshot): LogBounds {
 function checkEntry(entry: Entry, index: number, previousTerm: number, name: string): void {
   if (typeof entry !== 'object' || entry === null) throw new InvalidArgumentError(name, entry, 'an entry');
   if (entry.index !== index) throw new InvalidArgumentError(`${name}.index`, entry.index, `${index} (entries must be contiguous)`);
-  if (!isCount(entry.term) || entry.term < previousTerm) {
-    throw new InvalidArgumentError(`${name}.term`, entry.term, `an integer >= ${previousTerm} (terms never decrease along the log)`);
+  if (!isTerm(entry.term) || entry.term < previousTerm) {
+    throw new InvalidArgumentError(`${name}.term`, entry.term, `an integer from ${previousTerm} to ${MAX_TERM - 1} (terms never decrease along the log)`);
   }
   if (!isEntryType(entry.type)) throw new InvalidArgumentError(`${name}.type`, entry.type, 'an EntryType');
   if (!(entry.data instanceof Uint8Array)) throw new InvalidArgumentError(`${name}.data`, entry.data, 'a Uint8Array');
@@ -130,7 +139,7 @@ function checkEntry(entry: Entry, index: number, previousTerm: number, name: str
 
 function checkHardState(hardState: HardState, lowestCommit: number, lastIndex: number, name: string): void {
   if (typeof hardState !== 'object' || hardState === null) throw new InvalidArgumentError(name, hardState, 'a HardState');
-  if (!isCount(hardState.term)) throw new InvalidArgumentError(`${name}.term`, hardState.term, 'a non-negative integer');
+  if (!isTerm(hardState.term)) throw new InvalidArgumentError(`${name}.term`, hardState.term, `an integer from 0 to ${MAX_TERM - 1}`);
   if (hardState.vote !== null && typeof hardState.vote !== 'string') throw new InvalidArgumentError(`${name}.vote`, hardState.vote, 'a member id or null');
   if (!isCount(hardState.commit) || hardState.commit < lowestCommit || hardState.commit > lastIndex) {
     const from = lowestCommit === 0 ? '0' : `the installed snapshot's index, ${lowestCommit},`;

@@ -1,5 +1,6 @@
 import { decode, encode } from 'cborg';
 import { CodecError } from '../errors.js';
+import { MAX_INDEX, MAX_READ_CTX, MAX_TERM } from '../raft/bounds.js';
 import { EntryType } from '../raft/types.js';
 import type { AppendMessage, ClockEstimate, Entry, HeartbeatClock, HeartbeatEcho, Message, MessageType, NodeId, ProposalData } from '../raft/types.js';
 import { encodeEntryRecords, ENTRY_RECORD_FIELDS, entryRecord } from '../entry-records.js';
@@ -14,6 +15,7 @@ import {
   MAX_ID_LENGTH,
   MAX_PID_LENGTH,
   MAX_PROPOSALS_PER_MESSAGE,
+  MAX_SNAPSHOT_BYTES,
 } from './constants.js';
 
 /**
@@ -29,6 +31,12 @@ import {
  * The stamp is an optional extension of version 1, not a new version: frames without it are the
  * same bytes as before it existed and still decode. A decoder from before it rejects a stamped
  * frame by its length, so members of such a build cannot take part in a cluster of this one.
+ *
+ * Every number is an integer within a named bound, far below 2^53: terms within MAX_TERM,
+ * indexes within MAX_INDEX, read contexts within MAX_READ_CTX (src/raft/bounds.ts, where the
+ * protocol checks them again), a snapshot chunk's offset and total within MAX_SNAPSHOT_BYTES,
+ * clock stamps within MAX_CLOCK_STAMP_MS; counts and lengths within the bounds of constants.ts.
+ * A frame with any other is dropped as malformed.
  *
  * An array rather than a map keeps frames small and fast to encode: field names are not repeated
  * in every heartbeat. Type codes are a fixed table below, never derived from the order of
@@ -266,13 +274,13 @@ function fromWire(value: unknown): Frame {
   const stamp: unknown = value[fieldCount];
   const from = nodeId(value[3], `${type}.from`);
   const to = nodeId(value[4], `${type}.to`);
-  const term = uint(value[5], `${type}.term`);
+  const term = uint(value[5], `${type}.term`, MAX_TERM);
   const f = (i: number): unknown => value[HEADER_LENGTH + i];
   const base = { from, to, term };
   let message: Message;
   switch (type) {
     case 'prevote':
-      message = { type, ...base, lastIndex: uint(f(0), 'prevote.lastIndex'), lastTerm: uint(f(1), 'prevote.lastTerm') };
+      message = { type, ...base, lastIndex: uint(f(0), 'prevote.lastIndex', MAX_INDEX), lastTerm: uint(f(1), 'prevote.lastTerm', MAX_TERM) };
       break;
     case 'prevote-resp':
       message = { type, ...base, reject: bool(f(0), 'prevote-resp.reject') };
@@ -281,8 +289,8 @@ function fromWire(value: unknown): Frame {
       message = {
         type,
         ...base,
-        lastIndex: uint(f(0), 'vote.lastIndex'),
-        lastTerm: uint(f(1), 'vote.lastTerm'),
+        lastIndex: uint(f(0), 'vote.lastIndex', MAX_INDEX),
+        lastTerm: uint(f(1), 'vote.lastTerm', MAX_TERM),
         transfer: bool(f(2), 'vote.transfer'),
       };
       break;
@@ -290,13 +298,13 @@ function fromWire(value: unknown): Frame {
       message = { type, ...base, reject: bool(f(0), 'vote-resp.reject') };
       break;
     case 'append': {
-      const prevIndex = uint(f(0), 'append.prevIndex');
+      const prevIndex = uint(f(0), 'append.prevIndex', MAX_INDEX);
       message = {
         type,
         ...base,
         prevIndex,
-        prevTerm: uint(f(1), 'append.prevTerm'),
-        commit: uint(f(2), 'append.commit'),
+        prevTerm: uint(f(1), 'append.prevTerm', MAX_TERM),
+        commit: uint(f(2), 'append.commit', MAX_INDEX),
         entries: entries(f(3), prevIndex),
       };
       break;
@@ -305,20 +313,20 @@ function fromWire(value: unknown): Frame {
       message = {
         type,
         ...base,
-        index: uint(f(0), 'append-resp.index'),
+        index: uint(f(0), 'append-resp.index', MAX_INDEX),
         reject: bool(f(1), 'append-resp.reject'),
-        hintIndex: uint(f(2), 'append-resp.hintIndex'),
-        hintTerm: uint(f(3), 'append-resp.hintTerm'),
+        hintIndex: uint(f(2), 'append-resp.hintIndex', MAX_INDEX),
+        hintTerm: uint(f(3), 'append-resp.hintTerm', MAX_TERM),
       };
       break;
     case 'heartbeat': {
-      const commit = uint(f(0), 'heartbeat.commit');
-      const readCtx = uint(f(1), 'heartbeat.readCtx');
+      const commit = uint(f(0), 'heartbeat.commit', MAX_INDEX);
+      const readCtx = uint(f(1), 'heartbeat.readCtx', MAX_READ_CTX);
       message = stamp === undefined ? { type, ...base, commit, readCtx } : { type, ...base, commit, readCtx, clock: heartbeatClock(stamp) };
       break;
     }
     case 'heartbeat-resp': {
-      const readCtx = uint(f(0), 'heartbeat-resp.readCtx');
+      const readCtx = uint(f(0), 'heartbeat-resp.readCtx', MAX_READ_CTX);
       message = stamp === undefined ? { type, ...base, readCtx } : { type, ...base, readCtx, clock: heartbeatEcho(stamp) };
       break;
     }
@@ -332,30 +340,30 @@ function fromWire(value: unknown): Frame {
       message = {
         type,
         ...base,
-        index: uint(f(0), 'propose-resp.index'),
+        index: uint(f(0), 'propose-resp.index', MAX_INDEX),
         pids: pids(f(1)),
         reject: bool(f(2), 'propose-resp.reject'),
         leader: f(3) === null ? null : nodeId(f(3), 'propose-resp.leader'),
       };
       break;
     case 'read-index':
-      message = { type, ...base, ctx: uint(f(0), 'read-index.ctx') };
+      message = { type, ...base, ctx: uint(f(0), 'read-index.ctx', MAX_READ_CTX) };
       break;
     case 'read-index-resp':
       message = {
         type,
         ...base,
-        ctx: uint(f(0), 'read-index-resp.ctx'),
-        index: uint(f(1), 'read-index-resp.index'),
+        ctx: uint(f(0), 'read-index-resp.ctx', MAX_READ_CTX),
+        index: uint(f(1), 'read-index-resp.index', MAX_INDEX),
         reject: bool(f(2), 'read-index-resp.reject'),
       };
       break;
     case 'snapshot': {
-      const offset = uint(f(2), 'snapshot.offset');
-      const total = uint(f(3), 'snapshot.total');
+      const offset = uint(f(2), 'snapshot.offset', MAX_SNAPSHOT_BYTES);
+      const total = uint(f(3), 'snapshot.total', MAX_SNAPSHOT_BYTES);
       const data = bytes(f(4), 'snapshot.data');
       if (offset + data.byteLength > total) throw new CodecError(`snapshot: a chunk of ${data.byteLength} bytes at ${offset} overruns the total of ${total}`);
-      const snapshot = { index: uint(f(0), 'snapshot.index'), term: uint(f(1), 'snapshot.term'), data };
+      const snapshot = { index: uint(f(0), 'snapshot.index', MAX_INDEX), term: uint(f(1), 'snapshot.term', MAX_TERM), data };
       message = offset === 0 && data.byteLength === total ? { type, ...base, snapshot } : { type, ...base, snapshot, chunk: { offset, total } };
       break;
     }
@@ -386,8 +394,8 @@ function isValidEntry(e: unknown, index: number): e is ValidEntry {
 function isValidEntryFields(index: unknown, term: unknown, type: unknown, data: unknown, pid: unknown, expected: number): boolean {
   return (
     index === expected &&
-    Number.isSafeInteger(index) &&
-    isUint(term) &&
+    isUint(index, MAX_INDEX) &&
+    isUint(term, MAX_TERM) &&
     (type === EntryType.Normal || type === EntryType.Noop) &&
     data instanceof Uint8Array &&
     typeof pid === 'string' &&
@@ -395,8 +403,8 @@ function isValidEntryFields(index: unknown, term: unknown, type: unknown, data: 
   );
 }
 
-function isUint(value: unknown): value is number {
-  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
+function isUint(value: unknown, max: number): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 && value <= max;
 }
 
 /** One entry, checked field by field with a message that names the field at fault. */
@@ -404,12 +412,12 @@ function entry(item: unknown, i: number, prevIndex: number): Entry {
   const field = `append.entries[${i}]`;
   const e = array(item, field, ENTRY_RECORD_FIELDS);
   if (e.length !== ENTRY_RECORD_FIELDS) throw new CodecError(`${field}: expected ${ENTRY_RECORD_FIELDS} fields, got ${e.length}`);
-  const index = uint(e[0], `${field}.index`);
+  const index = uint(e[0], `${field}.index`, MAX_INDEX);
   // Raft appends a contiguous run right after prevIndex; any other index would corrupt the log.
   if (index !== prevIndex + 1 + i) throw new CodecError(`${field}.index: expected ${prevIndex + 1 + i}, got ${index}`);
   return {
     index,
-    term: uint(e[1], `${field}.term`),
+    term: uint(e[1], `${field}.term`, MAX_TERM),
     type: entryType(e[2], `${field}.type`),
     data: bytes(e[3], `${field}.data`),
     pid: string(e[4], `${field}.pid`, MAX_PID_LENGTH),
@@ -464,10 +472,9 @@ function pids(value: unknown): string[] {
   return array(value, 'propose-resp.pids', MAX_PROPOSALS_PER_MESSAGE).map((pid, i) => nonEmptyString(pid, `propose-resp.pids[${i}]`, MAX_PID_LENGTH));
 }
 
-function uint(value: unknown, field: string): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
-    throw new CodecError(`${field}: expected a non-negative safe integer, got ${describe(value)}`);
-  }
+/** An integer from 0 to `max`, the field's bound (see src/raft/bounds.ts). */
+function uint(value: unknown, field: string, max: number): number {
+  if (!isUint(value, max)) throw new CodecError(`${field}: expected an integer from 0 to ${max}, got ${describe(value)}`);
   return value;
 }
 

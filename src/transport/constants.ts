@@ -18,6 +18,15 @@ export const MAX_ENTRIES_PER_MESSAGE = 8192;
 /** The most proposals one forwarded propose message (and pids in its response) may carry. */
 export const MAX_PROPOSALS_PER_MESSAGE = 8192;
 
+/**
+ * The largest snapshot a member takes in, whole: well below the transport's bound on bytes
+ * queued for one peer (64 MiB), so that a snapshot and the traffic beside it fit. The
+ * scheduler's state at its bounds (10,000 jobs, 10,000 kept claims with their outcomes) stays
+ * well below it. The codec refuses a snapshot chunk whose offset or total passes it, and the
+ * driver's assembler (src/runtime/snapshot-chunks.ts) keeps no more of one.
+ */
+export const MAX_SNAPSHOT_BYTES = 32 * 1024 * 1024;
+
 /** The longest member id (`host:port`; a DNS name is at most 253 characters). */
 export const MAX_ID_LENGTH = 300;
 

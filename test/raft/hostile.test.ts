@@ -23,8 +23,10 @@ describe('faulty peers', () => {
     const b = net.node('b');
     expect(b.log.committed).toBe(2);
     const before = net.logTerms('b');
-    const forged = { index: 2, term: b.term + 7, type: EntryType.Normal, data: new Uint8Array([1]), pid: 'evil' };
-    b.step({ type: 'append', from: 'a', to: 'b', term: b.term, prevIndex: 1, prevTerm: 1, entries: [forged], commit: 2 });
+    // From a leader of a later term (an entry's term is never past its message's).
+    const term = b.term + 7;
+    const forged = { index: 2, term, type: EntryType.Normal, data: new Uint8Array([1]), pid: 'evil' };
+    b.step({ type: 'append', from: 'a', to: 'b', term, prevIndex: 1, prevTerm: 1, entries: [forged], commit: 2 });
     expect(net.logTerms('b')).toEqual(before);
     expect(b.log.entry(2)?.pid).not.toBe('evil');
     // It answers with its commit index, which tells a confused leader where to resume.

@@ -224,7 +224,8 @@ describe('restarts', () => {
     const net = new TestNetwork(three);
     net.elect('a');
     net.restart('a');
-    net.node('a').step({ type: 'vote', from: 'b', to: 'a', term: net.node('a').term, lastIndex: 10, lastTerm: 5, transfer: false });
+    const term = net.node('a').term;
+    net.node('a').step({ type: 'vote', from: 'b', to: 'a', term, lastIndex: 10, lastTerm: term, transfer: false });
     const reply = net.pending().find((m) => m.type === 'vote-resp');
     expect(reply).toMatchObject({ reject: true });
   });
