@@ -317,6 +317,31 @@ describe('overlap policies, across members', () => {
     for (const r of overlapping) expect(r.startMs - first.startMs).toBeLessThan(2 * c.commitMs);
   });
 
+  it("'skip' records why it skips one of the slots a failover moved to a member together", async () => {
+    // Seed 42 (five members, three minutes): three slots, all past their instants, were moved to
+    // one member at once. The first runs; the second waits behind it (late); the third is skipped
+    // (at most one waits behind late runs), and the log says it was for the run that waits.
+    const c = cluster(['a', 'b'], 5, { eligibleMembers: () => [] });
+    c.schedule(['b'], 'sync', { every: '1s' }, 30);
+    await c.time.advanceTo(T0 + 3050);
+    expect(c.claims('sync')).toEqual([]);
+    let from = T0;
+    for (const slotS of [1, 2, 3]) {
+      void c.propose({ type: 'claim', job: 'sync', slotMs: T0 + slotS * 1000, assignees: ['b'], fromMs: from });
+      from = T0 + slotS * 1000;
+    }
+    await c.time.advanceTo(T0 + 3500);
+    expect(c.runs.map((r) => (r.slotMs - T0) / 1000)).toEqual([1, 2]);
+    expect(c.maxOverlap('sync')).toBe(1);
+    expect(c.outcomes('sync')).toEqual([
+      [1, 'succeeded'],
+      [2, 'succeeded'],
+      [3, 'skipped'],
+    ]);
+    const third = c.claims('sync')[2]!;
+    expect(third.outcomes.get('b')!.error).toBe('overlap: a run of the job (slot 2026-01-01T00:00:02.000Z) was already waiting to run');
+  });
+
   it("'allow' lets runs overlap", async () => {
     const c = cluster(['a', 'b']);
     c.schedule(['a', 'b'], 'sync', { every: '1s' }, 2500, { overlap: 'allow' });
