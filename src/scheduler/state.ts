@@ -206,8 +206,9 @@ export interface SchedulerStateParts {
   /** In insertion order. */
   readonly assigned: readonly (readonly [member: NodeId, claims: number])[];
   /**
-   * The order of the derived indexes, as applying the log left it: a claim that reopens (moved
-   * after it settled) or whose run restarts (after a reassignment) goes to the end of its index,
+   * The order of the derived indexes, as applying the log left it: a claim that reopened (moved
+   * after it settled, which logs written before such moves were refused hold) or whose run
+   * restarts (after a reassignment) goes to the end of its index,
    * not to its place in claim order, and the planner looks at open claims in index order.
    * Membership is always rebuilt from the claims; this only orders it. Absent: claim order.
    */
@@ -359,6 +360,10 @@ export class SchedulerState {
         // A replaced run's slot is over: a leader that planned the move before the replacement
         // was applied must not run it again.
         if (claim.cancelled?.token === claim.token) return { ok: false, reason: 'ended' };
+        // The leader plans from the state it has applied, which lags its log: an outcome
+        // committed meanwhile may have ended the slot (a success moved would run again) or
+        // made it a retry, which waits for its back-off and counts against the job's retries.
+        if (!moveStillDue(claim, command.reason)) return { ok: false, reason: 'ended' };
         claim.token = index;
         claim.assignees = [...command.assignees];
         claim.attempt += 1;
@@ -545,6 +550,17 @@ function reorder<T>(set: Set<T>, order: readonly T[]): void {
   set.clear();
   for (const item of order) if (members.delete(item)) set.add(item);
   for (const item of members) set.add(item);
+}
+
+/**
+ * Whether the outcome under the claim's current token is still one the planner moves for
+ * `reason` (planReassignments): none, or interrupted, for a lost assignee; a failure, for a retry.
+ */
+function moveStillDue(claim: ClaimRecord, reason: 'assignee-lost' | 'retry'): boolean {
+  const assignee = claim.assignees[0];
+  const reported = assignee === undefined ? undefined : claim.outcomes.get(assignee);
+  const outcome = reported?.token === claim.token ? reported.outcome : undefined;
+  return reason === 'assignee-lost' ? outcome === undefined || outcome === 'interrupted' : outcome === 'failed' || outcome === 'aborted';
 }
 
 function isInProgress(claim: ClaimRecord): boolean {

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { decodeCommand, encodeCommand } from '../../src/runtime/commands.js';
 import { decodeSchedulerSnapshot, encodeSchedulerSnapshot, restoreSchedulerSnapshot, schedulerSnapshotSteps } from '../../src/scheduler/state-snapshot.js';
 import type { JobSpec } from '../../src/scheduler/spec.js';
-import { SchedulerState, claimKey, type ApplyResult, type JobPolicy, type RunOutcome, type SchedulerCommand } from '../../src/scheduler/state.js';
+import { SchedulerState, claimKey, type ApplyResult, type ClaimRecord, type JobPolicy, type RunOutcome, type SchedulerCommand } from '../../src/scheduler/state.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 
@@ -309,11 +309,23 @@ describe('scheduler state snapshots', () => {
     // The first slot's run is moved and starts again: it goes to the end of the run index.
     s.apply(6, { type: 'reassign', job: 'report', slotMs: T0 + 1000, fromToken: 2, assignees: ['b'], reason: 'assignee-lost' });
     s.apply(7, { type: 'started', job: 'report', slotMs: T0 + 1000, token: 6, member: 'b', atMs: T0 + 2100 });
-    // A third slot succeeds, then a move planned before that success is applied: it reopens, last.
+    // A third slot succeeds, then a move planned before that success is applied: the state
+    // machine refuses it now, but applied it before, and the claim reopened, last in the open
+    // index. A state written then, restored, keeps that order.
     s.apply(8, { type: 'claim', job: 'report', slotMs: T0 + 3000, assignees: ['a'] });
     s.apply(9, { type: 'outcome', job: 'report', slotMs: T0 + 3000, token: 8, member: 'a', outcome: 'succeeded', atMs: T0 + 3001 });
     s.apply(10, { type: 'claim', job: 'report', slotMs: T0 + 4000, assignees: ['a'] });
-    s.apply(11, { type: 'reassign', job: 'report', slotMs: T0 + 3000, fromToken: 8, assignees: ['c'], reason: 'assignee-lost' });
+    expect(s.apply(11, { type: 'reassign', job: 'report', slotMs: T0 + 3000, fromToken: 8, assignees: ['c'], reason: 'assignee-lost' })).toEqual({ ok: false, reason: 'ended' });
+    const reopened = s.claims.get(claimKey('report', T0 + 3000))!;
+    Object.assign(reopened, { token: 11, assignees: ['c'], attempt: 2 });
+    const claimAt = (ms: number): ClaimRecord => s.claims.get(claimKey('report', T0 + ms))!;
+    s.restoreFrom({
+      jobs: [...s.jobs.values()],
+      claims: [...s.claims.values()],
+      locks: [],
+      assigned: [...s.assigned],
+      indexOrder: { open: [claimAt(1000), claimAt(2000), claimAt(4000), claimAt(3000)], inProgress: [claimAt(2000), claimAt(1000)] },
+    });
     const order = indexes(s);
     expect(order.inProgress.report).toEqual([claimKey('report', T0 + 2000), claimKey('report', T0 + 1000)]);
     expect(order.open).toEqual([T0 + 1000, T0 + 2000, T0 + 4000, T0 + 3000].map((t) => claimKey('report', t)));

@@ -128,6 +128,34 @@ describe('reassignment', () => {
     // The first assignee's late outcome, under the old token, is refused.
     expect(s.apply(6, { type: 'outcome', job: 'report', slotMs: T0 + 1000, token: 3, member: 'a', outcome: 'succeeded', atMs: T0 + 1500 })).toEqual({ ok: false, reason: 'stale-token' });
   });
+
+  it('is refused once the outcome it was planned without ends the slot, or makes it a retry', () => {
+    // Seed 42 (five members, three minutes): a leader planned a move from its applied state
+    // while the assignee's success was committed but not yet applied there; applied after the
+    // success, the move ran the slot again.
+    const s = new SchedulerState();
+    s.apply(1, register('a'));
+    s.apply(2, register('b'));
+    s.apply(3, claim(T0 + 1000, ['a']));
+    s.apply(4, claim(T0 + 2000, ['a']));
+    const outcome = (index: number, slotMs: number, token: number, result: 'succeeded' | 'failed' | 'interrupted'): void => {
+      s.apply(index, { type: 'outcome', job: 'report', slotMs, token, member: 'a', outcome: result, atMs: slotMs + 500 });
+    };
+    const move = (index: number, slotMs: number, fromToken: number, reason: 'assignee-lost' | 'retry'): ReturnType<SchedulerState['apply']> =>
+      s.apply(index, { type: 'reassign', job: 'report', slotMs, fromToken, assignees: ['b'], reason });
+    outcome(5, T0 + 1000, 3, 'succeeded');
+    expect(move(6, T0 + 1000, 3, 'assignee-lost')).toEqual({ ok: false, reason: 'ended' });
+    expect(move(7, T0 + 1000, 3, 'retry')).toEqual({ ok: false, reason: 'ended' });
+    expect(s.claims.get(`report@${T0 + 1000}`)).toMatchObject({ token: 3, assignees: ['a'], attempt: 1 });
+    // A failure turns a lost assignee's move into a retry, which the planner plans after its back-off.
+    outcome(8, T0 + 2000, 4, 'failed');
+    expect(move(9, T0 + 2000, 4, 'assignee-lost')).toEqual({ ok: false, reason: 'ended' });
+    expect(move(10, T0 + 2000, 4, 'retry')).toMatchObject({ ok: true, claim: { token: 10, attempt: 2 } });
+    // An interrupted run is moved (the cluster, not the job, ended it); a retry needs a failure.
+    outcome(11, T0 + 2000, 10, 'interrupted');
+    expect(move(12, T0 + 2000, 10, 'retry')).toEqual({ ok: false, reason: 'ended' });
+    expect(move(13, T0 + 2000, 10, 'assignee-lost')).toMatchObject({ ok: true, claim: { token: 13, attempt: 3 } });
+  });
 });
 
 describe('locks', () => {
