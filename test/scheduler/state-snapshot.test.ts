@@ -50,6 +50,7 @@ type Intent =
   | { readonly type: 'started'; readonly claim: number; readonly stale: boolean; readonly member: number }
   | { readonly type: 'outcome'; readonly claim: number; readonly stale: boolean; readonly member: number; readonly outcome: number; readonly error: boolean }
   | { readonly type: 'cancel'; readonly claim: number; readonly stale: boolean }
+  | { readonly type: 'expire'; readonly claim: number; readonly stale: boolean }
   | { readonly type: 'lock'; readonly name: number; readonly member: number; readonly forMs: number }
   | { readonly type: 'unlock'; readonly name: number; readonly stale: boolean; readonly afterMs: number };
 
@@ -67,6 +68,7 @@ const intent: fc.Arbitrary<Intent> = fc.oneof(
   { arbitrary: fc.record({ type: fc.constant('started' as const), claim: fc.nat({ max: 5 }), stale: fc.boolean(), member: pick(MEMBERS.length) }), weight: 5 },
   { arbitrary: fc.record({ type: fc.constant('outcome' as const), claim: fc.nat({ max: 5 }), stale: fc.boolean(), member: pick(MEMBERS.length), outcome: pick(OUTCOMES.length), error: fc.boolean() }), weight: 5 },
   { arbitrary: fc.record({ type: fc.constant('cancel' as const), claim: fc.nat({ max: 5 }), stale: fc.boolean() }), weight: 2 },
+  { arbitrary: fc.record({ type: fc.constant('expire' as const), claim: fc.nat({ max: 5 }), stale: fc.boolean() }), weight: 1 },
   { arbitrary: fc.record({ type: fc.constant('lock' as const), name: pick(LOCKS.length), member: pick(MEMBERS.length), forMs: fc.integer({ min: 1, max: 300 }) }), weight: 2 },
   { arbitrary: fc.record({ type: fc.constant('unlock' as const), name: pick(LOCKS.length), stale: fc.boolean(), afterMs: fc.integer({ min: 0, max: 300 }) }), weight: 1 },
 );
@@ -118,6 +120,8 @@ function resolve(i: Intent, index: number, state: SchedulerState): SchedulerComm
     }
     case 'cancel':
       return { type: 'cancel', job: slot.job, slotMs: slot.slotMs, token: token(i.stale), bySlotMs: slot.slotMs + 1000, atMs };
+    case 'expire':
+      return { type: 'expire', job: slot.job, slotMs: slot.slotMs, fromToken: token(i.stale), reason: 'expired', atMs };
     case 'lock':
       return { type: 'lock', name: LOCKS[i.name]!, member: MEMBERS[i.member]!, atMs, untilMs: atMs + i.forMs };
     case 'unlock': {
