@@ -35,7 +35,10 @@ export function summarizeJobs(names: readonly string[], checker: SchedulerChecke
       if (slot.firstStartT !== null) lateness.push(slot.firstStartT - (slot.slotMs - SIM_EPOCH_MS));
       const outcomes = slot.assignees.flatMap((member) => slot.outcomes.get(`${member} ${slot.token}`) ?? []);
       if (outcomes.includes('succeeded')) succeeded++;
-      else unsuccessfulBy[outcomes[0] ?? 'none'] = (unsuccessfulBy[outcomes[0] ?? 'none'] ?? 0) + 1;
+      else {
+        const outcome = outcomes[0] ?? 'none';
+        unsuccessfulBy[outcome] = (unsuccessfulBy[outcome] ?? 0) + 1;
+      }
     }
     lateness.sort((a, b) => a - b);
     // The same percentiles as the HTML report's table, so the two agree on a run.
