@@ -351,20 +351,33 @@ function lowerBound(sorted: readonly number[], value: number): number {
 
 /**
  * A slot succeeded once any run of it succeeded (a retry or a reassignment may follow a
- * failure); otherwise it failed if any run failed, and so on. A slot with no run is what its
- * latest outcome says (skipped, missed, interrupted), or `pending` when it lies after
- * everything the timeline recorded (it never had its chance), or else `never`: claimed, and
- * neither run nor given an outcome.
+ * failure); otherwise it is what happened to it last: its latest run's end (failed, or aborted
+ * or interrupted), or an outcome the log gave it without a run (skipped or replaced by its
+ * overlap policy, interrupted before it started, missed). A slot with neither is `pending`
+ * when it lies after everything the timeline recorded (it never had its chance), or else
+ * `never`: claimed, and neither run nor given an outcome.
  */
 function slotResult(slot: Slot, lastEventT: number): SlotResult {
   if (slot.runs.some((r) => r.outcome === 'succeeded')) return 'succeeded';
-  if (slot.runs.some((r) => r.outcome === 'failed')) return 'failed';
-  if (slot.runs.length > 0) return 'aborted';
-  const latest = slot.notRun.reduce<NotRun | null>((last, o) => (last === null || o.t >= last.t ? o : last), null);
-  if (latest?.outcome === 'skipped' || latest?.outcome === 'replaced') return 'skipped';
-  if (latest?.outcome === 'missed') return 'missed';
-  if (latest !== null) return 'aborted';
-  return slot.slotT > lastEventT ? 'pending' : 'never';
+  let latest: { readonly t: number; readonly outcome: string } | null = null;
+  for (const r of slot.runs) if (latest === null || r.endT >= latest.t) latest = { t: r.endT, outcome: r.outcome };
+  for (const o of slot.notRun) {
+    // A run's own outcome, also in the log, is that run's: its `run` event tells it.
+    if (slot.runs.some((r) => r.member === o.member && r.token === o.token)) continue;
+    if (latest === null || o.t >= latest.t) latest = o;
+  }
+  if (latest === null) return slot.slotT > lastEventT ? 'pending' : 'never';
+  switch (latest.outcome) {
+    case 'failed':
+      return 'failed';
+    case 'skipped':
+    case 'replaced':
+      return 'skipped';
+    case 'missed':
+      return 'missed';
+    default:
+      return 'aborted';
+  }
 }
 
 /** Start of the first successful run minus the slot's instant, or null if none succeeded. */
@@ -1127,7 +1140,10 @@ function singleSlotTip(job: JobTrack, slot: Slot, result: SlotResult): string {
   const lines = [`${job.name} · slot ${fmtInstant(slot.slotT)}`, `${RESULT_LABEL[result]}${slot.tokens.size > 1 ? ` · reassigned (${slot.tokens.size} claims)` : ''}`];
   const runs = [...slot.runs].sort((a, b) => a.startT - b.startT);
   for (const r of runs) lines.push(`${r.member}  started ${fmtLateness(r.startT - slot.slotT)}, ran ${fmtDuration(r.endT - r.startT)}, ${r.outcome} (token ${r.token})`);
-  for (const o of runs.length === 0 ? slot.notRun : []) lines.push(`${o.member}  ${o.outcome} (token ${o.token})${o.reason === undefined ? '' : `: ${o.reason}`}`);
+  for (const o of slot.notRun) {
+    if (runs.some((r) => r.member === o.member && r.token === o.token)) continue;
+    lines.push(`${o.member}  ${o.outcome} (token ${o.token})${o.reason === undefined ? '' : `: ${o.reason}`}`);
+  }
   if (runs.length === 0 && slot.notRun.length === 0 && slot.assignees.length > 0) lines.push(`claimed for ${slot.assignees.join(', ')}; no run or outcome recorded`);
   return lines.join('\n');
 }

@@ -207,11 +207,18 @@ describe('renderReport', () => {
       { t: 4500, kind: 'outcome', job: 'a', slotT: 4000, token: 20, member: 'm3', outcome: 'missed', reason: 'expired: no member ran the slot before it passed the reassignment horizon' },
       claim('a', 5000, 'm4', 14),
       run('a', 5000, 'm4', 5001, 'succeeded', 14),
+      // Interrupted (a run, and its outcome in the log), moved, then skipped: what happened last.
+      claim('a', 6000, 'm1', 21),
+      run('a', 6000, 'm1', 6001, 'interrupted', 21),
+      { t: 6010, kind: 'outcome', job: 'a', slotT: 6000, token: 21, member: 'm1', outcome: 'interrupted', reason: 'this member lost contact with the leader' },
+      claim('a', 6000, 'm2', 22, 6100),
+      { t: 6120, kind: 'outcome', job: 'a', slotT: 6000, token: 22, member: 'm2', outcome: 'skipped', reason },
     ]);
     const [a] = summarizeJobs(input({ timeline }));
-    expect(a).toMatchObject({ slots: 4, succeeded: 2, skipped: 1, expired: 1, noOutcome: 0 });
+    expect(a).toMatchObject({ slots: 5, succeeded: 2, skipped: 2, expired: 1, noOutcome: 0 });
     const html = renderReport(input({ timeline }));
-    expect(tableRow(html, 'a')).toMatchObject({ skipped: '1', expired: '1', never: '0' });
+    expect(tableRow(html, 'a')).toMatchObject({ skipped: '2', expired: '1', never: '0' });
+    expect(html).toContain(`a · slot 0:06.000\nskipped (overlap) · reassigned (2 claims)\nm1  started +1ms, ran 5ms, interrupted (token 21)\nm2  skipped (token 22): ${escapeHtml(reason)}`);
     expect(html).toContain(`a · slot 0:03.000\nskipped (overlap)\nm2  skipped (token 12): ${escapeHtml(reason)}`);
     expect(html).toContain('a · slot 0:04.000\nmissed: nobody ran it\nm3  missed (token 20): expired: no member ran the slot before it passed the reassignment horizon');
     expect(html).not.toContain('never ran');
