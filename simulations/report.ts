@@ -49,8 +49,12 @@ const PLOT_X1 = GUTTER_PX + PLOT_WIDTH_PX;
 type RunEvent = Extract<TimelineEvent, { kind: 'run' }>;
 type RunOutcome = RunEvent['outcome'];
 
-/** What became of a slot: aborted and interrupted runs count together as `aborted`. */
-type SlotResult = 'succeeded' | 'failed' | 'aborted' | 'never' | 'pending';
+/**
+ * What became of a slot: aborted and interrupted runs count together as `aborted`. A slot not
+ * run is `skipped` (its overlap policy skipped or replaced it), `missed` (the leader recorded
+ * that nobody ran it: `expire`), or, with no outcome recorded at all, `never`.
+ */
+type SlotResult = 'succeeded' | 'failed' | 'aborted' | 'skipped' | 'missed' | 'never' | 'pending';
 
 interface Span {
   readonly start: number;
@@ -90,11 +94,21 @@ interface Run {
   readonly outcome: RunOutcome;
 }
 
+/** An outcome the log recorded for the slot without a run: skipped, replaced, interrupted before it started, or missed. */
+interface NotRun {
+  readonly t: number;
+  readonly member: NodeId;
+  readonly token: number;
+  readonly outcome: string;
+  readonly reason: string | undefined;
+}
+
 interface Slot {
   readonly slotT: number;
   readonly tokens: Set<number>;
   readonly assignees: NodeId[];
   readonly runs: Run[];
+  readonly notRun: NotRun[];
 }
 
 interface MissedSpan extends Span {
@@ -277,7 +291,7 @@ function jobTracks(declared: ReportInput['jobs'], events: readonly TimelineEvent
   const slot = (j: JobTrack, slotT: number): Slot => {
     let found = j.slotsByT.get(slotT);
     if (found === undefined) {
-      found = { slotT, tokens: new Set(), assignees: [], runs: [] };
+      found = { slotT, tokens: new Set(), assignees: [], runs: [], notRun: [] };
       j.slotsByT.set(slotT, found);
     }
     return found;
@@ -292,6 +306,9 @@ function jobTracks(declared: ReportInput['jobs'], events: readonly TimelineEvent
       const s = slot(job(e.job), e.slotT);
       s.tokens.add(e.token);
       s.runs.push({ member: e.member, token: e.token, startT: e.startT, endT: e.endT, outcome: e.outcome });
+    } else if (e.kind === 'outcome') {
+      // Its token is not a claim's when the slot was recorded missed (a new one): not a move.
+      slot(job(e.job), e.slotT).notRun.push({ t: e.t, member: e.member, token: e.token, outcome: e.outcome, reason: e.reason });
     } else if (e.kind === 'missed') {
       job(e.job).missedEvents.push({ t: e.t, throughT: e.throughT, count: e.count });
     }
@@ -334,14 +351,33 @@ function lowerBound(sorted: readonly number[], value: number): number {
 
 /**
  * A slot succeeded once any run of it succeeded (a retry or a reassignment may follow a
- * failure); otherwise it failed if any run failed, and so on. A slot with no run is `pending`
- * when it lies after everything the timeline recorded: it never had its chance.
+ * failure); otherwise it is what happened to it last: its latest run's end (failed, or aborted
+ * or interrupted), or an outcome the log gave it without a run (skipped or replaced by its
+ * overlap policy, interrupted before it started, missed). A slot with neither is `pending`
+ * when it lies after everything the timeline recorded (it never had its chance), or else
+ * `never`: claimed, and neither run nor given an outcome.
  */
 function slotResult(slot: Slot, lastEventT: number): SlotResult {
   if (slot.runs.some((r) => r.outcome === 'succeeded')) return 'succeeded';
-  if (slot.runs.some((r) => r.outcome === 'failed')) return 'failed';
-  if (slot.runs.length > 0) return 'aborted';
-  return slot.slotT > lastEventT ? 'pending' : 'never';
+  let latest: { readonly t: number; readonly outcome: string } | null = null;
+  for (const r of slot.runs) if (latest === null || r.endT >= latest.t) latest = { t: r.endT, outcome: r.outcome };
+  for (const o of slot.notRun) {
+    // A run's own outcome, also in the log, is that run's: its `run` event tells it.
+    if (slot.runs.some((r) => r.member === o.member && r.token === o.token)) continue;
+    if (latest === null || o.t >= latest.t) latest = o;
+  }
+  if (latest === null) return slot.slotT > lastEventT ? 'pending' : 'never';
+  switch (latest.outcome) {
+    case 'failed':
+      return 'failed';
+    case 'skipped':
+    case 'replaced':
+      return 'skipped';
+    case 'missed':
+      return 'missed';
+    default:
+      return 'aborted';
+  }
 }
 
 /** Start of the first successful run minus the slot's instant, or null if none succeeded. */
@@ -377,8 +413,12 @@ export interface JobSummary {
   readonly failed: number;
   /** Slots whose runs were all aborted or interrupted. */
   readonly aborted: number;
-  /** Slots claimed but never run. */
-  readonly neverRan: number;
+  /** Slots not run because their overlap policy skipped or replaced them (the log says why). */
+  readonly skipped: number;
+  /** Claimed slots the leader recorded as missed: nobody ran them before the reassignment horizon. */
+  readonly expired: number;
+  /** Slots claimed, never run, and given no outcome. */
+  readonly noOutcome: number;
   readonly pending: number;
   /** Slots dropped by the catch-up policy (sum of `missed` counts). */
   readonly missed: number;
@@ -397,7 +437,7 @@ export function summarizeJobs(input: ReportInput): JobSummary[] {
 }
 
 function summarizeJob(job: JobTrack, lastEventT: number): JobSummary {
-  const counts: Record<SlotResult, number> = { succeeded: 0, failed: 0, aborted: 0, never: 0, pending: 0 };
+  const counts: Record<SlotResult, number> = { ...NO_RESULTS };
   const late: number[] = [];
   let runs = 0;
   let reassigned = 0;
@@ -422,7 +462,9 @@ function summarizeJob(job: JobTrack, lastEventT: number): JobSummary {
     succeeded: counts.succeeded,
     failed: counts.failed,
     aborted: counts.aborted,
-    neverRan: counts.never,
+    skipped: counts.skipped,
+    expired: counts.missed,
+    noOutcome: counts.never,
     pending: counts.pending,
     missed: job.missedEvents.reduce((sum, m) => sum + m.count, 0),
     reassigned,
@@ -920,13 +962,16 @@ function stepPath(points: ReadonlyArray<{ x: number; y: number }>, endX: number)
 // ---------------------------------------------------------------------------------------------
 // The timeline: job lanes
 
-const RESULT_RANK: Readonly<Record<SlotResult, number>> = { pending: 0, succeeded: 1, aborted: 2, failed: 3, never: 4 };
+const RESULT_RANK: Readonly<Record<SlotResult, number>> = { pending: 0, succeeded: 1, skipped: 2, aborted: 3, failed: 4, missed: 5, never: 6 };
+const NO_RESULTS: Readonly<Record<SlotResult, number>> = { succeeded: 0, failed: 0, aborted: 0, skipped: 0, missed: 0, never: 0, pending: 0 };
 const OUTCOME_RANK: Readonly<Record<RunOutcome, number>> = { succeeded: 0, interrupted: 1, replaced: 1, aborted: 2, failed: 3 };
 const RESULT_LABEL: Readonly<Record<SlotResult, string>> = {
   succeeded: 'succeeded',
   failed: 'failed',
   aborted: 'aborted / interrupted',
-  never: 'never ran',
+  skipped: 'skipped (overlap)',
+  missed: 'missed: nobody ran it',
+  never: 'no outcome',
   pending: 'after the end of the run',
 };
 
@@ -957,7 +1002,7 @@ function binSlots(job: JobTrack, scale: TimeScale, lastEventT: number, binPx: nu
     const index = Math.min(Math.floor((scale.x(slot.slotT) - PLOT_X0) / binPx), columns - 1);
     let bin = bins.get(index);
     if (bin === undefined) {
-      bin = { index, slots: [], results: { succeeded: 0, failed: 0, aborted: 0, never: 0, pending: 0 }, worst: 'pending', byMember: new Map(), reassigned: 0, latest: null, earliest: null };
+      bin = { index, slots: [], results: { ...NO_RESULTS }, worst: 'pending', byMember: new Map(), reassigned: 0, latest: null, earliest: null };
       bins.set(index, bin);
     }
     addToBin(bin, slot, slotResult(slot, lastEventT));
@@ -1095,7 +1140,11 @@ function singleSlotTip(job: JobTrack, slot: Slot, result: SlotResult): string {
   const lines = [`${job.name} · slot ${fmtInstant(slot.slotT)}`, `${RESULT_LABEL[result]}${slot.tokens.size > 1 ? ` · reassigned (${slot.tokens.size} claims)` : ''}`];
   const runs = [...slot.runs].sort((a, b) => a.startT - b.startT);
   for (const r of runs) lines.push(`${r.member}  started ${fmtLateness(r.startT - slot.slotT)}, ran ${fmtDuration(r.endT - r.startT)}, ${r.outcome} (token ${r.token})`);
-  if (runs.length === 0 && slot.assignees.length > 0) lines.push(`claimed for ${slot.assignees.join(', ')}; no run recorded`);
+  for (const o of slot.notRun) {
+    if (runs.some((r) => r.member === o.member && r.token === o.token)) continue;
+    lines.push(`${o.member}  ${o.outcome} (token ${o.token})${o.reason === undefined ? '' : `: ${o.reason}`}`);
+  }
+  if (runs.length === 0 && slot.notRun.length === 0 && slot.assignees.length > 0) lines.push(`claimed for ${slot.assignees.join(', ')}; no run or outcome recorded`);
   return lines.join('\n');
 }
 
@@ -1131,7 +1180,13 @@ function wrapFacts(facts: readonly string[], max: number): string[] {
 function renderJobGutter(job: JobTrack, y: number, members: readonly NodeId[], membersY: number, rowH: number, lateY: number, latenessMax: number, lastEventT: number): string {
   const summary = summarizeJob(job, lastEventT);
   const okShare = summary.slots === 0 ? '' : ` · ${trimZeros(((100 * summary.succeeded) / summary.slots).toFixed(1))}% ok`;
-  const issues = [summary.failed > 0 ? `${summary.failed} failed` : '', summary.neverRan > 0 ? `${summary.neverRan} never ran` : '', summary.missed > 0 ? `${summary.missed} missed` : ''].filter((s) => s !== '');
+  const issues = [
+    summary.failed > 0 ? `${summary.failed} failed` : '',
+    summary.skipped > 0 ? `${summary.skipped} skipped` : '',
+    summary.expired > 0 ? `${summary.expired} expired` : '',
+    summary.noOutcome > 0 ? `${summary.noOutcome} no outcome` : '',
+    summary.missed > 0 ? `${summary.missed} missed` : '',
+  ].filter((s) => s !== '');
   const parts = [
     text(16, y + 16, truncate(job.name, 20), 'lane-name', job.name),
     text(16, y + 30, truncate(job.spec, 22), 'lane-spec', job.spec),
@@ -1176,7 +1231,7 @@ function renderLegend(): string {
   const item = (swatch: string, label: string): string => `<span class="lg"><i class="sw ${swatch}"></i>${escapeHtml(label)}</span>`;
   return `<div class="legend">
 <span class="lg-group">Members</span>${item('sw-leader', 'leader (term)')}${item('sw-down', 'down (crashed)')}${item('sw-pause', 'paused')}${item('sw-cut', 'cut off from peers')}${item('sw-clock', 'clock offset')}
-<span class="lg-group">Slots</span>${item('sw-ok', 'succeeded')}${item('sw-failed', 'failed')}${item('sw-aborted', 'aborted / interrupted')}${item('sw-never', 'never ran')}${item('sw-missed', 'missed')}${item('sw-reassign', 'reassigned')}${item('sw-late', 'late (log scale)')}${item('sw-early', 'started early')}
+<span class="lg-group">Slots</span>${item('sw-ok', 'succeeded')}${item('sw-failed', 'failed')}${item('sw-aborted', 'aborted / interrupted')}${item('sw-skipped', 'skipped (overlap)')}${item('sw-expired', 'missed: nobody ran it')}${item('sw-never', 'no outcome')}${item('sw-missed', 'missed (catch-up)')}${item('sw-reassign', 'reassigned')}${item('sw-late', 'late (log scale)')}${item('sw-early', 'started early')}
 <span class="lg-group">Run</span>${item('sw-violation', 'violation')}${item('sw-healed', 'faults healed')}
 </div>`;
 }
@@ -1184,8 +1239,8 @@ function renderLegend(): string {
 function renderTable(summaries: readonly JobSummary[]): string {
   if (summaries.length === 0) return '<p class="muted">No jobs.</p>';
   const pending = summaries.reduce((sum, s) => sum + s.pending, 0);
-  const head = ['job', 'spec', 'slots', 'runs', 'succeeded', 'failed', 'aborted', 'never ran', 'missed', 'reassigned', 'p50', 'p99', 'max', 'lateness']
-    .map((h, i) => `<th${i >= 2 && i < 13 ? ' class="num"' : ''}>${h}</th>`)
+  const head = ['job', 'spec', 'slots', 'runs', 'succeeded', 'failed', 'aborted', 'skipped', 'expired', 'no outcome', 'missed', 'reassigned', 'p50', 'p99', 'max', 'lateness']
+    .map((h, i) => `<th${i >= 2 && i < 15 ? ' class="num"' : ''}>${h}</th>`)
     .join('');
   const rows = summaries.map(renderTableRow).join('\n');
   const note = pending > 0 ? `<p class="note">${plural(pending, 'slot')} claimed for after the end of the timeline ${pending === 1 ? 'is' : 'are'} not counted.</p>` : '';
@@ -1204,7 +1259,9 @@ function renderTableRow(s: JobSummary): string {
     n('succeeded', s.succeeded) +
     n('failed', s.failed, true) +
     n('aborted', s.aborted, true) +
-    n('never', s.neverRan, true) +
+    n('skipped', s.skipped) +
+    n('expired', s.expired, true) +
+    n('never', s.noOutcome, true) +
     n('missed', s.missed, true) +
     n('reassigned', s.reassigned) +
     late('p50') +
@@ -1238,7 +1295,7 @@ function renderViolations(model: Model): string {
 }
 
 const STYLE = `
-:root{--bg:#f4f5f7;--card:#fff;--ink:#0f172a;--muted:#64748b;--rule:#e2e8f0;--ok:#16a34a;--bad:#dc2626;--leader:#2563eb;--amber:#f59e0b;--violet:#8b5cf6;--never:#334155;--cut:#f97316;--clock:#0891b2}
+:root{--bg:#f4f5f7;--card:#fff;--ink:#0f172a;--muted:#64748b;--rule:#e2e8f0;--ok:#16a34a;--bad:#dc2626;--leader:#2563eb;--amber:#f59e0b;--violet:#8b5cf6;--never:#334155;--expired:#9f1239;--cut:#f97316;--clock:#0891b2}
 *{box-sizing:border-box}
 body{margin:0;background:var(--bg);color:var(--ink);font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue","Liberation Sans",Arial,sans-serif}
 main{max-width:${SVG_WIDTH_PX + 80}px;margin:0 auto;padding:20px 16px 40px}
@@ -1272,7 +1329,7 @@ h2{margin:0 0 10px;font-size:16px}
 .sw-pause{background:repeating-linear-gradient(-45deg,#0f172a 0 1.5px,rgba(30,41,59,.35) 1.5px 4px)}
 .sw-cut{background:var(--cut)}
 .sw-clock{background:linear-gradient(#fff 0 45%,var(--clock) 45% 60%,#cffafe 60%)}
-.sw-ok{background:var(--ok)}.sw-failed{background:var(--bad)}.sw-aborted{background:var(--amber)}.sw-never{background:var(--never)}
+.sw-ok{background:var(--ok)}.sw-failed{background:var(--bad)}.sw-aborted{background:var(--amber)}.sw-never{background:var(--never)}.sw-skipped{background:var(--violet)}.sw-expired{background:var(--expired)}
 .sw-missed{background:repeating-linear-gradient(45deg,var(--violet) 0 2px,#ede9fe 2px 5px)}
 .sw-reassign{width:3px;height:12px;background:#475569}
 .sw-late{background:linear-gradient(90deg,#94a3b8,#f59e0b,#dc2626)}
@@ -1325,6 +1382,8 @@ svg text{fill:var(--ink)}
 .r-failed,.o-failed{fill:var(--bad)}
 .r-aborted,.o-aborted,.o-interrupted{fill:var(--amber)}
 .r-never{fill:var(--never)}
+.r-skipped{fill:var(--violet)}
+.r-missed{fill:var(--expired)}
 .r-pending{fill:#cbd5e1}
 .reassign{stroke:#475569;stroke-width:1.2;fill:none}
 .late-1{fill:#94a3b8}.late-2{fill:var(--amber)}.late-3{fill:var(--bad)}

@@ -1,7 +1,7 @@
 import type { NodeId } from '../src/raft/types.js';
 import { MAX_INTERRUPTED_ATTEMPTS } from '../src/scheduler/planner.js';
 import { instantsBetween, type JobSpec } from '../src/scheduler/spec.js';
-import { claimKey, type ApplyResult, type AssignMode, type SchedulerCommand } from '../src/scheduler/state.js';
+import { claimKey, MISSED, type ApplyResult, type AssignMode, type SchedulerCommand } from '../src/scheduler/state.js';
 import { SIM_EPOCH_MS } from './scheduler.js';
 
 /** A slot as the committed log tells it, with what the checkers saw run. */
@@ -105,6 +105,18 @@ export class SchedulerChecker {
         slot?.outcomeAt.set(`${command.member} ${command.token}`, t);
         return;
       }
+      case 'expire': {
+        // The slot's new token, under which its assignee's outcome is 'missed': no run holds it.
+        const slot = this.slots.get(claimKey(command.job, command.slotMs));
+        if (slot === undefined) return this.#report(t, `expiry of unclaimed slot ${command.job}@${command.slotMs}`);
+        if (index <= slot.token) this.#report(t, `fencing token of ${command.job}@${command.slotMs} went from ${slot.token} to ${index}`);
+        slot.token = index;
+        for (const member of slot.assignees) {
+          slot.outcomes.set(`${member} ${index}`, MISSED);
+          slot.outcomeAt.set(`${member} ${index}`, t);
+        }
+        return;
+      }
       default:
         return;
     }
@@ -153,6 +165,11 @@ export class SchedulerChecker {
     const running = (this.#running.get(key) ?? []).filter((r) => !(r.member === member && r.incarnation === incarnation && r.token === run.fencingToken));
     if (running.length === 0) this.#running.delete(key);
     else this.#running.set(key, running);
+  }
+
+  /** Whether `member` runs the slot under `token` now, as its process reported (started, not ended, not crashed). */
+  isRunning(run: { readonly job: string; readonly slotMs: number; readonly member: NodeId; readonly token: number }): boolean {
+    return (this.#running.get(claimKey(run.job, run.slotMs)) ?? []).some((r) => r.member === run.member && r.token === run.token);
   }
 
   /** A member's process (re)started at true time `t`. */

@@ -4,6 +4,7 @@ import { DEFAULT_MAX_CLOCK_SKEW_MS } from '../src/runtime/clock-sync.js';
 import type { CompactionOptions } from '../src/runtime/driver.js';
 import type { MemberTiming } from '../src/runtime/member.js';
 import { parseSpec, specKey } from '../src/scheduler/spec.js';
+import { MISSED, MISSED_REASONS, type ApplyResult } from '../src/scheduler/state.js';
 import { validateJobOptions, validateName } from '../src/job-options.js';
 import { SeededRandom } from '../src/time/random.js';
 import { SafetyChecker } from './checker.js';
@@ -11,6 +12,7 @@ import { injectClockFaults, injectCrashes, injectPartitions, injectPauses, MAX_D
 import { DEFAULT_SIM_JOBS, type SimJob } from './jobs.js';
 import { SimMember, type MemberHooks, type MemberSettings } from './member.js';
 import { SimNetwork, type NetworkFaults } from './network.js';
+import { checkHistories } from './history-checker.js';
 import { SchedulerChecker } from './scheduler-checker.js';
 import { drainMicrotasks, SIM_EPOCH_MS, SimScheduler } from './scheduler.js';
 import { summarizeJobs, type JobSummary } from './summary.js';
@@ -102,6 +104,9 @@ const TIMING: MemberTiming = {
 };
 
 const decoder = new TextDecoder();
+
+/** Outcomes a slot may get with no run of it (the report shows them; a run's end has its own event). */
+const NOT_RUN_OUTCOMES: ReadonlySet<string> = new Set(['skipped', 'replaced', 'interrupted']);
 
 /** Checks users' jobs the way `cluster.schedule()` does, so a bad one fails here, named. */
 function validateJobs(jobs: readonly SimJob[]): void {
@@ -207,6 +212,12 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
         record({ t, kind: 'claim', job: command.job, slotT: command.slotMs - SIM_EPOCH_MS, token: index, assignees: command.assignees });
       } else if (command.type === 'skip') {
         record({ t, kind: 'missed', job: command.job, throughT: command.throughMs - SIM_EPOCH_MS, count: command.count });
+      } else if (command.type === 'outcome' && NOT_RUN_OUTCOMES.has(command.outcome)) {
+        record({ t, kind: 'outcome', job: command.job, slotT: command.slotMs - SIM_EPOCH_MS, token: command.token, member: command.member, outcome: command.outcome, ...(command.error === undefined ? {} : { reason: command.error }) });
+      } else if (command.type === 'expire') {
+        const applied = result as ApplyResult;
+        const assignee = (applied.ok ? applied.claim?.assignees[0] : undefined) ?? '';
+        record({ t, kind: 'outcome', job: command.job, slotT: command.slotMs - SIM_EPOCH_MS, token: index, member: assignee, outcome: MISSED, reason: MISSED_REASONS[command.reason] });
       }
     },
     onRunStart: (id, incarnation, run) => {
@@ -406,6 +417,8 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
     await run(watchEnd + OUTCOME_GRACE_MS);
     if (crashed) return finish();
     slots.finish(scheduler.nowMs, { fromT: healedAt + SCHEDULER_SETTLE_MS, toT: watchEnd, latenessMs: LATENESS_BOUND_MS, settledT: watchEnd });
+    const states = members.flatMap((m) => (m.member === null ? [] : [{ id: m.id, state: m.member.scheduler.state }]));
+    checkHistories(states, watchEnd, (run) => slots.isRunning(run), (what) => report(scheduler.nowMs, what));
   }
   return finish();
 

@@ -11,6 +11,12 @@ export interface JobSummary {
   readonly succeeded: number;
   /** Claimed slots whose final outcome is not a success (failed, aborted, or none). */
   readonly unsuccessful: number;
+  /**
+   * Those slots by their outcome under their current claim: a run's (`failed`, `aborted`,
+   * `interrupted`), or the slot's when it was not run (`skipped`, `replaced`, `missed`), or
+   * `none` (not recorded by the end of the run: the last slots' runs may still be going).
+   */
+  readonly unsuccessfulBy: Readonly<Record<string, number>>;
   /** Start of a slot's first run minus its instant, true time: p50, p99 and max in ms. */
   readonly latenessMs: { readonly p50: number; readonly p99: number; readonly max: number };
 }
@@ -22,15 +28,29 @@ export function summarizeJobs(names: readonly string[], checker: SchedulerChecke
     const lateness: number[] = [];
     let succeeded = 0;
     let claimed = 0;
+    const unsuccessfulBy: Record<string, number> = {};
     for (const slot of checker.slots.values()) {
       if (slot.job !== name || slot.slotMs - SIM_EPOCH_MS > endT) continue;
       claimed++;
       if (slot.firstStartT !== null) lateness.push(slot.firstStartT - (slot.slotMs - SIM_EPOCH_MS));
-      if ([...slot.outcomes].some(([key, outcome]) => outcome === 'succeeded' && key.endsWith(` ${slot.token}`))) succeeded++;
+      const outcomes = slot.assignees.flatMap((member) => slot.outcomes.get(`${member} ${slot.token}`) ?? []);
+      if (outcomes.includes('succeeded')) succeeded++;
+      else {
+        const outcome = outcomes[0] ?? 'none';
+        unsuccessfulBy[outcome] = (unsuccessfulBy[outcome] ?? 0) + 1;
+      }
     }
     lateness.sort((a, b) => a - b);
     // The same percentiles as the HTML report's table, so the two agree on a run.
-    return { name, claimed, missed: job?.missed ?? 0, succeeded, unsuccessful: claimed - succeeded, latenessMs: { p50: percentile(lateness, 0.5), p99: percentile(lateness, 0.99), max: lateness[lateness.length - 1] ?? 0 } };
+    return {
+      name,
+      claimed,
+      missed: job?.missed ?? 0,
+      succeeded,
+      unsuccessful: claimed - succeeded,
+      unsuccessfulBy,
+      latenessMs: { p50: percentile(lateness, 0.5), p99: percentile(lateness, 0.99), max: lateness[lateness.length - 1] ?? 0 },
+    };
   });
 }
 

@@ -29,6 +29,12 @@ export type TimelineEvent =
       readonly endT: number;
       readonly outcome: 'succeeded' | 'failed' | 'aborted' | 'interrupted' | 'replaced';
     }
+  /**
+   * An outcome the log recorded for a slot that is not a run's end: `skipped` or `replaced`
+   * (its overlap policy), `interrupted` before a handler started, or `missed` (the leader's
+   * `expire`), with its reason. A run's own outcome comes with its `run` event.
+   */
+  | { readonly t: number; readonly kind: 'outcome'; readonly job: string; readonly slotT: number; readonly token: number; readonly member: NodeId; readonly outcome: string; readonly reason?: string }
   /** Slots up to `throughT` dropped by the job's catch-up policy. */
   | { readonly t: number; readonly kind: 'missed'; readonly job: string; readonly throughT: number; readonly count: number }
   /** The fault phase ended: everything healed, crashed members restarted. */

@@ -1,6 +1,7 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { PrivateKey } from '@libp2p/interface';
+import { historyOf, type SlotHistory } from './api/history.js';
 import type { ClusterState, MemberState } from './api/state.js';
 import type { ClusterEvents } from './cluster-events.js';
 import { clusterIdOf, resolveOptions, CLUSTER_DEFAULTS, type ClusterOptions, type ResolvedOptions } from './cluster-options.js';
@@ -316,31 +317,13 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   }
 
   /**
-   * Recent claims and their outcomes (including 'skipped' and 'replaced' slots), newest first,
-   * with the runs still in progress (started per the log, no outcome yet) by member. Bounded by
-   * what the state machine keeps.
+   * Recent claims and their outcomes (including 'skipped', 'replaced' and 'missed' slots, with
+   * the token each was recorded under), newest first, with the runs still in progress (started
+   * per the log, no outcome yet) by member. Bounded by what the state machine keeps.
    */
-  history(options: { job?: string; limit?: number } = {}): Array<{
-    job: string;
-    slot: Date;
-    fencingToken: number;
-    assignees: readonly NodeId[];
-    outcomes: Record<string, { outcome: string; atMs: number; error?: string }>;
-    running: Record<string, { startedAtMs: number }>;
-  }> {
-    const limit = options.limit ?? 100;
-    const claims = [...(this.#scheduler?.state.claims.values() ?? [])].filter((c) => options.job === undefined || c.job === options.job);
-    return claims
-      .slice(-limit)
-      .reverse()
-      .map((c) => ({
-        job: c.job,
-        slot: new Date(c.slotMs),
-        fencingToken: c.token,
-        assignees: c.assignees,
-        outcomes: Object.fromEntries(c.outcomes),
-        running: Object.fromEntries(runsOf(c).map((r) => [r.member, { startedAtMs: r.startedAtMs }])),
-      }));
+  history(options: { job?: string; limit?: number } = {}): SlotHistory[] {
+    const state = this.#scheduler?.state;
+    return state === undefined ? [] : historyOf(state, options);
   }
 
   /** A snapshot of this member's view: role, term, leader, indexes, members and their reachability. */

@@ -5,6 +5,7 @@ export { Cluster } from './cluster.js';
 export { CLUSTER_DEFAULTS, type ClusterOptions } from './cluster-options.js';
 export type { ClusterEvents } from './cluster-events.js';
 export type { ClusterState, MemberState } from './api/state.js';
+export type { SlotHistory } from './api/history.js';
 export type { SnapshotTiming } from './runtime/driver.js';
 export {
   CronraftError,

@@ -148,7 +148,9 @@ describe('renderReport', () => {
       succeeded: 4,
       failed: 1,
       aborted: 1,
-      neverRan: 1,
+      skipped: 0,
+      expired: 0,
+      noOutcome: 1,
       pending: 1,
       missed: 3,
       reassigned: 1,
@@ -162,6 +164,8 @@ describe('renderReport', () => {
       succeeded: '4',
       failed: '1',
       aborted: '1',
+      skipped: '0',
+      expired: '0',
       never: '1',
       missed: '3',
       reassigned: '1',
@@ -184,10 +188,40 @@ describe('renderReport', () => {
   it('describes slots, runs and reassignments in the job lane tooltips', () => {
     const html = renderReport(input({ timeline: HAND_MADE }));
     expect(html).toContain('a · slot 0:02.000\nsucceeded · reassigned (2 claims)\nm2  started +100ms, ran 5ms, failed (token 12)\nm3  started +500ms, ran 5ms, succeeded (token 15)');
-    expect(html).toContain('a · slot 0:03.000\nnever ran\nclaimed for m1; no run recorded');
+    expect(html).toContain('a · slot 0:03.000\nno outcome\nclaimed for m1; no run or outcome recorded');
     expect(html).toContain('m4  started −10ms');
     expect(html).toContain('a: 3 slots missed (dropped by the catch-up policy)');
     expect(html).toContain('class="reassign"');
+  });
+
+  it('shows the outcome and reason of a slot that was not run, rather than "never ran"', () => {
+    // Seed 42 (five members, three minutes) drew such slots as "never ran": the log had them
+    // skipped by their overlap policy, with the reason, which the report did not read.
+    const reason = 'overlap: a run of the job (slot 2026-01-01T00:00:02.000Z) was already waiting to run';
+    const timeline = byTime([
+      claim('a', 1000, 'm1', 11),
+      run('a', 1000, 'm1', 1001, 'succeeded', 11),
+      claim('a', 3000, 'm2', 12),
+      { t: 3010, kind: 'outcome', job: 'a', slotT: 3000, token: 12, member: 'm2', outcome: 'skipped', reason },
+      claim('a', 4000, 'm3', 13),
+      { t: 4500, kind: 'outcome', job: 'a', slotT: 4000, token: 20, member: 'm3', outcome: 'missed', reason: 'expired: no member ran the slot before it passed the reassignment horizon' },
+      claim('a', 5000, 'm4', 14),
+      run('a', 5000, 'm4', 5001, 'succeeded', 14),
+      // Interrupted (a run, and its outcome in the log), moved, then skipped: what happened last.
+      claim('a', 6000, 'm1', 21),
+      run('a', 6000, 'm1', 6001, 'interrupted', 21),
+      { t: 6010, kind: 'outcome', job: 'a', slotT: 6000, token: 21, member: 'm1', outcome: 'interrupted', reason: 'this member lost contact with the leader' },
+      claim('a', 6000, 'm2', 22, 6100),
+      { t: 6120, kind: 'outcome', job: 'a', slotT: 6000, token: 22, member: 'm2', outcome: 'skipped', reason },
+    ]);
+    const [a] = summarizeJobs(input({ timeline }));
+    expect(a).toMatchObject({ slots: 5, succeeded: 2, skipped: 2, expired: 1, noOutcome: 0 });
+    const html = renderReport(input({ timeline }));
+    expect(tableRow(html, 'a')).toMatchObject({ skipped: '2', expired: '1', never: '0' });
+    expect(html).toContain(`a · slot 0:06.000\nskipped (overlap) · reassigned (2 claims)\nm1  started +1ms, ran 5ms, interrupted (token 21)\nm2  skipped (token 22): ${escapeHtml(reason)}`);
+    expect(html).toContain(`a · slot 0:03.000\nskipped (overlap)\nm2  skipped (token 12): ${escapeHtml(reason)}`);
+    expect(html).toContain('a · slot 0:04.000\nmissed: nobody ran it\nm3  missed (token 20): expired: no member ran the slot before it passed the reassignment horizon');
+    expect(html).not.toContain('never ran');
   });
 
   it('draws leadership, crashes, pauses, partitions and clock offsets per member', () => {

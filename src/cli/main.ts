@@ -149,7 +149,8 @@ function report(r: SimulationResult): void {
   console.log(`  drawn: ${Object.entries(r.drawn).map(([k, v]) => `${k}=${v}`).join(' ')}`);
   for (const j of r.jobs) {
     const l = j.latenessMs;
-    console.log(`  job ${j.name}: ${j.claimed} slots claimed, ${j.succeeded} succeeded, ${j.missed} missed; lateness p50 ${l.p50.toFixed(1)} ms, p99 ${l.p99.toFixed(1)} ms, max ${l.max.toFixed(1)} ms`);
+    const others = Object.entries(j.unsuccessfulBy).map(([outcome, n]) => `${n} ${outcome === 'none' ? 'with no outcome yet' : outcome}`);
+    console.log(`  job ${j.name}: ${j.claimed} slots claimed, ${j.succeeded} succeeded${others.length > 0 ? ` (${others.join(', ')})` : ''}, ${j.missed} missed by catch-up; lateness p50 ${l.p50.toFixed(1)} ms, p99 ${l.p99.toFixed(1)} ms, max ${l.max.toFixed(1)} ms`);
   }
   for (const v of r.violations) console.log(`  ${v}`);
 }

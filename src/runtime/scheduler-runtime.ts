@@ -300,23 +300,25 @@ export class SchedulerRuntime {
   /** Called for every scheduler command applied, in log order, on every member. */
   apply(index: number, command: SchedulerCommand): ApplyResult {
     const result = this.state.apply(index, command);
-    if (command.type === 'claim' || command.type === 'skip' || command.type === 'reassign') this.#inflight.delete(inflightKey(command));
-    if ((command.type === 'claim' || command.type === 'reassign') && result.ok && result.claim !== undefined) {
+    if (command.type === 'claim' || command.type === 'skip' || command.type === 'reassign' || command.type === 'expire') this.#inflight.delete(inflightKey(command));
+    if ((command.type === 'claim' || command.type === 'reassign' || command.type === 'expire') && result.ok && result.claim !== undefined) {
       const claim = result.claim;
       const key = claimKey(claim.job, claim.slotMs);
       const mine = this.#armed.get(key);
-      // A run whose claim moved no longer holds it: its signal aborts (the fencing token it has is now stale).
+      // A run whose claim moved (or was recorded missed) no longer holds it: its signal aborts
+      // (the fencing token it has is now stale).
       if (mine !== undefined && mine.token !== claim.token) {
         if (mine.timer !== null) this.#o.timers.clearTimeout(mine.timer);
-        mine.abort.abort(new RunAbortedError('reassigned', `the slot was reassigned (token ${claim.token})`));
+        const why = command.type === 'expire' ? `the slot was recorded missed (${command.reason})` : `the slot was reassigned (token ${claim.token})`;
+        mine.abort.abort(new RunAbortedError('reassigned', why));
         this.#armed.delete(key);
       }
-      this.#arm(claim);
+      if (command.type !== 'expire') this.#arm(claim);
     }
     if (command.type === 'cancel' && result.ok && result.claim !== undefined) this.#replaced(result.claim, command.bySlotMs);
     if (command.type === 'register' && result.ok) this.#planSoon();
     // A run that ended, started or moved elsewhere may let a queued run of its job go.
-    if (this.#slots.queuedCount > 0 && (command.type === 'outcome' || command.type === 'started' || command.type === 'cancel' || command.type === 'reassign')) this.#slots.pump();
+    if (this.#slots.queuedCount > 0 && (command.type === 'outcome' || command.type === 'started' || command.type === 'cancel' || command.type === 'reassign' || command.type === 'expire')) this.#slots.pump();
     return result;
   }
 
@@ -827,5 +829,6 @@ function inflightKey(command: SchedulerCommand): string {
   if (command.type === 'claim') return `claim ${claimKey(command.job, command.slotMs)}`;
   if (command.type === 'skip') return `skip ${claimKey(command.job, command.throughMs)}`;
   if (command.type === 'reassign') return `reassign ${claimKey(command.job, command.slotMs)} ${command.fromToken}`;
+  if (command.type === 'expire') return `expire ${claimKey(command.job, command.slotMs)} ${command.fromToken}`;
   return command.type;
 }

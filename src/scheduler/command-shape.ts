@@ -1,4 +1,4 @@
-import type { SchedulerCommand } from './state.js';
+import { MISSED_REASONS, type SchedulerCommand } from './state.js';
 
 /**
  * Whether a value read from the log is a scheduler command of a shape `SchedulerState.apply`
@@ -20,6 +20,8 @@ export function isSchedulerCommand(value: unknown): value is SchedulerCommand {
       return str(c.job) && time(c.slotMs) && strs(c.assignees) && (c.fromMs === undefined || time(c.fromMs));
     case 'reassign':
       return str(c.job) && time(c.slotMs) && count(c.fromToken) && strs(c.assignees) && (c.reason === 'assignee-lost' || c.reason === 'retry');
+    case 'expire':
+      return str(c.job) && time(c.slotMs) && count(c.fromToken) && typeof c.reason === 'string' && Object.hasOwn(MISSED_REASONS, c.reason) && time(c.atMs);
     case 'started':
       return str(c.job) && time(c.slotMs) && count(c.token) && str(c.member) && time(c.atMs);
     case 'cancel':

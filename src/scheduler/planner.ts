@@ -1,7 +1,7 @@
 import type { NodeId } from '../raft/types.js';
 import { nextInstantAfter } from './next-instant.js';
 import { instantsBetween, lastInstantBetween, lastInstantsBetween, type JobSpec } from './spec.js';
-import { claimKey, type ClaimRecord, type JobPolicy, type JobRecord, type SchedulerCommand, type SchedulerState } from './state.js';
+import { claimKey, isSettling, runsOf, type ClaimRecord, type JobPolicy, type JobRecord, type SchedulerCommand, type SchedulerState } from './state.js';
 
 /** What to do with slots whose instant passed while no claim could be made (no quorum). */
 export type CatchUp = JobPolicy['catchUp'];
@@ -185,7 +185,7 @@ export interface ReassignInput {
   readonly nowMs: number;
   /** Members that may be given work now. */
   readonly eligible: ReadonlySet<NodeId>;
-  /** Claims older than this (by slot) are left alone: their story is over. */
+  /** Claims older than this (by slot) are never moved: those left with no outcome and no run are recorded as missed. */
   readonly horizonMs: number;
   readonly maxCommands: number;
 }
@@ -193,14 +193,16 @@ export interface ReassignInput {
 /**
  * Claims (mode 'one') to move to another member: their assignee is no longer reachable and
  * has reported nothing under the current token, or their run failed and the job retries
- * (after an exponential back-off from the failure). Pure, like `plan`.
+ * (after an exponential back-off from the failure). A claim past the horizon is never moved:
+ * if nothing was reported under its token and no member that may take work runs it, it is
+ * recorded as missed (`expire`), so that no claimed slot is left without an outcome. Pure,
+ * like `plan`.
  */
 export function planReassignments(state: SchedulerState, input: ReassignInput): SchedulerCommand[] {
   const out: SchedulerCommand[] = [];
   // Only claims whose story may not be over; most have succeeded and are not looked at.
   for (const claim of state.openClaims()) {
     if (out.length >= input.maxCommands) break;
-    if (claim.slotMs < input.nowMs - input.horizonMs) continue;
     const job = state.jobs.get(claim.job);
     if (job === undefined || job.mode !== 'one') continue;
     const assignee = claim.assignees[0];
@@ -209,9 +211,15 @@ export function planReassignments(state: SchedulerState, input: ReassignInput): 
     const current = outcome !== undefined && outcome.token === claim.token ? outcome : undefined;
     // A replaced run's slot is over, wherever its member is.
     if (claim.cancelled?.token === claim.token) continue;
+    if (claim.slotMs < input.nowMs - input.horizonMs) {
+      if (current === undefined && !runsOf(claim).some((run) => input.eligible.has(run.member))) {
+        out.push({ type: 'expire', job: claim.job, slotMs: claim.slotMs, fromToken: claim.token, reason: 'expired', atMs: input.nowMs });
+      }
+      continue;
+    }
     // Most claims are settled or in good hands: decided before any allocation, since every
     // claim within the horizon is looked at on every plan.
-    if (current === undefined ? input.eligible.has(assignee) : current.outcome === 'succeeded' || current.outcome === 'skipped' || current.outcome === 'replaced') continue;
+    if (current === undefined ? input.eligible.has(assignee) : isSettling(current.outcome)) continue;
     const candidates = [...job.handlers].filter((id) => input.eligible.has(id)).sort();
     if (current === undefined) {
       if (candidates.length === 0) continue;

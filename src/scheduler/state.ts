@@ -46,6 +46,23 @@ export type SchedulerCommand =
       readonly reason: 'assignee-lost' | 'retry';
     }
   | {
+      /**
+       * Records a claimed slot (mode 'one') as missed: nobody ran it and nobody will. The leader
+       * plans it for a claim past the reassignment horizon whose assignee reported nothing under
+       * its token and has no run of it in progress on a member that may take work (it was lost,
+       * and no member took the slot over in time). Gives the claim a new token (this entry's
+       * index), so that a run under the old one is stale, and records under it, for the
+       * assignee, the outcome 'missed' with the reason. Applies only from `fromToken`, while no
+       * outcome is recorded under it.
+       */
+      readonly type: 'expire';
+      readonly job: string;
+      readonly slotMs: number;
+      readonly fromToken: number;
+      readonly reason: MissedReason;
+      readonly atMs: number;
+    }
+  | {
       /** Takes the named lock if it is free or expired at `atMs`; the entry's index is its fencing token. */
       readonly type: 'lock';
       readonly name: string;
@@ -120,6 +137,19 @@ export type SchedulerCommand =
 export type RunOutcome = 'succeeded' | 'failed' | 'aborted' | 'interrupted' | 'skipped' | 'replaced';
 
 /**
+ * Why a claimed slot was recorded as missed (`expire`), and what its outcome's error says.
+ * `expired`: it passed the reassignment horizon with no run and no outcome.
+ */
+export const MISSED_REASONS = {
+  expired: 'expired: no member ran the slot before it passed the reassignment horizon',
+} as const;
+
+export type MissedReason = keyof typeof MISSED_REASONS;
+
+/** The outcome an `expire` records: the slot was never run, and never will be. */
+export const MISSED = 'missed';
+
+/**
  * What a slot does when it fires while another run of its job is in progress: `skip` it
  * (recorded as skipped), `allow` both, `queue` it until the other ends, or `replace` the other.
  */
@@ -173,7 +203,10 @@ export interface ClaimRecord {
   assignees: readonly NodeId[];
   /** 1 for the first claim; one more per reassignment. */
   attempt: number;
-  /** Outcome per assignee, once reported, with the token it ran under. */
+  /**
+   * Outcome per assignee, once reported, with the token it ran under: a RunOutcome, or MISSED
+   * (recorded by the leader, under the token its `expire` gave).
+   */
   readonly outcomes: Map<NodeId, { readonly outcome: string; readonly atMs: number; readonly token: number; readonly error?: string }>;
   /** Runs started per assignee (`started`), with the token they started under. */
   readonly starts: Map<NodeId, { readonly atMs: number; readonly token: number }>;
@@ -206,8 +239,9 @@ export interface SchedulerStateParts {
   /** In insertion order. */
   readonly assigned: readonly (readonly [member: NodeId, claims: number])[];
   /**
-   * The order of the derived indexes, as applying the log left it: a claim that reopens (moved
-   * after it settled) or whose run restarts (after a reassignment) goes to the end of its index,
+   * The order of the derived indexes, as applying the log left it: a claim that reopened (moved
+   * after it settled, which logs written before such moves were refused hold) or whose run
+   * restarts (after a reassignment) goes to the end of its index,
    * not to its place in claim order, and the planner looks at open claims in index order.
    * Membership is always rebuilt from the claims; this only orders it. Absent: claim order.
    */
@@ -359,12 +393,30 @@ export class SchedulerState {
         // A replaced run's slot is over: a leader that planned the move before the replacement
         // was applied must not run it again.
         if (claim.cancelled?.token === claim.token) return { ok: false, reason: 'ended' };
+        // The leader plans from the state it has applied, which lags its log: an outcome
+        // committed meanwhile may have ended the slot (a success moved would run again) or
+        // made it a retry, which waits for its back-off and counts against the job's retries.
+        if (!moveStillDue(claim, command.reason)) return { ok: false, reason: 'ended' };
         claim.token = index;
         claim.assignees = [...command.assignees];
         claim.attempt += 1;
         // Outcomes of the previous attempt stay visible; the new attempt's replace them per member.
         for (const id of claim.assignees) this.assigned.set(id, (this.assigned.get(id) ?? 0) + 1);
         // Runs started under the old token no longer hold the slot.
+        this.#index(claim);
+        return { ok: true, claim };
+      }
+      case 'expire': {
+        const claim = this.claims.get(claimKey(command.job, command.slotMs));
+        if (claim === undefined) return { ok: false, reason: 'unknown-job' };
+        if (claim.token !== command.fromToken) return { ok: false, reason: 'stale-token' };
+        const assignee = claim.assignees[0];
+        // A slot whose assignee reported something, or that was replaced, has its outcome.
+        if (assignee === undefined || this.jobs.get(claim.job)?.mode !== 'one' || claim.cancelled?.token === claim.token || claim.outcomes.get(assignee)?.token === claim.token) {
+          return { ok: false, reason: 'ended' };
+        }
+        claim.token = index;
+        claim.outcomes.set(assignee, { outcome: MISSED, atMs: command.atMs, token: index, error: MISSED_REASONS[command.reason] });
         this.#index(claim);
         return { ok: true, claim };
       }
@@ -482,7 +534,7 @@ export class SchedulerState {
   #trackOpen(claim: ClaimRecord): void {
     const assignee = claim.assignees[0];
     const outcome = assignee === undefined ? undefined : claim.outcomes.get(assignee);
-    const settled = outcome !== undefined && outcome.token === claim.token && (outcome.outcome === 'succeeded' || outcome.outcome === 'skipped' || outcome.outcome === 'replaced');
+    const settled = outcome !== undefined && outcome.token === claim.token && isSettling(outcome.outcome);
     if (this.jobs.get(claim.job)?.mode !== 'one' || settled || claim.cancelled?.token === claim.token) this.#open.delete(claim);
     else this.#open.add(claim);
   }
@@ -545,6 +597,22 @@ function reorder<T>(set: Set<T>, order: readonly T[]): void {
   set.clear();
   for (const item of order) if (members.delete(item)) set.add(item);
   for (const item of members) set.add(item);
+}
+
+/** Whether an outcome ends its slot's story: it is never moved or retried after it. */
+export function isSettling(outcome: string): boolean {
+  return outcome === 'succeeded' || outcome === 'skipped' || outcome === 'replaced' || outcome === MISSED;
+}
+
+/**
+ * Whether the outcome under the claim's current token is still one the planner moves for
+ * `reason` (planReassignments): none, or interrupted, for a lost assignee; a failure, for a retry.
+ */
+function moveStillDue(claim: ClaimRecord, reason: 'assignee-lost' | 'retry'): boolean {
+  const assignee = claim.assignees[0];
+  const reported = assignee === undefined ? undefined : claim.outcomes.get(assignee);
+  const outcome = reported?.token === claim.token ? reported.outcome : undefined;
+  return reason === 'assignee-lost' ? outcome === undefined || outcome === 'interrupted' : outcome === 'failed' || outcome === 'aborted';
 }
 
 function isInProgress(claim: ClaimRecord): boolean {

@@ -18,6 +18,7 @@ const good: SchedulerCommand[] = [
   { type: 'lock', name: 'n', member: 'a', atMs: 1, untilMs: 2 },
   { type: 'unlock', name: 'n', token: 4, untilMs: 2 },
   { type: 'skip', job: 'j', throughMs: 9, fromMs: 5, count: 1 },
+  { type: 'expire', job: 'j', slotMs: 5, fromToken: 3, reason: 'expired', atMs: 600_005 },
 ];
 
 /** Each good command with one field broken: a value the state could not snapshot, or of the wrong type. */
@@ -37,6 +38,8 @@ const bad: Array<[string, unknown]> = [
   ['an unknown reassign reason', { ...good[5], reason: 'whim' }],
   ['an error that is not a string', { ...good[8], error: 42 }],
   ['a fractional count', { ...good[11], count: 0.5 }],
+  ['an unknown missed reason', { ...good[12], reason: 'toString' }],
+  ['an expiry without its token', { ...good[12], fromToken: undefined }],
   ['an array', [good[2]]],
 ];
 

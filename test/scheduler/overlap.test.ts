@@ -162,7 +162,7 @@ describe('deciding what a firing slot does', () => {
 
   it("'skip' skips, 'allow' runs, 'queue' waits up to its bound, 'replace' replaces earlier runs", () => {
     const others = [at(1)];
-    expect(decideOverlap('skip', T0 + 2000, others, 0)).toMatchObject({ action: 'skip', reason: expect.stringContaining('still in progress') });
+    expect(decideOverlap('skip', T0 + 2000, [{ slotMs: T0 + 1000, startedAtMs: T0 + 1000 }], 0)).toMatchObject({ action: 'skip', reason: expect.stringContaining('still in progress') });
     expect(decideOverlap('allow', T0 + 2000, others, 0)).toEqual({ action: 'run', replace: [] });
     expect(decideOverlap('queue', T0 + 2000, others, MAX_QUEUED_RUNS_PER_JOB - 1)).toEqual({ action: 'wait' });
     expect(decideOverlap('queue', T0 + 2000, others, MAX_QUEUED_RUNS_PER_JOB)).toMatchObject({ action: 'skip', reason: expect.stringContaining('queued') });
@@ -179,7 +179,19 @@ describe('deciding what a firing slot does', () => {
     // One run on schedule (started at its instant, or within LATE_RUN_MS), or one not started yet, is enough to skip.
     const onTime = { slotMs: T0 + 1000, startedAtMs: T0 + 1000 + LATE_RUN_MS };
     expect(decideOverlap('skip', T0 + 2000, [retry, onTime], 0)).toMatchObject({ action: 'skip' });
-    expect(decideOverlap('skip', T0 + 2000, [retry, at(1)], 0)).toMatchObject({ action: 'skip' });
+    expect(decideOverlap('skip', T0 + 2000, [retry, at(1)], 0)).toMatchObject({ action: 'skip', reason: expect.stringContaining('already waiting to run') });
+  });
+
+  it("'skip' names, in the reason, the run that waits when that is why it skips", () => {
+    // Seed 42 (five members, three minutes): a failover moved the slots at 1 s, 2 s and 3 s to
+    // one member at once; the first ran, the second waited behind it, and the third was
+    // skipped "for a run in progress" that had not started. At most one slot waits behind late
+    // runs: the third is skipped, and its reason says it was for a run that waits.
+    const running = { slotMs: T0 + 1000, startedAtMs: T0 + 3080 };
+    const waiting = at(2);
+    const decision = decideOverlap('skip', T0 + 3000, [running, waiting], 1);
+    expect(decision).toEqual({ action: 'skip', reason: 'overlap: a run of the job (slot 2026-01-01T00:00:02.000Z) was already waiting to run' });
+    expect(decideOverlap('skip', T0 + 3000, [running], 0)).toEqual({ action: 'wait' });
   });
 
   it("'replace' skips a slot older than a run in progress (a late retry does not replace newer work)", () => {

@@ -105,14 +105,42 @@ describe('reassignments', () => {
     expect(planReassignments(s, reassignInput(T0 + 9000, ['a', 'b']))).toEqual([]);
   });
 
-  it("leaves succeeded runs, mode 'all' and claims past the horizon alone", () => {
+  it("leaves succeeded runs and mode 'all' alone", () => {
     const s = claimed(3);
     s.apply(11, { type: 'outcome', job: 'tick', slotMs: T0 + 1000, token: 10, member: 'a', outcome: 'succeeded', atMs: T0 + 1100 });
     expect(planReassignments(s, reassignInput(T0 + 5000, ['b']))).toEqual([]);
-    expect(planReassignments(claimed(), { ...reassignInput(T0 + 100_000, ['b']), horizonMs: 10_000 })).toEqual([]);
     const all = stateWith('all');
     all.apply(10, { type: 'claim', job: 'tick', slotMs: T0 + 1000, assignees: ['a', 'b'] });
     expect(planReassignments(all, reassignInput(T0 + 900, ['b']))).toEqual([]);
+  });
+});
+
+describe('claims past the horizon', () => {
+  const pastHorizon = (eligible: string[]): Parameters<typeof planReassignments>[1] => ({ nowMs: T0 + 100_000, eligible: new Set(eligible), horizonMs: 10_000, maxCommands: 10 });
+  const claimed = (): SchedulerState => {
+    const s = stateWith('one', ['a', 'b']);
+    s.apply(10, { type: 'claim', job: 'tick', slotMs: T0 + 1000, assignees: ['a'] });
+    return s;
+  };
+  const expire = { type: 'expire', job: 'tick', slotMs: T0 + 1000, fromToken: 10, reason: 'expired', atMs: T0 + 100_000 };
+
+  it('are never moved: one with no outcome and no run is recorded as missed, wherever its assignee is', () => {
+    // Seen by nobody for ten minutes: its single-handler member was down all along, say.
+    expect(planReassignments(claimed(), pastHorizon(['b']))).toEqual([expire]);
+    expect(planReassignments(claimed(), pastHorizon(['a', 'b']))).toEqual([expire]);
+    const s = claimed();
+    s.apply(11, planReassignments(s, pastHorizon(['b']))[0]!);
+    expect(planReassignments(s, pastHorizon(['b']))).toEqual([]);
+  });
+
+  it('keep a run in progress on a member that may take work (a long run), and their outcomes', () => {
+    const s = claimed();
+    s.apply(11, { type: 'started', job: 'tick', slotMs: T0 + 1000, token: 10, member: 'a', atMs: T0 + 1000 });
+    expect(planReassignments(s, pastHorizon(['a', 'b']))).toEqual([]);
+    // Its member lost, the run will never report: the slot is missed.
+    expect(planReassignments(s, pastHorizon(['b']))).toEqual([expire]);
+    s.apply(12, { type: 'outcome', job: 'tick', slotMs: T0 + 1000, token: 10, member: 'a', outcome: 'failed', atMs: T0 + 1100 });
+    expect(planReassignments(s, pastHorizon(['b']))).toEqual([]);
   });
 });
 

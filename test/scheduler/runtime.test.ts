@@ -3,7 +3,7 @@ import type { JobContext, JobOptions } from '../../src/runtime/job-types.js';
 import { SchedulerRuntime, type SchedulerRuntimeOptions } from '../../src/runtime/scheduler-runtime.js';
 import { parseSpec, type SpecInput } from '../../src/scheduler/spec.js';
 import { encodeSchedulerSnapshot } from '../../src/scheduler/state-snapshot.js';
-import { claimKey, SchedulerState, type ClaimRecord, type SchedulerCommand } from '../../src/scheduler/state.js';
+import { claimKey, MISSED, MISSED_REASONS, SchedulerState, type ClaimRecord, type SchedulerCommand } from '../../src/scheduler/state.js';
 import type { Clock, TimerHandle, Timers } from '../../src/time/clock.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
@@ -317,6 +317,31 @@ describe('overlap policies, across members', () => {
     for (const r of overlapping) expect(r.startMs - first.startMs).toBeLessThan(2 * c.commitMs);
   });
 
+  it("'skip' records why it skips one of the slots a failover moved to a member together", async () => {
+    // Seed 42 (five members, three minutes): three slots, all past their instants, were moved to
+    // one member at once. The first runs; the second waits behind it (late); the third is skipped
+    // (at most one waits behind late runs), and the log says it was for the run that waits.
+    const c = cluster(['a', 'b'], 5, { eligibleMembers: () => [] });
+    c.schedule(['b'], 'sync', { every: '1s' }, 30);
+    await c.time.advanceTo(T0 + 3050);
+    expect(c.claims('sync')).toEqual([]);
+    let from = T0;
+    for (const slotS of [1, 2, 3]) {
+      void c.propose({ type: 'claim', job: 'sync', slotMs: T0 + slotS * 1000, assignees: ['b'], fromMs: from });
+      from = T0 + slotS * 1000;
+    }
+    await c.time.advanceTo(T0 + 3500);
+    expect(c.runs.map((r) => (r.slotMs - T0) / 1000)).toEqual([1, 2]);
+    expect(c.maxOverlap('sync')).toBe(1);
+    expect(c.outcomes('sync')).toEqual([
+      [1, 'succeeded'],
+      [2, 'succeeded'],
+      [3, 'skipped'],
+    ]);
+    const third = c.claims('sync')[2]!;
+    expect(third.outcomes.get('b')!.error).toBe('overlap: a run of the job (slot 2026-01-01T00:00:02.000Z) was already waiting to run');
+  });
+
   it("'allow' lets runs overlap", async () => {
     const c = cluster(['a', 'b']);
     c.schedule(['a', 'b'], 'sync', { every: '1s' }, 2500, { overlap: 'allow' });
@@ -399,6 +424,46 @@ describe('overlap policies, across members', () => {
     }
     const second = c.claims('sync')[1]!;
     expect([...second.outcomes.values()].map((o) => o.outcome)).toEqual(['skipped', 'skipped']);
+  });
+});
+
+describe('claims past the reassignment horizon', () => {
+  it('a slot nobody ran is recorded as missed, with its reason, and its assignee never runs it', async () => {
+    // b alone has the job, and from T0 + 500 the leader cannot reach it (nor b learn the
+    // cluster's time, so its fired slot waits): nobody can run the slot. Once the slot is past
+    // the horizon, the leader records it as missed, and b, back later, drops it.
+    let bAway = false;
+    const c = new Cluster(['a', 'b'], 5, { reassignHorizonMs: 3000, eligibleMembers: () => (bAway ? ['a'] : ['a', 'b']) }, (id) => (id === 'b' ? { clockReady: () => !bAway } : {}));
+    clusters.push(c);
+    c.schedule(['b'], 'report', { at: T0 + 1000 }, 10);
+    await c.time.advanceTo(T0 + 500);
+    expect(c.claims('report').map((claim) => claim.assignees)).toEqual([['b']]);
+    bAway = true;
+    await c.time.advanceTo(T0 + 3900);
+    expect(c.outcomes('report')).toEqual([[1, undefined]]);
+    await c.time.advanceTo(T0 + 4200);
+    const [claim] = c.claims('report');
+    expect(claim!.outcomes.get('b')).toMatchObject({ outcome: MISSED, token: claim!.token, error: MISSED_REASONS.expired });
+    bAway = false;
+    await c.time.advanceTo(T0 + 6000);
+    expect(c.runs).toEqual([]);
+    expect(c.state('b').claims.get(claimKey('report', T0 + 1000))!.outcomes.get('b')!.outcome).toBe(MISSED);
+  });
+  it('a run whose member the leader lost is aborted when its slot is recorded missed', async () => {
+    let bAway = false;
+    const c = new Cluster(['a', 'b'], 5, { reassignHorizonMs: 3000, eligibleMembers: () => (bAway ? ['a'] : ['a', 'b']) });
+    clusters.push(c);
+    let reason: unknown = null;
+    c.schedule(['b'], 'report', { at: T0 + 1000 }, 60_000, {}, (ctx) => ctx.signal.addEventListener('abort', () => (reason = ctx.signal.reason)));
+    await c.time.advanceTo(T0 + 1500);
+    expect(c.runs).toHaveLength(1);
+    bAway = true;
+    await c.time.advanceTo(T0 + 10_000);
+    const run = c.runs[0]!;
+    expect(run.endMs! - T0).toBeGreaterThan(4000);
+    expect(run.endMs! - T0).toBeLessThan(4200);
+    expect(reason).toMatchObject({ reason: 'reassigned', message: expect.stringContaining('recorded missed') });
+    expect(c.outcomes('report')).toEqual([[1, MISSED]]);
   });
 });
 

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { decodeCommand, encodeCommand } from '../../src/runtime/commands.js';
 import { decodeSchedulerSnapshot, encodeSchedulerSnapshot, restoreSchedulerSnapshot, schedulerSnapshotSteps } from '../../src/scheduler/state-snapshot.js';
 import type { JobSpec } from '../../src/scheduler/spec.js';
-import { SchedulerState, claimKey, type ApplyResult, type JobPolicy, type RunOutcome, type SchedulerCommand } from '../../src/scheduler/state.js';
+import { SchedulerState, claimKey, type ApplyResult, type ClaimRecord, type JobPolicy, type RunOutcome, type SchedulerCommand } from '../../src/scheduler/state.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 
@@ -50,6 +50,7 @@ type Intent =
   | { readonly type: 'started'; readonly claim: number; readonly stale: boolean; readonly member: number }
   | { readonly type: 'outcome'; readonly claim: number; readonly stale: boolean; readonly member: number; readonly outcome: number; readonly error: boolean }
   | { readonly type: 'cancel'; readonly claim: number; readonly stale: boolean }
+  | { readonly type: 'expire'; readonly claim: number; readonly stale: boolean }
   | { readonly type: 'lock'; readonly name: number; readonly member: number; readonly forMs: number }
   | { readonly type: 'unlock'; readonly name: number; readonly stale: boolean; readonly afterMs: number };
 
@@ -67,6 +68,7 @@ const intent: fc.Arbitrary<Intent> = fc.oneof(
   { arbitrary: fc.record({ type: fc.constant('started' as const), claim: fc.nat({ max: 5 }), stale: fc.boolean(), member: pick(MEMBERS.length) }), weight: 5 },
   { arbitrary: fc.record({ type: fc.constant('outcome' as const), claim: fc.nat({ max: 5 }), stale: fc.boolean(), member: pick(MEMBERS.length), outcome: pick(OUTCOMES.length), error: fc.boolean() }), weight: 5 },
   { arbitrary: fc.record({ type: fc.constant('cancel' as const), claim: fc.nat({ max: 5 }), stale: fc.boolean() }), weight: 2 },
+  { arbitrary: fc.record({ type: fc.constant('expire' as const), claim: fc.nat({ max: 5 }), stale: fc.boolean() }), weight: 1 },
   { arbitrary: fc.record({ type: fc.constant('lock' as const), name: pick(LOCKS.length), member: pick(MEMBERS.length), forMs: fc.integer({ min: 1, max: 300 }) }), weight: 2 },
   { arbitrary: fc.record({ type: fc.constant('unlock' as const), name: pick(LOCKS.length), stale: fc.boolean(), afterMs: fc.integer({ min: 0, max: 300 }) }), weight: 1 },
 );
@@ -118,6 +120,8 @@ function resolve(i: Intent, index: number, state: SchedulerState): SchedulerComm
     }
     case 'cancel':
       return { type: 'cancel', job: slot.job, slotMs: slot.slotMs, token: token(i.stale), bySlotMs: slot.slotMs + 1000, atMs };
+    case 'expire':
+      return { type: 'expire', job: slot.job, slotMs: slot.slotMs, fromToken: token(i.stale), reason: 'expired', atMs };
     case 'lock':
       return { type: 'lock', name: LOCKS[i.name]!, member: MEMBERS[i.member]!, atMs, untilMs: atMs + i.forMs };
     case 'unlock': {
@@ -309,11 +313,23 @@ describe('scheduler state snapshots', () => {
     // The first slot's run is moved and starts again: it goes to the end of the run index.
     s.apply(6, { type: 'reassign', job: 'report', slotMs: T0 + 1000, fromToken: 2, assignees: ['b'], reason: 'assignee-lost' });
     s.apply(7, { type: 'started', job: 'report', slotMs: T0 + 1000, token: 6, member: 'b', atMs: T0 + 2100 });
-    // A third slot succeeds, then a move planned before that success is applied: it reopens, last.
+    // A third slot succeeds, then a move planned before that success is applied: the state
+    // machine refuses it now, but applied it before, and the claim reopened, last in the open
+    // index. A state written then, restored, keeps that order.
     s.apply(8, { type: 'claim', job: 'report', slotMs: T0 + 3000, assignees: ['a'] });
     s.apply(9, { type: 'outcome', job: 'report', slotMs: T0 + 3000, token: 8, member: 'a', outcome: 'succeeded', atMs: T0 + 3001 });
     s.apply(10, { type: 'claim', job: 'report', slotMs: T0 + 4000, assignees: ['a'] });
-    s.apply(11, { type: 'reassign', job: 'report', slotMs: T0 + 3000, fromToken: 8, assignees: ['c'], reason: 'assignee-lost' });
+    expect(s.apply(11, { type: 'reassign', job: 'report', slotMs: T0 + 3000, fromToken: 8, assignees: ['c'], reason: 'assignee-lost' })).toEqual({ ok: false, reason: 'ended' });
+    const reopened = s.claims.get(claimKey('report', T0 + 3000))!;
+    Object.assign(reopened, { token: 11, assignees: ['c'], attempt: 2 });
+    const claimAt = (ms: number): ClaimRecord => s.claims.get(claimKey('report', T0 + ms))!;
+    s.restoreFrom({
+      jobs: [...s.jobs.values()],
+      claims: [...s.claims.values()],
+      locks: [],
+      assigned: [...s.assigned],
+      indexOrder: { open: [claimAt(1000), claimAt(2000), claimAt(4000), claimAt(3000)], inProgress: [claimAt(2000), claimAt(1000)] },
+    });
     const order = indexes(s);
     expect(order.inProgress.report).toEqual([claimKey('report', T0 + 2000), claimKey('report', T0 + 1000)]);
     expect(order.open).toEqual([T0 + 1000, T0 + 2000, T0 + 4000, T0 + 3000].map((t) => claimKey('report', t)));

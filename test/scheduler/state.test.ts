@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseSpec } from '../../src/scheduler/spec.js';
-import { SchedulerState, type SchedulerCommand } from '../../src/scheduler/state.js';
+import { MISSED, MISSED_REASONS, runsOf, SchedulerState, type SchedulerCommand } from '../../src/scheduler/state.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 const every = parseSpec({ every: '1s' });
@@ -127,6 +127,66 @@ describe('reassignment', () => {
     expect(move(5, 3)).toEqual({ ok: false, reason: 'stale-token' });
     // The first assignee's late outcome, under the old token, is refused.
     expect(s.apply(6, { type: 'outcome', job: 'report', slotMs: T0 + 1000, token: 3, member: 'a', outcome: 'succeeded', atMs: T0 + 1500 })).toEqual({ ok: false, reason: 'stale-token' });
+  });
+
+  it('is refused once the outcome it was planned without ends the slot, or makes it a retry', () => {
+    // Seed 42 (five members, three minutes): a leader planned a move from its applied state
+    // while the assignee's success was committed but not yet applied there; applied after the
+    // success, the move ran the slot again.
+    const s = new SchedulerState();
+    s.apply(1, register('a'));
+    s.apply(2, register('b'));
+    s.apply(3, claim(T0 + 1000, ['a']));
+    s.apply(4, claim(T0 + 2000, ['a']));
+    const outcome = (index: number, slotMs: number, token: number, result: 'succeeded' | 'failed' | 'interrupted'): void => {
+      s.apply(index, { type: 'outcome', job: 'report', slotMs, token, member: 'a', outcome: result, atMs: slotMs + 500 });
+    };
+    const move = (index: number, slotMs: number, fromToken: number, reason: 'assignee-lost' | 'retry'): ReturnType<SchedulerState['apply']> =>
+      s.apply(index, { type: 'reassign', job: 'report', slotMs, fromToken, assignees: ['b'], reason });
+    outcome(5, T0 + 1000, 3, 'succeeded');
+    expect(move(6, T0 + 1000, 3, 'assignee-lost')).toEqual({ ok: false, reason: 'ended' });
+    expect(move(7, T0 + 1000, 3, 'retry')).toEqual({ ok: false, reason: 'ended' });
+    expect(s.claims.get(`report@${T0 + 1000}`)).toMatchObject({ token: 3, assignees: ['a'], attempt: 1 });
+    // A failure turns a lost assignee's move into a retry, which the planner plans after its back-off.
+    outcome(8, T0 + 2000, 4, 'failed');
+    expect(move(9, T0 + 2000, 4, 'assignee-lost')).toEqual({ ok: false, reason: 'ended' });
+    expect(move(10, T0 + 2000, 4, 'retry')).toMatchObject({ ok: true, claim: { token: 10, attempt: 2 } });
+    // An interrupted run is moved (the cluster, not the job, ended it); a retry needs a failure.
+    outcome(11, T0 + 2000, 10, 'interrupted');
+    expect(move(12, T0 + 2000, 10, 'retry')).toEqual({ ok: false, reason: 'ended' });
+    expect(move(13, T0 + 2000, 10, 'assignee-lost')).toMatchObject({ ok: true, claim: { token: 13, attempt: 3 } });
+  });
+});
+
+describe('expiry', () => {
+  it('records a slot nobody ran as missed, with its reason, under a new token that makes the old one stale', () => {
+    const s = new SchedulerState();
+    s.apply(1, register('a'));
+    s.apply(2, claim(T0 + 1000, ['a']));
+    s.apply(3, { type: 'started', job: 'report', slotMs: T0 + 1000, token: 2, member: 'a', atMs: T0 + 1000 });
+    const expire = (index: number, fromToken: number): ReturnType<SchedulerState['apply']> =>
+      s.apply(index, { type: 'expire', job: 'report', slotMs: T0 + 1000, fromToken, reason: 'expired', atMs: T0 + 700_000 });
+    expect(expire(4, 1)).toEqual({ ok: false, reason: 'stale-token' });
+    expect(expire(5, 2)).toMatchObject({ ok: true, claim: { token: 5, assignees: ['a'], attempt: 1 } });
+    const c = s.claims.get(`report@${T0 + 1000}`)!;
+    expect(c.outcomes.get('a')).toEqual({ outcome: MISSED, atMs: T0 + 700_000, token: 5, error: MISSED_REASONS.expired });
+    // Its story is over: no run in progress, nothing for the leader to move, no second expiry,
+    // and the run under the old token cannot report.
+    expect(runsOf(c)).toEqual([]);
+    expect(s.openClaims().has(c)).toBe(false);
+    expect(expire(6, 5)).toEqual({ ok: false, reason: 'ended' });
+    expect(s.apply(7, { type: 'outcome', job: 'report', slotMs: T0 + 1000, token: 2, member: 'a', outcome: 'succeeded', atMs: T0 + 700_001 })).toEqual({ ok: false, reason: 'stale-token' });
+  });
+
+  it('is refused for a slot with an outcome under its token, and for a job of mode all', () => {
+    const s = new SchedulerState();
+    s.apply(1, register('a'));
+    s.apply(2, claim(T0 + 1000, ['a']));
+    s.apply(3, { type: 'outcome', job: 'report', slotMs: T0 + 1000, token: 2, member: 'a', outcome: 'failed', atMs: T0 + 1500 });
+    expect(s.apply(4, { type: 'expire', job: 'report', slotMs: T0 + 1000, fromToken: 2, reason: 'expired', atMs: T0 + 700_000 })).toEqual({ ok: false, reason: 'ended' });
+    s.apply(5, { type: 'register', job: 'everywhere', spec: every, mode: 'all', policy, member: 'a', atMs: T0 });
+    s.apply(6, { type: 'claim', job: 'everywhere', slotMs: T0 + 1000, assignees: ['a'] });
+    expect(s.apply(7, { type: 'expire', job: 'everywhere', slotMs: T0 + 1000, fromToken: 6, reason: 'expired', atMs: T0 + 700_000 })).toEqual({ ok: false, reason: 'ended' });
   });
 });
 

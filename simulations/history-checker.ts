@@ -1,0 +1,51 @@
+import { historyOf } from '../src/api/history.js';
+import type { NodeId } from '../src/raft/types.js';
+import type { SchedulerState } from '../src/scheduler/state.js';
+import { SIM_EPOCH_MS } from './scheduler.js';
+
+/**
+ * The kind of violation this checker reports: a member's `history()` shows a claimed slot,
+ * older than the bound, with no outcome under its token and no run of it in progress.
+ */
+export const HISTORY_OUTCOME = 'history-outcome';
+
+/** Bound on the violations reported per member: one shows the bug, the rest would crowd out others. */
+const MAX_REPORTED_PER_MEMBER = 3;
+
+/**
+ * What a user finds in `history()`, on every member that is up at the end of a run: every
+ * claimed slot whose instant is at or before `settledT` (true ms; after the faults healed and
+ * every slot had time to run and be recorded) shows, from each of its assignees, an outcome
+ * under its current token (a run's, `skipped`, `replaced` or `missed`), or a run of it in
+ * progress that is running indeed (`isRunning`: the simulator saw it start and not end). Read
+ * through `historyOf`, as `Cluster.history()` reads it, from each member's own state (built by
+ * applying the log, restored from a snapshot, or installed from a leader's), not from the log
+ * as the scheduler checker follows it: a member that shows less than the log holds is caught
+ * here, and so is a run shown in progress long after it ended.
+ */
+export function checkHistories(
+  members: ReadonlyArray<{ readonly id: NodeId; readonly state: SchedulerState }>,
+  settledT: number,
+  isRunning: (run: { readonly job: string; readonly slotMs: number; readonly member: NodeId; readonly token: number }) => boolean,
+  report: (what: string) => void,
+): void {
+  for (const { id, state } of members) {
+    let reported = 0;
+    for (const slot of historyOf(state, { limit: Number.POSITIVE_INFINITY })) {
+      const slotT = slot.slot.getTime() - SIM_EPOCH_MS;
+      if (slotT > settledT) continue;
+      for (const assignee of slot.assignees) {
+        if (slot.outcomes[assignee]?.token === slot.fencingToken) continue;
+        const run = { job: slot.job, slotMs: slot.slot.getTime(), member: assignee, token: slot.fencingToken };
+        const shownRunning = slot.running[assignee] !== undefined;
+        if (shownRunning && isRunning(run)) continue;
+        const shown = slot.outcomes[assignee];
+        const earlier = shown === undefined ? 'no earlier outcome' : `${shown.outcome} under the earlier token ${shown.token}`;
+        const what = shownRunning ? 'a run in progress that is not running' : 'no outcome and no run in progress';
+        if (reported++ < MAX_REPORTED_PER_MEMBER) {
+          report(`[${HISTORY_OUTCOME}] ${id}'s history() shows ${slot.job}@${slotT.toFixed(1)} (true ms) claimed for ${assignee} under token ${slot.fencingToken} with ${what} (${earlier})`);
+        }
+      }
+    }
+  }
+}

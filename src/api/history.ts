@@ -1,0 +1,41 @@
+import type { NodeId } from '../raft/types.js';
+import { runsOf, type SchedulerState } from '../scheduler/state.js';
+
+/** One claimed slot as `history()` shows it. */
+export interface SlotHistory {
+  readonly job: string;
+  readonly slot: Date;
+  /** The claim's current token: a move gives a new one, and so does recording the slot missed. */
+  readonly fencingToken: number;
+  readonly assignees: readonly NodeId[];
+  /**
+   * The latest outcome per member, with the token it was recorded under (an outcome under an
+   * older token is a previous attempt's). `outcome` is a run's (`succeeded`, `failed`,
+   * `aborted`, `interrupted`), a slot's that was not run (`skipped`, `replaced`), or `missed`:
+   * nobody ran it and nobody will, recorded by the leader, with the reason in `error`.
+   */
+  readonly outcomes: Readonly<Record<string, { readonly outcome: string; readonly atMs: number; readonly token: number; readonly error?: string }>>;
+  /** Runs in progress under the current token (started per the log, no outcome yet), by member. */
+  readonly running: Readonly<Record<string, { readonly startedAtMs: number }>>;
+}
+
+/**
+ * Recent claims and their outcomes, newest first, at most `limit` (default 100), of one job or
+ * all. Bounded by what the state machine keeps. Pure: `Cluster.history()` shows this member's
+ * state through it, and the simulator checks every member's.
+ */
+export function historyOf(state: SchedulerState, options: { readonly job?: string; readonly limit?: number } = {}): SlotHistory[] {
+  const limit = options.limit ?? 100;
+  const claims = [...state.claims.values()].filter((c) => options.job === undefined || c.job === options.job);
+  return claims
+    .slice(-limit)
+    .reverse()
+    .map((c) => ({
+      job: c.job,
+      slot: new Date(c.slotMs),
+      fencingToken: c.token,
+      assignees: c.assignees,
+      outcomes: Object.fromEntries(c.outcomes),
+      running: Object.fromEntries(runsOf(c).map((r) => [r.member, { startedAtMs: r.startedAtMs }])),
+    }));
+}
