@@ -228,6 +228,8 @@ describe('restarts', () => {
       // Replaying its log re-applied every claim it had run; none ran twice.
       expect(new Set(runs).size).toBe(runs.length);
     } finally {
+      // Stopped before its directory goes: stopping writes the store's durable mark there.
+      await Promise.all(started.map((c) => c.stop()));
       await rm(dataDir, { recursive: true, force: true });
     }
   });
