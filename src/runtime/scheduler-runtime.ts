@@ -395,6 +395,16 @@ export class SchedulerRuntime {
   }
 
   /**
+   * Aborts the runs in progress if this member no longer holds its lease. The plan tick looks
+   * every interval; the member also looks before each message from a peer counts as contact
+   * (member.ts), so that a lease that ran out while the event loop stood still is seen before
+   * the first message renews it.
+   */
+  checkLease(): void {
+    if (this.#slots.runningCount > 0 && !this.#o.holdsLease()) this.#interruptRunning();
+  }
+
+  /**
    * This member has not heard from a leader for longer than its lease: another member may be
    * given its slots, so its runs in progress stop (their fencing tokens would soon be stale).
    * Runs not yet started stay armed; when they fire, they check the lease again.
