@@ -3,7 +3,7 @@ import { EventEmitter } from 'node:events';
 import type { PrivateKey } from '@libp2p/interface';
 import type { ClusterState, MemberState } from './api/state.js';
 import type { ClusterEvents } from './cluster-events.js';
-import { resolveOptions, CLUSTER_DEFAULTS, type ClusterOptions, type ResolvedOptions } from './cluster-options.js';
+import { resolveOptions, memberTiming, CLUSTER_DEFAULTS, type ClusterOptions, type ResolvedOptions } from './cluster-options.js';
 import { ClockUnsyncedError, CronraftError, InvalidArgumentError, NotLeaderError, NotRunningError, TimeoutError } from './errors.js';
 import { validateJobOptions, validateName } from './job-options.js';
 import { RaftNode } from './raft/node.js';
@@ -133,22 +133,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       transport: this.#transport,
       clock: this.#clock,
       timers: this.#timers,
-      timing: {
-        tickMs: o.tickMs,
-        heartbeatTicks: o.heartbeatTicks,
-        electionTimeoutMs: o.electionTimeoutMs,
-        requestTimeoutMs: o.requestTimeoutMs,
-        maxPendingProposals: o.maxPendingProposals,
-        maxProposalBatch: CLUSTER_DEFAULTS.maxProposalBatch,
-        maxProposalBatchBytes: CLUSTER_DEFAULTS.maxProposalBatchBytes,
-        maxPendingReads: CLUSTER_DEFAULTS.maxPendingReads,
-        planIntervalMs: CLUSTER_DEFAULTS.planIntervalMs,
-        lookaheadMs: CLUSTER_DEFAULTS.lookaheadMs,
-        maxClaimsPerPlan: CLUSTER_DEFAULTS.maxClaimsPerPlan,
-        reassignHorizonMs: CLUSTER_DEFAULTS.reassignHorizonMs,
-        maxClockSkewMs: o.maxClockSkewMs,
-        maxConcurrent: o.maxConcurrent,
-      },
+      timing: memberTiming(o),
       bootId: randomBytes(4).toString('hex'),
       compaction: o.compaction,
       wantsUserEntries: () => this.listenerCount('applied') > 0,

@@ -1,9 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { CLUSTER_DEFAULTS } from '../src/cluster-options.js';
+import { memberTiming, resolveOptions } from '../src/cluster-options.js';
 import type { NodeId } from '../src/raft/types.js';
 import { COMPACTION_DEFAULTS } from '../src/runtime/driver.js';
 import type { RunRecord } from '../src/runtime/job-types.js';
-import type { MemberTiming } from '../src/runtime/member.js';
 import { SNAPSHOT_CHUNK_BYTES } from '../src/runtime/snapshot-chunks.js';
 import { SeededRandom } from '../src/time/random.js';
 import type { SimJob } from '../simulations/jobs.js';
@@ -18,21 +17,8 @@ import { drainMicrotasks, SimScheduler } from '../simulations/scheduler.js';
  * election that follows, as long as the lease lasts. test/process-faults.test.ts does the same
  * to real processes, where the order of events after a stall is the kernel's.
  */
-const TIMING: MemberTiming = {
-  tickMs: CLUSTER_DEFAULTS.tickMs,
-  heartbeatTicks: CLUSTER_DEFAULTS.heartbeatMs / CLUSTER_DEFAULTS.tickMs,
-  electionTimeoutMs: CLUSTER_DEFAULTS.electionTimeoutMs,
-  requestTimeoutMs: CLUSTER_DEFAULTS.requestTimeoutMs,
-  maxPendingProposals: CLUSTER_DEFAULTS.maxPendingProposals,
-  maxProposalBatch: CLUSTER_DEFAULTS.maxProposalBatch,
-  maxProposalBatchBytes: CLUSTER_DEFAULTS.maxProposalBatchBytes,
-  maxPendingReads: CLUSTER_DEFAULTS.maxPendingReads,
-  planIntervalMs: CLUSTER_DEFAULTS.planIntervalMs,
-  lookaheadMs: CLUSTER_DEFAULTS.lookaheadMs,
-  maxClaimsPerPlan: CLUSTER_DEFAULTS.maxClaimsPerPlan,
-  reassignHorizonMs: CLUSTER_DEFAULTS.reassignHorizonMs,
-  maxClockSkewMs: CLUSTER_DEFAULTS.maxClockSkewMs,
-};
+/** The production defaults. */
+const TIMING = memberTiming(resolveOptions([], {}));
 const LEASE_MS = 2 * TIMING.electionTimeoutMs;
 /** Runs last longer than a pause: they are still going when their member resumes. */
 const RUN_MS = 3000;

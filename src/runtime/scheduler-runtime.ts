@@ -369,7 +369,7 @@ export class SchedulerRuntime {
     this.#planTimer = this.#o.timers.setTimeout(() => {
       this.#planTimer = null;
       for (const name of this.#jobs.keys()) this.#register(name);
-      if (!this.#o.holdsLease()) this.#interruptRunning();
+      this.checkLease();
       // Runs queued behind another member's run also go once that run's timeout passes.
       if (this.#slots.queuedCount > 0) this.#slots.pump();
       this.#rearm();
