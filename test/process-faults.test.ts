@@ -43,7 +43,7 @@ const RESUME_TOLERANCE_MS = 250;
  */
 const STEPS_DUE_AT_RESUME = 1;
 /** How long a fault lasts: well past a lease and its tolerance, so the slot moves meanwhile. */
-const FAULT_MS = 1500;
+const FAULT_MS = 1000;
 /** The fault hits within this of the victim's run's start: mid-run, with most of its work left. */
 const MID_RUN_MS = 250;
 /**
