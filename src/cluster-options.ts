@@ -4,6 +4,7 @@ import { COMPACTION_DEFAULTS, type CompactionOptions } from './runtime/driver.js
 import { join } from 'node:path';
 import { InvalidArgumentError } from './errors.js';
 import type { NodeId } from './raft/types.js';
+import type { MemberTiming } from './runtime/member.js';
 import type { Clock, Timers } from './time/clock.js';
 import type { Random } from './time/random.js';
 import { parseListenAddress, parsePeerAddress, type PeerAddress } from './transport/address.js';
@@ -187,6 +188,26 @@ export function resolveOptions(peersInput: readonly string[], options: ClusterOp
       retainEntries: nonNegativeInt(options.snapshotRetainEntries ?? CLUSTER_DEFAULTS.snapshotRetainEntries, 'snapshotRetainEntries'),
     },
     sync: options.sync ?? CLUSTER_DEFAULTS.sync,
+  };
+}
+
+/** A member's bounds and intervals: the options given, and the defaults of the rest. */
+export function memberTiming(o: ResolvedOptions): MemberTiming {
+  return {
+    tickMs: o.tickMs,
+    heartbeatTicks: o.heartbeatTicks,
+    electionTimeoutMs: o.electionTimeoutMs,
+    requestTimeoutMs: o.requestTimeoutMs,
+    maxPendingProposals: o.maxPendingProposals,
+    maxProposalBatch: CLUSTER_DEFAULTS.maxProposalBatch,
+    maxProposalBatchBytes: CLUSTER_DEFAULTS.maxProposalBatchBytes,
+    maxPendingReads: CLUSTER_DEFAULTS.maxPendingReads,
+    planIntervalMs: CLUSTER_DEFAULTS.planIntervalMs,
+    lookaheadMs: CLUSTER_DEFAULTS.lookaheadMs,
+    maxClaimsPerPlan: CLUSTER_DEFAULTS.maxClaimsPerPlan,
+    reassignHorizonMs: CLUSTER_DEFAULTS.reassignHorizonMs,
+    maxClockSkewMs: o.maxClockSkewMs,
+    maxConcurrent: o.maxConcurrent,
   };
 }
 

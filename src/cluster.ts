@@ -4,7 +4,7 @@ import type { PrivateKey } from '@libp2p/interface';
 import { historyOf, type SlotHistory } from './api/history.js';
 import type { ClusterState, MemberState } from './api/state.js';
 import type { ClusterEvents } from './cluster-events.js';
-import { clusterIdOf, resolveOptions, CLUSTER_DEFAULTS, type ClusterOptions, type ResolvedOptions } from './cluster-options.js';
+import { clusterIdOf, resolveOptions, memberTiming, CLUSTER_DEFAULTS, type ClusterOptions, type ResolvedOptions } from './cluster-options.js';
 import { openDataDir } from './data-dir.js';
 import { ClockUnsyncedError, CronraftError, InvalidArgumentError, NotLeaderError, NotRunningError, TimeoutError } from './errors.js';
 import { validateJobOptions, validateName } from './job-options.js';
@@ -134,22 +134,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       transport: this.#transport,
       clock: this.#clock,
       timers: this.#timers,
-      timing: {
-        tickMs: o.tickMs,
-        heartbeatTicks: o.heartbeatTicks,
-        electionTimeoutMs: o.electionTimeoutMs,
-        requestTimeoutMs: o.requestTimeoutMs,
-        maxPendingProposals: o.maxPendingProposals,
-        maxProposalBatch: CLUSTER_DEFAULTS.maxProposalBatch,
-        maxProposalBatchBytes: CLUSTER_DEFAULTS.maxProposalBatchBytes,
-        maxPendingReads: CLUSTER_DEFAULTS.maxPendingReads,
-        planIntervalMs: CLUSTER_DEFAULTS.planIntervalMs,
-        lookaheadMs: CLUSTER_DEFAULTS.lookaheadMs,
-        maxClaimsPerPlan: CLUSTER_DEFAULTS.maxClaimsPerPlan,
-        reassignHorizonMs: CLUSTER_DEFAULTS.reassignHorizonMs,
-        maxClockSkewMs: o.maxClockSkewMs,
-        maxConcurrent: o.maxConcurrent,
-      },
+      timing: memberTiming(o),
       bootId: randomBytes(4).toString('hex'),
       compaction: o.compaction,
       wantsUserEntries: () => this.listenerCount('applied') > 0,

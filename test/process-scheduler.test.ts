@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ProcessCluster, type MemberProcess } from './fixtures/process-cluster.js';
+import { expectEverySlotRanOnce, historyOf, type HistoryRow } from './fixtures/slot-history.js';
 
 /**
  * Three OS processes run a job every second for 30 s; halfway through, one is killed with
@@ -22,31 +23,12 @@ interface RunEvent {
   at: number;
 }
 
-interface HistoryRow {
-  slot: number;
-  fencingToken: number;
-  outcomes: Record<string, { outcome: string; token: number }>;
-}
-
 function runsOf(cluster: ProcessCluster): RunEvent[] {
   return cluster.members.flatMap((m) => m.events.filter((e) => e.event === 'run-start') as unknown as RunEvent[]);
 }
 
 async function scheduleEverywhere(cluster: ProcessCluster): Promise<void> {
   for (const m of cluster.members) await m.request('schedule', { name: 'job', everyMs: EVERY_MS, workMs: WORK_MS, retries: 0 });
-}
-
-/** Checks the log's record of slots in [fromMs, toMs]: each has exactly one success, under its current token. */
-async function expectEverySlotRanOnce(witness: MemberProcess, fromMs: number, toMs: number): Promise<HistoryRow[]> {
-  const history = await witness.request<HistoryRow[]>('history', { job: 'job', limit: 1000 });
-  const slots = history.filter((h) => h.slot >= fromMs && h.slot <= toMs).sort((a, b) => a.slot - b.slot);
-  expect(slots.length).toBeGreaterThan(3);
-  for (let i = 1; i < slots.length; i++) expect(slots[i]!.slot - slots[i - 1]!.slot, 'no slot lost').toBe(EVERY_MS);
-  for (const h of slots) {
-    const successes = Object.values(h.outcomes).filter((o) => o.outcome === 'succeeded' && o.token === h.fencingToken);
-    expect(successes, `slot ${h.slot}`).toHaveLength(1);
-  }
-  return slots;
 }
 
 describe('scheduled jobs across real processes', () => {
@@ -88,11 +70,11 @@ describe('scheduled jobs across real processes', () => {
       const survivors = c.members.filter((m) => m !== victim);
       const witness = survivors[0] as MemberProcess;
       const lastSucceeded = async (): Promise<boolean> => {
-        const history = await witness.request<HistoryRow[]>('history', { job: 'job', limit: 1000 });
+        const history = await historyOf(witness, 'job');
         return history.some((h) => h.slot === lastSlot && Object.values(h.outcomes).some((o) => o.outcome === 'succeeded'));
       };
       await expect.poll(lastSucceeded, { timeout: KILL_AFTER_MS + 30_000, interval: 200 }).toBe(true);
-      const history = await expectEverySlotRanOnce(witness, firstSlot, lastSlot);
+      const history = await expectEverySlotRanOnce(witness, 'job', EVERY_MS, firstSlot, lastSlot);
       expect(history).toHaveLength(SLOTS);
       if (killedRun !== null) {
         // The run that died with its member was run again elsewhere, under a higher token.

@@ -116,6 +116,11 @@ export interface DriverOptions {
   /** Bytes of snapshot data per message. @default SNAPSHOT_CHUNK_BYTES */
   readonly snapshotChunkBytes?: number;
   readonly onSoftState?: (state: SoftState) => void;
+  /**
+   * Called with each message from a peer before it counts as contact (`lastHeard`), so that
+   * a silence the message ends can still be seen (the member's lease, member.ts).
+   */
+  readonly beforeContact?: () => void;
   readonly onApplied?: (entry: Entry) => void;
   /** A leader's snapshot replaced the state: entries up to `index` will not be applied one by one. */
   readonly onSnapshotInstalled?: (index: number) => void;
@@ -424,6 +429,7 @@ export class RaftDriver {
     // Silences are durations: measured on the monotonic time base. Clock stamps are timed on it
     // too; the wall clock only votes for the cluster's time.
     const mono = this.#o.timers.now();
+    this.#o.beforeContact?.();
     this.#lastHeard.set(m.from, mono);
     const wall = this.#o.clock.now();
     if (m.type === 'snapshot') {

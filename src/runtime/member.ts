@@ -72,6 +72,11 @@ export class Member {
   readonly driver: RaftDriver;
   readonly scheduler: SchedulerRuntime;
   readonly #p: MemberParts;
+  /**
+   * The last leader this member knew: its lease runs from when it last heard from it, through
+   * an election (Raft forgets the leader as it campaigns) until a new leader is known.
+   */
+  #lastLeader: NodeId | null = null;
 
   constructor(parts: MemberParts) {
     this.#p = parts;
@@ -100,7 +105,14 @@ export class Member {
       ...(parts.snapshotChunkBytes === undefined ? {} : { snapshotChunkBytes: parts.snapshotChunkBytes }),
       ...(parts.onApplied === undefined ? {} : { onApplied: parts.onApplied }),
       ...(parts.onSnapshotInstalled === undefined ? {} : { onSnapshotInstalled: parts.onSnapshotInstalled }),
-      ...(parts.onSoftState === undefined ? {} : { onSoftState: parts.onSoftState }),
+      onSoftState: (state) => {
+        if (state.leader !== null) this.#lastLeader = state.leader;
+        parts.onSoftState?.(state);
+      },
+      // A member whose lease ran out while its event loop stood still (SIGSTOP, a paused VM, a
+      // long stall) learns it before the first message renews it, and aborts its runs: the
+      // plan tick that would have noticed runs after the messages waiting when it resumes.
+      beforeContact: () => this.scheduler.checkLease(),
       ...(parts.onFatal === undefined ? {} : { onFatal: parts.onFatal }),
     });
     const driver = this.driver;
@@ -168,16 +180,31 @@ export class Member {
   }
 
   /**
-   * Whether this member still knows a live leader. The lease is two election timeouts: a
-   * normal failover (a new leader within one to two timeouts) does not interrupt runs; a member
-   * cut off for longer stops its runs, and the fencing token covers the time between the
-   * leader's reassignment and that stop.
+   * Whether this member still knows a live leader. The lease is two election timeouts since it
+   * last heard from the leader it knew last (also while an election runs, when Raft knows no
+   * leader): a normal failover (a new leader within one to two timeouts) does not interrupt
+   * runs; a member cut off for longer stops its runs, and the fencing token covers the time
+   * between the leader's reassignment and that stop. A leader (or one that led last) holds it
+   * while it has heard from a majority, itself included, within the lease: Raft's own check
+   * counts ticks, so a leader whose process stood still (SIGSTOP, a paused VM) for longer would
+   * lead on in its own eyes until it heard of the next term, and its runs with it, when
+   * another leader has moved its slots.
    */
   holdsLease(): boolean {
     const node = this.driver.node;
-    if (node.role === 'leader') return true;
-    const heard = node.leader === null ? undefined : this.driver.lastHeard(node.leader);
-    return heard !== undefined && this.#p.timers.now() - heard < 2 * this.#p.timing.electionTimeoutMs;
+    const now = this.#p.timers.now();
+    const leaseMs = 2 * this.#p.timing.electionTimeoutMs;
+    const heardWithinLease = (id: NodeId): boolean => {
+      const heard = this.driver.lastHeard(id);
+      return heard !== undefined && now - heard < leaseMs;
+    };
+    const leader = node.role === 'leader' ? this.#p.self : (node.leader ?? this.#lastLeader);
+    if (leader === null) return false;
+    if (leader !== this.#p.self) return heardWithinLease(leader);
+    // This member leads, or led last: a majority, itself included, confirms it.
+    let heard = 1;
+    for (const id of this.#p.voters) if (id !== this.#p.self && heardWithinLease(id)) heard++;
+    return 2 * heard > this.#p.voters.length;
   }
 
   /**

@@ -57,6 +57,11 @@ export class RunSlots<T extends SlottedRun> {
     return this.#active.get(job) ?? NONE;
   }
 
+  /** Runs let start and not yet released. */
+  get runningCount(): number {
+    return this.#running;
+  }
+
   /** How many runs wait behind another run of their job. */
   get queuedCount(): number {
     return this.#queued.size;

@@ -371,7 +371,7 @@ export class SchedulerRuntime {
     this.#planTimer = this.#o.timers.setTimeout(() => {
       this.#planTimer = null;
       for (const name of this.#jobs.keys()) this.#register(name);
-      if (!this.#o.holdsLease()) this.#interruptRunning();
+      this.checkLease();
       // Runs queued behind another member's run also go once that run's timeout passes.
       if (this.#slots.queuedCount > 0) this.#slots.pump();
       this.#rearm();
@@ -394,6 +394,16 @@ export class SchedulerRuntime {
     if (this.#planTimer === null || !this.#o.isLeader()) return;
     this.#o.timers.clearTimeout(this.#planTimer);
     this.#schedulePlan(0);
+  }
+
+  /**
+   * Aborts the runs in progress if this member no longer holds its lease. The plan tick looks
+   * every interval; the member also looks before each message from a peer counts as contact
+   * (member.ts), so that a lease that ran out while the event loop stood still is seen before
+   * the first message renews it.
+   */
+  checkLease(): void {
+    if (this.#slots.runningCount > 0 && !this.#o.holdsLease()) this.#interruptRunning();
   }
 
   /**
