@@ -251,6 +251,14 @@ export class SchedulerState {
    */
   readonly #inProgress = new Map<string, Set<ClaimRecord>>();
   readonly #open = new Set<ClaimRecord>();
+  /**
+   * Per job, the number of the change that last touched it (its record, its claims or their
+   * runs), counted over all changes applied: a view derived from a job (`state().jobs`) is built
+   * again only once it moved. Not part of the contents (a snapshot leaves it out): a restore
+   * starts it over, with new records, of which views are kept apart.
+   */
+  readonly #changed = new Map<string, number>();
+  #changes = 0;
   readonly #maxClaimsKept: number;
   readonly #maxJobs: number;
   readonly #maxLocks: number;
@@ -282,6 +290,7 @@ export class SchedulerState {
     for (const [name, lock] of parts.locks) this.locks.set(name, lock);
     this.assigned.clear();
     for (const [member, count] of parts.assigned) this.assigned.set(member, count);
+    this.#changed.clear();
     this.#inProgress.clear();
     this.#open.clear();
     for (const claim of this.claims.values()) this.#index(claim);
@@ -294,6 +303,11 @@ export class SchedulerState {
       else list.push(claim);
     }
     for (const [job, set] of this.#inProgress) reorder(set, byJob.get(job) ?? []);
+  }
+
+  /** When `job` last changed, as a count of changes (see #changed): equal counts, the same job. */
+  changeOf(job: string): number {
+    return this.#changed.get(job) ?? 0;
   }
 
   /** The job's kept claims with a run in progress (see `runsInProgress` for the runs). */
@@ -325,6 +339,10 @@ export class SchedulerState {
   }
 
   apply(index: number, command: SchedulerCommand): ApplyResult {
+    // A job's first registration needs no count (nothing was derived from it yet), and a command
+    // naming no job changes none: the counts stay bounded by the jobs.
+    const name = 'job' in command ? this.jobs.get(command.job)?.name : undefined;
+    if (name !== undefined) this.#changed.set(name, ++this.#changes);
     switch (command.type) {
       case 'register':
         return this.#register(command);
@@ -503,6 +521,7 @@ export class SchedulerState {
     if (victim === undefined) return;
     const [key, claim] = victim;
     this.claims.delete(key);
+    this.#changed.set(claim.job, ++this.#changes);
     this.#open.delete(claim);
     // A forgotten claim leaves the index too, which keeps it bounded by maxClaimsKept.
     this.#inProgress.get(claim.job)?.delete(claim);
