@@ -44,7 +44,7 @@ export function memberStateMachine(schedulerOf: () => SchedulerRuntime, hooks: M
       const command = decodeCommand(entry.data);
       if (command?.kind === 'scheduler') {
         const result = schedulerOf().apply(entry.index, command.command);
-        mirror.apply(entry.index, entry.data);
+        mirror.apply(entry.index, command.command);
         hooks.onSchedulerApplied?.(entry.index, command.command, result);
         return result;
       }

@@ -1,6 +1,5 @@
 import { restoreSchedulerSnapshot, schedulerSnapshotSteps } from '../scheduler/state-snapshot.js';
-import { SchedulerState } from '../scheduler/state.js';
-import { decodeCommand } from './commands.js';
+import { SchedulerState, type SchedulerCommand } from '../scheduler/state.js';
 import type { SnapshotSteps } from './driver.js';
 import { encodeMemberSnapshot } from './member-snapshot.js';
 
@@ -20,14 +19,16 @@ export const MAX_ENTRIES_HELD = 10_000;
  * member's event loop for 40 to 170 ms under load, and a slot due meanwhile fired that late.
  * The mirror instead holds still while its snapshot is encoded, a step at a time (see
  * schedulerSnapshotSteps), and holds back the entries applied meanwhile; it applies them once
- * the snapshot is complete. The cost is the state twice in memory, and every scheduler command
- * decoded and applied twice: by the same code, so the two cannot disagree.
+ * the snapshot is complete. The cost is the state's records twice in memory, and every
+ * scheduler command applied twice: by the same code, so the two cannot disagree. The command is
+ * the one the live state applied, decoded once: the two states share what it holds (names,
+ * member ids, specs), which neither changes.
  */
 export class SchedulerMirror {
   readonly #limits: () => SchedulerState['limits'];
   #state: SchedulerState | null = null;
-  /** Entries applied to the live state since a snapshot in progress began; null when none is. */
-  #held: Array<{ readonly index: number; readonly data: Uint8Array }> | null = null;
+  /** Commands applied to the live state since a snapshot in progress began; null when none is. */
+  #held: Array<{ readonly index: number; readonly command: SchedulerCommand }> | null = null;
   /** Bumped by every snapshot begun and every restore: a snapshot of an older one is void. */
   #generation = 0;
 
@@ -36,13 +37,13 @@ export class SchedulerMirror {
     this.#limits = limits;
   }
 
-  /** A scheduler entry the live state applied (its data encodes the command, see commands.ts). */
-  apply(index: number, data: Uint8Array): void {
+  /** A scheduler command the live state applied, at its entry's index. */
+  apply(index: number, command: SchedulerCommand): void {
     if (this.#held === null) {
-      this.#applyNow(index, data);
+      this.#mirror().apply(index, command);
       return;
     }
-    this.#held.push({ index, data });
+    this.#held.push({ index, command });
   }
 
   /** The live state was replaced by a snapshot's scheduler state (its bytes): so is the mirror, and a snapshot in progress is void. */
@@ -76,12 +77,7 @@ export class SchedulerMirror {
   #release(): void {
     const held = this.#held;
     this.#held = null;
-    for (const entry of held ?? []) this.#applyNow(entry.index, entry.data);
-  }
-
-  #applyNow(index: number, data: Uint8Array): void {
-    const command = decodeCommand(data);
-    if (command?.kind === 'scheduler') this.#mirror().apply(index, command.command);
+    for (const entry of held ?? []) this.#mirror().apply(entry.index, entry.command);
   }
 
   #mirror(): SchedulerState {

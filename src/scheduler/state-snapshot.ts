@@ -3,6 +3,7 @@ import { CodecError } from '../errors.js';
 import type { NodeId } from '../raft/types.js';
 import type { DstPolicy, JobSpec } from './spec.js';
 import {
+  NO_CONFLICTS,
   SCHEDULER_DEFAULTS,
   SchedulerState,
   claimKey,
@@ -315,12 +316,10 @@ function jobFromWire(value: unknown, field: string): JobRecord {
     if (handlers.has(member)) throw new CodecError(`${field}.handlers[${i}]: ${describe(member)} appears twice`);
     handlers.add(member);
   }
-  const conflicts = new Map(
-    entries(j[6], `${field}.conflicts`, UNBOUNDED, (item, f) => {
-      const c = tuple(item, f, 2);
-      return [string(c[0], `${f}.member`), string(c[1], `${f}.spec`)] as const;
-    }),
-  );
+  const conflicts = entries(j[6], `${field}.conflicts`, UNBOUNDED, (item, f) => {
+    const c = tuple(item, f, 2);
+    return [string(c[0], `${f}.member`), string(c[1], `${f}.spec`)] as const;
+  });
   return {
     name: string(j[0], `${field}.name`),
     spec: specFromWire(j[1], `${field}.spec`),
@@ -328,7 +327,7 @@ function jobFromWire(value: unknown, field: string): JobRecord {
     policy: policyFromWire(j[3], `${field}.policy`),
     anchorMs: ms(j[4], `${field}.anchorMs`),
     handlers,
-    conflicts,
+    conflicts: conflicts.length === 0 ? NO_CONFLICTS : new Map(conflicts),
     highWaterMs: ms(j[7], `${field}.highWaterMs`),
     missedSlots: count(j[8], `${field}.missedSlots`),
     skippedRuns: count(j[9], `${field}.skippedRuns`),
