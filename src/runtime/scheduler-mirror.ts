@@ -1,7 +1,8 @@
+import { StepwiseConcat } from '../concat-bytes.js';
 import { restoreSchedulerSnapshot, schedulerSnapshotSteps } from '../scheduler/state-snapshot.js';
 import { SchedulerState, type SchedulerCommand } from '../scheduler/state.js';
 import type { SnapshotSteps } from './driver.js';
-import { encodeMemberSnapshot } from './member-snapshot.js';
+import { memberSnapshotPieces } from './member-snapshot.js';
 
 /**
  * Entries a mirror holds back while a snapshot of it is being taken. Past this many, the rest
@@ -11,6 +12,20 @@ import { encodeMemberSnapshot } from './member-snapshot.js';
 export const MAX_ENTRIES_HELD = 10_000;
 
 /**
+ * Bytes of a finished snapshot joined into one buffer per step: its pieces joined at once held
+ * the event loop for the copy and for the faults of the fresh memory's pages, at ten thousand
+ * jobs longer than any step of the encoding.
+ */
+export const SNAPSHOT_BYTES_PER_STEP = 256 * 1024;
+
+/**
+ * Entries held back that the mirror applies for every entry applied once a snapshot is complete:
+ * it catches up twice as fast as entries come, a little at a time, rather than all at once at the
+ * end of the snapshot (up to MAX_ENTRIES_HELD of them in one turn of the loop).
+ */
+const CATCH_UP_PER_ENTRY = 2;
+
+/**
  * A second copy of the scheduler's replicated state, kept level with the live one by applying
  * the same entries, so that a snapshot can be taken in steps while the live state moves on.
  *
@@ -18,17 +33,21 @@ export const MAX_ENTRIES_HELD = 10_000;
  * and a snapshot stands for one log index. At the state's bounds (10,000 claims) that held a
  * member's event loop for 40 to 170 ms under load, and a slot due meanwhile fired that late.
  * The mirror instead holds still while its snapshot is encoded, a step at a time (see
- * schedulerSnapshotSteps), and holds back the entries applied meanwhile; it applies them once
- * the snapshot is complete. The cost is the state's records twice in memory, and every
- * scheduler command applied twice: by the same code, so the two cannot disagree. The command is
- * the one the live state applied, decoded once: the two states share what it holds (names,
- * member ids, specs), which neither changes.
+ * schedulerSnapshotSteps), and holds back the entries applied meanwhile; once the snapshot is
+ * complete it applies them a few for each new one, and all that are left when the next snapshot
+ * begins. The cost is the state's records twice in memory, and every scheduler command applied
+ * twice: by the same code, so the two cannot disagree. The command is the one the live state
+ * applied, decoded once: the two states share what it holds (names, member ids, specs), which
+ * neither changes.
  */
 export class SchedulerMirror {
   readonly #limits: () => SchedulerState['limits'];
   #state: SchedulerState | null = null;
-  /** Commands applied to the live state since a snapshot in progress began; null when none is. */
-  #held: Array<{ readonly index: number; readonly command: SchedulerCommand }> | null = null;
+  /** Commands the live state applied and the mirror not yet, from #heldFrom on. */
+  #held: Array<{ readonly index: number; readonly command: SchedulerCommand }> = [];
+  #heldFrom = 0;
+  /** Whether a snapshot is being taken: every command is held until it is complete. */
+  #holding = false;
   /** Bumped by every snapshot begun and every restore: a snapshot of an older one is void. */
   #generation = 0;
 
@@ -37,47 +56,67 @@ export class SchedulerMirror {
     this.#limits = limits;
   }
 
+  /** Commands the live state applied that the mirror has not yet (held back by a snapshot, or since one). */
+  get behind(): number {
+    return this.#held.length - this.#heldFrom;
+  }
+
   /** A scheduler command the live state applied, at its entry's index. */
   apply(index: number, command: SchedulerCommand): void {
-    if (this.#held === null) {
+    if (!this.#holding && this.#heldFrom === this.#held.length) {
       this.#mirror().apply(index, command);
       return;
     }
     this.#held.push({ index, command });
+    if (!this.#holding) this.#catchUp(CATCH_UP_PER_ENTRY);
   }
 
   /** The live state was replaced by a snapshot's scheduler state (its bytes): so is the mirror, and a snapshot in progress is void. */
   restore(schedulerBytes: Uint8Array): void {
     this.#generation++;
-    this.#held = null;
+    this.#holding = false;
+    this.#held = [];
+    this.#heldFrom = 0;
     restoreSchedulerSnapshot(this.#mirror(), schedulerBytes);
   }
 
   /** Begins a member snapshot of the state as applied so far (see StateMachine.snapshotInSteps); it voids one in progress. */
   snapshotInSteps(): SnapshotSteps {
-    this.#release();
+    this.#holding = false;
+    this.#catchUp(Number.POSITIVE_INFINITY);
     const generation = ++this.#generation;
-    this.#held = [];
+    this.#holding = true;
     const steps = schedulerSnapshotSteps(this.#mirror());
+    let joining: StepwiseConcat | null = null;
     return {
       step: () => {
         if (generation !== this.#generation) throw new Error('Raft driver invariant violated: a step of a snapshot that a restore or a later snapshot made void');
         // Held back this much, the mirror finishes now rather than hold more.
-        const atOnce = (this.#held?.length ?? 0) >= MAX_ENTRIES_HELD;
-        let next = steps.next();
-        while (next.done !== true && atOnce) next = steps.next();
-        if (next.done !== true) return null;
-        this.#release();
-        return encodeMemberSnapshot(next.value);
+        const atOnce = this.behind >= MAX_ENTRIES_HELD;
+        if (joining === null) {
+          let next = steps.next();
+          while (next.done !== true && atOnce) next = steps.next();
+          if (next.done !== true) return null;
+          joining = new StepwiseConcat(memberSnapshotPieces(next.value));
+        }
+        const data = joining.copy(atOnce ? Number.POSITIVE_INFINITY : SNAPSHOT_BYTES_PER_STEP);
+        if (data !== null) this.#holding = false;
+        return data;
       },
     };
   }
 
-  /** Applies the entries held back, and holds none from now on. */
-  #release(): void {
-    const held = this.#held;
-    this.#held = null;
-    for (const entry of held ?? []) this.#mirror().apply(entry.index, entry.command);
+  /** Applies at most `count` of the commands held back, oldest first. */
+  #catchUp(count: number): void {
+    const until = Math.min(this.#held.length, this.#heldFrom + count);
+    for (; this.#heldFrom < until; this.#heldFrom++) {
+      const { index, command } = this.#held[this.#heldFrom] as { readonly index: number; readonly command: SchedulerCommand };
+      this.#mirror().apply(index, command);
+    }
+    if (this.#heldFrom === this.#held.length) {
+      this.#held = [];
+      this.#heldFrom = 0;
+    }
   }
 
   #mirror(): SchedulerState {
