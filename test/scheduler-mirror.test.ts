@@ -5,7 +5,7 @@ import { decodeCommand, encodeCommand } from '../src/runtime/commands.js';
 import type { StateMachine } from '../src/runtime/driver.js';
 import { encodeMemberSnapshot } from '../src/runtime/member-snapshot.js';
 import { memberStateMachine } from '../src/runtime/member-state-machine.js';
-import { MAX_ENTRIES_HELD, SNAPSHOT_BYTES_PER_STEP, SchedulerMirror } from '../src/runtime/scheduler-mirror.js';
+import { CATCH_UP_PER_STEP, MAX_ENTRIES_HELD, SNAPSHOT_BYTES_PER_STEP, SchedulerMirror } from '../src/runtime/scheduler-mirror.js';
 import type { SchedulerRuntime } from '../src/runtime/scheduler-runtime.js';
 import { parseSpec } from '../src/scheduler/spec.js';
 import { SNAPSHOT_RECORDS_PER_STEP, encodeSchedulerSnapshot, restoreSchedulerSnapshot, schedulerSnapshotSteps } from '../src/scheduler/state-snapshot.js';
@@ -147,19 +147,32 @@ describe('the end of a snapshot in steps, at scale', () => {
     expect(data).toEqual(encodeMemberSnapshot(encodeSchedulerSnapshot(state)));
   });
 
-  it('catches up on the entries it held back a few for each entry applied after, and all at once when the next snapshot begins', () => {
+  it(`catches up on the entries it held back before the snapshot counts as taken, ${CATCH_UP_PER_STEP} a step and two for each entry applied meanwhile`, () => {
     const { mirror, state, apply } = mirrored(300);
+    let yields = 0;
+    const encoding = schedulerSnapshotSteps(state);
+    while (encoding.next().done !== true) yields++;
+    const atBegin = encodeMemberSnapshot(encodeSchedulerSnapshot(state));
     const steps = mirror.snapshotInSteps();
-    expect(steps.step()).toBeNull();
-    const held = 100;
+    const held = 3 * CATCH_UP_PER_STEP + 100;
     for (let j = 0; j < held; j++) apply({ type: 'unregister', job: `job${j % JOBS}`, member: 'nobody' });
-    finish(steps);
     expect(mirror.behind).toBe(held);
+    let incomplete = 0;
+    while (mirror.behind === held) {
+      expect(steps.step()).toBeNull();
+      incomplete++;
+    }
+    // Encoded and joined, the first step of catching up went.
+    expect(incomplete).toBe(yields + 1);
+    expect(mirror.behind).toBe(held - CATCH_UP_PER_STEP);
     for (let n = 1; n <= 10; n++) {
       apply({ type: 'unregister', job: 'job0', member: 'nobody' });
-      expect(mirror.behind).toBe(held - n);
+      expect(mirror.behind).toBe(held - CATCH_UP_PER_STEP - n);
     }
-    expect(finish(mirror.snapshotInSteps()).data).toEqual(encodeMemberSnapshot(encodeSchedulerSnapshot(state)));
+    const rest = finish(steps);
+    expect(rest.incomplete).toBe(Math.ceil((held - CATCH_UP_PER_STEP - 10) / CATCH_UP_PER_STEP) - 1);
+    expect(rest.data).toEqual(atBegin);
     expect(mirror.behind).toBe(0);
+    expect(finish(mirror.snapshotInSteps()).data).toEqual(encodeMemberSnapshot(encodeSchedulerSnapshot(state)));
   });
 });

@@ -19,9 +19,15 @@ export const MAX_ENTRIES_HELD = 10_000;
 export const SNAPSHOT_BYTES_PER_STEP = 256 * 1024;
 
 /**
- * Entries held back that the mirror applies for every entry applied once a snapshot is complete:
- * it catches up twice as fast as entries come, a little at a time, rather than all at once at the
- * end of the snapshot (up to MAX_ENTRIES_HELD of them in one turn of the loop).
+ * Entries held back that the mirror applies per step once a snapshot is encoded and joined: it
+ * catches up before the snapshot counts as taken, a bounded number a step, rather than all at
+ * once (up to MAX_ENTRIES_HELD of them in one turn of the loop), and holds no entries after.
+ */
+export const CATCH_UP_PER_STEP = 500;
+
+/**
+ * Entries held back that the mirror applies for every entry applied while it catches up: it
+ * catches up faster than entries come, however seldom the steps go.
  */
 const CATCH_UP_PER_ENTRY = 2;
 
@@ -33,9 +39,9 @@ const CATCH_UP_PER_ENTRY = 2;
  * and a snapshot stands for one log index. At the state's bounds (10,000 claims) that held a
  * member's event loop for 40 to 170 ms under load, and a slot due meanwhile fired that late.
  * The mirror instead holds still while its snapshot is encoded, a step at a time (see
- * schedulerSnapshotSteps), and holds back the entries applied meanwhile; once the snapshot is
- * complete it applies them a few for each new one, and all that are left when the next snapshot
- * begins. The cost is the state's records twice in memory, and every scheduler command applied
+ * schedulerSnapshotSteps), and holds back the entries applied meanwhile; once it is encoded, it
+ * applies them a bounded number a step (and a few for each new one), and the snapshot is taken
+ * once it caught up. The cost is the state's records twice in memory, and every scheduler command applied
  * twice: by the same code, so the two cannot disagree. The command is the one the live state
  * applied, decoded once: the two states share what it holds (names, member ids, specs), which
  * neither changes.
@@ -88,6 +94,7 @@ export class SchedulerMirror {
     this.#holding = true;
     const steps = schedulerSnapshotSteps(this.#mirror());
     let joining: StepwiseConcat | null = null;
+    let data: Uint8Array | null = null;
     return {
       step: () => {
         if (generation !== this.#generation) throw new Error('Raft driver invariant violated: a step of a snapshot that a restore or a later snapshot made void');
@@ -99,9 +106,11 @@ export class SchedulerMirror {
           if (next.done !== true) return null;
           joining = new StepwiseConcat(memberSnapshotPieces(next.value));
         }
-        const data = joining.copy(atOnce ? Number.POSITIVE_INFINITY : SNAPSHOT_BYTES_PER_STEP);
-        if (data !== null) this.#holding = false;
-        return data;
+        data ??= joining.copy(atOnce ? Number.POSITIVE_INFINITY : SNAPSHOT_BYTES_PER_STEP);
+        if (data === null) return null;
+        this.#holding = false;
+        this.#catchUp(atOnce ? Number.POSITIVE_INFINITY : CATCH_UP_PER_STEP);
+        return this.behind === 0 ? data : null;
       },
     };
   }
