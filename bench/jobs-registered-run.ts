@@ -23,7 +23,11 @@ export interface CronraftRun {
   readonly registerMs: number | null;
   /** Heap used after a full GC, once all were registered, less the same before the first schedule(). */
   readonly heapBytes: number;
-  /** The longest the event loop was held during the registration (perf_hooks.monitorEventLoopDelay). */
+  /** The schedule() calls, made one after the other in one turn of the loop (the app's own loop). */
+  readonly scheduleCallsMs: number;
+  /** CPU time this process used (every thread: user and system) from the first schedule() call until all were registered. */
+  readonly cpuMs: number;
+  /** The longest the event loop was held from then until all were registered (perf_hooks.monitorEventLoopDelay). */
   readonly longestStallMs: number;
   /**
    * Snapshots the three members took; the longest step (the loop waits for it) of the ones seen
@@ -79,10 +83,12 @@ async function runCronraft(jobs: number): Promise<CronraftRun> {
     // Every member has learned the cluster's time (a member registers a new job only then).
     while (!members.every((m) => m.state().clock.synced)) await sleep(10);
     const heapBefore = heapAfterGc();
-    const delay = monitorEventLoopDelay({ resolution: 1 });
-    delay.enable();
+    const cpuBefore = process.cpuUsage();
     const started = performance.now();
     for (const m of members) for (let i = 0; i < jobs; i++) m.schedule(`job${i}`, { every: '1h' }, () => undefined);
+    const scheduleCallsMs = performance.now() - started;
+    const delay = monitorEventLoopDelay({ resolution: 1 });
+    delay.enable();
     const during: number[] = [];
     // The longest step of each snapshot seen (state().log.lastSnapshot holds a member's last).
     const snapshotSteps = new Map<string, number>();
@@ -104,6 +110,7 @@ async function runCronraft(jobs: number): Promise<CronraftRun> {
         break;
       }
     }
+    const cpu = process.cpuUsage(cpuBefore);
     delay.disable();
     // Snapshots a member began before the end finish within a few turns of the loop.
     await sleep(500);
@@ -119,6 +126,8 @@ async function runCronraft(jobs: number): Promise<CronraftRun> {
       jobs,
       registerMs,
       heapBytes,
+      scheduleCallsMs,
+      cpuMs: (cpu.user + cpu.system) / 1000,
       longestStallMs: delay.max / 1e6,
       snapshots: snapshotsTaken,
       snapshotsSeen: snapshotSteps.size,

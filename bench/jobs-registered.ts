@@ -72,7 +72,9 @@ export function jobsRegisteredRows(r: JobsRegisteredResult): string[][] {
         atTarget ? `<= ${JOBS_TARGETS.bytesPerJobPerMember} B` : '',
         atTarget ? ratio(perJob, JOBS_TARGETS.bytesPerJobPerMember) : '',
       ],
-      [`${c.jobs} jobs: longest event-loop stall while registering`, `${fmt(c.longestStallMs, 1)} ms`, '', '', ''],
+      [`${c.jobs} jobs: CPU time of the process until registered (all threads)`, c.cpuMs === undefined ? 'n/a' : `${fmt(c.cpuMs / 1000)} s`, '', '', ''],
+      [`${c.jobs} jobs: the 3 x ${c.jobs} schedule() calls, back to back`, c.scheduleCallsMs === undefined ? 'n/a' : `${fmt(c.scheduleCallsMs, 0)} ms`, '', '', ''],
+      [`${c.jobs} jobs: longest event-loop stall after them, until registered`, `${fmt(c.longestStallMs, 1)} ms`, '', '', ''],
       [
         `${c.jobs} jobs: longest snapshot step (${c.snapshotsSeen} of ${c.snapshots} snapshots seen)`,
         c.snapshotsSeen === 0 ? 'none' : `${fmt(c.longestSnapshotStepMs, 1)} ms`,
