@@ -5,7 +5,7 @@ import { decodeCommand, encodeCommand } from '../src/runtime/commands.js';
 import type { StateMachine } from '../src/runtime/driver.js';
 import { encodeMemberSnapshot } from '../src/runtime/member-snapshot.js';
 import { memberStateMachine } from '../src/runtime/member-state-machine.js';
-import { CATCH_UP_PER_STEP, MAX_ENTRIES_HELD, SNAPSHOT_BYTES_PER_STEP, SchedulerMirror } from '../src/runtime/scheduler-mirror.js';
+import { CATCH_UP_PER_STEP, MAX_ENTRIES_HELD, MAX_PIECES_PER_STEP, SNAPSHOT_BYTES_PER_STEP, SNAPSHOT_STEP_BUDGET_MS, SchedulerMirror } from '../src/runtime/scheduler-mirror.js';
 import type { SchedulerRuntime } from '../src/runtime/scheduler-runtime.js';
 import { parseSpec } from '../src/scheduler/spec.js';
 import { SNAPSHOT_RECORDS_PER_STEP, encodeSchedulerSnapshot, restoreSchedulerSnapshot, schedulerSnapshotSteps } from '../src/scheduler/state-snapshot.js';
@@ -119,10 +119,10 @@ describe('snapshots in steps, of the scheduler mirror', () => {
 });
 
 describe('the end of a snapshot in steps, at scale', () => {
-  /** A state of `runs` slots run, applied to a mirror and to a state of its own. */
-  function mirrored(runs: number): { mirror: SchedulerMirror; state: SchedulerState; apply: (command: SchedulerCommand) => void } {
+  /** A state of `runs` slots run, applied to a mirror (with the clock `now`, if given) and to a state of its own. */
+  function mirrored(runs: number, now?: () => number): { mirror: SchedulerMirror; state: SchedulerState; apply: (command: SchedulerCommand) => void } {
     const state = new SchedulerState();
-    const mirror = new SchedulerMirror(() => state.limits);
+    const mirror = new SchedulerMirror(() => state.limits, now);
     let index = 0;
     const apply = (command: SchedulerCommand): void => {
       index++;
@@ -174,5 +174,18 @@ describe('the end of a snapshot in steps, at scale', () => {
     expect(rest.data).toEqual(atBegin);
     expect(mirror.behind).toBe(0);
     expect(finish(mirror.snapshotInSteps()).data).toEqual(encodeMemberSnapshot(encodeSchedulerSnapshot(state)));
+  });
+
+  it(`given a clock, does pieces of work a step until ${SNAPSHOT_STEP_BUDGET_MS} ms are spent, at most ${MAX_PIECES_PER_STEP}`, () => {
+    const pieces = finish(mirrored(9000).mirror.snapshotInSteps()).incomplete + 1;
+    expect(pieces).toBeGreaterThan(2 * MAX_PIECES_PER_STEP);
+    // A clock that stands still (a simulation's): the bound on pieces.
+    const still = finish(mirrored(9000, () => 0).mirror.snapshotInSteps());
+    expect(still.incomplete + 1).toBe(Math.ceil(pieces / MAX_PIECES_PER_STEP));
+    // A clock that moves a millisecond a reading: the budget is spent after this many pieces.
+    let t = 0;
+    const moving = finish(mirrored(9000, () => t++).mirror.snapshotInSteps());
+    expect(moving.incomplete + 1).toBe(Math.ceil(pieces / SNAPSHOT_STEP_BUDGET_MS));
+    expect(moving.data).toEqual(still.data);
   });
 });

@@ -32,6 +32,18 @@ export const CATCH_UP_PER_STEP = 500;
 const CATCH_UP_PER_ENTRY = 2;
 
 /**
+ * How long a step goes on, by the clock the mirror is given: pieces of work (records encoded,
+ * bytes joined, entries caught up, each bounded as above) are done one after the other until it
+ * is spent. A step is one turn of the event loop, and a turn under load is long (a batch of
+ * entries applied, messages): a piece of work a turn, a snapshot of ten thousand jobs took long
+ * enough to hold MAX_ENTRIES_HELD entries back, and was then finished at once.
+ */
+export const SNAPSHOT_STEP_BUDGET_MS = 2;
+
+/** Bound on the pieces of work of one step, whatever the clock says (a simulation's stands still). */
+export const MAX_PIECES_PER_STEP = 16;
+
+/**
  * A second copy of the scheduler's replicated state, kept level with the live one by applying
  * the same entries, so that a snapshot can be taken in steps while the live state moves on.
  *
@@ -48,6 +60,8 @@ const CATCH_UP_PER_ENTRY = 2;
  */
 export class SchedulerMirror {
   readonly #limits: () => SchedulerState['limits'];
+  /** A monotonic clock, ms: see SNAPSHOT_STEP_BUDGET_MS. Without one, a step is one piece of work. */
+  readonly #now: (() => number) | undefined;
   #state: SchedulerState | null = null;
   /** Commands the live state applied and the mirror not yet, from #heldFrom on. */
   #held: Array<{ readonly index: number; readonly command: SchedulerCommand }> = [];
@@ -58,8 +72,9 @@ export class SchedulerMirror {
   #generation = 0;
 
   /** `limits`: the live state's, read when the mirror is first used (it starts empty, as the live state does). */
-  constructor(limits: () => SchedulerState['limits']) {
+  constructor(limits: () => SchedulerState['limits'], now?: () => number) {
     this.#limits = limits;
+    this.#now = now;
   }
 
   /** Commands the live state applied that the mirror has not yet (held back by a snapshot, or since one). */
@@ -95,22 +110,32 @@ export class SchedulerMirror {
     const steps = schedulerSnapshotSteps(this.#mirror());
     let joining: StepwiseConcat | null = null;
     let data: Uint8Array | null = null;
+    /** One piece of work: the snapshot's data once complete, else null. */
+    const piece = (): Uint8Array | null => {
+      // Held back this much, the mirror finishes now rather than hold more.
+      const atOnce = this.behind >= MAX_ENTRIES_HELD;
+      if (joining === null) {
+        let next = steps.next();
+        while (next.done !== true && atOnce) next = steps.next();
+        if (next.done !== true) return null;
+        joining = new StepwiseConcat(memberSnapshotPieces(next.value));
+      }
+      data ??= joining.copy(atOnce ? Number.POSITIVE_INFINITY : SNAPSHOT_BYTES_PER_STEP);
+      if (data === null) return null;
+      this.#holding = false;
+      this.#catchUp(atOnce ? Number.POSITIVE_INFINITY : CATCH_UP_PER_STEP);
+      return this.behind === 0 ? data : null;
+    };
     return {
       step: () => {
         if (generation !== this.#generation) throw new Error('Raft driver invariant violated: a step of a snapshot that a restore or a later snapshot made void');
-        // Held back this much, the mirror finishes now rather than hold more.
-        const atOnce = this.behind >= MAX_ENTRIES_HELD;
-        if (joining === null) {
-          let next = steps.next();
-          while (next.done !== true && atOnce) next = steps.next();
-          if (next.done !== true) return null;
-          joining = new StepwiseConcat(memberSnapshotPieces(next.value));
+        const now = this.#now;
+        if (now === undefined) return piece();
+        const until = now() + SNAPSHOT_STEP_BUDGET_MS;
+        for (let pieces = 1; ; pieces++) {
+          const done = piece();
+          if (done !== null || pieces >= MAX_PIECES_PER_STEP || now() >= until) return done;
         }
-        data ??= joining.copy(atOnce ? Number.POSITIVE_INFINITY : SNAPSHOT_BYTES_PER_STEP);
-        if (data === null) return null;
-        this.#holding = false;
-        this.#catchUp(atOnce ? Number.POSITIVE_INFINITY : CATCH_UP_PER_STEP);
-        return this.behind === 0 ? data : null;
       },
     };
   }
