@@ -27,6 +27,11 @@ export class JobStates {
   /** Per job record: a restored state has new records, whose views are built anew. */
   readonly #built = new WeakMap<JobRecord, Built>();
   #builds = 0;
+  /**
+   * The last list handed out, and what it holds for: the same state, unchanged since
+   * (SchedulerState.changes), at a time from `atMs` until the first next slot it shows.
+   */
+  #last: { readonly state: SchedulerState; readonly changes: number; readonly atMs: number; readonly untilMs: number; readonly jobs: ClusterState['jobs'] } | null = null;
 
   /** Views built so far, in all (a test counts the work a call did). */
   get builds(): number {
@@ -34,30 +39,38 @@ export class JobStates {
   }
 
   of(state: SchedulerState, nowMs: number): ClusterState['jobs'] {
+    const last = this.#last;
+    // Nothing changed, and no job's next slot came: the list itself again, without a look-up.
+    if (last !== null && last.state === state && last.changes === state.changes && nowMs >= last.atMs && nowMs < last.untilMs) return last.jobs;
     const out: JobState[] = [];
+    let untilMs = Number.POSITIVE_INFINITY;
     let latestClaims: Map<string, ClaimRecord> | null = null;
     for (const job of state.jobs.values()) {
       const change = state.changeOf(job.name);
       const built = this.#built.get(job);
       if (built !== undefined && built.change === change && holds(built, nowMs)) {
         out.push(built.view);
+        if (built.nextMs !== null) untilMs = Math.min(untilMs, built.nextMs);
         continue;
       }
       // The job's latest claim is the one at its high-water mark when that is a claim (the mark
       // is the latest slot claimed or skipped); after a skip, or once it was forgotten, it is
       // found in one pass over the claims, made once for all the jobs of this call.
-      let last = state.claims.get(claimKey(job.name, job.highWaterMs));
-      if (last === undefined) {
+      let latest = state.claims.get(claimKey(job.name, job.highWaterMs));
+      if (latest === undefined) {
         latestClaims ??= latestClaimOfEachJob(state);
-        last = latestClaims.get(job.name);
+        latest = latestClaims.get(job.name);
       }
       const nextMs = job.spec.kind === 'delay' ? nextDelaySlot(state, job) : nextInstantFrom(job.spec, job.anchorMs, job.highWaterMs, nowMs);
-      const view = viewOf(state, job, last, nextMs);
+      const view = viewOf(state, job, latest, nextMs);
       this.#built.set(job, { view, change, atMs: nowMs, nextMs });
       this.#builds++;
       out.push(view);
+      if (nextMs !== null) untilMs = Math.min(untilMs, nextMs);
     }
-    return out;
+    const jobs = Object.freeze(out);
+    this.#last = { state, changes: state.changes, atMs: nowMs, untilMs, jobs };
+    return jobs;
   }
 }
 

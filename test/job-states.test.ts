@@ -32,8 +32,17 @@ describe('the jobs of state()', () => {
     const second = views.of(s, T0 + 200);
     expect(views.builds).toBe(100);
     second.forEach((view, i) => expect(view).toBe(first[i]));
+    // Nothing changed and no next slot came: the very list, frozen like its entries.
+    expect(second).toBe(first);
+    expect(Object.isFrozen(first)).toBe(true);
     expect(Object.isFrozen(first[0])).toBe(true);
     expect(Object.isFrozen(first[0]!.handlers)).toBe(true);
+    // A change of any kind, or a command for no job, is another list (of the same entries here).
+    s.apply(1000, { type: 'lock', name: 'l', member: 'a', atMs: T0, untilMs: T0 + 5 });
+    const third = views.of(s, T0 + 300);
+    expect(third).not.toBe(first);
+    expect(third).toEqual(first);
+    expect(views.builds).toBe(100);
   });
 
   it('are built again for the jobs that changed only, and show what changed', () => {

@@ -271,9 +271,9 @@ export class SchedulerState {
   readonly #open = new Set<ClaimRecord>();
   /**
    * Per job, the number of the change that last touched it (its record, its claims or their
-   * runs), counted over all changes applied: a view derived from a job (`state().jobs`) is built
-   * again only once it moved. Not part of the contents (a snapshot leaves it out): a restore
-   * starts it over, with new records, of which views are kept apart.
+   * runs), counted over all changes (commands applied and restores): a view derived from a job
+   * (`state().jobs`) is built again only once it moved. Not part of the contents (a snapshot
+   * leaves it out): a restore starts it over, with new records, of which views are kept apart.
    */
   readonly #changed = new Map<string, number>();
   #changes = 0;
@@ -315,6 +315,7 @@ export class SchedulerState {
     for (const [name, lock] of parts.locks) this.locks.set(name, lock);
     this.assigned.clear();
     for (const [member, count] of parts.assigned) this.assigned.set(member, count);
+    this.#changes++;
     this.#changed.clear();
     this.#inProgress.clear();
     this.#open.clear();
@@ -333,6 +334,11 @@ export class SchedulerState {
   /** When `job` last changed, as a count of changes (see #changed): equal counts, the same job. */
   changeOf(job: string): number {
     return this.#changed.get(job) ?? 0;
+  }
+
+  /** Changes so far, of any kind (see #changed): equal counts, the same state. */
+  get changes(): number {
+    return this.#changes;
   }
 
   /** The job's kept claims with a run in progress (see `runsInProgress` for the runs). */
@@ -364,10 +370,11 @@ export class SchedulerState {
   }
 
   apply(index: number, command: SchedulerCommand): ApplyResult {
-    // A job's first registration needs no count (nothing was derived from it yet), and a command
-    // naming no job changes none: the counts stay bounded by the jobs.
+    const change = ++this.#changes;
+    // A job's first registration needs no count of its own (nothing was derived from it yet),
+    // and a command naming no job changes none: the counts stay bounded by the jobs.
     const name = 'job' in command ? this.jobs.get(command.job)?.name : undefined;
-    if (name !== undefined) this.#changed.set(name, ++this.#changes);
+    if (name !== undefined) this.#changed.set(name, change);
     switch (command.type) {
       case 'register':
         return this.#register(command);
@@ -564,7 +571,7 @@ export class SchedulerState {
     if (victim === undefined) return;
     const [key, claim] = victim;
     this.claims.delete(key);
-    this.#changed.set(claim.job, ++this.#changes);
+    this.#changed.set(claim.job, this.#changes);
     this.#open.delete(claim);
     // A forgotten claim leaves the index too, which keeps it bounded by maxClaimsKept.
     this.#inProgress.get(claim.job)?.delete(claim);
