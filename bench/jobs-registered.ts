@@ -83,12 +83,15 @@ export function jobsRegisteredRows(r: JobsRegisteredResult): string[][] {
         atTarget && c.snapshotsSeen > 0 ? ratio(c.longestSnapshotStepMs, JOBS_TARGETS.stallMs) : '',
       ],
       [
-        `${c.jobs} jobs: state() p50 / max after registering (max while registering)`,
-        `${fmt(c.stateAfterMs.p50, 1)} / ${fmt(c.stateAfterMs.max, 1)} ms (${fmt(c.stateDuringMs.max, 1)} ms)`,
+        `${c.jobs} jobs: state() p50 / max, all registered (20 calls)`,
+        `${fmt(c.stateAfterMs.p50, 1)} / ${fmt(c.stateAfterMs.max, 1)} ms`,
         '',
         atTarget ? `<= ${JOBS_TARGETS.stallMs} ms` : '',
-        atTarget ? ratio(Math.max(c.stateAfterMs.max, c.stateDuringMs.max), JOBS_TARGETS.stallMs) : '',
+        atTarget ? ratio(c.stateAfterMs.max, JOBS_TARGETS.stallMs) : '',
       ],
+      // Every job changes while they register: each call builds the entries of the jobs changed
+      // since the last (the first, every job's).
+      [`${c.jobs} jobs: state() max while registering (${c.stateDuringMs.calls} calls)`, `${fmt(c.stateDuringMs.max, 1)} ms`, '', '', ''],
       [`${c.jobs} jobs: log entries applied (3 registrations a job)`, String(c.entriesApplied), '', '', ''],
     );
   }
