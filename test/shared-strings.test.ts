@@ -20,5 +20,8 @@ describe('strings shared between decoded commands', () => {
       ];
       for (const command of commands) expect(decodeCommand(encodeCommand({ kind: 'scheduler', command }))).toEqual({ kind: 'scheduler', command });
     }
+    // A string past the length shared (a member id here) decodes the same.
+    const long: SchedulerCommand = { type: 'outcome', job: 'j', slotMs: T0, token: 3, member: 'm'.repeat(300), outcome: 'failed', error: 'x'.repeat(5000), atMs: T0 };
+    expect(decodeCommand(encodeCommand({ kind: 'scheduler', command: long }))).toEqual({ kind: 'scheduler', command: long });
   });
 });

@@ -53,10 +53,10 @@ export const MAX_PIECES_PER_STEP = 16;
  * The mirror instead holds still while its snapshot is encoded, a step at a time (see
  * schedulerSnapshotSteps), and holds back the entries applied meanwhile; once it is encoded, it
  * applies them a bounded number a step (and a few for each new one), and the snapshot is taken
- * once it caught up. The cost is the state's records twice in memory, and every scheduler command applied
- * twice: by the same code, so the two cannot disagree. The command is the one the live state
- * applied, decoded once: the two states share what it holds (names, member ids, specs), which
- * neither changes.
+ * once it caught up. The cost is the state's records twice in memory, and every scheduler
+ * command applied twice: by the same code, so the two cannot disagree. The command is the one
+ * the live state applied, decoded once: the two states share what it holds (names, member ids,
+ * specs), which neither changes.
  */
 export class SchedulerMirror {
   readonly #limits: () => SchedulerState['limits'];

@@ -7,10 +7,17 @@ import type { SchedulerCommand } from '../scheduler/state.js';
  */
 const MAX_SHARED_STRINGS = 256;
 
+/**
+ * Longer strings are left as they are: member ids and names of kinds are short, and the table
+ * must not hold 256 of whatever length a command may carry (an outcome's name is any string).
+ */
+const MAX_SHARED_STRING_LENGTH = 256;
+
 const strings = new Map<string, string>();
 
 /** One copy of `value` for every command that holds it. */
 function shared(value: string): string {
+  if (value.length > MAX_SHARED_STRING_LENGTH) return value;
   const known = strings.get(value);
   if (known !== undefined) return known;
   if (strings.size >= MAX_SHARED_STRINGS) strings.clear();
