@@ -1,15 +1,18 @@
 /**
- * The benchmark entry point: `npm run bench -- <name> [--quick] [--no-peers] [--no-failover]`.
+ * The benchmark entry point: `npm run bench -- <name> [--quick] [--no-peers] [--no-failover] [--jobs-only]`.
  * Prints a table and a JSON line, and writes the JSON to bench-results/<name>.json. Unless
  * --no-peers is given, the raft bench also measures etcd 3.4 the same way (bench/etcd.ts) and
  * prints both side by side. --no-failover skips the kill -9 runs, for quicker measurements of
- * latency and throughput alone.
+ * latency and throughput alone. --jobs-only runs only the scheduler bench's rows of many jobs
+ * registered (bench/jobs-registered.ts).
  */
 import { mkdir, writeFile } from 'node:fs/promises';
+import { cpus, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { benchDisk, type DiskBaseline } from './disk.js';
 import { benchEtcd, comparisonRows, etcdLabel, type EtcdBenchResult } from './etcd.js';
 import { benchRaft, COLD_COMMITS, LOAD_WARMUP_MS, raftRows } from './raft.js';
+import { benchJobsRegistered, jobsRegisteredRows } from './jobs-registered.js';
 import { benchScheduler, schedulerRows } from './scheduler.js';
 import { fmt, printTable } from './stats.js';
 
@@ -20,6 +23,7 @@ const { positionals, values } = parseArgs({
     // Node 20's parseArgs has no negated options, so "no-peers" is the option's literal name.
     'no-peers': { type: 'boolean', default: false },
     'no-failover': { type: 'boolean', default: false },
+    'jobs-only': { type: 'boolean', default: false },
   },
 });
 const name = positionals[0] ?? 'raft';
@@ -30,11 +34,22 @@ type PeerOutcome = EtcdBenchResult | { skipped: string } | { failed: string };
 async function main(): Promise<void> {
   if (name === 'scheduler') {
     const startedAt = Date.now();
-    const result = await benchScheduler(values.quick ? { idleSeconds: 8, loadSeconds: 5, loadJobs: 1000 } : { idleSeconds: 30, loadSeconds: 15, loadJobs: 1000 });
-    console.log('\ncronraft scheduler: three processes on 127.0.0.1, level with sync on, default settings; croner alone on one process\n');
-    printTable(['measure', 'cronraft', 'croner (1 process)', 'target'], schedulerRows(result));
+    const lateness = values['jobs-only']
+      ? null
+      : await benchScheduler(values.quick ? { idleSeconds: 8, loadSeconds: 5, loadJobs: 1000 } : { idleSeconds: 30, loadSeconds: 15, loadJobs: 1000 });
+    const loadBefore = loadavg()[0] ?? Number.NaN;
+    const jobs = await benchJobsRegistered([1000, 3000, 10_000]);
+    if (lateness !== null) {
+      console.log('\ncronraft scheduler: three processes on 127.0.0.1, level with sync on, default settings; croner alone on one process\n');
+      printTable(['measure', 'cronraft', 'croner (1 process)', 'target'], schedulerRows(lateness));
+    }
+    console.log('\nmany jobs: three members in one process (level with sync on, default settings), each registering the same jobs ({ every: 1h });');
+    console.log('croner registering them alone on one process; heap used after a full GC, less the same before the first schedule(); each size a fresh process');
+    // Wall-clock figures (stalls above all) stretch with what else the machine runs.
+    console.log(`load average (1 min) before: ${fmt(loadBefore)}, after: ${fmt(loadavg()[0] ?? Number.NaN)}, on ${cpus().length} CPUs\n`);
+    printTable(['measure', 'cronraft (3 members)', 'croner (1 process)', 'target', 'ratio to target (<= 1 meets it)'], jobsRegisteredRows(jobs));
     console.log(`\nbench took ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
-    const json = JSON.stringify({ bench: name, node: process.version, at: new Date().toISOString(), result });
+    const json = JSON.stringify({ bench: name, node: process.version, at: new Date().toISOString(), result: { ...lateness, jobs } });
     console.log(`\n${json}`);
     await mkdir('bench-results', { recursive: true });
     await writeFile(`bench-results/${name}.json`, `${json}\n`);

@@ -8,6 +8,7 @@ import { clusterIdOf, resolveOptions, memberTiming, CLUSTER_DEFAULTS, type Clust
 import { openDataDir } from './data-dir.js';
 import { ClockUnsyncedError, CronraftError, InvalidArgumentError, NotLeaderError, NotRunningError, TimeoutError } from './errors.js';
 import { validateJobOptions, validateName } from './job-options.js';
+import { JobStates } from './job-states.js';
 import { RaftNode } from './raft/node.js';
 import type { SoftState } from './raft/ready.js';
 import type { NodeId } from './raft/types.js';
@@ -16,11 +17,9 @@ import { raftSettingsFor, type RaftDriver, type ProposalResult } from './runtime
 import { Member } from './runtime/member.js';
 import type { JobHandler, JobOptions } from './runtime/job-types.js';
 import type { SchedulerRuntime } from './runtime/scheduler-runtime.js';
-import { nextInstantAfter } from './scheduler/next-instant.js';
-import { parseSpec, specKey, type SpecInput } from './scheduler/spec.js';
-import type { ClaimRecord, SchedulerCommand } from './scheduler/state.js';
+import { parseSpec, type SpecInput } from './scheduler/spec.js';
+import type { SchedulerCommand } from './scheduler/state.js';
 import { runsOf } from './scheduler/state.js';
-import { nextDelaySlot } from './scheduler/planner.js';
 import { LevelLogStorage } from './storage/level-log-storage.js';
 import type { LogStorage } from './storage/log-storage.js';
 import { MemoryLogStorage } from './storage/memory-log-storage.js';
@@ -62,6 +61,8 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   #member: Member | null = null;
   /** Jobs scheduled before start(), registered once the member runs. */
   readonly #jobs = new Map<string, { spec: ReturnType<typeof parseSpec>; handler: JobHandler; options: JobOptions }>();
+  /** The jobs of state(), kept between calls until they change. */
+  readonly #jobStates = new JobStates();
 
   /**
    * @param peers the other members' addresses (`/ip4/10.0.0.2/tcp/7001`, `10.0.0.2:7001`, with
@@ -363,39 +364,12 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       peerId: this.#peerId,
       transport: stats,
       // Slot instants are on the cluster's time (as in the log), not the timers' monotonic base.
-      jobs: this.#jobStates(clusterNow),
+      jobs: this.#scheduler === null ? [] : this.#jobStates.of(this.#scheduler.state, clusterNow),
       clock: { synced: driver?.clockSynced ?? false, clusterTime: new Date(clusterNow), invalidStamps: driver?.invalidClockStamps ?? 0 },
       invalidMessages: (driver?.invalidMessages ?? 0) + (driver?.invalidSnapshots ?? 0) + (node?.protocolViolations ?? 0),
       unsendableMessages: driver?.unsendableMessages ?? 0,
       followerLogsLost: node?.followerLogsLost ?? 0,
     };
-  }
-
-  #jobStates(nowMs: number): ClusterState['jobs'] {
-    const state = this.#scheduler?.state;
-    if (state === undefined) return [];
-    // One pass over the claims (in claim order, so the last one seen per job is its latest),
-    // rather than a scan of all claims for every job.
-    const lastClaims = new Map<string, ClaimRecord>();
-    for (const claim of state.claims.values()) lastClaims.set(claim.job, claim);
-    return [...state.jobs.values()].map((job) => {
-      // A fixed-delay job's next slot follows its previous run's end, not the spec alone.
-      const next = job.spec.kind === 'delay' ? (nextDelaySlot(state, job) ?? undefined) : (nextInstantAfter(job.spec, job.anchorMs, Math.max(job.highWaterMs, nowMs)) ?? undefined);
-      const last = lastClaims.get(job.name);
-      const running = [...state.claimsInProgress(job.name)].flatMap(runsOf).sort((a, b) => a.slotMs - b.slotMs);
-      return {
-        name: job.name,
-        spec: specKey(job.spec),
-        mode: job.mode,
-        handlers: [...job.handlers].sort(),
-        conflicts: Object.fromEntries(job.conflicts),
-        nextSlot: next === undefined ? null : new Date(next),
-        lastClaim: last === undefined ? null : { slot: new Date(last.slotMs), fencingToken: last.token, assignees: last.assignees, outcomes: Object.fromEntries(last.outcomes) },
-        missedSlots: job.missedSlots,
-        skippedRuns: job.skippedRuns,
-        running: running.map((r) => ({ slot: new Date(r.slotMs), fencingToken: r.token, member: r.member, startedAt: new Date(r.startedAtMs) })),
-      };
-    });
   }
 
   #running(): RaftDriver {

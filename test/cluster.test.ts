@@ -62,6 +62,18 @@ describe('options', () => {
 });
 
 describe('a single-member cluster', () => {
+  it("state() hands out a job's entry again, frozen, until the job changes (thousands of jobs are not built on every call)", async () => {
+    const c = new Cluster([], { storage: 'memory' });
+    started.push(c);
+    await c.start();
+    c.schedule('hourly', { every: '1h' }, () => undefined);
+    await expect.poll(() => c.state().jobs.length, { timeout: 10_000 }).toBe(1);
+    const job = c.state().jobs[0];
+    expect(c.state().jobs[0]).toBe(job);
+    expect(Object.isFrozen(job)).toBe(true);
+    expect(job).toMatchObject({ name: 'hourly', spec: 'every 3600000', handlers: [c.id], conflicts: {}, lastClaim: null, running: [] });
+  });
+
   it('new Cluster([]) leads at once and commits', async () => {
     const c = new Cluster([], { storage: 'memory' });
     started.push(c);

@@ -1,13 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import type { Entry } from '../src/raft/types.js';
 import { EntryType } from '../src/raft/types.js';
-import { encodeCommand } from '../src/runtime/commands.js';
+import { decodeCommand, encodeCommand } from '../src/runtime/commands.js';
 import type { StateMachine } from '../src/runtime/driver.js';
+import { encodeMemberSnapshot } from '../src/runtime/member-snapshot.js';
 import { memberStateMachine } from '../src/runtime/member-state-machine.js';
-import { MAX_ENTRIES_HELD } from '../src/runtime/scheduler-mirror.js';
+import { CATCH_UP_PER_STEP, MAX_ENTRIES_HELD, MAX_PIECES_PER_STEP, SNAPSHOT_BYTES_PER_STEP, SNAPSHOT_STEP_BUDGET_MS, SchedulerMirror } from '../src/runtime/scheduler-mirror.js';
 import type { SchedulerRuntime } from '../src/runtime/scheduler-runtime.js';
 import { parseSpec } from '../src/scheduler/spec.js';
-import { SNAPSHOT_RECORDS_PER_STEP, restoreSchedulerSnapshot } from '../src/scheduler/state-snapshot.js';
+import { SNAPSHOT_RECORDS_PER_STEP, encodeSchedulerSnapshot, restoreSchedulerSnapshot, schedulerSnapshotSteps } from '../src/scheduler/state-snapshot.js';
 import { SchedulerState, type SchedulerCommand, type SchedulerStateParts } from '../src/scheduler/state.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
@@ -114,5 +115,77 @@ describe('snapshots in steps, of the scheduler mirror', () => {
     log.runs(3 * SNAPSHOT_RECORDS_PER_STEP, Math.ceil(MAX_ENTRIES_HELD / 3));
     expect(steps.step()).toEqual(atBegin);
     expect(finish(sm.snapshotInSteps!()).data).toEqual(sm.snapshot());
+  });
+});
+
+describe('the end of a snapshot in steps, at scale', () => {
+  /** A state of `runs` slots run, applied to a mirror (with the clock `now`, if given) and to a state of its own. */
+  function mirrored(runs: number, now?: () => number): { mirror: SchedulerMirror; state: SchedulerState; apply: (command: SchedulerCommand) => void } {
+    const state = new SchedulerState();
+    const mirror = new SchedulerMirror(() => state.limits, now);
+    let index = 0;
+    const apply = (command: SchedulerCommand): void => {
+      index++;
+      state.apply(index, command);
+      mirror.apply(index, command);
+    };
+    const sm = { apply: (entry: Entry) => apply((decodeCommand(entry.data) as { command: SchedulerCommand }).command) } as unknown as StateMachine;
+    const log = new Log(sm);
+    log.register();
+    log.runs(0, runs);
+    return { mirror, state, apply };
+  }
+
+  it(`joins the bytes of a large snapshot over steps of at most ${SNAPSHOT_BYTES_PER_STEP} bytes, not at once`, () => {
+    const { mirror, state } = mirrored(6000);
+    let yields = 0;
+    const encoding = schedulerSnapshotSteps(state);
+    while (encoding.next().done !== true) yields++;
+    const { incomplete, data } = finish(mirror.snapshotInSteps());
+    expect(data.byteLength).toBeGreaterThan(2 * SNAPSHOT_BYTES_PER_STEP);
+    expect(incomplete).toBe(yields + Math.ceil(data.byteLength / SNAPSHOT_BYTES_PER_STEP) - 1);
+    expect(data).toEqual(encodeMemberSnapshot(encodeSchedulerSnapshot(state)));
+  });
+
+  it(`catches up on the entries it held back before the snapshot counts as taken, ${CATCH_UP_PER_STEP} a step and two for each entry applied meanwhile`, () => {
+    const { mirror, state, apply } = mirrored(300);
+    let yields = 0;
+    const encoding = schedulerSnapshotSteps(state);
+    while (encoding.next().done !== true) yields++;
+    const atBegin = encodeMemberSnapshot(encodeSchedulerSnapshot(state));
+    const steps = mirror.snapshotInSteps();
+    const held = 3 * CATCH_UP_PER_STEP + 100;
+    for (let j = 0; j < held; j++) apply({ type: 'unregister', job: `job${j % JOBS}`, member: 'nobody' });
+    expect(mirror.behind).toBe(held);
+    let incomplete = 0;
+    while (mirror.behind === held) {
+      expect(steps.step()).toBeNull();
+      incomplete++;
+    }
+    // Encoded and joined, the first step of catching up went.
+    expect(incomplete).toBe(yields + 1);
+    expect(mirror.behind).toBe(held - CATCH_UP_PER_STEP);
+    for (let n = 1; n <= 10; n++) {
+      apply({ type: 'unregister', job: 'job0', member: 'nobody' });
+      expect(mirror.behind).toBe(held - CATCH_UP_PER_STEP - n);
+    }
+    const rest = finish(steps);
+    expect(rest.incomplete).toBe(Math.ceil((held - CATCH_UP_PER_STEP - 10) / CATCH_UP_PER_STEP) - 1);
+    expect(rest.data).toEqual(atBegin);
+    expect(mirror.behind).toBe(0);
+    expect(finish(mirror.snapshotInSteps()).data).toEqual(encodeMemberSnapshot(encodeSchedulerSnapshot(state)));
+  });
+
+  it(`given a clock, does pieces of work a step until ${SNAPSHOT_STEP_BUDGET_MS} ms are spent, at most ${MAX_PIECES_PER_STEP}`, () => {
+    const pieces = finish(mirrored(9000).mirror.snapshotInSteps()).incomplete + 1;
+    expect(pieces).toBeGreaterThan(2 * MAX_PIECES_PER_STEP);
+    // A clock that stands still (a simulation's): the bound on pieces.
+    const still = finish(mirrored(9000, () => 0).mirror.snapshotInSteps());
+    expect(still.incomplete + 1).toBe(Math.ceil(pieces / MAX_PIECES_PER_STEP));
+    // A clock that moves a millisecond a reading: the budget is spent after this many pieces.
+    let t = 0;
+    const moving = finish(mirrored(9000, () => t++).mirror.snapshotInSteps());
+    expect(moving.incomplete + 1).toBe(Math.ceil(pieces / SNAPSHOT_STEP_BUDGET_MS));
+    expect(moving.data).toEqual(still.data);
   });
 });

@@ -56,7 +56,10 @@ export interface ClusterState {
   /** libp2p peer id of this member. */
   readonly peerId: string | null;
   readonly transport: TransportStats;
-  /** The jobs the cluster knows, as replicated in the log. */
+  /**
+   * The jobs the cluster knows, as replicated in the log. Each job's entry is frozen and handed
+   * out again by later calls until the job changes (its Dates too: copy one before changing it).
+   */
   readonly jobs: ReadonlyArray<{
     readonly name: string;
     readonly spec: string;

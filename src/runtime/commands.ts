@@ -3,6 +3,7 @@ import { CBOR_UINT, headBytes, writeBytes, writeHead } from '../cbor-heads.js';
 import { encodeSmall, pooledBytes } from '../small-cbor.js';
 import { isSchedulerCommand } from '../scheduler/command-shape.js';
 import type { SchedulerCommand } from '../scheduler/state.js';
+import { shareStrings } from './shared-strings.js';
 
 /**
  * What a Normal log entry carries: an application's own bytes (`cluster.propose`) or a
@@ -55,6 +56,6 @@ export function decodeCommand(bytes: Uint8Array): LogCommand | null {
   if (!Array.isArray(value) || value.length !== 2) return null;
   const [kind, payload] = value as [unknown, unknown];
   if (kind === KIND_USER && payload instanceof Uint8Array) return { kind: 'user', data: payload };
-  if (kind === KIND_SCHEDULER && isSchedulerCommand(payload)) return { kind: 'scheduler', command: payload };
+  if (kind === KIND_SCHEDULER && isSchedulerCommand(payload)) return { kind: 'scheduler', command: shareStrings(payload) };
   return null;
 }

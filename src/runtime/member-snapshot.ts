@@ -14,12 +14,16 @@ export const MEMBER_SNAPSHOT_VERSION = 1;
  * rather than have cborg copy a large byte string once more (7 ms for 1.7 MB, measured).
  */
 export function encodeMemberSnapshot(scheduler: Uint8Array | readonly Uint8Array[]): Uint8Array {
-  const pieces = scheduler instanceof Uint8Array ? [scheduler] : scheduler;
+  return concatBytes(memberSnapshotPieces(scheduler instanceof Uint8Array ? [scheduler] : scheduler));
+}
+
+/** The pieces of a member snapshot that together are encodeMemberSnapshot's bytes, for a caller that joins them itself. */
+export function memberSnapshotPieces(scheduler: readonly Uint8Array[]): Uint8Array[] {
   let length = 0;
-  for (const piece of pieces) length += piece.byteLength;
+  for (const piece of scheduler) length += piece.byteLength;
   // An array of two (0x82), the version (an unsigned integer below 24 is its own head), then the
   // byte string's head and its bytes.
-  return concatBytes([Uint8Array.of(0x82, MEMBER_SNAPSHOT_VERSION), byteStringHeadFor(length), ...pieces]);
+  return [Uint8Array.of(0x82, MEMBER_SNAPSHOT_VERSION), byteStringHeadFor(length), ...scheduler];
 }
 
 /** CBOR major type 2 (byte string) with its length in the shortest form, as RFC 8949 section 4.2.1 requires. */

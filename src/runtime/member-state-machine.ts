@@ -20,6 +20,11 @@ export interface MemberStateMachineHooks {
   readonly wantsUserEntries?: () => boolean;
   /** A scheduler command applied here, with its result. */
   readonly onSchedulerApplied?: (index: number, command: SchedulerCommand, result: unknown) => void;
+  /**
+   * A monotonic clock, ms, by which a step of a snapshot goes on while it has time (see
+   * SNAPSHOT_STEP_BUDGET_MS). @default none: a piece of work a step
+   */
+  readonly now?: () => number;
 }
 
 /**
@@ -36,7 +41,7 @@ export interface MemberStateMachineHooks {
  */
 export function memberStateMachine(schedulerOf: () => SchedulerRuntime, hooks: MemberStateMachineHooks = {}): StateMachine {
   let checked: { readonly data: Uint8Array; readonly parts: SchedulerStateParts } | null = null;
-  const mirror = new SchedulerMirror(() => schedulerOf().state.limits);
+  const mirror = new SchedulerMirror(() => schedulerOf().state.limits, hooks.now);
   return {
     apply: (entry) => {
       // Nothing here reads an application entry but the hook: skipped, it needs no decoding.
@@ -44,7 +49,7 @@ export function memberStateMachine(schedulerOf: () => SchedulerRuntime, hooks: M
       const command = decodeCommand(entry.data);
       if (command?.kind === 'scheduler') {
         const result = schedulerOf().apply(entry.index, command.command);
-        mirror.apply(entry.index, entry.data);
+        mirror.apply(entry.index, command.command);
         hooks.onSchedulerApplied?.(entry.index, command.command, result);
         return result;
       }

@@ -82,6 +82,7 @@ export class Member {
     this.#p = parts;
     const t = parts.timing;
     const stateMachine = memberStateMachine(() => this.scheduler, {
+      now: () => parts.timers.now(),
       ...(parts.onUserEntry === undefined ? {} : { onUserEntry: parts.onUserEntry }),
       ...(parts.wantsUserEntries === undefined ? {} : { wantsUserEntries: parts.wantsUserEntries }),
       ...(parts.onSchedulerApplied === undefined ? {} : { onSchedulerApplied: parts.onSchedulerApplied }),

@@ -1,8 +1,8 @@
+import { StepwiseConcat } from '../concat-bytes.js';
 import { restoreSchedulerSnapshot, schedulerSnapshotSteps } from '../scheduler/state-snapshot.js';
-import { SchedulerState } from '../scheduler/state.js';
-import { decodeCommand } from './commands.js';
+import { SchedulerState, type SchedulerCommand } from '../scheduler/state.js';
 import type { SnapshotSteps } from './driver.js';
-import { encodeMemberSnapshot } from './member-snapshot.js';
+import { memberSnapshotPieces } from './member-snapshot.js';
 
 /**
  * Entries a mirror holds back while a snapshot of it is being taken. Past this many, the rest
@@ -12,6 +12,38 @@ import { encodeMemberSnapshot } from './member-snapshot.js';
 export const MAX_ENTRIES_HELD = 10_000;
 
 /**
+ * Bytes of a finished snapshot joined into one buffer per step: its pieces joined at once held
+ * the event loop for the copy and for the faults of the fresh memory's pages, at ten thousand
+ * jobs longer than any step of the encoding.
+ */
+export const SNAPSHOT_BYTES_PER_STEP = 256 * 1024;
+
+/**
+ * Entries held back that the mirror applies per step once a snapshot is encoded and joined: it
+ * catches up before the snapshot counts as taken, a bounded number a step, rather than all at
+ * once (up to MAX_ENTRIES_HELD of them in one turn of the loop), and holds no entries after.
+ */
+export const CATCH_UP_PER_STEP = 500;
+
+/**
+ * Entries held back that the mirror applies for every entry applied while it catches up: it
+ * catches up faster than entries come, however seldom the steps go.
+ */
+const CATCH_UP_PER_ENTRY = 2;
+
+/**
+ * How long a step goes on, by the clock the mirror is given: pieces of work (records encoded,
+ * bytes joined, entries caught up, each bounded as above) are done one after the other until it
+ * is spent. A step is one turn of the event loop, and a turn under load is long (a batch of
+ * entries applied, messages): a piece of work a turn, a snapshot of ten thousand jobs took long
+ * enough to hold MAX_ENTRIES_HELD entries back, and was then finished at once.
+ */
+export const SNAPSHOT_STEP_BUDGET_MS = 2;
+
+/** Bound on the pieces of work of one step, whatever the clock says (a simulation's stands still). */
+export const MAX_PIECES_PER_STEP = 16;
+
+/**
  * A second copy of the scheduler's replicated state, kept level with the live one by applying
  * the same entries, so that a snapshot can be taken in steps while the live state moves on.
  *
@@ -19,69 +51,106 @@ export const MAX_ENTRIES_HELD = 10_000;
  * and a snapshot stands for one log index. At the state's bounds (10,000 claims) that held a
  * member's event loop for 40 to 170 ms under load, and a slot due meanwhile fired that late.
  * The mirror instead holds still while its snapshot is encoded, a step at a time (see
- * schedulerSnapshotSteps), and holds back the entries applied meanwhile; it applies them once
- * the snapshot is complete. The cost is the state twice in memory, and every scheduler command
- * decoded and applied twice: by the same code, so the two cannot disagree.
+ * schedulerSnapshotSteps), and holds back the entries applied meanwhile; once it is encoded, it
+ * applies them a bounded number a step (and a few for each new one), and the snapshot is taken
+ * once it caught up. The cost is the state's records twice in memory, and every scheduler
+ * command applied twice: by the same code, so the two cannot disagree. The command is the one
+ * the live state applied, decoded once: the two states share what it holds (names, member ids,
+ * specs), which neither changes.
  */
 export class SchedulerMirror {
   readonly #limits: () => SchedulerState['limits'];
+  /** A monotonic clock, ms: see SNAPSHOT_STEP_BUDGET_MS. Without one, a step is one piece of work. */
+  readonly #now: (() => number) | undefined;
   #state: SchedulerState | null = null;
-  /** Entries applied to the live state since a snapshot in progress began; null when none is. */
-  #held: Array<{ readonly index: number; readonly data: Uint8Array }> | null = null;
+  /** Commands the live state applied and the mirror not yet, from #heldFrom on. */
+  #held: Array<{ readonly index: number; readonly command: SchedulerCommand }> = [];
+  #heldFrom = 0;
+  /** Whether a snapshot is being taken: every command is held until it is complete. */
+  #holding = false;
   /** Bumped by every snapshot begun and every restore: a snapshot of an older one is void. */
   #generation = 0;
 
   /** `limits`: the live state's, read when the mirror is first used (it starts empty, as the live state does). */
-  constructor(limits: () => SchedulerState['limits']) {
+  constructor(limits: () => SchedulerState['limits'], now?: () => number) {
     this.#limits = limits;
+    this.#now = now;
   }
 
-  /** A scheduler entry the live state applied (its data encodes the command, see commands.ts). */
-  apply(index: number, data: Uint8Array): void {
-    if (this.#held === null) {
-      this.#applyNow(index, data);
+  /** Commands the live state applied that the mirror has not yet (held back by a snapshot, or since one). */
+  get behind(): number {
+    return this.#held.length - this.#heldFrom;
+  }
+
+  /** A scheduler command the live state applied, at its entry's index. */
+  apply(index: number, command: SchedulerCommand): void {
+    if (!this.#holding && this.#heldFrom === this.#held.length) {
+      this.#mirror().apply(index, command);
       return;
     }
-    this.#held.push({ index, data });
+    this.#held.push({ index, command });
+    if (!this.#holding) this.#catchUp(CATCH_UP_PER_ENTRY);
   }
 
   /** The live state was replaced by a snapshot's scheduler state (its bytes): so is the mirror, and a snapshot in progress is void. */
   restore(schedulerBytes: Uint8Array): void {
     this.#generation++;
-    this.#held = null;
+    this.#holding = false;
+    this.#held = [];
+    this.#heldFrom = 0;
     restoreSchedulerSnapshot(this.#mirror(), schedulerBytes);
   }
 
   /** Begins a member snapshot of the state as applied so far (see StateMachine.snapshotInSteps); it voids one in progress. */
   snapshotInSteps(): SnapshotSteps {
-    this.#release();
+    this.#holding = false;
+    this.#catchUp(Number.POSITIVE_INFINITY);
     const generation = ++this.#generation;
-    this.#held = [];
+    this.#holding = true;
     const steps = schedulerSnapshotSteps(this.#mirror());
-    return {
-      step: () => {
-        if (generation !== this.#generation) throw new Error('Raft driver invariant violated: a step of a snapshot that a restore or a later snapshot made void');
-        // Held back this much, the mirror finishes now rather than hold more.
-        const atOnce = (this.#held?.length ?? 0) >= MAX_ENTRIES_HELD;
+    let joining: StepwiseConcat | null = null;
+    let data: Uint8Array | null = null;
+    /** One piece of work: the snapshot's data once complete, else null. */
+    const piece = (): Uint8Array | null => {
+      // Held back this much, the mirror finishes now rather than hold more.
+      const atOnce = this.behind >= MAX_ENTRIES_HELD;
+      if (joining === null) {
         let next = steps.next();
         while (next.done !== true && atOnce) next = steps.next();
         if (next.done !== true) return null;
-        this.#release();
-        return encodeMemberSnapshot(next.value);
+        joining = new StepwiseConcat(memberSnapshotPieces(next.value));
+      }
+      data ??= joining.copy(atOnce ? Number.POSITIVE_INFINITY : SNAPSHOT_BYTES_PER_STEP);
+      if (data === null) return null;
+      this.#holding = false;
+      this.#catchUp(atOnce ? Number.POSITIVE_INFINITY : CATCH_UP_PER_STEP);
+      return this.behind === 0 ? data : null;
+    };
+    return {
+      step: () => {
+        if (generation !== this.#generation) throw new Error('Raft driver invariant violated: a step of a snapshot that a restore or a later snapshot made void');
+        const now = this.#now;
+        if (now === undefined) return piece();
+        const until = now() + SNAPSHOT_STEP_BUDGET_MS;
+        for (let pieces = 1; ; pieces++) {
+          const done = piece();
+          if (done !== null || pieces >= MAX_PIECES_PER_STEP || now() >= until) return done;
+        }
       },
     };
   }
 
-  /** Applies the entries held back, and holds none from now on. */
-  #release(): void {
-    const held = this.#held;
-    this.#held = null;
-    for (const entry of held ?? []) this.#applyNow(entry.index, entry.data);
-  }
-
-  #applyNow(index: number, data: Uint8Array): void {
-    const command = decodeCommand(data);
-    if (command?.kind === 'scheduler') this.#mirror().apply(index, command.command);
+  /** Applies at most `count` of the commands held back, oldest first. */
+  #catchUp(count: number): void {
+    const until = Math.min(this.#held.length, this.#heldFrom + count);
+    for (; this.#heldFrom < until; this.#heldFrom++) {
+      const { index, command } = this.#held[this.#heldFrom] as { readonly index: number; readonly command: SchedulerCommand };
+      this.#mirror().apply(index, command);
+    }
+    if (this.#heldFrom === this.#held.length) {
+      this.#held = [];
+      this.#heldFrom = 0;
+    }
   }
 
   #mirror(): SchedulerState {

@@ -99,12 +99,19 @@ const REARM_TOLERANCE_MS = 2;
 const FIRE_EARLY_TOLERANCE_MS = 0.01;
 /** Claims older than this when applied are history, not work: they are not armed at all. */
 const ARM_HORIZON_MS = 10 * 60_000;
+/**
+ * Registrations one member has proposed and not yet seen answered; the others wait their turn.
+ * An app that schedules thousands of jobs at start would otherwise propose them all at once:
+ * they would fill the member's bound on pending proposals (maxPendingProposals), which claims
+ * and run records need too, and while no leader answers (or answers late) they would all fail
+ * and all be proposed again on every plan interval, each failure an error built and thrown away.
+ */
+export const MAX_REGISTRATIONS_IN_FLIGHT = 512;
 
 interface LocalJob {
   readonly spec: JobSpec;
   readonly handler: JobHandler;
   readonly options: JobOptions;
-  registered: boolean;
 }
 
 /** A run's start or outcome waiting to be proposed, and how to tell it no longer needs to be. */
@@ -151,6 +158,14 @@ export class SchedulerRuntime {
   readonly state = new SchedulerState();
   readonly #o: SchedulerRuntimeOptions;
   readonly #jobs = new Map<string, LocalJob>();
+  /**
+   * Jobs of #jobs whose registration is to be proposed: new ones, and those whose last proposal
+   * failed. A job leaves it while its proposal is in flight, so that no registration is proposed
+   * again before the last one is answered.
+   */
+  readonly #toRegister = new Set<string>();
+  /** Registrations proposed and not yet answered: at most MAX_REGISTRATIONS_IN_FLIGHT. */
+  #registrationsInFlight = 0;
   /** Commands proposed and not yet applied or failed, so one plan does not repeat the last one's. */
   readonly #inflight = new Set<string>();
   /** This member's armed, waiting or running claims, by claimKey, with the token they hold. */
@@ -236,8 +251,10 @@ export class SchedulerRuntime {
 
   /** Adds a local handler and registers the job through the log (retried until a leader takes it). */
   schedule(name: string, spec: JobSpec, handler: JobHandler, options: JobOptions): void {
-    this.#jobs.set(name, { spec, handler, options, registered: false });
-    this.#register(name);
+    this.#jobs.set(name, { spec, handler, options });
+    this.#toRegister.add(name);
+    if (this.#o.clockReady?.() === false) this.#registerOne(name);
+    else this.#registerSome();
     // Claims already assigned to this member (e.g. before a restart's schedule() call) run now.
     for (const claim of this.state.claims.values()) if (claim.job === name) this.#arm(claim);
   }
@@ -279,21 +296,47 @@ export class SchedulerRuntime {
     }
   }
 
-  #register(name: string): void {
+  /**
+   * Proposes the registrations waiting (#toRegister), as many as MAX_REGISTRATIONS_IN_FLIGHT
+   * lets. Called on every plan interval, and when a job is scheduled or a registration succeeds
+   * while this member knows the cluster's time (until then most jobs wait, see #registerOne, and
+   * looking through them all on every call would cost the square of their number); not as
+   * registrations fail, so that while no leader answers they are tried once a plan interval.
+   */
+  #registerSome(): void {
+    for (const name of this.#toRegister) {
+      if (this.#registrationsInFlight >= MAX_REGISTRATIONS_IN_FLIGHT) return;
+      this.#registerOne(name);
+    }
+  }
+
+  /** Proposes the job's registration if it may be now; it stays in #toRegister if not. */
+  #registerOne(name: string): void {
+    if (this.#registrationsInFlight >= MAX_REGISTRATIONS_IN_FLIGHT) return;
     const job = this.#jobs.get(name);
-    if (job === undefined || job.registered || this.#stopped) return;
+    if (job === undefined || this.#stopped) {
+      this.#toRegister.delete(name);
+      return;
+    }
     // The first registration's time anchors the job's slots on every member: a member that has
     // not learned the cluster's time would stamp its own clock, perhaps a minute off, and put
     // every slot that far away. It joins a job already registered at once (its time is then
     // unused); it creates one only once synced. The next plan interval tries again.
     if (this.#o.clockReady?.() === false && !this.state.jobs.has(name)) return;
     const command: SchedulerCommand = { type: 'register', job: name, spec: job.spec, mode: job.options.mode ?? 'one', policy: policyOf(job.options), member: this.#o.self, atMs: this.#o.clock.now() };
+    this.#toRegister.delete(name);
+    this.#registrationsInFlight++;
     this.#o.propose(command).then(
       () => {
-        job.registered = true;
+        this.#registrationsInFlight--;
+        if (this.#o.clockReady?.() !== false) this.#registerSome();
       },
-      // No leader yet, or it changed: the next plan interval tries again.
-      () => undefined,
+      () => {
+        this.#registrationsInFlight--;
+        // No leader yet, or it changed: the next plan interval tries again (unless the job was
+        // unscheduled, or scheduled anew, meanwhile).
+        if (this.#jobs.get(name) === job) this.#toRegister.add(name);
+      },
     );
   }
 
@@ -370,7 +413,7 @@ export class SchedulerRuntime {
     if (this.#stopped) return;
     this.#planTimer = this.#o.timers.setTimeout(() => {
       this.#planTimer = null;
-      for (const name of this.#jobs.keys()) this.#register(name);
+      this.#registerSome();
       this.checkLease();
       // Runs queued behind another member's run also go once that run's timeout passes.
       if (this.#slots.queuedCount > 0) this.#slots.pump();

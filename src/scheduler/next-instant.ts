@@ -1,24 +1,39 @@
-import { instantsBetween, specKey, type JobSpec } from './spec.js';
+import { instantsBetween, type JobSpec } from './spec.js';
 
 /** How far ahead the next instant is looked for: a spec with none within a year has none due. */
 const NEXT_INSTANT_HORIZON_MS = 366 * 86_400_000;
-/** Bound on remembered answers; the memo starts over when it is full. */
-const MAX_MEMO_ENTRIES = 4096;
-
-const memo = new Map<string, number | null>();
 
 /**
- * The job's first instant strictly after `afterMs` (within a year), or null. Memoized: the
- * leader plans every 100 ms, and a job's high-water mark moves only when a slot is claimed,
- * so most plans ask the same question, and a cron expression is costly to parse. Pure: the
- * answer depends only on the arguments.
+ * The last answer for each cron spec, with the question it answered. A job's spec is one object
+ * for the job's life (its registration's), so this holds an answer per cron job, and goes with
+ * the job's record: no bound to keep, and no key to build on every question.
+ */
+const lastCronAnswers = new WeakMap<JobSpec, { anchorMs: number; afterMs: number; next: number | null }>();
+
+/**
+ * The job's first instant strictly after `afterMs` (within a year), or null. The leader plans
+ * every 100 ms, and a job's high-water mark moves only when a slot is claimed, so most plans ask
+ * each job the question they asked last time: a cron job's answer, which costly parsing gives,
+ * is remembered (one per spec). The other kinds are a little arithmetic, cheaper than a memo's
+ * look-up, and a memo's entry per job would cost each member memory. (A memo of many answers
+ * keyed by text, of bounded size, started over on every plan once there were more jobs than it
+ * held.) Pure: the answer depends only on the arguments.
  */
 export function nextInstantAfter(spec: JobSpec, anchorMs: number, afterMs: number): number | null {
-  const key = `${specKey(spec)}|${anchorMs}|${afterMs}`;
-  const known = memo.get(key);
-  if (known !== undefined) return known;
+  if (spec.kind !== 'cron') return instantsBetween(spec, anchorMs, afterMs, afterMs + NEXT_INSTANT_HORIZON_MS, 1)[0] ?? null;
+  const known = lastCronAnswers.get(spec);
+  if (known !== undefined && known.anchorMs === anchorMs && known.afterMs === afterMs) return known.next;
   const next = instantsBetween(spec, anchorMs, afterMs, afterMs + NEXT_INSTANT_HORIZON_MS, 1)[0] ?? null;
-  if (memo.size >= MAX_MEMO_ENTRIES) memo.clear();
-  memo.set(key, next);
+  lastCronAnswers.set(spec, { anchorMs, afterMs, next });
   return next;
+}
+
+/**
+ * The job's first instant after `afterMs` and after `nowMs`, or null: its next slot as a reader
+ * of the state sees it. It asks the planner's question (after the high-water mark), whose answer
+ * is remembered, and asks about `nowMs` only when that instant has already passed.
+ */
+export function nextInstantFrom(spec: JobSpec, anchorMs: number, afterMs: number, nowMs: number): number | null {
+  const next = nextInstantAfter(spec, anchorMs, afterMs);
+  return next === null || next > nowMs ? next : nextInstantAfter(spec, anchorMs, nowMs);
 }

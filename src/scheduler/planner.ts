@@ -38,10 +38,19 @@ export function plan(state: SchedulerState, input: PlanInput): SchedulerCommand[
   const commands: SchedulerCommand[] = [];
   const load = new Map<NodeId, number>();
   for (const [id, m] of input.members) load.set(id, m.load);
-  for (const name of [...state.jobs.keys()].sort()) {
+  const horizon = input.horizonMs === undefined ? undefined : { nowMs: input.nowMs, horizonMs: input.horizonMs };
+  // The jobs are planned in name order, but most have nothing due on a given plan: they are
+  // passed over first (each a remembered answer, see nextInstantAfter), and only the others are
+  // sorted, so that a plan of many idle jobs allocates and sorts nothing.
+  const due: JobRecord[] = [];
+  for (const job of state.jobs.values()) {
+    const next = job.spec.kind === 'delay' ? nextDelaySlot(state, job, input.members, horizon) : nextInstantAfter(job.spec, job.anchorMs, job.highWaterMs);
+    if (next !== null && next <= input.nowMs + input.lookaheadMs) due.push(job);
+  }
+  due.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  for (const job of due) {
     if (commands.length >= input.maxClaims) break;
-    const job = state.jobs.get(name);
-    if (job === undefined) continue;
+    const name = job.name;
     const eligible = [...job.handlers].filter((id) => load.has(id)).sort();
     if (eligible.length === 0) continue;
     let slots: number[];
@@ -49,7 +58,7 @@ export function plan(state: SchedulerState, input: PlanInput): SchedulerCommand[
     // before it left it: the skip from the current mark, each claim from the previous one.
     let mark = job.highWaterMs;
     if (job.spec.kind === 'delay') {
-      const next = nextDelaySlot(state, job, input.members, input.horizonMs === undefined ? undefined : { nowMs: input.nowMs, horizonMs: input.horizonMs });
+      const next = nextDelaySlot(state, job, input.members, horizon);
       slots = next !== null && next <= input.nowMs + input.lookaheadMs ? [next] : [];
     } else {
       const due = dueSlots(job.spec, job.anchorMs, job.highWaterMs, input, job.policy.catchUp);
@@ -152,8 +161,7 @@ function dueSlots(
   input: PlanInput,
   catchUp: CatchUp,
 ): { skip: { throughMs: number; count: number } | null; slots: number[] } {
-  // Most plans find nothing due: the next instant after the high-water mark is beyond the
-  // look-ahead. That answer is memoized, so such a plan parses no cron expression.
+  // The next instant after the high-water mark, remembered since plan() asked it.
   const next = nextInstantAfter(spec, anchorMs, highWaterMs);
   if (next === null || next > input.nowMs + input.lookaheadMs) return { skip: null, slots: [] };
   const future = instantsBetween(spec, anchorMs, Math.max(highWaterMs, input.nowMs), input.nowMs + input.lookaheadMs, input.maxClaims);

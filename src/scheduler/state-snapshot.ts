@@ -3,6 +3,7 @@ import { CodecError } from '../errors.js';
 import type { NodeId } from '../raft/types.js';
 import type { DstPolicy, JobSpec } from './spec.js';
 import {
+  NO_CONFLICTS,
   SCHEDULER_DEFAULTS,
   SchedulerState,
   claimKey,
@@ -100,34 +101,38 @@ export function encodeSchedulerSnapshot(state: SchedulerState): Uint8Array {
 
 /**
  * Encodes the whole state in steps, for a caller that lets other work run between them: each
- * `next()` encodes at most `recordsPerStep` jobs, claims or locks, and the last returns the
- * bytes in pieces, which together are encodeSchedulerSnapshot's (joined by the caller, into
- * whatever holds them: see encodeMemberSnapshot). The state must not change until then.
+ * `next()` looks at most at `recordsPerStep` jobs, claims, locks or entries of an index, and the
+ * last returns the bytes in pieces, which together are encodeSchedulerSnapshot's (joined by the
+ * caller, into whatever holds them: see encodeMemberSnapshot). The state must not change until
+ * then.
  */
 export function* schedulerSnapshotSteps(state: SchedulerState, recordsPerStep: number = SNAPSHOT_RECORDS_PER_STEP): Generator<void, Uint8Array[], void> {
   // The JSON of an array is its elements' JSON joined by commas inside brackets, with no space:
   // the text of the whole is built from the text of runs of elements.
   const text = new Utf8Pieces();
   text.push(`[${SCHEDULER_SNAPSHOT_VERSION},`);
-  yield* encodeInSteps(state.jobs.values(), jobWire, text, recordsPerStep);
+  yield* encodeInSteps(state.jobs.values(), (job, run) => run.push(jobWire(job)), text, recordsPerStep);
   text.push(',');
   const position = new Map<ClaimRecord, number>();
-  yield* encodeInSteps(
-    state.claims.values(),
-    (claim) => {
-      position.set(claim, position.size);
-      return claimWire(claim);
-    },
-    text,
-    recordsPerStep,
-  );
+  const claimAt = (claim: ClaimRecord, run: unknown[]): void => {
+    position.set(claim, position.size);
+    run.push(claimWire(claim));
+  };
+  yield* encodeInSteps(state.claims.values(), claimAt, text, recordsPerStep);
   text.push(',');
-  yield* encodeInSteps(state.locks, ([name, lock]) => [name, lock.holder, lock.token, lock.untilMs], text, recordsPerStep);
-  // The indexes hold kept claims only (a forgotten claim leaves them), so every one has a position.
-  const positions = (of: Iterable<ClaimRecord>): number[] => [...of].flatMap((claim) => position.get(claim) ?? []);
-  const inProgress: number[] = [];
-  for (const job of state.jobs.keys()) inProgress.push(...positions(state.claimsInProgress(job)));
-  text.push(`,${JSON.stringify([...state.assigned])},${JSON.stringify(positions(state.openClaims()))},${JSON.stringify(inProgress)}]`);
+  yield* encodeInSteps(state.locks, ([name, lock], run) => run.push([name, lock.holder, lock.token, lock.untilMs]), text, recordsPerStep);
+  text.push(`,${JSON.stringify([...state.assigned])},`);
+  // The indexes hold kept claims only (a forgotten claim leaves them), so every one has a
+  // position. They are as long as the claims, and the in-progress one is looked up per job: in
+  // steps too, or the last step would be the longest by far.
+  const positionOf = (claim: ClaimRecord, run: unknown[]): void => {
+    const at = position.get(claim);
+    if (at !== undefined) run.push(at);
+  };
+  yield* encodeInSteps(state.openClaims(), positionOf, text, recordsPerStep);
+  text.push(',');
+  yield* encodeInSteps(state.jobs.keys(), (job, run) => state.claimsInProgress(job).forEach((claim) => positionOf(claim, run)), text, recordsPerStep);
+  text.push(']');
   return text.pieces();
 }
 
@@ -156,26 +161,32 @@ class Utf8Pieces {
   }
 }
 
-/** Appends the JSON array of `items` to `text`, yielding after every `perStep` of them. */
-function* encodeInSteps<T>(items: Iterable<T>, wire: (item: T) => Wire, text: Utf8Pieces, perStep: number): Generator<void, void, void> {
+/**
+ * Appends to `text` the JSON array of what `wire` gives for `items` (it appends each item's
+ * elements to the run, none or more), yielding after every `perStep` items looked at.
+ */
+function* encodeInSteps<T>(items: Iterable<T>, wire: (item: T, run: unknown[]) => void, text: Utf8Pieces, perStep: number): Generator<void, void, void> {
   text.push('[');
-  let run: Wire[] = [];
+  let run: unknown[] = [];
   let first = true;
+  let looked = 0;
   const flush = (): void => {
+    if (run.length === 0) return;
     const json = JSON.stringify(run);
     text.push(first ? json.slice(1, -1) : `,${json.slice(1, -1)}`);
     first = false;
     run = [];
   };
   for (const item of items) {
-    run.push(wire(item));
-    if (run.length >= perStep) {
+    wire(item, run);
+    if (++looked >= perStep) {
+      looked = 0;
       flush();
       text.cut();
       yield;
     }
   }
-  if (run.length > 0) flush();
+  flush();
   text.push(']');
 }
 
@@ -315,12 +326,10 @@ function jobFromWire(value: unknown, field: string): JobRecord {
     if (handlers.has(member)) throw new CodecError(`${field}.handlers[${i}]: ${describe(member)} appears twice`);
     handlers.add(member);
   }
-  const conflicts = new Map(
-    entries(j[6], `${field}.conflicts`, UNBOUNDED, (item, f) => {
-      const c = tuple(item, f, 2);
-      return [string(c[0], `${f}.member`), string(c[1], `${f}.spec`)] as const;
-    }),
-  );
+  const conflicts = entries(j[6], `${field}.conflicts`, UNBOUNDED, (item, f) => {
+    const c = tuple(item, f, 2);
+    return [string(c[0], `${f}.member`), string(c[1], `${f}.spec`)] as const;
+  });
   return {
     name: string(j[0], `${field}.name`),
     spec: specFromWire(j[1], `${field}.spec`),
@@ -328,7 +337,7 @@ function jobFromWire(value: unknown, field: string): JobRecord {
     policy: policyFromWire(j[3], `${field}.policy`),
     anchorMs: ms(j[4], `${field}.anchorMs`),
     handlers,
-    conflicts,
+    conflicts: conflicts.length === 0 ? NO_CONFLICTS : new Map(conflicts),
     highWaterMs: ms(j[7], `${field}.highWaterMs`),
     missedSlots: count(j[8], `${field}.missedSlots`),
     skippedRuns: count(j[9], `${field}.skippedRuns`),

@@ -183,10 +183,16 @@ export interface JobRecord {
   /** The first registration's policy, with its overlap filled in. */
   readonly policy: JobPolicy & { readonly overlap: OverlapPolicy };
   readonly anchorMs: number;
-  /** Members with a handler for the job. */
-  readonly handlers: Set<NodeId>;
-  /** Members that registered a different spec under this name (a rolling deploy), with it. */
-  readonly conflicts: Map<NodeId, string>;
+  /**
+   * Members with a handler for the job. Replaced on a change, never changed in place: jobs with
+   * the same handlers, registered alike, share one set (see SchedulerState.#handlerSet).
+   */
+  handlers: ReadonlySet<NodeId>;
+  /**
+   * Members that registered a different spec under this name (a rolling deploy), with it.
+   * Replaced on a change, never changed in place: NO_CONFLICTS while there are none.
+   */
+  conflicts: ReadonlyMap<NodeId, string>;
   /** The latest slot ever claimed or skipped: no slot at or before it can be claimed again. */
   highWaterMs: number;
   /** Slots dropped by the catch-up policy, in all. */
@@ -194,6 +200,12 @@ export interface JobRecord {
   /** Runs recorded as skipped (overlap), in all. */
   skippedRuns: number;
 }
+
+/**
+ * The conflicts of every job that has none, which is nearly every job: one map shared, never
+ * changed, rather than a map per job in every member's memory (twice: see SchedulerMirror).
+ */
+export const NO_CONFLICTS: ReadonlyMap<NodeId, string> = new Map();
 
 export interface ClaimRecord {
   readonly job: string;
@@ -252,6 +264,12 @@ export interface SchedulerStateParts {
   };
 }
 
+/**
+ * Handler sets a state remembers having made, the latest ones: enough for the few sets that the
+ * jobs of a cluster go through as its members register them (one member, two, all of them).
+ */
+const MAX_RECENT_HANDLER_SETS = 16;
+
 /** Claims looked at, oldest first, for one that is finished when one must be forgotten. */
 const MAX_EVICTION_SCAN = 64;
 
@@ -285,6 +303,16 @@ export class SchedulerState {
    */
   readonly #inProgress = new Map<string, Set<ClaimRecord>>();
   readonly #open = new Set<ClaimRecord>();
+  /**
+   * Per job, the number of the change that last touched it (its record, its claims or their
+   * runs), counted over all changes (commands applied and restores): a view derived from a job
+   * (`state().jobs`) is built again only once it moved. Not part of the contents (a snapshot
+   * leaves it out): a restore starts it over, with new records, of which views are kept apart.
+   */
+  readonly #changed = new Map<string, number>();
+  #changes = 0;
+  /** The handler sets made last, by their members in order (see #handlerSet). */
+  readonly #recentHandlerSets = new Map<string, ReadonlySet<NodeId>>();
   readonly #maxClaimsKept: number;
   readonly #maxJobs: number;
   readonly #maxLocks: number;
@@ -303,19 +331,26 @@ export class SchedulerState {
   /**
    * Replaces the whole contents of this state with `parts` (a decoded snapshot), in place: the
    * runtime holds this instance. The derived indexes are rebuilt through #index, as applying the
-   * claims would, then put in `parts.indexOrder`. Takes the records as they are (not copied)
-   * and validates nothing: decode and check a snapshot fully before calling this, so that a bad
-   * one leaves the state as it was (restoreSchedulerSnapshot does).
+   * claims would, then put in `parts.indexOrder`. Takes the records as they are (not copied;
+   * a job's handlers become an equal set the jobs share, see #handlerSet) and validates
+   * nothing: decode and check a snapshot fully before calling this, so that a bad one leaves the
+   * state as it was (restoreSchedulerSnapshot does).
    */
   restoreFrom(parts: SchedulerStateParts): void {
     this.jobs.clear();
-    for (const job of parts.jobs) this.jobs.set(job.name, job);
+    this.#recentHandlerSets.clear();
+    for (const job of parts.jobs) {
+      job.handlers = this.#handlerSet(job.handlers);
+      this.jobs.set(job.name, job);
+    }
     this.claims.clear();
     for (const claim of parts.claims) this.claims.set(claimKey(claim.job, claim.slotMs), claim);
     this.locks.clear();
     for (const [name, lock] of parts.locks) this.locks.set(name, lock);
     this.assigned.clear();
     for (const [member, count] of parts.assigned) this.assigned.set(member, count);
+    this.#changes++;
+    this.#changed.clear();
     this.#inProgress.clear();
     this.#open.clear();
     for (const claim of this.claims.values()) this.#index(claim);
@@ -328,6 +363,16 @@ export class SchedulerState {
       else list.push(claim);
     }
     for (const [job, set] of this.#inProgress) reorder(set, byJob.get(job) ?? []);
+  }
+
+  /** When `job` last changed, as a count of changes (see #changed): equal counts, the same job. */
+  changeOf(job: string): number {
+    return this.#changed.get(job) ?? 0;
+  }
+
+  /** Changes so far, of any kind (see #changed): equal counts, the same state. */
+  get changes(): number {
+    return this.#changes;
   }
 
   /** The job's kept claims with a run in progress (see `runsInProgress` for the runs). */
@@ -359,14 +404,19 @@ export class SchedulerState {
   }
 
   apply(index: number, command: SchedulerCommand): ApplyResult {
+    const change = ++this.#changes;
+    // A job's first registration needs no count of its own (nothing was derived from it yet),
+    // and a command naming no job changes none: the counts stay bounded by the jobs.
+    const name = 'job' in command ? this.jobs.get(command.job)?.name : undefined;
+    if (name !== undefined) this.#changed.set(name, change);
     switch (command.type) {
       case 'register':
         return this.#register(command);
       case 'unregister': {
         const job = this.jobs.get(command.job);
         if (job === undefined) return { ok: false, reason: 'unknown-job' };
-        job.handlers.delete(command.member);
-        job.conflicts.delete(command.member);
+        job.handlers = this.#handlerSet([...job.handlers].filter((id) => id !== command.member));
+        withoutConflict(job, command.member);
         return { ok: true };
       }
       case 'claim':
@@ -479,10 +529,11 @@ export class SchedulerState {
         name: command.job,
         spec: command.spec,
         mode: command.mode,
-        policy: { ...command.policy, overlap: command.policy.overlap ?? DEFAULT_OVERLAP },
+        // The command's own, when complete: the live state and the mirror share it (never changed).
+        policy: hasOverlap(command.policy) ? command.policy : { ...command.policy, overlap: DEFAULT_OVERLAP },
         anchorMs: command.atMs,
-        handlers: new Set([command.member]),
-        conflicts: new Map(),
+        handlers: this.#handlerSet([command.member]),
+        conflicts: NO_CONFLICTS,
         highWaterMs: command.atMs,
         missedSlots: 0,
         skippedRuns: 0,
@@ -493,13 +544,30 @@ export class SchedulerState {
     // it (its handler expects other slots), and the conflict is visible in state().
     const theirs = `${specKey(command.spec)} (${command.mode}, ${policyKey(command.policy)})`;
     if (theirs !== `${specKey(existing.spec)} (${existing.mode}, ${policyKey(existing.policy)})`) {
-      existing.handlers.delete(command.member);
-      existing.conflicts.set(command.member, theirs);
+      existing.handlers = this.#handlerSet([...existing.handlers].filter((id) => id !== command.member));
+      existing.conflicts = new Map(existing.conflicts).set(command.member, theirs);
       return { ok: false, reason: 'spec-conflict' };
     }
-    existing.handlers.add(command.member);
-    existing.conflicts.delete(command.member);
+    if (!existing.handlers.has(command.member)) existing.handlers = this.#handlerSet([...existing.handlers, command.member]);
+    withoutConflict(existing, command.member);
     return { ok: true };
+  }
+
+  /**
+   * The set of `members`, in that order: one made lately if it holds the same members in the same
+   * order (the order is state: a snapshot holds it), else a new one. Sets are never changed once
+   * made, so jobs share them: with a set per job, a state of many jobs held a set for each, and
+   * a set costs more than the job's other fields together.
+   */
+  #handlerSet(members: Iterable<NodeId>): ReadonlySet<NodeId> {
+    const list = [...members];
+    const key = JSON.stringify(list);
+    const known = this.#recentHandlerSets.get(key);
+    if (known !== undefined) return known;
+    const set: ReadonlySet<NodeId> = new Set(list);
+    if (this.#recentHandlerSets.size >= MAX_RECENT_HANDLER_SETS) this.#recentHandlerSets.delete(this.#recentHandlerSets.keys().next().value as string);
+    this.#recentHandlerSets.set(key, set);
+    return set;
   }
 
   #claim(index: number, command: Extract<SchedulerCommand, { type: 'claim' }>): ApplyResult {
@@ -555,6 +623,7 @@ export class SchedulerState {
     if (victim === undefined) return;
     const [key, claim] = victim;
     this.claims.delete(key);
+    this.#changed.set(claim.job, this.#changes);
     this.#open.delete(claim);
     // A forgotten claim leaves the index too, which keeps it bounded by maxClaimsKept.
     this.#inProgress.get(claim.job)?.delete(claim);
@@ -567,6 +636,18 @@ export function claimKey(job: string, slotMs: number): string {
 }
 
 const EMPTY: ReadonlySet<ClaimRecord> = new Set();
+
+function hasOverlap(policy: JobPolicy): policy is JobPolicy & { readonly overlap: OverlapPolicy } {
+  return policy.overlap !== undefined;
+}
+
+/** Takes `member`'s conflict off the job, if it has one (see JobRecord.conflicts). */
+function withoutConflict(job: JobRecord, member: NodeId): void {
+  if (!job.conflicts.has(member)) return;
+  const rest = new Map(job.conflicts);
+  rest.delete(member);
+  job.conflicts = rest.size === 0 ? NO_CONFLICTS : rest;
+}
 
 /** A run that started under the claim's current token, on `member`, and has not ended. */
 export interface RunInProgress {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { plan, planReassignments, type CatchUp, type PlanInput } from '../../src/scheduler/planner.js';
-import { parseSpec } from '../../src/scheduler/spec.js';
+import { parseSpec, type JobSpec } from '../../src/scheduler/spec.js';
 import { SchedulerState, type JobPolicy } from '../../src/scheduler/state.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
@@ -65,6 +65,34 @@ describe('the planner', () => {
     expect(plan(s, input(T0 + 100))).toEqual([]);
     const later = plan(s, input(T0 + 600));
     expect(later.map((c) => (c.type === 'claim' ? c.slotMs - T0 : null))).toEqual([2000]);
+  });
+});
+
+describe('the cost of a plan', () => {
+  /** A cron spec that counts the reads of its fields other than its kind: each is work on the job. */
+  function countedSpec(reads: { n: number }): JobSpec {
+    return new Proxy(parseSpec({ cron: '0 0 * * *', tz: 'Europe/Paris' }), {
+      get(target, key, receiver) {
+        if (key !== 'kind') reads.n++;
+        return Reflect.get(target, key, receiver) as unknown;
+      },
+    });
+  }
+
+  it('is a look-up per job with nothing due, however many jobs (past 4,096, where the memo of next instants used to start over)', () => {
+    const s = new SchedulerState();
+    const reads = Array.from({ length: 5000 }, () => ({ n: 0 }));
+    // Registered one after the other: each its own anchor, and its own next instant to remember.
+    reads.forEach((r, i) => s.apply(i + 1, { type: 'register', job: `job${i}`, spec: countedSpec(r), mode: 'one', policy: policy(), member: 'a', atMs: T0 + i }));
+    const at = (nowMs: number): PlanInput => ({ ...input(nowMs, ['a']), lookaheadMs: 1000 });
+    expect(plan(s, at(T0 + 1000))).toEqual([]);
+    for (const r of reads) r.n = 0;
+    expect(plan(s, at(T0 + 1100))).toEqual([]);
+    expect(reads.filter((r) => r.n > 0)).toHaveLength(0);
+    // A job whose mark moves is asked again; the others are not.
+    s.apply(5001, { type: 'skip', job: 'job7', throughMs: T0 + 500, fromMs: T0 + 7, count: 0 });
+    expect(plan(s, at(T0 + 1200))).toEqual([]);
+    expect(reads.flatMap((r, i) => (r.n > 0 ? [i] : []))).toEqual([7]);
   });
 });
 

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { JobContext, JobOptions } from '../../src/runtime/job-types.js';
-import { SchedulerRuntime, type SchedulerRuntimeOptions } from '../../src/runtime/scheduler-runtime.js';
+import { MAX_REGISTRATIONS_IN_FLIGHT, SchedulerRuntime, type SchedulerRuntimeOptions } from '../../src/runtime/scheduler-runtime.js';
 import { parseSpec, type SpecInput } from '../../src/scheduler/spec.js';
 import { encodeSchedulerSnapshot } from '../../src/scheduler/state-snapshot.js';
 import { claimKey, MISSED, MISSED_REASONS, SchedulerState, type ClaimRecord, type SchedulerCommand } from '../../src/scheduler/state.js';
@@ -608,6 +608,73 @@ describe("slot timers follow the cluster's time as it is corrected", () => {
     // Not early; late by the read barrier only (the claim looked late when it arrived).
     expect(c.runs[0]!.startMs - T0).toBeGreaterThanOrEqual(1000);
     expect(c.runs[0]!.startMs - T0).toBeLessThanOrEqual(1000 + c.commitMs);
+  });
+});
+
+describe('registrations', () => {
+  it('are proposed once per job and member until answered, however many plan intervals a commit takes', async () => {
+    // A commit round longer than three plan intervals (a loaded cluster).
+    const c = cluster(['a', 'b'], 350);
+    c.schedule(['a', 'b'], 'sync', { every: '1h' }, 1);
+    await c.time.advanceTo(T0 + 1000);
+    expect(c.log.filter((e) => e.type === 'register').map((e) => (e.type === 'register' ? e.member : null))).toEqual(['a', 'b']);
+  });
+
+  /** One member whose proposals wait for the test to settle them: the registrations it has in flight. */
+  function pending(): { runtime: SchedulerRuntime; time: VirtualTime; proposed: Array<{ readonly job: string; settle: (ok: boolean) => void }> } {
+    const time = new VirtualTime();
+    const proposed: Array<{ readonly job: string; settle: (ok: boolean) => void }> = [];
+    const runtime = new SchedulerRuntime({
+      self: 'a',
+      clock: time,
+      timers: time,
+      propose: (command) =>
+        new Promise((resolve, reject) => {
+          proposed.push({ job: command.type === 'register' ? command.job : '', settle: (ok) => (ok ? resolve(undefined) : reject(new Error('no leader'))) });
+        }),
+      barrier: () => Promise.resolve(),
+      isLeader: () => false,
+      holdsLease: () => true,
+      eligibleMembers: () => ['a'],
+      planIntervalMs: 100,
+      lookaheadMs: 1000,
+      maxClaimsPerPlan: 256,
+      reassignHorizonMs: 600_000,
+      reassignGraceMs: 0,
+    });
+    runtime.start();
+    runtimes.push(runtime);
+    return { runtime, time, proposed };
+  }
+  const runtimes: SchedulerRuntime[] = [];
+  afterEach(() => {
+    for (const r of runtimes.splice(0)) r.stop();
+  });
+
+  it('of many jobs scheduled at once are at most MAX_REGISTRATIONS_IN_FLIGHT in flight; the others go as those are answered', async () => {
+    const { runtime, time, proposed } = pending();
+    const jobs = MAX_REGISTRATIONS_IN_FLIGHT + 100;
+    for (let i = 0; i < jobs; i++) runtime.schedule(`job${i}`, parseSpec({ every: '1h' }), () => undefined, {});
+    expect(proposed).toHaveLength(MAX_REGISTRATIONS_IN_FLIGHT);
+    for (const p of proposed.slice(0, 60)) p.settle(true);
+    await time.advanceTo(T0 + 1);
+    expect(proposed).toHaveLength(MAX_REGISTRATIONS_IN_FLIGHT + 60);
+    // Each job once, in the order scheduled.
+    expect(proposed.map((p) => p.job)).toEqual(Array.from({ length: MAX_REGISTRATIONS_IN_FLIGHT + 60 }, (_, i) => `job${i}`));
+  });
+
+  it('that fail are proposed again on the next plan interval, not at once, and not before', async () => {
+    const { runtime, time, proposed } = pending();
+    for (let i = 0; i < 3; i++) runtime.schedule(`job${i}`, parseSpec({ every: '1h' }), () => undefined, {});
+    for (const p of proposed) p.settle(false);
+    await time.advanceTo(T0 + 99);
+    expect(proposed).toHaveLength(3);
+    await time.advanceTo(T0 + 100);
+    expect(proposed.map((p) => p.job)).toEqual(['job0', 'job1', 'job2', 'job0', 'job1', 'job2']);
+    // Answered, they are never proposed again.
+    for (const p of proposed.slice(3)) p.settle(true);
+    await time.advanceTo(T0 + 1000);
+    expect(proposed).toHaveLength(6);
   });
 });
 

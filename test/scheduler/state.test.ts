@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseSpec } from '../../src/scheduler/spec.js';
-import { MISSED, MISSED_REASONS, runsOf, SchedulerState, type SchedulerCommand } from '../../src/scheduler/state.js';
+import { decodeSchedulerSnapshot, encodeSchedulerSnapshot } from '../../src/scheduler/state-snapshot.js';
+import { MISSED, MISSED_REASONS, NO_CONFLICTS, runsOf, SchedulerState, type SchedulerCommand } from '../../src/scheduler/state.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 const every = parseSpec({ every: '1s' });
@@ -111,6 +112,55 @@ describe('the scheduler state machine', () => {
       return JSON.stringify([...s.claims.values()].map((c) => [c.job, c.slotMs, c.token, c.assignees]));
     };
     expect(run()).toBe(run());
+  });
+});
+
+describe('memory per job', () => {
+  const registerJob = (job: string, member: string, spec = every): SchedulerCommand => ({ type: 'register', job, spec, mode: 'one', policy, member, atMs: T0 });
+
+  it('jobs that the same members registered in the same order share one set of handlers, which a change replaces rather than alters', () => {
+    const s = new SchedulerState();
+    let index = 0;
+    for (const member of ['a', 'b', 'c']) for (const job of ['j1', 'j2', 'j3']) s.apply(++index, registerJob(job, member));
+    const shared = s.jobs.get('j1')!.handlers;
+    expect([...shared]).toEqual(['a', 'b', 'c']);
+    expect(s.jobs.get('j2')!.handlers).toBe(shared);
+    expect(s.jobs.get('j3')!.handlers).toBe(shared);
+    s.apply(++index, { type: 'unregister', job: 'j2', member: 'b' });
+    expect([...s.jobs.get('j2')!.handlers]).toEqual(['a', 'c']);
+    expect([...shared]).toEqual(['a', 'b', 'c']);
+    // The order is state (a snapshot holds it): registered in another order, another set.
+    s.apply(++index, registerJob('j4', 'b'));
+    s.apply(index + 1, registerJob('j4', 'a'));
+    expect([...s.jobs.get('j4')!.handlers]).toEqual(['b', 'a']);
+    // A state restored from a snapshot shares them too.
+    const restored = new SchedulerState();
+    restored.restoreFrom(decodeSchedulerSnapshot(encodeSchedulerSnapshot(s)));
+    expect(restored.jobs.get('j3')!.handlers).toBe(restored.jobs.get('j1')!.handlers);
+    expect([...restored.jobs.get('j4')!.handlers]).toEqual(['b', 'a']);
+    expect(encodeSchedulerSnapshot(restored)).toEqual(encodeSchedulerSnapshot(s));
+  });
+
+  it('a job without conflicts holds the one shared empty map; a conflict gives it its own, and its end the shared one again', () => {
+    const s = new SchedulerState();
+    s.apply(1, register('a'));
+    const job = s.jobs.get('report')!;
+    expect(job.conflicts).toBe(NO_CONFLICTS);
+    s.apply(2, register('b', parseSpec({ every: '5s' })));
+    expect([...job.conflicts.keys()]).toEqual(['b']);
+    expect(NO_CONFLICTS.size).toBe(0);
+    s.apply(3, register('b'));
+    expect(job.conflicts).toBe(NO_CONFLICTS);
+    expect([...job.handlers]).toEqual(['a', 'b']);
+  });
+
+  it("keeps the registration's own policy when it names an overlap policy (the mirror's state shares it)", () => {
+    const s = new SchedulerState();
+    const withOverlap = { ...register('a'), policy: { ...policy, overlap: 'queue' } } as Extract<SchedulerCommand, { type: 'register' }>;
+    s.apply(1, withOverlap);
+    expect(s.jobs.get('report')!.policy).toBe(withOverlap.policy);
+    s.apply(2, { ...register('b'), job: 'older' } as SchedulerCommand);
+    expect(s.jobs.get('older')!.policy).toEqual({ ...policy, overlap: 'skip' });
   });
 });
 

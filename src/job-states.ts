@@ -1,0 +1,121 @@
+import type { ClusterState } from './api/state.js';
+import { nextInstantFrom } from './scheduler/next-instant.js';
+import { nextDelaySlot } from './scheduler/planner.js';
+import { specKey } from './scheduler/spec.js';
+import { claimKey, runsOf, type ClaimRecord, type JobRecord, type SchedulerState } from './scheduler/state.js';
+
+export type JobState = ClusterState['jobs'][number];
+
+/** A job's view as built, and what it was built from. */
+interface Built {
+  readonly view: JobState;
+  /** The job's SchedulerState.changeOf() then. */
+  readonly change: number;
+  /** The cluster's time it was built at, and the next slot it shows (ms): see #holds. */
+  readonly atMs: number;
+  readonly nextMs: number | null;
+}
+
+/**
+ * The jobs of `state()`, each built once and kept until its job changes, rather than built anew
+ * for every job on every call: with thousands of jobs, building them all held the event loop for
+ * each call, and made garbage for the collector to hold it again. A call costs a look-up per job,
+ * and a build per job changed since the last. The views are frozen, since later calls hand out
+ * the same ones (their Dates too: a caller that wants to change one copies it first).
+ */
+export class JobStates {
+  /** Per job record: a restored state has new records, whose views are built anew. */
+  readonly #built = new WeakMap<JobRecord, Built>();
+  #builds = 0;
+  /**
+   * The last list handed out, and what it holds for: the same state, unchanged since
+   * (SchedulerState.changes), at a time from `atMs` until the first next slot it shows.
+   */
+  #last: { readonly state: SchedulerState; readonly changes: number; readonly atMs: number; readonly untilMs: number; readonly jobs: ClusterState['jobs'] } | null = null;
+
+  /** Views built so far, in all (a test counts the work a call did). */
+  get builds(): number {
+    return this.#builds;
+  }
+
+  of(state: SchedulerState, nowMs: number): ClusterState['jobs'] {
+    const last = this.#last;
+    // Nothing changed, and no job's next slot came: the list itself again, without a look-up.
+    if (last !== null && last.state === state && last.changes === state.changes && nowMs >= last.atMs && nowMs < last.untilMs) return last.jobs;
+    const out: JobState[] = [];
+    let untilMs = Number.POSITIVE_INFINITY;
+    let latestClaims: Map<string, ClaimRecord> | null = null;
+    for (const job of state.jobs.values()) {
+      const change = state.changeOf(job.name);
+      const built = this.#built.get(job);
+      if (built !== undefined && built.change === change && holds(built, nowMs)) {
+        out.push(built.view);
+        if (built.nextMs !== null) untilMs = Math.min(untilMs, built.nextMs);
+        continue;
+      }
+      // The job's latest claim is the one at its high-water mark when that is a claim (the mark
+      // is the latest slot claimed or skipped); after a skip, or once it was forgotten, it is
+      // found in one pass over the claims, made once for all the jobs of this call.
+      let latest = state.claims.get(claimKey(job.name, job.highWaterMs));
+      if (latest === undefined) {
+        latestClaims ??= latestClaimOfEachJob(state);
+        latest = latestClaims.get(job.name);
+      }
+      const nextMs = job.spec.kind === 'delay' ? nextDelaySlot(state, job) : nextInstantFrom(job.spec, job.anchorMs, job.highWaterMs, nowMs);
+      const view = viewOf(state, job, latest, nextMs);
+      this.#built.set(job, { view, change, atMs: nowMs, nextMs });
+      this.#builds++;
+      out.push(view);
+      if (nextMs !== null) untilMs = Math.min(untilMs, nextMs);
+    }
+    const jobs = Object.freeze(out);
+    this.#last = { state, changes: state.changes, atMs: nowMs, untilMs, jobs };
+    return jobs;
+  }
+}
+
+/**
+ * Whether a view built at `built.atMs` still shows the right next slot at `nowMs`: until that
+ * slot's instant (the next instant after the later of the high-water mark and the time is the
+ * same from then until it), unless the time went back. A fixed-delay job's next slot follows
+ * from the state alone.
+ */
+function holds(built: Built, nowMs: number): boolean {
+  return nowMs >= built.atMs && (built.nextMs === null || nowMs < built.nextMs);
+}
+
+function latestClaimOfEachJob(state: SchedulerState): Map<string, ClaimRecord> {
+  const latest = new Map<string, ClaimRecord>();
+  // In claim order, so the last one seen per job is its latest.
+  for (const claim of state.claims.values()) latest.set(claim.job, claim);
+  return latest;
+}
+
+/** What most jobs' views show: no conflicts, nothing running (shared, as the views are frozen). */
+const NONE: Readonly<Record<string, string>> = Object.freeze({});
+const NOTHING_RUNNING: JobState['running'] = Object.freeze([]);
+
+function viewOf(state: SchedulerState, job: JobRecord, last: ClaimRecord | undefined, nextMs: number | null): JobState {
+  const running = [...state.claimsInProgress(job.name)].flatMap(runsOf).sort((a, b) => a.slotMs - b.slotMs);
+  return Object.freeze({
+    name: job.name,
+    spec: specKey(job.spec),
+    mode: job.mode,
+    handlers: Object.freeze([...job.handlers].sort()),
+    conflicts: job.conflicts.size === 0 ? NONE : Object.freeze(Object.fromEntries(job.conflicts)),
+    nextSlot: nextMs === null ? null : new Date(nextMs),
+    lastClaim:
+      last === undefined
+        ? null
+        : Object.freeze({
+            slot: new Date(last.slotMs),
+            fencingToken: last.token,
+            assignees: Object.freeze([...last.assignees]),
+            outcomes: Object.freeze(Object.fromEntries([...last.outcomes].map(([member, o]) => [member, Object.freeze({ ...o })]))),
+          }),
+    missedSlots: job.missedSlots,
+    skippedRuns: job.skippedRuns,
+    running:
+      running.length === 0 ? NOTHING_RUNNING : Object.freeze(running.map((r) => Object.freeze({ slot: new Date(r.slotMs), fencingToken: r.token, member: r.member, startedAt: new Date(r.startedAtMs) }))),
+  });
+}
