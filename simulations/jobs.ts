@@ -15,18 +15,16 @@ export interface SimJob {
 }
 
 /**
- * The jobs a run schedules when the user names none: each mode, a retrying job, and jobs whose
- * runs outlast their period, under the overlap policies and a timeout.
+ * The jobs a run schedules when the user names none: each mode, a retrying job, a timeout, and
+ * runs that outlast their period under each overlap policy but 'allow' (a slot of 'cron-5s'
+ * that fires meanwhile is skipped, one of 'all-members' waits its turn on its member, one of
+ * 'flaky' replaces the run in progress, on whichever member).
  */
 export const DEFAULT_SIM_JOBS: readonly SimJob[] = [
   { name: 'every-second', spec: { every: '1s' } },
-  { name: 'cron-5s', spec: '*/5 * * * * *', runMs: [100, 3000] },
-  { name: 'all-members', spec: { every: '3s' }, options: { mode: 'all' } },
-  { name: 'flaky', spec: { every: '2s' }, options: { retries: 2, retryDelayMs: 200 }, failRate: 0.2 },
-  // Some runs outlast the period (the slot that fires meanwhile is skipped: the default policy), some their timeout.
-  { name: 'long-runs', spec: { every: '2s' }, runMs: [100, 3500], options: { timeoutMs: 3000 } },
-  { name: 'queued', spec: { every: '2s' }, runMs: [100, 2600], options: { overlap: 'queue' } },
-  { name: 'replacing', spec: { every: '3s' }, runMs: [500, 4500], options: { overlap: 'replace' } },
+  { name: 'cron-5s', spec: '*/5 * * * * *', runMs: [100, 7000], options: { timeoutMs: 6000 } },
+  { name: 'all-members', spec: { every: '3s' }, runMs: [1, 4000], options: { mode: 'all', overlap: 'queue' } },
+  { name: 'flaky', spec: { every: '2s' }, runMs: [1, 3000], options: { retries: 2, retryDelayMs: 200, overlap: 'replace' }, failRate: 0.2 },
 ];
 
 /** What a handler saw, for the checkers: its context as it started, and its signal's reason as it aborted. */

@@ -183,12 +183,12 @@ export class SchedulerChecker {
    * Accounting: every instant up to each job's high-water mark is claimed or counted missed.
    * Liveness: every instant in [fromT, toT] (true ms) started within `latenessMs`, unless
    * `excused` (its overlap policy or a full member kept it waiting, or from running); every slot
-   * at or before `settledT` has an outcome under its current claim, unless `inLine` (a run
-   * still waiting its turn in a queue its member is working through).
+   * at or before `settledT` has an outcome under its current claim, unless `underway` (its run
+   * is still going, or waits its turn in a queue its member is working through).
    */
   finish(
     t: number,
-    window: { fromT: number; toT: number; latenessMs: number; settledT: number; excused?: (job: string, slotMs: number) => boolean; inLine?: (job: string, member: NodeId) => boolean },
+    window: { fromT: number; toT: number; latenessMs: number; settledT: number; excused?: (job: string, slotMs: number) => boolean; underway?: (job: string, slotMs: number, member: NodeId) => boolean },
   ): void {
     for (const [name, job] of this.jobs) {
       if (job.spec.kind === 'delay') continue;
@@ -215,7 +215,7 @@ export class SchedulerChecker {
       for (const member of slot.assignees) {
         const outcome = slot.outcomes.get(`${member} ${slot.token}`);
         const stuck = outcome === undefined || (outcome === 'interrupted' && slot.attempt < MAX_INTERRUPTED_ATTEMPTS && this.jobs.get(slot.job)?.mode === 'one');
-        if (stuck && window.inLine?.(slot.job, member) !== true) this.#report(t, 'outcome', `slot ${slot.job}@${slot.slotMs - SIM_EPOCH_MS} (true ms) has no final outcome from ${member} under token ${slot.token} (${outcome ?? 'none'})`);
+        if (stuck && window.underway?.(slot.job, slot.slotMs, member) !== true) this.#report(t, 'outcome', `slot ${slot.job}@${slot.slotMs - SIM_EPOCH_MS} (true ms) has no final outcome from ${member} under token ${slot.token} (${outcome ?? 'none'})`);
       }
     }
   }

@@ -426,7 +426,7 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
     if (crashed) return finish();
     const window = { fromT: healedAt + SCHEDULER_SETTLE_MS, toT: watchEnd, latenessMs: LATENESS_BOUND_MS, settledT: watchEnd };
     const t = scheduler.nowMs;
-    slots.finish(t, { ...window, excused: (job, slotMs) => runChecks.excused(job, slotMs, undefined, LATENESS_BOUND_MS), inLine: (job, member) => runChecks.inLine(t, job, member) });
+    slots.finish(t, { ...window, excused: (job, slotMs) => runChecks.excused(job, slotMs, undefined, LATENESS_BOUND_MS), underway: (job, slotMs, member) => runChecks.underway(t, job, slotMs, member) });
     runChecks.finish(scheduler.nowMs, window);
   }
   return finish();

@@ -80,6 +80,8 @@ export class RunCheckers {
 
   onRunStart(t: number, member: NodeId, incarnation: number, run: { readonly job: string; readonly slotMs: number; readonly fencingToken: number }): void {
     this.#runs.start(t, member, incarnation, run);
+    this.#deadlines.onRunStart(t, run.job);
+    this.#concurrency.onRunStart(t);
     this.#context.onRunStart(t, member, incarnation, run);
     this.#modeAll.onRunStart(t, member, run);
   }
@@ -129,12 +131,15 @@ export class RunCheckers {
   }
 
   /**
-   * Whether `member` still has the slot in line at true time `t`: its job's overlap policy is
-   * 'queue', and the member ran the job until a moment ago. A queue that a fault filled (up to
-   * MAX_QUEUED_RUNS_PER_JOB slots, moved to it at once) takes that many runs to drain, one after
-   * the other, which may outlast the simulation.
+   * Whether the slot's run on `member` is still underway at true time `t`: it is running, or its
+   * job's overlap policy is 'queue' and the member ran the job until a moment ago (a queue that
+   * a fault filled, up to MAX_QUEUED_RUNS_PER_JOB slots moved to it at once, takes that many
+   * runs to drain, one after the other, which may outlast the simulation).
    */
-  inLine(t: number, job: string, member: NodeId): boolean {
+  underway(t: number, job: string, slotMs: number, member: NodeId): boolean {
+    const token = this.#slots.slots.get(claimKey(job, slotMs))?.token;
+    const incarnation = this.#watch.member(member)?.incarnation ?? 0;
+    if (token !== undefined && this.#runs.get(RunsInProgress.idOf(member, incarnation, { job, slotMs, fencingToken: token })) !== undefined) return true;
     if (this.#slots.jobs.get(job)?.policy.overlap !== 'queue') return false;
     const last = this.#runs.lastRan(member, job, t);
     return last !== undefined && t - last <= QUEUE_MOVING_MS;

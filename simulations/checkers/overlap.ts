@@ -3,7 +3,7 @@ import type { MemberWatch } from './members.js';
 import type { RunsInProgress, TrackedRun } from './runs.js';
 
 /**
- * What a member runs at once, checked after every event, from its own runs (what it knows at
+ * What a member runs at once, checked once time moves on after a run started, from its own runs (what it knows at
  * once of them, so no replication lag excuses anything here):
  * - `overlap`: two runs of one job at once on one member, unless the job's overlap policy is
  *   'allow'. 'skip' skips a slot that fires meanwhile or lets it wait, 'queue' lets it wait, and
@@ -20,6 +20,8 @@ export class ConcurrencyChecker {
   readonly #maxConcurrent: number;
   /** Runs already reported, so that each is reported once. */
   readonly #reported = new Set<string>();
+  /** The latest instant a run started at, until it is checked (only a start makes runs overlap). */
+  #startedAt: number | null = null;
 
   constructor(report: Report, runs: RunsInProgress, watch: MemberWatch, overlap: (job: string) => string | undefined, maxConcurrent: number) {
     this.#report = report;
@@ -29,7 +31,14 @@ export class ConcurrencyChecker {
     this.#maxConcurrent = maxConcurrent;
   }
 
+  /** A run started at true time `t`: once time moves on, what runs with it is checked. */
+  onRunStart(t: number): void {
+    this.#startedAt = t;
+  }
+
   afterEvent(t: number): void {
+    if (this.#startedAt === null || t <= this.#startedAt) return;
+    this.#startedAt = null;
     const byLife = new Map<string, Array<[string, TrackedRun]>>();
     for (const [id, run] of this.#runs.all) {
       if (run.startT >= t || this.#watch.isOver(run.member, run.incarnation)) continue;

@@ -77,6 +77,8 @@ export class RetryChecker {
       const slotT = slot.slotMs - SIM_EPOCH_MS;
       const policy = this.#policy(slot.job);
       if (slotT > settledT || policy === undefined || slot.attempt > policy.retries || this.#slots.jobs.get(slot.job)?.mode !== 'one') continue;
+      // A later slot replaced its run (overlap 'replace'), however that run ended: its story is over.
+      if (slot.cancelledToken === slot.token) continue;
       const member = slot.assignees[0];
       const outcome = member === undefined ? undefined : slot.outcomes.get(`${member} ${slot.token}`);
       if (outcome === undefined || !FAILED.has(outcome)) continue;

@@ -102,6 +102,7 @@ export class RunContextChecker {
   }
 
   afterEvent(): void {
+    if (this.#aborts.length === 0) return;
     for (const { t, member, incarnation, ctx, reason } of this.#aborts.splice(0)) {
       const run = `${member}'s run of ${ctx.job}@${slotOf(ctx)} under token ${ctx.fencingToken}`;
       if (!(reason instanceof RunAbortedError) || reason.code !== ABORT_CODES[reason.reason]) {

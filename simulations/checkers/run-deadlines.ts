@@ -54,6 +54,12 @@ export class RunDeadlines {
   readonly #limits: RunLimits;
   /** Runs that must have ended once true time passes `dueT`, with why. */
   #due: Due[] = [];
+  /**
+   * No run's timeout or lease can end before this true time: deadlines only move later (a
+   * member hears from its leader again, a stall is made longer), so runs are looked at only once
+   * it passed, and then it is set to the earliest deadline found.
+   */
+  #nextCheckT = Number.POSITIVE_INFINITY;
 
   constructor(report: Report, runs: RunsInProgress, watch: MemberWatch, limits: RunLimits) {
     this.#report = report;
@@ -83,6 +89,17 @@ export class RunDeadlines {
     for (const [id] of this.#runs.of(member, incarnation)) this.#due.push({ id, dueT: t, kind: 'stopping', why: `${member} stopped` });
   }
 
+  /** A run started at true time `t`: its deadlines are at least its timeout or lease away. */
+  onRunStart(t: number, job: string): void {
+    const leaseMs = this.#limits.mode(job) === 'one' ? this.#leaseMs() : Number.POSITIVE_INFINITY;
+    this.#nextCheckT = Math.min(this.#nextCheckT, t + Math.min(this.#limits.timeoutMs(job), leaseMs));
+  }
+
+  /** From the last contact with a leader, how long until a run that lost it must have stopped. */
+  #leaseMs(): number {
+    return LEASE_ELECTION_TIMEOUTS * this.#limits.electionTimeoutMs + this.#limits.planIntervalMs;
+  }
+
   afterEvent(t: number): void {
     if (this.#due.length > 0) {
       const left: Due[] = [];
@@ -92,22 +109,30 @@ export class RunDeadlines {
       }
       this.#due = left;
     }
+    if (t <= this.#nextCheckT) return;
+    let next = Number.POSITIVE_INFINITY;
     for (const [id, run] of this.#runs.all) {
       // A stopped life's runs are the `stopping` check's, made above.
       if (this.#watch.isOver(run.member, run.incarnation)) continue;
       const stallEnd = this.#watch.pauseEnd(run.member);
       const timeoutMs = this.#limits.timeoutMs(run.job);
-      if (t > Math.max(run.startT + timeoutMs, stallEnd) + SLACK_MS) {
+      const timeoutT = Math.max(run.startT + timeoutMs, stallEnd) + SLACK_MS;
+      if (t > timeoutT) {
         this.#fail(t, id, 'run-timeout', `it started at ${run.startT.toFixed(1)} ms with a timeout of ${timeoutMs} ms`);
         continue;
       }
+      next = Math.min(next, timeoutT);
       if (this.#limits.mode(run.job) !== 'one') continue;
       const heard = Math.max(this.#watch.heardLeader(run.member) ?? run.startT, run.startT);
       const leaseEnd = heard + LEASE_ELECTION_TIMEOUTS * this.#limits.electionTimeoutMs;
-      if (t > Math.max(leaseEnd, stallEnd) + this.#limits.planIntervalMs + SLACK_MS) {
+      const leaseT = Math.max(leaseEnd, stallEnd) + this.#limits.planIntervalMs + SLACK_MS;
+      if (t > leaseT) {
         this.#fail(t, id, 'lease', `${run.member} last led or heard from its leader at ${heard.toFixed(1)} ms: its lease ended at ${leaseEnd.toFixed(1)} ms`);
+        continue;
       }
+      next = Math.min(next, leaseT);
     }
+    this.#nextCheckT = next;
   }
 
   #fail(t: number, id: string, kind: ViolationKind, why: string): void {
