@@ -8,7 +8,7 @@ import { validateJobOptions, validateName } from '../src/job-options.js';
 import { SeededRandom } from '../src/time/random.js';
 import { SafetyChecker } from './checker.js';
 import { RunCheckers } from './checkers/index.js';
-import { injectClockFaults, injectCrashes, injectPartitions, injectPauses, MAX_DISK_STALL_MS, type FaultSwitches } from './faults.js';
+import { injectAckPowerCuts, injectClockFaults, injectCrashes, injectPartitions, injectPauses, MAX_ACK_POWER_CUTS, MAX_DISK_STALL_MS, type FaultSwitches } from './faults.js';
 import { DEFAULT_SIM_JOBS, type SimJob } from './jobs.js';
 import { SimMember, type MemberHooks, type MemberSettings } from './member.js';
 import { SimNetwork, type NetworkFaults } from './network.js';
@@ -281,6 +281,9 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
       runChecks.onStop(scheduler.nowMs, m.id);
     };
     injectCrashes(faultContext, drawn.crashEveryMs, restart, onCrash);
+    // From a stream of their own, so that they leave every other fault where it was.
+    const cuts = new SeededRandom(seed * 7919 + 17);
+    injectAckPowerCuts({ ...faultContext, random: cuts }, cuts.int(1, MAX_ACK_POWER_CUTS), restart, onCrash);
   }
   if (switches.clocks) injectClockFaults(faultContext, drawn.clockEveryMs);
   if (switches.pauses) injectPauses(faultContext, drawn.pauseEveryMs);
