@@ -1,13 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Cluster } from '../src/index.js';
 import { RaftNode } from '../src/raft/node.js';
-import { EntryType, type Message } from '../src/raft/types.js';
+import { EntryType } from '../src/raft/types.js';
 import { RaftDriver } from '../src/runtime/driver.js';
 import { MemoryLogStorage } from '../src/storage/memory-log-storage.js';
 import type { TimerHandle, Timers } from '../src/time/clock.js';
 import { SeededRandom } from '../src/time/random.js';
-import type { Transport, TransportStats } from '../src/transport/transport.js';
 import { freePort } from './fixtures/process-cluster.js';
+import { RecordingTransport } from './fixtures/recording-transport.js';
 import { NO_SNAPSHOT_STATE } from './fixtures/state-machine.js';
 
 /**
@@ -47,38 +47,14 @@ class ManualTimers implements Timers {
   }
 }
 
-/** A transport that keeps what the driver sends and lets the test deliver messages. */
-class TestTransport implements Transport {
-  readonly sent: Message[] = [];
-  #handler: ((m: Message) => void) | null = null;
-  async start(): Promise<void> {}
-  async stop(): Promise<void> {}
-  send(m: Message): void {
-    this.sent.push(m);
-  }
-  flush(): void {}
-  onMessage(handler: (m: Message) => void): void {
-    this.#handler = handler;
-  }
-  deliver(m: Message): void {
-    this.#handler?.(m);
-  }
-  isConnected(): boolean {
-    return true;
-  }
-  stats(): TransportStats {
-    return { sent: this.sent.length, received: 0, droppedQueueFull: 0, droppedMalformed: 0, droppedOversized: 0, droppedUnexpected: 0 };
-  }
-}
-
 const REQUEST_TIMEOUT_MS = 1000;
 
 /** Member 'a' of three, following 'b' (term 1), on timers the test moves. */
-async function follower(maxPendingProposals = 100): Promise<{ driver: RaftDriver; transport: TestTransport; timers: ManualTimers }> {
+async function follower(maxPendingProposals = 100): Promise<{ driver: RaftDriver; transport: RecordingTransport; timers: ManualTimers }> {
   const storage = new MemoryLogStorage();
   const stored = await storage.open();
   const node = new RaftNode({ id: 'a', voters: ['a', 'b', 'c'], electionTicks: 1000, heartbeatTicks: 1 }, { hardState: stored.hardState, snapshot: stored.snapshot, entries: stored.entries }, new SeededRandom(1));
-  const transport = new TestTransport();
+  const transport = new RecordingTransport();
   const timers = new ManualTimers();
   const driver = new RaftDriver({
     node,
