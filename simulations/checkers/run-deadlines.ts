@@ -36,7 +36,8 @@ export interface RunLimits {
 }
 
 /**
- * Every run ends by the time something must end it, checked after every event:
+ * Every run ends by the time something must end it, checked after every event (runs are looked at
+ * once the earliest deadline can have passed):
  * - its timeoutMs (`run-timeout`), counted from its start, or from the end of a stall of its
  *   process that covered that instant (the timer fires then);
  * - for mode 'one', its member's lease (`lease`): once the member has neither led nor heard from
