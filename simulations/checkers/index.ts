@@ -119,7 +119,7 @@ export class RunCheckers {
    * run of its job was in progress around its instant (its overlap policy makes it wait or
    * skip), its member was at its maxConcurrent, or it was recorded skipped or replaced.
    */
-  excused(job: string, slotMs: number, member?: NodeId, marginMs = 50): boolean {
+  excused(job: string, slotMs: number, member: NodeId | undefined, marginMs: number): boolean {
     const slotT = slotMs - SIM_EPOCH_MS;
     const slot = this.#slots.slots.get(claimKey(job, slotMs));
     if (slot !== undefined && [...slot.outcomes].some(([by, outcome]) => by.endsWith(` ${slot.token}`) && (outcome === 'skipped' || outcome === 'replaced'))) return true;
