@@ -1,5 +1,6 @@
 import type { Entry, NodeId } from '../src/raft/types.js';
 import type { RaftLog } from '../src/raft/log.js';
+import type { ViolationKind } from './violations.js';
 
 const decoder = new TextDecoder();
 
@@ -12,6 +13,8 @@ const decoder = new TextDecoder();
  */
 export class SafetyChecker {
   readonly violations: string[] = [];
+  /** Every kind reported, in the order first seen (also those past the violations kept). */
+  readonly kinds: ViolationKind[] = [];
   readonly #leaderOfTerm = new Map<number, NodeId>();
   /** index -> "term|pid|data" of the entry applied there (the committed log). */
   readonly #committed = new Map<number, string>();
@@ -29,9 +32,10 @@ export class SafetyChecker {
    */
   readonly #committedBy = new Map<number, number>();
 
-  /** Records a violation (the first 20 are kept). */
-  report(atMs: number, what: string): void {
-    if (this.violations.length < 20) this.violations.push(`t=${atMs.toFixed(1)}ms: ${what}`);
+  /** Records a violation (the first 20 are kept, and every kind). */
+  report(atMs: number, kind: ViolationKind, what: string): void {
+    if (!this.kinds.includes(kind)) this.kinds.push(kind);
+    if (this.violations.length < 20) this.violations.push(`t=${atMs.toFixed(1)}ms: [${kind}] ${what}`);
   }
 
   /** A member (re)started: its applied index starts again from its snapshot. */
@@ -41,7 +45,7 @@ export class SafetyChecker {
 
   onApplied(atMs: number, member: NodeId, entry: Entry): void {
     const last = this.#lastApplied.get(member) ?? 0;
-    if (entry.index !== last + 1) this.report(atMs, `${member} applied index ${entry.index} after ${last}`);
+    if (entry.index !== last + 1) this.report(atMs, 'apply-order', `${member} applied index ${entry.index} after ${last}`);
     this.#lastApplied.set(member, entry.index);
     const key = `${entry.term}|${entry.pid}|${decoder.decode(entry.data)}`;
     const known = this.#committed.get(entry.index);
@@ -50,13 +54,13 @@ export class SafetyChecker {
       this.#committedBy.set(entry.index, this.#maxLeaderTerm);
       if (entry.index > this.#maxCommitted) this.#maxCommitted = entry.index;
     } else if (known !== key) {
-      this.report(atMs, `index ${entry.index} applied as ${known} elsewhere and as ${key} on ${member}`);
+      this.report(atMs, 'divergence', `index ${entry.index} applied as ${known} elsewhere and as ${key} on ${member}`);
     }
   }
 
   onLeader(atMs: number, member: NodeId, term: number, log: RaftLog): void {
     const prior = this.#leaderOfTerm.get(term);
-    if (prior !== undefined && prior !== member) this.report(atMs, `two leaders in term ${term}: ${prior} and ${member}`);
+    if (prior !== undefined && prior !== member) this.report(atMs, 'two-leaders', `two leaders in term ${term}: ${prior} and ${member}`);
     this.#leaderOfTerm.set(term, member);
     this.#maxLeaderTerm = Math.max(this.#maxLeaderTerm, term);
     for (let index = log.firstIndex(); index <= this.#maxCommitted; index++) {
@@ -64,7 +68,7 @@ export class SafetyChecker {
       const entry = log.entry(index);
       if (key === undefined || (this.#committedBy.get(index) ?? 0) >= term) continue;
       if (entry === undefined || !key.startsWith(`${entry.term}|${entry.pid}|`)) {
-        this.report(atMs, `new leader ${member} of term ${term} lacks committed entry ${index} (${key})`);
+        this.report(atMs, 'leader-completeness', `new leader ${member} of term ${term} lacks committed entry ${index} (${key})`);
         return;
       }
     }
@@ -74,14 +78,14 @@ export class SafetyChecker {
   onAck(atMs: number, index: number, text: string): void {
     this.#acked.set(index, text);
     const key = this.#committed.get(index);
-    if (key !== undefined && !key.endsWith(`|${text}`)) this.report(atMs, `acknowledged "${text}" at ${index}, but ${key} is there`);
+    if (key !== undefined && !key.endsWith(`|${text}`)) this.report(atMs, 'lost-ack', `acknowledged "${text}" at ${index}, but ${key} is there`);
   }
 
   /** At the end: every acknowledged proposal is where it was acknowledged. */
   checkAcknowledged(atMs: number): void {
     for (const [index, text] of this.#acked) {
       const key = this.#committed.get(index);
-      if (key === undefined || !key.endsWith(`|${text}`)) this.report(atMs, `acknowledged "${text}" at ${index} is lost (${key ?? 'nothing'} there)`);
+      if (key === undefined || !key.endsWith(`|${text}`)) this.report(atMs, 'lost-ack', `acknowledged "${text}" at ${index} is lost (${key ?? 'nothing'} there)`);
     }
   }
 

@@ -117,20 +117,75 @@ function blockedLinks(network: SimNetwork, ids: readonly NodeId[]): Array<[NodeI
   return out;
 }
 
+/** How long a crashed member stays down (ms). */
+const DOWN_MS: readonly [number, number] = [50, 3000];
+
+/** Crashes `victim` (it loses its unsynced writes) and restarts it after `downMs`. */
+function crashFor(ctx: FaultContext, victim: SimMember, downMs: readonly [number, number], how: string, restart: (m: SimMember) => void, onCrash: (m: SimMember) => void): void {
+  onCrash(victim);
+  victim.crash(ctx.network);
+  ctx.trace(`${how} ${victim.id}`);
+  ctx.record({ t: ctx.scheduler.nowMs, kind: 'crash', member: victim.id });
+  ctx.scheduler.after(ctx.random.int(...downMs), () => {
+    if (!victim.up) restart(victim);
+  });
+}
+
 /** Crashes a random live member (never the last one) and restarts it after a while. */
 export function injectCrashes(ctx: FaultContext, everyMs: number, restart: (m: SimMember) => void, onCrash: (m: SimMember) => void): void {
   repeat(ctx, everyMs, () => {
     const up = ctx.members.filter((m) => m.up);
     if (up.length <= 1) return;
-    const victim = pick(ctx.random, up);
-    onCrash(victim);
-    victim.crash(ctx.network);
-    ctx.trace(`crash ${victim.id}`);
-    ctx.record({ t: ctx.scheduler.nowMs, kind: 'crash', member: victim.id });
-    ctx.scheduler.after(ctx.random.int(50, 3000), () => {
-      if (!victim.up) restart(victim);
-    });
+    crashFor(ctx, pick(ctx.random, up), DOWN_MS, 'crash', restart, onCrash);
   });
+}
+
+/** The most power cuts after an acknowledgement one run draws (it draws from 1 to this many). */
+export const MAX_ACK_POWER_CUTS = 4;
+/** How long after the acknowledgement reaches it the leader loses power too: time to commit and apply what it counted (ms). */
+const POWER_CUT_LEADER_DELAY_MS: readonly [number, number] = [1, 25];
+/**
+ * After a power cut the followers come back first, the leader later (a slower machine to boot):
+ * the moment at which entries lost by a follower that acknowledged them too early would show.
+ */
+const POWER_CUT_FOLLOWER_DOWN_MS: readonly [number, number] = [50, 1000];
+const POWER_CUT_LEADER_DOWN_MS: readonly [number, number] = [1500, 3000];
+
+/**
+ * `count` power cuts, each right after an acknowledgement: the moment that tells whether a
+ * follower kept its promise. Each is armed at a random moment of the fault phase and waits for a
+ * follower to acknowledge entries while writes are still unsynced on its disk; then every
+ * follower with unsynced writes loses power at once (and what it had not synced), and the
+ * leader a moment later, once it could commit and apply what it counted; the followers come
+ * back first. An honest follower acknowledges only what is durable, so nothing committed is
+ * lost; one that acknowledged before its write was durable has lost an entry the leader
+ * counted, and the members that come back first may elect a leader without it. Plain crashes,
+ * at random moments, rarely fall in the few milliseconds between such an acknowledgement and
+ * the write's fsync. (Members without unsynced writes would lose nothing: they are spared, and
+ * so is what their restarts would cost. A few cuts a run, however long, cost little.)
+ */
+export function injectAckPowerCuts(ctx: FaultContext, count: number, restart: (m: SimMember) => void, onCrash: (m: SimMember) => void): void {
+  const { network, scheduler, random } = ctx;
+  let armed = 0;
+  for (let i = 0; i < count; i++) {
+    scheduler.at(random.int(0, ctx.untilMs), () => {
+      armed++;
+    });
+  }
+  network.onSend = (msg) => {
+    if (armed === 0 || scheduler.nowMs >= ctx.untilMs || msg.type !== 'append-resp' || msg.reject) return;
+    const follower = ctx.members.find((m) => m.id === msg.from);
+    const leader = ctx.members.find((m) => m.id === msg.to);
+    if (follower === undefined || leader === undefined || follower.disk.unsyncedWrites === 0) return;
+    armed--;
+    // After the send returns (the follower's driver is in the middle of sending), before any sync.
+    scheduler.after(0, () => {
+      for (const m of ctx.members) if (m !== leader && m.up && m.disk.unsyncedWrites > 0) crashFor(ctx, m, POWER_CUT_FOLLOWER_DOWN_MS, 'power cut', restart, onCrash);
+    });
+    scheduler.after(random.int(...POWER_CUT_LEADER_DELAY_MS), () => {
+      if (leader.up) crashFor(ctx, leader, POWER_CUT_LEADER_DOWN_MS, 'power cut', restart, onCrash);
+    });
+  };
 }
 
 /** Jumps (either way, up to a minute) and frozen clocks on a minority of members; drift, small offsets and clocks set right again on any. */

@@ -2,12 +2,13 @@ import { historyOf } from '../src/api/history.js';
 import type { NodeId } from '../src/raft/types.js';
 import type { SchedulerState } from '../src/scheduler/state.js';
 import { SIM_EPOCH_MS } from './scheduler.js';
+import type { ViolationKind } from './violations.js';
 
 /**
  * The kind of violation this checker reports: a member's `history()` shows a claimed slot,
  * older than the bound, with no outcome under its token and no run of it in progress.
  */
-export const HISTORY_OUTCOME = 'history-outcome';
+export const HISTORY_OUTCOME = 'history-outcome' satisfies ViolationKind;
 
 /** Bound on the violations reported per member: one shows the bug, the rest would crowd out others. */
 const MAX_REPORTED_PER_MEMBER = 3;
@@ -43,7 +44,7 @@ export function checkHistories(
         const earlier = shown === undefined ? 'no earlier outcome' : `${shown.outcome} under the earlier token ${shown.token}`;
         const what = shownRunning ? 'a run in progress that is not running' : 'no outcome and no run in progress';
         if (reported++ < MAX_REPORTED_PER_MEMBER) {
-          report(`[${HISTORY_OUTCOME}] ${id}'s history() shows ${slot.job}@${slotT.toFixed(1)} (true ms) claimed for ${assignee} under token ${slot.fencingToken} with ${what} (${earlier})`);
+          report(`${id}'s history() shows ${slot.job}@${slotT.toFixed(1)} (true ms) claimed for ${assignee} under token ${slot.fencingToken} with ${what} (${earlier})`);
         }
       }
     }

@@ -14,29 +14,40 @@ export interface SimJob {
   readonly failRate?: number;
 }
 
-/** The jobs a run schedules when the user names none: each mode and a retrying job. */
+/**
+ * The jobs a run schedules when the user names none: each mode, a retrying job, a timeout, and
+ * runs that outlast their period under each overlap policy but 'allow' (a slot of 'cron-5s'
+ * that fires meanwhile is skipped, one of 'all-members' waits its turn on its member, one of
+ * 'flaky' replaces the run in progress, on whichever member).
+ */
 export const DEFAULT_SIM_JOBS: readonly SimJob[] = [
   { name: 'every-second', spec: { every: '1s' } },
-  { name: 'cron-5s', spec: '*/5 * * * * *', runMs: [100, 3000] },
-  { name: 'all-members', spec: { every: '3s' }, options: { mode: 'all' } },
-  { name: 'flaky', spec: { every: '2s' }, options: { retries: 2, retryDelayMs: 200 }, failRate: 0.2 },
+  { name: 'cron-5s', spec: '*/5 * * * * *', runMs: [100, 7000], options: { timeoutMs: 6000 } },
+  { name: 'all-members', spec: { every: '3s' }, runMs: [1, 4000], options: { mode: 'all', overlap: 'queue' } },
+  { name: 'flaky', spec: { every: '2s' }, runMs: [1, 3000], options: { retries: 2, retryDelayMs: 200, overlap: 'replace' }, failRate: 0.2 },
 ];
+
+/** What a handler saw, for the checkers: its context as it started, and its signal's reason as it aborted. */
+export type HandlerEvent = { readonly type: 'start'; readonly ctx: JobContext } | { readonly type: 'abort'; readonly ctx: JobContext; readonly reason: unknown };
 
 /**
  * A handler that takes a drawn time on the member's own (simulated) timers and may fail. It
- * stops early when its signal aborts, as a well-behaved handler does.
+ * stops early when its signal aborts, as a well-behaved handler does. `observe` sees what it
+ * was given.
  */
-export function simHandler(job: SimJob, timers: Timers, random: Random): JobHandler {
+export function simHandler(job: SimJob, timers: Timers, random: Random, observe: (event: HandlerEvent) => void = () => undefined): JobHandler {
   const [min, max] = job.runMs ?? [1, 50];
   const failPermille = Math.round((job.failRate ?? 0) * 1000);
   return (ctx: JobContext) =>
     new Promise<void>((resolve, reject) => {
+      observe({ type: 'start', ctx });
       const ms = random.int(min, max);
       const fails = failPermille > 0 && random.int(0, 999) < failPermille;
       const timer = timers.setTimeout(() => (fails ? reject(new Error('simulated failure')) : resolve()), ms);
       ctx.signal.addEventListener(
         'abort',
         () => {
+          observe({ type: 'abort', ctx, reason: ctx.signal.reason });
           timers.clearTimeout(timer);
           reject(ctx.signal.reason as Error);
         },

@@ -10,7 +10,7 @@ import type { TimerHandle, Timers } from '../src/time/clock.js';
 import { SeededRandom } from '../src/time/random.js';
 import type { Transport } from '../src/transport/transport.js';
 import { SimClock } from './clock-model.js';
-import { simHandler, type SimJob } from './jobs.js';
+import { simHandler, type HandlerEvent, type SimJob } from './jobs.js';
 import type { SimNetwork } from './network.js';
 import type { SimScheduler } from './scheduler.js';
 
@@ -32,6 +32,10 @@ export interface MemberHooks {
   readonly onSchedulerApplied: (id: NodeId, ...args: Parameters<NonNullable<MemberParts['onSchedulerApplied']>>) => void;
   readonly onRunStart: (id: NodeId, incarnation: number, ...args: Parameters<NonNullable<MemberParts['onRunStart']>>) => void;
   readonly onRun: (id: NodeId, incarnation: number, ...args: Parameters<NonNullable<MemberParts['onRun']>>) => void;
+  /** A message the process took in (once any stall ended), after the member handled it. */
+  readonly onReceived?: (id: NodeId, m: Message) => void;
+  /** What a job's handler saw (see HandlerEvent). */
+  readonly onHandler?: (id: NodeId, incarnation: number, event: HandlerEvent) => void;
 }
 
 /**
@@ -79,7 +83,7 @@ export class SimMember {
       new SeededRandom(this.#seed * 7919 + incarnation),
     );
     hooks.onStart(this.id, stored.snapshot.index);
-    const transport = this.#pausable(network.attach(this.id), incarnation);
+    const transport = this.#pausable(network.attach(this.id), incarnation, (m) => hooks.onReceived?.(this.id, m));
     // Each process's monotonic clock has its own origin (as performance.now() does), so clock
     // synchronization cannot lean on the simulation's shared virtual time.
     const timers = this.#timers(incarnation, new SeededRandom(this.#seed * 65_537 + incarnation).int(0, 1_000_000_000) / 1000);
@@ -107,7 +111,8 @@ export class SimMember {
     member.start();
     // The app schedules its jobs at boot, as every member of a real cluster would.
     const random = new SeededRandom(this.#seed * 104_729 + incarnation);
-    for (const job of settings.jobs) member.scheduler.schedule(job.name, parseSpec(job.spec), simHandler(job, timers, random), job.options ?? {});
+    const observe = (event: HandlerEvent): void => hooks.onHandler?.(this.id, incarnation, event);
+    for (const job of settings.jobs) member.scheduler.schedule(job.name, parseSpec(job.spec), simHandler(job, timers, random, observe), job.options ?? {});
   }
 
   /** The process dies: unsynced writes are lost, and nothing of this life runs again. */
@@ -160,13 +165,19 @@ export class SimMember {
   }
 
   /** The member's transport, whose inbound messages wait while the process is stalled. */
-  #pausable(inner: Transport, incarnation: number): Transport {
+  #pausable(inner: Transport, incarnation: number, received: (m: Message) => void): Transport {
     return {
       start: () => inner.start(),
       stop: () => inner.stop(),
       send: (m: Message) => inner.send(m),
       flush: () => inner.flush(),
-      onMessage: (handler) => inner.onMessage((m) => this.#whenRunning(incarnation, () => handler(m))),
+      onMessage: (handler) =>
+        inner.onMessage((m) =>
+          this.#whenRunning(incarnation, () => {
+            handler(m);
+            received(m);
+          }),
+        ),
       isConnected: (peer) => inner.isConnected(peer),
       stats: () => inner.stats(),
     };

@@ -26,6 +26,8 @@ export class SimNetwork {
   /** Links that are clogged: extra delay (ms) on every message sent over them. */
   readonly #clogged = new Map<string, number>();
   faults: NetworkFaults;
+  /** Sees every message as it is sent, before the network does anything to it (faults that react to messages). */
+  onSend: ((m: Message) => void) | null = null;
   delivered = 0;
   dropped = 0;
 
@@ -71,6 +73,7 @@ export class SimNetwork {
   }
 
   send(m: Message): void {
+    this.onSend?.(m);
     if (this.isBlocked(m.from, m.to) || this.#chance(this.faults.lossRate)) {
       this.dropped++;
       return;

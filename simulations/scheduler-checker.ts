@@ -1,8 +1,9 @@
 import type { NodeId } from '../src/raft/types.js';
 import { MAX_INTERRUPTED_ATTEMPTS } from '../src/scheduler/planner.js';
 import { instantsBetween, type JobSpec } from '../src/scheduler/spec.js';
-import { claimKey, MISSED, type ApplyResult, type AssignMode, type SchedulerCommand } from '../src/scheduler/state.js';
+import { claimKey, MISSED, type ApplyResult, type AssignMode, type JobPolicy, type SchedulerCommand } from '../src/scheduler/state.js';
 import { SIM_EPOCH_MS } from './scheduler.js';
+import type { Report } from './violations.js';
 
 /** A slot as the committed log tells it, with what the checkers saw run. */
 interface SlotRecord {
@@ -19,11 +20,15 @@ interface SlotRecord {
   firstStartT: number | null;
   /** Every `${member} ${token}` the log ever gave this slot: a run must hold one of them. */
   readonly grants: Set<string>;
+  /** The token whose run a later slot replaced (overlap 'replace'): the slot's story is over. */
+  cancelledToken: number | null;
 }
 
 interface JobInfo {
   readonly spec: JobSpec;
   readonly mode: AssignMode;
+  /** As the first registration replicated it. */
+  readonly policy: JobPolicy;
   readonly anchorMs: number;
   claims: number;
   missed: number;
@@ -51,7 +56,7 @@ interface RunningRun {
  * member applies the same entry at each index).
  */
 export class SchedulerChecker {
-  readonly #report: (t: number, what: string) => void;
+  readonly #report: Report;
   readonly jobs = new Map<string, JobInfo>();
   readonly slots = new Map<string, SlotRecord>();
   readonly #running = new Map<string, RunningRun[]>();
@@ -62,7 +67,7 @@ export class SchedulerChecker {
   reRuns = 0;
   readonly #startedAt = new Map<NodeId, number>();
 
-  constructor(report: (t: number, what: string) => void) {
+  constructor(report: Report) {
     this.#report = report;
   }
 
@@ -78,14 +83,14 @@ export class SchedulerChecker {
   #observe(t: number, index: number, command: SchedulerCommand): void {
     switch (command.type) {
       case 'register':
-        if (!this.jobs.has(command.job)) this.jobs.set(command.job, { spec: command.spec, mode: command.mode, anchorMs: command.atMs, claims: 0, missed: 0, highWaterMs: command.atMs });
+        if (!this.jobs.has(command.job)) this.jobs.set(command.job, { spec: command.spec, mode: command.mode, policy: command.policy, anchorMs: command.atMs, claims: 0, missed: 0, highWaterMs: command.atMs });
         return;
       case 'claim':
         return this.#onClaim(t, index, command);
       case 'reassign': {
         const slot = this.slots.get(claimKey(command.job, command.slotMs));
-        if (slot === undefined) return this.#report(t, `reassign of unclaimed slot ${command.job}@${command.slotMs}`);
-        if (index <= slot.token) this.#report(t, `fencing token of ${command.job}@${command.slotMs} went from ${slot.token} to ${index}`);
+        if (slot === undefined) return this.#report(t, 'token', `reassign of unclaimed slot ${command.job}@${command.slotMs}`);
+        if (index <= slot.token) this.#report(t, 'fencing', `fencing token of ${command.job}@${command.slotMs} went from ${slot.token} to ${index}`);
         slot.token = index;
         slot.assignees = command.assignees;
         slot.attempt++;
@@ -99,6 +104,11 @@ export class SchedulerChecker {
         job.highWaterMs = Math.max(job.highWaterMs, command.throughMs);
         return;
       }
+      case 'cancel': {
+        const slot = this.slots.get(claimKey(command.job, command.slotMs));
+        if (slot !== undefined) slot.cancelledToken = command.token;
+        return;
+      }
       case 'outcome': {
         const slot = this.slots.get(claimKey(command.job, command.slotMs));
         slot?.outcomes.set(`${command.member} ${command.token}`, command.outcome);
@@ -108,8 +118,8 @@ export class SchedulerChecker {
       case 'expire': {
         // The slot's new token, under which its assignee's outcome is 'missed': no run holds it.
         const slot = this.slots.get(claimKey(command.job, command.slotMs));
-        if (slot === undefined) return this.#report(t, `expiry of unclaimed slot ${command.job}@${command.slotMs}`);
-        if (index <= slot.token) this.#report(t, `fencing token of ${command.job}@${command.slotMs} went from ${slot.token} to ${index}`);
+        if (slot === undefined) return this.#report(t, 'token', `expiry of unclaimed slot ${command.job}@${command.slotMs}`);
+        if (index <= slot.token) this.#report(t, 'fencing', `fencing token of ${command.job}@${command.slotMs} went from ${slot.token} to ${index}`);
         slot.token = index;
         for (const member of slot.assignees) {
           slot.outcomes.set(`${member} ${index}`, MISSED);
@@ -125,37 +135,37 @@ export class SchedulerChecker {
   #onClaim(t: number, index: number, command: Extract<SchedulerCommand, { type: 'claim' }>): void {
     const key = claimKey(command.job, command.slotMs);
     const earlier = this.slots.get(key);
-    if (earlier !== undefined) this.#report(t, `slot ${key} claimed twice (tokens ${earlier.token} and ${index})`);
+    if (earlier !== undefined) this.#report(t, 'claimed-twice', `slot ${key} claimed twice (tokens ${earlier.token} and ${index})`);
     const job = this.jobs.get(command.job);
     if (job !== undefined) {
       job.claims++;
       job.highWaterMs = Math.max(job.highWaterMs, command.slotMs);
       if (job.spec.kind !== 'delay' && !instantsBetween(job.spec, job.anchorMs, command.slotMs - 1, command.slotMs, 1).includes(command.slotMs)) {
-        this.#report(t, `slot ${key} is not an instant of the job's spec`);
+        this.#report(t, 'spec-instant', `slot ${key} is not an instant of the job's spec`);
       }
     }
     const grants = new Set(command.assignees.map((member) => `${member} ${index}`));
-    this.slots.set(key, { job: command.job, slotMs: command.slotMs, token: index, assignees: command.assignees, attempt: 1, outcomes: new Map(), outcomeAt: new Map(), firstStartT: null, grants });
+    this.slots.set(key, { job: command.job, slotMs: command.slotMs, token: index, assignees: command.assignees, attempt: 1, outcomes: new Map(), outcomeAt: new Map(), firstStartT: null, grants, cancelledToken: null });
   }
 
   onRunStart(t: number, member: NodeId, incarnation: number, run: { job: string; slotMs: number; fencingToken: number }): void {
     const key = claimKey(run.job, run.slotMs);
     const slot = this.slots.get(key);
-    if (slot === undefined) return this.#report(t, `${member} started ${key} which was never claimed`);
+    if (slot === undefined) return this.#report(t, 'token', `${member} started ${key} which was never claimed`);
     slot.firstStartT ??= t;
-    if (!slot.grants.has(`${member} ${run.fencingToken}`)) this.#report(t, `${member} started ${key} under token ${run.fencingToken}, which the log never gave it`);
+    if (!slot.grants.has(`${member} ${run.fencingToken}`)) this.#report(t, 'token', `${member} started ${key} under token ${run.fencingToken}, which the log never gave it`);
     if (run.fencingToken < slot.token) this.staleStarts++;
     // Its own outcome committed before this process started: its replay, or the read barrier a
     // late slot waits for, shows it. (One committed after the restart began may have been in
     // flight from the previous life: that re-run is the documented at-least-once case.)
     const committedAt = slot.outcomeAt.get(`${member} ${run.fencingToken}`);
     if (committedAt !== undefined && committedAt < (this.#startedAt.get(member) ?? 0)) {
-      this.#report(t, `${member} started ${key} again under token ${run.fencingToken}, whose outcome was committed before this process started`);
+      this.#report(t, 're-run', `${member} started ${key} again under token ${run.fencingToken}, whose outcome was committed before this process started`);
     }
     if (committedAt !== undefined) this.reRuns++;
     const running = this.#running.get(key) ?? [];
     const twin = running.find((r) => r.token === run.fencingToken && r.member === member);
-    if (twin !== undefined) this.#report(t, `${key} runs twice at once under token ${run.fencingToken} (${twin.member}#${twin.incarnation} and ${member}#${incarnation})`);
+    if (twin !== undefined) this.#report(t, 'twin-run', `${key} runs twice at once under token ${run.fencingToken} (${twin.member}#${twin.incarnation} and ${member}#${incarnation})`);
     running.push({ member, incarnation, token: run.fencingToken });
     this.#running.set(key, running);
   }
@@ -188,33 +198,41 @@ export class SchedulerChecker {
 
   /**
    * Accounting: every instant up to each job's high-water mark is claimed or counted missed.
-   * Liveness: every instant in [fromT, toT] (true ms) started within `latenessMs`; every slot
-   * at or before `settledT` has an outcome under its current claim.
+   * Liveness: every instant in [fromT, toT] (true ms) started within `latenessMs`, unless
+   * `excused` (its overlap policy or a full member kept it waiting, or from running); every slot
+   * at or before `settledT` has an outcome under its current claim, unless `underway` (its run
+   * is still going, or waits its turn in a queue its member is working through).
    */
-  finish(t: number, window: { fromT: number; toT: number; latenessMs: number; settledT: number }): void {
+  finish(
+    t: number,
+    window: { fromT: number; toT: number; latenessMs: number; settledT: number; excused?: (job: string, slotMs: number) => boolean; underway?: (job: string, slotMs: number, member: NodeId) => boolean },
+  ): void {
     for (const [name, job] of this.jobs) {
       if (job.spec.kind === 'delay') continue;
       const instants = countInstants(job.spec, job.anchorMs, job.anchorMs, job.highWaterMs);
       if (instants !== job.claims + job.missed) {
-        this.#report(t, `job ${name}: ${instants} instants up to its high-water mark, but ${job.claims} claimed and ${job.missed} counted missed`);
+        this.#report(t, 'accounting', `job ${name}: ${instants} instants up to its high-water mark, but ${job.claims} claimed and ${job.missed} counted missed`);
       }
       const due = instantsBetween(job.spec, job.anchorMs, SIM_EPOCH_MS + window.fromT - 1, SIM_EPOCH_MS + window.toT, 100_000);
       for (const slotMs of due) {
         const slot = this.slots.get(claimKey(name, slotMs));
         const slotT = slotMs - SIM_EPOCH_MS;
-        if (slot === undefined) this.#report(t, `liveness: ${name}@${slotT} (true ms) due after healing was never claimed`);
-        else if (slot.firstStartT === null) this.#report(t, `liveness: ${name}@${slotT} due after healing never ran`);
+        if (slot === undefined) this.#report(t, 'lateness', `${name}@${slotT} (true ms) due after healing was never claimed`);
+        else if (window.excused?.(name, slotMs) === true) continue;
+        else if (slot.firstStartT === null) this.#report(t, 'lateness', `${name}@${slotT} due after healing never ran`);
         else if (Math.abs(slot.firstStartT - slotT) > window.latenessMs) {
-          this.#report(t, `liveness: ${name}@${slotT} started ${(slot.firstStartT - slotT).toFixed(1)} ms off its instant (bound ${window.latenessMs} ms)`);
+          this.#report(t, 'lateness', `${name}@${slotT} started ${(slot.firstStartT - slotT).toFixed(1)} ms off its instant (bound ${window.latenessMs} ms)`);
         }
       }
     }
     for (const slot of this.slots.values()) {
       if (slot.slotMs - SIM_EPOCH_MS > window.settledT) continue;
+      // Replaced by a later slot: never moved or retried, whatever its run reported.
+      if (slot.cancelledToken === slot.token) continue;
       for (const member of slot.assignees) {
         const outcome = slot.outcomes.get(`${member} ${slot.token}`);
         const stuck = outcome === undefined || (outcome === 'interrupted' && slot.attempt < MAX_INTERRUPTED_ATTEMPTS && this.jobs.get(slot.job)?.mode === 'one');
-        if (stuck) this.#report(t, `slot ${slot.job}@${slot.slotMs - SIM_EPOCH_MS} (true ms) has no final outcome from ${member} under token ${slot.token} (${outcome ?? 'none'})`);
+        if (stuck && window.underway?.(slot.job, slot.slotMs, member) !== true) this.#report(t, 'outcome', `slot ${slot.job}@${slot.slotMs - SIM_EPOCH_MS} (true ms) has no final outcome from ${member} under token ${slot.token} (${outcome ?? 'none'})`);
       }
     }
   }

@@ -8,7 +8,8 @@ import { MISSED, MISSED_REASONS, type ApplyResult } from '../src/scheduler/state
 import { validateJobOptions, validateName } from '../src/job-options.js';
 import { SeededRandom } from '../src/time/random.js';
 import { SafetyChecker } from './checker.js';
-import { injectClockFaults, injectCrashes, injectPartitions, injectPauses, MAX_DISK_STALL_MS, type FaultSwitches } from './faults.js';
+import { RunCheckers } from './checkers/index.js';
+import { injectAckPowerCuts, injectClockFaults, injectCrashes, injectPartitions, injectPauses, MAX_ACK_POWER_CUTS, MAX_DISK_STALL_MS, type FaultSwitches } from './faults.js';
 import { DEFAULT_SIM_JOBS, type SimJob } from './jobs.js';
 import { SimMember, type MemberHooks, type MemberSettings } from './member.js';
 import { SimNetwork, type NetworkFaults } from './network.js';
@@ -18,9 +19,11 @@ import { drainMicrotasks, SIM_EPOCH_MS, SimScheduler } from './scheduler.js';
 import { summarizeJobs, type JobSummary } from './summary.js';
 export type { JobSummary } from './summary.js';
 import { MAX_TIMELINE_EVENTS, type TimelineEvent } from './timeline.js';
+import type { Report, ViolationKind } from './violations.js';
 
 export type { FaultSwitches } from './faults.js';
 export type { SimJob } from './jobs.js';
+export type { ViolationKind } from './violations.js';
 
 export interface SimulationOptions {
   readonly seed: number;
@@ -38,12 +41,16 @@ export interface SimulationOptions {
   readonly timeline?: boolean;
   /** When members compact their logs. @default drawn from the seed, far more often than production */
   readonly compaction?: CompactionOptions;
+  /** Runs at once on each member (the `maxConcurrent` option). @default no limit */
+  readonly maxConcurrent?: number;
 }
 
 export interface SimulationResult {
   readonly seed: number;
   readonly members: readonly NodeId[];
   readonly violations: readonly string[];
+  /** The kinds of every violation found, in the order first seen (see violations.ts). */
+  readonly violationKinds: readonly ViolationKind[];
   readonly simulatedMs: number;
   /** True ms at which the fault phase ended. */
   readonly healedAtMs: number;
@@ -166,14 +173,16 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
   const record = (event: TimelineEvent): void => {
     if (options.timeline === true && timeline.length < MAX_TIMELINE_EVENTS) timeline.push(event);
   };
-  const report = (t: number, what: string): void => {
-    safety.report(t, what);
-    record({ t, kind: 'violation', message: what });
+  const report: Report = (t, kind, what) => {
+    safety.report(t, kind, what);
+    record({ t, kind: 'violation', message: `[${kind}] ${what}` });
   };
   const slots = new SchedulerChecker(report);
   const ids: NodeId[] = Array.from({ length: memberCount }, (_, i) => `m${i + 1}`);
   const members = ids.map((id, i) => new SimMember(id, seed * 31 + i, scheduler));
-  const settings: MemberSettings = { voters: ids, electionTicks: ELECTION_TICKS, timing: TIMING, jobs, compaction, snapshotChunkBytes: drawn.snapshotChunkBytes };
+  const timing: MemberTiming = options.maxConcurrent === undefined ? TIMING : { ...TIMING, maxConcurrent: options.maxConcurrent };
+  const settings: MemberSettings = { voters: ids, electionTicks: ELECTION_TICKS, timing, jobs, compaction, snapshotChunkBytes: drawn.snapshotChunkBytes };
+  const runChecks = new RunCheckers({ report, slots, members, timing, jobs });
   /** Set in the liveness phase to watch for its marker entry. */
   let alsoOnApplied: ((id: NodeId, entry: Entry) => void) | null = null;
   const leading = new Map<NodeId, number>();
@@ -204,10 +213,12 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
         record({ t: scheduler.nowMs, kind: 'follower', member: id, term: node.term });
       }
     },
-    onSchedulerApplied: (_id, index, command, result) => {
+    onSchedulerApplied: (id, index, command, result) => {
       const t = scheduler.nowMs;
-      const first = slots.onApplied(t, index, command, result as Parameters<SchedulerChecker['onApplied']>[3]);
-      if (!first || !(result as { ok: boolean }).ok) return;
+      const applied = result as Parameters<SchedulerChecker['onApplied']>[3];
+      const first = slots.onApplied(t, index, command, applied);
+      runChecks.onApplied(t, id, index, command, applied, first);
+      if (!first || !applied.ok) return;
       if (command.type === 'claim' || command.type === 'reassign') {
         record({ t, kind: 'claim', job: command.job, slotT: command.slotMs - SIM_EPOCH_MS, token: index, assignees: command.assignees });
       } else if (command.type === 'skip') {
@@ -223,13 +234,17 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
     onRunStart: (id, incarnation, run) => {
       trace.update(`${scheduler.nowMs} ${id} runs ${run.job}@${run.slotMs} ${run.fencingToken}\n`);
       slots.onRunStart(scheduler.nowMs, id, incarnation, run);
+      runChecks.onRunStart(scheduler.nowMs, id, incarnation, run);
     },
     onRun: (id, incarnation, run) => {
       slots.onRunEnd(id, incarnation, run);
+      runChecks.onRunEnd(scheduler.nowMs, id, incarnation, run);
       const endT = scheduler.nowMs;
       const startT = endT - (run.endedAtMs - run.startedAtMs);
       record({ t: endT, kind: 'run', job: run.job, slotT: run.slotMs - SIM_EPOCH_MS, token: run.fencingToken, member: id, startT, endT, outcome: run.outcome });
     },
+    onReceived: (id, m) => runChecks.onReceived(scheduler.nowMs, id, m),
+    onHandler: (id, incarnation, event) => runChecks.onHandler(scheduler.nowMs, id, incarnation, event),
   };
   let crashes = 0;
   let snapshotsInstalled = 0;
@@ -270,11 +285,16 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
   const faultContext = { scheduler, network, random, members, ids, untilMs: durationMs, record, trace: (line: string) => trace.update(`${scheduler.nowMs} ${line}\n`) };
   if (switches.partitions) injectPartitions(faultContext, drawn.partitionEveryMs);
   if (switches.crashes) {
-    injectCrashes(faultContext, drawn.crashEveryMs, restart, (m) => {
+    const onCrash = (m: SimMember): void => {
       crashes++;
       leading.delete(m.id);
       slots.onCrash(m.id);
-    });
+      runChecks.onStop(scheduler.nowMs, m.id);
+    };
+    injectCrashes(faultContext, drawn.crashEveryMs, restart, onCrash);
+    // From a stream of their own, so that they leave every other fault where it was.
+    const cuts = new SeededRandom(seed * 7919 + 17);
+    injectAckPowerCuts({ ...faultContext, random: cuts }, cuts.int(1, MAX_ACK_POWER_CUTS), restart, onCrash);
   }
   if (switches.clocks) injectClockFaults(faultContext, drawn.clockEveryMs);
   if (switches.pauses) injectPauses(faultContext, drawn.pauseEveryMs);
@@ -289,12 +309,12 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
     // An index at or before a snapshot (in memory or on disk) is covered by it: the entry is gone.
     const covered = Math.max(node.log.firstIndex() - 1, m.disk.durableBounds().snapshotIndex);
     if (stable > covered && m.disk.durableTerm(stable) !== node.log.term(stable)) {
-      report(scheduler.nowMs, `${m.id} believes index ${stable} (term ${node.log.term(stable)}) durable, but its disk holds term ${m.disk.durableTerm(stable) ?? 'nothing'} there`);
+      report(scheduler.nowMs, 'durability', `${m.id} believes index ${stable} (term ${node.log.term(stable)}) durable, but its disk holds term ${m.disk.durableTerm(stable) ?? 'nothing'} there`);
     }
     if (node.role !== 'leader') return;
     const match = node.progressOf(m.id)?.match ?? 0;
     if (match > covered && m.disk.durableTerm(match) !== node.log.term(match)) {
-      report(scheduler.nowMs, `leader ${m.id} counts index ${match} as its own, but its disk does not hold it`);
+      report(scheduler.nowMs, 'durability', `leader ${m.id} counts index ${match} as its own, but its disk does not hold it`);
     }
   };
 
@@ -304,7 +324,7 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
   // are in flight, a member catching up has compacted in memory what its disk still holds.)
   const checkBounds = (m: SimMember): void => {
     for (const b of m.member?.bounds() ?? []) {
-      if (b.value > b.limit) report(scheduler.nowMs, `${m.id} holds ${b.value} ${b.name}, over its bound of ${b.limit}`);
+      if (b.value > b.limit) report(scheduler.nowMs, 'bounds', `${m.id} holds ${b.value} ${b.name}, over its bound of ${b.limit}`);
     }
     const driver = m.driver;
     if (driver === null || driver.writesInFlight > 0) return;
@@ -313,7 +333,7 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
     const diskLimit = 2 * compaction.everyEntries + compaction.retainEntries + Math.max(0, node.log.lastIndex() - node.log.applied);
     if (disk.lastIndex - disk.snapshotIndex > diskLimit) {
       const where = `disk ${disk.snapshotIndex + 1}..${disk.lastIndex}; in memory ${node.role}, snapshot ${node.latestSnapshot.index}, first ${node.log.firstIndex()}, applied ${node.log.applied}, stable ${node.log.stable}, last ${node.log.lastIndex()}`;
-      report(scheduler.nowMs, `${m.id}'s disk holds ${disk.lastIndex - disk.snapshotIndex} entries, over its bound of ${diskLimit} (${where})`);
+      report(scheduler.nowMs, 'bounds', `${m.id}'s disk holds ${disk.lastIndex - disk.snapshotIndex} entries, over its bound of ${diskLimit} (${where})`);
     }
   };
 
@@ -335,7 +355,7 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
         for (let batch = 1; batch < MAX_EVENTS_PER_INSTANT && scheduler.nextAt() === scheduler.nowMs; batch++) scheduler.step(untilMs);
       } catch (error) {
         // The protocol's own assertions (e.g. "no term for index") are violations too.
-        report(scheduler.nowMs, `exception: ${error instanceof Error ? error.message : String(error)}`);
+        report(scheduler.nowMs, 'exception', `${error instanceof Error ? error.message : String(error)}`);
         crashed = true;
         return;
       }
@@ -346,6 +366,7 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
         m.scheduleSync(fsyncMs, syncBatch);
         checkDurability(m);
       }
+      runChecks.afterEvent(scheduler.nowMs);
       if (++events % BOUNDS_CHECK_EVERY === 0) for (const m of members) checkBounds(m);
       if (events > MAX_EVENTS) throw new Error(`seed ${seed}: more than ${MAX_EVENTS} events`);
       if (stop()) return;
@@ -369,6 +390,7 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
   await Promise.all(restarts.splice(0));
   const healedAt = scheduler.nowMs;
   healedAtT = healedAt;
+  runChecks.calmFrom(healedAt + SCHEDULER_SETTLE_MS);
   record({ t: healedAt, kind: 'healed' });
   const marker = `liveness-${seed}`;
   let appliedEverywhere = false;
@@ -410,26 +432,33 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
     };
     const progress = ids.filter((id) => id !== leader?.id).map(progressOf).join(', ');
     const leaderAt = leader === undefined ? 'no leader' : `leader ${leader.id} term ${leader.term} committed ${leader.log.committed} last ${leader.log.lastIndex()} first ${leader.log.firstIndex()} [${progress}]`;
-    report(scheduler.nowMs, `liveness: after healing at ${healedAt} ms, no new entry was applied on every member within ${livenessBoundMs} ms (${members.filter(hasMarker).length}/${memberCount}; marker at ${markerIndex || 'none yet'}; ${leaderAt}; ${behind.join('; ')})`);
+    report(scheduler.nowMs, 'raft-liveness', `after healing at ${healedAt} ms, no new entry was applied on every member within ${livenessBoundMs} ms (${members.filter(hasMarker).length}/${memberCount}; marker at ${markerIndex || 'none yet'}; ${leaderAt}; ${behind.join('; ')})`);
   }
   if (jobs.length > 0) {
     const watchEnd = healedAt + SCHEDULER_SETTLE_MS + SCHEDULER_WATCH_MS;
     await run(watchEnd + OUTCOME_GRACE_MS);
     if (crashed) return finish();
-    slots.finish(scheduler.nowMs, { fromT: healedAt + SCHEDULER_SETTLE_MS, toT: watchEnd, latenessMs: LATENESS_BOUND_MS, settledT: watchEnd });
+    const window = { fromT: healedAt + SCHEDULER_SETTLE_MS, toT: watchEnd, latenessMs: LATENESS_BOUND_MS, settledT: watchEnd };
+    const t = scheduler.nowMs;
+    slots.finish(t, { ...window, excused: (job, slotMs) => runChecks.excused(job, slotMs, undefined, LATENESS_BOUND_MS), underway: (job, slotMs, member) => runChecks.underway(t, job, slotMs, member) });
+    runChecks.finish(scheduler.nowMs, window);
     const states = members.flatMap((m) => (m.member === null ? [] : [{ id: m.id, state: m.member.scheduler.state }]));
-    checkHistories(states, watchEnd, (run) => slots.isRunning(run), (what) => report(scheduler.nowMs, what));
+    checkHistories(states, watchEnd, (run) => slots.isRunning(run), (what) => report(scheduler.nowMs, 'history-outcome', what));
   }
   return finish();
 
   function finish(): SimulationResult {
     safety.checkAcknowledged(scheduler.nowMs);
-    for (const m of members) m.member?.stop();
+    for (const m of members) {
+      if (m.up) runChecks.onStop(scheduler.nowMs, m.id);
+      m.member?.stop();
+    }
     return {
       seed,
       members: ids,
       snapshotsInstalled,
       violations: safety.violations,
+      violationKinds: safety.kinds,
       simulatedMs: scheduler.nowMs,
       healedAtMs: healedAtT ?? scheduler.nowMs,
       committed: safety.committedCount,

@@ -8,36 +8,8 @@ import { MemoryDisk } from '../src/storage/memory-disk.js';
 import { MemoryLogStorage } from '../src/storage/memory-log-storage.js';
 import type { Timers } from '../src/time/clock.js';
 import { SeededRandom } from '../src/time/random.js';
-import type { Transport, TransportStats } from '../src/transport/transport.js';
+import { RecordingTransport } from './fixtures/recording-transport.js';
 import { NO_SNAPSHOT_STATE } from './fixtures/state-machine.js';
-
-/** A transport that records what the driver sends and lets the test deliver messages. */
-class RecordingTransport implements Transport {
-  readonly sent: Message[] = [];
-  /** How many of `sent` were handed to the network by a flush (the rest wait for the turn's end). */
-  flushed = 0;
-  #handler: ((m: Message) => void) | null = null;
-  async start(): Promise<void> {}
-  async stop(): Promise<void> {}
-  send(m: Message): void {
-    this.sent.push(m);
-  }
-  flush(): void {
-    this.flushed = this.sent.length;
-  }
-  onMessage(handler: (m: Message) => void): void {
-    this.#handler = handler;
-  }
-  deliver(m: Message): void {
-    this.#handler?.(m);
-  }
-  isConnected(): boolean {
-    return true;
-  }
-  stats(): TransportStats {
-    return { sent: this.sent.length, received: 0, droppedQueueFull: 0, droppedMalformed: 0, droppedOversized: 0, droppedUnexpected: 0 };
-  }
-}
 
 /** Timers that never fire by themselves: the test ticks the node when it wants. */
 const frozenTimers: Timers = { now: () => 0, setTimeout: () => 0, clearTimeout: () => undefined };

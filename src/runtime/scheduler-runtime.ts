@@ -83,7 +83,8 @@ export const SCHEDULER_RUNTIME_DEFAULTS = {
 
 /** Bound on read-barrier attempts for a late claim when no leader answers (about two seconds). */
 const BARRIER_ATTEMPTS_MAX = 20;
-const DEFAULT_TIMEOUT_MS = 60_000;
+/** A run's timeout when its job sets none (JobOptions.timeoutMs). */
+export const DEFAULT_TIMEOUT_MS = 60_000;
 const DEFAULT_RETRY_DELAY_MS = 1000;
 /** A slot whose timer fires this long after its instant is confirmed by a read barrier first. */
 const LATE_FIRE_MS = 100;

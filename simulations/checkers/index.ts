@@ -1,0 +1,152 @@
+import type { Message, NodeId } from '../../src/raft/types.js';
+import type { MemberTiming } from '../../src/runtime/member.js';
+import type { RunRecord } from '../../src/runtime/job-types.js';
+import { DEFAULT_TIMEOUT_MS } from '../../src/runtime/scheduler-runtime.js';
+import { claimKey, type ApplyResult, type SchedulerCommand } from '../../src/scheduler/state.js';
+import type { HandlerEvent, SimJob } from '../jobs.js';
+import type { SimMember } from '../member.js';
+import type { SchedulerChecker } from '../scheduler-checker.js';
+import { SIM_EPOCH_MS } from '../scheduler.js';
+import type { Report } from '../violations.js';
+import { MemberWatch } from './members.js';
+import { ModeAllChecker } from './mode-all.js';
+import { ConcurrencyChecker } from './overlap.js';
+import { RetryChecker } from './retries.js';
+import { RunContextChecker } from './run-context.js';
+import { RunDeadlines } from './run-deadlines.js';
+import { RunsInProgress } from './runs.js';
+
+/** A queue whose member ran its job this recently is still being worked through (ms). */
+const QUEUE_MOVING_MS = 1000;
+
+export interface RunCheckersSetup {
+  readonly report: Report;
+  /** The committed log's view of jobs and slots. */
+  readonly slots: SchedulerChecker;
+  readonly members: readonly SimMember[];
+  readonly timing: MemberTiming;
+  /** The jobs as every member schedules them (their local options: timeoutMs). */
+  readonly jobs: readonly SimJob[];
+}
+
+/**
+ * The checkers of runs, as their members and handlers report them, beside the scheduler
+ * checker's view of the log: what a handler is given and why its signal aborts
+ * (run-context.ts), what ends a run and by when (run-deadlines.ts), what a member runs at once
+ * (overlap.ts), retries (retries.ts) and mode 'all' (mode-all.ts). simulate.ts feeds them.
+ */
+export class RunCheckers {
+  readonly #slots: SchedulerChecker;
+  readonly #timing: MemberTiming;
+  readonly #runs = new RunsInProgress();
+  readonly #watch: MemberWatch;
+  readonly #deadlines: RunDeadlines;
+  readonly #context: RunContextChecker;
+  readonly #concurrency: ConcurrencyChecker;
+  readonly #retries: RetryChecker;
+  readonly #modeAll: ModeAllChecker;
+
+  constructor(setup: RunCheckersSetup) {
+    const { report, slots, members, timing } = setup;
+    this.#slots = slots;
+    this.#timing = timing;
+    this.#watch = new MemberWatch(members);
+    const timeouts = new Map(setup.jobs.map((j) => [j.name, j.options?.timeoutMs ?? DEFAULT_TIMEOUT_MS]));
+    const facts = {
+      mode: (job: string) => slots.jobs.get(job)?.mode,
+      overlap: (job: string) => slots.jobs.get(job)?.policy.overlap ?? (slots.jobs.has(job) ? 'skip' : undefined),
+      timeoutMs: (job: string) => timeouts.get(job) ?? DEFAULT_TIMEOUT_MS,
+    };
+    this.#deadlines = new RunDeadlines(report, this.#runs, this.#watch, { ...facts, electionTimeoutMs: timing.electionTimeoutMs, planIntervalMs: timing.planIntervalMs });
+    this.#context = new RunContextChecker(report, slots, this.#watch, facts);
+    this.#concurrency = new ConcurrencyChecker(report, this.#runs, this.#watch, facts.overlap, timing.maxConcurrent ?? Number.POSITIVE_INFINITY);
+    this.#retries = new RetryChecker(report, slots, members.length);
+    this.#modeAll = new ModeAllChecker(report, slots, members.map((m) => m.id));
+  }
+
+  /** `member` applied a scheduler command; `first` when no member had applied its index before. */
+  onApplied(t: number, member: NodeId, index: number, command: SchedulerCommand, result: ApplyResult, first: boolean): void {
+    if (first) {
+      this.#context.onFirstApplied(index, command, result);
+      this.#retries.onFirstApplied(t, command, result);
+    }
+    this.#deadlines.onApplied(t, member, index, command, result);
+  }
+
+  onHandler(t: number, member: NodeId, incarnation: number, event: HandlerEvent): void {
+    if (event.type === 'start') this.#context.onStart(t, member, incarnation, event.ctx);
+    else this.#context.onAbort(t, member, incarnation, event.ctx, event.reason);
+  }
+
+  onRunStart(t: number, member: NodeId, incarnation: number, run: { readonly job: string; readonly slotMs: number; readonly fencingToken: number }): void {
+    this.#runs.start(t, member, incarnation, run);
+    this.#deadlines.onRunStart(t, run.job);
+    this.#concurrency.onRunStart(t);
+    this.#context.onRunStart(t, member, incarnation, run);
+    this.#modeAll.onRunStart(t, member, run);
+  }
+
+  onRunEnd(t: number, member: NodeId, incarnation: number, run: RunRecord): void {
+    this.#runs.end(t, member, incarnation, run);
+    this.#retries.onRunEnd(t, member, run);
+  }
+
+  onReceived(t: number, member: NodeId, m: Message): void {
+    this.#watch.onReceived(t, member, m.from);
+  }
+
+  /** `member`'s current process life stops now (a crash: the simulator stops it first). */
+  onStop(t: number, member: NodeId): void {
+    const incarnation = this.#watch.member(member)?.incarnation ?? 0;
+    this.#watch.onStop(member, incarnation);
+    this.#deadlines.onStop(t, member, incarnation);
+  }
+
+  /** From true time `t` on, nothing is injected and clocks have settled. */
+  calmFrom(t: number): void {
+    this.#retries.calmFrom(t);
+  }
+
+  afterEvent(t: number): void {
+    this.#watch.observe(t);
+    this.#deadlines.afterEvent(t);
+    this.#context.afterEvent();
+    this.#concurrency.afterEvent(t);
+  }
+
+  /**
+   * Whether a slot had reason to start late or not at all (on `member`, when given): another
+   * run of its job was in progress around its instant (its overlap policy makes it wait or
+   * skip), its member was at its maxConcurrent, or it was recorded skipped or replaced.
+   */
+  excused(job: string, slotMs: number, member: NodeId | undefined, marginMs: number): boolean {
+    const slotT = slotMs - SIM_EPOCH_MS;
+    const slot = this.#slots.slots.get(claimKey(job, slotMs));
+    if (slot !== undefined && [...slot.outcomes].some(([by, outcome]) => by.endsWith(` ${slot.token}`) && (outcome === 'skipped' || outcome === 'replaced'))) return true;
+    const mode = this.#slots.jobs.get(job)?.mode;
+    if (this.#runs.busyAt(job, slotMs, slotT, marginMs, mode === 'all' ? member : undefined)) return true;
+    const max = this.#timing.maxConcurrent;
+    if (max === undefined) return false;
+    return (member === undefined ? (slot?.assignees ?? []) : [member]).some((id) => this.#runs.fullAt(id, slotT, max, marginMs));
+  }
+
+  /**
+   * Whether the slot's run on `member` is still underway at true time `t`: it is running, or its
+   * job's overlap policy is 'queue' and the member ran the job until a moment ago (a queue that
+   * a fault filled, up to MAX_QUEUED_RUNS_PER_JOB slots moved to it at once, takes that many
+   * runs to drain, one after the other, which may outlast the simulation).
+   */
+  underway(t: number, job: string, slotMs: number, member: NodeId): boolean {
+    const token = this.#slots.slots.get(claimKey(job, slotMs))?.token;
+    const incarnation = this.#watch.member(member)?.incarnation ?? 0;
+    if (token !== undefined && this.#runs.get(RunsInProgress.idOf(member, incarnation, { job, slotMs, fencingToken: token })) !== undefined) return true;
+    if (this.#slots.jobs.get(job)?.policy.overlap !== 'queue') return false;
+    const last = this.#runs.lastRan(member, job, t);
+    return last !== undefined && t - last <= QUEUE_MOVING_MS;
+  }
+
+  finish(t: number, window: { readonly fromT: number; readonly toT: number; readonly latenessMs: number; readonly settledT: number }): void {
+    this.#retries.finish(t, window.settledT);
+    this.#modeAll.finish(t, { ...window, excused: (job, slotMs, member) => this.excused(job, slotMs, member, window.latenessMs) });
+  }
+}

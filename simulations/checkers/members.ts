@@ -1,0 +1,66 @@
+import type { NodeId } from '../../src/raft/types.js';
+import type { SimMember } from '../member.js';
+
+/**
+ * What the run checkers need to know of each member's process, watched from outside it: when
+ * its latest stall ends, when it last heard from a leader (or led), and which of its lives
+ * crashed. The member's own bookkeeping (its driver's `lastHeard`) is what is under test, so
+ * it is not read here.
+ */
+export class MemberWatch {
+  readonly #members: ReadonlyMap<NodeId, SimMember>;
+  /** True time at which the latest stall of each member ends (its timers wait until then). */
+  readonly #pauseEnd = new Map<NodeId, number>();
+  /** True time at which each member last led, or took in a message from the member it then followed. */
+  readonly #heardLeader = new Map<NodeId, number>();
+  /** Per member, the process lives that were stopped (crashed). */
+  readonly #stopped = new Map<NodeId, number>();
+
+  constructor(members: readonly SimMember[]) {
+    this.#members = new Map(members.map((m) => [m.id, m]));
+  }
+
+  member(id: NodeId): SimMember | undefined {
+    return this.#members.get(id);
+  }
+
+  /** After every event: stalls begun or made longer, and leaders. */
+  observe(t: number): void {
+    for (const m of this.#members.values()) {
+      if (m.pausedUntil > (this.#pauseEnd.get(m.id) ?? 0)) this.#pauseEnd.set(m.id, m.pausedUntil);
+      if (m.up && m.driver?.node.role === 'leader') this.#heardLeader.set(m.id, t);
+    }
+  }
+
+  /** `id` took in a message from `from` (after any stall): from its leader, it renews its contact. */
+  onReceived(t: number, id: NodeId, from: NodeId): void {
+    const node = this.#members.get(id)?.driver?.node;
+    if (node !== undefined && node.leader === from) this.#heardLeader.set(id, t);
+  }
+
+  /** Its process life `incarnation` is stopping (a crash): its runs must end at once. */
+  onStop(id: NodeId, incarnation: number): void {
+    this.#stopped.set(id, incarnation);
+  }
+
+  /** Whether `incarnation` of `id` is over (stopped or replaced by a later one). */
+  isOver(id: NodeId, incarnation: number): boolean {
+    const m = this.#members.get(id);
+    return (this.#stopped.get(id) ?? 0) >= incarnation || m === undefined || m.incarnation !== incarnation || !m.up;
+  }
+
+  /** True time at which the latest stall of `id` ends (0 if none). */
+  pauseEnd(id: NodeId): number {
+    return this.#pauseEnd.get(id) ?? 0;
+  }
+
+  /** Whether `id` is stalled now. */
+  paused(id: NodeId, t: number): boolean {
+    return t < this.pauseEnd(id);
+  }
+
+  /** True time at which `id` last led or heard from its leader, if ever. */
+  heardLeader(id: NodeId): number | undefined {
+    return this.#heardLeader.get(id);
+  }
+}

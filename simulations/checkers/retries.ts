@@ -1,0 +1,95 @@
+import type { NodeId } from '../../src/raft/types.js';
+import { claimKey, type ApplyResult, type JobPolicy, type SchedulerCommand } from '../../src/scheduler/state.js';
+import type { SchedulerChecker } from '../scheduler-checker.js';
+import { SIM_EPOCH_MS } from '../scheduler.js';
+import type { Report } from '../violations.js';
+
+/**
+ * How far the cluster's time may stand from true time once faults healed and clocks settled:
+ * each member's estimate is good to half a round trip (ms).
+ */
+const CLOCK_SLACK_MS = 60;
+/** After a retry was due, how long the leader has to plan it and the log to commit it, without faults (ms). */
+const RETRY_GRACE_MS = 1000;
+const FAILED = new Set(['failed', 'aborted']);
+
+/**
+ * A failed or timed-out run is retried as its job's `retries` say (`retry`), from the log:
+ * - every retry follows a failed or aborted run, and only while the job has retries left (the
+ *   claim's attempt is at most `retries`);
+ * - without faults (after healing, once clocks settled): a retry comes no sooner than
+ *   `retryDelayMs` × 2^(attempt − 1) after the run it retries ended, and on another member than
+ *   the one that failed; and at the end, no slot is left failed with retries left.
+ */
+export class RetryChecker {
+  readonly #report: Report;
+  readonly #slots: SchedulerChecker;
+  readonly #members: number;
+  /** Per slot, the assignee of its current claim (mode 'one'). */
+  readonly #assignee = new Map<string, NodeId>();
+  /** When each run ended (true ms), by `${member} ${key} ${token}`. */
+  readonly #endedAt = new Map<string, number>();
+  /** True time from which no fault is injected and clocks have settled. */
+  #calmFromT = Number.POSITIVE_INFINITY;
+
+  constructor(report: Report, slots: SchedulerChecker, members: number) {
+    this.#report = report;
+    this.#slots = slots;
+    this.#members = members;
+  }
+
+  /** From true time `t` on, nothing is injected and clocks have settled. */
+  calmFrom(t: number): void {
+    this.#calmFromT = t;
+  }
+
+  onRunEnd(t: number, member: NodeId, run: { readonly job: string; readonly slotMs: number; readonly fencingToken: number }): void {
+    this.#endedAt.set(`${member} ${claimKey(run.job, run.slotMs)} ${run.fencingToken}`, t);
+  }
+
+  /** A command's first application anywhere (after the scheduler checker took it in). */
+  onFirstApplied(t: number, command: SchedulerCommand, result: ApplyResult): void {
+    if (!result.ok || (command.type !== 'claim' && command.type !== 'reassign')) return;
+    const key = claimKey(command.job, command.slotMs);
+    const failed = this.#assignee.get(key);
+    const assignee = command.assignees[0];
+    if (assignee !== undefined) this.#assignee.set(key, assignee);
+    if (command.type !== 'reassign' || command.reason !== 'retry' || failed === undefined) return;
+    const slot = this.#slots.slots.get(key);
+    const policy = this.#policy(command.job);
+    if (slot === undefined || policy === undefined) return;
+    // The scheduler checker has counted this move already.
+    const attempt = slot.attempt - 1;
+    const outcome = slot.outcomes.get(`${failed} ${command.fromToken}`);
+    const what = `${key} was retried (attempt ${attempt + 1}) on ${assignee ?? 'nobody'}`;
+    if (outcome === undefined || !FAILED.has(outcome)) return this.#report(t, 'retry', `${what} after ${failed} reported ${outcome ?? 'nothing'} under token ${command.fromToken}`);
+    if (attempt > policy.retries) return this.#report(t, 'retry', `${what}, beyond the job's ${policy.retries} retries`);
+    const endT = this.#endedAt.get(`${failed} ${key} ${command.fromToken}`);
+    if (endT === undefined || endT < this.#calmFromT) return;
+    const backOffMs = policy.retryDelayMs * 2 ** (attempt - 1);
+    if (t < endT + backOffMs - CLOCK_SLACK_MS) this.#report(t, 'retry', `${what} ${(t - endT).toFixed(1)} ms after ${failed}'s run ended, before its back-off of ${backOffMs} ms`);
+    if (assignee === failed && this.#members > 1) this.#report(t, 'retry', `${what}, the member whose run failed, with others to take it`);
+  }
+
+  /** At the end: no slot (mode 'one', due by `settledT`) is left failed with retries left and time to make them. */
+  finish(t: number, settledT: number): void {
+    for (const slot of this.#slots.slots.values()) {
+      const slotT = slot.slotMs - SIM_EPOCH_MS;
+      const policy = this.#policy(slot.job);
+      if (slotT > settledT || policy === undefined || slot.attempt > policy.retries || this.#slots.jobs.get(slot.job)?.mode !== 'one') continue;
+      // A later slot replaced its run (overlap 'replace'), however that run ended: its story is over.
+      if (slot.cancelledToken === slot.token) continue;
+      const member = slot.assignees[0];
+      const outcome = member === undefined ? undefined : slot.outcomes.get(`${member} ${slot.token}`);
+      if (outcome === undefined || !FAILED.has(outcome)) continue;
+      const endT = this.#endedAt.get(`${member} ${claimKey(slot.job, slot.slotMs)} ${slot.token}`);
+      if (endT === undefined || endT < this.#calmFromT) continue;
+      if (endT + policy.retryDelayMs * 2 ** (slot.attempt - 1) + RETRY_GRACE_MS > t) continue;
+      this.#report(t, 'retry', `${claimKey(slot.job, slot.slotMs)} ${outcome} on ${member} under token ${slot.token} (attempt ${slot.attempt}) and was never retried, with ${policy.retries} retries`);
+    }
+  }
+
+  #policy(job: string): JobPolicy | undefined {
+    return this.#slots.jobs.get(job)?.policy;
+  }
+}

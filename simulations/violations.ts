@@ -1,0 +1,73 @@
+/**
+ * What a checker found, by kind: each kind is one promise (docs/PROMISES.md lists them, with the
+ * checker and the planted bug that shows it is not vacuous). A planted-bug test asserts the kind
+ * it expects, so a checker that catches a bug only by accident, through another promise, shows.
+ */
+export const VIOLATION_KINDS = [
+  // Raft (checker.ts, simulate.ts)
+  /** An event threw inside the protocol or the driver. */
+  'exception',
+  /** Two leaders in one term. */
+  'two-leaders',
+  /** A member applied an index out of order (skipped one, or went back). */
+  'apply-order',
+  /** Two members applied different entries at one index. */
+  'divergence',
+  /** A new leader lacks an entry committed in an earlier term. */
+  'leader-completeness',
+  /** An acknowledged proposal is not where it was acknowledged. */
+  'lost-ack',
+  /** A member believes durable what its disk does not hold. */
+  'durability',
+  /** After healing, a new entry was not applied on every member in time. */
+  'raft-liveness',
+  /** A member holds more than a named bound allows (in memory or on disk). */
+  'bounds',
+  // The scheduler's log (scheduler-checker.ts)
+  /** A slot was claimed twice. */
+  'claimed-twice',
+  /** A claim for an instant the job's spec does not have. */
+  'spec-instant',
+  /** A move did not give the slot a greater fencing token. */
+  'fencing',
+  /** A run of a slot never claimed, or under a token the log never gave its member. */
+  'token',
+  /** Two runs of one claim on one member at once. */
+  'twin-run',
+  /** A run started again whose outcome was committed before its process started. */
+  're-run',
+  /** An instant up to a job's high-water mark neither claimed nor counted missed. */
+  'accounting',
+  /** After healing, a slot due was not claimed, did not run, or started off its instant. */
+  'lateness',
+  /** After healing, a claimed slot has no final outcome. */
+  'outcome',
+  /** A member's history() shows a claimed slot, older than the bound, with no outcome under its token and no run of it in progress (history-checker.ts). */
+  'history-outcome',
+  // Runs, as their handlers see them (checkers/)
+  /** A handler's context (slot, token, attempt) is not the claim's. */
+  'run-context',
+  /** A run's signal aborted with a reason its cause does not give. */
+  'abort-reason',
+  /** A run went on past its timeoutMs. */
+  'run-timeout',
+  /** A run of mode 'one' went on on a member cut off from the leader past its lease. */
+  'lease',
+  /** A run went on after its member applied the move or replacement of its claim. */
+  'stale-run',
+  /** A run went on after its member stopped. */
+  'stopping',
+  /** Two runs of a job whose overlap policy forbids it, at once on one member. */
+  'overlap',
+  /** More runs at once on a member than its maxConcurrent. */
+  'max-concurrent',
+  /** A failed run not retried while it had retries left, retried too soon, beyond them, or on the member that failed. */
+  'retry',
+  /** After healing, a slot of a mode 'all' job did not start on every member in time. */
+  'mode-all',
+] as const;
+
+export type ViolationKind = (typeof VIOLATION_KINDS)[number];
+
+/** Records a violation of `kind` at true time `t` (simulated ms). */
+export type Report = (t: number, kind: ViolationKind, what: string) => void;
