@@ -17,8 +17,9 @@ const MAX_REPORTED_PER_MEMBER = 3;
  * What a user finds in `history()`, on every member that is up at the end of a run: every
  * claimed slot whose instant is at or before `settledT` (true ms; after the faults healed and
  * every slot had time to run and be recorded) shows, from each of its assignees, an outcome
- * under its current token (a run's, `skipped`, `replaced` or `missed`), or a run of it in
- * progress that is running indeed (`isRunning`: the simulator saw it start and not end). Read
+ * under its current token (a run's, `skipped`, `replaced` or `missed`), unless its run there is
+ * still `underway` as the simulator saw it (running, or in a queue its member is working
+ * through: the outcome check's excuse). Read
  * through `historyOf`, as `Cluster.history()` reads it, from each member's own state (built by
  * applying the log, restored from a snapshot, or installed from a leader's), not from the log
  * as the scheduler checker follows it: a member that shows less than the log holds is caught
@@ -27,7 +28,7 @@ const MAX_REPORTED_PER_MEMBER = 3;
 export function checkHistories(
   members: ReadonlyArray<{ readonly id: NodeId; readonly state: SchedulerState }>,
   settledT: number,
-  isRunning: (run: { readonly job: string; readonly slotMs: number; readonly member: NodeId; readonly token: number }) => boolean,
+  underway: (job: string, slotMs: number, member: NodeId) => boolean,
   report: (what: string) => void,
 ): void {
   for (const { id, state } of members) {
@@ -37,9 +38,8 @@ export function checkHistories(
       if (slotT > settledT) continue;
       for (const assignee of slot.assignees) {
         if (slot.outcomes[assignee]?.token === slot.fencingToken) continue;
-        const run = { job: slot.job, slotMs: slot.slot.getTime(), member: assignee, token: slot.fencingToken };
+        if (underway(slot.job, slot.slot.getTime(), assignee)) continue;
         const shownRunning = slot.running[assignee] !== undefined;
-        if (shownRunning && isRunning(run)) continue;
         const shown = slot.outcomes[assignee];
         const earlier = shown === undefined ? 'no earlier outcome' : `${shown.outcome} under the earlier token ${shown.token}`;
         const what = shownRunning ? 'a run in progress that is not running' : 'no outcome and no run in progress';

@@ -177,11 +177,6 @@ export class SchedulerChecker {
     else this.#running.set(key, running);
   }
 
-  /** Whether `member` runs the slot under `token` now, as its process reported (started, not ended, not crashed). */
-  isRunning(run: { readonly job: string; readonly slotMs: number; readonly member: NodeId; readonly token: number }): boolean {
-    return (this.#running.get(claimKey(run.job, run.slotMs)) ?? []).some((r) => r.member === run.member && r.token === run.token);
-  }
-
   /** A member's process (re)started at true time `t`. */
   onMemberStart(t: number, member: NodeId): void {
     this.#startedAt.set(member, t);

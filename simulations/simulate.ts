@@ -443,7 +443,7 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
     slots.finish(t, { ...window, excused: (job, slotMs) => runChecks.excused(job, slotMs, undefined, LATENESS_BOUND_MS), underway: (job, slotMs, member) => runChecks.underway(t, job, slotMs, member) });
     runChecks.finish(scheduler.nowMs, window);
     const states = members.flatMap((m) => (m.member === null ? [] : [{ id: m.id, state: m.member.scheduler.state }]));
-    checkHistories(states, watchEnd, (run) => slots.isRunning(run), (what) => report(scheduler.nowMs, 'history-outcome', what));
+    checkHistories(states, watchEnd, (job, slotMs, member) => runChecks.underway(t, job, slotMs, member), (what) => report(scheduler.nowMs, 'history-outcome', what));
   }
   return finish();
 

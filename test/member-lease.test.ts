@@ -147,4 +147,26 @@ describe('a member lease', () => {
     expect(next?.t).toBeLessThan(diedAt + LEASE_MS);
     expect(end.value.outcome).toBe('succeeded');
   });
+
+  it('is renewed by its leader only: a follower that hears nothing but its former leader, deposed and campaigning, aborts its run', async () => {
+    const sim = await LeaseSim.start(4);
+    const leader = await sim.until('a leader', () => sim.leader());
+    const run = await sim.nextRunOn(sim.members.filter((m) => m !== leader));
+    const follower = sim.members.find((m) => m.id === run.id) as SimMember;
+    const other = sim.members.find((m) => m !== leader && m !== follower) as SimMember;
+    // The leader hears nobody and steps down, then asks for votes over and over; those reach the
+    // follower, which hears from no one else. No leader can be elected.
+    for (const [from, to] of [[follower, leader], [other, leader], [follower, other], [other, follower]] as const) sim.network.block(from.id, to.id);
+    const cutAt = sim.scheduler.nowMs;
+    const end = await sim.endOf(follower.id, run.value);
+    expect(end.value.outcome).toBe('interrupted');
+    // Heartbeats reach it until the leader steps down (CheckQuorum looks once an election
+    // timeout, at what it heard during the one before: two timeouts at most); its lease ends two
+    // timeouts later, and its next plan tick sees that.
+    expect(end.t).toBeLessThanOrEqual(cutAt + 2 * TIMING.electionTimeoutMs + LEASE_MS + TIMING.planIntervalMs);
+    // Not vacuous: the former leader's messages go on reaching it, past its lease.
+    const driver = follower.driver;
+    const heardPastLease = (): true | undefined => ((driver?.lastHeard(leader.id) ?? 0) - (driver?.leaderContact() ?? 0) > LEASE_MS ? true : undefined);
+    await expect(sim.until('the former leader is heard from past the lease', heardPastLease)).resolves.toBe(true);
+  });
 });

@@ -58,6 +58,9 @@ export interface SnapshotTiming {
   readonly steps: number;
 }
 
+/** What only a leader sends, to its followers: what renews a follower's lease. */
+const LEADER_TRAFFIC: ReadonlySet<Message['type']> = new Set(['append', 'heartbeat', 'snapshot']);
+
 /**
  * When a member compacts its log: once this many entries were applied since its last snapshot,
  * it takes a new one and drops the log behind it, keeping `retainEntries` so that a follower a
@@ -206,6 +209,8 @@ export class RaftDriver {
   /** Reads answered, waiting for the state machine to reach their index. */
   #readsWaitingApply: Array<{ ctx: number; index: number }> = [];
   #lastHeard = new Map<NodeId, number>();
+  /** When this member last took in a message from the leader it then followed (monotonic ms). */
+  #leaderContact: number | undefined;
   /** Writes started and not yet durable. */
   #savesInFlight = 0;
   /** Compactions queued behind the writes, not yet done (see #maybeCompact). */
@@ -300,6 +305,14 @@ export class RaftDriver {
       return new NotLeaderError(leader, `The leader ${leader} has not been heard from for over ${this.#o.leaderSilenceMs} ms`);
     }
     return null;
+  }
+
+  /**
+   * When this member last took in a message from the leader it then followed, on the timers'
+   * monotonic time base, or undefined if it never did.
+   */
+  leaderContact(): number | undefined {
+    return this.#leaderContact;
   }
 
   /** When this member last heard from `peer`, on the timers' monotonic time base (`timers.now()`), or undefined. */
@@ -445,8 +458,11 @@ export class RaftDriver {
     }
     try {
       this.#node.step(m);
-      // After the step, so that only the stamps of the leader the protocol follows count.
+      // After the step, so that only the stamps of the leader the protocol follows count, and
+      // only what that leader sends as leader renews the contact the lease counts from: a
+      // deposed leader asking for votes keeps no member's lease alive.
       this.#clockSync.receive(m, mono, wall, this.#node.leader);
+      if (this.#node.leader === m.from && m.term === this.#node.term && LEADER_TRAFFIC.has(m.type)) this.#leaderContact = mono;
     } catch {
       // The protocol refused a message it could not accept (e.g. a forged append that conflicts
       // with committed entries). Count it and carry on: one peer must not crash a member.

@@ -72,11 +72,8 @@ export class Member {
   readonly driver: RaftDriver;
   readonly scheduler: SchedulerRuntime;
   readonly #p: MemberParts;
-  /**
-   * The last leader this member knew: its lease runs from when it last heard from it, through
-   * an election (Raft forgets the leader as it campaigns) until a new leader is known.
-   */
-  #lastLeader: NodeId | null = null;
+  /** When this member, leading, last found a majority heard within its lease (monotonic ms). */
+  #ledAt: number | undefined;
 
   constructor(parts: MemberParts) {
     this.#p = parts;
@@ -106,10 +103,7 @@ export class Member {
       ...(parts.snapshotChunkBytes === undefined ? {} : { snapshotChunkBytes: parts.snapshotChunkBytes }),
       ...(parts.onApplied === undefined ? {} : { onApplied: parts.onApplied }),
       ...(parts.onSnapshotInstalled === undefined ? {} : { onSnapshotInstalled: parts.onSnapshotInstalled }),
-      onSoftState: (state) => {
-        if (state.leader !== null) this.#lastLeader = state.leader;
-        parts.onSoftState?.(state);
-      },
+      ...(parts.onSoftState === undefined ? {} : { onSoftState: parts.onSoftState }),
       // A member whose lease ran out while its event loop stood still (SIGSTOP, a paused VM, a
       // long stall) learns it before the first message renews it, and aborts its runs: the
       // plan tick that would have noticed runs after the messages waiting when it resumes.
@@ -182,30 +176,34 @@ export class Member {
 
   /**
    * Whether this member still knows a live leader. The lease is two election timeouts since it
-   * last heard from the leader it knew last (also while an election runs, when Raft knows no
-   * leader): a normal failover (a new leader within one to two timeouts) does not interrupt
-   * runs; a member cut off for longer stops its runs, and the fencing token covers the time
-   * between the leader's reassignment and that stop. A leader (or one that led last) holds it
-   * while it has heard from a majority, itself included, within the lease: Raft's own check
-   * counts ticks, so a leader whose process stood still (SIGSTOP, a paused VM) for longer would
-   * lead on in its own eyes until it heard of the next term, and its runs with it, when
-   * another leader has moved its slots.
+   * last knew one: since it last took in a message from the leader it followed then (also while
+   * an election runs, when Raft knows no leader), or since it last led with a majority. A
+   * normal failover (a new leader within one to two timeouts) does not interrupt runs; a member
+   * cut off for longer stops its runs, and the fencing token covers the time between the
+   * leader's reassignment and that stop. A leader holds it while it has heard from a majority,
+   * itself included, within the lease: Raft's own check counts ticks, so a leader whose process
+   * stood still (SIGSTOP, a paused VM) for longer would lead on in its own eyes until it heard
+   * of the next term, and its runs with it, when another leader has moved its slots. Contact
+   * with a peer that is no leader (a deposed leader, a candidate) renews nothing.
    */
   holdsLease(): boolean {
     const node = this.driver.node;
     const now = this.#p.timers.now();
     const leaseMs = 2 * this.#p.timing.electionTimeoutMs;
-    const heardWithinLease = (id: NodeId): boolean => {
-      const heard = this.driver.lastHeard(id);
-      return heard !== undefined && now - heard < leaseMs;
-    };
-    const leader = node.role === 'leader' ? this.#p.self : (node.leader ?? this.#lastLeader);
-    if (leader === null) return false;
-    if (leader !== this.#p.self) return heardWithinLease(leader);
-    // This member leads, or led last: a majority, itself included, confirms it.
-    let heard = 1;
-    for (const id of this.#p.voters) if (id !== this.#p.self && heardWithinLease(id)) heard++;
-    return 2 * heard > this.#p.voters.length;
+    if (node.role === 'leader') {
+      let heard = 1;
+      for (const id of this.#p.voters) {
+        const at = id === this.#p.self ? undefined : this.driver.lastHeard(id);
+        if (at !== undefined && now - at < leaseMs) heard++;
+      }
+      if (2 * heard <= this.#p.voters.length) return false;
+      // Looked at whenever a run starts and at every plan while runs go on: a leader that
+      // steps down keeps the lease for two timeouts from the last time it was confirmed here.
+      this.#ledAt = now;
+      return true;
+    }
+    const contact = Math.max(this.driver.leaderContact() ?? Number.NEGATIVE_INFINITY, this.#ledAt ?? Number.NEGATIVE_INFINITY);
+    return now - contact < leaseMs;
   }
 
   /**
