@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { InvariantError } from '../src/raft/invariant.js';
 import { RaftNode } from '../src/raft/node.js';
 import { EntryType, type Message } from '../src/raft/types.js';
 import { raftSettingsFor, RaftDriver, type DriverOptions, type StateMachine } from '../src/runtime/driver.js';
@@ -185,6 +186,48 @@ describe('the driver orders effects', () => {
     await settle();
     expect(fatal).toHaveLength(1);
     expect(String(fatal[0])).toContain('disk on fire');
+    await expect(driver.propose(new Uint8Array([1]))).rejects.toMatchObject({ code: 'CRONRAFT_FATAL' });
+  });
+});
+
+describe('messages the protocol cannot take', () => {
+  const entry = (index: number, term = 1): { index: number; term: number; type: EntryType; data: Uint8Array; pid: string } => ({ index, term, type: EntryType.Normal, data: new Uint8Array([index]), pid: `p${index}` });
+
+  it('are counted when they only break the shape the codec promises, and the member carries on', async () => {
+    const fatal: unknown[] = [];
+    const { driver, transport } = await makeDriver(new MemoryLogStorage(), (e) => fatal.push(e));
+    transport.deliver({ type: 'append', from: 'b', to: 'a', term: 1, prevIndex: 0, prevTerm: 0, entries: null as unknown as [], commit: 0 });
+    await settle();
+    expect(driver.invalidMessages).toBe(1);
+    expect(fatal).toEqual([]);
+    transport.deliver({ type: 'append', from: 'b', to: 'a', term: 1, prevIndex: 0, prevTerm: 0, entries: [entry(1)], commit: 1 });
+    await settle();
+    expect(driver.node.log.committed).toBe(1);
+  });
+
+  it('stop the member with CRONRAFT_FATAL when stepping one meets a broken invariant of its state, whatever the message', async () => {
+    const fatal: unknown[] = [];
+    const { driver, transport } = await makeDriver(new MemoryLogStorage(), (e) => fatal.push(e));
+    transport.deliver({ type: 'append', from: 'b', to: 'a', term: 1, prevIndex: 0, prevTerm: 0, entries: [entry(1), entry(2), entry(3)], commit: 3 });
+    await settle();
+    // A bug drops entries 1 and 2 behind the node's back: its log no longer holds what its
+    // latest snapshot (none) does not cover. No message can do this; it is the state that broke.
+    driver.node.log.compact(2);
+    // It leads term 2, with b's votes.
+    driver.node.campaign();
+    transport.deliver({ type: 'prevote-resp', from: 'b', to: 'a', term: 2, reject: false });
+    await settle();
+    transport.deliver({ type: 'vote-resp', from: 'b', to: 'a', term: 2, reject: false });
+    await settle();
+    expect(driver.node.role).toBe('leader');
+    // c answers that it holds none of it: what c lacks is older than the log, and the snapshot
+    // that should stand for it is missing.
+    const probe = transport.sent.findLast((m) => m.type === 'append' && m.to === 'c');
+    transport.deliver({ type: 'append-resp', from: 'c', to: 'a', term: 2, index: probe?.type === 'append' ? probe.prevIndex : 0, reject: true, hintIndex: 0, hintTerm: 0 });
+    await settle();
+    expect(fatal).toHaveLength(1);
+    expect(fatal[0]).toBeInstanceOf(InvariantError);
+    expect(driver.invalidMessages).toBe(0);
     await expect(driver.propose(new Uint8Array([1]))).rejects.toMatchObject({ code: 'CRONRAFT_FATAL' });
   });
 });

@@ -9,6 +9,7 @@ import {
 } from '../errors.js';
 import { keepInLogArena } from '../byte-arena.js';
 import { RAFT_DEFAULTS, type RaftConfig } from '../raft/config.js';
+import { InvariantError } from '../raft/invariant.js';
 import type { ProposeOutcome, RaftNode } from '../raft/node.js';
 import type { ForwardResult, Ready, ReadState, SoftState } from '../raft/ready.js';
 import { EntryType, type Entry, type HardState, type Message, type NodeId, type ProposalData, type Snapshot } from '../raft/types.js';
@@ -237,7 +238,10 @@ export class RaftDriver {
   /** Clock offsets and the cluster's time, from stamps on heartbeats (see clock-sync.ts). */
   readonly #clockSync: ClockSync;
   readonly #clusterClock: Clock;
-  /** Messages that threw inside the protocol (only a faulty peer sends them). */
+  /**
+   * Messages that threw inside the protocol other than on a broken invariant (only a faulty
+   * peer sends them; see #receive).
+   */
   invalidMessages = 0;
   /** Messages the transport refused to encode. */
   unsendableMessages = 0;
@@ -447,9 +451,16 @@ export class RaftDriver {
       this.#node.step(m);
       // After the step, so that only the stamps of the leader the protocol follows count.
       this.#clockSync.receive(m, mono, wall, this.#node.leader);
-    } catch {
-      // The protocol refused a message it could not accept (e.g. a forged append that conflicts
-      // with committed entries). Count it and carry on: one peer must not crash a member.
+    } catch (error) {
+      // A broken invariant is this member's own fault, whatever message led to it: its state
+      // can no longer be trusted, so it stops (see InvariantError).
+      if (error instanceof InvariantError) {
+        this.#fail(error);
+        return;
+      }
+      // Anything else is a message the protocol could not take, which the codec should have
+      // refused: only a faulty peer sends one. Count it and carry on: one peer must not crash
+      // a member.
       this.invalidMessages++;
     }
     this.#kick();
@@ -458,7 +469,13 @@ export class RaftDriver {
   #scheduleTick(): void {
     this.#tickHandle = this.#o.timers.setTimeout(() => {
       if (!this.#running) return;
-      this.#node.tick();
+      try {
+        this.#node.tick();
+      } catch (error) {
+        // A broken invariant (nothing else throws here): the member stops, as from the loop.
+        this.#fail(error);
+        return;
+      }
       this.#expire();
       this.#kick();
       this.#scheduleTick();
