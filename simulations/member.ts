@@ -32,6 +32,8 @@ export interface MemberHooks {
   readonly onSchedulerApplied: (id: NodeId, ...args: Parameters<NonNullable<MemberParts['onSchedulerApplied']>>) => void;
   readonly onRunStart: (id: NodeId, incarnation: number, ...args: Parameters<NonNullable<MemberParts['onRunStart']>>) => void;
   readonly onRun: (id: NodeId, incarnation: number, ...args: Parameters<NonNullable<MemberParts['onRun']>>) => void;
+  /** The member stopped after a fatal error (not called for a life a crash already ended). */
+  readonly onFatal: (id: NodeId, error: unknown) => void;
 }
 
 /**
@@ -101,6 +103,9 @@ export class SimMember {
       onSchedulerApplied: (...args) => hooks.onSchedulerApplied(this.id, ...args),
       onRunStart: (run) => hooks.onRunStart(this.id, incarnation, run),
       onRun: (run) => hooks.onRun(this.id, incarnation, run),
+      onFatal: (error) => {
+        if (incarnation === this.incarnation && this.up) hooks.onFatal(this.id, error);
+      },
     });
     this.member = member;
     await transport.start();

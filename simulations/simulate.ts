@@ -8,6 +8,7 @@ import { MISSED, MISSED_REASONS, type ApplyResult } from '../src/scheduler/state
 import { validateJobOptions, validateName } from '../src/job-options.js';
 import { SeededRandom } from '../src/time/random.js';
 import { SafetyChecker } from './checker.js';
+import { RefusalChecker } from './refusal-checker.js';
 import { injectClockFaults, injectCrashes, injectPartitions, injectPauses, MAX_DISK_STALL_MS, type FaultSwitches } from './faults.js';
 import { DEFAULT_SIM_JOBS, type SimJob } from './jobs.js';
 import { SimMember, type MemberHooks, type MemberSettings } from './member.js';
@@ -171,6 +172,7 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
     record({ t, kind: 'violation', message: what });
   };
   const slots = new SchedulerChecker(report);
+  const refusals = new RefusalChecker(report);
   const ids: NodeId[] = Array.from({ length: memberCount }, (_, i) => `m${i + 1}`);
   const members = ids.map((id, i) => new SimMember(id, seed * 31 + i, scheduler));
   const settings: MemberSettings = { voters: ids, electionTicks: ELECTION_TICKS, timing: TIMING, jobs, compaction, snapshotChunkBytes: drawn.snapshotChunkBytes };
@@ -230,6 +232,7 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
       const startT = endT - (run.endedAtMs - run.startedAtMs);
       record({ t: endT, kind: 'run', job: run.job, slotT: run.slotMs - SIM_EPOCH_MS, token: run.fencingToken, member: id, startT, endT, outcome: run.outcome });
     },
+    onFatal: (id, error) => refusals.onFatal(scheduler.nowMs, id, error),
   };
   let crashes = 0;
   let snapshotsInstalled = 0;
@@ -342,9 +345,11 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
       await drainMicrotasks();
       if (restarts.length > 0) await Promise.all(restarts.splice(0));
       for (const m of members) {
-        if (!m.up) continue;
+        const driver = m.driver;
+        if (driver === null) continue;
         m.scheduleSync(fsyncMs, syncBatch);
         checkDurability(m);
+        refusals.check(scheduler.nowMs, m.id, driver);
       }
       if (++events % BOUNDS_CHECK_EVERY === 0) for (const m of members) checkBounds(m);
       if (events > MAX_EVENTS) throw new Error(`seed ${seed}: more than ${MAX_EVENTS} events`);

@@ -60,6 +60,7 @@ class LeaseSim {
       onSoftState: (id, _node, s) => sim.leaders.push({ id, t: sim.scheduler.nowMs, value: s.leader }),
       onRunStart: (id, _incarnation, run) => sim.starts.push({ id, t: sim.scheduler.nowMs, value: run }),
       onRun: (id, _incarnation, run) => sim.ends.push({ id, t: sim.scheduler.nowMs, value: run }),
+      onFatal: ignore,
     };
     // All start at time 0: each member's plan tick falls on every multiple of the plan interval.
     for (const m of sim.members) await m.start(sim.network, settings, hooks);

@@ -356,6 +356,11 @@ export class RaftDriver {
     return this.#clockSync.invalidStamps;
   }
 
+  /** Chunks of snapshots dropped as no honest leader sends them (see SnapshotAssembler.invalid). */
+  get invalidSnapshotChunks(): number {
+    return this.#snapshotChunks.invalid;
+  }
+
   // ---- requests ----------------------------------------------------------------------------
 
   /**
