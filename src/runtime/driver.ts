@@ -7,8 +7,6 @@ import {
   ProposalDroppedError,
   TimeoutError,
 } from '../errors.js';
-import { keepInLogArena } from '../byte-arena.js';
-import { RAFT_DEFAULTS, type RaftConfig } from '../raft/config.js';
 import { InvariantError } from '../raft/invariant.js';
 import type { ProposeOutcome, RaftNode } from '../raft/node.js';
 import type { ForwardResult, Ready, ReadState, SoftState } from '../raft/ready.js';
@@ -74,18 +72,6 @@ export const COMPACTION_DEFAULTS: CompactionOptions = {
   everyEntries: 10_000,
   retainEntries: 1_000,
 };
-
-/**
- * The Raft settings a member runs with beyond its timing, the same in `Cluster` and in the
- * simulator. No more entries applied in one Ready than one compaction interval, so that a member
- * catching up on many entries at once compacts as it goes, and its log, in memory and on disk,
- * stays within two intervals (and what it retains) of what it applied. And the data of entries
- * appended here kept in the arena for log data (see ByteArena), so that no kept entry holds a
- * slab of Node's pool of small buffers.
- */
-export function raftSettingsFor(compaction: CompactionOptions): Pick<RaftConfig, 'maxApplyBatch' | 'keepData'> {
-  return { maxApplyBatch: Math.max(1, Math.min(RAFT_DEFAULTS.maxApplyBatch, compaction.everyEntries)), keepData: keepInLogArena };
-}
 
 export interface DriverOptions {
   readonly node: RaftNode;
