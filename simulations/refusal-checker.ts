@@ -49,7 +49,7 @@ export function hasViolationOf(violations: readonly string[], kind: RefusalKind 
  */
 export class RefusalChecker {
   readonly #report: (t: number, what: string) => void;
-  /** Per driver (one per process life), the counts last seen. */
+  /** Per driver (one per process life), the counters already reported, with the count first seen. */
   readonly #seen = new WeakMap<RaftDriver, Map<RefusalKind, number>>();
 
   constructor(report: (t: number, what: string) => void) {
