@@ -113,7 +113,8 @@ function validateJobs(jobs: readonly SimJob[]): void {
 
 /**
  * Runs a cluster of production members (Raft driver and scheduler runtime) on simulated time,
- * network, disks and clocks. One seed fixes every choice: fault parameters, latencies, losses,
+ * network, disks and clocks, with `Cluster`'s settings but for those the seed varies (see
+ * settings.ts). One seed fixes every choice: settings varied, fault parameters, latencies, losses,
  * crashes, clock faults, stalls, run durations and proposals. Phase one injects faults and
  * checks safety after every event; phase two heals everything and demands liveness: a new
  * proposal commits on every member, and every slot due runs on time with an outcome.
