@@ -41,6 +41,28 @@ class RecordingTransport implements Transport {
   }
 }
 
+/** Timers that fire when the test advances their time (by one timer at a time, in order). */
+function manualTimers(): { readonly timers: Timers; readonly advance: (ms: number) => void } {
+  let now = 0;
+  let due: Array<{ at: number; run: () => void }> = [];
+  const timers: Timers = {
+    now: () => now,
+    setTimeout: (run, ms) => {
+      const t = { at: now + ms, run };
+      due.push(t);
+      return t;
+    },
+    clearTimeout: (t) => void (due = due.filter((d) => d !== t)),
+  };
+  const advance = (ms: number): void => {
+    now += ms;
+    const ready = due.filter((d) => d.at <= now);
+    due = due.filter((d) => d.at > now);
+    for (const d of ready) d.run();
+  };
+  return { timers, advance };
+}
+
 /** Timers that never fire by themselves: the test ticks the node when it wants. */
 const frozenTimers: Timers = { now: () => 0, setTimeout: () => 0, clearTimeout: () => undefined };
 
@@ -191,6 +213,34 @@ describe('the driver orders effects', () => {
   });
 });
 
+describe('read barriers', () => {
+  it("are asked of the leader again when no answer came within leaderSilenceMs, rather than waiting out the request timeout", async () => {
+    const { timers, advance } = manualTimers();
+    const { driver, transport } = await makeDriver(new MemoryLogStorage(), undefined, timers.now, { timers });
+    const entry = { index: 1, term: 1, type: EntryType.Normal, data: new Uint8Array([1]), pid: 'p' };
+    transport.deliver({ type: 'append', from: 'b', to: 'a', term: 1, prevIndex: 0, prevTerm: 0, entries: [entry], commit: 1 });
+    await settle();
+    let read: number | null = null;
+    void driver.readBarrier().then((index) => (read = index));
+    await settle();
+    const asked = (): Array<Extract<Message, { type: 'read-index' }>> => transport.sent.flatMap((m) => (m.type === 'read-index' && m.to === 'b' ? [m] : []));
+    expect(asked()).toHaveLength(1);
+    // The request is lost. Within an election timeout (leaderSilenceMs 100), nothing more.
+    for (let ms = 0; ms < 90; ms += 10) advance(10);
+    await settle();
+    expect(asked()).toHaveLength(1);
+    // The leader is alive (its heartbeat keeps this member a follower), and the read is asked again.
+    transport.deliver({ type: 'heartbeat', from: 'b', to: 'a', term: 1, commit: 1, readCtx: 0 });
+    for (let ms = 0; ms < 20; ms += 10) advance(10);
+    await settle();
+    expect(asked()).toHaveLength(2);
+    expect(asked()[1]).toMatchObject({ ctx: asked()[0]!.ctx });
+    transport.deliver({ type: 'read-index-resp', from: 'b', to: 'a', term: 1, ctx: asked()[1]!.ctx, index: 1, reject: false });
+    await settle();
+    expect(read).toBe(1);
+  });
+});
+
 describe('messages the protocol cannot take', () => {
   const entry = (index: number, term = 1): { index: number; term: number; type: EntryType; data: Uint8Array; pid: string } => ({ index, term, type: EntryType.Normal, data: new Uint8Array([index]), pid: `p${index}` });
 
@@ -271,25 +321,9 @@ describe('snapshots in the driver', () => {
 
   it('joins a snapshot sent in chunks, and drops one whose next chunk does not come in time', async () => {
     // Timers the test fires: the driver's tick is what expires a snapshot left unfinished.
-    let now = 0;
-    let due: Array<{ at: number; run: () => void }> = [];
-    const timers: Timers = {
-      now: () => now,
-      setTimeout: (run, ms) => {
-        const t = { at: now + ms, run };
-        due.push(t);
-        return t;
-      },
-      clearTimeout: (t) => void (due = due.filter((d) => d !== t)),
-    };
-    const advance = (ms: number): void => {
-      now += ms;
-      const ready = due.filter((d) => d.at <= now);
-      due = due.filter((d) => d.at > now);
-      for (const d of ready) d.run();
-    };
+    const { timers, advance } = manualTimers();
     const sm = recordingStateMachine();
-    const { driver, transport } = await makeDriver(new MemoryLogStorage(), undefined, () => now, { stateMachine: sm, timers });
+    const { driver, transport } = await makeDriver(new MemoryLogStorage(), undefined, timers.now, { stateMachine: sm, timers });
     const chunks = (index: number): ReturnType<typeof splitSnapshot> => splitSnapshot({ type: 'snapshot', from: 'b', to: 'a', term: 1, snapshot: { index, term: 1, data: Uint8Array.from({ length: 30 }, (_, i) => i) } }, 10);
     const first = chunks(5);
     transport.deliver(first[0]!);

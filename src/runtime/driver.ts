@@ -140,6 +140,8 @@ interface PendingRead {
   readonly reject: (e: Error) => void;
   /** 0 until the leader answers; then the index the state machine must reach. */
   index: number;
+  /** When it was last asked of a leader (monotonic ms): a follower asks again when no answer comes (see #expire). */
+  askedAt: number;
 }
 
 /**
@@ -398,7 +400,8 @@ export class RaftDriver {
     const ctx = ++this.#readSeq;
     if (!this.#node.readIndex(ctx)) return Promise.reject(new NotLeaderError(null));
     return new Promise<number>((resolve, reject) => {
-      this.#reads.set(ctx, { deadline: this.#o.timers.now() + this.#o.requestTimeoutMs, resolve, reject, index: 0 });
+      const now = this.#o.timers.now();
+      this.#reads.set(ctx, { deadline: now + this.#o.requestTimeoutMs, resolve, reject, index: 0, askedAt: now });
       this.#kick();
     });
   }
@@ -473,7 +476,10 @@ export class RaftDriver {
     }, this.#o.tickMs);
   }
 
-  /** Fails requests whose deadline passed. Pending proposals are in deadline order. */
+  /**
+   * Fails requests whose deadline passed (pending proposals are in deadline order), and asks
+   * again the reads a leader has not answered for `leaderSilenceMs`.
+   */
   #expire(): void {
     const now = this.#o.timers.now();
     this.#snapshotChunks.expire(now);
@@ -482,9 +488,17 @@ export class RaftDriver {
       this.#settle(p, new TimeoutError('The proposal', this.#o.requestTimeoutMs));
     }
     for (const [ctx, r] of this.#reads) {
-      if (r.deadline > now) break;
-      this.#reads.delete(ctx);
-      r.reject(new TimeoutError('The read barrier', this.#o.requestTimeoutMs));
+      if (r.deadline <= now) {
+        this.#reads.delete(ctx);
+        r.reject(new TimeoutError('The read barrier', this.#o.requestTimeoutMs));
+        continue;
+      }
+      // A follower's request to the leader, or the answer, was lost (nothing else sends either
+      // again), or the leader changed: without asking again, the read would wait out its whole
+      // timeout after the network healed (etcd's server asks again every 500 ms). A late answer
+      // to the first asking is one more for the same read, and changes nothing. A leader's own
+      // reads need no second asking: its periodic heartbeats confirm them.
+      if (r.index === 0 && now - r.askedAt >= this.#o.leaderSilenceMs && this.#node.role !== 'leader' && this.#node.readIndex(ctx)) r.askedAt = now;
     }
   }
 
