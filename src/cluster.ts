@@ -19,7 +19,6 @@ import type { JobHandler, JobOptions } from './runtime/job-types.js';
 import type { SchedulerRuntime } from './runtime/scheduler-runtime.js';
 import { parseSpec, type SpecInput } from './scheduler/spec.js';
 import type { SchedulerCommand } from './scheduler/state.js';
-import { runsOf } from './scheduler/state.js';
 import { LevelLogStorage } from './storage/level-log-storage.js';
 import type { LogStorage } from './storage/log-storage.js';
 import { MemoryLogStorage } from './storage/memory-log-storage.js';
