@@ -1,8 +1,8 @@
 import { RaftNode } from '../src/raft/node.js';
 import type { Entry, Message, NodeId } from '../src/raft/types.js';
 import type { SoftState } from '../src/raft/ready.js';
-import { raftSettingsFor, type CompactionOptions } from '../src/runtime/driver.js';
-import { Member, type MemberParts, type MemberTiming } from '../src/runtime/member.js';
+import { Member, type MemberParts } from '../src/runtime/member.js';
+import type { MemberSettings } from '../src/runtime/member-settings.js';
 import { parseSpec } from '../src/scheduler/spec.js';
 import { MemoryDisk } from '../src/storage/memory-disk.js';
 import { MemoryLogStorage } from '../src/storage/memory-log-storage.js';
@@ -14,13 +14,12 @@ import { simHandler, type HandlerEvent, type SimJob } from './jobs.js';
 import type { SimNetwork } from './network.js';
 import type { SimScheduler } from './scheduler.js';
 
-export interface MemberSettings {
+/** What every member of a simulated cluster is started with. */
+export interface SimMemberConfig {
   readonly voters: readonly NodeId[];
-  readonly electionTicks: number;
-  readonly timing: MemberTiming;
   readonly jobs: readonly SimJob[];
-  readonly compaction: CompactionOptions;
-  readonly snapshotChunkBytes: number;
+  /** Timing and limits, as `Cluster` computes them (see simulations/settings.ts). */
+  readonly settings: MemberSettings;
 }
 
 /** What the simulation watches on each member, with the incarnation that did it. */
@@ -36,6 +35,8 @@ export interface MemberHooks {
   readonly onReceived?: (id: NodeId, m: Message) => void;
   /** What a job's handler saw (see HandlerEvent). */
   readonly onHandler?: (id: NodeId, incarnation: number, event: HandlerEvent) => void;
+  /** The member stopped after a fatal error (not called for a life a crash already ended). */
+  readonly onFatal: (id: NodeId, error: unknown) => void;
 }
 
 /**
@@ -73,12 +74,13 @@ export class SimMember {
     return this.member?.driver ?? null;
   }
 
-  async start(network: SimNetwork, settings: MemberSettings, hooks: MemberHooks): Promise<void> {
+  async start(network: SimNetwork, config: SimMemberConfig, hooks: MemberHooks): Promise<void> {
+    const { settings } = config;
     const incarnation = ++this.incarnation;
     const storage = new MemoryLogStorage(this.disk);
     const stored = await storage.open();
     const node = new RaftNode(
-      { id: this.id, voters: settings.voters, electionTicks: settings.electionTicks, heartbeatTicks: settings.timing.heartbeatTicks, ...raftSettingsFor(settings.compaction) },
+      { id: this.id, voters: config.voters, ...settings.raft },
       { hardState: stored.hardState, snapshot: stored.snapshot, entries: stored.entries },
       new SeededRandom(this.#seed * 7919 + incarnation),
     );
@@ -89,7 +91,7 @@ export class SimMember {
     const timers = this.#timers(incarnation, new SeededRandom(this.#seed * 65_537 + incarnation).int(0, 1_000_000_000) / 1000);
     const member = new Member({
       self: this.id,
-      voters: settings.voters,
+      voters: config.voters,
       node,
       storage,
       transport,
@@ -105,6 +107,9 @@ export class SimMember {
       onSchedulerApplied: (...args) => hooks.onSchedulerApplied(this.id, ...args),
       onRunStart: (run) => hooks.onRunStart(this.id, incarnation, run),
       onRun: (run) => hooks.onRun(this.id, incarnation, run),
+      onFatal: (error) => {
+        if (incarnation === this.incarnation && this.up) hooks.onFatal(this.id, error);
+      },
     });
     this.member = member;
     await transport.start();
@@ -112,7 +117,7 @@ export class SimMember {
     // The app schedules its jobs at boot, as every member of a real cluster would.
     const random = new SeededRandom(this.#seed * 104_729 + incarnation);
     const observe = (event: HandlerEvent): void => hooks.onHandler?.(this.id, incarnation, event);
-    for (const job of settings.jobs) member.scheduler.schedule(job.name, parseSpec(job.spec), simHandler(job, timers, random, observe), job.options ?? {});
+    for (const job of config.jobs) member.scheduler.schedule(job.name, parseSpec(job.spec), simHandler(job, timers, random, observe), job.options ?? {});
   }
 
   /** The process dies: unsynced writes are lost, and nothing of this life runs again. */

@@ -1,20 +1,21 @@
 import { createHash } from 'node:crypto';
 import type { Entry, NodeId } from '../src/raft/types.js';
-import { DEFAULT_MAX_CLOCK_SKEW_MS } from '../src/runtime/clock-sync.js';
 import type { CompactionOptions } from '../src/runtime/driver.js';
-import type { MemberTiming } from '../src/runtime/member.js';
+import type { MemberSettings } from '../src/runtime/member-settings.js';
 import { parseSpec, specKey } from '../src/scheduler/spec.js';
 import { MISSED, MISSED_REASONS, type ApplyResult } from '../src/scheduler/state.js';
 import { validateJobOptions, validateName } from '../src/job-options.js';
 import { SeededRandom } from '../src/time/random.js';
 import { SafetyChecker } from './checker.js';
 import { RunCheckers } from './checkers/index.js';
+import { RefusalChecker } from './refusal-checker.js';
 import { injectAckPowerCuts, injectClockFaults, injectCrashes, injectPartitions, injectPauses, MAX_ACK_POWER_CUTS, MAX_DISK_STALL_MS, type FaultSwitches } from './faults.js';
 import { DEFAULT_SIM_JOBS, type SimJob } from './jobs.js';
-import { SimMember, type MemberHooks, type MemberSettings } from './member.js';
+import { SimMember, type MemberHooks, type SimMemberConfig } from './member.js';
 import { SimNetwork, type NetworkFaults } from './network.js';
 import { checkHistories } from './history-checker.js';
 import { SchedulerChecker } from './scheduler-checker.js';
+import { drawSettings, type VariedSetting } from './settings.js';
 import { drainMicrotasks, SIM_EPOCH_MS, SimScheduler } from './scheduler.js';
 import { summarizeJobs, type JobSummary } from './summary.js';
 export type { JobSummary } from './summary.js';
@@ -43,6 +44,12 @@ export interface SimulationOptions {
   readonly compaction?: CompactionOptions;
   /** Runs at once on each member (the `maxConcurrent` option). @default no limit */
   readonly maxConcurrent?: number;
+  /**
+   * Vary settings from production's defaults as the seed draws them (simulations/settings.ts
+   * says which, and why). False runs `Cluster`'s defaults exactly (and `compaction`, if given).
+   * @default true
+   */
+  readonly vary?: boolean;
 }
 
 export interface SimulationResult {
@@ -69,14 +76,15 @@ export interface SimulationResult {
   readonly snapshotsInstalled: number;
   /** A hash of everything that happened, for the determinism check. */
   readonly traceHash: string;
-  /** The parameters the seed drew. */
+  /** The fault parameters the seed drew. */
   readonly drawn: Record<string, number>;
+  /** The settings every member ran with: `Cluster`'s defaults but for `varied`. */
+  readonly settings: MemberSettings;
+  /** The settings the seed drew away from the defaults (see simulations/settings.ts), with their values. */
+  readonly varied: Partial<Record<VariedSetting, number>>;
   readonly timeline?: readonly TimelineEvent[];
 }
 
-const TICK_MS = 10;
-const ELECTION_TICKS = 25;
-const HEARTBEAT_TICKS = 5;
 /** Bound on simulated events in one run, so that a livelock cannot run forever. */
 const MAX_EVENTS = 20_000_000;
 /** The longest mean time between crashes a run may draw (10-minute runs draw up to it). */
@@ -92,23 +100,6 @@ const SCHEDULER_WATCH_MS = 15_000;
 /** Runs of slots before the watch end get this long to record their outcome. */
 const OUTCOME_GRACE_MS = 5000;
 const LATENESS_BOUND_MS = 50;
-
-/** The production defaults (see CLUSTER_DEFAULTS), so simulations behave as clusters do. */
-const TIMING: MemberTiming = {
-  tickMs: TICK_MS,
-  heartbeatTicks: HEARTBEAT_TICKS,
-  electionTimeoutMs: TICK_MS * ELECTION_TICKS,
-  requestTimeoutMs: 2000,
-  maxPendingProposals: 1000,
-  maxProposalBatch: 64,
-  maxProposalBatchBytes: 64 * 1024,
-  maxPendingReads: 100,
-  planIntervalMs: 100,
-  lookaheadMs: 1000,
-  maxClaimsPerPlan: 256,
-  reassignHorizonMs: 10 * 60_000,
-  maxClockSkewMs: DEFAULT_MAX_CLOCK_SKEW_MS,
-};
 
 const decoder = new TextDecoder();
 
@@ -129,7 +120,8 @@ function validateJobs(jobs: readonly SimJob[]): void {
 
 /**
  * Runs a cluster of production members (Raft driver and scheduler runtime) on simulated time,
- * network, disks and clocks. One seed fixes every choice: fault parameters, latencies, losses,
+ * network, disks and clocks, with `Cluster`'s settings but for those the seed varies (see
+ * settings.ts). One seed fixes every choice: settings varied, fault parameters, latencies, losses,
  * crashes, clock faults, stalls, run durations and proposals. Phase one injects faults and
  * checks safety after every event; phase two heals everything and demands liveness: a new
  * proposal commits on every member, and every slot due runs on time with an outcome.
@@ -156,14 +148,10 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
     clockEveryMs: random.int(500, 10_000),
     pauseEveryMs: random.int(500, 10_000),
     diskStallPermille: switches.disks ? random.int(0, 50) : 0,
-    // Far more often than production's default, so that runs install snapshots and restart
-    // from them: compaction must not change what the checkers see.
-    compactEveryEntries: random.int(200, 3000),
-    compactRetainEntries: random.int(0, 300),
-    // Small chunks, so that snapshots travel in several messages, some of them lost.
-    snapshotChunkBytes: random.int(512, 64 * 1024),
   };
-  const compaction: CompactionOptions = options.compaction ?? { everyEntries: drawn.compactEveryEntries, retainEntries: drawn.compactRetainEntries };
+  // Production's settings, but for those the seed varies on purpose (see settings.ts).
+  const { settings, varied } = drawSettings(seed, options.vary ?? true, options.compaction, options.maxConcurrent);
+  const compaction = settings.compaction;
   const faults: NetworkFaults = { lossRate: drawn.lossPermille / 1000, duplicateRate: drawn.duplicatePermille / 1000, latencyMinMs: 0.05, latencyMaxMs: drawn.latencyMaxUs / 1000 };
   const scheduler = new SimScheduler();
   const network = new SimNetwork(scheduler, random, faults);
@@ -178,11 +166,11 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
     record({ t, kind: 'violation', message: `[${kind}] ${what}` });
   };
   const slots = new SchedulerChecker(report);
+  const refusals = new RefusalChecker(report);
   const ids: NodeId[] = Array.from({ length: memberCount }, (_, i) => `m${i + 1}`);
   const members = ids.map((id, i) => new SimMember(id, seed * 31 + i, scheduler));
-  const timing: MemberTiming = options.maxConcurrent === undefined ? TIMING : { ...TIMING, maxConcurrent: options.maxConcurrent };
-  const settings: MemberSettings = { voters: ids, electionTicks: ELECTION_TICKS, timing, jobs, compaction, snapshotChunkBytes: drawn.snapshotChunkBytes };
-  const runChecks = new RunCheckers({ report, slots, members, timing, jobs });
+  const config: SimMemberConfig = { voters: ids, jobs, settings };
+  const runChecks = new RunCheckers({ report, slots, members, timing: settings.timing, jobs });
   /** Set in the liveness phase to watch for its marker entry. */
   let alsoOnApplied: ((id: NodeId, entry: Entry) => void) | null = null;
   const leading = new Map<NodeId, number>();
@@ -245,6 +233,7 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
     },
     onReceived: (id, m) => runChecks.onReceived(scheduler.nowMs, id, m),
     onHandler: (id, incarnation, event) => runChecks.onHandler(scheduler.nowMs, id, incarnation, event),
+    onFatal: (id, error) => refusals.onFatal(scheduler.nowMs, id, error),
   };
   let crashes = 0;
   let snapshotsInstalled = 0;
@@ -253,7 +242,7 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
   const pick = <T>(xs: readonly T[]): T => xs[random.int(0, xs.length - 1)] as T;
   const up = (): SimMember[] => members.filter((m) => m.up);
 
-  for (const m of members) await m.start(network, settings, hooks);
+  for (const m of members) await m.start(network, config, hooks);
 
   const propose = (text: string): void => {
     const driver = up().length > 0 ? pick(up()).driver : null;
@@ -280,7 +269,7 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
   const restarts: Array<Promise<void>> = [];
   const restart = (m: SimMember): void => {
     record({ t: scheduler.nowMs, kind: 'restart', member: m.id });
-    restarts.push(m.start(network, settings, hooks));
+    restarts.push(m.start(network, config, hooks));
   };
   const faultContext = { scheduler, network, random, members, ids, untilMs: durationMs, record, trace: (line: string) => trace.update(`${scheduler.nowMs} ${line}\n`) };
   if (switches.partitions) injectPartitions(faultContext, drawn.partitionEveryMs);
@@ -362,9 +351,11 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
       await drainMicrotasks();
       if (restarts.length > 0) await Promise.all(restarts.splice(0));
       for (const m of members) {
-        if (!m.up) continue;
+        const driver = m.driver;
+        if (driver === null) continue;
         m.scheduleSync(fsyncMs, syncBatch);
         checkDurability(m);
+        refusals.check(scheduler.nowMs, m.id, driver);
       }
       runChecks.afterEvent(scheduler.nowMs);
       if (++events % BOUNDS_CHECK_EVERY === 0) for (const m of members) checkBounds(m);
@@ -471,6 +462,8 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
       reRuns: slots.reRuns,
       traceHash: trace.digest('hex').slice(0, 16),
       drawn,
+      settings,
+      varied,
       ...(options.timeline === true ? { timeline } : {}),
     };
   }

@@ -65,6 +65,22 @@ export const VIOLATION_KINDS = [
   'retry',
   /** After healing, a slot of a mode 'all' job did not start on every member in time. */
   'mode-all',
+  // What members refuse, and fail on (refusal-checker.ts): no fault of the simulator forges or
+  // corrupts a message, so among its members each count moves only for a bug.
+  /** A message threw inside the protocol (RaftDriver.invalidMessages). */
+  'invalid-message',
+  /** A message the protocol ignored as contradicting it, e.g. a second leader in one term (RaftNode.protocolViolations). */
+  'protocol-violation',
+  /** A message the transport refused to send (RaftDriver.unsendableMessages). */
+  'unsendable-message',
+  /** A leader's snapshot the state machine could not read (RaftDriver.invalidSnapshots). */
+  'invalid-snapshot',
+  /** A chunk of a snapshot no honest leader sends (RaftDriver.invalidSnapshotChunks). */
+  'invalid-snapshot-chunk',
+  /** A clock stamp malformed, out of bounds or inconsistent (RaftDriver.invalidClockStamps). */
+  'invalid-clock-stamp',
+  /** A member stopped after a fatal error (a broken invariant of its state, a failed write). */
+  'fatal',
 ] as const;
 
 export type ViolationKind = (typeof VIOLATION_KINDS)[number];

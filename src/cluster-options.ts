@@ -1,10 +1,9 @@
 import { createHash } from 'node:crypto';
-import { DEFAULT_MAX_CLOCK_SKEW_MS } from './runtime/clock-sync.js';
-import { COMPACTION_DEFAULTS, type CompactionOptions } from './runtime/driver.js';
 import { join } from 'node:path';
 import { InvalidArgumentError } from './errors.js';
+import { nonNegativeInt } from './option-checks.js';
+import { MEMBER_DEFAULTS, memberSettings, type MemberSettings } from './runtime/member-settings.js';
 import type { NodeId } from './raft/types.js';
-import type { MemberTiming } from './runtime/member.js';
 import type { Clock, Timers } from './time/clock.js';
 import type { Random } from './time/random.js';
 import { parseListenAddress, parsePeerAddress, type PeerAddress } from './transport/address.js';
@@ -76,33 +75,13 @@ export interface ClusterOptions {
 export const CLUSTER_DEFAULTS = {
   listen: '/ip4/127.0.0.1/tcp/0',
   storage: 'level',
-  tickMs: 10,
-  heartbeatMs: 50,
-  electionTimeoutMs: 250,
-  requestTimeoutMs: 5000,
+  /** The member's timing and limits: see MEMBER_DEFAULTS (the simulator runs the same). */
+  ...MEMBER_DEFAULTS,
   stopTimeoutMs: 1000,
-  maxPendingProposals: 10_000,
-  /** Proposals handed to Raft in one batch: one disk write and one append carry them. */
-  maxProposalBatch: 1024,
-  /** Bytes of proposals in one batch (at least one goes): a forwarded batch must fit in a frame. */
-  maxProposalBatchBytes: 1024 * 1024,
   /** Largest proposal accepted: with the batch bound, every message stays under the 4 MiB frame bound. */
   maxProposalBytes: 1024 * 1024,
-  /** Linearizable reads waiting on one member. */
-  maxPendingReads: 4096,
   sync: true,
   dataRoot: '.cronraft',
-  /** How often the leader plans claims of due slots. */
-  planIntervalMs: 100,
-  /** Claims are made this far ahead (at least an election timeout), so assignees fire on their own timers. */
-  lookaheadMs: 1000,
-  /** Claims proposed by one plan. */
-  maxClaimsPerPlan: 256,
-  /** Claims whose slot is older than this are never moved to another member again. */
-  reassignHorizonMs: 10 * 60_000,
-  maxClockSkewMs: DEFAULT_MAX_CLOCK_SKEW_MS,
-  snapshotEveryEntries: COMPACTION_DEFAULTS.everyEntries,
-  snapshotRetainEntries: COMPACTION_DEFAULTS.retainEntries,
 } as const;
 
 /** The options after validation, with defaults applied and addresses parsed. */
@@ -114,16 +93,9 @@ export interface ResolvedOptions {
   readonly voters: readonly NodeId[];
   readonly dataDir: string;
   readonly storage: 'level' | 'memory';
-  readonly tickMs: number;
-  readonly heartbeatTicks: number;
-  readonly electionTicks: number;
-  readonly electionTimeoutMs: number;
-  readonly requestTimeoutMs: number;
+  /** The member's timing and limits (see memberSettings): what the simulator runs too. */
+  readonly member: MemberSettings;
   readonly stopTimeoutMs: number;
-  readonly maxPendingProposals: number;
-  readonly maxClockSkewMs: number;
-  readonly maxConcurrent: number;
-  readonly compaction: CompactionOptions;
   readonly sync: boolean;
 }
 
@@ -155,13 +127,7 @@ export function resolveOptions(peersInput: readonly string[], options: ClusterOp
   if (peers.size > 0 && (self.host === '0.0.0.0' || self.host === '::')) {
     throw new InvalidArgumentError('advertise', options.advertise ?? listenInput, 'an address the other members can reach (set advertise when listening on 0.0.0.0)');
   }
-  const tickMs = positiveInt(options.tickMs ?? CLUSTER_DEFAULTS.tickMs, 'tickMs');
-  const heartbeatMs = positiveInt(options.heartbeatMs ?? CLUSTER_DEFAULTS.heartbeatMs, 'heartbeatMs');
-  const electionTimeoutMs = positiveInt(options.electionTimeoutMs ?? CLUSTER_DEFAULTS.electionTimeoutMs, 'electionTimeoutMs');
-  if (heartbeatMs < tickMs) throw new InvalidArgumentError('heartbeatMs', heartbeatMs, `at least tickMs (${tickMs})`);
-  if (heartbeatMs >= electionTimeoutMs) {
-    throw new InvalidArgumentError('heartbeatMs', heartbeatMs, `less than electionTimeoutMs (${electionTimeoutMs})`);
-  }
+  const member = memberSettings(options);
   const storage = options.storage ?? CLUSTER_DEFAULTS.storage;
   if (storage !== 'level' && storage !== 'memory') throw new InvalidArgumentError('storage', storage, "'level' or 'memory'");
   const dataDir = options.dataDir ?? join(CLUSTER_DEFAULTS.dataRoot, `${self.host.replace(/[^a-zA-Z0-9.-]/g, '_')}-${self.port}`);
@@ -174,49 +140,8 @@ export function resolveOptions(peersInput: readonly string[], options: ClusterOp
     voters: [self.id, ...peers.keys()].sort(),
     dataDir,
     storage,
-    tickMs,
-    heartbeatTicks: Math.max(1, Math.round(heartbeatMs / tickMs)),
-    electionTicks: Math.max(2, Math.round(electionTimeoutMs / tickMs)),
-    electionTimeoutMs,
-    requestTimeoutMs: positiveInt(options.requestTimeoutMs ?? CLUSTER_DEFAULTS.requestTimeoutMs, 'requestTimeoutMs'),
+    member,
     stopTimeoutMs: nonNegativeInt(options.stopTimeoutMs ?? CLUSTER_DEFAULTS.stopTimeoutMs, 'stopTimeoutMs'),
-    maxPendingProposals: positiveInt(options.maxPendingProposals ?? CLUSTER_DEFAULTS.maxPendingProposals, 'maxPendingProposals'),
-    maxClockSkewMs: positiveInt(options.maxClockSkewMs ?? CLUSTER_DEFAULTS.maxClockSkewMs, 'maxClockSkewMs'),
-    maxConcurrent: options.maxConcurrent === undefined || options.maxConcurrent === Number.POSITIVE_INFINITY ? Number.POSITIVE_INFINITY : positiveInt(options.maxConcurrent, 'maxConcurrent'),
-    compaction: {
-      everyEntries: positiveInt(options.snapshotEveryEntries ?? CLUSTER_DEFAULTS.snapshotEveryEntries, 'snapshotEveryEntries'),
-      retainEntries: nonNegativeInt(options.snapshotRetainEntries ?? CLUSTER_DEFAULTS.snapshotRetainEntries, 'snapshotRetainEntries'),
-    },
     sync: options.sync ?? CLUSTER_DEFAULTS.sync,
   };
-}
-
-/** A member's bounds and intervals: the options given, and the defaults of the rest. */
-export function memberTiming(o: ResolvedOptions): MemberTiming {
-  return {
-    tickMs: o.tickMs,
-    heartbeatTicks: o.heartbeatTicks,
-    electionTimeoutMs: o.electionTimeoutMs,
-    requestTimeoutMs: o.requestTimeoutMs,
-    maxPendingProposals: o.maxPendingProposals,
-    maxProposalBatch: CLUSTER_DEFAULTS.maxProposalBatch,
-    maxProposalBatchBytes: CLUSTER_DEFAULTS.maxProposalBatchBytes,
-    maxPendingReads: CLUSTER_DEFAULTS.maxPendingReads,
-    planIntervalMs: CLUSTER_DEFAULTS.planIntervalMs,
-    lookaheadMs: CLUSTER_DEFAULTS.lookaheadMs,
-    maxClaimsPerPlan: CLUSTER_DEFAULTS.maxClaimsPerPlan,
-    reassignHorizonMs: CLUSTER_DEFAULTS.reassignHorizonMs,
-    maxClockSkewMs: o.maxClockSkewMs,
-    maxConcurrent: o.maxConcurrent,
-  };
-}
-
-function positiveInt(value: unknown, option: string): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0) throw new InvalidArgumentError(option, value, 'a positive integer (milliseconds or a count)');
-  return value;
-}
-
-function nonNegativeInt(value: unknown, option: string): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) throw new InvalidArgumentError(option, value, 'a non-negative integer');
-  return value;
 }

@@ -4,7 +4,7 @@ import type { PrivateKey } from '@libp2p/interface';
 import { historyOf, type SlotHistory } from './api/history.js';
 import type { ClusterState, MemberState } from './api/state.js';
 import type { ClusterEvents } from './cluster-events.js';
-import { clusterIdOf, resolveOptions, memberTiming, CLUSTER_DEFAULTS, type ClusterOptions, type ResolvedOptions } from './cluster-options.js';
+import { clusterIdOf, resolveOptions, CLUSTER_DEFAULTS, type ClusterOptions, type ResolvedOptions } from './cluster-options.js';
 import { openDataDir } from './data-dir.js';
 import { ClockUnsyncedError, CronraftError, InvalidArgumentError, NotLeaderError, NotRunningError, TimeoutError } from './errors.js';
 import { validateJobOptions, validateName } from './job-options.js';
@@ -13,7 +13,7 @@ import { RaftNode } from './raft/node.js';
 import type { SoftState } from './raft/ready.js';
 import type { NodeId } from './raft/types.js';
 import { encodeCommand } from './runtime/commands.js';
-import { raftSettingsFor, type RaftDriver, type ProposalResult } from './runtime/driver.js';
+import type { RaftDriver, ProposalResult } from './runtime/driver.js';
 import { Member } from './runtime/member.js';
 import type { JobHandler, JobOptions } from './runtime/job-types.js';
 import type { SchedulerRuntime } from './runtime/scheduler-runtime.js';
@@ -111,7 +111,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     // Refuses a directory that belongs to another cluster or member, before anything is written.
     await this.#storage.setIdentity({ clusterId: this.#clusterId, nodeId: o.self.id });
     const node = new RaftNode(
-      { id: o.self.id, voters: o.voters, electionTicks: o.electionTicks, heartbeatTicks: o.heartbeatTicks, ...raftSettingsFor(o.compaction) },
+      { id: o.self.id, voters: o.voters, ...o.member.raft },
       { hardState: stored.hardState, snapshot: stored.snapshot, entries: stored.entries },
       this.#random,
     );
@@ -134,9 +134,10 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       transport: this.#transport,
       clock: this.#clock,
       timers: this.#timers,
-      timing: memberTiming(o),
+      timing: o.member.timing,
       bootId: randomBytes(4).toString('hex'),
-      compaction: o.compaction,
+      compaction: o.member.compaction,
+      snapshotChunkBytes: o.member.snapshotChunkBytes,
       wantsUserEntries: () => this.listenerCount('applied') > 0,
       onUserEntry: (entry, data) => {
         try {
@@ -221,7 +222,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
 
   /** Resolves with the leader once one is known, or rejects with TimeoutError. */
   async waitForLeader(options: { timeoutMs?: number } = {}): Promise<{ leader: NodeId; term: number }> {
-    const timeoutMs = options.timeoutMs ?? this.#o.electionTimeoutMs * 20;
+    const timeoutMs = options.timeoutMs ?? this.#o.member.timing.electionTimeoutMs * 20;
     const driver = this.#running();
     const ok = await this.#waitFor(() => driver.node.leader !== null, timeoutMs);
     if (!ok || driver.node.leader === null) throw new TimeoutError('Waiting for a leader', timeoutMs);
@@ -279,8 +280,9 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     // (ahead, it could take a lock still held): it waits for the leader's heartbeats to teach it.
     if (!driver.clockSynced) {
       if (driver.node.leader === null) throw new NotLeaderError(null);
-      const synced = await this.#waitFor(() => driver.clockSynced, this.#o.requestTimeoutMs, this.#o.tickMs * this.#o.heartbeatTicks);
-      if (!synced) throw new ClockUnsyncedError(this.#o.requestTimeoutMs);
+      const { requestTimeoutMs, tickMs, heartbeatTicks } = this.#o.member.timing;
+      const synced = await this.#waitFor(() => driver.clockSynced, requestTimeoutMs, tickMs * heartbeatTicks);
+      if (!synced) throw new ClockUnsyncedError(requestTimeoutMs);
     }
     const clock = driver.clusterClock();
     const startMs = clock.now();
@@ -321,7 +323,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     const offsets = driver?.clockOffsets() ?? new Map<NodeId, { offsetMs: number }>();
     const clockOf = (id: NodeId): Pick<MemberState, 'clockOffsetMs' | 'clockSkewed'> => {
       const offsetMs = offsets.get(id)?.offsetMs ?? null;
-      return { clockOffsetMs: offsetMs, clockSkewed: offsetMs !== null && Math.abs(offsetMs) > this.#o.maxClockSkewMs };
+      return { clockOffsetMs: offsetMs, clockSkewed: offsetMs !== null && Math.abs(offsetMs) > this.#o.member.timing.maxClockSkewMs };
     };
     const members: MemberState[] = this.#o.voters.map((id) => {
       if (id === this.id) {
@@ -336,7 +338,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
         voter: true,
         // Leader and followers exchange messages every heartbeat, so between them silence for an
         // election timeout means unreachable; followers talk to each other only in elections.
-        reachable: connected && (!(node?.role === 'leader' || id === node?.leader) || (lastContactMs !== null && lastContactMs < this.#o.electionTimeoutMs)),
+        reachable: connected && (!(node?.role === 'leader' || id === node?.leader) || (lastContactMs !== null && lastContactMs < this.#o.member.timing.electionTimeoutMs)),
         lastContactMs,
         matchIndex: node?.progressOf(id)?.match ?? null,
         ...clockOf(id),

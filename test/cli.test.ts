@@ -2,7 +2,9 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
+import { CLUSTER_DEFAULTS } from '../src/cluster-options.js';
 import { switchesFromNames } from '../simulations/faults.js';
+import { drawSettings } from '../simulations/settings.js';
 
 const run = promisify(execFile);
 /** The compiled command, as `npx cronraft` runs it (test/global-setup.ts builds first). */
@@ -41,6 +43,15 @@ describe('cronraft simulate', () => {
     // Disk stalls were not asked for.
     expect(result.drawn.diskStallPermille).toBe(0);
     expect(switchesFromNames(['partition', 'skew', 'crash', 'loss'])).toEqual({ partitions: true, clocks: true, crashes: true, loss: true, pauses: false, disks: false });
+  });
+
+  it('says which settings the seed varied from the defaults, in its summary and its JSON', async () => {
+    const { varied } = drawSettings(4, true);
+    const text = await cronraft('simulate', '--seed', '4', '--members', '3', '--duration', '2s');
+    expect(text.stdout).toContain(`settings: Cluster's defaults but ${Object.entries(varied).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+    const json = JSON.parse((await cronraft('simulate', '--seed', '4', '--members', '3', '--duration', '2s', '--json')).stdout) as { varied: unknown; settings: { timing: { requestTimeoutMs: number } } };
+    expect(json.varied).toEqual(varied);
+    expect(json.settings.timing.requestTimeoutMs).toBe(varied.requestTimeoutMs ?? CLUSTER_DEFAULTS.requestTimeoutMs);
   });
 
   it('rejects a bad option with the usage and exit status 2', async () => {

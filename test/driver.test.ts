@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { InvariantError } from '../src/raft/invariant.js';
 import { RaftNode } from '../src/raft/node.js';
 import { EntryType, type Message } from '../src/raft/types.js';
-import { raftSettingsFor, RaftDriver, type DriverOptions, type StateMachine } from '../src/runtime/driver.js';
+import { RaftDriver, type DriverOptions, type StateMachine } from '../src/runtime/driver.js';
+import { raftSettingsFor } from '../src/runtime/member-settings.js';
 import { SNAPSHOT_ASSEMBLY_IDLE_MS, splitSnapshot } from '../src/runtime/snapshot-chunks.js';
 import type { LogStorage } from '../src/storage/log-storage.js';
 import { MemoryDisk } from '../src/storage/memory-disk.js';
@@ -10,6 +12,28 @@ import type { Timers } from '../src/time/clock.js';
 import { SeededRandom } from '../src/time/random.js';
 import { RecordingTransport } from './fixtures/recording-transport.js';
 import { NO_SNAPSHOT_STATE } from './fixtures/state-machine.js';
+
+/** Timers that fire when the test advances their time (by one timer at a time, in order). */
+function manualTimers(): { readonly timers: Timers; readonly advance: (ms: number) => void } {
+  let now = 0;
+  let due: Array<{ at: number; run: () => void }> = [];
+  const timers: Timers = {
+    now: () => now,
+    setTimeout: (run, ms) => {
+      const t = { at: now + ms, run };
+      due.push(t);
+      return t;
+    },
+    clearTimeout: (t) => void (due = due.filter((d) => d !== t)),
+  };
+  const advance = (ms: number): void => {
+    now += ms;
+    const ready = due.filter((d) => d.at <= now);
+    due = due.filter((d) => d.at > now);
+    for (const d of ready) d.run();
+  };
+  return { timers, advance };
+}
 
 /** Timers that never fire by themselves: the test ticks the node when it wants. */
 const frozenTimers: Timers = { now: () => 0, setTimeout: () => 0, clearTimeout: () => undefined };
@@ -161,6 +185,76 @@ describe('the driver orders effects', () => {
   });
 });
 
+describe('read barriers', () => {
+  it("are asked of the leader again when no answer came within leaderSilenceMs, rather than waiting out the request timeout", async () => {
+    const { timers, advance } = manualTimers();
+    const { driver, transport } = await makeDriver(new MemoryLogStorage(), undefined, timers.now, { timers });
+    const entry = { index: 1, term: 1, type: EntryType.Normal, data: new Uint8Array([1]), pid: 'p' };
+    transport.deliver({ type: 'append', from: 'b', to: 'a', term: 1, prevIndex: 0, prevTerm: 0, entries: [entry], commit: 1 });
+    await settle();
+    let read: number | null = null;
+    void driver.readBarrier().then((index) => (read = index));
+    await settle();
+    const asked = (): Array<Extract<Message, { type: 'read-index' }>> => transport.sent.flatMap((m) => (m.type === 'read-index' && m.to === 'b' ? [m] : []));
+    expect(asked()).toHaveLength(1);
+    // The request is lost. Within an election timeout (leaderSilenceMs 100), nothing more.
+    for (let ms = 0; ms < 90; ms += 10) advance(10);
+    await settle();
+    expect(asked()).toHaveLength(1);
+    // The leader is alive (its heartbeat keeps this member a follower), and the read is asked again.
+    transport.deliver({ type: 'heartbeat', from: 'b', to: 'a', term: 1, commit: 1, readCtx: 0 });
+    for (let ms = 0; ms < 20; ms += 10) advance(10);
+    await settle();
+    expect(asked()).toHaveLength(2);
+    expect(asked()[1]).toMatchObject({ ctx: asked()[0]!.ctx });
+    transport.deliver({ type: 'read-index-resp', from: 'b', to: 'a', term: 1, ctx: asked()[1]!.ctx, index: 1, reject: false });
+    await settle();
+    expect(read).toBe(1);
+  });
+});
+
+describe('messages the protocol cannot take', () => {
+  const entry = (index: number, term = 1): { index: number; term: number; type: EntryType; data: Uint8Array; pid: string } => ({ index, term, type: EntryType.Normal, data: new Uint8Array([index]), pid: `p${index}` });
+
+  it('are counted when they only break the shape the codec promises, and the member carries on', async () => {
+    const fatal: unknown[] = [];
+    const { driver, transport } = await makeDriver(new MemoryLogStorage(), (e) => fatal.push(e));
+    transport.deliver({ type: 'append', from: 'b', to: 'a', term: 1, prevIndex: 0, prevTerm: 0, entries: null as unknown as [], commit: 0 });
+    await settle();
+    expect(driver.invalidMessages).toBe(1);
+    expect(fatal).toEqual([]);
+    transport.deliver({ type: 'append', from: 'b', to: 'a', term: 1, prevIndex: 0, prevTerm: 0, entries: [entry(1)], commit: 1 });
+    await settle();
+    expect(driver.node.log.committed).toBe(1);
+  });
+
+  it('stop the member with CRONRAFT_FATAL when stepping one meets a broken invariant of its state, whatever the message', async () => {
+    const fatal: unknown[] = [];
+    const { driver, transport } = await makeDriver(new MemoryLogStorage(), (e) => fatal.push(e));
+    transport.deliver({ type: 'append', from: 'b', to: 'a', term: 1, prevIndex: 0, prevTerm: 0, entries: [entry(1), entry(2), entry(3)], commit: 3 });
+    await settle();
+    // A bug drops entries 1 and 2 behind the node's back: its log no longer holds what its
+    // latest snapshot (none) does not cover. No message can do this; it is the state that broke.
+    driver.node.log.compact(2);
+    // It leads term 2, with b's votes.
+    driver.node.campaign();
+    transport.deliver({ type: 'prevote-resp', from: 'b', to: 'a', term: 2, reject: false });
+    await settle();
+    transport.deliver({ type: 'vote-resp', from: 'b', to: 'a', term: 2, reject: false });
+    await settle();
+    expect(driver.node.role).toBe('leader');
+    // c answers that it holds none of it: what c lacks is older than the log, and the snapshot
+    // that should stand for it is missing.
+    const probe = transport.sent.findLast((m) => m.type === 'append' && m.to === 'c');
+    transport.deliver({ type: 'append-resp', from: 'c', to: 'a', term: 2, index: probe?.type === 'append' ? probe.prevIndex : 0, reject: true, hintIndex: 0, hintTerm: 0 });
+    await settle();
+    expect(fatal).toHaveLength(1);
+    expect(fatal[0]).toBeInstanceOf(InvariantError);
+    expect(driver.invalidMessages).toBe(0);
+    await expect(driver.propose(new Uint8Array([1]))).rejects.toMatchObject({ code: 'CRONRAFT_FATAL' });
+  });
+});
+
 /** A state machine that records what it is asked, to check the order of restores and applies. */
 function recordingStateMachine(accepts = true): StateMachine & { readonly log: string[] } {
   const log: string[] = [];
@@ -199,25 +293,9 @@ describe('snapshots in the driver', () => {
 
   it('joins a snapshot sent in chunks, and drops one whose next chunk does not come in time', async () => {
     // Timers the test fires: the driver's tick is what expires a snapshot left unfinished.
-    let now = 0;
-    let due: Array<{ at: number; run: () => void }> = [];
-    const timers: Timers = {
-      now: () => now,
-      setTimeout: (run, ms) => {
-        const t = { at: now + ms, run };
-        due.push(t);
-        return t;
-      },
-      clearTimeout: (t) => void (due = due.filter((d) => d !== t)),
-    };
-    const advance = (ms: number): void => {
-      now += ms;
-      const ready = due.filter((d) => d.at <= now);
-      due = due.filter((d) => d.at > now);
-      for (const d of ready) d.run();
-    };
+    const { timers, advance } = manualTimers();
     const sm = recordingStateMachine();
-    const { driver, transport } = await makeDriver(new MemoryLogStorage(), undefined, () => now, { stateMachine: sm, timers });
+    const { driver, transport } = await makeDriver(new MemoryLogStorage(), undefined, timers.now, { stateMachine: sm, timers });
     const chunks = (index: number): ReturnType<typeof splitSnapshot> => splitSnapshot({ type: 'snapshot', from: 'b', to: 'a', term: 1, snapshot: { index, term: 1, data: Uint8Array.from({ length: 30 }, (_, i) => i) } }, 10);
     const first = chunks(5);
     transport.deliver(first[0]!);

@@ -1,12 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { memberTiming, resolveOptions } from '../src/cluster-options.js';
 import type { NodeId } from '../src/raft/types.js';
-import { COMPACTION_DEFAULTS } from '../src/runtime/driver.js';
 import type { RunRecord } from '../src/runtime/job-types.js';
-import { SNAPSHOT_CHUNK_BYTES } from '../src/runtime/snapshot-chunks.js';
+import { memberSettings } from '../src/runtime/member-settings.js';
 import { SeededRandom } from '../src/time/random.js';
 import type { SimJob } from '../simulations/jobs.js';
-import { SimMember, type MemberHooks, type MemberSettings } from '../simulations/member.js';
+import { SimMember, type MemberHooks, type SimMemberConfig } from '../simulations/member.js';
 import { SimNetwork } from '../simulations/network.js';
 import { drainMicrotasks, SimScheduler } from '../simulations/scheduler.js';
 
@@ -18,7 +16,8 @@ import { drainMicrotasks, SimScheduler } from '../simulations/scheduler.js';
  * to real processes, where the order of events after a stall is the kernel's.
  */
 /** The production defaults. */
-const TIMING = memberTiming(resolveOptions([], {}));
+const SETTINGS = memberSettings();
+const TIMING = SETTINGS.timing;
 const LEASE_MS = 2 * TIMING.electionTimeoutMs;
 /** Runs last longer than a pause: they are still going when their member resumes. */
 const RUN_MS = 3000;
@@ -50,7 +49,7 @@ class LeaseSim {
 
   static async start(seed: number): Promise<LeaseSim> {
     const sim = new LeaseSim(seed);
-    const settings: MemberSettings = { voters: sim.members.map((m) => m.id), electionTicks: TIMING.electionTimeoutMs / TIMING.tickMs, timing: TIMING, jobs: [JOB], compaction: COMPACTION_DEFAULTS, snapshotChunkBytes: SNAPSHOT_CHUNK_BYTES };
+    const config: SimMemberConfig = { voters: sim.members.map((m) => m.id), jobs: [JOB], settings: SETTINGS };
     const ignore = (): void => undefined;
     const hooks: MemberHooks = {
       onStart: ignore,
@@ -60,9 +59,10 @@ class LeaseSim {
       onSoftState: (id, _node, s) => sim.leaders.push({ id, t: sim.scheduler.nowMs, value: s.leader }),
       onRunStart: (id, _incarnation, run) => sim.starts.push({ id, t: sim.scheduler.nowMs, value: run }),
       onRun: (id, _incarnation, run) => sim.ends.push({ id, t: sim.scheduler.nowMs, value: run }),
+      onFatal: ignore,
     };
     // All start at time 0: each member's plan tick falls on every multiple of the plan interval.
-    for (const m of sim.members) await m.start(sim.network, settings, hooks);
+    for (const m of sim.members) await m.start(sim.network, config, hooks);
     return sim;
   }
 

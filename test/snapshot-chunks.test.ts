@@ -33,6 +33,8 @@ describe('snapshots in chunks', () => {
     const arrivals = [chunks[2], chunks[0], chunks[2], chunks[3], chunks[0]];
     expect(arrivals.map((c) => assembler.add(c!, 0))).toEqual([null, null, null, null, null]);
     expect(assembler.dropped).toBe(2);
+    // Duplicates are a network's doing, not a faulty peer's.
+    expect(assembler.invalid).toBe(0);
     expect(assembler.add(chunks[1]!, 0)).toEqual(whole);
   });
 
@@ -54,6 +56,8 @@ describe('snapshots in chunks', () => {
     for (const c of old.slice(1)) expect(assembler.add(c, 0)).toBeNull();
     const out = newer.slice(1).map((c) => assembler.add(c, 0));
     expect(out.at(-1)?.snapshot).toEqual({ index: 50, term: 4, data });
+    expect(assembler.dropped).toBe(old.length - 1);
+    expect(assembler.invalid).toBe(0);
   });
 
   it('drops a chunk that overlaps one already received', () => {
@@ -61,7 +65,10 @@ describe('snapshots in chunks', () => {
     const base = { ...whole, snapshot: { ...whole.snapshot, data: new Uint8Array(100) } };
     expect(assembler.add({ ...base, chunk: { offset: 0, total: 150 } }, 0)).toBeNull();
     expect(assembler.add({ ...base, snapshot: { ...base.snapshot, data: new Uint8Array(60) }, chunk: { offset: 90, total: 150 } }, 0)).toBeNull();
-    expect(assembler.dropped).toBe(1);
+    // At the same offset as a chunk received, but longer: not a duplicate.
+    expect(assembler.add({ ...base, snapshot: { ...base.snapshot, data: new Uint8Array(110) }, chunk: { offset: 0, total: 150 } }, 0)).toBeNull();
+    expect(assembler.dropped).toBe(2);
+    expect(assembler.invalid).toBe(2);
   });
 
   it('refuses a snapshot announced larger than MAX_SNAPSHOT_BYTES, keeping nothing', () => {
@@ -69,6 +76,7 @@ describe('snapshots in chunks', () => {
     const huge: SnapshotMessage = { ...whole, snapshot: { ...whole.snapshot, data: new Uint8Array(10) }, chunk: { offset: 0, total: MAX_SNAPSHOT_BYTES + 1 } };
     expect(assembler.add(huge, 0)).toBeNull();
     expect(assembler.dropped).toBe(1);
+    expect(assembler.invalid).toBe(1);
   });
 
   it('the codec refuses a chunk that overruns its announced total', () => {
@@ -86,6 +94,7 @@ describe('snapshots in chunks', () => {
     // Into the end of the chunk before, into the start of the chunk after, over a whole one.
     for (const [offset, length] of [[65, 10], [55, 10], [15, 20], [975, 10]]) assembler.add(piece(offset as number, length as number), 0);
     expect(assembler.dropped).toBe(4);
+    expect(assembler.invalid).toBe(4);
     // Exactly in a gap: taken.
     expect(assembler.add(piece(10, 10), 0)).toBeNull();
     expect(assembler.dropped).toBe(4);
@@ -100,6 +109,7 @@ describe('snapshots in chunks', () => {
     expect(assembler.dropped).toBe(0);
     expect(assembler.add(byte(MAX_SNAPSHOT_CHUNKS), 0)).toBeNull();
     expect(assembler.dropped).toBe(1);
+    expect(assembler.invalid).toBe(1);
     expect(assembler.heldBytes).toBe(MAX_SNAPSHOT_CHUNKS);
 
     const big: SnapshotMessage = { ...whole, snapshot: { ...whole.snapshot, data: new Uint8Array(MAX_SNAPSHOT_CHUNKS * 3 + 1) } };

@@ -126,7 +126,7 @@ export class RunCheckers {
     const mode = this.#slots.jobs.get(job)?.mode;
     if (this.#runs.busyAt(job, slotMs, slotT, marginMs, mode === 'all' ? member : undefined)) return true;
     const max = this.#timing.maxConcurrent;
-    if (max === undefined) return false;
+    if (max === undefined || !Number.isFinite(max)) return false;
     return (member === undefined ? (slot?.assignees ?? []) : [member]).some((id) => this.#runs.fullAt(id, slotT, max, marginMs));
   }
 

@@ -147,6 +147,9 @@ async function* inProcesses(argv: readonly string[], first: number, count: numbe
 function report(r: SimulationResult): void {
   console.log(`seed ${r.seed}: ${r.violations.length === 0 ? 'ok' : 'VIOLATION'}; ${r.committed} entries committed, ${r.acknowledged} proposals acknowledged, ${r.crashes} crashes, ${r.delivered} messages delivered, ${r.dropped} dropped; trace ${r.traceHash}`);
   console.log(`  drawn: ${Object.entries(r.drawn).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+  // The rest of the settings are Cluster's defaults (CLUSTER_DEFAULTS).
+  const varied = Object.entries(r.varied);
+  console.log(`  settings: ${varied.length === 0 ? "Cluster's defaults" : `Cluster's defaults but ${varied.map(([k, v]) => `${k}=${v}`).join(' ')}`}`);
   for (const j of r.jobs) {
     const l = j.latenessMs;
     const others = Object.entries(j.unsuccessfulBy).map(([outcome, n]) => `${n} ${outcome === 'none' ? 'with no outcome yet' : outcome}`);

@@ -1,3 +1,4 @@
+import { InvariantError } from './invariant.js';
 import type { Entry, SnapshotMeta } from './types.js';
 
 /**
@@ -108,7 +109,7 @@ export class RaftLog {
       if (existing === entry.term) continue;
       if (existing !== undefined) {
         if (entry.index <= this.committed) {
-          throw new Error(`Raft invariant violated: entry ${entry.index} conflicts with the committed log (committed ${this.committed})`);
+          throw new InvariantError(`entry ${entry.index} conflicts with the committed log (committed ${this.committed})`);
         }
         this.#truncateFrom(entry.index);
       }
@@ -142,7 +143,7 @@ export class RaftLog {
   commitTo(index: number): boolean {
     if (index <= this.committed) return false;
     if (index > this.lastIndex()) {
-      throw new Error(`Raft invariant violated: commit ${index} is beyond the last index ${this.lastIndex()}`);
+      throw new InvariantError(`commit ${index} is beyond the last index ${this.lastIndex()}`);
     }
     this.committed = index;
     return true;
@@ -194,7 +195,7 @@ export class RaftLog {
   compact(index: number): void {
     if (index <= this.#snapshot.index) return;
     if (index > this.applied || index > this.stable) {
-      throw new Error(`Raft invariant violated: compaction to ${index} past the applied (${this.applied}) or durable (${this.stable}) index`);
+      throw new InvariantError(`compaction to ${index} past the applied (${this.applied}) or durable (${this.stable}) index`);
     }
     const term = this.term(index) as number;
     this.#entries.splice(0, index - this.#snapshot.index);

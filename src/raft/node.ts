@@ -1,5 +1,6 @@
 import { canHoldTerm, MAX_INDEX, MAX_TERM, messageWithinBounds } from './bounds.js';
 import { RAFT_DEFAULTS, type RaftConfig } from './config.js';
+import { InvariantError } from './invariant.js';
 import { RaftLog } from './log.js';
 import { Progress } from './progress.js';
 import { committedIndex, quorumSize, tallyVotes } from './quorum.js';
@@ -655,7 +656,7 @@ export class RaftNode {
     if (!pr.recentActive) return false;
     const snapshot = this.#snapshot;
     if (snapshot.index < this.log.snapshot().index) {
-      throw new Error(`Raft invariant violated: the log is compacted to ${this.log.snapshot().index}, past the snapshot at ${snapshot.index}`);
+      throw new InvariantError(`the log is compacted to ${this.log.snapshot().index}, past the snapshot at ${snapshot.index}`);
     }
     this.#send({ type: 'snapshot', from: this.id, to, term: this.#term, snapshot });
     pr.becomeSnapshot(snapshot.index);

@@ -7,8 +7,7 @@ import {
   ProposalDroppedError,
   TimeoutError,
 } from '../errors.js';
-import { keepInLogArena } from '../byte-arena.js';
-import { RAFT_DEFAULTS, type RaftConfig } from '../raft/config.js';
+import { InvariantError } from '../raft/invariant.js';
 import type { ProposeOutcome, RaftNode } from '../raft/node.js';
 import type { ForwardResult, Ready, ReadState, SoftState } from '../raft/ready.js';
 import { EntryType, type Entry, type HardState, type Message, type NodeId, type ProposalData, type Snapshot } from '../raft/types.js';
@@ -77,18 +76,6 @@ export const COMPACTION_DEFAULTS: CompactionOptions = {
   retainEntries: 1_000,
 };
 
-/**
- * The Raft settings a member runs with beyond its timing, the same in `Cluster` and in the
- * simulator. No more entries applied in one Ready than one compaction interval, so that a member
- * catching up on many entries at once compacts as it goes, and its log, in memory and on disk,
- * stays within two intervals (and what it retains) of what it applied. And the data of entries
- * appended here kept in the arena for log data (see ByteArena), so that no kept entry holds a
- * slab of Node's pool of small buffers.
- */
-export function raftSettingsFor(compaction: CompactionOptions): Pick<RaftConfig, 'maxApplyBatch' | 'keepData'> {
-  return { maxApplyBatch: Math.max(1, Math.min(RAFT_DEFAULTS.maxApplyBatch, compaction.everyEntries)), keepData: keepInLogArena };
-}
-
 export interface DriverOptions {
   readonly node: RaftNode;
   readonly storage: LogStorage;
@@ -156,6 +143,8 @@ interface PendingRead {
   readonly reject: (e: Error) => void;
   /** 0 until the leader answers; then the index the state machine must reach. */
   index: number;
+  /** When it was last asked of a leader (monotonic ms): a follower asks again when no answer comes (see #expire). */
+  askedAt: number;
 }
 
 /**
@@ -242,7 +231,10 @@ export class RaftDriver {
   /** Clock offsets and the cluster's time, from stamps on heartbeats (see clock-sync.ts). */
   readonly #clockSync: ClockSync;
   readonly #clusterClock: Clock;
-  /** Messages that threw inside the protocol (only a faulty peer sends them). */
+  /**
+   * Messages that threw inside the protocol other than on a broken invariant (only a faulty
+   * peer sends them; see #receive).
+   */
   invalidMessages = 0;
   /** Messages the transport refused to encode. */
   unsendableMessages = 0;
@@ -365,6 +357,11 @@ export class RaftDriver {
     return this.#clockSync.invalidStamps;
   }
 
+  /** Chunks of snapshots dropped as no honest leader sends them (see SnapshotAssembler.invalid). */
+  get invalidSnapshotChunks(): number {
+    return this.#snapshotChunks.invalid;
+  }
+
   // ---- requests ----------------------------------------------------------------------------
 
   /**
@@ -416,7 +413,8 @@ export class RaftDriver {
     const ctx = ++this.#readSeq;
     if (!this.#node.readIndex(ctx)) return Promise.reject(new NotLeaderError(null));
     return new Promise<number>((resolve, reject) => {
-      this.#reads.set(ctx, { deadline: this.#o.timers.now() + this.#o.requestTimeoutMs, resolve, reject, index: 0 });
+      const now = this.#o.timers.now();
+      this.#reads.set(ctx, { deadline: now + this.#o.requestTimeoutMs, resolve, reject, index: 0, askedAt: now });
       this.#kick();
     });
   }
@@ -463,9 +461,16 @@ export class RaftDriver {
       // deposed leader asking for votes keeps no member's lease alive.
       this.#clockSync.receive(m, mono, wall, this.#node.leader);
       if (this.#node.leader === m.from && m.term === this.#node.term && LEADER_TRAFFIC.has(m.type)) this.#leaderContact = mono;
-    } catch {
-      // The protocol refused a message it could not accept (e.g. a forged append that conflicts
-      // with committed entries). Count it and carry on: one peer must not crash a member.
+    } catch (error) {
+      // A broken invariant is this member's own fault, whatever message led to it: its state
+      // can no longer be trusted, so it stops (see InvariantError).
+      if (error instanceof InvariantError) {
+        this.#fail(error);
+        return;
+      }
+      // Anything else is a message the protocol could not take, which the codec should have
+      // refused: only a faulty peer sends one. Count it and carry on: one peer must not crash
+      // a member.
       this.invalidMessages++;
     }
     this.#kick();
@@ -474,14 +479,23 @@ export class RaftDriver {
   #scheduleTick(): void {
     this.#tickHandle = this.#o.timers.setTimeout(() => {
       if (!this.#running) return;
-      this.#node.tick();
+      try {
+        this.#node.tick();
+      } catch (error) {
+        // A broken invariant (nothing else throws here): the member stops, as from the loop.
+        this.#fail(error);
+        return;
+      }
       this.#expire();
       this.#kick();
       this.#scheduleTick();
     }, this.#o.tickMs);
   }
 
-  /** Fails requests whose deadline passed. Pending proposals are in deadline order. */
+  /**
+   * Fails requests whose deadline passed (pending proposals are in deadline order), and asks
+   * again the reads a leader has not answered for `leaderSilenceMs`.
+   */
   #expire(): void {
     const now = this.#o.timers.now();
     this.#snapshotChunks.expire(now);
@@ -490,9 +504,17 @@ export class RaftDriver {
       this.#settle(p, new TimeoutError('The proposal', this.#o.requestTimeoutMs));
     }
     for (const [ctx, r] of this.#reads) {
-      if (r.deadline > now) break;
-      this.#reads.delete(ctx);
-      r.reject(new TimeoutError('The read barrier', this.#o.requestTimeoutMs));
+      if (r.deadline <= now) {
+        this.#reads.delete(ctx);
+        r.reject(new TimeoutError('The read barrier', this.#o.requestTimeoutMs));
+        continue;
+      }
+      // A follower's request to the leader, or the answer, was lost (nothing else sends either
+      // again), or the leader changed: without asking again, the read would wait out its whole
+      // timeout after the network healed (etcd's server asks again every 500 ms). A late answer
+      // to the first asking is one more for the same read, and changes nothing. A leader's own
+      // reads need no second asking: its periodic heartbeats confirm them.
+      if (r.index === 0 && now - r.askedAt >= this.#o.leaderSilenceMs && this.#node.role !== 'leader' && this.#node.readIndex(ctx)) r.askedAt = now;
     }
   }
 

@@ -66,8 +66,14 @@ interface Assembly {
  */
 export class SnapshotAssembler {
   #current: Assembly | null = null;
-  /** Chunks dropped: of an older snapshot, duplicated, overlapping, one too many, or announcing too much. */
+  /** Chunks dropped: of an older snapshot, duplicated, or `invalid`. */
   dropped = 0;
+  /**
+   * Of the chunks dropped, those no honest leader sends: empty, past their total, overlapping
+   * another, one too many, or announcing too much. (A network that duplicates and reorders
+   * makes honest chunks arrive twice, or after a newer snapshot's: those are only `dropped`.)
+   */
+  invalid = 0;
   /** Snapshots partly received and dropped for want of their next chunk. */
   expired = 0;
 
@@ -79,16 +85,17 @@ export class SnapshotAssembler {
     const chunk = m.chunk;
     if (chunk === undefined) return m;
     const bytes = m.snapshot.data;
-    if (chunk.total > MAX_SNAPSHOT_BYTES || chunk.offset + bytes.byteLength > chunk.total || bytes.byteLength === 0) return this.#drop();
+    if (chunk.total > MAX_SNAPSHOT_BYTES || chunk.offset + bytes.byteLength > chunk.total || bytes.byteLength === 0) return this.#drop(true);
     let a = this.#current;
     if (a === null || !sameSnapshot(a, m, chunk.total)) {
-      if (a !== null && !newer(m, a)) return this.#drop();
+      if (a !== null && !newer(m, a)) return this.#drop(false);
       a = { from: m.from, term: m.term, index: m.snapshot.index, snapshotTerm: m.snapshot.term, total: chunk.total, chunks: new Map(), starts: [], received: 0, lastChunkAt: now };
       this.#current = a;
     }
-    if (a.chunks.has(chunk.offset) || a.chunks.size >= MAX_SNAPSHOT_CHUNKS) return this.#drop();
+    if (a.chunks.has(chunk.offset)) return this.#drop(a.chunks.get(chunk.offset)?.byteLength !== bytes.byteLength);
+    if (a.chunks.size >= MAX_SNAPSHOT_CHUNKS) return this.#drop(true);
     const at = firstStartAfter(a.starts, chunk.offset);
-    if (overlapsNeighbours(a, at, chunk.offset, bytes.byteLength)) return this.#drop();
+    if (overlapsNeighbours(a, at, chunk.offset, bytes.byteLength)) return this.#drop(true);
     a.starts.splice(at, 0, chunk.offset);
     a.chunks.set(chunk.offset, bytes);
     a.received += bytes.byteLength;
@@ -113,8 +120,9 @@ export class SnapshotAssembler {
     return this.#current?.received ?? 0;
   }
 
-  #drop(): null {
+  #drop(invalid: boolean): null {
     this.dropped++;
+    if (invalid) this.invalid++;
     return null;
   }
 }

@@ -1,0 +1,64 @@
+import type { NodeId } from '../src/raft/types.js';
+import type { RaftDriver } from '../src/runtime/driver.js';
+import type { Report, ViolationKind } from './violations.js';
+
+/**
+ * What a member counts when it refuses an input, each a kind of violation of its own in a
+ * simulation (violations.ts says what each counts). A production member drops and counts what a faulty or hostile peer sends, and
+ * carries on; the simulator has no fault that forges or corrupts a message, so among its
+ * members every one of these counts a message an honest member sent and another refused: a
+ * bug on one side or the other, which a count alone would hide.
+ *
+ * Not here, because honest members move them under the simulator's faults: chunks of snapshots
+ * dropped as duplicates or as a deposed leader's late ones (a network that duplicates and
+ * reorders; SnapshotAssembler.dropped less its `invalid`), snapshots partly received that
+ * expired (their leader crashed or moved on: `expired`), and clock samples discarded as too
+ * imprecise (a slow or clogged link: ClockSync.discardedSamples). The simulated transport
+ * encodes nothing, so the codec's own drops (`transport.stats()`) cannot move in a simulation.
+ */
+export const REFUSAL_COUNTERS = {
+  'invalid-message': (d: RaftDriver): number => d.invalidMessages,
+  'protocol-violation': (d: RaftDriver): number => d.node.protocolViolations,
+  'unsendable-message': (d: RaftDriver): number => d.unsendableMessages,
+  'invalid-snapshot': (d: RaftDriver): number => d.invalidSnapshots,
+  'invalid-snapshot-chunk': (d: RaftDriver): number => d.invalidSnapshotChunks,
+  'invalid-clock-stamp': (d: RaftDriver): number => d.invalidClockStamps,
+} as const satisfies Partial<Record<ViolationKind, (d: RaftDriver) => number>>;
+
+export type RefusalKind = keyof typeof REFUSAL_COUNTERS;
+
+const COUNTERS = Object.entries(REFUSAL_COUNTERS) as ReadonlyArray<[RefusalKind, (d: RaftDriver) => number]>;
+
+/**
+ * Reads every refusal counter of every member after each event, and reports each one that
+ * moved, once per counter and process life (a restart begins at zero with a new driver), with
+ * the member and the count, so that a replay of the seed stops where it first moved.
+ */
+export class RefusalChecker {
+  readonly #report: Report;
+  /** Per driver (one per process life), the counters already reported, with the count first seen. */
+  readonly #seen = new WeakMap<RaftDriver, Map<RefusalKind, number>>();
+
+  constructor(report: Report) {
+    this.#report = report;
+  }
+
+  check(t: number, member: NodeId, driver: RaftDriver): void {
+    let seen = this.#seen.get(driver);
+    for (const [kind, read] of COUNTERS) {
+      const count = read(driver);
+      if (count === 0 || seen?.has(kind) === true) continue;
+      if (seen === undefined) {
+        seen = new Map();
+        this.#seen.set(driver, seen);
+      }
+      seen.set(kind, count);
+      this.#report(t, kind, `${member} counted ${count} (among honest members, only a bug moves this count)`);
+    }
+  }
+
+  /** A member stopped after a fatal error. */
+  onFatal(t: number, member: NodeId, error: unknown): void {
+    this.#report(t, 'fatal', `${member} stopped: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}

@@ -1,0 +1,109 @@
+import type { ClusterOptions } from '../cluster-options.js';
+import { InvalidArgumentError } from '../errors.js';
+import { nonNegativeInt, positiveInt } from '../option-checks.js';
+import { keepInLogArena } from '../byte-arena.js';
+import { RAFT_DEFAULTS, type RaftConfig } from '../raft/config.js';
+import { DEFAULT_MAX_CLOCK_SKEW_MS } from './clock-sync.js';
+import { COMPACTION_DEFAULTS, type CompactionOptions } from './driver.js';
+import type { MemberTiming } from './member.js';
+import { SNAPSHOT_CHUNK_BYTES } from './snapshot-chunks.js';
+
+/**
+ * The defaults of a member's timing and limits: the one source of them, for `Cluster` (whose
+ * CLUSTER_DEFAULTS include them) and for the simulator, which runs exactly these unless its
+ * seed draws a variation on purpose.
+ */
+export const MEMBER_DEFAULTS = {
+  tickMs: 10,
+  heartbeatMs: 50,
+  electionTimeoutMs: 250,
+  requestTimeoutMs: 5000,
+  maxPendingProposals: 10_000,
+  /** Proposals handed to Raft in one batch: one disk write and one append carry them. */
+  maxProposalBatch: 1024,
+  /** Bytes of proposals in one batch (at least one goes): a forwarded batch must fit in a frame. */
+  maxProposalBatchBytes: 1024 * 1024,
+  /** Linearizable reads waiting on one member. */
+  maxPendingReads: 4096,
+  /** How often the leader plans claims of due slots. */
+  planIntervalMs: 100,
+  /** Claims are made this far ahead (at least an election timeout), so assignees fire on their own timers. */
+  lookaheadMs: 1000,
+  /** Claims proposed by one plan. */
+  maxClaimsPerPlan: 256,
+  /** Claims whose slot is older than this are never moved to another member again. */
+  reassignHorizonMs: 10 * 60_000,
+  maxClockSkewMs: DEFAULT_MAX_CLOCK_SKEW_MS,
+  snapshotEveryEntries: COMPACTION_DEFAULTS.everyEntries,
+  snapshotRetainEntries: COMPACTION_DEFAULTS.retainEntries,
+} as const;
+
+/** The options of `Cluster` that shape a member's timing and limits. */
+export type MemberOptions = Pick<
+  ClusterOptions,
+  'tickMs' | 'heartbeatMs' | 'electionTimeoutMs' | 'requestTimeoutMs' | 'maxPendingProposals' | 'maxClockSkewMs' | 'maxConcurrent' | 'snapshotEveryEntries' | 'snapshotRetainEntries'
+>;
+
+/** Everything a member runs with beyond its identity and its parts (storage, transport, clocks). */
+export interface MemberSettings {
+  /** The protocol's settings but `id` and `voters`. */
+  readonly raft: Omit<RaftConfig, 'id' | 'voters'>;
+  readonly timing: MemberTiming;
+  readonly compaction: CompactionOptions;
+  /** Bytes of snapshot data per message. */
+  readonly snapshotChunkBytes: number;
+}
+
+/**
+ * A member's settings from `Cluster`'s options, defaults applied (MEMBER_DEFAULTS), each
+ * option checked: a bad one throws InvalidArgumentError naming it. Milliseconds become the
+ * protocol's ticks here.
+ */
+export function memberSettings(options: MemberOptions = {}): MemberSettings {
+  const d = MEMBER_DEFAULTS;
+  const tickMs = positiveInt(options.tickMs ?? d.tickMs, 'tickMs');
+  const heartbeatMs = positiveInt(options.heartbeatMs ?? d.heartbeatMs, 'heartbeatMs');
+  const electionTimeoutMs = positiveInt(options.electionTimeoutMs ?? d.electionTimeoutMs, 'electionTimeoutMs');
+  if (heartbeatMs < tickMs) throw new InvalidArgumentError('heartbeatMs', heartbeatMs, `at least tickMs (${tickMs})`);
+  if (heartbeatMs >= electionTimeoutMs) {
+    throw new InvalidArgumentError('heartbeatMs', heartbeatMs, `less than electionTimeoutMs (${electionTimeoutMs})`);
+  }
+  const heartbeatTicks = Math.max(1, Math.round(heartbeatMs / tickMs));
+  const compaction: CompactionOptions = {
+    everyEntries: positiveInt(options.snapshotEveryEntries ?? d.snapshotEveryEntries, 'snapshotEveryEntries'),
+    retainEntries: nonNegativeInt(options.snapshotRetainEntries ?? d.snapshotRetainEntries, 'snapshotRetainEntries'),
+  };
+  return {
+    raft: { electionTicks: Math.max(2, Math.round(electionTimeoutMs / tickMs)), heartbeatTicks, ...raftSettingsFor(compaction) },
+    timing: {
+      tickMs,
+      heartbeatTicks,
+      electionTimeoutMs,
+      requestTimeoutMs: positiveInt(options.requestTimeoutMs ?? d.requestTimeoutMs, 'requestTimeoutMs'),
+      maxPendingProposals: positiveInt(options.maxPendingProposals ?? d.maxPendingProposals, 'maxPendingProposals'),
+      maxProposalBatch: d.maxProposalBatch,
+      maxProposalBatchBytes: d.maxProposalBatchBytes,
+      maxPendingReads: d.maxPendingReads,
+      planIntervalMs: d.planIntervalMs,
+      lookaheadMs: d.lookaheadMs,
+      maxClaimsPerPlan: d.maxClaimsPerPlan,
+      reassignHorizonMs: d.reassignHorizonMs,
+      maxClockSkewMs: positiveInt(options.maxClockSkewMs ?? d.maxClockSkewMs, 'maxClockSkewMs'),
+      maxConcurrent: options.maxConcurrent === undefined || options.maxConcurrent === Number.POSITIVE_INFINITY ? Number.POSITIVE_INFINITY : positiveInt(options.maxConcurrent, 'maxConcurrent'),
+    },
+    compaction,
+    snapshotChunkBytes: SNAPSHOT_CHUNK_BYTES,
+  };
+}
+
+/**
+ * The Raft settings a member runs with beyond its timing, the same in `Cluster` and in the
+ * simulator. No more entries applied in one Ready than one compaction interval, so that a member
+ * catching up on many entries at once compacts as it goes, and its log, in memory and on disk,
+ * stays within two intervals (and what it retains) of what it applied. And the data of entries
+ * appended here kept in the arena for log data (see ByteArena), so that no kept entry holds a
+ * slab of Node's pool of small buffers.
+ */
+export function raftSettingsFor(compaction: CompactionOptions): Pick<RaftConfig, 'maxApplyBatch' | 'keepData'> {
+  return { maxApplyBatch: Math.max(1, Math.min(RAFT_DEFAULTS.maxApplyBatch, compaction.everyEntries)), keepData: keepInLogArena };
+}
