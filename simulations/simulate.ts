@@ -100,6 +100,8 @@ const SCHEDULER_WATCH_MS = 15_000;
 /** Runs of slots before the watch end get this long to record their outcome. */
 const OUTCOME_GRACE_MS = 5000;
 const LATENESS_BOUND_MS = 50;
+/** Bound on the time members get, after the outcome grace, to apply what was committed before their history() is read. */
+const HISTORY_CATCH_UP_MS = 1000;
 
 const decoder = new TextDecoder();
 
@@ -433,8 +435,14 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
     const t = scheduler.nowMs;
     slots.finish(t, { ...window, excused: (job, slotMs) => runChecks.excused(job, slotMs, undefined, LATENESS_BOUND_MS), underway: (job, slotMs, member) => runChecks.underway(t, job, slotMs, member) });
     runChecks.finish(scheduler.nowMs, window);
+    // Each member's history() is read once it applied what any member had committed by now: a
+    // follower learns of a commit point with the leader's next message, and shows an outcome
+    // then. One that has not caught up by the bound is read as it is (and shows what it lacks).
+    const committed = Math.max(0, ...members.map((m) => m.driver?.node.log.committed ?? 0));
+    await run(scheduler.nowMs + HISTORY_CATCH_UP_MS, () => members.every((m) => m.driver === null || m.driver.node.log.applied >= committed));
+    if (crashed) return finish();
     const states = members.flatMap((m) => (m.member === null ? [] : [{ id: m.id, state: m.member.scheduler.state }]));
-    checkHistories(states, watchEnd, (job, slotMs, member) => runChecks.underway(t, job, slotMs, member), (what) => report(scheduler.nowMs, 'history-outcome', what));
+    checkHistories(states, watchEnd, (job, slotMs, member) => runChecks.underway(scheduler.nowMs, job, slotMs, member), (what) => report(scheduler.nowMs, 'history-outcome', what));
   }
   return finish();
 

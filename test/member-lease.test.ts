@@ -169,4 +169,23 @@ describe('a member lease', () => {
     const heardPastLease = (): true | undefined => ((driver?.lastHeard(leader.id) ?? 0) - (driver?.leaderContact() ?? 0) > LEASE_MS ? true : undefined);
     await expect(sim.until('the former leader is heard from past the lease', heardPastLease)).resolves.toBe(true);
   });
+
+  it('of a leader counts from the last time it heard from a majority, though it steps down meanwhile: cut off, it aborts its run within the lease', async () => {
+    const sim = await LeaseSim.start(5);
+    const leader = await sim.until('a leader', () => sim.leader());
+    const run = await sim.nextRunOn([leader]);
+    for (const other of sim.members) {
+      if (other === leader) continue;
+      sim.network.block(leader.id, other.id);
+      sim.network.block(other.id, leader.id);
+    }
+    const cutAt = sim.scheduler.nowMs;
+    const end = await sim.endOf(leader.id, run.value);
+    expect(end.value.outcome).toBe('interrupted');
+    // It heard from its majority last before the cut; the plan tick after the lease ran out sees it.
+    expect(end.t).toBeLessThanOrEqual(cutAt + LEASE_MS + TIMING.planIntervalMs);
+    // Not vacuous: it stepped down (CheckQuorum) before its lease ran out, and leads no more.
+    const steppedDown = sim.leaders.find((l) => l.id === leader.id && l.t > cutAt && l.value !== leader.id);
+    expect(steppedDown?.t).toBeLessThan(end.t);
+  });
 });

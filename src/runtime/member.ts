@@ -72,7 +72,7 @@ export class Member {
   readonly driver: RaftDriver;
   readonly scheduler: SchedulerRuntime;
   readonly #p: MemberParts;
-  /** When this member, leading, last found a majority heard within its lease (monotonic ms). */
+  /** While this member led, the latest time by which it had heard from a majority (monotonic ms). */
   #ledAt: number | undefined;
 
   constructor(parts: MemberParts) {
@@ -191,16 +191,13 @@ export class Member {
     const now = this.#p.timers.now();
     const leaseMs = 2 * this.#p.timing.electionTimeoutMs;
     if (node.role === 'leader') {
-      let heard = 1;
-      for (const id of this.#p.voters) {
-        const at = id === this.#p.self ? undefined : this.driver.lastHeard(id);
-        if (at !== undefined && now - at < leaseMs) heard++;
-      }
-      if (2 * heard <= this.#p.voters.length) return false;
-      // Looked at whenever a run starts and at every plan while runs go on: a leader that
-      // steps down keeps the lease for two timeouts from the last time it was confirmed here.
-      this.#ledAt = now;
-      return true;
+      // The latest time by which a majority, itself included, had been heard from: the lease
+      // counts from it, and keeps counting from it if this member steps down.
+      const heard = this.#p.voters.filter((id) => id !== this.#p.self).map((id) => this.driver.lastHeard(id) ?? Number.NEGATIVE_INFINITY);
+      heard.sort((a, b) => b - a);
+      const peersNeeded = Math.floor(this.#p.voters.length / 2);
+      const majorityAt = peersNeeded === 0 ? now : (heard[peersNeeded - 1] ?? Number.NEGATIVE_INFINITY);
+      this.#ledAt = Math.max(this.#ledAt ?? Number.NEGATIVE_INFINITY, majorityAt);
     }
     const contact = Math.max(this.driver.leaderContact() ?? Number.NEGATIVE_INFINITY, this.#ledAt ?? Number.NEGATIVE_INFINITY);
     return now - contact < leaseMs;
