@@ -11,8 +11,11 @@ export interface JobContext {
   readonly fencingToken: number;
   readonly attempt: number;
   /**
-   * Aborted when the run no longer holds its claim: its timeout passed, the member stops, or a
-   * later slot of the job replaced it (overlap 'replace').
+   * Aborted when the run no longer holds its claim, with a `RunAbortedError` saying why (its
+   * `code`): its timeout passed (CRONRAFT_RUN_TIMEOUT), its slot moved to another member under
+   * a newer token (CRONRAFT_RUN_REASSIGNED), this member lost the leader for longer than its
+   * lease (CRONRAFT_RUN_INTERRUPTED, mode 'one'), a later slot of the job replaced it (overlap
+   * 'replace': CRONRAFT_RUN_REPLACED), or the member stops (CRONRAFT_RUN_STOPPING).
    */
   readonly signal: AbortSignal;
 }
