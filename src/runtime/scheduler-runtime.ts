@@ -165,6 +165,11 @@ export class SchedulerRuntime {
    * again before the last one is answered.
    */
   readonly #toRegister = new Set<string>();
+  /**
+   * Jobs scheduled in this turn whose claims are yet to be armed (see #armScheduled): bounded by
+   * the jobs scheduled here, and emptied within the turn.
+   */
+  readonly #toArm = new Set<string>();
   /** Registrations proposed and not yet answered: at most MAX_REGISTRATIONS_IN_FLIGHT. */
   #registrationsInFlight = 0;
   /** Commands proposed and not yet applied or failed, so one plan does not repeat the last one's. */
@@ -256,8 +261,19 @@ export class SchedulerRuntime {
     this.#toRegister.add(name);
     if (this.#o.clockReady?.() === false) this.#registerOne(name);
     else this.#registerSome();
-    // Claims already assigned to this member (e.g. before a restart's schedule() call) run now.
-    for (const claim of this.state.claims.values()) if (claim.job === name) this.#arm(claim);
+    // Claims already assigned to this member (e.g. before a restart's schedule() call) run now:
+    // looked for once for every job scheduled in this turn, since a look through every claim
+    // for each job cost the product of their numbers (an app schedules all its jobs at start).
+    if (this.#toArm.size === 0) queueMicrotask(() => this.#armScheduled());
+    this.#toArm.add(name);
+  }
+
+  /** Arms the claims of the jobs scheduled since the last call (#toArm), in one pass over the claims. */
+  #armScheduled(): void {
+    const names = this.#toArm;
+    if (names.size === 0) return;
+    for (const claim of this.state.claims.values()) if (names.has(claim.job)) this.#arm(claim);
+    names.clear();
   }
 
   unschedule(name: string): boolean {

@@ -751,6 +751,33 @@ describe('restoring from a snapshot', () => {
     expect(runs[1]!.start).toBeLessThan(2500);
   });
 
+  it('arms the claims of the jobs scheduled after it in one look through the claims, not one per job', async () => {
+    // A restart: the stored snapshot holds claims of many jobs for b, and the app schedules its
+    // jobs after. Each schedule() looked through every claim for its job's: the product of the
+    // jobs and the claims, for an app that schedules thousands of jobs at start.
+    const s = new SchedulerState();
+    const jobs = Array.from({ length: 50 }, (_, i) => `job${i}`);
+    const policy = { retries: 0, retryDelayMs: 1000, catchUp: { policy: 'latest' as const } };
+    jobs.forEach((job, i) => s.apply(2 * i + 1, { type: 'register', job, spec: parseSpec({ every: '1s' }), mode: 'one', policy, member: 'b', atMs: T0 }));
+    jobs.forEach((job, i) => s.apply(2 * i + 2, { type: 'claim', job, slotMs: T0 + 1000, assignees: ['b'], fromMs: T0 }));
+    const c = quiet();
+    const b = c.members.get('b')!;
+    b.restore(encodeSchedulerSnapshot(s));
+    const claims = b.state.claims;
+    const values = claims.values.bind(claims);
+    let looks = 0;
+    claims.values = () => {
+      looks++;
+      return values();
+    };
+    for (const job of jobs) c.schedule(['b'], job, { every: '1s' }, 10);
+    await c.time.advanceTo(T0 + 100);
+    expect(looks).toBe(1);
+    // Armed on schedule(), each runs at its instant (not a barrier after it, as a claim armed late does).
+    await c.time.advanceTo(T0 + 1100);
+    expect(c.runs.map((r) => [r.job, r.startMs - T0])).toEqual(jobs.map((job) => [job, 1000]));
+  });
+
   it('refuses bytes that are not a snapshot, keeping its state', async () => {
     const { c, b } = await restoredOnB();
     expect(() => b.restore(new Uint8Array([1, 2, 3]))).toThrow(/snapshot/i);
