@@ -179,6 +179,8 @@ export class SchedulerRuntime {
   /** This member's runs from their firing to their end: queued, ready (maxConcurrent) or running. */
   readonly #slots: RunSlots<Armed>;
   #planTimer: TimerHandle | null = null;
+  /** Whether #planTimer was set to plan at once (#planSoon), rather than at the next interval. */
+  #planningNow = false;
   /**
    * Runs that ended here and whose outcome is not recorded yet, by claim key, with their token:
    * a snapshot installed meanwhile may not hold the outcome, and must not arm them again.
@@ -430,6 +432,7 @@ export class SchedulerRuntime {
     if (this.#stopped) return;
     this.#planTimer = this.#o.timers.setTimeout(() => {
       this.#planTimer = null;
+      this.#planningNow = false;
       this.#registerSome();
       this.checkLease();
       // Runs queued behind another member's run also go once that run's timeout passes.
@@ -451,8 +454,10 @@ export class SchedulerRuntime {
    * within it, which a plan an interval away would claim late.
    */
   #planSoon(): void {
-    if (this.#planTimer === null || !this.#o.isLeader()) return;
+    // Once set to plan now, the timer stays: every registration a batch of entries applies asks.
+    if (this.#planTimer === null || this.#planningNow || !this.#o.isLeader()) return;
     this.#o.timers.clearTimeout(this.#planTimer);
+    this.#planningNow = true;
     this.#schedulePlan(0);
   }
 

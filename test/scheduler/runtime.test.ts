@@ -663,6 +663,48 @@ describe('registrations', () => {
     expect(proposed.map((p) => p.job)).toEqual(Array.from({ length: MAX_REGISTRATIONS_IN_FLIGHT + 60 }, (_, i) => `job${i}`));
   });
 
+  it('applied together have the leader plan once, at once, rather than set its plan timer again for each', async () => {
+    const time = new VirtualTime();
+    let timersSet = 0;
+    const timers: Timers = {
+      now: () => time.now(),
+      setTimeout: (callback, delayMs) => {
+        timersSet++;
+        return time.setTimeout(callback, delayMs);
+      },
+      clearTimeout: (handle) => time.clearTimeout(handle),
+    };
+    const proposed: SchedulerCommand[] = [];
+    const runtime = new SchedulerRuntime({
+      self: 'a',
+      clock: time,
+      timers,
+      propose: (command) => {
+        proposed.push(command);
+        return new Promise(() => undefined);
+      },
+      barrier: () => Promise.resolve(),
+      isLeader: () => true,
+      holdsLease: () => true,
+      eligibleMembers: () => ['a'],
+      planIntervalMs: 100,
+      lookaheadMs: 1000,
+      maxClaimsPerPlan: 256,
+      reassignHorizonMs: 600_000,
+      reassignGraceMs: 0,
+    });
+    runtime.start();
+    runtimes.push(runtime);
+    const spec = parseSpec({ every: '1s' });
+    const policy = { retries: 0, retryDelayMs: 1000, catchUp: { policy: 'latest' as const } };
+    const before = timersSet;
+    for (let i = 0; i < 100; i++) runtime.apply(i + 1, { type: 'register', job: `job${i}`, spec, mode: 'one', policy, member: 'a', atMs: T0 });
+    expect(timersSet - before).toBe(1);
+    // That plan comes at once, and claims the first slot of every job.
+    await time.advanceTo(T0);
+    expect(proposed.filter((c) => c.type === 'claim')).toHaveLength(100);
+  });
+
   it('that fail are proposed again on the next plan interval, not at once, and not before', async () => {
     const { runtime, time, proposed } = pending();
     for (let i = 0; i < 3; i++) runtime.schedule(`job${i}`, parseSpec({ every: '1h' }), () => undefined, {});
