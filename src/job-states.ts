@@ -95,13 +95,26 @@ function latestClaimOfEachJob(state: SchedulerState): Map<string, ClaimRecord> {
 const NONE: Readonly<Record<string, string>> = Object.freeze({});
 const NOTHING_RUNNING: JobState['running'] = Object.freeze([]);
 
+/**
+ * The sorted list of each handler set's members: jobs share their handler sets (see
+ * SchedulerState.#handlerSet), so their views share the list, made once rather than per view.
+ */
+const handlerLists = new WeakMap<ReadonlySet<string>, JobState['handlers']>();
+
+function handlersOf(job: JobRecord): JobState['handlers'] {
+  let list = handlerLists.get(job.handlers);
+  if (list === undefined) handlerLists.set(job.handlers, (list = Object.freeze([...job.handlers].sort())));
+  return list;
+}
+
 function viewOf(state: SchedulerState, job: JobRecord, last: ClaimRecord | undefined, nextMs: number | null): JobState {
-  const running = [...state.claimsInProgress(job.name)].flatMap(runsOf).sort((a, b) => a.slotMs - b.slotMs);
+  const inProgress = state.claimsInProgress(job.name);
+  const running = inProgress.size === 0 ? [] : [...inProgress].flatMap(runsOf).sort((a, b) => a.slotMs - b.slotMs);
   return Object.freeze({
     name: job.name,
     spec: specKey(job.spec),
     mode: job.mode,
-    handlers: Object.freeze([...job.handlers].sort()),
+    handlers: handlersOf(job),
     conflicts: job.conflicts.size === 0 ? NONE : Object.freeze(Object.fromEntries(job.conflicts)),
     nextSlot: nextMs === null ? null : new Date(nextMs),
     lastClaim:
