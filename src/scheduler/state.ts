@@ -1,4 +1,5 @@
 import type { NodeId } from '../raft/types.js';
+import { ChangeLog } from './change-log.js';
 import { specKey, type JobSpec } from './spec.js';
 
 export type AssignMode = 'one' | 'all';
@@ -311,6 +312,8 @@ export class SchedulerState {
    */
   readonly #changed = new Map<string, number>();
   #changes = 0;
+  /** The jobs changed lately, with their counts (see jobsChangedSince). */
+  readonly #changeLog = new ChangeLog();
   /** The handler sets made last, by their members in order (see #handlerSet). */
   readonly #recentHandlerSets = new Map<string, ReadonlySet<NodeId>>();
   /** For the sets a member was added to last, the sets that made, by the member added (see #handlerSetWith). */
@@ -354,6 +357,7 @@ export class SchedulerState {
     for (const [member, count] of parts.assigned) this.assigned.set(member, count);
     this.#changes++;
     this.#changed.clear();
+    this.#changeLog.clear(this.#changes);
     this.#inProgress.clear();
     this.#open.clear();
     for (const claim of this.claims.values()) this.#index(claim);
@@ -371,6 +375,15 @@ export class SchedulerState {
   /** When `job` last changed, as a count of changes (see #changed): equal counts, the same job. */
   changeOf(job: string): number {
     return this.#changed.get(job) ?? 0;
+  }
+
+  /**
+   * The names of the jobs changed or registered after change `count` (`changes` then), in the
+   * order of their changes, a job as often as it changed; or null when that is no longer known
+   * (long ago, or before a restore): every job may have changed.
+   */
+  jobsChangedSince(count: number): readonly string[] | null {
+    return this.#changeLog.since(count);
   }
 
   /** Changes so far, of any kind (see #changed): equal counts, the same state. */
@@ -411,7 +424,10 @@ export class SchedulerState {
     // A job's first registration needs no count of its own (nothing was derived from it yet),
     // and a command naming no job changes none: the counts stay bounded by the jobs.
     const name = 'job' in command ? this.jobs.get(command.job)?.name : undefined;
-    if (name !== undefined) this.#changed.set(name, change);
+    if (name !== undefined) {
+      this.#changed.set(name, change);
+      this.#changeLog.record(name, change);
+    }
     switch (command.type) {
       case 'register':
         return this.#register(command);
@@ -541,6 +557,8 @@ export class SchedulerState {
         missedSlots: 0,
         skippedRuns: 0,
       });
+      // New, it comes last in `jobs`: a reader of the changes adds it there.
+      this.#changeLog.record(command.job, this.#changes);
       return { ok: true };
     }
     // The first registration's spec stays; a member that registers another keeps no handler for
@@ -648,6 +666,7 @@ export class SchedulerState {
     const [key, claim] = victim;
     this.claims.delete(key);
     this.#changed.set(claim.job, this.#changes);
+    this.#changeLog.record(claim.job, this.#changes);
     this.#open.delete(claim);
     // A forgotten claim leaves the index too, which keeps it bounded by maxClaimsKept.
     this.#inProgress.get(claim.job)?.delete(claim);
