@@ -624,14 +624,22 @@ describe('registrations', () => {
   function pending(): { runtime: SchedulerRuntime; time: VirtualTime; proposed: Array<{ readonly job: string; settle: (ok: boolean) => void }> } {
     const time = new VirtualTime();
     const proposed: Array<{ readonly job: string; settle: (ok: boolean) => void }> = [];
-    const runtime = new SchedulerRuntime({
-      self: 'a',
-      clock: time,
-      timers: time,
+    const runtime = lone(time, {
       propose: (command) =>
         new Promise((resolve, reject) => {
           proposed.push({ job: command.type === 'register' ? command.job : '', settle: (ok) => (ok ? resolve(undefined) : reject(new Error('no leader'))) });
         }),
+    });
+    return { runtime, time, proposed };
+  }
+
+  /** One member alone, started, on `time`, a follower unless told otherwise. */
+  function lone(time: VirtualTime, options: Partial<SchedulerRuntimeOptions>): SchedulerRuntime {
+    const runtime = new SchedulerRuntime({
+      self: 'a',
+      clock: time,
+      timers: time,
+      propose: () => new Promise(() => undefined),
       barrier: () => Promise.resolve(),
       isLeader: () => false,
       holdsLease: () => true,
@@ -641,10 +649,11 @@ describe('registrations', () => {
       maxClaimsPerPlan: 256,
       reassignHorizonMs: 600_000,
       reassignGraceMs: 0,
+      ...options,
     });
     runtime.start();
     runtimes.push(runtime);
-    return { runtime, time, proposed };
+    return runtime;
   }
   const runtimes: SchedulerRuntime[] = [];
   afterEach(() => {
@@ -675,26 +684,14 @@ describe('registrations', () => {
       clearTimeout: (handle) => time.clearTimeout(handle),
     };
     const proposed: SchedulerCommand[] = [];
-    const runtime = new SchedulerRuntime({
-      self: 'a',
-      clock: time,
+    const runtime = lone(time, {
       timers,
+      isLeader: () => true,
       propose: (command) => {
         proposed.push(command);
         return new Promise(() => undefined);
       },
-      barrier: () => Promise.resolve(),
-      isLeader: () => true,
-      holdsLease: () => true,
-      eligibleMembers: () => ['a'],
-      planIntervalMs: 100,
-      lookaheadMs: 1000,
-      maxClaimsPerPlan: 256,
-      reassignHorizonMs: 600_000,
-      reassignGraceMs: 0,
     });
-    runtime.start();
-    runtimes.push(runtime);
     const spec = parseSpec({ every: '1s' });
     const policy = { retries: 0, retryDelayMs: 1000, catchUp: { policy: 'latest' as const } };
     const before = timersSet;
