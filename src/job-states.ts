@@ -21,11 +21,11 @@ interface Built {
 /**
  * The jobs of `state()`, each built once and kept until its job changes, rather than built anew
  * for every job on every call: with thousands of jobs, building them all held the event loop for
- * each call, and made garbage for the collector to hold it again. A call costs a build per job
- * changed since the last. The views are frozen, since later calls hand out
- * the same ones (their Dates too: a caller that wants to change one copies it first). A call
- * looks at the jobs changed since the last only (SchedulerState.jobsChangedSince), while the
- * state can say which they were and no job's next slot came meanwhile; else at every job.
+ * each call, and made garbage for the collector to hold it again. A call looks at the jobs
+ * changed since the last only (SchedulerState.jobsChangedSince), while the state can say which
+ * they were and no job's next slot came meanwhile, else at every job; it builds the views of
+ * those that changed. The views are frozen, since later calls hand out the same ones (their
+ * Dates too: a caller that wants to change one copies it first).
  */
 export class JobStates {
   /** Per job record: a restored state has new records, whose views are built anew. */
