@@ -266,6 +266,8 @@ export class SchedulerRuntime {
     // Claims already assigned to this member (e.g. before a restart's schedule() call) run now:
     // looked for once for every job scheduled in this turn, since a look through every claim
     // for each job cost the product of their numbers (an app schedules all its jobs at start).
+    // With no claims, there is none to look for (a claim applied later is armed as it applies).
+    if (this.state.claims.size === 0) return;
     if (this.#toArm.size === 0) queueMicrotask(() => this.#armScheduled());
     this.#toArm.add(name);
   }
