@@ -14,14 +14,18 @@ interface Built {
   /** The cluster's time it was built at, and the next slot it shows (ms): see #holds. */
   readonly atMs: number;
   readonly nextMs: number | null;
+  /** Where the view is in the list handed out (the job's place in SchedulerState.jobs). */
+  readonly index: number;
 }
 
 /**
  * The jobs of `state()`, each built once and kept until its job changes, rather than built anew
  * for every job on every call: with thousands of jobs, building them all held the event loop for
- * each call, and made garbage for the collector to hold it again. A call costs a look-up per job,
- * and a build per job changed since the last. The views are frozen, since later calls hand out
- * the same ones (their Dates too: a caller that wants to change one copies it first).
+ * each call, and made garbage for the collector to hold it again. A call looks at the jobs
+ * changed since the last only (SchedulerState.jobsChangedSince), while the state can say which
+ * they were and no job's next slot came meanwhile, else at every job; it builds the views of
+ * those that changed. The views are frozen, since later calls hand out the same ones (their
+ * Dates too: a caller that wants to change one copies it first).
  */
 export class JobStates {
   /** Per job record: a restored state has new records, whose views are built anew. */
@@ -40,16 +44,34 @@ export class JobStates {
 
   of(state: SchedulerState, nowMs: number): ClusterState['jobs'] {
     const last = this.#last;
-    // Nothing changed, and no job's next slot came: the list itself again, without a look-up.
-    if (last !== null && last.state === state && last.changes === state.changes && nowMs >= last.atMs && nowMs < last.untilMs) return last.jobs;
-    const out: JobState[] = [];
-    let untilMs = Number.POSITIVE_INFINITY;
+    if (last !== null && last.state === state && nowMs >= last.atMs && nowMs < last.untilMs) {
+      // Nothing changed, and no job's next slot came: the list itself again, without a look-up.
+      if (last.changes === state.changes) return last.jobs;
+      // Else the views of the jobs changed since are built again, and only they are looked at.
+      const changed = state.jobsChangedSince(last.changes);
+      if (changed !== null) return this.#list(state, nowMs, changed, last);
+    }
+    return this.#list(state, nowMs, state.jobs.keys(), null);
+  }
+
+  /**
+   * The views of the jobs `names`, each built again if its job changed since it was built or it
+   * may show another next slot by now: every job in order (`from` null), or the jobs changed
+   * since the list `from` was handed out, in that list (new jobs come last, in the order their
+   * names come, which is their order in SchedulerState.jobs).
+   */
+  #list(state: SchedulerState, nowMs: number, names: Iterable<string>, from: { readonly jobs: ClusterState['jobs']; readonly untilMs: number } | null): ClusterState['jobs'] {
+    const out: JobState[] = from === null ? [] : from.jobs.slice();
+    let untilMs = from === null ? Number.POSITIVE_INFINITY : from.untilMs;
     let latestClaims: Map<string, ClaimRecord> | null = null;
-    for (const job of state.jobs.values()) {
-      const change = state.changeOf(job.name);
-      const built = this.#built.get(job);
+    for (const name of names) {
+      const job = state.jobs.get(name);
+      if (job === undefined) continue;
+      const change = state.changeOf(name);
+      let built = this.#built.get(job);
       if (built !== undefined && built.change === change && holds(built, nowMs)) {
-        out.push(built.view);
+        if (from === null && built.index !== out.length) this.#built.set(job, (built = { ...built, index: out.length }));
+        out[built.index] = built.view;
         if (built.nextMs !== null) untilMs = Math.min(untilMs, built.nextMs);
         continue;
       }
@@ -63,9 +85,10 @@ export class JobStates {
       }
       const nextMs = job.spec.kind === 'delay' ? nextDelaySlot(state, job) : nextInstantFrom(job.spec, job.anchorMs, job.highWaterMs, nowMs);
       const view = viewOf(state, job, latest, nextMs);
-      this.#built.set(job, { view, change, atMs: nowMs, nextMs });
+      const index = from === null ? out.length : (built?.index ?? out.length);
+      this.#built.set(job, { view, change, atMs: nowMs, nextMs, index });
       this.#builds++;
-      out.push(view);
+      out[index] = view;
       if (nextMs !== null) untilMs = Math.min(untilMs, nextMs);
     }
     const jobs = Object.freeze(out);
@@ -95,13 +118,26 @@ function latestClaimOfEachJob(state: SchedulerState): Map<string, ClaimRecord> {
 const NONE: Readonly<Record<string, string>> = Object.freeze({});
 const NOTHING_RUNNING: JobState['running'] = Object.freeze([]);
 
+/**
+ * The sorted list of each handler set's members: jobs share their handler sets (see
+ * SchedulerState.#handlerSet), so their views share the list, made once rather than per view.
+ */
+const handlerLists = new WeakMap<ReadonlySet<string>, JobState['handlers']>();
+
+function handlersOf(job: JobRecord): JobState['handlers'] {
+  let list = handlerLists.get(job.handlers);
+  if (list === undefined) handlerLists.set(job.handlers, (list = Object.freeze([...job.handlers].sort())));
+  return list;
+}
+
 function viewOf(state: SchedulerState, job: JobRecord, last: ClaimRecord | undefined, nextMs: number | null): JobState {
-  const running = [...state.claimsInProgress(job.name)].flatMap(runsOf).sort((a, b) => a.slotMs - b.slotMs);
+  const inProgress = state.claimsInProgress(job.name);
+  const running = inProgress.size === 0 ? [] : [...inProgress].flatMap(runsOf).sort((a, b) => a.slotMs - b.slotMs);
   return Object.freeze({
     name: job.name,
     spec: specKey(job.spec),
     mode: job.mode,
-    handlers: Object.freeze([...job.handlers].sort()),
+    handlers: handlersOf(job),
     conflicts: job.conflicts.size === 0 ? NONE : Object.freeze(Object.fromEntries(job.conflicts)),
     nextSlot: nextMs === null ? null : new Date(nextMs),
     lastClaim:

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { JobStates } from '../src/job-states.js';
+import { CHANGE_LOG_KEPT } from '../src/scheduler/change-log.js';
 import { parseSpec } from '../src/scheduler/spec.js';
 import { decodeSchedulerSnapshot, encodeSchedulerSnapshot } from '../src/scheduler/state-snapshot.js';
 import { SchedulerState, type JobPolicy, type SchedulerCommand } from '../src/scheduler/state.js';
@@ -92,6 +93,45 @@ describe('the jobs of state()', () => {
     // Unclaimed (no leader planned it), the slot passed: the next one shows.
     expect(views.of(s, T0 + 1500)[0]!.nextSlot).toEqual(new Date(T0 + 2000));
     expect(views.builds).toBe(4);
+  });
+
+  /** Counts the jobs a call looks at: it asks each for its last change. */
+  function countLooks(s: SchedulerState): { readonly count: () => number } {
+    const changeOf = s.changeOf.bind(s);
+    let looks = 0;
+    s.changeOf = (job) => {
+      looks++;
+      return changeOf(job);
+    };
+    return { count: () => looks };
+  }
+
+  it('are looked at only if they changed since the last call, new jobs last', () => {
+    const { s, apply } = stateOf(1000);
+    const views = new JobStates();
+    views.of(s, T0 + 100);
+    const looks = countLooks(s);
+    apply({ type: 'claim', job: 'job7', slotMs: T0 + 1000, assignees: ['a'], fromMs: T0 });
+    apply(register('new', 'a'));
+    apply(register('new', 'b'));
+    const after = views.of(s, T0 + 100);
+    // job7 once, the new job once per change (its second registration).
+    expect(looks.count()).toBe(3);
+    expect(after.map((j) => j.name).slice(-2)).toEqual(['job999', 'new']);
+    expect(after).toEqual(new JobStates().of(s, T0 + 100));
+  });
+
+  it('are all looked at again once more changed since the last call than the state remembers', () => {
+    const { s, apply } = stateOf(10);
+    const views = new JobStates();
+    views.of(s, T0 + 100);
+    const looks = countLooks(s);
+    // Registrations repeated: each is a change of its job.
+    for (let i = 0; i <= 2 * CHANGE_LOG_KEPT; i++) apply(register(`job${i % 10}`, 'a'));
+    apply(register('new', 'a'));
+    const after = views.of(s, T0 + 100);
+    expect(looks.count()).toBe(11);
+    expect(after).toEqual(new JobStates().of(s, T0 + 100));
   });
 
   it('are built anew for a state restored from a snapshot (its records are new)', () => {

@@ -165,6 +165,11 @@ export class SchedulerRuntime {
    * again before the last one is answered.
    */
   readonly #toRegister = new Set<string>();
+  /**
+   * Jobs scheduled in this turn whose claims are yet to be armed (see #armScheduled): bounded by
+   * the jobs scheduled here, and emptied within the turn.
+   */
+  readonly #toArm = new Set<string>();
   /** Registrations proposed and not yet answered: at most MAX_REGISTRATIONS_IN_FLIGHT. */
   #registrationsInFlight = 0;
   /** Commands proposed and not yet applied or failed, so one plan does not repeat the last one's. */
@@ -174,6 +179,8 @@ export class SchedulerRuntime {
   /** This member's runs from their firing to their end: queued, ready (maxConcurrent) or running. */
   readonly #slots: RunSlots<Armed>;
   #planTimer: TimerHandle | null = null;
+  /** Whether #planTimer was set to plan at once (#planSoon), rather than at the next interval. */
+  #planningNow = false;
   /**
    * Runs that ended here and whose outcome is not recorded yet, by claim key, with their token:
    * a snapshot installed meanwhile may not hold the outcome, and must not arm them again.
@@ -256,8 +263,21 @@ export class SchedulerRuntime {
     this.#toRegister.add(name);
     if (this.#o.clockReady?.() === false) this.#registerOne(name);
     else this.#registerSome();
-    // Claims already assigned to this member (e.g. before a restart's schedule() call) run now.
-    for (const claim of this.state.claims.values()) if (claim.job === name) this.#arm(claim);
+    // Claims already assigned to this member (e.g. before a restart's schedule() call) run now:
+    // looked for once for every job scheduled in this turn, since a look through every claim
+    // for each job cost the product of their numbers (an app schedules all its jobs at start).
+    // With no claims, there is none to look for (a claim applied later is armed as it applies).
+    if (this.state.claims.size === 0) return;
+    if (this.#toArm.size === 0) queueMicrotask(() => this.#armScheduled());
+    this.#toArm.add(name);
+  }
+
+  /** Arms the claims of the jobs scheduled since the last call (#toArm), in one pass over the claims. */
+  #armScheduled(): void {
+    const names = this.#toArm;
+    if (names.size === 0) return;
+    for (const claim of this.state.claims.values()) if (names.has(claim.job)) this.#arm(claim);
+    names.clear();
   }
 
   unschedule(name: string): boolean {
@@ -414,6 +434,7 @@ export class SchedulerRuntime {
     if (this.#stopped) return;
     this.#planTimer = this.#o.timers.setTimeout(() => {
       this.#planTimer = null;
+      this.#planningNow = false;
       this.#registerSome();
       this.checkLease();
       // Runs queued behind another member's run also go once that run's timeout passes.
@@ -435,8 +456,10 @@ export class SchedulerRuntime {
    * within it, which a plan an interval away would claim late.
    */
   #planSoon(): void {
-    if (this.#planTimer === null || !this.#o.isLeader()) return;
+    // Once set to plan now, the timer stays: every registration a batch of entries applies asks.
+    if (this.#planTimer === null || this.#planningNow || !this.#o.isLeader()) return;
     this.#o.timers.clearTimeout(this.#planTimer);
+    this.#planningNow = true;
     this.#schedulePlan(0);
   }
 

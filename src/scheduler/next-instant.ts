@@ -1,4 +1,4 @@
-import { instantsBetween, type JobSpec } from './spec.js';
+import { firstInstantBetween, instantsBetween, type JobSpec } from './spec.js';
 
 /** How far ahead the next instant is looked for: a spec with none within a year has none due. */
 const NEXT_INSTANT_HORIZON_MS = 366 * 86_400_000;
@@ -20,7 +20,7 @@ const lastCronAnswers = new WeakMap<JobSpec, { anchorMs: number; afterMs: number
  * held.) Pure: the answer depends only on the arguments.
  */
 export function nextInstantAfter(spec: JobSpec, anchorMs: number, afterMs: number): number | null {
-  if (spec.kind !== 'cron') return instantsBetween(spec, anchorMs, afterMs, afterMs + NEXT_INSTANT_HORIZON_MS, 1)[0] ?? null;
+  if (spec.kind !== 'cron') return firstInstantBetween(spec, anchorMs, afterMs, afterMs + NEXT_INSTANT_HORIZON_MS);
   const known = lastCronAnswers.get(spec);
   if (known !== undefined && known.anchorMs === anchorMs && known.afterMs === afterMs) return known.next;
   const next = instantsBetween(spec, anchorMs, afterMs, afterMs + NEXT_INSTANT_HORIZON_MS, 1)[0] ?? null;

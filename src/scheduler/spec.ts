@@ -113,18 +113,15 @@ export function instantsBetween(spec: JobSpec, anchorMs: number, afterMs: number
   if (untilMs <= afterMs || limit <= 0) return out;
   switch (spec.kind) {
     case 'at':
-      if (spec.atMs > afterMs && spec.atMs <= untilMs) out.push(spec.atMs);
-      return out;
     case 'delay': {
-      // Only the first slot follows from the spec; the later ones follow completions.
-      const first = anchorMs + spec.initialDelayMs;
-      if (first > afterMs && first <= untilMs) out.push(first);
+      const first = firstInstantBetween(spec, anchorMs, afterMs, untilMs);
+      if (first !== null) out.push(first);
       return out;
     }
     case 'every': {
-      // The first multiple of the interval after `afterMs`, counting from the anchor (k >= 1).
-      const k = Math.max(1, Math.floor((afterMs - anchorMs) / spec.everyMs) + 1);
-      for (let t = anchorMs + k * spec.everyMs; t <= untilMs && out.length < limit; t += spec.everyMs) out.push(t);
+      const first = firstInstantBetween(spec, anchorMs, afterMs, untilMs);
+      if (first === null) return out;
+      for (let t = first; t <= untilMs && out.length < limit; t += spec.everyMs) out.push(t);
       return out;
     }
     case 'cron':
@@ -150,6 +147,30 @@ export function lastInstantsBetween(spec: JobSpec, anchorMs: number, afterMs: nu
     }
   }
   return out.reverse();
+}
+
+/**
+ * The first of instantsBetween's instants, or null, without making a list: the leader asks it of
+ * every job on every plan. A cron spec's comes from the list of one.
+ */
+export function firstInstantBetween(spec: JobSpec, anchorMs: number, afterMs: number, untilMs: number): number | null {
+  let t: number;
+  switch (spec.kind) {
+    case 'at':
+      t = spec.atMs;
+      break;
+    case 'delay':
+      // Only the first slot follows from the spec; the later ones follow completions.
+      t = anchorMs + spec.initialDelayMs;
+      break;
+    case 'every':
+      // The first multiple of the interval after `afterMs`, counting from the anchor (k >= 1).
+      t = anchorMs + Math.max(1, Math.floor((afterMs - anchorMs) / spec.everyMs) + 1) * spec.everyMs;
+      break;
+    case 'cron':
+      return instantsBetween(spec, anchorMs, afterMs, untilMs, 1)[0] ?? null;
+  }
+  return t > afterMs && t <= untilMs ? t : null;
 }
 
 /** The job's last instant at or before `atMs` and after `afterMs`, or null. Pure. */

@@ -1,4 +1,5 @@
 import type { NodeId } from '../raft/types.js';
+import { ChangeLog } from './change-log.js';
 import { specKey, type JobSpec } from './spec.js';
 
 export type AssignMode = 'one' | 'all';
@@ -311,8 +312,12 @@ export class SchedulerState {
    */
   readonly #changed = new Map<string, number>();
   #changes = 0;
+  /** The jobs changed lately, with their counts (see jobsChangedSince). */
+  readonly #changeLog = new ChangeLog();
   /** The handler sets made last, by their members in order (see #handlerSet). */
   readonly #recentHandlerSets = new Map<string, ReadonlySet<NodeId>>();
+  /** For the sets a member was added to last, the sets that made, by the member added (see #handlerSetWith). */
+  readonly #recentAdditions = new Map<ReadonlySet<NodeId>, Map<NodeId, ReadonlySet<NodeId>>>();
   readonly #maxClaimsKept: number;
   readonly #maxJobs: number;
   readonly #maxLocks: number;
@@ -339,6 +344,7 @@ export class SchedulerState {
   restoreFrom(parts: SchedulerStateParts): void {
     this.jobs.clear();
     this.#recentHandlerSets.clear();
+    this.#recentAdditions.clear();
     for (const job of parts.jobs) {
       job.handlers = this.#handlerSet(job.handlers);
       this.jobs.set(job.name, job);
@@ -351,6 +357,7 @@ export class SchedulerState {
     for (const [member, count] of parts.assigned) this.assigned.set(member, count);
     this.#changes++;
     this.#changed.clear();
+    this.#changeLog.clear(this.#changes);
     this.#inProgress.clear();
     this.#open.clear();
     for (const claim of this.claims.values()) this.#index(claim);
@@ -368,6 +375,15 @@ export class SchedulerState {
   /** When `job` last changed, as a count of changes (see #changed): equal counts, the same job. */
   changeOf(job: string): number {
     return this.#changed.get(job) ?? 0;
+  }
+
+  /**
+   * The names of the jobs changed or registered after change `count` (`changes` then), in the
+   * order of their changes, a job as often as it changed; or null when that is no longer known
+   * (long ago, or before a restore): every job may have changed.
+   */
+  jobsChangedSince(count: number): readonly string[] | null {
+    return this.#changeLog.since(count);
   }
 
   /** Changes so far, of any kind (see #changed): equal counts, the same state. */
@@ -408,7 +424,10 @@ export class SchedulerState {
     // A job's first registration needs no count of its own (nothing was derived from it yet),
     // and a command naming no job changes none: the counts stay bounded by the jobs.
     const name = 'job' in command ? this.jobs.get(command.job)?.name : undefined;
-    if (name !== undefined) this.#changed.set(name, change);
+    if (name !== undefined) {
+      this.#changed.set(name, change);
+      this.#changeLog.record(name, change);
+    }
     switch (command.type) {
       case 'register':
         return this.#register(command);
@@ -538,17 +557,21 @@ export class SchedulerState {
         missedSlots: 0,
         skippedRuns: 0,
       });
+      // New, it comes last in `jobs`: a reader of the changes adds it there.
+      this.#changeLog.record(command.job, this.#changes);
       return { ok: true };
     }
     // The first registration's spec stays; a member that registers another keeps no handler for
-    // it (its handler expects other slots), and the conflict is visible in state().
-    const theirs = `${specKey(command.spec)} (${command.mode}, ${policyKey(command.policy)})`;
-    if (theirs !== `${specKey(existing.spec)} (${existing.mode}, ${policyKey(existing.policy)})`) {
+    // it (its handler expects other slots), and the conflict is visible in state(). The texts
+    // are compared only when the fields differ (equal fields make equal texts): building them
+    // for every member's registration of every job cost more than the rest of applying it.
+    const theirs = sameRegistration(existing, command) ? null : `${specKey(command.spec)} (${command.mode}, ${policyKey(command.policy)})`;
+    if (theirs !== null && theirs !== `${specKey(existing.spec)} (${existing.mode}, ${policyKey(existing.policy)})`) {
       existing.handlers = this.#handlerSet([...existing.handlers].filter((id) => id !== command.member));
       existing.conflicts = new Map(existing.conflicts).set(command.member, theirs);
       return { ok: false, reason: 'spec-conflict' };
     }
-    if (!existing.handlers.has(command.member)) existing.handlers = this.#handlerSet([...existing.handlers, command.member]);
+    if (!existing.handlers.has(command.member)) existing.handlers = this.#handlerSetWith(existing.handlers, command.member);
     withoutConflict(existing, command.member);
     return { ok: true };
   }
@@ -568,6 +591,25 @@ export class SchedulerState {
     if (this.#recentHandlerSets.size >= MAX_RECENT_HANDLER_SETS) this.#recentHandlerSets.delete(this.#recentHandlerSets.keys().next().value as string);
     this.#recentHandlerSets.set(key, set);
     return set;
+  }
+
+  /**
+   * `set` with `member` added last (see #handlerSet): one made lately from the same set and
+   * member if there is one, found without listing the set and writing out its key, which every
+   * registration but a job's first did.
+   */
+  #handlerSetWith(set: ReadonlySet<NodeId>, member: NodeId): ReadonlySet<NodeId> {
+    let added = this.#recentAdditions.get(set);
+    const known = added?.get(member);
+    if (known !== undefined) return known;
+    const made = this.#handlerSet([...set, member]);
+    if (added === undefined) {
+      if (this.#recentAdditions.size >= MAX_RECENT_HANDLER_SETS) this.#recentAdditions.delete(this.#recentAdditions.keys().next().value as ReadonlySet<NodeId>);
+      this.#recentAdditions.set(set, (added = new Map()));
+    }
+    if (added.size >= MAX_RECENT_HANDLER_SETS) added.clear();
+    added.set(member, made);
+    return made;
   }
 
   #claim(index: number, command: Extract<SchedulerCommand, { type: 'claim' }>): ApplyResult {
@@ -624,6 +666,7 @@ export class SchedulerState {
     const [key, claim] = victim;
     this.claims.delete(key);
     this.#changed.set(claim.job, this.#changes);
+    this.#changeLog.record(claim.job, this.#changes);
     this.#open.delete(claim);
     // A forgotten claim leaves the index too, which keeps it bounded by maxClaimsKept.
     this.#inProgress.get(claim.job)?.delete(claim);
@@ -639,6 +682,26 @@ const EMPTY: ReadonlySet<ClaimRecord> = new Set();
 
 function hasOverlap(policy: JobPolicy): policy is JobPolicy & { readonly overlap: OverlapPolicy } {
   return policy.overlap !== undefined;
+}
+
+/**
+ * Whether a registration has the job's spec, mode and policy field for field, which makes their
+ * texts (specKey, policyKey) equal. False also when it cannot tell at once (a cron spec): the
+ * texts decide then.
+ */
+function sameRegistration(job: JobRecord, command: Extract<SchedulerCommand, { type: 'register' }>): boolean {
+  const a = job.spec;
+  const b = command.spec;
+  const sameSpec =
+    a === b ||
+    (a.kind === 'every' && b.kind === 'every' && a.everyMs === b.everyMs) ||
+    (a.kind === 'at' && b.kind === 'at' && a.atMs === b.atMs) ||
+    (a.kind === 'delay' && b.kind === 'delay' && a.delayMs === b.delayMs && a.initialDelayMs === b.initialDelayMs);
+  if (!sameSpec || job.mode !== command.mode) return false;
+  const p = job.policy;
+  const q = command.policy;
+  if (p.retries !== q.retries || p.retryDelayMs !== q.retryDelayMs || p.overlap !== (q.overlap ?? DEFAULT_OVERLAP) || p.catchUp.policy !== q.catchUp.policy) return false;
+  return p.catchUp.policy !== 'all' || (q.catchUp.policy === 'all' && p.catchUp.windowMs === q.catchUp.windowMs && p.catchUp.maxSlots === q.catchUp.maxSlots);
 }
 
 /** Takes `member`'s conflict off the job, if it has one (see JobRecord.conflicts). */

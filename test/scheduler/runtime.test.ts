@@ -624,14 +624,22 @@ describe('registrations', () => {
   function pending(): { runtime: SchedulerRuntime; time: VirtualTime; proposed: Array<{ readonly job: string; settle: (ok: boolean) => void }> } {
     const time = new VirtualTime();
     const proposed: Array<{ readonly job: string; settle: (ok: boolean) => void }> = [];
-    const runtime = new SchedulerRuntime({
-      self: 'a',
-      clock: time,
-      timers: time,
+    const runtime = lone(time, {
       propose: (command) =>
         new Promise((resolve, reject) => {
           proposed.push({ job: command.type === 'register' ? command.job : '', settle: (ok) => (ok ? resolve(undefined) : reject(new Error('no leader'))) });
         }),
+    });
+    return { runtime, time, proposed };
+  }
+
+  /** One member alone, started, on `time`, a follower unless told otherwise. */
+  function lone(time: VirtualTime, options: Partial<SchedulerRuntimeOptions>): SchedulerRuntime {
+    const runtime = new SchedulerRuntime({
+      self: 'a',
+      clock: time,
+      timers: time,
+      propose: () => new Promise(() => undefined),
       barrier: () => Promise.resolve(),
       isLeader: () => false,
       holdsLease: () => true,
@@ -641,10 +649,11 @@ describe('registrations', () => {
       maxClaimsPerPlan: 256,
       reassignHorizonMs: 600_000,
       reassignGraceMs: 0,
+      ...options,
     });
     runtime.start();
     runtimes.push(runtime);
-    return { runtime, time, proposed };
+    return runtime;
   }
   const runtimes: SchedulerRuntime[] = [];
   afterEach(() => {
@@ -661,6 +670,36 @@ describe('registrations', () => {
     expect(proposed).toHaveLength(MAX_REGISTRATIONS_IN_FLIGHT + 60);
     // Each job once, in the order scheduled.
     expect(proposed.map((p) => p.job)).toEqual(Array.from({ length: MAX_REGISTRATIONS_IN_FLIGHT + 60 }, (_, i) => `job${i}`));
+  });
+
+  it('applied together have the leader plan once, at once, rather than set its plan timer again for each', async () => {
+    const time = new VirtualTime();
+    let timersSet = 0;
+    const timers: Timers = {
+      now: () => time.now(),
+      setTimeout: (callback, delayMs) => {
+        timersSet++;
+        return time.setTimeout(callback, delayMs);
+      },
+      clearTimeout: (handle) => time.clearTimeout(handle),
+    };
+    const proposed: SchedulerCommand[] = [];
+    const runtime = lone(time, {
+      timers,
+      isLeader: () => true,
+      propose: (command) => {
+        proposed.push(command);
+        return new Promise(() => undefined);
+      },
+    });
+    const spec = parseSpec({ every: '1s' });
+    const policy = { retries: 0, retryDelayMs: 1000, catchUp: { policy: 'latest' as const } };
+    const before = timersSet;
+    for (let i = 0; i < 100; i++) runtime.apply(i + 1, { type: 'register', job: `job${i}`, spec, mode: 'one', policy, member: 'a', atMs: T0 });
+    expect(timersSet - before).toBe(1);
+    // That plan comes at once, and claims the first slot of every job.
+    await time.advanceTo(T0);
+    expect(proposed.filter((c) => c.type === 'claim')).toHaveLength(100);
   });
 
   it('that fail are proposed again on the next plan interval, not at once, and not before', async () => {
@@ -749,6 +788,33 @@ describe('restoring from a snapshot', () => {
     expect(runs[0]!.start).toBeLessThan(2200);
     expect(runs[1]!.start).toBeGreaterThanOrEqual(runs[0]!.end);
     expect(runs[1]!.start).toBeLessThan(2500);
+  });
+
+  it('arms the claims of the jobs scheduled after it in one look through the claims, not one per job', async () => {
+    // A restart: the stored snapshot holds claims of many jobs for b, and the app schedules its
+    // jobs after. Each schedule() looked through every claim for its job's: the product of the
+    // jobs and the claims, for an app that schedules thousands of jobs at start.
+    const s = new SchedulerState();
+    const jobs = Array.from({ length: 50 }, (_, i) => `job${i}`);
+    const policy = { retries: 0, retryDelayMs: 1000, catchUp: { policy: 'latest' as const } };
+    jobs.forEach((job, i) => s.apply(2 * i + 1, { type: 'register', job, spec: parseSpec({ every: '1s' }), mode: 'one', policy, member: 'b', atMs: T0 }));
+    jobs.forEach((job, i) => s.apply(2 * i + 2, { type: 'claim', job, slotMs: T0 + 1000, assignees: ['b'], fromMs: T0 }));
+    const c = quiet();
+    const b = c.members.get('b')!;
+    b.restore(encodeSchedulerSnapshot(s));
+    const claims = b.state.claims;
+    const values = claims.values.bind(claims);
+    let looks = 0;
+    claims.values = () => {
+      looks++;
+      return values();
+    };
+    for (const job of jobs) c.schedule(['b'], job, { every: '1s' }, 10);
+    await c.time.advanceTo(T0 + 100);
+    expect(looks).toBe(1);
+    // Armed on schedule(), each runs at its instant (not a barrier after it, as a claim armed late does).
+    await c.time.advanceTo(T0 + 1100);
+    expect(c.runs.map((r) => [r.job, r.startMs - T0])).toEqual(jobs.map((job) => [job, 1000]));
   });
 
   it('refuses bytes that are not a snapshot, keeping its state', async () => {

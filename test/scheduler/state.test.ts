@@ -39,6 +39,34 @@ describe('the scheduler state machine', () => {
     expect(s.jobs.get('report')!.policy.retries).toBe(0);
   });
 
+  it('tells a registration that matches the job from one that conflicts by their texts, however their fields are written', () => {
+    // The fields are compared first, the texts (specKey, policyKey) only when they differ: the
+    // two must agree on every registration, equal fields or not.
+    type Register = Extract<SchedulerCommand, { type: 'register' }>;
+    const base = register('a') as Register;
+    const all = { policy: 'all', windowMs: 60_000, maxSlots: 5 } as const;
+    const cases: Array<[Partial<Register>, Partial<Register>, 'same' | 'conflict']> = [
+      [{}, { spec: parseSpec({ every: '1s' }) }, 'same'],
+      [{}, { policy: { ...policy, overlap: 'skip' } }, 'same'],
+      [{ policy: { ...policy, overlap: 'queue' } }, { policy: { ...policy } }, 'conflict'],
+      [{}, { policy: { ...policy, retryDelayMs: 2000 } }, 'conflict'],
+      [{}, { mode: 'all' }, 'conflict'],
+      [{}, { spec: parseSpec({ at: new Date(T0 + 1000) }) }, 'conflict'],
+      [{ policy: { ...policy, catchUp: all, overlap: 'queue' } }, { policy: { ...policy, catchUp: { ...all }, overlap: 'queue' } }, 'same'],
+      [{ policy: { ...policy, catchUp: all, overlap: 'queue' } }, { policy: { ...policy, catchUp: { ...all, maxSlots: 6 }, overlap: 'queue' } }, 'conflict'],
+      [{ spec: parseSpec('0 * * * *') }, { spec: parseSpec('0 * * * *') }, 'same'],
+      [{ spec: parseSpec('0 * * * *') }, { spec: parseSpec('5 * * * *') }, 'conflict'],
+      [{ spec: parseSpec({ delayAfterCompletion: 1000 }) }, { spec: parseSpec({ delayAfterCompletion: 1000 }) }, 'same'],
+      [{ spec: parseSpec({ delayAfterCompletion: 1000 }) }, { spec: parseSpec({ delayAfterCompletion: 1000, initialDelay: 10 }) }, 'conflict'],
+    ];
+    for (const [first, second, expected] of cases) {
+      const s = new SchedulerState();
+      s.apply(1, { ...base, ...first });
+      const result = s.apply(2, { ...base, ...second, member: 'b' });
+      expect(result, JSON.stringify([first, second])).toEqual(expected === 'same' ? { ok: true } : { ok: false, reason: 'spec-conflict' });
+    }
+  });
+
   it('refuses an outcome reported under a claim that is not the slot’s current one', () => {
     const s = new SchedulerState();
     s.apply(1, register('a'));
