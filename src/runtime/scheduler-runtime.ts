@@ -282,6 +282,7 @@ export class SchedulerRuntime {
 
   unschedule(name: string): boolean {
     if (!this.#jobs.delete(name)) return false;
+    this.#toArm.delete(name);
     // Slots already armed here do not run; their claims are reported interrupted at their instant.
     for (const [key, armed] of this.#armed) {
       if (armed.job !== name || armed.phase === 'running') continue;
