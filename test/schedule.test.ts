@@ -116,14 +116,19 @@ describe('cluster.schedule', () => {
       );
     }
     await Promise.all(members.map((m) => m.start()));
-    await expect.poll(() => runs.filter((r) => r.attempt === 2).length, { timeout: 20_000, interval: 20 }).toBeGreaterThanOrEqual(3);
-    for (const second of runs.filter((r) => r.attempt === 2)) {
-      const first = runs.find((r) => r.slotMs === second.slotMs && r.attempt === 1)!;
+    // A slot's first attempt that ran (and failed), with what ran after it. A slot moved before
+    // its first run started (its assignee stalled past an election timeout, on a loaded machine)
+    // starts at attempt 2 with no failure before it: it is no retry, and is left out.
+    const retried = (): Array<{ first: Run & { attempt: number }; later: Array<Run & { attempt: number }> }> =>
+      runs.filter((r) => r.attempt === 1).map((first) => ({ first, later: runs.filter((r) => r.slotMs === first.slotMs && r.attempt > 1) })).filter((s) => s.later.length > 0);
+    await expect.poll(() => retried().length, { timeout: 20_000, interval: 20 }).toBeGreaterThanOrEqual(3);
+    for (const { first, later } of retried()) {
+      // One retry was asked for, and it succeeds: no attempt after it.
+      expect(later.map((r) => r.attempt)).toEqual([2]);
+      const second = later[0]!;
       expect(second.token).toBeGreaterThan(first.token);
       expect(second.member).not.toBe(first.member);
     }
-    // No third attempt: one retry was asked for, and the retries succeed.
-    expect(runs.some((r) => r.attempt > 2)).toBe(false);
   });
 
   it('a member that unschedules a job stops being assigned it, and its claimed slots run elsewhere', async () => {
