@@ -3,9 +3,11 @@
  * default settings. Measures commit latency of serial proposals, throughput with 64
  * concurrent proposers, and the time from kill -9 of the leader to the first new commit.
  */
-import { ProcessCluster } from '../test/fixtures/process-cluster.js';
+import type { ProbeReport } from '../test/fixtures/member-probe.js';
+import { ProcessCluster, type MemberProcess } from '../test/fixtures/process-cluster.js';
 import { cpuPerCommitUs, processesCpuMs } from './proc-cpu.js';
 import { fmt, median, summarize } from './stats.js';
+import type { PhaseProbe } from './tail.js';
 
 export interface RaftBenchResult {
   /** The first COLD_COMMITS serial commits after start, before the JIT has compiled the commit path. */
@@ -29,6 +31,17 @@ export interface RaftBenchOptions {
   readonly loadWarmupMs: number;
   readonly loadSeconds: number;
   readonly failoverRuns: number;
+  /**
+   * Probe every member through the serial phases (GC pauses, event-loop delay, storage writes:
+   * test/fixtures/member-probe.ts), for bench/tail.ts to attribute the slow commits.
+   */
+  readonly probe: boolean;
+}
+
+/** What benchRaft measured, and what the probes saw in its serial phases (none without `probe`). */
+export interface RaftBenchRun {
+  readonly result: RaftBenchResult;
+  readonly phases: readonly PhaseProbe[];
 }
 
 /**
@@ -57,17 +70,28 @@ export const LOAD_WARMUP_MS = 10_000;
 // (each process's performance.timeOrigin is its own, to a millisecond or so).
 const now = (): number => Date.now();
 
-export async function benchRaft(o: RaftBenchOptions): Promise<RaftBenchResult> {
+export async function benchRaft(o: RaftBenchOptions): Promise<RaftBenchRun> {
   const cluster = await ProcessCluster.create(3);
   try {
     await cluster.startAll();
     let leader = await cluster.waitForLeader();
-    const first = await leader.request<{ latencies: number[] }>('serial', { count: COLD_COMMITS, bytes: 64 });
-    const cold = summarize(first.latencies);
+    const phases: PhaseProbe[] = [];
+    /** `count` serial commits, probed on every member when the options ask for it. */
+    const serialPhase = async (name: string, count: number): Promise<number[]> => {
+      const members = cluster.members;
+      if (o.probe) await Promise.all(members.map((m) => m.request('probe-start')));
+      const r = await leader.request<{ latencies: number[]; starts: number[] }>('serial', { count, bytes: 64 });
+      if (o.probe) {
+        const reports = await Promise.all(members.map((m) => m.request<ProbeReport>('probe-stop')));
+        const role = (m: MemberProcess): 'leader' | 'follower' => (m === leader ? 'leader' : 'follower');
+        phases.push({ name, latencies: r.latencies, starts: r.starts, members: members.map((m, i) => ({ role: role(m), report: reports[i] as ProbeReport })) });
+      }
+      return r.latencies;
+    };
+    const cold = summarize(await serialPhase(`cronraft, the first ${COLD_COMMITS} commits after start`, COLD_COMMITS));
     const warmupEnd = now() + o.warmupMs;
     while (now() < warmupEnd) await leader.request('serial', { count: 200, bytes: 64 });
-    const { latencies } = await leader.request<{ latencies: number[] }>('serial', { count: o.serialCount, bytes: 64 });
-    const serial = summarize(latencies);
+    const serial = summarize(await serialPhase('cronraft, serial commits after the warm-up', o.serialCount));
     // The concurrent path warms up on its own (see LOAD_WARMUP_MS).
     const coldLoad = await leader.request<{ commits: number; elapsedMs: number }>('load', { concurrency: 64, durationMs: o.coldLoadMs, bytes: 64 });
     const coldThroughput = { commitsPerSecond: (coldLoad.commits / coldLoad.elapsedMs) * 1000 };
@@ -96,7 +120,7 @@ export async function benchRaft(o: RaftBenchOptions): Promise<RaftBenchResult> {
       cluster.startMember(leader);
       await leader.waitEvent((e) => e.event === 'started');
     }
-    return { cold, serial, throughput, coldThroughput, failoverMs: { median: median(runs), runs } };
+    return { result: { cold, serial, throughput, coldThroughput, failoverMs: { median: median(runs), runs } }, phases };
   } finally {
     await cluster.cleanup();
   }

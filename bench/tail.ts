@@ -1,0 +1,132 @@
+/**
+ * Where the slow commits of the raft bench's serial phases come from: each commit the leader
+ * measured is lined up, on the shared wall clock, with what every member's probe saw meanwhile
+ * (test/fixtures/member-probe.ts): GC pauses, storage writes, compactions. Printed per phase as
+ * how often each coincides with any commit and with the slowest 1 %, then the slowest commits one
+ * by one, then each member's GC, event-loop delay and storage-write figures over the phase.
+ */
+import type { ProbeReport, Span } from '../test/fixtures/member-probe.js';
+import { fmt, percentile, printTable, summarize } from './stats.js';
+
+/** How many of the slowest commits are listed one by one. */
+const SLOWEST_LISTED = 8;
+/** perf_hooks' GC kinds, by the bit each sets. */
+const GC_KINDS: ReadonlyArray<readonly [number, string]> = [[1, 'minor'], [2, 'major'], [4, 'incremental'], [8, 'weak']];
+
+export interface MemberProbe {
+  readonly role: 'leader' | 'follower';
+  readonly report: ProbeReport;
+}
+
+export interface PhaseProbe {
+  readonly name: string;
+  readonly latencies: readonly number[];
+  /** When each commit began, wall clock ms. */
+  readonly starts: readonly number[];
+  readonly members: readonly MemberProbe[];
+}
+
+/** What of `spans` overlaps [from, to): the ms of overlap in all. */
+function overlapMs(spans: readonly Span[], from: number, to: number): number {
+  let ms = 0;
+  for (const s of spans) {
+    if (s.at >= to) break;
+    const end = s.at + s.ms;
+    if (end > from) ms += Math.min(end, to) - Math.max(s.at, from);
+  }
+  return ms;
+}
+
+/** The longest of `spans` that began within [from, to); 0 if none did. */
+function longestStartedMs(spans: readonly Span[], from: number, to: number): number {
+  let ms = 0;
+  for (const s of spans) {
+    if (s.at >= to) break;
+    if (s.at >= from) ms = Math.max(ms, s.ms);
+  }
+  return ms;
+}
+
+interface CommitView {
+  readonly latency: number;
+  readonly leaderGcMs: number;
+  /** GC overlap of each follower. */
+  readonly followerGcMs: readonly number[];
+  readonly leaderSaveMs: number;
+  readonly followerSaveMs: readonly number[];
+  readonly compacting: boolean;
+}
+
+function views(p: PhaseProbe): CommitView[] {
+  const byAt = <T extends Span>(xs: readonly T[]): T[] => [...xs].sort((a, b) => a.at - b.at);
+  const members = p.members.map((m) => ({ role: m.role, gc: byAt(m.report.gc), saves: byAt(m.report.saves), compactions: byAt(m.report.compactions) }));
+  const leader = members.find((m) => m.role === 'leader');
+  const followers = members.filter((m) => m.role === 'follower');
+  return p.latencies.map((latency, i) => {
+    const from = p.starts[i] as number;
+    const to = from + latency;
+    return {
+      latency,
+      leaderGcMs: leader === undefined ? 0 : overlapMs(leader.gc, from, to),
+      followerGcMs: followers.map((f) => overlapMs(f.gc, from, to)),
+      leaderSaveMs: leader === undefined ? 0 : longestStartedMs(leader.saves, from, to),
+      followerSaveMs: followers.map((f) => longestStartedMs(f.saves, from, to)),
+      compacting: members.some((m) => overlapMs(m.compactions, from, to) > 0),
+    };
+  });
+}
+
+const share = (xs: readonly CommitView[], pred: (v: CommitView) => boolean): string => `${fmt((100 * xs.filter(pred).length) / Math.max(1, xs.length), 1)} %`;
+const med = (xs: readonly number[]): string => fmt(percentile([...xs].sort((a, b) => a - b), 50));
+
+/** Prints the breakdown of one phase. */
+export function printAttribution(p: PhaseProbe): void {
+  const all = views(p);
+  const p99 = summarize(p.latencies).p99;
+  const slow = all.filter((v) => v.latency >= p99);
+  console.log(`\n${p.name}: ${all.length} commits, p99 ${fmt(p99)} ms; the slowest 1 % (${slow.length} commits, >= p99) against all of them`);
+  console.log('(times on the shared wall clock; a member\'s save is the longest that began within the commit; the commit needs one follower)\n');
+  const minFollowerSave = (v: CommitView): number => Math.min(...v.followerSaveMs);
+  const rows: string[][] = [
+    ['a GC pause on the leader overlaps it', share(all, (v) => v.leaderGcMs > 0), share(slow, (v) => v.leaderGcMs > 0)],
+    ['a GC pause on a follower overlaps it', share(all, (v) => v.followerGcMs.some((ms) => ms > 0)), share(slow, (v) => v.followerGcMs.some((ms) => ms > 0))],
+    ['GC pauses on both followers overlap it', share(all, (v) => v.followerGcMs.length > 0 && v.followerGcMs.every((ms) => ms > 0)), share(slow, (v) => v.followerGcMs.length > 0 && v.followerGcMs.every((ms) => ms > 0))],
+    ['a compaction on any member overlaps it', share(all, (v) => v.compacting), share(slow, (v) => v.compacting)],
+    ['mean GC overlap, leader (ms)', fmt(mean(all.map((v) => v.leaderGcMs)), 3), fmt(mean(slow.map((v) => v.leaderGcMs)), 3)],
+    ['median leader save (ms)', med(all.map((v) => v.leaderSaveMs)), med(slow.map((v) => v.leaderSaveMs))],
+    ['median faster follower save (ms)', med(all.map(minFollowerSave)), med(slow.map(minFollowerSave))],
+    ['median commit latency (ms)', med(all.map((v) => v.latency)), med(slow.map((v) => v.latency))],
+  ];
+  printTable(['coincides with', 'all commits', 'slowest 1 %'], rows);
+
+  console.log(`\nthe ${SLOWEST_LISTED} slowest commits (ms):\n`);
+  const listed = [...all].sort((a, b) => b.latency - a.latency).slice(0, SLOWEST_LISTED);
+  printTable(
+    ['latency', 'leader save', 'follower saves', 'GC leader', 'GC followers', 'compaction'],
+    listed.map((v) => [fmt(v.latency), fmt(v.leaderSaveMs), v.followerSaveMs.map((ms) => fmt(ms)).join(' / '), fmt(v.leaderGcMs), v.followerGcMs.map((ms) => fmt(ms)).join(' / '), v.compacting ? 'yes' : '']),
+  );
+
+  console.log('\neach member over the phase:\n');
+  printTable(
+    ['member', 'GC pauses: count by kind', 'GC total / max (ms)', 'loop delay p50 / p99 / max (ms, late)', 'saves p50 / p99 / max (ms)', 'compactions'],
+    p.members.map((m) => {
+      const r = m.report;
+      const kinds = GC_KINDS.map(([bit, name]) => `${r.gc.filter((g) => g.kind === bit).length} ${name}`).join(', ');
+      const gcMs = r.gc.map((g) => g.ms);
+      const saves = summarize(r.saves.map((s) => s.ms));
+      const d = r.loopDelayMs;
+      return [
+        m.role,
+        kinds,
+        `${fmt(gcMs.reduce((a, b) => a + b, 0))} / ${fmt(Math.max(0, ...gcMs))}`,
+        `${fmt(d.p50)} / ${fmt(d.p99)} / ${fmt(d.max)}`,
+        `${fmt(saves.p50)} / ${fmt(saves.p99)} / ${fmt(saves.max)}`,
+        `${r.compactions.length}${r.dropped > 0 ? ` (${r.dropped} records dropped)` : ''}`,
+      ];
+    }),
+  );
+}
+
+function mean(xs: readonly number[]): number {
+  return xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+}
