@@ -54,12 +54,15 @@ interface CommitView {
   readonly followerGcMs: readonly number[];
   readonly leaderSaveMs: number;
   readonly followerSaveMs: readonly number[];
+  /** The longest LevelDB batch write the leader began within the commit: its save less the queue wait. */
+  readonly leaderWriteMs: number;
+  readonly followerWriteMs: readonly number[];
   readonly compacting: boolean;
 }
 
 function views(p: PhaseProbe): CommitView[] {
   const byAt = <T extends Span>(xs: readonly T[]): T[] => [...xs].sort((a, b) => a.at - b.at);
-  const members = p.members.map((m) => ({ role: m.role, gc: byAt(m.report.gc), saves: byAt(m.report.saves), compactions: byAt(m.report.compactions) }));
+  const members = p.members.map((m) => ({ role: m.role, gc: byAt(m.report.gc), saves: byAt(m.report.saves), writes: byAt(m.report.writes), compactions: byAt(m.report.compactions) }));
   const leader = members.find((m) => m.role === 'leader');
   const followers = members.filter((m) => m.role === 'follower');
   return p.latencies.map((latency, i) => {
@@ -71,6 +74,8 @@ function views(p: PhaseProbe): CommitView[] {
       followerGcMs: followers.map((f) => overlapMs(f.gc, from, to)),
       leaderSaveMs: leader === undefined ? 0 : longestStartedMs(leader.saves, from, to),
       followerSaveMs: followers.map((f) => longestStartedMs(f.saves, from, to)),
+      leaderWriteMs: leader === undefined ? 0 : longestStartedMs(leader.writes, from, to),
+      followerWriteMs: followers.map((f) => longestStartedMs(f.writes, from, to)),
       compacting: members.some((m) => overlapMs(m.compactions, from, to) > 0),
     };
   });
@@ -95,6 +100,7 @@ export function printAttribution(p: PhaseProbe): void {
     ['mean GC overlap, leader (ms)', fmt(mean(all.map((v) => v.leaderGcMs)), 3), fmt(mean(slow.map((v) => v.leaderGcMs)), 3)],
     ['median leader save (ms)', med(all.map((v) => v.leaderSaveMs)), med(slow.map((v) => v.leaderSaveMs))],
     ['median faster follower save (ms)', med(all.map(minFollowerSave)), med(slow.map(minFollowerSave))],
+    ['median leader LevelDB write (ms)', med(all.map((v) => v.leaderWriteMs)), med(slow.map((v) => v.leaderWriteMs))],
     ['median commit latency (ms)', med(all.map((v) => v.latency)), med(slow.map((v) => v.latency))],
   ];
   printTable(['coincides with', 'all commits', 'slowest 1 %'], rows);
@@ -102,13 +108,18 @@ export function printAttribution(p: PhaseProbe): void {
   console.log(`\nthe ${SLOWEST_LISTED} slowest commits (ms):\n`);
   const listed = [...all].sort((a, b) => b.latency - a.latency).slice(0, SLOWEST_LISTED);
   printTable(
-    ['latency', 'leader save', 'follower saves', 'GC leader', 'GC followers', 'compaction'],
-    listed.map((v) => [fmt(v.latency), fmt(v.leaderSaveMs), v.followerSaveMs.map((ms) => fmt(ms)).join(' / '), fmt(v.leaderGcMs), v.followerGcMs.map((ms) => fmt(ms)).join(' / '), v.compacting ? 'yes' : '']),
+    ['latency', 'leader save (write)', 'follower saves (writes)', 'GC leader', 'GC followers', 'compaction'],
+    listed.map((v) => [
+      fmt(v.latency),
+      `${fmt(v.leaderSaveMs)} (${fmt(v.leaderWriteMs)})`,
+      v.followerSaveMs.map((ms, i) => `${fmt(ms)} (${fmt(v.followerWriteMs[i] ?? 0)})`).join(' / '),
+      fmt(v.leaderGcMs), v.followerGcMs.map((ms) => fmt(ms)).join(' / '), v.compacting ? 'yes' : '']),
   );
 
   console.log('\neach member over the phase:\n');
+  const n = Math.max(1, all.length);
   printTable(
-    ['member', 'GC pauses: count by kind', 'GC total / max (ms)', 'loop delay p50 / p99 / max (ms, late)', 'saves p50 / p99 / max (ms)', 'compactions'],
+    ['member', 'GC pauses: count by kind', 'GC total / max (ms)', 'loop delay p50 / p99 / max (ms, late)', 'saves p50 / p99 / max (ms)', 'per commit: saves, writes (synced)', 'per commit: KB allocated, CPU µs (user + kernel)', 'compactions'],
     p.members.map((m) => {
       const r = m.report;
       const kinds = GC_KINDS.map(([bit, name]) => `${r.gc.filter((g) => g.kind === bit).length} ${name}`).join(', ');
@@ -121,6 +132,8 @@ export function printAttribution(p: PhaseProbe): void {
         `${fmt(gcMs.reduce((a, b) => a + b, 0))} / ${fmt(Math.max(0, ...gcMs))}`,
         `${fmt(d.p50)} / ${fmt(d.p99)} / ${fmt(d.max)}`,
         `${fmt(saves.p50)} / ${fmt(saves.p99)} / ${fmt(saves.max)}`,
+        `${fmt(r.saves.length / n)}, ${fmt(r.writes.length / n)} (${fmt(r.writes.filter((w) => w.sync).length / n)})`,
+        `${fmt(r.allocatedBytes / 1024 / n, 1)}, ${fmt((r.cpuUserMs * 1000) / n, 0)} + ${fmt((r.cpuSystemMs * 1000) / n, 0)}`,
         `${r.compactions.length}${r.dropped > 0 ? ` (${r.dropped} records dropped)` : ''}`,
       ];
     }),
