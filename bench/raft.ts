@@ -14,6 +14,8 @@ export interface RaftBenchResult {
   readonly cold: ReturnType<typeof summarize>;
   /** Serial commits after the warm-up. */
   readonly serial: ReturnType<typeof summarize>;
+  /** CPU of all member processes (every thread) per serial commit after the warm-up: a count of the work, where the tail stretches with the machine's load. */
+  readonly serialCpuUsPerCommit: number | null;
   /** cpuUsPerCommit: CPU of all member processes (every thread) per commit; the proposers run in the leader's. */
   readonly throughput: { readonly commitsPerSecond: number; readonly concurrency: number; readonly errors: number; readonly cpuUsPerCommit: number | null };
   /** The first coldLoadMs of concurrent load, before the concurrent path has warmed up. */
@@ -91,7 +93,9 @@ export async function benchRaft(o: RaftBenchOptions): Promise<RaftBenchRun> {
     const cold = summarize(await serialPhase(`cronraft, the first ${COLD_COMMITS} commits after start`, COLD_COMMITS));
     const warmupEnd = now() + o.warmupMs;
     while (now() < warmupEnd) await leader.request('serial', { count: 200, bytes: 64 });
+    const serialCpuBefore = processesCpuMs(cluster.members.map((m) => m.child?.pid));
     const serial = summarize(await serialPhase('cronraft, serial commits after the warm-up', o.serialCount));
+    const serialCpuUsPerCommit = cpuPerCommitUs(serialCpuBefore, processesCpuMs(cluster.members.map((m) => m.child?.pid)), o.serialCount);
     // The concurrent path warms up on its own (see LOAD_WARMUP_MS).
     const coldLoad = await leader.request<{ commits: number; elapsedMs: number }>('load', { concurrency: 64, durationMs: o.coldLoadMs, bytes: 64 });
     const coldThroughput = { commitsPerSecond: (coldLoad.commits / coldLoad.elapsedMs) * 1000 };
@@ -120,7 +124,7 @@ export async function benchRaft(o: RaftBenchOptions): Promise<RaftBenchRun> {
       cluster.startMember(leader);
       await leader.waitEvent((e) => e.event === 'started');
     }
-    return { result: { cold, serial, throughput, coldThroughput, failoverMs: { median: median(runs), runs } }, phases };
+    return { result: { cold, serial, serialCpuUsPerCommit, throughput, coldThroughput, failoverMs: { median: median(runs), runs } }, phases };
   } finally {
     await cluster.cleanup();
   }
@@ -135,6 +139,7 @@ export function raftRows(r: RaftBenchResult): string[][] {
   const rows = [
     ['commit latency p50 (serial, warm)', `${fmt(r.serial.p50)} ms`, '<= 1.5 ms'],
     ['commit latency p99 (serial, warm)', `${fmt(r.serial.p99)} ms`, '<= 5 ms'],
+    ['CPU per serial commit, all members', cpuText(r.serialCpuUsPerCommit), ''],
     ['throughput, 64 proposers', `${fmt(r.throughput.commitsPerSecond, 0)} commits/s`, '>= 20,000/s'],
     ['CPU per commit there, all members', cpuText(r.throughput.cpuUsPerCommit), ''],
   ];
