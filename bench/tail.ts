@@ -10,6 +10,8 @@ import { fmt, percentile, printTable, summarize } from './stats.js';
 
 /** How many of the slowest commits are listed one by one. */
 const SLOWEST_LISTED = 8;
+/** How many compactions or removals of a member are listed with their times. */
+const SPANS_LISTED = 4;
 /** perf_hooks' GC kinds, by the bit each sets. */
 const GC_KINDS: ReadonlyArray<readonly [number, string]> = [[1, 'minor'], [2, 'major'], [4, 'incremental'], [8, 'weak']];
 
@@ -58,11 +60,13 @@ interface CommitView {
   readonly leaderWriteMs: number;
   readonly followerWriteMs: readonly number[];
   readonly compacting: boolean;
+  /** Whether a member was removing stale entries in the background meanwhile. */
+  readonly clearing: boolean;
 }
 
 function views(p: PhaseProbe): CommitView[] {
   const byAt = <T extends Span>(xs: readonly T[]): T[] => [...xs].sort((a, b) => a.at - b.at);
-  const members = p.members.map((m) => ({ role: m.role, gc: byAt(m.report.gc), saves: byAt(m.report.saves), writes: byAt(m.report.writes), compactions: byAt(m.report.compactions) }));
+  const members = p.members.map((m) => ({ role: m.role, gc: byAt(m.report.gc), saves: byAt(m.report.saves), writes: byAt(m.report.writes), compactions: byAt(m.report.compactions), clears: byAt(m.report.clears) }));
   const leader = members.find((m) => m.role === 'leader');
   const followers = members.filter((m) => m.role === 'follower');
   return p.latencies.map((latency, i) => {
@@ -77,6 +81,7 @@ function views(p: PhaseProbe): CommitView[] {
       leaderWriteMs: leader === undefined ? 0 : longestStartedMs(leader.writes, from, to),
       followerWriteMs: followers.map((f) => longestStartedMs(f.writes, from, to)),
       compacting: members.some((m) => overlapMs(m.compactions, from, to) > 0),
+      clearing: members.some((m) => overlapMs(m.clears, from, to) > 0),
     };
   });
 }
@@ -97,6 +102,7 @@ export function printAttribution(p: PhaseProbe): void {
     ['a GC pause on a follower overlaps it', share(all, (v) => v.followerGcMs.some((ms) => ms > 0)), share(slow, (v) => v.followerGcMs.some((ms) => ms > 0))],
     ['GC pauses on both followers overlap it', share(all, (v) => v.followerGcMs.length > 0 && v.followerGcMs.every((ms) => ms > 0)), share(slow, (v) => v.followerGcMs.length > 0 && v.followerGcMs.every((ms) => ms > 0))],
     ['a compaction on any member overlaps it', share(all, (v) => v.compacting), share(slow, (v) => v.compacting)],
+    ['a removal of stale entries on any member overlaps it', share(all, (v) => v.clearing), share(slow, (v) => v.clearing)],
     ['mean GC overlap, leader (ms)', fmt(mean(all.map((v) => v.leaderGcMs)), 3), fmt(mean(slow.map((v) => v.leaderGcMs)), 3)],
     ['median leader save (ms)', med(all.map((v) => v.leaderSaveMs)), med(slow.map((v) => v.leaderSaveMs))],
     ['median faster follower save (ms)', med(all.map(minFollowerSave)), med(slow.map(minFollowerSave))],
@@ -108,18 +114,18 @@ export function printAttribution(p: PhaseProbe): void {
   console.log(`\nthe ${SLOWEST_LISTED} slowest commits (ms):\n`);
   const listed = [...all].sort((a, b) => b.latency - a.latency).slice(0, SLOWEST_LISTED);
   printTable(
-    ['latency', 'leader save (write)', 'follower saves (writes)', 'GC leader', 'GC followers', 'compaction'],
+    ['latency', 'leader save (write)', 'follower saves (writes)', 'GC leader', 'GC followers', 'compaction, removal'],
     listed.map((v) => [
       fmt(v.latency),
       `${fmt(v.leaderSaveMs)} (${fmt(v.leaderWriteMs)})`,
       v.followerSaveMs.map((ms, i) => `${fmt(ms)} (${fmt(v.followerWriteMs[i] ?? 0)})`).join(' / '),
-      fmt(v.leaderGcMs), v.followerGcMs.map((ms) => fmt(ms)).join(' / '), v.compacting ? 'yes' : '']),
+      fmt(v.leaderGcMs), v.followerGcMs.map((ms) => fmt(ms)).join(' / '), [v.compacting ? 'compaction' : '', v.clearing ? 'removal' : ''].filter((x) => x !== '').join(', ')]),
   );
 
   console.log('\neach member over the phase:\n');
   const n = Math.max(1, all.length);
   printTable(
-    ['member', 'GC pauses: count by kind', 'GC total / max (ms)', 'loop delay p50 / p99 / max (ms, late)', 'saves p50 / p99 / max (ms)', 'per commit: saves, writes (synced)', 'per commit: KB allocated, CPU µs (user + kernel)', 'compactions'],
+    ['member', 'GC pauses: count by kind', 'GC total / max (ms)', 'loop delay p50 / p99 / max (ms, late)', 'saves p50 / p99 / max (ms)', 'per commit: saves, writes (synced)', 'per commit: KB allocated, CPU µs (user + kernel)', 'compactions (ms)', 'removals (ms)'],
     p.members.map((m) => {
       const r = m.report;
       const kinds = GC_KINDS.map(([bit, name]) => `${r.gc.filter((g) => g.kind === bit).length} ${name}`).join(', ');
@@ -134,10 +140,17 @@ export function printAttribution(p: PhaseProbe): void {
         `${fmt(saves.p50)} / ${fmt(saves.p99)} / ${fmt(saves.max)}`,
         `${fmt(r.saves.length / n)}, ${fmt(r.writes.length / n)} (${fmt(r.writes.filter((w) => w.sync).length / n)})`,
         `${fmt(r.allocatedBytes / 1024 / n, 1)}, ${fmt((r.cpuUserMs * 1000) / n, 0)} + ${fmt((r.cpuSystemMs * 1000) / n, 0)}`,
-        `${r.compactions.length}${r.dropped > 0 ? ` (${r.dropped} records dropped)` : ''}`,
+        `${spansText(r.compactions)}${r.dropped > 0 ? ` (${r.dropped} records dropped)` : ''}`,
+        spansText(r.clears),
       ];
     }),
   );
+}
+
+/** How many, and how long each took: "2: 3.1, 4.5". */
+function spansText(spans: readonly Span[]): string {
+  const shown = spans.slice(0, SPANS_LISTED).map((s) => fmt(s.ms, 1));
+  return spans.length === 0 ? '0' : `${spans.length}: ${shown.join(', ')}${spans.length > SPANS_LISTED ? ', ...' : ''}`;
 }
 
 function mean(xs: readonly number[]): number {
