@@ -49,7 +49,7 @@ function longestStartedMs(spans: readonly Span[], from: number, to: number): num
   return ms;
 }
 
-interface CommitView {
+export interface CommitView {
   readonly latency: number;
   readonly leaderGcMs: number;
   /** GC overlap of each follower. */
@@ -64,7 +64,8 @@ interface CommitView {
   readonly clearing: boolean;
 }
 
-function views(p: PhaseProbe): CommitView[] {
+/** Each commit of the phase, with what every member did meanwhile. */
+export function commitViews(p: PhaseProbe): CommitView[] {
   const byAt = <T extends Span>(xs: readonly T[]): T[] => [...xs].sort((a, b) => a.at - b.at);
   const members = p.members.map((m) => ({ role: m.role, gc: byAt(m.report.gc), saves: byAt(m.report.saves), writes: byAt(m.report.writes), compactions: byAt(m.report.compactions), clears: byAt(m.report.clears) }));
   const leader = members.find((m) => m.role === 'leader');
@@ -91,7 +92,7 @@ const med = (xs: readonly number[]): string => fmt(percentile([...xs].sort((a, b
 
 /** Prints the breakdown of one phase. */
 export function printAttribution(p: PhaseProbe): void {
-  const all = views(p);
+  const all = commitViews(p);
   const p99 = summarize(p.latencies).p99;
   const slow = all.filter((v) => v.latency >= p99);
   console.log(`\n${p.name}: ${all.length} commits, p99 ${fmt(p99)} ms; the slowest 1 % (${slow.length} commits, >= p99) against all of them`);
