@@ -98,12 +98,14 @@ export function printAttribution(p: PhaseProbe): void {
   console.log(`\n${p.name}: ${all.length} commits, p99 ${fmt(p99)} ms; the slowest 1 % (${slow.length} commits, >= p99) against all of them`);
   console.log('(times on the shared wall clock; a member\'s save is the longest that began within the commit; the commit needs one follower)\n');
   const minFollowerSave = (v: CommitView): number => Math.min(...v.followerSaveMs);
+  const both = (pred: (v: CommitView) => boolean): string[] => [share(all, pred), share(slow, pred)];
+  const bothFollowers = (v: CommitView): boolean => v.followerGcMs.length > 0 && v.followerGcMs.every((ms) => ms > 0);
   const rows: string[][] = [
-    ['a GC pause on the leader overlaps it', share(all, (v) => v.leaderGcMs > 0), share(slow, (v) => v.leaderGcMs > 0)],
-    ['a GC pause on a follower overlaps it', share(all, (v) => v.followerGcMs.some((ms) => ms > 0)), share(slow, (v) => v.followerGcMs.some((ms) => ms > 0))],
-    ['GC pauses on both followers overlap it', share(all, (v) => v.followerGcMs.length > 0 && v.followerGcMs.every((ms) => ms > 0)), share(slow, (v) => v.followerGcMs.length > 0 && v.followerGcMs.every((ms) => ms > 0))],
-    ['a compaction on any member overlaps it', share(all, (v) => v.compacting), share(slow, (v) => v.compacting)],
-    ['a removal of stale entries on any member overlaps it', share(all, (v) => v.clearing), share(slow, (v) => v.clearing)],
+    ['a GC pause on the leader overlaps it', ...both((v) => v.leaderGcMs > 0)],
+    ['a GC pause on a follower overlaps it', ...both((v) => v.followerGcMs.some((ms) => ms > 0))],
+    ['GC pauses on both followers overlap it', ...both(bothFollowers)],
+    ['a compaction on any member overlaps it', ...both((v) => v.compacting)],
+    ['a removal of stale entries on any member overlaps it', ...both((v) => v.clearing)],
     ['mean GC overlap, leader (ms)', fmt(mean(all.map((v) => v.leaderGcMs)), 3), fmt(mean(slow.map((v) => v.leaderGcMs)), 3)],
     ['median leader save (ms)', med(all.map((v) => v.leaderSaveMs)), med(slow.map((v) => v.leaderSaveMs))],
     ['median faster follower save (ms)', med(all.map(minFollowerSave)), med(slow.map(minFollowerSave))],
