@@ -18,7 +18,7 @@
  * times stretch with the machine's load.
  */
 import { decode, encode } from 'cborg';
-import { PerformanceObserver, performance, type PerformanceEntry } from 'node:perf_hooks';
+import { constants, PerformanceObserver, performance, type PerformanceEntry } from 'node:perf_hooks';
 import { concatBytes } from '../src/concat-bytes.js';
 import { encodeEntryRecords, entryRecord } from '../src/entry-records.js';
 import { EntryType, type Entry, type Message } from '../src/raft/types.js';
@@ -211,11 +211,9 @@ export async function benchCodec(): Promise<CodecRow[]> {
   return rows;
 }
 
-/** perf_hooks' NODE_PERFORMANCE_GC_MINOR: a scavenge of the young generation. */
-const GC_MINOR = 1;
-
+/** A scavenge of the young generation. */
 function isScavenge(entry: PerformanceEntry): boolean {
-  return (entry as { detail?: { kind?: number } }).detail?.kind === GC_MINOR;
+  return (entry as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MINOR;
 }
 
 export function codecRows(rows: readonly CodecRow[]): string[][] {

@@ -5,15 +5,26 @@
  * how often each coincides with any commit and with the slowest 1 %, then the slowest commits one
  * by one, then each member's GC, event-loop delay and storage-write figures over the phase.
  */
-import type { ProbeReport, Span } from '../test/fixtures/member-probe.js';
+import { constants } from 'node:perf_hooks';
+import type { GcSpan, ProbeReport, Span } from '../test/fixtures/member-probe.js';
 import { fmt, percentile, printTable, summarize } from './stats.js';
 
 /** How many of the slowest commits are listed one by one. */
 const SLOWEST_LISTED = 8;
 /** How many compactions or removals of a member are listed with their times. */
 const SPANS_LISTED = 4;
-/** perf_hooks' GC kinds, by the bit each sets. */
-const GC_KINDS: ReadonlyArray<readonly [number, string]> = [[1, 'minor'], [2, 'major'], [4, 'incremental'], [8, 'weak']];
+/** perf_hooks' GC kinds, as its constants name them. */
+const GC_KINDS: ReadonlyArray<readonly [number, string]> = [
+  [constants.NODE_PERFORMANCE_GC_MINOR, 'minor'],
+  [constants.NODE_PERFORMANCE_GC_MAJOR, 'major'],
+  [constants.NODE_PERFORMANCE_GC_INCREMENTAL, 'incremental'],
+  [constants.NODE_PERFORMANCE_GC_WEAKCB, 'weak callbacks'],
+];
+
+/** How many GC pauses of each kind: "3 minor, 1 major, 0 incremental, 0 weak callbacks". */
+export function gcKindCounts(gc: readonly GcSpan[]): string {
+  return GC_KINDS.map(([kind, name]) => `${gc.filter((g) => g.kind === kind).length} ${name}`).join(', ');
+}
 
 export interface MemberProbe {
   readonly role: 'leader' | 'follower';
@@ -131,13 +142,12 @@ export function printAttribution(p: PhaseProbe): void {
     ['member', 'GC pauses: count by kind', 'GC total / max (ms)', 'loop delay p50 / p99 / max (ms, late)', 'saves p50 / p99 / max (ms)', 'per commit: saves, writes (synced)', 'per commit: KB allocated, CPU µs (user + kernel)', 'compactions (ms)', 'removals (ms)'],
     p.members.map((m) => {
       const r = m.report;
-      const kinds = GC_KINDS.map(([bit, name]) => `${r.gc.filter((g) => g.kind === bit).length} ${name}`).join(', ');
       const gcMs = r.gc.map((g) => g.ms);
       const saves = summarize(r.saves.map((s) => s.ms));
       const d = r.loopDelayMs;
       return [
         m.role,
-        kinds,
+        gcKindCounts(r.gc),
         `${fmt(gcMs.reduce((a, b) => a + b, 0))} / ${fmt(Math.max(0, ...gcMs))}`,
         `${fmt(d.p50)} / ${fmt(d.p99)} / ${fmt(d.max)}`,
         `${fmt(saves.p50)} / ${fmt(saves.p99)} / ${fmt(saves.max)}`,

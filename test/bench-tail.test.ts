@@ -1,5 +1,6 @@
+import { constants } from 'node:perf_hooks';
 import { describe, expect, it } from 'vitest';
-import { commitViews, type MemberProbe } from '../bench/tail.js';
+import { commitViews, gcKindCounts, type MemberProbe } from '../bench/tail.js';
 import type { ProbeReport } from './fixtures/member-probe.js';
 
 function report(parts: Partial<ProbeReport>): ProbeReport {
@@ -52,5 +53,11 @@ describe('bench/tail.ts: lining commits up with what the members did', () => {
     const views = commitViews({ name: 'test', latencies, starts, members });
     expect(views.map((v) => v.compacting)).toEqual([false, true, false]);
     expect(views.map((v) => v.clearing)).toEqual([false, false, true]);
+  });
+
+  it("names GC pauses by perf_hooks' kinds", () => {
+    const at = (kind: number): { at: number; ms: number; kind: number } => ({ at: 0, ms: 1, kind });
+    const gc = [at(constants.NODE_PERFORMANCE_GC_MINOR), at(constants.NODE_PERFORMANCE_GC_MINOR), at(constants.NODE_PERFORMANCE_GC_MAJOR), at(constants.NODE_PERFORMANCE_GC_INCREMENTAL)];
+    expect(gcKindCounts(gc)).toBe('2 minor, 1 major, 1 incremental, 0 weak callbacks');
   });
 });
