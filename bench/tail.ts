@@ -21,9 +21,12 @@ const GC_KINDS: ReadonlyArray<readonly [number, string]> = [
   [constants.NODE_PERFORMANCE_GC_WEAKCB, 'weak callbacks'],
 ];
 
-/** How many GC pauses of each kind: "3 minor, 1 major, 0 incremental, 0 weak callbacks". */
+/** How many GC pauses of each kind, and the longest: "3 minor (max 2.10), 1 major (max 20.00), 0 incremental, 0 weak callbacks". */
 export function gcKindCounts(gc: readonly GcSpan[]): string {
-  return GC_KINDS.map(([kind, name]) => `${gc.filter((g) => g.kind === kind).length} ${name}`).join(', ');
+  return GC_KINDS.map(([kind, name]) => {
+    const ms = gc.filter((g) => g.kind === kind).map((g) => g.ms);
+    return ms.length === 0 ? `0 ${name}` : `${ms.length} ${name} (max ${fmt(Math.max(...ms))})`;
+  }).join(', ');
 }
 
 export interface MemberProbe {
@@ -139,7 +142,7 @@ export function printAttribution(p: PhaseProbe): void {
   console.log('\neach member over the phase:\n');
   const n = Math.max(1, all.length);
   printTable(
-    ['member', 'GC pauses: count by kind', 'GC total / max (ms)', 'loop delay p50 / p99 / max (ms, late)', 'saves p50 / p99 / max (ms)', 'per commit: saves, writes (synced)', 'per commit: KB allocated, CPU µs (user + kernel)', 'compactions (ms)', 'removals (ms)'],
+    ['member', 'GC pauses by kind (ms)', 'GC total / max (ms)', 'loop delay p50 / p99 / max (ms, late)', 'saves p50 / p99 / max (ms)', 'per commit: saves, writes (synced)', 'per commit: KB allocated, CPU µs (user + kernel)', 'compactions (ms)', 'removals (ms)'],
     p.members.map((m) => {
       const r = m.report;
       const gcMs = r.gc.map((g) => g.ms);

@@ -56,8 +56,8 @@ describe('bench/tail.ts: lining commits up with what the members did', () => {
   });
 
   it("names GC pauses by perf_hooks' kinds", () => {
-    const at = (kind: number): { at: number; ms: number; kind: number } => ({ at: 0, ms: 1, kind });
-    const gc = [at(constants.NODE_PERFORMANCE_GC_MINOR), at(constants.NODE_PERFORMANCE_GC_MINOR), at(constants.NODE_PERFORMANCE_GC_MAJOR), at(constants.NODE_PERFORMANCE_GC_INCREMENTAL)];
-    expect(gcKindCounts(gc)).toBe('2 minor, 1 major, 1 incremental, 0 weak callbacks');
+    const at = (kind: number, ms: number): { at: number; ms: number; kind: number } => ({ at: 0, ms, kind });
+    const gc = [at(constants.NODE_PERFORMANCE_GC_MINOR, 1), at(constants.NODE_PERFORMANCE_GC_MINOR, 2.5), at(constants.NODE_PERFORMANCE_GC_MAJOR, 20), at(constants.NODE_PERFORMANCE_GC_INCREMENTAL, 0.5)];
+    expect(gcKindCounts(gc)).toBe('2 minor (max 2.50), 1 major (max 20.00), 1 incremental (max 0.50), 0 weak callbacks');
   });
 });
