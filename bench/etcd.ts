@@ -19,6 +19,8 @@ export interface EtcdBenchResult {
   /** The first COLD_COMMITS puts after start, as bench/raft.ts measures cronraft's. */
   readonly cold: ReturnType<typeof summarize>;
   readonly serial: ReturnType<typeof summarize>;
+  /** CPU of all etcd processes per serial put after the warm-up; the client runs in the bench process, not counted. */
+  readonly serialCpuUsPerCommit: number | null;
   /** cpuUsPerCommit: CPU of all etcd processes per commit; the clients run in the bench process, not counted. */
   readonly throughput: {
     readonly commitsPerSecond: number;
@@ -120,7 +122,10 @@ export async function benchEtcd(o: RaftBenchOptions): Promise<EtcdBenchResult | 
     const cold = summarize(await serialPuts('bench/cold', COLD_COMMITS));
     const warmupEnd = now() + o.warmupMs;
     for (let i = 0; now() < warmupEnd; i++) await put(agent, leader, `bench/warmup/${i}`, PUT_TIMEOUT_MS);
+    const serialPids = cluster.members.map((m) => m.child?.pid);
+    const serialCpuBefore = processesCpuMs(serialPids);
     const serial = summarize(await serialPuts('bench/serial', o.serialCount));
+    const serialCpuUsPerCommit = cpuPerCommitUs(serialCpuBefore, processesCpuMs(serialPids), o.serialCount);
 
     // Each proposer rewrites its own key: every put is still a new revision written and synced,
     // but etcd's in-memory key index stays small, as cronraft's log has no keys at all.
@@ -172,7 +177,7 @@ export async function benchEtcd(o: RaftBenchOptions): Promise<EtcdBenchResult | 
       const next = await cluster.waitForLeader(agent, RESTART_TIMEOUT_MS);
       await cluster.waitCaughtUp(agent, next, RESTART_TIMEOUT_MS);
     }
-    return { version: installed.version, cold, serial, throughput, coldThroughput, failoverMs: { median: median(runs), runs, errorKinds: failoverErrors } };
+    return { version: installed.version, cold, serial, serialCpuUsPerCommit, throughput, coldThroughput, failoverMs: { median: median(runs), runs, errorKinds: failoverErrors } };
   } catch (e) {
     // The member logs usually say why (port taken, bad flag, disk full).
     throw new Error(`${(e as Error).message}\n${cluster.describe()}`, { cause: e });
@@ -195,11 +200,13 @@ export function etcdLabel(r: EtcdBenchResult): string {
 export function comparisonRows(raft: RaftBenchResult, etcd: EtcdBenchResult): string[][] {
   const lowerIsBetter = (c: number, e: number): string => `${fmt(e / c)}x (etcd/cronraft)`;
   const higherIsBetter = (c: number, e: number): string => `${fmt(c / e)}x (cronraft/etcd)`;
+  const cpuPair = (c: number | null, e: number | null): [string, string] => [cpuText(e), c === null || e === null ? 'n/a' : lowerIsBetter(c, e)];
   const peer: Array<[string, string]> = [
     [`${fmt(etcd.serial.p50)} ms`, lowerIsBetter(raft.serial.p50, etcd.serial.p50)],
     [`${fmt(etcd.serial.p99)} ms`, lowerIsBetter(raft.serial.p99, etcd.serial.p99)],
+    cpuPair(raft.serialCpuUsPerCommit, etcd.serialCpuUsPerCommit),
     [`${fmt(etcd.throughput.commitsPerSecond, 0)} commits/s`, higherIsBetter(raft.throughput.commitsPerSecond, etcd.throughput.commitsPerSecond)],
-    [cpuText(etcd.throughput.cpuUsPerCommit), raft.throughput.cpuUsPerCommit === null || etcd.throughput.cpuUsPerCommit === null ? 'n/a' : lowerIsBetter(raft.throughput.cpuUsPerCommit, etcd.throughput.cpuUsPerCommit)],
+    cpuPair(raft.throughput.cpuUsPerCommit, etcd.throughput.cpuUsPerCommit),
     ...(raft.failoverMs.runs.length === 0 ? [] : [[`${fmt(etcd.failoverMs.median, 0)} ms`, lowerIsBetter(raft.failoverMs.median, etcd.failoverMs.median)] as [string, string]]),
     [`${fmt(etcd.cold.p50)} / ${fmt(etcd.cold.p99)} ms`, lowerIsBetter(raft.cold.p50, etcd.cold.p50)],
     [`${fmt(etcd.coldThroughput.commitsPerSecond, 0)} commits/s`, higherIsBetter(raft.coldThroughput.commitsPerSecond, etcd.coldThroughput.commitsPerSecond)],

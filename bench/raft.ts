@@ -3,15 +3,19 @@
  * default settings. Measures commit latency of serial proposals, throughput with 64
  * concurrent proposers, and the time from kill -9 of the leader to the first new commit.
  */
-import { ProcessCluster } from '../test/fixtures/process-cluster.js';
+import type { ProbeReport } from '../test/fixtures/member-probe.js';
+import { ProcessCluster, type MemberProcess } from '../test/fixtures/process-cluster.js';
 import { cpuPerCommitUs, processesCpuMs } from './proc-cpu.js';
 import { fmt, median, summarize } from './stats.js';
+import type { PhaseProbe } from './tail.js';
 
 export interface RaftBenchResult {
   /** The first COLD_COMMITS serial commits after start, before the JIT has compiled the commit path. */
   readonly cold: ReturnType<typeof summarize>;
   /** Serial commits after the warm-up. */
   readonly serial: ReturnType<typeof summarize>;
+  /** CPU of all member processes (every thread) per serial commit after the warm-up: a count of the work, where the tail stretches with the machine's load. */
+  readonly serialCpuUsPerCommit: number | null;
   /** cpuUsPerCommit: CPU of all member processes (every thread) per commit; the proposers run in the leader's. */
   readonly throughput: { readonly commitsPerSecond: number; readonly concurrency: number; readonly errors: number; readonly cpuUsPerCommit: number | null };
   /** The first coldLoadMs of concurrent load, before the concurrent path has warmed up. */
@@ -29,6 +33,17 @@ export interface RaftBenchOptions {
   readonly loadWarmupMs: number;
   readonly loadSeconds: number;
   readonly failoverRuns: number;
+  /**
+   * Probe every member through the serial phases (GC pauses, event-loop delay, storage writes:
+   * test/fixtures/member-probe.ts), for bench/tail.ts to attribute the slow commits.
+   */
+  readonly probe: boolean;
+}
+
+/** What benchRaft measured, and what the probes saw in its serial phases (none without `probe`). */
+export interface RaftBenchRun {
+  readonly result: RaftBenchResult;
+  readonly phases: readonly PhaseProbe[];
 }
 
 /**
@@ -57,17 +72,30 @@ export const LOAD_WARMUP_MS = 10_000;
 // (each process's performance.timeOrigin is its own, to a millisecond or so).
 const now = (): number => Date.now();
 
-export async function benchRaft(o: RaftBenchOptions): Promise<RaftBenchResult> {
+export async function benchRaft(o: RaftBenchOptions): Promise<RaftBenchRun> {
   const cluster = await ProcessCluster.create(3);
   try {
     await cluster.startAll();
     let leader = await cluster.waitForLeader();
-    const first = await leader.request<{ latencies: number[] }>('serial', { count: COLD_COMMITS, bytes: 64 });
-    const cold = summarize(first.latencies);
+    const phases: PhaseProbe[] = [];
+    /** `count` serial commits, probed on every member when the options ask for it. */
+    const serialPhase = async (name: string, count: number): Promise<number[]> => {
+      const members = cluster.members;
+      if (o.probe) await Promise.all(members.map((m) => m.request('probe-start')));
+      const r = await leader.request<{ latencies: number[]; starts: number[] }>('serial', { count, bytes: 64 });
+      if (o.probe) {
+        const reports = await Promise.all(members.map((m) => m.request<ProbeReport>('probe-stop')));
+        const role = (m: MemberProcess): 'leader' | 'follower' => (m === leader ? 'leader' : 'follower');
+        phases.push({ name, latencies: r.latencies, starts: r.starts, members: members.map((m, i) => ({ role: role(m), report: reports[i] as ProbeReport })) });
+      }
+      return r.latencies;
+    };
+    const cold = summarize(await serialPhase(`cronraft, the first ${COLD_COMMITS} commits after start`, COLD_COMMITS));
     const warmupEnd = now() + o.warmupMs;
     while (now() < warmupEnd) await leader.request('serial', { count: 200, bytes: 64 });
-    const { latencies } = await leader.request<{ latencies: number[] }>('serial', { count: o.serialCount, bytes: 64 });
-    const serial = summarize(latencies);
+    const serialCpuBefore = processesCpuMs(cluster.members.map((m) => m.child?.pid));
+    const serial = summarize(await serialPhase('cronraft, serial commits after the warm-up', o.serialCount));
+    const serialCpuUsPerCommit = cpuPerCommitUs(serialCpuBefore, processesCpuMs(cluster.members.map((m) => m.child?.pid)), o.serialCount);
     // The concurrent path warms up on its own (see LOAD_WARMUP_MS).
     const coldLoad = await leader.request<{ commits: number; elapsedMs: number }>('load', { concurrency: 64, durationMs: o.coldLoadMs, bytes: 64 });
     const coldThroughput = { commitsPerSecond: (coldLoad.commits / coldLoad.elapsedMs) * 1000 };
@@ -96,7 +124,7 @@ export async function benchRaft(o: RaftBenchOptions): Promise<RaftBenchResult> {
       cluster.startMember(leader);
       await leader.waitEvent((e) => e.event === 'started');
     }
-    return { cold, serial, throughput, coldThroughput, failoverMs: { median: median(runs), runs } };
+    return { result: { cold, serial, serialCpuUsPerCommit, throughput, coldThroughput, failoverMs: { median: median(runs), runs } }, phases };
   } finally {
     await cluster.cleanup();
   }
@@ -111,6 +139,7 @@ export function raftRows(r: RaftBenchResult): string[][] {
   const rows = [
     ['commit latency p50 (serial, warm)', `${fmt(r.serial.p50)} ms`, '<= 1.5 ms'],
     ['commit latency p99 (serial, warm)', `${fmt(r.serial.p99)} ms`, '<= 5 ms'],
+    ['CPU per serial commit, all members', cpuText(r.serialCpuUsPerCommit), ''],
     ['throughput, 64 proposers', `${fmt(r.throughput.commitsPerSecond, 0)} commits/s`, '>= 20,000/s'],
     ['CPU per commit there, all members', cpuText(r.throughput.cpuUsPerCommit), ''],
   ];

@@ -3,18 +3,23 @@
  * Prints a table and a JSON line, and writes the JSON to bench-results/<name>.json. Unless
  * --no-peers is given, the raft bench also measures etcd 3.4 the same way (bench/etcd.ts) and
  * prints both side by side. --no-failover skips the kill -9 runs, for quicker measurements of
- * latency and throughput alone. --jobs-only runs only the scheduler bench's rows of many jobs
- * registered (bench/jobs-registered.ts).
+ * latency and throughput alone. --no-probe leaves out the probes of the raft bench's serial
+ * phases and their breakdown of the slow commits (bench/tail.ts). --jobs-only runs only the
+ * scheduler bench's rows of many jobs registered (bench/jobs-registered.ts). `codec` measures
+ * the hand-written CBOR paths against cborg alone (bench/codec.ts), which the raft bench also
+ * does, after its clusters.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
+import { benchCodec, CODEC_HEADERS, codecRows } from './codec.js';
 import { benchDisk, type DiskBaseline } from './disk.js';
 import { benchEtcd, comparisonRows, etcdLabel, type EtcdBenchResult } from './etcd.js';
 import { benchRaft, COLD_COMMITS, LOAD_WARMUP_MS, raftRows } from './raft.js';
 import { benchJobsRegistered, jobsRegisteredRows } from './jobs-registered.js';
 import { benchScheduler, schedulerRows } from './scheduler.js';
 import { fmt, printTable } from './stats.js';
+import { printAttribution } from './tail.js';
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
@@ -23,6 +28,7 @@ const { positionals, values } = parseArgs({
     // Node 20's parseArgs has no negated options, so "no-peers" is the option's literal name.
     'no-peers': { type: 'boolean', default: false },
     'no-failover': { type: 'boolean', default: false },
+    'no-probe': { type: 'boolean', default: false },
     'jobs-only': { type: 'boolean', default: false },
   },
 });
@@ -55,20 +61,31 @@ async function main(): Promise<void> {
     await writeFile(`bench-results/${name}.json`, `${json}\n`);
     return;
   }
+  if (name === 'codec') {
+    console.log('\nthe hand-written CBOR paths against cborg alone, alternating windows of one process\n');
+    const codec = await benchCodec();
+    printTable(CODEC_HEADERS, codecRows(codec));
+    const json = JSON.stringify({ bench: name, node: process.version, at: new Date().toISOString(), result: codec });
+    console.log(`\n${json}`);
+    await mkdir('bench-results', { recursive: true });
+    await writeFile(`bench-results/${name}.json`, `${json}\n`);
+    return;
+  }
   if (name !== 'raft') {
-    console.error(`Unknown benchmark "${name}". Available: raft, scheduler`);
+    console.error(`Unknown benchmark "${name}". Available: raft, scheduler, codec`);
     process.exitCode = 2;
     return;
   }
   const sizes = values.quick
     ? { warmupMs: 2000, serialCount: 500, coldLoadMs: 1000, loadWarmupMs: 1000, loadSeconds: 2, failoverRuns: 3 }
     : { warmupMs: 8000, serialCount: 3000, coldLoadMs: 3000, loadWarmupMs: LOAD_WARMUP_MS - 3000, loadSeconds: 10, failoverRuns: 5 };
-  const options = values['no-failover'] ? { ...sizes, failoverRuns: 0 } : sizes;
+  const options = { ...sizes, failoverRuns: values['no-failover'] ? 0 : sizes.failoverRuns, probe: !values['no-probe'] };
   const startedAt = Date.now();
+  const loadBefore = loadavg()[0] ?? Number.NaN;
   // The disk, before and after: it bounds the serial latency and its speed drifts (bench/disk.ts).
   const diskMs = values.quick ? 1000 : 2000;
   const diskBefore = await benchDisk(diskMs);
-  const result = await benchRaft(options);
+  const { result, phases } = await benchRaft(options);
   // One after the other, never at once: the two clusters would compete for CPU and disk.
   let etcd: PeerOutcome = { skipped: '--no-peers' };
   if (!values['no-peers']) {
@@ -81,10 +98,14 @@ async function main(): Promise<void> {
     }
   }
 
+  // The codec's own figures, in this same run, with no cluster running beside them.
+  const codec = await benchCodec();
   const diskAfter = await benchDisk(diskMs);
   const disk = { before: diskBefore, after: diskAfter };
   const warmup = [
     diskLine(disk),
+    // Wall-clock figures, the tails above all, stretch with what else the machine runs.
+    `load average (1 min) before: ${fmt(loadBefore)}, after: ${fmt(loadavg()[0] ?? Number.NaN)}, on ${cpus().length} CPUs`,
     `each workload measured after a warm-up: the cold commits, then ${options.warmupMs / 1000} s serial; ${(options.coldLoadMs + options.loadWarmupMs) / 1000} s concurrent, then ${options.loadSeconds} s measured`,
     `the cold rows are the first ${COLD_COMMITS} commits after start and the first ${options.coldLoadMs / 1000} s of concurrent load`,
   ].join('\n');
@@ -100,8 +121,11 @@ async function main(): Promise<void> {
     if ('skipped' in etcd) console.log(`\netcd comparison skipped: ${etcd.skipped}`);
     else console.error(`\netcd comparison failed: ${etcd.failed}`);
   }
+  for (const phase of phases) printAttribution(phase);
+  console.log('\nthe hand-written CBOR paths against cborg alone, alternating windows of the bench process\n');
+  printTable(CODEC_HEADERS, codecRows(codec));
   console.log(`\nbench took ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
-  const json = JSON.stringify({ bench: name, node: process.version, at: new Date().toISOString(), result, peers: { etcd }, disk });
+  const json = JSON.stringify({ bench: name, node: process.version, at: new Date().toISOString(), result, peers: { etcd }, disk, codec });
   console.log(`\n${json}`);
   await mkdir('bench-results', { recursive: true });
   await writeFile(`bench-results/${name}.json`, `${json}\n`);

@@ -29,14 +29,12 @@ const NOT_HANDLED = -1;
 class Reader {
   pos = 0;
   readonly #bytes: Uint8Array;
-  readonly #latin1: Buffer;
+  /** Views of the frame made when first needed: a frame of another type, turned away at its type code, needs neither. */
+  #plain: Uint8Array | null = null;
+  #latin1: Buffer | null = null;
 
   constructor(bytes: Uint8Array) {
-    // Frames arrive as Buffers. Entry data is sliced out of a plain Uint8Array view, as cborg
-    // slices it: a plain Uint8Array of its own, where a Buffer's slice would be a Buffer.
-    const buffer = Buffer.isBuffer(bytes);
-    this.#bytes = buffer ? new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength) : bytes;
-    this.#latin1 = buffer ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    this.#bytes = bytes;
   }
 
   /** The argument of a head of major type `major` (CBOR_UINT and the like, in the top three bits) in its shortest form, as strict cborg requires; NOT_HANDLED otherwise. */
@@ -72,13 +70,26 @@ class Reader {
 
   /** A text string of ASCII characters; undefined for anything else. */
   ascii(): string | undefined {
+    const start = this.skipAscii();
+    return start === NOT_HANDLED ? undefined : this.text(start, this.pos);
+  }
+
+  /** Steps over a text string of ASCII characters and returns where its characters start; NOT_HANDLED for anything else. */
+  skipAscii(): number {
     const length = this.head(CBOR_TEXT);
-    if (length === NOT_HANDLED) return undefined;
+    if (length === NOT_HANDLED) return NOT_HANDLED;
     const start = this.pos;
     const end = start + length;
-    if (end > this.#bytes.length) return undefined;
-    for (let i = start; i < end; i++) if ((this.#bytes[i] as number) > 0x7f) return undefined;
+    if (end > this.#bytes.length) return NOT_HANDLED;
+    for (let i = start; i < end; i++) if ((this.#bytes[i] as number) > 0x7f) return NOT_HANDLED;
     this.pos = end;
+    return start;
+  }
+
+  /** The characters from `start` to `end`, found ASCII by skipAscii. */
+  text(start: number, end: number): string {
+    const b = this.#bytes;
+    this.#latin1 ??= Buffer.isBuffer(b) ? b : Buffer.from(b.buffer, b.byteOffset, b.byteLength);
     return this.#latin1.toString('latin1', start, end);
   }
 
@@ -89,7 +100,11 @@ class Reader {
     const start = this.pos;
     if (start + length > this.#bytes.length) return undefined;
     this.pos = start + length;
-    return this.#bytes.slice(start, start + length);
+    // Frames arrive as Buffers. Entry data is sliced out of a plain Uint8Array view, as cborg
+    // slices it: a plain Uint8Array of its own, where a Buffer's slice would be a Buffer.
+    const b = this.#bytes;
+    this.#plain ??= Buffer.isBuffer(b) ? new Uint8Array(b.buffer, b.byteOffset, b.byteLength) : b;
+    return this.#plain.slice(start, start + length);
   }
 
   get done(): boolean {
@@ -107,12 +122,18 @@ function uint32(b: Uint8Array, at: number): number {
  * decode. `maxEntries` bounds the entries read here: past it, cborg decodes and codec.ts rejects.
  */
 export function readAppendWire(bytes: Uint8Array, appendCode: number, maxEntries: number): unknown[] | undefined {
+  // An array of fewer than 24 items has a head of one byte: a frame of another length (a
+  // heartbeat, a vote) is turned away before a reader is made for it.
+  if (bytes[0] !== (CBOR_ARRAY | APPEND_FRAME_ITEMS)) return undefined;
   const r = new Reader(bytes);
-  if (r.head(CBOR_ARRAY) !== APPEND_FRAME_ITEMS) return undefined;
+  r.pos = 1;
   const version = r.head(CBOR_UINT);
-  const clusterId = r.ascii();
+  const clusterStart = r.skipAscii();
+  const clusterEnd = r.pos;
   const code = r.head(CBOR_UINT);
-  if (version === NOT_HANDLED || clusterId === undefined || code !== appendCode) return undefined;
+  // Most frames turned away here (responses, heartbeats) cost no string and no view.
+  if (version === NOT_HANDLED || clusterStart === NOT_HANDLED || code !== appendCode) return undefined;
+  const clusterId = r.text(clusterStart, clusterEnd);
   const from = r.ascii();
   const to = r.ascii();
   const term = r.head(CBOR_UINT);

@@ -208,7 +208,8 @@ function asCodecError(error: unknown, prefix: string): CodecError {
   return new CodecError(`${prefix}: ${detail}`, { cause: error });
 }
 
-function toWire({ clusterId, message: m }: Frame): Wire {
+/** The wire array of a frame, as cborg encodes it; exported for bench/codec.ts, which measures the hand-written paths against cborg alone. */
+export function toWire({ clusterId, message: m }: Frame): Wire {
   const head: Wire = [FRAME_FORMAT_VERSION, clusterId, TYPE_CODES[m.type], m.from, m.to, m.term];
   switch (m.type) {
     case 'prevote':
@@ -259,7 +260,8 @@ function unknownType(message: never): never {
   throw new CodecError(`Unknown message type ${JSON.stringify(type) ?? String(type)}`);
 }
 
-function fromWire(value: unknown): Frame {
+/** A frame from a decoded wire array, fully validated; exported for bench/codec.ts (see toWire). */
+export function fromWire(value: unknown): Frame {
   if (!Array.isArray(value) || value.length < HEADER_LENGTH) throw new CodecError('Frame must be an array with a header');
   const version: unknown = value[0];
   if (version !== FRAME_FORMAT_VERSION) throw new CodecError(`Unsupported frame version ${describe(version)}`);
