@@ -84,18 +84,37 @@ describe('proposals on a follower', () => {
   });
 
   it('fail at once when the known leader has been silent for too long', async () => {
-    let now = 0;
-    const { driver, transport } = await makeDriver(new MemoryLogStorage(), undefined, () => now);
+    const { timers, advance } = manualTimers();
+    // Silent for 50 ms: well within an election timeout (10 to 20 ticks), so the leader is still known.
+    const { driver, transport } = await makeDriver(new MemoryLogStorage(), undefined, timers.now, { timers, leaderSilenceMs: 50 });
     transport.deliver({ type: 'heartbeat', from: 'b', to: 'a', term: 1, commit: 0, readCtx: 0 });
     await settle();
     // Heard from b just now: the proposal is forwarded to it.
     const forwarded = driver.propose(new Uint8Array([1]));
     await settle();
     expect(transport.sent.some((m) => m.type === 'propose' && m.to === 'b')).toBe(true);
-    now = 150;
+    for (let i = 0; i < 6; i++) advance(10);
     await expect(driver.propose(new Uint8Array([2]))).rejects.toMatchObject({ code: 'CRONRAFT_NOT_LEADER', leader: 'b' });
     driver.stop();
     await expect(forwarded).rejects.toMatchObject({ code: 'CRONRAFT_NOT_RUNNING' });
+  });
+
+  it("forward, rather than fail, after this member's own loop stood still: the leader's messages may be waiting for it", async () => {
+    const { timers, advance } = manualTimers();
+    const { driver, transport } = await makeDriver(new MemoryLogStorage(), undefined, timers.now, { timers, leaderSilenceMs: 50 });
+    transport.deliver({ type: 'heartbeat', from: 'b', to: 'a', term: 1, commit: 0, readCtx: 0 });
+    await settle();
+    // The app's own synchronous work holds the loop for 300 ms: the ticks due meanwhile fire as one.
+    advance(300);
+    const sent = transport.sent.length;
+    const afterStall = driver.propose(new Uint8Array([1]));
+    await settle();
+    expect(transport.sent.slice(sent).some((m) => m.type === 'propose' && m.to === 'b')).toBe(true);
+    // Then silence while the loop runs counts: six ticks of 10 ms pass 50 ms.
+    for (let i = 0; i < 6; i++) advance(10);
+    await expect(driver.propose(new Uint8Array([2]))).rejects.toMatchObject({ code: 'CRONRAFT_NOT_LEADER', leader: 'b' });
+    driver.stop();
+    await expect(afterStall).rejects.toMatchObject({ code: 'CRONRAFT_NOT_RUNNING' });
   });
 });
 

@@ -95,8 +95,9 @@ export interface DriverOptions {
   /** Bound on linearizable reads waiting on this member. */
   readonly maxPendingReads: number;
   /**
-   * A follower that has not heard from its leader for this long fails proposals at once with
-   * NotLeaderError instead of forwarding them into silence (an election follows soon anyway).
+   * A follower that has not heard from its leader for this long, while its own loop ran, fails
+   * proposals at once with NotLeaderError instead of forwarding them into silence (an election
+   * follows soon anyway).
    */
   readonly leaderSilenceMs: number;
   /** A prefix that makes this process's proposal ids unique across restarts. */
@@ -198,6 +199,9 @@ export class RaftDriver {
   /** Reads answered, waiting for the state machine to reach their index. */
   #readsWaitingApply: Array<{ ctx: number; index: number }> = [];
   #lastHeard = new Map<NodeId, number>();
+  /** Ticks run so far, and the tick count when each peer was last heard from (see #unreachableLeader). */
+  #ticks = 0;
+  readonly #heardAtTick = new Map<NodeId, number>();
   /** When this member last took in a message from the leader it then followed (monotonic ms). */
   #leaderContact: number | undefined;
   /** Writes started and not yet durable. */
@@ -293,7 +297,12 @@ export class RaftDriver {
     if (this.#node.role === 'leader') return null;
     if (leader === null) return new NotLeaderError(null);
     const heard = this.#lastHeard.get(leader);
-    if (heard === undefined || this.#o.timers.now() - heard > this.#o.leaderSilenceMs) {
+    // Silence counts while this member's loop ran, in ticks as Raft counts its election timeout:
+    // a member whose own loop stood still (a long synchronous start of the app, a stall) took in
+    // nothing meanwhile, and the leader's messages may be waiting on its socket. The ticks due
+    // in such a stall fire as one.
+    const ticksSince = this.#ticks - (this.#heardAtTick.get(leader) ?? 0);
+    if (heard === undefined || (this.#o.timers.now() - heard > this.#o.leaderSilenceMs && ticksSince * this.#o.tickMs > this.#o.leaderSilenceMs)) {
       return new NotLeaderError(leader, `The leader ${leader} has not been heard from for over ${this.#o.leaderSilenceMs} ms`);
     }
     return null;
@@ -442,6 +451,7 @@ export class RaftDriver {
     const mono = this.#o.timers.now();
     this.#o.beforeContact?.();
     this.#lastHeard.set(m.from, mono);
+    this.#heardAtTick.set(m.from, this.#ticks);
     const wall = this.#o.clock.now();
     if (m.type === 'snapshot') {
       // A large snapshot comes in chunks: the protocol sees it once whole, and only if the
@@ -479,6 +489,7 @@ export class RaftDriver {
   #scheduleTick(): void {
     this.#tickHandle = this.#o.timers.setTimeout(() => {
       if (!this.#running) return;
+      this.#ticks++;
       try {
         this.#node.tick();
       } catch (error) {
