@@ -74,6 +74,11 @@ export class Member {
   readonly #p: MemberParts;
   /** While this member led, the latest time by which it had heard from a majority (monotonic ms). */
   #ledAt: number | undefined;
+  /**
+   * When the peers were last heard from, latest first: refilled by each look at a leader's
+   * lease, which runs as every message comes in while runs go on, so that it allocates nothing.
+   */
+  readonly #peersHeard: number[] = [];
 
   constructor(parts: MemberParts) {
     this.#p = parts;
@@ -193,8 +198,10 @@ export class Member {
     if (node.role === 'leader') {
       // The latest time by which a majority, itself included, had been heard from: the lease
       // counts from it, and keeps counting from it if this member steps down.
-      const heard = this.#p.voters.filter((id) => id !== this.#p.self).map((id) => this.driver.lastHeard(id) ?? Number.NEGATIVE_INFINITY);
-      heard.sort((a, b) => b - a);
+      const heard = this.#peersHeard;
+      heard.length = 0;
+      for (const id of this.#p.voters) if (id !== this.#p.self) heard.push(this.driver.lastHeard(id) ?? Number.NEGATIVE_INFINITY);
+      heard.sort(latestFirst);
       const peersNeeded = Math.floor(this.#p.voters.length / 2);
       const majorityAt = peersNeeded === 0 ? now : (heard[peersNeeded - 1] ?? Number.NEGATIVE_INFINITY);
       this.#ledAt = Math.max(this.#ledAt ?? Number.NEGATIVE_INFINITY, majorityAt);
@@ -221,4 +228,8 @@ export class Member {
       return heard !== undefined && now - heard < this.#p.timing.electionTimeoutMs && this.#p.transport.isConnected(id);
     });
   }
+}
+
+function latestFirst(a: number, b: number): number {
+  return b - a;
 }
