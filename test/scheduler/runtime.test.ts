@@ -69,6 +69,9 @@ function settle(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
 
+/** How every runtime of these tests plans: Cluster's intervals, moves allowed at once. */
+const PLANNING = { planIntervalMs: 100, lookaheadMs: 1000, maxClaimsPerPlan: 256, reassignHorizonMs: 600_000, reassignGraceMs: 0 } as const;
+
 /**
  * A replicated log in memory: an entry commits `commitMs` after it is proposed and every
  * member applies it then, in log order (the lag that a real commit round has).
@@ -99,11 +102,7 @@ class Cluster {
           isLeader: () => id === ids[0],
           holdsLease: () => true,
           eligibleMembers: () => [...ids],
-          planIntervalMs: 100,
-          lookaheadMs: 1000,
-          maxClaimsPerPlan: 256,
-          reassignHorizonMs: 600_000,
-          reassignGraceMs: 0,
+          ...PLANNING,
           ...options,
           ...perMember(id),
         }),
@@ -644,11 +643,7 @@ describe('registrations', () => {
       isLeader: () => false,
       holdsLease: () => true,
       eligibleMembers: () => ['a'],
-      planIntervalMs: 100,
-      lookaheadMs: 1000,
-      maxClaimsPerPlan: 256,
-      reassignHorizonMs: 600_000,
-      reassignGraceMs: 0,
+      ...PLANNING,
       ...options,
     });
     runtime.start();
