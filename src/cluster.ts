@@ -2,13 +2,14 @@ import { randomBytes, randomInt } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { PrivateKey } from '@libp2p/interface';
 import { historyOf, type SlotHistory } from './api/history.js';
-import type { ClusterState, MemberState } from './api/state.js';
+import { JobStates } from './api/job-states.js';
+import { runExclusive, type ExclusiveLock, type ExclusiveOptions } from './api/run-exclusive.js';
+import { clusterStateOf, type ClusterState } from './api/state.js';
 import type { ClusterEvents } from './cluster-events.js';
 import { clusterIdOf, resolveOptions, CLUSTER_DEFAULTS, type ClusterOptions, type ResolvedOptions } from './cluster-options.js';
 import { openDataDir } from './data-dir.js';
-import { ClockUnsyncedError, CronraftError, InvalidArgumentError, NotLeaderError, NotRunningError, TimeoutError } from './errors.js';
+import { CronraftError, InvalidArgumentError, NotRunningError, TimeoutError } from './errors.js';
 import { validateJobOptions, validateName } from './job-options.js';
-import { JobStates } from './job-states.js';
 import { RaftNode } from './raft/node.js';
 import type { SoftState } from './raft/ready.js';
 import type { NodeId } from './raft/types.js';
@@ -18,7 +19,6 @@ import { Member } from './runtime/member.js';
 import type { JobHandler, JobOptions } from './runtime/job-types.js';
 import type { SchedulerRuntime } from './runtime/scheduler-runtime.js';
 import { parseSpec, type SpecInput } from './scheduler/spec.js';
-import type { SchedulerCommand } from './scheduler/state.js';
 import { LevelLogStorage } from './storage/level-log-storage.js';
 import type { LogStorage } from './storage/log-storage.js';
 import { MemoryLogStorage } from './storage/memory-log-storage.js';
@@ -261,46 +261,22 @@ export class Cluster extends EventEmitter<ClusterEvents> {
    * signal that aborts when `atMostFor` runs out. Resolves with whether `fn` ran; rejects with
    * `fn`'s error after releasing the lock.
    */
-  async runExclusive(
-    name: string,
-    options: { readonly atMostFor: number; readonly atLeastFor?: number },
-    fn: (lock: { readonly fencingToken: number; readonly signal: AbortSignal }) => unknown,
-  ): Promise<boolean> {
-    validateName(name);
-    const atMostFor = options?.atMostFor;
-    const atLeastFor = options?.atLeastFor ?? 0;
-    if (!Number.isInteger(atMostFor) || atMostFor <= 0) throw new InvalidArgumentError('atMostFor', atMostFor, 'a positive integer of milliseconds');
-    if (!Number.isInteger(atLeastFor) || atLeastFor < 0 || atLeastFor > atMostFor) {
-      throw new InvalidArgumentError('atLeastFor', atLeastFor, `an integer of milliseconds from 0 to atMostFor (${atMostFor})`);
-    }
-    if (typeof fn !== 'function') throw new InvalidArgumentError('fn', fn, 'a function');
+  async runExclusive(name: string, options: ExclusiveOptions, fn: (lock: ExclusiveLock) => unknown): Promise<boolean> {
     const driver = this.#running();
-    // Lock times are compared on every member: they are the cluster's time, not this clock's.
-    // A member that has not learned it yet would stamp its own clock, which may be far off
-    // (ahead, it could take a lock still held): it waits for the leader's heartbeats to teach it.
-    if (!driver.clockSynced) {
-      if (driver.node.leader === null) throw new NotLeaderError(null);
-      const { requestTimeoutMs, tickMs, heartbeatTicks } = this.#o.member.timing;
-      const synced = await this.#waitFor(() => driver.clockSynced, requestTimeoutMs, tickMs * heartbeatTicks);
-      if (!synced) throw new ClockUnsyncedError(requestTimeoutMs);
-    }
-    const clock = driver.clusterClock();
-    const startMs = clock.now();
-    const lock: SchedulerCommand = { type: 'lock', name, member: this.id, atMs: startMs, untilMs: startMs + atMostFor };
-    const taken = (await driver.propose(encodeCommand({ kind: 'scheduler', command: lock }))).result as { ok: boolean; lock?: { token: number } } | undefined;
-    if (taken?.ok !== true || taken.lock === undefined) return false;
-    const token = taken.lock.token;
-    const abort = new AbortController();
-    const timer = this.#timers.setTimeout(() => abort.abort(new TimeoutError('The exclusive task', atMostFor)), Math.max(0, startMs + atMostFor - clock.now()));
-    try {
-      await fn({ fencingToken: token, signal: abort.signal });
-      return true;
-    } finally {
-      this.#timers.clearTimeout(timer);
-      const unlock: SchedulerCommand = { type: 'unlock', name, token, untilMs: Math.max(clock.now(), startMs + atLeastFor) };
-      // If this fails the lock simply expires at atMostFor.
-      await driver.propose(encodeCommand({ kind: 'scheduler', command: unlock })).catch(() => undefined);
-    }
+    const { requestTimeoutMs, tickMs, heartbeatTicks } = this.#o.member.timing;
+    return runExclusive(
+      {
+        self: this.id,
+        driver,
+        timers: this.#timers,
+        clockSyncTimeoutMs: requestTimeoutMs,
+        clockSyncPollMs: tickMs * heartbeatTicks,
+        waitFor: (done, timeoutMs, pollMs) => this.#waitFor(done, timeoutMs, pollMs),
+      },
+      name,
+      options,
+      fn,
+    );
   }
 
   /**
@@ -316,61 +292,23 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   /** A snapshot of this member's view: role, term, leader, indexes, members and their reachability. */
   state(): ClusterState {
     const driver = this.#driver;
-    const node = driver?.node;
-    // Contact ages are durations, on the timers' monotonic time base (as lastHeard is).
-    const now = this.#timers.now();
-    const stats = this.#transport?.stats() ?? { sent: 0, received: 0, droppedQueueFull: 0, droppedMalformed: 0, droppedOversized: 0, droppedUnexpected: 0 };
-    const offsets = driver?.clockOffsets() ?? new Map<NodeId, { offsetMs: number }>();
-    const clockOf = (id: NodeId): Pick<MemberState, 'clockOffsetMs' | 'clockSkewed'> => {
-      const offsetMs = offsets.get(id)?.offsetMs ?? null;
-      return { clockOffsetMs: offsetMs, clockSkewed: offsetMs !== null && Math.abs(offsetMs) > this.#o.member.timing.maxClockSkewMs };
-    };
-    const members: MemberState[] = this.#o.voters.map((id) => {
-      if (id === this.id) {
-        return { id, addrs: this.#transport?.listenAddresses() ?? [this.#o.listen], voter: true, reachable: true, lastContactMs: 0, matchIndex: node?.progressOf(id)?.match ?? null, ...clockOf(id) };
-      }
-      const heard = driver?.lastHeard(id);
-      const lastContactMs = heard === undefined ? null : Math.max(0, now - heard);
-      const connected = this.#transport?.isConnected(id) ?? false;
-      return {
-        id,
-        addrs: [this.#o.peers.get(id)?.multiaddr ?? id],
-        voter: true,
-        // Leader and followers exchange messages every heartbeat, so between them silence for an
-        // election timeout means unreachable; followers talk to each other only in elections.
-        reachable: connected && (!(node?.role === 'leader' || id === node?.leader) || (lastContactMs !== null && lastContactMs < this.#o.member.timing.electionTimeoutMs)),
-        lastContactMs,
-        matchIndex: node?.progressOf(id)?.match ?? null,
-        ...clockOf(id),
-      };
-    });
-    const clusterNow = driver?.clusterClock().now() ?? this.#clock.now();
-    return {
+    // Slot instants are on the cluster's time (as in the log), not the timers' monotonic base.
+    const clusterNowMs = driver?.clusterClock().now() ?? this.#clock.now();
+    return clusterStateOf({
       id: this.id,
       status: this.#status,
-      role: node?.role ?? 'follower',
-      term: node?.term ?? 0,
-      leader: node?.leader ?? null,
-      commitIndex: node?.log.committed ?? 0,
-      appliedIndex: node?.log.applied ?? 0,
-      lastIndex: node?.log.lastIndex() ?? 0,
-      log: {
-        firstIndex: node?.log.firstIndex() ?? 1,
-        snapshotIndex: node?.latestSnapshot.index ?? 0,
-        snapshotsTaken: driver?.snapshotsTaken ?? 0,
-        snapshotsInstalled: driver?.snapshotsInstalled ?? 0,
-        lastSnapshot: driver?.lastSnapshot ?? null,
-      },
-      members,
+      voters: this.#o.voters,
+      ownAddrs: this.#transport?.listenAddresses() ?? [this.#o.listen],
+      addrOf: (id) => this.#o.peers.get(id)?.multiaddr ?? id,
+      electionTimeoutMs: this.#o.member.timing.electionTimeoutMs,
+      maxClockSkewMs: this.#o.member.timing.maxClockSkewMs,
+      monoNowMs: this.#timers.now(),
+      clusterNowMs,
+      driver,
+      transport: this.#transport,
       peerId: this.#peerId,
-      transport: stats,
-      // Slot instants are on the cluster's time (as in the log), not the timers' monotonic base.
-      jobs: this.#scheduler === null ? [] : this.#jobStates.of(this.#scheduler.state, clusterNow),
-      clock: { synced: driver?.clockSynced ?? false, clusterTime: new Date(clusterNow), invalidStamps: driver?.invalidClockStamps ?? 0 },
-      invalidMessages: (driver?.invalidMessages ?? 0) + (driver?.invalidSnapshots ?? 0) + (node?.protocolViolations ?? 0),
-      unsendableMessages: driver?.unsendableMessages ?? 0,
-      followerLogsLost: node?.followerLogsLost ?? 0,
-    };
+      jobs: this.#scheduler === null ? [] : this.#jobStates.of(this.#scheduler.state, clusterNowMs),
+    });
   }
 
   #running(): RaftDriver {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { JobStates } from '../src/job-states.js';
+import { JobStates } from '../src/api/job-states.js';
 import { CHANGE_LOG_KEPT } from '../src/scheduler/change-log.js';
 import { parseSpec } from '../src/scheduler/spec.js';
 import { decodeSchedulerSnapshot, encodeSchedulerSnapshot } from '../src/scheduler/state-snapshot.js';

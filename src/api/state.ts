@@ -1,5 +1,5 @@
 import type { Role } from '../raft/ready.js';
-import type { SnapshotTiming } from '../runtime/driver.js';
+import type { RaftDriver, SnapshotTiming } from '../runtime/driver.js';
 import type { NodeId } from '../raft/types.js';
 import type { TransportStats } from '../transport/transport.js';
 
@@ -94,4 +94,84 @@ export interface ClusterState {
    * restarted on `storage: 'memory'`) and replicated to it again from what it still held.
    */
   readonly followerLogsLost: number;
+}
+
+/** Transport counters before the transport started. */
+const NO_TRAFFIC: TransportStats = { sent: 0, received: 0, droppedQueueFull: 0, droppedMalformed: 0, droppedOversized: 0, droppedUnexpected: 0 };
+
+/** What `state()` is built from: the member's parts, null before start(). */
+export interface StateSources {
+  readonly id: NodeId;
+  readonly status: ClusterState['status'];
+  readonly voters: readonly NodeId[];
+  /** This member's addresses (the listening ones once it listens). */
+  readonly ownAddrs: readonly string[];
+  /** A peer's address as configured. */
+  readonly addrOf: (id: NodeId) => string;
+  readonly electionTimeoutMs: number;
+  readonly maxClockSkewMs: number;
+  /** Now on the timers' monotonic base, which contact times use. */
+  readonly monoNowMs: number;
+  /** Now on the cluster's time, which slot instants use. */
+  readonly clusterNowMs: number;
+  readonly driver: RaftDriver | null;
+  readonly transport: { stats(): TransportStats; isConnected(id: NodeId): boolean } | null;
+  readonly peerId: string | null;
+  readonly jobs: ClusterState['jobs'];
+}
+
+/** `cluster.state()`: a plain copy of what the member's parts know now. */
+export function clusterStateOf(s: StateSources): ClusterState {
+  const { driver } = s;
+  const node = driver?.node;
+  const offsets = driver?.clockOffsets();
+  const clockOf = (id: NodeId): Pick<MemberState, 'clockOffsetMs' | 'clockSkewed'> => {
+    const offsetMs = offsets?.get(id)?.offsetMs ?? null;
+    return { clockOffsetMs: offsetMs, clockSkewed: offsetMs !== null && Math.abs(offsetMs) > s.maxClockSkewMs };
+  };
+  const members: MemberState[] = s.voters.map((id) => {
+    if (id === s.id) {
+      return { id, addrs: s.ownAddrs, voter: true, reachable: true, lastContactMs: 0, matchIndex: node?.progressOf(id)?.match ?? null, ...clockOf(id) };
+    }
+    const heard = driver?.lastHeard(id);
+    // Contact ages are durations, on the timers' monotonic base (as lastHeard is).
+    const lastContactMs = heard === undefined ? null : Math.max(0, s.monoNowMs - heard);
+    const connected = s.transport?.isConnected(id) ?? false;
+    return {
+      id,
+      addrs: [s.addrOf(id)],
+      voter: true,
+      // Leader and followers exchange messages every heartbeat, so between them silence for an
+      // election timeout means unreachable; followers talk to each other only in elections.
+      reachable: connected && (!(node?.role === 'leader' || id === node?.leader) || (lastContactMs !== null && lastContactMs < s.electionTimeoutMs)),
+      lastContactMs,
+      matchIndex: node?.progressOf(id)?.match ?? null,
+      ...clockOf(id),
+    };
+  });
+  return {
+    id: s.id,
+    status: s.status,
+    role: node?.role ?? 'follower',
+    term: node?.term ?? 0,
+    leader: node?.leader ?? null,
+    commitIndex: node?.log.committed ?? 0,
+    appliedIndex: node?.log.applied ?? 0,
+    lastIndex: node?.log.lastIndex() ?? 0,
+    log: {
+      firstIndex: node?.log.firstIndex() ?? 1,
+      snapshotIndex: node?.latestSnapshot.index ?? 0,
+      snapshotsTaken: driver?.snapshotsTaken ?? 0,
+      snapshotsInstalled: driver?.snapshotsInstalled ?? 0,
+      lastSnapshot: driver?.lastSnapshot ?? null,
+    },
+    members,
+    peerId: s.peerId,
+    transport: s.transport?.stats() ?? NO_TRAFFIC,
+    jobs: s.jobs,
+    clock: { synced: driver?.clockSynced ?? false, clusterTime: new Date(s.clusterNowMs), invalidStamps: driver?.invalidClockStamps ?? 0 },
+    invalidMessages: (driver?.invalidMessages ?? 0) + (driver?.invalidSnapshots ?? 0) + (node?.protocolViolations ?? 0),
+    unsendableMessages: driver?.unsendableMessages ?? 0,
+    followerLogsLost: node?.followerLogsLost ?? 0,
+  };
 }

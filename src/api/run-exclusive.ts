@@ -1,0 +1,82 @@
+import { ClockUnsyncedError, InvalidArgumentError, NotLeaderError, TimeoutError } from '../errors.js';
+import { validateName } from '../job-options.js';
+import type { NodeId } from '../raft/types.js';
+import { encodeCommand } from '../runtime/commands.js';
+import type { RaftDriver } from '../runtime/driver.js';
+import type { SchedulerCommand } from '../scheduler/state.js';
+import type { Timers } from '../time/clock.js';
+
+/** What `Cluster.runExclusive` takes besides the lock's name. */
+export interface ExclusiveOptions {
+  /** The lock expires this many ms after it was taken, even if its holder died. */
+  readonly atMostFor: number;
+  /** The lock is held at least this many ms, even if the task returns sooner. */
+  readonly atLeastFor?: number;
+}
+
+/** What the task gets: the lock's fencing token, and a signal that aborts when `atMostFor` runs out. */
+export interface ExclusiveLock {
+  readonly fencingToken: number;
+  readonly signal: AbortSignal;
+}
+
+/** The member's parts the lock protocol uses. */
+export interface ExclusiveContext {
+  readonly self: NodeId;
+  readonly driver: RaftDriver;
+  readonly timers: Timers;
+  /** How long to wait for this member to learn the cluster's time before refusing. */
+  readonly clockSyncTimeoutMs: number;
+  /** Resolves with whether `done()` came to hold within `timeoutMs`, checked every `pollMs`. */
+  readonly waitFor: (done: () => boolean, timeoutMs: number, pollMs: number) => Promise<boolean>;
+  /** How often to look whether the clock has synced (it is learned from the leader's heartbeats). */
+  readonly clockSyncPollMs: number;
+}
+
+/**
+ * ShedLock's contract over the log: a `lock` command takes `name` until `atMostFor` from now
+ * (cluster time) unless another member holds it; the task runs with the lock's token; an
+ * `unlock` command then keeps it until `atLeastFor` after it was taken. Resolves with whether
+ * the task ran; rejects with the task's error after releasing the lock.
+ */
+export async function runExclusive(
+  ctx: ExclusiveContext,
+  name: string,
+  options: ExclusiveOptions,
+  fn: (lock: ExclusiveLock) => unknown,
+): Promise<boolean> {
+  validateName(name);
+  const atMostFor = options?.atMostFor;
+  const atLeastFor = options?.atLeastFor ?? 0;
+  if (!Number.isInteger(atMostFor) || atMostFor <= 0) throw new InvalidArgumentError('atMostFor', atMostFor, 'a positive integer of milliseconds');
+  if (!Number.isInteger(atLeastFor) || atLeastFor < 0 || atLeastFor > atMostFor) {
+    throw new InvalidArgumentError('atLeastFor', atLeastFor, `an integer of milliseconds from 0 to atMostFor (${atMostFor})`);
+  }
+  if (typeof fn !== 'function') throw new InvalidArgumentError('fn', fn, 'a function');
+  const { driver, timers } = ctx;
+  // Lock times are compared on every member: they are the cluster's time, not this clock's.
+  // A member that has not learned it yet would stamp its own clock, which may be far off
+  // (ahead, it could take a lock still held): it waits for the leader's heartbeats to teach it.
+  if (!driver.clockSynced) {
+    if (driver.node.leader === null) throw new NotLeaderError(null);
+    const synced = await ctx.waitFor(() => driver.clockSynced, ctx.clockSyncTimeoutMs, ctx.clockSyncPollMs);
+    if (!synced) throw new ClockUnsyncedError(ctx.clockSyncTimeoutMs);
+  }
+  const clock = driver.clusterClock();
+  const startMs = clock.now();
+  const lock: SchedulerCommand = { type: 'lock', name, member: ctx.self, atMs: startMs, untilMs: startMs + atMostFor };
+  const taken = (await driver.propose(encodeCommand({ kind: 'scheduler', command: lock }))).result as { ok: boolean; lock?: { token: number } } | undefined;
+  if (taken?.ok !== true || taken.lock === undefined) return false;
+  const token = taken.lock.token;
+  const abort = new AbortController();
+  const timer = timers.setTimeout(() => abort.abort(new TimeoutError('The exclusive task', atMostFor)), Math.max(0, startMs + atMostFor - clock.now()));
+  try {
+    await fn({ fencingToken: token, signal: abort.signal });
+    return true;
+  } finally {
+    timers.clearTimeout(timer);
+    const unlock: SchedulerCommand = { type: 'unlock', name, token, untilMs: Math.max(clock.now(), startMs + atLeastFor) };
+    // If this fails the lock simply expires at atMostFor.
+    await driver.propose(encodeCommand({ kind: 'scheduler', command: unlock })).catch(() => undefined);
+  }
+}
