@@ -23,7 +23,7 @@ const { values } = parseArgs({
 const peers = values.peers === '' ? [] : values.peers.split(',');
 const cluster = new Cluster(peers, {
   listen: values.listen,
-  ...(values['data-dir'] === undefined ? {} : { dataDir: values['data-dir'] }),
+  dataDir: values['data-dir'],
 });
 const report = (event: Record<string, unknown>): void => {
   process.send?.(event);

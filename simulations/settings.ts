@@ -60,21 +60,21 @@ export function drawSettings(seed: number, vary: boolean, compaction?: Compactio
     varied.snapshotRetainEntries = compaction.retainEntries;
   }
   const base = memberSettings({
-    ...(maxConcurrent === undefined ? {} : { maxConcurrent }),
-    ...(varied.snapshotEveryEntries === undefined ? {} : { snapshotEveryEntries: varied.snapshotEveryEntries }),
-    ...(varied.snapshotRetainEntries === undefined ? {} : { snapshotRetainEntries: varied.snapshotRetainEntries }),
-    ...(varied.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: varied.requestTimeoutMs }),
-    ...(varied.maxPendingProposals === undefined ? {} : { maxPendingProposals: varied.maxPendingProposals }),
+    maxConcurrent,
+    snapshotEveryEntries: varied.snapshotEveryEntries,
+    snapshotRetainEntries: varied.snapshotRetainEntries,
+    requestTimeoutMs: varied.requestTimeoutMs,
+    maxPendingProposals: varied.maxPendingProposals,
   });
   // Not options of Cluster, so set past memberSettings: its defaults are what production runs.
   const settings: MemberSettings = {
     ...base,
     timing: {
       ...base.timing,
-      ...(varied.maxProposalBatch === undefined ? {} : { maxProposalBatch: varied.maxProposalBatch }),
-      ...(varied.maxProposalBatchBytes === undefined ? {} : { maxProposalBatchBytes: varied.maxProposalBatchBytes }),
+      maxProposalBatch: varied.maxProposalBatch ?? base.timing.maxProposalBatch,
+      maxProposalBatchBytes: varied.maxProposalBatchBytes ?? base.timing.maxProposalBatchBytes,
     },
-    ...(varied.snapshotChunkBytes === undefined ? {} : { snapshotChunkBytes: varied.snapshotChunkBytes }),
+    snapshotChunkBytes: varied.snapshotChunkBytes ?? base.snapshotChunkBytes,
   };
   return { settings, varied };
 }

@@ -120,7 +120,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       clusterId: this.#clusterId,
       listen: o.listen,
       peers: o.peers,
-      ...(privateKey === undefined ? {} : { privateKey }),
+      privateKey,
       // A closed connection to the leader is the fastest sign that it died.
       onEvent: (event) => {
         if (event.type === 'disconnected') this.#driver?.peerDisconnected(event.peer);

@@ -85,9 +85,9 @@ export class Member {
     const t = parts.timing;
     const stateMachine = memberStateMachine(() => this.scheduler, {
       now: () => parts.timers.now(),
-      ...(parts.onUserEntry === undefined ? {} : { onUserEntry: parts.onUserEntry }),
-      ...(parts.wantsUserEntries === undefined ? {} : { wantsUserEntries: parts.wantsUserEntries }),
-      ...(parts.onSchedulerApplied === undefined ? {} : { onSchedulerApplied: parts.onSchedulerApplied }),
+      onUserEntry: parts.onUserEntry,
+      wantsUserEntries: parts.wantsUserEntries,
+      onSchedulerApplied: parts.onSchedulerApplied,
     });
     this.driver = new RaftDriver({
       node: parts.node,
@@ -104,16 +104,16 @@ export class Member {
       maxPendingReads: t.maxPendingReads,
       leaderSilenceMs: t.electionTimeoutMs,
       bootId: parts.bootId,
-      ...(parts.compaction === undefined ? {} : { compaction: parts.compaction }),
-      ...(parts.snapshotChunkBytes === undefined ? {} : { snapshotChunkBytes: parts.snapshotChunkBytes }),
-      ...(parts.onApplied === undefined ? {} : { onApplied: parts.onApplied }),
-      ...(parts.onSnapshotInstalled === undefined ? {} : { onSnapshotInstalled: parts.onSnapshotInstalled }),
-      ...(parts.onSoftState === undefined ? {} : { onSoftState: parts.onSoftState }),
+      compaction: parts.compaction,
+      snapshotChunkBytes: parts.snapshotChunkBytes,
+      onApplied: parts.onApplied,
+      onSnapshotInstalled: parts.onSnapshotInstalled,
+      onSoftState: parts.onSoftState,
       // A member whose lease ran out while its event loop stood still (SIGSTOP, a paused VM, a
       // long stall) learns it before the first message renews it, and aborts its runs: the
       // plan tick that would have noticed runs after the messages waiting when it resumes.
       beforeContact: () => this.scheduler.checkLease(),
-      ...(parts.onFatal === undefined ? {} : { onFatal: parts.onFatal }),
+      onFatal: parts.onFatal,
     });
     const driver = this.driver;
     this.scheduler = new SchedulerRuntime({
@@ -138,9 +138,9 @@ export class Member {
       planIntervalMs: t.planIntervalMs,
       lookaheadMs: Math.max(t.lookaheadMs, t.electionTimeoutMs),
       maxClaimsPerPlan: t.maxClaimsPerPlan,
-      ...(t.maxConcurrent === undefined ? {} : { maxConcurrent: t.maxConcurrent }),
-      ...(parts.onRunStart === undefined ? {} : { onRunStart: parts.onRunStart }),
-      ...(parts.onRun === undefined ? {} : { onRun: parts.onRun }),
+      maxConcurrent: t.maxConcurrent,
+      onRunStart: parts.onRunStart,
+      onRun: parts.onRun,
     });
   }
 

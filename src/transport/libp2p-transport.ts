@@ -124,7 +124,7 @@ export class Libp2pTransport implements Transport {
     try {
       node = await createLibp2p({
         start: false,
-        ...(this.#privateKey === undefined ? {} : { privateKey: this.#privateKey }),
+        privateKey: this.#privateKey,
         addresses: { listen: [this.#listen] },
         // noDelay is @libp2p/tcp's default; stated here because latency depends on it.
         transports: [tcp({ dialOpts: { noDelay: true }, listenOpts: { noDelay: true } })],

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MAX_INDEX, MAX_READ_CTX, MAX_TERM } from '../../src/raft/bounds.js';
-import { RaftNode } from '../../src/raft/index.js';
+import { RaftNode } from '../../src/raft/node.js';
 import { EntryType, type Entry, type HardState, type Message } from '../../src/raft/types.js';
 import { SeededRandom } from '../../src/time/random.js';
 import { TestNetwork } from './network.js';

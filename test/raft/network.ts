@@ -1,4 +1,5 @@
-import { RaftNode, type RaftConfig } from '../../src/raft/index.js';
+import type { RaftConfig } from '../../src/raft/config.js';
+import { RaftNode } from '../../src/raft/node.js';
 import { emptyHardState, type Entry, type EntryType, type HardState, type Message, type NodeId, type Snapshot } from '../../src/raft/types.js';
 import { SeededRandom } from '../../src/time/random.js';
 
