@@ -21,7 +21,8 @@ export interface NetworkFaults {
 export class SimNetwork {
   readonly #scheduler: SimScheduler;
   readonly #random: Random;
-  readonly #handlers = new Map<NodeId, (m: Message) => void>();
+  /** The transport each member has now: a crash detaches it, a restart attaches a new one. */
+  readonly #endpoints = new Map<NodeId, SimTransport>();
   readonly #blocked = new Set<string>();
   /** Links that are clogged: extra delay (ms) on every message sent over them. */
   readonly #clogged = new Map<string, number>();
@@ -37,17 +38,21 @@ export class SimNetwork {
     this.faults = faults;
   }
 
-  /** A transport for `id`; re-attaching (after a restart) replaces the old receiver. */
+  /** A transport for `id`; re-attaching (after a restart) replaces the old one. */
   attach(id: NodeId): SimTransport {
-    return new SimTransport(id, this);
+    const transport = new SimTransport(id, this);
+    this.#endpoints.set(id, transport);
+    return transport;
   }
 
-  detach(id: NodeId): void {
-    this.#handlers.delete(id);
+  /** `id`'s process is gone (crashed or stopped): its messages are dropped, and its peers see its connections close. */
+  detach(id: NodeId, transport?: SimTransport): void {
+    if (transport === undefined || this.#endpoints.get(id) === transport) this.#endpoints.delete(id);
   }
 
-  setHandler(id: NodeId, handler: (m: Message) => void): void {
-    this.#handlers.set(id, handler);
+  /** Whether `id` has a live process to connect to: a peer's connection to a crashed one closes, as TCP's does. */
+  isAttached(id: NodeId): boolean {
+    return this.#endpoints.has(id);
   }
 
   block(from: NodeId, to: NodeId): void {
@@ -86,13 +91,13 @@ export class SimNetwork {
   }
 
   #deliver(m: Message): void {
-    const handler = this.#handlers.get(m.to);
-    if (handler === undefined || this.isBlocked(m.from, m.to)) {
+    const endpoint = this.#endpoints.get(m.to);
+    if (endpoint === undefined || this.isBlocked(m.from, m.to)) {
       this.dropped++;
       return;
     }
     this.delivered++;
-    handler(m);
+    endpoint.deliver(m);
   }
 
   #chance(rate: number): boolean {
@@ -103,8 +108,12 @@ export class SimNetwork {
 export class SimTransport implements Transport {
   readonly #id: NodeId;
   readonly #network: SimNetwork;
+  #handler: ((m: Message) => void) | null = null;
+  #stopped = false;
   #sent = 0;
   #received = 0;
+  /** Messages that arrived before a handler was set, dropped as production's transport drops them. */
+  #droppedUnexpected = 0;
 
   constructor(id: NodeId, network: SimNetwork) {
     this.#id = id;
@@ -114,29 +123,39 @@ export class SimTransport implements Transport {
   async start(): Promise<void> {}
 
   async stop(): Promise<void> {
-    this.#network.detach(this.#id);
+    this.#stopped = true;
+    this.#network.detach(this.#id, this);
   }
 
   send(m: Message): void {
+    if (this.#stopped) return;
     this.#sent++;
     this.#network.send(m);
+  }
+
+  /** A message the network carried to this member. */
+  deliver(m: Message): void {
+    if (this.#handler === null) {
+      this.#droppedUnexpected++;
+      return;
+    }
+    this.#received++;
+    this.#handler(m);
   }
 
   /** The simulated network takes each message as it is sent: nothing waits for a flush. */
   flush(): void {}
 
   onMessage(handler: (m: Message) => void): void {
-    this.#network.setHandler(this.#id, (m) => {
-      this.#received++;
-      handler(m);
-    });
+    this.#handler = handler;
   }
 
+  /** A link cut one way counts as no connection; so does a peer whose process is gone. */
   isConnected(peer: NodeId): boolean {
-    return !this.#network.isBlocked(this.#id, peer);
+    return !this.#stopped && !this.#network.isBlocked(this.#id, peer) && this.#network.isAttached(peer);
   }
 
   stats(): TransportStats {
-    return { sent: this.#sent, received: this.#received, droppedQueueFull: 0, droppedMalformed: 0, droppedOversized: 0, droppedUnexpected: 0 };
+    return { sent: this.#sent, received: this.#received, droppedQueueFull: 0, droppedMalformed: 0, droppedOversized: 0, droppedUnexpected: this.#droppedUnexpected };
   }
 }

@@ -2,8 +2,9 @@ import { decode, encode, Tagged } from 'cborg';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { CodecError } from '../src/errors.js';
-import type { Entry, Message, MessageType } from '../src/raft/types.js';
+import type { Entry, Message } from '../src/raft/types.js';
 import { EntryType, messageTypes } from '../src/raft/types.js';
+import { messageExamples } from './fixtures/message-examples.js';
 import { encodeEntryRecords } from '../src/entry-records.js';
 import { arrayHeader } from '../src/cbor-heads.js';
 import { MAX_INDEX, MAX_READ_CTX, MAX_TERM } from '../src/raft/bounds.js';
@@ -24,28 +25,7 @@ import {
 const base = { from: '127.0.0.1:7001', to: '127.0.0.1:7002', term: 7 };
 const bytes = (...values: number[]): Uint8Array => new Uint8Array(values);
 
-const entries: Entry[] = [
-  { index: 11, term: 6, type: EntryType.Noop, data: new Uint8Array(0), pid: '' },
-  { index: 12, term: 7, type: EntryType.Normal, data: bytes(1, 2, 3), pid: '127.0.0.1:7001#1' },
-];
-
-/** One example of every message type, with non-default values in every field. */
-const examples: Record<MessageType, Message> = {
-  prevote: { type: 'prevote', ...base, lastIndex: 12, lastTerm: 6 },
-  'prevote-resp': { type: 'prevote-resp', ...base, reject: true },
-  vote: { type: 'vote', ...base, lastIndex: 12, lastTerm: 6, transfer: true },
-  'vote-resp': { type: 'vote-resp', ...base, reject: false },
-  append: { type: 'append', ...base, prevIndex: 10, prevTerm: 5, entries, commit: 9 },
-  'append-resp': { type: 'append-resp', ...base, index: 12, reject: true, hintIndex: 8, hintTerm: 4 },
-  heartbeat: { type: 'heartbeat', ...base, commit: 12, readCtx: 3 },
-  'heartbeat-resp': { type: 'heartbeat-resp', ...base, readCtx: 3 },
-  'timeout-now': { type: 'timeout-now', ...base },
-  propose: { type: 'propose', ...base, proposals: [{ pid: 'n#1', data: bytes(9) }, { pid: 'n#2', data: new Uint8Array(0) }] },
-  'propose-resp': { type: 'propose-resp', ...base, index: 13, pids: ['n#1', 'n#2'], reject: false, leader: '127.0.0.1:7003' },
-  'read-index': { type: 'read-index', ...base, ctx: 99 },
-  'read-index-resp': { type: 'read-index-resp', ...base, ctx: 99, index: 12, reject: false },
-  snapshot: { type: 'snapshot', ...base, snapshot: { index: 40, term: 6, data: bytes(0xa1, 1, 2) } },
-};
+const examples = messageExamples(base);
 
 /** Encodes an arbitrary value as CBOR, for crafting frames the encoder would refuse to write. */
 const raw = (value: unknown): Uint8Array => encode(value);
