@@ -12,18 +12,22 @@ import { memberSnapshotPieces } from './member-snapshot.js';
 export const MAX_ENTRIES_HELD = 10_000;
 
 /**
- * Bytes of a finished snapshot joined into one buffer per step: its pieces joined at once held
- * the event loop for the copy and for the faults of the fresh memory's pages, at ten thousand
- * jobs longer than any step of the encoding.
+ * Bytes of a finished snapshot joined into one buffer per piece of a step: its pieces joined at
+ * once held the event loop for the copy and for the faults of the fresh memory's pages, at ten
+ * thousand jobs longer than any step of the encoding. A step goes on past its budget by the
+ * piece under way, so a piece is kept a small part of the budget (the faults cost more than the
+ * copy).
  */
-export const SNAPSHOT_BYTES_PER_STEP = 256 * 1024;
+export const SNAPSHOT_BYTES_PER_STEP = 64 * 1024;
 
 /**
- * Entries held back that the mirror applies per step once a snapshot is encoded and joined: it
- * catches up before the snapshot counts as taken, a bounded number a step, rather than all at
- * once (up to MAX_ENTRIES_HELD of them in one turn of the loop), and holds no entries after.
+ * Entries held back that the mirror applies per piece of a step once a snapshot is encoded and
+ * joined: it catches up before the snapshot counts as taken, a bounded number at a time, rather
+ * than all at once (up to MAX_ENTRIES_HELD of them in one turn of the loop), and holds no
+ * entries after. A registration applied costs a few microseconds: a piece of this many is a
+ * small part of SNAPSHOT_STEP_BUDGET_MS, by which a step may go past its budget.
  */
-export const CATCH_UP_PER_STEP = 500;
+export const CATCH_UP_PER_STEP = 100;
 
 /**
  * Entries held back that the mirror applies for every entry applied while it catches up: it
@@ -40,8 +44,11 @@ const CATCH_UP_PER_ENTRY = 2;
  */
 export const SNAPSHOT_STEP_BUDGET_MS = 2;
 
-/** Bound on the pieces of work of one step, whatever the clock says (a simulation's stands still). */
-export const MAX_PIECES_PER_STEP = 16;
+/**
+ * Bound on the pieces of work of one step, whatever the clock says (a simulation's stands still):
+ * as many records, bytes or entries a step at most as before the pieces were made smaller.
+ */
+export const MAX_PIECES_PER_STEP = 40;
 
 /**
  * A second copy of the scheduler's replicated state, kept level with the live one by applying

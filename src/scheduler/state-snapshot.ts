@@ -85,10 +85,11 @@ const decoder = new TextDecoder('utf-8', { fatal: true });
 /**
  * Jobs, claims or locks encoded in one step of a snapshot taken in steps (schedulerSnapshotSteps).
  * A state at its bounds (10,000 claims) took 33 to 64 ms to encode at once on an idle two-core
- * machine, and 40 to 170 ms on a member under 1,000 jobs a second: a step of 250 records is
- * about a fortieth of that.
+ * machine, and 40 to 170 ms on a member under 1,000 jobs a second: a step of 100 records is about
+ * a hundredth of that. A caller that runs several steps in one turn of the event loop until a
+ * budget is spent (SchedulerMirror) goes past it by at most one step: kept small, so is that.
  */
-export const SNAPSHOT_RECORDS_PER_STEP = 250;
+export const SNAPSHOT_RECORDS_PER_STEP = 100;
 
 /** Encodes the whole state. Deterministic: the same state gives the same bytes on every member. */
 export function encodeSchedulerSnapshot(state: SchedulerState): Uint8Array {
