@@ -10,7 +10,7 @@
  * every 500 ms (well over 100,000 events) to check the page's size; `--ok` drops the violations.
  */
 import { writeFileSync } from 'node:fs';
-import { renderReport } from '../simulations/report.js';
+import { renderReport } from '../simulations/report/page.js';
 import type { ReportInput, TimelineEvent } from '../simulations/timeline.js';
 
 /** A small seeded generator (mulberry32): the sample is the same on every run. */

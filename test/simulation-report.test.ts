@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { escapeHtml, MAX_JOB_LANES, PLOT_WIDTH_PX, renderReport, REPORT_SIZE_BUDGET_BYTES, summarizeJobs } from '../simulations/report.js';
+import { escapeHtml } from '../simulations/report/format.js';
+import { summarizeJobs } from '../simulations/report/model.js';
+import { renderReport, REPORT_SIZE_BUDGET_BYTES } from '../simulations/report/page.js';
+import { MAX_JOB_LANES, PLOT_WIDTH_PX } from '../simulations/report/svg.js';
 import { MAX_TIMELINE_EVENTS, type ReportInput, type TimelineEvent } from '../simulations/timeline.js';
 
 const MEMBERS = ['m1', 'm2', 'm3', 'm4', 'm5'];

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { parseDurationMs } from '../../simulations/duration.js';
 import { FAULT_ALIASES, FAULT_NAMES, switchesFromNames } from '../../simulations/faults.js';
-import { renderReport } from '../../simulations/report.js';
+import { renderReport } from '../../simulations/report/page.js';
 import { describeSpec, simulate, type FaultSwitches, type SimulationResult } from '../../simulations/simulate.js';
 import { DEFAULT_SIM_JOBS } from '../../simulations/jobs.js';
 import { InvalidArgumentError } from '../errors.js';
