@@ -1,7 +1,8 @@
 /** A job's lane of the timeline: its slots binned to pixel columns, who ran them, and how late. */
 import type { NodeId } from '../../src/raft/types.js';
+import type { JobSummary } from '../summary.js';
 import { fmtDuration, fmtInstant, fmtLateness, maxOf, minOf, plural, px, trimZeros, truncate } from './format.js';
-import { NO_RESULTS, slotResult, summarizeJob, type JobTrack, type Run, type RunOutcome, type Slot, type SlotResult } from './model.js';
+import { slotResult, type JobTrack, type Run, type RunOutcome, type Slot, type SlotResult } from './model.js';
 import { MAX_SLOT_COLUMNS, PathSet, placeSpans, PLOT_WIDTH_PX, PLOT_X0, PLOT_X1, rect, SLOT_BIN_PX, text, type TimeScale } from './svg.js';
 
 /** Heights of a job lane's rows: its slots, and its lateness chart under the members' rows. */
@@ -17,6 +18,7 @@ export function jobLaneHeight(members: number): number {
 }
 
 const RESULT_RANK: Readonly<Record<SlotResult, number>> = { pending: 0, succeeded: 1, skipped: 2, aborted: 3, failed: 4, missed: 5, never: 6 };
+const NO_RESULTS: Readonly<Record<SlotResult, number>> = { succeeded: 0, failed: 0, aborted: 0, skipped: 0, missed: 0, never: 0, pending: 0 };
 const OUTCOME_RANK: Readonly<Record<RunOutcome, number>> = { succeeded: 0, interrupted: 1, replaced: 1, aborted: 2, failed: 3 };
 const RESULT_LABEL: Readonly<Record<SlotResult, string>> = {
   succeeded: 'succeeded',
@@ -98,6 +100,8 @@ export interface LaneContext {
   readonly lastEventT: number;
   /** Width of a slot column (px). */
   readonly binPx: number;
+  /** The jobs' summaries by name, for the facts in each lane's gutter (the same as the table's). */
+  readonly summaries: ReadonlyMap<string, JobSummary>;
 }
 
 export function renderJobLane(job: JobTrack, y: number, lane: LaneContext): string {
@@ -127,7 +131,7 @@ export function renderJobLane(job: JobTrack, y: number, lane: LaneContext): stri
     `<line x1="${PLOT_X0}" x2="${PLOT_X1}" y1="${px(lateBaseline(lateY))}" y2="${px(lateBaseline(lateY))}" class="late-zero"/>`;
   return (
     `<g class="job">${background}${renderMissed(job, slotY, scale)}${paths.render()}${hits.join('')}` +
-    renderJobGutter(job, y, members, membersY, rowH, lateY, latenessMax, lastEventT) +
+    renderJobGutter(job, lane.summaries.get(job.name), y, members, membersY, rowH, lateY, latenessMax) +
     '</g>'
   );
 }
@@ -230,21 +234,11 @@ function wrapFacts(facts: readonly string[], max: number): string[] {
   return lines;
 }
 
-function renderJobGutter(job: JobTrack, y: number, members: readonly NodeId[], membersY: number, rowH: number, lateY: number, latenessMax: number, lastEventT: number): string {
-  const summary = summarizeJob(job, lastEventT);
-  const okShare = summary.slots === 0 ? '' : ` · ${trimZeros(((100 * summary.succeeded) / summary.slots).toFixed(1))}% ok`;
-  const issues = [
-    summary.failed > 0 ? `${summary.failed} failed` : '',
-    summary.skipped > 0 ? `${summary.skipped} skipped` : '',
-    summary.expired > 0 ? `${summary.expired} expired` : '',
-    summary.noOutcome > 0 ? `${summary.noOutcome} no outcome` : '',
-    summary.missed > 0 ? `${summary.missed} missed` : '',
-  ].filter((s) => s !== '');
+function renderJobGutter(job: JobTrack, summary: JobSummary | undefined, y: number, members: readonly NodeId[], membersY: number, rowH: number, lateY: number, latenessMax: number): string {
   const parts = [
     text(16, y + 16, truncate(job.name, 20), 'lane-name', job.name),
     text(16, y + 30, truncate(job.spec, 22), 'lane-spec', job.spec),
-    text(16, y + 44, `${plural(summary.slots, 'slot')}${okShare}`, 'lane-fact'),
-    ...wrapFacts(issues, GUTTER_FACT_CHARS).map((line, i) => text(16, y + 57 + i * 13, line, 'lane-fact bad')),
+    ...(summary === undefined ? [] : summaryFacts(summary, y)),
     text(PLOT_X0 - 8, y + 4 + SLOT_ROW_H - 3, 'slots', 'row-label end'),
     text(PLOT_X0 - 8, lateY + 9, `late ≤${fmtDuration(latenessMax)}`, 'row-label end'),
   ];
@@ -253,3 +247,15 @@ function renderJobGutter(job: JobTrack, y: number, members: readonly NodeId[], m
   return parts.join('');
 }
 
+/** A job's counts in its lane's gutter: its slots, the share that succeeded, and what went wrong. */
+function summaryFacts(summary: JobSummary, y: number): string[] {
+  const okShare = summary.claimed === 0 ? '' : ` · ${trimZeros(((100 * summary.succeeded) / summary.claimed).toFixed(1))}% ok`;
+  const issues = [
+    summary.failed > 0 ? `${summary.failed} failed` : '',
+    summary.skipped > 0 ? `${summary.skipped} skipped` : '',
+    summary.expired > 0 ? `${summary.expired} expired` : '',
+    summary.noOutcome > 0 ? `${summary.noOutcome} no outcome` : '',
+    summary.missed > 0 ? `${summary.missed} missed` : '',
+  ].filter((s) => s !== '');
+  return [text(16, y + 44, `${plural(summary.claimed, 'slot')}${okShare}`, 'lane-fact'), ...wrapFacts(issues, GUTTER_FACT_CHARS).map((line, i) => text(16, y + 57 + i * 13, line, 'lane-fact bad'))];
+}

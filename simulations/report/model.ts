@@ -4,7 +4,6 @@
  * outcomes, and the slots the catch-up policy dropped).
  */
 import type { NodeId } from '../../src/raft/types.js';
-import { percentile } from '../summary.js';
 import type { ReportInput, TimelineEvent } from '../timeline.js';
 
 type RunEvent = Extract<TimelineEvent, { kind: 'run' }>;
@@ -340,99 +339,3 @@ export function slotResult(slot: Slot, lastEventT: number): SlotResult {
       return 'aborted';
   }
 }
-
-/** Start of the first successful run minus the slot's instant, or null if none succeeded. */
-function successLateness(slot: Slot): number | null {
-  let first: number | null = null;
-  for (const r of slot.runs) if (r.outcome === 'succeeded' && (first === null || r.startT < first)) first = r.startT;
-  return first === null ? null : first - slot.slotT;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Lateness summaries
-
-export const NO_RESULTS: Readonly<Record<SlotResult, number>> = { succeeded: 0, failed: 0, aborted: 0, skipped: 0, missed: 0, never: 0, pending: 0 };
-
-/** Histogram buckets of lateness; negative lateness means a member's clock ran ahead. */
-export const LATENESS_BUCKETS: ReadonlyArray<{ readonly label: string; readonly below: number; readonly cls: string }> = [
-  { label: 'early', below: 0, cls: 'h-early' },
-  { label: '0–10ms', below: 10, cls: 'h-0' },
-  { label: '10–100ms', below: 100, cls: 'h-1' },
-  { label: '0.1–1s', below: 1000, cls: 'h-2' },
-  { label: '1–10s', below: 10_000, cls: 'h-3' },
-  { label: '≥10s', below: Number.POSITIVE_INFINITY, cls: 'h-4' },
-];
-
-/** One job's row in the lateness table. */
-export interface JobSummary {
-  readonly name: string;
-  readonly spec: string;
-  /** Slots claimed or run, not counting `pending` ones (after the end of the timeline). */
-  readonly slots: number;
-  readonly runs: number;
-  /** Slots with a successful run. */
-  readonly succeeded: number;
-  /** Slots whose runs failed, none succeeding. */
-  readonly failed: number;
-  /** Slots whose runs were all aborted or interrupted. */
-  readonly aborted: number;
-  /** Slots not run because their overlap policy skipped or replaced them (the log says why). */
-  readonly skipped: number;
-  /** Claimed slots the leader recorded as missed: nobody ran them before the reassignment horizon. */
-  readonly expired: number;
-  /** Slots claimed, never run, and given no outcome. */
-  readonly noOutcome: number;
-  readonly pending: number;
-  /** Slots dropped by the catch-up policy (sum of `missed` counts). */
-  readonly missed: number;
-  /** Slots claimed under more than one token (reassigned after a lost assignee or a failure). */
-  readonly reassigned: number;
-  /** Lateness of the first successful run of each slot (ms), or null when none succeeded. */
-  readonly lateness: { readonly p50: number; readonly p99: number; readonly max: number } | null;
-  /** Successful slots per bucket: early, 0–10ms, 10–100ms, 0.1–1s, 1–10s, ≥10s. */
-  readonly histogram: readonly number[];
-}
-
-/** The lateness table's numbers, one entry per job (declared jobs first, in order). */
-export function summarizeJobs(input: ReportInput): JobSummary[] {
-  const model = buildModel(input);
-  return model.jobs.map((j) => summarizeJob(j, model.lastEventT));
-}
-
-export function summarizeJob(job: JobTrack, lastEventT: number): JobSummary {
-  const counts: Record<SlotResult, number> = { ...NO_RESULTS };
-  const late: number[] = [];
-  let runs = 0;
-  let reassigned = 0;
-  for (const slot of job.slots) {
-    counts[slotResult(slot, lastEventT)]++;
-    runs += slot.runs.length;
-    if (slot.tokens.size > 1) reassigned++;
-    const lateness = successLateness(slot);
-    if (lateness !== null) late.push(lateness);
-  }
-  late.sort((a, b) => a - b);
-  const histogram = LATENESS_BUCKETS.map(() => 0);
-  for (const ms of late) {
-    const bucket = LATENESS_BUCKETS.findIndex((b) => ms < b.below);
-    histogram[bucket] = (histogram[bucket] ?? 0) + 1;
-  }
-  return {
-    name: job.name,
-    spec: job.spec,
-    slots: job.slots.length - counts.pending,
-    runs,
-    succeeded: counts.succeeded,
-    failed: counts.failed,
-    aborted: counts.aborted,
-    skipped: counts.skipped,
-    expired: counts.missed,
-    noOutcome: counts.never,
-    pending: counts.pending,
-    missed: job.missedEvents.reduce((sum, m) => sum + m.count, 0),
-    reassigned,
-    lateness: late.length === 0 ? null : { p50: percentile(late, 0.5), p99: percentile(late, 0.99), max: late[late.length - 1] ?? 0 },
-    histogram,
-  };
-}
-

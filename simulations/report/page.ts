@@ -9,9 +9,11 @@
  * aggregated to pixel columns before it is drawn (see the bounds in svg.ts) and the page stays a
  * few megabytes at most whatever the input.
  */
+import type { SimulationResult } from '../simulate.js';
+import { LATENESS_BUCKETS, type JobSummary } from '../summary.js';
 import { MAX_TIMELINE_EVENTS, type ReportInput } from '../timeline.js';
 import { escapeHtml, fmtDuration, fmtInstant, fmtLateness, maxOf, plural, px, truncate } from './format.js';
-import { buildModel, LATENESS_BUCKETS, summarizeJob, type JobSummary, type Model } from './model.js';
+import { buildModel, type Model } from './model.js';
 import { SCRIPT, STYLE } from './style.js';
 import { renderTimeline } from './timeline-svg.js';
 
@@ -54,34 +56,46 @@ function renderLegend(): string {
 </div>`;
 }
 
+/** CSS classes of the histogram's bars, one per LATENESS_BUCKETS entry: early, then later and later. */
+const BUCKET_CLASSES: readonly string[] = ['h-early', 'h-0', 'h-1', 'h-2', 'h-3', 'h-4'];
+
+/** The count columns of the table: each a JobSummary field (its `data-col`) and its header. */
+const COUNT_COLUMNS: ReadonlyArray<{ readonly field: CountField; readonly head: string; readonly badWhenPositive: boolean }> = [
+  { field: 'claimed', head: 'claimed', badWhenPositive: false },
+  { field: 'runs', head: 'runs', badWhenPositive: false },
+  { field: 'succeeded', head: 'succeeded', badWhenPositive: false },
+  { field: 'failed', head: 'failed', badWhenPositive: true },
+  { field: 'aborted', head: 'aborted', badWhenPositive: true },
+  { field: 'skipped', head: 'skipped', badWhenPositive: false },
+  { field: 'expired', head: 'expired', badWhenPositive: true },
+  { field: 'noOutcome', head: 'no outcome', badWhenPositive: true },
+  { field: 'missed', head: 'missed', badWhenPositive: true },
+  { field: 'reassigned', head: 'reassigned', badWhenPositive: false },
+];
+type CountField = 'claimed' | 'runs' | 'succeeded' | 'failed' | 'aborted' | 'skipped' | 'expired' | 'noOutcome' | 'missed' | 'reassigned';
+
+/** The table of the run's job summaries: the same numbers as the run result's `jobs` (its `--json` output). */
 function renderTable(summaries: readonly JobSummary[]): string {
   if (summaries.length === 0) return '<p class="muted">No jobs.</p>';
   const pending = summaries.reduce((sum, s) => sum + s.pending, 0);
-  const head = ['job', 'spec', 'slots', 'runs', 'succeeded', 'failed', 'aborted', 'skipped', 'expired', 'no outcome', 'missed', 'reassigned', 'p50', 'p99', 'max', 'lateness']
-    .map((h, i) => `<th${i >= 2 && i < 15 ? ' class="num"' : ''}>${h}</th>`)
-    .join('');
+  const group = `<tr><th class="blank" colspan="${2 + COUNT_COLUMNS.length}"></th><th class="group" colspan="4">lateness of each slot's first start</th></tr>`;
+  const head = ['job', 'spec', ...COUNT_COLUMNS.map((c) => c.head), 'p50', 'p99', 'max', 'histogram'].map((h, i) => `<th${i >= 2 && i < COUNT_COLUMNS.length + 5 ? ' class="num"' : ''}>${h}</th>`).join('');
   const rows = summaries.map(renderTableRow).join('\n');
-  const note = pending > 0 ? `<p class="note">${plural(pending, 'slot')} claimed for after the end of the timeline ${pending === 1 ? 'is' : 'are'} not counted.</p>` : '';
-  return `<table class="jobs"><thead><tr>${head}</tr></thead><tbody>\n${rows}\n</tbody></table>
-<p class="note">Lateness: start of the first successful run minus the slot's instant (nearest-rank percentiles); negative means a member's clock ran ahead.</p>${note}`;
+  const note = pending > 0 ? `<p class="note">${plural(pending, 'slot')} claimed for after the end of the run ${pending === 1 ? 'is' : 'are'} not counted.</p>` : '';
+  return `<table class="jobs"><thead>${group}<tr>${head}</tr></thead><tbody>\n${rows}\n</tbody></table>
+<p class="note">Counts over the whole run, as the scheduler checker saw the committed log. Lateness: the start of a slot's first run (under any claim, whatever its outcome) minus the slot's instant, as the lateness promise measures it (nearest-rank percentiles); negative means a member's clock ran ahead.</p>${note}`;
 }
 
 function renderTableRow(s: JobSummary): string {
   const cell = (col: string, value: string, cls = 'num'): string => `<td class="${cls}" data-col="${col}">${value}</td>`;
-  const n = (col: string, value: number, badWhenPositive = false): string => cell(col, value.toLocaleString('en-US'), `num${badWhenPositive && value > 0 ? ' bad' : value === 0 ? ' zero' : ''}`);
-  const late = (col: 'p50' | 'p99' | 'max'): string => cell(col, s.lateness === null ? '–' : escapeHtml(fmtLateness(s.lateness[col])), `num${s.lateness !== null && s.lateness[col] >= 1000 ? ' bad' : ''}`);
+  const count = ({ field, badWhenPositive }: (typeof COUNT_COLUMNS)[number]): string => {
+    const value = s[field];
+    return cell(field, value.toLocaleString('en-US'), `num${badWhenPositive && value > 0 ? ' bad' : value === 0 ? ' zero' : ''}`);
+  };
+  const late = (col: 'p50' | 'p99' | 'max'): string => cell(col, s.latenessMs === null ? '–' : escapeHtml(fmtLateness(s.latenessMs[col])), `num${s.latenessMs !== null && s.latenessMs[col] >= 1000 ? ' bad' : ''}`);
   return (
     `<tr data-job="${escapeHtml(s.name)}"><td class="job-name">${escapeHtml(s.name)}</td><td class="spec"><code>${escapeHtml(s.spec)}</code></td>` +
-    n('slots', s.slots) +
-    n('runs', s.runs) +
-    n('succeeded', s.succeeded) +
-    n('failed', s.failed, true) +
-    n('aborted', s.aborted, true) +
-    n('skipped', s.skipped) +
-    n('expired', s.expired, true) +
-    n('never', s.noOutcome, true) +
-    n('missed', s.missed, true) +
-    n('reassigned', s.reassigned) +
+    COUNT_COLUMNS.map(count).join('') +
     late('p50') +
     late('p99') +
     late('max') +
@@ -98,7 +112,7 @@ function renderHistogram(histogram: readonly number[]): string {
     const count = histogram[i] ?? 0;
     const barH = count === 0 ? 0 : Math.max(1.5, (count / max) * (h - 2));
     const x = i * (barW + gap);
-    return `<rect x="${x}" y="0" width="${barW}" height="${h}" class="hist-hit" data-tip="${escapeHtml(`${b.label}: ${plural(count, 'slot')}`)}"/><rect x="${x}" y="${px(h - barH)}" width="${barW}" height="${px(barH)}" class="${b.cls}"/>`;
+    return `<rect x="${x}" y="0" width="${barW}" height="${h}" class="hist-hit" data-tip="${escapeHtml(`${b.label}: ${plural(count, 'slot')}`)}"/><rect x="${x}" y="${px(h - barH)}" width="${barW}" height="${px(barH)}" class="${BUCKET_CLASSES[i] ?? ''}"/>`;
   });
   const width = LATENESS_BUCKETS.length * (barW + gap) - gap;
   const labels = `<div class="hist-labels"><span>early</span><span>≥10s</span></div>`;
@@ -119,11 +133,10 @@ function renderViolations(model: Model): string {
  */
 export function renderReport(input: ReportInput): string {
   const model = buildModel(input);
-  const summaries = model.jobs.map((j) => summarizeJob(j, model.lastEventT));
   const violationsFirst = input.violations.length > 0;
   const verdict = input.violations.length === 0 ? 'OK' : plural(input.violations.length, 'violation');
   const timeline = `<section class="card"><h2>Timeline</h2>${renderLegend()}<div class="scroll">${renderTimeline(model)}</div></section>`;
-  const table = `<section class="card"><h2>Lateness per job</h2>${renderTable(summaries)}</section>`;
+  const table = `<section class="card"><h2>Lateness per job</h2>${renderTable(input.jobs)}</section>`;
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -145,4 +158,18 @@ ${violationsFirst ? '' : renderViolations(model)}
 </body>
 </html>
 `;
+}
+
+/** The report's input for a run (`simulate({ timeline: true })`): its table is the run result's `jobs`. */
+export function reportInput(result: SimulationResult, reproduce: string): ReportInput {
+  return {
+    seed: result.seed,
+    members: result.members,
+    durationMs: result.simulatedMs,
+    healedAtT: result.healedAtMs,
+    jobs: result.jobs,
+    timeline: result.timeline ?? [],
+    violations: result.violations,
+    reproduce,
+  };
 }

@@ -100,6 +100,8 @@ svg text{fill:var(--ink)}
 .missed-label{font-size:10px;font-weight:700;fill:#5b21b6;text-anchor:middle;pointer-events:none}
 table.jobs{border-collapse:collapse;width:100%;font-variant-numeric:tabular-nums}
 table.jobs th{font-size:11px;text-transform:uppercase;letter-spacing:.05em;color:var(--muted);text-align:left;border-bottom:1px solid var(--rule);padding:6px 8px}
+table.jobs th.blank{border-bottom:0}
+table.jobs th.group{text-align:center;text-transform:none;letter-spacing:0;font-size:12px}
 table.jobs td{padding:7px 8px;border-bottom:1px solid #f1f5f9;vertical-align:middle}
 table.jobs tr:hover td{background:#f8fafc}
 .num{text-align:right}

@@ -36,7 +36,8 @@ export function renderTimeline(model: Model): string {
   model.members.forEach((m, i) => parts.push(renderMemberLane(m, membersY + i * (MEMBER_LANE_H + MEMBER_GAP), scale, clockMax)));
   const jobNote = model.jobs.length > drawnJobs.length ? ` · first ${drawnJobs.length} of ${model.jobs.length} jobs drawn` : '';
   parts.push(renderSectionTitle('JOBS', `slot result · who ran it · lateness${jobNote}`, jobsY - SECTION_H + 4));
-  const lane: LaneContext = { scale, members: memberIds, lastEventT: model.lastEventT, binPx: slotBinWidth(drawnJobs.length) };
+  const summaries = new Map(model.input.jobs.map((j) => [j.name, j]));
+  const lane: LaneContext = { scale, members: memberIds, lastEventT: model.lastEventT, binPx: slotBinWidth(drawnJobs.length), summaries };
   drawnJobs.forEach((j, i) => parts.push(renderJobLane(j, jobsY + i * (jobH + JOB_GAP), lane)));
   parts.push(renderAxis(scale, bottomAxisY, 'bottom'));
   parts.push(renderViolationMarkers(model, scale, markerY, bottomAxisY));
