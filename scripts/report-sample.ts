@@ -10,7 +10,12 @@
  * every 500 ms (well over 100,000 events) to check the page's size; `--ok` drops the violations.
  */
 import { writeFileSync } from 'node:fs';
-import { renderReport } from '../simulations/report.js';
+import { parseSpec } from '../src/scheduler/spec.js';
+import type { SchedulerCommand } from '../src/scheduler/state.js';
+import { renderReport } from '../simulations/report/page.js';
+import { SchedulerChecker } from '../simulations/scheduler-checker.js';
+import { SIM_EPOCH_MS } from '../simulations/scheduler.js';
+import { summarizeJobs, type JobSummary } from '../simulations/summary.js';
 import type { ReportInput, TimelineEvent } from '../simulations/timeline.js';
 
 /** A small seeded generator (mulberry32): the sample is the same on every run. */
@@ -270,6 +275,45 @@ function playJob(c: Cluster, job: SampleJob, tokenBase: { next: number }): void 
   flushMissed(DURATION_MS);
 }
 
+/**
+ * The made-up run's job summaries, counted as the simulator counts a real run's: its timeline
+ * replayed into the scheduler checker as the committed log it stands for (a claim, a move, a
+ * run's start and its outcome, slots dropped by catch-up), each under an index of its own.
+ */
+function summaries(jobs: readonly SampleJob[], events: readonly TimelineEvent[]): JobSummary[] {
+  // The made-up log breaks rules the checker checks (its tokens are not indexes): only its counts matter here.
+  const checker = new SchedulerChecker(() => undefined);
+  let index = 0;
+  const commit = (t: number, command: SchedulerCommand): number => {
+    checker.onApplied(t, ++index, command, { ok: true });
+    return index;
+  };
+  for (const job of jobs) {
+    const policy = { retries: job.retries, retryDelayMs: 200, catchUp: { policy: 'latest' as const } };
+    commit(0, { type: 'register', job: job.name, spec: parseSpec({ every: `${job.everyMs}ms` }), mode: 'one', policy, member: 'm1', atMs: SIM_EPOCH_MS });
+  }
+  /** The index that stands for each claim's token, and each slot's current one. */
+  const indexOf = new Map<string, number>();
+  const current = new Map<string, number>();
+  for (const e of events) {
+    if (e.kind === 'claim') {
+      const slot = `${e.job} ${e.slotT}`;
+      const slotMs = SIM_EPOCH_MS + e.slotT;
+      const from = current.get(slot);
+      const at = from === undefined ? commit(e.t, { type: 'claim', job: e.job, slotMs, assignees: e.assignees }) : commit(e.t, { type: 'reassign', job: e.job, slotMs, fromToken: from, assignees: e.assignees, reason: 'retry' });
+      current.set(slot, at);
+      indexOf.set(`${slot} ${e.token}`, at);
+    } else if (e.kind === 'run') {
+      const token = indexOf.get(`${e.job} ${e.slotT} ${e.token}`) ?? 0;
+      checker.onRunStart(e.startT, e.member, 1, { job: e.job, slotMs: SIM_EPOCH_MS + e.slotT, fencingToken: token });
+      commit(e.t, { type: 'outcome', job: e.job, slotMs: SIM_EPOCH_MS + e.slotT, token, member: e.member, outcome: e.outcome, atMs: SIM_EPOCH_MS + e.t });
+    } else if (e.kind === 'missed') {
+      commit(e.t, { type: 'skip', job: e.job, throughMs: SIM_EPOCH_MS + e.throughT, fromMs: SIM_EPOCH_MS, count: e.count });
+    }
+  }
+  return summarizeJobs(jobs, checker, DURATION_MS);
+}
+
 function sampleInput(large: boolean, ok: boolean): ReportInput {
   const c = new Cluster();
   if (large) scriptChaos(c);
@@ -299,7 +343,7 @@ function sampleInput(large: boolean, ok: boolean): ReportInput {
     members: MEMBERS,
     durationMs: DURATION_MS,
     healedAtT: HEALED_AT,
-    jobs: jobs.map((j) => ({ name: j.name, spec: j.spec })),
+    jobs: summaries(jobs, events),
     timeline: events,
     violations: violations.map((v) => `t=${v.t.toFixed(1)}ms: ${v.message}`),
     reproduce: `npx cronraft simulate --seed ${large ? 777 : 4242} --members 5 --duration 9m --faults partition,crash,loss,clock`,

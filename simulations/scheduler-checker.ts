@@ -6,7 +6,7 @@ import { SIM_EPOCH_MS } from './scheduler.js';
 import type { Report } from './violations.js';
 
 /** A slot as the committed log tells it, with what the checkers saw run. */
-interface SlotRecord {
+export interface SlotRecord {
   readonly job: string;
   readonly slotMs: number;
   /** The current claim's token, and every earlier one with when (true ms) it was superseded. */
@@ -18,6 +18,8 @@ interface SlotRecord {
   readonly outcomeAt: Map<string, number>;
   /** True time the first run of the slot started, whatever its token. */
   firstStartT: number | null;
+  /** Runs of the slot started, under any token. */
+  runs: number;
   /** Every `${member} ${token}` the log ever gave this slot: a run must hold one of them. */
   readonly grants: Set<string>;
   /** The token whose run a later slot replaced (overlap 'replace'): the slot's story is over. */
@@ -145,7 +147,7 @@ export class SchedulerChecker {
       }
     }
     const grants = new Set(command.assignees.map((member) => `${member} ${index}`));
-    this.slots.set(key, { job: command.job, slotMs: command.slotMs, token: index, assignees: command.assignees, attempt: 1, outcomes: new Map(), outcomeAt: new Map(), firstStartT: null, grants, cancelledToken: null });
+    this.slots.set(key, { job: command.job, slotMs: command.slotMs, token: index, assignees: command.assignees, attempt: 1, outcomes: new Map(), outcomeAt: new Map(), firstStartT: null, runs: 0, grants, cancelledToken: null });
   }
 
   onRunStart(t: number, member: NodeId, incarnation: number, run: { job: string; slotMs: number; fencingToken: number }): void {
@@ -153,6 +155,7 @@ export class SchedulerChecker {
     const slot = this.slots.get(key);
     if (slot === undefined) return this.#report(t, 'token', `${member} started ${key} which was never claimed`);
     slot.firstStartT ??= t;
+    slot.runs++;
     if (!slot.grants.has(`${member} ${run.fencingToken}`)) this.#report(t, 'token', `${member} started ${key} under token ${run.fencingToken}, which the log never gave it`);
     if (run.fencingToken < slot.token) this.staleStarts++;
     // Its own outcome committed before this process started: its replay, or the read barrier a

@@ -66,7 +66,7 @@ export interface SimulationResult {
   readonly crashes: number;
   readonly delivered: number;
   readonly dropped: number;
-  /** Per job: slots claimed, runs, outcomes, missed, lateness. */
+  /** Per job: slots claimed, runs, outcomes, missed, lateness (see JobSummary). */
   readonly jobs: readonly JobSummary[];
   /** Runs started under a claim the log had already moved on (a stalled or cut-off member; fencing covers them). */
   readonly staleStarts: number;
@@ -465,7 +465,7 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
       crashes,
       delivered: network.delivered,
       dropped: network.dropped,
-      jobs: summarizeJobs(jobs.map((j) => j.name), slots, scheduler.nowMs),
+      jobs: summarizeJobs(jobs.map((j) => ({ name: j.name, spec: describeSpec(j) })), slots, scheduler.nowMs),
       staleStarts: slots.staleStarts,
       reRuns: slots.reRuns,
       traceHash: trace.digest('hex').slice(0, 16),

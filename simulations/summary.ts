@@ -1,61 +1,139 @@
-import type { SchedulerChecker } from './scheduler-checker.js';
+import { MISSED } from '../src/scheduler/state.js';
+import type { SchedulerChecker, SlotRecord } from './scheduler-checker.js';
 import { SIM_EPOCH_MS } from './scheduler.js';
 
-/** What became of one job's slots in a run. */
+/**
+ * Histogram buckets of lateness, by upper bound (exclusive): negative lateness means the
+ * slot started early (its member's clock ran ahead).
+ */
+export const LATENESS_BUCKETS: ReadonlyArray<{ readonly label: string; readonly belowMs: number }> = [
+  { label: 'early', belowMs: 0 },
+  { label: '0–10ms', belowMs: 10 },
+  { label: '10–100ms', belowMs: 100 },
+  { label: '0.1–1s', belowMs: 1000 },
+  { label: '1–10s', belowMs: 10_000 },
+  { label: '≥10s', belowMs: Number.POSITIVE_INFINITY },
+];
+
+/**
+ * What became of one job's slots in a run: the run result's `jobs` (and so the `--json` output
+ * of `cronraft simulate`) and the HTML report's table both show this, computed once from the
+ * scheduler checker, which saw every slot (the timeline the report draws is bounded).
+ *
+ * A slot's **lateness** is the true time its first run started, under any of its claims and
+ * whatever that run's outcome, minus the slot's instant. That is what the scheduler controls
+ * (when an assignee fires) and what it promises: a slot "starts within 50 ms of its instant"
+ * (docs/PROMISES.md, `lateness`), which the scheduler checker measures the same way. A run that
+ * started on time and then failed was on time; its failure is the handler's, and is counted
+ * below by outcome.
+ */
 export interface JobSummary {
   readonly name: string;
+  /** The job's spec as reports show it. */
+  readonly spec: string;
+  /** Slots claimed that were due by the end of the run (those claimed ahead for later are `pending`). */
   readonly claimed: number;
-  /** Slots dropped by the catch-up policy. */
-  readonly missed: number;
-  /** Slots with at least one successful run under their current claim. */
+  /** Runs started, under any of the slots' claims: retries and runs of moved slots count too. */
+  readonly runs: number;
+  /** Slots with a successful run under any of their claims, as the log recorded it. */
   readonly succeeded: number;
-  /** Claimed slots whose final outcome is not a success (failed, aborted, or none). */
-  readonly unsuccessful: number;
   /**
-   * Those slots by their outcome under their current claim: a run's (`failed`, `aborted`,
-   * `interrupted`), or the slot's when it was not run (`skipped`, `replaced`, `missed`), or
-   * `none` (not recorded by the end of the run: the last slots' runs may still be going).
+   * The other claimed slots by the outcome the log recorded under their current claim:
+   * `failed`; `aborted` (its timeout) or `interrupted` (the cluster ended it) count as `aborted`.
    */
-  readonly unsuccessfulBy: Readonly<Record<string, number>>;
-  /** Start of a slot's first run minus its instant, true time: p50, p99 and max in ms. */
-  readonly latenessMs: { readonly p50: number; readonly p99: number; readonly max: number };
+  readonly failed: number;
+  readonly aborted: number;
+  /** Slots not run because their overlap policy skipped them or a later slot's run replaced them. */
+  readonly skipped: number;
+  /** Slots the leader recorded as missed (`expire`): nobody ran them before the reassignment horizon. */
+  readonly expired: number;
+  /** Slots with no outcome recorded under their current claim by the end of the run (the last slots' runs may still be going). */
+  readonly noOutcome: number;
+  /** Slots claimed ahead for after the end of the run: they never had their turn and are not counted above. */
+  readonly pending: number;
+  /** Slots dropped by the catch-up policy, never claimed. */
+  readonly missed: number;
+  /** Slots claimed again after their first claim (moved off a lost assignee, or retried). */
+  readonly reassigned: number;
+  /** Lateness (see above) of the slots that started, true ms: nearest-rank p50 and p99, and max; null if none started. */
+  readonly latenessMs: { readonly p50: number; readonly p99: number; readonly max: number } | null;
+  /** Slots that started, by lateness bucket (LATENESS_BUCKETS). */
+  readonly histogram: readonly number[];
 }
 
-/** Summaries of the slots due by `endT` (true ms): later ones were claimed ahead and never had their turn. */
-export function summarizeJobs(names: readonly string[], checker: SchedulerChecker, endT: number): JobSummary[] {
-  return names.map((name) => {
-    const job = checker.jobs.get(name);
+type SlotResult = 'succeeded' | 'failed' | 'aborted' | 'skipped' | 'expired' | 'noOutcome';
+
+/**
+ * Summaries of `jobs` (in their order) from what the checker saw. Slots due after `endT` (true
+ * ms) were claimed ahead and never had their turn: they are only counted as `pending`.
+ */
+export function summarizeJobs(jobs: ReadonlyArray<{ readonly name: string; readonly spec: string }>, checker: SchedulerChecker, endT: number): JobSummary[] {
+  const slotsOf = new Map<string, SlotRecord[]>(jobs.map((j) => [j.name, []]));
+  for (const slot of checker.slots.values()) slotsOf.get(slot.job)?.push(slot);
+  return jobs.map(({ name, spec }) => {
+    const counts: Record<SlotResult, number> = { succeeded: 0, failed: 0, aborted: 0, skipped: 0, expired: 0, noOutcome: 0 };
     const lateness: number[] = [];
-    let succeeded = 0;
-    let claimed = 0;
-    const unsuccessfulBy: Record<string, number> = {};
-    for (const slot of checker.slots.values()) {
-      if (slot.job !== name || slot.slotMs - SIM_EPOCH_MS > endT) continue;
-      claimed++;
-      if (slot.firstStartT !== null) lateness.push(slot.firstStartT - (slot.slotMs - SIM_EPOCH_MS));
-      const outcomes = slot.assignees.flatMap((member) => slot.outcomes.get(`${member} ${slot.token}`) ?? []);
-      if (outcomes.includes('succeeded')) succeeded++;
-      else {
-        const outcome = outcomes[0] ?? 'none';
-        unsuccessfulBy[outcome] = (unsuccessfulBy[outcome] ?? 0) + 1;
+    let pending = 0;
+    let runs = 0;
+    let reassigned = 0;
+    for (const slot of slotsOf.get(name) ?? []) {
+      const slotT = slot.slotMs - SIM_EPOCH_MS;
+      if (slotT > endT) {
+        pending++;
+        continue;
       }
+      counts[resultOf(slot)]++;
+      runs += slot.runs;
+      if (slot.attempt > 1) reassigned++;
+      if (slot.firstStartT !== null) lateness.push(slot.firstStartT - slotT);
     }
     lateness.sort((a, b) => a - b);
-    // The same percentiles as the HTML report's table, so the two agree on a run.
+    const histogram = LATENESS_BUCKETS.map(() => 0);
+    for (const ms of lateness) {
+      const bucket = LATENESS_BUCKETS.findIndex((b) => ms < b.belowMs);
+      histogram[bucket] = (histogram[bucket] ?? 0) + 1;
+    }
+    const claimed = Object.values(counts).reduce((a, b) => a + b, 0);
     return {
       name,
+      spec,
       claimed,
-      missed: job?.missed ?? 0,
-      succeeded,
-      unsuccessful: claimed - succeeded,
-      unsuccessfulBy,
-      latenessMs: { p50: percentile(lateness, 0.5), p99: percentile(lateness, 0.99), max: lateness[lateness.length - 1] ?? 0 },
+      runs,
+      ...counts,
+      pending,
+      missed: checker.jobs.get(name)?.missed ?? 0,
+      reassigned,
+      latenessMs: lateness.length === 0 ? null : { p50: percentile(lateness, 0.5), p99: percentile(lateness, 0.99), max: lateness[lateness.length - 1] ?? 0 },
+      histogram,
     };
   });
 }
 
+/**
+ * A slot succeeded once a run of it succeeded under any claim (a success whose outcome was
+ * committed after the slot had moved on still did the work). Otherwise it is what the log
+ * recorded under its current claim, from its first assignee that has an outcome there.
+ */
+function resultOf(slot: SlotRecord): SlotResult {
+  for (const outcome of slot.outcomes.values()) if (outcome === 'succeeded') return 'succeeded';
+  const outcome = slot.assignees.map((member) => slot.outcomes.get(`${member} ${slot.token}`)).find((o) => o !== undefined);
+  switch (outcome) {
+    case undefined:
+      return 'noOutcome';
+    case 'failed':
+      return 'failed';
+    case 'skipped':
+    case 'replaced':
+      return 'skipped';
+    case MISSED:
+      return 'expired';
+    default:
+      return 'aborted';
+  }
+}
+
 /** Nearest-rank percentile (q in 0..1) of a sorted array: a value that actually occurred; 0 when empty. */
-export function percentile(sorted: readonly number[], q: number): number {
+function percentile(sorted: readonly number[], q: number): number {
   const rank = Math.max(1, Math.ceil(q * sorted.length));
   return sorted[Math.min(rank, sorted.length) - 1] ?? 0;
 }

@@ -1,4 +1,5 @@
 import type { NodeId } from '../src/raft/types.js';
+import type { JobSummary } from './summary.js';
 
 /**
  * What a simulation records for people to look at (the HTML report) and for the scheduler's
@@ -51,7 +52,12 @@ export interface ReportInput {
   readonly durationMs: number;
   /** When the fault phase ended (true ms since start). */
   readonly healedAtT: number;
-  readonly jobs: ReadonlyArray<{ readonly name: string; readonly spec: string }>;
+  /**
+   * The run's jobs (lanes are drawn in this order) and what became of their slots: the table
+   * shows these, which the scheduler checker counted over the whole run, not a recount of the
+   * timeline, which is bounded.
+   */
+  readonly jobs: readonly JobSummary[];
   readonly timeline: readonly TimelineEvent[];
   readonly violations: readonly string[];
   /** The command that replays this run. */

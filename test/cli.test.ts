@@ -1,10 +1,14 @@
 import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { CLUSTER_DEFAULTS } from '../src/cluster-options.js';
 import { switchesFromNames } from '../simulations/faults.js';
 import { drawSettings } from '../simulations/settings.js';
+import type { JobSummary } from '../simulations/summary.js';
+import { expectedRow, tableRow } from './fixtures/report-table.js';
 
 const run = promisify(execFile);
 /** The compiled command, as `npx cronraft` runs it (test/global-setup.ts builds first). */
@@ -52,6 +56,21 @@ describe('cronraft simulate', () => {
     const json = JSON.parse((await cronraft('simulate', '--seed', '4', '--members', '3', '--duration', '2s', '--json')).stdout) as { varied: unknown; settings: { timing: { requestTimeoutMs: number } } };
     expect(json.varied).toEqual(varied);
     expect(json.settings.timing.requestTimeoutMs).toBe(varied.requestTimeoutMs ?? CLUSTER_DEFAULTS.requestTimeoutMs);
+  });
+
+  it("writes a report whose table shows its JSON's job summaries, count for count", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cronraft-report-'));
+    try {
+      const path = join(dir, 'run.html');
+      const r = await cronraft('simulate', '--seed', '3', '--members', '3', '--duration', '3s', '--report', path, '--json');
+      expect(r.code).toBe(0);
+      const { jobs } = JSON.parse(r.stdout) as { jobs: JobSummary[] };
+      const html = readFileSync(path, 'utf8');
+      expect(jobs.reduce((n, j) => n + j.claimed, 0)).toBeGreaterThan(0);
+      for (const job of jobs) expect(tableRow(html, job.name)).toEqual(expectedRow(job));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('rejects a bad option with the usage and exit status 2', async () => {

@@ -1,8 +1,18 @@
 import { describe, expect, it } from 'vitest';
-import { escapeHtml, MAX_JOB_LANES, PLOT_WIDTH_PX, renderReport, REPORT_SIZE_BUDGET_BYTES, summarizeJobs } from '../simulations/report.js';
+import { escapeHtml } from '../simulations/report/format.js';
+import { renderReport, REPORT_SIZE_BUDGET_BYTES, reportInput } from '../simulations/report/page.js';
+import { MAX_JOB_LANES, PLOT_WIDTH_PX } from '../simulations/report/svg.js';
+import { expectedRow, tableRow } from './fixtures/report-table.js';
+import { simulate } from '../simulations/simulate.js';
+import type { JobSummary } from '../simulations/summary.js';
 import { MAX_TIMELINE_EVENTS, type ReportInput, type TimelineEvent } from '../simulations/timeline.js';
 
 const MEMBERS = ['m1', 'm2', 'm3', 'm4', 'm5'];
+
+/** A job's summary: none of its slots claimed, but for `counts`. */
+function summary(name: string, spec = '{"every":"1s"}', counts: Partial<JobSummary> = {}): JobSummary {
+  return { name, spec, claimed: 0, runs: 0, succeeded: 0, failed: 0, aborted: 0, skipped: 0, expired: 0, noOutcome: 0, pending: 0, missed: 0, reassigned: 0, latenessMs: null, histogram: [0, 0, 0, 0, 0, 0], ...counts };
+}
 
 function input(overrides: Partial<ReportInput> = {}): ReportInput {
   return {
@@ -10,7 +20,7 @@ function input(overrides: Partial<ReportInput> = {}): ReportInput {
     members: MEMBERS,
     durationMs: 10_000,
     healedAtT: 8000,
-    jobs: [{ name: 'a', spec: '{"every":"1s"}' }],
+    jobs: [summary('a')],
     timeline: [],
     violations: [],
     reproduce: 'npx cronraft simulate --seed 7 --members 5 --duration 10s',
@@ -57,19 +67,12 @@ const HAND_MADE: readonly TimelineEvent[] = byTime([
   claim('a', 99_000, 'm1', 19, 8000),
 ]);
 
-/** The text of each cell of the lateness table's row for a job, by column. */
-function tableRow(html: string, job: string): Record<string, string> {
-  const row = new RegExp(`<tr data-job="${job}">(.*?)</tr>`).exec(html)?.[1];
-  if (row === undefined) throw new Error(`no table row for ${job}`);
-  return Object.fromEntries([...row.matchAll(/data-col="([^"]+)">([^<]*)</g)].map((m) => [m[1], m[2]]));
-}
-
 /** Resource references that would make the page fetch something from the network. */
 const REMOTE_REFERENCE = /(?:src|href|xlink:href)\s*=\s*["']?\s*(?:https?:)?\/\/|url\(\s*["']?\s*(?:https?:)?\/\/|@import/i;
 
 describe('renderReport', () => {
   it('renders one self-contained page with the members, jobs, seed and reproduce command', () => {
-    const html = renderReport(input({ timeline: HAND_MADE, jobs: [{ name: 'a', spec: '{"every":"1s"}' }, { name: 'nightly-backup', spec: '0 3 * * *' }] }));
+    const html = renderReport(input({ timeline: HAND_MADE, jobs: [summary('a'), summary('nightly-backup', '0 3 * * *')] }));
     expect(html.startsWith('<!doctype html>')).toBe(true);
     expect(html.trimEnd().endsWith('</html>')).toBe(true);
     for (const m of MEMBERS) expect(html).toContain(`>${m}</text>`);
@@ -94,7 +97,7 @@ describe('renderReport', () => {
     const html = renderReport(
       input({
         members: ['m1', 'm"2'],
-        jobs: [{ name: evil, spec: '</style><script>alert(2)</script>' }],
+        jobs: [summary(evil, '</style><script>alert(2)</script>')],
         timeline: [
           { t: 10, kind: 'leader', member: 'm"2', term: 1 },
           claim(evil, 1000, 'm1', 3),
@@ -138,51 +141,48 @@ describe('renderReport', () => {
     expect(html.match(/class="violation-marker"/g)).toHaveLength(1);
   });
 
-  it('computes the lateness table from the first successful run of each slot', () => {
-    const [a] = summarizeJobs(input({ timeline: HAND_MADE }));
-    expect(a).toEqual({
-      name: 'a',
-      spec: '{"every":"1s"}',
-      slots: 7,
-      runs: 7,
+  it("shows each job's summary in the table, as given, with lateness from each slot's first start", () => {
+    const a = summary('a', '{"every":"1s"}', {
+      claimed: 7,
+      runs: 9,
       succeeded: 4,
       failed: 1,
       aborted: 1,
-      skipped: 0,
-      expired: 0,
       noOutcome: 1,
       pending: 1,
       missed: 3,
       reassigned: 1,
-      lateness: { p50: 10, p99: 500, max: 500 },
+      latenessMs: { p50: 10, p99: 500, max: 500 },
       histogram: [1, 0, 2, 1, 0, 0],
     });
-    const html = renderReport(input({ timeline: HAND_MADE }));
+    const html = renderReport(input({ timeline: HAND_MADE, jobs: [a] }));
     expect(tableRow(html, 'a')).toEqual({
-      slots: '7',
-      runs: '7',
+      claimed: '7',
+      runs: '9',
       succeeded: '4',
       failed: '1',
       aborted: '1',
       skipped: '0',
       expired: '0',
-      never: '1',
+      noOutcome: '1',
       missed: '3',
       reassigned: '1',
       p50: '+10ms',
       p99: '+500ms',
       max: '+500ms',
     });
-    expect(html).toContain('1 slot claimed for after the end of the timeline is not counted.');
+    expect(html).toContain(`<th class="group" colspan="4">lateness of each slot's first start</th>`);
+    expect(html).toContain("the start of a slot's first run (under any claim, whatever its outcome) minus the slot's instant");
+    expect(html).toContain('1 slot claimed for after the end of the run is not counted.');
     expect(html).toContain('data-tip="early: 1 slot"');
     expect(html).toContain('data-tip="10–100ms: 2 slots"');
+    // The lane's gutter tells the same counts.
+    expect(html).toContain('>7 slots · 57.1% ok</text>');
   });
 
-  it('shows no lateness for a job that never succeeded', () => {
-    const timeline = [claim('a', 1000, 'm1', 1), run('a', 1000, 'm1', 1001, 'failed', 1)];
-    const [a] = summarizeJobs(input({ timeline }));
-    expect(a?.lateness).toBeNull();
-    expect(tableRow(renderReport(input({ timeline })), 'a')).toMatchObject({ p50: '–', p99: '–', max: '–', failed: '1' });
+  it('shows no lateness for a job none of whose slots started', () => {
+    const timeline = [claim('a', 1000, 'm1', 1)];
+    expect(tableRow(renderReport(input({ timeline, jobs: [summary('a', '{"every":"1s"}', { claimed: 1, noOutcome: 1 })] })), 'a')).toMatchObject({ p50: '–', p99: '–', max: '–', noOutcome: '1' });
   });
 
   it('describes slots, runs and reassignments in the job lane tooltips', () => {
@@ -214,10 +214,7 @@ describe('renderReport', () => {
       claim('a', 6000, 'm2', 22, 6100),
       { t: 6120, kind: 'outcome', job: 'a', slotT: 6000, token: 22, member: 'm2', outcome: 'skipped', reason },
     ]);
-    const [a] = summarizeJobs(input({ timeline }));
-    expect(a).toMatchObject({ slots: 5, succeeded: 2, skipped: 2, expired: 1, noOutcome: 0 });
     const html = renderReport(input({ timeline }));
-    expect(tableRow(html, 'a')).toMatchObject({ skipped: '2', expired: '1', never: '0' });
     expect(html).toContain(`a · slot 0:06.000\nskipped (overlap) · reassigned (2 claims)\nm1  started +1ms, ran 5ms, interrupted (token 21)\nm2  skipped (token 22): ${escapeHtml(reason)}`);
     expect(html).toContain(`a · slot 0:03.000\nskipped (overlap)\nm2  skipped (token 12): ${escapeHtml(reason)}`);
     expect(html).toContain('a · slot 0:04.000\nmissed: nobody ran it\nm3  missed (token 20): expired: no member ran the slot before it passed the reassignment horizon');
@@ -257,7 +254,7 @@ describe('renderReport', () => {
   });
 
   it('draws the first MAX_JOB_LANES jobs and still tabulates every job', () => {
-    const jobs = Array.from({ length: MAX_JOB_LANES + 5 }, (_, i) => ({ name: `job-${i}`, spec: '{"every":"1s"}' }));
+    const jobs = Array.from({ length: MAX_JOB_LANES + 5 }, (_, i) => summary(`job-${i}`));
     const timeline = jobs.flatMap((j, i) => [claim(j.name, 1000 + i, 'm1', i + 1), run(j.name, 1000 + i, 'm1', 1001 + i, 'succeeded', i + 1)]);
     const html = renderReport(input({ jobs, timeline }));
     expect(html).toContain(`first ${MAX_JOB_LANES} of ${jobs.length} jobs drawn`);
@@ -280,8 +277,6 @@ describe('renderReport', () => {
     // Every member's row of leader periods is bounded too, however many elections there were.
     const memberLanes = html.split('<g class="member">').slice(1);
     for (const lane of memberLanes) expect(lane.match(/class="leader/g)?.length ?? 0).toBeLessThanOrEqual(PLOT_WIDTH_PX);
-    const summaries = summarizeJobs(big);
-    expect(summaries[0]?.slots).toBe(599);
     expect(html).toContain('>job-00</text>');
   });
   it('renders a timeline as long as the simulator keeps (MAX_TIMELINE_EVENTS) of one kind', () => {
@@ -291,6 +286,21 @@ describe('renderReport', () => {
     expect(html).toContain('(bound reached)');
     expect(html).toMatch(/m1: \d+ clock changes, offset −100ms … \+99ms/);
   });
+});
+
+describe('the report of a run', () => {
+  it('tabulates the run result\'s job summaries (its JSON), whole even when the timeline is cut short', async () => {
+    const result = await simulate({ seed: 42, members: 5, durationMs: 30_000, timeline: true });
+    const json = JSON.parse(JSON.stringify(result)) as typeof result;
+    const timeline = result.timeline ?? [];
+    // As if the timeline had reached its bound halfway through: the table does not count from it.
+    const html = renderReport(reportInput({ ...result, timeline: timeline.slice(0, timeline.length >> 1) }, 'replay'));
+    expect(json.jobs.reduce((n, j) => n + j.claimed, 0)).toBeGreaterThan(0);
+    for (const job of json.jobs) {
+      expect(job.claimed).toBe(job.succeeded + job.failed + job.aborted + job.skipped + job.expired + job.noOutcome);
+      expect(tableRow(html, job.name)).toEqual(expectedRow(job));
+    }
+  }, 120_000);
 });
 
 describe('escapeHtml', () => {
@@ -329,7 +339,7 @@ function largeInput(): ReportInput {
     timeline.push({ t, kind: 'partition', blocked });
   }
   for (const member of MEMBERS) for (let t = 0; t < durationMs; t += 40) timeline.push({ t, kind: 'clock', member, offsetMs: Math.round(random() * 600 - 300), note: 'jitter' });
-  const jobs = Array.from({ length: 30 }, (_, i) => ({ name: `job-${String(i).padStart(2, '0')}`, spec: '{"every":"1s"}' }));
+  const jobs = Array.from({ length: 30 }, (_, i) => summary(`job-${String(i).padStart(2, '0')}`));
   let token = 0;
   jobs.forEach((job, i) => {
     for (let slotT = 1000 + i * 10; slotT < durationMs; slotT += 1000) {

@@ -12,9 +12,8 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { parseDurationMs } from '../../simulations/duration.js';
 import { FAULT_ALIASES, FAULT_NAMES, switchesFromNames } from '../../simulations/faults.js';
-import { renderReport } from '../../simulations/report.js';
-import { describeSpec, simulate, type FaultSwitches, type SimulationResult } from '../../simulations/simulate.js';
-import { DEFAULT_SIM_JOBS } from '../../simulations/jobs.js';
+import { renderReport, reportInput } from '../../simulations/report/page.js';
+import { simulate, type FaultSwitches, type SimulationResult } from '../../simulations/simulate.js';
 import { InvalidArgumentError } from '../errors.js';
 
 const USAGE = `usage: cronraft simulate [--seed N | --seeds N [--from N]] [--members N] [--duration 60s]
@@ -77,20 +76,10 @@ async function main(argv: string[]): Promise<number> {
   const parallel = Math.min(values.parallel === 'auto' ? availableParallelism() : positiveInt(values.parallel, '--parallel'), count);
   const results = parallel > 1 ? inProcesses(argv, first, count, parallel) : inThisProcess(first, count, { members, durationMs, faults, proposals, timeline: values.report !== undefined });
   for await (const result of results) {
-    const seed = result.seed;
     simulatedMs += result.simulatedMs;
     if (result.violations.length > 0) failed.push(result);
     if (values.report !== undefined) {
-      const html = renderReport({
-        seed,
-        members: result.members,
-        durationMs: result.simulatedMs,
-        healedAtT: result.healedAtMs,
-        jobs: DEFAULT_SIM_JOBS.map((job) => ({ name: job.name, spec: describeSpec(job) })),
-        timeline: result.timeline ?? [],
-        violations: result.violations,
-        reproduce: `${replay(result)} --report ${values.report}`,
-      });
+      const html = renderReport(reportInput(result, `${replay(result)} --report ${values.report}`));
       writeFileSync(values.report, html);
       if (!values.json) console.log(`report: ${values.report}`);
     }
@@ -152,8 +141,10 @@ function report(r: SimulationResult): void {
   console.log(`  settings: ${varied.length === 0 ? "Cluster's defaults" : `Cluster's defaults but ${varied.map(([k, v]) => `${k}=${v}`).join(' ')}`}`);
   for (const j of r.jobs) {
     const l = j.latenessMs;
-    const others = Object.entries(j.unsuccessfulBy).map(([outcome, n]) => `${n} ${outcome === 'none' ? 'with no outcome yet' : outcome}`);
-    console.log(`  job ${j.name}: ${j.claimed} slots claimed, ${j.succeeded} succeeded${others.length > 0 ? ` (${others.join(', ')})` : ''}, ${j.missed} missed by catch-up; lateness p50 ${l.p50.toFixed(1)} ms, p99 ${l.p99.toFixed(1)} ms, max ${l.max.toFixed(1)} ms`);
+    const byOutcome: Array<[number, string]> = [[j.failed, 'failed'], [j.aborted, 'aborted or interrupted'], [j.skipped, 'skipped or replaced'], [j.expired, 'expired'], [j.noOutcome, 'with no outcome yet']];
+    const others = byOutcome.filter(([n]) => n > 0).map(([n, what]) => `${n} ${what}`);
+    const lateness = l === null ? 'none started' : `p50 ${l.p50.toFixed(1)} ms, p99 ${l.p99.toFixed(1)} ms, max ${l.max.toFixed(1)} ms`;
+    console.log(`  job ${j.name}: ${j.claimed} slots claimed, ${j.succeeded} succeeded${others.length > 0 ? ` (${others.join(', ')})` : ''}, ${j.missed} missed by catch-up; lateness of the first start ${lateness}`);
   }
   for (const v of r.violations) console.log(`  ${v}`);
 }
