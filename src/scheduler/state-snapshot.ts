@@ -25,8 +25,7 @@ import {
  *
  * JSON rather than CBOR (the rest of the wire) for speed: a snapshot at the state's bounds
  * (10,000 claims) is taken on the event loop, where no slot can fire meanwhile, and V8's JSON
- * encodes it in a fraction of cborg's time (measured on 1.5 MB of claims: about 20 ms against
- * 40 to 120 ms on a loaded two-core machine). JSON is as
+ * encodes it in a fraction of cborg's time (measured when this format was chosen). JSON is as
  * deterministic here: arrays, strings and numbers only, and ECMAScript fixes how a number is
  * printed, so equal states give equal bytes on every member.
  *
@@ -84,9 +83,8 @@ const decoder = new TextDecoder('utf-8', { fatal: true });
 
 /**
  * Jobs, claims or locks encoded in one step of a snapshot taken in steps (schedulerSnapshotSteps).
- * A state at its bounds (10,000 claims) took 33 to 64 ms to encode at once on an idle two-core
- * machine, and 40 to 170 ms on a member under 1,000 jobs a second: a step of 100 records is about
- * a hundredth of that. A caller that runs several steps in one turn of the event loop until a
+ * A state at its bounds (10,000 claims) encoded at once held the event loop for tens of
+ * milliseconds, more under load: a step of 100 records is about a hundredth of that. A caller that runs several steps in one turn of the event loop until a
  * budget is spent (SchedulerMirror) goes past it by at most one step: kept small, so is that.
  */
 export const SNAPSHOT_RECORDS_PER_STEP = 100;
@@ -139,7 +137,7 @@ export function* schedulerSnapshotSteps(state: SchedulerState, recordsPerStep: n
 
 /**
  * Text made UTF-8 a step's worth at a time: joining and encoding the whole text of a large
- * snapshot at the end took that step 8 to 17 ms, several times any other.
+ * snapshot at the end made that step several times as long as any other.
  */
 class Utf8Pieces {
   readonly #done: Uint8Array[] = [];
