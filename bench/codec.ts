@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- codec`, and a part of `npm run bench -- raft`: the hand-written CBOR paths
- * (src/cbor-heads.ts as entry-records.ts and runtime/commands.ts use it, and
+ * (src/bytes/cbor-heads.ts as entry-records.ts and runtime/commands.ts use it, and
  * src/transport/append-reader.ts) against cborg alone, on the messages of the commit path.
  * Each row does the same work both ways and checks both give the same bytes or value:
  *
@@ -19,8 +19,8 @@
  */
 import { decode, encode } from 'cborg';
 import { constants, PerformanceObserver, performance, type PerformanceEntry } from 'node:perf_hooks';
-import { concatBytes } from '../src/concat-bytes.js';
-import { encodeEntryRecords, entryRecord } from '../src/entry-records.js';
+import { concatBytes } from '../src/bytes/concat-bytes.js';
+import { encodeEntryRecords, entryRecord } from '../src/bytes/entry-records.js';
 import { EntryType, type Entry, type Message } from '../src/raft/types.js';
 import { encodeCommand } from '../src/runtime/commands.js';
 import { decodeFrame, DECODE_OPTIONS, encodeFrame, fromWire, toWire, type Frame } from '../src/transport/codec.js';

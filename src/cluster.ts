@@ -3,6 +3,7 @@ import { EventEmitter } from 'node:events';
 import type { PrivateKey } from '@libp2p/interface';
 import { historyOf, type SlotHistory } from './api/history.js';
 import { JobStates } from './api/job-states.js';
+import { EntryRecords } from './bytes/entry-records.js';
 import { runExclusive, type ExclusiveLock, type ExclusiveOptions } from './api/run-exclusive.js';
 import { clusterStateOf, type ClusterState } from './api/state.js';
 import type { ClusterEvents } from './cluster-events.js';
@@ -99,11 +100,13 @@ export class Cluster extends EventEmitter<ClusterEvents> {
 
   async #start(): Promise<void> {
     const o = this.#o;
+    // A leader's entries are encoded once, for its own write and the appends to its followers.
+    const entryRecords = new EntryRecords();
     let privateKey: PrivateKey | undefined;
     if (o.storage === 'level') {
       const dataDir = await openDataDir(o.dataDir);
       privateKey = dataDir.privateKey;
-      this.#storage = new LevelLogStorage(dataDir.storePath, { sync: o.sync });
+      this.#storage = new LevelLogStorage(dataDir.storePath, { sync: o.sync, entryRecords });
     } else {
       this.#storage = new MemoryLogStorage();
     }
@@ -121,6 +124,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       listen: o.listen,
       peers: o.peers,
       privateKey,
+      entryRecords,
       // A closed connection to the leader is the fastest sign that it died.
       onEvent: (event) => {
         if (event.type === 'disconnected') this.#driver?.peerDisconnected(event.peer);

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ARENA_CHUNK_BYTES, ARENA_MAX_COPY_BYTES, ByteArena } from '../src/byte-arena.js';
+import { ARENA_CHUNK_BYTES, ARENA_MAX_COPY_BYTES, ByteArena } from '../src/bytes/byte-arena.js';
 import { encodeCommand } from '../src/runtime/commands.js';
 import { COMPACTION_DEFAULTS } from '../src/runtime/driver.js';
 import { raftSettingsFor } from '../src/runtime/member-settings.js';

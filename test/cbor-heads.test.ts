@@ -1,11 +1,11 @@
 import { encode } from 'cborg';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { arrayHeader, CBOR_BYTES, CBOR_UINT, headBytes, MAX_HEAD_BYTES, writeBytes, writeHead, writeText } from '../src/cbor-heads.js';
-import { encodeEntryRecords } from '../src/entry-records.js';
+import { arrayHeader, CBOR_BYTES, CBOR_UINT, headBytes, MAX_HEAD_BYTES, writeBytes, writeHead, writeText } from '../src/bytes/cbor-heads.js';
+import { encodeEntryRecords } from '../src/bytes/entry-records.js';
 import { EntryType, type Entry } from '../src/raft/types.js';
 import { decodeCommand, encodeCommand } from '../src/runtime/commands.js';
-import { SMALL_CBOR_SCRATCH_BYTES } from '../src/small-cbor.js';
+import { SMALL_CBOR_SCRATCH_BYTES } from '../src/bytes/small-cbor.js';
 
 const same = (a: Uint8Array, b: Uint8Array): boolean => Buffer.from(a).equals(Buffer.from(b));
 

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { StepwiseConcat, concatBytes } from '../src/concat-bytes.js';
+import { StepwiseConcat, concatBytes } from '../src/bytes/concat-bytes.js';
 
 describe('StepwiseConcat', () => {
   it('gives concatBytes’s bytes, copying at most maxBytes a call: one call per maxBytes begun', () => {

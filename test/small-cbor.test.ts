@@ -2,7 +2,7 @@ import { encode } from 'cborg';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { EntryType } from '../src/raft/types.js';
-import { encodeSmall, SMALL_CBOR_SCRATCH_BYTES } from '../src/small-cbor.js';
+import { encodeSmall, SMALL_CBOR_SCRATCH_BYTES } from '../src/bytes/small-cbor.js';
 import { decodeSegment, encodeSegment } from '../src/storage/level-codec.js';
 
 // What the log and its commands hold: integers, strings, byte strings, null, arrays and maps.

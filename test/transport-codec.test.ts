@@ -5,8 +5,8 @@ import { CodecError } from '../src/errors.js';
 import type { Entry, Message } from '../src/raft/types.js';
 import { EntryType, messageTypes } from '../src/raft/types.js';
 import { messageExamples } from './fixtures/message-examples.js';
-import { encodeEntryRecords } from '../src/entry-records.js';
-import { arrayHeader } from '../src/cbor-heads.js';
+import { encodeEntryRecords, EntryRecords } from '../src/bytes/entry-records.js';
+import { arrayHeader } from '../src/bytes/cbor-heads.js';
 import { MAX_INDEX, MAX_READ_CTX, MAX_TERM } from '../src/raft/bounds.js';
 import { readAppendWire } from '../src/transport/append-reader.js';
 import { decodeFrame, encodeFrame, TYPE_CODES } from '../src/transport/codec.js';
@@ -414,9 +414,13 @@ describe('frame codec', () => {
           const wire = [FRAME_FORMAT_VERSION, clusterId, 5, m.from, m.to, m.term, m.prevIndex, m.prevTerm, m.commit, records];
           expect(Buffer.from(encodeFrame({ clusterId, message: m })).equals(Buffer.from(encode(wire)))).toBe(true);
           if (m.entries.length === 0) return;
-          // The records are encoded once for a run of entries, whichever array holds them.
-          const once = encodeEntryRecords(m.entries);
-          expect(encodeEntryRecords([...m.entries])).toBe(once);
+          // A member's encoder encodes a run of entries once, whichever array holds them; another member's does its own.
+          const member = new EntryRecords();
+          const once = member.encode(m.entries);
+          expect(member.encode([...m.entries])).toBe(once);
+          expect(new EntryRecords().encode(m.entries)).not.toBe(once);
+          expect(Buffer.from(encodeFrame({ clusterId, message: m }, member)).equals(Buffer.from(encode(wire)))).toBe(true);
+          expect(Buffer.from(once).equals(Buffer.from(encodeEntryRecords(m.entries)))).toBe(true);
           expect(Buffer.from(once).equals(Buffer.concat(records.map((r) => encode(r))))).toBe(true);
         }),
         { numRuns: 1000 },

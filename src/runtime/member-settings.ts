@@ -1,7 +1,7 @@
 import type { ClusterOptions } from '../cluster-options.js';
 import { InvalidArgumentError } from '../errors.js';
 import { nonNegativeInt, positiveInt } from '../option-checks.js';
-import { keepInLogArena } from '../byte-arena.js';
+import { keepInLogArena } from '../bytes/byte-arena.js';
 import { RAFT_DEFAULTS, type RaftConfig } from '../raft/config.js';
 import { DEFAULT_MAX_CLOCK_SKEW_MS } from './clock-sync.js';
 import { COMPACTION_DEFAULTS, type CompactionOptions } from './driver.js';

@@ -1,5 +1,5 @@
 import { decode } from 'cborg';
-import { concatBytes } from '../concat-bytes.js';
+import { concatBytes } from '../bytes/concat-bytes.js';
 
 /**
  * A member's snapshot: what its state machine holds, which today is the scheduler's state.

@@ -1,4 +1,4 @@
-import { StepwiseConcat } from '../concat-bytes.js';
+import { StepwiseConcat } from '../bytes/concat-bytes.js';
 import { restoreSchedulerSnapshot, schedulerSnapshotSteps } from '../scheduler/state-snapshot.js';
 import { SchedulerState, type SchedulerCommand } from '../scheduler/state.js';
 import type { SnapshotSteps } from './driver.js';

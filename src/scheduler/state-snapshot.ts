@@ -1,4 +1,4 @@
-import { concatBytes } from '../concat-bytes.js';
+import { concatBytes } from '../bytes/concat-bytes.js';
 import { CodecError } from '../errors.js';
 import type { NodeId } from '../raft/types.js';
 import type { DstPolicy, JobSpec } from './spec.js';

@@ -2,7 +2,7 @@ import { decode, decodeFirst, encode } from 'cborg';
 import { MAX_TERM } from '../raft/bounds.js';
 import type { Entry, HardState, Snapshot } from '../raft/types.js';
 import type { StorageIdentity } from './log-storage.js';
-import { encodeEntryRecords } from '../entry-records.js';
+import { encodeEntryRecords, type EntryRecords } from '../bytes/entry-records.js';
 import { isCount, isEntryType, isTerm } from './store-checks.js';
 
 /**
@@ -75,10 +75,11 @@ export function decodeSnapshot(bytes: Uint8Array): Snapshot {
 
 /**
  * The entries of one save, in one value (see level-layout.ts); `entries` holds at least one. A
- * leader's are the bytes it sends its followers (see encodeEntryRecords), encoded once for both.
+ * leader's are the bytes it sends its followers, encoded once for both when `records` is the
+ * member's encoder that its transport uses too.
  */
-export function encodeSegment(entries: readonly Entry[]): Uint8Array {
-  return encodeEntryRecords(entries);
+export function encodeSegment(entries: readonly Entry[], records?: EntryRecords): Uint8Array {
+  return records === undefined ? encodeEntryRecords(entries) : records.encode(entries);
 }
 
 /**

@@ -22,6 +22,7 @@ import type { LogStorage, StorageBatch, StorageIdentity, StoredState } from './l
 import { checkBatch, checkCompaction, checkIdentity, mismatchMessage, notOpenError, sameIdentity } from './store-checks.js';
 import { StoredSegments } from './stored-segments.js';
 import { TermIndex } from './term-index.js';
+import { EntryRecords } from '../bytes/entry-records.js';
 import { WriteQueue } from './write-queue.js';
 import type { WriteOp } from './write-queue.js';
 
@@ -31,6 +32,8 @@ export interface LevelLogStorageOptions {
    * the process crashing but not the machine: only for tests and benchmarks.
    */
   readonly sync?: boolean;
+  /** The member's encoder of entry records, shared with its transport (see EntryRecords); one of its own when omitted. */
+  readonly entryRecords?: EntryRecords;
 }
 
 /** The file LevelDB keeps in every store it created: its absence marks a directory as not a store. */
@@ -74,11 +77,13 @@ interface Session {
 export class LevelLogStorage implements LogStorage {
   readonly path: string;
   private readonly sync: boolean;
+  readonly #records: EntryRecords;
   private session: Session | null = null;
 
   constructor(path: string, options: LevelLogStorageOptions = {}) {
     this.path = path;
     this.sync = options.sync ?? true;
+    this.#records = options.entryRecords ?? new EntryRecords();
   }
 
   async open(): Promise<StoredState> {
@@ -151,7 +156,7 @@ export class LevelLogStorage implements LogStorage {
     // Everything is encoded before the segments in memory change, so that a value that cannot
     // be encoded leaves them as the disk is.
     const first = batch.entries[0];
-    const segment = first === undefined ? null : { start: first.index, value: encodeSegment(batch.entries) };
+    const segment = first === undefined ? null : { start: first.index, value: encodeSegment(batch.entries, this.#records) };
     const ops: WriteOp[] = [];
     if (batch.snapshot !== undefined) {
       // An installed snapshot removes every stored segment: those written past its index now,

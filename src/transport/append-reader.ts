@@ -14,8 +14,8 @@
  * windows of one run: 25,109 against 24,341 commits/s with 64 proposers.
  */
 
-import { CBOR_ARRAY, CBOR_BYTES, CBOR_TEXT, CBOR_UINT, TWO_POW_32 } from '../cbor-heads.js';
-import { ENTRY_RECORD_FIELDS } from '../entry-records.js';
+import { CBOR_ARRAY, CBOR_BYTES, CBOR_TEXT, CBOR_UINT, TWO_POW_32 } from '../bytes/cbor-heads.js';
+import { ENTRY_RECORD_FIELDS } from '../bytes/entry-records.js';
 
 /** The fewest bytes an entry record takes: its head and five one-byte items. */
 const MIN_ENTRY_BYTES = 1 + ENTRY_RECORD_FIELDS;

@@ -3,8 +3,8 @@ import { CodecError } from '../errors.js';
 import { MAX_INDEX, MAX_READ_CTX, MAX_TERM } from '../raft/bounds.js';
 import { EntryType } from '../raft/types.js';
 import type { AppendMessage, ClockEstimate, Entry, HeartbeatClock, HeartbeatEcho, Message, MessageType, NodeId, ProposalData } from '../raft/types.js';
-import { encodeEntryRecords, ENTRY_RECORD_FIELDS, entryRecord } from '../entry-records.js';
-import { arrayHeader } from '../cbor-heads.js';
+import { encodeEntryRecords, ENTRY_RECORD_FIELDS, entryRecord, type EntryRecords } from '../bytes/entry-records.js';
+import { arrayHeader } from '../bytes/cbor-heads.js';
 import { readAppendWire } from './append-reader.js';
 import {
   FRAME_FORMAT_VERSION,
@@ -116,7 +116,7 @@ type Wire = unknown[];
  * enforces (e.g. too many entries, or a frame larger than MAX_FRAME_BYTES): a member must never
  * send what its peers would drop as malformed.
  */
-export function encodeFrame(frame: Frame): Uint8Array {
+export function encodeFrame(frame: Frame, records?: EntryRecords): Uint8Array {
   // Callers may pass anything (see the tests): checked before it is read.
   const m = (frame as Frame | null | undefined)?.message as Message | null | undefined;
   if (
@@ -127,7 +127,7 @@ export function encodeFrame(frame: Frame): Uint8Array {
     m.entries.length <= MAX_ENTRIES_PER_MESSAGE &&
     validEntries(m.entries, m.prevIndex)
   ) {
-    return encodeAppend(frame.clusterId, m);
+    return encodeAppend(frame.clusterId, m, records);
   }
   let wire: Wire;
   try {
@@ -151,12 +151,12 @@ export function encodeFrame(frame: Frame): Uint8Array {
 
 /**
  * An append whose entries the decoder accepts (checked by the caller), encoded around the
- * records encodeEntryRecords made of them, which the leader's own write shares: the same bytes
+ * records of them, which the leader's own write shares through the member's `encoder`: the same bytes
  * as cborg's encoding of the whole wire array. CBOR writes an array as its header and then its
  * items, and an empty array as its header alone, so the entries, the last item, are spliced in
  * where the encoded frame ends with an empty array.
  */
-function encodeAppend(clusterId: string, m: AppendMessage): Uint8Array {
+function encodeAppend(clusterId: string, m: AppendMessage, encoder?: EntryRecords): Uint8Array {
   const wire: Wire = [FRAME_FORMAT_VERSION, clusterId, TYPE_CODES.append, m.from, m.to, m.term, m.prevIndex, m.prevTerm, m.commit, []];
   let head: Uint8Array;
   try {
@@ -166,7 +166,7 @@ function encodeAppend(clusterId: string, m: AppendMessage): Uint8Array {
   } catch (error) {
     throw asCodecError(error, 'Cannot encode message');
   }
-  const records = encodeEntryRecords(m.entries);
+  const records = encoder === undefined ? encodeEntryRecords(m.entries) : encoder.encode(m.entries);
   const count = arrayHeader(m.entries.length);
   const start = head.length - 1;
   const size = start + count.length + records.length;

@@ -7,6 +7,7 @@ import type { Connection, Libp2p, PrivateKey, Stream, StreamMessageEvent } from 
 import { tcp } from '@libp2p/tcp';
 import { multiaddr } from '@multiformats/multiaddr';
 import { createLibp2p } from 'libp2p';
+import { EntryRecords } from '../bytes/entry-records.js';
 import { CodecError, InvalidArgumentError, ListenError, NotRunningError } from '../errors.js';
 import type { Message, NodeId } from '../raft/types.js';
 import type { PeerAddress } from './address.js';
@@ -56,6 +57,8 @@ export interface Libp2pTransportOptions {
   readonly maxInboundBufferedBytes?: number;
   /** Receives connection changes and drops, for logs. Must not throw (if it does, the error is ignored). */
   readonly onEvent?: (event: TransportEvent) => void;
+  /** The member's encoder of entry records, shared with its storage (see EntryRecords); one of its own when omitted. */
+  readonly entryRecords?: EntryRecords;
 }
 
 type RunState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
@@ -68,6 +71,7 @@ type RunState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 export class Libp2pTransport implements Transport {
   readonly #self: NodeId;
   readonly #clusterId: string;
+  readonly #records: EntryRecords;
   readonly #listen: string;
   readonly #privateKey: PrivateKey | undefined;
   readonly #settings: LinkSettings;
@@ -91,6 +95,7 @@ export class Libp2pTransport implements Transport {
     this.#clusterId = checkString(options.clusterId, 'clusterId', MAX_CLUSTER_ID_LENGTH);
     this.#listen = checkMultiaddr(options.listen, 'listen');
     this.#privateKey = options.privateKey;
+    this.#records = options.entryRecords ?? new EntryRecords();
     const reconnectMinMs = checkInteger(options.reconnectMinMs ?? DEFAULT_RECONNECT_MIN_MS, 'reconnectMinMs', 1);
     this.#settings = {
       maxQueuedMessages: checkInteger(options.maxQueuedMessages ?? DEFAULT_MAX_QUEUED_MESSAGES, 'maxQueuedMessages', 1),
@@ -184,7 +189,7 @@ export class Libp2pTransport implements Transport {
     }
     // Throws CodecError for a message that breaks the wire format's bounds: that is a bug in the
     // caller (e.g. an append batch over MAX_FRAME_BYTES), not a network condition.
-    link.enqueue(encodeFrame({ clusterId: this.#clusterId, message }));
+    link.enqueue(encodeFrame({ clusterId: this.#clusterId, message }, this.#records));
   }
 
   flush(): void {
