@@ -266,12 +266,11 @@ export class Cluster extends EventEmitter<ClusterEvents> {
    * `fn`'s error after releasing the lock.
    */
   async runExclusive(name: string, options: ExclusiveOptions, fn: (lock: ExclusiveLock) => unknown): Promise<boolean> {
-    const driver = this.#running();
     const { requestTimeoutMs, tickMs, heartbeatTicks } = this.#o.member.timing;
     return runExclusive(
       {
         self: this.id,
-        driver,
+        driver: () => this.#running(),
         timers: this.#timers,
         clockSyncTimeoutMs: requestTimeoutMs,
         clockSyncPollMs: tickMs * heartbeatTicks,

@@ -23,7 +23,8 @@ export interface ExclusiveLock {
 /** The member's parts the lock protocol uses. */
 export interface ExclusiveContext {
   readonly self: NodeId;
-  readonly driver: RaftDriver;
+  /** The member's driver; throws NotRunningError when the member is not running (asked once the arguments are checked). */
+  readonly driver: () => RaftDriver;
   readonly timers: Timers;
   /** How long to wait for this member to learn the cluster's time before refusing. */
   readonly clockSyncTimeoutMs: number;
@@ -53,7 +54,8 @@ export async function runExclusive(
     throw new InvalidArgumentError('atLeastFor', atLeastFor, `an integer of milliseconds from 0 to atMostFor (${atMostFor})`);
   }
   if (typeof fn !== 'function') throw new InvalidArgumentError('fn', fn, 'a function');
-  const { driver, timers } = ctx;
+  const driver = ctx.driver();
+  const { timers } = ctx;
   // Lock times are compared on every member: they are the cluster's time, not this clock's.
   // A member that has not learned it yet would stamp its own clock, which may be far off
   // (ahead, it could take a lock still held): it waits for the leader's heartbeats to teach it.
