@@ -1,15 +1,15 @@
-import { InvalidArgumentError, RunAbortedError } from '../errors.js';
-import type { NodeId } from '../raft/types.js';
-import type { Clock, TimerHandle, Timers } from '../time/clock.js';
-import { decideOverlap, runsInProgress } from '../scheduler/overlap.js';
-import { MAX_WAITING_RUNS } from '../scheduler/run-queue.js';
-import { plan, planReassignments, type CatchUp } from '../scheduler/planner.js';
-import { quietAt } from '../scheduler/quiet-window.js';
-import type { JobSpec } from '../scheduler/spec.js';
-import { restoreSchedulerSnapshot } from '../scheduler/state-snapshot.js';
+import { InvalidArgumentError, RunAbortedError } from '../../errors.js';
+import type { NodeId } from '../../raft/types.js';
+import type { Clock, TimerHandle, Timers } from '../../time/clock.js';
+import { decideOverlap, runsInProgress } from '../../scheduler/overlap.js';
+import { MAX_WAITING_RUNS } from '../../scheduler/run-queue.js';
+import { plan, planReassignments, type CatchUp } from '../../scheduler/planner.js';
+import { quietAt } from '../../scheduler/quiet-window.js';
+import type { JobSpec } from '../../scheduler/spec.js';
+import { restoreSchedulerSnapshot } from '../../scheduler/state-snapshot.js';
 import type { JobHandler, JobOptions, RunRecord } from './job-types.js';
 import { RecordBatcher } from './record-batcher.js';
-import { RunSlots, type SlottedRun } from './run-slots.js';
+import { RunPermits, type PermittedRun } from './run-permits.js';
 import {
   claimKey,
   DEFAULT_OVERLAP,
@@ -23,7 +23,7 @@ import {
   type RunOutcome,
   type SchedulerCommand,
   type SchedulerStateParts,
-} from '../scheduler/state.js';
+} from '../../scheduler/state.js';
 
 export interface SchedulerRuntimeOptions {
   readonly self: NodeId;
@@ -122,8 +122,8 @@ interface HeldRecord {
   readonly done: () => void;
 }
 
-/** One of this member's claims, from its timer to the end of its run (RunSlots holds it once it fires). */
-interface Armed extends SlottedRun {
+/** One of this member's claims, from its timer to the end of its run (RunPermits holds it once it fires). */
+interface Armed extends PermittedRun {
   readonly job: string;
   readonly slotMs: number;
   /** The token of the claim it holds. */
@@ -177,7 +177,7 @@ export class SchedulerRuntime {
   /** This member's armed, waiting or running claims, by claimKey, with the token they hold. */
   readonly #armed = new Map<string, Armed>();
   /** This member's runs from their firing to their end: queued, ready (maxConcurrent) or running. */
-  readonly #slots: RunSlots<Armed>;
+  readonly #slots: RunPermits<Armed>;
   #planTimer: TimerHandle | null = null;
   /** Whether #planTimer was set to plan at once (#planSoon), rather than at the next interval. */
   #planningNow = false;
@@ -205,7 +205,7 @@ export class SchedulerRuntime {
       throw new InvalidArgumentError('maxConcurrent', max, 'a positive integer, or Infinity for no limit');
     }
     this.#o = options;
-    this.#slots = new RunSlots<Armed>({
+    this.#slots = new RunPermits<Armed>({
       maxConcurrent: max,
       monotonicNow: () => options.timers.now(),
       clusterNow: () => options.clock.now(),
@@ -666,7 +666,7 @@ export class SchedulerRuntime {
 
   /**
    * Decides, as the slot fires, whether it runs now, waits, or is not run at all (its overlap
-   * policy), then waits for a free run slot (maxConcurrent). Resolves with 'run' once the
+   * policy), then waits for a free run permit (maxConcurrent). Resolves with 'run' once the
    * run may start (it then counts against maxConcurrent).
    *
    * Other runs of the job are known from two sources. This member's own, at once. Other
@@ -686,7 +686,7 @@ export class SchedulerRuntime {
     if (decision.action === 'run') for (const other of decision.replace) this.#replace(other, armed);
     const go = this.#slots.wait(armed, decision.action === 'wait' ? 'queued' : 'ready');
     // An overloaded member hands the slot back, so that the leader may give it to another.
-    if (go === null) return { outcome: 'interrupted', reason: `this member already had ${MAX_WAITING_RUNS} runs waiting for a free run slot` };
+    if (go === null) return { outcome: 'interrupted', reason: `this member already had ${MAX_WAITING_RUNS} runs waiting for a free run permit` };
     const onAbort = (): void => this.#slots.drop(armed);
     armed.abort.signal.addEventListener('abort', onAbort, { once: true });
     this.#slots.pump();
@@ -777,7 +777,7 @@ export class SchedulerRuntime {
       this.#o.timers.clearTimeout(timeout);
       this.#unrecorded.set(key, claim.token);
       if (this.#armed.get(key)?.abort === abort) this.#armed.delete(key);
-      // Its run slot is free, and the job's queued runs may go, before the outcome commits.
+      // Its run permit is free, and the job's queued runs may go, before the outcome commits.
       this.#slots.release(armed);
     }
     const endedAtMs = this.#o.clock.now();
