@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { JobContext, JobOptions } from '../../src/runtime/scheduler/job-types.js';
-import { MAX_REGISTRATIONS_IN_FLIGHT, SchedulerRuntime, type SchedulerRuntimeOptions } from '../../src/runtime/scheduler/scheduler-runtime.js';
+import { MAX_REGISTRATIONS_IN_FLIGHT } from '../../src/runtime/scheduler/registrations.js';
+import { SchedulerRuntime, type SchedulerRuntimeOptions } from '../../src/runtime/scheduler/scheduler-runtime.js';
 import { parseSpec, type SpecInput } from '../../src/scheduler/spec.js';
 import { encodeSchedulerSnapshot } from '../../src/scheduler/state-snapshot.js';
 import { claimKey, MISSED, MISSED_REASONS, SchedulerState, type ClaimRecord, type SchedulerCommand } from '../../src/scheduler/state.js';
