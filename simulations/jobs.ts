@@ -1,4 +1,4 @@
-import type { JobContext, JobHandler, JobOptions } from '../src/runtime/job-types.js';
+import type { JobContext, JobHandler, JobOptions } from '../src/runtime/scheduler/job-types.js';
 import type { SpecInput } from '../src/scheduler/spec.js';
 import type { Timers } from '../src/time/clock.js';
 import type { Random } from '../src/time/random.js';

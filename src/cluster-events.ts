@@ -1,6 +1,6 @@
 import type { Role } from './raft/ready.js';
 import type { NodeId } from './raft/types.js';
-import type { RunRecord } from './runtime/job-types.js';
+import type { RunRecord } from './runtime/scheduler/job-types.js';
 
 /** The events a Cluster emits, with their payloads. */
 export interface ClusterEvents {

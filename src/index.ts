@@ -21,7 +21,7 @@ export {
   CodecError,
   RunAbortedError,
 } from './errors.js';
-export type { JobContext, JobHandler, JobOptions, RunRecord } from './runtime/job-types.js';
+export type { JobContext, JobHandler, JobOptions, RunRecord } from './runtime/scheduler/job-types.js';
 export type { SpecInput, DstPolicyInput } from './scheduler/spec.js';
 export type { Clock, Timers } from './time/clock.js';
 export { SeededRandom, type Random } from './time/random.js';

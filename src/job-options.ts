@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from './errors.js';
-import type { JobOptions } from './runtime/job-types.js';
+import type { JobOptions } from './runtime/scheduler/job-types.js';
 
 /** Longest job name accepted. */
 const MAX_JOB_NAME_LENGTH = 200;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { NodeId } from '../src/raft/types.js';
-import type { RunRecord } from '../src/runtime/job-types.js';
+import type { RunRecord } from '../src/runtime/scheduler/job-types.js';
 import { memberSettings } from '../src/runtime/member-settings.js';
 import { SeededRandom } from '../src/time/random.js';
 import type { SimJob } from '../simulations/jobs.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_HELD_RECORDS, MAX_RECORD_DELAY_MS, RecordBatcher } from '../src/runtime/record-batcher.js';
+import { MAX_HELD_RECORDS, MAX_RECORD_DELAY_MS, RecordBatcher } from '../src/runtime/scheduler/record-batcher.js';
 import type { TimerHandle, Timers } from '../src/time/clock.js';
 
 /** Timers on virtual time, advanced by hand. */

@@ -6,7 +6,7 @@ import type { StateMachine } from '../src/runtime/driver.js';
 import { encodeMemberSnapshot } from '../src/runtime/member-snapshot.js';
 import { memberStateMachine } from '../src/runtime/member-state-machine.js';
 import { CATCH_UP_PER_STEP, MAX_ENTRIES_HELD, MAX_PIECES_PER_STEP, SNAPSHOT_BYTES_PER_STEP, SNAPSHOT_STEP_BUDGET_MS, SchedulerMirror } from '../src/runtime/scheduler-mirror.js';
-import type { SchedulerRuntime } from '../src/runtime/scheduler-runtime.js';
+import type { SchedulerRuntime } from '../src/runtime/scheduler/scheduler-runtime.js';
 import { parseSpec } from '../src/scheduler/spec.js';
 import { SNAPSHOT_RECORDS_PER_STEP, encodeSchedulerSnapshot, restoreSchedulerSnapshot, schedulerSnapshotSteps } from '../src/scheduler/state-snapshot.js';
 import { SchedulerState, type SchedulerCommand, type SchedulerStateParts } from '../src/scheduler/state.js';

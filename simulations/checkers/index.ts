@@ -1,7 +1,7 @@
 import type { Message, NodeId } from '../../src/raft/types.js';
 import type { MemberTiming } from '../../src/runtime/member.js';
-import type { RunRecord } from '../../src/runtime/job-types.js';
-import { DEFAULT_TIMEOUT_MS } from '../../src/runtime/scheduler-runtime.js';
+import type { RunRecord } from '../../src/runtime/scheduler/job-types.js';
+import { DEFAULT_TIMEOUT_MS } from '../../src/runtime/scheduler/assignee.js';
 import { claimKey, type ApplyResult, type SchedulerCommand } from '../../src/scheduler/state.js';
 import type { HandlerEvent, SimJob } from '../jobs.js';
 import type { SimMember } from '../member.js';

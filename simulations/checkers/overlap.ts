@@ -10,7 +10,7 @@ import type { RunsInProgress, TrackedRun } from './runs.js';
  *   'replace' aborts the other run before the new one starts, all in the same instant.
  * - `max-concurrent`: more runs at once on one member than its maxConcurrent.
  * Runs that started in the current instant are left out until time moves, so that a run ending
- * and another starting in one instant (a replacement, a free run slot taken) never count as both.
+ * and another starting in one instant (a replacement, a free run permit taken) never count as both.
  */
 export class ConcurrencyChecker {
   readonly #report: Report;

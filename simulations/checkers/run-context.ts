@@ -1,5 +1,5 @@
 import { RunAbortedError } from '../../src/errors.js';
-import type { JobContext } from '../../src/runtime/job-types.js';
+import type { JobContext } from '../../src/runtime/scheduler/job-types.js';
 import type { NodeId } from '../../src/raft/types.js';
 import { claimKey, type ApplyResult, type SchedulerCommand } from '../../src/scheduler/state.js';
 import type { SchedulerChecker } from '../scheduler-checker.js';

@@ -72,7 +72,7 @@ export class RunsInProgress {
   /**
    * Whether another run of `job` than the slot's own was in progress, on `member` when given,
    * within `marginMs` of true time `slotT`: a slot that fires then may wait or be skipped by its
-   * job's overlap policy, or wait for a free run slot.
+   * job's overlap policy, or wait for a free run permit.
    */
   busyAt(job: string, slotMs: number, slotT: number, marginMs: number, member?: NodeId): boolean {
     const overlaps = (r: { readonly member: NodeId; readonly startT: number }, endT: number): boolean =>

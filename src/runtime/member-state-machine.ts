@@ -6,7 +6,7 @@ import { decodeCommand, isUserCommand } from './commands.js';
 import type { StateMachine } from './driver.js';
 import { decodeMemberSnapshot, encodeMemberSnapshot } from './member-snapshot.js';
 import { SchedulerMirror } from './scheduler-mirror.js';
-import type { SchedulerRuntime } from './scheduler-runtime.js';
+import type { SchedulerRuntime } from './scheduler/scheduler-runtime.js';
 
 export interface MemberStateMachineHooks {
   /** An application entry (`cluster.propose`) applied here, in log order. */

@@ -8,8 +8,8 @@ import type { Transport } from '../transport/transport.js';
 import { encodeCommand } from './commands.js';
 import { COMPACTION_DEFAULTS, RaftDriver, type CompactionOptions } from './driver.js';
 import { memberStateMachine } from './member-state-machine.js';
-import type { RunRecord } from './job-types.js';
-import { SchedulerRuntime, type SchedulerRuntimeOptions } from './scheduler-runtime.js';
+import type { RunRecord } from './scheduler/job-types.js';
+import { SchedulerRuntime, type SchedulerRuntimeOptions } from './scheduler/scheduler-runtime.js';
 
 /** Bounds and intervals of one member, resolved from the cluster's options. */
 export interface MemberTiming {

@@ -5,7 +5,7 @@
  */
 export const PRIORITY_AGING_MS = 1000;
 
-/** Bound on runs waiting on one member for a free run slot (maxConcurrent). */
+/** Bound on runs waiting on one member for a free run permit (maxConcurrent). */
 export const MAX_WAITING_RUNS = 10_000;
 
 interface Entry<T> {
@@ -16,7 +16,7 @@ interface Entry<T> {
 }
 
 /**
- * Runs waiting for a free run slot on a member: higher priority first, first come first served
+ * Runs waiting for a free run permit on a member: higher priority first, first come first served
  * within a priority, and aging so that none starves. Pure: the caller gives every time.
  *
  * A run's effective priority at time `now` is `priority + (now - enqueuedAt) / agingMs`. For two

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { JobContext, JobOptions } from '../../src/runtime/job-types.js';
-import { MAX_REGISTRATIONS_IN_FLIGHT, SchedulerRuntime, type SchedulerRuntimeOptions } from '../../src/runtime/scheduler-runtime.js';
+import type { JobContext, JobOptions } from '../../src/runtime/scheduler/job-types.js';
+import { MAX_REGISTRATIONS_IN_FLIGHT } from '../../src/runtime/scheduler/registrations.js';
+import { SchedulerRuntime, type SchedulerRuntimeOptions } from '../../src/runtime/scheduler/scheduler-runtime.js';
 import { parseSpec, type SpecInput } from '../../src/scheduler/spec.js';
 import { encodeSchedulerSnapshot } from '../../src/scheduler/state-snapshot.js';
 import { claimKey, MISSED, MISSED_REASONS, SchedulerState, type ClaimRecord, type SchedulerCommand } from '../../src/scheduler/state.js';
@@ -499,7 +500,7 @@ describe('priority and maxConcurrent', () => {
     expect(c.runs.filter((r) => r.startMs < low!.startMs).every((r) => r.slotMs < T0 + 4000)).toBe(true);
   });
 
-  it('drops runs still waiting for a run slot when the member drains, and lets the running one finish', async () => {
+  it('drops runs still waiting for a run permit when the member drains, and lets the running one finish', async () => {
     const c = cluster(['a'], 5, { maxConcurrent: 1 });
     c.schedule(['a'], 'first', { at: T0 + 1000 }, 500);
     c.schedule(['a'], 'second', { at: T0 + 1000 }, 500);

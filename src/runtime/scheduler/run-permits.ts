@@ -1,12 +1,12 @@
-import { MAX_WAITING_RUNS, RunQueue } from '../scheduler/run-queue.js';
+import { MAX_WAITING_RUNS, RunQueue } from '../../scheduler/run-queue.js';
 
-/** What RunSlots needs of a run: its job, its priority, and where it stands. */
-export interface SlottedRun {
+/** What RunPermits needs of a run: its job, its priority, and where it stands. */
+export interface PermittedRun {
   readonly job: string;
   readonly priority: number;
   /**
-   * `armed`: its timer is set (before RunSlots sees it). `queued`: it fired and waits for
-   * another run of its job to end (overlap 'queue'). `ready`: it waits for a free run slot
+   * `armed`: its timer is set (before RunPermits sees it). `queued`: it fired and waits for
+   * another run of its job to end (overlap 'queue'). `ready`: it waits for a free run permit
    * (maxConcurrent). `running`: it was let start. `done`: over, or dropped.
    */
   phase: 'armed' | 'queued' | 'ready' | 'running' | 'done';
@@ -16,7 +16,7 @@ export interface SlottedRun {
   startedAtMs: number | undefined;
 }
 
-export interface RunSlotsOptions<T> {
+export interface RunPermitsOptions<T> {
   /** Runs at once on this member; more wait, by priority. */
   readonly maxConcurrent: number;
   /** The timers' monotonic time: how long a run waited is measured on it (priority aging). */
@@ -32,23 +32,24 @@ export interface RunSlotsOptions<T> {
 const NONE: ReadonlySet<never> = new Set();
 
 /**
- * This member's runs between their slot's firing and their end: queued behind another run of
- * their job, ready and waiting for a free run slot (at most `maxConcurrent` run at once; the
+ * The permits to run on this member, and the runs that wait for one or hold one, between their
+ * slot's firing and their end: queued behind another run of
+ * their job, ready and waiting for a free run permit (at most `maxConcurrent` run at once; the
  * rest wait in a RunQueue, by priority with aging), and running. What it holds per job is what
  * this member knows at once of its own overlap.
  */
-export class RunSlots<T extends SlottedRun> {
-  readonly #o: RunSlotsOptions<T>;
+export class RunPermits<T extends PermittedRun> {
+  readonly #o: RunPermitsOptions<T>;
   /** Per job, the runs that are queued, ready or running. */
   readonly #active = new Map<string, Set<T>>();
   /** Runs waiting for another run of their job to end (overlap 'queue'), in the order they fired. */
   readonly #queued = new Set<T>();
-  /** Runs waiting for a free run slot, by priority; their waits are aged on the monotonic time. */
+  /** Runs waiting for a free run permit, by priority; their waits are aged on the monotonic time. */
   readonly #ready = new RunQueue<T>();
   /** Runs let start and not yet released: at most maxConcurrent. */
   #running = 0;
 
-  constructor(options: RunSlotsOptions<T>) {
+  constructor(options: RunPermitsOptions<T>) {
     this.#o = options;
   }
 
@@ -68,8 +69,8 @@ export class RunSlots<T extends SlottedRun> {
   }
 
   /**
-   * Lets `run` wait, `queued` behind another run of its job or `ready` for a run slot. Resolves
-   * true once it may start (it then holds a run slot until `release`), false if it was dropped
+   * Lets `run` wait, `queued` behind another run of its job or `ready` for a run permit. Resolves
+   * true once it may start (it then holds a run permit until `release`), false if it was dropped
    * first. Null, and nothing changed, when MAX_WAITING_RUNS runs are ready already: the caller
    * hands the slot back rather than let the member's backlog grow.
    */
@@ -86,8 +87,8 @@ export class RunSlots<T extends SlottedRun> {
 
   /**
    * Lets waiting runs go: queued ones whose job has nothing else in progress move on to wait for
-   * a run slot (in the order they fired, one per job at a time), and the best ready ones start
-   * while run slots are free.
+   * a run permit (in the order they fired, one per job at a time), and the best ready ones start
+   * while run permits are free.
    */
   pump(): void {
     if (!this.#o.open()) return;
@@ -127,7 +128,7 @@ export class RunSlots<T extends SlottedRun> {
     this.pump();
   }
 
-  /** A run that was let start has ended: its run slot is free, and its job's queued runs may go. */
+  /** A run that was let start has ended: its run permit is free, and its job's queued runs may go. */
   release(run: T): void {
     this.#running -= 1;
     this.settle(run);

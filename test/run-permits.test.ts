@@ -1,18 +1,18 @@
 import { describe, expect, it } from 'vitest';
-import { RunSlots, type SlottedRun } from '../src/runtime/run-slots.js';
+import { RunPermits, type PermittedRun } from '../src/runtime/scheduler/run-permits.js';
 import { MAX_WAITING_RUNS, PRIORITY_AGING_MS } from '../src/scheduler/run-queue.js';
 
-interface Run extends SlottedRun {
+interface Run extends PermittedRun {
   readonly name: string;
 }
 
 const run = (name: string, job = name, priority = 0): Run => ({ name, job, priority, phase: 'armed', resume: null, startedAtMs: undefined });
 
-/** RunSlots on manual time, recording the order in which runs are let start or dropped. */
-function slots(maxConcurrent: number, blocked: (r: Run) => boolean = () => false): { s: RunSlots<Run>; log: string[]; time: { now: number }; open: { value: boolean } } {
+/** RunPermits on manual time, recording the order in which runs are let start or dropped. */
+function permits(maxConcurrent: number, blocked: (r: Run) => boolean = () => false): { s: RunPermits<Run>; log: string[]; time: { now: number }; open: { value: boolean } } {
   const time = { now: 0 };
   const open = { value: true };
-  const s = new RunSlots<Run>({ maxConcurrent, monotonicNow: () => time.now, clusterNow: () => 1_000_000 + time.now, blocked, open: () => open.value });
+  const s = new RunPermits<Run>({ maxConcurrent, monotonicNow: () => time.now, clusterNow: () => 1_000_000 + time.now, blocked, open: () => open.value });
   return { s, log: [], time, open };
 }
 
@@ -20,15 +20,15 @@ const settle = async (): Promise<void> => {
   for (let i = 0; i < 5; i++) await Promise.resolve();
 };
 
-function waitFor(s: RunSlots<Run>, r: Run, phase: 'queued' | 'ready', log: string[]): void {
+function waitFor(s: RunPermits<Run>, r: Run, phase: 'queued' | 'ready', log: string[]): void {
   const go = s.wait(r, phase);
   if (go === null) throw new Error('no room');
   void go.then((started) => log.push(`${started ? 'start' : 'drop'} ${r.name}`));
 }
 
-describe('RunSlots', () => {
+describe('RunPermits', () => {
   it('starts at most maxConcurrent runs, by priority then arrival, and the next as one ends', async () => {
-    const { s, log } = slots(2);
+    const { s, log } = permits(2);
     const runs = [run('low'), run('high', 'high', 5), run('mid', 'mid', 2), run('low2', 'low2')];
     for (const r of runs) waitFor(s, r, 'ready', log);
     s.pump();
@@ -44,7 +44,7 @@ describe('RunSlots', () => {
   });
 
   it('ages a waiting run so that a later one of higher priority does not pass it forever', async () => {
-    const { s, log, time } = slots(1);
+    const { s, log, time } = permits(1);
     const busy = run('busy');
     waitFor(s, busy, 'ready', log);
     s.pump();
@@ -60,7 +60,7 @@ describe('RunSlots', () => {
 
   it('lets a queued run go, first come first served per job, once its job is no longer blocked', async () => {
     let blocked = true;
-    const { s, log } = slots(10, () => blocked);
+    const { s, log } = permits(10, () => blocked);
     const first = run('first', 'job');
     const second = run('second', 'job');
     waitFor(s, first, 'queued', log);
@@ -79,14 +79,14 @@ describe('RunSlots', () => {
   });
 
   it('drops a waiting run, which then never starts, and leaves a running one alone', async () => {
-    const { s, log } = slots(1);
+    const { s, log } = permits(1);
     const a = run('a');
     const b = run('b');
     waitFor(s, a, 'ready', log);
     waitFor(s, b, 'ready', log);
     s.pump();
     s.drop(a);
-    // a was running: dropping it changes nothing, it still holds its run slot.
+    // a was running: dropping it changes nothing, it still holds its run permit.
     expect(a.phase).toBe('running');
     expect(s.activeOf('a').has(a)).toBe(true);
     s.drop(b);
@@ -98,7 +98,7 @@ describe('RunSlots', () => {
   });
 
   it('starts nothing while closed (draining or stopped)', async () => {
-    const { s, log, open } = slots(5);
+    const { s, log, open } = permits(5);
     open.value = false;
     waitFor(s, run('a'), 'ready', log);
     s.pump();
@@ -111,7 +111,7 @@ describe('RunSlots', () => {
   });
 
   it(`refuses a run when MAX_WAITING_RUNS wait already, changing nothing`, () => {
-    const { s, log } = slots(1);
+    const { s, log } = permits(1);
     for (let i = 0; i < MAX_WAITING_RUNS; i++) waitFor(s, run(`r${i}`, 'job'), 'ready', log);
     const extra = run('extra', 'job');
     expect(s.wait(extra, 'ready')).toBeNull();

@@ -1,4 +1,4 @@
-import type { TimerHandle, Timers } from '../time/clock.js';
+import type { TimerHandle, Timers } from '../../time/clock.js';
 
 /**
  * Bound on how long a run's start or outcome is held back before it is proposed, whatever

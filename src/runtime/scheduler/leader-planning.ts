@@ -1,0 +1,90 @@
+import type { NodeId } from '../../raft/types.js';
+import { plan, planReassignments } from '../../scheduler/planner.js';
+import { claimKey, type SchedulerCommand } from '../../scheduler/state.js';
+import type { RuntimeContext } from './runtime-context.js';
+
+/**
+ * The leader's side of the scheduler on one member: on every plan interval while it leads, it
+ * runs the pure planner over the replicated state and proposes what is due (claims, skips, and
+ * the moves of claims: reassignments and expiries), each once until it is applied or fails.
+ */
+export class LeaderPlanning {
+  readonly #ctx: RuntimeContext;
+  /** Milliseconds until no slot instant is near (0: none is), at most the limit (see quiet-window.ts). */
+  readonly #msUntilQuiet: (limitMs: number) => number;
+  /** Commands proposed and not yet applied or failed, so one plan does not repeat the last one's. */
+  readonly #inflight = new Set<string>();
+  /** When this member last became leader (clock ms), or null while it follows. */
+  #leaderSinceMs: number | null = null;
+
+  constructor(ctx: RuntimeContext, msUntilQuiet: (limitMs: number) => number) {
+    this.#ctx = ctx;
+    this.#msUntilQuiet = msUntilQuiet;
+  }
+
+  /**
+   * Plans if this member leads (else only notes that it follows); returns how soon to plan
+   * again with the whole look-ahead, or null.
+   */
+  planIfLeading(): number | null {
+    const o = this.#ctx.options;
+    if (!o.isLeader()) {
+      this.#leaderSinceMs = null;
+      return null;
+    }
+    this.#leaderSinceMs ??= o.clock.now();
+    return this.#plan();
+  }
+
+  /** A scheduler command was applied: a plan's command no longer waits for its answer. */
+  applied(command: SchedulerCommand): void {
+    if (command.type === 'claim' || command.type === 'skip' || command.type === 'reassign' || command.type === 'expire') this.#inflight.delete(inflightKey(command));
+  }
+
+  /** The state was replaced by a snapshot's: the next plan starts from it. */
+  restored(): void {
+    this.#inflight.clear();
+  }
+
+  /** Proposes what the planner says is due; returns how soon to plan again with the whole look-ahead, or null. */
+  #plan(): number | null {
+    const o = this.#ctx.options;
+    const state = this.#ctx.state;
+    const members = new Map<NodeId, { load: number }>();
+    const eligible = o.eligibleMembers();
+    for (const id of eligible) members.set(id, { load: state.assigned.get(id) ?? 0 });
+    const settled = this.#leaderSinceMs !== null && o.clock.now() - this.#leaderSinceMs >= o.reassignGraceMs;
+    const moves = !settled ? [] : planReassignments(state, {
+      nowMs: o.clock.now(),
+      eligible: new Set(eligible),
+      horizonMs: o.reassignHorizonMs,
+      maxCommands: o.maxClaimsPerPlan,
+    });
+    // While a slot instant is near, the slots at the far end of the look-ahead wait until it
+    // passed (see quiet-window.ts): the planner looks one plan interval less far ahead (half as
+    // far at most), and plans again once the instant passed. Moves, skips and claims due sooner go now.
+    const quietInMs = this.#msUntilQuiet(o.planIntervalMs);
+    const commands = [...moves, ...plan(state, {
+      nowMs: o.clock.now(),
+      lookaheadMs: quietInMs >= 1 ? Math.max(o.lookaheadMs / 2, o.lookaheadMs - o.planIntervalMs) : o.lookaheadMs,
+      members,
+      maxClaims: o.maxClaimsPerPlan,
+      horizonMs: o.reassignHorizonMs,
+    })];
+    for (const command of commands) {
+      const key = inflightKey(command);
+      if (this.#inflight.has(key)) continue;
+      this.#inflight.add(key);
+      o.propose(command).catch(() => this.#inflight.delete(key));
+    }
+    return quietInMs >= 1 ? quietInMs : null;
+  }
+}
+
+function inflightKey(command: SchedulerCommand): string {
+  if (command.type === 'claim') return `claim ${claimKey(command.job, command.slotMs)}`;
+  if (command.type === 'skip') return `skip ${claimKey(command.job, command.throughMs)}`;
+  if (command.type === 'reassign') return `reassign ${claimKey(command.job, command.slotMs)} ${command.fromToken}`;
+  if (command.type === 'expire') return `expire ${claimKey(command.job, command.slotMs)} ${command.fromToken}`;
+  return command.type;
+}

@@ -1,0 +1,113 @@
+import { RunAbortedError } from '../../errors.js';
+import { decideOverlap, runsInProgress } from '../../scheduler/overlap.js';
+import { MAX_WAITING_RUNS } from '../../scheduler/run-queue.js';
+import { claimKey, type RunInProgress, type SchedulerCommand } from '../../scheduler/state.js';
+import type { Armed } from './armed-claim.js';
+import type { RunPermits } from './run-permits.js';
+import type { RuntimeContext } from './runtime-context.js';
+
+/** Another run of a slot's job in progress: this member's own, or another's per the log. */
+export interface OtherRun {
+  readonly slotMs: number;
+  readonly startedAtMs: number | undefined;
+  readonly local?: Armed;
+  readonly remote?: RunInProgress;
+}
+
+/** What became of a slot that fired, before its handler could start. */
+export type Admission = 'run' | 'dropped' | { readonly outcome: 'skipped' | 'replaced' | 'interrupted'; readonly reason: string };
+
+/**
+ * The admission of a slot that fired on this member: its job's overlap policy, over the job's
+ * other runs in progress here and (mode 'one') elsewhere per the log, then a free run permit.
+ */
+export class RunAdmission {
+  readonly #ctx: RuntimeContext;
+  readonly #permits: RunPermits<Armed>;
+
+  constructor(ctx: RuntimeContext, permits: RunPermits<Armed>) {
+    this.#ctx = ctx;
+    this.#permits = permits;
+  }
+
+  /**
+   * Decides, as the slot fires, whether it runs now, waits, or is not run at all (its overlap
+   * policy), then waits for a free run permit (maxConcurrent). Resolves with 'run' once the
+   * run may start (it then counts against maxConcurrent).
+   *
+   * Other runs of the job are known from two sources. This member's own, at once. Other
+   * members', from the log (`started` without an outcome), so a replication lag shows: a run
+   * that started elsewhere less than a commit ago is not seen yet (both run), and one whose
+   * outcome is not applied here yet still looks in progress (this slot is skipped, queued or
+   * replaces it). The lag is a commit round, milliseconds, far below a slot's period.
+   */
+  async admit(armed: Armed): Promise<Admission> {
+    // Decided at once, from what the log says now. (Waiting for news of another member's run
+    // would let several waiting slots start together when it ends, before their own start
+    // records reach one another: a burst that 'skip' is meant to prevent.)
+    const others = this.othersInProgress(armed);
+    const queuedOfJob = [...this.#permits.activeOf(armed.job)].filter((a) => a.phase === 'queued').length;
+    const decision = decideOverlap(armed.overlap, armed.slotMs, others, queuedOfJob);
+    if (decision.action === 'skip') return { outcome: 'skipped', reason: decision.reason };
+    if (decision.action === 'run') for (const other of decision.replace) this.#replace(other, armed);
+    const go = this.#permits.wait(armed, decision.action === 'wait' ? 'queued' : 'ready');
+    // An overloaded member hands the slot back, so that the leader may give it to another.
+    if (go === null) return { outcome: 'interrupted', reason: `this member already had ${MAX_WAITING_RUNS} runs waiting for a free run permit` };
+    const onAbort = (): void => this.#permits.drop(armed);
+    armed.abort.signal.addEventListener('abort', onAbort, { once: true });
+    this.#permits.pump();
+    const started = await go;
+    armed.abort.signal.removeEventListener('abort', onAbort);
+    if (started) return 'run';
+    const reason: unknown = armed.abort.signal.reason;
+    return reason instanceof RunAbortedError && reason.reason === 'replaced' ? { outcome: 'replaced', reason: reason.message } : 'dropped';
+  }
+
+  /**
+   * The job's other runs in progress: this member's own, and (mode 'one') other members' per the
+   * log. A run this member started before a crash and now runs again (the log holds its start
+   * under the same token) counts only the other members' runs that started before it, in the
+   * order of their start records (at the same time: of an earlier slot). Counting the later ones
+   * made two such runs, each late next to the other, wait for each other until their timeouts,
+   * neither running (found by the simulator: seed 9400063, five members); an order has no cycle.
+   * The price: a later run that is running indeed (its member started it while this one was cut
+   * off, so it did not count this one) runs alongside the resumed one, which the log cannot tell
+   * from a later run that waits. A resumed run is already at least once.
+   */
+  othersInProgress(armed: Armed): OtherRun[] {
+    const o = this.#ctx.options;
+    const state = this.#ctx.state;
+    const out: OtherRun[] = [];
+    for (const other of this.#permits.activeOf(armed.job)) if (other !== armed) out.push({ slotMs: other.slotMs, startedAtMs: other.startedAtMs, local: other });
+    if (armed.mode === 'one') {
+      const filter = { nowMs: o.clock.now(), timeoutMs: armed.timeoutMs, exceptSlotMs: armed.slotMs, exceptMember: o.self };
+      const ownStart = state.claims.get(claimKey(armed.job, armed.slotMs))?.starts.get(o.self);
+      const resumedFromMs = ownStart?.token === armed.token ? ownStart.atMs : undefined;
+      for (const run of runsInProgress(state, armed.job, filter)) {
+        if (o.peerConnected?.(run.member) === false) continue;
+        if (resumedFromMs !== undefined && !(run.startedAtMs < resumedFromMs || (run.startedAtMs === resumedFromMs && run.slotMs < armed.slotMs))) continue;
+        out.push({ slotMs: run.slotMs, startedAtMs: run.startedAtMs, remote: run });
+      }
+    }
+    return out;
+  }
+
+  /** Ends another run of the job for `by` (overlap 'replace'): here at once, elsewhere through the log. */
+  #replace(other: { readonly local?: Armed; readonly remote?: RunInProgress }, by: Armed): void {
+    const reason = `replaced by the run of slot ${new Date(by.slotMs).toISOString()}`;
+    if (other.local !== undefined) {
+      other.local.abort.abort(new RunAbortedError('replaced', reason));
+      return;
+    }
+    const run = other.remote;
+    if (run === undefined) return;
+    const command: SchedulerCommand = { type: 'cancel', job: run.job, slotMs: run.slotMs, token: run.token, bySlotMs: by.slotMs, atMs: this.#ctx.options.clock.now() };
+    // Not awaited: the new run starts now. Retried until applied or moot (the run ended or moved).
+    this.#ctx.track(
+      this.#ctx.proposeUntil(command, () => {
+        const claim = this.#ctx.state.claims.get(claimKey(run.job, run.slotMs));
+        return claim === undefined || claim.token !== run.token || claim.cancelled?.token === run.token || claim.outcomes.get(run.member)?.token === run.token;
+      }),
+    );
+  }
+}

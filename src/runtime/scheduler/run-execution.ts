@@ -1,0 +1,89 @@
+import { RunAbortedError } from '../../errors.js';
+import { claimKey, type ClaimRecord, type RunOutcome } from '../../scheduler/state.js';
+import { isReason, type Armed } from './armed-claim.js';
+import type { RunRecord } from './job-types.js';
+import type { LocalJob } from './registrations.js';
+import type { RunPermits } from './run-permits.js';
+import type { RunRecords } from './run-records.js';
+import type { RuntimeContext } from './runtime-context.js';
+
+/**
+ * The run of an admitted slot on this member: its handler called with its context and signal,
+ * under its timeout and this member's lease, its start and outcome recorded, and its run permit
+ * given back as it ends.
+ */
+export class RunExecution {
+  readonly #ctx: RuntimeContext;
+  readonly #permits: RunPermits<Armed>;
+  readonly #records: RunRecords;
+  /** Forgets the armed claim under `key`, if it is still the one `abort` belongs to. */
+  readonly #forget: (key: string, abort: AbortController) => void;
+
+  constructor(ctx: RuntimeContext, permits: RunPermits<Armed>, records: RunRecords, forget: (key: string, abort: AbortController) => void) {
+    this.#ctx = ctx;
+    this.#permits = permits;
+    this.#records = records;
+    this.#forget = forget;
+  }
+
+  /** Runs the handler of an admitted run, then records its outcome. */
+  async execute(claim: ClaimRecord, job: LocalJob, armed: Armed): Promise<void> {
+    const o = this.#ctx.options;
+    const key = claimKey(claim.job, claim.slotMs);
+    const abort = armed.abort;
+    // Without a live leader this member cannot know it still holds the claim: do not start.
+    if ((job.options.mode ?? 'one') === 'one' && !o.holdsLease()) {
+      abort.abort(new RunAbortedError('interrupted', 'no leader was reachable at the slot instant'));
+    }
+    const timeoutMs = armed.timeoutMs;
+    const timeout = o.timers.setTimeout(() => abort.abort(new RunAbortedError('timeout', `the run exceeded its timeout of ${timeoutMs} ms`)), timeoutMs);
+    const startedAtMs = o.clock.now();
+    let outcome: RunOutcome = 'succeeded';
+    let error: string | undefined;
+    try {
+      if (abort.signal.aborted) throw abort.signal.reason as Error;
+      // The handler starts first, synchronously up to its first await: recording the start
+      // proposes through the driver, whose turn would otherwise run before the handler.
+      const handled = (async () => job.handler({ job: claim.job, slot: new Date(claim.slotMs), fencingToken: claim.token, attempt: claim.attempt, signal: abort.signal }))();
+      try {
+        o.onRunStart?.({ job: claim.job, slotMs: claim.slotMs, fencingToken: claim.token, member: o.self, startedAtMs });
+      } catch {
+        // A listener's error must not keep the run going unrecorded.
+      }
+      // Not awaited: the handler runs now, and the log learns of it a commit later.
+      this.#ctx.track(this.#records.recordStart(claim, startedAtMs));
+      await Promise.race([handled, new Promise((_, reject) => abort.signal.addEventListener('abort', () => reject(abort.signal.reason as Error), { once: true }))]);
+    } catch (e) {
+      const reason: unknown = abort.signal.reason;
+      outcome = isReason(reason, 'interrupted') ? 'interrupted' : isReason(reason, 'replaced') ? 'replaced' : abort.signal.aborted ? 'aborted' : 'failed';
+      error = e instanceof Error ? e.message : String(e);
+    } finally {
+      o.timers.clearTimeout(timeout);
+      this.#records.ended(key, claim.token);
+      this.#forget(key, abort);
+      // Its run permit is free, and the job's queued runs may go, before the outcome commits.
+      this.#permits.release(armed);
+    }
+    const endedAtMs = o.clock.now();
+    const record: RunRecord = {
+      job: claim.job,
+      slotMs: claim.slotMs,
+      fencingToken: claim.token,
+      member: o.self,
+      startedAtMs,
+      endedAtMs,
+      outcome,
+      ...(error === undefined ? {} : { error }),
+    };
+    try {
+      o.onRun?.(record);
+    } catch {
+      // A listener's error must not keep the outcome from being recorded.
+    }
+    try {
+      await this.#records.recordOutcome({ ...record, outcome });
+    } finally {
+      this.#records.outcomeRecorded(key, claim.token);
+    }
+  }
+}

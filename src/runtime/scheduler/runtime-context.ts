@@ -1,0 +1,120 @@
+import type { NodeId } from '../../raft/types.js';
+import type { Clock, Timers } from '../../time/clock.js';
+import { SchedulerState, type SchedulerCommand } from '../../scheduler/state.js';
+import type { RunRecord } from './job-types.js';
+
+export interface SchedulerRuntimeOptions {
+  readonly self: NodeId;
+  readonly clock: Clock;
+  readonly timers: Timers;
+  /** Replicates a command; resolves once it is applied here. */
+  readonly propose: (command: SchedulerCommand) => Promise<unknown>;
+  /** Resolves once this member has applied everything committed before the call (a read barrier). */
+  readonly barrier: () => Promise<unknown>;
+  readonly isLeader: () => boolean;
+  /**
+   * Whether `clock` (the cluster's time) can be trusted yet: until this member has learned the
+   * cluster's time, a slot's timer that fires waits and looks again (its own clock may be a
+   * minute off). @default always
+   */
+  readonly clockReady?: () => boolean;
+  /**
+   * Whether this member still knows a live leader (it leads, or heard from the leader within
+   * an election timeout). A member that lost it aborts its runs: its claims may be moved.
+   */
+  readonly holdsLease: () => boolean;
+  /**
+   * Whether this member is connected to `member` now. Another member's run that the log shows
+   * in progress counts for overlap only while it is: a member whose connection closed (killed
+   * mid-run) will never report that run's end, and its slot is moved anyway. @default always
+   */
+  readonly peerConnected?: (member: NodeId) => boolean;
+  /** Members that may be given work now (reachable), this one included when it leads. */
+  readonly eligibleMembers: () => readonly NodeId[];
+  /** How often the leader plans. */
+  readonly planIntervalMs: number;
+  /** Claims are made this far ahead of their instant. */
+  readonly lookaheadMs: number;
+  /** Bound on commands proposed by one plan. */
+  readonly maxClaimsPerPlan: number;
+  /** Claims whose slot is older than this are never moved again. */
+  readonly reassignHorizonMs: number;
+  /**
+   * A new leader moves no claim until it has led this long: until then, it cannot tell a lost
+   * assignee from one it has not heard from yet.
+   */
+  readonly reassignGraceMs: number;
+  /**
+   * Runs at once on this member, whatever their jobs; more wait, by priority.
+   * @default SCHEDULER_RUNTIME_DEFAULTS.maxConcurrent (no limit)
+   */
+  readonly maxConcurrent?: number;
+  /** Called as a run's handler starts (after its checks), before `onRun` reports its end. */
+  readonly onRunStart?: (run: Pick<RunRecord, 'job' | 'slotMs' | 'fencingToken' | 'member' | 'startedAtMs'>) => void;
+  readonly onRun?: (run: RunRecord) => void;
+}
+
+export const SCHEDULER_RUNTIME_DEFAULTS = {
+  /** No limit: every due slot starts at its instant. */
+  maxConcurrent: Number.POSITIVE_INFINITY,
+} as const;
+
+/**
+ * What the parts of the scheduler's runtime on one member share (the leader's planning, the
+ * registrations, the assignee's runs): its options, the replicated state, whether it stops or
+ * drains, the work a graceful stop waits for, and proposing a command until it is applied.
+ * SchedulerRuntime holds it and hands it to each part.
+ */
+export class RuntimeContext {
+  readonly state = new SchedulerState();
+  readonly options: SchedulerRuntimeOptions;
+  /** Runs started and their outcomes not yet recorded: a graceful stop waits for them. */
+  readonly inFlightRuns = new Set<Promise<void>>();
+  #stopped = false;
+  /** Set by drain(): nothing new is armed. */
+  #draining = false;
+
+  constructor(options: SchedulerRuntimeOptions) {
+    this.options = options;
+  }
+
+  get stopped(): boolean {
+    return this.#stopped;
+  }
+
+  get draining(): boolean {
+    return this.#draining;
+  }
+
+  stop(): void {
+    this.#stopped = true;
+  }
+
+  drain(): void {
+    this.#draining = true;
+  }
+
+  /** Keeps a run or an outcome report in the set a graceful stop waits for; never rejects. */
+  track(work: Promise<void>): void {
+    const tracked = work.catch(() => undefined).finally(() => this.inFlightRuns.delete(tracked));
+    this.inFlightRuns.add(tracked);
+  }
+
+  /**
+   * Proposes `command` until it is applied, `settled()` holds (nothing left to do), the member
+   * stops, or the reassignment horizon passes; between tries it waits a plan interval. Safe only
+   * for commands that may be applied twice.
+   */
+  async proposeUntil(command: SchedulerCommand, settled: () => boolean): Promise<void> {
+    const o = this.options;
+    const giveUpAtMs = o.clock.now() + o.reassignHorizonMs;
+    while (!this.#stopped && o.clock.now() < giveUpAtMs && !settled()) {
+      try {
+        await o.propose(command);
+        return;
+      } catch {
+        await new Promise<void>((resolve) => o.timers.setTimeout(resolve, o.planIntervalMs));
+      }
+    }
+  }
+}

@@ -1,0 +1,140 @@
+import { InvalidArgumentError } from '../../errors.js';
+import type { TimerHandle } from '../../time/clock.js';
+import type { JobSpec } from '../../scheduler/spec.js';
+import { restoreSchedulerSnapshot } from '../../scheduler/state-snapshot.js';
+import type { ApplyResult, SchedulerCommand, SchedulerState, SchedulerStateParts } from '../../scheduler/state.js';
+import { Assignee } from './assignee.js';
+import type { JobHandler, JobOptions } from './job-types.js';
+import { LeaderPlanning } from './leader-planning.js';
+import { Registrations } from './registrations.js';
+import { RuntimeContext, SCHEDULER_RUNTIME_DEFAULTS, type SchedulerRuntimeOptions } from './runtime-context.js';
+
+export { SCHEDULER_RUNTIME_DEFAULTS, type SchedulerRuntimeOptions } from './runtime-context.js';
+
+/**
+ * The scheduler on one member: applies the replicated commands to SchedulerState, lets the
+ * leader plan claims (leader-planning.ts), and runs this member's claimed slots on its own
+ * timers at their instants (assignee.ts), so no consensus round sits between the instant and
+ * the handler's start. It holds what the two sides share (runtime-context.ts, the jobs this
+ * member has handlers for in registrations.ts) and the plan interval's timer, which drives both.
+ */
+export class SchedulerRuntime {
+  readonly state: SchedulerState;
+  readonly #ctx: RuntimeContext;
+  readonly #o: SchedulerRuntimeOptions;
+  readonly #registrations: Registrations;
+  readonly #assignee: Assignee;
+  readonly #leader: LeaderPlanning;
+  #planTimer: TimerHandle | null = null;
+  /** Whether #planTimer was set to plan at once (#planSoon), rather than at the next interval. */
+  #planningNow = false;
+
+  constructor(options: SchedulerRuntimeOptions) {
+    const max = options.maxConcurrent ?? SCHEDULER_RUNTIME_DEFAULTS.maxConcurrent;
+    if (!(max === Number.POSITIVE_INFINITY || (Number.isInteger(max) && max > 0))) {
+      throw new InvalidArgumentError('maxConcurrent', max, 'a positive integer, or Infinity for no limit');
+    }
+    this.#o = options;
+    this.#ctx = new RuntimeContext(options);
+    this.state = this.#ctx.state;
+    this.#registrations = new Registrations(this.#ctx);
+    this.#assignee = new Assignee(this.#ctx, this.#registrations, max);
+    this.#leader = new LeaderPlanning(this.#ctx, (limitMs) => this.#assignee.msUntilQuiet(limitMs));
+  }
+
+  start(): void {
+    this.#schedulePlan();
+  }
+
+  /**
+   * Lets the runs in progress finish and record their outcomes, for at most `timeoutMs`, so a
+   * graceful stop does not leave a slot that ran without its outcome (which would run again).
+   * New slots are not started meanwhile.
+   */
+  async drain(timeoutMs: number): Promise<void> {
+    this.#ctx.drain();
+    this.#assignee.drain();
+    const runs = this.#ctx.inFlightRuns;
+    if (runs.size === 0) return;
+    let timer: TimerHandle | null = null;
+    await Promise.race([Promise.allSettled([...runs]), new Promise<void>((resolve) => (timer = this.#o.timers.setTimeout(resolve, timeoutMs)))]);
+    if (timer !== null) this.#o.timers.clearTimeout(timer);
+  }
+
+  stop(): void {
+    this.#ctx.stop();
+    if (this.#planTimer !== null) this.#o.timers.clearTimeout(this.#planTimer);
+    this.#assignee.stop();
+  }
+
+  /** Adds a local handler and registers the job through the log (retried until a leader takes it). */
+  schedule(name: string, spec: JobSpec, handler: JobHandler, options: JobOptions): void {
+    this.#registrations.add(name, spec, handler, options);
+    this.#assignee.scheduled(name);
+  }
+
+  unschedule(name: string): boolean {
+    if (!this.#registrations.remove(name)) return false;
+    this.#assignee.unscheduled(name);
+    this.#ctx.track(this.#registrations.unregister(name));
+    return true;
+  }
+
+  /** Called for every scheduler command applied, in log order, on every member. */
+  apply(index: number, command: SchedulerCommand): ApplyResult {
+    const result = this.state.apply(index, command);
+    this.#leader.applied(command);
+    if (command.type === 'register' && result.ok) this.#planSoon();
+    this.#assignee.applied(command, result);
+    return result;
+  }
+
+  /**
+   * Replaces the replicated state with a snapshot's (the stored one at start, or a leader's
+   * installed here), then brings this member's runs in line with it: a run whose claim the
+   * snapshot moved or ended no longer holds it, and every claim of this member's that it holds
+   * is armed as an applied claim would be (one it already ran is recognised when it fires).
+   * Takes the snapshot's bytes, or its parts already decoded and checked (given to no other
+   * state). Throws CodecError, changing nothing, on data that is not a snapshot.
+   */
+  restore(snapshot: Uint8Array | SchedulerStateParts): void {
+    if (snapshot instanceof Uint8Array) restoreSchedulerSnapshot(this.state, snapshot);
+    else this.state.restoreFrom(snapshot);
+    this.#leader.restored();
+    this.#assignee.restored();
+  }
+
+  /**
+   * Aborts the runs in progress if this member no longer holds its lease. The plan tick looks
+   * every interval; the member also looks before each message from a peer counts as contact
+   * (member.ts), so that a lease that ran out while the event loop stood still is seen before
+   * the first message renews it.
+   */
+  checkLease(): void {
+    this.#assignee.checkLease();
+  }
+
+  #schedulePlan(delayMs = this.#o.planIntervalMs): void {
+    if (this.#ctx.stopped) return;
+    this.#planTimer = this.#o.timers.setTimeout(() => {
+      this.#planTimer = null;
+      this.#planningNow = false;
+      this.#registrations.registerSome();
+      this.#assignee.tick();
+      const nextMs = this.#o.planIntervalMs;
+      this.#schedulePlan(Math.min(nextMs, this.#leader.planIfLeading() ?? nextMs));
+    }, delayMs);
+  }
+
+  /**
+   * Plans now rather than at the next interval: a job just registered may have a slot due
+   * within it, which a plan an interval away would claim late.
+   */
+  #planSoon(): void {
+    // Once set to plan now, the timer stays: every registration a batch of entries applies asks.
+    if (this.#planTimer === null || this.#planningNow || !this.#o.isLeader()) return;
+    this.#o.timers.clearTimeout(this.#planTimer);
+    this.#planningNow = true;
+    this.#schedulePlan(0);
+  }
+}
