@@ -1,12 +1,25 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * Two projects, which `npm test` runs together: `unit` (the pure protocol and scheduler, the
+ * runtime on simulated time, storage, transport and byte helpers: `npm run test:unit`, for the
+ * edit-test loop) and `system` (simulator runs and sweeps, real member processes, real clusters
+ * on loopback, the CLI). CI runs both.
+ */
+const UNIT = ['test/raft/**/*.test.ts', 'test/scheduler/**/*.test.ts', 'test/runtime/**/*.test.ts', 'test/storage/**/*.test.ts', 'test/transport/**/*.test.ts', 'test/bytes/**/*.test.ts', 'test/api/**/*.test.ts'];
+/** The simulator's own parts that run no simulation of a cluster, or a short one. */
+const SIMULATOR_UNITS = ['test/simulation/simulation-report.test.ts', 'test/simulation/simulation-summary.test.ts', 'test/simulation/simulation-settings.test.ts'];
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
-    globalSetup: ['test/global-setup.ts'],
     // Real-process tests start several Node processes; two cores cannot run many at once.
     maxWorkers: 2,
     testTimeout: 60_000,
     hookTimeout: 60_000,
+    projects: [
+      { extends: true, test: { name: 'unit', include: [...UNIT, ...SIMULATOR_UNITS] } },
+      // Real-process tests run members from dist/, which the global setup builds first.
+      { extends: true, test: { name: 'system', include: ['test/**/*.test.ts'], exclude: [...UNIT, ...SIMULATOR_UNITS], globalSetup: ['test/global-setup.ts'] } },
+    ],
   },
 });

@@ -1,0 +1,145 @@
+import { describe, expect, it } from 'vitest';
+import { JobStates } from '../../src/api/job-states.js';
+import { CHANGE_LOG_KEPT } from '../../src/scheduler/change-log.js';
+import { parseSpec } from '../../src/scheduler/spec.js';
+import { decodeSchedulerSnapshot, encodeSchedulerSnapshot } from '../../src/scheduler/state-snapshot.js';
+import { SchedulerState, type JobPolicy, type SchedulerCommand } from '../../src/scheduler/state.js';
+
+const T0 = Date.parse('2026-01-01T00:00:00Z');
+const POLICY: JobPolicy = { retries: 0, retryDelayMs: 1000, catchUp: { policy: 'latest' } };
+
+function register(job: string, member: string, every = '1s'): SchedulerCommand {
+  return { type: 'register', job, spec: parseSpec({ every }), mode: 'one', policy: POLICY, member, atMs: T0 };
+}
+
+/** A state of `count` jobs every second, registered by a and b, and an applier that numbers entries. */
+function stateOf(count: number, limits: { maxClaimsKept?: number } = {}): { s: SchedulerState; apply: (command: SchedulerCommand) => number } {
+  const s = new SchedulerState(limits);
+  let index = 0;
+  const apply = (command: SchedulerCommand): number => {
+    s.apply(++index, command);
+    return index;
+  };
+  for (let i = 0; i < count; i++) for (const member of ['a', 'b']) apply(register(`job${i}`, member));
+  return { s, apply };
+}
+
+describe('the jobs of state()', () => {
+  it('are built once: a later call hands out the same views, building none', () => {
+    const { s } = stateOf(100);
+    const views = new JobStates();
+    const first = views.of(s, T0 + 100);
+    expect(views.builds).toBe(100);
+    const second = views.of(s, T0 + 200);
+    expect(views.builds).toBe(100);
+    second.forEach((view, i) => expect(view).toBe(first[i]));
+    // Nothing changed and no next slot came: the very list, frozen like its entries.
+    expect(second).toBe(first);
+    expect(Object.isFrozen(first)).toBe(true);
+    expect(Object.isFrozen(first[0])).toBe(true);
+    expect(Object.isFrozen(first[0]!.handlers)).toBe(true);
+    // A change of any kind, or a command for no job, is another list (of the same entries here).
+    s.apply(1000, { type: 'lock', name: 'l', member: 'a', atMs: T0, untilMs: T0 + 5 });
+    const third = views.of(s, T0 + 300);
+    expect(third).not.toBe(first);
+    expect(third).toEqual(first);
+    expect(views.builds).toBe(100);
+  });
+
+  it('are built again for the jobs that changed only, and show what changed', () => {
+    const { s, apply } = stateOf(100);
+    const views = new JobStates();
+    const before = views.of(s, T0 + 100);
+    const token = apply({ type: 'claim', job: 'job7', slotMs: T0 + 1000, assignees: ['a'], fromMs: T0 });
+    const after = views.of(s, T0 + 100);
+    expect(views.builds).toBe(101);
+    after.forEach((view, i) => (i === 7 ? expect(view).not.toBe(before[i]) : expect(view).toBe(before[i])));
+    expect(after[7]!.lastClaim).toEqual({ slot: new Date(T0 + 1000), fencingToken: token, assignees: ['a'], outcomes: {} });
+    expect(after[7]!.nextSlot).toEqual(new Date(T0 + 2000));
+  });
+
+  it('always equal views built afresh, whatever the change: runs, outcomes, skips, handlers, conflicts, claims forgotten', () => {
+    const { s, apply } = stateOf(4, { maxClaimsKept: 3 });
+    const views = new JobStates();
+    const check = (nowMs: number): void => {
+      expect(views.of(s, nowMs)).toEqual(new JobStates().of(s, nowMs));
+    };
+    check(T0 + 100);
+    const token = apply({ type: 'claim', job: 'job0', slotMs: T0 + 1000, assignees: ['a'], fromMs: T0 });
+    check(T0 + 100);
+    apply({ type: 'started', job: 'job0', slotMs: T0 + 1000, token, member: 'a', atMs: T0 + 1001 });
+    check(T0 + 1002);
+    apply({ type: 'outcome', job: 'job0', slotMs: T0 + 1000, token, member: 'a', outcome: 'failed', atMs: T0 + 1005, error: 'boom' });
+    check(T0 + 1010);
+    apply({ type: 'skip', job: 'job1', throughMs: T0 + 5000, fromMs: T0, count: 5 });
+    check(T0 + 5100);
+    apply({ type: 'unregister', job: 'job2', member: 'b' });
+    check(T0 + 5100);
+    apply(register('job3', 'c', '5s'));
+    check(T0 + 5100);
+    // Claims of other jobs push job0's out (3 kept): its view loses it.
+    for (const job of ['job1', 'job2', 'job3']) apply({ type: 'claim', job, slotMs: T0 + 6000, assignees: ['a'] });
+    expect(s.claims.size).toBe(3);
+    check(T0 + 5100);
+    expect(views.of(s, T0 + 5100)[0]!.lastClaim).toBeNull();
+  });
+
+  it("are built again once the time reaches a job's next slot, which then moves on", () => {
+    const { s } = stateOf(2);
+    const views = new JobStates();
+    expect(views.of(s, T0 + 100)[0]!.nextSlot).toEqual(new Date(T0 + 1000));
+    expect(views.of(s, T0 + 999)[0]!.nextSlot).toEqual(new Date(T0 + 1000));
+    expect(views.builds).toBe(2);
+    // Unclaimed (no leader planned it), the slot passed: the next one shows.
+    expect(views.of(s, T0 + 1500)[0]!.nextSlot).toEqual(new Date(T0 + 2000));
+    expect(views.builds).toBe(4);
+  });
+
+  /** Counts the jobs a call looks at: it asks each for its last change. */
+  function countLooks(s: SchedulerState): { readonly count: () => number } {
+    const changeOf = s.changeOf.bind(s);
+    let looks = 0;
+    s.changeOf = (job) => {
+      looks++;
+      return changeOf(job);
+    };
+    return { count: () => looks };
+  }
+
+  it('are looked at only if they changed since the last call, new jobs last', () => {
+    const { s, apply } = stateOf(1000);
+    const views = new JobStates();
+    views.of(s, T0 + 100);
+    const looks = countLooks(s);
+    apply({ type: 'claim', job: 'job7', slotMs: T0 + 1000, assignees: ['a'], fromMs: T0 });
+    apply(register('new', 'a'));
+    apply(register('new', 'b'));
+    const after = views.of(s, T0 + 100);
+    // job7 once, the new job once per change (its second registration).
+    expect(looks.count()).toBe(3);
+    expect(after.map((j) => j.name).slice(-2)).toEqual(['job999', 'new']);
+    expect(after).toEqual(new JobStates().of(s, T0 + 100));
+  });
+
+  it('are all looked at again once more changed since the last call than the state remembers', () => {
+    const { s, apply } = stateOf(10);
+    const views = new JobStates();
+    views.of(s, T0 + 100);
+    const looks = countLooks(s);
+    // Registrations repeated: each is a change of its job.
+    for (let i = 0; i <= 2 * CHANGE_LOG_KEPT; i++) apply(register(`job${i % 10}`, 'a'));
+    apply(register('new', 'a'));
+    const after = views.of(s, T0 + 100);
+    expect(looks.count()).toBe(11);
+    expect(after).toEqual(new JobStates().of(s, T0 + 100));
+  });
+
+  it('are built anew for a state restored from a snapshot (its records are new)', () => {
+    const { s } = stateOf(3);
+    const views = new JobStates();
+    views.of(s, T0 + 100);
+    s.restoreFrom(decodeSchedulerSnapshot(encodeSchedulerSnapshot(s)));
+    expect(views.of(s, T0 + 100)).toEqual(new JobStates().of(s, T0 + 100));
+    expect(views.builds).toBe(6);
+  });
+});

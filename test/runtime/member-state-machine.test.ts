@@ -1,0 +1,106 @@
+import { encode } from 'cborg';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { CodecError } from '../../src/errors.js';
+import type { Entry } from '../../src/raft/types.js';
+import { EntryType } from '../../src/raft/types.js';
+import { encodeCommand } from '../../src/runtime/commands.js';
+import { MEMBER_SNAPSHOT_VERSION, decodeMemberSnapshot, encodeMemberSnapshot } from '../../src/runtime/member-snapshot.js';
+import { memberStateMachine } from '../../src/runtime/member-state-machine.js';
+import type { SchedulerRuntime } from '../../src/runtime/scheduler/scheduler-runtime.js';
+import { SchedulerState, type SchedulerStateParts } from '../../src/scheduler/state.js';
+
+/** A scheduler that records what each restore was given: bytes to decode, or parts decoded already. */
+function recordingScheduler(): { scheduler: SchedulerRuntime; restored: string[] } {
+  const restored: string[] = [];
+  const state = new SchedulerState();
+  const scheduler = {
+    state,
+    apply: () => ({ ok: true }),
+    restore: (snapshot: Uint8Array | SchedulerStateParts) => restored.push(snapshot instanceof Uint8Array ? 'bytes' : 'parts'),
+  } as unknown as SchedulerRuntime;
+  return { scheduler, restored };
+}
+
+describe("a member's state machine", () => {
+  it('restores a snapshot it just accepted from what the check decoded, once', () => {
+    const { scheduler, restored } = recordingScheduler();
+    const sm = memberStateMachine(() => scheduler);
+    const data = sm.snapshot();
+    expect(sm.acceptsSnapshot(data)).toBe(true);
+    sm.restore(data);
+    // The decoded parts go to one restore only; the same bytes again are decoded again.
+    sm.restore(data);
+    expect(restored).toEqual(['parts', 'bytes']);
+  });
+
+  it('decodes bytes that are not the snapshot last accepted', () => {
+    const { scheduler, restored } = recordingScheduler();
+    const sm = memberStateMachine(() => scheduler);
+    const first = sm.snapshot();
+    const second = sm.snapshot();
+    expect(sm.acceptsSnapshot(first)).toBe(true);
+    expect(sm.acceptsSnapshot(second)).toBe(true);
+    sm.restore(first);
+    // The stored snapshot at start was never checked by acceptsSnapshot.
+    sm.restore(Uint8Array.from(second));
+    expect(restored).toEqual(['bytes', 'bytes']);
+  });
+
+  it('refuses bytes that are not a snapshot, and a restore of them throws CodecError', () => {
+    const { scheduler, restored } = recordingScheduler();
+    const sm = memberStateMachine(() => scheduler);
+    const garbage = Uint8Array.of(0xff, 0x00);
+    expect(sm.acceptsSnapshot(garbage)).toBe(false);
+    expect(() => sm.restore(garbage)).toThrow(CodecError);
+    expect(restored).toEqual([]);
+  });
+
+  it('hands application entries to the hook only while it wants them, and scheduler commands always to the scheduler', () => {
+    const { scheduler } = recordingScheduler();
+    const applied: number[] = [];
+    const seen: string[] = [];
+    let wanted = false;
+    const sm = memberStateMachine(() => ({ ...scheduler, apply: (index: number) => (applied.push(index), { ok: true }) }) as unknown as typeof scheduler, {
+      wantsUserEntries: () => wanted,
+      onUserEntry: (entry, data) => seen.push(`${entry.index}:${new TextDecoder().decode(data)}`),
+    });
+    const entry = (index: number, data: Uint8Array): Entry => ({ index, term: 1, type: EntryType.Normal, data, pid: `p${index}` });
+    const user = (text: string): Uint8Array => encodeCommand({ kind: 'user', data: new TextEncoder().encode(text) });
+    const command = encodeCommand({ kind: 'scheduler', command: { type: 'unregister', job: 'j', member: 'a' } });
+    expect(sm.apply(entry(1, user('quiet')))).toBeUndefined();
+    expect(sm.apply(entry(2, command))).toEqual({ ok: true });
+    wanted = true;
+    expect(sm.apply(entry(3, user('heard')))).toBeUndefined();
+    expect(sm.apply(entry(4, command))).toEqual({ ok: true });
+    expect(seen).toEqual(['3:heard']);
+    expect(applied).toEqual([2, 4]);
+  });
+
+  it('hands every application entry to a hook that does not say whether it wants them', () => {
+    const { scheduler } = recordingScheduler();
+    const seen: number[] = [];
+    const sm = memberStateMachine(() => scheduler, { onUserEntry: (entry) => seen.push(entry.index) });
+    for (const index of [1, 2]) sm.apply({ index, term: 1, type: EntryType.Normal, data: encodeCommand({ kind: 'user', data: Uint8Array.of(index) }), pid: '' });
+    expect(seen).toEqual([1, 2]);
+  });
+});
+
+describe('member snapshot bytes', () => {
+  it("are cborg's encoding of [version, scheduler bytes], whatever the length and however the bytes come in pieces", () => {
+    // Lengths around every size of a CBOR length head, and the pieces cut anywhere.
+    const length = fc.constantFrom(0, 1, 23, 24, 255, 256, 65_535, 65_536, 70_000);
+    fc.assert(
+      fc.property(length, fc.array(fc.nat(), { maxLength: 4 }), fc.nat(255), (n, cuts, seed) => {
+        const bytes = Uint8Array.from({ length: n }, (_, i) => (i * 31 + seed) & 0xff);
+        const at = [...new Set(cuts.map((c) => (n === 0 ? 0 : c % n)))].sort((a, b) => a - b);
+        const pieces = [0, ...at].map((from, i) => bytes.subarray(from, at[i] ?? n));
+        const expected = encode([MEMBER_SNAPSHOT_VERSION, bytes]);
+        expect(encodeMemberSnapshot(bytes)).toEqual(expected);
+        expect(encodeMemberSnapshot(pieces)).toEqual(expected);
+        expect(decodeMemberSnapshot(expected)).toEqual(bytes);
+      }),
+      { numRuns: 60 },
+    );
+  });
+});

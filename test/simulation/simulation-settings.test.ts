@@ -1,0 +1,61 @@
+import { describe, expect, it } from 'vitest';
+import { CLUSTER_DEFAULTS, resolveOptions } from '../../src/cluster-options.js';
+import { memberSettings, type MemberSettings } from '../../src/runtime/member-settings.js';
+import { simulate } from '../../simulations/simulate.js';
+import { drawSettings, SETTING_VARIATIONS, type VariedSetting } from '../../simulations/settings.js';
+
+/** Where each varied setting lives in a member's settings. */
+const WHERE: Record<VariedSetting, { readonly part?: 'timing' | 'compaction'; readonly field: string }> = {
+  snapshotEveryEntries: { part: 'compaction', field: 'everyEntries' },
+  snapshotRetainEntries: { part: 'compaction', field: 'retainEntries' },
+  snapshotChunkBytes: { field: 'snapshotChunkBytes' },
+  maxProposalBatch: { part: 'timing', field: 'maxProposalBatch' },
+  maxProposalBatchBytes: { part: 'timing', field: 'maxProposalBatchBytes' },
+  requestTimeoutMs: { part: 'timing', field: 'requestTimeoutMs' },
+  maxPendingProposals: { part: 'timing', field: 'maxPendingProposals' },
+};
+
+/** `settings` with `name` set to `value`. */
+function withSetting(settings: MemberSettings, name: VariedSetting, value: number): MemberSettings {
+  const { part, field } = WHERE[name];
+  return part === undefined ? { ...settings, [field]: value } : { ...settings, [part]: { ...settings[part], [field]: value } };
+}
+
+describe("the simulator runs production's settings", () => {
+  it("without variations, exactly what Cluster computes from its defaults, and says so", async () => {
+    const r = await simulate({ seed: 1, members: 3, durationMs: 1000, jobs: [], vary: false });
+    // What `new Cluster([])` runs with.
+    const cluster = resolveOptions([], {}).member;
+    expect(r.settings).toEqual(cluster);
+    expect(r.varied).toEqual({});
+    expect(r.violations).toEqual([]);
+    // And those are the documented defaults.
+    expect(r.settings.timing).toMatchObject({
+      tickMs: CLUSTER_DEFAULTS.tickMs,
+      requestTimeoutMs: CLUSTER_DEFAULTS.requestTimeoutMs,
+      maxPendingProposals: CLUSTER_DEFAULTS.maxPendingProposals,
+      maxProposalBatch: CLUSTER_DEFAULTS.maxProposalBatch,
+      maxProposalBatchBytes: CLUSTER_DEFAULTS.maxProposalBatchBytes,
+      maxPendingReads: CLUSTER_DEFAULTS.maxPendingReads,
+    });
+    expect(r.settings.compaction).toEqual({ everyEntries: CLUSTER_DEFAULTS.snapshotEveryEntries, retainEntries: CLUSTER_DEFAULTS.snapshotRetainEntries });
+  });
+
+  it('with variations, the defaults but for the settings the seed drew, each within its range, and reported', () => {
+    const seen = new Set<VariedSetting>();
+    for (let seed = 1; seed <= 50; seed++) {
+      const { settings, varied } = drawSettings(seed, true);
+      // The protocol's apply batch follows the compaction interval, as in Cluster.
+      let expected = memberSettings({ snapshotEveryEntries: settings.compaction.everyEntries });
+      for (const [name, value] of Object.entries(varied) as Array<[VariedSetting, number]>) {
+        expect(value).toBeGreaterThanOrEqual(SETTING_VARIATIONS[name].min);
+        expect(value).toBeLessThanOrEqual(SETTING_VARIATIONS[name].max);
+        expected = withSetting(expected, name, value);
+        seen.add(name);
+      }
+      expect(settings).toEqual(expected);
+    }
+    // Every variation is drawn in some of the seeds.
+    expect([...seen].sort()).toEqual(Object.keys(SETTING_VARIATIONS).sort());
+  });
+});

@@ -1,0 +1,81 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { CLUSTER_DEFAULTS } from '../../src/cluster-options.js';
+import { switchesFromNames } from '../../simulations/faults.js';
+import { drawSettings } from '../../simulations/settings.js';
+import type { JobSummary } from '../../simulations/summary.js';
+import { expectedRow, tableRow } from '../fixtures/report-table.js';
+
+const run = promisify(execFile);
+/** The compiled command, as `npx cronraft` runs it (test/global-setup.ts builds first). */
+const cli = join(import.meta.dirname, '..', '..', 'dist', 'src', 'cli', 'main.js');
+
+async function cronraft(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [cli, ...args], { timeout: 60_000 });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+describe('cronraft simulate', () => {
+  it('runs a seed and prints its result as JSON, the same twice', async () => {
+    const a = await cronraft('simulate', '--seed', '3', '--members', '3', '--duration', '3s', '--json');
+    const b = await cronraft('simulate', '--seed', '3', '--members', '3', '--duration', '3s', '--json');
+    expect(a.code).toBe(0);
+    const result = JSON.parse(a.stdout) as { seed: number; violations: string[]; traceHash: string };
+    expect(result).toMatchObject({ seed: 3, violations: [] });
+    expect(JSON.parse(b.stdout)).toMatchObject({ traceHash: result.traceHash });
+  });
+
+  it('sweeps seeds and reports the speed', async () => {
+    const r = await cronraft('simulate', '--seeds', '3', '--from', '10', '--members', '3', '--duration', '2s');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/3 seed\(s\), .* simulated hours in .* real time\); 0 violated an invariant/);
+  });
+
+  it("takes the issue's fault names, skew among them, and turns off the others", async () => {
+    const r = await cronraft('simulate', '--seed', '5', '--members', '3', '--duration', '2s', '--faults', 'partition,skew,crash,loss', '--json');
+    expect(r.code).toBe(0);
+    const result = JSON.parse(r.stdout) as { drawn: Record<string, number> };
+    // Disk stalls were not asked for.
+    expect(result.drawn.diskStallPermille).toBe(0);
+    expect(switchesFromNames(['partition', 'skew', 'crash', 'loss'])).toEqual({ partitions: true, clocks: true, crashes: true, loss: true, pauses: false, disks: false });
+  });
+
+  it('says which settings the seed varied from the defaults, in its summary and its JSON', async () => {
+    const { varied } = drawSettings(4, true);
+    const text = await cronraft('simulate', '--seed', '4', '--members', '3', '--duration', '2s');
+    expect(text.stdout).toContain(`settings: Cluster's defaults but ${Object.entries(varied).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+    const json = JSON.parse((await cronraft('simulate', '--seed', '4', '--members', '3', '--duration', '2s', '--json')).stdout) as { varied: unknown; settings: { timing: { requestTimeoutMs: number } } };
+    expect(json.varied).toEqual(varied);
+    expect(json.settings.timing.requestTimeoutMs).toBe(varied.requestTimeoutMs ?? CLUSTER_DEFAULTS.requestTimeoutMs);
+  });
+
+  it("writes a report whose table shows its JSON's job summaries, count for count", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cronraft-report-'));
+    try {
+      const path = join(dir, 'run.html');
+      const r = await cronraft('simulate', '--seed', '3', '--members', '3', '--duration', '3s', '--report', path, '--json');
+      expect(r.code).toBe(0);
+      const { jobs } = JSON.parse(r.stdout) as { jobs: JobSummary[] };
+      const html = readFileSync(path, 'utf8');
+      expect(jobs.reduce((n, j) => n + j.claimed, 0)).toBeGreaterThan(0);
+      for (const job of jobs) expect(tableRow(html, job.name)).toEqual(expectedRow(job));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('rejects a bad option with the usage and exit status 2', async () => {
+    const r = await cronraft('simulate', '--faults', 'gremlins');
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('Invalid --faults');
+  });
+});

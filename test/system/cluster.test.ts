@@ -1,0 +1,268 @@
+import { mkdtemp, readdir, rm, stat, truncate } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { STORE_DIRECTORY } from '../../src/data-dir.js';
+import { Cluster, InvalidArgumentError, NotLeaderError, StorageError, type ClusterOptions } from '../../src/index.js';
+import { PEER_KEY_FILE } from '../../src/transport/constants.js';
+import { freePort } from '../fixtures/process-cluster.js';
+
+/** Synced proposals a member commits before its write-ahead log is cut to half. */
+const PROPOSALS_BEFORE_DAMAGE = 200;
+
+const started: Cluster[] = [];
+const dirs: string[] = [];
+
+afterEach(async () => {
+  await Promise.all(started.splice(0).map((c) => c.stop()));
+  await Promise.all(dirs.splice(0).map((d) => rm(d, { recursive: true, force: true })));
+});
+
+async function tempDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'cronraft-cluster-'));
+  dirs.push(dir);
+  return dir;
+}
+
+async function startCluster(size: number, options: ClusterOptions = {}): Promise<Cluster[]> {
+  const addrs: string[] = [];
+  for (let i = 0; i < size; i++) addrs.push(`127.0.0.1:${await freePort()}`);
+  const members = addrs.map((listen) => new Cluster(addrs, { storage: 'memory', ...options, listen }));
+  started.push(...members);
+  await Promise.all(members.map((m) => m.start()));
+  return members;
+}
+
+describe('options', () => {
+  const cases: Array<[string, () => unknown, string]> = [
+    ['an unparseable peer', () => new Cluster(['not an address']), 'peers[0]'],
+    ['an unparseable listen address', () => new Cluster([], { listen: '127.0.0.1' }), 'listen'],
+    ['a negative timeout', () => new Cluster([], { electionTimeoutMs: -5 }), 'electionTimeoutMs'],
+    ['a heartbeat not shorter than the election timeout', () => new Cluster([], { heartbeatMs: 300, electionTimeoutMs: 300 }), 'heartbeatMs'],
+    ['port 0 with other members', () => new Cluster(['127.0.0.1:7002'], { listen: '127.0.0.1:0' }), 'listen'],
+    ['an unknown storage', () => new Cluster([], { storage: 'disk' as 'level' }), 'storage'],
+  ];
+  it.each(cases)('rejects %s, naming the option and the value', (_name, make, option) => {
+    let error: unknown;
+    try {
+      make();
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(InvalidArgumentError);
+    expect(error).toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option });
+    expect((error as Error).message).toContain(option);
+  });
+
+  it('accepts multiaddrs with a peer id, host:port, and its own address in the peer list', () => {
+    const c = new Cluster(['/ip4/127.0.0.1/tcp/7001', '127.0.0.1:7002', '/ip4/127.0.0.1/tcp/7003/p2p/12D3KooWNpEjHiwXBKhVJvQy5aGA5n6TgqSEAHMAbkjYZj9nVKPL'], { listen: '/ip4/127.0.0.1/tcp/7001' });
+    expect(c.id).toBe('127.0.0.1:7001');
+    expect(c.state().members.map((m) => m.id)).toEqual(['127.0.0.1:7001', '127.0.0.1:7002', '127.0.0.1:7003']);
+  });
+});
+
+describe('a single-member cluster', () => {
+  it("state() hands out a job's entry again, frozen, until the job changes (thousands of jobs are not built on every call)", async () => {
+    const c = new Cluster([], { storage: 'memory' });
+    started.push(c);
+    await c.start();
+    c.schedule('hourly', { every: '1h' }, () => undefined);
+    await expect.poll(() => c.state().jobs.length, { timeout: 10_000 }).toBe(1);
+    const job = c.state().jobs[0];
+    expect(c.state().jobs[0]).toBe(job);
+    expect(Object.isFrozen(job)).toBe(true);
+    expect(job).toMatchObject({ name: 'hourly', spec: 'every 3600000', handlers: [c.id], conflicts: {}, lastClaim: null, running: [] });
+  });
+
+  it('new Cluster([]) leads at once and commits', async () => {
+    const c = new Cluster([], { storage: 'memory' });
+    started.push(c);
+    await c.start();
+    const { index } = await c.propose('hello');
+    expect(index).toBeGreaterThan(0);
+    const s = c.state();
+    expect(s.role).toBe('leader');
+    expect(s.appliedIndex).toBeGreaterThanOrEqual(index);
+    expect(await c.barrier()).toEqual({ index: s.commitIndex });
+  });
+
+  it('keeps its log and term across a restart from its data directory', async () => {
+    const dataDir = await tempDir();
+    const port = await freePort();
+    const first = new Cluster([], { listen: `127.0.0.1:${port}`, dataDir });
+    await first.start();
+    for (let i = 0; i < 5; i++) await first.propose(`v${i}`);
+    const before = first.state();
+    await first.stop();
+    const second = new Cluster([], { listen: `127.0.0.1:${port}`, dataDir });
+    started.push(second);
+    const applied: string[] = [];
+    second.on('applied', (e) => applied.push(new TextDecoder().decode(e.data)));
+    await second.start();
+    await second.waitForLeader();
+    await second.barrier();
+    expect(second.state().term).toBeGreaterThan(before.term);
+    expect(applied).toEqual(['v0', 'v1', 'v2', 'v3', 'v4']);
+    // The libp2p identity is kept too.
+    expect(second.state().peerId).toBe(before.peerId);
+  });
+
+  it('refuses a data directory that belongs to another member, naming the path', async () => {
+    const dataDir = await tempDir();
+    const a = new Cluster([], { listen: `127.0.0.1:${await freePort()}`, dataDir });
+    await a.start();
+    await a.stop();
+    const b = new Cluster([], { listen: `127.0.0.1:${await freePort()}`, dataDir });
+    const error = await b.start().then(() => null, (e: unknown) => e);
+    expect(error).toBeInstanceOf(StorageError);
+    expect(error).toMatchObject({ code: 'CRONRAFT_STORAGE_MISMATCH' });
+    expect((error as Error).message).toContain(dataDir);
+    expect(b.state().status).toBe('failed');
+  });
+
+  it('refuses to start, naming its log, when its write-ahead log lost committed entries', async () => {
+    const dataDir = await tempDir();
+    const port = await freePort();
+    const first = new Cluster([], { listen: `127.0.0.1:${port}`, dataDir });
+    await first.start();
+    for (let i = 0; i < PROPOSALS_BEFORE_DAMAGE; i++) await first.propose(`v${i}`);
+    await first.stop();
+    const storePath = join(dataDir, STORE_DIRECTORY);
+    const log = (await readdir(storePath)).filter((name) => name.endsWith('.log'));
+    expect(log.length).toBe(1);
+    const file = join(storePath, log[0] as string);
+    await truncate(file, Math.floor((await stat(file)).size / 2));
+
+    const second = new Cluster([], { listen: `127.0.0.1:${port}`, dataDir });
+    const error = await second.start().then(() => null, (e: unknown) => e);
+    expect(error).toBeInstanceOf(StorageError);
+    expect(error).toMatchObject({ code: 'CRONRAFT_STORAGE_CORRUPT', path: storePath });
+    expect(second.state().status).toBe('failed');
+  });
+
+  it('refuses to start with a new identity when its peer key is gone but its log is not', async () => {
+    const dataDir = await tempDir();
+    const port = await freePort();
+    const first = new Cluster([], { listen: `127.0.0.1:${port}`, dataDir });
+    await first.start();
+    await first.stop();
+    await rm(join(dataDir, PEER_KEY_FILE));
+    const second = new Cluster([], { listen: `127.0.0.1:${port}`, dataDir });
+    const error = await second.start().then(() => null, (e: unknown) => e);
+    expect(error).toBeInstanceOf(StorageError);
+    expect(error).toMatchObject({ code: 'CRONRAFT_STORAGE_CORRUPT', path: join(dataDir, PEER_KEY_FILE) });
+    expect(await readdir(dataDir)).toEqual([STORE_DIRECTORY]);
+  });
+});
+
+describe('three members in one process', () => {
+  it('elect one leader, report it in state() and events, and commit from any member', async () => {
+    const members = await startCluster(3);
+    const events: string[] = [];
+    members[1]!.on('leader', (e) => events.push(`${e.leader}@${e.term}`));
+    const { leader } = await members[0]!.waitForLeader();
+    await Promise.all(members.map((m) => m.waitForLeader()));
+    for (const m of members) expect(m.state().leader).toBe(leader);
+    // A follower's proposal is forwarded to the leader.
+    const follower = members.find((m) => m.id !== leader)!;
+    const { index } = await follower.propose('from a follower');
+    expect(follower.state().appliedIndex).toBeGreaterThanOrEqual(index);
+    await follower.barrier();
+    const s = follower.state();
+    expect(s.members).toHaveLength(3);
+    expect(s.members.every((m) => m.reachable)).toBe(true);
+    expect(s.members.find((m) => m.id === leader)!.lastContactMs).not.toBeNull();
+    // The member announced the leader it follows (the election came after the listener).
+    expect(events.some((e) => e.startsWith(`${leader}@`))).toBe(true);
+  });
+
+  it('a stopping leader hands over leadership instead of leaving the others to time out', async () => {
+    // The first member campaigns after 200 ms; the others only after 20 s. So once the first
+    // leads, a new leader within 5 s of its stop() can only come from a handover.
+    const addrs = [`127.0.0.1:${await freePort()}`, `127.0.0.1:${await freePort()}`, `127.0.0.1:${await freePort()}`];
+    const members = addrs.map(
+      (listen, i) => new Cluster(addrs, { storage: 'memory', listen, heartbeatMs: 50, electionTimeoutMs: i === 0 ? 200 : 20_000, stopTimeoutMs: 3000 }),
+    );
+    started.push(...members);
+    await Promise.all(members.map((m) => m.start()));
+    const first = members[0]!;
+    await expect.poll(() => first.state().role, { timeout: 10_000 }).toBe('leader');
+    const { term } = first.state();
+    await Promise.all(members.map((m) => m.waitForLeader()));
+    await first.propose('before the handover');
+    await first.stop();
+    const other = members[1]!;
+    await expect.poll(() => other.state().leader, { timeout: 5000 }).not.toBe(first.id);
+    await expect.poll(() => other.state().leader, { timeout: 5000 }).not.toBeNull();
+    expect(other.state().term).toBe(term + 1);
+    await other.propose('after the handover');
+  });
+
+  it('commits a burst of proposals forwarded by a follower, in frames that fit the transport', async () => {
+    const members = await startCluster(3);
+    await Promise.all(members.map((m) => m.waitForLeader()));
+    const follower = members.find((m) => m.state().role !== 'leader')!;
+    const payload = new Uint8Array(8192).fill(7);
+    // 1,000 proposals of 8 KiB queued at once are 8 MiB: one batch of them would not fit in a
+    // 4 MiB frame, so the driver must split batches by bytes as well as by count.
+    const results = await Promise.all(Array.from({ length: 1000 }, () => follower.propose(payload)));
+    expect(new Set(results.map((r) => r.index)).size).toBe(1000);
+    expect(follower.state().unsendableMessages).toBe(0);
+    const big = await follower.propose(new Uint8Array(2 * 1024 * 1024)).then(() => null, (e: unknown) => e);
+    expect(big).toBeInstanceOf(InvalidArgumentError);
+    expect(big).toMatchObject({ option: 'data' });
+  });
+
+  it('catches up a follower restarted on storage: memory, with no storm of messages', async () => {
+    const heartbeatMs = 50;
+    const members = await startCluster(3, { heartbeatMs });
+    await Promise.all(members.map((m) => m.waitForLeader()));
+    const leader = members.find((m) => m.state().role === 'leader')!;
+    for (let i = 0; i < 5; i++) await leader.propose(`before ${i}`);
+    await leader.barrier();
+    // The follower comes back with the same address and nothing else: no log, term or vote.
+    const follower = members.find((m) => m !== leader)!;
+    await follower.stop();
+    const restarted = new Cluster(members.map((m) => m.id), { storage: 'memory', listen: follower.id, heartbeatMs });
+    started.push(restarted);
+    await restarted.start();
+    await restarted.waitForLeader();
+    const sentBefore = leader.state().transport.sent;
+    const since = performance.now();
+    // A new entry sets the leader probing the follower, which used to loop at once for ever.
+    const { index } = await leader.propose('after the restart');
+    // Its first second: the leader sends each follower one heartbeat every heartbeatMs, and a
+    // few appends to catch one up; a follower probed in a loop takes thousands, ever more.
+    const windowMs = 1000;
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, since + windowMs - performance.now())));
+    const sentPerSecond = ((leader.state().transport.sent - sentBefore) * 1000) / (performance.now() - since);
+    const maxSentPerSecond = 4 * (members.length - 1) * (1000 / heartbeatMs);
+    expect(sentPerSecond).toBeLessThan(maxSentPerSecond);
+    await expect.poll(() => restarted.state().appliedIndex, { timeout: 10_000 }).toBeGreaterThanOrEqual(index);
+    expect(leader.state().followerLogsLost).toBe(1);
+  });
+
+  it('fails a proposal at once with NotLeaderError when no leader is known', async () => {
+    const addrs = [`127.0.0.1:${await freePort()}`, `127.0.0.1:${await freePort()}`, `127.0.0.1:${await freePort()}`];
+    const lonely = new Cluster(addrs, { storage: 'memory', listen: addrs[0] });
+    started.push(lonely);
+    await lonely.start();
+    const error = await lonely.propose('x').then(() => null, (e: unknown) => e);
+    expect(error).toBeInstanceOf(NotLeaderError);
+    expect(error).toMatchObject({ code: 'CRONRAFT_NOT_LEADER', leader: null });
+  });
+
+  it('members given different peer lists never form one cluster together', async () => {
+    const a = `127.0.0.1:${await freePort()}`;
+    const b = `127.0.0.1:${await freePort()}`;
+    const c = `127.0.0.1:${await freePort()}`;
+    const one = new Cluster([a, b], { storage: 'memory', listen: a, electionTimeoutMs: 100, heartbeatMs: 20 });
+    const two = new Cluster([a, b, c], { storage: 'memory', listen: b, electionTimeoutMs: 100, heartbeatMs: 20 });
+    started.push(one, two);
+    await Promise.all([one.start(), two.start()]);
+    // Both campaign and reach each other, but every message carries the other cluster's id.
+    await expect.poll(() => two.state().transport.droppedUnexpected, { timeout: 10_000 }).toBeGreaterThan(0);
+    expect(one.state().leader).toBe(null);
+    expect(two.state().leader).toBe(null);
+  });
+});

@@ -1,0 +1,314 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Cluster, InvalidArgumentError, type JobContext } from '../../src/index.js';
+import { freePort } from '../fixtures/process-cluster.js';
+
+const started: Cluster[] = [];
+afterEach(async () => {
+  await Promise.all(started.splice(0).map((c) => c.stop()));
+});
+
+async function threeMembers(): Promise<Cluster[]> {
+  const addrs = [`127.0.0.1:${await freePort()}`, `127.0.0.1:${await freePort()}`, `127.0.0.1:${await freePort()}`];
+  const members = addrs.map((listen) => new Cluster(addrs, { storage: 'memory', listen }));
+  started.push(...members);
+  return members;
+}
+
+interface Run {
+  readonly member: string;
+  readonly slotMs: number;
+  readonly token: number;
+}
+
+describe('cluster.schedule', () => {
+  it("runs each slot once across the cluster (mode 'one'), with increasing fencing tokens, spread over members", async () => {
+    const members = await threeMembers();
+    const runs: Run[] = [];
+    for (const m of members) {
+      m.schedule('tick', { every: 200 }, (ctx: JobContext) => {
+        runs.push({ member: m.id, slotMs: ctx.slot.getTime(), token: ctx.fencingToken });
+      });
+    }
+    await Promise.all(members.map((m) => m.start()));
+    await expect.poll(() => new Set(runs.map((r) => r.slotMs)).size, { timeout: 20_000, interval: 50 }).toBeGreaterThanOrEqual(12);
+    const slots = [...new Set(runs.map((r) => r.slotMs))].sort((a, b) => a - b);
+    // Exactly once per slot, and none lost between the first and the last.
+    expect(runs.length).toBe(slots.length);
+    for (let i = 1; i < slots.length; i++) expect(slots[i]! - slots[i - 1]!).toBe(200);
+    const bySlot = [...runs].sort((a, b) => a.slotMs - b.slotMs);
+    for (let i = 1; i < bySlot.length; i++) expect(bySlot[i]!.token).toBeGreaterThan(bySlot[i - 1]!.token);
+    expect(new Set(runs.map((r) => r.member)).size).toBeGreaterThan(1);
+    // Outcomes are recorded through the log and visible from any member.
+    await expect
+      .poll(() => members[0]!.history({ job: 'tick' }).filter((h) => Object.values(h.outcomes).some((o) => o.outcome === 'succeeded')).length, { timeout: 10_000 })
+      .toBeGreaterThanOrEqual(5);
+    const job = members[1]!.state().jobs.find((j) => j.name === 'tick');
+    expect(job).toMatchObject({ spec: 'every 200', mode: 'one', handlers: [...members.map((m) => m.id)].sort() });
+    expect(job!.nextSlot).toBeInstanceOf(Date);
+  });
+
+  it("mode 'all' runs each slot on every member that scheduled it", async () => {
+    const members = await threeMembers();
+    const runs: Run[] = [];
+    for (const m of members) {
+      m.schedule('refresh', { every: 250 }, (ctx) => void runs.push({ member: m.id, slotMs: ctx.slot.getTime(), token: ctx.fencingToken }), { mode: 'all' });
+    }
+    await Promise.all(members.map((m) => m.start()));
+    // Slots claimed before every member's registration reached the log go to fewer members:
+    // count only slots well after all three are registered (past the planner's look-ahead).
+    await expect.poll(() => members[0]!.state().jobs[0]?.handlers.length ?? 0, { timeout: 20_000 }).toBe(3);
+    const from = Date.now() + 2000;
+    const after = (): number[] => [...new Set(runs.map((r) => r.slotMs))].filter((t) => t >= from).sort((a, b) => a - b);
+    await expect.poll(() => after().length, { timeout: 20_000, interval: 50 }).toBeGreaterThanOrEqual(6);
+    // Slots still in flight at the end may have run on some members only; the earlier ones ran on all.
+    const slots = after().slice(0, -2);
+    for (const slot of slots) {
+      const here = runs.filter((r) => r.slotMs === slot);
+      expect(here.map((r) => r.member).sort()).toEqual(members.map((m) => m.id).sort());
+      expect(new Set(here.map((r) => r.token)).size).toBe(1);
+    }
+  });
+
+  it('moves a slot whose assignee died mid-run to another member, under a higher token', async () => {
+    const members = await threeMembers();
+    const runs: Array<Run & { attempt: number }> = [];
+    let victim: Cluster | null = null;
+    let victimSlot: number | null = null;
+    for (const m of members) {
+      m.schedule('report', { every: 300 }, async (ctx) => {
+        runs.push({ member: m.id, slotMs: ctx.slot.getTime(), token: ctx.fencingToken, attempt: ctx.attempt });
+        // The first follower to get a slot hangs in it: it is the one that will die.
+        if (victim === null && m.state().role !== 'leader') {
+          victim = m;
+          victimSlot = ctx.slot.getTime();
+          await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }));
+        }
+      });
+    }
+    await Promise.all(members.map((m) => m.start()));
+    await expect.poll(() => victim, { timeout: 20_000, interval: 20 }).not.toBeNull();
+    // Dies without a word (stop() of a follower hands nothing over), mid-run.
+    await (victim as unknown as Cluster).stop();
+    await expect
+      .poll(() => runs.find((r) => r.slotMs === victimSlot && r.member !== (victim as unknown as Cluster).id), { timeout: 20_000, interval: 20 })
+      .toBeDefined();
+    const first = runs.find((r) => r.slotMs === victimSlot && r.member === (victim as unknown as Cluster).id)!;
+    const retry = runs.find((r) => r.slotMs === victimSlot && r.member !== first.member)!;
+    expect(retry.token).toBeGreaterThan(first.token);
+    expect(retry.attempt).toBe(2);
+  });
+
+  it('retries a failed run on another member, as many times as the job asks', async () => {
+    const members = await threeMembers();
+    const runs: Array<Run & { attempt: number }> = [];
+    for (const m of members) {
+      m.schedule(
+        'flaky',
+        { every: 400 },
+        (ctx) => {
+          runs.push({ member: m.id, slotMs: ctx.slot.getTime(), token: ctx.fencingToken, attempt: ctx.attempt });
+          if (ctx.attempt === 1) throw new Error('first attempts always fail');
+        },
+        { retries: 1, retryDelayMs: 100 },
+      );
+    }
+    await Promise.all(members.map((m) => m.start()));
+    // A slot's first attempt that ran (and failed), with what ran after it. A slot moved before
+    // its first run started (its assignee stalled past an election timeout, on a loaded machine)
+    // starts at attempt 2 with no failure before it: it is no retry, and is left out.
+    const retried = (): Array<{ first: Run & { attempt: number }; later: Array<Run & { attempt: number }> }> =>
+      runs.filter((r) => r.attempt === 1).map((first) => ({ first, later: runs.filter((r) => r.slotMs === first.slotMs && r.attempt > 1) })).filter((s) => s.later.length > 0);
+    await expect.poll(() => retried().length, { timeout: 20_000, interval: 20 }).toBeGreaterThanOrEqual(3);
+    for (const { first, later } of retried()) {
+      // One retry was asked for, and it succeeds: no attempt after it.
+      expect(later.map((r) => r.attempt)).toEqual([2]);
+      const second = later[0]!;
+      expect(second.token).toBeGreaterThan(first.token);
+      expect(second.member).not.toBe(first.member);
+    }
+  });
+
+  it('a member that unschedules a job stops being assigned it, and its claimed slots run elsewhere', async () => {
+    const members = await threeMembers();
+    const runs: Run[] = [];
+    for (const m of members) m.schedule('move', { every: 200 }, (ctx) => void runs.push({ member: m.id, slotMs: ctx.slot.getTime(), token: ctx.fencingToken }));
+    await Promise.all(members.map((m) => m.start()));
+    await expect.poll(() => members[0]!.state().jobs[0]?.handlers.length ?? 0, { timeout: 20_000 }).toBe(3);
+    const quitter = members.find((m) => m.state().role !== 'leader')!;
+    expect(quitter.unschedule('move')).toBe(true);
+    const from = Date.now();
+    await expect.poll(() => quitter.state().jobs[0]?.handlers.includes(quitter.id), { timeout: 20_000 }).toBe(false);
+    // Slots due after the quit still run, once each, none lost (those claimed for the quitter
+    // before it quit are moved), and none on the member that quit.
+    await expect.poll(() => runs.filter((r) => r.slotMs > from).length, { timeout: 20_000, interval: 20 }).toBeGreaterThanOrEqual(10);
+    const after = runs.filter((r) => r.slotMs > from);
+    expect(after.some((r) => r.member === quitter.id)).toBe(false);
+    const slots = [...new Set(after.map((r) => r.slotMs))].sort((a, b) => a - b);
+    expect(after.length).toBe(slots.length);
+    for (let i = 1; i < slots.length; i++) expect(slots[i]! - slots[i - 1]!).toBe(200);
+  });
+
+  it("skips slots that fire while the job runs elsewhere (overlap 'skip'), and shows them and the runs in progress", async () => {
+    const members = await threeMembers();
+    const runs: Run[] = [];
+    let running = 0;
+    let maxRunning = 0;
+    for (const m of members) {
+      m.schedule('slow', { every: 200 }, async (ctx) => {
+        runs.push({ member: m.id, slotMs: ctx.slot.getTime(), token: ctx.fencingToken });
+        maxRunning = Math.max(maxRunning, ++running);
+        await new Promise((resolve) => setTimeout(resolve, 450));
+        running--;
+      });
+    }
+    await Promise.all(members.map((m) => m.start()));
+    // Every member sees runs in progress (started, no outcome) and skipped slots, from the log.
+    await expect.poll(() => members[2]!.state().jobs.find((j) => j.name === 'slow')?.running.length ?? 0, { timeout: 20_000, interval: 20 }).toBeGreaterThan(0);
+    await expect.poll(() => members[1]!.state().jobs.find((j) => j.name === 'slow')?.skippedRuns ?? 0, { timeout: 20_000 }).toBeGreaterThanOrEqual(3);
+    const history = members[0]!.history({ job: 'slow' });
+    expect(history.some((h) => Object.values(h.outcomes).some((o) => o.outcome === 'skipped' && /overlap/.test(o.error ?? '')))).toBe(true);
+    expect(history.some((h) => Object.keys(h.running).length > 0 || Object.values(h.outcomes).some((o) => o.outcome === 'succeeded'))).toBe(true);
+    const ran = new Set(runs.map((r) => r.slotMs));
+    // A slot is run or skipped, never both.
+    for (const h of history) {
+      if (Object.values(h.outcomes).some((o) => o.outcome === 'skipped')) expect(ran.has(h.slot.getTime())).toBe(false);
+    }
+    // Runs are 450 ms, slots 200 ms apart: without the policy three would overlap. The log's
+    // lag (a commit) can let a run start just before another's start record arrives.
+    expect(maxRunning).toBeLessThanOrEqual(2);
+  });
+
+  it('rejects a bad name, spec, handler or option at the call, leaving nothing registered', () => {
+    const c = new Cluster([], { storage: 'memory' });
+    const cases: Array<[() => unknown, string]> = [
+      [() => c.schedule('', '* * * * *', () => undefined), 'name'],
+      [() => c.schedule('a', '99 * * * *', () => undefined), 'spec'],
+      [() => c.schedule('a', { cron: '* * * * *', tz: 'Nowhere/Land' }, () => undefined), 'spec.tz'],
+      [() => c.schedule('a', '* * * * *', 'not a function' as never), 'handler'],
+      [() => c.schedule('a', '* * * * *', () => undefined, { mode: 'some' as 'one' }), 'options.mode'],
+      [() => c.schedule('a', '* * * * *', () => undefined, { timeoutMs: -1 }), 'options.timeoutMs'],
+      [() => c.schedule('a', '* * * * *', () => undefined, { overlap: 'sometimes' as 'skip' }), 'options.overlap'],
+      [() => c.schedule('a', '* * * * *', () => undefined, { priority: 1.5 }), 'options.priority'],
+      [() => c.schedule('a', '* * * * *', () => undefined, { priority: 1_000_000 }), 'options.priority'],
+      [() => c.schedule('a', '* * * * *', () => undefined, { catchUp: { windowMs: 60_000, maxSlots: 5 } }), 'options.overlap'],
+      [() => c.schedule('a', { delayAfterCompletion: 5 }, () => undefined), 'spec.delayAfterCompletion'],
+      [() => c.schedule('a', { delayAfterCompletion: '1s', initialDelay: -5 }, () => undefined), 'spec.initialDelay'],
+    ];
+    for (const [call, option] of cases) {
+      expect(call).toThrow(InvalidArgumentError);
+      try {
+        call();
+      } catch (e) {
+        expect(e).toMatchObject({ option });
+      }
+    }
+    c.schedule('a', '* * * * *', () => undefined);
+    expect(() => c.schedule('a', '* * * * *', () => undefined)).toThrow(/already scheduled/);
+  });
+});
+
+describe('restarts', () => {
+  it('a member restarted from its data directory does not run again the slots it ran before', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'cronraft-sched-'));
+    const port = await freePort();
+    const runs: number[] = [];
+    const member = (): Cluster => {
+      const c = new Cluster([], { listen: `127.0.0.1:${port}`, dataDir });
+      c.schedule('tick', { every: 200 }, (ctx) => void runs.push(ctx.slot.getTime()));
+      return c;
+    };
+    try {
+      const first = member();
+      await first.start();
+      await expect.poll(() => runs.length, { timeout: 10_000, interval: 20 }).toBeGreaterThanOrEqual(5);
+      await first.stop();
+      const before = runs.length;
+      const second = member();
+      started.push(second);
+      await second.start();
+      await expect.poll(() => runs.length, { timeout: 10_000, interval: 20 }).toBeGreaterThanOrEqual(before + 3);
+      // Replaying its log re-applied every claim it had run; none ran twice.
+      expect(new Set(runs).size).toBe(runs.length);
+    } finally {
+      // Stopped before its directory goes: stopping writes the store's durable mark there.
+      await Promise.all(started.map((c) => c.stop()));
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('cluster.runExclusive', () => {
+  it('runs on one member at a time, keeps the lock at least atLeastFor, and fences with increasing tokens', async () => {
+    const members = await threeMembers();
+    await Promise.all(members.map((m) => m.start()));
+    await Promise.all(members.map((m) => m.waitForLeader()));
+    let running = 0;
+    let maxRunning = 0;
+    const tokens: number[] = [];
+    const task = async ({ fencingToken }: { fencingToken: number }): Promise<void> => {
+      running++;
+      maxRunning = Math.max(maxRunning, running);
+      tokens.push(fencingToken);
+      await new Promise((r) => setTimeout(r, 50));
+      running--;
+    };
+    // All three try at once: exactly one runs. It holds on until the other two were refused, so
+    // the outcome does not depend on how fast the task is.
+    let refusals = 0;
+    let allRefused: () => void = () => undefined;
+    const refused = new Promise<void>((resolve) => (allRefused = resolve));
+    const first = await Promise.all(
+      members.map((m) =>
+        m
+          .runExclusive('nightly', { atMostFor: 10_000, atLeastFor: 0 }, async (lock) => {
+            await task(lock);
+            await refused;
+          })
+          .then((ran) => {
+            if (!ran && ++refusals === 2) allRefused();
+            return ran;
+          }),
+      ),
+    );
+    expect(first.filter(Boolean)).toHaveLength(1);
+    expect(maxRunning).toBe(1);
+    // Released (atLeastFor 0): the next try runs, with a higher token.
+    expect(await members[1]!.runExclusive('nightly', { atMostFor: 10_000 }, task)).toBe(true);
+    expect(tokens[1]).toBeGreaterThan(tokens[0]!);
+    // atLeastFor keeps the lock after a quick task.
+    expect(await members[2]!.runExclusive('quick', { atMostFor: 60_000, atLeastFor: 30_000 }, () => undefined)).toBe(true);
+    expect(await members[0]!.runExclusive('quick', { atMostFor: 60_000 }, task)).toBe(false);
+  });
+
+  it('a lock whose holder never releases it expires after atMostFor', async () => {
+    const c = new Cluster([], { storage: 'memory' });
+    started.push(c);
+    await c.start();
+    await c.waitForLeader();
+    let release: () => void = () => undefined;
+    const holding = c.runExclusive('stuck', { atMostFor: 300 }, ({ signal }) => new Promise<void>((resolve) => {
+      release = resolve;
+      signal.addEventListener('abort', () => resolve(), { once: true });
+    }));
+    await expect.poll(async () => c.runExclusive('stuck', { atMostFor: 1000 }, () => undefined), { timeout: 5000, interval: 50 }).toBe(true);
+    release();
+    await holding;
+  });
+
+  it('refuses at once on a member that has heard no leader (it has no cluster time to stamp the lock with)', async () => {
+    const [alone] = await threeMembers();
+    await alone!.start();
+    let ran = false;
+    await expect(alone!.runExclusive('x', { atMostFor: 1000 }, () => (ran = true))).rejects.toMatchObject({ code: 'CRONRAFT_NOT_LEADER' });
+    expect(ran).toBe(false);
+  });
+
+  it('rejects bad options at the call', async () => {
+    const c = new Cluster([], { storage: 'memory' });
+    await expect(c.runExclusive('x', { atMostFor: 0 }, () => undefined)).rejects.toMatchObject({ option: 'atMostFor' });
+    await expect(c.runExclusive('x', { atMostFor: 100, atLeastFor: 200 }, () => undefined)).rejects.toMatchObject({ option: 'atLeastFor' });
+  });
+});

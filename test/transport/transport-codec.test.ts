@@ -1,0 +1,481 @@
+import { decode, encode, Tagged } from 'cborg';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { CodecError } from '../../src/errors.js';
+import type { Entry, Message } from '../../src/raft/types.js';
+import { EntryType, messageTypes } from '../../src/raft/types.js';
+import { messageExamples } from '../fixtures/message-examples.js';
+import { encodeEntryRecords, EntryRecords } from '../../src/bytes/entry-records.js';
+import { arrayHeader } from '../../src/bytes/cbor-heads.js';
+import { MAX_INDEX, MAX_READ_CTX, MAX_TERM } from '../../src/raft/bounds.js';
+import { readAppendWire } from '../../src/transport/append-reader.js';
+import { decodeFrame, encodeFrame, TYPE_CODES } from '../../src/transport/codec.js';
+import {
+  FRAME_FORMAT_VERSION,
+  MAX_CLOCK_STAMP_MS,
+  MAX_CLUSTER_ID_LENGTH,
+  MAX_ENTRIES_PER_MESSAGE,
+  MAX_FRAME_BYTES,
+  MAX_ID_LENGTH,
+  MAX_PID_LENGTH,
+  MAX_PROPOSALS_PER_MESSAGE,
+  MAX_SNAPSHOT_BYTES,
+} from '../../src/transport/constants.js';
+
+const base = { from: '127.0.0.1:7001', to: '127.0.0.1:7002', term: 7 };
+const bytes = (...values: number[]): Uint8Array => new Uint8Array(values);
+
+const examples = messageExamples(base);
+
+/** Encodes an arbitrary value as CBOR, for crafting frames the encoder would refuse to write. */
+const raw = (value: unknown): Uint8Array => encode(value);
+const header = (code: number, ...fields: unknown[]): unknown[] => [FRAME_FORMAT_VERSION, 'c', code, 'a', 'b', 1, ...fields];
+
+function expectCodecError(run: () => unknown, text?: string | RegExp): void {
+  let caught: unknown;
+  try {
+    run();
+  } catch (error) {
+    caught = error;
+  }
+  expect(caught).toBeInstanceOf(CodecError);
+  expect((caught as CodecError).code).toBe('CRONRAFT_MALFORMED_MESSAGE');
+  if (text !== undefined) expect((caught as CodecError).message).toMatch(text);
+}
+
+describe('frame codec', () => {
+  it('has an example of every message type', () => {
+    expect(Object.keys(examples).sort()).toEqual([...messageTypes].sort());
+  });
+
+  it.each(messageTypes)('round-trips a %s message', (type) => {
+    const message = examples[type];
+    const decoded = decodeFrame(encodeFrame({ clusterId: 'cluster-1', message }));
+    expect(decoded).toEqual({ clusterId: 'cluster-1', message });
+  });
+
+  describe('clock stamps on heartbeats', () => {
+    const t = 1_767_225_600_123;
+    const stamped: Message[] = [
+      { ...examples.heartbeat, type: 'heartbeat', commit: 12, readCtx: 3, clock: { sentAt: t } },
+      { type: 'heartbeat', ...base, commit: 12, readCtx: 0, clock: { sentAt: t + 0.25, estimate: { offsetMs: -60_000.5, rttMs: 3.75, clusterOffsetMs: 12 } } },
+      { type: 'heartbeat-resp', ...base, readCtx: 3, clock: { echo: 1_234.625, receivedAt: 98_765.5, sentAt: 98_766.25, wallOffset: t - 98_766.25 } },
+    ];
+
+    it.each(stamped.map((m, i) => [i, m] as const))('round-trip (%i)', (_i, message) => {
+      expect(decodeFrame(encodeFrame({ clusterId: 'c', message })).message).toEqual(message);
+    });
+
+    it('leave frames without a stamp as they were, and old frames decode with no clock', () => {
+      expect(encodeFrame({ clusterId: 'c', message: examples.heartbeat })).toEqual(raw([FRAME_FORMAT_VERSION, 'c', 7, base.from, base.to, 7, 12, 3]));
+      const old = decodeFrame(raw(header(7, 4, 0))).message;
+      expect(old).toEqual({ type: 'heartbeat', from: 'a', to: 'b', term: 1, commit: 4, readCtx: 0 });
+      expect('clock' in old).toBe(false);
+      expect('clock' in decodeFrame(raw(header(8, 0))).message).toBe(false);
+    });
+
+    it('keep a stamped heartbeat small', () => {
+      expect(encodeFrame({ clusterId: 'c', message: stamped[1] as Message }).length).toBeLessThan(90);
+      expect(encodeFrame({ clusterId: 'c', message: stamped[2] as Message }).length).toBeLessThan(90);
+    });
+
+    it.each<[string, unknown]>([
+      ['a stamp on a vote', header(3, 1, 1, false, [1])],
+      ['a stamp on an append', header(5, 0, 0, 0, [], [1])],
+      ['two stamps', header(7, 1, 2, [1], [1])],
+      ['a stamp that is not an array', header(7, 1, 2, 1)],
+      ['a null stamp', header(7, 1, 2, null)],
+      ['an empty stamp', header(7, 1, 2, [])],
+      ['a stamp of two fields', header(7, 1, 2, [1, 2])],
+      ['a stamp of five fields', header(7, 1, 2, [1, 2, 3, 4, 5])],
+      ['a sentAt given as a string', header(7, 1, 2, ['1'])],
+      ['a sentAt beyond the range of dates', header(7, 1, 2, [MAX_CLOCK_STAMP_MS * 2])],
+      ['an offset of 1e300', header(7, 1, 2, [1, 1e300, 1, 0])],
+      ['a negative round trip', header(7, 1, 2, [1, 0, -1, 0])],
+      ['a cluster offset given as null', header(7, 1, 2, [1, 0, 1, null])],
+      ['an echo of two fields', header(8, 0, [1, 2])],
+      ['an echo of three fields (no wall offset)', header(8, 0, [1, 2, 3])],
+      ['an echo of five fields', header(8, 0, [1, 2, 3, 4, 5])],
+      ['an echo with bytes', header(8, 0, [1, bytes(2), 3, 4])],
+      ['an echo time below the range of dates', header(8, 0, [1, -MAX_CLOCK_STAMP_MS - 1, 3, 4])],
+      ['a wall offset beyond the range of dates', header(8, 0, [1, 2, 3, MAX_CLOCK_STAMP_MS * 2])],
+      ['a wall offset given as null', header(8, 0, [1, 2, 3, null])],
+    ])('reject %s', (_name, value) => {
+      expectCodecError(() => decodeFrame(raw(value)));
+    });
+
+    it('reject NaN and Infinity, which strict CBOR decoding refuses', () => {
+      const frame = raw(header(7, 1, 2, [1.5]));
+      // [1.5] is the float16 0xf9 0x3e 0x00 at the end: turn it into NaN, then Infinity.
+      const nan = frame.slice();
+      nan.set([0xf9, 0x7e, 0x00], nan.length - 3);
+      expectCodecError(() => decodeFrame(nan));
+      const inf = frame.slice();
+      inf.set([0xf9, 0x7c, 0x00], inf.length - 3);
+      expectCodecError(() => decodeFrame(inf));
+      expect(decodeFrame(frame).message).toMatchObject({ clock: { sentAt: 1.5 } });
+    });
+
+    it('are refused by the encoder when out of bounds', () => {
+      const bad = (clock: unknown): Message => ({ ...examples.heartbeat, clock }) as Message;
+      expectCodecError(() => encodeFrame({ clusterId: 'c', message: bad({ sentAt: Number.NaN }) }), /sentAt/);
+      expectCodecError(() => encodeFrame({ clusterId: 'c', message: bad({ sentAt: 1, estimate: { offsetMs: 0, rttMs: -1, clusterOffsetMs: 0 } }) }), /rttMs/);
+      const badEcho = (clock: unknown): Message => ({ ...examples['heartbeat-resp'], clock }) as Message;
+      expectCodecError(() => encodeFrame({ clusterId: 'c', message: badEcho({ echo: 1, receivedAt: 2, sentAt: 3, wallOffset: Number.POSITIVE_INFINITY }) }), /wallOffset/);
+      expectCodecError(() => encodeFrame({ clusterId: 'c', message: badEcho({ echo: 1, receivedAt: 2, sentAt: 3 }) }), /wallOffset/);
+    });
+  });
+
+  it('round-trips a propose-resp without a leader and an empty append', () => {
+    const a: Message = { type: 'propose-resp', ...base, index: 0, pids: [], reject: true, leader: null };
+    const b: Message = { type: 'append', ...base, prevIndex: 0, prevTerm: 0, entries: [], commit: 0 };
+    expect(decodeFrame(encodeFrame({ clusterId: 'c', message: a })).message).toEqual(a);
+    expect(decodeFrame(encodeFrame({ clusterId: 'c', message: b })).message).toEqual(b);
+  });
+
+  it('decodes entry data into a copy, not a view of the frame', () => {
+    const frame = encodeFrame({ clusterId: 'c', message: examples.append });
+    const decoded = decodeFrame(frame).message;
+    frame.fill(0);
+    expect(decoded.type === 'append' && decoded.entries[1]?.data).toEqual(bytes(1, 2, 3));
+  });
+
+  it('accepts a Buffer as entry data', () => {
+    const message: Message = { type: 'propose', ...base, proposals: [{ pid: 'p', data: Buffer.from([1, 2]) }] };
+    const decoded = decodeFrame(encodeFrame({ clusterId: 'c', message })).message;
+    expect(decoded.type === 'propose' && Array.from(decoded.proposals[0]?.data ?? [])).toEqual([1, 2]);
+  });
+
+  it('writes the format version first and a heartbeat in under 40 bytes', () => {
+    const frame = encodeFrame({ clusterId: 'c', message: examples.heartbeat });
+    expect(frame.length).toBeLessThan(40);
+    expect(frame[1]).toBe(FRAME_FORMAT_VERSION);
+  });
+
+  describe('rejects with CodecError', () => {
+    it.each<[string, unknown]>([
+      ['a map instead of an array', { v: 1 }],
+      ['a bare number', 1],
+      ['an empty array', []],
+      ['a short header', [1, 'c', 7, 'a', 'b']],
+      ['another format version', [2, 'c', 9, 'a', 'b', 1]],
+      ['a version given as a string', ['1', 'c', 9, 'a', 'b', 1]],
+      ['an unknown type code', header(99)],
+      ['a type code given as a string', [1, 'c', 'heartbeat', 'a', 'b', 1, 0, 0]],
+      ['a missing field', header(7, 1)],
+      ['an extra field', header(7, 1, 2, 3)],
+      ['an empty cluster id', [1, '', 9, 'a', 'b', 1]],
+      ['a cluster id that is too long', [1, 'c'.repeat(MAX_CLUSTER_ID_LENGTH + 1), 9, 'a', 'b', 1]],
+      ['an empty from', [1, 'c', 9, '', 'b', 1]],
+      ['a from that is too long', [1, 'c', 9, 'a'.repeat(MAX_ID_LENGTH + 1), 'b', 1]],
+      ['a to given as bytes', [1, 'c', 9, 'a', bytes(1), 1]],
+      ['a negative term', [1, 'c', 9, 'a', 'b', -1]],
+      ['a fractional term', [1, 'c', 9, 'a', 'b', 1.5]],
+      ['a term above 2^53', [1, 'c', 9, 'a', 'b', 2 ** 53]],
+      ['a term of 2^53 - 1', [1, 'c', 9, 'a', 'b', Number.MAX_SAFE_INTEGER]],
+      ['a term given as null', [1, 'c', 9, 'a', 'b', null]],
+      ['a boolean given as a number', header(2, 1)],
+      ['a vote transfer given as a string', header(3, 1, 1, 'yes')],
+      ['entries given as a map', header(5, 0, 0, 0, {})],
+      ['an entry with too few fields', header(5, 0, 0, 0, [[1, 1, 0, bytes()]])],
+      ['an entry with string data', header(5, 0, 0, 0, [[1, 1, 0, 'data', '']])],
+      ['an entry of unknown type', header(5, 0, 0, 0, [[1, 1, 2, bytes(), '']])],
+      ['an entry whose index does not follow prevIndex', header(5, 4, 1, 0, [[6, 1, 0, bytes(), '']])],
+      ['entries that are not contiguous', header(5, 0, 0, 0, [[1, 1, 0, bytes(), ''], [3, 1, 0, bytes(), '']])],
+      ['a pid that is too long', header(5, 0, 0, 0, [[1, 1, 0, bytes(), 'p'.repeat(MAX_PID_LENGTH + 1)]])],
+      ['a proposal with an empty pid', header(10, [['', bytes()]])],
+      ['a proposal with three fields', header(10, [['p', bytes(), 1]])],
+      ['a propose-resp with a numeric pid', header(11, 1, [1], false, null)],
+      ['a propose-resp with an empty leader', header(11, 1, [], false, '')],
+      ['a propose-resp with a numeric leader', header(11, 1, [], false, 3)],
+      ['a read-index-resp with a negative index', header(13, 1, -2, false)],
+    ])('%s', (_name, value) => {
+      expectCodecError(() => decodeFrame(raw(value)));
+    });
+
+    it('too many entries, proposals or pids', () => {
+      const entry = (i: number): unknown[] => [i + 1, 1, 0, bytes(), ''];
+      const many = MAX_ENTRIES_PER_MESSAGE + 1;
+      expectCodecError(() => decodeFrame(raw(header(5, 0, 0, 0, Array.from({ length: many }, (_, i) => entry(i))))), /more than/);
+      expectCodecError(() => decodeFrame(raw(header(10, Array.from({ length: MAX_PROPOSALS_PER_MESSAGE + 1 }, () => ['p', bytes()])))), /more than/);
+      expectCodecError(() => decodeFrame(raw(header(11, 1, Array.from({ length: MAX_PROPOSALS_PER_MESSAGE + 1 }, () => 'p'), false, null))), /more than/);
+    });
+
+    it('bytes that are not CBOR, or CBOR that cborg refuses in strict mode', () => {
+      const valid = encodeFrame({ clusterId: 'c', message: examples.heartbeat });
+      expectCodecError(() => decodeFrame(new Uint8Array(0)));
+      expectCodecError(() => decodeFrame(bytes(0xff)));
+      expectCodecError(() => decodeFrame(valid.subarray(0, valid.length - 1)), /Malformed frame/);
+      expectCodecError(() => decodeFrame(new Uint8Array([...valid, 0])), /Malformed frame/);
+      // A non-minimal integer: term 1 written as a 2-byte uint.
+      expectCodecError(() => decodeFrame(bytes(0x86, 0x01, 0x61, 0x63, 0x09, 0x61, 0x61, 0x61, 0x62, 0x19, 0x00, 0x01)));
+      // An indefinite-length array.
+      expectCodecError(() => decodeFrame(bytes(0x9f, 0x01, 0xff)));
+      // An integer beyond 2^64 needs a bignum tag; a big uint64 would need BigInt.
+      expectCodecError(() => decodeFrame(bytes(0x86, 0x01, 0x61, 0x63, 0x09, 0x61, 0x61, 0x61, 0x62, 0x1b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff)));
+      // A tag wrapping the whole frame.
+      expectCodecError(() => decodeFrame(raw(new Tagged(42, header(9)))));
+      // undefined and NaN.
+      expectCodecError(() => decodeFrame(bytes(0x86, 0x01, 0x61, 0x63, 0x09, 0x61, 0x61, 0x61, 0x62, 0xf7)));
+      expectCodecError(() => decodeFrame(bytes(0x86, 0x01, 0x61, 0x63, 0x09, 0x61, 0x61, 0x61, 0x62, 0xf9, 0x7e, 0x00)));
+    });
+
+    it('deeply nested arrays without overflowing the stack into a RangeError', () => {
+      expectCodecError(() => decodeFrame(new Uint8Array(200_000).fill(0x81)));
+    });
+
+    it('a frame larger than MAX_FRAME_BYTES', () => {
+      expectCodecError(() => decodeFrame(new Uint8Array(MAX_FRAME_BYTES + 1)), /exceeds/);
+    });
+
+    it('a non-Uint8Array input', () => {
+      expectCodecError(() => decodeFrame('hello' as unknown as Uint8Array));
+    });
+  });
+
+  describe('bounds on numbers', () => {
+    // Each field with its bound, as a frame holding `v` there and in-bounds values elsewhere.
+    const fields: Array<[string, number, (v: number) => unknown[]]> = [
+      ['term', MAX_TERM, (v) => [FRAME_FORMAT_VERSION, 'c', 9, 'a', 'b', v]],
+      ['prevote.lastIndex', MAX_INDEX, (v) => header(1, v, 0)],
+      ['prevote.lastTerm', MAX_TERM, (v) => header(1, 0, v)],
+      ['vote.lastIndex', MAX_INDEX, (v) => header(3, v, 0, false)],
+      ['vote.lastTerm', MAX_TERM, (v) => header(3, 0, v, false)],
+      ['append.prevIndex', MAX_INDEX, (v) => header(5, v, 0, 0, [])],
+      ['append.prevTerm', MAX_TERM, (v) => header(5, 0, v, 0, [])],
+      ['append.commit', MAX_INDEX, (v) => header(5, 0, 0, v, [])],
+      ['append-resp.index', MAX_INDEX, (v) => header(6, v, false, 0, 0)],
+      ['append-resp.hintIndex', MAX_INDEX, (v) => header(6, 0, false, v, 0)],
+      ['append-resp.hintTerm', MAX_TERM, (v) => header(6, 0, false, 0, v)],
+      ['heartbeat.commit', MAX_INDEX, (v) => header(7, v, 0)],
+      ['heartbeat.readCtx', MAX_READ_CTX, (v) => header(7, 0, v)],
+      ['heartbeat-resp.readCtx', MAX_READ_CTX, (v) => header(8, v)],
+      ['propose-resp.index', MAX_INDEX, (v) => header(11, v, [], false, null)],
+      ['read-index.ctx', MAX_READ_CTX, (v) => header(12, v)],
+      ['read-index-resp.ctx', MAX_READ_CTX, (v) => header(13, v, 0, false)],
+      ['read-index-resp.index', MAX_INDEX, (v) => header(13, 0, v, false)],
+      ['snapshot.index', MAX_INDEX, (v) => header(14, v, 1, 0, 0, bytes())],
+      ['snapshot.term', MAX_TERM, (v) => header(14, 1, v, 0, 0, bytes())],
+      ['snapshot.offset', MAX_SNAPSHOT_BYTES, (v) => header(14, 1, 1, v, MAX_SNAPSHOT_BYTES, bytes())],
+      ['snapshot.total', MAX_SNAPSHOT_BYTES, (v) => header(14, 1, 1, 0, v, bytes(1))],
+    ];
+    it.each(fields)('%s: accepted at its bound, refused one past it', (field, bound, frame) => {
+      expect(() => decodeFrame(raw(frame(bound)))).not.toThrow();
+      expectCodecError(() => decodeFrame(raw(frame(bound + 1))), `${field}: expected an integer from 0 to ${bound}`);
+    });
+
+    // An append with an entry, read in one pass when its strings are ASCII, by cborg otherwise.
+    const append = (clusterId: string, n: { term?: number; prevIndex?: number; prevTerm?: number; commit?: number; entryTerm?: number }): Uint8Array => {
+      const prevIndex = n.prevIndex ?? 0;
+      return raw([FRAME_FORMAT_VERSION, clusterId, 5, 'a', 'b', n.term ?? 1, prevIndex, n.prevTerm ?? 0, n.commit ?? 0, [[prevIndex + 1, n.entryTerm ?? 1, 0, bytes(1), 'p']]]);
+    };
+    const appendFields: Array<[string, number, (v: number) => Parameters<typeof append>[1]]> = [
+      ['append.term', MAX_TERM, (v) => ({ term: v })],
+      ['append.entries[0].index', MAX_INDEX, (v) => ({ prevIndex: v - 1 })],
+      ['append.prevTerm', MAX_TERM, (v) => ({ prevTerm: v })],
+      ['append.commit', MAX_INDEX, (v) => ({ commit: v })],
+      ['append.entries[0].term', MAX_TERM, (v) => ({ entryTerm: v })],
+    ];
+    it.each(appendFields)('%s of an append with entries: at its bound and one past, on the one-pass reader and on cborg', (field, bound, fieldsAt) => {
+      for (const clusterId of ['c', 'ç']) {
+        const at = append(clusterId, fieldsAt(bound));
+        const past = append(clusterId, fieldsAt(bound + 1));
+        // The ASCII frame takes the one-pass reader, the other cborg.
+        expect(readAppendWire(at, TYPE_CODES.append, MAX_ENTRIES_PER_MESSAGE) !== undefined, clusterId).toBe(clusterId === 'c');
+        expect(readAppendWire(past, TYPE_CODES.append, MAX_ENTRIES_PER_MESSAGE) !== undefined, clusterId).toBe(clusterId === 'c');
+        expect(() => decodeFrame(at)).not.toThrow();
+        expectCodecError(() => decodeFrame(past), field);
+      }
+    });
+
+    it('refuses a term of 2^53 - 1 in every message type', () => {
+      for (const type of messageTypes) {
+        const frame = encodeFrame({ clusterId: 'c', message: examples[type] });
+        const wire = decode(frame) as unknown[];
+        wire[5] = Number.MAX_SAFE_INTEGER;
+        expectCodecError(() => decodeFrame(raw(wire)), `${type}.term`);
+      }
+    });
+
+    it('are kept by the encoder, which refuses what its peers would drop', () => {
+      const append = examples.append as Extract<Message, { type: 'append' }>;
+      const readIndex = examples['read-index'] as Extract<Message, { type: 'read-index' }>;
+      const snapshot = examples.snapshot as Extract<Message, { type: 'snapshot' }>;
+      const [first] = append.entries as [Entry];
+      expectCodecError(() => encodeFrame({ clusterId: 'c', message: { ...examples.heartbeat, term: MAX_TERM + 1 } }), /term/);
+      expectCodecError(() => encodeFrame({ clusterId: 'c', message: { ...readIndex, ctx: MAX_READ_CTX + 1 } }), /ctx/);
+      expectCodecError(() => encodeFrame({ clusterId: 'c', message: { ...append, entries: [{ ...first, term: MAX_TERM + 1 }] } }), /term/);
+      expectCodecError(() => encodeFrame({ clusterId: 'c', message: { ...append, prevIndex: MAX_INDEX, entries: [{ ...first, index: MAX_INDEX + 1 }] } }), /index/);
+      expectCodecError(() => encodeFrame({ clusterId: 'c', message: { ...snapshot, chunk: { offset: 0, total: MAX_SNAPSHOT_BYTES + 1 } } }), /total/);
+    });
+  });
+
+  describe('encoding', () => {
+    it('refuses a message its peers would reject, with CodecError', () => {
+      const tooMany: Message = {
+        type: 'propose',
+        ...base,
+        proposals: Array.from({ length: MAX_PROPOSALS_PER_MESSAGE + 1 }, () => ({ pid: 'p', data: new Uint8Array(0) })),
+      };
+      expectCodecError(() => encodeFrame({ clusterId: 'c', message: tooMany }), /more than/);
+      expectCodecError(() => encodeFrame({ clusterId: 'c', message: { ...examples.heartbeat, term: -1 } }), /term/);
+      expectCodecError(() => encodeFrame({ clusterId: '', message: examples.heartbeat }), /clusterId/);
+      expectCodecError(() => encodeFrame({ clusterId: 'c', message: { ...examples.heartbeat, type: 'bogus' } as unknown as Message }), /Unknown message type/);
+      expectCodecError(() => encodeFrame({ clusterId: 'c', message: null as unknown as Message }));
+      // Entries that are not a contiguous run after prevIndex, or with a field out of bounds.
+      const append = examples.append as Extract<Message, { type: 'append' }>;
+      const [first, second] = append.entries as [Entry, Entry];
+      expectCodecError(() => encodeFrame({ clusterId: 'c', message: { ...append, entries: [first, { ...second, index: 13 }] } }), /index/);
+      expectCodecError(() => encodeFrame({ clusterId: 'c', message: { ...append, entries: [{ ...first, pid: 'p'.repeat(MAX_PID_LENGTH + 1) }] } }), /pid/);
+      expectCodecError(() => encodeFrame({ clusterId: 'c', message: { ...append, term: -1 } }), /term/);
+      // What no protocol message holds, but a caller might pass: still CodecError.
+      for (const odd of [[first, null], [first, undefined], new Array<Entry>(2), [first, 7]]) {
+        expectCodecError(() => encodeFrame({ clusterId: 'c', message: { ...append, entries: odd as Entry[] } }));
+      }
+      for (const prevIndex of [10n, Symbol('x'), '10', 1.5]) {
+        expectCodecError(() => encodeFrame({ clusterId: 'c', message: { ...append, prevIndex: prevIndex as unknown as number } }));
+      }
+    });
+
+    it('refuses a frame larger than MAX_FRAME_BYTES', () => {
+      const message: Message = { type: 'propose', ...base, proposals: [{ pid: 'p', data: new Uint8Array(MAX_FRAME_BYTES) }] };
+      expectCodecError(() => encodeFrame({ clusterId: 'c', message }), /more than the/);
+    });
+  });
+
+  describe('properties', () => {
+    const id = fc.string({ minLength: 1, maxLength: 40 });
+    // Every number up to its bound (see src/raft/bounds.ts), the bound itself included.
+    const upTo = (max: number): fc.Arbitrary<number> => fc.oneof(fc.nat({ max: 1000 }), fc.nat({ max }), fc.constant(max));
+    const term = upTo(MAX_TERM);
+    const index = upTo(MAX_INDEX);
+    const ctx = upTo(MAX_READ_CTX);
+    const pid = fc.string({ minLength: 1, maxLength: 40 });
+    const data = fc.uint8Array({ maxLength: 64 });
+    const common = { from: id, to: id, term };
+    // -0 travels as 0, so the arbitraries leave it out.
+    const ms = (min: number): fc.Arbitrary<number> =>
+      fc.oneof(fc.double({ min, max: MAX_CLOCK_STAMP_MS, noNaN: true }), fc.integer({ min: Math.max(min, -1e6), max: 1e6 })).map((x) => (Object.is(x, -0) ? 0 : x));
+    const time = ms(-MAX_CLOCK_STAMP_MS);
+    const heartbeatClock = fc.oneof(
+      fc.record({ sentAt: time }),
+      fc.record({ sentAt: time, estimate: fc.record({ offsetMs: time, rttMs: ms(0), clusterOffsetMs: time }) }),
+    );
+    const heartbeatEcho = fc.record({ echo: time, receivedAt: time, sentAt: time, wallOffset: time });
+    const append = fc
+      .record({ ...common, prevIndex: fc.nat({ max: 1_000_000 }), prevTerm: term, commit: index, count: fc.nat({ max: 20 }) })
+      .chain(({ count, ...rest }) =>
+        fc
+          .array(fc.record({ term, type: fc.constantFrom(EntryType.Normal, EntryType.Noop), data, pid: fc.oneof(fc.constant(''), pid) }), {
+            minLength: count,
+            maxLength: count,
+          })
+          .map((items): Message => ({ type: 'append', ...rest, entries: items.map((e, i) => ({ index: rest.prevIndex + 1 + i, ...e })) })),
+      );
+    const message: fc.Arbitrary<Message> = fc.oneof(
+      fc.record({ type: fc.constant('prevote' as const), ...common, lastIndex: index, lastTerm: term }),
+      fc.record({ type: fc.constant('prevote-resp' as const), ...common, reject: fc.boolean() }),
+      fc.record({ type: fc.constant('vote' as const), ...common, lastIndex: index, lastTerm: term, transfer: fc.boolean() }),
+      fc.record({ type: fc.constant('vote-resp' as const), ...common, reject: fc.boolean() }),
+      append,
+      fc.record({ type: fc.constant('append-resp' as const), ...common, index, reject: fc.boolean(), hintIndex: index, hintTerm: term }),
+      fc.record({ type: fc.constant('heartbeat' as const), ...common, commit: index, readCtx: ctx }),
+      fc.record({ type: fc.constant('heartbeat' as const), ...common, commit: index, readCtx: ctx, clock: heartbeatClock }),
+      fc.record({ type: fc.constant('heartbeat-resp' as const), ...common, readCtx: ctx }),
+      fc.record({ type: fc.constant('heartbeat-resp' as const), ...common, readCtx: ctx, clock: heartbeatEcho }),
+      fc.record({ type: fc.constant('timeout-now' as const), ...common }),
+      fc.record({ type: fc.constant('propose' as const), ...common, proposals: fc.array(fc.record({ pid, data }), { maxLength: 10 }) }),
+      fc.record({
+        type: fc.constant('propose-resp' as const),
+        ...common,
+        index,
+        pids: fc.array(pid, { maxLength: 10 }),
+        reject: fc.boolean(),
+        leader: fc.option(id, { nil: null }),
+      }),
+      fc.record({ type: fc.constant('read-index' as const), ...common, ctx }),
+      fc.record({ type: fc.constant('read-index-resp' as const), ...common, ctx, index, reject: fc.boolean() }),
+    );
+
+    it('round-trips arbitrary valid messages', () => {
+      fc.assert(
+        fc.property(fc.string({ minLength: 1, maxLength: 40 }), message, (clusterId, m) => {
+          expect(decodeFrame(encodeFrame({ clusterId, message: m }))).toEqual({ clusterId, message: m });
+        }),
+        { numRuns: 2000 },
+      );
+    });
+
+    it('encodes an append with entries as cborg encodes its wire array, around records shared with storage', () => {
+      fc.assert(
+        fc.property(fc.string({ minLength: 1, maxLength: 40 }), append, (clusterId, m) => {
+          if (m.type !== 'append') return;
+          const records = m.entries.map((e) => [e.index, e.term, e.type, e.data, e.pid]);
+          const wire = [FRAME_FORMAT_VERSION, clusterId, 5, m.from, m.to, m.term, m.prevIndex, m.prevTerm, m.commit, records];
+          expect(Buffer.from(encodeFrame({ clusterId, message: m })).equals(Buffer.from(encode(wire)))).toBe(true);
+          if (m.entries.length === 0) return;
+          // A member's encoder encodes a run of entries once, whichever array holds them; another member's does its own.
+          const member = new EntryRecords();
+          const once = member.encode(m.entries);
+          expect(member.encode([...m.entries])).toBe(once);
+          expect(new EntryRecords().encode(m.entries)).not.toBe(once);
+          expect(Buffer.from(encodeFrame({ clusterId, message: m }, member)).equals(Buffer.from(encode(wire)))).toBe(true);
+          expect(Buffer.from(once).equals(Buffer.from(encodeEntryRecords(m.entries)))).toBe(true);
+          expect(Buffer.from(once).equals(Buffer.concat(records.map((r) => encode(r))))).toBe(true);
+        }),
+        { numRuns: 1000 },
+      );
+      // Longer runs, whose array headers take two and three bytes.
+      for (const count of [24, 255, 256, 300]) {
+        const run: Entry[] = Array.from({ length: count }, (_, i) => ({ index: 101 + i, term: 3, type: EntryType.Normal, data: bytes(i % 256), pid: `n.${i}` }));
+        const m: Message = { type: 'append', ...base, prevIndex: 100, prevTerm: 3, commit: 90, entries: run };
+        const wire = [FRAME_FORMAT_VERSION, 'c', 5, m.from, m.to, m.term, 100, 3, 90, run.map((e) => [e.index, e.term, e.type, e.data, e.pid])];
+        expect(Buffer.from(encodeFrame({ clusterId: 'c', message: m })).equals(Buffer.from(encode(wire)))).toBe(true);
+      }
+    });
+
+    it('writes the header of an array of every length an append may hold as cborg does', () => {
+      for (let n = 1; n <= MAX_ENTRIES_PER_MESSAGE; n++) {
+        const items = encode(new Array<number>(n).fill(0));
+        // Each 0 takes one byte: what precedes them is the header.
+        expect(Buffer.from(arrayHeader(n)).equals(Buffer.from(items.subarray(0, items.length - n)))).toBe(true);
+      }
+    });
+
+    it('throws nothing but CodecError on random bytes', () => {
+      fc.assert(
+        fc.property(fc.uint8Array({ maxLength: 256 }), (input) => {
+          try {
+            decodeFrame(input);
+          } catch (error) {
+            expect(error).toBeInstanceOf(CodecError);
+          }
+        }),
+        { numRuns: 5000 },
+      );
+    });
+
+    it('throws nothing but CodecError on corrupted valid frames, and returns only valid messages', () => {
+      const corrupted = fc
+        .tuple(fc.string({ minLength: 1, maxLength: 8 }), message)
+        .map(([clusterId, m]) => encodeFrame({ clusterId, message: m }))
+        .chain((frame) =>
+          fc.tuple(fc.constant(frame), fc.array(fc.tuple(fc.nat({ max: frame.length - 1 }), fc.nat({ max: 255 })), { minLength: 1, maxLength: 4 })),
+        );
+      fc.assert(
+        fc.property(corrupted, ([frame, edits]) => {
+          const bad = frame.slice();
+          for (const [at, value] of edits) bad[at] = value;
+          try {
+            const decoded = decodeFrame(bad);
+            // Whatever decodes must survive re-encoding, i.e. satisfy every rule of the format.
+            expect(decodeFrame(encodeFrame(decoded))).toEqual(decoded);
+          } catch (error) {
+            expect(error).toBeInstanceOf(CodecError);
+          }
+        }),
+        { numRuns: 5000 },
+      );
+    });
+  });
+});
