@@ -56,7 +56,8 @@ export const MAX_PIECES_PER_STEP = 40;
  *
  * A snapshot of the live state must be encoded at once: its records change as entries apply,
  * and a snapshot stands for one log index. At the state's bounds (10,000 claims) that held a
- * member's event loop for 40 to 170 ms under load, and a slot due meanwhile fired that late.
+ * member's event loop for far longer than a slot may be late, and a slot due meanwhile fired
+ * that late.
  * The mirror instead holds still while its snapshot is encoded, a step at a time (see
  * schedulerSnapshotSteps), and holds back the entries applied meanwhile; once it is encoded, it
  * applies them a bounded number a step (and a few for each new one), and the snapshot is taken

@@ -7,9 +7,9 @@
  * - 0x01 + an index as 8 bytes big-endian: a segment, the entries of one save, from that index
  *   on. Fixed-width big-endian makes LevelDB's bytewise order the numeric order, so one range
  *   scan reads the log in order. One value per save rather than per entry, on the commit path of
- *   every member: measured here with three processes writing at once, a synced write of 64
- *   entries as 64 puts took about a tenth longer than one put of the same bytes (p50 1.03 to
- *   1.20 ms against 0.93 to 1.07), and the raft bench's throughput rose by about as much.
+ *   every member: with three processes writing at once, a synced write of many entries as
+ *   many puts took measurably longer than one put of the same bytes, and the raft bench's
+ *   throughput rose by about as much.
  *
  * Read in key order, a segment that starts within the log read so far replaces the log from its
  * first index on. That is how a suffix replacement is written without reading back the segment

@@ -186,8 +186,8 @@ export class LevelLogStorage implements LogStorage {
   /**
    * Writes the snapshot through the write queue, then removes the segments it made stale in the
    * background. A del per key in the snapshot's own batch would be atomic, but building ten
-   * thousand of them (one per entry in format 1) held the event loop for 2 to 15 ms at every
-   * compaction (measured with the default interval). LevelDB's range delete, classic-level's
+   * thousand of them (one per entry in format 1) held the event loop for milliseconds at every
+   * compaction. LevelDB's range delete, classic-level's
    * clear(), runs on libuv's pool instead, but in chunks outside any batch: so it starts only
    * once the snapshot is durable, and a crash part-way leaves keys below the snapshot, never a
    * gap in the retained log. open() ignores such keys and removes them. A stale segment that
@@ -278,8 +278,8 @@ export class LevelLogStorage implements LogStorage {
   private async writeBatch(db: Db, ops: WriteOp[], sync: boolean): Promise<void> {
     try {
       // A chained batch rather than an array of operations: abstract-level copies and checks
-      // each operation of an array in JavaScript, which cost six times as much main-thread time
-      // per save of 64 entries (measured: 643 µs against 104 µs).
+      // each operation of an array in JavaScript, which cost several times as much main-thread
+      // time per save.
       const batch = db.batch();
       for (const op of ops) {
         if (op.type === 'put') batch.put(op.key, op.value);

@@ -85,9 +85,9 @@ export class PeerLink {
   /**
    * A message came in from the peer, so it is up: a link waiting out its back-off dials now.
    * Without this, a member that restarts after being down for a while is sent nothing for up to
-   * reconnectMaxMs, though it talks to us: measured in the raft bench, a follower's votes for a
-   * member that had just restarted waited 375 ms in the queue of such a link, and the failover
-   * they were for took 408 ms instead of about 50. Once per outage, so that a peer that reaches
+   * reconnectMaxMs, though it talks to us: in the raft bench, a follower's votes for a member
+   * that had just restarted waited in the queue of such a link, and the failover they were for
+   * took several times as long. Once per outage, so that a peer that reaches
    * us but that we cannot reach costs one extra dial, not one per message it sends.
    */
   heardFrom(): void {
