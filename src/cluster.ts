@@ -8,7 +8,7 @@ import { runExclusive, type ExclusiveLock, type ExclusiveOptions } from './api/r
 import { clusterStateOf, type ClusterState } from './api/state.js';
 import type { ClusterEvents } from './cluster-events.js';
 import { clusterIdOf, resolveOptions, CLUSTER_DEFAULTS, type ClusterOptions, type ResolvedOptions } from './cluster-options.js';
-import { openDataDir } from './data-dir.js';
+import { openDataDir } from './storage/data-dir.js';
 import { CronraftError, InvalidArgumentError, NotRunningError, TimeoutError } from './errors.js';
 import { validateJobOptions, validateName } from './job-options.js';
 import { RaftNode } from './raft/node.js';

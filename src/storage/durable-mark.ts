@@ -1,9 +1,9 @@
 import { readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { StorageError } from '../errors.js';
-import { OWNER_ONLY_FILE_MODE } from '../owner-only.js';
+import { OWNER_ONLY_FILE_MODE } from './owner-only.js';
 import type { HardState } from '../raft/types.js';
-import { syncDirectory, writeFileSynced } from '../durable-files.js';
+import { syncDirectory, writeFileSynced } from './durable-files.js';
 import { ValueShapeError, decodeHardState, encodeHardState } from './level-codec.js';
 import { hardStateRegression } from './store-checks.js';
 

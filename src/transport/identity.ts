@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { generateKeyPair, privateKeyFromProtobuf, privateKeyToProtobuf } from '@libp2p/crypto/keys';
 import type { PrivateKey } from '@libp2p/interface';
 import { StorageError } from '../errors.js';
-import { OWNER_ONLY_DIR_MODE, OWNER_ONLY_FILE_MODE, restrictToOwner } from '../owner-only.js';
-import { syncDirectory, writeFileSynced } from '../durable-files.js';
+import { OWNER_ONLY_DIR_MODE, OWNER_ONLY_FILE_MODE, restrictToOwner } from '../storage/owner-only.js';
+import { syncDirectory, writeFileSynced } from '../storage/durable-files.js';
 import { PEER_KEY_FILE } from './constants.js';
 
 /**

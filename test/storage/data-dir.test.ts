@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { generateKeyPair, privateKeyToProtobuf } from '@libp2p/crypto/keys';
 import { peerIdFromPrivateKey } from '@libp2p/peer-id';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { STORE_DIRECTORY, openDataDir } from '../../src/data-dir.js';
+import { STORE_DIRECTORY, openDataDir } from '../../src/storage/data-dir.js';
 import { StorageError } from '../../src/errors.js';
 import { PEER_KEY_FILE } from '../../src/transport/constants.js';
 

@@ -2,7 +2,7 @@ import { mkdtemp, readdir, rm, stat, truncate } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { STORE_DIRECTORY } from '../../src/data-dir.js';
+import { STORE_DIRECTORY } from '../../src/storage/data-dir.js';
 import { Cluster, InvalidArgumentError, NotLeaderError, StorageError, type ClusterOptions } from '../../src/index.js';
 import { PEER_KEY_FILE } from '../../src/transport/constants.js';
 import { freePort } from '../fixtures/process-cluster.js';

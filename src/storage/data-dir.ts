@@ -1,10 +1,10 @@
 import { mkdir, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { PrivateKey } from '@libp2p/interface';
-import { StorageError } from './errors.js';
+import { StorageError } from '../errors.js';
 import { OWNER_ONLY_DIR_MODE, restrictToOwner } from './owner-only.js';
-import { PEER_KEY_FILE } from './transport/constants.js';
-import { createPrivateKey, loadPrivateKey } from './transport/identity.js';
+import { PEER_KEY_FILE } from '../transport/constants.js';
+import { createPrivateKey, loadPrivateKey } from '../transport/identity.js';
 
 /** The folder of a member's data directory that holds its Raft log (a LevelLogStorage). */
 export const STORE_DIRECTORY = 'raft';
