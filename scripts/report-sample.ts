@@ -11,7 +11,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { parseSpec } from '../src/scheduler/spec.js';
-import type { SchedulerCommand } from '../src/scheduler/state.js';
+import type { SchedulerCommand } from '../src/scheduler/command.js';
 import { renderReport } from '../simulations/report/page.js';
 import { SchedulerChecker } from '../simulations/scheduler-checker.js';
 import { SIM_EPOCH_MS } from '../simulations/scheduler.js';

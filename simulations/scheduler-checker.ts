@@ -1,7 +1,8 @@
 import type { NodeId } from '../src/raft/types.js';
 import { MAX_INTERRUPTED_ATTEMPTS } from '../src/scheduler/planner.js';
 import { instantsBetween, type JobSpec } from '../src/scheduler/spec.js';
-import { claimKey, MISSED, type ApplyResult, type AssignMode, type JobPolicy, type SchedulerCommand } from '../src/scheduler/state.js';
+import { claimKey, type ApplyResult } from '../src/scheduler/records.js';
+import { MISSED, type AssignMode, type JobPolicy, type SchedulerCommand } from '../src/scheduler/command.js';
 import { SIM_EPOCH_MS } from './scheduler.js';
 import type { Report } from './violations.js';
 

@@ -1,4 +1,4 @@
-import { MISSED } from '../src/scheduler/state.js';
+import { MISSED } from '../src/scheduler/command.js';
 import type { SchedulerChecker, SlotRecord } from './scheduler-checker.js';
 import { SIM_EPOCH_MS } from './scheduler.js';
 

@@ -1,6 +1,6 @@
 import type { NodeId } from '../../src/raft/types.js';
 import { instantsBetween } from '../../src/scheduler/spec.js';
-import { claimKey } from '../../src/scheduler/state.js';
+import { claimKey } from '../../src/scheduler/records.js';
 import type { SchedulerChecker } from '../scheduler-checker.js';
 import { SIM_EPOCH_MS } from '../scheduler.js';
 import type { Report } from '../violations.js';

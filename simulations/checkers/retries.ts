@@ -1,5 +1,6 @@
 import type { NodeId } from '../../src/raft/types.js';
-import { claimKey, type ApplyResult, type JobPolicy, type SchedulerCommand } from '../../src/scheduler/state.js';
+import { claimKey, type ApplyResult } from '../../src/scheduler/records.js';
+import type { JobPolicy, SchedulerCommand } from '../../src/scheduler/command.js';
 import type { SchedulerChecker } from '../scheduler-checker.js';
 import { SIM_EPOCH_MS } from '../scheduler.js';
 import type { Report } from '../violations.js';

@@ -1,7 +1,8 @@
 import { RunAbortedError } from '../../src/errors.js';
 import type { JobContext } from '../../src/runtime/scheduler/job-types.js';
 import type { NodeId } from '../../src/raft/types.js';
-import { claimKey, type ApplyResult, type SchedulerCommand } from '../../src/scheduler/state.js';
+import { claimKey, type ApplyResult } from '../../src/scheduler/records.js';
+import type { SchedulerCommand } from '../../src/scheduler/command.js';
 import type { SchedulerChecker } from '../scheduler-checker.js';
 import type { Report } from '../violations.js';
 import type { MemberWatch } from './members.js';

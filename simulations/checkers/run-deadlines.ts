@@ -1,5 +1,6 @@
 import type { NodeId } from '../../src/raft/types.js';
-import { claimKey, type ApplyResult, type SchedulerCommand } from '../../src/scheduler/state.js';
+import { claimKey, type ApplyResult } from '../../src/scheduler/records.js';
+import type { SchedulerCommand } from '../../src/scheduler/command.js';
 import type { Report, ViolationKind } from '../violations.js';
 import type { MemberWatch } from './members.js';
 import type { RunsInProgress } from './runs.js';

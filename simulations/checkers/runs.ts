@@ -1,5 +1,5 @@
 import type { NodeId } from '../../src/raft/types.js';
-import { claimKey } from '../../src/scheduler/state.js';
+import { claimKey } from '../../src/scheduler/records.js';
 
 /** A run as the checkers follow it, from its handler's start to its end. */
 export interface TrackedRun {

@@ -1,5 +1,6 @@
 import type { NodeId } from '../raft/types.js';
-import { runsOf, type SchedulerState } from '../scheduler/state.js';
+import { runsOf } from '../scheduler/records.js';
+import type { SchedulerState } from '../scheduler/state.js';
 
 /** One claimed slot as `history()` shows it. */
 export interface SlotHistory {

@@ -2,7 +2,8 @@ import type { ClusterState } from './state.js';
 import { nextInstantFrom } from '../scheduler/next-instant.js';
 import { nextDelaySlot } from '../scheduler/planner.js';
 import { specKey } from '../scheduler/spec.js';
-import { claimKey, runsOf, type ClaimRecord, type JobRecord, type SchedulerState } from '../scheduler/state.js';
+import { claimKey, runsOf, type ClaimRecord, type JobRecord } from '../scheduler/records.js';
+import type { SchedulerState } from '../scheduler/state.js';
 
 export type JobState = ClusterState['jobs'][number];
 

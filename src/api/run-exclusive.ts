@@ -3,7 +3,7 @@ import { validateName } from '../job-options.js';
 import type { NodeId } from '../raft/types.js';
 import { encodeCommand } from '../runtime/commands.js';
 import type { RaftDriver } from '../runtime/driver.js';
-import type { SchedulerCommand } from '../scheduler/state.js';
+import type { SchedulerCommand } from '../scheduler/command.js';
 import type { Timers } from '../time/clock.js';
 
 /** What `Cluster.runExclusive` takes besides the lock's name. */

@@ -2,7 +2,7 @@ import { decode } from 'cborg';
 import { CBOR_UINT, headBytes, writeBytes, writeHead } from '../bytes/cbor-heads.js';
 import { encodeSmall, pooledBytes } from '../bytes/small-cbor.js';
 import { isSchedulerCommand } from '../scheduler/command-shape.js';
-import type { SchedulerCommand } from '../scheduler/state.js';
+import type { SchedulerCommand } from '../scheduler/command.js';
 import { shareStrings } from './shared-strings.js';
 
 /**

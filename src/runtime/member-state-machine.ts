@@ -1,6 +1,7 @@
 import { CodecError } from '../errors.js';
 import type { Entry } from '../raft/types.js';
-import type { SchedulerCommand, SchedulerStateParts } from '../scheduler/state.js';
+import type { SchedulerCommand } from '../scheduler/command.js';
+import type { SchedulerStateParts } from '../scheduler/records.js';
 import { decodeSchedulerSnapshot, encodeSchedulerSnapshot } from '../scheduler/state-snapshot.js';
 import { decodeCommand, isUserCommand } from './commands.js';
 import type { StateMachine } from './driver.js';

@@ -1,7 +1,8 @@
 import type { RaftNode } from '../raft/node.js';
 import type { SoftState } from '../raft/ready.js';
 import type { Entry, NodeId } from '../raft/types.js';
-import { SCHEDULER_DEFAULTS, type SchedulerCommand } from '../scheduler/state.js';
+import { SCHEDULER_DEFAULTS } from '../scheduler/state.js';
+import type { SchedulerCommand } from '../scheduler/command.js';
 import type { LogStorage } from '../storage/log-storage.js';
 import type { Clock, Timers } from '../time/clock.js';
 import type { Transport } from '../transport/transport.js';

@@ -1,6 +1,7 @@
 import { StepwiseConcat } from '../bytes/concat-bytes.js';
 import { restoreSchedulerSnapshot, schedulerSnapshotSteps } from '../scheduler/state-snapshot.js';
-import { SchedulerState, type SchedulerCommand } from '../scheduler/state.js';
+import { SchedulerState } from '../scheduler/state.js';
+import type { SchedulerCommand } from '../scheduler/command.js';
 import type { SnapshotSteps } from './driver.js';
 import { memberSnapshotPieces } from './member-snapshot.js';
 

@@ -1,4 +1,4 @@
-import type { SchedulerCommand } from '../scheduler/state.js';
+import type { SchedulerCommand } from '../scheduler/command.js';
 
 /**
  * Strings kept for sharing: a cluster's member ids and the names of modes, kinds, policies and

@@ -1,4 +1,4 @@
-import { MISSED_REASONS, type SchedulerCommand } from './state.js';
+import { MISSED_REASONS, type SchedulerCommand } from './command.js';
 
 /**
  * Whether a value read from the log is a scheduler command of a shape `SchedulerState.apply`

@@ -1,4 +1,6 @@
-import { runsOf, type OverlapPolicy, type RunInProgress, type SchedulerState } from './state.js';
+import { runsOf, type RunInProgress } from './records.js';
+import type { OverlapPolicy } from './command.js';
+import type { SchedulerState } from './state.js';
 
 /**
  * Bound on a job's runs waiting on one member for another run of the job to end (overlap

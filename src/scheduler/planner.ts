@@ -1,7 +1,9 @@
 import type { NodeId } from '../raft/types.js';
 import { nextInstantAfter } from './next-instant.js';
 import { instantsBetween, lastInstantBetween, lastInstantsBetween, type JobSpec } from './spec.js';
-import { claimKey, isSettling, runsOf, type ClaimRecord, type JobPolicy, type JobRecord, type SchedulerCommand, type SchedulerState } from './state.js';
+import { claimKey, isSettling, runsOf, type ClaimRecord, type JobRecord } from './records.js';
+import type { JobPolicy, SchedulerCommand } from './command.js';
+import type { SchedulerState } from './state.js';
 
 /** What to do with slots whose instant passed while no claim could be made (no quorum). */
 export type CatchUp = JobPolicy['catchUp'];

@@ -2,19 +2,9 @@ import { concatBytes } from '../bytes/concat-bytes.js';
 import { CodecError } from '../errors.js';
 import type { NodeId } from '../raft/types.js';
 import type { DstPolicy, JobSpec } from './spec.js';
-import {
-  NO_CONFLICTS,
-  SCHEDULER_DEFAULTS,
-  SchedulerState,
-  claimKey,
-  type AssignMode,
-  type ClaimRecord,
-  type JobPolicy,
-  type JobRecord,
-  type LockRecord,
-  type OverlapPolicy,
-  type SchedulerStateParts,
-} from './state.js';
+import { NO_CONFLICTS, claimKey, type ClaimRecord, type JobRecord, type LockRecord, type SchedulerStateParts } from './records.js';
+import { SCHEDULER_DEFAULTS, SchedulerState } from './state.js';
+import type { AssignMode, JobPolicy, OverlapPolicy } from './command.js';
 
 /**
  * A snapshot of the scheduler's replicated state, for log compaction: a member that lags

@@ -3,7 +3,8 @@ import { JobStates } from '../../src/api/job-states.js';
 import { CHANGE_LOG_KEPT } from '../../src/scheduler/change-log.js';
 import { parseSpec } from '../../src/scheduler/spec.js';
 import { decodeSchedulerSnapshot, encodeSchedulerSnapshot } from '../../src/scheduler/state-snapshot.js';
-import { SchedulerState, type JobPolicy, type SchedulerCommand } from '../../src/scheduler/state.js';
+import { SchedulerState } from '../../src/scheduler/state.js';
+import type { JobPolicy, SchedulerCommand } from '../../src/scheduler/command.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 const POLICY: JobPolicy = { retries: 0, retryDelayMs: 1000, catchUp: { policy: 'latest' } };

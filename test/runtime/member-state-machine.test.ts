@@ -8,7 +8,8 @@ import { encodeCommand } from '../../src/runtime/commands.js';
 import { MEMBER_SNAPSHOT_VERSION, decodeMemberSnapshot, encodeMemberSnapshot } from '../../src/runtime/member-snapshot.js';
 import { memberStateMachine } from '../../src/runtime/member-state-machine.js';
 import type { SchedulerRuntime } from '../../src/runtime/scheduler/scheduler-runtime.js';
-import { SchedulerState, type SchedulerStateParts } from '../../src/scheduler/state.js';
+import { SchedulerState } from '../../src/scheduler/state.js';
+import type { SchedulerStateParts } from '../../src/scheduler/records.js';
 
 /** A scheduler that records what each restore was given: bytes to decode, or parts decoded already. */
 function recordingScheduler(): { scheduler: SchedulerRuntime; restored: string[] } {

@@ -9,7 +9,9 @@ import { CATCH_UP_PER_STEP, MAX_ENTRIES_HELD, MAX_PIECES_PER_STEP, SNAPSHOT_BYTE
 import type { SchedulerRuntime } from '../../src/runtime/scheduler/scheduler-runtime.js';
 import { parseSpec } from '../../src/scheduler/spec.js';
 import { SNAPSHOT_RECORDS_PER_STEP, encodeSchedulerSnapshot, restoreSchedulerSnapshot, schedulerSnapshotSteps } from '../../src/scheduler/state-snapshot.js';
-import { SchedulerState, type SchedulerCommand, type SchedulerStateParts } from '../../src/scheduler/state.js';
+import { SchedulerState } from '../../src/scheduler/state.js';
+import type { SchedulerCommand } from '../../src/scheduler/command.js';
+import type { SchedulerStateParts } from '../../src/scheduler/records.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 const MEMBERS = ['a', 'b', 'c'];

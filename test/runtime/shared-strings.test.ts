@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { decodeCommand, encodeCommand } from '../../src/runtime/commands.js';
 import { parseSpec } from '../../src/scheduler/spec.js';
-import type { SchedulerCommand } from '../../src/scheduler/state.js';
+import type { SchedulerCommand } from '../../src/scheduler/command.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { decodeCommand, encodeCommand, isUserCommand } from '../../src/runtime/commands.js';
 import { isSchedulerCommand } from '../../src/scheduler/command-shape.js';
-import type { JobPolicy, SchedulerCommand } from '../../src/scheduler/state.js';
+import type { JobPolicy, SchedulerCommand } from '../../src/scheduler/command.js';
 
 const policy: JobPolicy = { retries: 2, retryDelayMs: 1000, catchUp: { policy: 'all', windowMs: 60_000, maxSlots: 3 }, overlap: 'queue' };
 const good: SchedulerCommand[] = [

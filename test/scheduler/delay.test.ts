@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { claimEndedAt, nextDelaySlot, plan, type PlanInput } from '../../src/scheduler/planner.js';
 import { instantsBetween, parseSpec, specKey, type JobSpec } from '../../src/scheduler/spec.js';
-import { claimKey, SchedulerState, type JobPolicy, type SchedulerCommand } from '../../src/scheduler/state.js';
+import { claimKey } from '../../src/scheduler/records.js';
+import { SchedulerState } from '../../src/scheduler/state.js';
+import type { JobPolicy, SchedulerCommand } from '../../src/scheduler/command.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 const policy = (retries = 0): JobPolicy => ({ retries, retryDelayMs: 1000, catchUp: { policy: 'latest' } });

@@ -2,7 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { decideOverlap, LATE_RUN_MS, MAX_QUEUED_RUNS_PER_JOB, runsInProgress } from '../../src/scheduler/overlap.js';
 import { plan, planReassignments, type PlanInput } from '../../src/scheduler/planner.js';
 import { parseSpec } from '../../src/scheduler/spec.js';
-import { claimKey, policyKey, runsOf, SchedulerState, type JobPolicy, type OverlapPolicy, type SchedulerCommand } from '../../src/scheduler/state.js';
+import { claimKey, runsOf } from '../../src/scheduler/records.js';
+import { policyKey, type JobPolicy, type OverlapPolicy, type SchedulerCommand } from '../../src/scheduler/command.js';
+import { SchedulerState } from '../../src/scheduler/state.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 const every = parseSpec({ every: '1s' });

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { plan, planReassignments, type CatchUp, type PlanInput } from '../../src/scheduler/planner.js';
 import { parseSpec, type JobSpec } from '../../src/scheduler/spec.js';
-import { SchedulerState, type JobPolicy } from '../../src/scheduler/state.js';
+import { SchedulerState } from '../../src/scheduler/state.js';
+import type { JobPolicy } from '../../src/scheduler/command.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 

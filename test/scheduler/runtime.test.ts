@@ -4,7 +4,9 @@ import { MAX_REGISTRATIONS_IN_FLIGHT } from '../../src/runtime/scheduler/registr
 import { SchedulerRuntime, type SchedulerRuntimeOptions } from '../../src/runtime/scheduler/scheduler-runtime.js';
 import { parseSpec, type SpecInput } from '../../src/scheduler/spec.js';
 import { encodeSchedulerSnapshot } from '../../src/scheduler/state-snapshot.js';
-import { claimKey, MISSED, MISSED_REASONS, SchedulerState, type ClaimRecord, type SchedulerCommand } from '../../src/scheduler/state.js';
+import { claimKey, type ClaimRecord } from '../../src/scheduler/records.js';
+import { MISSED, MISSED_REASONS, type SchedulerCommand } from '../../src/scheduler/command.js';
+import { SchedulerState } from '../../src/scheduler/state.js';
 import type { Clock, TimerHandle, Timers } from '../../src/time/clock.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');

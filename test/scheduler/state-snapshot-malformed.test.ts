@@ -6,7 +6,9 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { CodecError } from '../../src/errors.js';
 import { encodeSchedulerSnapshot, restoreSchedulerSnapshot } from '../../src/scheduler/state-snapshot.js';
-import { SchedulerState, claimKey, type JobPolicy, type SchedulerCommand } from '../../src/scheduler/state.js';
+import { SchedulerState } from '../../src/scheduler/state.js';
+import { claimKey } from '../../src/scheduler/records.js';
+import type { JobPolicy, SchedulerCommand } from '../../src/scheduler/command.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 const policy: JobPolicy = { retries: 1, retryDelayMs: 1000, catchUp: { policy: 'latest' } };

@@ -3,7 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { decodeCommand, encodeCommand } from '../../src/runtime/commands.js';
 import { decodeSchedulerSnapshot, encodeSchedulerSnapshot, restoreSchedulerSnapshot, schedulerSnapshotSteps } from '../../src/scheduler/state-snapshot.js';
 import type { JobSpec } from '../../src/scheduler/spec.js';
-import { SchedulerState, claimKey, type ApplyResult, type ClaimRecord, type JobPolicy, type RunOutcome, type SchedulerCommand } from '../../src/scheduler/state.js';
+import { SchedulerState } from '../../src/scheduler/state.js';
+import { claimKey, type ApplyResult, type ClaimRecord } from '../../src/scheduler/records.js';
+import type { JobPolicy, RunOutcome, SchedulerCommand } from '../../src/scheduler/command.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { parseSpec } from '../../src/scheduler/spec.js';
 import { decodeSchedulerSnapshot, encodeSchedulerSnapshot } from '../../src/scheduler/state-snapshot.js';
-import { MISSED, MISSED_REASONS, NO_CONFLICTS, runsOf, SchedulerState, type SchedulerCommand } from '../../src/scheduler/state.js';
+import { MISSED, MISSED_REASONS, type SchedulerCommand } from '../../src/scheduler/command.js';
+import { NO_CONFLICTS, runsOf } from '../../src/scheduler/records.js';
+import { SchedulerState } from '../../src/scheduler/state.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 const every = parseSpec({ every: '1s' });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseSpec } from '../../src/scheduler/spec.js';
-import type { SchedulerCommand } from '../../src/scheduler/state.js';
+import type { SchedulerCommand } from '../../src/scheduler/command.js';
 import { SchedulerChecker } from '../../simulations/scheduler-checker.js';
 import { SIM_EPOCH_MS } from '../../simulations/scheduler.js';
 import { summarizeJobs } from '../../simulations/summary.js';

@@ -1,6 +1,6 @@
 import { RunAbortedError } from '../../errors.js';
 import type { TimerHandle } from '../../time/clock.js';
-import type { AssignMode, OverlapPolicy } from '../../scheduler/state.js';
+import type { AssignMode, OverlapPolicy } from '../../scheduler/command.js';
 import type { PermittedRun } from './run-permits.js';
 
 /** One of this member's claims, from its timer to the end of its run (RunPermits holds it once it fires). */

@@ -1,6 +1,7 @@
 import { RunAbortedError } from '../../errors.js';
 import { quietAt } from '../../scheduler/quiet-window.js';
-import { claimKey, DEFAULT_OVERLAP, type ApplyResult, type ClaimRecord, type SchedulerCommand } from '../../scheduler/state.js';
+import { claimKey, type ApplyResult, type ClaimRecord } from '../../scheduler/records.js';
+import { DEFAULT_OVERLAP, type SchedulerCommand } from '../../scheduler/command.js';
 import { isReason, type Armed } from './armed-claim.js';
 import type { LocalJob, Registrations } from './registrations.js';
 import { RunAdmission, type Admission } from './run-admission.js';

@@ -1,6 +1,6 @@
 /** The shapes a user of `cluster.schedule()` sees: a handler, its context, its options, and the record of a run. */
 import type { NodeId } from '../../raft/types.js';
-import type { AssignMode, OverlapPolicy } from '../../scheduler/state.js';
+import type { AssignMode, OverlapPolicy } from '../../scheduler/command.js';
 
 /** What a handler is given for one run of a slot. */
 export interface JobContext {

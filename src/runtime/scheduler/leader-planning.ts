@@ -1,6 +1,7 @@
 import type { NodeId } from '../../raft/types.js';
 import { plan, planReassignments } from '../../scheduler/planner.js';
-import { claimKey, type SchedulerCommand } from '../../scheduler/state.js';
+import { claimKey } from '../../scheduler/records.js';
+import type { SchedulerCommand } from '../../scheduler/command.js';
 import type { RuntimeContext } from './runtime-context.js';
 
 /**

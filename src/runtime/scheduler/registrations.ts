@@ -1,6 +1,6 @@
 import type { CatchUp } from '../../scheduler/planner.js';
 import type { JobSpec } from '../../scheduler/spec.js';
-import { DEFAULT_OVERLAP, type JobPolicy, type SchedulerCommand } from '../../scheduler/state.js';
+import { DEFAULT_OVERLAP, type JobPolicy, type SchedulerCommand } from '../../scheduler/command.js';
 import type { JobHandler, JobOptions } from './job-types.js';
 import type { RuntimeContext } from './runtime-context.js';
 

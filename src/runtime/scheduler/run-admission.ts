@@ -1,7 +1,8 @@
 import { RunAbortedError } from '../../errors.js';
 import { decideOverlap, runsInProgress } from '../../scheduler/overlap.js';
 import { MAX_WAITING_RUNS } from '../../scheduler/run-queue.js';
-import { claimKey, type RunInProgress, type SchedulerCommand } from '../../scheduler/state.js';
+import { claimKey, type RunInProgress } from '../../scheduler/records.js';
+import type { SchedulerCommand } from '../../scheduler/command.js';
 import type { Armed } from './armed-claim.js';
 import type { RunPermits } from './run-permits.js';
 import type { RuntimeContext } from './runtime-context.js';

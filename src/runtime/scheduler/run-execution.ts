@@ -1,5 +1,6 @@
 import { RunAbortedError } from '../../errors.js';
-import { claimKey, type ClaimRecord, type RunOutcome } from '../../scheduler/state.js';
+import { claimKey, type ClaimRecord } from '../../scheduler/records.js';
+import type { RunOutcome } from '../../scheduler/command.js';
 import { isReason, type Armed } from './armed-claim.js';
 import type { RunRecord } from './job-types.js';
 import type { LocalJob } from './registrations.js';

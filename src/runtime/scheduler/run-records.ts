@@ -1,5 +1,6 @@
-import type { ClaimRecord, RunOutcome, SchedulerCommand } from '../../scheduler/state.js';
-import { claimKey } from '../../scheduler/state.js';
+import type { ClaimRecord } from '../../scheduler/records.js';
+import type { RunOutcome, SchedulerCommand } from '../../scheduler/command.js';
+import { claimKey } from '../../scheduler/records.js';
 import type { RunRecord } from './job-types.js';
 import { RecordBatcher } from './record-batcher.js';
 import type { RuntimeContext } from './runtime-context.js';

@@ -1,6 +1,7 @@
 import type { NodeId } from '../../raft/types.js';
 import type { Clock, Timers } from '../../time/clock.js';
-import { SchedulerState, type SchedulerCommand } from '../../scheduler/state.js';
+import { SchedulerState } from '../../scheduler/state.js';
+import type { SchedulerCommand } from '../../scheduler/command.js';
 import type { RunRecord } from './job-types.js';
 
 export interface SchedulerRuntimeOptions {

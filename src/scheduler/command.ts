@@ -1,0 +1,176 @@
+import type { NodeId } from '../raft/types.js';
+import type { JobSpec } from './spec.js';
+
+export type AssignMode = 'one' | 'all';
+
+/** A command of the scheduler's replicated state machine; one per committed log entry. */
+export type SchedulerCommand =
+  | {
+      readonly type: 'register';
+      readonly job: string;
+      readonly spec: JobSpec;
+      readonly mode: AssignMode;
+      /** How failed runs and missed slots are handled; replicated so every leader plans alike. */
+      readonly policy: JobPolicy;
+      /** The member that has a handler for the job. */
+      readonly member: NodeId;
+      /** Cluster time of the registration; the first one anchors fixed intervals. */
+      readonly atMs: number;
+    }
+  | { readonly type: 'unregister'; readonly job: string; readonly member: NodeId }
+  | {
+      readonly type: 'claim';
+      readonly job: string;
+      /** The scheduled instant of the slot. */
+      readonly slotMs: number;
+      readonly assignees: readonly NodeId[];
+      /**
+       * The job's high-water mark the planner claimed after: the claim applies only if it still
+       * is, so a claim can never jump over instants that are neither claimed nor counted missed
+       * (when a plan was made on a state that another plan's entries have moved since). The
+       * planner always sets it; a hand-made claim without it is checked only against the mark.
+       */
+      readonly fromMs?: number;
+    }
+  | {
+      /**
+       * Moves a claimed slot to other assignees under a new fencing token (this entry's index):
+       * its assignee was lost, or its run failed and the job retries. Applies only if the claim
+       * still has `fromToken`, so two leaders cannot both move it.
+       */
+      readonly type: 'reassign';
+      readonly job: string;
+      readonly slotMs: number;
+      readonly fromToken: number;
+      readonly assignees: readonly NodeId[];
+      readonly reason: 'assignee-lost' | 'retry';
+    }
+  | {
+      /**
+       * Records a claimed slot (mode 'one') as missed: nobody ran it and nobody will. The leader
+       * plans it for a claim past the reassignment horizon whose assignee reported nothing under
+       * its token and has no run of it in progress on a member that may take work (it was lost,
+       * and no member took the slot over in time). Gives the claim a new token (this entry's
+       * index), so that a run under the old one is stale, and records under it, for the
+       * assignee, the outcome 'missed' with the reason. Applies only from `fromToken`, while no
+       * outcome is recorded under it.
+       */
+      readonly type: 'expire';
+      readonly job: string;
+      readonly slotMs: number;
+      readonly fromToken: number;
+      readonly reason: MissedReason;
+      readonly atMs: number;
+    }
+  | {
+      /** Takes the named lock if it is free or expired at `atMs`; the entry's index is its fencing token. */
+      readonly type: 'lock';
+      readonly name: string;
+      readonly member: NodeId;
+      readonly atMs: number;
+      /** The lock expires then even if its holder never releases it (the holder died). */
+      readonly untilMs: number;
+    }
+  | {
+      /** Ends the holder's lock at `untilMs` (not before its at-least-for). Ignored unless `token` still holds it. */
+      readonly type: 'unlock';
+      readonly name: string;
+      readonly token: number;
+      readonly untilMs: number;
+    }
+  | {
+      /** Slots up to `throughMs` that the catch-up policy drops: recorded as missed, never run. */
+      readonly type: 'skip';
+      readonly job: string;
+      readonly throughMs: number;
+      /** The job's high-water mark the planner counted from: the skip applies only if it still is. */
+      readonly fromMs: number;
+      /** The instants in (fromMs, throughMs]. */
+      readonly count: number;
+    }
+  | {
+      /**
+       * A run's handler started on `member` under `token` (proposed as it starts, not awaited, so
+       * no consensus round sits before the handler). Until the member's outcome, every member
+       * knows the run is in progress.
+       */
+      readonly type: 'started';
+      readonly job: string;
+      readonly slotMs: number;
+      readonly token: number;
+      readonly member: NodeId;
+      readonly atMs: number;
+    }
+  | {
+      /**
+       * A later slot of the job replaces this run (overlap 'replace'): the member running it
+       * aborts it when it applies this, and the slot is never moved or retried. Ignored unless
+       * `token` is still the claim's and the run has not ended.
+       */
+      readonly type: 'cancel';
+      readonly job: string;
+      readonly slotMs: number;
+      readonly token: number;
+      /** The slot that replaces it. */
+      readonly bySlotMs: number;
+      readonly atMs: number;
+    }
+  | {
+      readonly type: 'outcome';
+      readonly job: string;
+      readonly slotMs: number;
+      /** The fencing token of the claim the run held. */
+      readonly token: number;
+      readonly member: NodeId;
+      /**
+       * `aborted`: the run exceeded its timeout. `interrupted`: the cluster, not the job, ended
+       * it (its member lost the leader); such a slot is always moved to another member.
+       * `skipped`: the slot was not run because another run of the job was in progress (its
+       * overlap policy), and `replaced`: a later slot's run replaced it; neither is retried.
+       */
+      readonly outcome: RunOutcome;
+      readonly atMs: number;
+      readonly error?: string;
+    };
+
+/** How a run of a slot ended, as recorded in the log. */
+export type RunOutcome = 'succeeded' | 'failed' | 'aborted' | 'interrupted' | 'skipped' | 'replaced';
+
+/**
+ * Why a claimed slot was recorded as missed (`expire`), and what its outcome's error says.
+ * `expired`: it passed the reassignment horizon with no run and no outcome.
+ */
+export const MISSED_REASONS = {
+  expired: 'expired: no member ran the slot before it passed the reassignment horizon',
+} as const;
+
+export type MissedReason = keyof typeof MISSED_REASONS;
+
+/** The outcome an `expire` records: the slot was never run, and never will be. */
+export const MISSED = 'missed';
+
+/**
+ * What a slot does when it fires while another run of its job is in progress: `skip` it
+ * (recorded as skipped), `allow` both, `queue` it until the other ends, or `replace` the other.
+ */
+export type OverlapPolicy = 'skip' | 'allow' | 'queue' | 'replace';
+
+/** The parts of a job's options that the leader plans by, as replicated in the log. */
+export interface JobPolicy {
+  readonly retries: number;
+  readonly retryDelayMs: number;
+  readonly catchUp: { readonly policy: 'latest' } | { readonly policy: 'none' } | { readonly policy: 'all'; readonly windowMs: number; readonly maxSlots: number };
+  /** Absent in registrations written before overlap policies existed: those mean the default, 'skip'. */
+  readonly overlap?: OverlapPolicy;
+}
+
+/** The default overlap policy: a slot whose job is still running elsewhere is skipped. */
+export const DEFAULT_OVERLAP: OverlapPolicy = 'skip';
+
+export function policyKey(p: JobPolicy): string {
+  const c = p.catchUp.policy === 'all' ? `all ${p.catchUp.windowMs} ${p.catchUp.maxSlots}` : p.catchUp.policy;
+  // The default overlap is left out, so a registration that predates overlap policies (which
+  // has none) and one that asks for the default compare equal.
+  const overlap = p.overlap ?? DEFAULT_OVERLAP;
+  return `retries ${p.retries} delay ${p.retryDelayMs} catch-up ${c}${overlap === DEFAULT_OVERLAP ? '' : ` overlap ${overlap}`}`;
+}
