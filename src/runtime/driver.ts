@@ -1,82 +1,21 @@
-import {
-  BackpressureError,
-  CronraftError,
-  NotLeaderError,
-  NotRunningError,
-  OutcomeUnknownError,
-  ProposalDroppedError,
-  TimeoutError,
-} from '../errors.js';
+import { CronraftError, NotLeaderError, NotRunningError } from '../errors.js';
 import { InvariantError } from '../raft/invariant.js';
-import type { ProposeOutcome, RaftNode } from '../raft/node.js';
-import type { ForwardResult, Ready, ReadState, SoftState } from '../raft/ready.js';
-import { EntryType, type Entry, type HardState, type Message, type NodeId, type ProposalData, type Snapshot } from '../raft/types.js';
+import type { RaftNode } from '../raft/node.js';
+import type { Ready, SoftState } from '../raft/ready.js';
+import { EntryType, type Entry, type HardState, type Message, type NodeId, type Snapshot } from '../raft/types.js';
 import type { LogStorage } from '../storage/log-storage.js';
 import type { Clock, TimerHandle, Timers } from '../time/clock.js';
 import { SnapshotAssembler, splitSnapshot } from './snapshot-chunks.js';
 import type { Transport } from '../transport/transport.js';
 import { ClockSync, type ClockOffset } from './clock-sync.js';
-
-/** The replicated application: `apply` runs in log order on every member and must be deterministic. */
-export interface StateMachine {
-  apply(entry: Entry): unknown;
-  /** The state as applied so far, encoded: the data of a snapshot at the last applied index. */
-  snapshot(): Uint8Array;
-  /**
-   * Replaces the whole state with a snapshot's: the stored one at start, or a leader's that
-   * this member installs. Only given data that `acceptsSnapshot` accepted.
-   */
-  restore(data: Uint8Array): void;
-  /**
-   * Whether `restore` can take `data`. A leader's snapshot is checked before the protocol takes
-   * it in: a corrupt or hostile one is dropped and counted like any malformed message, and the
-   * log and state stay as they were.
-   */
-  acceptsSnapshot(data: Uint8Array): boolean;
-  /**
-   * Optional: begins a snapshot of the state as applied so far, to be taken in steps with other
-   * work between them (entries go on being applied). The driver uses it, when present, for its
-   * compactions, so that a large state does not hold the event loop for the whole encoding.
-   * A `restore` abandons a snapshot in progress.
-   */
-  snapshotInSteps?(): SnapshotSteps;
-}
-
-/** A snapshot being taken in steps (see StateMachine.snapshotInSteps). */
-export interface SnapshotSteps {
-  /** Does a bounded part of the work: the data once the snapshot is complete, else null. */
-  step(): Uint8Array | null;
-}
-
-/** How long the last snapshot this member took of its own state held its event loop. */
-export interface SnapshotTiming {
-  /** Every step together, in ms. */
-  readonly loopMs: number;
-  /** The longest step, in ms: the longest the loop stood still for it at once. */
-  readonly longestStepMs: number;
-  readonly steps: number;
-}
+import { Compactor, type CompactionOptions, type SnapshotTiming } from './compaction.js';
+import { PendingRequests, type ProposalResult, type RequestOptions } from './pending-requests.js';
+import type { StateMachine } from './state-machine.js';
 
 /** What only a leader sends, to its followers: what renews a follower's lease. */
 const LEADER_TRAFFIC: ReadonlySet<Message['type']> = new Set(['append', 'heartbeat', 'snapshot']);
 
-/**
- * When a member compacts its log: once this many entries were applied since its last snapshot,
- * it takes a new one and drops the log behind it, keeping `retainEntries` so that a follower a
- * little behind still gets entries rather than the whole state. Together they bound the log
- * kept in memory and on disk.
- */
-export interface CompactionOptions {
-  readonly everyEntries: number;
-  readonly retainEntries: number;
-}
-
-export const COMPACTION_DEFAULTS: CompactionOptions = {
-  everyEntries: 10_000,
-  retainEntries: 1_000,
-};
-
-export interface DriverOptions {
+export interface DriverOptions extends RequestOptions {
   readonly node: RaftNode;
   readonly storage: LogStorage;
   readonly transport: Transport;
@@ -84,24 +23,6 @@ export interface DriverOptions {
   readonly clock: Clock;
   readonly timers: Timers;
   readonly tickMs: number;
-  /** How long a proposal or read may wait before it fails with TimeoutError. */
-  readonly requestTimeoutMs: number;
-  /** Bound on proposals waiting to commit on this member; more fail with BackpressureError. */
-  readonly maxPendingProposals: number;
-  /** Bound on proposals handed to Raft in one batch (one disk write, one append). */
-  readonly maxProposalBatch: number;
-  /** Bound on the bytes of one batch (at least one proposal goes), so a forwarded batch fits in a frame. */
-  readonly maxProposalBatchBytes: number;
-  /** Bound on linearizable reads waiting on this member. */
-  readonly maxPendingReads: number;
-  /**
-   * A follower that has not heard from its leader for this long, while its own loop ran, fails
-   * proposals at once with NotLeaderError instead of forwarding them into silence (an election
-   * follows soon anyway).
-   */
-  readonly leaderSilenceMs: number;
-  /** A prefix that makes this process's proposal ids unique across restarts. */
-  readonly bootId: string;
   /** @default COMPACTION_DEFAULTS */
   readonly compaction?: CompactionOptions;
   /** Bytes of snapshot data per message. @default SNAPSHOT_CHUNK_BYTES */
@@ -117,35 +38,6 @@ export interface DriverOptions {
   readonly onSnapshotInstalled?: (index: number) => void;
   /** A fatal error (storage failed): the member stops taking part and reports it. */
   readonly onFatal?: (error: unknown) => void;
-}
-
-export interface ProposalResult {
-  readonly index: number;
-  readonly result: unknown;
-}
-
-interface PendingProposal {
-  readonly pid: string;
-  readonly data: Uint8Array;
-  readonly deadline: number;
-  readonly resolve: (r: ProposalResult) => void;
-  readonly reject: (e: Error) => void;
-  /** Where Raft put the entry, once known; the entry applied there decides the outcome. */
-  index: number;
-  /** The leader it was forwarded to and has not answered yet, if any. */
-  forwardedTo: NodeId | null;
-  signal: AbortSignal | undefined;
-  onAbort: (() => void) | undefined;
-}
-
-interface PendingRead {
-  readonly deadline: number;
-  readonly resolve: (index: number) => void;
-  readonly reject: (e: Error) => void;
-  /** 0 until the leader answers; then the index the state machine must reach. */
-  index: number;
-  /** When it was last asked of a leader (monotonic ms): a follower asks again when no answer comes (see #expire). */
-  askedAt: number;
 }
 
 /**
@@ -187,17 +79,8 @@ export class RaftDriver {
   #loopAgain = false;
   #stopped = false;
   #tickHandle: TimerHandle | null = null;
-  #seq = 0;
-  #readSeq = 0;
-  /** Proposals not yet handed to Raft, batched by the next loop turn. */
-  #queued: PendingProposal[] = [];
-  /** Every proposal not yet settled, in order of arrival (= deadline order). */
-  #pending = new Map<string, PendingProposal>();
-  /** Index → pid of proposals whose position is known. */
-  #byIndex = new Map<number, string>();
-  #reads = new Map<number, PendingRead>();
-  /** Reads answered, waiting for the state machine to reach their index. */
-  #readsWaitingApply: Array<{ ctx: number; index: number }> = [];
+  /** The proposals and reads waiting on this member. */
+  readonly #requests: PendingRequests;
   #lastHeard = new Map<NodeId, number>();
   /** Ticks run so far, and the tick count when each peer was last heard from (see #unreachableLeader). */
   #ticks = 0;
@@ -206,7 +89,7 @@ export class RaftDriver {
   #leaderContact: number | undefined;
   /** Writes started and not yet durable. */
   #savesInFlight = 0;
-  /** Compactions queued behind the writes, not yet done (see #maybeCompact). */
+  /** Compactions queued behind the writes, not yet done (see #storeCompaction). */
   #compactionsInFlight = 0;
   /** The last write started; it completes after every earlier one. */
   #lastSave: Promise<void> = Promise.resolve();
@@ -220,15 +103,10 @@ export class RaftDriver {
   /** The node's latest hard state, written or not. */
   #hardState: HardState;
   #fatal: unknown = null;
-  /** Snapshots this member took of its own state (compactions), and installed from a leader. */
-  snapshotsTaken = 0;
+  /** Takes snapshots of this member's own state and compacts its log behind them. */
+  readonly #compactor: Compactor;
+  /** Snapshots installed from a leader. */
   snapshotsInstalled = 0;
-  /** How long the last snapshot taken here held the event loop; null before the first. */
-  lastSnapshot: SnapshotTiming | null = null;
-  /** A snapshot taken in steps and complete, for the loop to compact to once it has handled every Ready. */
-  #snapshotTaken: Snapshot | null = null;
-  /** The snapshot being taken in steps for a compaction, if any (see #maybeCompact). */
-  #snapshotting: { readonly index: number; readonly term: number; readonly steps: SnapshotSteps; timer: TimerHandle | null; loopMs: number; longestStepMs: number; count: number } | null = null;
   /** Snapshots from a leader that the state machine could not read: dropped (see acceptsSnapshot). */
   invalidSnapshots = 0;
   readonly #snapshotChunks = new SnapshotAssembler();
@@ -254,6 +132,17 @@ export class RaftDriver {
     this.#savedCommit = this.#hardState.commit;
     this.#clockSync = new ClockSync({ self: options.node.id, voters: options.node.voters });
     this.#clusterClock = { now: () => this.#clockSync.clusterTime(this.#o.timers.now(), this.#o.clock.now()) };
+    this.#requests = new PendingRequests(options.node, options.timers, options, () => this.#kick());
+    this.#compactor = new Compactor({
+      node: options.node,
+      stateMachine: options.stateMachine,
+      timers: options.timers,
+      compaction: options.compaction,
+      running: () => this.#running,
+      kick: () => this.#kick(),
+      fail: (error) => this.#fail(error),
+      store: (snapshot) => this.#storeCompaction(snapshot),
+    });
     options.transport.onMessage((m) => this.#receive(m));
   }
 
@@ -282,13 +171,10 @@ export class RaftDriver {
     this.#stopped = true;
     if (this.#tickHandle !== null) this.#o.timers.clearTimeout(this.#tickHandle);
     this.#tickHandle = null;
-    this.#abandonSnapshot();
+    this.#compactor.abandon();
     const error = new NotRunningError('stopped');
-    for (const p of this.#pending.values()) this.#settle(p, error);
-    for (const [ctx, r] of this.#reads) {
-      this.#reads.delete(ctx);
-      r.reject(error);
-    }
+    this.#requests.failProposals(error);
+    this.#requests.failReads(error);
   }
 
   /** Why a proposal cannot even be forwarded now, or null if it can. */
@@ -350,7 +236,17 @@ export class RaftDriver {
 
   /** Proposals waiting to commit on this member (bounded by maxPendingProposals). */
   get pendingProposals(): number {
-    return this.#pending.size;
+    return this.#requests.proposals;
+  }
+
+  /** Snapshots this member took of its own state (compactions). */
+  get snapshotsTaken(): number {
+    return this.#compactor.snapshotsTaken;
+  }
+
+  /** How long the last snapshot taken here held the event loop; null before the first. */
+  get lastSnapshot(): SnapshotTiming | null {
+    return this.#compactor.lastSnapshot;
   }
 
   /**
@@ -382,33 +278,7 @@ export class RaftDriver {
   propose(data: Uint8Array, signal?: AbortSignal): Promise<ProposalResult> {
     if (this.#fatal !== null) return Promise.reject(this.#fatalError());
     if (!this.#running) return Promise.reject(new NotRunningError(this.#stopped ? 'stopped' : 'not started'));
-    if (this.#pending.size >= this.#o.maxPendingProposals) {
-      return Promise.reject(new BackpressureError(`${this.#pending.size} proposals are already waiting (maxPendingProposals)`));
-    }
-    const unreachable = this.#unreachableLeader();
-    if (unreachable !== null) return Promise.reject(unreachable);
-    if (signal?.aborted === true) return Promise.reject(abortError(signal));
-    return new Promise<ProposalResult>((resolve, reject) => {
-      const pid = `${this.#o.bootId}.${(++this.#seq).toString(36)}`;
-      const p: PendingProposal = {
-        pid,
-        data,
-        deadline: this.#o.timers.now() + this.#o.requestTimeoutMs,
-        resolve,
-        reject,
-        index: 0,
-        forwardedTo: null,
-        signal,
-        onAbort: undefined,
-      };
-      if (signal !== undefined) {
-        p.onAbort = (): void => this.#settle(p, abortError(signal));
-        signal.addEventListener('abort', p.onAbort, { once: true });
-      }
-      this.#pending.set(pid, p);
-      this.#queued.push(p);
-      this.#kick();
-    });
+    return this.#requests.propose(data, signal, () => this.#unreachableLeader());
   }
 
   /**
@@ -418,14 +288,7 @@ export class RaftDriver {
   readBarrier(): Promise<number> {
     if (this.#fatal !== null) return Promise.reject(this.#fatalError());
     if (!this.#running) return Promise.reject(new NotRunningError(this.#stopped ? 'stopped' : 'not started'));
-    if (this.#reads.size >= this.#o.maxPendingReads) return Promise.reject(new BackpressureError('too many reads are waiting (maxPendingReads)'));
-    const ctx = ++this.#readSeq;
-    if (!this.#node.readIndex(ctx)) return Promise.reject(new NotLeaderError(null));
-    return new Promise<number>((resolve, reject) => {
-      const now = this.#o.timers.now();
-      this.#reads.set(ctx, { deadline: now + this.#o.requestTimeoutMs, resolve, reject, index: 0, askedAt: now });
-      this.#kick();
-    });
+    return this.#requests.read();
   }
 
   /** The transport lost its connection to `peer`: if it leads, the node may campaign early. */
@@ -504,29 +367,13 @@ export class RaftDriver {
   }
 
   /**
-   * Fails requests whose deadline passed (pending proposals are in deadline order), and asks
-   * again the reads a leader has not answered for `leaderSilenceMs`.
+   * Drops snapshot chunks whose next chunk did not come in time, fails requests whose deadline
+   * passed and asks again the reads a leader has not answered (PendingRequests.expire).
    */
   #expire(): void {
     const now = this.#o.timers.now();
     this.#snapshotChunks.expire(now);
-    for (const p of this.#pending.values()) {
-      if (p.deadline > now) break;
-      this.#settle(p, new TimeoutError('The proposal', this.#o.requestTimeoutMs));
-    }
-    for (const [ctx, r] of this.#reads) {
-      if (r.deadline <= now) {
-        this.#reads.delete(ctx);
-        r.reject(new TimeoutError('The read barrier', this.#o.requestTimeoutMs));
-        continue;
-      }
-      // A follower's request to the leader, or the answer, was lost (nothing else sends either
-      // again), or the leader changed: without asking again, the read would wait out its whole
-      // timeout after the network healed (etcd's server asks again every 500 ms). A late answer
-      // to the first asking is one more for the same read, and changes nothing. A leader's own
-      // reads need no second asking: its periodic heartbeats confirm them.
-      if (r.index === 0 && now - r.askedAt >= this.#o.leaderSilenceMs && this.#node.role !== 'leader' && this.#node.readIndex(ctx)) r.askedAt = now;
-    }
+    this.#requests.expire(now);
   }
 
   // ---- the loop ----------------------------------------------------------------------------
@@ -547,12 +394,12 @@ export class RaftDriver {
       do {
         this.#loopAgain = false;
         if (!this.#running) break;
-        this.#submitQueued();
+        this.#requests.submit();
         while (this.#running && this.#node.hasReady()) {
           this.#handleReady(this.#node.ready());
-          this.#submitQueued();
+          this.#requests.submit();
         }
-        this.#compactTaken();
+        this.#compactor.compactTaken();
       } while (this.#loopAgain);
     } catch (error) {
       this.#fail(error);
@@ -628,110 +475,27 @@ export class RaftDriver {
     // 3. Apply, in log order: from the installed snapshot, then the entries after it.
     if (rd.snapshot !== null) {
       // The leader's snapshot is newer than the one in progress here, which it abandons.
-      this.#abandonSnapshot();
+      this.#compactor.abandon();
       this.#o.stateMachine.restore(rd.snapshot.data);
       this.snapshotsInstalled++;
       this.#o.onSnapshotInstalled?.(rd.snapshot.index);
-      // Proposals placed at indexes the snapshot covers will never be applied here: their
-      // outcome is unknown to this member (they may be in the snapshot, or were replaced).
-      for (const [index, pid] of this.#byIndex) {
-        if (index > rd.snapshot.index) continue;
-        const p = this.#pending.get(pid);
-        if (p !== undefined) this.#settle(p, new OutcomeUnknownError('A snapshot from the leader replaced the log here before the proposal was applied; it may or may not have committed'));
-      }
+      this.#requests.snapshotInstalled(rd.snapshot.index);
     }
     for (const entry of rd.committed) this.#apply(entry);
-    this.#handleForwardResults(rd.forwardResults);
-    this.#handleReadStates(rd.readStates);
-    this.#releaseReads();
+    this.#requests.forwardResults(rd.forwardResults);
+    this.#requests.readStates(rd.readStates);
+    this.#requests.releaseReads();
     if (rd.softState !== null) this.#onSoftState(rd.softState);
     // 4. Advance what is done now; persistence is acknowledged when the write completes.
     this.#node.advanceApplied(rd);
-    this.#maybeCompact();
+    this.#compactor.maybeCompact();
   }
 
   /**
-   * Takes a snapshot of the state machine at the applied index and compacts the log behind it,
-   * once `everyEntries` were applied since the last snapshot (see CompactionOptions).
+   * Writes a compaction behind every earlier write: the node's log is already compacted to
+   * `snapshot` in memory (compaction.ts).
    */
-  #maybeCompact(): void {
-    if (this.#snapshotting !== null || this.#snapshotTaken !== null) return;
-    const { everyEntries } = this.#o.compaction ?? COMPACTION_DEFAULTS;
-    const log = this.#node.log;
-    const index = log.applied;
-    if (index - this.#node.latestSnapshot.index < everyEntries) return;
-    const term = log.term(index);
-    if (term === undefined) return;
-    // The state machine's own snapshot is not read back here (that would double the time the
-    // loop stands still): every value in it came through a checked command or snapshot.
-    if (this.#o.stateMachine.snapshotInSteps === undefined) {
-      const started = this.#o.timers.now();
-      const data = this.#o.stateMachine.snapshot();
-      const ms = this.#o.timers.now() - started;
-      this.lastSnapshot = { loopMs: ms, longestStepMs: ms, steps: 1 };
-      this.#compactTo({ index, term, data });
-      return;
-    }
-    // In steps, one per turn of the event loop (a timer), so that messages, proposals and slot
-    // timers are served between them; the snapshot still stands for `index`.
-    const steps = this.#o.stateMachine.snapshotInSteps();
-    this.#snapshotting = { index, term, steps, timer: null, loopMs: 0, longestStepMs: 0, count: 0 };
-    this.#snapshotStep();
-  }
-
-  /** Takes one step of the snapshot in progress, and the next on a later turn until it is complete. */
-  #snapshotStep(): void {
-    const s = this.#snapshotting;
-    if (s === null || !this.#running) return;
-    s.timer = null;
-    const started = this.#o.timers.now();
-    let data: Uint8Array | null;
-    try {
-      data = s.steps.step();
-    } catch (error) {
-      this.#fail(error);
-      return;
-    }
-    const ms = this.#o.timers.now() - started;
-    s.loopMs += ms;
-    s.longestStepMs = Math.max(s.longestStepMs, ms);
-    s.count++;
-    if (data === null) {
-      s.timer = this.#o.timers.setTimeout(() => this.#snapshotStep(), 0);
-      return;
-    }
-    this.#snapshotting = null;
-    this.lastSnapshot = { loopMs: s.loopMs, longestStepMs: s.longestStepMs, steps: s.count };
-    // Compacted from the loop, not from this timer: messages stepped since the last Ready may
-    // have moved the node's commit point past what storage has been handed, and the compaction
-    // writes that commit point (see #compactTaken).
-    this.#snapshotTaken = { index: s.index, term: s.term, data };
-    this.#kick();
-  }
-
-  /** Compacts to a snapshot taken in steps, once every Ready so far is handled (its entries handed to storage). */
-  #compactTaken(): void {
-    const snapshot = this.#snapshotTaken;
-    if (snapshot === null || !this.#running) return;
-    this.#snapshotTaken = null;
-    this.#compactTo(snapshot);
-  }
-
-  /** Drops the snapshot in progress, if any: the member stops, or a leader's snapshot replaces the state. */
-  #abandonSnapshot(): void {
-    this.#snapshotTaken = null;
-    const s = this.#snapshotting;
-    if (s === null) return;
-    if (s.timer !== null) this.#o.timers.clearTimeout(s.timer);
-    this.#snapshotting = null;
-  }
-
-  /** Compacts the log behind a snapshot of this member's state, in memory and then in storage. */
-  #compactTo(snapshot: Snapshot): void {
-    const { everyEntries, retainEntries } = this.#o.compaction ?? COMPACTION_DEFAULTS;
-    // False when a leader's snapshot newer than this one was installed meanwhile.
-    if (!this.#node.compact(snapshot, retainEntries, everyEntries)) return;
-    this.snapshotsTaken++;
+  #storeCompaction(snapshot: Snapshot): void {
     // The stored commit point may lag (a commit alone is not written): it must reach the
     // snapshot, or a restart would find a snapshot past its commit point. Both writes queue
     // behind every earlier one, so the entries the snapshot replaces are stored first.
@@ -768,127 +532,15 @@ export class RaftDriver {
     }
   }
 
-  #submitQueued(): void {
-    while (this.#queued.length > 0) {
-      let count = 0;
-      let bytes = 0;
-      while (count < this.#queued.length && count < this.#o.maxProposalBatch) {
-        bytes += (this.#queued[count] as PendingProposal).data.byteLength;
-        if (count > 0 && bytes > this.#o.maxProposalBatchBytes) break;
-        count++;
-      }
-      const batch = this.#queued.splice(0, count).filter((p) => this.#pending.has(p.pid));
-      if (batch.length === 0) continue;
-      const outcome = this.#node.propose(batch.map((p): ProposalData => ({ pid: p.pid, data: p.data })));
-      this.#onProposeOutcome(batch, outcome);
-    }
-  }
-
-  #onProposeOutcome(batch: readonly PendingProposal[], outcome: ProposeOutcome): void {
-    if (outcome.kind === 'appended') {
-      batch.forEach((p, i) => this.#place(p, outcome.index + i));
-      return;
-    }
-    if (outcome.kind === 'forwarded') {
-      for (const p of batch) p.forwardedTo = outcome.leader;
-      return;
-    }
-    const error =
-      outcome.reason === 'backpressure'
-        ? new BackpressureError('Too many bytes are appended but not yet committed (maxUncommittedBytes)')
-        : outcome.reason === 'transferring'
-          ? new NotLeaderError(outcome.leader, `Leadership is being transferred to ${outcome.leader ?? 'another member'}`)
-          : new NotLeaderError(outcome.leader);
-    for (const p of batch) this.#settle(p, error);
-  }
-
-  #place(p: PendingProposal, index: number): void {
-    // Its position is already applied here, yet it was not settled: a snapshot covered it, so
-    // whether it is in the state is unknown here (the answer of a forward came after it).
-    if (index <= this.#node.log.applied) {
-      this.#settle(p, new OutcomeUnknownError('A snapshot from the leader covered the proposal before its position was known here; it may or may not have committed'));
-      return;
-    }
-    p.index = index;
-    p.forwardedTo = null;
-    // If another proposal of ours held this index, a new leader overwrote it: it is dropped.
-    const previous = this.#byIndex.get(index);
-    if (previous !== undefined && previous !== p.pid) {
-      const old = this.#pending.get(previous);
-      if (old !== undefined) this.#settle(old, new ProposalDroppedError());
-    }
-    this.#byIndex.set(index, p.pid);
-  }
-
-  #handleForwardResults(results: readonly ForwardResult[]): void {
-    for (const r of results) {
-      const p = this.#pending.get(r.pid);
-      if (p === undefined) continue;
-      if (r.accepted) this.#place(p, r.index);
-      else this.#settle(p, new NotLeaderError(r.leader));
-    }
-  }
-
   #apply(entry: Entry): void {
     let result: unknown;
     if (entry.type === EntryType.Normal) result = this.#o.stateMachine.apply(entry);
     this.#o.onApplied?.(entry);
-    const waiting = this.#byIndex.get(entry.index);
-    if (waiting !== undefined) {
-      this.#byIndex.delete(entry.index);
-      const p = this.#pending.get(waiting);
-      if (p !== undefined) {
-        if (waiting === entry.pid) this.#settle(p, null, { index: entry.index, result });
-        else this.#settle(p, new ProposalDroppedError());
-      }
-    } else if (entry.pid !== '') {
-      // Applied before we learned its position (a forward's answer was lost): still ours.
-      const p = this.#pending.get(entry.pid);
-      if (p !== undefined) this.#settle(p, null, { index: entry.index, result });
-    }
-  }
-
-  #settle(p: PendingProposal, error: Error | null, value?: ProposalResult): void {
-    if (!this.#pending.delete(p.pid)) return;
-    if (p.index !== 0 && this.#byIndex.get(p.index) === p.pid) this.#byIndex.delete(p.index);
-    if (p.onAbort !== undefined) p.signal?.removeEventListener('abort', p.onAbort);
-    if (error !== null) p.reject(error);
-    else p.resolve(value as ProposalResult);
-  }
-
-  #handleReadStates(states: readonly ReadState[]): void {
-    for (const s of states) {
-      const r = this.#reads.get(s.ctx);
-      if (r === undefined) continue;
-      if (s.index === 0) {
-        this.#reads.delete(s.ctx);
-        r.reject(new NotLeaderError(this.#node.leader === this.#node.id ? null : this.#node.leader, 'The read could not be confirmed by a leader'));
-      } else {
-        r.index = s.index;
-        this.#readsWaitingApply.push({ ctx: s.ctx, index: s.index });
-      }
-    }
-  }
-
-  #releaseReads(): void {
-    if (this.#readsWaitingApply.length === 0) return;
-    const applied = this.#node.log.applying;
-    this.#readsWaitingApply = this.#readsWaitingApply.filter(({ ctx, index }) => {
-      if (index > applied) return true;
-      const r = this.#reads.get(ctx);
-      this.#reads.delete(ctx);
-      r?.resolve(index);
-      return false;
-    });
+    this.#requests.applied(entry, result);
   }
 
   #onSoftState(s: SoftState): void {
-    // A forwarded proposal whose leader changed before answering would otherwise wait out its
-    // whole timeout (the old leader may be dead). Whether it commits is unknown: the old leader
-    // may have appended it. Say so now, so callers with idempotent commands can retry at once.
-    for (const p of this.#pending.values()) {
-      if (p.forwardedTo !== null && p.forwardedTo !== s.leader) this.#settle(p, new OutcomeUnknownError());
-    }
+    this.#requests.leaderChanged(s.leader);
     this.#clockSync.setLeading(s.role === 'leader', this.#o.timers.now());
     this.#o.onSoftState?.(s);
   }
@@ -898,7 +550,7 @@ export class RaftDriver {
     if (this.#fatal !== null) return;
     this.#fatal = error;
     const e = this.#fatalError();
-    for (const p of this.#pending.values()) this.#settle(p, e);
+    this.#requests.failProposals(e);
     this.#running = false;
     if (this.#tickHandle !== null) this.#o.timers.clearTimeout(this.#tickHandle);
     this.#o.onFatal?.(error);
@@ -912,9 +564,4 @@ export class RaftDriver {
 
 function isLeaderReplication(m: Message): boolean {
   return m.type === 'append' || m.type === 'heartbeat';
-}
-
-function abortError(signal: AbortSignal): Error {
-  const reason: unknown = signal.reason;
-  return reason instanceof Error ? reason : new CronraftError('CRONRAFT_ABORTED', 'The operation was aborted');
 }

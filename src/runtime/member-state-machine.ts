@@ -3,7 +3,7 @@ import type { Entry } from '../raft/types.js';
 import type { SchedulerCommand, SchedulerStateParts } from '../scheduler/state.js';
 import { decodeSchedulerSnapshot, encodeSchedulerSnapshot } from '../scheduler/state-snapshot.js';
 import { decodeCommand, isUserCommand } from './commands.js';
-import type { StateMachine } from './driver.js';
+import type { StateMachine } from './state-machine.js';
 import { decodeMemberSnapshot, encodeMemberSnapshot } from './member-snapshot.js';
 import { SchedulerMirror } from './scheduler-mirror.js';
 import type { SchedulerRuntime } from './scheduler-runtime.js';
