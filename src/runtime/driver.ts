@@ -44,21 +44,21 @@ export interface DriverOptions extends RequestOptions {
  * The one place that orders a member's effects. It takes each Ready from the Raft node, in
  * sequence, and:
  *
- * 1. **Persists** its hard state and entries: one atomic, synced write, started at once.
+ * 1. **Persists** its hard state and entries, when the node says they must be (`mustSync`):
+ *    one atomic, synced write, started at once.
  *    Writes are queued and complete in order (the storage merges queued writes, so one fsync
  *    can carry several Readies: group commit).
- * 2. **Sends** its messages only once that write and every earlier one are durable. A vote, an
- *    append acknowledgement or any message at a new term promises durable state; if it left
- *    before the write and the process died, the member could vote twice in a term, or a leader
- *    could count an entry that is gone. The one exception: a leader's appends and heartbeats
- *    promise nothing about the leader's own disk (it counts its own copy only once durable, in
- *    `advancePersisted`), so they leave at once, overlapping the leader's fsync with the
- *    followers' (the Raft paper, section 10.2.1), unless the Ready changes term or vote.
+ * 2. **Sends** what the node says may leave at once (`Ready.messages`) before that write
+ *    starts, and the rest (`messagesAfterWrite`) only once that write and every earlier one
+ *    are durable. The protocol decides which is which (ready.ts), from the writes the driver
+ *    acknowledged durable (`writeDurable`): a vote, an append acknowledgement or any message at
+ *    a term not yet durable waits; a leader's appends and heartbeats at a durable term do not.
  * 3. **Applies** its committed entries in log order, at once: committed means durable on a
  *    majority, so applying does not wait for this member's own write (etcd's server applies
  *    concurrently with its write in the same way). Then it resolves the proposals and reads
  *    that waited on them: a caller learns of success only once its entry is applied here.
- * 4. **Advances** the node: applied at once, persisted when the write completes.
+ * 4. **Advances** the node: applied at once; durable (`writeDurable`, then `advancePersisted`)
+ *    when the write completes.
  *
  * A snapshot follows the same order. One installed from the leader is written with the Ready
  * (it replaces the stored log), the answer that acknowledges it leaves once that write is
@@ -87,15 +87,10 @@ export class RaftDriver {
   readonly #heardAtTick = new Map<NodeId, number>();
   /** When this member last took in a message from the leader it then followed (monotonic ms). */
   #leaderContact: number | undefined;
-  /** Writes started and not yet durable. */
-  #savesInFlight = 0;
   /** Compactions queued behind the writes, not yet done (see #storeCompaction). */
   #compactionsInFlight = 0;
   /** The last write started; it completes after every earlier one. */
   #lastSave: Promise<void> = Promise.resolve();
-  /** The term and vote last made durable: a Ready that changes them sends nothing before its write. */
-  #durableTerm: number;
-  #durableVote: NodeId | null;
   /** The hard state of the last write started (durable or not). */
   #savedTerm: number;
   #savedVote: NodeId | null;
@@ -124,8 +119,6 @@ export class RaftDriver {
   constructor(options: DriverOptions) {
     this.#o = options;
     this.#node = options.node;
-    this.#durableTerm = options.node.term;
-    this.#durableVote = options.node.vote;
     this.#savedTerm = options.node.term;
     this.#savedVote = options.node.vote;
     this.#hardState = options.node.hardState();
@@ -254,7 +247,7 @@ export class RaftDriver {
    * Until they are done, the log on disk may hold more than compaction leaves there.
    */
   get writesInFlight(): number {
-    return this.#savesInFlight + this.#compactionsInFlight;
+    return this.#node.writesInFlight + this.#compactionsInFlight;
   }
 
   /** Clock stamps from peers dropped as malformed, out of bounds or inconsistent. */
@@ -411,34 +404,21 @@ export class RaftDriver {
   #handleReady(rd: Ready): void {
     if (rd.hardState !== null) this.#hardState = rd.hardState;
     const hs = this.#hardState;
-    const voteChanged = hs.term !== this.#savedTerm || hs.vote !== this.#savedVote;
-    // A change of the commit index alone is not written: no message promises it, and a member
-    // that restarts with an older one re-learns it from the leader. It rides along with the
-    // next write of entries instead, which halves the fsyncs on the commit path.
-    const persist = voteChanged || rd.entries.length > 0 || rd.snapshot !== null;
-    // 2. Send, decided first: all at once if nothing is written; a leader's replication at once
-    // if its term and vote are durable; everything else once every write so far is durable.
-    // What may go at once is handed to the transport before this Ready's own write is built, so
-    // that storage usually reuses the bytes its entries were encoded to for the wire (when an
-    // append carries exactly them: entry-records.ts); the leader counts its own copy only once
-    // durable.
-    const termDurable = this.#node.term === this.#durableTerm && this.#node.vote === this.#durableVote;
-    let later: readonly Message[] = [];
-    let flushAfterWrite = false;
-    if (!persist && this.#savesInFlight === 0) {
-      for (const m of rd.messages) this.#send(m);
-    } else if (termDurable && this.#node.role === 'leader') {
-      for (const m of rd.messages) if (isLeaderReplication(m)) this.#send(m);
-      later = rd.messages.filter((m) => !isLeaderReplication(m));
-      flushAfterWrite = persist && later.length < rd.messages.length;
-    } else {
-      later = rd.messages;
-    }
+    // 2. Send what the node says may leave before the write (ready.ts: with nothing to write
+    // and nothing in flight, every message; a leader's appends and heartbeats once its term and
+    // vote are durable). It is handed to the transport before this Ready's own write is built,
+    // so that storage usually reuses the bytes its entries were encoded to for the wire (when
+    // an append carries exactly them: entry-records.ts). The rest waits for the write.
+    for (const m of rd.messages) this.#send(m);
+    const later = rd.messagesAfterWrite;
+    const flushAfterWrite = rd.mustSync && rd.messages.length > 0;
     // 1. Persist: the write starts now, right after what could leave first (see the class
     // comment for what waits on it).
-    if (persist) {
-      this.#savesInFlight++;
-      // An installed snapshot moves the commit point to it at least: it is written with it.
+    if (rd.mustSync) {
+      // A change of the commit index alone is not written (the node does not ask for it): it
+      // rides along with the next write, which halves the fsyncs on the commit path. An
+      // installed snapshot moves the commit point to it at least: it is written with it.
+      const voteChanged = hs.term !== this.#savedTerm || hs.vote !== this.#savedVote;
       const hardState = voteChanged || hs.commit !== this.#savedCommit || rd.snapshot !== null ? hs : undefined;
       if (hardState !== undefined) {
         this.#savedTerm = hardState.term;
@@ -446,13 +426,9 @@ export class RaftDriver {
         this.#savedCommit = hardState.commit;
       }
       const batch = { entries: rd.entries, ...(hardState === undefined ? {} : { hardState }), ...(rd.snapshot === null ? {} : { snapshot: rd.snapshot }) };
-      this.#lastSave = this.#o.storage.save(batch).then(() => {
-        this.#savesInFlight--;
-        if (hardState !== undefined) {
-          this.#durableTerm = hardState.term;
-          this.#durableVote = hardState.vote;
-        }
-      });
+      // The node learns of it as the write completes, so that the Readies after it hold back
+      // only what they must; this Ready's held messages follow below.
+      this.#lastSave = this.#o.storage.save(batch).then(() => this.#node.writeDurable(rd));
     }
     // The transport would write the appends at the end of this turn; handing them over now
     // starts the followers' writes sooner. It comes after the write above has started (its disk
@@ -461,12 +437,12 @@ export class RaftDriver {
     // followers, by which the leader's own fsync started later when the flush came first (serial
     // commit p50 1.17 ms against 1.05 ms with this order, in alternating windows of one run).
     if (flushAfterWrite) this.#o.transport.flush();
-    if (persist || later.length > 0) {
+    if (rd.mustSync || later.length > 0) {
       this.#lastSave.then(
         () => {
           if (!this.#running) return;
           for (const m of later) this.#send(m);
-          if (persist) this.#node.advancePersisted(rd);
+          if (rd.mustSync) this.#node.advancePersisted(rd);
           this.#kick();
         },
         (error: unknown) => this.#fail(error),
@@ -560,8 +536,4 @@ export class RaftDriver {
     const cause = this.#fatal;
     return new CronraftError('CRONRAFT_FATAL', `The member stopped after a fatal error: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
   }
-}
-
-function isLeaderReplication(m: Message): boolean {
-  return m.type === 'append' || m.type === 'heartbeat';
 }
