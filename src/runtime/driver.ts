@@ -1,4 +1,4 @@
-import { CronraftError, NotLeaderError, NotRunningError } from '../errors.js';
+import { CronraftError, NotRunningError } from '../errors.js';
 import { InvariantError } from '../raft/invariant.js';
 import type { RaftNode } from '../raft/node.js';
 import type { Ready, SoftState } from '../raft/ready.js';
@@ -9,11 +9,9 @@ import { SnapshotAssembler, splitSnapshot } from './snapshot-chunks.js';
 import type { Transport } from '../transport/transport.js';
 import { ClockSync, type ClockOffset } from './clock-sync.js';
 import { Compactor, type CompactionOptions, type SnapshotTiming } from './compaction.js';
+import { PeerContact } from './peer-contact.js';
 import { PendingRequests, type ProposalResult, type RequestOptions } from './pending-requests.js';
 import type { StateMachine } from './state-machine.js';
-
-/** What only a leader sends, to its followers: what renews a follower's lease. */
-const LEADER_TRAFFIC: ReadonlySet<Message['type']> = new Set(['append', 'heartbeat', 'snapshot']);
 
 export interface DriverOptions extends RequestOptions {
   readonly node: RaftNode;
@@ -81,12 +79,8 @@ export class RaftDriver {
   #tickHandle: TimerHandle | null = null;
   /** The proposals and reads waiting on this member. */
   readonly #requests: PendingRequests;
-  #lastHeard = new Map<NodeId, number>();
-  /** Ticks run so far, and the tick count when each peer was last heard from (see #unreachableLeader). */
-  #ticks = 0;
-  readonly #heardAtTick = new Map<NodeId, number>();
-  /** When this member last took in a message from the leader it then followed (monotonic ms). */
-  #leaderContact: number | undefined;
+  /** When peers and the leader were last heard from. */
+  readonly #contact: PeerContact;
   /** Compactions queued behind the writes, not yet done (see #storeCompaction). */
   #compactionsInFlight = 0;
   /** The last write started; it completes after every earlier one. */
@@ -125,6 +119,7 @@ export class RaftDriver {
     this.#savedCommit = this.#hardState.commit;
     this.#clockSync = new ClockSync({ self: options.node.id, voters: options.node.voters });
     this.#clusterClock = { now: () => this.#clockSync.clusterTime(this.#o.timers.now(), this.#o.clock.now()) };
+    this.#contact = new PeerContact(options.node, options.tickMs, options.leaderSilenceMs);
     this.#requests = new PendingRequests(options.node, options.timers, options, () => this.#kick());
     this.#compactor = new Compactor({
       node: options.node,
@@ -170,34 +165,17 @@ export class RaftDriver {
     this.#requests.failReads(error);
   }
 
-  /** Why a proposal cannot even be forwarded now, or null if it can. */
-  #unreachableLeader(): NotLeaderError | null {
-    const leader = this.#node.leader;
-    if (this.#node.role === 'leader') return null;
-    if (leader === null) return new NotLeaderError(null);
-    const heard = this.#lastHeard.get(leader);
-    // Silence counts while this member's loop ran, in ticks as Raft counts its election timeout:
-    // a member whose own loop stood still (a long synchronous start of the app, a stall) took in
-    // nothing meanwhile, and the leader's messages may be waiting on its socket. The ticks due
-    // in such a stall fire as one.
-    const ticksSince = this.#ticks - (this.#heardAtTick.get(leader) ?? 0);
-    if (heard === undefined || (this.#o.timers.now() - heard > this.#o.leaderSilenceMs && ticksSince * this.#o.tickMs > this.#o.leaderSilenceMs)) {
-      return new NotLeaderError(leader, `The leader ${leader} has not been heard from for over ${this.#o.leaderSilenceMs} ms`);
-    }
-    return null;
-  }
-
   /**
    * When this member last took in a message from the leader it then followed, on the timers'
    * monotonic time base, or undefined if it never did.
    */
   leaderContact(): number | undefined {
-    return this.#leaderContact;
+    return this.#contact.leaderContact;
   }
 
   /** When this member last heard from `peer`, on the timers' monotonic time base (`timers.now()`), or undefined. */
   lastHeard(peer: NodeId): number | undefined {
-    return this.#lastHeard.get(peer);
+    return this.#contact.lastHeard(peer);
   }
 
   // ---- the cluster's time --------------------------------------------------------------------
@@ -271,7 +249,7 @@ export class RaftDriver {
   propose(data: Uint8Array, signal?: AbortSignal): Promise<ProposalResult> {
     if (this.#fatal !== null) return Promise.reject(this.#fatalError());
     if (!this.#running) return Promise.reject(new NotRunningError(this.#stopped ? 'stopped' : 'not started'));
-    return this.#requests.propose(data, signal, () => this.#unreachableLeader());
+    return this.#requests.propose(data, signal, () => this.#contact.unreachableLeader(this.#o.timers.now()));
   }
 
   /**
@@ -306,8 +284,7 @@ export class RaftDriver {
     // too; the wall clock only votes for the cluster's time.
     const mono = this.#o.timers.now();
     this.#o.beforeContact?.();
-    this.#lastHeard.set(m.from, mono);
-    this.#heardAtTick.set(m.from, this.#ticks);
+    this.#contact.heard(m.from, mono);
     const wall = this.#o.clock.now();
     if (m.type === 'snapshot') {
       // A large snapshot comes in chunks: the protocol sees it once whole, and only if the
@@ -323,10 +300,9 @@ export class RaftDriver {
     try {
       this.#node.step(m);
       // After the step, so that only the stamps of the leader the protocol follows count, and
-      // only what that leader sends as leader renews the contact the lease counts from: a
-      // deposed leader asking for votes keeps no member's lease alive.
+      // only what that leader sends as leader renews the contact the lease counts from.
       this.#clockSync.receive(m, mono, wall, this.#node.leader);
-      if (this.#node.leader === m.from && m.term === this.#node.term && LEADER_TRAFFIC.has(m.type)) this.#leaderContact = mono;
+      this.#contact.stepped(m, mono);
     } catch (error) {
       // A broken invariant is this member's own fault, whatever message led to it: its state
       // can no longer be trusted, so it stops (see InvariantError).
@@ -345,7 +321,7 @@ export class RaftDriver {
   #scheduleTick(): void {
     this.#tickHandle = this.#o.timers.setTimeout(() => {
       if (!this.#running) return;
-      this.#ticks++;
+      this.#contact.tick();
       try {
         this.#node.tick();
       } catch (error) {
@@ -433,9 +409,7 @@ export class RaftDriver {
     // The transport would write the appends at the end of this turn; handing them over now
     // starts the followers' writes sooner. It comes after the write above has started (its disk
     // work runs on libuv's pool), because a socket write on loopback also runs the receiver's
-    // TCP processing on this thread: measured 0.23 ms (p50) to flush a one-entry append to two
-    // followers, by which the leader's own fsync started later when the flush came first (serial
-    // commit p50 1.17 ms against 1.05 ms with this order, in alternating windows of one run).
+    // TCP processing on this thread, which delays the leader's own fsync when it comes first.
     if (flushAfterWrite) this.#o.transport.flush();
     if (rd.mustSync || later.length > 0) {
       this.#lastSave.then(
