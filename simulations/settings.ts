@@ -1,4 +1,4 @@
-import type { CompactionOptions } from '../src/runtime/driver.js';
+import type { CompactionOptions } from '../src/runtime/compaction.js';
 import { memberSettings, type MemberSettings } from '../src/runtime/member-settings.js';
 import { SeededRandom } from '../src/time/random.js';
 

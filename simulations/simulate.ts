@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Entry, NodeId } from '../src/raft/types.js';
-import type { CompactionOptions } from '../src/runtime/driver.js';
+import type { CompactionOptions } from '../src/runtime/compaction.js';
 import type { MemberSettings } from '../src/runtime/member-settings.js';
 import { parseSpec, specKey } from '../src/scheduler/spec.js';
 import { MISSED, MISSED_REASONS } from '../src/scheduler/command.js';

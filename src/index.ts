@@ -6,7 +6,7 @@ export { CLUSTER_DEFAULTS, type ClusterOptions } from './cluster-options.js';
 export type { ClusterEvents } from './cluster-events.js';
 export type { ClusterState, MemberState } from './api/state.js';
 export type { SlotHistory } from './api/history.js';
-export type { SnapshotTiming } from './runtime/driver.js';
+export type { SnapshotTiming } from './runtime/compaction.js';
 export {
   CronraftError,
   InvalidArgumentError,

@@ -1,5 +1,6 @@
 import type { Role } from '../raft/ready.js';
-import type { RaftDriver, SnapshotTiming } from '../runtime/driver.js';
+import type { SnapshotTiming } from '../runtime/compaction.js';
+import type { RaftDriver } from '../runtime/driver.js';
 import type { NodeId } from '../raft/types.js';
 import type { TransportStats } from '../transport/transport.js';
 

@@ -5,7 +5,7 @@ import { RaftLog } from './log.js';
 import { Progress } from './progress.js';
 import { committedIndex, quorumSize, tallyVotes } from './quorum.js';
 import { ReadOnly } from './read-only.js';
-import type { ForwardResult, ReadState, Ready, Role, SoftState } from './ready.js';
+import { splitMessages, type ForwardResult, type ReadState, type Ready, type Role, type SoftState } from './ready.js';
 import {
   EntryType,
   REJECT_LOST_LOG,
@@ -119,6 +119,14 @@ export class RaftNode {
   #forwardResults: ForwardResult[] = [];
   #prevHardState: HardState;
   #prevSoftState: SoftState;
+  /**
+   * The term and vote acknowledged durable (`writeDurable`): until the term a leader holds is,
+   * its appends wait for the write like every other message (see ready.ts).
+   */
+  #durableTerm: number;
+  #durableVote: NodeId | null;
+  /** Readies handed out that must be written (`mustSync`) and are not yet acknowledged durable. */
+  #writesInFlight = 0;
 
   constructor(config: RaftConfig, initial: RaftInitialState, random: Random) {
     if (!config.voters.includes(config.id)) throw new Error(`Raft config: ${config.id} is not among the voters`);
@@ -149,6 +157,8 @@ export class RaftNode {
     this.#term = initial.hardState.term;
     this.#vote = initial.hardState.vote;
     this.#prevHardState = initial.hardState;
+    this.#durableTerm = initial.hardState.term;
+    this.#durableVote = initial.hardState.vote;
     this.#resetElectionTimeout();
     this.#prevSoftState = this.softState();
   }
@@ -850,7 +860,7 @@ export class RaftNode {
       this.#snapshot = s;
       this.#pendingRestore = s;
     }
-    // Sent once the snapshot is durable: the driver holds a follower's answers behind its writes.
+    // Sent once the snapshot is durable: a follower's answers wait for its writes (messagesAfterWrite).
     this.#send({ type: 'append-resp', from: this.id, to: m.from, term: this.#term, index: s.index, reject: false, hintIndex: 0, hintTerm: 0 });
   }
 
@@ -902,16 +912,34 @@ export class RaftNode {
     );
   }
 
-  /** Collects the pending effects. Call `advance(ready)` once they are done. */
+  /**
+   * Collects the pending effects, to perform in the order ready.ts gives. Then call
+   * `advance(ready)` once they are done, or, as the driver does, `advanceApplied(ready)` once
+   * applied, and `writeDurable(ready)` then `advancePersisted(ready)` once its write is durable.
+   */
   ready(): Ready {
     const hs = this.hardState();
     const ss = this.softState();
+    const snapshot = this.#pendingRestore;
+    const entries = this.log.takeUnstable();
+    // etcd's MustSync: a new term or vote, entries or a snapshot. A commit index alone is not
+    // written: no message promises it, and a member that restarts with an older one re-learns
+    // it from the leader.
+    const mustSync = hs.term !== this.#prevHardState.term || hs.vote !== this.#prevHardState.vote || entries.length > 0 || snapshot !== null;
+    const { now, afterWrite } = splitMessages(this.#msgs, {
+      mustSync,
+      writesInFlight: this.#writesInFlight > 0,
+      leaderTermDurable: this.#role === 'leader' && this.#term === this.#durableTerm && this.#vote === this.#durableVote,
+    });
+    if (mustSync) this.#writesInFlight++;
     const ready: Ready = {
       softState: sameSoftState(ss, this.#prevSoftState) ? null : ss,
       hardState: sameHardState(hs, this.#prevHardState) ? null : hs,
-      snapshot: this.#pendingRestore,
-      entries: this.log.takeUnstable(),
-      messages: this.#msgs,
+      snapshot,
+      entries,
+      mustSync,
+      messages: now,
+      messagesAfterWrite: afterWrite,
       committed: this.log.takeCommitted(this.#limits.maxApplyBatch),
       readStates: this.#readStates,
       forwardResults: this.#forwardResults,
@@ -925,10 +953,31 @@ export class RaftNode {
     return ready;
   }
 
-  /** Acknowledges a whole Ready: its entries are durable and its committed entries applied. */
+  /** Acknowledges a whole Ready: its write is durable and its committed entries applied. */
   advance(ready: Ready): void {
     this.advanceApplied(ready);
+    if (ready.mustSync) this.writeDurable(ready);
     this.advancePersisted(ready);
+  }
+
+  /**
+   * Acknowledges that the write of a Ready that `mustSync` is durable, and every earlier one
+   * with it (writes complete in order): its term and vote are durable from now on, so the
+   * Readies after it hold back only what they must (see ready.ts). Called as the write
+   * completes, before the Ready's held messages are sent and `advancePersisted` is called.
+   */
+  writeDurable(ready: Ready): void {
+    if (!ready.mustSync) throw new InvariantError('writeDurable: the Ready had nothing to write');
+    if (this.#writesInFlight === 0) throw new InvariantError('writeDurable: no write is in flight');
+    this.#writesInFlight--;
+    if (ready.hardState === null) return;
+    this.#durableTerm = ready.hardState.term;
+    this.#durableVote = ready.hardState.vote;
+  }
+
+  /** Readies handed out that must be written and are not yet acknowledged durable (`writeDurable`). */
+  get writesInFlight(): number {
+    return this.#writesInFlight;
   }
 
   /** Acknowledges that a Ready's committed entries were applied. */

@@ -21,13 +21,19 @@ export type ForwardResult =
   | { readonly pid: string; readonly accepted: false; readonly leader: NodeId | null };
 
 /**
- * The effects the protocol asks for, in the order the driver must perform them
- * (etcd's Ready contract):
- * 1. persist `snapshot`, `hardState` and `entries` (one atomic, synced write);
- * 2. then send `messages`: a vote or an append acknowledgement must never leave before the
- *    state it promises is durable;
- * 3. then restore the state machine from `snapshot`, if any, and apply `committed`, in order;
- * 4. then call `advance(ready)`.
+ * The effects the protocol asks for, in the order the driver must perform them (etcd's Ready
+ * contract, with the split of its messages that etcd's asynchronous storage writes make):
+ * 1. send `messages` at once: they promise nothing the write is needed for;
+ * 2. if `mustSync`, start one atomic, synced write of `snapshot`, `hardState` and `entries`,
+ *    queued behind every earlier write (writes complete in order);
+ * 3. send `messagesAfterWrite` only once that write and every earlier one are durable: a vote,
+ *    an append acknowledgement or any message at a term not yet durable promises durable
+ *    state, and if it left before the write and the process died, the member could vote twice
+ *    in a term, or a leader could count an entry that is gone;
+ * 4. restore the state machine from `snapshot`, if any, and apply `committed`, in order, at
+ *    once (committed means durable on a majority);
+ * 5. call `writeDurable(ready)` as the write completes, then `advance(ready)` (or
+ *    `advanceApplied` once applied and `advancePersisted` once durable).
  */
 export interface Ready {
   readonly softState: SoftState | null;
@@ -35,8 +41,41 @@ export interface Ready {
   /** A leader's snapshot this member installs: it replaces the log and the state machine. */
   readonly snapshot: Snapshot | null;
   readonly entries: readonly Entry[];
+  /** Whether this Ready must be written and synced: a new term or vote, entries or a snapshot (etcd's MustSync). */
+  readonly mustSync: boolean;
+  /** Messages that may leave before this Ready's write is durable (see splitMessages). */
   readonly messages: readonly Message[];
+  /** Messages that must wait until this Ready's write and every earlier one are durable. */
+  readonly messagesAfterWrite: readonly Message[];
   readonly committed: readonly Entry[];
   readonly readStates: readonly ReadState[];
   readonly forwardResults: readonly ForwardResult[];
+}
+
+/** What decides which of a Ready's messages may leave before its write. */
+export interface WriteState {
+  /** The Ready must be written (Ready.mustSync). */
+  readonly mustSync: boolean;
+  /** Earlier Readies' writes are not yet acknowledged durable. */
+  readonly writesInFlight: boolean;
+  /** The member leads, and the term and vote it holds are acknowledged durable. */
+  readonly leaderTermDurable: boolean;
+}
+
+/**
+ * Splits a Ready's messages into those that may leave at once and those that wait for the
+ * writes. With nothing to write and nothing in flight, every message goes at once: it
+ * promises only what is already durable. A leader whose term and vote are durable sends its
+ * appends and heartbeats at once: they promise nothing about the leader's own disk (it counts
+ * its own copy of an entry only once durable, in `advancePersisted`), so its fsync overlaps
+ * its followers' (the Raft paper, section 10.2.1). Everything else waits.
+ */
+export function splitMessages(messages: readonly Message[], state: WriteState): { readonly now: readonly Message[]; readonly afterWrite: readonly Message[] } {
+  if (!state.mustSync && !state.writesInFlight) return { now: messages, afterWrite: [] };
+  if (!state.leaderTermDurable) return { now: [], afterWrite: messages };
+  return { now: messages.filter(isLeaderReplication), afterWrite: messages.filter((m) => !isLeaderReplication(m)) };
+}
+
+function isLeaderReplication(m: Message): boolean {
+  return m.type === 'append' || m.type === 'heartbeat';
 }

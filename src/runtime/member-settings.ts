@@ -4,7 +4,7 @@ import { nonNegativeInt, positiveInt } from '../option-checks.js';
 import { keepInLogArena } from '../bytes/byte-arena.js';
 import { RAFT_DEFAULTS, type RaftConfig } from '../raft/config.js';
 import { DEFAULT_MAX_CLOCK_SKEW_MS } from './clock-sync.js';
-import { COMPACTION_DEFAULTS, type CompactionOptions } from './driver.js';
+import { COMPACTION_DEFAULTS, type CompactionOptions } from './compaction.js';
 import type { MemberTiming } from './member.js';
 import { SNAPSHOT_CHUNK_BYTES } from './snapshot-chunks.js';
 

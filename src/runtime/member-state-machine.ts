@@ -4,7 +4,7 @@ import type { SchedulerCommand } from '../scheduler/command.js';
 import type { SchedulerStateParts } from '../scheduler/records.js';
 import { decodeSchedulerSnapshot, encodeSchedulerSnapshot } from '../scheduler/state-snapshot.js';
 import { decodeCommand, isUserCommand } from './commands.js';
-import type { StateMachine } from './driver.js';
+import type { StateMachine } from './state-machine.js';
 import { decodeMemberSnapshot, encodeMemberSnapshot } from './member-snapshot.js';
 import { SchedulerMirror } from './scheduler-mirror.js';
 import type { SchedulerRuntime } from './scheduler/scheduler-runtime.js';

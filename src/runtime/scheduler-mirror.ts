@@ -2,7 +2,7 @@ import { StepwiseConcat } from '../bytes/concat-bytes.js';
 import { restoreSchedulerSnapshot, schedulerSnapshotSteps } from '../scheduler/state-snapshot.js';
 import { SchedulerState } from '../scheduler/state.js';
 import type { SchedulerCommand } from '../scheduler/command.js';
-import type { SnapshotSteps } from './driver.js';
+import type { SnapshotSteps } from './state-machine.js';
 import { memberSnapshotPieces } from './member-snapshot.js';
 
 /**

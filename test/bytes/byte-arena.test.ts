@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ARENA_CHUNK_BYTES, ARENA_MAX_COPY_BYTES, ByteArena } from '../../src/bytes/byte-arena.js';
 import { encodeCommand } from '../../src/runtime/commands.js';
-import { COMPACTION_DEFAULTS } from '../../src/runtime/driver.js';
+import { COMPACTION_DEFAULTS } from '../../src/runtime/compaction.js';
 import { raftSettingsFor } from '../../src/runtime/member-settings.js';
 
 const same = (a: Uint8Array, b: Uint8Array): boolean => Buffer.from(a).equals(Buffer.from(b));

@@ -93,7 +93,10 @@ export class TestNetwork {
         if (first !== undefined) {
           m.disk.entries = m.disk.entries.filter((e) => e.index < first.index).concat(rd.entries);
         }
+        // The write above is durable at once here, so what waits for it leaves right after what
+        // did not have to (the driver's order).
         for (const msg of rd.messages) this.#queue.push(msg);
+        for (const msg of rd.messagesAfterWrite) this.#queue.push(msg);
         for (const e of rd.committed) m.applied.push(e);
         for (const r of rd.readStates) m.readStates.push(r);
         for (const f of rd.forwardResults) m.forwarded.push({ pid: f.pid, accepted: f.accepted });

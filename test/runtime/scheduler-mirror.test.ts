@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Entry } from '../../src/raft/types.js';
 import { EntryType } from '../../src/raft/types.js';
 import { decodeCommand, encodeCommand } from '../../src/runtime/commands.js';
-import type { StateMachine } from '../../src/runtime/driver.js';
+import type { StateMachine } from '../../src/runtime/state-machine.js';
 import { encodeMemberSnapshot } from '../../src/runtime/member-snapshot.js';
 import { memberStateMachine } from '../../src/runtime/member-state-machine.js';
 import { CATCH_UP_PER_STEP, MAX_ENTRIES_HELD, MAX_PIECES_PER_STEP, SNAPSHOT_BYTES_PER_STEP, SNAPSHOT_STEP_BUDGET_MS, SchedulerMirror } from '../../src/runtime/scheduler-mirror.js';

@@ -1,0 +1,165 @@
+import type { RaftNode } from '../raft/node.js';
+import type { Snapshot } from '../raft/types.js';
+import type { TimerHandle, Timers } from '../time/clock.js';
+import type { SnapshotSteps, StateMachine } from './state-machine.js';
+
+/**
+ * When a member compacts its log: once this many entries were applied since its last snapshot,
+ * it takes a new one and drops the log behind it, keeping `retainEntries` so that a follower a
+ * little behind still gets entries rather than the whole state. Together they bound the log
+ * kept in memory and on disk.
+ */
+export interface CompactionOptions {
+  readonly everyEntries: number;
+  readonly retainEntries: number;
+}
+
+export const COMPACTION_DEFAULTS: CompactionOptions = {
+  everyEntries: 10_000,
+  retainEntries: 1_000,
+};
+
+/** How long the last snapshot this member took of its own state held its event loop. */
+export interface SnapshotTiming {
+  /** Every step together, in ms. */
+  readonly loopMs: number;
+  /** The longest step, in ms: the longest the loop stood still for it at once. */
+  readonly longestStepMs: number;
+  readonly steps: number;
+}
+
+export interface CompactorOptions {
+  readonly node: RaftNode;
+  readonly stateMachine: StateMachine;
+  readonly timers: Timers;
+  /** @default COMPACTION_DEFAULTS */
+  readonly compaction: CompactionOptions | undefined;
+  /** Whether the member still runs: a snapshot in steps goes no further once it stops. */
+  readonly running: () => boolean;
+  /** Runs the driver's loop soon: a snapshot taken in steps is complete (see compactTaken). */
+  readonly kick: () => void;
+  /** A step of the state machine's snapshot threw: the member stops. */
+  readonly fail: (error: unknown) => void;
+  /**
+   * Writes the compaction behind every earlier write: the node's log is already compacted to
+   * `snapshot` in memory. The driver does it, as it orders every write.
+   */
+  readonly store: (snapshot: Snapshot) => void;
+}
+
+/**
+ * Takes snapshots of a member's own state and compacts its log behind them: when enough entries
+ * were applied, at once or in steps (one per turn of the event loop), with how long each held
+ * the loop. The driver calls `maybeCompact` after each Ready and `compactTaken` once it has
+ * handled every Ready; the write itself is the driver's (`store`).
+ */
+export class Compactor {
+  readonly #o: CompactorOptions;
+  /** Snapshots this member took of its own state. */
+  #taken = 0;
+  /** How long the last snapshot taken here held the event loop; null before the first. */
+  #lastTiming: SnapshotTiming | null = null;
+  /** A snapshot taken in steps and complete, for the loop to compact to once it has handled every Ready. */
+  #snapshotTaken: Snapshot | null = null;
+  /** The snapshot being taken in steps for a compaction, if any (see maybeCompact). */
+  #snapshotting: { readonly index: number; readonly term: number; readonly steps: SnapshotSteps; timer: TimerHandle | null; loopMs: number; longestStepMs: number; count: number } | null = null;
+
+  constructor(options: CompactorOptions) {
+    this.#o = options;
+  }
+
+  /** Snapshots this member took of its own state (compactions). */
+  get snapshotsTaken(): number {
+    return this.#taken;
+  }
+
+  /** How long the last snapshot taken here held the event loop; null before the first. */
+  get lastSnapshot(): SnapshotTiming | null {
+    return this.#lastTiming;
+  }
+
+  /**
+   * Takes a snapshot of the state machine at the applied index and compacts the log behind it,
+   * once `everyEntries` were applied since the last snapshot (see CompactionOptions).
+   */
+  maybeCompact(): void {
+    if (this.#snapshotting !== null || this.#snapshotTaken !== null) return;
+    const { everyEntries } = this.#o.compaction ?? COMPACTION_DEFAULTS;
+    const node = this.#o.node;
+    const index = node.log.applied;
+    if (index - node.latestSnapshot.index < everyEntries) return;
+    const term = node.log.term(index);
+    if (term === undefined) return;
+    // The state machine's own snapshot is not read back here (that would double the time the
+    // loop stands still): every value in it came through a checked command or snapshot.
+    if (this.#o.stateMachine.snapshotInSteps === undefined) {
+      const started = this.#o.timers.now();
+      const data = this.#o.stateMachine.snapshot();
+      const ms = this.#o.timers.now() - started;
+      this.#lastTiming = { loopMs: ms, longestStepMs: ms, steps: 1 };
+      this.#compactTo({ index, term, data });
+      return;
+    }
+    // In steps, one per turn of the event loop (a timer), so that messages, proposals and slot
+    // timers are served between them; the snapshot still stands for `index`.
+    const steps = this.#o.stateMachine.snapshotInSteps();
+    this.#snapshotting = { index, term, steps, timer: null, loopMs: 0, longestStepMs: 0, count: 0 };
+    this.#snapshotStep();
+  }
+
+  /** Compacts to a snapshot taken in steps, once every Ready so far is handled (its entries handed to storage). */
+  compactTaken(): void {
+    const snapshot = this.#snapshotTaken;
+    if (snapshot === null || !this.#o.running()) return;
+    this.#snapshotTaken = null;
+    this.#compactTo(snapshot);
+  }
+
+  /** Drops the snapshot in progress, if any: the member stops, or a leader's snapshot replaces the state. */
+  abandon(): void {
+    this.#snapshotTaken = null;
+    const s = this.#snapshotting;
+    if (s === null) return;
+    if (s.timer !== null) this.#o.timers.clearTimeout(s.timer);
+    this.#snapshotting = null;
+  }
+
+  /** Takes one step of the snapshot in progress, and the next on a later turn until it is complete. */
+  #snapshotStep(): void {
+    const s = this.#snapshotting;
+    if (s === null || !this.#o.running()) return;
+    s.timer = null;
+    const started = this.#o.timers.now();
+    let data: Uint8Array | null;
+    try {
+      data = s.steps.step();
+    } catch (error) {
+      this.#o.fail(error);
+      return;
+    }
+    const ms = this.#o.timers.now() - started;
+    s.loopMs += ms;
+    s.longestStepMs = Math.max(s.longestStepMs, ms);
+    s.count++;
+    if (data === null) {
+      s.timer = this.#o.timers.setTimeout(() => this.#snapshotStep(), 0);
+      return;
+    }
+    this.#snapshotting = null;
+    this.#lastTiming = { loopMs: s.loopMs, longestStepMs: s.longestStepMs, steps: s.count };
+    // Compacted from the loop, not from this timer: messages stepped since the last Ready may
+    // have moved the node's commit point past what storage has been handed, and the compaction
+    // writes that commit point (see compactTaken).
+    this.#snapshotTaken = { index: s.index, term: s.term, data };
+    this.#o.kick();
+  }
+
+  /** Compacts the log behind a snapshot of this member's state, in memory and then in storage. */
+  #compactTo(snapshot: Snapshot): void {
+    const { everyEntries, retainEntries } = this.#o.compaction ?? COMPACTION_DEFAULTS;
+    // False when a leader's snapshot newer than this one was installed meanwhile.
+    if (!this.#o.node.compact(snapshot, retainEntries, everyEntries)) return;
+    this.#taken++;
+    this.#o.store(snapshot);
+  }
+}

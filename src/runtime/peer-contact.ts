@@ -1,0 +1,77 @@
+import { NotLeaderError } from '../errors.js';
+import type { RaftNode } from '../raft/node.js';
+import type { Message, NodeId } from '../raft/types.js';
+
+/** What only a leader sends, to its followers: what renews a follower's lease. */
+const LEADER_TRAFFIC: ReadonlySet<Message['type']> = new Set(['append', 'heartbeat', 'snapshot']);
+
+/**
+ * When this member last heard from each peer and from the leader it followed, on the timers'
+ * monotonic time base: what the member's lease counts from (member.ts), and what tells a
+ * follower that its leader went silent, so that a proposal is refused rather than forwarded
+ * into silence. The driver reports each message as it arrives and each tick of its loop.
+ */
+export class PeerContact {
+  readonly #node: RaftNode;
+  readonly #tickMs: number;
+  readonly #leaderSilenceMs: number;
+  readonly #lastHeard = new Map<NodeId, number>();
+  /** Ticks run so far, and the tick count when each peer was last heard from (see unreachableLeader). */
+  #ticks = 0;
+  readonly #heardAtTick = new Map<NodeId, number>();
+  /** When this member last took in a message from the leader it then followed (monotonic ms). */
+  #leaderContact: number | undefined;
+
+  constructor(node: RaftNode, tickMs: number, leaderSilenceMs: number) {
+    this.#node = node;
+    this.#tickMs = tickMs;
+    this.#leaderSilenceMs = leaderSilenceMs;
+  }
+
+  /** The driver's loop ticked. */
+  tick(): void {
+    this.#ticks++;
+  }
+
+  /** A message from `peer` arrived at `monoMs`. */
+  heard(peer: NodeId, monoMs: number): void {
+    this.#lastHeard.set(peer, monoMs);
+    this.#heardAtTick.set(peer, this.#ticks);
+  }
+
+  /**
+   * The protocol stepped `m`, which arrived at `monoMs`: only what the leader it follows sends
+   * as leader renews the contact the lease counts from, so that a deposed leader asking for
+   * votes keeps no member's lease alive.
+   */
+  stepped(m: Message, monoMs: number): void {
+    if (this.#node.leader === m.from && m.term === this.#node.term && LEADER_TRAFFIC.has(m.type)) this.#leaderContact = monoMs;
+  }
+
+  /** When this member last took in a message from the leader it then followed, or undefined if it never did. */
+  get leaderContact(): number | undefined {
+    return this.#leaderContact;
+  }
+
+  /** When this member last heard from `peer`, or undefined. */
+  lastHeard(peer: NodeId): number | undefined {
+    return this.#lastHeard.get(peer);
+  }
+
+  /** Why a proposal cannot even be forwarded at `nowMs`, or null if it can. */
+  unreachableLeader(nowMs: number): NotLeaderError | null {
+    const leader = this.#node.leader;
+    if (this.#node.role === 'leader') return null;
+    if (leader === null) return new NotLeaderError(null);
+    const heard = this.#lastHeard.get(leader);
+    // Silence counts while this member's loop ran, in ticks as Raft counts its election timeout:
+    // a member whose own loop stood still (a long synchronous start of the app, a stall) took in
+    // nothing meanwhile, and the leader's messages may be waiting on its socket. The ticks due
+    // in such a stall fire as one.
+    const ticksSince = this.#ticks - (this.#heardAtTick.get(leader) ?? 0);
+    if (heard === undefined || (nowMs - heard > this.#leaderSilenceMs && ticksSince * this.#tickMs > this.#leaderSilenceMs)) {
+      return new NotLeaderError(leader, `The leader ${leader} has not been heard from for over ${this.#leaderSilenceMs} ms`);
+    }
+    return null;
+  }
+}
