@@ -21,7 +21,8 @@ import { decode, encode } from 'cborg';
 import { constants, PerformanceObserver, performance, type PerformanceEntry } from 'node:perf_hooks';
 import { concatBytes } from '../src/bytes/concat-bytes.js';
 import { encodeEntryRecords, entryRecord } from '../src/bytes/entry-records.js';
-import { EntryType, type Entry, type Message } from '../src/raft/types.js';
+import { EntryType, type Entry } from '../src/raft/types.js';
+import type { WireMessage } from '../src/transport/envelope.js';
 import { encodeCommand } from '../src/runtime/commands.js';
 import { decodeFrame, DECODE_OPTIONS, encodeFrame, fromWire, toWire, type Frame } from '../src/transport/codec.js';
 import { fmt, median } from './stats.js';
@@ -153,7 +154,7 @@ function commandCase(): Case {
 }
 
 function cases(): Case[] {
-  const heartbeat: Message = { type: 'heartbeat', from: LEADER, to: FOLLOWERS[0], term: 3, commit: 123_456, readCtx: 0, clock: { sentAt: 1_764_615_000_123.25, estimate: { offsetMs: 0.125, rttMs: 0.5, clusterOffsetMs: -0.25 } } };
+  const heartbeat: WireMessage = { type: 'heartbeat', from: LEADER, to: FOLLOWERS[0], term: 3, commit: 123_456, readCtx: 0, clock: { sentAt: 1_764_615_000_123.25, estimate: { offsetMs: 0.125, rttMs: 0.5, clusterOffsetMs: -0.25 } } };
   return [
     commandCase(),
     leaderAppendCase(1),

@@ -1,5 +1,6 @@
 import { RaftNode } from '../src/raft/node.js';
-import type { Entry, Message, NodeId } from '../src/raft/types.js';
+import type { Entry, NodeId } from '../src/raft/types.js';
+import type { WireMessage } from '../src/transport/envelope.js';
 import type { SoftState } from '../src/raft/ready.js';
 import { Member, type MemberParts } from '../src/runtime/member.js';
 import type { MemberSettings } from '../src/runtime/member-settings.js';
@@ -32,7 +33,7 @@ export interface MemberHooks {
   readonly onRunStart: (id: NodeId, incarnation: number, ...args: Parameters<NonNullable<MemberParts['onRunStart']>>) => void;
   readonly onRun: (id: NodeId, incarnation: number, ...args: Parameters<NonNullable<MemberParts['onRun']>>) => void;
   /** A message the process took in (once any stall ended), after the member handled it. */
-  readonly onReceived?: (id: NodeId, m: Message) => void;
+  readonly onReceived?: (id: NodeId, m: WireMessage) => void;
   /** What a job's handler saw (see HandlerEvent). */
   readonly onHandler?: (id: NodeId, incarnation: number, event: HandlerEvent) => void;
   /** The member stopped after a fatal error (not called for a life a crash already ended). */
@@ -170,11 +171,11 @@ export class SimMember {
   }
 
   /** The member's transport, whose inbound messages wait while the process is stalled. */
-  #pausable(inner: Transport, incarnation: number, received: (m: Message) => void): Transport {
+  #pausable(inner: Transport, incarnation: number, received: (m: WireMessage) => void): Transport {
     return {
       start: () => inner.start(),
       stop: () => inner.stop(),
-      send: (m: Message) => inner.send(m),
+      send: (m: WireMessage) => inner.send(m),
       flush: () => inner.flush(),
       onMessage: (handler) =>
         inner.onMessage((m) =>

@@ -1,4 +1,5 @@
-import type { Message, NodeId } from '../src/raft/types.js';
+import type { NodeId } from '../src/raft/types.js';
+import type { WireMessage } from '../src/transport/envelope.js';
 import type { Random } from '../src/time/random.js';
 import type { Transport, TransportStats } from '../src/transport/transport.js';
 import type { SimScheduler } from './scheduler.js';
@@ -28,7 +29,7 @@ export class SimNetwork {
   readonly #clogged = new Map<string, number>();
   faults: NetworkFaults;
   /** Sees every message as it is sent, before the network does anything to it (faults that react to messages). */
-  onSend: ((m: Message) => void) | null = null;
+  onSend: ((m: WireMessage) => void) | null = null;
   delivered = 0;
   dropped = 0;
 
@@ -77,7 +78,7 @@ export class SimNetwork {
     this.#clogged.clear();
   }
 
-  send(m: Message): void {
+  send(m: WireMessage): void {
     this.onSend?.(m);
     if (this.isBlocked(m.from, m.to) || this.#chance(this.faults.lossRate)) {
       this.dropped++;
@@ -90,7 +91,7 @@ export class SimNetwork {
     }
   }
 
-  #deliver(m: Message): void {
+  #deliver(m: WireMessage): void {
     const endpoint = this.#endpoints.get(m.to);
     if (endpoint === undefined || this.isBlocked(m.from, m.to)) {
       this.dropped++;
@@ -108,7 +109,7 @@ export class SimNetwork {
 export class SimTransport implements Transport {
   readonly #id: NodeId;
   readonly #network: SimNetwork;
-  #handler: ((m: Message) => void) | null = null;
+  #handler: ((m: WireMessage) => void) | null = null;
   #stopped = false;
   #sent = 0;
   #received = 0;
@@ -127,14 +128,14 @@ export class SimTransport implements Transport {
     this.#network.detach(this.#id, this);
   }
 
-  send(m: Message): void {
+  send(m: WireMessage): void {
     if (this.#stopped) return;
     this.#sent++;
     this.#network.send(m);
   }
 
   /** A message the network carried to this member. */
-  deliver(m: Message): void {
+  deliver(m: WireMessage): void {
     if (this.#handler === null) {
       this.#droppedUnexpected++;
       return;
@@ -146,7 +147,7 @@ export class SimTransport implements Transport {
   /** The simulated network takes each message as it is sent: nothing waits for a flush. */
   flush(): void {}
 
-  onMessage(handler: (m: Message) => void): void {
+  onMessage(handler: (m: WireMessage) => void): void {
     this.#handler = handler;
   }
 

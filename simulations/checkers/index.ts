@@ -1,4 +1,5 @@
-import type { Message, NodeId } from '../../src/raft/types.js';
+import type { NodeId } from '../../src/raft/types.js';
+import type { WireMessage } from '../../src/transport/envelope.js';
 import type { MemberTiming } from '../../src/runtime/member.js';
 import type { RunRecord } from '../../src/runtime/scheduler/job-types.js';
 import { DEFAULT_TIMEOUT_MS } from '../../src/runtime/scheduler/assignee.js';
@@ -92,7 +93,7 @@ export class RunCheckers {
     this.#retries.onRunEnd(t, member, run);
   }
 
-  onReceived(t: number, member: NodeId, m: Message): void {
+  onReceived(t: number, member: NodeId, m: WireMessage): void {
     this.#watch.onReceived(t, member, m.from);
   }
 

@@ -139,51 +139,12 @@ export interface HeartbeatMessage extends Base {
   readonly commit: number;
   /** A read-index round, echoed in the response; 0 when none is pending. */
   readonly readCtx: number;
-  /** Out of band: set and read by the driver only (clock synchronization); the protocol ignores it. */
-  readonly clock?: HeartbeatClock;
 }
 export interface HeartbeatResponse extends Base {
   readonly type: 'heartbeat-resp';
   readonly readCtx: number;
-  /** Out of band: set and read by the driver only (clock synchronization); the protocol ignores it. */
-  readonly clock?: HeartbeatEcho;
 }
 
-/**
- * The leader's clock readings on a heartbeat, added by the driver as the message leaves (see
- * `src/runtime/clock-sync.ts`). Every time is in milliseconds on the MONOTONIC clock
- * (`Timers.now()`, any origin) of the member named: offsets between monotonic clocks never step.
- */
-export interface HeartbeatClock {
-  /** The leader's monotonic clock when the heartbeat left (NTP's t1). */
-  readonly sentAt: number;
-  /** The leader's estimate of the recipient's clock, once it has one. */
-  readonly estimate?: ClockEstimate;
-}
-
-export interface ClockEstimate {
-  /** The recipient's monotonic clock minus the leader's. */
-  readonly offsetMs: number;
-  /** The round trip of the exchange the offset was measured in: the offset is good to half of it. */
-  readonly rttMs: number;
-  /**
-   * The cluster's time minus the leader's monotonic clock. The recipient's cluster time is its
-   * monotonic clock - offsetMs + clusterOffsetMs.
-   */
-  readonly clusterOffsetMs: number;
-}
-
-/** A follower's answer to the latest stamped heartbeat it got from its leader, added by its driver. */
-export interface HeartbeatEcho {
-  /** That heartbeat's `sentAt` (leader's monotonic clock, t1). */
-  readonly echo: number;
-  /** When it arrived (follower's monotonic clock, t2). */
-  readonly receivedAt: number;
-  /** When this response left (follower's monotonic clock, t3). */
-  readonly sentAt: number;
-  /** The follower's wall clock minus its monotonic clock at t3: its wall clock's vote for the cluster's time. */
-  readonly wallOffset: number;
-}
 /** Tells the target of a leadership transfer to campaign at once. */
 export interface TimeoutNowMessage extends Base {
   readonly type: 'timeout-now';
@@ -222,11 +183,6 @@ export interface ReadIndexResponse extends Base {
 export interface SnapshotMessage extends Base {
   readonly type: 'snapshot';
   readonly snapshot: Snapshot;
-  /**
-   * Set on the wire only: a snapshot larger than a frame travels in chunks, `data` being the
-   * bytes from `offset` of `total`. The driver splits and joins them; the protocol sees whole ones.
-   */
-  readonly chunk?: { readonly offset: number; readonly total: number };
 }
 
 export type MessageType = Message['type'];

@@ -1,4 +1,5 @@
-import type { ClockEstimate, HeartbeatClock, HeartbeatEcho, Message, NodeId } from '../raft/types.js';
+import type { NodeId } from '../raft/types.js';
+import type { ClockEstimate, HeartbeatClock, HeartbeatEcho, WireMessage } from '../transport/envelope.js';
 
 /**
  * Default bound on how far a member's clock may be from the cluster's time before it is given no
@@ -207,7 +208,7 @@ export class ClockSync {
   }
 
   /** The message `m` leaves at local times `mono` and `wall`: returns it with a clock stamp if it carries one. */
-  stamp(m: Message, mono: number, wall: number): Message {
+  stamp(m: WireMessage, mono: number, wall: number): WireMessage {
     // A broken local clock must not make a heartbeat unsendable: it goes without a stamp.
     if (m.type === 'heartbeat') {
       if (!isTime(mono)) return m;
@@ -236,7 +237,7 @@ export class ClockSync {
    * `leader` is whom the protocol follows now. Only the leader's stamps are used, and only by
    * the leader its echoes.
    */
-  receive(m: Message, mono: number, wall: number, leader: NodeId | null): void {
+  receive(m: WireMessage, mono: number, wall: number, leader: NodeId | null): void {
     if ((m.type !== 'heartbeat' && m.type !== 'heartbeat-resp') || m.clock === undefined || !isTime(mono)) return;
     if (m.type === 'heartbeat') {
       const clock = this.#parseHeartbeatClock(m.clock);

@@ -6,6 +6,7 @@ import { EntryType, type Entry, type HardState, type Message, type NodeId, type 
 import type { LogStorage } from '../storage/log-storage.js';
 import type { Clock, TimerHandle, Timers } from '../time/clock.js';
 import { SnapshotAssembler, splitSnapshot } from './snapshot-chunks.js';
+import type { WireMessage } from '../transport/envelope.js';
 import type { Transport } from '../transport/transport.js';
 import { ClockSync, type ClockOffset } from './clock-sync.js';
 import { Compactor, type CompactionOptions, type SnapshotTiming } from './compaction.js';
@@ -278,7 +279,7 @@ export class RaftDriver {
 
   // ---- inputs ------------------------------------------------------------------------------
 
-  #receive(m: Message): void {
+  #receive(m: WireMessage): void {
     if (!this.#running) return;
     // Silences are durations: measured on the monotonic time base. Clock stamps are timed on it
     // too; the wall clock only votes for the cluster's time.
@@ -470,7 +471,7 @@ export class RaftDriver {
     this.#sendOne(m);
   }
 
-  #sendOne(m: Message): void {
+  #sendOne(m: WireMessage): void {
     try {
       // Stamped as it leaves, not when the protocol made it: a response held back for a write
       // must report when it really went (NTP's t3 excludes the time it waited).

@@ -1,4 +1,5 @@
 import type { NodeId, SnapshotMessage } from '../raft/types.js';
+import type { SnapshotChunk } from '../transport/envelope.js';
 import { MAX_SNAPSHOT_BYTES } from '../transport/constants.js';
 
 /**
@@ -27,11 +28,11 @@ export const SNAPSHOT_ASSEMBLY_IDLE_MS = 30_000;
  * Splits a snapshot message into chunks of at most `chunkBytes` (more when that would make more
  * than MAX_SNAPSHOT_CHUNKS), in order. A snapshot that fits in one goes as it is.
  */
-export function splitSnapshot(m: SnapshotMessage, chunkBytes = SNAPSHOT_CHUNK_BYTES): SnapshotMessage[] {
+export function splitSnapshot(m: SnapshotMessage, chunkBytes = SNAPSHOT_CHUNK_BYTES): SnapshotChunk[] {
   const { data } = m.snapshot;
   if (data.byteLength <= chunkBytes) return [m];
   const size = Math.max(chunkBytes, Math.ceil(data.byteLength / MAX_SNAPSHOT_CHUNKS));
-  const out: SnapshotMessage[] = [];
+  const out: SnapshotChunk[] = [];
   for (let offset = 0; offset < data.byteLength; offset += size) {
     const chunk = data.subarray(offset, Math.min(data.byteLength, offset + size));
     out.push({ ...m, snapshot: { index: m.snapshot.index, term: m.snapshot.term, data: chunk }, chunk: { offset, total: data.byteLength } });
@@ -81,7 +82,7 @@ export class SnapshotAssembler {
    * Takes a message that arrived at `now` (monotonic milliseconds); returns the whole snapshot
    * message once its last chunk is in, else null.
    */
-  add(m: SnapshotMessage, now: number): SnapshotMessage | null {
+  add(m: SnapshotChunk, now: number): SnapshotMessage | null {
     const chunk = m.chunk;
     if (chunk === undefined) return m;
     const bytes = m.snapshot.data;

@@ -2,7 +2,8 @@ import { decode, encode } from 'cborg';
 import { CodecError } from '../errors.js';
 import { MAX_INDEX, MAX_READ_CTX, MAX_TERM } from '../raft/bounds.js';
 import { EntryType } from '../raft/types.js';
-import type { AppendMessage, ClockEstimate, Entry, HeartbeatClock, HeartbeatEcho, Message, MessageType, NodeId, ProposalData } from '../raft/types.js';
+import type { AppendMessage, Entry, MessageType, NodeId, ProposalData } from '../raft/types.js';
+import type { ClockEstimate, HeartbeatClock, HeartbeatEcho, WireMessage } from './envelope.js';
 import { encodeEntryRecords, ENTRY_RECORD_FIELDS, entryRecord, type EntryRecords } from '../bytes/entry-records.js';
 import { arrayHeader } from '../bytes/cbor-heads.js';
 import { readAppendWire } from './append-reader.js';
@@ -45,7 +46,7 @@ import {
  */
 export interface Frame {
   readonly clusterId: string;
-  readonly message: Message;
+  readonly message: WireMessage;
 }
 
 /** Each message type's code on the wire. */
@@ -118,7 +119,7 @@ type Wire = unknown[];
  */
 export function encodeFrame(frame: Frame, records?: EntryRecords): Uint8Array {
   // Callers may pass anything (see the tests): checked before it is read.
-  const m = (frame as Frame | null | undefined)?.message as Message | null | undefined;
+  const m = (frame as Frame | null | undefined)?.message as WireMessage | null | undefined;
   if (
     m?.type === 'append' &&
     Number.isSafeInteger(m.prevIndex) &&
@@ -279,7 +280,7 @@ export function fromWire(value: unknown): Frame {
   const term = uint(value[5], `${type}.term`, MAX_TERM);
   const f = (i: number): unknown => value[HEADER_LENGTH + i];
   const base = { from, to, term };
-  let message: Message;
+  let message: WireMessage;
   switch (type) {
     case 'prevote':
       message = { type, ...base, lastIndex: uint(f(0), 'prevote.lastIndex', MAX_INDEX), lastTerm: uint(f(1), 'prevote.lastTerm', MAX_TERM) };

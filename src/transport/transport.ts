@@ -1,15 +1,16 @@
-import type { Message, NodeId } from '../raft/types.js';
+import type { NodeId } from '../raft/types.js';
+import type { WireMessage } from './envelope.js';
 
 /**
- * Carries Raft messages between members. `send` never blocks and may drop: Raft tolerates
- * loss and retransmits. Implementations: libp2p (production) and the simulator's network.
+ * Carries Raft messages between members, with what the drivers add to them (envelope.ts).
+ * `send` never blocks and may drop: Raft tolerates loss and retransmits. Implementations: libp2p (production) and the simulator's network.
  */
 export interface Transport {
   /** Starts listening and connecting. Resolves once the listener is bound. */
   start(): Promise<void>;
   stop(): Promise<void>;
   /** Queues `message` for `message.to`. Drops it (and counts the drop) when the peer's queue is full. */
-  send(message: Message): void;
+  send(message: WireMessage): void;
   /**
    * Hands the messages queued for connected peers to the network now (those for a peer still
    * being dialled, or whose connection is full, wait as before). Messages sent in one turn
@@ -18,7 +19,7 @@ export interface Transport {
    */
   flush(): void;
   /** Sets the one receiver of inbound messages; only well-formed messages for this member arrive. */
-  onMessage(handler: (message: Message) => void): void;
+  onMessage(handler: (message: WireMessage) => void): void;
   /** Which peers have a live connection now. */
   isConnected(peer: NodeId): boolean;
   /** Counters for inspection: sent, received, dropped by reason. */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { HeartbeatMessage, HeartbeatResponse, Message, NodeId } from '../../src/raft/types.js';
+import type { Message, NodeId } from '../../src/raft/types.js';
+import type { StampedHeartbeat, StampedHeartbeatResponse } from '../../src/transport/envelope.js';
 import {
   CLOCK_BOOTSTRAP_AFTER_MS,
   CLOCK_OFFSET_MAX_AGE_MS,
@@ -205,7 +206,7 @@ describe('ClockSync on the leader', () => {
     const sync = leader();
     expect(sync.synced).toBe(false);
     expect(sync.clusterTime(mono('a', 5), wall(5, 123))).toBe(wall(5, 123));
-    const hb = sync.stamp(heartbeat('a', 'b'), mono('a', 0), wall(0)) as HeartbeatMessage;
+    const hb = sync.stamp(heartbeat('a', 'b'), mono('a', 0), wall(0)) as StampedHeartbeat;
     expect(hb.clock).toEqual({ sentAt: mono('a', 0) });
   });
 
@@ -295,7 +296,7 @@ class Trio {
         this.check(live);
         this.now += 1;
         const resp = this.get(peer).stamp({ ...heartbeatResp(peer, leaderId), term: this.term }, this.mono(peer), this.wall(peer));
-        expect((resp as HeartbeatResponse).clock).toBeDefined();
+        expect((resp as StampedHeartbeatResponse).clock).toBeDefined();
         this.now += back;
         L.receive(resp, this.mono(leaderId), this.wall(leaderId), leaderId);
         this.check(live);
@@ -372,7 +373,7 @@ describe('ClockSync over heartbeats', () => {
     trio.lead('b');
     // b starts from its correction held over on its monotonic clock; its first heartbeats
     // carry no estimate until it has samples, then its held-over correction or a median.
-    const hb = trio.get('b').stamp({ ...heartbeat('b', 'c'), term: trio.term }, trio.mono('b'), trio.wall('b')) as HeartbeatMessage;
+    const hb = trio.get('b').stamp({ ...heartbeat('b', 'c'), term: trio.term }, trio.mono('b'), trio.wall('b')) as StampedHeartbeat;
     expect(hb.clock?.estimate).toBeUndefined();
     trio.check(live, 1);
     trio.rounds('b', peers, CLOCK_OFFSET_MAX_AGE_MS / 50, {}, live);
@@ -436,18 +437,18 @@ describe('ClockSync over heartbeats', () => {
     const estimate = { offsetMs: 0, rttMs: 1, clusterOffsetMs: 5_000 };
     c.receive({ ...heartbeat('b', 'c'), clock: { sentAt: 7, estimate } }, 100, T0, 'a');
     expect(c.synced).toBe(false);
-    expect((c.stamp(heartbeatResp('c', 'b'), 101, T0 + 1) as HeartbeatResponse).clock).toBeUndefined();
+    expect((c.stamp(heartbeatResp('c', 'b'), 101, T0 + 1) as StampedHeartbeatResponse).clock).toBeUndefined();
     c.receive({ ...heartbeat('a', 'c'), clock: { sentAt: 7, estimate } }, 100, T0, 'a');
     // Cluster time = monotonic + clusterOffsetMs - offsetMs.
     expect(c.correctionMs).toBe(5_000);
     expect(c.clusterTime(200, T0 + 100)).toBe(5_200);
-    expect((c.stamp(heartbeatResp('c', 'b'), 101, T0 + 1) as HeartbeatResponse).clock).toBeUndefined();
-    expect((c.stamp(heartbeatResp('c', 'a'), 101, T0 + 1) as HeartbeatResponse).clock).toEqual({ echo: 7, receivedAt: 100, sentAt: 101, wallOffset: T0 - 100 });
+    expect((c.stamp(heartbeatResp('c', 'b'), 101, T0 + 1) as StampedHeartbeatResponse).clock).toBeUndefined();
+    expect((c.stamp(heartbeatResp('c', 'a'), 101, T0 + 1) as StampedHeartbeatResponse).clock).toEqual({ echo: 7, receivedAt: 100, sentAt: 101, wallOffset: T0 - 100 });
     // Echoed once: a second response has nothing to echo.
-    expect((c.stamp(heartbeatResp('c', 'a'), 102, T0 + 2) as HeartbeatResponse).clock).toBeUndefined();
+    expect((c.stamp(heartbeatResp('c', 'a'), 102, T0 + 2) as StampedHeartbeatResponse).clock).toBeUndefined();
     // A heartbeat of term 1 is not echoed in a response of term 2 (a leader restarted since, say).
     c.receive({ ...heartbeat('a', 'c'), clock: { sentAt: 8 } }, 103, T0 + 3, 'a');
-    expect((c.stamp({ ...heartbeatResp('c', 'a'), term: 2 }, 104, T0 + 4) as HeartbeatResponse).clock).toBeUndefined();
+    expect((c.stamp({ ...heartbeatResp('c', 'a'), term: 2 }, 104, T0 + 4) as StampedHeartbeatResponse).clock).toBeUndefined();
     // An echo reaching a member that does not lead is ignored.
     c.receive({ ...heartbeatResp('a', 'c'), clock: { echo: 7, receivedAt: 7, sentAt: 7, wallOffset: T0 } }, 105, T0 + 5, 'a');
     expect(c.invalidStamps).toBe(0);
@@ -540,7 +541,7 @@ describe('ClockSync drops and counts hostile stamps', () => {
     c.receive({ ...heartbeat('a', 'c'), clock } as Message, 100, T0, 'a');
     expect(c.invalidStamps).toBe(1);
     expect(c.synced).toBe(false);
-    expect((c.stamp(heartbeatResp('c', 'a'), 101, T0 + 1) as HeartbeatResponse).clock).toBeUndefined();
+    expect((c.stamp(heartbeatResp('c', 'a'), 101, T0 + 1) as StampedHeartbeatResponse).clock).toBeUndefined();
   });
 
   it('an estimate that would put the cluster time beyond the range of dates', () => {
@@ -563,10 +564,10 @@ describe('ClockSync drops and counts hostile stamps', () => {
   });
 });
 
-function heartbeat(from: NodeId, to: NodeId): HeartbeatMessage {
+function heartbeat(from: NodeId, to: NodeId): StampedHeartbeat {
   return { type: 'heartbeat', from, to, term: 1, commit: 0, readCtx: 0 };
 }
 
-function heartbeatResp(from: NodeId, to: NodeId): HeartbeatResponse {
+function heartbeatResp(from: NodeId, to: NodeId): StampedHeartbeatResponse {
   return { type: 'heartbeat-resp', from, to, term: 1, readCtx: 0 };
 }

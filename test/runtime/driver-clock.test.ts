@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { RaftNode } from '../../src/raft/node.js';
-import type { Message, NodeId } from '../../src/raft/types.js';
+import type { NodeId } from '../../src/raft/types.js';
+import type { WireMessage } from '../../src/transport/envelope.js';
 import { CLOCK_OFFSET_MAX_AGE_MS } from '../../src/runtime/clock-sync.js';
 import { RaftDriver } from '../../src/runtime/driver.js';
 import { MemoryLogStorage } from '../../src/storage/memory-log-storage.js';
@@ -72,7 +73,7 @@ function before(a: Event, b: Event): boolean {
 class Network {
   readonly #time: VirtualTime;
   readonly #random = new SeededRandom(42);
-  readonly #handlers = new Map<NodeId, (m: Message) => void>();
+  readonly #handlers = new Map<NodeId, (m: WireMessage) => void>();
   readonly down = new Set<NodeId>();
 
   constructor(time: VirtualTime) {
@@ -95,11 +96,11 @@ class Network {
   }
 
   /** Delivers `m` now, as if a peer had sent it. */
-  inject(m: Message): void {
+  inject(m: WireMessage): void {
     this.#handlers.get(m.to)?.(m);
   }
 
-  #send(m: Message): void {
+  #send(m: WireMessage): void {
     if (this.down.has(m.from) || this.down.has(m.to)) return;
     const latencyMs = this.#random.int(1000, 5000) / 1000;
     this.#time.after(latencyMs, () => {
@@ -313,7 +314,7 @@ describe('the cluster time over heartbeats', () => {
       { sentAt: h.trueNow(), estimate: { offsetMs: Number.POSITIVE_INFINITY, rttMs: 1, clusterOffsetMs: 0 } },
       { sentAt: h.trueNow(), estimate: { offsetMs: 0, rttMs: -5, clusterOffsetMs: 0 } },
     ];
-    for (const clock of hostile) h.network.inject({ ...heartbeat, clock } as Message);
+    for (const clock of hostile) h.network.inject({ ...heartbeat, clock } as WireMessage);
     expect(c.invalidClockStamps).toBe(hostile.length);
     // An echo claiming a negative round trip, one of a heartbeat a hasn't sent yet, and one
     // without a wall offset.
@@ -322,7 +323,7 @@ describe('the cluster time over heartbeats', () => {
     const wallOffset = local - am;
     h.network.inject({ type: 'heartbeat-resp', from: 'b', to: 'a', term, readCtx: 0, clock: { echo: am - 10, receivedAt: am, sentAt: am + 100, wallOffset } });
     h.network.inject({ type: 'heartbeat-resp', from: 'b', to: 'a', term, readCtx: 0, clock: { echo: am + 5000, receivedAt: am, sentAt: am, wallOffset } });
-    h.network.inject({ type: 'heartbeat-resp', from: 'b', to: 'a', term, readCtx: 0, clock: { echo: am - 10, receivedAt: am, sentAt: am } } as unknown as Message);
+    h.network.inject({ type: 'heartbeat-resp', from: 'b', to: 'a', term, readCtx: 0, clock: { echo: am - 10, receivedAt: am, sentAt: am } } as unknown as WireMessage);
     expect(a.invalidClockStamps).toBe(3);
     // A well-formed estimate from a deposed leader (an older term) is ignored, uncounted.
     const estimate = { offsetMs: 0, rttMs: 1, clusterOffsetMs: 30_000 };

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import type { SnapshotMessage } from '../../src/raft/types.js';
+import type { SnapshotChunk } from '../../src/transport/envelope.js';
 import { MAX_SNAPSHOT_CHUNKS, SNAPSHOT_ASSEMBLY_IDLE_MS, SnapshotAssembler, splitSnapshot } from '../../src/runtime/snapshot-chunks.js';
 import { MAX_SNAPSHOT_BYTES } from '../../src/transport/constants.js';
 import { decodeFrame, encodeFrame } from '../../src/transport/codec.js';
 
 const data = Uint8Array.from({ length: 10_000 }, (_, i) => i % 251);
-const whole: SnapshotMessage = { type: 'snapshot', from: 'a', to: 'b', term: 3, snapshot: { index: 40, term: 2, data } };
+const whole: SnapshotChunk = { type: 'snapshot', from: 'a', to: 'b', term: 3, snapshot: { index: 40, term: 2, data } };
 
 describe('snapshots in chunks', () => {
   it('split into in-order chunks that travel through the codec and join back to the same snapshot', () => {
@@ -17,7 +17,7 @@ describe('snapshots in chunks', () => {
       [9000, 1000],
     ]);
     const assembler = new SnapshotAssembler();
-    const joined = chunks.map((c) => assembler.add(decodeFrame(encodeFrame({ clusterId: 'c', message: c })).message as SnapshotMessage, 0));
+    const joined = chunks.map((c) => assembler.add(decodeFrame(encodeFrame({ clusterId: 'c', message: c })).message as SnapshotChunk, 0));
     expect(joined.slice(0, 3)).toEqual([null, null, null]);
     expect(joined[3]).toEqual(whole);
   });
@@ -73,21 +73,21 @@ describe('snapshots in chunks', () => {
 
   it('refuses a snapshot announced larger than MAX_SNAPSHOT_BYTES, keeping nothing', () => {
     const assembler = new SnapshotAssembler();
-    const huge: SnapshotMessage = { ...whole, snapshot: { ...whole.snapshot, data: new Uint8Array(10) }, chunk: { offset: 0, total: MAX_SNAPSHOT_BYTES + 1 } };
+    const huge: SnapshotChunk = { ...whole, snapshot: { ...whole.snapshot, data: new Uint8Array(10) }, chunk: { offset: 0, total: MAX_SNAPSHOT_BYTES + 1 } };
     expect(assembler.add(huge, 0)).toBeNull();
     expect(assembler.dropped).toBe(1);
     expect(assembler.invalid).toBe(1);
   });
 
   it('the codec refuses a chunk that overruns its announced total', () => {
-    const bad: SnapshotMessage = { ...whole, snapshot: { ...whole.snapshot, data: new Uint8Array(10) }, chunk: { offset: 95, total: 100 } };
+    const bad: SnapshotChunk = { ...whole, snapshot: { ...whole.snapshot, data: new Uint8Array(10) }, chunk: { offset: 95, total: 100 } };
     expect(() => decodeFrame(encodeFrame({ clusterId: 'c', message: bad }))).toThrow(/overruns/);
   });
 
   it('drops a chunk that overlaps either neighbour, wherever it falls among many', () => {
     const assembler = new SnapshotAssembler();
     const total = 100 * 10;
-    const piece = (offset: number, length: number): SnapshotMessage => ({ ...whole, snapshot: { ...whole.snapshot, data: new Uint8Array(length) }, chunk: { offset, total } });
+    const piece = (offset: number, length: number): SnapshotChunk => ({ ...whole, snapshot: { ...whole.snapshot, data: new Uint8Array(length) }, chunk: { offset, total } });
     // Every other slot of 10 bytes, out of order.
     for (const slot of [8, 2, 6, 0, 4, 98, 50]) expect(assembler.add(piece(slot * 10, 10), 0)).toBeNull();
     expect(assembler.dropped).toBe(0);
@@ -104,7 +104,7 @@ describe('snapshots in chunks', () => {
   it(`gathers at most MAX_SNAPSHOT_CHUNKS chunks, and splits a snapshot into no more than that`, () => {
     const assembler = new SnapshotAssembler();
     const total = MAX_SNAPSHOT_CHUNKS + 10;
-    const byte = (offset: number): SnapshotMessage => ({ ...whole, snapshot: { ...whole.snapshot, data: new Uint8Array(1) }, chunk: { offset, total } });
+    const byte = (offset: number): SnapshotChunk => ({ ...whole, snapshot: { ...whole.snapshot, data: new Uint8Array(1) }, chunk: { offset, total } });
     for (let offset = 0; offset < MAX_SNAPSHOT_CHUNKS; offset++) assembler.add(byte(offset), 0);
     expect(assembler.dropped).toBe(0);
     expect(assembler.add(byte(MAX_SNAPSHOT_CHUNKS), 0)).toBeNull();
@@ -112,7 +112,7 @@ describe('snapshots in chunks', () => {
     expect(assembler.invalid).toBe(1);
     expect(assembler.heldBytes).toBe(MAX_SNAPSHOT_CHUNKS);
 
-    const big: SnapshotMessage = { ...whole, snapshot: { ...whole.snapshot, data: new Uint8Array(MAX_SNAPSHOT_CHUNKS * 3 + 1) } };
+    const big: SnapshotChunk = { ...whole, snapshot: { ...whole.snapshot, data: new Uint8Array(MAX_SNAPSHOT_CHUNKS * 3 + 1) } };
     const chunks = splitSnapshot(big, 1);
     expect(chunks.length).toBeLessThanOrEqual(MAX_SNAPSHOT_CHUNKS);
     const joiner = new SnapshotAssembler();

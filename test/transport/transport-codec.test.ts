@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { CodecError } from '../../src/errors.js';
 import type { Entry, Message } from '../../src/raft/types.js';
+import type { WireMessage } from '../../src/transport/envelope.js';
 import { EntryType, messageTypes } from '../../src/raft/types.js';
 import { messageExamples } from '../fixtures/message-examples.js';
 import { encodeEntryRecords, EntryRecords } from '../../src/bytes/entry-records.js';
@@ -56,7 +57,7 @@ describe('frame codec', () => {
 
   describe('clock stamps on heartbeats', () => {
     const t = 1_767_225_600_123;
-    const stamped: Message[] = [
+    const stamped: WireMessage[] = [
       { ...examples.heartbeat, type: 'heartbeat', commit: 12, readCtx: 3, clock: { sentAt: t } },
       { type: 'heartbeat', ...base, commit: 12, readCtx: 0, clock: { sentAt: t + 0.25, estimate: { offsetMs: -60_000.5, rttMs: 3.75, clusterOffsetMs: 12 } } },
       { type: 'heartbeat-resp', ...base, readCtx: 3, clock: { echo: 1_234.625, receivedAt: 98_765.5, sentAt: 98_766.25, wallOffset: t - 98_766.25 } },
@@ -117,10 +118,10 @@ describe('frame codec', () => {
     });
 
     it('are refused by the encoder when out of bounds', () => {
-      const bad = (clock: unknown): Message => ({ ...examples.heartbeat, clock }) as Message;
+      const bad = (clock: unknown): WireMessage => ({ ...examples.heartbeat, clock }) as WireMessage;
       expectCodecError(() => encodeFrame({ clusterId: 'c', message: bad({ sentAt: Number.NaN }) }), /sentAt/);
       expectCodecError(() => encodeFrame({ clusterId: 'c', message: bad({ sentAt: 1, estimate: { offsetMs: 0, rttMs: -1, clusterOffsetMs: 0 } }) }), /rttMs/);
-      const badEcho = (clock: unknown): Message => ({ ...examples['heartbeat-resp'], clock }) as Message;
+      const badEcho = (clock: unknown): WireMessage => ({ ...examples['heartbeat-resp'], clock }) as WireMessage;
       expectCodecError(() => encodeFrame({ clusterId: 'c', message: badEcho({ echo: 1, receivedAt: 2, sentAt: 3, wallOffset: Number.POSITIVE_INFINITY }) }), /wallOffset/);
       expectCodecError(() => encodeFrame({ clusterId: 'c', message: badEcho({ echo: 1, receivedAt: 2, sentAt: 3 }) }), /wallOffset/);
     });
