@@ -2,14 +2,14 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { InvalidArgumentError } from './errors.js';
 import { nonNegativeInt } from './option-checks.js';
-import { MEMBER_DEFAULTS, memberSettings, type MemberSettings } from './runtime/member-settings.js';
+import { MEMBER_DEFAULTS, memberSettings, type MemberOptions, type MemberSettings } from './runtime/member-settings.js';
 import type { NodeId } from './raft/types.js';
 import type { Clock, Timers } from './time/clock.js';
 import type { Random } from './time/random.js';
 import { parseListenAddress, parsePeerAddress, type PeerAddress } from './transport/address.js';
 
 /** Options of `new Cluster(peers, options)`. Every one has a default; see CLUSTER_DEFAULTS. */
-export interface ClusterOptions {
+export interface ClusterOptions extends MemberOptions {
   /**
    * Where this member listens: a multiaddr (`/ip4/127.0.0.1/tcp/7001`) or `host:port`.
    * @default '/ip4/127.0.0.1/tcp/0' (a free loopback port; a cluster with other members needs a fixed port, since they name it)
@@ -27,41 +27,8 @@ export interface ClusterOptions {
   readonly dataDir?: string;
   /** `'level'` (durable) or `'memory'` (lost on exit: tests and demos only). @default 'level' */
   readonly storage?: 'level' | 'memory';
-  /** Resolution of the protocol's clock. @default 10 */
-  readonly tickMs?: number;
-  /** How often a leader tells followers it is alive. @default 50 */
-  readonly heartbeatMs?: number;
-  /**
-   * A follower that hears no leader for a random time between this and twice this starts an
-   * election; a leader that hears no majority for this long steps down. @default 250
-   */
-  readonly electionTimeoutMs?: number;
-  /** How long `propose()` and `barrier()` may wait. @default 5000 */
-  readonly requestTimeoutMs?: number;
   /** How long `stop()` waits for a leader to hand over leadership. @default 1000 */
   readonly stopTimeoutMs?: number;
-  /** Bound on proposals waiting to commit on this member. @default 10000 */
-  readonly maxPendingProposals?: number;
-  /**
-   * A member whose clock is further than this from the cluster's time (the median of the
-   * members' clocks, measured through heartbeats) is reported in `state()` and given no work.
-   * @default 1000
-   */
-  readonly maxClockSkewMs?: number;
-  /**
-   * Job runs at once on this member. When more slots are due, higher `priority` jobs start
-   * first, first come first served within a priority, and waiting raises a run's priority so
-   * that none starves. @default no limit
-   */
-  readonly maxConcurrent?: number;
-  /**
-   * Entries applied between snapshots: a member then snapshots its state and drops its log
-   * behind it. A restart replays at most this many entries; a member that falls further behind
-   * than the log kept gets the snapshot. @default 10000
-   */
-  readonly snapshotEveryEntries?: number;
-  /** Entries kept behind a snapshot, so that a follower a little behind gets entries, not the whole state. @default 1000 */
-  readonly snapshotRetainEntries?: number;
   /** Sync every write to disk (turn off only for tests). @default true */
   readonly sync?: boolean;
   /** Injected wall clock, e.g. a skewed one in tests. @default Date.now */

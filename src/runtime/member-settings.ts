@@ -1,4 +1,3 @@
-import type { ClusterOptions } from '../cluster-options.js';
 import { InvalidArgumentError } from '../errors.js';
 import { nonNegativeInt, positiveInt } from '../option-checks.js';
 import { keepInLogArena } from '../bytes/byte-arena.js';
@@ -38,11 +37,42 @@ export const MEMBER_DEFAULTS = {
   snapshotRetainEntries: COMPACTION_DEFAULTS.retainEntries,
 } as const;
 
-/** The options of `Cluster` that shape a member's timing and limits. */
-export type MemberOptions = Pick<
-  ClusterOptions,
-  'tickMs' | 'heartbeatMs' | 'electionTimeoutMs' | 'requestTimeoutMs' | 'maxPendingProposals' | 'maxClockSkewMs' | 'maxConcurrent' | 'snapshotEveryEntries' | 'snapshotRetainEntries'
->;
+/** The options of `Cluster` that shape a member's timing and limits (ClusterOptions has them all). */
+export interface MemberOptions {
+  /** Resolution of the protocol's clock. @default 10 */
+  readonly tickMs?: number;
+  /** How often a leader tells followers it is alive. @default 50 */
+  readonly heartbeatMs?: number;
+  /**
+   * A follower that hears no leader for a random time between this and twice this starts an
+   * election; a leader that hears no majority for this long steps down. @default 250
+   */
+  readonly electionTimeoutMs?: number;
+  /** How long `propose()` and `barrier()` may wait. @default 5000 */
+  readonly requestTimeoutMs?: number;
+  /** Bound on proposals waiting to commit on this member. @default 10000 */
+  readonly maxPendingProposals?: number;
+  /**
+   * A member whose clock is further than this from the cluster's time (the median of the
+   * members' clocks, measured through heartbeats) is reported in `state()` and given no work.
+   * @default 1000
+   */
+  readonly maxClockSkewMs?: number;
+  /**
+   * Job runs at once on this member. When more slots are due, higher `priority` jobs start
+   * first, first come first served within a priority, and waiting raises a run's priority so
+   * that none starves. @default no limit
+   */
+  readonly maxConcurrent?: number;
+  /**
+   * Entries applied between snapshots: a member then snapshots its state and drops its log
+   * behind it. A restart replays at most this many entries; a member that falls further behind
+   * than the log kept gets the snapshot. @default 10000
+   */
+  readonly snapshotEveryEntries?: number;
+  /** Entries kept behind a snapshot, so that a follower a little behind gets entries, not the whole state. @default 1000 */
+  readonly snapshotRetainEntries?: number;
+}
 
 /** Everything a member runs with beyond its identity and its parts (storage, transport, clocks). */
 export interface MemberSettings {
