@@ -7,7 +7,7 @@
  * - encoding a user's command, once per proposal;
  * - encoding an append as a leader does for one commit in a cluster of three: the entries'
  *   records for its own write, then the frame for each of its two followers (the production
- *   path encodes the records once for all three, see encodeEntryRecords; cborg alone encodes
+ *   path encodes the records once for all three, through the member's EntryRecords; cborg alone encodes
  *   them three times, and checks the wire array with the decoder's rules as encodeFrame does);
  * - decoding an append, and a heartbeat with its clock stamp (which the append reader turns
  *   away to cborg), as a follower does, from a Buffer as frames arrive.
@@ -20,7 +20,7 @@
 import { decode, encode } from 'cborg';
 import { constants, PerformanceObserver, performance, type PerformanceEntry } from 'node:perf_hooks';
 import { concatBytes } from '../src/bytes/concat-bytes.js';
-import { encodeEntryRecords, entryRecord } from '../src/bytes/entry-records.js';
+import { encodeEntryRecords, EntryRecords, entryRecord } from '../src/bytes/entry-records.js';
 import { EntryType, type Entry } from '../src/raft/types.js';
 import type { WireMessage } from '../src/transport/envelope.js';
 import { encodeCommand } from '../src/runtime/commands.js';
@@ -97,9 +97,11 @@ function sameFrame(a: Frame, b: Frame, what: string): void {
 
 /**
  * A leader's encoding for one commit of `count` entries. Two runs alternate, so that each
- * operation encodes entries it has not encoded before (encodeEntryRecords keeps the last run).
+ * operation encodes entries it has not encoded before (the member's EntryRecords, which its
+ * storage and transport share, keeps the last run).
  */
 function leaderAppendCase(count: number): Case {
+  const member = new EntryRecords();
   const runs = [entries(count, 1000), entries(count, 1000 + count)];
   const frames = runs.map((run) => FOLLOWERS.map((to) => appendFrame(to, run)));
   const name = `leader encodes an append of ${count} (own write + 2 frames)`;
@@ -108,9 +110,9 @@ function leaderAppendCase(count: number): Case {
     hand: {
       run: (i) => {
         const k = i & 1;
-        const records = encodeEntryRecords(runs[k] as Entry[]);
+        const records = member.encode(runs[k] as Entry[]);
         const [a, b] = frames[k] as Frame[];
-        return records.length + encodeFrame(a as Frame).length + encodeFrame(b as Frame).length;
+        return records.length + encodeFrame(a as Frame, member).length + encodeFrame(b as Frame, member).length;
       },
     },
     cborg: {
