@@ -117,13 +117,16 @@ function blockedLinks(network: SimNetwork, ids: readonly NodeId[]): Array<[NodeI
   return out;
 }
 
+/** How a power cut is named in the trace: its host is gone, not only its process. */
+const POWER_CUT = 'power cut';
+
 /** How long a crashed member stays down (ms). */
 const DOWN_MS: readonly [number, number] = [50, 3000];
 
 /** Crashes `victim` (it loses its unsynced writes) and restarts it after `downMs`. */
 function crashFor(ctx: FaultContext, victim: SimMember, downMs: readonly [number, number], how: string, restart: (m: SimMember) => void, onCrash: (m: SimMember) => void): void {
   onCrash(victim);
-  victim.crash(ctx.network);
+  victim.crash(how === POWER_CUT);
   ctx.trace(`${how} ${victim.id}`);
   ctx.record({ t: ctx.scheduler.nowMs, kind: 'crash', member: victim.id });
   ctx.scheduler.after(ctx.random.int(...downMs), () => {
@@ -180,10 +183,10 @@ export function injectAckPowerCuts(ctx: FaultContext, count: number, restart: (m
     armed--;
     // After the send returns (the follower's driver is in the middle of sending), before any sync.
     scheduler.after(0, () => {
-      for (const m of ctx.members) if (m !== leader && m.up && m.disk.unsyncedWrites > 0) crashFor(ctx, m, POWER_CUT_FOLLOWER_DOWN_MS, 'power cut', restart, onCrash);
+      for (const m of ctx.members) if (m !== leader && m.up && m.disk.unsyncedWrites > 0) crashFor(ctx, m, POWER_CUT_FOLLOWER_DOWN_MS, POWER_CUT, restart, onCrash);
     });
     scheduler.after(random.int(...POWER_CUT_LEADER_DELAY_MS), () => {
-      if (leader.up) crashFor(ctx, leader, POWER_CUT_LEADER_DOWN_MS, 'power cut', restart, onCrash);
+      if (leader.up) crashFor(ctx, leader, POWER_CUT_LEADER_DOWN_MS, POWER_CUT, restart, onCrash);
     });
   };
 }

@@ -12,7 +12,7 @@ import { SeededRandom } from '../src/time/random.js';
 import type { Transport } from '../src/transport/transport.js';
 import { SimClock } from './clock-model.js';
 import { simHandler, type HandlerEvent, type SimJob } from './jobs.js';
-import type { SimNetwork } from './network.js';
+import type { SimNetwork, SimTransport } from './network.js';
 import type { SimScheduler } from './scheduler.js';
 
 /** What every member of a simulated cluster is started with. */
@@ -58,6 +58,8 @@ export class SimMember {
   #syncScheduled = false;
   readonly #seed: number;
   readonly #scheduler: SimScheduler;
+  /** This life's transport, until it ends. */
+  #link: SimTransport | null = null;
 
   constructor(id: NodeId, seed: number, scheduler: SimScheduler) {
     this.id = id;
@@ -86,7 +88,9 @@ export class SimMember {
       new SeededRandom(this.#seed * 7919 + incarnation),
     );
     hooks.onStart(this.id, stored.snapshot.index);
-    const transport = this.#pausable(network.attach(this.id), incarnation, (m) => hooks.onReceived?.(this.id, m));
+    const link = network.attach(this.id);
+    this.#link = link;
+    const transport = this.#pausable(link, incarnation, (m) => hooks.onReceived?.(this.id, m));
     // Each process's monotonic clock has its own origin (as performance.now() does), so clock
     // synchronization cannot lean on the simulation's shared virtual time.
     const timers = this.#timers(incarnation, new SeededRandom(this.#seed * 65_537 + incarnation).int(0, 1_000_000_000) / 1000);
@@ -113,6 +117,9 @@ export class SimMember {
       },
     });
     this.member = member;
+    // As Cluster wires libp2p's `disconnected`: a closed connection to the leader is the fastest
+    // sign that it died. A stalled process hears of it when it resumes.
+    link.onPeerGone = (peer) => this.#whenRunning(incarnation, () => member.driver.peerDisconnected(peer));
     await transport.start();
     member.start();
     // The app schedules its jobs at boot, as every member of a real cluster would.
@@ -121,14 +128,21 @@ export class SimMember {
     for (const job of config.jobs) member.scheduler.schedule(job.name, parseSpec(job.spec), simHandler(job, timers, random, observe), job.options ?? {});
   }
 
-  /** The process dies: unsynced writes are lost, and nothing of this life runs again. */
-  crash(network: SimNetwork): void {
+  /**
+   * The process dies: unsynced writes are lost, and nothing of this life runs again. Its peers
+   * see its connections close at once, as the kernel closes a killed process's sockets; unless
+   * its host lost power (`hostLost`), when they look open until it comes back, as TCP notices a
+   * dead host only on a timeout.
+   */
+  crash(hostLost = false): void {
     this.member?.stop();
     this.member = null;
     this.disk.crash();
     this.#syncScheduled = false;
     this.pausedUntil = 0;
-    network.detach(this.id);
+    if (hostLost) this.#link?.loseHost();
+    else void this.#link?.stop();
+    this.#link = null;
   }
 
   /**

@@ -24,6 +24,11 @@ export class SimNetwork {
   readonly #random: Random;
   /** The transport each member has now: a crash detaches it, a restart attaches a new one. */
   readonly #endpoints = new Map<NodeId, SimTransport>();
+  /**
+   * Members whose host lost power: their peers' connections to them look open until they come
+   * back (TCP notices a dead host only on a timeout), but nothing reaches them.
+   */
+  readonly #hostsLost = new Set<NodeId>();
   readonly #blocked = new Set<string>();
   /** Links that are clogged: extra delay (ms) on every message sent over them. */
   readonly #clogged = new Map<string, number>();
@@ -43,12 +48,23 @@ export class SimNetwork {
   attach(id: NodeId): SimTransport {
     const transport = new SimTransport(id, this);
     this.#endpoints.set(id, transport);
+    this.#hostsLost.delete(id);
     return transport;
   }
 
   /** `id`'s process is gone (crashed or stopped): its messages are dropped, and its peers see its connections close. */
   detach(id: NodeId, transport?: SimTransport): void {
-    if (transport === undefined || this.#endpoints.get(id) === transport) this.#endpoints.delete(id);
+    if (transport !== undefined && this.#endpoints.get(id) !== transport) return;
+    if (!this.#endpoints.delete(id)) return;
+    this.#hostsLost.delete(id);
+    // Its peers' connections to it close: each learns it as production's transport reports a
+    // closed connection (its `disconnected` event).
+    for (const peer of this.#endpoints.values()) peer.peerGone(id);
+  }
+
+  /** `transport`'s host lost power: it receives nothing, yet its peers still look connected to it. */
+  hostLost(id: NodeId, transport: SimTransport): void {
+    if (this.#endpoints.get(id) === transport) this.#hostsLost.add(id);
   }
 
   /** Whether `id` has a live process to connect to: a peer's connection to a crashed one closes, as TCP's does. */
@@ -93,7 +109,7 @@ export class SimNetwork {
 
   #deliver(m: WireMessage): void {
     const endpoint = this.#endpoints.get(m.to);
-    if (endpoint === undefined || this.isBlocked(m.from, m.to)) {
+    if (endpoint === undefined || this.#hostsLost.has(m.to) || this.isBlocked(m.from, m.to)) {
       this.dropped++;
       return;
     }
@@ -110,6 +126,8 @@ export class SimTransport implements Transport {
   readonly #id: NodeId;
   readonly #network: SimNetwork;
   #handler: ((m: WireMessage) => void) | null = null;
+  /** Told when a peer's process is gone and the connection to it closed, as `Cluster` hears libp2p's `disconnected`. */
+  onPeerGone: ((peer: NodeId) => void) | null = null;
   #stopped = false;
   #sent = 0;
   #received = 0;
@@ -128,10 +146,21 @@ export class SimTransport implements Transport {
     this.#network.detach(this.#id, this);
   }
 
+  /** Its host lost power: it sends nothing more, and its peers' connections to it look open until it restarts. */
+  loseHost(): void {
+    this.#stopped = true;
+    this.#network.hostLost(this.#id, this);
+  }
+
   send(m: WireMessage): void {
     if (this.#stopped) return;
     this.#sent++;
     this.#network.send(m);
+  }
+
+  /** `peer`'s process is gone: the connection to it closed. */
+  peerGone(peer: NodeId): void {
+    if (!this.#stopped && peer !== this.#id) this.onPeerGone?.(peer);
   }
 
   /** A message the network carried to this member. */

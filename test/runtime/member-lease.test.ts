@@ -136,7 +136,7 @@ describe('a member lease', () => {
     const sim = await LeaseSim.start(3);
     const leader = await sim.until('a leader', () => sim.leader());
     const run = await sim.nextRunOn(sim.members.filter((m) => m !== leader));
-    leader.crash(sim.network);
+    leader.crash();
     const diedAt = sim.scheduler.nowMs;
     const end = await sim.endOf(run.id, run.value);
     // The follower did campaign (Raft forgets the leader then) while its run went on, and it
