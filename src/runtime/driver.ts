@@ -501,9 +501,12 @@ export class RaftDriver {
     if (this.#fatal !== null) return;
     this.#fatal = error;
     const e = this.#fatalError();
+    // Nothing will time them out: the loop and its ticks stop here.
     this.#requests.failProposals(e);
+    this.#requests.failReads(e);
     this.#running = false;
     if (this.#tickHandle !== null) this.#o.timers.clearTimeout(this.#tickHandle);
+    this.#compactor.abandon();
     this.#o.onFatal?.(error);
   }
 

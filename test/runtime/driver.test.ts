@@ -203,6 +203,29 @@ describe('the driver orders effects', () => {
     expect(String(fatal[0])).toContain('disk on fire');
     await expect(driver.propose(new Uint8Array([1]))).rejects.toMatchObject({ code: 'CRONRAFT_FATAL' });
   });
+
+  it('fails waiting read barriers too when the disk fails, rather than leaving them to wait with no loop to time them out', async () => {
+    const { timers } = manualTimers();
+    const failing = new MemoryLogStorage();
+    const fatal: unknown[] = [];
+    const { driver, transport } = await makeDriver(failing, (e) => fatal.push(e), timers.now, { timers });
+    const entry = { index: 1, term: 1, type: EntryType.Normal, data: new Uint8Array([1]), pid: 'p' };
+    transport.deliver({ type: 'append', from: 'b', to: 'a', term: 1, prevIndex: 0, prevTerm: 0, entries: [entry], commit: 1 });
+    await settle();
+    // A read asked of the leader, b, which has not answered.
+    let outcome: unknown = 'waiting';
+    driver.readBarrier().then(
+      () => (outcome = 'served'),
+      (error: unknown) => (outcome = error),
+    );
+    await settle();
+    failing.save = (): Promise<void> => Promise.reject(new Error('disk on fire'));
+    transport.deliver({ type: 'append', from: 'b', to: 'a', term: 1, prevIndex: 1, prevTerm: 1, entries: [{ ...entry, index: 2 }], commit: 1 });
+    await settle();
+    expect(fatal).toHaveLength(1);
+    // No timer ran: the read settles because the member stopped, not because it timed out.
+    expect(outcome).toMatchObject({ code: 'CRONRAFT_FATAL' });
+  });
 });
 
 describe('read barriers', () => {
