@@ -4,8 +4,8 @@ import { ARENA_CHUNK_BYTES, ARENA_MAX_COPY_BYTES, ByteArena } from '../../src/by
 import { encodeCommand } from '../../src/runtime/commands.js';
 import { COMPACTION_DEFAULTS } from '../../src/runtime/compaction.js';
 import { raftSettingsFor } from '../../src/runtime/member-settings.js';
+import { sameBytes } from '../fixtures/bytes.js';
 
-const same = (a: Uint8Array, b: Uint8Array): boolean => Buffer.from(a).equals(Buffer.from(b));
 
 describe('ByteArena', () => {
   it('gives copies equal to their source that share memory with nothing else', () => {
@@ -16,10 +16,10 @@ describe('ByteArena', () => {
         const expected = sources.map((s) => Uint8Array.from(s));
         // Writing over every source and every other copy leaves each copy as it was made.
         for (const s of sources) s.fill(0xee);
-        copies.forEach((c, i) => expect(same(c, expected[i] as Uint8Array)).toBe(true));
+        copies.forEach((c, i) => expect(sameBytes(c, expected[i] as Uint8Array)).toBe(true));
         copies.forEach((c, i) => {
           for (const other of copies) if (other !== c) other.fill(0xdd);
-          expect(same(c, expected[i] as Uint8Array)).toBe(true);
+          expect(sameBytes(c, expected[i] as Uint8Array)).toBe(true);
           copies.forEach((restored, j) => restored.set(expected[j] as Uint8Array));
         });
       }),
@@ -42,8 +42,8 @@ describe('ByteArena', () => {
     expect(copies).toBe(Math.floor((ARENA_CHUNK_BYTES - 200) / ARENA_MAX_COPY_BYTES) + 1);
     expect(last.buffer.byteLength).toBe(ARENA_CHUNK_BYTES);
     expect(last.byteOffset).toBe(0);
-    expect(same(a, new Uint8Array(100).fill(1))).toBe(true);
-    expect(same(b, new Uint8Array(100).fill(2))).toBe(true);
+    expect(sameBytes(a, new Uint8Array(100).fill(1))).toBe(true);
+    expect(sameBytes(b, new Uint8Array(100).fill(2))).toBe(true);
   });
 
   it('gives a copy larger than ARENA_MAX_COPY_BYTES an exact buffer of its own', () => {
@@ -63,7 +63,7 @@ describe('the data of entries a leader appends', () => {
     for (const size of [0, 60, 64, 200, 1_000, ARENA_MAX_COPY_BYTES - 10, ARENA_MAX_COPY_BYTES + 10]) {
       const command = encodeCommand({ kind: 'user', data: new Uint8Array(size).fill(size & 0xff) });
       const kept = keepData?.(command) ?? command;
-      expect(same(kept, command)).toBe(true);
+      expect(sameBytes(kept, command)).toBe(true);
       expect(kept.buffer).not.toBe(command.buffer);
       expect(kept.buffer.byteLength === ARENA_CHUNK_BYTES || kept.buffer.byteLength === kept.byteLength).toBe(true);
     }

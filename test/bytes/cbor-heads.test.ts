@@ -6,8 +6,8 @@ import { encodeEntryRecords } from '../../src/bytes/entry-records.js';
 import { EntryType, type Entry } from '../../src/raft/types.js';
 import { decodeCommand, encodeCommand } from '../../src/runtime/commands.js';
 import { SMALL_CBOR_SCRATCH_BYTES } from '../../src/bytes/small-cbor.js';
+import { sameBytes } from '../fixtures/bytes.js';
 
-const same = (a: Uint8Array, b: Uint8Array): boolean => Buffer.from(a).equals(Buffer.from(b));
 
 /** Every argument where a head changes size, and its neighbours. */
 const BOUNDARIES = [0, 1, 23, 24, 25, 0xff, 0x100, 0x101, 0xffff, 0x1_0000, 0x1_0001, 0xffff_ffff, 0x1_0000_0000, 0x1_0000_0001, Number.MAX_SAFE_INTEGER];
@@ -26,18 +26,18 @@ const cborgRecords = (entries: readonly Entry[]): Buffer => Buffer.concat(entrie
 
 describe('writeHead', () => {
   it('writes an integer as cborg does, at every change of size and at random', () => {
-    for (const n of BOUNDARIES) expect(same(head(CBOR_UINT, n), encode(n))).toBe(true);
-    fc.assert(fc.property(fc.maxSafeNat(), (n) => same(head(CBOR_UINT, n), encode(n))), { numRuns: 2_000 });
+    for (const n of BOUNDARIES) expect(sameBytes(head(CBOR_UINT, n), encode(n))).toBe(true);
+    fc.assert(fc.property(fc.maxSafeNat(), (n) => sameBytes(head(CBOR_UINT, n), encode(n))), { numRuns: 2_000 });
   });
 
   it("writes a byte string's and an array's head as cborg does", () => {
     for (const n of [0, 23, 24, 255, 256, 0xffff, 0x1_0000]) {
       const bytes = new Uint8Array(n);
       const out = new Uint8Array(MAX_HEAD_BYTES + n);
-      expect(same(out.subarray(0, writeBytes(out, 0, bytes)), encode(bytes))).toBe(true);
-      expect(same(head(CBOR_BYTES, n), encode(bytes).subarray(0, headBytes(n)))).toBe(true);
+      expect(sameBytes(out.subarray(0, writeBytes(out, 0, bytes)), encode(bytes))).toBe(true);
+      expect(sameBytes(head(CBOR_BYTES, n), encode(bytes).subarray(0, headBytes(n)))).toBe(true);
       const array = new Array<number>(n).fill(0);
-      expect(same(arrayHeader(n), encode(array).subarray(0, headBytes(n)))).toBe(true);
+      expect(sameBytes(arrayHeader(n), encode(array).subarray(0, headBytes(n)))).toBe(true);
     }
   });
 });
@@ -52,13 +52,13 @@ describe('writeText', () => {
     // cborg writes strings of fewer than 24 units with its own loop and longer ones with Buffer.
     const lone = ['\uD800', 'a\uDC00b', '\uDBFF', `${'x'.repeat(30)}\uD800`, `\uDC00${'é'.repeat(30)}`];
     for (const text of ['', 'a', '1f2e3d4c.1a', 'é', '€', '😀', '\uDBFF\uDFFF', 'x'.repeat(24), 'é'.repeat(200), ...lone]) {
-      expect(same(written(text), encode(text))).toBe(true);
+      expect(sameBytes(written(text), encode(text))).toBe(true);
     }
     // Any UTF-16 units, unpaired surrogates included (fast-check's 'binary' unit leaves them out).
     const unit = fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c));
-    fc.assert(fc.property(fc.string({ unit, maxLength: 80 }), (text) => same(written(text), encode(text))), { numRuns: 2_000 });
-    fc.assert(fc.property(fc.string({ unit: 'binary', maxLength: 80 }), (text) => same(written(text), encode(text))), { numRuns: 1_000 });
-    fc.assert(fc.property(fc.string({ unit: 'grapheme', maxLength: 80 }), (text) => same(written(text), encode(text))), { numRuns: 1_000 });
+    fc.assert(fc.property(fc.string({ unit, maxLength: 80 }), (text) => sameBytes(written(text), encode(text))), { numRuns: 2_000 });
+    fc.assert(fc.property(fc.string({ unit: 'binary', maxLength: 80 }), (text) => sameBytes(written(text), encode(text))), { numRuns: 1_000 });
+    fc.assert(fc.property(fc.string({ unit: 'grapheme', maxLength: 80 }), (text) => sameBytes(written(text), encode(text))), { numRuns: 1_000 });
   });
 });
 
@@ -73,7 +73,7 @@ describe('encodeEntryRecords', () => {
 
   it('gives the bytes cborg gives for each record, one after another', () => {
     fc.assert(
-      fc.property(fc.array(entry, { minLength: 1, maxLength: 40 }), (entries) => same(encodeEntryRecords(entries), cborgRecords(entries))),
+      fc.property(fc.array(entry, { minLength: 1, maxLength: 40 }), (entries) => sameBytes(encodeEntryRecords(entries), cborgRecords(entries))),
       { numRuns: 1_000 },
     );
   });
@@ -83,14 +83,14 @@ describe('encodeEntryRecords', () => {
     const entries: Entry[] = Array.from({ length: Math.ceil((2 * SMALL_CBOR_SCRATCH_BYTES) / data.length) }, (_, i) => ({ index: 1_000 + i, term: 3, type: EntryType.Normal, data, pid: `p.${i}` }));
     const bytes = encodeEntryRecords(entries);
     expect(bytes.length).toBeGreaterThan(SMALL_CBOR_SCRATCH_BYTES);
-    expect(same(bytes, cborgRecords(entries))).toBe(true);
+    expect(sameBytes(bytes, cborgRecords(entries))).toBe(true);
   });
 
   it('fits the largest records in the bound it computes: nine-byte integers and pids of three bytes per unit', () => {
     const max = Number.MAX_SAFE_INTEGER;
     for (const count of [1, 1_000, 3_000]) {
       const entries: Entry[] = Array.from({ length: count }, (_, i) => ({ index: max - i, term: max, type: EntryType.Noop, data: new Uint8Array(0), pid: '€'.repeat(7) }));
-      expect(same(encodeEntryRecords(entries), cborgRecords(entries))).toBe(true);
+      expect(sameBytes(encodeEntryRecords(entries), cborgRecords(entries))).toBe(true);
     }
   });
 
@@ -100,7 +100,7 @@ describe('encodeEntryRecords', () => {
     const odd = [{ index: -1 }, { term: 1.5 }, { index: 2 ** 60 }, { type: 2 ** 53 }, { data: 'text' }, { pid: 7 }];
     for (const fields of odd) {
       const entries = [ok, { ...ok, ...fields } as unknown as Entry];
-      expect(same(encodeEntryRecords(entries), cborgRecords(entries))).toBe(true);
+      expect(sameBytes(encodeEntryRecords(entries), cborgRecords(entries))).toBe(true);
     }
     expect(() => encodeEntryRecords([{ ...ok, pid: Symbol('no') as unknown as string }])).toThrow(/unsupported type/);
   });
@@ -111,10 +111,10 @@ describe('encodeCommand, for a user', () => {
     for (const size of [0, 23, 24, 255, 256, 0xffff, 0x1_0000, SMALL_CBOR_SCRATCH_BYTES + 10]) {
       const data = new Uint8Array(size).fill(size & 0xff);
       const bytes = encodeCommand({ kind: 'user', data });
-      expect(same(bytes, encode([0, data]))).toBe(true);
+      expect(sameBytes(bytes, encode([0, data]))).toBe(true);
       expect(bytes.constructor).toBe(Uint8Array);
       expect(decodeCommand(bytes)).toEqual({ kind: 'user', data });
     }
-    fc.assert(fc.property(fc.uint8Array({ maxLength: 600 }), (data) => same(encodeCommand({ kind: 'user', data }), encode([0, data]))), { numRuns: 500 });
+    fc.assert(fc.property(fc.uint8Array({ maxLength: 600 }), (data) => sameBytes(encodeCommand({ kind: 'user', data }), encode([0, data]))), { numRuns: 500 });
   });
 });

@@ -10,6 +10,7 @@ import { memberStateMachine } from '../../src/runtime/member-state-machine.js';
 import type { SchedulerRuntime } from '../../src/runtime/scheduler/scheduler-runtime.js';
 import { SchedulerState } from '../../src/scheduler/state.js';
 import type { SchedulerStateParts } from '../../src/scheduler/records.js';
+import { expectSameBytes } from '../fixtures/bytes.js';
 
 /** A scheduler that records what each restore was given: bytes to decode, or parts decoded already. */
 function recordingScheduler(): { scheduler: SchedulerRuntime; restored: string[] } {
@@ -96,13 +97,12 @@ describe('member snapshot bytes', () => {
         const bytes = Uint8Array.from({ length: n }, (_, i) => (i * 31 + seed) & 0xff);
         const at = [...new Set(cuts.map((c) => (n === 0 ? 0 : c % n)))].sort((a, b) => a - b);
         const pieces = [0, ...at].map((from, i) => bytes.subarray(from, at[i] ?? n));
-        const expected = Buffer.from(encode([MEMBER_SNAPSHOT_VERSION, bytes]));
-        // Compared as buffers: vitest's deep equality walks tens of kilobytes element by element.
-        expect(expected.equals(encodeMemberSnapshot(bytes))).toBe(true);
-        expect(expected.equals(encodeMemberSnapshot(pieces))).toBe(true);
+        const expected = encode([MEMBER_SNAPSHOT_VERSION, bytes]);
+        expectSameBytes(encodeMemberSnapshot(bytes), expected);
+        expectSameBytes(encodeMemberSnapshot(pieces), expected);
         const decoded = decodeMemberSnapshot(expected);
         expect(decoded).not.toBeNull();
-        expect(Buffer.from(bytes).equals(decoded as Uint8Array)).toBe(true);
+        expectSameBytes(decoded as Uint8Array, bytes);
       }),
       { numRuns: 60 },
     );

@@ -12,6 +12,7 @@ import { SNAPSHOT_RECORDS_PER_STEP, encodeSchedulerSnapshot, restoreSchedulerSna
 import { SchedulerState } from '../../src/scheduler/state.js';
 import type { SchedulerCommand } from '../../src/scheduler/command.js';
 import type { SchedulerStateParts } from '../../src/scheduler/records.js';
+import { expectSameBytes } from '../fixtures/bytes.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 const MEMBERS = ['a', 'b', 'c'];
@@ -191,12 +192,3 @@ describe('the end of a snapshot in steps, at scale', () => {
     expectSameBytes(moving.data, still.data);
   });
 });
-
-/**
- * Snapshot bytes compared as buffers: vitest's deep equality walks megabytes element by element,
- * which made this file the slowest of the unit tests.
- */
-function expectSameBytes(actual: Uint8Array, expected: Uint8Array): void {
-  expect(actual.byteLength).toBe(expected.byteLength);
-  expect(Buffer.from(actual.buffer, actual.byteOffset, actual.byteLength).equals(expected)).toBe(true);
-}
