@@ -52,10 +52,13 @@ export class SimNetwork {
     return transport;
   }
 
-  /** `id`'s process is gone (crashed or stopped): its messages are dropped, and its peers see its connections close. */
-  detach(id: NodeId, transport?: SimTransport): void {
-    if (transport !== undefined && this.#endpoints.get(id) !== transport) return;
-    if (!this.#endpoints.delete(id)) return;
+  /**
+   * `transport`'s process is gone (crashed or stopped): its messages are dropped, and its peers
+   * see its connections close. A stale transport (its member restarted since) changes nothing.
+   */
+  detach(id: NodeId, transport: SimTransport): void {
+    if (this.#endpoints.get(id) !== transport) return;
+    this.#endpoints.delete(id);
     this.#hostsLost.delete(id);
     // Its peers' connections to it close: each learns it as production's transport reports a
     // closed connection (its `disconnected` event).
