@@ -15,6 +15,8 @@ export interface ClusterEvents {
   applied: [{ readonly index: number; readonly term: number; readonly data: Uint8Array }];
   /** A slot ran on this member (its outcome is also recorded in the log). */
   run: [RunRecord];
+  /** The cluster version rose (README, "Upgrading"): features of version `to` are on from entry `index`. */
+  'version-activated': [{ readonly from: number; readonly to: number; readonly index: number }];
   /** A fatal error stopped this member (e.g. its disk failed). */
   error: [Error];
 }

@@ -27,6 +27,8 @@ import { MemoryLogStorage } from './storage/memory-log-storage.js';
 import { systemClock, systemTimers, type Clock, type Timers } from './time/clock.js';
 import type { Random } from './time/random.js';
 import { Libp2pTransport } from './transport/libp2p-transport.js';
+import { checkStoredVersion } from './version/stored-version.js';
+import { setMemberOf, versionSupportOf } from './version/test-seams.js';
 
 type Status = ClusterState['status'];
 
@@ -112,6 +114,8 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       this.#storage = new MemoryLogStorage();
     }
     const stored = await this.#storage.open();
+    // A downgrade past an activation fails here, naming the versions (README, "Upgrading").
+    checkStoredVersion(stored, versionSupportOf(this), o.storage === 'level' ? o.dataDir : 'memory');
     // Refuses a directory that belongs to another cluster or member, before anything is written.
     await this.#storage.setIdentity({ clusterId: this.#clusterId, nodeId: o.self.id });
     const node = new RaftNode(
@@ -153,11 +157,21 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       },
       onSoftState: (s) => this.#onSoftState(s),
       onFatal: (error) => this.#onFatal(error),
+      versions: versionSupportOf(this),
+      onClusterApplied: (index, command, result) => {
+        if (command.type !== 'activate' || result !== 'applied') return;
+        try {
+          this.emit('version-activated', { from: command.from, to: command.to, index });
+        } catch {
+          // A listener's error is the app's, as for 'applied'.
+        }
+      },
       onRun: (run) => {
         this.emit('run', run);
       },
     });
     this.#member = member;
+    setMemberOf(this, member);
     this.#driver = member.driver;
     this.#scheduler = member.scheduler;
     await this.#transport.start();
@@ -311,6 +325,8 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       driver,
       transport: this.#transport,
       peerId: this.#peerId,
+      member: this.#member,
+      versionSupport: versionSupportOf(this),
       jobs: this.#scheduler === null ? [] : this.#jobStates.of(this.#scheduler.state, clusterNowMs),
     });
   }

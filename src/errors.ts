@@ -90,6 +90,42 @@ export class StorageError extends CronraftError {
   }
 }
 
+/**
+ * This member is too old for the cluster: the cluster version in force (in its data directory,
+ * a leader's snapshot or the log) is one it cannot read. It never skips what it cannot read:
+ * it stops. Upgrade it to a release that reads `needs` (README, "Upgrading").
+ */
+export class VersionTooOldError extends CronraftError {
+  /** The cluster version needed. */
+  readonly needs: number;
+  /** The highest cluster version this member reads. */
+  readonly reads: number;
+
+  constructor(needs: number, reads: number, where: string) {
+    super('CRONRAFT_VERSION_TOO_OLD', `${where} needs cluster version ${needs}; this member reads up to ${reads}: upgrade it (a downgrade past a version's activation is refused)`);
+    this.needs = needs;
+    this.reads = reads;
+  }
+}
+
+/**
+ * A feature needs a cluster version that is not active yet: some member of the cluster runs a
+ * release that cannot read it. It turns on once every member has been upgraded and the leader
+ * has raised the version (`state().version`).
+ */
+export class VersionNotActiveError extends CronraftError {
+  readonly feature: string;
+  readonly needs: number;
+  readonly active: number;
+
+  constructor(feature: string, needs: number, active: number) {
+    super('CRONRAFT_VERSION_NOT_ACTIVE', `${feature} needs cluster version ${needs}; the cluster runs version ${active} until every member reads ${needs}`);
+    this.feature = feature;
+    this.needs = needs;
+    this.active = active;
+  }
+}
+
 function describe(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);
   if (typeof value === 'number' || typeof value === 'boolean' || value === null || value === undefined) return String(value);

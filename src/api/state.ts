@@ -3,6 +3,8 @@ import type { SnapshotTiming } from '../runtime/compaction.js';
 import type { RaftDriver } from '../runtime/driver.js';
 import type { NodeId } from '../raft/types.js';
 import type { TransportStats } from '../transport/transport.js';
+import type { Member } from '../runtime/member.js';
+import { FIRST_CLUSTER_VERSION, type VersionRange, type VersionSupport } from '../version/versions.js';
 
 /** One member as this member sees it. */
 export interface MemberState {
@@ -91,10 +93,29 @@ export interface ClusterState {
   /** Messages the transport refused to encode (never expected; counted rather than thrown). */
   readonly unsendableMessages: number;
   /**
+   * Versions (README, "Upgrading"): what this member reads, the cluster version in force (raised
+   * through the log once every member reads the next), what each member announced it reads
+   * (null: nothing yet, e.g. a member of cronraft 0.1.0), and the members a raise waits for.
+   */
+  readonly version: VersionState;
+  /** Entries every member skipped (decodeEntry): not a command under their version's rules, or of a version not active then. */
+  readonly skippedEntries: { readonly malformed: number; readonly inactive: number };
+  /**
    * Times this member, leading, found that a follower had lost entries it acknowledged (it
    * restarted on `storage: 'memory'`) and replicated to it again from what it still held.
    */
   readonly followerLogsLost: number;
+}
+
+/** The versions part of `state()`. */
+export interface VersionState {
+  readonly supports: { readonly protocol: VersionRange; readonly stateMachine: VersionRange };
+  readonly active: number;
+  /** The index of the entry that made `active` the cluster version; 0 for the first. */
+  readonly activatedAt: number;
+  readonly members: Readonly<Record<NodeId, { readonly protocol: VersionRange; readonly stateMachine: VersionRange } | null>>;
+  /** Members the next version waits for: not announced it, or not heard lately. Empty when nothing waits. */
+  readonly waitingFor: readonly NodeId[];
 }
 
 /** Transport counters before the transport started. */
@@ -119,6 +140,9 @@ export interface StateSources {
   readonly transport: { stats(): TransportStats; isConnected(id: NodeId): boolean } | null;
   readonly peerId: string | null;
   readonly jobs: ClusterState['jobs'];
+  readonly member: Member | null;
+  /** What this member reads (before start, the member does not exist yet). */
+  readonly versionSupport: VersionSupport;
 }
 
 /** `cluster.state()`: a plain copy of what the member's parts know now. */
@@ -174,5 +198,25 @@ export function clusterStateOf(s: StateSources): ClusterState {
     invalidMessages: (driver?.invalidMessages ?? 0) + (driver?.invalidSnapshots ?? 0) + (node?.protocolViolations ?? 0),
     unsendableMessages: driver?.unsendableMessages ?? 0,
     followerLogsLost: node?.followerLogsLost ?? 0,
+    version: versionStateOf(s),
+    skippedEntries: { ...(s.member?.skippedEntries ?? { malformed: 0, inactive: 0 }) },
+  };
+}
+
+function versionStateOf(s: StateSources): VersionState {
+  const { protocol, stateMachine } = s.versionSupport;
+  const versions = s.member?.versions;
+  const members: Record<NodeId, VersionState['members'][string]> = {};
+  for (const id of s.voters) {
+    const v = versions?.members.get(id);
+    members[id] = v === undefined ? null : { protocol: { ...v.protocol }, stateMachine: { ...v.stateMachine } };
+  }
+  const decision = s.member?.versionKeeper.decision;
+  return {
+    supports: { protocol: { ...protocol }, stateMachine: { ...stateMachine } },
+    active: versions?.active ?? FIRST_CLUSTER_VERSION,
+    activatedAt: versions?.activatedAt ?? 0,
+    members,
+    waitingFor: decision?.kind === 'waiting' ? [...decision.waitingFor] : [],
   };
 }

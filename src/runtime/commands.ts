@@ -3,16 +3,34 @@ import { CBOR_UINT, headBytes, writeBytes, writeHead } from '../bytes/cbor-heads
 import { encodeSmall, pooledBytes } from '../bytes/small-cbor.js';
 import { isSchedulerCommand } from '../scheduler/command-shape.js';
 import type { SchedulerCommand } from '../scheduler/command.js';
+import { VersionTooOldError } from '../errors.js';
+import { isClusterCommand, type ClusterCommand } from '../version/cluster-command.js';
+import { FIRST_CLUSTER_VERSION, isVersion, SUPPORTED, type VersionSupport } from '../version/versions.js';
 import { shareStrings } from './shared-strings.js';
 
 /**
- * What a Normal log entry carries: an application's own bytes (`cluster.propose`) or a
- * scheduler command. CBOR `[kind, payload]`; the kind tells them apart in a log that holds both.
+ * What a Normal log entry carries: an application's own bytes (`cluster.propose`), a scheduler
+ * command, or a command of the cluster's own state (versions). CBOR `[kind, payload]`, or
+ * `[kind, payload, version]` for a command of a cluster version after the first: the version
+ * each entry needs is in the entry, so that every member, whatever its release, decides alike
+ * what to do with it (decodeEntry). `extension`: a command of the test-only next version (see
+ * version/extension.ts).
  */
-export type LogCommand = { readonly kind: 'user'; readonly data: Uint8Array } | { readonly kind: 'scheduler'; readonly command: SchedulerCommand };
+export type LogCommand =
+  | { readonly kind: 'user'; readonly data: Uint8Array }
+  | { readonly kind: 'scheduler'; readonly command: SchedulerCommand }
+  | { readonly kind: 'cluster'; readonly command: ClusterCommand }
+  | { readonly kind: 'extension'; readonly version: number; readonly command: unknown };
+
+/** An entry every member skips, alike: not a command under its version's rules, or of a version not active at its index. */
+export interface SkippedEntry {
+  readonly kind: 'skip';
+  readonly reason: 'malformed' | 'inactive';
+}
 
 const KIND_USER = 0;
 const KIND_SCHEDULER = 1;
+const KIND_CLUSTER = 2;
 const CBOR_ARRAY_OF_TWO = 0x82;
 
 /**
@@ -31,6 +49,8 @@ export function isUserCommand(bytes: Uint8Array): boolean {
  */
 export function encodeCommand(command: LogCommand): Uint8Array {
   if (command.kind === 'scheduler') return encodeSmall([KIND_SCHEDULER, command.command]);
+  if (command.kind === 'cluster') return encodeSmall([KIND_CLUSTER, command.command]);
+  if (command.kind === 'extension') return encodeSmall([KIND_CLUSTER, command.command, command.version]);
   // A user's command is written head by head (cbor-heads.ts), the same bytes cborg writes for
   // [KIND_USER, data] at a fraction of its allocation: one per proposal, on the commit path.
   const { data } = command;
@@ -41,21 +61,55 @@ export function encodeCommand(command: LogCommand): Uint8Array {
 }
 
 /**
- * Decodes an entry written by encodeCommand. Entries come from the replicated log, which only
- * members write, so anything else means a bug or a newer format: null, and the entry is skipped
- * the same way on every member. A scheduler command is checked field by field (see
- * isSchedulerCommand), so that no bad value enters the replicated state.
+ * Decodes an entry written by encodeCommand, at an index where cluster version `active` is in
+ * force, by a member that reads `support`. The decision is a function of the bytes and
+ * `active` alone, never of the member's release, so that members of different releases apply
+ * the same log alike:
+ * - an entry of a version above `active` is skipped (`inactive`), by every member: no member
+ *   proposes one (the gate, gate.ts), so only a bug or a forgery writes one;
+ * - an entry that is not a command under its version's rules is skipped (`malformed`): its
+ *   version is active, so every member reads those rules. A scheduler command is checked
+ *   field by field (see isSchedulerCommand), so that no bad value enters the replicated state;
+ * - an entry of an active version this member cannot read throws VersionTooOldError: it must
+ *   stop, never skip what the others apply. (It stopped already at that version's activation;
+ *   this is the defence behind it.)
  */
-export function decodeCommand(bytes: Uint8Array): LogCommand | null {
+export function decodeEntry(bytes: Uint8Array, active: number, support: VersionSupport): LogCommand | SkippedEntry {
   let value: unknown;
   try {
     value = decode(bytes);
   } catch {
-    return null;
+    return MALFORMED;
   }
-  if (!Array.isArray(value) || value.length !== 2) return null;
-  const [kind, payload] = value as [unknown, unknown];
-  if (kind === KIND_USER && payload instanceof Uint8Array) return { kind: 'user', data: payload };
-  if (kind === KIND_SCHEDULER && isSchedulerCommand(payload)) return { kind: 'scheduler', command: shareStrings(payload) };
-  return null;
+  if (!Array.isArray(value) || (value.length !== 2 && value.length !== 3)) return MALFORMED;
+  const [kind, payload, version] = value as [unknown, unknown, unknown];
+  if (value.length === 2) {
+    if (kind === KIND_USER && payload instanceof Uint8Array) return { kind: 'user', data: payload };
+    if (kind === KIND_SCHEDULER && isSchedulerCommand(payload)) return { kind: 'scheduler', command: shareStrings(payload) };
+    if (kind === KIND_CLUSTER && isClusterCommand(payload)) return { kind: 'cluster', command: payload };
+    return MALFORMED;
+  }
+  // A version is written only when it is not the first: [kind, payload, 1] is not an encoding.
+  if (!isVersion(version) || version === FIRST_CLUSTER_VERSION) return MALFORMED;
+  if (version > active) return INACTIVE;
+  if (version > support.stateMachine.max) throw new VersionTooOldError(version, support.stateMachine.max, 'An entry of the log');
+  const extension = support.extension;
+  if (kind === KIND_CLUSTER && extension?.version === version) {
+    const command = extension.decode(payload);
+    if (command !== null) return { kind: 'extension', version, command };
+  }
+  // No release reads versioned commands of its own yet: each version that adds one decodes it here.
+  return MALFORMED;
+}
+
+const MALFORMED: SkippedEntry = { kind: 'skip', reason: 'malformed' };
+const INACTIVE: SkippedEntry = { kind: 'skip', reason: 'inactive' };
+
+/**
+ * decodeEntry at the first cluster version for a member of this release, null for a skipped
+ * entry: for tests and tools that read a log of scheduler and user commands.
+ */
+export function decodeCommand(bytes: Uint8Array): LogCommand | null {
+  const decoded = decodeEntry(bytes, FIRST_CLUSTER_VERSION, SUPPORTED);
+  return decoded.kind === 'skip' ? null : decoded;
 }

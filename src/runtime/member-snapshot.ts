@@ -1,29 +1,46 @@
-import { decode } from 'cborg';
+import { decode, encode } from 'cborg';
 import { concatBytes } from '../bytes/concat-bytes.js';
 
 /**
- * A member's snapshot: what its state machine holds, which today is the scheduler's state.
- * CBOR `[version, scheduler]`, versioned apart from the scheduler's own encoding so that state
- * of another kind can join it later without a guess at what old bytes mean.
+ * A member's snapshot: what its state machine holds, the scheduler's state and the cluster's
+ * own (its version, what each member reads: ClusterVersionState). CBOR `[2, scheduler,
+ * cluster]`, the scheduler's part a byte string, the cluster's a CBOR value. Format 1,
+ * `[1, scheduler]`, was written before the cluster's state existed (cronraft 0.1.0), and is
+ * read as the first cluster version with no member announced. 0.1.0 reads format 1 only.
  */
-export const MEMBER_SNAPSHOT_VERSION = 1;
+export const MEMBER_SNAPSHOT_VERSION = 2;
+const FORMAT_WITHOUT_CLUSTER = 1;
+
+/** A member snapshot's parts: `cluster` is null in a snapshot of format 1. */
+export interface MemberSnapshotParts {
+  readonly scheduler: Uint8Array;
+  readonly cluster: unknown;
+}
 
 /**
  * The scheduler's part may come in pieces (see schedulerSnapshotSteps), joined here into the one
  * buffer: the CBOR head is written by hand, as cborg would (the shortest form of the length),
  * rather than have cborg copy a large byte string once more, which held the loop for as long.
  */
-export function encodeMemberSnapshot(scheduler: Uint8Array | readonly Uint8Array[]): Uint8Array {
-  return concatBytes(memberSnapshotPieces(scheduler instanceof Uint8Array ? [scheduler] : scheduler));
+export function encodeMemberSnapshot(scheduler: Uint8Array | readonly Uint8Array[], cluster: Uint8Array): Uint8Array {
+  return concatBytes(memberSnapshotPieces(scheduler instanceof Uint8Array ? [scheduler] : scheduler, cluster));
 }
 
-/** The pieces of a member snapshot that together are encodeMemberSnapshot's bytes, for a caller that joins them itself. */
-export function memberSnapshotPieces(scheduler: readonly Uint8Array[]): Uint8Array[] {
+/**
+ * The pieces of a member snapshot that together are encodeMemberSnapshot's bytes, for a caller
+ * that joins them itself. `cluster`: the cluster's state, CBOR-encoded (encodeClusterPart).
+ */
+export function memberSnapshotPieces(scheduler: readonly Uint8Array[], cluster: Uint8Array): Uint8Array[] {
   let length = 0;
   for (const piece of scheduler) length += piece.byteLength;
-  // An array of two (0x82), the version (an unsigned integer below 24 is its own head), then the
-  // byte string's head and its bytes.
-  return [Uint8Array.of(0x82, MEMBER_SNAPSHOT_VERSION), byteStringHeadFor(length), ...scheduler];
+  // An array of three (0x83), the version (an unsigned integer below 24 is its own head), then
+  // the byte string's head and its bytes, then the cluster's value.
+  return [Uint8Array.of(0x83, MEMBER_SNAPSHOT_VERSION), byteStringHeadFor(length), ...scheduler, cluster];
+}
+
+/** The cluster's part of a member snapshot (ClusterVersionState.save's value), encoded. */
+export function encodeClusterPart(saved: unknown): Uint8Array {
+  return encode(saved);
 }
 
 /** CBOR major type 2 (byte string) with its length in the shortest form, as RFC 8949 section 4.2.1 requires. */
@@ -36,14 +53,16 @@ function byteStringHeadFor(length: number): Uint8Array {
   throw new RangeError(`A snapshot of ${length} bytes is past what a member snapshot holds (4 GiB)`);
 }
 
-/** The scheduler's part of a member snapshot, or null when the bytes are not one this version reads. */
-export function decodeMemberSnapshot(data: Uint8Array): Uint8Array | null {
+/** A member snapshot's parts, or null when the bytes are not a member snapshot of a format this release reads. */
+export function decodeMemberSnapshot(data: Uint8Array): MemberSnapshotParts | null {
   let value: unknown;
   try {
     value = decode(data, { strict: true, allowUndefined: false, useMaps: false, tags: [] });
   } catch {
     return null;
   }
-  if (!Array.isArray(value) || value.length !== 2 || value[0] !== MEMBER_SNAPSHOT_VERSION || !(value[1] instanceof Uint8Array)) return null;
-  return value[1];
+  if (!Array.isArray(value) || !(value[1] instanceof Uint8Array)) return null;
+  if (value.length === 2 && value[0] === FORMAT_WITHOUT_CLUSTER) return { scheduler: value[1], cluster: null };
+  if (value.length === 3 && value[0] === MEMBER_SNAPSHOT_VERSION && value[2] !== null) return { scheduler: value[1], cluster: value[2] };
+  return null;
 }

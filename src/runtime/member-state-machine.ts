@@ -3,9 +3,11 @@ import type { Entry } from '../raft/types.js';
 import type { SchedulerCommand } from '../scheduler/command.js';
 import type { SchedulerStateParts } from '../scheduler/records.js';
 import { decodeSchedulerSnapshot, encodeSchedulerSnapshot } from '../scheduler/state-snapshot.js';
-import { decodeCommand, isUserCommand } from './commands.js';
+import { decodeEntry, isUserCommand, type SkippedEntry } from './commands.js';
 import type { StateMachine } from './state-machine.js';
-import { decodeMemberSnapshot, encodeMemberSnapshot } from './member-snapshot.js';
+import { decodeMemberSnapshot, encodeClusterPart, encodeMemberSnapshot } from './member-snapshot.js';
+import type { ClusterCommand } from '../version/cluster-command.js';
+import type { ClusterApplyResult, ClusterVersionState } from '../version/cluster-version.js';
 import { SchedulerMirror } from './scheduler-mirror.js';
 import type { SchedulerRuntime } from './scheduler/scheduler-runtime.js';
 
@@ -18,6 +20,10 @@ export interface MemberStateMachineHooks {
    * what nobody reads cost every member time and garbage on each entry. @default true
    */
   readonly wantsUserEntries?: () => boolean;
+  /** An entry every member skips (see decodeEntry), at its index. */
+  readonly onSkipped?: (index: number, reason: SkippedEntry['reason']) => void;
+  /** A cluster command applied here (a version announced or raised), with its result. */
+  readonly onClusterApplied?: (index: number, command: ClusterCommand, result: ClusterApplyResult) => void;
   /** A scheduler command applied here, with its result. */
   readonly onSchedulerApplied?: (index: number, command: SchedulerCommand, result: unknown) => void;
   /**
@@ -39,43 +45,65 @@ export interface MemberStateMachineHooks {
  * belong to one state). It is kept for the last snapshot checked only, and given to one restore
  * only. (`schedulerOf`: the member builds its scheduler after the driver this is given to.)
  */
-export function memberStateMachine(schedulerOf: () => SchedulerRuntime, hooks: MemberStateMachineHooks = {}): StateMachine {
+export function memberStateMachine(schedulerOf: () => SchedulerRuntime, cluster: ClusterVersionState, hooks: MemberStateMachineHooks = {}): StateMachine {
   let checked: { readonly data: Uint8Array; readonly parts: SchedulerStateParts } | null = null;
   const mirror = new SchedulerMirror(() => schedulerOf().state.limits, hooks.now);
   return {
     apply: (entry) => {
       // Nothing here reads an application entry but the hook: skipped, it needs no decoding.
       if ((hooks.onUserEntry === undefined || hooks.wantsUserEntries?.() === false) && isUserCommand(entry.data)) return undefined;
-      const command = decodeCommand(entry.data);
-      if (command?.kind === 'scheduler') {
-        const result = schedulerOf().apply(entry.index, command.command);
-        mirror.apply(entry.index, command.command);
-        hooks.onSchedulerApplied?.(entry.index, command.command, result);
-        return result;
+      // Throws VersionTooOldError for an entry of an active version this member cannot read:
+      // the driver stops the member before the entry counts as applied.
+      const command = decodeEntry(entry.data, cluster.active, cluster.support);
+      switch (command.kind) {
+        case 'scheduler': {
+          const result = schedulerOf().apply(entry.index, command.command);
+          mirror.apply(entry.index, command.command);
+          hooks.onSchedulerApplied?.(entry.index, command.command, result);
+          return result;
+        }
+        case 'user':
+          hooks.onUserEntry?.(entry, command.data);
+          return undefined;
+        case 'cluster': {
+          const result = cluster.apply(command.command, entry.index);
+          hooks.onClusterApplied?.(entry.index, command.command, result);
+          return result;
+        }
+        case 'extension':
+          return cluster.applyExtension(command.command, entry.index);
+        case 'skip':
+          hooks.onSkipped?.(entry.index, command.reason);
+          return undefined;
       }
-      if (command?.kind === 'user') hooks.onUserEntry?.(entry, command.data);
-      return undefined;
     },
-    // Only the scheduler's state is kept: applications' own entries are delivered as they
+    // The scheduler's state and the cluster's: applications' own entries are delivered as they
     // apply and are not replayed from a snapshot.
-    snapshot: () => encodeMemberSnapshot(encodeSchedulerSnapshot(schedulerOf().state)),
+    snapshot: () => encodeMemberSnapshot(encodeSchedulerSnapshot(schedulerOf().state), encodeClusterPart(cluster.save())),
     // Taken of the mirror, which holds still while the live state moves on (see SchedulerMirror).
-    snapshotInSteps: () => mirror.snapshotInSteps(),
+    // The mirror catches up with the live state as the snapshot begins, so the cluster's state,
+    // small, is taken from the live one now, at the same index.
+    snapshotInSteps: () => mirror.snapshotInSteps(encodeClusterPart(cluster.save())),
     restore: (data) => {
       const decoded = checked?.data === data ? checked.parts : null;
       checked = null;
-      const bytes = decodeMemberSnapshot(data);
-      if (bytes === null) throw new CodecError('Not a member snapshot this version reads');
-      schedulerOf().restore(decoded ?? bytes);
+      const parts = decodeMemberSnapshot(data);
+      if (parts === null) throw new CodecError('Not a member snapshot this version reads');
+      // First, since it may refuse (a version this member cannot read) and then changes nothing.
+      if (parts.cluster === null) cluster.reset();
+      else cluster.restore(parts.cluster);
+      schedulerOf().restore(decoded ?? parts.scheduler);
       // The mirror decodes the bytes again: the decoded records belong to the live state.
-      mirror.restore(bytes);
+      mirror.restore(parts.scheduler);
     },
     acceptsSnapshot: (data) => {
       checked = null;
-      const bytes = decodeMemberSnapshot(data);
-      if (bytes === null) return false;
+      const parts = decodeMemberSnapshot(data);
+      // A snapshot of a cluster version this member cannot read throws (VersionTooOldError):
+      // it could never catch up, and stops.
+      if (parts === null || (parts.cluster !== null && !cluster.accepts(parts.cluster))) return false;
       try {
-        checked = { data, parts: decodeSchedulerSnapshot(bytes, schedulerOf().state.limits) };
+        checked = { data, parts: decodeSchedulerSnapshot(parts.scheduler, schedulerOf().state.limits) };
         return true;
       } catch {
         return false;

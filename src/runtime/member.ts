@@ -9,7 +9,11 @@ import type { Transport } from '../transport/transport.js';
 import { encodeCommand } from './commands.js';
 import { COMPACTION_DEFAULTS, type CompactionOptions } from './compaction.js';
 import { RaftDriver } from './driver.js';
-import { memberStateMachine } from './member-state-machine.js';
+import { memberStateMachine, type MemberStateMachineHooks } from './member-state-machine.js';
+import { VersionKeeper } from './version-keeper.js';
+import { ClusterVersionState } from '../version/cluster-version.js';
+import { SUPPORTED, type VersionSupport } from '../version/versions.js';
+import type { ProposalResult } from './pending-requests.js';
 import type { RunRecord } from './scheduler/job-types.js';
 import { SchedulerRuntime, type SchedulerRuntimeOptions } from './scheduler/scheduler-runtime.js';
 
@@ -62,6 +66,10 @@ export interface MemberParts {
   readonly onRun?: (run: RunRecord) => void;
   /** A scheduler command applied here, with its result (the simulator's checkers watch them). */
   readonly onSchedulerApplied?: (index: number, command: SchedulerCommand, result: unknown) => void;
+  /** A cluster command applied here (a version announced or raised), with its result. */
+  readonly onClusterApplied?: MemberStateMachineHooks['onClusterApplied'];
+  /** What this member reads: tests build "the next release" with more. @default SUPPORTED */
+  readonly versions?: VersionSupport;
 }
 
 /**
@@ -73,6 +81,11 @@ export interface MemberParts {
 export class Member {
   readonly driver: RaftDriver;
   readonly scheduler: SchedulerRuntime;
+  /** The cluster version in force and what each member reads, as applied here. */
+  readonly versions: ClusterVersionState;
+  readonly versionKeeper: VersionKeeper;
+  /** Entries applied here that every member skips (see decodeEntry), by reason. */
+  readonly skippedEntries = { malformed: 0, inactive: 0 };
   readonly #p: MemberParts;
   /** While this member led, the latest time by which it had heard from a majority (monotonic ms). */
   #ledAt: number | undefined;
@@ -85,11 +98,15 @@ export class Member {
   constructor(parts: MemberParts) {
     this.#p = parts;
     const t = parts.timing;
-    const stateMachine = memberStateMachine(() => this.scheduler, {
+    const voters = new Set(parts.voters);
+    this.versions = new ClusterVersionState(parts.versions ?? SUPPORTED, (id) => voters.has(id));
+    const stateMachine = memberStateMachine(() => this.scheduler, this.versions, {
       now: () => parts.timers.now(),
       onUserEntry: parts.onUserEntry,
       wantsUserEntries: parts.wantsUserEntries,
       onSchedulerApplied: parts.onSchedulerApplied,
+      onClusterApplied: parts.onClusterApplied,
+      onSkipped: (_index, reason) => this.skippedEntries[reason]++,
     });
     this.driver = new RaftDriver({
       node: parts.node,
@@ -144,17 +161,36 @@ export class Member {
       onRunStart: parts.onRunStart,
       onRun: parts.onRun,
     });
+    this.versionKeeper = new VersionKeeper({
+      self: parts.self,
+      voters: parts.voters,
+      versions: this.versions,
+      driver,
+      timers: parts.timers,
+      live: (id) => this.#heardLately(id),
+    });
+  }
+
+  /**
+   * Proposes a command of a cluster version after the first (`feature` names it in the error).
+   * @throws VersionNotActiveError, at once, while the cluster runs an older version
+   */
+  proposeVersioned(feature: string, version: number, command: unknown): Promise<ProposalResult> {
+    this.versions.require(feature, version);
+    return this.driver.propose(encodeCommand({ kind: 'extension', version, command }));
   }
 
   /** Starts ticking and planning; the transport must be started already. */
   start(): void {
     this.driver.start();
     this.scheduler.start();
+    this.versionKeeper.start();
     // Alone, there is nobody to wait for: take leadership now rather than after a timeout.
     if (this.#p.voters.length === 1) this.driver.node.campaign();
   }
 
   stop(): void {
+    this.versionKeeper.stop();
     this.scheduler.stop();
     this.driver.stop();
   }
@@ -225,10 +261,14 @@ export class Member {
       // slots at the wrong time: it gets no work until its clock is known and close enough.
       const offset = offsets.get(id);
       if (offset === undefined || Math.abs(offset.offsetMs) > this.#p.timing.maxClockSkewMs) return false;
-      if (id === this.#p.self) return true;
-      const heard = this.driver.lastHeard(id);
-      return heard !== undefined && now - heard < this.#p.timing.electionTimeoutMs && this.#p.transport.isConnected(id);
+      return id === this.#p.self || this.#heardLately(id, now);
     });
+  }
+
+  /** Whether a peer was heard from within an election timeout and is connected. */
+  #heardLately(id: NodeId, now = this.#p.timers.now()): boolean {
+    const heard = this.driver.lastHeard(id);
+    return heard !== undefined && now - heard < this.#p.timing.electionTimeoutMs && this.#p.transport.isConnected(id);
   }
 }
 

@@ -5,7 +5,9 @@ import { CodecError } from '../../src/errors.js';
 import type { Entry } from '../../src/raft/types.js';
 import { EntryType } from '../../src/raft/types.js';
 import { encodeCommand } from '../../src/runtime/commands.js';
-import { MEMBER_SNAPSHOT_VERSION, decodeMemberSnapshot, encodeMemberSnapshot } from '../../src/runtime/member-snapshot.js';
+import { MEMBER_SNAPSHOT_VERSION, decodeMemberSnapshot, encodeClusterPart, encodeMemberSnapshot } from '../../src/runtime/member-snapshot.js';
+import { ClusterVersionState } from '../../src/version/cluster-version.js';
+import { SUPPORTED } from '../../src/version/versions.js';
 import { memberStateMachine } from '../../src/runtime/member-state-machine.js';
 import type { SchedulerRuntime } from '../../src/runtime/scheduler/scheduler-runtime.js';
 import { SchedulerState } from '../../src/scheduler/state.js';
@@ -24,10 +26,14 @@ function recordingScheduler(): { scheduler: SchedulerRuntime; restored: string[]
   return { scheduler, restored };
 }
 
+function clusterState(): ClusterVersionState {
+  return new ClusterVersionState(SUPPORTED, () => true);
+}
+
 describe("a member's state machine", () => {
   it('restores a snapshot it just accepted from what the check decoded, once', () => {
     const { scheduler, restored } = recordingScheduler();
-    const sm = memberStateMachine(() => scheduler);
+    const sm = memberStateMachine(() => scheduler, clusterState());
     const data = sm.snapshot();
     expect(sm.acceptsSnapshot(data)).toBe(true);
     sm.restore(data);
@@ -38,7 +44,7 @@ describe("a member's state machine", () => {
 
   it('decodes bytes that are not the snapshot last accepted', () => {
     const { scheduler, restored } = recordingScheduler();
-    const sm = memberStateMachine(() => scheduler);
+    const sm = memberStateMachine(() => scheduler, clusterState());
     const first = sm.snapshot();
     const second = sm.snapshot();
     expect(sm.acceptsSnapshot(first)).toBe(true);
@@ -51,7 +57,7 @@ describe("a member's state machine", () => {
 
   it('refuses bytes that are not a snapshot, and a restore of them throws CodecError', () => {
     const { scheduler, restored } = recordingScheduler();
-    const sm = memberStateMachine(() => scheduler);
+    const sm = memberStateMachine(() => scheduler, clusterState());
     const garbage = Uint8Array.of(0xff, 0x00);
     expect(sm.acceptsSnapshot(garbage)).toBe(false);
     expect(() => sm.restore(garbage)).toThrow(CodecError);
@@ -63,7 +69,7 @@ describe("a member's state machine", () => {
     const applied: number[] = [];
     const seen: string[] = [];
     let wanted = false;
-    const sm = memberStateMachine(() => ({ ...scheduler, apply: (index: number) => (applied.push(index), { ok: true }) }) as unknown as typeof scheduler, {
+    const sm = memberStateMachine(() => ({ ...scheduler, apply: (index: number) => (applied.push(index), { ok: true }) }) as unknown as typeof scheduler, clusterState(), {
       wantsUserEntries: () => wanted,
       onUserEntry: (entry, data) => seen.push(`${entry.index}:${new TextDecoder().decode(data)}`),
     });
@@ -82,14 +88,16 @@ describe("a member's state machine", () => {
   it('hands every application entry to a hook that does not say whether it wants them', () => {
     const { scheduler } = recordingScheduler();
     const seen: number[] = [];
-    const sm = memberStateMachine(() => scheduler, { onUserEntry: (entry) => seen.push(entry.index) });
+    const sm = memberStateMachine(() => scheduler, clusterState(), { onUserEntry: (entry) => seen.push(entry.index) });
     for (const index of [1, 2]) sm.apply({ index, term: 1, type: EntryType.Normal, data: encodeCommand({ kind: 'user', data: Uint8Array.of(index) }), pid: '' });
     expect(seen).toEqual([1, 2]);
   });
 });
 
 describe('member snapshot bytes', () => {
-  it("are cborg's encoding of [version, scheduler bytes], whatever the length and however the bytes come in pieces", () => {
+  it("are cborg's encoding of [version, scheduler bytes, cluster], whatever the length and however the bytes come in pieces", () => {
+    const saved = clusterState().save();
+    const cluster = encodeClusterPart(saved);
     // Lengths around every size of a CBOR length head, and the pieces cut anywhere.
     const length = fc.constantFrom(0, 1, 23, 24, 255, 256, 65_535, 65_536, 70_000);
     fc.assert(
@@ -97,12 +105,13 @@ describe('member snapshot bytes', () => {
         const bytes = Uint8Array.from({ length: n }, (_, i) => (i * 31 + seed) & 0xff);
         const at = [...new Set(cuts.map((c) => (n === 0 ? 0 : c % n)))].sort((a, b) => a - b);
         const pieces = [0, ...at].map((from, i) => bytes.subarray(from, at[i] ?? n));
-        const expected = encode([MEMBER_SNAPSHOT_VERSION, bytes]);
-        expectSameBytes(encodeMemberSnapshot(bytes), expected);
-        expectSameBytes(encodeMemberSnapshot(pieces), expected);
+        const expected = encode([MEMBER_SNAPSHOT_VERSION, bytes, saved]);
+        expectSameBytes(encodeMemberSnapshot(bytes, cluster), expected);
+        expectSameBytes(encodeMemberSnapshot(pieces, cluster), expected);
         const decoded = decodeMemberSnapshot(expected);
         expect(decoded).not.toBeNull();
-        expectSameBytes(decoded as Uint8Array, bytes);
+        expectSameBytes(decoded?.scheduler ?? new Uint8Array(), bytes);
+        expect(decoded?.cluster).toEqual(saved);
       }),
       { numRuns: 60 },
     );

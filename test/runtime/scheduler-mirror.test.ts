@@ -3,7 +3,9 @@ import type { Entry } from '../../src/raft/types.js';
 import { EntryType } from '../../src/raft/types.js';
 import { decodeCommand, encodeCommand } from '../../src/runtime/commands.js';
 import type { StateMachine } from '../../src/runtime/state-machine.js';
-import { encodeMemberSnapshot } from '../../src/runtime/member-snapshot.js';
+import { encodeClusterPart, encodeMemberSnapshot } from '../../src/runtime/member-snapshot.js';
+import { ClusterVersionState } from '../../src/version/cluster-version.js';
+import { SUPPORTED } from '../../src/version/versions.js';
 import { memberStateMachine } from '../../src/runtime/member-state-machine.js';
 import { CATCH_UP_PER_STEP, MAX_ENTRIES_HELD, MAX_PIECES_PER_STEP, SNAPSHOT_BYTES_PER_STEP, SNAPSHOT_STEP_BUDGET_MS, SchedulerMirror } from '../../src/runtime/scheduler-mirror.js';
 import type { SchedulerRuntime } from '../../src/runtime/scheduler/scheduler-runtime.js';
@@ -19,6 +21,9 @@ const MEMBERS = ['a', 'b', 'c'];
 const JOBS = 20;
 
 /** The part of a scheduler runtime a member's state machine uses, over a real state. */
+/** The cluster's part of every snapshot here: a fresh cluster's. */
+const CLUSTER = encodeClusterPart(new ClusterVersionState(SUPPORTED, () => true).save());
+
 function liveScheduler(): SchedulerRuntime {
   const state = new SchedulerState();
   return {
@@ -30,7 +35,7 @@ function liveScheduler(): SchedulerRuntime {
 
 function withLiveScheduler(): StateMachine {
   const live = liveScheduler();
-  return memberStateMachine(() => live);
+  return memberStateMachine(() => live, new ClusterVersionState(SUPPORTED, () => true));
 }
 
 /** Feeds scheduler commands to a state machine as log entries, numbering them. */
@@ -144,10 +149,10 @@ describe('the end of a snapshot in steps, at scale', () => {
     let yields = 0;
     const encoding = schedulerSnapshotSteps(state);
     while (encoding.next().done !== true) yields++;
-    const { incomplete, data } = finish(mirror.snapshotInSteps());
+    const { incomplete, data } = finish(mirror.snapshotInSteps(CLUSTER));
     expect(data.byteLength).toBeGreaterThan(2 * SNAPSHOT_BYTES_PER_STEP);
     expect(incomplete).toBe(yields + Math.ceil(data.byteLength / SNAPSHOT_BYTES_PER_STEP) - 1);
-    expectSameBytes(data, encodeMemberSnapshot(encodeSchedulerSnapshot(state)));
+    expectSameBytes(data, encodeMemberSnapshot(encodeSchedulerSnapshot(state), CLUSTER));
   });
 
   it(`catches up on the entries it held back before the snapshot counts as taken, ${CATCH_UP_PER_STEP} a step and two for each entry applied meanwhile`, () => {
@@ -155,8 +160,8 @@ describe('the end of a snapshot in steps, at scale', () => {
     let yields = 0;
     const encoding = schedulerSnapshotSteps(state);
     while (encoding.next().done !== true) yields++;
-    const atBegin = encodeMemberSnapshot(encodeSchedulerSnapshot(state));
-    const steps = mirror.snapshotInSteps();
+    const atBegin = encodeMemberSnapshot(encodeSchedulerSnapshot(state), CLUSTER);
+    const steps = mirror.snapshotInSteps(CLUSTER);
     const held = 3 * CATCH_UP_PER_STEP + 100;
     for (let j = 0; j < held; j++) apply({ type: 'unregister', job: `job${j % JOBS}`, member: 'nobody' });
     expect(mirror.behind).toBe(held);
@@ -176,18 +181,18 @@ describe('the end of a snapshot in steps, at scale', () => {
     expect(rest.incomplete).toBe(Math.ceil((held - CATCH_UP_PER_STEP - 10) / CATCH_UP_PER_STEP) - 1);
     expectSameBytes(rest.data, atBegin);
     expect(mirror.behind).toBe(0);
-    expectSameBytes(finish(mirror.snapshotInSteps()).data, encodeMemberSnapshot(encodeSchedulerSnapshot(state)));
+    expectSameBytes(finish(mirror.snapshotInSteps(CLUSTER)).data, encodeMemberSnapshot(encodeSchedulerSnapshot(state), CLUSTER));
   });
 
   it(`given a clock, does pieces of work a step until ${SNAPSHOT_STEP_BUDGET_MS} ms are spent, at most ${MAX_PIECES_PER_STEP}`, () => {
-    const pieces = finish(mirrored(9000).mirror.snapshotInSteps()).incomplete + 1;
+    const pieces = finish(mirrored(9000).mirror.snapshotInSteps(CLUSTER)).incomplete + 1;
     expect(pieces).toBeGreaterThan(2 * MAX_PIECES_PER_STEP);
     // A clock that stands still (a simulation's): the bound on pieces.
-    const still = finish(mirrored(9000, () => 0).mirror.snapshotInSteps());
+    const still = finish(mirrored(9000, () => 0).mirror.snapshotInSteps(CLUSTER));
     expect(still.incomplete + 1).toBe(Math.ceil(pieces / MAX_PIECES_PER_STEP));
     // A clock that moves a millisecond a reading: the budget is spent after this many pieces.
     let t = 0;
-    const moving = finish(mirrored(9000, () => t++).mirror.snapshotInSteps());
+    const moving = finish(mirrored(9000, () => t++).mirror.snapshotInSteps(CLUSTER));
     expect(moving.incomplete + 1).toBe(Math.ceil(pieces / SNAPSHOT_STEP_BUDGET_MS));
     expectSameBytes(moving.data, still.data);
   });

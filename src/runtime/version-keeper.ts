@@ -1,0 +1,89 @@
+import type { NodeId } from '../raft/types.js';
+import type { TimerHandle, Timers } from '../time/clock.js';
+import type { ClusterCommand } from '../version/cluster-command.js';
+import type { ClusterVersionState } from '../version/cluster-version.js';
+import { nextActivation, type VersionDecision } from '../version/decide.js';
+import { encodeCommand } from './commands.js';
+import type { RaftDriver } from './driver.js';
+
+/**
+ * How often a member looks whether the log should hear of its versions, and a leader whether
+ * the cluster version can rise. A raise waits for two looks in a row that agree, so it comes
+ * one to two of these after the last member announced.
+ */
+export const VERSION_CHECK_MS = 500;
+
+export interface VersionKeeperOptions {
+  readonly self: NodeId;
+  readonly voters: readonly NodeId[];
+  readonly versions: ClusterVersionState;
+  readonly driver: RaftDriver;
+  readonly timers: Timers;
+  /** Whether a member is live now (see ActivationInput.live). */
+  readonly live: (id: NodeId) => boolean;
+}
+
+/**
+ * Keeps the cluster's version state current, on every member: it announces what this member
+ * reads whenever the applied state says otherwise (at its first start, after an upgrade, or
+ * after a snapshot of cronraft 0.1.0 forgot it), and, on the leader, raises the cluster version
+ * once every member reads the next one (nextActivation). One proposal of each kind in flight
+ * at a time; a failed one is tried again at the next look.
+ */
+export class VersionKeeper {
+  readonly #o: VersionKeeperOptions;
+  #timer: TimerHandle | null = null;
+  #announcing = false;
+  #activating = false;
+  /** The raise the previous look would have made: a raise needs two looks in a row that agree. */
+  #proposedBefore: number | null = null;
+  #decision: VersionDecision = { kind: 'current' };
+
+  constructor(options: VersionKeeperOptions) {
+    this.#o = options;
+  }
+
+  /** What the leader last decided (on a follower, what it would): `state().version.waitingFor`. */
+  get decision(): VersionDecision {
+    return this.#decision;
+  }
+
+  start(): void {
+    const look = (): void => {
+      this.#look();
+      this.#timer = this.#o.timers.setTimeout(look, VERSION_CHECK_MS);
+    };
+    this.#timer = this.#o.timers.setTimeout(look, VERSION_CHECK_MS);
+  }
+
+  stop(): void {
+    if (this.#timer !== null) this.#o.timers.clearTimeout(this.#timer);
+    this.#timer = null;
+  }
+
+  #look(): void {
+    const { versions, driver, self } = this.#o;
+    const node = driver.node;
+    if (node.leader === null) return;
+    const support = versions.support;
+    const mine = versions.members.get(self);
+    const announced = mine !== undefined && mine.protocol.min === support.protocol.min && mine.protocol.max === support.protocol.max && mine.stateMachine.min === support.stateMachine.min && mine.stateMachine.max === support.stateMachine.max;
+    if (!announced && !this.#announcing) {
+      this.#announcing = true;
+      const command: ClusterCommand = { type: 'announce', member: self, protocol: [support.protocol.min, support.protocol.max], stateMachine: [support.stateMachine.min, support.stateMachine.max] };
+      this.#propose(command, () => (this.#announcing = false));
+    }
+    this.#decision = nextActivation({ active: versions.active, voters: this.#o.voters, announced: versions.members, live: (id) => id === self || this.#o.live(id) });
+    const raise = this.#decision.kind === 'activate' && node.role === 'leader' ? this.#decision.to : null;
+    const agreed = raise !== null && raise === this.#proposedBefore;
+    this.#proposedBefore = raise;
+    if (!agreed || this.#activating || this.#decision.kind !== 'activate') return;
+    this.#activating = true;
+    this.#propose({ type: 'activate', from: this.#decision.from, to: this.#decision.to }, () => (this.#activating = false));
+  }
+
+  #propose(command: ClusterCommand, settled: () => void): void {
+    // A refusal (no leader, a timeout, the member stopping) is tried again at the next look.
+    this.#o.driver.propose(encodeCommand({ kind: 'cluster', command })).then(settled, settled);
+  }
+}

@@ -1,0 +1,59 @@
+import type { VersionExtension } from './extension.js';
+
+/** A closed range of versions, `min` to `max`. */
+export interface VersionRange {
+  readonly min: number;
+  readonly max: number;
+}
+
+/**
+ * What a member can read: the wire's frame formats (`protocol`) and the cluster versions of the
+ * replicated state machine (`stateMachine`: what the log's entries and the snapshots mean).
+ * `extension`, in tests only, reads the commands of `stateMachine.max` when that is a version
+ * this release does not know (see extension.ts).
+ */
+export interface VersionSupport {
+  readonly protocol: VersionRange;
+  readonly stateMachine: VersionRange;
+  readonly extension?: VersionExtension;
+}
+
+/**
+ * The cluster version of a log or snapshot that says none: every entry written before the
+ * version gate existed (cronraft 0.1.0), and every entry of this version's commands.
+ */
+export const FIRST_CLUSTER_VERSION = 1;
+
+/**
+ * Bound on any version number read from the log, a snapshot or a peer: a hostile or damaged
+ * value past it is malformed, not a version to wait for.
+ */
+export const MAX_VERSION = 1_000;
+
+/**
+ * What this release reads. The promise (README, "Upgrading"): `stateMachine.min` stays 1 until a
+ * major release says otherwise, one major release ahead, so a member of any later release
+ * joins a cluster of this one and the cluster's version rises once all have been upgraded.
+ */
+export const SUPPORTED: VersionSupport = {
+  protocol: { min: 1, max: 1 },
+  stateMachine: { min: FIRST_CLUSTER_VERSION, max: 1 },
+};
+
+/**
+ * The wire protocol every link must speak once a cluster version is active: a wire message of
+ * a newer protocol is sent only when the active version's protocol allows it. One protocol for
+ * every cluster version so far; a version that adds a message raises it.
+ */
+export function protocolOf(_clusterVersion: number): number {
+  return 1;
+}
+
+export function inRange(range: VersionRange, version: number): boolean {
+  return version >= range.min && version <= range.max;
+}
+
+/** Whether a value read from the log, a snapshot or a peer is a version number within MAX_VERSION. */
+export function isVersion(value: unknown): value is number {
+  return Number.isSafeInteger(value) && (value as number) >= 1 && (value as number) <= MAX_VERSION;
+}
