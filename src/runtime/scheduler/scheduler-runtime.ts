@@ -106,7 +106,9 @@ export class SchedulerRuntime {
   apply(index: number, command: SchedulerCommand): ApplyResult {
     const result = this.state.apply(index, command);
     this.#leader.applied(command);
-    if (command.type === 'register' && result.ok) this.#planSoon();
+    // A job just registered may have a slot due soon; a member that just unregistered one (it
+    // stops gracefully) holds claims that should move before their instants.
+    if ((command.type === 'register' || command.type === 'unregister') && result.ok) this.#planSoon();
     this.#assignee.applied(command, result);
     return result;
   }
