@@ -161,8 +161,7 @@ export class Member {
   }
 
   /**
-   * Hands this member's work over before it stops (a rolling restart), then stops it: its
-   * scheduler gives up its jobs and claims, lets its runs finish within `timeoutMs` and reports
+   * Hands this member's work over before it stops (a rolling restart): its scheduler gives up its jobs and claims, lets its runs finish within `timeoutMs` and reports
    * those still going then as interrupted (scheduler/handover.ts), and a leader then hands
    * leadership to an up-to-date follower, waiting at most `timeoutMs` for it to lead. The
    * outcomes and the moves of its claims are awaited for at most one election timeout each,

@@ -98,7 +98,7 @@ export class SchedulerRuntime {
    */
   async #unregister(name: string): Promise<void> {
     this.#assignee.flushRecords();
-    await waitUntil(this.#o.timers, () => this.#assignee.runsAnnounced(name), this.#o.reassignHorizonMs, this.#o.planIntervalMs);
+    await waitUntil(this.#o.timers, () => this.#ctx.stopped || this.#assignee.runsAnnounced(name), this.#o.reassignHorizonMs, this.#o.planIntervalMs);
     await this.#registrations.unregister(name);
   }
 
