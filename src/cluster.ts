@@ -181,8 +181,12 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   }
 
   /**
-   * Leaves the cluster. A leader first hands leadership to the most up-to-date follower (waiting
-   * at most `stopTimeoutMs`), so the others need not wait for an election timeout.
+   * Leaves the cluster gracefully, so that a rolling restart misses and doubles no slot: this
+   * member unregisters its jobs (the leader moves its claims not yet run to other members at
+   * once; `schedule()` at the next start registers them again), lets its runs in progress finish
+   * within `stopTimeoutMs` and reports those still going then as interrupted (their slots move
+   * at once), and a leader hands leadership to the most up-to-date follower (waiting at most
+   * `stopTimeoutMs`), so the others need not wait for an election timeout.
    */
   async stop(): Promise<void> {
     if (this.#status === 'stopped' || this.#status === 'stopping') return;
@@ -191,17 +195,9 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       return;
     }
     this.#status = 'stopping';
-    // Runs in progress finish and record their outcomes first: a slot that ran without a
-    // recorded outcome would run again after a restart.
-    await this.#scheduler?.drain(this.#o.stopTimeoutMs);
-    const driver = this.#driver;
-    if (driver !== null && driver.node.role === 'leader' && this.#o.voters.length > 1 && this.#o.stopTimeoutMs > 0) {
-      if (driver.transferLeadership() !== null) {
-        await this.#waitFor(() => driver.node.role !== 'leader', this.#o.stopTimeoutMs);
-        // Let the TimeoutNow and the last appends reach the target before the streams close.
-        await this.#waitFor(() => driver.node.leader !== null && driver.node.leader !== this.id, this.#o.stopTimeoutMs);
-      }
-    }
+    // Its jobs and claims are handed over, its runs finish (or are reported interrupted) and
+    // record their outcomes, and a leader hands leadership over, before the streams close.
+    await this.#member?.stopGracefully(this.#o.stopTimeoutMs);
     await this.#close();
     this.#status = 'stopped';
   }

@@ -15,6 +15,7 @@ import { ClusterVersionState } from '../version/cluster-version.js';
 import { SUPPORTED, type VersionSupport } from '../version/versions.js';
 import type { ProposalResult } from './pending-requests.js';
 import type { RunRecord } from './scheduler/job-types.js';
+import { waitUntil } from './scheduler/handover.js';
 import { SchedulerRuntime, type SchedulerRuntimeOptions } from './scheduler/scheduler-runtime.js';
 
 /** Bounds and intervals of one member, resolved from the cluster's options. */
@@ -193,6 +194,25 @@ export class Member {
     this.versionKeeper.stop();
     this.scheduler.stop();
     this.driver.stop();
+  }
+
+  /**
+   * Hands this member's work over before it stops (a rolling restart): its scheduler gives up its jobs and claims, lets its runs finish within `timeoutMs` and reports
+   * those still going then as interrupted (scheduler/handover.ts), and a leader then hands
+   * leadership to an up-to-date follower, waiting at most `timeoutMs` for it to lead. The
+   * outcomes and the moves of its claims are awaited for at most one election timeout each,
+   * the time the cluster would otherwise take to find this member lost. The caller then stops
+   * it (stop()) and closes its transport.
+   */
+  async stopGracefully(timeoutMs: number): Promise<void> {
+    const settleMs = timeoutMs > 0 ? this.#p.timing.electionTimeoutMs : 0;
+    await this.scheduler.handOver(timeoutMs, settleMs);
+    const driver = this.driver;
+    if (driver.node.role === 'leader' && this.#p.voters.length > 1 && timeoutMs > 0 && driver.transferLeadership() !== null) {
+      await waitUntil(this.#p.timers, () => driver.node.role !== 'leader', timeoutMs, this.#p.timing.tickMs);
+      // Let the TimeoutNow and the last appends reach the target before the streams close.
+      await waitUntil(this.#p.timers, () => driver.node.leader !== null && driver.node.leader !== this.#p.self, timeoutMs, this.#p.timing.tickMs);
+    }
   }
 
   /**

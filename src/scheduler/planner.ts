@@ -201,8 +201,9 @@ export interface ReassignInput {
 }
 
 /**
- * Claims (mode 'one') to move to another member: their assignee is no longer reachable and
- * has reported nothing under the current token, or their run failed and the job retries
+ * Claims (mode 'one') to move to another member: their assignee is no longer reachable, or
+ * released the claim (it unregistered the job and started no run under the token: see
+ * `released`), and has reported nothing under the current token, or their run failed and the job retries
  * (after an exponential back-off from the failure). A claim past the horizon is never moved:
  * if nothing was reported under its token and no member that may take work runs it, it is
  * recorded as missed (`expire`), so that no claimed slot is left without an outcome. Pure,
@@ -229,7 +230,7 @@ export function planReassignments(state: SchedulerState, input: ReassignInput): 
     }
     // Most claims are settled or in good hands: decided before any allocation, since every
     // claim within the horizon is looked at on every plan.
-    if (current === undefined ? input.eligible.has(assignee) : isSettling(current.outcome)) continue;
+    if (current === undefined ? input.eligible.has(assignee) && !released(job, claim, assignee) : isSettling(current.outcome)) continue;
     const candidates = [...job.handlers].filter((id) => input.eligible.has(id)).sort();
     if (current === undefined) {
       if (candidates.length === 0) continue;
@@ -250,6 +251,16 @@ export function planReassignments(state: SchedulerState, input: ReassignInput): 
     out.push({ type: 'reassign', job: claim.job, slotMs: claim.slotMs, fromToken: claim.token, assignees: [pick(candidates, state, assignee)], reason: 'retry' });
   }
   return out;
+}
+
+/**
+ * Whether the assignee gave the claim back: it no longer handles the job (it unregistered it,
+ * as a member does as it stops gracefully) and has not started a run under the claim's token,
+ * so nobody runs the slot unless it moves. A run it started goes on (and reports its outcome,
+ * or is moved once the member is lost), so that a slot is never started twice.
+ */
+function released(job: JobRecord, claim: ClaimRecord, assignee: NodeId): boolean {
+  return !job.handlers.has(assignee) && claim.starts.get(assignee)?.token !== claim.token;
 }
 
 /** Another member than the last one if there is one, least loaded first. */

@@ -117,6 +117,26 @@ describe('reassignments', () => {
     ]);
   });
 
+  it('moves at once a claim whose assignee unregistered the job and started no run under it', () => {
+    const s = claimed();
+    s.apply(11, { type: 'unregister', job: 'tick', member: 'a' });
+    // 'a' is still reachable (it is stopping gracefully): the claim moves all the same.
+    expect(planReassignments(s, reassignInput(T0 + 900, ['a', 'b']))).toEqual([
+      { type: 'reassign', job: 'tick', slotMs: T0 + 1000, fromToken: 10, assignees: ['b'], reason: 'assignee-lost' },
+    ]);
+  });
+
+  it('leaves a released claim whose run started under its token, and one nobody else handles', () => {
+    const started = claimed();
+    started.apply(11, { type: 'started', job: 'tick', slotMs: T0 + 1000, token: 10, member: 'a', atMs: T0 + 1000 });
+    started.apply(12, { type: 'unregister', job: 'tick', member: 'a' });
+    expect(planReassignments(started, reassignInput(T0 + 1100, ['a', 'b']))).toEqual([]);
+    const alone = claimed();
+    alone.apply(11, { type: 'unregister', job: 'tick', member: 'b' });
+    alone.apply(12, { type: 'unregister', job: 'tick', member: 'a' });
+    expect(planReassignments(alone, reassignInput(T0 + 900, ['a', 'b']))).toEqual([]);
+  });
+
   it('retries a failed run on another member after the back-off, as many times as the job allows', () => {
     const fail = (s: SchedulerState): SchedulerState => {
       s.apply(11, { type: 'outcome', job: 'tick', slotMs: T0 + 1000, token: 10, member: 'a', outcome: 'failed', atMs: T0 + 1100 });

@@ -822,3 +822,66 @@ describe('restoring from a snapshot', () => {
     expect(c.runs.map((r) => r.slotMs - T0)).toEqual([1000]);
   });
 });
+
+describe('a graceful stop hands over', () => {
+  /** Runs of `job` by slot offset in seconds, with the members that started them. */
+  const runsBySlot = (c: Cluster, job: string): Map<number, string[]> => {
+    const out = new Map<number, string[]>();
+    for (const r of c.runs.filter((x) => x.job === job)) out.set((r.slotMs - T0) / 1000, [...(out.get((r.slotMs - T0) / 1000) ?? []), r.member]);
+    return out;
+  };
+
+  it('its claims not yet run move at once, and its run in progress ends here, once', async () => {
+    const c = cluster(['a', 'b', 'c']);
+    c.schedule(['a', 'b', 'c'], 'sync', { every: '200ms' }, 50);
+    await c.time.advanceTo(T0 + 2201);
+    // A follower ('a' leads, and plans on after the others stop): 'b' runs the slot of 2200,
+    // with its start still held back, and holds claims of later slots.
+    const self = 'b';
+    const stopping = c.members.get(self)!;
+    expect(c.claims('sync').find((x) => x.slotMs === T0 + 2200)!.starts.size).toBe(0);
+    expect(runsBySlot(c, 'sync').get(2.2)).toEqual([self]);
+    expect(c.claims('sync').filter((x) => x.slotMs > T0 + 2200 && x.assignees[0] === self).length).toBeGreaterThan(0);
+    let done = false;
+    void stopping.handOver(1000, 250).then(() => (done = true));
+    await c.time.advanceTo(T0 + 2500);
+    expect(done).toBe(true);
+    stopping.stop();
+    expect(c.state().jobs.get('sync')!.handlers.has(self)).toBe(false);
+    await c.time.advanceTo(T0 + 6000);
+    // Every slot ran once; none on the stopping member after the one it was running.
+    const runs = runsBySlot(c, 'sync');
+    for (let slot = 1; slot <= 29; slot++) expect(runs.get(slot / 5), `slot ${slot / 5}`).toHaveLength(1);
+    expect([...runs].filter(([slot, by]) => slot > 2.2 && by.includes(self))).toEqual([]);
+    expect(c.claims('sync').find((x) => x.slotMs === T0 + 2200)!.outcomes.get(self)?.outcome).toBe('succeeded');
+  });
+
+  it('a run still going at the timeout is reported interrupted, and its slot moves at once', async () => {
+    const c = cluster(['a', 'b']);
+    c.schedule(['a', 'b'], 'long', { at: T0 + 1000 }, 5000);
+    await c.time.advanceTo(T0 + 1100);
+    const self = c.claims('long')[0]!.assignees[0]!;
+    let doneAt: number | null = null;
+    void c.members.get(self)!.handOver(500, 250).then(() => (doneAt = c.time.now()));
+    await c.time.advanceTo(T0 + 2000);
+    // Aborted at the timeout, its outcome applied, and the slot already moved before the stop ends.
+    expect(doneAt).not.toBeNull();
+    expect(doneAt!).toBeLessThanOrEqual(T0 + 1100 + 500 + 250);
+    c.members.get(self)!.stop();
+    const claim = c.claims('long')[0]!;
+    expect(claim.outcomes.get(self)?.outcome).toBe('interrupted');
+    expect(claim.assignees).not.toEqual([self]);
+    expect(c.runs.map((r) => r.member)).toEqual([self, claim.assignees[0]]);
+  });
+
+  it('waits no longer than its bounds when no leader moves anything', async () => {
+    const c = cluster(['a', 'b'], 5, { isLeader: () => false });
+    c.schedule(['a', 'b'], 'sync', { every: '1s' }, 50);
+    await c.time.advanceTo(T0 + 500);
+    let doneAt: number | null = null;
+    void c.members.get('b')!.handOver(400, 250).then(() => (doneAt = c.time.now()));
+    await c.time.advanceTo(T0 + 5000);
+    expect(doneAt).not.toBeNull();
+    expect(doneAt!).toBeLessThanOrEqual(T0 + 500 + 400 + 250);
+  });
+});

@@ -115,6 +115,37 @@ export class Assignee {
     }
   }
 
+  /**
+   * Whether every run started here shows in the log (its start or outcome applied, or its
+   * claim moved on), those of `job` only when given: until then a leader that saw this member
+   * give up the job could move a slot it runs.
+   */
+  runsAnnounced(job?: string): boolean {
+    for (const [key, armed] of this.#armed) {
+      if (armed.phase === 'running' && (job === undefined || armed.job === job) && !this.#records.announced(key, armed.token)) return false;
+    }
+    return this.#records.endedAnnounced();
+  }
+
+  /** Sends the records of runs held back (record-batcher.ts) now. */
+  flushRecords(): void {
+    this.#records.flush();
+  }
+
+  /**
+   * Aborts the runs in progress as interrupted (their outcomes say so, and the leader moves
+   * their slots at once): a graceful stop whose time ran out. Returns how many it aborted.
+   */
+  interruptRunning(why: string): number {
+    let n = 0;
+    for (const armed of this.#armed.values()) {
+      if (armed.phase !== 'running') continue;
+      armed.abort.abort(new RunAbortedError('interrupted', why));
+      n++;
+    }
+    return n;
+  }
+
   /** Stops every timer and aborts every run: the member is stopping. */
   stop(): void {
     // Stopped, the member proposes nothing more: records still held settle now, unsent.

@@ -65,6 +65,34 @@ export class Registrations {
     return this.#ctx.proposeUntil({ type: 'unregister', job: name, member: self }, () => this.#jobs.has(name) || this.#ctx.state.jobs.get(name)?.handlers.has(self) !== true);
   }
 
+  /** Registrations proposed and not yet answered. */
+  get inFlight(): number {
+    return this.#registrationsInFlight;
+  }
+
+  /** Whether the log has this member handle no job. */
+  handlesNone(): boolean {
+    const self = this.#ctx.options.self;
+    for (const job of this.#ctx.state.jobs.values()) if (job.handlers.has(self)) return false;
+    return true;
+  }
+
+  /**
+   * Proposes `unregister` for every job the log has this member handle (a graceful stop: no
+   * leader gives it more work), at most MAX_REGISTRATIONS_IN_FLIGHT at once; resolves once each
+   * is applied or given up. The handlers stay: runs in progress go on.
+   */
+  async unregisterAll(): Promise<void> {
+    const self = this.#ctx.options.self;
+    const state = this.#ctx.state;
+    const names = [...state.jobs.values()].filter((job) => job.handlers.has(self)).map((job) => job.name);
+    for (let i = 0; i < names.length && !this.#ctx.stopped; i += MAX_REGISTRATIONS_IN_FLIGHT) {
+      await Promise.all(
+        names.slice(i, i + MAX_REGISTRATIONS_IN_FLIGHT).map((name) => this.#ctx.proposeUntil({ type: 'unregister', job: name, member: self }, () => state.jobs.get(name)?.handlers.has(self) !== true)),
+      );
+    }
+  }
+
   /**
    * Proposes the registrations waiting (#toRegister), as many as MAX_REGISTRATIONS_IN_FLIGHT
    * lets. Called on every plan interval, and when a job is scheduled or a registration succeeds
@@ -83,7 +111,8 @@ export class Registrations {
   #registerOne(name: string): void {
     if (this.#registrationsInFlight >= MAX_REGISTRATIONS_IN_FLIGHT) return;
     const job = this.#jobs.get(name);
-    if (job === undefined || this.#ctx.stopped) {
+    // A member that drains (stops gracefully) unregisters its jobs: none is registered again.
+    if (job === undefined || this.#ctx.stopped || this.#ctx.draining) {
       this.#toRegister.delete(name);
       return;
     }

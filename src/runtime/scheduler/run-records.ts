@@ -54,6 +54,23 @@ export class RunRecords {
     return this.#unrecorded.get(key) === token;
   }
 
+  /**
+   * Whether the log shows this member's run of the claim under `token`: its start or its
+   * outcome applied, or the claim gone or moved on (a leader then moves it nowhere because of
+   * this run).
+   */
+  announced(key: string, token: number): boolean {
+    const self = this.#ctx.options.self;
+    const current = this.#ctx.state.claims.get(key);
+    return current === undefined || current.token !== token || current.starts.get(self)?.token === token || current.outcomes.get(self)?.token === token;
+  }
+
+  /** Whether every run that ended here with its outcome on its way shows in the log (see announced). */
+  endedAnnounced(): boolean {
+    for (const [key, token] of this.#unrecorded) if (!this.announced(key, token)) return false;
+    return true;
+  }
+
   /** Whether this member already reported a run of this claim (same token). */
   alreadyReported(claim: ClaimRecord): boolean {
     return this.#ctx.state.claims.get(claimKey(claim.job, claim.slotMs))?.outcomes.get(this.#ctx.options.self)?.token === claim.token;

@@ -6,6 +6,7 @@ import type { ApplyResult, SchedulerStateParts } from '../../scheduler/records.j
 import type { SchedulerCommand } from '../../scheduler/command.js';
 import type { SchedulerState } from '../../scheduler/state.js';
 import { Assignee } from './assignee.js';
+import { handOver, waitUntil, within } from './handover.js';
 import type { JobHandler, JobOptions } from './job-types.js';
 import { LeaderPlanning } from './leader-planning.js';
 import { Registrations } from './registrations.js';
@@ -58,9 +59,17 @@ export class SchedulerRuntime {
     this.#assignee.drain();
     const runs = this.#ctx.inFlightRuns;
     if (runs.size === 0) return;
-    let timer: TimerHandle | null = null;
-    await Promise.race([Promise.allSettled([...runs]), new Promise<void>((resolve) => (timer = this.#o.timers.setTimeout(resolve, timeoutMs)))]);
-    if (timer !== null) this.#o.timers.clearTimeout(timer);
+    await within(this.#o.timers, Promise.allSettled([...runs]), timeoutMs);
+  }
+
+  /**
+   * A graceful stop's part in the scheduler (handover.ts): gives up this member's jobs through
+   * the log so that leaders move its claims at once, lets its runs finish within `timeoutMs`,
+   * reports those still going then as interrupted, and waits (each at most `settleMs`) for those
+   * outcomes and for its claims to move.
+   */
+  handOver(timeoutMs: number, settleMs: number): Promise<void> {
+    return handOver({ ctx: this.#ctx, assignee: this.#assignee, registrations: this.#registrations }, timeoutMs, settleMs);
   }
 
   stop(): void {
@@ -78,15 +87,28 @@ export class SchedulerRuntime {
   unschedule(name: string): boolean {
     if (!this.#registrations.remove(name)) return false;
     this.#assignee.unscheduled(name);
-    this.#ctx.track(this.#registrations.unregister(name));
+    this.#ctx.track(this.#unregister(name));
     return true;
+  }
+
+  /**
+   * Unregisters the job once the runs of it here show in the log: a leader moves at once a
+   * claim whose assignee no longer handles its job and started no run of it (planner.ts), so
+   * a run whose start was still held back would be started again elsewhere.
+   */
+  async #unregister(name: string): Promise<void> {
+    this.#assignee.flushRecords();
+    await waitUntil(this.#o.timers, () => this.#ctx.stopped || this.#assignee.runsAnnounced(name), this.#o.reassignHorizonMs, this.#o.planIntervalMs);
+    await this.#registrations.unregister(name);
   }
 
   /** Called for every scheduler command applied, in log order, on every member. */
   apply(index: number, command: SchedulerCommand): ApplyResult {
     const result = this.state.apply(index, command);
     this.#leader.applied(command);
-    if (command.type === 'register' && result.ok) this.#planSoon();
+    // A job just registered may have a slot due soon; a member that just unregistered one (it
+    // stops gracefully) holds claims that should move before their instants.
+    if ((command.type === 'register' || command.type === 'unregister') && result.ok) this.#planSoon();
     this.#assignee.applied(command, result);
     return result;
   }
