@@ -1,4 +1,4 @@
-import { CronraftError, NotRunningError } from '../errors.js';
+import { CronraftError, NotRunningError, VersionTooOldError } from '../errors.js';
 import { InvariantError } from '../raft/invariant.js';
 import type { RaftNode } from '../raft/node.js';
 import type { Ready, SoftState } from '../raft/ready.js';
@@ -292,7 +292,19 @@ export class RaftDriver {
       // state machine can read it.
       const whole = this.#snapshotChunks.add(m, mono);
       if (whole === null) return;
-      if (!this.#o.stateMachine.acceptsSnapshot(whole.snapshot.data)) {
+      let accepted: boolean;
+      try {
+        accepted = this.#o.stateMachine.acceptsSnapshot(whole.snapshot.data);
+      } catch (error) {
+        // A snapshot of a cluster version this member cannot read: it could never catch up,
+        // and must not skip what it cannot read. It stops, saying which version it needs.
+        if (error instanceof VersionTooOldError) {
+          this.#fail(error);
+          return;
+        }
+        accepted = false;
+      }
+      if (!accepted) {
         this.invalidSnapshots++;
         return;
       }

@@ -13,7 +13,8 @@ export interface StateMachine {
   /**
    * Whether `restore` can take `data`. A leader's snapshot is checked before the protocol takes
    * it in: a corrupt or hostile one is dropped and counted like any malformed message, and the
-   * log and state stay as they were.
+   * log and state stay as they were. Throws VersionTooOldError for a snapshot of a cluster
+   * version this member cannot read: the driver then stops the member.
    */
   acceptsSnapshot(data: Uint8Array): boolean;
   /**

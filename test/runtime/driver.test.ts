@@ -13,6 +13,16 @@ import type { Timers } from '../../src/time/clock.js';
 import { SeededRandom } from '../../src/time/random.js';
 import { RecordingTransport } from '../fixtures/recording-transport.js';
 import { NO_SNAPSHOT_STATE } from '../fixtures/state-machine.js';
+import { VersionTooOldError } from '../../src/errors.js';
+import { encodeCommand } from '../../src/runtime/commands.js';
+import { encodeClusterPart, encodeMemberSnapshot } from '../../src/runtime/member-snapshot.js';
+import { memberStateMachine } from '../../src/runtime/member-state-machine.js';
+import type { SchedulerRuntime } from '../../src/runtime/scheduler/scheduler-runtime.js';
+import type { SchedulerCommand } from '../../src/scheduler/command.js';
+import { encodeSchedulerSnapshot } from '../../src/scheduler/state-snapshot.js';
+import { SchedulerState } from '../../src/scheduler/state.js';
+import { ClusterVersionState } from '../../src/version/cluster-version.js';
+import { SUPPORTED } from '../../src/version/versions.js';
 
 /** Timers that fire when the test advances their time (by one timer at a time, in order). */
 function manualTimers(): { readonly timers: Timers; readonly advance: (ms: number) => void } {
@@ -536,5 +546,50 @@ describe('snapshots in the driver', () => {
     const storage = new MemoryLogStorage(disk);
     await makeDriver(storage, undefined, undefined, { stateMachine: restarted });
     expect(restarted.log).toEqual(['restore 42']);
+  });
+});
+
+describe('a cluster version this member cannot read', () => {
+  /** The member's own state machine (this release's versions) over an empty scheduler state. */
+  function versionedStateMachine(): { readonly sm: StateMachine; readonly versions: ClusterVersionState } {
+    const state = new SchedulerState();
+    const scheduler = { state, apply: (index: number, command: SchedulerCommand) => state.apply(index, command), restore: () => undefined } as unknown as SchedulerRuntime;
+    const versions = new ClusterVersionState(SUPPORTED, () => true);
+    return { sm: memberStateMachine(() => scheduler, versions), versions };
+  }
+  const next = SUPPORTED.stateMachine.max + 1;
+  const entry = (index: number, data: Uint8Array): { index: number; term: number; type: EntryType; data: Uint8Array; pid: string } => ({ index, term: 1, type: EntryType.Normal, data, pid: `p${index}` });
+
+  it('stops the member at an activation of it, without applying the entry or any after it', async () => {
+    const fatal: unknown[] = [];
+    const { sm, versions } = versionedStateMachine();
+    const { driver, transport } = await makeDriver(new MemoryLogStorage(), (e) => fatal.push(e), undefined, { stateMachine: sm });
+    const announce = encodeCommand({ kind: 'cluster', command: { type: 'announce', member: 'b', protocol: [1, 1], stateMachine: [1, next] } });
+    const activate = encodeCommand({ kind: 'cluster', command: { type: 'activate', from: SUPPORTED.stateMachine.max, to: next } });
+    const after = encodeCommand({ kind: 'user', data: Uint8Array.of(1) });
+    transport.deliver({ type: 'append', from: 'b', to: 'a', term: 1, prevIndex: 0, prevTerm: 0, entries: [entry(1, announce), entry(2, activate), entry(3, after)], commit: 3 });
+    await settle();
+    expect(fatal).toHaveLength(1);
+    expect(fatal[0]).toBeInstanceOf(VersionTooOldError);
+    expect(fatal[0]).toMatchObject({ code: 'CRONRAFT_VERSION_TOO_OLD', needs: next, reads: SUPPORTED.stateMachine.max });
+    // The entry before it applied; the activation did not, and the member counts nothing from it on as applied.
+    expect(versions.members.has('b')).toBe(true);
+    expect(versions.active).toBe(SUPPORTED.stateMachine.max);
+    expect(driver.node.log.applied).toBeLessThan(2);
+    await expect(driver.propose(new Uint8Array([1]))).rejects.toMatchObject({ code: 'CRONRAFT_FATAL', cause: { code: 'CRONRAFT_VERSION_TOO_OLD' } });
+  });
+
+  it("stops the member at a leader's snapshot of it, taking nothing in", async () => {
+    const fatal: unknown[] = [];
+    const disk = new MemoryDisk();
+    const { sm } = versionedStateMachine();
+    const { driver, transport } = await makeDriver(new MemoryLogStorage(disk), (e) => fatal.push(e), undefined, { stateMachine: sm });
+    const data = encodeMemberSnapshot(encodeSchedulerSnapshot(new SchedulerState()), encodeClusterPart([next, 7, []]));
+    transport.deliver({ type: 'snapshot', from: 'b', to: 'a', term: 1, snapshot: { index: 9, term: 1, data } });
+    await settle();
+    expect(fatal).toHaveLength(1);
+    expect(fatal[0]).toMatchObject({ code: 'CRONRAFT_VERSION_TOO_OLD', needs: next });
+    expect(driver.snapshotsInstalled).toBe(0);
+    expect(disk.read().snapshot.index).toBe(0);
   });
 });
