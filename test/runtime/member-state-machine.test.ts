@@ -1,7 +1,7 @@
 import { encode } from 'cborg';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { CodecError } from '../../src/errors.js';
+import { CodecError, VersionTooOldError } from '../../src/errors.js';
 import type { Entry } from '../../src/raft/types.js';
 import { EntryType } from '../../src/raft/types.js';
 import { encodeCommand } from '../../src/runtime/commands.js';
@@ -11,6 +11,9 @@ import { SUPPORTED } from '../../src/version/versions.js';
 import { memberStateMachine } from '../../src/runtime/member-state-machine.js';
 import type { SchedulerRuntime } from '../../src/runtime/scheduler/scheduler-runtime.js';
 import { SchedulerState } from '../../src/scheduler/state.js';
+import type { SchedulerCommand } from '../../src/scheduler/command.js';
+import { encodeSchedulerSnapshot, restoreSchedulerSnapshot } from '../../src/scheduler/state-snapshot.js';
+import { testNextVersion, type Notes } from '../../src/version/test-next-version.js';
 import type { SchedulerStateParts } from '../../src/scheduler/records.js';
 import { expectSameBytes } from '../fixtures/bytes.js';
 
@@ -115,5 +118,63 @@ describe('member snapshot bytes', () => {
       }),
       { numRuns: 60 },
     );
+  });
+});
+
+describe("a member snapshot's cluster part", () => {
+  const next = testNextVersion();
+  const entry = (index: number, command: Parameters<typeof encodeCommand>[0]): Entry => ({ index, term: 1, type: EntryType.Normal, data: encodeCommand(command), pid: `p${index}` });
+  /** A state machine of the next release, its scheduler's state real, with the version raised and a note applied. */
+  function raised(): { readonly sm: ReturnType<typeof memberStateMachine>; readonly versions: ClusterVersionState } {
+    const state = new SchedulerState();
+    const scheduler = { state, apply: (index: number, command: SchedulerCommand) => state.apply(index, command), restore: (s: Uint8Array | SchedulerStateParts) => (s instanceof Uint8Array ? restoreSchedulerSnapshot(state, s) : state.restoreFrom(s)) } as unknown as SchedulerRuntime;
+    const versions = new ClusterVersionState(next, () => true);
+    const sm = memberStateMachine(() => scheduler, versions);
+    sm.apply(entry(1, { kind: 'cluster', command: { type: 'announce', member: 'a', protocol: [1, 1], stateMachine: [1, next.stateMachine.max] } }));
+    sm.apply(entry(2, { kind: 'cluster', command: { type: 'activate', from: 1, to: next.stateMachine.max } }));
+    sm.apply(entry(3, { kind: 'extension', version: next.stateMachine.max, command: { type: 'test-note', text: 'hello' } }));
+    return { sm, versions };
+  }
+  function restoredFrom(data: Uint8Array): ClusterVersionState {
+    const state = new SchedulerState();
+    const scheduler = { state, restore: (s: Uint8Array | SchedulerStateParts) => (s instanceof Uint8Array ? restoreSchedulerSnapshot(state, s) : state.restoreFrom(s)) } as unknown as SchedulerRuntime;
+    const versions = new ClusterVersionState(next, () => true);
+    const sm = memberStateMachine(() => scheduler, versions);
+    expect(sm.acceptsSnapshot(data)).toBe(true);
+    sm.restore(data);
+    return versions;
+  }
+
+  it('holds the version in force, the announcements and the next version’s state, taken at once or in steps', () => {
+    const { sm, versions } = raised();
+    expect(versions.active).toBe(next.stateMachine.max);
+    const steps = sm.snapshotInSteps?.();
+    let stepped: Uint8Array | null = null;
+    while (stepped === null) stepped = steps?.step() ?? null;
+    for (const data of [sm.snapshot(), stepped]) {
+      const restored = restoredFrom(data);
+      expect(restored.save()).toEqual(versions.save());
+      expect(restored.active).toBe(next.stateMachine.max);
+      expect(restored.activatedAt).toBe(2);
+      expect((restored.extension as Notes).texts).toEqual(['hello']);
+    }
+    expectSameBytes(stepped, sm.snapshot());
+  });
+
+  it('reads a snapshot of format 1 (cronraft 0.1.0) as the first version with nobody announced', () => {
+    const data = encode([1, encodeSchedulerSnapshot(new SchedulerState())]);
+    const restored = restoredFrom(data);
+    expect(restored.active).toBe(1);
+    expect(restored.members.size).toBe(0);
+  });
+
+  it('refuses a cluster part that is not one, and one this member cannot read stops it', () => {
+    const scheduler = encodeSchedulerSnapshot(new SchedulerState());
+    const { sm } = raised();
+    for (const bad of [[0, 0, []], [1, -1, []], [1, 0, [['a', 2, 1, 1, 1]]], [1, 0, 'x'], [1, 0, [], ['extension before its version']]]) {
+      expect(sm.acceptsSnapshot(encodeMemberSnapshot(scheduler, encodeClusterPart(bad)))).toBe(false);
+    }
+    const onCurrent = memberStateMachine(() => recordingScheduler().scheduler, clusterState());
+    expect(() => onCurrent.acceptsSnapshot(encodeMemberSnapshot(scheduler, encodeClusterPart([SUPPORTED.stateMachine.max + 1, 5, []])))).toThrow(VersionTooOldError);
   });
 });
