@@ -7,6 +7,7 @@ import { MISSED, MISSED_REASONS } from '../src/scheduler/command.js';
 import type { ApplyResult } from '../src/scheduler/records.js';
 import { validateJobOptions, validateName } from '../src/job-options.js';
 import { SeededRandom } from '../src/time/random.js';
+import { testNextVersion } from '../src/version/test-next-version.js';
 import { SafetyChecker } from './checker.js';
 import { RunCheckers } from './checkers/index.js';
 import { RefusalChecker } from './refusal-checker.js';
@@ -21,7 +22,6 @@ import { drainMicrotasks, SIM_EPOCH_MS, SimScheduler } from './scheduler.js';
 import { summarizeJobs, type JobSummary } from './summary.js';
 import { drawVersionsMode, notesRandom, startNotes, upgradeRandom, type VersionsMode } from './upgrades.js';
 import { VERSION_LIVENESS_BOUND_MS, VersionChecker } from './version-checker.js';
-import { testNextVersion } from '../src/version/test-next-version.js';
 export type { JobSummary } from './summary.js';
 import { MAX_TIMELINE_EVENTS, type TimelineEvent } from './timeline.js';
 import type { Report, ViolationKind } from './violations.js';
@@ -137,7 +137,8 @@ function validateJobs(jobs: readonly SimJob[]): void {
  * Runs a cluster of production members (Raft driver and scheduler runtime) on simulated time,
  * network, disks and clocks, with `Cluster`'s settings but for those the seed varies (see
  * settings.ts). One seed fixes every choice: settings varied, fault parameters, latencies, losses,
- * crashes, clock faults, stalls, run durations and proposals. Phase one injects faults and
+ * crashes, clock faults, stalls, run durations and proposals, and whether the members are upgraded
+ * one by one to a next release meanwhile (upgrades.ts). Phase one injects faults and
  * checks safety after every event; phase two heals everything and demands liveness: a new
  * proposal commits on every member, and every slot due runs on time with an outcome.
  */
