@@ -42,8 +42,9 @@ export class VersionChecker implements NoteEvents {
   readonly #decided = new Map<number, string>();
   /** Per index, the first member to apply it, for the report. */
   readonly #decidedBy = new Map<number, NodeId>();
-  /** Indexes already reported, so that one bad entry is one violation. */
-  readonly #reported = new Set<number>();
+  /** Indexes already reported as diverging, and as inactive, so that one bad entry is one violation of each. */
+  readonly #diverged = new Set<number>();
+  readonly #inactive = new Set<number>();
   /** Per member's life, its skip counters as last read: a change is the entry just applied. */
   readonly #skipped = new WeakMap<Member, { malformed: number; inactive: number }>();
   /** The shared strings of decisions that carry no digest, so that a long log keeps one copy of each. */
@@ -67,14 +68,14 @@ export class VersionChecker implements NoteEvents {
     if (known === undefined) {
       this.#decided.set(entry.index, decision);
       this.#decidedBy.set(entry.index, m.id);
-    } else if (known !== decision && !this.#reported.has(entry.index)) {
-      this.#reported.add(entry.index);
+    } else if (known !== decision && !this.#diverged.has(entry.index)) {
+      this.#diverged.add(entry.index);
       this.#report(t, 'state-divergence', `index ${entry.index} applied as ${known} on ${this.#decidedBy.get(entry.index)} and as ${decision} on ${m.id}`);
     }
     const needs = entryVersion(entry.data);
     // An entry of a version never changes the version in force: read after it, it is the one at its index.
-    if (needs !== null && needs > member.versions.active && !this.#reported.has(-entry.index)) {
-      this.#reported.add(-entry.index);
+    if (needs !== null && needs > member.versions.active && !this.#inactive.has(entry.index)) {
+      this.#inactive.add(entry.index);
       this.#report(t, 'inactive-version', `index ${entry.index}, of cluster version ${needs}, committed while ${m.id} had version ${member.versions.active} in force`);
     }
   }
