@@ -1,6 +1,7 @@
 import type { NodeId } from '../src/raft/types.js';
 import { CLOCK_OFFSET_MAX_AGE_MS } from '../src/runtime/clock-sync.js';
 import type { Random } from '../src/time/random.js';
+import type { VersionSupport } from '../src/version/versions.js';
 import type { SimMember } from './member.js';
 import type { SimNetwork } from './network.js';
 import type { SimScheduler } from './scheduler.js';
@@ -253,5 +254,47 @@ export function injectPauses(ctx: FaultContext, everyMs: number): void {
     m.pausedUntil = Math.max(m.pausedUntil, ctx.scheduler.nowMs + forMs);
     ctx.trace(`pause ${m.id} ${forMs}`);
     ctx.record({ t: ctx.scheduler.nowMs, kind: 'pause', member: m.id, untilT: m.pausedUntil });
+  });
+}
+
+/**
+ * The share of the fault phase a rolling upgrade is spread over, as fractions of it: the last
+ * member is upgraded by the end of it, early enough that the cluster's version can rise (and
+ * test notes commit) while the faults still go on.
+ */
+export const UPGRADE_SPAN: readonly [number, number] = [0.1, 0.6];
+/** How long a member being upgraded stays down (ms): the time to install the new release and start it. */
+const UPGRADE_DOWN_MS: readonly [number, number] = [50, 1000];
+
+/**
+ * How an upgrade takes a member's process down before its new release starts on the same disk,
+ * restarted by `restart`. A crash for now (unsynced writes lost, as a kill would); a graceful
+ * stop is the other variant, passed to injectUpgrades in its place once members have one.
+ */
+export type UpgradeStop = (ctx: FaultContext, m: SimMember, restart: (m: SimMember) => void, onCrash: (m: SimMember) => void) => void;
+
+/** The upgrade's stop as a crash (see UpgradeStop). */
+export const crashToUpgrade: UpgradeStop = (ctx, m, restart, onCrash) => crashFor(ctx, m, UPGRADE_DOWN_MS, 'upgrade crash', restart, onCrash);
+
+/**
+ * A rolling upgrade during the other faults: every member in turn, in an order drawn, is stopped
+ * (`stop`) and started again on the same disk with the release `next` installed, one at a time,
+ * spread over UPGRADE_SPAN of the fault phase. A member found down when its turn comes (another
+ * fault crashed it) gets the new release all the same and comes back on it when it restarts.
+ */
+export function injectUpgrades(ctx: FaultContext, next: VersionSupport, restart: (m: SimMember) => void, onCrash: (m: SimMember) => void, stop: UpgradeStop = crashToUpgrade): void {
+  const order = [...ctx.members];
+  for (let i = order.length - 1; i > 0; i--) {
+    const j = ctx.random.int(0, i);
+    [order[i], order[j]] = [order[j] as SimMember, order[i] as SimMember];
+  }
+  const [from, to] = UPGRADE_SPAN;
+  const step = ((to - from) * ctx.untilMs) / order.length;
+  order.forEach((m, i) => {
+    ctx.scheduler.at(from * ctx.untilMs + step * i + ctx.random.int(0, Math.floor(step)), () => {
+      m.versions = next;
+      ctx.trace(`upgrade ${m.id}`);
+      if (m.up) stop(ctx, m, restart, onCrash);
+    });
   });
 }

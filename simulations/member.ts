@@ -10,6 +10,7 @@ import { MemoryLogStorage } from '../src/storage/memory-log-storage.js';
 import type { TimerHandle, Timers } from '../src/time/clock.js';
 import { SeededRandom } from '../src/time/random.js';
 import type { Transport } from '../src/transport/transport.js';
+import { SUPPORTED, type VersionSupport } from '../src/version/versions.js';
 import { SimClock } from './clock-model.js';
 import { simHandler, type HandlerEvent, type SimJob } from './jobs.js';
 import type { SimNetwork, SimTransport } from './network.js';
@@ -52,6 +53,11 @@ export class SimMember {
   readonly disk: MemoryDisk;
   readonly clock: SimClock;
   member: Member | null = null;
+  /**
+   * What the release installed on this host reads: kept across restarts, as a binary on disk
+   * is; an upgrade (faults.ts, injectUpgrades) replaces it while the process is down.
+   */
+  versions: VersionSupport = SUPPORTED;
   incarnation = 0;
   /** True time until which the process is stalled. */
   pausedUntil = 0;
@@ -106,6 +112,7 @@ export class SimMember {
       bootId: `${this.id}.${incarnation}`,
       compaction: settings.compaction,
       snapshotChunkBytes: settings.snapshotChunkBytes,
+      versions: this.versions,
       onApplied: (e) => hooks.onApplied(this.id, e),
       onSnapshotInstalled: (index) => hooks.onSnapshotInstalled(this.id, index),
       onSoftState: (s) => hooks.onSoftState(this.id, node, s),

@@ -7,10 +7,11 @@ import { MISSED, MISSED_REASONS } from '../src/scheduler/command.js';
 import type { ApplyResult } from '../src/scheduler/records.js';
 import { validateJobOptions, validateName } from '../src/job-options.js';
 import { SeededRandom } from '../src/time/random.js';
+import { testNextVersion } from '../src/version/test-next-version.js';
 import { SafetyChecker } from './checker.js';
 import { RunCheckers } from './checkers/index.js';
 import { RefusalChecker } from './refusal-checker.js';
-import { injectAckPowerCuts, injectClockFaults, injectCrashes, injectPartitions, injectPauses, MAX_ACK_POWER_CUTS, MAX_DISK_STALL_MS, type FaultSwitches } from './faults.js';
+import { injectAckPowerCuts, injectClockFaults, injectCrashes, injectPartitions, injectPauses, injectUpgrades, MAX_ACK_POWER_CUTS, MAX_DISK_STALL_MS, type FaultSwitches } from './faults.js';
 import { DEFAULT_SIM_JOBS, type SimJob } from './jobs.js';
 import { SimMember, type MemberHooks, type SimMemberConfig } from './member.js';
 import { SimNetwork, type NetworkFaults } from './network.js';
@@ -19,6 +20,8 @@ import { SchedulerChecker } from './scheduler-checker.js';
 import { drawSettings, type VariedSetting } from './settings.js';
 import { drainMicrotasks, SIM_EPOCH_MS, SimScheduler } from './scheduler.js';
 import { summarizeJobs, type JobSummary } from './summary.js';
+import { drawVersionsMode, notesRandom, startNotes, upgradeRandom, type VersionsMode } from './upgrades.js';
+import { VERSION_LIVENESS_BOUND_MS, VersionChecker } from './version-checker.js';
 export type { JobSummary } from './summary.js';
 import { MAX_TIMELINE_EVENTS, type TimelineEvent } from './timeline.js';
 import type { Report, ViolationKind } from './violations.js';
@@ -26,6 +29,7 @@ import type { Report, ViolationKind } from './violations.js';
 export type { FaultSwitches } from './faults.js';
 export type { SimJob } from './jobs.js';
 export type { ViolationKind } from './violations.js';
+export type { VersionsMode } from './upgrades.js';
 
 export interface SimulationOptions {
   readonly seed: number;
@@ -51,6 +55,12 @@ export interface SimulationOptions {
    * @default true
    */
   readonly vary?: boolean;
+  /**
+   * `upgrade`: members start on this release and a rolling upgrade moves each to the test-only
+   * next one during the faults, with test notes proposed all along (simulations/upgrades.ts).
+   * @default drawn from the seed, `upgrade` in UPGRADE_SHARE of seeds
+   */
+  readonly versions?: VersionsMode;
 }
 
 export interface SimulationResult {
@@ -83,6 +93,8 @@ export interface SimulationResult {
   readonly settings: MemberSettings;
   /** The settings the seed drew away from the defaults (see simulations/settings.ts), with their values. */
   readonly varied: Partial<Record<VariedSetting, number>>;
+  /** The releases members ran, and what the test-note workload saw (an upgrade's run only). */
+  readonly versions: { readonly mode: VersionsMode; readonly notesRefused: number; readonly notesCommitted: number; readonly clusterVersion: number };
   readonly timeline?: readonly TimelineEvent[];
 }
 
@@ -125,7 +137,8 @@ function validateJobs(jobs: readonly SimJob[]): void {
  * Runs a cluster of production members (Raft driver and scheduler runtime) on simulated time,
  * network, disks and clocks, with `Cluster`'s settings but for those the seed varies (see
  * settings.ts). One seed fixes every choice: settings varied, fault parameters, latencies, losses,
- * crashes, clock faults, stalls, run durations and proposals. Phase one injects faults and
+ * crashes, clock faults, stalls, run durations and proposals, and whether the members are upgraded
+ * one by one to a next release meanwhile (upgrades.ts). Phase one injects faults and
  * checks safety after every event; phase two heals everything and demands liveness: a new
  * proposal commits on every member, and every slot due runs on time with an outcome.
  */
@@ -169,6 +182,9 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
     record({ t, kind: 'violation', message: `[${kind}] ${what}` });
   };
   const slots = new SchedulerChecker(report);
+  const versionsMode = options.versions ?? drawVersionsMode(seed);
+  const nextRelease = testNextVersion();
+  const versionChecks = new VersionChecker(report, nextRelease.stateMachine.max);
   const refusals = new RefusalChecker(report);
   const ids: NodeId[] = Array.from({ length: memberCount }, (_, i) => `m${i + 1}`);
   const members = ids.map((id, i) => new SimMember(id, seed * 31 + i, scheduler));
@@ -191,6 +207,7 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
     onApplied: (id, entry) => {
       trace.update(`${scheduler.nowMs} ${id} apply ${entry.index}@${entry.term}\n`);
       safety.onApplied(scheduler.nowMs, id, entry);
+      versionChecks.onApplied(scheduler.nowMs, memberOf(id), entry);
       alsoOnApplied?.(id, entry);
     },
     onSoftState: (id, node, s) => {
@@ -236,7 +253,9 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
     },
     onReceived: (id, m) => runChecks.onReceived(scheduler.nowMs, id, m),
     onHandler: (id, incarnation, event) => runChecks.onHandler(scheduler.nowMs, id, incarnation, event),
-    onFatal: (id, error) => refusals.onFatal(scheduler.nowMs, id, error),
+    onFatal: (id, error) => {
+      if (!versionChecks.onFatal(scheduler.nowMs, id, error)) refusals.onFatal(scheduler.nowMs, id, error);
+    },
   };
   let crashes = 0;
   let snapshotsInstalled = 0;
@@ -244,6 +263,8 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
   let proposals = 0;
   const pick = <T>(xs: readonly T[]): T => xs[random.int(0, xs.length - 1)] as T;
   const up = (): SimMember[] => members.filter((m) => m.up);
+  const byId = new Map(members.map((m) => [m.id, m]));
+  const memberOf = (id: NodeId): SimMember => byId.get(id) as SimMember;
 
   for (const m of members) await m.start(network, config, hooks);
 
@@ -275,14 +296,14 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
     restarts.push(m.start(network, config, hooks));
   };
   const faultContext = { scheduler, network, random, members, ids, untilMs: durationMs, record, trace: (line: string) => trace.update(`${scheduler.nowMs} ${line}\n`) };
+  const onCrash = (m: SimMember): void => {
+    crashes++;
+    leading.delete(m.id);
+    slots.onCrash(m.id);
+    runChecks.onStop(scheduler.nowMs, m.id);
+  };
   if (switches.partitions) injectPartitions(faultContext, drawn.partitionEveryMs);
   if (switches.crashes) {
-    const onCrash = (m: SimMember): void => {
-      crashes++;
-      leading.delete(m.id);
-      slots.onCrash(m.id);
-      runChecks.onStop(scheduler.nowMs, m.id);
-    };
     injectCrashes(faultContext, drawn.crashEveryMs, restart, onCrash);
     // From a stream of their own, so that they leave every other fault where it was.
     const cuts = new SeededRandom(seed * 7919 + 17);
@@ -290,6 +311,11 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
   }
   if (switches.clocks) injectClockFaults(faultContext, drawn.clockEveryMs);
   if (switches.pauses) injectPauses(faultContext, drawn.pauseEveryMs);
+  if (versionsMode === 'upgrade') {
+    // From streams of their own, so that they leave every other fault where it was.
+    injectUpgrades({ ...faultContext, random: upgradeRandom(seed) }, nextRelease, restart, onCrash);
+    startNotes(scheduler, members, nextRelease.stateMachine.max, notesRandom(seed), versionChecks);
+  }
 
   // What a member believes durable must be on its disk, with the same term: its stable index
   // (a leader counts its own copy of an entry towards a majority only up to it, and a follower
@@ -428,6 +454,13 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
     const leaderAt = leader === undefined ? 'no leader' : `leader ${leader.id} term ${leader.term} committed ${leader.log.committed} last ${leader.log.lastIndex()} first ${leader.log.firstIndex()} [${progress}]`;
     report(scheduler.nowMs, 'raft-liveness', `after healing at ${healedAt} ms, no new entry was applied on every member within ${livenessBoundMs} ms (${members.filter(hasMarker).length}/${memberCount}; marker at ${markerIndex || 'none yet'}; ${leaderAt}; ${behind.join('; ')})`);
   }
+  if (versionsMode === 'upgrade') {
+    // Every member runs the next release by now (the upgrades end within the fault phase, and
+    // healing restarted those down): its version must rise, and a note under it commit.
+    await run(healedAt + VERSION_LIVENESS_BOUND_MS, () => versionChecks.reached(members));
+    if (crashed) return finish();
+    versionChecks.checkLiveness(scheduler.nowMs, members, healedAt);
+  }
   if (jobs.length > 0) {
     const watchEnd = healedAt + SCHEDULER_SETTLE_MS + SCHEDULER_WATCH_MS;
     await run(watchEnd + OUTCOME_GRACE_MS);
@@ -473,6 +506,7 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
       drawn,
       settings,
       varied,
+      versions: { mode: versionsMode, notesRefused: versionChecks.refusedNotes, notesCommitted: versionChecks.committedNotes, clusterVersion: Math.max(0, ...members.map((m) => m.member?.versions.active ?? 0)) },
       ...(options.timeline === true ? { timeline } : {}),
     };
   }

@@ -81,6 +81,15 @@ export const VIOLATION_KINDS = [
   'invalid-clock-stamp',
   /** A member stopped after a fatal error (a broken invariant of its state, a failed write). */
   'fatal',
+  // Mixed versions, in a rolling upgrade (version-checker.ts)
+  /** Two members decided differently at one index (applied or skipped, the version after it, the cluster's state). */
+  'state-divergence',
+  /** An entry of a cluster version above the one in force at its index was committed. */
+  'inactive-version',
+  /** A member, never downgraded, stopped on an entry or a snapshot of a version it cannot read (CRONRAFT_VERSION_TOO_OLD). */
+  'version-too-old',
+  /** After healing, with every member upgraded, the version did not rise, or no command of it committed, in time. */
+  'version-liveness',
 ] as const;
 
 export type ViolationKind = (typeof VIOLATION_KINDS)[number];
