@@ -64,6 +64,8 @@ export class SimMember {
   #syncScheduled = false;
   readonly #seed: number;
   readonly #scheduler: SimScheduler;
+  /** This life's store, until it ends. */
+  #storage: MemoryLogStorage | null = null;
   /** This life's transport, until it ends. */
   #link: SimTransport | null = null;
 
@@ -87,6 +89,7 @@ export class SimMember {
     const { settings } = config;
     const incarnation = ++this.incarnation;
     const storage = new MemoryLogStorage(this.disk);
+    this.#storage = storage;
     const stored = await storage.open();
     const node = new RaftNode(
       { id: this.id, voters: config.voters, ...settings.raft },
@@ -149,6 +152,27 @@ export class SimMember {
     this.pausedUntil = 0;
     if (hostLost) this.#link?.loseHost();
     else void this.#link?.stop();
+    this.#link = null;
+  }
+
+  /**
+   * The process stops as `Cluster.stop()` does: it hands its work over (Member.stopGracefully,
+   * its runs given at most `timeoutMs`), then stops. Its writes complete (a store closes after
+   * its writes), and its peers see its connections close. Resolves once it is down; a crash
+   * meanwhile leaves it down all the same.
+   */
+  async stopGracefully(timeoutMs: number): Promise<void> {
+    const member = this.member;
+    if (member === null) return;
+    await member.stopGracefully(timeoutMs);
+    if (this.member !== member) return;
+    member.stop();
+    this.member = null;
+    // A clean close: the store's pending writes complete and its lock is released.
+    await this.#storage?.close();
+    this.#storage = null;
+    this.#syncScheduled = false;
+    void this.#link?.stop();
     this.#link = null;
   }
 

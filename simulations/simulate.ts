@@ -22,6 +22,7 @@ import { drainMicrotasks, SIM_EPOCH_MS, SimScheduler } from './scheduler.js';
 import { summarizeJobs, type JobSummary } from './summary.js';
 import { drawVersionsMode, notesRandom, startNotes, upgradeRandom, type VersionsMode } from './upgrades.js';
 import { VERSION_LIVENESS_BOUND_MS, VersionChecker } from './version-checker.js';
+import { checkHandover, checkReleased, HANDOVER_DOWN_MS, HANDOVER_SETTLE_MS, HANDOVER_STOP_TIMEOUT_MS, type GracefulRestart } from './handover.js';
 export type { JobSummary } from './summary.js';
 import { MAX_TIMELINE_EVENTS, type TimelineEvent } from './timeline.js';
 import type { Report, ViolationKind } from './violations.js';
@@ -61,6 +62,12 @@ export interface SimulationOptions {
    * @default drawn from the seed, `upgrade` in UPGRADE_SHARE of seeds
    */
   readonly versions?: VersionsMode;
+  /**
+   * After the other checks, a rolling restart: each member in turn, the leader first, stops
+   * gracefully (`Cluster.stop()`'s handover) and starts again, with nothing else going wrong;
+   * checked by `handover` (simulations/handover.ts). @default false
+   */
+  readonly handover?: boolean;
 }
 
 export interface SimulationResult {
@@ -477,8 +484,53 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
     if (crashed) return finish();
     const states = members.flatMap((m) => (m.member === null ? [] : [{ id: m.id, state: m.member.scheduler.state }]));
     checkHistories(states, watchEnd, (job, slotMs, member) => runChecks.underway(scheduler.nowMs, job, slotMs, member), (what) => report(scheduler.nowMs, 'history-outcome', what));
+    if (options.handover === true) {
+      await rollingRestart();
+      if (crashed) return finish();
+    }
   }
   return finish();
+
+  /** Each member in turn, the leader first, stopped gracefully and started again (see SimulationOptions.handover). */
+  async function rollingRestart(): Promise<void> {
+    const fromT = scheduler.nowMs;
+    const done: GracefulRestart[] = [];
+    const leaderFirst = [...members].sort((a, b) => Number(b.driver?.node.role === 'leader') - Number(a.driver?.node.role === 'leader'));
+    for (const m of leaderFirst) {
+      const before = m.member;
+      if (before === null) continue;
+      const stopT = scheduler.nowMs;
+      let down = false;
+      void m.stopGracefully(HANDOVER_STOP_TIMEOUT_MS).then(() => (down = true));
+      // Every wait of a graceful stop is bounded: by the runs' time, then a few election timeouts.
+      await run(stopT + HANDOVER_STOP_TIMEOUT_MS + 10 * settings.timing.electionTimeoutMs, () => down);
+      if (crashed) return;
+      if (!down) {
+        report(scheduler.nowMs, 'handover', `${m.id}'s graceful stop did not end within its bounds`);
+        return;
+      }
+      leading.delete(m.id);
+      slots.onCrash(m.id);
+      runChecks.onStop(scheduler.nowMs, m.id);
+      const downT = scheduler.nowMs;
+      // What the cluster had applied by the time it went, as the member furthest along (the
+      // stopped one included) applied it: no claim of it waits on it, unrun. (A leader just
+      // elected may not have applied yet what the last one committed.)
+      const seen = [before, ...members.map((x) => x.member)].filter((x) => x !== null);
+      const witness = seen.reduce((a, b) => (b.driver.node.log.applied > a.driver.node.log.applied ? b : a), before);
+      checkReleased(downT, report, witness.scheduler.state, m.id);
+      await run(downT + HANDOVER_DOWN_MS);
+      restart(m);
+      await Promise.all(restarts.splice(0));
+      done.push({ member: m.id, stopT, downT, upT: scheduler.nowMs });
+      await run(scheduler.nowMs + HANDOVER_SETTLE_MS);
+      if (crashed) return;
+    }
+    const toT = scheduler.nowMs;
+    await run(toT + OUTCOME_GRACE_MS);
+    if (crashed) return;
+    checkHandover(scheduler.nowMs, report, slots, jobs, { fromT, toT }, done);
+  }
 
   function finish(): SimulationResult {
     safety.checkAcknowledged(scheduler.nowMs);

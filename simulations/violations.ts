@@ -90,6 +90,9 @@ export const VIOLATION_KINDS = [
   'version-too-old',
   /** After healing, with every member upgraded, the version did not rise, or no command of it committed, in time. */
   'version-liveness',
+  // Graceful stops (handover.ts)
+  /** During a rolling restart of graceful stops, a slot was missed, started twice, or started late. */
+  'handover',
 ] as const;
 
 export type ViolationKind = (typeof VIOLATION_KINDS)[number];
