@@ -15,8 +15,11 @@ import { InvalidArgumentError } from '../errors.js';
  */
 export const MIN_SECRET_LENGTH = 16;
 
-/** The longest secret accepted (also the most bytes read from `secretFile`). */
+/** The longest secret accepted. */
 export const MAX_SECRET_LENGTH = 4096;
+
+/** The largest `secretFile` read: MAX_SECRET_LENGTH characters of UTF-8 at 4 bytes each. */
+export const MAX_SECRET_FILE_BYTES = 4 * MAX_SECRET_LENGTH;
 
 /** The random bytes in a secret `cronraft secret` prints, as base64url. */
 export const GENERATED_SECRET_BYTES = 32;
@@ -69,7 +72,8 @@ export async function readSecretFile(path: string): Promise<string> {
     if (process.platform !== 'win32' && (info.mode & 0o077) !== 0) {
       throw new InvalidArgumentError('secretFile', path, `a file only its owner may read (mode 0600 or 0400; it is ${(info.mode & 0o777).toString(8)})`);
     }
-    if (info.size > MAX_SECRET_LENGTH * 4) throw new Error(`larger than ${MAX_SECRET_LENGTH * 4} bytes`);
+    // UTF-8 takes at most 4 bytes a character; white space around the secret fits in the rest.
+    if (info.size > MAX_SECRET_FILE_BYTES) throw new Error(`larger than ${MAX_SECRET_FILE_BYTES} bytes`);
     text = await readFile(path, 'utf8');
   } catch (error) {
     if (error instanceof InvalidArgumentError) throw error;

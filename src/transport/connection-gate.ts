@@ -15,6 +15,8 @@ export interface InboundConnectionStats {
   readonly notMember: number;
   /** Connections refused at once because their host already held MAX_INBOUND_CONNECTIONS_PER_HOST. */
   readonly overHostLimit: number;
+  /** Inbound connections held now, handshaking or open. */
+  readonly held: number;
 }
 
 /**
@@ -31,6 +33,7 @@ export class ConnectionGate {
   /** Inbound connections accepted whose handshake has not completed. */
   readonly #handshaking = new Set<MultiaddrConnection>();
   readonly #counts = { accepted: 0, handshakeFailed: 0, notMember: 0, overHostLimit: 0 };
+  #held = 0;
 
   /** `pinned` returns the members' peer ids when every peer pins one, or null when some do not (then any peer id may connect). */
   constructor(pinned: () => ReadonlySet<string> | null) {
@@ -46,7 +49,7 @@ export class ConnectionGate {
   }
 
   stats(): InboundConnectionStats {
-    return { ...this.#counts };
+    return { ...this.#counts, held: this.#held };
   }
 
   #onInbound(maConn: MultiaddrConnection): boolean {
@@ -58,11 +61,13 @@ export class ConnectionGate {
     }
     if (maConn.status !== 'open') return true;
     this.#perHost.set(host, held + 1);
+    this.#held++;
     this.#handshaking.add(maConn);
     maConn.addEventListener(
       'close',
       () => {
         if (this.#handshaking.delete(maConn)) this.#counts.handshakeFailed++;
+        this.#held--;
         const left = (this.#perHost.get(host) ?? 1) - 1;
         if (left > 0) this.#perHost.set(host, left);
         else this.#perHost.delete(host);

@@ -90,4 +90,22 @@ describe('connection limits', () => {
     await vi.waitFor(() => expect(a.transport.stats().inboundConnections?.overHostLimit).toBe(flood - MAX_INBOUND_CONNECTIONS_PER_HOST), WAIT);
     await dialsIn(a, undefined);
   });
+
+  it('gives a host its slots back as its connections close, handshaking or open', async () => {
+    const a = await member('a');
+    a.transport.setPeers(new Map([['b', parsePeerAddress('127.0.0.1:1', 'test')]]));
+    const dialer = await hostileNode();
+    cleanups.push(() => dialer.stop());
+    // More connections, one after another, than the host may hold at once.
+    for (let i = 0; i < MAX_INBOUND_CONNECTIONS_PER_HOST + 8; i++) {
+      await openRaw(dialer, a.transport.listenAddresses()[0] ?? '');
+      for (const connection of dialer.node.getConnections()) connection.abort(new Error('next'));
+      await vi.waitFor(() => expect(a.transport.stats().inboundConnections?.held).toBe(0), WAIT);
+    }
+    const idle = await idleSockets(addressOf(a).port, '127.0.0.1', MAX_INBOUND_CONNECTIONS_PER_HOST);
+    await vi.waitFor(() => expect(a.transport.stats().inboundConnections?.held).toBe(MAX_INBOUND_CONNECTIONS_PER_HOST), WAIT);
+    for (const socket of idle) socket.destroy();
+    await vi.waitFor(() => expect(a.transport.stats().inboundConnections?.held).toBe(0), WAIT);
+    expect(a.transport.stats().inboundConnections).toMatchObject({ accepted: MAX_INBOUND_CONNECTIONS_PER_HOST + 8, overHostLimit: 0 });
+  });
 });
