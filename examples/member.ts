@@ -5,7 +5,8 @@
  *   node dist/examples/member.js --listen 127.0.0.1:7001 --peers 127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003
  *
  * It logs leader changes and schedules a job every two seconds: each slot runs on exactly one
- * member, which prints it with its fencing token.
+ * member, which prints it with its fencing token. On addresses other machines can reach, give
+ * every member the same secret in CRONRAFT_SECRET (`npx cronraft secret` prints one).
  */
 import { parseArgs } from 'node:util';
 import { Cluster } from 'cronraft';
@@ -24,6 +25,7 @@ const peers = values.peers === '' ? [] : values.peers.split(',');
 const cluster = new Cluster(peers, {
   listen: values.listen,
   dataDir: values['data-dir'],
+  secret: process.env.CRONRAFT_SECRET,
 });
 const report = (event: Record<string, unknown>): void => {
   process.send?.(event);

@@ -7,6 +7,7 @@ import type { NodeId } from './raft/types.js';
 import type { Clock, Timers } from './time/clock.js';
 import type { Random } from './time/random.js';
 import { parseListenAddress, parsePeerAddress, type PeerAddress } from './transport/address.js';
+import { checkSecret, isLoopbackHost, type SecretSource } from './transport/cluster-secret.js';
 
 /** Options of `new Cluster(peers, options)`. Every one has a default; see CLUSTER_DEFAULTS. */
 export interface ClusterOptions extends MemberOptions {
@@ -31,6 +32,17 @@ export interface ClusterOptions extends MemberOptions {
   readonly stopTimeoutMs?: number;
   /** Sync every write to disk (turn off only for tests). @default true */
   readonly sync?: boolean;
+  /**
+   * The cluster secret, the same on every member (`npx cronraft secret` prints a new one): every
+   * connection is protected with a key derived from it, so a process without it never reaches
+   * the protocol. At least 16 characters. Required when listening on a non-loopback address,
+   * unless `insecure` is set. See the README, "Security".
+   */
+  readonly secret?: string;
+  /** A file holding the cluster secret, read at start; only its owner may read it (mode 0600 or 0400). Not with `secret`. */
+  readonly secretFile?: string;
+  /** Listen on a non-loopback address without a secret, open to anyone who can reach it. @default false */
+  readonly insecure?: boolean;
   /** Injected wall clock, e.g. a skewed one in tests. @default Date.now */
   readonly clock?: Clock;
   /** Injected timers, e.g. virtual ones in a simulation. @default Node's timers */
@@ -64,6 +76,8 @@ export interface ResolvedOptions {
   readonly member: MemberSettings;
   readonly stopTimeoutMs: number;
   readonly sync: boolean;
+  /** Where the cluster secret comes from, or null when the member runs without one. */
+  readonly secret: SecretSource | null;
 }
 
 /**
@@ -100,6 +114,7 @@ export function resolveOptions(peersInput: readonly string[], options: ClusterOp
   const dataDir = options.dataDir ?? join(CLUSTER_DEFAULTS.dataRoot, `${self.host.replace(/[^a-zA-Z0-9.-]/g, '_')}-${self.port}`);
   if (typeof dataDir !== 'string' || dataDir.length === 0) throw new InvalidArgumentError('dataDir', dataDir, 'a directory path');
   if (options.sync !== undefined && typeof options.sync !== 'boolean') throw new InvalidArgumentError('sync', options.sync, 'a boolean');
+  const secret = secretSource(options, listen);
   return {
     self,
     listen: listen.multiaddr,
@@ -110,5 +125,27 @@ export function resolveOptions(peersInput: readonly string[], options: ClusterOp
     member,
     stopTimeoutMs: nonNegativeInt(options.stopTimeoutMs ?? CLUSTER_DEFAULTS.stopTimeoutMs, 'stopTimeoutMs'),
     sync: options.sync ?? CLUSTER_DEFAULTS.sync,
+    secret,
   };
+}
+
+/**
+ * The secret option checked, and the rule that a member reachable from other machines has one:
+ * listening beyond loopback without a secret would let anyone who can reach the port speak for a
+ * member (README, "Security"), so it takes `insecure: true` to say so.
+ */
+function secretSource(options: ClusterOptions, listen: PeerAddress): SecretSource | null {
+  if (options.insecure !== undefined && typeof options.insecure !== 'boolean') throw new InvalidArgumentError('insecure', options.insecure, 'a boolean');
+  if (options.secret !== undefined && options.secretFile !== undefined) {
+    throw new InvalidArgumentError('secretFile', options.secretFile, 'not given with secret (give one of them)');
+  }
+  if (options.secret !== undefined) return { value: checkSecret(options.secret, 'secret') };
+  if (options.secretFile !== undefined) {
+    if (typeof options.secretFile !== 'string' || options.secretFile.length === 0) throw new InvalidArgumentError('secretFile', options.secretFile, 'a file path');
+    return { file: options.secretFile };
+  }
+  if (!isLoopbackHost(listen.host) && options.insecure !== true) {
+    throw new InvalidArgumentError('secret', undefined, `a cluster secret (secret or secretFile) when listening on ${listen.host}, which other machines can reach; or insecure: true to run without one`);
+  }
+  return null;
 }

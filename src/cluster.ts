@@ -26,6 +26,7 @@ import type { LogStorage } from './storage/log-storage.js';
 import { MemoryLogStorage } from './storage/memory-log-storage.js';
 import { systemClock, systemTimers, type Clock, type Timers } from './time/clock.js';
 import type { Random } from './time/random.js';
+import { loadPsk } from './transport/cluster-secret.js';
 import { Libp2pTransport } from './transport/libp2p-transport.js';
 import { checkStoredVersion } from './version/stored-version.js';
 import { setMemberOf, versionSupportOf } from './version/test-seams.js';
@@ -103,6 +104,8 @@ export class Cluster extends EventEmitter<ClusterEvents> {
 
   async #start(): Promise<void> {
     const o = this.#o;
+    // A secretFile that cannot be used fails the start before anything is opened.
+    const psk = await loadPsk(o.secret);
     // A leader's entries are encoded once, for its own write and the appends to its followers.
     const entryRecords = new EntryRecords();
     let privateKey: PrivateKey | undefined;
@@ -130,6 +133,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       peers: o.peers,
       privateKey,
       entryRecords,
+      psk: psk ?? undefined,
       // A closed connection to the leader is the fastest sign that it died.
       onEvent: (event) => {
         if (event.type === 'disconnected') this.#driver?.peerDisconnected(event.peer);

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 /**
- * The `cronraft` command. Today: `cronraft simulate`, which runs the deterministic simulator
+ * The `cronraft` command: `cronraft simulate`, which runs the deterministic simulator
  * (simulations/) on one seed or sweeps many, and exits non-zero on a violated invariant with the
- * command that replays it.
+ * command that replays it; and `cronraft secret`, which prints a new cluster secret.
  */
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -15,8 +15,10 @@ import { FAULT_ALIASES, FAULT_NAMES, switchesFromNames } from '../../simulations
 import { renderReport, reportInput } from '../../simulations/report/page.js';
 import { simulate, type FaultSwitches, type SimulationResult } from '../../simulations/simulate.js';
 import { InvalidArgumentError } from '../errors.js';
+import { generateSecret } from '../transport/cluster-secret.js';
 
-const USAGE = `usage: cronraft simulate [--seed N | --seeds N [--from N]] [--members N] [--duration 60s]
+const USAGE = `usage: cronraft secret  (prints a new random cluster secret: the \`secret\` option of every member)
+       cronraft simulate [--seed N | --seeds N [--from N]] [--members N] [--duration 60s]
                          [--faults partition,loss,crash,clock,pause,disk | --faults none] [--json]
                          [--proposals on|off]  (application proposals besides the scheduler's)
                          [--parallel N|auto]  (a sweep in N processes; auto: one per core)
@@ -56,6 +58,10 @@ async function main(argv: string[]): Promise<number> {
       help: { type: 'boolean', default: false },
     },
   });
+  if (!values.help && positionals[0] === 'secret' && positionals.length === 1) {
+    console.log(generateSecret());
+    return 0;
+  }
   if (values.help || positionals[0] !== 'simulate') {
     console.log(USAGE);
     return values.help ? 0 : 2;

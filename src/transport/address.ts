@@ -18,7 +18,7 @@ export interface PeerAddress {
 
 type HostKind = 'ip4' | 'ip6' | 'dns4' | 'dns6' | 'dns';
 
-const EXPECTED = 'a multiaddr like /ip4/127.0.0.1/tcp/7001 or host:port';
+const EXPECTED = 'a multiaddr like /ip4/127.0.0.1/tcp/7001 or host:port, optionally ending in /p2p/<peer id>';
 const MAX_PORT = 65535;
 const MAX_DNS_NAME_LENGTH = 253;
 const DNS_LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
@@ -26,8 +26,8 @@ const DECIMAL = /^[0-9]{1,5}$/;
 const BRACKETED = /^\[([^\]]+)\]:([^:]+)$/;
 
 /**
- * Parses a member address given as a multiaddr (`/ip4|ip6|dns4|dns6|dns/<host>/tcp/<port>`,
- * optionally ending in `/p2p/<peer id>`) or as `host:port` / `[v6]:port`. `option` names the
+ * Parses a member address given as a multiaddr (`/ip4|ip6|dns4|dns6|dns/<host>/tcp/<port>`) or
+ * as `host:port` / `[v6]:port`, either optionally ending in `/p2p/<peer id>`. `option` names the
  * setting the value came from, for the error message. Pure: no DNS look-up, no I/O.
  */
 export function parsePeerAddress(value: string, option: string): PeerAddress {
@@ -68,13 +68,23 @@ function parseMultiaddr(value: string, minPort: number): PeerAddress | null {
 }
 
 function parseHostPort(value: string, minPort: number): PeerAddress | null {
+  // `host:port/p2p/<id>`: the README's short form with a pinned peer id.
+  const slash = value.indexOf('/');
+  if (slash === -1) return parseBareHostPort(value, minPort, null);
+  const [p2p, rawPeerId, ...rest] = value.slice(slash + 1).split('/');
+  if (p2p !== 'p2p' || rawPeerId === undefined || rest.length > 0) return null;
+  const peerId = canonicalPeerId(rawPeerId);
+  return peerId === null ? null : parseBareHostPort(value.slice(0, slash), minPort, peerId);
+}
+
+function parseBareHostPort(value: string, minPort: number, peerId: string | null): PeerAddress | null {
   const bracketed = BRACKETED.exec(value);
   if (bracketed !== null) {
     const [, rawHost, rawPort] = bracketed;
     if (rawHost === undefined || rawPort === undefined) return null;
     const host = canonicalHost('ip6', rawHost);
     const port = parsePort(rawPort, minPort);
-    return host === null || port === null ? null : build('ip6', host, port, null);
+    return host === null || port === null ? null : build('ip6', host, port, peerId);
   }
   // An unbracketed IPv6 address has several colons and is ambiguous with a port: refuse it.
   const colon = value.indexOf(':');
@@ -82,10 +92,10 @@ function parseHostPort(value: string, minPort: number): PeerAddress | null {
   const rawHost = value.slice(0, colon);
   const port = parsePort(value.slice(colon + 1), minPort);
   if (port === null) return null;
-  if (isIPv4(rawHost)) return build('ip4', rawHost, port, null);
+  if (isIPv4(rawHost)) return build('ip4', rawHost, port, peerId);
   const name = canonicalHost('dns4', rawHost);
   // A bare host name resolves to IPv4, as Node's own listeners default to IPv4 addresses.
-  return name === null ? null : build('dns4', name, port, null);
+  return name === null ? null : build('dns4', name, port, peerId);
 }
 
 function build(kind: HostKind, host: string, port: number, peerId: string | null): PeerAddress {

@@ -89,5 +89,40 @@ export const MAX_INBOUND_STREAMS_PER_CONNECTION = 16;
  */
 export const INBOUND_CONNECTIONS_PER_SECOND_PER_HOST = 100;
 
+/**
+ * How many inbound connections one remote host (IP address) may hold at once, handshaking or
+ * open; more are closed at once and counted (ConnectionGate). It is what keeps a flood of idle
+ * sockets or of connections from one address from taking the slots below, which libp2p counts
+ * for all hosts together: libp2p's own limits alone let ten idle sockets from anywhere keep a
+ * restarted member out. A member needs one or two connections to each other member, so this
+ * leaves room for dozens of members sharing a host, as in tests and local clusters.
+ */
+export const MAX_INBOUND_CONNECTIONS_PER_HOST = 64;
+
+/**
+ * How many inbound connections may be in their handshake at once, across all hosts (libp2p's
+ * `maxIncomingPendingConnections`; its default is 10). Four times MAX_INBOUND_CONNECTIONS_PER_HOST,
+ * so that filling it takes idle sockets from at least four hosts.
+ */
+export const MAX_INCOMING_PENDING_CONNECTIONS = 4 * MAX_INBOUND_CONNECTIONS_PER_HOST;
+
+/**
+ * How many connections a member holds at once before libp2p refuses inbound ones (its
+ * `maxConnections`; its default, 300, was filled from one host). Sixteen times
+ * MAX_INBOUND_CONNECTIONS_PER_HOST: far more than any cluster's members need.
+ */
+export const MAX_CONNECTIONS = 16 * MAX_INBOUND_CONNECTIONS_PER_HOST;
+
+/** How many dials libp2p runs at once. A member dials each peer at most once at a time, so this bounds the cluster size it serves at once, not a peer's retries. */
+export const MAX_PARALLEL_DIALS = 100;
+
+/**
+ * How long an inbound connection may take to complete its handshake (the secret's protection,
+ * Noise and multiplexer negotiation) before it is closed, freeing its pending slot. An honest
+ * dialer gives up after its dial timeout (DEFAULT_DIAL_TIMEOUT_MS); twice that leaves room for a
+ * slow machine. libp2p's default is 10 s, which an idle socket could hold a slot for.
+ */
+export const INBOUND_UPGRADE_TIMEOUT_MS = 2 * DEFAULT_DIAL_TIMEOUT_MS;
+
 /** The file, inside the data directory, that holds the member's libp2p private key. */
 export const PEER_KEY_FILE = 'peer-key';

@@ -4,6 +4,7 @@ import { tunedNoise } from './tuned-noise.js';
 import { relaxWindowUpdates } from './yamux-window.js';
 import { yamux } from '@chainsafe/libp2p-yamux';
 import type { Connection, Libp2p, PrivateKey, Stream, StreamMessageEvent } from '@libp2p/interface';
+import { preSharedKey } from '@libp2p/pnet';
 import { tcp } from '@libp2p/tcp';
 import { multiaddr } from '@multiformats/multiaddr';
 import { createLibp2p } from 'libp2p';
@@ -22,6 +23,10 @@ import {
   DEFAULT_RECONNECT_MAX_MS,
   DEFAULT_RECONNECT_MIN_MS,
   INBOUND_CONNECTIONS_PER_SECOND_PER_HOST,
+  INBOUND_UPGRADE_TIMEOUT_MS,
+  MAX_CONNECTIONS,
+  MAX_INCOMING_PENDING_CONNECTIONS,
+  MAX_PARALLEL_DIALS,
   MAX_CLUSTER_ID_LENGTH,
   MAX_FRAME_BYTES,
   MAX_ID_LENGTH,
@@ -29,6 +34,7 @@ import {
   PROTOCOL_ID,
   STOP_TIMEOUT_MS,
 } from './constants.js';
+import { ConnectionGate } from './connection-gate.js';
 import type { DropReason, TransportEvent } from './events.js';
 import { FrameReader, OversizedFrameError } from './framing.js';
 import { PeerLink } from './peer-link.js';
@@ -59,6 +65,11 @@ export interface Libp2pTransportOptions {
   readonly onEvent?: (event: TransportEvent) => void;
   /** The member's encoder of entry records, shared with its storage (see EntryRecords); one of its own when omitted. */
   readonly entryRecords?: EntryRecords;
+  /**
+   * The private network key (see pskFromSecret in cluster-secret.ts): every connection is
+   * protected with it before Noise, so only nodes holding it connect. None when omitted.
+   */
+  readonly psk?: Uint8Array;
 }
 
 type RunState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
@@ -74,6 +85,7 @@ export class Libp2pTransport implements Transport {
   readonly #records: EntryRecords;
   readonly #listen: string;
   readonly #privateKey: PrivateKey | undefined;
+  readonly #psk: Uint8Array | undefined;
   readonly #settings: LinkSettings;
   readonly #onEvent: ((event: TransportEvent) => void) | undefined;
   readonly #counters = { sent: 0, received: 0, droppedQueueFull: 0, droppedMalformed: 0, droppedOversized: 0, droppedUnexpected: 0 };
@@ -83,6 +95,9 @@ export class Libp2pTransport implements Transport {
   /** Bytes of incomplete frames held by all inbound streams' readers. */
   #inboundBuffered = 0;
   #peers: ReadonlyMap<NodeId, PeerAddress> = new Map();
+  /** The peers' pinned peer ids when every peer pins one, else null (see ConnectionGate). */
+  #pinned: ReadonlySet<string> | null = null;
+  readonly #gate = new ConnectionGate(() => this.#pinned);
   #links = new Map<NodeId, PeerLink>();
   #handler: ((message: Message) => void) | null = null;
   #node: Libp2p | null = null;
@@ -95,6 +110,7 @@ export class Libp2pTransport implements Transport {
     this.#clusterId = checkString(options.clusterId, 'clusterId', MAX_CLUSTER_ID_LENGTH);
     this.#listen = checkMultiaddr(options.listen, 'listen');
     this.#privateKey = options.privateKey;
+    this.#psk = options.psk;
     this.#records = options.entryRecords ?? new EntryRecords();
     const reconnectMinMs = checkInteger(options.reconnectMinMs ?? DEFAULT_RECONNECT_MIN_MS, 'reconnectMinMs', 1);
     this.#settings = {
@@ -133,12 +149,18 @@ export class Libp2pTransport implements Transport {
         addresses: { listen: [this.#listen] },
         // noDelay is @libp2p/tcp's default; stated here because latency depends on it.
         transports: [tcp({ dialOpts: { noDelay: true }, listenOpts: { noDelay: true } })],
+        ...(this.#psk === undefined ? {} : { connectionProtector: preSharedKey({ psk: this.#psk }) }),
         connectionEncrypters: [tunedNoise()],
         streamMuxers: [yamux()],
+        connectionGater: this.#gate.gater(),
         connectionManager: {
           dialTimeout: this.#settings.dialTimeoutMs,
           connectionCloseTimeout: CONNECTION_CLOSE_TIMEOUT_MS,
           inboundConnectionThreshold: INBOUND_CONNECTIONS_PER_SECOND_PER_HOST,
+          inboundUpgradeTimeout: INBOUND_UPGRADE_TIMEOUT_MS,
+          maxIncomingPendingConnections: MAX_INCOMING_PENDING_CONNECTIONS,
+          maxConnections: MAX_CONNECTIONS,
+          maxParallelDials: MAX_PARALLEL_DIALS,
         },
       });
       await node.handle(PROTOCOL_ID, (stream, connection) => this.#onInboundStream(stream, connection), {
@@ -213,6 +235,7 @@ export class Libp2pTransport implements Transport {
       droppedMalformed: c.droppedMalformed,
       droppedOversized: c.droppedOversized,
       droppedUnexpected: c.droppedUnexpected,
+      inboundConnections: this.#gate.stats(),
     };
   }
 
@@ -250,6 +273,8 @@ export class Libp2pTransport implements Transport {
     }
     this.#links = next;
     this.#peers = new Map(peers);
+    const others = [...this.#peers.values()].filter((peer) => peer.id !== this.#self);
+    this.#pinned = others.length > 0 && others.every((peer) => peer.peerId !== null) ? new Set(others.map((peer) => peer.peerId ?? '')) : null;
   }
 
   async #dial(address: PeerAddress, signal: AbortSignal): Promise<Stream> {

@@ -1,4 +1,5 @@
 import type { NodeId } from '../raft/types.js';
+import type { InboundConnectionStats } from './connection-gate.js';
 import type { WireMessage } from './envelope.js';
 
 /**
@@ -35,4 +36,6 @@ export interface TransportStats {
   readonly droppedMalformed: number;
   readonly droppedOversized: number;
   readonly droppedUnexpected: number;
+  /** What became of inbound connections: the libp2p transport's alone (a simulated network has none). */
+  readonly inboundConnections?: InboundConnectionStats;
 }

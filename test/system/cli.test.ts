@@ -8,6 +8,7 @@ import { CLUSTER_DEFAULTS } from '../../src/cluster-options.js';
 import { switchesFromNames } from '../../simulations/faults.js';
 import { drawSettings } from '../../simulations/settings.js';
 import type { JobSummary } from '../../simulations/summary.js';
+import { checkSecret } from '../../src/transport/cluster-secret.js';
 import { expectedRow, tableRow } from '../fixtures/report-table.js';
 
 const run = promisify(execFile);
@@ -77,5 +78,16 @@ describe('cronraft simulate', () => {
     const r = await cronraft('simulate', '--faults', 'gremlins');
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('Invalid --faults');
+  });
+});
+
+describe('cronraft secret', () => {
+  it('prints a new secret each time, one that every member accepts', async () => {
+    const [a, b] = [await cronraft('secret'), await cronraft('secret')];
+    expect([a.code, b.code]).toEqual([0, 0]);
+    const secret = a.stdout.trim();
+    expect(secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(b.stdout.trim()).not.toBe(secret);
+    expect(checkSecret(secret, 'secret')).toBe(secret);
   });
 });

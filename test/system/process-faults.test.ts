@@ -5,6 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CLUSTER_DEFAULTS } from '../../src/index.js';
 import type { FencedRunRecord } from '../fixtures/member-process.js';
 import { monoMs } from '../fixtures/mono-clock.js';
+import { generateSecret } from '../../src/transport/cluster-secret.js';
 import { MemberNamespaces } from '../fixtures/netns.js';
 import { ProcessCluster, type MemberProcess } from '../fixtures/process-cluster.js';
 import { expectEverySlotRanOnce, historyOf, succeededBy } from '../fixtures/slot-history.js';
@@ -299,7 +300,8 @@ describe('real processes under faults beyond kill -9', () => {
       it(`the ${victimRole} cut off mid-run for longer than its lease, then put back`, async (ctx) => {
         const lab = net;
         if (!(lab instanceof MemberNamespaces)) return ctx.skip(lab.skip);
-        const c = await ProcessCluster.create(3, {}, lab.placements);
+        // Members on a network other machines could reach need a secret (README, "Security").
+        const c = await ProcessCluster.create(3, { secret: generateSecret() }, lab.placements);
         cluster = c;
         const index = (victim: MemberProcess): number => c.members.indexOf(victim);
         const partition: Fault = { kind: 'partition', start: (v) => lab.cut(index(v)), end: (v) => lab.heal(index(v)) };

@@ -61,6 +61,27 @@ describe('parsePeerAddress', () => {
     expect(parsePeerAddress(`/dns4/a.b/tcp/1/p2p/${peerId}`, 'peers').peerId).toBe(peerId);
   });
 
+  // The README's "Options" lists these forms, each "optionally with /p2p/<peer id>".
+  it.each([
+    ['/ip4/10.0.0.2/tcp/7001', '10.0.0.2:7001'],
+    ['/dns4/host/tcp/7001', 'host:7001'],
+    ['10.0.0.2:7001', '10.0.0.2:7001'],
+    ['[::1]:7001', '[::1]:7001'],
+    ['host:7001', 'host:7001'],
+  ])('takes every documented form %s with and without a pinned /p2p/<id>', (form, id) => {
+    const bare = parsePeerAddress(form, 'peers');
+    const pinned = parsePeerAddress(`${form}/p2p/${peerId}`, 'peers');
+    expect(bare.id).toBe(id);
+    expect(bare.peerId).toBeNull();
+    expect(pinned).toEqual({ ...bare, peerId });
+  });
+
+  it('refuses a short form whose suffix is not one /p2p/<peer id>', () => {
+    for (const suffix of ['/p2p', '/p2p/not-a-peer-id', '/ws', `/p2p/${peerId}/x`, `/ipfs/${peerId}`, '/']) {
+      expect(() => parsePeerAddress(`10.0.0.2:7001${suffix}`, 'peers[0]')).toThrow(InvalidArgumentError);
+    }
+  });
+
   it('parses host:port forms', () => {
     expect(parsePeerAddress('127.0.0.1:7001', 'peers')).toEqual({
       id: '127.0.0.1:7001',

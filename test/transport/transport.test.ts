@@ -65,6 +65,16 @@ function wire(members: readonly Member[]): void {
   for (const m of members) m.transport.setPeers(peers);
 }
 
+/**
+ * As wire, but every member also knows one that pins no peer id (and never answers): the
+ * connection gate then lets any peer id in (see ConnectionGate), so a hostile node reaches the
+ * frame checks these tests are about.
+ */
+function wirePartlyPinned(members: readonly Member[]): void {
+  const peers = new Map([...members.map((m) => [m.id, addressOf(m)] as const), ['unpinned', parsePeerAddress('127.0.0.1:1', 'test')] as const]);
+  for (const m of members) m.transport.setPeers(peers);
+}
+
 function heartbeat(from: NodeId, to: NodeId, commit: number): Message {
   return { type: 'heartbeat', from, to, term: 1, commit, readCtx: 0 };
 }
@@ -268,7 +278,7 @@ describe('Libp2pTransport', () => {
 
   it('survives hostile input on its protocol and still delivers a real peer’s messages', async () => {
     const [victim, peer] = await Promise.all([member('victim'), member('peer')]);
-    wire([victim, peer]);
+    wirePartlyPinned([victim, peer]);
     const attacker = await hostileNode();
     const valid = (message: Message, clusterId = CLUSTER): Uint8Array => withPrefix(encodeFrame({ clusterId, message }));
 
@@ -313,7 +323,7 @@ describe('Libp2pTransport', () => {
 
   it('resets a stream that pushes the bytes held for incomplete frames over the bound', async () => {
     const [victim, peer] = await Promise.all([member('victim', { maxInboundBufferedBytes: 100_000 }), member('peer')]);
-    wire([victim, peer]);
+    wirePartlyPinned([victim, peer]);
     const attacker = await hostileNode();
     // Each stream announces a 60 kB frame and sends 40 kB of it: the third crosses 100 kB.
     const partial = withPrefix(new Uint8Array(60_000)).subarray(0, 40_000);

@@ -1,0 +1,96 @@
+import type { ConnectionGater, MultiaddrConnection, PeerId } from '@libp2p/interface';
+import { MAX_INBOUND_CONNECTIONS_PER_HOST } from './constants.js';
+
+/** What the gate did with inbound connections, for `state().transport.inboundConnections`. */
+export interface InboundConnectionStats {
+  /** Connections that completed the handshake (the cluster secret's protection and Noise) and were let in. */
+  readonly accepted: number;
+  /**
+   * Connections that closed before completing the handshake: a process without the cluster
+   * secret or with another, one that speaks something else, an idle socket timed out, or an
+   * honest dial given up half-way.
+   */
+  readonly handshakeFailed: number;
+  /** Connections closed right after the handshake because their peer id is none of the pinned members'. */
+  readonly notMember: number;
+  /** Connections refused at once because their host already held MAX_INBOUND_CONNECTIONS_PER_HOST. */
+  readonly overHostLimit: number;
+  /** Inbound connections held now, handshaking or open. */
+  readonly held: number;
+}
+
+/**
+ * The libp2p connection gater of a member: it bounds the inbound connections any one host holds,
+ * handshaking or open, so that a flood of idle sockets or of connections from one address cannot
+ * take the slots other members need; and, when every peer's address pins its peer id, closes
+ * inbound connections from any other peer id right after the handshake, before a stream opens.
+ * It counts what it refused.
+ */
+export class ConnectionGate {
+  readonly #pinned: () => ReadonlySet<string> | null;
+  /** Inbound connections held per remote host, from acceptance until they close. */
+  readonly #perHost = new Map<string, number>();
+  /** Inbound connections accepted whose handshake has not completed. */
+  readonly #handshaking = new Set<MultiaddrConnection>();
+  readonly #counts = { accepted: 0, handshakeFailed: 0, notMember: 0, overHostLimit: 0 };
+  #held = 0;
+
+  /** `pinned` returns the members' peer ids when every peer pins one, or null when some do not (then any peer id may connect). */
+  constructor(pinned: () => ReadonlySet<string> | null) {
+    this.#pinned = pinned;
+  }
+
+  /** The gater to give libp2p. */
+  gater(): ConnectionGater {
+    return {
+      denyInboundConnection: (maConn) => this.#onInbound(maConn),
+      denyInboundEncryptedConnection: (peerId, maConn) => this.#onHandshake(peerId, maConn),
+    };
+  }
+
+  stats(): InboundConnectionStats {
+    return { ...this.#counts, held: this.#held };
+  }
+
+  #onInbound(maConn: MultiaddrConnection): boolean {
+    const host = hostOf(maConn);
+    const held = this.#perHost.get(host) ?? 0;
+    if (held >= MAX_INBOUND_CONNECTIONS_PER_HOST) {
+      this.#counts.overHostLimit++;
+      return true;
+    }
+    if (maConn.status !== 'open') return true;
+    this.#perHost.set(host, held + 1);
+    this.#held++;
+    this.#handshaking.add(maConn);
+    maConn.addEventListener(
+      'close',
+      () => {
+        if (this.#handshaking.delete(maConn)) this.#counts.handshakeFailed++;
+        this.#held--;
+        const left = (this.#perHost.get(host) ?? 1) - 1;
+        if (left > 0) this.#perHost.set(host, left);
+        else this.#perHost.delete(host);
+      },
+      { once: true },
+    );
+    return false;
+  }
+
+  #onHandshake(peerId: PeerId, maConn: MultiaddrConnection): boolean {
+    this.#handshaking.delete(maConn);
+    const pinned = this.#pinned();
+    if (pinned !== null && !pinned.has(peerId.toString())) {
+      this.#counts.notMember++;
+      return true;
+    }
+    this.#counts.accepted++;
+    return false;
+  }
+}
+
+/** The remote host of a connection (its IP address), which the per-host bound counts by. */
+function hostOf(maConn: MultiaddrConnection): string {
+  const component = maConn.remoteAddr.getComponents().find((c) => c.name === 'ip4' || c.name === 'ip6');
+  return component?.value ?? maConn.remoteAddr.toString();
+}

@@ -1,0 +1,111 @@
+// The polyfill must load before libp2p.
+import '../../src/transport/polyfills.js';
+import { connect, type Socket } from 'node:net';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { Message, NodeId } from '../../src/raft/types.js';
+import { parsePeerAddress, type PeerAddress } from '../../src/transport/address.js';
+import { pskFromSecret } from '../../src/transport/cluster-secret.js';
+import { INBOUND_UPGRADE_TIMEOUT_MS, MAX_INBOUND_CONNECTIONS_PER_HOST } from '../../src/transport/constants.js';
+import { encodeFrame } from '../../src/transport/codec.js';
+import { withPrefix } from '../../src/transport/framing.js';
+import { Libp2pTransport } from '../../src/transport/libp2p-transport.js';
+import { hostileNode, openRaw } from '../fixtures/hostile-node.js';
+
+const CLUSTER = 'test-cluster';
+/** Well below INBOUND_UPGRADE_TIMEOUT_MS: what the members do here, they do while every idle socket still holds its slot. */
+const WAIT = { timeout: INBOUND_UPGRADE_TIMEOUT_MS / 2, interval: 5 };
+/** libp2p's default bound on connections in their handshake, which ten idle sockets filled. */
+const LIBP2P_DEFAULT_PENDING = 10;
+
+interface Member {
+  readonly id: NodeId;
+  readonly transport: Libp2pTransport;
+  readonly received: Message[];
+}
+
+const cleanups: (() => Promise<void> | void)[] = [];
+
+afterEach(async () => {
+  await Promise.all(cleanups.splice(0).map((cleanup) => cleanup()));
+});
+
+async function member(id: NodeId, psk?: Uint8Array): Promise<Member> {
+  const received: Message[] = [];
+  const transport = new Libp2pTransport({ self: id, clusterId: CLUSTER, listen: '/ip4/127.0.0.1/tcp/0', peers: new Map(), ...(psk === undefined ? {} : { psk }) });
+  cleanups.push(() => transport.stop());
+  transport.onMessage((message) => received.push(message));
+  await transport.start();
+  return { id, transport, received };
+}
+
+function addressOf(m: Member): PeerAddress {
+  return parsePeerAddress(m.transport.listenAddresses()[0] ?? '', 'test');
+}
+
+/** `count` TCP sockets to `port` from `localAddress` that never send a byte, once all are connected. */
+async function idleSockets(port: number, localAddress: string, count: number): Promise<Socket[]> {
+  const sockets = await Promise.all(
+    Array.from({ length: count }, () => new Promise<Socket>((resolve, reject) => {
+      const socket = connect({ port, host: '127.0.0.1', localAddress });
+      socket.once('connect', () => resolve(socket));
+      socket.once('error', reject);
+    })),
+  );
+  for (const socket of sockets) socket.on('error', () => undefined);
+  cleanups.push(() => sockets.forEach((socket) => socket.destroy()));
+  return sockets;
+}
+
+/**
+ * A member's dial reaches `a`: a libp2p node (with `a`'s secret) opens a stream to it and sends a
+ * heartbeat as member b, which `a` knows but cannot dial (b does not listen), so that the message
+ * can only arrive over the inbound connection the idle sockets compete with.
+ */
+async function dialsIn(a: Member, psk: Uint8Array | undefined): Promise<void> {
+  a.transport.setPeers(new Map([['b', parsePeerAddress('127.0.0.1:1', 'test')]]));
+  const b = await hostileNode(psk === undefined ? {} : { psk });
+  cleanups.push(() => b.stop());
+  const stream = await openRaw(b, a.transport.listenAddresses()[0] ?? '');
+  stream.send(withPrefix(encodeFrame({ clusterId: CLUSTER, message: { type: 'heartbeat', from: 'b', to: a.id, term: 1, commit: 0, readCtx: 0 } })));
+  await vi.waitFor(() => expect(a.received).toHaveLength(1), WAIT);
+}
+
+describe('connection limits', () => {
+  it.each([
+    ['without a secret', undefined],
+    ['with a secret', pskFromSecret('correct horse battery staple')],
+  ])('lets a member in while more idle sockets than libp2p’s default pending bound hold handshakes (%s)', async (_, psk) => {
+    const a = await member('a', psk);
+    // From the members' own address, as a process on a member's host would.
+    await idleSockets(addressOf(a).port, '127.0.0.1', 2 * LIBP2P_DEFAULT_PENDING);
+    await dialsIn(a, psk);
+    expect(a.transport.stats().inboundConnections?.overHostLimit).toBe(0);
+  });
+
+  it('bounds the connections one host holds, so that a flood from it leaves room for the members', async () => {
+    const a = await member('a');
+    const flood = MAX_INBOUND_CONNECTIONS_PER_HOST + 16;
+    // Another loopback address stands for another machine.
+    await idleSockets(addressOf(a).port, '127.0.0.5', flood);
+    await vi.waitFor(() => expect(a.transport.stats().inboundConnections?.overHostLimit).toBe(flood - MAX_INBOUND_CONNECTIONS_PER_HOST), WAIT);
+    await dialsIn(a, undefined);
+  });
+
+  it('gives a host its slots back as its connections close, handshaking or open', async () => {
+    const a = await member('a');
+    a.transport.setPeers(new Map([['b', parsePeerAddress('127.0.0.1:1', 'test')]]));
+    const dialer = await hostileNode();
+    cleanups.push(() => dialer.stop());
+    // More connections, one after another, than the host may hold at once.
+    for (let i = 0; i < MAX_INBOUND_CONNECTIONS_PER_HOST + 8; i++) {
+      await openRaw(dialer, a.transport.listenAddresses()[0] ?? '');
+      for (const connection of dialer.node.getConnections()) connection.abort(new Error('next'));
+      await vi.waitFor(() => expect(a.transport.stats().inboundConnections?.held).toBe(0), WAIT);
+    }
+    const idle = await idleSockets(addressOf(a).port, '127.0.0.1', MAX_INBOUND_CONNECTIONS_PER_HOST);
+    await vi.waitFor(() => expect(a.transport.stats().inboundConnections?.held).toBe(MAX_INBOUND_CONNECTIONS_PER_HOST), WAIT);
+    for (const socket of idle) socket.destroy();
+    await vi.waitFor(() => expect(a.transport.stats().inboundConnections?.held).toBe(0), WAIT);
+    expect(a.transport.stats().inboundConnections).toMatchObject({ accepted: MAX_INBOUND_CONNECTIONS_PER_HOST + 8, overHostLimit: 0 });
+  });
+});

@@ -1,0 +1,142 @@
+// The polyfill must load before libp2p.
+import '../../src/transport/polyfills.js';
+import { connect } from 'node:net';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { InvalidArgumentError } from '../../src/errors.js';
+import type { Message, NodeId } from '../../src/raft/types.js';
+import { parsePeerAddress, type PeerAddress } from '../../src/transport/address.js';
+import { checkSecret, generateSecret, isLoopbackHost, MIN_SECRET_LENGTH, pskFromSecret } from '../../src/transport/cluster-secret.js';
+import { encodeFrame } from '../../src/transport/codec.js';
+import { withPrefix } from '../../src/transport/framing.js';
+import { Libp2pTransport, type Libp2pTransportOptions } from '../../src/transport/libp2p-transport.js';
+import { hostileNode, openRaw } from '../fixtures/hostile-node.js';
+
+const CLUSTER = 'test-cluster';
+const WAIT = { timeout: 10_000, interval: 5 };
+const SECRET = 'correct horse battery staple';
+const PSK = pskFromSecret(SECRET);
+
+interface Member {
+  readonly id: NodeId;
+  readonly transport: Libp2pTransport;
+  readonly received: Message[];
+}
+
+const cleanups: (() => Promise<void>)[] = [];
+
+afterEach(async () => {
+  await Promise.all(cleanups.splice(0).map((cleanup) => cleanup()));
+});
+
+async function member(id: NodeId, options: Partial<Libp2pTransportOptions> = {}): Promise<Member> {
+  const received: Message[] = [];
+  const transport = new Libp2pTransport({ self: id, clusterId: CLUSTER, listen: '/ip4/127.0.0.1/tcp/0', peers: new Map(), psk: PSK, ...options });
+  cleanups.push(() => transport.stop());
+  transport.onMessage((message) => received.push(message));
+  await transport.start();
+  return { id, transport, received };
+}
+
+/** The member's bound address, pinned to its peer id, or not. */
+function addressOf(m: Member, pinned = true): PeerAddress {
+  const [address] = m.transport.listenAddresses();
+  if (address === undefined) throw new Error(`${m.id} is not listening`);
+  const parsed = parsePeerAddress(address, 'test');
+  return pinned ? parsed : { ...parsed, peerId: null };
+}
+
+function heartbeat(from: NodeId, to: NodeId): Message {
+  return { type: 'heartbeat', from, to, term: 7, commit: 0, readCtx: 0 };
+}
+
+/** Two members that know each other, `pinned` or not, and have exchanged a message each way. */
+async function pair(pinned: boolean): Promise<[Member, Member]> {
+  const a = await member('a');
+  const b = await member('b');
+  const peers = new Map([
+    ['a', addressOf(a, pinned)],
+    ['b', addressOf(b, pinned)],
+  ]);
+  a.transport.setPeers(peers);
+  b.transport.setPeers(peers);
+  a.transport.send(heartbeat('a', 'b'));
+  b.transport.send(heartbeat('b', 'a'));
+  await vi.waitFor(() => expect([a.received.length, b.received.length]).toEqual([1, 1]), WAIT);
+  return [a, b];
+}
+
+describe('the cluster secret', () => {
+  it('derives the same private network key from the same secret, in the format @libp2p/pnet reads, and another from another', () => {
+    const text = new TextDecoder().decode(PSK);
+    expect(text).toMatch(/^\/key\/swarm\/psk\/1\.0\.0\/\n\/base16\/\n[0-9a-f]{64}$/);
+    expect(pskFromSecret(SECRET)).toEqual(PSK);
+    expect(pskFromSecret(`${SECRET}!`)).not.toEqual(PSK);
+    // The key is derived, not the secret written out.
+    expect(text).not.toContain(Buffer.from(SECRET).toString('hex'));
+  });
+
+  it('generates secrets that pass its own check, and refuses short or padded ones without echoing them', () => {
+    const generated = generateSecret();
+    expect(checkSecret(generated, 'secret')).toBe(generated);
+    expect(generated).not.toBe(generateSecret());
+    for (const bad of ['x'.repeat(MIN_SECRET_LENGTH - 1), ` ${SECRET}`, `${SECRET}\n`, 'x'.repeat(5000), 42]) {
+      let caught: unknown;
+      try {
+        checkSecret(bad, 'secret');
+      } catch (error) {
+        caught = error;
+      }
+      expect(caught).toBeInstanceOf(InvalidArgumentError);
+      expect((caught as Error).message).not.toContain(SECRET);
+    }
+  });
+
+  it('counts loopback hosts, and only them, as loopback', () => {
+    for (const host of ['127.0.0.1', '127.1.2.3', '::1', 'localhost']) expect(isLoopbackHost(host), host).toBe(true);
+    for (const host of ['0.0.0.0', '::', '10.0.0.2', '128.0.0.1', 'example.com', '::ffff:127.0.0.1']) expect(isLoopbackHost(host), host).toBe(false);
+  });
+
+  it('lets no process without the secret reach the protocol, counting each, while members with it deliver', async () => {
+    const [a, b] = await pair(false);
+    const target = a.transport.listenAddresses()[0] ?? '';
+    // A libp2p node without a secret, and one with another secret: neither gets a stream.
+    const open = await hostileNode();
+    const other = await hostileNode({ psk: pskFromSecret('another secret, not ours') });
+    cleanups.push(() => open.stop(), () => other.stop());
+    await expect(openRaw(open, target)).rejects.toThrow();
+    await expect(openRaw(other, target)).rejects.toThrow();
+    // A frame written straight onto TCP, as from member b.
+    const { port } = addressOf(a);
+    const socket = connect(port, '127.0.0.1');
+    await new Promise<void>((resolve) => socket.once('connect', resolve));
+    socket.on('error', () => undefined);
+    socket.write(withPrefix(encodeFrame({ clusterId: CLUSTER, message: heartbeat('b', 'a') })));
+    await new Promise<void>((resolve) => socket.once('close', resolve));
+
+    await vi.waitFor(() => expect(a.transport.stats().inboundConnections?.handshakeFailed).toBeGreaterThanOrEqual(3), WAIT);
+    expect(a.received).toHaveLength(1);
+    expect(a.transport.stats()).toMatchObject({ received: 1, droppedMalformed: 0, droppedUnexpected: 0 });
+    b.transport.send(heartbeat('b', 'a'));
+    await vi.waitFor(() => expect(a.received).toHaveLength(2), WAIT);
+  });
+
+  it('closes, right after the handshake, a connection from a peer id none of the pinned members holds', async () => {
+    const [a] = await pair(true);
+    // It holds the secret, but not a member's key.
+    const stranger = await hostileNode({ psk: PSK });
+    cleanups.push(() => stranger.stop());
+    await expect(openRaw(stranger, a.transport.listenAddresses()[0] ?? '')).rejects.toThrow();
+    await vi.waitFor(() => expect(a.transport.stats().inboundConnections?.notMember).toBe(1), WAIT);
+    expect(a.transport.stats()).toMatchObject({ received: 1, droppedUnexpected: 0 });
+  });
+
+  it('lets any peer id with the secret connect while some member is not pinned (its frames are checked by sender)', async () => {
+    const [a] = await pair(false);
+    const holder = await hostileNode({ psk: PSK });
+    cleanups.push(() => holder.stop());
+    const stream = await openRaw(holder, a.transport.listenAddresses()[0] ?? '');
+    stream.send(withPrefix(encodeFrame({ clusterId: CLUSTER, message: heartbeat('c', 'a') })));
+    await vi.waitFor(() => expect(a.transport.stats().droppedUnexpected).toBe(1), WAIT);
+    expect(a.transport.stats().inboundConnections?.notMember).toBe(0);
+  });
+});
