@@ -1083,7 +1083,14 @@ export class RaftNode {
       return;
     }
     for (const peer of this.#peers) if (!this.#progress.has(peer)) this.#addProgress(peer, this.log.lastIndex() + 1);
-    for (const peer of [...this.#progress.keys()]) if (peer !== this.id && !isMember(conf, peer)) this.#progress.delete(peer);
+    for (const [peer, pr] of [...this.#progress]) {
+      if (peer === this.id || isMember(conf, peer)) continue;
+      // A last heartbeat tells a removed member that holds the change that it is committed, so
+      // that it knows it was removed and stops campaigning; one that does not hold it campaigns
+      // in vain (its vote requests are ignored, see step).
+      this.#send({ type: 'heartbeat', from: this.id, to: peer, term: this.#term, commit: Math.min(pr.match, this.log.committed), readCtx: 0 });
+      this.#progress.delete(peer);
+    }
     if (this.#transferee !== null && !isVoter(conf, this.#transferee)) this.#transferee = null;
     if (!this.#promotable()) {
       this.#broadcastHeartbeat(0);
