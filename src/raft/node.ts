@@ -1,15 +1,18 @@
 import { canHoldTerm, MAX_INDEX, MAX_TERM, messageWithinBounds } from './bounds.js';
+import { decodeConfChange, encodeConfChange, type ConfChange } from './conf-change.js';
 import { RAFT_DEFAULTS, type RaftConfig } from './config.js';
+import { applyChange, configurationOf, configurationProblem, isMember, isVoter, membersOf, sameConfiguration, type ConfChangeProblem } from './configuration.js';
 import { InvariantError } from './invariant.js';
 import { RaftLog } from './log.js';
 import { Progress } from './progress.js';
-import { committedIndex, quorumSize, tallyVotes } from './quorum.js';
+import { committedIndex, hasQuorum, tallyVotes } from './quorum.js';
 import { ReadOnly } from './read-only.js';
 import { splitMessages, type ForwardResult, type ReadState, type Ready, type Role, type SoftState } from './ready.js';
 import {
   EntryType,
   REJECT_LOST_LOG,
   type AppendMessage,
+  type Configuration,
   type AppendResponse,
   type Entry,
   type HardState,
@@ -33,6 +36,23 @@ export type ProposeOutcome =
   | { readonly kind: 'appended'; readonly index: number; readonly term: number }
   | { readonly kind: 'forwarded'; readonly leader: NodeId }
   | { readonly kind: 'refused'; readonly reason: 'no-leader' | 'transferring' | 'backpressure'; readonly leader: NodeId | null };
+
+/**
+ * The outcome of `proposeConfChange`: appended (it takes effect once committed and applied), or
+ * refused, changing nothing:
+ * - `not-leader`: only the leader proposes a change (`leader` names it if known: the caller
+ *   asks it there; a follower does not forward changes as it forwards commands);
+ * - `transferring`: leadership is being handed over;
+ * - `not-committed-in-term`: this leader has not yet committed an entry of its term, so it may
+ *   not know of a change a previous leader appended (the thesis, section 4.1, and the bug
+ *   Ongaro reported on raft-dev in 2015);
+ * - `pending`: an earlier change is appended and not yet applied;
+ * - `backpressure`: the leader holds too many uncommitted bytes;
+ * - a ConfChangeProblem: the change is malformed, void or unsafe for the current configuration.
+ */
+export type ConfChangeOutcome =
+  | { readonly kind: 'appended'; readonly index: number; readonly term: number }
+  | { readonly kind: 'refused'; readonly reason: 'not-leader' | 'transferring' | 'not-committed-in-term' | 'pending' | 'backpressure' | ConfChangeProblem; readonly leader: NodeId | null };
 
 /** What the node starts from: the durable state read back from storage. */
 export interface RaftInitialState {
@@ -67,12 +87,24 @@ export const MAX_SNAPSHOT_BACKOFF = 4;
  * runs exactly this code.
  *
  * Implemented: PreVote, CheckQuorum with leader leases, fast log back-off, pipelined appends
- * bounded by in-flight messages and bytes, proposal forwarding, ReadIndex, leadership transfer.
+ * bounded by in-flight messages and bytes, proposal forwarding, ReadIndex, leadership transfer,
+ * configuration changes one member at a time (see proposeConfChange and #applyConfChanges).
  */
 export class RaftNode {
   readonly id: NodeId;
-  readonly #voters: readonly NodeId[];
-  readonly #peers: readonly NodeId[];
+  /** The configuration at index 0, `RaftConfig.voters`: what a snapshot without one stands for. */
+  readonly #founding: Configuration;
+  /** The configuration as of the last conf change handed out for applying (see #applyConfChanges). */
+  #conf: Configuration;
+  /** Every member but this one, voters then learners: whom a leader replicates to. */
+  #peers: readonly NodeId[];
+  /** Set when the configuration changed since the last Ready, which reports it. */
+  #confChanged = false;
+  /**
+   * The index of the last conf change this leader appended, or of its first entry (etcd's
+   * pendingConfIndex): no other change is proposed until the log is applied up to it.
+   */
+  #pendingConfIndex = 0;
   readonly #random: Random;
   readonly #electionTicks: number;
   readonly #heartbeatTicks: number;
@@ -90,6 +122,11 @@ export class RaftNode {
    * still held (see `Progress.maybeForgetMatch`).
    */
   followerLogsLost = 0;
+  /**
+   * Messages ignored because their sender is not in this member's configuration, and is not a
+   * leader this member may follow (see #acceptsFromNonMember): a removed member, or one never added.
+   */
+  fromNonMembers = 0;
 
   #term: number;
   #vote: NodeId | null;
@@ -129,15 +166,23 @@ export class RaftNode {
   #writesInFlight = 0;
 
   constructor(config: RaftConfig, initial: RaftInitialState, random: Random) {
-    if (!config.voters.includes(config.id)) throw new Error(`Raft config: ${config.id} is not among the voters`);
+    if (config.voters.length === 0) throw new Error('Raft config: no voters');
     if (config.heartbeatTicks < 1 || config.electionTicks <= config.heartbeatTicks) {
       throw new Error('Raft config: heartbeatTicks must be >= 1 and less than electionTicks');
     }
     // Storage refuses such a state when it reads it; this is the protocol's own guard.
     if (!canHoldTerm(initial.hardState.term)) throw new Error(`Raft initial state: term ${initial.hardState.term} is not a term a member may hold (below ${MAX_TERM})`);
     this.id = config.id;
-    this.#voters = [...new Set(config.voters)].sort();
-    this.#peers = this.#voters.filter((v) => v !== this.id);
+    // Restarted, a member starts from its snapshot's configuration; the conf changes committed
+    // after it are applied again as the entries are handed out again (etcd restores its
+    // ConfState the same way). A member outside its configuration is not a member: it waits to
+    // be added, or was removed (see #promotable).
+    this.#founding = configurationOf(config.voters);
+    const conf = initial.snapshot.conf ?? this.#founding;
+    const problem = configurationProblem(conf);
+    if (problem !== null) throw new Error(`Raft initial state: the snapshot's configuration is invalid: ${problem}`);
+    this.#conf = conf;
+    this.#peers = membersOf(conf).filter((id) => id !== this.id);
     this.#random = random;
     this.#electionTicks = config.electionTicks;
     this.#heartbeatTicks = config.heartbeatTicks;
@@ -153,7 +198,7 @@ export class RaftNode {
     this.#keepData = config.keepData ?? ((data) => data);
     this.#reads = new ReadOnly(this.#limits.maxPendingReads);
     this.log = new RaftLog(initial.snapshot, initial.entries, initial.hardState.commit);
-    this.#snapshot = { index: initial.snapshot.index, term: initial.snapshot.term, data: initial.snapshot.data ?? new Uint8Array(0) };
+    this.#snapshot = { index: initial.snapshot.index, term: initial.snapshot.term, conf, data: initial.snapshot.data ?? new Uint8Array(0) };
     this.#term = initial.hardState.term;
     this.#vote = initial.hardState.vote;
     this.#prevHardState = initial.hardState;
@@ -178,7 +223,11 @@ export class RaftNode {
     return this.#vote;
   }
   get voters(): readonly NodeId[] {
-    return this.#voters;
+    return this.#conf.voters;
+  }
+  /** The configuration as of the last conf change applied (handed out in a Ready). */
+  get configuration(): Configuration {
+    return this.#conf;
   }
   get transferee(): NodeId | null {
     return this.#transferee;
@@ -213,10 +262,20 @@ export class RaftNode {
 
   #tickElection(): void {
     this.#electionElapsed++;
-    if (this.#electionElapsed >= this.#randomizedElectionTimeout) {
-      this.#electionElapsed = 0;
-      this.#preCampaign();
+    if (this.#electionElapsed < this.#randomizedElectionTimeout) return;
+    if (!this.#promotable()) {
+      // A learner or a non-member never campaigns. Its clock stays past the lease (and
+      // bounded), so that it follows a leader it hears of next, as a voter would.
+      this.#electionElapsed = this.#randomizedElectionTimeout;
+      return;
     }
+    this.#electionElapsed = 0;
+    this.#preCampaign();
+  }
+
+  /** Whether this member may campaign: it is a voter of its configuration (etcd's promotable). */
+  #promotable(): boolean {
+    return isVoter(this.#conf, this.id);
   }
 
   #tickLeader(): void {
@@ -252,14 +311,14 @@ export class RaftNode {
     }
   }
 
+  /** Whether a majority of the voters (learners do not count) was heard from since the last check. */
   #quorumActive(): boolean {
-    let active = 1;
+    const active = new Set<NodeId>();
     for (const [peer, pr] of this.#progress) {
-      if (peer === this.id) continue;
-      if (pr.recentActive) active++;
-      pr.recentActive = false;
+      if (peer === this.id || pr.recentActive) active.add(peer);
+      if (peer !== this.id) pr.recentActive = false;
     }
-    return active >= quorumSize(this.#voters.length);
+    return hasQuorum(this.#conf.voters, active);
   }
 
   /**
@@ -277,13 +336,13 @@ export class RaftNode {
     // instead, in the order of their ids, EARLY_CAMPAIGN_GAP_TICKS apart (far longer than a
     // round trip): the first whose log is up to date is elected before the next one asks.
     const lost = this.#leader;
-    const rank = Math.max(0, this.#voters.filter((v) => v !== lost).indexOf(this.id));
+    const rank = Math.max(0, this.#conf.voters.filter((v) => v !== lost).indexOf(this.id));
     this.#randomizedElectionTimeout = this.#electionTicks + rank * EARLY_CAMPAIGN_GAP_TICKS + this.#random.int(0, EARLY_CAMPAIGN_GAP_TICKS - 1);
   }
 
   /** Starts an election now (with a pre-vote first), e.g. to speed up a single member's start. */
   campaign(): void {
-    if (this.#role !== 'leader') this.#preCampaign();
+    if (this.#role !== 'leader' && this.#promotable()) this.#preCampaign();
   }
 
   /**
@@ -292,11 +351,17 @@ export class RaftNode {
    * that a follower a little behind still gets entries rather than the whole state), and no
    * further than the entries durable here. A leader keeps, for live followers, up to
    * `everyEntries` more (the interval the caller compacts at). Returns false, changing nothing,
-   * for a snapshot not newer than the last or not of an applied entry.
+   * for a snapshot not newer than the last or not of an applied entry, or one whose `conf` is
+   * not the configuration as of its index. The node records that configuration in the snapshot
+   * it keeps (`latestSnapshot`, what the caller stores and what followers are sent), whether the
+   * caller gave it or not.
    */
-  compact(snapshot: Snapshot, retainEntries: number, everyEntries?: number): boolean {
-    if (snapshot.index <= this.#snapshot.index || snapshot.index > this.log.applied) return false;
-    if (this.log.term(snapshot.index) !== snapshot.term) return false;
+  compact(taken: Snapshot, retainEntries: number, everyEntries?: number): boolean {
+    if (taken.index <= this.#snapshot.index || taken.index > this.log.applied) return false;
+    if (this.log.term(taken.index) !== taken.term) return false;
+    const conf = this.#configurationAt(taken.index);
+    if (taken.conf !== undefined && !sameConfiguration(taken.conf, conf)) return false;
+    const snapshot: Snapshot = { ...taken, conf };
     // The interval the caller compacts at, if it says; else the widest seen. (A snapshot taken
     // after a large batch was applied lies further from the last one than the interval: counted
     // as the interval, that would let a leader keep more than its bound.)
@@ -305,6 +370,29 @@ export class RaftNode {
     this.#retainEntries = Math.max(0, retainEntries);
     this.#compactLog();
     return true;
+  }
+
+  /**
+   * The configuration as of `index`, from the latest snapshot's and the conf changes after it,
+   * which the log still holds: it is never compacted past the latest snapshot.
+   */
+  #configurationAt(index: number): Configuration {
+    let conf = this.#snapshot.conf ?? this.#founding;
+    for (const e of this.log.slice(this.#snapshot.index + 1, index + 1)) if (e.type === EntryType.ConfChange) conf = this.#changed(conf, e);
+    return conf;
+  }
+
+  /**
+   * The configuration after a committed conf-change entry. Only leaders write them, checked
+   * against the configuration they apply to, and every member applies the same ones in the
+   * same order: one that does not decode or apply means this member's log or state is wrong.
+   */
+  #changed(conf: Configuration, entry: Entry): Configuration {
+    const change = decodeConfChange(entry.data);
+    if (change === null) throw new InvariantError(`the conf change at ${entry.index} does not decode`);
+    const next = applyChange(conf, change);
+    if ('problem' in next) throw new InvariantError(`the conf change at ${entry.index} (${change.type} ${change.id}) does not apply: ${next.problem}`);
+    return next.conf;
   }
 
   /**
@@ -360,6 +448,31 @@ export class RaftNode {
   }
 
   /**
+   * Proposes a change of the configuration, on the leader only (see ConfChangeOutcome for the
+   * refusals). It takes effect on each member as the member applies the entry, once committed
+   * (see #applyConfChanges), as in etcd, and the next change may be proposed once this leader
+   * has applied it. `pid` identifies the proposal in the entry, as a command's does.
+   */
+  proposeConfChange(change: ConfChange, pid = ''): ConfChangeOutcome {
+    const refused = (reason: Extract<ConfChangeOutcome, { kind: 'refused' }>['reason']): ConfChangeOutcome => ({ kind: 'refused', reason, leader: this.#role === 'leader' ? this.id : this.#leader });
+    if (this.#role !== 'leader') return refused('not-leader');
+    if (this.#transferee !== null) return refused('transferring');
+    if (this.log.term(this.log.committed) !== this.#term) return refused('not-committed-in-term');
+    if (this.#pendingConfIndex > this.log.applying) return refused('pending');
+    const next = applyChange(this.#conf, change);
+    if ('problem' in next) return refused(next.problem);
+    const data = encodeConfChange(change);
+    if (this.#uncommittedBytes > 0 && this.#uncommittedBytes + data.byteLength > this.#limits.maxUncommittedBytes) return refused('backpressure');
+    if (this.log.lastIndex() + 1 > MAX_INDEX) return refused('backpressure');
+    const index = this.log.lastIndex() + 1;
+    this.#uncommittedBytes += data.byteLength;
+    this.log.append([{ index, term: this.#term, type: EntryType.ConfChange, data, pid }]);
+    this.#pendingConfIndex = index;
+    this.#broadcastAppend();
+    return { kind: 'appended', index, term: this.#term };
+  }
+
+  /**
    * Asks for a linearizable read point. The answer arrives as a ReadState with this `ctx`:
    * once the state machine has applied its index, a read reflects every write acknowledged
    * before the call. Returns false when no leader is known (the caller fails fast).
@@ -381,7 +494,8 @@ export class RaftNode {
   transferLeadership(to?: NodeId): NodeId | null {
     if (this.#role !== 'leader') return null;
     const target = to ?? this.#bestTransferTarget();
-    if (target === null || target === this.id || !this.#progress.has(target)) return null;
+    // Never to a learner or a non-member: it could not be elected.
+    if (target === null || target === this.id || !this.#progress.has(target) || !isVoter(this.#conf, target)) return null;
     this.#transferee = target;
     this.#electionElapsed = 0;
     const pr = this.#progress.get(target) as Progress;
@@ -393,7 +507,8 @@ export class RaftNode {
   #bestTransferTarget(): NodeId | null {
     let best: NodeId | null = null;
     let bestMatch = -1;
-    for (const peer of this.#peers) {
+    for (const peer of this.#conf.voters) {
+      if (peer === this.id) continue;
       const pr = this.#progress.get(peer) as Progress;
       if (pr.recentActive && pr.match > bestMatch) {
         best = peer;
@@ -403,12 +518,26 @@ export class RaftNode {
     return best;
   }
 
-  /** Takes one message from a peer. Messages from non-members are ignored. */
+  /**
+   * Takes one message from a peer. Messages from non-members are ignored but for a leader's
+   * (see #acceptsFromNonMember), and vote requests from any member but a voter.
+   */
   step(m: Message): void {
-    if (m.to !== this.id || !this.#voters.includes(m.from) || m.from === this.id) return;
+    if (m.to !== this.id || m.from === this.id) return;
     // Checked before anything is adopted from it, its term above all (see bounds.ts).
     if (!messageWithinBounds(m)) {
       this.protocolViolations++;
+      return;
+    }
+    if (!isMember(this.#conf, m.from) && !this.#acceptsFromNonMember(m)) {
+      this.fromNonMembers++;
+      return;
+    }
+    // A learner never campaigns; one that asks is a voter only in a configuration this member
+    // has not applied yet, and refusing a vote is always safe (it is granted, or not, by the
+    // members that know it as a voter). So a removed member cannot make anyone adopt its term.
+    if ((m.type === 'prevote' || m.type === 'vote') && !isVoter(this.#conf, m.from)) {
+      this.fromNonMembers++;
       return;
     }
     if (m.term > this.#term) {
@@ -461,6 +590,25 @@ export class RaftNode {
         this.#handleSnapshot(m);
         return;
     }
+  }
+
+  /**
+   * Whether to take a message from a sender outside this member's configuration. Only a
+   * leader's appends, heartbeats and snapshots: a member that lags behind the configuration (it
+   * missed the commit of a change) must follow a leader its configuration does not list yet,
+   * or it would never catch up, and a joining member knows no leader in its configuration at
+   * all. One at a higher term is taken only out of the leader lease, as a vote request is (see
+   * #stepHigherTerm): while a leader of this member's configuration is heard from, a removed
+   * member cannot make it adopt a term. A leader that a member does not know is elected only by
+   * a majority of a later configuration, which overlaps every earlier one's (one member at a
+   * time), so following it is safe; a stranger forging one is for the transport to keep out.
+   */
+  #acceptsFromNonMember(m: Message): boolean {
+    if (m.type !== 'append' && m.type !== 'heartbeat' && m.type !== 'snapshot') return false;
+    // A second leader of the term this member follows one in is ignored, as from a member.
+    if (m.term === this.#term) return this.#leader === null || this.#leader === m.from;
+    if (m.term < this.#term) return true;
+    return this.#leader === null || this.#electionElapsed >= this.#electionTicks;
   }
 
   /** Returns whether the message should go on to the role's handler. */
@@ -518,7 +666,8 @@ export class RaftNode {
     this.#transferee = null;
     this.#resetElectionTimeout();
     if (this.#checkElection('prevote-resp')) return;
-    for (const peer of this.#peers) {
+    for (const peer of this.#conf.voters) {
+      if (peer === this.id) continue;
       this.#send({ type: 'prevote', from: this.id, to: peer, term: this.#term + 1, lastIndex: this.log.lastIndex(), lastTerm: this.log.lastTerm() });
     }
   }
@@ -533,7 +682,8 @@ export class RaftNode {
     this.#electionElapsed = 0;
     this.#resetElectionTimeout();
     if (this.#checkElection('vote-resp')) return;
-    for (const peer of this.#peers) {
+    for (const peer of this.#conf.voters) {
+      if (peer === this.id) continue;
       this.#send({ type: 'vote', from: this.id, to: peer, term: this.#term, lastIndex: this.log.lastIndex(), lastTerm: this.log.lastTerm(), transfer });
     }
   }
@@ -566,7 +716,8 @@ export class RaftNode {
 
   /** Returns whether the election is decided. */
   #checkElection(type: 'prevote-resp' | 'vote-resp'): boolean {
-    const result = tallyVotes(this.#voters, this.#votes);
+    // Only the votes of the current configuration's voters count, whoever answered.
+    const result = tallyVotes(this.#conf.voters, this.#votes);
     if (result === 'won') {
       if (type === 'prevote-resp') this.#campaign(false);
       else this.#becomeLeader();
@@ -582,7 +733,7 @@ export class RaftNode {
   #handleTimeoutNow(): void {
     // The leader chose us as its successor: skip the pre-vote and the lease so the election
     // happens now rather than after an election timeout.
-    if (this.#role !== 'leader' && this.#canCampaign()) this.#campaign(true);
+    if (this.#role !== 'leader' && this.#promotable() && this.#canCampaign()) this.#campaign(true);
   }
 
   #becomeFollower(term: number, leader: NodeId | null): void {
@@ -610,20 +761,25 @@ export class RaftNode {
     this.#transferee = null;
     this.#progress.clear();
     const next = this.log.lastIndex() + 1;
-    for (const peer of this.#voters) {
-      const pr = new Progress(next, this.#limits.maxInflightMsgs, this.#limits.maxInflightBytes);
-      // Our own entries count once they are durable; advance() moves this forward.
-      if (peer === this.id) pr.match = this.log.stable;
-      // A fresh leader counts every peer as active for its first election timeout.
-      pr.recentActive = true;
-      this.#progress.set(peer, pr);
-    }
+    for (const peer of membersOf(this.#conf)) this.#addProgress(peer, next);
+    // Our own entries count once they are durable; advance() moves this forward.
+    (this.#progress.get(this.id) as Progress).match = this.log.stable;
     this.#uncommittedBytes = 0;
+    // A change appended by an earlier leader may be in our log, not yet applied: no new one
+    // until the log is applied up to our no-op, which is then committed too (etcd does the same).
+    this.#pendingConfIndex = next;
     // A no-op of our term lets us commit (and so apply) everything earlier (paper, 5.4.2),
     // and makes linearizable reads possible (paper, section 8).
     this.log.append([{ index: next, term: this.#term, type: EntryType.Noop, data: new Uint8Array(0), pid: '' }]);
     this.#broadcastAppend();
     this.#maybeCommit();
+  }
+
+  /** Tracks a member's log from `next` on; counted active for the first election timeout. */
+  #addProgress(peer: NodeId, next: number): void {
+    const pr = new Progress(next, this.#limits.maxInflightMsgs, this.#limits.maxInflightBytes);
+    pr.recentActive = true;
+    this.#progress.set(peer, pr);
   }
 
   #resetElectionTimeout(): void {
@@ -748,7 +904,7 @@ export class RaftNode {
 
   /** Commits the highest index a majority holds, if it is of this leader's term (paper, 5.4.2). */
   #maybeCommit(): boolean {
-    const index = committedIndex(this.#voters, (id) => this.#progress.get(id)?.match ?? 0);
+    const index = committedIndex(this.#conf.voters, (id) => this.#progress.get(id)?.match ?? 0);
     if (index <= this.log.committed || this.log.term(index) !== this.#term) return false;
     const before = this.log.committed;
     this.log.commitTo(index);
@@ -787,7 +943,8 @@ export class RaftNode {
       else this.#reads.defer({ from, ctx });
       return;
     }
-    if (this.#peers.length === 0) {
+    if (this.#conf.voters.length === 1) {
+      // The only voter (a leader always is one): no one else need confirm.
       this.#respondRead(from, ctx, this.log.committed);
       return;
     }
@@ -801,7 +958,8 @@ export class RaftNode {
   }
 
   #ackReads(peer: NodeId, seq: number): void {
-    for (const read of this.#reads.ack(peer, seq, quorumSize(this.#voters.length))) this.#respondRead(read.from, read.ctx, read.index);
+    // A learner's acknowledgement is recorded and never counted: only voters elect a rival leader.
+    for (const read of this.#reads.ack(peer, seq, (acks) => hasQuorum(this.#conf.voters, acks))) this.#respondRead(read.from, read.ctx, read.index);
   }
 
   #respondRead(to: NodeId, ctx: number, index: number): void {
@@ -842,7 +1000,7 @@ export class RaftNode {
     if (!this.#followLeader(m.from)) return;
     const s = m.snapshot;
     // A snapshot is of committed entries (step checked that its term is no later than its sender's).
-    if (s.index === 0) {
+    if (s.index === 0 || (s.conf !== undefined && configurationProblem(s.conf) !== null)) {
       this.protocolViolations++;
       return;
     }
@@ -857,8 +1015,10 @@ export class RaftNode {
       this.log.commitTo(s.index);
     } else {
       this.log.restore(s);
-      this.#snapshot = s;
-      this.#pendingRestore = s;
+      this.#snapshot = { ...s, conf: s.conf ?? this.#founding };
+      this.#pendingRestore = this.#snapshot;
+      // Every entry up to it counts as applied: its configuration is this member's now.
+      this.#switchConfiguration(this.#snapshot.conf as Configuration);
     }
     // Sent once the snapshot is durable: a follower's answers wait for its writes (messagesAfterWrite).
     this.#send({ type: 'append-resp', from: this.id, to: m.from, term: this.#term, index: s.index, reject: false, hintIndex: 0, hintTerm: 0 });
@@ -893,6 +1053,58 @@ export class RaftNode {
     return true;
   }
 
+  // ---- configuration -----------------------------------------------------------------------
+
+  /**
+   * Applies the conf changes among committed entries as they are handed out for applying: the
+   * node does it itself, where etcd leaves it to the application (ApplyConfChange), since the
+   * driver has nothing to decide; the Ready says what the configuration became (`conf`). A
+   * change takes effect once committed, never once appended, on every member alike; a restarted
+   * member hands its committed entries out again and so applies them again.
+   */
+  #applyConfChanges(committed: readonly Entry[]): void {
+    for (const e of committed) if (e.type === EntryType.ConfChange) this.#switchConfiguration(this.#changed(this.#conf, e));
+  }
+
+  /**
+   * Makes `conf` this member's configuration. A leader starts replicating to new members and
+   * stops for removed ones; commits what the new quorum allows; drops a transfer to a member
+   * no longer a voter. A leader removed hands over and steps down (the thesis, section 4.2.2):
+   * it has replicated the change (it is committed), it tells the voters so with a heartbeat
+   * round, asks the most up-to-date one to campaign at once, and becomes a follower that never
+   * campaigns. A candidate removed gives up its election.
+   */
+  #switchConfiguration(conf: Configuration): void {
+    this.#conf = conf;
+    this.#peers = membersOf(conf).filter((id) => id !== this.id);
+    this.#confChanged = true;
+    if (this.#role !== 'leader') {
+      if (this.#role !== 'follower' && !this.#promotable()) this.#becomeFollower(this.#term, null);
+      return;
+    }
+    for (const peer of this.#peers) if (!this.#progress.has(peer)) this.#addProgress(peer, this.log.lastIndex() + 1);
+    for (const [peer, pr] of [...this.#progress]) {
+      if (peer === this.id || isMember(conf, peer)) continue;
+      // A last heartbeat tells a removed member that holds the change that it is committed, so
+      // that it knows it was removed and stops campaigning; one that does not hold it campaigns
+      // in vain (its vote requests are ignored, see step).
+      this.#send({ type: 'heartbeat', from: this.id, to: peer, term: this.#term, commit: Math.min(pr.match, this.log.committed), readCtx: 0 });
+      this.#progress.delete(peer);
+    }
+    if (this.#transferee !== null && !isVoter(conf, this.#transferee)) this.#transferee = null;
+    if (!this.#promotable()) {
+      this.#broadcastHeartbeat(0);
+      const successor = this.#bestTransferTarget();
+      if (successor !== null && (this.#progress.get(successor) as Progress).match === this.log.lastIndex()) {
+        this.#send({ type: 'timeout-now', from: this.id, to: successor, term: this.#term });
+      }
+      this.#becomeFollower(this.#term, null);
+      return;
+    }
+    if (this.#maybeCommit()) this.#broadcastAppend();
+    else for (const peer of this.#peers) this.#sendAppend(peer);
+  }
+
   // ---- output ------------------------------------------------------------------------------
 
   #send(m: Message): void {
@@ -905,6 +1117,7 @@ export class RaftNode {
       this.#pendingRestore !== null ||
       this.log.hasUnstable() ||
       this.log.hasCommittedToApply() ||
+      this.#confChanged ||
       this.#readStates.length > 0 ||
       this.#forwardResults.length > 0 ||
       !sameHardState(this.hardState(), this.#prevHardState) ||
@@ -918,6 +1131,10 @@ export class RaftNode {
    * applied, and `writeDurable(ready)` then `advancePersisted(ready)` once its write is durable.
    */
   ready(): Ready {
+    // First, as it may change the role and send messages: the conf changes among the entries
+    // handed out for applying take effect now (see #applyConfChanges).
+    const committed = this.log.takeCommitted(this.#limits.maxApplyBatch);
+    this.#applyConfChanges(committed);
     const hs = this.hardState();
     const ss = this.softState();
     const snapshot = this.#pendingRestore;
@@ -940,13 +1157,15 @@ export class RaftNode {
       mustSync,
       messages: now,
       messagesAfterWrite: afterWrite,
-      committed: this.log.takeCommitted(this.#limits.maxApplyBatch),
+      committed,
+      conf: this.#confChanged ? this.#conf : null,
       readStates: this.#readStates,
       forwardResults: this.#forwardResults,
     };
     this.#prevHardState = hs;
     this.#prevSoftState = ss;
     this.#msgs = [];
+    this.#confChanged = false;
     this.#pendingRestore = null;
     this.#readStates = [];
     this.#forwardResults = [];

@@ -23,6 +23,13 @@ export function committedIndex(voters: readonly NodeId[], matchOf: (id: NodeId) 
   return best;
 }
 
+/** Whether `members` holds a majority of `voters` (members that are not voters count for nothing). */
+export function hasQuorum(voters: readonly NodeId[], members: ReadonlySet<NodeId>): boolean {
+  let n = 0;
+  for (const id of voters) if (members.has(id)) n++;
+  return n >= quorumSize(voters.length);
+}
+
 export type VoteResult = 'won' | 'lost' | 'pending';
 
 /** The outcome of an election from the votes received so far. */

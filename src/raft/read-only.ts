@@ -59,15 +59,17 @@ export class ReadOnly {
 
   /**
    * Records that `peer` acknowledged heartbeat round `seq`, which confirms every earlier round
-   * too. Returns the reads a quorum has now confirmed, oldest first, and stops holding them.
+   * too. Returns the reads whose acknowledgements `confirmed` now finds a quorum of (of the
+   * configuration of the moment: it may have changed since the read was asked), oldest first,
+   * and stops holding them.
    */
-  ack(peer: NodeId, seq: number, quorum: number): PendingRead[] {
+  ack(peer: NodeId, seq: number, confirmed: (acks: ReadonlySet<NodeId>) => boolean): PendingRead[] {
     for (const read of this.#pending) {
       if (read.seq > seq) break;
       read.acks.add(peer);
     }
     let released = 0;
-    while (released < this.#pending.length && (this.#pending[released] as PendingRead).acks.size >= quorum) released++;
+    while (released < this.#pending.length && confirmed((this.#pending[released] as PendingRead).acks)) released++;
     return released === 0 ? [] : this.#pending.splice(0, released);
   }
 

@@ -1,4 +1,4 @@
-import type { Entry, HardState, Message, NodeId, Snapshot } from './types.js';
+import type { Configuration, Entry, HardState, Message, NodeId, Snapshot } from './types.js';
 
 export type Role = 'follower' | 'precandidate' | 'candidate' | 'leader';
 
@@ -48,6 +48,12 @@ export interface Ready {
   /** Messages that must wait until this Ready's write and every earlier one are durable. */
   readonly messagesAfterWrite: readonly Message[];
   readonly committed: readonly Entry[];
+  /**
+   * The configuration after this Ready, when it changed: by a conf change among `committed`
+   * (the node applied it as it handed the entry out) or by `snapshot`. To keep with what the
+   * member stores, and to act on: a member no longer in it was removed.
+   */
+  readonly conf: Configuration | null;
   readonly readStates: readonly ReadState[];
   readonly forwardResults: readonly ForwardResult[];
 }

@@ -11,6 +11,11 @@ export const EntryType = {
   Normal: 0,
   /** Appended by a new leader so that it can commit entries of earlier terms (Raft paper, 5.4.2). */
   Noop: 1,
+  /**
+   * A change of the configuration (conf-change.ts encodes its data), proposed only by a leader
+   * (`RaftNode.proposeConfChange`) and taking effect where it is applied, once committed.
+   */
+  ConfChange: 2,
 } as const;
 export type EntryType = (typeof EntryType)[keyof typeof EntryType];
 
@@ -37,10 +42,27 @@ export interface HardState {
 
 export const emptyHardState: HardState = Object.freeze({ term: 0, vote: null, commit: 0 });
 
+/**
+ * Who is in the cluster: the voters, which elect leaders and make up every quorum, and the
+ * learners, which are replicated to and never counted nor asked for a vote. Both lists are
+ * sorted and a member is in at most one (configuration.ts checks it).
+ */
+export interface Configuration {
+  readonly voters: readonly NodeId[];
+  readonly learners: readonly NodeId[];
+}
+
 /** Where the log starts after compaction: entries up to `index` are folded into a snapshot. */
 export interface SnapshotMeta {
   readonly index: number;
   readonly term: number;
+  /**
+   * The configuration as of `index`: every conf change up to it applied. Absent from a snapshot
+   * of a release before configuration changes (storage and the codec do not carry it yet): the
+   * configuration is then the founding one, `RaftConfig.voters`, which no change can have
+   * altered while no member could propose one.
+   */
+  readonly conf?: Configuration;
 }
 
 /**

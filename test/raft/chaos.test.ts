@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { SeededRandom } from '../../src/time/random.js';
-import type { NodeId } from '../../src/raft/types.js';
+import { EntryType, type NodeId } from '../../src/raft/types.js';
 import { TestNetwork } from './network.js';
 
 /**
@@ -8,10 +8,19 @@ import { TestNetwork } from './network.js';
  * safety properties checked after every step, then a healed phase that must elect a leader
  * and commit. The full simulator (simulations/) grows from this; this keeps the pure core honest.
  */
-/** Runs one seed; returns how many snapshots were delivered (so the sweep can show it sent some). */
-function runSeed(seed: number, members: NodeId[], steps: number): number {
+/**
+ * With `spares`, members that start empty outside the configuration, the leader also proposes
+ * configuration changes among the faults: it adds a spare as a learner, promotes a learner, or
+ * removes a member (never added again: ids are not reused). Returns how many snapshots were
+ * delivered and how many changes were applied by the end (so a sweep can show it made some).
+ */
+function runSeed(seed: number, founding: NodeId[], steps: number, spares: NodeId[] = []): { snapshots: number; changes: number } {
   const rnd = new SeededRandom(seed);
-  const net = new TestNetwork(members, { seed, electionTicks: 10, heartbeatTicks: 2 });
+  const net = new TestNetwork(founding, { seed, electionTicks: 10, heartbeatTicks: 2 });
+  for (const id of spares) net.addMember(id);
+  const members = net.ids;
+  const removed = new Set<NodeId>();
+  let changes = 0;
   const leaderOfTerm = new Map<number, NodeId>();
   const committedLog = new Map<number, string>(); // index -> term:pid of a committed entry
   const lastCommit = new Map<NodeId, number>();
@@ -44,6 +53,20 @@ function runSeed(seed: number, members: NodeId[], steps: number): number {
     }
   };
 
+  const proposeChange = (): void => {
+    const leader = net.leaders().at(-1);
+    if (leader === undefined) return;
+    const conf = net.node(leader).configuration;
+    const outsiders = members.filter((id) => !removed.has(id) && !conf.voters.includes(id) && !conf.learners.includes(id));
+    const kind = rnd.int(0, 2);
+    const pick = (ids: readonly NodeId[]): NodeId | undefined => ids[rnd.int(0, Math.max(0, ids.length - 1))];
+    const change =
+      kind === 0 ? { type: 'add-learner' as const, id: pick(outsiders) } : kind === 1 ? { type: 'promote' as const, id: pick(conf.learners) } : { type: 'remove' as const, id: pick([...conf.voters, ...conf.learners]) };
+    if (change.id === undefined) return;
+    const outcome = net.confChange(leader, { type: change.type, id: change.id });
+    if (outcome.kind === 'appended' && change.type === 'remove') removed.add(change.id);
+  };
+
   for (let step = 0; step < steps; step++) {
     const roll = rnd.int(0, 99);
     if (roll < 3) net.isolate(members[rnd.int(0, members.length - 1)]!);
@@ -54,6 +77,7 @@ function runSeed(seed: number, members: NodeId[], steps: number): number {
     else if (roll < 40) net.propose(members[rnd.int(0, members.length - 1)]!, `p${++proposals}`);
     else if (roll < 42) net.node(members[rnd.int(0, members.length - 1)]!).transferLeadership();
     else if (roll < 45) net.compact(members[rnd.int(0, members.length - 1)]!, rnd.int(0, 5));
+    else if (roll < 48 && spares.length > 0) proposeChange();
     for (const id of members) if (rnd.int(0, 3) > 0) net.tick(id);
     // Deliver a random prefix of the traffic: the rest waits, which reorders across steps.
     net.deliverOnce();
@@ -74,7 +98,14 @@ function runSeed(seed: number, members: NodeId[], steps: number): number {
     }
     net.tickAll(1);
     check();
-    if (members.every((id) => net.appliedTexts(id).includes('final'))) return net.count('snapshot');
+    // Every member of the leader's configuration applies it; one removed, or never added, need not.
+    const leader = net.leaders()[0];
+    const conf = leader === undefined ? null : net.node(leader).configuration;
+    const current = conf === null ? members : [...conf.voters, ...conf.learners];
+    if (current.every((id) => net.appliedTexts(id).includes('final'))) {
+      for (const id of current) changes = Math.max(changes, net.member(id).applied.filter((e) => e.type === EntryType.ConfChange).length);
+      return { snapshots: net.count('snapshot'), changes };
+    }
   }
   if (process.env.DEBUG_SEED === String(seed)) {
     const l = net.leaders()[0];
@@ -86,13 +117,25 @@ function runSeed(seed: number, members: NodeId[], steps: number): number {
 describe('randomized faults keep Raft safe and live', () => {
   it('3 members, 150 seeds', () => {
     let snapshots = 0;
-    for (let seed = 1; seed <= 150; seed++) snapshots += runSeed(seed, ['a', 'b', 'c'], 400);
+    for (let seed = 1; seed <= 150; seed++) snapshots += runSeed(seed, ['a', 'b', 'c'], 400).snapshots;
     expect(snapshots).toBeGreaterThan(0);
   });
 
   it('5 members, 100 seeds', () => {
     let snapshots = 0;
-    for (let seed = 1; seed <= 100; seed++) snapshots += runSeed(seed, ['a', 'b', 'c', 'd', 'e'], 400);
+    for (let seed = 1; seed <= 100; seed++) snapshots += runSeed(seed, ['a', 'b', 'c', 'd', 'e'], 400).snapshots;
+    expect(snapshots).toBeGreaterThan(0);
+  });
+
+  it('3 founding members and 3 spares, configuration changes among the faults, 150 seeds', () => {
+    let changes = 0;
+    let snapshots = 0;
+    for (let seed = 1; seed <= 150; seed++) {
+      const run = runSeed(seed, ['a', 'b', 'c'], 400, ['d', 'e', 'f']);
+      changes += run.changes;
+      snapshots += run.snapshots;
+    }
+    expect(changes).toBeGreaterThan(150);
     expect(snapshots).toBeGreaterThan(0);
   });
 });

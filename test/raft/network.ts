@@ -1,3 +1,4 @@
+import type { ConfChange } from '../../src/raft/conf-change.js';
 import type { RaftConfig } from '../../src/raft/config.js';
 import { RaftNode } from '../../src/raft/node.js';
 import { emptyHardState, type Entry, type EntryType, type HardState, type Message, type NodeId, type Snapshot } from '../../src/raft/types.js';
@@ -34,7 +35,10 @@ const decoder = new TextDecoder();
  * from what they persisted. The harness performs each Ready in the contract's order.
  */
 export class TestNetwork {
+  /** Every member started, founding or added (see addMember). */
   readonly ids: NodeId[];
+  /** The founding voters, given to every member as RaftConfig.voters. */
+  readonly #founding: readonly NodeId[];
   readonly members = new Map<NodeId, Member>();
   readonly #options: Required<Omit<NetworkOptions, 'config'>> & { config: Partial<RaftConfig> };
   #queue: Message[] = [];
@@ -46,7 +50,8 @@ export class TestNetwork {
   filter: ((m: Message) => boolean) | null = null;
 
   constructor(ids: NodeId[], options: NetworkOptions = {}) {
-    this.ids = ids;
+    this.ids = [...ids];
+    this.#founding = [...ids];
     this.#options = { electionTicks: 10, heartbeatTicks: 1, seed: 1, config: {}, ...options };
     for (const id of ids) {
       const disk: Disk = { hardState: emptyHardState, snapshot: { index: 0, term: 0, data: new Uint8Array(0) }, entries: [] };
@@ -57,7 +62,7 @@ export class TestNetwork {
   #newNode(id: NodeId, disk: Disk): RaftNode {
     const config: RaftConfig = {
       id,
-      voters: this.ids,
+      voters: this.#founding,
       electionTicks: this.#options.electionTicks,
       heartbeatTicks: this.#options.heartbeatTicks,
       ...this.#options.config,
@@ -180,6 +185,22 @@ export class TestNetwork {
     return outcome;
   }
 
+  /** Proposes a change of the configuration on `id` (see RaftNode.proposeConfChange). */
+  confChange(id: NodeId, change: ConfChange): ReturnType<RaftNode['propose']> | ReturnType<RaftNode['proposeConfChange']> {
+    return this.node(id).proposeConfChange(change, `${id}#${++this.#seq}`);
+  }
+
+  /**
+   * Starts a new, empty member `id`, given the founding voters as every member is: outside its
+   * configuration, it waits for a leader to add it and replicate to it.
+   */
+  addMember(id: NodeId): void {
+    if (this.members.has(id)) throw new Error(`${id} is a member already`);
+    const disk: Disk = { hardState: emptyHardState, snapshot: { index: 0, term: 0, data: new Uint8Array(0) }, entries: [] };
+    this.ids.push(id);
+    this.members.set(id, { node: this.#newNode(id, disk), disk, applied: [], readStates: [], forwarded: [] });
+  }
+
   /** Blocks both directions between a and b. */
   cut(a: NodeId, b: NodeId): void {
     this.#blocked.add(`${a}>${b}`);
@@ -230,7 +251,8 @@ export class TestNetwork {
     if (term === undefined) return false;
     const snapshot: Snapshot = { index, term, data: encodeApplied(m.applied) };
     if (!m.node.compact(snapshot, retain, everyEntries)) return false;
-    m.disk.snapshot = snapshot;
+    // The node's copy carries the configuration as of the snapshot's index.
+    m.disk.snapshot = m.node.latestSnapshot;
     m.disk.entries = m.disk.entries.filter((e) => e.index > index);
     return true;
   }

@@ -1,3 +1,4 @@
+import type { ConfChange } from '../../src/raft/conf-change.js';
 import type { Message } from '../../src/raft/types.js';
 import { TestNetwork } from './network.js';
 
@@ -14,6 +15,9 @@ import { TestNetwork } from './network.js';
  *   stabilize                              deliver messages until quiet, printing each
  *   isolate a / cut a b / drop a b / recover   partitions
  *   restart a                              a restarts from what it persisted
+ *   add-node d                             start d empty, outside the configuration
+ *   conf a add-learner|promote|remove d    propose a change of the configuration on a
+ *   config                                 each node's configuration
  *   status                                 role, term, leader, commit and last index of each node
  *   applied a                              what a applied
  *   # comment
@@ -82,6 +86,18 @@ export function runScenario(script: string): string {
         break;
       case 'restart':
         need().restart(arg(0));
+        break;
+      case 'add-node':
+        need().addMember(arg(0));
+        break;
+      case 'conf':
+        out.push(`  ${JSON.stringify(need().confChange(arg(0), { type: arg(1) as ConfChange['type'], id: arg(2) }))}`);
+        break;
+      case 'config':
+        for (const id of need().ids) {
+          const c = need().node(id).configuration;
+          out.push(`  ${id}: voters=${c.voters.join(',')} learners=${c.learners.join(',') || '-'}`);
+        }
         break;
       case 'status':
         for (const id of need().ids) {
