@@ -611,6 +611,21 @@ describe("slot timers follow the cluster's time as it is corrected", () => {
     expect(c.runs[0]!.startMs - T0).toBeGreaterThanOrEqual(1000);
     expect(c.runs[0]!.startMs - T0).toBeLessThanOrEqual(1000 + c.commitMs);
   });
+
+  it('arms a claim that only its own clock, not synced yet, puts past the arm horizon, and runs it once the clock is', async () => {
+    const { c, b } = skewed();
+    // Ahead by more than the ten minutes past which an applied claim is history (a member
+    // restarted with a bad clock, before it has heard a leader): on its own clock, every
+    // claim it replays looks too old to run, though none is.
+    b.offsetMs = 11 * 60_000;
+    c.schedule(['a', 'b'], 'sync', { every: '1s' }, 10);
+    await c.time.advanceTo(T0 + 900);
+    expect(c.runs).toEqual([]);
+    b.offsetMs = 0;
+    b.synced = true;
+    await c.time.advanceTo(T0 + 1100);
+    expect(c.runs.map((r) => [r.member, r.slotMs - T0])).toEqual([['b', 1000]]);
+  });
 });
 
 describe('registrations', () => {

@@ -26,7 +26,7 @@ const REARM_TOLERANCE_MS = 2;
  * time forward in a simulation).
  */
 const FIRE_EARLY_TOLERANCE_MS = 0.01;
-/** Claims older than this when applied are history, not work: they are not armed at all. */
+/** Claims older than this when applied, by the cluster's time, are history, not work: they are not armed at all. */
 const ARM_HORIZON_MS = 10 * 60_000;
 
 /**
@@ -278,7 +278,10 @@ export class Assignee {
     if (!claim.assignees.includes(this.#o.self) || this.#ctx.stopped || this.#ctx.draining) return;
     const job = this.#jobs.get(claim.job);
     const key = claimKey(claim.job, claim.slotMs);
-    if (this.#armed.has(key) || this.#o.clock.now() - claim.slotMs > ARM_HORIZON_MS) return;
+    // Only a clock that has learned the cluster's time may call a claim history: a member that
+    // restarted with its clock far ahead would otherwise drop, unrun and unreported, every
+    // claim it replays. Armed now, it fires once the clock is synced (see #fire).
+    if (this.#armed.has(key) || (this.#o.clockReady?.() !== false && this.#o.clock.now() - claim.slotMs > ARM_HORIZON_MS)) return;
     if (job === undefined) {
       this.#armMissingHandler(claim);
       return;
