@@ -85,3 +85,11 @@ export function splitMessages(messages: readonly Message[], state: WriteState): 
 function isLeaderReplication(m: Message): boolean {
   return m.type === 'append' || m.type === 'heartbeat';
 }
+
+export function sameHardState(a: HardState, b: HardState): boolean {
+  return a.term === b.term && a.vote === b.vote && a.commit === b.commit;
+}
+
+export function sameSoftState(a: SoftState, b: SoftState): boolean {
+  return a.role === b.role && a.leader === b.leader && a.term === b.term;
+}
