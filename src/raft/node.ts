@@ -4,12 +4,11 @@ import { encodeConfChange, type ConfChange } from './conf-change.js';
 import { RAFT_DEFAULTS, type RaftConfig } from './config.js';
 import { configurationOf, configurationProblem, isMember, isVoter, membersOf, sameConfiguration } from './configuration.js';
 import { acknowledge, takeAppend, takeHeartbeat, takeSnapshot } from './follower.js';
-import { InvariantError } from './invariant.js';
 import { RaftLog } from './log.js';
 import { changedBy, Membership, type ConfChangeOutcome } from './membership.js';
 import { hasQuorum, tallyVotes } from './quorum.js';
 import { ReadOnly } from './read-only.js';
-import { sameHardState, sameSoftState, splitMessages, type ForwardResult, type ReadState, type Ready, type Role, type SoftState } from './ready.js';
+import { ReadyBuilder, type Ready, type Role, type SoftState } from './ready.js';
 import { Replication } from './replication.js';
 import {
   EntryType,
@@ -114,19 +113,8 @@ export class RaftNode {
   /** A leader's snapshot installed since the last Ready: to persist, and to restore the state machine from. */
   #pendingRestore: Snapshot | null = null;
 
-  #msgs: Message[] = [];
-  #readStates: ReadState[] = [];
-  #forwardResults: ForwardResult[] = [];
-  #prevHardState: HardState;
-  #prevSoftState: SoftState;
-  /**
-   * The term and vote acknowledged durable (`writeDurable`): until the term a leader holds is,
-   * its appends wait for the write like every other message (see ready.ts).
-   */
-  #durableTerm: number;
-  #durableVote: NodeId | null;
-  /** Readies handed out that must be written (`mustSync`) and are not yet acknowledged durable. */
-  #writesInFlight = 0;
+  /** What the next Ready is built from (see ready.ts). */
+  readonly #out: ReadyBuilder;
 
   constructor(config: RaftConfig, initial: RaftInitialState, random: Random) {
     if (config.voters.length === 0) throw new Error('Raft config: no voters');
@@ -179,11 +167,8 @@ export class RaftNode {
     this.#snapshot = { index: initial.snapshot.index, term: initial.snapshot.term, conf, data: initial.snapshot.data ?? new Uint8Array(0) };
     this.#term = initial.hardState.term;
     this.#vote = initial.hardState.vote;
-    this.#prevHardState = initial.hardState;
-    this.#durableTerm = initial.hardState.term;
-    this.#durableVote = initial.hardState.vote;
     this.#resetElectionTimeout();
-    this.#prevSoftState = this.softState();
+    this.#out = new ReadyBuilder(initial.hardState, this.softState());
   }
 
   // ---- observation -------------------------------------------------------------------------
@@ -488,7 +473,7 @@ export class RaftNode {
         this.#handleReadIndex(m);
         return;
       case 'read-index-resp':
-        this.#readStates.push({ ctx: m.ctx, index: m.reject ? 0 : m.index });
+        this.#out.readState({ ctx: m.ctx, index: m.reject ? 0 : m.index });
         return;
       case 'snapshot':
         this.#handleSnapshot(m);
@@ -663,7 +648,7 @@ export class RaftNode {
 
   #handleProposeResponse(pids: readonly string[], index: number | null, term: number, leader: NodeId | null): void {
     pids.forEach((pid, i) => {
-      this.#forwardResults.push(index === null ? { pid, accepted: false, leader } : { pid, accepted: true, index: index + i, term });
+      this.#out.forwardResult(index === null ? { pid, accepted: false, leader } : { pid, accepted: true, index: index + i, term });
     });
   }
 
@@ -696,7 +681,7 @@ export class RaftNode {
   }
 
   #respondRead(to: NodeId, ctx: number, index: number): void {
-    if (to === this.id) this.#readStates.push({ ctx, index });
+    if (to === this.id) this.#out.readState({ ctx, index });
     else this.#send({ type: 'read-index-resp', from: this.id, to, term: this.#term, ctx, index, reject: index === 0 });
   }
 
@@ -804,20 +789,16 @@ export class RaftNode {
   // ---- output ------------------------------------------------------------------------------
 
   #send(m: Message): void {
-    this.#msgs.push(m);
+    this.#out.send(m);
   }
 
   hasReady(): boolean {
     return (
-      this.#msgs.length > 0 ||
       this.#pendingRestore !== null ||
       this.log.hasUnstable() ||
       this.log.hasCommittedToApply() ||
       this.#membership.changed ||
-      this.#readStates.length > 0 ||
-      this.#forwardResults.length > 0 ||
-      !sameHardState(this.hardState(), this.#prevHardState) ||
-      !sameSoftState(this.softState(), this.#prevSoftState)
+      this.#out.hasEffects(this.hardState(), this.softState())
     );
   }
 
@@ -831,39 +812,16 @@ export class RaftNode {
     // handed out for applying take effect now (see #applyConfChanges).
     const committed = this.log.takeCommitted(this.#limits.maxApplyBatch);
     this.#applyConfChanges(committed);
-    const hs = this.hardState();
-    const ss = this.softState();
-    const snapshot = this.#pendingRestore;
-    const entries = this.log.takeUnstable();
-    // etcd's MustSync: a new term or vote, entries or a snapshot. A commit index alone is not
-    // written: no message promises it, and a member that restarts with an older one re-learns
-    // it from the leader.
-    const mustSync = hs.term !== this.#prevHardState.term || hs.vote !== this.#prevHardState.vote || entries.length > 0 || snapshot !== null;
-    const { now, afterWrite } = splitMessages(this.#msgs, {
-      mustSync,
-      writesInFlight: this.#writesInFlight > 0,
-      leaderTermDurable: this.#role === 'leader' && this.#term === this.#durableTerm && this.#vote === this.#durableVote,
-    });
-    if (mustSync) this.#writesInFlight++;
-    const ready: Ready = {
-      softState: sameSoftState(ss, this.#prevSoftState) ? null : ss,
-      hardState: sameHardState(hs, this.#prevHardState) ? null : hs,
-      snapshot,
-      entries,
-      mustSync,
-      messages: now,
-      messagesAfterWrite: afterWrite,
+    const ready = this.#out.take({
+      hardState: this.hardState(),
+      softState: this.softState(),
+      snapshot: this.#pendingRestore,
+      entries: this.log.takeUnstable(),
       committed,
       conf: this.#membership.takeChanged(),
-      readStates: this.#readStates,
-      forwardResults: this.#forwardResults,
-    };
-    this.#prevHardState = hs;
-    this.#prevSoftState = ss;
-    this.#msgs = [];
+      leading: this.#role === 'leader',
+    });
     this.#pendingRestore = null;
-    this.#readStates = [];
-    this.#forwardResults = [];
     return ready;
   }
 
@@ -881,17 +839,12 @@ export class RaftNode {
    * completes, before the Ready's held messages are sent and `advancePersisted` is called.
    */
   writeDurable(ready: Ready): void {
-    if (!ready.mustSync) throw new InvariantError('writeDurable: the Ready had nothing to write');
-    if (this.#writesInFlight === 0) throw new InvariantError('writeDurable: no write is in flight');
-    this.#writesInFlight--;
-    if (ready.hardState === null) return;
-    this.#durableTerm = ready.hardState.term;
-    this.#durableVote = ready.hardState.vote;
+    this.#out.writeDurable(ready);
   }
 
   /** Readies handed out that must be written and are not yet acknowledged durable (`writeDurable`). */
   get writesInFlight(): number {
-    return this.#writesInFlight;
+    return this.#out.writesInFlight;
   }
 
   /** Acknowledges that a Ready's committed entries were applied. */
