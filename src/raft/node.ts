@@ -127,7 +127,7 @@ export class RaftNode {
     // Restarted, a member starts from its snapshot's configuration; the conf changes committed
     // after it are applied again as the entries are handed out again (etcd restores its
     // ConfState the same way). A member outside its configuration is not a member: it waits to
-    // be added, or was removed (see #promotable).
+    // be added, or was removed (see Membership.promotable).
     const founding = configurationOf(config.voters);
     const conf = initial.snapshot.conf ?? founding;
     const problem = configurationProblem(conf);
