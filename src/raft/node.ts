@@ -1,23 +1,21 @@
+import { acceptsFromNonMember, leaderOf, lowerTermReply, voteIgnored, type Follows } from './admission.js';
 import { canHoldTerm, MAX_INDEX, MAX_TERM, messageWithinBounds } from './bounds.js';
-import { decodeConfChange, encodeConfChange, type ConfChange } from './conf-change.js';
+import { encodeConfChange, type ConfChange } from './conf-change.js';
 import { RAFT_DEFAULTS, type RaftConfig } from './config.js';
-import { applyChange, configurationOf, configurationProblem, isMember, isVoter, membersOf, sameConfiguration, type ConfChangeProblem } from './configuration.js';
-import { InvariantError } from './invariant.js';
+import { configurationOf, configurationProblem, isMember, isVoter, membersOf, sameConfiguration } from './configuration.js';
+import { acknowledge, takeAppend, takeHeartbeat, takeSnapshot } from './follower.js';
 import { RaftLog } from './log.js';
-import { Progress } from './progress.js';
-import { committedIndex, hasQuorum, tallyVotes } from './quorum.js';
+import { changedBy, Membership, type ConfChangeOutcome } from './membership.js';
+import { hasQuorum, tallyVotes } from './quorum.js';
 import { ReadOnly } from './read-only.js';
-import { splitMessages, type ForwardResult, type ReadState, type Ready, type Role, type SoftState } from './ready.js';
+import { ReadyBuilder, type Ready, type Role, type SoftState } from './ready.js';
+import { Replication } from './replication.js';
 import {
   EntryType,
-  REJECT_LOST_LOG,
-  type AppendMessage,
   type Configuration,
-  type AppendResponse,
   type Entry,
   type HardState,
   type HeartbeatMessage,
-  type HeartbeatResponse,
   type Message,
   type NodeId,
   type ProposalData,
@@ -37,22 +35,8 @@ export type ProposeOutcome =
   | { readonly kind: 'forwarded'; readonly leader: NodeId }
   | { readonly kind: 'refused'; readonly reason: 'no-leader' | 'transferring' | 'backpressure'; readonly leader: NodeId | null };
 
-/**
- * The outcome of `proposeConfChange`: appended (it takes effect once committed and applied), or
- * refused, changing nothing:
- * - `not-leader`: only the leader proposes a change (`leader` names it if known: the caller
- *   asks it there; a follower does not forward changes as it forwards commands);
- * - `transferring`: leadership is being handed over;
- * - `not-committed-in-term`: this leader has not yet committed an entry of its term, so it may
- *   not know of a change a previous leader appended (the thesis, section 4.1, and the bug
- *   Ongaro reported on raft-dev in 2015);
- * - `pending`: an earlier change is appended and not yet applied;
- * - `backpressure`: the leader holds too many uncommitted bytes;
- * - a ConfChangeProblem: the change is malformed, void or unsafe for the current configuration.
- */
-export type ConfChangeOutcome =
-  | { readonly kind: 'appended'; readonly index: number; readonly term: number }
-  | { readonly kind: 'refused'; readonly reason: 'not-leader' | 'transferring' | 'not-committed-in-term' | 'pending' | 'backpressure' | ConfChangeProblem; readonly leader: NodeId | null };
+export type { ConfChangeOutcome } from './membership.js';
+export { MAX_SNAPSHOT_BACKOFF, SNAPSHOT_RETRY_HEARTBEATS } from './replication.js';
 
 /** What the node starts from: the durable state read back from storage. */
 export interface RaftInitialState {
@@ -63,21 +47,11 @@ export interface RaftInitialState {
 }
 
 /**
- * Heartbeats a leader sends after a snapshot before it sends the snapshot again, on the next
- * answer: answers travel in order behind the snapshot's own, so an answer that comes after
- * a few later heartbeats, with none to the snapshot, means that it or its answer was lost.
- * Each retry waits twice as long, up to 2^MAX_SNAPSHOT_BACKOFF times this, so a follower
- * that cannot take the snapshot (a newer format, say) is not flooded with it.
- */
-export const SNAPSHOT_RETRY_HEARTBEATS = 3;
-
-/**
  * Ticks between the early campaigns of members that lost their connection to the leader at
  * once, taken in the order of their ids (see leaderConnectionLost): two ticks, far longer than
  * a round trip, so that one is elected before the next one starts.
  */
 export const EARLY_CAMPAIGN_GAP_TICKS = 2;
-export const MAX_SNAPSHOT_BACKOFF = 4;
 
 /**
  * The Raft protocol as a pure state machine, after etcd-io/raft's RawNode: inputs are
@@ -92,19 +66,8 @@ export const MAX_SNAPSHOT_BACKOFF = 4;
  */
 export class RaftNode {
   readonly id: NodeId;
-  /** The configuration at index 0, `RaftConfig.voters`: what a snapshot without one stands for. */
-  readonly #founding: Configuration;
-  /** The configuration as of the last conf change handed out for applying (see #applyConfChanges). */
-  #conf: Configuration;
-  /** Every member but this one, voters then learners: whom a leader replicates to. */
-  #peers: readonly NodeId[];
-  /** Set when the configuration changed since the last Ready, which reports it. */
-  #confChanged = false;
-  /**
-   * The index of the last conf change this leader appended, or of its first entry (etcd's
-   * pendingConfIndex): no other change is proposed until the log is applied up to it.
-   */
-  #pendingConfIndex = 0;
+  /** The configuration, as of the last conf change handed out for applying (see #applyConfChanges). */
+  readonly #membership: Membership;
   readonly #random: Random;
   readonly #electionTicks: number;
   readonly #heartbeatTicks: number;
@@ -124,7 +87,7 @@ export class RaftNode {
   followerLogsLost = 0;
   /**
    * Messages ignored because their sender is not in this member's configuration, and is not a
-   * leader this member may follow (see #acceptsFromNonMember): a removed member, or one never added.
+   * leader this member may follow (see acceptsFromNonMember in admission.ts): a removed member, or one never added.
    */
   fromNonMembers = 0;
 
@@ -136,10 +99,9 @@ export class RaftNode {
   #heartbeatElapsed = 0;
   #randomizedElectionTimeout = 0;
   #votes = new Map<NodeId, boolean>();
-  #progress = new Map<NodeId, Progress>();
+  /** The leader's side of replication: empty unless this member leads. */
+  readonly #replication: Replication;
   #transferee: NodeId | null = null;
-  /** Bytes of entry data appended by this leader and not yet committed. */
-  #uncommittedBytes = 0;
   /** Linearizable reads held while this member leads (see read-only.ts). */
   readonly #reads: ReadOnly;
   /** The latest snapshot this member holds (taken or installed): what it sends a follower that fell behind its log. */
@@ -151,19 +113,8 @@ export class RaftNode {
   /** A leader's snapshot installed since the last Ready: to persist, and to restore the state machine from. */
   #pendingRestore: Snapshot | null = null;
 
-  #msgs: Message[] = [];
-  #readStates: ReadState[] = [];
-  #forwardResults: ForwardResult[] = [];
-  #prevHardState: HardState;
-  #prevSoftState: SoftState;
-  /**
-   * The term and vote acknowledged durable (`writeDurable`): until the term a leader holds is,
-   * its appends wait for the write like every other message (see ready.ts).
-   */
-  #durableTerm: number;
-  #durableVote: NodeId | null;
-  /** Readies handed out that must be written (`mustSync`) and are not yet acknowledged durable. */
-  #writesInFlight = 0;
+  /** What the next Ready is built from (see ready.ts). */
+  readonly #out: ReadyBuilder;
 
   constructor(config: RaftConfig, initial: RaftInitialState, random: Random) {
     if (config.voters.length === 0) throw new Error('Raft config: no voters');
@@ -176,13 +127,12 @@ export class RaftNode {
     // Restarted, a member starts from its snapshot's configuration; the conf changes committed
     // after it are applied again as the entries are handed out again (etcd restores its
     // ConfState the same way). A member outside its configuration is not a member: it waits to
-    // be added, or was removed (see #promotable).
-    this.#founding = configurationOf(config.voters);
-    const conf = initial.snapshot.conf ?? this.#founding;
+    // be added, or was removed (see Membership.promotable).
+    const founding = configurationOf(config.voters);
+    const conf = initial.snapshot.conf ?? founding;
     const problem = configurationProblem(conf);
     if (problem !== null) throw new Error(`Raft initial state: the snapshot's configuration is invalid: ${problem}`);
-    this.#conf = conf;
-    this.#peers = membersOf(conf).filter((id) => id !== this.id);
+    this.#membership = new Membership(this.id, founding, conf);
     this.#random = random;
     this.#electionTicks = config.electionTicks;
     this.#heartbeatTicks = config.heartbeatTicks;
@@ -198,14 +148,27 @@ export class RaftNode {
     this.#keepData = config.keepData ?? ((data) => data);
     this.#reads = new ReadOnly(this.#limits.maxPendingReads);
     this.log = new RaftLog(initial.snapshot, initial.entries, initial.hardState.commit);
+    this.#replication = new Replication(
+      {
+        id: this.id,
+        log: this.log,
+        term: () => this.#term,
+        peers: () => this.#membership.peers,
+        voters: () => this.#membership.conf.voters,
+        snapshot: () => this.#snapshot,
+        transferee: () => this.#transferee,
+        send: (m) => this.#send(m),
+        ackReads: (peer, seq) => this.#ackReads(peer, seq),
+        committed: () => this.#releaseDeferredReads(),
+        followerLogLost: () => this.followerLogsLost++,
+      },
+      this.#limits,
+    );
     this.#snapshot = { index: initial.snapshot.index, term: initial.snapshot.term, conf, data: initial.snapshot.data ?? new Uint8Array(0) };
     this.#term = initial.hardState.term;
     this.#vote = initial.hardState.vote;
-    this.#prevHardState = initial.hardState;
-    this.#durableTerm = initial.hardState.term;
-    this.#durableVote = initial.hardState.vote;
     this.#resetElectionTimeout();
-    this.#prevSoftState = this.softState();
+    this.#out = new ReadyBuilder(initial.hardState, this.softState());
   }
 
   // ---- observation -------------------------------------------------------------------------
@@ -223,11 +186,11 @@ export class RaftNode {
     return this.#vote;
   }
   get voters(): readonly NodeId[] {
-    return this.#conf.voters;
+    return this.#membership.conf.voters;
   }
   /** The configuration as of the last conf change applied (handed out in a Ready). */
   get configuration(): Configuration {
-    return this.#conf;
+    return this.#membership.conf;
   }
   get transferee(): NodeId | null {
     return this.#transferee;
@@ -248,8 +211,7 @@ export class RaftNode {
 
   /** The leader's view of a follower's log, for inspection; undefined on followers. */
   progressOf(peer: NodeId): { match: number; next: number; state: string; recentActive: boolean } | undefined {
-    const pr = this.#progress.get(peer);
-    return pr === undefined ? undefined : { match: pr.match, next: pr.next, state: pr.state, recentActive: pr.recentActive };
+    return this.#replication.view(peer);
   }
 
   // ---- inputs ------------------------------------------------------------------------------
@@ -263,7 +225,7 @@ export class RaftNode {
   #tickElection(): void {
     this.#electionElapsed++;
     if (this.#electionElapsed < this.#randomizedElectionTimeout) return;
-    if (!this.#promotable()) {
+    if (!this.#membership.promotable) {
       // A learner or a non-member never campaigns. Its clock stays past the lease (and
       // bounded), so that it follows a leader it hears of next, as a voter would.
       this.#electionElapsed = this.#randomizedElectionTimeout;
@@ -273,20 +235,15 @@ export class RaftNode {
     this.#preCampaign();
   }
 
-  /** Whether this member may campaign: it is a voter of its configuration (etcd's promotable). */
-  #promotable(): boolean {
-    return isVoter(this.#conf, this.id);
-  }
-
   #tickLeader(): void {
     this.#heartbeatElapsed++;
     this.#electionElapsed++;
-    this.#propagateCommit();
+    this.#replication.propagateCommit();
     if (this.#electionElapsed >= this.#electionTicks) {
       this.#electionElapsed = 0;
       // CheckQuorum: a leader that has not heard from a majority within an election timeout
       // steps down, so a partitioned leader stops accepting proposals it can never commit.
-      if (!this.#quorumActive()) {
+      if (!this.#replication.quorumActive()) {
         this.#becomeFollower(this.#term, null);
         return;
       }
@@ -295,30 +252,8 @@ export class RaftNode {
     }
     if (this.#heartbeatElapsed >= this.#heartbeatTicks) {
       this.#heartbeatElapsed = 0;
-      this.#broadcastHeartbeat(this.#reads.lastSeq, true);
+      this.#replication.broadcastHeartbeat(this.#reads.lastSeq, true);
     }
-  }
-
-  /**
-   * Tells followers a commit index they have not been sent yet. Done once a tick, not on every
-   * commit: under load the next append carries it anyway, and a message per commit per
-   * follower would double the traffic of the commit path. Followers apply within a tick.
-   */
-  #propagateCommit(): void {
-    for (const peer of this.#peers) {
-      const pr = this.#progress.get(peer) as Progress;
-      if (pr.sentCommit < this.log.committed && pr.match > pr.sentCommit) this.#sendAppend(peer, true);
-    }
-  }
-
-  /** Whether a majority of the voters (learners do not count) was heard from since the last check. */
-  #quorumActive(): boolean {
-    const active = new Set<NodeId>();
-    for (const [peer, pr] of this.#progress) {
-      if (peer === this.id || pr.recentActive) active.add(peer);
-      if (peer !== this.id) pr.recentActive = false;
-    }
-    return hasQuorum(this.#conf.voters, active);
   }
 
   /**
@@ -336,13 +271,13 @@ export class RaftNode {
     // instead, in the order of their ids, EARLY_CAMPAIGN_GAP_TICKS apart (far longer than a
     // round trip): the first whose log is up to date is elected before the next one asks.
     const lost = this.#leader;
-    const rank = Math.max(0, this.#conf.voters.filter((v) => v !== lost).indexOf(this.id));
+    const rank = Math.max(0, this.#membership.conf.voters.filter((v) => v !== lost).indexOf(this.id));
     this.#randomizedElectionTimeout = this.#electionTicks + rank * EARLY_CAMPAIGN_GAP_TICKS + this.#random.int(0, EARLY_CAMPAIGN_GAP_TICKS - 1);
   }
 
   /** Starts an election now (with a pre-vote first), e.g. to speed up a single member's start. */
   campaign(): void {
-    if (this.#role !== 'leader' && this.#promotable()) this.#preCampaign();
+    if (this.#role !== 'leader' && this.#membership.promotable) this.#preCampaign();
   }
 
   /**
@@ -359,7 +294,7 @@ export class RaftNode {
   compact(taken: Snapshot, retainEntries: number, everyEntries?: number): boolean {
     if (taken.index <= this.#snapshot.index || taken.index > this.log.applied) return false;
     if (this.log.term(taken.index) !== taken.term) return false;
-    const conf = this.#configurationAt(taken.index);
+    const conf = this.#membership.configurationAt(taken.index, this.#snapshot, this.log);
     if (taken.conf !== undefined && !sameConfiguration(taken.conf, conf)) return false;
     const snapshot: Snapshot = { ...taken, conf };
     // The interval the caller compacts at, if it says; else the widest seen. (A snapshot taken
@@ -373,29 +308,6 @@ export class RaftNode {
   }
 
   /**
-   * The configuration as of `index`, from the latest snapshot's and the conf changes after it,
-   * which the log still holds: it is never compacted past the latest snapshot.
-   */
-  #configurationAt(index: number): Configuration {
-    let conf = this.#snapshot.conf ?? this.#founding;
-    for (const e of this.log.slice(this.#snapshot.index + 1, index + 1)) if (e.type === EntryType.ConfChange) conf = this.#changed(conf, e);
-    return conf;
-  }
-
-  /**
-   * The configuration after a committed conf-change entry. Only leaders write them, checked
-   * against the configuration they apply to, and every member applies the same ones in the
-   * same order: one that does not decode or apply means this member's log or state is wrong.
-   */
-  #changed(conf: Configuration, entry: Entry): Configuration {
-    const change = decodeConfChange(entry.data);
-    if (change === null) throw new InvariantError(`the conf change at ${entry.index} does not decode`);
-    const next = applyChange(conf, change);
-    if ('problem' in next) throw new InvariantError(`the conf change at ${entry.index} (${change.type} ${change.id}) does not apply: ${next.problem}`);
-    return next.conf;
-  }
-
-  /**
    * Drops the log behind the latest snapshot, less the entries retained, and never past what is
    * durable here: a write still in flight must be able to tell, by the term of its last entry,
    * whether that entry is still the one in the log (log.stableTo). So it runs again as writes
@@ -405,13 +317,7 @@ export class RaftNode {
    */
   #compactLog(): void {
     let target = Math.min(this.log.stable, this.#snapshot.index - this.#retainEntries);
-    if (this.#role === 'leader') {
-      const floor = target - this.#compactEvery;
-      for (const peer of this.#peers) {
-        const pr = this.#progress.get(peer);
-        if (pr !== undefined && pr.recentActive && pr.match >= floor) target = Math.min(target, pr.match);
-      }
-    }
+    if (this.#role === 'leader') target = this.#replication.liveFloor(target, target - this.#compactEvery);
     if (target > this.log.snapshot().index) this.log.compact(target);
   }
 
@@ -436,14 +342,14 @@ export class RaftNode {
   #appendProposals(proposals: readonly ProposalData[]): number {
     let bytes = 0;
     for (const p of proposals) bytes += p.data.byteLength;
-    if (this.#uncommittedBytes > 0 && this.#uncommittedBytes + bytes > this.#limits.maxUncommittedBytes) return 0;
+    if (!this.#replication.admits(bytes)) return 0;
     // Never an entry past the bound on indexes: its append could not be sent.
     if (this.log.lastIndex() + proposals.length > MAX_INDEX) return 0;
-    this.#uncommittedBytes += bytes;
+    this.#replication.appended(bytes);
     const first = this.log.lastIndex() + 1;
     const entries = proposals.map((p, i): Entry => ({ index: first + i, term: this.#term, type: EntryType.Normal, data: this.#keepData(p.data), pid: p.pid }));
     this.log.append(entries);
-    this.#broadcastAppend();
+    this.#replication.broadcastAppend();
     return first;
   }
 
@@ -458,17 +364,16 @@ export class RaftNode {
     if (this.#role !== 'leader') return refused('not-leader');
     if (this.#transferee !== null) return refused('transferring');
     if (this.log.term(this.log.committed) !== this.#term) return refused('not-committed-in-term');
-    if (this.#pendingConfIndex > this.log.applying) return refused('pending');
-    const next = applyChange(this.#conf, change);
-    if ('problem' in next) return refused(next.problem);
+    const problem = this.#membership.refusal(change, this.log);
+    if (problem !== null) return refused(problem);
     const data = encodeConfChange(change);
-    if (this.#uncommittedBytes > 0 && this.#uncommittedBytes + data.byteLength > this.#limits.maxUncommittedBytes) return refused('backpressure');
+    if (!this.#replication.admits(data.byteLength)) return refused('backpressure');
     if (this.log.lastIndex() + 1 > MAX_INDEX) return refused('backpressure');
     const index = this.log.lastIndex() + 1;
-    this.#uncommittedBytes += data.byteLength;
+    this.#replication.appended(data.byteLength);
     this.log.append([{ index, term: this.#term, type: EntryType.ConfChange, data, pid }]);
-    this.#pendingConfIndex = index;
-    this.#broadcastAppend();
+    this.#membership.pendingConfIndex = index;
+    this.#replication.broadcastAppend();
     return { kind: 'appended', index, term: this.#term };
   }
 
@@ -493,34 +398,19 @@ export class RaftNode {
    */
   transferLeadership(to?: NodeId): NodeId | null {
     if (this.#role !== 'leader') return null;
-    const target = to ?? this.#bestTransferTarget();
+    const target = to ?? this.#replication.bestTransferTarget();
     // Never to a learner or a non-member: it could not be elected.
-    if (target === null || target === this.id || !this.#progress.has(target) || !isVoter(this.#conf, target)) return null;
+    if (target === null || target === this.id || !this.#replication.tracks(target) || !isVoter(this.#membership.conf, target)) return null;
     this.#transferee = target;
     this.#electionElapsed = 0;
-    const pr = this.#progress.get(target) as Progress;
-    if (pr.match === this.log.lastIndex()) this.#send({ type: 'timeout-now', from: this.id, to: target, term: this.#term });
-    else this.#sendAppend(target);
+    if (this.#replication.matchOf(target) === this.log.lastIndex()) this.#send({ type: 'timeout-now', from: this.id, to: target, term: this.#term });
+    else this.#replication.sendAppend(target);
     return target;
-  }
-
-  #bestTransferTarget(): NodeId | null {
-    let best: NodeId | null = null;
-    let bestMatch = -1;
-    for (const peer of this.#conf.voters) {
-      if (peer === this.id) continue;
-      const pr = this.#progress.get(peer) as Progress;
-      if (pr.recentActive && pr.match > bestMatch) {
-        best = peer;
-        bestMatch = pr.match;
-      }
-    }
-    return best;
   }
 
   /**
    * Takes one message from a peer. Messages from non-members are ignored but for a leader's
-   * (see #acceptsFromNonMember), and vote requests from any member but a voter.
+   * (see acceptsFromNonMember in admission.ts), and vote requests from any member but a voter.
    */
   step(m: Message): void {
     if (m.to !== this.id || m.from === this.id) return;
@@ -529,27 +419,26 @@ export class RaftNode {
       this.protocolViolations++;
       return;
     }
-    if (!isMember(this.#conf, m.from) && !this.#acceptsFromNonMember(m)) {
+    const conf = this.#membership.conf;
+    if (!isMember(conf, m.from) && !acceptsFromNonMember(m, this.#follows())) {
       this.fromNonMembers++;
       return;
     }
     // A learner never campaigns; one that asks is a voter only in a configuration this member
     // has not applied yet, and refusing a vote is always safe (it is granted, or not, by the
     // members that know it as a voter). So a removed member cannot make anyone adopt its term.
-    if ((m.type === 'prevote' || m.type === 'vote') && !isVoter(this.#conf, m.from)) {
+    if ((m.type === 'prevote' || m.type === 'vote') && !isVoter(conf, m.from)) {
       this.fromNonMembers++;
       return;
     }
     if (m.term > this.#term) {
       if (!this.#stepHigherTerm(m)) return;
     } else if (m.term < this.#term) {
-      this.#stepLowerTerm(m);
+      const reply = lowerTermReply(m, this.#follows());
+      if (reply !== null) this.#send(reply);
       return;
     }
-    if (this.#role === 'leader') {
-      const pr = this.#progress.get(m.from);
-      if (pr !== undefined) pr.recentActive = true;
-    }
+    if (this.#role === 'leader') this.#replication.heardFrom(m.from);
     switch (m.type) {
       case 'prevote':
       case 'vote':
@@ -560,16 +449,16 @@ export class RaftNode {
         this.#handleVoteResponse(m.type, m.from, !m.reject);
         return;
       case 'append':
-        this.#handleAppend(m);
+        if (this.#followLeader(m.from)) this.#send(takeAppend(this.log, m, { id: this.id, term: this.#term }));
         return;
       case 'heartbeat':
         this.#handleHeartbeat(m);
         return;
       case 'append-resp':
-        this.#handleAppendResponse(m);
+        if (this.#role === 'leader') this.#replication.handleAppendResponse(m);
         return;
       case 'heartbeat-resp':
-        this.#handleHeartbeatResponse(m);
+        if (this.#role === 'leader') this.#replication.handleHeartbeatResponse(m);
         return;
       case 'timeout-now':
         this.#handleTimeoutNow();
@@ -584,7 +473,7 @@ export class RaftNode {
         this.#handleReadIndex(m);
         return;
       case 'read-index-resp':
-        this.#readStates.push({ ctx: m.ctx, index: m.reject ? 0 : m.index });
+        this.#out.readState({ ctx: m.ctx, index: m.reject ? 0 : m.index });
         return;
       case 'snapshot':
         this.#handleSnapshot(m);
@@ -592,58 +481,20 @@ export class RaftNode {
     }
   }
 
-  /**
-   * Whether to take a message from a sender outside this member's configuration. Only a
-   * leader's appends, heartbeats and snapshots: a member that lags behind the configuration (it
-   * missed the commit of a change) must follow a leader its configuration does not list yet,
-   * or it would never catch up, and a joining member knows no leader in its configuration at
-   * all. One at a higher term is taken only out of the leader lease, as a vote request is (see
-   * #stepHigherTerm): while a leader of this member's configuration is heard from, a removed
-   * member cannot make it adopt a term. A leader that a member does not know is elected only by
-   * a majority of a later configuration, which overlaps every earlier one's (one member at a
-   * time), so following it is safe; a stranger forging one is for the transport to keep out.
-   */
-  #acceptsFromNonMember(m: Message): boolean {
-    if (m.type !== 'append' && m.type !== 'heartbeat' && m.type !== 'snapshot') return false;
-    // A second leader of the term this member follows one in is ignored, as from a member.
-    if (m.term === this.#term) return this.#leader === null || this.#leader === m.from;
-    if (m.term < this.#term) return true;
-    return this.#leader === null || this.#electionElapsed >= this.#electionTicks;
+  /** What admission.ts's rules read of this member. */
+  #follows(): Follows {
+    return { id: this.id, term: this.#term, leader: this.#leader, inLease: this.#leader !== null && this.#electionElapsed < this.#electionTicks };
   }
 
   /** Returns whether the message should go on to the role's handler. */
   #stepHigherTerm(m: Message): boolean {
-    if (m.type === 'prevote' || m.type === 'vote') {
-      const transfer = m.type === 'vote' && m.transfer;
-      // Leader lease (CheckQuorum): a member that heard from a live leader within the minimum
-      // election timeout ignores vote requests, so a member that was cut off and comes back
-      // with a higher term cannot depose a healthy leader.
-      const inLease = this.#leader !== null && this.#electionElapsed < this.#electionTicks;
-      if (!transfer && inLease) return false;
-    }
+    if (voteIgnored(m, this.#follows())) return false;
     // A pre-vote is asked at term + 1 without the asker's term changing; granting or hearing of
     // a granted pre-vote must not move ours, or pre-votes would disrupt exactly as votes do.
     if (m.type === 'prevote') return true;
     if (m.type === 'prevote-resp' && !m.reject) return true;
-    const leader = m.type === 'append' || m.type === 'heartbeat' || m.type === 'snapshot' || m.type === 'timeout-now' ? m.from : null;
-    this.#becomeFollower(m.term, leader);
+    this.#becomeFollower(m.term, leaderOf(m));
     return true;
-  }
-
-  #stepLowerTerm(m: Message): void {
-    if (m.type === 'append' || m.type === 'heartbeat' || m.type === 'snapshot') {
-      // A stale leader (cut off, then back) learns our term from this reply and steps down;
-      // without it, with CheckQuorum, it could keep a follower of its own forever. It says
-      // nothing else (an acknowledgement of index 0, as etcd sends): should the sender lead in
-      // our term by the time it arrives, a rejection at 0 would tell it we lost our log.
-      this.#send({ type: 'append-resp', from: this.id, to: m.from, term: this.#term, index: 0, reject: false, hintIndex: 0, hintTerm: 0 });
-    } else if (m.type === 'prevote') {
-      this.#send({ type: 'prevote-resp', from: this.id, to: m.from, term: this.#term, reject: true });
-    } else if (m.type === 'propose') {
-      this.#send({ type: 'propose-resp', from: this.id, to: m.from, term: this.#term, index: 0, pids: m.proposals.map((p) => p.pid), reject: true, leader: this.#leader });
-    } else if (m.type === 'read-index') {
-      this.#send({ type: 'read-index-resp', from: this.id, to: m.from, term: this.#term, ctx: m.ctx, index: 0, reject: true });
-    }
   }
 
   // ---- elections ---------------------------------------------------------------------------
@@ -666,7 +517,7 @@ export class RaftNode {
     this.#transferee = null;
     this.#resetElectionTimeout();
     if (this.#checkElection('prevote-resp')) return;
-    for (const peer of this.#conf.voters) {
+    for (const peer of this.#membership.conf.voters) {
       if (peer === this.id) continue;
       this.#send({ type: 'prevote', from: this.id, to: peer, term: this.#term + 1, lastIndex: this.log.lastIndex(), lastTerm: this.log.lastTerm() });
     }
@@ -682,7 +533,7 @@ export class RaftNode {
     this.#electionElapsed = 0;
     this.#resetElectionTimeout();
     if (this.#checkElection('vote-resp')) return;
-    for (const peer of this.#conf.voters) {
+    for (const peer of this.#membership.conf.voters) {
       if (peer === this.id) continue;
       this.#send({ type: 'vote', from: this.id, to: peer, term: this.#term, lastIndex: this.log.lastIndex(), lastTerm: this.log.lastTerm(), transfer });
     }
@@ -717,7 +568,7 @@ export class RaftNode {
   /** Returns whether the election is decided. */
   #checkElection(type: 'prevote-resp' | 'vote-resp'): boolean {
     // Only the votes of the current configuration's voters count, whoever answered.
-    const result = tallyVotes(this.#conf.voters, this.#votes);
+    const result = tallyVotes(this.#membership.conf.voters, this.#votes);
     if (result === 'won') {
       if (type === 'prevote-resp') this.#campaign(false);
       else this.#becomeLeader();
@@ -733,7 +584,7 @@ export class RaftNode {
   #handleTimeoutNow(): void {
     // The leader chose us as its successor: skip the pre-vote and the lease so the election
     // happens now rather than after an election timeout.
-    if (this.#role !== 'leader' && this.#promotable() && this.#canCampaign()) this.#campaign(true);
+    if (this.#role !== 'leader' && this.#membership.promotable && this.#canCampaign()) this.#campaign(true);
   }
 
   #becomeFollower(term: number, leader: NodeId | null): void {
@@ -747,8 +598,7 @@ export class RaftNode {
     this.#electionElapsed = 0;
     this.#heartbeatElapsed = 0;
     this.#transferee = null;
-    this.#progress.clear();
-    this.#uncommittedBytes = 0;
+    this.#replication.reset();
     this.#resetElectionTimeout();
     if (wasLeader) for (const read of this.#reads.takeAll()) this.#respondRead(read.from, read.ctx, 0);
   }
@@ -759,162 +609,30 @@ export class RaftNode {
     this.#electionElapsed = 0;
     this.#heartbeatElapsed = 0;
     this.#transferee = null;
-    this.#progress.clear();
+    this.#replication.reset();
     const next = this.log.lastIndex() + 1;
-    for (const peer of membersOf(this.#conf)) this.#addProgress(peer, next);
+    for (const peer of membersOf(this.#membership.conf)) this.#replication.track(peer, next);
     // Our own entries count once they are durable; advance() moves this forward.
-    (this.#progress.get(this.id) as Progress).match = this.log.stable;
-    this.#uncommittedBytes = 0;
+    this.#replication.persisted(this.log.stable, true);
     // A change appended by an earlier leader may be in our log, not yet applied: no new one
     // until the log is applied up to our no-op, which is then committed too (etcd does the same).
-    this.#pendingConfIndex = next;
+    this.#membership.pendingConfIndex = next;
     // A no-op of our term lets us commit (and so apply) everything earlier (paper, 5.4.2),
     // and makes linearizable reads possible (paper, section 8).
     this.log.append([{ index: next, term: this.#term, type: EntryType.Noop, data: new Uint8Array(0), pid: '' }]);
-    this.#broadcastAppend();
-    this.#maybeCommit();
-  }
-
-  /** Tracks a member's log from `next` on; counted active for the first election timeout. */
-  #addProgress(peer: NodeId, next: number): void {
-    const pr = new Progress(next, this.#limits.maxInflightMsgs, this.#limits.maxInflightBytes);
-    pr.recentActive = true;
-    this.#progress.set(peer, pr);
+    this.#replication.broadcastAppend();
+    this.#replication.maybeCommit();
   }
 
   #resetElectionTimeout(): void {
     this.#randomizedElectionTimeout = this.#electionTicks + this.#random.int(0, this.#electionTicks - 1);
   }
 
-  // ---- replication: leader -----------------------------------------------------------------
-
-  #broadcastAppend(): void {
-    for (const peer of this.#peers) this.#sendAppend(peer);
-  }
-
-  /** Sends the next append to `to` if its window allows. Returns whether it sent one. */
-  #sendAppend(to: NodeId, allowEmpty = false): boolean {
-    const pr = this.#progress.get(to);
-    if (pr === undefined || pr.isPaused()) return false;
-    const prevIndex = pr.next - 1;
-    const prevTerm = this.log.term(prevIndex);
-    // The entries it needs next are compacted away: it gets the state instead.
-    if (prevTerm === undefined) return this.#sendSnapshot(to, pr);
-    const entries = this.log.slice(pr.next, this.log.lastIndex() + 1, this.#limits.maxBytesPerAppend, this.#limits.maxEntriesPerAppend);
-    if (entries.length === 0 && !allowEmpty && pr.state === 'replicate') return false;
-    this.#send({ type: 'append', from: this.id, to, term: this.#term, prevIndex, prevTerm, entries, commit: this.log.committed });
-    pr.sentCommit = this.log.committed;
-    const last = entries.at(-1);
-    if (pr.state === 'replicate' && last !== undefined) {
-      let bytes = 0;
-      for (const e of entries) bytes += e.data.byteLength;
-      pr.next = last.index + 1;
-      pr.inflights.add(last.index, bytes);
-    } else if (pr.state === 'probe') {
-      pr.probeSent = true;
-    }
-    return true;
-  }
-
-  #sendSnapshot(to: NodeId, pr: Progress): boolean {
-    // A peer not heard from lately is probably down: the state can be large, so it goes once
-    // the peer answers a heartbeat again.
-    if (!pr.recentActive) return false;
-    const snapshot = this.#snapshot;
-    if (snapshot.index < this.log.snapshot().index) {
-      throw new InvariantError(`the log is compacted to ${this.log.snapshot().index}, past the snapshot at ${snapshot.index}`);
-    }
-    this.#send({ type: 'snapshot', from: this.id, to, term: this.#term, snapshot });
-    pr.becomeSnapshot(snapshot.index);
-    return true;
-  }
-
-  /** `periodic`: the heartbeat of a tick, not of a read round (only those time a snapshot's retry). */
-  #broadcastHeartbeat(readSeq: number, periodic = false): void {
-    for (const peer of this.#peers) {
-      const pr = this.#progress.get(peer) as Progress;
-      if (periodic && pr.state === 'snapshot') pr.snapshotWait++;
-      // Never tell a follower to commit past what it is known to hold.
-      const commit = Math.min(pr.match, this.log.committed);
-      this.#send({ type: 'heartbeat', from: this.id, to: peer, term: this.#term, commit, readCtx: readSeq });
-    }
-  }
-
-  #handleAppendResponse(m: AppendResponse): void {
-    if (this.#role !== 'leader') return;
-    const pr = this.#progress.get(m.from);
-    if (pr === undefined) return;
-    if (m.reject) {
-      let probeAt = m.hintIndex;
-      if (m.hintTerm > 0) probeAt = this.log.findConflictByTerm(m.hintIndex, m.hintTerm);
-      // etcd assumes durable followers: its follower panics at a heartbeat's commit index beyond
-      // its log. Ours says so, and is replicated to again from where its log ends.
-      if (pr.maybeForgetMatch(m.index, m.hintIndex, probeAt)) {
-        this.followerLogsLost++;
-        this.#sendAppend(m.from, true);
-        return;
-      }
-      if (pr.maybeDecrTo(m.index, probeAt)) {
-        if (pr.state === 'replicate') pr.becomeProbe();
-        this.#sendAppend(m.from, true);
-      }
-      return;
-    }
-    const wasPaused = pr.isPaused();
-    const updated = pr.maybeUpdate(m.index);
-    if (pr.state === 'snapshot') {
-      // The answer to the snapshot (or to an append that got as far): replicate from there.
-      if (pr.match < pr.pendingSnapshot) return;
-      pr.snapshotRetries = 0;
-      pr.becomeReplicate();
-    } else if (!updated) {
-      if (wasPaused && !pr.isPaused()) this.#sendAppend(m.from);
-      return;
-    } else if (pr.state === 'probe') pr.becomeReplicate();
-    else pr.inflights.freeLE(m.index);
-    this.#maybeCommit();
-    // Keep the pipeline full: more entries may be waiting behind the window.
-    this.#sendAppend(m.from);
-    if (m.from === this.#transferee && pr.match === this.log.lastIndex()) {
-      this.#send({ type: 'timeout-now', from: this.id, to: m.from, term: this.#term });
-    }
-  }
-
-  #handleHeartbeatResponse(m: HeartbeatResponse): void {
-    if (this.#role !== 'leader') return;
-    const pr = this.#progress.get(m.from);
-    if (pr === undefined) return;
-    pr.probeSent = false;
-    if (pr.state === 'snapshot') {
-      if (pr.snapshotWait >= SNAPSHOT_RETRY_HEARTBEATS * 2 ** Math.min(pr.snapshotRetries, MAX_SNAPSHOT_BACKOFF)) {
-        pr.snapshotRetries++;
-        pr.becomeProbe();
-        this.#sendAppend(m.from, true);
-      }
-      if (m.readCtx > 0) this.#ackReads(m.from, m.readCtx);
-      return;
-    }
-    // A window full of appends that were lost would otherwise never drain (etcd does the same).
-    if (pr.state === 'replicate' && pr.inflights.full()) pr.inflights.freeFirst();
-    // Sent even when nothing new is queued: if appends in the pipeline were lost, the follower
-    // rejects this one (its log has a gap) and the progress falls back to probing from its match.
-    if (pr.match < this.log.lastIndex()) this.#sendAppend(m.from, true);
-    if (m.readCtx > 0) this.#ackReads(m.from, m.readCtx);
-  }
-
-  /** Commits the highest index a majority holds, if it is of this leader's term (paper, 5.4.2). */
-  #maybeCommit(): boolean {
-    const index = committedIndex(this.#conf.voters, (id) => this.#progress.get(id)?.match ?? 0);
-    if (index <= this.log.committed || this.log.term(index) !== this.#term) return false;
-    const before = this.log.committed;
-    this.log.commitTo(index);
-    // Only entries of this term were counted when appended (earlier terms' were not ours).
-    for (const e of this.log.slice(before + 1, index + 1)) if (e.term === this.#term) this.#uncommittedBytes -= e.data.byteLength;
-    if (this.#uncommittedBytes < 0) this.#uncommittedBytes = 0;
+  /** After a commit on this leader: reads deferred until an entry of its term committed go on now. */
+  #releaseDeferredReads(): void {
     if (this.#reads.deferredCount > 0 && this.log.term(this.log.committed) === this.#term) {
       for (const r of this.#reads.takeDeferred()) this.#leaderReadIndex(r.from, r.ctx);
     }
-    return true;
   }
 
   #handlePropose(m: ProposeMessage): void {
@@ -930,7 +648,7 @@ export class RaftNode {
 
   #handleProposeResponse(pids: readonly string[], index: number | null, term: number, leader: NodeId | null): void {
     pids.forEach((pid, i) => {
-      this.#forwardResults.push(index === null ? { pid, accepted: false, leader } : { pid, accepted: true, index: index + i, term });
+      this.#out.forwardResult(index === null ? { pid, accepted: false, leader } : { pid, accepted: true, index: index + i, term });
     });
   }
 
@@ -943,7 +661,7 @@ export class RaftNode {
       else this.#reads.defer({ from, ctx });
       return;
     }
-    if (this.#conf.voters.length === 1) {
+    if (this.#membership.conf.voters.length === 1) {
       // The only voter (a leader always is one): no one else need confirm.
       this.#respondRead(from, ctx, this.log.committed);
       return;
@@ -954,16 +672,16 @@ export class RaftNode {
     }
     const seq = this.#reads.add({ from, ctx }, this.log.committed, this.id);
     // A heartbeat round confirms that no newer leader exists as of now.
-    this.#broadcastHeartbeat(seq);
+    this.#replication.broadcastHeartbeat(seq);
   }
 
   #ackReads(peer: NodeId, seq: number): void {
     // A learner's acknowledgement is recorded and never counted: only voters elect a rival leader.
-    for (const read of this.#reads.ack(peer, seq, (acks) => hasQuorum(this.#conf.voters, acks))) this.#respondRead(read.from, read.ctx, read.index);
+    for (const read of this.#reads.ack(peer, seq, (acks) => hasQuorum(this.#membership.conf.voters, acks))) this.#respondRead(read.from, read.ctx, read.index);
   }
 
   #respondRead(to: NodeId, ctx: number, index: number): void {
-    if (to === this.id) this.#readStates.push({ ctx, index });
+    if (to === this.id) this.#out.readState({ ctx, index });
     else this.#send({ type: 'read-index-resp', from: this.id, to, term: this.#term, ctx, index, reject: index === 0 });
   }
 
@@ -977,66 +695,30 @@ export class RaftNode {
 
   // ---- replication: follower ---------------------------------------------------------------
 
-  #handleAppend(m: AppendMessage): void {
-    if (!this.#followLeader(m.from)) return;
-    if (m.prevIndex < this.log.committed) {
-      this.#send({ type: 'append-resp', from: this.id, to: m.from, term: this.#term, index: this.log.committed, reject: false, hintIndex: 0, hintTerm: 0 });
-      return;
-    }
-    if (this.log.matchTerm(m.prevIndex, m.prevTerm)) {
-      const lastNew = this.log.maybeAppend(m.prevIndex, m.entries);
-      this.log.commitTo(Math.min(m.commit, lastNew));
-      this.#send({ type: 'append-resp', from: this.id, to: m.from, term: this.#term, index: lastNew, reject: false, hintIndex: 0, hintTerm: 0 });
-      return;
-    }
-    // Fast back-off: tell the leader the last index that can match given its prevTerm, so a
-    // long divergent suffix is skipped a term at a time instead of an entry at a time.
-    const hintIndex = this.log.findConflictByTerm(Math.min(m.prevIndex, this.log.lastIndex()), m.prevTerm);
-    const hintTerm = this.log.term(hintIndex) ?? 0;
-    this.#send({ type: 'append-resp', from: this.id, to: m.from, term: this.#term, index: m.prevIndex, reject: true, hintIndex, hintTerm });
-  }
-
   #handleSnapshot(m: SnapshotMessage): void {
     if (!this.#followLeader(m.from)) return;
     const s = m.snapshot;
-    // A snapshot is of committed entries (step checked that its term is no later than its sender's).
-    if (s.index === 0 || (s.conf !== undefined && configurationProblem(s.conf) !== null)) {
+    const outcome = takeSnapshot(this.log, s);
+    if (outcome === 'malformed') {
       this.protocolViolations++;
       return;
     }
-    if (s.index <= this.log.committed) {
-      // Nothing new (a duplicate, or we caught up meanwhile): say how far we are.
-      this.#send({ type: 'append-resp', from: this.id, to: m.from, term: this.#term, index: this.log.committed, reject: false, hintIndex: 0, hintTerm: 0 });
-      return;
-    }
-    if (this.log.matchTerm(s.index, s.term)) {
-      // Our log holds the entry it ends at, so it holds everything before it too (log
-      // matching): the snapshot only tells us they are committed.
-      this.log.commitTo(s.index);
-    } else {
-      this.log.restore(s);
-      this.#snapshot = { ...s, conf: s.conf ?? this.#founding };
+    if (outcome === 'restored') {
+      this.#snapshot = { ...s, conf: s.conf ?? this.#membership.founding };
       this.#pendingRestore = this.#snapshot;
       // Every entry up to it counts as applied: its configuration is this member's now.
       this.#switchConfiguration(this.#snapshot.conf as Configuration);
     }
     // Sent once the snapshot is durable: a follower's answers wait for its writes (messagesAfterWrite).
-    this.#send({ type: 'append-resp', from: this.id, to: m.from, term: this.#term, index: s.index, reject: false, hintIndex: 0, hintTerm: 0 });
+    // A stale one (a duplicate, or we caught up meanwhile) is answered with how far we are.
+    this.#send(acknowledge({ id: this.id, term: this.#term }, m.from, outcome === 'stale' ? this.log.committed : s.index));
   }
 
   #handleHeartbeat(m: HeartbeatMessage): void {
     if (!this.#followLeader(m.from)) return;
     this.#send({ type: 'heartbeat-resp', from: this.id, to: m.from, term: this.#term, readCtx: m.readCtx });
-    const last = this.log.lastIndex();
-    if (m.commit <= last) {
-      if (m.commit > this.log.committed) this.log.commitTo(m.commit);
-      return;
-    }
-    // Our log ends before the commit index the leader sent, so this member lost its state
-    // (see REJECT_LOST_LOG). What it holds is not known to be what was committed: nothing is
-    // committed from this. The leader learns where our log ends and replicates to us from
-    // there. (etcd panics here: "Was the raft log corrupted, truncated, or lost?")
-    this.#send({ type: 'append-resp', from: this.id, to: m.from, term: this.#term, index: REJECT_LOST_LOG, reject: true, hintIndex: last, hintTerm: this.log.lastTerm() });
+    const lost = takeHeartbeat(this.log, m, { id: this.id, term: this.#term });
+    if (lost !== null) this.#send(lost);
   }
 
   /** Returns false when the message claims a second leader for our own term: it is ignored. */
@@ -1063,7 +745,7 @@ export class RaftNode {
    * member hands its committed entries out again and so applies them again.
    */
   #applyConfChanges(committed: readonly Entry[]): void {
-    for (const e of committed) if (e.type === EntryType.ConfChange) this.#switchConfiguration(this.#changed(this.#conf, e));
+    for (const e of committed) if (e.type === EntryType.ConfChange) this.#switchConfiguration(changedBy(this.#membership.conf, e));
   }
 
   /**
@@ -1075,53 +757,48 @@ export class RaftNode {
    * campaigns. A candidate removed gives up its election.
    */
   #switchConfiguration(conf: Configuration): void {
-    this.#conf = conf;
-    this.#peers = membersOf(conf).filter((id) => id !== this.id);
-    this.#confChanged = true;
+    this.#membership.switchTo(conf);
+    const replication = this.#replication;
     if (this.#role !== 'leader') {
-      if (this.#role !== 'follower' && !this.#promotable()) this.#becomeFollower(this.#term, null);
+      if (this.#role !== 'follower' && !this.#membership.promotable) this.#becomeFollower(this.#term, null);
       return;
     }
-    for (const peer of this.#peers) if (!this.#progress.has(peer)) this.#addProgress(peer, this.log.lastIndex() + 1);
-    for (const [peer, pr] of [...this.#progress]) {
+    for (const peer of this.#membership.peers) if (!replication.tracks(peer)) replication.track(peer, this.log.lastIndex() + 1);
+    for (const [peer, match] of replication.tracked()) {
       if (peer === this.id || isMember(conf, peer)) continue;
       // A last heartbeat tells a removed member that holds the change that it is committed, so
       // that it knows it was removed and stops campaigning; one that does not hold it campaigns
       // in vain (its vote requests are ignored, see step).
-      this.#send({ type: 'heartbeat', from: this.id, to: peer, term: this.#term, commit: Math.min(pr.match, this.log.committed), readCtx: 0 });
-      this.#progress.delete(peer);
+      this.#send({ type: 'heartbeat', from: this.id, to: peer, term: this.#term, commit: Math.min(match, this.log.committed), readCtx: 0 });
+      replication.untrack(peer);
     }
     if (this.#transferee !== null && !isVoter(conf, this.#transferee)) this.#transferee = null;
-    if (!this.#promotable()) {
-      this.#broadcastHeartbeat(0);
-      const successor = this.#bestTransferTarget();
-      if (successor !== null && (this.#progress.get(successor) as Progress).match === this.log.lastIndex()) {
+    if (!this.#membership.promotable) {
+      this.#replication.broadcastHeartbeat(0);
+      const successor = replication.bestTransferTarget();
+      if (successor !== null && replication.matchOf(successor) === this.log.lastIndex()) {
         this.#send({ type: 'timeout-now', from: this.id, to: successor, term: this.#term });
       }
       this.#becomeFollower(this.#term, null);
       return;
     }
-    if (this.#maybeCommit()) this.#broadcastAppend();
-    else for (const peer of this.#peers) this.#sendAppend(peer);
+    if (replication.maybeCommit()) replication.broadcastAppend();
+    else for (const peer of this.#membership.peers) replication.sendAppend(peer);
   }
 
   // ---- output ------------------------------------------------------------------------------
 
   #send(m: Message): void {
-    this.#msgs.push(m);
+    this.#out.send(m);
   }
 
   hasReady(): boolean {
     return (
-      this.#msgs.length > 0 ||
       this.#pendingRestore !== null ||
       this.log.hasUnstable() ||
       this.log.hasCommittedToApply() ||
-      this.#confChanged ||
-      this.#readStates.length > 0 ||
-      this.#forwardResults.length > 0 ||
-      !sameHardState(this.hardState(), this.#prevHardState) ||
-      !sameSoftState(this.softState(), this.#prevSoftState)
+      this.#membership.changed ||
+      this.#out.hasEffects(this.hardState(), this.softState())
     );
   }
 
@@ -1135,40 +812,16 @@ export class RaftNode {
     // handed out for applying take effect now (see #applyConfChanges).
     const committed = this.log.takeCommitted(this.#limits.maxApplyBatch);
     this.#applyConfChanges(committed);
-    const hs = this.hardState();
-    const ss = this.softState();
-    const snapshot = this.#pendingRestore;
-    const entries = this.log.takeUnstable();
-    // etcd's MustSync: a new term or vote, entries or a snapshot. A commit index alone is not
-    // written: no message promises it, and a member that restarts with an older one re-learns
-    // it from the leader.
-    const mustSync = hs.term !== this.#prevHardState.term || hs.vote !== this.#prevHardState.vote || entries.length > 0 || snapshot !== null;
-    const { now, afterWrite } = splitMessages(this.#msgs, {
-      mustSync,
-      writesInFlight: this.#writesInFlight > 0,
-      leaderTermDurable: this.#role === 'leader' && this.#term === this.#durableTerm && this.#vote === this.#durableVote,
-    });
-    if (mustSync) this.#writesInFlight++;
-    const ready: Ready = {
-      softState: sameSoftState(ss, this.#prevSoftState) ? null : ss,
-      hardState: sameHardState(hs, this.#prevHardState) ? null : hs,
-      snapshot,
-      entries,
-      mustSync,
-      messages: now,
-      messagesAfterWrite: afterWrite,
+    const ready = this.#out.take({
+      hardState: this.hardState(),
+      softState: this.softState(),
+      snapshot: this.#pendingRestore,
+      entries: this.log.takeUnstable(),
       committed,
-      conf: this.#confChanged ? this.#conf : null,
-      readStates: this.#readStates,
-      forwardResults: this.#forwardResults,
-    };
-    this.#prevHardState = hs;
-    this.#prevSoftState = ss;
-    this.#msgs = [];
-    this.#confChanged = false;
+      conf: this.#membership.takeChanged(),
+      leading: this.#role === 'leader',
+    });
     this.#pendingRestore = null;
-    this.#readStates = [];
-    this.#forwardResults = [];
     return ready;
   }
 
@@ -1186,17 +839,12 @@ export class RaftNode {
    * completes, before the Ready's held messages are sent and `advancePersisted` is called.
    */
   writeDurable(ready: Ready): void {
-    if (!ready.mustSync) throw new InvariantError('writeDurable: the Ready had nothing to write');
-    if (this.#writesInFlight === 0) throw new InvariantError('writeDurable: no write is in flight');
-    this.#writesInFlight--;
-    if (ready.hardState === null) return;
-    this.#durableTerm = ready.hardState.term;
-    this.#durableVote = ready.hardState.vote;
+    this.#out.writeDurable(ready);
   }
 
   /** Readies handed out that must be written and are not yet acknowledged durable (`writeDurable`). */
   get writesInFlight(): number {
-    return this.#writesInFlight;
+    return this.#out.writesInFlight;
   }
 
   /** Acknowledges that a Ready's committed entries were applied. */
@@ -1216,16 +864,9 @@ export class RaftNode {
     if (last === undefined || !this.log.stableTo(last.index, last.term)) return;
     this.#compactLog();
     if (this.#role === 'leader') {
-      (this.#progress.get(this.id) as Progress).maybeUpdate(this.log.stable);
-      this.#maybeCommit();
+      this.#replication.persisted(this.log.stable);
+      this.#replication.maybeCommit();
     }
   }
 }
 
-function sameHardState(a: HardState, b: HardState): boolean {
-  return a.term === b.term && a.vote === b.vote && a.commit === b.commit;
-}
-
-function sameSoftState(a: SoftState, b: SoftState): boolean {
-  return a.role === b.role && a.leader === b.leader && a.term === b.term;
-}

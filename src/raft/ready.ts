@@ -1,3 +1,4 @@
+import { InvariantError } from './invariant.js';
 import type { Configuration, Entry, HardState, Message, NodeId, Snapshot } from './types.js';
 
 export type Role = 'follower' | 'precandidate' | 'candidate' | 'leader';
@@ -84,4 +85,124 @@ export function splitMessages(messages: readonly Message[], state: WriteState): 
 
 function isLeaderReplication(m: Message): boolean {
   return m.type === 'append' || m.type === 'heartbeat';
+}
+
+export function sameHardState(a: HardState, b: HardState): boolean {
+  return a.term === b.term && a.vote === b.vote && a.commit === b.commit;
+}
+
+export function sameSoftState(a: SoftState, b: SoftState): boolean {
+  return a.role === b.role && a.leader === b.leader && a.term === b.term;
+}
+
+/** What the node hands a Ready besides the effects collected here. */
+export interface ReadyParts {
+  readonly hardState: HardState;
+  readonly softState: SoftState;
+  readonly snapshot: Snapshot | null;
+  readonly entries: readonly Entry[];
+  readonly committed: readonly Entry[];
+  readonly conf: Configuration | null;
+  /** The member leads. */
+  readonly leading: boolean;
+}
+
+/**
+ * The effects collected between Readies (messages, read states, forwarded proposals' results),
+ * the hard and soft state the last Ready reported, and the writes handed out and not yet
+ * acknowledged durable: what a Ready is built from, and what decides which of its messages may
+ * leave before its write (splitMessages).
+ */
+export class ReadyBuilder {
+  #msgs: Message[] = [];
+  #readStates: ReadState[] = [];
+  #forwardResults: ForwardResult[] = [];
+  #prevHardState: HardState;
+  #prevSoftState: SoftState;
+  /**
+   * The term and vote acknowledged durable (`writeDurable`): until the term a leader holds is,
+   * its appends wait for the write like every other message.
+   */
+  #durableTerm: number;
+  #durableVote: NodeId | null;
+  /** Readies handed out that must be written (`mustSync`) and are not yet acknowledged durable. */
+  #writesInFlight = 0;
+
+  constructor(hardState: HardState, softState: SoftState) {
+    this.#prevHardState = hardState;
+    this.#prevSoftState = softState;
+    this.#durableTerm = hardState.term;
+    this.#durableVote = hardState.vote;
+  }
+
+  send(m: Message): void {
+    this.#msgs.push(m);
+  }
+
+  readState(rs: ReadState): void {
+    this.#readStates.push(rs);
+  }
+
+  forwardResult(r: ForwardResult): void {
+    this.#forwardResults.push(r);
+  }
+
+  get writesInFlight(): number {
+    return this.#writesInFlight;
+  }
+
+  /** Whether anything was collected, or the states differ from those the last Ready reported. */
+  hasEffects(hs: HardState, ss: SoftState): boolean {
+    return (
+      this.#msgs.length > 0 ||
+      this.#readStates.length > 0 ||
+      this.#forwardResults.length > 0 ||
+      !sameHardState(hs, this.#prevHardState) ||
+      !sameSoftState(ss, this.#prevSoftState)
+    );
+  }
+
+  /** Builds the Ready of what was collected, and starts collecting anew. */
+  take(parts: ReadyParts): Ready {
+    const { hardState: hs, softState: ss, snapshot, entries } = parts;
+    // etcd's MustSync: a new term or vote, entries or a snapshot. A commit index alone is not
+    // written: no message promises it, and a member that restarts with an older one re-learns
+    // it from the leader.
+    const mustSync = hs.term !== this.#prevHardState.term || hs.vote !== this.#prevHardState.vote || entries.length > 0 || snapshot !== null;
+    const { now, afterWrite } = splitMessages(this.#msgs, {
+      mustSync,
+      writesInFlight: this.#writesInFlight > 0,
+      leaderTermDurable: parts.leading && hs.term === this.#durableTerm && hs.vote === this.#durableVote,
+    });
+    if (mustSync) this.#writesInFlight++;
+    const ready: Ready = {
+      softState: sameSoftState(ss, this.#prevSoftState) ? null : ss,
+      hardState: sameHardState(hs, this.#prevHardState) ? null : hs,
+      snapshot,
+      entries,
+      mustSync,
+      messages: now,
+      messagesAfterWrite: afterWrite,
+      committed: parts.committed,
+      conf: parts.conf,
+      readStates: this.#readStates,
+      forwardResults: this.#forwardResults,
+    };
+    this.#prevHardState = hs;
+    this.#prevSoftState = ss;
+    this.#msgs = [];
+    this.#readStates = [];
+    this.#forwardResults = [];
+    return ready;
+  }
+
+  /** See RaftNode.writeDurable. */
+  writeDurable(ready: Ready): void {
+    if (!ready.mustSync) throw new InvariantError('writeDurable: the Ready had nothing to write');
+    if (this.#writesInFlight === 0) throw new InvariantError('writeDurable: no write is in flight');
+    this.#writesInFlight--;
+    if (ready.hardState === null) return;
+    this.#durableTerm = ready.hardState.term;
+    this.#durableVote = ready.hardState.vote;
+  }
 }
