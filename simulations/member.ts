@@ -222,6 +222,8 @@ export class SimMember {
       stop: () => inner.stop(),
       send: (m: WireMessage) => inner.send(m),
       flush: () => inner.flush(),
+      setProtocol: (protocol) => inner.setProtocol(protocol),
+      setMembers: (ids) => inner.setMembers(ids),
       onMessage: (handler) =>
         inner.onMessage((m) =>
           this.#whenRunning(incarnation, () => {

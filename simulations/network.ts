@@ -2,6 +2,7 @@ import type { NodeId } from '../src/raft/types.js';
 import type { WireMessage } from '../src/transport/envelope.js';
 import type { Random } from '../src/time/random.js';
 import type { Transport, TransportStats } from '../src/transport/transport.js';
+import { atProtocol } from '../src/transport/codec.js';
 import type { SimScheduler } from './scheduler.js';
 
 /** What the network does to messages; all drawn from the seed. */
@@ -136,6 +137,12 @@ export class SimTransport implements Transport {
   #received = 0;
   /** Messages that arrived before a handler was set, dropped as production's transport drops them. */
   #droppedUnexpected = 0;
+  /** The wire protocol in force: what a message would lose or be refused for in a frame (codec.ts's atProtocol). */
+  #protocol = 1;
+  /** The members this one sends to (setMembers); null until set: the founding voters, everyone it is given a message for. */
+  #members: ReadonlySet<NodeId> | null = null;
+  /** Messages to a member no longer in the configuration, dropped as production's transport drops them (unreachable). */
+  droppedNotMember = 0;
 
   constructor(id: NodeId, network: SimNetwork) {
     this.#id = id;
@@ -157,8 +164,22 @@ export class SimTransport implements Transport {
 
   send(m: WireMessage): void {
     if (this.#stopped) return;
+    // Refused (thrown) as production's encoder refuses it: the driver counts it as unsendable.
+    const sent = atProtocol(m, this.#protocol);
+    if (this.#members !== null && !this.#members.has(m.to)) {
+      this.droppedNotMember++;
+      return;
+    }
     this.#sent++;
-    this.#network.send(m);
+    this.#network.send(sent);
+  }
+
+  setProtocol(protocol: number): void {
+    this.#protocol = protocol;
+  }
+
+  setMembers(ids: readonly NodeId[]): void {
+    this.#members = new Set(ids);
   }
 
   /** `peer`'s process is gone: the connection to it closed. */

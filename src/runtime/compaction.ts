@@ -160,6 +160,7 @@ export class Compactor {
     // False when a leader's snapshot newer than this one was installed meanwhile.
     if (!this.#o.node.compact(snapshot, retainEntries, everyEntries)) return;
     this.#taken++;
-    this.#o.store(snapshot);
+    // The node's snapshot, not the one given: it holds the configuration as of its index.
+    this.#o.store(this.#o.node.latestSnapshot);
   }
 }

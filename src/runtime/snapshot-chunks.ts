@@ -1,4 +1,5 @@
-import type { NodeId, SnapshotMessage } from '../raft/types.js';
+import { sameConfiguration } from '../raft/configuration.js';
+import type { Configuration, NodeId, SnapshotMessage, SnapshotMeta } from '../raft/types.js';
 import type { SnapshotChunk } from '../transport/envelope.js';
 import { MAX_SNAPSHOT_BYTES } from '../transport/constants.js';
 
@@ -35,7 +36,8 @@ export function splitSnapshot(m: SnapshotMessage, chunkBytes = SNAPSHOT_CHUNK_BY
   const out: SnapshotChunk[] = [];
   for (let offset = 0; offset < data.byteLength; offset += size) {
     const chunk = data.subarray(offset, Math.min(data.byteLength, offset + size));
-    out.push({ ...m, snapshot: { index: m.snapshot.index, term: m.snapshot.term, data: chunk }, chunk: { offset, total: data.byteLength } });
+    // Every chunk carries the configuration (a few ids): whichever arrives first starts the assembly.
+    out.push({ ...m, snapshot: { ...withConf(m.snapshot.index, m.snapshot.term, m.snapshot.conf), data: chunk }, chunk: { offset, total: data.byteLength } });
   }
   return out;
 }
@@ -45,6 +47,7 @@ interface Assembly {
   readonly term: number;
   readonly index: number;
   readonly snapshotTerm: number;
+  readonly conf: Configuration | undefined;
   readonly total: number;
   /** The chunks received, by offset; a duplicate is recognised by its offset. */
   readonly chunks: Map<number, Uint8Array>;
@@ -90,7 +93,7 @@ export class SnapshotAssembler {
     let a = this.#current;
     if (a === null || !sameSnapshot(a, m, chunk.total)) {
       if (a !== null && !newer(m, a)) return this.#drop(false);
-      a = { from: m.from, term: m.term, index: m.snapshot.index, snapshotTerm: m.snapshot.term, total: chunk.total, chunks: new Map(), starts: [], received: 0, lastChunkAt: now };
+      a = { from: m.from, term: m.term, index: m.snapshot.index, snapshotTerm: m.snapshot.term, conf: m.snapshot.conf, total: chunk.total, chunks: new Map(), starts: [], received: 0, lastChunkAt: now };
       this.#current = a;
     }
     if (a.chunks.has(chunk.offset)) return this.#drop(a.chunks.get(chunk.offset)?.byteLength !== bytes.byteLength);
@@ -105,7 +108,7 @@ export class SnapshotAssembler {
     this.#current = null;
     const data = new Uint8Array(a.total);
     for (const [offset, part] of a.chunks) data.set(part, offset);
-    return { type: 'snapshot', from: a.from, to: m.to, term: a.term, snapshot: { index: a.index, term: a.snapshotTerm, data } };
+    return { type: 'snapshot', from: a.from, to: m.to, term: a.term, snapshot: { ...withConf(a.index, a.snapshotTerm, a.conf), data } };
   }
 
   /** Drops a snapshot partly received whose last chunk came SNAPSHOT_ASSEMBLY_IDLE_MS or more before `now`. */
@@ -129,7 +132,16 @@ export class SnapshotAssembler {
 }
 
 function sameSnapshot(a: Assembly, m: SnapshotMessage, total: number): boolean {
-  return a.from === m.from && a.term === m.term && a.index === m.snapshot.index && a.snapshotTerm === m.snapshot.term && a.total === total;
+  return a.from === m.from && a.term === m.term && a.index === m.snapshot.index && a.snapshotTerm === m.snapshot.term && a.total === total && sameConf(a.conf, m.snapshot.conf);
+}
+
+/** A snapshot's meta, with `conf` only when it has one (a snapshot of protocol 1 has none). */
+function withConf(index: number, term: number, conf: Configuration | undefined): SnapshotMeta {
+  return conf === undefined ? { index, term } : { index, term, conf };
+}
+
+function sameConf(a: Configuration | undefined, b: Configuration | undefined): boolean {
+  return a === undefined || b === undefined ? a === b : sameConfiguration(a, b);
 }
 
 /** Whether `m` belongs to a later snapshot than the one being gathered. */

@@ -1,6 +1,7 @@
 import { decode, decodeFirst, encode } from 'cborg';
 import { MAX_TERM } from '../raft/bounds.js';
-import type { Entry, HardState, Snapshot } from '../raft/types.js';
+import { configurationProblem } from '../raft/configuration.js';
+import type { Configuration, Entry, HardState, Snapshot } from '../raft/types.js';
 import type { StorageIdentity } from './log-storage.js';
 import { encodeEntryRecords, type EntryRecords } from '../bytes/entry-records.js';
 import { isCount, isEntryType, isTerm } from './store-checks.js';
@@ -12,7 +13,8 @@ import { isCount, isEntryType, isTerm } from './store-checks.js';
  * - format:    2
  * - identity:  [clusterId, nodeId]
  * - hardstate: [term, vote | null, commit]
- * - snapshot:  [index, term, data (bytes)]: the state machine as of `index`, whose entry had `term`
+ * - snapshot:  [index, term, data (bytes)]: the state machine as of `index`, whose entry had `term`,
+ *              or [index, term, data, [voters, learners]] with the configuration as of `index`
  * - segment:   one or more entries, each [index, term, type, data (bytes), pid], one after
  *              another (a CBOR sequence, RFC 8742) at consecutive indexes
  *
@@ -22,7 +24,10 @@ import { isCount, isEntryType, isTerm } from './store-checks.js';
  *
  * The snapshot record gained its data without a new format version: no released version ever
  * wrote a snapshot record, so no store holds the older two-element shape, and decodeSnapshot
- * rejects it as corrupt like any other wrong shape.
+ * rejects it as corrupt like any other wrong shape. Its configuration came the same way (issue
+ * 18): written only when the snapshot has one, which every store before it lacks and reads as
+ * none (the founding voters); a store that has one cannot be opened by a release before it,
+ * which the cluster version (2) refuses to start on anyway (stored-version.ts).
  */
 
 /** A value that decodes but does not have the shape of its record, or does not decode at all. */
@@ -62,15 +67,29 @@ export function decodeHardState(bytes: Uint8Array): HardState {
 }
 
 export function encodeSnapshot(snapshot: Snapshot): Uint8Array {
-  return encode([snapshot.index, snapshot.term, snapshot.data]);
+  const { conf } = snapshot;
+  return encode(conf === undefined ? [snapshot.index, snapshot.term, snapshot.data] : [snapshot.index, snapshot.term, snapshot.data, [conf.voters, conf.learners]]);
 }
 
 export function decodeSnapshot(bytes: Uint8Array): Snapshot {
-  const [index, term, data] = decodeTuple(bytes, 3, 'snapshot [index, term, data]');
+  const value = decodeValue(bytes);
+  if (!Array.isArray(value) || (value.length !== 3 && value.length !== 4)) throw new ValueShapeError(`expected snapshot [index, term, data, conf?], got ${describe(value)}`);
+  const [index, term, data, conf] = value as unknown[];
   if (!isCount(index)) throw new ValueShapeError(`expected a non-negative integer snapshot index, got ${describe(index)}`);
   if (!isTerm(term)) throw new ValueShapeError(`expected a snapshot term from 0 to ${MAX_TERM - 1}, got ${describe(term)}`);
   if (!(data instanceof Uint8Array)) throw new ValueShapeError(`expected bytes for the snapshot data, got ${describe(data)}`);
-  return { index, term, data };
+  return value.length === 3 ? { index, term, data } : { index, term, data, conf: decodeConfiguration(conf) };
+}
+
+/** A stored configuration: [voters, learners], lists of ids, sorted, no one in both, at least one voter. */
+function decodeConfiguration(value: unknown): Configuration {
+  const lists = Array.isArray(value) && value.length === 2 ? (value as unknown[]) : null;
+  const isIds = (list: unknown): list is string[] => Array.isArray(list) && list.every((id) => typeof id === 'string' && id.length > 0);
+  if (lists === null || !isIds(lists[0]) || !isIds(lists[1])) throw new ValueShapeError(`expected the snapshot's configuration [voters, learners] as lists of ids, got ${describe(value)}`);
+  const conf = { voters: lists[0], learners: lists[1] };
+  const problem = configurationProblem(conf);
+  if (problem !== null) throw new ValueShapeError(`the snapshot's configuration is invalid: ${problem}`);
+  return conf;
 }
 
 /**

@@ -150,5 +150,7 @@ export function copyEntry(entry: Entry): Entry {
 
 /** A deep copy of a snapshot, for the same reason as copyEntry. */
 export function copySnapshot(snapshot: Snapshot): Snapshot {
-  return { index: snapshot.index, term: snapshot.term, data: new Uint8Array(snapshot.data) };
+  const { conf } = snapshot;
+  const copy = { index: snapshot.index, term: snapshot.term, data: new Uint8Array(snapshot.data) };
+  return conf === undefined ? copy : { ...copy, conf: { voters: [...conf.voters], learners: [...conf.learners] } };
 }

@@ -1,13 +1,14 @@
 import { decode, encode } from 'cborg';
 import { CodecError } from '../errors.js';
 import { MAX_INDEX, MAX_READ_CTX, MAX_TERM } from '../raft/bounds.js';
-import type { AppendMessage, Entry, MessageType } from '../raft/types.js';
+import type { AppendMessage, Configuration, Entry, MessageType } from '../raft/types.js';
 import type { HeartbeatClock, HeartbeatEcho, WireMessage } from './envelope.js';
 import { encodeEntryRecords, entryRecord, type EntryRecords } from '../bytes/entry-records.js';
 import { arrayHeader } from '../bytes/cbor-heads.js';
 import { readAppendWire } from './append-reader.js';
-import { bool, bytes, describe, entries, heartbeatClock, heartbeatEcho, isValidEntryFields, nodeId, nonEmptyString, pids, proposals, uint } from './wire-fields.js';
+import { bool, bytes, configuration, describe, entries, heartbeatClock, heartbeatEcho, isValidEntryFields, needsProtocol2, nodeId, nonEmptyString, pids, proposals, uint } from './wire-fields.js';
 import {
+  CONF_FRAME_FORMAT_VERSION,
   FRAME_FORMAT_VERSION,
   MAX_CLUSTER_ID_LENGTH,
   MAX_ENTRIES_PER_MESSAGE,
@@ -39,6 +40,18 @@ import {
  * in every heartbeat. Type codes are a fixed table below, never derived from the order of
  * `messageTypes`, so that reordering that list cannot change the wire format. Any change to the
  * layout must bump FRAME_FORMAT_VERSION.
+ *
+ * Protocol 2 (cluster version 2, "membership") adds two things, in frames of version 2
+ * (CONF_FRAME_FORMAT_VERSION), which a member of 0.1.0 refuses rather than misreads:
+ *
+ *   append:   entries may be conf changes (EntryType.ConfChange, data as conf-change.ts writes it)
+ *   snapshot: [..., index, term, offset, total, data, [voters, learners]]
+ *
+ * Every other frame stays version 1 at either protocol. This release reads both versions; it
+ * writes version 2 only at protocol 2 (`encodeFrame`'s `protocol`, which the member sets as the
+ * cluster version applies): at protocol 1 an append with a conf change is refused, and a
+ * snapshot goes without its configuration, which is then the founding one (no change can
+ * commit before the cluster version is 2), what a receiver reads a snapshot without one as.
  */
 export interface Frame {
   readonly clusterId: string;
@@ -63,7 +76,7 @@ export const TYPE_CODES = {
   snapshot: 14,
 } as const satisfies Record<MessageType, number>;
 
-/** How many fields follow [version, clusterId, typeCode, from, to, term] for each type. */
+/** How many fields follow [version, clusterId, typeCode, from, to, term] for each type, in a frame of version 1. */
 const FIELD_COUNTS = {
   prevote: 2,
   'prevote-resp': 1,
@@ -90,6 +103,11 @@ const TYPES_BY_CODE: ReadonlyMap<number, MessageType> = new Map(
 
 const HEADER_LENGTH = 6;
 
+/** The fields of a message of `type` in a frame of `version`: a snapshot of version 2 has its configuration last. */
+function fieldsOf(type: MessageType, version: number): number {
+  return FIELD_COUNTS[type] + (type === 'snapshot' && version === CONF_FRAME_FORMAT_VERSION ? 1 : 0);
+}
+
 // Strict decoding: minimal integer encodings only, no indefinite lengths, no undefined, NaN,
 // Infinity or BigInt (so an integer above 2^64 cannot sneak in), and no tags (cborg rejects
 // every tag it has no decoder for).
@@ -112,10 +130,13 @@ type Wire = unknown[];
  * enforces (e.g. too many entries, or a frame larger than MAX_FRAME_BYTES): a member must never
  * send what its peers would drop as malformed.
  */
-export function encodeFrame(frame: Frame, records?: EntryRecords): Uint8Array {
+export function encodeFrame(frame: Frame, records?: EntryRecords, protocol = 1): Uint8Array {
   // Callers may pass anything (see the tests): checked before it is read.
   const m = (frame as Frame | null | undefined)?.message as WireMessage | null | undefined;
+  const version = frameVersion(m);
+  if (version > protocol) throw new CodecError(`An append with a configuration change needs protocol 2; the protocol in force is ${protocol}`);
   if (
+    version === FRAME_FORMAT_VERSION &&
     m?.type === 'append' &&
     Number.isSafeInteger(m.prevIndex) &&
     Array.isArray(m.entries) &&
@@ -127,7 +148,7 @@ export function encodeFrame(frame: Frame, records?: EntryRecords): Uint8Array {
   }
   let wire: Wire;
   try {
-    wire = toWire(frame);
+    wire = toWire(frame, protocol);
     // Validating the wire array with the decoder's own rules keeps the two sides from drifting.
     fromWire(wire);
   } catch (error) {
@@ -174,6 +195,28 @@ function encodeAppend(clusterId: string, m: AppendMessage, encoder?: EntryRecord
   return bytes;
 }
 
+/**
+ * The frame version a message needs: CONF_FRAME_FORMAT_VERSION for an append that carries a
+ * conf change, FRAME_FORMAT_VERSION for anything else (a snapshot's configuration is dropped
+ * at protocol 1 rather than refused: see the comment on Frame).
+ */
+function frameVersion(m: WireMessage | null | undefined): number {
+  if (m?.type !== 'append' || !Array.isArray(m.entries)) return FRAME_FORMAT_VERSION;
+  for (const e of m.entries as readonly (Entry | null | undefined)[]) if (typeof e === 'object' && e !== null && needsProtocol2(e.type)) return CONF_FRAME_FORMAT_VERSION;
+  return FRAME_FORMAT_VERSION;
+}
+
+/**
+ * `m` as a peer decodes it from a frame of `protocol` (the simulator's network, which encodes
+ * nothing, sends this): a snapshot without its configuration at protocol 1.
+ * @throws CodecError, as encodeFrame does, for a conf change at protocol 1
+ */
+export function atProtocol(m: WireMessage, protocol: number): WireMessage {
+  if (frameVersion(m) > protocol) throw new CodecError(`A ${m.type} with a configuration change needs protocol 2; the protocol in force is ${protocol}`);
+  if (protocol >= 2 || m.type !== 'snapshot' || m.snapshot.conf === undefined) return m;
+  return { ...m, snapshot: { index: m.snapshot.index, term: m.snapshot.term, data: m.snapshot.data } };
+}
+
 /** Whether the decoder would accept these entries of an append after `prevIndex` (see isValidEntry). */
 function validEntries(entries: readonly Entry[], prevIndex: number): boolean {
   for (let i = 0; i < entries.length; i++) {
@@ -204,9 +247,14 @@ function asCodecError(error: unknown, prefix: string): CodecError {
   return new CodecError(`${prefix}: ${detail}`, { cause: error });
 }
 
-/** The wire array of a frame, as cborg encodes it; exported for bench/codec.ts, which measures the hand-written paths against cborg alone. */
-export function toWire({ clusterId, message: m }: Frame): Wire {
-  const head: Wire = [FRAME_FORMAT_VERSION, clusterId, TYPE_CODES[m.type], m.from, m.to, m.term];
+/**
+ * The wire array of a frame at `protocol`, as cborg encodes it; exported for bench/codec.ts,
+ * which measures the hand-written paths against cborg alone.
+ */
+export function toWire({ clusterId, message: m }: Frame, protocol = 1): Wire {
+  const conf = protocol >= 2 && m.type === 'snapshot' ? m.snapshot.conf : undefined;
+  const version = conf !== undefined ? CONF_FRAME_FORMAT_VERSION : frameVersion(m);
+  const head: Wire = [version, clusterId, TYPE_CODES[m.type], m.from, m.to, m.term];
   switch (m.type) {
     case 'prevote':
       return [...head, m.lastIndex, m.lastTerm];
@@ -234,12 +282,18 @@ export function toWire({ clusterId, message: m }: Frame): Wire {
       return [...head, m.ctx];
     case 'read-index-resp':
       return [...head, m.ctx, m.index, m.reject];
-    case 'snapshot':
+    case 'snapshot': {
       // A whole snapshot is one chunk of itself.
-      return [...head, m.snapshot.index, m.snapshot.term, m.chunk?.offset ?? 0, m.chunk?.total ?? m.snapshot.data.byteLength, m.snapshot.data];
+      const fields = [...head, m.snapshot.index, m.snapshot.term, m.chunk?.offset ?? 0, m.chunk?.total ?? m.snapshot.data.byteLength, m.snapshot.data];
+      return conf === undefined ? fields : [...fields, confWire(conf)];
+    }
     default:
       return unknownType(m);
   }
+}
+
+function confWire(conf: Configuration): Wire {
+  return [conf.voters, conf.learners];
 }
 
 function heartbeatEchoWire(clock: HeartbeatEcho): Wire {
@@ -260,12 +314,12 @@ function unknownType(message: never): never {
 export function fromWire(value: unknown): Frame {
   if (!Array.isArray(value) || value.length < HEADER_LENGTH) throw new CodecError('Frame must be an array with a header');
   const version: unknown = value[0];
-  if (version !== FRAME_FORMAT_VERSION) throw new CodecError(`Unsupported frame version ${describe(version)}`);
+  if (version !== FRAME_FORMAT_VERSION && version !== CONF_FRAME_FORMAT_VERSION) throw new CodecError(`Unsupported frame version ${describe(version)}`);
   const clusterId = nonEmptyString(value[1], 'clusterId', MAX_CLUSTER_ID_LENGTH);
   const code: unknown = value[2];
   const type = typeof code === 'number' ? TYPES_BY_CODE.get(code) : undefined;
   if (type === undefined) throw new CodecError(`Unknown message type code ${describe(code)}`);
-  const fieldCount = HEADER_LENGTH + FIELD_COUNTS[type];
+  const fieldCount = HEADER_LENGTH + fieldsOf(type, version);
   if (value.length !== fieldCount && !(CLOCK_STAMPED.has(type) && value.length === fieldCount + 1)) {
     throw new CodecError(`${type}: expected ${fieldCount} fields, got ${value.length}`);
   }
@@ -303,7 +357,7 @@ export function fromWire(value: unknown): Frame {
         prevIndex,
         prevTerm: uint(f(1), 'append.prevTerm', MAX_TERM),
         commit: uint(f(2), 'append.commit', MAX_INDEX),
-        entries: entries(f(3), prevIndex),
+        entries: entries(f(3), prevIndex, version === CONF_FRAME_FORMAT_VERSION),
       };
       break;
     }
@@ -361,7 +415,8 @@ export function fromWire(value: unknown): Frame {
       const total = uint(f(3), 'snapshot.total', MAX_SNAPSHOT_BYTES);
       const data = bytes(f(4), 'snapshot.data');
       if (offset + data.byteLength > total) throw new CodecError(`snapshot: a chunk of ${data.byteLength} bytes at ${offset} overruns the total of ${total}`);
-      const snapshot = { index: uint(f(0), 'snapshot.index', MAX_INDEX), term: uint(f(1), 'snapshot.term', MAX_TERM), data };
+      const meta = { index: uint(f(0), 'snapshot.index', MAX_INDEX), term: uint(f(1), 'snapshot.term', MAX_TERM) };
+      const snapshot = version === CONF_FRAME_FORMAT_VERSION ? { ...meta, conf: configuration(f(5), 'snapshot.conf'), data } : { ...meta, data };
       message = offset === 0 && data.byteLength === total ? { type, ...base, snapshot } : { type, ...base, snapshot, chunk: { offset, total } };
       break;
     }

@@ -6,8 +6,18 @@
 /** The libp2p protocol id of cronraft's Raft stream. Bump the major version on an incompatible change. */
 export const PROTOCOL_ID = '/cronraft/raft/1.0.0';
 
-/** The version written in every frame; a decoder rejects any other version. */
+/** The version written in every frame of protocol 1, and in every frame of protocol 2 that needs nothing of it. */
 export const FRAME_FORMAT_VERSION = 1;
+
+/**
+ * The version written in a frame that needs protocol 2 (cluster version 2, "membership"): an
+ * append carrying a conf-change entry, or a snapshot carrying its configuration. A decoder of
+ * cronraft 0.1.0 refuses it rather than misreading it; this release reads both versions.
+ */
+export const CONF_FRAME_FORMAT_VERSION = 2;
+
+/** The most members (voters and learners) a snapshot's configuration on the wire may name. */
+export const MAX_CONF_MEMBERS = 1_024;
 
 /** The largest encoded frame (CBOR bytes, without its length prefix) a member sends or accepts. */
 export const MAX_FRAME_BYTES = 4 * 1024 * 1024;

@@ -11,7 +11,7 @@ import { createLibp2p } from 'libp2p';
 import { EntryRecords } from '../bytes/entry-records.js';
 import { CodecError, InvalidArgumentError, ListenError, NotRunningError } from '../errors.js';
 import type { Message, NodeId } from '../raft/types.js';
-import type { PeerAddress } from './address.js';
+import { parsePeerAddress, type PeerAddress } from './address.js';
 import { decodeFrame, encodeFrame } from './codec.js';
 import type { Frame } from './codec.js';
 import {
@@ -99,6 +99,8 @@ export class Libp2pTransport implements Transport {
   #pinned: ReadonlySet<string> | null = null;
   readonly #gate = new ConnectionGate(() => this.#pinned);
   #links = new Map<NodeId, PeerLink>();
+  /** The wire protocol in force (see setProtocol). */
+  #protocol = 1;
   #handler: ((message: Message) => void) | null = null;
   #node: Libp2p | null = null;
   #state: RunState = 'new';
@@ -211,7 +213,7 @@ export class Libp2pTransport implements Transport {
     }
     // Throws CodecError for a message that breaks the wire format's bounds: that is a bug in the
     // caller (e.g. an append batch over MAX_FRAME_BYTES), not a network condition.
-    link.enqueue(encodeFrame({ clusterId: this.#clusterId, message }, this.#records));
+    link.enqueue(encodeFrame({ clusterId: this.#clusterId, message }, this.#records, this.#protocol));
   }
 
   flush(): void {
@@ -247,6 +249,33 @@ export class Libp2pTransport implements Transport {
   /** This node's libp2p peer id; null before start(). */
   peerId(): string | null {
     return this.#node?.peerId.toString() ?? null;
+  }
+
+  setProtocol(protocol: number): void {
+    this.#protocol = protocol;
+  }
+
+  /**
+   * Follows the configuration: a member already known keeps its address (and pinned peer id);
+   * one added is dialled at its id, which is its address. An id that is no address is left out
+   * (counted as unreachable when a message is sent to it).
+   */
+  setMembers(ids: readonly NodeId[]): void {
+    const next = new Map<NodeId, PeerAddress>();
+    for (const id of ids) {
+      const known = this.#peers.get(id);
+      if (known !== undefined) {
+        next.set(id, known);
+        continue;
+      }
+      if (id === this.#self) continue;
+      try {
+        next.set(id, parsePeerAddress(id, 'member id'));
+      } catch {
+        this.#emit({ type: 'dropped', reason: 'unreachable', peer: id, detail: 'a member id that is not an address' });
+      }
+    }
+    this.setPeers(next);
   }
 
   /**

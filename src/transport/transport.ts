@@ -21,6 +21,17 @@ export interface Transport {
   flush(): void;
   /** Sets the one receiver of inbound messages; only well-formed messages for this member arrive. */
   onMessage(handler: (message: WireMessage) => void): void;
+  /**
+   * The wire protocol in force (versions.ts `protocolOf` of the active cluster version): frames
+   * of a newer protocol are written from now on, and a message that needs a newer one than
+   * this is refused (send throws CodecError, which the driver counts as unsendable). 1 until set.
+   */
+  setProtocol(protocol: number): void;
+  /**
+   * The members of the configuration (this one among them or not), whose ids are their
+   * addresses: added ones are dialled, removed ones are no longer (their queues dropped).
+   */
+  setMembers(ids: readonly NodeId[]): void;
   /** Which peers have a live connection now. */
   isConnected(peer: NodeId): boolean;
   /** Counters for inspection: sent, received, dropped by reason. */

@@ -1,10 +1,12 @@
 import { CodecError } from '../errors.js';
 import { MAX_INDEX, MAX_TERM } from '../raft/bounds.js';
+import { decodeConfChange } from '../raft/conf-change.js';
+import { configurationProblem } from '../raft/configuration.js';
 import { EntryType } from '../raft/types.js';
-import type { Entry, NodeId, ProposalData } from '../raft/types.js';
+import type { Configuration, Entry, NodeId, ProposalData } from '../raft/types.js';
 import { ENTRY_RECORD_FIELDS } from '../bytes/entry-records.js';
 import type { ClockEstimate, HeartbeatClock, HeartbeatEcho } from './envelope.js';
-import { MAX_CLOCK_STAMP_MS, MAX_ENTRIES_PER_MESSAGE, MAX_ID_LENGTH, MAX_PID_LENGTH, MAX_PROPOSALS_PER_MESSAGE } from './constants.js';
+import { MAX_CLOCK_STAMP_MS, MAX_CONF_MEMBERS, MAX_ENTRIES_PER_MESSAGE, MAX_ID_LENGTH, MAX_PID_LENGTH, MAX_PROPOSALS_PER_MESSAGE } from './constants.js';
 
 /*
  * The readers of a frame's fields (codec.ts's fromWire): each takes a decoded value, checks it
@@ -14,14 +16,18 @@ import { MAX_CLOCK_STAMP_MS, MAX_ENTRIES_PER_MESSAGE, MAX_ID_LENGTH, MAX_PID_LEN
 /** The fields of a forwarded proposal: [pid, data]. */
 const PROPOSAL_FIELDS = 2;
 
-export function entries(value: unknown, prevIndex: number): Entry[] {
+/**
+ * The entries of an append after `prevIndex`. `confChanges`: whether the frame's version allows
+ * conf-change entries (CONF_FRAME_FORMAT_VERSION); each one's data must then decode as a change.
+ */
+export function entries(value: unknown, prevIndex: number, confChanges = false): Entry[] {
   const items = array(value, 'append.entries', MAX_ENTRIES_PER_MESSAGE);
   const out = new Array<Entry>(items.length);
   for (let i = 0; i < items.length; i++) {
     const e = items[i];
     // Most entries are valid: checked here without building a field name per check (that was a
     // fifth of the cost of an append), and by entry() with its messages only when one is not.
-    out[i] = isValidEntry(e, prevIndex + 1 + i) ? { index: e[0], term: e[1], type: e[2], data: e[3], pid: e[4] } : entry(e, i, prevIndex);
+    out[i] = isValidEntry(e, prevIndex + 1 + i) ? { index: e[0], term: e[1], type: e[2], data: e[3], pid: e[4] } : entry(e, i, prevIndex, confChanges);
   }
   return out;
 }
@@ -51,20 +57,36 @@ export function isUint(value: unknown, max: number): value is number {
 }
 
 /** One entry, checked field by field with a message that names the field at fault. */
-export function entry(item: unknown, i: number, prevIndex: number): Entry {
+export function entry(item: unknown, i: number, prevIndex: number, confChanges = false): Entry {
   const field = `append.entries[${i}]`;
   const e = array(item, field, ENTRY_RECORD_FIELDS);
   if (e.length !== ENTRY_RECORD_FIELDS) throw new CodecError(`${field}: expected ${ENTRY_RECORD_FIELDS} fields, got ${e.length}`);
   const index = uint(e[0], `${field}.index`, MAX_INDEX);
   // Raft appends a contiguous run right after prevIndex; any other index would corrupt the log.
   if (index !== prevIndex + 1 + i) throw new CodecError(`${field}.index: expected ${prevIndex + 1 + i}, got ${index}`);
-  return {
-    index,
-    term: uint(e[1], `${field}.term`, MAX_TERM),
-    type: entryType(e[2], `${field}.type`),
-    data: bytes(e[3], `${field}.data`),
-    pid: string(e[4], `${field}.pid`, MAX_PID_LENGTH),
-  };
+  const type = confChanges && e[2] === EntryType.ConfChange ? EntryType.ConfChange : entryType(e[2], `${field}.type`);
+  const data = bytes(e[3], `${field}.data`);
+  // A conf change no member could apply would stop every member that applied it (membership.ts's
+  // changedBy): it is refused here, with its frame.
+  if (type === EntryType.ConfChange && decodeConfChange(data) === null) throw new CodecError(`${field}.data: not a configuration change`);
+  return { index, term: uint(e[1], `${field}.term`, MAX_TERM), type, data, pid: string(e[4], `${field}.pid`, MAX_PID_LENGTH) };
+}
+
+/** Whether an entry may be written in a frame of protocol 1: any but a conf change. */
+export function needsProtocol2(type: EntryType): boolean {
+  return type === EntryType.ConfChange;
+}
+
+/** A snapshot's configuration on the wire: [voters, learners], each sorted, no one in both, at least one voter. */
+export function configuration(value: unknown, field: string): Configuration {
+  const c = array(value, field, 2);
+  if (c.length !== 2) throw new CodecError(`${field}: expected 2 fields, got ${c.length}`);
+  const voters = array(c[0], `${field}.voters`, MAX_CONF_MEMBERS).map((id, i) => nodeId(id, `${field}.voters[${i}]`));
+  const learners = array(c[1], `${field}.learners`, MAX_CONF_MEMBERS).map((id, i) => nodeId(id, `${field}.learners[${i}]`));
+  const conf = { voters, learners };
+  const problem = configurationProblem(conf);
+  if (problem !== null) throw new CodecError(`${field}: ${problem}`);
+  return conf;
 }
 
 export function proposals(value: unknown): ProposalData[] {

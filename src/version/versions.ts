@@ -25,6 +25,12 @@ export interface VersionSupport {
 export const FIRST_CLUSTER_VERSION = 1;
 
 /**
+ * Cluster version 2, "membership": configuration changes (conf-change entries in the log, a
+ * snapshot's configuration), carried on the wire by protocol 2.
+ */
+export const MEMBERSHIP_VERSION = 2;
+
+/**
  * Bound on any version number read from the log, a snapshot or a peer: a hostile or damaged
  * value past it is malformed, not a version to wait for.
  */
@@ -36,17 +42,18 @@ export const MAX_VERSION = 1_000;
  * joins a cluster of this one and the cluster's version rises once all have been upgraded.
  */
 export const SUPPORTED: VersionSupport = {
-  protocol: { min: 1, max: 1 },
-  stateMachine: { min: FIRST_CLUSTER_VERSION, max: 1 },
+  protocol: { min: 1, max: 2 },
+  stateMachine: { min: FIRST_CLUSTER_VERSION, max: MEMBERSHIP_VERSION },
 };
 
 /**
  * The wire protocol every link must speak once a cluster version is active: a wire message of
- * a newer protocol is sent only when the active version's protocol allows it. One protocol for
- * every cluster version so far; a version that adds a message raises it.
+ * a newer protocol is sent only when the active version's protocol allows it. Protocol 2 comes
+ * with cluster version 2 (codec.ts: conf changes and a snapshot's configuration); a later
+ * version that adds to the wire raises it again.
  */
-export function protocolOf(_clusterVersion: number): number {
-  return 1;
+export function protocolOf(clusterVersion: number): number {
+  return clusterVersion >= MEMBERSHIP_VERSION ? 2 : 1;
 }
 
 export function inRange(range: VersionRange, version: number): boolean {

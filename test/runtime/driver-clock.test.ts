@@ -87,6 +87,8 @@ class Network {
       stop: async () => undefined,
       send: (m) => this.#send(m),
       flush: () => undefined,
+      setProtocol: () => undefined,
+      setMembers: () => undefined,
       onMessage: (handler) => {
         this.#handlers.set(id, handler);
       },

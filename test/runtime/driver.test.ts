@@ -565,9 +565,11 @@ describe('a cluster version this member cannot read', () => {
     const { sm, versions } = versionedStateMachine();
     const { driver, transport } = await makeDriver(new MemoryLogStorage(), (e) => fatal.push(e), undefined, { stateMachine: sm });
     const announce = encodeCommand({ kind: 'cluster', command: { type: 'announce', member: 'b', protocol: [1, 1], stateMachine: [1, next] } });
+    // This release's last version first (membership), then the one it cannot read.
+    const raise = encodeCommand({ kind: 'cluster', command: { type: 'activate', from: 1, to: SUPPORTED.stateMachine.max } });
     const activate = encodeCommand({ kind: 'cluster', command: { type: 'activate', from: SUPPORTED.stateMachine.max, to: next } });
     const after = encodeCommand({ kind: 'user', data: Uint8Array.of(1) });
-    transport.deliver({ type: 'append', from: 'b', to: 'a', term: 1, prevIndex: 0, prevTerm: 0, entries: [entry(1, announce), entry(2, activate), entry(3, after)], commit: 3 });
+    transport.deliver({ type: 'append', from: 'b', to: 'a', term: 1, prevIndex: 0, prevTerm: 0, entries: [entry(1, announce), entry(2, raise), entry(3, activate), entry(4, after)], commit: 4 });
     await settle();
     expect(fatal).toHaveLength(1);
     expect(fatal[0]).toBeInstanceOf(VersionTooOldError);
@@ -575,7 +577,7 @@ describe('a cluster version this member cannot read', () => {
     // The entry before it applied; the activation did not, and the member counts nothing from it on as applied.
     expect(versions.members.has('b')).toBe(true);
     expect(versions.active).toBe(SUPPORTED.stateMachine.max);
-    expect(driver.node.log.applied).toBeLessThan(2);
+    expect(driver.node.log.applied).toBeLessThan(3);
     await expect(driver.propose(new Uint8Array([1]))).rejects.toMatchObject({ code: 'CRONRAFT_FATAL', cause: { code: 'CRONRAFT_VERSION_TOO_OLD' } });
   });
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { simulate } from '../../simulations/simulate.js';
 import { drawVersionsMode, UPGRADE_SHARE } from '../../simulations/upgrades.js';
+import { SUPPORTED } from '../../src/version/versions.js';
 
 /**
  * Mixed versions in the fault swarm: a rolling upgrade onto the test-only next release, with
@@ -15,7 +16,8 @@ describe('a rolling upgrade in the simulator', () => {
         const r = await simulate({ seed, members, durationMs: 30_000, versions: 'upgrade' });
         expect(r.violations, `seed ${seed}`).toEqual([]);
         expect(r.versions.mode).toBe('upgrade');
-        expect(r.versions.clusterVersion).toBe(2);
+        // This release's last version (2, membership) first, then the test-only next one.
+        expect(r.versions.clusterVersion).toBe(SUPPORTED.stateMachine.max + 1);
         expect(r.versions.notesRefused).toBeGreaterThan(0);
         expect(r.versions.notesCommitted).toBeGreaterThan(0);
       }
@@ -24,7 +26,8 @@ describe('a rolling upgrade in the simulator', () => {
 
   it('leaves the version and the notes alone in a run without one', async () => {
     const r = await simulate({ seed: 1, members: 3, durationMs: 5000, versions: 'same' });
-    expect(r.versions).toEqual({ mode: 'same', notesRefused: 0, notesCommitted: 0, clusterVersion: 1 });
+    // The version rises to this release's last (2, membership) on its own, and no further.
+    expect(r.versions).toEqual({ mode: 'same', notesRefused: 0, notesCommitted: 0, clusterVersion: SUPPORTED.stateMachine.max });
   });
 
   it(`draws an upgrade in about ${UPGRADE_SHARE * 100}% of seeds`, () => {

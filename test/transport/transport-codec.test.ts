@@ -2,16 +2,19 @@ import { decode, encode, Tagged } from 'cborg';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { CodecError } from '../../src/errors.js';
-import type { Entry, Message } from '../../src/raft/types.js';
-import type { WireMessage } from '../../src/transport/envelope.js';
+import type { Entry, Message, SnapshotMessage } from '../../src/raft/types.js';
+import type { SnapshotChunk, WireMessage } from '../../src/transport/envelope.js';
+import { encodeConfChange } from '../../src/raft/conf-change.js';
+import { SnapshotAssembler, splitSnapshot } from '../../src/runtime/snapshot-chunks.js';
 import { EntryType, messageTypes } from '../../src/raft/types.js';
 import { messageExamples } from '../fixtures/message-examples.js';
 import { encodeEntryRecords, EntryRecords } from '../../src/bytes/entry-records.js';
 import { arrayHeader } from '../../src/bytes/cbor-heads.js';
 import { MAX_INDEX, MAX_READ_CTX, MAX_TERM } from '../../src/raft/bounds.js';
 import { readAppendWire } from '../../src/transport/append-reader.js';
-import { decodeFrame, encodeFrame, TYPE_CODES } from '../../src/transport/codec.js';
+import { atProtocol, decodeFrame, encodeFrame, TYPE_CODES } from '../../src/transport/codec.js';
 import {
+  CONF_FRAME_FORMAT_VERSION,
   FRAME_FORMAT_VERSION,
   MAX_CLOCK_STAMP_MS,
   MAX_CLUSTER_ID_LENGTH,
@@ -159,7 +162,7 @@ describe('frame codec', () => {
       ['a bare number', 1],
       ['an empty array', []],
       ['a short header', [1, 'c', 7, 'a', 'b']],
-      ['another format version', [2, 'c', 9, 'a', 'b', 1]],
+      ['another format version', [3, 'c', 9, 'a', 'b', 1]],
       ['a version given as a string', ['1', 'c', 9, 'a', 'b', 1]],
       ['an unknown type code', header(99)],
       ['a type code given as a string', [1, 'c', 'heartbeat', 'a', 'b', 1, 0, 0]],
@@ -478,5 +481,74 @@ describe('frame codec', () => {
         { numRuns: 5000 },
       );
     });
+  });
+});
+
+describe('protocol 2: configuration changes', () => {
+  const change = (index: number, data: Uint8Array): Entry => ({ index, term: 2, type: EntryType.ConfChange, data, pid: '' });
+  const addLearner = encodeConfChange({ type: 'add-learner', id: '127.0.0.1:7004' });
+  const appendWith = (entries: Entry[]): WireMessage => ({ type: 'append', ...base, prevIndex: 4, prevTerm: 2, commit: 4, entries });
+  const normal = (index: number): Entry => ({ index, term: 2, type: EntryType.Normal, data: bytes(1, 2), pid: 'a#1' });
+  const conf = { voters: ['127.0.0.1:7001', '127.0.0.1:7002'], learners: ['127.0.0.1:7004'] };
+  const snapshot: WireMessage = { type: 'snapshot', ...base, snapshot: { index: 9, term: 2, conf, data: bytes(7, 8, 9) } };
+
+  it('round-trips an append with a conf change in a frame of version 2 at protocol 2', () => {
+    const m = appendWith([normal(5), change(6, addLearner), normal(7)]);
+    const frame = encodeFrame({ clusterId: 'c', message: m }, undefined, 2);
+    expect((decode(frame) as unknown[])[0]).toBe(CONF_FRAME_FORMAT_VERSION);
+    expect(decodeFrame(frame)).toEqual({ clusterId: 'c', message: m });
+  });
+
+  it('writes an append without a conf change as version 1 at protocol 2, byte for byte as at protocol 1', () => {
+    const m = appendWith([normal(5)]);
+    expect(encodeFrame({ clusterId: 'c', message: m }, undefined, 2)).toEqual(encodeFrame({ clusterId: 'c', message: m }));
+  });
+
+  it("round-trips a snapshot with its configuration at protocol 2, and drops the configuration at protocol 1", () => {
+    const two = encodeFrame({ clusterId: 'c', message: snapshot }, undefined, 2);
+    expect((decode(two) as unknown[])[0]).toBe(CONF_FRAME_FORMAT_VERSION);
+    expect(decodeFrame(two)).toEqual({ clusterId: 'c', message: snapshot });
+    const one = encodeFrame({ clusterId: 'c', message: snapshot });
+    expect((decode(one) as unknown[])[0]).toBe(FRAME_FORMAT_VERSION);
+    const decoded = decodeFrame(one).message;
+    expect(decoded.type === 'snapshot' && 'conf' in decoded.snapshot).toBe(false);
+    expect(atProtocol(snapshot, 1)).toEqual(decoded);
+  });
+
+  it('carries the configuration on every chunk of a snapshot, and joins them with it', () => {
+    const big = { ...snapshot, snapshot: { ...snapshot.snapshot, data: new Uint8Array(10).fill(3) } } as SnapshotMessage;
+    const chunks = splitSnapshot(big, 4);
+    expect(chunks.length).toBe(3);
+    const assembler = new SnapshotAssembler();
+    let whole: SnapshotMessage | null = null;
+    for (const chunk of chunks) whole = assembler.add((decodeFrame(encodeFrame({ clusterId: 'c', message: chunk }, undefined, 2)).message as SnapshotChunk), 0) ?? whole;
+    expect(whole?.snapshot).toEqual(big.snapshot);
+  });
+
+  it('refuses at protocol 1 an append that carries a conf change, in the encoder and in atProtocol', () => {
+    const m = appendWith([normal(5), change(6, addLearner)]);
+    expectCodecError(() => encodeFrame({ clusterId: 'c', message: m }), /needs protocol 2/);
+    expectCodecError(() => atProtocol(m, 1), /needs protocol 2/);
+  });
+
+  it('refuses a conf change in a frame of version 1, as cronraft 0.1.0 and this release at protocol 1 do', () => {
+    const wire = [FRAME_FORMAT_VERSION, 'c', TYPE_CODES.append, 'a', 'b', 2, 4, 2, 4, [[5, 2, EntryType.ConfChange, addLearner, '']]];
+    expectCodecError(() => decodeFrame(raw(wire)), /type/);
+  });
+
+  it('refuses a conf-change entry whose data is not a change, and a frame version it does not know', () => {
+    for (const data of [bytes(), bytes(9, 0, 0x61), bytes(1, 7, 0x61), bytes(1, 0), bytes(1, 0, 0xff)]) {
+      const wire = [CONF_FRAME_FORMAT_VERSION, 'c', TYPE_CODES.append, 'a', 'b', 2, 4, 2, 4, [[5, 2, EntryType.ConfChange, data, '']]];
+      expectCodecError(() => decodeFrame(raw(wire)), /not a configuration change/);
+    }
+    expectCodecError(() => decodeFrame(raw([3, 'c', TYPE_CODES['timeout-now'], 'a', 'b', 2])), /Unsupported frame version/);
+  });
+
+  it("refuses a snapshot whose configuration is malformed: unsorted, repeated, no voter, a member in both, not ids, or missing", () => {
+    const head = [CONF_FRAME_FORMAT_VERSION, 'c', TYPE_CODES.snapshot, 'a', 'b', 2, 9, 2, 0, 1, bytes(1)];
+    for (const bad of [[['b', 'a'], []], [['a', 'a'], []], [[], ['a']], [['a'], ['a']], [[''], []], [[1], []], [['a']], 'a', [['a'], [], []]]) {
+      expectCodecError(() => decodeFrame(raw([...head, bad])), /snapshot\.conf/);
+    }
+    expectCodecError(() => decodeFrame(raw(head)), /expected 12 fields/);
   });
 });

@@ -9,6 +9,13 @@ const members = new Set(['a', 'b']);
 const state = (support: VersionSupport = SUPPORTED): ClusterVersionState => new ClusterVersionState(support, (id) => members.has(id));
 const announce = (member: string, max: number): ClusterCommand => ({ type: 'announce', member, protocol: [1, 1], stateMachine: [1, max] });
 const activate = (from: number, to: number): ClusterCommand => ({ type: 'activate', from, to });
+/** The highest cluster version this release reads (2, membership), and the test-only next one. */
+const C = SUPPORTED.stateMachine.max;
+const N = C + 1;
+/** Raises `s` one version at a time up to `to`, from index `at` on. */
+function raise(s: ClusterVersionState, to: number, at = 1): void {
+  for (let v = s.active; v < to; v++) s.apply(activate(v, v + 1), at++);
+}
 
 describe('ClusterVersionState.apply', () => {
   it('records announcements of members, and ignores those of others', () => {
@@ -27,21 +34,28 @@ describe('ClusterVersionState.apply', () => {
     expect([s.active, s.activatedAt]).toEqual([2, 3]);
     expect(s.apply(activate(1, 2), 4)).toBe('ignored');
     expect([s.active, s.activatedAt]).toEqual([2, 3]);
-    // The extension's state begins with its version.
+    // The extension's state begins with its version, the one after this release's last.
+    expect(s.extension).toBeNull();
+    expect(s.apply(activate(C, N), 5)).toBe('applied');
     expect(s.extension).toBeInstanceOf(Notes);
   });
 
   it('throws VersionTooOldError at an activation past what it reads, and changes nothing', () => {
     const s = state();
-    expect(() => s.apply(activate(1, 2), 7)).toThrow(VersionTooOldError);
-    expect([s.active, s.activatedAt]).toEqual([1, 0]);
+    raise(s, C);
+    expect(() => s.apply(activate(C, N), 7)).toThrow(VersionTooOldError);
+    expect(s.active).toBe(C);
   });
 
   it('gates a feature on the version in force', () => {
     const s = state(testNextVersion());
-    expect(() => s.require('test-note', 2)).toThrow(VersionNotActiveError);
-    s.apply(activate(1, 2), 1);
-    expect(() => s.require('test-note', 2)).not.toThrow();
+    expect(() => s.require('membership changes', 2)).toThrow(VersionNotActiveError);
+    expect(() => s.require('test-note', N)).toThrow(VersionNotActiveError);
+    raise(s, 2);
+    expect(() => s.require('membership changes', 2)).not.toThrow();
+    expect(() => s.require('test-note', N)).toThrow(VersionNotActiveError);
+    raise(s, N, 2);
+    expect(() => s.require('test-note', N)).not.toThrow();
   });
 });
 
@@ -50,8 +64,8 @@ describe('ClusterVersionState save and restore', () => {
     const s = state(testNextVersion());
     s.apply(announce('b', 2), 1);
     s.apply(announce('a', 2), 2);
-    s.apply(activate(1, 2), 3);
-    s.applyExtension({ type: 'test-note', text: 'hello' }, 4);
+    raise(s, N, 3);
+    s.applyExtension({ type: 'test-note', text: 'hello' }, 9);
     const saved = s.save();
     const t = state(testNextVersion());
     expect(t.accepts(saved)).toBe(true);
@@ -63,7 +77,7 @@ describe('ClusterVersionState save and restore', () => {
 
   it('refuses a saved state of a version this member cannot read with VersionTooOldError', () => {
     const s = state(testNextVersion());
-    s.apply(activate(1, 2), 1);
+    raise(s, N);
     const old = state();
     expect(() => old.accepts(s.save())).toThrow(VersionTooOldError);
     expect(() => old.restore(s.save())).toThrow(VersionTooOldError);
@@ -78,7 +92,7 @@ describe('ClusterVersionState save and restore', () => {
       [0, 0, []], [1.5, 0, []], [1, -1, []], [1, 0.5, []], [1, 0, 'x'], [1, 0, tooMany],
       [1, 0, [['a', 1, 1, 1]]], [1, 0, [['', 1, 1, 1, 1]]], [1, 0, [['a', 2, 1, 1, 1]]], [1, 0, [['a', 1, 1, 2, 1]]], [1, 0, [[7, 1, 1, 1, 1]]],
       // The first version with an extension's state, and the next without one, or a bad one.
-      [1, 0, [], []], [2, 1, []], [2, 1, [], 'not notes'], [2, 1, [], ['x'.repeat(1000)]],
+      [1, 0, [], []], [C, 1, [], []], [N, 1, []], [N, 1, [], 'not notes'], [N, 1, [], ['x'.repeat(1000)]],
     ];
     for (const value of hostile) {
       const s = state(next);

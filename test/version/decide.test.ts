@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { MemberVersions } from '../../src/version/cluster-version.js';
 import { nextActivation, type ActivationInput } from '../../src/version/decide.js';
+import { protocolOf } from '../../src/version/versions.js';
 
-const reads = (max: number, min = 1): MemberVersions => ({ protocol: { min: 1, max: 1 }, stateMachine: { min, max } });
+/** A member that reads cluster versions `min` to `max`, and the protocols they need. */
+const reads = (max: number, min = 1): MemberVersions => ({ protocol: { min: 1, max: protocolOf(max) }, stateMachine: { min, max } });
 const voters = ['a', 'b', 'c'];
 
 function input(over: Partial<ActivationInput> = {}): ActivationInput {
@@ -19,6 +21,11 @@ describe('nextActivation', () => {
   it('waits for a voter that announced nothing: silence is "not yet", never "yes"', () => {
     const announced = new Map([['a', reads(2)], ['b', reads(2)]]);
     expect(nextActivation(input({ announced }))).toEqual({ kind: 'waiting', waitingFor: ['c'] });
+  });
+
+  it('waits for a voter that reads the next version but not its protocol (protocol 2 comes with version 2)', () => {
+    const announced = new Map([['a', reads(2)], ['b', { ...reads(2), protocol: { min: 1, max: 1 } }], ['c', reads(2)]]);
+    expect(nextActivation(input({ announced }))).toEqual({ kind: 'waiting', waitingFor: ['b'] });
   });
 
   it('waits for a voter that is not live, whatever it announced', () => {

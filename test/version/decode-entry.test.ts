@@ -7,16 +7,19 @@ import { MAX_VERSION, SUPPORTED } from '../../src/version/versions.js';
 
 const note = { type: 'test-note', text: 'hi' };
 const NEXT = testNextVersion();
+/** The highest cluster version this release reads, and the next one, the test-only release's. */
+const C = SUPPORTED.stateMachine.max;
+const N = C + 1;
 
-/** Each entry of the corpus, and what a member of this release and one of the next decide at cluster version 1 and 2. */
+/** Each entry of the corpus, and what a member of this release and one of the next decide at cluster version C (`at1`) and N (`at2`). */
 const CORPUS: ReadonlyArray<{ readonly name: string; readonly bytes: Uint8Array; readonly at1: readonly [string, string]; readonly at2: readonly [string, string] }> = [
   { name: 'a user entry', bytes: encodeCommand({ kind: 'user', data: Uint8Array.of(1, 2) }), at1: ['user', 'user'], at2: ['user', 'user'] },
   { name: 'a scheduler command', bytes: encodeCommand({ kind: 'scheduler', command: { type: 'unregister', job: 'j', member: 'a' } }), at1: ['scheduler', 'scheduler'], at2: ['scheduler', 'scheduler'] },
   { name: 'a cluster command', bytes: encodeCommand({ kind: 'cluster', command: { type: 'activate', from: 1, to: 2 } }), at1: ['cluster', 'cluster'], at2: ['cluster', 'cluster'] },
-  { name: 'a test note (version 2)', bytes: encodeCommand({ kind: 'extension', version: 2, command: note }), at1: ['inactive', 'inactive'], at2: ['too old', 'extension'] },
-  { name: 'a malformed test note (version 2)', bytes: encodeCommand({ kind: 'extension', version: 2, command: { type: 'test-note', text: 7 } }), at1: ['inactive', 'inactive'], at2: ['too old', 'malformed'] },
-  { name: 'a command of version 3', bytes: encode([2, note, 3]), at1: ['inactive', 'inactive'], at2: ['inactive', 'inactive'] },
-  { name: 'a scheduler kind under version 2', bytes: encode([1, { type: 'unregister', job: 'j', member: 'a' }, 2]), at1: ['inactive', 'inactive'], at2: ['too old', 'malformed'] },
+  { name: 'a test note (version N)', bytes: encodeCommand({ kind: 'extension', version: N, command: note }), at1: ['inactive', 'inactive'], at2: ['too old', 'extension'] },
+  { name: 'a malformed test note (version N)', bytes: encodeCommand({ kind: 'extension', version: N, command: { type: 'test-note', text: 7 } }), at1: ['inactive', 'inactive'], at2: ['too old', 'malformed'] },
+  { name: 'a command of version N + 1', bytes: encode([2, note, N + 1]), at1: ['inactive', 'inactive'], at2: ['inactive', 'inactive'] },
+  { name: 'a scheduler kind under version N', bytes: encode([1, { type: 'unregister', job: 'j', member: 'a' }, N]), at1: ['inactive', 'inactive'], at2: ['too old', 'malformed'] },
   { name: 'three elements with version 1', bytes: encode([2, note, 1]), at1: ['malformed', 'malformed'], at2: ['malformed', 'malformed'] },
   { name: 'version 0', bytes: encode([2, note, 0]), at1: ['malformed', 'malformed'], at2: ['malformed', 'malformed'] },
   { name: 'a version past MAX_VERSION', bytes: encode([2, note, MAX_VERSION + 1]), at1: ['malformed', 'malformed'], at2: ['malformed', 'malformed'] },
@@ -44,12 +47,12 @@ function decided(bytes: Uint8Array, active: number, support = SUPPORTED): string
 describe('decodeEntry decides by the bytes and the version in force, alike on every release that reads that version', () => {
   for (const c of CORPUS) {
     it(c.name, () => {
-      expect([decided(c.bytes, 1), decided(c.bytes, 1, NEXT)]).toEqual(c.at1);
-      expect([decided(c.bytes, 2), decided(c.bytes, 2, NEXT)]).toEqual(c.at2);
+      expect([decided(c.bytes, C), decided(c.bytes, C, NEXT)]).toEqual(c.at1);
+      expect([decided(c.bytes, N), decided(c.bytes, N, NEXT)]).toEqual(c.at2);
     });
   }
 
   it('gives the next release its command once active', () => {
-    expect(decodeEntry(encodeCommand({ kind: 'extension', version: 2, command: note }), 2, NEXT)).toEqual({ kind: 'extension', version: 2, command: note });
+    expect(decodeEntry(encodeCommand({ kind: 'extension', version: N, command: note }), N, NEXT)).toEqual({ kind: 'extension', version: N, command: note });
   });
 });

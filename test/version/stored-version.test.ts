@@ -45,9 +45,11 @@ describe('the cluster version a data directory was left at', () => {
   });
 
   it('refuses a directory at a version this member cannot read with CRONRAFT_VERSION_TOO_OLD', () => {
-    const state = stored([activate(1, 1, 2)], 1);
+    // This release reads up to 2 (membership); the test-only next one, 3.
+    const state = stored([activate(1, 1, 2), activate(2, 2, 3)], 2);
     expect(() => checkStoredVersion(state, testNextVersion(), '/data')).not.toThrow();
-    expect(() => checkStoredVersion(state, SUPPORTED, '/data')).toThrow(expect.objectContaining({ code: 'CRONRAFT_VERSION_TOO_OLD', needs: 2, reads: 1, message: expect.stringContaining('/data') }));
-    expect(() => checkStoredVersion(stored([], 0, snapshotAt(5, 2)), SUPPORTED, '/data')).toThrow(VersionTooOldError);
+    expect(() => checkStoredVersion(stored([activate(1, 1, 2)], 1), SUPPORTED, '/data')).not.toThrow();
+    expect(() => checkStoredVersion(state, SUPPORTED, '/data')).toThrow(expect.objectContaining({ code: 'CRONRAFT_VERSION_TOO_OLD', needs: 3, reads: 2, message: expect.stringContaining('/data') }));
+    expect(() => checkStoredVersion(stored([], 0, snapshotAt(5, 3)), SUPPORTED, '/data')).toThrow(VersionTooOldError);
   });
 });
