@@ -11,6 +11,7 @@ import type { TimerHandle, Timers } from '../src/time/clock.js';
 import { SeededRandom } from '../src/time/random.js';
 import type { Transport } from '../src/transport/transport.js';
 import { SUPPORTED, type VersionSupport } from '../src/version/versions.js';
+import { storedClusterVersion } from '../src/version/stored-version.js';
 import { SimClock } from './clock-model.js';
 import { simHandler, type HandlerEvent, type SimJob } from './jobs.js';
 import type { SimNetwork, SimTransport } from './network.js';
@@ -105,8 +106,8 @@ export class SimMember {
     const timers = this.#timers(incarnation, new SeededRandom(this.#seed * 65_537 + incarnation).int(0, 1_000_000_000) / 1000);
     const member = new Member({
       self: this.id,
-      voters: config.voters,
       node,
+      storedVersion: storedClusterVersion(stored),
       storage,
       transport,
       clock: this.clock,

@@ -28,7 +28,7 @@ import { systemClock, systemTimers, type Clock, type Timers } from './time/clock
 import type { Random } from './time/random.js';
 import { loadPsk } from './transport/cluster-secret.js';
 import { Libp2pTransport } from './transport/libp2p-transport.js';
-import { checkStoredVersion } from './version/stored-version.js';
+import { checkStoredVersion, storedClusterVersion } from './version/stored-version.js';
 import { setMemberOf, versionSupportOf } from './version/test-seams.js';
 
 type Status = ClusterState['status'];
@@ -141,8 +141,8 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     });
     const member = new Member({
       self: o.self.id,
-      voters: o.voters,
       node,
+      storedVersion: storedClusterVersion(stored),
       storage: this.#storage,
       transport: this.#transport,
       clock: this.#clock,
@@ -228,6 +228,23 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       throw new InvalidArgumentError('data', `${bytes.byteLength} bytes`, `at most ${CLUSTER_DEFAULTS.maxProposalBytes} bytes`);
     }
     const r: ProposalResult = await this.#running().propose(encodeCommand({ kind: 'user', data: bytes }), options.signal);
+    return { index: r.index };
+  }
+
+  /**
+   * Removes a member, a voter or a learner, from the cluster's configuration, on the leader (a
+   * follower rejects with NotLeaderError naming the leader: ask it there). Resolves once the
+   * change is applied here, with its log index; the member removed stops with
+   * `CRONRAFT_REMOVED` as it applies it. One change at a time, and only once the cluster runs
+   * version 2 ("membership", see "Upgrading").
+   * @throws VersionNotActiveError, NotLeaderError, MembershipChangeRefusedError (`reason`:
+   *   `not-member`, `last-voter`, `pending`, ...), TimeoutError, BackpressureError
+   */
+  async removeMember(id: NodeId): Promise<{ index: number }> {
+    if (typeof id !== 'string' || id.length === 0) throw new InvalidArgumentError('id', id, 'a member id');
+    this.#running();
+    const member = this.#member as Member;
+    const r = await member.proposeConfChange({ type: 'remove', id });
     return { index: r.index };
   }
 

@@ -126,6 +126,35 @@ export class VersionNotActiveError extends CronraftError {
   }
 }
 
+/**
+ * The leader refused a change of the configuration (`removeMember`): `reason` says why, as the
+ * protocol gives it (membership.ts's ConfChangeOutcome): `pending` (an earlier change is not
+ * applied yet: retry), `not-committed-in-term` (a new leader has not committed yet: retry),
+ * `not-member`, `already-member`, `not-learner`, `last-voter` or `malformed`.
+ */
+export class MembershipChangeRefusedError extends CronraftError {
+  readonly reason: string;
+
+  constructor(reason: string, what: string) {
+    super('CRONRAFT_MEMBERSHIP_REFUSED', `The leader refused to ${what}: ${reason}`);
+    this.reason = reason;
+  }
+}
+
+/**
+ * This member was removed from the cluster's configuration: it applies nothing more and takes
+ * no part in elections; every request waiting on it fails with this error. Its data directory
+ * belongs to a configuration it is no longer in: to take part again, it must be added back.
+ */
+export class RemovedError extends CronraftError {
+  readonly index: number;
+
+  constructor(index: number) {
+    super('CRONRAFT_REMOVED', `This member was removed from the cluster (the change applied at or before index ${index})`);
+    this.index = index;
+  }
+}
+
 function describe(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);
   if (typeof value === 'number' || typeof value === 'boolean' || value === null || value === undefined) return String(value);

@@ -20,6 +20,8 @@ export {
   StorageError,
   CodecError,
   RunAbortedError,
+  MembershipChangeRefusedError,
+  RemovedError,
 } from './errors.js';
 export type { JobContext, JobHandler, JobOptions, RunRecord } from './runtime/scheduler/job-types.js';
 export type { SpecInput, DstPolicyInput } from './scheduler/spec.js';

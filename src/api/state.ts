@@ -55,7 +55,14 @@ export interface ClusterState {
     readonly snapshotsInstalled: number;
     readonly lastSnapshot: SnapshotTiming | null;
   };
+  /** The members of the configuration, voters then learners (`voter: false`). */
   readonly members: readonly MemberState[];
+  /**
+   * The configuration as applied here: the voters, which elect the leader and make up every
+   * quorum, and the learners, replicated to and given work but never counted. The founding
+   * voters until a change (`removeMember`) applies.
+   */
+  readonly configuration: { readonly voters: readonly NodeId[]; readonly learners: readonly NodeId[] };
   /** libp2p peer id of this member. */
   readonly peerId: string | null;
   readonly transport: TransportStats;
@@ -154,9 +161,12 @@ export function clusterStateOf(s: StateSources): ClusterState {
     const offsetMs = offsets?.get(id)?.offsetMs ?? null;
     return { clockOffsetMs: offsetMs, clockSkewed: offsetMs !== null && Math.abs(offsetMs) > s.maxClockSkewMs };
   };
-  const members: MemberState[] = s.voters.map((id) => {
+  const conf = s.member?.configuration.conf ?? { voters: s.voters, learners: [] };
+  const voterSet = new Set(conf.voters);
+  const members: MemberState[] = [...conf.voters, ...conf.learners].map((id) => {
+    const voter = voterSet.has(id);
     if (id === s.id) {
-      return { id, addrs: s.ownAddrs, voter: true, reachable: true, lastContactMs: 0, matchIndex: node?.progressOf(id)?.match ?? null, ...clockOf(id) };
+      return { id, addrs: s.ownAddrs, voter, reachable: true, lastContactMs: 0, matchIndex: node?.progressOf(id)?.match ?? null, ...clockOf(id) };
     }
     const heard = driver?.lastHeard(id);
     // Contact ages are durations, on the timers' monotonic base (as lastHeard is).
@@ -165,7 +175,7 @@ export function clusterStateOf(s: StateSources): ClusterState {
     return {
       id,
       addrs: [s.addrOf(id)],
-      voter: true,
+      voter,
       // Leader and followers exchange messages every heartbeat, so between them silence for an
       // election timeout means unreachable; followers talk to each other only in elections.
       reachable: connected && (!(node?.role === 'leader' || id === node?.leader) || (lastContactMs !== null && lastContactMs < s.electionTimeoutMs)),
@@ -191,6 +201,7 @@ export function clusterStateOf(s: StateSources): ClusterState {
       lastSnapshot: driver?.lastSnapshot ?? null,
     },
     members,
+    configuration: { voters: [...conf.voters], learners: [...conf.learners] },
     peerId: s.peerId,
     transport: s.transport?.stats() ?? NO_TRAFFIC,
     jobs: s.jobs,
@@ -207,7 +218,7 @@ function versionStateOf(s: StateSources): VersionState {
   const { protocol, stateMachine } = s.versionSupport;
   const versions = s.member?.versions;
   const members: Record<NodeId, VersionState['members'][string]> = {};
-  for (const id of s.voters) {
+  for (const id of s.member?.configuration.members ?? s.voters) {
     const v = versions?.members.get(id);
     members[id] = v === undefined ? null : { protocol: { ...v.protocol }, stateMachine: { ...v.stateMachine } };
   }

@@ -146,8 +146,8 @@ interface PendingEcho {
  */
 export class ClockSync {
   readonly #self: NodeId;
-  readonly #peers: ReadonlySet<NodeId>;
-  readonly #members: number;
+  #peers: ReadonlySet<NodeId>;
+  #members: number;
   readonly #maxAgeMs: number;
   readonly #filterSamples: number;
   readonly #maxRttMs: number;
@@ -176,6 +176,16 @@ export class ClockSync {
     this.#filterSamples = Math.max(1, options.filterSamples ?? CLOCK_FILTER_SAMPLES);
     this.#maxRttMs = options.maxSampleRttMs ?? MAX_CLOCK_SAMPLE_RTT_MS;
     this.#bootstrapAfterMs = options.bootstrapAfterMs ?? CLOCK_BOOTSTRAP_AFTER_MS;
+  }
+
+  /**
+   * The members now (the configuration's voters and learners, this one among them or not): only
+   * their stamps count, and the samples of those removed are dropped.
+   */
+  setMembers(ids: readonly NodeId[]): void {
+    this.#peers = new Set(ids.filter((id) => id !== this.#self));
+    this.#members = this.#peers.size + 1;
+    for (const peer of [...this.#samples.keys()]) if (!this.#peers.has(peer)) this.#samples.delete(peer);
   }
 
   /** Whether this member knows the cluster's time (it stays known, held over, once learned). Alone, at once. */

@@ -1,8 +1,10 @@
-import { CronraftError, NotRunningError, VersionTooOldError } from '../errors.js';
+import { CronraftError, NotRunningError, RemovedError, VersionTooOldError } from '../errors.js';
+import type { ConfChange } from '../raft/conf-change.js';
+import { isMember, membersOf } from '../raft/configuration.js';
 import { InvariantError } from '../raft/invariant.js';
 import type { RaftNode } from '../raft/node.js';
 import type { Ready, SoftState } from '../raft/ready.js';
-import { EntryType, type Entry, type HardState, type Message, type NodeId, type Snapshot } from '../raft/types.js';
+import { EntryType, type Configuration, type Entry, type HardState, type Message, type NodeId, type Snapshot } from '../raft/types.js';
 import type { LogStorage } from '../storage/log-storage.js';
 import type { Clock, TimerHandle, Timers } from '../time/clock.js';
 import { SnapshotAssembler, splitSnapshot } from './snapshot-chunks.js';
@@ -35,7 +37,16 @@ export interface DriverOptions extends RequestOptions {
   readonly onApplied?: (entry: Entry) => void;
   /** A leader's snapshot replaced the state: entries up to `index` will not be applied one by one. */
   readonly onSnapshotInstalled?: (index: number) => void;
-  /** A fatal error (storage failed): the member stops taking part and reports it. */
+  /**
+   * The configuration changed (a conf change applied, or a leader's snapshot installed): called
+   * as its Ready is taken, before its messages are sent, so that the transport dials a member
+   * added before the first append to it leaves.
+   */
+  readonly onConfiguration?: (conf: Configuration) => void;
+  /**
+   * A fatal error (storage failed), or this member's removal from the configuration (a
+   * RemovedError, once the Ready that applied it is done): the member stops taking part and reports it.
+   */
   readonly onFatal?: (error: unknown) => void;
 }
 
@@ -110,6 +121,13 @@ export class RaftDriver {
   invalidMessages = 0;
   /** Messages the transport refused to encode. */
   unsendableMessages = 0;
+  /** Set when a Ready's configuration no longer holds this member: it stops once that Ready is done. */
+  #removed: RemovedError | null = null;
+  /**
+   * Whether the configuration held this member: a joiner starts outside the one it is given (the
+   * founding voters) and is not removed by a change it applies before the one that adds it.
+   */
+  #wasMember: boolean;
 
   constructor(options: DriverOptions) {
     this.#o = options;
@@ -118,8 +136,10 @@ export class RaftDriver {
     this.#savedVote = options.node.vote;
     this.#hardState = options.node.hardState();
     this.#savedCommit = this.#hardState.commit;
-    this.#clockSync = new ClockSync({ self: options.node.id, voters: options.node.voters });
+    // Every member, learners too, has its clock measured: the leader gives work only to members it has measured.
+    this.#clockSync = new ClockSync({ self: options.node.id, voters: membersOf(options.node.configuration) });
     this.#clusterClock = { now: () => this.#clockSync.clusterTime(this.#o.timers.now(), this.#o.clock.now()) };
+    this.#wasMember = isMember(options.node.configuration, options.node.id);
     this.#contact = new PeerContact(options.node, options.tickMs, options.leaderSilenceMs);
     this.#requests = new PendingRequests(options.node, options.timers, options, () => this.#kick());
     this.#compactor = new Compactor({
@@ -263,6 +283,20 @@ export class RaftDriver {
     return this.#requests.read();
   }
 
+  /**
+   * Proposes a change of the configuration, on the leader (a follower rejects with
+   * NotLeaderError naming the leader; changes are not forwarded yet), and resolves once it is
+   * applied here. Rejects with MembershipChangeRefusedError when the protocol refuses it
+   * (`reason`), BackpressureError, TimeoutError, ProposalDroppedError as a proposal does.
+   */
+  proposeConfChange(change: ConfChange, what: string): Promise<ProposalResult> {
+    if (this.#fatal !== null) return Promise.reject(this.#fatalError());
+    if (!this.#running) return Promise.reject(new NotRunningError(this.#stopped ? 'stopped' : 'not started'));
+    const result = this.#requests.proposeConfChange(change, what);
+    this.#kick();
+    return result;
+  }
+
   /** The transport lost its connection to `peer`: if it leads, the node may campaign early. */
   peerDisconnected(peer: NodeId): void {
     if (!this.#running || peer !== this.#node.leader) return;
@@ -381,6 +415,13 @@ export class RaftDriver {
           this.#handleReady(this.#node.ready());
           this.#requests.submit();
         }
+        // Removed: every Ready is done (a removed leader's last heartbeats and its TimeoutNow
+        // have gone to the transport); nothing more is applied or sent.
+        if (this.#removed !== null) {
+          this.#o.transport.flush();
+          this.#fail(this.#removed);
+          break;
+        }
         this.#compactor.compactTaken();
       } while (this.#loopAgain);
     } catch (error) {
@@ -391,6 +432,7 @@ export class RaftDriver {
   }
 
   #handleReady(rd: Ready): void {
+    if (rd.conf !== null) this.#configurationChanged(rd);
     if (rd.hardState !== null) this.#hardState = rd.hardState;
     const hs = this.#hardState;
     // 2. Send what the node says may leave before the write (ready.ts: with nothing to write
@@ -452,6 +494,19 @@ export class RaftDriver {
     // 4. Advance what is done now; persistence is acknowledged when the write completes.
     this.#node.advanceApplied(rd);
     this.#compactor.maybeCompact();
+  }
+
+  /** The members whose clocks count, and the member's part (the transport's peers, the lease); a removal noted. */
+  #configurationChanged(rd: Ready): void {
+    const conf = rd.conf as Configuration;
+    this.#clockSync.setMembers(membersOf(conf));
+    this.#o.onConfiguration?.(conf);
+    const member = isMember(conf, this.#node.id);
+    if (this.#wasMember && !member && this.#removed === null) {
+      const last = rd.committed[rd.committed.length - 1];
+      this.#removed = new RemovedError(last?.index ?? rd.snapshot?.index ?? this.#node.log.applied);
+    }
+    this.#wasMember = member;
   }
 
   /**
@@ -524,6 +579,8 @@ export class RaftDriver {
 
   #fatalError(): CronraftError {
     const cause = this.#fatal;
+    // A removal is no failure of this member's: its own code says what happened.
+    if (cause instanceof RemovedError) return cause;
     return new CronraftError('CRONRAFT_FATAL', `The member stopped after a fatal error: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
   }
 }

@@ -1,3 +1,4 @@
+import type { ConfChange } from '../raft/conf-change.js';
 import type { RaftNode } from '../raft/node.js';
 import type { SoftState } from '../raft/ready.js';
 import type { Entry, NodeId } from '../raft/types.js';
@@ -12,7 +13,8 @@ import { RaftDriver } from './driver.js';
 import { memberStateMachine, type MemberStateMachineHooks } from './member-state-machine.js';
 import { VersionKeeper } from './version-keeper.js';
 import { ClusterVersionState } from '../version/cluster-version.js';
-import { SUPPORTED, type VersionSupport } from '../version/versions.js';
+import { FIRST_CLUSTER_VERSION, MEMBERSHIP_VERSION, protocolOf, SUPPORTED, type VersionSupport } from '../version/versions.js';
+import { ConfigurationKeeper } from './configuration-keeper.js';
 import type { ProposalResult } from './pending-requests.js';
 import type { RunRecord } from './scheduler/job-types.js';
 import { waitUntil } from './scheduler/handover.js';
@@ -40,7 +42,7 @@ export interface MemberTiming {
 
 export interface MemberParts {
   readonly self: NodeId;
-  readonly voters: readonly NodeId[];
+  /** The Raft node, built with the founding voters: its configuration is where this member's starts. */
   readonly node: RaftNode;
   readonly storage: LogStorage;
   readonly transport: Transport;
@@ -71,6 +73,12 @@ export interface MemberParts {
   readonly onClusterApplied?: MemberStateMachineHooks['onClusterApplied'];
   /** What this member reads: tests build "the next release" with more. @default SUPPORTED */
   readonly versions?: VersionSupport;
+  /**
+   * The cluster version of the stored state (version/stored-version.ts): the wire protocol it
+   * needs is in force from the start, before the log's activation is applied again.
+   * @default FIRST_CLUSTER_VERSION
+   */
+  readonly storedVersion?: number;
 }
 
 /**
@@ -85,6 +93,8 @@ export class Member {
   /** The cluster version in force and what each member reads, as applied here. */
   readonly versions: ClusterVersionState;
   readonly versionKeeper: VersionKeeper;
+  /** The configuration as applied here: the voters, the learners, the transport's peers. */
+  readonly configuration: ConfigurationKeeper;
   /** Entries applied here that every member skips (see decodeEntry), by reason. */
   readonly skippedEntries = { malformed: 0, inactive: 0 };
   readonly #p: MemberParts;
@@ -99,14 +109,19 @@ export class Member {
   constructor(parts: MemberParts) {
     this.#p = parts;
     const t = parts.timing;
-    const voters = new Set(parts.voters);
-    this.versions = new ClusterVersionState(parts.versions ?? SUPPORTED, (id) => voters.has(id));
+    this.configuration = new ConfigurationKeeper({ self: parts.self, conf: parts.node.configuration, transport: parts.transport, timers: parts.timers, removeAfterMs: t.electionTimeoutMs });
+    const configuration = this.configuration;
+    this.versions = new ClusterVersionState(parts.versions ?? SUPPORTED, (id) => configuration.isMember(id));
     const stateMachine = memberStateMachine(() => this.scheduler, this.versions, {
       now: () => parts.timers.now(),
       onUserEntry: parts.onUserEntry,
       wantsUserEntries: parts.wantsUserEntries,
       onSchedulerApplied: parts.onSchedulerApplied,
-      onClusterApplied: parts.onClusterApplied,
+      onClusterApplied: (index, command, result) => {
+        // The wire protocol of a version is in force on this member once it applies it.
+        if (command.type === 'activate' && result === 'applied') parts.transport.setProtocol(protocolOf(command.to));
+        parts.onClusterApplied?.(index, command, result);
+      },
       onSkipped: (_index, reason) => this.skippedEntries[reason]++,
     });
     this.driver = new RaftDriver({
@@ -133,6 +148,7 @@ export class Member {
       // long stall) learns it before the first message renews it, and aborts its runs: the
       // plan tick that would have noticed runs after the messages waiting when it resumes.
       beforeContact: () => this.scheduler.checkLease(),
+      onConfiguration: (conf) => configuration.apply(conf),
       onFatal: parts.onFatal,
     });
     const driver = this.driver;
@@ -164,7 +180,7 @@ export class Member {
     });
     this.versionKeeper = new VersionKeeper({
       self: parts.self,
-      voters: parts.voters,
+      members: () => configuration.members,
       versions: this.versions,
       driver,
       timers: parts.timers,
@@ -181,16 +197,33 @@ export class Member {
     return this.driver.propose(encodeCommand({ kind: 'extension', version, command }));
   }
 
+  /**
+   * Proposes a change of the configuration on the leader (driver.proposeConfChange), once the
+   * cluster runs version 2 ("membership").
+   * @throws VersionNotActiveError, at once, while the cluster runs version 1
+   */
+  proposeConfChange(change: ConfChange): Promise<ProposalResult> {
+    this.versions.require('membership changes', MEMBERSHIP_VERSION);
+    return this.driver.proposeConfChange(change, `${change.type} ${change.id}`);
+  }
+
   /** Starts ticking and planning; the transport must be started already. */
   start(): void {
+    const t = this.#p.transport;
+    t.setProtocol(protocolOf(this.#p.storedVersion ?? FIRST_CLUSTER_VERSION));
+    this.configuration.start();
     this.driver.start();
+    // The stored snapshot, restored by the driver's start, may hold a later version than the log's activations say.
+    t.setProtocol(protocolOf(Math.max(this.#p.storedVersion ?? FIRST_CLUSTER_VERSION, this.versions.active)));
     this.scheduler.start();
     this.versionKeeper.start();
     // Alone, there is nobody to wait for: take leadership now rather than after a timeout.
-    if (this.#p.voters.length === 1) this.driver.node.campaign();
+    const voters = this.configuration.voters;
+    if (voters.length === 1 && voters[0] === this.#p.self) this.driver.node.campaign();
   }
 
   stop(): void {
+    this.configuration.stop();
     this.versionKeeper.stop();
     this.scheduler.stop();
     this.driver.stop();
@@ -208,7 +241,7 @@ export class Member {
     const settleMs = timeoutMs > 0 ? this.#p.timing.electionTimeoutMs : 0;
     await this.scheduler.handOver(timeoutMs, settleMs);
     const driver = this.driver;
-    if (driver.node.role === 'leader' && this.#p.voters.length > 1 && timeoutMs > 0 && driver.transferLeadership() !== null) {
+    if (driver.node.role === 'leader' && this.configuration.voters.length > 1 && timeoutMs > 0 && driver.transferLeadership() !== null) {
       await waitUntil(this.#p.timers, () => driver.node.role !== 'leader', timeoutMs, this.#p.timing.tickMs);
       // Let the TimeoutNow and the last appends reach the target before the streams close.
       await waitUntil(this.#p.timers, () => driver.node.leader !== null && driver.node.leader !== this.#p.self, timeoutMs, this.#p.timing.tickMs);
@@ -258,9 +291,10 @@ export class Member {
       // counts from it, and keeps counting from it if this member steps down.
       const heard = this.#peersHeard;
       heard.length = 0;
-      for (const id of this.#p.voters) if (id !== this.#p.self) heard.push(this.driver.lastHeard(id) ?? Number.NEGATIVE_INFINITY);
+      const voters = this.configuration.voters;
+      for (const id of voters) if (id !== this.#p.self) heard.push(this.driver.lastHeard(id) ?? Number.NEGATIVE_INFINITY);
       heard.sort(latestFirst);
-      const peersNeeded = Math.floor(this.#p.voters.length / 2);
+      const peersNeeded = Math.floor(voters.length / 2);
       const majorityAt = peersNeeded === 0 ? now : (heard[peersNeeded - 1] ?? Number.NEGATIVE_INFINITY);
       this.#ledAt = Math.max(this.#ledAt ?? Number.NEGATIVE_INFINITY, majorityAt);
     }
@@ -269,14 +303,14 @@ export class Member {
   }
 
   /**
-   * Members the leader may give work to now: itself and those connected and heard from within
+   * Members the leader may give work to now, voters and learners: itself and those connected and heard from within
    * an election timeout, whose clock offset it has measured within `maxClockSkewMs`. A closed connection (a killed process) makes a member ineligible at
    * once; silence, only after an election timeout.
    */
   eligibleMembers(): NodeId[] {
     const now = this.#p.timers.now();
     const offsets = this.driver.clockOffsets();
-    return this.#p.voters.filter((id) => {
+    return this.configuration.members.filter((id) => {
       // A member whose clock the leader has not measured, or measured too far off, would fire
       // slots at the wrong time: it gets no work until its clock is known and close enough.
       const offset = offsets.get(id);

@@ -1,4 +1,5 @@
-import { BackpressureError, CronraftError, NotLeaderError, OutcomeUnknownError, ProposalDroppedError, TimeoutError } from '../errors.js';
+import { BackpressureError, CronraftError, MembershipChangeRefusedError, NotLeaderError, OutcomeUnknownError, ProposalDroppedError, TimeoutError } from '../errors.js';
+import type { ConfChange } from '../raft/conf-change.js';
 import type { ProposeOutcome, RaftNode } from '../raft/node.js';
 import type { ForwardResult, ReadState } from '../raft/ready.js';
 import type { Entry, NodeId, ProposalData } from '../raft/types.js';
@@ -123,6 +124,31 @@ export class PendingRequests {
       }
       this.#pending.set(pid, p);
       this.#queued.push(p);
+      this.#kick();
+    });
+  }
+
+  /**
+   * Asks the node, on the leader, to append `change` now (a change is never queued nor
+   * forwarded: the node refuses it at once on a follower, naming the leader), and settles like
+   * a proposal once its entry is applied here. `what` names it in a refusal.
+   */
+  proposeConfChange(change: ConfChange, what: string): Promise<ProposalResult> {
+    if (this.#pending.size >= this.#o.maxPendingProposals) {
+      return Promise.reject(new BackpressureError(`${this.#pending.size} proposals are already waiting (maxPendingProposals)`));
+    }
+    const pid = `${this.#o.bootId}.${(++this.#seq).toString(36)}`;
+    const outcome = this.#node.proposeConfChange(change, pid);
+    if (outcome.kind === 'refused') {
+      const { reason, leader } = outcome;
+      if (reason === 'backpressure') return Promise.reject(new BackpressureError('Too many bytes are appended but not yet committed (maxUncommittedBytes)'));
+      if (reason === 'not-leader' || reason === 'transferring') return Promise.reject(new NotLeaderError(leader));
+      return Promise.reject(new MembershipChangeRefusedError(reason, what));
+    }
+    return new Promise<ProposalResult>((resolve, reject) => {
+      const p: PendingProposal = { pid, data: new Uint8Array(0), deadline: this.#timers.now() + this.#o.requestTimeoutMs, resolve, reject, index: 0, forwardedTo: null, signal: undefined, onAbort: undefined };
+      this.#pending.set(pid, p);
+      this.#place(p, outcome.index);
       this.#kick();
     });
   }

@@ -15,7 +15,8 @@ export const VERSION_CHECK_MS = 500;
 
 export interface VersionKeeperOptions {
   readonly self: NodeId;
-  readonly voters: readonly NodeId[];
+  /** The members whose versions count now (the configuration's voters and learners). */
+  readonly members: () => readonly NodeId[];
   readonly versions: ClusterVersionState;
   readonly driver: RaftDriver;
   readonly timers: Timers;
@@ -73,7 +74,7 @@ export class VersionKeeper {
       const command: ClusterCommand = { type: 'announce', member: self, protocol: [support.protocol.min, support.protocol.max], stateMachine: [support.stateMachine.min, support.stateMachine.max] };
       this.#propose(command, () => (this.#announcing = false));
     }
-    this.#decision = nextActivation({ active: versions.active, voters: this.#o.voters, announced: versions.members, live: (id) => id === self || this.#o.live(id) });
+    this.#decision = nextActivation({ active: versions.active, voters: this.#o.members(), announced: versions.members, live: (id) => id === self || this.#o.live(id) });
     const raise = this.#decision.kind === 'activate' && node.role === 'leader' ? this.#decision.to : null;
     const agreed = raise !== null && raise === this.#proposedBefore;
     this.#proposedBefore = raise;

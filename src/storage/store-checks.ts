@@ -24,7 +24,9 @@ export function isTerm(value: unknown): value is number {
 }
 
 export function isEntryType(value: unknown): value is EntryType {
-  return value === EntryType.Normal || value === EntryType.Noop;
+  // A conf change is stored only once the cluster runs version 2: a release before it refuses
+  // the directory (0.1.0 as corrupt, at this entry; a later one by its cluster version).
+  return value === EntryType.Normal || value === EntryType.Noop || value === EntryType.ConfChange;
 }
 
 /** What the store knows about the log it holds, enough to check a batch without reading it. */

@@ -1,0 +1,77 @@
+import { isMember, membersOf } from '../raft/configuration.js';
+import type { Configuration, NodeId } from '../raft/types.js';
+import type { TimerHandle, Timers } from '../time/clock.js';
+import type { Transport } from '../transport/transport.js';
+
+export interface ConfigurationKeeperOptions {
+  readonly self: NodeId;
+  /** The node's configuration at start (its snapshot's, or the founding voters). */
+  readonly conf: Configuration;
+  readonly transport: Transport;
+  readonly timers: Timers;
+  /**
+   * How long a removed member stays among the transport's peers: the leader's last heartbeat,
+   * which tells it that its removal committed, must still reach it (an election timeout).
+   */
+  readonly removeAfterMs: number;
+}
+
+/**
+ * A member's view of the configuration, as its driver applies it (Ready.conf): the voters the
+ * lease counts, the members (voters and learners) work may go to, and the transport's peers,
+ * which follow it: a member added is dialled at once, one removed after `removeAfterMs`.
+ */
+export class ConfigurationKeeper {
+  readonly #o: ConfigurationKeeperOptions;
+  #conf: Configuration;
+  #members: readonly NodeId[];
+  #pruneTimer: TimerHandle | null = null;
+
+  constructor(options: ConfigurationKeeperOptions) {
+    this.#o = options;
+    this.#conf = options.conf;
+    this.#members = membersOf(options.conf);
+  }
+
+  get conf(): Configuration {
+    return this.#conf;
+  }
+
+  get voters(): readonly NodeId[] {
+    return this.#conf.voters;
+  }
+
+  /** Voters, then learners. */
+  get members(): readonly NodeId[] {
+    return this.#members;
+  }
+
+  isMember(id: NodeId): boolean {
+    return isMember(this.#conf, id);
+  }
+
+  /** Hands the transport its peers: called once, as the member starts. */
+  start(): void {
+    this.#o.transport.setMembers(this.#members);
+  }
+
+  stop(): void {
+    if (this.#pruneTimer !== null) this.#o.timers.clearTimeout(this.#pruneTimer);
+    this.#pruneTimer = null;
+  }
+
+  /** The configuration applied here changed. */
+  apply(conf: Configuration): void {
+    const before = this.#members;
+    this.#conf = conf;
+    this.#members = membersOf(conf);
+    const removed = before.filter((id) => !isMember(conf, id));
+    this.#o.transport.setMembers([...this.#members, ...removed]);
+    if (removed.length === 0) return;
+    if (this.#pruneTimer !== null) this.#o.timers.clearTimeout(this.#pruneTimer);
+    this.#pruneTimer = this.#o.timers.setTimeout(() => {
+      this.#pruneTimer = null;
+      this.#o.transport.setMembers(this.#members);
+    }, this.#o.removeAfterMs);
+  }
+}
