@@ -86,6 +86,20 @@ describe('a single-member cluster', () => {
     expect(await c.barrier()).toEqual({ index: s.commitIndex });
   });
 
+  it('removeMember: refused before cluster version 2, then refused for a member that is none or the last voter', async () => {
+    const c = new Cluster([], { storage: 'memory' });
+    started.push(c);
+    await c.start();
+    await expect(c.removeMember('')).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'id' });
+    // Alone, the version rises to 2 within a couple of the keeper's looks; until then the gate refuses.
+    if (c.state().version.active < 2) await expect(c.removeMember('nobody:1')).rejects.toMatchObject({ code: 'CRONRAFT_VERSION_NOT_ACTIVE', needs: 2 });
+    await expect.poll(() => c.state().version.active, { timeout: 10_000, interval: 50 }).toBe(2);
+    await expect(c.removeMember('nobody:1')).rejects.toMatchObject({ code: 'CRONRAFT_MEMBERSHIP_REFUSED', reason: 'not-member' });
+    await expect(c.removeMember(c.id)).rejects.toMatchObject({ code: 'CRONRAFT_MEMBERSHIP_REFUSED', reason: 'last-voter' });
+    expect(c.state().configuration).toEqual({ voters: [c.id], learners: [] });
+    expect(c.state().members.map((m) => [m.id, m.voter])).toEqual([[c.id, true]]);
+  });
+
   it('keeps its log and term across a restart from its data directory', async () => {
     const dataDir = await tempDir();
     const port = await freePort();
