@@ -6,7 +6,8 @@ import { SeededRandom } from '../../src/time/random.js';
 import type { SimJob } from '../../simulations/jobs.js';
 import { SimMember, type MemberHooks, type SimMemberConfig } from '../../simulations/member.js';
 import { SimNetwork } from '../../simulations/network.js';
-import { drainMicrotasks, SimScheduler } from '../../simulations/scheduler.js';
+import { SimScheduler } from '../../simulations/scheduler.js';
+import { simulateUntil } from '../fixtures/sim-until.js';
 
 /**
  * A member's lease (member.ts, holdsLease) on simulated time, with the production member: a
@@ -68,14 +69,7 @@ class LeaseSim {
 
   /** Runs the simulation until `done` holds, for at most LIMIT_MS more. */
   async until<T>(what: string, done: () => T | undefined): Promise<T> {
-    const limitMs = this.scheduler.nowMs + LIMIT_MS;
-    for (;;) {
-      const value = done();
-      if (value !== undefined) return value;
-      if (!this.scheduler.step(limitMs)) throw new Error(`not within ${LIMIT_MS} simulated ms: ${what}`);
-      await drainMicrotasks();
-      for (const m of this.members) if (m.up) m.scheduleSync(() => 1, (pending) => pending);
-    }
+    return simulateUntil(this.scheduler, this.members, LIMIT_MS, what, done);
   }
 
   leader(): SimMember | undefined {

@@ -7,7 +7,8 @@ import { MEMBERSHIP_VERSION, SUPPORTED, type VersionSupport } from '../../src/ve
 import type { SimJob } from '../../simulations/jobs.js';
 import { SimMember, type MemberHooks, type SimMemberConfig } from '../../simulations/member.js';
 import { SimNetwork } from '../../simulations/network.js';
-import { drainMicrotasks, SimScheduler } from '../../simulations/scheduler.js';
+import { SimScheduler } from '../../simulations/scheduler.js';
+import { simulateUntil } from '../fixtures/sim-until.js';
 
 /**
  * Configuration changes wired through the production member (driver, member, configuration
@@ -66,14 +67,7 @@ class MembershipSim {
   }
 
   async until<T>(what: string, done: () => T | undefined): Promise<T> {
-    const limitMs = this.scheduler.nowMs + LIMIT_MS;
-    for (;;) {
-      const value = done();
-      if (value !== undefined) return value;
-      if (!this.scheduler.step(limitMs)) throw new Error(`not within ${LIMIT_MS} simulated ms: ${what}`);
-      await drainMicrotasks();
-      for (const m of this.members.values()) if (m.up) m.scheduleSync(() => 1, (pending) => pending);
-    }
+    return simulateUntil(this.scheduler, [...this.members.values()], LIMIT_MS, what, done);
   }
 
   /** Runs for `ms` of simulated time. */
