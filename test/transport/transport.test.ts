@@ -6,7 +6,8 @@ import { peerIdFromPrivateKey } from '@libp2p/peer-id';
 import { encode } from 'cborg';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { CodecError, InvalidArgumentError, ListenError } from '../../src/errors.js';
-import type { Message, NodeId } from '../../src/raft/types.js';
+import { encodeConfChange } from '../../src/raft/conf-change.js';
+import { EntryType, type Message, type NodeId } from '../../src/raft/types.js';
 import { parsePeerAddress } from '../../src/transport/address.js';
 import type { PeerAddress } from '../../src/transport/address.js';
 import { encodeFrame } from '../../src/transport/codec.js';
@@ -15,6 +16,7 @@ import type { TransportEvent } from '../../src/transport/events.js';
 import { withPrefix } from '../../src/transport/framing.js';
 import { Libp2pTransport } from '../../src/transport/libp2p-transport.js';
 import type { Libp2pTransportOptions } from '../../src/transport/libp2p-transport.js';
+import { freePort } from '../fixtures/process-cluster.js';
 import { hostileNode as createHostileNode, openRaw as openRawStream, type HostileNode } from '../fixtures/hostile-node.js';
 
 const CLUSTER = 'test-cluster';
@@ -419,5 +421,48 @@ describe('Libp2pTransport', () => {
       expect(caught, option).toBeInstanceOf(InvalidArgumentError);
       expect((caught as InvalidArgumentError).option).toBe(option);
     }
+  });
+});
+
+describe('the members of the configuration (setMembers)', () => {
+  it('dials a member added by its id, which is its address, takes its frames, and drops it once removed', async () => {
+    const [pa, pb] = [await freePort(), await freePort()];
+    const a = await member(`127.0.0.1:${pa}`, { listen: `/ip4/127.0.0.1/tcp/${pa}` });
+    const b = await member(`127.0.0.1:${pb}`, { listen: `/ip4/127.0.0.1/tcp/${pb}` });
+    // Neither knows the other: a frame from a stranger is dropped, and nothing is dialled.
+    a.transport.send(heartbeat(a.id, b.id, 1));
+    expect(a.events.some((e) => e.type === 'dropped' && e.reason === 'unreachable' && e.peer === b.id)).toBe(true);
+    // Added by their ids (this one's among them, as a configuration lists it): each dials the other.
+    a.transport.setMembers([a.id, b.id]);
+    b.transport.setMembers([a.id, b.id]);
+    await vi.waitFor(() => expect(a.transport.isConnected(b.id)).toBe(true), WAIT);
+    a.transport.send(heartbeat(a.id, b.id, 2));
+    await vi.waitFor(() => expect(b.received.map((m) => m.type === 'heartbeat' && m.commit)).toContain(2), WAIT);
+    // Removed: no link, no dial, and its frames are a stranger's again.
+    b.transport.setMembers([b.id]);
+    expect(b.transport.isConnected(a.id)).toBe(false);
+    a.transport.send(heartbeat(a.id, b.id, 3));
+    await vi.waitFor(() => expect(b.events.some((e) => e.type === 'dropped' && e.reason === 'unknown-sender')).toBe(true), WAIT);
+    expect(b.received.map((m) => m.type === 'heartbeat' && m.commit)).not.toContain(3);
+  });
+
+  it('refuses to send a conf change before setProtocol(2), and carries it after', async () => {
+    const [pa, pb] = [await freePort(), await freePort()];
+    const a = await member(`127.0.0.1:${pa}`, { listen: `/ip4/127.0.0.1/tcp/${pa}` });
+    const b = await member(`127.0.0.1:${pb}`, { listen: `/ip4/127.0.0.1/tcp/${pb}` });
+    for (const m of [a, b]) m.transport.setMembers([a.id, b.id]);
+    const entry = { index: 1, term: 1, type: EntryType.ConfChange, data: encodeConfChange({ type: 'add-learner', id: 'c' }), pid: '' };
+    const append: Message = { type: 'append', from: a.id, to: b.id, term: 1, prevIndex: 0, prevTerm: 0, commit: 0, entries: [entry] };
+    expect(() => a.transport.send(append)).toThrow(CodecError);
+    a.transport.setProtocol(2);
+    a.transport.send(append);
+    await vi.waitFor(() => expect(b.received.find((m) => m.type === 'append')).toEqual(append), WAIT);
+  });
+
+  it('leaves out an id that is no address, saying so', async () => {
+    const a = await member('a');
+    a.transport.setMembers(['a', 'not an address']);
+    expect(a.events.some((e) => e.type === 'dropped' && e.peer === 'not an address' && e.detail.includes('not an address'))).toBe(true);
+    expect(a.transport.isConnected('not an address')).toBe(false);
   });
 });
