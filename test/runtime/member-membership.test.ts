@@ -138,6 +138,24 @@ describe('configuration changes on the production member', () => {
     expect(sim.fatal.size).toBe(1);
   });
 
+  it('removes the leader: it stops, hands over, and the voters left elect a leader and go on', async () => {
+    const sim = new MembershipSim(7);
+    for (const id of FOUNDERS) await sim.start(id);
+    await sim.until('cluster version 2 on every member', () => (FOUNDERS.every((id) => sim.get(id).member?.versions.active === MEMBERSHIP_VERSION) ? true : undefined));
+    const leader = await sim.until('a leader', () => sim.leader());
+    await sim.settle((leader.member as NonNullable<SimMember['member']>).proposeConfChange({ type: 'remove', id: leader.id }));
+    await sim.until('the removed leader stops', () => sim.fatal.get(leader.id));
+    expect(sim.fatal.get(leader.id)).toMatchObject({ code: 'CRONRAFT_REMOVED' });
+    const next = await sim.until('a new leader', () => sim.leader());
+    expect(next.id).not.toBe(leader.id);
+    const left = FOUNDERS.filter((id) => id !== leader.id);
+    await sim.until('the voters left apply the change', () => (left.every((id) => conf(sim.get(id)).voters.length === 2) ? true : undefined));
+    for (const id of left) expect(conf(sim.get(id))).toEqual({ voters: left, learners: [] });
+    // Two voters commit on: a proposal through the new leader is applied.
+    await sim.settle((next.driver as NonNullable<SimMember['driver']>).propose(Uint8Array.of(7)));
+    expect(sim.fatal.size).toBe(1);
+  });
+
   it('catches a learner up by a snapshot that carries the configuration, and it restarts from it', async () => {
     const small: MemberSettings = { ...SETTINGS, compaction: { everyEntries: 20, retainEntries: 5 } };
     const sim = new MembershipSim(5, small);
