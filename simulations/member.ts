@@ -11,7 +11,7 @@ import type { TimerHandle, Timers } from '../src/time/clock.js';
 import { SeededRandom } from '../src/time/random.js';
 import type { Transport } from '../src/transport/transport.js';
 import { SUPPORTED, type VersionSupport } from '../src/version/versions.js';
-import { storedClusterVersion } from '../src/version/stored-version.js';
+import { storedWireVersion } from '../src/version/stored-version.js';
 import { SimClock } from './clock-model.js';
 import { simHandler, type HandlerEvent, type SimJob } from './jobs.js';
 import type { SimNetwork, SimTransport } from './network.js';
@@ -107,7 +107,7 @@ export class SimMember {
     const member = new Member({
       self: this.id,
       node,
-      storedVersion: storedClusterVersion(stored),
+      storedVersion: storedWireVersion(stored),
       storage,
       transport,
       clock: this.clock,

@@ -28,7 +28,7 @@ import { systemClock, systemTimers, type Clock, type Timers } from './time/clock
 import type { Random } from './time/random.js';
 import { loadPsk } from './transport/cluster-secret.js';
 import { Libp2pTransport } from './transport/libp2p-transport.js';
-import { checkStoredVersion, storedClusterVersion } from './version/stored-version.js';
+import { checkStoredVersion, storedWireVersion } from './version/stored-version.js';
 import { setMemberOf, versionSupportOf } from './version/test-seams.js';
 
 type Status = ClusterState['status'];
@@ -142,7 +142,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     const member = new Member({
       self: o.self.id,
       node,
-      storedVersion: storedClusterVersion(stored),
+      storedVersion: storedWireVersion(stored),
       storage: this.#storage,
       transport: this.#transport,
       clock: this.#clock,

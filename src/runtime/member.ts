@@ -74,8 +74,9 @@ export interface MemberParts {
   /** What this member reads: tests build "the next release" with more. @default SUPPORTED */
   readonly versions?: VersionSupport;
   /**
-   * The cluster version of the stored state (version/stored-version.ts): the wire protocol it
-   * needs is in force from the start, before the log's activation is applied again.
+   * The cluster version of the stored log, its uncommitted activations included
+   * (stored-version.ts, storedWireVersion): the wire protocol it needs is in force from the
+   * start, before the log's activation is applied again.
    * @default FIRST_CLUSTER_VERSION
    */
   readonly storedVersion?: number;

@@ -15,6 +15,23 @@ const CLUSTER_ENTRY_HEAD = [0x82, 0x02] as const;
  * be replaced, so it says nothing.
  */
 export function storedClusterVersion(stored: StoredState): number {
+  return activatedIn(stored, stored.hardState.commit);
+}
+
+/**
+ * The cluster version whose wire protocol a member may speak from its start: that of every
+ * activation in its stored log, uncommitted ones too. A leader proposes an activation only once
+ * every member reads that version, so each of them reads its protocol; and a member restarted
+ * with an entry of that protocol in its log (a conf change) but a stored commit point behind
+ * the activation (a commit alone is not written) could otherwise not send that entry, nor so
+ * commit anything as leader.
+ */
+export function storedWireVersion(stored: StoredState): number {
+  return activatedIn(stored, Number.POSITIVE_INFINITY);
+}
+
+/** The snapshot's version, raised by the activations in the stored log up to index `upTo`. */
+function activatedIn(stored: StoredState, upTo: number): number {
   let active = FIRST_CLUSTER_VERSION;
   if (stored.snapshot.index > 0) {
     const cluster = decodeMemberSnapshot(stored.snapshot.data)?.cluster;
@@ -22,7 +39,7 @@ export function storedClusterVersion(stored: StoredState): number {
     if (isVersion(saved)) active = saved;
   }
   for (const entry of stored.entries) {
-    if (entry.index > stored.hardState.commit) break;
+    if (entry.index > upTo) break;
     if (entry.type !== EntryType.Normal || entry.data[0] !== CLUSTER_ENTRY_HEAD[0] || entry.data[1] !== CLUSTER_ENTRY_HEAD[1]) continue;
     let payload: unknown;
     try {

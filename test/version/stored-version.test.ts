@@ -7,7 +7,7 @@ import { encodeSchedulerSnapshot } from '../../src/scheduler/state-snapshot.js';
 import { SchedulerState } from '../../src/scheduler/state.js';
 import type { StoredState } from '../../src/storage/log-storage.js';
 import type { ClusterCommand } from '../../src/version/cluster-command.js';
-import { checkStoredVersion, storedClusterVersion } from '../../src/version/stored-version.js';
+import { checkStoredVersion, storedClusterVersion, storedWireVersion } from '../../src/version/stored-version.js';
 import { testNextVersion } from '../../src/version/test-next-version.js';
 import { SUPPORTED } from '../../src/version/versions.js';
 
@@ -37,6 +37,13 @@ describe('the cluster version a data directory was left at', () => {
   it('ignores an activation beyond the commit index: it may still be replaced', () => {
     expect(storedClusterVersion(stored([activate(1, 1, 2)], 0))).toBe(1);
     expect(storedClusterVersion(stored([activate(1, 1, 2), activate(2, 2, 3)], 1))).toBe(2);
+  });
+
+  it('gives the wire every activation in the log, uncommitted ones too (each was proposed once every member read it)', () => {
+    expect(storedWireVersion(stored([activate(1, 1, 2)], 0))).toBe(2);
+    expect(storedWireVersion(stored([activate(1, 1, 2), activate(2, 2, 3)], 1))).toBe(3);
+    expect(storedWireVersion(stored([], 0, snapshotAt(5, 2)))).toBe(2);
+    expect(storedWireVersion(stored([], 0))).toBe(1);
   });
 
   it('starts from the snapshot’s version, and skips entries it cannot read', () => {
