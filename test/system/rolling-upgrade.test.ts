@@ -61,6 +61,8 @@ describe('a rolling upgrade of real processes', () => {
 
     // The last upgrade: the leader raises the version, which every member applies.
     for (const m of c.members) await expect.poll(async () => (await m.state()).version.active, { timeout: 10_000, interval: 50 }).toBe(current + 1);
+    // Each member said so through its event, naming the step and the entry that made it.
+    for (const m of c.members) expect(await m.waitEvent((e) => e.event === 'version-activated' && e.to === current + 1, 10_000)).toMatchObject({ from: current, index: expect.any(Number) });
     const noted = await c.members[1]!.request<{ index: number }>('test-note', { text: 'after the upgrade' });
     expect(noted.index).toBeGreaterThan(0);
     for (const m of c.members) await expect.poll(() => m.request<string[] | null>('test-notes'), { timeout: 10_000, interval: 50 }).toEqual(['after the upgrade']);
