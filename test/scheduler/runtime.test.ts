@@ -258,12 +258,12 @@ describe('run records near slot instants', () => {
     expect(records(c, 'sync')[0]).toEqual(['outcome', 'interrupted', 1005]);
   });
 
-  it('a draining member sends the records it holds at once', async () => {
+  it('a member stopping gracefully sends the records it holds at once', async () => {
     const c = cluster(['a'], 5);
     c.schedule(['a'], 'sync', { every: '1s' }, 3);
     await c.time.advanceTo(T0 + 1001);
     expect(records(c, 'sync')).toEqual([]);
-    const drained = c.members.get('a')!.drain(1000);
+    const drained = c.members.get('a')!.handOver(1000, 0);
     await c.time.advanceTo(T0 + 1100);
     await drained;
     expect(records(c, 'sync')).toEqual([
@@ -502,13 +502,13 @@ describe('priority and maxConcurrent', () => {
     expect(c.runs.filter((r) => r.startMs < low!.startMs).every((r) => r.slotMs < T0 + 4000)).toBe(true);
   });
 
-  it('drops runs still waiting for a run permit when the member drains, and lets the running one finish', async () => {
+  it('drops runs still waiting for a run permit when the member stops gracefully, and lets the running one finish', async () => {
     const c = cluster(['a'], 5, { maxConcurrent: 1 });
     c.schedule(['a'], 'first', { at: T0 + 1000 }, 500);
     c.schedule(['a'], 'second', { at: T0 + 1000 }, 500);
     await c.time.advanceTo(T0 + 1100);
     expect(c.runs.map((r) => r.job)).toEqual(['first']);
-    const drained = c.members.get('a')!.drain(5000);
+    const drained = c.members.get('a')!.handOver(5000, 0);
     await c.time.advanceTo(T0 + 3000);
     await drained;
     expect(c.runs.map((r) => r.job)).toEqual(['first']);

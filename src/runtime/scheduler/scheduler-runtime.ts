@@ -6,7 +6,7 @@ import type { ApplyResult, SchedulerStateParts } from '../../scheduler/records.j
 import type { SchedulerCommand } from '../../scheduler/command.js';
 import type { SchedulerState } from '../../scheduler/state.js';
 import { Assignee } from './assignee.js';
-import { handOver, waitUntil, within } from './handover.js';
+import { handOver, waitUntil } from './handover.js';
 import type { JobHandler, JobOptions } from './job-types.js';
 import { LeaderPlanning } from './leader-planning.js';
 import { Registrations } from './registrations.js';
@@ -47,19 +47,6 @@ export class SchedulerRuntime {
 
   start(): void {
     this.#schedulePlan();
-  }
-
-  /**
-   * Lets the runs in progress finish and record their outcomes, for at most `timeoutMs`, so a
-   * graceful stop does not leave a slot that ran without its outcome (which would run again).
-   * New slots are not started meanwhile.
-   */
-  async drain(timeoutMs: number): Promise<void> {
-    this.#ctx.drain();
-    this.#assignee.drain();
-    const runs = this.#ctx.inFlightRuns;
-    if (runs.size === 0) return;
-    await within(this.#o.timers, Promise.allSettled([...runs]), timeoutMs);
   }
 
   /**
