@@ -5,7 +5,7 @@ import { isSchedulerCommand } from '../scheduler/command-shape.js';
 import type { SchedulerCommand } from '../scheduler/command.js';
 import { VersionTooOldError } from '../errors.js';
 import { isClusterCommand, type ClusterCommand } from '../version/cluster-command.js';
-import { FIRST_CLUSTER_VERSION, isVersion, SUPPORTED, type VersionSupport } from '../version/versions.js';
+import { BATCH_VERSION, FIRST_CLUSTER_VERSION, isVersion, SUPPORTED, type VersionSupport } from '../version/versions.js';
 import { shareStrings } from './shared-strings.js';
 
 /**
@@ -13,12 +13,14 @@ import { shareStrings } from './shared-strings.js';
  * command, or a command of the cluster's own state (versions). CBOR `[kind, payload]`, or
  * `[kind, payload, version]` for a command of a cluster version after the first: the version
  * each entry needs is in the entry, so that every member, whatever its release, decides alike
- * what to do with it (decodeEntry). `extension`: a command of the test-only next version (see
- * version/extension.ts).
+ * what to do with it (decodeEntry). `scheduler-batch` (cluster version 2, BATCH_VERSION): the
+ * registrations of many jobs, applied in order at the entry's index. `extension`: a command of
+ * the test-only next version (see version/extension.ts).
  */
 export type LogCommand =
   | { readonly kind: 'user'; readonly data: Uint8Array }
   | { readonly kind: 'scheduler'; readonly command: SchedulerCommand }
+  | { readonly kind: 'scheduler-batch'; readonly commands: readonly BatchedCommand[] }
   | { readonly kind: 'cluster'; readonly command: ClusterCommand }
   | { readonly kind: 'extension'; readonly version: number; readonly command: unknown };
 
@@ -27,6 +29,19 @@ export interface SkippedEntry {
   readonly kind: 'skip';
   readonly reason: 'malformed' | 'inactive';
 }
+
+/**
+ * The scheduler commands a batch may hold: registrations, which use no fencing token (the
+ * entry's index), so that many of them may share one entry. An app that schedules ten
+ * thousand jobs as it starts writes a few hundred entries rather than ten thousand.
+ */
+export type BatchedCommand = Extract<SchedulerCommand, { type: 'register' | 'unregister' }>;
+
+/**
+ * The most commands one batch holds: with the bounds on a job's name and spec, a batch stays far
+ * below the largest proposal (maxProposalBytes); a longer one read from the log is malformed.
+ */
+export const MAX_COMMANDS_PER_BATCH = 128;
 
 const KIND_USER = 0;
 const KIND_SCHEDULER = 1;
@@ -50,6 +65,10 @@ export function isUserCommand(bytes: Uint8Array): boolean {
 export function encodeCommand(command: LogCommand): Uint8Array {
   if (command.kind === 'scheduler') return encodeSmall([KIND_SCHEDULER, command.command]);
   if (command.kind === 'cluster') return encodeSmall([KIND_CLUSTER, command.command]);
+  if (command.kind === 'scheduler-batch') {
+    if (!isBatch(command.commands)) throw new TypeError(`encodeCommand: a batch holds 1 to ${MAX_COMMANDS_PER_BATCH} registrations`);
+    return encodeSmall([KIND_SCHEDULER, command.commands, BATCH_VERSION]);
+  }
   if (command.kind === 'extension') return encodeSmall([KIND_CLUSTER, command.command, command.version]);
   // A user's command is written head by head (cbor-heads.ts), the same bytes cborg writes for
   // [KIND_USER, data] at a fraction of its allocation: one per proposal, on the commit path.
@@ -98,8 +117,17 @@ export function decodeEntry(bytes: Uint8Array, active: number, support: VersionS
     const command = extension.decode(payload);
     if (command !== null) return { kind: 'extension', version, command };
   }
-  // No release reads versioned commands of its own yet: each version that adds one decodes it here.
+  // Each version that adds commands decodes them here, by the version the entry names.
+  if (version === BATCH_VERSION && kind === KIND_SCHEDULER && isBatch(payload)) {
+    return { kind: 'scheduler-batch', commands: payload.map((command) => shareStrings(command) as BatchedCommand) };
+  }
   return MALFORMED;
+}
+
+/** Whether a value is a batch this release writes and reads: 1 to MAX_COMMANDS_PER_BATCH registrations, each checked as any command is. */
+function isBatch(value: unknown): value is BatchedCommand[] {
+  if (!Array.isArray(value) || value.length === 0 || value.length > MAX_COMMANDS_PER_BATCH) return false;
+  return value.every((command) => isSchedulerCommand(command) && (command.type === 'register' || command.type === 'unregister'));
 }
 
 const MALFORMED: SkippedEntry = { kind: 'skip', reason: 'malformed' };

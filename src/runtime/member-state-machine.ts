@@ -62,6 +62,17 @@ export function memberStateMachine(schedulerOf: () => SchedulerRuntime, cluster:
           hooks.onSchedulerApplied?.(entry.index, command.command, result);
           return result;
         }
+        case 'scheduler-batch': {
+          // One entry, many registrations, each applied as if it had an entry of its own (none
+          // reads the index: registrations carry no fencing token).
+          const scheduler = schedulerOf();
+          for (const one of command.commands) {
+            const result = scheduler.apply(entry.index, one);
+            mirror.apply(entry.index, one);
+            hooks.onSchedulerApplied?.(entry.index, one, result);
+          }
+          return undefined;
+        }
         case 'user':
           hooks.onUserEntry?.(entry, command.data);
           return undefined;

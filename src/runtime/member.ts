@@ -13,7 +13,7 @@ import { RaftDriver } from './driver.js';
 import { memberStateMachine, type MemberStateMachineHooks } from './member-state-machine.js';
 import { VersionKeeper } from './version-keeper.js';
 import { ClusterVersionState } from '../version/cluster-version.js';
-import { FIRST_CLUSTER_VERSION, MEMBERSHIP_VERSION, protocolOf, SUPPORTED, type VersionSupport } from '../version/versions.js';
+import { BATCH_VERSION, FIRST_CLUSTER_VERSION, MEMBERSHIP_VERSION, protocolOf, SUPPORTED, type VersionSupport } from '../version/versions.js';
 import { ConfigurationKeeper } from './configuration-keeper.js';
 import type { ProposalResult } from './pending-requests.js';
 import type { RunRecord } from './scheduler/job-types.js';
@@ -160,6 +160,7 @@ export class Member {
       clock: driver.clusterClock(),
       timers: parts.timers,
       propose: (command: SchedulerCommand) => driver.propose(encodeCommand({ kind: 'scheduler', command })),
+      proposeBatch: (commands) => (this.versions.active >= BATCH_VERSION ? driver.propose(encodeCommand({ kind: 'scheduler-batch', commands })) : null),
       barrier: () => driver.readBarrier(),
       // A leader plans by the cluster's time, so not before it has learned it: with a bad clock
       // of its own it would claim slots ahead of time or skip them as missed.

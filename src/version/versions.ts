@@ -26,9 +26,17 @@ export const FIRST_CLUSTER_VERSION = 1;
 
 /**
  * Cluster version 2, "membership": configuration changes (conf-change entries in the log, a
- * snapshot's configuration), carried on the wire by protocol 2.
+ * snapshot's configuration), carried on the wire by protocol 2; and registrations in batches
+ * (BATCH_VERSION).
  */
 export const MEMBERSHIP_VERSION = 2;
+
+/**
+ * The cluster version from which a log entry may carry a batch of registrations (many jobs'
+ * `register` or `unregister` in one entry, see commands.ts): a member of cronraft 0.1.0 reads
+ * none, so a member proposes them only once the cluster runs this version.
+ */
+export const BATCH_VERSION = MEMBERSHIP_VERSION;
 
 /**
  * Bound on any version number read from the log, a snapshot or a peer: a hostile or damaged

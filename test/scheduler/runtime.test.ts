@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { MAX_COMMANDS_PER_BATCH } from '../../src/runtime/commands.js';
 import type { JobContext, JobOptions } from '../../src/runtime/scheduler/job-types.js';
 import { MAX_REGISTRATIONS_IN_FLIGHT } from '../../src/runtime/scheduler/registrations.js';
 import { SchedulerRuntime, type SchedulerRuntimeOptions } from '../../src/runtime/scheduler/scheduler-runtime.js';
@@ -670,6 +671,9 @@ describe('registrations', () => {
     const { runtime, time, proposed } = pending();
     const jobs = MAX_REGISTRATIONS_IN_FLIGHT + 100;
     for (let i = 0; i < jobs; i++) runtime.schedule(`job${i}`, parseSpec({ every: '1h' }), () => undefined, {});
+    // Proposed at the end of the turn, together.
+    expect(proposed).toHaveLength(0);
+    await Promise.resolve();
     expect(proposed).toHaveLength(MAX_REGISTRATIONS_IN_FLIGHT);
     for (const p of proposed.slice(0, 60)) p.settle(true);
     await time.advanceTo(T0 + 1);
@@ -711,6 +715,7 @@ describe('registrations', () => {
   it('that fail are proposed again on the next plan interval, not at once, and not before', async () => {
     const { runtime, time, proposed } = pending();
     for (let i = 0; i < 3; i++) runtime.schedule(`job${i}`, parseSpec({ every: '1h' }), () => undefined, {});
+    await Promise.resolve();
     for (const p of proposed) p.settle(false);
     await time.advanceTo(T0 + 99);
     expect(proposed).toHaveLength(3);
@@ -720,6 +725,67 @@ describe('registrations', () => {
     for (const p of proposed.slice(3)) p.settle(true);
     await time.advanceTo(T0 + 1000);
     expect(proposed).toHaveLength(6);
+  });
+});
+
+describe('registrations in batches (cluster version 2)', () => {
+  const runtimes: SchedulerRuntime[] = [];
+  afterEach(() => {
+    for (const r of runtimes.splice(0)) r.stop();
+  });
+
+  /** One follower alone whose batches wait for the test to settle them; `batches` false: a cluster at version 1. */
+  function batching(batches = true): { runtime: SchedulerRuntime; time: VirtualTime; proposed: Array<{ readonly jobs: string[]; settle: (ok: boolean) => void }> } {
+    const time = new VirtualTime();
+    const proposed: Array<{ readonly jobs: string[]; settle: (ok: boolean) => void }> = [];
+    const wait = (jobs: string[]): Promise<unknown> =>
+      new Promise((resolve, reject) => {
+        proposed.push({ jobs, settle: (ok) => (ok ? resolve(undefined) : reject(new Error('no leader'))) });
+      });
+    const runtime = new SchedulerRuntime({
+      self: 'a',
+      clock: time,
+      timers: time,
+      propose: (command) => wait([command.type === 'register' ? command.job : '?']),
+      proposeBatch: (commands) => (batches ? wait(commands.map((c) => c.job)) : null),
+      barrier: () => Promise.resolve(),
+      isLeader: () => false,
+      holdsLease: () => true,
+      eligibleMembers: () => ['a'],
+      ...PLANNING,
+    });
+    runtime.start();
+    runtimes.push(runtime);
+    return { runtime, time, proposed };
+  }
+
+  it('go as one entry per MAX_COMMANDS_PER_BATCH jobs scheduled in one turn, in order', async () => {
+    const { runtime, proposed } = batching();
+    for (let i = 0; i < 300; i++) runtime.schedule(`job${i}`, parseSpec({ every: '1h' }), () => undefined, {});
+    await Promise.resolve();
+    expect(proposed.map((p) => p.jobs.length)).toEqual([MAX_COMMANDS_PER_BATCH, MAX_COMMANDS_PER_BATCH, 300 - 2 * MAX_COMMANDS_PER_BATCH]);
+    expect(proposed.flatMap((p) => p.jobs)).toEqual(Array.from({ length: 300 }, (_, i) => `job${i}`));
+  });
+
+  it('go one by one while the cluster does not read batches', async () => {
+    const { runtime, proposed } = batching(false);
+    for (let i = 0; i < 3; i++) runtime.schedule(`job${i}`, parseSpec({ every: '1h' }), () => undefined, {});
+    await Promise.resolve();
+    expect(proposed.map((p) => p.jobs)).toEqual([['job0'], ['job1'], ['job2']]);
+  });
+
+  it('of a failed batch are proposed again on the next plan interval; answered ones never again', async () => {
+    const { runtime, time, proposed } = batching();
+    for (let i = 0; i < 3; i++) runtime.schedule(`job${i}`, parseSpec({ every: '1h' }), () => undefined, {});
+    await Promise.resolve();
+    proposed[0]?.settle(false);
+    await time.advanceTo(T0 + 99);
+    expect(proposed).toHaveLength(1);
+    await time.advanceTo(T0 + 100);
+    expect(proposed.map((p) => p.jobs)).toEqual([['job0', 'job1', 'job2'], ['job0', 'job1', 'job2']]);
+    proposed[1]?.settle(true);
+    await time.advanceTo(T0 + 1000);
+    expect(proposed).toHaveLength(2);
   });
 });
 

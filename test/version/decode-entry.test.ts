@@ -1,11 +1,13 @@
 import { encode } from 'cborg';
 import { describe, expect, it } from 'vitest';
 import { VersionTooOldError } from '../../src/errors.js';
-import { decodeEntry, encodeCommand } from '../../src/runtime/commands.js';
+import { decodeEntry, encodeCommand, MAX_COMMANDS_PER_BATCH } from '../../src/runtime/commands.js';
 import { testNextVersion } from '../../src/version/test-next-version.js';
-import { MAX_VERSION, SUPPORTED } from '../../src/version/versions.js';
+import { BATCH_VERSION, MAX_VERSION, SUPPORTED } from '../../src/version/versions.js';
 
 const note = { type: 'test-note', text: 'hi' };
+const unregister = { type: 'unregister', job: 'j', member: 'a' } as const;
+const claim = { type: 'claim', job: 'j', slotMs: 1000, assignees: ['a'] } as const;
 const NEXT = testNextVersion();
 /** The highest cluster version this release reads, and the next one, the test-only release's. */
 const C = SUPPORTED.stateMachine.max;
@@ -20,6 +22,12 @@ const CORPUS: ReadonlyArray<{ readonly name: string; readonly bytes: Uint8Array;
   { name: 'a malformed test note (version N)', bytes: encodeCommand({ kind: 'extension', version: N, command: { type: 'test-note', text: 7 } }), at1: ['inactive', 'inactive'], at2: ['too old', 'malformed'] },
   { name: 'a command of version N + 1', bytes: encode([2, note, N + 1]), at1: ['inactive', 'inactive'], at2: ['inactive', 'inactive'] },
   { name: 'a scheduler kind under version N', bytes: encode([1, { type: 'unregister', job: 'j', member: 'a' }, N]), at1: ['inactive', 'inactive'], at2: ['too old', 'malformed'] },
+  { name: 'a batch of registrations (version 2)', bytes: encodeCommand({ kind: 'scheduler-batch', commands: [unregister, unregister] }), at1: ['scheduler-batch', 'scheduler-batch'], at2: ['scheduler-batch', 'scheduler-batch'] },
+  { name: 'a batch holding a claim, which needs an index of its own', bytes: encode([1, [unregister, claim], BATCH_VERSION]), at1: ['malformed', 'malformed'], at2: ['malformed', 'malformed'] },
+  { name: 'an empty batch', bytes: encode([1, [], BATCH_VERSION]), at1: ['malformed', 'malformed'], at2: ['malformed', 'malformed'] },
+  { name: 'a batch past MAX_COMMANDS_PER_BATCH', bytes: encode([1, Array.from({ length: MAX_COMMANDS_PER_BATCH + 1 }, () => unregister), BATCH_VERSION]), at1: ['malformed', 'malformed'], at2: ['malformed', 'malformed'] },
+  { name: 'a batch holding a malformed registration', bytes: encode([1, [unregister, { type: 'unregister', job: 7, member: 'a' }], BATCH_VERSION]), at1: ['malformed', 'malformed'], at2: ['malformed', 'malformed'] },
+  { name: 'a batch without its version', bytes: encode([1, [unregister]]), at1: ['malformed', 'malformed'], at2: ['malformed', 'malformed'] },
   { name: 'three elements with version 1', bytes: encode([2, note, 1]), at1: ['malformed', 'malformed'], at2: ['malformed', 'malformed'] },
   { name: 'version 0', bytes: encode([2, note, 0]), at1: ['malformed', 'malformed'], at2: ['malformed', 'malformed'] },
   { name: 'a version past MAX_VERSION', bytes: encode([2, note, MAX_VERSION + 1]), at1: ['malformed', 'malformed'], at2: ['malformed', 'malformed'] },
@@ -51,6 +59,18 @@ describe('decodeEntry decides by the bytes and the version in force, alike on ev
       expect([decided(c.bytes, N), decided(c.bytes, N, NEXT)]).toEqual(c.at2);
     });
   }
+
+  it('skips a batch alike at version 1, where no member proposes one: cronraft 0.1.0 reads none', () => {
+    const batch = encodeCommand({ kind: 'scheduler-batch', commands: [unregister] });
+    const release010 = { protocol: { min: 1, max: 1 }, stateMachine: { min: 1, max: 1 } };
+    expect([decided(batch, 1), decided(batch, 1, NEXT), decided(batch, 1, release010)]).toEqual(['inactive', 'inactive', 'inactive']);
+    expect(decodeEntry(batch, BATCH_VERSION, SUPPORTED)).toEqual({ kind: 'scheduler-batch', commands: [unregister] });
+  });
+
+  it('refuses to encode a batch it would not read back', () => {
+    expect(() => encodeCommand({ kind: 'scheduler-batch', commands: [] })).toThrow(TypeError);
+    expect(() => encodeCommand({ kind: 'scheduler-batch', commands: [claim as never] })).toThrow(TypeError);
+  });
 
   it('gives the next release its command once active', () => {
     expect(decodeEntry(encodeCommand({ kind: 'extension', version: N, command: note }), N, NEXT)).toEqual({ kind: 'extension', version: N, command: note });

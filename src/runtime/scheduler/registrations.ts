@@ -1,6 +1,7 @@
 import type { CatchUp } from '../../scheduler/planner.js';
 import type { JobSpec } from '../../scheduler/spec.js';
 import { DEFAULT_OVERLAP, type JobPolicy, type SchedulerCommand } from '../../scheduler/command.js';
+import { MAX_COMMANDS_PER_BATCH } from '../commands.js';
 import type { JobHandler, JobOptions } from './job-types.js';
 import type { RuntimeContext } from './runtime-context.js';
 
@@ -36,6 +37,8 @@ export class Registrations {
   readonly #toRegister = new Set<string>();
   /** Registrations proposed and not yet answered: at most MAX_REGISTRATIONS_IN_FLIGHT. */
   #registrationsInFlight = 0;
+  /** Whether a registerSome is queued for the end of this turn (see add). */
+  #flushQueued = false;
 
   constructor(ctx: RuntimeContext) {
     this.#ctx = ctx;
@@ -46,12 +49,21 @@ export class Registrations {
     return this.#jobs.get(name);
   }
 
-  /** Keeps the job's handler and proposes its registration (now, or once it may be). */
+  /**
+   * Keeps the job's handler and proposes its registration (at the end of this turn, with the
+   * others scheduled in it, or once it may be).
+   */
   add(name: string, spec: JobSpec, handler: JobHandler, options: JobOptions): void {
     this.#jobs.set(name, { spec, handler, options });
     this.#toRegister.add(name);
-    if (this.#ctx.options.clockReady?.() === false) this.#registerOne(name);
-    else this.registerSome();
+    if (this.#flushQueued) return;
+    // An app schedules its jobs one call after another as it starts: gathered to the end of the
+    // turn, they go in batches (one entry for many, see registerSome) rather than one by one.
+    this.#flushQueued = true;
+    queueMicrotask(() => {
+      this.#flushQueued = false;
+      this.registerSome();
+    });
   }
 
   /** Forgets the job's handler; false if this member had none. */
@@ -79,65 +91,107 @@ export class Registrations {
 
   /**
    * Proposes `unregister` for every job the log has this member handle (a graceful stop: no
-   * leader gives it more work), at most MAX_REGISTRATIONS_IN_FLIGHT at once; resolves once each
-   * is applied or given up. The handlers stay: runs in progress go on.
+   * leader gives it more work), at most MAX_REGISTRATIONS_IN_FLIGHT at once, in batches once the
+   * cluster reads them; resolves once each is applied or given up. The handlers stay: runs in
+   * progress go on.
    */
   async unregisterAll(): Promise<void> {
     const self = this.#ctx.options.self;
     const state = this.#ctx.state;
     const names = [...state.jobs.values()].filter((job) => job.handlers.has(self)).map((job) => job.name);
+    const unregistered = (name: string): boolean => state.jobs.get(name)?.handlers.has(self) !== true;
     for (let i = 0; i < names.length && !this.#ctx.stopped; i += MAX_REGISTRATIONS_IN_FLIGHT) {
-      await Promise.all(
-        names.slice(i, i + MAX_REGISTRATIONS_IN_FLIGHT).map((name) => this.#ctx.proposeUntil({ type: 'unregister', job: name, member: self }, () => state.jobs.get(name)?.handlers.has(self) !== true)),
-      );
+      const some = names.slice(i, i + MAX_REGISTRATIONS_IN_FLIGHT);
+      // Batches first; whatever a batch did not settle (no leader, a lost answer) goes one by one.
+      if (this.#ctx.options.proposeBatch !== undefined) {
+        await Promise.all(
+          chunks(some, MAX_COMMANDS_PER_BATCH).map(async (chunk) => this.#ctx.options.proposeBatch?.(chunk.map((job) => ({ type: 'unregister', job, member: self })))?.catch(() => undefined)),
+        );
+      }
+      await Promise.all(some.filter((name) => !unregistered(name)).map((name) => this.#ctx.proposeUntil({ type: 'unregister', job: name, member: self }, () => unregistered(name))));
     }
   }
 
   /**
    * Proposes the registrations waiting (#toRegister), as many as MAX_REGISTRATIONS_IN_FLIGHT
-   * lets. Called on every plan interval, and when a job is scheduled or a registration succeeds
-   * while this member knows the cluster's time (until then most jobs wait, see #registerOne, and
-   * looking through them all on every call would cost the square of their number); not as
-   * registrations fail, so that while no leader answers they are tried once a plan interval.
+   * lets, in batches of up to MAX_COMMANDS_PER_BATCH once the cluster reads them (one by one
+   * before). Called on every plan interval, at the end of a turn that scheduled jobs, and when
+   * registrations succeed while this member knows the cluster's time (until then most jobs
+   * wait, see #ready, and looking through them all on every call would cost the square of their
+   * number); not as registrations fail, so that while no leader answers they are tried once a
+   * plan interval.
    */
   registerSome(): void {
+    const ready: Array<{ readonly name: string; readonly command: Extract<SchedulerCommand, { type: 'register' }> }> = [];
     for (const name of this.#toRegister) {
-      if (this.#registrationsInFlight >= MAX_REGISTRATIONS_IN_FLIGHT) return;
-      this.#registerOne(name);
+      if (this.#registrationsInFlight + ready.length >= MAX_REGISTRATIONS_IN_FLIGHT) break;
+      const command = this.#ready(name);
+      if (command !== null) ready.push({ name, command });
+    }
+    for (const batch of chunks(ready, MAX_COMMANDS_PER_BATCH)) {
+      const jobs = batch.map(({ name }) => this.#jobs.get(name));
+      for (const { name } of batch) this.#toRegister.delete(name);
+      this.#registrationsInFlight += batch.length;
+      const proposed = this.#ctx.options.proposeBatch?.(batch.map(({ command }) => command)) ?? null;
+      if (proposed !== null) {
+        proposed.then(
+          () => this.#answered(batch.length, true),
+          () => {
+            this.#answered(batch.length, false);
+            batch.forEach(({ name }, i) => this.#retryLater(name, jobs[i]));
+          },
+        );
+        continue;
+      }
+      // A cluster that does not read batches yet (version 1): one entry each.
+      batch.forEach(({ name, command }, i) => {
+        this.#ctx.options.propose(command).then(
+          () => this.#answered(1, true),
+          () => {
+            this.#answered(1, false);
+            this.#retryLater(name, jobs[i]);
+          },
+        );
+      });
     }
   }
 
-  /** Proposes the job's registration if it may be now; it stays in #toRegister if not. */
-  #registerOne(name: string): void {
-    if (this.#registrationsInFlight >= MAX_REGISTRATIONS_IN_FLIGHT) return;
+  /** The registration to propose for the job now, or null if it may not be proposed now (it stays in #toRegister unless it is gone). */
+  #ready(name: string): Extract<SchedulerCommand, { type: 'register' }> | null {
     const job = this.#jobs.get(name);
     // A member that drains (stops gracefully) unregisters its jobs: none is registered again.
     if (job === undefined || this.#ctx.stopped || this.#ctx.draining) {
       this.#toRegister.delete(name);
-      return;
+      return null;
     }
     const o = this.#ctx.options;
     // The first registration's time anchors the job's slots on every member: a member that has
     // not learned the cluster's time would stamp its own clock, perhaps a minute off, and put
     // every slot that far away. It joins a job already registered at once (its time is then
     // unused); it creates one only once synced. The next plan interval tries again.
-    if (o.clockReady?.() === false && !this.#ctx.state.jobs.has(name)) return;
-    const command: SchedulerCommand = { type: 'register', job: name, spec: job.spec, mode: job.options.mode ?? 'one', policy: policyOf(job.options), member: o.self, atMs: o.clock.now() };
-    this.#toRegister.delete(name);
-    this.#registrationsInFlight++;
-    o.propose(command).then(
-      () => {
-        this.#registrationsInFlight--;
-        if (o.clockReady?.() !== false) this.registerSome();
-      },
-      () => {
-        this.#registrationsInFlight--;
-        // No leader yet, or it changed: the next plan interval tries again (unless the job was
-        // unscheduled, or scheduled anew, meanwhile).
-        if (this.#jobs.get(name) === job) this.#toRegister.add(name);
-      },
-    );
+    if (o.clockReady?.() === false && !this.#ctx.state.jobs.has(name)) return null;
+    return { type: 'register', job: name, spec: job.spec, mode: job.options.mode ?? 'one', policy: policyOf(job.options), member: o.self, atMs: o.clock.now() };
   }
+
+  #answered(count: number, ok: boolean): void {
+    this.#registrationsInFlight -= count;
+    if (ok && this.#ctx.options.clockReady?.() !== false) this.registerSome();
+  }
+
+  /**
+   * No leader yet, or it changed: the next plan interval tries again (unless the job was
+   * unscheduled, or scheduled anew, meanwhile).
+   */
+  #retryLater(name: string, job: LocalJob | undefined): void {
+    if (job !== undefined && this.#jobs.get(name) === job) this.#toRegister.add(name);
+  }
+}
+
+/** `items` cut into runs of at most `size`, in order. */
+function chunks<T>(items: readonly T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
 }
 
 /** The replicated form of a job's options (what the leader plans by). */

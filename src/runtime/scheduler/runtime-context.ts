@@ -10,6 +10,12 @@ export interface SchedulerRuntimeOptions {
   readonly timers: Timers;
   /** Replicates a command; resolves once it is applied here. */
   readonly propose: (command: SchedulerCommand) => Promise<unknown>;
+  /**
+   * Replicates registrations in one entry (at most MAX_COMMANDS_PER_BATCH), resolving once it is
+   * applied here; null, proposing nothing, while the cluster does not read batches yet (its
+   * version is below BATCH_VERSION): the caller then proposes them one by one. @default none
+   */
+  readonly proposeBatch?: (commands: ReadonlyArray<Extract<SchedulerCommand, { type: 'register' | 'unregister' }>>) => Promise<unknown> | null;
   /** Resolves once this member has applied everything committed before the call (a read barrier). */
   readonly barrier: () => Promise<unknown>;
   readonly isLeader: () => boolean;
