@@ -126,7 +126,7 @@ export interface VersionState {
 }
 
 /** Transport counters before the transport started. */
-const NO_TRAFFIC: TransportStats = { sent: 0, received: 0, droppedQueueFull: 0, droppedMalformed: 0, droppedOversized: 0, droppedUnexpected: 0 };
+const NO_TRAFFIC: TransportStats = { sent: 0, received: 0, droppedQueueFull: 0, droppedMalformed: 0, droppedOversized: 0, droppedUnexpected: 0, droppedPeerIdMismatch: 0 };
 
 /** What `state()` is built from: the member's parts, null before start(). */
 export interface StateSources {
