@@ -94,9 +94,11 @@ describe('a single-member cluster', () => {
     // Alone, the version rises to 2 within a couple of the keeper's looks; until then the gate refuses.
     if (c.state().version.active < 2) await expect(c.removeMember('nobody:1')).rejects.toMatchObject({ code: 'CRONRAFT_VERSION_NOT_ACTIVE', needs: 2 });
     await expect.poll(() => c.state().version.active, { timeout: 10_000, interval: 50 }).toBe(2);
+    // Then it binds itself to its own peer id (a change of its own, which would be pending).
+    await expect.poll(() => c.state().configuration.peerIds, { timeout: 10_000, interval: 50 }).toEqual({ [c.id]: c.state().peerId });
     await expect(c.removeMember('nobody:1')).rejects.toMatchObject({ code: 'CRONRAFT_MEMBERSHIP_REFUSED', reason: 'not-member' });
     await expect(c.removeMember(c.id)).rejects.toMatchObject({ code: 'CRONRAFT_MEMBERSHIP_REFUSED', reason: 'last-voter' });
-    expect(c.state().configuration).toEqual({ voters: [c.id], learners: [] });
+    expect(c.state().configuration).toEqual({ voters: [c.id], learners: [], peerIds: { [c.id]: c.state().peerId } });
     expect(c.state().members.map((m) => [m.id, m.voter])).toEqual([[c.id, true]]);
   });
 
