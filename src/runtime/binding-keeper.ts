@@ -6,7 +6,7 @@ import type { Transport } from '../transport/transport.js';
 import { MEMBERSHIP_VERSION } from '../version/versions.js';
 import type { RaftDriver } from './driver.js';
 
-/** How often a leader looks for a member to bind. Binding the founding members takes one look each. */
+/** How often a leader looks for a member to bind: after a refusal, or once a member becomes live. */
 export const BINDING_CHECK_MS = 500;
 
 export interface BindingKeeperOptions {
@@ -37,8 +37,8 @@ export interface BindingKeeperOptions {
  * keeps everyone else out; pinning `/p2p/` peer ids in the peer list closes even that window,
  * since a pinned member's frames come from its pinned key only, and so that is what is bound.
  *
- * One change at a time (the protocol refuses a second while one is pending); a refused or
- * failed one is tried again at the next look.
+ * One change at a time (the protocol refuses a second while one is pending), the next as soon
+ * as one applies; a refused or failed one is tried again at the next look.
  */
 export class BindingKeeper {
   readonly #o: BindingKeeperOptions;
@@ -68,10 +68,17 @@ export class BindingKeeper {
     const next = this.nextBinding();
     if (next === null) return;
     this.#proposing = true;
-    const settled = (): void => {
-      this.#proposing = false;
-    };
-    driver.proposeConfChange({ type: 'bind', id: next.id, peerId: next.peerId }, `bind ${next.id}`).then(settled, settled);
+    driver.proposeConfChange({ type: 'bind', id: next.id, peerId: next.peerId }, `bind ${next.id}`).then(
+      () => {
+        this.#proposing = false;
+        // Applied: the next member is bound at once rather than a look later (one chain of at
+        // most one change per member, each waiting for the last to apply).
+        if (this.#timer !== null) this.#look();
+      },
+      () => {
+        this.#proposing = false;
+      },
+    );
   }
 
   /**
