@@ -63,11 +63,6 @@ export function boundPeerId(conf: Configuration, id: NodeId): string | null {
   return null;
 }
 
-/** Whether every member has a peer id bound. */
-export function isFullyBound(conf: Configuration): boolean {
-  return conf.peerIds.length === conf.voters.length + conf.learners.length;
-}
-
 export function sameConfiguration(a: Configuration, b: Configuration): boolean {
   return (
     a.voters.join('\n') === b.voters.join('\n') &&
