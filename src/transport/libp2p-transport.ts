@@ -318,6 +318,12 @@ export class Libp2pTransport implements Transport {
         next.set(id, existing);
         continue;
       }
+      if (existing !== undefined && existing.address.peerId === null && address.peerId !== null && sameAddress(existing.address, { ...address, peerId: null })) {
+        // Bound where it was not: the link keeps its stream and dials that key from now on.
+        existing.bind(address.peerId);
+        next.set(id, existing);
+        continue;
+      }
       // A member that moved keeps its queued messages: they are still for that member.
       const link = new PeerLink(address, this.#linkContext, existing?.detachQueue());
       next.set(id, link);

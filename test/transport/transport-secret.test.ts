@@ -196,7 +196,11 @@ describe('peer ids bound in the configuration', () => {
     await vi.waitFor(() => expect(a.received).toHaveLength(1), WAIT);
     expect(a.transport.remotePeerIdOf('b')).toBe(impostor.node.peerId.toString());
 
+    await vi.waitFor(() => expect(a.transport.isConnected('b')).toBe(true), WAIT);
     a.transport.setMembers([{ id: 'a', peerId: peerIdOf(a) }, { id: 'b', peerId: peerIdOf(b) }, c]);
+    // Binding costs no reconnection: a moment without a connection would make the leader hand
+    // the member's work to others.
+    expect(a.transport.isConnected('b')).toBe(true);
     stream.send(claimFromB(2));
     await vi.waitFor(() => expect(a.transport.stats().droppedPeerIdMismatch).toBe(1), WAIT);
     expect(a.received.map((m) => m.type === 'heartbeat' && m.commit)).toEqual([1]);
