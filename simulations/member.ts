@@ -224,7 +224,9 @@ export class SimMember {
       send: (m: WireMessage) => inner.send(m),
       flush: () => inner.flush(),
       setProtocol: (protocol) => inner.setProtocol(protocol),
-      setMembers: (ids) => inner.setMembers(ids),
+      setMembers: (members) => inner.setMembers(members),
+      peerId: () => inner.peerId(),
+      remotePeerIdOf: (member) => inner.remotePeerIdOf(member),
       onMessage: (handler) =>
         inner.onMessage((m) =>
           this.#whenRunning(incarnation, () => {

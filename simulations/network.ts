@@ -1,7 +1,8 @@
+import { createHash } from 'node:crypto';
 import type { NodeId } from '../src/raft/types.js';
 import type { WireMessage } from '../src/transport/envelope.js';
 import type { Random } from '../src/time/random.js';
-import type { Transport, TransportStats } from '../src/transport/transport.js';
+import type { MemberPeer, Transport, TransportStats } from '../src/transport/transport.js';
 import { atProtocol } from '../src/transport/codec.js';
 import type { SimScheduler } from './scheduler.js';
 
@@ -126,6 +127,15 @@ export class SimNetwork {
   }
 }
 
+/**
+ * The peer id a simulated member's connections authenticate as: a function of its id, so that
+ * it is the same across restarts (as a key kept in the data directory is) and in every run of a
+ * seed. Letters and digits, as a libp2p peer id's string form is.
+ */
+export function simPeerIdOf(id: NodeId): string {
+  return `Sim${createHash('sha256').update(id).digest('hex').slice(0, 32)}`;
+}
+
 export class SimTransport implements Transport {
   readonly #id: NodeId;
   readonly #network: SimNetwork;
@@ -143,6 +153,11 @@ export class SimTransport implements Transport {
   #members: ReadonlySet<NodeId> | null = null;
   /** Messages to a member no longer in the configuration, dropped as production's transport drops them (unreachable). */
   droppedNotMember = 0;
+  /** The peer ids the configuration binds (setMembers): a message from a member bound to another than its sender's is dropped. */
+  #bound = new Map<NodeId, string>();
+  /** Members a message was delivered from, whose peer id remotePeerIdOf reports. */
+  readonly #heardFrom = new Set<NodeId>();
+  #droppedPeerIdMismatch = 0;
 
   constructor(id: NodeId, network: SimNetwork) {
     this.#id = id;
@@ -178,8 +193,17 @@ export class SimTransport implements Transport {
     this.#protocol = protocol;
   }
 
-  setMembers(ids: readonly NodeId[]): void {
-    this.#members = new Set(ids);
+  setMembers(members: readonly MemberPeer[]): void {
+    this.#members = new Set(members.map((m) => m.id));
+    this.#bound = new Map(members.flatMap((m) => (m.peerId === null ? [] : [[m.id, m.peerId] as const])));
+  }
+
+  peerId(): string {
+    return simPeerIdOf(this.#id);
+  }
+
+  remotePeerIdOf(member: NodeId): string | null {
+    return this.#heardFrom.has(member) ? simPeerIdOf(member) : null;
   }
 
   /** `peer`'s process is gone: the connection to it closed. */
@@ -193,6 +217,14 @@ export class SimTransport implements Transport {
       this.#droppedUnexpected++;
       return;
     }
+    // The simulated network carries each message from the member it names, whose connection
+    // authenticates as its simulated peer id: only a binding of another one (a bug) drops it.
+    const bound = this.#bound.get(m.from);
+    if (bound !== undefined && bound !== simPeerIdOf(m.from)) {
+      this.#droppedPeerIdMismatch++;
+      return;
+    }
+    this.#heardFrom.add(m.from);
     this.#received++;
     this.#handler(m);
   }
@@ -210,6 +242,6 @@ export class SimTransport implements Transport {
   }
 
   stats(): TransportStats {
-    return { sent: this.#sent, received: this.#received, droppedQueueFull: 0, droppedMalformed: 0, droppedOversized: 0, droppedUnexpected: this.#droppedUnexpected };
+    return { sent: this.#sent, received: this.#received, droppedQueueFull: 0, droppedMalformed: 0, droppedOversized: 0, droppedUnexpected: this.#droppedUnexpected, droppedPeerIdMismatch: this.#droppedPeerIdMismatch };
   }
 }

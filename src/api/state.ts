@@ -60,9 +60,11 @@ export interface ClusterState {
   /**
    * The configuration as applied here: the voters, which elect the leader and make up every
    * quorum, and the learners, replicated to and given work but never counted. The founding
-   * voters until a change (`removeMember`) applies.
+   * voters until a change (`removeMember`) applies. `peerIds`: the libp2p peer id bound to each
+   * member that has one (README, "Security"): its frames are accepted only from a connection
+   * authenticated as it. Empty before cluster version 2; the leader then binds each member.
    */
-  readonly configuration: { readonly voters: readonly NodeId[]; readonly learners: readonly NodeId[] };
+  readonly configuration: { readonly voters: readonly NodeId[]; readonly learners: readonly NodeId[]; readonly peerIds: Readonly<Record<NodeId, string>> };
   /** libp2p peer id of this member. */
   readonly peerId: string | null;
   readonly transport: TransportStats;
@@ -126,7 +128,7 @@ export interface VersionState {
 }
 
 /** Transport counters before the transport started. */
-const NO_TRAFFIC: TransportStats = { sent: 0, received: 0, droppedQueueFull: 0, droppedMalformed: 0, droppedOversized: 0, droppedUnexpected: 0 };
+const NO_TRAFFIC: TransportStats = { sent: 0, received: 0, droppedQueueFull: 0, droppedMalformed: 0, droppedOversized: 0, droppedUnexpected: 0, droppedPeerIdMismatch: 0 };
 
 /** What `state()` is built from: the member's parts, null before start(). */
 export interface StateSources {
@@ -161,7 +163,7 @@ export function clusterStateOf(s: StateSources): ClusterState {
     const offsetMs = offsets?.get(id)?.offsetMs ?? null;
     return { clockOffsetMs: offsetMs, clockSkewed: offsetMs !== null && Math.abs(offsetMs) > s.maxClockSkewMs };
   };
-  const conf = s.member?.configuration.conf ?? { voters: s.voters, learners: [] };
+  const conf = s.member?.configuration.conf ?? { voters: s.voters, learners: [], peerIds: [] };
   const voterSet = new Set(conf.voters);
   const members: MemberState[] = [...conf.voters, ...conf.learners].map((id) => {
     const voter = voterSet.has(id);
@@ -201,7 +203,7 @@ export function clusterStateOf(s: StateSources): ClusterState {
       lastSnapshot: driver?.lastSnapshot ?? null,
     },
     members,
-    configuration: { voters: [...conf.voters], learners: [...conf.learners] },
+    configuration: { voters: [...conf.voters], learners: [...conf.learners], peerIds: Object.fromEntries(conf.peerIds) },
     peerId: s.peerId,
     transport: s.transport?.stats() ?? NO_TRAFFIC,
     jobs: s.jobs,

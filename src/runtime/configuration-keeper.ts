@@ -1,7 +1,7 @@
-import { isMember, membersOf } from '../raft/configuration.js';
+import { boundPeerId, isMember, membersOf } from '../raft/configuration.js';
 import type { Configuration, NodeId } from '../raft/types.js';
 import type { TimerHandle, Timers } from '../time/clock.js';
-import type { Transport } from '../transport/transport.js';
+import type { MemberPeer, Transport } from '../transport/transport.js';
 
 export interface ConfigurationKeeperOptions {
   readonly self: NodeId;
@@ -19,7 +19,8 @@ export interface ConfigurationKeeperOptions {
 /**
  * A member's view of the configuration, as its driver applies it (Ready.conf): the voters the
  * lease counts, the members (voters and learners) work may go to, and the transport's peers,
- * which follow it: a member added is dialled at once, one removed after `removeAfterMs`.
+ * which follow it, with the peer ids bound to them: a member added is dialled at once, one
+ * removed after `removeAfterMs` (until then with the peer id it was bound to).
  */
 export class ConfigurationKeeper {
   readonly #o: ConfigurationKeeperOptions;
@@ -52,7 +53,7 @@ export class ConfigurationKeeper {
 
   /** Hands the transport its peers: called once, as the member starts. */
   start(): void {
-    this.#o.transport.setMembers(this.#members);
+    this.#o.transport.setMembers(peersOf(this.#conf, this.#members));
   }
 
   stop(): void {
@@ -62,16 +63,21 @@ export class ConfigurationKeeper {
 
   /** The configuration applied here changed. */
   apply(conf: Configuration): void {
-    const before = this.#members;
+    const before = this.#conf;
     this.#conf = conf;
     this.#members = membersOf(conf);
-    const removed = before.filter((id) => !isMember(conf, id));
-    this.#o.transport.setMembers([...this.#members, ...removed]);
+    const removed = membersOf(before).filter((id) => !isMember(conf, id));
+    this.#o.transport.setMembers([...peersOf(conf, this.#members), ...peersOf(before, removed)]);
     if (removed.length === 0) return;
     if (this.#pruneTimer !== null) this.#o.timers.clearTimeout(this.#pruneTimer);
     this.#pruneTimer = this.#o.timers.setTimeout(() => {
       this.#pruneTimer = null;
-      this.#o.transport.setMembers(this.#members);
+      this.#o.transport.setMembers(peersOf(this.#conf, this.#members));
     }, this.#o.removeAfterMs);
   }
+}
+
+/** `ids`, members of `conf`, with the peer ids `conf` binds to them. */
+function peersOf(conf: Configuration, ids: readonly NodeId[]): MemberPeer[] {
+  return ids.map((id) => ({ id, peerId: boundPeerId(conf, id) }));
 }

@@ -12,6 +12,7 @@ import { COMPACTION_DEFAULTS, type CompactionOptions } from './compaction.js';
 import { RaftDriver } from './driver.js';
 import { memberStateMachine, type MemberStateMachineHooks } from './member-state-machine.js';
 import { VersionKeeper } from './version-keeper.js';
+import { BindingKeeper } from './binding-keeper.js';
 import { ClusterVersionState } from '../version/cluster-version.js';
 import { BATCH_VERSION, FIRST_CLUSTER_VERSION, MEMBERSHIP_VERSION, protocolOf, SUPPORTED, type VersionSupport } from '../version/versions.js';
 import { ConfigurationKeeper } from './configuration-keeper.js';
@@ -94,6 +95,8 @@ export class Member {
   /** The cluster version in force and what each member reads, as applied here. */
   readonly versions: ClusterVersionState;
   readonly versionKeeper: VersionKeeper;
+  /** On the leader, binds members to their peer ids (trust on first use). */
+  readonly bindingKeeper: BindingKeeper;
   /** The configuration as applied here: the voters, the learners, the transport's peers. */
   readonly configuration: ConfigurationKeeper;
   /** Entries applied here that every member skips (see decodeEntry), by reason. */
@@ -188,6 +191,15 @@ export class Member {
       timers: parts.timers,
       live: (id) => this.#heardLately(id),
     });
+    this.bindingKeeper = new BindingKeeper({
+      self: parts.self,
+      conf: () => configuration.conf,
+      activeVersion: () => this.versions.active,
+      driver,
+      transport: parts.transport,
+      timers: parts.timers,
+      live: (id) => this.#heardLately(id),
+    });
   }
 
   /**
@@ -219,6 +231,7 @@ export class Member {
     t.setProtocol(protocolOf(Math.max(this.#p.storedVersion ?? FIRST_CLUSTER_VERSION, this.versions.active)));
     this.scheduler.start();
     this.versionKeeper.start();
+    this.bindingKeeper.start();
     // Alone, there is nobody to wait for: take leadership now rather than after a timeout.
     const voters = this.configuration.voters;
     if (voters.length === 1 && voters[0] === this.#p.self) this.driver.node.campaign();
@@ -227,6 +240,7 @@ export class Member {
   stop(): void {
     this.configuration.stop();
     this.versionKeeper.stop();
+    this.bindingKeeper.stop();
     this.scheduler.stop();
     this.driver.stop();
   }

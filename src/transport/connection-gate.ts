@@ -11,7 +11,10 @@ export interface InboundConnectionStats {
    * honest dial given up half-way.
    */
   readonly handshakeFailed: number;
-  /** Connections closed right after the handshake because their peer id is none of the pinned members'. */
+  /**
+   * Connections closed right after the handshake because their peer id is none of the members'
+   * (once every member's is known: pinned in its address or bound in the configuration).
+   */
   readonly notMember: number;
   /** Connections refused at once because their host already held MAX_INBOUND_CONNECTIONS_PER_HOST. */
   readonly overHostLimit: number;
@@ -22,12 +25,13 @@ export interface InboundConnectionStats {
 /**
  * The libp2p connection gater of a member: it bounds the inbound connections any one host holds,
  * handshaking or open, so that a flood of idle sockets or of connections from one address cannot
- * take the slots other members need; and, when every peer's address pins its peer id, closes
- * inbound connections from any other peer id right after the handshake, before a stream opens.
+ * take the slots other members need; and, when every peer's peer id is known (pinned in its
+ * address, or bound in the configuration), closes inbound connections from any other peer id
+ * right after the handshake, before a stream opens.
  * It counts what it refused.
  */
 export class ConnectionGate {
-  readonly #pinned: () => ReadonlySet<string> | null;
+  readonly #known: () => ReadonlySet<string> | null;
   /** Inbound connections held per remote host, from acceptance until they close. */
   readonly #perHost = new Map<string, number>();
   /** Inbound connections accepted whose handshake has not completed. */
@@ -35,9 +39,9 @@ export class ConnectionGate {
   readonly #counts = { accepted: 0, handshakeFailed: 0, notMember: 0, overHostLimit: 0 };
   #held = 0;
 
-  /** `pinned` returns the members' peer ids when every peer pins one, or null when some do not (then any peer id may connect). */
-  constructor(pinned: () => ReadonlySet<string> | null) {
-    this.#pinned = pinned;
+  /** `known` returns the members' peer ids when every peer's is known, or null when some are not (then any peer id may connect). */
+  constructor(known: () => ReadonlySet<string> | null) {
+    this.#known = known;
   }
 
   /** The gater to give libp2p. */
@@ -79,8 +83,8 @@ export class ConnectionGate {
 
   #onHandshake(peerId: PeerId, maConn: MultiaddrConnection): boolean {
     this.#handshaking.delete(maConn);
-    const pinned = this.#pinned();
-    if (pinned !== null && !pinned.has(peerId.toString())) {
+    const known = this.#known();
+    if (known !== null && !known.has(peerId.toString())) {
       this.#counts.notMember++;
       return true;
     }

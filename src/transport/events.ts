@@ -16,7 +16,10 @@ export type DropReason =
   | 'wrong-recipient'
   /** Inbound: the sender is not a member, or claims to be this member (droppedUnexpected). */
   | 'unknown-sender'
-  /** Inbound: the sender's address pins a peer id and the connection's remote peer is another (droppedUnexpected). */
+  /**
+   * Inbound: the sender's address pins a peer id, or the configuration binds one to it, and the
+   * connection's remote peer is another (droppedPeerIdMismatch).
+   */
   | 'peer-id-mismatch'
   /** Inbound: no handler was set with onMessage yet (droppedUnexpected). */
   | 'no-handler';

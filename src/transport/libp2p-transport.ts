@@ -39,7 +39,7 @@ import type { DropReason, TransportEvent } from './events.js';
 import { FrameReader, OversizedFrameError } from './framing.js';
 import { PeerLink } from './peer-link.js';
 import type { LinkContext, LinkSettings } from './peer-link.js';
-import type { Transport, TransportStats } from './transport.js';
+import type { MemberPeer, Transport, TransportStats } from './transport.js';
 
 export interface Libp2pTransportOptions {
   /** This member's id; inbound messages must be addressed to it. */
@@ -88,16 +88,27 @@ export class Libp2pTransport implements Transport {
   readonly #psk: Uint8Array | undefined;
   readonly #settings: LinkSettings;
   readonly #onEvent: ((event: TransportEvent) => void) | undefined;
-  readonly #counters = { sent: 0, received: 0, droppedQueueFull: 0, droppedMalformed: 0, droppedOversized: 0, droppedUnexpected: 0 };
+  readonly #counters = { sent: 0, received: 0, droppedQueueFull: 0, droppedMalformed: 0, droppedOversized: 0, droppedUnexpected: 0, droppedPeerIdMismatch: 0 };
   readonly #linkContext: LinkContext;
   readonly #maxInboundBufferedBytes: number;
   readonly #inbound = new Set<Stream>();
   /** Bytes of incomplete frames held by all inbound streams' readers. */
   #inboundBuffered = 0;
+  /**
+   * The peers as this member was given them (the options' `peers`, or setPeers): the addresses
+   * setMembers dials a member at, whose pinned peer ids win over the configuration's.
+   */
+  #given: ReadonlyMap<NodeId, PeerAddress> = new Map();
+  /**
+   * The peers dialled and heard from: each one's address with the peer id it must prove, its
+   * pinned one or else the one the configuration binds to it (see setMembers).
+   */
   #peers: ReadonlyMap<NodeId, PeerAddress> = new Map();
-  /** The peers' pinned peer ids when every peer pins one, else null (see ConnectionGate). */
-  #pinned: ReadonlySet<string> | null = null;
-  readonly #gate = new ConnectionGate(() => this.#pinned);
+  /** The peers' peer ids when every peer has one (pinned or bound), else null (see ConnectionGate). */
+  #known: ReadonlySet<string> | null = null;
+  readonly #gate = new ConnectionGate(() => this.#known);
+  /** The remote peer id of the connection that carried the last frame accepted from each peer (remotePeerIdOf). */
+  #lastRemotePeer = new Map<NodeId, string>();
   #links = new Map<NodeId, PeerLink>();
   /** The wire protocol in force (see setProtocol). */
   #protocol = 1;
@@ -130,7 +141,8 @@ export class Libp2pTransport implements Transport {
       emit: (event) => this.#emit(event),
       settings: this.#settings,
     };
-    this.setPeers(options.peers);
+    this.#given = new Map(options.peers);
+    this.#setPeers(options.peers);
   }
 
   async start(): Promise<void> {
@@ -237,6 +249,7 @@ export class Libp2pTransport implements Transport {
       droppedMalformed: c.droppedMalformed,
       droppedOversized: c.droppedOversized,
       droppedUnexpected: c.droppedUnexpected,
+      droppedPeerIdMismatch: c.droppedPeerIdMismatch,
       inboundConnections: this.#gate.stats(),
     };
   }
@@ -251,44 +264,63 @@ export class Libp2pTransport implements Transport {
     return this.#node?.peerId.toString() ?? null;
   }
 
+  remotePeerIdOf(member: NodeId): string | null {
+    return this.#lastRemotePeer.get(member) ?? null;
+  }
+
   setProtocol(protocol: number): void {
     this.#protocol = protocol;
   }
 
   /**
-   * Follows the configuration: a member already known keeps its address (and pinned peer id);
-   * one added is dialled at its id, which is its address. An id that is no address is left out
+   * Follows the configuration: a member is dialled at the address it was given (the options'
+   * `peers`, with its pinned peer id if any), or else at its id, which is its address. It must
+   * prove its pinned peer id, or else the one the configuration binds to it: its frames from any
+   * other are dropped (peer-id-mismatch), and a dial reaches only that key. A pinned id wins
+   * over a bound one: the user's word against the log's. An id that is no address is left out
    * (counted as unreachable when a message is sent to it).
    */
-  setMembers(ids: readonly NodeId[]): void {
+  setMembers(members: readonly MemberPeer[]): void {
     const next = new Map<NodeId, PeerAddress>();
-    for (const id of ids) {
-      const known = this.#peers.get(id);
-      if (known !== undefined) {
-        next.set(id, known);
-        continue;
-      }
+    for (const { id, peerId } of members) {
       if (id === this.#self) continue;
-      try {
-        next.set(id, parsePeerAddress(id, 'member id'));
-      } catch {
-        this.#emit({ type: 'dropped', reason: 'unreachable', peer: id, detail: 'a member id that is not an address' });
+      let address = this.#given.get(id);
+      if (address === undefined) {
+        try {
+          address = parsePeerAddress(id, 'member id');
+        } catch {
+          this.#emit({ type: 'dropped', reason: 'unreachable', peer: id, detail: 'a member id that is not an address' });
+          continue;
+        }
       }
+      next.set(id, address.peerId === null && peerId !== null ? { ...address, peerId } : address);
     }
-    this.setPeers(next);
+    this.#setPeers(next);
   }
 
   /**
-   * Replaces the member list. Links to removed peers are closed and their queued messages
-   * dropped; a peer whose address changed is re-dialled at the new address with its queue kept;
-   * new peers are dialled at once when running.
+   * Replaces the member list with the peers as given, pinned peer ids and all. Links to removed
+   * peers are closed and their queued messages dropped; a peer whose address changed is
+   * re-dialled at the new address with its queue kept; new peers are dialled at once when
+   * running.
    */
   setPeers(peers: ReadonlyMap<NodeId, PeerAddress>): void {
+    this.#given = new Map(peers);
+    this.#setPeers(peers);
+  }
+
+  #setPeers(peers: ReadonlyMap<NodeId, PeerAddress>): void {
     const next = new Map<NodeId, PeerLink>();
     for (const [id, address] of peers) {
       if (id === this.#self) continue;
       const existing = this.#links.get(id);
       if (existing !== undefined && sameAddress(existing.address, address)) {
+        next.set(id, existing);
+        continue;
+      }
+      if (existing !== undefined && existing.address.peerId === null && address.peerId !== null && sameAddress(existing.address, { ...address, peerId: null })) {
+        // Bound where it was not: the link keeps its stream and dials that key from now on.
+        existing.bind(address.peerId);
         next.set(id, existing);
         continue;
       }
@@ -302,8 +334,9 @@ export class Libp2pTransport implements Transport {
     }
     this.#links = next;
     this.#peers = new Map(peers);
+    for (const id of this.#lastRemotePeer.keys()) if (!this.#peers.has(id)) this.#lastRemotePeer.delete(id);
     const others = [...this.#peers.values()].filter((peer) => peer.id !== this.#self);
-    this.#pinned = others.length > 0 && others.every((peer) => peer.peerId !== null) ? new Set(others.map((peer) => peer.peerId ?? '')) : null;
+    this.#known = others.length > 0 && others.every((peer) => peer.peerId !== null) ? new Set(others.map((peer) => peer.peerId ?? '')) : null;
   }
 
   async #dial(address: PeerAddress, signal: AbortSignal): Promise<Stream> {
@@ -378,12 +411,14 @@ export class Libp2pTransport implements Transport {
     const { clusterId, message } = frame;
     const reason = this.#rejection(clusterId, message, remotePeer);
     if (reason !== null) {
-      this.#counters.droppedUnexpected++;
+      if (reason === 'peer-id-mismatch') this.#counters.droppedPeerIdMismatch++;
+      else this.#counters.droppedUnexpected++;
       this.#drop(reason, message.from, `${message.type} from ${message.from} (peer ${remotePeer}) to ${message.to} in cluster ${JSON.stringify(clusterId)}`);
       return;
     }
     // The sender is up: our own link to it need not wait out a back-off (see PeerLink.heardFrom).
     this.#links.get(message.from)?.heardFrom();
+    this.#lastRemotePeer.set(message.from, remotePeer);
     const handler = this.#handler;
     if (handler === null) {
       this.#counters.droppedUnexpected++;

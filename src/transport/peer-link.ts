@@ -39,7 +39,7 @@ type LinkState = 'idle' | 'dialing' | 'open' | 'backoff' | 'closed';
  * When the stream breaks, the link re-dials with capped exponential back-off and jitter.
  */
 export class PeerLink {
-  readonly address: PeerAddress;
+  #address: PeerAddress;
   readonly #ctx: LinkContext;
   #queue: SendQueue;
   #state: LinkState = 'idle';
@@ -56,7 +56,7 @@ export class PeerLink {
 
   /** `queue` carries over the frames of a previous link to the same member, e.g. when its address changes. */
   constructor(address: PeerAddress, ctx: LinkContext, queue?: SendQueue) {
-    this.address = address;
+    this.#address = address;
     this.#ctx = ctx;
     this.#queue = queue ?? this.#newQueue();
   }
@@ -103,6 +103,22 @@ export class PeerLink {
     if (this.#state === 'open' && this.#queue.size > 0) this.#flush();
   }
 
+  /** Where the link dials its peer, with the peer id the peer must prove, if any. */
+  get address(): PeerAddress {
+    return this.#address;
+  }
+
+  /**
+   * The peer, dialled at this same address without a peer id so far, is bound to `peerId` (the
+   * configuration's binding): every dial from now on must reach that key. The stream open now
+   * is kept, so that a binding costs no reconnection, nor the moment without a connection in
+   * which the leader would hand the peer's work to others; frames that come back from the peer
+   * arrive on its own connections, which the transport checks against the binding.
+   */
+  bind(peerId: string): void {
+    this.#address = { ...this.#address, peerId };
+  }
+
   /** Closes the link and hands its unsent frames over, for a link that replaces it. */
   detachQueue(): SendQueue {
     const queue = this.#queue;
@@ -135,7 +151,7 @@ export class PeerLink {
     const controller = new AbortController();
     this.#dialAbort = controller;
     const signal = AbortSignal.any([controller.signal, AbortSignal.timeout(this.#ctx.settings.dialTimeoutMs)]);
-    this.#ctx.dial(this.address, signal).then(
+    this.#ctx.dial(this.#address, signal).then(
       (stream) => this.#onOpen(stream, controller),
       (error: unknown) => this.#onDialFailed(error, controller),
     );
@@ -160,7 +176,7 @@ export class PeerLink {
     this.#waitingForDrain = false;
     stream.addEventListener('drain', () => this.#onDrain(stream));
     stream.addEventListener('close', (event) => this.#onClose(stream, event), { once: true });
-    this.#ctx.emit({ type: 'connected', peer: this.address.id });
+    this.#ctx.emit({ type: 'connected', peer: this.#address.id });
     if (this.#queue.size > 0) this.#scheduleFlush();
   }
 
@@ -169,7 +185,7 @@ export class PeerLink {
     this.#dialAbort = null;
     if (this.#state === 'closed') return;
     this.#failures++;
-    this.#ctx.emit({ type: 'dial-failed', peer: this.address.id, error: asError(error), attempt: this.#failures });
+    this.#ctx.emit({ type: 'dial-failed', peer: this.#address.id, error: asError(error), attempt: this.#failures });
     this.#backOff();
   }
 
@@ -181,7 +197,7 @@ export class PeerLink {
     // A stream that broke soon after opening counts as a failure, so a peer that accepts and then
     // drops us is re-dialled with growing delays instead of in a tight loop.
     this.#failures = Date.now() - this.#openedAt >= this.#ctx.settings.reconnectMaxMs ? 0 : this.#failures + 1;
-    this.#ctx.emit({ type: 'disconnected', peer: this.address.id, error: event.error ?? null });
+    this.#ctx.emit({ type: 'disconnected', peer: this.#address.id, error: event.error ?? null });
     this.#backOff();
   }
 
@@ -266,7 +282,7 @@ export class PeerLink {
 
   #drop(reason: 'queue-full' | 'unreachable', count: number, detail: string): void {
     this.#ctx.counters.droppedQueueFull += count;
-    this.#ctx.emit({ type: 'dropped', reason, peer: this.address.id, detail: count === 1 ? detail : `${count} messages: ${detail}` });
+    this.#ctx.emit({ type: 'dropped', reason, peer: this.#address.id, detail: count === 1 ? detail : `${count} messages: ${detail}` });
   }
 }
 

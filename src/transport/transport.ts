@@ -29,13 +29,30 @@ export interface Transport {
   setProtocol(protocol: number): void;
   /**
    * The members of the configuration (this one among them or not), whose ids are their
-   * addresses: added ones are dialled, removed ones are no longer (their queues dropped).
+   * addresses, each with the libp2p peer id bound to it in the configuration, if any: added ones
+   * are dialled, removed ones are no longer (their queues dropped). A member's frames are
+   * accepted only from a connection authenticated as its bound peer id (a peer id pinned in the
+   * address the member was given wins over it).
    */
-  setMembers(ids: readonly NodeId[]): void;
+  setMembers(members: readonly MemberPeer[]): void;
+  /** This member's own peer id, what its connections authenticate as; null when it has none (before start). */
+  peerId(): string | null;
+  /**
+   * The peer id authenticated on the connection that carried the last frame accepted from
+   * `member` (Noise proves the remote holds its key), or null when none has arrived: what a
+   * leader binds a founding member to (trust on first use, see runtime/binding-keeper.ts).
+   */
+  remotePeerIdOf(member: NodeId): string | null;
   /** Which peers have a live connection now. */
   isConnected(peer: NodeId): boolean;
   /** Counters for inspection: sent, received, dropped by reason. */
   stats(): TransportStats;
+}
+
+/** A member of the configuration and the peer id bound to it (Configuration.peerIds), or null when it has none yet. */
+export interface MemberPeer {
+  readonly id: NodeId;
+  readonly peerId: string | null;
 }
 
 export interface TransportStats {
@@ -46,7 +63,13 @@ export interface TransportStats {
   /** Inbound frames dropped because they were malformed, oversized, unexpected or from another cluster. */
   readonly droppedMalformed: number;
   readonly droppedOversized: number;
+  /** Inbound frames of another cluster, for another member, from a non-member, or before a handler was set. */
   readonly droppedUnexpected: number;
+  /**
+   * Inbound frames whose sender is bound (or pinned) to another peer id than the one the
+   * connection authenticated: a process that holds the secret but not the member's key.
+   */
+  readonly droppedPeerIdMismatch: number;
   /** What became of inbound connections: the libp2p transport's alone (a simulated network has none). */
   readonly inboundConnections?: InboundConnectionStats;
 }

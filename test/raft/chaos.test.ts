@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { SeededRandom } from '../../src/time/random.js';
 import { EntryType, type NodeId } from '../../src/raft/types.js';
+import { sameConfiguration } from '../../src/raft/configuration.js';
 import { TestNetwork } from './network.js';
 
 /**
@@ -58,12 +59,20 @@ function runSeed(seed: number, founding: NodeId[], steps: number, spares: NodeId
     if (leader === undefined) return;
     const conf = net.node(leader).configuration;
     const outsiders = members.filter((id) => !removed.has(id) && !conf.voters.includes(id) && !conf.learners.includes(id));
-    const kind = rnd.int(0, 2);
+    const kind = rnd.int(0, 3);
     const pick = (ids: readonly NodeId[]): NodeId | undefined => ids[rnd.int(0, Math.max(0, ids.length - 1))];
+    const unbound = [...conf.voters, ...conf.learners].filter((id) => !conf.peerIds.some(([member]) => member === id));
     const change =
-      kind === 0 ? { type: 'add-learner' as const, id: pick(outsiders) } : kind === 1 ? { type: 'promote' as const, id: pick(conf.learners) } : { type: 'remove' as const, id: pick([...conf.voters, ...conf.learners]) };
+      kind === 0
+        ? { type: 'add-learner' as const, id: pick(outsiders) }
+        : kind === 1
+          ? { type: 'promote' as const, id: pick(conf.learners) }
+          : kind === 2
+            ? { type: 'remove' as const, id: pick([...conf.voters, ...conf.learners]) }
+            : { type: 'bind' as const, id: pick(unbound) };
     if (change.id === undefined) return;
-    const outcome = net.confChange(leader, { type: change.type, id: change.id });
+    // A bind changes no quorum: it only moves the configuration every member must agree on.
+    const outcome = net.confChange(leader, change.type === 'bind' ? { type: 'bind', id: change.id, peerId: `P${change.id}` } : { type: change.type, id: change.id });
     if (outcome.kind === 'appended' && change.type === 'remove') removed.add(change.id);
   };
 
@@ -103,6 +112,8 @@ function runSeed(seed: number, founding: NodeId[], steps: number, spares: NodeId
     const conf = leader === undefined ? null : net.node(leader).configuration;
     const current = conf === null ? members : [...conf.voters, ...conf.learners];
     if (current.every((id) => net.appliedTexts(id).includes('final'))) {
+      // No change is proposed while healing: every member that applied 'final' holds the leader's configuration, peer ids bound included.
+      for (const id of current) if (conf !== null && !sameConfiguration(net.node(id).configuration, conf)) throw new Error(`seed ${seed}: ${id} holds another configuration than the leader`);
       for (const id of current) changes = Math.max(changes, net.member(id).applied.filter((e) => e.type === EntryType.ConfChange).length);
       return { snapshots: net.count('snapshot'), changes };
     }

@@ -81,7 +81,7 @@ class Network {
   }
 
   transport(id: NodeId): Transport {
-    const stats: TransportStats = { sent: 0, received: 0, droppedQueueFull: 0, droppedMalformed: 0, droppedOversized: 0, droppedUnexpected: 0 };
+    const stats: TransportStats = { sent: 0, received: 0, droppedQueueFull: 0, droppedMalformed: 0, droppedOversized: 0, droppedUnexpected: 0, droppedPeerIdMismatch: 0 };
     return {
       start: async () => undefined,
       stop: async () => undefined,
@@ -89,6 +89,8 @@ class Network {
       flush: () => undefined,
       setProtocol: () => undefined,
       setMembers: () => undefined,
+      peerId: () => null,
+      remotePeerIdOf: () => null,
       onMessage: (handler) => {
         this.#handlers.set(id, handler);
       },

@@ -6,7 +6,7 @@ import { SeededRandom } from '../../src/time/random.js';
 import { MEMBERSHIP_VERSION, SUPPORTED, type VersionSupport } from '../../src/version/versions.js';
 import type { SimJob } from '../../simulations/jobs.js';
 import { SimMember, type MemberHooks, type SimMemberConfig } from '../../simulations/member.js';
-import { SimNetwork } from '../../simulations/network.js';
+import { SimNetwork, simPeerIdOf } from '../../simulations/network.js';
 import { SimScheduler } from '../../simulations/scheduler.js';
 import { simulateUntil } from '../fixtures/sim-until.js';
 
@@ -93,7 +93,11 @@ class MembershipSim {
   }
 }
 
-const conf = (m: SimMember): { voters: readonly NodeId[]; learners: readonly NodeId[] } => m.member?.configuration.conf ?? { voters: [], learners: [] };
+/** The member's voters and learners (the peer ids bound are binding-keeper's tests' matter). */
+const conf = (m: SimMember): { voters: readonly NodeId[]; learners: readonly NodeId[] } => {
+  const c = m.member?.configuration.conf;
+  return { voters: c?.voters ?? [], learners: c?.learners ?? [] };
+};
 
 describe('configuration changes on the production member', () => {
   it('adds a learner that catches up and takes work, promotes it, and removes a founding member, which stops and disrupts nothing', async () => {
@@ -199,5 +203,31 @@ describe('configuration changes on the production member', () => {
     const follower = sim.get(FOUNDERS.find((id) => id !== leader.id) as NodeId);
     await expect(follower.member?.proposeConfChange({ type: 'add-learner', id: 'm4' })).rejects.toMatchObject({ code: 'CRONRAFT_NOT_LEADER', leader: leader.id });
     await expect(leader.member?.proposeConfChange({ type: 'remove', id: 'nobody' })).rejects.toMatchObject({ code: 'CRONRAFT_MEMBERSHIP_REFUSED', reason: 'not-member' });
+  });
+});
+
+describe('binding members to their peer ids (trust on first use)', () => {
+  /** The peer ids `m`'s configuration binds, by member. */
+  const peerIds = (m: SimMember): Record<NodeId, string> => Object.fromEntries(m.member?.configuration.conf.peerIds ?? []);
+  const boundAs = (ids: readonly NodeId[]): Record<NodeId, string> => Object.fromEntries(ids.map((id) => [id, simPeerIdOf(id)]));
+
+  it('binds every founding member once the cluster runs version 2, each to the peer id its connection authenticated, and a learner added without one', async () => {
+    const sim = new MembershipSim(8);
+    for (const id of FOUNDERS) await sim.start(id);
+    const leader = await sim.until('a leader', () => sim.leader());
+    // Nothing is bound before version 2: a binding is a conf change.
+    expect(leader.member?.versions.active).toBe(1);
+    expect(peerIds(leader)).toEqual({});
+    await sim.until('every member bound on every member', () => (FOUNDERS.every((id) => Object.keys(peerIds(sim.get(id))).length === FOUNDERS.length) ? true : undefined));
+    for (const id of FOUNDERS) expect(peerIds(sim.get(id))).toEqual(boundAs(FOUNDERS));
+    // The transports took the bindings, and the frames of each member pass them: the cluster commits on.
+    const current = await sim.until('a leader', () => sim.leader());
+    await sim.settle((current.driver as NonNullable<SimMember['driver']>).propose(Uint8Array.of(1)));
+
+    const m4 = await sim.start('m4');
+    await sim.settle((current.member as NonNullable<SimMember['member']>).proposeConfChange({ type: 'add-learner', id: 'm4' }));
+    await sim.until('m4 bound on m4', () => (peerIds(m4).m4 !== undefined ? true : undefined));
+    expect(peerIds(m4)).toEqual(boundAs([...FOUNDERS, 'm4']));
+    expect(sim.fatal.size).toBe(0);
   });
 });

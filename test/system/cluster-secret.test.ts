@@ -142,4 +142,22 @@ describe('a cluster with a secret', () => {
     expect(applied).toEqual(['before', 'after']);
     for (const m of members) expect(m.state().term, m.id).toBe(term);
   });
+
+  it("binds every member's peer id once the cluster runs version 2; then one with the secret but not a member's key gets nothing in", async () => {
+    const members = await startThree(() => ({ secret: SECRET }));
+    const peerIds = Object.fromEntries(members.map((m) => [m.id, m.state().peerId]));
+    for (const m of members) await expect.poll(() => m.state().configuration.peerIds, WAIT).toEqual(peerIds);
+    const victim = members[0] as Cluster;
+    const { term } = victim.state();
+    const [address] = victim.state().members.find((m) => m.id === victim.id)?.addrs ?? [];
+    // It holds the secret: before binding it could speak for any member. Now every member is
+    // bound, and its connection is closed right after the handshake.
+    const impostor = await hostileNode({ psk: pskFromSecret(SECRET) });
+    cleanups.push(() => impostor.stop());
+    await expect(openRaw(impostor, address ?? '')).rejects.toThrow();
+    await expect.poll(() => victim.state().transport.inboundConnections?.notMember, WAIT).toBe(1);
+    expect(victim.state()).toMatchObject({ term, transport: { droppedUnexpected: 0, droppedPeerIdMismatch: 0 } });
+    const { index } = await victim.propose('after');
+    for (const m of members) await expect.poll(() => m.state().appliedIndex, WAIT).toBeGreaterThanOrEqual(index);
+  });
 });

@@ -94,9 +94,11 @@ describe('a single-member cluster', () => {
     // Alone, the version rises to 2 within a couple of the keeper's looks; until then the gate refuses.
     if (c.state().version.active < 2) await expect(c.removeMember('nobody:1')).rejects.toMatchObject({ code: 'CRONRAFT_VERSION_NOT_ACTIVE', needs: 2 });
     await expect.poll(() => c.state().version.active, { timeout: 10_000, interval: 50 }).toBe(2);
+    // Then it binds itself to its own peer id (a change of its own, which would be pending).
+    await expect.poll(() => c.state().configuration.peerIds, { timeout: 10_000, interval: 50 }).toEqual({ [c.id]: c.state().peerId });
     await expect(c.removeMember('nobody:1')).rejects.toMatchObject({ code: 'CRONRAFT_MEMBERSHIP_REFUSED', reason: 'not-member' });
     await expect(c.removeMember(c.id)).rejects.toMatchObject({ code: 'CRONRAFT_MEMBERSHIP_REFUSED', reason: 'last-voter' });
-    expect(c.state().configuration).toEqual({ voters: [c.id], learners: [] });
+    expect(c.state().configuration).toEqual({ voters: [c.id], learners: [], peerIds: { [c.id]: c.state().peerId } });
     expect(c.state().members.map((m) => [m.id, m.voter])).toEqual([[c.id, true]]);
   });
 
@@ -227,17 +229,28 @@ describe('three members in one process', () => {
     expect(big).toMatchObject({ option: 'data' });
   });
 
-  it('catches up a follower restarted on storage: memory, with no storm of messages', async () => {
+  it('catches up a follower restarted with its log lost, with no storm of messages', async () => {
     const heartbeatMs = 50;
-    const members = await startCluster(3, { heartbeatMs });
+    const addrs: string[] = [];
+    for (let i = 0; i < 3; i++) addrs.push(`127.0.0.1:${await freePort()}`);
+    const dataDirs = new Map<string, string>();
+    for (const listen of addrs) dataDirs.set(listen, await tempDir());
+    const members = addrs.map((listen) => new Cluster(addrs, { listen, dataDir: dataDirs.get(listen), heartbeatMs }));
+    started.push(...members);
+    await Promise.all(members.map((m) => m.start()));
     await Promise.all(members.map((m) => m.waitForLeader()));
     const leader = members.find((m) => m.state().role === 'leader')!;
     for (let i = 0; i < 5; i++) await leader.propose(`before ${i}`);
     await leader.barrier();
-    // The follower comes back with the same address and nothing else: no log, term or vote.
+    // Once the members' peer ids are bound, a member comes back only with its own key: a
+    // restart on storage: 'memory', which makes a new key, would be refused (README, "Security").
+    await expect.poll(() => Object.keys(leader.state().configuration.peerIds).length, { timeout: 10_000 }).toBe(3);
+    // The follower comes back with the same address and key and nothing else: no log, term or
+    // vote (README, "Recovering a member"), as a restart on storage: 'memory' did before binding.
     const follower = members.find((m) => m !== leader)!;
     await follower.stop();
-    const restarted = new Cluster(members.map((m) => m.id), { storage: 'memory', listen: follower.id, heartbeatMs });
+    await rm(join(dataDirs.get(follower.id)!, STORE_DIRECTORY), { recursive: true });
+    const restarted = new Cluster(addrs, { listen: follower.id, dataDir: dataDirs.get(follower.id), heartbeatMs });
     started.push(restarted);
     await restarted.start();
     await restarted.waitForLeader();

@@ -9,7 +9,8 @@ import { checkSecret, generateSecret, isLoopbackHost, MIN_SECRET_LENGTH, pskFrom
 import { encodeFrame } from '../../src/transport/codec.js';
 import { withPrefix } from '../../src/transport/framing.js';
 import { Libp2pTransport, type Libp2pTransportOptions } from '../../src/transport/libp2p-transport.js';
-import { hostileNode, openRaw } from '../fixtures/hostile-node.js';
+import type { MemberPeer } from '../../src/transport/transport.js';
+import { hostileNode, openRaw, type HostileNode } from '../fixtures/hostile-node.js';
 
 const CLUSTER = 'test-cluster';
 const WAIT = { timeout: 10_000, interval: 5 };
@@ -138,5 +139,113 @@ describe('the cluster secret', () => {
     stream.send(withPrefix(encodeFrame({ clusterId: CLUSTER, message: heartbeat('c', 'a') })));
     await vi.waitFor(() => expect(a.transport.stats().droppedUnexpected).toBe(1), WAIT);
     expect(a.transport.stats().inboundConnections?.notMember).toBe(0);
+  });
+});
+
+/*
+ * The peer ids the configuration binds (issue 18): a member's frames are accepted only from a
+ * connection authenticated as its bound peer id, and once every member is bound, a connection
+ * from any other peer id is closed right after the handshake. Against a process that holds the
+ * secret but not a member's key.
+ */
+
+function peerIdOf(m: Member): string {
+  const peerId = m.transport.peerId();
+  if (peerId === null) throw new Error(`${m.id} has no peer id`);
+  return peerId;
+}
+
+/** A heartbeat told apart from others by its commit index. */
+function numbered(from: NodeId, to: NodeId, commit: number): Message {
+  return { type: 'heartbeat', from, to, term: 7, commit, readCtx: 0 };
+}
+
+/** Members a and b that know each other's addresses, unpinned, and a process with the secret but its own key. */
+async function setUp(): Promise<{ a: Member; b: Member; impostor: HostileNode }> {
+  const [a, b] = [await member('a'), await member('b')];
+  const peers = new Map([
+    ['a', addressOf(a, false)],
+    ['b', addressOf(b, false)],
+  ]);
+  a.transport.setPeers(peers);
+  b.transport.setPeers(peers);
+  const impostor = await hostileNode({ psk: PSK });
+  cleanups.push(() => impostor.stop());
+  return { a, b, impostor };
+}
+
+/** A frame sent by `from` on a raw stream of the impostor's: it claims b's id. */
+function claimFromB(commit: number): Uint8Array {
+  return withPrefix(encodeFrame({ clusterId: CLUSTER, message: numbered('b', 'a', commit) }));
+}
+
+describe('peer ids bound in the configuration', () => {
+  it("drops a frame claiming a bound member's id from a connection of another key, counted as peer-id-mismatch; the member's own get in", async () => {
+    const { a, b, impostor } = await setUp();
+    // A third member, not bound yet: the gate lets any peer id with the secret in, so the
+    // impostor reaches the frame checks.
+    const c: MemberPeer = { id: '127.0.0.1:1', peerId: null };
+    a.transport.setMembers([
+      { id: 'a', peerId: null },
+      { id: 'b', peerId: null },
+      c,
+    ]);
+    const stream = await openRaw(impostor, a.transport.listenAddresses()[0] ?? '');
+    // Unbound, b's id is taken at its word (trust on first use has nothing else to go on).
+    stream.send(claimFromB(1));
+    await vi.waitFor(() => expect(a.received).toHaveLength(1), WAIT);
+    expect(a.transport.remotePeerIdOf('b')).toBe(impostor.node.peerId.toString());
+
+    await vi.waitFor(() => expect(a.transport.isConnected('b')).toBe(true), WAIT);
+    a.transport.setMembers([{ id: 'a', peerId: peerIdOf(a) }, { id: 'b', peerId: peerIdOf(b) }, c]);
+    // Binding costs no reconnection: a moment without a connection would make the leader hand
+    // the member's work to others.
+    expect(a.transport.isConnected('b')).toBe(true);
+    stream.send(claimFromB(2));
+    await vi.waitFor(() => expect(a.transport.stats().droppedPeerIdMismatch).toBe(1), WAIT);
+    expect(a.received.map((m) => m.type === 'heartbeat' && m.commit)).toEqual([1]);
+    expect(a.transport.stats()).toMatchObject({ received: 1, droppedUnexpected: 0 });
+
+    b.transport.send(numbered('b', 'a', 3));
+    await vi.waitFor(() => expect(a.received.map((m) => m.type === 'heartbeat' && m.commit)).toEqual([1, 3]), WAIT);
+    expect(a.transport.remotePeerIdOf('b')).toBe(peerIdOf(b));
+  });
+
+  it('closes a connection from a peer id bound to no member right after the handshake, once every member is bound', async () => {
+    const { a, b, impostor } = await setUp();
+    const target = a.transport.listenAddresses()[0] ?? '';
+    a.transport.setMembers([
+      { id: 'a', peerId: null },
+      { id: 'b', peerId: null },
+    ]);
+    // Not every member bound: any peer id with the secret connects (its frames are checked by sender).
+    const before = await openRaw(impostor, target);
+    before.abort(new Error('done'));
+    expect(a.transport.stats().inboundConnections?.notMember).toBe(0);
+    for (const connection of impostor.node.getConnections()) connection.abort(new Error('done'));
+
+    a.transport.setMembers([
+      { id: 'a', peerId: peerIdOf(a) },
+      { id: 'b', peerId: peerIdOf(b) },
+    ]);
+    await expect(openRaw(impostor, target)).rejects.toThrow();
+    await vi.waitFor(() => expect(a.transport.stats().inboundConnections?.notMember).toBe(1), WAIT);
+    // The bound member still connects and delivers.
+    b.transport.send(numbered('b', 'a', 1));
+    await vi.waitFor(() => expect(a.received).toHaveLength(1), WAIT);
+  });
+
+  it('lets a peer id pinned in the given address win over the one bound', async () => {
+    const { a, b, impostor } = await setUp();
+    // b is pinned to its own key in a's peer list; the configuration binds it to the impostor's.
+    a.transport.setPeers(new Map([['b', parsePeerAddress(b.transport.listenAddresses()[0] ?? '', 'test')]]));
+    a.transport.setMembers([
+      { id: 'a', peerId: null },
+      { id: 'b', peerId: impostor.node.peerId.toString() },
+    ]);
+    b.transport.send(numbered('b', 'a', 1));
+    await vi.waitFor(() => expect(a.received).toHaveLength(1), WAIT);
+    await expect(openRaw(impostor, a.transport.listenAddresses()[0] ?? '')).rejects.toThrow();
+    await vi.waitFor(() => expect(a.transport.stats().inboundConnections?.notMember).toBe(1), WAIT);
   });
 });

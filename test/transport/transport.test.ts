@@ -16,6 +16,7 @@ import type { TransportEvent } from '../../src/transport/events.js';
 import { withPrefix } from '../../src/transport/framing.js';
 import { Libp2pTransport } from '../../src/transport/libp2p-transport.js';
 import type { Libp2pTransportOptions } from '../../src/transport/libp2p-transport.js';
+import type { MemberPeer } from '../../src/transport/transport.js';
 import { freePort } from '../fixtures/process-cluster.js';
 import { hostileNode as createHostileNode, openRaw as openRawStream, type HostileNode } from '../fixtures/hostile-node.js';
 
@@ -77,6 +78,11 @@ function wirePartlyPinned(members: readonly Member[]): void {
   for (const m of members) m.transport.setPeers(peers);
 }
 
+/** Members of a configuration that binds them no peer id. */
+function unbound(...ids: NodeId[]): MemberPeer[] {
+  return ids.map((id) => ({ id, peerId: null }));
+}
+
 function heartbeat(from: NodeId, to: NodeId, commit: number): Message {
   return { type: 'heartbeat', from, to, term: 1, commit, readCtx: 0 };
 }
@@ -114,7 +120,7 @@ describe('Libp2pTransport', () => {
     }
     for (const m of members) {
       expect(m.transport.isConnected(members.find((o) => o !== m)?.id ?? '')).toBe(true);
-      expect(m.transport.stats()).toMatchObject({ sent: 2, received: 2, droppedQueueFull: 0, droppedMalformed: 0, droppedOversized: 0, droppedUnexpected: 0 });
+      expect(m.transport.stats()).toMatchObject({ sent: 2, received: 2, droppedQueueFull: 0, droppedMalformed: 0, droppedOversized: 0, droppedUnexpected: 0, droppedPeerIdMismatch: 0 });
     }
   });
 
@@ -302,7 +308,7 @@ describe('Libp2pTransport', () => {
     garbage.send(valid(heartbeat('peer', 'someone-else', 2)));
     garbage.send(valid(heartbeat('stranger', 'victim', 3)));
     garbage.send(valid(heartbeat('peer', 'victim', 4)));
-    await vi.waitFor(() => expect(victim.transport.stats().droppedUnexpected).toBe(4), WAIT);
+    await vi.waitFor(() => expect(victim.transport.stats()).toMatchObject({ droppedUnexpected: 3, droppedPeerIdMismatch: 1 }), WAIT);
     const reasons = victim.events.flatMap((e) => (e.type === 'dropped' ? [e.reason] : []));
     expect(reasons).toEqual(expect.arrayContaining(['wrong-cluster', 'wrong-recipient', 'unknown-sender', 'peer-id-mismatch']));
 
@@ -320,7 +326,7 @@ describe('Libp2pTransport', () => {
     // The member is unharmed: a real peer's message still arrives.
     peer.transport.send(heartbeat('peer', 'victim', 42));
     await vi.waitFor(() => expect(victim.received).toEqual([heartbeat('peer', 'victim', 42)]), WAIT);
-    expect(victim.transport.stats()).toMatchObject({ received: 1, droppedMalformed: junk.length, droppedUnexpected: 4, droppedOversized: 1 });
+    expect(victim.transport.stats()).toMatchObject({ received: 1, droppedMalformed: junk.length, droppedUnexpected: 3, droppedPeerIdMismatch: 1, droppedOversized: 1 });
   });
 
   it('resets a stream that pushes the bytes held for incomplete frames over the bound', async () => {
@@ -433,13 +439,13 @@ describe('the members of the configuration (setMembers)', () => {
     a.transport.send(heartbeat(a.id, b.id, 1));
     expect(a.events.some((e) => e.type === 'dropped' && e.reason === 'unreachable' && e.peer === b.id)).toBe(true);
     // Added by their ids (this one's among them, as a configuration lists it): each dials the other.
-    a.transport.setMembers([a.id, b.id]);
-    b.transport.setMembers([a.id, b.id]);
+    a.transport.setMembers(unbound(a.id, b.id));
+    b.transport.setMembers(unbound(a.id, b.id));
     await vi.waitFor(() => expect(a.transport.isConnected(b.id)).toBe(true), WAIT);
     a.transport.send(heartbeat(a.id, b.id, 2));
     await vi.waitFor(() => expect(b.received.map((m) => m.type === 'heartbeat' && m.commit)).toContain(2), WAIT);
     // Removed: no link, no dial, and its frames are a stranger's again.
-    b.transport.setMembers([b.id]);
+    b.transport.setMembers(unbound(b.id));
     expect(b.transport.isConnected(a.id)).toBe(false);
     a.transport.send(heartbeat(a.id, b.id, 3));
     await vi.waitFor(() => expect(b.events.some((e) => e.type === 'dropped' && e.reason === 'unknown-sender')).toBe(true), WAIT);
@@ -450,7 +456,7 @@ describe('the members of the configuration (setMembers)', () => {
     const [pa, pb] = [await freePort(), await freePort()];
     const a = await member(`127.0.0.1:${pa}`, { listen: `/ip4/127.0.0.1/tcp/${pa}` });
     const b = await member(`127.0.0.1:${pb}`, { listen: `/ip4/127.0.0.1/tcp/${pb}` });
-    for (const m of [a, b]) m.transport.setMembers([a.id, b.id]);
+    for (const m of [a, b]) m.transport.setMembers(unbound(a.id, b.id));
     const entry = { index: 1, term: 1, type: EntryType.ConfChange, data: encodeConfChange({ type: 'add-learner', id: 'c' }), pid: '' };
     const append: Message = { type: 'append', from: a.id, to: b.id, term: 1, prevIndex: 0, prevTerm: 0, commit: 0, entries: [entry] };
     expect(() => a.transport.send(append)).toThrow(CodecError);
@@ -461,7 +467,7 @@ describe('the members of the configuration (setMembers)', () => {
 
   it('leaves out an id that is no address, saying so', async () => {
     const a = await member('a');
-    a.transport.setMembers(['a', 'not an address']);
+    a.transport.setMembers(unbound('a', 'not an address'));
     expect(a.events.some((e) => e.type === 'dropped' && e.peer === 'not an address' && e.detail.includes('not an address'))).toBe(true);
     expect(a.transport.isConnected('not an address')).toBe(false);
   });
