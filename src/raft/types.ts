@@ -50,7 +50,19 @@ export const emptyHardState: HardState = Object.freeze({ term: 0, vote: null, co
 export interface Configuration {
   readonly voters: readonly NodeId[];
   readonly learners: readonly NodeId[];
+  /**
+   * The libp2p peer id bound to each member that has one: `[member, peer id]`, sorted by member,
+   * each a member, no peer id bound twice. Members' transports accept a member's frames only
+   * from a connection authenticated as its bound peer id (issue 18). A member is bound when it
+   * joins (its add-learner change) or, for a founding member, by a `bind` change the leader
+   * proposes (trust on first use); a member without one is accepted as before until bound. The
+   * protocol only carries these: it never looks at them.
+   */
+  readonly peerIds: readonly PeerIdBinding[];
 }
+
+/** A member and the libp2p peer id bound to it (see Configuration.peerIds). */
+export type PeerIdBinding = readonly [NodeId, string];
 
 /** Where the log starts after compaction: entries up to `index` are folded into a snapshot. */
 export interface SnapshotMeta {

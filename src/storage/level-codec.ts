@@ -14,7 +14,8 @@ import { isCount, isEntryType, isTerm } from './store-checks.js';
  * - identity:  [clusterId, nodeId], or [clusterId, nodeId, foundingVoters] for a member that joined
  * - hardstate: [term, vote | null, commit]
  * - snapshot:  [index, term, data (bytes)]: the state machine as of `index`, whose entry had `term`,
- *              or [index, term, data, [voters, learners]] with the configuration as of `index`
+ *              or [index, term, data, [voters, learners, peerIds]] with the configuration as of
+ *              `index`, peerIds a list of [member, peer id]
  * - segment:   one or more entries, each [index, term, type, data (bytes), pid], one after
  *              another (a CBOR sequence, RFC 8742) at consecutive indexes
  *
@@ -81,7 +82,7 @@ export function decodeHardState(bytes: Uint8Array): HardState {
 
 export function encodeSnapshot(snapshot: Snapshot): Uint8Array {
   const { conf } = snapshot;
-  return encode(conf === undefined ? [snapshot.index, snapshot.term, snapshot.data] : [snapshot.index, snapshot.term, snapshot.data, [conf.voters, conf.learners]]);
+  return encode(conf === undefined ? [snapshot.index, snapshot.term, snapshot.data] : [snapshot.index, snapshot.term, snapshot.data, [conf.voters, conf.learners, conf.peerIds]]);
 }
 
 export function decodeSnapshot(bytes: Uint8Array): Snapshot {
@@ -94,12 +95,18 @@ export function decodeSnapshot(bytes: Uint8Array): Snapshot {
   return value.length === 3 ? { index, term, data } : { index, term, data, conf: decodeConfiguration(conf) };
 }
 
-/** A stored configuration: [voters, learners], lists of ids, sorted, no one in both, at least one voter. */
+/**
+ * A stored configuration: [voters, learners, peerIds], lists of ids, sorted, no one in both, at
+ * least one voter, and [member, peer id] pairs as configurationProblem wants them.
+ */
 function decodeConfiguration(value: unknown): Configuration {
-  const lists = Array.isArray(value) && value.length === 2 ? (value as unknown[]) : null;
+  const lists = Array.isArray(value) && value.length === 3 ? (value as unknown[]) : null;
   const isIds = (list: unknown): list is string[] => Array.isArray(list) && list.every((id) => typeof id === 'string' && id.length > 0);
-  if (lists === null || !isIds(lists[0]) || !isIds(lists[1])) throw new ValueShapeError(`expected the snapshot's configuration [voters, learners] as lists of ids, got ${describe(value)}`);
-  const conf = { voters: lists[0], learners: lists[1] };
+  const isBindings = (list: unknown): list is [string, string][] => Array.isArray(list) && list.every((pair) => Array.isArray(pair) && pair.length === 2 && isIds(pair));
+  if (lists === null || !isIds(lists[0]) || !isIds(lists[1]) || !isBindings(lists[2])) {
+    throw new ValueShapeError(`expected the snapshot's configuration [voters, learners, peerIds] as lists of ids and of [member, peer id], got ${describe(value)}`);
+  }
+  const conf = { voters: lists[0], learners: lists[1], peerIds: lists[2] };
   const problem = configurationProblem(conf);
   if (problem !== null) throw new ValueShapeError(`the snapshot's configuration is invalid: ${problem}`);
   return conf;

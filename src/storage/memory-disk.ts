@@ -152,5 +152,5 @@ export function copyEntry(entry: Entry): Entry {
 export function copySnapshot(snapshot: Snapshot): Snapshot {
   const { conf } = snapshot;
   const copy = { index: snapshot.index, term: snapshot.term, data: new Uint8Array(snapshot.data) };
-  return conf === undefined ? copy : { ...copy, conf: { voters: [...conf.voters], learners: [...conf.learners] } };
+  return conf === undefined ? copy : { ...copy, conf: { voters: [...conf.voters], learners: [...conf.learners], peerIds: conf.peerIds.map(([id, peerId]) => [id, peerId] as const) } };
 }

@@ -45,7 +45,8 @@ import {
  * (CONF_FRAME_FORMAT_VERSION), which a member of 0.1.0 refuses rather than misreads:
  *
  *   append:   entries may be conf changes (EntryType.ConfChange, data as conf-change.ts writes it)
- *   snapshot: [..., index, term, offset, total, data, [voters, learners]]
+ *   snapshot: [..., index, term, offset, total, data, [voters, learners, peerIds]], peerIds a
+ *             list of [member, peer id] (the peer ids bound, see Configuration.peerIds)
  *
  * Every other frame stays version 1 at either protocol. This release reads both versions; it
  * writes version 2 only at protocol 2 (`encodeFrame`'s `protocol`, which the member sets as the
@@ -293,7 +294,7 @@ export function toWire({ clusterId, message: m }: Frame, protocol = 1): Wire {
 }
 
 function confWire(conf: Configuration): Wire {
-  return [conf.voters, conf.learners];
+  return [conf.voters, conf.learners, conf.peerIds];
 }
 
 function heartbeatEchoWire(clock: HeartbeatEcho): Wire {

@@ -1,9 +1,9 @@
 import { CodecError } from '../errors.js';
 import { MAX_INDEX, MAX_TERM } from '../raft/bounds.js';
-import { decodeConfChange } from '../raft/conf-change.js';
+import { decodeConfChange, MAX_PEER_ID_LENGTH } from '../raft/conf-change.js';
 import { configurationProblem } from '../raft/configuration.js';
 import { EntryType } from '../raft/types.js';
-import type { Configuration, Entry, NodeId, ProposalData } from '../raft/types.js';
+import type { Configuration, Entry, NodeId, PeerIdBinding, ProposalData } from '../raft/types.js';
 import { ENTRY_RECORD_FIELDS } from '../bytes/entry-records.js';
 import type { ClockEstimate, HeartbeatClock, HeartbeatEcho } from './envelope.js';
 import { MAX_CLOCK_STAMP_MS, MAX_CONF_MEMBERS, MAX_ENTRIES_PER_MESSAGE, MAX_ID_LENGTH, MAX_PID_LENGTH, MAX_PROPOSALS_PER_MESSAGE } from './constants.js';
@@ -77,13 +77,22 @@ export function needsProtocol2(type: EntryType): boolean {
   return type === EntryType.ConfChange;
 }
 
-/** A snapshot's configuration on the wire: [voters, learners], each sorted, no one in both, at least one voter. */
+/**
+ * A snapshot's configuration on the wire: [voters, learners, peer ids], the lists sorted, no one
+ * in both, at least one voter, and the peer ids [member, peer id] pairs as configurationProblem
+ * wants them (sorted by member, each a member, each well formed, none bound twice).
+ */
 export function configuration(value: unknown, field: string): Configuration {
-  const c = array(value, field, 2);
-  if (c.length !== 2) throw new CodecError(`${field}: expected 2 fields, got ${c.length}`);
+  const c = array(value, field, 3);
+  if (c.length !== 3) throw new CodecError(`${field}: expected 3 fields, got ${c.length}`);
   const voters = array(c[0], `${field}.voters`, MAX_CONF_MEMBERS).map((id, i) => nodeId(id, `${field}.voters[${i}]`));
   const learners = array(c[1], `${field}.learners`, MAX_CONF_MEMBERS).map((id, i) => nodeId(id, `${field}.learners[${i}]`));
-  const conf = { voters, learners };
+  const peerIds = array(c[2], `${field}.peerIds`, MAX_CONF_MEMBERS).map((item, i): PeerIdBinding => {
+    const pair = array(item, `${field}.peerIds[${i}]`, 2);
+    if (pair.length !== 2) throw new CodecError(`${field}.peerIds[${i}]: expected [member, peer id], got ${pair.length} fields`);
+    return [nodeId(pair[0], `${field}.peerIds[${i}].member`), nonEmptyString(pair[1], `${field}.peerIds[${i}].peerId`, MAX_PEER_ID_LENGTH)];
+  });
+  const conf = { voters, learners, peerIds };
   const problem = configurationProblem(conf);
   if (problem !== null) throw new CodecError(`${field}: ${problem}`);
   return conf;

@@ -35,7 +35,7 @@ function sent(net: TestNetwork, from: NodeId, type: Message['type']): number {
 describe('adding a member', () => {
   it('a learner catches up, is never counted nor campaigns, then is promoted and votes', () => {
     const net = withLearner();
-    for (const id of net.ids) expect(net.node(id).configuration).toEqual({ voters: ['a', 'b', 'c'], learners: ['d'] });
+    for (const id of net.ids) expect(net.node(id).configuration).toEqual({ voters: ['a', 'b', 'c'], learners: ['d'], peerIds: [] });
     expect(net.appliedTexts('d')).toEqual(['x']);
     expect(net.node('a').progressOf('d')?.match).toBe(net.node('a').log.lastIndex());
 
@@ -60,7 +60,7 @@ describe('adding a member', () => {
 
     expect(net.confChange('a', { type: 'promote', id: 'd' }).kind).toBe('appended');
     settle(net);
-    for (const id of net.ids) expect(net.node(id).configuration).toEqual({ voters: ['a', 'b', 'c', 'd'], learners: [] });
+    for (const id of net.ids) expect(net.node(id).configuration).toEqual({ voters: ['a', 'b', 'c', 'd'], learners: [], peerIds: [] });
     // A promoted member campaigns: handed leadership, it is elected by the other voters.
     expect(net.node('a').transferLeadership('d')).toBe('d');
     net.stabilize();
@@ -72,7 +72,7 @@ describe('adding a member', () => {
     net.addMember('e');
     expect(net.confChange('a', { type: 'add-learner', id: 'e' }).kind).toBe('appended');
     settle(net);
-    expect(net.node('a').configuration).toEqual({ voters: ['a', 'b', 'c'], learners: ['d', 'e'] });
+    expect(net.node('a').configuration).toEqual({ voters: ['a', 'b', 'c'], learners: ['d', 'e'], peerIds: [] });
     net.cut('a', 'b');
     net.cut('a', 'c');
     net.propose('a', 'y');
@@ -167,13 +167,13 @@ describe('proposing a change', () => {
     net.tickAll(2);
     expect(net.confChange('b', { type: 'remove', id: 'a' }).kind).toBe('appended');
     settle(net);
-    for (const id of ['b', 'c']) expect(net.node(id).configuration).toEqual({ voters: ['b', 'c'], learners: [] });
+    for (const id of ['b', 'c']) expect(net.node(id).configuration).toEqual({ voters: ['b', 'c'], learners: [], peerIds: [] });
     // a comes back, never having learned of its removal: it campaigns in vain, its change never
     // took effect anywhere, and the others keep their term.
     const term = net.node('b').term;
     net.recover();
     net.tickAll(30);
-    expect(net.node('a').configuration).toEqual({ voters: ['a', 'b', 'c'], learners: [] });
+    expect(net.node('a').configuration).toEqual({ voters: ['a', 'b', 'c'], learners: [], peerIds: [] });
     expect(sent(net, 'a', 'prevote')).toBeGreaterThan(0);
     expect(net.node('b').fromNonMembers).toBeGreaterThan(0);
     expect(net.leaders()).toEqual(['b']);
@@ -188,7 +188,7 @@ describe('removing a member', () => {
     expect(net.confChange('a', { type: 'remove', id: 'c' }).kind).toBe('appended');
     net.stabilize();
     net.tickAll(2);
-    for (const id of net.ids) expect(net.node(id).configuration).toEqual({ voters: ['a', 'b'], learners: [] });
+    for (const id of net.ids) expect(net.node(id).configuration).toEqual({ voters: ['a', 'b'], learners: [], peerIds: [] });
     expect(net.node('a').progressOf('c')).toBeUndefined();
     const prevotes = sent(net, 'c', 'prevote');
     net.tick('c', 100);
@@ -210,7 +210,7 @@ describe('removing a member', () => {
     const successor = net.leaders();
     expect(successor).toHaveLength(1);
     expect(net.node(successor[0]!).term).toBe(2);
-    for (const id of ['b', 'c']) expect(net.node(id).configuration).toEqual({ voters: ['b', 'c'], learners: [] });
+    for (const id of ['b', 'c']) expect(net.node(id).configuration).toEqual({ voters: ['b', 'c'], learners: [], peerIds: [] });
     net.propose(successor[0]!, 'y');
     settle(net);
     expect(net.appliedTexts('b')).toEqual(['y']);
@@ -248,6 +248,24 @@ describe('removing a member', () => {
   });
 });
 
+describe('binding a peer id', () => {
+  it('changes no quorum, is applied on every member, and is refused twice', () => {
+    const net = new TestNetwork(['a', 'b', 'c']);
+    net.elect('a');
+    net.propose('a', 'x');
+    settle(net);
+    expect(net.confChange('a', { type: 'bind', id: 'c', peerId: 'PC' }).kind).toBe('appended');
+    settle(net);
+    for (const id of net.ids) expect(net.node(id).configuration).toEqual({ voters: ['a', 'b', 'c'], learners: [], peerIds: [['c', 'PC']] });
+    expect(net.confChange('a', { type: 'bind', id: 'c', peerId: 'PX' })).toEqual({ kind: 'refused', reason: 'already-bound', leader: 'a' });
+    expect(net.confChange('a', { type: 'bind', id: 'b', peerId: 'PC' })).toEqual({ kind: 'refused', reason: 'peer-id-taken', leader: 'a' });
+    // Still three voters: two of them commit, and the binding is dropped with its member.
+    expect(net.confChange('a', { type: 'remove', id: 'c' }).kind).toBe('appended');
+    settle(net);
+    expect(net.node('b').configuration).toEqual({ voters: ['a', 'b'], learners: [], peerIds: [] });
+  });
+});
+
 describe('a member behind the configuration', () => {
   it('follows a leader its configuration does not list yet, once its lease lapses', () => {
     const net = withLearner();
@@ -260,7 +278,7 @@ describe('a member behind the configuration', () => {
     net.recover();
     net.tickAll(40);
     expect(net.node('c').leader).toBe('d');
-    expect(net.node('c').configuration).toEqual({ voters: ['a', 'b', 'c', 'd'], learners: [] });
+    expect(net.node('c').configuration).toEqual({ voters: ['a', 'b', 'c', 'd'], learners: [], peerIds: [] });
   });
 });
 
@@ -269,29 +287,31 @@ describe('restarting', () => {
     const net = withLearner();
     net.tickAll(2);
     expect(net.compact('b')).toBe(true);
-    expect(net.member('b').disk.snapshot.conf).toEqual({ voters: ['a', 'b', 'c'], learners: ['d'] });
+    expect(net.member('b').disk.snapshot.conf).toEqual({ voters: ['a', 'b', 'c'], learners: ['d'], peerIds: [] });
     net.confChange('a', { type: 'remove', id: 'c' });
     net.stabilize();
     net.tickAll(2);
     net.restart('b');
-    expect(net.node('b').configuration).toEqual({ voters: ['a', 'b', 'c'], learners: ['d'] });
+    expect(net.node('b').configuration).toEqual({ voters: ['a', 'b', 'c'], learners: ['d'], peerIds: [] });
     net.tickAll(2);
-    expect(net.node('b').configuration).toEqual({ voters: ['a', 'b'], learners: ['d'] });
+    expect(net.node('b').configuration).toEqual({ voters: ['a', 'b'], learners: ['d'], peerIds: [] });
   });
 
-  it('a member added after compaction takes the configuration from the snapshot it is sent', () => {
+  it('a member added after compaction takes the configuration from the snapshot it is sent, peer ids bound included', () => {
     const net = new TestNetwork(['a', 'b', 'c']);
     net.elect('a');
     net.propose('a', 'x');
     net.stabilize();
     net.tickAll(2);
+    expect(net.confChange('a', { type: 'bind', id: 'b', peerId: 'PB' }).kind).toBe('appended');
+    settle(net);
     expect(net.compact('a')).toBe(true);
     net.addMember('d');
-    net.confChange('a', { type: 'add-learner', id: 'd' });
+    net.confChange('a', { type: 'add-learner', id: 'd', peerId: 'PD' });
     net.stabilize();
     net.tickAll(3);
     expect(net.count('snapshot')).toBe(1);
-    expect(net.node('d').configuration).toEqual({ voters: ['a', 'b', 'c'], learners: ['d'] });
+    expect(net.node('d').configuration).toEqual({ voters: ['a', 'b', 'c'], learners: ['d'], peerIds: [['b', 'PB'], ['d', 'PD']] });
     expect(net.appliedTexts('d')).toEqual(['x']);
   });
 });

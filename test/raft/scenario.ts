@@ -91,12 +91,16 @@ export function runScenario(script: string): string {
         need().addMember(arg(0));
         break;
       case 'conf':
-        out.push(`  ${JSON.stringify(need().confChange(arg(0), { type: arg(1) as ConfChange['type'], id: arg(2) }))}`);
+        {
+        // `conf <proposer> <type> <id> [peer id]`.
+        const change = (args[3] === undefined ? { type: arg(1), id: arg(2) } : { type: arg(1), id: arg(2), peerId: args[3] }) as ConfChange;
+        out.push(`  ${JSON.stringify(need().confChange(arg(0), change))}`);
+        }
         break;
       case 'config':
         for (const id of need().ids) {
           const c = need().node(id).configuration;
-          out.push(`  ${id}: voters=${c.voters.join(',')} learners=${c.learners.join(',') || '-'}`);
+          out.push(`  ${id}: voters=${c.voters.join(',')} learners=${c.learners.join(',') || '-'}${c.peerIds.length === 0 ? '' : ` peerIds=${c.peerIds.map(([m, p]) => `${m}=${p}`).join(',')}`}`);
         }
         break;
       case 'status':

@@ -370,7 +370,7 @@ export function describeLogStorageCompliance(name: string, factory: LogStorageFa
 
       it("keeps the snapshot's configuration across a restart; a snapshot without one reads back without one", async () => {
         const store = await withLog();
-        const snapshot: Snapshot = { ...snapshotAt(6, 2), conf: { voters: ['a', 'b', 'd'], learners: ['e'] } };
+        const snapshot: Snapshot = { ...snapshotAt(6, 2), conf: { voters: ['a', 'b', 'd'], learners: ['e'], peerIds: [['a', '12D3KooWA'], ['e', '12D3KooWE']] } };
         await store.compact(snapshot);
         const again = await expectAfterRestart(store, { snapshot, entries: entries(7, 10, 2), hardState: committed });
         await again.compact(snapshotAt(8, 2));
@@ -490,7 +490,7 @@ export function describeLogStorageCompliance(name: string, factory: LogStorageFa
 
       it("keeps an installed snapshot's configuration across a restart", async () => {
         const store = await withLog();
-        const installed: Snapshot = { ...snapshotAt(40, 3), conf: { voters: ['b', 'c'], learners: ['a', 'z'] } };
+        const installed: Snapshot = { ...snapshotAt(40, 3), conf: { voters: ['b', 'c'], learners: ['a', 'z'], peerIds: [] } };
         const hardState: HardState = { term: 3, vote: 'b', commit: 40 };
         await store.save({ snapshot: installed, hardState, entries: [] });
         await expectAfterRestart(store, { snapshot: installed, entries: [], hardState });

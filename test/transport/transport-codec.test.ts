@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { CodecError } from '../../src/errors.js';
 import type { Entry, Message, SnapshotMessage } from '../../src/raft/types.js';
 import type { SnapshotChunk, WireMessage } from '../../src/transport/envelope.js';
-import { encodeConfChange } from '../../src/raft/conf-change.js';
+import { encodeConfChange, MAX_PEER_ID_LENGTH } from '../../src/raft/conf-change.js';
 import { SnapshotAssembler, splitSnapshot } from '../../src/runtime/snapshot-chunks.js';
 import { EntryType, messageTypes } from '../../src/raft/types.js';
 import { messageExamples } from '../fixtures/message-examples.js';
@@ -489,11 +489,12 @@ describe('protocol 2: configuration changes', () => {
   const addLearner = encodeConfChange({ type: 'add-learner', id: '127.0.0.1:7004' });
   const appendWith = (entries: Entry[]): WireMessage => ({ type: 'append', ...base, prevIndex: 4, prevTerm: 2, commit: 4, entries });
   const normal = (index: number): Entry => ({ index, term: 2, type: EntryType.Normal, data: bytes(1, 2), pid: 'a#1' });
-  const conf = { voters: ['127.0.0.1:7001', '127.0.0.1:7002'], learners: ['127.0.0.1:7004'] };
+  const conf = { voters: ['127.0.0.1:7001', '127.0.0.1:7002'], learners: ['127.0.0.1:7004'], peerIds: [['127.0.0.1:7002', '12D3KooWB'], ['127.0.0.1:7004', '12D3KooWD']] as const };
   const snapshot: WireMessage = { type: 'snapshot', ...base, snapshot: { index: 9, term: 2, conf, data: bytes(7, 8, 9) } };
 
   it('round-trips an append with a conf change in a frame of version 2 at protocol 2', () => {
-    const m = appendWith([normal(5), change(6, addLearner), normal(7)]);
+    const bind = encodeConfChange({ type: 'bind', id: '127.0.0.1:7001', peerId: '12D3KooWA' });
+    const m = appendWith([normal(5), change(6, addLearner), normal(7), change(8, bind)]);
     const frame = encodeFrame({ clusterId: 'c', message: m }, undefined, 2);
     expect((decode(frame) as unknown[])[0]).toBe(CONF_FRAME_FORMAT_VERSION);
     expect(decodeFrame(frame)).toEqual({ clusterId: 'c', message: m });
@@ -546,7 +547,26 @@ describe('protocol 2: configuration changes', () => {
 
   it("refuses a snapshot whose configuration is malformed: unsorted, repeated, no voter, a member in both, not ids, or missing", () => {
     const head = [CONF_FRAME_FORMAT_VERSION, 'c', TYPE_CODES.snapshot, 'a', 'b', 2, 9, 2, 0, 1, bytes(1)];
-    for (const bad of [[['b', 'a'], []], [['a', 'a'], []], [[], ['a']], [['a'], ['a']], [[''], []], [[1], []], [['a']], 'a', [['a'], [], []]]) {
+    const bads = [
+      [['b', 'a'], [], []],
+      [['a', 'a'], [], []],
+      [[], ['a'], []],
+      [['a'], ['a'], []],
+      [[''], [], []],
+      [[1], [], []],
+      [['a'], []],
+      'a',
+      [['a'], [], [], []],
+      // Peer ids: of a non-member, unsorted, bound twice, malformed, not pairs, too long.
+      [['a'], [], [['b', 'P1']]],
+      [['a', 'b'], [], [['b', 'P1'], ['a', 'P2']]],
+      [['a', 'b'], [], [['a', 'P1'], ['b', 'P1']]],
+      [['a'], [], [['a', 'not a peer id']]],
+      [['a'], [], [['a', '']]],
+      [['a'], [], [['a']]],
+      [['a'], [], [['a', 'P'.repeat(MAX_PEER_ID_LENGTH + 1)]]],
+    ];
+    for (const bad of bads) {
       expectCodecError(() => decodeFrame(raw([...head, bad])), /snapshot\.conf/);
     }
     expectCodecError(() => decodeFrame(raw(head)), /expected 12 fields/);
