@@ -1,6 +1,6 @@
 import { CronraftError, JoinFailedError, MembershipChangeRefusedError, NotLeaderError, NotRunningError, VersionNotActiveError, VersionTooOldError } from '../errors.js';
-import { isMember, membersOf } from '../raft/configuration.js';
-import type { Configuration, NodeId } from '../raft/types.js';
+import { boundPeerId, isMember, membersOf } from '../raft/configuration.js';
+import type { NodeId } from '../raft/types.js';
 import type { StorageIdentity } from '../storage/log-storage.js';
 import type { Timers } from '../time/clock.js';
 import { parsePeerAddress, type PeerAddress } from '../transport/address.js';
@@ -93,16 +93,18 @@ export class JoinServer {
     const active = member.versions.active;
     if (!inRange(request.stateMachine, active)) return refused('version-too-old', active, active);
     if (isMember(conf, request.id)) {
+      // A member of the configuration asks only from its own key, once one is bound to it.
       const bound = boundPeerId(conf, request.id);
-      return bound === undefined || bound === remotePeer ? accepted : refused('peer-id-mismatch');
+      return bound === null || bound === remotePeer ? accepted : refused('peer-id-mismatch');
     }
     const node = member.driver.node;
     if (node.role !== 'leader') return node.leader === null ? retry('no leader is known') : { type: 'redirect', leader: node.leader };
     if (active < MEMBERSHIP_VERSION) return refused('version-not-active', MEMBERSHIP_VERSION, active);
+    // Bound to the peer id of the connection it asked on: only that key may speak for it later.
     const adding = this.#adding.get(request.id);
     if (adding !== undefined) return adding.peer === remotePeer ? adding.answer : retry('another peer is joining under this id');
     if (this.#adding.size >= MAX_JOINS_IN_FLIGHT) return retry('the leader is adding other members');
-    const answer = member.proposeConfChange(addLearner(request.id, remotePeer)).then(
+    const answer = member.proposeConfChange({ type: 'add-learner', id: request.id, peerId: remotePeer }).then(
       () => ({ ...accepted, members: membersOf(member.configuration.conf) }),
       (error: unknown) => answerOfFailure(error),
     );
@@ -113,20 +115,6 @@ export class JoinServer {
       this.#adding.delete(request.id);
     }
   }
-}
-
-/**
- * The add-learner change of a joiner. Its peer id is the one the connection it asked on
- * authenticated (h/peer-bind binds it in the configuration).
- */
-function addLearner(id: NodeId, _peerId: string): { readonly type: 'add-learner'; readonly id: NodeId } {
-  return { type: 'add-learner', id };
-}
-
-/** The peer id the configuration binds to `id`, if any (h/peer-bind). */
-function boundPeerId(conf: Configuration, id: NodeId): string | undefined {
-  const peerIds = (conf as { readonly peerIds?: readonly (readonly [NodeId, string])[] }).peerIds;
-  return peerIds?.find(([member]) => member === id)?.[1];
 }
 
 /** Why a joiner's id cannot be added, or null: it must be an address others can dial, as written canonically. */

@@ -62,13 +62,19 @@ describe('joining a running cluster (real network, loopback)', () => {
     joiner.on('run', (r) => runs.push(r));
     joiner.schedule('everywhere', { every: 200 }, () => undefined, { mode: 'all' });
     for (const m of members) m.schedule('everywhere', { every: 200 }, () => undefined, { mode: 'all' });
+    // Founding members on memory storage asked one another as they started: count from here.
+    const acceptedBefore = leader.state().joins.accepted;
     await joiner.start();
     expect(leader.state().configuration.learners).toEqual([joiner.id]);
-    expect(leader.state().joins.accepted).toBe(1);
+    expect(leader.state().joins.accepted).toBe(acceptedBefore + 1);
     await expect.poll(() => joiner.state().configuration.learners, { timeout: 10_000, interval: 50 }).toEqual([joiner.id]);
     expect(joiner.state().configuration.voters).toEqual([...seeds].sort());
     expect(joiner.state().log.snapshotsInstalled).toBeGreaterThanOrEqual(1);
     expect(joiner.state().role).toBe('follower');
+    // The joiner is bound to the peer id it asked with: another key asking under its id is refused.
+    const t = await stranger();
+    const impostor = await requestJoin((signal) => t.openStream(parsePeerAddress(leader.id, 'leader'), JOIN_PROTOCOL_ID, signal), { id: joiner.id, protocol: { min: 1, max: 2 }, stateMachine: { min: 1, max: 2 } }, 5000);
+    expect(impostor).toMatchObject({ type: 'refused', reason: 'peer-id-mismatch' });
     await expect.poll(() => runs.some((r) => r.job === 'everywhere' && r.outcome === 'succeeded'), { timeout: 15_000, interval: 50 }).toBe(true);
 
     await joiner.stop();
@@ -87,6 +93,7 @@ describe('joining a running cluster (real network, loopback)', () => {
     const { seeds, members, leader } = await founders();
     const t = await stranger();
     const target = parsePeerAddress(leader.id, 'leader');
+    const before = leader.state().joins;
     const ask = (id: string): Promise<JoinAnswer> => requestJoin((signal) => t.openStream(target, JOIN_PROTOCOL_ID, signal), { id, protocol: { min: 1, max: 2 }, stateMachine: { min: 1, max: 2 } }, 5000);
     expect(await ask('not an address')).toMatchObject({ type: 'refused', reason: 'bad-id' });
     expect(await ask(leader.id)).toMatchObject({ type: 'refused', reason: 'self' });
@@ -97,7 +104,7 @@ describe('joining a running cluster (real network, loopback)', () => {
     const follower = members.find((m) => m !== leader)!;
     const viaFollower = await requestJoin((signal) => t.openStream(parsePeerAddress(follower.id, 'f'), JOIN_PROTOCOL_ID, signal), { id: '127.0.0.1:9', protocol: { min: 1, max: 2 }, stateMachine: { min: 1, max: 2 } }, 5000);
     expect(viaFollower).toEqual({ type: 'redirect', leader: leader.id });
-    expect(leader.state().joins).toMatchObject({ requests: 4, refused: 4, accepted: 0 });
+    expect(leader.state().joins).toMatchObject({ requests: before.requests + 4, refused: before.refused + 4, accepted: before.accepted });
 
     // Garbage and an oversized length prefix: each stream reset, counted.
     for (const bytes of [withPrefix(encode(['nonsense'])), Uint8Array.of(0xff, 0xff, 0xff, 0xff, 0x0f)]) {
@@ -105,7 +112,7 @@ describe('joining a running cluster (real network, loopback)', () => {
       stream.send(bytes);
       await new Promise<void>((resolve) => stream.addEventListener('close', () => resolve(), { once: true }));
     }
-    expect(leader.state().joins.unreadable).toBe(2);
+    expect(leader.state().joins.unreadable).toBe(before.unreadable + 2);
     expect(leader.state().configuration).toEqual({ voters: [...seeds].sort(), learners: [] });
   }, 30_000);
 
