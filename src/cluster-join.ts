@@ -1,5 +1,6 @@
 import type { ResolvedOptions } from './cluster-options.js';
-import { findCluster, startingIdentity, type JoinServer, type StartingIdentity } from './runtime/join.js';
+import type { JoinServer } from './runtime/join-server.js';
+import { findCluster, startingIdentity, type StartingIdentity } from './runtime/join.js';
 import type { StorageIdentity } from './storage/log-storage.js';
 import type { Timers } from './time/clock.js';
 import { JOIN_PROTOCOL_ID, JOIN_STREAM_TIMEOUT_MS, MAX_INBOUND_JOIN_STREAMS, requestJoin, serveJoinStream } from './transport/join-protocol.js';

@@ -18,7 +18,7 @@ import { encodeCommand } from './runtime/commands.js';
 import type { RaftDriver } from './runtime/driver.js';
 import type { ProposalResult } from './runtime/pending-requests.js';
 import { Member } from './runtime/member.js';
-import { JoinServer } from './runtime/join.js';
+import { JoinServer } from './runtime/join-server.js';
 import { joinOrForm, serveJoins } from './cluster-join.js';
 import type { JobHandler, JobOptions } from './runtime/scheduler/job-types.js';
 import type { SchedulerRuntime } from './runtime/scheduler/scheduler-runtime.js';
@@ -47,7 +47,9 @@ const cryptoRandom: Random = { int: (min, max) => randomInt(min, max + 1) };
  * own (advertised) address. Every member given the same set computes the same configuration
  * and the same cluster id, so however the members are started, only one majority exists and
  * only one cluster can form. Members given different sets have different cluster ids and refuse
- * one another's messages (counted in `state().transport.droppedUnexpected`).
+ * one another's messages (counted in `state().transport.droppedUnexpected`). A member with an
+ * empty data directory first asks its peers whether a cluster runs, and joins it as a learner
+ * if one does (runtime/join.ts; README, "Forming the cluster").
  */
 export class Cluster extends EventEmitter<ClusterEvents> {
   readonly #o: ResolvedOptions;

@@ -4,7 +4,7 @@ import type { RaftDriver } from '../runtime/driver.js';
 import type { NodeId } from '../raft/types.js';
 import type { TransportStats } from '../transport/transport.js';
 import type { Member } from '../runtime/member.js';
-import type { JoinCounts } from '../runtime/join.js';
+import type { JoinCounts } from '../runtime/join-server.js';
 import { FIRST_CLUSTER_VERSION, type VersionRange, type VersionSupport } from '../version/versions.js';
 
 /** One member as this member sees it. */

@@ -209,8 +209,8 @@ export async function serveJoinStream(
     onUnreadable(e);
     return;
   }
-  const reply = await answer(request, remotePeer);
   try {
+    const reply = await answer(request, remotePeer);
     stream.send(encodeJoinAnswer(reply));
     await stream.close({ signal: AbortSignal.timeout(JOIN_STREAM_TIMEOUT_MS) });
   } catch (error) {
