@@ -53,8 +53,34 @@ async function stranger(): Promise<Libp2pTransport> {
 }
 
 describe('joining a running cluster (real network, loopback)', () => {
-  it('an empty member given the seeds joins as a learner, installs the snapshot, runs a mode all slot, and restarts from its data without asking', async () => {
+  it('refuses hostile join requests, counted; an empty member given the seeds joins as a learner, installs the snapshot, runs a mode all slot, and restarts from its data without asking', async () => {
     const { seeds, members, leader } = await founders();
+
+    // Hostile or impossible requests first: refused and counted, the configuration unchanged.
+    const t = await stranger();
+    const target = parsePeerAddress(leader.id, 'leader');
+    const before = leader.state().joins;
+    /** Asks `at` to add `id`, reading versions up to `reads`. */
+    const ask = (at: string, id: string, reads = 2): Promise<JoinAnswer> =>
+      requestJoin((signal) => t.openStream(parsePeerAddress(at, 'member'), JOIN_PROTOCOL_ID, signal), { id, protocol: { min: 1, max: reads }, stateMachine: { min: 1, max: reads } }, 5000);
+    expect(await ask(leader.id, 'not an address')).toMatchObject({ type: 'refused', reason: 'bad-id' });
+    expect(await ask(leader.id, leader.id)).toMatchObject({ type: 'refused', reason: 'self' });
+    expect(await ask(leader.id, '/ip4/127.0.0.1/tcp/9/p2p/12D3KooWNpEjHiwXBKhVJvQy5aGA5n6TgqSEAHMAbkjYZj9nVKPL')).toMatchObject({ type: 'refused', reason: 'bad-id' });
+    expect(await ask(leader.id, '127.0.0.1:9', 1)).toMatchObject({ type: 'refused', reason: 'version-too-old', needs: 2 });
+    // A follower sends a stranger's well-formed request to the leader and changes nothing.
+    const follower = members.find((m) => m !== leader)!;
+    expect(await ask(follower.id, '127.0.0.1:9')).toEqual({ type: 'redirect', leader: leader.id });
+    expect(leader.state().joins).toMatchObject({ requests: before.requests + 4, refused: before.refused + 4, accepted: before.accepted });
+
+    // Garbage and an oversized length prefix: each stream reset, counted.
+    for (const bytes of [withPrefix(encode(['nonsense'])), Uint8Array.of(0xff, 0xff, 0xff, 0xff, 0x0f)]) {
+      const stream = await t.openStream(target, JOIN_PROTOCOL_ID, AbortSignal.timeout(5000));
+      stream.send(bytes);
+      await new Promise<void>((resolve) => stream.addEventListener('close', () => resolve(), { once: true }));
+    }
+    expect(leader.state().joins.unreadable).toBe(before.unreadable + 2);
+    expect(leader.state().configuration).toEqual({ voters: [...seeds].sort(), learners: [] });
+
     const port = await freePort();
     const dataDir = await tempDir();
     const joiner = member(seeds, `127.0.0.1:${port}`, { dataDir });
@@ -72,9 +98,7 @@ describe('joining a running cluster (real network, loopback)', () => {
     expect(joiner.state().log.snapshotsInstalled).toBeGreaterThanOrEqual(1);
     expect(joiner.state().role).toBe('follower');
     // The joiner is bound to the peer id it asked with: another key asking under its id is refused.
-    const t = await stranger();
-    const impostor = await requestJoin((signal) => t.openStream(parsePeerAddress(leader.id, 'leader'), JOIN_PROTOCOL_ID, signal), { id: joiner.id, protocol: { min: 1, max: 2 }, stateMachine: { min: 1, max: 2 } }, 5000);
-    expect(impostor).toMatchObject({ type: 'refused', reason: 'peer-id-mismatch' });
+    expect(await ask(leader.id, joiner.id)).toMatchObject({ type: 'refused', reason: 'peer-id-mismatch' });
     await expect.poll(() => runs.some((r) => r.job === 'everywhere' && r.outcome === 'succeeded'), { timeout: 15_000, interval: 50 }).toBe(true);
 
     await joiner.stop();
@@ -88,33 +112,6 @@ describe('joining a running cluster (real network, loopback)', () => {
     expect(again.state().configuration.learners).toEqual([again.id]);
     expect(again.state().role).toBe('follower');
   });
-
-  it('refuses and counts hostile join requests, and resets unreadable streams; the configuration does not change', async () => {
-    const { seeds, members, leader } = await founders();
-    const t = await stranger();
-    const target = parsePeerAddress(leader.id, 'leader');
-    const before = leader.state().joins;
-    const ask = (id: string): Promise<JoinAnswer> => requestJoin((signal) => t.openStream(target, JOIN_PROTOCOL_ID, signal), { id, protocol: { min: 1, max: 2 }, stateMachine: { min: 1, max: 2 } }, 5000);
-    expect(await ask('not an address')).toMatchObject({ type: 'refused', reason: 'bad-id' });
-    expect(await ask(leader.id)).toMatchObject({ type: 'refused', reason: 'self' });
-    expect(await ask('/ip4/127.0.0.1/tcp/9/p2p/12D3KooWNpEjHiwXBKhVJvQy5aGA5n6TgqSEAHMAbkjYZj9nVKPL')).toMatchObject({ type: 'refused', reason: 'bad-id' });
-    const tooOld = await requestJoin((signal) => t.openStream(target, JOIN_PROTOCOL_ID, signal), { id: '127.0.0.1:9', protocol: { min: 1, max: 1 }, stateMachine: { min: 1, max: 1 } }, 5000);
-    expect(tooOld).toMatchObject({ type: 'refused', reason: 'version-too-old', needs: 2 });
-    // A follower sends a stranger's well-formed request to the leader and changes nothing.
-    const follower = members.find((m) => m !== leader)!;
-    const viaFollower = await requestJoin((signal) => t.openStream(parsePeerAddress(follower.id, 'f'), JOIN_PROTOCOL_ID, signal), { id: '127.0.0.1:9', protocol: { min: 1, max: 2 }, stateMachine: { min: 1, max: 2 } }, 5000);
-    expect(viaFollower).toEqual({ type: 'redirect', leader: leader.id });
-    expect(leader.state().joins).toMatchObject({ requests: before.requests + 4, refused: before.refused + 4, accepted: before.accepted });
-
-    // Garbage and an oversized length prefix: each stream reset, counted.
-    for (const bytes of [withPrefix(encode(['nonsense'])), Uint8Array.of(0xff, 0xff, 0xff, 0xff, 0x0f)]) {
-      const stream = await t.openStream(target, JOIN_PROTOCOL_ID, AbortSignal.timeout(5000));
-      stream.send(bytes);
-      await new Promise<void>((resolve) => stream.addEventListener('close', () => resolve(), { once: true }));
-    }
-    expect(leader.state().joins.unreadable).toBe(before.unreadable + 2);
-    expect(leader.state().configuration).toEqual({ voters: [...seeds].sort(), learners: [] });
-  }, 30_000);
 
   it('a member whose seeds do not answer forms the cluster if it is among them, and otherwise refuses to start', async () => {
     const own = `127.0.0.1:${await freePort()}`;
