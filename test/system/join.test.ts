@@ -39,7 +39,7 @@ async function founders(): Promise<{ readonly seeds: string[]; readonly members:
   const { leader: leaderId } = await members[0]!.waitForLeader({ timeoutMs: 10_000 });
   const leader = members.find((m) => m.id === leaderId)!;
   await expect.poll(() => members.every((m) => m.state().version.active === 2), { timeout: 10_000, interval: 50 }).toBe(true);
-  for (let i = 0; i < 120; i++) await leader.propose(`v${i}`);
+  await Promise.all(Array.from({ length: 120 }, (_, i) => leader.propose(`v${i}`)));
   expect(leader.state().log.firstIndex).toBeGreaterThan(1);
   return { seeds, members, leader };
 }
