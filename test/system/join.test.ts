@@ -79,7 +79,7 @@ describe('joining a running cluster (real network, loopback)', () => {
       await new Promise<void>((resolve) => stream.addEventListener('close', () => resolve(), { once: true }));
     }
     expect(leader.state().joins.unreadable).toBe(before.unreadable + 2);
-    expect(leader.state().configuration).toEqual({ voters: [...seeds].sort(), learners: [] });
+    expect(leader.state().configuration).toMatchObject({ voters: [...seeds].sort(), learners: [] });
 
     const port = await freePort();
     const dataDir = await tempDir();
