@@ -67,7 +67,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   #roleWaiters = new Set<() => void>();
   #scheduler: SchedulerRuntime | null = null;
   #member: Member | null = null;
-  /** What this member answers members that join (runtime/join.ts). */
+  /** What this member answers members that join (runtime/join-server.ts). */
   readonly #joins: JoinServer;
   /** Jobs scheduled before start(), registered once the member runs. */
   readonly #jobs = new Map<string, { spec: ReturnType<typeof parseSpec>; handler: JobHandler; options: JobOptions }>();

@@ -14,7 +14,7 @@ import type { Member } from './member.js';
 /** Joins a leader handles at once (each proposes a change and waits for it to commit); more are told to retry. */
 export const MAX_JOINS_IN_FLIGHT = 4;
 
-/** Reasons of a refusal the joiner cannot cure by asking again. */
+/** Why a member refuses a joiner (`version-not-active` is asked again until the joiner gives up; the others end its start). */
 type Refusal = 'version-not-active' | 'version-too-old' | 'bad-id' | 'self' | 'peer-id-mismatch' | (string & {});
 
 /** What a member answered joiners, by answer, for `state().joins`. */
