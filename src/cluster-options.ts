@@ -28,6 +28,12 @@ export interface ClusterOptions extends MemberOptions {
   readonly dataDir?: string;
   /** `'level'` (durable) or `'memory'` (lost on exit: tests and demos only). @default 'level' */
   readonly storage?: 'level' | 'memory';
+  /**
+   * How long a member with an empty data directory asks its peers whether a cluster runs before
+   * it forms one (when its own address is among its peers) or `start()` rejects with
+   * JoinFailedError (README, "Forming the cluster"). @default 5000
+   */
+  readonly joinTimeoutMs?: number;
   /** How long `stop()` waits for a leader to hand over leadership. @default 1000 */
   readonly stopTimeoutMs?: number;
   /** Sync every write to disk (turn off only for tests). @default true */
@@ -57,6 +63,8 @@ export const CLUSTER_DEFAULTS = {
   /** The member's timing and limits: see MEMBER_DEFAULTS (the simulator runs the same). */
   ...MEMBER_DEFAULTS,
   stopTimeoutMs: 1000,
+  /** How long an empty member looks for a running cluster through its peers: long enough for peers started at the same time to come up. */
+  joinTimeoutMs: 5000,
   /** Largest proposal accepted: with the batch bound, every message stays under the 4 MiB frame bound. */
   maxProposalBytes: 1024 * 1024,
   sync: true,
@@ -75,6 +83,9 @@ export interface ResolvedOptions {
   /** The member's timing and limits (see memberSettings): what the simulator runs too. */
   readonly member: MemberSettings;
   readonly stopTimeoutMs: number;
+  readonly joinTimeoutMs: number;
+  /** Whether the peer list named this member too: a founding member's list (see runtime/join.ts, findCluster). */
+  readonly selfInPeers: boolean;
   readonly sync: boolean;
   /** Where the cluster secret comes from, or null when the member runs without one. */
   readonly secret: SecretSource | null;
@@ -97,10 +108,12 @@ export function resolveOptions(peersInput: readonly string[], options: ClusterOp
   const listen = parseListenAddress(listenInput, 'listen');
   const self = options.advertise === undefined ? listen : parsePeerAddress(options.advertise, 'advertise');
   const peers = new Map<NodeId, PeerAddress>();
+  let selfInPeers = false;
   peersInput.forEach((value, i) => {
     const peer = parsePeerAddress(value, `peers[${i}]`);
     // A peer list may name this member too: the same list can then be given to every member.
     if (peer.id !== self.id) peers.set(peer.id, peer);
+    else selfInPeers = true;
   });
   if (peers.size > 0 && self.port === 0) {
     throw new InvalidArgumentError(options.advertise === undefined ? 'listen' : 'advertise', options.advertise ?? listenInput, 'a fixed port when the cluster has other members (they need to know it)');
@@ -124,6 +137,8 @@ export function resolveOptions(peersInput: readonly string[], options: ClusterOp
     storage,
     member,
     stopTimeoutMs: nonNegativeInt(options.stopTimeoutMs ?? CLUSTER_DEFAULTS.stopTimeoutMs, 'stopTimeoutMs'),
+    joinTimeoutMs: nonNegativeInt(options.joinTimeoutMs ?? CLUSTER_DEFAULTS.joinTimeoutMs, 'joinTimeoutMs'),
+    selfInPeers,
     sync: options.sync ?? CLUSTER_DEFAULTS.sync,
     secret,
   };

@@ -11,6 +11,7 @@ import { clusterIdOf, resolveOptions, CLUSTER_DEFAULTS, type ClusterOptions, typ
 import { openDataDir } from './storage/data-dir.js';
 import { CronraftError, InvalidArgumentError, NotRunningError, TimeoutError } from './errors.js';
 import { validateJobOptions, validateName } from './job-options.js';
+import { boundPeerId } from './raft/configuration.js';
 import { RaftNode } from './raft/node.js';
 import type { SoftState } from './raft/ready.js';
 import type { NodeId } from './raft/types.js';
@@ -18,6 +19,8 @@ import { encodeCommand } from './runtime/commands.js';
 import type { RaftDriver } from './runtime/driver.js';
 import type { ProposalResult } from './runtime/pending-requests.js';
 import { Member } from './runtime/member.js';
+import { JoinServer } from './runtime/join-server.js';
+import { joinOrForm, serveJoins } from './cluster-join.js';
 import type { JobHandler, JobOptions } from './runtime/scheduler/job-types.js';
 import type { SchedulerRuntime } from './runtime/scheduler/scheduler-runtime.js';
 import { parseSpec, type SpecInput } from './scheduler/spec.js';
@@ -45,7 +48,9 @@ const cryptoRandom: Random = { int: (min, max) => randomInt(min, max + 1) };
  * own (advertised) address. Every member given the same set computes the same configuration
  * and the same cluster id, so however the members are started, only one majority exists and
  * only one cluster can form. Members given different sets have different cluster ids and refuse
- * one another's messages (counted in `state().transport.droppedUnexpected`).
+ * one another's messages (counted in `state().transport.droppedUnexpected`). A member with an
+ * empty data directory first asks its peers whether a cluster runs, and joins it as a learner
+ * if one does (runtime/join.ts; README, "Forming the cluster").
  */
 export class Cluster extends EventEmitter<ClusterEvents> {
   readonly #o: ResolvedOptions;
@@ -63,6 +68,8 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   #roleWaiters = new Set<() => void>();
   #scheduler: SchedulerRuntime | null = null;
   #member: Member | null = null;
+  /** What this member answers members that join (runtime/join-server.ts). */
+  readonly #joins: JoinServer;
   /** Jobs scheduled before start(), registered once the member runs. */
   readonly #jobs = new Map<string, { spec: ReturnType<typeof parseSpec>; handler: JobHandler; options: JobOptions }>();
   /** The jobs of state(), kept between calls until they change. */
@@ -81,6 +88,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     this.#timers = options.timers ?? systemTimers;
     this.#random = options.random ?? cryptoRandom;
     this.#clusterId = clusterIdOf(this.#o.voters);
+    this.#joins = new JoinServer(this.#o.self.id);
   }
 
   /** This member's id: its advertised `host:port`. */
@@ -119,14 +127,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     const stored = await this.#storage.open();
     // A downgrade past an activation fails here, naming the versions (README, "Upgrading").
     checkStoredVersion(stored, versionSupportOf(this), o.storage === 'level' ? o.dataDir : 'memory');
-    // Refuses a directory that belongs to another cluster or member, before anything is written.
-    await this.#storage.setIdentity({ clusterId: this.#clusterId, nodeId: o.self.id });
-    const node = new RaftNode(
-      { id: o.self.id, voters: o.voters, ...o.member.raft },
-      { hardState: stored.hardState, snapshot: stored.snapshot, entries: stored.entries },
-      this.#random,
-    );
-    this.#transport = new Libp2pTransport({
+    const transport = new Libp2pTransport({
       self: o.self.id,
       clusterId: this.#clusterId,
       listen: o.listen,
@@ -139,12 +140,26 @@ export class Cluster extends EventEmitter<ClusterEvents> {
         if (event.type === 'disconnected') this.#driver?.peerDisconnected(event.peer);
       },
     });
+    this.#transport = transport;
+    serveJoins(transport, this.#joins);
+    await transport.start();
+    this.#peerId = transport.peerId();
+    // An empty member asks its peers whether a cluster runs before it builds its node (README, "Forming the cluster").
+    const identity = await joinOrForm(o, stored.identity, this.#clusterId, { transport, joins: this.#joins, timers: this.#timers, reads: versionSupportOf(this), stopped: () => this.#status !== 'starting' });
+    transport.setClusterId(identity.clusterId);
+    // Refuses a directory that belongs to another cluster or member, before anything is written.
+    await this.#storage.setIdentity({ clusterId: identity.clusterId, nodeId: o.self.id, ...(identity.joined ? { foundingVoters: identity.foundingVoters } : {}) });
+    const node = new RaftNode(
+      { id: o.self.id, voters: identity.foundingVoters, ...o.member.raft },
+      { hardState: stored.hardState, snapshot: stored.snapshot, entries: stored.entries },
+      this.#random,
+    );
     const member = new Member({
       self: o.self.id,
       node,
       storedVersion: storedWireVersion(stored),
       storage: this.#storage,
-      transport: this.#transport,
+      transport,
       clock: this.#clock,
       timers: this.#timers,
       timing: o.member.timing,
@@ -178,9 +193,14 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     setMemberOf(this, member);
     this.#driver = member.driver;
     this.#scheduler = member.scheduler;
-    await this.#transport.start();
-    this.#peerId = this.#transport.peerId();
     member.start();
+    // A joiner takes in the leader's frames before it has replayed the log up to its own addition.
+    if (identity.members.length > 0) {
+      const conf = member.configuration.conf;
+      const known = member.configuration.members;
+      transport.setMembers([...known.map((id) => ({ id, peerId: boundPeerId(conf, id) })), ...identity.members.filter((id) => !known.includes(id)).map((id) => ({ id, peerId: null }))]);
+    }
+    this.#joins.serve(member, identity.clusterId, identity.foundingVoters);
     for (const [name, job] of this.#jobs) member.scheduler.schedule(name, job.spec, job.handler, job.options);
   }
 
@@ -207,6 +227,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   }
 
   async #close(): Promise<void> {
+    this.#joins.stop();
     this.#member?.stop();
     for (const wake of this.#roleWaiters) wake();
     try {
@@ -342,6 +363,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       driver,
       transport: this.#transport,
       peerId: this.#peerId,
+      joins: this.#joins.counts,
       member: this.#member,
       versionSupport: versionSupportOf(this),
       jobs: this.#scheduler === null ? [] : this.#jobStates.of(this.#scheduler.state, clusterNowMs),

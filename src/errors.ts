@@ -142,6 +142,17 @@ export class MembershipChangeRefusedError extends CronraftError {
 }
 
 /**
+ * A member with an empty data directory found no cluster to join within `joinTimeoutMs` and may
+ * not form one (README "Forming the cluster"): its seeds did not answer, or a cluster runs but
+ * did not add it in time. The message says what each seed last answered.
+ */
+export class JoinFailedError extends CronraftError {
+  constructor(timeoutMs: number, answers: string) {
+    super('CRONRAFT_JOIN_FAILED', `No running cluster added this member within ${timeoutMs} ms, and it may not form one (its own address is not among its peers, or a cluster runs): ${answers}`);
+  }
+}
+
+/**
  * This member was removed from the cluster's configuration: it applies nothing more and takes
  * no part in elections; every request waiting on it fails with this error. Its data directory
  * belongs to a configuration it is no longer in: to take part again, it must be added back.

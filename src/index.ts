@@ -20,6 +20,7 @@ export {
   StorageError,
   CodecError,
   RunAbortedError,
+  JoinFailedError,
   MembershipChangeRefusedError,
   RemovedError,
 } from './errors.js';

@@ -4,6 +4,7 @@ import type { RaftDriver } from '../runtime/driver.js';
 import type { NodeId } from '../raft/types.js';
 import type { TransportStats } from '../transport/transport.js';
 import type { Member } from '../runtime/member.js';
+import type { JoinCounts } from '../runtime/join-server.js';
 import { FIRST_CLUSTER_VERSION, type VersionRange, type VersionSupport } from '../version/versions.js';
 
 /** One member as this member sees it. */
@@ -68,6 +69,12 @@ export interface ClusterState {
   /** libp2p peer id of this member. */
   readonly peerId: string | null;
   readonly transport: TransportStats;
+  /**
+   * What this member answered members asking to join (README, "Forming the cluster"), by
+   * answer: `refused` counts hostile or impossible requests (a bad id, a peer id that differs
+   * from the one bound), `unreadable` streams reset for a request too large, malformed or slow.
+   */
+  readonly joins: Readonly<JoinCounts>;
   /**
    * The jobs the cluster knows, as replicated in the log. Each job's entry is frozen and handed
    * out again by later calls until the job changes (its Dates too: copy one before changing it).
@@ -148,6 +155,7 @@ export interface StateSources {
   readonly driver: RaftDriver | null;
   readonly transport: { stats(): TransportStats; isConnected(id: NodeId): boolean } | null;
   readonly peerId: string | null;
+  readonly joins: Readonly<JoinCounts>;
   readonly jobs: ClusterState['jobs'];
   readonly member: Member | null;
   /** What this member reads (before start, the member does not exist yet). */
@@ -206,6 +214,7 @@ export function clusterStateOf(s: StateSources): ClusterState {
     configuration: { voters: [...conf.voters], learners: [...conf.learners], peerIds: Object.fromEntries(conf.peerIds) },
     peerId: s.peerId,
     transport: s.transport?.stats() ?? NO_TRAFFIC,
+    joins: { ...s.joins },
     jobs: s.jobs,
     clock: { synced: driver?.clockSynced ?? false, clusterTime: new Date(s.clusterNowMs), invalidStamps: driver?.invalidClockStamps ?? 0 },
     invalidMessages: (driver?.invalidMessages ?? 0) + (driver?.invalidSnapshots ?? 0) + (node?.protocolViolations ?? 0),

@@ -11,7 +11,7 @@ import { isCount, isEntryType, isTerm } from './store-checks.js';
  * smaller, faster to encode on the commit path, and their shape is fixed by the format version.
  *
  * - format:    2
- * - identity:  [clusterId, nodeId]
+ * - identity:  [clusterId, nodeId], or [clusterId, nodeId, foundingVoters] for a member that joined
  * - hardstate: [term, vote | null, commit]
  * - snapshot:  [index, term, data (bytes)]: the state machine as of `index`, whose entry had `term`,
  *              or [index, term, data, [voters, learners, peerIds]] with the configuration as of
@@ -44,15 +44,28 @@ export function decodeFormat(bytes: Uint8Array): number {
   return value;
 }
 
+/**
+ * The identity of a member that joined a running cluster carries the founding voters, a third
+ * element, without a new format version: a store written before joining existed holds the
+ * two-element shape, which is read as before, and a release that cannot join never meets the
+ * three-element one (a joined member exists only at cluster version 2, which such a release
+ * refuses to run).
+ */
 export function encodeIdentity(identity: StorageIdentity): Uint8Array {
-  return encode([identity.clusterId, identity.nodeId]);
+  const { foundingVoters } = identity;
+  return encode(foundingVoters === undefined ? [identity.clusterId, identity.nodeId] : [identity.clusterId, identity.nodeId, foundingVoters]);
 }
 
 export function decodeIdentity(bytes: Uint8Array): StorageIdentity {
-  const value = decodeTuple(bytes, 2, 'identity [clusterId, nodeId]');
-  const [clusterId, nodeId] = value;
+  const value = decodeValue(bytes);
+  if (!Array.isArray(value) || (value.length !== 2 && value.length !== 3)) throw new ValueShapeError(`expected identity [clusterId, nodeId, foundingVoters?], got ${describe(value)}`);
+  const [clusterId, nodeId, foundingVoters] = value as unknown[];
   if (typeof clusterId !== 'string' || typeof nodeId !== 'string') throw new ValueShapeError('expected identity [clusterId, nodeId] as two strings');
-  return { clusterId, nodeId };
+  if (value.length === 2) return { clusterId, nodeId };
+  if (!Array.isArray(foundingVoters) || foundingVoters.length === 0 || !foundingVoters.every((id) => typeof id === 'string' && id.length > 0)) {
+    throw new ValueShapeError(`expected the founding voters as member ids, got ${describe(foundingVoters)}`);
+  }
+  return { clusterId, nodeId, foundingVoters: foundingVoters as string[] };
 }
 
 export function encodeHardState(hardState: HardState): Uint8Array {

@@ -19,7 +19,7 @@ import {
 } from './level-codec.js';
 import { ENTRY_KEYS_END, FORMAT_VERSION, MetaName, READABLE_FORMAT_VERSIONS, describeKey, entryKey, metaKeys, parseKey } from './level-layout.js';
 import type { LogStorage, StorageBatch, StorageIdentity, StoredState } from './log-storage.js';
-import { checkBatch, checkCompaction, checkIdentity, mismatchMessage, notOpenError, sameIdentity } from './store-checks.js';
+import { checkBatch, checkCompaction, checkIdentity, copyIdentity, mismatchMessage, notOpenError, sameIdentity } from './store-checks.js';
 import { StoredSegments } from './stored-segments.js';
 import { TermIndex } from './term-index.js';
 import { EntryRecords } from '../bytes/entry-records.js';
@@ -146,7 +146,7 @@ export class LevelLogStorage implements LogStorage {
       if (sameIdentity(session.identity, identity)) return;
       throw new StorageError('CRONRAFT_STORAGE_MISMATCH', this.path, mismatchMessage(session.identity, identity));
     }
-    session.identity = { clusterId: identity.clusterId, nodeId: identity.nodeId };
+    session.identity = copyIdentity(identity);
     await session.queue.write([{ type: 'put', key: metaKeys.identity, value: encodeIdentity(identity) }]);
   }
 

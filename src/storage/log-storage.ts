@@ -4,6 +4,12 @@ import type { Entry, HardState, NodeId, Snapshot, SnapshotMeta } from '../raft/t
 export interface StorageIdentity {
   readonly clusterId: string;
   readonly nodeId: NodeId;
+  /**
+   * The voters the cluster was formed with, kept by a member that joined a running cluster
+   * (runtime/join.ts): it builds its node with them on every start, as a founding member
+   * builds its own from its peer list. Absent for a founding member.
+   */
+  readonly foundingVoters?: readonly NodeId[];
 }
 
 /** Everything a member needs to resume after a restart. */

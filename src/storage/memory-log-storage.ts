@@ -2,7 +2,7 @@ import { StorageError } from '../errors.js';
 import type { HardState, Snapshot, SnapshotMeta } from '../raft/types.js';
 import type { LogStorage, StorageBatch, StorageIdentity, StoredState } from './log-storage.js';
 import { MemoryDisk, copyEntry, copySnapshot } from './memory-disk.js';
-import { checkBatch, checkCompaction, checkIdentity, mismatchMessage, notOpenError, sameIdentity } from './store-checks.js';
+import { checkBatch, checkCompaction, checkIdentity, copyIdentity, mismatchMessage, notOpenError, sameIdentity } from './store-checks.js';
 import { TermIndex } from './term-index.js';
 
 /** What an open store knows; gone once it is closed. */
@@ -42,7 +42,7 @@ export class MemoryLogStorage implements LogStorage {
       if (sameIdentity(session.identity, identity)) return;
       throw new StorageError('CRONRAFT_STORAGE_MISMATCH', this.disk.name, mismatchMessage(session.identity, identity));
     }
-    const copy = { clusterId: identity.clusterId, nodeId: identity.nodeId };
+    const copy = copyIdentity(identity);
     session.identity = copy;
     await this.disk.write(session.generation, (contents) => {
       contents.identity = copy;

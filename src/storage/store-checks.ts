@@ -168,6 +168,16 @@ export function checkIdentity(identity: StorageIdentity): void {
   if (typeof identity !== 'object' || identity === null) throw new InvalidArgumentError('identity', identity, 'a StorageIdentity');
   if (typeof identity.clusterId !== 'string' || identity.clusterId === '') throw new InvalidArgumentError('identity.clusterId', identity.clusterId, 'a non-empty string');
   if (typeof identity.nodeId !== 'string' || identity.nodeId === '') throw new InvalidArgumentError('identity.nodeId', identity.nodeId, 'a non-empty string');
+  const voters = identity.foundingVoters;
+  if (voters !== undefined && (!Array.isArray(voters) || voters.length === 0 || !voters.every((id) => typeof id === 'string' && id !== ''))) {
+    throw new InvalidArgumentError('identity.foundingVoters', voters, 'member ids');
+  }
+}
+
+/** A copy of an identity, to keep (the founding voters, when given, copied and frozen). */
+export function copyIdentity(identity: StorageIdentity): StorageIdentity {
+  const { clusterId, nodeId, foundingVoters } = identity;
+  return foundingVoters === undefined ? { clusterId, nodeId } : { clusterId, nodeId, foundingVoters: Object.freeze([...foundingVoters]) };
 }
 
 export function describeIdentity(identity: StorageIdentity): string {
@@ -178,6 +188,7 @@ export function mismatchMessage(stored: StorageIdentity, wanted: StorageIdentity
   return `belongs to ${describeIdentity(stored)}, not ${describeIdentity(wanted)}`;
 }
 
+/** Whether `b` is the identity `a` stored: the founding voters, a consequence of the cluster id, need not be given again. */
 export function sameIdentity(a: StorageIdentity, b: StorageIdentity): boolean {
   return a.clusterId === b.clusterId && a.nodeId === b.nodeId;
 }

@@ -1,5 +1,17 @@
 import type { ConnectionGater, MultiaddrConnection, PeerId } from '@libp2p/interface';
 import { MAX_INBOUND_CONNECTIONS_PER_HOST } from './constants.js';
+import { JOIN_STREAM_TIMEOUT_MS } from './join-protocol.js';
+
+/**
+ * Connections from peer ids no member holds that the gate lets in at once, once it knows every
+ * member's: a new member asks to join on one (the join protocol, README "Forming the
+ * cluster"); its Raft frames are dropped by the transport like any non-member's. More are
+ * closed after the handshake (counted `notMember`).
+ */
+export const MAX_VISITOR_CONNECTIONS = 4;
+
+/** How long a visitor's connection is kept, unless its peer id became a member's: a join request and its answer. */
+export const VISITOR_CONNECTION_MS = 2 * JOIN_STREAM_TIMEOUT_MS;
 
 /** What the gate did with inbound connections, for `state().transport.inboundConnections`. */
 export interface InboundConnectionStats {
@@ -16,6 +28,8 @@ export interface InboundConnectionStats {
    * (once every member's is known: pinned in its address or bound in the configuration).
    */
   readonly notMember: number;
+  /** Connections from peer ids no member holds, let in for a while to ask to join (MAX_VISITOR_CONNECTIONS at once). */
+  readonly visitors: number;
   /** Connections refused at once because their host already held MAX_INBOUND_CONNECTIONS_PER_HOST. */
   readonly overHostLimit: number;
   /** Inbound connections held now, handshaking or open. */
@@ -36,7 +50,9 @@ export class ConnectionGate {
   readonly #perHost = new Map<string, number>();
   /** Inbound connections accepted whose handshake has not completed. */
   readonly #handshaking = new Set<MultiaddrConnection>();
-  readonly #counts = { accepted: 0, handshakeFailed: 0, notMember: 0, overHostLimit: 0 };
+  readonly #counts = { accepted: 0, handshakeFailed: 0, notMember: 0, visitors: 0, overHostLimit: 0 };
+  /** Visitors' connections held now. */
+  #visiting = 0;
   #held = 0;
 
   /** `known` returns the members' peer ids when every peer's is known, or null when some are not (then any peer id may connect). */
@@ -81,12 +97,33 @@ export class ConnectionGate {
     return false;
   }
 
+  /** Lets a non-member in for VISITOR_CONNECTION_MS, then closes it unless its peer id became a member's. */
+  #visit(peerId: string, maConn: MultiaddrConnection): void {
+    this.#counts.visitors++;
+    this.#visiting++;
+    const timer = setTimeout(() => {
+      if (this.#known()?.has(peerId) === false) maConn.abort(new Error('a visitor that did not join in time'));
+    }, VISITOR_CONNECTION_MS);
+    maConn.addEventListener(
+      'close',
+      () => {
+        clearTimeout(timer);
+        this.#visiting--;
+      },
+      { once: true },
+    );
+  }
+
   #onHandshake(peerId: PeerId, maConn: MultiaddrConnection): boolean {
     this.#handshaking.delete(maConn);
     const known = this.#known();
     if (known !== null && !known.has(peerId.toString())) {
-      this.#counts.notMember++;
-      return true;
+      if (this.#visiting >= MAX_VISITOR_CONNECTIONS) {
+        this.#counts.notMember++;
+        return true;
+      }
+      this.#visit(peerId.toString(), maConn);
+      return false;
     }
     this.#counts.accepted++;
     return false;

@@ -81,7 +81,7 @@ type RunState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
  */
 export class Libp2pTransport implements Transport {
   readonly #self: NodeId;
-  readonly #clusterId: string;
+  #clusterId: string;
   readonly #records: EntryRecords;
   readonly #listen: string;
   readonly #privateKey: PrivateKey | undefined;
@@ -113,6 +113,8 @@ export class Libp2pTransport implements Transport {
   /** The wire protocol in force (see setProtocol). */
   #protocol = 1;
   #handler: ((message: Message) => void) | null = null;
+  /** Further protocols this node serves (the join protocol), registered as it starts. */
+  readonly #services = new Map<string, { handler: (stream: Stream, remotePeer: string) => void; maxInboundStreams: number }>();
   #node: Libp2p | null = null;
   #state: RunState = 'new';
   #starting: Promise<void> | null = null;
@@ -180,6 +182,9 @@ export class Libp2pTransport implements Transport {
       await node.handle(PROTOCOL_ID, (stream, connection) => this.#onInboundStream(stream, connection), {
         maxInboundStreams: MAX_INBOUND_STREAMS_PER_CONNECTION,
       });
+      for (const [protocol, service] of this.#services) {
+        await node.handle(protocol, (stream, connection) => service.handler(stream, connection.remotePeer.toString()), { maxInboundStreams: service.maxInboundStreams });
+      }
       await node.start();
     } catch (error) {
       if (node !== null) await stopNode(node);
@@ -268,6 +273,30 @@ export class Libp2pTransport implements Transport {
     return this.#lastRemotePeer.get(member) ?? null;
   }
 
+  /**
+   * Sets the cluster id frames carry and must carry: a member that joins learns it from a seed
+   * after its transport started (runtime/join.ts), before its member sends or takes a frame.
+   */
+  setClusterId(clusterId: string): void {
+    this.#clusterId = checkString(clusterId, 'clusterId', MAX_CLUSTER_ID_LENGTH);
+  }
+
+  /**
+   * Serves another protocol on this node (the join protocol): `handler` gets each inbound
+   * stream with the connection's authenticated remote peer id. Only before start().
+   */
+  serve(protocol: string, handler: (stream: Stream, remotePeer: string) => void, maxInboundStreams: number): void {
+    if (this.#state !== 'new') throw new NotRunningError(this.#state);
+    this.#services.set(protocol, { handler, maxInboundStreams });
+  }
+
+  /** Opens a stream of another protocol (the join protocol) to `address`, through the same connections. */
+  async openStream(address: PeerAddress, protocol: string, signal: AbortSignal): Promise<Stream> {
+    const node = this.#node;
+    if (node === null || this.#state !== 'running') throw new NotRunningError(this.#state);
+    return dialStream(node, address, protocol, signal);
+  }
+
   setProtocol(protocol: number): void {
     this.#protocol = protocol;
   }
@@ -342,9 +371,7 @@ export class Libp2pTransport implements Transport {
   async #dial(address: PeerAddress, signal: AbortSignal): Promise<Stream> {
     const node = this.#node;
     if (node === null) throw new NotRunningError(this.#state);
-    // With a pinned peer id the Noise handshake proves the remote holds that key.
-    const target = address.peerId === null ? address.multiaddr : `${address.multiaddr}/p2p/${address.peerId}`;
-    return node.dialProtocol(multiaddr(target), PROTOCOL_ID, { signal });
+    return dialStream(node, address, PROTOCOL_ID, signal);
   }
 
   #onInboundStream(stream: Stream, connection: Connection): void {
@@ -474,6 +501,12 @@ async function stopNode(node: Libp2p): Promise<void> {
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** Opens a stream of `protocol` to `address`; with a pinned peer id the Noise handshake proves the remote holds that key. */
+function dialStream(node: Libp2p, address: PeerAddress, protocol: string, signal: AbortSignal): Promise<Stream> {
+  const target = address.peerId === null ? address.multiaddr : `${address.multiaddr}/p2p/${address.peerId}`;
+  return node.dialProtocol(multiaddr(target), protocol, { signal });
 }
 
 function sameAddress(a: PeerAddress, b: PeerAddress): boolean {

@@ -278,6 +278,18 @@ export function describeLogStorageCompliance(name: string, factory: LogStorageFa
         await again.setIdentity(identity);
       });
 
+      it("keeps a joined member's founding voters, given once, across restarts", async () => {
+        const { store } = await opened();
+        const voters = ['127.0.0.1:7002', '127.0.0.1:7003'];
+        await store.setIdentity({ ...identity, foundingVoters: voters });
+        voters.length = 0;
+        const { store: again, state } = await restart(store);
+        expect(state.identity).toEqual({ ...identity, foundingVoters: ['127.0.0.1:7002', '127.0.0.1:7003'] });
+        // A restart gives the cluster id and its own id; the voters stay as stored.
+        await again.setIdentity(identity);
+        await expectInvalid(again.setIdentity({ ...identity, foundingVoters: [] }));
+      });
+
       it('refuses another cluster or member, naming both', async () => {
         const { store } = await opened();
         await store.setIdentity(identity);

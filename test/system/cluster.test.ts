@@ -271,7 +271,8 @@ describe('three members in one process', () => {
 
   it('fails a proposal at once with NotLeaderError when no leader is known', async () => {
     const addrs = [`127.0.0.1:${await freePort()}`, `127.0.0.1:${await freePort()}`, `127.0.0.1:${await freePort()}`];
-    const lonely = new Cluster(addrs, { storage: 'memory', listen: addrs[0] });
+    // Its peers never come up: it forms the cluster once it stops looking for a running one.
+    const lonely = new Cluster(addrs, { storage: 'memory', listen: addrs[0], joinTimeoutMs: 100 });
     started.push(lonely);
     await lonely.start();
     const error = await lonely.propose('x').then(() => null, (e: unknown) => e);
@@ -283,8 +284,9 @@ describe('three members in one process', () => {
     const a = `127.0.0.1:${await freePort()}`;
     const b = `127.0.0.1:${await freePort()}`;
     const c = `127.0.0.1:${await freePort()}`;
-    const one = new Cluster([a, b], { storage: 'memory', listen: a, electionTimeoutMs: 100, heartbeatMs: 20 });
-    const two = new Cluster([a, b, c], { storage: 'memory', listen: b, electionTimeoutMs: 100, heartbeatMs: 20 });
+    // Neither finds the other forming the same cluster: each forms its own once it stops looking.
+    const one = new Cluster([a, b], { storage: 'memory', listen: a, electionTimeoutMs: 100, heartbeatMs: 20, joinTimeoutMs: 100 });
+    const two = new Cluster([a, b, c], { storage: 'memory', listen: b, electionTimeoutMs: 100, heartbeatMs: 20, joinTimeoutMs: 100 });
     started.push(one, two);
     await Promise.all([one.start(), two.start()]);
     // Both campaign and reach each other, but every message carries the other cluster's id.

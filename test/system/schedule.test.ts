@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Cluster, InvalidArgumentError, type JobContext } from '../../src/index.js';
+import { Cluster, InvalidArgumentError, type ClusterOptions, type JobContext } from '../../src/index.js';
 import { freePort } from '../fixtures/process-cluster.js';
 
 const started: Cluster[] = [];
@@ -10,9 +10,9 @@ afterEach(async () => {
   await Promise.all(started.splice(0).map((c) => c.stop()));
 });
 
-async function threeMembers(): Promise<Cluster[]> {
+async function threeMembers(options: ClusterOptions = {}): Promise<Cluster[]> {
   const addrs = [`127.0.0.1:${await freePort()}`, `127.0.0.1:${await freePort()}`, `127.0.0.1:${await freePort()}`];
-  const members = addrs.map((listen) => new Cluster(addrs, { storage: 'memory', listen }));
+  const members = addrs.map((listen) => new Cluster(addrs, { storage: 'memory', listen, ...options }));
   started.push(...members);
   return members;
 }
@@ -299,7 +299,8 @@ describe('cluster.runExclusive', () => {
   });
 
   it('refuses at once on a member that has heard no leader (it has no cluster time to stamp the lock with)', async () => {
-    const [alone] = await threeMembers();
+    // Its peers never come up: it forms the cluster once it stops looking for a running one.
+    const [alone] = await threeMembers({ joinTimeoutMs: 100 });
     await alone!.start();
     let ran = false;
     await expect(alone!.runExclusive('x', { atMostFor: 1000 }, () => (ran = true))).rejects.toMatchObject({ code: 'CRONRAFT_NOT_LEADER' });

@@ -1,0 +1,52 @@
+import type { ResolvedOptions } from './cluster-options.js';
+import type { JoinServer } from './runtime/join-server.js';
+import { findCluster, startingIdentity, type StartingIdentity } from './runtime/join.js';
+import type { StorageIdentity } from './storage/log-storage.js';
+import type { Timers } from './time/clock.js';
+import { JOIN_PROTOCOL_ID, JOIN_STREAM_TIMEOUT_MS, MAX_INBOUND_JOIN_STREAMS, requestJoin, serveJoinStream } from './transport/join-protocol.js';
+import type { Libp2pTransport } from './transport/libp2p-transport.js';
+import type { VersionSupport } from './version/versions.js';
+
+/**
+ * The join protocol on a Cluster's libp2p transport: every member serves it (the answers are
+ * JoinServer's), and a member with an empty data directory asks its peers through it before it
+ * builds its node (runtime/join.ts).
+ */
+
+/** Serves join requests on `transport` (before it starts): `joins` answers them. */
+export function serveJoins(transport: Libp2pTransport, joins: JoinServer): void {
+  transport.serve(
+    JOIN_PROTOCOL_ID,
+    (stream, remotePeer) => void serveJoinStream(stream, remotePeer, (request, peer) => joins.answer(request, peer), () => joins.unreadable()),
+    MAX_INBOUND_JOIN_STREAMS,
+  );
+}
+
+/**
+ * Who this member starts as (startingIdentity): from its storage's identity, or, with an empty
+ * data directory, by asking its peers over the started `transport`, answering theirs meanwhile
+ * as a member that is forming (`joins`).
+ */
+export function joinOrForm(
+  o: ResolvedOptions,
+  stored: StorageIdentity | null,
+  clusterId: string,
+  parts: { readonly transport: Libp2pTransport; readonly joins: JoinServer; readonly timers: Timers; readonly reads: VersionSupport; readonly stopped: () => boolean },
+): Promise<StartingIdentity> {
+  const { transport, joins } = parts;
+  return startingIdentity(stored, { clusterId, voters: o.voters, hasSeeds: o.peers.size > 0 }, () => {
+    joins.looking(o.voters);
+    return findCluster({
+      self: o.self.id,
+      seeds: [...o.peers.values()],
+      voters: o.voters,
+      selfInSeeds: o.selfInPeers,
+      reads: parts.reads,
+      timeoutMs: o.joinTimeoutMs,
+      timers: parts.timers,
+      askTimeoutMs: JOIN_STREAM_TIMEOUT_MS,
+      stopped: parts.stopped,
+      ask: (address, request, timeoutMs) => requestJoin((signal) => transport.openStream(address, JOIN_PROTOCOL_ID, signal), request, timeoutMs),
+    });
+  });
+}

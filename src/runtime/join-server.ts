@@ -1,0 +1,143 @@
+import { CronraftError, MembershipChangeRefusedError, NotLeaderError, VersionNotActiveError } from '../errors.js';
+import { boundPeerId, isMember, membersOf } from '../raft/configuration.js';
+import type { NodeId } from '../raft/types.js';
+import { parsePeerAddress } from '../transport/address.js';
+import type { JoinAnswer, JoinRequest } from '../transport/join-protocol.js';
+import { inRange, MEMBERSHIP_VERSION } from '../version/versions.js';
+import type { Member } from './member.js';
+
+/**
+ * What every member answers a member that asks to join (issue 18, README "Forming the
+ * cluster"); the joiner's side is join.ts.
+ */
+
+/** Joins a leader handles at once (each proposes a change and waits for it to commit); more are told to retry. */
+export const MAX_JOINS_IN_FLIGHT = 4;
+
+/** Why a member refuses a joiner (`version-not-active` is asked again until the joiner gives up; the others end its start). */
+type Refusal = 'version-not-active' | 'version-too-old' | 'bad-id' | 'self' | 'peer-id-mismatch' | (string & {});
+
+/** What a member answered joiners, by answer, for `state().joins`. */
+export interface JoinCounts extends Record<JoinAnswer['type'], number> {
+  /** Join requests read. */
+  requests: number;
+  /** Join streams whose request could not be read (too large, malformed, too slow): reset. */
+  unreadable: number;
+}
+
+type Serving =
+  | { readonly phase: 'looking'; readonly voters: readonly NodeId[] }
+  | { readonly phase: 'member'; readonly member: Member; readonly clusterId: string; readonly foundingVoters: readonly NodeId[] }
+  | { readonly phase: 'stopped' };
+
+/**
+ * What a member answers a joiner. A member still looking for a cluster says it is forming,
+ * with the voters it was given; a member of a cluster accepts a joiner already in its
+ * configuration at once (a founding member with an empty data directory, or a joiner whose
+ * answer was lost), sends the others to the leader, and the leader adds them as learners
+ * (bound to the peer id of the connection they asked on), answering once the change committed.
+ */
+export class JoinServer {
+  readonly counts: JoinCounts = { requests: 0, accepted: 0, redirect: 0, retry: 0, forming: 0, refused: 0, unreadable: 0 };
+  readonly #self: NodeId;
+  #serving: Serving = { phase: 'stopped' };
+  /** Joins the leader is adding, by id: a joiner asking again (through another seed) waits for the same change. */
+  readonly #adding = new Map<NodeId, { readonly peer: string; readonly answer: Promise<JoinAnswer> }>();
+
+  constructor(self: NodeId) {
+    this.#self = self;
+  }
+
+  /** While this member looks for a cluster itself, with the founding voters it was given. */
+  looking(voters: readonly NodeId[]): void {
+    this.#serving = { phase: 'looking', voters };
+  }
+
+  /** Once this member runs, in the cluster `clusterId` formed with `foundingVoters`. */
+  serve(member: Member, clusterId: string, foundingVoters: readonly NodeId[]): void {
+    this.#serving = { phase: 'member', member, clusterId, foundingVoters };
+  }
+
+  stop(): void {
+    this.#serving = { phase: 'stopped' };
+  }
+
+  /** A request could not be read. */
+  unreadable(): void {
+    this.counts.unreadable++;
+  }
+
+  /** The answer to `request`, asked on a connection authenticated as `remotePeer`. */
+  async answer(request: JoinRequest, remotePeer: string): Promise<JoinAnswer> {
+    this.counts.requests++;
+    const answer = await this.#answer(request, remotePeer);
+    this.counts[answer.type]++;
+    return answer;
+  }
+
+  async #answer(request: JoinRequest, remotePeer: string): Promise<JoinAnswer> {
+    const serving = this.#serving;
+    if (serving.phase === 'stopped') return retry('this member is not running');
+    const problem = idProblem(request.id, this.#self);
+    if (problem !== null) return refused(problem);
+    if (serving.phase === 'looking') return { type: 'forming', voters: serving.voters };
+    const { member } = serving;
+    const conf = member.configuration.conf;
+    const accepted: JoinAnswer = { type: 'accepted', clusterId: serving.clusterId, foundingVoters: serving.foundingVoters, members: membersOf(conf) };
+    const active = member.versions.active;
+    if (!inRange(request.stateMachine, active)) return refused('version-too-old', active, active);
+    if (isMember(conf, request.id)) {
+      // A member of the configuration asks only from its own key, once one is bound to it.
+      const bound = boundPeerId(conf, request.id);
+      return bound === null || bound === remotePeer ? accepted : refused('peer-id-mismatch');
+    }
+    const node = member.driver.node;
+    if (node.role !== 'leader') return node.leader === null ? retry('no leader is known') : { type: 'redirect', leader: node.leader };
+    if (active < MEMBERSHIP_VERSION) return refused('version-not-active', MEMBERSHIP_VERSION, active);
+    // Bound to the peer id of the connection it asked on: only that key may speak for it later.
+    const adding = this.#adding.get(request.id);
+    if (adding !== undefined) return adding.peer === remotePeer ? adding.answer : retry('another peer is joining under this id');
+    if (this.#adding.size >= MAX_JOINS_IN_FLIGHT) return retry('the leader is adding other members');
+    const answer = member.proposeConfChange({ type: 'add-learner', id: request.id, peerId: remotePeer }).then(
+      () => ({ ...accepted, members: membersOf(member.configuration.conf) }),
+      (error: unknown) => answerOfFailure(error),
+    );
+    this.#adding.set(request.id, { peer: remotePeer, answer });
+    try {
+      return await answer;
+    } finally {
+      this.#adding.delete(request.id);
+    }
+  }
+}
+
+/** Why a joiner's id cannot be added, or null: it must be an address others can dial, as written canonically. */
+function idProblem(id: NodeId, self: NodeId): Refusal | null {
+  if (id === self) return 'self';
+  try {
+    const address = parsePeerAddress(id, 'id');
+    return address.id === id && address.peerId === null ? null : 'bad-id';
+  } catch {
+    return 'bad-id';
+  }
+}
+
+function answerOfFailure(error: unknown): JoinAnswer {
+  if (error instanceof NotLeaderError) return error.leader === null ? retry('no leader is known') : { type: 'redirect', leader: error.leader };
+  if (error instanceof MembershipChangeRefusedError) {
+    // An earlier change not applied yet, or a new leader that has not committed in its term: both pass.
+    if (error.reason === 'pending' || error.reason === 'not-committed-in-term') return retry(`the leader cannot change the configuration now: ${error.reason}`);
+    return refused(error.reason);
+  }
+  if (error instanceof VersionNotActiveError) return refused('version-not-active', error.needs, error.active);
+  // A timeout, a dropped proposal, backpressure, a leader stepping down: worth asking again.
+  return retry(error instanceof CronraftError ? error.code : 'the change did not commit');
+}
+
+function retry(detail: string): JoinAnswer {
+  return { type: 'retry', detail };
+}
+
+function refused(reason: Refusal, needs = 0, active = 0): JoinAnswer {
+  return { type: 'refused', reason, needs, active };
+}

@@ -1,0 +1,168 @@
+import { JoinFailedError, MembershipChangeRefusedError, NotRunningError, VersionNotActiveError, VersionTooOldError, type CronraftError } from '../errors.js';
+import type { NodeId } from '../raft/types.js';
+import type { StorageIdentity } from '../storage/log-storage.js';
+import type { Timers } from '../time/clock.js';
+import { parsePeerAddress, type PeerAddress } from '../transport/address.js';
+import type { JoinAnswer, JoinRequest } from '../transport/join-protocol.js';
+import type { VersionSupport } from '../version/versions.js';
+
+/**
+ * Joining a running cluster (issue 18, README "Forming the cluster"): the rule a member with an
+ * empty data directory follows to join the cluster its seeds run, or to form a new one
+ * (findCluster), and the identity it starts with (startingIdentity). What members answer it is
+ * join-server.ts.
+ */
+
+/** How long a member looking for a cluster waits between two rounds of asking its seeds. */
+export const JOIN_RETRY_MS = 200;
+
+export interface FindClusterOptions {
+  readonly self: NodeId;
+  /** The seeds: every peer address this member was given, itself left out. */
+  readonly seeds: readonly PeerAddress[];
+  /** The voters this member would form a cluster with: itself and its seeds, sorted. */
+  readonly voters: readonly NodeId[];
+  /** Whether its own address was among the addresses it was given: a founding member's list. */
+  readonly selfInSeeds: boolean;
+  /** What this member reads: a cluster at a version it cannot read refuses it. */
+  readonly reads: VersionSupport;
+  /** How long to look before giving up (or forming, see findCluster). */
+  readonly timeoutMs: number;
+  readonly timers: Timers;
+  /** Asks one member (join-protocol.ts requestJoin over the transport); rejects when it cannot. */
+  readonly ask: (address: PeerAddress, request: JoinRequest, timeoutMs: number) => Promise<JoinAnswer>;
+  /** The most time one question may take. */
+  readonly askTimeoutMs: number;
+  /** Whether the member stopped meanwhile: it looks no further. */
+  readonly stopped: () => boolean;
+}
+
+/** What a member with an empty data directory does: form a cluster, or join the one a seed runs. */
+export type FoundCluster =
+  | { readonly type: 'form' }
+  | { readonly type: 'join'; readonly clusterId: string; readonly foundingVoters: readonly NodeId[]; readonly members: readonly NodeId[] };
+
+/**
+ * The forming rule (README "Forming the cluster"). A member with an empty data directory asks
+ * every seed, every JOIN_RETRY_MS, until
+ * - one accepts it (a running cluster added it, or has it in its configuration already): it
+ *   joins that cluster;
+ * - one refuses it for good: start() rejects with the refusal's error;
+ * - a majority of the voters it was given, itself included, answer that they are forming a
+ *   cluster with the same voters, and none shows it a running cluster: they form it together;
+ * - `timeoutMs` passes: it forms the cluster alone if no seed showed it a running cluster and
+ *   its own address is among the seeds (a founding member whose peers are not up yet);
+ *   otherwise start() rejects with a JoinFailedError (`CRONRAFT_JOIN_FAILED`).
+ * A member asked while it looks itself answers it is forming (join-server.ts, JoinServer.looking).
+ */
+export async function findCluster(o: FindClusterOptions): Promise<FoundCluster> {
+  const deadline = o.timers.now() + o.timeoutMs;
+  const request: JoinRequest = { id: o.self, protocol: o.reads.protocol, stateMachine: o.reads.stateMachine };
+  // Once a seed showed a running cluster, forming a second one would split the members.
+  let runningSeen = false;
+  // A cluster that does not run the membership version yet may raise it soon (its members all upgraded).
+  let versionRefusal: Extract<JoinAnswer, { type: 'refused' }> | null = null;
+  const last = new Map<NodeId, string>();
+  for (;;) {
+    if (o.stopped()) throw new NotRunningError('stopped');
+    // Whole milliseconds: the monotonic time base has fractions, and AbortSignal.timeout wants none.
+    const remainingMs = Math.max(1, Math.ceil(deadline - o.timers.now()));
+    const askMs = Math.min(o.askTimeoutMs, remainingMs);
+    const asked = await Promise.all(o.seeds.map(async (seed) => [seed.id, await o.ask(seed, request, askMs).catch(() => null)] as const));
+    // A follower names the leader: asked once in the round, however many followers name it.
+    const leaders = new Set<NodeId>();
+    for (const [, answer] of asked) if (answer?.type === 'redirect' && !o.seeds.some((seed) => seed.id === answer.leader)) leaders.add(answer.leader);
+    const fromLeaders = await Promise.all([...leaders].map(async (id) => [id, await askAt(o, id, request, askMs)] as const));
+    let forming = 0;
+    for (const [id, answer] of [...asked, ...fromLeaders]) {
+      last.set(id, answer === null ? 'no answer' : describeAnswer(answer));
+      if (answer === null) continue;
+      if (answer.type === 'accepted') return { type: 'join', clusterId: answer.clusterId, foundingVoters: answer.foundingVoters, members: answer.members };
+      if (answer.type === 'refused' && answer.reason !== 'version-not-active') throw refusalError(answer, o);
+      if (answer.type === 'refused') versionRefusal = answer;
+      if (answer.type === 'forming') {
+        if (sameIds(answer.voters, o.voters)) forming++;
+      } else {
+        runningSeen = true;
+      }
+    }
+    // With a majority of the voters it was given, itself included, forming the same cluster, no
+    // cluster of those voters runs: they form it (the others find it running as they come up).
+    if (!runningSeen && 2 * (forming + 1) > o.voters.length) return { type: 'form' };
+    const now = o.timers.now();
+    if (now >= deadline) {
+      if (!runningSeen && o.selfInSeeds) return { type: 'form' };
+      if (versionRefusal !== null) throw refusalError(versionRefusal, o);
+      throw new JoinFailedError(o.timeoutMs, [...last].map(([id, what]) => `${id}: ${what}`).join('; '));
+    }
+    await sleep(o.timers, Math.min(JOIN_RETRY_MS, deadline - now));
+  }
+}
+
+/** Asks the member `id` names (a leader a follower named); null when it cannot be reached or is no address. */
+async function askAt(o: FindClusterOptions, id: NodeId, request: JoinRequest, askMs: number): Promise<JoinAnswer | null> {
+  let address: PeerAddress;
+  try {
+    address = parsePeerAddress(id, 'leader');
+  } catch {
+    return null;
+  }
+  return o.ask(address, request, askMs).catch(() => null);
+}
+
+function refusalError(answer: Extract<JoinAnswer, { type: 'refused' }>, o: FindClusterOptions): CronraftError {
+  if (answer.reason === 'version-not-active') return new VersionNotActiveError('Joining a running cluster', answer.needs, answer.active);
+  if (answer.reason === 'version-too-old') return new VersionTooOldError(answer.needs, o.reads.stateMachine.max, 'The cluster this member joins');
+  return new MembershipChangeRefusedError(answer.reason, `add ${o.self} as a learner`);
+}
+
+function describeAnswer(answer: JoinAnswer): string {
+  switch (answer.type) {
+    case 'redirect':
+      return `a follower of ${answer.leader}`;
+    case 'retry':
+      return `a cluster runs (${answer.detail})`;
+    case 'forming':
+      return `forming with ${answer.voters.join(', ')}`;
+    default:
+      return answer.type;
+  }
+}
+
+function sameIds(a: readonly NodeId[], b: readonly NodeId[]): boolean {
+  return a.length === b.length && a.every((id, i) => id === b[i]);
+}
+
+function sleep(timers: Timers, ms: number): Promise<void> {
+  return new Promise((resolve) => timers.setTimeout(resolve, ms));
+}
+
+/** Who this member is at start: the cluster it is in, the voters that formed it, and whether it joined. */
+export interface StartingIdentity {
+  readonly clusterId: string;
+  readonly foundingVoters: readonly NodeId[];
+  /** It joined a running cluster (its storage keeps the founding voters). */
+  readonly joined: boolean;
+  /** The members as the cluster that added it reported them: its transport's peers until it replays the log. */
+  readonly members: readonly NodeId[];
+}
+
+/**
+ * The identity a member starts with: a member with data starts as before (a joined one with the
+ * founding voters its storage kept); a member with an empty data directory and seeds asks them
+ * (`find`, see findCluster) and joins the cluster one runs, or forms its own as a founding
+ * member with `clusterId` and `voters` (a seed that has it in its configuration already, a
+ * founding member that lost its data or a member on memory storage, counts as forming).
+ */
+export async function startingIdentity(
+  stored: StorageIdentity | null,
+  own: { readonly clusterId: string; readonly voters: readonly NodeId[]; readonly hasSeeds: boolean },
+  find: () => Promise<FoundCluster>,
+): Promise<StartingIdentity> {
+  const founding: StartingIdentity = { clusterId: own.clusterId, foundingVoters: own.voters, joined: false, members: [] };
+  if (stored !== null) return stored.foundingVoters === undefined ? founding : { clusterId: stored.clusterId, foundingVoters: stored.foundingVoters, joined: true, members: [] };
+  if (!own.hasSeeds) return founding;
+  const found = await find();
+  if (found.type === 'form' || (found.clusterId === own.clusterId && sameIds(found.foundingVoters, own.voters))) return founding;
+  return { clusterId: found.clusterId, foundingVoters: found.foundingVoters, joined: true, members: found.members };
+}

@@ -1,0 +1,166 @@
+import { encode } from 'cborg';
+import { describe, expect, it } from 'vitest';
+import { JoinFailedError, MembershipChangeRefusedError, VersionNotActiveError } from '../../src/errors.js';
+import type { NodeId } from '../../src/raft/types.js';
+import { findCluster, startingIdentity, type FindClusterOptions } from '../../src/runtime/join.js';
+import type { TimerHandle, Timers } from '../../src/time/clock.js';
+import { parsePeerAddress } from '../../src/transport/address.js';
+import { withPrefix } from '../../src/transport/framing.js';
+import { decodeJoinAnswer, decodeJoinRequest, encodeJoinAnswer, encodeJoinRequest, JoinFormatError, type JoinAnswer } from '../../src/transport/join-protocol.js';
+import { SUPPORTED } from '../../src/version/versions.js';
+
+/** Virtual time that jumps to each timer as it is set: a look of seconds takes no real time. */
+function jumpingTimers(): Timers {
+  let now = 0;
+  return {
+    now: () => now,
+    setTimeout(run: () => void, delayMs: number): TimerHandle {
+      now += delayMs;
+      queueMicrotask(run);
+      return {};
+    },
+    clearTimeout: () => undefined,
+  };
+}
+
+const A = '127.0.0.1:7001';
+const B = '127.0.0.1:7002';
+const C = '127.0.0.1:7003';
+const D = '127.0.0.1:7004';
+
+/** `self` looking through `seeds`, each answering as `answers` says (null: unreachable), the calls counted. */
+function looking(self: NodeId, seeds: NodeId[], selfInSeeds: boolean, answers: (seed: NodeId, round: number) => JoinAnswer | null): FindClusterOptions & { asked: NodeId[] } {
+  const asked: NodeId[] = [];
+  const rounds = new Map<NodeId, number>();
+  return {
+    asked,
+    self,
+    seeds: seeds.map((s) => parsePeerAddress(s, 'seed')),
+    voters: [self, ...seeds].sort(),
+    selfInSeeds,
+    reads: SUPPORTED,
+    timeoutMs: 1000,
+    askTimeoutMs: 100,
+    timers: jumpingTimers(),
+    stopped: () => false,
+    ask: (address) => {
+      asked.push(address.id);
+      const round = rounds.get(address.id) ?? 0;
+      rounds.set(address.id, round + 1);
+      const answer = answers(address.id, round);
+      return answer === null ? Promise.reject(new Error('unreachable')) : Promise.resolve(answer);
+    },
+  };
+}
+
+const founding = [A, B, C];
+const accepted: JoinAnswer = { type: 'accepted', clusterId: 'c1', foundingVoters: founding, members: [...founding, D] };
+
+describe('the forming rule (findCluster)', () => {
+  it('joins the cluster a seed runs, asking the leader a follower names once', async () => {
+    const o = looking(D, founding, false, (seed) => (seed === A ? { type: 'redirect', leader: B } : seed === B ? accepted : null));
+    expect(await findCluster(o)).toEqual({ type: 'join', clusterId: 'c1', foundingVoters: founding, members: [...founding, D] });
+    expect(o.asked.filter((id) => id === B)).toHaveLength(1);
+  });
+
+  it('follows a redirect to a leader that is not among its seeds', async () => {
+    const o = looking(D, [A], false, (seed) => (seed === A ? { type: 'redirect', leader: C } : seed === C ? accepted : null));
+    expect(await findCluster(o)).toMatchObject({ type: 'join', clusterId: 'c1' });
+  });
+
+  it('forms with a majority of co-founders looking with the same voters, at once', async () => {
+    const o = looking(A, [B, C], true, (seed) => (seed === B ? { type: 'forming', voters: founding } : null));
+    expect(await findCluster(o)).toEqual({ type: 'form' });
+    expect(o.asked).toEqual([B, C]);
+  });
+
+  it('does not count seeds looking with other voters, and forms alone only at the timeout, when in its own list', async () => {
+    const o = looking(A, [B, C], true, () => ({ type: 'forming', voters: [A, B] }));
+    expect(await findCluster(o)).toEqual({ type: 'form' });
+    expect(o.asked.length).toBeGreaterThan(2);
+  });
+
+  it('never forms once a seed showed a running cluster, nor when not in its own list', async () => {
+    const running = looking(A, [B, C], true, (seed, round) => (seed === B && round === 0 ? { type: 'retry', detail: 'no leader is known' } : null));
+    await expect(findCluster(running)).rejects.toBeInstanceOf(JoinFailedError);
+    const stranger = looking(D, founding, false, () => null);
+    const error = await findCluster(stranger).then(() => null, (e: unknown) => e);
+    expect(error).toMatchObject({ code: 'CRONRAFT_JOIN_FAILED' });
+    expect((error as Error).message).toContain(`${A}: no answer`);
+  });
+
+  it('asks again while the cluster runs version 1, and then fails with VersionNotActiveError', async () => {
+    const later = looking(D, [A], false, (_seed, round) => (round < 3 ? { type: 'refused', reason: 'version-not-active', needs: 2, active: 1 } : accepted));
+    expect(await findCluster(later)).toMatchObject({ type: 'join' });
+    const never = looking(D, [A], false, () => ({ type: 'refused', reason: 'version-not-active', needs: 2, active: 1 }));
+    await expect(findCluster(never)).rejects.toBeInstanceOf(VersionNotActiveError);
+  });
+
+  it('fails at once with the reason of a refusal for good', async () => {
+    const o = looking(D, founding, false, (seed) => (seed === A ? { type: 'refused', reason: 'peer-id-mismatch', needs: 0, active: 0 } : null));
+    const error = await findCluster(o).then(() => null, (e: unknown) => e);
+    expect(error).toBeInstanceOf(MembershipChangeRefusedError);
+    expect(error).toMatchObject({ reason: 'peer-id-mismatch' });
+    expect(o.asked).toHaveLength(3);
+  });
+});
+
+describe('the identity a member starts with (startingIdentity)', () => {
+  const own = { clusterId: 'mine', voters: [A, B, C], hasSeeds: true };
+  const never = (): never => {
+    throw new Error('asked the seeds');
+  };
+
+  it('comes from its storage when it has data, a joined member keeping its founding voters, and asks nobody', async () => {
+    expect(await startingIdentity({ clusterId: 'mine', nodeId: A }, own, never)).toEqual({ clusterId: 'mine', foundingVoters: own.voters, joined: false, members: [] });
+    expect(await startingIdentity({ clusterId: 'c1', nodeId: D, foundingVoters: founding }, own, never)).toEqual({ clusterId: 'c1', foundingVoters: founding, joined: true, members: [] });
+  });
+
+  it('is its own for a founding member told its own cluster runs, and the cluster found for a joiner', async () => {
+    const same: JoinAnswer = { type: 'accepted', clusterId: 'mine', foundingVoters: [A, B, C], members: [A, B, C] };
+    expect(await startingIdentity(null, own, () => Promise.resolve({ ...same, type: 'join' }))).toMatchObject({ clusterId: 'mine', joined: false });
+    expect(await startingIdentity(null, own, () => Promise.resolve({ type: 'join', clusterId: 'c1', foundingVoters: [B, C, D], members: [B, C, D, A] }))).toEqual({
+      clusterId: 'c1',
+      foundingVoters: [B, C, D],
+      joined: true,
+      members: [B, C, D, A],
+    });
+    expect(await startingIdentity(null, { ...own, hasSeeds: false }, never)).toMatchObject({ clusterId: 'mine', joined: false });
+  });
+});
+
+describe('join requests and answers on the wire', () => {
+  it('round-trip', () => {
+    const request = { id: A, protocol: { min: 1, max: 2 }, stateMachine: { min: 1, max: 2 } };
+    expect(decodeJoinRequest(unprefixed(encodeJoinRequest(request)))).toEqual(request);
+    for (const answer of [accepted, { type: 'redirect', leader: B }, { type: 'retry', detail: 'x' }, { type: 'forming', voters: founding }, { type: 'refused', reason: 'self', needs: 0, active: 0 }] as JoinAnswer[]) {
+      expect(decodeJoinAnswer(unprefixed(encodeJoinAnswer(answer)))).toEqual(answer);
+    }
+  });
+
+  it.each([
+    ['not CBOR', Uint8Array.of(0xff, 0x00)],
+    ['a map', encode({ id: A })],
+    ['another format', encode([9, A, 1, 2, 1, 2])],
+    ['an empty id', encode([1, '', 1, 2, 1, 2])],
+    ['an id past the bound', encode([1, 'x'.repeat(301), 1, 2, 1, 2])],
+    ['a version past the bound', encode([1, A, 1, 1e9, 1, 2])],
+    ['an inverted range', encode([1, A, 2, 1, 1, 2])],
+    ['a fraction', encode([1, A, 1.5, 2, 1, 2])],
+  ])('a request that is %s is refused', (_name, bytes) => {
+    expect(() => decodeJoinRequest(bytes)).toThrow(JoinFormatError);
+  });
+
+  it('an answer too large or of an unknown kind is refused', () => {
+    expect(() => decodeJoinAnswer(encode([1, 'accepted', 'c', Array.from({ length: 2000 }, (_, i) => `10.0.0.1:${i + 1}`), []]))).toThrow(JoinFormatError);
+    expect(() => decodeJoinAnswer(encode([1, 'welcome']))).toThrow(JoinFormatError);
+    expect(() => decodeJoinAnswer(encode([1, 'accepted', 'c', [], []]))).toThrow(JoinFormatError);
+  });
+});
+
+/** The frame without its length prefix (one byte for these small frames). */
+function unprefixed(frame: Uint8Array): Uint8Array {
+  const length = frame.length - 1 > 0x7f ? 2 : 1;
+  expect(withPrefix(frame.subarray(length))).toEqual(frame);
+  return frame.subarray(length);
+}

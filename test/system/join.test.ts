@@ -1,0 +1,125 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { encode } from 'cborg';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Cluster, type ClusterOptions, type RunRecord } from '../../src/index.js';
+import { parsePeerAddress } from '../../src/transport/address.js';
+import { withPrefix } from '../../src/transport/framing.js';
+import { JOIN_PROTOCOL_ID, requestJoin, type JoinAnswer } from '../../src/transport/join-protocol.js';
+import { Libp2pTransport } from '../../src/transport/libp2p-transport.js';
+import { freePort } from '../fixtures/process-cluster.js';
+
+const cleanups: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/** Snapshots every 50 entries, keeping 5: the leader has compacted past index 1 before the joiner comes. */
+const OPTIONS: ClusterOptions = { snapshotEveryEntries: 50, snapshotRetainEntries: 5, sync: false, electionTimeoutMs: 500, heartbeatMs: 50 };
+
+async function tempDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'cronraft-join-'));
+  cleanups.push(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+function member(seeds: readonly string[], listen: string, options: ClusterOptions): Cluster {
+  const c = new Cluster(seeds, { ...OPTIONS, listen, ...options });
+  cleanups.push(() => c.stop());
+  return c;
+}
+
+/** Three founding members on memory storage, at cluster version 2, whose leader has compacted its log. */
+async function founders(): Promise<{ readonly seeds: string[]; readonly members: Cluster[]; readonly leader: Cluster }> {
+  const seeds: string[] = [];
+  for (let i = 0; i < 3; i++) seeds.push(`127.0.0.1:${await freePort()}`);
+  const members = seeds.map((listen) => member(seeds, listen, { storage: 'memory' }));
+  await Promise.all(members.map((m) => m.start()));
+  const { leader: leaderId } = await members[0]!.waitForLeader({ timeoutMs: 10_000 });
+  const leader = members.find((m) => m.id === leaderId)!;
+  await expect.poll(() => members.every((m) => m.state().version.active === 2), { timeout: 10_000, interval: 50 }).toBe(true);
+  await Promise.all(Array.from({ length: 120 }, (_, i) => leader.propose(`v${i}`)));
+  expect(leader.state().log.firstIndex).toBeGreaterThan(1);
+  return { seeds, members, leader };
+}
+
+/** A client on the cluster's network that speaks the join protocol as a stranger would. */
+async function stranger(): Promise<Libp2pTransport> {
+  const t = new Libp2pTransport({ self: '127.0.0.1:1', clusterId: 'x', listen: '/ip4/127.0.0.1/tcp/0', peers: new Map() });
+  await t.start();
+  cleanups.push(() => t.stop());
+  return t;
+}
+
+describe('joining a running cluster (real network, loopback)', () => {
+  it('refuses hostile join requests, counted; an empty member given the seeds joins as a learner, installs the snapshot, runs a mode all slot, and restarts from its data without asking', async () => {
+    const { seeds, members, leader } = await founders();
+
+    // Hostile or impossible requests first: refused and counted, the configuration unchanged.
+    const t = await stranger();
+    const target = parsePeerAddress(leader.id, 'leader');
+    const before = leader.state().joins;
+    /** Asks `at` to add `id`, reading versions up to `reads`. */
+    const ask = (at: string, id: string, reads = 2): Promise<JoinAnswer> =>
+      requestJoin((signal) => t.openStream(parsePeerAddress(at, 'member'), JOIN_PROTOCOL_ID, signal), { id, protocol: { min: 1, max: reads }, stateMachine: { min: 1, max: reads } }, 5000);
+    expect(await ask(leader.id, 'not an address')).toMatchObject({ type: 'refused', reason: 'bad-id' });
+    expect(await ask(leader.id, leader.id)).toMatchObject({ type: 'refused', reason: 'self' });
+    expect(await ask(leader.id, '/ip4/127.0.0.1/tcp/9/p2p/12D3KooWNpEjHiwXBKhVJvQy5aGA5n6TgqSEAHMAbkjYZj9nVKPL')).toMatchObject({ type: 'refused', reason: 'bad-id' });
+    expect(await ask(leader.id, '127.0.0.1:9', 1)).toMatchObject({ type: 'refused', reason: 'version-too-old', needs: 2 });
+    // A follower sends a stranger's well-formed request to the leader and changes nothing.
+    const follower = members.find((m) => m !== leader)!;
+    expect(await ask(follower.id, '127.0.0.1:9')).toEqual({ type: 'redirect', leader: leader.id });
+    expect(leader.state().joins).toMatchObject({ requests: before.requests + 4, refused: before.refused + 4, accepted: before.accepted });
+
+    // Garbage and an oversized length prefix: each stream reset, counted.
+    for (const bytes of [withPrefix(encode(['nonsense'])), Uint8Array.of(0xff, 0xff, 0xff, 0xff, 0x0f)]) {
+      const stream = await t.openStream(target, JOIN_PROTOCOL_ID, AbortSignal.timeout(5000));
+      stream.send(bytes);
+      await new Promise<void>((resolve) => stream.addEventListener('close', () => resolve(), { once: true }));
+    }
+    expect(leader.state().joins.unreadable).toBe(before.unreadable + 2);
+    expect(leader.state().configuration).toMatchObject({ voters: [...seeds].sort(), learners: [] });
+
+    const port = await freePort();
+    const dataDir = await tempDir();
+    const joiner = member(seeds, `127.0.0.1:${port}`, { dataDir });
+    const runs: RunRecord[] = [];
+    joiner.on('run', (r) => runs.push(r));
+    joiner.schedule('everywhere', { every: 200 }, () => undefined, { mode: 'all' });
+    for (const m of members) m.schedule('everywhere', { every: 200 }, () => undefined, { mode: 'all' });
+    // Founding members on memory storage asked one another as they started: count from here.
+    const acceptedBefore = leader.state().joins.accepted;
+    await joiner.start();
+    expect(leader.state().configuration.learners).toEqual([joiner.id]);
+    expect(leader.state().joins.accepted).toBe(acceptedBefore + 1);
+    await expect.poll(() => joiner.state().configuration.learners, { timeout: 10_000, interval: 50 }).toEqual([joiner.id]);
+    expect(joiner.state().configuration.voters).toEqual([...seeds].sort());
+    expect(joiner.state().log.snapshotsInstalled).toBeGreaterThanOrEqual(1);
+    expect(joiner.state().role).toBe('follower');
+    // The joiner is bound to the peer id it asked with: another key asking under its id is refused.
+    expect(await ask(leader.id, joiner.id)).toMatchObject({ type: 'refused', reason: 'peer-id-mismatch' });
+    await expect.poll(() => runs.some((r) => r.job === 'everywhere' && r.outcome === 'succeeded'), { timeout: 15_000, interval: 50 }).toBe(true);
+
+    await joiner.stop();
+    const requests = members.map((m) => m.state().joins.requests);
+    const again = member(seeds, `127.0.0.1:${port}`, { dataDir });
+    await again.start();
+    // Its storage kept the cluster it joined: it asked no seed, and catches up as a learner.
+    expect(members.map((m) => m.state().joins.requests)).toEqual(requests);
+    await again.waitForLeader({ timeoutMs: 10_000 });
+    await again.barrier();
+    expect(again.state().configuration.learners).toEqual([again.id]);
+    expect(again.state().role).toBe('follower');
+  });
+
+  it('a member whose seeds do not answer forms the cluster if it is among them, and otherwise refuses to start', async () => {
+    const own = `127.0.0.1:${await freePort()}`;
+    const silent = `127.0.0.1:${await freePort()}`;
+    const founding = member([own, silent], own, { storage: 'memory', joinTimeoutMs: 300 });
+    await founding.start();
+    expect(founding.state().configuration.voters).toEqual([own, silent].sort());
+    const stray = member([silent], `127.0.0.1:${await freePort()}`, { storage: 'memory', joinTimeoutMs: 300 });
+    await expect(stray.start()).rejects.toMatchObject({ code: 'CRONRAFT_JOIN_FAILED' });
+  });
+});
