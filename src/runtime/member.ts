@@ -15,6 +15,8 @@ import { VersionKeeper } from './version-keeper.js';
 import { ClusterVersionState } from '../version/cluster-version.js';
 import { FIRST_CLUSTER_VERSION, MEMBERSHIP_VERSION, protocolOf, SUPPORTED, type VersionSupport } from '../version/versions.js';
 import { ConfigurationKeeper } from './configuration-keeper.js';
+import { MembershipKeeper } from './membership-keeper.js';
+import { MEMBER_DEFAULTS } from './member-settings.js';
 import type { ProposalResult } from './pending-requests.js';
 import type { RunRecord } from './scheduler/job-types.js';
 import { waitUntil } from './scheduler/handover.js';
@@ -38,6 +40,10 @@ export interface MemberTiming {
   readonly maxClockSkewMs: number;
   /** Runs at once on this member; more wait, by priority. @default no limit */
   readonly maxConcurrent?: number;
+  /** Voters the leader promotes learners up to (option `voters`). @default MEMBER_DEFAULTS.voters */
+  readonly voters?: number;
+  /** A member silent this long is removed by the leader (option `deadMemberAfterMs`). @default MEMBER_DEFAULTS.deadMemberAfterMs */
+  readonly deadMemberAfterMs?: number;
 }
 
 export interface MemberParts {
@@ -96,6 +102,8 @@ export class Member {
   readonly versionKeeper: VersionKeeper;
   /** The configuration as applied here: the voters, the learners, the transport's peers. */
   readonly configuration: ConfigurationKeeper;
+  /** On the leader: promotes learners, removes dead members (membership-keeper.ts). */
+  readonly membershipKeeper: MembershipKeeper;
   /** Entries applied here that every member skips (see decodeEntry), by reason. */
   readonly skippedEntries = { malformed: 0, inactive: 0 };
   readonly #p: MemberParts;
@@ -187,6 +195,17 @@ export class Member {
       timers: parts.timers,
       live: (id) => this.#heardLately(id),
     });
+    this.membershipKeeper = new MembershipKeeper({
+      self: parts.self,
+      driver,
+      configuration,
+      versions: this.versions,
+      timers: parts.timers,
+      live: (id) => this.#heardLately(id),
+      targetVoters: t.voters ?? MEMBER_DEFAULTS.voters,
+      deadMemberAfterMs: t.deadMemberAfterMs ?? MEMBER_DEFAULTS.deadMemberAfterMs,
+      propose: (change) => this.proposeConfChange(change),
+    });
   }
 
   /**
@@ -218,6 +237,7 @@ export class Member {
     t.setProtocol(protocolOf(Math.max(this.#p.storedVersion ?? FIRST_CLUSTER_VERSION, this.versions.active)));
     this.scheduler.start();
     this.versionKeeper.start();
+    this.membershipKeeper.start();
     // Alone, there is nobody to wait for: take leadership now rather than after a timeout.
     const voters = this.configuration.voters;
     if (voters.length === 1 && voters[0] === this.#p.self) this.driver.node.campaign();
@@ -226,6 +246,7 @@ export class Member {
   stop(): void {
     this.configuration.stop();
     this.versionKeeper.stop();
+    this.membershipKeeper.stop();
     this.scheduler.stop();
     this.driver.stop();
   }

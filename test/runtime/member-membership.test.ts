@@ -1,14 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { RemovedError, VersionNotActiveError } from '../../src/errors.js';
 import type { NodeId } from '../../src/raft/types.js';
-import { memberSettings, type MemberSettings } from '../../src/runtime/member-settings.js';
-import { SeededRandom } from '../../src/time/random.js';
-import { MEMBERSHIP_VERSION, SUPPORTED, type VersionSupport } from '../../src/version/versions.js';
-import type { SimJob } from '../../simulations/jobs.js';
-import { SimMember, type MemberHooks, type SimMemberConfig } from '../../simulations/member.js';
-import { SimNetwork } from '../../simulations/network.js';
-import { SimScheduler } from '../../simulations/scheduler.js';
-import { simulateUntil } from '../fixtures/sim-until.js';
+import type { MemberSettings } from '../../src/runtime/member-settings.js';
+import { MEMBERSHIP_VERSION } from '../../src/version/versions.js';
+import type { SimMember } from '../../simulations/member.js';
+import { conf, FOUNDERS, JOB, MembershipSim, SETTINGS, WITHOUT_MEMBERSHIP } from '../fixtures/membership-sim.js';
 
 /**
  * Configuration changes wired through the production member (driver, member, configuration
@@ -16,85 +12,6 @@ import { simulateUntil } from '../fixtures/sim-until.js';
  * runs its share of a mode 'all' job, is promoted; a founding member is removed and stops,
  * disrupting nothing. And the version gate: no change before the cluster runs version 2.
  */
-const SETTINGS = memberSettings();
-/** Every member runs it: a learner given work shows in its runs. */
-const JOB: SimJob = { name: 'everyone', spec: { every: '1s' }, runMs: [1, 5], options: { mode: 'all' } };
-/** Bound on simulated time for a step of a scenario. */
-const LIMIT_MS = 30_000;
-const FOUNDERS = ['m1', 'm2', 'm3'];
-/** This release without cluster version 2: a member of 0.1.0, as far as the gate goes. */
-const WITHOUT_MEMBERSHIP: VersionSupport = { protocol: { min: 1, max: 1 }, stateMachine: { min: 1, max: 1 } };
-
-class MembershipSim {
-  readonly scheduler = new SimScheduler();
-  readonly network: SimNetwork;
-  readonly members = new Map<NodeId, SimMember>();
-  readonly runs: Array<{ readonly id: NodeId; readonly t: number }> = [];
-  readonly fatal = new Map<NodeId, unknown>();
-  readonly terms: Array<{ readonly id: NodeId; readonly term: number }> = [];
-  readonly #config: SimMemberConfig;
-  readonly #hooks: MemberHooks;
-  readonly #seed: number;
-
-  constructor(seed: number, settings: MemberSettings = SETTINGS) {
-    this.#seed = seed;
-    this.network = new SimNetwork(this.scheduler, new SeededRandom(seed), { lossRate: 0, duplicateRate: 0, latencyMinMs: 0.2, latencyMaxMs: 1 });
-    // Every member, a joiner too, is given the founding voters as its configuration.
-    this.#config = { voters: FOUNDERS, jobs: [JOB], settings };
-    const ignore = (): void => undefined;
-    this.#hooks = {
-      onStart: ignore,
-      onApplied: ignore,
-      onSnapshotInstalled: ignore,
-      onSchedulerApplied: ignore,
-      onSoftState: (id, _node, s) => this.terms.push({ id, term: s.term }),
-      onRunStart: (id) => this.runs.push({ id, t: this.scheduler.nowMs }),
-      onRun: ignore,
-      onFatal: (id, error) => this.fatal.set(id, error),
-    };
-  }
-
-  async start(id: NodeId, versions: VersionSupport = SUPPORTED): Promise<SimMember> {
-    const m = new SimMember(id, this.#seed * 31 + this.members.size, this.scheduler);
-    m.versions = versions;
-    this.members.set(id, m);
-    await m.start(this.network, this.#config, this.#hooks);
-    return m;
-  }
-
-  get(id: NodeId): SimMember {
-    return this.members.get(id) as SimMember;
-  }
-
-  async until<T>(what: string, done: () => T | undefined): Promise<T> {
-    return simulateUntil(this.scheduler, [...this.members.values()], LIMIT_MS, what, done);
-  }
-
-  /** Runs for `ms` of simulated time. */
-  async run(ms: number): Promise<void> {
-    const until = this.scheduler.nowMs + ms;
-    await this.until('time passes', () => (this.scheduler.nowMs >= until ? true : undefined)).catch(() => undefined);
-  }
-
-  leader(): SimMember | undefined {
-    return [...this.members.values()].find((m) => m.up && this.fatal.get(m.id) === undefined && m.driver?.node.role === 'leader');
-  }
-
-  /** Settles `promise` while simulated time runs. */
-  async settle<T>(promise: Promise<T>): Promise<T> {
-    let outcome: { value: T } | { error: unknown } | undefined;
-    promise.then(
-      (value) => (outcome = { value }),
-      (error: unknown) => (outcome = { error }),
-    );
-    const o = await this.until('the request settles', () => outcome);
-    if ('error' in o) throw o.error;
-    return o.value;
-  }
-}
-
-const conf = (m: SimMember): { voters: readonly NodeId[]; learners: readonly NodeId[] } => m.member?.configuration.conf ?? { voters: [], learners: [] };
-
 describe('configuration changes on the production member', () => {
   it('adds a learner that catches up and takes work, promotes it, and removes a founding member, which stops and disrupts nothing', async () => {
     const sim = new MembershipSim(3);

@@ -41,6 +41,8 @@ describe('options', () => {
     ['a heartbeat not shorter than the election timeout', () => new Cluster([], { heartbeatMs: 300, electionTimeoutMs: 300 }), 'heartbeatMs'],
     ['port 0 with other members', () => new Cluster(['127.0.0.1:7002'], { listen: '127.0.0.1:0' }), 'listen'],
     ['an unknown storage', () => new Cluster([], { storage: 'disk' as 'level' }), 'storage'],
+    ['an even number of voters', () => new Cluster([], { voters: 4 }), 'voters'],
+    ['a dead member time below the election timeout', () => new Cluster([], { deadMemberAfterMs: 100, electionTimeoutMs: 250 }), 'deadMemberAfterMs'],
   ];
   it.each(cases)('rejects %s, naming the option and the value', (_name, make, option) => {
     let error: unknown;
