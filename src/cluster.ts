@@ -232,13 +232,12 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   }
 
   /**
-   * Removes a member, a voter or a learner, from the cluster's configuration, on the leader (a
-   * follower rejects with NotLeaderError naming the leader: ask it there). Resolves once the
-   * change is applied here, with its log index; the member removed stops with
-   * `CRONRAFT_REMOVED` as it applies it. One change at a time, and only once the cluster runs
-   * version 2 ("membership", see "Upgrading").
-   * @throws VersionNotActiveError, NotLeaderError, MembershipChangeRefusedError (`reason`:
-   *   `not-member`, `last-voter`, `pending`, ...), TimeoutError, BackpressureError
+   * Removes a member, a voter or a learner, from the cluster's configuration: asked of any
+   * member, it is forwarded to the leader. Resolves once the change is applied here, with its
+   * log index; the member removed stops with `CRONRAFT_REMOVED` as it applies it. One change at
+   * a time, and only once the cluster runs version 2 ("membership", see "Upgrading").
+   * @throws VersionNotActiveError, NotLeaderError (no leader known), MembershipChangeRefusedError
+   *   (`reason`: `not-member`, `last-voter`, `pending`, ...), TimeoutError, OutcomeUnknownError, BackpressureError
    */
   async removeMember(id: NodeId): Promise<{ index: number }> {
     if (typeof id !== 'string' || id.length === 0) throw new InvalidArgumentError('id', id, 'a member id');

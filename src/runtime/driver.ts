@@ -284,10 +284,11 @@ export class RaftDriver {
   }
 
   /**
-   * Proposes a change of the configuration, on the leader (a follower rejects with
-   * NotLeaderError naming the leader; changes are not forwarded yet), and resolves once it is
-   * applied here. Rejects with MembershipChangeRefusedError when the protocol refuses it
-   * (`reason`), BackpressureError, TimeoutError, ProposalDroppedError as a proposal does.
+   * Proposes a change of the configuration: on the leader, or forwarded to it from any other
+   * member (protocol 2), and resolves once it is applied here. Rejects with
+   * MembershipChangeRefusedError when the leader's protocol refuses it (`reason`), NotLeaderError
+   * when no leader is known, BackpressureError, TimeoutError, ProposalDroppedError or
+   * OutcomeUnknownError as a proposal does.
    */
   proposeConfChange(change: ConfChange, what: string): Promise<ProposalResult> {
     if (this.#fatal !== null) return Promise.reject(this.#fatalError());

@@ -108,13 +108,18 @@ describe('configuration changes on the production member', () => {
     expect(conf(leader)).toEqual({ voters: FOUNDERS, learners: [] });
   });
 
-  it('rejects a change on a follower with NotLeaderError naming the leader', async () => {
+  it('forwards a change from a follower to the leader, and its refusal back', async () => {
     const sim = new MembershipSim(6);
     for (const id of FOUNDERS) await sim.start(id);
     await sim.until('cluster version 2 on every member', () => (FOUNDERS.every((id) => sim.get(id).member?.versions.active === MEMBERSHIP_VERSION) ? true : undefined));
     const leader = await sim.until('a leader', () => sim.leader());
     const follower = sim.get(FOUNDERS.find((id) => id !== leader.id) as NodeId);
-    await expect(follower.member?.proposeConfChange({ type: 'add-learner', id: 'm4' })).rejects.toMatchObject({ code: 'CRONRAFT_NOT_LEADER', leader: leader.id });
+    await sim.start('m4');
+    const added = await sim.settle((follower.member as NonNullable<SimMember['member']>).proposeConfChange({ type: 'add-learner', id: 'm4' }));
+    // Resolved on the follower once it applied the change, at the index the leader gave it.
+    expect(conf(follower)).toEqual({ voters: FOUNDERS, learners: ['m4'] });
+    expect(follower.driver?.node.log.term(added.index)).toBe(leader.driver?.node.term);
+    await expect(sim.settle((follower.member as NonNullable<SimMember['member']>).proposeConfChange({ type: 'remove', id: 'nobody' }))).rejects.toMatchObject({ code: 'CRONRAFT_MEMBERSHIP_REFUSED', reason: 'not-member' });
     await expect(leader.member?.proposeConfChange({ type: 'remove', id: 'nobody' })).rejects.toMatchObject({ code: 'CRONRAFT_MEMBERSHIP_REFUSED', reason: 'not-member' });
   });
 });
