@@ -15,6 +15,8 @@ import { VersionKeeper } from './version-keeper.js';
 import { ClusterVersionState } from '../version/cluster-version.js';
 import { FIRST_CLUSTER_VERSION, MEMBERSHIP_VERSION, protocolOf, SUPPORTED, type VersionSupport } from '../version/versions.js';
 import { ConfigurationKeeper } from './configuration-keeper.js';
+import { leaveConfiguration } from './leave.js';
+import { RemovedError } from '../errors.js';
 import { MembershipKeeper } from './membership-keeper.js';
 import { MEMBER_DEFAULTS } from './member-settings.js';
 import type { ProposalResult } from './pending-requests.js';
@@ -114,6 +116,8 @@ export class Member {
    * lease, which runs as every message comes in while runs go on, so that it allocates nothing.
    */
   readonly #peersHeard: number[] = [];
+  /** Set once this member asked to leave the configuration (see leave). */
+  #leaving = false;
 
   constructor(parts: MemberParts) {
     this.#p = parts;
@@ -158,7 +162,10 @@ export class Member {
       // plan tick that would have noticed runs after the messages waiting when it resumes.
       beforeContact: () => this.scheduler.checkLease(),
       onConfiguration: (conf) => configuration.apply(conf),
-      onFatal: parts.onFatal,
+      // A member that asked to leave stops as its removal applies: no failure.
+      onFatal: (error) => {
+        if (!(this.#leaving && error instanceof RemovedError)) parts.onFatal?.(error);
+      },
     });
     const driver = this.driver;
     this.scheduler = new SchedulerRuntime({
@@ -268,6 +275,27 @@ export class Member {
       // Let the TimeoutNow and the last appends reach the target before the streams close.
       await waitUntil(this.#p.timers, () => driver.node.leader !== null && driver.node.leader !== this.#p.self, timeoutMs, this.#p.timing.tickMs);
     }
+  }
+
+  /**
+   * Removes this member from the configuration (a leave), after stopGracefully: a leader has
+   * handed leadership over by then, so the change goes to the new leader. Resolves with whether
+   * the removal was applied here within `timeoutMs` (see leaveConfiguration). The removal
+   * stops the driver as it applies, which for a leave is no failure: onFatal is not called.
+   */
+  async leave(timeoutMs: number): Promise<boolean> {
+    this.#leaving = true;
+    const self = this.#p.self;
+    return leaveConfiguration(
+      {
+        self,
+        timers: this.#p.timers,
+        proposeRemoval: () => this.proposeConfChange({ type: 'remove', id: self }),
+        isMember: () => this.configuration.isMember(self),
+        retryMs: this.#p.timing.heartbeatTicks * this.#p.timing.tickMs,
+      },
+      timeoutMs,
+    );
   }
 
   /**

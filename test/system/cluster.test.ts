@@ -102,6 +102,27 @@ describe('a single-member cluster', () => {
     expect(c.state().members.map((m) => [m.id, m.voter])).toEqual([[c.id, true]]);
   });
 
+  it('removeMember from a follower reaches the leader; stop({ leave: true }) of the leader hands over, leaves and stops cleanly', async () => {
+    const members = await startCluster(3, { heartbeatMs: 20, electionTimeoutMs: 100, stopTimeoutMs: 3000 });
+    await expect.poll(() => members.every((m) => m.state().version.active === 2), { timeout: 10_000, interval: 50 }).toBe(true);
+    const leader = members.find((m) => m.state().role === 'leader') as Cluster;
+    const [follower, other] = members.filter((m) => m !== leader) as [Cluster, Cluster];
+    other.on('error', () => undefined);
+    await follower.removeMember(other.id);
+    const two = [leader.id, follower.id].sort();
+    expect(follower.state().configuration).toEqual({ voters: two, learners: [] });
+    await expect.poll(() => leader.state().configuration, { timeout: 5_000, interval: 20 }).toEqual({ voters: two, learners: [] });
+
+    const leaderErrors: unknown[] = [];
+    leader.on('error', (e) => leaderErrors.push(e));
+    await expect(leader.stop({ leave: 'yes' as unknown as boolean })).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'leave' });
+    await leader.stop({ leave: true });
+    expect(leader.state().status).toBe('stopped');
+    expect(leaderErrors).toEqual([]);
+    await expect.poll(() => follower.state().configuration, { timeout: 5_000, interval: 20 }).toEqual({ voters: [follower.id], learners: [] });
+    expect(follower.state().role).toBe('leader');
+  });
+
   it('keeps its log and term across a restart from its data directory', async () => {
     const dataDir = await tempDir();
     const port = await freePort();
