@@ -173,6 +173,13 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       onRun: (run) => {
         this.emit('run', run);
       },
+      onMembershipEvent: ({ type, id, index }) => {
+        try {
+          this.emit(type, { id, index });
+        } catch {
+          // A listener's error is the app's, as for 'applied'.
+        }
+      },
     });
     this.#member = member;
     setMemberOf(this, member);

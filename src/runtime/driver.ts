@@ -288,12 +288,12 @@ export class RaftDriver {
    * member (protocol 2), and resolves once it is applied here. Rejects with
    * MembershipChangeRefusedError when the leader's protocol refuses it (`reason`), NotLeaderError
    * when no leader is known, BackpressureError, TimeoutError, ProposalDroppedError or
-   * OutcomeUnknownError as a proposal does.
+   * OutcomeUnknownError as a proposal does. `pidSuffix` marks the entry (see LEAVE_PID_SUFFIX).
    */
-  proposeConfChange(change: ConfChange, what: string): Promise<ProposalResult> {
+  proposeConfChange(change: ConfChange, what: string, pidSuffix = ''): Promise<ProposalResult> {
     if (this.#fatal !== null) return Promise.reject(this.#fatalError());
     if (!this.#running) return Promise.reject(new NotRunningError(this.#stopped ? 'stopped' : 'not started'));
-    const result = this.#requests.proposeConfChange(change, what);
+    const result = this.#requests.proposeConfChange(change, what, pidSuffix);
     this.#kick();
     return result;
   }

@@ -16,6 +16,7 @@ import { ClusterVersionState } from '../version/cluster-version.js';
 import { FIRST_CLUSTER_VERSION, MEMBERSHIP_VERSION, protocolOf, SUPPORTED, type VersionSupport } from '../version/versions.js';
 import { ConfigurationKeeper } from './configuration-keeper.js';
 import { leaveConfiguration } from './leave.js';
+import { LEAVE_PID_SUFFIX, membershipEventOf, type MembershipEvent } from './membership-events.js';
 import { RemovedError } from '../errors.js';
 import { MembershipKeeper } from './membership-keeper.js';
 import { MEMBER_DEFAULTS } from './member-settings.js';
@@ -71,6 +72,8 @@ export interface MemberParts {
   readonly onApplied?: (entry: Entry) => void;
   /** A leader's snapshot replaced the state here: entries up to `index` will not be applied one by one. */
   readonly onSnapshotInstalled?: (index: number) => void;
+  /** A change of the configuration applied here (not those a snapshot covers). */
+  readonly onMembershipEvent?: (event: MembershipEvent) => void;
   readonly onSoftState?: (state: SoftState) => void;
   readonly onFatal?: (error: unknown) => void;
   readonly onRunStart?: SchedulerRuntimeOptions['onRunStart'];
@@ -154,7 +157,11 @@ export class Member {
       bootId: parts.bootId,
       compaction: parts.compaction,
       snapshotChunkBytes: parts.snapshotChunkBytes,
-      onApplied: parts.onApplied,
+      onApplied: (entry) => {
+        const event = membershipEventOf(entry);
+        if (event !== null) parts.onMembershipEvent?.(event);
+        parts.onApplied?.(entry);
+      },
       onSnapshotInstalled: parts.onSnapshotInstalled,
       onSoftState: parts.onSoftState,
       // A member whose lease ran out while its event loop stood still (SIGSTOP, a paused VM, a
@@ -229,9 +236,9 @@ export class Member {
    * cluster runs version 2 ("membership").
    * @throws VersionNotActiveError, at once, while the cluster runs version 1
    */
-  proposeConfChange(change: ConfChange): Promise<ProposalResult> {
+  proposeConfChange(change: ConfChange, pidSuffix = ''): Promise<ProposalResult> {
     this.versions.require('membership changes', MEMBERSHIP_VERSION);
-    return this.driver.proposeConfChange(change, `${change.type} ${change.id}`);
+    return this.driver.proposeConfChange(change, `${change.type} ${change.id}`, pidSuffix);
   }
 
   /** Starts ticking and planning; the transport must be started already. */
@@ -290,7 +297,7 @@ export class Member {
       {
         self,
         timers: this.#p.timers,
-        proposeRemoval: () => this.proposeConfChange({ type: 'remove', id: self }),
+        proposeRemoval: () => this.proposeConfChange({ type: 'remove', id: self }, LEAVE_PID_SUFFIX),
         isMember: () => this.configuration.isMember(self),
         retryMs: this.#p.timing.heartbeatTicks * this.#p.timing.tickMs,
       },

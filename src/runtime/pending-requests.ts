@@ -136,12 +136,13 @@ export class PendingRequests {
    * is never queued nor batched: one at a time), and settles like a proposal once its entry is
    * applied here. A refusal, here or by the leader, rejects with MembershipChangeRefusedError
    * naming `what` and the reason, or NotLeaderError / BackpressureError as a proposal's would.
+   * `pidSuffix` marks the entry (a leave: see LEAVE_PID_SUFFIX).
    */
-  proposeConfChange(change: ConfChange, what: string): Promise<ProposalResult> {
+  proposeConfChange(change: ConfChange, what: string, pidSuffix = ''): Promise<ProposalResult> {
     if (this.#pending.size >= this.#o.maxPendingProposals) {
       return Promise.reject(new BackpressureError(`${this.#pending.size} proposals are already waiting (maxPendingProposals)`));
     }
-    const pid = `${this.#o.bootId}.${(++this.#seq).toString(36)}`;
+    const pid = `${this.#o.bootId}.${(++this.#seq).toString(36)}${pidSuffix}`;
     const outcome = this.#node.proposeConfChange(change, pid);
     if (outcome.kind === 'refused') return Promise.reject(confChangeRefused(outcome.reason, outcome.leader, what));
     return new Promise<ProposalResult>((resolve, reject) => {

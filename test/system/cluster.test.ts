@@ -107,7 +107,12 @@ describe('a single-member cluster', () => {
     await expect.poll(() => members.every((m) => m.state().version.active === 2), { timeout: 10_000, interval: 50 }).toBe(true);
     const leader = members.find((m) => m.state().role === 'leader') as Cluster;
     const [follower, other] = members.filter((m) => m !== leader) as [Cluster, Cluster];
+    // The lag is the leader's view: a number there for every member, null on a follower.
+    await expect.poll(() => leader.state().members.map((m) => m.lag), { timeout: 5_000, interval: 20 }).toEqual([0, 0, 0]);
+    expect(follower.state().members.map((m) => m.lag)).toEqual([null, null, null]);
     other.on('error', () => undefined);
+    const events: Array<[string, string]> = [];
+    for (const type of ['member-joined', 'member-promoted', 'member-left', 'member-removed'] as const) follower.on(type, ({ id }) => events.push([type, id]));
     await follower.removeMember(other.id);
     const two = [leader.id, follower.id].sort();
     expect(follower.state().configuration).toEqual({ voters: two, learners: [] });
@@ -121,6 +126,12 @@ describe('a single-member cluster', () => {
     expect(leaderErrors).toEqual([]);
     await expect.poll(() => follower.state().configuration, { timeout: 5_000, interval: 20 }).toEqual({ voters: [follower.id], learners: [] });
     expect(follower.state().role).toBe('leader');
+    expect(events).toEqual([
+      ['member-removed', other.id],
+      ['member-left', leader.id],
+    ]);
+    // The leader's view of itself: nothing to catch up, and its own peer id.
+    expect(follower.state().members).toEqual([expect.objectContaining({ id: follower.id, voter: true, lag: 0, peerId: follower.state().peerId })]);
   });
 
   it('keeps its log and term across a restart from its data directory', async () => {
