@@ -500,7 +500,7 @@ export class RaftDriver {
   /** The members whose clocks count, and the member's part (the transport's peers, the lease); a removal noted. */
   #configurationChanged(rd: Ready): void {
     const conf = rd.conf as Configuration;
-    this.#clockSync.setMembers(membersOf(conf));
+    this.#clockSync.setMembers(membersOf(conf), this.#o.timers.now(), this.#o.clock.now());
     this.#o.onConfiguration?.(conf);
     const member = isMember(conf, this.#node.id);
     if (this.#wasMember && !member && this.#removed === null) {
