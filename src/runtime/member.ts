@@ -360,19 +360,25 @@ export class Member {
   }
 
   /**
-   * Members the leader may give work to now, voters and learners: itself and those connected and heard from within
-   * an election timeout, whose clock offset it has measured within `maxClockSkewMs`. A closed connection (a killed process) makes a member ineligible at
-   * once; silence, only after an election timeout.
+   * Members the leader may give work to now, voters and learners alike: itself and those
+   * connected and heard from within an election timeout, whose clock offset it has measured
+   * within `maxClockSkewMs`, and which have caught up far enough to be sent entries rather than
+   * a snapshot. A closed connection (a killed process) makes a member ineligible at once;
+   * silence, only after an election timeout.
    */
   eligibleMembers(): NodeId[] {
     const now = this.#p.timers.now();
     const offsets = this.driver.clockOffsets();
+    const node = this.driver.node;
     return this.configuration.members.filter((id) => {
       // A member whose clock the leader has not measured, or measured too far off, would fire
       // slots at the wrong time: it gets no work until its clock is known and close enough.
       const offset = offsets.get(id);
       if (offset === undefined || Math.abs(offset.offsetMs) > this.#p.timing.maxClockSkewMs) return false;
-      return id === this.#p.self || this.#heardLately(id, now);
+      if (id === this.#p.self) return true;
+      // One the leader is sending a snapshot to (a learner just added, a member far behind)
+      // would apply its claims only once it installed the snapshot, after their slots.
+      return node.progressOf(id)?.state !== 'snapshot' && this.#heardLately(id, now);
     });
   }
 

@@ -4,7 +4,8 @@ import type { NodeId } from '../../src/raft/types.js';
 import type { MemberSettings } from '../../src/runtime/member-settings.js';
 import { MEMBERSHIP_VERSION } from '../../src/version/versions.js';
 import type { SimMember } from '../../simulations/member.js';
-import { conf, FOUNDERS, JOB, MembershipSim, SETTINGS, WITHOUT_MEMBERSHIP } from '../fixtures/membership-sim.js';
+import { drainMicrotasks } from '../../simulations/scheduler.js';
+import { conf, FOUNDERS, JOB, LIMIT_MS, MembershipSim, SETTINGS, WITHOUT_MEMBERSHIP } from '../fixtures/membership-sim.js';
 
 /**
  * Configuration changes wired through the production member (driver, member, configuration
@@ -83,8 +84,18 @@ describe('configuration changes on the production member', () => {
     await sim.until('the leader compacted', () => ((leader.driver?.node.log.firstIndex() ?? 1) > 1 ? true : undefined));
     const m4 = await sim.start('m4');
     await sim.settle((leader.member as NonNullable<SimMember['member']>).proposeConfChange({ type: 'add-learner', id: 'm4' }));
+    // m4's disk is slow: while the snapshot waits for it, m4 answers heartbeats, its clock is
+    // measured, yet it is given no work.
+    const until = sim.scheduler.nowMs + LIMIT_MS;
+    while (!(leader.driver?.node.progressOf('m4')?.state === 'snapshot' && leader.driver.clockOffsets().has('m4') && leader.driver.lastHeard('m4') !== undefined)) {
+      if (!sim.scheduler.step(until)) throw new Error('m4 never live and measured while a snapshot is on its way');
+      await drainMicrotasks();
+      for (const m of sim.members.values()) if (m.up) m.scheduleSync(() => (m === m4 ? 2_000 : 1), (pending) => pending);
+    }
+    expect(leader.member?.eligibleMembers()).not.toContain('m4');
     await sim.until('m4 learns it is a learner', () => (conf(m4).learners.includes('m4') ? true : undefined));
     expect(m4.driver?.snapshotsInstalled).toBeGreaterThan(0);
+    await sim.until('m4 given work once caught up', () => (leader.member?.eligibleMembers().includes('m4') === true ? true : undefined));
     // Once compacted past the change, a snapshot holds it: m4 restarts from it a learner.
     await sim.until('m4 compacted past its addition', () => (m4.driver?.node.latestSnapshot.conf?.learners.includes('m4') === true && (m4.driver?.snapshotsTaken ?? 0) > 0 ? true : undefined));
     m4.crash();
