@@ -1,10 +1,8 @@
 import { MembershipChangeRefusedError, NotLeaderError } from '../errors.js';
-import type { NodeId } from '../raft/types.js';
 import type { Timers } from '../time/clock.js';
 import { waitUntil } from './scheduler/handover.js';
 
 export interface LeaveContext {
-  readonly self: NodeId;
   readonly timers: Timers;
   /** Proposes this member's removal (Member.proposeConfChange): on the leader, or forwarded to it. */
   readonly proposeRemoval: () => Promise<unknown>;

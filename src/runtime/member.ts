@@ -232,8 +232,9 @@ export class Member {
   }
 
   /**
-   * Proposes a change of the configuration on the leader (driver.proposeConfChange), once the
-   * cluster runs version 2 ("membership").
+   * Proposes a change of the configuration, on the leader or forwarded to it
+   * (driver.proposeConfChange), once the cluster runs version 2 ("membership"). `pidSuffix`
+   * marks the entry (a leave: LEAVE_PID_SUFFIX).
    * @throws VersionNotActiveError, at once, while the cluster runs version 1
    */
   proposeConfChange(change: ConfChange, pidSuffix = ''): Promise<ProposalResult> {
@@ -295,7 +296,6 @@ export class Member {
     const self = this.#p.self;
     return leaveConfiguration(
       {
-        self,
         timers: this.#p.timers,
         proposeRemoval: () => this.proposeConfChange({ type: 'remove', id: self }, LEAVE_PID_SUFFIX),
         isMember: () => this.configuration.isMember(self),
