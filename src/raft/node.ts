@@ -791,10 +791,7 @@ export class RaftNode {
     for (const peer of this.#membership.peers) if (!replication.tracks(peer)) replication.track(peer, this.log.lastIndex() + 1);
     for (const [peer, match] of replication.tracked()) {
       if (peer === this.id || isMember(conf, peer)) continue;
-      // A last heartbeat tells a removed member that holds the change that it is committed, so
-      // that it knows it was removed and stops campaigning; one that does not hold it campaigns
-      // in vain (its vote requests are ignored, see step).
-      this.#send({ type: 'heartbeat', from: this.id, to: peer, term: this.#term, commit: Math.min(match, this.log.committed), readCtx: 0 });
+      this.#sendFarewell(peer, match);
       replication.untrack(peer);
     }
     if (this.#transferee !== null && !isVoter(conf, this.#transferee)) this.#transferee = null;
@@ -809,6 +806,26 @@ export class RaftNode {
     }
     if (replication.maybeCommit()) replication.broadcastAppend();
     else for (const peer of this.#membership.peers) replication.sendAppend(peer);
+  }
+
+  /**
+   * The last message to a member removed, which tells it that its removal committed, so that it
+   * knows it was removed and stops (and stops campaigning): a heartbeat when it holds every
+   * committed entry, else an append of the committed entries it lacks (within one append's
+   * bounds), from its match index, which it holds. A member removed while it lacked the change
+   * (the others committed it first, as when it asks to leave) would otherwise never learn of it.
+   * One too far behind for one append, or behind the log kept, campaigns in vain (its vote
+   * requests are ignored, see step).
+   */
+  #sendFarewell(peer: NodeId, match: number): void {
+    const committed = this.log.committed;
+    const prevTerm = this.log.term(match);
+    if (match >= committed || prevTerm === undefined) {
+      this.#send({ type: 'heartbeat', from: this.id, to: peer, term: this.#term, commit: Math.min(match, committed), readCtx: 0 });
+      return;
+    }
+    const entries = this.log.slice(match + 1, committed + 1, this.#limits.maxBytesPerAppend, this.#limits.maxEntriesPerAppend);
+    this.#send({ type: 'append', from: this.id, to: peer, term: this.#term, prevIndex: match, prevTerm, entries, commit: committed });
   }
 
   // ---- output ------------------------------------------------------------------------------

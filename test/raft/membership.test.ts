@@ -160,6 +160,21 @@ describe('proposing a change', () => {
     expect(answer).toMatchObject({ to: 'c', pid: 'c#9', index: 0, reason: 'not-leader', leader: 'a' });
   });
 
+  it('tells a member removed before it held the change that it was removed: the farewell carries the entries it lacks', () => {
+    const net = new TestNetwork(['a', 'b', 'c']);
+    net.elect('a');
+    net.propose('a', 'x');
+    net.stabilize();
+    // The change reaches b only; a and b commit it, and a applies it and says farewell to c.
+    net.drop('a', 'c');
+    expect(net.confChange('a', { type: 'remove', id: 'c' }).kind).toBe('appended');
+    net.deliverOnce();
+    net.recover();
+    settle(net);
+    expect(net.node('a').configuration).toEqual({ voters: ['a', 'b'], learners: [] });
+    expect(net.node('c').configuration).toEqual({ voters: ['a', 'b'], learners: [] });
+  });
+
   it('refuses to remove the last voter', () => {
     const net = new TestNetwork(['a']);
     net.elect('a');

@@ -110,13 +110,17 @@ describe('a single-member cluster', () => {
     // The lag is the leader's view: a number there for every member, null on a follower.
     await expect.poll(() => leader.state().members.map((m) => m.lag), { timeout: 5_000, interval: 20 }).toEqual([0, 0, 0]);
     expect(follower.state().members.map((m) => m.lag)).toEqual([null, null, null]);
-    other.on('error', () => undefined);
+    const removedErrors: unknown[] = [];
+    other.on('error', (e) => removedErrors.push(e));
     const events: Array<[string, string]> = [];
     for (const type of ['member-joined', 'member-promoted', 'member-left', 'member-removed'] as const) follower.on(type, ({ id }) => events.push([type, id]));
     await follower.removeMember(other.id);
     const two = [leader.id, follower.id].sort();
     expect(follower.state().configuration).toEqual({ voters: two, learners: [] });
     await expect.poll(() => leader.state().configuration, { timeout: 5_000, interval: 20 }).toEqual({ voters: two, learners: [] });
+    // The member removed learns it, whether or not it held the change when it committed.
+    await expect.poll(() => removedErrors.length, { timeout: 5_000, interval: 20 }).toBe(1);
+    expect(removedErrors[0]).toMatchObject({ code: 'CRONRAFT_REMOVED' });
 
     const leaderErrors: unknown[] = [];
     leader.on('error', (e) => leaderErrors.push(e));
