@@ -2,6 +2,12 @@ import type { Role } from './raft/ready.js';
 import type { NodeId } from './raft/types.js';
 import type { RunRecord } from './runtime/scheduler/job-types.js';
 
+/** The member a change of the configuration concerns, and the index of its entry. */
+export interface MembershipEventPayload {
+  readonly id: NodeId;
+  readonly index: number;
+}
+
 /** The events a Cluster emits, with their payloads. */
 export interface ClusterEvents {
   /** The leader changed (null: none known, e.g. during an election). */
@@ -17,6 +23,17 @@ export interface ClusterEvents {
   run: [RunRecord];
   /** The cluster version rose (README, "Upgrading"): features of version `to` are on from entry `index`. */
   'version-activated': [{ readonly from: number; readonly to: number; readonly index: number }];
+  /**
+   * Changes of the configuration, as this member applies them (README, "Membership"); not
+   * those a snapshot from the leader covers, nor before start. `member-joined`: a member was
+   * added as a learner; `member-promoted`: a learner became a voter; `member-left`: a member
+   * removed itself (`stop({ leave: true })`); `member-removed`: a member was removed by another
+   * (`removeMember`, or the leader's rule for a member unreachable for `deadMemberAfterMs`).
+   */
+  'member-joined': [MembershipEventPayload];
+  'member-promoted': [MembershipEventPayload];
+  'member-left': [MembershipEventPayload];
+  'member-removed': [MembershipEventPayload];
   /** A fatal error stopped this member (e.g. its disk failed). */
   error: [Error];
 }

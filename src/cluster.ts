@@ -188,6 +188,13 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       onRun: (run) => {
         this.emit('run', run);
       },
+      onMembershipEvent: ({ type, id, index }) => {
+        try {
+          this.emit(type, { id, index });
+        } catch {
+          // A listener's error is the app's, as for 'applied'.
+        }
+      },
     });
     this.#member = member;
     setMemberOf(this, member);
@@ -205,14 +212,21 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   }
 
   /**
-   * Leaves the cluster gracefully, so that a rolling restart misses and doubles no slot: this
-   * member unregisters its jobs (the leader moves its claims not yet run to other members at
-   * once; `schedule()` at the next start registers them again), lets its runs in progress finish
+   * Stops gracefully, so that a rolling restart misses and doubles no slot: this member
+   * unregisters its jobs (the leader moves its claims not yet run to other members at once;
+   * `schedule()` at the next start registers them again), lets its runs in progress finish
    * within `stopTimeoutMs` and reports those still going then as interrupted (their slots move
    * at once), and a leader hands leadership to the most up-to-date follower (waiting at most
    * `stopTimeoutMs`), so the others need not wait for an election timeout.
+   *
+   * With `leave: true` it then removes itself from the configuration (cluster version 2), asking
+   * the new leader, within another `stopTimeoutMs`: the others see `member-left`, and this
+   * member stops cleanly (no `error` event, status `stopped`). A member that cannot leave (the
+   * last voter, or a cluster before version 2) or runs out of time stops all the same.
+   * @throws InvalidArgumentError for options that are not `{ leave?: boolean }`
    */
-  async stop(): Promise<void> {
+  async stop(options: { leave?: boolean } = {}): Promise<void> {
+    if (typeof options !== 'object' || options === null || (options.leave !== undefined && typeof options.leave !== 'boolean')) throw new InvalidArgumentError('leave', options?.leave, 'a boolean');
     if (this.#status === 'stopped' || this.#status === 'stopping') return;
     if (this.#status === 'new') {
       this.#status = 'stopped';
@@ -222,6 +236,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     // Its jobs and claims are handed over, its runs finish (or are reported interrupted) and
     // record their outcomes, and a leader hands leadership over, before the streams close.
     await this.#member?.stopGracefully(this.#o.stopTimeoutMs);
+    if (options.leave === true) await this.#member?.leave(this.#o.stopTimeoutMs);
     await this.#close();
     this.#status = 'stopped';
   }
@@ -253,13 +268,12 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   }
 
   /**
-   * Removes a member, a voter or a learner, from the cluster's configuration, on the leader (a
-   * follower rejects with NotLeaderError naming the leader: ask it there). Resolves once the
-   * change is applied here, with its log index; the member removed stops with
-   * `CRONRAFT_REMOVED` as it applies it. One change at a time, and only once the cluster runs
-   * version 2 ("membership", see "Upgrading").
-   * @throws VersionNotActiveError, NotLeaderError, MembershipChangeRefusedError (`reason`:
-   *   `not-member`, `last-voter`, `pending`, ...), TimeoutError, BackpressureError
+   * Removes a member, a voter or a learner, from the cluster's configuration: asked of any
+   * member, it is forwarded to the leader. Resolves once the change is applied here, with its
+   * log index; the member removed stops with `CRONRAFT_REMOVED` as it applies it. One change at
+   * a time, and only once the cluster runs version 2 ("membership", see "Upgrading").
+   * @throws VersionNotActiveError, NotLeaderError (no leader known), MembershipChangeRefusedError
+   *   (`reason`: `not-member`, `last-voter`, `pending`, ...), TimeoutError, OutcomeUnknownError, BackpressureError
    */
   async removeMember(id: NodeId): Promise<{ index: number }> {
     if (typeof id !== 'string' || id.length === 0) throw new InvalidArgumentError('id', id, 'a member id');

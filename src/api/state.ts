@@ -23,6 +23,17 @@ export interface MemberState {
   /** The leader's view of how far the member's log matches; null on followers. */
   readonly matchIndex: number | null;
   /**
+   * The leader's view of how many committed entries the member lacks (the commit index less
+   * its match index, 0 for the leader itself); null on followers. A learner is promoted once
+   * this stays small (README, "Membership").
+   */
+  readonly lag: number | null;
+  /**
+   * The member's libp2p peer id as bound in the configuration (learned as it formed or joined);
+   * this member's own always; null while not bound.
+   */
+  readonly peerId: string | null;
+  /**
    * The member's clock minus the cluster's time (the median of the members' clocks), as
    * measured through heartbeats: the leader knows every member's, a follower its own; null
    * when not measured (yet).
@@ -162,6 +173,16 @@ export interface StateSources {
   readonly versionSupport: VersionSupport;
 }
 
+/**
+ * The peer id the configuration binds to `id`, if it binds one: the configuration's `peerIds`
+ * (sorted pairs of member and peer id), read as optional so that a configuration without them
+ * (one of a release before the binding, or the founding one) has none.
+ */
+function boundPeerId(conf: object, id: NodeId): string | null {
+  const pairs = (conf as { readonly peerIds?: readonly (readonly [NodeId, string])[] }).peerIds;
+  return pairs?.find(([member]) => member === id)?.[1] ?? null;
+}
+
 /** `cluster.state()`: a plain copy of what the member's parts know now. */
 export function clusterStateOf(s: StateSources): ClusterState {
   const { driver } = s;
@@ -173,10 +194,17 @@ export function clusterStateOf(s: StateSources): ClusterState {
   };
   const conf = s.member?.configuration.conf ?? { voters: s.voters, learners: [], peerIds: [] };
   const voterSet = new Set(conf.voters);
+  const leading = node?.role === 'leader';
+  const lagOf = (id: NodeId): number | null => {
+    if (!leading || node === undefined) return null;
+    if (id === s.id) return 0;
+    const match = node.progressOf(id)?.match;
+    return match === undefined ? null : Math.max(0, node.log.committed - match);
+  };
   const members: MemberState[] = [...conf.voters, ...conf.learners].map((id) => {
     const voter = voterSet.has(id);
     if (id === s.id) {
-      return { id, addrs: s.ownAddrs, voter, reachable: true, lastContactMs: 0, matchIndex: node?.progressOf(id)?.match ?? null, ...clockOf(id) };
+      return { id, addrs: s.ownAddrs, voter, reachable: true, lastContactMs: 0, matchIndex: node?.progressOf(id)?.match ?? null, lag: lagOf(id), peerId: s.peerId, ...clockOf(id) };
     }
     const heard = driver?.lastHeard(id);
     // Contact ages are durations, on the timers' monotonic base (as lastHeard is).
@@ -191,6 +219,8 @@ export function clusterStateOf(s: StateSources): ClusterState {
       reachable: connected && (!(node?.role === 'leader' || id === node?.leader) || (lastContactMs !== null && lastContactMs < s.electionTimeoutMs)),
       lastContactMs,
       matchIndex: node?.progressOf(id)?.match ?? null,
+      lag: lagOf(id),
+      peerId: boundPeerId(conf, id),
       ...clockOf(id),
     };
   });

@@ -62,6 +62,7 @@ export function lowerTermReply(m: Message, me: Follows): Message | null {
   }
   if (m.type === 'prevote') return { type: 'prevote-resp', from, to: m.from, term, reject: true };
   if (m.type === 'propose') return { type: 'propose-resp', from, to: m.from, term, index: 0, pids: m.proposals.map((p) => p.pid), reject: true, leader: me.leader };
+  if (m.type === 'conf-propose') return { type: 'conf-propose-resp', from, to: m.from, term, pid: m.pid, index: 0, reason: 'not-leader', leader: me.leader };
   if (m.type === 'read-index') return { type: 'read-index-resp', from, to: m.from, term, ctx: m.ctx, index: 0, reject: true };
   return null;
 }

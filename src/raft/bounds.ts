@@ -70,6 +70,7 @@ export function messageWithinBounds(m: Message): boolean {
     case 'heartbeat-resp':
       return isBoundedCount(m.readCtx, MAX_READ_CTX);
     case 'propose-resp':
+    case 'conf-propose-resp':
       return isBoundedCount(m.index, MAX_INDEX);
     case 'read-index':
       return isBoundedCount(m.ctx, MAX_READ_CTX);
@@ -81,6 +82,7 @@ export function messageWithinBounds(m: Message): boolean {
     case 'vote-resp':
     case 'timeout-now':
     case 'propose':
+    case 'conf-propose':
       return true;
   }
 }

@@ -7,8 +7,8 @@ import { EntryType, type Configuration, type Entry, type NodeId, type Snapshot }
 /**
  * The outcome of `proposeConfChange`: appended (it takes effect once committed and applied), or
  * refused, changing nothing:
- * - `not-leader`: only the leader proposes a change (`leader` names it if known: the caller
- *   asks it there; a follower does not forward changes as it forwards commands);
+ * - `not-leader`: no leader is known, or a member asked to take a forwarded change is not the
+ *   leader (`leader` names the one it knows, if any);
  * - `transferring`: leadership is being handed over;
  * - `not-committed-in-term`: this leader has not yet committed an entry of its term, so it may
  *   not know of a change a previous leader appended (the thesis, section 4.1, and the bug
@@ -19,7 +19,18 @@ import { EntryType, type Configuration, type Entry, type NodeId, type Snapshot }
  */
 export type ConfChangeOutcome =
   | { readonly kind: 'appended'; readonly index: number; readonly term: number }
-  | { readonly kind: 'refused'; readonly reason: 'not-leader' | 'transferring' | 'not-committed-in-term' | 'pending' | 'backpressure' | ConfChangeProblem; readonly leader: NodeId | null };
+  /** Sent to the leader (a `conf-propose`): its answer comes as a ForwardResult. */
+  | { readonly kind: 'forwarded'; readonly leader: NodeId }
+  | { readonly kind: 'refused'; readonly reason: ConfChangeRefusal; readonly leader: NodeId | null };
+
+/** Why a change was refused (see ConfChangeOutcome). */
+export type ConfChangeRefusal = 'not-leader' | 'transferring' | 'not-committed-in-term' | 'pending' | 'backpressure' | ConfChangeProblem;
+
+/** Every ConfChangeRefusal, for the codec to check a forwarded refusal against. */
+export const CONF_CHANGE_REFUSALS = ['not-leader', 'transferring', 'not-committed-in-term', 'pending', 'backpressure', 'malformed', 'already-member', 'not-learner', 'not-member', 'last-voter', 'already-bound', 'peer-id-taken'] as const;
+// A refusal added to the type and not to the list would be dropped as malformed on the wire.
+const everyRefusalListed: Exclude<ConfChangeRefusal, (typeof CONF_CHANGE_REFUSALS)[number]> extends never ? true : never = true;
+void everyRefusalListed;
 
 /**
  * The configuration's part of the node (the rules are configuration.ts's): the configuration a

@@ -5,7 +5,7 @@ import { RAFT_DEFAULTS, type RaftConfig } from './config.js';
 import { configurationOf, configurationProblem, isMember, isVoter, membersOf, sameConfiguration } from './configuration.js';
 import { acknowledge, takeAppend, takeHeartbeat, takeSnapshot } from './follower.js';
 import { RaftLog } from './log.js';
-import { changedBy, Membership, type ConfChangeOutcome } from './membership.js';
+import { changedBy, Membership, type ConfChangeOutcome, type ConfChangeRefusal } from './membership.js';
 import { hasQuorum, tallyVotes } from './quorum.js';
 import { ReadOnly } from './read-only.js';
 import { ReadyBuilder, type Ready, type Role, type SoftState } from './ready.js';
@@ -13,6 +13,7 @@ import { Replication } from './replication.js';
 import {
   EntryType,
   type Configuration,
+  type ConfProposeMessage,
   type Entry,
   type HardState,
   type HeartbeatMessage,
@@ -354,15 +355,24 @@ export class RaftNode {
   }
 
   /**
-   * Proposes a change of the configuration, on the leader only (see ConfChangeOutcome for the
-   * refusals). It takes effect on each member as the member applies the entry, once committed
-   * (see #applyConfChanges), as in etcd, and the next change may be proposed once this leader
-   * has applied it. `pid` identifies the proposal in the entry, as a command's does.
+   * Proposes a change of the configuration. The leader appends it (see ConfChangeOutcome for the
+   * refusals); a follower or a learner that knows a leader forwards it there (a `conf-propose`,
+   * protocol 2), and the leader's answer comes back as a ForwardResult for `pid`. It takes
+   * effect on each member as the member applies the entry, once committed (see
+   * #applyConfChanges), as in etcd, and the next change may be proposed once the leader has
+   * applied it. `pid` identifies the proposal in the entry, as a command's does.
    */
   proposeConfChange(change: ConfChange, pid = ''): ConfChangeOutcome {
-    const refused = (reason: Extract<ConfChangeOutcome, { kind: 'refused' }>['reason']): ConfChangeOutcome => ({ kind: 'refused', reason, leader: this.#role === 'leader' ? this.id : this.#leader });
+    if (this.#role === 'leader' || this.#leader === null || pid === '') return this.#leaderConfChange(change, pid);
+    this.#send({ type: 'conf-propose', from: this.id, to: this.#leader, term: this.#term, pid, change });
+    return { kind: 'forwarded', leader: this.#leader };
+  }
+
+  /** Appends `change` on the leader, or says why not: a change is never forwarded twice. */
+  #leaderConfChange(change: ConfChange, pid: string): ConfChangeOutcome {
+    const refused = (reason: ConfChangeRefusal): ConfChangeOutcome => ({ kind: 'refused', reason, leader: this.#role === 'leader' ? this.id : this.#leader });
     if (this.#role !== 'leader') return refused('not-leader');
-    if (this.#transferee !== null) return refused('transferring');
+    if (this.#transferee !== null) return { kind: 'refused', reason: 'transferring', leader: this.#transferee };
     if (this.log.term(this.log.committed) !== this.#term) return refused('not-committed-in-term');
     const problem = this.#membership.refusal(change, this.log);
     if (problem !== null) return refused(problem);
@@ -375,6 +385,15 @@ export class RaftNode {
     this.#membership.pendingConfIndex = index;
     this.#replication.broadcastAppend();
     return { kind: 'appended', index, term: this.#term };
+  }
+
+  /** A member forwarded a change: the leader proposes it and answers where it went, or why not. */
+  #handleConfPropose(m: ConfProposeMessage): void {
+    const outcome = this.#leaderConfChange(m.change, m.pid);
+    const appended = outcome.kind === 'appended';
+    const reason = outcome.kind === 'refused' ? outcome.reason : null;
+    const leader = outcome.kind === 'refused' ? outcome.leader : this.id;
+    this.#send({ type: 'conf-propose-resp', from: this.id, to: m.from, term: this.#term, pid: m.pid, index: appended ? outcome.index : 0, reason, leader });
   }
 
   /**
@@ -477,6 +496,12 @@ export class RaftNode {
         return;
       case 'snapshot':
         this.#handleSnapshot(m);
+        return;
+      case 'conf-propose':
+        this.#handleConfPropose(m);
+        return;
+      case 'conf-propose-resp':
+        this.#out.forwardResult(m.reason === null && m.index > 0 ? { pid: m.pid, accepted: true, index: m.index, term: m.term } : { pid: m.pid, accepted: false, leader: m.leader, reason: m.reason ?? 'not-leader' });
         return;
     }
   }
@@ -766,10 +791,7 @@ export class RaftNode {
     for (const peer of this.#membership.peers) if (!replication.tracks(peer)) replication.track(peer, this.log.lastIndex() + 1);
     for (const [peer, match] of replication.tracked()) {
       if (peer === this.id || isMember(conf, peer)) continue;
-      // A last heartbeat tells a removed member that holds the change that it is committed, so
-      // that it knows it was removed and stops campaigning; one that does not hold it campaigns
-      // in vain (its vote requests are ignored, see step).
-      this.#send({ type: 'heartbeat', from: this.id, to: peer, term: this.#term, commit: Math.min(match, this.log.committed), readCtx: 0 });
+      this.#sendFarewell(peer, match);
       replication.untrack(peer);
     }
     if (this.#transferee !== null && !isVoter(conf, this.#transferee)) this.#transferee = null;
@@ -784,6 +806,26 @@ export class RaftNode {
     }
     if (replication.maybeCommit()) replication.broadcastAppend();
     else for (const peer of this.#membership.peers) replication.sendAppend(peer);
+  }
+
+  /**
+   * The last message to a member removed, which tells it that its removal committed, so that it
+   * knows it was removed and stops (and stops campaigning): a heartbeat when it holds every
+   * committed entry, else an append of the committed entries it lacks (within one append's
+   * bounds), from its match index, which it holds. A member removed while it lacked the change
+   * (the others committed it first, as when it asks to leave) would otherwise never learn of it.
+   * One too far behind for one append, or behind the log kept, campaigns in vain (its vote
+   * requests are ignored, see step).
+   */
+  #sendFarewell(peer: NodeId, match: number): void {
+    const committed = this.log.committed;
+    const prevTerm = this.log.term(match);
+    if (match >= committed || prevTerm === undefined) {
+      this.#send({ type: 'heartbeat', from: this.id, to: peer, term: this.#term, commit: Math.min(match, committed), readCtx: 0 });
+      return;
+    }
+    const entries = this.log.slice(match + 1, committed + 1, this.#limits.maxBytesPerAppend, this.#limits.maxEntriesPerAppend);
+    this.#send({ type: 'append', from: this.id, to: peer, term: this.#term, prevIndex: match, prevTerm, entries, commit: committed });
   }
 
   // ---- output ------------------------------------------------------------------------------

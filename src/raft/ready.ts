@@ -1,4 +1,5 @@
 import { InvariantError } from './invariant.js';
+import type { ConfChangeRefusal } from './membership.js';
 import type { Configuration, Entry, HardState, Message, NodeId, Snapshot } from './types.js';
 
 export type Role = 'follower' | 'precandidate' | 'candidate' | 'leader';
@@ -16,10 +17,13 @@ export interface ReadState {
   readonly index: number;
 }
 
-/** Where a forwarded proposal went: its index and term, or a refusal naming the leader if known. */
+/**
+ * Where a forwarded proposal or change went: its index and term, or a refusal naming the leader
+ * if known, and for a change why (`reason`).
+ */
 export type ForwardResult =
   | { readonly pid: string; readonly accepted: true; readonly index: number; readonly term: number }
-  | { readonly pid: string; readonly accepted: false; readonly leader: NodeId | null };
+  | { readonly pid: string; readonly accepted: false; readonly leader: NodeId | null; readonly reason?: ConfChangeRefusal };
 
 /**
  * The effects the protocol asks for, in the order the driver must perform them (etcd's Ready

@@ -1,3 +1,6 @@
+import type { ConfChange } from './conf-change.js';
+import type { ConfChangeRefusal } from './membership.js';
+
 /**
  * The data the Raft protocol exchanges and persists. Plain objects only, so that the codec,
  * the storage and the simulator can handle them without knowing the protocol.
@@ -111,7 +114,9 @@ export type Message =
   | ProposeResponse
   | ReadIndexMessage
   | ReadIndexResponse
-  | SnapshotMessage;
+  | SnapshotMessage
+  | ConfProposeMessage
+  | ConfProposeResponse;
 
 interface Base {
   readonly from: NodeId;
@@ -219,6 +224,26 @@ export interface SnapshotMessage extends Base {
   readonly snapshot: Snapshot;
 }
 
+/**
+ * A member forwards a change of the configuration to the leader, which proposes it as its own
+ * (`RaftNode.proposeConfChange`) and answers where it went or why not. Protocol 2 only.
+ */
+export interface ConfProposeMessage extends Base {
+  readonly type: 'conf-propose';
+  readonly pid: string;
+  readonly change: ConfChange;
+}
+export interface ConfProposeResponse extends Base {
+  readonly type: 'conf-propose-resp';
+  readonly pid: string;
+  /** The index of the change appended; 0 when refused. */
+  readonly index: number;
+  /** Why it was refused; null when appended. */
+  readonly reason: ConfChangeRefusal | null;
+  /** The leader, if the answering member knows one. */
+  readonly leader: NodeId | null;
+}
+
 export type MessageType = Message['type'];
 
 export const messageTypes: readonly MessageType[] = [
@@ -236,4 +261,6 @@ export const messageTypes: readonly MessageType[] = [
   'read-index',
   'read-index-resp',
   'snapshot',
+  'conf-propose',
+  'conf-propose-resp',
 ];

@@ -180,11 +180,20 @@ export class ClockSync {
 
   /**
    * The members now (the configuration's voters and learners, this one among them or not): only
-   * their stamps count, and the samples of those removed are dropped.
+   * their stamps count, and the samples of those removed are dropped. A member that was alone
+   * ran on its wall clock, synced: given company at local times `mono` and `wall`, it holds
+   * that time over as its correction, so that it stays synced (once synced, always) and its
+   * cluster time does not jump, until the median of the clocks it then sees replaces it.
    */
-  setMembers(ids: readonly NodeId[]): void {
+  setMembers(ids: readonly NodeId[], mono: number, wall: number): void {
+    const wasAlone = this.#members === 1;
     this.#peers = new Set(ids.filter((id) => id !== this.#self));
     this.#members = this.#peers.size + 1;
+    if (wasAlone && this.#members > 1 && this.#correction === null && isTime(mono) && isTime(wall) && isTime(wall - mono)) {
+      this.#correction = wall - mono;
+      this.#correctionAt = mono;
+      this.#correctionRttMs = 0;
+    }
     for (const peer of [...this.#samples.keys()]) if (!this.#peers.has(peer)) this.#samples.delete(peer);
   }
 

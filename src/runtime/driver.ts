@@ -284,15 +284,16 @@ export class RaftDriver {
   }
 
   /**
-   * Proposes a change of the configuration, on the leader (a follower rejects with
-   * NotLeaderError naming the leader; changes are not forwarded yet), and resolves once it is
-   * applied here. Rejects with MembershipChangeRefusedError when the protocol refuses it
-   * (`reason`), BackpressureError, TimeoutError, ProposalDroppedError as a proposal does.
+   * Proposes a change of the configuration: on the leader, or forwarded to it from any other
+   * member (protocol 2), and resolves once it is applied here. Rejects with
+   * MembershipChangeRefusedError when the leader's protocol refuses it (`reason`), NotLeaderError
+   * when no leader is known, BackpressureError, TimeoutError, ProposalDroppedError or
+   * OutcomeUnknownError as a proposal does. `pidSuffix` marks the entry (see LEAVE_PID_SUFFIX).
    */
-  proposeConfChange(change: ConfChange, what: string): Promise<ProposalResult> {
+  proposeConfChange(change: ConfChange, what: string, pidSuffix = ''): Promise<ProposalResult> {
     if (this.#fatal !== null) return Promise.reject(this.#fatalError());
     if (!this.#running) return Promise.reject(new NotRunningError(this.#stopped ? 'stopped' : 'not started'));
-    const result = this.#requests.proposeConfChange(change, what);
+    const result = this.#requests.proposeConfChange(change, what, pidSuffix);
     this.#kick();
     return result;
   }
@@ -499,7 +500,7 @@ export class RaftDriver {
   /** The members whose clocks count, and the member's part (the transport's peers, the lease); a removal noted. */
   #configurationChanged(rd: Ready): void {
     const conf = rd.conf as Configuration;
-    this.#clockSync.setMembers(membersOf(conf));
+    this.#clockSync.setMembers(membersOf(conf), this.#o.timers.now(), this.#o.clock.now());
     this.#o.onConfiguration?.(conf);
     const member = isMember(conf, this.#node.id);
     if (this.#wasMember && !member && this.#removed === null) {

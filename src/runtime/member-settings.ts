@@ -35,6 +35,10 @@ export const MEMBER_DEFAULTS = {
   maxClockSkewMs: DEFAULT_MAX_CLOCK_SKEW_MS,
   snapshotEveryEntries: COMPACTION_DEFAULTS.everyEntries,
   snapshotRetainEntries: COMPACTION_DEFAULTS.retainEntries,
+  /** Voters wanted: the leader promotes caught-up learners up to this many (membership-decide.ts). */
+  voters: 5,
+  /** A member unreachable this long is removed by the leader, a voter only if that is safe (membership-decide.ts). */
+  deadMemberAfterMs: 5 * 60_000,
 } as const;
 
 /** The options of `Cluster` that shape a member's timing and limits (ClusterOptions has them all). */
@@ -72,6 +76,18 @@ export interface MemberOptions {
   readonly snapshotEveryEntries?: number;
   /** Entries kept behind a snapshot, so that a follower a little behind gets entries, not the whole state. @default 1000 */
   readonly snapshotRetainEntries?: number;
+  /**
+   * The number of voters wanted, odd: the leader promotes learners that have caught up and
+   * stayed live for a while until there are this many voters; more instances stay learners
+   * (they still run work). @default 5
+   */
+  readonly voters?: number;
+  /**
+   * A member the leader has not heard from for this long is removed from the configuration: a
+   * learner always, a voter only if the voters left keep a majority of live ones (and a learner
+   * takes its place, or three voters are left). At least electionTimeoutMs. @default 300000
+   */
+  readonly deadMemberAfterMs?: number;
 }
 
 /** Everything a member runs with beyond its identity and its parts (storage, transport, clocks). */
@@ -99,6 +115,10 @@ export function memberSettings(options: MemberOptions = {}): MemberSettings {
     throw new InvalidArgumentError('heartbeatMs', heartbeatMs, `less than electionTimeoutMs (${electionTimeoutMs})`);
   }
   const heartbeatTicks = Math.max(1, Math.round(heartbeatMs / tickMs));
+  const voters = positiveInt(options.voters ?? d.voters, 'voters');
+  if (voters % 2 === 0) throw new InvalidArgumentError('voters', voters, 'an odd number (an even count tolerates no more failures than the odd one below it)');
+  const deadMemberAfterMs = positiveInt(options.deadMemberAfterMs ?? d.deadMemberAfterMs, 'deadMemberAfterMs');
+  if (deadMemberAfterMs < electionTimeoutMs) throw new InvalidArgumentError('deadMemberAfterMs', deadMemberAfterMs, `at least electionTimeoutMs (${electionTimeoutMs})`);
   const compaction: CompactionOptions = {
     everyEntries: positiveInt(options.snapshotEveryEntries ?? d.snapshotEveryEntries, 'snapshotEveryEntries'),
     retainEntries: nonNegativeInt(options.snapshotRetainEntries ?? d.snapshotRetainEntries, 'snapshotRetainEntries'),
@@ -119,6 +139,8 @@ export function memberSettings(options: MemberOptions = {}): MemberSettings {
       maxClaimsPerPlan: d.maxClaimsPerPlan,
       reassignHorizonMs: d.reassignHorizonMs,
       maxClockSkewMs: positiveInt(options.maxClockSkewMs ?? d.maxClockSkewMs, 'maxClockSkewMs'),
+      voters,
+      deadMemberAfterMs,
       maxConcurrent: options.maxConcurrent === undefined || options.maxConcurrent === Number.POSITIVE_INFINITY ? Number.POSITIVE_INFINITY : positiveInt(options.maxConcurrent, 'maxConcurrent'),
     },
     compaction,

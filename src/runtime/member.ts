@@ -16,6 +16,11 @@ import { BindingKeeper } from './binding-keeper.js';
 import { ClusterVersionState } from '../version/cluster-version.js';
 import { BATCH_VERSION, FIRST_CLUSTER_VERSION, MEMBERSHIP_VERSION, protocolOf, SUPPORTED, type VersionSupport } from '../version/versions.js';
 import { ConfigurationKeeper } from './configuration-keeper.js';
+import { leaveConfiguration } from './leave.js';
+import { LEAVE_PID_SUFFIX, membershipEventOf, type MembershipEvent } from './membership-events.js';
+import { RemovedError } from '../errors.js';
+import { MembershipKeeper } from './membership-keeper.js';
+import { MEMBER_DEFAULTS } from './member-settings.js';
 import type { ProposalResult } from './pending-requests.js';
 import type { RunRecord } from './scheduler/job-types.js';
 import { waitUntil } from './scheduler/handover.js';
@@ -39,6 +44,10 @@ export interface MemberTiming {
   readonly maxClockSkewMs: number;
   /** Runs at once on this member; more wait, by priority. @default no limit */
   readonly maxConcurrent?: number;
+  /** Voters the leader promotes learners up to (option `voters`). @default MEMBER_DEFAULTS.voters */
+  readonly voters?: number;
+  /** A member silent this long is removed by the leader (option `deadMemberAfterMs`). @default MEMBER_DEFAULTS.deadMemberAfterMs */
+  readonly deadMemberAfterMs?: number;
 }
 
 export interface MemberParts {
@@ -64,6 +73,8 @@ export interface MemberParts {
   readonly onApplied?: (entry: Entry) => void;
   /** A leader's snapshot replaced the state here: entries up to `index` will not be applied one by one. */
   readonly onSnapshotInstalled?: (index: number) => void;
+  /** A change of the configuration applied here (not those a snapshot covers). */
+  readonly onMembershipEvent?: (event: MembershipEvent) => void;
   readonly onSoftState?: (state: SoftState) => void;
   readonly onFatal?: (error: unknown) => void;
   readonly onRunStart?: SchedulerRuntimeOptions['onRunStart'];
@@ -99,6 +110,8 @@ export class Member {
   readonly bindingKeeper: BindingKeeper;
   /** The configuration as applied here: the voters, the learners, the transport's peers. */
   readonly configuration: ConfigurationKeeper;
+  /** On the leader: promotes learners, removes dead members (membership-keeper.ts). */
+  readonly membershipKeeper: MembershipKeeper;
   /** Entries applied here that every member skips (see decodeEntry), by reason. */
   readonly skippedEntries = { malformed: 0, inactive: 0 };
   readonly #p: MemberParts;
@@ -109,6 +122,8 @@ export class Member {
    * lease, which runs as every message comes in while runs go on, so that it allocates nothing.
    */
   readonly #peersHeard: number[] = [];
+  /** Set once this member asked to leave the configuration (see leave). */
+  #leaving = false;
 
   constructor(parts: MemberParts) {
     this.#p = parts;
@@ -145,7 +160,11 @@ export class Member {
       bootId: parts.bootId,
       compaction: parts.compaction,
       snapshotChunkBytes: parts.snapshotChunkBytes,
-      onApplied: parts.onApplied,
+      onApplied: (entry) => {
+        const event = membershipEventOf(entry);
+        if (event !== null) parts.onMembershipEvent?.(event);
+        parts.onApplied?.(entry);
+      },
       onSnapshotInstalled: parts.onSnapshotInstalled,
       onSoftState: parts.onSoftState,
       // A member whose lease ran out while its event loop stood still (SIGSTOP, a paused VM, a
@@ -153,7 +172,10 @@ export class Member {
       // plan tick that would have noticed runs after the messages waiting when it resumes.
       beforeContact: () => this.scheduler.checkLease(),
       onConfiguration: (conf) => configuration.apply(conf),
-      onFatal: parts.onFatal,
+      // A member that asked to leave stops as its removal applies: no failure.
+      onFatal: (error) => {
+        if (!(this.#leaving && error instanceof RemovedError)) parts.onFatal?.(error);
+      },
     });
     const driver = this.driver;
     this.scheduler = new SchedulerRuntime({
@@ -200,6 +222,17 @@ export class Member {
       timers: parts.timers,
       live: (id) => this.#heardLately(id),
     });
+    this.membershipKeeper = new MembershipKeeper({
+      self: parts.self,
+      driver,
+      configuration,
+      versions: this.versions,
+      timers: parts.timers,
+      live: (id) => this.#heardLately(id),
+      targetVoters: t.voters ?? MEMBER_DEFAULTS.voters,
+      deadMemberAfterMs: t.deadMemberAfterMs ?? MEMBER_DEFAULTS.deadMemberAfterMs,
+      propose: (change) => this.proposeConfChange(change),
+    });
   }
 
   /**
@@ -212,13 +245,14 @@ export class Member {
   }
 
   /**
-   * Proposes a change of the configuration on the leader (driver.proposeConfChange), once the
-   * cluster runs version 2 ("membership").
+   * Proposes a change of the configuration, on the leader or forwarded to it
+   * (driver.proposeConfChange), once the cluster runs version 2 ("membership"). `pidSuffix`
+   * marks the entry (a leave: LEAVE_PID_SUFFIX).
    * @throws VersionNotActiveError, at once, while the cluster runs version 1
    */
-  proposeConfChange(change: ConfChange): Promise<ProposalResult> {
+  proposeConfChange(change: ConfChange, pidSuffix = ''): Promise<ProposalResult> {
     this.versions.require('membership changes', MEMBERSHIP_VERSION);
-    return this.driver.proposeConfChange(change, `${change.type} ${change.id}`);
+    return this.driver.proposeConfChange(change, `${change.type} ${change.id}`, pidSuffix);
   }
 
   /** Starts ticking and planning; the transport must be started already. */
@@ -232,6 +266,7 @@ export class Member {
     this.scheduler.start();
     this.versionKeeper.start();
     this.bindingKeeper.start();
+    this.membershipKeeper.start();
     // Alone, there is nobody to wait for: take leadership now rather than after a timeout.
     const voters = this.configuration.voters;
     if (voters.length === 1 && voters[0] === this.#p.self) this.driver.node.campaign();
@@ -241,6 +276,7 @@ export class Member {
     this.configuration.stop();
     this.versionKeeper.stop();
     this.bindingKeeper.stop();
+    this.membershipKeeper.stop();
     this.scheduler.stop();
     this.driver.stop();
   }
@@ -262,6 +298,26 @@ export class Member {
       // Let the TimeoutNow and the last appends reach the target before the streams close.
       await waitUntil(this.#p.timers, () => driver.node.leader !== null && driver.node.leader !== this.#p.self, timeoutMs, this.#p.timing.tickMs);
     }
+  }
+
+  /**
+   * Removes this member from the configuration (a leave), after stopGracefully: a leader has
+   * handed leadership over by then, so the change goes to the new leader. Resolves with whether
+   * the removal was applied here within `timeoutMs` (see leaveConfiguration). The removal
+   * stops the driver as it applies, which for a leave is no failure: onFatal is not called.
+   */
+  async leave(timeoutMs: number): Promise<boolean> {
+    this.#leaving = true;
+    const self = this.#p.self;
+    return leaveConfiguration(
+      {
+        timers: this.#p.timers,
+        proposeRemoval: () => this.proposeConfChange({ type: 'remove', id: self }, LEAVE_PID_SUFFIX),
+        isMember: () => this.configuration.isMember(self),
+        retryMs: this.#p.timing.heartbeatTicks * this.#p.timing.tickMs,
+      },
+      timeoutMs,
+    );
   }
 
   /**
@@ -319,19 +375,25 @@ export class Member {
   }
 
   /**
-   * Members the leader may give work to now, voters and learners: itself and those connected and heard from within
-   * an election timeout, whose clock offset it has measured within `maxClockSkewMs`. A closed connection (a killed process) makes a member ineligible at
-   * once; silence, only after an election timeout.
+   * Members the leader may give work to now, voters and learners alike: itself and those
+   * connected and heard from within an election timeout, whose clock offset it has measured
+   * within `maxClockSkewMs`, and which have caught up far enough to be sent entries rather than
+   * a snapshot. A closed connection (a killed process) makes a member ineligible at once;
+   * silence, only after an election timeout.
    */
   eligibleMembers(): NodeId[] {
     const now = this.#p.timers.now();
     const offsets = this.driver.clockOffsets();
+    const node = this.driver.node;
     return this.configuration.members.filter((id) => {
       // A member whose clock the leader has not measured, or measured too far off, would fire
       // slots at the wrong time: it gets no work until its clock is known and close enough.
       const offset = offsets.get(id);
       if (offset === undefined || Math.abs(offset.offsetMs) > this.#p.timing.maxClockSkewMs) return false;
-      return id === this.#p.self || this.#heardLately(id, now);
+      if (id === this.#p.self) return true;
+      // One the leader is sending a snapshot to (a learner just added, a member far behind)
+      // would apply its claims only once it installed the snapshot, after their slots.
+      return node.progressOf(id)?.state !== 'snapshot' && this.#heardLately(id, now);
     });
   }
 

@@ -1,5 +1,6 @@
 import { BackpressureError, CronraftError, MembershipChangeRefusedError, NotLeaderError, OutcomeUnknownError, ProposalDroppedError, TimeoutError } from '../errors.js';
 import type { ConfChange } from '../raft/conf-change.js';
+import type { ConfChangeRefusal } from '../raft/membership.js';
 import type { ProposeOutcome, RaftNode } from '../raft/node.js';
 import type { ForwardResult, ReadState } from '../raft/ready.js';
 import type { Entry, NodeId, ProposalData } from '../raft/types.js';
@@ -42,6 +43,8 @@ interface PendingProposal {
   index: number;
   /** The leader it was forwarded to and has not answered yet, if any. */
   forwardedTo: NodeId | null;
+  /** A change of the configuration, named for its refusal (`add-learner m4`); undefined for a command. */
+  readonly what?: string;
   signal: AbortSignal | undefined;
   onAbort: (() => void) | undefined;
 }
@@ -129,26 +132,24 @@ export class PendingRequests {
   }
 
   /**
-   * Asks the node, on the leader, to append `change` now (a change is never queued nor
-   * forwarded: the node refuses it at once on a follower, naming the leader), and settles like
-   * a proposal once its entry is applied here. `what` names it in a refusal.
+   * Asks the node to append `change` now on the leader, or to forward it to the leader (a change
+   * is never queued nor batched: one at a time), and settles like a proposal once its entry is
+   * applied here. A refusal, here or by the leader, rejects with MembershipChangeRefusedError
+   * naming `what` and the reason, or NotLeaderError / BackpressureError as a proposal's would.
+   * `pidSuffix` marks the entry (a leave: see LEAVE_PID_SUFFIX).
    */
-  proposeConfChange(change: ConfChange, what: string): Promise<ProposalResult> {
+  proposeConfChange(change: ConfChange, what: string, pidSuffix = ''): Promise<ProposalResult> {
     if (this.#pending.size >= this.#o.maxPendingProposals) {
       return Promise.reject(new BackpressureError(`${this.#pending.size} proposals are already waiting (maxPendingProposals)`));
     }
-    const pid = `${this.#o.bootId}.${(++this.#seq).toString(36)}`;
+    const pid = `${this.#o.bootId}.${(++this.#seq).toString(36)}${pidSuffix}`;
     const outcome = this.#node.proposeConfChange(change, pid);
-    if (outcome.kind === 'refused') {
-      const { reason, leader } = outcome;
-      if (reason === 'backpressure') return Promise.reject(new BackpressureError('Too many bytes are appended but not yet committed (maxUncommittedBytes)'));
-      if (reason === 'not-leader' || reason === 'transferring') return Promise.reject(new NotLeaderError(leader));
-      return Promise.reject(new MembershipChangeRefusedError(reason, what));
-    }
+    if (outcome.kind === 'refused') return Promise.reject(confChangeRefused(outcome.reason, outcome.leader, what));
     return new Promise<ProposalResult>((resolve, reject) => {
-      const p: PendingProposal = { pid, data: new Uint8Array(0), deadline: this.#timers.now() + this.#o.requestTimeoutMs, resolve, reject, index: 0, forwardedTo: null, signal: undefined, onAbort: undefined };
+      const p: PendingProposal = { pid, data: new Uint8Array(0), deadline: this.#timers.now() + this.#o.requestTimeoutMs, resolve, reject, index: 0, forwardedTo: null, what, signal: undefined, onAbort: undefined };
       this.#pending.set(pid, p);
-      this.#place(p, outcome.index);
+      if (outcome.kind === 'appended') this.#place(p, outcome.index);
+      else p.forwardedTo = outcome.leader;
       this.#kick();
     });
   }
@@ -218,6 +219,7 @@ export class PendingRequests {
       const p = this.#pending.get(r.pid);
       if (p === undefined) continue;
       if (r.accepted) this.#place(p, r.index);
+      else if (p.what !== undefined && r.reason !== undefined) this.#settle(p, confChangeRefused(r.reason, r.leader, p.what));
       else this.#settle(p, new NotLeaderError(r.leader));
     }
   }
@@ -342,6 +344,13 @@ export class PendingRequests {
     if (error !== null) p.reject(error);
     else p.resolve(value as ProposalResult);
   }
+}
+
+/** The error a refused change of the configuration rejects with. */
+function confChangeRefused(reason: ConfChangeRefusal, leader: NodeId | null, what: string): Error {
+  if (reason === 'backpressure') return new BackpressureError('Too many bytes are appended but not yet committed (maxUncommittedBytes)');
+  if (reason === 'not-leader' || reason === 'transferring') return new NotLeaderError(leader);
+  return new MembershipChangeRefusedError(reason, what);
 }
 
 function abortError(signal: AbortSignal): Error {

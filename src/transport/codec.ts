@@ -1,6 +1,8 @@
 import { decode, encode } from 'cborg';
 import { CodecError } from '../errors.js';
 import { MAX_INDEX, MAX_READ_CTX, MAX_TERM } from '../raft/bounds.js';
+import { decodeConfChange, encodeConfChange } from '../raft/conf-change.js';
+import { CONF_CHANGE_REFUSALS, type ConfChangeRefusal } from '../raft/membership.js';
 import type { AppendMessage, Configuration, Entry, MessageType } from '../raft/types.js';
 import type { HeartbeatClock, HeartbeatEcho, WireMessage } from './envelope.js';
 import { encodeEntryRecords, entryRecord, type EntryRecords } from '../bytes/entry-records.js';
@@ -13,6 +15,7 @@ import {
   MAX_CLUSTER_ID_LENGTH,
   MAX_ENTRIES_PER_MESSAGE,
   MAX_FRAME_BYTES,
+  MAX_PID_LENGTH,
   MAX_SNAPSHOT_BYTES,
 } from './constants.js';
 
@@ -47,6 +50,8 @@ import {
  *   append:   entries may be conf changes (EntryType.ConfChange, data as conf-change.ts writes it)
  *   snapshot: [..., index, term, offset, total, data, [voters, learners, peerIds]], peerIds a
  *             list of [member, peer id] (the peer ids bound, see Configuration.peerIds)
+ *   conf-propose:      [..., pid, change (as conf-change.ts writes it)]
+ *   conf-propose-resp: [..., pid, index, reason | null, leader | null]
  *
  * Every other frame stays version 1 at either protocol. This release reads both versions; it
  * writes version 2 only at protocol 2 (`encodeFrame`'s `protocol`, which the member sets as the
@@ -75,6 +80,8 @@ export const TYPE_CODES = {
   'read-index': 12,
   'read-index-resp': 13,
   snapshot: 14,
+  'conf-propose': 15,
+  'conf-propose-resp': 16,
 } as const satisfies Record<MessageType, number>;
 
 /** How many fields follow [version, clusterId, typeCode, from, to, term] for each type, in a frame of version 1. */
@@ -93,7 +100,12 @@ const FIELD_COUNTS = {
   'read-index': 1,
   'read-index-resp': 3,
   snapshot: 5,
+  'conf-propose': 2,
+  'conf-propose-resp': 4,
 } as const satisfies Record<MessageType, number>;
+
+/** The types that exist only at protocol 2, in frames of version 2 only: a forwarded change of the configuration and its answer. */
+export const PROTOCOL_2_TYPES: ReadonlySet<MessageType> = new Set<MessageType>(['conf-propose', 'conf-propose-resp']);
 
 /** The types whose frame may end with a clock stamp (one more element than FIELD_COUNTS says). */
 const CLOCK_STAMPED: ReadonlySet<MessageType> = new Set<MessageType>(['heartbeat', 'heartbeat-resp']);
@@ -202,6 +214,7 @@ function encodeAppend(clusterId: string, m: AppendMessage, encoder?: EntryRecord
  * at protocol 1 rather than refused: see the comment on Frame).
  */
 function frameVersion(m: WireMessage | null | undefined): number {
+  if (m !== null && m !== undefined && PROTOCOL_2_TYPES.has(m.type)) return CONF_FRAME_FORMAT_VERSION;
   if (m?.type !== 'append' || !Array.isArray(m.entries)) return FRAME_FORMAT_VERSION;
   for (const e of m.entries as readonly (Entry | null | undefined)[]) if (typeof e === 'object' && e !== null && needsProtocol2(e.type)) return CONF_FRAME_FORMAT_VERSION;
   return FRAME_FORMAT_VERSION;
@@ -288,9 +301,18 @@ export function toWire({ clusterId, message: m }: Frame, protocol = 1): Wire {
       const fields = [...head, m.snapshot.index, m.snapshot.term, m.chunk?.offset ?? 0, m.chunk?.total ?? m.snapshot.data.byteLength, m.snapshot.data];
       return conf === undefined ? fields : [...fields, confWire(conf)];
     }
+    case 'conf-propose':
+      return [...head, m.pid, encodeConfChange(m.change)];
+    case 'conf-propose-resp':
+      return [...head, m.pid, m.index, m.reason, m.leader];
     default:
       return unknownType(m);
   }
+}
+
+function refusal(value: unknown): ConfChangeRefusal {
+  if (!(CONF_CHANGE_REFUSALS as readonly unknown[]).includes(value)) throw new CodecError(`conf-propose-resp.reason: not a refusal: ${describe(value)}`);
+  return value as ConfChangeRefusal;
 }
 
 function confWire(conf: Configuration): Wire {
@@ -320,6 +342,7 @@ export function fromWire(value: unknown): Frame {
   const code: unknown = value[2];
   const type = typeof code === 'number' ? TYPES_BY_CODE.get(code) : undefined;
   if (type === undefined) throw new CodecError(`Unknown message type code ${describe(code)}`);
+  if (PROTOCOL_2_TYPES.has(type) && version !== CONF_FRAME_FORMAT_VERSION) throw new CodecError(`${type}: only in a frame of version ${CONF_FRAME_FORMAT_VERSION}`);
   const fieldCount = HEADER_LENGTH + fieldsOf(type, version);
   if (value.length !== fieldCount && !(CLOCK_STAMPED.has(type) && value.length === fieldCount + 1)) {
     throw new CodecError(`${type}: expected ${fieldCount} fields, got ${value.length}`);
@@ -409,6 +432,22 @@ export function fromWire(value: unknown): Frame {
         ctx: uint(f(0), 'read-index-resp.ctx', MAX_READ_CTX),
         index: uint(f(1), 'read-index-resp.index', MAX_INDEX),
         reject: bool(f(2), 'read-index-resp.reject'),
+      };
+      break;
+    case 'conf-propose': {
+      const change = decodeConfChange(bytes(f(1), 'conf-propose.change'));
+      if (change === null) throw new CodecError('conf-propose.change: not a change of the configuration');
+      message = { type, ...base, pid: nonEmptyString(f(0), 'conf-propose.pid', MAX_PID_LENGTH), change };
+      break;
+    }
+    case 'conf-propose-resp':
+      message = {
+        type,
+        ...base,
+        pid: nonEmptyString(f(0), 'conf-propose-resp.pid', MAX_PID_LENGTH),
+        index: uint(f(1), 'conf-propose-resp.index', MAX_INDEX),
+        reason: f(2) === null ? null : refusal(f(2)),
+        leader: f(3) === null ? null : nodeId(f(3), 'conf-propose-resp.leader'),
       };
       break;
     case 'snapshot': {

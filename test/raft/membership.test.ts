@@ -128,13 +128,15 @@ describe('adding a member', () => {
 });
 
 describe('proposing a change', () => {
-  it('is refused while another is pending, on a follower, and when void', () => {
+  it('is refused while another is pending, and when void; a follower forwards it, and the refusal comes back', () => {
     const net = withJoiner();
     net.addMember('e');
     expect(net.confChange('a', { type: 'add-learner', id: 'd' }).kind).toBe('appended');
     expect(net.confChange('a', { type: 'add-learner', id: 'e' })).toEqual({ kind: 'refused', reason: 'pending', leader: 'a' });
     net.stabilize();
-    expect(net.confChange('b', { type: 'add-learner', id: 'e' })).toEqual({ kind: 'refused', reason: 'not-leader', leader: 'a' });
+    expect(net.confChange('b', { type: 'promote', id: 'e' })).toEqual({ kind: 'forwarded', leader: 'a' });
+    net.stabilize();
+    expect(net.members.get('b')?.forwarded.at(-1)).toMatchObject({ accepted: false, reason: 'not-learner' });
     expect(net.confChange('a', { type: 'add-learner', id: 'd' })).toMatchObject({ kind: 'refused', reason: 'already-member' });
     expect(net.confChange('a', { type: 'promote', id: 'e' })).toMatchObject({ kind: 'refused', reason: 'not-learner' });
     expect(net.confChange('a', { type: 'remove', id: 'e' })).toMatchObject({ kind: 'refused', reason: 'not-member' });
@@ -142,6 +144,35 @@ describe('proposing a change', () => {
     const last = net.node('a').log.lastIndex();
     expect(net.confChange('a', { type: 'add-learner', id: 'e' }).kind).toBe('appended');
     expect(net.node('a').log.lastIndex()).toBe(last + 1);
+  });
+
+  it('forwards a change from a follower or a learner to the leader, which appends it as its own; never twice', () => {
+    const net = withLearner();
+    const appendedBefore = net.node('a').log.lastIndex();
+    expect(net.confChange('d', { type: 'promote', id: 'd' })).toEqual({ kind: 'forwarded', leader: 'a' });
+    settle(net);
+    expect(net.members.get('d')?.forwarded.at(-1)).toEqual({ pid: expect.any(String), accepted: true });
+    expect(net.node('a').log.lastIndex()).toBeGreaterThan(appendedBefore);
+    for (const id of net.ids) expect(net.node(id).configuration).toEqual({ voters: ['a', 'b', 'c', 'd'], learners: [] });
+    // A member that is not the leader and is asked by another answers 'not-leader', naming the leader.
+    net.node('b').step({ type: 'conf-propose', from: 'c', to: 'b', term: net.node('b').term, pid: 'c#9', change: { type: 'remove', id: 'd' } });
+    const answer = net.node('b').ready().messages.find((m) => m.type === 'conf-propose-resp');
+    expect(answer).toMatchObject({ to: 'c', pid: 'c#9', index: 0, reason: 'not-leader', leader: 'a' });
+  });
+
+  it('tells a member removed before it held the change that it was removed: the farewell carries the entries it lacks', () => {
+    const net = new TestNetwork(['a', 'b', 'c']);
+    net.elect('a');
+    net.propose('a', 'x');
+    net.stabilize();
+    // The change reaches b only; a and b commit it, and a applies it and says farewell to c.
+    net.drop('a', 'c');
+    expect(net.confChange('a', { type: 'remove', id: 'c' }).kind).toBe('appended');
+    net.deliverOnce();
+    net.recover();
+    settle(net);
+    expect(net.node('a').configuration).toEqual({ voters: ['a', 'b'], learners: [] });
+    expect(net.node('c').configuration).toEqual({ voters: ['a', 'b'], learners: [] });
   });
 
   it('refuses to remove the last voter', () => {

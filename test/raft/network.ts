@@ -16,7 +16,7 @@ interface Member {
   disk: Disk;
   applied: Entry[];
   readStates: Array<{ ctx: number; index: number }>;
-  forwarded: Array<{ pid: string; accepted: boolean }>;
+  forwarded: Array<{ pid: string; accepted: boolean; reason?: string }>;
 }
 
 export interface NetworkOptions {
@@ -104,7 +104,7 @@ export class TestNetwork {
         for (const msg of rd.messagesAfterWrite) this.#queue.push(msg);
         for (const e of rd.committed) m.applied.push(e);
         for (const r of rd.readStates) m.readStates.push(r);
-        for (const f of rd.forwardResults) m.forwarded.push({ pid: f.pid, accepted: f.accepted });
+        for (const f of rd.forwardResults) m.forwarded.push(f.accepted || f.reason === undefined ? { pid: f.pid, accepted: f.accepted } : { pid: f.pid, accepted: false, reason: f.reason });
         m.node.advance(rd);
       }
     }

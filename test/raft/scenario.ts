@@ -161,5 +161,9 @@ function describe(m: Message): string {
       return head;
     case 'snapshot':
       return `${head} snapshot=${m.snapshot.index}@${m.snapshot.term} bytes=${m.snapshot.data.byteLength}`;
+    case 'conf-propose':
+      return `${head} ${m.change.type} ${m.change.id}`;
+    case 'conf-propose-resp':
+      return `${head} index=${m.index}${m.reason === null ? '' : ` REFUSED ${m.reason}`}`;
   }
 }

@@ -202,6 +202,19 @@ describe('ClockSync on the leader', () => {
     expect(sync.offsets(5, T0)).toEqual(new Map([['a', { offsetMs: 0, rttMs: 0, ageMs: 0 }]]));
   });
 
+  it('alone and then given a learner, stays synced on the time it ran on, until the clocks it sees say otherwise', () => {
+    const sync = new ClockSync({ self: 'a', voters: ['a'] });
+    sync.setLeading(true, mono('a', 0));
+    sync.setMembers(['a', 'b'], mono('a', 10), wall(10, 40));
+    expect(sync.synced).toBe(true);
+    // The cluster time goes on from the wall clock it ran on, with no jump, while b is silent.
+    expect(errorOf(sync, 1_000)).toBe(40);
+    expect(sync.offsets(mono('a', 1_000), wall(1_000, 40)).get('a')?.offsetMs).toBe(0);
+    // Once b's clock is sampled, the median of the two takes over.
+    exchange(sync, 'b', { at: 2_000, leaderSkew: 40, out: 2, back: 2 });
+    expect(errorOf(sync, 2_010)).toBe(20);
+  });
+
   it('before sync: the local wall clock, no offsets, and heartbeats that carry no estimate', () => {
     const sync = leader();
     expect(sync.synced).toBe(false);

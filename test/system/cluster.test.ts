@@ -41,6 +41,8 @@ describe('options', () => {
     ['a heartbeat not shorter than the election timeout', () => new Cluster([], { heartbeatMs: 300, electionTimeoutMs: 300 }), 'heartbeatMs'],
     ['port 0 with other members', () => new Cluster(['127.0.0.1:7002'], { listen: '127.0.0.1:0' }), 'listen'],
     ['an unknown storage', () => new Cluster([], { storage: 'disk' as 'level' }), 'storage'],
+    ['an even number of voters', () => new Cluster([], { voters: 4 }), 'voters'],
+    ['a dead member time below the election timeout', () => new Cluster([], { deadMemberAfterMs: 100, electionTimeoutMs: 250 }), 'deadMemberAfterMs'],
   ];
   it.each(cases)('rejects %s, naming the option and the value', (_name, make, option) => {
     let error: unknown;
@@ -100,6 +102,42 @@ describe('a single-member cluster', () => {
     await expect(c.removeMember(c.id)).rejects.toMatchObject({ code: 'CRONRAFT_MEMBERSHIP_REFUSED', reason: 'last-voter' });
     expect(c.state().configuration).toEqual({ voters: [c.id], learners: [], peerIds: { [c.id]: c.state().peerId } });
     expect(c.state().members.map((m) => [m.id, m.voter])).toEqual([[c.id, true]]);
+  });
+
+  it('removeMember from a follower reaches the leader; stop({ leave: true }) of the leader hands over, leaves and stops cleanly', async () => {
+    const members = await startCluster(3, { heartbeatMs: 20, electionTimeoutMs: 100, stopTimeoutMs: 3000 });
+    await expect.poll(() => members.every((m) => m.state().version.active === 2), { timeout: 10_000, interval: 50 }).toBe(true);
+    const leader = members.find((m) => m.state().role === 'leader') as Cluster;
+    const [follower, other] = members.filter((m) => m !== leader) as [Cluster, Cluster];
+    // The lag is the leader's view: a number there for every member, null on a follower.
+    await expect.poll(() => leader.state().members.map((m) => m.lag), { timeout: 5_000, interval: 20 }).toEqual([0, 0, 0]);
+    expect(follower.state().members.map((m) => m.lag)).toEqual([null, null, null]);
+    const removedErrors: unknown[] = [];
+    other.on('error', (e) => removedErrors.push(e));
+    const events: Array<[string, string]> = [];
+    for (const type of ['member-joined', 'member-promoted', 'member-left', 'member-removed'] as const) follower.on(type, ({ id }) => events.push([type, id]));
+    await follower.removeMember(other.id);
+    const two = [leader.id, follower.id].sort();
+    expect(follower.state().configuration).toEqual({ voters: two, learners: [] });
+    await expect.poll(() => leader.state().configuration, { timeout: 5_000, interval: 20 }).toEqual({ voters: two, learners: [] });
+    // The member removed learns it, whether or not it held the change when it committed.
+    await expect.poll(() => removedErrors.length, { timeout: 5_000, interval: 20 }).toBe(1);
+    expect(removedErrors[0]).toMatchObject({ code: 'CRONRAFT_REMOVED' });
+
+    const leaderErrors: unknown[] = [];
+    leader.on('error', (e) => leaderErrors.push(e));
+    await expect(leader.stop({ leave: 'yes' as unknown as boolean })).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'leave' });
+    await leader.stop({ leave: true });
+    expect(leader.state().status).toBe('stopped');
+    expect(leaderErrors).toEqual([]);
+    await expect.poll(() => follower.state().configuration, { timeout: 5_000, interval: 20 }).toEqual({ voters: [follower.id], learners: [] });
+    expect(follower.state().role).toBe('leader');
+    expect(events).toEqual([
+      ['member-removed', other.id],
+      ['member-left', leader.id],
+    ]);
+    // The leader's view of itself: nothing to catch up, and its own peer id.
+    expect(follower.state().members).toEqual([expect.objectContaining({ id: follower.id, voter: true, lag: 0, peerId: follower.state().peerId })]);
   });
 
   it('keeps its log and term across a restart from its data directory', async () => {

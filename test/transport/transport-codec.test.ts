@@ -12,7 +12,7 @@ import { encodeEntryRecords, EntryRecords } from '../../src/bytes/entry-records.
 import { arrayHeader } from '../../src/bytes/cbor-heads.js';
 import { MAX_INDEX, MAX_READ_CTX, MAX_TERM } from '../../src/raft/bounds.js';
 import { readAppendWire } from '../../src/transport/append-reader.js';
-import { atProtocol, decodeFrame, encodeFrame, TYPE_CODES } from '../../src/transport/codec.js';
+import { atProtocol, decodeFrame, encodeFrame, PROTOCOL_2_TYPES, TYPE_CODES } from '../../src/transport/codec.js';
 import {
   CONF_FRAME_FORMAT_VERSION,
   FRAME_FORMAT_VERSION,
@@ -54,7 +54,7 @@ describe('frame codec', () => {
 
   it.each(messageTypes)('round-trips a %s message', (type) => {
     const message = examples[type];
-    const decoded = decodeFrame(encodeFrame({ clusterId: 'cluster-1', message }));
+    const decoded = decodeFrame(encodeFrame({ clusterId: 'cluster-1', message }, undefined, PROTOCOL_2_TYPES.has(type) ? 2 : 1));
     expect(decoded).toEqual({ clusterId: 'cluster-1', message });
   });
 
@@ -294,7 +294,7 @@ describe('frame codec', () => {
 
     it('refuses a term of 2^53 - 1 in every message type', () => {
       for (const type of messageTypes) {
-        const frame = encodeFrame({ clusterId: 'c', message: examples[type] });
+        const frame = encodeFrame({ clusterId: 'c', message: examples[type] }, undefined, PROTOCOL_2_TYPES.has(type) ? 2 : 1);
         const wire = decode(frame) as unknown[];
         wire[5] = Number.MAX_SAFE_INTEGER;
         expectCodecError(() => decodeFrame(raw(wire)), `${type}.term`);
@@ -570,5 +570,24 @@ describe('protocol 2: configuration changes', () => {
       expectCodecError(() => decodeFrame(raw([...head, bad])), /snapshot\.conf/);
     }
     expectCodecError(() => decodeFrame(raw(head)), /expected 12 fields/);
+  });
+
+  it('carries a forwarded change and its answer in frames of version 2, only at protocol 2', () => {
+    for (const message of [examples['conf-propose'], examples['conf-propose-resp']]) {
+      expect((decode(encodeFrame({ clusterId: 'c', message }, undefined, 2)) as unknown[])[0]).toBe(CONF_FRAME_FORMAT_VERSION);
+      expectCodecError(() => encodeFrame({ clusterId: 'c', message }), /needs protocol 2/);
+      expectCodecError(() => atProtocol(message, 1), /needs protocol 2/);
+    }
+    expectCodecError(() => decodeFrame(raw([FRAME_FORMAT_VERSION, 'c', TYPE_CODES['conf-propose'], 'a', 'b', 2, 'a#1', addLearner])), /only in a frame of version 2/);
+  });
+
+  it('refuses a forwarded change that is not one, and an answer whose reason is no refusal', () => {
+    for (const bad of [bytes(), bytes(9, 0, 0x61), bytes(1, 7, 0x61), 'remove a']) {
+      expectCodecError(() => decodeFrame(raw([CONF_FRAME_FORMAT_VERSION, 'c', TYPE_CODES['conf-propose'], 'a', 'b', 2, 'a#1', bad])), /conf-propose\.change/);
+    }
+    expectCodecError(() => decodeFrame(raw([CONF_FRAME_FORMAT_VERSION, 'c', TYPE_CODES['conf-propose'], 'a', 'b', 2, '', addLearner])), /conf-propose\.pid/);
+    for (const bad of ['oops', 3, '']) {
+      expectCodecError(() => decodeFrame(raw([CONF_FRAME_FORMAT_VERSION, 'c', TYPE_CODES['conf-propose-resp'], 'a', 'b', 2, 'a#1', 0, bad, null])), /reason/);
+    }
   });
 });
