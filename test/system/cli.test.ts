@@ -26,19 +26,31 @@ async function cronraft(...args: string[]): Promise<{ code: number; stdout: stri
 }
 
 describe('cronraft simulate', () => {
-  it('runs a seed and prints its result as JSON, the same twice', async () => {
-    const a = await cronraft('simulate', '--seed', '3', '--members', '3', '--duration', '3s', '--json');
-    const b = await cronraft('simulate', '--seed', '3', '--members', '3', '--duration', '3s', '--json');
-    expect(a.code).toBe(0);
-    const result = JSON.parse(a.stdout) as { seed: number; violations: string[]; traceHash: string };
-    expect(result).toMatchObject({ seed: 3, violations: [] });
-    expect(JSON.parse(b.stdout)).toMatchObject({ traceHash: result.traceHash });
+  it("runs a seed and prints its result as JSON, the same twice; with --report, writes a page whose table shows the JSON's job summaries, count for count", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cronraft-report-'));
+    try {
+      const path = join(dir, 'run.html');
+      // The second run is the same seed with a report: the run the page shows is the one the
+      // replay command gives (recording its timeline changes nothing in it).
+      const a = await cronraft('simulate', '--seed', '3', '--members', '3', '--duration', '3s', '--json');
+      const b = await cronraft('simulate', '--seed', '3', '--members', '3', '--duration', '3s', '--report', path, '--json');
+      expect([a.code, b.code]).toEqual([0, 0]);
+      const result = JSON.parse(a.stdout) as { seed: number; violations: string[]; traceHash: string };
+      expect(result).toMatchObject({ seed: 3, violations: [] });
+      const { jobs, traceHash } = JSON.parse(b.stdout) as { jobs: JobSummary[]; traceHash: string };
+      expect(traceHash).toBe(result.traceHash);
+      const html = readFileSync(path, 'utf8');
+      expect(jobs.reduce((n, j) => n + j.claimed, 0)).toBeGreaterThan(0);
+      for (const job of jobs) expect(tableRow(html, job.name)).toEqual(expectedRow(job));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('sweeps seeds and reports the speed', async () => {
-    const r = await cronraft('simulate', '--seeds', '3', '--from', '10', '--members', '3', '--duration', '2s');
+    const r = await cronraft('simulate', '--seeds', '2', '--from', '10', '--members', '3', '--duration', '2s');
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/3 seed\(s\), .* simulated hours in .* real time\); 0 violated an invariant/);
+    expect(r.stdout).toMatch(/2 seed\(s\), .* simulated hours in .* real time\); 0 violated an invariant/);
   });
 
   it("takes the issue's fault names, skew among them, and turns off the others", async () => {
@@ -57,21 +69,6 @@ describe('cronraft simulate', () => {
     const json = JSON.parse((await cronraft('simulate', '--seed', '4', '--members', '3', '--duration', '2s', '--json')).stdout) as { varied: unknown; settings: { timing: { requestTimeoutMs: number } } };
     expect(json.varied).toEqual(varied);
     expect(json.settings.timing.requestTimeoutMs).toBe(varied.requestTimeoutMs ?? CLUSTER_DEFAULTS.requestTimeoutMs);
-  });
-
-  it("writes a report whose table shows its JSON's job summaries, count for count", async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cronraft-report-'));
-    try {
-      const path = join(dir, 'run.html');
-      const r = await cronraft('simulate', '--seed', '3', '--members', '3', '--duration', '3s', '--report', path, '--json');
-      expect(r.code).toBe(0);
-      const { jobs } = JSON.parse(r.stdout) as { jobs: JobSummary[] };
-      const html = readFileSync(path, 'utf8');
-      expect(jobs.reduce((n, j) => n + j.claimed, 0)).toBeGreaterThan(0);
-      for (const job of jobs) expect(tableRow(html, job.name)).toEqual(expectedRow(job));
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
   });
 
   it('rejects a bad option with the usage and exit status 2', async () => {
