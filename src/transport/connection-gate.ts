@@ -13,6 +13,12 @@ export const MAX_VISITOR_CONNECTIONS = 4;
 /** How long a visitor's connection is kept, unless its peer id became a member's: a join request and its answer. */
 export const VISITOR_CONNECTION_MS = 2 * JOIN_STREAM_TIMEOUT_MS;
 
+/** How many non-members' connections the gate lets in at once, and for how long each. */
+export interface VisitorLimits {
+  readonly max: number;
+  readonly keepMs: number;
+}
+
 /** What the gate did with inbound connections, for `state().transport.inboundConnections`. */
 export interface InboundConnectionStats {
   /** Connections that completed the handshake (the cluster secret's protection and Noise) and were let in. */
@@ -41,7 +47,8 @@ export interface InboundConnectionStats {
  * handshaking or open, so that a flood of idle sockets or of connections from one address cannot
  * take the slots other members need; and, when every peer's peer id is known (pinned in its
  * address, or bound in the configuration), closes inbound connections from any other peer id
- * right after the handshake, before a stream opens.
+ * right after the handshake, before a stream opens, but for a few visitors at a time, let in
+ * for long enough to ask to join (a joiner holds the secret, not yet a member's key).
  * It counts what it refused.
  */
 export class ConnectionGate {
@@ -55,9 +62,16 @@ export class ConnectionGate {
   #visiting = 0;
   #held = 0;
 
-  /** `known` returns the members' peer ids when every peer's is known, or null when some are not (then any peer id may connect). */
-  constructor(known: () => ReadonlySet<string> | null) {
+  readonly #visitors: VisitorLimits;
+
+  /**
+   * `known` returns the members' peer ids when every peer's is known, or null when some are not
+   * (then any peer id may connect). `visitors` bounds the connections of non-members let in to
+   * ask to join (tests lower them).
+   */
+  constructor(known: () => ReadonlySet<string> | null, visitors: VisitorLimits = { max: MAX_VISITOR_CONNECTIONS, keepMs: VISITOR_CONNECTION_MS }) {
     this.#known = known;
+    this.#visitors = visitors;
   }
 
   /** The gater to give libp2p. */
@@ -97,13 +111,13 @@ export class ConnectionGate {
     return false;
   }
 
-  /** Lets a non-member in for VISITOR_CONNECTION_MS, then closes it unless its peer id became a member's. */
+  /** Lets a non-member in for a while (VISITOR_CONNECTION_MS), then closes it unless its peer id became a member's. */
   #visit(peerId: string, maConn: MultiaddrConnection): void {
     this.#counts.visitors++;
     this.#visiting++;
     const timer = setTimeout(() => {
       if (this.#known()?.has(peerId) === false) maConn.abort(new Error('a visitor that did not join in time'));
-    }, VISITOR_CONNECTION_MS);
+    }, this.#visitors.keepMs);
     maConn.addEventListener(
       'close',
       () => {
@@ -118,7 +132,7 @@ export class ConnectionGate {
     this.#handshaking.delete(maConn);
     const known = this.#known();
     if (known !== null && !known.has(peerId.toString())) {
-      if (this.#visiting >= MAX_VISITOR_CONNECTIONS) {
+      if (this.#visiting >= this.#visitors.max) {
         this.#counts.notMember++;
         return true;
       }

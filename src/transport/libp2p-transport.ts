@@ -34,7 +34,7 @@ import {
   PROTOCOL_ID,
   STOP_TIMEOUT_MS,
 } from './constants.js';
-import { ConnectionGate } from './connection-gate.js';
+import { ConnectionGate, type VisitorLimits } from './connection-gate.js';
 import type { DropReason, TransportEvent } from './events.js';
 import { FrameReader, OversizedFrameError } from './framing.js';
 import { PeerLink } from './peer-link.js';
@@ -70,6 +70,11 @@ export interface Libp2pTransportOptions {
    * protected with it before Noise, so only nodes holding it connect. None when omitted.
    */
   readonly psk?: Uint8Array;
+  /**
+   * How many connections of peer ids no member holds are let in at once (to ask to join), and
+   * for how long each. @default MAX_VISITOR_CONNECTIONS, VISITOR_CONNECTION_MS
+   */
+  readonly visitors?: VisitorLimits;
 }
 
 type RunState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
@@ -106,7 +111,7 @@ export class Libp2pTransport implements Transport {
   #peers: ReadonlyMap<NodeId, PeerAddress> = new Map();
   /** The peers' peer ids when every peer has one (pinned or bound), else null (see ConnectionGate). */
   #known: ReadonlySet<string> | null = null;
-  readonly #gate = new ConnectionGate(() => this.#known);
+  readonly #gate: ConnectionGate;
   /** The remote peer id of the connection that carried the last frame accepted from each peer (remotePeerIdOf). */
   #lastRemotePeer = new Map<NodeId, string>();
   #links = new Map<NodeId, PeerLink>();
@@ -126,6 +131,7 @@ export class Libp2pTransport implements Transport {
     this.#listen = checkMultiaddr(options.listen, 'listen');
     this.#privateKey = options.privateKey;
     this.#psk = options.psk;
+    this.#gate = new ConnectionGate(() => this.#known, options.visitors);
     this.#records = options.entryRecords ?? new EntryRecords();
     const reconnectMinMs = checkInteger(options.reconnectMinMs ?? DEFAULT_RECONNECT_MIN_MS, 'reconnectMinMs', 1);
     this.#settings = {

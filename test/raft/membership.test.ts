@@ -153,7 +153,7 @@ describe('proposing a change', () => {
     settle(net);
     expect(net.members.get('d')?.forwarded.at(-1)).toEqual({ pid: expect.any(String), accepted: true });
     expect(net.node('a').log.lastIndex()).toBeGreaterThan(appendedBefore);
-    for (const id of net.ids) expect(net.node(id).configuration).toEqual({ voters: ['a', 'b', 'c', 'd'], learners: [] });
+    for (const id of net.ids) expect(net.node(id).configuration).toEqual({ voters: ['a', 'b', 'c', 'd'], learners: [], peerIds: [] });
     // A member that is not the leader and is asked by another answers 'not-leader', naming the leader.
     net.node('b').step({ type: 'conf-propose', from: 'c', to: 'b', term: net.node('b').term, pid: 'c#9', change: { type: 'remove', id: 'd' } });
     const answer = net.node('b').ready().messages.find((m) => m.type === 'conf-propose-resp');
@@ -171,8 +171,8 @@ describe('proposing a change', () => {
     net.deliverOnce();
     net.recover();
     settle(net);
-    expect(net.node('a').configuration).toEqual({ voters: ['a', 'b'], learners: [] });
-    expect(net.node('c').configuration).toEqual({ voters: ['a', 'b'], learners: [] });
+    expect(net.node('a').configuration).toEqual({ voters: ['a', 'b'], learners: [], peerIds: [] });
+    expect(net.node('c').configuration).toEqual({ voters: ['a', 'b'], learners: [], peerIds: [] });
   });
 
   it('refuses to remove the last voter', () => {

@@ -31,7 +31,8 @@ afterEach(async () => {
 
 async function member(id: NodeId, options: Partial<Libp2pTransportOptions> = {}): Promise<Member> {
   const received: Message[] = [];
-  const transport = new Libp2pTransport({ self: id, clusterId: CLUSTER, listen: '/ip4/127.0.0.1/tcp/0', peers: new Map(), psk: PSK, ...options });
+  // No visitors unless a test asks for them: a non-member is closed right after its handshake.
+  const transport = new Libp2pTransport({ self: id, clusterId: CLUSTER, listen: '/ip4/127.0.0.1/tcp/0', peers: new Map(), psk: PSK, visitors: { max: 0, keepMs: 0 }, ...options });
   cleanups.push(() => transport.stop());
   transport.onMessage((message) => received.push(message));
   await transport.start();
@@ -161,8 +162,8 @@ function numbered(from: NodeId, to: NodeId, commit: number): Message {
 }
 
 /** Members a and b that know each other's addresses, unpinned, and a process with the secret but its own key. */
-async function setUp(): Promise<{ a: Member; b: Member; impostor: HostileNode }> {
-  const [a, b] = [await member('a'), await member('b')];
+async function setUp(options: Partial<Libp2pTransportOptions> = {}): Promise<{ a: Member; b: Member; impostor: HostileNode }> {
+  const [a, b] = [await member('a', options), await member('b')];
   const peers = new Map([
     ['a', addressOf(a, false)],
     ['b', addressOf(b, false)],
@@ -233,6 +234,28 @@ describe('peer ids bound in the configuration', () => {
     // The bound member still connects and delivers.
     b.transport.send(numbered('b', 'a', 1));
     await vi.waitFor(() => expect(a.received).toHaveLength(1), WAIT);
+  });
+
+  it('lets a few non-members in for a while, to ask to join, their frames dropped; closes more at once, and each when its time is up', async () => {
+    const { a, b, impostor } = await setUp({ visitors: { max: 1, keepMs: 1_000 } });
+    const target = a.transport.listenAddresses()[0] ?? '';
+    a.transport.setMembers([
+      { id: 'a', peerId: peerIdOf(a) },
+      { id: 'b', peerId: peerIdOf(b) },
+    ]);
+    // The first is a visitor: in, but whatever it says as a member is dropped.
+    const stream = await openRaw(impostor, target);
+    stream.send(withPrefix(encodeFrame({ clusterId: CLUSTER, message: numbered('b', 'a', 9) })));
+    await vi.waitFor(() => expect(a.transport.stats().droppedPeerIdMismatch).toBe(1), WAIT);
+    expect(a.transport.stats().inboundConnections).toMatchObject({ visitors: 1, notMember: 0 });
+    // A second non-member while the first visits is closed right after its handshake.
+    const second = await hostileNode({ psk: PSK });
+    cleanups.push(() => second.stop());
+    await expect(openRaw(second, target)).rejects.toThrow();
+    await vi.waitFor(() => expect(a.transport.stats().inboundConnections?.notMember).toBe(1), WAIT);
+    // The visitor, which did not become a member, is closed once its time is up.
+    await vi.waitFor(() => expect(impostor.node.getConnections()).toHaveLength(0), WAIT);
+    expect(a.received).toHaveLength(0);
   });
 
   it('lets a peer id pinned in the given address win over the one bound', async () => {
