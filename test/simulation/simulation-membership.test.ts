@@ -1,0 +1,39 @@
+import { describe, expect, it } from 'vitest';
+import { disjointMajorities } from '../../simulations/configuration-checker.js';
+import { drawMembershipMode, MEMBERSHIP_SHARE } from '../../simulations/membership.js';
+import { simulate } from '../../simulations/simulate.js';
+
+/**
+ * Configuration changes in the fault swarm (simulations/membership.ts): members added as
+ * learners on empty disks, promoted, removed, replaced, a removed member back with its old data
+ * for a while, a learner down long enough to catch up by snapshot; with configuration-checker.ts
+ * watching (disjoint majorities, the configuration in force against the committed one,
+ * removed members disrupting nothing) beside every other checker. The planted bugs of these
+ * checkers are in test/fixtures/plants.ts.
+ */
+describe('configuration changes in the simulator', () => {
+  it('leaves a run without changes as it was', async () => {
+    const r = await simulate({ seed: 1, members: 3, durationMs: 5000, membership: 'fixed' });
+    expect(r.membership).toEqual({ mode: 'fixed', added: 0, promoted: 0, removed: 0, returned: 0, farBehind: 0, voters: ['m1', 'm2', 'm3'], learners: [] });
+    expect(r.members).toEqual(['m1', 'm2', 'm3']);
+  });
+
+  it(`draws changes in about ${MEMBERSHIP_SHARE * 100}% of seeds`, () => {
+    let changes = 0;
+    for (let seed = 1; seed <= 1000; seed++) if (drawMembershipMode(seed) === 'changes') changes++;
+    expect(changes).toBeGreaterThan(1000 * MEMBERSHIP_SHARE * 0.8);
+    expect(changes).toBeLessThan(1000 * MEMBERSHIP_SHARE * 1.2);
+  });
+
+  it('tells configurations whose majorities may be disjoint from those whose majorities always meet', () => {
+    // One voter added or removed: every majority of one meets every majority of the other.
+    expect(disjointMajorities(['a', 'b', 'c'], ['a', 'b', 'c', 'd'])).toBe(false);
+    expect(disjointMajorities(['a', 'b', 'c'], ['a', 'b'])).toBe(false);
+    expect(disjointMajorities(['a'], ['a', 'b'])).toBe(false);
+    // One voter replaced by another in one step: {c, a} and {d, b}.
+    expect(disjointMajorities(['a', 'b', 'c'], ['a', 'b', 'd'])).toBe(true);
+    // Two voters added at once to one: {a} and {b, c}.
+    expect(disjointMajorities(['a'], ['a', 'b', 'c'])).toBe(true);
+    expect(disjointMajorities(['a', 'b', 'c', 'd', 'e'], ['a', 'b', 'c', 'd', 'e'])).toBe(false);
+  });
+});
