@@ -165,7 +165,10 @@ export class Member {
         parts.transport.setProtocol(protocolOf(Math.max(parts.storedVersion ?? FIRST_CLUSTER_VERSION, this.versions.active)));
         parts.onSnapshotInstalled?.(index);
       },
-      onSoftState: parts.onSoftState,
+      onSoftState: (s) => {
+        configuration.follow(s.leader);
+        parts.onSoftState?.(s);
+      },
       // A member whose lease ran out while its event loop stood still (SIGSTOP, a paused VM, a
       // long stall) learns it before the first message renews it, and aborts its runs: the
       // plan tick that would have noticed runs after the messages waiting when it resumes.
