@@ -41,8 +41,9 @@ interface Seen {
  * - `configuration`: a member's configuration in force is the committed one as of the index it
  *   applied, after every event: never one applied before it commits, never one lost or gone
  *   back after a restart or a snapshot (the committed configuration is durable);
- * - `removed-disruption`: a member removed (or never added) moves no member's term, and no
- *   member grants it a vote, once that member has applied the configuration without it; and a
+ * - `removed-disruption`: a member removed (or never added) moves no member's term once that
+ *   member has applied the configuration without it, and no member grants a vote but to a
+ *   voter of the configuration it holds or of the latest one in its log; and a
  *   member stops as removed (CRONRAFT_REMOVED) only once its removal is committed.
  */
 export class ConfigurationChecker {
@@ -130,12 +131,23 @@ export class ConfigurationChecker {
     this.#report(t, 'removed-disruption', `${m.from}, not a member, moved ${to.id}'s term from ${termBefore} to ${node.term} with a ${m.type}`);
   }
 
-  /** `from` sends `m`: a vote it grants goes only to a voter of its own configuration. */
+  /**
+   * `from` sends `m`: a vote it grants goes only to a voter of the configuration it holds, or of
+   * the latest one in its log, committed or not (with the conf changes after the entries handed out).
+   */
   onSend(t: number, from: SimMember, m: WireMessage): void {
     if ((m.type !== 'vote-resp' && m.type !== 'prevote-resp') || m.reject) return;
-    const conf = from.driver?.node.configuration;
-    if (conf === undefined || isVoter(conf, m.to)) return;
-    this.#report(t, 'removed-disruption', `${from.id} granted ${m.to}, not a voter of its configuration (${describe(conf)}), its ${m.type === 'vote-resp' ? 'vote' : 'pre-vote'} in term ${m.term}`);
+    const node = from.driver?.node;
+    if (node === undefined) return;
+    let conf = node.configuration;
+    if (isVoter(conf, m.to)) return;
+    for (const e of node.log.slice(node.log.applying + 1, node.log.lastIndex() + 1)) {
+      const change = e.type === EntryType.ConfChange ? decodeConfChange(e.data) : null;
+      const next = change === null ? null : applyChange(conf, change);
+      if (next !== null && 'conf' in next) conf = next.conf;
+    }
+    if (isVoter(conf, m.to)) return;
+    this.#report(t, 'removed-disruption', `${from.id} granted ${m.to}, a voter neither of its configuration nor of the latest one in its log (${describe(conf)}), its ${m.type === 'vote-resp' ? 'vote' : 'pre-vote'} in term ${m.term}`);
   }
 
   /**

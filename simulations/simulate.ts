@@ -77,7 +77,7 @@ export interface SimulationOptions {
    * removed, replaced; a removed member back with its old data; a learner far behind
    * (simulations/membership.ts), checked by configuration-checker.ts.
    * @default `fixed` (to be drawn from the seed, `changes` in MEMBERSHIP_SHARE of seeds, by
-   * drawMembershipMode, once the open bugs it meets are fixed)
+   * drawMembershipMode, once the open bug it meets is fixed)
    */
   readonly membership?: MembershipMode;
 }
@@ -212,8 +212,8 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
   const members = ids.map((id, i) => new SimMember(id, seed * 31 + i, scheduler));
   // Every member, a joiner too, is given the founding voters as its configuration.
   const config: SimMemberConfig = { voters: [...ids], jobs, settings };
-  // Not drawn by default yet: the swarm meets bugs of src/ that are still open (docs/PROMISES.md,
-  // "Configuration changes"); drawMembershipMode is the default once they are fixed.
+  // Not drawn by default yet: the swarm meets a bug of src/ that is still open (docs/PROMISES.md,
+  // "Configuration changes"); drawMembershipMode is the default once it is fixed.
   const membershipMode = options.membership ?? 'fixed';
   /** Set when the run changes its configuration. */
   let membership: MembershipFaults | null = null;

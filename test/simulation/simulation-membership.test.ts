@@ -41,6 +41,14 @@ describe('configuration changes in the simulator', () => {
     }
   }, 120_000);
 
+  it('a voter whose promotion the others hold but have not applied gets their votes: the last two voters elect one of them', async () => {
+    // Seed 8 ended with no leader: m6, promoted at 20 and holding the log up to 22 (m2's
+    // removal), asked m1, which held entry 20 but had applied only 19 and ignored a learner's
+    // requests, while m1's own log was too short for m6 to vote for it.
+    const r = await simulate({ seed: 8, members: 3, durationMs: 30_000, jobs: [], proposals: false, membership: 'changes' });
+    expect(r.violations).toEqual([]);
+  }, 60_000);
+
   it('leaves a run without changes as it was', async () => {
     const r = await simulate({ seed: 1, members: 3, durationMs: 5000, membership: 'fixed' });
     expect(r.membership).toEqual({ mode: 'fixed', added: 0, promoted: 0, removed: 0, returned: 0, farBehind: 0, voters: ['m1', 'm2', 'm3'], learners: [] });
