@@ -84,7 +84,8 @@ type Action = 'add' | 'promote' | 'remove-voter' | 'remove-learner' | 'replace' 
  * Configuration changes during the other faults, proposed on the leader as an operator (or the
  * membership keeper) would, one at a time, each tried again until it commits or the fault phase
  * ends: a new member (fresh storage, started with the founding voters as its configuration, as
- * every member is) added as a learner; a learner promoted; a voter or a learner removed; a
+ * every member is) added as a learner; a learner promoted once caught up (PROMOTE_LAG_ENTRIES);
+ * a voter or a learner removed; a
  * replacement (a member added, promoted, then a voter removed); a removed member that comes
  * back with its old data for a while (it must disrupt nothing); a learner that is down long
  * enough to fall behind the leader's compacted log (it catches up by snapshot). A member removed
