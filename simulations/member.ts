@@ -34,8 +34,10 @@ export interface MemberHooks {
   readonly onSchedulerApplied: (id: NodeId, ...args: Parameters<NonNullable<MemberParts['onSchedulerApplied']>>) => void;
   readonly onRunStart: (id: NodeId, incarnation: number, ...args: Parameters<NonNullable<MemberParts['onRunStart']>>) => void;
   readonly onRun: (id: NodeId, incarnation: number, ...args: Parameters<NonNullable<MemberParts['onRun']>>) => void;
-  /** A message the process took in (once any stall ended), after the member handled it. */
-  readonly onReceived?: (id: NodeId, m: WireMessage) => void;
+  /** A message the process took in (once any stall ended), after the member handled it; `termBefore`, its term before. */
+  readonly onReceived?: (id: NodeId, m: WireMessage, termBefore: number) => void;
+  /** A message the member hands its transport, as it sends it. */
+  readonly onSend?: (id: NodeId, m: WireMessage) => void;
   /** What a job's handler saw (see HandlerEvent). */
   readonly onHandler?: (id: NodeId, incarnation: number, event: HandlerEvent) => void;
   /** The member stopped after a fatal error (not called for a life a crash already ended). */
@@ -100,7 +102,7 @@ export class SimMember {
     hooks.onStart(this.id, stored.snapshot.index);
     const link = network.attach(this.id);
     this.#link = link;
-    const transport = this.#pausable(link, incarnation, (m) => hooks.onReceived?.(this.id, m));
+    const transport = this.#pausable(link, incarnation, hooks);
     // Each process's monotonic clock has its own origin (as performance.now() does), so clock
     // synchronization cannot lean on the simulation's shared virtual time.
     const timers = this.#timers(incarnation, new SeededRandom(this.#seed * 65_537 + incarnation).int(0, 1_000_000_000) / 1000);
@@ -167,9 +169,19 @@ export class SimMember {
     if (member === null) return;
     await member.stopGracefully(timeoutMs);
     if (this.member !== member) return;
+    await this.stop();
+  }
+
+  /**
+   * The process stops cleanly, handing nothing over (a member removed from the configuration
+   * is stopped this way): its store's pending writes complete and its lock is released, and its
+   * peers see its connections close. Resolves once the store is closed.
+   */
+  async stop(): Promise<void> {
+    const member = this.member;
+    if (member === null) return;
     member.stop();
     this.member = null;
-    // A clean close: the store's pending writes complete and its lock is released.
     await this.#storage?.close();
     this.#storage = null;
     this.#syncScheduled = false;
@@ -217,11 +229,14 @@ export class SimMember {
   }
 
   /** The member's transport, whose inbound messages wait while the process is stalled. */
-  #pausable(inner: Transport, incarnation: number, received: (m: WireMessage) => void): Transport {
+  #pausable(inner: Transport, incarnation: number, hooks: MemberHooks): Transport {
     return {
       start: () => inner.start(),
       stop: () => inner.stop(),
-      send: (m: WireMessage) => inner.send(m),
+      send: (m: WireMessage) => {
+        hooks.onSend?.(this.id, m);
+        inner.send(m);
+      },
       flush: () => inner.flush(),
       setProtocol: (protocol) => inner.setProtocol(protocol),
       setMembers: (members) => inner.setMembers(members),
@@ -230,8 +245,9 @@ export class SimMember {
       onMessage: (handler) =>
         inner.onMessage((m) =>
           this.#whenRunning(incarnation, () => {
+            const termBefore = this.driver?.node.term ?? 0;
             handler(m);
-            received(m);
+            hooks.onReceived?.(this.id, m, termBefore);
           }),
         ),
       isConnected: (peer) => inner.isConnected(peer),

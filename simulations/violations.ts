@@ -90,6 +90,13 @@ export const VIOLATION_KINDS = [
   'version-too-old',
   /** After healing, with every member upgraded, the version did not rise, or no command of it committed, in time. */
   'version-liveness',
+  // Configuration changes (configuration-checker.ts)
+  /** A configuration the log committed has a voter majority disjoint from one of the configuration before it. */
+  'disjoint-majorities',
+  /** A member's configuration in force is not the committed one as of what it applied (applied before it commits, or lost on a restart), or a member stopped as removed while the committed configuration holds it. */
+  'configuration',
+  /** A member removed (or never added) moved a member's term, or was granted a vote, by a member whose configuration does not hold it. */
+  'removed-disruption',
   // Graceful stops (handover.ts)
   /** During a rolling restart of graceful stops, a slot was missed, started twice, or started late. */
   'handover',

@@ -26,6 +26,8 @@ export interface RunCheckersSetup {
   /** The committed log's view of jobs and slots. */
   readonly slots: SchedulerChecker;
   readonly members: readonly SimMember[];
+  /** The members of the committed configuration now: those whose work the end of a run checks. */
+  readonly current: () => readonly NodeId[];
   readonly timing: MemberTiming;
   /** The jobs as every member schedules them (their local options: timeoutMs). */
   readonly jobs: readonly SimJob[];
@@ -62,8 +64,13 @@ export class RunCheckers {
     this.#deadlines = new RunDeadlines(report, this.#runs, this.#watch, { ...facts, electionTimeoutMs: timing.electionTimeoutMs, planIntervalMs: timing.planIntervalMs });
     this.#context = new RunContextChecker(report, slots, this.#watch, facts);
     this.#concurrency = new ConcurrencyChecker(report, this.#runs, this.#watch, facts.overlap, timing.maxConcurrent ?? Number.POSITIVE_INFINITY);
-    this.#retries = new RetryChecker(report, slots, members.length);
-    this.#modeAll = new ModeAllChecker(report, slots, members.map((m) => m.id));
+    this.#retries = new RetryChecker(report, slots, () => setup.current().length);
+    this.#modeAll = new ModeAllChecker(report, slots, setup.current);
+  }
+
+  /** A member joined the run (a configuration change added it). */
+  addMember(m: SimMember): void {
+    this.#watch.add(m);
   }
 
   /** `member` applied a scheduler command; `first` when no member had applied its index before. */

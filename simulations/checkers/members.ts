@@ -8,7 +8,7 @@ import type { SimMember } from '../member.js';
  * it is not read here.
  */
 export class MemberWatch {
-  readonly #members: ReadonlyMap<NodeId, SimMember>;
+  readonly #members: Map<NodeId, SimMember>;
   /** True time at which the latest stall of each member ends (its timers wait until then). */
   readonly #pauseEnd = new Map<NodeId, number>();
   /** True time at which each member last led, or took in a message from the member it then followed. */
@@ -18,6 +18,11 @@ export class MemberWatch {
 
   constructor(members: readonly SimMember[]) {
     this.#members = new Map(members.map((m) => [m.id, m]));
+  }
+
+  /** A member joined the run. */
+  add(m: SimMember): void {
+    this.#members.set(m.id, m);
   }
 
   member(id: NodeId): SimMember | undefined {

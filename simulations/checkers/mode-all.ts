@@ -17,11 +17,12 @@ const NOT_RUN = new Set(['skipped', 'replaced']);
 export class ModeAllChecker {
   readonly #report: Report;
   readonly #slots: SchedulerChecker;
-  readonly #members: readonly NodeId[];
+  /** The members every slot must run on: those of the committed configuration at the end. */
+  readonly #members: () => readonly NodeId[];
   /** Per slot of a mode 'all' job, when each member first started it (true ms). */
   readonly #starts = new Map<string, Map<NodeId, number>>();
 
-  constructor(report: Report, slots: SchedulerChecker, members: readonly NodeId[]) {
+  constructor(report: Report, slots: SchedulerChecker, members: () => readonly NodeId[]) {
     this.#report = report;
     this.#slots = slots;
     this.#members = members;
@@ -44,7 +45,7 @@ export class ModeAllChecker {
         // A slot never claimed is the lateness check's.
         if (slot === undefined) continue;
         const slotT = slotMs - SIM_EPOCH_MS;
-        for (const member of this.#members) {
+        for (const member of this.#members()) {
           if (!slot.assignees.includes(member)) {
             this.#report(t, 'mode-all', `${name}@${slotT} (true ms) was not assigned to ${member} (assignees ${slot.assignees.join(', ')})`);
             continue;

@@ -25,7 +25,8 @@ const FAILED = new Set(['failed', 'aborted']);
 export class RetryChecker {
   readonly #report: Report;
   readonly #slots: SchedulerChecker;
-  readonly #members: number;
+  /** How many members the configuration has now. */
+  readonly #members: () => number;
   /** Per slot, the assignee of its current claim (mode 'one'). */
   readonly #assignee = new Map<string, NodeId>();
   /** When each run ended (true ms), by `${member} ${key} ${token}`. */
@@ -33,7 +34,7 @@ export class RetryChecker {
   /** True time from which no fault is injected and clocks have settled. */
   #calmFromT = Number.POSITIVE_INFINITY;
 
-  constructor(report: Report, slots: SchedulerChecker, members: number) {
+  constructor(report: Report, slots: SchedulerChecker, members: () => number) {
     this.#report = report;
     this.#slots = slots;
     this.#members = members;
@@ -69,7 +70,7 @@ export class RetryChecker {
     if (endT === undefined || endT < this.#calmFromT) return;
     const backOffMs = policy.retryDelayMs * 2 ** (attempt - 1);
     if (t < endT + backOffMs - CLOCK_SLACK_MS) this.#report(t, 'retry', `${what} ${(t - endT).toFixed(1)} ms after ${failed}'s run ended, before its back-off of ${backOffMs} ms`);
-    if (assignee === failed && this.#members > 1) this.#report(t, 'retry', `${what}, the member whose run failed, with others to take it`);
+    if (assignee === failed && this.#members() > 1) this.#report(t, 'retry', `${what}, the member whose run failed, with others to take it`);
   }
 
   /** At the end: no slot (mode 'one', due by `settledT`) is left failed with retries left and time to make them. */

@@ -104,6 +104,26 @@ export class Membership {
   }
 
   /**
+   * The configuration as of the last entry of the log, committed or not (the thesis's rule,
+   * section 4.1): the one held, with the conf changes after the entries handed out for
+   * applying. What a vote request is judged by: a voter promoted by an entry this member holds
+   * but has not yet applied asks for votes as one, and ignoring it could leave no candidate that
+   * a majority answers (the last voters of a configuration, each waiting for the other). A
+   * change that does not apply (it cannot, between honest members) is passed over.
+   */
+  latestInLog(log: RaftLog): Configuration {
+    let conf = this.#conf;
+    if (log.lastIndex() <= log.applying) return conf;
+    for (const e of log.slice(log.applying + 1, log.lastIndex() + 1)) {
+      if (e.type !== EntryType.ConfChange) continue;
+      const change = decodeConfChange(e.data);
+      const next = change === null ? null : applyChange(conf, change);
+      if (next !== null && 'conf' in next) conf = next.conf;
+    }
+    return conf;
+  }
+
+  /**
    * The configuration as of `index`, from the latest snapshot's and the conf changes after it,
    * which the log still holds: it is never compacted past the latest snapshot.
    */

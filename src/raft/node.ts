@@ -439,14 +439,12 @@ export class RaftNode {
       return;
     }
     const conf = this.#membership.conf;
-    if (!isMember(conf, m.from) && !acceptsFromNonMember(m, this.#follows())) {
-      this.fromNonMembers++;
-      return;
-    }
-    // A learner never campaigns; one that asks is a voter only in a configuration this member
-    // has not applied yet, and refusing a vote is always safe (it is granted, or not, by the
-    // members that know it as a voter). So a removed member cannot make anyone adopt its term.
-    if ((m.type === 'prevote' || m.type === 'vote') && !isVoter(conf, m.from)) {
+    // A vote request is taken from a voter of the configuration held or of the latest one in the
+    // log (Membership.latestInLog): a learner never campaigns, and one that asks is a voter in
+    // neither; a removed member is in neither once its removal is applied. So neither can make
+    // anyone adopt its term.
+    const isVote = m.type === 'prevote' || m.type === 'vote';
+    if (isVote ? !isVoter(conf, m.from) && !isVoter(this.#membership.latestInLog(this.log), m.from) : !isMember(conf, m.from) && !acceptsFromNonMember(m, this.#follows())) {
       this.fromNonMembers++;
       return;
     }

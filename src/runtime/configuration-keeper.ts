@@ -27,6 +27,10 @@ export class ConfigurationKeeper {
   #conf: Configuration;
   #members: readonly NodeId[];
   #pruneTimer: TimerHandle | null = null;
+  /** Members removed, kept among the transport's peers (with their bindings) until the prune timer fires. */
+  #removed: readonly MemberPeer[] = [];
+  /** The leader this member follows when its configuration does not list it (see follow), or null. */
+  #outsideLeader: NodeId | null = null;
 
   constructor(options: ConfigurationKeeperOptions) {
     this.#o = options;
@@ -53,7 +57,26 @@ export class ConfigurationKeeper {
 
   /** Hands the transport its peers: called once, as the member starts. */
   start(): void {
-    this.#o.transport.setMembers(peersOf(this.#conf, this.#members));
+    this.#setPeers();
+  }
+
+  /**
+   * The member follows `leader` now (null: none). A leader its configuration does not list (a
+   * joiner's, or one elected in a configuration this member has not applied yet: the node
+   * follows it, see admission.ts) is among the transport's peers while it is followed, or every
+   * answer to it would be dropped as unreachable and this member could never catch up.
+   */
+  follow(leader: NodeId | null): void {
+    const outside = leader !== null && leader !== this.#o.self && !isMember(this.#conf, leader) ? leader : null;
+    if (outside === this.#outsideLeader) return;
+    this.#outsideLeader = outside;
+    this.#setPeers();
+  }
+
+  #setPeers(): void {
+    const peers = [...peersOf(this.#conf, this.#members), ...this.#removed];
+    if (this.#outsideLeader !== null && !peers.some((peer) => peer.id === this.#outsideLeader)) peers.push({ id: this.#outsideLeader, peerId: null });
+    this.#o.transport.setMembers(peers);
   }
 
   stop(): void {
@@ -67,12 +90,16 @@ export class ConfigurationKeeper {
     this.#conf = conf;
     this.#members = membersOf(conf);
     const removed = membersOf(before).filter((id) => !isMember(conf, id));
-    this.#o.transport.setMembers([...peersOf(conf, this.#members), ...peersOf(before, removed)]);
+    if (this.#outsideLeader !== null && isMember(conf, this.#outsideLeader)) this.#outsideLeader = null;
+    // A removed member keeps its binding until it is pruned.
+    this.#removed = peersOf(before, removed);
+    this.#setPeers();
     if (removed.length === 0) return;
     if (this.#pruneTimer !== null) this.#o.timers.clearTimeout(this.#pruneTimer);
     this.#pruneTimer = this.#o.timers.setTimeout(() => {
       this.#pruneTimer = null;
-      this.#o.transport.setMembers(peersOf(this.#conf, this.#members));
+      this.#removed = [];
+      this.#setPeers();
     }, this.#o.removeAfterMs);
   }
 }

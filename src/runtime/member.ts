@@ -1,7 +1,9 @@
 import type { ConfChange } from '../raft/conf-change.js';
 import type { RaftNode } from '../raft/node.js';
 import type { SoftState } from '../raft/ready.js';
-import type { Entry, NodeId } from '../raft/types.js';
+import { isMember } from '../raft/configuration.js';
+import { changedBy } from '../raft/membership.js';
+import { EntryType, type Configuration, type Entry, type NodeId } from '../raft/types.js';
 import { SCHEDULER_DEFAULTS } from '../scheduler/state.js';
 import type { SchedulerCommand } from '../scheduler/command.js';
 import type { LogStorage } from '../storage/log-storage.js';
@@ -124,13 +126,22 @@ export class Member {
   readonly #peersHeard: number[] = [];
   /** Set once this member asked to leave the configuration (see leave). */
   #leaving = false;
+  /**
+   * The configuration as of the last entry applied here: its snapshot's, then each conf change
+   * as it applies. The state machine's decisions read it (whose announcement counts), so that
+   * every member decides alike at each index. The keeper's is the one the node handed out last,
+   * ahead of it while a batch of entries applies: a removal later in the batch is in force there
+   * before the entries before it apply (a member that restarted, or caught up, applies many).
+   */
+  #appliedConf: Configuration;
 
   constructor(parts: MemberParts) {
     this.#p = parts;
     const t = parts.timing;
     this.configuration = new ConfigurationKeeper({ self: parts.self, conf: parts.node.configuration, transport: parts.transport, timers: parts.timers, removeAfterMs: t.electionTimeoutMs });
     const configuration = this.configuration;
-    this.versions = new ClusterVersionState(parts.versions ?? SUPPORTED, (id) => configuration.isMember(id));
+    this.#appliedConf = parts.node.configuration;
+    this.versions = new ClusterVersionState(parts.versions ?? SUPPORTED, (id) => isMember(this.#appliedConf, id));
     const stateMachine = memberStateMachine(() => this.scheduler, this.versions, {
       now: () => parts.timers.now(),
       onUserEntry: parts.onUserEntry,
@@ -163,10 +174,21 @@ export class Member {
       onApplied: (entry) => {
         const event = membershipEventOf(entry);
         if (event !== null) parts.onMembershipEvent?.(event);
+        if (entry.type === EntryType.ConfChange) this.#appliedConf = changedBy(this.#appliedConf, entry);
         parts.onApplied?.(entry);
       },
-      onSnapshotInstalled: parts.onSnapshotInstalled,
-      onSoftState: parts.onSoftState,
+      onSnapshotInstalled: (index) => {
+        this.#appliedConf = parts.node.latestSnapshot.conf ?? this.#appliedConf;
+        // A leader's snapshot may bring a version this member never applied an activation of
+        // (a joiner, or one far behind): its wire protocol is in force here from now on, or
+        // this member, should it lead, could not send the entries of that version.
+        parts.transport.setProtocol(protocolOf(Math.max(parts.storedVersion ?? FIRST_CLUSTER_VERSION, this.versions.active)));
+        parts.onSnapshotInstalled?.(index);
+      },
+      onSoftState: (s) => {
+        configuration.follow(s.leader);
+        parts.onSoftState?.(s);
+      },
       // A member whose lease ran out while its event loop stood still (SIGSTOP, a paused VM, a
       // long stall) learns it before the first message renews it, and aborts its runs: the
       // plan tick that would have noticed runs after the messages waiting when it resumes.

@@ -1,0 +1,163 @@
+import { decodeConfChange } from '../src/raft/conf-change.js';
+import { applyChange, configurationOf, sameConfiguration } from '../src/raft/configuration.js';
+import { EntryType, type Configuration, type Entry, type NodeId } from '../src/raft/types.js';
+import { RemovedError } from '../src/errors.js';
+import type { WireMessage } from '../src/transport/envelope.js';
+import type { SimMember } from './member.js';
+import type { Report } from './violations.js';
+
+/**
+ * Whether a majority of `a`'s voters and a majority of `b`'s can be disjoint: a quorum of each
+ * takes the voters the other lacks first, then what it still needs from the voters they share;
+ * they are disjoint when the shared voters are enough for both. Two configurations that differ by
+ * one voter (one change at a time) never have disjoint majorities.
+ */
+export function disjointMajorities(a: readonly NodeId[], b: readonly NodeId[]): boolean {
+  const shared = a.filter((id) => b.includes(id)).length;
+  const fromShared = (own: readonly NodeId[]): number => Math.max(0, Math.floor(own.length / 2) + 1 - (own.length - shared));
+  return fromShared(a) + fromShared(b) <= shared;
+}
+
+// The checker's own reading of a configuration, not the production code's (a planted bug may be there).
+const isVoter = (conf: Configuration, id: NodeId): boolean => conf.voters.includes(id);
+const isMember = (conf: Configuration, id: NodeId): boolean => conf.voters.includes(id) || conf.learners.includes(id);
+
+function describe(conf: Configuration): string {
+  return `voters ${conf.voters.join(',') || 'none'}${conf.learners.length > 0 ? `, learners ${conf.learners.join(',')}` : ''}`;
+}
+
+/** What is checked of one member's configuration after each event, so that an unchanged one is not compared again. */
+interface Seen {
+  readonly conf: Configuration;
+  readonly changes: number;
+}
+
+/**
+ * The checkers of configuration changes (a membership fault in the swarm, simulations/membership.ts):
+ * - `disjoint-majorities`: every configuration the log commits (as first applied anywhere, the
+ *   production rules of configuration.ts applied to its conf-change entries) has no majority
+ *   disjoint from a majority of the one before it, so two leaders can never be elected, or two
+ *   entries committed, by two sets of voters that do not meet;
+ * - `configuration`: a member's configuration in force is the committed one as of the index it
+ *   applied, after every event: never one applied before it commits, never one lost or gone
+ *   back after a restart or a snapshot (the committed configuration is durable);
+ * - `removed-disruption`: a member removed (or never added) moves no member's term once that
+ *   member has applied the configuration without it, and no member grants a vote but to a
+ *   voter of the configuration it holds or of the latest one in its log; and a
+ *   member stops as removed (CRONRAFT_REMOVED) only once its removal is committed.
+ */
+export class ConfigurationChecker {
+  readonly #report: Report;
+  readonly founding: Configuration;
+  /** The committed configurations after the founding one, with the index of the change that made each, in log order. */
+  readonly #changes: Array<{ readonly index: number; readonly conf: Configuration }> = [];
+  readonly #seen = new Map<NodeId, Seen>();
+  /** Members already reported as holding a wrong configuration (one report each, per process life). */
+  readonly #reported = new WeakSet<object>();
+
+  readonly #onCommitted: (before: Configuration, after: Configuration) => void;
+
+  /** `onCommitted` hears of each configuration the log commits, with the one before it. */
+  constructor(report: Report, founding: readonly NodeId[], onCommitted: (before: Configuration, after: Configuration) => void = () => undefined) {
+    this.#report = report;
+    this.founding = configurationOf(founding);
+    this.#onCommitted = onCommitted;
+  }
+
+  /** The configuration the log committed last (as first applied anywhere). */
+  get latest(): Configuration {
+    return this.#changes[this.#changes.length - 1]?.conf ?? this.founding;
+  }
+
+  /** Conf changes committed so far. */
+  get changes(): number {
+    return this.#changes.length;
+  }
+
+  /** The committed configuration as of `index`, and how many changes it follows. */
+  #at(index: number): Seen {
+    let n = this.#changes.length;
+    while (n > 0 && (this.#changes[n - 1] as { index: number }).index > index) n--;
+    return { conf: n === 0 ? this.founding : (this.#changes[n - 1] as { conf: Configuration }).conf, changes: n };
+  }
+
+  onApplied(t: number, entry: Entry): void {
+    if (entry.type !== EntryType.ConfChange) return;
+    const last = this.#changes[this.#changes.length - 1];
+    // Applied before (the safety checker compares what each member applies at an index).
+    if (last !== undefined && entry.index <= last.index) return;
+    const before = this.latest;
+    const change = decodeConfChange(entry.data);
+    const next = change === null ? null : applyChange(before, change);
+    if (next === null || 'problem' in next) {
+      this.#report(t, 'configuration', `the conf change committed at ${entry.index} does not apply to the configuration before it (${describe(before)}): ${next === null ? 'it does not decode' : next.problem}`);
+      return;
+    }
+    if (disjointMajorities(before.voters, next.conf.voters)) {
+      this.#report(t, 'disjoint-majorities', `the configuration committed at ${entry.index} (${describe(next.conf)}) has a majority disjoint from one of the configuration before it (${describe(before)})`);
+    }
+    this.#changes.push({ index: entry.index, conf: next.conf });
+    this.#onCommitted(before, next.conf);
+  }
+
+  /** After each event: every live member's configuration in force is the committed one as of its applied index. */
+  afterEvent(t: number, members: readonly SimMember[]): void {
+    for (const m of members) {
+      const driver = m.driver;
+      if (driver === null) continue;
+      const node = driver.node;
+      const conf = node.configuration;
+      const seen = this.#seen.get(m.id);
+      // Most events move no configuration: the same one (a restart or a snapshot makes another),
+      // and no committed change between the index it was checked at and the one applied now.
+      const next = seen === undefined ? undefined : this.#changes[seen.changes];
+      if (seen !== undefined && seen.conf === conf && (next === undefined || next.index > node.log.applied)) continue;
+      const expected = this.#at(node.log.applied);
+      this.#seen.set(m.id, { conf, changes: expected.changes });
+      if (sameConfiguration(conf, expected.conf) || this.#reported.has(driver)) continue;
+      this.#reported.add(driver);
+      this.#report(t, 'configuration', `${m.id} has ${describe(conf)} in force, applied up to ${node.log.applied}, where the log committed ${describe(expected.conf)} as of it`);
+    }
+  }
+
+  /**
+   * `to` took in `m` and its term went from `termBefore` to `term`: a message from a member
+   * neither in `to`'s configuration nor in the committed one must not move it.
+   */
+  onReceived(t: number, to: SimMember, m: WireMessage, termBefore: number): void {
+    const node = to.driver?.node;
+    if (node === undefined || node.term <= termBefore) return;
+    if (isMember(node.configuration, m.from) || isMember(this.latest, m.from)) return;
+    this.#report(t, 'removed-disruption', `${m.from}, not a member, moved ${to.id}'s term from ${termBefore} to ${node.term} with a ${m.type}`);
+  }
+
+  /**
+   * `from` sends `m`: a vote it grants goes only to a voter of the configuration it holds, or of
+   * the latest one in its log, committed or not (with the conf changes after the entries handed out).
+   */
+  onSend(t: number, from: SimMember, m: WireMessage): void {
+    if ((m.type !== 'vote-resp' && m.type !== 'prevote-resp') || m.reject) return;
+    const node = from.driver?.node;
+    if (node === undefined) return;
+    let conf = node.configuration;
+    if (isVoter(conf, m.to)) return;
+    for (const e of node.log.slice(node.log.applying + 1, node.log.lastIndex() + 1)) {
+      const change = e.type === EntryType.ConfChange ? decodeConfChange(e.data) : null;
+      const next = change === null ? null : applyChange(conf, change);
+      if (next !== null && 'conf' in next) conf = next.conf;
+    }
+    if (isVoter(conf, m.to)) return;
+    this.#report(t, 'removed-disruption', `${from.id} granted ${m.to}, a voter neither of its configuration nor of the latest one in its log (${describe(conf)}), its ${m.type === 'vote-resp' ? 'vote' : 'pre-vote'} in term ${m.term}`);
+  }
+
+  /**
+   * Whether `error` (a member's fatal one) is the expected end of a member removed: a
+   * RemovedError, once its removal is committed. One while the committed configuration still
+   * holds it is reported as `configuration`.
+   */
+  isExpectedRemoval(t: number, id: NodeId, error: unknown): boolean {
+    if (!(error instanceof RemovedError)) return false;
+    if (isMember(this.latest, id)) this.#report(t, 'configuration', `${id} stopped as removed, but the committed configuration (${describe(this.latest)}) holds it`);
+    return true;
+  }
+}
