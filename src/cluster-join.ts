@@ -5,6 +5,7 @@ import type { StorageIdentity } from './storage/log-storage.js';
 import type { Timers } from './time/clock.js';
 import { JOIN_PROTOCOL_ID, JOIN_STREAM_TIMEOUT_MS, MAX_INBOUND_JOIN_STREAMS, requestJoin, serveJoinStream } from './transport/join-protocol.js';
 import type { Libp2pTransport } from './transport/libp2p-transport.js';
+import { resolveSeeds } from './transport/seed-resolver.js';
 import type { VersionSupport } from './version/versions.js';
 
 /**
@@ -39,6 +40,7 @@ export function joinOrForm(
     return findCluster({
       self: o.self.id,
       seeds: [...o.peers.values()],
+      resolve: async (timeoutMs) => (await resolveSeeds([...o.peers.values()], { timeoutMs })).addresses,
       voters: o.voters,
       selfInSeeds: o.selfInPeers,
       reads: parts.reads,

@@ -20,6 +20,12 @@ export interface FindClusterOptions {
   readonly self: NodeId;
   /** The seeds: every peer address this member was given, itself left out. */
   readonly seeds: readonly PeerAddress[];
+  /**
+   * The addresses to ask in a round, the seeds' DNS names looked up again (seed-resolver.ts; a
+   * Kubernetes headless Service names every ready pod), within `timeoutMs`, the round's time
+   * left. @default the seeds as given
+   */
+  readonly resolve?: (timeoutMs: number) => Promise<readonly PeerAddress[]>;
   /** The voters this member would form a cluster with: itself and its seeds, sorted. */
   readonly voters: readonly NodeId[];
   /** Whether its own address was among the addresses it was given: a founding member's list. */
@@ -68,10 +74,11 @@ export async function findCluster(o: FindClusterOptions): Promise<FoundCluster> 
     // Whole milliseconds: the monotonic time base has fractions, and AbortSignal.timeout wants none.
     const remainingMs = Math.max(1, Math.ceil(deadline - o.timers.now()));
     const askMs = Math.min(o.askTimeoutMs, remainingMs);
-    const asked = await Promise.all(o.seeds.map(async (seed) => [seed.id, await o.ask(seed, request, askMs).catch(() => null)] as const));
+    const seeds = o.resolve === undefined ? o.seeds : (await o.resolve(askMs)).filter((seed) => seed.id !== o.self);
+    const asked = await Promise.all(seeds.map(async (seed) => [seed.id, await o.ask(seed, request, askMs).catch(() => null)] as const));
     // A follower names the leader: asked once in the round, however many followers name it.
     const leaders = new Set<NodeId>();
-    for (const [, answer] of asked) if (answer?.type === 'redirect' && !o.seeds.some((seed) => seed.id === answer.leader)) leaders.add(answer.leader);
+    for (const [, answer] of asked) if (answer?.type === 'redirect' && !seeds.some((seed) => seed.id === answer.leader)) leaders.add(answer.leader);
     const fromLeaders = await Promise.all([...leaders].map(async (id) => [id, await askAt(o, id, request, askMs)] as const));
     let forming = 0;
     for (const [id, answer] of [...asked, ...fromLeaders]) {

@@ -4,7 +4,7 @@ import { JoinFailedError, MembershipChangeRefusedError, VersionNotActiveError } 
 import type { NodeId } from '../../src/raft/types.js';
 import { findCluster, startingIdentity, type FindClusterOptions } from '../../src/runtime/join.js';
 import type { TimerHandle, Timers } from '../../src/time/clock.js';
-import { parsePeerAddress } from '../../src/transport/address.js';
+import { parsePeerAddress, type PeerAddress } from '../../src/transport/address.js';
 import { withPrefix } from '../../src/transport/framing.js';
 import { decodeJoinAnswer, decodeJoinRequest, encodeJoinAnswer, encodeJoinRequest, JoinFormatError, type JoinAnswer } from '../../src/transport/join-protocol.js';
 import { SUPPORTED } from '../../src/version/versions.js';
@@ -66,6 +66,21 @@ describe('the forming rule (findCluster)', () => {
   it('follows a redirect to a leader that is not among its seeds', async () => {
     const o = looking(D, [A], false, (seed) => (seed === A ? { type: 'redirect', leader: C } : seed === C ? accepted : null));
     expect(await findCluster(o)).toMatchObject({ type: 'join', clusterId: 'c1' });
+  });
+
+  it('looks its seeds up again every round, and joins through an address a name came to have (a pod that came up)', async () => {
+    const o = looking(D, [A], false, (seed) => (seed === C ? accepted : null));
+    const rounds: number[] = [];
+    // A seed given by name: in the first round it names only A, which does not answer; then C too.
+    const resolve = async (): Promise<PeerAddress[]> => {
+      rounds.push(rounds.length);
+      return rounds.length === 1 ? [...o.seeds] : [...o.seeds, parsePeerAddress(C, 'seed'), parsePeerAddress(D, 'seed')];
+    };
+    const resolved: FindClusterOptions = { ...o, resolve };
+    expect(await findCluster(resolved)).toMatchObject({ type: 'join', clusterId: 'c1' });
+    expect(rounds).toEqual([0, 1]);
+    // Never itself, though the name resolves to its own address too.
+    expect(o.asked).toEqual([A, A, C]);
   });
 
   it('forms with a majority of co-founders looking with the same voters, at once', async () => {
