@@ -82,9 +82,19 @@ export function sameConfiguration(a: Configuration, b: Configuration): boolean {
  *   binding never changes (a member whose key changed is removed and joins again), and binding
  *   the same one again would be a void entry;
  * - `peer-id-taken`: binding (or adding) a member with a peer id bound to another member, which
- *   would let one key speak for two members.
+ *   would let one key speak for two members;
+ * - `too-many-members`: adding one to a configuration of MAX_MEMBERS already.
  */
-export type ConfChangeProblem = 'malformed' | 'already-member' | 'not-learner' | 'not-member' | 'last-voter' | 'already-bound' | 'peer-id-taken';
+export type ConfChangeProblem = 'malformed' | 'already-member' | 'not-learner' | 'not-member' | 'last-voter' | 'already-bound' | 'peer-id-taken' | 'too-many-members';
+
+/**
+ * The most members (voters and learners) a configuration holds. Anyone holding the cluster
+ * secret may ask to join, and every member costs the leader a stream of appends and
+ * heartbeats; past this many, a join is refused rather than let the configuration grow until
+ * it no longer fits a frame (the transport's MAX_CONF_MEMBERS, 1,024, which the protocol may not
+ * import) or the leader's time.
+ */
+export const MAX_MEMBERS = 256;
 
 /** The configuration after `change`, or why the change is void or unsafe. */
 export function applyChange(conf: Configuration, change: ConfChange): { readonly conf: Configuration } | { readonly problem: ConfChangeProblem } {
@@ -96,6 +106,7 @@ export function applyChange(conf: Configuration, change: ConfChange): { readonly
   switch (change.type) {
     case 'add-learner':
       if (isMember(conf, id)) return { problem: 'already-member' };
+      if (conf.voters.length + conf.learners.length >= MAX_MEMBERS) return { problem: 'too-many-members' };
       return { conf: configurationOf(conf.voters, [...conf.learners, id], peerIds) };
     case 'promote':
       if (!conf.learners.includes(id)) return { problem: 'not-learner' };

@@ -27,7 +27,7 @@ export type ConfChangeOutcome =
 export type ConfChangeRefusal = 'not-leader' | 'transferring' | 'not-committed-in-term' | 'pending' | 'backpressure' | ConfChangeProblem;
 
 /** Every ConfChangeRefusal, for the codec to check a forwarded refusal against. */
-export const CONF_CHANGE_REFUSALS = ['not-leader', 'transferring', 'not-committed-in-term', 'pending', 'backpressure', 'malformed', 'already-member', 'not-learner', 'not-member', 'last-voter', 'already-bound', 'peer-id-taken'] as const;
+export const CONF_CHANGE_REFUSALS = ['not-leader', 'transferring', 'not-committed-in-term', 'pending', 'backpressure', 'malformed', 'already-member', 'not-learner', 'not-member', 'last-voter', 'already-bound', 'peer-id-taken', 'too-many-members'] as const;
 // A refusal added to the type and not to the list would be dropped as malformed on the wire.
 const everyRefusalListed: Exclude<ConfChangeRefusal, (typeof CONF_CHANGE_REFUSALS)[number]> extends never ? true : never = true;
 void everyRefusalListed;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { decodeConfChange, encodeConfChange, isWellFormedConfChange, MAX_CONF_CHANGE_ID_BYTES, MAX_PEER_ID_LENGTH, type ConfChange } from '../../src/raft/conf-change.js';
-import { applyChange, configurationOf, configurationProblem } from '../../src/raft/configuration.js';
+import { applyChange, configurationOf, configurationProblem, MAX_MEMBERS } from '../../src/raft/configuration.js';
 import type { Configuration } from '../../src/raft/types.js';
 
 describe('the encoding of a conf change', () => {
@@ -104,6 +104,13 @@ describe('the rules of a configuration', () => {
     // One key never speaks for two members.
     expect(applyChange(bound, { type: 'bind', id: 'a', peerId: 'PB' })).toEqual({ problem: 'peer-id-taken' });
     expect(applyChange(bound, { type: 'add-learner', id: 'e', peerId: 'PB' })).toEqual({ problem: 'peer-id-taken' });
+    // Anyone with the secret may ask to join: the configuration stops at MAX_MEMBERS.
+    const full = configurationOf(['a', 'b', 'c'], Array.from({ length: MAX_MEMBERS - 3 }, (_, i) => `l${i}`));
+    expect(applyChange(full, { type: 'add-learner', id: 'z' })).toEqual({ problem: 'too-many-members' });
+    expect(applyChange(configurationOf(full.voters, full.learners.slice(1)), { type: 'add-learner', id: 'z' })).toHaveProperty('conf');
+    // Promotion and removal go on at the bound.
+    expect(applyChange(full, { type: 'promote', id: 'l0' })).toHaveProperty('conf');
+    expect(applyChange(full, { type: 'remove', id: 'l0' })).toHaveProperty('conf');
   });
 
   it("finds what is wrong with a configuration read from outside (a snapshot's)", () => {
