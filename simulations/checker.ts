@@ -58,6 +58,11 @@ export class SafetyChecker {
     }
   }
 
+  /** The member that became leader of `term`, if one did so far. */
+  leaderOf(term: number): NodeId | undefined {
+    return this.#leaderOfTerm.get(term);
+  }
+
   onLeader(atMs: number, member: NodeId, term: number, log: RaftLog): void {
     const prior = this.#leaderOfTerm.get(term);
     if (prior !== undefined && prior !== member) this.report(atMs, 'two-leaders', `two leaders in term ${term}: ${prior} and ${member}`);

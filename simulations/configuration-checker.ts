@@ -22,6 +22,9 @@ export function disjointMajorities(a: readonly NodeId[], b: readonly NodeId[]): 
 const isVoter = (conf: Configuration, id: NodeId): boolean => conf.voters.includes(id);
 const isMember = (conf: Configuration, id: NodeId): boolean => conf.voters.includes(id) || conf.learners.includes(id);
 
+/** The messages only a leader sends, in the term it leads. */
+const LEADER_MESSAGES: ReadonlySet<WireMessage['type']> = new Set(['append', 'heartbeat', 'snapshot']);
+
 function describe(conf: Configuration): string {
   return `voters ${conf.voters.join(',') || 'none'}${conf.learners.length > 0 ? `, learners ${conf.learners.join(',')}` : ''}`;
 }
@@ -42,9 +45,14 @@ interface Seen {
  *   applied, after every event: never one applied before it commits, never one lost or gone
  *   back after a restart or a snapshot (the committed configuration is durable);
  * - `removed-disruption`: a member removed (or never added) moves no member's term once that
- *   member has applied the configuration without it, and no member grants a vote but to a
- *   voter of the configuration it holds or of the latest one in its log; and a
- *   member stops as removed (CRONRAFT_REMOVED) only once its removal is committed.
+ *   member has applied the configuration without it, but as the leader of that term; and no
+ *   member grants a vote but to a voter of the configuration it holds or of the latest one in
+ *   its log. A removal applies on commit, as in etcd: voters that hold it uncommitted (or lack
+ *   it) still hold the member removed as a voter, and may elect it before they learn of the
+ *   commit; its majority meets every majority of the configuration without it (one change at a
+ *   time), and members that applied its removal follow it, as any member follows a leader its
+ *   configuration does not list. Each vote it won was judged by the rule above as it was sent.
+ *   And a member stops as removed (CRONRAFT_REMOVED) only once its removal is committed.
  */
 export class ConfigurationChecker {
   readonly #report: Report;
@@ -55,12 +63,18 @@ export class ConfigurationChecker {
   /** Members already reported as holding a wrong configuration (one report each, per process life). */
   readonly #reported = new WeakSet<object>();
 
+  readonly #leaderOf: (term: number) => NodeId | undefined;
   readonly #onCommitted: (before: Configuration, after: Configuration) => void;
 
-  /** `onCommitted` hears of each configuration the log commits, with the one before it. */
-  constructor(report: Report, founding: readonly NodeId[], onCommitted: (before: Configuration, after: Configuration) => void = () => undefined) {
+  /**
+   * `leaderOf` names the member that became leader of a term, if one did so far (the safety
+   * checker's record); `onCommitted` hears of each configuration the log commits, with the one
+   * before it.
+   */
+  constructor(report: Report, founding: readonly NodeId[], leaderOf: (term: number) => NodeId | undefined, onCommitted: (before: Configuration, after: Configuration) => void = () => undefined) {
     this.#report = report;
     this.founding = configurationOf(founding);
+    this.#leaderOf = leaderOf;
     this.#onCommitted = onCommitted;
   }
 
@@ -122,13 +136,16 @@ export class ConfigurationChecker {
 
   /**
    * `to` took in `m` and its term went from `termBefore` to `term`: a message from a member
-   * neither in `to`'s configuration nor in the committed one must not move it.
+   * neither in `to`'s configuration nor in the committed one must not move it, unless it is the
+   * leader's of the term it carries (see the class's comment).
    */
   onReceived(t: number, to: SimMember, m: WireMessage, termBefore: number): void {
     const node = to.driver?.node;
     if (node === undefined || node.term <= termBefore) return;
     if (isMember(node.configuration, m.from) || isMember(this.latest, m.from)) return;
-    this.#report(t, 'removed-disruption', `${m.from}, not a member, moved ${to.id}'s term from ${termBefore} to ${node.term} with a ${m.type}`);
+    const fromLeader = LEADER_MESSAGES.has(m.type);
+    if (fromLeader && this.#leaderOf(m.term) === m.from) return;
+    this.#report(t, 'removed-disruption', `${m.from}, not a member, moved ${to.id}'s term from ${termBefore} to ${node.term} with a ${m.type}${fromLeader ? ' of a term it does not lead' : ''}`);
   }
 
   /**

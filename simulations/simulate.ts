@@ -217,7 +217,7 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
   const membershipMode = options.membership ?? 'fixed';
   /** Set when the run changes its configuration. */
   let membership: MembershipFaults | null = null;
-  const configurations = new ConfigurationChecker(report, ids, (before, after) => membership?.onCommitted(before, after));
+  const configurations = new ConfigurationChecker(report, ids, (term) => safety.leaderOf(term), (before, after) => membership?.onCommitted(before, after));
   // Its checks after each event and message have nothing to find in a run that changes nothing.
   const changes = membershipMode === 'changes';
   /** The members of the committed configuration: the members whose progress the end of a run waits for. */

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { disjointMajorities } from '../../simulations/configuration-checker.js';
+import { encodeConfChange } from '../../src/raft/conf-change.js';
+import { configurationOf } from '../../src/raft/configuration.js';
+import { EntryType, type Configuration, type NodeId } from '../../src/raft/types.js';
+import type { WireMessage } from '../../src/transport/envelope.js';
+import { ConfigurationChecker, disjointMajorities } from '../../simulations/configuration-checker.js';
+import type { SimMember } from '../../simulations/member.js';
 import { drawMembershipMode, MEMBERSHIP_SHARE } from '../../simulations/membership.js';
 import { simulate } from '../../simulations/simulate.js';
 
@@ -48,6 +53,36 @@ describe('configuration changes in the simulator', () => {
     const r = await simulate({ seed: 8, members: 3, durationMs: 30_000, jobs: [], proposals: false, membership: 'changes' });
     expect(r.violations).toEqual([]);
   }, 60_000);
+
+  it('a member elected by voters that had not applied its removal is followed by the members that had: seed 7', async () => {
+    // m1's removal (entry 13) was committed by m3 and m1; m1 and m2 held it with commit 12, so
+    // m1 was a voter of the configuration both had applied: m2 granted it its vote in term 3 and
+    // m1 led that term, which moved the terms of m3 and m4 (they had applied the removal) with
+    // its appends. The checker reported m1 as a removed member disrupting them.
+    const r = await simulate({ seed: 7, members: 3, durationMs: 30_000, jobs: [], proposals: false, membership: 'changes' });
+    expect(r.violations).toEqual([]);
+  }, 60_000);
+
+  it('judges a removed member that moves a term by whether it leads that term, elected by voters that held it as one', () => {
+    const violations: string[] = [];
+    const leaders = new Map<number, NodeId>([[3, 'm1']]);
+    const checker = new ConfigurationChecker((_t, kind, what) => violations.push(`[${kind}] ${what}`), ['m1', 'm2', 'm3'], (term) => leaders.get(term));
+    checker.onApplied(0, { index: 13, term: 2, type: EntryType.ConfChange, data: encodeConfChange({ type: 'remove', id: 'm1' }), pid: '' });
+    const without: Configuration = configurationOf(['m2', 'm3']);
+    // m3 applied m1's removal, and is now in the term m1's message carried.
+    const m3 = (term: number): SimMember => ({ id: 'm3', driver: { node: { term, configuration: without } } }) as unknown as SimMember;
+    const append = (term: number): WireMessage => ({ type: 'append', from: 'm1', to: 'm3', term, prevIndex: 13, prevTerm: 2, entries: [], commit: 12 });
+    // The leader of term 3, elected by m1 and m2 in the configuration they had applied.
+    checker.onReceived(1, m3(3), append(3), 2);
+    expect(violations).toEqual([]);
+    // An append of a term m1 does not lead, and a vote request, from the member removed.
+    checker.onReceived(2, m3(4), append(4), 2);
+    checker.onReceived(3, m3(3), { type: 'vote', from: 'm1', to: 'm3', term: 3, lastIndex: 13, lastTerm: 2, transfer: false }, 2);
+    expect(violations).toEqual([
+      "[removed-disruption] m1, not a member, moved m3's term from 2 to 4 with a append of a term it does not lead",
+      "[removed-disruption] m1, not a member, moved m3's term from 2 to 3 with a vote",
+    ]);
+  });
 
   it('leaves a run without changes as it was', async () => {
     const r = await simulate({ seed: 1, members: 3, durationMs: 5000, membership: 'fixed' });
