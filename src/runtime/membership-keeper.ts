@@ -25,6 +25,8 @@ export interface MembershipKeeperOptions {
   readonly targetVoters: number;
   /** A member silent this long is removed (option `deadMemberAfterMs`). */
   readonly deadMemberAfterMs: number;
+  /** How long a learner must have been live and caught up to be promoted (MemberTiming.promoteStableMs). */
+  readonly promoteStableMs: number;
   /** Proposes a change on this member (Member.proposeConfChange). */
   readonly propose: (change: ConfChange) => Promise<unknown>;
 }
@@ -97,7 +99,7 @@ export class MembershipKeeper {
       views.set(id, { live, match, caughtUpForMs: caughtUpAt === undefined ? 0 : now - caughtUpAt, silentForMs: now - Math.max(heard ?? since, since) });
     }
     for (const id of this.#caughtUpSince.keys()) if (!views.has(id)) this.#caughtUpSince.delete(id);
-    const decision = nextMembershipChange({ self, conf: configuration.conf, views, targetVoters: this.#o.targetVoters, deadMemberAfterMs: this.#o.deadMemberAfterMs });
+    const decision = nextMembershipChange({ self, conf: configuration.conf, views, targetVoters: this.#o.targetVoters, deadMemberAfterMs: this.#o.deadMemberAfterMs, promoteStableMs: this.#o.promoteStableMs });
     this.#decision = decision;
     if (decision.kind === 'none' || this.#proposing) return;
     this.#proposing = true;
