@@ -7,7 +7,8 @@
  * phases and their breakdown of the slow commits (bench/tail.ts). --jobs-only runs only the
  * scheduler bench's rows of many jobs registered (bench/jobs-registered.ts). `codec` measures
  * the hand-written CBOR paths against cborg alone (bench/codec.ts), which the raft bench also
- * does, after its clusters.
+ * does, after its clusters. `membership` measures a new instance's way to voter and commit latency
+ * with learners (bench/membership.ts).
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, loadavg } from 'node:os';
@@ -17,6 +18,7 @@ import { benchDisk, type DiskBaseline } from './disk.js';
 import { benchEtcd, comparisonRows, etcdLabel, type EtcdBenchResult } from './etcd.js';
 import { benchRaft, COLD_COMMITS, LOAD_WARMUP_MS, raftRows } from './raft.js';
 import { benchJobsRegistered, jobsRegisteredRows } from './jobs-registered.js';
+import { benchMembership, membershipRows } from './membership.js';
 import { benchScheduler, schedulerRows } from './scheduler.js';
 import { fmt, printTable } from './stats.js';
 import { printAttribution } from './tail.js';
@@ -71,8 +73,23 @@ async function main(): Promise<void> {
     await writeFile(`bench-results/${name}.json`, `${json}\n`);
     return;
   }
+  if (name === 'membership') {
+    const startedAt = Date.now();
+    const loadBefore = loadavg()[0] ?? Number.NaN;
+    const membership = await benchMembership();
+    console.log('\ncronraft membership: each member in its own process on 127.0.0.1, level with sync on, default settings but the learner\'s stable time (none)');
+    console.log('(a) 4 voters (voters: 5) hold the jobs, one new empty instance is started; (b) 3 voters, then 12 more join: 5 voters and 10 learners, the same leader');
+    console.log(`load average (1 min) before: ${fmt(loadBefore)}, after: ${fmt(loadavg()[0] ?? Number.NaN)}, on ${cpus().length} CPUs\n`);
+    printTable(['measure', 'cronraft', 'target'], membershipRows(membership));
+    console.log(`\nbench took ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
+    const json = JSON.stringify({ bench: name, node: process.version, at: new Date().toISOString(), result: membership, load: { before: loadBefore, after: loadavg()[0] ?? Number.NaN } });
+    console.log(`\n${json}`);
+    await mkdir('bench-results', { recursive: true });
+    await writeFile(`bench-results/${name}.json`, `${json}\n`);
+    return;
+  }
   if (name !== 'raft') {
-    console.error(`Unknown benchmark "${name}". Available: raft, scheduler, codec`);
+    console.error(`Unknown benchmark "${name}". Available: raft, scheduler, codec, membership`);
     process.exitCode = 2;
     return;
   }

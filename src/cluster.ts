@@ -33,6 +33,7 @@ import { loadPsk } from './transport/cluster-secret.js';
 import { Libp2pTransport } from './transport/libp2p-transport.js';
 import { checkStoredVersion, storedWireVersion } from './version/stored-version.js';
 import { setMemberOf, versionSupportOf } from './version/test-seams.js';
+import { timingOf } from './runtime/test-timing.js';
 
 type Status = ClusterState['status'];
 
@@ -162,7 +163,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       transport,
       clock: this.#clock,
       timers: this.#timers,
-      timing: o.member.timing,
+      timing: timingOf(this, o.member.timing),
       bootId: randomBytes(4).toString('hex'),
       compaction: o.member.compaction,
       snapshotChunkBytes: o.member.snapshotChunkBytes,

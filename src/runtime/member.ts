@@ -22,6 +22,7 @@ import { leaveConfiguration } from './leave.js';
 import { LEAVE_PID_SUFFIX, membershipEventOf, type MembershipEvent } from './membership-events.js';
 import { RemovedError } from '../errors.js';
 import { MembershipKeeper } from './membership-keeper.js';
+import { PROMOTE_STABLE_MS } from './membership-decide.js';
 import { MEMBER_DEFAULTS } from './member-settings.js';
 import type { ProposalResult } from './pending-requests.js';
 import type { RunRecord } from './scheduler/job-types.js';
@@ -50,6 +51,11 @@ export interface MemberTiming {
   readonly voters?: number;
   /** A member silent this long is removed by the leader (option `deadMemberAfterMs`). @default MEMBER_DEFAULTS.deadMemberAfterMs */
   readonly deadMemberAfterMs?: number;
+  /**
+   * How long a learner must have been live and caught up before the leader promotes it. Not an
+   * option of Cluster: tests of real processes shorten it (test-timing.ts). @default PROMOTE_STABLE_MS
+   */
+  readonly promoteStableMs?: number;
 }
 
 export interface MemberParts {
@@ -253,6 +259,7 @@ export class Member {
       live: (id) => this.#heardLately(id),
       targetVoters: t.voters ?? MEMBER_DEFAULTS.voters,
       deadMemberAfterMs: t.deadMemberAfterMs ?? MEMBER_DEFAULTS.deadMemberAfterMs,
+      promoteStableMs: t.promoteStableMs ?? PROMOTE_STABLE_MS,
       propose: (change) => this.proposeConfChange(change),
     });
   }

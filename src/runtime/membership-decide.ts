@@ -42,6 +42,8 @@ export interface MembershipInput {
   readonly targetVoters: number;
   /** A member silent this long is removed (option `deadMemberAfterMs`). */
   readonly deadMemberAfterMs: number;
+  /** How long a learner must have been live and caught up to be promoted. @default PROMOTE_STABLE_MS */
+  readonly promoteStableMs?: number;
 }
 
 /** The one change the leader should propose now, if any (see nextMembershipChange). */
@@ -69,9 +71,10 @@ export type MembershipDecision =
  */
 export function nextMembershipChange(input: MembershipInput): MembershipDecision {
   const { self, conf, views, targetVoters, deadMemberAfterMs } = input;
+  const stableMs = input.promoteStableMs ?? PROMOTE_STABLE_MS;
   const view = (id: NodeId): MemberView => views.get(id) ?? UNKNOWN;
   const dead = (id: NodeId): boolean => id !== self && view(id).silentForMs >= deadMemberAfterMs;
-  const ready = [...conf.learners].sort().filter((id) => id !== self && view(id).live && view(id).caughtUpForMs >= PROMOTE_STABLE_MS);
+  const ready = [...conf.learners].sort().filter((id) => id !== self && view(id).live && view(id).caughtUpForMs >= stableMs);
   for (const id of [...conf.voters].sort()) {
     if (!dead(id)) continue;
     const left = conf.voters.filter((v) => v !== id);

@@ -16,11 +16,11 @@ export interface MembershipEvent {
   readonly index: number;
 }
 
-/** The event an applied entry makes, if it is a change of the configuration. */
+/** The event an applied entry makes, if it is a change of the configuration's members (a binding of a peer id is not). */
 export function membershipEventOf(entry: Entry): MembershipEvent | null {
   if (entry.type !== EntryType.ConfChange) return null;
   const change = decodeConfChange(entry.data);
-  if (change === null) return null;
+  if (change === null || change.type === 'bind') return null;
   const { id } = change;
   const index = entry.index;
   if (change.type === 'add-learner') return { type: 'member-joined', id, index };

@@ -25,6 +25,8 @@ export interface MembershipKeeperOptions {
   readonly targetVoters: number;
   /** A member silent this long is removed (option `deadMemberAfterMs`). */
   readonly deadMemberAfterMs: number;
+  /** How long a learner must have been live and caught up to be promoted (MemberTiming.promoteStableMs). */
+  readonly promoteStableMs: number;
   /** Proposes a change on this member (Member.proposeConfChange). */
   readonly propose: (change: ConfChange) => Promise<unknown>;
 }
@@ -35,13 +37,18 @@ export interface MembershipKeeperOptions {
  * been live and caught up and how long each member has been silent, and proposes the change
  * nextMembershipChange decides, one at a time: a failed one (a refusal, a timeout, leadership
  * lost) is decided again at the next look. Silence counts from when this member took office at
- * the earliest, so a new leader waits `deadMemberAfterMs` before it removes anyone.
+ * the earliest, so a new leader waits `deadMemberAfterMs` before it removes anyone, and from
+ * when a member was first seen in the configuration in this office, so that a learner added
+ * later (a joiner that has yet to say anything: its first answer comes after the snapshot) is
+ * not removed at the next look as silent since the leader took office.
  */
 export class MembershipKeeper {
   readonly #o: MembershipKeeperOptions;
   #timer: TimerHandle | null = null;
   /** Since when (monotonic ms) each learner has been live and caught up without a break. */
   readonly #caughtUpSince = new Map<NodeId, number>();
+  /** Since when (monotonic ms) each member has been in the configuration, as this leader saw it in this office. */
+  readonly #memberSince = new Map<NodeId, number>();
   /** The term this member leads in and since when (monotonic ms), or null while it does not. */
   #office: { readonly term: number; readonly since: number } | null = null;
   #proposing = false;
@@ -76,11 +83,14 @@ export class MembershipKeeper {
     if (node.role !== 'leader' || this.#o.versions.active < MEMBERSHIP_VERSION) {
       this.#office = null;
       this.#caughtUpSince.clear();
+      this.#memberSince.clear();
       this.#decision = { kind: 'none' };
       return;
     }
-    if (this.#office?.term !== node.term) this.#office = { term: node.term, since: now };
-    const since = this.#office.since;
+    if (this.#office?.term !== node.term) {
+      this.#office = { term: node.term, since: now };
+      this.#memberSince.clear();
+    }
     const commit = node.log.committed;
     const views = new Map<NodeId, MemberView>();
     for (const id of configuration.members) {
@@ -92,12 +102,16 @@ export class MembershipKeeper {
       } else {
         this.#caughtUpSince.delete(id);
       }
+      // Seen first at this look: since the office began for a member of it then, since now for one added later.
+      if (!this.#memberSince.has(id)) this.#memberSince.set(id, now);
+      const since = this.#memberSince.get(id) as number;
       const heard = driver.lastHeard(id);
       const caughtUpAt = this.#caughtUpSince.get(id);
       views.set(id, { live, match, caughtUpForMs: caughtUpAt === undefined ? 0 : now - caughtUpAt, silentForMs: now - Math.max(heard ?? since, since) });
     }
     for (const id of this.#caughtUpSince.keys()) if (!views.has(id)) this.#caughtUpSince.delete(id);
-    const decision = nextMembershipChange({ self, conf: configuration.conf, views, targetVoters: this.#o.targetVoters, deadMemberAfterMs: this.#o.deadMemberAfterMs });
+    for (const id of this.#memberSince.keys()) if (!views.has(id)) this.#memberSince.delete(id);
+    const decision = nextMembershipChange({ self, conf: configuration.conf, views, targetVoters: this.#o.targetVoters, deadMemberAfterMs: this.#o.deadMemberAfterMs, promoteStableMs: this.#o.promoteStableMs });
     this.#decision = decision;
     if (decision.kind === 'none' || this.#proposing) return;
     this.#proposing = true;

@@ -58,8 +58,11 @@ export class ConnectionGate {
   /** Inbound connections accepted whose handshake has not completed. */
   readonly #handshaking = new Set<MultiaddrConnection>();
   readonly #counts = { accepted: 0, handshakeFailed: 0, notMember: 0, visitors: 0, overHostLimit: 0 };
-  /** Visitors' connections held now. */
-  #visiting = 0;
+  /**
+   * Visitors' connections held now, by connection, with their peer ids: a visitor whose peer id
+   * became a member's (it joined) keeps its connection as a member's, and frees its place.
+   */
+  readonly #visiting = new Map<MultiaddrConnection, string>();
   #held = 0;
 
   readonly #visitors: VisitorLimits;
@@ -114,25 +117,32 @@ export class ConnectionGate {
   /** Lets a non-member in for a while (VISITOR_CONNECTION_MS), then closes it unless its peer id became a member's. */
   #visit(peerId: string, maConn: MultiaddrConnection): void {
     this.#counts.visitors++;
-    this.#visiting++;
+    this.#visiting.set(maConn, peerId);
     const timer = setTimeout(() => {
       if (this.#known()?.has(peerId) === false) maConn.abort(new Error('a visitor that did not join in time'));
+      else this.#visiting.delete(maConn);
     }, this.#visitors.keepMs);
     maConn.addEventListener(
       'close',
       () => {
         clearTimeout(timer);
-        this.#visiting--;
+        this.#visiting.delete(maConn);
       },
       { once: true },
     );
+  }
+
+  /** Frees the places of visitors whose peer ids are members' now (they joined). */
+  #releaseJoined(known: ReadonlySet<string>): void {
+    for (const [maConn, peerId] of this.#visiting) if (known.has(peerId)) this.#visiting.delete(maConn);
   }
 
   #onHandshake(peerId: PeerId, maConn: MultiaddrConnection): boolean {
     this.#handshaking.delete(maConn);
     const known = this.#known();
     if (known !== null && !known.has(peerId.toString())) {
-      if (this.#visiting >= this.#visitors.max) {
+      if (this.#visiting.size >= this.#visitors.max) this.#releaseJoined(known);
+      if (this.#visiting.size >= this.#visitors.max) {
         this.#counts.notMember++;
         return true;
       }

@@ -18,6 +18,12 @@ describe('nextMembershipChange', () => {
     expect(nextMembershipChange(input(['a', 'b'], ['c'], { b: LIVE, c: { ...READY, live: false } }))).toEqual({ kind: 'none' });
   });
 
+  it('measures the stable time given (promoteStableMs, which tests of real processes shorten) instead of the default', () => {
+    const soon = { ...input(['a', 'b'], ['c'], { b: LIVE, c: { ...LIVE, caughtUpForMs: 500 } }), promoteStableMs: 500 };
+    expect(nextMembershipChange(soon)).toEqual({ kind: 'promote', id: 'c' });
+    expect(nextMembershipChange({ ...soon, promoteStableMs: 501 })).toEqual({ kind: 'none' });
+  });
+
   it('keeps the voters odd: from an odd count only with two learners ready, and never past the target', () => {
     expect(nextMembershipChange(input(['a', 'b', 'c'], ['d'], { b: LIVE, c: LIVE, d: READY }))).toEqual({ kind: 'none' });
     expect(nextMembershipChange(input(['a', 'b', 'c'], ['d', 'e'], { b: LIVE, c: LIVE, d: READY, e: READY }))).toEqual({ kind: 'promote', id: 'd' });

@@ -17,4 +17,8 @@ describe('membershipEventOf', () => {
     expect(membershipEventOf({ index: 3, term: 1, type: EntryType.Normal, data: new Uint8Array([1]), pid: 'a' })).toBeNull();
     expect(membershipEventOf({ index: 3, term: 1, type: EntryType.ConfChange, data: new Uint8Array([9]), pid: 'a' })).toBeNull();
   });
+
+  it('makes none of a binding, which changes no member (a founding member was reported removed as its peer id was bound)', () => {
+    expect(membershipEventOf(entry({ type: 'bind', id: 'm1', peerId: '12D3KooWNpEjHiwXBKhVJvQy5aGA5n6TgqSEAHMAbkjYZj9nVKPL' }))).toBeNull();
+  });
 });

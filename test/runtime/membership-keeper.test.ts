@@ -47,4 +47,22 @@ describe('the membership keeper', () => {
     await sim.until('m6 promoted in its place', () => everyLive(sim, (c) => c.voters.length === 5 && c.voters.includes('m6')));
     expect(sim.fatal.size).toBe(0);
   });
+
+  it('counts a member added after the leader took office as silent from its addition, not from the office', async () => {
+    const sim = new MembershipSim(12, memberSettings({ deadMemberAfterMs: DEAD_MS }), []);
+    for (const id of FOUNDERS) await sim.start(id);
+    await sim.until('cluster version 2 on every member', () => (FOUNDERS.every((id) => sim.get(id).member?.versions.active === MEMBERSHIP_VERSION) ? true : undefined));
+    // The leader has been in office longer than deadMemberAfterMs when a learner is added whose
+    // process is not up yet (a joiner still installing the snapshot says nothing either).
+    await sim.run(2 * DEAD_MS);
+    const leader = sim.leader() as SimMember;
+    await sim.settle((leader.member as NonNullable<SimMember['member']>).proposeConfChange({ type: 'add-learner', id: 'm4' }));
+    const added = sim.scheduler.nowMs;
+    await sim.run(DEAD_MS - 1000);
+    expect(conf(leader).learners).toEqual(['m4']);
+    // It never comes: removed, deadMemberAfterMs after its addition at the earliest.
+    await sim.until('the silent learner removed', () => everyLive(sim, (c) => c.learners.length === 0));
+    expect(sim.scheduler.nowMs - added).toBeGreaterThanOrEqual(DEAD_MS);
+    expect(sim.fatal.size).toBe(0);
+  });
 });

@@ -258,6 +258,29 @@ describe('peer ids bound in the configuration', () => {
     expect(a.received).toHaveLength(0);
   });
 
+  it('frees the place of a visitor that became a member, so that the next joiner gets in', async () => {
+    const { a, b, impostor: joiner } = await setUp({ visitors: { max: 1, keepMs: 60_000 } });
+    const target = a.transport.listenAddresses()[0] ?? '';
+    a.transport.setMembers([
+      { id: 'a', peerId: peerIdOf(a) },
+      { id: 'b', peerId: peerIdOf(b) },
+    ]);
+    // A joiner asks as a visitor, and is added, bound to its key: its connection stays, as a member's.
+    const stream = await openRaw(joiner, target);
+    a.transport.setMembers([
+      { id: 'a', peerId: peerIdOf(a) },
+      { id: 'b', peerId: peerIdOf(b) },
+      { id: '127.0.0.1:9', peerId: joiner.node.peerId.toString() },
+    ]);
+    // The next joiner is let in as a visitor too: the first no longer holds a visitor's place.
+    const next = await hostileNode({ psk: PSK });
+    cleanups.push(() => next.stop());
+    const nextStream = await openRaw(next, target);
+    expect(a.transport.stats().inboundConnections).toMatchObject({ visitors: 2, notMember: 0 });
+    stream.abort(new Error('done'));
+    nextStream.abort(new Error('done'));
+  });
+
   it('lets a peer id pinned in the given address win over the one bound', async () => {
     const { a, b, impostor } = await setUp();
     // b is pinned to its own key in a's peer list; the configuration binds it to the impostor's.
