@@ -267,6 +267,8 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
         record({ t, kind: 'missed', job: command.job, throughT: command.throughMs - SIM_EPOCH_MS, count: command.count });
       } else if (command.type === 'outcome' && NOT_RUN_OUTCOMES.has(command.outcome)) {
         record({ t, kind: 'outcome', job: command.job, slotT: command.slotMs - SIM_EPOCH_MS, token: command.token, member: command.member, outcome: command.outcome, ...(command.error === undefined ? {} : { reason: command.error }) });
+      } else if (command.type === 'forfeit') {
+        record({ t, kind: 'outcome', job: command.job, slotT: command.slotMs - SIM_EPOCH_MS, token: command.token, member: command.member, outcome: MISSED, reason: MISSED_REASONS['member-removed'] });
       } else if (command.type === 'expire') {
         const applied = result as ApplyResult;
         const assignee = (applied.ok ? applied.claim?.assignees[0] : undefined) ?? '';

@@ -49,6 +49,14 @@ describe('configuration changes in the simulator', () => {
     expect(r.violations).toEqual([]);
   }, 60_000);
 
+  it("settles a removed member's work: its shares of mode 'all' slots recorded missed, its handlers gone (seed 3 left them without an outcome)", async () => {
+    // With the default jobs: m1 was removed holding shares of all-members slots it never ran,
+    // and nothing recorded an outcome for them (outcome, history-outcome).
+    const r = await simulate({ seed: 3, members: 3, durationMs: 60_000, membership: 'changes' });
+    expect(r.membership.removed).toBeGreaterThan(0);
+    expect(r.violations).toEqual([]);
+  }, 60_000);
+
   it('leaves a run without changes as it was', async () => {
     const r = await simulate({ seed: 1, members: 3, durationMs: 5000, membership: 'fixed' });
     expect(r.membership).toEqual({ mode: 'fixed', added: 0, promoted: 0, removed: 0, returned: 0, farBehind: 0, voters: ['m1', 'm2', 'm3'], learners: [] });
