@@ -24,7 +24,7 @@ import { summarizeJobs, type JobSummary } from './summary.js';
 import { drawVersionsMode, notesRandom, startNotes, upgradeRandom, type VersionsMode } from './upgrades.js';
 import { VERSION_LIVENESS_BOUND_MS, VersionChecker } from './version-checker.js';
 import { ConfigurationChecker } from './configuration-checker.js';
-import { MembershipFaults, membershipRandom, type MembershipCounts, type MembershipMode } from './membership.js';
+import { drawMembershipMode, MembershipFaults, membershipRandom, type MembershipCounts, type MembershipMode } from './membership.js';
 import { checkHandover, checkReleased, HANDOVER_DOWN_MS, HANDOVER_SETTLE_MS, HANDOVER_STOP_TIMEOUT_MS, type GracefulRestart } from './handover.js';
 export type { JobSummary } from './summary.js';
 import { MAX_TIMELINE_EVENTS, type TimelineEvent } from './timeline.js';
@@ -76,8 +76,7 @@ export interface SimulationOptions {
    * `changes`: the configuration changes during the faults: members added as learners, promoted,
    * removed, replaced; a removed member back with its old data; a learner far behind
    * (simulations/membership.ts), checked by configuration-checker.ts.
-   * @default `fixed` (to be drawn from the seed, `changes` in MEMBERSHIP_SHARE of seeds, by
-   * drawMembershipMode, once the open bug it meets is fixed)
+   * @default drawn from the seed, `changes` in MEMBERSHIP_SHARE of seeds (drawMembershipMode)
    */
   readonly membership?: MembershipMode;
 }
@@ -212,9 +211,7 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
   const members = ids.map((id, i) => new SimMember(id, seed * 31 + i, scheduler));
   // Every member, a joiner too, is given the founding voters as its configuration.
   const config: SimMemberConfig = { voters: [...ids], jobs, settings };
-  // Not drawn by default yet: the swarm meets a bug of src/ that is still open (docs/PROMISES.md,
-  // "Configuration changes"); drawMembershipMode is the default once it is fixed.
-  const membershipMode = options.membership ?? 'fixed';
+  const membershipMode = options.membership ?? drawMembershipMode(seed);
   /** Set when the run changes its configuration. */
   let membership: MembershipFaults | null = null;
   const configurations = new ConfigurationChecker(report, ids, (before, after) => membership?.onCommitted(before, after));
