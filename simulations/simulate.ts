@@ -6,6 +6,7 @@ import type { MemberSettings } from '../src/runtime/member-settings.js';
 import { parseSpec, specKey } from '../src/scheduler/spec.js';
 import { MISSED, MISSED_REASONS } from '../src/scheduler/command.js';
 import type { ApplyResult } from '../src/scheduler/records.js';
+import { DEFAULT_TIMEOUT_MS } from '../src/runtime/scheduler/assignee.js';
 import { validateJobOptions, validateName } from '../src/job-options.js';
 import { SeededRandom } from '../src/time/random.js';
 import { testNextVersion } from '../src/version/test-next-version.js';
@@ -130,8 +131,25 @@ const MAX_EVENTS_PER_INSTANT = 64;
 const SCHEDULER_SETTLE_MS = 10_000;
 /** Then slots are watched for this long; a slot due in it must start within LATENESS_BOUND_MS. */
 const SCHEDULER_WATCH_MS = 15_000;
-/** Runs of slots before the watch end get this long to record their outcome. */
+/**
+ * Runs of slots before the watch end get this long to record their outcome, at least: longer
+ * when a job's runs may last longer (outcomeGraceMs).
+ */
 const OUTCOME_GRACE_MS = 5000;
+/** The time a run's outcome gets to commit after its end, within the grace. */
+const OUTCOME_RECORD_MS = 1000;
+
+/**
+ * How long after the watch end the outcomes are checked: long enough for a run of a slot at
+ * the watch end to end (by its timeout, if not before) and record its outcome. With a grace
+ * shorter than a job's longest run, a run of 'cron-5s' (up to its 6 s timeout) of the slot at
+ * the watch end could end a few milliseconds before the check, its outcome not yet committed,
+ * and be reported as a slot without one.
+ */
+function outcomeGraceMs(jobs: readonly SimJob[]): number {
+  const longest = Math.max(0, ...jobs.map((job) => Math.min(job.runMs?.[1] ?? 50, job.options?.timeoutMs ?? DEFAULT_TIMEOUT_MS)));
+  return Math.max(OUTCOME_GRACE_MS, longest + OUTCOME_RECORD_MS);
+}
 const LATENESS_BOUND_MS = 50;
 /** Bound on the time members get, after the outcome grace, to apply what was committed before their history() is read. */
 const HISTORY_CATCH_UP_MS = 1000;
@@ -535,7 +553,7 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
   }
   if (jobs.length > 0) {
     const watchEnd = healedAt + SCHEDULER_SETTLE_MS + SCHEDULER_WATCH_MS;
-    await run(watchEnd + OUTCOME_GRACE_MS);
+    await run(watchEnd + outcomeGraceMs(jobs));
     if (crashed) return finish();
     const window = { fromT: healedAt + SCHEDULER_SETTLE_MS, toT: watchEnd, latenessMs: LATENESS_BOUND_MS, settledT: watchEnd };
     const t = scheduler.nowMs;
@@ -592,7 +610,7 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
       if (crashed) return;
     }
     const toT = scheduler.nowMs;
-    await run(toT + OUTCOME_GRACE_MS);
+    await run(toT + outcomeGraceMs(jobs));
     if (crashed) return;
     checkHandover(scheduler.nowMs, report, slots, jobs, { fromT, toT }, done);
   }
