@@ -118,6 +118,13 @@ export class SchedulerChecker {
         slot?.outcomeAt.set(`${command.member} ${command.token}`, t);
         return;
       }
+      case 'forfeit': {
+        // A removed member's share, recorded missed under the claim's token (which stays).
+        const slot = this.slots.get(claimKey(command.job, command.slotMs));
+        slot?.outcomes.set(`${command.member} ${command.token}`, MISSED);
+        slot?.outcomeAt.set(`${command.member} ${command.token}`, t);
+        return;
+      }
       case 'expire': {
         // The slot's new token, under which its assignee's outcome is 'missed': no run holds it.
         const slot = this.slots.get(claimKey(command.job, command.slotMs));

@@ -6,6 +6,7 @@ import type { MemberSettings } from '../src/runtime/member-settings.js';
 import { parseSpec, specKey } from '../src/scheduler/spec.js';
 import { MISSED, MISSED_REASONS } from '../src/scheduler/command.js';
 import type { ApplyResult } from '../src/scheduler/records.js';
+import { DEFAULT_TIMEOUT_MS } from '../src/runtime/scheduler/assignee.js';
 import { validateJobOptions, validateName } from '../src/job-options.js';
 import { SeededRandom } from '../src/time/random.js';
 import { testNextVersion } from '../src/version/test-next-version.js';
@@ -24,7 +25,7 @@ import { summarizeJobs, type JobSummary } from './summary.js';
 import { drawVersionsMode, notesRandom, startNotes, upgradeRandom, type VersionsMode } from './upgrades.js';
 import { VERSION_LIVENESS_BOUND_MS, VersionChecker } from './version-checker.js';
 import { ConfigurationChecker } from './configuration-checker.js';
-import { MembershipFaults, membershipRandom, type MembershipCounts, type MembershipMode } from './membership.js';
+import { drawMembershipMode, MembershipFaults, membershipRandom, type MembershipCounts, type MembershipMode } from './membership.js';
 import { checkHandover, checkReleased, HANDOVER_DOWN_MS, HANDOVER_SETTLE_MS, HANDOVER_STOP_TIMEOUT_MS, type GracefulRestart } from './handover.js';
 export type { JobSummary } from './summary.js';
 import { MAX_TIMELINE_EVENTS, type TimelineEvent } from './timeline.js';
@@ -76,8 +77,7 @@ export interface SimulationOptions {
    * `changes`: the configuration changes during the faults: members added as learners, promoted,
    * removed, replaced; a removed member back with its old data; a learner far behind
    * (simulations/membership.ts), checked by configuration-checker.ts.
-   * @default `fixed` (to be drawn from the seed, `changes` in MEMBERSHIP_SHARE of seeds, by
-   * drawMembershipMode, once the open bug it meets is fixed)
+   * @default drawn from the seed, `changes` in MEMBERSHIP_SHARE of seeds (drawMembershipMode)
    */
   readonly membership?: MembershipMode;
 }
@@ -131,8 +131,25 @@ const MAX_EVENTS_PER_INSTANT = 64;
 const SCHEDULER_SETTLE_MS = 10_000;
 /** Then slots are watched for this long; a slot due in it must start within LATENESS_BOUND_MS. */
 const SCHEDULER_WATCH_MS = 15_000;
-/** Runs of slots before the watch end get this long to record their outcome. */
+/**
+ * Runs of slots before the watch end get this long to record their outcome, at least: longer
+ * when a job's runs may last longer (outcomeGraceMs).
+ */
 const OUTCOME_GRACE_MS = 5000;
+/** The time a run's outcome gets to commit after its end, within the grace. */
+const OUTCOME_RECORD_MS = 1000;
+
+/**
+ * How long after the watch end the outcomes are checked: long enough for a run of a slot at
+ * the watch end to end (by its timeout, if not before) and record its outcome. With a grace
+ * shorter than a job's longest run, a run of 'cron-5s' (up to its 6 s timeout) of the slot at
+ * the watch end could end a few milliseconds before the check, its outcome not yet committed,
+ * and be reported as a slot without one.
+ */
+function outcomeGraceMs(jobs: readonly SimJob[]): number {
+  const longest = Math.max(0, ...jobs.map((job) => Math.min(job.runMs?.[1] ?? 50, job.options?.timeoutMs ?? DEFAULT_TIMEOUT_MS)));
+  return Math.max(OUTCOME_GRACE_MS, longest + OUTCOME_RECORD_MS);
+}
 const LATENESS_BOUND_MS = 50;
 /** Bound on the time members get, after the outcome grace, to apply what was committed before their history() is read. */
 const HISTORY_CATCH_UP_MS = 1000;
@@ -212,9 +229,7 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
   const members = ids.map((id, i) => new SimMember(id, seed * 31 + i, scheduler));
   // Every member, a joiner too, is given the founding voters as its configuration.
   const config: SimMemberConfig = { voters: [...ids], jobs, settings };
-  // Not drawn by default yet: the swarm meets a bug of src/ that is still open (docs/PROMISES.md,
-  // "Configuration changes"); drawMembershipMode is the default once it is fixed.
-  const membershipMode = options.membership ?? 'fixed';
+  const membershipMode = options.membership ?? drawMembershipMode(seed);
   /** Set when the run changes its configuration. */
   let membership: MembershipFaults | null = null;
   const configurations = new ConfigurationChecker(report, ids, (term) => safety.leaderOf(term), (before, after) => membership?.onCommitted(before, after));
@@ -267,6 +282,8 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
         record({ t, kind: 'missed', job: command.job, throughT: command.throughMs - SIM_EPOCH_MS, count: command.count });
       } else if (command.type === 'outcome' && NOT_RUN_OUTCOMES.has(command.outcome)) {
         record({ t, kind: 'outcome', job: command.job, slotT: command.slotMs - SIM_EPOCH_MS, token: command.token, member: command.member, outcome: command.outcome, ...(command.error === undefined ? {} : { reason: command.error }) });
+      } else if (command.type === 'forfeit') {
+        record({ t, kind: 'outcome', job: command.job, slotT: command.slotMs - SIM_EPOCH_MS, token: command.token, member: command.member, outcome: MISSED, reason: MISSED_REASONS['member-removed'] });
       } else if (command.type === 'expire') {
         const applied = result as ApplyResult;
         const assignee = (applied.ok ? applied.claim?.assignees[0] : undefined) ?? '';
@@ -536,7 +553,7 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
   }
   if (jobs.length > 0) {
     const watchEnd = healedAt + SCHEDULER_SETTLE_MS + SCHEDULER_WATCH_MS;
-    await run(watchEnd + OUTCOME_GRACE_MS);
+    await run(watchEnd + outcomeGraceMs(jobs));
     if (crashed) return finish();
     const window = { fromT: healedAt + SCHEDULER_SETTLE_MS, toT: watchEnd, latenessMs: LATENESS_BOUND_MS, settledT: watchEnd };
     const t = scheduler.nowMs;
@@ -593,7 +610,7 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
       if (crashed) return;
     }
     const toT = scheduler.nowMs;
-    await run(toT + OUTCOME_GRACE_MS);
+    await run(toT + outcomeGraceMs(jobs));
     if (crashed) return;
     checkHandover(scheduler.nowMs, report, slots, jobs, { fromT, toT }, done);
   }

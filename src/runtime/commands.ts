@@ -1,11 +1,11 @@
 import { decode } from 'cborg';
 import { CBOR_UINT, headBytes, writeBytes, writeHead } from '../bytes/cbor-heads.js';
 import { encodeSmall, pooledBytes } from '../bytes/small-cbor.js';
-import { isSchedulerCommand } from '../scheduler/command-shape.js';
+import { isSchedulerCommand, isVersionTwoSchedulerCommand } from '../scheduler/command-shape.js';
 import type { SchedulerCommand } from '../scheduler/command.js';
 import { VersionTooOldError } from '../errors.js';
 import { isClusterCommand, type ClusterCommand } from '../version/cluster-command.js';
-import { BATCH_VERSION, FIRST_CLUSTER_VERSION, isVersion, SUPPORTED, type VersionSupport } from '../version/versions.js';
+import { BATCH_VERSION, FIRST_CLUSTER_VERSION, FORFEIT_VERSION, isVersion, SUPPORTED, type VersionSupport } from '../version/versions.js';
 import { shareStrings } from './shared-strings.js';
 
 /**
@@ -14,7 +14,8 @@ import { shareStrings } from './shared-strings.js';
  * `[kind, payload, version]` for a command of a cluster version after the first: the version
  * each entry needs is in the entry, so that every member, whatever its release, decides alike
  * what to do with it (decodeEntry). `scheduler-batch` (cluster version 2, BATCH_VERSION): the
- * registrations of many jobs, applied in order at the entry's index. `extension`: a command of
+ * registrations of many jobs, applied in order at the entry's index; a `forfeit` (cluster version
+ * 2, FORFEIT_VERSION) is a scheduler command of that form too. `extension`: a command of
  * the test-only next version (see version/extension.ts).
  */
 export type LogCommand =
@@ -63,7 +64,7 @@ export function isUserCommand(bytes: Uint8Array): boolean {
  * the arena for log data (RaftConfig.keepData), where the log keeps it until compaction.
  */
 export function encodeCommand(command: LogCommand): Uint8Array {
-  if (command.kind === 'scheduler') return encodeSmall([KIND_SCHEDULER, command.command]);
+  if (command.kind === 'scheduler') return encodeSmall(command.command.type === 'forfeit' ? [KIND_SCHEDULER, command.command, FORFEIT_VERSION] : [KIND_SCHEDULER, command.command]);
   if (command.kind === 'cluster') return encodeSmall([KIND_CLUSTER, command.command]);
   if (command.kind === 'scheduler-batch') {
     if (!isBatch(command.commands)) throw new TypeError(`encodeCommand: a batch holds 1 to ${MAX_COMMANDS_PER_BATCH} registrations`);
@@ -121,6 +122,7 @@ export function decodeEntry(bytes: Uint8Array, active: number, support: VersionS
   if (version === BATCH_VERSION && kind === KIND_SCHEDULER && isBatch(payload)) {
     return { kind: 'scheduler-batch', commands: payload.map((command) => shareStrings(command) as BatchedCommand) };
   }
+  if (version === FORFEIT_VERSION && kind === KIND_SCHEDULER && isVersionTwoSchedulerCommand(payload)) return { kind: 'scheduler', command: shareStrings(payload) };
   return MALFORMED;
 }
 

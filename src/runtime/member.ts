@@ -16,7 +16,7 @@ import { memberStateMachine, type MemberStateMachineHooks } from './member-state
 import { VersionKeeper } from './version-keeper.js';
 import { BindingKeeper } from './binding-keeper.js';
 import { ClusterVersionState } from '../version/cluster-version.js';
-import { BATCH_VERSION, FIRST_CLUSTER_VERSION, MEMBERSHIP_VERSION, protocolOf, SUPPORTED, type VersionSupport } from '../version/versions.js';
+import { BATCH_VERSION, FIRST_CLUSTER_VERSION, FORFEIT_VERSION, MEMBERSHIP_VERSION, protocolOf, SUPPORTED, type VersionSupport } from '../version/versions.js';
 import { ConfigurationKeeper } from './configuration-keeper.js';
 import { leaveConfiguration } from './leave.js';
 import { LEAVE_PID_SUFFIX, membershipEventOf, type MembershipEvent } from './membership-events.js';
@@ -226,6 +226,7 @@ export class Member {
       // tell the lost from the not-yet-heard.
       reassignGraceMs: 2 * t.heartbeatTicks * t.tickMs,
       eligibleMembers: () => this.eligibleMembers(),
+      configuredMembers: () => (this.versions.active >= FORFEIT_VERSION ? configuration.members : null),
       planIntervalMs: t.planIntervalMs,
       lookaheadMs: Math.max(t.lookaheadMs, t.electionTimeoutMs),
       maxClaimsPerPlan: t.maxClaimsPerPlan,

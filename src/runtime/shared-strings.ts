@@ -53,6 +53,7 @@ export function shareStrings(command: SchedulerCommand): SchedulerCommand {
     case 'started':
     case 'unregister':
     case 'lock':
+    case 'forfeit':
       (command as Mutable<typeof command>).member = shared(command.member);
       return command;
     case 'outcome': {

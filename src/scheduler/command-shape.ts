@@ -1,4 +1,4 @@
-import { MISSED_REASONS, type SchedulerCommand } from './command.js';
+import type { SchedulerCommand } from './command.js';
 
 /**
  * Whether a value read from the log is a scheduler command of a shape `SchedulerState.apply`
@@ -21,7 +21,8 @@ export function isSchedulerCommand(value: unknown): value is SchedulerCommand {
     case 'reassign':
       return str(c.job) && time(c.slotMs) && count(c.fromToken) && strs(c.assignees) && (c.reason === 'assignee-lost' || c.reason === 'retry');
     case 'expire':
-      return str(c.job) && time(c.slotMs) && count(c.fromToken) && typeof c.reason === 'string' && Object.hasOwn(MISSED_REASONS, c.reason) && time(c.atMs);
+      // The reasons of cluster version 1 only: a member of cronraft 0.1.0 reads this form too.
+      return str(c.job) && time(c.slotMs) && count(c.fromToken) && c.reason === 'expired' && time(c.atMs);
     case 'started':
       return str(c.job) && time(c.slotMs) && count(c.token) && str(c.member) && time(c.atMs);
     case 'cancel':
@@ -35,8 +36,20 @@ export function isSchedulerCommand(value: unknown): value is SchedulerCommand {
     case 'skip':
       return str(c.job) && time(c.throughMs) && time(c.fromMs) && count(c.count);
     default:
+      // A 'forfeit' is a command of cluster version 2: see isVersionTwoSchedulerCommand.
       return false;
   }
+}
+
+/**
+ * Whether a value read from an entry of cluster version 2 (`[kind, command, 2]`) is a scheduler
+ * command of the kinds only that form carries: 'forfeit'. Members of cronraft 0.1.0 never read
+ * one (the cluster runs version 2 only once every member reads it).
+ */
+export function isVersionTwoSchedulerCommand(value: unknown): value is Extract<SchedulerCommand, { type: 'forfeit' }> {
+  if (!isRecord(value)) return false;
+  const c = value;
+  return c.type === 'forfeit' && str(c.job) && time(c.slotMs) && count(c.token) && str(c.member) && time(c.atMs);
 }
 
 function isSpec(value: unknown): boolean {

@@ -59,7 +59,24 @@ export type SchedulerCommand =
       readonly job: string;
       readonly slotMs: number;
       readonly fromToken: number;
-      readonly reason: MissedReason;
+      readonly reason: ExpireReason;
+      readonly atMs: number;
+    }
+  | {
+      /**
+       * Records a member's share of a claimed slot as missed, for the reason 'member-removed':
+       * the member left the configuration with no outcome reported under the claim's token, and
+       * never will report one. The leader plans it (departures.ts) for a mode 'all' slot, and
+       * for a mode 'one' slot whose run a later slot replaced (any other moves instead); the
+       * claim's token stays, so the other assignees' runs hold it still. Applies only under
+       * `token`, to an assignee with no outcome under it. A command of cluster version 2
+       * (FORFEIT_VERSION): only the version-2 form of an entry carries it.
+       */
+      readonly type: 'forfeit';
+      readonly job: string;
+      readonly slotMs: number;
+      readonly token: number;
+      readonly member: NodeId;
       readonly atMs: number;
     }
   | {
@@ -137,14 +154,19 @@ export type SchedulerCommand =
 export type RunOutcome = 'succeeded' | 'failed' | 'aborted' | 'interrupted' | 'skipped' | 'replaced';
 
 /**
- * Why a claimed slot was recorded as missed (`expire`), and what its outcome's error says.
- * `expired`: it passed the reassignment horizon with no run and no outcome.
+ * Why a claimed slot was recorded as missed, and what its outcome's error says. `expired`
+ * (`expire`): it passed the reassignment horizon with no run and no outcome. `member-removed`
+ * (`forfeit`, cluster version 2): its assignee left the configuration before it reported one.
  */
 export const MISSED_REASONS = {
   expired: 'expired: no member ran the slot before it passed the reassignment horizon',
+  'member-removed': 'member-removed: the member was removed from the cluster before it reported an outcome for the slot',
 } as const;
 
 export type MissedReason = keyof typeof MISSED_REASONS;
+
+/** The reasons an `expire` may give: those of cronraft 0.1.0, which reads every `expire` the log holds. */
+export type ExpireReason = 'expired';
 
 /** The outcome an `expire` records: the slot was never run, and never will be. */
 export const MISSED = 'missed';

@@ -228,6 +228,18 @@ export class SchedulerState {
         this.#index(claim);
         return { ok: true, claim };
       }
+      case 'forfeit': {
+        const claim = this.claims.get(claimKey(command.job, command.slotMs));
+        if (claim === undefined) return { ok: false, reason: 'unknown-job' };
+        if (claim.token !== command.token) return { ok: false, reason: 'stale-token' };
+        if (!claim.assignees.includes(command.member)) return { ok: false, reason: 'unknown-job' };
+        if (claim.outcomes.get(command.member)?.token === claim.token) return { ok: false, reason: 'ended' };
+        // A mode 'one' slot moves to another member instead, unless a later slot replaced its run.
+        if (this.jobs.get(claim.job)?.mode !== 'all' && claim.cancelled?.token !== claim.token) return { ok: false, reason: 'unknown-job' };
+        claim.outcomes.set(command.member, { outcome: MISSED, atMs: command.atMs, token: claim.token, error: MISSED_REASONS['member-removed'] });
+        this.#index(claim);
+        return { ok: true, claim };
+      }
       case 'started': {
         const claim = this.claims.get(claimKey(command.job, command.slotMs));
         if (claim === undefined) return { ok: false, reason: 'unknown-job' };

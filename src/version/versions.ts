@@ -39,6 +39,13 @@ export const MEMBERSHIP_VERSION = 2;
 export const BATCH_VERSION = MEMBERSHIP_VERSION;
 
 /**
+ * The cluster version from which the log may carry a `forfeit` (a removed member's share of a
+ * mode 'all' slot recorded as missed, see departures.ts): a member of cronraft 0.1.0 reads
+ * none, and members leave the configuration only from this version on.
+ */
+export const FORFEIT_VERSION = MEMBERSHIP_VERSION;
+
+/**
  * Bound on any version number read from the log, a snapshot or a peer: a hostile or damaged
  * value past it is malformed, not a version to wait for.
  */

@@ -1,4 +1,5 @@
 import type { NodeId } from '../../raft/types.js';
+import { planDepartures } from '../../scheduler/departures.js';
 import { plan, planReassignments } from '../../scheduler/planner.js';
 import { claimKey } from '../../scheduler/records.js';
 import type { SchedulerCommand } from '../../scheduler/command.js';
@@ -17,6 +18,15 @@ export class LeaderPlanning {
   readonly #inflight = new Set<string>();
   /** When this member last became leader (clock ms), or null while it follows. */
   #leaderSinceMs: number | null = null;
+  /** The configuration's members as the last plan read them (see #departures). */
+  #configured: ReadonlySet<NodeId> = new Set();
+  /**
+   * Whether a member outside the configuration may have work left to settle (planDepartures):
+   * set as this member begins to lead, as the configuration changes, as the state is restored,
+   * and as a claim or registration naming such a member applies; cleared once a plan finds
+   * nothing to settle. Spares every other plan a pass over the claims.
+   */
+  #departuresDue = true;
 
   constructor(ctx: RuntimeContext, msUntilQuiet: (limitMs: number) => number) {
     this.#ctx = ctx;
@@ -31,6 +41,7 @@ export class LeaderPlanning {
     const o = this.#ctx.options;
     if (!o.isLeader()) {
       this.#leaderSinceMs = null;
+      this.#departuresDue = true;
       return null;
     }
     this.#leaderSinceMs ??= o.clock.now();
@@ -39,12 +50,32 @@ export class LeaderPlanning {
 
   /** A scheduler command was applied: a plan's command no longer waits for its answer. */
   applied(command: SchedulerCommand): void {
-    if (command.type === 'claim' || command.type === 'skip' || command.type === 'reassign' || command.type === 'expire') this.#inflight.delete(inflightKey(command));
+    if (command.type === 'claim' || command.type === 'skip' || command.type === 'reassign' || command.type === 'expire' || command.type === 'forfeit' || command.type === 'unregister') this.#inflight.delete(inflightKey(command));
+    // A claim planned, or a registration proposed, before its member left: work to settle.
+    const named = command.type === 'claim' || command.type === 'reassign' ? command.assignees : command.type === 'register' ? [command.member] : [];
+    if (named.some((id) => !this.#configured.has(id))) this.#departuresDue = true;
   }
 
   /** The state was replaced by a snapshot's: the next plan starts from it. */
   restored(): void {
     this.#inflight.clear();
+    this.#departuresDue = true;
+  }
+
+  /** What members outside the configuration left to settle, once any may have some (see #departuresDue). */
+  #departures(): SchedulerCommand[] {
+    const o = this.#ctx.options;
+    const members = o.configuredMembers?.() ?? null;
+    // Below cluster version 2 nobody leaves the configuration, and a forfeit is not readable.
+    if (members === null) return [];
+    if (members.length !== this.#configured.size || members.some((id) => !this.#configured.has(id))) {
+      this.#configured = new Set(members);
+      this.#departuresDue = true;
+    }
+    if (!this.#departuresDue) return [];
+    const commands = planDepartures(this.#ctx.state, { configured: this.#configured, nowMs: o.clock.now(), maxCommands: o.maxClaimsPerPlan });
+    if (commands.length === 0) this.#departuresDue = false;
+    return commands;
   }
 
   /** Proposes what the planner says is due; returns how soon to plan again with the whole look-ahead, or null. */
@@ -65,7 +96,7 @@ export class LeaderPlanning {
     // passed (see quiet-window.ts): the planner looks one plan interval less far ahead (half as
     // far at most), and plans again once the instant passed. Moves, skips and claims due sooner go now.
     const quietInMs = this.#msUntilQuiet(o.planIntervalMs);
-    const commands = [...moves, ...plan(state, {
+    const commands = [...this.#departures(), ...moves, ...plan(state, {
       nowMs: o.clock.now(),
       lookaheadMs: quietInMs >= 1 ? Math.max(o.lookaheadMs / 2, o.lookaheadMs - o.planIntervalMs) : o.lookaheadMs,
       members,
@@ -87,5 +118,7 @@ function inflightKey(command: SchedulerCommand): string {
   if (command.type === 'skip') return `skip ${claimKey(command.job, command.throughMs)}`;
   if (command.type === 'reassign') return `reassign ${claimKey(command.job, command.slotMs)} ${command.fromToken}`;
   if (command.type === 'expire') return `expire ${claimKey(command.job, command.slotMs)} ${command.fromToken}`;
+  if (command.type === 'forfeit') return `forfeit ${claimKey(command.job, command.slotMs)} ${command.token} ${command.member}`;
+  if (command.type === 'unregister') return `unregister ${command.job} ${command.member}`;
   return command.type;
 }

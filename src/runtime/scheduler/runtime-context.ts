@@ -36,6 +36,12 @@ export interface SchedulerRuntimeOptions {
    * mid-run) will never report that run's end, and its slot is moved anyway. @default always
    */
   readonly peerConnected?: (member: NodeId) => boolean;
+  /**
+   * The configuration's members (voters and learners), or null while the cluster runs a version
+   * before FORFEIT_VERSION (nobody leaves the configuration then): the leader settles the work
+   * of any other member (see scheduler/departures.ts). @default always null
+   */
+  readonly configuredMembers?: () => readonly NodeId[] | null;
   /** Members that may be given work now (reachable), this one included when it leads. */
   readonly eligibleMembers: () => readonly NodeId[];
   /** How often the leader plans. */
