@@ -1,7 +1,8 @@
 import { isWellFormedPeerId } from '../raft/conf-change.js';
+import { Periodic } from '../time/periodic.js';
 import { boundPeerId, membersOf } from '../raft/configuration.js';
 import type { Configuration, NodeId } from '../raft/types.js';
-import type { TimerHandle, Timers } from '../time/clock.js';
+import type { Timers } from '../time/clock.js';
 import type { Transport } from '../transport/transport.js';
 import { MEMBERSHIP_VERSION } from '../version/versions.js';
 import type { RaftDriver } from './driver.js';
@@ -42,24 +43,20 @@ export interface BindingKeeperOptions {
  */
 export class BindingKeeper {
   readonly #o: BindingKeeperOptions;
-  #timer: TimerHandle | null = null;
+  readonly #ticks: Periodic;
   #proposing = false;
 
   constructor(options: BindingKeeperOptions) {
     this.#o = options;
+    this.#ticks = new Periodic(options.timers, BINDING_CHECK_MS, () => this.#look());
   }
 
   start(): void {
-    const look = (): void => {
-      this.#look();
-      this.#timer = this.#o.timers.setTimeout(look, BINDING_CHECK_MS);
-    };
-    this.#timer = this.#o.timers.setTimeout(look, BINDING_CHECK_MS);
+    this.#ticks.start();
   }
 
   stop(): void {
-    if (this.#timer !== null) this.#o.timers.clearTimeout(this.#timer);
-    this.#timer = null;
+    this.#ticks.stop();
   }
 
   #look(): void {
@@ -73,7 +70,7 @@ export class BindingKeeper {
         this.#proposing = false;
         // Applied: the next member is bound at once rather than a look later (one chain of at
         // most one change per member, each waiting for the last to apply).
-        if (this.#timer !== null) this.#look();
+        if (this.#ticks.running) this.#look();
       },
       () => {
         this.#proposing = false;

@@ -1,6 +1,7 @@
 import type { ConfChange } from '../raft/conf-change.js';
+import { Periodic } from '../time/periodic.js';
 import type { NodeId } from '../raft/types.js';
-import type { TimerHandle, Timers } from '../time/clock.js';
+import type { Timers } from '../time/clock.js';
 import type { ClusterVersionState } from '../version/cluster-version.js';
 import { MEMBERSHIP_VERSION } from '../version/versions.js';
 import type { ConfigurationKeeper } from './configuration-keeper.js';
@@ -44,7 +45,7 @@ export interface MembershipKeeperOptions {
  */
 export class MembershipKeeper {
   readonly #o: MembershipKeeperOptions;
-  #timer: TimerHandle | null = null;
+  readonly #ticks: Periodic;
   /** Since when (monotonic ms) each learner has been live and caught up without a break. */
   readonly #caughtUpSince = new Map<NodeId, number>();
   /** Since when (monotonic ms) each member has been in the configuration, as this leader saw it in this office. */
@@ -56,6 +57,7 @@ export class MembershipKeeper {
 
   constructor(options: MembershipKeeperOptions) {
     this.#o = options;
+    this.#ticks = new Periodic(options.timers, MEMBERSHIP_CHECK_MS, () => this.#look());
   }
 
   /** What the last look decided (`none` on a follower). */
@@ -64,16 +66,11 @@ export class MembershipKeeper {
   }
 
   start(): void {
-    const look = (): void => {
-      this.#look();
-      this.#timer = this.#o.timers.setTimeout(look, MEMBERSHIP_CHECK_MS);
-    };
-    this.#timer = this.#o.timers.setTimeout(look, MEMBERSHIP_CHECK_MS);
+    this.#ticks.start();
   }
 
   stop(): void {
-    if (this.#timer !== null) this.#o.timers.clearTimeout(this.#timer);
-    this.#timer = null;
+    this.#ticks.stop();
   }
 
   #look(): void {

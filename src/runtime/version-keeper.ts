@@ -1,5 +1,6 @@
 import type { NodeId } from '../raft/types.js';
-import type { TimerHandle, Timers } from '../time/clock.js';
+import { Periodic } from '../time/periodic.js';
+import type { Timers } from '../time/clock.js';
 import type { ClusterCommand } from '../version/cluster-command.js';
 import type { ClusterVersionState } from '../version/cluster-version.js';
 import { nextActivation, type VersionDecision } from '../version/decide.js';
@@ -33,7 +34,7 @@ export interface VersionKeeperOptions {
  */
 export class VersionKeeper {
   readonly #o: VersionKeeperOptions;
-  #timer: TimerHandle | null = null;
+  readonly #ticks: Periodic;
   #announcing = false;
   #activating = false;
   /** The raise the previous look would have made: a raise needs two looks in a row that agree. */
@@ -42,6 +43,7 @@ export class VersionKeeper {
 
   constructor(options: VersionKeeperOptions) {
     this.#o = options;
+    this.#ticks = new Periodic(options.timers, VERSION_CHECK_MS, () => this.#look());
   }
 
   /** What the leader last decided (on a follower, what it would): `state().version.waitingFor`. */
@@ -50,16 +52,11 @@ export class VersionKeeper {
   }
 
   start(): void {
-    const look = (): void => {
-      this.#look();
-      this.#timer = this.#o.timers.setTimeout(look, VERSION_CHECK_MS);
-    };
-    this.#timer = this.#o.timers.setTimeout(look, VERSION_CHECK_MS);
+    this.#ticks.start();
   }
 
   stop(): void {
-    if (this.#timer !== null) this.#o.timers.clearTimeout(this.#timer);
-    this.#timer = null;
+    this.#ticks.stop();
   }
 
   #look(): void {
