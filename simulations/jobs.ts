@@ -1,7 +1,12 @@
+import { validateJobOptions, validateName } from '../src/job-options.js';
+import { DEFAULT_TIMEOUT_MS } from '../src/runtime/scheduler/assignee.js';
 import type { JobContext, JobHandler, JobOptions } from '../src/runtime/scheduler/job-types.js';
-import type { SpecInput } from '../src/scheduler/spec.js';
+import { parseSpec, specKey, type SpecInput } from '../src/scheduler/spec.js';
 import type { Timers } from '../src/time/clock.js';
 import type { Random } from '../src/time/random.js';
+
+/** How long a run takes when its job says nothing (SimJob.runMs), in simulated ms. */
+export const DEFAULT_RUN_MS: readonly [number, number] = [1, 50];
 
 /** A job in a simulated cluster: what users pass to `simulate({ jobs })`. */
 export interface SimJob {
@@ -36,7 +41,7 @@ export type HandlerEvent = { readonly type: 'start'; readonly ctx: JobContext } 
  * was given.
  */
 export function simHandler(job: SimJob, timers: Timers, random: Random, observe: (event: HandlerEvent) => void = () => undefined): JobHandler {
-  const [min, max] = job.runMs ?? [1, 50];
+  const [min, max] = job.runMs ?? DEFAULT_RUN_MS;
   const failPermille = Math.round((job.failRate ?? 0) * 1000);
   return (ctx: JobContext) =>
     new Promise<void>((resolve, reject) => {
@@ -54,4 +59,41 @@ export function simHandler(job: SimJob, timers: Timers, random: Random, observe:
         { once: true },
       );
     });
+}
+
+/** Checks users' jobs the way `cluster.schedule()` does, so a bad one fails here, named. */
+export function validateJobs(jobs: readonly SimJob[]): void {
+  const names = new Set<string>();
+  for (const job of jobs) {
+    validateName(job.name);
+    if (names.has(job.name)) throw new TypeError(`jobs: the name ${JSON.stringify(job.name)} is used twice`);
+    names.add(job.name);
+    parseSpec(job.spec, `jobs[${job.name}].spec`);
+    validateJobOptions(job.options ?? {});
+  }
+}
+
+/**
+ * Runs of slots before the watch end get this long to record their outcome, at least: longer
+ * when a job's runs may last longer (outcomeGraceMs).
+ */
+const OUTCOME_GRACE_MS = 5000;
+/** The time a run's outcome gets to commit after its end, within the grace. */
+const OUTCOME_RECORD_MS = 1000;
+
+/**
+ * How long after the watch end the outcomes are checked: long enough for a run of a slot at
+ * the watch end to end (by its timeout, if not before) and record its outcome. With a grace
+ * shorter than a job's longest run, a run of 'cron-5s' (up to its 6 s timeout) of the slot at
+ * the watch end could end a few milliseconds before the check, its outcome not yet committed,
+ * and be reported as a slot without one.
+ */
+export function outcomeGraceMs(jobs: readonly SimJob[]): number {
+  const longest = Math.max(0, ...jobs.map((job) => Math.min((job.runMs ?? DEFAULT_RUN_MS)[1], job.options?.timeoutMs ?? DEFAULT_TIMEOUT_MS)));
+  return Math.max(OUTCOME_GRACE_MS, longest + OUTCOME_RECORD_MS);
+}
+
+/** How a job's spec reads in reports. */
+export function describeSpec(job: SimJob): string {
+  return specKey(parseSpec(job.spec));
 }

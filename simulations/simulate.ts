@@ -3,18 +3,15 @@ import type { Entry, NodeId } from '../src/raft/types.js';
 import type { WireMessage } from '../src/transport/envelope.js';
 import type { CompactionOptions } from '../src/runtime/compaction.js';
 import type { MemberSettings } from '../src/runtime/member-settings.js';
-import { parseSpec, specKey } from '../src/scheduler/spec.js';
 import { MISSED, MISSED_REASONS } from '../src/scheduler/command.js';
 import type { ApplyResult } from '../src/scheduler/records.js';
-import { DEFAULT_TIMEOUT_MS } from '../src/runtime/scheduler/assignee.js';
-import { validateJobOptions, validateName } from '../src/job-options.js';
 import { SeededRandom } from '../src/time/random.js';
 import { testNextVersion } from '../src/version/test-next-version.js';
 import { SafetyChecker } from './checker.js';
 import { RunCheckers } from './checkers/index.js';
 import { RefusalChecker } from './refusal-checker.js';
 import { injectAckPowerCuts, injectClockFaults, injectCrashes, injectPartitions, injectPauses, injectUpgrades, MAX_ACK_POWER_CUTS, MAX_DISK_STALL_MS, type FaultSwitches } from './faults.js';
-import { DEFAULT_SIM_JOBS, type SimJob } from './jobs.js';
+import { DEFAULT_SIM_JOBS, describeSpec, outcomeGraceMs, validateJobs, type SimJob } from './jobs.js';
 import { SimMember, type MemberHooks, type SimMemberConfig } from './member.js';
 import { SimNetwork, type NetworkFaults } from './network.js';
 import { checkHistories } from './history-checker.js';
@@ -131,25 +128,6 @@ const MAX_EVENTS_PER_INSTANT = 64;
 const SCHEDULER_SETTLE_MS = 10_000;
 /** Then slots are watched for this long; a slot due in it must start within LATENESS_BOUND_MS. */
 const SCHEDULER_WATCH_MS = 15_000;
-/**
- * Runs of slots before the watch end get this long to record their outcome, at least: longer
- * when a job's runs may last longer (outcomeGraceMs).
- */
-const OUTCOME_GRACE_MS = 5000;
-/** The time a run's outcome gets to commit after its end, within the grace. */
-const OUTCOME_RECORD_MS = 1000;
-
-/**
- * How long after the watch end the outcomes are checked: long enough for a run of a slot at
- * the watch end to end (by its timeout, if not before) and record its outcome. With a grace
- * shorter than a job's longest run, a run of 'cron-5s' (up to its 6 s timeout) of the slot at
- * the watch end could end a few milliseconds before the check, its outcome not yet committed,
- * and be reported as a slot without one.
- */
-function outcomeGraceMs(jobs: readonly SimJob[]): number {
-  const longest = Math.max(0, ...jobs.map((job) => Math.min(job.runMs?.[1] ?? 50, job.options?.timeoutMs ?? DEFAULT_TIMEOUT_MS)));
-  return Math.max(OUTCOME_GRACE_MS, longest + OUTCOME_RECORD_MS);
-}
 const LATENESS_BOUND_MS = 50;
 /** Bound on the time members get, after the outcome grace, to apply what was committed before their history() is read. */
 const HISTORY_CATCH_UP_MS = 1000;
@@ -158,18 +136,6 @@ const decoder = new TextDecoder();
 
 /** Outcomes a slot may get with no run of it (the report shows them; a run's end has its own event). */
 const NOT_RUN_OUTCOMES: ReadonlySet<string> = new Set(['skipped', 'replaced', 'interrupted']);
-
-/** Checks users' jobs the way `cluster.schedule()` does, so a bad one fails here, named. */
-function validateJobs(jobs: readonly SimJob[]): void {
-  const names = new Set<string>();
-  for (const job of jobs) {
-    validateName(job.name);
-    if (names.has(job.name)) throw new TypeError(`jobs: the name ${JSON.stringify(job.name)} is used twice`);
-    names.add(job.name);
-    parseSpec(job.spec, `jobs[${job.name}].spec`);
-    validateJobOptions(job.options ?? {});
-  }
-}
 
 /**
  * Runs a cluster of production members (Raft driver and scheduler runtime) on simulated time,
@@ -649,7 +615,3 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
 
 }
 
-/** How a job's spec reads in reports. */
-export function describeSpec(job: SimJob): string {
-  return specKey(parseSpec(job.spec));
-}
