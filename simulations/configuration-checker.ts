@@ -47,7 +47,7 @@ interface Seen {
  * - `removed-disruption`: a member removed (or never added) moves no member's term once that
  *   member has applied the configuration without it, but as the leader of that term; and no
  *   member grants a vote but to a voter of the configuration it holds or of the latest one in
- *   its log. A removal applies on commit, as in etcd: voters that hold it uncommitted (or lack
+ *   its log, or to an asker whose log is ahead of its own (node.ts, takesVoteRequest). A removal applies on commit, as in etcd: voters that hold it uncommitted (or lack
  *   it) still hold the member removed as a voter, and may elect it before they learn of the
  *   commit; its majority meets every majority of the configuration without it (one change at a
  *   time), and members that applied its removal follow it, as any member follows a leader its
@@ -62,6 +62,12 @@ export class ConfigurationChecker {
   readonly #seen = new Map<NodeId, Seen>();
   /** Members already reported as holding a wrong configuration (one report each, per process life). */
   readonly #reported = new WeakSet<object>();
+
+  /**
+   * The last vote request each member took from each other one (keyed `to from`), and whether
+   * the asker's log was ahead of the taker's: the one case a vote may go to a non-voter.
+   */
+  readonly #asks = new Map<string, { readonly type: WireMessage['type']; readonly term: number; readonly ahead: boolean }>();
 
   readonly #leaderOf: (term: number) => NodeId | undefined;
   readonly #onCommitted: (before: Configuration, after: Configuration) => void;
@@ -143,19 +149,35 @@ export class ConfigurationChecker {
     const node = to.driver?.node;
     if (node === undefined || node.term <= termBefore) return;
     if (isMember(node.configuration, m.from) || isMember(this.latest, m.from)) return;
+    if (this.#askedAhead(to.id, m.from, m.type, m.term)) return;
     const fromLeader = LEADER_MESSAGES.has(m.type);
     if (fromLeader && this.#leaderOf(m.term) === m.from) return;
     this.#report(t, 'removed-disruption', `${m.from}, not a member, moved ${to.id}'s term from ${termBefore} to ${node.term} with a ${m.type}${fromLeader ? ' of a term it does not lead' : ''}`);
   }
 
+  /** `to` is about to take `m`: a vote request is remembered, with whether the asker's log is ahead of `to`'s. */
+  onReceiving(to: SimMember, m: WireMessage): void {
+    const node = to.driver?.node;
+    if (node === undefined || (m.type !== 'vote' && m.type !== 'prevote')) return;
+    this.#asks.set(`${to.id} ${m.from}`, { type: m.type, term: m.term, ahead: node.log.isBehind(m.lastIndex, m.lastTerm) });
+  }
+
+  /** Whether the last vote request `to` took from `from` was of this type and term, from a log ahead of its own. */
+  #askedAhead(to: NodeId, from: NodeId, type: WireMessage['type'], term: number): boolean {
+    const ask = this.#asks.get(`${to} ${from}`);
+    return ask !== undefined && ask.type === type && ask.term === term && ask.ahead;
+  }
+
   /**
    * `from` sends `m`: a vote it grants goes only to a voter of the configuration it holds, or of
-   * the latest one in its log, committed or not (with the conf changes after the entries handed out).
+   * the latest one in its log, committed or not (with the conf changes after the entries handed
+   * out), or to an asker whose log was ahead of its own (node.ts, takesVoteRequest).
    */
   onSend(t: number, from: SimMember, m: WireMessage): void {
     if ((m.type !== 'vote-resp' && m.type !== 'prevote-resp') || m.reject) return;
     const node = from.driver?.node;
     if (node === undefined) return;
+    if (this.#askedAhead(from.id, m.to, m.type === 'vote-resp' ? 'vote' : 'prevote', m.term)) return;
     let conf = node.configuration;
     if (isVoter(conf, m.to)) return;
     for (const e of node.log.slice(node.log.applying + 1, node.log.lastIndex() + 1)) {

@@ -34,6 +34,8 @@ export interface MemberHooks {
   readonly onSchedulerApplied: (id: NodeId, ...args: Parameters<NonNullable<MemberParts['onSchedulerApplied']>>) => void;
   readonly onRunStart: (id: NodeId, incarnation: number, ...args: Parameters<NonNullable<MemberParts['onRunStart']>>) => void;
   readonly onRun: (id: NodeId, incarnation: number, ...args: Parameters<NonNullable<MemberParts['onRun']>>) => void;
+  /** A message the process takes in (once any stall ended), before the member handles it. */
+  readonly onReceiving?: (id: NodeId, m: WireMessage) => void;
   /** A message the process took in (once any stall ended), after the member handled it; `termBefore`, its term before. */
   readonly onReceived?: (id: NodeId, m: WireMessage, termBefore: number) => void;
   /** A message the member hands its transport, as it sends it. */
@@ -246,6 +248,7 @@ export class SimMember {
         inner.onMessage((m) =>
           this.#whenRunning(incarnation, () => {
             const termBefore = this.driver?.node.term ?? 0;
+            hooks.onReceiving?.(this.id, m);
             handler(m);
             hooks.onReceived?.(this.id, m, termBefore);
           }),

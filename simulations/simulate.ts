@@ -268,6 +268,7 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
       const startT = endT - (run.endedAtMs - run.startedAtMs);
       record({ t: endT, kind: 'run', job: run.job, slotT: run.slotMs - SIM_EPOCH_MS, token: run.fencingToken, member: id, startT, endT, outcome: run.outcome });
     },
+    ...(changes ? { onReceiving: (id: NodeId, m: WireMessage) => configurations.onReceiving(memberOf(id), m) } : {}),
     onReceived: (id, m, termBefore) => {
       runChecks.onReceived(scheduler.nowMs, id, m);
       if (changes) configurations.onReceived(scheduler.nowMs, memberOf(id), m, termBefore);

@@ -72,6 +72,12 @@ export class RaftLog {
     return lastTerm > ourTerm || (lastTerm === ourTerm && lastIndex >= this.lastIndex());
   }
 
+  /** Whether a log that ends at (lastIndex, lastTerm) holds more than ours: strictly more up to date. */
+  isBehind(lastIndex: number, lastTerm: number): boolean {
+    const ourTerm = this.lastTerm();
+    return lastTerm > ourTerm || (lastTerm === ourTerm && lastIndex > this.lastIndex());
+  }
+
   /**
    * Entries in [lo, hi), stopping early once `maxBytes` of data is reached (at least one entry is
    * returned when any is available, so that a large entry cannot stall replication).

@@ -429,7 +429,8 @@ export class RaftNode {
 
   /**
    * Takes one message from a peer. Messages from non-members are ignored but for a leader's
-   * (see acceptsFromNonMember in admission.ts), and vote requests from any member but a voter.
+   * (see acceptsFromNonMember in admission.ts), and vote requests from any member but a voter,
+   * unless its log is ahead of ours (see #takesVoteRequest).
    */
   step(m: Message): void {
     if (m.to !== this.id || m.from === this.id) return;
@@ -439,12 +440,8 @@ export class RaftNode {
       return;
     }
     const conf = this.#membership.conf;
-    // A vote request is taken from a voter of the configuration held or of the latest one in the
-    // log (Membership.latestInLog): a learner never campaigns, and one that asks is a voter in
-    // neither; a removed member is in neither once its removal is applied. So neither can make
-    // anyone adopt its term.
     const isVote = m.type === 'prevote' || m.type === 'vote';
-    if (isVote ? !isVoter(conf, m.from) && !isVoter(this.#membership.latestInLog(this.log), m.from) : !isMember(conf, m.from) && !acceptsFromNonMember(m, this.#follows())) {
+    if (isVote ? !this.#takesVoteRequest(m) : !isMember(conf, m.from) && !acceptsFromNonMember(m, this.#follows())) {
       this.fromNonMembers++;
       return;
     }
@@ -560,6 +557,23 @@ export class RaftNode {
       if (peer === this.id) continue;
       this.#send({ type: 'vote', from: this.id, to: peer, term: this.#term, lastIndex: this.log.lastIndex(), lastTerm: this.log.lastTerm(), transfer });
     }
+  }
+
+  /**
+   * Whether a vote request is taken at all (before its term, the lease or the vote are looked
+   * at). From a voter of the configuration held or of the latest one in the log
+   * (Membership.latestInLog), always: a learner never campaigns, and a removed member is in
+   * neither once its removal is applied, so neither can make anyone adopt its term. From anyone
+   * else, only when its log holds more than ours: a member that was down while the configuration
+   * moved on holds an old one, and must still elect the voter that can bring it up to date, or
+   * the last voters can wait on each other for ever (etcd checks no membership on a vote
+   * request). Voting for an asker outside the configuration is safe, as any vote is, once a
+   * term, to a log at least as up to date; and a removed member's log is never ahead of a voter
+   * that committed anything without it.
+   */
+  #takesVoteRequest(m: PreVoteMessage | VoteMessage): boolean {
+    if (isVoter(this.#membership.conf, m.from) || isVoter(this.#membership.latestInLog(this.log), m.from)) return true;
+    return this.log.isBehind(m.lastIndex, m.lastTerm);
   }
 
   #handleVoteRequest(m: PreVoteMessage | VoteMessage): void {

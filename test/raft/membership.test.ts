@@ -115,7 +115,8 @@ describe('adding a member', () => {
     const b = net.node('b');
     const term = b.term;
     const before = b.fromNonMembers;
-    b.step({ type: 'vote', from: 'd', to: 'b', term: term + 5, lastIndex: 100, lastTerm: term, transfer: true });
+    // Its log is b's (a learner holds what the voters hold); only one ahead of b's is heard (below).
+    b.step({ type: 'vote', from: 'd', to: 'b', term: term + 5, lastIndex: b.log.lastIndex(), lastTerm: b.log.lastTerm(), transfer: true });
     expect(b.term).toBe(term);
     expect(b.fromNonMembers).toBe(before + 1);
     // b campaigns without a and c: it asks no learner, so it is not elected.
@@ -261,12 +262,14 @@ describe('removing a member', () => {
     net.tickAll(2);
     const term = net.node('a').term;
     const before = ['a', 'b'].map((id) => net.node(id).fromNonMembers);
-    // As c would send them had it missed its removal, and a stranger never added.
+    // As c would send them had it missed its removal (its log is never ahead of the voters' that
+    // committed it), and a stranger never added.
     for (const from of ['c', 'z']) {
       for (const to of ['a', 'b']) {
         const node = net.node(to);
-        node.step({ type: 'prevote', from, to, term: term + 1, lastIndex: 100, lastTerm: term });
-        node.step({ type: 'vote', from, to, term: term + 3, lastIndex: 100, lastTerm: term, transfer: true });
+        const last = { lastIndex: node.log.lastIndex(), lastTerm: node.log.lastTerm() };
+        node.step({ type: 'prevote', from, to, term: term + 1, ...last });
+        node.step({ type: 'vote', from, to, term: term + 3, ...last, transfer: true });
         node.step({ type: 'heartbeat', from, to, term: term + 5, commit: 0, readCtx: 0 });
         node.step({ type: 'timeout-now', from, to, term });
         node.step({ type: 'propose', from, to, term, proposals: [{ pid: 'z#1', data: new Uint8Array(1) }] });
@@ -276,6 +279,67 @@ describe('removing a member', () => {
     net.stabilize();
     for (const id of ['a', 'b']) expect(net.node(id).term).toBe(term);
     expect(net.leaders()).toEqual(['a']);
+  });
+});
+
+describe('a voter that missed configuration changes', () => {
+  it('elects the voter it does not know but whose log is ahead, so the last two voters find a leader (simulator seed 106)', () => {
+    const net = new TestNetwork(['a', 'b', 'c']);
+    net.elect('a');
+    net.addMember('d');
+    net.confChange('a', { type: 'add-learner', id: 'd' });
+    settle(net);
+    net.confChange('a', { type: 'promote', id: 'd' });
+    settle(net);
+    // d goes down holding voters a, b, c, d; the others move on without it to voters d and e.
+    net.addMember('e');
+    net.isolate('d');
+    const changes = [{ type: 'remove', id: 'c' }, { type: 'add-learner', id: 'e' }, { type: 'promote', id: 'e' }, { type: 'remove', id: 'b' }] as const;
+    for (const change of changes) {
+      expect(net.confChange('a', change).kind, change.type).toBe('appended');
+      settle(net);
+    }
+    expect(net.node('e').configuration.voters).toEqual(['a', 'd', 'e']);
+    // a leaves too, which takes a and e (a majority of a, d, e): d is now needed for every quorum.
+    expect(net.confChange('a', { type: 'remove', id: 'a' }).kind).toBe('appended');
+    settle(net);
+    expect(net.node('e').configuration.voters).toEqual(['d', 'e']);
+    expect(net.node('d').configuration.voters).toEqual(['a', 'b', 'c', 'd']);
+    net.isolate('a');
+    net.recover();
+    net.isolate('a');
+    net.isolate('b');
+    net.isolate('c');
+    // e is a voter of no configuration d holds, and d's log is behind: d votes for it all the same.
+    const granted = (): number => net.delivered.filter((m) => m.from === 'd' && m.to === 'e' && (m.type === 'vote-resp' || m.type === 'prevote-resp') && !m.reject).length;
+    for (let t = 0; t < 100 && net.leaders().length === 0; t++) {
+      net.tickAll(1);
+      net.stabilize();
+    }
+    expect(net.leaders()).toEqual(['e']);
+    expect(granted()).toBeGreaterThan(0);
+    net.propose('e', 'after');
+    settle(net);
+    expect(net.appliedTexts('d')).toContain('after');
+    expect(net.node('d').configuration.voters).toEqual(['d', 'e']);
+  });
+
+  it('ignores a non-voter whose log is not ahead of its own', () => {
+    const net = new TestNetwork(['a', 'b', 'c']);
+    net.elect('a');
+    net.propose('a', 'x');
+    settle(net);
+    const b = net.node('b');
+    const before = b.fromNonMembers;
+    const term = b.term;
+    b.step({ type: 'vote', from: 'z', to: 'b', term: term + 1, lastIndex: b.log.lastIndex(), lastTerm: b.log.lastTerm(), transfer: true });
+    b.step({ type: 'vote', from: 'z', to: 'b', term: term + 1, lastIndex: b.log.lastIndex() + 1, lastTerm: b.log.lastTerm() - 1, transfer: true });
+    expect(b.fromNonMembers).toBe(before + 2);
+    expect(b.term).toBe(term);
+    // One entry more, of the same term: heard (transfer skips the lease), and granted.
+    b.step({ type: 'vote', from: 'z', to: 'b', term: term + 1, lastIndex: b.log.lastIndex() + 1, lastTerm: b.log.lastTerm(), transfer: true });
+    expect(b.fromNonMembers).toBe(before + 2);
+    expect(b.term).toBe(term + 1);
   });
 });
 
