@@ -6,6 +6,8 @@ import type { Timers } from './time/clock.js';
 import { JOIN_PROTOCOL_ID, JOIN_STREAM_TIMEOUT_MS, MAX_INBOUND_JOIN_STREAMS, requestJoin, serveJoinStream } from './transport/join-protocol.js';
 import type { Libp2pTransport } from './transport/libp2p-transport.js';
 import { resolveSeeds } from './transport/seed-resolver.js';
+import type { Member } from './runtime/member.js';
+import { RemovalProbe } from './runtime/removal-probe.js';
 import type { VersionSupport } from './version/versions.js';
 
 /**
@@ -51,4 +53,27 @@ export function joinOrForm(
       ask: (address, request, timeoutMs) => requestJoin((signal) => transport.openStream(address, JOIN_PROTOCOL_ID, signal), request, timeoutMs),
     });
   });
+}
+
+/**
+ * Starts asking, once `member` has long known no leader, whether it was removed while the log
+ * could not tell it (removal-probe.ts), over the join protocol on `transport`; stop() it with the member.
+ */
+export function probeRemoval(member: Member, transport: Libp2pTransport, parts: { readonly clusterId: string; readonly timers: Timers; readonly reads: VersionSupport; readonly leaderlessBeforeProbeMs: number | undefined }): RemovalProbe {
+  const { driver } = member;
+  const probe = new RemovalProbe({
+    self: driver.node.id,
+    clusterId: parts.clusterId,
+    reads: parts.reads,
+    timers: parts.timers,
+    leader: () => driver.node.leader,
+    committed: () => driver.node.log.committed,
+    peers: () => transport.peerAddresses(),
+    ask: (address, request, timeoutMs) => requestJoin((signal) => transport.openStream(address, JOIN_PROTOCOL_ID, signal), request, timeoutMs),
+    askTimeoutMs: JOIN_STREAM_TIMEOUT_MS,
+    onRemoved: (index) => driver.removedElsewhere(index),
+    ...(parts.leaderlessBeforeProbeMs === undefined ? {} : { leaderlessBeforeProbeMs: parts.leaderlessBeforeProbeMs }),
+  });
+  probe.start();
+  return probe;
 }

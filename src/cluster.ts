@@ -20,7 +20,8 @@ import type { RaftDriver } from './runtime/driver.js';
 import type { ProposalResult } from './runtime/pending-requests.js';
 import { Member } from './runtime/member.js';
 import { JoinServer } from './runtime/join-server.js';
-import { joinOrForm, serveJoins } from './cluster-join.js';
+import { joinOrForm, probeRemoval, serveJoins } from './cluster-join.js';
+import type { RemovalProbe } from './runtime/removal-probe.js';
 import type { JobHandler, JobOptions } from './runtime/scheduler/job-types.js';
 import type { SchedulerRuntime } from './runtime/scheduler/scheduler-runtime.js';
 import { parseSpec, type SpecInput } from './scheduler/spec.js';
@@ -71,6 +72,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   #member: Member | null = null;
   /** What this member answers members that join (runtime/join-server.ts). */
   readonly #joins: JoinServer;
+  #removalProbe: RemovalProbe | null = null;
   /** Jobs scheduled before start(), registered once the member runs. */
   readonly #jobs = new Map<string, { spec: ReturnType<typeof parseSpec>; handler: JobHandler; options: JobOptions }>();
   /** The jobs of state(), kept between calls until they change. */
@@ -155,6 +157,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       { hardState: stored.hardState, snapshot: stored.snapshot, entries: stored.entries },
       this.#random,
     );
+    const timing = timingOf(this, o.member.timing);
     const member = new Member({
       self: o.self.id,
       node,
@@ -163,7 +166,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       transport,
       clock: this.#clock,
       timers: this.#timers,
-      timing: timingOf(this, o.member.timing),
+      timing,
       bootId: randomBytes(4).toString('hex'),
       compaction: o.member.compaction,
       snapshotChunkBytes: o.member.snapshotChunkBytes,
@@ -209,6 +212,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       transport.setMembers([...known.map((id) => ({ id, peerId: boundPeerId(conf, id) })), ...identity.members.filter((id) => !known.includes(id)).map((id) => ({ id, peerId: null }))]);
     }
     this.#joins.serve(member, identity.clusterId, identity.foundingVoters);
+    this.#removalProbe = probeRemoval(member, transport, { clusterId: identity.clusterId, timers: this.#timers, reads: versionSupportOf(this), leaderlessBeforeProbeMs: timing.leaderlessBeforeProbeMs });
     for (const [name, job] of this.#jobs) member.scheduler.schedule(name, job.spec, job.handler, job.options);
   }
 
@@ -244,6 +248,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
 
   async #close(): Promise<void> {
     this.#joins.stop();
+    this.#removalProbe?.stop();
     this.#member?.stop();
     for (const wake of this.#roleWaiters) wake();
     try {

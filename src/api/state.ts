@@ -83,7 +83,8 @@ export interface ClusterState {
   /**
    * What this member answered members asking to join (README, "Forming the cluster"), by
    * answer: `refused` counts hostile or impossible requests (a bad id, a peer id that differs
-   * from the one bound), `unreadable` streams reset for a request too large, malformed or slow.
+   * from the one bound), `unreadable` streams reset for a request too large, malformed or slow,
+   * `removed` members removed while down told so when they asked whether they still were members.
    */
   readonly joins: Readonly<JoinCounts>;
   /**

@@ -305,6 +305,16 @@ export class RaftDriver {
     this.#kick();
   }
 
+  /**
+   * Another member showed that this one was removed, which the log could not tell it
+   * (removal-probe.ts): it stops as it does on applying its own removal, with a RemovedError.
+   */
+  removedElsewhere(index: number): void {
+    if (!this.#running || this.#removed !== null) return;
+    this.#removed = new RemovedError(index);
+    this.#kick();
+  }
+
   /** Asks Raft to hand leadership to the most up-to-date follower. Returns the target, or null. */
   transferLeadership(): NodeId | null {
     const target = this.#node.transferLeadership();

@@ -38,7 +38,7 @@ type Serving =
  * (bound to the peer id of the connection they asked on), answering once the change committed.
  */
 export class JoinServer {
-  readonly counts: JoinCounts = { requests: 0, accepted: 0, redirect: 0, retry: 0, forming: 0, refused: 0, unreadable: 0 };
+  readonly counts: JoinCounts = { requests: 0, accepted: 0, redirect: 0, retry: 0, forming: 0, refused: 0, removed: 0, unreadable: 0 };
   readonly #self: NodeId;
   #serving: Serving = { phase: 'stopped' };
   /** Joins the leader is adding, by id: a joiner asking again (through another seed) waits for the same change. */
@@ -80,9 +80,10 @@ export class JoinServer {
     if (serving.phase === 'stopped') return retry('this member is not running');
     const problem = idProblem(request.id, this.#self);
     if (problem !== null) return refused(problem);
-    if (serving.phase === 'looking') return { type: 'forming', voters: serving.voters };
+    if (serving.phase === 'looking') return request.member === undefined ? { type: 'forming', voters: serving.voters } : retry('this member looks for a cluster');
     const { member } = serving;
     const conf = member.configuration.conf;
+    if (request.member !== undefined) return stillMember(request, request.member, serving.clusterId, member);
     const accepted: JoinAnswer = { type: 'accepted', clusterId: serving.clusterId, foundingVoters: serving.foundingVoters, members: membersOf(conf) };
     const active = member.versions.active;
     if (!inRange(request.stateMachine, active)) return refused('version-too-old', active, active);
@@ -109,6 +110,20 @@ export class JoinServer {
       this.#adding.delete(request.id);
     }
   }
+}
+
+/**
+ * The answer to a member that asks whether it still is one (removal-probe.ts): `removed` once
+ * this member applied the log at least as far as the asker knows it committed, with a
+ * configuration without it. The asker's own configuration as of that point held it (it would
+ * have stopped as removed otherwise), and every member applies the same committed entries, so a
+ * removal committed in between: this member need not lead to know it. Nothing is proposed.
+ */
+function stillMember(request: JoinRequest, asker: NonNullable<JoinRequest['member']>, clusterId: string, member: Member): JoinAnswer {
+  if (asker.clusterId !== clusterId) return refused('other-cluster');
+  if (isMember(member.configuration.conf, request.id)) return { type: 'retry', detail: 'a member of this configuration' };
+  const applied = member.driver.node.log.applied;
+  return applied >= asker.committed ? { type: 'removed', index: applied } : retry('this member applied less than the asker committed');
 }
 
 /** Why a joiner's id cannot be added, or null: it must be an address others can dial, as written canonically. */

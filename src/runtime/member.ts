@@ -56,6 +56,11 @@ export interface MemberTiming {
    * option of Cluster: tests of real processes shorten it (test-timing.ts). @default PROMOTE_STABLE_MS
    */
   readonly promoteStableMs?: number;
+  /**
+   * How long a member goes without a leader before it asks whether it was removed (the Cluster's
+   * removal-probe.ts). Not an option of Cluster, as promoteStableMs. @default LEADERLESS_BEFORE_PROBE_MS (removal-probe.ts)
+   */
+  readonly leaderlessBeforeProbeMs?: number;
 }
 
 export interface MemberParts {

@@ -6,7 +6,7 @@ import type { MemberTiming } from './member.js';
  * that a test of minutes runs in seconds. Kept out of the public API: index.ts exports none of
  * this, and a Cluster no test touched runs the defaults.
  */
-export type TestTiming = Pick<MemberTiming, 'promoteStableMs'>;
+export type TestTiming = Pick<MemberTiming, 'promoteStableMs' | 'leaderlessBeforeProbeMs'>;
 
 const timings = new WeakMap<object, TestTiming>();
 

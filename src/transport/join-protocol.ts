@@ -5,6 +5,7 @@ import { DECODE_OPTIONS } from './codec.js';
 import { MAX_CONF_MEMBERS, MAX_ID_LENGTH } from './constants.js';
 import { FrameReader, withPrefix } from './framing.js';
 import { MAX_VERSION } from '../version/versions.js';
+import { MAX_INDEX } from '../raft/bounds.js';
 
 /**
  * The join protocol (issue 18, README "Forming the cluster"): a new member asks a member it was
@@ -16,7 +17,7 @@ import { MAX_VERSION } from '../version/versions.js';
 /** The libp2p protocol id of the join stream. Bump the major version on an incompatible change. */
 export const JOIN_PROTOCOL_ID = '/cronraft/join/1.0.0';
 
-/** The largest join request: an id and four small numbers. */
+/** The largest join request: an id, a cluster id and five small numbers. */
 export const MAX_JOIN_REQUEST_BYTES = 1024;
 
 /** The largest join answer: the founding voters and the members, each at most MAX_CONF_MEMBERS ids of MAX_ID_LENGTH. */
@@ -43,11 +44,16 @@ export interface ReadRange {
   readonly max: number;
 }
 
-/** What a joiner asks: to be added under `id`, its advertised `host:port`, reading these versions. */
+/**
+ * What a joiner asks: to be added under `id`, its advertised `host:port`, reading these versions.
+ * A member with data asks with `member` instead, never to be added: whether it is still a member
+ * of the cluster `clusterId`, with the log committed up to `committed` as one (removal-probe.ts).
+ */
 export interface JoinRequest {
   readonly id: NodeId;
   readonly protocol: ReadRange;
   readonly stateMachine: ReadRange;
+  readonly member?: { readonly clusterId: string; readonly committed: number };
 }
 
 /**
@@ -59,14 +65,17 @@ export interface JoinRequest {
  * - `retry`: a cluster runs, but cannot add a member now (no leader known, another change pending);
  * - `forming`: the member has no data and looks for a cluster itself, with the founding voters it was given;
  * - `refused`: never, for `reason`; a refusal for versions says the cluster version the joiner
- *   `needs` to read and the one `active` (0 for the other reasons).
+ *   `needs` to read and the one `active` (0 for the other reasons);
+ * - `removed`: to a member asking whether it still is one, from a member that applied the log up
+ *   to `index`, at or past what the asker knows committed, and holds a configuration without it.
  */
 export type JoinAnswer =
   | { readonly type: 'accepted'; readonly clusterId: string; readonly foundingVoters: readonly NodeId[]; readonly members: readonly NodeId[] }
   | { readonly type: 'redirect'; readonly leader: NodeId }
   | { readonly type: 'retry'; readonly detail: string }
   | { readonly type: 'forming'; readonly voters: readonly NodeId[] }
-  | { readonly type: 'refused'; readonly reason: string; readonly needs: number; readonly active: number };
+  | { readonly type: 'refused'; readonly reason: string; readonly needs: number; readonly active: number }
+  | { readonly type: 'removed'; readonly index: number };
 
 /** A join request or answer that does not match the layout: refused, never half-used. */
 export class JoinFormatError extends Error {
@@ -74,14 +83,16 @@ export class JoinFormatError extends Error {
 }
 
 export function encodeJoinRequest(r: JoinRequest): Uint8Array {
-  return withPrefix(encode([JOIN_FORMAT, r.id, r.protocol.min, r.protocol.max, r.stateMachine.min, r.stateMachine.max]));
+  const fields = [JOIN_FORMAT, r.id, r.protocol.min, r.protocol.max, r.stateMachine.min, r.stateMachine.max];
+  return withPrefix(encode(r.member === undefined ? fields : [...fields, r.member.clusterId, r.member.committed]));
 }
 
 export function decodeJoinRequest(bytes: Uint8Array): JoinRequest {
   const v = decodeArray(bytes, MAX_JOIN_REQUEST_BYTES);
-  if (v.length !== 6 || v[0] !== JOIN_FORMAT) throw new JoinFormatError(`expected a join request of format ${JOIN_FORMAT}`);
-  const [, id, pMin, pMax, sMin, sMax] = v;
-  return { id: checkId(id), protocol: checkRange(pMin, pMax), stateMachine: checkRange(sMin, sMax) };
+  if ((v.length !== 6 && v.length !== 8) || v[0] !== JOIN_FORMAT) throw new JoinFormatError(`expected a join request of format ${JOIN_FORMAT}`);
+  const [, id, pMin, pMax, sMin, sMax, clusterId, committed] = v;
+  const request = { id: checkId(id), protocol: checkRange(pMin, pMax), stateMachine: checkRange(sMin, sMax) };
+  return v.length === 6 ? request : { ...request, member: { clusterId: checkText(clusterId, 'cluster id', MAX_ID_LENGTH), committed: checkIndex(committed) } };
 }
 
 export function encodeJoinAnswer(a: JoinAnswer): Uint8Array {
@@ -96,6 +107,8 @@ export function encodeJoinAnswer(a: JoinAnswer): Uint8Array {
       return withPrefix(encode([JOIN_FORMAT, a.type, a.voters]));
     case 'refused':
       return withPrefix(encode([JOIN_FORMAT, a.type, a.reason, a.needs, a.active]));
+    case 'removed':
+      return withPrefix(encode([JOIN_FORMAT, a.type, a.index]));
   }
 }
 
@@ -112,7 +125,8 @@ export function decodeJoinAnswer(bytes: Uint8Array): JoinAnswer {
   if (type === 'retry' && v.length === 3) return { type, detail: checkText(v[2], 'detail', MAX_REASON_LENGTH) };
   if (type === 'forming' && v.length === 3) return { type, voters: checkIds(v[2], 1) };
   if (type === 'refused' && v.length === 5) return { type, reason: checkText(v[2], 'reason', MAX_REASON_LENGTH), needs: checkVersion(v[3]), active: checkVersion(v[4]) };
-  throw new JoinFormatError('expected a join answer: accepted, redirect, retry, forming or refused');
+  if (type === 'removed' && v.length === 3) return { type, index: checkIndex(v[2]) };
+  throw new JoinFormatError('expected a join answer: accepted, redirect, retry, forming, refused or removed');
 }
 
 /**
@@ -180,6 +194,11 @@ function checkIds(value: unknown, min: number): NodeId[] {
 
 function checkVersion(value: unknown): number {
   if (!Number.isSafeInteger(value) || (value as number) < 0 || (value as number) > MAX_VERSION) throw new JoinFormatError(`expected a version from 0 to ${MAX_VERSION}`);
+  return value as number;
+}
+
+function checkIndex(value: unknown): number {
+  if (!Number.isSafeInteger(value) || (value as number) < 0 || (value as number) > MAX_INDEX) throw new JoinFormatError(`expected a log index from 0 to ${MAX_INDEX}`);
   return value as number;
 }
 

@@ -275,6 +275,11 @@ export class Libp2pTransport implements Transport {
     return this.#node?.peerId.toString() ?? null;
   }
 
+  /** The peers this transport dials, each with the peer id it must prove (pinned or bound), if any. */
+  peerAddresses(): readonly PeerAddress[] {
+    return [...this.#peers.values()];
+  }
+
   remotePeerIdOf(member: NodeId): string | null {
     return this.#lastRemotePeer.get(member) ?? null;
   }

@@ -148,7 +148,9 @@ describe('join requests and answers on the wire', () => {
   it('round-trip', () => {
     const request = { id: A, protocol: { min: 1, max: 2 }, stateMachine: { min: 1, max: 2 } };
     expect(decodeJoinRequest(unprefixed(encodeJoinRequest(request)))).toEqual(request);
-    for (const answer of [accepted, { type: 'redirect', leader: B }, { type: 'retry', detail: 'x' }, { type: 'forming', voters: founding }, { type: 'refused', reason: 'self', needs: 0, active: 0 }] as JoinAnswer[]) {
+    const check = { ...request, member: { clusterId: 'c1', committed: 42 } };
+    expect(decodeJoinRequest(unprefixed(encodeJoinRequest(check)))).toEqual(check);
+    for (const answer of [accepted, { type: 'redirect', leader: B }, { type: 'retry', detail: 'x' }, { type: 'forming', voters: founding }, { type: 'refused', reason: 'self', needs: 0, active: 0 }, { type: 'removed', index: 7 }] as JoinAnswer[]) {
       expect(decodeJoinAnswer(unprefixed(encodeJoinAnswer(answer)))).toEqual(answer);
     }
   });
@@ -162,6 +164,10 @@ describe('join requests and answers on the wire', () => {
     ['a version past the bound', encode([1, A, 1, 1e9, 1, 2])],
     ['an inverted range', encode([1, A, 2, 1, 1, 2])],
     ['a fraction', encode([1, A, 1.5, 2, 1, 2])],
+    ['a membership check without its index', encode([1, A, 1, 2, 1, 2, 'c1'])],
+    ['a membership check with an empty cluster id', encode([1, A, 1, 2, 1, 2, '', 3])],
+    ['a membership check with an index past the bound', encode([1, A, 1, 2, 1, 2, 'c1', 2 ** 52])],
+    ['a membership check with a negative index', encode([1, A, 1, 2, 1, 2, 'c1', -1])],
   ])('a request that is %s is refused', (_name, bytes) => {
     expect(() => decodeJoinRequest(bytes)).toThrow(JoinFormatError);
   });
@@ -170,6 +176,8 @@ describe('join requests and answers on the wire', () => {
     expect(() => decodeJoinAnswer(encode([1, 'accepted', 'c', Array.from({ length: 2000 }, (_, i) => `10.0.0.1:${i + 1}`), []]))).toThrow(JoinFormatError);
     expect(() => decodeJoinAnswer(encode([1, 'welcome']))).toThrow(JoinFormatError);
     expect(() => decodeJoinAnswer(encode([1, 'accepted', 'c', [], []]))).toThrow(JoinFormatError);
+    expect(() => decodeJoinAnswer(encode([1, 'removed', 1.5]))).toThrow(JoinFormatError);
+    expect(() => decodeJoinAnswer(encode([1, 'removed']))).toThrow(JoinFormatError);
   });
 });
 

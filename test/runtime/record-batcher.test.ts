@@ -1,37 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MAX_HELD_RECORDS, MAX_RECORD_DELAY_MS, RecordBatcher } from '../../src/runtime/scheduler/record-batcher.js';
-import type { TimerHandle, Timers } from '../../src/time/clock.js';
-
-/** Timers on virtual time, advanced by hand. */
-class ManualTimers implements Timers {
-  nowMs = 0;
-  #timers: Array<{ at: number; run: () => void; cancelled: boolean }> = [];
-  now(): number {
-    return this.nowMs;
-  }
-  setTimeout(run: () => void, delayMs: number): TimerHandle {
-    const t = { at: this.nowMs + delayMs, run, cancelled: false };
-    this.#timers.push(t);
-    return t;
-  }
-  clearTimeout(handle: TimerHandle): void {
-    (handle as { cancelled: boolean }).cancelled = true;
-  }
-  get pending(): number {
-    return this.#timers.filter((t) => !t.cancelled).length;
-  }
-  advance(ms: number): void {
-    const until = this.nowMs + ms;
-    for (;;) {
-      const next = this.#timers.filter((t) => !t.cancelled && t.at <= until).sort((a, b) => a.at - b.at)[0];
-      if (next === undefined) break;
-      next.cancelled = true;
-      this.nowMs = next.at;
-      next.run();
-    }
-    this.nowMs = until;
-  }
-}
+import { ManualTimers } from '../fixtures/manual-timers.js';
 
 interface Setup {
   readonly timers: ManualTimers;
@@ -42,7 +11,7 @@ interface Setup {
 function setup(quietInMs: (limitMs: number) => number = () => 0): Setup {
   const timers = new ManualTimers();
   const sent: Array<{ record: string; atMs: number }> = [];
-  const batcher = new RecordBatcher<string>({ timers, msUntilQuiet: quietInMs, send: (record) => sent.push({ record, atMs: timers.nowMs }) });
+  const batcher = new RecordBatcher<string>({ timers, msUntilQuiet: quietInMs, send: (record) => sent.push({ record, atMs: timers.now() }) });
   return { timers, sent, batcher };
 }
 
@@ -56,7 +25,7 @@ describe('RecordBatcher', () => {
 
   it('holds records while a slot is near, then sends them together, in order', () => {
     let quietUntil = 15;
-    const { batcher, sent, timers } = setup(() => Math.max(0, quietUntil - timers.nowMs));
+    const { batcher, sent, timers } = setup(() => Math.max(0, quietUntil - timers.now()));
     batcher.hold('start');
     timers.advance(5);
     batcher.hold('outcome');

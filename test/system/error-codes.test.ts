@@ -4,11 +4,11 @@ import { RaftNode } from '../../src/raft/node.js';
 import { EntryType } from '../../src/raft/types.js';
 import { RaftDriver } from '../../src/runtime/driver.js';
 import { MemoryLogStorage } from '../../src/storage/memory-log-storage.js';
-import type { TimerHandle, Timers } from '../../src/time/clock.js';
 import { SeededRandom } from '../../src/time/random.js';
 import { freePort } from '../fixtures/process-cluster.js';
 import { RecordingTransport } from '../fixtures/recording-transport.js';
 import { NO_SNAPSHOT_STATE } from '../fixtures/state-machine.js';
+import { ManualTimers } from '../fixtures/manual-timers.js';
 
 /**
  * The codes of the README's "Errors" table that no other test asserts, each where it is made:
@@ -17,35 +17,6 @@ import { NO_SNAPSHOT_STATE } from '../fixtures/state-machine.js';
  * learned the cluster's time. (The others are asserted beside what they guard; the run abort
  * codes are checked by the simulator on every abort: docs/PROMISES.md lists where.)
  */
-
-/** Timers the test moves by hand. */
-class ManualTimers implements Timers {
-  #now = 0;
-  #due: Array<{ at: number; run: () => void; cancelled: boolean }> = [];
-  now(): number {
-    return this.#now;
-  }
-  setTimeout(run: () => void, delayMs: number): TimerHandle {
-    const timer = { at: this.#now + delayMs, run, cancelled: false };
-    this.#due.push(timer);
-    return timer;
-  }
-  clearTimeout(handle: TimerHandle): void {
-    (handle as { cancelled: boolean }).cancelled = true;
-  }
-  /** Moves time on by `ms`, running what falls due in order (timers they set included). */
-  advance(ms: number): void {
-    const until = this.#now + ms;
-    for (;;) {
-      const next = this.#due.filter((t) => !t.cancelled && t.at <= until).sort((a, b) => a.at - b.at)[0];
-      if (next === undefined) break;
-      this.#due = this.#due.filter((t) => t !== next);
-      this.#now = next.at;
-      next.run();
-    }
-    this.#now = until;
-  }
-}
 
 const REQUEST_TIMEOUT_MS = 1000;
 
