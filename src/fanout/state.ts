@@ -1,0 +1,346 @@
+import type { NodeId } from '../raft/types.js';
+import type { ConsumerSettings, EmitOrigin, FanoutCommand, ItemOutcome } from './command.js';
+
+/**
+ * Fan-out's replicated state (issue 19): the topics, their consumers, and the items not yet
+ * settled. `apply` is pure and deterministic: every member applies the same commands in log
+ * order and reaches the same state. An item is settled once: done under the token of its
+ * current lease, or dead after its retries; an outcome under any other token is stale, counted
+ * and ignored. Settled items leave the state: it holds only what is unsettled, and what was
+ * settled is counted (per topic and per batch).
+ */
+
+export const FANOUT_DEFAULTS = {
+  /** Unsettled items a topic holds; an emit past it is refused whole (`backpressure`). */
+  maxPendingPerTopic: 100_000,
+  /** Topics the cluster keeps (a topic is kept while it has consumers or unsettled items). */
+  maxTopics: 1000,
+  /** Dead letters kept per topic, the oldest forgotten first. */
+  maxDeadLettersPerTopic: 1000,
+} as const;
+
+/**
+ * How long after an attempt's timeout its lease ends: the consumer aborts the attempt at its
+ * timeout, and its outcome must still reach the log before the leader leases the item again.
+ */
+export const LEASE_GRACE_MS = 2000;
+
+/** The longest wait before a retry, however many attempts failed. */
+export const MAX_BACKOFF_MS = 5 * 60_000;
+
+/** Where an unsettled item is: waiting to be leased (not before `notBeforeMs`), or leased. */
+export type ItemPhase =
+  | { readonly kind: 'pending'; readonly notBeforeMs: number }
+  | { readonly kind: 'leased'; readonly member: NodeId; readonly token: number; readonly deadlineMs: number };
+
+export interface ItemRecord {
+  readonly id: number;
+  readonly topic: string;
+  readonly data: Uint8Array;
+  readonly key: string | null;
+  /** The index of the emit entry: the batch it belongs to. */
+  readonly batch: number;
+  readonly origin: EmitOrigin | null;
+  /** Attempts that failed so far. */
+  failures: number;
+  /** Leases taken back without an outcome (a consumer that died, stopped or ran past its lease). */
+  redeliveries: number;
+  lastError: string | null;
+  phase: ItemPhase;
+}
+
+/** An item that failed for good, kept for cluster.deadLetters and requeue. */
+export interface DeadLetter {
+  readonly id: number;
+  readonly data: Uint8Array;
+  readonly key: string | null;
+  readonly failures: number;
+  readonly error: string | null;
+  readonly origin: EmitOrigin | null;
+  readonly atMs: number;
+}
+
+/** What a topic has seen, counted as commands apply. */
+export interface TopicCounts {
+  emitted: number;
+  done: number;
+  /** Attempts that failed (retried or not). */
+  failed: number;
+  dead: number;
+  /** Outcomes refused: under a token that was not the item's lease (late, or for an item settled). */
+  stale: number;
+  redelivered: number;
+}
+
+export interface TopicRecord {
+  readonly name: string;
+  /** Its consumers by member, in registration order. */
+  readonly consumers: Map<NodeId, ConsumerSettings>;
+  /** Unsettled items: pending or leased. */
+  unsettled: number;
+  /** Items leased per member. */
+  readonly inFlight: Map<NodeId, number>;
+  readonly counts: TopicCounts;
+  readonly deadLetters: DeadLetter[];
+}
+
+/** An emit's items, until every one is settled. */
+export interface BatchRecord {
+  readonly topic: string;
+  readonly total: number;
+  done: number;
+  dead: number;
+}
+
+export type FanoutApplyResult =
+  | { readonly ok: true; readonly firstId?: number; readonly leased?: readonly number[]; readonly stale?: number; readonly failed?: readonly ItemRecord[]; readonly settledBatches?: readonly number[]; readonly count?: number }
+  | { readonly ok: false; readonly reason: 'backpressure' | 'too-many-topics' | 'unknown-topic' };
+
+export interface FanoutLimits {
+  readonly maxPendingPerTopic?: number;
+  readonly maxTopics?: number;
+  readonly maxDeadLettersPerTopic?: number;
+}
+
+export class FanoutState {
+  readonly topics = new Map<string, TopicRecord>();
+  /** Every unsettled item by id. */
+  readonly items = new Map<number, ItemRecord>();
+  /**
+   * Items that may be leased once due, in the order they became so: each item without a key,
+   * and for each key only the oldest unsettled item of it (the head), so that items of one key
+   * run one at a time, in emit order. Leased items are not in it.
+   */
+  readonly ready = new Set<number>();
+  /** Per `${topic}\n${key}`, the unsettled items of that key in emit order; the first is the head. */
+  readonly #keys = new Map<string, number[]>();
+  readonly batches = new Map<number, BatchRecord>();
+  nextItemId = 1;
+  readonly #maxPending: number;
+  readonly #maxTopics: number;
+  readonly #maxDeadLetters: number;
+
+  constructor(limits: FanoutLimits = {}) {
+    this.#maxPending = limits.maxPendingPerTopic ?? FANOUT_DEFAULTS.maxPendingPerTopic;
+    this.#maxTopics = limits.maxTopics ?? FANOUT_DEFAULTS.maxTopics;
+    this.#maxDeadLetters = limits.maxDeadLettersPerTopic ?? FANOUT_DEFAULTS.maxDeadLettersPerTopic;
+  }
+
+  apply(index: number, command: FanoutCommand): FanoutApplyResult {
+    switch (command.type) {
+      case 'consume': {
+        const topic = this.#topic(command.topic);
+        if (topic === null) return { ok: false, reason: 'too-many-topics' };
+        topic.consumers.set(command.member, command.settings);
+        return { ok: true };
+      }
+      case 'unconsume': {
+        const topic = this.topics.get(command.topic);
+        if (topic === undefined) return { ok: false, reason: 'unknown-topic' };
+        topic.consumers.delete(command.member);
+        this.#forgetIfIdle(topic);
+        return { ok: true };
+      }
+      case 'emit':
+        return this.#emit(index, command);
+      case 'lease':
+        return this.#lease(index, command);
+      case 'done':
+        return this.#done(command);
+      case 'reclaim':
+        return this.#reclaim(command);
+      case 'requeue':
+        return this.#requeue(index, command);
+    }
+  }
+
+  /** The topic named, made if there is room; null when there is none. */
+  #topic(name: string): TopicRecord | null {
+    const known = this.topics.get(name);
+    if (known !== undefined) return known;
+    if (this.topics.size >= this.#maxTopics) return null;
+    const topic: TopicRecord = { name, consumers: new Map(), unsettled: 0, inFlight: new Map(), counts: { emitted: 0, done: 0, failed: 0, dead: 0, stale: 0, redelivered: 0 }, deadLetters: [] };
+    this.topics.set(name, topic);
+    return topic;
+  }
+
+  /** A topic with no consumer and nothing unsettled is forgotten, its counts and dead letters with it. */
+  #forgetIfIdle(topic: TopicRecord): void {
+    if (topic.consumers.size === 0 && topic.unsettled === 0 && topic.deadLetters.length === 0) this.topics.delete(topic.name);
+  }
+
+  #emit(index: number, command: Extract<FanoutCommand, { type: 'emit' }>): FanoutApplyResult {
+    const topic = this.#topic(command.topic);
+    if (topic === null) return { ok: false, reason: 'too-many-topics' };
+    // All or nothing: an emit that does not fit keeps none of its items.
+    if (topic.unsettled + command.items.length > this.#maxPending) {
+      this.#forgetIfIdle(topic);
+      return { ok: false, reason: 'backpressure' };
+    }
+    const firstId = this.nextItemId;
+    for (const item of command.items) {
+      const record: ItemRecord = { id: this.nextItemId++, topic: topic.name, data: item.data, key: item.key, batch: index, origin: command.origin, failures: 0, redeliveries: 0, lastError: null, phase: { kind: 'pending', notBeforeMs: 0 } };
+      this.items.set(record.id, record);
+      this.#queue(record);
+    }
+    topic.unsettled += command.items.length;
+    topic.counts.emitted += command.items.length;
+    this.batches.set(index, { topic: topic.name, total: command.items.length, done: 0, dead: 0 });
+    return { ok: true, firstId, count: command.items.length };
+  }
+
+  /** A new item joins its key's line, and the ready set when it is first in it (or has no key). */
+  #queue(item: ItemRecord): void {
+    if (item.key === null) {
+      this.ready.add(item.id);
+      return;
+    }
+    const keyOf = `${item.topic}\n${item.key}`;
+    const line = this.#keys.get(keyOf);
+    if (line === undefined) {
+      this.#keys.set(keyOf, [item.id]);
+      this.ready.add(item.id);
+    } else {
+      line.push(item.id);
+    }
+  }
+
+  /** A settled item leaves the state; the next item of its key, if any, becomes ready. */
+  #settle(item: ItemRecord, topic: TopicRecord): void {
+    this.items.delete(item.id);
+    this.ready.delete(item.id);
+    topic.unsettled--;
+    if (item.key === null) return;
+    const keyOf = `${item.topic}\n${item.key}`;
+    const line = this.#keys.get(keyOf) as number[];
+    line.shift();
+    const next = line[0];
+    if (next === undefined) this.#keys.delete(keyOf);
+    else this.ready.add(next);
+  }
+
+  /**
+   * Leases the listed items to `member` under this entry's index, each one that is still
+   * pending, due at `atMs` and ready (its key's head), on a topic `member` consumes; the others
+   * are skipped: the leader planned with a state a few entries older.
+   */
+  #lease(index: number, command: Extract<FanoutCommand, { type: 'lease' }>): FanoutApplyResult {
+    const leased: number[] = [];
+    for (const id of command.ids) {
+      const item = this.items.get(id);
+      if (item === undefined || item.phase.kind !== 'pending' || item.phase.notBeforeMs > command.atMs || !this.ready.has(id)) continue;
+      const topic = this.topics.get(item.topic) as TopicRecord;
+      const settings = topic.consumers.get(command.member);
+      if (settings === undefined) continue;
+      item.phase = { kind: 'leased', member: command.member, token: index, deadlineMs: command.atMs + settings.timeoutMs + LEASE_GRACE_MS };
+      this.ready.delete(id);
+      topic.inFlight.set(command.member, (topic.inFlight.get(command.member) ?? 0) + 1);
+      leased.push(id);
+    }
+    return { ok: true, leased };
+  }
+
+  /** The lease of `item` ends (an outcome, or taken back): its member has one fewer in flight. */
+  #endLease(item: ItemRecord, topic: TopicRecord): void {
+    if (item.phase.kind !== 'leased') return;
+    const member = item.phase.member;
+    const n = (topic.inFlight.get(member) ?? 1) - 1;
+    if (n === 0) topic.inFlight.delete(member);
+    else topic.inFlight.set(member, n);
+  }
+
+  #done(command: Extract<FanoutCommand, { type: 'done' }>): FanoutApplyResult {
+    let stale = 0;
+    const failed: ItemRecord[] = [];
+    const settledBatches: number[] = [];
+    for (const outcome of command.outcomes) {
+      const item = this.items.get(outcome.id);
+      if (item === undefined || !this.#holds(item, command.member, outcome)) {
+        // A late outcome, or one for an item settled already: its topic counts it when known.
+        const topicName = item?.topic;
+        const topic = topicName === undefined ? undefined : this.topics.get(topicName);
+        if (topic !== undefined) topic.counts.stale++;
+        stale++;
+        continue;
+      }
+      const topic = this.topics.get(item.topic) as TopicRecord;
+      this.#endLease(item, topic);
+      const batch = this.batches.get(item.batch);
+      if (outcome.error === null) {
+        topic.counts.done++;
+        if (batch !== undefined) batch.done++;
+        this.#settle(item, topic);
+      } else {
+        topic.counts.failed++;
+        item.failures++;
+        item.lastError = outcome.error;
+        failed.push(item);
+        // The settings of the member that ran it; of another consumer when it stopped consuming
+        // meanwhile; with none left, the item waits for one, its failures counted.
+        const settings = topic.consumers.get(command.member) ?? topic.consumers.values().next().value;
+        if (settings === undefined) {
+          item.phase = { kind: 'pending', notBeforeMs: command.atMs };
+          this.ready.add(item.id);
+        } else if (item.failures > settings.retries) {
+          topic.counts.dead++;
+          if (batch !== undefined) batch.dead++;
+          this.#deadLetter(item, topic, command.atMs);
+          this.#settle(item, topic);
+        } else {
+          item.phase = { kind: 'pending', notBeforeMs: command.atMs + backoffMs(settings.backoffMs, item.failures) };
+          this.ready.add(item.id);
+        }
+      }
+      if (batch !== undefined && batch.done + batch.dead === batch.total) {
+        this.batches.delete(item.batch);
+        settledBatches.push(item.batch);
+      }
+      this.#forgetIfIdle(topic);
+    }
+    return { ok: true, stale, failed, settledBatches };
+  }
+
+  /** Whether `item` is leased to `member` under the outcome's token. */
+  #holds(item: ItemRecord, member: NodeId, outcome: ItemOutcome): boolean {
+    return item.phase.kind === 'leased' && item.phase.member === member && item.phase.token === outcome.token;
+  }
+
+  #deadLetter(item: ItemRecord, topic: TopicRecord, atMs: number): void {
+    topic.deadLetters.push({ id: item.id, data: item.data, key: item.key, failures: item.failures, error: item.lastError, origin: item.origin, atMs });
+    if (topic.deadLetters.length > this.#maxDeadLetters) topic.deadLetters.shift();
+  }
+
+  /** Leases taken back (their member died, stopped, or ran past the deadline): pending again, due at once. */
+  #reclaim(command: Extract<FanoutCommand, { type: 'reclaim' }>): FanoutApplyResult {
+    let count = 0;
+    for (const lease of command.leases) {
+      const item = this.items.get(lease.id);
+      if (item === undefined || item.phase.kind !== 'leased' || item.phase.token !== lease.token) continue;
+      const topic = this.topics.get(item.topic) as TopicRecord;
+      this.#endLease(item, topic);
+      item.redeliveries++;
+      topic.counts.redelivered++;
+      item.phase = { kind: 'pending', notBeforeMs: command.atMs };
+      this.ready.add(item.id);
+      count++;
+    }
+    return { ok: true, count };
+  }
+
+  /** Dead letters emitted again, as new items of a batch of this entry (their ids are new). */
+  #requeue(index: number, command: Extract<FanoutCommand, { type: 'requeue' }>): FanoutApplyResult {
+    const topic = this.topics.get(command.topic);
+    if (topic === undefined) return { ok: false, reason: 'unknown-topic' };
+    const wanted = new Set(command.ids);
+    const letters = topic.deadLetters.filter((letter) => wanted.has(letter.id));
+    if (topic.unsettled + letters.length > this.#maxPending) return { ok: false, reason: 'backpressure' };
+    if (letters.length === 0) return { ok: true, count: 0 };
+    topic.deadLetters.splice(0, topic.deadLetters.length, ...topic.deadLetters.filter((letter) => !wanted.has(letter.id)));
+    return this.#emit(index, { type: 'emit', topic: topic.name, items: letters.map((l) => ({ data: l.data, key: l.key })), origin: null, atMs: command.atMs });
+  }
+}
+
+/** The wait before the retry after `failures` failed attempts: `baseMs` doubled each time, capped. */
+export function backoffMs(baseMs: number, failures: number): number {
+  return Math.min(MAX_BACKOFF_MS, baseMs * 2 ** Math.min(failures - 1, 30));
+}

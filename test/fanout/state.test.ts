@@ -1,0 +1,170 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { ConsumerSettings, FanoutCommand } from '../../src/fanout/command.js';
+import { backoffMs, FanoutState, LEASE_GRACE_MS, MAX_BACKOFF_MS } from '../../src/fanout/state.js';
+
+const SETTINGS: ConsumerSettings = { parallelism: 4, retries: 2, timeoutMs: 1000, backoffMs: 100 };
+const bytes = (s: string): Uint8Array => new TextEncoder().encode(s);
+
+/** A state and a log: each command applied at the next index. */
+function log(limits?: ConstructorParameters<typeof FanoutState>[0]): { state: FanoutState; apply: (c: FanoutCommand) => ReturnType<FanoutState['apply']> & { index: number } } {
+  const state = new FanoutState(limits);
+  let index = 0;
+  return { state, apply: (c) => ({ ...state.apply(++index, c), index }) };
+}
+
+const emit = (topic: string, items: Array<[string, string | null]>, atMs = 0): FanoutCommand => ({ type: 'emit', topic, items: items.map(([d, key]) => ({ data: bytes(d), key })), origin: null, atMs });
+
+describe('fan-out state', () => {
+  it('numbers emitted items in log order, keeps an emit whole or not at all, and counts them', () => {
+    const { state, apply } = log({ maxPendingPerTopic: 3 });
+    expect(apply(emit('t', [['a', null], ['b', null]]))).toMatchObject({ ok: true, firstId: 1, count: 2 });
+    expect(apply(emit('t', [['c', null], ['d', null]]))).toMatchObject({ ok: false, reason: 'backpressure' });
+    expect([...state.items.keys()]).toEqual([1, 2]);
+    expect(apply(emit('t', [['c', null]]))).toMatchObject({ ok: true, firstId: 3 });
+    expect(state.topics.get('t')?.counts.emitted).toBe(3);
+    expect([...state.ready]).toEqual([1, 2, 3]);
+  });
+
+  it('refuses a topic past maxTopics, and forgets a topic with neither consumer nor item', () => {
+    const { state, apply } = log({ maxTopics: 1 });
+    expect(apply({ type: 'consume', topic: 'a', member: 'm1', settings: SETTINGS }).ok).toBe(true);
+    expect(apply(emit('b', [['x', null]]))).toMatchObject({ ok: false, reason: 'too-many-topics' });
+    expect(apply({ type: 'unconsume', topic: 'a', member: 'm1' }).ok).toBe(true);
+    expect(state.topics.size).toBe(0);
+    expect(apply(emit('b', [['x', null]])).ok).toBe(true);
+  });
+
+  it('leases only pending, due, ready items to a consumer of their topic, under the entry index as token', () => {
+    const { state, apply } = log();
+    apply({ type: 'consume', topic: 't', member: 'm1', settings: SETTINGS });
+    apply(emit('t', [['a', null], ['b', null]]));
+    expect(apply({ type: 'lease', member: 'm2', ids: [1], atMs: 10 })).toMatchObject({ leased: [] });
+    const r = apply({ type: 'lease', member: 'm1', ids: [1, 1, 99], atMs: 10 });
+    expect(r).toMatchObject({ leased: [1] });
+    expect(state.items.get(1)?.phase).toEqual({ kind: 'leased', member: 'm1', token: r.index, deadlineMs: 10 + SETTINGS.timeoutMs + LEASE_GRACE_MS });
+    expect(state.topics.get('t')?.inFlight.get('m1')).toBe(1);
+    expect([...state.ready]).toEqual([2]);
+  });
+
+  it('records a success once, under the lease it ran under: a late outcome after a reclaim is stale', () => {
+    const { state, apply } = log();
+    apply({ type: 'consume', topic: 't', member: 'm1', settings: SETTINGS });
+    apply({ type: 'consume', topic: 't', member: 'm2', settings: SETTINGS });
+    const e = apply(emit('t', [['a', null]]));
+    const first = apply({ type: 'lease', member: 'm1', ids: [1], atMs: 0 }).index;
+    apply({ type: 'reclaim', leases: [{ id: 1, token: first }], atMs: 5000 });
+    expect(state.items.get(1)?.redeliveries).toBe(1);
+    const second = apply({ type: 'lease', member: 'm2', ids: [1], atMs: 5000 }).index;
+    expect(second).toBeGreaterThan(first);
+    expect(apply({ type: 'done', member: 'm1', outcomes: [{ id: 1, token: first, error: null }], atMs: 5001 })).toMatchObject({ stale: 1 });
+    expect(state.items.has(1)).toBe(true);
+    expect(apply({ type: 'done', member: 'm2', outcomes: [{ id: 1, token: second, error: null }], atMs: 5002 })).toMatchObject({ stale: 0, settledBatches: [e.index] });
+    expect(apply({ type: 'done', member: 'm2', outcomes: [{ id: 1, token: second, error: null }], atMs: 5003 })).toMatchObject({ stale: 1 });
+    expect(state.topics.get('t')?.counts).toMatchObject({ done: 1, stale: 1, redelivered: 1 });
+    expect(state.items.size).toBe(0);
+    expect(state.batches.size).toBe(0);
+  });
+
+  it('retries a failure after a doubling backoff, then sends it to the dead letters, from which it can be emitted again', () => {
+    const { state, apply } = log();
+    apply({ type: 'consume', topic: 't', member: 'm1', settings: SETTINGS });
+    const e = apply(emit('t', [['a', null]]));
+    let at = 0;
+    for (let attempt = 1; attempt <= SETTINGS.retries + 1; attempt++) {
+      const token = apply({ type: 'lease', member: 'm1', ids: [1], atMs: at }).index;
+      const r = apply({ type: 'done', member: 'm1', outcomes: [{ id: 1, token, error: `boom ${attempt}` }], atMs: at });
+      expect(r).toMatchObject({ failed: [expect.objectContaining({ id: 1, failures: attempt })] });
+      if (attempt <= SETTINGS.retries) {
+        const due = at + SETTINGS.backoffMs * 2 ** (attempt - 1);
+        expect(state.items.get(1)?.phase).toEqual({ kind: 'pending', notBeforeMs: due });
+        // Not leased before it is due.
+        expect(apply({ type: 'lease', member: 'm1', ids: [1], atMs: due - 1 })).toMatchObject({ leased: [] });
+        at = due;
+      } else {
+        expect(r).toMatchObject({ settledBatches: [e.index] });
+      }
+    }
+    const topic = state.topics.get('t');
+    expect(topic?.counts).toMatchObject({ failed: 3, dead: 1, done: 0 });
+    expect(topic?.deadLetters).toEqual([expect.objectContaining({ id: 1, failures: 3, error: 'boom 3' })]);
+    expect(apply({ type: 'requeue', topic: 't', ids: [1], atMs: 0 })).toMatchObject({ ok: true, firstId: 2, count: 1 });
+    expect(topic?.deadLetters).toEqual([]);
+    expect(state.items.get(2)?.failures).toBe(0);
+  });
+
+  it('runs the items of one key one at a time, in emit order, a failing one holding the rest', () => {
+    const { state, apply } = log();
+    apply({ type: 'consume', topic: 't', member: 'm1', settings: SETTINGS });
+    apply(emit('t', [['a1', 'a'], ['b1', 'b'], ['a2', 'a'], ['n', null]]));
+    expect([...state.ready].sort()).toEqual([1, 2, 4]);
+    const token = apply({ type: 'lease', member: 'm1', ids: [1, 2, 3, 4], atMs: 0 }).index;
+    expect(state.items.get(3)?.phase.kind).toBe('pending');
+    apply({ type: 'done', member: 'm1', outcomes: [{ id: 1, token, error: 'no' }], atMs: 0 });
+    expect(state.ready.has(3)).toBe(false);
+    const again = apply({ type: 'lease', member: 'm1', ids: [1], atMs: 1000 }).index;
+    apply({ type: 'done', member: 'm1', outcomes: [{ id: 1, token: again, error: null }], atMs: 1000 });
+    expect([...state.ready]).toEqual([3]);
+  });
+
+  it('the doubling backoff is capped', () => {
+    expect(backoffMs(100, 1)).toBe(100);
+    expect(backoffMs(100, 4)).toBe(800);
+    expect(backoffMs(100, 1000)).toBe(MAX_BACKOFF_MS);
+  });
+
+  it('whatever the commands, every item is unsettled or counted once as done or dead, and members agree', () => {
+    const members = ['m1', 'm2', 'm3'];
+    const command = fc.oneof(
+      fc.record({ type: fc.constant('consume' as const), member: fc.constantFrom(...members) }),
+      fc.record({ type: fc.constant('unconsume' as const), member: fc.constantFrom(...members) }),
+      fc.record({ type: fc.constant('emit' as const), n: fc.integer({ min: 1, max: 5 }), keyed: fc.boolean() }),
+      fc.record({ type: fc.constant('lease' as const), member: fc.constantFrom(...members), ids: fc.array(fc.integer({ min: 1, max: 30 }), { maxLength: 5 }) }),
+      fc.record({ type: fc.constant('done' as const), member: fc.constantFrom(...members), id: fc.integer({ min: 1, max: 30 }), ok: fc.boolean(), tokenBack: fc.integer({ min: 0, max: 3 }) }),
+      fc.record({ type: fc.constant('reclaim' as const), id: fc.integer({ min: 1, max: 30 }) }),
+    );
+    fc.assert(
+      fc.property(fc.array(command, { maxLength: 80 }), (drawn) => {
+        const a = new FanoutState({ maxPendingPerTopic: 20 });
+        const b = new FanoutState({ maxPendingPerTopic: 20 });
+        let at = 0;
+        const doneSeen = new Set<number>();
+        drawn.forEach((d, i) => {
+          const index = i + 1;
+          at += 500;
+          let c: FanoutCommand;
+          if (d.type === 'consume') c = { type: 'consume', topic: 't', member: d.member, settings: SETTINGS };
+          else if (d.type === 'unconsume') c = { type: 'unconsume', topic: 't', member: d.member };
+          else if (d.type === 'emit') c = emit('t', Array.from({ length: d.n }, (_, k) => [`x${k}`, d.keyed ? `k${k % 2}` : null]), at);
+          else if (d.type === 'lease') c = { type: 'lease', member: d.member, ids: d.ids, atMs: at };
+          else if (d.type === 'done') {
+            const phase = a.items.get(d.id)?.phase;
+            const token = phase?.kind === 'leased' ? phase.token - d.tokenBack : index;
+            c = { type: 'done', member: d.member, outcomes: [{ id: d.id, token, error: d.ok ? null : 'x' }], atMs: at };
+          } else {
+            const phase = a.items.get(d.id)?.phase;
+            c = { type: 'reclaim', leases: [{ id: d.id, token: phase?.kind === 'leased' ? phase.token : 0 }], atMs: at };
+          }
+          const before = a.items.get('id' in d ? d.id : -1);
+          const wasLeasedBy = before?.phase.kind === 'leased' ? before.phase.member : null;
+          const ra = a.apply(index, c);
+          expect(b.apply(index, c)).toEqual(ra);
+          // A success is recorded at most once per item.
+          if (c.type === 'done' && c.outcomes[0]?.error === null && ra.ok && ra.stale === 0) {
+            expect(doneSeen.has(c.outcomes[0].id)).toBe(false);
+            expect(wasLeasedBy).toBe(c.member);
+            doneSeen.add(c.outcomes[0].id);
+          }
+        });
+        const topic = a.topics.get('t');
+        const emitted = topic?.counts.emitted ?? 0;
+        expect(a.items.size + (topic?.counts.done ?? 0) + (topic?.counts.dead ?? 0)).toBe(topic === undefined ? 0 : emitted);
+        let inFlight = 0;
+        for (const item of a.items.values()) if (item.phase.kind === 'leased') inFlight++;
+        expect([...(topic?.inFlight.values() ?? [])].reduce((x, y) => x + y, 0)).toBe(inFlight);
+        expect(JSON.stringify([...a.items.values()])).toBe(JSON.stringify([...b.items.values()]));
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
