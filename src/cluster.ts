@@ -20,7 +20,7 @@ import type { RaftDriver } from './runtime/driver.js';
 import type { ProposalResult } from './runtime/pending-requests.js';
 import { Member } from './runtime/member.js';
 import { JoinServer } from './runtime/join-server.js';
-import { joinOrForm, serveJoins } from './cluster-join.js';
+import { joinOrForm, serveJoins, startDiscovery } from './cluster-join.js';
 import type { JobHandler, JobOptions } from './runtime/scheduler/job-types.js';
 import type { SchedulerRuntime } from './runtime/scheduler/scheduler-runtime.js';
 import { parseSpec, type SpecInput } from './scheduler/spec.js';
@@ -30,6 +30,7 @@ import { MemoryLogStorage } from './storage/memory-log-storage.js';
 import { systemClock, systemTimers, type Clock, type Timers } from './time/clock.js';
 import type { Random } from './time/random.js';
 import { loadPsk } from './transport/cluster-secret.js';
+import type { LanDiscovery } from './transport/lan-discovery.js';
 import { Libp2pTransport } from './transport/libp2p-transport.js';
 import { checkStoredVersion, storedWireVersion } from './version/stored-version.js';
 import { setMemberOf, versionSupportOf } from './version/test-seams.js';
@@ -62,6 +63,8 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   #status: Status = 'new';
   #storage: LogStorage | null = null;
   #transport: Libp2pTransport | null = null;
+  /** mDNS, when the `mdns` option is on (cluster-join.ts, startDiscovery). */
+  #discovery: LanDiscovery | null = null;
   #driver: RaftDriver | null = null;
   #peerId: string | null = null;
   #lastLeader: NodeId | null = null;
@@ -145,8 +148,16 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     serveJoins(transport, this.#joins);
     await transport.start();
     this.#peerId = transport.peerId();
+    this.#discovery = await startDiscovery(o, transport, this.#timers);
     // An empty member asks its peers whether a cluster runs before it builds its node (README, "Forming the cluster").
-    const identity = await joinOrForm(o, stored.identity, this.#clusterId, { transport, joins: this.#joins, timers: this.#timers, reads: versionSupportOf(this), stopped: () => this.#status !== 'starting' });
+    const identity = await joinOrForm(o, stored.identity, this.#clusterId, {
+      transport,
+      discovery: this.#discovery,
+      joins: this.#joins,
+      timers: this.#timers,
+      reads: versionSupportOf(this),
+      stopped: () => this.#status !== 'starting',
+    });
     transport.setClusterId(identity.clusterId);
     // Refuses a directory that belongs to another cluster or member, before anything is written.
     await this.#storage.setIdentity({ clusterId: identity.clusterId, nodeId: o.self.id, ...(identity.joined ? { foundingVoters: identity.foundingVoters } : {}) });
@@ -247,6 +258,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     this.#member?.stop();
     for (const wake of this.#roleWaiters) wake();
     try {
+      await this.#discovery?.stop();
       await this.#transport?.stop();
     } finally {
       await this.#storage?.close();
@@ -379,6 +391,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       transport: this.#transport,
       peerId: this.#peerId,
       joins: this.#joins.counts,
+      discovery: this.#discovery,
       member: this.#member,
       versionSupport: versionSupportOf(this),
       jobs: this.#scheduler === null ? [] : this.#jobStates.of(this.#scheduler.state, clusterNowMs),
