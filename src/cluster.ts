@@ -82,7 +82,8 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   /**
    * @param peers the other members' addresses (`/ip4/10.0.0.2/tcp/7001`, `10.0.0.2:7001`, with
    *   or without `/p2p/<peer id>`); this member's own address may be included. `[]` makes a
-   *   single-member cluster.
+   *   single-member cluster, or, with the `mdns` option, one that first looks for a cluster on
+   *   the local network to join.
    * @throws InvalidArgumentError (code CRONRAFT_INVALID_ARGUMENT) naming the bad option.
    */
   constructor(peers: readonly string[], options: ClusterOptions = {}) {
