@@ -30,9 +30,10 @@ export interface ClusterOptions extends MemberOptions {
   /** `'level'` (durable) or `'memory'` (lost on exit: tests and demos only). @default 'level' */
   readonly storage?: 'level' | 'memory';
   /**
-   * How long a member with an empty data directory asks its peers whether a cluster runs before
-   * it forms one (when its own address is among its peers) or `start()` rejects with
-   * JoinFailedError (README, "Forming the cluster"). @default 5000
+   * How long a member with an empty data directory asks its peers (and the members `mdns`
+   * found) whether a cluster runs before it forms one (when its own address is among its peers,
+   * or it has no peers and `mdns` is on) or `start()` rejects with JoinFailedError (README,
+   * "Forming the cluster"). @default 5000
    */
   readonly joinTimeoutMs?: number;
   /** How long `stop()` waits for a leader to hand over leadership. @default 1000 */
