@@ -4,6 +4,7 @@ import { findCluster, startingIdentity, type StartingIdentity } from './runtime/
 import type { StorageIdentity } from './storage/log-storage.js';
 import type { Timers } from './time/clock.js';
 import { JOIN_PROTOCOL_ID, JOIN_STREAM_TIMEOUT_MS, MAX_INBOUND_JOIN_STREAMS, requestJoin, serveJoinStream } from './transport/join-protocol.js';
+import { LanDiscovery } from './transport/lan-discovery.js';
 import type { Libp2pTransport } from './transport/libp2p-transport.js';
 import { resolveSeeds } from './transport/seed-resolver.js';
 import type { Member } from './runtime/member.js';
@@ -27,17 +28,25 @@ export function serveJoins(transport: Libp2pTransport, joins: JoinServer): void 
 
 /**
  * Who this member starts as (startingIdentity): from its storage's identity, or, with an empty
- * data directory, by asking its peers over the started `transport`, answering theirs meanwhile
- * as a member that is forming (`joins`).
+ * data directory, by asking its peers, and the members `discovery` found on the local network
+ * (mDNS, when on), over the started `transport`, answering theirs meanwhile as a member that is
+ * forming (`joins`).
  */
 export function joinOrForm(
   o: ResolvedOptions,
   stored: StorageIdentity | null,
   clusterId: string,
-  parts: { readonly transport: Libp2pTransport; readonly joins: JoinServer; readonly timers: Timers; readonly reads: VersionSupport; readonly stopped: () => boolean },
+  parts: {
+    readonly transport: Libp2pTransport;
+    readonly discovery: LanDiscovery | null;
+    readonly joins: JoinServer;
+    readonly timers: Timers;
+    readonly reads: VersionSupport;
+    readonly stopped: () => boolean;
+  },
 ): Promise<StartingIdentity> {
-  const { transport, joins } = parts;
-  return startingIdentity(stored, { clusterId, voters: o.voters, hasSeeds: o.peers.size > 0 }, () => {
+  const { transport, joins, discovery } = parts;
+  return startingIdentity(stored, { clusterId, voters: o.voters, looks: o.peers.size > 0 || discovery !== null }, () => {
     joins.looking(o.voters);
     return findCluster({
       self: o.self.id,
@@ -51,6 +60,7 @@ export function joinOrForm(
       askTimeoutMs: JOIN_STREAM_TIMEOUT_MS,
       stopped: parts.stopped,
       ask: (address, request, timeoutMs) => requestJoin((signal) => transport.openStream(address, JOIN_PROTOCOL_ID, signal), request, timeoutMs),
+      ...(discovery === null ? {} : { discovered: () => discovery.peers() }),
     });
   });
 }
@@ -76,4 +86,15 @@ export function probeRemoval(member: Member, transport: Libp2pTransport, parts: 
   });
   probe.start();
   return probe;
+}
+
+/**
+ * Starts finding members on the local network (mDNS) beside the started `transport`, when the
+ * `mdns` option is on; null when it is off, and then nothing is opened.
+ */
+export async function startDiscovery(o: ResolvedOptions, transport: Libp2pTransport, timers: Timers): Promise<LanDiscovery | null> {
+  const peerId = transport.peerId();
+  const logger = transport.logger();
+  if (o.mdns === null || peerId === null || logger === null) return null;
+  return LanDiscovery.start({ serviceTag: o.mdns.serviceTag, intervalMs: o.mdns.intervalMs, self: o.self, peerId, logger, now: () => timers.now() });
 }

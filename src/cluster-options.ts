@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
+import { isIP } from 'node:net';
 import { join } from 'node:path';
 import { InvalidArgumentError } from './errors.js';
-import { nonNegativeInt } from './option-checks.js';
+import { nonNegativeInt, positiveInt } from './option-checks.js';
 import { MEMBER_DEFAULTS, memberSettings, type MemberOptions, type MemberSettings } from './runtime/member-settings.js';
 import type { NodeId } from './raft/types.js';
 import type { Clock, Timers } from './time/clock.js';
@@ -29,9 +30,10 @@ export interface ClusterOptions extends MemberOptions {
   /** `'level'` (durable) or `'memory'` (lost on exit: tests and demos only). @default 'level' */
   readonly storage?: 'level' | 'memory';
   /**
-   * How long a member with an empty data directory asks its peers whether a cluster runs before
-   * it forms one (when its own address is among its peers) or `start()` rejects with
-   * JoinFailedError (README, "Forming the cluster"). @default 5000
+   * How long a member with an empty data directory asks its peers (and the members `mdns`
+   * found) whether a cluster runs before it forms one (when its own address is among its peers,
+   * or it has no peers and `mdns` is on) or `start()` rejects with JoinFailedError (README,
+   * "Forming the cluster"). @default 5000
    */
   readonly joinTimeoutMs?: number;
   /** How long `stop()` waits for a leader to hand over leadership. @default 1000 */
@@ -49,6 +51,14 @@ export interface ClusterOptions extends MemberOptions {
   readonly secretFile?: string;
   /** Listen on a non-loopback address without a secret, open to anyone who can reach it. @default false */
   readonly insecure?: boolean;
+  /**
+   * Find members on the local network with mDNS (`true`, or settings): this member announces
+   * its address and peer id, and, with an empty data directory, asks the members it finds too,
+   * besides its peers; with no peers, it looks for `joinTimeoutMs` before it forms a cluster
+   * alone (README, "Forming the cluster"). Needs a fixed port and an IP address to advertise.
+   * Never on unless asked. @default false
+   */
+  readonly mdns?: boolean | MdnsOptions;
   /** Injected wall clock, e.g. a skewed one in tests. @default Date.now */
   readonly clock?: Clock;
   /** Injected timers, e.g. virtual ones in a simulation. @default Node's timers */
@@ -56,6 +66,27 @@ export interface ClusterOptions extends MemberOptions {
   /** Injected randomness (election timeouts); seed it to replay a run. @default a random seed */
   readonly random?: Random;
 }
+
+/** Settings of `mdns`. */
+export interface MdnsOptions {
+  /**
+   * A name for the cluster, so that two clusters on one network ask only their own members (the
+   * secret keeps them apart anyway): the mDNS service becomes `<name>._cronraft._udp.local`.
+   * Lower-case letters, digits and inner hyphens, at most 63. @default none (`_cronraft._udp.local`)
+   */
+  readonly name?: string;
+  /** How often to ask the network for members, in ms: at least MIN_MDNS_INTERVAL_MS. @default 10000 */
+  readonly intervalMs?: number;
+}
+
+/** The mDNS service every cronraft member answers for, unless its `mdns.name` names another under it. */
+export const MDNS_SERVICE = '_cronraft._udp.local';
+
+/** The shortest mDNS query interval: every member answers every query, so a shorter one floods the network. */
+export const MIN_MDNS_INTERVAL_MS = 1000;
+
+/** A DNS label: an `mdns.name` is one. */
+const DNS_LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 
 export const CLUSTER_DEFAULTS = {
   listen: '/ip4/127.0.0.1/tcp/0',
@@ -69,6 +100,8 @@ export const CLUSTER_DEFAULTS = {
   maxProposalBytes: 1024 * 1024,
   sync: true,
   dataRoot: '.cronraft',
+  /** How often mDNS asks the network (`@libp2p/mdns`'s own default): queries are multicast to every host on it. */
+  mdnsIntervalMs: 10_000,
 } as const;
 
 /** The options after validation, with defaults applied and addresses parsed. */
@@ -89,6 +122,8 @@ export interface ResolvedOptions {
   readonly sync: boolean;
   /** Where the cluster secret comes from, or null when the member runs without one. */
   readonly secret: SecretSource | null;
+  /** mDNS settings, or null when it is off (the default). */
+  readonly mdns: { readonly serviceTag: string; readonly intervalMs: number } | null;
 }
 
 /**
@@ -128,6 +163,7 @@ export function resolveOptions(peersInput: readonly string[], options: ClusterOp
   if (typeof dataDir !== 'string' || dataDir.length === 0) throw new InvalidArgumentError('dataDir', dataDir, 'a directory path');
   if (options.sync !== undefined && typeof options.sync !== 'boolean') throw new InvalidArgumentError('sync', options.sync, 'a boolean');
   const secret = secretSource(options, listen);
+  const mdns = mdnsSettings(options, self, listenInput);
   return {
     self,
     listen: listen.multiaddr,
@@ -141,7 +177,33 @@ export function resolveOptions(peersInput: readonly string[], options: ClusterOp
     selfInPeers,
     sync: options.sync ?? CLUSTER_DEFAULTS.sync,
     secret,
+    mdns,
   };
+}
+
+/**
+ * The `mdns` option checked. A member announces its member id, which others then dial and
+ * which becomes a voter's id if it forms the cluster: so it must be an IP address (an
+ * announcement carries addresses, not names, see transport/discovered-peers.ts) that others can
+ * reach, on a fixed port.
+ */
+function mdnsSettings(options: ClusterOptions, self: PeerAddress, listenInput: string): ResolvedOptions['mdns'] {
+  const value = options.mdns;
+  if (value === undefined || value === false) return null;
+  if (value !== true && (typeof value !== 'object' || value === null)) throw new InvalidArgumentError('mdns', value, 'a boolean or { name?, intervalMs? }');
+  const settings: MdnsOptions = value === true ? {} : value;
+  if (settings.name !== undefined && (typeof settings.name !== 'string' || !DNS_LABEL.test(settings.name))) {
+    throw new InvalidArgumentError('mdns.name', settings.name, 'lower-case letters, digits and inner hyphens, at most 63');
+  }
+  const intervalMs = positiveInt(settings.intervalMs ?? CLUSTER_DEFAULTS.mdnsIntervalMs, 'mdns.intervalMs');
+  if (intervalMs < MIN_MDNS_INTERVAL_MS) throw new InvalidArgumentError('mdns.intervalMs', intervalMs, `at least ${MIN_MDNS_INTERVAL_MS} ms`);
+  const option = options.advertise === undefined ? 'listen' : 'advertise';
+  const given = options.advertise ?? listenInput;
+  if (self.port === 0) throw new InvalidArgumentError(option, given, 'a fixed port when mdns is on (it is announced)');
+  if (isIP(self.host) === 0 || self.host === '0.0.0.0' || self.host === '::') {
+    throw new InvalidArgumentError(option, given, 'an IP address the other members can reach when mdns is on (it is announced; set advertise when listening on 0.0.0.0)');
+  }
+  return { serviceTag: settings.name === undefined ? MDNS_SERVICE : `${settings.name}.${MDNS_SERVICE}`, intervalMs };
 }
 
 /**

@@ -20,7 +20,7 @@ import type { RaftDriver } from './runtime/driver.js';
 import type { ProposalResult } from './runtime/pending-requests.js';
 import { Member } from './runtime/member.js';
 import { JoinServer } from './runtime/join-server.js';
-import { joinOrForm, probeRemoval, serveJoins } from './cluster-join.js';
+import { joinOrForm, probeRemoval, serveJoins, startDiscovery } from './cluster-join.js';
 import type { RemovalProbe } from './runtime/removal-probe.js';
 import type { JobHandler, JobOptions } from './runtime/scheduler/job-types.js';
 import type { SchedulerRuntime } from './runtime/scheduler/scheduler-runtime.js';
@@ -31,6 +31,7 @@ import { MemoryLogStorage } from './storage/memory-log-storage.js';
 import { systemClock, systemTimers, type Clock, type Timers } from './time/clock.js';
 import type { Random } from './time/random.js';
 import { loadPsk } from './transport/cluster-secret.js';
+import type { LanDiscovery } from './transport/lan-discovery.js';
 import { Libp2pTransport } from './transport/libp2p-transport.js';
 import { checkStoredVersion, storedWireVersion } from './version/stored-version.js';
 import { setMemberOf, versionSupportOf } from './version/test-seams.js';
@@ -63,6 +64,8 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   #status: Status = 'new';
   #storage: LogStorage | null = null;
   #transport: Libp2pTransport | null = null;
+  /** mDNS, when the `mdns` option is on (cluster-join.ts, startDiscovery). */
+  #discovery: LanDiscovery | null = null;
   #driver: RaftDriver | null = null;
   #peerId: string | null = null;
   #lastLeader: NodeId | null = null;
@@ -81,7 +84,8 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   /**
    * @param peers the other members' addresses (`/ip4/10.0.0.2/tcp/7001`, `10.0.0.2:7001`, with
    *   or without `/p2p/<peer id>`); this member's own address may be included. `[]` makes a
-   *   single-member cluster.
+   *   single-member cluster, or, with the `mdns` option, one that first looks for a cluster on
+   *   the local network to join.
    * @throws InvalidArgumentError (code CRONRAFT_INVALID_ARGUMENT) naming the bad option.
    */
   constructor(peers: readonly string[], options: ClusterOptions = {}) {
@@ -147,8 +151,16 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     serveJoins(transport, this.#joins);
     await transport.start();
     this.#peerId = transport.peerId();
+    this.#discovery = await startDiscovery(o, transport, this.#timers);
     // An empty member asks its peers whether a cluster runs before it builds its node (README, "Forming the cluster").
-    const identity = await joinOrForm(o, stored.identity, this.#clusterId, { transport, joins: this.#joins, timers: this.#timers, reads: versionSupportOf(this), stopped: () => this.#status !== 'starting' });
+    const identity = await joinOrForm(o, stored.identity, this.#clusterId, {
+      transport,
+      discovery: this.#discovery,
+      joins: this.#joins,
+      timers: this.#timers,
+      reads: versionSupportOf(this),
+      stopped: () => this.#status !== 'starting',
+    });
     transport.setClusterId(identity.clusterId);
     // Refuses a directory that belongs to another cluster or member, before anything is written.
     await this.#storage.setIdentity({ clusterId: identity.clusterId, nodeId: o.self.id, ...(identity.joined ? { foundingVoters: identity.foundingVoters } : {}) });
@@ -252,6 +264,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     this.#member?.stop();
     for (const wake of this.#roleWaiters) wake();
     try {
+      await this.#discovery?.stop();
       await this.#transport?.stop();
     } finally {
       await this.#storage?.close();
@@ -384,6 +397,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       transport: this.#transport,
       peerId: this.#peerId,
       joins: this.#joins.counts,
+      discovery: this.#discovery,
       member: this.#member,
       versionSupport: versionSupportOf(this),
       jobs: this.#scheduler === null ? [] : this.#jobStates.of(this.#scheduler.state, clusterNowMs),

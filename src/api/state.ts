@@ -5,6 +5,7 @@ import type { NodeId } from '../raft/types.js';
 import type { TransportStats } from '../transport/transport.js';
 import type { Member } from '../runtime/member.js';
 import type { JoinCounts } from '../runtime/join-server.js';
+import type { DiscoveryStats } from '../transport/discovered-peers.js';
 import { FIRST_CLUSTER_VERSION, type VersionRange, type VersionSupport } from '../version/versions.js';
 
 /** One member as this member sees it. */
@@ -88,6 +89,12 @@ export interface ClusterState {
    */
   readonly joins: Readonly<JoinCounts>;
   /**
+   * What mDNS found (the `mdns` option; README, "Forming the cluster"): the members known now,
+   * the announcements heard, and those dropped (no usable address, or too many members); null
+   * when it is off.
+   */
+  readonly discovery: DiscoveryStats | null;
+  /**
    * The jobs the cluster knows, as replicated in the log. Each job's entry is frozen and handed
    * out again by later calls until the job changes (its Dates too: copy one before changing it).
    */
@@ -168,6 +175,7 @@ export interface StateSources {
   readonly transport: { stats(): TransportStats; isConnected(id: NodeId): boolean } | null;
   readonly peerId: string | null;
   readonly joins: Readonly<JoinCounts>;
+  readonly discovery: { stats(): DiscoveryStats } | null;
   readonly jobs: ClusterState['jobs'];
   readonly member: Member | null;
   /** What this member reads (before start, the member does not exist yet). */
@@ -246,6 +254,7 @@ export function clusterStateOf(s: StateSources): ClusterState {
     peerId: s.peerId,
     transport: s.transport?.stats() ?? NO_TRAFFIC,
     joins: { ...s.joins },
+    discovery: s.discovery?.stats() ?? null,
     jobs: s.jobs,
     clock: { synced: driver?.clockSynced ?? false, clusterTime: new Date(s.clusterNowMs), invalidStamps: driver?.invalidClockStamps ?? 0 },
     invalidMessages: (driver?.invalidMessages ?? 0) + (driver?.invalidSnapshots ?? 0) + (node?.protocolViolations ?? 0),

@@ -41,6 +41,12 @@ export interface FindClusterOptions {
   readonly askTimeoutMs: number;
   /** Whether the member stopped meanwhile: it looks no further. */
   readonly stopped: () => boolean;
+  /**
+   * The members found on the local network now (mDNS, transport/lan-discovery.ts), each with
+   * the peer id it announced pinned: asked in every round besides the seeds, as addresses to
+   * ask and nothing more. @default none
+   */
+  readonly discovered?: () => readonly PeerAddress[];
 }
 
 /** What a member with an empty data directory does: form a cluster, or join the one a seed runs. */
@@ -60,6 +66,14 @@ export type FoundCluster =
  *   its own address is among the seeds (a founding member whose peers are not up yet);
  *   otherwise start() rejects with a JoinFailedError (`CRONRAFT_JOIN_FAILED`).
  * A member asked while it looks itself answers it is forming (join-server.ts, JoinServer.looking).
+ *
+ * A member given no seeds (its voters are itself alone) looks only with mDNS, through the
+ * members it `discovered`: it has no co-founders to form with, so it forms alone once
+ * `timeoutMs` passed with no running cluster seen. Two such members started together would
+ * then form two clusters; so a looker yields to one of a lower member id (as strings compare)
+ * that answered it is forming too: it keeps asking, past its own timeout, until `timeoutMs`
+ * after that looker last answered so (it formed meanwhile and accepts it, or it is gone and
+ * this member forms; a cluster seen running by then and not accepting it fails its start).
  */
 export async function findCluster(o: FindClusterOptions): Promise<FoundCluster> {
   const deadline = o.timers.now() + o.timeoutMs;
@@ -69,18 +83,24 @@ export async function findCluster(o: FindClusterOptions): Promise<FoundCluster> 
   // A cluster that does not run the membership version yet may raise it soon (its members all upgraded).
   let versionRefusal: Extract<JoinAnswer, { type: 'refused' }> | null = null;
   const last = new Map<NodeId, string>();
+  // With no seeds, this member looks through mDNS alone, and yields to a looker of a lower id.
+  const alone = o.voters.length === 1;
+  let yieldUntil = -Infinity;
   for (;;) {
     if (o.stopped()) throw new NotRunningError('stopped');
+    const until = Math.max(deadline, yieldUntil);
     // Whole milliseconds: the monotonic time base has fractions, and AbortSignal.timeout wants none.
-    const remainingMs = Math.max(1, Math.ceil(deadline - o.timers.now()));
+    const remainingMs = Math.max(1, Math.ceil(until - o.timers.now()));
     const askMs = Math.min(o.askTimeoutMs, remainingMs);
-    const seeds = o.resolve === undefined ? o.seeds : (await o.resolve(askMs)).filter((seed) => seed.id !== o.self);
-    const asked = await Promise.all(seeds.map(async (seed) => [seed.id, await o.ask(seed, request, askMs).catch(() => null)] as const));
+    const seeds = o.resolve === undefined ? o.seeds : await o.resolve(askMs);
+    const targets = withDiscovered(o.self, seeds, o.discovered?.() ?? []);
+    const asked = await Promise.all(targets.map(async (target) => [target.id, await o.ask(target, request, askMs).catch(() => null)] as const));
     // A follower names the leader: asked once in the round, however many followers name it.
     const leaders = new Set<NodeId>();
-    for (const [, answer] of asked) if (answer?.type === 'redirect' && !seeds.some((seed) => seed.id === answer.leader)) leaders.add(answer.leader);
+    for (const [, answer] of asked) if (answer?.type === 'redirect' && !targets.some((target) => target.id === answer.leader)) leaders.add(answer.leader);
     const fromLeaders = await Promise.all([...leaders].map(async (id) => [id, await askAt(o, id, request, askMs)] as const));
     let forming = 0;
+    let lowerLooking = false;
     for (const [id, answer] of [...asked, ...fromLeaders]) {
       last.set(id, answer === null ? 'no answer' : describeAnswer(answer));
       if (answer === null) continue;
@@ -89,21 +109,41 @@ export async function findCluster(o: FindClusterOptions): Promise<FoundCluster> 
       if (answer.type === 'refused') versionRefusal = answer;
       if (answer.type === 'forming') {
         if (sameIds(answer.voters, o.voters)) forming++;
+        if (id < o.self) lowerLooking = true;
       } else {
         runningSeen = true;
       }
     }
     // With a majority of the voters it was given, itself included, forming the same cluster, no
     // cluster of those voters runs: they form it (the others find it running as they come up).
-    if (!runningSeen && 2 * (forming + 1) > o.voters.length) return { type: 'form' };
+    // A member alone in its voters is that majority by itself: it forms only at the timeout.
+    if (!alone && !runningSeen && 2 * (forming + 1) > o.voters.length) return { type: 'form' };
     const now = o.timers.now();
-    if (now >= deadline) {
-      if (!runningSeen && o.selfInSeeds) return { type: 'form' };
+    if (alone && lowerLooking) yieldUntil = now + o.timeoutMs;
+    const end = Math.max(deadline, yieldUntil);
+    if (now >= end) {
+      if (!runningSeen && (o.selfInSeeds || alone)) return { type: 'form' };
       if (versionRefusal !== null) throw refusalError(versionRefusal, o);
       throw new JoinFailedError(o.timeoutMs, [...last].map(([id, what]) => `${id}: ${what}`).join('; '));
     }
-    await sleep(o.timers, Math.min(JOIN_RETRY_MS, deadline - now));
+    await sleep(o.timers, Math.min(JOIN_RETRY_MS, end - now));
   }
+}
+
+/**
+ * The addresses to ask in a round: the seeds, then the members discovered that are none of
+ * them (an announcement never replaces an address the user gave), this member left out, at
+ * most once each.
+ */
+function withDiscovered(self: NodeId, seeds: readonly PeerAddress[], discovered: readonly PeerAddress[]): PeerAddress[] {
+  const targets: PeerAddress[] = [];
+  const seen = new Set<NodeId>([self]);
+  for (const address of [...seeds, ...discovered]) {
+    if (seen.has(address.id)) continue;
+    seen.add(address.id);
+    targets.push(address);
+  }
+  return targets;
 }
 
 /** Asks the member `id` names (a leader a follower named); null when it cannot be reached or is no address. */
@@ -156,19 +196,20 @@ export interface StartingIdentity {
 
 /**
  * The identity a member starts with: a member with data starts as before (a joined one with the
- * founding voters its storage kept); a member with an empty data directory and seeds asks them
- * (`find`, see findCluster) and joins the cluster one runs, or forms its own as a founding
- * member with `clusterId` and `voters` (a seed that has it in its configuration already, a
- * founding member that lost its data or a member on memory storage, counts as forming).
+ * founding voters its storage kept); a member with an empty data directory that `looks` (it
+ * has seeds, or finds members by mDNS) asks them (`find`, see findCluster) and joins the
+ * cluster one runs, or forms its own as a founding member with `clusterId` and `voters` (a seed
+ * that has it in its configuration already, a founding member that lost its data or a member on
+ * memory storage, counts as forming). One that does not look forms its own at once.
  */
 export async function startingIdentity(
   stored: StorageIdentity | null,
-  own: { readonly clusterId: string; readonly voters: readonly NodeId[]; readonly hasSeeds: boolean },
+  own: { readonly clusterId: string; readonly voters: readonly NodeId[]; readonly looks: boolean },
   find: () => Promise<FoundCluster>,
 ): Promise<StartingIdentity> {
   const founding: StartingIdentity = { clusterId: own.clusterId, foundingVoters: own.voters, joined: false, members: [] };
   if (stored !== null) return stored.foundingVoters === undefined ? founding : { clusterId: stored.clusterId, foundingVoters: stored.foundingVoters, joined: true, members: [] };
-  if (!own.hasSeeds) return founding;
+  if (!own.looks) return founding;
   const found = await find();
   if (found.type === 'form' || (found.clusterId === own.clusterId && sameIds(found.foundingVoters, own.voters))) return founding;
   return { clusterId: found.clusterId, foundingVoters: found.foundingVoters, joined: true, members: found.members };

@@ -3,7 +3,7 @@ import './polyfills.js';
 import { tunedNoise } from './tuned-noise.js';
 import { relaxWindowUpdates } from './yamux-window.js';
 import { yamux } from '@chainsafe/libp2p-yamux';
-import type { Connection, Libp2p, PrivateKey, Stream, StreamMessageEvent } from '@libp2p/interface';
+import type { ComponentLogger, Connection, Libp2p, PrivateKey, Stream, StreamMessageEvent } from '@libp2p/interface';
 import { preSharedKey } from '@libp2p/pnet';
 import { tcp } from '@libp2p/tcp';
 import { multiaddr } from '@multiformats/multiaddr';
@@ -278,6 +278,11 @@ export class Libp2pTransport implements Transport {
   /** The peers this transport dials, each with the peer id it must prove (pinned or bound), if any. */
   peerAddresses(): readonly PeerAddress[] {
     return [...this.#peers.values()];
+  }
+
+  /** The node's logger, for a service beside it (lan-discovery.ts); null before start(). */
+  logger(): ComponentLogger | null {
+    return this.#node?.logger ?? null;
   }
 
   remotePeerIdOf(member: NodeId): string | null {

@@ -120,8 +120,83 @@ describe('the forming rule (findCluster)', () => {
   });
 });
 
+describe('the forming rule with mDNS (findCluster, discovered members)', () => {
+  const P = '12D3KooWNpEjHiwXBKhVJvQy5aGA5n6TgqSEAHMAbkjYZj9nVKPL';
+  /** A member found by mDNS: its address with the peer id it announced pinned. */
+  const found = (id: NodeId): PeerAddress => parsePeerAddress(`${id}/p2p/${P}`, 'announcement');
+  /** `self`, given no seeds, discovering `discovered`, each answering as `answers` says, at the virtual time of asking. */
+  function alone(self: NodeId, discovered: () => NodeId[], answers: (id: NodeId, nowMs: number) => JoinAnswer | null): FindClusterOptions & { asked: Array<[NodeId, number]> } {
+    const o = looking(self, [], false, () => null);
+    const asked: Array<[NodeId, number]> = [];
+    return {
+      ...o,
+      asked,
+      discovered: () => discovered().map(found),
+      ask: (address) => {
+        const nowMs = o.timers.now();
+        asked.push([address.id, nowMs]);
+        expect(address.peerId).toBe(P);
+        const answer = answers(address.id, nowMs);
+        return answer === null ? Promise.reject(new Error('unreachable')) : Promise.resolve(answer);
+      },
+    };
+  }
+  const formingAs = (id: NodeId): JoinAnswer => ({ type: 'forming', voters: [id] });
+
+  it('with nobody found, forms alone at the timeout, not before', async () => {
+    const o = alone(A, () => [], () => null);
+    expect(await findCluster(o)).toEqual({ type: 'form' });
+    expect(o.timers.now()).toBeGreaterThanOrEqual(o.timeoutMs);
+  });
+
+  it('joins a running cluster it found, at its pinned peer id, and asks a member found later too', async () => {
+    let round = 0;
+    const o = alone(D, () => (round++ < 2 ? [] : [A]), (id) => (id === A ? accepted : null));
+    expect(await findCluster(o)).toMatchObject({ type: 'join', clusterId: 'c1' });
+    expect(o.asked.map(([id]) => id)).toEqual([A]);
+  });
+
+  it('forms at its timeout when the only other looker has a higher id', async () => {
+    const o = alone(A, () => [B], (id) => (id === B ? formingAs(B) : null));
+    expect(await findCluster(o)).toEqual({ type: 'form' });
+    expect(o.timers.now()).toBeLessThan(o.timeoutMs + 200 + 1);
+  });
+
+  it('yields to a looker of a lower id past its own timeout, and joins the cluster that looker forms', async () => {
+    // A forms at 1400 (its own timeout, started later), then runs without a leader, then accepts.
+    const answerOfA = (nowMs: number): JoinAnswer => (nowMs < 1400 ? formingAs(A) : nowMs < 1800 ? { type: 'retry', detail: 'no leader is known' } : accepted);
+    const o = alone(B, () => [A], (id, nowMs) => (id === A ? answerOfA(nowMs) : null));
+    expect(await findCluster(o)).toMatchObject({ type: 'join', clusterId: 'c1' });
+    expect(o.timers.now()).toBeGreaterThan(o.timeoutMs);
+  });
+
+  it('forms once the lower looker it yielded to stopped answering for a timeout, and fails if it runs and never takes it', async () => {
+    const gone = alone(B, () => [A], (id, nowMs) => (id === A && nowMs < 600 ? formingAs(A) : null));
+    expect(await findCluster(gone)).toEqual({ type: 'form' });
+    // A answered forming last at 400: B yields until 1400, then forms.
+    expect(gone.timers.now()).toBeGreaterThanOrEqual(1400);
+    const stuck = alone(B, () => [A], (id, nowMs) => (id === A ? (nowMs < 600 ? formingAs(A) : { type: 'retry', detail: 'no leader is known' }) : null));
+    await expect(findCluster(stuck)).rejects.toBeInstanceOf(JoinFailedError);
+    expect(stuck.timers.now()).toBeGreaterThanOrEqual(1400);
+  });
+
+  it('asks its seeds as given and each member found once: an announcement never replaces a seed', async () => {
+    const o = looking(D, [A], false, (seed) => (seed === C ? accepted : null));
+    const asked: PeerAddress[] = [];
+    const ask: FindClusterOptions['ask'] = (address, request, timeoutMs) => {
+      asked.push(address);
+      return o.ask(address, request, timeoutMs);
+    };
+    expect(await findCluster({ ...o, ask, discovered: () => [found(A), found(C), found(C), found(D)] })).toMatchObject({ type: 'join' });
+    expect(asked.map((a) => [a.id, a.peerId])).toEqual([
+      [A, null],
+      [C, P],
+    ]);
+  });
+});
+
 describe('the identity a member starts with (startingIdentity)', () => {
-  const own = { clusterId: 'mine', voters: [A, B, C], hasSeeds: true };
+  const own = { clusterId: 'mine', voters: [A, B, C], looks: true };
   const never = (): never => {
     throw new Error('asked the seeds');
   };
@@ -140,7 +215,7 @@ describe('the identity a member starts with (startingIdentity)', () => {
       joined: true,
       members: [B, C, D, A],
     });
-    expect(await startingIdentity(null, { ...own, hasSeeds: false }, never)).toMatchObject({ clusterId: 'mine', joined: false });
+    expect(await startingIdentity(null, { ...own, looks: false }, never)).toMatchObject({ clusterId: 'mine', joined: false });
   });
 });
 
