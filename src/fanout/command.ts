@@ -36,6 +36,8 @@ export interface ConsumerSettings {
   readonly timeoutMs: number;
   /** The wait before the first retry, doubled at each further one up to MAX_BACKOFF_MS. */
   readonly backoffMs: number;
+  /** Items of the topic started per second, cluster-wide (the least its consumers ask for); null: no limit. */
+  readonly ratePerSecond: number | null;
 }
 
 /** One item of an emit: its bytes, and the key that orders it among others (null: no order). */

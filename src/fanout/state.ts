@@ -74,6 +74,12 @@ export interface TopicCounts {
 
 export interface TopicRecord {
   readonly name: string;
+  /**
+   * Its items that may be leased once due, in the order they became so: each item without a
+   * key, and for each key only the oldest unsettled item of it (the head), so that items of one
+   * key run one at a time, in emit order. Leased items are not in it.
+   */
+  readonly ready: Set<number>;
   /** Its consumers by member, in registration order. */
   readonly consumers: Map<NodeId, ConsumerSettings>;
   /** Unsettled items: pending or leased. */
@@ -106,12 +112,6 @@ export class FanoutState {
   readonly topics = new Map<string, TopicRecord>();
   /** Every unsettled item by id. */
   readonly items = new Map<number, ItemRecord>();
-  /**
-   * Items that may be leased once due, in the order they became so: each item without a key,
-   * and for each key only the oldest unsettled item of it (the head), so that items of one key
-   * run one at a time, in emit order. Leased items are not in it.
-   */
-  readonly ready = new Set<number>();
   /** Per `${topic}\n${key}`, the unsettled items of that key in emit order; the first is the head. */
   readonly #keys = new Map<string, number[]>();
   readonly batches = new Map<number, BatchRecord>();
@@ -159,7 +159,7 @@ export class FanoutState {
     const known = this.topics.get(name);
     if (known !== undefined) return known;
     if (this.topics.size >= this.#maxTopics) return null;
-    const topic: TopicRecord = { name, consumers: new Map(), unsettled: 0, inFlight: new Map(), counts: { emitted: 0, done: 0, failed: 0, dead: 0, stale: 0, redelivered: 0 }, deadLetters: [] };
+    const topic: TopicRecord = { name, ready: new Set(), consumers: new Map(), unsettled: 0, inFlight: new Map(), counts: { emitted: 0, done: 0, failed: 0, dead: 0, stale: 0, redelivered: 0 }, deadLetters: [] };
     this.topics.set(name, topic);
     return topic;
   }
@@ -181,7 +181,7 @@ export class FanoutState {
     for (const item of command.items) {
       const record: ItemRecord = { id: this.nextItemId++, topic: topic.name, data: item.data, key: item.key, batch: index, origin: command.origin, failures: 0, redeliveries: 0, lastError: null, phase: { kind: 'pending', notBeforeMs: 0 } };
       this.items.set(record.id, record);
-      this.#queue(record);
+      this.#queue(record, topic);
     }
     topic.unsettled += command.items.length;
     topic.counts.emitted += command.items.length;
@@ -190,16 +190,16 @@ export class FanoutState {
   }
 
   /** A new item joins its key's line, and the ready set when it is first in it (or has no key). */
-  #queue(item: ItemRecord): void {
+  #queue(item: ItemRecord, topic: TopicRecord): void {
     if (item.key === null) {
-      this.ready.add(item.id);
+      topic.ready.add(item.id);
       return;
     }
     const keyOf = `${item.topic}\n${item.key}`;
     const line = this.#keys.get(keyOf);
     if (line === undefined) {
       this.#keys.set(keyOf, [item.id]);
-      this.ready.add(item.id);
+      topic.ready.add(item.id);
     } else {
       line.push(item.id);
     }
@@ -208,7 +208,7 @@ export class FanoutState {
   /** A settled item leaves the state; the next item of its key, if any, becomes ready. */
   #settle(item: ItemRecord, topic: TopicRecord): void {
     this.items.delete(item.id);
-    this.ready.delete(item.id);
+    topic.ready.delete(item.id);
     topic.unsettled--;
     if (item.key === null) return;
     const keyOf = `${item.topic}\n${item.key}`;
@@ -216,7 +216,7 @@ export class FanoutState {
     line.shift();
     const next = line[0];
     if (next === undefined) this.#keys.delete(keyOf);
-    else this.ready.add(next);
+    else topic.ready.add(next);
   }
 
   /**
@@ -228,12 +228,13 @@ export class FanoutState {
     const leased: number[] = [];
     for (const id of command.ids) {
       const item = this.items.get(id);
-      if (item === undefined || item.phase.kind !== 'pending' || item.phase.notBeforeMs > command.atMs || !this.ready.has(id)) continue;
+      if (item === undefined || item.phase.kind !== 'pending' || item.phase.notBeforeMs > command.atMs) continue;
       const topic = this.topics.get(item.topic) as TopicRecord;
+      if (!topic.ready.has(id)) continue;
       const settings = topic.consumers.get(command.member);
       if (settings === undefined) continue;
       item.phase = { kind: 'leased', member: command.member, token: index, deadlineMs: command.atMs + settings.timeoutMs + LEASE_GRACE_MS };
-      this.ready.delete(id);
+      topic.ready.delete(id);
       topic.inFlight.set(command.member, (topic.inFlight.get(command.member) ?? 0) + 1);
       leased.push(id);
     }
@@ -280,7 +281,7 @@ export class FanoutState {
         const settings = topic.consumers.get(command.member) ?? topic.consumers.values().next().value;
         if (settings === undefined) {
           item.phase = { kind: 'pending', notBeforeMs: command.atMs };
-          this.ready.add(item.id);
+          topic.ready.add(item.id);
         } else if (item.failures > settings.retries) {
           topic.counts.dead++;
           if (batch !== undefined) batch.dead++;
@@ -288,7 +289,7 @@ export class FanoutState {
           this.#settle(item, topic);
         } else {
           item.phase = { kind: 'pending', notBeforeMs: command.atMs + backoffMs(settings.backoffMs, item.failures) };
-          this.ready.add(item.id);
+          topic.ready.add(item.id);
         }
       }
       if (batch !== undefined && batch.done + batch.dead === batch.total) {
@@ -321,7 +322,7 @@ export class FanoutState {
       item.redeliveries++;
       topic.counts.redelivered++;
       item.phase = { kind: 'pending', notBeforeMs: command.atMs };
-      this.ready.add(item.id);
+      topic.ready.add(item.id);
       count++;
     }
     return { ok: true, count };

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { ConsumerSettings, FanoutCommand } from '../../src/fanout/command.js';
 import { backoffMs, FanoutState, LEASE_GRACE_MS, MAX_BACKOFF_MS } from '../../src/fanout/state.js';
 
-const SETTINGS: ConsumerSettings = { parallelism: 4, retries: 2, timeoutMs: 1000, backoffMs: 100 };
+const SETTINGS: ConsumerSettings = { parallelism: 4, retries: 2, timeoutMs: 1000, backoffMs: 100, ratePerSecond: null };
 const bytes = (s: string): Uint8Array => new TextEncoder().encode(s);
 
 /** A state and a log: each command applied at the next index. */
@@ -23,7 +23,7 @@ describe('fan-out state', () => {
     expect([...state.items.keys()]).toEqual([1, 2]);
     expect(apply(emit('t', [['c', null]]))).toMatchObject({ ok: true, firstId: 3 });
     expect(state.topics.get('t')?.counts.emitted).toBe(3);
-    expect([...state.ready]).toEqual([1, 2, 3]);
+    expect([...state.topics.get('t')?.ready ?? []]).toEqual([1, 2, 3]);
   });
 
   it('refuses a topic past maxTopics, and forgets a topic with neither consumer nor item', () => {
@@ -44,7 +44,7 @@ describe('fan-out state', () => {
     expect(r).toMatchObject({ leased: [1] });
     expect(state.items.get(1)?.phase).toEqual({ kind: 'leased', member: 'm1', token: r.index, deadlineMs: 10 + SETTINGS.timeoutMs + LEASE_GRACE_MS });
     expect(state.topics.get('t')?.inFlight.get('m1')).toBe(1);
-    expect([...state.ready]).toEqual([2]);
+    expect([...state.topics.get('t')?.ready ?? []]).toEqual([2]);
   });
 
   it('records a success once, under the lease it ran under: a late outcome after a reclaim is stale', () => {
@@ -97,14 +97,14 @@ describe('fan-out state', () => {
     const { state, apply } = log();
     apply({ type: 'consume', topic: 't', member: 'm1', settings: SETTINGS });
     apply(emit('t', [['a1', 'a'], ['b1', 'b'], ['a2', 'a'], ['n', null]]));
-    expect([...state.ready].sort()).toEqual([1, 2, 4]);
+    expect([...state.topics.get('t')?.ready ?? []].sort()).toEqual([1, 2, 4]);
     const token = apply({ type: 'lease', member: 'm1', ids: [1, 2, 3, 4], atMs: 0 }).index;
     expect(state.items.get(3)?.phase.kind).toBe('pending');
     apply({ type: 'done', member: 'm1', outcomes: [{ id: 1, token, error: 'no' }], atMs: 0 });
-    expect(state.ready.has(3)).toBe(false);
+    expect(state.topics.get('t')?.ready.has(3)).toBe(false);
     const again = apply({ type: 'lease', member: 'm1', ids: [1], atMs: 1000 }).index;
     apply({ type: 'done', member: 'm1', outcomes: [{ id: 1, token: again, error: null }], atMs: 1000 });
-    expect([...state.ready]).toEqual([3]);
+    expect([...state.topics.get('t')?.ready ?? []]).toEqual([3]);
   });
 
   it('the doubling backoff is capped', () => {

@@ -1,0 +1,164 @@
+import type { NodeId } from '../raft/types.js';
+import { MAX_ITEMS_PER_LEASE, MAX_OUTCOMES_PER_COMMAND } from './command.js';
+import type { FanoutState, TopicRecord } from './state.js';
+
+/**
+ * The leader's delivery of work items (issue 19), pure: from the replicated state, which
+ * members may take work now and the time, the leases to propose and the leases to take back.
+ * What it returns goes through the log (`lease`, `reclaim`); FanoutState.apply checks each item
+ * again there, so a plan made from a state a few entries old is safe.
+ */
+
+/**
+ * Items looked at per topic and round past the ones leased: items waiting out a backoff stay in
+ * the ready set, and a round must not walk all of a long one to find the few that are due.
+ */
+export const MAX_SCAN_PER_ROUND = 4096;
+
+/** The most a topic's rate limit lets start at once after a quiet spell: one second's worth. */
+export const RATE_BURST_SECONDS = 1;
+
+export interface DeliveryInput {
+  readonly state: FanoutState;
+  /** The cluster's time. */
+  readonly nowMs: number;
+  /** Whether a member may be given work now: live, caught up, clock in sync, not stopping. */
+  readonly eligible: (member: NodeId) => boolean;
+  /**
+   * Members with a lease proposed and not yet applied: given nothing more until it applies, so
+   * that their items in flight are never counted short.
+   */
+  readonly busy: ReadonlySet<NodeId>;
+  /** The topics' rate limits, the leader's own (see RateBuckets). */
+  readonly rates: RateBuckets;
+}
+
+export interface DeliveryPlan {
+  readonly leases: ReadonlyArray<{ readonly member: NodeId; readonly ids: readonly number[] }>;
+  readonly reclaim: ReadonlyArray<{ readonly id: number; readonly token: number }>;
+}
+
+/** The plan for one round (see the module's comment). */
+export function planDelivery(input: DeliveryInput): DeliveryPlan {
+  return { leases: planLeases(input), reclaim: planReclaim(input) };
+}
+
+/**
+ * Leases that must end: their member may no longer take work (dead, cut off, stopping, out of
+ * the configuration), no longer consumes the topic, or ran past the deadline.
+ */
+function planReclaim({ state, nowMs, eligible }: DeliveryInput): Array<{ id: number; token: number }> {
+  const reclaim: Array<{ id: number; token: number }> = [];
+  for (const item of state.items.values()) {
+    if (reclaim.length >= MAX_OUTCOMES_PER_COMMAND) break;
+    const phase = item.phase;
+    if (phase.kind !== 'leased') continue;
+    const consumes = state.topics.get(item.topic)?.consumers.has(phase.member) ?? false;
+    if (!consumes || !eligible(phase.member) || nowMs > phase.deadlineMs) reclaim.push({ id: item.id, token: phase.token });
+  }
+  return reclaim;
+}
+
+/**
+ * Each topic's due items, in the order they became ready, to its eligible consumers, each given
+ * at most its free capacity (parallelism less what it holds), the one with the most free first
+ * (ties to the lowest id), within the topic's rate.
+ */
+function planLeases(input: DeliveryInput): Array<{ member: NodeId; ids: number[] }> {
+  const byMember = new Map<NodeId, number[]>();
+  for (const topic of input.state.topics.values()) {
+    if (topic.ready.size === 0) continue;
+    const free = freeCapacity(topic, input);
+    let wanted = 0;
+    for (const n of free.values()) wanted += n;
+    if (wanted === 0) continue;
+    const allowed = input.rates.take(topic.name, rateOf(topic), input.nowMs, wanted);
+    let scanned = 0;
+    let leased = 0;
+    for (const id of topic.ready) {
+      if (leased >= allowed || scanned >= allowed + MAX_SCAN_PER_ROUND) break;
+      scanned++;
+      const item = input.state.items.get(id);
+      if (item === undefined || item.phase.kind !== 'pending' || item.phase.notBeforeMs > input.nowMs) continue;
+      const member = mostFree(free);
+      if (member === null) break;
+      free.set(member, (free.get(member) as number) - 1);
+      const ids = byMember.get(member) ?? [];
+      ids.push(id);
+      byMember.set(member, ids);
+      leased++;
+    }
+    // Tokens taken but not used go back: the next round may use them.
+    input.rates.giveBack(topic.name, allowed - leased);
+  }
+  const leases: Array<{ member: NodeId; ids: number[] }> = [];
+  for (const [member, ids] of byMember) for (let i = 0; i < ids.length; i += MAX_ITEMS_PER_LEASE) leases.push({ member, ids: ids.slice(i, i + MAX_ITEMS_PER_LEASE) });
+  return leases;
+}
+
+/** Each eligible consumer not busy, with room, and how much room it has, lowest id first. */
+function freeCapacity(topic: TopicRecord, { eligible, busy }: DeliveryInput): Map<NodeId, number> {
+  const free = new Map<NodeId, number>();
+  for (const member of [...topic.consumers.keys()].sort()) {
+    if (busy.has(member) || !eligible(member)) continue;
+    const room = (topic.consumers.get(member)?.parallelism ?? 0) - (topic.inFlight.get(member) ?? 0);
+    if (room > 0) free.set(member, room);
+  }
+  return free;
+}
+
+/** The member with the most room (the first of equals, lowest id, since `free` is in id order); null when none has any. */
+function mostFree(free: ReadonlyMap<NodeId, number>): NodeId | null {
+  let best: NodeId | null = null;
+  let room = 0;
+  for (const [member, n] of free) {
+    if (n > room) {
+      best = member;
+      room = n;
+    }
+  }
+  return best;
+}
+
+/** The topic's rate: the least any of its consumers asks for, null when none asks for one. */
+function rateOf(topic: TopicRecord): number | null {
+  let rate: number | null = null;
+  for (const settings of topic.consumers.values()) if (settings.ratePerSecond !== null) rate = rate === null ? settings.ratePerSecond : Math.min(rate, settings.ratePerSecond);
+  return rate;
+}
+
+/**
+ * The leader's token buckets, one per topic with a rate: a bucket fills at the rate, up to
+ * RATE_BURST_SECONDS of it, and each item leased takes one. A new leader starts with empty
+ * buckets, so that a change of leader never lets a burst past the rate. Bounded by the topics
+ * (FanoutState's maxTopics); a topic gone is forgotten at the next `prune`.
+ */
+export class RateBuckets {
+  readonly #buckets = new Map<string, { tokens: number; atMs: number }>();
+
+  /** How many of `wanted` items `topic` may start now (all of them without a rate), taken from its bucket. */
+  take(topic: string, ratePerSecond: number | null, nowMs: number, wanted: number): number {
+    if (ratePerSecond === null) {
+      this.#buckets.delete(topic);
+      return wanted;
+    }
+    const bucket = this.#buckets.get(topic) ?? { tokens: 0, atMs: nowMs };
+    bucket.tokens = Math.min(ratePerSecond * RATE_BURST_SECONDS, bucket.tokens + (Math.max(0, nowMs - bucket.atMs) * ratePerSecond) / 1000);
+    bucket.atMs = nowMs;
+    const n = Math.min(wanted, Math.floor(bucket.tokens));
+    bucket.tokens -= n;
+    this.#buckets.set(topic, bucket);
+    return n;
+  }
+
+  /** Returns tokens taken and not used. */
+  giveBack(topic: string, n: number): void {
+    const bucket = this.#buckets.get(topic);
+    if (bucket !== undefined && n > 0) bucket.tokens += n;
+  }
+
+  /** Forgets the buckets of topics no longer known. */
+  prune(known: (topic: string) => boolean): void {
+    for (const topic of this.#buckets.keys()) if (!known(topic)) this.#buckets.delete(topic);
+  }
+}

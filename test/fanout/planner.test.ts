@@ -1,0 +1,124 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { ConsumerSettings, FanoutCommand } from '../../src/fanout/command.js';
+import { planDelivery, RATE_BURST_SECONDS, RateBuckets, type DeliveryInput } from '../../src/fanout/planner.js';
+import { FanoutState, LEASE_GRACE_MS } from '../../src/fanout/state.js';
+
+const settings = (parallelism: number, ratePerSecond: number | null = null): ConsumerSettings => ({ parallelism, retries: 1, timeoutMs: 1000, backoffMs: 100, ratePerSecond });
+
+/** A state and the next index to apply at. */
+function cluster(): { state: FanoutState; apply: (c: FanoutCommand) => number } {
+  const state = new FanoutState();
+  let index = 0;
+  return {
+    state,
+    apply: (c) => {
+      state.apply(++index, c);
+      return index;
+    },
+  };
+}
+
+const emitN = (n: number, key: (i: number) => string | null = () => null): FanoutCommand => ({ type: 'emit', topic: 't', items: Array.from({ length: n }, (_, i) => ({ data: Uint8Array.of(i), key: key(i) })), origin: null, atMs: 0 });
+
+function input(state: FanoutState, over: Partial<DeliveryInput> = {}): DeliveryInput {
+  return { state, nowMs: 0, eligible: () => true, busy: new Set(), rates: new RateBuckets(), ...over };
+}
+
+describe('the leader delivering items (planDelivery)', () => {
+  it('gives each eligible consumer that is not busy at most its free room, the one with most room first', () => {
+    const { state, apply } = cluster();
+    apply({ type: 'consume', topic: 't', member: 'a', settings: settings(2) });
+    apply({ type: 'consume', topic: 't', member: 'b', settings: settings(3) });
+    apply({ type: 'consume', topic: 't', member: 'c', settings: settings(5) });
+    apply({ type: 'consume', topic: 't', member: 'd', settings: settings(5) });
+    apply(emitN(20));
+    const plan = planDelivery(input(state, { eligible: (m) => m !== 'd', busy: new Set(['c']) }));
+    expect(plan.reclaim).toEqual([]);
+    expect(plan.leases).toEqual([
+      { member: 'b', ids: [1, 3, 5] },
+      { member: 'a', ids: [2, 4] },
+    ]);
+    for (const lease of plan.leases) apply({ type: 'lease', member: lease.member, ids: lease.ids, atMs: 0 });
+    // Full now: a and b get nothing more until they report.
+    expect(planDelivery(input(state, { eligible: (m) => m === 'a' || m === 'b' })).leases).toEqual([]);
+  });
+
+  it('leases an item only once due, and only the head of each key', () => {
+    const { state, apply } = cluster();
+    apply({ type: 'consume', topic: 't', member: 'a', settings: settings(10) });
+    apply(emitN(4, (i) => (i < 3 ? 'k' : null)));
+    expect(planDelivery(input(state)).leases).toEqual([{ member: 'a', ids: [1, 4] }]);
+    const token = apply({ type: 'lease', member: 'a', ids: [1, 4], atMs: 0 });
+    apply({ type: 'done', member: 'a', outcomes: [{ id: 1, token, error: 'no' }], atMs: 0 });
+    // Item 1 waits out its backoff; item 2 of the same key waits for it.
+    expect(planDelivery(input(state, { nowMs: 50 })).leases).toEqual([]);
+    expect(planDelivery(input(state, { nowMs: 100 })).leases).toEqual([{ member: 'a', ids: [1] }]);
+  });
+
+  it('takes back the leases of a member that may no longer work or stopped consuming, and those past their deadline', () => {
+    const { state, apply } = cluster();
+    for (const m of ['a', 'b', 'c']) apply({ type: 'consume', topic: 't', member: m, settings: settings(1) });
+    apply(emitN(3));
+    const tokens = ['a', 'b', 'c'].map((m, i) => apply({ type: 'lease', member: m, ids: [i + 1], atMs: 0 }));
+    apply({ type: 'unconsume', topic: 't', member: 'b' });
+    expect(planDelivery(input(state, { eligible: (m) => m !== 'a' })).reclaim).toEqual([
+      { id: 1, token: tokens[0] },
+      { id: 2, token: tokens[1] },
+    ]);
+    const deadline = 1000 + LEASE_GRACE_MS;
+    expect(planDelivery(input(state, { nowMs: deadline })).reclaim).toHaveLength(1);
+    expect(planDelivery(input(state, { nowMs: deadline + 1 })).reclaim).toHaveLength(3);
+  });
+
+  it('keeps a topic within its rate: an empty bucket at first, then the rate, a burst capped at a second of it', () => {
+    const { state, apply } = cluster();
+    apply({ type: 'consume', topic: 't', member: 'a', settings: settings(1000, 10) });
+    apply({ type: 'consume', topic: 't', member: 'b', settings: settings(1000, 50) });
+    apply(emitN(200));
+    const rates = new RateBuckets();
+    const count = (nowMs: number): number => planDelivery(input(state, { nowMs, rates })).leases.reduce((n, l) => n + l.ids.length, 0);
+    expect(count(0)).toBe(0);
+    // The least rate of the consumers, 10 a second.
+    expect(count(500)).toBe(5);
+    expect(count(60_000)).toBe(10 * RATE_BURST_SECONDS);
+    // Unused tokens go back: with no consumer room, nothing is spent.
+    const empty = new RateBuckets();
+    empty.take('t', 10, 0, 0);
+    expect(empty.take('t', 10, 1000, 3)).toBe(3);
+    empty.giveBack('t', 3);
+    expect(empty.take('t', 10, 1000, 100)).toBe(10);
+  });
+
+  it('whatever fails and whoever may work, no consumer holds more than its parallelism, and with all healthy every item settles', () => {
+    fc.assert(
+      fc.property(fc.array(fc.record({ eligible: fc.subarray(['a', 'b', 'c']), outcomes: fc.array(fc.constantFrom('ok', 'fail', 'lost'), { minLength: 1, maxLength: 8 }) }), { maxLength: 30 }), (rounds) => {
+        const { state, apply } = cluster();
+        const parallelism = { a: 1, b: 2, c: 3 };
+        for (const [m, p] of Object.entries(parallelism)) apply({ type: 'consume', topic: 't', member: m, settings: { ...settings(p), retries: 100 } });
+        apply(emitN(25, (i) => (i % 5 === 0 ? 'k' : null)));
+        const rates = new RateBuckets();
+        let nowMs = 0;
+        const step = (eligible: readonly string[], outcomes: readonly string[]): void => {
+          nowMs += 200;
+          const plan = planDelivery(input(state, { nowMs, rates, eligible: (m) => eligible.includes(m) }));
+          if (plan.reclaim.length > 0) apply({ type: 'reclaim', leases: plan.reclaim, atMs: nowMs });
+          for (const lease of plan.leases) apply({ type: 'lease', member: lease.member, ids: lease.ids, atMs: nowMs });
+          for (const [member, p] of Object.entries(parallelism)) expect(state.topics.get('t')?.inFlight.get(member) ?? 0).toBeLessThanOrEqual(p);
+          let k = 0;
+          for (const item of [...state.items.values()]) {
+            if (item.phase.kind !== 'leased') continue;
+            const what = outcomes[k++ % outcomes.length];
+            if (what === 'lost') continue;
+            apply({ type: 'done', member: item.phase.member, outcomes: [{ id: item.id, token: item.phase.token, error: what === 'ok' ? null : 'x' }], atMs: nowMs });
+          }
+        };
+        for (const r of rounds) step(r.eligible, r.outcomes);
+        // Healed: everyone may work, and every attempt succeeds.
+        for (let i = 0; i < 200 && state.items.size > 0; i++) step(['a', 'b', 'c'], ['ok']);
+        expect(state.items.size).toBe(0);
+      }),
+      { numRuns: 200 },
+    );
+  });
+});
