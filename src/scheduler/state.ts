@@ -162,23 +162,23 @@ export class SchedulerState {
     const change = ++this.#changes;
     // A job's first registration needs no count of its own (nothing was derived from it yet),
     // and a command naming no job changes none: the counts stay bounded by the jobs.
-    const name = 'job' in command ? this.jobs.get(command.job)?.name : undefined;
-    if (name !== undefined) {
-      this.#changed.set(name, change);
-      this.#changeLog.record(name, change);
+    // The command's job, looked up once for the count and for the command.
+    const job = 'job' in command ? this.jobs.get(command.job) : undefined;
+    if (job !== undefined) {
+      this.#changed.set(job.name, change);
+      this.#changeLog.record(job.name, change);
     }
     switch (command.type) {
       case 'register':
-        return this.#register(command);
+        return this.#register(command, job);
       case 'unregister': {
-        const job = this.jobs.get(command.job);
         if (job === undefined) return { ok: false, reason: 'unknown-job' };
         job.handlers = this.#handlerSet([...job.handlers].filter((id) => id !== command.member));
         withoutConflict(job, command.member);
         return { ok: true };
       }
       case 'claim':
-        return this.#claim(index, command);
+        return this.#claim(index, command, job);
       case 'lock': {
         const held = this.locks.get(command.name);
         if (held !== undefined && held.untilMs > command.atMs) return { ok: false, reason: 'locked' };
@@ -263,7 +263,6 @@ export class SchedulerState {
         return { ok: true, claim };
       }
       case 'skip': {
-        const job = this.jobs.get(command.job);
         if (job === undefined) return { ok: false, reason: 'unknown-job' };
         if (command.throughMs <= job.highWaterMs) return { ok: false, reason: 'duplicate-slot' };
         // A claim applied between the plan and this entry moved the mark: the count would include
@@ -283,7 +282,6 @@ export class SchedulerState {
         // (after a lost acknowledgement, or a replay) cannot turn a success into anything else.
         if (claim.outcomes.get(command.member)?.token === command.token) return { ok: false, reason: 'duplicate-slot' };
         claim.outcomes.set(command.member, { outcome: command.outcome, atMs: command.atMs, token: command.token, ...(command.error === undefined ? {} : { error: command.error }) });
-        const job = this.jobs.get(command.job);
         if (command.outcome === 'skipped' && job !== undefined) job.skippedRuns += 1;
         this.#index(claim);
         return { ok: true, claim };
@@ -291,8 +289,8 @@ export class SchedulerState {
     }
   }
 
-  #register(command: Extract<SchedulerCommand, { type: 'register' }>): ApplyResult {
-    const existing = this.jobs.get(command.job);
+  /** `existing`: the job's record, if it has one. */
+  #register(command: Extract<SchedulerCommand, { type: 'register' }>, existing: JobRecord | undefined): ApplyResult {
     if (existing === undefined) {
       if (this.jobs.size >= this.#maxJobs) return { ok: false, reason: 'unknown-job' };
       this.jobs.set(command.job, {
@@ -363,8 +361,8 @@ export class SchedulerState {
     return made;
   }
 
-  #claim(index: number, command: Extract<SchedulerCommand, { type: 'claim' }>): ApplyResult {
-    const job = this.jobs.get(command.job);
+  /** `job`: the claim's job's record, if it has one. */
+  #claim(index: number, command: Extract<SchedulerCommand, { type: 'claim' }>, job: JobRecord | undefined): ApplyResult {
     if (job === undefined) return { ok: false, reason: 'unknown-job' };
     if (command.slotMs <= job.highWaterMs) return { ok: false, reason: 'duplicate-slot' };
     if (command.fromMs !== undefined && command.fromMs !== job.highWaterMs) return { ok: false, reason: 'stale-token' };

@@ -85,6 +85,20 @@ describe('the jobs of state()', () => {
     expect(views.of(s, T0 + 5100)[0]!.lastClaim).toBeNull();
   });
 
+  it('keep the Date of a next slot that did not move: another member registering a job rebuilds its view, not its slot', () => {
+    const { s, apply } = stateOf(3);
+    const views = new JobStates();
+    const before = views.of(s, T0 + 100);
+    apply(register('job1', 'c'));
+    const after = views.of(s, T0 + 100);
+    expect(after[1]).not.toBe(before[1]);
+    expect(after[1]!.handlers).toEqual(['a', 'b', 'c']);
+    expect(after[1]!.nextSlot).toBe(before[1]!.nextSlot);
+    // A slot that moved is a new Date.
+    apply({ type: 'claim', job: 'job1', slotMs: T0 + 1000, assignees: ['a'], fromMs: T0 });
+    expect(views.of(s, T0 + 100)[1]!.nextSlot).toEqual(new Date(T0 + 2000));
+  });
+
   it("are built again once the time reaches a job's next slot, which then moves on", () => {
     const { s } = stateOf(2);
     const views = new JobStates();
