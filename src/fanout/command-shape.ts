@@ -1,5 +1,5 @@
 import { MAX_ID_LENGTH } from '../transport/constants.js';
-import { MAX_ERROR_LENGTH, MAX_ITEM_BYTES, MAX_ITEMS_PER_EMIT, MAX_ITEMS_PER_LEASE, MAX_KEY_LENGTH, MAX_OUTCOMES_PER_COMMAND, MAX_TOPIC_LENGTH, type FanoutCommand } from './command.js';
+import { MAX_ERROR_LENGTH, MAX_ITEM_BYTES, MAX_ITEMS_PER_EMIT, MAX_ITEMS_PER_LEASE, MAX_KEY_LENGTH, MAX_OUTCOMES_PER_COMMAND, MAX_TOPIC_LENGTH, type ConsumerSettings, type EmitOrigin, type FanoutCommand } from './command.js';
 
 /**
  * The largest values a consumer's settings may hold in the log: past them a registration is
@@ -23,39 +23,56 @@ export function isFanoutCommand(value: unknown): value is FanoutCommand {
   const c = value;
   switch (c.type) {
     case 'consume':
-      return topic(c.topic) && id(c.member) && isSettings(c.settings);
+      return isTopic(c.topic) && isMemberId(c.member) && isSettings(c.settings);
     case 'unconsume':
-      return topic(c.topic) && id(c.member);
+      return isTopic(c.topic) && isMemberId(c.member);
     case 'emit':
-      return topic(c.topic) && list(c.items, MAX_ITEMS_PER_EMIT, isItem) && c.items.length > 0 && (c.origin === null || isOrigin(c.origin)) && time(c.atMs);
+      return isTopic(c.topic) && list(c.items, MAX_ITEMS_PER_EMIT, isItem) && c.items.length > 0 && (c.origin === null || isOrigin(c.origin)) && isTime(c.atMs);
     case 'lease':
-      return id(c.member) && list(c.ids, MAX_ITEMS_PER_LEASE, count) && time(c.atMs);
+      return isMemberId(c.member) && list(c.ids, MAX_ITEMS_PER_LEASE, isCount) && isTime(c.atMs);
     case 'done':
-      return id(c.member) && list(c.outcomes, MAX_OUTCOMES_PER_COMMAND, isOutcome) && time(c.atMs);
+      return isMemberId(c.member) && list(c.outcomes, MAX_OUTCOMES_PER_COMMAND, isOutcome) && isTime(c.atMs);
     case 'reclaim':
-      return list(c.leases, MAX_OUTCOMES_PER_COMMAND, (l) => isRecord(l) && count(l.id) && count(l.token)) && time(c.atMs);
+      return list(c.leases, MAX_OUTCOMES_PER_COMMAND, (l) => isRecord(l) && isCount(l.id) && isCount(l.token)) && isTime(c.atMs);
     case 'requeue':
-      return topic(c.topic) && list(c.ids, MAX_OUTCOMES_PER_COMMAND, count) && time(c.atMs);
+      return isTopic(c.topic) && list(c.ids, MAX_OUTCOMES_PER_COMMAND, isCount) && isTime(c.atMs);
     default:
       return false;
   }
 }
 
-function isSettings(value: unknown): boolean {
+/** A consumer's settings, each within its bound (also what a snapshot's consumers are checked with). */
+export function isSettings(value: unknown): value is ConsumerSettings {
   if (!isRecord(value)) return false;
   return within(value.parallelism, 1, MAX_PARALLELISM) && within(value.retries, 0, MAX_RETRIES) && within(value.timeoutMs, 1, MAX_ITEM_TIMEOUT_MS) && within(value.backoffMs, 0, MAX_ITEM_BACKOFF_MS) && (value.ratePerSecond === null || within(value.ratePerSecond, 1, MAX_RATE_PER_SECOND));
 }
 
 function isItem(value: unknown): boolean {
-  return isRecord(value) && value.data instanceof Uint8Array && value.data.byteLength <= MAX_ITEM_BYTES && (value.key === null || text(value.key, MAX_KEY_LENGTH));
+  return isRecord(value) && isData(value.data) && isKey(value.key);
 }
 
-function isOrigin(value: unknown): boolean {
-  return isRecord(value) && text(value.job, MAX_TOPIC_LENGTH) && time(value.slotMs);
+/** An item's bytes, within MAX_ITEM_BYTES. */
+export function isData(value: unknown): value is Uint8Array {
+  return value instanceof Uint8Array && value.byteLength <= MAX_ITEM_BYTES;
+}
+
+/** An item's key: none, or a name within MAX_KEY_LENGTH. */
+export function isKey(value: unknown): value is string | null {
+  return value === null || text(value, MAX_KEY_LENGTH);
+}
+
+/** A failed attempt's error: none (it succeeded), or a message within MAX_ERROR_LENGTH. */
+export function isError(value: unknown): value is string | null {
+  return value === null || (typeof value === 'string' && value.length <= MAX_ERROR_LENGTH);
+}
+
+/** Where an emit came from: a job's name and slot. */
+export function isOrigin(value: unknown): value is EmitOrigin {
+  return isRecord(value) && text(value.job, MAX_TOPIC_LENGTH) && isTime(value.slotMs);
 }
 
 function isOutcome(value: unknown): boolean {
-  return isRecord(value) && count(value.id) && count(value.token) && (value.error === null || (typeof value.error === 'string' && value.error.length <= MAX_ERROR_LENGTH));
+  return isRecord(value) && isCount(value.id) && isCount(value.token) && isError(value.error);
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -70,19 +87,23 @@ function text(value: unknown, maxLength: number): value is string {
   return typeof value === 'string' && value.length > 0 && value.length <= maxLength;
 }
 
-function topic(value: unknown): boolean {
+/** A topic's name: not empty, within MAX_TOPIC_LENGTH. */
+export function isTopic(value: unknown): value is string {
   return text(value, MAX_TOPIC_LENGTH);
 }
 
-function id(value: unknown): boolean {
+/** A member's id, as the transport bounds it. */
+export function isMemberId(value: unknown): value is string {
   return text(value, MAX_ID_LENGTH);
 }
 
-function time(value: unknown): value is number {
+/** A time in milliseconds: any finite number (the cluster's time need not be whole). */
+export function isTime(value: unknown): value is number {
   return typeof value === 'number' && Number.isFinite(value);
 }
 
-function count(value: unknown): value is number {
+/** An id, token or tally: a whole number a JavaScript number holds exactly. */
+export function isCount(value: unknown): value is number {
   return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
 }
 

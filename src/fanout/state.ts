@@ -108,6 +108,21 @@ export interface FanoutLimits {
   readonly maxDeadLettersPerTopic?: number;
 }
 
+/**
+ * What a snapshot holds of the state (state-snapshot.ts), every Map and Set in its order; the
+ * rest (each key's line, each topic's unsettled count and items in flight) is derived from it
+ * by `restore`.
+ */
+export interface FanoutStateParts {
+  readonly nextItemId: number;
+  /** The topics in the order kept, without what is derived. */
+  readonly topics: readonly Omit<TopicRecord, 'unsettled' | 'inFlight'>[];
+  /** The unsettled items, in id order (the order they were emitted). */
+  readonly items: readonly ItemRecord[];
+  /** The batches by emit index, in the order they were emitted. */
+  readonly batches: readonly (readonly [number, BatchRecord])[];
+}
+
 export class FanoutState {
   readonly topics = new Map<string, TopicRecord>();
   /** Every unsettled item by id. */
@@ -124,6 +139,34 @@ export class FanoutState {
     this.#maxPending = limits.maxPendingPerTopic ?? FANOUT_DEFAULTS.maxPendingPerTopic;
     this.#maxTopics = limits.maxTopics ?? FANOUT_DEFAULTS.maxTopics;
     this.#maxDeadLetters = limits.maxDeadLettersPerTopic ?? FANOUT_DEFAULTS.maxDeadLettersPerTopic;
+  }
+
+  get limits(): Required<FanoutLimits> {
+    return { maxPendingPerTopic: this.#maxPending, maxTopics: this.#maxTopics, maxDeadLettersPerTopic: this.#maxDeadLetters };
+  }
+
+  /**
+   * Replaces the whole contents with `parts`, in place, and rebuilds what is derived from them.
+   * The parts must be whole and consistent (decodeFanoutSnapshot checks a snapshot's before it
+   * returns them); they become the state's own, so give them to one state only. Items in flight
+   * per member are counted afresh in id order: that map's order is not replicated state (apply
+   * only looks members up in it).
+   */
+  restore(parts: FanoutStateParts): void {
+    this.topics.clear();
+    this.items.clear();
+    this.#keys.clear();
+    this.batches.clear();
+    for (const topic of parts.topics) this.topics.set(topic.name, { ...topic, unsettled: 0, inFlight: new Map() });
+    for (const item of parts.items) {
+      const topic = this.topics.get(item.topic) as TopicRecord;
+      this.items.set(item.id, item);
+      topic.unsettled++;
+      if (item.phase.kind === 'leased') topic.inFlight.set(item.phase.member, (topic.inFlight.get(item.phase.member) ?? 0) + 1);
+      if (item.key !== null) this.#joinLine(item);
+    }
+    for (const [index, batch] of parts.batches) this.batches.set(index, batch);
+    this.nextItemId = parts.nextItemId;
   }
 
   apply(index: number, command: FanoutCommand): FanoutApplyResult {
@@ -191,18 +234,18 @@ export class FanoutState {
 
   /** A new item joins its key's line, and the ready set when it is first in it (or has no key). */
   #queue(item: ItemRecord, topic: TopicRecord): void {
-    if (item.key === null) {
-      topic.ready.add(item.id);
-      return;
-    }
-    const keyOf = `${item.topic}\n${item.key}`;
-    const line = this.#keys.get(keyOf);
-    if (line === undefined) {
-      this.#keys.set(keyOf, [item.id]);
-      topic.ready.add(item.id);
-    } else {
+    if (item.key === null || this.#joinLine(item)) topic.ready.add(item.id);
+  }
+
+  /** A keyed item joins the end of its key's line: whether it is first in it (the head). */
+  #joinLine(item: ItemRecord): boolean {
+    const line = this.#keys.get(lineOf(item));
+    if (line !== undefined) {
       line.push(item.id);
+      return false;
     }
+    this.#keys.set(lineOf(item), [item.id]);
+    return true;
   }
 
   /** A settled item leaves the state; the next item of its key, if any, becomes ready. */
@@ -211,11 +254,10 @@ export class FanoutState {
     topic.ready.delete(item.id);
     topic.unsettled--;
     if (item.key === null) return;
-    const keyOf = `${item.topic}\n${item.key}`;
-    const line = this.#keys.get(keyOf) as number[];
+    const line = this.#keys.get(lineOf(item)) as number[];
     line.shift();
     const next = line[0];
-    if (next === undefined) this.#keys.delete(keyOf);
+    if (next === undefined) this.#keys.delete(lineOf(item));
     else topic.ready.add(next);
   }
 
@@ -339,6 +381,11 @@ export class FanoutState {
     topic.deadLetters.splice(0, topic.deadLetters.length, ...topic.deadLetters.filter((letter) => !wanted.has(letter.id)));
     return this.#emit(index, { type: 'emit', topic: topic.name, items: letters.map((l) => ({ data: l.data, key: l.key })), origin: null, atMs: command.atMs });
   }
+}
+
+/** The name of the line of a keyed item's key, in `#keys` (and in a snapshot's checks). */
+export function lineOf(item: { readonly topic: string; readonly key: string | null }): string {
+  return `${item.topic}\n${item.key}`;
 }
 
 /** The wait before the retry after `failures` failed attempts: `baseMs` doubled each time, capped. */
