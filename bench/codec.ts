@@ -24,7 +24,8 @@ import { encodeEntryRecords, EntryRecords, entryRecord } from '../src/bytes/entr
 import { EntryType, type Entry } from '../src/raft/types.js';
 import type { WireMessage } from '../src/transport/envelope.js';
 import { encodeCommand } from '../src/runtime/commands.js';
-import { decodeFrame, DECODE_OPTIONS, encodeFrame, fromWire, toWire, type Frame } from '../src/transport/codec.js';
+import { DECODE_OPTIONS } from '../src/bytes/strict-cbor.js';
+import { decodeFrame, encodeFrame, fromWire, toWire, type Frame } from '../src/transport/codec.js';
 import { fmt, median } from './stats.js';
 
 /** Windows per variant; they alternate, A B A B. */

@@ -1,7 +1,7 @@
 import { decode, encode } from 'cborg';
 import { CodecError } from '../errors.js';
 import type { NodeId } from '../raft/types.js';
-import { DECODE_OPTIONS } from '../transport/codec.js';
+import { DECODE_OPTIONS } from '../bytes/strict-cbor.js';
 import { array, describe } from '../transport/wire-fields.js';
 import type { ConsumerSettings, EmitOrigin } from './command.js';
 import { isCount, isData, isError, isKey, isMemberId, isOrigin, isSettings, isTime, isTopic } from './command-shape.js';

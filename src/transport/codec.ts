@@ -9,6 +9,7 @@ import { encodeEntryRecords, entryRecord, type EntryRecords } from '../bytes/ent
 import { arrayHeader } from '../bytes/cbor-heads.js';
 import { readAppendWire } from './append-reader.js';
 import { bool, bytes, configuration, describe, entries, heartbeatClock, heartbeatEcho, isValidEntryFields, needsProtocol2, nodeId, nonEmptyString, pids, proposals, uint } from './wire-fields.js';
+import { DECODE_OPTIONS } from '../bytes/strict-cbor.js';
 import {
   CONF_FRAME_FORMAT_VERSION,
   FRAME_FORMAT_VERSION,
@@ -121,20 +122,6 @@ function fieldsOf(type: MessageType, version: number): number {
   return FIELD_COUNTS[type] + (type === 'snapshot' && version === CONF_FRAME_FORMAT_VERSION ? 1 : 0);
 }
 
-// Strict decoding: minimal integer encodings only, no indefinite lengths, no undefined, NaN,
-// Infinity or BigInt (so an integer above 2^64 cannot sneak in), and no tags (cborg rejects
-// every tag it has no decoder for).
-export const DECODE_OPTIONS = {
-  strict: true,
-  allowIndefinite: false,
-  allowUndefined: false,
-  allowInfinity: false,
-  allowNaN: false,
-  allowBigInt: false,
-  useMaps: false,
-  rejectDuplicateMapKeys: true,
-  tags: [],
-} as const;
 
 type Wire = unknown[];
 

@@ -1,7 +1,7 @@
 import { decode, encode } from 'cborg';
 import type { Stream, StreamMessageEvent } from '@libp2p/interface';
 import type { NodeId } from '../raft/types.js';
-import { DECODE_OPTIONS } from './codec.js';
+import { DECODE_OPTIONS } from '../bytes/strict-cbor.js';
 import { MAX_CONF_MEMBERS, MAX_ID_LENGTH } from './constants.js';
 import { FrameReader, withPrefix } from './framing.js';
 import { MAX_VERSION } from '../version/versions.js';

@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { MAX_TERM } from '../../src/raft/bounds.js';
 import { EntryType, type Message } from '../../src/raft/types.js';
 import { readAppendWire } from '../../src/transport/append-reader.js';
-import { DECODE_OPTIONS, encodeFrame, TYPE_CODES } from '../../src/transport/codec.js';
+import { DECODE_OPTIONS } from '../../src/bytes/strict-cbor.js';
+import { encodeFrame, TYPE_CODES } from '../../src/transport/codec.js';
 import { MAX_ENTRIES_PER_MESSAGE } from '../../src/transport/constants.js';
 
 const read = (bytes: Uint8Array): unknown[] | undefined => readAppendWire(bytes, TYPE_CODES.append, MAX_ENTRIES_PER_MESSAGE);
