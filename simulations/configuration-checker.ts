@@ -54,6 +54,9 @@ interface Seen {
  *   configuration does not list. Each vote it won was judged by the rule above as it was sent.
  *   And a member stops as removed (CRONRAFT_REMOVED) only once its removal is committed.
  */
+/** Vote requests remembered per pair of members (see ConfigurationChecker's #asks). */
+const ASKS_KEPT = 8;
+
 export class ConfigurationChecker {
   readonly #report: Report;
   readonly founding: Configuration;
@@ -64,10 +67,12 @@ export class ConfigurationChecker {
   readonly #reported = new WeakSet<object>();
 
   /**
-   * The last vote request each member took from each other one (keyed `to from`), and whether
-   * the asker's log was ahead of the taker's: the one case a vote may go to a non-voter.
+   * The last vote requests each member took from each other one (keyed `to from`, at most
+   * ASKS_KEPT each), and whether the asker's log was ahead of the taker's: the one case a vote
+   * may go to a non-voter. More than the last: a grant goes out once the vote is durable, and
+   * the asker's next request (a pre-vote of the next term) may come in before it.
    */
-  readonly #asks = new Map<string, { readonly type: WireMessage['type']; readonly term: number; readonly ahead: boolean }>();
+  readonly #asks = new Map<string, Array<{ readonly type: WireMessage['type']; readonly term: number; readonly ahead: boolean }>>();
 
   readonly #leaderOf: (term: number) => NodeId | undefined;
   readonly #onCommitted: (before: Configuration, after: Configuration) => void;
@@ -159,13 +164,21 @@ export class ConfigurationChecker {
   onReceiving(to: SimMember, m: WireMessage): void {
     const node = to.driver?.node;
     if (node === undefined || (m.type !== 'vote' && m.type !== 'prevote')) return;
-    this.#asks.set(`${to.id} ${m.from}`, { type: m.type, term: m.term, ahead: node.log.isBehind(m.lastIndex, m.lastTerm) });
+    const key = `${to.id} ${m.from}`;
+    const asks = this.#asks.get(key) ?? [];
+    asks.push({ type: m.type, term: m.term, ahead: node.log.isBehind(m.lastIndex, m.lastTerm) });
+    if (asks.length > ASKS_KEPT) asks.shift();
+    this.#asks.set(key, asks);
   }
 
-  /** Whether the last vote request `to` took from `from` was of this type and term, from a log ahead of its own. */
+  /** Whether the latest vote request of this type and term that `to` took from `from` came from a log ahead of its own. */
   #askedAhead(to: NodeId, from: NodeId, type: WireMessage['type'], term: number): boolean {
-    const ask = this.#asks.get(`${to} ${from}`);
-    return ask !== undefined && ask.type === type && ask.term === term && ask.ahead;
+    const asks = this.#asks.get(`${to} ${from}`) ?? [];
+    for (let i = asks.length - 1; i >= 0; i--) {
+      const ask = asks[i] as { type: WireMessage['type']; term: number; ahead: boolean };
+      if (ask.type === type && ask.term === term) return ask.ahead;
+    }
+    return false;
   }
 
   /**
