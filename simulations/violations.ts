@@ -4,7 +4,7 @@
  * it expects, so a checker that catches a bug only by accident, through another promise, shows.
  */
 export const VIOLATION_KINDS = [
-  // Raft (checker.ts, simulate.ts)
+  // Raft (checker.ts, run-loop.ts, after-healing.ts)
   /** An event threw inside the protocol or the driver. */
   'exception',
   /** Two leaders in one term. */

@@ -37,7 +37,7 @@ export interface RunCheckersSetup {
  * The checkers of runs, as their members and handlers report them, beside the scheduler
  * checker's view of the log: what a handler is given and why its signal aborts
  * (run-context.ts), what ends a run and by when (run-deadlines.ts), what a member runs at once
- * (overlap.ts), retries (retries.ts) and mode 'all' (mode-all.ts). simulate.ts feeds them.
+ * (overlap.ts), retries (retries.ts) and mode 'all' (mode-all.ts). hooks.ts feeds them.
  */
 export class RunCheckers {
   readonly #slots: SchedulerChecker;

@@ -4,7 +4,7 @@ import { simulate } from '../../simulations/simulate.js';
 
 /**
  * Graceful stops in the simulator: after the fault phase, each member in turn, the leader
- * first, stops as `Cluster.stop()` does and starts again (simulate.ts, `handover`). Every slot
+ * first, stops as `Cluster.stop()` does and starts again (`simulate({ handover: true })`). Every slot
  * then runs once and on time, and no stopped member leaves a claim waiting on it
  * (simulations/handover.ts). The planted bug that skips the unregistrations is caught as
  * `handover` (simulation-planted-bugs.test.ts).

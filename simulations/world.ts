@@ -1,0 +1,218 @@
+import { createHash, type Hash } from 'node:crypto';
+import type { Entry, NodeId } from '../src/raft/types.js';
+import type { MemberSettings } from '../src/runtime/member-settings.js';
+import { SeededRandom } from '../src/time/random.js';
+import { testNextVersion } from '../src/version/test-next-version.js';
+import type { VersionSupport } from '../src/version/versions.js';
+import { SafetyChecker } from './checker.js';
+import { RunCheckers } from './checkers/index.js';
+import { ConfigurationChecker } from './configuration-checker.js';
+import type { FaultSwitches } from './faults.js';
+import { memberHooks } from './hooks.js';
+import { DEFAULT_SIM_JOBS, validateJobs, type SimJob } from './jobs.js';
+import { SimMember, type MemberHooks, type SimMemberConfig } from './member.js';
+import { drawMembershipMode, type MembershipFaults, type MembershipMode } from './membership.js';
+import { SimNetwork, type NetworkFaults } from './network.js';
+import { RefusalChecker } from './refusal-checker.js';
+import { SchedulerChecker } from './scheduler-checker.js';
+import { SimScheduler } from './scheduler.js';
+import { drawSettings, type VariedSetting } from './settings.js';
+import type { SimulationOptions } from './simulate.js';
+import { MAX_TIMELINE_EVENTS, type TimelineEvent } from './timeline.js';
+import { drawVersionsMode, type VersionsMode } from './upgrades.js';
+import { VersionChecker } from './version-checker.js';
+import type { Report } from './violations.js';
+
+/** The longest mean time between crashes a run may draw (10-minute runs draw up to it). */
+const MAX_CRASH_EVERY_MS = 150_000;
+
+/** The fault parameters a seed draws (the result's `drawn`). */
+export type DrawnFaults = {
+  readonly lossPermille: number;
+  readonly duplicatePermille: number;
+  readonly latencyMaxUs: number;
+  readonly fsyncMaxUs: number;
+  readonly partitionEveryMs: number;
+  readonly crashEveryMs: number;
+  readonly proposeEveryMs: number;
+  readonly clockEveryMs: number;
+  readonly pauseEveryMs: number;
+  readonly diskStallPermille: number;
+};
+
+/**
+ * One simulated run's world: what the seed drew, the simulated time, network and members, the
+ * checkers, and the run's trace and timeline, which its phases (simulate.ts runs them in turn)
+ * share. It is built in the order simulate() has always drawn from the seed: a draw moved is
+ * another run, and the same seed must replay the same run.
+ */
+export class SimWorld {
+  readonly seed: number;
+  readonly options: SimulationOptions;
+  readonly random: SeededRandom;
+  readonly switches: Required<FaultSwitches>;
+  /** Simulated time with faults (the safety phase). */
+  readonly durationMs: number;
+  readonly livenessBoundMs: number;
+  readonly jobs: readonly SimJob[];
+  readonly drawn: DrawnFaults;
+  readonly settings: MemberSettings;
+  readonly varied: Partial<Record<VariedSetting, number>>;
+  /** The network's faults in the fault phase; healing keeps its latencies. */
+  readonly faults: NetworkFaults;
+  readonly scheduler: SimScheduler;
+  readonly network: SimNetwork;
+  readonly safety: SafetyChecker;
+  /** A hash of everything that happened, for the determinism check. */
+  readonly trace: Hash;
+  readonly timeline: TimelineEvent[] = [];
+  readonly slots: SchedulerChecker;
+  readonly versionsMode: VersionsMode;
+  /** The release a rolling upgrade moves members to. */
+  readonly nextRelease: VersionSupport;
+  readonly versionChecks: VersionChecker;
+  readonly refusals: RefusalChecker;
+  /** Every member ever started, the founding ones first; joiners are added as the run adds them (membership.ts). */
+  readonly ids: NodeId[];
+  readonly members: SimMember[];
+  readonly byId: Map<NodeId, SimMember>;
+  /** Every member, a joiner too, is given the founding voters as its configuration. */
+  readonly config: SimMemberConfig;
+  readonly membershipMode: MembershipMode;
+  readonly configurations: ConfigurationChecker;
+  /** The run changes its configuration: the configuration checker's checks after each event and message have something to find. */
+  readonly changes: boolean;
+  readonly runChecks: RunCheckers;
+  /** The term each member leads in, while it leads. */
+  readonly leading = new Map<NodeId, number>();
+  readonly hooks: MemberHooks;
+  /** Starts of members under way, awaited by the run loop after each event. */
+  readonly restarts: Array<Promise<void>> = [];
+  /** Set when the run changes its configuration. */
+  membership: MembershipFaults | null = null;
+  /** Set in the liveness phase to watch for its marker entry. */
+  alsoOnApplied: ((id: NodeId, entry: Entry) => void) | null = null;
+  /** True ms at which the fault phase ended, once it has. */
+  healedAtT: number | null = null;
+  crashes = 0;
+  snapshotsInstalled = 0;
+  acknowledged = 0;
+
+  constructor(options: SimulationOptions) {
+    const seed = options.seed;
+    this.seed = seed;
+    this.options = options;
+    const random = new SeededRandom(seed);
+    this.random = random;
+    const switches = { partitions: true, loss: true, crashes: true, clocks: true, pauses: true, disks: true, ...options.faults };
+    this.switches = switches;
+    const memberCount = options.members ?? 5;
+    const durationMs = options.durationMs ?? 60_000;
+    this.durationMs = durationMs;
+    this.livenessBoundMs = options.livenessBoundMs ?? 10_000;
+    const jobs = options.jobs ?? DEFAULT_SIM_JOBS;
+    validateJobs(jobs);
+    this.jobs = jobs;
+    const drawn = {
+      lossPermille: switches.loss ? random.int(0, 300) : 0,
+      duplicatePermille: switches.loss ? random.int(0, 50) : 0,
+      latencyMaxUs: random.int(200, 20_000),
+      fsyncMaxUs: random.int(100, 10_000),
+      partitionEveryMs: random.int(100, 3000),
+      // Longer runs draw from a wider range, so that some stay busy for minutes between crashes
+      // (each restart replays the whole log: with crashes every few seconds, replay is the run).
+      crashEveryMs: random.int(500, Math.min(MAX_CRASH_EVERY_MS, Math.max(10_000, Math.round(durationMs / 4)))),
+      proposeEveryMs: random.int(1, 50),
+      clockEveryMs: random.int(500, 10_000),
+      pauseEveryMs: random.int(500, 10_000),
+      diskStallPermille: switches.disks ? random.int(0, 50) : 0,
+    };
+    this.drawn = drawn;
+    // Production's settings, but for those the seed varies on purpose (see settings.ts).
+    const { settings, varied } = drawSettings(seed, options.vary ?? true, options.compaction, options.maxConcurrent);
+    this.settings = settings;
+    this.varied = varied;
+    this.faults = { lossRate: drawn.lossPermille / 1000, duplicateRate: drawn.duplicatePermille / 1000, latencyMinMs: 0.05, latencyMaxMs: drawn.latencyMaxUs / 1000 };
+    this.scheduler = new SimScheduler();
+    this.network = new SimNetwork(this.scheduler, random, this.faults);
+    this.safety = new SafetyChecker();
+    this.trace = createHash('sha256');
+    this.slots = new SchedulerChecker(this.report);
+    this.versionsMode = options.versions ?? drawVersionsMode(seed);
+    this.nextRelease = testNextVersion();
+    this.versionChecks = new VersionChecker(this.report, this.nextRelease.stateMachine.max);
+    this.refusals = new RefusalChecker(this.report);
+    this.ids = Array.from({ length: memberCount }, (_, i) => `m${i + 1}`);
+    this.members = this.ids.map((id, i) => new SimMember(id, seed * 31 + i, this.scheduler));
+    this.byId = new Map(this.members.map((m) => [m.id, m]));
+    this.config = { voters: [...this.ids], jobs, settings };
+    this.membershipMode = options.membership ?? drawMembershipMode(seed);
+    this.configurations = new ConfigurationChecker(this.report, this.ids, (term) => this.safety.leaderOf(term), (before, after) => this.membership?.onCommitted(before, after));
+    this.changes = this.membershipMode === 'changes';
+    this.runChecks = new RunCheckers({ report: this.report, slots: this.slots, members: this.members, current: () => this.current().map((m) => m.id), timing: settings.timing, jobs });
+    this.hooks = memberHooks(this);
+  }
+
+  /** Keeps an event for the timeline, if the run keeps one, up to its bound. */
+  readonly record = (event: TimelineEvent): void => {
+    if (this.options.timeline === true && this.timeline.length < MAX_TIMELINE_EVENTS) this.timeline.push(event);
+  };
+
+  /** A violation, for the result and the timeline. */
+  readonly report: Report = (t, kind, what) => {
+    this.safety.report(t, kind, what);
+    this.record({ t, kind: 'violation', message: `[${kind}] ${what}` });
+  };
+
+  /** The members of the committed configuration: the members whose progress the end of a run waits for. */
+  current(): SimMember[] {
+    return this.membership?.current() ?? this.members;
+  }
+
+  memberOf(id: NodeId): SimMember {
+    return this.byId.get(id) as SimMember;
+  }
+
+  /** An application proposal, from a member up drawn at random; its acknowledgement is checked. */
+  propose(text: string): void {
+    const up = (): SimMember[] => this.members.filter((m) => m.up);
+    const driver = up().length > 0 ? this.#pick(up()).driver : null;
+    if (driver === null) return;
+    driver.propose(new TextEncoder().encode(text)).then(
+      ({ index }) => {
+        this.acknowledged++;
+        this.trace.update(`${this.scheduler.nowMs} ack ${text} ${index}\n`);
+        this.safety.onAck(this.scheduler.nowMs, index, text);
+      },
+      () => undefined,
+    );
+  }
+
+  /** Starts a member's process (a joiner's first start, or a restart on its data); the run loop awaits it. */
+  readonly start = (m: SimMember): void => {
+    this.restarts.push(m.start(this.network, this.config, this.hooks));
+  };
+
+  /** Starts a member again after a crash or a stop, unless it was removed: a member removed is gone. */
+  readonly restart = (m: SimMember): void => {
+    if (this.membership !== null && !this.membership.mayStart(m)) return;
+    this.record({ t: this.scheduler.nowMs, kind: 'restart', member: m.id });
+    this.start(m);
+  };
+
+  /** A member's process life ends (a crash, or a stop): the checkers' bookkeeping. */
+  readonly onStop = (m: SimMember): void => {
+    this.leading.delete(m.id);
+    this.slots.onCrash(m.id);
+    this.runChecks.onStop(this.scheduler.nowMs, m.id);
+  };
+
+  readonly onCrash = (m: SimMember): void => {
+    this.crashes++;
+    this.onStop(m);
+  };
+
+  #pick<T>(xs: readonly T[]): T {
+    return xs[this.random.int(0, xs.length - 1)] as T;
+  }
+}
