@@ -34,13 +34,14 @@ export interface RaftBenchOptions {
   readonly loadSeconds: number;
   readonly failoverRuns: number;
   /**
-   * Probe every member through the serial phases (GC pauses, event-loop delay, storage writes:
-   * test/fixtures/member-probe.ts), for bench/tail.ts to attribute the slow commits.
+   * Run the serial phases again on a second cluster, every member probed through them (GC
+   * pauses, event-loop delay, storage writes: test/fixtures/member-probe.ts), for bench/tail.ts
+   * to attribute the slow commits; the rows are measured on a cluster without probes.
    */
   readonly probe: boolean;
 }
 
-/** What benchRaft measured, and what the probes saw in its serial phases (none without `probe`). */
+/** What benchRaft measured, and what the probes saw in the second cluster's serial phases (none without `probe`). */
 export interface RaftBenchRun {
   readonly result: RaftBenchResult;
   readonly phases: readonly PhaseProbe[];
@@ -72,29 +73,64 @@ export const LOAD_WARMUP_MS = 10_000;
 // (each process's performance.timeOrigin is its own, to a millisecond or so).
 const now = (): number => Date.now();
 
+/**
+ * Measures the table's rows on a cluster that no probe runs in, as etcd's are; then, with
+ * `probe`, runs the serial phases again on a second cluster started afresh, probed, for
+ * bench/tail.ts to attribute its slow commits. The probes cost the members time (a GC observer,
+ * the loop-delay monitor's 1 ms timer, an await more around each storage write): measured here,
+ * with them on, windows of warm serial commits cost more CPU and had a longer p99 than the
+ * windows between them without, in the same cluster.
+ */
 export async function benchRaft(o: RaftBenchOptions): Promise<RaftBenchRun> {
+  const result = await measureRaft(o);
+  const phases = o.probe ? await probedSerialPhases(o) : [];
+  return { result, phases };
+}
+
+/** `count` serial commits on `leader`; with `probed`, every member is probed meanwhile and the phase is added to `probed.phases`. */
+async function serialPhase(cluster: ProcessCluster, leader: MemberProcess, count: number, probed?: { readonly name: string; readonly phases: PhaseProbe[] }): Promise<number[]> {
+  const members = cluster.members;
+  if (probed !== undefined) await Promise.all(members.map((m) => m.request('probe-start')));
+  const r = await leader.request<{ latencies: number[]; starts: number[] }>('serial', { count, bytes: 64 });
+  if (probed !== undefined) {
+    const reports = await Promise.all(members.map((m) => m.request<ProbeReport>('probe-stop')));
+    const role = (m: MemberProcess): 'leader' | 'follower' => (m === leader ? 'leader' : 'follower');
+    probed.phases.push({ name: probed.name, latencies: r.latencies, starts: r.starts, members: members.map((m, i) => ({ role: role(m), report: reports[i] as ProbeReport })) });
+  }
+  return r.latencies;
+}
+
+/** Serial commits until `warmupMs` has passed. */
+async function warmUp(leader: MemberProcess, warmupMs: number): Promise<void> {
+  const warmupEnd = now() + warmupMs;
+  while (now() < warmupEnd) await leader.request('serial', { count: 200, bytes: 64 });
+}
+
+/** The serial phases of measureRaft, on a fresh cluster, every member probed through them. */
+async function probedSerialPhases(o: RaftBenchOptions): Promise<PhaseProbe[]> {
+  const cluster = await ProcessCluster.create(3);
+  try {
+    await cluster.startAll();
+    const leader = await cluster.waitForLeader();
+    const phases: PhaseProbe[] = [];
+    await serialPhase(cluster, leader, COLD_COMMITS, { name: `cronraft, the first ${COLD_COMMITS} commits after start (a second cluster, probed)`, phases });
+    await warmUp(leader, o.warmupMs);
+    await serialPhase(cluster, leader, o.serialCount, { name: 'cronraft, serial commits after the warm-up (the second cluster, probed)', phases });
+    return phases;
+  } finally {
+    await cluster.cleanup();
+  }
+}
+
+async function measureRaft(o: RaftBenchOptions): Promise<RaftBenchResult> {
   const cluster = await ProcessCluster.create(3);
   try {
     await cluster.startAll();
     let leader = await cluster.waitForLeader();
-    const phases: PhaseProbe[] = [];
-    /** `count` serial commits, probed on every member when the options ask for it. */
-    const serialPhase = async (name: string, count: number): Promise<number[]> => {
-      const members = cluster.members;
-      if (o.probe) await Promise.all(members.map((m) => m.request('probe-start')));
-      const r = await leader.request<{ latencies: number[]; starts: number[] }>('serial', { count, bytes: 64 });
-      if (o.probe) {
-        const reports = await Promise.all(members.map((m) => m.request<ProbeReport>('probe-stop')));
-        const role = (m: MemberProcess): 'leader' | 'follower' => (m === leader ? 'leader' : 'follower');
-        phases.push({ name, latencies: r.latencies, starts: r.starts, members: members.map((m, i) => ({ role: role(m), report: reports[i] as ProbeReport })) });
-      }
-      return r.latencies;
-    };
-    const cold = summarize(await serialPhase(`cronraft, the first ${COLD_COMMITS} commits after start`, COLD_COMMITS));
-    const warmupEnd = now() + o.warmupMs;
-    while (now() < warmupEnd) await leader.request('serial', { count: 200, bytes: 64 });
+    const cold = summarize(await serialPhase(cluster, leader, COLD_COMMITS));
+    await warmUp(leader, o.warmupMs);
     const serialCpuBefore = processesCpuMs(cluster.members.map((m) => m.child?.pid));
-    const serial = summarize(await serialPhase('cronraft, serial commits after the warm-up', o.serialCount));
+    const serial = summarize(await serialPhase(cluster, leader, o.serialCount));
     const serialCpuUsPerCommit = cpuPerCommitUs(serialCpuBefore, processesCpuMs(cluster.members.map((m) => m.child?.pid)), o.serialCount);
     // The concurrent path warms up on its own (see LOAD_WARMUP_MS).
     const coldLoad = await leader.request<{ commits: number; elapsedMs: number }>('load', { concurrency: 64, durationMs: o.coldLoadMs, bytes: 64 });
@@ -124,7 +160,7 @@ export async function benchRaft(o: RaftBenchOptions): Promise<RaftBenchRun> {
       cluster.startMember(leader);
       await leader.waitEvent((e) => e.event === 'started');
     }
-    return { result: { cold, serial, serialCpuUsPerCommit, throughput, coldThroughput, failoverMs: { median: median(runs), runs } }, phases };
+    return { cold, serial, serialCpuUsPerCommit, throughput, coldThroughput, failoverMs: { median: median(runs), runs } };
   } finally {
     await cluster.cleanup();
   }

@@ -3,8 +3,8 @@
  * Prints a table and a JSON line, and writes the JSON to bench-results/<name>.json. Unless
  * --no-peers is given, the raft bench also measures etcd 3.4 the same way (bench/etcd.ts) and
  * prints both side by side. --no-failover skips the kill -9 runs, for quicker measurements of
- * latency and throughput alone. --no-probe leaves out the probes of the raft bench's serial
- * phases and their breakdown of the slow commits (bench/tail.ts). --jobs-only runs only the
+ * latency and throughput alone. --no-probe leaves out the raft bench's second cluster, whose
+ * serial phases are probed for the breakdown of the slow commits (bench/tail.ts). --jobs-only runs only the
  * scheduler bench's rows of many jobs registered (bench/jobs-registered.ts). `codec` measures
  * the hand-written CBOR paths against cborg alone (bench/codec.ts), which the raft bench also
  * does, after its clusters. `membership` measures a new instance's way to voter and commit latency
