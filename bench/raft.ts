@@ -50,21 +50,20 @@ export interface RaftBenchRun {
 /**
  * How many serial commits after start are reported apart, as the cold figure. V8 compiles a
  * function with its optimising tier only after many calls, and a serial commit calls each
- * function of its path a few times: measured here, with --no-opt the serial p50 stays at about
- * 2.6 ms throughout, while with it the p50 falls from about 3 ms to 1–1.5 ms over the first
- * 3,000–4,000 commits. A cluster spends nearly all its life past that point, so the targets are
- * compared with figures measured after a warm-up (as JMH and other JIT benchmarks do), and the
- * cold figure is printed beside them.
+ * function of its path a few times: with --no-opt the serial latency stays flat, while by
+ * default it falls by half or more over the first few thousand commits, as V8's background
+ * threads compile the path. A cluster spends nearly all its life past that point, so the
+ * targets are compared with figures measured after a warm-up (as JMH and other JIT benchmarks
+ * do), and the cold figure is printed beside them.
  */
 export const COLD_COMMITS = 1000;
 
 /**
  * How long the 64 proposers run before their throughput is measured, the cold seconds included.
  * The concurrent path (batches of 64 entries through libp2p, cborg and level) warms up over
- * longer than the serial one. Measured here with 3 s of concurrent warm-up: of 24 pairs
- * of 4 s runs one right after the other, the second was the faster in 22, by up to a third; in
- * a run of seven, the leader's CPU per commit fell from 35 to 21 µs and the followers' from 26
- * to 16 µs. So the throughput target is compared with a figure taken after 10 s of concurrent
+ * longer than the serial one: of pairs of short runs one right after the other, the second was
+ * nearly always the faster, and the CPU per commit kept falling over the first several seconds
+ * of load. So the throughput target is compared with a figure taken after 10 s of concurrent
  * load, and the first seconds of it are printed beside it as the cold throughput.
  */
 export const LOAD_WARMUP_MS = 10_000;

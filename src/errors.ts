@@ -142,7 +142,8 @@ export class MembershipChangeRefusedError extends CronraftError {
 }
 
 /**
- * A member with an empty data directory found no cluster to join within `joinTimeoutMs` and may
+ * A member with an empty data directory found no cluster to join within `joinTimeoutMs` (or
+ * longer, waiting on a looker found by mDNS: the message says how long it looked) and may
  * not form one (README "Forming the cluster"): its seeds did not answer, or a cluster runs but
  * did not add it in time. The message says what each seed last answered.
  */

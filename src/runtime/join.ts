@@ -76,7 +76,8 @@ export type FoundCluster =
  * this member forms; a cluster seen running by then and not accepting it fails its start).
  */
 export async function findCluster(o: FindClusterOptions): Promise<FoundCluster> {
-  const deadline = o.timers.now() + o.timeoutMs;
+  const startedAt = o.timers.now();
+  const deadline = startedAt + o.timeoutMs;
   const request: JoinRequest = { id: o.self, protocol: o.reads.protocol, stateMachine: o.reads.stateMachine };
   // Once a seed showed a running cluster, forming a second one would split the members.
   let runningSeen = false;
@@ -124,7 +125,8 @@ export async function findCluster(o: FindClusterOptions): Promise<FoundCluster> 
     if (now >= end) {
       if (!runningSeen && (o.selfInSeeds || alone)) return { type: 'form' };
       if (versionRefusal !== null) throw refusalError(versionRefusal, o);
-      throw new JoinFailedError(o.timeoutMs, [...last].map(([id, what]) => `${id}: ${what}`).join('; '));
+      // The time it looked: past `timeoutMs` when it waited for a looker of a lower id (mDNS).
+      throw new JoinFailedError(Math.round(now - startedAt), [...last].map(([id, what]) => `${id}: ${what}`).join('; '));
     }
     await sleep(o.timers, Math.min(JOIN_RETRY_MS, end - now));
   }
