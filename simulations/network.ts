@@ -133,8 +133,19 @@ export class SimNetwork {
  * seed. Letters and digits, as a libp2p peer id's string form is.
  */
 export function simPeerIdOf(id: NodeId): string {
-  return `Sim${createHash('sha256').update(id).digest('hex').slice(0, 32)}`;
+  let peerId = simPeerIds.get(id);
+  if (peerId === undefined) {
+    peerId = `Sim${createHash('sha256').update(id).digest('hex').slice(0, 32)}`;
+    // Every message delivered asks; a hash each time was a few percent of a sweep's time.
+    if (simPeerIds.size >= MAX_SIM_PEER_IDS) simPeerIds.clear();
+    simPeerIds.set(id, peerId);
+  }
+  return peerId;
 }
+
+/** Peer ids kept computed (see simPeerIdOf): far more than the members of any run. */
+const MAX_SIM_PEER_IDS = 1024;
+const simPeerIds = new Map<NodeId, string>();
 
 export class SimTransport implements Transport {
   readonly #id: NodeId;
