@@ -3,7 +3,8 @@ import type { JoinServer } from './runtime/join-server.js';
 import { findCluster, startingIdentity, type StartingIdentity } from './runtime/join.js';
 import type { StorageIdentity } from './storage/log-storage.js';
 import type { Timers } from './time/clock.js';
-import { JOIN_PROTOCOL_ID, JOIN_STREAM_TIMEOUT_MS, MAX_INBOUND_JOIN_STREAMS, requestJoin, serveJoinStream } from './transport/join-protocol.js';
+import type { PeerAddress } from './transport/address.js';
+import { JOIN_PROTOCOL_ID, JOIN_STREAM_TIMEOUT_MS, MAX_INBOUND_JOIN_STREAMS, requestJoin, serveJoinStream, type JoinAnswer, type JoinRequest } from './transport/join-protocol.js';
 import { LanDiscovery } from './transport/lan-discovery.js';
 import type { Libp2pTransport } from './transport/libp2p-transport.js';
 import { resolveSeeds } from './transport/seed-resolver.js';
@@ -59,7 +60,7 @@ export function joinOrForm(
       timers: parts.timers,
       askTimeoutMs: JOIN_STREAM_TIMEOUT_MS,
       stopped: parts.stopped,
-      ask: (address, request, timeoutMs) => requestJoin((signal) => transport.openStream(address, JOIN_PROTOCOL_ID, signal), request, timeoutMs),
+      ask: askOver(transport),
       ...(discovery === null ? {} : { discovered: () => discovery.peers() }),
     });
   });
@@ -79,7 +80,7 @@ export function probeRemoval(member: Member, transport: Libp2pTransport, parts: 
     leader: () => driver.node.leader,
     committed: () => driver.node.log.committed,
     peers: () => transport.peerAddresses(),
-    ask: (address, request, timeoutMs) => requestJoin((signal) => transport.openStream(address, JOIN_PROTOCOL_ID, signal), request, timeoutMs),
+    ask: askOver(transport),
     askTimeoutMs: JOIN_STREAM_TIMEOUT_MS,
     onRemoved: (index) => driver.removedElsewhere(index),
     ...(parts.leaderlessBeforeProbeMs === undefined ? {} : { leaderlessBeforeProbeMs: parts.leaderlessBeforeProbeMs }),
@@ -97,4 +98,9 @@ export async function startDiscovery(o: ResolvedOptions, transport: Libp2pTransp
   const logger = transport.logger();
   if (o.mdns === null || peerId === null || logger === null) return null;
   return LanDiscovery.start({ serviceTag: o.mdns.serviceTag, intervalMs: o.mdns.intervalMs, self: o.self, peerId, logger, now: () => timers.now() });
+}
+
+/** Asks one member over the join protocol on `transport` (join-protocol.ts requestJoin): both the joiner's look and the removal probe ask so. */
+function askOver(transport: Libp2pTransport): (address: PeerAddress, request: JoinRequest, timeoutMs: number) => Promise<JoinAnswer> {
+  return (address, request, timeoutMs) => requestJoin((signal) => transport.openStream(address, JOIN_PROTOCOL_ID, signal), request, timeoutMs);
 }
