@@ -49,10 +49,11 @@ export function planDelivery(input: DeliveryInput): DeliveryPlan {
  */
 function planReclaim({ state, nowMs, eligible }: DeliveryInput): Array<{ id: number; token: number }> {
   const reclaim: Array<{ id: number; token: number }> = [];
-  for (const item of state.items.values()) {
+  for (const id of state.leased) {
     if (reclaim.length >= MAX_OUTCOMES_PER_COMMAND) break;
-    const phase = item.phase;
-    if (phase.kind !== 'leased') continue;
+    const item = state.items.get(id);
+    const phase = item?.phase;
+    if (item === undefined || phase?.kind !== 'leased') continue;
     const consumes = state.topics.get(item.topic)?.consumers.has(phase.member) ?? false;
     if (!consumes || !eligible(phase.member) || nowMs > phase.deadlineMs) reclaim.push({ id: item.id, token: phase.token });
   }

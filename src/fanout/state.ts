@@ -129,6 +129,11 @@ export class FanoutState {
   readonly items = new Map<number, ItemRecord>();
   /** Per `${topic}\n${key}`, the unsettled items of that key in emit order; the first is the head. */
   readonly #keys = new Map<string, number[]>();
+  /**
+   * The items leased now, in the order they were: derived from the items' phases, so that the
+   * leader's plan looks at these for leases to take back rather than at every unsettled item.
+   */
+  readonly #leased = new Set<number>();
   readonly batches = new Map<number, BatchRecord>();
   nextItemId = 1;
   readonly #maxPending: number;
@@ -139,6 +144,11 @@ export class FanoutState {
     this.#maxPending = limits.maxPendingPerTopic ?? FANOUT_DEFAULTS.maxPendingPerTopic;
     this.#maxTopics = limits.maxTopics ?? FANOUT_DEFAULTS.maxTopics;
     this.#maxDeadLetters = limits.maxDeadLettersPerTopic ?? FANOUT_DEFAULTS.maxDeadLettersPerTopic;
+  }
+
+  /** The ids of the items leased now, in the order they were leased. */
+  get leased(): ReadonlySet<number> {
+    return this.#leased;
   }
 
   get limits(): Required<FanoutLimits> {
@@ -156,13 +166,17 @@ export class FanoutState {
     this.topics.clear();
     this.items.clear();
     this.#keys.clear();
+    this.#leased.clear();
     this.batches.clear();
     for (const topic of parts.topics) this.topics.set(topic.name, { ...topic, unsettled: 0, inFlight: new Map() });
     for (const item of parts.items) {
       const topic = this.topics.get(item.topic) as TopicRecord;
       this.items.set(item.id, item);
       topic.unsettled++;
-      if (item.phase.kind === 'leased') topic.inFlight.set(item.phase.member, (topic.inFlight.get(item.phase.member) ?? 0) + 1);
+      if (item.phase.kind === 'leased') {
+        topic.inFlight.set(item.phase.member, (topic.inFlight.get(item.phase.member) ?? 0) + 1);
+        this.#leased.add(item.id);
+      }
       if (item.key !== null) this.#joinLine(item);
     }
     for (const [index, batch] of parts.batches) this.batches.set(index, batch);
@@ -277,6 +291,7 @@ export class FanoutState {
       if (settings === undefined) continue;
       item.phase = { kind: 'leased', member: command.member, token: index, deadlineMs: command.atMs + settings.timeoutMs + LEASE_GRACE_MS };
       topic.ready.delete(id);
+      this.#leased.add(id);
       topic.inFlight.set(command.member, (topic.inFlight.get(command.member) ?? 0) + 1);
       leased.push(id);
     }
@@ -286,6 +301,7 @@ export class FanoutState {
   /** The lease of `item` ends (an outcome, or taken back): its member has one fewer in flight. */
   #endLease(item: ItemRecord, topic: TopicRecord): void {
     if (item.phase.kind !== 'leased') return;
+    this.#leased.delete(item.id);
     const member = item.phase.member;
     const n = (topic.inFlight.get(member) ?? 1) - 1;
     if (n === 0) topic.inFlight.delete(member);

@@ -28,6 +28,9 @@ describe('fan-out snapshots', () => {
     expect(encodeFanoutSnapshot(restored)).toEqual(bytes);
     expect(contents(restored)).toEqual(contents(state));
     expect(derived(restored)).toEqual([['t', 4, [['m1', 1]]], ['u', 1, []]]);
+    // The leased index is rebuilt too: the same items as the original's.
+    expect([...restored.leased].sort((x, y) => x - y)).toEqual([...state.leased].sort((x, y) => x - y));
+    expect(restored.leased.size).toBe(1);
   });
 
   it('rebuild the key lines: the next item of a key becomes ready when its head settles', () => {

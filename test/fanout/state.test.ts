@@ -161,6 +161,8 @@ describe('fan-out state', () => {
         expect(a.items.size + (topic?.counts.done ?? 0) + (topic?.counts.dead ?? 0)).toBe(topic === undefined ? 0 : emitted);
         let inFlight = 0;
         for (const item of a.items.values()) if (item.phase.kind === 'leased') inFlight++;
+        // The leased index is what the phases say.
+        expect([...a.leased].sort((x, y) => x - y)).toEqual([...a.items.values()].filter((item) => item.phase.kind === 'leased').map((item) => item.id));
         expect([...(topic?.inFlight.values() ?? [])].reduce((x, y) => x + y, 0)).toBe(inFlight);
         expect(JSON.stringify([...a.items.values()])).toBe(JSON.stringify([...b.items.values()]));
       }),
