@@ -183,6 +183,11 @@ export class FanoutState {
     this.nextItemId = parts.nextItemId;
   }
 
+  /** Empties the state, as a snapshot of a cluster before fan-out's version restores it. */
+  clear(): void {
+    this.restore({ nextItemId: 1, topics: [], items: [], batches: [] });
+  }
+
   apply(index: number, command: FanoutCommand): FanoutApplyResult {
     switch (command.type) {
       case 'consume': {

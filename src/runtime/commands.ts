@@ -5,7 +5,9 @@ import { isSchedulerCommand, isVersionTwoSchedulerCommand } from '../scheduler/c
 import type { SchedulerCommand } from '../scheduler/command.js';
 import { VersionTooOldError } from '../errors.js';
 import { isClusterCommand, type ClusterCommand } from '../version/cluster-command.js';
-import { BATCH_VERSION, FIRST_CLUSTER_VERSION, FORFEIT_VERSION, isVersion, SUPPORTED, type VersionSupport } from '../version/versions.js';
+import { BATCH_VERSION, FANOUT_VERSION, FIRST_CLUSTER_VERSION, FORFEIT_VERSION, isVersion, SUPPORTED, type VersionSupport } from '../version/versions.js';
+import { isFanoutCommand } from '../fanout/command-shape.js';
+import type { FanoutCommand } from '../fanout/command.js';
 import { shareStrings } from './shared-strings.js';
 
 /**
@@ -23,6 +25,7 @@ export type LogCommand =
   | { readonly kind: 'scheduler'; readonly command: SchedulerCommand }
   | { readonly kind: 'scheduler-batch'; readonly commands: readonly BatchedCommand[] }
   | { readonly kind: 'cluster'; readonly command: ClusterCommand }
+  | { readonly kind: 'fanout'; readonly command: FanoutCommand }
   | { readonly kind: 'extension'; readonly version: number; readonly command: unknown };
 
 /** An entry every member skips, alike: not a command under its version's rules, or of a version not active at its index. */
@@ -47,6 +50,7 @@ export const MAX_COMMANDS_PER_BATCH = 128;
 const KIND_USER = 0;
 const KIND_SCHEDULER = 1;
 const KIND_CLUSTER = 2;
+const KIND_FANOUT = 3;
 const CBOR_ARRAY_OF_TWO = 0x82;
 
 /**
@@ -71,6 +75,7 @@ export function encodeCommand(command: LogCommand): Uint8Array {
     return encodeSmall([KIND_SCHEDULER, command.commands, BATCH_VERSION]);
   }
   if (command.kind === 'extension') return encodeSmall([KIND_CLUSTER, command.command, command.version]);
+  if (command.kind === 'fanout') return encodeSmall([KIND_FANOUT, command.command, FANOUT_VERSION]);
   // A user's command is written head by head (cbor-heads.ts), the same bytes cborg writes for
   // [KIND_USER, data] at a fraction of its allocation: one per proposal, on the commit path.
   const { data } = command;
@@ -123,6 +128,7 @@ export function decodeEntry(bytes: Uint8Array, active: number, support: VersionS
     return { kind: 'scheduler-batch', commands: payload.map((command) => shareStrings(command) as BatchedCommand) };
   }
   if (version === FORFEIT_VERSION && kind === KIND_SCHEDULER && isVersionTwoSchedulerCommand(payload)) return { kind: 'scheduler', command: shareStrings(payload) };
+  if (version === FANOUT_VERSION && kind === KIND_FANOUT && isFanoutCommand(payload)) return { kind: 'fanout', command: payload };
   return MALFORMED;
 }
 

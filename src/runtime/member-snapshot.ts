@@ -4,17 +4,22 @@ import { concatBytes } from '../bytes/concat-bytes.js';
 /**
  * A member's snapshot: what its state machine holds, the scheduler's state and the cluster's
  * own (its version, what each member reads: ClusterVersionState). CBOR `[2, scheduler,
- * cluster]`, the scheduler's part a byte string, the cluster's a CBOR value. Format 1,
- * `[1, scheduler]`, was written before the cluster's state existed (cronraft 0.1.0), and is
- * read as the first cluster version with no member announced. 0.1.0 reads format 1 only.
+ * cluster]`, the scheduler's part a byte string, the cluster's a CBOR value. Format 3,
+ * `[3, scheduler, cluster, fanout]`, adds fan-out's state (a byte string, state-snapshot.ts of
+ * src/fanout/), written only once cluster version 3 (FANOUT_VERSION) is in force, so that no
+ * member that reads format 2 alone ever meets it. Format 1, `[1, scheduler]`, was written before
+ * the cluster's state existed (cronraft 0.1.0), and is read as the first cluster version with
+ * no member announced. 0.1.0 reads format 1 only.
  */
 export const MEMBER_SNAPSHOT_VERSION = 2;
 const FORMAT_WITHOUT_CLUSTER = 1;
+const FORMAT_WITH_FANOUT = 3;
 
-/** A member snapshot's parts: `cluster` is null in a snapshot of format 1. */
+/** A member snapshot's parts: `cluster` is null in a snapshot of format 1, `fanout` in one before format 3. */
 export interface MemberSnapshotParts {
   readonly scheduler: Uint8Array;
   readonly cluster: unknown;
+  readonly fanout: Uint8Array | null;
 }
 
 /**
@@ -22,20 +27,22 @@ export interface MemberSnapshotParts {
  * buffer: the CBOR head is written by hand, as cborg would (the shortest form of the length),
  * rather than have cborg copy a large byte string once more, which held the loop for as long.
  */
-export function encodeMemberSnapshot(scheduler: Uint8Array | readonly Uint8Array[], cluster: Uint8Array): Uint8Array {
-  return concatBytes(memberSnapshotPieces(scheduler instanceof Uint8Array ? [scheduler] : scheduler, cluster));
+export function encodeMemberSnapshot(scheduler: Uint8Array | readonly Uint8Array[], cluster: Uint8Array, fanout: Uint8Array | null = null): Uint8Array {
+  return concatBytes(memberSnapshotPieces(scheduler instanceof Uint8Array ? [scheduler] : scheduler, cluster, fanout));
 }
 
 /**
  * The pieces of a member snapshot that together are encodeMemberSnapshot's bytes, for a caller
  * that joins them itself. `cluster`: the cluster's state, CBOR-encoded (encodeClusterPart).
  */
-export function memberSnapshotPieces(scheduler: readonly Uint8Array[], cluster: Uint8Array): Uint8Array[] {
+export function memberSnapshotPieces(scheduler: readonly Uint8Array[], cluster: Uint8Array, fanout: Uint8Array | null = null): Uint8Array[] {
   let length = 0;
   for (const piece of scheduler) length += piece.byteLength;
   // An array of three (0x83), the version (an unsigned integer below 24 is its own head), then
-  // the byte string's head and its bytes, then the cluster's value.
-  return [Uint8Array.of(0x83, MEMBER_SNAPSHOT_VERSION), byteStringHeadFor(length), ...scheduler, cluster];
+  // the byte string's head and its bytes, then the cluster's value; of four (0x84) with fan-out's
+  // byte string after it.
+  if (fanout === null) return [Uint8Array.of(0x83, MEMBER_SNAPSHOT_VERSION), byteStringHeadFor(length), ...scheduler, cluster];
+  return [Uint8Array.of(0x84, FORMAT_WITH_FANOUT), byteStringHeadFor(length), ...scheduler, cluster, byteStringHeadFor(fanout.byteLength), fanout];
 }
 
 /** The cluster's part of a member snapshot (ClusterVersionState.save's value), encoded. */
@@ -62,7 +69,8 @@ export function decodeMemberSnapshot(data: Uint8Array): MemberSnapshotParts | nu
     return null;
   }
   if (!Array.isArray(value) || !(value[1] instanceof Uint8Array)) return null;
-  if (value.length === 2 && value[0] === FORMAT_WITHOUT_CLUSTER) return { scheduler: value[1], cluster: null };
-  if (value.length === 3 && value[0] === MEMBER_SNAPSHOT_VERSION && value[2] !== null) return { scheduler: value[1], cluster: value[2] };
+  if (value.length === 2 && value[0] === FORMAT_WITHOUT_CLUSTER) return { scheduler: value[1], cluster: null, fanout: null };
+  if (value.length === 3 && value[0] === MEMBER_SNAPSHOT_VERSION && value[2] !== null) return { scheduler: value[1], cluster: value[2], fanout: null };
+  if (value.length === 4 && value[0] === FORMAT_WITH_FANOUT && value[2] !== null && value[3] instanceof Uint8Array) return { scheduler: value[1], cluster: value[2], fanout: value[3] };
   return null;
 }

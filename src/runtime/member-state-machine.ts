@@ -9,6 +9,9 @@ import { decodeMemberSnapshot, encodeClusterPart, encodeMemberSnapshot } from '.
 import type { ClusterCommand } from '../version/cluster-command.js';
 import type { ClusterApplyResult, ClusterVersionState } from '../version/cluster-version.js';
 import { SchedulerMirror } from './scheduler-mirror.js';
+import { FanoutState, type FanoutStateParts } from '../fanout/state.js';
+import { decodeFanoutSnapshot, encodeFanoutSnapshot } from '../fanout/state-snapshot.js';
+import { FANOUT_VERSION } from '../version/versions.js';
 import type { SchedulerRuntime } from './scheduler/scheduler-runtime.js';
 
 export interface MemberStateMachineHooks {
@@ -45,8 +48,10 @@ export interface MemberStateMachineHooks {
  * belong to one state). It is kept for the last snapshot checked only, and given to one restore
  * only. (`schedulerOf`: the member builds its scheduler after the driver this is given to.)
  */
-export function memberStateMachine(schedulerOf: () => SchedulerRuntime, cluster: ClusterVersionState, hooks: MemberStateMachineHooks = {}): StateMachine {
-  let checked: { readonly data: Uint8Array; readonly parts: SchedulerStateParts } | null = null;
+export function memberStateMachine(schedulerOf: () => SchedulerRuntime, cluster: ClusterVersionState, hooks: MemberStateMachineHooks = {}, fanout: FanoutState = new FanoutState()): StateMachine {
+  let checked: { readonly data: Uint8Array; readonly parts: SchedulerStateParts; readonly fanout: FanoutStateParts | null } | null = null;
+  // Fan-out's state goes into snapshots once its version is in force (member-snapshot.ts, format 3).
+  const fanoutPart = (): Uint8Array | null => (cluster.active >= FANOUT_VERSION ? encodeFanoutSnapshot(fanout) : null);
   const mirror = new SchedulerMirror(() => schedulerOf().state.limits, hooks.now);
   return {
     apply: (entry) => {
@@ -83,6 +88,8 @@ export function memberStateMachine(schedulerOf: () => SchedulerRuntime, cluster:
         }
         case 'extension':
           return cluster.applyExtension(command.command, entry.index);
+        case 'fanout':
+          return fanout.apply(entry.index, command.command);
         case 'skip':
           hooks.onSkipped?.(entry.index, command.reason);
           return undefined;
@@ -90,20 +97,27 @@ export function memberStateMachine(schedulerOf: () => SchedulerRuntime, cluster:
     },
     // The scheduler's state and the cluster's: applications' own entries are delivered as they
     // apply and are not replayed from a snapshot.
-    snapshot: () => encodeMemberSnapshot(encodeSchedulerSnapshot(schedulerOf().state), encodeClusterPart(cluster.save())),
+    snapshot: () => encodeMemberSnapshot(encodeSchedulerSnapshot(schedulerOf().state), encodeClusterPart(cluster.save()), fanoutPart()),
     // Taken of the mirror, which holds still while the live state moves on (see SchedulerMirror).
     // The mirror catches up with the live state as the snapshot begins, so the cluster's state,
     // small, is taken from the live one now, at the same index.
-    snapshotInSteps: () => mirror.snapshotInSteps(encodeClusterPart(cluster.save())),
+    // Fan-out's state is encoded at once, from the live state at the same index (TODO, issue 19:
+    // in steps, as the scheduler's, once it can grow to its bounds).
+    snapshotInSteps: () => mirror.snapshotInSteps(encodeClusterPart(cluster.save()), fanoutPart()),
     restore: (data) => {
       const decoded = checked?.data === data ? checked.parts : null;
+      const decodedFanout = checked?.data === data ? checked.fanout : null;
       checked = null;
       const parts = decodeMemberSnapshot(data);
       if (parts === null) throw new CodecError('Not a member snapshot this version reads');
       // First, since it may refuse (a version this member cannot read) and then changes nothing.
       if (parts.cluster === null) cluster.reset();
       else cluster.restore(parts.cluster);
+      // A snapshot of a cluster before version 3 holds no fan-out state: it is empty then.
+      const fanoutParts = decodedFanout ?? (parts.fanout === null ? null : decodeFanoutSnapshot(parts.fanout, fanout.limits));
       schedulerOf().restore(decoded ?? parts.scheduler);
+      if (fanoutParts === null) fanout.clear();
+      else fanout.restore(fanoutParts);
       // The mirror decodes the bytes again: the decoded records belong to the live state.
       mirror.restore(parts.scheduler);
     },
@@ -114,7 +128,7 @@ export function memberStateMachine(schedulerOf: () => SchedulerRuntime, cluster:
       // it could never catch up, and stops.
       if (parts === null || (parts.cluster !== null && !cluster.accepts(parts.cluster))) return false;
       try {
-        checked = { data, parts: decodeSchedulerSnapshot(parts.scheduler, schedulerOf().state.limits) };
+        checked = { data, parts: decodeSchedulerSnapshot(parts.scheduler, schedulerOf().state.limits), fanout: parts.fanout === null ? null : decodeFanoutSnapshot(parts.fanout, fanout.limits) };
         return true;
       } catch {
         return false;

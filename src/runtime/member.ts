@@ -21,6 +21,7 @@ import { ConfigurationKeeper } from './configuration-keeper.js';
 import { leaveConfiguration } from './leave.js';
 import { LEAVE_PID_SUFFIX, membershipEventOf, type MembershipEvent } from './membership-events.js';
 import { RemovedError } from '../errors.js';
+import { FanoutState } from '../fanout/state.js';
 import { MembershipKeeper } from './membership-keeper.js';
 import { PROMOTE_STABLE_MS } from './membership-decide.js';
 import { MEMBER_DEFAULTS } from './member-settings.js';
@@ -145,6 +146,8 @@ export class Member {
    * before the entries before it apply (a member that restarted, or caught up, applies many).
    */
   #appliedConf: Configuration;
+  /** Fan-out's replicated state (issue 19; not used yet but applied and snapshotted from cluster version 3). */
+  readonly fanout = new FanoutState();
 
   constructor(parts: MemberParts) {
     this.#p = parts;
@@ -153,7 +156,10 @@ export class Member {
     const configuration = this.configuration;
     this.#appliedConf = parts.node.configuration;
     this.versions = new ClusterVersionState(parts.versions ?? SUPPORTED, (id) => isMember(this.#appliedConf, id));
-    const stateMachine = memberStateMachine(() => this.scheduler, this.versions, {
+    const stateMachine = memberStateMachine(
+      () => this.scheduler,
+      this.versions,
+      {
       now: () => parts.timers.now(),
       onUserEntry: parts.onUserEntry,
       wantsUserEntries: parts.wantsUserEntries,
@@ -164,7 +170,9 @@ export class Member {
         parts.onClusterApplied?.(index, command, result);
       },
       onSkipped: (_index, reason) => this.skippedEntries[reason]++,
-    });
+      },
+      this.fanout,
+    );
     this.driver = new RaftDriver({
       node: parts.node,
       storage: parts.storage,

@@ -111,7 +111,7 @@ export class SchedulerMirror {
   }
 
   /** Begins a member snapshot of the state as applied so far (see StateMachine.snapshotInSteps); it voids one in progress. */
-  snapshotInSteps(cluster: Uint8Array): SnapshotSteps {
+  snapshotInSteps(cluster: Uint8Array, fanout: Uint8Array | null = null): SnapshotSteps {
     this.#holding = false;
     this.#catchUp(Number.POSITIVE_INFINITY);
     const generation = ++this.#generation;
@@ -127,7 +127,7 @@ export class SchedulerMirror {
         let next = steps.next();
         while (next.done !== true && atOnce) next = steps.next();
         if (next.done !== true) return null;
-        joining = new StepwiseConcat(memberSnapshotPieces(next.value, cluster));
+        joining = new StepwiseConcat(memberSnapshotPieces(next.value, cluster, fanout));
       }
       data ??= joining.copy(atOnce ? Number.POSITIVE_INFINITY : SNAPSHOT_BYTES_PER_STEP);
       if (data === null) return null;

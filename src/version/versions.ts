@@ -46,6 +46,13 @@ export const BATCH_VERSION = MEMBERSHIP_VERSION;
 export const FORFEIT_VERSION = MEMBERSHIP_VERSION;
 
 /**
+ * Cluster version 3, "fanout": fan-out's commands (src/fanout/: topics, work items, their leases
+ * and outcomes) in entries `[KIND_FANOUT, command, 3]`, and fan-out's state in a member snapshot
+ * of format 3. No wire change: they ride in Normal entries.
+ */
+export const FANOUT_VERSION = 3;
+
+/**
  * Bound on any version number read from the log, a snapshot or a peer: a hostile or damaged
  * value past it is malformed, not a version to wait for.
  */
@@ -58,7 +65,7 @@ export const MAX_VERSION = 1_000;
  */
 export const SUPPORTED: VersionSupport = {
   protocol: { min: 1, max: 2 },
-  stateMachine: { min: FIRST_CLUSTER_VERSION, max: MEMBERSHIP_VERSION },
+  stateMachine: { min: FIRST_CLUSTER_VERSION, max: FANOUT_VERSION },
 };
 
 /**
