@@ -565,11 +565,13 @@ describe('a cluster version this member cannot read', () => {
     const { sm, versions } = versionedStateMachine();
     const { driver, transport } = await makeDriver(new MemoryLogStorage(), (e) => fatal.push(e), undefined, { stateMachine: sm });
     const announce = encodeCommand({ kind: 'cluster', command: { type: 'announce', member: 'b', protocol: [1, 1], stateMachine: [1, next] } });
-    // This release's last version first (membership), then the one it cannot read.
-    const raise = encodeCommand({ kind: 'cluster', command: { type: 'activate', from: 1, to: SUPPORTED.stateMachine.max } });
+    // This release's versions one at a time up to its last, then the one it cannot read.
+    const raises = Array.from({ length: SUPPORTED.stateMachine.max - 1 }, (_, i) => encodeCommand({ kind: 'cluster', command: { type: 'activate', from: i + 1, to: i + 2 } }));
     const activate = encodeCommand({ kind: 'cluster', command: { type: 'activate', from: SUPPORTED.stateMachine.max, to: next } });
     const after = encodeCommand({ kind: 'user', data: Uint8Array.of(1) });
-    transport.deliver({ type: 'append', from: 'b', to: 'a', term: 1, prevIndex: 0, prevTerm: 0, entries: [entry(1, announce), entry(2, raise), entry(3, activate), entry(4, after)], commit: 4 });
+    const entries = [announce, ...raises, activate, after].map((data, i) => entry(i + 1, data));
+    const activationIndex = entries.length - 1;
+    transport.deliver({ type: 'append', from: 'b', to: 'a', term: 1, prevIndex: 0, prevTerm: 0, entries, commit: entries.length });
     await settle();
     expect(fatal).toHaveLength(1);
     expect(fatal[0]).toBeInstanceOf(VersionTooOldError);
@@ -577,7 +579,7 @@ describe('a cluster version this member cannot read', () => {
     // The entry before it applied; the activation did not, and the member counts nothing from it on as applied.
     expect(versions.members.has('b')).toBe(true);
     expect(versions.active).toBe(SUPPORTED.stateMachine.max);
-    expect(driver.node.log.applied).toBeLessThan(3);
+    expect(driver.node.log.applied).toBeLessThan(activationIndex);
     await expect(driver.propose(new Uint8Array([1]))).rejects.toMatchObject({ code: 'CRONRAFT_FATAL', cause: { code: 'CRONRAFT_VERSION_TOO_OLD' } });
   });
 

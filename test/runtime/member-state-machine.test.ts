@@ -131,10 +131,10 @@ describe("a member snapshot's cluster part", () => {
     const versions = new ClusterVersionState(next, () => true);
     const sm = memberStateMachine(() => scheduler, versions);
     sm.apply(entry(1, { kind: 'cluster', command: { type: 'announce', member: 'a', protocol: [1, 1], stateMachine: [1, next.stateMachine.max] } }));
-    // One version at a time: 2 (membership, this release's last), then the test-only next.
-    sm.apply(entry(2, { kind: 'cluster', command: { type: 'activate', from: 1, to: 2 } }));
-    sm.apply(entry(3, { kind: 'cluster', command: { type: 'activate', from: 2, to: next.stateMachine.max } }));
-    sm.apply(entry(4, { kind: 'extension', version: next.stateMachine.max, command: { type: 'test-note', text: 'hello' } }));
+    // One version at a time: up to this release's last, then the test-only next.
+    let index = 2;
+    for (let v = 1; v < next.stateMachine.max; v++) sm.apply(entry(index++, { kind: 'cluster', command: { type: 'activate', from: v, to: v + 1 } }));
+    sm.apply(entry(index, { kind: 'extension', version: next.stateMachine.max, command: { type: 'test-note', text: 'hello' } }));
     return { sm, versions };
   }
   function restoredFrom(data: Uint8Array): ClusterVersionState {
@@ -157,7 +157,8 @@ describe("a member snapshot's cluster part", () => {
       const restored = restoredFrom(data);
       expect(restored.save()).toEqual(versions.save());
       expect(restored.active).toBe(next.stateMachine.max);
-      expect(restored.activatedAt).toBe(3);
+      // The test-only version's activation, the last entry before the note.
+      expect(restored.activatedAt).toBe(next.stateMachine.max);
       expect((restored.extension as Notes).texts).toEqual(['hello']);
     }
     expectSameBytes(stepped, sm.snapshot());

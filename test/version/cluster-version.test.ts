@@ -9,7 +9,7 @@ const members = new Set(['a', 'b']);
 const state = (support: VersionSupport = SUPPORTED): ClusterVersionState => new ClusterVersionState(support, (id) => members.has(id));
 const announce = (member: string, max: number): ClusterCommand => ({ type: 'announce', member, protocol: [1, 1], stateMachine: [1, max] });
 const activate = (from: number, to: number): ClusterCommand => ({ type: 'activate', from, to });
-/** The highest cluster version this release reads (2, membership), and the test-only next one. */
+/** The highest cluster version this release reads (3, fanout), and the test-only next one. */
 const C = SUPPORTED.stateMachine.max;
 const N = C + 1;
 /** Raises `s` one version at a time up to `to`, from index `at` on. */
@@ -36,7 +36,9 @@ describe('ClusterVersionState.apply', () => {
     expect([s.active, s.activatedAt]).toEqual([2, 3]);
     // The extension's state begins with its version, the one after this release's last.
     expect(s.extension).toBeNull();
-    expect(s.apply(activate(C, N), 5)).toBe('applied');
+    raise(s, C, 5);
+    expect(s.extension).toBeNull();
+    expect(s.apply(activate(C, N), 10)).toBe('applied');
     expect(s.extension).toBeInstanceOf(Notes);
   });
 

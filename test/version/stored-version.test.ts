@@ -52,11 +52,13 @@ describe('the cluster version a data directory was left at', () => {
   });
 
   it('refuses a directory at a version this member cannot read with CRONRAFT_VERSION_TOO_OLD', () => {
-    // This release reads up to 2 (membership); the test-only next one, 3.
-    const state = stored([activate(1, 1, 2), activate(2, 2, 3)], 2);
+    // This release reads up to C; the test-only next one, C + 1.
+    const C = SUPPORTED.stateMachine.max;
+    const raises = Array.from({ length: C }, (_, i) => activate(i + 1, i + 1, i + 2));
+    const state = stored(raises, C);
     expect(() => checkStoredVersion(state, testNextVersion(), '/data')).not.toThrow();
-    expect(() => checkStoredVersion(stored([activate(1, 1, 2)], 1), SUPPORTED, '/data')).not.toThrow();
-    expect(() => checkStoredVersion(state, SUPPORTED, '/data')).toThrow(expect.objectContaining({ code: 'CRONRAFT_VERSION_TOO_OLD', needs: 3, reads: 2, message: expect.stringContaining('/data') }));
-    expect(() => checkStoredVersion(stored([], 0, snapshotAt(5, 3)), SUPPORTED, '/data')).toThrow(VersionTooOldError);
+    expect(() => checkStoredVersion(stored(raises.slice(0, C - 1), C - 1), SUPPORTED, '/data')).not.toThrow();
+    expect(() => checkStoredVersion(state, SUPPORTED, '/data')).toThrow(expect.objectContaining({ code: 'CRONRAFT_VERSION_TOO_OLD', needs: C + 1, reads: C, message: expect.stringContaining('/data') }));
+    expect(() => checkStoredVersion(stored([], 0, snapshotAt(5, C + 1)), SUPPORTED, '/data')).toThrow(VersionTooOldError);
   });
 });
