@@ -1,0 +1,104 @@
+import type { FanoutCommand } from '../../fanout/command.js';
+import { planDelivery, RateBuckets } from '../../fanout/planner.js';
+import type { FanoutState } from '../../fanout/state.js';
+import type { NodeId } from '../../raft/types.js';
+import type { Timers } from '../../time/clock.js';
+import { Periodic } from '../../time/periodic.js';
+
+/**
+ * The leader's side of fan-out (issue 19): it runs the pure plan (fanout/planner.ts) as items
+ * and outcomes apply and on a timer, and proposes what it says, `lease` per member and
+ * `reclaim`. At most one lease proposal per member is in flight (its `busy` set), and one
+ * reclaim, so that a plan never counts a member's items in flight short: at most members + 1
+ * proposals wait at once. A member that is not the leader plans nothing, and a new leader
+ * starts its rate buckets empty.
+ */
+
+/** How often the leader plans when nothing applied asks it to: deadlines, backoffs and rates pass with time. */
+export const DELIVERY_INTERVAL_MS = 100;
+
+export interface LeaderDeliveryOptions {
+  readonly state: FanoutState;
+  readonly timers: Timers;
+  readonly isLeader: () => boolean;
+  /** The cluster's time, which the state's deadlines and backoffs are in. */
+  readonly clusterNowMs: () => number;
+  /** Whether a member may be given work now (live, caught up, clock in sync, not stopping). */
+  readonly eligible: (member: NodeId) => boolean;
+  /** Proposes a command; settles once it applied here or failed. */
+  readonly propose: (command: FanoutCommand) => Promise<unknown>;
+  /** @default DELIVERY_INTERVAL_MS */
+  readonly intervalMs?: number;
+}
+
+export class LeaderDelivery {
+  readonly #o: LeaderDeliveryOptions;
+  readonly #ticks: Periodic;
+  readonly #busy = new Set<NodeId>();
+  #rates = new RateBuckets();
+  #reclaiming = false;
+  #wasLeader = false;
+  #planSoon = false;
+  /** Proposals made, for tests and state. */
+  proposed = 0;
+
+  constructor(options: LeaderDeliveryOptions) {
+    this.#o = options;
+    this.#ticks = new Periodic(options.timers, options.intervalMs ?? DELIVERY_INTERVAL_MS, () => this.plan());
+  }
+
+  start(): void {
+    this.#ticks.start();
+  }
+
+  stop(): void {
+    this.#ticks.stop();
+  }
+
+  /** Something applied that may change the plan (an emit, outcomes, a reclaim, a consumer): plans once this turn's applies are done. */
+  soon(): void {
+    if (this.#planSoon) return;
+    this.#planSoon = true;
+    queueMicrotask(() => {
+      this.#planSoon = false;
+      this.plan();
+    });
+  }
+
+  /** One round: the plan, and its proposals. */
+  plan(): void {
+    const o = this.#o;
+    const leading = o.isLeader();
+    if (leading !== this.#wasLeader) {
+      // A new term of leading starts with empty buckets: no burst past the rate at a change of leader.
+      this.#rates = new RateBuckets();
+      this.#wasLeader = leading;
+    }
+    if (!leading) return;
+    const nowMs = o.clusterNowMs();
+    const plan = planDelivery({ state: o.state, nowMs, eligible: o.eligible, busy: this.#busy, rates: this.#rates });
+    this.#rates.prune((topic) => o.state.topics.has(topic));
+    if (plan.reclaim.length > 0 && !this.#reclaiming) {
+      this.#reclaiming = true;
+      this.#propose({ type: 'reclaim', leases: plan.reclaim, atMs: nowMs }, () => {
+        this.#reclaiming = false;
+      });
+    }
+    for (const lease of plan.leases) {
+      this.#busy.add(lease.member);
+      this.#propose({ type: 'lease', member: lease.member, ids: lease.ids, atMs: nowMs }, () => this.#busy.delete(lease.member));
+    }
+  }
+
+  #propose(command: FanoutCommand, done: () => void): void {
+    this.proposed++;
+    // Applied or failed, the next round plans from the state as it is: a failure is retried then.
+    this.#o.propose(command).then(
+      () => {
+        done();
+        this.soon();
+      },
+      () => done(),
+    );
+  }
+}

@@ -1,0 +1,112 @@
+import { describe, expect, it } from 'vitest';
+import type { ConsumerSettings, FanoutCommand } from '../../src/fanout/command.js';
+import { FanoutState } from '../../src/fanout/state.js';
+import { DELIVERY_INTERVAL_MS, LeaderDelivery } from '../../src/runtime/fanout/leader-delivery.js';
+import { ManualTimers } from '../fixtures/manual-timers.js';
+
+const settings = (parallelism: number): ConsumerSettings => ({ parallelism, retries: 1, timeoutMs: 1000, backoffMs: 100, ratePerSecond: null });
+
+/** A leader whose proposals apply to `state` at the next index once released (held until then when `hold`). */
+function leader(hold = false): { state: FanoutState; timers: ManualTimers; delivery: LeaderDelivery; proposed: FanoutCommand[]; release: () => Promise<void>; flags: { leading: boolean; eligible: Set<string> }; apply: (c: FanoutCommand) => number } {
+  const state = new FanoutState();
+  const timers = new ManualTimers();
+  let index = 0;
+  const apply = (c: FanoutCommand): number => {
+    state.apply(++index, c);
+    return index;
+  };
+  const proposed: FanoutCommand[] = [];
+  const held: Array<() => void> = [];
+  const flags = { leading: true, eligible: new Set(['a', 'b']) };
+  const delivery = new LeaderDelivery({
+    state,
+    timers,
+    isLeader: () => flags.leading,
+    clusterNowMs: () => timers.now(),
+    eligible: (m) => flags.eligible.has(m),
+    propose: (c) => {
+      proposed.push(c);
+      return new Promise<void>((resolve) => {
+        const run = (): void => {
+          apply(c);
+          resolve();
+        };
+        if (hold) held.push(run);
+        else queueMicrotask(run);
+      });
+    },
+  });
+  const release = async (): Promise<void> => {
+    for (const run of held.splice(0)) run();
+    for (let i = 0; i < 10; i++) await Promise.resolve();
+  };
+  return { state, timers, delivery, proposed, release, flags, apply };
+}
+
+const settle = async (): Promise<void> => {
+  for (let i = 0; i < 20; i++) await Promise.resolve();
+};
+
+describe("the leader's delivery of work items (LeaderDelivery)", () => {
+  it('leases what the consumers have room for as items apply, and more as outcomes free room', async () => {
+    const t = leader();
+    t.apply({ type: 'consume', topic: 't', member: 'a', settings: settings(2) });
+    t.apply({ type: 'consume', topic: 't', member: 'b', settings: settings(1) });
+    t.apply({ type: 'emit', topic: 't', items: Array.from({ length: 5 }, (_, i) => ({ data: Uint8Array.of(i), key: null })), origin: null, atMs: 0 });
+    t.delivery.soon();
+    await settle();
+    expect(t.proposed.map((c) => c.type)).toEqual(['lease', 'lease']);
+    const leased = (): number => [...t.state.items.values()].filter((i) => i.phase.kind === 'leased').length;
+    expect(leased()).toBe(3);
+    const first = [...t.state.items.values()].find((i) => i.phase.kind === 'leased');
+    if (first?.phase.kind !== 'leased') throw new Error('no lease');
+    t.apply({ type: 'done', member: first.phase.member, outcomes: [{ id: first.id, token: first.phase.token, error: null }], atMs: 0 });
+    t.delivery.soon();
+    await settle();
+    expect(leased()).toBe(3);
+    expect(t.state.items.size).toBe(4);
+  });
+
+  it('gives a member nothing more while its lease proposal waits, and plans nothing when not leading', async () => {
+    const t = leader(true);
+    t.apply({ type: 'consume', topic: 't', member: 'a', settings: settings(10) });
+    t.apply({ type: 'emit', topic: 't', items: [{ data: Uint8Array.of(1), key: null }], origin: null, atMs: 0 });
+    t.delivery.plan();
+    t.apply({ type: 'emit', topic: 't', items: [{ data: Uint8Array.of(2), key: null }], origin: null, atMs: 0 });
+    t.delivery.plan();
+    expect(t.proposed).toHaveLength(1);
+    await t.release();
+    await settle();
+    expect(t.proposed).toHaveLength(2);
+    await t.release();
+    t.flags.leading = false;
+    t.apply({ type: 'emit', topic: 't', items: [{ data: Uint8Array.of(3), key: null }], origin: null, atMs: 0 });
+    t.delivery.plan();
+    expect(t.proposed).toHaveLength(2);
+  });
+
+  it('takes back the leases of a member that may no longer work, on its timer', async () => {
+    const t = leader();
+    t.apply({ type: 'consume', topic: 't', member: 'a', settings: settings(1) });
+    t.apply({ type: 'consume', topic: 't', member: 'b', settings: settings(1) });
+    t.apply({ type: 'emit', topic: 't', items: [{ data: Uint8Array.of(1), key: null }], origin: null, atMs: 0 });
+    t.delivery.start();
+    t.timers.advance(DELIVERY_INTERVAL_MS);
+    await settle();
+    const item = t.state.items.get(1);
+    expect(item?.phase.kind).toBe('leased');
+    const holder = item?.phase.kind === 'leased' ? item.phase.member : '';
+    t.flags.eligible.delete(holder);
+    t.timers.advance(DELIVERY_INTERVAL_MS);
+    await settle();
+    expect(t.proposed.some((c) => c.type === 'reclaim')).toBe(true);
+    // Taken back, then leased to the other member.
+    const after = t.state.items.get(1);
+    expect(after?.redeliveries).toBe(1);
+    t.timers.advance(DELIVERY_INTERVAL_MS);
+    await settle();
+    const again = t.state.items.get(1);
+    expect(again?.phase.kind === 'leased' ? again.phase.member : null).not.toBe(holder);
+    t.delivery.stop();
+  });
+});
