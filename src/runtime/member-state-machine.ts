@@ -9,7 +9,8 @@ import { decodeMemberSnapshot, encodeClusterPart, encodeMemberSnapshot } from '.
 import type { ClusterCommand } from '../version/cluster-command.js';
 import type { ClusterApplyResult, ClusterVersionState } from '../version/cluster-version.js';
 import { SchedulerMirror } from './scheduler-mirror.js';
-import { FanoutState, type FanoutStateParts } from '../fanout/state.js';
+import { FanoutState, type FanoutApplyResult, type FanoutStateParts } from '../fanout/state.js';
+import type { FanoutCommand } from '../fanout/command.js';
 import { decodeFanoutSnapshot, encodeFanoutSnapshot } from '../fanout/state-snapshot.js';
 import { FANOUT_VERSION } from '../version/versions.js';
 import type { SchedulerRuntime } from './scheduler/scheduler-runtime.js';
@@ -27,6 +28,8 @@ export interface MemberStateMachineHooks {
   readonly onSkipped?: (index: number, reason: SkippedEntry['reason']) => void;
   /** A cluster command applied here (a version announced or raised), with its result. */
   readonly onClusterApplied?: (index: number, command: ClusterCommand, result: ClusterApplyResult) => void;
+  /** A fan-out command applied here, with its result (issue 19). */
+  readonly onFanoutApplied?: (index: number, command: FanoutCommand, result: FanoutApplyResult) => void;
   /** A scheduler command applied here, with its result. */
   readonly onSchedulerApplied?: (index: number, command: SchedulerCommand, result: unknown) => void;
   /**
@@ -88,8 +91,11 @@ export function memberStateMachine(schedulerOf: () => SchedulerRuntime, cluster:
         }
         case 'extension':
           return cluster.applyExtension(command.command, entry.index);
-        case 'fanout':
-          return fanout.apply(entry.index, command.command);
+        case 'fanout': {
+          const result = fanout.apply(entry.index, command.command);
+          hooks.onFanoutApplied?.(entry.index, command.command, result);
+          return result;
+        }
         case 'skip':
           hooks.onSkipped?.(entry.index, command.reason);
           return undefined;

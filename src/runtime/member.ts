@@ -16,12 +16,13 @@ import { memberStateMachine, type MemberStateMachineHooks } from './member-state
 import { VersionKeeper } from './version-keeper.js';
 import { BindingKeeper } from './binding-keeper.js';
 import { ClusterVersionState } from '../version/cluster-version.js';
-import { BATCH_VERSION, FIRST_CLUSTER_VERSION, FORFEIT_VERSION, MEMBERSHIP_VERSION, protocolOf, SUPPORTED, type VersionSupport } from '../version/versions.js';
+import { BATCH_VERSION, FANOUT_VERSION, FIRST_CLUSTER_VERSION, FORFEIT_VERSION, MEMBERSHIP_VERSION, protocolOf, SUPPORTED, type VersionSupport } from '../version/versions.js';
 import { ConfigurationKeeper } from './configuration-keeper.js';
 import { leaveConfiguration } from './leave.js';
 import { LEAVE_PID_SUFFIX, membershipEventOf, type MembershipEvent } from './membership-events.js';
 import { RemovedError } from '../errors.js';
 import { FanoutState } from '../fanout/state.js';
+import { FanoutRuntime } from './fanout/fanout-runtime.js';
 import { MembershipKeeper } from './membership-keeper.js';
 import { PROMOTE_STABLE_MS } from './membership-decide.js';
 import { MEMBER_DEFAULTS } from './member-settings.js';
@@ -146,8 +147,10 @@ export class Member {
    * before the entries before it apply (a member that restarted, or caught up, applies many).
    */
   #appliedConf: Configuration;
-  /** Fan-out's replicated state (issue 19; not used yet but applied and snapshotted from cluster version 3). */
+  /** Fan-out's replicated state (issue 19), applied and snapshotted from cluster version 3. */
   readonly fanout = new FanoutState();
+  /** Fan-out's delivery (on the leader) and consumption (here), WIP: the Cluster does not expose it yet. */
+  readonly fanoutRuntime: FanoutRuntime;
 
   constructor(parts: MemberParts) {
     this.#p = parts;
@@ -170,6 +173,7 @@ export class Member {
         parts.onClusterApplied?.(index, command, result);
       },
       onSkipped: (_index, reason) => this.skippedEntries[reason]++,
+        onFanoutApplied: (index, command, result) => this.fanoutRuntime.applied(index, command, result),
       },
       this.fanout,
     );
@@ -247,6 +251,19 @@ export class Member {
       onRunStart: parts.onRunStart,
       onRun: parts.onRun,
     });
+    this.fanoutRuntime = new FanoutRuntime({
+      self: parts.self,
+      state: this.fanout,
+      timers: parts.timers,
+      // As the scheduler's planning: by the cluster's time, so not before the leader learned it.
+      isLeader: () => driver.node.role === 'leader' && driver.clockSynced && this.versions.active >= FANOUT_VERSION,
+      clusterNowMs: () => driver.clusterClock().now(),
+      eligible: (id) => this.eligibleMembers().includes(id),
+      propose: async (command) => {
+        this.versions.require('fan-out', FANOUT_VERSION);
+        return (await driver.propose(encodeCommand({ kind: 'fanout', command }))).result;
+      },
+    });
     this.versionKeeper = new VersionKeeper({
       self: parts.self,
       members: () => configuration.members,
@@ -310,6 +327,7 @@ export class Member {
     this.versionKeeper.start();
     this.bindingKeeper.start();
     this.membershipKeeper.start();
+    this.fanoutRuntime.start();
     // Alone, there is nobody to wait for: take leadership now rather than after a timeout.
     const voters = this.configuration.voters;
     if (voters.length === 1 && voters[0] === this.#p.self) this.driver.node.campaign();
@@ -320,6 +338,7 @@ export class Member {
     this.versionKeeper.stop();
     this.bindingKeeper.stop();
     this.membershipKeeper.stop();
+    this.fanoutRuntime.stop();
     this.scheduler.stop();
     this.driver.stop();
   }
