@@ -52,7 +52,7 @@ async function allStates(members: readonly MemberProcess[]): Promise<ClusterStat
 }
 
 async function membershipActive(members: readonly MemberProcess[]): Promise<void> {
-  await until('cluster version 2', async () => (await allStates(members)).every((s) => s.version.active === 2));
+  await until('cluster version 2', async () => (await allStates(members)).every((s) => s.version.active >= 2));
 }
 
 /** Starts `m` and waits for its start() to resolve; throws with its error if it rejects. */

@@ -95,7 +95,7 @@ describe('a single-member cluster', () => {
     await expect(c.removeMember('')).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'id' });
     // Alone, the version rises to 2 within a couple of the keeper's looks; until then the gate refuses.
     if (c.state().version.active < 2) await expect(c.removeMember('nobody:1')).rejects.toMatchObject({ code: 'CRONRAFT_VERSION_NOT_ACTIVE', needs: 2 });
-    await expect.poll(() => c.state().version.active, { timeout: 10_000, interval: 50 }).toBe(2);
+    await expect.poll(() => c.state().version.active >= 2, { timeout: 10_000, interval: 50 }).toBe(true);
     // Then it binds itself to its own peer id (a change of its own, which would be pending).
     await expect.poll(() => c.state().configuration.peerIds, { timeout: 10_000, interval: 50 }).toEqual({ [c.id]: c.state().peerId });
     await expect(c.removeMember('nobody:1')).rejects.toMatchObject({ code: 'CRONRAFT_MEMBERSHIP_REFUSED', reason: 'not-member' });
@@ -106,7 +106,7 @@ describe('a single-member cluster', () => {
 
   it('removeMember from a follower reaches the leader; stop({ leave: true }) of the leader hands over, leaves and stops cleanly', async () => {
     const members = await startCluster(3, { heartbeatMs: 20, electionTimeoutMs: 100, stopTimeoutMs: 3000 });
-    await expect.poll(() => members.every((m) => m.state().version.active === 2), { timeout: 10_000, interval: 50 }).toBe(true);
+    await expect.poll(() => members.every((m) => m.state().version.active >= 2), { timeout: 10_000, interval: 50 }).toBe(true);
     const leader = members.find((m) => m.state().role === 'leader') as Cluster;
     const [follower, other] = members.filter((m) => m !== leader) as [Cluster, Cluster];
     // The lag is the leader's view: a number there for every member, null on a follower.
