@@ -21,6 +21,8 @@ import type { ProposalResult } from './runtime/pending-requests.js';
 import { Member } from './runtime/member.js';
 import { JoinServer } from './runtime/join-server.js';
 import { joinOrForm, probeRemoval, serveJoins, startDiscovery } from './cluster-join.js';
+import { checkTopic, consumerSettings, encodeItems, registerConsumer, type ConsumeHandler, type ConsumeOptions } from './cluster-fanout.js';
+import type { ConsumerSettings } from './fanout/command.js';
 import type { RemovalProbe } from './runtime/removal-probe.js';
 import type { JobHandler, JobOptions } from './runtime/scheduler/job-types.js';
 import type { SchedulerRuntime } from './runtime/scheduler/scheduler-runtime.js';
@@ -78,6 +80,8 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   #removalProbe: RemovalProbe | null = null;
   /** Jobs scheduled before start(), registered once the member runs. */
   readonly #jobs = new Map<string, { spec: ReturnType<typeof parseSpec>; handler: JobHandler; options: JobOptions }>();
+  /** The topics this member consumes (cluster-fanout.ts), registered again at each start. */
+  readonly #consumers = new Map<string, { handler: ConsumeHandler; settings: ConsumerSettings }>();
   /** The jobs of state(), kept between calls until they change. */
   readonly #jobStates = new JobStates();
 
@@ -226,6 +230,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     this.#joins.serve(member, identity.clusterId, identity.foundingVoters);
     this.#removalProbe = probeRemoval(member, transport, { clusterId: identity.clusterId, timers: this.#timers, reads: versionSupportOf(this), leaderlessBeforeProbeMs: timing.leaderlessBeforeProbeMs });
     for (const [name, job] of this.#jobs) member.scheduler.schedule(name, job.spec, job.handler, job.options);
+    for (const [topic, c] of this.#consumers) void registerConsumer(member.fanoutRuntime, topic, c.handler, c.settings, this.#timers, () => this.#status !== 'running' && this.#status !== 'starting');
   }
 
   /**
@@ -334,6 +339,37 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     this.#jobs.set(name, { spec: parsed, handler, options });
     if (this.#status === 'running') this.#scheduler?.schedule(name, parsed, handler, options);
     return { name, unschedule: () => this.unschedule(name) };
+  }
+
+  /**
+   * Consumes the work items of `topic` on this member (issue 19, WIP): `handler` gets each item
+   * leased here (bytes as emitted, or the JSON value) and its context, whose `fencingToken` is
+   * greater on every delivery. Before or after start().
+   */
+  consume(topic: string, handler: ConsumeHandler, options: ConsumeOptions = {}): void {
+    checkTopic(topic);
+    if (typeof handler !== 'function') throw new InvalidArgumentError('handler', handler, 'a function');
+    if (this.#consumers.has(topic)) throw new InvalidArgumentError('topic', topic, 'a topic not already consumed on this member');
+    const settings = consumerSettings(options);
+    this.#consumers.set(topic, { handler, settings });
+    if (this.#status === 'running' && this.#member !== null) void registerConsumer(this.#member.fanoutRuntime, topic, handler, settings, this.#timers, () => this.#status !== 'running');
+  }
+
+  /**
+   * Emits work items to `topic` (issue 19, WIP): resolves once every item is committed and
+   * applied on this member. `key` orders the items of one key: they run one at a time, in emit order.
+   * @throws InvalidArgumentError for a bad topic or item (nothing of the call is kept), BackpressureError, NotLeaderError, TimeoutError
+   */
+  // Named emitItems for now: the issue's `cluster.emit` is EventEmitter's emit on this class
+  // (an open decision, see the issue's notes); `ctx.emit` in a job's handler has no such clash.
+  async emitItems(topic: string, items: readonly unknown[], options: { key?: (item: unknown, index: number) => string | null } = {}): Promise<{ readonly count: number }> {
+    checkTopic(topic);
+    const encoded = encodeItems(items, options.key);
+    this.#running();
+    const member = this.#member;
+    if (member === null) throw new NotRunningError(this.#status);
+    await member.fanoutRuntime.emit(topic, encoded, null);
+    return { count: encoded.length };
   }
 
   /** Stops running `name` on this member. Returns whether it was scheduled here. */

@@ -1,0 +1,29 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { Cluster } from '../../src/index.js';
+import { FANOUT_VERSION } from '../../src/version/versions.js';
+import { freePort } from '../fixtures/process-cluster.js';
+
+const cleanups: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/** WIP (issue 19): fan-out through the facade, on loopback. */
+describe('fan-out on a real cluster (loopback)', () => {
+  it('items emitted on one member run once each across the members that consume the topic', async () => {
+    const seeds: string[] = [];
+    for (let i = 0; i < 3; i++) seeds.push(`127.0.0.1:${await freePort()}`);
+    const members = seeds.map((listen) => new Cluster(seeds, { listen, storage: 'memory', electionTimeoutMs: 500, heartbeatMs: 50 }));
+    for (const m of members) cleanups.push(() => m.stop());
+    const runs: Array<{ member: string; item: unknown; token: number }> = [];
+    for (const m of members) m.consume('thumbnails', (item, ctx) => void runs.push({ member: m.id, item, token: ctx.fencingToken }), { parallelism: 4 });
+    await Promise.all(members.map((m) => m.start()));
+    await expect.poll(() => members.every((m) => m.state().version.active === FANOUT_VERSION), { timeout: 15_000, interval: 50 }).toBe(true);
+    const items = Array.from({ length: 200 }, (_, i) => ({ id: i }));
+    await expect(members[0]!.emitItems('thumbnails', [undefined])).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT' });
+    expect(await members[0]!.emitItems('thumbnails', items)).toEqual({ count: 200 });
+    await expect.poll(() => runs.length, { timeout: 15_000, interval: 50 }).toBe(200);
+    expect(new Set(runs.map((r) => (r.item as { id: number }).id)).size).toBe(200);
+    expect(new Set(runs.map((r) => r.member)).size).toBeGreaterThan(1);
+  });
+});
