@@ -95,6 +95,22 @@ export interface ClusterState {
    */
   readonly discovery: DiscoveryStats | null;
   /**
+   * Fan-out's topics (issue 19, WIP), as replicated: each with its consumers and their
+   * parallelism, its items pending and in flight per member, and what it has seen.
+   */
+  readonly topics: ReadonlyArray<{
+    readonly name: string;
+    readonly consumers: Readonly<Record<NodeId, number>>;
+    readonly pending: number;
+    readonly inFlight: Readonly<Record<NodeId, number>>;
+    readonly emitted: number;
+    readonly done: number;
+    readonly failed: number;
+    readonly dead: number;
+    readonly stale: number;
+    readonly redelivered: number;
+  }>;
+  /**
    * The jobs the cluster knows, as replicated in the log. Each job's entry is frozen and handed
    * out again by later calls until the job changes (its Dates too: copy one before changing it).
    */
@@ -255,6 +271,7 @@ export function clusterStateOf(s: StateSources): ClusterState {
     transport: s.transport?.stats() ?? NO_TRAFFIC,
     joins: { ...s.joins },
     discovery: s.discovery?.stats() ?? null,
+    topics: topicsOf(s.member),
     jobs: s.jobs,
     clock: { synced: driver?.clockSynced ?? false, clusterTime: new Date(s.clusterNowMs), invalidStamps: driver?.invalidClockStamps ?? 0 },
     invalidMessages: (driver?.invalidMessages ?? 0) + (driver?.invalidSnapshots ?? 0) + (node?.protocolViolations ?? 0),
@@ -281,4 +298,20 @@ function versionStateOf(s: StateSources): VersionState {
     members,
     waitingFor: decision?.kind === 'waiting' ? [...decision.waitingFor] : [],
   };
+}
+
+/** Fan-out's topics as state() shows them (see ClusterState.topics). */
+function topicsOf(member: Member | null): ClusterState['topics'] {
+  if (member === null) return [];
+  return [...member.fanout.topics.values()].map((t) => {
+    let inFlight = 0;
+    for (const n of t.inFlight.values()) inFlight += n;
+    return {
+      name: t.name,
+      consumers: Object.fromEntries([...t.consumers].map(([id, c]) => [id, c.parallelism])),
+      pending: t.unsettled - inFlight,
+      inFlight: Object.fromEntries(t.inFlight),
+      ...t.counts,
+    };
+  });
 }

@@ -25,5 +25,10 @@ describe('fan-out on a real cluster (loopback)', () => {
     await expect.poll(() => runs.length, { timeout: 15_000, interval: 50 }).toBe(200);
     expect(new Set(runs.map((r) => (r.item as { id: number }).id)).size).toBe(200);
     expect(new Set(runs.map((r) => r.member)).size).toBeGreaterThan(1);
+    // Every member shows the topic settled, with its three consumers.
+    await expect.poll(() => members.map((m) => m.state().topics.find((t) => t.name === 'thumbnails')?.done), { timeout: 10_000, interval: 50 }).toEqual([200, 200, 200]);
+    const topic = members[1]!.state().topics[0];
+    expect(topic).toMatchObject({ name: 'thumbnails', pending: 0, inFlight: {}, emitted: 200, dead: 0, stale: 0 });
+    expect(Object.values(topic?.consumers ?? {})).toEqual([4, 4, 4]);
   });
 });
