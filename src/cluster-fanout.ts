@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from './errors.js';
-import { MAX_ITEM_BYTES, MAX_KEY_LENGTH, MAX_TOPIC_LENGTH, type ConsumerSettings, type EmittedItem } from './fanout/command.js';
+import type { ConsumerSettings } from './fanout/command.js';
+import { decodeItem } from './fanout/items.js';
 import { MAX_ITEM_BACKOFF_MS, MAX_ITEM_TIMEOUT_MS, MAX_PARALLELISM, MAX_RATE_PER_SECOND, MAX_RETRIES } from './fanout/command-shape.js';
 import type { ItemContext } from './runtime/fanout/consumer.js';
 import type { FanoutRuntime } from './runtime/fanout/fanout-runtime.js';
@@ -30,15 +31,6 @@ export type ConsumeHandler = (item: unknown, ctx: ItemContext) => unknown;
 /** How long a consumer's registration waits before it is proposed again after a failure (no leader yet). */
 export const CONSUME_RETRY_MS = 200;
 
-const BYTES = 0;
-const JSON_VALUE = 1;
-const encoder = new TextEncoder();
-const decoder = new TextDecoder();
-
-export function checkTopic(topic: unknown): string {
-  if (typeof topic !== 'string' || topic.length === 0 || topic.length > MAX_TOPIC_LENGTH) throw new InvalidArgumentError('topic', topic, `a string of 1 to ${MAX_TOPIC_LENGTH} characters`);
-  return topic;
-}
 
 export function consumerSettings(options: ConsumeOptions): ConsumerSettings {
   const int = (name: keyof ConsumeOptions, value: unknown, min: number, max: number): number => {
@@ -52,45 +44,6 @@ export function consumerSettings(options: ConsumeOptions): ConsumerSettings {
     backoffMs: int('backoffMs', options.backoffMs ?? 1000, 0, MAX_ITEM_BACKOFF_MS),
     ratePerSecond: options.ratePerSecond === undefined ? null : int('ratePerSecond', options.ratePerSecond, 1, MAX_RATE_PER_SECOND),
   };
-}
-
-/**
- * The items of an emit, encoded and checked, all before anything is proposed: one that does not
- * encode, or is too large, throws InvalidArgumentError and nothing of the call is kept.
- */
-export function encodeItems(items: readonly unknown[], key?: (item: unknown, index: number) => string | null): EmittedItem[] {
-  if (!Array.isArray(items) || items.length === 0) throw new InvalidArgumentError('items', items, 'a non-empty array');
-  return items.map((item, i) => {
-    const data = encodeItem(item, i);
-    const k = key === undefined ? null : key(item, i);
-    if (k !== null && (typeof k !== 'string' || k.length === 0 || k.length > MAX_KEY_LENGTH)) throw new InvalidArgumentError('key', k, `null or a string of 1 to ${MAX_KEY_LENGTH} characters`);
-    return { data, key: k };
-  });
-}
-
-function encodeItem(item: unknown, index: number): Uint8Array {
-  let body: Uint8Array;
-  let tag: number;
-  if (item instanceof Uint8Array) {
-    body = item;
-    tag = BYTES;
-  } else {
-    const json = item === undefined ? undefined : JSON.stringify(item);
-    if (json === undefined) throw new InvalidArgumentError(`items[${index}]`, item, 'bytes or a JSON value');
-    body = encoder.encode(json);
-    tag = JSON_VALUE;
-  }
-  if (body.byteLength + 1 > MAX_ITEM_BYTES) throw new InvalidArgumentError(`items[${index}]`, `${body.byteLength} bytes`, `at most ${MAX_ITEM_BYTES - 1} bytes encoded`);
-  const data = new Uint8Array(body.byteLength + 1);
-  data[0] = tag;
-  data.set(body, 1);
-  return data;
-}
-
-/** An item as its handler gets it: bytes as they were emitted, or the JSON value. */
-export function decodeItem(data: Uint8Array): unknown {
-  const body = data.subarray(1);
-  return data[0] === BYTES ? body : JSON.parse(decoder.decode(body));
 }
 
 /** Registers `topic`'s consumer through the log, again every CONSUME_RETRY_MS until it applied or `stopped()`. */

@@ -23,6 +23,7 @@ import { LEAVE_PID_SUFFIX, membershipEventOf, type MembershipEvent } from './mem
 import { RemovedError } from '../errors.js';
 import { FanoutState } from '../fanout/state.js';
 import { FanoutRuntime } from './fanout/fanout-runtime.js';
+import { checkTopic, encodeItems } from '../fanout/items.js';
 import { MembershipKeeper } from './membership-keeper.js';
 import { PROMOTE_STABLE_MS } from './membership-decide.js';
 import { MEMBER_DEFAULTS } from './member-settings.js';
@@ -230,6 +231,12 @@ export class Member {
       clock: driver.clusterClock(),
       timers: parts.timers,
       propose: (command: SchedulerCommand) => driver.propose(encodeCommand({ kind: 'scheduler', command })),
+      // A job's ctx.emit: checked whole before anything is proposed (fanout/items.ts).
+      emitItems: async (topic, items, key, origin) => {
+        const encoded = encodeItems(items, key);
+        await this.fanoutRuntime.emit(checkTopic(topic), encoded, origin);
+        return { count: encoded.length };
+      },
       proposeBatch: (commands) => (this.versions.active >= BATCH_VERSION ? driver.propose(encodeCommand({ kind: 'scheduler-batch', commands })) : null),
       barrier: () => driver.readBarrier(),
       // A leader plans by the cluster's time, so not before it has learned it: with a bad clock

@@ -10,6 +10,29 @@ afterEach(async () => {
 
 /** WIP (issue 19): fan-out through the facade, on loopback. */
 describe('fan-out on a real cluster (loopback)', () => {
+  it('a slot emits items from its handler (ctx.emit), each run once with the job and slot it came from', async () => {
+    const seeds: string[] = [];
+    for (let i = 0; i < 3; i++) seeds.push(`127.0.0.1:${await freePort()}`);
+    const members = seeds.map((listen) => new Cluster(seeds, { listen, storage: 'memory', electionTimeoutMs: 500, heartbeatMs: 50 }));
+    for (const m of members) cleanups.push(() => m.stop());
+    const runs: Array<{ id: number; job: string | null; slot: Date | null }> = [];
+    const emitted: number[] = [];
+    for (const m of members) {
+      m.consume('work', (_item, ctx) => void runs.push({ id: ctx.id, job: ctx.job, slot: ctx.slot }), { parallelism: 8 });
+      // Emits only once the cluster runs fan-out's version; before that, ctx.emit is refused.
+      m.schedule('fan', { every: '1s' }, async (ctx) => {
+        if (m.state().version.active < FANOUT_VERSION || emitted.length > 0) return;
+        emitted.push((await ctx.emit('work', Array.from({ length: 30 }, (_, i) => i))).count);
+      });
+    }
+    await Promise.all(members.map((m) => m.start()));
+    await expect.poll(() => runs.length, { timeout: 20_000, interval: 50 }).toBe(30);
+    expect(emitted).toEqual([30]);
+    expect(new Set(runs.map((r) => r.id)).size).toBe(30);
+    expect(new Set(runs.map((r) => `${r.job}@${r.slot?.getTime()}`)).size).toBe(1);
+    expect(runs[0]?.job).toBe('fan');
+  });
+
   it('items emitted on one member run once each across the members that consume the topic', async () => {
     const seeds: string[] = [];
     for (let i = 0; i < 3; i++) seeds.push(`127.0.0.1:${await freePort()}`);

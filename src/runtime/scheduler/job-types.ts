@@ -18,6 +18,12 @@ export interface JobContext {
    * 'replace': CRONRAFT_RUN_REPLACED), or the member stops (CRONRAFT_RUN_STOPPING).
    */
   readonly signal: AbortSignal;
+  /**
+   * Emits work items to `topic` from this slot (issue 19, WIP): each item's context names this
+   * job and slot. Resolves once every item is committed and applied on this member.
+   * @throws InvalidArgumentError, BackpressureError, VersionNotActiveError (before cluster version 3)
+   */
+  readonly emit: (topic: string, items: readonly unknown[], options?: { readonly key?: (item: unknown, index: number) => string | null }) => Promise<{ readonly count: number }>;
 }
 
 export type JobHandler = (ctx: JobContext) => unknown;

@@ -1,8 +1,8 @@
-import { RunAbortedError } from '../../errors.js';
+import { NotRunningError, RunAbortedError } from '../../errors.js';
 import { claimKey, type ClaimRecord } from '../../scheduler/records.js';
 import type { RunOutcome } from '../../scheduler/command.js';
 import { isReason, type Armed } from './armed-claim.js';
-import type { RunRecord } from './job-types.js';
+import type { JobContext, RunRecord } from './job-types.js';
 import type { LocalJob } from './registrations.js';
 import type { RunPermits } from './run-permits.js';
 import type { RunRecords } from './run-records.js';
@@ -45,7 +45,9 @@ export class RunExecution {
       if (abort.signal.aborted) throw abort.signal.reason as Error;
       // The handler starts first, synchronously up to its first await: recording the start
       // proposes through the driver, whose turn would otherwise run before the handler.
-      const handled = (async () => job.handler({ job: claim.job, slot: new Date(claim.slotMs), fencingToken: claim.token, attempt: claim.attempt, signal: abort.signal }))();
+      const origin = { job: claim.job, slotMs: claim.slotMs };
+      const emit: JobContext['emit'] = (topic, items, options = {}) => (o.emitItems === undefined ? Promise.reject(new NotRunningError('fan-out is not available here')) : o.emitItems(topic, items, options.key, origin));
+      const handled = (async () => job.handler({ job: claim.job, slot: new Date(claim.slotMs), fencingToken: claim.token, attempt: claim.attempt, signal: abort.signal, emit }))();
       try {
         o.onRunStart?.({ job: claim.job, slotMs: claim.slotMs, fencingToken: claim.token, member: o.self, startedAtMs });
       } catch {

@@ -10,6 +10,8 @@ export interface SchedulerRuntimeOptions {
   readonly timers: Timers;
   /** Replicates a command; resolves once it is applied here. */
   readonly propose: (command: SchedulerCommand) => Promise<unknown>;
+  /** Emits work items from a slot (fan-out, issue 19): a job context's `emit`. @default refused */
+  readonly emitItems?: (topic: string, items: readonly unknown[], key: ((item: unknown, index: number) => string | null) | undefined, origin: { readonly job: string; readonly slotMs: number }) => Promise<{ readonly count: number }>;
   /**
    * Replicates registrations in one entry (at most MAX_COMMANDS_PER_BATCH), resolving once it is
    * applied here; null, proposing nothing, while the cluster does not read batches yet (its

@@ -1,0 +1,58 @@
+import { InvalidArgumentError } from '../errors.js';
+import { MAX_ITEM_BYTES, MAX_KEY_LENGTH, MAX_TOPIC_LENGTH, type EmittedItem } from './command.js';
+
+/**
+ * Work items as the log holds them (issue 19): bytes as emitted, or any other value as JSON,
+ * behind a one-byte tag, so that a handler gets back what was emitted.
+ */
+
+const BYTES = 0;
+const JSON_VALUE = 1;
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/**
+ * The items of an emit, encoded and checked, all before anything is proposed: one that does not
+ * encode, or is too large, throws InvalidArgumentError and nothing of the call is kept.
+ */
+export function encodeItems(items: readonly unknown[], key?: (item: unknown, index: number) => string | null): EmittedItem[] {
+  if (!Array.isArray(items) || items.length === 0) throw new InvalidArgumentError('items', items, 'a non-empty array');
+  return items.map((item, i) => {
+    const data = encodeItem(item, i);
+    const k = key === undefined ? null : key(item, i);
+    if (k !== null && (typeof k !== 'string' || k.length === 0 || k.length > MAX_KEY_LENGTH)) throw new InvalidArgumentError('key', k, `null or a string of 1 to ${MAX_KEY_LENGTH} characters`);
+    return { data, key: k };
+  });
+}
+
+function encodeItem(item: unknown, index: number): Uint8Array {
+  let body: Uint8Array;
+  let tag: number;
+  if (item instanceof Uint8Array) {
+    body = item;
+    tag = BYTES;
+  } else {
+    const json = item === undefined ? undefined : JSON.stringify(item);
+    if (json === undefined) throw new InvalidArgumentError(`items[${index}]`, item, 'bytes or a JSON value');
+    body = encoder.encode(json);
+    tag = JSON_VALUE;
+  }
+  if (body.byteLength + 1 > MAX_ITEM_BYTES) throw new InvalidArgumentError(`items[${index}]`, `${body.byteLength} bytes`, `at most ${MAX_ITEM_BYTES - 1} bytes encoded`);
+  const data = new Uint8Array(body.byteLength + 1);
+  data[0] = tag;
+  data.set(body, 1);
+  return data;
+}
+
+/** An item as its handler gets it: bytes as they were emitted, or the JSON value. */
+export function decodeItem(data: Uint8Array): unknown {
+  const body = data.subarray(1);
+  return data[0] === BYTES ? body : JSON.parse(decoder.decode(body));
+}
+
+
+/** A topic's name as a user hands it in. */
+export function checkTopic(topic: unknown): string {
+  if (typeof topic !== 'string' || topic.length === 0 || topic.length > MAX_TOPIC_LENGTH) throw new InvalidArgumentError('topic', topic, `a string of 1 to ${MAX_TOPIC_LENGTH} characters`);
+  return topic;
+}
