@@ -24,6 +24,8 @@ export interface DeliveryInput {
   readonly nowMs: number;
   /** Whether a member may be given work now: live, caught up, clock in sync, not stopping. */
   readonly eligible: (member: NodeId) => boolean;
+  /** Whether a member is in the configuration: the registrations of one that left are dropped. */
+  readonly configured: (member: NodeId) => boolean;
   /**
    * Members with a lease proposed and not yet applied: given nothing more until it applies, so
    * that their items in flight are never counted short.
@@ -36,16 +38,19 @@ export interface DeliveryInput {
 export interface DeliveryPlan {
   readonly leases: ReadonlyArray<{ readonly member: NodeId; readonly ids: readonly number[] }>;
   readonly reclaim: ReadonlyArray<{ readonly id: number; readonly token: number }>;
+  /** Registrations of members no longer in the configuration, to drop (`unconsume`). */
+  readonly departed: ReadonlyArray<{ readonly topic: string; readonly member: NodeId }>;
 }
 
 /** The plan for one round (see the module's comment). */
 export function planDelivery(input: DeliveryInput): DeliveryPlan {
-  return { leases: planLeases(input), reclaim: planReclaim(input) };
+  return { leases: planLeases(input), reclaim: planReclaim(input), departed: planDeparted(input) };
 }
 
 /**
- * Leases that must end: their member may no longer take work (dead, cut off, stopping, out of
- * the configuration), no longer consumes the topic, or ran past the deadline.
+ * Leases that must end: their member may no longer take work (dead, cut off, out of the
+ * configuration), or ran past the deadline. A live member that stopped consuming the topic
+ * keeps its leases: it is handing over, and finishes or gives back what it holds.
  */
 function planReclaim({ state, nowMs, eligible }: DeliveryInput): Array<{ id: number; token: number }> {
   const reclaim: Array<{ id: number; token: number }> = [];
@@ -54,10 +59,16 @@ function planReclaim({ state, nowMs, eligible }: DeliveryInput): Array<{ id: num
     const item = state.items.get(id);
     const phase = item?.phase;
     if (item === undefined || phase?.kind !== 'leased') continue;
-    const consumes = state.topics.get(item.topic)?.consumers.has(phase.member) ?? false;
-    if (!consumes || !eligible(phase.member) || nowMs > phase.deadlineMs) reclaim.push({ id: item.id, token: phase.token });
+    if (!eligible(phase.member) || nowMs > phase.deadlineMs) reclaim.push({ id: item.id, token: phase.token });
   }
   return reclaim;
+}
+
+/** Each topic's consumers outside the configuration (removed, or left while down). */
+function planDeparted({ state, configured }: DeliveryInput): Array<{ topic: string; member: NodeId }> {
+  const departed: Array<{ topic: string; member: NodeId }> = [];
+  for (const topic of state.topics.values()) for (const member of topic.consumers.keys()) if (!configured(member)) departed.push({ topic: topic.name, member });
+  return departed;
 }
 
 /**

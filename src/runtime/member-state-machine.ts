@@ -28,8 +28,8 @@ export interface MemberStateMachineHooks {
   readonly onSkipped?: (index: number, reason: SkippedEntry['reason']) => void;
   /** A cluster command applied here (a version announced or raised), with its result. */
   readonly onClusterApplied?: (index: number, command: ClusterCommand, result: ClusterApplyResult) => void;
-  /** A fan-out command applied here, with its result (issue 19). */
-  readonly onFanoutApplied?: (index: number, command: FanoutCommand, result: FanoutApplyResult) => void;
+  /** A fan-out command applied here, with its result and its entry's proposal id (issue 19). */
+  readonly onFanoutApplied?: (index: number, command: FanoutCommand, result: FanoutApplyResult, pid: string) => void;
   /** A scheduler command applied here, with its result. */
   readonly onSchedulerApplied?: (index: number, command: SchedulerCommand, result: unknown) => void;
   /**
@@ -93,7 +93,7 @@ export function memberStateMachine(schedulerOf: () => SchedulerRuntime, cluster:
           return cluster.applyExtension(command.command, entry.index);
         case 'fanout': {
           const result = fanout.apply(entry.index, command.command);
-          hooks.onFanoutApplied?.(entry.index, command.command, result);
+          hooks.onFanoutApplied?.(entry.index, command.command, result, entry.pid);
           return result;
         }
         case 'skip':

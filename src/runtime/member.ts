@@ -174,7 +174,7 @@ export class Member {
         parts.onClusterApplied?.(index, command, result);
       },
       onSkipped: (_index, reason) => this.skippedEntries[reason]++,
-        onFanoutApplied: (index, command, result) => this.fanoutRuntime.applied(index, command, result),
+        onFanoutApplied: (index, command, result, pid) => this.fanoutRuntime.applied(index, command, result, pid.startsWith(`${parts.bootId}.`)),
       },
       this.fanout,
     );
@@ -266,6 +266,7 @@ export class Member {
       isLeader: () => driver.node.role === 'leader' && driver.clockSynced && this.versions.active >= FANOUT_VERSION,
       clusterNowMs: () => driver.clusterClock().now(),
       eligible: (id) => this.eligibleMembers().includes(id),
+      configured: (id) => configuration.isMember(id),
       propose: async (command) => {
         this.versions.require('fan-out', FANOUT_VERSION);
         return (await driver.propose(encodeCommand({ kind: 'fanout', command }))).result;
@@ -360,7 +361,7 @@ export class Member {
    */
   async stopGracefully(timeoutMs: number): Promise<void> {
     const settleMs = timeoutMs > 0 ? this.#p.timing.electionTimeoutMs : 0;
-    await this.scheduler.handOver(timeoutMs, settleMs);
+    await Promise.all([this.scheduler.handOver(timeoutMs, settleMs), this.fanoutRuntime.handOver(timeoutMs)]);
     const driver = this.driver;
     if (driver.node.role === 'leader' && this.configuration.voters.length > 1 && timeoutMs > 0 && driver.transferLeadership() !== null) {
       await waitUntil(this.#p.timers, () => driver.node.role !== 'leader', timeoutMs, this.#p.timing.tickMs);

@@ -6,17 +6,31 @@ import { ManualTimers } from '../fixtures/manual-timers.js';
 
 const SETTINGS: ConsumerSettings = { parallelism: 4, retries: 1, timeoutMs: 1000, backoffMs: 100, ratePerSecond: null };
 
-/** Member `a` consuming, its proposals applied to one state at the next index, the consumer told of every apply. */
-function member(): { state: FanoutState; timers: ManualTimers; consumer: FanoutConsumer; apply: (c: FanoutCommand) => number; proposed: FanoutCommand[] } {
+interface TestMember {
+  readonly state: FanoutState;
+  readonly timers: ManualTimers;
+  readonly consumer: FanoutConsumer;
+  readonly apply: (c: FanoutCommand, mine?: boolean) => number;
+  readonly proposed: FanoutCommand[];
+  /** With `hold`, applies the proposals held so far (and stops holding). */
+  readonly release: () => void;
+}
+
+/** Member `a` consuming, its proposals applied to one state at the next index (held until `release` with `hold`), the consumer told of every apply. */
+function member(options: { hold?: boolean } = {}): TestMember {
   const state = new FanoutState();
   const timers = new ManualTimers();
   const proposed: FanoutCommand[] = [];
+  const held: Array<() => void> = [];
+  let hold = options.hold ?? false;
   let index = 0;
   let consumer: FanoutConsumer | null = null;
-  const apply = (c: FanoutCommand): number => {
-    const result = state.apply(++index, c);
-    consumer?.applied(index, c, result);
-    return index;
+  // What this member proposes is its own (mine); what a test applies directly came from elsewhere, or from a life before.
+  const apply = (c: FanoutCommand, mine = false): number => {
+    const at = ++index;
+    const result = state.apply(at, c);
+    consumer?.applied(at, c, result, mine);
+    return at;
   };
   consumer = new FanoutConsumer({
     self: 'a',
@@ -25,11 +39,16 @@ function member(): { state: FanoutState; timers: ManualTimers; consumer: FanoutC
     clusterNowMs: () => timers.now(),
     propose: (c) => {
       proposed.push(c);
-      apply(c);
+      if (hold) return new Promise<void>((resolve) => held.push(() => (apply(c, true), resolve())));
+      apply(c, true);
       return Promise.resolve();
     },
   });
-  return { state, timers, consumer, apply, proposed };
+  const release = (): void => {
+    hold = false;
+    for (const next of held.splice(0)) next();
+  };
+  return { state, timers, consumer, apply, proposed, release };
 }
 
 const settle = async (): Promise<void> => {
@@ -60,7 +79,7 @@ describe("a member's side of fan-out (FanoutConsumer)", () => {
     expect(m.consumer.running).toBe(0);
   });
 
-  it('aborts a run whose lease is taken back, or that runs past its timeout; its late outcome is stale', async () => {
+  it('aborts a run whose lease is taken back (recording nothing), or that runs past its timeout (a failed attempt)', async () => {
     const m = member();
     const signals: AbortSignal[] = [];
     await m.consumer.consume('t', (_data, ctx) => {
@@ -74,12 +93,129 @@ describe("a member's side of fan-out (FanoutConsumer)", () => {
     m.apply({ type: 'reclaim', leases: [{ id: 1, token }], atMs: 10 });
     await settle();
     expect(signals[0]?.reason).toMatchObject({ code: 'CRONRAFT_RUN_REASSIGNED' });
-    expect(m.state.topics.get('t')?.counts.stale).toBe(1);
+    expect(m.proposed.filter((c) => c.type === 'done')).toEqual([]);
     m.timers.advance(SETTINGS.timeoutMs);
     await settle();
     expect(signals[1]?.reason).toMatchObject({ code: 'CRONRAFT_RUN_TIMEOUT' });
     // Aborted at its timeout, the attempt counts as failed under its own lease.
     expect(m.state.items.get(2)?.failures).toBe(1);
     expect(m.consumer.running).toBe(0);
+  });
+
+  it('ends a run at its timeout even when the handler ignores the signal, and runs the item again when leased again', async () => {
+    const m = member();
+    let starts = 0;
+    await m.consumer.consume('t', () => {
+      starts++;
+      return new Promise<void>(() => undefined);
+    }, SETTINGS);
+    m.apply({ type: 'emit', topic: 't', items: [{ data: Uint8Array.of(1), key: null }], origin: null, atMs: 0 });
+    m.apply({ type: 'lease', member: 'a', ids: [1], atMs: 0 });
+    await settle();
+    m.timers.advance(SETTINGS.timeoutMs);
+    await settle();
+    expect(m.consumer.running).toBe(0);
+    expect(m.state.items.get(1)?.failures).toBe(1);
+    m.timers.advance(SETTINGS.backoffMs);
+    m.apply({ type: 'lease', member: 'a', ids: [1], atMs: m.timers.now() });
+    await settle();
+    expect(starts).toBe(2);
+  });
+
+  it('a late outcome, under a lease taken back meanwhile, is refused as stale and counted', async () => {
+    const m = member();
+    let finish: () => void = () => undefined;
+    await m.consumer.consume('t', () => new Promise<void>((resolve) => (finish = resolve)), SETTINGS);
+    m.apply({ type: 'emit', topic: 't', items: [{ data: Uint8Array.of(1), key: null }], origin: null, atMs: 0 });
+    const token = m.apply({ type: 'lease', member: 'a', ids: [1], atMs: 0 });
+    await settle();
+    // The leader took the lease back, but this member has not applied that yet when it finishes.
+    m.state.apply(100, { type: 'reclaim', leases: [{ id: 1, token }], atMs: 10 });
+    finish();
+    await settle();
+    expect(m.proposed.filter((c) => c.type === 'done')).toHaveLength(1);
+    expect(m.state.topics.get('t')?.counts).toMatchObject({ stale: 1, done: 0 });
+  });
+
+  it('after a restart, runs none of the leases of its life before: it gives them back once its registration applies', async () => {
+    const m = member();
+    let starts = 0;
+    // The life before: registered, leased two items, then died. Its entries replay here.
+    m.apply({ type: 'consume', topic: 't', member: 'a', settings: SETTINGS });
+    m.apply({ type: 'emit', topic: 't', items: [1, 2, 3].map((n) => ({ data: Uint8Array.of(n), key: null })), origin: null, atMs: 0 });
+    const old = m.apply({ type: 'lease', member: 'a', ids: [1, 2], atMs: 0 });
+    await settle();
+    expect(starts).toBe(0);
+    // This life registers; meanwhile the leader leased one more under the old registration.
+    const registering = m.consumer.consume('t', () => {
+      starts++;
+    }, SETTINGS);
+    await registering;
+    await settle();
+    expect(starts).toBe(0);
+    expect(m.proposed.filter((c) => c.type === 'reclaim')).toEqual([{ type: 'reclaim', leases: [{ id: 1, token: old }, { id: 2, token: old }], atMs: 0 }]);
+    expect(m.state.items.get(1)?.phase.kind).toBe('pending');
+    expect(m.state.topics.get('t')?.counts.redelivered).toBe(2);
+    // A lease of this life runs.
+    m.apply({ type: 'lease', member: 'a', ids: [1, 2, 3], atMs: 0 });
+    await settle();
+    expect(starts).toBe(3);
+  });
+
+  it("a registration of the life before, replayed after this life's handler is set, does not let the old leases run", async () => {
+    const m = member({ hold: true });
+    let starts = 0;
+    const registering = m.consumer.consume('t', () => {
+      starts++;
+    }, SETTINGS);
+    // The replay: the old registration and an old lease apply before this life's registration.
+    m.apply({ type: 'consume', topic: 't', member: 'a', settings: SETTINGS });
+    m.apply({ type: 'emit', topic: 't', items: [{ data: Uint8Array.of(1), key: null }], origin: null, atMs: 0 });
+    const old = m.apply({ type: 'lease', member: 'a', ids: [1], atMs: 0 });
+    await settle();
+    expect(starts).toBe(0);
+    m.release();
+    await registering;
+    await settle();
+    expect(starts).toBe(0);
+    expect(m.proposed.filter((c) => c.type === 'reclaim')).toEqual([{ type: 'reclaim', leases: [{ id: 1, token: old }], atMs: 0 }]);
+  });
+
+  it('hands over before stopping: stops consuming, lets runs finish in time, gives back the rest, and leases arriving meanwhile', async () => {
+    const m = member();
+    const ran: number[] = [];
+    await m.consumer.consume('t', async (data, ctx) => {
+      if (data[0] === 1) return void ran.push(1);
+      if (data[0] === 2) await new Promise<void>((resolve) => m.timers.setTimeout(resolve, 50));
+      else await new Promise<void>(() => undefined);
+      ran.push(data[0] as number);
+      void ctx;
+    }, { ...SETTINGS, timeoutMs: 10_000 });
+    m.apply({ type: 'emit', topic: 't', items: [1, 2, 3, 4].map((n) => ({ data: Uint8Array.of(n), key: null })), origin: null, atMs: 0 });
+    const token = m.apply({ type: 'lease', member: 'a', ids: [2, 3], atMs: 0 });
+    await settle();
+    const handing = m.consumer.handOver(200);
+    await settle();
+    expect(m.proposed.some((c) => c.type === 'unconsume' && c.topic === 't')).toBe(true);
+    // A lease proposed before the unconsume applied arrives while handing over: given back, not run.
+    m.state.apply(50, { type: 'consume', topic: 't', member: 'a', settings: SETTINGS });
+    const lateToken = m.apply({ type: 'lease', member: 'a', ids: [1], atMs: 0 });
+    await settle();
+    m.timers.advance(50);
+    await settle();
+    m.timers.advance(200);
+    await settle();
+    m.timers.advance(10);
+    expect(await handing).toBe(true);
+    expect(ran).toEqual([2]);
+    expect(m.state.topics.get('t')?.counts.done).toBe(1);
+    expect(m.proposed.filter((c) => c.type === 'reclaim').flatMap((c) => (c.type === 'reclaim' ? c.leases : []))).toEqual(
+      expect.arrayContaining([
+        { id: 1, token: lateToken },
+        { id: 3, token },
+      ]),
+    );
+    expect(m.state.items.get(3)?.phase.kind).toBe('pending');
+    expect(m.state.items.get(3)?.failures).toBe(0);
   });
 });

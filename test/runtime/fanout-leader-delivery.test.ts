@@ -7,7 +7,7 @@ import { ManualTimers } from '../fixtures/manual-timers.js';
 const settings = (parallelism: number): ConsumerSettings => ({ parallelism, retries: 1, timeoutMs: 1000, backoffMs: 100, ratePerSecond: null });
 
 /** A leader whose proposals apply to `state` at the next index once released (held until then when `hold`). */
-function leader(hold = false): { state: FanoutState; timers: ManualTimers; delivery: LeaderDelivery; proposed: FanoutCommand[]; release: () => Promise<void>; flags: { leading: boolean; eligible: Set<string> }; apply: (c: FanoutCommand) => number } {
+function leader(hold = false): { state: FanoutState; timers: ManualTimers; delivery: LeaderDelivery; proposed: FanoutCommand[]; release: () => Promise<void>; flags: { leading: boolean; eligible: Set<string>; configured: Set<string> }; apply: (c: FanoutCommand) => number } {
   const state = new FanoutState();
   const timers = new ManualTimers();
   let index = 0;
@@ -17,13 +17,14 @@ function leader(hold = false): { state: FanoutState; timers: ManualTimers; deliv
   };
   const proposed: FanoutCommand[] = [];
   const held: Array<() => void> = [];
-  const flags = { leading: true, eligible: new Set(['a', 'b']) };
+  const flags = { leading: true, eligible: new Set(['a', 'b']), configured: new Set(['a', 'b']) };
   const delivery = new LeaderDelivery({
     state,
     timers,
     isLeader: () => flags.leading,
     clusterNowMs: () => timers.now(),
     eligible: (m) => flags.eligible.has(m),
+    configured: (m) => flags.configured.has(m),
     propose: (c) => {
       proposed.push(c);
       return new Promise<void>((resolve) => {
@@ -108,5 +109,27 @@ describe("the leader's delivery of work items (LeaderDelivery)", () => {
     const again = t.state.items.get(1);
     expect(again?.phase.kind === 'leased' ? again.phase.member : null).not.toBe(holder);
     t.delivery.stop();
+  });
+
+  it('drops the registrations of a member removed from the configuration, one at a time, and takes its leases back', async () => {
+    const t = leader();
+    t.apply({ type: 'consume', topic: 't', member: 'a', settings: settings(1) });
+    t.apply({ type: 'consume', topic: 'u', member: 'a', settings: settings(1) });
+    t.apply({ type: 'consume', topic: 't', member: 'b', settings: settings(1) });
+    t.apply({ type: 'emit', topic: 't', items: [{ data: Uint8Array.of(1), key: null }], origin: null, atMs: 0 });
+    t.delivery.plan();
+    await settle();
+    t.flags.configured.delete('a');
+    t.flags.eligible.delete('a');
+    t.delivery.plan();
+    await settle();
+    expect(t.proposed.filter((c) => c.type === 'unconsume')).toEqual([
+      { type: 'unconsume', topic: 't', member: 'a' },
+      { type: 'unconsume', topic: 'u', member: 'a' },
+    ]);
+    expect([...(t.state.topics.get('t')?.consumers.keys() ?? [])]).toEqual(['b']);
+    expect(t.state.topics.has('u')).toBe(false);
+    const item = t.state.items.get(1);
+    expect(item?.phase.kind === 'leased' ? item.phase.member : null).toBe('b');
   });
 });

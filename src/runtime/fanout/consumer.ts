@@ -1,6 +1,7 @@
 import { RunAbortedError } from '../../errors.js';
 import { MAX_ERROR_LENGTH, MAX_OUTCOMES_PER_COMMAND, type ConsumerSettings, type FanoutCommand, type ItemOutcome } from '../../fanout/command.js';
-import type { FanoutApplyResult, FanoutState } from '../../fanout/state.js';
+import type { FanoutApplyResult, FanoutState, ItemRecord } from '../../fanout/state.js';
+import { waitUntil, within } from '../scheduler/handover.js';
 import type { NodeId } from '../../raft/types.js';
 import type { TimerHandle, Timers } from '../../time/clock.js';
 
@@ -9,7 +10,9 @@ import type { TimerHandle, Timers } from '../../time/clock.js';
  * under their lease's token, and their outcomes, proposed in batches. An item runs only while
  * its lease is the current one: a lease taken back (reclaim) or a lost lease of the member
  * (no leader past its lease) aborts the run through `ctx.signal`, and the outcome it reports
- * then is stale, refused by the state. WIP: not wired into the member yet.
+ * then is stale, refused by the state. A restarted member runs none of the leases of its life
+ * before: it gives them back once its new registration applies, so that they are leased again
+ * at once rather than at their deadline.
  */
 
 /** What an item's handler is given besides the item's bytes. */
@@ -43,13 +46,28 @@ interface Running {
   readonly timer: TimerHandle;
 }
 
+/** A lease this member gives back (proposed as a `reclaim`): the item is leased again elsewhere, no attempt counted. */
+interface GiveBack {
+  readonly id: number;
+  readonly token: number;
+}
+
 export class FanoutConsumer {
   readonly #o: FanoutConsumerOptions;
   readonly #handlers = new Map<string, { readonly handler: ItemHandler; readonly settings: ConsumerSettings }>();
+  /**
+   * Per topic, the index at which this life's registration applied. Leases under an earlier
+   * token were given to a life of this member before (a restart replays them, or the leader
+   * leased before the new registration arrived): none of them runs here, they are given back.
+   */
+  readonly #registered = new Map<string, number>();
   readonly #running = new Map<number, Running>();
   /** Outcomes not yet in the log; at most one per item run here, so bounded by what runs. */
   readonly #outcomes: ItemOutcome[] = [];
+  /** Leases to give back: bounded by the items leased to this member (parallelism per topic, and a previous life's). */
+  readonly #giveBacks: GiveBack[] = [];
   #flushing = false;
+  #draining = false;
   #stopped = false;
 
   constructor(options: FanoutConsumerOptions) {
@@ -61,28 +79,64 @@ export class FanoutConsumer {
     return this.#running.size;
   }
 
+  /** Whether outcomes or leases to give back still wait to be proposed. */
+  get unflushed(): boolean {
+    return this.#flushing || this.#outcomes.length > 0 || this.#giveBacks.length > 0;
+  }
+
   /** Consumes `topic` here with `handler`: registered through the log (the caller retries until it applied). */
   consume(topic: string, handler: ItemHandler, settings: ConsumerSettings): Promise<unknown> {
     this.#handlers.set(topic, { handler, settings });
     return this.#o.propose({ type: 'consume', topic, member: this.#o.self, settings });
   }
 
-  /** Called for every fan-out command applied, in log order, with its result. */
-  applied(index: number, command: FanoutCommand, result: FanoutApplyResult): void {
-    if (command.type === 'lease' && command.member === this.#o.self && result.ok) {
-      for (const id of result.leased ?? []) this.#start(id, index);
-    }
-    if (command.type === 'reclaim') {
-      for (const { id, token } of command.leases) {
-        const run = this.#running.get(id);
-        if (run !== undefined && run.token === token) run.controller.abort(new RunAbortedError('reassigned', `Item ${id} was leased again elsewhere: its lease ${token} was taken back`));
-      }
+  /**
+   * Called for every fan-out command applied, in log order, with its result; `mine` says
+   * whether this life of the member proposed it (its entry's proposal id carries this boot's id).
+   */
+  applied(index: number, command: FanoutCommand, result: FanoutApplyResult, mine: boolean): void {
+    switch (command.type) {
+      case 'consume':
+        if (mine && result.ok && command.member === this.#o.self && this.#handlers.has(command.topic) && !this.#registered.has(command.topic)) {
+          this.#registered.set(command.topic, index);
+          this.#giveBackOrphans(command.topic, index);
+        }
+        return;
+      case 'lease':
+        if (command.member === this.#o.self && result.ok) for (const id of result.leased ?? []) this.#leased(id, index);
+        return;
+      case 'reclaim':
+        for (const { id, token } of command.leases) {
+          const run = this.#running.get(id);
+          if (run !== undefined && run.token === token) run.controller.abort(new RunAbortedError('reassigned', `Item ${id} was leased again elsewhere: its lease ${token} was taken back`));
+        }
+        return;
+      default:
+        return;
     }
   }
 
-  /** This member lost its lease (no leader heard for too long): every run stops. */
+  /** This member lost its lease (no leader heard for too long): every run stops, and its lease is given back. */
   leaseLost(): void {
     for (const [id, run] of this.#running) run.controller.abort(new RunAbortedError('interrupted', `Item ${id}: this member lost its lease`));
+  }
+
+  /**
+   * Hands this member's items over before it stops: it stops consuming its topics (no more
+   * leases), lets its runs finish within `timeoutMs`, then aborts those still going and gives
+   * their leases back, and waits (within the same time) for its outcomes and give-backs to apply.
+   * Resolves with whether everything was handed over in time.
+   */
+  async handOver(timeoutMs: number): Promise<boolean> {
+    this.#draining = true;
+    const timers = this.#o.timers;
+    const deadline = timers.now() + timeoutMs;
+    const left = (): number => Math.max(0, deadline - timers.now());
+    const unconsumed = [...this.#registered.keys()].map((topic) => this.#o.propose({ type: 'unconsume', topic, member: this.#o.self }).catch(() => undefined));
+    await within(timers, Promise.all(unconsumed), left());
+    await waitUntil(timers, () => this.#running.size === 0, left());
+    for (const [id, run] of this.#running) run.controller.abort(new RunAbortedError('stopping', `Item ${id}: this member is stopping`));
+    return waitUntil(timers, () => this.#running.size === 0 && !this.unflushed, left());
   }
 
   stop(): void {
@@ -90,41 +144,95 @@ export class FanoutConsumer {
     for (const [id, run] of this.#running) run.controller.abort(new RunAbortedError('stopping', `Item ${id}: this member is stopping`));
   }
 
-  #start(id: number, token: number): void {
+  /** An item leased to this member: it runs, unless the lease belongs to a life before this one or the member is handing over. */
+  #leased(id: number, token: number): void {
     const item = this.#o.state.items.get(id);
-    const entry = item === undefined ? undefined : this.#handlers.get(item.topic);
-    if (item === undefined || entry === undefined || this.#stopped || this.#running.has(id)) return;
+    if (item === undefined || this.#stopped) return;
+    const registeredAt = this.#registered.get(item.topic);
+    if (registeredAt === undefined || token < registeredAt) return;
+    if (this.#draining) {
+      this.#giveBack({ id, token });
+      return;
+    }
+    this.#start(item, token);
+  }
+
+  /** Gives back the leases of `topic` held by this member under tokens from before `registeredAt` that do not run here. */
+  #giveBackOrphans(topic: string, registeredAt: number): void {
+    const state = this.#o.state;
+    for (const id of state.leased) {
+      const item = state.items.get(id);
+      if (item?.topic !== topic || item.phase.kind !== 'leased') continue;
+      if (item.phase.member === this.#o.self && item.phase.token < registeredAt && !this.#running.has(id)) this.#giveBacks.push({ id, token: item.phase.token });
+    }
+    this.#flush();
+  }
+
+  #giveBack(lease: GiveBack): void {
+    this.#giveBacks.push(lease);
+    this.#flush();
+  }
+
+  #start(item: ItemRecord, token: number): void {
+    const id = item.id;
+    const entry = this.#handlers.get(item.topic);
+    if (entry === undefined || this.#running.has(id)) return;
     const controller = new AbortController();
     const timer = this.#o.timers.setTimeout(() => controller.abort(new RunAbortedError('timeout', `Item ${id} ran past its timeout of ${entry.settings.timeoutMs} ms`)), entry.settings.timeoutMs);
-    this.#running.set(id, { token, controller, timer });
+    const run: Running = { token, controller, timer };
+    this.#running.set(id, run);
+    // An abort ends the run here at once, whether or not its handler heeds the signal: its
+    // permit is free and its item may run again, here or elsewhere, under a new lease.
+    controller.signal.addEventListener('abort', () => this.#end(id, run, controller.signal.reason), { once: true });
     const ctx: ItemContext = { id, topic: item.topic, attempt: item.failures + 1, fencingToken: token, signal: controller.signal, job: item.origin?.job ?? null, slot: item.origin === null ? null : new Date(item.origin.slotMs) };
     void Promise.resolve()
       .then(() => entry.handler(item.data, ctx))
       .then(
-        () => (controller.signal.aborted ? errorOf(controller.signal.reason) : null),
-        (error: unknown) => errorOf(error),
-      )
-      .then((error) => {
-        this.#o.timers.clearTimeout(timer);
-        this.#running.delete(id);
-        this.#outcomes.push({ id, token, error });
-        this.#flush();
-      });
+        () => this.#end(id, run, null),
+        (error: unknown) => this.#end(id, run, error ?? 'failed'),
+      );
   }
 
-  /** Proposes the outcomes waiting, a batch at a time; a failed proposal keeps them for the next. */
+  /**
+   * A run ends, once: the first of its handler's end and an abort. Aborted by the member's stop
+   * or the loss of its lease, the lease is given back: the attempt is not the handler's failure.
+   * Past its timeout, it failed. Taken back (reclaim), there is nothing to record: the log took
+   * it back already.
+   */
+  #end(id: number, run: Running, failure: unknown): void {
+    if (this.#running.get(id) !== run) return;
+    this.#running.delete(id);
+    this.#o.timers.clearTimeout(run.timer);
+    if (this.#stopped) return;
+    if (failure instanceof RunAbortedError && failure.reason !== 'timeout') {
+      if (failure.reason !== 'reassigned') this.#giveBack({ id, token: run.token });
+      return;
+    }
+    this.#outcomes.push({ id, token: run.token, error: failure === null ? null : errorOf(failure) });
+    this.#flush();
+  }
+
+  /**
+   * Proposes what waits, a batch at a time: leases to give back first (another member may run
+   * them), then outcomes. A failed proposal keeps its batch for the next try.
+   */
   #flush(): void {
-    if (this.#flushing || this.#outcomes.length === 0) return;
+    if (this.#flushing || this.#stopped) return;
+    const giveBacks = this.#giveBacks.length > 0;
+    if (!giveBacks && this.#outcomes.length === 0) return;
     this.#flushing = true;
-    const batch = this.#outcomes.splice(0, MAX_OUTCOMES_PER_COMMAND);
-    this.#o.propose({ type: 'done', member: this.#o.self, outcomes: batch, atMs: this.#o.clusterNowMs() }).then(
+    const atMs = this.#o.clusterNowMs();
+    const queue: Array<GiveBack | ItemOutcome> = giveBacks ? this.#giveBacks : this.#outcomes;
+    const batch = queue.splice(0, MAX_OUTCOMES_PER_COMMAND);
+    const command: FanoutCommand = giveBacks ? { type: 'reclaim', leases: batch as GiveBack[], atMs } : { type: 'done', member: this.#o.self, outcomes: batch as ItemOutcome[], atMs };
+    this.#o.propose(command).then(
       () => {
         this.#flushing = false;
         this.#flush();
       },
       () => {
         // Back in front, to be proposed again; an outcome whose lease moved meanwhile is refused as stale.
-        this.#outcomes.unshift(...batch);
+        queue.unshift(...batch);
         this.#flushing = false;
         if (!this.#stopped) this.#o.timers.setTimeout(() => this.#flush(), RETRY_OUTCOMES_MS);
       },

@@ -18,6 +18,7 @@ export interface FanoutRuntimeOptions {
   readonly isLeader: () => boolean;
   readonly clusterNowMs: () => number;
   readonly eligible: (member: NodeId) => boolean;
+  readonly configured: (member: NodeId) => boolean;
   /** Proposes a fan-out command (cluster version 3); resolves with its apply result once applied here. */
   readonly propose: (command: FanoutCommand) => Promise<unknown>;
 }
@@ -62,9 +63,14 @@ export class FanoutRuntime {
     return firstIds;
   }
 
-  /** Called for every fan-out command applied, in log order, with its result. */
-  applied(index: number, command: FanoutCommand, result: FanoutApplyResult): void {
-    this.consumer.applied(index, command, result);
+  /** Hands this member's items over before it stops (FanoutConsumer.handOver). */
+  handOver(timeoutMs: number): Promise<boolean> {
+    return this.consumer.handOver(timeoutMs);
+  }
+
+  /** Called for every fan-out command applied, in log order, with its result; `mine`: proposed by this life of the member. */
+  applied(index: number, command: FanoutCommand, result: FanoutApplyResult, mine: boolean): void {
+    this.consumer.applied(index, command, result, mine);
     this.delivery.soon();
   }
 }

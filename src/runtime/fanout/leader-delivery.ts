@@ -8,7 +8,8 @@ import { Periodic } from '../../time/periodic.js';
 /**
  * The leader's side of fan-out (issue 19): it runs the pure plan (fanout/planner.ts) as items
  * and outcomes apply and on a timer, and proposes what it says, `lease` per member and
- * `reclaim`. At most one lease proposal per member is in flight (its `busy` set), and one
+ * `reclaim`, and drops the registrations of members that left the configuration (`unconsume`,
+ * one at a time). At most one lease proposal per member is in flight (its `busy` set), and one
  * reclaim, so that a plan never counts a member's items in flight short: at most members + 1
  * proposals wait at once. A member that is not the leader plans nothing, and a new leader
  * starts its rate buckets empty.
@@ -25,6 +26,8 @@ export interface LeaderDeliveryOptions {
   readonly clusterNowMs: () => number;
   /** Whether a member may be given work now (live, caught up, clock in sync, not stopping). */
   readonly eligible: (member: NodeId) => boolean;
+  /** Whether a member is in the configuration (the registrations of one that left are dropped). */
+  readonly configured: (member: NodeId) => boolean;
   /** Proposes a command; settles once it applied here or failed. */
   readonly propose: (command: FanoutCommand) => Promise<unknown>;
   /** @default DELIVERY_INTERVAL_MS */
@@ -37,6 +40,7 @@ export class LeaderDelivery {
   readonly #busy = new Set<NodeId>();
   #rates = new RateBuckets();
   #reclaiming = false;
+  #unconsuming = false;
   #wasLeader = false;
   #planSoon = false;
   /** Proposals made, for tests and state. */
@@ -76,12 +80,19 @@ export class LeaderDelivery {
     }
     if (!leading) return;
     const nowMs = o.clusterNowMs();
-    const plan = planDelivery({ state: o.state, nowMs, eligible: o.eligible, busy: this.#busy, rates: this.#rates });
+    const plan = planDelivery({ state: o.state, nowMs, eligible: o.eligible, configured: o.configured, busy: this.#busy, rates: this.#rates });
     this.#rates.prune((topic) => o.state.topics.has(topic));
     if (plan.reclaim.length > 0 && !this.#reclaiming) {
       this.#reclaiming = true;
       this.#propose({ type: 'reclaim', leases: plan.reclaim, atMs: nowMs }, () => {
         this.#reclaiming = false;
+      });
+    }
+    const departed = plan.departed[0];
+    if (departed !== undefined && !this.#unconsuming) {
+      this.#unconsuming = true;
+      this.#propose({ type: 'unconsume', topic: departed.topic, member: departed.member }, () => {
+        this.#unconsuming = false;
       });
     }
     for (const lease of plan.leases) {
