@@ -216,7 +216,10 @@ export class Member {
       // A member whose lease ran out while its event loop stood still (SIGSTOP, a paused VM, a
       // long stall) learns it before the first message renews it, and aborts its runs: the
       // plan tick that would have noticed runs after the messages waiting when it resumes.
-      beforeContact: () => this.scheduler.checkLease(),
+      beforeContact: () => {
+        this.scheduler.checkLease();
+        this.fanoutRuntime.consumer.checkLease();
+      },
       onConfiguration: (conf) => configuration.apply(conf),
       // A member that asked to leave stops as its removal applies: no failure.
       onFatal: (error) => {
@@ -267,6 +270,7 @@ export class Member {
       clusterNowMs: () => driver.clusterClock().now(),
       eligible: (id) => this.eligibleMembers().includes(id),
       configured: (id) => configuration.isMember(id),
+      holdsLease: () => this.holdsLease(),
       propose: async (command) => {
         this.versions.require('fan-out', FANOUT_VERSION);
         return (await driver.propose(encodeCommand({ kind: 'fanout', command }))).result;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ConsumerSettings, FanoutCommand } from '../../src/fanout/command.js';
 import { FanoutState } from '../../src/fanout/state.js';
-import { FanoutConsumer, type ItemContext } from '../../src/runtime/fanout/consumer.js';
+import { FanoutConsumer, LEASE_CHECK_MS, type ItemContext } from '../../src/runtime/fanout/consumer.js';
 import { ManualTimers } from '../fixtures/manual-timers.js';
 
 const SETTINGS: ConsumerSettings = { parallelism: 4, retries: 1, timeoutMs: 1000, backoffMs: 100, ratePerSecond: null };
@@ -14,6 +14,8 @@ interface TestMember {
   readonly proposed: FanoutCommand[];
   /** With `hold`, applies the proposals held so far (and stops holding). */
   readonly release: () => void;
+  /** Whether the member holds its lease (a leader heard lately). */
+  readonly lease: { held: boolean };
 }
 
 /** Member `a` consuming, its proposals applied to one state at the next index (held until `release` with `hold`), the consumer told of every apply. */
@@ -24,6 +26,7 @@ function member(options: { hold?: boolean } = {}): TestMember {
   const held: Array<() => void> = [];
   let hold = options.hold ?? false;
   let index = 0;
+  const lease = { held: true };
   let consumer: FanoutConsumer | null = null;
   // What this member proposes is its own (mine); what a test applies directly came from elsewhere, or from a life before.
   const apply = (c: FanoutCommand, mine = false): number => {
@@ -37,6 +40,7 @@ function member(options: { hold?: boolean } = {}): TestMember {
     state,
     timers,
     clusterNowMs: () => timers.now(),
+    holdsLease: () => lease.held,
     propose: (c) => {
       proposed.push(c);
       if (hold) return new Promise<void>((resolve) => held.push(() => (apply(c, true), resolve())));
@@ -48,7 +52,7 @@ function member(options: { hold?: boolean } = {}): TestMember {
     hold = false;
     for (const next of held.splice(0)) next();
   };
-  return { state, timers, consumer, apply, proposed, release };
+  return { state, timers, consumer, apply, proposed, release, lease };
 }
 
 const settle = async (): Promise<void> => {
@@ -217,5 +221,27 @@ describe("a member's side of fan-out (FanoutConsumer)", () => {
     );
     expect(m.state.items.get(3)?.phase.kind).toBe('pending');
     expect(m.state.items.get(3)?.failures).toBe(0);
+  });
+
+  it('aborts its runs once it no longer holds its lease, and gives their leases back', async () => {
+    const m = member();
+    const signals: AbortSignal[] = [];
+    await m.consumer.consume('t', (_data, ctx) => {
+      signals.push(ctx.signal);
+      return new Promise<void>(() => undefined);
+    }, SETTINGS);
+    m.consumer.start();
+    m.apply({ type: 'emit', topic: 't', items: [{ data: Uint8Array.of(1), key: null }], origin: null, atMs: 0 });
+    const token = m.apply({ type: 'lease', member: 'a', ids: [1], atMs: 0 });
+    await settle();
+    m.timers.advance(LEASE_CHECK_MS);
+    expect(signals[0]?.aborted).toBe(false);
+    m.lease.held = false;
+    m.timers.advance(LEASE_CHECK_MS);
+    await settle();
+    expect(signals[0]?.reason).toMatchObject({ code: 'CRONRAFT_RUN_INTERRUPTED' });
+    expect(m.proposed.filter((c) => c.type === 'reclaim')).toEqual([{ type: 'reclaim', leases: [{ id: 1, token }], atMs: LEASE_CHECK_MS * 2 }]);
+    expect(m.state.items.get(1)?.failures).toBe(0);
+    m.consumer.stop();
   });
 });

@@ -2,6 +2,7 @@ import { RunAbortedError } from '../../errors.js';
 import { MAX_ERROR_LENGTH, MAX_OUTCOMES_PER_COMMAND, type ConsumerSettings, type FanoutCommand, type ItemOutcome } from '../../fanout/command.js';
 import type { FanoutApplyResult, FanoutState, ItemRecord } from '../../fanout/state.js';
 import { waitUntil, within } from '../scheduler/handover.js';
+import { Periodic } from '../../time/periodic.js';
 import type { NodeId } from '../../raft/types.js';
 import type { TimerHandle, Timers } from '../../time/clock.js';
 
@@ -38,7 +39,12 @@ export interface FanoutConsumerOptions {
   /** Proposes a command; settles once applied here or failed. */
   readonly propose: (command: FanoutCommand) => Promise<unknown>;
   readonly clusterNowMs: () => number;
+  /** Whether this member still holds its lease: has heard from a leader lately (Member.holdsLease). */
+  readonly holdsLease: () => boolean;
 }
+
+/** How often a member that runs items looks whether it still holds its lease. */
+export const LEASE_CHECK_MS = 100;
 
 interface Running {
   readonly token: number;
@@ -70,8 +76,11 @@ export class FanoutConsumer {
   #draining = false;
   #stopped = false;
 
+  readonly #leaseChecks: Periodic;
+
   constructor(options: FanoutConsumerOptions) {
     this.#o = options;
+    this.#leaseChecks = new Periodic(options.timers, LEASE_CHECK_MS, () => this.checkLease());
   }
 
   /** Items running here now. */
@@ -116,8 +125,18 @@ export class FanoutConsumer {
     }
   }
 
-  /** This member lost its lease (no leader heard for too long): every run stops, and its lease is given back. */
-  leaseLost(): void {
+  start(): void {
+    this.#leaseChecks.start();
+  }
+
+  /**
+   * Aborts the runs in progress if this member no longer holds its lease (no leader heard for
+   * too long: the leader takes its items back), giving their leases back. Looked at every
+   * LEASE_CHECK_MS, and by the member before a message from a peer counts as contact, as the
+   * scheduler's runs are.
+   */
+  checkLease(): void {
+    if (this.#running.size === 0 || this.#o.holdsLease()) return;
     for (const [id, run] of this.#running) run.controller.abort(new RunAbortedError('interrupted', `Item ${id}: this member lost its lease`));
   }
 
@@ -140,6 +159,7 @@ export class FanoutConsumer {
   }
 
   stop(): void {
+    this.#leaseChecks.stop();
     this.#stopped = true;
     for (const [id, run] of this.#running) run.controller.abort(new RunAbortedError('stopping', `Item ${id}: this member is stopping`));
   }

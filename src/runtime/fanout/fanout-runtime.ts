@@ -19,6 +19,7 @@ export interface FanoutRuntimeOptions {
   readonly clusterNowMs: () => number;
   readonly eligible: (member: NodeId) => boolean;
   readonly configured: (member: NodeId) => boolean;
+  readonly holdsLease: () => boolean;
   /** Proposes a fan-out command (cluster version 3); resolves with its apply result once applied here. */
   readonly propose: (command: FanoutCommand) => Promise<unknown>;
 }
@@ -36,6 +37,7 @@ export class FanoutRuntime {
 
   start(): void {
     this.delivery.start();
+    this.consumer.start();
   }
 
   stop(): void {
