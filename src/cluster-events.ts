@@ -1,6 +1,7 @@
 import type { Role } from './raft/ready.js';
 import type { NodeId } from './raft/types.js';
 import type { RunRecord } from './runtime/scheduler/job-types.js';
+import type { Batch, BatchSummary } from './runtime/fanout/batches.js';
 
 /** The member a change of the configuration concerns, and the index of its entry. */
 export interface MembershipEventPayload {
@@ -34,6 +35,13 @@ export interface ClusterEvents {
   'member-promoted': [MembershipEventPayload];
   'member-left': [MembershipEventPayload];
   'member-removed': [MembershipEventPayload];
+  /**
+   * An attempt of a work item run on this member failed, as recorded in the log: it will be
+   * retried after its backoff, or (`dead`) it went to the topic's dead letters.
+   */
+  'item-failed': [{ readonly topic: string; readonly id: number; readonly attempt: number; readonly error: string; readonly dead: boolean }];
+  /** A batch of work items emitted on this member settled: each item succeeded or went to the dead letters. */
+  'batch-settled': [{ readonly batch: Batch; readonly summary: BatchSummary }];
   /** A fatal error stopped this member (e.g. its disk failed). */
   error: [Error];
 }

@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from './errors.js';
-import type { ConsumerSettings } from './fanout/command.js';
+import { MAX_OUTCOMES_PER_COMMAND, MAX_PENDING_PER_TOPIC, type ConsumerSettings } from './fanout/command.js';
 import { decodeItem } from './fanout/items.js';
 import { MAX_ITEM_BACKOFF_MS, MAX_ITEM_TIMEOUT_MS, MAX_PARALLELISM, MAX_RATE_PER_SECOND, MAX_RETRIES } from './fanout/command-shape.js';
 import type { ItemContext } from './runtime/fanout/consumer.js';
@@ -7,9 +7,9 @@ import type { FanoutRuntime } from './runtime/fanout/fanout-runtime.js';
 import type { Timers } from './time/clock.js';
 
 /**
- * Fan-out on the Cluster's facade (issue 19, WIP): the checks of `consume` and `emit`, the
- * items' encoding (bytes as they are, any other value as JSON), and a consumer's registration
- * through the log, retried until a leader takes it.
+ * Fan-out on the Cluster's facade (issue 19): the checks of `consume`'s options, a consumer's
+ * registration through the log, retried until a leader takes it, and the dead letters as the
+ * application sees them.
  */
 
 /** A consumer's options (cluster.consume). */
@@ -22,8 +22,13 @@ export interface ConsumeOptions {
   readonly timeoutMs?: number;
   /** The wait before the first retry, doubled at each further one. @default 1000 */
   readonly backoffMs?: number;
-  /** Items of the topic started per second, cluster-wide. @default no limit */
+  /** Items of the topic started per second, cluster-wide (the least its consumers ask for). @default no limit */
   readonly ratePerSecond?: number;
+  /**
+   * Unsettled items the topic may hold (the least its consumers ask for): an emit past it
+   * rejects with BackpressureError, and nothing of it is kept. @default MAX_PENDING_PER_TOPIC (100,000)
+   */
+  readonly maxPending?: number;
 }
 
 export type ConsumeHandler = (item: unknown, ctx: ItemContext) => unknown;
@@ -43,6 +48,7 @@ export function consumerSettings(options: ConsumeOptions): ConsumerSettings {
     timeoutMs: int('timeoutMs', options.timeoutMs ?? 60_000, 1, MAX_ITEM_TIMEOUT_MS),
     backoffMs: int('backoffMs', options.backoffMs ?? 1000, 0, MAX_ITEM_BACKOFF_MS),
     ratePerSecond: options.ratePerSecond === undefined ? null : int('ratePerSecond', options.ratePerSecond, 1, MAX_RATE_PER_SECOND),
+    maxPending: options.maxPending === undefined ? null : int('maxPending', options.maxPending, 1, MAX_PENDING_PER_TOPIC),
   };
 }
 
@@ -56,4 +62,28 @@ export async function registerConsumer(runtime: FanoutRuntime, topic: string, ha
       await new Promise<void>((resolve) => timers.setTimeout(resolve, CONSUME_RETRY_MS));
     }
   }
+}
+
+/** A dead letter as cluster.deadLetters shows it: the item as emitted, and why it failed. */
+export interface DeadLetterView {
+  readonly id: number;
+  readonly item: unknown;
+  readonly key: string | null;
+  readonly failures: number;
+  readonly error: string | null;
+  /** The job and slot that emitted it, or null. */
+  readonly job: string | null;
+  readonly slot: Date | null;
+  /** When it failed for the last time (cluster time). */
+  readonly at: Date;
+}
+
+export function deadLettersOf(runtime: FanoutRuntime, topic: string): DeadLetterView[] {
+  return (runtime.state.topics.get(topic)?.deadLetters ?? []).map((l) => ({ id: l.id, item: decodeItem(l.data), key: l.key, failures: l.failures, error: l.error, job: l.origin?.job ?? null, slot: l.origin === null ? null : new Date(l.origin.slotMs), at: new Date(l.atMs) }));
+}
+
+/** Item ids as a user hands them in (requeue). */
+export function checkItemIds(ids: unknown): number[] {
+  if (!Array.isArray(ids) || ids.length > MAX_OUTCOMES_PER_COMMAND || !ids.every((id) => Number.isSafeInteger(id) && (id as number) > 0)) throw new InvalidArgumentError('ids', ids, `an array of at most ${MAX_OUTCOMES_PER_COMMAND} item ids`);
+  return ids as number[];
 }

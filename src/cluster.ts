@@ -21,7 +21,9 @@ import type { ProposalResult } from './runtime/pending-requests.js';
 import { Member } from './runtime/member.js';
 import { JoinServer } from './runtime/join-server.js';
 import { joinOrForm, probeRemoval, serveJoins, startDiscovery } from './cluster-join.js';
-import { consumerSettings, registerConsumer, type ConsumeHandler, type ConsumeOptions } from './cluster-fanout.js';
+import { checkItemIds, consumerSettings, deadLettersOf, registerConsumer, type ConsumeHandler, type ConsumeOptions, type DeadLetterView } from './cluster-fanout.js';
+import type { Batch } from './runtime/fanout/batches.js';
+import type { FanoutRuntime } from './runtime/fanout/fanout-runtime.js';
 import { checkTopic, encodeItems } from './fanout/items.js';
 import type { ConsumerSettings } from './fanout/command.js';
 import type { RemovalProbe } from './runtime/removal-probe.js';
@@ -209,6 +211,10 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       onRun: (run) => {
         this.emit('run', run);
       },
+      onFanoutEvent: (event) => {
+        if (event.type === 'item-failed') this.emit('item-failed', { topic: event.topic, id: event.id, attempt: event.attempt, error: event.error, dead: event.dead });
+        else this.emit('batch-settled', { batch: event.batch, summary: event.summary });
+      },
       onMembershipEvent: ({ type, id, index }) => {
         try {
           this.emit(type, { id, index });
@@ -343,9 +349,9 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   }
 
   /**
-   * Consumes the work items of `topic` on this member (issue 19, WIP): `handler` gets each item
-   * leased here (bytes as emitted, or the JSON value) and its context, whose `fencingToken` is
-   * greater on every delivery. Before or after start().
+   * Consumes the work items of `topic` on this member: `handler` gets each item leased here
+   * (bytes as emitted, or the JSON value) and its context, whose `fencingToken` is greater on
+   * every delivery. Before or after start(); registered again at each start.
    */
   consume(topic: string, handler: ConsumeHandler, options: ConsumeOptions = {}): void {
     checkTopic(topic);
@@ -357,20 +363,37 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   }
 
   /**
-   * Emits work items to `topic` (issue 19, WIP): resolves once every item is committed and
-   * applied on this member. `key` orders the items of one key: they run one at a time, in emit order.
-   * @throws InvalidArgumentError for a bad topic or item (nothing of the call is kept), BackpressureError, NotLeaderError, TimeoutError
+   * Emits work items to `topic`, from outside a slot (in a job's handler, `ctx.emit` names the
+   * slot): resolves once every item is committed and applied on this member, with their Batch
+   * (`settled()` waits until each succeeded or went to the dead letters). `key` orders the
+   * items of one key: they run one at a time, in emit order.
+   * @throws InvalidArgumentError for a bad topic or item (nothing of the call is kept), BackpressureError, VersionNotActiveError, NotLeaderError, TimeoutError
    */
-  // Named emitItems for now: the issue's `cluster.emit` is EventEmitter's emit on this class
-  // (an open decision, see the issue's notes); `ctx.emit` in a job's handler has no such clash.
-  async emitItems(topic: string, items: readonly unknown[], options: { key?: (item: unknown, index: number) => string | null } = {}): Promise<{ readonly count: number }> {
+  // Not `emit`: that is EventEmitter's on this class, and the events' API must stay as Node's.
+  async emitItems(topic: string, items: readonly unknown[], options: { key?: (item: unknown, index: number) => string | null } = {}): Promise<Batch> {
     checkTopic(topic);
     const encoded = encodeItems(items, options.key);
+    return this.#fanout().emit(topic, encoded, null);
+  }
+
+  /** The dead letters of `topic` as this member applied them, oldest first (at most FANOUT_DEFAULTS.maxDeadLettersPerTopic). */
+  deadLetters(topic: string): DeadLetterView[] {
+    return deadLettersOf(this.#fanout(), checkTopic(topic));
+  }
+
+  /**
+   * Emits dead letters of `topic` again as new items (all of them, or those with these ids),
+   * resolving with their Batch once applied here.
+   * @throws InvalidArgumentError for an unknown topic, BackpressureError
+   */
+  requeue(topic: string, ids?: readonly number[]): Promise<Batch> {
+    return this.#fanout().requeue(checkTopic(topic), ids === undefined ? null : checkItemIds(ids));
+  }
+
+  #fanout(): FanoutRuntime {
     this.#running();
-    const member = this.#member;
-    if (member === null) throw new NotRunningError(this.#status);
-    await member.fanoutRuntime.emit(topic, encoded, null);
-    return { count: encoded.length };
+    if (this.#member === null) throw new NotRunningError(this.#status);
+    return this.#member.fanoutRuntime;
   }
 
   /** Stops running `name` on this member. Returns whether it was scheduled here. */

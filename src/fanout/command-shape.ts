@@ -1,5 +1,5 @@
 import { MAX_ID_LENGTH } from '../transport/constants.js';
-import { MAX_ERROR_LENGTH, MAX_ITEM_BYTES, MAX_ITEMS_PER_EMIT, MAX_ITEMS_PER_LEASE, MAX_KEY_LENGTH, MAX_OUTCOMES_PER_COMMAND, MAX_TOPIC_LENGTH, type ConsumerSettings, type EmitOrigin, type FanoutCommand } from './command.js';
+import { MAX_ERROR_LENGTH, MAX_ITEM_BYTES, MAX_ITEMS_PER_EMIT, MAX_ITEMS_PER_LEASE, MAX_KEY_LENGTH, MAX_OUTCOMES_PER_COMMAND, MAX_PENDING_PER_TOPIC, MAX_TOPIC_LENGTH, type ConsumerSettings, type EmitOrigin, type FanoutCommand } from './command.js';
 
 /**
  * The largest values a consumer's settings may hold in the log: past them a registration is
@@ -44,7 +44,7 @@ export function isFanoutCommand(value: unknown): value is FanoutCommand {
 /** A consumer's settings, each within its bound (also what a snapshot's consumers are checked with). */
 export function isSettings(value: unknown): value is ConsumerSettings {
   if (!isRecord(value)) return false;
-  return within(value.parallelism, 1, MAX_PARALLELISM) && within(value.retries, 0, MAX_RETRIES) && within(value.timeoutMs, 1, MAX_ITEM_TIMEOUT_MS) && within(value.backoffMs, 0, MAX_ITEM_BACKOFF_MS) && (value.ratePerSecond === null || within(value.ratePerSecond, 1, MAX_RATE_PER_SECOND));
+  return within(value.parallelism, 1, MAX_PARALLELISM) && within(value.retries, 0, MAX_RETRIES) && within(value.timeoutMs, 1, MAX_ITEM_TIMEOUT_MS) && within(value.backoffMs, 0, MAX_ITEM_BACKOFF_MS) && (value.ratePerSecond === null || within(value.ratePerSecond, 1, MAX_RATE_PER_SECOND)) && (value.maxPending === null || within(value.maxPending, 1, MAX_PENDING_PER_TOPIC));
 }
 
 function isItem(value: unknown): boolean {

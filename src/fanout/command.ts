@@ -19,6 +19,12 @@ export const MAX_ITEMS_PER_LEASE = 1024;
 /** Outcomes one done command carries, and leases one reclaim command takes back. */
 export const MAX_OUTCOMES_PER_COMMAND = 1024;
 
+/**
+ * The most unsettled items a topic may hold, whatever its consumers ask for: an emit past it
+ * is refused whole (BackpressureError). A consumer's `maxPending` lowers it.
+ */
+export const MAX_PENDING_PER_TOPIC = 100_000;
+
 /** The longest topic name and key. */
 export const MAX_TOPIC_LENGTH = 200;
 export const MAX_KEY_LENGTH = 200;
@@ -38,6 +44,8 @@ export interface ConsumerSettings {
   readonly backoffMs: number;
   /** Items of the topic started per second, cluster-wide (the least its consumers ask for); null: no limit. */
   readonly ratePerSecond: number | null;
+  /** Unsettled items the topic may hold (the least its consumers ask for, at most MAX_PENDING_PER_TOPIC); null: that bound. */
+  readonly maxPending: number | null;
 }
 
 /** One item of an emit: its bytes, and the key that orders it among others (null: no order). */

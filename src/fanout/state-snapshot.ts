@@ -25,7 +25,7 @@ import { FANOUT_DEFAULTS, lineOf, type BatchRecord, type DeadLetter, type Fanout
  *   [version, nextItemId, topics, items, batches]
  *
  *   topic:      [name, consumers, counts, deadLetters, ready]
- *   consumer:   [member, parallelism, retries, timeoutMs, backoffMs, ratePerSecond | null]
+ *   consumer:   [member, parallelism, retries, timeoutMs, backoffMs, ratePerSecond | null, maxPending | null]
  *   counts:     [emitted, done, failed, dead, stale, redelivered]
  *   deadLetter: [id, data, key | null, failures, error | null, origin, atMs]
  *   ready:      [id, ...], in the order the items became ready
@@ -46,7 +46,7 @@ export const FANOUT_SNAPSHOT_VERSION = 1;
 
 const TOP_LEVEL_FIELDS = 5;
 const TOPIC_FIELDS = 5;
-const CONSUMER_FIELDS = 6;
+const CONSUMER_FIELDS = 7;
 const DEAD_LETTER_FIELDS = 7;
 const ITEM_FIELDS = 10;
 const ORIGIN_FIELDS = 2;
@@ -106,7 +106,7 @@ export function decodeFanoutSnapshot(bytes: Uint8Array, limits: Limits = FANOUT_
 }
 
 function topicWire(topic: TopicRecord): Wire {
-  const consumers = [...topic.consumers].map(([member, s]) => [member, s.parallelism, s.retries, s.timeoutMs, s.backoffMs, s.ratePerSecond]);
+  const consumers = [...topic.consumers].map(([member, s]) => [member, s.parallelism, s.retries, s.timeoutMs, s.backoffMs, s.ratePerSecond, s.maxPending]);
   const deadLetters = topic.deadLetters.map((l) => [l.id, l.data, l.key, l.failures, l.error, originWire(l.origin), l.atMs]);
   return [topic.name, consumers, TOPIC_COUNTS.map((name) => topic.counts[name]), deadLetters, [...topic.ready]];
 }
@@ -160,7 +160,7 @@ function topicFromWire(value: unknown, field: string, nextItemId: number, limits
     const c = tuple(item, `${field}.consumers[${i}]`, CONSUMER_FIELDS);
     const member = checked(c[0], `${field}.consumers[${i}].member`, isMemberId, 'a member id');
     if (consumers.has(member)) throw new CodecError(`${field}.consumers[${i}].member: ${describe(member)} appears twice`);
-    const settings = { parallelism: c[1], retries: c[2], timeoutMs: c[3], backoffMs: c[4], ratePerSecond: c[5] };
+    const settings = { parallelism: c[1], retries: c[2], timeoutMs: c[3], backoffMs: c[4], ratePerSecond: c[5], maxPending: c[6] };
     if (!isSettings(settings)) throw new CodecError(`${field}.consumers[${i}]: settings out of their bounds (${c.slice(1).map(describe).join(', ')})`);
     consumers.set(member, settings);
   }

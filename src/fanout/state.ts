@@ -1,5 +1,5 @@
 import type { NodeId } from '../raft/types.js';
-import type { ConsumerSettings, EmitOrigin, FanoutCommand, ItemOutcome } from './command.js';
+import { MAX_PENDING_PER_TOPIC, type ConsumerSettings, type EmitOrigin, type FanoutCommand, type ItemOutcome } from './command.js';
 
 /**
  * Fan-out's replicated state (issue 19): the topics, their consumers, and the items not yet
@@ -11,8 +11,14 @@ import type { ConsumerSettings, EmitOrigin, FanoutCommand, ItemOutcome } from '.
  */
 
 export const FANOUT_DEFAULTS = {
-  /** Unsettled items a topic holds; an emit past it is refused whole (`backpressure`). */
-  maxPendingPerTopic: 100_000,
+  /** Unsettled items a topic holds at most; an emit past it is refused whole (`backpressure`). */
+  maxPendingPerTopic: MAX_PENDING_PER_TOPIC,
+  /**
+   * Bytes of unsettled items every topic together holds (their data: what the state and its
+   * snapshots carry); an emit past it is refused whole (`backpressure`), so that a member's
+   * memory and a snapshot stay bounded whatever the topics' maxPending.
+   */
+  maxUnsettledBytes: 64 * 1024 * 1024,
   /** Topics the cluster keeps (a topic is kept while it has consumers or unsettled items). */
   maxTopics: 1000,
   /** Dead letters kept per topic, the oldest forgotten first. */
@@ -98,12 +104,19 @@ export interface BatchRecord {
   dead: number;
 }
 
+/** A batch (an emit entry's items) as it settled: every item done or dead. */
+export interface SettledBatch extends BatchRecord {
+  /** The emit entry's index. */
+  readonly index: number;
+}
+
 export type FanoutApplyResult =
-  | { readonly ok: true; readonly firstId?: number; readonly leased?: readonly number[]; readonly stale?: number; readonly failed?: readonly ItemRecord[]; readonly settledBatches?: readonly number[]; readonly count?: number }
+  | { readonly ok: true; readonly firstId?: number; readonly leased?: readonly number[]; readonly stale?: number; readonly failed?: readonly ItemRecord[]; readonly settledBatches?: readonly SettledBatch[]; readonly count?: number }
   | { readonly ok: false; readonly reason: 'backpressure' | 'too-many-topics' | 'unknown-topic' };
 
 export interface FanoutLimits {
   readonly maxPendingPerTopic?: number;
+  readonly maxUnsettledBytes?: number;
   readonly maxTopics?: number;
   readonly maxDeadLettersPerTopic?: number;
 }
@@ -139,11 +152,15 @@ export class FanoutState {
   readonly #maxPending: number;
   readonly #maxTopics: number;
   readonly #maxDeadLetters: number;
+  readonly #maxUnsettledBytes: number;
+  /** Bytes of the unsettled items' data, every topic together: derived, rebuilt on restore. */
+  #unsettledBytes = 0;
 
   constructor(limits: FanoutLimits = {}) {
     this.#maxPending = limits.maxPendingPerTopic ?? FANOUT_DEFAULTS.maxPendingPerTopic;
     this.#maxTopics = limits.maxTopics ?? FANOUT_DEFAULTS.maxTopics;
     this.#maxDeadLetters = limits.maxDeadLettersPerTopic ?? FANOUT_DEFAULTS.maxDeadLettersPerTopic;
+    this.#maxUnsettledBytes = limits.maxUnsettledBytes ?? FANOUT_DEFAULTS.maxUnsettledBytes;
   }
 
   /** The ids of the items leased now, in the order they were leased. */
@@ -152,7 +169,19 @@ export class FanoutState {
   }
 
   get limits(): Required<FanoutLimits> {
-    return { maxPendingPerTopic: this.#maxPending, maxTopics: this.#maxTopics, maxDeadLettersPerTopic: this.#maxDeadLetters };
+    return { maxPendingPerTopic: this.#maxPending, maxTopics: this.#maxTopics, maxDeadLettersPerTopic: this.#maxDeadLetters, maxUnsettledBytes: this.#maxUnsettledBytes };
+  }
+
+  /** Bytes of the unsettled items' data, every topic together (bounded by maxUnsettledBytes). */
+  get unsettledBytes(): number {
+    return this.#unsettledBytes;
+  }
+
+  /** The most unsettled items `topic` may hold: the least its consumers ask for, within maxPendingPerTopic. */
+  maxPendingOf(name: string): number {
+    let limit = this.#maxPending;
+    for (const settings of this.topics.get(name)?.consumers.values() ?? []) if (settings.maxPending !== null) limit = Math.min(limit, settings.maxPending);
+    return limit;
   }
 
   /**
@@ -168,11 +197,13 @@ export class FanoutState {
     this.#keys.clear();
     this.#leased.clear();
     this.batches.clear();
+    this.#unsettledBytes = 0;
     for (const topic of parts.topics) this.topics.set(topic.name, { ...topic, unsettled: 0, inFlight: new Map() });
     for (const item of parts.items) {
       const topic = this.topics.get(item.topic) as TopicRecord;
       this.items.set(item.id, item);
       topic.unsettled++;
+      this.#unsettledBytes += item.data.byteLength;
       if (item.phase.kind === 'leased') {
         topic.inFlight.set(item.phase.member, (topic.inFlight.get(item.phase.member) ?? 0) + 1);
         this.#leased.add(item.id);
@@ -235,7 +266,8 @@ export class FanoutState {
     const topic = this.#topic(command.topic);
     if (topic === null) return { ok: false, reason: 'too-many-topics' };
     // All or nothing: an emit that does not fit keeps none of its items.
-    if (topic.unsettled + command.items.length > this.#maxPending) {
+    const bytes = bytesOf(command.items);
+    if (!this.#fits(topic, command.items.length, bytes)) {
       this.#forgetIfIdle(topic);
       return { ok: false, reason: 'backpressure' };
     }
@@ -246,9 +278,15 @@ export class FanoutState {
       this.#queue(record, topic);
     }
     topic.unsettled += command.items.length;
+    this.#unsettledBytes += bytes;
     topic.counts.emitted += command.items.length;
     this.batches.set(index, { topic: topic.name, total: command.items.length, done: 0, dead: 0 });
     return { ok: true, firstId, count: command.items.length };
+  }
+
+  /** Whether `count` more items of `bytes` fit in `topic` and in the state. */
+  #fits(topic: TopicRecord, count: number, bytes: number): boolean {
+    return topic.unsettled + count <= this.maxPendingOf(topic.name) && this.#unsettledBytes + bytes <= this.#maxUnsettledBytes;
   }
 
   /** A new item joins its key's line, and the ready set when it is first in it (or has no key). */
@@ -272,6 +310,7 @@ export class FanoutState {
     this.items.delete(item.id);
     topic.ready.delete(item.id);
     topic.unsettled--;
+    this.#unsettledBytes -= item.data.byteLength;
     if (item.key === null) return;
     const line = this.#keys.get(lineOf(item)) as number[];
     line.shift();
@@ -316,7 +355,7 @@ export class FanoutState {
   #done(command: Extract<FanoutCommand, { type: 'done' }>): FanoutApplyResult {
     let stale = 0;
     const failed: ItemRecord[] = [];
-    const settledBatches: number[] = [];
+    const settledBatches: SettledBatch[] = [];
     for (const outcome of command.outcomes) {
       const item = this.items.get(outcome.id);
       if (item === undefined || !this.#holds(item, command.member, outcome)) {
@@ -357,7 +396,7 @@ export class FanoutState {
       }
       if (batch !== undefined && batch.done + batch.dead === batch.total) {
         this.batches.delete(item.batch);
-        settledBatches.push(item.batch);
+        settledBatches.push({ index: item.batch, ...batch });
       }
       this.#forgetIfIdle(topic);
     }
@@ -397,11 +436,18 @@ export class FanoutState {
     if (topic === undefined) return { ok: false, reason: 'unknown-topic' };
     const wanted = new Set(command.ids);
     const letters = topic.deadLetters.filter((letter) => wanted.has(letter.id));
-    if (topic.unsettled + letters.length > this.#maxPending) return { ok: false, reason: 'backpressure' };
     if (letters.length === 0) return { ok: true, count: 0 };
+    // Checked before the letters leave their list: refused, they stay dead letters.
+    if (!this.#fits(topic, letters.length, bytesOf(letters))) return { ok: false, reason: 'backpressure' };
     topic.deadLetters.splice(0, topic.deadLetters.length, ...topic.deadLetters.filter((letter) => !wanted.has(letter.id)));
     return this.#emit(index, { type: 'emit', topic: topic.name, items: letters.map((l) => ({ data: l.data, key: l.key })), origin: null, atMs: command.atMs });
   }
+}
+
+function bytesOf(items: ReadonlyArray<{ readonly data: Uint8Array }>): number {
+  let bytes = 0;
+  for (const item of items) bytes += item.data.byteLength;
+  return bytes;
 }
 
 /** The name of the line of a keyed item's key, in `#keys` (and in a snapshot's checks). */

@@ -22,7 +22,7 @@ import { leaveConfiguration } from './leave.js';
 import { LEAVE_PID_SUFFIX, membershipEventOf, type MembershipEvent } from './membership-events.js';
 import { RemovedError } from '../errors.js';
 import { FanoutState } from '../fanout/state.js';
-import { FanoutRuntime } from './fanout/fanout-runtime.js';
+import { FanoutRuntime, type FanoutEvent } from './fanout/fanout-runtime.js';
 import { checkTopic, encodeItems } from '../fanout/items.js';
 import { MembershipKeeper } from './membership-keeper.js';
 import { PROMOTE_STABLE_MS } from './membership-decide.js';
@@ -95,6 +95,8 @@ export interface MemberParts {
   readonly onFatal?: (error: unknown) => void;
   readonly onRunStart?: SchedulerRuntimeOptions['onRunStart'];
   readonly onRun?: (run: RunRecord) => void;
+  /** Fan-out's events on this member (an item run here failed, a batch emitted here settled). */
+  readonly onFanoutEvent?: (event: FanoutEvent) => void;
   /** A scheduler command applied here, with its result (the simulator's checkers watch them). */
   readonly onSchedulerApplied?: (index: number, command: SchedulerCommand, result: unknown) => void;
   /** A cluster command applied here (a version announced or raised), with its result. */
@@ -235,11 +237,7 @@ export class Member {
       timers: parts.timers,
       propose: (command: SchedulerCommand) => driver.propose(encodeCommand({ kind: 'scheduler', command })),
       // A job's ctx.emit: checked whole before anything is proposed (fanout/items.ts).
-      emitItems: async (topic, items, key, origin) => {
-        const encoded = encodeItems(items, key);
-        await this.fanoutRuntime.emit(checkTopic(topic), encoded, origin);
-        return { count: encoded.length };
-      },
+      emitItems: (topic, items, key, origin) => this.fanoutRuntime.emit(checkTopic(topic), encodeItems(items, key), origin),
       proposeBatch: (commands) => (this.versions.active >= BATCH_VERSION ? driver.propose(encodeCommand({ kind: 'scheduler-batch', commands })) : null),
       barrier: () => driver.readBarrier(),
       // A leader plans by the cluster's time, so not before it has learned it: with a bad clock
@@ -271,9 +269,10 @@ export class Member {
       eligible: (id) => this.eligibleMembers().includes(id),
       configured: (id) => configuration.isMember(id),
       holdsLease: () => this.holdsLease(),
+      onEvent: parts.onFanoutEvent,
       propose: async (command) => {
         this.versions.require('fan-out', FANOUT_VERSION);
-        return (await driver.propose(encodeCommand({ kind: 'fanout', command }))).result;
+        return driver.propose(encodeCommand({ kind: 'fanout', command }));
       },
     });
     this.versionKeeper = new VersionKeeper({

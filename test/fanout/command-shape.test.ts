@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { MAX_ITEM_BYTES, MAX_ITEMS_PER_EMIT } from '../../src/fanout/command.js';
 import { isFanoutCommand, MAX_PARALLELISM } from '../../src/fanout/command-shape.js';
 
-const SETTINGS = { parallelism: 4, retries: 2, timeoutMs: 1000, backoffMs: 100, ratePerSecond: null };
+const SETTINGS = { parallelism: 4, retries: 2, timeoutMs: 1000, backoffMs: 100, ratePerSecond: null, maxPending: null };
 const item = { data: Uint8Array.of(1), key: null };
 
 describe('fan-out commands read from the log (isFanoutCommand)', () => {

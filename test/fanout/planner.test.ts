@@ -4,7 +4,7 @@ import type { ConsumerSettings, FanoutCommand } from '../../src/fanout/command.j
 import { planDelivery, RATE_BURST_SECONDS, RateBuckets, type DeliveryInput } from '../../src/fanout/planner.js';
 import { FanoutState, LEASE_GRACE_MS } from '../../src/fanout/state.js';
 
-const settings = (parallelism: number, ratePerSecond: number | null = null): ConsumerSettings => ({ parallelism, retries: 1, timeoutMs: 1000, backoffMs: 100, ratePerSecond });
+const settings = (parallelism: number, ratePerSecond: number | null = null): ConsumerSettings => ({ parallelism, retries: 1, timeoutMs: 1000, backoffMs: 100, ratePerSecond, maxPending: null });
 
 /** A state and the next index to apply at. */
 function cluster(): { state: FanoutState; apply: (c: FanoutCommand) => number } {

@@ -1,7 +1,7 @@
 import type { ConsumerSettings, FanoutCommand } from '../../src/fanout/command.js';
 import { FanoutState, type FanoutLimits } from '../../src/fanout/state.js';
 
-export const SETTINGS: ConsumerSettings = { parallelism: 4, retries: 1, timeoutMs: 1000, backoffMs: 100, ratePerSecond: null };
+export const SETTINGS: ConsumerSettings = { parallelism: 4, retries: 1, timeoutMs: 1000, backoffMs: 100, ratePerSecond: null, maxPending: null };
 const bytes = (s: string): Uint8Array => new TextEncoder().encode(s);
 
 /**

@@ -6,7 +6,7 @@ import { FanoutState, type FanoutLimits, type ItemRecord } from '../../src/fanou
 import { decodeFanoutSnapshot, encodeFanoutSnapshot, restoreFanoutSnapshot } from '../../src/fanout/state-snapshot.js';
 import { richState, SETTINGS } from './snapshot-fixture.js';
 
-const LIMITS: Required<FanoutLimits> = { maxPendingPerTopic: 12, maxTopics: 2, maxDeadLettersPerTopic: 3 };
+const LIMITS: Required<FanoutLimits> = { maxPendingPerTopic: 12, maxTopics: 2, maxDeadLettersPerTopic: 3, maxUnsettledBytes: 1024 };
 
 /** What restore derives rather than reads: each topic's unsettled count and items in flight per member. */
 function derived(state: FanoutState): unknown {

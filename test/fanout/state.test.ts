@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { ConsumerSettings, FanoutCommand } from '../../src/fanout/command.js';
 import { backoffMs, FanoutState, LEASE_GRACE_MS, MAX_BACKOFF_MS } from '../../src/fanout/state.js';
 
-const SETTINGS: ConsumerSettings = { parallelism: 4, retries: 2, timeoutMs: 1000, backoffMs: 100, ratePerSecond: null };
+const SETTINGS: ConsumerSettings = { parallelism: 4, retries: 2, timeoutMs: 1000, backoffMs: 100, ratePerSecond: null, maxPending: null };
 const bytes = (s: string): Uint8Array => new TextEncoder().encode(s);
 
 /** A state and a log: each command applied at the next index. */
@@ -59,7 +59,7 @@ describe('fan-out state', () => {
     expect(second).toBeGreaterThan(first);
     expect(apply({ type: 'done', member: 'm1', outcomes: [{ id: 1, token: first, error: null }], atMs: 5001 })).toMatchObject({ stale: 1 });
     expect(state.items.has(1)).toBe(true);
-    expect(apply({ type: 'done', member: 'm2', outcomes: [{ id: 1, token: second, error: null }], atMs: 5002 })).toMatchObject({ stale: 0, settledBatches: [e.index] });
+    expect(apply({ type: 'done', member: 'm2', outcomes: [{ id: 1, token: second, error: null }], atMs: 5002 })).toMatchObject({ stale: 0, settledBatches: [{ index: e.index, topic: 't', total: 1, done: 1, dead: 0 }] });
     expect(apply({ type: 'done', member: 'm2', outcomes: [{ id: 1, token: second, error: null }], atMs: 5003 })).toMatchObject({ stale: 1 });
     expect(state.topics.get('t')?.counts).toMatchObject({ done: 1, stale: 1, redelivered: 1 });
     expect(state.items.size).toBe(0);
@@ -82,7 +82,7 @@ describe('fan-out state', () => {
         expect(apply({ type: 'lease', member: 'm1', ids: [1], atMs: due - 1 })).toMatchObject({ leased: [] });
         at = due;
       } else {
-        expect(r).toMatchObject({ settledBatches: [e.index] });
+        expect(r).toMatchObject({ settledBatches: [{ index: e.index, topic: 't', total: 1, done: 0, dead: 1 }] });
       }
     }
     const topic = state.topics.get('t');

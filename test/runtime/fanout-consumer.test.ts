@@ -4,7 +4,7 @@ import { FanoutState } from '../../src/fanout/state.js';
 import { FanoutConsumer, LEASE_CHECK_MS, type ItemContext } from '../../src/runtime/fanout/consumer.js';
 import { ManualTimers } from '../fixtures/manual-timers.js';
 
-const SETTINGS: ConsumerSettings = { parallelism: 4, retries: 1, timeoutMs: 1000, backoffMs: 100, ratePerSecond: null };
+const SETTINGS: ConsumerSettings = { parallelism: 4, retries: 1, timeoutMs: 1000, backoffMs: 100, ratePerSecond: null, maxPending: null };
 
 interface TestMember {
   readonly state: FanoutState;

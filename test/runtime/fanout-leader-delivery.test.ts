@@ -4,7 +4,7 @@ import { FanoutState } from '../../src/fanout/state.js';
 import { DELIVERY_INTERVAL_MS, LeaderDelivery } from '../../src/runtime/fanout/leader-delivery.js';
 import { ManualTimers } from '../fixtures/manual-timers.js';
 
-const settings = (parallelism: number): ConsumerSettings => ({ parallelism, retries: 1, timeoutMs: 1000, backoffMs: 100, ratePerSecond: null });
+const settings = (parallelism: number): ConsumerSettings => ({ parallelism, retries: 1, timeoutMs: 1000, backoffMs: 100, ratePerSecond: null, maxPending: null });
 
 /** A leader whose proposals apply to `state` at the next index once released (held until then when `hold`). */
 function leader(hold = false): { state: FanoutState; timers: ManualTimers; delivery: LeaderDelivery; proposed: FanoutCommand[]; release: () => Promise<void>; flags: { leading: boolean; eligible: Set<string>; configured: Set<string> }; apply: (c: FanoutCommand) => number } {

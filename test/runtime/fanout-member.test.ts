@@ -4,7 +4,7 @@ import type { ItemContext } from '../../src/runtime/fanout/consumer.js';
 import { FANOUT_VERSION } from '../../src/version/versions.js';
 import { FOUNDERS, MembershipSim } from '../fixtures/membership-sim.js';
 
-const SETTINGS: ConsumerSettings = { parallelism: 4, retries: 2, timeoutMs: 5000, backoffMs: 100, ratePerSecond: null };
+const SETTINGS: ConsumerSettings = { parallelism: 4, retries: 2, timeoutMs: 5000, backoffMs: 100, ratePerSecond: null, maxPending: null };
 
 /** WIP (issue 19): fan-out on the production member, on simulated time. */
 describe('fan-out on the production member', () => {

@@ -8,7 +8,7 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-/** WIP (issue 19): fan-out through the facade, on loopback. */
+/** Fan-out through the facade, on loopback (issue 19). */
 describe('fan-out on a real cluster (loopback)', () => {
   it('a slot emits items from its handler (ctx.emit), each run once with the job and slot it came from', async () => {
     const seeds: string[] = [];
@@ -44,7 +44,7 @@ describe('fan-out on a real cluster (loopback)', () => {
     await expect.poll(() => members.every((m) => m.state().version.active === FANOUT_VERSION), { timeout: 15_000, interval: 50 }).toBe(true);
     const items = Array.from({ length: 200 }, (_, i) => ({ id: i }));
     await expect(members[0]!.emitItems('thumbnails', [undefined])).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT' });
-    expect(await members[0]!.emitItems('thumbnails', items)).toEqual({ count: 200 });
+    expect(await members[0]!.emitItems('thumbnails', items)).toMatchObject({ topic: 'thumbnails', count: 200 });
     await expect.poll(() => runs.length, { timeout: 15_000, interval: 50 }).toBe(200);
     expect(new Set(runs.map((r) => (r.item as { id: number }).id)).size).toBe(200);
     expect(new Set(runs.map((r) => r.member)).size).toBeGreaterThan(1);
@@ -53,5 +53,43 @@ describe('fan-out on a real cluster (loopback)', () => {
     const topic = members[1]!.state().topics[0];
     expect(topic).toMatchObject({ name: 'thumbnails', pending: 0, inFlight: {}, emitted: 200, dead: 0, stale: 0 });
     expect(Object.values(topic?.consumers ?? {})).toEqual([4, 4, 4]);
+  });
+
+  it('a batch settles with its counts; failures retry, then go to the dead letters, from which they are emitted again; maxPending refuses a whole emit', async () => {
+    const seeds: string[] = [];
+    for (let i = 0; i < 3; i++) seeds.push(`127.0.0.1:${await freePort()}`);
+    const members = seeds.map((listen) => new Cluster(seeds, { listen, storage: 'memory', electionTimeoutMs: 500, heartbeatMs: 50 }));
+    for (const m of members) cleanups.push(() => m.stop());
+    let healed = false;
+    const failures: Array<{ id: number; attempt: number; dead: boolean }> = [];
+    for (const m of members) {
+      m.consume('work', (item) => {
+        if (!healed && (item as number) % 5 === 0) throw new Error(`item ${String(item)} is bad`);
+      }, { parallelism: 4, retries: 1, backoffMs: 10, maxPending: 50 });
+      m.on('item-failed', (e) => failures.push({ id: e.id, attempt: e.attempt, dead: e.dead }));
+    }
+    await Promise.all(members.map((m) => m.start()));
+    await expect.poll(() => members.every((m) => m.state().version.active === FANOUT_VERSION && m.state().topics[0]?.consumers !== undefined && Object.keys(m.state().topics[0]!.consumers).length === 3), { timeout: 15_000, interval: 50 }).toBe(true);
+    const emitter = members[1]!;
+    const settledEvents: unknown[] = [];
+    emitter.on('batch-settled', (e) => settledEvents.push(e.summary));
+    const batch = await emitter.emitItems('work', Array.from({ length: 20 }, (_, i) => i));
+    expect(await batch.settled({ timeoutMs: 15_000 })).toEqual({ topic: 'work', count: 20, done: 16, dead: 4 });
+    expect(settledEvents).toEqual([{ topic: 'work', count: 20, done: 16, dead: 4 }]);
+    // Each bad item failed twice (its retry too), the second time for good; the events come from the members that ran them.
+    await expect.poll(() => failures.length, { timeout: 5000, interval: 20 }).toBe(8);
+    expect(failures.filter((f) => f.dead).map((f) => f.attempt)).toEqual([2, 2, 2, 2]);
+    const letters = emitter.deadLetters('work');
+    expect(letters.map((l) => l.item).sort()).toEqual([0, 10, 15, 5]);
+    expect(letters[0]).toMatchObject({ failures: 2, error: expect.stringMatching(/is bad/), job: null, slot: null });
+    // Beyond maxPending (50), an emit is refused whole.
+    await expect(emitter.emitItems('work', Array.from({ length: 51 }, (_, i) => i))).rejects.toMatchObject({ code: 'CRONRAFT_BACKPRESSURE' });
+    healed = true;
+    const again = await emitter.requeue('work');
+    expect(again.count).toBe(4);
+    expect(await again.settled({ timeoutMs: 15_000 })).toEqual({ topic: 'work', count: 4, done: 4, dead: 0 });
+    expect(emitter.deadLetters('work')).toEqual([]);
+    await expect(emitter.requeue('nothing')).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT' });
+    await expect.poll(() => members.map((m) => m.state().topics[0]?.done), { timeout: 5000, interval: 20 }).toEqual([20, 20, 20]);
   });
 });

@@ -9,6 +9,7 @@ import { withPrefix } from '../../src/transport/framing.js';
 import { JOIN_PROTOCOL_ID, requestJoin, type JoinAnswer } from '../../src/transport/join-protocol.js';
 import { Libp2pTransport } from '../../src/transport/libp2p-transport.js';
 import { useTestTiming } from '../../src/runtime/test-timing.js';
+import { SUPPORTED } from '../../src/version/versions.js';
 import { freePort } from '../fixtures/process-cluster.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -62,8 +63,8 @@ describe('joining a running cluster (real network, loopback)', () => {
     const target = parsePeerAddress(leader.id, 'leader');
     const before = leader.state().joins;
     /** Asks `at` to add `id`, reading versions up to `reads`. */
-    const ask = (at: string, id: string, reads = 2): Promise<JoinAnswer> =>
-      requestJoin((signal) => t.openStream(parsePeerAddress(at, 'member'), JOIN_PROTOCOL_ID, signal), { id, protocol: { min: 1, max: reads }, stateMachine: { min: 1, max: reads } }, 5000);
+    const ask = (at: string, id: string, reads = SUPPORTED.stateMachine.max): Promise<JoinAnswer> =>
+      requestJoin((signal) => t.openStream(parsePeerAddress(at, 'member'), JOIN_PROTOCOL_ID, signal), { id, protocol: { min: 1, max: Math.min(reads, SUPPORTED.protocol.max) }, stateMachine: { min: 1, max: reads } }, 5000);
     expect(await ask(leader.id, 'not an address')).toMatchObject({ type: 'refused', reason: 'bad-id' });
     expect(await ask(leader.id, leader.id)).toMatchObject({ type: 'refused', reason: 'self' });
     expect(await ask(leader.id, '/ip4/127.0.0.1/tcp/9/p2p/12D3KooWNpEjHiwXBKhVJvQy5aGA5n6TgqSEAHMAbkjYZj9nVKPL')).toMatchObject({ type: 'refused', reason: 'bad-id' });

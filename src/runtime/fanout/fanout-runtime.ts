@@ -3,14 +3,29 @@ import { MAX_ITEMS_PER_EMIT, type ConsumerSettings, type EmitOrigin, type Emitte
 import type { FanoutApplyResult, FanoutState } from '../../fanout/state.js';
 import type { NodeId } from '../../raft/types.js';
 import type { Timers } from '../../time/clock.js';
+import { BatchTracker, type Batch, type BatchSummary } from './batches.js';
 import { FanoutConsumer, type ItemHandler } from './consumer.js';
 import { LeaderDelivery } from './leader-delivery.js';
 
 /**
  * Fan-out on one member (issue 19): the leader's delivery and this member's consumer over the
- * replicated FanoutState, and `emit`. Member builds it and tells it of every fan-out command
- * applied (`applied`). WIP: the Cluster's API (consume, emit, ctx.emit) is not wired yet.
+ * replicated FanoutState, the batches this member emitted, and `emit` and `requeue`. Member
+ * builds it and tells it of every fan-out command applied (`applied`).
  */
+
+/** What fan-out tells the application on this member (the Cluster's events). */
+export type FanoutEvent =
+  | {
+      /** An attempt of an item run on this member failed (recorded in the log); `dead`: it went to the dead letters. */
+      readonly type: 'item-failed';
+      readonly topic: string;
+      readonly id: number;
+      readonly attempt: number;
+      readonly error: string;
+      readonly dead: boolean;
+    }
+  | { readonly type: 'batch-settled'; readonly batch: Batch; readonly summary: BatchSummary };
+
 export interface FanoutRuntimeOptions {
   readonly self: NodeId;
   readonly state: FanoutState;
@@ -20,19 +35,33 @@ export interface FanoutRuntimeOptions {
   readonly eligible: (member: NodeId) => boolean;
   readonly configured: (member: NodeId) => boolean;
   readonly holdsLease: () => boolean;
-  /** Proposes a fan-out command (cluster version 3); resolves with its apply result once applied here. */
-  readonly propose: (command: FanoutCommand) => Promise<unknown>;
+  /** Proposes a fan-out command (cluster version 3); resolves with its entry's index and apply result once applied here. */
+  readonly propose: (command: FanoutCommand) => Promise<{ readonly index: number; readonly result: unknown }>;
+  readonly onEvent?: (event: FanoutEvent) => void;
 }
 
 export class FanoutRuntime {
   readonly #o: FanoutRuntimeOptions;
   readonly delivery: LeaderDelivery;
   readonly consumer: FanoutConsumer;
+  readonly batches: BatchTracker;
+
+  get state(): FanoutState {
+    return this.#o.state;
+  }
 
   constructor(options: FanoutRuntimeOptions) {
     this.#o = options;
     this.delivery = new LeaderDelivery(options);
     this.consumer = new FanoutConsumer(options);
+    const timers = options.timers;
+    this.batches = new BatchTracker(
+      (fn, ms) => {
+        const handle = timers.setTimeout(fn, ms);
+        return () => timers.clearTimeout(handle);
+      },
+      (batch, summary) => this.#tell({ type: 'batch-settled', batch, summary }),
+    );
   }
 
   start(): void {
@@ -43,6 +72,7 @@ export class FanoutRuntime {
   stop(): void {
     this.delivery.stop();
     this.consumer.stop();
+    this.batches.stop();
   }
 
   consume(topic: string, handler: ItemHandler, settings: ConsumerSettings): Promise<unknown> {
@@ -50,19 +80,43 @@ export class FanoutRuntime {
   }
 
   /**
-   * Emits `items` to `topic`, MAX_ITEMS_PER_EMIT to an entry; resolves with the first id of
-   * each entry once all are applied here.
-   * @throws BackpressureError when the topic holds too many unsettled items (nothing of the entry refused is kept)
+   * Emits `items` to `topic`, MAX_ITEMS_PER_EMIT to an entry, once all are applied here: the
+   * Batch of them. A topic already too full is refused before anything is proposed; one that
+   * fills up part-way (others emit at the same time) keeps the entries applied before.
+   * @throws BackpressureError when the topic holds too many unsettled items
    */
-  async emit(topic: string, items: readonly EmittedItem[], origin: EmitOrigin | null): Promise<number[]> {
+  async emit(topic: string, items: readonly EmittedItem[], origin: EmitOrigin | null): Promise<Batch> {
     if (items.length === 0) throw new InvalidArgumentError('items', items, 'at least one item');
-    const firstIds: number[] = [];
+    const known = this.#o.state.topics.get(topic);
+    const limit = this.#o.state.maxPendingOf(topic);
+    if ((known?.unsettled ?? 0) + items.length > limit) throw new BackpressureError(`The topic ${topic} holds ${known?.unsettled ?? 0} unsettled items: ${items.length} more would pass its maxPending of ${limit}`);
+    const entries: Array<{ index: number; count: number }> = [];
     for (let i = 0; i < items.length; i += MAX_ITEMS_PER_EMIT) {
-      const result = (await this.#o.propose({ type: 'emit', topic, items: items.slice(i, i + MAX_ITEMS_PER_EMIT), origin, atMs: this.#o.clusterNowMs() })) as FanoutApplyResult;
-      if (!result.ok) throw new BackpressureError(`The topic ${topic} holds too many unsettled items (${result.reason})`);
-      firstIds.push(result.firstId ?? 0);
+      const chunk = items.slice(i, i + MAX_ITEMS_PER_EMIT);
+      const { index, result } = await this.#o.propose({ type: 'emit', topic, items: chunk, origin, atMs: this.#o.clusterNowMs() });
+      const applied = result as FanoutApplyResult;
+      if (!applied.ok) {
+        const kept = i === 0 ? '' : `; the first ${i} items of this emit were kept`;
+        throw new BackpressureError(`The topic ${topic} holds too many unsettled items (${applied.reason})${kept}`);
+      }
+      entries.push({ index, count: chunk.length });
     }
-    return firstIds;
+    return this.batches.track(topic, entries);
+  }
+
+  /**
+   * Emits the dead letters of `topic` with these ids again (all of them when `ids` is null), as
+   * new items of one batch; ids no longer among them are passed over.
+   * @throws BackpressureError when the topic is too full to take them, InvalidArgumentError for an unknown topic
+   */
+  async requeue(topic: string, ids: readonly number[] | null): Promise<Batch> {
+    const letters = this.#o.state.topics.get(topic)?.deadLetters;
+    if (letters === undefined) throw new InvalidArgumentError('topic', topic, 'a topic this cluster knows');
+    const chosen = ids ?? letters.map((l) => l.id);
+    const { index, result } = await this.#o.propose({ type: 'requeue', topic, ids: chosen, atMs: this.#o.clusterNowMs() });
+    const applied = result as FanoutApplyResult;
+    if (!applied.ok) throw applied.reason === 'backpressure' ? new BackpressureError(`The topic ${topic} holds too many unsettled items to take its dead letters back`) : new InvalidArgumentError('topic', topic, 'a topic this cluster knows');
+    return this.batches.track(topic, (applied.count ?? 0) === 0 ? [] : [{ index, count: applied.count ?? 0 }]);
   }
 
   /** Hands this member's items over before it stops (FanoutConsumer.handOver). */
@@ -73,6 +127,22 @@ export class FanoutRuntime {
   /** Called for every fan-out command applied, in log order, with its result; `mine`: proposed by this life of the member. */
   applied(index: number, command: FanoutCommand, result: FanoutApplyResult, mine: boolean): void {
     this.consumer.applied(index, command, result, mine);
+    if (command.type === 'done' && result.ok) {
+      for (const batch of result.settledBatches ?? []) this.batches.settled(batch);
+      if (command.member === this.#o.self) {
+        for (const item of result.failed ?? []) {
+          this.#tell({ type: 'item-failed', topic: item.topic, id: item.id, attempt: item.failures, error: item.lastError ?? 'failed', dead: !this.#o.state.items.has(item.id) });
+        }
+      }
+    }
     this.delivery.soon();
+  }
+
+  #tell(event: FanoutEvent): void {
+    try {
+      this.#o.onEvent?.(event);
+    } catch {
+      // A listener's error is the application's: it must not stop this member applying the log.
+    }
   }
 }

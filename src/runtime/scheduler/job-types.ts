@@ -1,6 +1,7 @@
 /** The shapes a user of `cluster.schedule()` sees: a handler, its context, its options, and the record of a run. */
 import type { NodeId } from '../../raft/types.js';
 import type { AssignMode, OverlapPolicy } from '../../scheduler/command.js';
+import type { Batch } from '../fanout/batches.js';
 
 /** What a handler is given for one run of a slot. */
 export interface JobContext {
@@ -19,11 +20,12 @@ export interface JobContext {
    */
   readonly signal: AbortSignal;
   /**
-   * Emits work items to `topic` from this slot (issue 19, WIP): each item's context names this
-   * job and slot. Resolves once every item is committed and applied on this member.
+   * Emits work items to `topic` from this slot: each item's context names this job and slot.
+   * Resolves once every item is committed and applied on this member, with their Batch, whose
+   * `settled()` waits until each succeeded or went to the dead letters.
    * @throws InvalidArgumentError, BackpressureError, VersionNotActiveError (before cluster version 3)
    */
-  readonly emit: (topic: string, items: readonly unknown[], options?: { readonly key?: (item: unknown, index: number) => string | null }) => Promise<{ readonly count: number }>;
+  readonly emit: (topic: string, items: readonly unknown[], options?: { readonly key?: (item: unknown, index: number) => string | null }) => Promise<Batch>;
 }
 
 export type JobHandler = (ctx: JobContext) => unknown;

@@ -3,6 +3,7 @@ import type { Clock, Timers } from '../../time/clock.js';
 import { SchedulerState } from '../../scheduler/state.js';
 import type { SchedulerCommand } from '../../scheduler/command.js';
 import type { RunRecord } from './job-types.js';
+import type { Batch } from '../fanout/batches.js';
 
 export interface SchedulerRuntimeOptions {
   readonly self: NodeId;
@@ -11,7 +12,7 @@ export interface SchedulerRuntimeOptions {
   /** Replicates a command; resolves once it is applied here. */
   readonly propose: (command: SchedulerCommand) => Promise<unknown>;
   /** Emits work items from a slot (fan-out, issue 19): a job context's `emit`. @default refused */
-  readonly emitItems?: (topic: string, items: readonly unknown[], key: ((item: unknown, index: number) => string | null) | undefined, origin: { readonly job: string; readonly slotMs: number }) => Promise<{ readonly count: number }>;
+  readonly emitItems?: (topic: string, items: readonly unknown[], key: ((item: unknown, index: number) => string | null) | undefined, origin: { readonly job: string; readonly slotMs: number }) => Promise<Batch>;
   /**
    * Replicates registrations in one entry (at most MAX_COMMANDS_PER_BATCH), resolving once it is
    * applied here; null, proposing nothing, while the cluster does not read batches yet (its
