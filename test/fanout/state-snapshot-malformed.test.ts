@@ -1,7 +1,7 @@
 import { decode, encode } from 'cborg';
 import { describe, expect, it } from 'vitest';
 import { CodecError } from '../../src/errors.js';
-import { MAX_ERROR_LENGTH, MAX_ITEM_BYTES, MAX_TOPIC_LENGTH } from '../../src/fanout/command.js';
+import { MAX_ERROR_LENGTH, MAX_ITEM_BYTES, MAX_PENDING_PER_TOPIC, MAX_TOPIC_LENGTH } from '../../src/fanout/command.js';
 import { MAX_PARALLELISM } from '../../src/fanout/command-shape.js';
 import { FANOUT_DEFAULTS, type FanoutLimits } from '../../src/fanout/state.js';
 import { decodeFanoutSnapshot, encodeFanoutSnapshot, FANOUT_SNAPSHOT_VERSION } from '../../src/fanout/state-snapshot.js';
@@ -38,7 +38,7 @@ const cases: Case[] = [
   ['a field too few at the top', (w) => { w.pop(); }, /snapshot: expected 5 fields, got 4/],
   ['a topic missing a field', (w) => { topicT(w).pop(); }, /topics\[0\]: expected 5 fields/],
   ['an item with a field too many', (w) => { item(w, 0).push(0); }, /items\[0\]: more than 10 items/],
-  ['a consumer missing its rate', (w) => { at(topicT(w), 1, 0).pop(); }, /topics\[0\]\.consumers\[0\]: expected 6 fields/],
+  ['a consumer missing its maxPending', (w) => { at(topicT(w), 1, 0).pop(); }, /topics\[0\]\.consumers\[0\]: expected 7 fields/],
   ['a phase of two fields', (w) => { item(w, 0)[9] = [0, 1]; }, /items\[0\]\.phase: expected 1 or 3 fields, got 2/],
   ['an origin of one field', (w) => { item(w, 0)[5] = ['nightly']; }, /items\[0\]\.origin: expected 2 fields/],
   ['nextItemId of 0', (w) => { w[1] = 0; }, /nextItemId: expected 1 or more/],
@@ -50,6 +50,8 @@ const cases: Case[] = [
   ['parallelism 0', (w) => { at(topicT(w), 1, 0)[1] = 0; }, /topics\[0\]\.consumers\[0\]: settings out of their bounds/],
   ['parallelism past its bound', (w) => { at(topicT(w), 1, 0)[1] = MAX_PARALLELISM + 1; }, /settings out of their bounds/],
   ['a fractional retry count', (w) => { at(topicT(w), 1, 0)[2] = 1.5; }, /settings out of their bounds/],
+  ['a maxPending of 0', (w) => { at(topicT(w), 1, 0)[6] = 0; }, /settings out of their bounds/],
+  ['a maxPending past MAX_PENDING_PER_TOPIC', (w) => { at(topicT(w), 1, 0)[6] = MAX_PENDING_PER_TOPIC + 1; }, /settings out of their bounds/],
   ['a negative count', (w) => { at(topicT(w), 2)[0] = -1; }, /topics\[0\]\.counts\.emitted: expected a non-negative integer/],
   ['item data as text', (w) => { item(w, 0)[2] = 'a'; }, /items\[0\]\.data: expected bytes/],
   ['item data too large', (w) => { item(w, 0)[2] = new Uint8Array(MAX_ITEM_BYTES + 1); }, /items\[0\]\.data: expected bytes within the item bound, got 65537 bytes/],
