@@ -1,6 +1,8 @@
 import { decode, encode } from 'cborg';
 import { CodecError } from '../errors.js';
 import type { NodeId } from '../raft/types.js';
+import { arrayHeader, headBytes } from '../bytes/cbor-heads.js';
+import { concatBytes } from '../bytes/concat-bytes.js';
 import { DECODE_OPTIONS } from '../bytes/strict-cbor.js';
 import { array, describe } from '../transport/wire-fields.js';
 import type { ConsumerSettings, EmitOrigin } from './command.js';
@@ -65,18 +67,69 @@ const UNBOUNDED = Number.MAX_SAFE_INTEGER;
 type Wire = unknown[];
 type Limits = Required<FanoutLimits>;
 
-/** Encodes the whole state. Deterministic: the same state gives the same bytes on every member. */
+/**
+ * Items, or dead letters, encoded per piece of a snapshot taken in steps (fanoutSnapshotSteps):
+ * a piece is a small part of a step's budget (SNAPSHOT_STEP_BUDGET_MS), whatever the items'
+ * size, as each item's data is at most MAX_ITEM_BYTES and copied once.
+ */
+export const SNAPSHOT_ITEMS_PER_PIECE = 64;
+
+/** Ids of a topic's ready set encoded per piece (a few bytes each). */
+const READY_IDS_PER_PIECE = 2048;
+
+/** Encodes the whole state at once. Deterministic: the same state gives the same bytes on every member. */
 export function encodeFanoutSnapshot(state: FanoutState): Uint8Array {
+  const steps = fanoutSnapshotSteps(state);
+  for (;;) {
+    const next = steps.next();
+    if (next.done === true) return concatBytes(next.value);
+  }
+}
+
+/**
+ * A snapshot of the state as it is now, encoded a piece at a time while the state moves on:
+ * yields null after each piece, and returns the pieces of the bytes (joined, they are what
+ * encodeFanoutSnapshot gives for the state as it was at the call; the caller joins them, in
+ * steps of its own). What it encodes is taken at the call: the items' records (never
+ * changed in place: a change replaces an item's record), and a copy of the topics' and the
+ * batches' fields, the small part. The items, the large part, are encoded a piece at a time:
+ * CBOR's array is its head and its elements one after the other, each encoded alone as it
+ * would be within it, so the pieces joined are the array encoded at once.
+ */
+export function* fanoutSnapshotSteps(state: FanoutState): Generator<null, Uint8Array[], void> {
   const position = new Map<string, number>();
   for (const name of state.topics.keys()) position.set(name, position.size);
   const at = (topic: string): number => position.get(topic) as number;
-  return encode([
-    FANOUT_SNAPSHOT_VERSION,
-    state.nextItemId,
-    [...state.topics.values()].map(topicWire),
-    [...state.items.values()].map((item) => [item.id, at(item.topic), item.data, item.key, item.batch, originWire(item.origin), item.failures, item.redeliveries, item.lastError, phaseWire(item.phase)]),
-    [...state.batches].map(([index, batch]) => [index, at(batch.topic), ...BATCH_COUNTS.map((name) => batch[name])]),
-  ]);
+  // Taken now: what changes in place is copied (dead letters are records never changed).
+  const topics = [...state.topics.values()].map((t) => ({ head: topicHead(t), deadLetters: [...t.deadLetters], ready: [...t.ready] }));
+  const batches = [...state.batches].map(([index, batch]) => [index, at(batch.topic), ...BATCH_COUNTS.map((name) => batch[name])]);
+  const items = [...state.items.values()];
+  const pieces: Uint8Array[] = [arrayHeader(TOP_LEVEL_FIELDS), encode(FANOUT_SNAPSHOT_VERSION), encode(state.nextItemId), arrayHeader(topics.length)];
+  for (const topic of topics) {
+    // [name, consumers, counts, deadLetters, ready]: the first three as they are, the two lists a piece at a time.
+    pieces.push(arrayHeader(TOPIC_FIELDS), ...topic.head.map((field) => encode(field)));
+    yield* inPieces(pieces, topic.deadLetters, SNAPSHOT_ITEMS_PER_PIECE, (l) => encode([l.id, l.data, l.key, l.failures, l.error, originWire(l.origin), l.atMs]));
+    pieces.push(arrayHeader(topic.ready.length));
+    for (let i = 0; i < topic.ready.length; i += READY_IDS_PER_PIECE) {
+      yield null;
+      // A run of ids encoded as an array, less its head: its elements, as they are within the whole.
+      const run = topic.ready.slice(i, i + READY_IDS_PER_PIECE);
+      pieces.push(encode(run).subarray(headBytes(run.length)));
+    }
+  }
+  yield* inPieces(pieces, items, SNAPSHOT_ITEMS_PER_PIECE, (item) => encode([item.id, at(item.topic), item.data, item.key, item.batch, originWire(item.origin), item.failures, item.redeliveries, item.lastError, phaseWire(item.phase)]));
+  pieces.push(encode(batches));
+  return pieces;
+}
+
+/** Appends to `pieces` an array of `values` encoded one by one, yielding after every `perPiece` of them. */
+function* inPieces<T>(pieces: Uint8Array[], values: readonly T[], perPiece: number, encodeOne: (value: T) => Uint8Array): Generator<null, void, void> {
+  pieces.push(arrayHeader(values.length));
+  for (let i = 0; i < values.length; i += perPiece) {
+    yield null;
+    const end = Math.min(values.length, i + perPiece);
+    for (let j = i; j < end; j++) pieces.push(encodeOne(values[j] as T));
+  }
 }
 
 /**
@@ -105,10 +158,10 @@ export function decodeFanoutSnapshot(bytes: Uint8Array, limits: Limits = FANOUT_
   }
 }
 
-function topicWire(topic: TopicRecord): Wire {
+/** A topic's first fields: its name, consumers and counts. */
+function topicHead(topic: TopicRecord): Wire {
   const consumers = [...topic.consumers].map(([member, s]) => [member, s.parallelism, s.retries, s.timeoutMs, s.backoffMs, s.ratePerSecond, s.maxPending]);
-  const deadLetters = topic.deadLetters.map((l) => [l.id, l.data, l.key, l.failures, l.error, originWire(l.origin), l.atMs]);
-  return [topic.name, consumers, TOPIC_COUNTS.map((name) => topic.counts[name]), deadLetters, [...topic.ready]];
+  return [topic.name, consumers, TOPIC_COUNTS.map((name) => topic.counts[name])];
 }
 
 function originWire(origin: EmitOrigin | null): Wire | null {

@@ -39,6 +39,11 @@ export type ItemPhase =
   | { readonly kind: 'pending'; readonly notBeforeMs: number }
   | { readonly kind: 'leased'; readonly member: NodeId; readonly token: number; readonly deadlineMs: number };
 
+/**
+ * An unsettled item. Records are never changed in place: a change replaces the item's record
+ * in the state, so that a snapshot may hold on to the records of one moment while the state
+ * moves on (fanoutSnapshotSteps encodes them in steps).
+ */
 export interface ItemRecord {
   readonly id: number;
   readonly topic: string;
@@ -48,11 +53,11 @@ export interface ItemRecord {
   readonly batch: number;
   readonly origin: EmitOrigin | null;
   /** Attempts that failed so far. */
-  failures: number;
+  readonly failures: number;
   /** Leases taken back without an outcome (a consumer that died, stopped or ran past its lease). */
-  redeliveries: number;
-  lastError: string | null;
-  phase: ItemPhase;
+  readonly redeliveries: number;
+  readonly lastError: string | null;
+  readonly phase: ItemPhase;
 }
 
 /** An item that failed for good, kept for cluster.deadLetters and requeue. */
@@ -333,7 +338,7 @@ export class FanoutState {
       if (!topic.ready.has(id)) continue;
       const settings = topic.consumers.get(command.member);
       if (settings === undefined) continue;
-      item.phase = { kind: 'leased', member: command.member, token: index, deadlineMs: command.atMs + settings.timeoutMs + LEASE_GRACE_MS };
+      this.#change(item, { phase: { kind: 'leased', member: command.member, token: index, deadlineMs: command.atMs + settings.timeoutMs + LEASE_GRACE_MS } });
       topic.ready.delete(id);
       this.#leased.add(id);
       topic.inFlight.set(command.member, (topic.inFlight.get(command.member) ?? 0) + 1);
@@ -357,32 +362,32 @@ export class FanoutState {
     const failed: ItemRecord[] = [];
     const settledBatches: SettledBatch[] = [];
     for (const outcome of command.outcomes) {
-      const item = this.items.get(outcome.id);
-      if (item === undefined || !this.#holds(item, command.member, outcome)) {
+      const held = this.items.get(outcome.id);
+      if (held === undefined || !this.#holds(held, command.member, outcome)) {
         // A late outcome, or one for an item settled already: its topic counts it when known.
-        const topicName = item?.topic;
+        const topicName = held?.topic;
         const topic = topicName === undefined ? undefined : this.topics.get(topicName);
         if (topic !== undefined) topic.counts.stale++;
         stale++;
         continue;
       }
-      const topic = this.topics.get(item.topic) as TopicRecord;
-      this.#endLease(item, topic);
-      const batch = this.batches.get(item.batch);
+      const topic = this.topics.get(held.topic) as TopicRecord;
+      this.#endLease(held, topic);
+      const batch = this.batches.get(held.batch);
       if (outcome.error === null) {
+        const item = held;
         topic.counts.done++;
         if (batch !== undefined) batch.done++;
         this.#settle(item, topic);
       } else {
         topic.counts.failed++;
-        item.failures++;
-        item.lastError = outcome.error;
+        let item = this.#change(held, { failures: held.failures + 1, lastError: outcome.error });
         failed.push(item);
         // The settings of the member that ran it; of another consumer when it stopped consuming
         // meanwhile; with none left, the item waits for one, its failures counted.
         const settings = topic.consumers.get(command.member) ?? topic.consumers.values().next().value;
         if (settings === undefined) {
-          item.phase = { kind: 'pending', notBeforeMs: command.atMs };
+          item = this.#change(item, { phase: { kind: 'pending', notBeforeMs: command.atMs } });
           topic.ready.add(item.id);
         } else if (item.failures > settings.retries) {
           topic.counts.dead++;
@@ -390,17 +395,24 @@ export class FanoutState {
           this.#deadLetter(item, topic, command.atMs);
           this.#settle(item, topic);
         } else {
-          item.phase = { kind: 'pending', notBeforeMs: command.atMs + backoffMs(settings.backoffMs, item.failures) };
+          item = this.#change(item, { phase: { kind: 'pending', notBeforeMs: command.atMs + backoffMs(settings.backoffMs, item.failures) } });
           topic.ready.add(item.id);
         }
       }
       if (batch !== undefined && batch.done + batch.dead === batch.total) {
-        this.batches.delete(item.batch);
-        settledBatches.push({ index: item.batch, ...batch });
+        this.batches.delete(held.batch);
+        settledBatches.push({ index: held.batch, ...batch });
       }
       this.#forgetIfIdle(topic);
     }
     return { ok: true, stale, failed, settledBatches };
+  }
+
+  /** Replaces `item`'s record with one changed as said (records are not changed in place: see ItemRecord). */
+  #change(item: ItemRecord, changes: Partial<Pick<ItemRecord, 'failures' | 'redeliveries' | 'lastError' | 'phase'>>): ItemRecord {
+    const next = { ...item, ...changes };
+    this.items.set(item.id, next);
+    return next;
   }
 
   /** Whether `item` is leased to `member` under the outcome's token. */
@@ -421,9 +433,8 @@ export class FanoutState {
       if (item === undefined || item.phase.kind !== 'leased' || item.phase.token !== lease.token) continue;
       const topic = this.topics.get(item.topic) as TopicRecord;
       this.#endLease(item, topic);
-      item.redeliveries++;
+      this.#change(item, { redeliveries: item.redeliveries + 1, phase: { kind: 'pending', notBeforeMs: command.atMs } });
       topic.counts.redelivered++;
-      item.phase = { kind: 'pending', notBeforeMs: command.atMs };
       topic.ready.add(item.id);
       count++;
     }

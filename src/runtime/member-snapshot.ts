@@ -28,21 +28,26 @@ export interface MemberSnapshotParts {
  * rather than have cborg copy a large byte string once more, which held the loop for as long.
  */
 export function encodeMemberSnapshot(scheduler: Uint8Array | readonly Uint8Array[], cluster: Uint8Array, fanout: Uint8Array | null = null): Uint8Array {
-  return concatBytes(memberSnapshotPieces(scheduler instanceof Uint8Array ? [scheduler] : scheduler, cluster, fanout));
+  return concatBytes(memberSnapshotPieces(scheduler instanceof Uint8Array ? [scheduler] : scheduler, cluster, fanout === null ? null : [fanout]));
 }
 
 /**
  * The pieces of a member snapshot that together are encodeMemberSnapshot's bytes, for a caller
  * that joins them itself. `cluster`: the cluster's state, CBOR-encoded (encodeClusterPart).
  */
-export function memberSnapshotPieces(scheduler: readonly Uint8Array[], cluster: Uint8Array, fanout: Uint8Array | null = null): Uint8Array[] {
-  let length = 0;
-  for (const piece of scheduler) length += piece.byteLength;
+export function memberSnapshotPieces(scheduler: readonly Uint8Array[], cluster: Uint8Array, fanout: readonly Uint8Array[] | null = null): Uint8Array[] {
+  const length = lengthOf(scheduler);
   // An array of three (0x83), the version (an unsigned integer below 24 is its own head), then
   // the byte string's head and its bytes, then the cluster's value; of four (0x84) with fan-out's
   // byte string after it.
   if (fanout === null) return [Uint8Array.of(0x83, MEMBER_SNAPSHOT_VERSION), byteStringHeadFor(length), ...scheduler, cluster];
-  return [Uint8Array.of(0x84, FORMAT_WITH_FANOUT), byteStringHeadFor(length), ...scheduler, cluster, byteStringHeadFor(fanout.byteLength), fanout];
+  return [Uint8Array.of(0x84, FORMAT_WITH_FANOUT), byteStringHeadFor(length), ...scheduler, cluster, byteStringHeadFor(lengthOf(fanout)), ...fanout];
+}
+
+function lengthOf(pieces: readonly Uint8Array[]): number {
+  let length = 0;
+  for (const piece of pieces) length += piece.byteLength;
+  return length;
 }
 
 /** The cluster's part of a member snapshot (ClusterVersionState.save's value), encoded. */

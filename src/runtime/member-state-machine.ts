@@ -11,7 +11,7 @@ import type { ClusterApplyResult, ClusterVersionState } from '../version/cluster
 import { SchedulerMirror } from './scheduler-mirror.js';
 import { FanoutState, type FanoutApplyResult, type FanoutStateParts } from '../fanout/state.js';
 import type { FanoutCommand } from '../fanout/command.js';
-import { decodeFanoutSnapshot, encodeFanoutSnapshot } from '../fanout/state-snapshot.js';
+import { decodeFanoutSnapshot, encodeFanoutSnapshot, fanoutSnapshotSteps } from '../fanout/state-snapshot.js';
 import { FANOUT_VERSION } from '../version/versions.js';
 import type { SchedulerRuntime } from './scheduler/scheduler-runtime.js';
 
@@ -109,7 +109,7 @@ export function memberStateMachine(schedulerOf: () => SchedulerRuntime, cluster:
     // small, is taken from the live one now, at the same index.
     // Fan-out's state is encoded at once, from the live state at the same index (TODO, issue 19:
     // in steps, as the scheduler's, once it can grow to its bounds).
-    snapshotInSteps: () => mirror.snapshotInSteps(encodeClusterPart(cluster.save()), fanoutPart()),
+    snapshotInSteps: () => mirror.snapshotInSteps(encodeClusterPart(cluster.save()), cluster.active >= FANOUT_VERSION ? fanoutSnapshotSteps(fanout) : null),
     restore: (data) => {
       const decoded = checked?.data === data ? checked.parts : null;
       const decodedFanout = checked?.data === data ? checked.fanout : null;

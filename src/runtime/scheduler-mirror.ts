@@ -111,23 +111,35 @@ export class SchedulerMirror {
   }
 
   /** Begins a member snapshot of the state as applied so far (see StateMachine.snapshotInSteps); it voids one in progress. */
-  snapshotInSteps(cluster: Uint8Array, fanout: Uint8Array | null = null): SnapshotSteps {
+  snapshotInSteps(cluster: Uint8Array, fanout: Generator<null, Uint8Array[], void> | null = null): SnapshotSteps {
     this.#holding = false;
     this.#catchUp(Number.POSITIVE_INFINITY);
     const generation = ++this.#generation;
     this.#holding = true;
     const steps = schedulerSnapshotSteps(this.#mirror());
     let joining: StepwiseConcat | null = null;
+    let scheduler: Uint8Array[] | null = null;
+    let fanoutPieces: Uint8Array[] | null = null;
     let data: Uint8Array | null = null;
     /** One piece of work: the snapshot's data once complete, else null. */
     const piece = (): Uint8Array | null => {
       // Held back this much, the mirror finishes now rather than hold more.
       const atOnce = this.behind >= MAX_ENTRIES_HELD;
       if (joining === null) {
-        let next = steps.next();
-        while (next.done !== true && atOnce) next = steps.next();
-        if (next.done !== true) return null;
-        joining = new StepwiseConcat(memberSnapshotPieces(next.value, cluster, fanout));
+        if (scheduler === null) {
+          let next = steps.next();
+          while (next.done !== true && atOnce) next = steps.next();
+          if (next.done !== true) return null;
+          scheduler = next.value;
+        }
+        // Fan-out's part, taken at the same index (its generator took its records as it was made), encoded after.
+        if (fanout !== null && fanoutPieces === null) {
+          let next = fanout.next();
+          while (next.done !== true && atOnce) next = fanout.next();
+          if (next.done !== true) return null;
+          fanoutPieces = next.value;
+        }
+        joining = new StepwiseConcat(memberSnapshotPieces(scheduler, cluster, fanoutPieces));
       }
       data ??= joining.copy(atOnce ? Number.POSITIVE_INFINITY : SNAPSHOT_BYTES_PER_STEP);
       if (data === null) return null;

@@ -3,7 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { CodecError } from '../../src/errors.js';
 import type { FanoutCommand } from '../../src/fanout/command.js';
 import { FanoutState, type FanoutLimits, type ItemRecord } from '../../src/fanout/state.js';
-import { decodeFanoutSnapshot, encodeFanoutSnapshot, restoreFanoutSnapshot } from '../../src/fanout/state-snapshot.js';
+import { decode, encode } from 'cborg';
+import { concatBytes } from '../../src/bytes/concat-bytes.js';
+import { decodeFanoutSnapshot, encodeFanoutSnapshot, fanoutSnapshotSteps, restoreFanoutSnapshot, SNAPSHOT_ITEMS_PER_PIECE } from '../../src/fanout/state-snapshot.js';
 import { richState, SETTINGS } from './snapshot-fixture.js';
 
 const LIMITS: Required<FanoutLimits> = { maxPendingPerTopic: 12, maxTopics: 2, maxDeadLettersPerTopic: 3, maxUnsettledBytes: 1024 };
@@ -20,6 +22,32 @@ function contents(state: FanoutState): unknown {
 }
 
 describe('fan-out snapshots', () => {
+  it('taken in steps while the state moves on, are the state as it was when they began, in the bytes cborg writes at once', () => {
+    const state = richState();
+    // Enough items for several pieces of items and of a ready set (READY_IDS_PER_PIECE is 2048).
+    state.apply(20, { type: 'emit', topic: 't', items: Array.from({ length: 4500 }, (_, i) => ({ data: Uint8Array.of(i & 0xff), key: i % 3 === 0 ? `k${i % 7}` : null })), origin: null, atMs: 50 });
+    const before = encodeFanoutSnapshot(state);
+    const steps = fanoutSnapshotSteps(state);
+    let next = steps.next();
+    let pieces = 0;
+    let index = 21;
+    while (next.done !== true) {
+      pieces++;
+      // Between steps, the state changes: leases, outcomes, a new emit.
+      const id = [...state.topics.get('t')!.ready][0]!;
+      const token = index++;
+      state.apply(token, { type: 'lease', member: 'm1', ids: [id], atMs: 60 });
+      state.apply(index++, { type: 'done', member: 'm1', outcomes: [{ id, token, error: pieces % 2 === 0 ? null : 'no' }], atMs: 61 });
+      state.apply(index++, { type: 'emit', topic: 'u', items: [{ data: Uint8Array.of(9), key: null }], origin: null, atMs: 62 });
+      next = steps.next();
+    }
+    expect(pieces).toBeGreaterThan(4500 / SNAPSHOT_ITEMS_PER_PIECE);
+    const stepped = concatBytes(next.value);
+    expect(stepped).toEqual(before);
+    expect(encode(decode(stepped))).toEqual(stepped);
+    expect(encodeFanoutSnapshot(state)).not.toEqual(before);
+  });
+
   it('restore a state whole: encoded, decoded and restored into a fresh state, it encodes to the same bytes', () => {
     const state = richState();
     const bytes = encodeFanoutSnapshot(state);
