@@ -435,7 +435,8 @@ export class Cluster extends EventEmitter<ClusterEvents> {
    */
   history(options: { job?: string; limit?: number } = {}): SlotHistory[] {
     const state = this.#scheduler?.state;
-    return state === undefined ? [] : historyOf(state, options);
+    const tally = this.#member?.fanoutRuntime.slotBatches;
+    return state === undefined ? [] : historyOf(state, options, (job, slotMs) => tally?.of(job, slotMs) ?? null);
   }
 
   /** A snapshot of this member's view: role, term, leader, indexes, members and their reachability. */

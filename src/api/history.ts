@@ -1,6 +1,7 @@
 import type { NodeId } from '../raft/types.js';
 import { runsOf } from '../scheduler/records.js';
 import type { SchedulerState } from '../scheduler/state.js';
+import type { SlotBatches } from '../runtime/fanout/slot-batches.js';
 
 /** One claimed slot as `history()` shows it. */
 export interface SlotHistory {
@@ -18,6 +19,8 @@ export interface SlotHistory {
   readonly outcomes: Readonly<Record<string, { readonly outcome: string; readonly atMs: number; readonly token: number; readonly error?: string }>>;
   /** Runs in progress under the current token (started per the log, no outcome yet), by member. */
   readonly running: Readonly<Record<string, { readonly startedAtMs: number }>>;
+  /** The work items its runs emitted (`ctx.emit`), as this member applied them; absent when none (see SlotBatchTally). */
+  readonly batches?: SlotBatches;
 }
 
 /**
@@ -25,18 +28,22 @@ export interface SlotHistory {
  * all. Bounded by what the state machine keeps. Pure: `Cluster.history()` shows this member's
  * state through it, and the simulator checks every member's.
  */
-export function historyOf(state: SchedulerState, options: { readonly job?: string; readonly limit?: number } = {}): SlotHistory[] {
+export function historyOf(state: SchedulerState, options: { readonly job?: string; readonly limit?: number } = {}, batchesOf: (job: string, slotMs: number) => SlotBatches | null = () => null): SlotHistory[] {
   const limit = options.limit ?? 100;
   const claims = [...state.claims.values()].filter((c) => options.job === undefined || c.job === options.job);
   return claims
     .slice(-limit)
     .reverse()
-    .map((c) => ({
-      job: c.job,
-      slot: new Date(c.slotMs),
-      fencingToken: c.token,
-      assignees: c.assignees,
-      outcomes: Object.fromEntries(c.outcomes),
-      running: Object.fromEntries(runsOf(c).map((r) => [r.member, { startedAtMs: r.startedAtMs }])),
-    }));
+    .map((c) => {
+      const batches = batchesOf(c.job, c.slotMs);
+      return {
+        job: c.job,
+        slot: new Date(c.slotMs),
+        fencingToken: c.token,
+        assignees: c.assignees,
+        outcomes: Object.fromEntries(c.outcomes),
+        running: Object.fromEntries(runsOf(c).map((r) => [r.member, { startedAtMs: r.startedAtMs }])),
+        ...(batches === null ? {} : { batches }),
+      };
+    });
 }

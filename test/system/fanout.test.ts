@@ -31,6 +31,11 @@ describe('fan-out on a real cluster (loopback)', () => {
     expect(new Set(runs.map((r) => r.id)).size).toBe(30);
     expect(new Set(runs.map((r) => `${r.job}@${r.slot?.getTime()}`)).size).toBe(1);
     expect(runs[0]?.job).toBe('fan');
+    // Each member's history shows what the slot emitted, once settled.
+    const slotMs = runs[0]?.slot?.getTime();
+    await expect
+      .poll(() => members.map((m) => m.history({ job: 'fan' }).find((h) => h.slot.getTime() === slotMs)?.batches), { timeout: 10_000, interval: 50 })
+      .toEqual(members.map(() => ({ batches: 1, items: 30, open: 0, done: 30, dead: 0 })));
   });
 
   it('items emitted on one member run once each across the members that consume the topic', async () => {

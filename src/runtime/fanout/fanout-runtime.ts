@@ -4,6 +4,7 @@ import type { FanoutApplyResult, FanoutState } from '../../fanout/state.js';
 import type { NodeId } from '../../raft/types.js';
 import type { Timers } from '../../time/clock.js';
 import { BatchTracker, type Batch, type BatchSummary } from './batches.js';
+import { SlotBatchTally } from './slot-batches.js';
 import { FanoutConsumer, type ItemHandler } from './consumer.js';
 import { LeaderDelivery } from './leader-delivery.js';
 
@@ -45,6 +46,8 @@ export class FanoutRuntime {
   readonly delivery: LeaderDelivery;
   readonly consumer: FanoutConsumer;
   readonly batches: BatchTracker;
+  /** What each slot emitted, for history(). */
+  readonly slotBatches = new SlotBatchTally();
 
   get state(): FanoutState {
     return this.#o.state;
@@ -127,8 +130,12 @@ export class FanoutRuntime {
   /** Called for every fan-out command applied, in log order, with its result; `mine`: proposed by this life of the member. */
   applied(index: number, command: FanoutCommand, result: FanoutApplyResult, mine: boolean): void {
     this.consumer.applied(index, command, result, mine);
+    if (command.type === 'emit' && result.ok && command.origin !== null) this.slotBatches.emitted(index, command.origin, command.items.length);
     if (command.type === 'done' && result.ok) {
-      for (const batch of result.settledBatches ?? []) this.batches.settled(batch);
+      for (const batch of result.settledBatches ?? []) {
+        this.batches.settled(batch);
+        this.slotBatches.settled(batch);
+      }
       if (command.member === this.#o.self) {
         for (const item of result.failed ?? []) {
           this.#tell({ type: 'item-failed', topic: item.topic, id: item.id, attempt: item.failures, error: item.lastError ?? 'failed', dead: !this.#o.state.items.has(item.id) });
