@@ -1,6 +1,7 @@
 import type { Role } from '../raft/ready.js';
 import type { SnapshotTiming } from '../runtime/compaction.js';
 import type { RaftDriver } from '../runtime/driver.js';
+import { rateOf } from '../fanout/planner.js';
 import type { NodeId } from '../raft/types.js';
 import type { TransportStats } from '../transport/transport.js';
 import type { Member } from '../runtime/member.js';
@@ -95,8 +96,9 @@ export interface ClusterState {
    */
   readonly discovery: DiscoveryStats | null;
   /**
-   * Fan-out's topics (issue 19, WIP), as replicated: each with its consumers and their
-   * parallelism, its items pending and in flight per member, and what it has seen.
+   * Fan-out's topics, as replicated: each with its consumers and their parallelism, its items
+   * pending and in flight per member, its limits (the least its consumers ask for), its dead
+   * letters, and what it has seen.
    */
   readonly topics: ReadonlyArray<{
     readonly name: string;
@@ -109,6 +111,10 @@ export interface ClusterState {
     readonly dead: number;
     readonly stale: number;
     readonly redelivered: number;
+    /** Items started per second, cluster-wide, at most; null: no limit. */
+    readonly ratePerSecond: number | null;
+    readonly maxPending: number;
+    readonly deadLetters: number;
   }>;
   /**
    * The jobs the cluster knows, as replicated in the log. Each job's entry is frozen and handed
@@ -312,6 +318,9 @@ function topicsOf(member: Member | null): ClusterState['topics'] {
       pending: t.unsettled - inFlight,
       inFlight: Object.fromEntries(t.inFlight),
       ...t.counts,
+      ratePerSecond: rateOf(t),
+      maxPending: member.fanout.maxPendingOf(t.name),
+      deadLetters: t.deadLetters.length,
     };
   });
 }

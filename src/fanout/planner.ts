@@ -133,7 +133,7 @@ function mostFree(free: ReadonlyMap<NodeId, number>): NodeId | null {
 }
 
 /** The topic's rate: the least any of its consumers asks for, null when none asks for one. */
-function rateOf(topic: TopicRecord): number | null {
+export function rateOf(topic: TopicRecord): number | null {
   let rate: number | null = null;
   for (const settings of topic.consumers.values()) if (settings.ratePerSecond !== null) rate = rate === null ? settings.ratePerSecond : Math.min(rate, settings.ratePerSecond);
   return rate;

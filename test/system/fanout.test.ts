@@ -56,7 +56,7 @@ describe('fan-out on a real cluster (loopback)', () => {
     // Every member shows the topic settled, with its three consumers.
     await expect.poll(() => members.map((m) => m.state().topics.find((t) => t.name === 'thumbnails')?.done), { timeout: 10_000, interval: 50 }).toEqual([200, 200, 200]);
     const topic = members[1]!.state().topics[0];
-    expect(topic).toMatchObject({ name: 'thumbnails', pending: 0, inFlight: {}, emitted: 200, dead: 0, stale: 0 });
+    expect(topic).toMatchObject({ name: 'thumbnails', pending: 0, inFlight: {}, emitted: 200, dead: 0, stale: 0, ratePerSecond: null, maxPending: 100_000, deadLetters: 0 });
     expect(Object.values(topic?.consumers ?? {})).toEqual([4, 4, 4]);
   });
 
