@@ -80,7 +80,14 @@ export class LeaderDelivery {
     }
     if (!leading) return;
     const nowMs = o.clusterNowMs();
-    const plan = planDelivery({ state: o.state, nowMs, eligible: o.eligible, configured: o.configured, busy: this.#busy, rates: this.#rates });
+    // Asked once per member a round: the plan asks for every lease it looks at.
+    const looked = new Map<NodeId, boolean>();
+    const eligible = (member: NodeId): boolean => {
+      let yes = looked.get(member);
+      if (yes === undefined) looked.set(member, (yes = o.eligible(member)));
+      return yes;
+    };
+    const plan = planDelivery({ state: o.state, nowMs, eligible, configured: o.configured, busy: this.#busy, rates: this.#rates });
     this.#rates.prune((topic) => o.state.topics.has(topic));
     if (plan.reclaim.length > 0 && !this.#reclaiming) {
       this.#reclaiming = true;
