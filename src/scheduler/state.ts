@@ -1,7 +1,7 @@
 import type { NodeId } from '../raft/types.js';
 import { ChangeLog } from './change-log.js';
 import { specKey } from './spec.js';
-import { DEFAULT_OVERLAP, MISSED, MISSED_REASONS, policyKey, type JobPolicy, type OverlapPolicy, type SchedulerCommand } from './command.js';
+import { DEFAULT_OVERLAP, MISSED, MISSED_REASONS, policyKey, sameForm, type JobPolicy, type OverlapPolicy, type SchedulerCommand } from './command.js';
 import { claimKey, isSettling, NO_CONFLICTS, runsOf, type ApplyResult, type ClaimRecord, type JobRecord, type LockRecord, type SchedulerStateParts } from './records.js';
 
 /**
@@ -314,7 +314,7 @@ export class SchedulerState {
     // it (its handler expects other slots), and the conflict is visible in state(). The texts
     // are compared only when the fields differ (equal fields make equal texts): building them
     // for every member's registration of every job cost more than the rest of applying it.
-    const theirs = sameRegistration(existing, command) ? null : `${specKey(command.spec)} (${command.mode}, ${policyKey(command.policy)})`;
+    const theirs = sameForm(existing, command) ? null : `${specKey(command.spec)} (${command.mode}, ${policyKey(command.policy)})`;
     if (theirs !== null && theirs !== `${specKey(existing.spec)} (${existing.mode}, ${policyKey(existing.policy)})`) {
       existing.handlers = this.#handlerSet([...existing.handlers].filter((id) => id !== command.member));
       existing.conflicts = new Map(existing.conflicts).set(command.member, theirs);
@@ -427,26 +427,6 @@ const EMPTY: ReadonlySet<ClaimRecord> = new Set();
 
 function hasOverlap(policy: JobPolicy): policy is JobPolicy & { readonly overlap: OverlapPolicy } {
   return policy.overlap !== undefined;
-}
-
-/**
- * Whether a registration has the job's spec, mode and policy field for field, which makes their
- * texts (specKey, policyKey) equal. False also when it cannot tell at once (a cron spec): the
- * texts decide then.
- */
-function sameRegistration(job: JobRecord, command: Extract<SchedulerCommand, { type: 'register' }>): boolean {
-  const a = job.spec;
-  const b = command.spec;
-  const sameSpec =
-    a === b ||
-    (a.kind === 'every' && b.kind === 'every' && a.everyMs === b.everyMs) ||
-    (a.kind === 'at' && b.kind === 'at' && a.atMs === b.atMs) ||
-    (a.kind === 'delay' && b.kind === 'delay' && a.delayMs === b.delayMs && a.initialDelayMs === b.initialDelayMs);
-  if (!sameSpec || job.mode !== command.mode) return false;
-  const p = job.policy;
-  const q = command.policy;
-  if (p.retries !== q.retries || p.retryDelayMs !== q.retryDelayMs || p.overlap !== (q.overlap ?? DEFAULT_OVERLAP) || p.catchUp.policy !== q.catchUp.policy) return false;
-  return p.catchUp.policy !== 'all' || (q.catchUp.policy === 'all' && p.catchUp.windowMs === q.catchUp.windowMs && p.catchUp.maxSlots === q.catchUp.maxSlots);
 }
 
 /** Takes `member`'s conflict off the job, if it has one (see JobRecord.conflicts). */
