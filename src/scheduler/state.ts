@@ -300,7 +300,7 @@ export class SchedulerState {
         // The command's own, when complete: the live state and the mirror share it (never changed).
         policy: hasOverlap(command.policy) ? command.policy : { ...command.policy, overlap: DEFAULT_OVERLAP },
         anchorMs: command.atMs,
-        handlers: this.#handlerSet([command.member]),
+        handlers: this.#handlerSetWith(NO_HANDLERS, command.member),
         conflicts: NO_CONFLICTS,
         highWaterMs: command.atMs,
         missedSlots: 0,
@@ -424,6 +424,12 @@ export class SchedulerState {
 }
 
 const EMPTY: ReadonlySet<ClaimRecord> = new Set();
+
+/**
+ * The handlers of a job before its first registration: a new job's set is this one with its
+ * member added (#handlerSetWith), found by identity rather than written out as a key.
+ */
+const NO_HANDLERS: ReadonlySet<NodeId> = new Set();
 
 function hasOverlap(policy: JobPolicy): policy is JobPolicy & { readonly overlap: OverlapPolicy } {
   return policy.overlap !== undefined;
