@@ -12,10 +12,12 @@ import { sharedString, shareStrings } from './shared-strings.js';
 export type BatchedCommand = Extract<SchedulerCommand, { type: 'register' | 'unregister' }>;
 
 /**
- * The most commands one batch holds: with the bounds on a job's name and spec, a batch stays far
- * below the largest proposal (maxProposalBytes); a longer one read from the log is malformed.
+ * The most commands one batch holds; a longer one read from the log is malformed. Each job costs
+ * a batch its name (at most 200 characters, 600 bytes) and a small number, so that a batch of
+ * jobs scheduled alike stays below the largest proposal (maxProposalBytes). Every entry costs
+ * each member a disk write, messages and a plan of the leader's: larger batches, fewer entries.
  */
-export const MAX_COMMANDS_PER_BATCH = 128;
+export const MAX_COMMANDS_PER_BATCH = 512;
 
 const REGISTER = 0;
 const UNREGISTER = 1;

@@ -1,6 +1,7 @@
 import { encode } from 'cborg';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { CLUSTER_DEFAULTS } from '../../src/cluster-options.js';
 import { batchCommands, batchPayload, MAX_COMMANDS_PER_BATCH, type BatchedCommand } from '../../src/runtime/command-batch.js';
 import { decodeEntry, encodeCommand } from '../../src/runtime/commands.js';
 import type { JobPolicy, SchedulerCommand } from '../../src/scheduler/command.js';
@@ -40,6 +41,12 @@ describe('a batch of registrations in a log entry', () => {
     // its field names and values again.
     const whole = encode([1, commands, BATCH_VERSION]).length;
     expect(encodeCommand({ kind: 'scheduler-batch', commands }).length).toBeLessThan(whole / 8);
+  });
+
+  it('of jobs scheduled alike stays below the largest proposal, however long their names', () => {
+    // The longest name a job may have, in characters that take the most bytes each in UTF-8.
+    const commands = Array.from({ length: MAX_COMMANDS_PER_BATCH }, (_, i) => register(`${'\u20ac'.repeat(196)}${String(i).padStart(4, '0')}`, paris, queued, 'all'));
+    expect(encodeCommand({ kind: 'scheduler-batch', commands }).length).toBeLessThan(CLUSTER_DEFAULTS.maxProposalBytes / 2);
   });
 
   it('gives the registrations of one form one spec and one policy, as their jobs then hold', () => {

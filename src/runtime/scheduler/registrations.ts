@@ -12,8 +12,9 @@ const DEFAULT_RETRY_DELAY_MS = 1000;
  * they would fill the member's bound on pending proposals (maxPendingProposals), which claims
  * and run records need too, and while no leader answers (or answers late) they would all fail
  * and all be proposed again on every plan interval, each failure an error built and thrown away.
+ * Four batches: one being appended, others being replicated and applied meanwhile.
  */
-export const MAX_REGISTRATIONS_IN_FLIGHT = 512;
+export const MAX_REGISTRATIONS_IN_FLIGHT = 4 * MAX_COMMANDS_PER_BATCH;
 
 /**
  * Registration forms kept for sharing (see #formOf): an app's jobs come in a few forms. Past this
