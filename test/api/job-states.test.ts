@@ -162,5 +162,14 @@ describe('the jobs of state()', () => {
     s.restoreFrom(decodeSchedulerSnapshot(encodeSchedulerSnapshot(s)));
     expect(views.of(s, T0 + 100)).toEqual(new JobStates().of(s, T0 + 100));
     expect(views.builds).toBe(6);
+    // A state restored with other jobs, fewer of them: its own views, none of the jobs gone.
+    const { s: other, apply } = stateOf(1);
+    apply(register('job9', 'a'));
+    s.restoreFrom(decodeSchedulerSnapshot(encodeSchedulerSnapshot(other)));
+    expect(views.of(s, T0 + 100).map((v) => [v.name, v.handlers])).toEqual([
+      ['job0', ['a', 'b']],
+      ['job9', ['a']],
+    ]);
+    expect(views.builds).toBe(8);
   });
 });
