@@ -60,11 +60,19 @@ export class SchedulerState {
   readonly #maxClaimsKept: number;
   readonly #maxJobs: number;
   readonly #maxLocks: number;
+  /** Whether the changes of jobs are kept for readers (#changed, #changeLog); see the constructor. */
+  readonly #tracksChanges: boolean;
 
-  constructor(limits: { maxClaimsKept?: number; maxJobs?: number; maxLocks?: number } = {}) {
+  /**
+   * `tracksChanges` false: a state no reader of jobs' changes reads (a snapshot's mirror, see
+   * SchedulerMirror), which then keeps none of them; changeOf and jobsChangedSince then say that
+   * every job may have changed.
+   */
+  constructor(limits: { maxClaimsKept?: number; maxJobs?: number; maxLocks?: number } = {}, options: { readonly tracksChanges?: boolean } = {}) {
     this.#maxClaimsKept = limits.maxClaimsKept ?? SCHEDULER_DEFAULTS.maxClaimsKept;
     this.#maxJobs = limits.maxJobs ?? SCHEDULER_DEFAULTS.maxJobs;
     this.#maxLocks = limits.maxLocks ?? SCHEDULER_DEFAULTS.maxLocks;
+    this.#tracksChanges = options.tracksChanges ?? true;
   }
 
   /** The bounds this state keeps to; a snapshot restored into it must fit them. */
@@ -113,7 +121,7 @@ export class SchedulerState {
 
   /** When `job` last changed, as a count of changes (see #changed): equal counts, the same job. */
   changeOf(job: string): number {
-    return this.#changed.get(job) ?? 0;
+    return this.#tracksChanges ? (this.#changed.get(job) ?? 0) : this.#changes;
   }
 
   /**
@@ -122,7 +130,7 @@ export class SchedulerState {
    * (long ago, or before a restore): every job may have changed.
    */
   jobsChangedSince(count: number): readonly string[] | null {
-    return this.#changeLog.since(count);
+    return this.#tracksChanges ? this.#changeLog.since(count) : null;
   }
 
   /** Changes so far, of any kind (see #changed): equal counts, the same state. */
@@ -164,7 +172,7 @@ export class SchedulerState {
     // and a command naming no job changes none: the counts stay bounded by the jobs.
     // The command's job, looked up once for the count and for the command.
     const job = 'job' in command ? this.jobs.get(command.job) : undefined;
-    if (job !== undefined) {
+    if (job !== undefined && this.#tracksChanges) {
       this.#changed.set(job.name, change);
       this.#changeLog.record(job.name, change);
     }
@@ -307,7 +315,7 @@ export class SchedulerState {
         skippedRuns: 0,
       });
       // New, it comes last in `jobs`: a reader of the changes adds it there.
-      this.#changeLog.record(command.job, this.#changes);
+      if (this.#tracksChanges) this.#changeLog.record(command.job, this.#changes);
       return { ok: true };
     }
     // The first registration's spec stays; a member that registers another keeps no handler for
@@ -414,8 +422,10 @@ export class SchedulerState {
     if (victim === undefined) return;
     const [key, claim] = victim;
     this.claims.delete(key);
-    this.#changed.set(claim.job, this.#changes);
-    this.#changeLog.record(claim.job, this.#changes);
+    if (this.#tracksChanges) {
+      this.#changed.set(claim.job, this.#changes);
+      this.#changeLog.record(claim.job, this.#changes);
+    }
     this.#open.delete(claim);
     // A forgotten claim leaves the index too, which keeps it bounded by maxClaimsKept.
     this.#inProgress.get(claim.job)?.delete(claim);

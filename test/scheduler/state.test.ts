@@ -205,6 +205,29 @@ describe('memory per job', () => {
   });
 });
 
+describe('the changes of jobs', () => {
+  it('are kept only by a state that tracks them: one that does not (the mirror) keeps the same contents and says every job may have changed', () => {
+    const tracking = new SchedulerState({ maxClaimsKept: 2 });
+    const mirror = new SchedulerState({ maxClaimsKept: 2 }, { tracksChanges: false });
+    const commands: SchedulerCommand[] = [
+      register('a'),
+      { ...register('a'), job: 'other' } as SchedulerCommand,
+      register('b'),
+      { type: 'claim', job: 'report', slotMs: T0 + 1000, assignees: ['a'], fromMs: T0 },
+      { type: 'claim', job: 'other', slotMs: T0 + 1000, assignees: ['a'], fromMs: T0 },
+      { type: 'claim', job: 'report', slotMs: T0 + 2000, assignees: ['b'], fromMs: T0 + 1000 },
+    ];
+    commands.forEach((command, i) => {
+      expect(mirror.apply(i + 1, command)).toEqual(tracking.apply(i + 1, command));
+    });
+    expect(encodeSchedulerSnapshot(mirror)).toEqual(encodeSchedulerSnapshot(tracking));
+    expect(tracking.jobsChangedSince(0)).toEqual(['report', 'other', 'report', 'report', 'other', 'report', 'report']);
+    expect(tracking.changeOf('other')).toBe(5);
+    expect(mirror.jobsChangedSince(0)).toBeNull();
+    expect(mirror.changeOf('other')).toBe(mirror.changes);
+  });
+});
+
 describe('reassignment', () => {
   it('moves a claim under a new, higher token only from the token it names', () => {
     const s = new SchedulerState();
