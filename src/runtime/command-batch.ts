@@ -7,7 +7,7 @@ import { sharedString, shareStrings } from './shared-strings.js';
 /**
  * The scheduler commands a batch may hold: registrations, which use no fencing token (the
  * entry's index), so that many of them may share one entry. An app that schedules ten
- * thousand jobs as it starts writes a few hundred entries rather than ten thousand.
+ * thousand jobs as it starts writes twenty entries rather than ten thousand.
  */
 export type BatchedCommand = Extract<SchedulerCommand, { type: 'register' | 'unregister' }>;
 
