@@ -37,7 +37,7 @@ export interface CronraftRun {
   readonly snapshots: number;
   readonly snapshotsSeen: number;
   readonly longestSnapshotStepMs: number;
-  /** Log entries the leader applied: three registrations a job, and a few entries of the election. */
+  /** Log entries the leader applied: three registrations a job, MAX_COMMANDS_PER_BATCH to an entry, and the election's and the version's few. */
   readonly entriesApplied: number;
   /** How long the leader's state() took, while the jobs registered and 20 times after. */
   readonly stateDuringMs: { readonly calls: number; readonly max: number };

@@ -92,7 +92,7 @@ export function jobsRegisteredRows(r: JobsRegisteredResult): string[][] {
       // Every job changes while they register: each call builds the entries of the jobs changed
       // since the last (the first, every job's).
       [`${c.jobs} jobs: state() max while registering (${c.stateDuringMs.calls} calls)`, `${fmt(c.stateDuringMs.max, 1)} ms`, '', '', ''],
-      [`${c.jobs} jobs: log entries applied (3 registrations a job)`, String(c.entriesApplied), '', '', ''],
+      [`${c.jobs} jobs: log entries applied (3 registrations a job, in batches)`, String(c.entriesApplied), '', '', ''],
     );
   }
   return rows;

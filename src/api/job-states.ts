@@ -7,16 +7,22 @@ import type { SchedulerState } from '../scheduler/state.js';
 
 export type JobState = ClusterState['jobs'][number];
 
-/** A job's view as built, and what it was built from. */
+/**
+ * A job's view as built, and what it was built from: one per job record, updated in place as
+ * the view is built again (a view is rebuilt for each of a job's changes, and a registration is
+ * one: a record made per rebuild, and put in the map again, cost more than the view).
+ */
 interface Built {
-  readonly view: JobState;
+  view: JobState;
   /** The job's SchedulerState.changeOf() then. */
-  readonly change: number;
+  change: number;
   /** The cluster's time it was built at, and the next slot it shows (ms): see #holds. */
-  readonly atMs: number;
-  readonly nextMs: number | null;
+  atMs: number;
+  nextMs: number | null;
+  /** The job's high-water mark then: the next slot of a job whose mark did not move holds as long as the view does. */
+  highWaterMs: number;
   /** Where the view is in the list handed out (the job's place in SchedulerState.jobs). */
-  readonly index: number;
+  index: number;
 }
 
 /**
@@ -71,20 +77,36 @@ export class JobStates {
       const job = state.jobs.get(name);
       if (job === undefined) continue;
       const change = state.changeOf(name);
-      let built = this.#built.get(job);
-      if (built !== undefined && built.change === change && holds(built, nowMs)) {
-        if (from === null && built.index !== out.length) this.#built.set(job, (built = { ...built, index: out.length }));
+      const built = this.#built.get(job);
+      const holding = built !== undefined && holds(built, nowMs);
+      if (holding && built.change === change) {
+        if (from === null) built.index = out.length;
         out[built.index] = built.view;
         if (built.nextMs !== null) untilMs = Math.min(untilMs, built.nextMs);
         continue;
       }
       const latest = latestClaimOf(state, job, () => (latestClaims ??= latestClaimOfEachJob(state)));
-      const nextMs = job.spec.kind === 'delay' ? nextDelaySlot(state, job) : nextInstantFrom(job.spec, job.anchorMs, job.highWaterMs, nowMs);
+      // A job's spec and anchor never change: while its view holds and its mark did not move (a
+      // registration, a run), its next slot is the same.
+      const nextMs =
+        holding && built.highWaterMs === job.highWaterMs && job.spec.kind !== 'delay'
+          ? built.nextMs
+          : job.spec.kind === 'delay'
+            ? nextDelaySlot(state, job)
+            : nextInstantFrom(job.spec, job.anchorMs, job.highWaterMs, nowMs);
       // A job whose next slot did not move (another member registered it) keeps its Date.
       const nextSlot = nextMs === null ? null : built?.nextMs === nextMs ? built.view.nextSlot : new Date(nextMs);
-      const view = viewOf(state, job, latest, nextSlot);
+      const view = viewOf(state, job, latest, nextSlot, built?.view.spec);
       const index = from === null ? out.length : (built?.index ?? out.length);
-      this.#built.set(job, { view, change, atMs: nowMs, nextMs, index });
+      if (built === undefined) this.#built.set(job, { view, change, atMs: nowMs, nextMs, highWaterMs: job.highWaterMs, index });
+      else {
+        built.view = view;
+        built.change = change;
+        built.atMs = nowMs;
+        built.nextMs = nextMs;
+        built.highWaterMs = job.highWaterMs;
+        built.index = index;
+      }
       this.#builds++;
       out[index] = view;
       if (nextMs !== null) untilMs = Math.min(untilMs, nextMs);
@@ -132,19 +154,25 @@ const NOTHING_RUNNING: JobState['running'] = Object.freeze([]);
  * SchedulerState.#handlerSet), so their views share the list, made once rather than per view.
  */
 const handlerLists = new WeakMap<ReadonlySet<string>, JobState['handlers']>();
+/** The set looked up last, and its list: jobs registered alike come one after another. */
+let lastHandlers: { readonly set: ReadonlySet<string>; readonly list: JobState['handlers'] } | null = null;
 
 function handlersOf(job: JobRecord): JobState['handlers'] {
+  if (lastHandlers?.set === job.handlers) return lastHandlers.list;
   let list = handlerLists.get(job.handlers);
   if (list === undefined) handlerLists.set(job.handlers, (list = Object.freeze([...job.handlers].sort())));
+  lastHandlers = { set: job.handlers, list };
   return list;
 }
 
-function viewOf(state: SchedulerState, job: JobRecord, last: ClaimRecord | undefined, nextSlot: Date | null): JobState {
-  const inProgress = state.claimsInProgress(job.name);
-  const running = inProgress.size === 0 ? [] : [...inProgress].flatMap(runsOf).sort((a, b) => a.slotMs - b.slotMs);
+/** `spec`: the job's spec as text, when a view of it was built before (a record's spec never changes). */
+function viewOf(state: SchedulerState, job: JobRecord, last: ClaimRecord | undefined, nextSlot: Date | null, spec = specKey(job.spec)): JobState {
+  // A job never claimed (its mark where its registration put it, see latestClaimOf) runs nothing.
+  const inProgress = job.highWaterMs === job.anchorMs ? null : state.claimsInProgress(job.name);
+  const running = inProgress === null || inProgress.size === 0 ? [] : [...inProgress].flatMap(runsOf).sort((a, b) => a.slotMs - b.slotMs);
   return Object.freeze({
     name: job.name,
-    spec: specKey(job.spec),
+    spec,
     mode: job.mode,
     handlers: handlersOf(job),
     conflicts: job.conflicts.size === 0 ? NONE : Object.freeze(Object.fromEntries(job.conflicts)),

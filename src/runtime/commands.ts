@@ -8,6 +8,7 @@ import { isClusterCommand, type ClusterCommand } from '../version/cluster-comman
 import { BATCH_VERSION, FANOUT_VERSION, FIRST_CLUSTER_VERSION, FORFEIT_VERSION, isVersion, SUPPORTED, type VersionSupport } from '../version/versions.js';
 import { isFanoutCommand } from '../fanout/command-shape.js';
 import type { FanoutCommand } from '../fanout/command.js';
+import { batchCommands, batchPayload, type BatchedCommand } from './command-batch.js';
 import { shareStrings } from './shared-strings.js';
 
 /**
@@ -16,7 +17,8 @@ import { shareStrings } from './shared-strings.js';
  * `[kind, payload, version]` for a command of a cluster version after the first: the version
  * each entry needs is in the entry, so that every member, whatever its release, decides alike
  * what to do with it (decodeEntry). `scheduler-batch` (cluster version 2, BATCH_VERSION): the
- * registrations of many jobs, applied in order at the entry's index; a `forfeit` (cluster version
+ * registrations of many jobs, applied in order at the entry's index, written compactly (see
+ * command-batch.ts); a `forfeit` (cluster version
  * 2, FORFEIT_VERSION) is a scheduler command of that form too. `extension`: a command of
  * the test-only next version (see version/extension.ts).
  */
@@ -33,19 +35,6 @@ export interface SkippedEntry {
   readonly kind: 'skip';
   readonly reason: 'malformed' | 'inactive';
 }
-
-/**
- * The scheduler commands a batch may hold: registrations, which use no fencing token (the
- * entry's index), so that many of them may share one entry. An app that schedules ten
- * thousand jobs as it starts writes a few hundred entries rather than ten thousand.
- */
-export type BatchedCommand = Extract<SchedulerCommand, { type: 'register' | 'unregister' }>;
-
-/**
- * The most commands one batch holds: with the bounds on a job's name and spec, a batch stays far
- * below the largest proposal (maxProposalBytes); a longer one read from the log is malformed.
- */
-export const MAX_COMMANDS_PER_BATCH = 128;
 
 const KIND_USER = 0;
 const KIND_SCHEDULER = 1;
@@ -70,10 +59,7 @@ export function isUserCommand(bytes: Uint8Array): boolean {
 export function encodeCommand(command: LogCommand): Uint8Array {
   if (command.kind === 'scheduler') return encodeSmall(command.command.type === 'forfeit' ? [KIND_SCHEDULER, command.command, FORFEIT_VERSION] : [KIND_SCHEDULER, command.command]);
   if (command.kind === 'cluster') return encodeSmall([KIND_CLUSTER, command.command]);
-  if (command.kind === 'scheduler-batch') {
-    if (!isBatch(command.commands)) throw new TypeError(`encodeCommand: a batch holds 1 to ${MAX_COMMANDS_PER_BATCH} registrations`);
-    return encodeSmall([KIND_SCHEDULER, command.commands, BATCH_VERSION]);
-  }
+  if (command.kind === 'scheduler-batch') return encodeSmall([KIND_SCHEDULER, batchPayload(command.commands), BATCH_VERSION]);
   if (command.kind === 'extension') return encodeSmall([KIND_CLUSTER, command.command, command.version]);
   if (command.kind === 'fanout') return encodeSmall([KIND_FANOUT, command.command, FANOUT_VERSION]);
   // A user's command is written head by head (cbor-heads.ts), the same bytes cborg writes for
@@ -124,18 +110,13 @@ export function decodeEntry(bytes: Uint8Array, active: number, support: VersionS
     if (command !== null) return { kind: 'extension', version, command };
   }
   // Each version that adds commands decodes them here, by the version the entry names.
-  if (version === BATCH_VERSION && kind === KIND_SCHEDULER && isBatch(payload)) {
-    return { kind: 'scheduler-batch', commands: payload.map((command) => shareStrings(command) as BatchedCommand) };
+  if (version === BATCH_VERSION && kind === KIND_SCHEDULER) {
+    const commands = batchCommands(payload);
+    if (commands !== null) return { kind: 'scheduler-batch', commands };
   }
   if (version === FORFEIT_VERSION && kind === KIND_SCHEDULER && isVersionTwoSchedulerCommand(payload)) return { kind: 'scheduler', command: shareStrings(payload) };
   if (version === FANOUT_VERSION && kind === KIND_FANOUT && isFanoutCommand(payload)) return { kind: 'fanout', command: payload };
   return MALFORMED;
-}
-
-/** Whether a value is a batch this release writes and reads: 1 to MAX_COMMANDS_PER_BATCH registrations, each checked as any command is. */
-function isBatch(value: unknown): value is BatchedCommand[] {
-  if (!Array.isArray(value) || value.length === 0 || value.length > MAX_COMMANDS_PER_BATCH) return false;
-  return value.every((command) => isSchedulerCommand(command) && (command.type === 'register' || command.type === 'unregister'));
 }
 
 const MALFORMED: SkippedEntry = { kind: 'skip', reason: 'malformed' };

@@ -175,7 +175,8 @@ export class SchedulerMirror {
   }
 
   #mirror(): SchedulerState {
-    this.#state ??= new SchedulerState(this.#limits());
+    // Nobody reads which of the mirror's jobs changed (state() reads the live state's).
+    this.#state ??= new SchedulerState(this.#limits(), { tracksChanges: false });
     return this.#state;
   }
 }

@@ -16,7 +16,7 @@ const MAX_SHARED_STRING_LENGTH = 256;
 const strings = new Map<string, string>();
 
 /** One copy of `value` for every command that holds it. */
-function shared(value: string): string {
+export function sharedString(value: string): string {
   if (value.length > MAX_SHARED_STRING_LENGTH) return value;
   const known = strings.get(value);
   if (known !== undefined) return known;
@@ -38,28 +38,28 @@ export function shareStrings(command: SchedulerCommand): SchedulerCommand {
   switch (command.type) {
     case 'register': {
       const c = command as Mutable<typeof command>;
-      c.member = shared(c.member);
-      c.mode = shared(c.mode) as typeof c.mode;
-      (c.spec as Mutable<typeof c.spec>).kind = shared(c.spec.kind) as typeof c.spec.kind;
+      c.member = sharedString(c.member);
+      c.mode = sharedString(c.mode) as typeof c.mode;
+      (c.spec as Mutable<typeof c.spec>).kind = sharedString(c.spec.kind) as typeof c.spec.kind;
       const policy = c.policy as Mutable<typeof c.policy>;
-      if (policy.overlap !== undefined) policy.overlap = shared(policy.overlap) as typeof policy.overlap;
-      (policy.catchUp as Mutable<typeof policy.catchUp>).policy = shared(policy.catchUp.policy) as typeof policy.catchUp.policy;
+      if (policy.overlap !== undefined) policy.overlap = sharedString(policy.overlap) as typeof policy.overlap;
+      (policy.catchUp as Mutable<typeof policy.catchUp>).policy = sharedString(policy.catchUp.policy) as typeof policy.catchUp.policy;
       return command;
     }
     case 'claim':
     case 'reassign':
-      (command as Mutable<typeof command>).assignees = command.assignees.map(shared);
+      (command as Mutable<typeof command>).assignees = command.assignees.map(sharedString);
       return command;
     case 'started':
     case 'unregister':
     case 'lock':
     case 'forfeit':
-      (command as Mutable<typeof command>).member = shared(command.member);
+      (command as Mutable<typeof command>).member = sharedString(command.member);
       return command;
     case 'outcome': {
       const c = command as Mutable<typeof command>;
-      c.member = shared(c.member);
-      c.outcome = shared(c.outcome) as typeof c.outcome;
+      c.member = sharedString(c.member);
+      c.outcome = sharedString(c.outcome) as typeof c.outcome;
       return command;
     }
     default:

@@ -1,4 +1,5 @@
-import type { SchedulerCommand } from './command.js';
+import type { AssignMode, JobPolicy, SchedulerCommand } from './command.js';
+import type { JobSpec } from './spec.js';
 
 /**
  * Whether a value read from the log is a scheduler command of a shape `SchedulerState.apply`
@@ -13,7 +14,7 @@ export function isSchedulerCommand(value: unknown): value is SchedulerCommand {
   const c = value;
   switch (c.type) {
     case 'register':
-      return str(c.job) && isSpec(c.spec) && (c.mode === 'one' || c.mode === 'all') && isPolicy(c.policy) && str(c.member) && time(c.atMs);
+      return str(c.job) && isJobSpec(c.spec) && isAssignMode(c.mode) && isJobPolicy(c.policy) && str(c.member) && time(c.atMs);
     case 'unregister':
       return str(c.job) && str(c.member);
     case 'claim':
@@ -52,7 +53,8 @@ export function isVersionTwoSchedulerCommand(value: unknown): value is Extract<S
   return c.type === 'forfeit' && str(c.job) && time(c.slotMs) && count(c.token) && str(c.member) && time(c.atMs);
 }
 
-function isSpec(value: unknown): boolean {
+/** Whether a value read from the log is a job's spec as a register command holds it. */
+export function isJobSpec(value: unknown): value is JobSpec {
   if (!isRecord(value)) return false;
   switch (value.kind) {
     case 'cron':
@@ -68,11 +70,17 @@ function isSpec(value: unknown): boolean {
   }
 }
 
-function isPolicy(value: unknown): boolean {
+/** Whether a value read from the log is a job's policy as a register command holds it. */
+export function isJobPolicy(value: unknown): value is JobPolicy {
   if (!isRecord(value) || !count(value.retries) || !time(value.retryDelayMs) || value.retryDelayMs < 0 || !isRecord(value.catchUp)) return false;
   const { catchUp, overlap } = value;
   const catchUpOk = catchUp.policy === 'latest' || catchUp.policy === 'none' || (catchUp.policy === 'all' && time(catchUp.windowMs) && catchUp.windowMs >= 0 && count(catchUp.maxSlots));
   return catchUpOk && (overlap === undefined || overlap === 'skip' || overlap === 'allow' || overlap === 'queue' || overlap === 'replace');
+}
+
+/** Whether a value read from the log is a job's mode. */
+export function isAssignMode(value: unknown): value is AssignMode {
+  return value === 'one' || value === 'all';
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -189,6 +189,41 @@ export interface JobPolicy {
 /** The default overlap policy: a slot whose job is still running elsewhere is skipped. */
 export const DEFAULT_OVERLAP: OverlapPolicy = 'skip';
 
+/** What a registration says of its job besides its name and member (a job's record holds it too). */
+export interface RegistrationForm {
+  readonly spec: JobSpec;
+  readonly mode: AssignMode;
+  readonly policy: JobPolicy;
+}
+
+/**
+ * Whether two registrations' forms are equal field for field (a policy without an overlap has
+ * the default one), which makes their texts (specKey, policyKey) equal: compared without
+ * building the texts, which for every registration of every job cost more than the rest of
+ * applying it.
+ */
+export function sameForm(a: RegistrationForm, b: RegistrationForm): boolean {
+  if (!sameSpec(a.spec, b.spec) || a.mode !== b.mode) return false;
+  const p = a.policy;
+  const q = b.policy;
+  if (p.retries !== q.retries || p.retryDelayMs !== q.retryDelayMs || (p.overlap ?? DEFAULT_OVERLAP) !== (q.overlap ?? DEFAULT_OVERLAP) || p.catchUp.policy !== q.catchUp.policy) return false;
+  return p.catchUp.policy !== 'all' || (q.catchUp.policy === 'all' && p.catchUp.windowMs === q.catchUp.windowMs && p.catchUp.maxSlots === q.catchUp.maxSlots);
+}
+
+function sameSpec(a: JobSpec, b: JobSpec): boolean {
+  if (a === b) return true;
+  switch (a.kind) {
+    case 'cron':
+      return b.kind === 'cron' && a.expression === b.expression && a.tz === b.tz && (a.dst === b.dst || (a.dst?.gap === b.dst?.gap && a.dst?.overlap === b.dst?.overlap));
+    case 'every':
+      return b.kind === 'every' && a.everyMs === b.everyMs;
+    case 'at':
+      return b.kind === 'at' && a.atMs === b.atMs;
+    case 'delay':
+      return b.kind === 'delay' && a.delayMs === b.delayMs && a.initialDelayMs === b.initialDelayMs;
+  }
+}
+
 export function policyKey(p: JobPolicy): string {
   const c = p.catchUp.policy === 'all' ? `all ${p.catchUp.windowMs} ${p.catchUp.maxSlots}` : p.catchUp.policy;
   // The default overlap is left out, so a registration that predates overlap policies (which

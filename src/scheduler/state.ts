@@ -1,7 +1,7 @@
 import type { NodeId } from '../raft/types.js';
 import { ChangeLog } from './change-log.js';
 import { specKey } from './spec.js';
-import { DEFAULT_OVERLAP, MISSED, MISSED_REASONS, policyKey, type JobPolicy, type OverlapPolicy, type SchedulerCommand } from './command.js';
+import { DEFAULT_OVERLAP, MISSED, MISSED_REASONS, policyKey, sameForm, type JobPolicy, type OverlapPolicy, type SchedulerCommand } from './command.js';
 import { claimKey, isSettling, NO_CONFLICTS, runsOf, type ApplyResult, type ClaimRecord, type JobRecord, type LockRecord, type SchedulerStateParts } from './records.js';
 
 /**
@@ -60,11 +60,19 @@ export class SchedulerState {
   readonly #maxClaimsKept: number;
   readonly #maxJobs: number;
   readonly #maxLocks: number;
+  /** Whether the changes of jobs are kept for readers (#changed, #changeLog); see the constructor. */
+  readonly #tracksChanges: boolean;
 
-  constructor(limits: { maxClaimsKept?: number; maxJobs?: number; maxLocks?: number } = {}) {
+  /**
+   * `tracksChanges` false: a state no reader of jobs' changes reads (a snapshot's mirror, see
+   * SchedulerMirror), which then keeps none of them; changeOf and jobsChangedSince then say that
+   * every job may have changed.
+   */
+  constructor(limits: { maxClaimsKept?: number; maxJobs?: number; maxLocks?: number } = {}, options: { readonly tracksChanges?: boolean } = {}) {
     this.#maxClaimsKept = limits.maxClaimsKept ?? SCHEDULER_DEFAULTS.maxClaimsKept;
     this.#maxJobs = limits.maxJobs ?? SCHEDULER_DEFAULTS.maxJobs;
     this.#maxLocks = limits.maxLocks ?? SCHEDULER_DEFAULTS.maxLocks;
+    this.#tracksChanges = options.tracksChanges ?? true;
   }
 
   /** The bounds this state keeps to; a snapshot restored into it must fit them. */
@@ -113,7 +121,7 @@ export class SchedulerState {
 
   /** When `job` last changed, as a count of changes (see #changed): equal counts, the same job. */
   changeOf(job: string): number {
-    return this.#changed.get(job) ?? 0;
+    return this.#tracksChanges ? (this.#changed.get(job) ?? 0) : this.#changes;
   }
 
   /**
@@ -122,7 +130,7 @@ export class SchedulerState {
    * (long ago, or before a restore): every job may have changed.
    */
   jobsChangedSince(count: number): readonly string[] | null {
-    return this.#changeLog.since(count);
+    return this.#tracksChanges ? this.#changeLog.since(count) : null;
   }
 
   /** Changes so far, of any kind (see #changed): equal counts, the same state. */
@@ -164,7 +172,7 @@ export class SchedulerState {
     // and a command naming no job changes none: the counts stay bounded by the jobs.
     // The command's job, looked up once for the count and for the command.
     const job = 'job' in command ? this.jobs.get(command.job) : undefined;
-    if (job !== undefined) {
+    if (job !== undefined && this.#tracksChanges) {
       this.#changed.set(job.name, change);
       this.#changeLog.record(job.name, change);
     }
@@ -300,21 +308,21 @@ export class SchedulerState {
         // The command's own, when complete: the live state and the mirror share it (never changed).
         policy: hasOverlap(command.policy) ? command.policy : { ...command.policy, overlap: DEFAULT_OVERLAP },
         anchorMs: command.atMs,
-        handlers: this.#handlerSet([command.member]),
+        handlers: this.#handlerSetWith(NO_HANDLERS, command.member),
         conflicts: NO_CONFLICTS,
         highWaterMs: command.atMs,
         missedSlots: 0,
         skippedRuns: 0,
       });
       // New, it comes last in `jobs`: a reader of the changes adds it there.
-      this.#changeLog.record(command.job, this.#changes);
+      if (this.#tracksChanges) this.#changeLog.record(command.job, this.#changes);
       return { ok: true };
     }
     // The first registration's spec stays; a member that registers another keeps no handler for
     // it (its handler expects other slots), and the conflict is visible in state(). The texts
     // are compared only when the fields differ (equal fields make equal texts): building them
     // for every member's registration of every job cost more than the rest of applying it.
-    const theirs = sameRegistration(existing, command) ? null : `${specKey(command.spec)} (${command.mode}, ${policyKey(command.policy)})`;
+    const theirs = sameForm(existing, command) ? null : `${specKey(command.spec)} (${command.mode}, ${policyKey(command.policy)})`;
     if (theirs !== null && theirs !== `${specKey(existing.spec)} (${existing.mode}, ${policyKey(existing.policy)})`) {
       existing.handlers = this.#handlerSet([...existing.handlers].filter((id) => id !== command.member));
       existing.conflicts = new Map(existing.conflicts).set(command.member, theirs);
@@ -414,8 +422,10 @@ export class SchedulerState {
     if (victim === undefined) return;
     const [key, claim] = victim;
     this.claims.delete(key);
-    this.#changed.set(claim.job, this.#changes);
-    this.#changeLog.record(claim.job, this.#changes);
+    if (this.#tracksChanges) {
+      this.#changed.set(claim.job, this.#changes);
+      this.#changeLog.record(claim.job, this.#changes);
+    }
     this.#open.delete(claim);
     // A forgotten claim leaves the index too, which keeps it bounded by maxClaimsKept.
     this.#inProgress.get(claim.job)?.delete(claim);
@@ -425,28 +435,14 @@ export class SchedulerState {
 
 const EMPTY: ReadonlySet<ClaimRecord> = new Set();
 
+/**
+ * The handlers of a job before its first registration: a new job's set is this one with its
+ * member added (#handlerSetWith), found by identity rather than written out as a key.
+ */
+const NO_HANDLERS: ReadonlySet<NodeId> = new Set();
+
 function hasOverlap(policy: JobPolicy): policy is JobPolicy & { readonly overlap: OverlapPolicy } {
   return policy.overlap !== undefined;
-}
-
-/**
- * Whether a registration has the job's spec, mode and policy field for field, which makes their
- * texts (specKey, policyKey) equal. False also when it cannot tell at once (a cron spec): the
- * texts decide then.
- */
-function sameRegistration(job: JobRecord, command: Extract<SchedulerCommand, { type: 'register' }>): boolean {
-  const a = job.spec;
-  const b = command.spec;
-  const sameSpec =
-    a === b ||
-    (a.kind === 'every' && b.kind === 'every' && a.everyMs === b.everyMs) ||
-    (a.kind === 'at' && b.kind === 'at' && a.atMs === b.atMs) ||
-    (a.kind === 'delay' && b.kind === 'delay' && a.delayMs === b.delayMs && a.initialDelayMs === b.initialDelayMs);
-  if (!sameSpec || job.mode !== command.mode) return false;
-  const p = job.policy;
-  const q = command.policy;
-  if (p.retries !== q.retries || p.retryDelayMs !== q.retryDelayMs || p.overlap !== (q.overlap ?? DEFAULT_OVERLAP) || p.catchUp.policy !== q.catchUp.policy) return false;
-  return p.catchUp.policy !== 'all' || (q.catchUp.policy === 'all' && p.catchUp.windowMs === q.catchUp.windowMs && p.catchUp.maxSlots === q.catchUp.maxSlots);
 }
 
 /** Takes `member`'s conflict off the job, if it has one (see JobRecord.conflicts). */

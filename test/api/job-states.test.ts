@@ -78,6 +78,12 @@ describe('the jobs of state()', () => {
     check(T0 + 5100);
     apply(register('job3', 'c', '5s'));
     check(T0 + 5100);
+    // A handler added later on, past job3's next slot and before it (a view keeps its next slot
+    // while its mark stays and the time has not reached that slot).
+    apply(register('job3', 'c'));
+    check(T0 + 5500);
+    apply(register('job2', 'b'));
+    check(T0 + 6000);
     // Claims of other jobs push job0's out (3 kept): its view loses it.
     for (const job of ['job1', 'job2', 'job3']) apply({ type: 'claim', job, slotMs: T0 + 6000, assignees: ['a'] });
     expect(s.claims.size).toBe(3);
@@ -156,5 +162,14 @@ describe('the jobs of state()', () => {
     s.restoreFrom(decodeSchedulerSnapshot(encodeSchedulerSnapshot(s)));
     expect(views.of(s, T0 + 100)).toEqual(new JobStates().of(s, T0 + 100));
     expect(views.builds).toBe(6);
+    // A state restored with other jobs, fewer of them: its own views, none of the jobs gone.
+    const { s: other, apply } = stateOf(1);
+    apply(register('job9', 'a'));
+    s.restoreFrom(decodeSchedulerSnapshot(encodeSchedulerSnapshot(other)));
+    expect(views.of(s, T0 + 100).map((v) => [v.name, v.handlers])).toEqual([
+      ['job0', ['a', 'b']],
+      ['job9', ['a']],
+    ]);
+    expect(views.builds).toBe(8);
   });
 });

@@ -1,12 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { MAX_COMMANDS_PER_BATCH } from '../../src/runtime/commands.js';
+import { batchPayload, MAX_COMMANDS_PER_BATCH } from '../../src/runtime/command-batch.js';
 import type { JobContext, JobOptions } from '../../src/runtime/scheduler/job-types.js';
 import { MAX_REGISTRATIONS_IN_FLIGHT } from '../../src/runtime/scheduler/registrations.js';
 import { SchedulerRuntime, type SchedulerRuntimeOptions } from '../../src/runtime/scheduler/scheduler-runtime.js';
-import { parseSpec, type SpecInput } from '../../src/scheduler/spec.js';
+import { parseSpec, type JobSpec, type SpecInput } from '../../src/scheduler/spec.js';
 import { encodeSchedulerSnapshot } from '../../src/scheduler/state-snapshot.js';
 import { claimKey, type ClaimRecord } from '../../src/scheduler/records.js';
-import { MISSED, MISSED_REASONS, type SchedulerCommand } from '../../src/scheduler/command.js';
+import { MISSED, MISSED_REASONS, type JobPolicy, type SchedulerCommand } from '../../src/scheduler/command.js';
 import { SchedulerState } from '../../src/scheduler/state.js';
 import type { Clock, TimerHandle, Timers } from '../../src/time/clock.js';
 
@@ -735,19 +735,19 @@ describe('registrations in batches (cluster version 2)', () => {
   });
 
   /** One follower alone whose batches wait for the test to settle them; `batches` false: a cluster at version 1. */
-  function batching(batches = true): { runtime: SchedulerRuntime; time: VirtualTime; proposed: Array<{ readonly jobs: string[]; settle: (ok: boolean) => void }> } {
+  function batching(batches = true): { runtime: SchedulerRuntime; time: VirtualTime; proposed: Array<{ readonly jobs: string[]; readonly commands: readonly SchedulerCommand[]; settle: (ok: boolean) => void }> } {
     const time = new VirtualTime();
-    const proposed: Array<{ readonly jobs: string[]; settle: (ok: boolean) => void }> = [];
-    const wait = (jobs: string[]): Promise<unknown> =>
+    const proposed: Array<{ readonly jobs: string[]; readonly commands: readonly SchedulerCommand[]; settle: (ok: boolean) => void }> = [];
+    const wait = (jobs: string[], commands: readonly SchedulerCommand[]): Promise<unknown> =>
       new Promise((resolve, reject) => {
-        proposed.push({ jobs, settle: (ok) => (ok ? resolve(undefined) : reject(new Error('no leader'))) });
+        proposed.push({ jobs, commands, settle: (ok) => (ok ? resolve(undefined) : reject(new Error('no leader'))) });
       });
     const runtime = new SchedulerRuntime({
       self: 'a',
       clock: time,
       timers: time,
-      propose: (command) => wait([command.type === 'register' ? command.job : '?']),
-      proposeBatch: (commands) => (batches ? wait(commands.map((c) => c.job)) : null),
+      propose: (command) => wait([command.type === 'register' ? command.job : '?'], [command]),
+      proposeBatch: (commands) => (batches ? wait(commands.map((c) => c.job), commands) : null),
       barrier: () => Promise.resolve(),
       isLeader: () => false,
       holdsLease: () => true,
@@ -761,10 +761,29 @@ describe('registrations in batches (cluster version 2)', () => {
 
   it('go as one entry per MAX_COMMANDS_PER_BATCH jobs scheduled in one turn, in order', async () => {
     const { runtime, proposed } = batching();
-    for (let i = 0; i < 300; i++) runtime.schedule(`job${i}`, parseSpec({ every: '1h' }), () => undefined, {});
+    const jobs = 2 * MAX_COMMANDS_PER_BATCH + 44;
+    for (let i = 0; i < jobs; i++) runtime.schedule(`job${i}`, parseSpec({ every: '1h' }), () => undefined, {});
     await Promise.resolve();
-    expect(proposed.map((p) => p.jobs.length)).toEqual([MAX_COMMANDS_PER_BATCH, MAX_COMMANDS_PER_BATCH, 300 - 2 * MAX_COMMANDS_PER_BATCH]);
-    expect(proposed.flatMap((p) => p.jobs)).toEqual(Array.from({ length: 300 }, (_, i) => `job${i}`));
+    expect(proposed.map((p) => p.jobs.length)).toEqual([MAX_COMMANDS_PER_BATCH, MAX_COMMANDS_PER_BATCH, 44]);
+    expect(proposed.flatMap((p) => p.jobs)).toEqual(Array.from({ length: jobs }, (_, i) => `job${i}`));
+  });
+
+  it('of jobs scheduled alike share their spec and policy, so that their batch writes them once, and are made at one time', async () => {
+    const { runtime, proposed } = batching();
+    for (let i = 0; i < 6; i++) runtime.schedule(`job${i}`, parseSpec(i % 3 === 2 ? '0 * * * *' : { every: '1h' }), () => undefined, i % 3 === 1 ? { retries: 2 } : {});
+    await Promise.resolve();
+    const commands = proposed[0]?.commands as ReadonlyArray<Extract<SchedulerCommand, { type: 'register' }>>;
+    for (let i = 0; i < 3; i++) {
+      expect(commands[i + 3]?.spec).toBe(commands[i]?.spec);
+      expect(commands[i + 3]?.policy).toBe(commands[i]?.policy);
+    }
+    expect(new Set(commands.map((c) => c.atMs))).toEqual(new Set([T0]));
+    const forms = (batchPayload(commands) as unknown[])[3] as Array<[JobSpec, unknown, JobPolicy]>;
+    expect(forms.map(([spec, , policy]) => [spec.kind, policy.retries])).toEqual([
+      ['every', 0],
+      ['every', 2],
+      ['cron', 0],
+    ]);
   });
 
   it('go one by one while the cluster does not read batches', async () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { parseSpec } from '../../src/scheduler/spec.js';
+import { parseSpec, specKey } from '../../src/scheduler/spec.js';
 import { decodeSchedulerSnapshot, encodeSchedulerSnapshot } from '../../src/scheduler/state-snapshot.js';
-import { MISSED, MISSED_REASONS, type SchedulerCommand } from '../../src/scheduler/command.js';
+import { MISSED, MISSED_REASONS, policyKey, sameForm, type SchedulerCommand } from '../../src/scheduler/command.js';
 import { NO_CONFLICTS, runsOf } from '../../src/scheduler/records.js';
 import { SchedulerState } from '../../src/scheduler/state.js';
 
@@ -58,15 +58,26 @@ describe('the scheduler state machine', () => {
       [{ policy: { ...policy, catchUp: all, overlap: 'queue' } }, { policy: { ...policy, catchUp: { ...all, maxSlots: 6 }, overlap: 'queue' } }, 'conflict'],
       [{ spec: parseSpec('0 * * * *') }, { spec: parseSpec('0 * * * *') }, 'same'],
       [{ spec: parseSpec('0 * * * *') }, { spec: parseSpec('5 * * * *') }, 'conflict'],
+      [{ spec: parseSpec({ cron: '0 * * * *', tz: 'Europe/Paris' }) }, { spec: parseSpec('0 * * * *') }, 'conflict'],
+      [{ spec: parseSpec({ cron: '0 * * * *', tz: 'Europe/Paris', dst: { gap: 'skip' } }) }, { spec: parseSpec({ cron: '0 * * * *', tz: 'Europe/Paris', dst: { gap: 'skip' } }) }, 'same'],
+      [{ spec: parseSpec({ cron: '0 * * * *', tz: 'Europe/Paris', dst: { gap: 'skip' } }) }, { spec: parseSpec({ cron: '0 * * * *', tz: 'Europe/Paris' }) }, 'conflict'],
+      [{ spec: parseSpec({ cron: '0 * * * *', tz: 'Europe/Paris', dst: { gap: 'shift', overlap: 'once' } }) }, { spec: parseSpec({ cron: '0 * * * *', tz: 'Europe/Paris' }) }, 'same'],
       [{ spec: parseSpec({ delayAfterCompletion: 1000 }) }, { spec: parseSpec({ delayAfterCompletion: 1000 }) }, 'same'],
       [{ spec: parseSpec({ delayAfterCompletion: 1000 }) }, { spec: parseSpec({ delayAfterCompletion: 1000, initialDelay: 10 }) }, 'conflict'],
     ];
+    const text = (r: Register): string => `${specKey(r.spec)} (${r.mode}, ${policyKey(r.policy)})`;
     for (const [first, second, expected] of cases) {
       const s = new SchedulerState();
       s.apply(1, { ...base, ...first });
       const result = s.apply(2, { ...base, ...second, member: 'b' });
       expect(result, JSON.stringify([first, second])).toEqual(expected === 'same' ? { ok: true } : { ok: false, reason: 'spec-conflict' });
+      // Members share a form between jobs when sameForm says so (registrations.ts): it never
+      // says so where the texts differ.
+      const [a, b] = [{ ...base, ...first }, { ...base, ...second }];
+      if (sameForm(a, b)) expect(text(a), JSON.stringify([first, second])).toBe(text(b));
     }
+    expect(sameForm(register('a') as Register, register('b') as Register)).toBe(true);
+    expect(sameForm({ ...base, spec: parseSpec({ cron: '0 * * * *', tz: 'Europe/Paris', dst: { gap: 'skip' } }) }, { ...base, spec: parseSpec({ cron: '0 * * * *', tz: 'Europe/Paris', dst: { gap: 'skip' } }) })).toBe(true);
   });
 
   it('refuses an outcome reported under a claim that is not the slot’s current one', () => {
@@ -191,6 +202,29 @@ describe('memory per job', () => {
     expect(s.jobs.get('report')!.policy).toBe(withOverlap.policy);
     s.apply(2, { ...register('b'), job: 'older' } as SchedulerCommand);
     expect(s.jobs.get('older')!.policy).toEqual({ ...policy, overlap: 'skip' });
+  });
+});
+
+describe('the changes of jobs', () => {
+  it('are kept only by a state that tracks them: one that does not (the mirror) keeps the same contents and says every job may have changed', () => {
+    const tracking = new SchedulerState({ maxClaimsKept: 2 });
+    const mirror = new SchedulerState({ maxClaimsKept: 2 }, { tracksChanges: false });
+    const commands: SchedulerCommand[] = [
+      register('a'),
+      { ...register('a'), job: 'other' } as SchedulerCommand,
+      register('b'),
+      { type: 'claim', job: 'report', slotMs: T0 + 1000, assignees: ['a'], fromMs: T0 },
+      { type: 'claim', job: 'other', slotMs: T0 + 1000, assignees: ['a'], fromMs: T0 },
+      { type: 'claim', job: 'report', slotMs: T0 + 2000, assignees: ['b'], fromMs: T0 + 1000 },
+    ];
+    commands.forEach((command, i) => {
+      expect(mirror.apply(i + 1, command)).toEqual(tracking.apply(i + 1, command));
+    });
+    expect(encodeSchedulerSnapshot(mirror)).toEqual(encodeSchedulerSnapshot(tracking));
+    expect(tracking.jobsChangedSince(0)).toEqual(['report', 'other', 'report', 'report', 'other', 'report', 'report']);
+    expect(tracking.changeOf('other')).toBe(5);
+    expect(mirror.jobsChangedSince(0)).toBeNull();
+    expect(mirror.changeOf('other')).toBe(mirror.changes);
   });
 });
 

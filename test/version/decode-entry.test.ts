@@ -1,7 +1,8 @@
 import { encode } from 'cborg';
 import { describe, expect, it } from 'vitest';
 import { VersionTooOldError } from '../../src/errors.js';
-import { decodeEntry, encodeCommand, MAX_COMMANDS_PER_BATCH } from '../../src/runtime/commands.js';
+import { MAX_COMMANDS_PER_BATCH } from '../../src/runtime/command-batch.js';
+import { decodeEntry, encodeCommand } from '../../src/runtime/commands.js';
 import { testNextVersion } from '../../src/version/test-next-version.js';
 import { BATCH_VERSION, MAX_VERSION, SUPPORTED } from '../../src/version/versions.js';
 
@@ -23,11 +24,11 @@ const CORPUS: ReadonlyArray<{ readonly name: string; readonly bytes: Uint8Array;
   { name: 'a command of version N + 1', bytes: encode([2, note, N + 1]), at1: ['inactive', 'inactive'], at2: ['inactive', 'inactive'] },
   { name: 'a scheduler kind under version N', bytes: encode([1, { type: 'unregister', job: 'j', member: 'a' }, N]), at1: ['inactive', 'inactive'], at2: ['too old', 'malformed'] },
   { name: 'a batch of registrations (version 2)', bytes: encodeCommand({ kind: 'scheduler-batch', commands: [unregister, unregister] }), at1: ['scheduler-batch', 'scheduler-batch'], at2: ['scheduler-batch', 'scheduler-batch'] },
-  { name: 'a batch holding a claim, which needs an index of its own', bytes: encode([1, [unregister, claim], BATCH_VERSION]), at1: ['malformed', 'malformed'], at2: ['malformed', 'malformed'] },
-  { name: 'an empty batch', bytes: encode([1, [], BATCH_VERSION]), at1: ['malformed', 'malformed'], at2: ['malformed', 'malformed'] },
-  { name: 'a batch past MAX_COMMANDS_PER_BATCH', bytes: encode([1, Array.from({ length: MAX_COMMANDS_PER_BATCH + 1 }, () => unregister), BATCH_VERSION]), at1: ['malformed', 'malformed'], at2: ['malformed', 'malformed'] },
-  { name: 'a batch holding a malformed registration', bytes: encode([1, [unregister, { type: 'unregister', job: 7, member: 'a' }], BATCH_VERSION]), at1: ['malformed', 'malformed'], at2: ['malformed', 'malformed'] },
-  { name: 'a batch without its version', bytes: encode([1, [unregister]]), at1: ['malformed', 'malformed'], at2: ['malformed', 'malformed'] },
+  { name: 'a batch of whole commands, a claim among them (which needs an index of its own)', bytes: encode([1, [unregister, claim], BATCH_VERSION]), at1: ['malformed', 'malformed'], at2: ['malformed', 'malformed'] },
+  { name: 'an empty batch', bytes: encode([1, [1, 'a', []], BATCH_VERSION]), at1: ['malformed', 'malformed'], at2: ['malformed', 'malformed'] },
+  { name: 'a batch past MAX_COMMANDS_PER_BATCH', bytes: encode([1, [1, 'a', Array.from({ length: MAX_COMMANDS_PER_BATCH + 1 }, () => 'j')], BATCH_VERSION]), at1: ['malformed', 'malformed'], at2: ['malformed', 'malformed'] },
+  { name: 'a batch holding a malformed job name', bytes: encode([1, [1, 'a', ['j', 7]], BATCH_VERSION]), at1: ['malformed', 'malformed'], at2: ['malformed', 'malformed'] },
+  { name: 'a batch without its version', bytes: encode([1, [1, 'a', ['j']]]), at1: ['malformed', 'malformed'], at2: ['malformed', 'malformed'] },
   { name: 'three elements with version 1', bytes: encode([2, note, 1]), at1: ['malformed', 'malformed'], at2: ['malformed', 'malformed'] },
   { name: 'version 0', bytes: encode([2, note, 0]), at1: ['malformed', 'malformed'], at2: ['malformed', 'malformed'] },
   { name: 'a version past MAX_VERSION', bytes: encode([2, note, MAX_VERSION + 1]), at1: ['malformed', 'malformed'], at2: ['malformed', 'malformed'] },

@@ -51,9 +51,11 @@ export class LeaderPlanning {
   /** A scheduler command was applied: a plan's command no longer waits for its answer. */
   applied(command: SchedulerCommand): void {
     if (command.type === 'claim' || command.type === 'skip' || command.type === 'reassign' || command.type === 'expire' || command.type === 'forfeit' || command.type === 'unregister') this.#inflight.delete(inflightKey(command));
-    // A claim planned, or a registration proposed, before its member left: work to settle.
-    const named = command.type === 'claim' || command.type === 'reassign' ? command.assignees : command.type === 'register' ? [command.member] : [];
-    if (named.some((id) => !this.#configured.has(id))) this.#departuresDue = true;
+    // A claim planned, or a registration proposed, before its member left: work to settle. (A
+    // registration's member is looked up without a list made for it: every member applies three
+    // a job.)
+    if (command.type === 'register' && !this.#configured.has(command.member)) this.#departuresDue = true;
+    if ((command.type === 'claim' || command.type === 'reassign') && command.assignees.some((id) => !this.#configured.has(id))) this.#departuresDue = true;
   }
 
   /** The state was replaced by a snapshot's: the next plan starts from it. */

@@ -1,7 +1,7 @@
 import type { CatchUp } from '../../scheduler/planner.js';
 import type { JobSpec } from '../../scheduler/spec.js';
-import { DEFAULT_OVERLAP, type JobPolicy, type SchedulerCommand } from '../../scheduler/command.js';
-import { MAX_COMMANDS_PER_BATCH } from '../commands.js';
+import { DEFAULT_OVERLAP, sameForm, type JobPolicy, type RegistrationForm, type SchedulerCommand } from '../../scheduler/command.js';
+import { MAX_COMMANDS_PER_BATCH } from '../command-batch.js';
 import type { JobHandler, JobOptions } from './job-types.js';
 import type { RuntimeContext } from './runtime-context.js';
 
@@ -12,12 +12,24 @@ const DEFAULT_RETRY_DELAY_MS = 1000;
  * they would fill the member's bound on pending proposals (maxPendingProposals), which claims
  * and run records need too, and while no leader answers (or answers late) they would all fail
  * and all be proposed again on every plan interval, each failure an error built and thrown away.
+ * Four batches: one being appended, others being replicated and applied meanwhile.
  */
-export const MAX_REGISTRATIONS_IN_FLIGHT = 512;
+export const MAX_REGISTRATIONS_IN_FLIGHT = 4 * MAX_COMMANDS_PER_BATCH;
+
+/**
+ * Registration forms kept for sharing (see #formOf): an app's jobs come in a few forms. Past this
+ * many, the oldest is dropped: sharing saves work and bytes, it never changes a registration.
+ */
+const MAX_SHARED_FORMS = 16;
 
 /** A job this member has a handler for. */
 export interface LocalJob {
-  readonly spec: JobSpec;
+  /**
+   * Its registration's spec, mode and policy: one object for the jobs scheduled alike, since a
+   * batch of registrations writes each form once, telling them apart by identity
+   * (command-batch.ts).
+   */
+  readonly form: RegistrationForm;
   readonly handler: JobHandler;
   readonly options: JobOptions;
 }
@@ -39,6 +51,8 @@ export class Registrations {
   #registrationsInFlight = 0;
   /** Whether a registerSome is queued for the end of this turn (see add). */
   #flushQueued = false;
+  /** The forms of the jobs scheduled lately, the one made last first (see #formOf). */
+  readonly #forms: RegistrationForm[] = [];
 
   constructor(ctx: RuntimeContext) {
     this.#ctx = ctx;
@@ -54,7 +68,7 @@ export class Registrations {
    * others scheduled in it, or once it may be).
    */
   add(name: string, spec: JobSpec, handler: JobHandler, options: JobOptions): void {
-    this.#jobs.set(name, { spec, handler, options });
+    this.#jobs.set(name, { form: this.#formOf(spec, options), handler, options });
     this.#toRegister.add(name);
     if (this.#flushQueued) return;
     // An app schedules its jobs one call after another as it starts: gathered to the end of the
@@ -64,6 +78,16 @@ export class Registrations {
       this.#flushQueued = false;
       this.registerSome();
     });
+  }
+
+  /** The form of a job scheduled with `spec` and `options`: one made lately if equal, else a new one. */
+  #formOf(spec: JobSpec, options: JobOptions): RegistrationForm {
+    const form: RegistrationForm = { spec, mode: options.mode ?? 'one', policy: policyOf(options) };
+    const known = this.#forms.find((f) => sameForm(f, form));
+    if (known !== undefined) return known;
+    if (this.#forms.length >= MAX_SHARED_FORMS) this.#forms.pop();
+    this.#forms.unshift(form);
+    return form;
   }
 
   /** Forgets the job's handler; false if this member had none. */
@@ -123,9 +147,11 @@ export class Registrations {
    */
   registerSome(): void {
     const ready: Array<{ readonly name: string; readonly command: Extract<SchedulerCommand, { type: 'register' }> }> = [];
+    // One time for all: a batch holds registrations made at one time.
+    const atMs = this.#ctx.options.clock.now();
     for (const name of this.#toRegister) {
       if (this.#registrationsInFlight + ready.length >= MAX_REGISTRATIONS_IN_FLIGHT) break;
-      const command = this.#ready(name);
+      const command = this.#ready(name, atMs);
       if (command !== null) ready.push({ name, command });
     }
     for (const batch of chunks(ready, MAX_COMMANDS_PER_BATCH)) {
@@ -156,8 +182,8 @@ export class Registrations {
     }
   }
 
-  /** The registration to propose for the job now, or null if it may not be proposed now (it stays in #toRegister unless it is gone). */
-  #ready(name: string): Extract<SchedulerCommand, { type: 'register' }> | null {
+  /** The registration to propose for the job at `atMs`, or null if it may not be proposed now (it stays in #toRegister unless it is gone). */
+  #ready(name: string, atMs: number): Extract<SchedulerCommand, { type: 'register' }> | null {
     const job = this.#jobs.get(name);
     // A member that drains (stops gracefully) unregisters its jobs: none is registered again.
     if (job === undefined || this.#ctx.stopped || this.#ctx.draining) {
@@ -170,7 +196,8 @@ export class Registrations {
     // every slot that far away. It joins a job already registered at once (its time is then
     // unused); it creates one only once synced. The next plan interval tries again.
     if (o.clockReady?.() === false && !this.#ctx.state.jobs.has(name)) return null;
-    return { type: 'register', job: name, spec: job.spec, mode: job.options.mode ?? 'one', policy: policyOf(job.options), member: o.self, atMs: o.clock.now() };
+    const { spec, mode, policy } = job.form;
+    return { type: 'register', job: name, spec, mode, policy, member: o.self, atMs };
   }
 
   #answered(count: number, ok: boolean): void {
