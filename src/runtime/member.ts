@@ -92,6 +92,8 @@ export interface MemberParts {
   readonly onFatal?: (error: unknown) => void;
   readonly onRunStart?: SchedulerRuntimeOptions['onRunStart'];
   readonly onRun?: (run: RunRecord) => void;
+  /** See RequestOptions.onProposalApplied. */
+  readonly onProposalApplied?: (durationMs: number) => void;
   /** A scheduler command applied here, with its result (the simulator's checkers watch them). */
   readonly onSchedulerApplied?: (index: number, command: SchedulerCommand, result: unknown) => void;
   /** A cluster command applied here (a version announced or raised), with its result. */
@@ -180,6 +182,7 @@ export class Member {
       maxPendingReads: t.maxPendingReads,
       leaderSilenceMs: t.electionTimeoutMs,
       bootId: parts.bootId,
+      onProposalApplied: parts.onProposalApplied,
       compaction: parts.compaction,
       snapshotChunkBytes: parts.snapshotChunkBytes,
       onApplied: (entry) => {

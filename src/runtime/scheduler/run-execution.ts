@@ -1,5 +1,5 @@
 import { RunAbortedError } from '../../errors.js';
-import { claimKey, type ClaimRecord } from '../../scheduler/records.js';
+import { claimKey, retriesLeft, type ClaimRecord } from '../../scheduler/records.js';
 import type { RunOutcome } from '../../scheduler/command.js';
 import { isReason, type Armed } from './armed-claim.js';
 import type { RunRecord } from './job-types.js';
@@ -75,6 +75,8 @@ export class RunExecution {
       endedAtMs,
       outcome,
       ...(error === undefined ? {} : { error }),
+      attempt: claim.attempt,
+      retriesLeft: retriesLeft(this.#ctx.state.jobs.get(claim.job), claim),
     };
     try {
       o.onRun?.(record);
