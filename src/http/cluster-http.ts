@@ -19,7 +19,7 @@ export class ClusterHttp {
   constructor(cluster: HttpSource & Pick<EventEmitter<ClusterEvents>, 'on'>, settings: HttpSettings, limits?: HttpLimits) {
     this.#settings = settings;
     this.metrics = new ClusterMetrics(cluster);
-    cluster.on('leader', ({ leader }) => this.metrics.leaderSeen(leader));
+    cluster.on('leader', ({ leader, term }) => this.metrics.leaderSeen(leader, term));
     cluster.on('run', (run) => this.metrics.runEnded(run));
     const metrics = this.metrics;
     this.routes = new RouteTable().add(

@@ -41,6 +41,8 @@ export class ClusterMetrics {
   readonly #lateness: Histogram<'job'>;
   readonly #proposals: Histogram;
   readonly #fsyncs: Histogram;
+  /** The leader and term last counted: a leader seen again in its term (after an event of none) is no change. */
+  #lastLeader: { readonly leader: string; readonly term: number } | null = null;
   /** Jobs with series counted from runs here, so that those of a job gone can be removed. */
   readonly #jobsRun = new Set<string>();
 
@@ -130,9 +132,11 @@ export class ClusterMetrics {
     return this.registry.contentType;
   }
 
-  /** A leader was seen (null: none known, not counted). */
-  leaderSeen(leader: string | null): void {
-    if (leader !== null) this.#leaderChanges.inc();
+  /** This member's leader changed (null: none known, not counted). */
+  leaderSeen(leader: string | null, term: number): void {
+    if (leader === null || (this.#lastLeader?.leader === leader && this.#lastLeader.term === term)) return;
+    this.#lastLeader = { leader, term };
+    this.#leaderChanges.inc();
   }
 
   /** A run ended on this member. */

@@ -58,15 +58,19 @@ describe('ClusterMetrics', () => {
     metrics.runEnded(run({ outcome: 'failed', retriesLeft: 1 }));
     metrics.runEnded(run({ outcome: 'aborted', attempt: 2, retriesLeft: 0, startedAtMs: 3000 }));
     metrics.runEnded(run({ outcome: 'interrupted', retriesLeft: 0 }));
-    metrics.leaderSeen('a');
-    metrics.leaderSeen(null);
-    metrics.leaderSeen('b');
+    metrics.leaderSeen('a', 1);
+    metrics.leaderSeen(null, 1);
+    // The same leader in the same term, after a moment of none, is no change.
+    metrics.leaderSeen('a', 1);
+    metrics.leaderSeen('b', 2);
+    metrics.leaderSeen(null, 3);
+    metrics.leaderSeen('b', 3);
     const samples = parseSamples(await metrics.text());
     expect(valueOf(samples, 'cronraft_job_runs_total', { job: 'j', outcome: 'failed' })).toBe(1);
     expect(valueOf(samples, 'cronraft_job_runs_total', { job: 'j', outcome: 'aborted' })).toBe(1);
     expect(valueOf(samples, 'cronraft_job_failures_after_retries_total', { job: 'j' })).toBe(1);
     expect(valueOf(samples, 'cronraft_job_slot_lateness_seconds_sum', { job: 'j' })).toBeCloseTo(0.25 + 2 + 0.25);
     expect(valueOf(samples, 'cronraft_job_slot_lateness_seconds_bucket', { job: 'j', le: '0.25' })).toBe(2);
-    expect(valueOf(samples, 'cronraft_leader_changes_total')).toBe(2);
+    expect(valueOf(samples, 'cronraft_leader_changes_total')).toBe(3);
   });
 });
