@@ -248,6 +248,22 @@ describe('errors over HTTP', () => {
     expect(performance.now() - startedMs).toBeGreaterThanOrEqual(150);
   });
 
+  it('answers 408 to a client that does not finish its body within requestTimeoutMs', async () => {
+    const table = new RouteTable().add({ method: 'POST', path: '/echo', action: false, handle: ({ body }) => ({ json: body }) });
+    const server = new HttpServer(table, new BearerAuth(null), { ...HTTP_LIMITS, headersTimeoutMs: 200, requestTimeoutMs: 400 });
+    servers.push(server);
+    await server.listen('127.0.0.1', 0);
+    const [host, port] = (server.address as string).split(':');
+    const socket = connect(Number(port), host);
+    socket.write('POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"half":');
+    let received = '';
+    socket.on('data', (d: Buffer) => (received += d.toString()));
+    const startedMs = performance.now();
+    await new Promise((resolve) => socket.on('close', resolve));
+    expect(received).toMatch(/^HTTP\/1\.1 408/);
+    expect(performance.now() - startedMs).toBeGreaterThanOrEqual(300);
+  });
+
   it('refuses two routes for one method and path', () => {
     const route = { method: 'GET', path: '/x', action: false, handle: () => ({ json: null }) } as const;
     expect(() => new RouteTable().add(route, route)).toThrow(/Two routes for GET \/x/);
