@@ -80,6 +80,9 @@ export class HttpServer {
       this.#server.once('error', failed);
       this.#server.listen(port, host, () => {
         this.#server.off('error', failed);
+        // Once listening, an error of the listening socket (a failed accept, out of file
+        // descriptors) leaves it listening: it must not become the app's uncaught exception.
+        this.#server.on('error', () => undefined);
         resolve();
       });
     });
