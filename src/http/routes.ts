@@ -3,6 +3,7 @@ import type { ClusterState } from '../api/state.js';
 import { InvalidArgumentError, UnknownJobError } from '../errors.js';
 import { validateName } from '../job-options.js';
 import type { Route, RouteAnswer } from './route-table.js';
+import { JSON_CONTENT_TYPE, StateJson } from './state-json.js';
 
 /** What the routes read and act on: the Cluster, narrowed to the calls they make. */
 export interface HttpSource {
@@ -45,10 +46,12 @@ export function probeRoutes(source: HttpSource): Route[] {
   ];
 }
 
-/** The read-only routes: `state()` and `history()` as JSON (Dates as ISO strings). */
+/** The read-only routes: `state()` and `history()` as JSON (Dates as ISO strings; the jobs' text kept between calls, state-json.ts). */
 export function readRoutes(source: HttpSource): Route[] {
+  const json = new StateJson();
+  const text = (body: string): RouteAnswer => ({ text: body, contentType: JSON_CONTENT_TYPE });
   return [
-    { method: 'GET', path: '/v1/state', action: false, handle: () => ({ json: source.state() }) },
+    { method: 'GET', path: '/v1/state', action: false, handle: () => text(json.state(source.state())) },
     {
       method: 'GET',
       path: '/v1/members',
@@ -58,8 +61,8 @@ export function readRoutes(source: HttpSource): Route[] {
         return { json: { leader, members } };
       },
     },
-    { method: 'GET', path: '/v1/jobs', action: false, handle: () => ({ json: { jobs: source.state().jobs } }) },
-    { method: 'GET', path: '/v1/jobs/:name', action: false, handle: ({ params }) => ({ json: jobOf(source.state(), params.name as string) }) },
+    { method: 'GET', path: '/v1/jobs', action: false, handle: () => text(`{"jobs":${json.jobs(source.state().jobs)}}`) },
+    { method: 'GET', path: '/v1/jobs/:name', action: false, handle: ({ params }) => text(json.job(jobOf(source.state(), params.name as string))) },
     { method: 'GET', path: '/v1/history', action: false, handle: ({ query }) => ({ json: { history: source.history(historyQuery(query)) } }) },
   ];
 }

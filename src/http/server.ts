@@ -4,6 +4,7 @@ import { ListenError } from '../errors.js';
 import type { BearerAuth } from './auth.js';
 import { badBody, bodyTooLarge, errorAnswer } from './errors.js';
 import type { RouteAnswer, RouteTable } from './route-table.js';
+import { JSON_CONTENT_TYPE } from './state-json.js';
 
 /** The limits of the HTTP server: every request is bounded in size and time. */
 export interface HttpLimits {
@@ -157,7 +158,7 @@ export class HttpServer {
   #answer(res: ServerResponse, answer: RouteAnswer, headers: Readonly<Record<string, string>> = {}): void {
     if (res.headersSent || res.destroyed) return;
     const text = 'json' in answer ? JSON.stringify(answer.json) : answer.text;
-    const contentType = 'json' in answer ? 'application/json; charset=utf-8' : answer.contentType;
+    const contentType = 'json' in answer ? JSON_CONTENT_TYPE : answer.contentType;
     res.writeHead(answer.status ?? 200, { ...COMMON_HEADERS, ...headers, 'content-type': contentType, 'content-length': Buffer.byteLength(text) });
     res.end(text);
   }
