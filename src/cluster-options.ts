@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
 import { InvalidArgumentError } from './errors.js';
+import { httpSettings, type HttpOptions, type HttpSettings } from './http/http-options.js';
 import { nonNegativeInt, positiveInt } from './option-checks.js';
 import { MEMBER_DEFAULTS, memberSettings, type MemberOptions, type MemberSettings } from './runtime/member-settings.js';
 import type { NodeId } from './raft/types.js';
@@ -59,6 +60,12 @@ export interface ClusterOptions extends MemberOptions {
    * Never on unless asked. @default false
    */
   readonly mdns?: boolean | MdnsOptions;
+  /**
+   * Serve the member's state, health, Prometheus metrics and actions over HTTP (README,
+   * "Operating a cluster"): `{ listen: '127.0.0.1:9464', token? }`. Actions need the token; a
+   * non-loopback `listen` needs one. @default off
+   */
+  readonly http?: HttpOptions;
   /** Injected wall clock, e.g. a skewed one in tests. @default Date.now */
   readonly clock?: Clock;
   /** Injected timers, e.g. virtual ones in a simulation. @default Node's timers */
@@ -124,6 +131,8 @@ export interface ResolvedOptions {
   readonly secret: SecretSource | null;
   /** mDNS settings, or null when it is off (the default). */
   readonly mdns: { readonly serviceTag: string; readonly intervalMs: number } | null;
+  /** The HTTP server's settings, or null when it is off (the default). */
+  readonly http: HttpSettings | null;
 }
 
 /**
@@ -178,6 +187,7 @@ export function resolveOptions(peersInput: readonly string[], options: ClusterOp
     sync: options.sync ?? CLUSTER_DEFAULTS.sync,
     secret,
     mdns,
+    http: httpSettings(options.http),
   };
 }
 

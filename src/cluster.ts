@@ -8,6 +8,7 @@ import { runExclusive, type ExclusiveLock, type ExclusiveOptions } from './api/r
 import { clusterStateOf, type ClusterState } from './api/state.js';
 import type { ClusterEvents } from './cluster-events.js';
 import { clusterIdOf, resolveOptions, CLUSTER_DEFAULTS, type ClusterOptions, type ResolvedOptions } from './cluster-options.js';
+import { ClusterHttp } from './http/cluster-http.js';
 import { openDataDir } from './storage/data-dir.js';
 import { CronraftError, InvalidArgumentError, NotRunningError, TimeoutError } from './errors.js';
 import { validateJobOptions, validateName } from './job-options.js';
@@ -87,6 +88,8 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   readonly #consumers = new Map<string, { handler: ConsumeHandler; settings: ConsumerSettings }>();
   /** The jobs of state(), kept between calls until they change. */
   readonly #jobStates = new JobStates();
+  /** The `http` option's server and metrics (http/cluster-http.ts); null when it is off. */
+  readonly #http: ClusterHttp | null;
 
   /**
    * @param peers the other members' addresses (`/ip4/10.0.0.2/tcp/7001`, `10.0.0.2:7001`, with
@@ -103,6 +106,12 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     this.#random = options.random ?? cryptoRandom;
     this.#clusterId = clusterIdOf(this.#o.voters);
     this.#joins = new JoinServer(this.#o.self.id);
+    this.#http = this.#o.http === null ? null : new ClusterHttp(this, this.#o.http);
+  }
+
+  /** Where the `http` option serves once started (`host:port`, the port bound when it asked for 0); null when it does not. */
+  get httpAddress(): string | null {
+    return this.#http?.address ?? null;
   }
 
   /** This member's id: its advertised `host:port`. */
@@ -128,13 +137,16 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     const o = this.#o;
     // A secretFile that cannot be used fails the start before anything is opened.
     const psk = await loadPsk(o.secret);
+    // Served from the start, so that probes see a member that is still joining as live and not ready.
+    await this.#http?.start();
+    const metrics = this.#http?.metrics;
     // A leader's entries are encoded once, for its own write and the appends to its followers.
     const entryRecords = new EntryRecords();
     let privateKey: PrivateKey | undefined;
     if (o.storage === 'level') {
       const dataDir = await openDataDir(o.dataDir);
       privateKey = dataDir.privateKey;
-      this.#storage = new LevelLogStorage(dataDir.storePath, { sync: o.sync, entryRecords });
+      this.#storage = new LevelLogStorage(dataDir.storePath, { sync: o.sync, entryRecords, onSyncedWrite: metrics && ((ms) => metrics.synced(ms)) });
     } else {
       this.#storage = new MemoryLogStorage();
     }
@@ -215,6 +227,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
         if (event.type === 'item-failed') this.emit('item-failed', { topic: event.topic, id: event.id, attempt: event.attempt, error: event.error, dead: event.dead });
         else this.emit('batch-settled', { batch: event.batch, summary: event.summary });
       },
+      onProposalApplied: metrics && ((ms) => metrics.proposalApplied(ms)),
       onMembershipEvent: ({ type, id, index }) => {
         try {
           this.emit(type, { id, index });
@@ -276,6 +289,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     this.#member?.stop();
     for (const wake of this.#roleWaiters) wake();
     try {
+      await this.#http?.stop();
       await this.#discovery?.stop();
       await this.#transport?.stop();
     } finally {

@@ -210,3 +210,13 @@ export class RunAbortedError extends CronraftError {
     this.reason = reason;
   }
 }
+
+/** A call or request named a job the cluster does not know (none registered it, or all unregistered it). */
+export class UnknownJobError extends CronraftError {
+  readonly job: string;
+
+  constructor(job: string) {
+    super('CRONRAFT_UNKNOWN_JOB', `No job named ${JSON.stringify(job)} is known to the cluster`);
+    this.job = job;
+  }
+}

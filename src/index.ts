@@ -3,6 +3,7 @@ import './transport/polyfills.js';
 
 export { Cluster } from './cluster.js';
 export { CLUSTER_DEFAULTS, type ClusterOptions } from './cluster-options.js';
+export type { HttpOptions } from './http/http-options.js';
 export type { ClusterEvents } from './cluster-events.js';
 export type { ClusterState, MemberState } from './api/state.js';
 export type { SlotHistory } from './api/history.js';
@@ -23,6 +24,7 @@ export {
   JoinFailedError,
   MembershipChangeRefusedError,
   RemovedError,
+  UnknownJobError,
 } from './errors.js';
 export type { JobContext, JobHandler, JobOptions, RunRecord } from './runtime/scheduler/job-types.js';
 export type { SpecInput, DstPolicyInput } from './scheduler/spec.js';

@@ -97,6 +97,8 @@ export interface MemberParts {
   readonly onRun?: (run: RunRecord) => void;
   /** Fan-out's events on this member (an item run here failed, a batch emitted here settled). */
   readonly onFanoutEvent?: (event: FanoutEvent) => void;
+  /** See RequestOptions.onProposalApplied. */
+  readonly onProposalApplied?: (durationMs: number) => void;
   /** A scheduler command applied here, with its result (the simulator's checkers watch them). */
   readonly onSchedulerApplied?: (index: number, command: SchedulerCommand, result: unknown) => void;
   /** A cluster command applied here (a version announced or raised), with its result. */
@@ -195,6 +197,7 @@ export class Member {
       maxPendingReads: t.maxPendingReads,
       leaderSilenceMs: t.electionTimeoutMs,
       bootId: parts.bootId,
+      onProposalApplied: parts.onProposalApplied,
       compaction: parts.compaction,
       snapshotChunkBytes: parts.snapshotChunkBytes,
       onApplied: (entry) => {

@@ -116,6 +116,16 @@ export function runsOf(claim: ClaimRecord): RunInProgress[] {
   return out;
 }
 
+/**
+ * The retries `job`'s policy still allows `claim` after a failure of its current attempt: none
+ * in mode 'all' (each member runs its share once), else the retries not yet used (see the
+ * planner's planReassignments, which makes them). Pure.
+ */
+export function retriesLeft(job: JobRecord | undefined, claim: ClaimRecord): number {
+  if (job === undefined || job.mode === 'all') return 0;
+  return Math.max(0, job.policy.retries - claim.attempt + 1);
+}
+
 /** Whether an outcome ends its slot's story: it is never moved or retried after it. */
 export function isSettling(outcome: string): boolean {
   return outcome === 'succeeded' || outcome === 'skipped' || outcome === 'replaced' || outcome === MISSED;

@@ -67,4 +67,8 @@ export interface RunRecord {
   /** `replaced`: a later slot of the job replaced it (overlap 'replace'); the reason is in `error`. */
   readonly outcome: 'succeeded' | 'failed' | 'aborted' | 'interrupted' | 'replaced';
   readonly error?: string;
+  /** 1 for the slot's first run; one more each time it was moved or retried (as JobContext's). */
+  readonly attempt: number;
+  /** Retries the job's policy still allows the slot if this run failed or timed out: 0 when it was the last try. */
+  readonly retriesLeft: number;
 }

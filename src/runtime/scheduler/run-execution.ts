@@ -1,5 +1,5 @@
 import { NotRunningError, RunAbortedError } from '../../errors.js';
-import { claimKey, type ClaimRecord } from '../../scheduler/records.js';
+import { claimKey, retriesLeft, type ClaimRecord } from '../../scheduler/records.js';
 import type { RunOutcome } from '../../scheduler/command.js';
 import { isReason, type Armed } from './armed-claim.js';
 import type { JobContext, RunRecord } from './job-types.js';
@@ -77,6 +77,8 @@ export class RunExecution {
       endedAtMs,
       outcome,
       ...(error === undefined ? {} : { error }),
+      attempt: claim.attempt,
+      retriesLeft: retriesLeft(this.#ctx.state.jobs.get(claim.job), claim),
     };
     try {
       o.onRun?.(record);

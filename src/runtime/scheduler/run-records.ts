@@ -111,7 +111,7 @@ export class RunRecords {
   }
 
   /** Records a run's outcome, until applied or moot (the claim moved on): at once if interrupted, else held as a start is. */
-  async recordOutcome(run: Omit<RunRecord, 'outcome'> & { readonly outcome: RunOutcome }): Promise<void> {
+  async recordOutcome(run: Omit<RunRecord, 'outcome' | 'attempt' | 'retriesLeft'> & { readonly outcome: RunOutcome }): Promise<void> {
     const command: SchedulerCommand = {
       type: 'outcome',
       job: run.job,

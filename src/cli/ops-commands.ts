@@ -1,0 +1,78 @@
+import { Option, type Command } from 'commander';
+import { InvalidArgumentError } from '../errors.js';
+import { EXIT, type CliOutput } from './exit-codes.js';
+import { answeredError, ask, memberUrl, type Answer } from './http-client.js';
+import { historyTable, jobsTable, membersTable, statusText, type HistoryJson, type StateJson } from './tables.js';
+
+/** The options every command that talks to a member takes. */
+interface MemberFlags {
+  readonly url: string;
+  readonly token?: string;
+  readonly json: boolean;
+}
+
+/**
+ * The commands that operate a running cluster through a member's `http` option: `status`,
+ * `members`, `jobs`, `history` and `remove-member`. Tables for people, `--json` (the member's
+ * JSON as it answered) for scripts; exit codes in exit-codes.ts.
+ */
+export function addOpsCommands(program: Command, io: CliOutput, exit: (code: number) => void): void {
+  const memberCommand = (name: string, description: string): Command =>
+    program
+      .command(name)
+      .description(description)
+      .addOption(new Option('--url <url>', "a member's http address, e.g. http://127.0.0.1:9464").env('CRONRAFT_URL').makeOptionMandatory())
+      .addOption(new Option('--token <token>', 'the http.token, for actions (or CRONRAFT_TOKEN, kept out of the process list)').env('CRONRAFT_TOKEN'))
+      .option('--json', 'print the JSON the member answered', false);
+
+  memberCommand('status', "the member's view: role, term, leader, indexes, clock; exits 3 when it is not ready").action(async (flags: MemberFlags) => {
+    const url = memberUrl(flags.url);
+    const [readiness, state] = await Promise.all([ask(url, '/readyz'), ask(url, '/v1/state')]);
+    const body = succeeded(state) as StateJson;
+    if (readiness.status !== 200 && readiness.status !== 503) succeeded(readiness);
+    const { ready, reason } = readiness.body as { ready: boolean; reason?: string };
+    io.out(flags.json ? JSON.stringify({ ready, reason: reason ?? null, state: body }) : statusText(body, { ready, reason: reason ?? null }));
+    exit(ready ? EXIT.ok : EXIT.notReady);
+  });
+
+  memberCommand('members', 'the members of the configuration: role, reachability, lag, clock offset').action(async (flags: MemberFlags) => {
+    const body = succeeded(await ask(memberUrl(flags.url), '/v1/members')) as { leader: string | null; members: StateJson['members'] };
+    io.out(flags.json ? JSON.stringify(body) : membersTable(body.leader, body.members));
+  });
+
+  memberCommand('jobs', 'the jobs the cluster knows: spec, next slot, last outcome, missed and skipped slots').action(async (flags: MemberFlags) => {
+    const body = succeeded(await ask(memberUrl(flags.url), '/v1/jobs')) as { jobs: StateJson['jobs'] };
+    io.out(flags.json ? JSON.stringify(body) : jobsTable(body.jobs));
+  });
+
+  memberCommand('history', 'recent slots and their outcomes, newest first')
+    .option('--job <name>', 'one job only')
+    .option('--limit <n>', 'at most this many slots', positiveInt, 20)
+    .action(async (flags: MemberFlags & { job?: string; limit: number }) => {
+      const query = new URLSearchParams({ limit: String(flags.limit), ...(flags.job === undefined ? {} : { job: flags.job }) });
+      const body = succeeded(await ask(memberUrl(flags.url), `/v1/history?${query}`)) as { history: HistoryJson[] };
+      io.out(flags.json ? JSON.stringify(body) : historyTable(body.history));
+    });
+
+  memberCommand('remove-member', 'remove a member from the configuration (needs --token); resolves once applied')
+    .argument('<id>', "the member's id (host:port), as `members` shows it")
+    .action(async (id: string, flags: MemberFlags) => {
+      // An empty CRONRAFT_TOKEN is no token.
+      if (flags.token === undefined || flags.token === '') throw new InvalidArgumentError('--token', undefined, 'the http.token of the member (or CRONRAFT_TOKEN): actions need it');
+      const body = succeeded(await ask(memberUrl(flags.url), `/v1/members/${encodeURIComponent(id)}/remove`, { method: 'POST', token: flags.token })) as { index: number };
+      io.out(flags.json ? JSON.stringify(body) : `removed ${id} (the change applied at index ${body.index})`);
+    });
+}
+
+/** The body of a successful answer. @throws RequestFailedError with the member's code and message otherwise */
+function succeeded(answer: Answer): unknown {
+  const error = answeredError(answer);
+  if (error !== null) throw error;
+  return answer.body;
+}
+
+function positiveInt(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n < 1) throw new InvalidArgumentError('--limit', value, 'a positive integer');
+  return n;
+}

@@ -1,0 +1,158 @@
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { createInterface } from 'node:readline';
+import type { Command } from 'commander';
+import { parseDurationMs } from '../../simulations/duration.js';
+import { FAULT_ALIASES, FAULT_NAMES, switchesFromNames } from '../../simulations/faults.js';
+import { renderReport, reportInput } from '../../simulations/report/page.js';
+import { simulate, type FaultSwitches, type SimulationResult } from '../../simulations/simulate.js';
+import { InvalidArgumentError } from '../errors.js';
+import { EXIT, type CliOutput } from './exit-codes.js';
+
+/** `cronraft simulate`'s options, as commander parses them (every value a string but the switches). */
+interface SimulateFlags {
+  readonly seed?: string;
+  readonly seeds?: string;
+  readonly from: string;
+  readonly members: string;
+  readonly duration: string;
+  readonly faults: string;
+  readonly json: boolean;
+  readonly report?: string;
+  readonly proposals: string;
+  readonly parallel: string;
+}
+
+/**
+ * `cronraft simulate`: runs the deterministic simulator (simulations/) on one seed or sweeps
+ * many, and exits non-zero on a violated invariant with the command that replays it. `self`:
+ * this command's script and its arguments as given, which a parallel sweep runs again.
+ */
+export function addSimulateCommand(program: Command, io: CliOutput, self: { readonly script: string; readonly argv: readonly string[] }, exit: (code: number) => void): void {
+  program
+    .command('simulate')
+    .description('run the deterministic simulator on one seed or sweep many; exits 1 on a violated invariant, printing the command that replays it')
+    .option('--seed <n>', 'one seed')
+    .option('--seeds <n>', 'how many seeds to sweep')
+    .option('--from <n>', 'the first seed of a sweep', '1')
+    .option('--members <n>', 'members of the simulated cluster', '5')
+    .option('--duration <time>', 'simulated time per seed (60s, 10m)', '60s')
+    .option('--faults <list>', `faults to inject: ${FAULT_NAMES.join(',')} (skew is clock), or none`, FAULT_NAMES.join(','))
+    .option('--json', 'one JSON line per seed', false)
+    .option('--report <file>', 'one seed: an HTML timeline of the run')
+    .option('--proposals <on|off>', "application proposals besides the scheduler's", 'on')
+    .option('--parallel <n|auto>', 'a sweep in N processes; auto: one per core', '1')
+    .action(async (flags: SimulateFlags) => {
+      exit(await runSimulate(flags, io, self));
+    });
+}
+
+function faultSwitches(value: string): FaultSwitches {
+  const names = value === 'none' ? [] : value.split(',').map((s) => s.trim());
+  for (const name of names) {
+    if (!(FAULT_NAMES as readonly string[]).includes(name) && FAULT_ALIASES[name] === undefined) {
+      throw new InvalidArgumentError('--faults', value, `a list of ${FAULT_NAMES.join(', ')} (skew is clock), or none`);
+    }
+  }
+  return switchesFromNames(names);
+}
+
+function positiveInt(value: string, option: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError(option, value, 'a positive integer');
+  return n;
+}
+
+async function runSimulate(values: SimulateFlags, io: CliOutput, self: { readonly script: string; readonly argv: readonly string[] }): Promise<number> {
+  const members = positiveInt(values.members, '--members');
+  const durationMs = parseDurationMs(values.duration, '--duration');
+  const faults = faultSwitches(values.faults);
+  if (values.proposals !== 'on' && values.proposals !== 'off') throw new InvalidArgumentError('--proposals', values.proposals, 'on or off');
+  const proposals = values.proposals === 'on';
+  const first = values.seed === undefined ? positiveInt(values.from, '--from') : positiveInt(values.seed, '--seed');
+  const count = values.seed === undefined && values.seeds !== undefined ? positiveInt(values.seeds, '--seeds') : 1;
+  const started = performance.now();
+  let simulatedMs = 0;
+  const failed: SimulationResult[] = [];
+  if (values.report !== undefined && count > 1) throw new InvalidArgumentError('--report', values.report, 'used with one seed (--seed N)');
+  const replay = (r: SimulationResult): string =>
+    `npx cronraft simulate --seed ${r.seed} --members ${members} --duration ${values.duration} --faults ${values.faults}${proposals ? '' : ' --proposals off'}`;
+  const parallel = Math.min(values.parallel === 'auto' ? availableParallelism() : positiveInt(values.parallel, '--parallel'), count);
+  const results = parallel > 1 ? inProcesses(self, first, count, parallel) : inThisProcess(first, count, { members, durationMs, faults, proposals, timeline: values.report !== undefined });
+  for await (const result of results) {
+    simulatedMs += result.simulatedMs;
+    if (result.violations.length > 0) failed.push(result);
+    if (values.report !== undefined) {
+      const html = renderReport(reportInput(result, `${replay(result)} --report ${values.report}`));
+      writeFileSync(values.report, html);
+      if (!values.json) io.out(`report: ${values.report}`);
+    }
+    // The timeline is for the report; JSON lines stay one summary per seed.
+    const { timeline: _timeline, ...summary } = result;
+    if (values.json) io.out(JSON.stringify(summary));
+    else if (count === 1 || result.violations.length > 0) report(result, io);
+  }
+  const wallMs = performance.now() - started;
+  if (!values.json) {
+    io.out(`${count} seed(s), ${(simulatedMs / 3_600_000).toFixed(2)} simulated hours in ${(wallMs / 1000).toFixed(1)} s (${(simulatedMs / wallMs).toFixed(0)}x real time); ${failed.length} violated an invariant`);
+    for (const r of failed) io.out(`replay: ${replay(r)}`);
+  }
+  return failed.length > 0 ? EXIT.failed : EXIT.ok;
+}
+
+type Options = Omit<Parameters<typeof simulate>[0], 'seed'>;
+
+async function* inThisProcess(first: number, count: number, options: Options): AsyncGenerator<SimulationResult> {
+  for (let seed = first; seed < first + count; seed++) yield await simulate({ ...options, seed });
+}
+
+/** Options a child of a parallel sweep is given its own value of. */
+const SHARE_OPTIONS = ['--from', '--seeds', '--parallel'];
+
+/**
+ * A sweep split over `parallel` child processes of this command, each running a contiguous
+ * share of the seeds with --json; results come back in the order they finish.
+ */
+async function* inProcesses(self: { readonly script: string; readonly argv: readonly string[] }, first: number, count: number, parallel: number): AsyncGenerator<SimulationResult> {
+  const { argv } = self;
+  // The child gets the same options but its own share of seeds, one process, JSON lines.
+  const base = argv.filter((arg, i) => !SHARE_OPTIONS.includes(arg) && !SHARE_OPTIONS.includes(argv[i - 1] ?? '') && !SHARE_OPTIONS.some((o) => arg.startsWith(`${o}=`)));
+  const share = Math.ceil(count / parallel);
+  const queue: SimulationResult[] = [];
+  let wake: (() => void) | null = null;
+  let running = 0;
+  for (let from = first; from < first + count; from += share) {
+    const child = spawn(process.execPath, [self.script, ...base.filter((a) => a !== '--json'), '--json', '--from', String(from), '--seeds', String(Math.min(share, first + count - from))], { stdio: ['ignore', 'pipe', 'inherit'] });
+    running++;
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      queue.push(JSON.parse(line) as SimulationResult);
+      wake?.();
+    });
+    child.on('close', () => {
+      running--;
+      wake?.();
+    });
+  }
+  while (running > 0 || queue.length > 0) {
+    const next = queue.shift();
+    if (next !== undefined) yield next;
+    else await new Promise<void>((resolve) => (wake = resolve));
+  }
+}
+
+function report(r: SimulationResult, io: CliOutput): void {
+  io.out(`seed ${r.seed}: ${r.violations.length === 0 ? 'ok' : 'VIOLATION'}; ${r.committed} entries committed, ${r.acknowledged} proposals acknowledged, ${r.crashes} crashes, ${r.delivered} messages delivered, ${r.dropped} dropped; trace ${r.traceHash}`);
+  io.out(`  drawn: ${Object.entries(r.drawn).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+  // The rest of the settings are Cluster's defaults (CLUSTER_DEFAULTS).
+  const varied = Object.entries(r.varied);
+  io.out(`  settings: ${varied.length === 0 ? "Cluster's defaults" : `Cluster's defaults but ${varied.map(([k, v]) => `${k}=${v}`).join(' ')}`}`);
+  for (const j of r.jobs) {
+    const l = j.latenessMs;
+    const byOutcome: Array<[number, string]> = [[j.failed, 'failed'], [j.aborted, 'aborted or interrupted'], [j.skipped, 'skipped or replaced'], [j.expired, 'expired'], [j.noOutcome, 'with no outcome yet']];
+    const others = byOutcome.filter(([n]) => n > 0).map(([n, what]) => `${n} ${what}`);
+    const lateness = l === null ? 'none started' : `p50 ${l.p50.toFixed(1)} ms, p99 ${l.p99.toFixed(1)} ms, max ${l.max.toFixed(1)} ms`;
+    io.out(`  job ${j.name}: ${j.claimed} slots claimed, ${j.succeeded} succeeded${others.length > 0 ? ` (${others.join(', ')})` : ''}, ${j.missed} missed by catch-up; lateness of the first start ${lateness}`);
+  }
+  for (const v of r.violations) io.out(`  ${v}`);
+}

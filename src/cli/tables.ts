@@ -1,0 +1,77 @@
+import type { SlotHistory } from '../api/history.js';
+import type { ClusterState } from '../api/state.js';
+
+/** A value as JSON gives it back: its Dates as ISO strings. */
+export type Jsonified<T> = T extends Date ? string : T extends ReadonlyArray<infer U> ? ReadonlyArray<Jsonified<U>> : T extends object ? { readonly [K in keyof T]: Jsonified<T[K]> } : T;
+
+export type StateJson = Jsonified<ClusterState>;
+export type HistoryJson = Jsonified<SlotHistory>;
+
+/** Rows under a header, each column as wide as its widest cell, two spaces apart. */
+export function table(header: readonly string[], rows: ReadonlyArray<readonly string[]>): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: readonly string[]): string => cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd();
+  return [line(header), ...rows.map(line)].join('\n');
+}
+
+const dash = (value: string | number | null | undefined): string => (value === null || value === undefined ? '-' : String(value));
+
+/** `cronraft status`: the member's view, one line per fact. */
+export function statusText(state: StateJson, ready: { readonly ready: boolean; readonly reason: string | null }): string {
+  const reachable = state.members.filter((m) => m.reachable).length;
+  const rows: Array<[string, string]> = [
+    ['member', state.id],
+    ['status', state.status],
+    ['role', state.role],
+    ['term', String(state.term)],
+    ['leader', dash(state.leader)],
+    ['commit', `${state.commitIndex} (applied ${state.appliedIndex})`],
+    ['clock', state.clock.synced ? 'synced' : 'not synced'],
+    ['members', `${state.members.length} (${reachable} reachable)`],
+    ['jobs', String(state.jobs.length)],
+    ['version', String(state.version.active)],
+    ['ready', ready.ready ? 'yes' : `no: ${ready.reason ?? 'unknown'}`],
+  ];
+  return rows.map(([k, v]) => `${k.padEnd(8)} ${v}`).join('\n');
+}
+
+/** `cronraft members`. */
+export function membersTable(leader: string | null, members: StateJson['members']): string {
+  return table(
+    ['ID', 'ROLE', 'REACHABLE', 'LAG', 'CLOCK OFFSET MS', 'LAST CONTACT MS'],
+    members.map((m) => [m.id, m.id === leader ? 'leader' : m.voter ? 'voter' : 'learner', m.reachable ? 'yes' : 'NO', dash(m.lag), m.clockOffsetMs === null ? '-' : `${m.clockOffsetMs.toFixed(1)}${m.clockSkewed ? ' SKEWED' : ''}`, dash(m.lastContactMs)]),
+  );
+}
+
+/** `cronraft jobs`. */
+export function jobsTable(jobs: StateJson['jobs']): string {
+  return table(
+    ['NAME', 'SPEC', 'MODE', 'NEXT SLOT', 'LAST SLOT', 'LAST OUTCOME', 'MISSED', 'SKIPPED', 'RUNNING'],
+    jobs.map((j) => [
+      j.name,
+      j.spec,
+      j.mode,
+      dash(j.nextSlot),
+      dash(j.lastClaim?.slot),
+      j.lastClaim === null ? '-' : outcomesText(j.lastClaim.outcomes as Readonly<Record<string, { readonly outcome?: unknown }>>) || 'pending',
+      String(j.missedSlots),
+      String(j.skippedRuns),
+      String(j.running.length),
+    ]),
+  );
+}
+
+/** `cronraft history`. */
+export function historyTable(history: readonly HistoryJson[]): string {
+  return table(
+    ['JOB', 'SLOT', 'TOKEN', 'ASSIGNEES', 'OUTCOMES'],
+    history.map((h) => [h.job, h.slot, String(h.fencingToken), h.assignees.join(','), outcomesText(h.outcomes) || (Object.keys(h.running).length > 0 ? 'running' : 'pending')]),
+  );
+}
+
+/** `member=outcome` per member, or '' when none reported. */
+function outcomesText(outcomes: Readonly<Record<string, { readonly outcome?: unknown }>>): string {
+  return Object.entries(outcomes)
+    .map(([member, o]) => `${member}=${String(o.outcome)}`)
+    .join(' ');
+}

@@ -1,0 +1,47 @@
+import type { EventEmitter } from 'node:events';
+import type { ClusterEvents } from '../cluster-events.js';
+import { BearerAuth } from './auth.js';
+import type { HttpSettings } from './http-options.js';
+import { ClusterMetrics } from './metrics.js';
+import { RouteTable } from './route-table.js';
+import { actionRoutes, probeRoutes, readRoutes, type HttpSource } from './routes.js';
+import { HttpServer, type HttpLimits } from './server.js';
+
+/** What a member serves over HTTP (the `http` option): its routes, its metrics and the server. */
+export class ClusterHttp {
+  readonly metrics: ClusterMetrics;
+  /** The routes served; a later feature adds its own (an action is one more route). */
+  readonly routes: RouteTable;
+  readonly #settings: HttpSettings;
+  readonly #server: HttpServer;
+
+  /** Counts `cluster`'s events from now on; serves nothing before `start()`. */
+  constructor(cluster: HttpSource & Pick<EventEmitter<ClusterEvents>, 'on'>, settings: HttpSettings, limits?: HttpLimits) {
+    this.#settings = settings;
+    this.metrics = new ClusterMetrics(cluster);
+    cluster.on('leader', ({ leader, term }) => this.metrics.leaderSeen(leader, term));
+    cluster.on('run', (run) => this.metrics.runEnded(run));
+    const metrics = this.metrics;
+    this.routes = new RouteTable().add(
+      ...probeRoutes(cluster),
+      ...readRoutes(cluster),
+      ...actionRoutes(cluster),
+      { method: 'GET', path: '/metrics', action: false, handle: async () => ({ text: await metrics.text(), contentType: metrics.contentType }) },
+    );
+    this.#server = new HttpServer(this.routes, new BearerAuth(settings.token), limits);
+  }
+
+  /** `host:port` served on once started (the port bound, when `listen` asked for 0); null before and after. */
+  get address(): string | null {
+    return this.#server.address;
+  }
+
+  /** @throws ListenError */
+  async start(): Promise<void> {
+    await this.#server.listen(this.#settings.host, this.#settings.port);
+  }
+
+  async stop(): Promise<void> {
+    await this.#server.close();
+  }
+}

@@ -1,0 +1,107 @@
+import type { SlotHistory } from '../api/history.js';
+import type { ClusterState } from '../api/state.js';
+import { InvalidArgumentError, UnknownJobError } from '../errors.js';
+import { validateName } from '../job-options.js';
+import type { Route, RouteAnswer } from './route-table.js';
+import { JSON_CONTENT_TYPE, StateJson } from './state-json.js';
+
+/** What the routes read and act on: the Cluster, narrowed to the calls they make. */
+export interface HttpSource {
+  state(): ClusterState;
+  history(options: { job?: string; limit?: number }): SlotHistory[];
+  removeMember(id: string): Promise<{ index: number }>;
+}
+
+/** The most claims one `/v1/history` answer holds: an answer stays a small JSON document. */
+export const MAX_HTTP_HISTORY_LIMIT = 1000;
+
+/** Claims a `/v1/history` answer holds when `limit` is not given (history()'s own default). */
+export const DEFAULT_HTTP_HISTORY_LIMIT = 100;
+
+/**
+ * Why this member is not ready to do work, or null when it is: it runs, knows a leader, and has
+ * learned the cluster's time (until then its slots fire on its own clock).
+ */
+export function notReadyReason(state: ClusterState): string | null {
+  if (state.status !== 'running') return `the member is ${state.status}`;
+  if (state.leader === null) return 'no leader is known';
+  if (!state.clock.synced) return "the member has not learned the cluster's time from a leader";
+  return null;
+}
+
+/** The probes: `/healthz` answers while the process lives, `/readyz` while the member is ready (notReadyReason). */
+export function probeRoutes(source: HttpSource): Route[] {
+  return [
+    { method: 'GET', path: '/healthz', action: false, handle: () => ({ json: { live: true } }) },
+    {
+      method: 'GET',
+      path: '/readyz',
+      action: false,
+      handle: () => {
+        const state = source.state();
+        const reason = notReadyReason(state);
+        return reason === null ? { json: { ready: true, leader: state.leader } } : { status: 503, json: { ready: false, reason, leader: state.leader } };
+      },
+    },
+  ];
+}
+
+/** The read-only routes: `state()` and `history()` as JSON (Dates as ISO strings; the jobs' text kept between calls, state-json.ts). */
+export function readRoutes(source: HttpSource): Route[] {
+  const json = new StateJson();
+  const text = (body: string): RouteAnswer => ({ text: body, contentType: JSON_CONTENT_TYPE });
+  return [
+    { method: 'GET', path: '/v1/state', action: false, handle: () => text(json.state(source.state())) },
+    {
+      method: 'GET',
+      path: '/v1/members',
+      action: false,
+      handle: () => {
+        const { leader, members } = source.state();
+        return { json: { leader, members } };
+      },
+    },
+    { method: 'GET', path: '/v1/jobs', action: false, handle: () => text(`{"jobs":${json.jobs(source.state().jobs)}}`) },
+    { method: 'GET', path: '/v1/jobs/:name', action: false, handle: ({ params }) => text(json.job(jobOf(source.state(), params.name as string))) },
+    { method: 'GET', path: '/v1/history', action: false, handle: ({ query }) => ({ json: { history: source.history(historyQuery(query)) } }) },
+  ];
+}
+
+/**
+ * The actions, each behind the token. A later action (pause, resume, trigger) is one more
+ * entry here.
+ */
+export function actionRoutes(source: HttpSource): Route[] {
+  return [
+    {
+      method: 'POST',
+      path: '/v1/members/:id/remove',
+      action: true,
+      handle: async ({ params }): Promise<RouteAnswer> => ({ json: await source.removeMember(params.id as string) }),
+    },
+  ];
+}
+
+function jobOf(state: ClusterState, name: string): ClusterState['jobs'][number] {
+  const job = state.jobs.find((j) => j.name === name);
+  if (job === undefined) throw new UnknownJobError(name);
+  return job;
+}
+
+/** `?job=&limit=` checked: a job name as `schedule()` takes it, a limit from 1 to MAX_HTTP_HISTORY_LIMIT. */
+function historyQuery(query: URLSearchParams): { job?: string; limit: number } {
+  const job = query.get('job');
+  const limitText = query.get('limit');
+  if (job !== null) {
+    try {
+      validateName(job);
+    } catch {
+      throw new InvalidArgumentError('job', job, 'a job name');
+    }
+  }
+  const limit = limitText === null ? DEFAULT_HTTP_HISTORY_LIMIT : Number(limitText);
+  if (!/^\d+$/.test(limitText ?? '1') || limit < 1 || limit > MAX_HTTP_HISTORY_LIMIT) {
+    throw new InvalidArgumentError('limit', limitText, `an integer from 1 to ${MAX_HTTP_HISTORY_LIMIT}`);
+  }
+  return job === null ? { limit } : { job, limit };
+}

@@ -1,0 +1,165 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ListenError } from '../errors.js';
+import type { BearerAuth } from './auth.js';
+import { badBody, bodyTooLarge, errorAnswer } from './errors.js';
+import type { RouteAnswer, RouteTable } from './route-table.js';
+import { JSON_CONTENT_TYPE } from './state-json.js';
+
+/** The limits of the HTTP server: every request is bounded in size and time. */
+export interface HttpLimits {
+  /** The largest request body read; a larger one is answered 413 and its connection closed. */
+  readonly maxBodyBytes: number;
+  /** The largest request head (request line and headers); Node answers a larger one 431. */
+  readonly maxHeaderBytes: number;
+  /** How long a client may take to send a request's headers; Node answers 408 after it. */
+  readonly headersTimeoutMs: number;
+  /** How long a client may take to send a whole request; Node answers 408 after it. */
+  readonly requestTimeoutMs: number;
+  /** How long an idle keep-alive connection stays open. */
+  readonly keepAliveTimeoutMs: number;
+  /** Connections open at once; more are refused, so that a flood of clients costs a bounded amount. */
+  readonly maxConnections: number;
+}
+
+export const HTTP_LIMITS: HttpLimits = {
+  /** Actions take small JSON bodies (or none): 64 KiB is far above any. */
+  maxBodyBytes: 64 * 1024,
+  /** Node's own default: an Authorization header with the longest token fits many times. */
+  maxHeaderBytes: 16 * 1024,
+  /** Short: a legitimate client (a scraper, the CLI) sends its headers at once. */
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 5_000,
+  /** Operators, a scraper and a few probes: far fewer. */
+  maxConnections: 64,
+};
+
+/** Headers of every answer: JSON or text that no cache keeps and no browser sniffs as something else. */
+const COMMON_HEADERS = { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' } as const;
+
+/**
+ * The HTTP server on `node:http` (no dependency: the routes are few and fixed). It matches a
+ * request to its route (route-table.ts), checks an action's token before reading anything else
+ * (auth.ts), reads a bounded body, and answers JSON: the route's, or `{ error: { code, message } }`
+ * (errors.ts).
+ */
+export class HttpServer {
+  readonly #routes: RouteTable;
+  readonly #auth: BearerAuth;
+  readonly #limits: HttpLimits;
+  readonly #server: Server;
+  #address: string | null = null;
+
+  constructor(routes: RouteTable, auth: BearerAuth, limits: HttpLimits = HTTP_LIMITS) {
+    this.#routes = routes;
+    this.#auth = auth;
+    this.#limits = limits;
+    const timeouts = {
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      keepAliveTimeout: limits.keepAliveTimeoutMs,
+      // Node looks for requests past their timeouts this often (30 s by default): a tenth of the
+      // shortest keeps a timeout within a tenth of its length.
+      connectionsCheckingInterval: Math.ceil(Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs) / 10),
+    };
+    this.#server = createServer({ maxHeaderSize: limits.maxHeaderBytes, ...timeouts }, (req, res) => {
+      void this.#handle(req, res);
+    });
+    this.#server.maxConnections = limits.maxConnections;
+  }
+
+  /** `host:port` it listens on (the port bound, when asked for 0), or null when it does not. */
+  get address(): string | null {
+    return this.#address;
+  }
+
+  /** @throws ListenError when it cannot listen (the port is taken, say). */
+  async listen(host: string, port: number): Promise<void> {
+    await new Promise<void>((resolve, reject) => {
+      const failed = (error: Error): void => reject(new ListenError(`${host}:${port} (http)`, { cause: error }));
+      this.#server.once('error', failed);
+      this.#server.listen(port, host, () => {
+        this.#server.off('error', failed);
+        // Once listening, an error of the listening socket (a failed accept, out of file
+        // descriptors) leaves it listening: it must not become the app's uncaught exception.
+        this.#server.on('error', () => undefined);
+        resolve();
+      });
+    });
+    const bound = this.#server.address() as AddressInfo;
+    this.#address = bound.family === 'IPv6' ? `[${bound.address}]:${bound.port}` : `${bound.address}:${bound.port}`;
+  }
+
+  /** Stops listening and closes every connection, idle or not: requests under way get no answer. */
+  async close(): Promise<void> {
+    if (this.#address === null) return;
+    this.#address = null;
+    const closed = new Promise<void>((resolve) => this.#server.close(() => resolve()));
+    this.#server.closeAllConnections();
+    await closed;
+  }
+
+  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    try {
+      const url = new URL(req.url ?? '/', 'http://localhost');
+      const { route, params } = this.#routes.match(req.method ?? 'GET', url.pathname);
+      if (route.action) {
+        const refused = this.#auth.check(req.headers.authorization);
+        if (refused !== null) throw refused;
+      }
+      const body = await this.#readBody(req);
+      this.#answer(res, await route.handle({ params, query: url.searchParams, body }));
+    } catch (error) {
+      const { status, headers, body } = errorAnswer(error);
+      // An unread or oversized body is left unread: the connection goes with the answer.
+      if (!req.complete) res.setHeader('connection', 'close');
+      this.#answer(res, { status, json: body }, headers);
+    }
+  }
+
+  /**
+   * The body parsed as JSON (undefined when empty), at most maxBodyBytes. A larger one is left
+   * unread, paused rather than destroyed (which would close the socket before the 413 goes out).
+   */
+  async #readBody(req: IncomingMessage): Promise<unknown> {
+    const { maxBodyBytes } = this.#limits;
+    if (Number(req.headers['content-length'] ?? 0) > maxBodyBytes) throw bodyTooLarge(maxBodyBytes);
+    const bytes = await new Promise<Buffer>((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      let length = 0;
+      const done = (): void => {
+        req.off('data', onData).off('end', onEnd).off('error', reject);
+      };
+      const onData = (chunk: Buffer): void => {
+        length += chunk.length;
+        if (length <= maxBodyBytes) {
+          chunks.push(chunk);
+          return;
+        }
+        done();
+        req.pause();
+        reject(bodyTooLarge(maxBodyBytes));
+      };
+      const onEnd = (): void => {
+        done();
+        resolve(Buffer.concat(chunks));
+      };
+      req.on('data', onData).on('end', onEnd).on('error', reject);
+    });
+    if (bytes.length === 0) return undefined;
+    try {
+      return JSON.parse(bytes.toString('utf8')) as unknown;
+    } catch {
+      throw badBody('The request body is not JSON');
+    }
+  }
+
+  #answer(res: ServerResponse, answer: RouteAnswer, headers: Readonly<Record<string, string>> = {}): void {
+    if (res.headersSent || res.destroyed) return;
+    const text = 'json' in answer ? JSON.stringify(answer.json) : answer.text;
+    const contentType = 'json' in answer ? JSON_CONTENT_TYPE : answer.contentType;
+    res.writeHead(answer.status ?? 200, { ...COMMON_HEADERS, ...headers, 'content-type': contentType, 'content-length': Buffer.byteLength(text) });
+    res.end(text);
+  }
+}

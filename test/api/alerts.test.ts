@@ -1,0 +1,45 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { ClusterState } from '../../src/api/state.js';
+import { ClusterMetrics } from '../../src/http/metrics.js';
+import { metricTypes } from '../fixtures/prometheus-text.js';
+
+const file = readFileSync(join(import.meta.dirname, '..', '..', 'examples', 'alerts.yml'), 'utf8');
+
+/** The rules of the file, read line by line: it keeps to one `key: value` a line (no YAML library is installed). */
+function rules(text: string): Array<Record<string, string>> {
+  const out: Array<Record<string, string>> = [];
+  for (const line of text.split('\n')) {
+    const alert = /^ {6}- alert: (\S+)$/.exec(line);
+    if (alert !== null) {
+      out.push({ alert: alert[1] as string });
+      continue;
+    }
+    const field = /^ {8,12}(expr|for|severity|summary): (.+)$/.exec(line);
+    const rule = out.at(-1);
+    if (field !== null && rule !== undefined) rule[field[1] as string] = field[2] as string;
+  }
+  return out;
+}
+
+describe('examples/alerts.yml', () => {
+  it('has a rule for each condition the issue names, each with an expression, a severity and a summary', () => {
+    expect(file).toMatch(/^groups:\n {2}- name: cronraft\n {4}rules:$/m);
+    const found = rules(file);
+    expect(found.map((r) => r.alert)).toEqual(expect.arrayContaining(['CronraftNoLeader', 'CronraftMissedSlots', 'CronraftJobFailedAfterRetries', 'CronraftClockSkewed', 'CronraftMemberUnreachable']));
+    for (const r of found) {
+      expect(r, r.alert).toMatchObject({ expr: expect.any(String), severity: expect.stringMatching(/^(critical|warning)$/), summary: expect.stringMatching(/^".+"$/) });
+      if (r.for !== undefined) expect(r.for).toMatch(/^\d+[smh]$/);
+    }
+    // Indentation is spaces only, as YAML requires.
+    expect(file).not.toContain('\t');
+  });
+
+  it('uses only metrics that /metrics exports', async () => {
+    const exported = new Set(metricTypes(await new ClusterMetrics({ state: () => ({ term: 0, leader: null, role: 'follower', commitIndex: 0, appliedIndex: 0, members: [], jobs: [], clock: { synced: false } }) as unknown as ClusterState }).text()).keys());
+    const used = [...file.matchAll(/\bcronraft_[a-z_]+/g)].map((m) => m[0].replace(/_(bucket|sum|count)$/, ''));
+    expect(used.length).toBeGreaterThan(5);
+    for (const name of used) expect(exported, name).toContain(name);
+  });
+});

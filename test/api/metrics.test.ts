@@ -1,0 +1,76 @@
+import { describe, expect, it } from 'vitest';
+import type { ClusterState } from '../../src/api/state.js';
+import { ClusterMetrics } from '../../src/http/metrics.js';
+import type { RunRecord } from '../../src/runtime/scheduler/job-types.js';
+import { parseSamples, valueOf } from '../fixtures/prometheus-text.js';
+
+type Job = ClusterState['jobs'][number];
+type Member = ClusterState['members'][number];
+
+const job = (name: string, missedSlots: number, skippedRuns: number): Job => ({ name, spec: 'every 1000', mode: 'one', handlers: [], conflicts: {}, nextSlot: null, lastClaim: null, missedSlots, skippedRuns, running: [] });
+const member = (id: string, over: Partial<Member> = {}): Member => ({ id, addrs: [], voter: true, reachable: true, lastContactMs: 0, matchIndex: null, lag: null, peerId: null, clockOffsetMs: null, clockSkewed: false, ...over });
+
+/** A state with only what the metrics read set; the rest never read. */
+function stateWith(members: Member[], jobs: Job[]): ClusterState {
+  return { term: 7, leader: 'a', role: 'follower', commitIndex: 40, appliedIndex: 39, members, jobs, clock: { synced: true, clusterTime: new Date(0), invalidStamps: 0 } } as unknown as ClusterState;
+}
+
+const run = (over: Partial<RunRecord>): RunRecord => ({ job: 'j', slotMs: 1000, fencingToken: 1, member: 'a', startedAtMs: 1250, endedAtMs: 1300, outcome: 'succeeded', attempt: 1, retriesLeft: 0, ...over });
+
+describe('ClusterMetrics', () => {
+  it("reads its gauges and the jobs' replicated counts from one state() per scrape", async () => {
+    let calls = 0;
+    const metrics = new ClusterMetrics({
+      state: () => {
+        calls++;
+        return stateWith([member('a', { lag: 0, clockOffsetMs: 12 }), member('b', { lag: 5, clockOffsetMs: -250, clockSkewed: true, reachable: false }), member('c')], [job('j', 3, 2)]);
+      },
+    });
+    const samples = parseSamples(await metrics.text());
+    expect(calls).toBe(1);
+    expect(valueOf(samples, 'cronraft_term')).toBe(7);
+    expect(valueOf(samples, 'cronraft_is_leader')).toBe(0);
+    expect(valueOf(samples, 'cronraft_applied_index')).toBe(39);
+    expect(valueOf(samples, 'cronraft_member_lag_entries', { member: 'b' })).toBe(5);
+    // Unknown values are left out rather than exported as 0.
+    expect(valueOf(samples, 'cronraft_member_lag_entries', { member: 'c' })).toBeUndefined();
+    expect(valueOf(samples, 'cronraft_member_clock_offset_seconds', { member: 'b' })).toBe(-0.25);
+    expect(valueOf(samples, 'cronraft_member_clock_skewed', { member: 'b' })).toBe(1);
+    expect(valueOf(samples, 'cronraft_member_clock_skewed', { member: 'c' })).toBeUndefined();
+    expect(valueOf(samples, 'cronraft_member_reachable', { member: 'b' })).toBe(0);
+    expect(valueOf(samples, 'cronraft_job_missed_slots_total', { job: 'j' })).toBe(3);
+    expect(valueOf(samples, 'cronraft_job_skipped_slots_total', { job: 'j' })).toBe(2);
+  });
+
+  it('drops the series of a member or a job the state no longer has', async () => {
+    let state = stateWith([member('a'), member('b')], [job('j', 1, 0), job('k', 0, 0)]);
+    const metrics = new ClusterMetrics({ state: () => state });
+    metrics.runEnded(run({ job: 'k', outcome: 'failed' }));
+    let samples = parseSamples(await metrics.text());
+    expect(valueOf(samples, 'cronraft_job_runs_total', { job: 'k', outcome: 'failed' })).toBe(1);
+    state = stateWith([member('a')], [job('j', 1, 0)]);
+    samples = parseSamples(await metrics.text());
+    expect(samples.filter((s) => s.labels.job === 'k' || s.labels.member === 'b')).toEqual([]);
+  });
+
+  it('counts runs by outcome, a failure after retries only on the last try, and lateness from the slot', async () => {
+    const metrics = new ClusterMetrics({ state: () => stateWith([], [job('j', 0, 0)]) });
+    metrics.runEnded(run({ outcome: 'failed', retriesLeft: 1 }));
+    metrics.runEnded(run({ outcome: 'aborted', attempt: 2, retriesLeft: 0, startedAtMs: 3000 }));
+    metrics.runEnded(run({ outcome: 'interrupted', retriesLeft: 0 }));
+    metrics.leaderSeen('a', 1);
+    metrics.leaderSeen(null, 1);
+    // The same leader in the same term, after a moment of none, is no change.
+    metrics.leaderSeen('a', 1);
+    metrics.leaderSeen('b', 2);
+    metrics.leaderSeen(null, 3);
+    metrics.leaderSeen('b', 3);
+    const samples = parseSamples(await metrics.text());
+    expect(valueOf(samples, 'cronraft_job_runs_total', { job: 'j', outcome: 'failed' })).toBe(1);
+    expect(valueOf(samples, 'cronraft_job_runs_total', { job: 'j', outcome: 'aborted' })).toBe(1);
+    expect(valueOf(samples, 'cronraft_job_failures_after_retries_total', { job: 'j' })).toBe(1);
+    expect(valueOf(samples, 'cronraft_job_slot_lateness_seconds_sum', { job: 'j' })).toBeCloseTo(0.25 + 2 + 0.25);
+    expect(valueOf(samples, 'cronraft_job_slot_lateness_seconds_bucket', { job: 'j', le: '0.25' })).toBe(2);
+    expect(valueOf(samples, 'cronraft_leader_changes_total')).toBe(3);
+  });
+});

@@ -1,0 +1,128 @@
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { Cluster } from '../../src/index.js';
+import { freePort } from '../fixtures/process-cluster.js';
+
+const run = promisify(execFile);
+/** The compiled command, as `npx cronraft` runs it (test/global-setup.ts builds first). */
+const cli = join(import.meta.dirname, '..', '..', 'dist', 'src', 'cli', 'main.js');
+const TOKEN = 'cli-test-token-0123456789abcdef';
+
+async function cronraft(args: readonly string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    // The command's own environment variables come from the test alone.
+    const { CRONRAFT_URL: _url, CRONRAFT_TOKEN: _token, ...inherited } = process.env;
+    const { stdout, stderr } = await run(process.execPath, [cli, ...args], { timeout: 60_000, env: { ...inherited, ...env } });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+const members: Cluster[] = [];
+let leader: Cluster;
+let follower: Cluster;
+const urlOf = (c: Cluster): string => `http://${c.httpAddress}`;
+
+beforeAll(async () => {
+  const addrs = [`127.0.0.1:${await freePort()}`, `127.0.0.1:${await freePort()}`, `127.0.0.1:${await freePort()}`];
+  members.push(...addrs.map((listen) => new Cluster(addrs, { storage: 'memory', listen, heartbeatMs: 50, electionTimeoutMs: 500, stopTimeoutMs: 2000, http: { listen: '127.0.0.1:0', token: TOKEN } })));
+  await Promise.all(members.map((m) => m.start()));
+  const { leader: id } = await members[0]!.waitForLeader({ timeoutMs: 10_000 });
+  leader = members.find((m) => m.id === id)!;
+  follower = members.find((m) => m.id !== id)!;
+  for (const m of members) m.schedule('report', { every: '300ms' }, () => undefined);
+  // The actions need cluster version 2, and the tables a run to show.
+  await vi.waitFor(() => expect(members.every((m) => m.state().clock.synced && m.state().version.active === 2)).toBe(true), { timeout: 15_000, interval: 50 });
+  await vi.waitFor(() => expect(leader.history({ job: 'report' }).some((h) => Object.values(h.outcomes).some((o) => o.outcome === 'succeeded'))).toBe(true), { timeout: 15_000, interval: 50 });
+});
+
+afterAll(async () => {
+  await Promise.all(members.map((m) => m.stop()));
+});
+
+describe('cronraft against a running cluster of three', () => {
+  it('status: a table for people, JSON for scripts, exit 0 when ready', async () => {
+    const text = await cronraft(['status', '--url', urlOf(follower)]);
+    expect(text).toMatchObject({ code: 0, stderr: '' });
+    expect(text.stdout).toMatch(new RegExp(`^member +${follower.id}$`, 'm'));
+    expect(text.stdout).toMatch(new RegExp(`^leader +${leader.id}$`, 'm'));
+    expect(text.stdout).toMatch(/^ready +yes$/m);
+    const json = await cronraft(['status', '--url', urlOf(leader), '--json']);
+    expect(json.code).toBe(0);
+    const parsed = JSON.parse(json.stdout) as { ready: boolean; reason: null; state: { id: string; role: string; members: unknown[] } };
+    expect(parsed).toMatchObject({ ready: true, reason: null, state: { id: leader.id, role: 'leader' } });
+    expect(parsed.state.members).toHaveLength(3);
+  });
+
+  it('members: one row per member, the leader named; --json as the member answered', async () => {
+    const text = await cronraft(['members', '--url', urlOf(leader)]);
+    expect(text.code).toBe(0);
+    const lines = text.stdout.trim().split('\n');
+    expect(lines[0]).toMatch(/^ID +ROLE +REACHABLE +LAG +CLOCK OFFSET MS +LAST CONTACT MS$/);
+    expect(lines).toHaveLength(4);
+    expect(lines.find((l) => l.startsWith(leader.id))).toMatch(/ leader +yes +0 /);
+    const json = JSON.parse((await cronraft(['members', '--url', urlOf(leader), '--json'])).stdout) as { leader: string; members: Array<{ id: string }> };
+    expect(json.leader).toBe(leader.id);
+    expect(json.members.map((m) => m.id).sort()).toEqual(members.map((m) => m.id).sort());
+  });
+
+  it('jobs and history: the job, its spec and its outcomes; --job and --limit passed on', async () => {
+    const jobs = await cronraft(['jobs', '--url', urlOf(follower)]);
+    expect(jobs.code).toBe(0);
+    expect(jobs.stdout).toMatch(/^NAME +SPEC +MODE +NEXT SLOT +LAST SLOT +LAST OUTCOME +MISSED +SKIPPED +RUNNING$/m);
+    expect(jobs.stdout).toMatch(/^report +every 300 +one +\d{4}-/m);
+    const history = await cronraft(['history', '--url', urlOf(leader), '--job', 'report', '--limit', '2', '--json']);
+    expect(history.code).toBe(0);
+    const entries = (JSON.parse(history.stdout) as { history: Array<{ job: string; slot: string }> }).history;
+    expect(entries.length).toBeGreaterThan(0);
+    expect(entries.length).toBeLessThanOrEqual(2);
+    expect(entries.every((h) => h.job === 'report' && h.slot.endsWith('Z'))).toBe(true);
+    const table = await cronraft(['history', '--url', urlOf(leader), '--job', 'report']);
+    expect(table.stdout).toMatch(/=succeeded/);
+  });
+
+  it('exit 2 on a usage error: no --url, a bad --url, a bad --limit, remove-member without a token, an unknown command', async () => {
+    for (const args of [['status'], ['status', '--url', 'not a url'], ['jobs', '--url', 'ftp://127.0.0.1'], ['history', '--url', urlOf(leader), '--limit', 'x'], ['remove-member', '--url', urlOf(leader), follower.id], ['frobnicate']]) {
+      const r = await cronraft(args);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr.length, args.join(' ')).toBeGreaterThan(0);
+    }
+  });
+
+  it('exit 1 when the request fails: nothing listening, an error answered (the code on stderr), a wrong token', async () => {
+    const unreachable = await cronraft(['status', '--url', `http://127.0.0.1:${await freePort()}`]);
+    expect(unreachable.code).toBe(1);
+    expect(unreachable.stderr).toContain('ECONNREFUSED');
+    const refused = await cronraft(['remove-member', '--url', urlOf(leader), '--token', TOKEN, '127.0.0.1:1']);
+    expect(refused).toMatchObject({ code: 1 });
+    expect(refused.stderr).toContain('CRONRAFT_MEMBERSHIP_REFUSED');
+    const wrong = await cronraft(['remove-member', '--url', urlOf(leader), '127.0.0.1:1'], { CRONRAFT_TOKEN: `${TOKEN}-not` });
+    expect(wrong.code).toBe(1);
+    expect(wrong.stderr).toContain('CRONRAFT_HTTP_UNAUTHORIZED');
+  });
+
+  it('exit 3 from status when the member answers but is not ready', async () => {
+    const addrs = [`127.0.0.1:${await freePort()}`, `127.0.0.1:${await freePort()}`, `127.0.0.1:${await freePort()}`];
+    const alone = new Cluster(addrs, { storage: 'memory', listen: addrs[0], joinTimeoutMs: 100, http: { listen: '127.0.0.1:0' } });
+    try {
+      await alone.start();
+      const r = await cronraft(['status', '--url', urlOf(alone)]);
+      expect(r.code).toBe(3);
+      expect(r.stdout).toMatch(/^ready +no: no leader is known$/m);
+    } finally {
+      await alone.stop();
+    }
+  });
+
+  it('remove-member with the token from CRONRAFT_TOKEN: the member leaves the configuration', async () => {
+    const r = await cronraft(['remove-member', '--url', urlOf(leader), follower.id], { CRONRAFT_TOKEN: TOKEN });
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(new RegExp(`^removed ${follower.id} \\(the change applied at index \\d+\\)$`, 'm'));
+    expect(leader.state().configuration.voters).not.toContain(follower.id);
+  });
+});

@@ -1,0 +1,274 @@
+import { connect } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Cluster, InvalidArgumentError, type ClusterOptions } from '../../src/index.js';
+import { BearerAuth } from '../../src/http/auth.js';
+import { MIN_HTTP_TOKEN_LENGTH } from '../../src/http/http-options.js';
+import { RouteTable } from '../../src/http/route-table.js';
+import { MAX_HTTP_HISTORY_LIMIT } from '../../src/http/routes.js';
+import { HTTP_LIMITS, HttpServer } from '../../src/http/server.js';
+import { freePort } from '../fixtures/process-cluster.js';
+
+const TOKEN = 'a-token-for-the-tests-0123456789';
+const started: Cluster[] = [];
+const servers: HttpServer[] = [];
+
+afterEach(async () => {
+  await Promise.all(started.splice(0).map((c) => c.stop()));
+  await Promise.all(servers.splice(0).map((s) => s.close()));
+});
+
+interface Answer {
+  readonly status: number;
+  readonly headers: Headers;
+  readonly body: any; // eslint-disable-line @typescript-eslint/no-explicit-any -- the JSON answered, asserted on field by field
+}
+
+async function request(cluster: Cluster, path: string, init: RequestInit = {}): Promise<Answer> {
+  const r = await fetch(`http://${cluster.httpAddress}${path}`, init);
+  const text = await r.text();
+  return { status: r.status, headers: r.headers, body: r.headers.get('content-type')?.startsWith('application/json') ? JSON.parse(text) : text };
+}
+
+const withToken = (token = TOKEN): RequestInit => ({ method: 'POST', headers: { authorization: `Bearer ${token}` } });
+
+async function single(options: ClusterOptions = {}): Promise<Cluster> {
+  const c = new Cluster([], { storage: 'memory', http: { listen: '127.0.0.1:0', token: TOKEN }, ...options });
+  started.push(c);
+  await c.start();
+  await c.waitForLeader({ timeoutMs: 10_000 });
+  return c;
+}
+
+/**
+ * Sends `text`, a request left unfinished, to a server of `table` with timeouts of 200 ms for
+ * the headers and 400 ms for the request, and reads what it answers until it closes.
+ */
+async function unfinished(table: RouteTable, text: string): Promise<{ received: string; elapsedMs: number }> {
+  const server = new HttpServer(table, new BearerAuth(null), { ...HTTP_LIMITS, headersTimeoutMs: 200, requestTimeoutMs: 400 });
+  servers.push(server);
+  await server.listen('127.0.0.1', 0);
+  const [host, port] = (server.address as string).split(':');
+  const socket = connect(Number(port), host);
+  socket.write(text);
+  let received = '';
+  socket.on('data', (d: Buffer) => (received += d.toString()));
+  const startedMs = performance.now();
+  await new Promise((resolve) => socket.on('close', resolve));
+  return { received, elapsedMs: performance.now() - startedMs };
+}
+
+describe('the http option', () => {
+  const cases: Array<[string, unknown, string]> = [
+    ['not an object', 'yes', 'http'],
+    ['a listen address without a port', { listen: '127.0.0.1' }, 'http.listen'],
+    ['a listen address that is a name', { listen: 'example.com:9464' }, 'http.listen'],
+    ['a port past 65535', { listen: '127.0.0.1:70000' }, 'http.listen'],
+    ['a non-loopback address without a token', { listen: '0.0.0.0:9464' }, 'http.token'],
+    ['a short token', { listen: '127.0.0.1:0', token: 'short' }, 'http.token'],
+    ['a token with a space', { listen: '127.0.0.1:0', token: 'a token with spaces in it' }, 'http.token'],
+  ];
+  it.each(cases)('refuses %s at construction, naming the option', (_name, http, option) => {
+    let error: unknown;
+    try {
+      new Cluster([], { storage: 'memory', http: http as ClusterOptions['http'] });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(InvalidArgumentError);
+    expect(error).toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option });
+  });
+
+  it('never puts a refused token in its error message', () => {
+    const secret = 'SECRET-BUT-HAS SPACE-0123456789';
+    expect(() => new Cluster([], { http: { listen: '127.0.0.1:0', token: secret } })).toThrow(/http\.token/);
+    try {
+      new Cluster([], { http: { listen: '127.0.0.1:0', token: secret } });
+    } catch (e) {
+      expect((e as Error).message).not.toContain('SECRET');
+    }
+  });
+
+  it('accepts any address with a token, loopback without, IPv6 in brackets; is off by default', async () => {
+    expect(() => new Cluster([], { http: { listen: '0.0.0.0:9464', token: 'x'.repeat(MIN_HTTP_TOKEN_LENGTH) } })).not.toThrow();
+    expect(() => new Cluster([], { http: { listen: '[::1]:0' } })).not.toThrow();
+    expect(() => new Cluster([], { http: { listen: 'localhost:0' } })).not.toThrow();
+    const off = new Cluster([], { storage: 'memory' });
+    started.push(off);
+    await off.start();
+    expect(off.httpAddress).toBeNull();
+  });
+
+  it('listens on the port bound for port 0, shown by httpAddress while it runs, and on nothing after stop()', async () => {
+    const c = new Cluster([], { storage: 'memory', http: { listen: '127.0.0.1:0' } });
+    started.push(c);
+    expect(c.httpAddress).toBeNull();
+    await c.start();
+    const address = c.httpAddress;
+    expect(address).toMatch(/^127\.0\.0\.1:\d+$/);
+    expect(address).not.toBe('127.0.0.1:0');
+    expect((await request(c, '/healthz')).status).toBe(200);
+    await c.stop();
+    expect(c.httpAddress).toBeNull();
+    await expect(fetch(`http://${address}/healthz`)).rejects.toThrow();
+  });
+
+  it('fails start() with CRONRAFT_LISTEN_FAILED when its port is taken, and closes what it opened', async () => {
+    const first = await single();
+    const port = Number(first.httpAddress?.split(':')[1]);
+    const second = new Cluster([], { storage: 'memory', http: { listen: `127.0.0.1:${port}` } });
+    started.push(second);
+    await expect(second.start()).rejects.toMatchObject({ code: 'CRONRAFT_LISTEN_FAILED' });
+    expect(second.state().status).toBe('failed');
+  });
+});
+
+describe('reading over HTTP', () => {
+  it('serves state(), members, jobs, one job and history as JSON, Dates as ISO strings', async () => {
+    const c = await single();
+    let ran = 0;
+    c.schedule('tick', { every: '200ms' }, () => {
+      ran++;
+    });
+    await expect.poll(() => c.history({ job: 'tick' }).some((h) => h.outcomes[c.id]?.outcome === 'succeeded') && ran > 0, { timeout: 10_000 }).toBe(true);
+    const state = await request(c, '/v1/state');
+    expect(state.status).toBe(200);
+    expect(state.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(state.headers.get('cache-control')).toBe('no-store');
+    expect(state.body).toMatchObject({ id: c.id, status: 'running', role: 'leader', leader: c.id });
+    expect(new Date(state.body.clock.clusterTime).toISOString()).toBe(state.body.clock.clusterTime);
+    const members = await request(c, '/v1/members');
+    // The members as state() lists them (their clocks and contact times move between two looks).
+    expect(members.body.leader).toBe(c.id);
+    expect(members.body.members.map((m: { id: string }) => m.id)).toEqual(c.state().members.map((m) => m.id));
+    expect(Object.keys(members.body.members[0]).sort()).toEqual(Object.keys(JSON.parse(JSON.stringify(c.state().members[0]))).sort());
+    const jobs = await request(c, '/v1/jobs');
+    expect(jobs.body.jobs.map((j: { name: string }) => j.name)).toEqual(['tick']);
+    const job = await request(c, '/v1/jobs/tick');
+    expect(job.body).toMatchObject({ name: 'tick', spec: 'every 200', mode: 'one', handlers: [c.id] });
+    expect(job.body.nextSlot).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    const history = await request(c, '/v1/history?job=tick&limit=1');
+    expect(history.body.history).toHaveLength(1);
+    expect(history.body.history[0]).toMatchObject({ job: 'tick', assignees: [c.id] });
+    expect(history.body.history[0].slot).toMatch(/Z$/);
+    expect((await request(c, '/v1/history?job=other')).body).toEqual({ history: [] });
+    // A name with characters that need escaping in a path comes through decoded.
+    c.schedule('a job/with spaces', { every: '1h' }, () => undefined);
+    await expect.poll(async () => (await request(c, `/v1/jobs/${encodeURIComponent('a job/with spaces')}`)).status, { timeout: 10_000 }).toBe(200);
+  });
+
+  it('answers /healthz while live and /readyz 200 once a leader is known and the clock is synced', async () => {
+    const c = await single();
+    expect(await request(c, '/healthz')).toMatchObject({ status: 200, body: { live: true } });
+    await expect.poll(() => c.state().clock.synced, { timeout: 10_000 }).toBe(true);
+    expect(await request(c, '/readyz')).toMatchObject({ status: 200, body: { ready: true, leader: c.id } });
+  });
+
+  it('answers /readyz 503 with the reason while no leader is known, and still serves its state', async () => {
+    // One of three founding members, alone: it forms, but no quorum elects a leader.
+    const addrs = [`127.0.0.1:${await freePort()}`, `127.0.0.1:${await freePort()}`, `127.0.0.1:${await freePort()}`];
+    const c = new Cluster(addrs, { storage: 'memory', listen: addrs[0], joinTimeoutMs: 100, http: { listen: '127.0.0.1:0' } });
+    started.push(c);
+    await c.start();
+    expect(await request(c, '/readyz')).toMatchObject({ status: 503, body: { ready: false, reason: 'no leader is known', leader: null } });
+    expect(await request(c, '/healthz')).toMatchObject({ status: 200 });
+    expect((await request(c, '/v1/members')).body.members.map((m: { id: string }) => m.id)).toEqual([...addrs].sort());
+  });
+});
+
+describe('errors over HTTP', () => {
+  it('answers an unknown route 404, a wrong method 405 naming the right one, each as { error: { code, message } }', async () => {
+    const c = await single();
+    expect(await request(c, '/v1/nothing')).toMatchObject({ status: 404, body: { error: { code: 'CRONRAFT_HTTP_NOT_FOUND' } } });
+    expect(await request(c, '/v1/jobs/a/b')).toMatchObject({ status: 404, body: { error: { code: 'CRONRAFT_HTTP_NOT_FOUND' } } });
+    const wrong = await request(c, '/v1/state', { method: 'DELETE' });
+    expect(wrong).toMatchObject({ status: 405, body: { error: { code: 'CRONRAFT_HTTP_METHOD_NOT_ALLOWED' } } });
+    expect(wrong.headers.get('allow')).toBe('GET');
+    const get = await request(c, '/v1/members/x/remove');
+    expect(get).toMatchObject({ status: 405 });
+    expect(get.headers.get('allow')).toBe('POST');
+    expect(typeof wrong.body.error.message).toBe('string');
+  });
+
+  it('answers an unknown job 404 and a bad query 400, with the library codes', async () => {
+    const c = await single();
+    expect(await request(c, '/v1/jobs/nope')).toMatchObject({ status: 404, body: { error: { code: 'CRONRAFT_UNKNOWN_JOB' } } });
+    for (const query of ['limit=0', 'limit=-1', 'limit=1.5', 'limit=abc', `limit=${MAX_HTTP_HISTORY_LIMIT + 1}`, 'limit=', `job=${'x'.repeat(201)}`, 'job=']) {
+      expect(await request(c, `/v1/history?${query}`), query).toMatchObject({ status: 400, body: { error: { code: 'CRONRAFT_INVALID_ARGUMENT' } } });
+    }
+    expect((await request(c, `/v1/history?limit=${MAX_HTTP_HISTORY_LIMIT}`)).status).toBe(200);
+  });
+
+  it('refuses an action without the token, with a wrong one or a malformed header: 401, never reaching the cluster', async () => {
+    const c = await single();
+    const victim = '127.0.0.1:1';
+    for (const init of [{ method: 'POST' }, withToken(`${TOKEN}x`), withToken(TOKEN.slice(0, -1)), withToken('x'.repeat(TOKEN.length)), { method: 'POST', headers: { authorization: TOKEN } }, { method: 'POST', headers: { authorization: `Basic ${TOKEN}` } }]) {
+      const r = await request(c, `/v1/members/${victim}/remove`, init);
+      expect(r).toMatchObject({ status: 401, body: { error: { code: 'CRONRAFT_HTTP_UNAUTHORIZED' } } });
+      expect(r.headers.get('www-authenticate')).toBe('Bearer realm="cronraft"');
+    }
+  });
+
+  it('refuses every action on a member without a token, even with one given', async () => {
+    const c = new Cluster([], { storage: 'memory', http: { listen: '127.0.0.1:0' } });
+    started.push(c);
+    await c.start();
+    const r = await request(c, `/v1/members/${encodeURIComponent(c.id)}/remove`, withToken());
+    expect(r).toMatchObject({ status: 401, body: { error: { code: 'CRONRAFT_HTTP_UNAUTHORIZED', message: expect.stringContaining('no http.token') } } });
+    expect(c.state().members).toHaveLength(1);
+  });
+
+  it('removes a member with the token, and answers a refusal 409 with the code and reason', async () => {
+    const c = await single();
+    await expect.poll(() => c.state().version.active, { timeout: 10_000 }).toBe(2);
+    expect(await request(c, '/v1/members/127.0.0.1:1/remove', withToken())).toMatchObject({ status: 409, body: { error: { code: 'CRONRAFT_MEMBERSHIP_REFUSED', message: expect.stringContaining('not-member') } } });
+    expect(await request(c, `/v1/members/${encodeURIComponent(c.id)}/remove`, withToken())).toMatchObject({ status: 409, body: { error: { code: 'CRONRAFT_MEMBERSHIP_REFUSED', message: expect.stringContaining('last-voter') } } });
+  });
+
+  it('answers a body over the bound 413 and closes the connection, declared or streamed; a body not JSON 400', async () => {
+    const c = await single();
+    const big = 'x'.repeat(HTTP_LIMITS.maxBodyBytes + 1);
+    const declared = await request(c, '/v1/members/127.0.0.1:1/remove', { ...withToken(), body: big });
+    expect(declared).toMatchObject({ status: 413, body: { error: { code: 'CRONRAFT_HTTP_BODY_TOO_LARGE' } } });
+    expect(declared.headers.get('connection')).toBe('close');
+    // Chunked, with no length declared: refused as the bytes pass the bound.
+    const chunks = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (let i = 0; i < 3; i++) controller.enqueue(new Uint8Array(HTTP_LIMITS.maxBodyBytes / 2));
+        controller.close();
+      },
+    });
+    const streamed = await request(c, '/v1/members/127.0.0.1:1/remove', { ...withToken(), body: chunks, duplex: 'half' } as RequestInit);
+    expect(streamed).toMatchObject({ status: 413, body: { error: { code: 'CRONRAFT_HTTP_BODY_TOO_LARGE' } } });
+    expect(await request(c, '/v1/members/127.0.0.1:1/remove', { ...withToken(), body: '{not json' })).toMatchObject({ status: 400, body: { error: { code: 'CRONRAFT_HTTP_BAD_BODY' } } });
+  });
+
+  it('answers a server fault 500 without its message', async () => {
+    const table = new RouteTable().add({ method: 'GET', path: '/boom', action: false, handle: () => { throw new Error('internal detail'); } });
+    const server = new HttpServer(table, new BearerAuth(null));
+    servers.push(server);
+    await server.listen('127.0.0.1', 0);
+    const r = await fetch(`http://${server.address}/boom`);
+    expect(r.status).toBe(500);
+    const body = await r.text();
+    expect(JSON.parse(body)).toEqual({ error: { code: 'CRONRAFT_INTERNAL', message: 'The server failed to answer the request' } });
+    expect(body).not.toContain('internal detail');
+  });
+
+  it('closes a client that does not finish its headers within headersTimeoutMs with 408', async () => {
+    const { received, elapsedMs } = await unfinished(new RouteTable(), 'GET /healthz HTTP/1.1\r\nHost: x\r\n');
+    expect(received).toMatch(/^HTTP\/1\.1 408/);
+    expect(elapsedMs).toBeGreaterThanOrEqual(150);
+  });
+
+  it('answers 408 to a client that does not finish its body within requestTimeoutMs', async () => {
+    const table = new RouteTable().add({ method: 'POST', path: '/echo', action: false, handle: ({ body }) => ({ json: body }) });
+    const { received, elapsedMs } = await unfinished(table, 'POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"half":');
+    expect(received).toMatch(/^HTTP\/1\.1 408/);
+    expect(elapsedMs).toBeGreaterThanOrEqual(300);
+  });
+
+  it('refuses two routes for one method and path', () => {
+    const route = { method: 'GET', path: '/x', action: false, handle: () => ({ json: null }) } as const;
+    expect(() => new RouteTable().add(route, route)).toThrow(/Two routes for GET \/x/);
+  });
+});

@@ -1,0 +1,124 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Cluster, type ClusterOptions } from '../../src/index.js';
+import { freePort } from '../fixtures/process-cluster.js';
+import { metricTypes, parseSamples, valueOf, type Sample } from '../fixtures/prometheus-text.js';
+
+const started: Cluster[] = [];
+const dirs: string[] = [];
+
+afterEach(async () => {
+  await Promise.all(started.splice(0).map((c) => c.stop()));
+  await Promise.all(dirs.splice(0).map((d) => rm(d, { recursive: true, force: true })));
+});
+
+async function scrape(c: Cluster): Promise<{ text: string; samples: Sample[]; contentType: string | null }> {
+  const r = await fetch(`http://${c.httpAddress}/metrics`);
+  expect(r.status).toBe(200);
+  const text = await r.text();
+  return { text, samples: parseSamples(text), contentType: r.headers.get('content-type') };
+}
+
+async function single(options: ClusterOptions = {}): Promise<Cluster> {
+  const c = new Cluster([], { storage: 'memory', http: { listen: '127.0.0.1:0' }, ...options });
+  started.push(c);
+  await c.start();
+  await c.waitForLeader({ timeoutMs: 10_000 });
+  return c;
+}
+
+/** Every metric the brief of issue 20 names, with its type. */
+const EXPECTED: ReadonlyArray<[string, string]> = [
+  ['cronraft_term', 'gauge'],
+  ['cronraft_leader_known', 'gauge'],
+  ['cronraft_is_leader', 'gauge'],
+  ['cronraft_leader_changes_total', 'counter'],
+  ['cronraft_commit_index', 'gauge'],
+  ['cronraft_applied_index', 'gauge'],
+  ['cronraft_clock_synced', 'gauge'],
+  ['cronraft_member_lag_entries', 'gauge'],
+  ['cronraft_member_clock_offset_seconds', 'gauge'],
+  ['cronraft_member_clock_skewed', 'gauge'],
+  ['cronraft_member_reachable', 'gauge'],
+  ['cronraft_job_runs_total', 'counter'],
+  ['cronraft_job_failures_after_retries_total', 'counter'],
+  ['cronraft_job_missed_slots_total', 'counter'],
+  ['cronraft_job_skipped_slots_total', 'counter'],
+  ['cronraft_job_slot_lateness_seconds', 'histogram'],
+  ['cronraft_proposal_duration_seconds', 'histogram'],
+  ['cronraft_fsync_duration_seconds', 'histogram'],
+];
+
+describe('GET /metrics', () => {
+  it("exports every metric, prefixed cronraft_, in Prometheus' text format, with values read from state()", async () => {
+    const c = await single();
+    c.schedule('tick', { every: '200ms' }, () => undefined);
+    await expect.poll(async () => valueOf((await scrape(c)).samples, 'cronraft_job_runs_total', { job: 'tick', outcome: 'succeeded' }) ?? 0, { timeout: 10_000 }).toBeGreaterThan(0);
+    const { text, samples, contentType } = await scrape(c);
+    expect(contentType).toMatch(/^text\/plain; version=0\.0\.4/);
+    const types = metricTypes(text);
+    expect(Object.fromEntries(types)).toEqual(Object.fromEntries(EXPECTED));
+    const state = c.state();
+    expect(valueOf(samples, 'cronraft_term')).toBe(state.term);
+    expect(valueOf(samples, 'cronraft_leader_known')).toBe(1);
+    expect(valueOf(samples, 'cronraft_is_leader')).toBe(1);
+    expect(valueOf(samples, 'cronraft_leader_changes_total')).toBe(1);
+    expect(valueOf(samples, 'cronraft_commit_index')).toBeGreaterThan(0);
+    expect(valueOf(samples, 'cronraft_member_lag_entries', { member: c.id })).toBe(0);
+    expect(valueOf(samples, 'cronraft_member_reachable', { member: c.id })).toBe(1);
+    expect(valueOf(samples, 'cronraft_job_missed_slots_total', { job: 'tick' })).toBe(0);
+    expect(valueOf(samples, 'cronraft_job_slot_lateness_seconds_count', { job: 'tick' })).toBeGreaterThan(0);
+    // Every proposal of this member (the scheduler's claims and records) is observed once applied.
+    expect(valueOf(samples, 'cronraft_proposal_duration_seconds_count')).toBeGreaterThan(0);
+    // storage: 'memory' syncs nothing.
+    expect(valueOf(samples, 'cronraft_fsync_duration_seconds_count')).toBe(0);
+  });
+
+  it('keeps a registry per Cluster: two members in one process export only their own', async () => {
+    const a = await single();
+    const b = await single();
+    a.schedule('only-on-a', { every: '200ms' }, () => undefined);
+    await expect.poll(async () => valueOf((await scrape(a)).samples, 'cronraft_job_runs_total', { job: 'only-on-a' }) ?? 0, { timeout: 10_000 }).toBeGreaterThan(0);
+    const onB = (await scrape(b)).samples;
+    expect(onB.filter((s) => s.labels.job === 'only-on-a')).toEqual([]);
+    expect(valueOf(onB, 'cronraft_job_runs_total')).toBeUndefined();
+  });
+
+  it('counts a failure after retries once, when the last try fails, and every failed run', async () => {
+    const c = await single();
+    c.schedule('flaky', { at: Date.now() + 200 }, () => {
+      throw new Error('always');
+    }, { retries: 1, retryDelayMs: 10 });
+    await expect.poll(async () => valueOf((await scrape(c)).samples, 'cronraft_job_failures_after_retries_total', { job: 'flaky' }) ?? 0, { timeout: 10_000 }).toBe(1);
+    expect(valueOf((await scrape(c)).samples, 'cronraft_job_runs_total', { job: 'flaky', outcome: 'failed' })).toBe(2);
+  });
+
+  it('observes synced writes on level storage', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'cronraft-metrics-'));
+    dirs.push(dir);
+    const c = await single({ storage: 'level', dataDir: dir, sync: true });
+    await c.propose('x');
+    expect(valueOf((await scrape(c)).samples, 'cronraft_fsync_duration_seconds_count')).toBeGreaterThan(0);
+  });
+
+  it('exports lag, clock offset and reachability of every member on the leader of three', async () => {
+    const addrs = [`127.0.0.1:${await freePort()}`, `127.0.0.1:${await freePort()}`, `127.0.0.1:${await freePort()}`];
+    const members = addrs.map((listen) => new Cluster(addrs, { storage: 'memory', listen, heartbeatMs: 50, electionTimeoutMs: 500, http: { listen: '127.0.0.1:0' } }));
+    started.push(...members);
+    await Promise.all(members.map((m) => m.start()));
+    const { leader } = await members[0]!.waitForLeader({ timeoutMs: 10_000 });
+    const lead = members.find((m) => m.id === leader)!;
+    await expect.poll(() => lead.state().members.every((m) => m.clockOffsetMs !== null && m.lag !== null), { timeout: 10_000 }).toBe(true);
+    const { samples } = await scrape(lead);
+    for (const id of addrs) {
+      expect(valueOf(samples, 'cronraft_member_lag_entries', { member: id })).toBeGreaterThanOrEqual(0);
+      expect(valueOf(samples, 'cronraft_member_clock_offset_seconds', { member: id })).toBeTypeOf('number');
+      expect(valueOf(samples, 'cronraft_member_reachable', { member: id })).toBe(1);
+    }
+    const follower = members.find((m) => m.id !== leader)!;
+    // A follower knows no lag: it exports none.
+    expect(valueOf((await scrape(follower)).samples, 'cronraft_member_lag_entries')).toBeUndefined();
+  });
+});
