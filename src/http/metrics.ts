@@ -92,6 +92,33 @@ export class ClusterMetrics {
     };
     perJob('cronraft_job_missed_slots_total', "Slots the job's catch-up policy dropped, per the replicated log (the same on every member).", (j) => j.missedSlots);
     perJob('cronraft_job_skipped_slots_total', "Slots not run because another run of the job was in progress (its overlap policy), per the replicated log.", (j) => j.skippedRuns);
+    // Fan-out, per topic, as replicated (the same on every member): items by state, and what the topic has seen.
+    new Gauge({
+      name: 'cronraft_topic_items',
+      help: 'Work items of a topic by state: pending (waiting for a lease), in_flight (leased), dead (its dead letters kept).',
+      labelNames: ['topic', 'state'],
+      registers,
+      collect: function (this: Gauge<'topic' | 'state'>) {
+        this.reset();
+        for (const t of state().topics) {
+          let inFlight = 0;
+          for (const n of Object.values(t.inFlight)) inFlight += n;
+          this.set({ topic: t.name, state: 'pending' }, t.pending);
+          this.set({ topic: t.name, state: 'in_flight' }, inFlight);
+          this.set({ topic: t.name, state: 'dead' }, t.deadLetters);
+        }
+      },
+    });
+    new Counter({
+      name: 'cronraft_topic_items_total',
+      help: 'Work items of a topic by what happened: emitted, done, failed (attempts), dead, stale (outcomes refused), redelivered.',
+      labelNames: ['topic', 'event'],
+      registers,
+      collect: function (this: Counter<'topic' | 'event'>) {
+        this.reset();
+        for (const t of state().topics) for (const event of ['emitted', 'done', 'failed', 'dead', 'stale', 'redelivered'] as const) this.inc({ topic: t.name, event }, t[event]);
+      },
+    });
     this.#leaderChanges = new Counter({ name: 'cronraft_leader_changes_total', help: 'Times this member saw a new leader.', registers });
     this.#runs = new Counter({ name: 'cronraft_job_runs_total', help: 'Runs that ended on this member, by job and outcome.', labelNames: ['job', 'outcome'], registers });
     this.#failuresAfterRetries = new Counter({

@@ -64,6 +64,7 @@ export function readRoutes(source: HttpSource): Route[] {
     { method: 'GET', path: '/v1/jobs', action: false, handle: () => text(`{"jobs":${json.jobs(source.state().jobs)}}`) },
     { method: 'GET', path: '/v1/jobs/:name', action: false, handle: ({ params }) => text(json.job(jobOf(source.state(), params.name as string))) },
     { method: 'GET', path: '/v1/history', action: false, handle: ({ query }) => ({ json: { history: source.history(historyQuery(query)) } }) },
+    { method: 'GET', path: '/v1/topics', action: false, handle: () => ({ json: { topics: source.state().topics } }) },
   ];
 }
 

@@ -1,4 +1,5 @@
 import { connect } from 'node:net';
+import { FANOUT_VERSION } from '../../src/version/versions.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Cluster, InvalidArgumentError, type ClusterOptions } from '../../src/index.js';
 import { BearerAuth } from '../../src/http/auth.js';
@@ -154,6 +155,19 @@ describe('reading over HTTP', () => {
     // A name with characters that need escaping in a path comes through decoded.
     c.schedule('a job/with spaces', { every: '1h' }, () => undefined);
     await expect.poll(async () => (await request(c, `/v1/jobs/${encodeURIComponent('a job/with spaces')}`)).status, { timeout: 10_000 }).toBe(200);
+  });
+
+  it("serves fan-out's topics, and their items by state in /metrics", async () => {
+    const c = await single();
+    const ran: unknown[] = [];
+    c.consume('thumbs', (item) => void ran.push(item), { parallelism: 2 });
+    await expect.poll(() => c.state().version.active >= FANOUT_VERSION && c.state().topics.length === 1, { timeout: 10_000 }).toBe(true);
+    await (await c.emitItems('thumbs', [1, 2, 3])).settled({ timeoutMs: 10_000 });
+    const topics = await request(c, '/v1/topics');
+    expect(topics.body.topics).toEqual([expect.objectContaining({ name: 'thumbs', emitted: 3, done: 3, pending: 0, consumers: { [c.id]: 2 } })]);
+    const metrics = (await request(c, '/metrics')).body as string;
+    expect(metrics).toContain('cronraft_topic_items_total{topic="thumbs",event="done"} 3');
+    expect(metrics).toContain('cronraft_topic_items{topic="thumbs",state="pending"} 0');
   });
 
   it('answers /healthz while live and /readyz 200 once a leader is known and the clock is synced', async () => {

@@ -49,6 +49,8 @@ const EXPECTED: ReadonlyArray<[string, string]> = [
   ['cronraft_job_slot_lateness_seconds', 'histogram'],
   ['cronraft_proposal_duration_seconds', 'histogram'],
   ['cronraft_fsync_duration_seconds', 'histogram'],
+  ['cronraft_topic_items', 'gauge'],
+  ['cronraft_topic_items_total', 'counter'],
 ];
 
 describe('GET /metrics', () => {
