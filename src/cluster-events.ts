@@ -1,4 +1,5 @@
 import type { Role } from './raft/ready.js';
+import type { SchedulerCommand } from './scheduler/command.js';
 import type { NodeId } from './raft/types.js';
 import type { RunRecord } from './runtime/scheduler/job-types.js';
 import type { Batch, BatchSummary } from './runtime/fanout/batches.js';
@@ -42,6 +43,25 @@ export interface ClusterEvents {
   'item-failed': [{ readonly topic: string; readonly id: number; readonly attempt: number; readonly error: string; readonly dead: boolean }];
   /** A batch of work items emitted on this member settled: each item succeeded or went to the dead letters. */
   'batch-settled': [{ readonly batch: Batch; readonly summary: BatchSummary }];
+  /** A run on this member failed (or timed out) with no retry left: its slot's final outcome. */
+  failed: [RunRecord];
+  /**
+   * A slot was recorded missed, as this member applied it (every member tells it): nobody ran
+   * it and nobody will (`expire`, with the reason), or a removed member's share of a mode 'all'
+   * slot (`member-removed`). Slots a catch-up policy dropped are counted in `state().jobs[].missedSlots`.
+   */
+  missed: [{ readonly job: string; readonly slot: Date; readonly reason: string; readonly index: number }];
+  /** A member this member reached before is unreachable (cluster-watch.ts: as this member sees it). */
+  'member-unreachable': [{ readonly id: NodeId; readonly lastContactMs: number | null }];
+  /** A member's clock is further than maxClockSkewMs from the cluster's time: it is given no work. */
+  'clock-skewed': [{ readonly id: NodeId; readonly offsetMs: number }];
   /** A fatal error stopped this member (e.g. its disk failed). */
   error: [Error];
+}
+
+/** The `missed` event a scheduler command applied here makes, if any: an `expire` or a `forfeit` that applied. */
+export function missedEventOf(index: number, command: SchedulerCommand, result: unknown): ClusterEvents['missed'][0] | null {
+  if (command.type !== 'expire' && command.type !== 'forfeit') return null;
+  if ((result as { readonly ok?: boolean } | undefined)?.ok === false) return null;
+  return { job: command.job, slot: new Date(command.slotMs), reason: command.type === 'expire' ? command.reason : 'member-removed', index };
 }

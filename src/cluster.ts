@@ -6,7 +6,7 @@ import { JobStates } from './api/job-states.js';
 import { EntryRecords } from './bytes/entry-records.js';
 import { runExclusive, type ExclusiveLock, type ExclusiveOptions } from './api/run-exclusive.js';
 import { clusterStateOf, type ClusterState } from './api/state.js';
-import type { ClusterEvents } from './cluster-events.js';
+import { missedEventOf, type ClusterEvents } from './cluster-events.js';
 import { clusterIdOf, resolveOptions, CLUSTER_DEFAULTS, type ClusterOptions, type ResolvedOptions } from './cluster-options.js';
 import { ClusterHttp } from './http/cluster-http.js';
 import { openDataDir } from './storage/data-dir.js';
@@ -22,6 +22,7 @@ import type { ProposalResult } from './runtime/pending-requests.js';
 import { Member } from './runtime/member.js';
 import { JoinServer } from './runtime/join-server.js';
 import { joinOrForm, probeRemoval, serveJoins, startDiscovery } from './cluster-join.js';
+import { MemberWatch } from './cluster-watch.js';
 import { checkItemIds, consumerSettings, deadLettersOf, registerConsumer, type ConsumeHandler, type ConsumeOptions, type DeadLetterView } from './cluster-fanout.js';
 import type { Batch } from './runtime/fanout/batches.js';
 import type { FanoutRuntime } from './runtime/fanout/fanout-runtime.js';
@@ -82,6 +83,8 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   /** What this member answers members that join (runtime/join-server.ts). */
   readonly #joins: JoinServer;
   #removalProbe: RemovalProbe | null = null;
+  /** The events member-unreachable and clock-skewed (cluster-watch.ts), while running. */
+  #watch: MemberWatch | null = null;
   /** Jobs scheduled before start(), registered once the member runs. */
   readonly #jobs = new Map<string, { spec: ReturnType<typeof parseSpec>; handler: JobHandler; options: JobOptions }>();
   /** The topics this member consumes (cluster-fanout.ts), registered again at each start. */
@@ -222,6 +225,11 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       },
       onRun: (run) => {
         this.emit('run', run);
+        if ((run.outcome === 'failed' || run.outcome === 'aborted') && run.retriesLeft === 0) this.#tell('failed', run);
+      },
+      onSchedulerApplied: (index, command, result) => {
+        const missed = missedEventOf(index, command, result);
+        if (missed !== null) this.#tell('missed', missed);
       },
       onFanoutEvent: (event) => {
         if (event.type === 'item-failed') this.emit('item-failed', { topic: event.topic, id: event.id, attempt: event.attempt, error: event.error, dead: event.dead });
@@ -248,6 +256,11 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       transport.setMembers([...known.map((id) => ({ id, peerId: boundPeerId(conf, id) })), ...identity.members.filter((id) => !known.includes(id)).map((id) => ({ id, peerId: null }))]);
     }
     this.#joins.serve(member, identity.clusterId, identity.foundingVoters);
+    this.#watch = new MemberWatch(this.#timers, () => this.state().members, {
+      unreachable: (e) => this.emit('member-unreachable', e),
+      clockSkewed: (e) => this.emit('clock-skewed', e),
+    });
+    this.#watch.start();
     this.#removalProbe = probeRemoval(member, transport, { clusterId: identity.clusterId, timers: this.#timers, reads: versionSupportOf(this), leaderlessBeforeProbeMs: timing.leaderlessBeforeProbeMs });
     for (const [name, job] of this.#jobs) member.scheduler.schedule(name, job.spec, job.handler, job.options);
     for (const [topic, c] of this.#consumers) void registerConsumer(member.fanoutRuntime, topic, c.handler, c.settings, this.#timers, () => this.#status !== 'running' && this.#status !== 'starting');
@@ -286,6 +299,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   async #close(): Promise<void> {
     this.#joins.stop();
     this.#removalProbe?.stop();
+    this.#watch?.stop();
     this.#member?.stop();
     for (const wake of this.#roleWaiters) wake();
     try {
@@ -482,6 +496,15 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   #running(): RaftDriver {
     if (this.#status !== 'running' || this.#driver === null) throw new NotRunningError(this.#status);
     return this.#driver;
+  }
+
+  /** Emits an event whose listener's error is the app's: it must not stop this member applying the log. */
+  #tell<K extends 'failed' | 'missed'>(event: K, payload: ClusterEvents[K][0]): void {
+    try {
+      (this.emit as (name: string, value: unknown) => boolean)(event, payload);
+    } catch {
+      // As for 'applied'.
+    }
   }
 
   #onSoftState(s: SoftState): void {

@@ -131,6 +131,20 @@ describe('cluster.schedule', () => {
     }
   });
 
+  it("emits 'failed' for a run that failed with no retry left, and not for one that will be retried", async () => {
+    const c = new Cluster([], { storage: 'memory' });
+    started.push(c);
+    const failed: Array<{ attempt: number; retriesLeft: number }> = [];
+    c.on('failed', (run) => failed.push({ attempt: run.attempt, retriesLeft: run.retriesLeft }));
+    c.schedule('doomed', { every: 300 }, () => {
+      throw new Error('always');
+    }, { retries: 1, retryDelayMs: 50 });
+    await c.start();
+    await expect.poll(() => failed.length, { timeout: 10_000, interval: 20 }).toBeGreaterThanOrEqual(2);
+    // Only each slot's last attempt, its retry, is told.
+    expect(failed.every((f) => f.attempt === 2 && f.retriesLeft === 0)).toBe(true);
+  });
+
   it('a member that unschedules a job stops being assigned it, and its claimed slots run elsewhere', async () => {
     const members = await threeMembers();
     const runs: Run[] = [];

@@ -1,0 +1,62 @@
+import { describe, expect, it } from 'vitest';
+import type { MemberState } from '../../src/api/state.js';
+import { missedEventOf } from '../../src/cluster-events.js';
+import { MemberWatch, WATCH_INTERVAL_MS } from '../../src/cluster-watch.js';
+import type { SchedulerCommand } from '../../src/scheduler/command.js';
+import { ManualTimers } from '../fixtures/manual-timers.js';
+
+const member = (id: string, over: Partial<MemberState> = {}): MemberState => ({ id, addrs: [], voter: true, reachable: true, lastContactMs: 0, matchIndex: null, lag: null, peerId: null, clockOffsetMs: 0, clockSkewed: false, ...over });
+
+describe('the events of what no log entry marks (MemberWatch)', () => {
+  it('tells once of a member that became unreachable or skewed, and again after it recovered and was lost again', () => {
+    const timers = new ManualTimers();
+    let members = [member('a'), member('b')];
+    const told: string[] = [];
+    const watch = new MemberWatch(timers, () => members, {
+      unreachable: (e) => told.push(`unreachable ${e.id} ${e.lastContactMs}`),
+      clockSkewed: (e) => told.push(`skewed ${e.id} ${e.offsetMs}`),
+    });
+    watch.start();
+    timers.advance(WATCH_INTERVAL_MS);
+    expect(told).toEqual([]);
+    members = [member('a'), member('b', { reachable: false, lastContactMs: 3000, clockSkewed: true, clockOffsetMs: -1500 })];
+    timers.advance(WATCH_INTERVAL_MS);
+    timers.advance(WATCH_INTERVAL_MS);
+    expect(told).toEqual(['unreachable b 3000', 'skewed b -1500']);
+    members = [member('a'), member('b')];
+    timers.advance(WATCH_INTERVAL_MS);
+    members = [member('a'), member('b', { reachable: false, lastContactMs: null })];
+    timers.advance(WATCH_INTERVAL_MS);
+    expect(told).toEqual(['unreachable b 3000', 'skewed b -1500', 'unreachable b null']);
+    watch.stop();
+  });
+
+  it("a listener's error does not stop the watch", () => {
+    const timers = new ManualTimers();
+    let calls = 0;
+    const watch = new MemberWatch(timers, () => [member('b', { reachable: false }), member('c', { reachable: false })], {
+      unreachable: () => {
+        calls++;
+        throw new Error('app bug');
+      },
+      clockSkewed: () => undefined,
+    });
+    watch.look();
+    expect(calls).toBe(2);
+  });
+});
+
+describe('the missed event (missedEventOf)', () => {
+  const expire: SchedulerCommand = { type: 'expire', job: 'report', slotMs: 5000, fromToken: 2, reason: 'expired', atMs: 9000 };
+  const forfeit: SchedulerCommand = { type: 'forfeit', job: 'everywhere', slotMs: 6000, token: 3, member: 'b', atMs: 9000 };
+
+  it('is made by an expire or a forfeit that applied, with the slot and the reason', () => {
+    expect(missedEventOf(7, expire, { ok: true })).toEqual({ job: 'report', slot: new Date(5000), reason: 'expired', index: 7 });
+    expect(missedEventOf(8, forfeit, { ok: true })).toEqual({ job: 'everywhere', slot: new Date(6000), reason: 'member-removed', index: 8 });
+  });
+
+  it('is not made by one refused, nor by any other command', () => {
+    expect(missedEventOf(7, expire, { ok: false, reason: 'stale-token' })).toBeNull();
+    expect(missedEventOf(7, { type: 'started', job: 'report', slotMs: 5000, token: 2, member: 'a', atMs: 5000 }, { ok: true })).toBeNull();
+  });
+});
