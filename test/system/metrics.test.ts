@@ -70,7 +70,8 @@ describe('GET /metrics', () => {
     expect(valueOf(samples, 'cronraft_commit_index')).toBeGreaterThan(0);
     expect(valueOf(samples, 'cronraft_member_lag_entries', { member: c.id })).toBe(0);
     expect(valueOf(samples, 'cronraft_member_reachable', { member: c.id })).toBe(1);
-    expect(valueOf(samples, 'cronraft_job_missed_slots_total', { job: 'tick' })).toBe(0);
+    // A job's count of 0 has no series (ten thousand jobs of zeros were most of a scrape's cost).
+    expect(valueOf(samples, 'cronraft_job_missed_slots_total', { job: 'tick' })).toBeUndefined();
     expect(valueOf(samples, 'cronraft_job_slot_lateness_seconds_count', { job: 'tick' })).toBeGreaterThan(0);
     // Every proposal of this member (the scheduler's claims and records) is observed once applied.
     expect(valueOf(samples, 'cronraft_proposal_duration_seconds_count')).toBeGreaterThan(0);
