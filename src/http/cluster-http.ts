@@ -1,6 +1,7 @@
 import type { EventEmitter } from 'node:events';
 import type { ClusterEvents } from '../cluster-events.js';
 import { BearerAuth } from './auth.js';
+import { dashboardRoute } from './dashboard.js';
 import type { HttpSettings } from './http-options.js';
 import { ClusterMetrics } from './metrics.js';
 import { RouteTable } from './route-table.js';
@@ -26,6 +27,7 @@ export class ClusterHttp {
       ...probeRoutes(cluster),
       ...readRoutes(cluster),
       ...actionRoutes(cluster),
+      dashboardRoute(),
       { method: 'GET', path: '/metrics', action: false, handle: async () => ({ text: await metrics.text(), contentType: metrics.contentType }) },
     );
     this.#server = new HttpServer(this.routes, new BearerAuth(settings.token), limits);

@@ -11,10 +11,13 @@ export interface RouteRequest {
   readonly body: unknown;
 }
 
-/** A route's answer: JSON by default, or text of its own type (the metrics' exposition format). */
+/**
+ * A route's answer: JSON by default, or text of its own type (the metrics' exposition format,
+ * the dashboard's page) with headers of its own (the page's content security policy).
+ */
 export type RouteAnswer =
   | { readonly status?: number; readonly json: unknown }
-  | { readonly status?: number; readonly text: string; readonly contentType: string };
+  | { readonly status?: number; readonly text: string; readonly contentType: string; readonly headers?: Readonly<Record<string, string>> };
 
 /**
  * One route: `path` of literal segments and `:name` parameters. An `action` changes the cluster

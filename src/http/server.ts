@@ -159,7 +159,8 @@ export class HttpServer {
     if (res.headersSent || res.destroyed) return;
     const text = 'json' in answer ? JSON.stringify(answer.json) : answer.text;
     const contentType = 'json' in answer ? JSON_CONTENT_TYPE : answer.contentType;
-    res.writeHead(answer.status ?? 200, { ...COMMON_HEADERS, ...headers, 'content-type': contentType, 'content-length': Buffer.byteLength(text) });
+    const own = 'json' in answer ? {} : answer.headers;
+    res.writeHead(answer.status ?? 200, { ...COMMON_HEADERS, ...own, ...headers, 'content-type': contentType, 'content-length': Buffer.byteLength(text) });
     res.end(text);
   }
 }

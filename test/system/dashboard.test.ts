@@ -1,0 +1,126 @@
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { promisify } from 'node:util';
+import type { Browser } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Cluster } from '../../src/index.js';
+import { FANOUT_VERSION } from '../../src/version/versions.js';
+
+/** Debian's chromium, which the browser test drives (installed with apt-get when missing). */
+const CHROMIUM = '/usr/bin/chromium';
+
+/** `apt-get update` then `apt-get install -y chromium`: a few minutes on a fresh machine, outside the test's own time. */
+const APT_TIMEOUT_MS = 15 * 60_000;
+
+/** How long the page may take to show what the member knows: a few polls of the page. */
+const SHOWN_TIMEOUT_MS = 10_000;
+
+/** A job name that is markup: the page must show it as text. */
+const HOSTILE_NAME = '<img src=x onerror="document.title=1">&amp;';
+
+const run = promisify(execFile);
+const started: Cluster[] = [];
+let browser: Browser | null = null;
+/** Why the browser test cannot run here, or null when it can. */
+let skipReason: string | null = null;
+
+afterEach(async () => {
+  await Promise.all(started.splice(0).map((c) => c.stop()));
+});
+
+async function single(): Promise<Cluster> {
+  const c = new Cluster([], { storage: 'memory', http: { listen: '127.0.0.1:0' } });
+  started.push(c);
+  await c.start();
+  await c.waitForLeader({ timeoutMs: 10_000 });
+  return c;
+}
+
+/** Installs chromium with apt-get when it is missing; the reason it is still missing, or null. */
+async function ensureChromium(): Promise<string | null> {
+  if (existsSync(CHROMIUM)) return null;
+  console.warn(`${CHROMIUM} is missing: running apt-get update and apt-get install -y chromium`);
+  try {
+    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+    await run('apt-get', ['update'], { env, timeout: APT_TIMEOUT_MS });
+    await run('apt-get', ['install', '-y', 'chromium'], { env, timeout: APT_TIMEOUT_MS, maxBuffer: 64 * 1024 * 1024 });
+  } catch (error) {
+    return `apt-get install -y chromium failed: ${(error as Error).message.split('\n')[0]}`;
+  }
+  return existsSync(CHROMIUM) ? null : `apt-get installed chromium but ${CHROMIUM} is still missing`;
+}
+
+beforeAll(async () => {
+  skipReason = await ensureChromium();
+  if (skipReason !== null) return;
+  try {
+    const { chromium } = await import('playwright-core');
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'], headless: true });
+  } catch (error) {
+    skipReason = `chromium did not start through playwright-core: ${(error as Error).message.split('\n')[0]}`;
+  }
+}, APT_TIMEOUT_MS * 2);
+
+afterAll(async () => {
+  await browser?.close();
+});
+
+describe('the dashboard', () => {
+  it('is served at GET / as one page with no token, loading nothing from elsewhere', async () => {
+    const c = await single();
+    const answer = await fetch(`http://${c.httpAddress}/`);
+    expect(answer.status).toBe(200);
+    expect(answer.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    const csp = answer.headers.get('content-security-policy') ?? '';
+    expect(csp).toContain("default-src 'none'");
+    expect(csp).toContain("connect-src 'self'");
+    const page = await answer.text();
+    expect(page).toMatch(/^<!doctype html>/);
+    expect(page).not.toMatch(/\b(src|href)=/);
+  });
+
+  it('shows the leader and the last run in a headless chromium, and the next slot once it runs', async (ctx) => {
+    if (skipReason !== null || browser === null) {
+      console.warn(`Skipping the dashboard's browser test: ${skipReason}`);
+      ctx.skip();
+      return;
+    }
+    const c = await single();
+    c.schedule('tick', { every: '1s' }, () => undefined);
+    c.schedule(HOSTILE_NAME, { every: '1h' }, () => undefined);
+    c.consume('thumbs', () => undefined);
+    const page = await browser.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    page.on('console', (m) => {
+      if (m.type() === 'error') errors.push(m.text());
+    });
+    try {
+      await page.goto(`http://${c.httpAddress}/`);
+      const text = (selector: string) => () => page.locator(selector).first().textContent();
+      await expect.poll(text('#leader'), { timeout: SHOWN_TIMEOUT_MS }).toBe(c.id);
+      await expect.poll(text(`#members tr[data-member="${c.id}"]`), { timeout: SHOWN_TIMEOUT_MS }).toMatch(/leader.*yes/);
+
+      const lastRun = text('#jobs tr[data-job="tick"] td.last');
+      await expect.poll(lastRun, { timeout: SHOWN_TIMEOUT_MS }).toContain(`${c.id}: succeeded`);
+      const first = await lastRun();
+      // The next slot, a second later, replaces it once its run is recorded.
+      await expect.poll(lastRun, { timeout: SHOWN_TIMEOUT_MS }).not.toBe(first);
+      expect(await lastRun()).toContain(`${c.id}: succeeded`);
+      await expect.poll(() => page.locator('#timeline .lane[data-job="tick"] .slot.ok').count(), { timeout: SHOWN_TIMEOUT_MS }).toBeGreaterThanOrEqual(2);
+      expect(await page.locator('#timeline .lane[data-job="tick"] .slot.ok').first().textContent()).toMatch(new RegExp(`${c.id} succeeded \\+\\d+ ms`));
+
+      // Names are shown as the text they are, never run as markup.
+      await expect.poll(() => page.locator('#jobs td', { hasText: HOSTILE_NAME }).count(), { timeout: SHOWN_TIMEOUT_MS }).toBe(1);
+      expect(await page.locator('img').count()).toBe(0);
+      expect(await page.title()).toBe('cronraft');
+
+      await expect.poll(() => c.state().version.active >= FANOUT_VERSION && c.state().topics.length === 1, { timeout: SHOWN_TIMEOUT_MS }).toBe(true);
+      await (await c.emitItems('thumbs', [1, 2, 3])).settled({ timeoutMs: SHOWN_TIMEOUT_MS });
+      await expect.poll(text('#topics tr[data-topic="thumbs"]'), { timeout: SHOWN_TIMEOUT_MS }).toContain('3/3');
+      expect(errors).toEqual([]);
+    } finally {
+      await page.close();
+    }
+  });
+});
