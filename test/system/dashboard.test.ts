@@ -39,11 +39,11 @@ async function single(): Promise<Cluster> {
 /** Installs chromium with apt-get when it is missing; the reason it is still missing, or null. */
 async function ensureChromium(): Promise<string | null> {
   if (existsSync(CHROMIUM)) return null;
-  console.warn(`${CHROMIUM} is missing: running apt-get update and apt-get install -y chromium`);
+  console.warn(`${CHROMIUM} is missing: running apt-get update and apt-get install -y --no-install-recommends chromium`);
   try {
     const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
     await run('apt-get', ['update'], { env, timeout: APT_TIMEOUT_MS });
-    await run('apt-get', ['install', '-y', 'chromium'], { env, timeout: APT_TIMEOUT_MS, maxBuffer: 64 * 1024 * 1024 });
+    await run('apt-get', ['install', '-y', '--no-install-recommends', 'chromium'], { env, timeout: APT_TIMEOUT_MS, maxBuffer: 64 * 1024 * 1024 });
   } catch (error) {
     return `apt-get install -y chromium failed: ${(error as Error).message.split('\n')[0]}`;
   }
