@@ -27,6 +27,13 @@ export interface DeliveryInput {
   /** Whether a member is in the configuration: the registrations of one that left are dropped. */
   readonly configured: (member: NodeId) => boolean;
   /**
+   * Whether a member's leases must be taken back now: it is gone (its connection dropped, or out
+   * of the configuration) or silent past its lease, after which it aborts its own runs. A member
+   * merely not eligible (silent for a while, skewed, being sent a snapshot) gets no new work but
+   * keeps what it runs: taking that back would run it twice.
+   */
+  readonly lost: (member: NodeId) => boolean;
+  /**
    * Members with a lease proposed and not yet applied: given nothing more until it applies, so
    * that their items in flight are never counted short.
    */
@@ -48,18 +55,18 @@ export function planDelivery(input: DeliveryInput): DeliveryPlan {
 }
 
 /**
- * Leases that must end: their member may no longer take work (dead, cut off, out of the
- * configuration), or ran past the deadline. A live member that stopped consuming the topic
- * keeps its leases: it is handing over, and finishes or gives back what it holds.
+ * Leases that must end: their member is lost (see DeliveryInput.lost), or they ran past the
+ * deadline. A live member that stopped consuming the topic keeps its leases: it is handing
+ * over, and finishes or gives back what it holds.
  */
-function planReclaim({ state, nowMs, eligible }: DeliveryInput): Array<{ id: number; token: number }> {
+function planReclaim({ state, nowMs, lost }: DeliveryInput): Array<{ id: number; token: number }> {
   const reclaim: Array<{ id: number; token: number }> = [];
   for (const id of state.leased) {
     if (reclaim.length >= MAX_OUTCOMES_PER_COMMAND) break;
     const item = state.items.get(id);
     const phase = item?.phase;
     if (item === undefined || phase?.kind !== 'leased') continue;
-    if (!eligible(phase.member) || nowMs > phase.deadlineMs) reclaim.push({ id: item.id, token: phase.token });
+    if (lost(phase.member) || nowMs > phase.deadlineMs) reclaim.push({ id: item.id, token: phase.token });
   }
   return reclaim;
 }

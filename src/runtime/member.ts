@@ -271,6 +271,7 @@ export class Member {
       clusterNowMs: () => driver.clusterClock().now(),
       eligible: (id) => this.eligibleMembers().includes(id),
       configured: (id) => configuration.isMember(id),
+      lost: (id) => this.#lost(id),
       holdsLease: () => this.holdsLease(),
       onEvent: parts.onFanoutEvent,
       propose: async (command) => {
@@ -471,6 +472,18 @@ export class Member {
       // would apply its claims only once it installed the snapshot, after their slots.
       return node.progressOf(id)?.state !== 'snapshot' && this.#heardLately(id, now);
     });
+  }
+
+  /**
+   * Whether a member's fan-out leases must be taken back now: its connection dropped (a killed
+   * process: re-delivery at once), it left the configuration, or it has been silent for as long
+   * as a lease (two election timeouts), after which it aborts its own runs (holdsLease).
+   */
+  #lost(id: NodeId): boolean {
+    if (id === this.#p.self) return false;
+    if (!this.configuration.isMember(id) || !this.#p.transport.isConnected(id)) return true;
+    const heard = this.driver.lastHeard(id);
+    return heard === undefined || this.#p.timers.now() - heard >= 2 * this.#p.timing.electionTimeoutMs;
   }
 
   /** Whether a peer was heard from within an election timeout and is connected. */

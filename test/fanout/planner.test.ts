@@ -22,7 +22,7 @@ function cluster(): { state: FanoutState; apply: (c: FanoutCommand) => number } 
 const emitN = (n: number, key: (i: number) => string | null = () => null): FanoutCommand => ({ type: 'emit', topic: 't', items: Array.from({ length: n }, (_, i) => ({ data: Uint8Array.of(i), key: key(i) })), origin: null, atMs: 0 });
 
 function input(state: FanoutState, over: Partial<DeliveryInput> = {}): DeliveryInput {
-  return { state, nowMs: 0, eligible: () => true, configured: () => true, busy: new Set(), rates: new RateBuckets(), ...over };
+  return { state, nowMs: 0, eligible: () => true, configured: () => true, lost: () => false, busy: new Set(), rates: new RateBuckets(), ...over };
 }
 
 describe('the leader delivering items (planDelivery)', () => {
@@ -56,14 +56,14 @@ describe('the leader delivering items (planDelivery)', () => {
     expect(planDelivery(input(state, { nowMs: 100 })).leases).toEqual([{ member: 'a', ids: [1] }]);
   });
 
-  it('takes back the leases of a member that may no longer work, and those past their deadline, not those of a live one that stopped consuming', () => {
+  it('takes back the leases of a member lost, and those past their deadline; not those of one merely not eligible, nor of a live one that stopped consuming', () => {
     const { state, apply } = cluster();
     for (const m of ['a', 'b', 'c']) apply({ type: 'consume', topic: 't', member: m, settings: settings(1) });
     apply(emitN(3));
     const tokens = ['a', 'b', 'c'].map((m, i) => apply({ type: 'lease', member: m, ids: [i + 1], atMs: 0 }));
     apply({ type: 'unconsume', topic: 't', member: 'b' });
-    // b is handing over: it finishes or gives back what it holds.
-    expect(planDelivery(input(state, { eligible: (m) => m !== 'a' })).reclaim).toEqual([{ id: 1, token: tokens[0] }]);
+    // b is handing over: it finishes or gives back what it holds; c, not eligible for a while, keeps running what it holds.
+    expect(planDelivery(input(state, { lost: (m) => m === 'a', eligible: (m) => m !== 'a' && m !== 'c' })).reclaim).toEqual([{ id: 1, token: tokens[0] }]);
     const deadline = 1000 + LEASE_GRACE_MS;
     expect(planDelivery(input(state, { nowMs: deadline })).reclaim).toEqual([]);
     expect(planDelivery(input(state, { nowMs: deadline + 1 })).reclaim).toHaveLength(3);

@@ -7,7 +7,7 @@ import { ManualTimers } from '../fixtures/manual-timers.js';
 const settings = (parallelism: number): ConsumerSettings => ({ parallelism, retries: 1, timeoutMs: 1000, backoffMs: 100, ratePerSecond: null, maxPending: null });
 
 /** A leader whose proposals apply to `state` at the next index once released (held until then when `hold`). */
-function leader(hold = false): { state: FanoutState; timers: ManualTimers; delivery: LeaderDelivery; proposed: FanoutCommand[]; release: () => Promise<void>; flags: { leading: boolean; eligible: Set<string>; configured: Set<string> }; apply: (c: FanoutCommand) => number } {
+function leader(hold = false): { state: FanoutState; timers: ManualTimers; delivery: LeaderDelivery; proposed: FanoutCommand[]; release: () => Promise<void>; flags: { leading: boolean; eligible: Set<string>; configured: Set<string>; lost: Set<string> }; apply: (c: FanoutCommand) => number } {
   const state = new FanoutState();
   const timers = new ManualTimers();
   let index = 0;
@@ -17,7 +17,7 @@ function leader(hold = false): { state: FanoutState; timers: ManualTimers; deliv
   };
   const proposed: FanoutCommand[] = [];
   const held: Array<() => void> = [];
-  const flags = { leading: true, eligible: new Set(['a', 'b']), configured: new Set(['a', 'b']) };
+  const flags = { leading: true, eligible: new Set(['a', 'b']), configured: new Set(['a', 'b']), lost: new Set<string>() };
   const delivery = new LeaderDelivery({
     state,
     timers,
@@ -25,6 +25,7 @@ function leader(hold = false): { state: FanoutState; timers: ManualTimers; deliv
     clusterNowMs: () => timers.now(),
     eligible: (m) => flags.eligible.has(m),
     configured: (m) => flags.configured.has(m),
+    lost: (m) => flags.lost.has(m),
     propose: (c) => {
       proposed.push(c);
       return new Promise<void>((resolve) => {
@@ -86,7 +87,7 @@ describe("the leader's delivery of work items (LeaderDelivery)", () => {
     expect(t.proposed).toHaveLength(2);
   });
 
-  it('takes back the leases of a member that may no longer work, on its timer', async () => {
+  it('takes back the leases of a member lost, on its timer', async () => {
     const t = leader();
     t.apply({ type: 'consume', topic: 't', member: 'a', settings: settings(1) });
     t.apply({ type: 'consume', topic: 't', member: 'b', settings: settings(1) });
@@ -98,6 +99,11 @@ describe("the leader's delivery of work items (LeaderDelivery)", () => {
     expect(item?.phase.kind).toBe('leased');
     const holder = item?.phase.kind === 'leased' ? item.phase.member : '';
     t.flags.eligible.delete(holder);
+    // Not eligible, it keeps what it runs; lost, its leases are taken back.
+    t.timers.advance(DELIVERY_INTERVAL_MS);
+    await settle();
+    expect(t.proposed.some((c) => c.type === 'reclaim')).toBe(false);
+    t.flags.lost.add(holder);
     t.timers.advance(DELIVERY_INTERVAL_MS);
     await settle();
     expect(t.proposed.some((c) => c.type === 'reclaim')).toBe(true);
@@ -121,6 +127,7 @@ describe("the leader's delivery of work items (LeaderDelivery)", () => {
     await settle();
     t.flags.configured.delete('a');
     t.flags.eligible.delete('a');
+    t.flags.lost.add('a');
     t.delivery.plan();
     await settle();
     expect(t.proposed.filter((c) => c.type === 'unconsume')).toEqual([

@@ -1,12 +1,10 @@
 import { BackpressureError, InvalidArgumentError } from '../../errors.js';
 import { MAX_ITEMS_PER_EMIT, type ConsumerSettings, type EmitOrigin, type EmittedItem, type FanoutCommand } from '../../fanout/command.js';
 import type { FanoutApplyResult, FanoutState } from '../../fanout/state.js';
-import type { NodeId } from '../../raft/types.js';
-import type { Timers } from '../../time/clock.js';
 import { BatchTracker, type Batch, type BatchSummary } from './batches.js';
 import { SlotBatchTally } from './slot-batches.js';
-import { FanoutConsumer, type ItemHandler } from './consumer.js';
-import { LeaderDelivery } from './leader-delivery.js';
+import { FanoutConsumer, type FanoutConsumerOptions, type ItemHandler } from './consumer.js';
+import { LeaderDelivery, type LeaderDeliveryOptions } from './leader-delivery.js';
 
 /**
  * Fan-out on one member (issue 19): the leader's delivery and this member's consumer over the
@@ -27,15 +25,8 @@ export type FanoutEvent =
     }
   | { readonly type: 'batch-settled'; readonly batch: Batch; readonly summary: BatchSummary };
 
-export interface FanoutRuntimeOptions {
-  readonly self: NodeId;
-  readonly state: FanoutState;
-  readonly timers: Timers;
-  readonly isLeader: () => boolean;
-  readonly clusterNowMs: () => number;
-  readonly eligible: (member: NodeId) => boolean;
-  readonly configured: (member: NodeId) => boolean;
-  readonly holdsLease: () => boolean;
+/** What a member gives its fan-out: the leader's delivery's and the consumer's options, with a propose that tells the entry's index. */
+export interface FanoutRuntimeOptions extends Omit<LeaderDeliveryOptions, 'propose'>, Omit<FanoutConsumerOptions, 'propose'> {
   /** Proposes a fan-out command (cluster version 3); resolves with its entry's index and apply result once applied here. */
   readonly propose: (command: FanoutCommand) => Promise<{ readonly index: number; readonly result: unknown }>;
   readonly onEvent?: (event: FanoutEvent) => void;

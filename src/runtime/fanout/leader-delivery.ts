@@ -28,6 +28,8 @@ export interface LeaderDeliveryOptions {
   readonly eligible: (member: NodeId) => boolean;
   /** Whether a member is in the configuration (the registrations of one that left are dropped). */
   readonly configured: (member: NodeId) => boolean;
+  /** Whether a member's leases must be taken back now (planner.ts, DeliveryInput.lost). */
+  readonly lost: (member: NodeId) => boolean;
   /** Proposes a command; settles once it applied here or failed. */
   readonly propose: (command: FanoutCommand) => Promise<unknown>;
   /** @default DELIVERY_INTERVAL_MS */
@@ -87,7 +89,7 @@ export class LeaderDelivery {
       if (yes === undefined) looked.set(member, (yes = o.eligible(member)));
       return yes;
     };
-    const plan = planDelivery({ state: o.state, nowMs, eligible, configured: o.configured, busy: this.#busy, rates: this.#rates });
+    const plan = planDelivery({ state: o.state, nowMs, eligible, configured: o.configured, lost: o.lost, busy: this.#busy, rates: this.#rates });
     this.#rates.prune((topic) => o.state.topics.has(topic));
     if (plan.reclaim.length > 0 && !this.#reclaiming) {
       this.#reclaiming = true;
