@@ -14,7 +14,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
 import { MAX_ITEMS_PER_EMIT } from '../src/fanout/command.js';
-import { DONE_POLL_MS, FANOUT_ITEM_BYTES } from '../test/fixtures/fanout-member.js';
+import { FANOUT_ITEM_BYTES, watchDone, type DoneReport } from '../test/fixtures/fanout-member.js';
 import { wallMs } from '../test/fixtures/member-probe.js';
 import type { BenchJobData, WorkerRequest } from './bullmq-worker.js';
 import { PARALLELISM, REDELIVERY_CAP_MS, REDELIVERY_ITEMS, STEADY_BATCH, STEADY_EVERY_MS, STEADY_RATE, until, type FanoutMeasures, type FanoutSizes } from './fanout.js';
@@ -96,38 +96,20 @@ function jobData(i: number, t: number): BenchJobData {
 const addJobs = (queue: Queue<BenchJobData>, from: number, count: number, t: number): Promise<unknown> =>
   queue.addBulk(Array.from({ length: count }, (_, k) => ({ name: 'item', data: jobData(from + k, t) })));
 
-/** Polls the completed count until `count`: when, and the longest time it stood still before. */
-async function waitCompleted(queue: Queue<BenchJobData>, count: number): Promise<{ doneAt: number; stallMs: number; stallAt: number }> {
-  const deadline = wallMs() + DONE_TIMEOUT_MS;
-  let last = -1;
-  let lastChangeAt = wallMs();
-  let stallMs = 0;
-  let stallAt = lastChangeAt;
-  for (;;) {
-    const now = wallMs();
-    const done = await queue.getCompletedCount();
-    if (done !== last) {
-      if (last > 0 && now - lastChangeAt > stallMs) {
-        stallMs = now - lastChangeAt;
-        stallAt = lastChangeAt;
-      }
-      last = done;
-      lastChangeAt = now;
-    }
-    if (done >= count) return { doneAt: now, stallMs, stallAt };
-    if (now > deadline) throw new Error(`BullMQ: ${done} of ${count} jobs completed within ${DONE_TIMEOUT_MS} ms`);
-    await new Promise((r) => setTimeout(r, DONE_POLL_MS));
-  }
+/** Waits until `count` jobs completed: when, and the longest time none completed before. */
+async function waitCompleted(queue: Queue<BenchJobData>, count: number): Promise<DoneReport> {
+  const r = await watchDone(() => queue.getCompletedCount(), count, DONE_TIMEOUT_MS);
+  if (r.done < count) throw new Error(`BullMQ: ${r.done} of ${count} jobs completed within ${DONE_TIMEOUT_MS} ms`);
+  return r;
 }
 
 async function bulkRun(queue: Queue<BenchJobData>, items: number, pids: ReadonlyArray<number | undefined>): Promise<FanoutMeasures['bulk']> {
   const cpuBefore = processesCpuMs(pids);
-  const done = waitCompleted(queue, items);
-  done.catch(() => undefined);
   const firstEmitAt = wallMs();
   for (let i = 0; i < items; i += MAX_ITEMS_PER_ADD) await addJobs(queue, i, Math.min(MAX_ITEMS_PER_ADD, items - i), firstEmitAt);
   const emitMs = wallMs() - firstEmitAt;
-  const d = await done;
+  // Waited for once the adds are over, as bench/fanout.ts does once the slot's emit is.
+  const d = await waitCompleted(queue, items);
   const cpuUsPerItem = cpuPerCommitUs(cpuBefore, processesCpuMs(pids), items);
   const elapsedMs = d.doneAt - firstEmitAt;
   return { items, elapsedMs, itemsPerSecond: (items / elapsedMs) * 1000, emitMs, stallMs: d.stallMs, stallAtMs: d.stallAt - firstEmitAt, emissions: 1, emitErrors: 0, cpuUsPerItem };
