@@ -151,15 +151,15 @@ async function waitDone(member: MemberProcess, topic: string, count: number): Pr
 async function bulkRun(cluster: ProcessCluster, leader: MemberProcess, items: number): Promise<FanoutMeasures['bulk']> {
   const pids = cluster.members.map((m) => m.child?.pid);
   const cpuBefore = processesCpuMs(pids);
-  const doneP = waitDone(leader, TOPIC.bulk, items);
-  // Awaited below; a failure meanwhile (a member gone) must not go unhandled.
-  doneP.catch(() => undefined);
   const { report, emissions } = await slotEmit(cluster, TOPIC.bulk, items, 0, 0);
-  if (report.emitted < items) throw new Error(`fanout bench: the slot emitted ${report.emitted} of ${items} items: ${JSON.stringify(cluster.members.flatMap((m) => m.events.filter((e) => e.event === 'fanout-emit-error')))}`);
-  const done = await doneP;
-  const cpuUsPerItem = cpuPerCommitUs(cpuBefore, processesCpuMs(pids), items);
+  // Waited for once the emit is over, for the items it emitted: under leader changes an entry
+  // may be given up on (fanout-member.ts, MAX_EMIT_ATTEMPTS). The longest stall is looked for
+  // from then on only.
+  if (report.emitted === 0) throw new Error(`fanout bench: the slot emitted none of ${items} items`);
+  const done = await waitDone(leader, TOPIC.bulk, report.emitted);
+  const cpuUsPerItem = cpuPerCommitUs(cpuBefore, processesCpuMs(pids), report.emitted);
   const elapsedMs = done.doneAt - report.firstEmitAt;
-  return { items, elapsedMs, itemsPerSecond: (items / elapsedMs) * 1000, emitMs: report.lastCommittedAt - report.firstEmitAt, stallMs: done.stallMs, stallAtMs: done.stallAt - report.firstEmitAt, emissions: emissions(), emitErrors: report.errors, cpuUsPerItem };
+  return { items: report.emitted, elapsedMs, itemsPerSecond: (report.emitted / elapsedMs) * 1000, emitMs: report.lastCommittedAt - report.firstEmitAt, stallMs: done.stallMs, stallAtMs: done.stallAt - report.firstEmitAt, emissions: emissions(), emitErrors: report.errors, cpuUsPerItem };
 }
 
 async function steadyRun(cluster: ProcessCluster, leader: MemberProcess, seconds: number): Promise<FanoutMeasures['steady']> {
