@@ -3,8 +3,8 @@
  * loopback, level with sync on, default settings; each member consumes with parallelism 64 and
  * a handler that does nothing but note when it started. A slot (a job scheduled `{ at }` on
  * every member, run by the one that claims it) emits the items with ctx.emit. Measured:
- * (1) items/s end to end: a slot emits BULK_ITEMS items of 100 bytes in one call; from that call
- *     to state().topics showing them all done (read on the leader);
+ * (1) items/s end to end: a slot emits bulkItems items of 100 bytes, an entry at a time; from
+ *     its first emit to state().topics showing them all done (read on the leader);
  * (2) emit-to-start p50/p99 at a steady STEADY_RATE items/s: a slot emits STEADY_BATCH items every
  *     STEADY_EVERY_MS, each carrying its emit time; each consumer notes its start against it;
  * (3) re-delivery after kill -9 of a consumer: one member (not the leader) holds the items it is
@@ -59,7 +59,7 @@ export interface FanoutMeasures {
     readonly itemsPerSecond: number;
     /** From the first emit to the last emit committed (the slot's ctx.emit resolved; BullMQ's last addBulk). */
     readonly emitMs: number;
-    /** The longest time no item was recorded done, before all were, and when it began (ms after the first emit). */
+    /** The longest time no item was recorded done, once the emit was over and until all were, and when it began (ms after the first emit). */
     readonly stallMs: number;
     readonly stallAtMs: number;
     /**
