@@ -32,7 +32,8 @@ const ERROR_BODY_CHARS = 200;
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-function run(file: string, args: readonly string[], timeoutMs: number): Promise<string> {
+/** Runs a command to its end (apt-get, a server's --version), non-interactive, killed past `timeoutMs`; resolves with its stdout. */
+export function runCommand(file: string, args: readonly string[], timeoutMs: number): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile(file, args, { timeout: timeoutMs, killSignal: 'SIGKILL', maxBuffer: 16 * 1024 * 1024, env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } }, (err, stdout, stderr) => {
       if (err === null) resolve(stdout);
@@ -50,15 +51,15 @@ export async function ensureEtcd(): Promise<{ version: string } | { skipped: str
     if (process.getuid?.() !== 0) return { skipped: `${ETCD_BIN} is missing and installing it needs root` };
     console.error(`${ETCD_BIN} is missing: installing etcd-server with apt-get ...`);
     try {
-      await run('apt-get', ['update'], APT_UPDATE_TIMEOUT_MS);
-      await run('apt-get', ['install', '-y', 'etcd-server'], APT_INSTALL_TIMEOUT_MS);
+      await runCommand('apt-get', ['update'], APT_UPDATE_TIMEOUT_MS);
+      await runCommand('apt-get', ['install', '-y', 'etcd-server'], APT_INSTALL_TIMEOUT_MS);
     } catch (e) {
       return { skipped: `installing etcd-server failed: ${(e as Error).message}` };
     }
     if (!existsSync(ETCD_BIN)) return { skipped: `apt-get installed etcd-server but ${ETCD_BIN} is still missing` };
   }
   try {
-    const out = await run(ETCD_BIN, ['--version'], VERSION_TIMEOUT_MS);
+    const out = await runCommand(ETCD_BIN, ['--version'], VERSION_TIMEOUT_MS);
     const version = /etcd Version:\s*(\S+)/.exec(out)?.[1];
     return version === undefined ? { skipped: `cannot read the version from "etcd --version": ${out.trim()}` } : { version };
   } catch (e) {

@@ -8,14 +8,18 @@
  * scheduler bench's rows of many jobs registered (bench/jobs-registered.ts). `codec` measures
  * the hand-written CBOR paths against cborg alone (bench/codec.ts), which the raft bench also
  * does, after its clusters. `membership` measures a new instance's way to voter and commit latency
- * with learners (bench/membership.ts).
+ * with learners (bench/membership.ts). `fanout` measures fan-out's items/s, emit-to-start latency
+ * and re-delivery after kill -9 of a consumer, beside BullMQ with Redis unless --no-peers
+ * (bench/fanout.ts, bench/bullmq.ts).
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { benchCodec, CODEC_HEADERS, codecRows } from './codec.js';
 import { benchDisk, type DiskBaseline } from './disk.js';
+import { benchBullmq, type BullmqBenchResult } from './bullmq.js';
 import { benchEtcd, comparisonRows, etcdLabel, type EtcdBenchResult } from './etcd.js';
+import { benchFanout, FANOUT_HEADERS, fanoutRows, FULL_SIZES, healthLines, QUICK_SIZES, STEADY_RATE } from './fanout.js';
 import { benchRaft, COLD_COMMITS, LOAD_WARMUP_MS, raftRows } from './raft.js';
 import { benchJobsRegistered, jobsRegisteredRows } from './jobs-registered.js';
 import { benchMembership, membershipRows } from './membership.js';
@@ -88,8 +92,12 @@ async function main(): Promise<void> {
     await writeFile(`bench-results/${name}.json`, `${json}\n`);
     return;
   }
+  if (name === 'fanout') {
+    await fanout();
+    return;
+  }
   if (name !== 'raft') {
-    console.error(`Unknown benchmark "${name}". Available: raft, scheduler, codec, membership`);
+    console.error(`Unknown benchmark "${name}". Available: raft, scheduler, codec, membership, fanout`);
     process.exitCode = 2;
     return;
   }
@@ -143,6 +151,41 @@ async function main(): Promise<void> {
   printTable(CODEC_HEADERS, codecRows(codec));
   console.log(`\nbench took ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
   const json = JSON.stringify({ bench: name, node: process.version, at: new Date().toISOString(), result, peers: { etcd }, disk, codec });
+  console.log(`\n${json}`);
+  await mkdir('bench-results', { recursive: true });
+  await writeFile(`bench-results/${name}.json`, `${json}\n`);
+}
+
+/** `fanout`: cronraft's fan-out, then BullMQ with Redis, one after the other (never at once: they would compete for the CPU). */
+async function fanout(): Promise<void> {
+  const startedAt = Date.now();
+  const loadBefore = loadavg()[0] ?? Number.NaN;
+  const sizes = values.quick ? QUICK_SIZES : FULL_SIZES;
+  const { measures: ours, health } = await benchFanout(sizes);
+  let peer: BullmqBenchResult | { skipped: string } | { failed: string } = { skipped: '--no-peers' };
+  if (!values['no-peers']) {
+    try {
+      peer = await benchBullmq(sizes);
+    } catch (e) {
+      // cronraft's figures are still worth printing when the peer bench breaks.
+      peer = { failed: e instanceof Error ? e.message : String(e) };
+      process.exitCode = 1;
+    }
+  }
+  const measured = 'bulk' in peer ? peer : null;
+  console.log('\ncronraft fan-out: three member processes on 127.0.0.1, level with sync on, default settings; a slot emits 100-byte items, consumers do nothing (parallelism 64 each)');
+  if (measured !== null) {
+    console.log(`BullMQ ${measured.bullmqVersion} with Redis ${measured.redisVersion} (append-only file, fsync every second): addBulk from the bench process, three worker processes (concurrency 64), defaults otherwise`);
+  }
+  console.log(`the steady run: ${STEADY_RATE.toLocaleString('en-US')} items/s for ${sizes.steadySeconds} s; re-delivery: one consumer holds its items and is killed once the others did the rest`);
+  console.log(`load average (1 min) before: ${fmt(loadBefore)}, after: ${fmt(loadavg()[0] ?? Number.NaN)}, on ${cpus().length} CPUs\n`);
+  printTable(FANOUT_HEADERS, fanoutRows(ours, measured));
+  console.log('\ncronraft members meanwhile (the leader also samples the members it may not give work to, every 20 ms):');
+  for (const line of [...healthLines('end to end', health.bulk), ...healthLines('steady', health.steady)]) console.log(`  ${line}`);
+  if ('skipped' in peer) console.log(`\nBullMQ comparison skipped: ${peer.skipped}`);
+  else if ('failed' in peer) console.error(`\nBullMQ comparison failed: ${peer.failed}`);
+  console.log(`\nbench took ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
+  const json = JSON.stringify({ bench: name, node: process.version, at: new Date().toISOString(), result: ours, health, peers: { bullmq: peer }, load: { before: loadBefore, after: loadavg()[0] ?? Number.NaN } });
   console.log(`\n${json}`);
   await mkdir('bench-results', { recursive: true });
   await writeFile(`bench-results/${name}.json`, `${json}\n`);

@@ -1,0 +1,275 @@
+/**
+ * `npm run bench -- fanout`: cronraft's fan-out (issue 19) on three member processes on
+ * loopback, level with sync on, default settings; each member consumes with parallelism 64 and
+ * a handler that does nothing but note when it started. A slot (a job scheduled `{ at }` on
+ * every member, run by the one that claims it) emits the items with ctx.emit. Measured:
+ * (1) items/s end to end: a slot emits bulkItems items of 100 bytes, an entry at a time; from
+ *     its first emit to state().topics showing them all done (read on the leader);
+ * (2) emit-to-start p50/p99 at a steady STEADY_RATE items/s: a slot emits STEADY_BATCH items every
+ *     STEADY_EVERY_MS, each carrying its emit time; each consumer notes its start against it;
+ * (3) re-delivery after kill -9 of a consumer: one member (not the leader) holds the items it is
+ *     given; once the others have done the rest, it is killed; from the kill to the first start
+ *     on another member of an item it held.
+ * bench/bullmq.ts measures BullMQ with Redis the same way, in the same run.
+ */
+import { FANOUT_VERSION } from '../src/version/versions.js';
+import type { DoneReport, EmitReport, HealthReport } from '../test/fixtures/fanout-member.js';
+import { wallMs } from '../test/fixtures/member-probe.js';
+import { ProcessCluster, type MemberProcess } from '../test/fixtures/process-cluster.js';
+import { cpuPerCommitUs, processesCpuMs } from './proc-cpu.js';
+import { fmt, summarize } from './stats.js';
+
+/** Items of the end-to-end run, and of the steady one: its rate, its batches. */
+export interface FanoutSizes {
+  readonly bulkItems: number;
+  readonly steadySeconds: number;
+}
+
+export const FULL_SIZES: FanoutSizes = { bulkItems: 100_000, steadySeconds: 10 };
+export const QUICK_SIZES: FanoutSizes = { bulkItems: 20_000, steadySeconds: 4 };
+
+/** Items started per member at once (cronraft's parallelism, BullMQ's concurrency). */
+export const PARALLELISM = 64;
+/** The steady emitter: STEADY_BATCH items every STEADY_EVERY_MS, STEADY_RATE items/s. */
+export const STEADY_BATCH = 50;
+export const STEADY_EVERY_MS = 10;
+export const STEADY_RATE = (STEADY_BATCH * 1000) / STEADY_EVERY_MS;
+/** Items emitted for the kill -9 run: the killed consumer holds what it is given of them (at most PARALLELISM). */
+export const REDELIVERY_ITEMS = 1000;
+/** A re-delivery not seen within this after the kill is reported as "> cap". */
+export const REDELIVERY_CAP_MS = 60_000;
+/** Bound on each run's wait for its items to be done (100,000 items at a tenth of the target take about this long). */
+const DONE_TIMEOUT_MS = 10 * 60_000;
+/** One wait for items done, in the member (within the fixture's request timeout); the bench asks again until DONE_TIMEOUT_MS. */
+const DONE_WAIT_STEP_MS = 45_000;
+/** A slot is scheduled this far ahead, so that every member has registered it before it fires. */
+const SLOT_LEAD_MS = 1500;
+/** Bound on the waits for the cluster to get somewhere (a leader, fan-out's version, the consumers). */
+const WAIT_MS = 60_000;
+const POLL_MS = 5;
+
+const TOPIC = { bulk: 'bulk', steady: 'steady', redeliver: 'redeliver' } as const;
+
+/** What one system did, cronraft's or BullMQ's. */
+export interface FanoutMeasures {
+  readonly bulk: {
+    readonly items: number;
+    /** From the first emit to all recorded done. */
+    readonly elapsedMs: number;
+    readonly itemsPerSecond: number;
+    /** From the first emit to the last emit committed (the slot's ctx.emit resolved; BullMQ's last addBulk). */
+    readonly emitMs: number;
+    /** The longest time no item was recorded done, once the emit was over and until all were, and when it began (ms after the first emit). */
+    readonly stallMs: number;
+    readonly stallAtMs: number;
+    /**
+     * Times the items were emitted: 1 unless the slot ran again (its run was moved to another
+     * member, which emitted them again), in which case the figures count the first emission's
+     * items done against every emission's.
+     */
+    readonly emissions: number;
+    /** Entries of the emit that failed (the leader changed) and were emitted again. */
+    readonly emitErrors: number;
+    /**
+     * CPU of the system's processes (every thread) per item, in µs: cronraft's members (the
+     * emitting slot included); BullMQ's workers and Redis (not the producer). A count of the
+     * work, where the times stretch with what else the machine runs.
+     */
+    readonly cpuUsPerItem: number | null;
+  };
+  readonly steady: {
+    readonly items: number;
+    readonly emitted: number;
+    readonly latencyMs: ReturnType<typeof summarize>;
+    /** How late the last batch was emitted against its schedule (the emitter could not keep the rate if large). */
+    readonly lateMs: number;
+    readonly emissions: number;
+  };
+  readonly redelivery: {
+    /** From the kill to the first start elsewhere of an item the killed consumer held; null: not within REDELIVERY_CAP_MS. */
+    readonly ms: number | null;
+    /** Items the killed consumer held. */
+    readonly held: number;
+  };
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Polls until `probe` gives a value, every POLL_MS, or throws naming `what` after `timeoutMs`. */
+export async function until<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = WAIT_MS, pollMs = POLL_MS): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`fanout bench: ${what} not within ${timeoutMs} ms`);
+    await sleep(pollMs);
+  }
+}
+
+/** Each of the three topics consumed on every member, with parallelism PARALLELISM; the kill -9 run's starts reported. */
+async function consumeAll(cluster: ProcessCluster): Promise<void> {
+  for (const m of cluster.members) {
+    for (const topic of Object.values(TOPIC)) await m.request('fanout-consume', { topic, parallelism: PARALLELISM, reportStarts: topic === TOPIC.redeliver });
+  }
+  await until('every consumer registered', async () => {
+    const states = await Promise.all(cluster.members.map((m) => m.state()));
+    const ready = states.every((s) => s.version.active >= FANOUT_VERSION && Object.values(TOPIC).every((name) => Object.keys(s.topics.find((t) => t.name === name)?.consumers ?? {}).length === cluster.members.length));
+    return ready ? true : undefined;
+  });
+}
+
+let slots = 0;
+
+/** A slot that emits `count` items to `topic` (at once, or `batch` every `everyMs`): resolves with what its emission did. */
+async function slotEmit(cluster: ProcessCluster, topic: string, count: number, batch: number, everyMs: number): Promise<{ report: EmitReport; emissions: () => number }> {
+  const job = `fanout-${topic}-${++slots}`;
+  const atMs = Date.now() + SLOT_LEAD_MS;
+  await Promise.all(cluster.members.map((m) => m.request('fanout-slot', { job, atMs, topic, count, batch, everyMs })));
+  const emitted = (m: MemberProcess): EmitReport | undefined => m.events.find((e) => e.event === 'fanout-emitted' && e.job === job) as EmitReport | undefined;
+  const emissions = (): number => cluster.members.reduce((n, m) => n + m.events.filter((e) => e.event === 'fanout-emitted' && e.job === job).length, 0);
+  return until(`the slot ${job} emitted`, () => {
+    for (const m of cluster.members) {
+      const report = emitted(m);
+      if (report !== undefined) return { report, emissions };
+    }
+    return undefined;
+  }, DONE_TIMEOUT_MS, 20);
+}
+
+/** Waits in `member` until `count` items of `topic` are done by its state().topics: when, and the longest stall. */
+async function waitDone(member: MemberProcess, topic: string, count: number): Promise<DoneReport> {
+  const deadline = Date.now() + DONE_TIMEOUT_MS;
+  let stall = { stallMs: 0, stallAt: 0 };
+  for (;;) {
+    const r = await member.request<DoneReport>('fanout-wait-done', { topic, count, timeoutMs: DONE_WAIT_STEP_MS });
+    if (r.stallMs > stall.stallMs) stall = { stallMs: r.stallMs, stallAt: r.stallAt };
+    if (r.done >= count) return { done: r.done, doneAt: r.doneAt, ...stall };
+    if (Date.now() > deadline) throw new Error(`fanout bench: ${r.done} of ${count} items of ${topic} done within ${DONE_TIMEOUT_MS} ms`);
+  }
+}
+
+async function bulkRun(cluster: ProcessCluster, leader: MemberProcess, items: number): Promise<FanoutMeasures['bulk']> {
+  const pids = cluster.members.map((m) => m.child?.pid);
+  const cpuBefore = processesCpuMs(pids);
+  const { report, emissions } = await slotEmit(cluster, TOPIC.bulk, items, 0, 0);
+  // Waited for once the emit is over, for the items it emitted: under leader changes an entry
+  // may be given up on (fanout-member.ts, MAX_EMIT_ATTEMPTS). The longest stall is looked for
+  // from then on only.
+  if (report.emitted === 0) throw new Error(`fanout bench: the slot emitted none of ${items} items`);
+  const done = await waitDone(leader, TOPIC.bulk, report.emitted);
+  const cpuUsPerItem = cpuPerCommitUs(cpuBefore, processesCpuMs(pids), report.emitted);
+  const elapsedMs = done.doneAt - report.firstEmitAt;
+  return { items: report.emitted, elapsedMs, itemsPerSecond: (report.emitted / elapsedMs) * 1000, emitMs: report.lastCommittedAt - report.firstEmitAt, stallMs: done.stallMs, stallAtMs: done.stallAt - report.firstEmitAt, emissions: emissions(), emitErrors: report.errors, cpuUsPerItem };
+}
+
+async function steadyRun(cluster: ProcessCluster, leader: MemberProcess, seconds: number): Promise<FanoutMeasures['steady']> {
+  const items = STEADY_RATE * seconds;
+  const doneP = waitDone(leader, TOPIC.steady, items);
+  doneP.catch(() => undefined);
+  const { report, emissions } = await slotEmit(cluster, TOPIC.steady, items, STEADY_BATCH, STEADY_EVERY_MS);
+  await doneP;
+  const latencies = (await Promise.all(cluster.members.map((m) => m.request<number[]>('fanout-latencies', { topic: TOPIC.steady })))).flat();
+  return { items, emitted: report.emitted, latencyMs: summarize(latencies), lateMs: report.lateMs, emissions: emissions() };
+}
+
+async function redeliveryRun(cluster: ProcessCluster, leader: MemberProcess): Promise<FanoutMeasures['redelivery']> {
+  // A consumer, not the leader: the figure is the consumer's death seen and its items leased
+  // again, not an election.
+  const victim = cluster.members.find((m) => m !== leader) as MemberProcess;
+  await victim.request('fanout-hold', { topic: TOPIC.redeliver });
+  await slotEmit(cluster, TOPIC.redeliver, REDELIVERY_ITEMS, 0, 0);
+  const starts = (m: MemberProcess): Array<{ id: number; at: number }> => m.events.filter((e) => e.event === 'fanout-start' && e.topic === TOPIC.redeliver) as unknown as Array<{ id: number; at: number }>;
+  // The others have done every item but those the victim holds (a lease taken back from it,
+  // when the leader found it silent, was done elsewhere; an emission again, if the slot's run
+  // moved, adds items).
+  const heldCount = await until('the items not held done', async () => {
+    const topic = (await leader.state()).topics.find((t) => t.name === TOPIC.redeliver);
+    const held = topic?.inFlight[victim.address] ?? 0;
+    if (topic === undefined || held === 0 || topic.pending > 0 || Object.keys(topic.inFlight).length > 1) return undefined;
+    return topic.done + held === topic.emitted ? held : undefined;
+  }, DONE_TIMEOUT_MS);
+  const survivors = cluster.members.filter((m) => m !== victim);
+  const startedElsewhere = new Set(survivors.flatMap(starts).map((s) => s.id));
+  const held = new Set(starts(victim).map((s) => s.id).filter((id) => !startedElsewhere.has(id)));
+  if (held.size < heldCount) throw new Error(`fanout bench: the victim holds ${heldCount} items but reported ${held.size} starts of items not run elsewhere`);
+  const killedAt = wallMs();
+  await victim.kill();
+  try {
+    const first = await until('an item of the killed consumer started elsewhere', () => {
+      const again = survivors.flatMap(starts).filter((s) => held.has(s.id));
+      return again.length === 0 ? undefined : Math.min(...again.map((s) => s.at));
+    }, REDELIVERY_CAP_MS, 1);
+    return { ms: first - killedAt, held: heldCount };
+  } catch {
+    return { ms: null, held: heldCount };
+  }
+}
+
+/** What the members' health watch saw during a run (fanout-member.ts, HealthReport), by member. */
+export type RunHealth = Record<string, HealthReport | null>;
+
+/** cronraft's three measures, on a cluster of its own, and what the health watch saw in the first two runs. */
+export async function benchFanout(sizes: FanoutSizes): Promise<{ measures: FanoutMeasures; health: { bulk: RunHealth; steady: RunHealth } }> {
+  const cluster = await ProcessCluster.create(3);
+  const watched = async <T>(run: () => Promise<T>): Promise<[T, RunHealth]> => {
+    await Promise.all(cluster.members.map((m) => m.request('fanout-health-start')));
+    const result = await run();
+    const reports = await Promise.all(cluster.members.map((m) => m.request<HealthReport | null>('fanout-health-stop')));
+    return [result, Object.fromEntries(cluster.members.map((m, i) => [m.address, reports[i] ?? null]))];
+  };
+  try {
+    await cluster.startAll();
+    const leader = await cluster.waitForLeader();
+    await consumeAll(cluster);
+    const [bulk, bulkHealth] = await watched(() => bulkRun(cluster, leader, sizes.bulkItems));
+    console.log(`cronraft end to end: ${JSON.stringify(bulk)}\n  health: ${JSON.stringify(bulkHealth)}`);
+    const [steady, steadyHealth] = await watched(() => steadyRun(cluster, leader, sizes.steadySeconds));
+    console.log(`cronraft steady: ${JSON.stringify(steady)}\n  health: ${JSON.stringify(steadyHealth)}`);
+    const redelivery = await redeliveryRun(cluster, leader);
+    return { measures: { bulk, steady, redelivery }, health: { bulk: bulkHealth, steady: steadyHealth } };
+  } finally {
+    await cluster.cleanup();
+  }
+}
+
+/** One line per member of what the health watch saw, for the report under the table. */
+export function healthLines(run: string, health: RunHealth): string[] {
+  return Object.entries(health).map(([member, h]) => {
+    if (h === null) return `${run}, ${member}: no report`;
+    const ineligible = Object.entries(h.ineligible).map(([id, c]) => `${id} clock ${c.clock} snapshot ${c.snapshot} silent ${c.silent}`).join('; ');
+    const leading = h.samples === 0 ? '' : `; as leader (${h.samples} samples): longest silence of a peer ${fmt(h.maxSilenceMs, 0)} ms, ineligible samples: ${ineligible === '' ? 'none' : ineligible}`;
+    return `${run}, ${member}: event-loop delay p99 ${fmt(h.loopDelayMs.p99, 0)} ms, max ${fmt(h.loopDelayMs.max, 0)} ms${leading}`;
+  });
+}
+
+const ms = (v: number): string => `${fmt(v)} ms`;
+const cpuText = (us: number | null): string => (us === null ? 'n/a' : `${fmt(us, 0)} µs`);
+const redeliveryText = (r: FanoutMeasures['redelivery']): string => (r.ms === null ? `> ${REDELIVERY_CAP_MS / 1000} s (cap)` : ms(r.ms));
+/** ratio > 1: cronraft better; `lower`: lower is better. */
+const ratio = (ours: number | null, theirs: number | null, lower: boolean): string => {
+  if (theirs === null && ours !== null && lower) return `> ${fmt(REDELIVERY_CAP_MS / ours, 0)}x`;
+  if (ours === null || theirs === null) return 'n/a';
+  return `${fmt(lower ? theirs / ours : ours / theirs)}x`;
+};
+/** Against the target: > 1 meets it. */
+const vsTarget = (v: number | null, target: number, lower: boolean): string => (v === null ? '< 1 (n/a)' : `${fmt(lower ? target / v : v / target)}x`);
+
+export const FANOUT_HEADERS = ['measure', 'cronraft', 'BullMQ', 'cronraft vs BullMQ (> 1: better)', 'target', 'vs target (>= 1 meets it)'];
+
+/** The table's rows; `peer` null when BullMQ was not measured. */
+export function fanoutRows(ours: FanoutMeasures, peer: FanoutMeasures | null): string[][] {
+  const p = <T>(f: (m: FanoutMeasures) => T): T | null => (peer === null ? null : f(peer));
+  const text = (v: string | null): string => v ?? 'n/a';
+  return [
+    [`items/s end to end, ${ours.bulk.items.toLocaleString('en-US')} items (first emit to all done)`, `${fmt(ours.bulk.itemsPerSecond, 0)}/s`, text(p((m) => `${fmt(m.bulk.itemsPerSecond, 0)}/s`)), ratio(ours.bulk.itemsPerSecond, p((m) => m.bulk.itemsPerSecond), false), '>= 30,000/s, ahead of BullMQ', vsTarget(ours.bulk.itemsPerSecond, 30_000, false)],
+    ['  of which the emit (first call to last item committed)', ms(ours.bulk.emitMs), text(p((m) => ms(m.bulk.emitMs))), '', '', ''],
+    ['  CPU per item, all processes of the system (µs)', cpuText(ours.bulk.cpuUsPerItem), text(p((m) => cpuText(m.bulk.cpuUsPerItem))), ratio(ours.bulk.cpuUsPerItem, p((m) => m.bulk.cpuUsPerItem), true), '', ''],
+    ['  times the slot emitted the items (> 1: its run moved and emitted again); entries emitted again', `${ours.bulk.emissions}; ${ours.bulk.emitErrors}`, text(p((m) => `${m.bulk.emissions}; ${m.bulk.emitErrors}`)), '', '', ''],
+    ['  longest time no item was recorded done (at ms after the first emit)', `${ms(ours.bulk.stallMs)} (at ${fmt(ours.bulk.stallAtMs, 0)})`, text(p((m) => `${ms(m.bulk.stallMs)} (at ${fmt(m.bulk.stallAtMs, 0)})`)), '', '', ''],
+    [`emit-to-start p50 at ${STEADY_RATE.toLocaleString('en-US')} items/s`, ms(ours.steady.latencyMs.p50), text(p((m) => ms(m.steady.latencyMs.p50))), ratio(ours.steady.latencyMs.p50, p((m) => m.steady.latencyMs.p50), true), '', ''],
+    [`emit-to-start p99 at ${STEADY_RATE.toLocaleString('en-US')} items/s`, ms(ours.steady.latencyMs.p99), text(p((m) => ms(m.steady.latencyMs.p99))), ratio(ours.steady.latencyMs.p99, p((m) => m.steady.latencyMs.p99), true), '<= 20 ms', vsTarget(ours.steady.latencyMs.p99, 20, true)],
+    ['  max; items started of emitted; last batch late by', `${ms(ours.steady.latencyMs.max)}; ${ours.steady.latencyMs.n}/${ours.steady.emitted}; ${ms(ours.steady.lateMs)}`, text(p((m) => `${ms(m.steady.latencyMs.max)}; ${m.steady.latencyMs.n}/${m.steady.emitted}; ${ms(m.steady.lateMs)}`)), '', '', ''],
+    ['re-delivery after kill -9 of a consumer (kill to first start elsewhere)', redeliveryText(ours.redelivery), text(p((m) => redeliveryText(m.redelivery))), ratio(ours.redelivery.ms, p((m) => m.redelivery.ms), true), '<= 500 ms', vsTarget(ours.redelivery.ms, 500, true)],
+    ['  items the killed consumer held', String(ours.redelivery.held), text(p((m) => String(m.redelivery.held))), '', '', ''],
+  ];
+}
