@@ -127,6 +127,19 @@ export class VersionNotActiveError extends CronraftError {
 }
 
 /**
+ * An operation on a job (`pause`, `resume`, `trigger`) names a job the cluster does not know:
+ * none registered under `job`, as this member applied the log after a read barrier.
+ */
+export class UnknownJobError extends CronraftError {
+  readonly job: string;
+
+  constructor(job: string) {
+    super('CRONRAFT_UNKNOWN_JOB', `No job named ${describe(job)} is registered in the cluster`);
+    this.job = job;
+  }
+}
+
+/**
  * The leader refused a change of the configuration (`removeMember`): `reason` says why, as the
  * protocol gives it (membership.ts's ConfChangeOutcome): `pending` (an earlier change is not
  * applied yet: retry), `not-committed-in-term` (a new leader has not committed yet: retry),
