@@ -52,7 +52,7 @@ export class LeaderPlanning {
   applied(command: SchedulerCommand): void {
     if (command.type === 'claim' || command.type === 'skip' || command.type === 'reassign' || command.type === 'expire' || command.type === 'forfeit' || command.type === 'unregister') this.#inflight.delete(inflightKey(command));
     // A claim planned, or a registration proposed, before its member left: work to settle.
-    const named = command.type === 'claim' || command.type === 'reassign' ? command.assignees : command.type === 'register' ? [command.member] : [];
+    const named = command.type === 'claim' || command.type === 'trigger' || command.type === 'reassign' ? command.assignees : command.type === 'register' ? [command.member] : [];
     if (named.some((id) => !this.#configured.has(id))) this.#departuresDue = true;
   }
 
