@@ -1,32 +1,19 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { Cluster, UnknownJobError, type JobContext } from '../../src/index.js';
+import { UnknownJobError, type Cluster, type JobContext } from '../../src/index.js';
 import { PAUSED_REASON } from '../../src/scheduler/command.js';
 import { OPERATIONS_VERSION } from '../../src/version/versions.js';
-import { freePort } from '../fixtures/process-cluster.js';
+import { threeMembers, type SlotRun } from '../fixtures/loopback-members.js';
 
 const started: Cluster[] = [];
 afterEach(async () => {
   await Promise.all(started.splice(0).map((c) => c.stop()));
 });
 
-async function threeMembers(): Promise<Cluster[]> {
-  const addrs = [`127.0.0.1:${await freePort()}`, `127.0.0.1:${await freePort()}`, `127.0.0.1:${await freePort()}`];
-  const members = addrs.map((listen) => new Cluster(addrs, { storage: 'memory', listen }));
-  started.push(...members);
-  return members;
-}
-
-interface Run {
-  readonly member: string;
-  readonly slotMs: number;
-  readonly token: number;
-}
-
 describe('pause, resume and trigger on three members over loopback', () => {
   it('pause records the slots as skipped (paused) in history and runs none; resume runs again; trigger runs one extra slot once', async () => {
-    const members = await threeMembers();
-    const ticks: Run[] = [];
-    const hourly: Run[] = [];
+    const members = await threeMembers(started);
+    const ticks: SlotRun[] = [];
+    const hourly: SlotRun[] = [];
     for (const m of members) {
       m.schedule('tick', { every: 200 }, (ctx: JobContext) => void ticks.push({ member: m.id, slotMs: ctx.slot.getTime(), token: ctx.fencingToken }));
       m.schedule('hourly', { every: '1h' }, (ctx: JobContext) => void hourly.push({ member: m.id, slotMs: ctx.slot.getTime(), token: ctx.fencingToken }));
