@@ -31,6 +31,7 @@ import type { ConsumerSettings } from './fanout/command.js';
 import type { RemovalProbe } from './runtime/removal-probe.js';
 import type { JobHandler, JobOptions } from './runtime/scheduler/job-types.js';
 import type { SchedulerRuntime } from './runtime/scheduler/scheduler-runtime.js';
+import type { JobPause, TriggeredSlot } from './runtime/scheduler/job-operations.js';
 import { parseSpec, type SpecInput } from './scheduler/spec.js';
 import { LevelLogStorage } from './storage/level-log-storage.js';
 import type { LogStorage } from './storage/log-storage.js';
@@ -422,6 +423,46 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     this.#running();
     if (this.#member === null) throw new NotRunningError(this.#status);
     return this.#member.fanoutRuntime;
+  }
+
+  /**
+   * Pauses the job across the cluster, from any member: its slots are still claimed, and each
+   * that fires once its member applied the pause is recorded as skipped with the reason
+   * `paused` (see history()), not run; its runs in progress finish. Resolves once applied here.
+   * Idempotent. Cluster version 3.
+   * @throws VersionNotActiveError, UnknownJobError, NotRunningError, NotLeaderError, TimeoutError, BackpressureError
+   */
+  async pause(name: string): Promise<JobPause> {
+    validateName(name);
+    return this.#scheduling().operations.setPaused(name, true);
+  }
+
+  /**
+   * Resumes a paused job: its slots that fire from then on run. The slots skipped while it was
+   * paused are not missed ones: its catch-up policy runs none of them. Cluster version 3.
+   * @throws as pause()
+   */
+  async resume(name: string): Promise<JobPause> {
+    validateName(name);
+    return this.#scheduling().operations.setPaused(name, false);
+  }
+
+  /**
+   * Runs one extra slot of the job now, once across the cluster: a claim through the log at the
+   * cluster's time, marked `trigger: true` in history(), run by the job's mode and overlap
+   * policy like any slot, with its fencing token, even while the job is paused. Resolves once
+   * claimed (applied here), not once run. Cluster version 3.
+   * @throws VersionNotActiveError, UnknownJobError, InvalidArgumentError (no member has a handler), TimeoutError, ClockUnsyncedError, NotRunningError, NotLeaderError
+   */
+  async trigger(name: string): Promise<TriggeredSlot> {
+    validateName(name);
+    return this.#scheduling().operations.trigger(name);
+  }
+
+  #scheduling(): SchedulerRuntime {
+    this.#running();
+    if (this.#scheduler === null) throw new NotRunningError(this.#status);
+    return this.#scheduler;
   }
 
   /** Stops running `name` on this member. Returns whether it was scheduled here. */

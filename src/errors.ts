@@ -127,6 +127,20 @@ export class VersionNotActiveError extends CronraftError {
 }
 
 /**
+ * A call or request names a job the cluster does not know (an operation, `pause`, `resume`,
+ * `trigger`: none registered under `job` as this member applied the log after a read barrier;
+ * an HTTP request for one job).
+ */
+export class UnknownJobError extends CronraftError {
+  readonly job: string;
+
+  constructor(job: string) {
+    super('CRONRAFT_UNKNOWN_JOB', `No job named ${describe(job)} is registered in the cluster`);
+    this.job = job;
+  }
+}
+
+/**
  * The leader refused a change of the configuration (`removeMember`): `reason` says why, as the
  * protocol gives it (membership.ts's ConfChangeOutcome): `pending` (an earlier change is not
  * applied yet: retry), `not-committed-in-term` (a new leader has not committed yet: retry),
@@ -211,12 +225,3 @@ export class RunAbortedError extends CronraftError {
   }
 }
 
-/** A call or request named a job the cluster does not know (none registered it, or all unregistered it). */
-export class UnknownJobError extends CronraftError {
-  readonly job: string;
-
-  constructor(job: string) {
-    super('CRONRAFT_UNKNOWN_JOB', `No job named ${JSON.stringify(job)} is known to the cluster`);
-    this.job = job;
-  }
-}

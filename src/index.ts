@@ -7,6 +7,7 @@ export type { HttpOptions } from './http/http-options.js';
 export type { ClusterEvents } from './cluster-events.js';
 export type { ClusterState, MemberState } from './api/state.js';
 export type { SlotHistory } from './api/history.js';
+export type { JobPause, TriggeredSlot } from './runtime/scheduler/job-operations.js';
 export type { SnapshotTiming } from './runtime/compaction.js';
 export {
   CronraftError,
@@ -25,6 +26,7 @@ export {
   MembershipChangeRefusedError,
   RemovedError,
   UnknownJobError,
+  VersionNotActiveError,
 } from './errors.js';
 export type { JobContext, JobHandler, JobOptions, RunRecord } from './runtime/scheduler/job-types.js';
 export type { SpecInput, DstPolicyInput } from './scheduler/spec.js';

@@ -14,9 +14,12 @@ export interface SlotHistory {
    * The latest outcome per member, with the token it was recorded under (an outcome under an
    * older token is a previous attempt's). `outcome` is a run's (`succeeded`, `failed`,
    * `aborted`, `interrupted`), a slot's that was not run (`skipped`, `replaced`), or `missed`:
-   * nobody ran it and nobody will, recorded by the leader, with the reason in `error`.
+   * nobody ran it and nobody will, recorded by the leader, with the reason in `error`. A slot
+   * that fired while its job was paused is `skipped` with the error PAUSED_REASON (`paused: ...`).
    */
   readonly outcomes: Readonly<Record<string, { readonly outcome: string; readonly atMs: number; readonly token: number; readonly error?: string }>>;
+  /** Present, true, on a slot made by `cluster.trigger()`: an extra slot, run even while its job is paused. */
+  readonly trigger?: true;
   /** Runs in progress under the current token (started per the log, no outcome yet), by member. */
   readonly running: Readonly<Record<string, { readonly startedAtMs: number }>>;
   /** The work items its runs emitted (`ctx.emit`), as this member applied them; absent when none (see SlotBatchTally). */
@@ -43,6 +46,7 @@ export function historyOf(state: SchedulerState, options: { readonly job?: strin
         assignees: c.assignees,
         outcomes: Object.fromEntries(c.outcomes),
         running: Object.fromEntries(runsOf(c).map((r) => [r.member, { startedAtMs: r.startedAtMs }])),
+        ...(c.trigger === true ? { trigger: true as const } : {}),
         ...(batches === null ? {} : { batches }),
       };
     });

@@ -188,6 +188,7 @@ function viewOf(state: SchedulerState, job: JobRecord, last: ClaimRecord | undef
           }),
     missedSlots: job.missedSlots,
     skippedRuns: job.skippedRuns,
+    paused: job.paused,
     running:
       running.length === 0 ? NOTHING_RUNNING : Object.freeze(running.map((r) => Object.freeze({ slot: new Date(r.slotMs), fencingToken: r.token, member: r.member, startedAt: new Date(r.startedAtMs) }))),
   });

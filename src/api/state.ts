@@ -131,8 +131,13 @@ export interface ClusterState {
     readonly nextSlot: Date | null;
     readonly lastClaim: { readonly slot: Date; readonly fencingToken: number; readonly assignees: readonly NodeId[]; readonly outcomes: Readonly<Record<string, unknown>> } | null;
     readonly missedSlots: number;
-    /** Slots not run because another run of the job was in progress (its overlap policy), in all. */
+    /** Slots not run because another run of the job was in progress (its overlap policy), or it was paused, in all. */
     readonly skippedRuns: number;
+    /**
+     * Whether the job is paused (`cluster.pause()`): its slots are claimed and recorded as
+     * skipped (`paused`), not run; its runs in progress when it was paused finish.
+     */
+    readonly paused: boolean;
     /** Runs in progress: started per the log, with no outcome yet (a run whose member died stays until its slot moves). */
     readonly running: ReadonlyArray<{ readonly slot: Date; readonly fencingToken: number; readonly member: NodeId; readonly startedAt: Date }>;
   }>;

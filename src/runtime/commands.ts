@@ -1,11 +1,11 @@
 import { decode } from 'cborg';
 import { CBOR_UINT, headBytes, writeBytes, writeHead } from '../bytes/cbor-heads.js';
 import { encodeSmall, pooledBytes } from '../bytes/small-cbor.js';
-import { isSchedulerCommand, isVersionTwoSchedulerCommand } from '../scheduler/command-shape.js';
+import { isOperationCommand, isSchedulerCommand, isVersionTwoSchedulerCommand } from '../scheduler/command-shape.js';
 import type { SchedulerCommand } from '../scheduler/command.js';
 import { VersionTooOldError } from '../errors.js';
 import { isClusterCommand, type ClusterCommand } from '../version/cluster-command.js';
-import { BATCH_VERSION, FANOUT_VERSION, FIRST_CLUSTER_VERSION, FORFEIT_VERSION, isVersion, SUPPORTED, type VersionSupport } from '../version/versions.js';
+import { BATCH_VERSION, FANOUT_VERSION, FIRST_CLUSTER_VERSION, FORFEIT_VERSION, isVersion, OPERATIONS_VERSION, SUPPORTED, type VersionSupport } from '../version/versions.js';
 import { isFanoutCommand } from '../fanout/command-shape.js';
 import type { FanoutCommand } from '../fanout/command.js';
 import { batchCommands, batchPayload, type BatchedCommand } from './command-batch.js';
@@ -19,7 +19,8 @@ import { shareStrings } from './shared-strings.js';
  * what to do with it (decodeEntry). `scheduler-batch` (cluster version 2, BATCH_VERSION): the
  * registrations of many jobs, applied in order at the entry's index, written compactly (see
  * command-batch.ts); a `forfeit` (cluster version
- * 2, FORFEIT_VERSION) is a scheduler command of that form too. `extension`: a command of
+ * 2, FORFEIT_VERSION) is a scheduler command of that form too, and so are `pause`, `resume` and
+ * `trigger` of cluster version 3 (OPERATIONS_VERSION). `extension`: a command of
  * the test-only next version (see version/extension.ts).
  */
 export type LogCommand =
@@ -57,7 +58,7 @@ export function isUserCommand(bytes: Uint8Array): boolean {
  * the arena for log data (RaftConfig.keepData), where the log keeps it until compaction.
  */
 export function encodeCommand(command: LogCommand): Uint8Array {
-  if (command.kind === 'scheduler') return encodeSmall(command.command.type === 'forfeit' ? [KIND_SCHEDULER, command.command, FORFEIT_VERSION] : [KIND_SCHEDULER, command.command]);
+  if (command.kind === 'scheduler') return encodeSmall(schedulerEntry(command.command));
   if (command.kind === 'cluster') return encodeSmall([KIND_CLUSTER, command.command]);
   if (command.kind === 'scheduler-batch') return encodeSmall([KIND_SCHEDULER, batchPayload(command.commands), BATCH_VERSION]);
   if (command.kind === 'extension') return encodeSmall([KIND_CLUSTER, command.command, command.version]);
@@ -69,6 +70,20 @@ export function encodeCommand(command: LogCommand): Uint8Array {
   out[0] = CBOR_ARRAY_OF_TWO;
   writeBytes(out, writeHead(out, 1, CBOR_UINT, KIND_USER), data);
   return out;
+}
+
+/** A scheduler command's entry: `[kind, command]`, or with the cluster version its kind needs (see decodeEntry). */
+function schedulerEntry(command: SchedulerCommand): unknown[] {
+  switch (command.type) {
+    case 'forfeit':
+      return [KIND_SCHEDULER, command, FORFEIT_VERSION];
+    case 'pause':
+    case 'resume':
+    case 'trigger':
+      return [KIND_SCHEDULER, command, OPERATIONS_VERSION];
+    default:
+      return [KIND_SCHEDULER, command];
+  }
 }
 
 /**
@@ -115,6 +130,7 @@ export function decodeEntry(bytes: Uint8Array, active: number, support: VersionS
     if (commands !== null) return { kind: 'scheduler-batch', commands };
   }
   if (version === FORFEIT_VERSION && kind === KIND_SCHEDULER && isVersionTwoSchedulerCommand(payload)) return { kind: 'scheduler', command: shareStrings(payload) };
+  if (version === OPERATIONS_VERSION && kind === KIND_SCHEDULER && isOperationCommand(payload)) return { kind: 'scheduler', command: shareStrings(payload) };
   if (version === FANOUT_VERSION && kind === KIND_FANOUT && isFanoutCommand(payload)) return { kind: 'fanout', command: payload };
   return MALFORMED;
 }

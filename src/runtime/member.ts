@@ -16,7 +16,7 @@ import { memberStateMachine, type MemberStateMachineHooks } from './member-state
 import { VersionKeeper } from './version-keeper.js';
 import { BindingKeeper } from './binding-keeper.js';
 import { ClusterVersionState } from '../version/cluster-version.js';
-import { BATCH_VERSION, FANOUT_VERSION, FIRST_CLUSTER_VERSION, FORFEIT_VERSION, MEMBERSHIP_VERSION, protocolOf, SUPPORTED, type VersionSupport } from '../version/versions.js';
+import { BATCH_VERSION, FANOUT_VERSION, FIRST_CLUSTER_VERSION, FORFEIT_VERSION, MEMBERSHIP_VERSION, OPERATIONS_VERSION, protocolOf, SUPPORTED, type VersionSupport } from '../version/versions.js';
 import { ConfigurationKeeper } from './configuration-keeper.js';
 import { leaveConfiguration } from './leave.js';
 import { LEAVE_PID_SUFFIX, membershipEventOf, type MembershipEvent } from './membership-events.js';
@@ -242,6 +242,10 @@ export class Member {
       // A job's ctx.emit: checked whole before anything is proposed (fanout/items.ts).
       emitItems: (topic, items, key, origin) => this.fanoutRuntime.emit(checkTopic(topic), encodeItems(items, key), origin),
       proposeBatch: (commands) => (this.versions.active >= BATCH_VERSION ? driver.propose(encodeCommand({ kind: 'scheduler-batch', commands })) : null),
+      operations: {
+        require: (feature) => this.versions.require(feature, OPERATIONS_VERSION),
+        propose: (command) => driver.propose(encodeCommand({ kind: 'scheduler', command })),
+      },
       barrier: () => driver.readBarrier(),
       // A leader plans by the cluster's time, so not before it has learned it: with a bad clock
       // of its own it would claim slots ahead of time or skip them as missed.

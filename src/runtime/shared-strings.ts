@@ -48,6 +48,7 @@ export function shareStrings(command: SchedulerCommand): SchedulerCommand {
     }
     case 'claim':
     case 'reassign':
+    case 'trigger':
       (command as Mutable<typeof command>).assignees = command.assignees.map(sharedString);
       return command;
     case 'started':

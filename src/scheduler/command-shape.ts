@@ -1,4 +1,4 @@
-import type { AssignMode, JobPolicy, SchedulerCommand } from './command.js';
+import type { AssignMode, JobPolicy, OperationCommand, SchedulerCommand } from './command.js';
 import type { JobSpec } from './spec.js';
 
 /**
@@ -51,6 +51,25 @@ export function isVersionTwoSchedulerCommand(value: unknown): value is Extract<S
   if (!isRecord(value)) return false;
   const c = value;
   return c.type === 'forfeit' && str(c.job) && time(c.slotMs) && count(c.token) && str(c.member) && time(c.atMs);
+}
+
+/**
+ * Whether a value read from an entry of cluster version 3 (`[kind, command, 3]`, OPERATIONS_VERSION)
+ * is a scheduler command of the kinds only that form carries: an operator's 'pause', 'resume'
+ * or 'trigger'. Members of earlier releases never read one.
+ */
+export function isOperationCommand(value: unknown): value is OperationCommand {
+  if (!isRecord(value)) return false;
+  const c = value;
+  switch (c.type) {
+    case 'pause':
+    case 'resume':
+      return str(c.job) && time(c.atMs);
+    case 'trigger':
+      return str(c.job) && time(c.slotMs) && time(c.fromMs) && strs(c.assignees);
+    default:
+      return false;
+  }
 }
 
 /** Whether a value read from the log is a job's spec as a register command holds it. */

@@ -80,6 +80,38 @@ export type SchedulerCommand =
       readonly atMs: number;
     }
   | {
+      /**
+       * Pauses the job (cluster version 3, OPERATIONS_VERSION): from the time a member applies
+       * it, that member runs none of the job's slots but triggered ones; each that fires there
+       * is recorded as skipped, with PAUSED_REASON. Runs already started go on. The planner
+       * claims its slots as ever, so that every slot has its record and none counts as missed.
+       */
+      readonly type: 'pause';
+      readonly job: string;
+      readonly atMs: number;
+    }
+  | {
+      /** Ends a pause (cluster version 3): slots that fire from then on run again. */
+      readonly type: 'resume';
+      readonly job: string;
+      readonly atMs: number;
+    }
+  | {
+      /**
+       * One extra slot of the job, now (cluster version 3): a claim at `slotMs` (the cluster's
+       * time when it was asked for) marked as triggered, under this entry's index as its fencing
+       * token, run by `assignees` like any claim, paused or not. Applies only if no claim of
+       * the job is kept at `slotMs`, and if `fromMs` is not past the job's high-water mark: a
+       * slot past the mark moves it there, which the proposer checked skips no scheduled
+       * instant after `fromMs` (so none after the mark either). See scheduler/operations.ts.
+       */
+      readonly type: 'trigger';
+      readonly job: string;
+      readonly slotMs: number;
+      readonly fromMs: number;
+      readonly assignees: readonly NodeId[];
+    }
+  | {
       /** Takes the named lock if it is free or expired at `atMs`; the entry's index is its fencing token. */
       readonly type: 'lock';
       readonly name: string;
@@ -164,6 +196,15 @@ export const MISSED_REASONS = {
 } as const;
 
 export type MissedReason = keyof typeof MISSED_REASONS;
+
+/**
+ * The error of a slot recorded as skipped because its job was paused when it fired: the
+ * outcome is `skipped`, and history shows the reason in `error` (its first word, `paused`).
+ */
+export const PAUSED_REASON = 'paused: the job was paused when its slot fired';
+
+/** The commands of cluster version 3 (OPERATIONS_VERSION): an operator's actions on one job. */
+export type OperationCommand = Extract<SchedulerCommand, { type: 'pause' | 'resume' | 'trigger' }>;
 
 /** The reasons an `expire` may give: those of cronraft 0.1.0, which reads every `expire` the log holds. */
 export type ExpireReason = 'expired';

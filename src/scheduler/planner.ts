@@ -182,7 +182,8 @@ function dueSlots(
   return { skip: skipped > 0 ? { throughMs: skipThrough, count: skipped } : null, slots: [...kept, ...future] };
 }
 
-function leastLoaded(ids: readonly NodeId[], load: ReadonlyMap<NodeId, number>): NodeId {
+/** The member of `ids` with the least load, the first of them on a tie. */
+export function leastLoaded(ids: readonly NodeId[], load: ReadonlyMap<NodeId, number>): NodeId {
   let best = ids[0] as NodeId;
   for (const id of ids) if ((load.get(id) ?? 0) < (load.get(best) ?? 0)) best = id;
   return best;

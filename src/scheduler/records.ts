@@ -24,8 +24,10 @@ export interface JobRecord {
   highWaterMs: number;
   /** Slots dropped by the catch-up policy, in all. */
   missedSlots: number;
-  /** Runs recorded as skipped (overlap), in all. */
+  /** Runs recorded as skipped (overlap, or paused), in all. */
   skippedRuns: number;
+  /** Whether the job is paused (`pause`, cluster version 3): its slots that fire are recorded as skipped, not run. */
+  paused: boolean;
 }
 
 /**
@@ -51,6 +53,8 @@ export interface ClaimRecord {
   readonly starts: Map<NodeId, { readonly atMs: number; readonly token: number }>;
   /** Set once a later slot replaced the run under `token` (overlap 'replace'). */
   cancelled: { readonly token: number; readonly bySlotMs: number; readonly atMs: number } | null;
+  /** Present, true, on a claim made by `trigger` (cluster version 3): an extra slot, run even while its job is paused. */
+  readonly trigger?: true;
 }
 
 export interface LockRecord {

@@ -22,6 +22,7 @@ import type { AssignMode, JobPolicy, OverlapPolicy } from './command.js';
  *   [version, jobs, claims, locks, assigned, open, inProgress]
  *
  *   job:       [name, spec, mode, policy, anchorMs, handlers, conflicts, highWaterMs, missedSlots, skippedRuns]
+ *              | [..., skippedRuns, true]: a paused job (cluster version 3)
  *   spec:      ['cron', expression, tz] | ['cron', expression, tz, dstGap, dstOverlap]
  *              | ['every', everyMs] | ['at', atMs] | ['delay', delayMs, initialDelayMs]
  *   policy:    [retries, retryDelayMs, catchUp, overlap]
@@ -29,6 +30,7 @@ import type { AssignMode, JobPolicy, OverlapPolicy } from './command.js';
  *   handlers:  [member, ...]
  *   conflicts: [[member, theirSpecKey], ...]
  *   claim:     [job, slotMs, token, assignees, attempt, outcomes, starts, cancelled]
+ *              | [..., cancelled, true]: a triggered claim (cluster version 3)
  *   outcome:   [member, outcome, atMs, token] | [member, outcome, atMs, token, error]
  *   start:     [member, atMs, token]
  *   cancelled: null | [token, bySlotMs, atMs]
@@ -40,13 +42,21 @@ import type { AssignMode, JobPolicy, OverlapPolicy } from './command.js';
  * A cron spec without a DST policy and one with the default policy spelled out are different
  * replicated values (their keys compare equal), so each keeps its own form. Equal states give
  * equal bytes on every member. Any change to the layout must bump SCHEDULER_SNAPSHOT_VERSION.
+ * The one exception is the trailing `true` of a paused job or a triggered claim: only the
+ * commands of cluster version 3 make one (OPERATIONS_VERSION), which no member of an earlier
+ * release applies, so a state without them keeps the bytes of version 1, which every release reads.
+ * `false` is never written (a job that is not paused has 10 fields), and is refused.
  */
 export const SCHEDULER_SNAPSHOT_VERSION = 1;
 
 const TOP_LEVEL_FIELDS = 7;
 const JOB_FIELDS = 10;
+/** A paused job's fields: JOB_FIELDS and its trailing `true`. */
+const PAUSED_JOB_FIELDS = JOB_FIELDS + 1;
 const POLICY_FIELDS = 4;
 const CLAIM_FIELDS = 8;
+/** A triggered claim's fields: CLAIM_FIELDS and its trailing `true`. */
+const TRIGGERED_CLAIM_FIELDS = CLAIM_FIELDS + 1;
 const START_FIELDS = 3;
 const CANCELLED_FIELDS = 3;
 const LOCK_FIELDS = 4;
@@ -208,7 +218,7 @@ export function decodeSchedulerSnapshot(bytes: Uint8Array, limits: Limits = SCHE
 function jobWire(job: JobRecord): Wire {
   const { policy } = job;
   const catchUp = policy.catchUp.policy === 'all' ? ['all', policy.catchUp.windowMs, policy.catchUp.maxSlots] : [policy.catchUp.policy];
-  return [
+  const wire: Wire = [
     job.name,
     specWire(job.spec),
     job.mode,
@@ -220,6 +230,8 @@ function jobWire(job: JobRecord): Wire {
     job.missedSlots,
     job.skippedRuns,
   ];
+  if (job.paused) wire.push(true);
+  return wire;
 }
 
 function specWire(spec: JobSpec): Wire {
@@ -239,7 +251,9 @@ function claimWire(claim: ClaimRecord): Wire {
   const outcomes = [...claim.outcomes].map(([member, o]) => (o.error === undefined ? [member, o.outcome, o.atMs, o.token] : [member, o.outcome, o.atMs, o.token, o.error]));
   const starts = [...claim.starts].map(([member, s]) => [member, s.atMs, s.token]);
   const cancelled = claim.cancelled === null ? null : [claim.cancelled.token, claim.cancelled.bySlotMs, claim.cancelled.atMs];
-  return [claim.job, claim.slotMs, claim.token, [...claim.assignees], claim.attempt, outcomes, starts, cancelled];
+  const wire: Wire = [claim.job, claim.slotMs, claim.token, [...claim.assignees], claim.attempt, outcomes, starts, cancelled];
+  if (claim.trigger === true) wire.push(true);
+  return wire;
 }
 
 function partsFromWire(value: unknown, limits: Limits): SchedulerStateParts {
@@ -308,7 +322,9 @@ function claimsAt(value: unknown, field: string, claims: readonly ClaimRecord[])
 }
 
 function jobFromWire(value: unknown, field: string): JobRecord {
-  const j = tuple(value, field, JOB_FIELDS);
+  const j = array(value, field);
+  if (j.length !== JOB_FIELDS && j.length !== PAUSED_JOB_FIELDS) throw new CodecError(`${field}: expected ${JOB_FIELDS} or ${PAUSED_JOB_FIELDS} fields, got ${j.length}`);
+  if (j.length === PAUSED_JOB_FIELDS && j[JOB_FIELDS] !== true) throw new CodecError(`${field}.paused: expected true, got ${describe(j[JOB_FIELDS])}`);
   const handlers = new Set<NodeId>();
   for (const [i, item] of list(j[5], `${field}.handlers`, UNBOUNDED).entries()) {
     const member = string(item, `${field}.handlers[${i}]`);
@@ -330,6 +346,7 @@ function jobFromWire(value: unknown, field: string): JobRecord {
     highWaterMs: ms(j[7], `${field}.highWaterMs`),
     missedSlots: count(j[8], `${field}.missedSlots`),
     skippedRuns: count(j[9], `${field}.skippedRuns`),
+    paused: j.length === PAUSED_JOB_FIELDS,
   };
 }
 
@@ -382,7 +399,9 @@ function policyFromWire(value: unknown, field: string): JobPolicy & { readonly o
 }
 
 function claimFromWire(value: unknown, field: string): ClaimRecord {
-  const c = tuple(value, field, CLAIM_FIELDS);
+  const c = array(value, field);
+  if (c.length !== CLAIM_FIELDS && c.length !== TRIGGERED_CLAIM_FIELDS) throw new CodecError(`${field}: expected ${CLAIM_FIELDS} or ${TRIGGERED_CLAIM_FIELDS} fields, got ${c.length}`);
+  if (c.length === TRIGGERED_CLAIM_FIELDS && c[CLAIM_FIELDS] !== true) throw new CodecError(`${field}.trigger: expected true, got ${describe(c[CLAIM_FIELDS])}`);
   const outcomes = new Map(
     entries(c[5], `${field}.outcomes`, UNBOUNDED, (item, f) => {
       const o = array(item, f);
@@ -413,6 +432,7 @@ function claimFromWire(value: unknown, field: string): ClaimRecord {
     outcomes,
     starts,
     cancelled,
+    ...(c.length === TRIGGERED_CLAIM_FIELDS ? { trigger: true as const } : {}),
   };
 }
 

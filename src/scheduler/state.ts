@@ -187,6 +187,23 @@ export class SchedulerState {
       }
       case 'claim':
         return this.#claim(index, command, job);
+      case 'pause':
+      case 'resume': {
+        if (job === undefined) return { ok: false, reason: 'unknown-job' };
+        job.paused = command.type === 'pause';
+        return { ok: true };
+      }
+      case 'trigger': {
+        if (job === undefined) return { ok: false, reason: 'unknown-job' };
+        // The proposer saw no scheduled instant in (fromMs, slotMs]; a mark at or past fromMs
+        // leaves none in (mark, slotMs] either. A mark before it is a state the proposer never saw.
+        if (command.fromMs > job.highWaterMs) return { ok: false, reason: 'stale-token' };
+        if (this.claims.has(claimKey(command.job, command.slotMs))) return { ok: false, reason: 'duplicate-slot' };
+        // Past the mark, the slot moves it: a scheduled claim, always after the mark, can never
+        // take the triggered slot's key. At or before it, no scheduled claim comes there again.
+        if (command.slotMs > job.highWaterMs) job.highWaterMs = command.slotMs;
+        return { ok: true, claim: this.#newClaim(index, command.job, command.slotMs, command.assignees, true) };
+      }
       case 'lock': {
         const held = this.locks.get(command.name);
         if (held !== undefined && held.untilMs > command.atMs) return { ok: false, reason: 'locked' };
@@ -313,6 +330,7 @@ export class SchedulerState {
         highWaterMs: command.atMs,
         missedSlots: 0,
         skippedRuns: 0,
+        paused: false,
       });
       // New, it comes last in `jobs`: a reader of the changes adds it there.
       if (this.#tracksChanges) this.#changeLog.record(command.job, this.#changes);
@@ -375,12 +393,17 @@ export class SchedulerState {
     if (command.slotMs <= job.highWaterMs) return { ok: false, reason: 'duplicate-slot' };
     if (command.fromMs !== undefined && command.fromMs !== job.highWaterMs) return { ok: false, reason: 'stale-token' };
     job.highWaterMs = command.slotMs;
-    const claim: ClaimRecord = { job: command.job, slotMs: command.slotMs, token: index, assignees: [...command.assignees], attempt: 1, outcomes: new Map(), starts: new Map(), cancelled: null };
-    this.claims.set(claimKey(command.job, command.slotMs), claim);
+    return { ok: true, claim: this.#newClaim(index, command.job, command.slotMs, command.assignees, false) };
+  }
+
+  /** Keeps a new claim of the slot under the entry's index, counts its assignments, and forgets an old claim past the bound. */
+  #newClaim(index: number, job: string, slotMs: number, assignees: readonly NodeId[], trigger: boolean): ClaimRecord {
+    const claim: ClaimRecord = { job, slotMs, token: index, assignees: [...assignees], attempt: 1, outcomes: new Map(), starts: new Map(), cancelled: null, ...(trigger ? { trigger: true } : {}) };
+    this.claims.set(claimKey(job, slotMs), claim);
     this.#index(claim);
     for (const id of claim.assignees) this.assigned.set(id, (this.assigned.get(id) ?? 0) + 1);
     while (this.claims.size > this.#maxClaimsKept) this.#forgetOneClaim();
-    return { ok: true, claim };
+    return claim;
   }
 
   /**

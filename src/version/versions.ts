@@ -53,6 +53,15 @@ export const FORFEIT_VERSION = MEMBERSHIP_VERSION;
 export const FANOUT_VERSION = 3;
 
 /**
+ * The cluster version from which the log may carry the scheduler's operations on a job
+ * (`pause`, `resume` and `trigger`, see scheduler/operations.ts) in entries
+ * `[KIND_SCHEDULER, command, 3]`, and a scheduler snapshot a paused job or a triggered claim:
+ * a member of an earlier release reads none, so a member proposes them only once the cluster
+ * runs this version. Released with fan-out's, in the same version.
+ */
+export const OPERATIONS_VERSION = FANOUT_VERSION;
+
+/**
  * Bound on any version number read from the log, a snapshot or a peer: a hostile or damaged
  * value past it is malformed, not a version to wait for.
  */

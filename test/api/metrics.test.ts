@@ -7,7 +7,7 @@ import { parseSamples, valueOf } from '../fixtures/prometheus-text.js';
 type Job = ClusterState['jobs'][number];
 type Member = ClusterState['members'][number];
 
-const job = (name: string, missedSlots: number, skippedRuns: number): Job => ({ name, spec: 'every 1000', mode: 'one', handlers: [], conflicts: {}, nextSlot: null, lastClaim: null, missedSlots, skippedRuns, running: [] });
+const job = (name: string, missedSlots: number, skippedRuns: number): Job => ({ name, spec: 'every 1000', mode: 'one', handlers: [], conflicts: {}, nextSlot: null, lastClaim: null, missedSlots, skippedRuns, running: [], paused: false });
 const member = (id: string, over: Partial<Member> = {}): Member => ({ id, addrs: [], voter: true, reachable: true, lastContactMs: 0, matchIndex: null, lag: null, peerId: null, clockOffsetMs: null, clockSkewed: false, ...over });
 
 /** A state with only what the metrics read set; the rest never read. */

@@ -1,194 +1,17 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { cluster, Cluster, PLANNING, stopClusters, T0, track, VirtualTime } from '../fixtures/scheduler-cluster.js';
 import { batchPayload, MAX_COMMANDS_PER_BATCH } from '../../src/runtime/command-batch.js';
-import type { JobContext, JobOptions } from '../../src/runtime/scheduler/job-types.js';
+import type { JobContext } from '../../src/runtime/scheduler/job-types.js';
 import { MAX_REGISTRATIONS_IN_FLIGHT } from '../../src/runtime/scheduler/registrations.js';
 import { SchedulerRuntime, type SchedulerRuntimeOptions } from '../../src/runtime/scheduler/scheduler-runtime.js';
-import { parseSpec, type JobSpec, type SpecInput } from '../../src/scheduler/spec.js';
+import { parseSpec, type JobSpec } from '../../src/scheduler/spec.js';
 import { encodeSchedulerSnapshot } from '../../src/scheduler/state-snapshot.js';
-import { claimKey, type ClaimRecord } from '../../src/scheduler/records.js';
+import { claimKey } from '../../src/scheduler/records.js';
 import { MISSED, MISSED_REASONS, type JobPolicy, type SchedulerCommand } from '../../src/scheduler/command.js';
 import { SchedulerState } from '../../src/scheduler/state.js';
-import type { Clock, TimerHandle, Timers } from '../../src/time/clock.js';
+import type { Timers } from '../../src/time/clock.js';
 
-const T0 = Date.parse('2026-01-01T00:00:00Z');
-
-interface TimerEvent {
-  readonly atMs: number;
-  readonly seq: number;
-  readonly run: () => void;
-  cancelled: boolean;
-}
-
-/** Virtual time: timers fire in (time, scheduling) order, and promises settle between them. */
-class VirtualTime implements Clock, Timers {
-  nowMs = T0;
-  #seq = 0;
-  #events: TimerEvent[] = [];
-
-  now(): number {
-    return this.nowMs;
-  }
-
-  setTimeout(callback: () => void, delayMs: number): TimerHandle {
-    const event: TimerEvent = { atMs: this.nowMs + Math.max(0, delayMs), seq: this.#seq++, run: callback, cancelled: false };
-    this.#events.push(event);
-    return event;
-  }
-
-  clearTimeout(handle: TimerHandle): void {
-    (handle as TimerEvent).cancelled = true;
-  }
-
-  sleep(ms: number, signal?: AbortSignal): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const timer = this.setTimeout(resolve, ms);
-      signal?.addEventListener(
-        'abort',
-        () => {
-          this.clearTimeout(timer);
-          reject(signal.reason as Error);
-        },
-        { once: true },
-      );
-    });
-  }
-
-  async advanceTo(untilMs: number): Promise<void> {
-    for (;;) {
-      await settle();
-      this.#events = this.#events.filter((e) => !e.cancelled);
-      let next: TimerEvent | undefined;
-      for (const e of this.#events) if (e.atMs <= untilMs && (next === undefined || e.atMs < next.atMs || (e.atMs === next.atMs && e.seq < next.seq))) next = e;
-      if (next === undefined) break;
-      this.#events.splice(this.#events.indexOf(next), 1);
-      this.nowMs = next.atMs;
-      next.run();
-    }
-    this.nowMs = untilMs;
-    await settle();
-  }
-}
-
-function settle(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
-}
-
-/** How every runtime of these tests plans: Cluster's intervals, moves allowed at once. */
-const PLANNING = { planIntervalMs: 100, lookaheadMs: 1000, maxClaimsPerPlan: 256, reassignHorizonMs: 600_000, reassignGraceMs: 0 } as const;
-
-/**
- * A replicated log in memory: an entry commits `commitMs` after it is proposed and every
- * member applies it then, in log order (the lag that a real commit round has).
- */
-class Cluster {
-  readonly time = new VirtualTime();
-  readonly members = new Map<string, SchedulerRuntime>();
-  readonly log: SchedulerCommand[] = [];
-  /** When each entry of `log` committed. */
-  readonly logAt: number[] = [];
-  readonly runs: Array<{ member: string; job: string; slotMs: number; startMs: number; endMs: number | null; attempt: number }> = [];
-
-  constructor(
-    ids: readonly string[],
-    readonly commitMs = 5,
-    options: Partial<SchedulerRuntimeOptions> = {},
-    perMember: (id: string) => Partial<SchedulerRuntimeOptions> = () => ({}),
-  ) {
-    for (const id of ids) {
-      this.members.set(
-        id,
-        new SchedulerRuntime({
-          self: id,
-          clock: this.time,
-          timers: this.time,
-          propose: (command) => this.#propose(id, command),
-          barrier: () => this.time.sleep(this.commitMs),
-          isLeader: () => id === ids[0],
-          holdsLease: () => true,
-          eligibleMembers: () => [...ids],
-          ...PLANNING,
-          ...options,
-          ...perMember(id),
-        }),
-      );
-    }
-    for (const m of this.members.values()) m.start();
-  }
-
-  /** Proposes a command as the leader would. */
-  propose(command: SchedulerCommand): Promise<unknown> {
-    return this.#propose([...this.members.keys()][0]!, command);
-  }
-
-  #propose(from: string, command: SchedulerCommand): Promise<unknown> {
-    return new Promise((resolve) => {
-      this.time.setTimeout(() => {
-        this.log.push(command);
-        this.logAt.push(this.time.nowMs);
-        const index = this.log.length;
-        let mine: unknown;
-        for (const [id, m] of this.members) {
-          const result = m.apply(index, command);
-          if (id === from) mine = result;
-        }
-        resolve(mine);
-      }, this.commitMs);
-    });
-  }
-
-  /** Schedules a job on the given members, with a handler that runs for `runMs` (or until aborted) and records itself. */
-  schedule(ids: readonly string[], name: string, spec: SpecInput, runMs: number, options: JobOptions = {}, onRun?: (ctx: JobContext, member: string) => void): void {
-    for (const id of ids) {
-      this.members.get(id)!.schedule(name, parseSpec(spec), async (ctx) => {
-        const run = { member: id, job: ctx.job, slotMs: ctx.slot.getTime(), startMs: this.time.now(), endMs: null as number | null, attempt: ctx.attempt };
-        this.runs.push(run);
-        onRun?.(ctx, id);
-        try {
-          await this.time.sleep(runMs, ctx.signal);
-        } finally {
-          run.endMs = this.time.now();
-        }
-      }, options);
-    }
-  }
-
-  state(id = 'a'): SchedulerRuntime['state'] {
-    return this.members.get(id)!.state;
-  }
-
-  claims(job: string): ClaimRecord[] {
-    return [...this.state().claims.values()].filter((c) => c.job === job);
-  }
-
-  /** Each claim's outcome (mode 'one'), by slot offset in seconds. */
-  outcomes(job: string): Array<[number, string | undefined]> {
-    return this.claims(job).map((c) => [(c.slotMs - T0) / 1000, c.outcomes.get(c.assignees[0]!)?.outcome]);
-  }
-
-  /** The most runs of `job` in progress at once. */
-  maxOverlap(job: string): number {
-    const edges = this.runs.filter((r) => r.job === job).flatMap((r) => [[r.startMs, 1] as const, [r.endMs ?? Number.POSITIVE_INFINITY, -1] as const]);
-    edges.sort((x, y) => x[0] - y[0] || x[1] - y[1]);
-    let now = 0;
-    let max = 0;
-    for (const [, d] of edges) max = Math.max(max, (now += d));
-    return max;
-  }
-
-  stop(): void {
-    for (const m of this.members.values()) m.stop();
-  }
-}
-
-const clusters: Cluster[] = [];
-function cluster(ids: readonly string[], commitMs = 5, options: Partial<SchedulerRuntimeOptions> = {}): Cluster {
-  const c = new Cluster(ids, commitMs, options);
-  clusters.push(c);
-  return c;
-}
-afterEach(() => {
-  for (const c of clusters.splice(0)) c.stop();
-});
+afterEach(stopClusters);
 
 describe('start records', () => {
   it('are proposed as the handler starts, without waiting for them, and show the run in progress everywhere', async () => {
@@ -437,7 +260,7 @@ describe('claims past the reassignment horizon', () => {
     // the horizon, the leader records it as missed, and b, back later, drops it.
     let bAway = false;
     const c = new Cluster(['a', 'b'], 5, { reassignHorizonMs: 3000, eligibleMembers: () => (bAway ? ['a'] : ['a', 'b']) }, (id) => (id === 'b' ? { clockReady: () => !bAway } : {}));
-    clusters.push(c);
+    track(c);
     c.schedule(['b'], 'report', { at: T0 + 1000 }, 10);
     await c.time.advanceTo(T0 + 500);
     expect(c.claims('report').map((claim) => claim.assignees)).toEqual([['b']]);
@@ -455,7 +278,7 @@ describe('claims past the reassignment horizon', () => {
   it('a run whose member the leader lost is aborted when its slot is recorded missed', async () => {
     let bAway = false;
     const c = new Cluster(['a', 'b'], 5, { reassignHorizonMs: 3000, eligibleMembers: () => (bAway ? ['a'] : ['a', 'b']) });
-    clusters.push(c);
+    track(c);
     let reason: unknown = null;
     c.schedule(['b'], 'report', { at: T0 + 1000 }, 60_000, {}, (ctx) => ctx.signal.addEventListener('abort', () => (reason = ctx.signal.reason)));
     await c.time.advanceTo(T0 + 1500);
@@ -566,7 +389,7 @@ describe("slot timers follow the cluster's time as it is corrected", () => {
       id === 'b' ? { clock: { now: (): number => time.now() + b.offsetMs }, clockReady: () => b.synced } : {},
     );
     time.now = () => c.time.now();
-    clusters.push(c);
+    track(c);
     return { c, b };
   }
 
@@ -812,7 +635,7 @@ describe('restoring from a snapshot', () => {
   // No member plans: the log holds only what the test and the members' own reports put there.
   function quiet(): Cluster {
     const c = new Cluster(['a', 'b'], 5, { isLeader: () => false });
-    clusters.push(c);
+    track(c);
     return c;
   }
 

@@ -2,31 +2,19 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Cluster, InvalidArgumentError, type ClusterOptions, type JobContext } from '../../src/index.js';
+import { Cluster, InvalidArgumentError, type JobContext } from '../../src/index.js';
 import { freePort } from '../fixtures/process-cluster.js';
+import { threeMembers, type SlotRun } from '../fixtures/loopback-members.js';
 
 const started: Cluster[] = [];
 afterEach(async () => {
   await Promise.all(started.splice(0).map((c) => c.stop()));
 });
 
-async function threeMembers(options: ClusterOptions = {}): Promise<Cluster[]> {
-  const addrs = [`127.0.0.1:${await freePort()}`, `127.0.0.1:${await freePort()}`, `127.0.0.1:${await freePort()}`];
-  const members = addrs.map((listen) => new Cluster(addrs, { storage: 'memory', listen, ...options }));
-  started.push(...members);
-  return members;
-}
-
-interface Run {
-  readonly member: string;
-  readonly slotMs: number;
-  readonly token: number;
-}
-
 describe('cluster.schedule', () => {
   it("runs each slot once across the cluster (mode 'one'), with increasing fencing tokens, spread over members", async () => {
-    const members = await threeMembers();
-    const runs: Run[] = [];
+    const members = await threeMembers(started);
+    const runs: SlotRun[] = [];
     for (const m of members) {
       m.schedule('tick', { every: 200 }, (ctx: JobContext) => {
         runs.push({ member: m.id, slotMs: ctx.slot.getTime(), token: ctx.fencingToken });
@@ -51,8 +39,8 @@ describe('cluster.schedule', () => {
   });
 
   it("mode 'all' runs each slot on every member that scheduled it", async () => {
-    const members = await threeMembers();
-    const runs: Run[] = [];
+    const members = await threeMembers(started);
+    const runs: SlotRun[] = [];
     for (const m of members) {
       m.schedule('refresh', { every: 250 }, (ctx) => void runs.push({ member: m.id, slotMs: ctx.slot.getTime(), token: ctx.fencingToken }), { mode: 'all' });
     }
@@ -73,8 +61,8 @@ describe('cluster.schedule', () => {
   });
 
   it('moves a slot whose assignee died mid-run to another member, under a higher token', async () => {
-    const members = await threeMembers();
-    const runs: Array<Run & { attempt: number }> = [];
+    const members = await threeMembers(started);
+    const runs: Array<SlotRun & { attempt: number }> = [];
     let victim: Cluster | null = null;
     let victimSlot: number | null = null;
     for (const m of members) {
@@ -102,8 +90,8 @@ describe('cluster.schedule', () => {
   });
 
   it('retries a failed run on another member, as many times as the job asks', async () => {
-    const members = await threeMembers();
-    const runs: Array<Run & { attempt: number }> = [];
+    const members = await threeMembers(started);
+    const runs: Array<SlotRun & { attempt: number }> = [];
     for (const m of members) {
       m.schedule(
         'flaky',
@@ -119,7 +107,7 @@ describe('cluster.schedule', () => {
     // A slot's first attempt that ran (and failed), with what ran after it. A slot moved before
     // its first run started (its assignee stalled past an election timeout, on a loaded machine)
     // starts at attempt 2 with no failure before it: it is no retry, and is left out.
-    const retried = (): Array<{ first: Run & { attempt: number }; later: Array<Run & { attempt: number }> }> =>
+    const retried = (): Array<{ first: SlotRun & { attempt: number }; later: Array<SlotRun & { attempt: number }> }> =>
       runs.filter((r) => r.attempt === 1).map((first) => ({ first, later: runs.filter((r) => r.slotMs === first.slotMs && r.attempt > 1) })).filter((s) => s.later.length > 0);
     await expect.poll(() => retried().length, { timeout: 20_000, interval: 20 }).toBeGreaterThanOrEqual(3);
     for (const { first, later } of retried()) {
@@ -146,8 +134,8 @@ describe('cluster.schedule', () => {
   });
 
   it('a member that unschedules a job stops being assigned it, and its claimed slots run elsewhere', async () => {
-    const members = await threeMembers();
-    const runs: Run[] = [];
+    const members = await threeMembers(started);
+    const runs: SlotRun[] = [];
     for (const m of members) m.schedule('move', { every: 200 }, (ctx) => void runs.push({ member: m.id, slotMs: ctx.slot.getTime(), token: ctx.fencingToken }));
     await Promise.all(members.map((m) => m.start()));
     await expect.poll(() => members[0]!.state().jobs[0]?.handlers.length ?? 0, { timeout: 20_000 }).toBe(3);
@@ -166,8 +154,8 @@ describe('cluster.schedule', () => {
   });
 
   it("skips slots that fire while the job runs elsewhere (overlap 'skip'), and shows them and the runs in progress", async () => {
-    const members = await threeMembers();
-    const runs: Run[] = [];
+    const members = await threeMembers(started);
+    const runs: SlotRun[] = [];
     let running = 0;
     let maxRunning = 0;
     for (const m of members) {
@@ -256,7 +244,7 @@ describe('restarts', () => {
 
 describe('cluster.runExclusive', () => {
   it('runs on one member at a time, keeps the lock at least atLeastFor, and fences with increasing tokens', async () => {
-    const members = await threeMembers();
+    const members = await threeMembers(started);
     await Promise.all(members.map((m) => m.start()));
     await Promise.all(members.map((m) => m.waitForLeader()));
     let running = 0;
@@ -314,7 +302,7 @@ describe('cluster.runExclusive', () => {
 
   it('refuses at once on a member that has heard no leader (it has no cluster time to stamp the lock with)', async () => {
     // Its peers never come up: it forms the cluster once it stops looking for a running one.
-    const [alone] = await threeMembers({ joinTimeoutMs: 100 });
+    const [alone] = await threeMembers(started, { joinTimeoutMs: 100 });
     await alone!.start();
     let ran = false;
     await expect(alone!.runExclusive('x', { atMostFor: 1000 }, () => (ran = true))).rejects.toMatchObject({ code: 'CRONRAFT_NOT_LEADER' });

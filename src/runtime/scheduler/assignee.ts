@@ -163,7 +163,7 @@ export class Assignee {
    * run that ended, started or moved elsewhere may let a queued run of its job go.
    */
   applied(command: SchedulerCommand, result: ApplyResult): void {
-    if ((command.type === 'claim' || command.type === 'reassign' || command.type === 'expire') && result.ok && result.claim !== undefined) {
+    if ((command.type === 'claim' || command.type === 'trigger' || command.type === 'reassign' || command.type === 'expire') && result.ok && result.claim !== undefined) {
       const claim = result.claim;
       const key = claimKey(claim.job, claim.slotMs);
       const mine = this.#armed.get(key);

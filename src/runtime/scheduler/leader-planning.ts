@@ -55,7 +55,7 @@ export class LeaderPlanning {
     // registration's member is looked up without a list made for it: every member applies three
     // a job.)
     if (command.type === 'register' && !this.#configured.has(command.member)) this.#departuresDue = true;
-    if ((command.type === 'claim' || command.type === 'reassign') && command.assignees.some((id) => !this.#configured.has(id))) this.#departuresDue = true;
+    if ((command.type === 'claim' || command.type === 'trigger' || command.type === 'reassign') && command.assignees.some((id) => !this.#configured.has(id))) this.#departuresDue = true;
   }
 
   /** The state was replaced by a snapshot's: the next plan starts from it. */

@@ -2,7 +2,7 @@ import { RunAbortedError } from '../../errors.js';
 import { decideOverlap, runsInProgress } from '../../scheduler/overlap.js';
 import { MAX_WAITING_RUNS } from '../../scheduler/run-queue.js';
 import { claimKey, type RunInProgress } from '../../scheduler/records.js';
-import type { SchedulerCommand } from '../../scheduler/command.js';
+import { PAUSED_REASON, type SchedulerCommand } from '../../scheduler/command.js';
 import type { Armed } from './armed-claim.js';
 import type { RunPermits } from './run-permits.js';
 import type { RuntimeContext } from './runtime-context.js';
@@ -43,6 +43,10 @@ export class RunAdmission {
    * replaces it). The lag is a commit round, milliseconds, far below a slot's period.
    */
   async admit(armed: Armed): Promise<Admission> {
+    // A paused job's slot is not run, and says why; a triggered one runs all the same (it was
+    // asked for). Per the log as this member applied it: a pause applies on each member in turn.
+    const state = this.#ctx.state;
+    if (state.jobs.get(armed.job)?.paused === true && state.claims.get(claimKey(armed.job, armed.slotMs))?.trigger !== true) return { outcome: 'skipped', reason: PAUSED_REASON };
     // Decided at once, from what the log says now. (Waiting for news of another member's run
     // would let several waiting slots start together when it ends, before their own start
     // records reach one another: a burst that 'skip' is meant to prevent.)

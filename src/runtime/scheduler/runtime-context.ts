@@ -1,7 +1,7 @@
 import type { NodeId } from '../../raft/types.js';
 import type { Clock, Timers } from '../../time/clock.js';
 import { SchedulerState } from '../../scheduler/state.js';
-import type { SchedulerCommand } from '../../scheduler/command.js';
+import type { OperationCommand, SchedulerCommand } from '../../scheduler/command.js';
 import type { RunRecord } from './job-types.js';
 import type { Batch } from '../fanout/batches.js';
 
@@ -19,6 +19,16 @@ export interface SchedulerRuntimeOptions {
    * version is below BATCH_VERSION): the caller then proposes them one by one. @default none
    */
   readonly proposeBatch?: (commands: ReadonlyArray<Extract<SchedulerCommand, { type: 'register' | 'unregister' }>>) => Promise<unknown> | null;
+  /**
+   * An operator's commands (pause, resume, trigger: cluster version 3). `require` throws
+   * VersionNotActiveError while the cluster runs an older version; `propose` replicates one,
+   * resolving once it is applied here with its index and what applying it returned.
+   * @default none: the operations are refused
+   */
+  readonly operations?: {
+    readonly require: (feature: string) => void;
+    readonly propose: (command: OperationCommand) => Promise<{ readonly index: number; readonly result: unknown }>;
+  };
   /** Resolves once this member has applied everything committed before the call (a read barrier). */
   readonly barrier: () => Promise<unknown>;
   readonly isLeader: () => boolean;

@@ -7,6 +7,7 @@ import type { SchedulerCommand } from '../../scheduler/command.js';
 import type { SchedulerState } from '../../scheduler/state.js';
 import { Assignee } from './assignee.js';
 import { handOver, waitUntil } from './handover.js';
+import { JobOperations } from './job-operations.js';
 import type { JobHandler, JobOptions } from './job-types.js';
 import { LeaderPlanning } from './leader-planning.js';
 import { Registrations } from './registrations.js';
@@ -28,6 +29,8 @@ export class SchedulerRuntime {
   readonly #registrations: Registrations;
   readonly #assignee: Assignee;
   readonly #leader: LeaderPlanning;
+  /** pause, resume, trigger (job-operations.ts). */
+  readonly operations: JobOperations;
   #planTimer: TimerHandle | null = null;
   /** Whether #planTimer was set to plan at once (#planSoon), rather than at the next interval. */
   #planningNow = false;
@@ -43,6 +46,7 @@ export class SchedulerRuntime {
     this.#registrations = new Registrations(this.#ctx);
     this.#assignee = new Assignee(this.#ctx, this.#registrations, max);
     this.#leader = new LeaderPlanning(this.#ctx, (limitMs) => this.#assignee.msUntilQuiet(limitMs));
+    this.operations = new JobOperations(this.#ctx);
   }
 
   start(): void {

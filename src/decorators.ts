@@ -1,0 +1,79 @@
+/**
+ * TypeScript's standard (TC39) decorators for class methods, the subpath export
+ * `cronraft/decorators`: `@scheduled` makes a method a job, `@exclusive` runs it under a
+ * cluster-wide lock (ShedLock's `@SchedulerLock`). Standard decorators, not the legacy
+ * `experimentalDecorators`: TypeScript 5 compiles them with its default settings.
+ */
+import type { Cluster } from './cluster.js';
+import { InvalidArgumentError } from './errors.js';
+import type { JobContext, JobOptions } from './runtime/scheduler/job-types.js';
+import type { SpecInput } from './scheduler/spec.js';
+
+/** `@scheduled`'s options: a job's (JobOptions), and the job's name if not `ClassName.method`. */
+export interface ScheduledOptions extends JobOptions {
+  readonly name?: string;
+}
+
+/** What `@scheduled(...)` gives: a standard decorator of a method that takes a job's context. */
+export type ScheduledDecorator<This> = <Return>(method: (this: This, ctx: JobContext) => Return, context: ClassMethodDecoratorContext<This, (this: This, ctx: JobContext) => Return>) => void;
+
+/** What `@exclusive(...)` gives: a standard decorator that replaces the method by one returning a promise. */
+export type ExclusiveDecorator<This, Args extends unknown[]> = <Return>(
+  method: (this: This, ...args: Args) => Promise<Return | undefined> | Return | undefined,
+  context: ClassMethodDecoratorContext<This, (this: This, ...args: Args) => Promise<Return | undefined>>,
+) => (this: This, ...args: Args) => Promise<Return | undefined>;
+
+/**
+ * Schedules the method as a job on `cluster`, named `ClassName.method` (the class of the
+ * instance) unless `options.name` says otherwise, run with the job's context and `this` bound
+ * to the instance. A standard method decorator cannot reach the instance itself: it asks for
+ * an initializer (`context.addInitializer`), which runs as each instance is constructed, and
+ * that schedules the job then; for a static method, as the class is defined. So construct one
+ * instance per member, as for any job: a second one schedules the same name again, which
+ * `cluster.schedule` refuses with InvalidArgumentError from the constructor. Before or after
+ * `cluster.start()`, like `cluster.schedule`.
+ */
+export function scheduled<This extends object>(cluster: Cluster, spec: SpecInput, options: ScheduledOptions = {}): ScheduledDecorator<This> {
+  return function <Return>(method: (this: This, ctx: JobContext) => Return, context: ClassMethodDecoratorContext<This, (this: This, ctx: JobContext) => Return>): void {
+    if (context.kind !== 'method') throw new InvalidArgumentError('@scheduled', context.kind, 'a class method');
+    const { name: chosen, ...jobOptions } = options;
+    context.addInitializer(function (this: This) {
+      const owner = context.static ? (this as unknown as { name: string }).name : this.constructor.name;
+      const name = chosen ?? `${owner}.${String(context.name)}`;
+      cluster.schedule(name, spec, (ctx) => method.call(this, ctx), jobOptions);
+    });
+  };
+}
+
+/** `@exclusive`'s options, in milliseconds, as ShedLock's `lockAtMostFor` and `lockAtLeastFor`. */
+export interface ExclusiveDecoratorOptions {
+  /** The lock expires this long after it was taken, even if its holder died. */
+  readonly atMostFor: number;
+  /** The lock is held at least this long, even if the method returns sooner. @default 0 */
+  readonly atLeastFor?: number;
+}
+
+/**
+ * Runs the method only while this member holds the cluster-wide lock `name`
+ * (`cluster.runExclusive`): the decorated method returns a promise of the method's result, or
+ * of undefined when another member held the lock (the method did not run). The lock is held at
+ * least `atLeastFor` ms and at most `atMostFor` ms; the method's error rejects the call, after
+ * the lock is released. The method gets neither the lock's fencing token nor its signal: call
+ * `cluster.runExclusive` for those.
+ */
+export function exclusive<This, Args extends unknown[]>(cluster: Cluster, name: string, options: ExclusiveDecoratorOptions): ExclusiveDecorator<This, Args> {
+  return function <Return>(
+    method: (this: This, ...args: Args) => Promise<Return | undefined> | Return | undefined,
+    context: ClassMethodDecoratorContext<This, (this: This, ...args: Args) => Promise<Return | undefined>>,
+  ): (this: This, ...args: Args) => Promise<Return | undefined> {
+    if (context.kind !== 'method') throw new InvalidArgumentError('@exclusive', context.kind, 'a class method');
+    const lockOptions = { atMostFor: options.atMostFor, ...(options.atLeastFor === undefined ? {} : { atLeastFor: options.atLeastFor }) };
+    return async function (this: This, ...args: Args): Promise<Return | undefined> {
+      let value: Return | undefined;
+      await cluster.runExclusive(name, lockOptions, async () => {
+        value = await method.call(this, ...args);
+      });
+      return value;
+    };
+  };
+}

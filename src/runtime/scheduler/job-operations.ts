@@ -1,0 +1,103 @@
+import { ClockUnsyncedError, InvalidArgumentError, TimeoutError, UnknownJobError } from '../../errors.js';
+import type { OperationCommand } from '../../scheduler/command.js';
+import { planTrigger } from '../../scheduler/operations.js';
+import type { ApplyResult, JobRecord } from '../../scheduler/records.js';
+import type { RuntimeContext } from './runtime-context.js';
+
+/**
+ * Times a trigger looks again, a plan interval apart, while the job's due slot is not claimed
+ * yet or this member has not learned the cluster's time: then it rejects with TimeoutError.
+ */
+export const MAX_TRIGGER_ATTEMPTS = 20;
+
+/** What `cluster.trigger()` resolves with: the extra slot, claimed once through the log. */
+export interface TriggeredSlot {
+  readonly job: string;
+  /** The slot's instant: the cluster's time when it was asked for. */
+  readonly slot: Date;
+  /** The claim's log index, as any slot's (a move gives a new one). */
+  readonly fencingToken: number;
+}
+
+/** What `cluster.pause()` and `cluster.resume()` resolve with, once applied on this member. */
+export interface JobPause {
+  readonly job: string;
+  readonly paused: boolean;
+}
+
+/**
+ * An operator's actions on one job (`cluster.pause`, `resume`, `trigger`): each proposes one
+ * command of cluster version 3 (OPERATIONS_VERSION) through the log, from any member (the
+ * driver forwards it to the leader), and resolves once it is applied here. The commands are
+ * pure (SchedulerState.apply, scheduler/operations.ts); this only checks, proposes and retries.
+ */
+export class JobOperations {
+  readonly #ctx: RuntimeContext;
+
+  constructor(ctx: RuntimeContext) {
+    this.#ctx = ctx;
+  }
+
+  /**
+   * Pauses (`paused` true) or resumes the job across the cluster; idempotent.
+   * @throws VersionNotActiveError before cluster version 3, UnknownJobError, and the proposal's errors
+   */
+  async setPaused(name: string, paused: boolean): Promise<JobPause> {
+    const ops = this.#operations(paused ? 'cluster.pause()' : 'cluster.resume()');
+    await this.#known(name);
+    const command: OperationCommand = { type: paused ? 'pause' : 'resume', job: name, atMs: this.#ctx.options.clock.now() };
+    const { result } = await ops.propose(command);
+    if ((result as ApplyResult | undefined)?.ok !== true) throw new UnknownJobError(name);
+    return { job: name, paused };
+  }
+
+  /**
+   * Claims one extra slot of the job now (the cluster's time), run by the job's assignment
+   * rules, and resolves with it once the claim is applied here.
+   * @throws VersionNotActiveError before cluster version 3, UnknownJobError, InvalidArgumentError
+   *   (no member has a handler for the job), TimeoutError, ClockUnsyncedError, and the proposal's errors
+   */
+  async trigger(name: string): Promise<TriggeredSlot> {
+    const ops = this.#operations('cluster.trigger()');
+    const o = this.#ctx.options;
+    let job = await this.#known(name);
+    for (let attempt = 0; attempt < MAX_TRIGGER_ATTEMPTS && !this.#ctx.stopped; attempt++) {
+      if (attempt > 0) {
+        await new Promise<void>((resolve) => o.timers.setTimeout(resolve, o.planIntervalMs));
+        job = await this.#known(name);
+      }
+      if (job.handlers.size === 0) throw new InvalidArgumentError('name', name, 'a job that some member has a handler for');
+      // The slot's instant is compared with the job's scheduled ones: the cluster's time, not this clock's.
+      if (o.clockReady?.() === false) continue;
+      const plan = planTrigger(this.#ctx.state, job, o.clock.now(), new Set(o.eligibleMembers()));
+      if (plan === 'wait') continue;
+      const { index, result } = await ops.propose(plan.command);
+      const applied = result as ApplyResult | undefined;
+      if (applied?.ok === true) return { job: name, slot: new Date(plan.command.slotMs), fencingToken: index };
+      if (applied?.reason === 'unknown-job') throw new UnknownJobError(name);
+      // Stale (a claim at that instant, or a mark that moved back in a state this member had
+      // not applied): planned again from the state now applied.
+    }
+    if (o.clockReady?.() === false) throw new ClockUnsyncedError(MAX_TRIGGER_ATTEMPTS * o.planIntervalMs);
+    throw new TimeoutError(`Triggering job ${JSON.stringify(name)}`, MAX_TRIGGER_ATTEMPTS * o.planIntervalMs);
+  }
+
+  /** The version gate first: before cluster version 3, every call is refused alike. */
+  #operations(feature: string): NonNullable<RuntimeContext['options']['operations']> {
+    const ops = this.#ctx.options.operations;
+    if (ops === undefined) throw new TypeError(`${feature}: this member proposes no operations`);
+    ops.require(feature);
+    return ops;
+  }
+
+  /** The job's record, after a read barrier when this member has not applied its registration yet. */
+  async #known(name: string): Promise<JobRecord> {
+    let job = this.#ctx.state.jobs.get(name);
+    if (job === undefined) {
+      await this.#ctx.options.barrier();
+      job = this.#ctx.state.jobs.get(name);
+    }
+    if (job === undefined) throw new UnknownJobError(name);
+    return job;
+  }
+}

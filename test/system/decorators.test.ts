@@ -1,0 +1,54 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { freePort } from '../fixtures/process-cluster.js';
+import type * as DecoratedApp from '../fixtures/decorated-app.js';
+import type * as Cronraft from '../../src/index.js';
+import type { Cluster } from '../../src/index.js';
+
+/** The app's classes and cronraft itself, as tsc compiled them (see decorated-app.ts), built by the global setup. */
+const app = (await import(new URL('../../dist/test/fixtures/decorated-app.js', import.meta.url).href)) as typeof DecoratedApp;
+const cronraft = (await import(new URL('../../dist/src/index.js', import.meta.url).href)) as typeof Cronraft;
+
+const started: Cluster[] = [];
+afterEach(async () => {
+  await Promise.all(started.splice(0).map((c) => c.stop()));
+});
+
+async function oneMember(): Promise<Cluster> {
+  const listen = `127.0.0.1:${await freePort()}`;
+  const cluster = new cronraft.Cluster([listen], { storage: 'memory', listen });
+  started.push(cluster);
+  return cluster;
+}
+
+describe('cronraft/decorators, as an app writes them', () => {
+  it('@scheduled makes a method a job named ClassName.method, run with the instance as this', async () => {
+    const cluster = await oneMember();
+    const Reports = app.reportsOn(cluster);
+    const reports = new Reports();
+    await cluster.start();
+    await expect.poll(() => reports.seen.length, { timeout: 15_000, interval: 50 }).toBeGreaterThanOrEqual(2);
+    const jobs = cluster.state().jobs.map((j) => [j.name, j.mode]);
+    expect(jobs).toEqual(expect.arrayContaining([['Reports.nightly', 'one'], ['reports-weekly', 'all']]));
+    // One instance per member: a second would schedule the same names again.
+    expect(() => new Reports()).toThrow(cronraft.InvalidArgumentError);
+  });
+
+  it('@exclusive runs the method under the cluster-wide lock: not while another call holds it, and held at least atLeastFor', async () => {
+    const cluster = await oneMember();
+    await cluster.start();
+    await cluster.waitForLeader();
+    const Cleanup = app.cleanupOn(cluster, 1000, 100);
+    const cleanup = new Cleanup();
+    const first = cleanup.purge(7);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    // The second call finds the lock held: the method does not run.
+    expect(await cleanup.purge(8)).toBeUndefined();
+    expect(await first).toBe('purged 7 days');
+    // The first run ended long before atLeastFor: the lock is held still.
+    expect(await cleanup.purge(9)).toBeUndefined();
+    expect(cleanup.runs).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    expect(await cleanup.purge(10)).toBe('purged 10 days');
+    expect(cleanup.runs).toBe(2);
+  });
+});

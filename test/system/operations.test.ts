@@ -1,0 +1,57 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { UnknownJobError, type Cluster, type JobContext } from '../../src/index.js';
+import { PAUSED_REASON } from '../../src/scheduler/command.js';
+import { OPERATIONS_VERSION } from '../../src/version/versions.js';
+import { threeMembers, type SlotRun } from '../fixtures/loopback-members.js';
+
+const started: Cluster[] = [];
+afterEach(async () => {
+  await Promise.all(started.splice(0).map((c) => c.stop()));
+});
+
+describe('pause, resume and trigger on three members over loopback', () => {
+  it('pause records the slots as skipped (paused) in history and runs none; resume runs again; trigger runs one extra slot once', async () => {
+    const members = await threeMembers(started);
+    const ticks: SlotRun[] = [];
+    const hourly: SlotRun[] = [];
+    for (const m of members) {
+      m.schedule('tick', { every: 200 }, (ctx: JobContext) => void ticks.push({ member: m.id, slotMs: ctx.slot.getTime(), token: ctx.fencingToken }));
+      m.schedule('hourly', { every: '1h' }, (ctx: JobContext) => void hourly.push({ member: m.id, slotMs: ctx.slot.getTime(), token: ctx.fencingToken }));
+    }
+    await Promise.all(members.map((m) => m.start()));
+    await expect.poll(() => members.every((m) => m.state().version.active >= OPERATIONS_VERSION), { timeout: 15_000, interval: 50 }).toBe(true);
+    await expect.poll(() => ticks.length, { timeout: 15_000, interval: 50 }).toBeGreaterThanOrEqual(2);
+    await expect(members[1]!.pause('nope')).rejects.toBeInstanceOf(UnknownJobError);
+
+    await expect(members[1]!.pause('tick')).resolves.toEqual({ job: 'tick', paused: true });
+    await expect.poll(() => members.every((m) => m.state().jobs.find((j) => j.name === 'tick')?.paused === true), { timeout: 5000, interval: 20 }).toBe(true);
+    // Once every member applied the pause, what fires is recorded, not run.
+    const runsAtPause = ticks.length;
+    const pausedSlots = (): number => members[0]!.history({ job: 'tick', limit: 1000 }).filter((h) => Object.values(h.outcomes).some((o) => o.outcome === 'skipped' && o.error === PAUSED_REASON)).length;
+    await expect.poll(pausedSlots, { timeout: 10_000, interval: 50 }).toBeGreaterThanOrEqual(4);
+    expect(ticks.length).toBe(runsAtPause);
+    for (const h of members[2]!.history({ job: 'tick', limit: 1000 })) {
+      if (Object.values(h.outcomes).some((o) => o.error === PAUSED_REASON)) expect(ticks.some((r) => r.slotMs === h.slot.getTime())).toBe(false);
+    }
+
+    // Triggered while paused, on one member: one extra run, exactly once across the members.
+    const slot = await members[2]!.trigger('tick');
+    expect(slot.job).toBe('tick');
+    await expect.poll(() => ticks.filter((r) => r.slotMs === slot.slot.getTime()).length, { timeout: 10_000, interval: 20 }).toBe(1);
+    expect(ticks.find((r) => r.slotMs === slot.slot.getTime())?.token).toBe(slot.fencingToken);
+    expect(members[0]!.history({ job: 'tick', limit: 1000 }).find((h) => h.slot.getTime() === slot.slot.getTime())).toMatchObject({ trigger: true, fencingToken: slot.fencingToken });
+
+    await expect(members[0]!.resume('tick')).resolves.toEqual({ job: 'tick', paused: false });
+    const afterResume = ticks.length;
+    await expect.poll(() => ticks.length, { timeout: 10_000, interval: 50 }).toBeGreaterThanOrEqual(afterResume + 3);
+    expect(members[1]!.state().jobs.find((j) => j.name === 'tick')).toMatchObject({ paused: false, missedSlots: 0 });
+
+    // A job with no slot due for an hour: the trigger is its only run, once.
+    const extra = await members[0]!.trigger('hourly');
+    await expect.poll(() => hourly.length, { timeout: 10_000, interval: 20 }).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    expect(hourly).toEqual([expect.objectContaining({ slotMs: extra.slot.getTime(), token: extra.fencingToken })]);
+    // Every slot of tick ran at most once.
+    expect(new Set(ticks.map((r) => r.slotMs)).size).toBe(ticks.length);
+  });
+});
