@@ -111,7 +111,19 @@ export interface SettledBatch extends BatchRecord {
 }
 
 export type FanoutApplyResult =
-  | { readonly ok: true; readonly firstId?: number; readonly leased?: readonly number[]; readonly stale?: number; readonly failed?: readonly ItemRecord[]; readonly settledBatches?: readonly SettledBatch[]; readonly count?: number }
+  | {
+      readonly ok: true;
+      readonly firstId?: number;
+      readonly leased?: readonly number[];
+      readonly stale?: number;
+      readonly failed?: readonly ItemRecord[];
+      /** The items whose success a `done` recorded (each settles done once: the simulator's checkers watch them). */
+      readonly succeeded?: readonly number[];
+      /** The items a `done` sent to the dead letters. */
+      readonly dead?: readonly number[];
+      readonly settledBatches?: readonly SettledBatch[];
+      readonly count?: number;
+    }
   | { readonly ok: false; readonly reason: 'backpressure' | 'too-many-topics' | 'unknown-topic' };
 
 export interface FanoutLimits {
@@ -355,6 +367,8 @@ export class FanoutState {
   #done(command: Extract<FanoutCommand, { type: 'done' }>): FanoutApplyResult {
     let stale = 0;
     const failed: ItemRecord[] = [];
+    const succeeded: number[] = [];
+    const dead: number[] = [];
     const settledBatches: SettledBatch[] = [];
     for (const outcome of command.outcomes) {
       const item = this.items.get(outcome.id);
@@ -372,6 +386,7 @@ export class FanoutState {
       if (outcome.error === null) {
         topic.counts.done++;
         if (batch !== undefined) batch.done++;
+        succeeded.push(item.id);
         this.#settle(item, topic);
       } else {
         topic.counts.failed++;
@@ -388,6 +403,7 @@ export class FanoutState {
           topic.counts.dead++;
           if (batch !== undefined) batch.dead++;
           this.#deadLetter(item, topic, command.atMs);
+          dead.push(item.id);
           this.#settle(item, topic);
         } else {
           item.phase = { kind: 'pending', notBeforeMs: command.atMs + backoffMs(settings.backoffMs, item.failures) };
@@ -400,7 +416,7 @@ export class FanoutState {
       }
       this.#forgetIfIdle(topic);
     }
-    return { ok: true, stale, failed, settledBatches };
+    return { ok: true, stale, failed, succeeded, dead, settledBatches };
   }
 
   /** Whether `item` is leased to `member` under the outcome's token. */
