@@ -77,7 +77,7 @@ export function drawFanout(random: Random, founders: readonly NodeId[], maxEmit 
       timeoutMs: random.int(200, 3000),
       backoffMs: random.int(0, 500),
       maxPending: random.int(2 * MAX_ITEMS_PER_EMIT, 4 * maxEmit),
-      ...(rated ? { ratePerSecond: random.int(5, 500) } : {}),
+      ...(rated ? { ratePerSecond: random.int(2, 50) } : {}),
     };
     const consumers = i === 0 ? [...founders] : founders.filter(() => random.int(0, 1) === 0);
     topics.push({

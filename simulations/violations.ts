@@ -113,7 +113,7 @@ export const VIOLATION_KINDS = [
   'fanout-rate',
   /** After healing, an item did not settle (done or dead) within its bound. */
   'fanout-settle',
-  /** Members caught up to one index hold different fan-out states (counts per topic). */
+  /** Members that applied the last fan-out command hold different fan-out states (counts per topic). */
   'fanout-agreement',
 ] as const;
 

@@ -53,6 +53,8 @@ export class FanoutChecker {
   readonly #running = new Map<string, number>();
   /** The latest token each member ran each item under, by `member id`. */
   readonly #lastToken = new Map<string, number>();
+  /** The last index of a fan-out command any member applied: a member that applied it holds the latest fan-out state. */
+  #lastIndex = 0;
   /** The last lease entry counted towards a rate (the first member to apply an index counts it). */
   #lastLeaseIndex = 0;
   #leaseTerm = 0;
@@ -80,6 +82,7 @@ export class FanoutChecker {
 
   /** `member` applied a fan-out command at `index` of `term`, with its result. */
   onApplied(t: number, member: NodeId, index: number, term: number, command: FanoutCommand, result: FanoutApplyResult): void {
+    this.#lastIndex = Math.max(this.#lastIndex, index);
     if (!result.ok) return;
     if (command.type === 'emit' || command.type === 'requeue') {
       const first = result.firstId;
@@ -159,15 +162,19 @@ export class FanoutChecker {
     }
   }
 
-  /** The members of `members` that applied the same index hold the same fan-out state (counts per topic, items unsettled, next id). */
+  /**
+   * The members of `members` that applied the last fan-out command (they may differ in the
+   * entries after it, of other kinds) hold the same fan-out state: counts per topic, items
+   * unsettled, dead letters, consumers, the next item id.
+   */
   checkAgreement(t: number, members: ReadonlyArray<{ readonly id: NodeId; readonly applied: number }>): void {
-    let reference: { readonly id: NodeId; readonly applied: number; readonly summary: string } | null = null;
+    let reference: { readonly id: NodeId; readonly summary: string } | null = null;
     for (const { id, applied } of members) {
       const state = this.#stateOf(id);
-      if (state === null) continue;
+      if (state === null || applied < this.#lastIndex) continue;
       const summary = summaryOf(state);
-      if (reference === null) reference = { id, applied, summary };
-      else if (reference.applied === applied && reference.summary !== summary) this.#report(t, 'fanout-agreement', `at index ${applied}, ${reference.id} holds ${reference.summary} and ${id} ${summary}`);
+      if (reference === null) reference = { id, summary };
+      else if (reference.summary !== summary) this.#report(t, 'fanout-agreement', `past index ${this.#lastIndex}, ${reference.id} holds ${reference.summary} and ${id} ${summary}`);
     }
   }
 
