@@ -23,7 +23,7 @@ import type { SimScheduler } from './scheduler.js';
  */
 
 /** The share of seeds that draw fan-out. */
-export const FANOUT_SHARE = 0.5;
+export const FANOUT_SHARE = 0.25;
 
 /** The job whose slots emit items (its handler calls ctx.emit). */
 export const EMIT_JOB = 'fan-out';

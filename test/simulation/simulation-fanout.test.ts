@@ -14,18 +14,18 @@ describe('simulation with fan-out', () => {
     const a = await simulate({ seed: 3, members: 3, durationMs: 10_000, fanout: true });
     const b = await simulate({ seed: 3, members: 3, durationMs: 10_000, fanout: true });
     expect(a.traceHash).toBe(b.traceHash);
-    expect(a.fanout?.emitted).toBeGreaterThan(0);
+    expect(a.fanout?.topics.length).toBeGreaterThan(0);
     // Fan-out draws from streams of its own: turned off, the same seed draws the rest alike.
     const off = await simulate({ seed: 3, members: 3, durationMs: 10_000, fanout: false });
     expect(off.fanout).toBeNull();
     expect(off.drawn).toEqual(a.drawn);
   });
 
-  it('draws fan-out in about half the seeds', () => {
+  it('draws fan-out in about a quarter of the seeds', () => {
     let drawn = 0;
     for (let seed = 1; seed <= 1000; seed++) if (drawFanoutMode(seed)) drawn++;
-    expect(drawn).toBeGreaterThan(400);
-    expect(drawn).toBeLessThan(600);
+    expect(drawn).toBeGreaterThan(200);
+    expect(drawn).toBeLessThan(300);
   });
 
   for (const members of [3, 5]) {
@@ -41,7 +41,7 @@ describe('simulation with fan-out', () => {
       }
       expect(failures).toEqual([]);
       // Not vacuous: items were emitted, and every one settled (after healing, within its bound).
-      expect(emitted).toBeGreaterThan(1000);
+      expect(emitted).toBeGreaterThan(200);
       expect(settled).toBe(emitted);
     }, 600_000);
   }
