@@ -1,4 +1,5 @@
 import type { NodeId } from '../src/raft/types.js';
+import { checkFanoutSettles, fanoutAtHeal } from './fanout-settle.js';
 import { checkHistories } from './history-checker.js';
 import { rollingRestart } from './handover.js';
 import { outcomeGraceMs } from './jobs.js';
@@ -27,6 +28,7 @@ const decoder = new TextDecoder();
  */
 export async function checkAfterHealing(world: SimWorld, loop: RunLoop): Promise<void> {
   const healedAt = await heal(world, loop);
+  const fanoutHeal = fanoutAtHeal(world);
   await checkRaftLiveness(world, loop, healedAt);
   if (loop.crashed) return;
   const { scheduler, jobs, slots, runChecks, members, report } = world;
@@ -53,6 +55,8 @@ export async function checkAfterHealing(world: SimWorld, loop: RunLoop): Promise
   if (loop.crashed) return;
   const states = members.flatMap((m) => (m.member === null ? [] : [{ id: m.id, state: m.member.scheduler.state }]));
   checkHistories(states, watchEnd, (job, slotMs, member) => runChecks.underway(scheduler.nowMs, job, slotMs, member), (what) => report(scheduler.nowMs, 'history-outcome', what));
+  await checkFanoutSettles(world, loop, healedAt, fanoutHeal);
+  if (loop.crashed) return;
   if (world.options.handover === true) await rollingRestart(world, loop);
 }
 

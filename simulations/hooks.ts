@@ -79,6 +79,16 @@ export function memberHooks(world: SimWorld): MemberHooks {
       const startT = endT - (run.endedAtMs - run.startedAtMs);
       record({ t: endT, kind: 'run', job: run.job, slotT: run.slotMs - SIM_EPOCH_MS, token: run.fencingToken, member: id, startT, endT, outcome: run.outcome });
     },
+    onFanoutApplied: (id, index, command, result) => {
+      const t = scheduler.nowMs;
+      trace.update(`${t} ${id} fan-out ${index} ${command.type}\n`);
+      const term = world.memberOf(id).driver?.node.log.term(index) ?? 0;
+      world.fanoutChecks?.onApplied(t, id, index, term, command, result);
+    },
+    onItem: (id, incarnation, topic, event) => {
+      trace.update(`${scheduler.nowMs} ${id} item ${event.type} ${event.ctx.id} ${event.ctx.fencingToken}\n`);
+      world.fanoutChecks?.onItem(scheduler.nowMs, id, incarnation, topic, event);
+    },
     ...(changes ? { onReceiving: (id: NodeId, m: WireMessage) => configurations.onReceiving(world.memberOf(id), m) } : {}),
     onReceived: (id, m, termBefore) => {
       runChecks.onReceived(scheduler.nowMs, id, m);

@@ -13,6 +13,7 @@ import type { Transport } from '../src/transport/transport.js';
 import { SUPPORTED, type VersionSupport } from '../src/version/versions.js';
 import { storedWireVersion } from '../src/version/stored-version.js';
 import { SimClock } from './clock-model.js';
+import { consumeTopics, EMIT_JOB, simEmitHandler, type ItemEvent, type SimFanout } from './fanout.js';
 import { simHandler, type HandlerEvent, type SimJob } from './jobs.js';
 import type { SimNetwork, SimTransport } from './network.js';
 import type { SimScheduler } from './scheduler.js';
@@ -23,6 +24,8 @@ export interface SimMemberConfig {
   readonly jobs: readonly SimJob[];
   /** Timing and limits, as `Cluster` computes them (see simulations/settings.ts). */
   readonly settings: MemberSettings;
+  /** The run's fan-out (simulations/fanout.ts), and whether its slots emit still; null: none. */
+  readonly fanout?: { readonly plan: SimFanout; readonly emitting: () => boolean } | null;
 }
 
 /** What the simulation watches on each member, with the incarnation that did it. */
@@ -34,6 +37,10 @@ export interface MemberHooks {
   readonly onSchedulerApplied: (id: NodeId, ...args: Parameters<NonNullable<MemberParts['onSchedulerApplied']>>) => void;
   readonly onRunStart: (id: NodeId, incarnation: number, ...args: Parameters<NonNullable<MemberParts['onRunStart']>>) => void;
   readonly onRun: (id: NodeId, incarnation: number, ...args: Parameters<NonNullable<MemberParts['onRun']>>) => void;
+  /** A fan-out command applied, with its result. */
+  readonly onFanoutApplied?: (id: NodeId, ...args: Parameters<NonNullable<MemberParts['onFanoutApplied']>>) => void;
+  /** What a fan-out consumer's handler of `topic` saw (see ItemEvent). */
+  readonly onItem?: (id: NodeId, incarnation: number, topic: string, event: ItemEvent) => void;
   /** A message the process takes in (once any stall ended), before the member handles it. */
   readonly onReceiving?: (id: NodeId, m: WireMessage) => void;
   /** A message the process took in (once any stall ended), after the member handled it; `termBefore`, its term before. */
@@ -127,6 +134,7 @@ export class SimMember {
       onSchedulerApplied: (...args) => hooks.onSchedulerApplied(this.id, ...args),
       onRunStart: (run) => hooks.onRunStart(this.id, incarnation, run),
       onRun: (run) => hooks.onRun(this.id, incarnation, run),
+      onFanoutApplied: (...args) => hooks.onFanoutApplied?.(this.id, ...args),
       onFatal: (error) => {
         if (incarnation === this.incarnation && this.up) hooks.onFatal(this.id, error);
       },
@@ -140,7 +148,16 @@ export class SimMember {
     // The app schedules its jobs at boot, as every member of a real cluster would.
     const random = new SeededRandom(this.#seed * 104_729 + incarnation);
     const observe = (event: HandlerEvent): void => hooks.onHandler?.(this.id, incarnation, event);
-    for (const job of config.jobs) member.scheduler.schedule(job.name, parseSpec(job.spec), simHandler(job, timers, random, observe), job.options ?? {});
+    const fanout = config.fanout ?? null;
+    const fanoutRandom = new SeededRandom(this.#seed * 15_485_863 + incarnation);
+    for (const job of config.jobs) {
+      const handler = fanout !== null && job.name === EMIT_JOB ? simEmitHandler(fanout.plan, timers, fanoutRandom, fanout.emitting, observe) : simHandler(job, timers, random, observe);
+      member.scheduler.schedule(job.name, parseSpec(job.spec), handler, job.options ?? {});
+    }
+    if (fanout !== null) {
+      const stopped = (): boolean => incarnation !== this.incarnation || this.member !== member;
+      consumeTopics(member, this.id, config.voters.includes(this.id), fanout.plan, timers, fanoutRandom, stopped, (topic, event) => hooks.onItem?.(this.id, incarnation, topic, event));
+    }
   }
 
   /**

@@ -37,6 +37,7 @@ export function finishRun(world: SimWorld): SimulationResult {
     varied: world.varied,
     versions: { mode: world.versionsMode, notesRefused: versionChecks.refusedNotes, notesCommitted: versionChecks.committedNotes, clusterVersion: Math.max(0, ...members.map((m) => m.member?.versions.active ?? 0)) },
     membership: { ...(membership?.counts ?? { mode: world.membershipMode, added: 0, promoted: 0, removed: 0, returned: 0, farBehind: 0 }), voters: configurations.latest.voters, learners: configurations.latest.learners },
+    fanout: world.fanout === null || world.fanoutChecks === null ? null : { topics: world.fanout.topics.map((t) => t.name), emitted: world.fanoutChecks.emitted, succeeded: world.fanoutChecks.succeeded, dead: world.fanoutChecks.dead },
     ...(world.options.timeline === true ? { timeline: world.timeline } : {}),
   };
 }

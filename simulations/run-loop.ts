@@ -62,6 +62,7 @@ export class RunLoop {
       }
       if (this.#world.changes) configurations.afterEvent(scheduler.nowMs, members);
       runChecks.afterEvent(scheduler.nowMs);
+      this.#world.fanoutChecks?.afterEvent(scheduler.nowMs);
       if (++this.#events % BOUNDS_CHECK_EVERY === 0) for (const m of members) this.#checkBounds(m);
       if (this.#events > MAX_EVENTS) throw new Error(`seed ${seed}: more than ${MAX_EVENTS} events`);
       if (stop()) return;

@@ -9,7 +9,7 @@ import type { MembershipCounts, MembershipMode } from './membership.js';
 import { finishRun } from './result.js';
 import { RunLoop } from './run-loop.js';
 import type { VariedSetting } from './settings.js';
-import type { JobSummary } from './summary.js';
+import type { FanoutSummary, JobSummary } from './summary.js';
 import type { TimelineEvent } from './timeline.js';
 import type { VersionsMode } from './upgrades.js';
 import type { ViolationKind } from './violations.js';
@@ -17,7 +17,7 @@ import { SimWorld } from './world.js';
 
 export type { FaultSwitches } from './faults.js';
 export type { SimJob } from './jobs.js';
-export type { JobSummary } from './summary.js';
+export type { FanoutSummary, JobSummary } from './summary.js';
 export type { ViolationKind } from './violations.js';
 export type { VersionsMode } from './upgrades.js';
 export type { MembershipMode } from './membership.js';
@@ -65,6 +65,15 @@ export interface SimulationOptions {
    * @default drawn from the seed, `changes` in MEMBERSHIP_SHARE of seeds (drawMembershipMode)
    */
   readonly membership?: MembershipMode;
+  /**
+   * Fan-out in the swarm (simulations/fanout.ts): topics consumed by the members, a job whose
+   * slots emit items, and emits from outside a slot, checked by checkers/fanout.ts and, after
+   * healing, by the bound within which every item settles. Needs jobs (it adds its emitting job).
+   * @default drawn from the seed, in FANOUT_SHARE of the seeds that run the default jobs (drawFanoutMode); none with `jobs` given
+   */
+  readonly fanout?: boolean;
+  /** The largest emit of the run's fan-out. @default MAX_SIM_EMIT */
+  readonly maxEmit?: number;
 }
 
 export interface SimulationResult {
@@ -101,6 +110,8 @@ export interface SimulationResult {
   readonly versions: { readonly mode: VersionsMode; readonly notesRefused: number; readonly notesCommitted: number; readonly clusterVersion: number };
   /** The configuration changes the run made, and the configuration it ended with (members ever started are `members`). */
   readonly membership: MembershipCounts & { readonly voters: readonly NodeId[]; readonly learners: readonly NodeId[] };
+  /** What the run's fan-out did, as the log recorded it; null without fan-out. */
+  readonly fanout: FanoutSummary | null;
   readonly timeline?: readonly TimelineEvent[];
 }
 

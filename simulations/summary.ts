@@ -137,3 +137,11 @@ function percentile(sorted: readonly number[], q: number): number {
   const rank = Math.max(1, Math.ceil(q * sorted.length));
   return sorted[Math.min(rank, sorted.length) - 1] ?? 0;
 }
+
+/** What a run's fan-out did: its topics, and the items the log recorded as emitted, done and dead. */
+export interface FanoutSummary {
+  readonly topics: readonly string[];
+  readonly emitted: number;
+  readonly succeeded: number;
+  readonly dead: number;
+}

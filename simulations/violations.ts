@@ -100,6 +100,21 @@ export const VIOLATION_KINDS = [
   // Graceful stops (handover.ts)
   /** During a rolling restart of graceful stops, a slot was missed, started twice, or started late. */
   'handover',
+  // Fan-out (checkers/fanout.ts, after-healing.ts)
+  /** An item of an emit applied is neither done, dead, nor unsettled in a member's state. */
+  'fanout-lost',
+  /** An item's success was recorded twice (at two indexes). */
+  'fanout-double-success',
+  /** An attempt started under a lease that is not its item's current one on its member, or under a token not greater than its last, or went on after its member applied the lease's end. */
+  'fanout-token',
+  /** A member ran more items of a topic at once than its parallelism. */
+  'fanout-parallelism',
+  /** A leader leased more items of a topic within a second than its rate plus its burst. */
+  'fanout-rate',
+  /** After healing, an item did not settle (done or dead) within its bound. */
+  'fanout-settle',
+  /** Members that applied the last fan-out command hold different fan-out states (counts per topic). */
+  'fanout-agreement',
 ] as const;
 
 export type ViolationKind = (typeof VIOLATION_KINDS)[number];

@@ -10,6 +10,8 @@ import { ConfigurationChecker } from './configuration-checker.js';
 import type { FaultSwitches } from './faults.js';
 import { memberHooks } from './hooks.js';
 import { DEFAULT_SIM_JOBS, validateJobs, type SimJob } from './jobs.js';
+import { FanoutChecker } from './checkers/fanout.js';
+import { drawFanout, drawFanoutMode, emitJob, fanoutRandom, type SimFanout } from './fanout.js';
 import { SimMember, type MemberHooks, type SimMemberConfig } from './member.js';
 import { drawMembershipMode, type MembershipFaults, type MembershipMode } from './membership.js';
 import { SimNetwork, type NetworkFaults } from './network.js';
@@ -55,6 +57,14 @@ export class SimWorld {
   readonly durationMs: number;
   readonly livenessBoundMs: number;
   readonly jobs: readonly SimJob[];
+  /** The run's fan-out (fanout.ts), drawn from a stream of its own; null: none. */
+  readonly fanout: SimFanout | null;
+  /** Fan-out's checkers, with fan-out. */
+  readonly fanoutChecks: FanoutChecker | null;
+  /** The stream fan-out's emits from outside a slot draw from (after its plan). */
+  readonly fanoutRandom: SeededRandom;
+  /** Whether fan-out still emits: until the faults heal. */
+  fanoutEmitting = true;
   readonly drawn: DrawnFaults;
   readonly settings: MemberSettings;
   readonly varied: Partial<Record<VariedSetting, number>>;
@@ -106,12 +116,20 @@ export class SimWorld {
     this.random = random;
     const switches = { partitions: true, loss: true, crashes: true, clocks: true, pauses: true, disks: true, ...options.faults };
     this.switches = switches;
-    const memberCount = options.members ?? 5;
     const durationMs = options.durationMs ?? 60_000;
     this.durationMs = durationMs;
     this.livenessBoundMs = options.livenessBoundMs ?? 10_000;
-    const jobs = options.jobs ?? DEFAULT_SIM_JOBS;
-    validateJobs(jobs);
+    const userJobs = options.jobs ?? DEFAULT_SIM_JOBS;
+    validateJobs(userJobs);
+    // Fan-out draws from streams of its own (its topics, emits, handlers), so that it leaves every other draw where it was.
+    const memberIds = Array.from({ length: options.members ?? 5 }, (_, i) => `m${i + 1}`);
+    const fanoutDraws = fanoutRandom(seed);
+    // A run of the user's own jobs has fan-out only when asked: its jobs are the ones it names.
+    const withFanout = userJobs.length > 0 && (options.fanout ?? (options.jobs === undefined && drawFanoutMode(seed)));
+    const fanout = withFanout ? drawFanout(fanoutDraws, memberIds, options.maxEmit) : null;
+    this.fanout = fanout;
+    this.fanoutRandom = fanoutDraws;
+    const jobs = fanout === null ? userJobs : [...userJobs, emitJob(fanoutDraws)];
     this.jobs = jobs;
     const drawn = {
       lossPermille: switches.loss ? random.int(0, 300) : 0,
@@ -142,10 +160,11 @@ export class SimWorld {
     this.nextRelease = testNextVersion();
     this.versionChecks = new VersionChecker(this.report, this.nextRelease.stateMachine.max);
     this.refusals = new RefusalChecker(this.report);
-    this.ids = Array.from({ length: memberCount }, (_, i) => `m${i + 1}`);
+    this.ids = memberIds;
     this.members = this.ids.map((id, i) => new SimMember(id, seed * 31 + i, this.scheduler));
     this.byId = new Map(this.members.map((m) => [m.id, m]));
-    this.config = { voters: [...this.ids], jobs, settings };
+    this.config = { voters: [...this.ids], jobs, settings, fanout: fanout === null ? null : { plan: fanout, emitting: () => this.fanoutEmitting } };
+    this.fanoutChecks = fanout === null ? null : new FanoutChecker(this.report, fanout, (id) => this.byId.get(id)?.member?.fanout ?? null);
     this.membershipMode = options.membership ?? drawMembershipMode(seed);
     this.configurations = new ConfigurationChecker(this.report, this.ids, (term) => this.safety.leaderOf(term), (before, after) => this.membership?.onCommitted(before, after));
     this.changes = this.membershipMode === 'changes';
@@ -204,6 +223,7 @@ export class SimWorld {
   readonly onStop = (m: SimMember): void => {
     this.leading.delete(m.id);
     this.slots.onCrash(m.id);
+    this.fanoutChecks?.onStop(m.id, m.incarnation);
     this.runChecks.onStop(this.scheduler.nowMs, m.id);
   };
 

@@ -116,7 +116,19 @@ export interface SettledBatch extends BatchRecord {
 }
 
 export type FanoutApplyResult =
-  | { readonly ok: true; readonly firstId?: number; readonly leased?: readonly number[]; readonly stale?: number; readonly failed?: readonly ItemRecord[]; readonly settledBatches?: readonly SettledBatch[]; readonly count?: number }
+  | {
+      readonly ok: true;
+      readonly firstId?: number;
+      readonly leased?: readonly number[];
+      readonly stale?: number;
+      readonly failed?: readonly ItemRecord[];
+      /** The items whose success a `done` recorded (each settles done once: the simulator's checkers watch them). */
+      readonly succeeded?: readonly number[];
+      /** The items a `done` sent to the dead letters. */
+      readonly dead?: readonly number[];
+      readonly settledBatches?: readonly SettledBatch[];
+      readonly count?: number;
+    }
   | { readonly ok: false; readonly reason: 'backpressure' | 'too-many-topics' | 'unknown-topic' };
 
 export interface FanoutLimits {
@@ -360,6 +372,8 @@ export class FanoutState {
   #done(command: Extract<FanoutCommand, { type: 'done' }>): FanoutApplyResult {
     let stale = 0;
     const failed: ItemRecord[] = [];
+    const succeeded: number[] = [];
+    const dead: number[] = [];
     const settledBatches: SettledBatch[] = [];
     for (const outcome of command.outcomes) {
       const held = this.items.get(outcome.id);
@@ -378,6 +392,7 @@ export class FanoutState {
         const item = held;
         topic.counts.done++;
         if (batch !== undefined) batch.done++;
+        succeeded.push(item.id);
         this.#settle(item, topic);
       } else {
         topic.counts.failed++;
@@ -393,6 +408,7 @@ export class FanoutState {
           topic.counts.dead++;
           if (batch !== undefined) batch.dead++;
           this.#deadLetter(item, topic, command.atMs);
+          dead.push(item.id);
           this.#settle(item, topic);
         } else {
           item = this.#change(item, { phase: { kind: 'pending', notBeforeMs: command.atMs + backoffMs(settings.backoffMs, item.failures) } });
@@ -405,7 +421,7 @@ export class FanoutState {
       }
       this.#forgetIfIdle(topic);
     }
-    return { ok: true, stale, failed, settledBatches };
+    return { ok: true, stale, failed, succeeded, dead, settledBatches };
   }
 
   /** Replaces `item`'s record with one changed as said (records are not changed in place: see ItemRecord). */

@@ -21,7 +21,8 @@ import { ConfigurationKeeper } from './configuration-keeper.js';
 import { leaveConfiguration } from './leave.js';
 import { LEAVE_PID_SUFFIX, membershipEventOf, type MembershipEvent } from './membership-events.js';
 import { RemovedError } from '../errors.js';
-import { FanoutState } from '../fanout/state.js';
+import { FANOUT_DEFAULTS, FanoutState, type FanoutApplyResult } from '../fanout/state.js';
+import type { FanoutCommand } from '../fanout/command.js';
 import { FanoutRuntime, type FanoutEvent } from './fanout/fanout-runtime.js';
 import { checkTopic, encodeItems } from '../fanout/items.js';
 import { MembershipKeeper } from './membership-keeper.js';
@@ -99,6 +100,8 @@ export interface MemberParts {
   readonly onFanoutEvent?: (event: FanoutEvent) => void;
   /** See RequestOptions.onProposalApplied. */
   readonly onProposalApplied?: (durationMs: number) => void;
+  /** A fan-out command applied here, with its result (the simulator's checkers watch them). */
+  readonly onFanoutApplied?: (index: number, command: FanoutCommand, result: FanoutApplyResult) => void;
   /** A scheduler command applied here, with its result (the simulator's checkers watch them). */
   readonly onSchedulerApplied?: (index: number, command: SchedulerCommand, result: unknown) => void;
   /** A cluster command applied here (a version announced or raised), with its result. */
@@ -178,7 +181,10 @@ export class Member {
         parts.onClusterApplied?.(index, command, result);
       },
       onSkipped: (_index, reason) => this.skippedEntries[reason]++,
-        onFanoutApplied: (index, command, result, pid) => this.fanoutRuntime.applied(index, command, result, pid.startsWith(`${parts.bootId}.`)),
+        onFanoutApplied: (index, command, result, pid) => {
+          this.fanoutRuntime.applied(index, command, result, pid.startsWith(`${parts.bootId}.`));
+          parts.onFanoutApplied?.(index, command, result);
+        },
       },
       this.fanout,
     );
@@ -212,6 +218,7 @@ export class Member {
         // (a joiner, or one far behind): its wire protocol is in force here from now on, or
         // this member, should it lead, could not send the entries of that version.
         parts.transport.setProtocol(protocolOf(Math.max(parts.storedVersion ?? FIRST_CLUSTER_VERSION, this.versions.active)));
+        this.fanoutRuntime.consumer.restored();
         parts.onSnapshotInstalled?.(index);
       },
       onSoftState: (s) => {
@@ -420,6 +427,29 @@ export class Member {
       { name: 'jobs', value: state.jobs.size, limit: SCHEDULER_DEFAULTS.maxJobs },
       { name: 'locks', value: state.locks.size, limit: SCHEDULER_DEFAULTS.maxLocks },
       { name: 'open claims', value: state.openClaims().size, limit: SCHEDULER_DEFAULTS.maxClaimsKept },
+      ...this.#fanoutBounds(),
+    ];
+  }
+
+  /**
+   * Fan-out's memory against its bounds: the most unsettled items and dead letters any topic
+   * holds, the unsettled items' bytes, the topics, and the batches (a batch is kept while one of
+   * its items is unsettled, so there are never more batches than unsettled items).
+   */
+  #fanoutBounds(): Array<{ readonly name: string; readonly value: number; readonly limit: number }> {
+    const fanout = this.fanout;
+    let unsettled = 0;
+    let deadLetters = 0;
+    for (const topic of fanout.topics.values()) {
+      unsettled = Math.max(unsettled, topic.unsettled);
+      deadLetters = Math.max(deadLetters, topic.deadLetters.length);
+    }
+    return [
+      { name: 'unsettled items of a topic', value: unsettled, limit: FANOUT_DEFAULTS.maxPendingPerTopic },
+      { name: 'bytes of unsettled items', value: fanout.unsettledBytes, limit: FANOUT_DEFAULTS.maxUnsettledBytes },
+      { name: 'dead letters of a topic', value: deadLetters, limit: FANOUT_DEFAULTS.maxDeadLettersPerTopic },
+      { name: 'topics', value: fanout.topics.size, limit: FANOUT_DEFAULTS.maxTopics },
+      { name: 'fan-out batches', value: fanout.batches.size, limit: fanout.items.size },
     ];
   }
 

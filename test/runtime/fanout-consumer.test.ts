@@ -244,4 +244,25 @@ describe("a member's side of fan-out (FanoutConsumer)", () => {
     expect(m.state.items.get(1)?.failures).toBe(0);
     m.consumer.stop();
   });
+
+  it("aborts a run whose lease a leader's snapshot no longer holds, and only that one", async () => {
+    const m = member();
+    const seen: ItemContext[] = [];
+    await m.consumer.consume('t', (_data, ctx) => {
+      seen.push(ctx);
+      return new Promise(() => undefined);
+    }, SETTINGS);
+    m.apply({ type: 'emit', topic: 't', items: [1, 2].map((n) => ({ data: Uint8Array.of(n), key: null })), origin: null, atMs: 0 });
+    const token = m.apply({ type: 'lease', member: 'a', ids: [1, 2], atMs: 0 });
+    await settle();
+    expect(seen.map((c) => c.id)).toEqual([1, 2]);
+    // The leader took item 1 back while this member was behind: the snapshot it installs holds
+    // the reclaim, which this member never applies one by one (the state changes, unannounced).
+    m.state.apply(99, { type: 'reclaim', leases: [{ id: 1, token }], atMs: 0 });
+    m.consumer.restored();
+    expect(seen[0]?.signal.aborted).toBe(true);
+    expect((seen[0]?.signal.reason as { code?: string }).code).toBe('CRONRAFT_RUN_REASSIGNED');
+    expect(seen[1]?.signal.aborted).toBe(false);
+    expect(m.consumer.running).toBe(1);
+  });
 });

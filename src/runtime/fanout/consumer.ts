@@ -130,6 +130,20 @@ export class FanoutConsumer {
   }
 
   /**
+   * The state was replaced by a leader's snapshot (this member had fallen behind its compacted
+   * log): a run whose lease the snapshot no longer holds (taken back, or settled) is aborted, as
+   * the reclaim it never applied one by one would have aborted it.
+   */
+  restored(): void {
+    const state = this.#o.state;
+    for (const [id, run] of this.#running) {
+      const phase = state.items.get(id)?.phase;
+      if (phase?.kind === 'leased' && phase.member === this.#o.self && phase.token === run.token) continue;
+      run.controller.abort(new RunAbortedError('reassigned', `Item ${id}: a snapshot from the leader shows its lease ${run.token} taken back`));
+    }
+  }
+
+  /**
    * Aborts the runs in progress if this member no longer holds its lease (no leader heard for
    * too long: the leader takes its items back), giving their leases back. Looked at every
    * LEASE_CHECK_MS, and by the member before a message from a peer counts as contact, as the
