@@ -107,8 +107,8 @@ export function memberStateMachine(schedulerOf: () => SchedulerRuntime, cluster:
     // Taken of the mirror, which holds still while the live state moves on (see SchedulerMirror).
     // The mirror catches up with the live state as the snapshot begins, so the cluster's state,
     // small, is taken from the live one now, at the same index.
-    // Fan-out's state is encoded at once, from the live state at the same index (TODO, issue 19:
-    // in steps, as the scheduler's, once it can grow to its bounds).
+    // Fan-out's state is taken at the same index, its records held as they are and encoded in
+    // steps after the scheduler's (fanoutSnapshotSteps).
     snapshotInSteps: () => mirror.snapshotInSteps(encodeClusterPart(cluster.save()), cluster.active >= FANOUT_VERSION ? fanoutSnapshotSteps(fanout) : null),
     restore: (data) => {
       const decoded = checked?.data === data ? checked.parts : null;
