@@ -57,11 +57,24 @@ export function addOpsCommands(program: Command, io: CliOutput, exit: (code: num
   memberCommand('remove-member', 'remove a member from the configuration (needs --token); resolves once applied')
     .argument('<id>', "the member's id (host:port), as `members` shows it")
     .action(async (id: string, flags: MemberFlags) => {
-      // An empty CRONRAFT_TOKEN is no token.
-      if (flags.token === undefined || flags.token === '') throw new InvalidArgumentError('--token', undefined, 'the http.token of the member (or CRONRAFT_TOKEN): actions need it');
+      needToken(flags);
       const body = succeeded(await ask(memberUrl(flags.url), `/v1/members/${encodeURIComponent(id)}/remove`, { method: 'POST', token: flags.token })) as { index: number };
       io.out(flags.json ? JSON.stringify(body) : `removed ${id} (the change applied at index ${body.index})`);
     });
+
+  for (const [operation, help] of [
+    ['pause', "pause a job (needs --token): its slots are recorded skipped, 'paused', until it is resumed"],
+    ['resume', 'resume a paused job (needs --token)'],
+    ['trigger', 'run one extra slot of a job now, claimed once across the cluster (needs --token)'],
+  ] as const) {
+    memberCommand(operation, help)
+      .argument('<job>', "the job's name")
+      .action(async (job: string, flags: MemberFlags) => {
+        needToken(flags);
+        const body = succeeded(await ask(memberUrl(flags.url), `/v1/jobs/${encodeURIComponent(job)}/${operation}`, { method: 'POST', token: flags.token })) as { job: string; paused?: boolean; slot?: string; fencingToken?: number };
+        io.out(flags.json ? JSON.stringify(body) : operation === 'trigger' ? `triggered ${job}: slot ${body.slot} under fencing token ${body.fencingToken}` : `${job} ${body.paused === true ? 'paused' : 'resumed'}`);
+      });
+  }
 }
 
 /** The body of a successful answer. @throws RequestFailedError with the member's code and message otherwise */
@@ -69,6 +82,11 @@ function succeeded(answer: Answer): unknown {
   const error = answeredError(answer);
   if (error !== null) throw error;
   return answer.body;
+}
+
+/** Actions need the member's token; an empty CRONRAFT_TOKEN is no token. */
+function needToken(flags: MemberFlags): void {
+  if (flags.token === undefined || flags.token === '') throw new InvalidArgumentError('--token', undefined, 'the http.token of the member (or CRONRAFT_TOKEN): actions need it');
 }
 
 function positiveInt(value: string): number {

@@ -2,6 +2,7 @@ import type { SlotHistory } from '../api/history.js';
 import type { ClusterState } from '../api/state.js';
 import { InvalidArgumentError, UnknownJobError } from '../errors.js';
 import { validateName } from '../job-options.js';
+import type { JobPause, TriggeredSlot } from '../runtime/scheduler/job-operations.js';
 import type { Route, RouteAnswer } from './route-table.js';
 import { JSON_CONTENT_TYPE, StateJson } from './state-json.js';
 
@@ -10,6 +11,9 @@ export interface HttpSource {
   state(): ClusterState;
   history(options: { job?: string; limit?: number }): SlotHistory[];
   removeMember(id: string): Promise<{ index: number }>;
+  pause(name: string): Promise<JobPause>;
+  resume(name: string): Promise<JobPause>;
+  trigger(name: string): Promise<TriggeredSlot>;
 }
 
 /** The most claims one `/v1/history` answer holds: an answer stays a small JSON document. */
@@ -80,6 +84,15 @@ export function actionRoutes(source: HttpSource): Route[] {
       action: true,
       handle: async ({ params }): Promise<RouteAnswer> => ({ json: await source.removeMember(params.id as string) }),
     },
+    // A job's operations (cluster.pause, resume, trigger): an unknown job is 404, before cluster version 3 409.
+    ...(['pause', 'resume', 'trigger'] as const).map(
+      (operation): Route => ({
+        method: 'POST',
+        path: `/v1/jobs/:name/${operation}`,
+        action: true,
+        handle: async ({ params }): Promise<RouteAnswer> => ({ json: await source[operation](params.name as string) }),
+      }),
+    ),
   ];
 }
 

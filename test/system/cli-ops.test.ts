@@ -36,7 +36,7 @@ beforeAll(async () => {
   follower = members.find((m) => m.id !== id)!;
   for (const m of members) m.schedule('report', { every: '300ms' }, () => undefined);
   // The actions need cluster version 2, and the tables a run to show.
-  await vi.waitFor(() => expect(members.every((m) => m.state().clock.synced && m.state().version.active === 2)).toBe(true), { timeout: 15_000, interval: 50 });
+  await vi.waitFor(() => expect(members.every((m) => m.state().clock.synced && m.state().version.active >= 2)).toBe(true), { timeout: 15_000, interval: 50 });
   await vi.waitFor(() => expect(leader.history({ job: 'report' }).some((h) => Object.values(h.outcomes).some((o) => o.outcome === 'succeeded'))).toBe(true), { timeout: 15_000, interval: 50 });
 });
 
@@ -116,6 +116,19 @@ describe('cronraft against a running cluster of three', () => {
     } finally {
       await alone.stop();
     }
+  });
+
+  it('pause, resume and trigger a job with the token', async () => {
+    await vi.waitFor(() => expect(members.every((m) => m.state().version.active >= 3)).toBe(true), { timeout: 15_000, interval: 50 });
+    const paused = await cronraft(['pause', '--url', urlOf(follower), '--token', TOKEN, 'report']);
+    expect(paused).toMatchObject({ code: 0, stderr: '', stdout: 'report paused\n' });
+    expect(leader.state().jobs.find((j) => j.name === 'report')?.paused).toBe(true);
+    expect(await cronraft(['resume', '--url', urlOf(follower), '--token', TOKEN, 'report'])).toMatchObject({ code: 0, stdout: 'report resumed\n' });
+    const triggered = await cronraft(['trigger', '--url', urlOf(leader), '--token', TOKEN, 'report', '--json']);
+    expect(triggered.code).toBe(0);
+    expect(JSON.parse(triggered.stdout)).toMatchObject({ job: 'report', fencingToken: expect.any(Number) });
+    expect(await cronraft(['trigger', '--url', urlOf(leader), '--token', TOKEN, 'nobody'])).toMatchObject({ code: 1, stderr: expect.stringMatching(/CRONRAFT_UNKNOWN_JOB/) });
+    expect((await cronraft(['pause', '--url', urlOf(leader), 'report'])).code).toBe(2);
   });
 
   it('remove-member with the token from CRONRAFT_TOKEN: the member leaves the configuration', async () => {

@@ -170,6 +170,20 @@ describe('reading over HTTP', () => {
     expect(metrics).toContain('cronraft_topic_items{topic="thumbs",state="pending"} 0');
   });
 
+  it("pauses, resumes and triggers a job behind the token: 404 for a job the cluster does not know, 401 without the token", async () => {
+    const c = await single();
+    c.schedule('nightly', { every: '1h' }, () => undefined);
+    await expect.poll(() => c.state().version.active >= FANOUT_VERSION && c.state().jobs.some((j) => j.name === 'nightly'), { timeout: 10_000 }).toBe(true);
+    expect((await request(c, '/v1/jobs/nightly/pause', { method: 'POST' })).status).toBe(401);
+    expect(await request(c, '/v1/jobs/nightly/pause', withToken())).toMatchObject({ status: 200, body: { job: 'nightly', paused: true } });
+    expect(c.state().jobs.find((j) => j.name === 'nightly')?.paused).toBe(true);
+    expect(await request(c, '/v1/jobs/nightly/resume', withToken())).toMatchObject({ status: 200, body: { job: 'nightly', paused: false } });
+    const triggered = await request(c, '/v1/jobs/nightly/trigger', withToken());
+    expect(triggered).toMatchObject({ status: 200, body: { job: 'nightly', fencingToken: expect.any(Number) } });
+    await expect.poll(() => c.history({ job: 'nightly' }).find((h) => h.fencingToken === triggered.body.fencingToken)?.outcomes[c.id]?.outcome, { timeout: 10_000 }).toBe('succeeded');
+    expect(await request(c, '/v1/jobs/nobody/trigger', withToken())).toMatchObject({ status: 404, body: { error: { code: 'CRONRAFT_UNKNOWN_JOB' } } });
+  });
+
   it('answers /healthz while live and /readyz 200 once a leader is known and the clock is synced', async () => {
     const c = await single();
     expect(await request(c, '/healthz')).toMatchObject({ status: 200, body: { live: true } });
