@@ -10,6 +10,18 @@ import { drawFanoutMode } from '../../simulations/fanout.js';
  * checker is not vacuous are in simulation-fanout-plants.test.ts.
  */
 describe('simulation with fan-out', () => {
+  // Open: the CI sweep's fan-out found members running more items of a topic than their
+  // parallelism in these seeds (5 members, 10 simulated minutes, emits of at most 5). Until it is
+  // fixed the CI sweep runs without fan-out (test/fixtures/sweep.ts), and this test fails as
+  // expected; once it passes, vitest reports it, and the sweep takes fan-out back.
+  it.fails('no consumer runs above its parallelism in seeds 124, 160 and 164 (open: fanout-parallelism)', async () => {
+    for (const seed of [124, 160, 164]) {
+      const r = await simulate({ seed, members: 5, durationMs: 600_000, proposals: false, maxEmit: 5 });
+      expect(r.violations.filter((v) => v.includes('fanout-parallelism'))).toEqual([]);
+    }
+  }, 300_000);
+
+
   it('replays a seed with fan-out exactly, and a seed without fan-out as it ran before', async () => {
     const a = await simulate({ seed: 3, members: 3, durationMs: 10_000, fanout: true });
     const b = await simulate({ seed: 3, members: 3, durationMs: 10_000, fanout: true });
