@@ -338,8 +338,9 @@ export class FanoutState {
 
   /**
    * Leases the listed items to `member` under this entry's index, each one that is still
-   * pending, due at `atMs` and ready (its key's head), on a topic `member` consumes; the others
-   * are skipped: the leader planned with a state a few entries older.
+   * pending, due at `atMs` and ready (its key's head), on a topic `member` consumes with room
+   * under its parallelism; the others are skipped: the leader planned with a state a few entries
+   * older, or another leader's lease applied meanwhile.
    */
   #lease(index: number, command: Extract<FanoutCommand, { type: 'lease' }>): FanoutApplyResult {
     const leased: number[] = [];
@@ -349,7 +350,9 @@ export class FanoutState {
       const topic = this.topics.get(item.topic) as TopicRecord;
       if (!topic.ready.has(id)) continue;
       const settings = topic.consumers.get(command.member);
-      if (settings === undefined) continue;
+      // A member never holds more of a topic's items than its parallelism: a lease planned by an
+      // earlier leader, applied after a new leader's plan that did not see it, would add to it.
+      if (settings === undefined || (topic.inFlight.get(command.member) ?? 0) >= settings.parallelism) continue;
       this.#change(item, { phase: { kind: 'leased', member: command.member, token: index, deadlineMs: command.atMs + settings.timeoutMs + LEASE_GRACE_MS } });
       topic.ready.delete(id);
       this.#leased.add(id);

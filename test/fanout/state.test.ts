@@ -170,3 +170,16 @@ describe('fan-out state', () => {
     );
   });
 });
+
+describe('leases within a consumer’s parallelism', () => {
+  it('skips items past the member’s parallelism, as when two leaders’ plans for it both apply', () => {
+    const state = new FanoutState();
+    state.apply(1, { type: 'consume', topic: 't', member: 'm1', settings: { ...SETTINGS, parallelism: 2 } });
+    state.apply(2, { type: 'emit', topic: 't', items: Array.from({ length: 4 }, (_, i) => ({ data: Uint8Array.of(i), key: null })), origin: null, atMs: 0 });
+    // The old leader's lease, then the new leader's, planned without it.
+    expect(state.apply(3, { type: 'lease', member: 'm1', ids: [1, 2], atMs: 0 })).toMatchObject({ leased: [1, 2] });
+    expect(state.apply(4, { type: 'lease', member: 'm1', ids: [3, 4], atMs: 0 })).toMatchObject({ leased: [] });
+    expect(state.topics.get('t')?.inFlight.get('m1')).toBe(2);
+    expect(state.items.get(3)?.phase.kind).toBe('pending');
+  });
+});
