@@ -4,21 +4,17 @@
  * on 127.0.0.1, and a minimal client for etcd 3.4's gRPC JSON gateway over node:http (no new
  * dependency).
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { request, type Agent } from 'node:http';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ensureVersionedProgram } from '../test/fixtures/debian-package.js';
 
 /** Where Debian's etcd-server package puts the server; the only place we look. */
 export const ETCD_BIN = '/usr/bin/etcd';
 const HOST = '127.0.0.1';
-/** apt-get update fetches indexes only; a slow mirror still finishes well within this. */
-const APT_UPDATE_TIMEOUT_MS = 5 * 60_000;
-/** etcd-server is about 25 MB installed. */
-const APT_INSTALL_TIMEOUT_MS = 10 * 60_000;
 const VERSION_TIMEOUT_MS = 10_000;
 /** Bound on one /v3/maintenance/status call: a live member answers in a few ms. */
 const STATUS_TIMEOUT_MS = 1_000;
@@ -32,39 +28,12 @@ const ERROR_BODY_CHARS = 200;
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Runs a command to its end (apt-get, a server's --version), non-interactive, killed past `timeoutMs`; resolves with its stdout. */
-export function runCommand(file: string, args: readonly string[], timeoutMs: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile(file, args, { timeout: timeoutMs, killSignal: 'SIGKILL', maxBuffer: 16 * 1024 * 1024, env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } }, (err, stdout, stderr) => {
-      if (err === null) resolve(stdout);
-      else reject(new Error(`${file} ${args.join(' ')}: ${err.message.split('\n')[0] ?? ''} ${stderr.trim().split('\n').slice(-3).join(' | ')}`.trim()));
-    });
-  });
-}
-
 /**
  * Makes sure etcd is installed, installing Debian's etcd-server with apt-get if it is not.
  * Returns the version, or why the comparison has to be skipped.
  */
-export async function ensureEtcd(): Promise<{ version: string } | { skipped: string }> {
-  if (!existsSync(ETCD_BIN)) {
-    if (process.getuid?.() !== 0) return { skipped: `${ETCD_BIN} is missing and installing it needs root` };
-    console.error(`${ETCD_BIN} is missing: installing etcd-server with apt-get ...`);
-    try {
-      await runCommand('apt-get', ['update'], APT_UPDATE_TIMEOUT_MS);
-      await runCommand('apt-get', ['install', '-y', 'etcd-server'], APT_INSTALL_TIMEOUT_MS);
-    } catch (e) {
-      return { skipped: `installing etcd-server failed: ${(e as Error).message}` };
-    }
-    if (!existsSync(ETCD_BIN)) return { skipped: `apt-get installed etcd-server but ${ETCD_BIN} is still missing` };
-  }
-  try {
-    const out = await runCommand(ETCD_BIN, ['--version'], VERSION_TIMEOUT_MS);
-    const version = /etcd Version:\s*(\S+)/.exec(out)?.[1];
-    return version === undefined ? { skipped: `cannot read the version from "etcd --version": ${out.trim()}` } : { version };
-  } catch (e) {
-    return { skipped: `etcd --version failed: ${(e as Error).message}` };
-  }
+export function ensureEtcd(): Promise<{ version: string } | { skipped: string }> {
+  return ensureVersionedProgram('etcd-server', ETCD_BIN, /etcd Version:\s*(\S+)/, VERSION_TIMEOUT_MS);
 }
 
 /**

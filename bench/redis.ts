@@ -4,20 +4,16 @@
  * run as a child process on a free 127.0.0.1 port with a temporary directory, and stopped after.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../test/fixtures/process-cluster.js';
-import { runCommand, sleep } from './etcd-cluster.js';
+import { ensureVersionedProgram } from '../test/fixtures/debian-package.js';
+import { sleep } from './etcd-cluster.js';
 
 /** Where Debian's redis-server package puts the server; the only place we look. */
 export const REDIS_BIN = '/usr/bin/redis-server';
-/** apt-get update fetches indexes only; a slow mirror still finishes well within this. */
-const APT_UPDATE_TIMEOUT_MS = 5 * 60_000;
-/** redis-server and its tools are a few MB. */
-const APT_INSTALL_TIMEOUT_MS = 10 * 60_000;
 const VERSION_TIMEOUT_MS = 10_000;
 /** Bound on Redis's start: it loads nothing (an empty directory) and listens within a few ms. */
 const START_TIMEOUT_MS = 10_000;
@@ -29,25 +25,8 @@ const STOP_TIMEOUT_MS = 5_000;
  * Makes sure redis-server is installed, installing Debian's redis-server with apt-get if it is
  * not (saying so first). Returns the version, or why the comparison has to be skipped.
  */
-export async function ensureRedis(): Promise<{ version: string } | { skipped: string }> {
-  if (!existsSync(REDIS_BIN)) {
-    if (process.getuid?.() !== 0) return { skipped: `${REDIS_BIN} is missing and installing it needs root` };
-    console.error(`${REDIS_BIN} is missing: installing redis-server with apt-get ...`);
-    try {
-      await runCommand('apt-get', ['update'], APT_UPDATE_TIMEOUT_MS);
-      await runCommand('apt-get', ['install', '-y', '--no-install-recommends', 'redis-server'], APT_INSTALL_TIMEOUT_MS);
-    } catch (e) {
-      return { skipped: `installing redis-server failed: ${(e as Error).message}` };
-    }
-    if (!existsSync(REDIS_BIN)) return { skipped: `apt-get installed redis-server but ${REDIS_BIN} is still missing` };
-  }
-  try {
-    const out = await runCommand(REDIS_BIN, ['--version'], VERSION_TIMEOUT_MS);
-    const version = /v=(\S+)/.exec(out)?.[1];
-    return version === undefined ? { skipped: `cannot read the version from "redis-server --version": ${out.trim()}` } : { version };
-  } catch (e) {
-    return { skipped: `redis-server --version failed: ${(e as Error).message}` };
-  }
+export function ensureRedis(): Promise<{ version: string } | { skipped: string }> {
+  return ensureVersionedProgram('redis-server', REDIS_BIN, /v=(\S+)/, VERSION_TIMEOUT_MS);
 }
 
 /** Whether something accepts TCP connections on 127.0.0.1:port. */

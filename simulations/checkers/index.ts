@@ -140,17 +140,23 @@ export class RunCheckers {
   }
 
   /**
-   * Whether the slot's run on `member` is still underway at true time `t`: it is running, or its
-   * job's overlap policy is 'queue' and the member ran the job until a moment ago (a queue that
-   * a fault filled, up to MAX_QUEUED_RUNS_PER_JOB slots moved to it at once, takes that many
-   * runs to drain, one after the other, which may outlast the simulation).
+   * Whether the slot's run on `member` is still underway at true time `t`: it is running, or it
+   * waits its turn behind runs being worked through, one after the other, which may outlast the
+   * simulation. Under 'queue', a queue that a fault filled (up to MAX_QUEUED_RUNS_PER_JOB slots
+   * moved to one member at once) while the member ran the job until a moment ago; under 'skip',
+   * in mode 'one', a late slot (moved or retried after its run was interrupted) that waits for
+   * the job's other late runs to end, on any member (README "Overlap"), while some member ran
+   * the job until a moment ago.
    */
   underway(t: number, job: string, slotMs: number, member: NodeId): boolean {
     const token = this.#slots.slots.get(claimKey(job, slotMs))?.token;
     const incarnation = this.#watch.member(member)?.incarnation ?? 0;
     if (token !== undefined && this.#runs.get(RunsInProgress.idOf(member, incarnation, { job, slotMs, fencingToken: token })) !== undefined) return true;
-    if (this.#slots.jobs.get(job)?.policy.overlap !== 'queue') return false;
-    const last = this.#runs.lastRan(member, job, t);
+    const spec = this.#slots.jobs.get(job);
+    const overlap = spec?.policy.overlap;
+    let last: number | undefined;
+    if (overlap === 'queue') last = this.#runs.lastRan(member, job, t);
+    else if (overlap === 'skip' && spec?.mode === 'one') last = this.#runs.lastRan(undefined, job, t);
     return last !== undefined && t - last <= QUEUE_MOVING_MS;
   }
 

@@ -89,11 +89,11 @@ export class RunsInProgress {
     return running >= count;
   }
 
-  /** The latest true time `member` was running `job`: `t` if it still is. */
-  lastRan(member: NodeId, job: string, t: number): number | undefined {
-    for (const run of this.#runs.values()) if (run.member === member && run.job === job) return t;
+  /** The latest true time `member` (any member, when undefined) was running `job`: `t` if it still is. */
+  lastRan(member: NodeId | undefined, job: string, t: number): number | undefined {
+    for (const run of this.#runs.values()) if ((member === undefined || run.member === member) && run.job === job) return t;
     let last: number | undefined;
-    for (const r of this.#ended.get(job) ?? []) if (r.member === member && (last === undefined || r.endT > last)) last = r.endT;
+    for (const r of this.#ended.get(job) ?? []) if ((member === undefined || r.member === member) && (last === undefined || r.endT > last)) last = r.endT;
     return last;
   }
 

@@ -22,6 +22,8 @@ interface SimulateFlags {
   readonly report?: string;
   readonly proposals: string;
   readonly parallel: string;
+  readonly fanout: string;
+  readonly maxEmit?: string;
 }
 
 /**
@@ -43,6 +45,8 @@ export function addSimulateCommand(program: Command, io: CliOutput, self: { read
     .option('--report <file>', 'one seed: an HTML timeline of the run')
     .option('--proposals <on|off>', "application proposals besides the scheduler's", 'on')
     .option('--parallel <n|auto>', 'a sweep in N processes; auto: one per core', '1')
+    .option('--fanout <on|off|drawn>', 'fan-out in the swarm: in every seed, none, or drawn from the seed (about a quarter)', 'drawn')
+    .option('--max-emit <n>', "the largest emit of a run's fan-out")
     .action(async (flags: SimulateFlags) => {
       exit(await runSimulate(flags, io, self));
     });
@@ -70,6 +74,9 @@ async function runSimulate(values: SimulateFlags, io: CliOutput, self: { readonl
   const faults = faultSwitches(values.faults);
   if (values.proposals !== 'on' && values.proposals !== 'off') throw new InvalidArgumentError('--proposals', values.proposals, 'on or off');
   const proposals = values.proposals === 'on';
+  if (values.fanout !== 'on' && values.fanout !== 'off' && values.fanout !== 'drawn') throw new InvalidArgumentError('--fanout', values.fanout, 'on, off or drawn');
+  const fanout = values.fanout === 'drawn' ? {} : { fanout: values.fanout === 'on' };
+  const maxEmit = values.maxEmit === undefined ? {} : { maxEmit: positiveInt(values.maxEmit, '--max-emit') };
   const first = values.seed === undefined ? positiveInt(values.from, '--from') : positiveInt(values.seed, '--seed');
   const count = values.seed === undefined && values.seeds !== undefined ? positiveInt(values.seeds, '--seeds') : 1;
   const started = performance.now();
@@ -77,9 +84,9 @@ async function runSimulate(values: SimulateFlags, io: CliOutput, self: { readonl
   const failed: SimulationResult[] = [];
   if (values.report !== undefined && count > 1) throw new InvalidArgumentError('--report', values.report, 'used with one seed (--seed N)');
   const replay = (r: SimulationResult): string =>
-    `npx cronraft simulate --seed ${r.seed} --members ${members} --duration ${values.duration} --faults ${values.faults}${proposals ? '' : ' --proposals off'}`;
+    `npx cronraft simulate --seed ${r.seed} --members ${members} --duration ${values.duration} --faults ${values.faults}${proposals ? '' : ' --proposals off'}${values.fanout === 'drawn' ? '' : ` --fanout ${values.fanout}`}${values.maxEmit === undefined ? '' : ` --max-emit ${values.maxEmit}`}`;
   const parallel = Math.min(values.parallel === 'auto' ? availableParallelism() : positiveInt(values.parallel, '--parallel'), count);
-  const results = parallel > 1 ? inProcesses(self, first, count, parallel) : inThisProcess(first, count, { members, durationMs, faults, proposals, timeline: values.report !== undefined });
+  const results = parallel > 1 ? inProcesses(self, first, count, parallel) : inThisProcess(first, count, { members, durationMs, faults, proposals, ...fanout, ...maxEmit, timeline: values.report !== undefined });
   for await (const result of results) {
     simulatedMs += result.simulatedMs;
     if (result.violations.length > 0) failed.push(result);

@@ -1,16 +1,11 @@
-import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { promisify } from 'node:util';
 import type { Browser } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Cluster } from '../../src/index.js';
 import { FANOUT_VERSION } from '../../src/version/versions.js';
+import { APT_INSTALL_TIMEOUT_MS, APT_UPDATE_TIMEOUT_MS, ensureDebianPackage } from '../fixtures/debian-package.js';
 
 /** Debian's chromium, which the browser test drives (installed with apt-get when missing). */
 const CHROMIUM = '/usr/bin/chromium';
-
-/** `apt-get update` then `apt-get install -y chromium`: a few minutes on a fresh machine, outside the test's own time. */
-const APT_TIMEOUT_MS = 15 * 60_000;
 
 /** How long the page may take to show what the member knows: a few polls of the page. */
 const SHOWN_TIMEOUT_MS = 10_000;
@@ -18,7 +13,6 @@ const SHOWN_TIMEOUT_MS = 10_000;
 /** A job name that is markup: the page must show it as text. */
 const HOSTILE_NAME = '<img src=x onerror="document.title=1">&amp;';
 
-const run = promisify(execFile);
 const started: Cluster[] = [];
 let browser: Browser | null = null;
 /** Why the browser test cannot run here, or null when it can. */
@@ -36,22 +30,8 @@ async function single(): Promise<Cluster> {
   return c;
 }
 
-/** Installs chromium with apt-get when it is missing; the reason it is still missing, or null. */
-async function ensureChromium(): Promise<string | null> {
-  if (existsSync(CHROMIUM)) return null;
-  console.warn(`${CHROMIUM} is missing: running apt-get update and apt-get install -y --no-install-recommends chromium`);
-  try {
-    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-    await run('apt-get', ['update'], { env, timeout: APT_TIMEOUT_MS });
-    await run('apt-get', ['install', '-y', '--no-install-recommends', 'chromium'], { env, timeout: APT_TIMEOUT_MS, maxBuffer: 64 * 1024 * 1024 });
-  } catch (error) {
-    return `apt-get install -y chromium failed: ${(error as Error).message.split('\n')[0]}`;
-  }
-  return existsSync(CHROMIUM) ? null : `apt-get installed chromium but ${CHROMIUM} is still missing`;
-}
-
 beforeAll(async () => {
-  skipReason = await ensureChromium();
+  skipReason = await ensureDebianPackage('chromium', CHROMIUM);
   if (skipReason !== null) return;
   try {
     const { chromium } = await import('playwright-core');
@@ -59,7 +39,7 @@ beforeAll(async () => {
   } catch (error) {
     skipReason = `chromium did not start through playwright-core: ${(error as Error).message.split('\n')[0]}`;
   }
-}, APT_TIMEOUT_MS * 2);
+}, APT_UPDATE_TIMEOUT_MS + APT_INSTALL_TIMEOUT_MS);
 
 afterAll(async () => {
   await browser?.close();

@@ -97,4 +97,23 @@ describe('fan-out on a real cluster (loopback)', () => {
     await expect(emitter.requeue('nothing')).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT' });
     await expect.poll(() => members.map((m) => m.state().topics[0]?.done), { timeout: 5000, interval: 20 }).toEqual([20, 20, 20]);
   });
+
+  it("a batch's settled() rejects with CRONRAFT_NOT_RUNNING when its member stops first, and after", async () => {
+    const member = new Cluster([], { storage: 'memory', stopTimeoutMs: 1000 });
+    cleanups.push(() => member.stop());
+    let started = 0;
+    // A consumer that runs until its run is aborted: the batch cannot settle before the stop.
+    member.consume('slow', (_item, ctx) => new Promise<void>((resolve) => {
+      started++;
+      ctx.signal.addEventListener('abort', () => resolve(), { once: true });
+    }));
+    await member.start();
+    await expect.poll(() => member.state().version.active, { timeout: 10_000, interval: 20 }).toBe(FANOUT_VERSION);
+    const batch = await member.emitItems('slow', [1]);
+    const settled = batch.settled();
+    await expect.poll(() => started, { timeout: 10_000, interval: 20 }).toBe(1);
+    await member.stop();
+    await expect(settled).rejects.toMatchObject({ code: 'CRONRAFT_NOT_RUNNING' });
+    await expect(batch.settled()).rejects.toMatchObject({ code: 'CRONRAFT_NOT_RUNNING' });
+  });
 });
