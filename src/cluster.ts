@@ -1,49 +1,34 @@
-import { randomBytes, randomInt } from 'node:crypto';
+import { randomInt } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import type { PrivateKey } from '@libp2p/interface';
 import { historyOf, type SlotHistory } from './api/history.js';
 import { JobStates } from './api/job-states.js';
-import { EntryRecords } from './bytes/entry-records.js';
 import { runExclusive, type ExclusiveLock, type ExclusiveOptions } from './api/run-exclusive.js';
 import { clusterStateOf, type ClusterState } from './api/state.js';
-import { missedEventOf, type ClusterEvents } from './cluster-events.js';
+import type { ClusterEvents } from './cluster-events.js';
 import { clusterIdOf, resolveOptions, CLUSTER_DEFAULTS, type ClusterOptions, type ResolvedOptions } from './cluster-options.js';
 import { ClusterHttp } from './http/cluster-http.js';
-import { openDataDir } from './storage/data-dir.js';
 import { CronraftError, InvalidArgumentError, NotRunningError, TimeoutError } from './errors.js';
 import { validateJobOptions, validateName } from './job-options.js';
-import { boundPeerId } from './raft/configuration.js';
-import { RaftNode } from './raft/node.js';
 import type { SoftState } from './raft/ready.js';
 import type { NodeId } from './raft/types.js';
 import { encodeCommand } from './runtime/commands.js';
 import type { RaftDriver } from './runtime/driver.js';
 import type { ProposalResult } from './runtime/pending-requests.js';
-import { Member } from './runtime/member.js';
+import type { Member } from './runtime/member.js';
 import { JoinServer } from './runtime/join-server.js';
-import { joinOrForm, probeRemoval, serveJoins, startDiscovery } from './cluster-join.js';
-import { MemberWatch } from './cluster-watch.js';
+import { startMember, type MemberParts, type ScheduledJob } from './cluster-start.js';
 import { checkItemIds, consumerSettings, deadLettersOf, registerConsumer, type ConsumeHandler, type ConsumeOptions, type DeadLetterView } from './cluster-fanout.js';
 import type { Batch } from './runtime/fanout/batches.js';
 import type { FanoutRuntime } from './runtime/fanout/fanout-runtime.js';
 import { checkTopic, encodeItems } from './fanout/items.js';
 import type { ConsumerSettings } from './fanout/command.js';
-import type { RemovalProbe } from './runtime/removal-probe.js';
 import type { JobHandler, JobOptions } from './runtime/scheduler/job-types.js';
 import type { SchedulerRuntime } from './runtime/scheduler/scheduler-runtime.js';
 import type { JobPause, TriggeredSlot } from './runtime/scheduler/job-operations.js';
 import { parseSpec, type SpecInput } from './scheduler/spec.js';
-import { LevelLogStorage } from './storage/level-log-storage.js';
-import type { LogStorage } from './storage/log-storage.js';
-import { MemoryLogStorage } from './storage/memory-log-storage.js';
 import { systemClock, systemTimers, type Clock, type Timers } from './time/clock.js';
 import type { Random } from './time/random.js';
-import { loadPsk } from './transport/cluster-secret.js';
-import type { LanDiscovery } from './transport/lan-discovery.js';
-import { Libp2pTransport } from './transport/libp2p-transport.js';
-import { checkStoredVersion, storedWireVersion } from './version/stored-version.js';
-import { setMemberOf, versionSupportOf } from './version/test-seams.js';
-import { timingOf } from './runtime/test-timing.js';
+import { versionSupportOf } from './version/test-seams.js';
 
 type Status = ClusterState['status'];
 
@@ -70,24 +55,15 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   readonly #random: Random;
   readonly #clusterId: string;
   #status: Status = 'new';
-  #storage: LogStorage | null = null;
-  #transport: Libp2pTransport | null = null;
-  /** mDNS, when the `mdns` option is on (cluster-join.ts, startDiscovery). */
-  #discovery: LanDiscovery | null = null;
-  #driver: RaftDriver | null = null;
-  #peerId: string | null = null;
+  /** Storage, transport, the member and what watches it, as start() opened them (cluster-start.ts). */
+  readonly #parts: MemberParts = { storage: null, transport: null, discovery: null, peerId: null, member: null, removalProbe: null, watch: null };
   #lastLeader: NodeId | null = null;
   #lastRole: SoftState['role'] = 'follower';
   #roleWaiters = new Set<() => void>();
-  #scheduler: SchedulerRuntime | null = null;
-  #member: Member | null = null;
   /** What this member answers members that join (runtime/join-server.ts). */
   readonly #joins: JoinServer;
-  #removalProbe: RemovalProbe | null = null;
-  /** The events member-unreachable and clock-skewed (cluster-watch.ts), while running. */
-  #watch: MemberWatch | null = null;
   /** Jobs scheduled before start(), registered once the member runs. */
-  readonly #jobs = new Map<string, { spec: ReturnType<typeof parseSpec>; handler: JobHandler; options: JobOptions }>();
+  readonly #jobs = new Map<string, ScheduledJob>();
   /** The topics this member consumes (cluster-fanout.ts), registered again at each start. */
   readonly #consumers = new Map<string, { handler: ConsumeHandler; settings: ConsumerSettings }>();
   /** The jobs of state(), kept between calls until they change. */
@@ -138,133 +114,25 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   }
 
   async #start(): Promise<void> {
-    const o = this.#o;
-    // A secretFile that cannot be used fails the start before anything is opened.
-    const psk = await loadPsk(o.secret);
-    // Served from the start, so that probes see a member that is still joining as live and not ready.
-    await this.#http?.start();
-    const metrics = this.#http?.metrics;
-    // A leader's entries are encoded once, for its own write and the appends to its followers.
-    const entryRecords = new EntryRecords();
-    let privateKey: PrivateKey | undefined;
-    if (o.storage === 'level') {
-      const dataDir = await openDataDir(o.dataDir);
-      privateKey = dataDir.privateKey;
-      this.#storage = new LevelLogStorage(dataDir.storePath, { sync: o.sync, entryRecords, onSyncedWrite: metrics && ((ms) => metrics.synced(ms)) });
-    } else {
-      this.#storage = new MemoryLogStorage();
-    }
-    const stored = await this.#storage.open();
-    // A downgrade past an activation fails here, naming the versions (README, "Upgrading").
-    checkStoredVersion(stored, versionSupportOf(this), o.storage === 'level' ? o.dataDir : 'memory');
-    const transport = new Libp2pTransport({
-      self: o.self.id,
-      clusterId: this.#clusterId,
-      listen: o.listen,
-      peers: o.peers,
-      privateKey,
-      entryRecords,
-      psk: psk ?? undefined,
-      // A closed connection to the leader is the fastest sign that it died.
-      onEvent: (event) => {
-        if (event.type === 'disconnected') this.#driver?.peerDisconnected(event.peer);
+    await startMember(
+      {
+        cluster: this,
+        options: this.#o,
+        clusterId: this.#clusterId,
+        clock: this.#clock,
+        timers: this.#timers,
+        random: this.#random,
+        joins: this.#joins,
+        http: this.#http,
+        jobs: this.#jobs,
+        consumers: this.#consumers,
+        starting: () => this.#status === 'starting',
+        ended: () => this.#status !== 'running' && this.#status !== 'starting',
+        onSoftState: (s) => this.#onSoftState(s),
+        onFatal: (error) => this.#onFatal(error),
       },
-    });
-    this.#transport = transport;
-    serveJoins(transport, this.#joins);
-    await transport.start();
-    this.#peerId = transport.peerId();
-    this.#discovery = await startDiscovery(o, transport, this.#timers);
-    // An empty member asks its peers whether a cluster runs before it builds its node (README, "Forming the cluster").
-    const identity = await joinOrForm(o, stored.identity, this.#clusterId, {
-      transport,
-      discovery: this.#discovery,
-      joins: this.#joins,
-      timers: this.#timers,
-      reads: versionSupportOf(this),
-      stopped: () => this.#status !== 'starting',
-    });
-    transport.setClusterId(identity.clusterId);
-    // Refuses a directory that belongs to another cluster or member, before anything is written.
-    await this.#storage.setIdentity({ clusterId: identity.clusterId, nodeId: o.self.id, ...(identity.joined ? { foundingVoters: identity.foundingVoters } : {}) });
-    const node = new RaftNode(
-      { id: o.self.id, voters: identity.foundingVoters, ...o.member.raft },
-      { hardState: stored.hardState, snapshot: stored.snapshot, entries: stored.entries },
-      this.#random,
+      this.#parts,
     );
-    const timing = timingOf(this, o.member.timing);
-    const member = new Member({
-      self: o.self.id,
-      node,
-      storedVersion: storedWireVersion(stored),
-      storage: this.#storage,
-      transport,
-      clock: this.#clock,
-      timers: this.#timers,
-      timing,
-      bootId: randomBytes(4).toString('hex'),
-      compaction: o.member.compaction,
-      snapshotChunkBytes: o.member.snapshotChunkBytes,
-      wantsUserEntries: () => this.listenerCount('applied') > 0,
-      onUserEntry: (entry, data) => {
-        try {
-          this.emit('applied', { index: entry.index, term: entry.term, data });
-        } catch {
-          // A listener's error is the app's; it must not stop this member applying the log.
-        }
-      },
-      onSoftState: (s) => this.#onSoftState(s),
-      onFatal: (error) => this.#onFatal(error),
-      versions: versionSupportOf(this),
-      onClusterApplied: (index, command, result) => {
-        if (command.type !== 'activate' || result !== 'applied') return;
-        try {
-          this.emit('version-activated', { from: command.from, to: command.to, index });
-        } catch {
-          // A listener's error is the app's, as for 'applied'.
-        }
-      },
-      onRun: (run) => {
-        this.emit('run', run);
-        if ((run.outcome === 'failed' || run.outcome === 'aborted') && run.retriesLeft === 0) this.#tell('failed', run);
-      },
-      onSchedulerApplied: (index, command, result) => {
-        const missed = missedEventOf(index, command, result);
-        if (missed !== null) this.#tell('missed', missed);
-      },
-      onFanoutEvent: (event) => {
-        if (event.type === 'item-failed') this.emit('item-failed', { topic: event.topic, id: event.id, attempt: event.attempt, error: event.error, dead: event.dead });
-        else this.emit('batch-settled', { batch: event.batch, summary: event.summary });
-      },
-      onProposalApplied: metrics && ((ms) => metrics.proposalApplied(ms)),
-      onMembershipEvent: ({ type, id, index }) => {
-        try {
-          this.emit(type, { id, index });
-        } catch {
-          // A listener's error is the app's, as for 'applied'.
-        }
-      },
-    });
-    this.#member = member;
-    setMemberOf(this, member);
-    this.#driver = member.driver;
-    this.#scheduler = member.scheduler;
-    member.start();
-    // A joiner takes in the leader's frames before it has replayed the log up to its own addition.
-    if (identity.members.length > 0) {
-      const conf = member.configuration.conf;
-      const known = member.configuration.members;
-      transport.setMembers([...known.map((id) => ({ id, peerId: boundPeerId(conf, id) })), ...identity.members.filter((id) => !known.includes(id)).map((id) => ({ id, peerId: null }))]);
-    }
-    this.#joins.serve(member, identity.clusterId, identity.foundingVoters);
-    this.#watch = new MemberWatch(this.#timers, () => this.state().members, {
-      unreachable: (e) => this.emit('member-unreachable', e),
-      clockSkewed: (e) => this.emit('clock-skewed', e),
-    });
-    this.#watch.start();
-    this.#removalProbe = probeRemoval(member, transport, { clusterId: identity.clusterId, timers: this.#timers, reads: versionSupportOf(this), leaderlessBeforeProbeMs: timing.leaderlessBeforeProbeMs });
-    for (const [name, job] of this.#jobs) member.scheduler.schedule(name, job.spec, job.handler, job.options);
-    for (const [topic, c] of this.#consumers) void registerConsumer(member.fanoutRuntime, topic, c.handler, c.settings, this.#timers, () => this.#status !== 'running' && this.#status !== 'starting');
   }
 
   /**
@@ -291,24 +159,24 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     this.#status = 'stopping';
     // Its jobs and claims are handed over, its runs finish (or are reported interrupted) and
     // record their outcomes, and a leader hands leadership over, before the streams close.
-    await this.#member?.stopGracefully(this.#o.stopTimeoutMs);
-    if (options.leave === true) await this.#member?.leave(this.#o.stopTimeoutMs);
+    await this.#parts.member?.stopGracefully(this.#o.stopTimeoutMs);
+    if (options.leave === true) await this.#parts.member?.leave(this.#o.stopTimeoutMs);
     await this.#close();
     this.#status = 'stopped';
   }
 
   async #close(): Promise<void> {
     this.#joins.stop();
-    this.#removalProbe?.stop();
-    this.#watch?.stop();
-    this.#member?.stop();
+    this.#parts.removalProbe?.stop();
+    this.#parts.watch?.stop();
+    this.#parts.member?.stop();
     for (const wake of this.#roleWaiters) wake();
     try {
       await this.#http?.stop();
-      await this.#discovery?.stop();
-      await this.#transport?.stop();
+      await this.#parts.discovery?.stop();
+      await this.#parts.transport?.stop();
     } finally {
-      await this.#storage?.close();
+      await this.#parts.storage?.close();
     }
   }
 
@@ -338,7 +206,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   async removeMember(id: NodeId): Promise<{ index: number }> {
     if (typeof id !== 'string' || id.length === 0) throw new InvalidArgumentError('id', id, 'a member id');
     this.#running();
-    const member = this.#member as Member;
+    const member = this.#parts.member as Member;
     const r = await member.proposeConfChange({ type: 'remove', id });
     return { index: r.index };
   }
@@ -388,7 +256,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     if (this.#consumers.has(topic)) throw new InvalidArgumentError('topic', topic, 'a topic not already consumed on this member');
     const settings = consumerSettings(options);
     this.#consumers.set(topic, { handler, settings });
-    if (this.#status === 'running' && this.#member !== null) void registerConsumer(this.#member.fanoutRuntime, topic, handler, settings, this.#timers, () => this.#status !== 'running');
+    if (this.#status === 'running' && this.#parts.member !== null) void registerConsumer(this.#parts.member.fanoutRuntime, topic, handler, settings, this.#timers, () => this.#status !== 'running');
   }
 
   /**
@@ -421,8 +289,8 @@ export class Cluster extends EventEmitter<ClusterEvents> {
 
   #fanout(): FanoutRuntime {
     this.#running();
-    if (this.#member === null) throw new NotRunningError(this.#status);
-    return this.#member.fanoutRuntime;
+    if (this.#parts.member === null) throw new NotRunningError(this.#status);
+    return this.#parts.member.fanoutRuntime;
   }
 
   /**
@@ -504,7 +372,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
    */
   history(options: { job?: string; limit?: number } = {}): SlotHistory[] {
     const state = this.#scheduler?.state;
-    const tally = this.#member?.fanoutRuntime.slotBatches;
+    const tally = this.#parts.member?.fanoutRuntime.slotBatches;
     return state === undefined ? [] : historyOf(state, options, (job, slotMs) => tally?.of(job, slotMs) ?? null);
   }
 
@@ -517,35 +385,34 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       id: this.id,
       status: this.#status,
       voters: this.#o.voters,
-      ownAddrs: this.#transport?.listenAddresses() ?? [this.#o.listen],
+      ownAddrs: this.#parts.transport?.listenAddresses() ?? [this.#o.listen],
       addrOf: (id) => this.#o.peers.get(id)?.multiaddr ?? id,
       electionTimeoutMs: this.#o.member.timing.electionTimeoutMs,
       maxClockSkewMs: this.#o.member.timing.maxClockSkewMs,
       monoNowMs: this.#timers.now(),
       clusterNowMs,
       driver,
-      transport: this.#transport,
-      peerId: this.#peerId,
+      transport: this.#parts.transport,
+      peerId: this.#parts.peerId,
       joins: this.#joins.counts,
-      discovery: this.#discovery,
-      member: this.#member,
+      discovery: this.#parts.discovery,
+      member: this.#parts.member,
       versionSupport: versionSupportOf(this),
       jobs: this.#scheduler === null ? [] : this.#jobStates.of(this.#scheduler.state, clusterNowMs),
     });
   }
 
+  get #driver(): RaftDriver | null {
+    return this.#parts.member?.driver ?? null;
+  }
+
+  get #scheduler(): SchedulerRuntime | null {
+    return this.#parts.member?.scheduler ?? null;
+  }
+
   #running(): RaftDriver {
     if (this.#status !== 'running' || this.#driver === null) throw new NotRunningError(this.#status);
     return this.#driver;
-  }
-
-  /** Emits an event whose listener's error is the app's: it must not stop this member applying the log. */
-  #tell<K extends 'failed' | 'missed'>(event: K, payload: ClusterEvents[K][0]): void {
-    try {
-      (this.emit as (name: string, value: unknown) => boolean)(event, payload);
-    } catch {
-      // As for 'applied'.
-    }
   }
 
   #onSoftState(s: SoftState): void {

@@ -1,0 +1,204 @@
+import { randomBytes } from 'node:crypto';
+import type { EventEmitter } from 'node:events';
+import type { PrivateKey } from '@libp2p/interface';
+import type { ClusterState } from './api/state.js';
+import { EntryRecords } from './bytes/entry-records.js';
+import { missedEventOf, type ClusterEvents } from './cluster-events.js';
+import { registerConsumer, type ConsumeHandler } from './cluster-fanout.js';
+import { joinOrForm, probeRemoval, serveJoins, startDiscovery } from './cluster-join.js';
+import type { ResolvedOptions } from './cluster-options.js';
+import { MemberWatch } from './cluster-watch.js';
+import type { ConsumerSettings } from './fanout/command.js';
+import type { ClusterHttp } from './http/cluster-http.js';
+import { boundPeerId } from './raft/configuration.js';
+import { RaftNode } from './raft/node.js';
+import type { SoftState } from './raft/ready.js';
+import type { JoinServer } from './runtime/join-server.js';
+import { Member } from './runtime/member.js';
+import type { RemovalProbe } from './runtime/removal-probe.js';
+import type { JobHandler, JobOptions } from './runtime/scheduler/job-types.js';
+import { timingOf } from './runtime/test-timing.js';
+import type { JobSpec } from './scheduler/spec.js';
+import { openDataDir } from './storage/data-dir.js';
+import { LevelLogStorage } from './storage/level-log-storage.js';
+import type { LogStorage } from './storage/log-storage.js';
+import { MemoryLogStorage } from './storage/memory-log-storage.js';
+import type { Clock, Timers } from './time/clock.js';
+import type { Random } from './time/random.js';
+import { loadPsk } from './transport/cluster-secret.js';
+import type { LanDiscovery } from './transport/lan-discovery.js';
+import { Libp2pTransport } from './transport/libp2p-transport.js';
+import { checkStoredVersion, storedWireVersion } from './version/stored-version.js';
+import { setMemberOf, versionSupportOf } from './version/test-seams.js';
+
+/**
+ * What a running member is made of, filled in as each part opens, so that a start that fails
+ * half-way closes what it opened (Cluster's close) and nothing more.
+ */
+export interface MemberParts {
+  storage: LogStorage | null;
+  transport: Libp2pTransport | null;
+  /** mDNS, when the `mdns` option is on (cluster-join.ts, startDiscovery). */
+  discovery: LanDiscovery | null;
+  peerId: string | null;
+  member: Member | null;
+  removalProbe: RemovalProbe | null;
+  /** The events member-unreachable and clock-skewed (cluster-watch.ts), while running. */
+  watch: MemberWatch | null;
+}
+
+/** A job scheduled on the Cluster, registered with the member as it starts. */
+export interface ScheduledJob {
+  readonly spec: JobSpec;
+  readonly handler: JobHandler;
+  readonly options: JobOptions;
+}
+
+/** What starting a member needs from its Cluster. */
+export interface StartContext {
+  /** The Cluster: its events are emitted on it, and tests' seams are keyed by it. */
+  readonly cluster: EventEmitter<ClusterEvents> & { state(): ClusterState };
+  readonly options: ResolvedOptions;
+  readonly clusterId: string;
+  readonly clock: Clock;
+  readonly timers: Timers;
+  readonly random: Random;
+  readonly joins: JoinServer;
+  readonly http: ClusterHttp | null;
+  readonly jobs: ReadonlyMap<string, ScheduledJob>;
+  readonly consumers: ReadonlyMap<string, { readonly handler: ConsumeHandler; readonly settings: ConsumerSettings }>;
+  /** Whether the Cluster is still starting (a stop during the join ends it). */
+  readonly starting: () => boolean;
+  /** Whether the Cluster is neither starting nor running (a consumer's registration gives up). */
+  readonly ended: () => boolean;
+  readonly onSoftState: (s: SoftState) => void;
+  readonly onFatal: (error: unknown) => void;
+}
+
+/**
+ * Opens storage, starts the transport, joins or forms the cluster, builds the Raft node and the
+ * member, and registers the Cluster's jobs and consumers: the wiring of `Cluster.start()`.
+ * Each part is put in `parts` as soon as it is open.
+ */
+export async function startMember(ctx: StartContext, parts: MemberParts): Promise<void> {
+  const o = ctx.options;
+  const cluster = ctx.cluster;
+  // A secretFile that cannot be used fails the start before anything is opened.
+  const psk = await loadPsk(o.secret);
+  // Served from the start, so that probes see a member that is still joining as live and not ready.
+  await ctx.http?.start();
+  const metrics = ctx.http?.metrics;
+  // A leader's entries are encoded once, for its own write and the appends to its followers.
+  const entryRecords = new EntryRecords();
+  let privateKey: PrivateKey | undefined;
+  let storage: LogStorage;
+  if (o.storage === 'level') {
+    const dataDir = await openDataDir(o.dataDir);
+    privateKey = dataDir.privateKey;
+    storage = new LevelLogStorage(dataDir.storePath, { sync: o.sync, entryRecords, onSyncedWrite: metrics && ((ms) => metrics.synced(ms)) });
+  } else {
+    storage = new MemoryLogStorage();
+  }
+  parts.storage = storage;
+  const stored = await storage.open();
+  // A downgrade past an activation fails here, naming the versions (README, "Upgrading").
+  checkStoredVersion(stored, versionSupportOf(cluster), o.storage === 'level' ? o.dataDir : 'memory');
+  const transport = new Libp2pTransport({
+    self: o.self.id,
+    clusterId: ctx.clusterId,
+    listen: o.listen,
+    peers: o.peers,
+    privateKey,
+    entryRecords,
+    psk: psk ?? undefined,
+    // A closed connection to the leader is the fastest sign that it died.
+    onEvent: (event) => {
+      if (event.type === 'disconnected') parts.member?.driver.peerDisconnected(event.peer);
+    },
+  });
+  parts.transport = transport;
+  serveJoins(transport, ctx.joins);
+  await transport.start();
+  parts.peerId = transport.peerId();
+  parts.discovery = await startDiscovery(o, transport, ctx.timers);
+  // An empty member asks its peers whether a cluster runs before it builds its node (README, "Forming the cluster").
+  const identity = await joinOrForm(o, stored.identity, ctx.clusterId, {
+    transport,
+    discovery: parts.discovery,
+    joins: ctx.joins,
+    timers: ctx.timers,
+    reads: versionSupportOf(cluster),
+    stopped: () => !ctx.starting(),
+  });
+  transport.setClusterId(identity.clusterId);
+  // Refuses a directory that belongs to another cluster or member, before anything is written.
+  await storage.setIdentity({ clusterId: identity.clusterId, nodeId: o.self.id, ...(identity.joined ? { foundingVoters: identity.foundingVoters } : {}) });
+  const node = new RaftNode(
+    { id: o.self.id, voters: identity.foundingVoters, ...o.member.raft },
+    { hardState: stored.hardState, snapshot: stored.snapshot, entries: stored.entries },
+    ctx.random,
+  );
+  const timing = timingOf(cluster, o.member.timing);
+  // Every event goes to the app's listeners, whose errors are the app's: they must not stop this
+  // member applying the log.
+  const tell = <K extends keyof ClusterEvents>(event: K, ...payload: ClusterEvents[K]): void => {
+    try {
+      (cluster.emit as (name: string, ...values: unknown[]) => boolean)(event, ...payload);
+    } catch {
+      // The app's.
+    }
+  };
+  const member = new Member({
+    self: o.self.id,
+    node,
+    storedVersion: storedWireVersion(stored),
+    storage,
+    transport,
+    clock: ctx.clock,
+    timers: ctx.timers,
+    timing,
+    bootId: randomBytes(4).toString('hex'),
+    compaction: o.member.compaction,
+    snapshotChunkBytes: o.member.snapshotChunkBytes,
+    wantsUserEntries: () => cluster.listenerCount('applied') > 0,
+    onUserEntry: (entry, data) => tell('applied', { index: entry.index, term: entry.term, data }),
+    onSoftState: ctx.onSoftState,
+    onFatal: ctx.onFatal,
+    versions: versionSupportOf(cluster),
+    onClusterApplied: (index, command, result) => {
+      if (command.type === 'activate' && result === 'applied') tell('version-activated', { from: command.from, to: command.to, index });
+    },
+    onRun: (run) => {
+      cluster.emit('run', run);
+      if ((run.outcome === 'failed' || run.outcome === 'aborted') && run.retriesLeft === 0) tell('failed', run);
+    },
+    onSchedulerApplied: (index, command, result) => {
+      const missed = missedEventOf(index, command, result);
+      if (missed !== null) tell('missed', missed);
+    },
+    onFanoutEvent: (event) => {
+      if (event.type === 'item-failed') cluster.emit('item-failed', { topic: event.topic, id: event.id, attempt: event.attempt, error: event.error, dead: event.dead });
+      else cluster.emit('batch-settled', { batch: event.batch, summary: event.summary });
+    },
+    onProposalApplied: metrics && ((ms) => metrics.proposalApplied(ms)),
+    onMembershipEvent: ({ type, id, index }) => tell(type, { id, index }),
+  });
+  parts.member = member;
+  setMemberOf(cluster, member);
+  member.start();
+  // A joiner takes in the leader's frames before it has replayed the log up to its own addition.
+  if (identity.members.length > 0) {
+    const conf = member.configuration.conf;
+    const known = member.configuration.members;
+    transport.setMembers([...known.map((id) => ({ id, peerId: boundPeerId(conf, id) })), ...identity.members.filter((id) => !known.includes(id)).map((id) => ({ id, peerId: null }))]);
+  }
+  ctx.joins.serve(member, identity.clusterId, identity.foundingVoters);
+  parts.watch = new MemberWatch(ctx.timers, () => cluster.state().members, {
+    unreachable: (e) => cluster.emit('member-unreachable', e),
+    clockSkewed: (e) => cluster.emit('clock-skewed', e),
+  });
+  parts.watch.start();
+  parts.removalProbe = probeRemoval(member, transport, { clusterId: identity.clusterId, timers: ctx.timers, reads: versionSupportOf(cluster), leaderlessBeforeProbeMs: timing.leaderlessBeforeProbeMs });
+  for (const [name, job] of ctx.jobs) member.scheduler.schedule(name, job.spec, job.handler, job.options);
+  for (const [topic, c] of ctx.consumers) void registerConsumer(member.fanoutRuntime, topic, c.handler, c.settings, ctx.timers, ctx.ended);
+}
