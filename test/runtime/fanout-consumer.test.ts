@@ -265,4 +265,27 @@ describe("a member's side of fan-out (FanoutConsumer)", () => {
     expect(seen[1]?.signal.aborted).toBe(false);
     expect(m.consumer.running).toBe(1);
   });
+
+  it("runs a lease to it that a leader's snapshot holds but it never applied, once", async () => {
+    const m = member();
+    const seen: ItemContext[] = [];
+    await m.consumer.consume('t', (_data, ctx) => {
+      seen.push(ctx);
+      return new Promise(() => undefined);
+    }, SETTINGS);
+    m.apply({ type: 'emit', topic: 't', items: [1, 2].map((n) => ({ data: Uint8Array.of(n), key: null })), origin: null, atMs: 0 });
+    // Leased while this member was behind: the snapshot holds the leases, which it never applies one by one.
+    m.state.apply(50, { type: 'lease', member: 'a', ids: [1], atMs: 0 });
+    await settle();
+    expect(seen).toEqual([]);
+    m.consumer.restored();
+    await settle();
+    expect(seen.map((c) => [c.id, c.fencingToken])).toEqual([[1, 50]]);
+    expect(m.consumer.running).toBe(1);
+    // Restored again, it does not run the same lease twice.
+    m.consumer.restored();
+    await settle();
+    expect(seen).toHaveLength(1);
+    m.consumer.stop();
+  });
 });

@@ -132,7 +132,10 @@ export class FanoutConsumer {
   /**
    * The state was replaced by a leader's snapshot (this member had fallen behind its compacted
    * log): a run whose lease the snapshot no longer holds (taken back, or settled) is aborted, as
-   * the reclaim it never applied one by one would have aborted it.
+   * the reclaim it never applied one by one would have aborted it; and a lease to this member
+   * that the snapshot holds but that runs nowhere here (leased in the entries it skipped) runs
+   * now, as the lease applied one by one would have made it, rather than wait for its deadline.
+   * (Leases of a life before this one precede this life's registration, which gave them back.)
    */
   restored(): void {
     const state = this.#o.state;
@@ -140,6 +143,11 @@ export class FanoutConsumer {
       const phase = state.items.get(id)?.phase;
       if (phase?.kind === 'leased' && phase.member === this.#o.self && phase.token === run.token) continue;
       run.controller.abort(new RunAbortedError('reassigned', `Item ${id}: a snapshot from the leader shows its lease ${run.token} taken back`));
+    }
+    for (const id of state.leased) {
+      const item = state.items.get(id);
+      if (item === undefined || item.phase.kind !== 'leased' || item.phase.member !== this.#o.self || this.#running.has(id)) continue;
+      this.#leased(id, item.phase.token);
     }
   }
 
