@@ -204,6 +204,9 @@ export class SchedulerState {
         if (command.slotMs > job.highWaterMs) job.highWaterMs = command.slotMs;
         return { ok: true, claim: this.#newClaim(index, command.job, command.slotMs, command.assignees, true) };
       }
+      case 'cancel-runs':
+        if (job === undefined) return { ok: false, reason: 'unknown-job' };
+        return { ok: true, cancelled: this.#cancelRuns(command) };
       case 'lock': {
         const held = this.locks.get(command.name);
         if (held !== undefined && held.untilMs > command.atMs) return { ok: false, reason: 'locked' };
@@ -387,6 +390,23 @@ export class SchedulerState {
     return made;
   }
 
+  /**
+   * Marks cancelled, under their tokens, the job's claims that `command` reaches (see the
+   * command's comment), in claim order, and returns them. Looks at the one claim of the slot
+   * when given, else at every kept claim (bounded by maxClaimsKept; an operator's action is rare).
+   */
+  #cancelRuns(command: Extract<SchedulerCommand, { type: 'cancel-runs' }>): ClaimRecord[] {
+    const candidates = command.slotMs === undefined ? this.claims.values() : [this.claims.get(claimKey(command.job, command.slotMs))];
+    const cancelled: ClaimRecord[] = [];
+    for (const claim of candidates) {
+      if (claim === undefined || claim.job !== command.job || !cancellable(claim, command.atMs)) continue;
+      claim.cancelled = { token: claim.token, atMs: command.atMs, byMember: command.member };
+      this.#index(claim);
+      cancelled.push(claim);
+    }
+    return cancelled;
+  }
+
   /** `job`: the claim's job's record, if it has one. */
   #claim(index: number, command: Extract<SchedulerCommand, { type: 'claim' }>, job: JobRecord | undefined): ApplyResult {
     if (job === undefined) return { ok: false, reason: 'unknown-job' };
@@ -496,6 +516,17 @@ function moveStillDue(claim: ClaimRecord, reason: 'assignee-lost' | 'retry'): bo
   const reported = assignee === undefined ? undefined : claim.outcomes.get(assignee);
   const outcome = reported?.token === claim.token ? reported.outcome : undefined;
   return reason === 'assignee-lost' ? outcome === undefined || outcome === 'interrupted' : outcome === 'failed' || outcome === 'aborted';
+}
+
+/**
+ * Whether an operator's cancel asked at `atMs` ends the claim's runs: it was due by then (a slot
+ * claimed ahead is not a run), is not ended already under its current token, and some assignee
+ * has reported nothing under that token (running, about to, or queued; a slot whose failure
+ * waits for its retry has its outcome, and is not a run in progress).
+ */
+function cancellable(claim: ClaimRecord, atMs: number): boolean {
+  if (claim.slotMs > atMs || claim.cancelled?.token === claim.token) return false;
+  return claim.assignees.some((id) => claim.outcomes.get(id)?.token !== claim.token);
 }
 
 function isInProgress(claim: ClaimRecord): boolean {
