@@ -461,8 +461,8 @@ export class Cluster extends EventEmitter<ClusterEvents> {
 
   /**
    * Cancels the job's runs in progress across the cluster, from any member: every slot of the
-   * job that was due when asked and whose runs have not all ended (only `options.slot`'s, when
-   * given). Wherever such a run is, its member aborts its `ctx.signal` with CRONRAFT_RUN_CANCELLED
+   * job with a run in progress, or due when asked and not ended on all its members (only
+   * `options.slot`'s, to the millisecond, when given). Wherever such a run is, its member aborts its `ctx.signal` with CRONRAFT_RUN_CANCELLED
    * (a RunAbortedError of reason `cancelled`) and records the outcome `cancelled`, at once,
    * whether or not the handler heeds the signal; an assignee that had not started it records it
    * without running it. No retry follows and the slot is never moved. Slots claimed after the

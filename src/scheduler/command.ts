@@ -114,19 +114,20 @@ export type SchedulerCommand =
   | {
       /**
        * An operator cancels the job's runs in progress (cluster version 3, `cluster.cancel()`):
-       * every kept claim of the job (only the one of `slotMs`, when given) that was due by
-       * `atMs` (the cluster's time when it was asked for), is not cancelled or replaced under
-       * its current token, and has an assignee with no outcome under that token. Each is marked
+       * every kept claim of the job (only the one of `slotMs`, to the millisecond, when given)
+       * that is not cancelled or replaced under its current token and has a run in progress per
+       * the log, or was due by `atMs` (the cluster's time when it was asked for) with an
+       * assignee that reported no outcome under that token. Each is marked
        * cancelled under its token, like a replaced run: a member running it aborts it (reason
        * `cancelled`) and records the outcome `cancelled`; an assignee whose run has not started
        * records it without running; the slot is never moved or retried. Slots claimed after
-       * this entry, and claims whose instant is after `atMs` (the leader claims ahead), are not
-       * touched. Leaves no state of its own: what it did is in the claims it marked, which the
+       * this entry, and claims whose instant is after `atMs` (the leader claims ahead) with no
+       * run started, are not touched. Leaves no state of its own: what it did is in the claims it marked, which the
        * snapshot carries and which are bounded with the claims.
        */
       readonly type: 'cancel-runs';
       readonly job: string;
-      /** Only the run of this slot; absent: every run of the job in progress. */
+      /** Only the runs of this slot (its instant truncated to the millisecond); absent: every run of the job in progress. */
       readonly slotMs?: number;
       /** The member that asked (history() shows it). */
       readonly member: NodeId;

@@ -392,14 +392,15 @@ export class SchedulerState {
 
   /**
    * Marks cancelled, under their tokens, the job's claims that `command` reaches (see the
-   * command's comment), in claim order, and returns them. Looks at the one claim of the slot
-   * when given, else at every kept claim (bounded by maxClaimsKept; an operator's action is rare).
+   * command's comment), in claim order, and returns them. Looks at every kept claim (bounded by
+   * maxClaimsKept; an operator's action is rare). A slot named matches to the millisecond, as
+   * history shows it: a triggered slot's instant, the cluster's time, may have a fraction.
    */
   #cancelRuns(command: Extract<SchedulerCommand, { type: 'cancel-runs' }>): ClaimRecord[] {
-    const candidates = command.slotMs === undefined ? this.claims.values() : [this.claims.get(claimKey(command.job, command.slotMs))];
+    const slotMs = command.slotMs === undefined ? undefined : Math.trunc(command.slotMs);
     const cancelled: ClaimRecord[] = [];
-    for (const claim of candidates) {
-      if (claim === undefined || claim.job !== command.job || !cancellable(claim, command.atMs)) continue;
+    for (const claim of this.claims.values()) {
+      if (claim.job !== command.job || (slotMs !== undefined && Math.trunc(claim.slotMs) !== slotMs) || !cancellable(claim, command.atMs)) continue;
       claim.cancelled = { token: claim.token, atMs: command.atMs, byMember: command.member };
       this.#index(claim);
       cancelled.push(claim);
@@ -519,14 +520,17 @@ function moveStillDue(claim: ClaimRecord, reason: 'assignee-lost' | 'retry'): bo
 }
 
 /**
- * Whether an operator's cancel asked at `atMs` ends the claim's runs: it was due by then (a slot
- * claimed ahead is not a run), is not ended already under its current token, and some assignee
- * has reported nothing under that token (running, about to, or queued; a slot whose failure
- * waits for its retry has its outcome, and is not a run in progress).
+ * Whether an operator's cancel asked at `atMs` ends the claim's runs: it is not ended already
+ * under its current token, and it has a run in progress per the log, or it was due by then (a
+ * slot claimed ahead is not a run; members' clocks differ a little, which a start in the log
+ * overrides) and some assignee has reported nothing under its token (running with its start
+ * not applied yet, about to, or queued; a slot whose failure waits for its retry has its
+ * outcome, and is not a run in progress).
  */
 function cancellable(claim: ClaimRecord, atMs: number): boolean {
-  if (claim.slotMs > atMs || claim.cancelled?.token === claim.token) return false;
-  return claim.assignees.some((id) => claim.outcomes.get(id)?.token !== claim.token);
+  if (claim.cancelled?.token === claim.token) return false;
+  if (isInProgress(claim)) return true;
+  return claim.slotMs <= atMs && claim.assignees.some((id) => claim.outcomes.get(id)?.token !== claim.token);
 }
 
 function isInProgress(claim: ClaimRecord): boolean {

@@ -209,6 +209,17 @@ describe('cancel-runs', () => {
     expect(s.apply(14, cancel(T0 + 25_000, T0 + 5, 'other'))).toEqual({ ok: false, reason: 'unknown-job' });
   });
 
+  it('matches a slot named to the millisecond (a triggered instant may have a fraction), and a run in progress whatever the asker’s clock says', () => {
+    const s = running();
+    s.apply(9, { type: 'trigger', job: 'report', slotMs: T0 + 21_000.75, fromMs: T0 + 30_000, assignees: ['b'] });
+    s.apply(10, { type: 'started', job: 'report', slotMs: T0 + 21_000.75, token: 9, member: 'b', atMs: T0 + 21_001 });
+    expect(s.apply(11, cancel(T0 + 25_000, T0 + 21_001))).toEqual({ ok: true, cancelled: [] });
+    expect(s.apply(12, cancel(T0 + 25_000, T0 + 21_000))).toMatchObject({ ok: true, cancelled: [{ slotMs: T0 + 21_000.75, token: 9 }] });
+    // Asked of a member whose clock is behind the one that started the run: the start in the log decides.
+    expect(s.apply(13, cancel(T0 + 19_000))).toMatchObject({ ok: true, cancelled: [{ slotMs: T0 + 20_000, token: 4 }] });
+    expect(s.claims.get(claimKey('report', T0 + 30_000))?.cancelled).toBeNull();
+  });
+
   it('cancels every member’s run of a mode all slot, but not a slot claimed after it', () => {
     const s = withJob('all');
     s.apply(3, { type: 'claim', job: 'report', slotMs: T0 + 10_000, assignees: ['a', 'b'], fromMs: T0 });
