@@ -271,6 +271,7 @@ describe('errors over HTTP', () => {
     const r = await request(c, `/v1/members/${encodeURIComponent(c.id)}/remove`, withToken());
     expect(r).toMatchObject({ status: 401, body: { error: { code: 'CRONRAFT_HTTP_UNAUTHORIZED', message: expect.stringContaining('no http.token') } } });
     expect(c.state().members).toHaveLength(1);
+    expect(await request(c, '/v1/jobs/nightly/cancel', withToken())).toMatchObject({ status: 401, body: { error: { code: 'CRONRAFT_HTTP_UNAUTHORIZED' } } });
   });
 
   it('removes a member with the token, and answers a refusal 409 with the code and reason', async () => {
