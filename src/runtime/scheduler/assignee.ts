@@ -192,10 +192,15 @@ export class Assignee {
    */
   restored(): void {
     const self = this.#o.self;
+    // Claims whose cancel this restore just told (reported, if not fired): not armed again below.
+    const told = new Set<string>();
     for (const [key, mine] of this.#armed) {
       const claim = this.#ctx.state.claims.get(key);
       if (claim !== undefined && claim.token === mine.token && claim.assignees.includes(self)) {
-        if (isCancelledRun(claim.cancelled) && claim.cancelled.token === mine.token) this.#ended(claim, 'cancelled', cancelledMessage(claim));
+        if (isCancelledRun(claim.cancelled) && claim.cancelled.token === mine.token) {
+          this.#ended(claim, 'cancelled', cancelledMessage(claim));
+          told.add(key);
+        }
         continue;
       }
       if (mine.timer !== null) this.#o.timers.clearTimeout(mine.timer);
@@ -204,7 +209,7 @@ export class Assignee {
     }
     for (const [key, claim] of this.#ctx.state.claims) {
       // A run that ended here with its outcome still on its way is not run again.
-      if (claim.assignees.includes(self) && !this.#records.alreadyReported(claim) && !this.#records.endedUnrecorded(key, claim.token)) this.#arm(claim);
+      if (claim.assignees.includes(self) && !told.has(key) && !this.#records.alreadyReported(claim) && !this.#records.endedUnrecorded(key, claim.token)) this.#arm(claim);
     }
     // Runs queued behind another member's may go, if the snapshot shows that run ended.
     if (this.#permits.queuedCount > 0) this.#permits.pump();

@@ -6,7 +6,8 @@ import type { RuntimeContext } from './runtime-context.js';
 
 /**
  * Times a trigger looks again, a plan interval apart, while the job's due slot is not claimed
- * yet or this member has not learned the cluster's time: then it rejects with TimeoutError.
+ * yet or this member has not learned the cluster's time: then it rejects with TimeoutError (or
+ * ClockUnsyncedError). A cancel waits as many intervals for the cluster's time.
  */
 export const MAX_TRIGGER_ATTEMPTS = 20;
 
@@ -123,7 +124,7 @@ export class JobOperations {
     const applied = result as ApplyResult | undefined;
     if (applied?.ok !== true) throw new UnknownJobError(name);
     const cancelled = (applied.cancelled ?? []).map((claim) => {
-      // The runs the cancel ended: those the log showed in progress just before it marked the claim.
+      // The runs of it the log shows in progress as the call resolves, the cancel's mark aside.
       const running = runsOf({ ...claim, cancelled: null }).map((run) => run.member);
       return { slot: new Date(claim.slotMs), fencingToken: claim.token, running };
     });
