@@ -6,7 +6,7 @@ import { JobStates } from './api/job-states.js';
 import { EntryRecords } from './bytes/entry-records.js';
 import { runExclusive, type ExclusiveLock, type ExclusiveOptions } from './api/run-exclusive.js';
 import { clusterStateOf, type ClusterState } from './api/state.js';
-import { missedEventOf, type ClusterEvents } from './cluster-events.js';
+import { cancelledEventOf, missedEventOf, type ClusterEvents } from './cluster-events.js';
 import { clusterIdOf, resolveOptions, CLUSTER_DEFAULTS, type ClusterOptions, type ResolvedOptions } from './cluster-options.js';
 import { ClusterHttp } from './http/cluster-http.js';
 import { openDataDir } from './storage/data-dir.js';
@@ -231,6 +231,8 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       onSchedulerApplied: (index, command, result) => {
         const missed = missedEventOf(index, command, result);
         if (missed !== null) this.#tell('missed', missed);
+        const cancelled = cancelledEventOf(index, command, result);
+        if (cancelled !== null) this.#tell('cancelled', cancelled);
       },
       onFanoutEvent: (event) => {
         if (event.type === 'item-failed') this.emit('item-failed', { topic: event.topic, id: event.id, attempt: event.attempt, error: event.error, dead: event.dead });
@@ -559,7 +561,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   }
 
   /** Emits an event whose listener's error is the app's: it must not stop this member applying the log. */
-  #tell<K extends 'failed' | 'missed'>(event: K, payload: ClusterEvents[K][0]): void {
+  #tell<K extends 'failed' | 'missed' | 'cancelled'>(event: K, payload: ClusterEvents[K][0]): void {
     try {
       (this.emit as (name: string, value: unknown) => boolean)(event, payload);
     } catch {

@@ -61,7 +61,9 @@ describe('cancel on three members over loopback', () => {
     const members = await threeMembers(started);
     const runs: Array<{ member: string; ctx: JobContext }> = [];
     const ended: RunRecord[] = [];
+    const told: Array<{ member: string; job: string; slots: readonly Date[]; by: string }> = [];
     for (const m of members) {
+      m.on('cancelled', ({ job, slots, by }) => void told.push({ member: m.id, job, slots, by }));
       // A run that ignores its signal: it would last a minute; the cancel ends it for the record at once.
       m.schedule('slow', { every: '1h' }, (ctx: JobContext) => {
         runs.push({ member: m.id, ctx });
@@ -95,6 +97,9 @@ describe('cancel on three members over loopback', () => {
       expect(h.running).toEqual({});
     }
     expect(ended.filter((r) => r.fencingToken === slot.fencingToken)).toEqual([expect.objectContaining({ member: run.member, outcome: 'cancelled' })]);
+    // Every member told the cancel once, as it applied it; the cancel that reached nothing, never.
+    expect(told.map((t) => t.member).sort()).toEqual(members.map((m) => m.id).sort());
+    expect(told.every((t) => t.job === 'slow' && t.by === asked.id && t.slots.length === 1 && t.slots[0]!.getTime() === slot.slot.getTime())).toBe(true);
     // No retry of the cancelled slot (its job allows two): a retry would move it under a new
     // token, which every member's history would show. Another trigger, claimed after, runs.
     const next = await members[2]!.trigger('slow');
