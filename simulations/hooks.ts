@@ -8,7 +8,7 @@ import { SIM_EPOCH_MS } from './scheduler.js';
 import type { SimWorld } from './world.js';
 
 /** Outcomes a slot may get with no run of it (the report shows them; a run's end has its own event). */
-const NOT_RUN_OUTCOMES: ReadonlySet<string> = new Set(['skipped', 'replaced', 'interrupted']);
+const NOT_RUN_OUTCOMES: ReadonlySet<string> = new Set(['skipped', 'replaced', 'cancelled', 'interrupted']);
 
 /**
  * What every member tells the run as it goes (its start, what it applies, its role, its runs,

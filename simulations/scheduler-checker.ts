@@ -23,7 +23,7 @@ export interface SlotRecord {
   runs: number;
   /** Every `${member} ${token}` the log ever gave this slot: a run must hold one of them. */
   readonly grants: Set<string>;
-  /** The token whose run a later slot replaced (overlap 'replace'): the slot's story is over. */
+  /** The token whose run a later slot replaced (overlap 'replace') or an operator cancelled: the slot's story is over. */
   cancelledToken: number | null;
 }
 
@@ -79,11 +79,11 @@ export class SchedulerChecker {
     // The first member to apply an index has applied every earlier one: first sightings come in log order.
     if (index <= this.#lastIndex) return false;
     this.#lastIndex = index;
-    if (result.ok) this.#observe(t, index, command);
+    if (result.ok) this.#observe(t, index, command, result);
     return true;
   }
 
-  #observe(t: number, index: number, command: SchedulerCommand): void {
+  #observe(t: number, index: number, command: SchedulerCommand, result: ApplyResult & { readonly ok: true }): void {
     switch (command.type) {
       case 'register':
         if (!this.jobs.has(command.job)) this.jobs.set(command.job, { spec: command.spec, mode: command.mode, policy: command.policy, anchorMs: command.atMs, claims: 0, missed: 0, highWaterMs: command.atMs });
@@ -110,6 +110,14 @@ export class SchedulerChecker {
       case 'cancel': {
         const slot = this.slots.get(claimKey(command.job, command.slotMs));
         if (slot !== undefined) slot.cancelledToken = command.token;
+        return;
+      }
+      case 'cancel-runs': {
+        // An operator's cancel ends each slot it marked, as a replacement does: an outcome, not a loss.
+        for (const claim of result.cancelled ?? []) {
+          const slot = this.slots.get(claimKey(claim.job, claim.slotMs));
+          if (slot !== undefined) slot.cancelledToken = claim.token;
+        }
         return;
       }
       case 'outcome': {

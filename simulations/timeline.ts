@@ -28,11 +28,11 @@ export type TimelineEvent =
       readonly member: NodeId;
       readonly startT: number;
       readonly endT: number;
-      readonly outcome: 'succeeded' | 'failed' | 'aborted' | 'interrupted' | 'replaced';
+      readonly outcome: 'succeeded' | 'failed' | 'aborted' | 'interrupted' | 'replaced' | 'cancelled';
     }
   /**
    * An outcome the log recorded for a slot that is not a run's end: `skipped` or `replaced`
-   * (its overlap policy), `interrupted` before a handler started, or `missed` (the leader's
+   * (its overlap policy), `cancelled` (an operator's cancel) or `interrupted` before a handler started, or `missed` (the leader's
    * `expire`), with its reason. A run's own outcome comes with its `run` event.
    */
   | { readonly t: number; readonly kind: 'outcome'; readonly job: string; readonly slotT: number; readonly token: number; readonly member: NodeId; readonly outcome: string; readonly reason?: string }

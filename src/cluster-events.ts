@@ -51,12 +51,26 @@ export interface ClusterEvents {
    * slot (`member-removed`). Slots a catch-up policy dropped are counted in `state().jobs[].missedSlots`.
    */
   missed: [{ readonly job: string; readonly slot: Date; readonly reason: string; readonly index: number }];
+  /**
+   * An operator's cancel (`cancel()`) reached runs of a job, as this member applied it (every
+   * member tells it): the slots whose runs it ended, the member it was asked of, and its entry.
+   * Each run's own end comes with the `run` event of the member that ran it (outcome `cancelled`).
+   */
+  cancelled: [{ readonly job: string; readonly slots: readonly Date[]; readonly by: NodeId; readonly index: number }];
   /** A member this member reached before is unreachable (cluster-watch.ts: as this member sees it). */
   'member-unreachable': [{ readonly id: NodeId; readonly lastContactMs: number | null }];
   /** A member's clock is further than maxClockSkewMs from the cluster's time: it is given no work. */
   'clock-skewed': [{ readonly id: NodeId; readonly offsetMs: number }];
   /** A fatal error stopped this member (e.g. its disk failed). */
   error: [Error];
+}
+
+/** The `cancelled` event a scheduler command applied here makes, if any: a `cancel-runs` that reached a slot. */
+export function cancelledEventOf(index: number, command: SchedulerCommand, result: unknown): ClusterEvents['cancelled'][0] | null {
+  if (command.type !== 'cancel-runs') return null;
+  const reached = (result as { readonly ok?: boolean; readonly cancelled?: ReadonlyArray<{ readonly slotMs: number }> } | undefined)?.cancelled ?? [];
+  if (reached.length === 0) return null;
+  return { job: command.job, slots: reached.map((claim) => new Date(claim.slotMs)), by: command.member, index };
 }
 
 /** The `missed` event a scheduler command applied here makes, if any: an `expire` or a `forfeit` that applied. */

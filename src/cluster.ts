@@ -24,7 +24,7 @@ import { checkTopic, encodeItems } from './fanout/items.js';
 import type { ConsumerSettings } from './fanout/command.js';
 import type { JobHandler, JobOptions } from './runtime/scheduler/job-types.js';
 import type { SchedulerRuntime } from './runtime/scheduler/scheduler-runtime.js';
-import type { JobPause, TriggeredSlot } from './runtime/scheduler/job-operations.js';
+import type { CancelledRuns, JobPause, TriggeredSlot } from './runtime/scheduler/job-operations.js';
 import { parseSpec, type SpecInput } from './scheduler/spec.js';
 import { systemClock, systemTimers, type Clock, type Timers } from './time/clock.js';
 import type { Random } from './time/random.js';
@@ -325,6 +325,26 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   async trigger(name: string): Promise<TriggeredSlot> {
     validateName(name);
     return this.#scheduling().operations.trigger(name);
+  }
+
+  /**
+   * Cancels the job's runs in progress across the cluster, from any member: every slot of the
+   * job with a run in progress, or due when asked and not ended on all its members (only
+   * `options.slot`'s, to the millisecond, when given). Wherever such a run is, its member aborts
+   * its `ctx.signal` with CRONRAFT_RUN_CANCELLED (a RunAbortedError of reason `cancelled`) and
+   * records the outcome `cancelled`, at once, whether or not the handler heeds the signal; an
+   * assignee that had not started it records it without running it. No retry follows and the
+   * slot is never moved. Slots claimed after the cancel, and those not due yet, are not touched.
+   * Resolves once applied here, with the slots cancelled: none when nothing was running (not an
+   * error). Cluster version 3.
+   * @throws VersionNotActiveError, UnknownJobError, InvalidArgumentError (a bad slot), ClockUnsyncedError, NotRunningError, NotLeaderError, TimeoutError, BackpressureError
+   */
+  async cancel(name: string, options: { readonly slot?: Date } = {}): Promise<CancelledRuns> {
+    validateName(name);
+    if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('options', options, 'an object { slot?: Date }');
+    const slot = options.slot;
+    if (slot !== undefined && !(slot instanceof Date && Number.isFinite(slot.getTime()))) throw new InvalidArgumentError('slot', slot, 'a valid Date');
+    return this.#scheduling().operations.cancel(name, slot?.getTime());
   }
 
   #scheduling(): SchedulerRuntime {

@@ -214,10 +214,11 @@ export class ListenError extends CronraftError {
  * `timeoutMs`. `reassigned`: its slot moved to another member under a newer fencing token.
  * `interrupted`: the cluster, not the job, ended it (this member lost the leader for longer
  * than its lease, or no leader confirmed the claim). `replaced`: a later slot of the job
- * replaced it (overlap 'replace'). `stopping`: this member is stopping.
+ * replaced it (overlap 'replace'). `cancelled`: an operator cancelled it (`cluster.cancel()`,
+ * `POST /v1/jobs/:name/cancel`, `cronraft cancel`). `stopping`: this member is stopping.
  */
 export class RunAbortedError extends CronraftError {
-  readonly reason: 'timeout' | 'reassigned' | 'interrupted' | 'replaced' | 'stopping';
+  readonly reason: 'timeout' | 'reassigned' | 'interrupted' | 'replaced' | 'cancelled' | 'stopping';
 
   constructor(reason: RunAbortedError['reason'], message: string) {
     super(`CRONRAFT_RUN_${reason.toUpperCase()}`, message);

@@ -7,7 +7,7 @@ export type { HttpOptions } from './http/http-options.js';
 export type { ClusterEvents } from './cluster-events.js';
 export type { ClusterState, MemberState } from './api/state.js';
 export type { SlotHistory } from './api/history.js';
-export type { JobPause, TriggeredSlot } from './runtime/scheduler/job-operations.js';
+export type { CancelledRuns, CancelledSlot, JobPause, TriggeredSlot } from './runtime/scheduler/job-operations.js';
 export type { SnapshotTiming } from './runtime/compaction.js';
 export {
   CronraftError,

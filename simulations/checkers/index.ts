@@ -126,12 +126,12 @@ export class RunCheckers {
   /**
    * Whether a slot had reason to start late or not at all (on `member`, when given): another
    * run of its job was in progress around its instant (its overlap policy makes it wait or
-   * skip), its member was at its maxConcurrent, or it was recorded skipped or replaced.
+   * skip), its member was at its maxConcurrent, or it was recorded skipped, replaced or cancelled.
    */
   excused(job: string, slotMs: number, member: NodeId | undefined, marginMs: number): boolean {
     const slotT = slotMs - SIM_EPOCH_MS;
     const slot = this.#slots.slots.get(claimKey(job, slotMs));
-    if (slot !== undefined && [...slot.outcomes].some(([by, outcome]) => by.endsWith(` ${slot.token}`) && (outcome === 'skipped' || outcome === 'replaced'))) return true;
+    if (slot !== undefined && [...slot.outcomes].some(([by, outcome]) => by.endsWith(` ${slot.token}`) && (outcome === 'skipped' || outcome === 'replaced' || outcome === 'cancelled'))) return true;
     const mode = this.#slots.jobs.get(job)?.mode;
     if (this.#runs.busyAt(job, slotMs, slotT, marginMs, mode === 'all' ? member : undefined)) return true;
     const max = this.#timing.maxConcurrent;

@@ -5,8 +5,8 @@ import type { SchedulerChecker } from '../scheduler-checker.js';
 import { SIM_EPOCH_MS } from '../scheduler.js';
 import type { Report } from '../violations.js';
 
-/** Outcomes of a slot a member did not run, as its overlap policy decided. */
-const NOT_RUN = new Set(['skipped', 'replaced']);
+/** Outcomes of a slot a member did not run, as its overlap policy (or an operator's cancel) decided. */
+const NOT_RUN = new Set(['skipped', 'replaced', 'cancelled']);
 
 /**
  * Mode 'all' runs on every member (`mode-all`): after healing, every slot of a mode 'all' job

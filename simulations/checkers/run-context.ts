@@ -16,6 +16,7 @@ const ABORT_CODES: Readonly<Record<RunAbortedError['reason'], string>> = {
   reassigned: 'CRONRAFT_RUN_REASSIGNED',
   interrupted: 'CRONRAFT_RUN_INTERRUPTED',
   replaced: 'CRONRAFT_RUN_REPLACED',
+  cancelled: 'CRONRAFT_RUN_CANCELLED',
   stopping: 'CRONRAFT_RUN_STOPPING',
 };
 
@@ -32,7 +33,8 @@ export interface JobFacts {
  * (1, and one more per move). And why its signal aborts (`abort-reason`): a RunAbortedError
  * whose code the README lists, for a cause that holds: `timeout` once the run has lasted its
  * timeoutMs, `reassigned` once the slot's claim has moved on from the run's token, `replaced`
- * only for a job whose overlap policy is 'replace', `interrupted` only in mode 'one' (the cluster
+ * only for a job whose overlap policy is 'replace', `cancelled` only once the log marked the
+ * run's token cancelled (an operator's cancel), `interrupted` only in mode 'one' (the cluster
  * took the slot back), `stopping` only as its member stops.
  */
 export class RunContextChecker {
@@ -130,6 +132,11 @@ export class RunContextChecker {
       }
       case 'replaced':
         return this.#jobs.overlap(ctx.job) === 'replace' ? null : `the job's overlap policy is ${this.#jobs.overlap(ctx.job) ?? 'unknown'}`;
+      case 'cancelled': {
+        const key = this.#keyOf.get(ctx);
+        const slot = key === undefined ? undefined : this.#slots.slots.get(key);
+        return slot !== undefined && slot.cancelledToken === ctx.fencingToken ? null : 'the log cancelled no run under its token';
+      }
       case 'interrupted':
         return this.#jobs.mode(ctx.job) === 'one' ? null : `the job runs in mode ${this.#jobs.mode(ctx.job) ?? 'unknown'}`;
       case 'stopping':

@@ -1,5 +1,5 @@
 import type { NodeId } from '../../src/raft/types.js';
-import { claimKey, type ApplyResult } from '../../src/scheduler/records.js';
+import { claimKey, type ApplyResult, type ClaimRecord } from '../../src/scheduler/records.js';
 import type { SchedulerCommand } from '../../src/scheduler/command.js';
 import type { Report, ViolationKind } from '../violations.js';
 import type { MemberWatch } from './members.js';
@@ -72,6 +72,10 @@ export class RunDeadlines {
 
   /** `member` applied `command`: a run of its whose claim moved on, or was replaced, must stop now. */
   onApplied(t: number, member: NodeId, index: number, command: SchedulerCommand, result: ApplyResult): void {
+    if (result.ok && command.type === 'cancel-runs') {
+      this.#cancelled(t, member, result.cancelled ?? []);
+      return;
+    }
     if (!result.ok || (command.type !== 'reassign' && command.type !== 'cancel')) return;
     const incarnation = this.#watch.member(member)?.incarnation ?? 0;
     const key = claimKey(command.job, command.slotMs);
@@ -83,6 +87,16 @@ export class RunDeadlines {
       } else if (command.type === 'cancel' && run.token === command.token) {
         this.#due.push({ id, dueT: t, kind: 'stale-run', why: `${member} applied its replacement by slot ${command.bySlotMs}` });
       }
+    }
+  }
+
+  /** `member` applied an operator's cancel of `claims`: its runs of them under their tokens must stop now. */
+  #cancelled(t: number, member: NodeId, claims: readonly ClaimRecord[]): void {
+    if (claims.length === 0) return;
+    const incarnation = this.#watch.member(member)?.incarnation ?? 0;
+    const tokens = new Map(claims.map((c) => [claimKey(c.job, c.slotMs), c.token]));
+    for (const [id, run] of this.#runs.of(member, incarnation)) {
+      if (tokens.get(claimKey(run.job, run.slotMs)) === run.token) this.#due.push({ id, dueT: t, kind: 'stale-run', why: `${member} applied an operator's cancel of its run` });
     }
   }
 

@@ -19,7 +19,7 @@ export function jobLaneHeight(members: number): number {
 
 const RESULT_RANK: Readonly<Record<SlotResult, number>> = { pending: 0, succeeded: 1, skipped: 2, aborted: 3, failed: 4, missed: 5, never: 6 };
 const NO_RESULTS: Readonly<Record<SlotResult, number>> = { succeeded: 0, failed: 0, aborted: 0, skipped: 0, missed: 0, never: 0, pending: 0 };
-const OUTCOME_RANK: Readonly<Record<RunOutcome, number>> = { succeeded: 0, interrupted: 1, replaced: 1, aborted: 2, failed: 3 };
+const OUTCOME_RANK: Readonly<Record<RunOutcome, number>> = { succeeded: 0, interrupted: 1, replaced: 1, cancelled: 1, aborted: 2, failed: 3 };
 const RESULT_LABEL: Readonly<Record<SlotResult, string>> = {
   succeeded: 'succeeded',
   failed: 'failed',

@@ -332,6 +332,7 @@ export function slotResult(slot: Slot, lastEventT: number): SlotResult {
       return 'failed';
     case 'skipped':
     case 'replaced':
+    case 'cancelled':
       return 'skipped';
     case 'missed':
       return 'missed';

@@ -1,5 +1,5 @@
 import type { NodeId } from '../raft/types.js';
-import { runsOf } from '../scheduler/records.js';
+import { isCancelledRun, runsOf } from '../scheduler/records.js';
 import type { SchedulerState } from '../scheduler/state.js';
 import type { SlotBatches } from '../runtime/fanout/slot-batches.js';
 
@@ -16,10 +16,14 @@ export interface SlotHistory {
    * `aborted`, `interrupted`), a slot's that was not run (`skipped`, `replaced`), or `missed`:
    * nobody ran it and nobody will, recorded by the leader, with the reason in `error`. A slot
    * that fired while its job was paused is `skipped` with the error PAUSED_REASON (`paused: ...`).
+   * A run an operator cancelled (`cluster.cancel()`) is `cancelled`, with CANCELLED_REASON
+   * (`cancelled: ...`) in `error`, whether it was running or had not started.
    */
   readonly outcomes: Readonly<Record<string, { readonly outcome: string; readonly atMs: number; readonly token: number; readonly error?: string }>>;
   /** Present, true, on a slot made by `cluster.trigger()`: an extra slot, run even while its job is paused. */
   readonly trigger?: true;
+  /** Present once an operator cancelled the slot's runs under the current token: when (the cluster's time) and the member asked. */
+  readonly cancelled?: { readonly atMs: number; readonly by: NodeId };
   /** Runs in progress under the current token (started per the log, no outcome yet), by member. */
   readonly running: Readonly<Record<string, { readonly startedAtMs: number }>>;
   /** The work items its runs emitted (`ctx.emit`), as this member applied them; absent when none (see SlotBatchTally). */
@@ -47,6 +51,7 @@ export function historyOf(state: SchedulerState, options: { readonly job?: strin
         outcomes: Object.fromEntries(c.outcomes),
         running: Object.fromEntries(runsOf(c).map((r) => [r.member, { startedAtMs: r.startedAtMs }])),
         ...(c.trigger === true ? { trigger: true as const } : {}),
+        ...(isCancelledRun(c.cancelled) && c.cancelled.token === c.token ? { cancelled: { atMs: c.cancelled.atMs, by: c.cancelled.byMember } } : {}),
         ...(batches === null ? {} : { batches }),
       };
     });

@@ -41,13 +41,14 @@ export function memberUrl(value: string): URL {
  * An answer is returned whatever its status; the caller decides which are failures.
  * @throws RequestFailedError when no JSON answer came (unreachable, too slow, too large, not JSON)
  */
-export async function ask(base: URL, path: string, options: { readonly method?: 'GET' | 'POST'; readonly token?: string } = {}): Promise<Answer> {
+export async function ask(base: URL, path: string, options: { readonly method?: 'GET' | 'POST'; readonly token?: string; readonly json?: unknown } = {}): Promise<Answer> {
   const url = new URL(`${base.pathname.replace(/\/$/, '')}${path}`, base);
   let response: Response;
   try {
     response = await fetch(url, {
       method: options.method ?? 'GET',
-      headers: options.token === undefined ? {} : { authorization: `Bearer ${options.token}` },
+      headers: { ...(options.token === undefined ? {} : { authorization: `Bearer ${options.token}` }), ...(options.json === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(options.json === undefined ? {} : { body: JSON.stringify(options.json) }),
       signal: AbortSignal.timeout(CLI_REQUEST_TIMEOUT_MS),
     });
   } catch (error) {

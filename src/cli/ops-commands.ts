@@ -13,7 +13,8 @@ interface MemberFlags {
 
 /**
  * The commands that operate a running cluster through a member's `http` option: `status`,
- * `members`, `jobs`, `history` and `remove-member`. Tables for people, `--json` (the member's
+ * `members`, `jobs`, `history`, `remove-member`, and a job's `pause`, `resume`, `trigger` and
+ * `cancel`. Tables for people, `--json` (the member's
  * JSON as it answered) for scripts; exit codes in exit-codes.ts.
  */
 export function addOpsCommands(program: Command, io: CliOutput, exit: (code: number) => void): void {
@@ -75,6 +76,28 @@ export function addOpsCommands(program: Command, io: CliOutput, exit: (code: num
         io.out(flags.json ? JSON.stringify(body) : operation === 'trigger' ? `triggered ${job}: slot ${body.slot} under fencing token ${body.fencingToken}` : `${job} ${body.paused === true ? 'paused' : 'resumed'}`);
       });
   }
+
+  memberCommand('cancel', "cancel a job's runs in progress across the cluster, or only one slot's (needs --token); never retried")
+    .argument('<job>', "the job's name")
+    .option('--slot <iso>', 'only the run of this slot, an ISO 8601 instant as `history` shows it')
+    .action(async (job: string, flags: MemberFlags & { slot?: string }) => {
+      needToken(flags);
+      const path = `/v1/jobs/${encodeURIComponent(job)}/cancel`;
+      const body = succeeded(await ask(memberUrl(flags.url), path, { method: 'POST', token: flags.token, ...(flags.slot === undefined ? {} : { json: { slot: flags.slot } }) })) as CancelJson;
+      io.out(flags.json ? JSON.stringify(body) : cancelText(body));
+    });
+}
+
+/** What `POST /v1/jobs/:name/cancel` answers (CancelledRuns as JSON). */
+interface CancelJson {
+  readonly job: string;
+  readonly cancelled: ReadonlyArray<{ readonly slot: string; readonly fencingToken: number; readonly running: readonly string[] }>;
+}
+
+function cancelText(body: CancelJson): string {
+  if (body.cancelled.length === 0) return `${body.job}: nothing was running, nothing cancelled`;
+  const lines = body.cancelled.map((c) => `  slot ${c.slot} (fencing token ${c.fencingToken})${c.running.length === 0 ? '' : ` running on ${c.running.join(', ')}`}`);
+  return [`cancelled ${body.cancelled.length} slot${body.cancelled.length === 1 ? '' : 's'} of ${body.job}:`, ...lines].join('\n');
 }
 
 /** The body of a successful answer. @throws RequestFailedError with the member's code and message otherwise */

@@ -33,7 +33,7 @@ const SCRIPT = `
 'use strict';
 var POLL_INTERVAL_MS = ${DASHBOARD_POLL_INTERVAL_MS}, REQUEST_TIMEOUT_MS = ${DASHBOARD_REQUEST_TIMEOUT_MS};
 var HISTORY_LIMIT = ${DASHBOARD_HISTORY_LIMIT}, MAX_JOBS = ${DASHBOARD_MAX_JOBS}, SLOTS_PER_JOB = ${DASHBOARD_SLOTS_PER_JOB};
-var KINDS = { succeeded: 'ok', failed: 'bad', aborted: 'bad', interrupted: 'bad', missed: 'bad', skipped: 'skip', replaced: 'skip' };
+var KINDS = { succeeded: 'ok', failed: 'bad', aborted: 'bad', interrupted: 'bad', missed: 'bad', skipped: 'skip', replaced: 'skip', cancelled: 'skip' };
 var updates = 0;
 
 function el(tag, cls, children) {

@@ -17,7 +17,7 @@ export const LATENCY_BUCKETS_SECONDS: readonly number[] = [0.0005, 0.001, 0.0025
 const FAILURES: ReadonlySet<string> = new Set(['failed', 'aborted']);
 
 /** Every outcome a run here may end with: the `outcome` labels of `cronraft_job_runs_total`. */
-const RUN_OUTCOMES: ReadonlyArray<RunRecord['outcome']> = ['succeeded', 'failed', 'aborted', 'interrupted', 'replaced'];
+const RUN_OUTCOMES: ReadonlyArray<RunRecord['outcome']> = ['succeeded', 'failed', 'aborted', 'interrupted', 'replaced', 'cancelled'];
 
 /**
  * A member's Prometheus metrics, in a registry of its own (several members may share a

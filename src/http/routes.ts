@@ -2,7 +2,7 @@ import type { SlotHistory } from '../api/history.js';
 import type { ClusterState } from '../api/state.js';
 import { InvalidArgumentError, UnknownJobError } from '../errors.js';
 import { validateName } from '../job-options.js';
-import type { JobPause, TriggeredSlot } from '../runtime/scheduler/job-operations.js';
+import type { CancelledRuns, JobPause, TriggeredSlot } from '../runtime/scheduler/job-operations.js';
 import type { Route, RouteAnswer } from './route-table.js';
 import { JSON_CONTENT_TYPE, StateJson } from './state-json.js';
 
@@ -14,6 +14,7 @@ export interface HttpSource {
   pause(name: string): Promise<JobPause>;
   resume(name: string): Promise<JobPause>;
   trigger(name: string): Promise<TriggeredSlot>;
+  cancel(name: string, options?: { readonly slot?: Date }): Promise<CancelledRuns>;
 }
 
 /** The most claims one `/v1/history` answer holds: an answer stays a small JSON document. */
@@ -73,8 +74,7 @@ export function readRoutes(source: HttpSource): Route[] {
 }
 
 /**
- * The actions, each behind the token. A later action (pause, resume, trigger) is one more
- * entry here.
+ * The actions, each behind the token. A later action is one more entry here.
  */
 export function actionRoutes(source: HttpSource): Route[] {
   return [
@@ -93,8 +93,35 @@ export function actionRoutes(source: HttpSource): Route[] {
         handle: async ({ params }): Promise<RouteAnswer> => ({ json: await source[operation](params.name as string) }),
       }),
     ),
+    // cluster.cancel: the body, optional, may name the one slot whose runs to cancel.
+    {
+      method: 'POST',
+      path: '/v1/jobs/:name/cancel',
+      action: true,
+      handle: async ({ params, body }): Promise<RouteAnswer> => ({ json: await source.cancel(params.name as string, cancelBody(body)) }),
+    },
   ];
 }
+
+/**
+ * The body of a cancel checked: none, `{}`, or `{ "slot": iso }` with an ISO 8601 instant (the
+ * form history's `slot` has). Anything else is refused, so that a typo never cancels every run.
+ */
+function cancelBody(body: unknown): { slot?: Date } {
+  if (body === undefined || body === null) return {};
+  if (typeof body !== 'object' || Array.isArray(body)) throw new InvalidArgumentError('body', body, 'a JSON object { "slot"?: ISO 8601 instant }');
+  const fields = Object.keys(body);
+  const unknown = fields.find((f) => f !== 'slot');
+  if (unknown !== undefined) throw new InvalidArgumentError('body', unknown, 'no field but "slot"');
+  const slot = (body as { slot?: unknown }).slot;
+  if (slot === undefined) return {};
+  const ms = typeof slot === 'string' && ISO_INSTANT.test(slot) ? Date.parse(slot) : Number.NaN;
+  if (!Number.isFinite(ms)) throw new InvalidArgumentError('slot', slot, 'an ISO 8601 instant such as 2026-01-01T00:00:00.000Z');
+  return { slot: new Date(ms) };
+}
+
+/** An ISO 8601 instant with its offset (a time with none would be read in the server's zone). */
+const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
 
 function jobOf(state: ClusterState, name: string): ClusterState['jobs'][number] {
   const job = state.jobs.find((j) => j.name === name);

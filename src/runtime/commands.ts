@@ -19,8 +19,8 @@ import { shareStrings } from './shared-strings.js';
  * what to do with it (decodeEntry). `scheduler-batch` (cluster version 2, BATCH_VERSION): the
  * registrations of many jobs, applied in order at the entry's index, written compactly (see
  * command-batch.ts); a `forfeit` (cluster version
- * 2, FORFEIT_VERSION) is a scheduler command of that form too, and so are `pause`, `resume` and
- * `trigger` of cluster version 3 (OPERATIONS_VERSION). `extension`: a command of
+ * 2, FORFEIT_VERSION) is a scheduler command of that form too, and so are `pause`, `resume`,
+ * `trigger` and `cancel-runs` of cluster version 3 (OPERATIONS_VERSION). `extension`: a command of
  * the test-only next version (see version/extension.ts).
  */
 export type LogCommand =
@@ -80,6 +80,7 @@ function schedulerEntry(command: SchedulerCommand): unknown[] {
     case 'pause':
     case 'resume':
     case 'trigger':
+    case 'cancel-runs':
       return [KIND_SCHEDULER, command, OPERATIONS_VERSION];
     default:
       return [KIND_SCHEDULER, command];

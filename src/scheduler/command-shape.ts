@@ -55,8 +55,8 @@ export function isVersionTwoSchedulerCommand(value: unknown): value is Extract<S
 
 /**
  * Whether a value read from an entry of cluster version 3 (`[kind, command, 3]`, OPERATIONS_VERSION)
- * is a scheduler command of the kinds only that form carries: an operator's 'pause', 'resume'
- * or 'trigger'. Members of earlier releases never read one.
+ * is a scheduler command of the kinds only that form carries: an operator's 'pause', 'resume',
+ * 'trigger' or 'cancel-runs'. Members of earlier releases never read one.
  */
 export function isOperationCommand(value: unknown): value is OperationCommand {
   if (!isRecord(value)) return false;
@@ -67,6 +67,8 @@ export function isOperationCommand(value: unknown): value is OperationCommand {
       return str(c.job) && time(c.atMs);
     case 'trigger':
       return str(c.job) && time(c.slotMs) && time(c.fromMs) && strs(c.assignees);
+    case 'cancel-runs':
+      return str(c.job) && (c.slotMs === undefined || time(c.slotMs)) && str(c.member) && time(c.atMs);
     default:
       return false;
   }

@@ -112,6 +112,28 @@ export type SchedulerCommand =
       readonly assignees: readonly NodeId[];
     }
   | {
+      /**
+       * An operator cancels the job's runs in progress (cluster version 3, `cluster.cancel()`):
+       * every kept claim of the job (only the one of `slotMs`, to the millisecond, when given)
+       * that is not cancelled or replaced under its current token and has a run in progress per
+       * the log, or was due by `atMs` (the cluster's time when it was asked for) with an
+       * assignee that reported no outcome under that token. Each is marked
+       * cancelled under its token, like a replaced run: a member running it aborts it (reason
+       * `cancelled`) and records the outcome `cancelled`; an assignee whose run has not started
+       * records it without running; the slot is never moved or retried. Slots claimed after
+       * this entry, and claims whose instant is after `atMs` (the leader claims ahead) with no
+       * run started, are not touched. Leaves no state of its own: what it did is in the claims it marked, which the
+       * snapshot carries and which are bounded with the claims.
+       */
+      readonly type: 'cancel-runs';
+      readonly job: string;
+      /** Only the runs of this slot (its instant truncated to the millisecond); absent: every run of the job in progress. */
+      readonly slotMs?: number;
+      /** The member that asked (history() shows it). */
+      readonly member: NodeId;
+      readonly atMs: number;
+    }
+  | {
       /** Takes the named lock if it is free or expired at `atMs`; the entry's index is its fencing token. */
       readonly type: 'lock';
       readonly name: string;
@@ -176,6 +198,7 @@ export type SchedulerCommand =
        * it (its member lost the leader); such a slot is always moved to another member.
        * `skipped`: the slot was not run because another run of the job was in progress (its
        * overlap policy), and `replaced`: a later slot's run replaced it; neither is retried.
+       * `cancelled`: an operator cancelled it (`cancel-runs`, cluster version 3); not retried.
        */
       readonly outcome: RunOutcome;
       readonly atMs: number;
@@ -183,7 +206,7 @@ export type SchedulerCommand =
     };
 
 /** How a run of a slot ended, as recorded in the log. */
-export type RunOutcome = 'succeeded' | 'failed' | 'aborted' | 'interrupted' | 'skipped' | 'replaced';
+export type RunOutcome = 'succeeded' | 'failed' | 'aborted' | 'interrupted' | 'skipped' | 'replaced' | 'cancelled';
 
 /**
  * Why a claimed slot was recorded as missed, and what its outcome's error says. `expired`
@@ -203,8 +226,14 @@ export type MissedReason = keyof typeof MISSED_REASONS;
  */
 export const PAUSED_REASON = 'paused: the job was paused when its slot fired';
 
+/**
+ * The error of a slot recorded as cancelled (`cancel-runs`): the outcome is `cancelled`, and
+ * history shows the reason in `error` (its first word, `cancelled`), with who asked in the claim.
+ */
+export const CANCELLED_REASON = 'cancelled: an operator cancelled the run';
+
 /** The commands of cluster version 3 (OPERATIONS_VERSION): an operator's actions on one job. */
-export type OperationCommand = Extract<SchedulerCommand, { type: 'pause' | 'resume' | 'trigger' }>;
+export type OperationCommand = Extract<SchedulerCommand, { type: 'pause' | 'resume' | 'trigger' | 'cancel-runs' }>;
 
 /** The reasons an `expire` may give: those of cronraft 0.1.0, which reads every `expire` the log holds. */
 export type ExpireReason = 'expired';

@@ -51,10 +51,33 @@ export interface ClaimRecord {
   readonly outcomes: Map<NodeId, { readonly outcome: string; readonly atMs: number; readonly token: number; readonly error?: string }>;
   /** Runs started per assignee (`started`), with the token they started under. */
   readonly starts: Map<NodeId, { readonly atMs: number; readonly token: number }>;
-  /** Set once a later slot replaced the run under `token` (overlap 'replace'). */
-  cancelled: { readonly token: number; readonly bySlotMs: number; readonly atMs: number } | null;
+  /**
+   * Set once the run under `token` was ended for good: a later slot replaced it (overlap
+   * 'replace', `bySlotMs`), or an operator cancelled it (`cancel-runs`, `byMember`: who asked).
+   */
+  cancelled: ReplacedRun | CancelledRun | null;
   /** Present, true, on a claim made by `trigger` (cluster version 3): an extra slot, run even while its job is paused. */
   readonly trigger?: true;
+}
+
+/** A claim's run under `token` that a later slot replaced (overlap 'replace'). */
+export interface ReplacedRun {
+  readonly token: number;
+  readonly bySlotMs: number;
+  readonly atMs: number;
+}
+
+/** A claim's runs under `token` that an operator cancelled (`cancel-runs`, cluster version 3). */
+export interface CancelledRun {
+  readonly token: number;
+  readonly atMs: number;
+  /** The member the cancel was asked of. */
+  readonly byMember: NodeId;
+}
+
+/** Whether a claim's end was an operator's cancel (rather than a replacement). */
+export function isCancelledRun(ended: ReplacedRun | CancelledRun | null | undefined): ended is CancelledRun {
+  return ended !== null && ended !== undefined && 'byMember' in ended;
 }
 
 export interface LockRecord {
@@ -64,7 +87,7 @@ export interface LockRecord {
 }
 
 export type ApplyResult =
-  | { readonly ok: true; readonly claim?: ClaimRecord; readonly lock?: LockRecord }
+  | { readonly ok: true; readonly claim?: ClaimRecord; readonly lock?: LockRecord; readonly cancelled?: readonly ClaimRecord[] }
   | { readonly ok: false; readonly reason: 'duplicate-slot' | 'unknown-job' | 'stale-token' | 'spec-conflict' | 'locked' | 'ended' };
 
 /**
@@ -109,7 +132,7 @@ export interface RunInProgress {
   readonly startedAtMs: number;
 }
 
-/** The claim's runs in progress: started under its current token, no outcome yet from that member, not replaced. */
+/** The claim's runs in progress: started under its current token, no outcome yet from that member, not replaced or cancelled. */
 export function runsOf(claim: ClaimRecord): RunInProgress[] {
   if (claim.cancelled?.token === claim.token) return [];
   const out: RunInProgress[] = [];
@@ -132,5 +155,5 @@ export function retriesLeft(job: JobRecord | undefined, claim: ClaimRecord): num
 
 /** Whether an outcome ends its slot's story: it is never moved or retried after it. */
 export function isSettling(outcome: string): boolean {
-  return outcome === 'succeeded' || outcome === 'skipped' || outcome === 'replaced' || outcome === MISSED;
+  return outcome === 'succeeded' || outcome === 'skipped' || outcome === 'replaced' || outcome === 'cancelled' || outcome === MISSED;
 }

@@ -2,7 +2,7 @@ import { concatBytes } from '../bytes/concat-bytes.js';
 import { CodecError } from '../errors.js';
 import type { NodeId } from '../raft/types.js';
 import type { DstPolicy, JobSpec } from './spec.js';
-import { NO_CONFLICTS, claimKey, type ClaimRecord, type JobRecord, type LockRecord, type SchedulerStateParts } from './records.js';
+import { NO_CONFLICTS, claimKey, isCancelledRun, type ClaimRecord, type JobRecord, type LockRecord, type SchedulerStateParts } from './records.js';
 import { SCHEDULER_DEFAULTS, SchedulerState } from './state.js';
 import type { AssignMode, JobPolicy, OverlapPolicy } from './command.js';
 
@@ -33,7 +33,8 @@ import type { AssignMode, JobPolicy, OverlapPolicy } from './command.js';
  *              | [..., cancelled, true]: a triggered claim (cluster version 3)
  *   outcome:   [member, outcome, atMs, token] | [member, outcome, atMs, token, error]
  *   start:     [member, atMs, token]
- *   cancelled: null | [token, bySlotMs, atMs]
+ *   cancelled: null | [token, bySlotMs, atMs]: replaced by a later slot
+ *              | [token, null, atMs, member]: cancelled by an operator (cluster version 3)
  *   lock:      [name, holder, token, untilMs]
  *   assigned:  [[member, claims], ...]
  *   open, inProgress: [position in claims, ...], the order of the derived indexes (see
@@ -42,8 +43,9 @@ import type { AssignMode, JobPolicy, OverlapPolicy } from './command.js';
  * A cron spec without a DST policy and one with the default policy spelled out are different
  * replicated values (their keys compare equal), so each keeps its own form. Equal states give
  * equal bytes on every member. Any change to the layout must bump SCHEDULER_SNAPSHOT_VERSION.
- * The one exception is the trailing `true` of a paused job or a triggered claim: only the
- * commands of cluster version 3 make one (OPERATIONS_VERSION), which no member of an earlier
+ * The one exception is the trailing `true` of a paused job or a triggered claim, and the
+ * cancelled form of an operator's cancel: only the commands of cluster version 3 make one
+ * (OPERATIONS_VERSION), which no member of an earlier
  * release applies, so a state without them keeps the bytes of version 1, which every release reads.
  * `false` is never written (a job that is not paused has 10 fields), and is refused.
  */
@@ -59,6 +61,8 @@ const CLAIM_FIELDS = 8;
 const TRIGGERED_CLAIM_FIELDS = CLAIM_FIELDS + 1;
 const START_FIELDS = 3;
 const CANCELLED_FIELDS = 3;
+/** An operator's cancel: `[token, null, atMs, member]`. */
+const OPERATOR_CANCELLED_FIELDS = 4;
 const LOCK_FIELDS = 4;
 
 /**
@@ -250,7 +254,8 @@ function specWire(spec: JobSpec): Wire {
 function claimWire(claim: ClaimRecord): Wire {
   const outcomes = [...claim.outcomes].map(([member, o]) => (o.error === undefined ? [member, o.outcome, o.atMs, o.token] : [member, o.outcome, o.atMs, o.token, o.error]));
   const starts = [...claim.starts].map(([member, s]) => [member, s.atMs, s.token]);
-  const cancelled = claim.cancelled === null ? null : [claim.cancelled.token, claim.cancelled.bySlotMs, claim.cancelled.atMs];
+  const ended = claim.cancelled;
+  const cancelled = ended === null ? null : isCancelledRun(ended) ? [ended.token, null, ended.atMs, ended.byMember] : [ended.token, ended.bySlotMs, ended.atMs];
   const wire: Wire = [claim.job, claim.slotMs, claim.token, [...claim.assignees], claim.attempt, outcomes, starts, cancelled];
   if (claim.trigger === true) wire.push(true);
   return wire;
@@ -418,8 +423,14 @@ function claimFromWire(value: unknown, field: string): ClaimRecord {
   );
   let cancelled: ClaimRecord['cancelled'] = null;
   if (c[7] !== null) {
-    const x = tuple(c[7], `${field}.cancelled`, CANCELLED_FIELDS);
-    cancelled = { token: count(x[0], `${field}.cancelled.token`), bySlotMs: ms(x[1], `${field}.cancelled.bySlotMs`), atMs: ms(x[2], `${field}.cancelled.atMs`) };
+    const x = array(c[7], `${field}.cancelled`);
+    if (x.length === OPERATOR_CANCELLED_FIELDS) {
+      if (x[1] !== null) throw new CodecError(`${field}.cancelled.bySlotMs: expected null in an operator's cancel, got ${describe(x[1])}`);
+      cancelled = { token: count(x[0], `${field}.cancelled.token`), atMs: ms(x[2], `${field}.cancelled.atMs`), byMember: string(x[3], `${field}.cancelled.byMember`) };
+    } else {
+      tuple(x, `${field}.cancelled`, CANCELLED_FIELDS);
+      cancelled = { token: count(x[0], `${field}.cancelled.token`), bySlotMs: ms(x[1], `${field}.cancelled.bySlotMs`), atMs: ms(x[2], `${field}.cancelled.atMs`) };
+    }
   }
   const attempt = count(c[4], `${field}.attempt`);
   if (attempt < 1) throw new CodecError(`${field}.attempt: expected 1 or more, got ${attempt}`);

@@ -204,6 +204,9 @@ export class SchedulerState {
         if (command.slotMs > job.highWaterMs) job.highWaterMs = command.slotMs;
         return { ok: true, claim: this.#newClaim(index, command.job, command.slotMs, command.assignees, true) };
       }
+      case 'cancel-runs':
+        if (job === undefined) return { ok: false, reason: 'unknown-job' };
+        return { ok: true, cancelled: this.#cancelRuns(command) };
       case 'lock': {
         const held = this.locks.get(command.name);
         if (held !== undefined && held.untilMs > command.atMs) return { ok: false, reason: 'locked' };
@@ -387,6 +390,24 @@ export class SchedulerState {
     return made;
   }
 
+  /**
+   * Marks cancelled, under their tokens, the job's claims that `command` reaches (see the
+   * command's comment), in claim order, and returns them. Looks at every kept claim (bounded by
+   * maxClaimsKept; an operator's action is rare). A slot named matches to the millisecond, as
+   * history shows it: a triggered slot's instant, the cluster's time, may have a fraction.
+   */
+  #cancelRuns(command: Extract<SchedulerCommand, { type: 'cancel-runs' }>): ClaimRecord[] {
+    const slotMs = command.slotMs === undefined ? undefined : Math.trunc(command.slotMs);
+    const cancelled: ClaimRecord[] = [];
+    for (const claim of this.claims.values()) {
+      if (claim.job !== command.job || (slotMs !== undefined && Math.trunc(claim.slotMs) !== slotMs) || !cancellable(claim, command.atMs)) continue;
+      claim.cancelled = { token: claim.token, atMs: command.atMs, byMember: command.member };
+      this.#index(claim);
+      cancelled.push(claim);
+    }
+    return cancelled;
+  }
+
   /** `job`: the claim's job's record, if it has one. */
   #claim(index: number, command: Extract<SchedulerCommand, { type: 'claim' }>, job: JobRecord | undefined): ApplyResult {
     if (job === undefined) return { ok: false, reason: 'unknown-job' };
@@ -496,6 +517,20 @@ function moveStillDue(claim: ClaimRecord, reason: 'assignee-lost' | 'retry'): bo
   const reported = assignee === undefined ? undefined : claim.outcomes.get(assignee);
   const outcome = reported?.token === claim.token ? reported.outcome : undefined;
   return reason === 'assignee-lost' ? outcome === undefined || outcome === 'interrupted' : outcome === 'failed' || outcome === 'aborted';
+}
+
+/**
+ * Whether an operator's cancel asked at `atMs` ends the claim's runs: it is not ended already
+ * under its current token, and it has a run in progress per the log, or it was due by then (a
+ * slot claimed ahead is not a run; members' clocks differ a little, which a start in the log
+ * overrides) and some assignee has reported nothing under its token (running with its start
+ * not applied yet, about to, or queued; a slot whose failure waits for its retry has its
+ * outcome, and is not a run in progress).
+ */
+function cancellable(claim: ClaimRecord, atMs: number): boolean {
+  if (claim.cancelled?.token === claim.token) return false;
+  if (isInProgress(claim)) return true;
+  return claim.slotMs <= atMs && claim.assignees.some((id) => claim.outcomes.get(id)?.token !== claim.token);
 }
 
 function isInProgress(claim: ClaimRecord): boolean {

@@ -54,10 +54,12 @@ export const FANOUT_VERSION = 3;
 
 /**
  * The cluster version from which the log may carry the scheduler's operations on a job
- * (`pause`, `resume` and `trigger`, see scheduler/operations.ts) in entries
- * `[KIND_SCHEDULER, command, 3]`, and a scheduler snapshot a paused job or a triggered claim:
- * a member of an earlier release reads none, so a member proposes them only once the cluster
- * runs this version. Released with fan-out's, in the same version.
+ * (`pause`, `resume`, `trigger` and `cancel-runs`, see scheduler/operations.ts) in entries
+ * `[KIND_SCHEDULER, command, 3]`, and a scheduler snapshot a paused job, a triggered claim or
+ * a cancelled run; and with them the outcome `cancelled`, which only a `cancel-runs` leads a
+ * member to report: a member of an earlier release reads none, so a member proposes them only
+ * once the cluster runs this version. Released with fan-out's, in the same version (not
+ * released yet when `cancel-runs` joined it, so no member reads version 3 without it).
  */
 export const OPERATIONS_VERSION = FANOUT_VERSION;
 

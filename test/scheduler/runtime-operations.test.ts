@@ -1,6 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { cluster, stopClusters, T0 } from '../fixtures/scheduler-cluster.js';
-import { TimeoutError, UnknownJobError, VersionNotActiveError } from '../../src/errors.js';
+import { cluster, stopClusters, T0, type Cluster } from '../fixtures/scheduler-cluster.js';
+import { RunAbortedError, TimeoutError, UnknownJobError, VersionNotActiveError } from '../../src/errors.js';
+import type { JobContext, JobOptions } from '../../src/runtime/scheduler/job-types.js';
+import { parseSpec } from '../../src/scheduler/spec.js';
+import { encodeSchedulerSnapshot } from '../../src/scheduler/state-snapshot.js';
 import { MAX_TRIGGER_ATTEMPTS } from '../../src/runtime/scheduler/job-operations.js';
 import { PAUSED_REASON } from '../../src/scheduler/command.js';
 import { claimKey } from '../../src/scheduler/records.js';
@@ -88,5 +91,93 @@ describe('trigger on the runtime', () => {
     await c.time.advanceTo(T0 + 1500 + (MAX_TRIGGER_ATTEMPTS + 1) * 100);
     expect(await triggered).toBeInstanceOf(TimeoutError);
     expect(c.state('a').claims.size).toBe(0);
+  });
+});
+
+describe('cancel on the runtime', () => {
+  /** A job whose handler ignores its signal for 30 s, each run's context kept by member. */
+  function longJob(c: Cluster, ids: readonly string[], options: JobOptions = {}): Array<{ member: string; ctx: JobContext; endMs: number | null }> {
+    const seen: Array<{ member: string; ctx: JobContext; endMs: number | null }> = [];
+    for (const id of ids) {
+      c.members.get(id)!.schedule('long', parseSpec({ every: '10s' }), async (ctx) => {
+        const run = { member: id, ctx, endMs: null as number | null };
+        seen.push(run);
+        await c.time.sleep(30_000);
+        run.endMs = c.time.now();
+      }, { timeoutMs: 60_000, retries: 2, overlap: 'allow', ...options });
+    }
+    return seen;
+  }
+
+  it('aborts the run on the member running it, asked of another, records it cancelled on every member, retries nothing, and runs the next slot', async () => {
+    const c = cluster(['a', 'b', 'c']);
+    const runs = longJob(c, ['a', 'b', 'c']);
+    await c.time.advanceTo(T0 + 12_000);
+    expect(runs).toHaveLength(1);
+    const [first] = runs;
+    const asked = [...c.members.keys()].find((id) => id !== first!.member)!;
+    const cancelled = c.members.get(asked)!.operations.cancel('long');
+    await c.time.advanceTo(T0 + 12_100);
+    await expect(cancelled).resolves.toEqual({ job: 'long', cancelled: [{ slot: new Date(T0 + 10_000), fencingToken: first!.ctx.fencingToken, running: [first!.member] }] });
+    const reason: unknown = first!.ctx.signal.reason;
+    expect(first!.ctx.signal.aborted).toBe(true);
+    expect(reason).toBeInstanceOf(RunAbortedError);
+    expect(reason).toMatchObject({ reason: 'cancelled', code: 'CRONRAFT_RUN_CANCELLED' });
+    // The handler ignores its signal and goes on; the run is over for the record all the same.
+    expect(first!.endMs).toBeNull();
+    await c.time.advanceTo(T0 + 19_000);
+    for (const id of c.members.keys()) {
+      const claim = c.state(id).claims.get(claimKey('long', T0 + 10_000))!;
+      expect(claim.outcomes.get(first!.member)).toMatchObject({ outcome: 'cancelled', token: first!.ctx.fencingToken });
+      expect(claim.outcomes.get(first!.member)?.error).toMatch(/^cancelled: /);
+      expect(claim.cancelled).toMatchObject({ byMember: asked, token: first!.ctx.fencingToken });
+    }
+    await c.time.advanceTo(T0 + 25_000);
+    // No retry of the cancelled slot (its job allows 2), and the next slot ran.
+    expect(runs.map((r) => r.ctx.slot.getTime())).toEqual([T0 + 10_000, T0 + 20_000]);
+    expect(runs[1]!.ctx.signal.aborted).toBe(false);
+    expect(c.state('c').claims.get(claimKey('long', T0 + 20_000))?.cancelled).toBeNull();
+  });
+
+  it('cancels only the slot named, every member’s run in mode all, and says when nothing was running', async () => {
+    const c = cluster(['a', 'b']);
+    const runs = longJob(c, ['a', 'b'], { mode: 'all' });
+    await c.time.advanceTo(T0 + 21_000);
+    expect(runs.map((r) => [r.member, r.ctx.slot.getTime()])).toEqual([
+      ['a', T0 + 10_000],
+      ['b', T0 + 10_000],
+      ['a', T0 + 20_000],
+      ['b', T0 + 20_000],
+    ]);
+    const one = c.members.get('a')!.operations.cancel('long', T0 + 20_000);
+    await c.time.advanceTo(T0 + 21_100);
+    await expect(one).resolves.toMatchObject({ cancelled: [{ slot: new Date(T0 + 20_000), running: ['a', 'b'] }] });
+    expect(runs.map((r) => r.ctx.signal.aborted)).toEqual([false, false, true, true]);
+    const none = c.members.get('b')!.operations.cancel('long', T0 + 20_000);
+    await c.time.advanceTo(T0 + 21_200);
+    await expect(none).resolves.toEqual({ job: 'long', cancelled: [] });
+    const unknown = c.members.get('b')!.operations.cancel('nope').catch((error: unknown) => error);
+    await c.time.advanceTo(T0 + 21_300);
+    expect(await unknown).toBeInstanceOf(UnknownJobError);
+  });
+
+  it('ends the run of a member that learns of the cancel from a snapshot, not from its entry', async () => {
+    const c = cluster(['a', 'b']);
+    const runs = longJob(c, ['a', 'b']);
+    await c.time.advanceTo(T0 + 12_000);
+    const [first] = runs;
+    const behind = c.members.get(first!.member)!;
+    const other = [...c.members.keys()].find((id) => id !== first!.member)!;
+    // The running member misses the entry (it is behind), then installs a snapshot that covers it.
+    const apply = behind.apply.bind(behind);
+    behind.apply = (index, command) => (command.type === 'cancel-runs' ? { ok: true } : apply(index, command));
+    const cancelled = c.members.get(other)!.operations.cancel('long');
+    await c.time.advanceTo(T0 + 12_100);
+    await expect(cancelled).resolves.toMatchObject({ cancelled: [{ slot: new Date(T0 + 10_000) }] });
+    expect(first!.ctx.signal.aborted).toBe(false);
+    behind.restore(encodeSchedulerSnapshot(c.state(other)));
+    expect(first!.ctx.signal.reason).toMatchObject({ reason: 'cancelled' });
+    await c.time.advanceTo(T0 + 19_000);
+    expect(c.state(other).claims.get(claimKey('long', T0 + 10_000))?.outcomes.get(first!.member)?.outcome).toBe('cancelled');
   });
 });

@@ -131,6 +131,28 @@ describe('cronraft against a running cluster of three', () => {
     expect((await cronraft(['pause', '--url', urlOf(leader), 'report'])).code).toBe(2);
   });
 
+  it("cancel a job's run in progress with the token, one slot with --slot; says when nothing was running", async () => {
+    await vi.waitFor(() => expect(members.every((m) => m.state().version.active >= 3)).toBe(true), { timeout: 15_000, interval: 50 });
+    const signals: AbortSignal[] = [];
+    for (const m of members) m.schedule('slow', { every: '1h' }, (ctx) => new Promise((resolve) => (signals.push(ctx.signal), ctx.signal.addEventListener('abort', resolve, { once: true }))));
+    await vi.waitFor(() => expect(members.every((m) => m.state().jobs.some((j) => j.name === 'slow'))).toBe(true), { timeout: 10_000, interval: 50 });
+    const slot = await leader.trigger('slow');
+    // Its start in the log, so that the answer names the member running it.
+    await vi.waitFor(() => expect(Object.keys(follower.history({ job: 'slow' })[0]?.running ?? {})).toHaveLength(1), { timeout: 10_000, interval: 20 });
+    const runner = Object.keys(follower.history({ job: 'slow' })[0]!.running)[0]!;
+    const cancelled = await cronraft(['cancel', '--url', urlOf(follower), '--token', TOKEN, 'slow', '--slot', slot.slot.toISOString()]);
+    expect(cancelled).toMatchObject({ code: 0, stderr: '' });
+    expect(cancelled.stdout).toBe(`cancelled 1 slot of slow:\n  slot ${slot.slot.toISOString()} (fencing token ${slot.fencingToken}) running on ${runner}\n`);
+    await vi.waitFor(() => expect(signals.map((s) => s.aborted)).toEqual([true]), { timeout: 5000, interval: 20 });
+    const again = await cronraft(['cancel', '--url', urlOf(leader), '--token', TOKEN, 'slow', '--json']);
+    expect(again.code).toBe(0);
+    expect(JSON.parse(again.stdout)).toEqual({ job: 'slow', cancelled: [] });
+    expect(await cronraft(['cancel', '--url', urlOf(leader), '--token', TOKEN, 'slow'])).toMatchObject({ code: 0, stdout: 'slow: nothing was running, nothing cancelled\n' });
+    expect(await cronraft(['cancel', '--url', urlOf(leader), '--token', TOKEN, 'nobody'])).toMatchObject({ code: 1, stderr: expect.stringMatching(/CRONRAFT_UNKNOWN_JOB/) });
+    expect(await cronraft(['cancel', '--url', urlOf(leader), '--token', TOKEN, 'slow', '--slot', 'noon'])).toMatchObject({ code: 1, stderr: expect.stringMatching(/CRONRAFT_INVALID_ARGUMENT/) });
+    expect((await cronraft(['cancel', '--url', urlOf(leader), 'slow'])).code).toBe(2);
+  });
+
   it('remove-member with the token from CRONRAFT_TOKEN: the member leaves the configuration', async () => {
     const r = await cronraft(['remove-member', '--url', urlOf(leader), follower.id], { CRONRAFT_TOKEN: TOKEN });
     expect(r.stderr).toBe('');

@@ -184,6 +184,34 @@ describe('reading over HTTP', () => {
     expect(await request(c, '/v1/jobs/nobody/trigger', withToken())).toMatchObject({ status: 404, body: { error: { code: 'CRONRAFT_UNKNOWN_JOB' } } });
   });
 
+  it('cancels a job’s runs in progress behind the token, one slot when the body names it: 404 for an unknown job, 400 for a bad body, 401 without the token; counted in /metrics', async () => {
+    const c = await single();
+    const signals: AbortSignal[] = [];
+    c.schedule('slow', { every: '1h' }, (ctx) => {
+      signals.push(ctx.signal);
+      return new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }));
+    });
+    await expect.poll(() => c.state().version.active >= FANOUT_VERSION && c.state().jobs.some((j) => j.name === 'slow'), { timeout: 10_000 }).toBe(true);
+    expect((await request(c, '/v1/jobs/slow/cancel', { method: 'POST' })).status).toBe(401);
+    expect(await request(c, '/v1/jobs/slow/cancel', withToken())).toMatchObject({ status: 200, body: { job: 'slow', cancelled: [] } });
+    const first = await c.trigger('slow');
+    await expect.poll(() => signals.length, { timeout: 10_000 }).toBe(1);
+    const json = (body: unknown): RequestInit => ({ ...withToken(), headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    // Another slot named: this run goes on.
+    expect(await request(c, '/v1/jobs/slow/cancel', json({ slot: '2001-01-01T00:00:00.000Z' }))).toMatchObject({ status: 200, body: { cancelled: [] } });
+    expect(signals[0]?.aborted).toBe(false);
+    const answer = await request(c, '/v1/jobs/slow/cancel', json({ slot: first.slot.toISOString() }));
+    expect(answer).toMatchObject({ status: 200, body: { job: 'slow', cancelled: [{ slot: first.slot.toISOString(), fencingToken: first.fencingToken }] } });
+    await expect.poll(() => signals[0]?.aborted, { timeout: 5000 }).toBe(true);
+    await expect.poll(() => c.history({ job: 'slow' })[0]?.outcomes[c.id]?.outcome, { timeout: 10_000 }).toBe('cancelled');
+    expect((await request(c, '/metrics')).body).toContain('cronraft_job_runs_total{job="slow",outcome="cancelled"} 1');
+    expect((await request(c, '/v1/history?job=slow')).body.history[0]).toMatchObject({ cancelled: { by: c.id } });
+    for (const bad of [{ slot: 'yesterday' }, { slot: '2026-01-01T00:00:00' }, { slot: 5 }, { slots: [] }, ['x'], 'slot']) {
+      expect(await request(c, '/v1/jobs/slow/cancel', json(bad))).toMatchObject({ status: 400, body: { error: { code: 'CRONRAFT_INVALID_ARGUMENT' } } });
+    }
+    expect(await request(c, '/v1/jobs/nobody/cancel', withToken())).toMatchObject({ status: 404, body: { error: { code: 'CRONRAFT_UNKNOWN_JOB' } } });
+  });
+
   it('answers /healthz while live and /readyz 200 once a leader is known and the clock is synced', async () => {
     const c = await single();
     expect(await request(c, '/healthz')).toMatchObject({ status: 200, body: { live: true } });
@@ -243,6 +271,7 @@ describe('errors over HTTP', () => {
     const r = await request(c, `/v1/members/${encodeURIComponent(c.id)}/remove`, withToken());
     expect(r).toMatchObject({ status: 401, body: { error: { code: 'CRONRAFT_HTTP_UNAUTHORIZED', message: expect.stringContaining('no http.token') } } });
     expect(c.state().members).toHaveLength(1);
+    expect(await request(c, '/v1/jobs/nightly/cancel', withToken())).toMatchObject({ status: 401, body: { error: { code: 'CRONRAFT_HTTP_UNAUTHORIZED' } } });
   });
 
   it('removes a member with the token, and answers a refusal 409 with the code and reason', async () => {

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { UnknownJobError, type Cluster, type JobContext } from '../../src/index.js';
-import { PAUSED_REASON } from '../../src/scheduler/command.js';
+import { RunAbortedError, UnknownJobError, type Cluster, type JobContext, type RunRecord } from '../../src/index.js';
+import { CANCELLED_REASON, PAUSED_REASON } from '../../src/scheduler/command.js';
 import { OPERATIONS_VERSION } from '../../src/version/versions.js';
 import { threeMembers, type SlotRun } from '../fixtures/loopback-members.js';
 
@@ -53,5 +53,59 @@ describe('pause, resume and trigger on three members over loopback', () => {
     expect(hourly).toEqual([expect.objectContaining({ slotMs: extra.slot.getTime(), token: extra.fencingToken })]);
     // Every slot of tick ran at most once.
     expect(new Set(ticks.map((r) => r.slotMs)).size).toBe(ticks.length);
+  });
+});
+
+describe('cancel on three members over loopback', () => {
+  it('aborts a long run on whichever member runs it, asked of another, with CRONRAFT_RUN_CANCELLED; history shows it cancelled once, on every member; no retry follows', async () => {
+    const members = await threeMembers(started);
+    const runs: Array<{ member: string; ctx: JobContext }> = [];
+    const ended: RunRecord[] = [];
+    const told: Array<{ member: string; job: string; slots: readonly Date[]; by: string }> = [];
+    for (const m of members) {
+      m.on('cancelled', ({ job, slots, by }) => void told.push({ member: m.id, job, slots, by }));
+      // A run that ignores its signal: it would last a minute; the cancel ends it for the record at once.
+      m.schedule('slow', { every: '1h' }, (ctx: JobContext) => {
+        runs.push({ member: m.id, ctx });
+        return new Promise((resolve) => setTimeout(resolve, 60_000).unref());
+      }, { retries: 2, timeoutMs: 120_000 });
+      m.on('run', (run) => void ended.push(run));
+    }
+    await Promise.all(members.map((m) => m.start()));
+    await expect.poll(() => members.every((m) => m.state().version.active >= OPERATIONS_VERSION), { timeout: 15_000, interval: 50 }).toBe(true);
+    await expect(members[0]!.cancel('nope')).rejects.toBeInstanceOf(UnknownJobError);
+    await expect(members[0]!.cancel('slow')).resolves.toEqual({ job: 'slow', cancelled: [] });
+
+    const slot = await members[0]!.trigger('slow');
+    await expect.poll(() => runs.length, { timeout: 10_000, interval: 20 }).toBe(1);
+    const run = runs[0]!;
+    // Asked of a member that does not run it: the cancel reaches the run through the log.
+    const asked = members.find((m) => m.id !== run.member)!;
+    const result = await asked.cancel('slow');
+    expect(result.job).toBe('slow');
+    expect(result.cancelled.map((c) => [c.slot.getTime(), c.fencingToken])).toEqual([[slot.slot.getTime(), slot.fencingToken]]);
+    await expect.poll(() => run.ctx.signal.aborted, { timeout: 5000, interval: 20 }).toBe(true);
+    expect(run.ctx.signal.reason).toBeInstanceOf(RunAbortedError);
+    expect(run.ctx.signal.reason).toMatchObject({ reason: 'cancelled', code: 'CRONRAFT_RUN_CANCELLED' });
+    const cancelledIn = (m: Cluster): unknown => m.history({ job: 'slow' }).find((h) => h.fencingToken === slot.fencingToken)?.outcomes[run.member]?.outcome;
+    await expect.poll(() => members.map(cancelledIn), { timeout: 10_000, interval: 50 }).toEqual(['cancelled', 'cancelled', 'cancelled']);
+    for (const m of members) {
+      const h = m.history({ job: 'slow' }).find((x) => x.fencingToken === slot.fencingToken)!;
+      expect(Object.keys(h.outcomes)).toEqual([run.member]);
+      expect(h.outcomes[run.member]?.error?.startsWith(CANCELLED_REASON)).toBe(true);
+      expect(h.cancelled).toMatchObject({ by: asked.id });
+      expect(h.running).toEqual({});
+    }
+    expect(ended.filter((r) => r.fencingToken === slot.fencingToken)).toEqual([expect.objectContaining({ member: run.member, outcome: 'cancelled' })]);
+    // Every member told the cancel once, as it applied it; the cancel that reached nothing, never.
+    expect(told.map((t) => t.member).sort()).toEqual(members.map((m) => m.id).sort());
+    expect(told.every((t) => t.job === 'slow' && t.by === asked.id && t.slots.length === 1 && t.slots[0]!.getTime() === slot.slot.getTime())).toBe(true);
+    // No retry of the cancelled slot (its job allows two): a retry would move it under a new
+    // token, which every member's history would show. Another trigger, claimed after, runs.
+    const next = await members[2]!.trigger('slow');
+    await expect.poll(() => runs.length, { timeout: 10_000, interval: 20 }).toBe(2);
+    expect(runs.map((r) => r.ctx.slot.getTime())).toEqual([slot.slot.getTime(), next.slot.getTime()]);
+    expect(runs[1]!.ctx.signal.aborted).toBe(false);
+    for (const m of members) expect(m.history({ job: 'slow' }).find((h) => h.slot.getTime() === slot.slot.getTime())?.fencingToken).toBe(slot.fencingToken);
   });
 });

@@ -1,7 +1,7 @@
 import { RunAbortedError } from '../../errors.js';
 import { quietAt } from '../../scheduler/quiet-window.js';
-import { claimKey, type ApplyResult, type ClaimRecord } from '../../scheduler/records.js';
-import { DEFAULT_OVERLAP, type SchedulerCommand } from '../../scheduler/command.js';
+import { claimKey, isCancelledRun, type ApplyResult, type ClaimRecord } from '../../scheduler/records.js';
+import { CANCELLED_REASON, DEFAULT_OVERLAP, type SchedulerCommand } from '../../scheduler/command.js';
 import { isReason, type Armed } from './armed-claim.js';
 import type { LocalJob, Registrations } from './registrations.js';
 import { RunAdmission, type Admission } from './run-admission.js';
@@ -159,8 +159,9 @@ export class Assignee {
 
   /**
    * A scheduler command was applied (to the state, with `result`): a claim of this member's
-   * that moved aborts its run, one given to it is armed, a cancel of its run replaces it, and a
-   * run that ended, started or moved elsewhere may let a queued run of its job go.
+   * that moved aborts its run, one given to it is armed, a cancel of its run replaces it, an
+   * operator's cancel ends it, and a run that ended, started or moved elsewhere may let a
+   * queued run of its job go.
    */
   applied(command: SchedulerCommand, result: ApplyResult): void {
     if ((command.type === 'claim' || command.type === 'trigger' || command.type === 'reassign' || command.type === 'expire') && result.ok && result.claim !== undefined) {
@@ -177,28 +178,38 @@ export class Assignee {
       }
       if (command.type !== 'expire') this.#arm(claim);
     }
-    if (command.type === 'cancel' && result.ok && result.claim !== undefined) this.#replaced(result.claim, command.bySlotMs);
+    if (command.type === 'cancel' && result.ok && result.claim !== undefined) this.#ended(result.claim, 'replaced', `replaced by the run of slot ${new Date(command.bySlotMs).toISOString()}`);
+    if (command.type === 'cancel-runs' && result.ok) for (const claim of result.cancelled ?? []) this.#ended(claim, 'cancelled', cancelledMessage(claim));
     // A run that ended, started or moved elsewhere may let a queued run of its job go.
-    if (this.#permits.queuedCount > 0 && (command.type === 'outcome' || command.type === 'started' || command.type === 'cancel' || command.type === 'reassign' || command.type === 'expire')) this.#permits.pump();
+    if (this.#permits.queuedCount > 0 && (command.type === 'outcome' || command.type === 'started' || command.type === 'cancel' || command.type === 'cancel-runs' || command.type === 'reassign' || command.type === 'expire')) this.#permits.pump();
   }
 
   /**
    * The state was replaced by a snapshot's: a run whose claim the snapshot moved or ended no
-   * longer holds it, and every claim of this member's that it holds is armed as an applied
-   * claim would be (one it already ran is recognised when it fires).
+   * longer holds it, one an operator cancelled (an entry this member never applied one by one)
+   * ends as that entry would have ended it, and every claim of this member's that it holds is
+   * armed as an applied claim would be (one it already ran is recognised when it fires).
    */
   restored(): void {
     const self = this.#o.self;
+    // Claims whose cancel this restore just told (reported, if not fired): not armed again below.
+    const told = new Set<string>();
     for (const [key, mine] of this.#armed) {
       const claim = this.#ctx.state.claims.get(key);
-      if (claim !== undefined && claim.token === mine.token && claim.assignees.includes(self)) continue;
+      if (claim !== undefined && claim.token === mine.token && claim.assignees.includes(self)) {
+        if (isCancelledRun(claim.cancelled) && claim.cancelled.token === mine.token) {
+          this.#ended(claim, 'cancelled', cancelledMessage(claim));
+          told.add(key);
+        }
+        continue;
+      }
       if (mine.timer !== null) this.#o.timers.clearTimeout(mine.timer);
       mine.abort.abort(new RunAbortedError('reassigned', 'a snapshot from the leader shows the slot claimed under another token'));
       this.#armed.delete(key);
     }
     for (const [key, claim] of this.#ctx.state.claims) {
       // A run that ended here with its outcome still on its way is not run again.
-      if (claim.assignees.includes(self) && !this.#records.alreadyReported(claim) && !this.#records.endedUnrecorded(key, claim.token)) this.#arm(claim);
+      if (claim.assignees.includes(self) && !told.has(key) && !this.#records.alreadyReported(claim) && !this.#records.endedUnrecorded(key, claim.token)) this.#arm(claim);
     }
     // Runs queued behind another member's may go, if the snapshot shows that run ended.
     if (this.#permits.queuedCount > 0) this.#permits.pump();
@@ -245,18 +256,22 @@ export class Assignee {
     names.clear();
   }
 
-  /** A later slot replaced this member's run of the claim (overlap 'replace', from another member). */
-  #replaced(claim: ClaimRecord, bySlotMs: number): void {
+  /**
+   * This member's run of the claim was ended for good through the log: a later slot replaced it
+   * (overlap 'replace', from another member), or an operator cancelled it. Running, its signal
+   * aborts with a RunAbortedError of `why` (its outcome says it); not started, it is not run and says so.
+   */
+  #ended(claim: ClaimRecord, why: 'replaced' | 'cancelled', message: string): void {
+    const reason = new RunAbortedError(why, message);
     const key = claimKey(claim.job, claim.slotMs);
     const mine = this.#armed.get(key);
     if (mine === undefined || mine.token !== claim.token) return;
-    const reason = new RunAbortedError('replaced', `replaced by the run of slot ${new Date(bySlotMs).toISOString()}`);
     if (mine.phase === 'armed') {
       // Not fired yet: it never runs, and says so.
       if (mine.timer !== null) this.#o.timers.clearTimeout(mine.timer);
       this.#armed.delete(key);
       mine.abort.abort(reason);
-      this.#ctx.track(this.#records.report({ ...claim, assignees: [...claim.assignees] }, 'replaced', reason.message));
+      this.#ctx.track(this.#records.report({ ...claim, assignees: [...claim.assignees] }, why, message));
       return;
     }
     mine.abort.abort(reason);
@@ -400,10 +415,14 @@ export class Assignee {
     const armed = this.#armed.get(key);
     // Its claim moved, or the member stops, while the barrier was awaited.
     if (armed === undefined || armed.abort !== abort) return;
-    const replacedBefore = this.#ctx.state.claims.get(key)?.cancelled?.token === claim.token || isReason(abort.signal.reason, 'replaced');
-    const admission: Admission = replacedBefore
-      ? { outcome: 'replaced', reason: 'replaced by a later slot before it started' }
-      : abort.signal.aborted
+    const ended = this.#ctx.state.claims.get(key)?.cancelled;
+    const cancelledBefore = (ended?.token === claim.token && isCancelledRun(ended)) || isReason(abort.signal.reason, 'cancelled');
+    const replacedBefore = !cancelledBefore && (ended?.token === claim.token || isReason(abort.signal.reason, 'replaced'));
+    const admission: Admission = cancelledBefore
+      ? { outcome: 'cancelled', reason: `${CANCELLED_REASON} before it started` }
+      : replacedBefore
+        ? { outcome: 'replaced', reason: 'replaced by a later slot before it started' }
+        : abort.signal.aborted
         ? 'dropped'
         : await this.#admission.admit(armed);
     if (admission !== 'run') {
@@ -440,4 +459,9 @@ export class Assignee {
   #forget(key: string, abort: AbortController): void {
     if (this.#armed.get(key)?.abort === abort) this.#armed.delete(key);
   }
+}
+
+/** The reason of a run an operator cancelled (the claim's `cancelled` says who asked, and when). */
+function cancelledMessage(claim: ClaimRecord): string {
+  return isCancelledRun(claim.cancelled) ? `${CANCELLED_REASON} (asked of member ${claim.cancelled.byMember})` : CANCELLED_REASON;
 }

@@ -1,12 +1,13 @@
 import { ClockUnsyncedError, InvalidArgumentError, TimeoutError, UnknownJobError } from '../../errors.js';
 import type { OperationCommand } from '../../scheduler/command.js';
 import { planTrigger } from '../../scheduler/operations.js';
-import type { ApplyResult, JobRecord } from '../../scheduler/records.js';
+import { runsOf, type ApplyResult, type JobRecord } from '../../scheduler/records.js';
 import type { RuntimeContext } from './runtime-context.js';
 
 /**
  * Times a trigger looks again, a plan interval apart, while the job's due slot is not claimed
- * yet or this member has not learned the cluster's time: then it rejects with TimeoutError.
+ * yet or this member has not learned the cluster's time: then it rejects with TimeoutError (or
+ * ClockUnsyncedError). A cancel waits as many intervals for the cluster's time.
  */
 export const MAX_TRIGGER_ATTEMPTS = 20;
 
@@ -19,6 +20,27 @@ export interface TriggeredSlot {
   readonly fencingToken: number;
 }
 
+/** One slot whose runs `cluster.cancel()` ended. */
+export interface CancelledSlot {
+  readonly slot: Date;
+  /** The claim's token, under which its runs were cancelled. */
+  readonly fencingToken: number;
+  /**
+   * The members whose run of it the log showed in progress (started, no outcome yet) as the
+   * call resolved; a run whose start was not in the log yet ends all the same.
+   */
+  readonly running: readonly string[];
+}
+
+/**
+ * What `cluster.cancel()` resolves with, once applied on this member: the slots whose runs it
+ * ended, none when nothing of the job was running (not an error).
+ */
+export interface CancelledRuns {
+  readonly job: string;
+  readonly cancelled: readonly CancelledSlot[];
+}
+
 /** What `cluster.pause()` and `cluster.resume()` resolve with, once applied on this member. */
 export interface JobPause {
   readonly job: string;
@@ -26,7 +48,7 @@ export interface JobPause {
 }
 
 /**
- * An operator's actions on one job (`cluster.pause`, `resume`, `trigger`): each proposes one
+ * An operator's actions on one job (`cluster.pause`, `resume`, `trigger`, `cancel`): each proposes one
  * command of cluster version 3 (OPERATIONS_VERSION) through the log, from any member (the
  * driver forwards it to the leader), and resolves once it is applied here. The commands are
  * pure (SchedulerState.apply, scheduler/operations.ts); this only checks, proposes and retries.
@@ -80,6 +102,33 @@ export class JobOperations {
     }
     if (o.clockReady?.() === false) throw new ClockUnsyncedError(MAX_TRIGGER_ATTEMPTS * o.planIntervalMs);
     throw new TimeoutError(`Triggering job ${JSON.stringify(name)}`, MAX_TRIGGER_ATTEMPTS * o.planIntervalMs);
+  }
+
+  /**
+   * Cancels the job's runs in progress across the cluster (only that of `slotMs`, when given):
+   * see the `cancel-runs` command. Its time is the cluster's, which says which slots were due,
+   * so it waits (a plan interval at a time, MAX_TRIGGER_ATTEMPTS at most) while this member
+   * has not learned it.
+   * @throws VersionNotActiveError before cluster version 3, UnknownJobError, ClockUnsyncedError, and the proposal's errors
+   */
+  async cancel(name: string, slotMs?: number): Promise<CancelledRuns> {
+    const ops = this.#operations('cluster.cancel()');
+    const o = this.#ctx.options;
+    await this.#known(name);
+    for (let attempt = 0; o.clockReady?.() === false; attempt++) {
+      if (attempt >= MAX_TRIGGER_ATTEMPTS || this.#ctx.stopped) throw new ClockUnsyncedError(MAX_TRIGGER_ATTEMPTS * o.planIntervalMs);
+      await new Promise<void>((resolve) => o.timers.setTimeout(resolve, o.planIntervalMs));
+    }
+    const command: OperationCommand = { type: 'cancel-runs', job: name, ...(slotMs === undefined ? {} : { slotMs }), member: o.self, atMs: o.clock.now() };
+    const { result } = await ops.propose(command);
+    const applied = result as ApplyResult | undefined;
+    if (applied?.ok !== true) throw new UnknownJobError(name);
+    const cancelled = (applied.cancelled ?? []).map((claim) => {
+      // The runs of it the log shows in progress as the call resolves, the cancel's mark aside.
+      const running = runsOf({ ...claim, cancelled: null }).map((run) => run.member);
+      return { slot: new Date(claim.slotMs), fencingToken: claim.token, running };
+    });
+    return { job: name, cancelled };
   }
 
   /** The version gate first: before cluster version 3, every call is refused alike. */

@@ -16,7 +16,8 @@ export interface JobContext {
    * `code`): its timeout passed (CRONRAFT_RUN_TIMEOUT), its slot moved to another member under
    * a newer token (CRONRAFT_RUN_REASSIGNED), this member lost the leader for longer than its
    * lease (CRONRAFT_RUN_INTERRUPTED, mode 'one'), a later slot of the job replaced it (overlap
-   * 'replace': CRONRAFT_RUN_REPLACED), or the member stops (CRONRAFT_RUN_STOPPING).
+   * 'replace': CRONRAFT_RUN_REPLACED), an operator cancelled it (`cluster.cancel()`:
+   * CRONRAFT_RUN_CANCELLED), or the member stops (CRONRAFT_RUN_STOPPING).
    */
   readonly signal: AbortSignal;
   /**
@@ -64,8 +65,11 @@ export interface RunRecord {
   readonly member: NodeId;
   readonly startedAtMs: number;
   readonly endedAtMs: number;
-  /** `replaced`: a later slot of the job replaced it (overlap 'replace'); the reason is in `error`. */
-  readonly outcome: 'succeeded' | 'failed' | 'aborted' | 'interrupted' | 'replaced';
+  /**
+   * `replaced`: a later slot of the job replaced it (overlap 'replace'); `cancelled`: an
+   * operator cancelled it (`cluster.cancel()`), never retried. The reason is in `error`.
+   */
+  readonly outcome: 'succeeded' | 'failed' | 'aborted' | 'interrupted' | 'replaced' | 'cancelled';
   readonly error?: string;
   /** 1 for the slot's first run; one more each time it was moved or retried (as JobContext's). */
   readonly attempt: number;

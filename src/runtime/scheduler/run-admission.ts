@@ -16,7 +16,7 @@ export interface OtherRun {
 }
 
 /** What became of a slot that fired, before its handler could start. */
-export type Admission = 'run' | 'dropped' | { readonly outcome: 'skipped' | 'replaced' | 'interrupted'; readonly reason: string };
+export type Admission = 'run' | 'dropped' | { readonly outcome: 'skipped' | 'replaced' | 'cancelled' | 'interrupted'; readonly reason: string };
 
 /**
  * The admission of a slot that fired on this member: its job's overlap policy, over the job's
@@ -65,7 +65,8 @@ export class RunAdmission {
     armed.abort.signal.removeEventListener('abort', onAbort);
     if (started) return 'run';
     const reason: unknown = armed.abort.signal.reason;
-    return reason instanceof RunAbortedError && reason.reason === 'replaced' ? { outcome: 'replaced', reason: reason.message } : 'dropped';
+    // Replaced or cancelled while it waited: it never runs, and says so.
+    return reason instanceof RunAbortedError && (reason.reason === 'replaced' || reason.reason === 'cancelled') ? { outcome: reason.reason, reason: reason.message } : 'dropped';
   }
 
   /**

@@ -58,7 +58,9 @@ export class RunExecution {
       await Promise.race([handled, new Promise((_, reject) => abort.signal.addEventListener('abort', () => reject(abort.signal.reason as Error), { once: true }))]);
     } catch (e) {
       const reason: unknown = abort.signal.reason;
-      outcome = isReason(reason, 'interrupted') ? 'interrupted' : isReason(reason, 'replaced') ? 'replaced' : abort.signal.aborted ? 'aborted' : 'failed';
+      // A cancelled run ends here as soon as its signal aborts, whether or not its handler
+      // heeds it, as a run whose lease was lost does: the outcome is recorded now.
+      outcome = isReason(reason, 'interrupted') ? 'interrupted' : isReason(reason, 'replaced') ? 'replaced' : isReason(reason, 'cancelled') ? 'cancelled' : abort.signal.aborted ? 'aborted' : 'failed';
       error = e instanceof Error ? e.message : String(e);
     } finally {
       o.timers.clearTimeout(timeout);

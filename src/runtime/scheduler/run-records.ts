@@ -94,9 +94,9 @@ export class RunRecords {
 
   /**
    * Records a slot this member did not run: interrupted (the leader moves it), skipped or
-   * replaced (its overlap policy; never run again).
+   * replaced (its overlap policy; never run again), or cancelled (an operator's cancel).
    */
-  report(claim: ClaimRecord, outcome: 'interrupted' | 'skipped' | 'replaced', reason: string): Promise<void> {
+  report(claim: ClaimRecord, outcome: 'interrupted' | 'skipped' | 'replaced' | 'cancelled', reason: string): Promise<void> {
     const atMs = this.#ctx.options.clock.now();
     return this.recordOutcome({ job: claim.job, slotMs: claim.slotMs, fencingToken: claim.token, member: this.#ctx.options.self, startedAtMs: atMs, endedAtMs: atMs, outcome, error: reason });
   }

@@ -29,7 +29,7 @@ export class SchedulerRuntime {
   readonly #registrations: Registrations;
   readonly #assignee: Assignee;
   readonly #leader: LeaderPlanning;
-  /** pause, resume, trigger (job-operations.ts). */
+  /** pause, resume, trigger, cancel (job-operations.ts). */
   readonly operations: JobOperations;
   #planTimer: TimerHandle | null = null;
   /** Whether #planTimer was set to plan at once (#planSoon), rather than at the next interval. */
