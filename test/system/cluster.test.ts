@@ -107,6 +107,9 @@ describe('a single-member cluster', () => {
   it('removeMember from a follower reaches the leader; stop({ leave: true }) of the leader hands over, leaves and stops cleanly', async () => {
     const members = await startCluster(3, { heartbeatMs: 20, electionTimeoutMs: 100, stopTimeoutMs: 3000 });
     await expect.poll(() => members.every((m) => m.state().version.active >= 2), { timeout: 10_000, interval: 50 }).toBe(true);
+    // Then each member's peer id is bound, a configuration change each: one still pending would
+    // refuse the removal below (`pending`).
+    await expect.poll(() => members.every((m) => Object.keys(m.state().configuration.peerIds).length === 3), { timeout: 10_000, interval: 50 }).toBe(true);
     const leader = members.find((m) => m.state().role === 'leader') as Cluster;
     const [follower, other] = members.filter((m) => m !== leader) as [Cluster, Cluster];
     // The lag is the leader's view: a number there for every member, null on a follower.
