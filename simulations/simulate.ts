@@ -1,3 +1,10 @@
+/**
+ * The simulator, the subpath export `cronraft/simulate`: `simulate()` runs the production member
+ * on simulated time, network, disks and clocks under one seed's faults, and checks the README's
+ * promises after every event (README, "Simulations").
+ *
+ * @module cronraft/simulate
+ */
 import type { NodeId } from '../src/raft/types.js';
 import type { CompactionOptions } from '../src/runtime/compaction.js';
 import type { MemberSettings } from '../src/runtime/member-settings.js';

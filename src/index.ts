@@ -1,3 +1,10 @@
+/**
+ * cronraft: run scheduled work once across a cluster of Node.js instances. `Cluster` is the
+ * member an app embeds: its options, methods, events, state and history, and the errors it
+ * throws, each with a stable code (README, "Errors").
+ *
+ * @module cronraft
+ */
 // Must load before libp2p: Node 20 lacks Promise.withResolvers, which libp2p 3 calls.
 import './transport/polyfills.js';
 
