@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
-import { readConfig, shutdownDeadlineMs } from '../../examples/http-app/config.js';
+import { MAX_PEERS, readConfig, shutdownDeadlineMs } from '../../examples/http-app/config.js';
 import { freePort } from '../fixtures/process-cluster.js';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -356,6 +356,36 @@ function durationMs(value: string): number {
 }
 
 // ---------------------------------------------------------------------------------------------
+
+describe('examples/http-app/config.ts', () => {
+  it('refuses a bad variable at once, naming it, and never repeats the token', () => {
+    const refused = (env: Env): string => {
+      try {
+        readConfig(env);
+      } catch (error) {
+        expect((error as { code?: string }).code).toBe('CRONRAFT_INVALID_ARGUMENT');
+        return (error as Error).message;
+      }
+      throw new Error(`accepted ${JSON.stringify(env)}`);
+    };
+    expect(refused({ APP_LISTEN: '8080' })).toContain('APP_LISTEN');
+    expect(refused({ APP_LISTEN: '0.0.0.0:99999' })).toContain('APP_LISTEN');
+    expect(refused({ CRONRAFT_STOP_TIMEOUT_MS: '5s' })).toContain('CRONRAFT_STOP_TIMEOUT_MS');
+    expect(refused({ CRONRAFT_STOP_TIMEOUT_MS: '600000' })).toContain('CRONRAFT_STOP_TIMEOUT_MS');
+    expect(refused({ CRONRAFT_PEERS: Array.from({ length: MAX_PEERS + 1 }, (_, i) => `10.0.0.${i % 250}:${7000 + i}`).join(',') })).toContain('CRONRAFT_PEERS');
+    const short = 'too-short-token';
+    const message = refused({ APP_TOKEN: short });
+    expect(message).toContain('APP_TOKEN');
+    expect(message).not.toContain(short);
+    expect(refused({ APP_TOKEN: 'has a space in it, sixteen+' })).toContain('APP_TOKEN');
+  });
+
+  it('takes the defaults the manifests rely on, and trims what it reads', () => {
+    const config = readConfig({ CRONRAFT_PEERS: ' a:7001, b:7001 ,', APP_LISTEN: '[::1]:8080' });
+    expect(config).toMatchObject({ peers: ['a:7001', 'b:7001'], listen: '0.0.0.0:7001', appHost: '::1', appPort: 8080, stopTimeoutMs: 5000, token: undefined });
+    expect(shutdownDeadlineMs(config)).toBeGreaterThan(3 * config.stopTimeoutMs);
+  });
+});
 
 describe('examples/compose/compose.yaml', () => {
   it('names three members that share one peer list, each advertising its service name, the secrets from an env file, a grace period above the shutdown deadline', () => {
