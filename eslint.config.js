@@ -3,7 +3,7 @@ import eslint from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'bench-results/', 'coverage/', 'scratch/'] },
+  { ignores: ['dist/', 'docs/api/', 'node_modules/', 'bench-results/', 'coverage/', 'scratch/'] },
   eslint.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -1,3 +1,10 @@
+/**
+ * The simulator, the subpath export `cronraft/simulate`: `simulate()` runs the production member
+ * on simulated time, network, disks and clocks under one seed's faults, and checks the README's
+ * promises after every event (README, "Simulations").
+ *
+ * @module cronraft/simulate
+ */
 import type { NodeId } from '../src/raft/types.js';
 import type { CompactionOptions } from '../src/runtime/compaction.js';
 import type { MemberSettings } from '../src/runtime/member-settings.js';
@@ -18,7 +25,14 @@ import { SimWorld } from './world.js';
 export type { FaultSwitches } from './faults.js';
 export type { SimJob } from './jobs.js';
 export type { FanoutSummary, JobSummary } from './summary.js';
-export type { ViolationKind } from './violations.js';
+export { VIOLATION_KINDS, type ViolationKind } from './violations.js';
+export type { MembershipCounts } from './membership.js';
+export type { TimelineEvent } from './timeline.js';
+export { SETTING_VARIATIONS, type VariedSetting } from './settings.js';
+export type { CompactionOptions } from '../src/runtime/compaction.js';
+export type { MemberSettings } from '../src/runtime/member-settings.js';
+export type { MemberTiming } from '../src/runtime/member.js';
+export type { RaftConfig } from '../src/raft/config.js';
 export type { VersionsMode } from './upgrades.js';
 export type { MembershipMode } from './membership.js';
 

@@ -3,6 +3,8 @@
  * `cronraft/decorators`: `@scheduled` makes a method a job, `@exclusive` runs it under a
  * cluster-wide lock (ShedLock's `@SchedulerLock`). Standard decorators, not the legacy
  * `experimentalDecorators`: TypeScript 5 compiles them with its default settings.
+ *
+ * @module cronraft/decorators
  */
 import type { Cluster } from './cluster.js';
 import { InvalidArgumentError } from './errors.js';
