@@ -21,6 +21,9 @@ export const SCRAPE_TARGET_MS = 10;
 /** How long the members may take to agree on the version, and to show the many jobs registered, before the bench gives up. */
 const REGISTER_GIVE_UP_MS = 120_000;
 
+/** How long the members may take to stop cleanly before they are killed. */
+const STOP_WAIT_MS = 10_000;
+
 /** Jobs every second beside the many: their lateness is what the scraping may delay. */
 const EVERY_SECOND_JOBS = 5;
 
@@ -107,6 +110,8 @@ export async function benchScrapeManyJobs(seconds: number): Promise<ScrapeManyJo
     return { jobs, registerMs, everySecondJobs: EVERY_SECOND_JOBS, lateness };
   } finally {
     await scraper?.close();
+    // A clean stop, so that a member run with --cpu-prof (CRONRAFT_MEMBER_EXEC_ARGV) writes its profile.
+    await Promise.race([Promise.all(cluster.members.map((m) => m.stop())), sleep(STOP_WAIT_MS)]);
     await cluster.cleanup();
   }
 }
