@@ -31,6 +31,18 @@ export interface WithAndWithout {
   readonly without: ReturnType<typeof summarize>;
   readonly with: ReturnType<typeof summarize>;
   readonly scrape: ScrapeStats;
+  /**
+   * The members' CPU time (user and system, all three) in the windows with the scraper less the
+   * same in the windows without, per member scraped: what a scrape of both costs a member, a
+   * figure that the machine's load stretches less than the answers' times.
+   */
+  readonly cpuPerScrapeMs: number;
+}
+
+/** The members' CPU time so far, in all. */
+async function cpuOf(cluster: ProcessCluster): Promise<number> {
+  const cpu = await Promise.all(cluster.members.map((m) => m.request<{ cpuMs: number }>('cpu')));
+  return cpu.reduce((sum, c) => sum + c.cpuMs, 0);
 }
 
 /**
@@ -44,14 +56,17 @@ export async function latenessWithAndWithout(cluster: ProcessCluster, scraper: S
   const phase = Math.max(...seen.map((r) => r.slotMs)) % EVERY_MS;
   let t = Math.ceil((now() - phase) / EVERY_MS) * EVERY_MS + phase + EVERY_MS / 2;
   const windows: Array<{ from: number; to: number; scraped: boolean }> = [];
+  const cpuMs = { with: 0, without: 0 };
   for (let i = 0; i < Math.ceil((seconds * 1000) / SCRAPE_WINDOW_MS); i++) {
     for (const scraped of [false, true]) {
       await sleep(t - now());
+      const cpuBefore = await cpuOf(cluster);
       if (scraped) scraper.on();
       windows.push({ from: t, to: t + SCRAPE_WINDOW_MS, scraped });
       t += SCRAPE_WINDOW_MS;
       await sleep(t - now());
       if (scraped) await scraper.off();
+      cpuMs[scraped ? 'with' : 'without'] += (await cpuOf(cluster)) - cpuBefore;
     }
   }
   // The last window's runs report their start within their lateness.
@@ -59,7 +74,9 @@ export async function latenessWithAndWithout(cluster: ProcessCluster, scraper: S
   const runs = starts(cluster, windows[0]!.from).filter((r) => r.job.startsWith(prefix) && r.attempt === 1);
   const lateness = (scraped: boolean): number[] =>
     runs.filter((r) => windows.some((w) => w.scraped === scraped && r.slotMs >= w.from && r.slotMs < w.to)).map((r) => r.at - r.slotMs);
-  return { without: summarize(lateness(false)), with: summarize(lateness(true)), scrape: scraper.stats() };
+  const scrape = scraper.stats();
+  const memberScrapes = scrape.endpoints['/v1/state'].ms.n + scrape.endpoints['/v1/state'].errors;
+  return { without: summarize(lateness(false)), with: summarize(lateness(true)), scrape, cpuPerScrapeMs: (cpuMs.with - cpuMs.without) / memberScrapes };
 }
 
 /** Polls `done` every half second until it holds; throws after REGISTER_GIVE_UP_MS. */
@@ -129,6 +146,7 @@ export function withAndWithoutRows(label: string, r: WithAndWithout): string[][]
     rows.push([`${label}: ${path} answer p50 / p99 / max (${e.ms.n} answers, ${e.errors} errors, ${fmt(e.maxBytes / 1024, 0)} KiB)`, ms(e.ms), '']);
   }
   rows.push([`${label}: scrapes skipped (the last not finished)`, String(r.scrape.skipped), '']);
+  rows.push([`${label}: member CPU per scrape of both (CPU scraped less CPU not, per member scraped)`, `${fmt(r.cpuPerScrapeMs)} ms`, '']);
   return rows;
 }
 
