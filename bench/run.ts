@@ -3,7 +3,8 @@
  * Prints a table and a JSON line, and writes the JSON to bench-results/<name>.json. Unless
  * --no-peers is given, the raft bench also measures etcd 3.4 the same way (bench/etcd.ts) and
  * prints both side by side. --no-failover skips the kill -9 runs, for quicker measurements of
- * latency and throughput alone. --no-probe leaves out the raft bench's second cluster, whose
+ * latency and throughput alone. --scrape-only runs only the scheduler bench's scraping of members
+ * with 10,000 jobs (bench/scrape-lateness.ts). --no-probe leaves out the raft bench's second cluster, whose
  * serial phases are probed for the breakdown of the slow commits (bench/tail.ts). --jobs-only runs only the
  * scheduler bench's rows of many jobs registered (bench/jobs-registered.ts). `codec` measures
  * the hand-written CBOR paths against cborg alone (bench/codec.ts), which the raft bench also
@@ -24,6 +25,7 @@ import { benchRaft, COLD_COMMITS, LOAD_WARMUP_MS, raftRows } from './raft.js';
 import { benchJobsRegistered, jobsRegisteredRows } from './jobs-registered.js';
 import { benchMembership, membershipRows } from './membership.js';
 import { benchScheduler, schedulerRows } from './scheduler.js';
+import { benchScrapeManyJobs, scrapeManyJobsRows } from './scrape-lateness.js';
 import { fmt, printTable } from './stats.js';
 import { printAttribution } from './tail.js';
 
@@ -36,6 +38,7 @@ const { positionals, values } = parseArgs({
     'no-failover': { type: 'boolean', default: false },
     'no-probe': { type: 'boolean', default: false },
     'jobs-only': { type: 'boolean', default: false },
+    'scrape-only': { type: 'boolean', default: false },
   },
 });
 const name = positionals[0] ?? 'raft';
@@ -46,22 +49,35 @@ type PeerOutcome = EtcdBenchResult | { skipped: string } | { failed: string };
 async function main(): Promise<void> {
   if (name === 'scheduler') {
     const startedAt = Date.now();
-    const lateness = values['jobs-only']
+    const scrapeOnly = values['scrape-only'];
+    const loadAtStart = loadavg()[0] ?? Number.NaN;
+    const lateness = values['jobs-only'] || scrapeOnly
       ? null
       : await benchScheduler(values.quick ? { idleSeconds: 8, loadSeconds: 5, loadJobs: 1000 } : { idleSeconds: 30, loadSeconds: 15, loadJobs: 1000 });
+    const loadBeforeScrape = loadavg()[0] ?? Number.NaN;
+    const scrape = values['jobs-only'] ? null : await benchScrapeManyJobs(values.quick ? 8 : 20);
     const loadBefore = loadavg()[0] ?? Number.NaN;
-    const jobs = await benchJobsRegistered([1000, 3000, 10_000]);
+    const jobs = scrapeOnly ? null : await benchJobsRegistered([1000, 3000, 10_000]);
     if (lateness !== null) {
-      console.log('\ncronraft scheduler: three processes on 127.0.0.1, level with sync on, default settings; croner alone on one process\n');
+      console.log('\ncronraft scheduler: three processes on 127.0.0.1, level with sync on, default settings; croner alone on one process');
+      console.log(`load average (1 min) at the start: ${fmt(loadAtStart)}, on ${cpus().length} CPUs\n`);
       printTable(['measure', 'cronraft', 'croner (1 process)', 'target'], schedulerRows(lateness));
     }
-    console.log('\nmany jobs: three members in one process (level with sync on, default settings), each registering the same jobs ({ every: 1h });');
-    console.log('croner registering them alone on one process; heap used after a full GC, less the same before the first schedule(); each size a fresh process');
-    // Wall-clock figures (stalls above all) stretch with what else the machine runs.
-    console.log(`load average (1 min) before: ${fmt(loadBefore)}, after: ${fmt(loadavg()[0] ?? Number.NaN)}, on ${cpus().length} CPUs\n`);
-    printTable(['measure', 'cronraft (3 members)', 'croner (1 process)', 'target', 'ratio to target (<= 1 meets it)'], jobsRegisteredRows(jobs));
+    if (scrape !== null) {
+      console.log(`\nscraping many jobs: three processes on 127.0.0.1 (level with sync on, default settings, http on), each registering the same ${scrape.jobs} jobs ({ every: 1h })`);
+      console.log('and the same few every 1 s; a scraper in the bench process GETs /metrics then /v1/state of every member every 100 ms in alternate 2 s windows');
+      console.log(`load average (1 min) before: ${fmt(loadBeforeScrape)}, after: ${fmt(loadavg()[0] ?? Number.NaN)}, on ${cpus().length} CPUs\n`);
+      printTable(['measure', 'cronraft', 'target'], scrapeManyJobsRows(scrape));
+    }
+    if (jobs !== null) {
+      console.log('\nmany jobs: three members in one process (level with sync on, default settings), each registering the same jobs ({ every: 1h });');
+      console.log('croner registering them alone on one process; heap used after a full GC, less the same before the first schedule(); each size a fresh process');
+      // Wall-clock figures (stalls above all) stretch with what else the machine runs.
+      console.log(`load average (1 min) before: ${fmt(loadBefore)}, after: ${fmt(loadavg()[0] ?? Number.NaN)}, on ${cpus().length} CPUs\n`);
+      printTable(['measure', 'cronraft (3 members)', 'croner (1 process)', 'target', 'ratio to target (<= 1 meets it)'], jobsRegisteredRows(jobs));
+    }
     console.log(`\nbench took ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
-    const json = JSON.stringify({ bench: name, node: process.version, at: new Date().toISOString(), result: { ...lateness, jobs } });
+    const json = JSON.stringify({ bench: name, node: process.version, at: new Date().toISOString(), result: { ...lateness, scrape, jobs } });
     console.log(`\n${json}`);
     await mkdir('bench-results', { recursive: true });
     await writeFile(`bench-results/${name}.json`, `${json}\n`);

@@ -1,11 +1,15 @@
 /**
  * `npm run bench -- scheduler`: lateness of a handler's start after its slot's instant, on an
  * idle three-process loopback cluster (level with sync on, default settings), beside croner on
- * one process (the single-instance baseline) measured in the same run; lateness of the first
+ * one process (the single-instance baseline) measured in the same run, and the same without and
+ * with a scraper of `/metrics` and `/v1/state` (bench/scrape-lateness.ts); lateness of the first
  * slots after kill -9 of the leader and of an assignee; and 1,000 jobs every second.
  */
 import { Cron } from 'croner';
 import { ProcessCluster, type MemberProcess } from '../test/fixtures/process-cluster.js';
+import { EVERY_MS, httpAddresses, now, schedule, sleep, starts } from './member-runs.js';
+import { latenessWithAndWithout, withAndWithoutRows, type WithAndWithout } from './scrape-lateness.js';
+import { Scraper } from './scraper.js';
 import { fmt, summarize } from './stats.js';
 
 export interface SchedulerBenchOptions {
@@ -15,7 +19,10 @@ export interface SchedulerBenchOptions {
 }
 
 export interface SchedulerBenchResult {
+  /** Lateness of the idle jobs without the scraper (`idleScrape.without`). */
   readonly idle: ReturnType<typeof summarize>;
+  /** The same in the same run without and with a scraper, in alternating windows (scrape-lateness.ts). */
+  readonly idleScrape: WithAndWithout;
   readonly croner: ReturnType<typeof summarize>;
   readonly afterLeaderKillMs: number;
   readonly afterAssigneeKillMs: number;
@@ -24,32 +31,6 @@ export interface SchedulerBenchResult {
 
 /** Jobs for the idle measure: ten jobs every second give ten samples a second. */
 const IDLE_JOBS = 10;
-const EVERY_MS = 1000;
-// Compared with times that member processes report: the wall clock, which every process shares
-// (each process's performance.timeOrigin is its own, to a millisecond or so).
-const now = (): number => Date.now();
-
-interface RunStart {
-  event: string;
-  job: string;
-  slotMs: number;
-  attempt: number;
-  member: string;
-  at: number;
-}
-
-function starts(cluster: ProcessCluster, sinceMs: number): RunStart[] {
-  return cluster.members.flatMap((m) => (m.events as unknown as RunStart[]).filter((e) => e.event === 'run-start' && e.at >= sinceMs));
-}
-
-async function schedule(members: readonly MemberProcess[], count: number, prefix: string): Promise<void> {
-  for (const m of members) {
-    for (let i = 0; i < count; i++) await m.request('schedule', { name: `${prefix}${i}`, everyMs: EVERY_MS, workMs: 1, retries: 0 });
-  }
-}
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
 /**
  * Waits until just before the next burst of slots (the jobs share one phase), so that the kill
  * that follows leaves the victim's claims of that burst to be moved after their instant: the
@@ -108,15 +89,17 @@ async function killMeasureRestart(cluster: ProcessCluster, victim: MemberProcess
 
 export async function benchScheduler(o: SchedulerBenchOptions): Promise<SchedulerBenchResult> {
   const croner = summarize(await benchCroner(o.idleSeconds));
-  const cluster = await ProcessCluster.create(3);
+  // Every member serves HTTP, for the scraper; it is scraped only in its windows.
+  const cluster = await ProcessCluster.create(3, { http: { listen: '127.0.0.1:0' } });
+  let scraper: Scraper | null = null;
   try {
     await cluster.startAll();
     await cluster.waitForLeader();
     await schedule(cluster.members, IDLE_JOBS, 'idle');
     await sleep(2000);
-    const from = now();
-    await sleep(o.idleSeconds * 1000);
-    const idle = summarize(starts(cluster, from).filter((r) => r.attempt === 1).map((r) => r.at - r.slotMs));
+    scraper = new Scraper(httpAddresses(cluster));
+    const idleScrape = await latenessWithAndWithout(cluster, scraper, o.idleSeconds, 'idle');
+    await scraper.close();
 
     // kill -9 the leader, then an assignee that is not the leader; restart each after.
     const leader = await cluster.waitForLeader();
@@ -137,8 +120,9 @@ export async function benchScheduler(o: SchedulerBenchOptions): Promise<Schedule
     const cpuAfter = await Promise.all(cluster.members.map((m) => m.request<{ cpuMs: number; at: number }>('cpu')));
     const loadLateness = summarize(starts(cluster, loadFrom).filter((r) => r.job.startsWith('load') && r.attempt === 1).map((r) => r.at - r.slotMs));
     const cpuPercentPerMember = cpuBefore.map((b, i) => ((cpuAfter[i]!.cpuMs - b.cpuMs) / (cpuAfter[i]!.at - b.at)) * 100);
-    return { idle, croner, afterLeaderKillMs, afterAssigneeKillMs, load: { jobs: o.loadJobs, lateness: loadLateness, cpuPercentPerMember } };
+    return { idle: idleScrape.without, idleScrape, croner, afterLeaderKillMs, afterAssigneeKillMs, load: { jobs: o.loadJobs, lateness: loadLateness, cpuPercentPerMember } };
   } finally {
+    await scraper?.close();
     await cluster.cleanup();
   }
 }
@@ -151,5 +135,6 @@ export function schedulerRows(r: SchedulerBenchResult): string[][] {
     ['worst lateness of the slots due 30 ms after kill -9 of an assignee', `${fmt(r.afterAssigneeKillMs, 0)} ms`, '', '<= 350 ms'],
     [`start lateness p50 / p99, ${r.load.jobs} jobs every 1 s`, `${fmt(r.load.lateness.p50)} / ${fmt(r.load.lateness.p99)} ms`, '', ''],
     [`CPU per member, ${r.load.jobs} jobs every 1 s`, r.load.cpuPercentPerMember.map((c) => `${fmt(c, 0)}%`).join(', '), '', ''],
+    ...withAndWithoutRows(`idle (${IDLE_JOBS} jobs every 1 s)`, r.idleScrape).map(([measure, value, target]) => [measure ?? '', value ?? '', '', target ?? '']),
   ];
 }

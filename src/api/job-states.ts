@@ -29,9 +29,10 @@ interface Built {
  * The jobs of `state()`, each built once and kept until its job changes, rather than built anew
  * for every job on every call: with thousands of jobs, building them all held the event loop for
  * each call, and made garbage for the collector to hold it again. A call looks at the jobs
- * changed since the last only (SchedulerState.jobsChangedSince), while the state can say which
- * they were and no job's next slot came meanwhile, else at every job; it builds the views of
- * those that changed. The views are frozen, since later calls hand out the same ones (their
+ * changed since the last (SchedulerState.jobsChangedSince) and, once a job's next slot came, at
+ * the jobs whose next slots come within JOB_STATES_HORIZON_MS of the last call that looked at
+ * every job; at every job when the state cannot say which changed, or past that horizon. It
+ * builds the views of those that changed. The views are frozen, since later calls hand out the same ones (their
  * Dates too: a caller that wants to change one copies it first).
  */
 export class JobStates {
@@ -40,9 +41,11 @@ export class JobStates {
   #builds = 0;
   /**
    * The last list handed out, and what it holds for: the same state, unchanged since
-   * (SchedulerState.changes), at a time from `atMs` until the first next slot it shows.
+   * (SchedulerState.changes), at a time from `atMs` until the first next slot it shows. Until
+   * `horizonMs`, the jobs whose next slot may come are `soon` (every job whose next slot is
+   * before it): a call after a next slot came looks at them and at the jobs changed, not at all.
    */
-  #last: { readonly state: SchedulerState; readonly changes: number; readonly atMs: number; readonly untilMs: number; readonly jobs: ClusterState['jobs'] } | null = null;
+  #last: Last | null = null;
 
   /** Views built so far, in all (a test counts the work a call did). */
   get builds(): number {
@@ -51,12 +54,13 @@ export class JobStates {
 
   of(state: SchedulerState, nowMs: number): ClusterState['jobs'] {
     const last = this.#last;
-    if (last !== null && last.state === state && nowMs >= last.atMs && nowMs < last.untilMs) {
+    if (last !== null && last.state === state && nowMs >= last.atMs && nowMs < last.horizonMs) {
       // Nothing changed, and no job's next slot came: the list itself again, without a look-up.
-      if (last.changes === state.changes) return last.jobs;
-      // Else the views of the jobs changed since are built again, and only they are looked at.
-      const changed = state.jobsChangedSince(last.changes);
-      if (changed !== null) return this.#list(state, nowMs, changed, last);
+      if (last.changes === state.changes && nowMs < last.untilMs) return last.jobs;
+      // Else the views of the jobs changed since, and of those whose next slot may have come,
+      // are built again if they must be, and only they are looked at.
+      const changed = last.changes === state.changes ? [] : state.jobsChangedSince(last.changes);
+      if (changed !== null) return this.#list(state, nowMs, nowMs < last.untilMs ? changed : new Set([...last.soon, ...changed]), last);
     }
     return this.#list(state, nowMs, state.jobs.keys(), null);
   }
@@ -67,11 +71,18 @@ export class JobStates {
    * since the list `from` was handed out, in that list (new jobs come last, in the order their
    * names come, which is their order in SchedulerState.jobs).
    */
-  #list(state: SchedulerState, nowMs: number, names: Iterable<string>, from: { readonly jobs: ClusterState['jobs']; readonly untilMs: number } | null): ClusterState['jobs'] {
+  #list(state: SchedulerState, nowMs: number, names: Iterable<string>, from: Last | null): ClusterState['jobs'] {
     // Spread, not slice(): V8's slice() of a frozen array copies element by element, at ten
     // thousand jobs most of the cost of a call that rebuilds a few views.
     const out: JobState[] = from === null ? [] : [...from.jobs];
-    let untilMs = from === null ? Number.POSITIVE_INFINITY : from.untilMs;
+    // The jobs looked at now are soon or not by the next slot they show; the others keep theirs.
+    const horizonMs = from === null ? nowMs + JOB_STATES_HORIZON_MS : from.horizonMs;
+    const soon = from === null ? new Set<string>() : new Set(from.soon);
+    const until = (name: string, nextMs: number | null): void => {
+      if (nextMs === null || nextMs >= horizonMs) soon.delete(name);
+      else soon.add(name);
+    };
+
     let latestClaims: Map<string, ClaimRecord> | null = null;
     for (const name of names) {
       const job = state.jobs.get(name);
@@ -82,7 +93,7 @@ export class JobStates {
       if (holding && built.change === change) {
         if (from === null) built.index = out.length;
         out[built.index] = built.view;
-        if (built.nextMs !== null) untilMs = Math.min(untilMs, built.nextMs);
+        until(name, built.nextMs);
         continue;
       }
       const latest = latestClaimOf(state, job, () => (latestClaims ??= latestClaimOfEachJob(state)));
@@ -109,12 +120,37 @@ export class JobStates {
       }
       this.#builds++;
       out[index] = view;
+      until(name, nextMs);
+    }
+    // The list holds until the first next slot it shows: a soon job's, else at the horizon.
+    let untilMs = horizonMs;
+    for (const name of soon) {
+      const job = state.jobs.get(name);
+      const nextMs = job === undefined ? null : (this.#built.get(job)?.nextMs ?? null);
       if (nextMs !== null) untilMs = Math.min(untilMs, nextMs);
     }
     const jobs = Object.freeze(out);
-    this.#last = { state, changes: state.changes, atMs: nowMs, untilMs, jobs };
+    this.#last = { state, changes: state.changes, atMs: nowMs, untilMs, horizonMs, soon, jobs };
     return jobs;
   }
+}
+
+/**
+ * How far ahead of a call that looks at every job the jobs whose next slot comes are kept
+ * (JobStates.#last.soon): until then, a call after a next slot came looks at those jobs only.
+ * Long enough that the jobs of every minute or more often are looked at on their own, short
+ * enough that the jobs of every hour or longer that fall in it are few.
+ */
+export const JOB_STATES_HORIZON_MS = 60_000;
+
+interface Last {
+  readonly state: SchedulerState;
+  readonly changes: number;
+  readonly atMs: number;
+  readonly untilMs: number;
+  readonly horizonMs: number;
+  readonly soon: ReadonlySet<string>;
+  readonly jobs: ClusterState['jobs'];
 }
 
 /**

@@ -43,8 +43,12 @@ export class ClusterMetrics {
   readonly #fsyncs: Histogram;
   /** The leader and term last counted: a leader seen again in its term (after an event of none) is no change. */
   #lastLeader: { readonly leader: string; readonly term: number } | null = null;
-  /** Jobs with series counted from runs here, so that those of a job gone can be removed. */
-  readonly #jobsRun = new Set<string>();
+  /**
+   * Jobs with series counted from runs here, so that those of a job gone can be removed, each
+   * with where it was in the state's jobs when last looked for (-1: not yet): a job stays at its
+   * place in the list while it is there (api/job-states.ts), so a scrape finds each at once.
+   */
+  readonly #jobsRun = new Map<string, number>();
 
   constructor(source: MetricsSource) {
     this.#source = source;
@@ -172,7 +176,7 @@ export class ClusterMetrics {
 
   /** A run ended on this member. */
   runEnded(run: RunRecord): void {
-    this.#jobsRun.add(run.job);
+    if (!this.#jobsRun.has(run.job)) this.#jobsRun.set(run.job, -1);
     this.#runs.inc({ job: run.job, outcome: run.outcome });
     if (FAILURES.has(run.outcome) && run.retriesLeft === 0) this.#failuresAfterRetries.inc({ job: run.job });
     this.#lateness.observe({ job: run.job }, Math.max(0, run.startedAtMs - run.slotMs) / 1000);
@@ -188,12 +192,22 @@ export class ClusterMetrics {
     this.#fsyncs.observe(durationMs / 1000);
   }
 
-  /** The series of runs of jobs the state no longer knows: bounded by the jobs, not by every job ever run. */
+  /**
+   * The series of runs of jobs the state no longer knows: bounded by the jobs, not by every job
+   * ever run. Each job run here is looked for where it was last; only when one is not there are
+   * the names of all the jobs gathered (at ten thousand jobs, gathering them on every scrape was
+   * much of its work).
+   */
   #forgetGoneJobs(state: ClusterState): void {
-    if (this.#jobsRun.size === 0) return;
-    const known = new Set(state.jobs.map((j) => j.name));
-    for (const job of this.#jobsRun) {
-      if (known.has(job)) continue;
+    let places: Map<string, number> | null = null;
+    for (const [job, at] of this.#jobsRun) {
+      if (state.jobs[at]?.name === job) continue;
+      places ??= new Map(state.jobs.map((j, i) => [j.name, i]));
+      const place = places.get(job);
+      if (place !== undefined) {
+        this.#jobsRun.set(job, place);
+        continue;
+      }
       this.#jobsRun.delete(job);
       this.#failuresAfterRetries.remove({ job });
       this.#lateness.remove({ job });

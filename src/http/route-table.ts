@@ -13,11 +13,14 @@ export interface RouteRequest {
 
 /**
  * A route's answer: JSON by default, or text of its own type (the metrics' exposition format,
- * the dashboard's page) with headers of its own (the page's content security policy).
+ * the dashboard's page) with headers of its own (the page's content security policy), or bytes
+ * already encoded, in pieces written one after the other (the state's JSON, kept between
+ * answers: state-json.ts).
  */
 export type RouteAnswer =
   | { readonly status?: number; readonly json: unknown }
-  | { readonly status?: number; readonly text: string; readonly contentType: string; readonly headers?: Readonly<Record<string, string>> };
+  | { readonly status?: number; readonly text: string; readonly contentType: string; readonly headers?: Readonly<Record<string, string>> }
+  | { readonly status?: number; readonly pieces: readonly Uint8Array[]; readonly contentType: string };
 
 /**
  * One route: `path` of literal segments and `:name` parameters. An `action` changes the cluster

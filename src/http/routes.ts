@@ -51,12 +51,16 @@ export function probeRoutes(source: HttpSource): Route[] {
   ];
 }
 
-/** The read-only routes: `state()` and `history()` as JSON (Dates as ISO strings; the jobs' text kept between calls, state-json.ts). */
+const JOBS_OPEN = new TextEncoder().encode('{"jobs":');
+const JOBS_CLOSE = new TextEncoder().encode('}');
+
+/** The read-only routes: `state()` and `history()` as JSON (Dates as ISO strings; the jobs' bytes kept between calls, state-json.ts). */
 export function readRoutes(source: HttpSource): Route[] {
   const json = new StateJson();
   const text = (body: string): RouteAnswer => ({ text: body, contentType: JSON_CONTENT_TYPE });
+  const pieces = (body: readonly Uint8Array[]): RouteAnswer => ({ pieces: body, contentType: JSON_CONTENT_TYPE });
   return [
-    { method: 'GET', path: '/v1/state', action: false, handle: () => text(json.state(source.state())) },
+    { method: 'GET', path: '/v1/state', action: false, handle: () => pieces(json.state(source.state())) },
     {
       method: 'GET',
       path: '/v1/members',
@@ -66,7 +70,7 @@ export function readRoutes(source: HttpSource): Route[] {
         return { json: { leader, members } };
       },
     },
-    { method: 'GET', path: '/v1/jobs', action: false, handle: () => text(`{"jobs":${json.jobs(source.state().jobs)}}`) },
+    { method: 'GET', path: '/v1/jobs', action: false, handle: () => pieces([JOBS_OPEN, ...json.jobs(source.state().jobs), JOBS_CLOSE]) },
     { method: 'GET', path: '/v1/jobs/:name', action: false, handle: ({ params }) => text(json.job(jobOf(source.state(), params.name as string))) },
     { method: 'GET', path: '/v1/history', action: false, handle: ({ query }) => ({ json: { history: source.history(historyQuery(query)) } }) },
     { method: 'GET', path: '/v1/topics', action: false, handle: () => ({ json: { topics: source.state().topics } }) },

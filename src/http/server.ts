@@ -4,7 +4,7 @@ import { ListenError } from '../errors.js';
 import type { BearerAuth } from './auth.js';
 import { badBody, bodyTooLarge, errorAnswer } from './errors.js';
 import type { RouteAnswer, RouteTable } from './route-table.js';
-import { JSON_CONTENT_TYPE } from './state-json.js';
+import { byteLength, JSON_CONTENT_TYPE } from './state-json.js';
 
 /** The limits of the HTTP server: every request is bounded in size and time. */
 export interface HttpLimits {
@@ -157,6 +157,15 @@ export class HttpServer {
 
   #answer(res: ServerResponse, answer: RouteAnswer, headers: Readonly<Record<string, string>> = {}): void {
     if (res.headersSent || res.destroyed) return;
+    if ('pieces' in answer) {
+      res.writeHead(answer.status ?? 200, { ...COMMON_HEADERS, ...headers, 'content-type': answer.contentType, 'content-length': byteLength(answer.pieces) });
+      // Corked, the pieces go to the socket in one write, as they are: no copy of the whole.
+      res.cork();
+      for (const piece of answer.pieces) res.write(piece);
+      res.end();
+      res.uncork();
+      return;
+    }
     const text = 'json' in answer ? JSON.stringify(answer.json) : answer.text;
     const contentType = 'json' in answer ? JSON_CONTENT_TYPE : answer.contentType;
     const own = 'json' in answer ? {} : answer.headers;

@@ -4,32 +4,64 @@ import type { ClusterState } from '../api/state.js';
 export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 
 type Job = ClusterState['jobs'][number];
+type Jobs = ClusterState['jobs'];
 
 /**
- * `state()` and its jobs as JSON text, each job's written once: `state()` hands out a job's
- * frozen view again until the job changes (api/job-states.ts), and the list itself again while
- * nothing changed, so the text of each is kept beside it (weakly: a view no longer handed out
- * takes its text with it). With thousands of jobs, the jobs are nearly all of the text.
+ * Jobs to a block of a list's bytes: a change of one job writes its block again, not the list.
+ * Small enough that a block is quick to write, large enough that a list of the most jobs a
+ * cluster holds is a few dozen blocks for the socket to take at once.
+ */
+export const STATE_JSON_BLOCK_JOBS = 128;
+
+/** A block of a list: the views it was written from (the list's, in order) and their JSON, encoded. */
+interface Block {
+  readonly views: readonly Job[];
+  readonly bytes: Uint8Array;
+}
+
+const encoder = new TextEncoder();
+const OPEN = encoder.encode('[');
+const CLOSE = encoder.encode(']');
+
+/**
+ * `state()` and its jobs as JSON, in pieces of bytes that an answer hands to the socket as they
+ * are: with thousands of jobs, the jobs are nearly all of the text, and writing it anew, or
+ * encoding it, for each answer held the event loop. `state()` hands out a job's frozen view again
+ * until the job changes (api/job-states.ts), and the list itself again while nothing changed,
+ * so each job's text is kept beside its view (weakly: a view no longer handed out takes its text
+ * with it), and the list's bytes in blocks of STATE_JSON_BLOCK_JOBS jobs, each kept while its
+ * views are the same ones. What is kept is the last list's, bounded by the jobs a cluster holds.
  */
 export class StateJson {
   readonly #jobs = new WeakMap<Job, string>();
-  readonly #lists = new WeakMap<ClusterState['jobs'], string>();
+  /** The last list written, and its bytes: the list again costs nothing, a list changed its blocks changed. */
+  #list: Jobs | null = null;
+  #blocks: Block[] = [];
+  #pieces: readonly Uint8Array[] = [OPEN, CLOSE];
 
   /** The state as JSON: as JSON.stringify writes it, its jobs last. */
-  state(state: ClusterState): string {
+  state(state: ClusterState): readonly Uint8Array[] {
     const { jobs, ...rest } = state;
     const head = JSON.stringify(rest);
-    return `${head.slice(0, -1)},"jobs":${this.jobs(jobs)}}`;
+    return [encoder.encode(`${head.slice(0, -1)},"jobs":`), ...this.jobs(jobs), CLOSE_OBJECT];
   }
 
   /** A list of jobs as a JSON array. */
-  jobs(list: ClusterState['jobs']): string {
-    let text = this.#lists.get(list);
-    if (text === undefined) {
-      text = `[${list.map((job) => this.job(job)).join(',')}]`;
-      this.#lists.set(list, text);
+  jobs(list: Jobs): readonly Uint8Array[] {
+    if (list === this.#list) return this.#pieces;
+    const blocks: Block[] = [];
+    for (let from = 0, i = 0; from < list.length; from += STATE_JSON_BLOCK_JOBS, i++) {
+      const kept = this.#blocks[i];
+      if (kept !== undefined && sameViews(kept.views, list, from)) blocks.push(kept);
+      else {
+        const views = list.slice(from, from + STATE_JSON_BLOCK_JOBS);
+        blocks.push({ views, bytes: this.#block(views, from === 0) });
+      }
     }
-    return text;
+    this.#list = list;
+    this.#blocks = blocks;
+    this.#pieces = [OPEN, ...blocks.map((b) => b.bytes), CLOSE];
+    return this.#pieces;
   }
 
   /** One job's view as JSON. */
@@ -41,4 +73,26 @@ export class StateJson {
     }
     return text;
   }
+
+  /** The jobs' texts, a comma between them, and before them unless `first`. */
+  #block(views: readonly Job[], first: boolean): Uint8Array {
+    const text = views.map((view) => this.job(view)).join(',');
+    return encoder.encode(first ? text : `,${text}`);
+  }
+}
+
+const CLOSE_OBJECT = encoder.encode('}');
+
+/** Whether `views` are the views of `list` from `from` on, the same ones, and as many as the block there has. */
+function sameViews(views: readonly Job[], list: Jobs, from: number): boolean {
+  if (views.length !== Math.min(STATE_JSON_BLOCK_JOBS, list.length - from)) return false;
+  for (let i = 0; i < views.length; i++) if (views[i] !== list[from + i]) return false;
+  return true;
+}
+
+/** The pieces' bytes in all, as an answer's content-length. */
+export function byteLength(pieces: readonly Uint8Array[]): number {
+  let length = 0;
+  for (const piece of pieces) length += piece.byteLength;
+  return length;
 }

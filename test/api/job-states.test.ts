@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { JobStates } from '../../src/api/job-states.js';
+import { JOB_STATES_HORIZON_MS, JobStates } from '../../src/api/job-states.js';
 import { CHANGE_LOG_KEPT } from '../../src/scheduler/change-log.js';
 import { parseSpec } from '../../src/scheduler/spec.js';
 import { decodeSchedulerSnapshot, encodeSchedulerSnapshot } from '../../src/scheduler/state-snapshot.js';
@@ -140,6 +140,38 @@ describe('the jobs of state()', () => {
     expect(looks.count()).toBe(3);
     expect(after.map((j) => j.name).slice(-2)).toEqual(['job999', 'new']);
     expect(after).toEqual(new JobStates().of(s, T0 + 100));
+  });
+
+  it("are looked at, once a next slot came, only if their next slots come soon, until the horizon; then all, right", () => {
+    // Every hour, registered at T0: next slots at T0 + 1 h. Two every second beside them.
+    const { s, apply } = stateOf(0);
+    for (let i = 0; i < 1000; i++) for (const member of ['a', 'b']) apply(register(`hourly${i}`, member, '1h'));
+    for (let i = 0; i < 2; i++) apply(register(`tick${i}`, 'a'));
+    const views = new JobStates();
+    views.of(s, T0 + 100);
+    const looks = countLooks(s);
+    /** The list at `atMs`, and how many jobs it looked at (a list built afresh to compare with is not counted). */
+    const lookAt = (atMs: number): { list: ReturnType<JobStates['of']>; looked: number } => {
+      const before = looks.count();
+      const list = views.of(s, atMs);
+      const looked = looks.count() - before;
+      expect(list).toEqual(new JobStates().of(s, atMs));
+      return { list, looked };
+    };
+    // Past the ticks' next slot: only they are looked at, and show their next.
+    const later = lookAt(T0 + 1500);
+    expect(later.looked).toBe(2);
+    expect(later.list.find((j) => j.name === 'tick0')?.nextSlot).toEqual(new Date(T0 + 2000));
+    // A change meanwhile, and the ticks' next slot again: the job changed, and the ticks.
+    apply({ type: 'claim', job: 'hourly7', slotMs: T0 + 3_600_000, assignees: ['a'], fromMs: T0 });
+    expect(lookAt(T0 + 2500).looked).toBe(3);
+    // A change before the next slot: the job changed only.
+    apply({ type: 'claim', job: 'hourly8', slotMs: T0 + 3_600_000, assignees: ['a'], fromMs: T0 });
+    expect(lookAt(T0 + 2600).looked).toBe(1);
+    // Past the horizon: every job, and each shows its next slot (the hourly ones' came).
+    expect(lookAt(T0 + 100 + JOB_STATES_HORIZON_MS).looked).toBe(1002);
+    const hourPast = lookAt(T0 + 3_600_500);
+    expect(hourPast.list.find((j) => j.name === 'hourly0')?.nextSlot).toEqual(new Date(T0 + 7_200_000));
   });
 
   it('are all looked at again once more changed since the last call than the state remembers', () => {

@@ -53,6 +53,22 @@ describe('ClusterMetrics', () => {
     expect(samples.filter((s) => s.labels.job === 'k' || s.labels.member === 'b')).toEqual([]);
   });
 
+  it("keeps a job's series while it moves in the state's jobs, and drops them right after it is gone", async () => {
+    let state = stateWith([], [job('j', 0, 0), job('k', 0, 0)]);
+    const metrics = new ClusterMetrics({ state: () => state });
+    metrics.runEnded(run({ job: 'k', outcome: 'succeeded' }));
+    const runsOfK = async (): Promise<number | undefined> => valueOf(parseSamples(await metrics.text()), 'cronraft_job_runs_total', { job: 'k', outcome: 'succeeded' });
+    expect(await runsOfK()).toBe(1);
+    // j gone, another job where k was: k is still known, elsewhere.
+    state = stateWith([], [job('k', 0, 0), job('l', 0, 0)]);
+    expect(await runsOfK()).toBe(1);
+    state = stateWith([], [job('m', 0, 0), job('l', 0, 0), job('k', 0, 0)]);
+    expect(await runsOfK()).toBe(1);
+    // k gone, another job at its place: its series go at the next scrape.
+    state = stateWith([], [job('m', 0, 0), job('l', 0, 0), job('n', 0, 0)]);
+    expect(await runsOfK()).toBeUndefined();
+  });
+
   it('counts runs by outcome, a failure after retries only on the last try, and lateness from the slot', async () => {
     const metrics = new ClusterMetrics({ state: () => stateWith([], [job('j', 0, 0)]) });
     metrics.runEnded(run({ outcome: 'failed', retriesLeft: 1 }));

@@ -174,10 +174,18 @@ describe('reading over HTTP', () => {
     const c = await single();
     c.schedule('nightly', { every: '1h' }, () => undefined);
     await expect.poll(() => c.state().version.active >= FANOUT_VERSION && c.state().jobs.some((j) => j.name === 'nightly'), { timeout: 10_000 }).toBe(true);
+    // What /v1/state and /v1/jobs answer, which they keep between answers: each change shows in the next.
+    const pausedThere = async (): Promise<boolean[]> => [
+      (await request(c, '/v1/state')).body.jobs.find((j: { name: string }) => j.name === 'nightly').paused,
+      (await request(c, '/v1/jobs')).body.jobs.find((j: { name: string }) => j.name === 'nightly').paused,
+    ];
+    expect(await pausedThere()).toEqual([false, false]);
     expect((await request(c, '/v1/jobs/nightly/pause', { method: 'POST' })).status).toBe(401);
     expect(await request(c, '/v1/jobs/nightly/pause', withToken())).toMatchObject({ status: 200, body: { job: 'nightly', paused: true } });
     expect(c.state().jobs.find((j) => j.name === 'nightly')?.paused).toBe(true);
+    expect(await pausedThere()).toEqual([true, true]);
     expect(await request(c, '/v1/jobs/nightly/resume', withToken())).toMatchObject({ status: 200, body: { job: 'nightly', paused: false } });
+    expect(await pausedThere()).toEqual([false, false]);
     const triggered = await request(c, '/v1/jobs/nightly/trigger', withToken());
     expect(triggered).toMatchObject({ status: 200, body: { job: 'nightly', fencingToken: expect.any(Number) } });
     await expect.poll(() => c.history({ job: 'nightly' }).find((h) => h.fencingToken === triggered.body.fencingToken)?.outcomes[c.id]?.outcome, { timeout: 10_000 }).toBe('succeeded');

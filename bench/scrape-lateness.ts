@@ -1,0 +1,162 @@
+/**
+ * Part of `npm run bench -- scheduler`: whether scraping delays slots (issue 20). Slot lateness
+ * is measured in alternating windows without and with a scraper (bench/scraper.ts) hitting
+ * `/metrics` and `/v1/state` of every member every 100 ms, so that both see the same machine;
+ * the scraper's response times are its own figures. `benchScrapeManyJobs` does the same on
+ * members that each hold 10,000 jobs, where the answers are largest.
+ */
+import { ProcessCluster } from '../test/fixtures/process-cluster.js';
+import { SUPPORTED } from '../src/version/versions.js';
+import { JOBS_TARGETS } from './jobs-registered.js';
+import { EVERY_MS, httpAddresses, now, schedule, sleep, starts } from './member-runs.js';
+import { Scraper, type ScrapeStats } from './scraper.js';
+import { fmt, summarize } from './stats.js';
+
+/** Each window's length: two bursts of slots, without the scraper, then two with it, and so on. */
+export const SCRAPE_WINDOW_MS = 2 * EVERY_MS;
+
+/** The target (issue 20): each answer of `/metrics` and `/v1/state` within this, at 10,000 jobs. */
+export const SCRAPE_TARGET_MS = 10;
+
+/** How long the members may take to agree on the version, and to show the many jobs registered, before the bench gives up. */
+const REGISTER_GIVE_UP_MS = 120_000;
+
+/** How long the members may take to stop cleanly before they are killed. */
+const STOP_WAIT_MS = 10_000;
+
+/** Jobs every second beside the many: their lateness is what the scraping may delay. */
+const EVERY_SECOND_JOBS = 5;
+
+export interface WithAndWithout {
+  readonly without: ReturnType<typeof summarize>;
+  readonly with: ReturnType<typeof summarize>;
+  readonly scrape: ScrapeStats;
+  /**
+   * The members' CPU time (user and system, all three) in the windows with the scraper less the
+   * same in the windows without, per member scraped: what a scrape of both costs a member, a
+   * figure that the machine's load stretches less than the answers' times.
+   */
+  readonly cpuPerScrapeMs: number;
+}
+
+/** The members' CPU time so far, in all. */
+async function cpuOf(cluster: ProcessCluster): Promise<number> {
+  const cpu = await Promise.all(cluster.members.map((m) => m.request<{ cpuMs: number }>('cpu')));
+  return cpu.reduce((sum, c) => sum + c.cpuMs, 0);
+}
+
+/**
+ * Lateness of the first attempts of the slots of jobs `prefix`… over `seconds` without the
+ * scraper and `seconds` with it, in alternating windows. The windows begin half a period after
+ * a burst of slots, so that turning the scraper on or off falls between bursts.
+ */
+export async function latenessWithAndWithout(cluster: ProcessCluster, scraper: Scraper, seconds: number, prefix: string): Promise<WithAndWithout> {
+  const seen = starts(cluster, 0).filter((r) => r.job.startsWith(prefix));
+  if (seen.length === 0) throw new Error(`no run of ${prefix}… seen yet`);
+  const phase = Math.max(...seen.map((r) => r.slotMs)) % EVERY_MS;
+  let t = Math.ceil((now() - phase) / EVERY_MS) * EVERY_MS + phase + EVERY_MS / 2;
+  const windows: Array<{ from: number; to: number; scraped: boolean }> = [];
+  const cpuMs = { with: 0, without: 0 };
+  for (let i = 0; i < Math.ceil((seconds * 1000) / SCRAPE_WINDOW_MS); i++) {
+    for (const scraped of [false, true]) {
+      await sleep(t - now());
+      const cpuBefore = await cpuOf(cluster);
+      if (scraped) scraper.on();
+      windows.push({ from: t, to: t + SCRAPE_WINDOW_MS, scraped });
+      t += SCRAPE_WINDOW_MS;
+      await sleep(t - now());
+      if (scraped) await scraper.off();
+      cpuMs[scraped ? 'with' : 'without'] += (await cpuOf(cluster)) - cpuBefore;
+    }
+  }
+  // The last window's runs report their start within their lateness.
+  await sleep(EVERY_MS);
+  const runs = starts(cluster, windows[0]!.from).filter((r) => r.job.startsWith(prefix) && r.attempt === 1);
+  const lateness = (scraped: boolean): number[] =>
+    runs.filter((r) => windows.some((w) => w.scraped === scraped && r.slotMs >= w.from && r.slotMs < w.to)).map((r) => r.at - r.slotMs);
+  const scrape = scraper.stats();
+  const memberScrapes = scrape.endpoints['/v1/state'].ms.n + scrape.endpoints['/v1/state'].errors;
+  return { without: summarize(lateness(false)), with: summarize(lateness(true)), scrape, cpuPerScrapeMs: (cpuMs.with - cpuMs.without) / memberScrapes };
+}
+
+/** Polls `done` every half second until it holds; throws after REGISTER_GIVE_UP_MS. */
+async function until(done: () => Promise<boolean>, what: string): Promise<void> {
+  const deadline = now() + REGISTER_GIVE_UP_MS;
+  while (!(await done())) {
+    if (now() > deadline) throw new Error(`not ${what} within ${REGISTER_GIVE_UP_MS} ms`);
+    await sleep(500);
+  }
+}
+
+export interface ScrapeManyJobsResult {
+  readonly jobs: number;
+  /** From the first schedule-many request until the leader showed every job with three handlers. */
+  readonly registerMs: number;
+  readonly everySecondJobs: number;
+  readonly lateness: WithAndWithout;
+}
+
+/**
+ * Three member processes with the `http` option, each registering the same JOBS_TARGETS.jobs
+ * jobs (the most a cluster holds: EVERY_SECOND_JOBS every second, the rest { every: '1h' }, as
+ * bench/jobs-registered.ts registers them in one process); then the every-second jobs' lateness
+ * without and with the scraper.
+ */
+export async function benchScrapeManyJobs(seconds: number): Promise<ScrapeManyJobsResult> {
+  const jobs = JOBS_TARGETS.jobs;
+  const cluster = await ProcessCluster.create(3, { http: { listen: '127.0.0.1:0' } });
+  let scraper: Scraper | null = null;
+  try {
+    await cluster.startAll();
+    await cluster.waitForLeader();
+    // As bench/jobs-registered-run.ts: every member has learned the cluster's time and runs this
+    // release's version, so that the registrations go in batches as on any start after the first.
+    await until(async () => (await Promise.all(cluster.members.map((m) => m.state()))).every((s) => s.clock.synced && s.version.active === SUPPORTED.stateMachine.max), 'the members synced, on the current version');
+    await schedule(cluster.members, EVERY_SECOND_JOBS, 'tick');
+    const started = now();
+    await Promise.all(cluster.members.map((m) => m.request('schedule-many', { prefix: 'many', count: jobs - EVERY_SECOND_JOBS, every: '1h' })));
+    await until(async () => {
+      const state = await (await cluster.waitForLeader()).state();
+      return state.jobs.length === jobs && state.jobs.every((j) => j.handlers.length === 3);
+    }, `${jobs} jobs registered`);
+    const registerMs = now() - started;
+    // Snapshots that the registrations began finish, and the every-second jobs run meanwhile.
+    await sleep(3000);
+    scraper = new Scraper(httpAddresses(cluster));
+    const lateness = await latenessWithAndWithout(cluster, scraper, seconds, 'tick');
+    return { jobs, registerMs, everySecondJobs: EVERY_SECOND_JOBS, lateness };
+  } finally {
+    await scraper?.close();
+    // A clean stop, so that a member run with --cpu-prof (CRONRAFT_MEMBER_EXEC_ARGV) writes its profile.
+    await Promise.race([Promise.all(cluster.members.map((m) => m.stop())), sleep(STOP_WAIT_MS)]);
+    await cluster.cleanup();
+  }
+}
+
+const ms = (s: ReturnType<typeof summarize>): string => `${fmt(s.p50)} / ${fmt(s.p99)} / ${fmt(s.max)} ms`;
+
+/** Rows of a lateness without and with the scraper: p50 and p99 of each, their ratio, and the scraper's answers. */
+export function withAndWithoutRows(label: string, r: WithAndWithout): string[][] {
+  const rows = [
+    [`${label}: start lateness p50 / p99 without scraping (${r.without.n} slots)`, `${fmt(r.without.p50)} / ${fmt(r.without.p99)} ms`, ''],
+    [`${label}: start lateness p50 / p99 scraped every 100 ms (${r.with.n} slots)`, `${fmt(r.with.p50)} / ${fmt(r.with.p99)} ms`, ''],
+    [`${label}: ratio scraped / without, p50 and p99`, `${fmt(r.with.p50 / r.without.p50)} / ${fmt(r.with.p99 / r.without.p99)}`, ''],
+  ];
+  for (const [path, e] of Object.entries(r.scrape.endpoints)) {
+    rows.push([`${label}: ${path} answer p50 / p99 / max (${e.ms.n} answers, ${e.errors} errors, ${fmt(e.maxBytes / 1024, 0)} KiB)`, ms(e.ms), '']);
+  }
+  rows.push([`${label}: scrapes skipped (the last not finished)`, String(r.scrape.skipped), '']);
+  rows.push([`${label}: member CPU per scrape of both (CPU scraped less CPU not, per member scraped)`, `${fmt(r.cpuPerScrapeMs)} ms`, '']);
+  return rows;
+}
+
+export function scrapeManyJobsRows(r: ScrapeManyJobsResult): string[][] {
+  const label = `${r.jobs} jobs`;
+  const rows = withAndWithoutRows(`${label}, ${r.everySecondJobs} every 1 s`, r.lateness);
+  rows.unshift([`${label}: time until the leader shows all, 3 handlers each (3 processes)`, `${fmt(r.registerMs / 1000)} s`, '']);
+  for (const [path, e] of Object.entries(r.lateness.scrape.endpoints)) {
+    const met = e.errors === 0 && e.ms.max <= SCRAPE_TARGET_MS;
+    rows.push([`${label}: ${path} every answer within the target`, met ? 'met' : `not met (max ${fmt(e.ms.max)} ms, p99 ${fmt(e.ms.p99)} ms)`, `<= ${SCRAPE_TARGET_MS} ms`]);
+  }
+  return rows;
+}

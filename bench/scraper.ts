@@ -1,0 +1,118 @@
+/**
+ * A scraper for the scheduler bench: every SCRAPE_EVERY_MS it GETs `/metrics` and `/v1/state`
+ * of every member (one after the other on each member, the members at once), as Prometheus and
+ * a dashboard polling the state would, on kept-alive connections. Each answer's time is from
+ * the request sent to its whole body read, on this process (so it includes this process's own
+ * delays, which are small: it does little else).
+ */
+import { Agent, get } from 'node:http';
+import { summarize } from './stats.js';
+
+/** How often every member is scraped (issue 20: every 100 ms). */
+export const SCRAPE_EVERY_MS = 100;
+
+/** The longest a scrape's request may take before it is abandoned and counted as an error. */
+export const SCRAPE_TIMEOUT_MS = 5000;
+
+/** The endpoints scraped on each member, in order. */
+export const SCRAPED_PATHS = ['/metrics', '/v1/state'] as const;
+export type ScrapedPath = (typeof SCRAPED_PATHS)[number];
+
+export interface EndpointStats {
+  readonly ms: ReturnType<typeof summarize>;
+  /** Requests that failed, timed out or were not answered 200. */
+  readonly errors: number;
+  /** The largest body read, in bytes. */
+  readonly maxBytes: number;
+}
+
+export interface ScrapeStats {
+  readonly endpoints: Record<ScrapedPath, EndpointStats>;
+  /** Ticks at which a member was not scraped because its last scrape had not finished. */
+  readonly skipped: number;
+}
+
+interface Answer {
+  readonly ok: boolean;
+  readonly bytes: number;
+}
+
+function fetchOnce(agent: Agent, address: string, path: string): Promise<Answer> {
+  const [host, port] = address.split(/:(?=\d+$)/);
+  return new Promise((resolve) => {
+    const req = get({ host, port: Number(port), path, agent, timeout: SCRAPE_TIMEOUT_MS }, (res) => {
+      let bytes = 0;
+      res.on('data', (chunk: Buffer) => {
+        bytes += chunk.length;
+      });
+      res.on('end', () => resolve({ ok: res.statusCode === 200, bytes }));
+      res.on('error', () => resolve({ ok: false, bytes }));
+    });
+    req.on('timeout', () => req.destroy(new Error('timed out')));
+    req.on('error', () => resolve({ ok: false, bytes: 0 }));
+  });
+}
+
+/**
+ * Scrapes `addresses` (HTTP `host:port`) while on (between `on()` and `off()`, as often as
+ * wanted); `stats()` sums every time it was on. `close()` ends its connections.
+ */
+export class Scraper {
+  readonly #addresses: readonly string[];
+  readonly #agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  readonly #times: Record<ScrapedPath, number[]> = { '/metrics': [], '/v1/state': [] };
+  readonly #errors: Record<ScrapedPath, number> = { '/metrics': 0, '/v1/state': 0 };
+  readonly #maxBytes: Record<ScrapedPath, number> = { '/metrics': 0, '/v1/state': 0 };
+  readonly #busy = new Map<string, Promise<void>>();
+  #skipped = 0;
+  #timer: NodeJS.Timeout | null = null;
+
+  constructor(addresses: readonly string[]) {
+    this.#addresses = addresses;
+  }
+
+  /** Scrapes every member now and every SCRAPE_EVERY_MS after. */
+  on(): void {
+    if (this.#timer !== null) return;
+    this.#tick();
+    this.#timer = setInterval(() => this.#tick(), SCRAPE_EVERY_MS);
+  }
+
+  /** Stops scraping; resolves once the scrapes under way have ended. */
+  async off(): Promise<void> {
+    if (this.#timer !== null) clearInterval(this.#timer);
+    this.#timer = null;
+    await Promise.all(this.#busy.values());
+  }
+
+  stats(): ScrapeStats {
+    const endpoint = (path: ScrapedPath): EndpointStats => ({ ms: summarize(this.#times[path]), errors: this.#errors[path], maxBytes: this.#maxBytes[path] });
+    return { endpoints: { '/metrics': endpoint('/metrics'), '/v1/state': endpoint('/v1/state') }, skipped: this.#skipped };
+  }
+
+  async close(): Promise<void> {
+    await this.off();
+    this.#agent.destroy();
+  }
+
+  #tick(): void {
+    for (const address of this.#addresses) {
+      if (this.#busy.has(address)) {
+        this.#skipped++;
+        continue;
+      }
+      this.#busy.set(address, this.#scrape(address).finally(() => this.#busy.delete(address)));
+    }
+  }
+
+  async #scrape(address: string): Promise<void> {
+    for (const path of SCRAPED_PATHS) {
+      const started = performance.now();
+      const answer = await fetchOnce(this.#agent, address, path);
+      const ms = performance.now() - started;
+      if (answer.ok) this.#times[path].push(ms);
+      else this.#errors[path]++;
+      this.#maxBytes[path] = Math.max(this.#maxBytes[path], answer.bytes);
+    }
+  }
+}
