@@ -26,6 +26,7 @@ import type { JobHandler, JobOptions } from './runtime/scheduler/job-types.js';
 import type { SchedulerRuntime } from './runtime/scheduler/scheduler-runtime.js';
 import type { CancelledRuns, JobPause, TriggeredSlot } from './runtime/scheduler/job-operations.js';
 import { parseSpec, type SpecInput } from './scheduler/spec.js';
+import { SCHEDULER_DEFAULTS } from './scheduler/state.js';
 import { systemClock, systemTimers, type Clock, type Timers } from './time/clock.js';
 import type { Random } from './time/random.js';
 import { versionSupportOf } from './version/test-seams.js';
@@ -237,6 +238,9 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   schedule(name: string, spec: SpecInput, handler: JobHandler, options: JobOptions = {}): { readonly name: string; unschedule(): boolean } {
     validateName(name);
     if (this.#jobs.has(name)) throw new InvalidArgumentError('name', name, 'a name not already scheduled on this member');
+    // The replicated state holds at most this many jobs: past it a registration would be
+    // refused as it applies, and the job would never run, with nothing to say why.
+    if (this.#jobs.size >= SCHEDULER_DEFAULTS.maxJobs) throw new InvalidArgumentError('name', name, `a job beyond the ${SCHEDULER_DEFAULTS.maxJobs} scheduled on this member (the cluster holds at most that many)`);
     const parsed = parseSpec(spec);
     if (typeof handler !== 'function') throw new InvalidArgumentError('handler', handler, 'a function');
     validateJobOptions(options);

@@ -210,6 +210,15 @@ describe('cluster.schedule', () => {
     c.schedule('a', '* * * * *', () => undefined);
     expect(() => c.schedule('a', '* * * * *', () => undefined)).toThrow(/already scheduled/);
   });
+
+  it('refuses a job past the 10,000 the cluster holds, rather than schedule one that would never run', () => {
+    const c = new Cluster([], { storage: 'memory' });
+    for (let i = 0; i < 10_000; i++) c.schedule(`job-${i}`, { every: '1h' }, () => undefined);
+    expect(() => c.schedule('one-more', { every: '1h' }, () => undefined)).toThrow(InvalidArgumentError);
+    // Room again once one is unscheduled.
+    expect(c.unschedule('job-0')).toBe(true);
+    expect(c.schedule('one-more', { every: '1h' }, () => undefined).name).toBe('one-more');
+  });
 });
 
 describe('restarts', () => {
