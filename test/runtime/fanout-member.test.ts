@@ -5,7 +5,7 @@ import type { TopicRecord } from '../../src/fanout/state.js';
 import type { NodeId } from '../../src/raft/types.js';
 import type { Member } from '../../src/runtime/member.js';
 import type { MemberSettings } from '../../src/runtime/member-settings.js';
-import { FANOUT_VERSION } from '../../src/version/versions.js';
+import { FANOUT_VERSION, SUPPORTED, type VersionSupport } from '../../src/version/versions.js';
 import { drainMicrotasks } from '../../simulations/scheduler.js';
 import { FOUNDERS, LIMIT_MS, MembershipSim, SETTINGS as MEMBER_SETTINGS } from '../fixtures/membership-sim.js';
 
@@ -121,5 +121,30 @@ describe('fan-out on the production member', () => {
       for (const release of held.splice(0)) release();
       return topic()?.counts.done === 6 ? true : undefined;
     });
+  });
+
+  it('refuses an emit and a registration with CRONRAFT_VERSION_NOT_ACTIVE while a member cannot read cluster version 3, and takes them once it can', async () => {
+    const sim = new MembershipSim(10);
+    const withoutFanout: VersionSupport = { ...SUPPORTED, stateMachine: { min: 1, max: FANOUT_VERSION - 1 } };
+    await sim.start('m1');
+    await sim.start('m2');
+    await sim.start('m3', withoutFanout);
+    await sim.until('cluster version 2 on every member', () => (FOUNDERS.every((id) => sim.get(id).member?.versions.active === FANOUT_VERSION - 1) ? true : undefined));
+    await sim.run(5_000);
+    const leader = await sim.until('a leader', () => sim.leader());
+    expect(leader.member?.versions.active).toBe(FANOUT_VERSION - 1);
+    const item = [{ data: Uint8Array.of(1), key: null }];
+    await expect(sim.settle(memberOf(sim, leader.id).fanoutRuntime.emit('t', item, null))).rejects.toMatchObject({ code: 'CRONRAFT_VERSION_NOT_ACTIVE', needs: FANOUT_VERSION });
+    await expect(sim.settle(memberOf(sim, leader.id).fanoutRuntime.consume('t', () => undefined, SETTINGS))).rejects.toMatchObject({ code: 'CRONRAFT_VERSION_NOT_ACTIVE', needs: FANOUT_VERSION });
+    expect(leader.member?.fanout.topics.size).toBe(0);
+    // Once m3 runs this release, the version rises and both are taken.
+    sim.get('m3').crash();
+    sim.get('m3').versions = SUPPORTED;
+    await sim.restart('m3');
+    await sim.until('cluster version 3 on every member', () => (FOUNDERS.every((id) => sim.get(id).member?.versions.active === FANOUT_VERSION) ? true : undefined));
+    const now = await sim.until('a leader', () => sim.leader());
+    await sim.settle(memberOf(sim, now.id).fanoutRuntime.consume('t', () => undefined, SETTINGS));
+    await sim.settle(memberOf(sim, now.id).fanoutRuntime.emit('t', item, null));
+    await sim.until('the item done', () => (now.member?.fanout.topics.get('t')?.counts.done === 1 ? true : undefined));
   });
 });
