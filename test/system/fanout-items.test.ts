@@ -50,6 +50,20 @@ describe('fan-out items through the Cluster', () => {
     expect(c.state().topics.find((t) => t.name === 't')).toMatchObject({ emitted: 5, done: 5 });
   });
 
+  it('refuses a bad topic, handler or option of consume() at the call, naming it, and a topic consumed twice', () => {
+    const c = new Cluster([], { storage: 'memory' });
+    const h = (): void => undefined;
+    expect(() => c.consume('', h)).toThrow(expect.objectContaining({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'topic' }));
+    expect(() => c.consume('t', 'h' as unknown as () => void)).toThrow(expect.objectContaining({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'handler' }));
+    for (const option of ['parallelism', 'retries', 'timeoutMs', 'backoffMs', 'ratePerSecond', 'maxPending'] as const) {
+      expect(() => c.consume('t', h, { [option]: -1 })).toThrow(expect.objectContaining({ code: 'CRONRAFT_INVALID_ARGUMENT', option }));
+      expect(() => c.consume('t', h, { [option]: 1.5 })).toThrow(expect.objectContaining({ code: 'CRONRAFT_INVALID_ARGUMENT', option }));
+    }
+    expect(() => c.consume('t', h, { maxPending: 100_001 })).toThrow(expect.objectContaining({ option: 'maxPending' }));
+    c.consume('t', h);
+    expect(() => c.consume('t', h)).toThrow(expect.objectContaining({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'topic' }));
+  });
+
   it('runs the items of one key one at a time, in emit order, while items of other keys and without one run beside them', async () => {
     const c = await oneMember();
     type Item = { k: string | null; n: number };
