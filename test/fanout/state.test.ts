@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { ConsumerSettings, FanoutCommand } from '../../src/fanout/command.js';
+import { MAX_PENDING_PER_TOPIC, type ConsumerSettings, type FanoutCommand } from '../../src/fanout/command.js';
 import { backoffMs, FanoutState, LEASE_GRACE_MS, MAX_BACKOFF_MS } from '../../src/fanout/state.js';
 
 const SETTINGS: ConsumerSettings = { parallelism: 4, retries: 2, timeoutMs: 1000, backoffMs: 100, ratePerSecond: null, maxPending: null };
@@ -105,6 +105,34 @@ describe('fan-out state', () => {
     const again = apply({ type: 'lease', member: 'm1', ids: [1], atMs: 1000 }).index;
     apply({ type: 'done', member: 'm1', outcomes: [{ id: 1, token: again, error: null }], atMs: 1000 });
     expect([...state.topics.get('t')?.ready ?? []]).toEqual([3]);
+  });
+
+  it('bounds unsettled items by the least maxPending its consumers ask for (within the cap), all topics by their bytes, and keeps the newest dead letters', () => {
+    const { state, apply } = log({ maxUnsettledBytes: 10, maxDeadLettersPerTopic: 2 });
+    expect(state.maxPendingOf('t')).toBe(MAX_PENDING_PER_TOPIC);
+    apply({ type: 'consume', topic: 't', member: 'm1', settings: { ...SETTINGS, maxPending: 5 } });
+    apply({ type: 'consume', topic: 't', member: 'm2', settings: { ...SETTINGS, maxPending: 3 } });
+    apply({ type: 'consume', topic: 'u', member: 'm1', settings: { ...SETTINGS, retries: 0 } });
+    expect(state.maxPendingOf('t')).toBe(3);
+    expect(apply(emit('t', [['a', null], ['b', null], ['c', null], ['d', null]]))).toMatchObject({ ok: false, reason: 'backpressure' });
+    expect(state.topics.get('t')?.counts.emitted).toBe(0);
+    // Bytes, every topic together: 9 held, 2 more would pass 10, whatever the topic.
+    expect(apply(emit('t', [['aaa', null], ['bbb', null]]))).toMatchObject({ ok: true });
+    expect(apply(emit('u', [['ccc', null]]))).toMatchObject({ ok: true });
+    expect(apply(emit('u', [['dd', null]]))).toMatchObject({ ok: false, reason: 'backpressure' });
+    expect(state.unsettledBytes).toBe(9);
+    expect(state.topics.get('u')?.counts.emitted).toBe(1);
+    // Dead letters: the newest two of three.
+    expect(apply(emit('u', [['e', null]]))).toMatchObject({ ok: true });
+    for (const id of [3, 4]) {
+      const token = apply({ type: 'lease', member: 'm1', ids: [id], atMs: 0 }).index;
+      apply({ type: 'done', member: 'm1', outcomes: [{ id, token, error: 'boom' }], atMs: 0 });
+    }
+    expect(apply(emit('u', [['f', null]]))).toMatchObject({ ok: true, firstId: 5 });
+    const token = apply({ type: 'lease', member: 'm1', ids: [5], atMs: 0 }).index;
+    apply({ type: 'done', member: 'm1', outcomes: [{ id: 5, token, error: 'boom' }], atMs: 0 });
+    expect(state.topics.get('u')?.deadLetters.map((l) => l.id)).toEqual([4, 5]);
+    expect(state.topics.get('u')?.counts.dead).toBe(3);
   });
 
   it('the doubling backoff is capped', () => {

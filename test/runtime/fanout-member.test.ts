@@ -1,8 +1,20 @@
 import { describe, expect, it } from 'vitest';
 import type { ConsumerSettings } from '../../src/fanout/command.js';
 import type { ItemContext } from '../../src/runtime/fanout/consumer.js';
-import { FANOUT_VERSION } from '../../src/version/versions.js';
-import { FOUNDERS, MembershipSim } from '../fixtures/membership-sim.js';
+import type { TopicRecord } from '../../src/fanout/state.js';
+import type { NodeId } from '../../src/raft/types.js';
+import type { Member } from '../../src/runtime/member.js';
+import type { MemberSettings } from '../../src/runtime/member-settings.js';
+import { FANOUT_VERSION, SUPPORTED, type VersionSupport } from '../../src/version/versions.js';
+import { drainMicrotasks } from '../../simulations/scheduler.js';
+import { FOUNDERS, LIMIT_MS, MembershipSim, SETTINGS as MEMBER_SETTINGS } from '../fixtures/membership-sim.js';
+
+/** The production member of `id`, which must be running. */
+function memberOf(sim: MembershipSim, id: NodeId): Member {
+  const member = sim.get(id).member;
+  if (member === undefined || member === null) throw new Error(`${id} has no member`);
+  return member;
+}
 
 const SETTINGS: ConsumerSettings = { parallelism: 4, retries: 2, timeoutMs: 5000, backoffMs: 100, ratePerSecond: null, maxPending: null };
 
@@ -30,5 +42,109 @@ describe('fan-out on the production member', () => {
     // Every member settles the same way, once it applied the last outcomes.
     await sim.until('every member settled', () => (FOUNDERS.every((id) => sim.get(id).member?.fanout.items.size === 0) ? true : undefined));
     for (const id of FOUNDERS) expect(sim.get(id).member?.fanout.topics.get('t')?.counts).toMatchObject({ emitted: 50, done: 50, stale: 0 });
+  });
+
+  it('gives a member being sent a snapshot no new items, though it answers and its clock is measured; once caught up, it gets its share', async () => {
+    // A small compaction interval: the leader's log moves past a member down for a few seconds.
+    const small: MemberSettings = { ...MEMBER_SETTINGS, compaction: { everyEntries: 20, retainEntries: 5 } };
+    const sim = new MembershipSim(9, small);
+    for (const id of FOUNDERS) await sim.start(id);
+    await sim.until('cluster version 3 on every member', () => (FOUNDERS.every((id) => sim.get(id).member?.versions.active === FANOUT_VERSION) ? true : undefined));
+    // Each run holds its item until released (or aborted), so that what each member holds shows.
+    const held: Array<() => void> = [];
+    const started: NodeId[] = [];
+    const hold =
+      (member: NodeId) =>
+      (_data: Uint8Array, ctx: ItemContext): Promise<void> =>
+        new Promise<void>((resolve) => {
+          started.push(member);
+          held.push(resolve);
+          ctx.signal.addEventListener('abort', () => resolve());
+        });
+    const settings: ConsumerSettings = { ...SETTINGS, parallelism: 2 };
+    for (const id of FOUNDERS) await sim.settle(memberOf(sim, id).fanoutRuntime.consume('t', hold(id), settings));
+    const leader = await sim.until('a leader', () => sim.leader());
+    const topic = (): TopicRecord | undefined => leader.member?.fanout.topics.get('t');
+    await sim.until('every consumer registered on the leader', () => (topic()?.consumers.size === 3 ? true : undefined));
+    const victim = FOUNDERS.find((id) => id !== leader.id) as NodeId;
+
+    // The victim is down while the leader compacts past what it holds, then comes back.
+    const match = leader.driver?.node.progressOf(victim)?.match ?? 0;
+    sim.get(victim).crash();
+    await sim.until('the leader compacted past the victim', () => ((leader.driver?.node.log.firstIndex() ?? 0) > match + 1 ? true : undefined));
+    const back = await sim.restart(victim);
+
+    // Its disk is slow: while the snapshot waits for it, it answers heartbeats and its clock is measured.
+    const slowly = async (what: string, done: () => boolean, each: () => void = () => undefined): Promise<void> => {
+      const until = sim.scheduler.nowMs + LIMIT_MS;
+      while (!done()) {
+        each();
+        if (!sim.scheduler.step(until)) throw new Error(`not within ${LIMIT_MS} simulated ms: ${what}`);
+        await drainMicrotasks();
+        for (const m of sim.members.values()) if (m.up) m.scheduleSync(() => (m === back ? 3_000 : 1), (pending) => pending);
+      }
+    };
+    const beingSent = (): boolean => leader.driver?.node.progressOf(victim)?.state === 'snapshot';
+    await slowly('the victim live and measured while a snapshot is on its way', () => beingSent() && leader.driver?.clockOffsets().has(victim) === true && leader.driver.lastHeard(victim) !== undefined);
+
+    // Six items for three consumers of parallelism 2: the two others take two each, and two wait.
+    let emitted = false;
+    void leader.member?.fanoutRuntime.emit('t', Array.from({ length: 6 }, (_, i) => ({ data: Uint8Array.of(i), key: null })), null).then(() => (emitted = true));
+    let leasedToVictim = 0;
+    let waitedWhileSent = 0;
+    const look = (): void => {
+      if (!beingSent()) return;
+      leasedToVictim = Math.max(leasedToVictim, topic()?.inFlight.get(victim) ?? 0);
+      if (emitted && (topic()?.ready.size ?? 0) > 0) waitedWhileSent++;
+    };
+    const startedAt = sim.scheduler.nowMs;
+    await slowly('a while after the emit, the snapshot still on its way', () => !beingSent() || (emitted && sim.scheduler.nowMs - startedAt > 500), look);
+    expect(beingSent()).toBe(true);
+    expect(leasedToVictim).toBe(0);
+    expect(waitedWhileSent).toBeGreaterThan(0);
+    expect(topic()?.inFlight.get(victim)).toBeUndefined();
+    expect([...(topic()?.inFlight.values() ?? [])]).toEqual([2, 2]);
+
+    // Once it has installed the snapshot and registered its handler of this life (as Cluster
+    // does, again until it applies), it runs the two that waited.
+    await sim.until('the victim installed the snapshot', () => ((back.driver?.snapshotsInstalled ?? 0) > 0 ? true : undefined));
+    for (;;) {
+      const registered = await sim.settle(memberOf(sim, victim).fanoutRuntime.consume('t', hold(victim), settings)).then(
+        () => true,
+        () => false,
+      );
+      if (registered) break;
+      await sim.run(100);
+    }
+    await sim.until('the victim runs its share', () => (started.filter((m) => m === victim).length === 2 ? true : undefined));
+    await sim.until('every item done', () => {
+      for (const release of held.splice(0)) release();
+      return topic()?.counts.done === 6 ? true : undefined;
+    });
+  });
+
+  it('refuses an emit and a registration with CRONRAFT_VERSION_NOT_ACTIVE while a member cannot read cluster version 3, and takes them once it can', async () => {
+    const sim = new MembershipSim(10);
+    const withoutFanout: VersionSupport = { ...SUPPORTED, stateMachine: { min: 1, max: FANOUT_VERSION - 1 } };
+    await sim.start('m1');
+    await sim.start('m2');
+    await sim.start('m3', withoutFanout);
+    await sim.until('cluster version 2 on every member', () => (FOUNDERS.every((id) => sim.get(id).member?.versions.active === FANOUT_VERSION - 1) ? true : undefined));
+    await sim.run(5_000);
+    const leader = await sim.until('a leader', () => sim.leader());
+    expect(leader.member?.versions.active).toBe(FANOUT_VERSION - 1);
+    const item = [{ data: Uint8Array.of(1), key: null }];
+    await expect(sim.settle(memberOf(sim, leader.id).fanoutRuntime.emit('t', item, null))).rejects.toMatchObject({ code: 'CRONRAFT_VERSION_NOT_ACTIVE', needs: FANOUT_VERSION });
+    await expect(sim.settle(memberOf(sim, leader.id).fanoutRuntime.consume('t', () => undefined, SETTINGS))).rejects.toMatchObject({ code: 'CRONRAFT_VERSION_NOT_ACTIVE', needs: FANOUT_VERSION });
+    expect(leader.member?.fanout.topics.size).toBe(0);
+    // Once m3 runs this release, the version rises and both are taken.
+    sim.get('m3').crash();
+    sim.get('m3').versions = SUPPORTED;
+    await sim.restart('m3');
+    await sim.until('cluster version 3 on every member', () => (FOUNDERS.every((id) => sim.get(id).member?.versions.active === FANOUT_VERSION) ? true : undefined));
+    const now = await sim.until('a leader', () => sim.leader());
+    await sim.settle(memberOf(sim, now.id).fanoutRuntime.consume('t', () => undefined, SETTINGS));
+    await sim.settle(memberOf(sim, now.id).fanoutRuntime.emit('t', item, null));
+    await sim.until('the item done', () => (now.member?.fanout.topics.get('t')?.counts.done === 1 ? true : undefined));
   });
 });

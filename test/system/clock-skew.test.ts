@@ -22,6 +22,8 @@ describe("slots fire on the cluster's time", () => {
   it('a member a minute ahead changes no fire time, is reported skewed and is given no work', async () => {
     const members = await skewedMembers([0, 0, 60_000]);
     const starts: Array<{ member: string; lateMs: number }> = [];
+    const told: Array<{ by: string; id: string; offsetMs: number }> = [];
+    for (const m of members) m.on('clock-skewed', ({ id, offsetMs }) => told.push({ by: m.id, id, offsetMs }));
     for (const m of members) {
       m.schedule('tick', { every: 200 }, (ctx) => {
         starts.push({ member: m.id, lateMs: Date.now() - ctx.slot.getTime() });
@@ -42,6 +44,12 @@ describe("slots fire on the cluster's time", () => {
     expect(view.clockSkewed).toBe(true);
     expect(view.clockOffsetMs).toBeGreaterThan(59_000);
     expect(leader.state().clock.synced).toBe(true);
+    // The leader tells of it once ('clock-skewed'), as it begins; of no other member.
+    await expect.poll(() => told.filter((t) => t.by === leader.id).length, { timeout: 5_000, interval: 50 }).toBeGreaterThan(0);
+    const byLeader = told.filter((t) => t.by === leader.id);
+    expect(byLeader).toEqual([{ by: leader.id, id: skewed, offsetMs: expect.any(Number) }]);
+    expect(byLeader[0]!.offsetMs).toBeGreaterThan(59_000);
+    expect(told.every((t) => t.id === skewed)).toBe(true);
   });
 
   it("a member half a second ahead still gets work, and fires by the cluster's time, not its own", async () => {

@@ -119,6 +119,19 @@ describe('a single-member cluster', () => {
     other.on('error', (e) => removedErrors.push(e));
     const events: Array<[string, string]> = [];
     for (const type of ['member-joined', 'member-promoted', 'member-left', 'member-removed'] as const) follower.on(type, ({ id }) => events.push([type, id]));
+    // A mode 'all' job whose run on the member to be removed never ends: its share of that slot
+    // is unreported when it goes, so the leader records it missed, and every member tells of it.
+    let hung: number | null = null;
+    for (const m of members) {
+      m.schedule('share', { every: 100 }, async (ctx) => {
+        if (m !== other) return;
+        hung ??= ctx.slot.getTime();
+        await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }));
+      }, { mode: 'all' });
+    }
+    const missed: Array<{ job: string; slotMs: number; reason: string }> = [];
+    follower.on('missed', ({ job, slot, reason }) => missed.push({ job, slotMs: slot.getTime(), reason }));
+    await expect.poll(() => hung, { timeout: 5_000, interval: 20 }).not.toBeNull();
     await follower.removeMember(other.id);
     const two = [leader.id, follower.id].sort();
     expect(follower.state().configuration).toMatchObject({ voters: two, learners: [] });
@@ -126,6 +139,7 @@ describe('a single-member cluster', () => {
     // The member removed learns it, whether or not it held the change when it committed.
     await expect.poll(() => removedErrors.length, { timeout: 5_000, interval: 20 }).toBe(1);
     expect(removedErrors[0]).toMatchObject({ code: 'CRONRAFT_REMOVED' });
+    await expect.poll(() => missed.find((m) => m.slotMs === hung), { timeout: 5_000, interval: 20 }).toEqual({ job: 'share', slotMs: hung, reason: 'member-removed' });
 
     const leaderErrors: unknown[] = [];
     leader.on('error', (e) => leaderErrors.push(e));
@@ -249,12 +263,17 @@ describe('three members in one process', () => {
     const { term } = first.state();
     await Promise.all(members.map((m) => m.waitForLeader()));
     await first.propose('before the handover');
+    const unreachable: Array<{ by: string; id: string }> = [];
+    for (const m of members.slice(1)) m.on('member-unreachable', ({ id }) => unreachable.push({ by: m.id, id }));
     await first.stop();
     const other = members[1]!;
     await expect.poll(() => other.state().leader, { timeout: 5000 }).not.toBe(first.id);
     await expect.poll(() => other.state().leader, { timeout: 5000 }).not.toBeNull();
     expect(other.state().term).toBe(term + 1);
     await other.propose('after the handover');
+    // Each member left tells once that the one stopped is unreachable ('member-unreachable'), of no other.
+    await expect.poll(() => unreachable.map((u) => u.by).sort(), { timeout: 5000, interval: 50 }).toEqual([members[1]!.id, members[2]!.id].sort());
+    expect(unreachable.every((u) => u.id === first.id)).toBe(true);
   });
 
   it('commits a burst of proposals forwarded by a follower, in frames that fit the transport', async () => {

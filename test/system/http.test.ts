@@ -332,6 +332,36 @@ describe('errors over HTTP', () => {
     expect(elapsedMs).toBeGreaterThanOrEqual(300);
   });
 
+  it('refuses a head past maxHeaderBytes (431) and takes one within it', async () => {
+    const head = (bytes: number): string => `GET /x HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Pad: ${'a'.repeat(bytes)}\r\n\r\n`;
+    expect((await unfinished(new RouteTable(), head(HTTP_LIMITS.maxHeaderBytes))).received).toMatch(/^HTTP\/1\.1 431/);
+    expect((await unfinished(new RouteTable(), head(HTTP_LIMITS.maxHeaderBytes - 1024))).received).toMatch(/^HTTP\/1\.1 404/);
+  });
+
+  it('closes a connection past maxConnections without an answer, while those it holds are served', async () => {
+    const table = new RouteTable().add({ method: 'GET', path: '/x', action: false, handle: () => ({ json: 1 }) });
+    const server = new HttpServer(table, new BearerAuth(null), { ...HTTP_LIMITS, maxConnections: 2 });
+    servers.push(server);
+    await server.listen('127.0.0.1', 0);
+    const [host, port] = (server.address as string).split(':');
+    const open = (): { socket: ReturnType<typeof connect>; answered: Promise<string>; closed: Promise<string> } => {
+      const socket = connect(Number(port), host);
+      let received = '';
+      const answered = new Promise<string>((resolve) => socket.on('data', (d: Buffer) => resolve((received += d.toString()))));
+      const closed = new Promise<string>((resolve) => socket.on('close', () => resolve(received)));
+      socket.on('error', () => undefined);
+      return { socket, answered, closed };
+    };
+    const held = [open(), open()];
+    // Each is answered once: the server holds both (keep-alive) before the third comes.
+    for (const c of held) c.socket.write('GET /x HTTP/1.1\r\nHost: x\r\n\r\n');
+    for (const c of held) expect(await c.answered).toMatch(/^HTTP\/1\.1 200/);
+    const third = open();
+    third.socket.write('GET /x HTTP/1.1\r\nHost: x\r\n\r\n');
+    expect(await third.closed).toBe('');
+    for (const c of held) c.socket.destroy();
+  });
+
   it('refuses two routes for one method and path', () => {
     const route = { method: 'GET', path: '/x', action: false, handle: () => ({ json: null }) } as const;
     expect(() => new RouteTable().add(route, route)).toThrow(/Two routes for GET \/x/);

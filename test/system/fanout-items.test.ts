@@ -1,0 +1,116 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { MAX_ITEM_BYTES } from '../../src/fanout/command.js';
+import { Cluster } from '../../src/index.js';
+import { FANOUT_VERSION } from '../../src/version/versions.js';
+
+const started: Cluster[] = [];
+afterEach(async () => {
+  await Promise.all(started.splice(0).map((c) => c.stop()));
+});
+
+/** A single-member cluster (it leads at once) running fan-out's cluster version. */
+async function oneMember(): Promise<Cluster> {
+  const c = new Cluster([], { storage: 'memory' });
+  started.push(c);
+  await c.start();
+  await expect.poll(() => c.state().version.active, { timeout: 10_000, interval: 20 }).toBe(FANOUT_VERSION);
+  return c;
+}
+
+/**
+ * What the README promises of a work item through the facade: bytes or JSON handed back as
+ * they were emitted, an emit checked whole before anything is kept, a consumer registered after
+ * start() with the default parallelism, and the items of one key run one at a time, in order.
+ */
+describe('fan-out items through the Cluster', () => {
+  it('hands a consumer registered after start() bytes as they were and JSON values as emitted; refuses a bad topic or an item past 64 KiB, keeping nothing of the emit', async () => {
+    const c = await oneMember();
+    const got: unknown[] = [];
+    c.consume('t', (item) => void got.push(item));
+    // Registered after start(), with parallelism 1 by default.
+    await expect.poll(() => c.state().topics.find((t) => t.name === 't')?.consumers, { timeout: 10_000, interval: 20 }).toEqual({ [c.id]: 1 });
+
+    const bytes = Uint8Array.of(0, 1, 2, 255);
+    const json = { id: 'a', n: [1, 2.5, null], nested: { ok: true } };
+    await (await c.emitItems('t', [bytes, json, 'text', 7])).settled({ timeoutMs: 10_000 });
+    expect(got).toHaveLength(4);
+    expect(got[0]).toBeInstanceOf(Uint8Array);
+    expect([...(got[0] as Uint8Array)]).toEqual([...bytes]);
+    expect(got.slice(1)).toEqual([json, 'text', 7]);
+
+    // The largest item passes; one byte more is refused, and so is the whole emit around it.
+    const largest = new Uint8Array(MAX_ITEM_BYTES - 1);
+    await expect(c.emitItems('t', [1, new Uint8Array(MAX_ITEM_BYTES)])).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'items[1]' });
+    await expect(c.emitItems('t', [1, () => 2])).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'items[1]' });
+    await expect(c.emitItems('', [1])).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'topic' });
+    await expect(c.emitItems('t', [1, 2], { key: (item) => (item === 2 ? '' : null) })).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'key' });
+    expect(c.state().topics.find((t) => t.name === 't')?.emitted).toBe(4);
+    await (await c.emitItems('t', [largest])).settled({ timeoutMs: 10_000 });
+    expect((got[4] as Uint8Array).byteLength).toBe(MAX_ITEM_BYTES - 1);
+    expect(c.state().topics.find((t) => t.name === 't')).toMatchObject({ emitted: 5, done: 5 });
+  });
+
+  it('refuses a bad topic, handler or option of consume() at the call, naming it, and a topic consumed twice', () => {
+    const c = new Cluster([], { storage: 'memory' });
+    const h = (): void => undefined;
+    expect(() => c.consume('', h)).toThrow(expect.objectContaining({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'topic' }));
+    expect(() => c.consume('t', 'h' as unknown as () => void)).toThrow(expect.objectContaining({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'handler' }));
+    for (const option of ['parallelism', 'retries', 'timeoutMs', 'backoffMs', 'ratePerSecond', 'maxPending'] as const) {
+      expect(() => c.consume('t', h, { [option]: -1 })).toThrow(expect.objectContaining({ code: 'CRONRAFT_INVALID_ARGUMENT', option }));
+      expect(() => c.consume('t', h, { [option]: 1.5 })).toThrow(expect.objectContaining({ code: 'CRONRAFT_INVALID_ARGUMENT', option }));
+    }
+    expect(() => c.consume('t', h, { maxPending: 100_001 })).toThrow(expect.objectContaining({ option: 'maxPending' }));
+    c.consume('t', h);
+    expect(() => c.consume('t', h)).toThrow(expect.objectContaining({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'topic' }));
+  });
+
+  it('runs the items of one key one at a time, in emit order, while items of other keys and without one run beside them', async () => {
+    const c = await oneMember();
+    type Item = { k: string | null; n: number };
+    const starts: Item[] = [];
+    const held = new Map<string, () => void>();
+    const running = new Map<string | null, number>();
+    let mostAtOnce = 0;
+    c.consume('t', (item, ctx) => {
+      const it = item as Item;
+      starts.push(it);
+      const now = (running.get(it.k) ?? 0) + 1;
+      running.set(it.k, now);
+      if (it.k !== null) mostAtOnce = Math.max(mostAtOnce, now);
+      return new Promise<void>((resolve) => {
+        const end = (): void => {
+          running.set(it.k, (running.get(it.k) ?? 1) - 1);
+          resolve();
+        };
+        held.set(`${it.k}${it.n}`, end);
+        ctx.signal.addEventListener('abort', end, { once: true });
+      });
+    }, { parallelism: 8 });
+    await expect.poll(() => c.state().topics.find((t) => t.name === 't')?.consumers, { timeout: 10_000, interval: 20 }).toEqual({ [c.id]: 8 });
+    const items: Item[] = [
+      { k: 'a', n: 1 },
+      { k: 'a', n: 2 },
+      { k: 'b', n: 1 },
+      { k: 'a', n: 3 },
+      { k: 'b', n: 2 },
+      { k: null, n: 0 },
+    ];
+    const batch = await c.emitItems('t', items, { key: (item) => (item as Item).k });
+    // The head of each key and the item without one start; the others of a key wait for it.
+    await expect.poll(() => starts.length, { timeout: 10_000, interval: 10 }).toBe(3);
+    // Once the keyless one is recorded done (a round through the log), nothing else has started.
+    held.get('null0')?.();
+    await expect.poll(() => c.state().topics.find((t) => t.name === 't')?.done, { timeout: 10_000, interval: 10 }).toBe(1);
+    expect(starts).toEqual([items[0], items[2], items[5]]);
+    // Released one at a time, each key's items follow in emit order.
+    const settled = batch.settled({ timeoutMs: 10_000 });
+    for (const name of ['a1', 'b1', 'a2', 'b2', 'a3']) {
+      await expect.poll(() => held.has(name), { timeout: 10_000, interval: 10 }).toBe(true);
+      held.get(name)?.();
+    }
+    expect(await settled).toMatchObject({ count: 6, done: 6, dead: 0 });
+    expect(starts.filter((s) => s.k === 'a').map((s) => s.n)).toEqual([1, 2, 3]);
+    expect(starts.filter((s) => s.k === 'b').map((s) => s.n)).toEqual([1, 2]);
+    expect(mostAtOnce).toBe(1);
+  });
+});
