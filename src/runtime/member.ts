@@ -157,7 +157,7 @@ export class Member {
   #appliedConf: Configuration;
   /** Fan-out's replicated state (issue 19), applied and snapshotted from cluster version 3. */
   readonly fanout = new FanoutState();
-  /** Fan-out's delivery (on the leader) and consumption (here), WIP: the Cluster does not expose it yet. */
+  /** Fan-out's delivery (on the leader) and consumption (here), which the Cluster exposes (cluster-fanout.ts). */
   readonly fanoutRuntime: FanoutRuntime;
 
   constructor(parts: MemberParts) {

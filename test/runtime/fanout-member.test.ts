@@ -18,7 +18,7 @@ function memberOf(sim: MembershipSim, id: NodeId): Member {
 
 const SETTINGS: ConsumerSettings = { parallelism: 4, retries: 2, timeoutMs: 5000, backoffMs: 100, ratePerSecond: null, maxPending: null };
 
-/** WIP (issue 19): fan-out on the production member, on simulated time. */
+/** Fan-out on the production member, on simulated time (issue 19). */
 describe('fan-out on the production member', () => {
   it('items emitted on a follower run once each across the consumers, and the topic settles', async () => {
     const sim = new MembershipSim(3);
