@@ -62,6 +62,11 @@ export class ClusterMetrics {
     gauge('cronraft_is_leader', '1 when this member leads, else 0.', (s) => (s.role === 'leader' ? 1 : 0));
     gauge('cronraft_commit_index', 'The highest log index this member knows committed.', (s) => s.commitIndex);
     gauge('cronraft_applied_index', 'The highest log index this member applied.', (s) => s.appliedIndex);
+    gauge('cronraft_snapshots_taken', 'Snapshots this member took of its own state (compaction) since it started.', (s) => s.log.snapshotsTaken);
+    gauge('cronraft_snapshots_installed', "Snapshots this member installed from a leader (it had fallen behind the leader's compacted log) since it started.", (s) => s.log.snapshotsInstalled);
+    gauge('cronraft_last_snapshot_bytes', 'The size of the last snapshot this member took (0 before the first).', (s) => s.log.lastSnapshot?.bytes ?? 0);
+    gauge('cronraft_last_snapshot_loop_seconds', "How long taking the last snapshot held this member's event loop, its steps together (0 before the first).", (s) => (s.log.lastSnapshot?.loopMs ?? 0) / 1000);
+    gauge('cronraft_last_snapshot_longest_step_seconds', "The longest step of the last snapshot: the longest it held this member's event loop at once (0 before the first).", (s) => (s.log.lastSnapshot?.longestStepMs ?? 0) / 1000);
     gauge('cronraft_clock_synced', "1 once this member learned the cluster's time from a leader, else 0.", (s) => (s.clock.synced ? 1 : 0));
     const perMember = (name: string, help: string, value: (m: ClusterState['members'][number]) => number | null): void => {
       new Gauge({

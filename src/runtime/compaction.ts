@@ -26,6 +26,8 @@ export interface SnapshotTiming {
   /** The longest step, in ms: the longest the loop stood still for it at once. */
   readonly longestStepMs: number;
   readonly steps: number;
+  /** The snapshot's size, in bytes. */
+  readonly bytes: number;
 }
 
 export interface CompactorOptions {
@@ -96,7 +98,7 @@ export class Compactor {
       const started = this.#o.timers.now();
       const data = this.#o.stateMachine.snapshot();
       const ms = this.#o.timers.now() - started;
-      this.#lastTiming = { loopMs: ms, longestStepMs: ms, steps: 1 };
+      this.#lastTiming = { loopMs: ms, longestStepMs: ms, steps: 1, bytes: data.byteLength };
       this.#compactTo({ index, term, data });
       return;
     }
@@ -146,7 +148,7 @@ export class Compactor {
       return;
     }
     this.#snapshotting = null;
-    this.#lastTiming = { loopMs: s.loopMs, longestStepMs: s.longestStepMs, steps: s.count };
+    this.#lastTiming = { loopMs: s.loopMs, longestStepMs: s.longestStepMs, steps: s.count, bytes: data.byteLength };
     // Compacted from the loop, not from this timer: messages stepped since the last Ready may
     // have moved the node's commit point past what storage has been handed, and the compaction
     // writes that commit point (see compactTaken).

@@ -38,6 +38,11 @@ const EXPECTED: ReadonlyArray<[string, string]> = [
   ['cronraft_commit_index', 'gauge'],
   ['cronraft_applied_index', 'gauge'],
   ['cronraft_clock_synced', 'gauge'],
+  ['cronraft_snapshots_taken', 'gauge'],
+  ['cronraft_snapshots_installed', 'gauge'],
+  ['cronraft_last_snapshot_bytes', 'gauge'],
+  ['cronraft_last_snapshot_loop_seconds', 'gauge'],
+  ['cronraft_last_snapshot_longest_step_seconds', 'gauge'],
   ['cronraft_member_lag_entries', 'gauge'],
   ['cronraft_member_clock_offset_seconds', 'gauge'],
   ['cronraft_member_clock_skewed', 'gauge'],
@@ -96,6 +101,21 @@ describe('GET /metrics', () => {
     }, { retries: 1, retryDelayMs: 10 });
     await expect.poll(async () => valueOf((await scrape(c)).samples, 'cronraft_job_failures_after_retries_total', { job: 'flaky' }) ?? 0, { timeout: 10_000 }).toBe(1);
     expect(valueOf((await scrape(c)).samples, 'cronraft_job_runs_total', { job: 'flaky', outcome: 'failed' })).toBe(2);
+  });
+
+  it("exports the snapshots taken here, the last one's size and how long it held the loop", async () => {
+    const c = await single({ snapshotEveryEntries: 100, snapshotRetainEntries: 10 });
+    expect(valueOf((await scrape(c)).samples, 'cronraft_last_snapshot_bytes')).toBe(0);
+    for (let i = 0; i < 150; i++) await c.propose(`entry ${i}`);
+    await expect.poll(async () => valueOf((await scrape(c)).samples, 'cronraft_snapshots_taken') ?? 0, { timeout: 10_000 }).toBeGreaterThan(0);
+    const { samples } = await scrape(c);
+    const last = c.state().log.lastSnapshot;
+    expect(last).not.toBeNull();
+    expect(valueOf(samples, 'cronraft_last_snapshot_bytes')).toBe(last?.bytes);
+    expect(last?.bytes).toBeGreaterThan(0);
+    expect(valueOf(samples, 'cronraft_last_snapshot_loop_seconds')).toBe((last?.loopMs ?? 0) / 1000);
+    expect(valueOf(samples, 'cronraft_last_snapshot_longest_step_seconds')).toBe((last?.longestStepMs ?? 0) / 1000);
+    expect(valueOf(samples, 'cronraft_snapshots_installed')).toBe(0);
   });
 
   it('observes synced writes on level storage', async () => {
