@@ -246,12 +246,15 @@ function attemptBoundMs(topic: SimTopic): number {
 /**
  * How long, once faults heal, a topic's `backlog` unsettled items take to settle at most: every
  * attempt of each item (retries + 1), each taking its longest (attemptBoundMs), on `consumers`
- * members at their parallelism, within the topic's rate, and then one item's own bound.
+ * members at their parallelism, within the topic's rate, and then one item's own bound. Without
+ * a rate, a member holds items leased ahead of its runs (src/fanout/prefetch.ts), which wait for
+ * one of its runs to end while another member may be free: one attempt more.
  */
 export function settleBoundMs(topic: SimTopic, backlog: number, consumers: number): number {
   const s = settingsOf(topic);
   const attempts = backlog * (s.retries + 1);
-  const byCapacity = Math.ceil(attempts / (Math.max(1, consumers) * s.parallelism)) * attemptBoundMs(topic);
+  const prefetchRounds = s.ratePerSecond === null ? 1 : 0;
+  const byCapacity = (Math.ceil(attempts / (Math.max(1, consumers) * s.parallelism)) + prefetchRounds) * attemptBoundMs(topic);
   const byRate = s.ratePerSecond === null ? 0 : Math.ceil((attempts * 1000) / s.ratePerSecond);
   return Math.max(byCapacity, byRate) + itemBoundMs(topic);
 }

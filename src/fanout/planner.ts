@@ -1,5 +1,6 @@
 import type { NodeId } from '../raft/types.js';
 import { MAX_ITEMS_PER_LEASE, MAX_OUTCOMES_PER_COMMAND } from './command.js';
+import { maxLeased } from './prefetch.js';
 import type { FanoutState, TopicRecord } from './state.js';
 
 /**
@@ -80,7 +81,7 @@ function planDeparted({ state, configured }: DeliveryInput): Array<{ topic: stri
 
 /**
  * Each topic's due items, in the order they became ready, to its eligible consumers, each given
- * at most its free capacity (parallelism less what it holds), the one with the most free first
+ * at most its free capacity (parallelism and prefetch less what it holds), the one with the most free first
  * (ties to the lowest id), within the topic's rate.
  */
 function planLeases(input: DeliveryInput): Array<{ member: NodeId; ids: number[] }> {
@@ -115,12 +116,13 @@ function planLeases(input: DeliveryInput): Array<{ member: NodeId; ids: number[]
   return leases;
 }
 
-/** Each eligible consumer not busy, with room, and how much room it has, lowest id first. */
+/** Each eligible consumer not busy, with room (its parallelism and prefetch, prefetch.ts, less what it holds), and how much, lowest id first. */
 function freeCapacity(topic: TopicRecord, { eligible, busy }: DeliveryInput): Map<NodeId, number> {
   const free = new Map<NodeId, number>();
   for (const member of [...topic.consumers.keys()].sort()) {
     if (busy.has(member) || !eligible(member)) continue;
-    const room = (topic.consumers.get(member)?.parallelism ?? 0) - (topic.inFlight.get(member) ?? 0);
+    const settings = topic.consumers.get(member);
+    const room = settings === undefined ? 0 : maxLeased(topic, settings) - (topic.inFlight.get(member) ?? 0);
     if (room > 0) free.set(member, room);
   }
   return free;

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { ConsumerSettings, FanoutCommand } from '../../src/fanout/command.js';
 import { planDelivery, RATE_BURST_SECONDS, RateBuckets, type DeliveryInput } from '../../src/fanout/planner.js';
+import { PREFETCH_PER_PARALLELISM } from '../../src/fanout/prefetch.js';
 import { FanoutState, LEASE_GRACE_MS } from '../../src/fanout/state.js';
 
 const settings = (parallelism: number, ratePerSecond: number | null = null): ConsumerSettings => ({ parallelism, retries: 1, timeoutMs: 1000, backoffMs: 100, ratePerSecond, maxPending: null });
@@ -26,7 +27,8 @@ function input(state: FanoutState, over: Partial<DeliveryInput> = {}): DeliveryI
 }
 
 describe('the leader delivering items (planDelivery)', () => {
-  it('gives each eligible consumer that is not busy at most its free room, the one with most room first', () => {
+  it('gives each eligible consumer that is not busy at most its free room (parallelism and prefetch), the one with most room first', () => {
+    expect(PREFETCH_PER_PARALLELISM).toBe(1);
     const { state, apply } = cluster();
     apply({ type: 'consume', topic: 't', member: 'a', settings: settings(2) });
     apply({ type: 'consume', topic: 't', member: 'b', settings: settings(3) });
@@ -35,9 +37,10 @@ describe('the leader delivering items (planDelivery)', () => {
     apply(emitN(20));
     const plan = planDelivery(input(state, { eligible: (m) => m !== 'd', busy: new Set(['c']) }));
     expect(plan.reclaim).toEqual([]);
+    // Rooms of 6 and 4: b while it has more room, then in turn, a first of equals (the lowest id).
     expect(plan.leases).toEqual([
-      { member: 'b', ids: [1, 3, 5] },
-      { member: 'a', ids: [2, 4] },
+      { member: 'b', ids: [1, 2, 4, 6, 8, 10] },
+      { member: 'a', ids: [3, 5, 7, 9] },
     ]);
     for (const lease of plan.leases) apply({ type: 'lease', member: lease.member, ids: lease.ids, atMs: 0 });
     // Full now: a and b get nothing more until they report.
@@ -99,7 +102,7 @@ describe('the leader delivering items (planDelivery)', () => {
     expect(empty.take('t', 10, 1000, 100)).toBe(10);
   });
 
-  it('whatever fails and whoever may work, no consumer holds more than its parallelism, and with all healthy every item settles', () => {
+  it('whatever fails and whoever may work, no consumer holds more than its parallelism and prefetch, and with all healthy every item settles', () => {
     fc.assert(
       fc.property(fc.array(fc.record({ eligible: fc.subarray(['a', 'b', 'c']), outcomes: fc.array(fc.constantFrom('ok', 'fail', 'lost'), { minLength: 1, maxLength: 8 }) }), { maxLength: 30 }), (rounds) => {
         const { state, apply } = cluster();
@@ -113,7 +116,7 @@ describe('the leader delivering items (planDelivery)', () => {
           const plan = planDelivery(input(state, { nowMs, rates, eligible: (m) => eligible.includes(m) }));
           if (plan.reclaim.length > 0) apply({ type: 'reclaim', leases: plan.reclaim, atMs: nowMs });
           for (const lease of plan.leases) apply({ type: 'lease', member: lease.member, ids: lease.ids, atMs: nowMs });
-          for (const [member, p] of Object.entries(parallelism)) expect(state.topics.get('t')?.inFlight.get(member) ?? 0).toBeLessThanOrEqual(p);
+          for (const [member, p] of Object.entries(parallelism)) expect(state.topics.get('t')?.inFlight.get(member) ?? 0).toBeLessThanOrEqual(p * (1 + PREFETCH_PER_PARALLELISM));
           let k = 0;
           for (const item of [...state.items.values()]) {
             if (item.phase.kind !== 'leased') continue;
