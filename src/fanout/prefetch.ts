@@ -10,8 +10,12 @@ import type { TopicRecord } from './state.js';
  * in a burst as runs end.
  */
 
-/** Items a member may hold leased beyond its parallelism, per unit of it, waiting to start. */
-export const PREFETCH_PER_PARALLELISM = 1;
+/**
+ * Items a member may hold leased beyond its parallelism, per unit of it, waiting to start: with
+ * handlers that end at once, what a member runs per round trip through the log is its
+ * parallelism times one more than this.
+ */
+export const PREFETCH_PER_PARALLELISM = 3;
 
 /** Whether any consumer of `topic` asks for a rate (then no member prefetches its items). */
 export function hasRate(topic: TopicRecord): boolean {
@@ -27,11 +31,12 @@ export function maxLeased(topic: TopicRecord, settings: ConsumerSettings): numbe
 /**
  * When a lease of an item ends unless its outcome came, counted from `atMs`: its attempt's
  * timeout and a grace for the outcome to reach the log; and, for an item leased beyond the
- * member's parallelism (`heldBefore`, the items of the topic it held, is at least it), one
- * timeout more: the longest such an item waits for a run of the member to end before it starts
- * (the runs it waits behind all started before it was leased, and each ends within its timeout).
+ * member's parallelism, one timeout more for each full parallelism of items it held before
+ * (`heldBefore`): the longest such an item waits to start. The member runs what it holds in
+ * lease order, its parallelism at once, and each run ends within its timeout, so the items
+ * ahead of it take at most that many rounds of runs.
  */
 export function leaseDeadlineMs(atMs: number, settings: ConsumerSettings, heldBefore: number, graceMs: number): number {
-  const wait = heldBefore >= settings.parallelism ? settings.timeoutMs : 0;
-  return atMs + wait + settings.timeoutMs + graceMs;
+  const rounds = Math.floor(heldBefore / settings.parallelism);
+  return atMs + (rounds + 1) * settings.timeoutMs + graceMs;
 }

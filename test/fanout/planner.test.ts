@@ -28,23 +28,47 @@ function input(state: FanoutState, over: Partial<DeliveryInput> = {}): DeliveryI
 
 describe('the leader delivering items (planDelivery)', () => {
   it('gives each eligible consumer that is not busy at most its free room (parallelism and prefetch), the one with most room first', () => {
-    expect(PREFETCH_PER_PARALLELISM).toBe(1);
     const { state, apply } = cluster();
     apply({ type: 'consume', topic: 't', member: 'a', settings: settings(2) });
     apply({ type: 'consume', topic: 't', member: 'b', settings: settings(3) });
     apply({ type: 'consume', topic: 't', member: 'c', settings: settings(5) });
     apply({ type: 'consume', topic: 't', member: 'd', settings: settings(5) });
-    apply(emitN(20));
+    apply(emitN(40));
     const plan = planDelivery(input(state, { eligible: (m) => m !== 'd', busy: new Set(['c']) }));
     expect(plan.reclaim).toEqual([]);
-    // Rooms of 6 and 4: b while it has more room, then in turn, a first of equals (the lowest id).
-    expect(plan.leases).toEqual([
-      { member: 'b', ids: [1, 2, 4, 6, 8, 10] },
-      { member: 'a', ids: [3, 5, 7, 9] },
+    // b first, with more room, until a has as much; then in turn, a first of equals (the lowest id).
+    expect(plan.leases.map((l) => [l.member, l.ids.length, l.ids[0]])).toEqual([
+      ['b', 3 * (1 + PREFETCH_PER_PARALLELISM), 1],
+      ['a', 2 * (1 + PREFETCH_PER_PARALLELISM), 1 + (1 + PREFETCH_PER_PARALLELISM)],
     ]);
     for (const lease of plan.leases) apply({ type: 'lease', member: lease.member, ids: lease.ids, atMs: 0 });
     // Full now: a and b get nothing more until they report.
     expect(planDelivery(input(state, { eligible: (m) => m === 'a' || m === 'b' })).leases).toEqual([]);
+  });
+
+  it('looks for leases past their deadline only when asked to (the timed rounds); those of a member lost, in every round', () => {
+    const { state, apply } = cluster();
+    apply({ type: 'consume', topic: 't', member: 'a', settings: settings(1) });
+    apply({ type: 'consume', topic: 't', member: 'b', settings: settings(1) });
+    apply(emitN(2));
+    const ta = apply({ type: 'lease', member: 'a', ids: [1], atMs: 0 });
+    const tb = apply({ type: 'lease', member: 'b', ids: [2], atMs: 0 });
+    const late = 1000 + LEASE_GRACE_MS + 1;
+    expect(planDelivery(input(state, { nowMs: late, deadlines: false })).reclaim).toEqual([]);
+    expect(planDelivery(input(state, { nowMs: late })).reclaim).toEqual([{ id: 1, token: ta }, { id: 2, token: tb }]);
+    expect(planDelivery(input(state, { nowMs: 0, deadlines: false, lost: (m) => m === 'b' })).reclaim).toEqual([{ id: 2, token: tb }]);
+  });
+
+  it('passes over the items of lease proposals in flight: another member gets the next ones', () => {
+    const { state, apply } = cluster();
+    apply({ type: 'consume', topic: 't', member: 'a', settings: settings(1) });
+    apply({ type: 'consume', topic: 't', member: 'b', settings: settings(1) });
+    apply(emitN(2 * (1 + PREFETCH_PER_PARALLELISM) + 1));
+    const first = planDelivery(input(state, { eligible: (m) => m === 'a' })).leases;
+    expect(first).toEqual([{ member: 'a', ids: Array.from({ length: 1 + PREFETCH_PER_PARALLELISM }, (_, i) => i + 1) }]);
+    const leasing = new Set(first.flatMap((l) => l.ids));
+    const next = planDelivery(input(state, { busy: new Set(['a']), leasing })).leases;
+    expect(next).toEqual([{ member: 'b', ids: Array.from({ length: 1 + PREFETCH_PER_PARALLELISM }, (_, i) => i + 2 + PREFETCH_PER_PARALLELISM) }]);
   });
 
   it('leases an item only once due, and only the head of each key', () => {

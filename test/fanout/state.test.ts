@@ -176,15 +176,17 @@ describe('leases within a consumer’s parallelism', () => {
   it('skips items past the member’s parallelism and prefetch, as when two leaders’ plans for it both apply', () => {
     const state = new FanoutState();
     state.apply(1, { type: 'consume', topic: 't', member: 'm1', settings: { ...SETTINGS, parallelism: 2 } });
-    state.apply(2, { type: 'emit', topic: 't', items: Array.from({ length: 6 }, (_, i) => ({ data: Uint8Array.of(i), key: null })), origin: null, atMs: 0 });
+    const most = 2 * (1 + PREFETCH_PER_PARALLELISM);
+    const ids = (from: number, n: number): number[] => Array.from({ length: n }, (_, i) => from + i);
+    state.apply(2, { type: 'emit', topic: 't', items: Array.from({ length: most + 2 }, (_, i) => ({ data: Uint8Array.of(i), key: null })), origin: null, atMs: 0 });
     // The old leader's lease, then the new leader's, planned without it.
-    expect(state.apply(3, { type: 'lease', member: 'm1', ids: [1, 2, 3, 4], atMs: 0 })).toMatchObject({ leased: [1, 2, 3, 4] });
-    expect(state.apply(4, { type: 'lease', member: 'm1', ids: [5, 6], atMs: 0 })).toMatchObject({ leased: [] });
-    expect(state.topics.get('t')?.inFlight.get('m1')).toBe(2 * (1 + PREFETCH_PER_PARALLELISM));
-    expect(state.items.get(5)?.phase.kind).toBe('pending');
+    expect(state.apply(3, { type: 'lease', member: 'm1', ids: ids(1, most), atMs: 0 })).toMatchObject({ leased: ids(1, most) });
+    expect(state.apply(4, { type: 'lease', member: 'm1', ids: ids(most + 1, 2), atMs: 0 })).toMatchObject({ leased: [] });
+    expect(state.topics.get('t')?.inFlight.get('m1')).toBe(most);
+    expect(state.items.get(most + 1)?.phase.kind).toBe('pending');
   });
 
-  it('gives an item leased past the parallelism, which waits on its member for a run to end, one timeout more before its lease ends', () => {
+  it('gives an item leased past the parallelism, which waits on its member for runs to end, a timeout more per parallelism held before it', () => {
     const state = new FanoutState();
     state.apply(1, { type: 'consume', topic: 't', member: 'm1', settings: { ...SETTINGS, parallelism: 2 } });
     state.apply(2, { type: 'emit', topic: 't', items: Array.from({ length: 4 }, (_, i) => ({ data: Uint8Array.of(i), key: null })), origin: null, atMs: 0 });

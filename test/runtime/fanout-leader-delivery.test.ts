@@ -55,7 +55,7 @@ describe("the leader's delivery of work items (LeaderDelivery)", () => {
     const t = leader();
     t.apply({ type: 'consume', topic: 't', member: 'a', settings: settings(2) });
     t.apply({ type: 'consume', topic: 't', member: 'b', settings: settings(1) });
-    t.apply({ type: 'emit', topic: 't', items: Array.from({ length: 8 }, (_, i) => ({ data: Uint8Array.of(i), key: null })), origin: null, atMs: 0 });
+    t.apply({ type: 'emit', topic: 't', items: Array.from({ length: 3 * (1 + PREFETCH_PER_PARALLELISM) + 2 }, (_, i) => ({ data: Uint8Array.of(i), key: null })), origin: null, atMs: 0 });
     t.delivery.soon();
     await settle();
     expect(t.proposed.map((c) => c.type)).toEqual(['lease', 'lease']);
@@ -68,7 +68,7 @@ describe("the leader's delivery of work items (LeaderDelivery)", () => {
     t.delivery.soon();
     await settle();
     expect(leased()).toBe(3 * (1 + PREFETCH_PER_PARALLELISM));
-    expect(t.state.items.size).toBe(7);
+    expect(t.state.items.size).toBe(3 * (1 + PREFETCH_PER_PARALLELISM) + 1);
   });
 
   it('gives a member nothing more while its lease proposal waits, and plans nothing when not leading', async () => {
