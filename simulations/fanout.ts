@@ -3,6 +3,7 @@ import { consumerSettings } from '../src/cluster-fanout.js';
 import { MAX_ITEMS_PER_EMIT, type ConsumerSettings } from '../src/fanout/command.js';
 import { encodeItems } from '../src/fanout/items.js';
 import { LEASE_GRACE_MS, backoffMs } from '../src/fanout/state.js';
+import { PREFETCH_PER_PARALLELISM } from '../src/fanout/prefetch.js';
 import { DELIVERY_INTERVAL_MS } from '../src/runtime/fanout/leader-delivery.js';
 import type { ItemContext } from '../src/runtime/fanout/consumer.js';
 import type { Member } from '../src/runtime/member.js';
@@ -229,7 +230,9 @@ export const DELIVERY_ROUND_MS = DELIVERY_INTERVAL_MS + 1000;
 export function itemBoundMs(topic: SimTopic): number {
   const s = settingsOf(topic);
   let ms = 0;
-  for (let attempt = 1; attempt <= s.retries + 1; attempt++) ms += s.timeoutMs + LEASE_GRACE_MS + DELIVERY_ROUND_MS + (attempt <= s.retries ? backoffMs(s.backoffMs, attempt) : 0);
+  // The longest lease: an item leased behind a full prefetch waits that many timeouts to start (src/fanout/prefetch.ts).
+  const leaseMs = (1 + (s.ratePerSecond === null ? PREFETCH_PER_PARALLELISM : 0)) * s.timeoutMs;
+  for (let attempt = 1; attempt <= s.retries + 1; attempt++) ms += leaseMs + LEASE_GRACE_MS + DELIVERY_ROUND_MS + (attempt <= s.retries ? backoffMs(s.backoffMs, attempt) : 0);
   return ms;
 }
 
@@ -246,12 +249,15 @@ function attemptBoundMs(topic: SimTopic): number {
 /**
  * How long, once faults heal, a topic's `backlog` unsettled items take to settle at most: every
  * attempt of each item (retries + 1), each taking its longest (attemptBoundMs), on `consumers`
- * members at their parallelism, within the topic's rate, and then one item's own bound.
+ * members at their parallelism, within the topic's rate, and then one item's own bound. Without
+ * a rate, a member holds items leased ahead of its runs (src/fanout/prefetch.ts), which wait for
+ * its runs to end while another member may be free: an attempt more per parallelism of them.
  */
 export function settleBoundMs(topic: SimTopic, backlog: number, consumers: number): number {
   const s = settingsOf(topic);
   const attempts = backlog * (s.retries + 1);
-  const byCapacity = Math.ceil(attempts / (Math.max(1, consumers) * s.parallelism)) * attemptBoundMs(topic);
+  const prefetchRounds = s.ratePerSecond === null ? PREFETCH_PER_PARALLELISM : 0;
+  const byCapacity = (Math.ceil(attempts / (Math.max(1, consumers) * s.parallelism)) + prefetchRounds) * attemptBoundMs(topic);
   const byRate = s.ratePerSecond === null ? 0 : Math.ceil((attempts * 1000) / s.ratePerSecond);
   return Math.max(byCapacity, byRate) + itemBoundMs(topic);
 }

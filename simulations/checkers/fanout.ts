@@ -1,5 +1,6 @@
 import type { FanoutCommand } from '../../src/fanout/command.js';
 import { RATE_BURST_SECONDS } from '../../src/fanout/planner.js';
+import { maxLeased } from '../../src/fanout/prefetch.js';
 import type { FanoutApplyResult, FanoutState, ItemPhase } from '../../src/fanout/state.js';
 import type { NodeId } from '../../src/raft/types.js';
 import type { ItemEvent, SimFanout } from '../fanout.js';
@@ -31,7 +32,8 @@ export type FanoutStateOf = (member: NodeId) => FanoutState | null;
  * - `fanout-token`: an attempt starts only under its item's current lease to its member, in
  *   that member's applied state, with a token greater than any it ran the item under before;
  *   and it ends once its member applied a state in which that lease is no longer current.
- * - `fanout-parallelism`: no member runs more items of a topic at once than its parallelism.
+ * - `fanout-parallelism`: no member runs more items of a topic at once than its parallelism, nor
+ *   holds more of them leased than its parallelism and prefetch (src/fanout/prefetch.ts).
  * - `fanout-rate`: a topic's leases, in any second of a leader's term (by the cluster time the
  *   leader leased at), hold at most its rate plus its burst (planner.ts, RateBuckets).
  * - `fanout-agreement`: every member caught up holds the same counts per topic (`checkAgreement`).
@@ -97,6 +99,25 @@ export class FanoutChecker {
     } else if (command.type === 'lease' && index > this.#lastLeaseIndex) {
       this.#lastLeaseIndex = index;
       this.#countLease(t, term, command, result.leased ?? []);
+      this.#checkLeased(t, member, command.member);
+    }
+  }
+
+  /** In `applier`'s state, just after a lease to `member` applied: `member` holds no more of any topic leased than its parallelism and prefetch. */
+  #checkLeased(t: number, applier: NodeId, member: NodeId): void {
+    const state = this.#stateOf(applier);
+    if (state === null) return;
+    const held = new Map<string, number>();
+    for (const id of state.leased) {
+      const item = state.items.get(id);
+      if (item?.phase.kind === 'leased' && item.phase.member === member) held.set(item.topic, (held.get(item.topic) ?? 0) + 1);
+    }
+    for (const [name, n] of held) {
+      const topic = state.topics.get(name);
+      const settings = topic?.consumers.get(member);
+      if (topic === undefined || settings === undefined) continue;
+      const most = maxLeased(topic, settings);
+      if (n > most) this.#report(t, 'fanout-parallelism', `${member} holds ${n} items of ${name} leased, over its parallelism and prefetch of ${most}`);
     }
   }
 

@@ -1,5 +1,6 @@
 import type { NodeId } from '../raft/types.js';
 import { MAX_ITEMS_PER_LEASE, MAX_OUTCOMES_PER_COMMAND } from './command.js';
+import { maxLeased } from './prefetch.js';
 import type { FanoutState, TopicRecord } from './state.js';
 
 /**
@@ -38,8 +39,20 @@ export interface DeliveryInput {
    * that their items in flight are never counted short.
    */
   readonly busy: ReadonlySet<NodeId>;
+  /**
+   * Items in those lease proposals: still ready in the state until their lease applies, and
+   * passed over, so that no other member's lease names them only to have them skipped.
+   */
+  readonly leasing?: ReadonlySet<number>;
   /** The topics' rate limits, the leader's own (see RateBuckets). */
   readonly rates: RateBuckets;
+  /**
+   * Whether to look for leases past their deadline this round (default true). A deadline is a
+   * timeout and a grace away, so the leader's timed rounds find them in time; the rounds it runs
+   * as each command applies look only for the leases of members lost, and walk the leases only
+   * when one of their members is.
+   */
+  readonly deadlines?: boolean;
 }
 
 export interface DeliveryPlan {
@@ -59,14 +72,18 @@ export function planDelivery(input: DeliveryInput): DeliveryPlan {
  * deadline. A live member that stopped consuming the topic keeps its leases: it is handing
  * over, and finishes or gives back what it holds.
  */
-function planReclaim({ state, nowMs, lost }: DeliveryInput): Array<{ id: number; token: number }> {
+function planReclaim({ state, nowMs, lost, deadlines = true }: DeliveryInput): Array<{ id: number; token: number }> {
+  // Asked once per member a round, and only of members that hold leases.
+  const lostNow = new Map<NodeId, boolean>();
+  for (const topic of state.topics.values()) for (const member of topic.inFlight.keys()) if (!lostNow.has(member)) lostNow.set(member, lost(member));
+  if (!deadlines && ![...lostNow.values()].includes(true)) return [];
   const reclaim: Array<{ id: number; token: number }> = [];
   for (const id of state.leased) {
     if (reclaim.length >= MAX_OUTCOMES_PER_COMMAND) break;
     const item = state.items.get(id);
     const phase = item?.phase;
     if (item === undefined || phase?.kind !== 'leased') continue;
-    if (lost(phase.member) || nowMs > phase.deadlineMs) reclaim.push({ id: item.id, token: phase.token });
+    if ((lostNow.get(phase.member) ?? lost(phase.member)) || (deadlines && nowMs > phase.deadlineMs)) reclaim.push({ id: item.id, token: phase.token });
   }
   return reclaim;
 }
@@ -80,7 +97,7 @@ function planDeparted({ state, configured }: DeliveryInput): Array<{ topic: stri
 
 /**
  * Each topic's due items, in the order they became ready, to its eligible consumers, each given
- * at most its free capacity (parallelism less what it holds), the one with the most free first
+ * at most its free capacity (parallelism and prefetch less what it holds), the one with the most free first
  * (ties to the lowest id), within the topic's rate.
  */
 function planLeases(input: DeliveryInput): Array<{ member: NodeId; ids: number[] }> {
@@ -96,6 +113,8 @@ function planLeases(input: DeliveryInput): Array<{ member: NodeId; ids: number[]
     let leased = 0;
     for (const id of topic.ready) {
       if (leased >= allowed || scanned >= allowed + MAX_SCAN_PER_ROUND) break;
+      // Not counted as scanned: bounded by the lease proposals in flight, not by the ready set.
+      if (input.leasing?.has(id) === true) continue;
       scanned++;
       const item = input.state.items.get(id);
       if (item === undefined || item.phase.kind !== 'pending' || item.phase.notBeforeMs > input.nowMs) continue;
@@ -115,12 +134,13 @@ function planLeases(input: DeliveryInput): Array<{ member: NodeId; ids: number[]
   return leases;
 }
 
-/** Each eligible consumer not busy, with room, and how much room it has, lowest id first. */
+/** Each eligible consumer not busy, with room (its parallelism and prefetch, prefetch.ts, less what it holds), and how much, lowest id first. */
 function freeCapacity(topic: TopicRecord, { eligible, busy }: DeliveryInput): Map<NodeId, number> {
   const free = new Map<NodeId, number>();
   for (const member of [...topic.consumers.keys()].sort()) {
     if (busy.has(member) || !eligible(member)) continue;
-    const room = (topic.consumers.get(member)?.parallelism ?? 0) - (topic.inFlight.get(member) ?? 0);
+    const settings = topic.consumers.get(member);
+    const room = settings === undefined ? 0 : maxLeased(topic, settings) - (topic.inFlight.get(member) ?? 0);
     if (room > 0) free.set(member, room);
   }
   return free;

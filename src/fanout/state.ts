@@ -1,5 +1,6 @@
 import type { NodeId } from '../raft/types.js';
 import { MAX_PENDING_PER_TOPIC, type ConsumerSettings, type EmitOrigin, type FanoutCommand, type ItemOutcome } from './command.js';
+import { leaseDeadlineMs, maxLeased } from './prefetch.js';
 
 /**
  * Fan-out's replicated state (issue 19): the topics, their consumers, and the items not yet
@@ -339,7 +340,7 @@ export class FanoutState {
   /**
    * Leases the listed items to `member` under this entry's index, each one that is still
    * pending, due at `atMs` and ready (its key's head), on a topic `member` consumes with room
-   * under its parallelism; the others are skipped: the leader planned with a state a few entries
+   * under its parallelism and prefetch (prefetch.ts); the others are skipped: the leader planned with a state a few entries
    * older, or another leader's lease applied meanwhile.
    */
   #lease(index: number, command: Extract<FanoutCommand, { type: 'lease' }>): FanoutApplyResult {
@@ -350,10 +351,12 @@ export class FanoutState {
       const topic = this.topics.get(item.topic) as TopicRecord;
       if (!topic.ready.has(id)) continue;
       const settings = topic.consumers.get(command.member);
-      // A member never holds more of a topic's items than its parallelism: a lease planned by an
-      // earlier leader, applied after a new leader's plan that did not see it, would add to it.
-      if (settings === undefined || (topic.inFlight.get(command.member) ?? 0) >= settings.parallelism) continue;
-      this.#change(item, { phase: { kind: 'leased', member: command.member, token: index, deadlineMs: command.atMs + settings.timeoutMs + LEASE_GRACE_MS } });
+      // A member never holds more of a topic's items than its parallelism and prefetch
+      // (prefetch.ts): a lease planned by an earlier leader, applied after a new leader's plan
+      // that did not see it, would add to it.
+      const held = topic.inFlight.get(command.member) ?? 0;
+      if (settings === undefined || held >= maxLeased(topic, settings)) continue;
+      this.#change(item, { phase: { kind: 'leased', member: command.member, token: index, deadlineMs: leaseDeadlineMs(command.atMs, settings, held, LEASE_GRACE_MS) } });
       topic.ready.delete(id);
       this.#leased.add(id);
       topic.inFlight.set(command.member, (topic.inFlight.get(command.member) ?? 0) + 1);

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { ConsumerSettings, FanoutCommand } from '../../src/fanout/command.js';
 import { planDelivery, RATE_BURST_SECONDS, RateBuckets, type DeliveryInput } from '../../src/fanout/planner.js';
+import { PREFETCH_PER_PARALLELISM } from '../../src/fanout/prefetch.js';
 import { FanoutState, LEASE_GRACE_MS } from '../../src/fanout/state.js';
 
 const settings = (parallelism: number, ratePerSecond: number | null = null): ConsumerSettings => ({ parallelism, retries: 1, timeoutMs: 1000, backoffMs: 100, ratePerSecond, maxPending: null });
@@ -26,22 +27,48 @@ function input(state: FanoutState, over: Partial<DeliveryInput> = {}): DeliveryI
 }
 
 describe('the leader delivering items (planDelivery)', () => {
-  it('gives each eligible consumer that is not busy at most its free room, the one with most room first', () => {
+  it('gives each eligible consumer that is not busy at most its free room (parallelism and prefetch), the one with most room first', () => {
     const { state, apply } = cluster();
     apply({ type: 'consume', topic: 't', member: 'a', settings: settings(2) });
     apply({ type: 'consume', topic: 't', member: 'b', settings: settings(3) });
     apply({ type: 'consume', topic: 't', member: 'c', settings: settings(5) });
     apply({ type: 'consume', topic: 't', member: 'd', settings: settings(5) });
-    apply(emitN(20));
+    apply(emitN(40));
     const plan = planDelivery(input(state, { eligible: (m) => m !== 'd', busy: new Set(['c']) }));
     expect(plan.reclaim).toEqual([]);
-    expect(plan.leases).toEqual([
-      { member: 'b', ids: [1, 3, 5] },
-      { member: 'a', ids: [2, 4] },
+    // b first, with more room, until a has as much; then in turn, a first of equals (the lowest id).
+    expect(plan.leases.map((l) => [l.member, l.ids.length, l.ids[0]])).toEqual([
+      ['b', 3 * (1 + PREFETCH_PER_PARALLELISM), 1],
+      ['a', 2 * (1 + PREFETCH_PER_PARALLELISM), 1 + (1 + PREFETCH_PER_PARALLELISM)],
     ]);
     for (const lease of plan.leases) apply({ type: 'lease', member: lease.member, ids: lease.ids, atMs: 0 });
     // Full now: a and b get nothing more until they report.
     expect(planDelivery(input(state, { eligible: (m) => m === 'a' || m === 'b' })).leases).toEqual([]);
+  });
+
+  it('looks for leases past their deadline only when asked to (the timed rounds); those of a member lost, in every round', () => {
+    const { state, apply } = cluster();
+    apply({ type: 'consume', topic: 't', member: 'a', settings: settings(1) });
+    apply({ type: 'consume', topic: 't', member: 'b', settings: settings(1) });
+    apply(emitN(2));
+    const ta = apply({ type: 'lease', member: 'a', ids: [1], atMs: 0 });
+    const tb = apply({ type: 'lease', member: 'b', ids: [2], atMs: 0 });
+    const late = 1000 + LEASE_GRACE_MS + 1;
+    expect(planDelivery(input(state, { nowMs: late, deadlines: false })).reclaim).toEqual([]);
+    expect(planDelivery(input(state, { nowMs: late })).reclaim).toEqual([{ id: 1, token: ta }, { id: 2, token: tb }]);
+    expect(planDelivery(input(state, { nowMs: 0, deadlines: false, lost: (m) => m === 'b' })).reclaim).toEqual([{ id: 2, token: tb }]);
+  });
+
+  it('passes over the items of lease proposals in flight: another member gets the next ones', () => {
+    const { state, apply } = cluster();
+    apply({ type: 'consume', topic: 't', member: 'a', settings: settings(1) });
+    apply({ type: 'consume', topic: 't', member: 'b', settings: settings(1) });
+    apply(emitN(2 * (1 + PREFETCH_PER_PARALLELISM) + 1));
+    const first = planDelivery(input(state, { eligible: (m) => m === 'a' })).leases;
+    expect(first).toEqual([{ member: 'a', ids: Array.from({ length: 1 + PREFETCH_PER_PARALLELISM }, (_, i) => i + 1) }]);
+    const leasing = new Set(first.flatMap((l) => l.ids));
+    const next = planDelivery(input(state, { busy: new Set(['a']), leasing })).leases;
+    expect(next).toEqual([{ member: 'b', ids: Array.from({ length: 1 + PREFETCH_PER_PARALLELISM }, (_, i) => i + 2 + PREFETCH_PER_PARALLELISM) }]);
   });
 
   it('leases an item only once due, and only the head of each key', () => {
@@ -99,7 +126,7 @@ describe('the leader delivering items (planDelivery)', () => {
     expect(empty.take('t', 10, 1000, 100)).toBe(10);
   });
 
-  it('whatever fails and whoever may work, no consumer holds more than its parallelism, and with all healthy every item settles', () => {
+  it('whatever fails and whoever may work, no consumer holds more than its parallelism and prefetch, and with all healthy every item settles', () => {
     fc.assert(
       fc.property(fc.array(fc.record({ eligible: fc.subarray(['a', 'b', 'c']), outcomes: fc.array(fc.constantFrom('ok', 'fail', 'lost'), { minLength: 1, maxLength: 8 }) }), { maxLength: 30 }), (rounds) => {
         const { state, apply } = cluster();
@@ -113,7 +140,7 @@ describe('the leader delivering items (planDelivery)', () => {
           const plan = planDelivery(input(state, { nowMs, rates, eligible: (m) => eligible.includes(m) }));
           if (plan.reclaim.length > 0) apply({ type: 'reclaim', leases: plan.reclaim, atMs: nowMs });
           for (const lease of plan.leases) apply({ type: 'lease', member: lease.member, ids: lease.ids, atMs: nowMs });
-          for (const [member, p] of Object.entries(parallelism)) expect(state.topics.get('t')?.inFlight.get(member) ?? 0).toBeLessThanOrEqual(p);
+          for (const [member, p] of Object.entries(parallelism)) expect(state.topics.get('t')?.inFlight.get(member) ?? 0).toBeLessThanOrEqual(p * (1 + PREFETCH_PER_PARALLELISM));
           let k = 0;
           for (const item of [...state.items.values()]) {
             if (item.phase.kind !== 'leased') continue;

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { MAX_PENDING_PER_TOPIC, type ConsumerSettings, type FanoutCommand } from '../../src/fanout/command.js';
 import { backoffMs, FanoutState, LEASE_GRACE_MS, MAX_BACKOFF_MS } from '../../src/fanout/state.js';
+import { PREFETCH_PER_PARALLELISM } from '../../src/fanout/prefetch.js';
 
 const SETTINGS: ConsumerSettings = { parallelism: 4, retries: 2, timeoutMs: 1000, backoffMs: 100, ratePerSecond: null, maxPending: null };
 const bytes = (s: string): Uint8Array => new TextEncoder().encode(s);
@@ -200,14 +201,36 @@ describe('fan-out state', () => {
 });
 
 describe('leases within a consumer’s parallelism', () => {
-  it('skips items past the member’s parallelism, as when two leaders’ plans for it both apply', () => {
+  it('skips items past the member’s parallelism and prefetch, as when two leaders’ plans for it both apply', () => {
+    const state = new FanoutState();
+    state.apply(1, { type: 'consume', topic: 't', member: 'm1', settings: { ...SETTINGS, parallelism: 2 } });
+    const most = 2 * (1 + PREFETCH_PER_PARALLELISM);
+    const ids = (from: number, n: number): number[] => Array.from({ length: n }, (_, i) => from + i);
+    state.apply(2, { type: 'emit', topic: 't', items: Array.from({ length: most + 2 }, (_, i) => ({ data: Uint8Array.of(i), key: null })), origin: null, atMs: 0 });
+    // The old leader's lease, then the new leader's, planned without it.
+    expect(state.apply(3, { type: 'lease', member: 'm1', ids: ids(1, most), atMs: 0 })).toMatchObject({ leased: ids(1, most) });
+    expect(state.apply(4, { type: 'lease', member: 'm1', ids: ids(most + 1, 2), atMs: 0 })).toMatchObject({ leased: [] });
+    expect(state.topics.get('t')?.inFlight.get('m1')).toBe(most);
+    expect(state.items.get(most + 1)?.phase.kind).toBe('pending');
+  });
+
+  it('gives an item leased past the parallelism, which waits on its member for runs to end, a timeout more per parallelism held before it', () => {
     const state = new FanoutState();
     state.apply(1, { type: 'consume', topic: 't', member: 'm1', settings: { ...SETTINGS, parallelism: 2 } });
     state.apply(2, { type: 'emit', topic: 't', items: Array.from({ length: 4 }, (_, i) => ({ data: Uint8Array.of(i), key: null })), origin: null, atMs: 0 });
-    // The old leader's lease, then the new leader's, planned without it.
-    expect(state.apply(3, { type: 'lease', member: 'm1', ids: [1, 2], atMs: 0 })).toMatchObject({ leased: [1, 2] });
-    expect(state.apply(4, { type: 'lease', member: 'm1', ids: [3, 4], atMs: 0 })).toMatchObject({ leased: [] });
-    expect(state.topics.get('t')?.inFlight.get('m1')).toBe(2);
-    expect(state.items.get(3)?.phase.kind).toBe('pending');
+    state.apply(3, { type: 'lease', member: 'm1', ids: [1, 2, 3, 4], atMs: 10 });
+    const deadline = (id: number): number | undefined => {
+      const phase = state.items.get(id)?.phase;
+      return phase?.kind === 'leased' ? phase.deadlineMs : undefined;
+    };
+    expect([1, 2].map(deadline)).toEqual([10 + SETTINGS.timeoutMs + LEASE_GRACE_MS, 10 + SETTINGS.timeoutMs + LEASE_GRACE_MS]);
+    expect([3, 4].map(deadline)).toEqual([10 + 2 * SETTINGS.timeoutMs + LEASE_GRACE_MS, 10 + 2 * SETTINGS.timeoutMs + LEASE_GRACE_MS]);
+  });
+
+  it('leases a topic with a rate within the parallelism alone: items leased ahead would start in a burst', () => {
+    const state = new FanoutState();
+    state.apply(1, { type: 'consume', topic: 't', member: 'm1', settings: { ...SETTINGS, parallelism: 2, ratePerSecond: 100 } });
+    state.apply(2, { type: 'emit', topic: 't', items: Array.from({ length: 4 }, (_, i) => ({ data: Uint8Array.of(i), key: null })), origin: null, atMs: 0 });
+    expect(state.apply(3, { type: 'lease', member: 'm1', ids: [1, 2, 3, 4], atMs: 0 })).toMatchObject({ leased: [1, 2] });
   });
 });

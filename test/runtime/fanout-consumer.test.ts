@@ -288,4 +288,79 @@ describe("a member's side of fan-out (FanoutConsumer)", () => {
     expect(seen).toHaveLength(1);
     m.consumer.stop();
   });
+
+  it("queues a lease a leader's snapshot holds behind its runs when its parallelism is full, once", async () => {
+    const m = member();
+    const seen: ItemContext[] = [];
+    await m.consumer.consume('t', (_data, ctx) => {
+      seen.push(ctx);
+      return new Promise(() => undefined);
+    }, { ...SETTINGS, parallelism: 1 });
+    m.apply({ type: 'emit', topic: 't', items: [1, 2].map((n) => ({ data: Uint8Array.of(n), key: null })), origin: null, atMs: 0 });
+    m.apply({ type: 'lease', member: 'a', ids: [1], atMs: 0 });
+    await settle();
+    expect(seen.map((c) => c.id)).toEqual([1]);
+    m.state.apply(50, { type: 'lease', member: 'a', ids: [2], atMs: 0 });
+    m.consumer.restored();
+    m.consumer.restored();
+    await settle();
+    expect(seen.map((c) => c.id)).toEqual([1]);
+    expect([m.consumer.running, m.consumer.waiting]).toEqual([1, 1]);
+    m.consumer.stop();
+  });
+
+  it('runs at most its parallelism of a topic at once: the items leased ahead wait, start in lease order as runs end, and one taken back meanwhile never starts', async () => {
+    const m = member();
+    const ends = new Map<number, () => void>();
+    const started: number[] = [];
+    await m.consumer.consume('t', (_data, ctx) => {
+      started.push(ctx.id);
+      return new Promise<void>((resolve) => ends.set(ctx.id, resolve));
+    }, { ...SETTINGS, parallelism: 2 });
+    m.apply({ type: 'emit', topic: 't', items: [1, 2, 3, 4].map((n) => ({ data: Uint8Array.of(n), key: null })), origin: null, atMs: 0 });
+    const token = m.apply({ type: 'lease', member: 'a', ids: [1, 2, 3, 4], atMs: 0 });
+    await settle();
+    expect(started).toEqual([1, 2]);
+    expect([m.consumer.running, m.consumer.waiting]).toEqual([2, 2]);
+    // Item 3, waiting, is taken back: it is passed over when a run ends.
+    m.apply({ type: 'reclaim', leases: [{ id: 3, token }], atMs: 0 });
+    ends.get(1)?.();
+    await settle();
+    expect(started).toEqual([1, 2, 4]);
+    expect([m.consumer.running, m.consumer.waiting]).toEqual([2, 0]);
+    ends.get(2)?.();
+    ends.get(4)?.();
+    await settle();
+    expect(m.proposed.flatMap((c) => (c.type === 'done' ? c.outcomes.map((o) => o.id) : [])).sort()).toEqual([1, 2, 4]);
+    expect(m.consumer.running).toBe(0);
+  });
+
+  it('gives back the items waiting to start when it loses its lease, and when it hands over', async () => {
+    for (const how of ['lease', 'handover'] as const) {
+      const m = member();
+      const started: number[] = [];
+      await m.consumer.consume('t', (_data, ctx) => {
+        started.push(ctx.id);
+        return new Promise<void>(() => undefined);
+      }, { ...SETTINGS, parallelism: 1 });
+      m.consumer.start();
+      m.apply({ type: 'emit', topic: 't', items: [1, 2].map((n) => ({ data: Uint8Array.of(n), key: null })), origin: null, atMs: 0 });
+      const token = m.apply({ type: 'lease', member: 'a', ids: [1, 2], atMs: 0 });
+      await settle();
+      expect(m.consumer.waiting).toBe(1);
+      if (how === 'lease') {
+        m.lease.held = false;
+        m.timers.advance(LEASE_CHECK_MS);
+      } else {
+        void m.consumer.handOver(1000);
+      }
+      await settle();
+      expect(started).toEqual([1]);
+      expect(m.consumer.waiting).toBe(0);
+      const givenBack = m.proposed.flatMap((c) => (c.type === 'reclaim' ? c.leases : []));
+      expect(givenBack).toContainEqual({ id: 2, token });
+      expect(m.state.items.get(2)?.phase.kind).toBe('pending');
+      m.consumer.stop();
+    }
+  });
 });

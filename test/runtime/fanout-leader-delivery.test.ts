@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ConsumerSettings, FanoutCommand } from '../../src/fanout/command.js';
+import { PREFETCH_PER_PARALLELISM } from '../../src/fanout/prefetch.js';
 import { FanoutState } from '../../src/fanout/state.js';
 import { DELIVERY_INTERVAL_MS, LeaderDelivery } from '../../src/runtime/fanout/leader-delivery.js';
 import { ManualTimers } from '../fixtures/manual-timers.js';
@@ -54,19 +55,20 @@ describe("the leader's delivery of work items (LeaderDelivery)", () => {
     const t = leader();
     t.apply({ type: 'consume', topic: 't', member: 'a', settings: settings(2) });
     t.apply({ type: 'consume', topic: 't', member: 'b', settings: settings(1) });
-    t.apply({ type: 'emit', topic: 't', items: Array.from({ length: 5 }, (_, i) => ({ data: Uint8Array.of(i), key: null })), origin: null, atMs: 0 });
+    t.apply({ type: 'emit', topic: 't', items: Array.from({ length: 3 * (1 + PREFETCH_PER_PARALLELISM) + 2 }, (_, i) => ({ data: Uint8Array.of(i), key: null })), origin: null, atMs: 0 });
     t.delivery.soon();
     await settle();
     expect(t.proposed.map((c) => c.type)).toEqual(['lease', 'lease']);
     const leased = (): number => [...t.state.items.values()].filter((i) => i.phase.kind === 'leased').length;
-    expect(leased()).toBe(3);
+    // Each member's parallelism and as much again leased ahead (fanout/prefetch.ts).
+    expect(leased()).toBe(3 * (1 + PREFETCH_PER_PARALLELISM));
     const first = [...t.state.items.values()].find((i) => i.phase.kind === 'leased');
     if (first?.phase.kind !== 'leased') throw new Error('no lease');
     t.apply({ type: 'done', member: first.phase.member, outcomes: [{ id: first.id, token: first.phase.token, error: null }], atMs: 0 });
     t.delivery.soon();
     await settle();
-    expect(leased()).toBe(3);
-    expect(t.state.items.size).toBe(4);
+    expect(leased()).toBe(3 * (1 + PREFETCH_PER_PARALLELISM));
+    expect(t.state.items.size).toBe(3 * (1 + PREFETCH_PER_PARALLELISM) + 1);
   });
 
   it('gives a member nothing more while its lease proposal waits, and plans nothing when not leading', async () => {

@@ -8,7 +8,8 @@ import type { TimerHandle, Timers } from '../../time/clock.js';
 
 /**
  * A member's side of fan-out (issue 19): the topics it consumes, the items leased to it, run
- * under their lease's token, and their outcomes, proposed in batches. An item runs only while
+ * under their lease's token, at most its parallelism of a topic at once (the rest, leased ahead
+ * as a prefetch, wait in lease order: fanout/prefetch.ts), and their outcomes, proposed in batches. An item runs only while
  * its lease is the current one: a lease taken back (reclaim) or a lost lease of the member
  * (no leader past its lease) aborts the run through `ctx.signal`, and the outcome it reports
  * then is stale, refused by the state. A restarted member runs none of the leases of its life
@@ -48,6 +49,7 @@ export const LEASE_CHECK_MS = 100;
 
 interface Running {
   readonly token: number;
+  readonly topic: string;
   readonly controller: AbortController;
   readonly timer: TimerHandle;
 }
@@ -68,11 +70,20 @@ export class FanoutConsumer {
    */
   readonly #registered = new Map<string, number>();
   readonly #running = new Map<number, Running>();
+  /** Per topic, its items running here. */
+  readonly #runningOf = new Map<string, number>();
+  /**
+   * Per topic, the items leased here waiting for a run to end, in lease order: bounded by the
+   * prefetch the state allows (fanout/prefetch.ts). One whose lease ended meanwhile (taken back,
+   * or a snapshot without it) is passed over when its turn comes.
+   */
+  readonly #waiting = new Map<string, GiveBack[]>();
   /** Outcomes not yet in the log; at most one per item run here, so bounded by what runs. */
   readonly #outcomes: ItemOutcome[] = [];
   /** Leases to give back: bounded by the items leased to this member (parallelism per topic, and a previous life's). */
   readonly #giveBacks: GiveBack[] = [];
   #flushing = false;
+  #flushQueued = false;
   #draining = false;
   #stopped = false;
 
@@ -86,6 +97,13 @@ export class FanoutConsumer {
   /** Items running here now. */
   get running(): number {
     return this.#running.size;
+  }
+
+  /** Items leased here waiting for a run of their topic to end. */
+  get waiting(): number {
+    let n = 0;
+    for (const queue of this.#waiting.values()) n += queue.length;
+    return n;
   }
 
   /** Whether outcomes or leases to give back still wait to be proposed. */
@@ -147,7 +165,9 @@ export class FanoutConsumer {
     for (const id of state.leased) {
       const item = state.items.get(id);
       if (item === undefined || item.phase.kind !== 'leased' || item.phase.member !== this.#o.self || this.#running.has(id)) continue;
-      this.#leased(id, item.phase.token);
+      const token = item.phase.token;
+      if (this.#waiting.get(item.topic)?.some((w) => w.id === id && w.token === token) === true) continue;
+      this.#leased(id, token);
     }
   }
 
@@ -158,7 +178,8 @@ export class FanoutConsumer {
    * scheduler's runs are.
    */
   checkLease(): void {
-    if (this.#running.size === 0 || this.#o.holdsLease()) return;
+    if ((this.#running.size === 0 && this.#waiting.size === 0) || this.#o.holdsLease()) return;
+    this.#giveBackWaiting();
     for (const [id, run] of this.#running) run.controller.abort(new RunAbortedError('interrupted', `Item ${id}: this member lost its lease`));
   }
 
@@ -175,6 +196,7 @@ export class FanoutConsumer {
     const left = (): number => Math.max(0, deadline - timers.now());
     const unconsumed = [...this.#registered.keys()].map((topic) => this.#o.propose({ type: 'unconsume', topic, member: this.#o.self }).catch(() => undefined));
     await within(timers, Promise.all(unconsumed), left());
+    this.#giveBackWaiting();
     await waitUntil(timers, () => this.#running.size === 0, left());
     for (const [id, run] of this.#running) run.controller.abort(new RunAbortedError('stopping', `Item ${id}: this member is stopping`));
     return waitUntil(timers, () => this.#running.size === 0 && !this.unflushed, left());
@@ -183,6 +205,7 @@ export class FanoutConsumer {
   stop(): void {
     this.#leaseChecks.stop();
     this.#stopped = true;
+    this.#waiting.clear();
     for (const [id, run] of this.#running) run.controller.abort(new RunAbortedError('stopping', `Item ${id}: this member is stopping`));
   }
 
@@ -196,7 +219,42 @@ export class FanoutConsumer {
       this.#giveBack({ id, token });
       return;
     }
-    this.#start(item, token);
+    const parallelism = this.#handlers.get(item.topic)?.settings.parallelism ?? 0;
+    if ((this.#runningOf.get(item.topic) ?? 0) < parallelism) {
+      this.#start(item, token);
+      return;
+    }
+    const queue = this.#waiting.get(item.topic);
+    if (queue === undefined) this.#waiting.set(item.topic, [{ id, token }]);
+    else queue.push({ id, token });
+  }
+
+  /** Starts the items of `topic` waiting here, in lease order, while it has room; passes over those whose lease ended. */
+  #startWaiting(topic: string): void {
+    const queue = this.#waiting.get(topic);
+    if (queue === undefined) return;
+    const parallelism = this.#handlers.get(topic)?.settings.parallelism ?? 0;
+    const state = this.#o.state;
+    while (queue.length > 0 && (this.#runningOf.get(topic) ?? 0) < parallelism) {
+      const { id, token } = queue.shift() as GiveBack;
+      const item = state.items.get(id);
+      if (item === undefined || item.phase.kind !== 'leased' || item.phase.member !== this.#o.self || item.phase.token !== token) continue;
+      this.#start(item, token);
+    }
+    if (queue.length === 0) this.#waiting.delete(topic);
+  }
+
+  /** Gives back every item waiting here (the member stops consuming, or lost its lease): another member may run them now. */
+  #giveBackWaiting(): void {
+    const state = this.#o.state;
+    for (const queue of this.#waiting.values()) {
+      for (const lease of queue) {
+        const phase = state.items.get(lease.id)?.phase;
+        if (phase?.kind === 'leased' && phase.member === this.#o.self && phase.token === lease.token) this.#giveBacks.push(lease);
+      }
+    }
+    this.#waiting.clear();
+    this.#flush();
   }
 
   /** Gives back the leases of `topic` held by this member under tokens from before `registeredAt` that do not run here. */
@@ -221,8 +279,9 @@ export class FanoutConsumer {
     if (entry === undefined || this.#running.has(id)) return;
     const controller = new AbortController();
     const timer = this.#o.timers.setTimeout(() => controller.abort(new RunAbortedError('timeout', `Item ${id} ran past its timeout of ${entry.settings.timeoutMs} ms`)), entry.settings.timeoutMs);
-    const run: Running = { token, controller, timer };
+    const run: Running = { token, topic: item.topic, controller, timer };
     this.#running.set(id, run);
+    this.#runningOf.set(item.topic, (this.#runningOf.get(item.topic) ?? 0) + 1);
     // An abort ends the run here at once, whether or not its handler heeds the signal: its
     // permit is free and its item may run again, here or elsewhere, under a new lease.
     controller.signal.addEventListener('abort', () => this.#end(id, run, controller.signal.reason), { once: true });
@@ -244,14 +303,32 @@ export class FanoutConsumer {
   #end(id: number, run: Running, failure: unknown): void {
     if (this.#running.get(id) !== run) return;
     this.#running.delete(id);
+    const left = (this.#runningOf.get(run.topic) ?? 1) - 1;
+    if (left === 0) this.#runningOf.delete(run.topic);
+    else this.#runningOf.set(run.topic, left);
     this.#o.timers.clearTimeout(run.timer);
     if (this.#stopped) return;
     if (failure instanceof RunAbortedError && failure.reason !== 'timeout') {
       if (failure.reason !== 'reassigned') this.#giveBack({ id, token: run.token });
-      return;
+    } else {
+      this.#outcomes.push({ id, token: run.token, error: failure === null ? null : errorOf(failure) });
+      this.#flushSoon();
     }
-    this.#outcomes.push({ id, token: run.token, error: failure === null ? null : errorOf(failure) });
-    this.#flush();
+    // Its slot is free: the next item waiting for it starts (a draining member gave them back).
+    this.#startWaiting(run.topic);
+  }
+
+  /**
+   * Flushes once the runs that end in this turn have ended: items leased together mostly end
+   * together, and their outcomes then go in one command rather than the first alone.
+   */
+  #flushSoon(): void {
+    if (this.#flushQueued) return;
+    this.#flushQueued = true;
+    queueMicrotask(() => {
+      this.#flushQueued = false;
+      this.#flush();
+    });
   }
 
   /**

@@ -11,7 +11,8 @@ import { Periodic } from '../../time/periodic.js';
  * `reclaim`, and drops the registrations of members that left the configuration (`unconsume`,
  * one at a time). At most one lease proposal per member is in flight (its `busy` set), and one
  * reclaim, so that a plan never counts a member's items in flight short: at most members + 1
- * proposals wait at once. A member that is not the leader plans nothing, and a new leader
+ * proposals wait at once. The items of a lease in flight are given to no other member meanwhile
+ * (planner.ts, DeliveryInput.leasing). A member that is not the leader plans nothing, and a new leader
  * starts its rate buckets empty.
  */
 
@@ -40,6 +41,8 @@ export class LeaderDelivery {
   readonly #o: LeaderDeliveryOptions;
   readonly #ticks: Periodic;
   readonly #busy = new Set<NodeId>();
+  /** The items of the lease proposals in flight (bounded by them: members times MAX_ITEMS_PER_LEASE). */
+  readonly #leasing = new Set<number>();
   #rates = new RateBuckets();
   #reclaiming = false;
   #unconsuming = false;
@@ -50,7 +53,7 @@ export class LeaderDelivery {
 
   constructor(options: LeaderDeliveryOptions) {
     this.#o = options;
-    this.#ticks = new Periodic(options.timers, options.intervalMs ?? DELIVERY_INTERVAL_MS, () => this.plan());
+    this.#ticks = new Periodic(options.timers, options.intervalMs ?? DELIVERY_INTERVAL_MS, () => this.plan(true));
   }
 
   start(): void {
@@ -67,12 +70,12 @@ export class LeaderDelivery {
     this.#planSoon = true;
     queueMicrotask(() => {
       this.#planSoon = false;
-      this.plan();
+      this.plan(false);
     });
   }
 
-  /** One round: the plan, and its proposals. */
-  plan(): void {
+  /** One round: the plan, and its proposals; `deadlines`: whether it looks for leases past their deadline (planner.ts, DeliveryInput.deadlines). */
+  plan(deadlines = true): void {
     const o = this.#o;
     const leading = o.isLeader();
     if (leading !== this.#wasLeader) {
@@ -89,7 +92,7 @@ export class LeaderDelivery {
       if (yes === undefined) looked.set(member, (yes = o.eligible(member)));
       return yes;
     };
-    const plan = planDelivery({ state: o.state, nowMs, eligible, configured: o.configured, lost: o.lost, busy: this.#busy, rates: this.#rates });
+    const plan = planDelivery({ state: o.state, nowMs, eligible, configured: o.configured, lost: o.lost, busy: this.#busy, leasing: this.#leasing, rates: this.#rates, deadlines });
     this.#rates.prune((topic) => o.state.topics.has(topic));
     if (plan.reclaim.length > 0 && !this.#reclaiming) {
       this.#reclaiming = true;
@@ -106,7 +109,11 @@ export class LeaderDelivery {
     }
     for (const lease of plan.leases) {
       this.#busy.add(lease.member);
-      this.#propose({ type: 'lease', member: lease.member, ids: lease.ids, atMs: nowMs }, () => this.#busy.delete(lease.member));
+      for (const id of lease.ids) this.#leasing.add(id);
+      this.#propose({ type: 'lease', member: lease.member, ids: lease.ids, atMs: nowMs }, () => {
+        this.#busy.delete(lease.member);
+        for (const id of lease.ids) this.#leasing.delete(id);
+      });
     }
   }
 
