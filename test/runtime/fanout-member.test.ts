@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ConsumerSettings } from '../../src/fanout/command.js';
 import type { ItemContext } from '../../src/runtime/fanout/consumer.js';
+import { PREFETCH_PER_PARALLELISM } from '../../src/fanout/prefetch.js';
 import type { TopicRecord } from '../../src/fanout/state.js';
 import type { NodeId } from '../../src/raft/types.js';
 import type { Member } from '../../src/runtime/member.js';
@@ -87,9 +88,12 @@ describe('fan-out on the production member', () => {
     const beingSent = (): boolean => leader.driver?.node.progressOf(victim)?.state === 'snapshot';
     await slowly('the victim live and measured while a snapshot is on its way', () => beingSent() && leader.driver?.clockOffsets().has(victim) === true && leader.driver.lastHeard(victim) !== undefined);
 
-    // Six items for three consumers of parallelism 2: the two others take two each, and two wait.
+    // More items than the two others may hold (their parallelism and its prefetch each): they
+    // take what they may, and the rest wait.
+    const holds = settings.parallelism * (1 + PREFETCH_PER_PARALLELISM);
+    const count = 2 * holds + 4;
     let emitted = false;
-    void leader.member?.fanoutRuntime.emit('t', Array.from({ length: 6 }, (_, i) => ({ data: Uint8Array.of(i), key: null })), null).then(() => (emitted = true));
+    void leader.member?.fanoutRuntime.emit('t', Array.from({ length: count }, (_, i) => ({ data: Uint8Array.of(i), key: null })), null).then(() => (emitted = true));
     let leasedToVictim = 0;
     let waitedWhileSent = 0;
     const look = (): void => {
@@ -103,10 +107,10 @@ describe('fan-out on the production member', () => {
     expect(leasedToVictim).toBe(0);
     expect(waitedWhileSent).toBeGreaterThan(0);
     expect(topic()?.inFlight.get(victim)).toBeUndefined();
-    expect([...(topic()?.inFlight.values() ?? [])]).toEqual([2, 2]);
+    expect([...(topic()?.inFlight.values() ?? [])]).toEqual([holds, holds]);
 
     // Once it has installed the snapshot and registered its handler of this life (as Cluster
-    // does, again until it applies), it runs the two that waited.
+    // does, again until it applies), it runs those that waited, its parallelism at once.
     await sim.until('the victim installed the snapshot', () => ((back.driver?.snapshotsInstalled ?? 0) > 0 ? true : undefined));
     for (;;) {
       const registered = await sim.settle(memberOf(sim, victim).fanoutRuntime.consume('t', hold(victim), settings)).then(
@@ -119,7 +123,7 @@ describe('fan-out on the production member', () => {
     await sim.until('the victim runs its share', () => (started.filter((m) => m === victim).length === 2 ? true : undefined));
     await sim.until('every item done', () => {
       for (const release of held.splice(0)) release();
-      return topic()?.counts.done === 6 ? true : undefined;
+      return topic()?.counts.done === count ? true : undefined;
     });
   });
 

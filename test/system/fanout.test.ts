@@ -46,7 +46,8 @@ describe('fan-out on a real cluster (loopback)', () => {
     const runs: Array<{ member: string; item: unknown; token: number }> = [];
     for (const m of members) m.consume('thumbnails', (item, ctx) => void runs.push({ member: m.id, item, token: ctx.fencingToken }), { parallelism: 4 });
     await Promise.all(members.map((m) => m.start()));
-    await expect.poll(() => members.every((m) => m.state().version.active === FANOUT_VERSION), { timeout: 15_000, interval: 50 }).toBe(true);
+    // Every consumer registered first: delivery is quick enough that the first registered could take all 200.
+    await expect.poll(() => members.every((m) => m.state().version.active === FANOUT_VERSION && Object.keys(m.state().topics[0]?.consumers ?? {}).length === 3), { timeout: 15_000, interval: 50 }).toBe(true);
     const items = Array.from({ length: 200 }, (_, i) => ({ id: i }));
     await expect(members[0]!.emitItems('thumbnails', [undefined])).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT' });
     expect(await members[0]!.emitItems('thumbnails', items)).toMatchObject({ topic: 'thumbnails', count: 200 });
