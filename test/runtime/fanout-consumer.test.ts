@@ -289,6 +289,25 @@ describe("a member's side of fan-out (FanoutConsumer)", () => {
     m.consumer.stop();
   });
 
+  it("does not run again a lease whose run ended here while its outcome is on its way, though a leader's snapshot still holds it", async () => {
+    const m = member({ hold: true });
+    const seen: ItemContext[] = [];
+    // Its registration applies as if proposed (its own proposal stays held, as every one after).
+    void m.consumer.consume('t', (_data, ctx) => void seen.push(ctx), SETTINGS);
+    m.apply({ type: 'consume', topic: 't', member: 'a', settings: SETTINGS }, true);
+    m.apply({ type: 'emit', topic: 't', items: [1, 2].map((n) => ({ data: Uint8Array.of(n), key: null })), origin: null, atMs: 0 });
+    m.apply({ type: 'lease', member: 'a', ids: [1], atMs: 0 });
+    await settle();
+    expect(seen.map((c) => c.id)).toEqual([1]);
+    // Its outcome is proposed, not applied: a snapshot taken before it still holds item 1's lease (and one of item 2 never applied here).
+    m.state.apply(50, { type: 'lease', member: 'a', ids: [2], atMs: 0 });
+    expect(m.state.items.get(1)?.phase.kind).toBe('leased');
+    m.consumer.restored();
+    await settle();
+    expect(seen.map((c) => c.id)).toEqual([1, 2]);
+    m.consumer.stop();
+  });
+
   it("queues a lease a leader's snapshot holds behind its runs when its parallelism is full, once", async () => {
     const m = member();
     const seen: ItemContext[] = [];

@@ -83,6 +83,8 @@ export class FanoutConsumer {
   /** Leases to give back: bounded by the items leased to this member (parallelism per topic, and a previous life's). */
   readonly #giveBacks: GiveBack[] = [];
   #flushing = false;
+  /** The outcomes or give-backs of the proposal in flight, while it is (see restored). */
+  #proposing: ReadonlyArray<GiveBack | ItemOutcome> = [];
   #flushQueued = false;
   #draining = false;
   #stopped = false;
@@ -162,11 +164,15 @@ export class FanoutConsumer {
       if (phase?.kind === 'leased' && phase.member === this.#o.self && phase.token === run.token) continue;
       run.controller.abort(new RunAbortedError('reassigned', `Item ${id}: a snapshot from the leader shows its lease ${run.token} taken back`));
     }
+    // A lease whose run ended here has its outcome or give-back on its way to the log: the
+    // snapshot, taken before it applied, still holds the lease, which must not run again.
+    const ended = new Set<string>();
+    for (const one of [...this.#outcomes, ...this.#giveBacks, ...this.#proposing]) ended.add(`${one.id} ${one.token}`);
     for (const id of state.leased) {
       const item = state.items.get(id);
       if (item === undefined || item.phase.kind !== 'leased' || item.phase.member !== this.#o.self || this.#running.has(id)) continue;
       const token = item.phase.token;
-      if (this.#waiting.get(item.topic)?.some((w) => w.id === id && w.token === token) === true) continue;
+      if (ended.has(`${id} ${token}`) || this.#waiting.get(item.topic)?.some((w) => w.id === id && w.token === token) === true) continue;
       this.#leased(id, token);
     }
   }
@@ -344,13 +350,16 @@ export class FanoutConsumer {
     const queue: Array<GiveBack | ItemOutcome> = giveBacks ? this.#giveBacks : this.#outcomes;
     const batch = queue.splice(0, MAX_OUTCOMES_PER_COMMAND);
     const command: FanoutCommand = giveBacks ? { type: 'reclaim', leases: batch as GiveBack[], atMs } : { type: 'done', member: this.#o.self, outcomes: batch as ItemOutcome[], atMs };
+    this.#proposing = batch;
     this.#o.propose(command).then(
       () => {
+        this.#proposing = [];
         this.#flushing = false;
         this.#flush();
       },
       () => {
         // Back in front, to be proposed again; an outcome whose lease moved meanwhile is refused as stale.
+        this.#proposing = [];
         queue.unshift(...batch);
         this.#flushing = false;
         if (!this.#stopped) this.#o.timers.setTimeout(() => this.#flush(), RETRY_OUTCOMES_MS);
