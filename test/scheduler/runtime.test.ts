@@ -226,6 +226,28 @@ describe('overlap policies, across members', () => {
     expect(c.runs.filter((r) => r.slotMs === T0 + 1000)).toHaveLength(1);
   });
 
+  it("'replace' ends the run of a member that learns of the replacement from a snapshot, not from its entry", async () => {
+    const c = cluster(['a', 'b']);
+    const signals: Array<{ member: string; slotMs: number; signal: AbortSignal }> = [];
+    c.schedule(['a', 'b'], 'sync', { every: '1s' }, 60_000, { overlap: 'replace' }, (ctx, member) => void signals.push({ member, slotMs: ctx.slot.getTime(), signal: ctx.signal }));
+    await c.time.advanceTo(T0 + 1500);
+    const first = signals[0]!;
+    expect(first.slotMs).toBe(T0 + 1000);
+    // The member running slot 1 is behind: it misses the entry that replaces its run.
+    const behind = c.members.get(first.member)!;
+    const other = first.member === 'a' ? 'b' : 'a';
+    const apply = behind.apply.bind(behind);
+    behind.apply = (index, command) => (command.type === 'cancel' && command.slotMs === T0 + 1000 ? { ok: true } : apply(index, command));
+    await c.time.advanceTo(T0 + 2500);
+    expect(c.state(other).claims.get(claimKey('sync', T0 + 1000))?.cancelled?.token).toBe(c.state(other).claims.get(claimKey('sync', T0 + 1000))?.token);
+    expect(first.signal.aborted).toBe(false);
+    // Then it installs a snapshot that covers it: its run ends as the entry would have ended it.
+    behind.apply = apply;
+    behind.restore(encodeSchedulerSnapshot(c.state(other)));
+    expect(first.signal.aborted).toBe(true);
+    expect(first.signal.reason).toMatchObject({ reason: 'replaced' });
+  });
+
   it("'replace' on one member aborts its own earlier run at once", async () => {
     const c = cluster(['a']);
     c.schedule(['a'], 'sync', { every: '1s' }, 60_000, { overlap: 'replace' });

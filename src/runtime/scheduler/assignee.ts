@@ -197,8 +197,12 @@ export class Assignee {
     for (const [key, mine] of this.#armed) {
       const claim = this.#ctx.state.claims.get(key);
       if (claim !== undefined && claim.token === mine.token && claim.assignees.includes(self)) {
-        if (isCancelledRun(claim.cancelled) && claim.cancelled.token === mine.token) {
-          this.#ended(claim, 'cancelled', cancelledMessage(claim));
+        // Ended for good in the entries this member skipped: cancelled by an operator, or
+        // replaced by a later slot (overlap 'replace'), as applying the entry would have ended it.
+        const ended = claim.cancelled;
+        if (ended !== null && ended.token === mine.token) {
+          if (isCancelledRun(ended)) this.#ended(claim, 'cancelled', cancelledMessage(claim));
+          else this.#ended(claim, 'replaced', `replaced by the run of slot ${new Date(ended.bySlotMs).toISOString()}`);
           told.add(key);
         }
         continue;
