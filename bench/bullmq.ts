@@ -17,7 +17,7 @@ import { MAX_ITEMS_PER_EMIT } from '../src/fanout/command.js';
 import { FANOUT_ITEM_BYTES, watchDone, type DoneReport } from '../test/fixtures/fanout-member.js';
 import { wallMs } from '../test/fixtures/member-probe.js';
 import type { BenchJobData, WorkerRequest } from './bullmq-worker.js';
-import { PARALLELISM, REDELIVERY_CAP_MS, REDELIVERY_ITEMS, STEADY_BATCH, STEADY_EVERY_MS, STEADY_RATE, until, type FanoutMeasures, type FanoutSizes } from './fanout.js';
+import { PARALLELISM, redeliveryMs, REDELIVERY_ITEMS, STEADY_BATCH, STEADY_EVERY_MS, STEADY_RATE, until, type FanoutMeasures, type FanoutSizes } from './fanout.js';
 import { cpuPerCommitUs, processesCpuMs } from './proc-cpu.js';
 import { ensureRedis, RedisServer } from './redis.js';
 import { summarize } from './stats.js';
@@ -151,17 +151,8 @@ async function redeliveryRun(queue: Queue<BenchJobData>, workers: readonly Worke
     return (counts.completed ?? 0) + held === REDELIVERY_ITEMS && counts.active === held && (counts.waiting ?? 0) === 0 ? true : undefined;
   }, DONE_TIMEOUT_MS, 20);
   const held = new Set(starts(victim).map((s) => s.jobId));
-  const killedAt = wallMs();
-  await victim.kill();
-  try {
-    const first = await until('a job of the killed worker started elsewhere', () => {
-      const again = survivors.flatMap(starts).filter((s) => held.has(s.jobId));
-      return again.length === 0 ? undefined : Math.min(...again.map((s) => s.at));
-    }, REDELIVERY_CAP_MS, 5);
-    return { ms: first - killedAt, held: held.size };
-  } catch {
-    return { ms: null, held: held.size };
-  }
+  const startedAgain = (): number[] => survivors.flatMap(starts).flatMap((s) => (held.has(s.jobId) ? [s.at] : []));
+  return { ms: await redeliveryMs(victim, startedAgain, 'a job of the killed worker started elsewhere', 5), held: held.size };
 }
 
 function bullmqVersion(): string {

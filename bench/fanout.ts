@@ -106,6 +106,25 @@ export async function until<T>(what: string, probe: () => T | undefined | Promis
   }
 }
 
+/**
+ * The re-delivery measure, the same for both systems: kills `victim`, then waits for the first
+ * start on another process of an item it held (`startedAgain`: those starts' wall times so far),
+ * polling every `pollMs`. The time from the kill to that start, or null past REDELIVERY_CAP_MS.
+ */
+export async function redeliveryMs(victim: { kill(): Promise<unknown> }, startedAgain: () => readonly number[], what: string, pollMs: number): Promise<number | null> {
+  const killedAt = wallMs();
+  await victim.kill();
+  try {
+    const first = await until(what, () => {
+      const again = startedAgain();
+      return again.length === 0 ? undefined : Math.min(...again);
+    }, REDELIVERY_CAP_MS, pollMs);
+    return first - killedAt;
+  } catch {
+    return null;
+  }
+}
+
 /** Each of the three topics consumed on every member, with parallelism PARALLELISM; the kill -9 run's starts reported. */
 async function consumeAll(cluster: ProcessCluster): Promise<void> {
   for (const m of cluster.members) {
@@ -193,17 +212,8 @@ async function redeliveryRun(cluster: ProcessCluster, leader: MemberProcess): Pr
   const held = new Set(starts(victim).map((s) => s.id).filter((id) => !startedElsewhere.has(id)));
   // It runs at most its parallelism of what it holds; the rest wait on it to start (prefetch).
   if (held.size === 0 || held.size > heldCount) throw new Error(`fanout bench: the victim holds ${heldCount} items but reported ${held.size} starts of items not run elsewhere`);
-  const killedAt = wallMs();
-  await victim.kill();
-  try {
-    const first = await until('an item of the killed consumer started elsewhere', () => {
-      const again = survivors.flatMap(starts).filter((s) => held.has(s.id));
-      return again.length === 0 ? undefined : Math.min(...again.map((s) => s.at));
-    }, REDELIVERY_CAP_MS, 1);
-    return { ms: first - killedAt, held: heldCount };
-  } catch {
-    return { ms: null, held: heldCount };
-  }
+  const startedAgain = (): number[] => survivors.flatMap(starts).flatMap((s) => (held.has(s.id) ? [s.at] : []));
+  return { ms: await redeliveryMs(victim, startedAgain, 'an item of the killed consumer started elsewhere', 1), held: heldCount };
 }
 
 /** What the members' health watch saw during a run (fanout-member.ts, HealthReport), by member. */

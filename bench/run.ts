@@ -18,8 +18,8 @@ import { cpus, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { benchCodec, CODEC_HEADERS, codecRows } from './codec.js';
 import { benchDisk, type DiskBaseline } from './disk.js';
-import { benchBullmq, type BullmqBenchResult } from './bullmq.js';
-import { benchEtcd, comparisonRows, etcdLabel, type EtcdBenchResult } from './etcd.js';
+import { benchBullmq } from './bullmq.js';
+import { benchEtcd, comparisonRows, etcdLabel } from './etcd.js';
 import { benchFanout, FANOUT_HEADERS, fanoutRows, FULL_SIZES, healthLines, QUICK_SIZES, STEADY_RATE } from './fanout.js';
 import { benchRaft, COLD_COMMITS, LOAD_WARMUP_MS, raftRows } from './raft.js';
 import { benchJobsRegistered, jobsRegisteredRows } from './jobs-registered.js';
@@ -43,8 +43,23 @@ const { positionals, values } = parseArgs({
 });
 const name = positionals[0] ?? 'raft';
 
-/** What became of the etcd comparison; `failed` makes the bench exit non-zero. */
-type PeerOutcome = EtcdBenchResult | { skipped: string } | { failed: string };
+/** What became of a peer's comparison (etcd, BullMQ); `failed` makes the bench exit non-zero. */
+type PeerOutcome<T> = T | { skipped: string } | { failed: string };
+
+/**
+ * Runs a peer's side of a comparison after cronraft's (one after the other, never at once: the
+ * two would compete for CPU and disk), unless --no-peers. A peer bench that breaks is reported
+ * as failed and fails the bench: cronraft's figures are still worth printing.
+ */
+async function peerRun<T>(run: () => Promise<T | { skipped: string }>): Promise<PeerOutcome<T>> {
+  if (values['no-peers']) return { skipped: '--no-peers' };
+  try {
+    return await run();
+  } catch (e) {
+    process.exitCode = 1;
+    return { failed: e instanceof Error ? e.message : String(e) };
+  }
+}
 
 async function main(): Promise<void> {
   if (name === 'scheduler') {
@@ -127,17 +142,7 @@ async function main(): Promise<void> {
   const diskMs = values.quick ? 1000 : 2000;
   const diskBefore = await benchDisk(diskMs);
   const { result, phases } = await benchRaft(options);
-  // One after the other, never at once: the two clusters would compete for CPU and disk.
-  let etcd: PeerOutcome = { skipped: '--no-peers' };
-  if (!values['no-peers']) {
-    try {
-      etcd = await benchEtcd(options);
-    } catch (e) {
-      // cronraft's figures are still worth printing when the peer bench breaks.
-      etcd = { failed: e instanceof Error ? e.message : String(e) };
-      process.exitCode = 1;
-    }
-  }
+  const etcd = await peerRun(() => benchEtcd(options));
 
   // The codec's own figures, in this same run, with no cluster running beside them.
   const codec = await benchCodec();
@@ -178,16 +183,7 @@ async function fanout(): Promise<void> {
   const loadBefore = loadavg()[0] ?? Number.NaN;
   const sizes = values.quick ? QUICK_SIZES : FULL_SIZES;
   const { measures: ours, health } = await benchFanout(sizes);
-  let peer: BullmqBenchResult | { skipped: string } | { failed: string } = { skipped: '--no-peers' };
-  if (!values['no-peers']) {
-    try {
-      peer = await benchBullmq(sizes);
-    } catch (e) {
-      // cronraft's figures are still worth printing when the peer bench breaks.
-      peer = { failed: e instanceof Error ? e.message : String(e) };
-      process.exitCode = 1;
-    }
-  }
+  const peer = await peerRun(() => benchBullmq(sizes));
   const measured = 'bulk' in peer ? peer : null;
   console.log('\ncronraft fan-out: three member processes on 127.0.0.1, level with sync on, default settings; a slot emits 100-byte items, consumers do nothing (parallelism 64 each)');
   if (measured !== null) {
