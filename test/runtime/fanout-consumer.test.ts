@@ -55,6 +55,16 @@ function member(options: { hold?: boolean } = {}): TestMember {
   return { state, timers, consumer, apply, proposed, release, lease };
 }
 
+/** Consumes topic 't' on `m` with a handler that records each run's context and never ends: the contexts seen. */
+async function consumeHolding(m: TestMember, settings: ConsumerSettings): Promise<ItemContext[]> {
+  const seen: ItemContext[] = [];
+  await m.consumer.consume('t', (_data, ctx) => {
+    seen.push(ctx);
+    return new Promise(() => undefined);
+  }, settings);
+  return seen;
+}
+
 const settle = async (): Promise<void> => {
   for (let i = 0; i < 20; i++) await Promise.resolve();
 };
@@ -247,11 +257,7 @@ describe("a member's side of fan-out (FanoutConsumer)", () => {
 
   it("aborts a run whose lease a leader's snapshot no longer holds, and only that one", async () => {
     const m = member();
-    const seen: ItemContext[] = [];
-    await m.consumer.consume('t', (_data, ctx) => {
-      seen.push(ctx);
-      return new Promise(() => undefined);
-    }, SETTINGS);
+    const seen = await consumeHolding(m, SETTINGS);
     m.apply({ type: 'emit', topic: 't', items: [1, 2].map((n) => ({ data: Uint8Array.of(n), key: null })), origin: null, atMs: 0 });
     const token = m.apply({ type: 'lease', member: 'a', ids: [1, 2], atMs: 0 });
     await settle();
@@ -268,11 +274,7 @@ describe("a member's side of fan-out (FanoutConsumer)", () => {
 
   it("runs a lease to it that a leader's snapshot holds but it never applied, once", async () => {
     const m = member();
-    const seen: ItemContext[] = [];
-    await m.consumer.consume('t', (_data, ctx) => {
-      seen.push(ctx);
-      return new Promise(() => undefined);
-    }, SETTINGS);
+    const seen = await consumeHolding(m, SETTINGS);
     m.apply({ type: 'emit', topic: 't', items: [1, 2].map((n) => ({ data: Uint8Array.of(n), key: null })), origin: null, atMs: 0 });
     // Leased while this member was behind: the snapshot holds the leases, which it never applies one by one.
     m.state.apply(50, { type: 'lease', member: 'a', ids: [1], atMs: 0 });
@@ -310,11 +312,7 @@ describe("a member's side of fan-out (FanoutConsumer)", () => {
 
   it("queues a lease a leader's snapshot holds behind its runs when its parallelism is full, once", async () => {
     const m = member();
-    const seen: ItemContext[] = [];
-    await m.consumer.consume('t', (_data, ctx) => {
-      seen.push(ctx);
-      return new Promise(() => undefined);
-    }, { ...SETTINGS, parallelism: 1 });
+    const seen = await consumeHolding(m, { ...SETTINGS, parallelism: 1 });
     m.apply({ type: 'emit', topic: 't', items: [1, 2].map((n) => ({ data: Uint8Array.of(n), key: null })), origin: null, atMs: 0 });
     m.apply({ type: 'lease', member: 'a', ids: [1], atMs: 0 });
     await settle();
