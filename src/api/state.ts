@@ -1,7 +1,7 @@
 import type { Role } from '../raft/ready.js';
 import type { SnapshotTiming } from '../runtime/compaction.js';
 import type { RaftDriver } from '../runtime/driver.js';
-import { rateOf } from '../fanout/planner.js';
+import { rateOf } from '../fanout/topic-rate.js';
 import type { NodeId } from '../raft/types.js';
 import type { TransportStats } from '../transport/transport.js';
 import type { Member } from '../runtime/member.js';

@@ -2,6 +2,7 @@ import type { NodeId } from '../raft/types.js';
 import { MAX_ITEMS_PER_LEASE, MAX_OUTCOMES_PER_COMMAND } from './command.js';
 import { maxLeased } from './prefetch.js';
 import type { FanoutState, TopicRecord } from './state.js';
+import { rateOf } from './topic-rate.js';
 
 /**
  * The leader's delivery of work items (issue 19), pure: from the replicated state, which
@@ -159,12 +160,6 @@ function mostFree(free: ReadonlyMap<NodeId, number>): NodeId | null {
   return best;
 }
 
-/** The topic's rate: the least any of its consumers asks for, null when none asks for one. */
-export function rateOf(topic: TopicRecord): number | null {
-  let rate: number | null = null;
-  for (const settings of topic.consumers.values()) if (settings.ratePerSecond !== null) rate = rate === null ? settings.ratePerSecond : Math.min(rate, settings.ratePerSecond);
-  return rate;
-}
 
 /**
  * The leader's token buckets, one per topic with a rate: a bucket fills at the rate, up to

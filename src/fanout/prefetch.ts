@@ -1,5 +1,6 @@
 import type { ConsumerSettings } from './command.js';
 import type { TopicRecord } from './state.js';
+import { rateOf } from './topic-rate.js';
 
 /**
  * How many items a member may hold leased of a topic (issue 19): its parallelism, which it runs
@@ -17,15 +18,9 @@ import type { TopicRecord } from './state.js';
  */
 export const PREFETCH_PER_PARALLELISM = 3;
 
-/** Whether any consumer of `topic` asks for a rate (then no member prefetches its items). */
-export function hasRate(topic: TopicRecord): boolean {
-  for (const settings of topic.consumers.values()) if (settings.ratePerSecond !== null) return true;
-  return false;
-}
-
 /** The most items of `topic` a member consuming it with `settings` may hold leased. */
 export function maxLeased(topic: TopicRecord, settings: ConsumerSettings): number {
-  return hasRate(topic) ? settings.parallelism : settings.parallelism * (1 + PREFETCH_PER_PARALLELISM);
+  return rateOf(topic) !== null ? settings.parallelism : settings.parallelism * (1 + PREFETCH_PER_PARALLELISM);
 }
 
 /**
