@@ -71,6 +71,18 @@ describe('cronraft simulate', () => {
     expect(json.settings.timing.requestTimeoutMs).toBe(varied.requestTimeoutMs ?? CLUSTER_DEFAULTS.requestTimeoutMs);
   });
 
+  it('runs fan-out in the seed with --fanout on and none with off; refuses a bad --fanout or --max-emit', async () => {
+    const args = ['simulate', '--seed', '3', '--members', '3', '--duration', '3s', '--json'];
+    const on = JSON.parse((await cronraft(...args, '--fanout', 'on', '--max-emit', '2')).stdout) as { fanout: { topics: string[] } | null };
+    const off = JSON.parse((await cronraft(...args, '--fanout', 'off')).stdout) as { fanout: unknown };
+    expect(on.fanout?.topics.length).toBeGreaterThan(0);
+    expect(off.fanout).toBeNull();
+    const bad = await cronraft('simulate', '--fanout', 'sometimes');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('Invalid --fanout');
+    expect((await cronraft('simulate', '--max-emit', '0')).stderr).toContain('Invalid --max-emit');
+  });
+
   it('rejects a bad option with the usage and exit status 2', async () => {
     const r = await cronraft('simulate', '--faults', 'gremlins');
     expect(r.code).toBe(2);
