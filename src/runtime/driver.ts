@@ -199,6 +199,11 @@ export class RaftDriver {
     return this.#contact.lastHeard(peer);
   }
 
+  /** How long `peer` has been silent, counting only while this member's loop ran (PeerContact.silence); Infinity if never heard. */
+  silence(peer: NodeId): number {
+    return this.#contact.silence(peer, this.#o.timers.now());
+  }
+
   // ---- the cluster's time --------------------------------------------------------------------
 
   /**

@@ -265,6 +265,7 @@ export class Member {
       // tell the lost from the not-yet-heard.
       reassignGraceMs: 2 * t.heartbeatTicks * t.tickMs,
       eligibleMembers: () => this.eligibleMembers(),
+      holdingMembers: () => this.holdingMembers(),
       configuredMembers: () => (this.versions.active >= FORFEIT_VERSION ? configuration.members : null),
       planIntervalMs: t.planIntervalMs,
       lookaheadMs: Math.max(t.lookaheadMs, t.electionTimeoutMs),
@@ -493,7 +494,6 @@ export class Member {
    * silence, only after an election timeout.
    */
   eligibleMembers(): NodeId[] {
-    const now = this.#p.timers.now();
     const offsets = this.driver.clockOffsets();
     const node = this.driver.node;
     return this.configuration.members.filter((id) => {
@@ -504,7 +504,7 @@ export class Member {
       if (id === this.#p.self) return true;
       // One the leader is sending a snapshot to (a learner just added, a member far behind)
       // would apply its claims only once it installed the snapshot, after their slots.
-      return node.progressOf(id)?.state !== 'snapshot' && this.#heardLately(id, now);
+      return node.progressOf(id)?.state !== 'snapshot' && this.#heardLately(id);
     });
   }
 
@@ -516,14 +516,36 @@ export class Member {
   #lost(id: NodeId): boolean {
     if (id === this.#p.self) return false;
     if (!this.configuration.isMember(id) || !this.#p.transport.isConnected(id)) return true;
-    const heard = this.driver.lastHeard(id);
-    return heard === undefined || this.#p.timers.now() - heard >= 2 * this.#p.timing.electionTimeoutMs;
+    return this.driver.silence(id) >= 2 * this.#p.timing.electionTimeoutMs;
   }
 
-  /** Whether a peer was heard from within an election timeout and is connected. */
-  #heardLately(id: NodeId, now = this.#p.timers.now()): boolean {
-    const heard = this.driver.lastHeard(id);
-    return heard !== undefined && now - heard < this.#p.timing.electionTimeoutMs && this.#p.transport.isConnected(id);
+  /**
+   * Members whose claims stay theirs: the leader moves the claims of any other
+   * (planReassignments). Unlike eligibleMembers, a member keeps its claims until it has been
+   * silent for as long as its lease (two election timeouts), by when it has aborted its own runs
+   * (holdsLease): a claim moved sooner would run twice, the first run unaborted, whenever a
+   * follower's answers are late (a loaded machine) but it still hears the leader. A closed
+   * connection (a killed process) still moves its claims at once. A member whose clock this
+   * leader has not measured yet keeps its claims too: a new leader measures its followers'
+   * clocks only from its own heartbeats.
+   */
+  holdingMembers(): NodeId[] {
+    const offsets = this.driver.clockOffsets();
+    const node = this.driver.node;
+    return this.configuration.members.filter((id) => {
+      const offset = offsets.get(id);
+      if (offset !== undefined && Math.abs(offset.offsetMs) > this.#p.timing.maxClockSkewMs) return false;
+      return !this.#lost(id) && node.progressOf(id)?.state !== 'snapshot';
+    });
+  }
+
+  /**
+   * Whether a peer is connected and was heard from within an election timeout, counting only
+   * while this member's own loop ran (see PeerContact.silence): a leader whose loop stood still
+   * under load would otherwise find every follower silent, and move their claims.
+   */
+  #heardLately(id: NodeId): boolean {
+    return this.driver.silence(id) < this.#p.timing.electionTimeoutMs && this.#p.transport.isConnected(id);
   }
 }
 

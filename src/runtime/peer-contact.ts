@@ -58,18 +58,29 @@ export class PeerContact {
     return this.#lastHeard.get(peer);
   }
 
+  /**
+   * How long `peer` has been silent at `nowMs` as far as this member can tell, or Infinity if it
+   * was never heard from: the lesser of the time since its last message and the time this
+   * member's own loop ran since then (in ticks). A member whose loop stood still (a stall, a
+   * loaded machine) took in nothing meanwhile, and the peer's messages may be waiting on its
+   * socket: the silence it saw is its own, not the peer's.
+   */
+  silence(peer: NodeId, nowMs: number): number {
+    const heard = this.#lastHeard.get(peer);
+    if (heard === undefined) return Number.POSITIVE_INFINITY;
+    const ticksSince = this.#ticks - (this.#heardAtTick.get(peer) ?? 0);
+    return Math.min(nowMs - heard, ticksSince * this.#tickMs);
+  }
+
   /** Why a proposal cannot even be forwarded at `nowMs`, or null if it can. */
   unreachableLeader(nowMs: number): NotLeaderError | null {
     const leader = this.#node.leader;
     if (this.#node.role === 'leader') return null;
     if (leader === null) return new NotLeaderError(null);
-    const heard = this.#lastHeard.get(leader);
-    // Silence counts while this member's loop ran, in ticks as Raft counts its election timeout:
-    // a member whose own loop stood still (a long synchronous start of the app, a stall) took in
-    // nothing meanwhile, and the leader's messages may be waiting on its socket. The ticks due
-    // in such a stall fire as one.
-    const ticksSince = this.#ticks - (this.#heardAtTick.get(leader) ?? 0);
-    if (heard === undefined || (nowMs - heard > this.#leaderSilenceMs && ticksSince * this.#tickMs > this.#leaderSilenceMs)) {
+    // Silence counts while this member's loop ran, in ticks as Raft counts its election timeout
+    // (see silence): a long synchronous start of the app, a stall, takes in nothing. The ticks
+    // due in such a stall fire as one.
+    if (this.silence(leader, nowMs) > this.#leaderSilenceMs) {
       return new NotLeaderError(leader, `The leader ${leader} has not been heard from for over ${this.#leaderSilenceMs} ms`);
     }
     return null;

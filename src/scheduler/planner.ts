@@ -196,6 +196,11 @@ export interface ReassignInput {
   readonly nowMs: number;
   /** Members that may be given work now. */
   readonly eligible: ReadonlySet<NodeId>;
+  /**
+   * Members whose claims stay theirs (reachable); the claims of any other move. A member may
+   * keep its claims without being eligible for new ones (a clock not yet measured). @default eligible
+   */
+  readonly holding?: ReadonlySet<NodeId> | undefined;
   /** Claims older than this (by slot) are never moved: those left with no outcome and no run are recorded as missed. */
   readonly horizonMs: number;
   readonly maxCommands: number;
@@ -212,6 +217,7 @@ export interface ReassignInput {
  */
 export function planReassignments(state: SchedulerState, input: ReassignInput): SchedulerCommand[] {
   const out: SchedulerCommand[] = [];
+  const holding = input.holding ?? input.eligible;
   // Only claims whose story may not be over; most have succeeded and are not looked at.
   for (const claim of state.openClaims()) {
     if (out.length >= input.maxCommands) break;
@@ -224,14 +230,14 @@ export function planReassignments(state: SchedulerState, input: ReassignInput): 
     // A replaced run's slot is over, wherever its member is.
     if (claim.cancelled?.token === claim.token) continue;
     if (claim.slotMs < input.nowMs - input.horizonMs) {
-      if (current === undefined && !runsOf(claim).some((run) => input.eligible.has(run.member))) {
+      if (current === undefined && !runsOf(claim).some((run) => holding.has(run.member))) {
         out.push({ type: 'expire', job: claim.job, slotMs: claim.slotMs, fromToken: claim.token, reason: 'expired', atMs: input.nowMs });
       }
       continue;
     }
     // Most claims are settled or in good hands: decided before any allocation, since every
     // claim within the horizon is looked at on every plan.
-    if (current === undefined ? input.eligible.has(assignee) && !released(job, claim, assignee) : isSettling(current.outcome)) continue;
+    if (current === undefined ? holding.has(assignee) && !released(job, claim, assignee) : isSettling(current.outcome)) continue;
     const candidates = [...job.handlers].filter((id) => input.eligible.has(id)).sort();
     if (current === undefined) {
       if (candidates.length === 0) continue;

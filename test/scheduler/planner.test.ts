@@ -117,6 +117,15 @@ describe('reassignments', () => {
     ]);
   });
 
+  it('leaves a claim with an assignee that still holds its claims, though it may be given no new work, and moves it to an eligible member only', () => {
+    // 'a' keeps its claims (reachable within its lease) but gets no new work (say, its clock is
+    // not measured yet): the claim stays; once 'a' holds nothing, it moves to 'b', not to 'a'.
+    expect(planReassignments(claimed(), { ...reassignInput(T0 + 900, ['b']), holding: new Set(['a', 'b']) })).toEqual([]);
+    expect(planReassignments(claimed(), { ...reassignInput(T0 + 900, ['b']), holding: new Set(['b']) })).toEqual([
+      { type: 'reassign', job: 'tick', slotMs: T0 + 1000, fromToken: 10, assignees: ['b'], reason: 'assignee-lost' },
+    ]);
+  });
+
   it('moves at once a claim whose assignee unregistered the job and started no run under it', () => {
     const s = claimed();
     s.apply(11, { type: 'unregister', job: 'tick', member: 'a' });

@@ -24,6 +24,9 @@ interface Run {
   readonly member: string;
   readonly slotMs: number;
   readonly startedAtMs: number;
+  /** Whether ctx.signal fired before the run ended. */
+  aborted: boolean;
+  ended: boolean;
 }
 
 describe('a rolling restart', () => {
@@ -41,17 +44,26 @@ describe('a rolling restart', () => {
         'tick',
         { every: EVERY_MS },
         async (ctx: JobContext) => {
-          runs.push({ member: c.id, slotMs: ctx.slot.getTime(), startedAtMs: Date.now() });
+          const run: Run = { member: c.id, slotMs: ctx.slot.getTime(), startedAtMs: Date.now(), aborted: false, ended: false };
+          runs.push(run);
+          const aborted = (): void => {
+            run.aborted = true;
+          };
+          ctx.signal.addEventListener('abort', aborted);
           await new Promise((resolve) => setTimeout(resolve, RUN_MS));
+          ctx.signal.removeEventListener('abort', aborted);
+          run.ended = true;
         },
-        { overlap: 'allow' },
+        // Catch-up of every slot of the last minute: on a loaded machine an election may outlast
+        // the look-ahead, and the default ('latest') would then drop the slots it missed, by design.
+        { overlap: 'allow', catchUp: { windowMs: 60_000, maxSlots: 600 } },
       );
       running.add(c);
       await c.start();
       return c;
     };
     const members = await Promise.all(addrs.map((_, i) => boot(i)));
-    await Promise.all(members.map((m) => m.waitForLeader()));
+    await Promise.all(members.map((m) => m.waitForLeader({ timeoutMs: 20_000 })));
     await expect.poll(() => runs.length, { timeout: 20_000, interval: 50 }).toBeGreaterThanOrEqual(5);
     const windowFromMs = Date.now();
     // The leader first, then the others, each stopped and started again on its data directory.
@@ -68,14 +80,21 @@ describe('a rolling restart', () => {
       await fresh.barrier();
       await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
     }
-    const windowToMs = Date.now() - 2 * EVERY_MS;
-    const inWindow = runs.filter((r) => r.slotMs >= windowFromMs && r.slotMs <= windowToMs);
-    const slots = [...new Set(inWindow.map((r) => r.slotMs))].sort((a, b) => a - b);
-    // No slot doubled, and none missed between the first and the last.
-    expect(inWindow.length).toBe(slots.length);
-    for (let i = 1; i < slots.length; i++) expect(slots[i]! - slots[i - 1]!).toBe(EVERY_MS);
-    expect(slots[0]! - windowFromMs).toBeLessThan(EVERY_MS);
-    expect(windowToMs - slots.at(-1)!).toBeLessThan(EVERY_MS);
+    const windowToMs = Date.now();
+    // Every slot of the window, from the first one run after it opened; one late behind the
+    // last restart (on a loaded machine) may still be running, or waiting to move.
+    const firstSlotMs = Math.min(...runs.filter((r) => r.slotMs >= windowFromMs).map((r) => r.slotMs));
+    expect(firstSlotMs - windowFromMs).toBeLessThan(EVERY_MS);
+    const expected: number[] = [];
+    for (let slotMs = firstSlotMs; slotMs <= windowToMs; slotMs += EVERY_MS) expected.push(slotMs);
+    // No slot doubled, and none missed: each ran to its end exactly once unaborted. A member
+    // starved past its lease on a loaded machine aborts its run (ctx.signal) and the slot moves,
+    // by design; two runs of a slot that both ran to their end unaborted would be a slot run
+    // twice, one under a stale token.
+    const whole = (): number[] => runs.filter((r) => r.ended && !r.aborted && r.slotMs >= firstSlotMs && r.slotMs <= windowToMs).map((r) => r.slotMs).sort((a, b) => a - b);
+    await expect.poll(() => whole().length, { timeout: 15_000, interval: 50 }).toBeGreaterThanOrEqual(expected.length);
+    expect(whole()).toEqual(expected);
+    const inWindow = runs.filter((r) => r.slotMs >= firstSlotMs && r.slotMs <= windowToMs);
     // Every member ran slots after its restart.
     for (const m of members) expect(inWindow.some((r) => r.member === m.id && r.startedAtMs > windowFromMs)).toBe(true);
   }, 60_000);

@@ -91,6 +91,7 @@ export class LeaderPlanning {
     const moves = !settled ? [] : planReassignments(state, {
       nowMs: o.clock.now(),
       eligible: new Set(eligible),
+      holding: o.holdingMembers === undefined ? undefined : new Set(o.holdingMembers()),
       horizonMs: o.reassignHorizonMs,
       maxCommands: o.maxClaimsPerPlan,
     });

@@ -57,6 +57,11 @@ export interface SchedulerRuntimeOptions {
   readonly configuredMembers?: () => readonly NodeId[] | null;
   /** Members that may be given work now (reachable), this one included when it leads. */
   readonly eligibleMembers: () => readonly NodeId[];
+  /**
+   * Members whose claims the leader leaves with them (reachable, and no clock known to be
+   * skewed); the leader moves the claims of any other. @default eligibleMembers
+   */
+  readonly holdingMembers?: () => readonly NodeId[];
   /** How often the leader plans. */
   readonly planIntervalMs: number;
   /** Claims are made this far ahead of their instant. */
