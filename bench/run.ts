@@ -19,7 +19,7 @@ import { parseArgs } from 'node:util';
 import { benchCodec, CODEC_HEADERS, codecRows } from './codec.js';
 import { benchDisk, type DiskBaseline } from './disk.js';
 import { benchBullmq } from './bullmq.js';
-import { comparisonRows, etcdLabel, startEtcd, type EtcdBenchResult } from './etcd.js';
+import { comparisonRows, etcdLabel, startEtcd, type EtcdBenchResult, type EtcdSession } from './etcd.js';
 import { benchFanout, FANOUT_HEADERS, fanoutRows, FULL_SIZES, healthLines, QUICK_SIZES, STEADY_RATE } from './fanout.js';
 import { benchRaft, COLD_COMMITS, LOAD_WARMUP_MS, raftRows } from './raft.js';
 import { benchJobsRegistered, jobsRegisteredRows } from './jobs-registered.js';
@@ -154,7 +154,12 @@ async function main(): Promise<void> {
     throw e;
   }
   const { result, phases, peerSerial } = raft;
-  const etcd: PeerOutcome<EtcdBenchResult> = !('side' in started) ? started : peerSerial === null ? { failed: 'no serial phases measured' } : await peerRun(() => started.finish(options, peerSerial));
+  const finishEtcd = async (s: EtcdSession): Promise<PeerOutcome<EtcdBenchResult>> => {
+    if (peerSerial !== null) return peerRun(() => s.finish(options, peerSerial));
+    await s.abort();
+    return { failed: 'no serial phases measured' };
+  };
+  const etcd: PeerOutcome<EtcdBenchResult> = 'side' in started ? await finishEtcd(started) : started;
 
   // The codec's own figures, in this same run, with no cluster running beside them.
   const codec = await benchCodec();
