@@ -2,7 +2,9 @@
  * The peer comparison for `npm run bench -- raft`: etcd 3.4 (Debian's etcd-server) measured the
  * way bench/raft.ts measures cronraft. Three members on 127.0.0.1, default heartbeat (100 ms) and
  * election timeout (1000 ms), fsync on. The client is the bench process, talking to the leader
- * through etcd's gRPC JSON gateway (`POST /v3/kv/put`) over keep-alive node:http sockets.
+ * through etcd's gRPC JSON gateway (`POST /v3/kv/put`) over keep-alive node:http sockets. Its
+ * serial phases run in the windows between cronraft's, both clusters up (serial-sides.ts); the
+ * concurrent load and the failovers run after cronraft's, one system at a time.
  *
  * Not like-for-like in one respect: cronraft is a library, so its bench proposes inside the
  * leader process, while every etcd figure includes an HTTP round trip through the gateway.
@@ -11,7 +13,8 @@ import { Agent } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { EtcdCluster, GatewayError, ensureEtcd, postJson, sleep, type EtcdMember } from './etcd-cluster.js';
 import { cpuPerCommitUs, processesCpuMs } from './proc-cpu.js';
-import { COLD_COMMITS, cpuText, raftRows, type RaftBenchOptions, type RaftBenchResult } from './raft.js';
+import { cpuText, raftRows, type RaftBenchOptions, type RaftBenchResult } from './raft.js';
+import type { SerialPhasesResult, SerialSide } from './serial-sides.js';
 import { fmt, median, summarize } from './stats.js';
 
 export interface EtcdBenchResult {
@@ -35,7 +38,7 @@ export interface EtcdBenchResult {
 }
 
 const CLUSTER_SIZE = 3;
-/** Same as bench/raft.ts: warm-up (o.warmupMs, after COLD_COMMITS puts), value size, concurrent proposers. */
+/** Same as bench/raft.ts: value size, concurrent proposers (the serial phases are serial-sides.ts's, shared). */
 const VALUE_BYTES = 64;
 const CONCURRENCY = 64;
 /** First election after a cold start: election timeout is 1 s, plus process start-up. */
@@ -96,7 +99,20 @@ async function firstPut(agent: Agent, survivors: readonly EtcdMember[], errorKin
   return first;
 }
 
-export async function benchEtcd(o: RaftBenchOptions): Promise<EtcdBenchResult | { skipped: string }> {
+/**
+ * An etcd cluster started for the comparison: its serial side (serial-sides.ts), whose phases
+ * bench/raft.ts runs in the windows between cronraft's, then `finish` for the rest of the rows.
+ */
+export interface EtcdSession {
+  readonly side: SerialSide;
+  /** The concurrent load and the failovers, then the cluster removed; with `serial`, what the side measured. */
+  finish(o: RaftBenchOptions, serial: SerialPhasesResult): Promise<EtcdBenchResult>;
+  /** Removes the cluster without measuring more (cronraft's side failed). */
+  abort(): Promise<void>;
+}
+
+/** Starts a cluster of etcd and waits for its leader: the cold phase counts from here, as cronraft's does from its start. */
+export async function startEtcd(): Promise<EtcdSession | { skipped: string }> {
   const installed = await ensureEtcd();
   if ('skipped' in installed) return installed;
 
@@ -105,87 +121,100 @@ export async function benchEtcd(o: RaftBenchOptions): Promise<EtcdBenchResult | 
   // Failover attempts time out and destroy their sockets; they get their own pool.
   const probeAgent = new Agent({ keepAlive: true });
   const cluster = await EtcdCluster.create(CLUSTER_SIZE);
-  try {
-    cluster.startAll();
-    let leader = await cluster.waitForLeader(agent, STARTUP_TIMEOUT_MS);
-
-    /** Latencies of `count` puts one after another, to keys under `prefix`. */
-    const serialPuts = async (prefix: string, count: number): Promise<number[]> => {
-      const latencies: number[] = [];
-      for (let i = 0; i < count; i++) {
-        const t0 = now();
-        await put(agent, leader, `${prefix}/${i}`, PUT_TIMEOUT_MS);
-        latencies.push(now() - t0);
-      }
-      return latencies;
-    };
-    const cold = summarize(await serialPuts('bench/cold', COLD_COMMITS));
-    const warmupEnd = now() + o.warmupMs;
-    for (let i = 0; now() < warmupEnd; i++) await put(agent, leader, `bench/warmup/${i}`, PUT_TIMEOUT_MS);
-    const serialPids = cluster.members.map((m) => m.child?.pid);
-    const serialCpuBefore = processesCpuMs(serialPids);
-    const serial = summarize(await serialPuts('bench/serial', o.serialCount));
-    const serialCpuUsPerCommit = cpuPerCommitUs(serialCpuBefore, processesCpuMs(serialPids), o.serialCount);
-
-    // Each proposer rewrites its own key: every put is still a new revision written and synced,
-    // but etcd's in-memory key index stays small, as cronraft's log has no keys at all.
-    const target = leader;
-    const runLoad = async (durationMs: number): Promise<{ commits: number; errors: number; errorKinds: Record<string, number>; elapsedMs: number }> => {
-      const errorKinds: Record<string, number> = {};
-      let commits = 0;
-      let errors = 0;
-      const loadStart = now();
-      const loadEnd = loadStart + durationMs;
-      await Promise.all(
-        Array.from({ length: CONCURRENCY }, async (_, c) => {
-          while (now() < loadEnd) {
-            try {
-              await put(agent, target, `bench/load/${c}`, PUT_TIMEOUT_MS);
-              commits++;
-            } catch (e) {
-              errors++;
-              countError(errorKinds, e);
-            }
-          }
-        }),
-      );
-      return { commits, errors, errorKinds, elapsedMs: now() - loadStart };
-    };
-    // Warmed up like cronraft's (see bench/raft.ts), though only the client here runs on a JIT.
-    const coldLoad = await runLoad(o.coldLoadMs);
-    const coldThroughput = { commitsPerSecond: (coldLoad.commits / coldLoad.elapsedMs) * 1000 };
-    await runLoad(o.loadWarmupMs);
-    const pids = cluster.members.map((m) => m.child?.pid);
-    const cpuBefore = processesCpuMs(pids);
-    const load = await runLoad(o.loadSeconds * 1000);
-    const cpuUsPerCommit = cpuPerCommitUs(cpuBefore, processesCpuMs(pids), load.commits);
-    const throughput = { commitsPerSecond: (load.commits / load.elapsedMs) * 1000, concurrency: CONCURRENCY, errors: load.errors, errorKinds: load.errorKinds, cpuUsPerCommit };
-
-    const runs: number[] = [];
-    const failoverErrors: Record<string, number> = {};
-    for (let run = 0; run < o.failoverRuns; run++) {
-      leader = await cluster.waitForLeader(agent, RESTART_TIMEOUT_MS);
-      await put(agent, leader, 'bench/sync', PUT_TIMEOUT_MS);
-      await cluster.waitCaughtUp(agent, leader, CATCH_UP_TIMEOUT_MS);
-      const survivors = cluster.members.filter((m) => m !== leader);
-      const killedAt = now();
-      await leader.kill();
-      runs.push((await firstPut(probeAgent, survivors, failoverErrors)) - killedAt);
-      cluster.restart(leader);
-      // Healthy again: every member, the restarted one included, agrees on a leader and has
-      // applied its log, so the next run starts from the same state as this one.
-      const next = await cluster.waitForLeader(agent, RESTART_TIMEOUT_MS);
-      await cluster.waitCaughtUp(agent, next, RESTART_TIMEOUT_MS);
-    }
-    return { version: installed.version, cold, serial, serialCpuUsPerCommit, throughput, coldThroughput, failoverMs: { median: median(runs), runs, errorKinds: failoverErrors } };
-  } catch (e) {
-    // The member logs usually say why (port taken, bad flag, disk full).
-    throw new Error(`${(e as Error).message}\n${cluster.describe()}`, { cause: e });
-  } finally {
+  const cleanup = async (): Promise<void> => {
     agent.destroy();
     probeAgent.destroy();
     await cluster.cleanup();
+  };
+  // The member logs usually say why (port taken, bad flag, disk full).
+  const explained = (e: unknown): Error => new Error(`${(e as Error).message}\n${cluster.describe()}`, { cause: e });
+  let leader: EtcdMember;
+  try {
+    cluster.startAll();
+    leader = await cluster.waitForLeader(agent, STARTUP_TIMEOUT_MS);
+  } catch (e) {
+    await cleanup();
+    throw explained(e);
   }
+  // Every put goes to a key of its own, as cronraft's serial proposals are each a new entry.
+  let puts = 0;
+  const side: SerialSide = {
+    async commits(count) {
+      const latencies: number[] = [];
+      for (let i = 0; i < count; i++) {
+        const t0 = now();
+        await put(agent, leader, `bench/serial/${puts++}`, PUT_TIMEOUT_MS);
+        latencies.push(now() - t0);
+      }
+      return latencies;
+    },
+    pids: () => cluster.members.map((m) => m.child?.pid),
+  };
+  const finish = async (o: RaftBenchOptions, serialRun: SerialPhasesResult): Promise<EtcdBenchResult> => {
+    try {
+      if (serialRun.error !== null) throw serialRun.error;
+      const cold = summarize(serialRun.cold);
+      const serial = summarize(serialRun.serial);
+      const serialCpuUsPerCommit = serialRun.serialCpuUsPerCommit;
+
+      // Each proposer rewrites its own key: every put is still a new revision written and synced,
+      // but etcd's in-memory key index stays small, as cronraft's log has no keys at all.
+      const target = leader;
+      const runLoad = async (durationMs: number): Promise<{ commits: number; errors: number; errorKinds: Record<string, number>; elapsedMs: number }> => {
+        const errorKinds: Record<string, number> = {};
+        let commits = 0;
+        let errors = 0;
+        const loadStart = now();
+        const loadEnd = loadStart + durationMs;
+        await Promise.all(
+          Array.from({ length: CONCURRENCY }, async (_, c) => {
+            while (now() < loadEnd) {
+              try {
+                await put(agent, target, `bench/load/${c}`, PUT_TIMEOUT_MS);
+                commits++;
+              } catch (e) {
+                errors++;
+                countError(errorKinds, e);
+              }
+            }
+          }),
+        );
+        return { commits, errors, errorKinds, elapsedMs: now() - loadStart };
+      };
+      // Warmed up like cronraft's (see bench/raft.ts), though only the client here runs on a JIT.
+      const coldLoad = await runLoad(o.coldLoadMs);
+      const coldThroughput = { commitsPerSecond: (coldLoad.commits / coldLoad.elapsedMs) * 1000 };
+      await runLoad(o.loadWarmupMs);
+      const pids = cluster.members.map((m) => m.child?.pid);
+      const cpuBefore = processesCpuMs(pids);
+      const load = await runLoad(o.loadSeconds * 1000);
+      const cpuUsPerCommit = cpuPerCommitUs(cpuBefore, processesCpuMs(pids), load.commits);
+      const throughput = { commitsPerSecond: (load.commits / load.elapsedMs) * 1000, concurrency: CONCURRENCY, errors: load.errors, errorKinds: load.errorKinds, cpuUsPerCommit };
+
+      const runs: number[] = [];
+      const failoverErrors: Record<string, number> = {};
+      for (let run = 0; run < o.failoverRuns; run++) {
+        leader = await cluster.waitForLeader(agent, RESTART_TIMEOUT_MS);
+        await put(agent, leader, 'bench/sync', PUT_TIMEOUT_MS);
+        await cluster.waitCaughtUp(agent, leader, CATCH_UP_TIMEOUT_MS);
+        const survivors = cluster.members.filter((m) => m !== leader);
+        const killedAt = now();
+        await leader.kill();
+        runs.push((await firstPut(probeAgent, survivors, failoverErrors)) - killedAt);
+        cluster.restart(leader);
+        // Healthy again: every member, the restarted one included, agrees on a leader and has
+        // applied its log, so the next run starts from the same state as this one.
+        const next = await cluster.waitForLeader(agent, RESTART_TIMEOUT_MS);
+        await cluster.waitCaughtUp(agent, next, RESTART_TIMEOUT_MS);
+      }
+      return { version: installed.version, cold, serial, serialCpuUsPerCommit, throughput, coldThroughput, failoverMs: { median: median(runs), runs, errorKinds: failoverErrors } };
+    } catch (e) {
+      throw explained(e);
+    } finally {
+      await cleanup();
+    }
+  };
+  return { side, finish, abort: cleanup };
 }
 
 /** "3.4.23" -> "etcd 3.4", for the table header. */

@@ -6,6 +6,7 @@
 import type { ProbeReport } from '../test/fixtures/member-probe.js';
 import { ProcessCluster, type MemberProcess } from '../test/fixtures/process-cluster.js';
 import { cpuPerCommitUs, processesCpuMs } from './proc-cpu.js';
+import { serialPhases, type SerialPhasesResult, type SerialSide } from './serial-sides.js';
 import { fmt, median, summarize } from './stats.js';
 import type { PhaseProbe } from './tail.js';
 
@@ -24,7 +25,7 @@ export interface RaftBenchResult {
 }
 
 export interface RaftBenchOptions {
-  /** Serial proposals before measuring, for at least this long (see COLD_COMMITS). */
+  /** Serial proposals before measuring, until their latencies add up to this (see COLD_COMMITS, serial-sides.ts). */
   readonly warmupMs: number;
   readonly serialCount: number;
   /** Concurrent proposers measured first, for this long: the cold throughput. */
@@ -41,10 +42,14 @@ export interface RaftBenchOptions {
   readonly probe: boolean;
 }
 
-/** What benchRaft measured, and what the probes saw in the second cluster's serial phases (none without `probe`). */
+/**
+ * What benchRaft measured, what the probes saw in the second cluster's serial phases (none
+ * without `probe`), and what the peer measured in the windows between cronraft's (null without one).
+ */
 export interface RaftBenchRun {
   readonly result: RaftBenchResult;
   readonly phases: readonly PhaseProbe[];
+  readonly peerSerial: SerialPhasesResult | null;
 }
 
 /**
@@ -80,10 +85,10 @@ const now = (): number => Date.now();
  * with them on, windows of warm serial commits cost more CPU and had a longer p99 than the
  * windows between them without, in the same cluster.
  */
-export async function benchRaft(o: RaftBenchOptions): Promise<RaftBenchRun> {
-  const result = await measureRaft(o);
+export async function benchRaft(o: RaftBenchOptions, peer?: SerialSide): Promise<RaftBenchRun> {
+  const { result, peerSerial } = await measureRaft(o, peer);
   const phases = o.probe ? await probedSerialPhases(o) : [];
-  return { result, phases };
+  return { result, phases, peerSerial };
 }
 
 /** `count` serial commits on `leader`; with `probed`, every member is probed meanwhile and the phase is added to `probed.phases`. */
@@ -121,16 +126,25 @@ async function probedSerialPhases(o: RaftBenchOptions): Promise<PhaseProbe[]> {
   }
 }
 
-async function measureRaft(o: RaftBenchOptions): Promise<RaftBenchResult> {
+/**
+ * The rows, on a cluster started afresh. With a `peer` (started already), its serial phases run
+ * in the windows between cronraft's (serial-sides.ts), so that both meet the same load.
+ */
+async function measureRaft(o: RaftBenchOptions, peer?: SerialSide): Promise<{ result: RaftBenchResult; peerSerial: SerialPhasesResult | null }> {
   const cluster = await ProcessCluster.create(3);
   try {
     await cluster.startAll();
     let leader = await cluster.waitForLeader();
-    const cold = summarize(await serialPhase(cluster, leader, COLD_COMMITS));
-    await warmUp(leader, o.warmupMs);
-    const serialCpuBefore = processesCpuMs(cluster.members.map((m) => m.child?.pid));
-    const serial = summarize(await serialPhase(cluster, leader, o.serialCount));
-    const serialCpuUsPerCommit = cpuPerCommitUs(serialCpuBefore, processesCpuMs(cluster.members.map((m) => m.child?.pid)), o.serialCount);
+    const ours: SerialSide = {
+      commits: (count) => serialPhase(cluster, leader, count),
+      pids: () => cluster.members.map((m) => m.child?.pid),
+    };
+    const [mine, theirs] = await serialPhases(peer === undefined ? [ours] : [ours, peer], { coldCommits: COLD_COMMITS, warmupMs: o.warmupMs, serialCount: o.serialCount });
+    if (mine === undefined) throw new Error('no serial phases measured');
+    if (mine.error !== null) throw mine.error;
+    const cold = summarize(mine.cold);
+    const serial = summarize(mine.serial);
+    const serialCpuUsPerCommit = mine.serialCpuUsPerCommit;
     // The concurrent path warms up on its own (see LOAD_WARMUP_MS).
     const coldLoad = await leader.request<{ commits: number; elapsedMs: number }>('load', { concurrency: 64, durationMs: o.coldLoadMs, bytes: 64 });
     const coldThroughput = { commitsPerSecond: (coldLoad.commits / coldLoad.elapsedMs) * 1000 };
@@ -159,7 +173,7 @@ async function measureRaft(o: RaftBenchOptions): Promise<RaftBenchResult> {
       cluster.startMember(leader);
       await leader.waitEvent((e) => e.event === 'started');
     }
-    return { cold, serial, serialCpuUsPerCommit, throughput, coldThroughput, failoverMs: { median: median(runs), runs } };
+    return { result: { cold, serial, serialCpuUsPerCommit, throughput, coldThroughput, failoverMs: { median: median(runs), runs } }, peerSerial: theirs ?? null };
   } finally {
     await cluster.cleanup();
   }

@@ -19,13 +19,14 @@ import { parseArgs } from 'node:util';
 import { benchCodec, CODEC_HEADERS, codecRows } from './codec.js';
 import { benchDisk, type DiskBaseline } from './disk.js';
 import { benchBullmq } from './bullmq.js';
-import { benchEtcd, comparisonRows, etcdLabel } from './etcd.js';
+import { comparisonRows, etcdLabel, startEtcd, type EtcdBenchResult, type EtcdSession } from './etcd.js';
 import { benchFanout, FANOUT_HEADERS, fanoutRows, FULL_SIZES, healthLines, QUICK_SIZES, STEADY_RATE } from './fanout.js';
 import { benchRaft, COLD_COMMITS, LOAD_WARMUP_MS, raftRows } from './raft.js';
 import { benchJobsRegistered, jobsRegisteredRows } from './jobs-registered.js';
 import { benchMembership, membershipRows } from './membership.js';
 import { benchScheduler, schedulerRows } from './scheduler.js';
 import { benchScrapeManyJobs, scrapeManyJobsRows } from './scrape-lateness.js';
+import { WINDOW_COMMITS } from './serial-sides.js';
 import { fmt, printTable } from './stats.js';
 import { printAttribution } from './tail.js';
 
@@ -141,8 +142,24 @@ async function main(): Promise<void> {
   // The disk, before and after: it bounds the serial latency and its speed drifts (bench/disk.ts).
   const diskMs = values.quick ? 1000 : 2000;
   const diskBefore = await benchDisk(diskMs);
-  const { result, phases } = await benchRaft(options);
-  const etcd = await peerRun(() => benchEtcd(options));
+  // etcd's cluster runs beside cronraft's through the serial phases, which alternate windows of
+  // the two (bench/serial-sides.ts); its load and failovers come after cronraft's.
+  const started = await peerRun(() => startEtcd());
+  const session = 'side' in started ? started : null;
+  let raft: Awaited<ReturnType<typeof benchRaft>>;
+  try {
+    raft = await benchRaft(options, session?.side);
+  } catch (e) {
+    await session?.abort();
+    throw e;
+  }
+  const { result, phases, peerSerial } = raft;
+  const finishEtcd = async (s: EtcdSession): Promise<PeerOutcome<EtcdBenchResult>> => {
+    if (peerSerial !== null) return peerRun(() => s.finish(options, peerSerial));
+    await s.abort();
+    return { failed: 'no serial phases measured' };
+  };
+  const etcd: PeerOutcome<EtcdBenchResult> = 'side' in started ? await finishEtcd(started) : started;
 
   // The codec's own figures, in this same run, with no cluster running beside them.
   const codec = await benchCodec();
@@ -158,6 +175,7 @@ async function main(): Promise<void> {
   if ('serial' in etcd) {
     console.log(`\ncronraft vs ${etcdLabel(etcd)} (${etcd.version}): three processes each on 127.0.0.1, sync on, default settings`);
     console.log('cronraft proposes inside the leader process; etcd is driven from the bench process through its HTTP/JSON gateway');
+    console.log(`both clusters run through the serial phases (cold, warm-up, serial), which alternate windows of ${WINDOW_COMMITS} commits of each; then each one's concurrent load alone`);
     console.log(`${warmup}\n`);
     printTable(['measure', 'cronraft', etcdLabel(etcd), 'ratio (> 1: cronraft better)', 'target'], comparisonRows(result, etcd));
   } else {
