@@ -866,8 +866,6 @@ export class RaftNode {
     // handed out for applying take effect now (see #applyConfChanges).
     const committed = this.log.takeCommitted(this.#limits.maxApplyBatch);
     this.#applyConfChanges(committed);
-    // A commit that moved is told at once to the followers nothing else would tell soon.
-    if (this.#role === 'leader') this.#replication.noticeCommit();
     const ready = this.#out.take({
       hardState: this.hardState(),
       softState: this.softState(),

@@ -147,24 +147,6 @@ export class Replication {
     }
   }
 
-  /**
-   * Tells the commit index at once to each follower that holds every entry of the log but was
-   * not told that the commit covers them: no append would carry it before the next proposal or
-   * tick, and a follower applies an entry (and starts the work it gives it, as a fan-out lease)
-   * only once it learns that it committed. etcd sends its appends as it commits; here only a
-   * follower with nothing else on its way gets one, an empty append, so that under load, when
-   * the next append follows anyway, no message is added. Called once per Ready, however many
-   * answers moved the commit.
-   */
-  noticeCommit(): void {
-    const log = this.#host.log;
-    const last = log.lastIndex();
-    for (const peer of this.#host.peers()) {
-      const pr = this.#progress.get(peer) as Progress;
-      if (pr.sentCommit < log.committed && pr.match > pr.sentCommit && pr.match === last) this.sendAppend(peer, true);
-    }
-  }
-
   /** Whether a majority of the voters (learners do not count) was heard from since the last check. */
   quorumActive(): boolean {
     const active = new Set<NodeId>();

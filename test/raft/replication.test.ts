@@ -36,26 +36,6 @@ describe('log replication', () => {
     expect(net.member('b').forwarded).toEqual([{ pid: expect.stringMatching(/^b#/) as unknown as string, accepted: true }]);
   });
 
-  it('tells a follower holding the whole log that it committed at once, without waiting for a tick, and adds no message while more entries follow', () => {
-    const net = new TestNetwork(three);
-    net.elect('a');
-    net.propose('a', 'x');
-    net.stabilize();
-    // No tick: the commit notice alone told b and c.
-    for (const id of ['b', 'c']) expect(net.appliedTexts(id)).toEqual(['x']);
-    // Under load: a proposal appended before the answers to the previous one arrive. The answers
-    // commit 'y' while 'z' is on its way to the followers, and its append carries the commit.
-    net.propose('a', 'y');
-    net.deliverOnce();
-    net.propose('a', 'z');
-    const before = net.delivered.length;
-    net.stabilize();
-    const appends = net.delivered.slice(before).filter((m) => m.type === 'append' && m.entries.length === 0);
-    // Only the notice of the last commit ('z'), one per follower: none for 'y'.
-    expect(appends.map((m) => [m.to, m.type === 'append' ? m.commit : 0])).toEqual([['b', 4], ['c', 4]]);
-    for (const id of ['b', 'c']) expect(net.appliedTexts(id)).toEqual(['x', 'y', 'z']);
-  });
-
   it('refuses a proposal at once when no leader is known', () => {
     const net = new TestNetwork(three);
     expect(net.propose('b', 'x')).toEqual({ kind: 'refused', reason: 'no-leader', leader: null });
