@@ -47,6 +47,8 @@ const SLOT_LEAD_MS = 1500;
 /** Bound on the waits for the cluster to get somewhere (a leader, fan-out's version, the consumers). */
 const WAIT_MS = 60_000;
 const POLL_MS = 5;
+/** Bound on the wait for the members' clean stop at the end (then they are killed). */
+const STOP_WAIT_MS = 10_000;
 
 const TOPIC = { bulk: 'bulk', steady: 'steady', redeliver: 'redeliver' } as const;
 
@@ -239,6 +241,8 @@ export async function benchFanout(sizes: FanoutSizes): Promise<{ measures: Fanou
     const redelivery = await redeliveryRun(cluster, leader);
     return { measures: { bulk, steady, redelivery }, health: { bulk: bulkHealth, steady: steadyHealth } };
   } finally {
+    // A clean stop, so that a member run with --cpu-prof (CRONRAFT_MEMBER_EXEC_ARGV) writes its profile.
+    await Promise.race([Promise.all(cluster.members.map((m) => m.stop())), sleep(STOP_WAIT_MS)]);
     await cluster.cleanup();
   }
 }

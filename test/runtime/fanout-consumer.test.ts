@@ -136,6 +136,26 @@ describe("a member's side of fan-out (FanoutConsumer)", () => {
     expect(starts).toBe(2);
   });
 
+  it('times out every run started in one turn, and a run started in a turn after all of that turn\'s runs ended', async () => {
+    const m = member();
+    const seen = await consumeHolding(m, SETTINGS);
+    m.apply({ type: 'emit', topic: 't', items: [1, 2, 3].map((n) => ({ data: Uint8Array.of(n), key: null })), origin: null, atMs: 0 });
+    // In one turn: item 1 leased and taken back (its turn's runs all ended), then 2 and 3 leased.
+    const first = m.apply({ type: 'lease', member: 'a', ids: [1], atMs: 0 });
+    m.apply({ type: 'reclaim', leases: [{ id: 1, token: first }], atMs: 0 });
+    m.apply({ type: 'lease', member: 'a', ids: [2, 3], atMs: 0 });
+    await settle();
+    // Item 1 ended before its handler was called: only 2 and 3 ran.
+    expect(seen.map((ctx) => ctx.id)).toEqual([2, 3]);
+    m.timers.advance(SETTINGS.timeoutMs - 1);
+    await settle();
+    expect(m.consumer.running).toBe(2);
+    m.timers.advance(1);
+    await settle();
+    expect(seen.map((ctx) => (ctx.signal.reason as { code?: string }).code)).toEqual(['CRONRAFT_RUN_TIMEOUT', 'CRONRAFT_RUN_TIMEOUT']);
+    expect(m.consumer.running).toBe(0);
+  });
+
   it('a late outcome, under a lease taken back meanwhile, is refused as stale and counted', async () => {
     const m = member();
     let finish: () => void = () => undefined;

@@ -47,11 +47,50 @@ export interface FanoutConsumerOptions {
 /** How often a member that runs items looks whether it still holds its lease. */
 export const LEASE_CHECK_MS = 100;
 
-interface Running {
-  readonly token: number;
-  readonly topic: string;
-  readonly controller: AbortController;
-  readonly timer: TimerHandle;
+/**
+ * An item running here under its lease's token. Its AbortSignal is made only when its handler
+ * asks for it (`ctx.signal`): most handlers never do, and an AbortController with its listener
+ * is the dearest part of a run's start. An abort before that is kept, and the signal, once made,
+ * is aborted with its reason.
+ */
+class Running {
+  #controller: AbortController | null = null;
+  #aborted = false;
+  #reason: unknown = undefined;
+
+  constructor(
+    readonly id: number,
+    readonly token: number,
+    readonly topic: string,
+    readonly timeout: TimeoutGroup,
+  ) {}
+
+  get signal(): AbortSignal {
+    if (this.#controller === null) {
+      this.#controller = new AbortController();
+      if (this.#aborted) this.#controller.abort(this.#reason);
+    }
+    return this.#controller.signal;
+  }
+
+  /** Aborts the signal, made or still to be made; once. */
+  abort(reason: unknown): void {
+    if (this.#aborted) return;
+    this.#aborted = true;
+    this.#reason = reason;
+    this.#controller?.abort(reason);
+  }
+}
+
+/**
+ * The runs started in one turn with one timeout share a timer: they started at the same moment
+ * and time out together. It is cleared once all of them ended, so that what holds the runs is
+ * bounded by the runs still going.
+ */
+interface TimeoutGroup {
+  readonly runs: Running[];
+  live: number;
+  timer: TimerHandle | null;
 }
 
 /** A lease this member gives back (proposed as a `reclaim`): the item is leased again elsewhere, no attempt counted. */
@@ -86,6 +125,10 @@ export class FanoutConsumer {
   /** The outcomes or give-backs of the proposal in flight, while it is (see restored). */
   #proposing: ReadonlyArray<GiveBack | ItemOutcome> = [];
   #flushQueued = false;
+  /** The runs started this turn whose handlers are still to be called, at the end of the turn (one microtask for them all). */
+  #toCall: Array<{ readonly run: Running; readonly data: Uint8Array; readonly ctx: ItemContext; readonly handler: ItemHandler }> = [];
+  /** This turn's timeout groups, by timeout in ms; forgotten at the end of the turn. */
+  readonly #timeoutGroups = new Map<number, TimeoutGroup>();
   #draining = false;
   #stopped = false;
 
@@ -137,7 +180,7 @@ export class FanoutConsumer {
       case 'reclaim':
         for (const { id, token } of command.leases) {
           const run = this.#running.get(id);
-          if (run !== undefined && run.token === token) run.controller.abort(new RunAbortedError('reassigned', `Item ${id} was leased again elsewhere: its lease ${token} was taken back`));
+          if (run !== undefined && run.token === token) this.#abort(run, new RunAbortedError('reassigned', `Item ${id} was leased again elsewhere: its lease ${token} was taken back`));
         }
         return;
       default:
@@ -162,7 +205,7 @@ export class FanoutConsumer {
     for (const [id, run] of this.#running) {
       const phase = state.items.get(id)?.phase;
       if (phase?.kind === 'leased' && phase.member === this.#o.self && phase.token === run.token) continue;
-      run.controller.abort(new RunAbortedError('reassigned', `Item ${id}: a snapshot from the leader shows its lease ${run.token} taken back`));
+      this.#abort(run, new RunAbortedError('reassigned', `Item ${id}: a snapshot from the leader shows its lease ${run.token} taken back`));
     }
     // A lease whose run ended here has its outcome or give-back on its way to the log: the
     // snapshot, taken before it applied, still holds the lease, which must not run again.
@@ -186,7 +229,7 @@ export class FanoutConsumer {
   checkLease(): void {
     if ((this.#running.size === 0 && this.#waiting.size === 0) || this.#o.holdsLease()) return;
     this.#giveBackWaiting();
-    for (const [id, run] of this.#running) run.controller.abort(new RunAbortedError('interrupted', `Item ${id}: this member lost its lease`));
+    for (const [id, run] of this.#running) this.#abort(run, new RunAbortedError('interrupted', `Item ${id}: this member lost its lease`));
   }
 
   /**
@@ -204,7 +247,7 @@ export class FanoutConsumer {
     await within(timers, Promise.all(unconsumed), left());
     this.#giveBackWaiting();
     await waitUntil(timers, () => this.#running.size === 0, left());
-    for (const [id, run] of this.#running) run.controller.abort(new RunAbortedError('stopping', `Item ${id}: this member is stopping`));
+    for (const [id, run] of this.#running) this.#abort(run, new RunAbortedError('stopping', `Item ${id}: this member is stopping`));
     return waitUntil(timers, () => this.#running.size === 0 && !this.unflushed, left());
   }
 
@@ -212,7 +255,7 @@ export class FanoutConsumer {
     this.#leaseChecks.stop();
     this.#stopped = true;
     this.#waiting.clear();
-    for (const [id, run] of this.#running) run.controller.abort(new RunAbortedError('stopping', `Item ${id}: this member is stopping`));
+    for (const [id, run] of this.#running) this.#abort(run, new RunAbortedError('stopping', `Item ${id}: this member is stopping`));
   }
 
   /** An item leased to this member: it runs, unless the lease belongs to a life before this one or the member is handing over. */
@@ -283,21 +326,80 @@ export class FanoutConsumer {
     const id = item.id;
     const entry = this.#handlers.get(item.topic);
     if (entry === undefined || this.#running.has(id)) return;
-    const controller = new AbortController();
-    const timer = this.#o.timers.setTimeout(() => controller.abort(new RunAbortedError('timeout', `Item ${id} ran past its timeout of ${entry.settings.timeoutMs} ms`)), entry.settings.timeoutMs);
-    const run: Running = { token, topic: item.topic, controller, timer };
+    const run = new Running(id, token, item.topic, this.#timeoutGroup(entry.settings.timeoutMs));
+    run.timeout.runs.push(run);
     this.#running.set(id, run);
     this.#runningOf.set(item.topic, (this.#runningOf.get(item.topic) ?? 0) + 1);
-    // An abort ends the run here at once, whether or not its handler heeds the signal: its
-    // permit is free and its item may run again, here or elsewhere, under a new lease.
-    controller.signal.addEventListener('abort', () => this.#end(id, run, controller.signal.reason), { once: true });
-    const ctx: ItemContext = { id, topic: item.topic, attempt: item.failures + 1, fencingToken: token, signal: controller.signal, job: item.origin?.job ?? null, slot: item.origin === null ? null : new Date(item.origin.slotMs) };
-    void Promise.resolve()
-      .then(() => entry.handler(item.data, ctx))
-      .then(
-        () => this.#end(id, run, null),
-        (error: unknown) => this.#end(id, run, error ?? 'failed'),
-      );
+    const origin = item.origin;
+    const ctx: ItemContext = {
+      id,
+      topic: item.topic,
+      attempt: item.failures + 1,
+      fencingToken: token,
+      get signal() {
+        return run.signal;
+      },
+      job: origin?.job ?? null,
+      slot: origin === null ? null : new Date(origin.slotMs),
+    };
+    // Called at the end of the turn, not inside the apply that leased the item: the handlers of
+    // the items leased together, one after the other in one microtask.
+    this.#toCall.push({ run, data: item.data, ctx, handler: entry.handler });
+    if (this.#toCall.length === 1) queueMicrotask(() => this.#callHandlers());
+  }
+
+  /** This turn's timeout group for `timeoutMs`: its timer is set with the first run it holds. */
+  #timeoutGroup(timeoutMs: number): TimeoutGroup {
+    const group = this.#timeoutGroups.get(timeoutMs);
+    // A group whose runs all ended this turn has no timer left: the next run starts another.
+    if (group !== undefined && group.timer !== null) {
+      group.live++;
+      return group;
+    }
+    if (this.#timeoutGroups.size === 0) queueMicrotask(() => this.#timeoutGroups.clear());
+    const made: TimeoutGroup = { runs: [], live: 1, timer: null };
+    made.timer = this.#o.timers.setTimeout(() => {
+      made.timer = null;
+      for (const run of made.runs) {
+        if (this.#running.get(run.id) === run) this.#abort(run, new RunAbortedError('timeout', `Item ${run.id} ran past its timeout of ${timeoutMs} ms`));
+      }
+    }, timeoutMs);
+    this.#timeoutGroups.set(timeoutMs, made);
+    return made;
+  }
+
+  /** Calls the handlers of the runs started this turn; a run that ended meanwhile (aborted) is not called. */
+  #callHandlers(): void {
+    const calls = this.#toCall;
+    this.#toCall = [];
+    for (const { run, data, ctx, handler } of calls) {
+      if (this.#running.get(run.id) !== run) continue;
+      let result: unknown;
+      try {
+        result = handler(data, ctx);
+      } catch (error) {
+        this.#end(run, error ?? 'failed');
+        continue;
+      }
+      if (result !== null && typeof result === 'object' && typeof (result as PromiseLike<unknown>).then === 'function') {
+        Promise.resolve(result).then(
+          () => this.#end(run, null),
+          (error: unknown) => this.#end(run, error ?? 'failed'),
+        );
+      } else {
+        this.#end(run, null);
+      }
+    }
+  }
+
+  /**
+   * An abort ends the run here at once, whether or not its handler heeds the signal: its permit
+   * is free and its item may run again, here or elsewhere, under a new lease. Then the signal is
+   * aborted, if the handler has one.
+   */
+  #abort(run: Running, reason: unknown): void {
+    this.#end(run, reason);
+    run.abort(reason);
   }
 
   /**
@@ -306,13 +408,18 @@ export class FanoutConsumer {
    * Past its timeout, it failed. Taken back (reclaim), there is nothing to record: the log took
    * it back already.
    */
-  #end(id: number, run: Running, failure: unknown): void {
+  #end(run: Running, failure: unknown): void {
+    const id = run.id;
     if (this.#running.get(id) !== run) return;
     this.#running.delete(id);
     const left = (this.#runningOf.get(run.topic) ?? 1) - 1;
     if (left === 0) this.#runningOf.delete(run.topic);
     else this.#runningOf.set(run.topic, left);
-    this.#o.timers.clearTimeout(run.timer);
+    const group = run.timeout;
+    if (--group.live === 0 && group.timer !== null) {
+      this.#o.timers.clearTimeout(group.timer);
+      group.timer = null;
+    }
     if (this.#stopped) return;
     if (failure instanceof RunAbortedError && failure.reason !== 'timeout') {
       if (failure.reason !== 'reassigned') this.#giveBack({ id, token: run.token });
