@@ -156,6 +156,8 @@ async function runCronraft(jobs: number): Promise<CronraftRun> {
       await sleep(10);
     }
     const afterMs = after.map((t) => t.ms).sort((a, b) => a - b);
+    // Before the proposals that make the members take a snapshot.
+    const entriesApplied = lead.state().appliedIndex;
     const snapshotOfAll = await snapshotEveryJob(lead, members);
     return {
       jobs,
@@ -166,7 +168,7 @@ async function runCronraft(jobs: number): Promise<CronraftRun> {
       longestStallMs: delay.max / 1e6,
       gc: { longestMs: Math.max(0, ...gcPauses), over5Ms: gcPauses.filter((ms) => ms > 5).length },
       snapshotOfAll,
-      entriesApplied: lead.state().appliedIndex,
+      entriesApplied,
       stateDuringMs: { calls: during.length, ...longest(during) },
       stateAfterMs: { p50: afterMs[Math.floor(afterMs.length / 2)]!, ...longest(after) },
     };
