@@ -11,7 +11,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { PerformanceObserver, monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { Cron } from 'croner';
 import { Cluster } from '../src/index.js';
 import { SUPPORTED } from '../src/version/versions.js';
@@ -30,18 +30,24 @@ export interface CronraftRun {
   readonly cpuMs: number;
   /** The longest the event loop was held from then until all were registered (perf_hooks.monitorEventLoopDelay). */
   readonly longestStallMs: number;
+  /** The garbage collector's pauses of the main thread meanwhile (perf_hooks 'gc' entries): the longest, and how many were over 5 ms. */
+  readonly gc: { readonly longestMs: number; readonly over5Ms: number };
   /**
-   * Snapshots the three members took; the longest step (the loop waits for it) of the ones seen
-   * (the last of each member, whenever state() was read).
+   * A snapshot of every job, taken by each member once all were registered (a few proposals
+   * past SNAPSHOT_EVERY_ENTRIES): its longest step (the loop waits for it), steps and bytes,
+   * the longest of the three members'; and the longest the event loop was held meanwhile. Null
+   * when not every member took one within GIVE_UP_MS.
    */
-  readonly snapshots: number;
-  readonly snapshotsSeen: number;
-  readonly longestSnapshotStepMs: number;
+  readonly snapshotOfAll: { readonly longestStepMs: number; readonly steps: number; readonly bytes: number; readonly longestStallMs: number } | null;
   /** Log entries the leader applied: three registrations a job, MAX_COMMANDS_PER_BATCH to an entry, and the election's and the version's few. */
   readonly entriesApplied: number;
-  /** How long the leader's state() took, while the jobs registered and 20 times after. */
-  readonly stateDuringMs: { readonly calls: number; readonly max: number };
-  readonly stateAfterMs: { readonly p50: number; readonly max: number };
+  /**
+   * How long the leader's state() took, while the jobs registered (and the followers' now and
+   * then) and 23 times after; `cpuOfMax`: the CPU time this process used during the longest
+   * call (every thread), which tells the call's own work from the machine's other processes.
+   */
+  readonly stateDuringMs: { readonly calls: number; readonly max: number; readonly cpuOfMax: number };
+  readonly stateAfterMs: { readonly p50: number; readonly max: number; readonly cpuOfMax: number };
 }
 
 export interface CronerRun {
@@ -54,6 +60,14 @@ export interface CronerRun {
 const POLL_MS = 50;
 /** The followers' state() is read once every this many reads of the leader's. */
 const FOLLOWER_POLLS = 5;
+/**
+ * The members' snapshotEveryEntries: more than the entries that registering 10,000 jobs applies
+ * (about 70), so that they register as with the default settings, and few enough that a few
+ * proposals after it make every member take a snapshot of all the jobs.
+ */
+export const SNAPSHOT_EVERY_ENTRIES = 100;
+/** Proposals in flight at once while the members are made to take a snapshot. */
+const PROPOSALS_AT_ONCE = 10;
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -65,18 +79,33 @@ function heapAfterGc(): number {
   return process.memoryUsage().heapUsed;
 }
 
+/** How long a call of state() held the loop, and the CPU time the process used meanwhile. */
+interface StateTime {
+  readonly ms: number;
+  readonly cpuMs: number;
+}
+
 /** Calls state() on `member`, and how long it held the loop. */
-function timedState(member: Cluster): { readonly state: ReturnType<Cluster['state']>; readonly ms: number } {
+function timedState(member: Cluster): StateTime & { readonly state: ReturnType<Cluster['state']> } {
+  const cpu = process.cpuUsage();
   const started = performance.now();
   const state = member.state();
-  return { state, ms: performance.now() - started };
+  const ms = performance.now() - started;
+  const used = process.cpuUsage(cpu);
+  return { state, ms, cpuMs: (used.user + used.system) / 1000 };
+}
+
+/** The longest of `times`, and the CPU time of that call. */
+function longest(times: readonly StateTime[]): { readonly max: number; readonly cpuOfMax: number } {
+  const top = times.reduce((a, b) => (b.ms > a.ms ? b : a));
+  return { max: top.ms, cpuOfMax: top.cpuMs };
 }
 
 async function runCronraft(jobs: number): Promise<CronraftRun> {
   const root = await mkdtemp(join(tmpdir(), 'cronraft-jobs-'));
   const addrs: string[] = [];
   for (let i = 0; i < 3; i++) addrs.push(`127.0.0.1:${await freePort()}`);
-  const members = addrs.map((listen, i) => new Cluster(addrs, { listen, dataDir: join(root, String(i)) }));
+  const members = addrs.map((listen, i) => new Cluster(addrs, { listen, dataDir: join(root, String(i)), snapshotEveryEntries: SNAPSHOT_EVERY_ENTRIES }));
   try {
     await Promise.all(members.map((m) => m.start()));
     const { leader } = await members[0]!.waitForLeader();
@@ -91,16 +120,16 @@ async function runCronraft(jobs: number): Promise<CronraftRun> {
     const started = performance.now();
     for (const m of members) for (let i = 0; i < jobs; i++) m.schedule(`job${i}`, { every: '1h' }, () => undefined);
     const scheduleCallsMs = performance.now() - started;
-    const delay = monitorEventLoopDelay({ resolution: 1 });
-    delay.enable();
-    const during: number[] = [];
-    // The longest step of each snapshot seen (state().log.lastSnapshot holds a member's last).
-    const snapshotSteps = new Map<string, number>();
-    let snapshotsTaken = 0;
-    const read = (m: Cluster, times: number[] = during): ReturnType<Cluster['state']> => {
-      const { state, ms } = timedState(m);
-      times.push(ms);
-      if (state.log.lastSnapshot !== null) snapshotSteps.set(`${m.id} ${state.log.snapshotsTaken}`, state.log.lastSnapshot.longestStepMs);
+    const delay = loopDelay();
+    const gcPauses: number[] = [];
+    const gc = new PerformanceObserver((list) => {
+      for (const entry of list.getEntries()) gcPauses.push(entry.duration);
+    });
+    gc.observe({ entryTypes: ['gc'] });
+    const during: StateTime[] = [];
+    const read = (m: Cluster, times: StateTime[] = during): ReturnType<Cluster['state']> => {
+      const { state, ...time } = timedState(m);
+      times.push(time);
       return state;
     };
     let registerMs: number | null = null;
@@ -116,16 +145,20 @@ async function runCronraft(jobs: number): Promise<CronraftRun> {
     }
     const cpu = process.cpuUsage(cpuBefore);
     delay.disable();
-    // Snapshots a member began before the end finish within a few turns of the loop.
+    gc.disconnect();
     await sleep(500);
-    const after: number[] = [];
-    for (const m of members) snapshotsTaken += read(m, after).log.snapshotsTaken;
+    const after: StateTime[] = [];
+    for (const m of members) read(m, after);
     const heapBytes = heapAfterGc() - heapBefore;
     for (let i = 0; i < 20; i++) {
-      after.push(timedState(lead).ms);
+      const { state: _, ...time } = timedState(lead);
+      after.push(time);
       await sleep(10);
     }
-    after.sort((a, b) => a - b);
+    const afterMs = after.map((t) => t.ms).sort((a, b) => a - b);
+    // Before the proposals that make the members take a snapshot.
+    const entriesApplied = lead.state().appliedIndex;
+    const snapshotOfAll = await snapshotEveryJob(lead, members);
     return {
       jobs,
       registerMs,
@@ -133,17 +166,43 @@ async function runCronraft(jobs: number): Promise<CronraftRun> {
       scheduleCallsMs,
       cpuMs: (cpu.user + cpu.system) / 1000,
       longestStallMs: delay.max / 1e6,
-      snapshots: snapshotsTaken,
-      snapshotsSeen: snapshotSteps.size,
-      longestSnapshotStepMs: Math.max(0, ...snapshotSteps.values()),
-      entriesApplied: lead.state().appliedIndex,
-      stateDuringMs: { calls: during.length, max: Math.max(...during) },
-      stateAfterMs: { p50: after[Math.floor(after.length / 2)]!, max: after.at(-1)! },
+      gc: { longestMs: Math.max(0, ...gcPauses), over5Ms: gcPauses.filter((ms) => ms > 5).length },
+      snapshotOfAll,
+      entriesApplied,
+      stateDuringMs: { calls: during.length, ...longest(during) },
+      stateAfterMs: { p50: afterMs[Math.floor(afterMs.length / 2)]!, ...longest(after) },
     };
   } finally {
     await Promise.all(members.map((m) => m.stop()));
     await rm(root, { recursive: true, force: true });
   }
+}
+
+function loopDelay(): IntervalHistogram {
+  const delay = monitorEventLoopDelay({ resolution: 1 });
+  delay.enable();
+  return delay;
+}
+
+/**
+ * Makes every member take a snapshot of all the jobs (proposals from the leader until each has
+ * taken one more), and reads how long its steps held the loop (state().log.lastSnapshot).
+ */
+async function snapshotEveryJob(lead: Cluster, members: readonly Cluster[]): Promise<CronraftRun['snapshotOfAll']> {
+  const takenBefore = members.map((m) => m.state().log.snapshotsTaken);
+  const delay = loopDelay();
+  const started = performance.now();
+  const allTaken = (): boolean => members.every((m, i) => m.state().log.snapshotsTaken > (takenBefore[i] ?? 0));
+  while (!allTaken()) {
+    if (performance.now() - started > GIVE_UP_MS) return null;
+    await Promise.all(Array.from({ length: PROPOSALS_AT_ONCE }, () => lead.propose('x')));
+  }
+  // A member's snapshot counts as taken once compacted to: the loop has run its last step.
+  delay.disable();
+  const timings = members.map((m) => m.state().log.lastSnapshot);
+  if (timings.some((t) => t === null)) return null;
+  const longest = timings.reduce((a, b) => ((b?.longestStepMs ?? 0) > (a?.longestStepMs ?? 0) ? b : a));
+  return { longestStepMs: longest?.longestStepMs ?? 0, steps: longest?.steps ?? 0, bytes: longest?.bytes ?? 0, longestStallMs: delay.max / 1e6 };
 }
 
 function runCroner(jobs: number): CronerRun {

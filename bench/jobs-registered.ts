@@ -2,7 +2,8 @@
  * Part of `npm run bench -- scheduler`: the cost of many jobs. Three members in one process each
  * register the same jobs ({ every: '1h' }, so none fires) until the leader's state() shows all
  * of them with three handlers: how long that takes, the memory each job costs each member, and
- * how long the event loop stood still meanwhile, from snapshots and from state(). Each size runs
+ * how long the event loop stood still meanwhile (in all, for the collector and for state()), and
+ * then the longest step of a snapshot of every job, which each member is made to take. Each size runs
  * in a process of its own (bench/jobs-registered-run.ts, node --expose-gc), beside croner
  * registering the same jobs in a process of its own.
  */
@@ -74,24 +75,36 @@ export function jobsRegisteredRows(r: JobsRegisteredResult): string[][] {
       ],
       [`${c.jobs} jobs: CPU time of the process until registered (all threads)`, c.cpuMs === undefined ? 'n/a' : `${fmt(c.cpuMs / 1000)} s`, '', '', ''],
       [`${c.jobs} jobs: the 3 x ${c.jobs} schedule() calls, back to back`, c.scheduleCallsMs === undefined ? 'n/a' : `${fmt(c.scheduleCallsMs, 0)} ms`, '', '', ''],
+      // What held the loop, each on its own row: all of it, the collector's part, state(), snapshots.
       [`${c.jobs} jobs: longest event-loop stall after them, until registered`, `${fmt(c.longestStallMs, 1)} ms`, '', '', ''],
+      [`${c.jobs} jobs: of which GC: longest pause (pauses over 5 ms)`, `${fmt(c.gc.longestMs, 1)} ms (${c.gc.over5Ms})`, '', '', ''],
+      // Every job changes while they register: each call builds the entries of the jobs changed
+      // since the last (the first, every job's). The process's CPU time during the longest call
+      // (every thread's) tells its own work from the machine's other processes.
       [
-        `${c.jobs} jobs: longest snapshot step (${c.snapshotsSeen} of ${c.snapshots} snapshots seen)`,
-        c.snapshotsSeen === 0 ? 'none' : `${fmt(c.longestSnapshotStepMs, 1)} ms`,
+        `${c.jobs} jobs: state() max while registering (${c.stateDuringMs.calls} calls)`,
+        `${fmt(c.stateDuringMs.max, 1)} ms (CPU ${fmt(c.stateDuringMs.cpuOfMax, 1)} ms)`,
         '',
         atTarget ? `<= ${JOBS_TARGETS.stallMs} ms` : '',
-        atTarget && c.snapshotsSeen > 0 ? ratio(c.longestSnapshotStepMs, JOBS_TARGETS.stallMs) : '',
+        atTarget ? ratio(c.stateDuringMs.max, JOBS_TARGETS.stallMs) : '',
       ],
       [
-        `${c.jobs} jobs: state() p50 / max, all registered (20 calls)`,
-        `${fmt(c.stateAfterMs.p50, 1)} / ${fmt(c.stateAfterMs.max, 1)} ms`,
+        `${c.jobs} jobs: state() p50 / max, all registered (23 calls)`,
+        `${fmt(c.stateAfterMs.p50, 1)} / ${fmt(c.stateAfterMs.max, 1)} ms (CPU ${fmt(c.stateAfterMs.cpuOfMax, 1)} ms)`,
         '',
         atTarget ? `<= ${JOBS_TARGETS.stallMs} ms` : '',
         atTarget ? ratio(c.stateAfterMs.max, JOBS_TARGETS.stallMs) : '',
       ],
-      // Every job changes while they register: each call builds the entries of the jobs changed
-      // since the last (the first, every job's).
-      [`${c.jobs} jobs: state() max while registering (${c.stateDuringMs.calls} calls)`, `${fmt(c.stateDuringMs.max, 1)} ms`, '', '', ''],
+      [
+        c.snapshotOfAll === null
+          ? `${c.jobs} jobs: longest step of a snapshot of every job`
+          : `${c.jobs} jobs: longest step of a snapshot of every job (${c.snapshotOfAll.steps} steps, ${fmt(c.snapshotOfAll.bytes / 1e6)} MB)`,
+        c.snapshotOfAll === null ? `not within ${GIVE_UP_MS / 1000} s` : `${fmt(c.snapshotOfAll.longestStepMs, 1)} ms`,
+        '',
+        atTarget ? `<= ${JOBS_TARGETS.stallMs} ms` : '',
+        atTarget && c.snapshotOfAll !== null ? ratio(c.snapshotOfAll.longestStepMs, JOBS_TARGETS.stallMs) : '',
+      ],
+      [`${c.jobs} jobs: longest event-loop stall while the 3 members take it`, c.snapshotOfAll === null ? 'n/a' : `${fmt(c.snapshotOfAll.longestStallMs, 1)} ms`, '', '', ''],
       [`${c.jobs} jobs: log entries applied (3 registrations a job, in batches)`, String(c.entriesApplied), '', '', ''],
     );
   }

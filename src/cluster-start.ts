@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { EventEmitter } from 'node:events';
 import type { PrivateKey } from '@libp2p/interface';
-import type { ClusterState } from './api/state.js';
+import type { ClusterState, MemberState } from './api/state.js';
 import { EntryRecords } from './bytes/entry-records.js';
 import { cancelledEventOf, missedEventOf, type ClusterEvents } from './cluster-events.js';
 import { registerConsumer, type ConsumeHandler } from './cluster-fanout.js';
@@ -58,6 +58,8 @@ export interface ScheduledJob {
 export interface StartContext {
   /** The Cluster: its events are emitted on it, and tests' seams are keyed by it. */
   readonly cluster: EventEmitter<ClusterEvents> & { state(): ClusterState };
+  /** state()'s members alone, which the member watch reads (cluster-watch.ts), without the jobs' entries. */
+  readonly members: () => readonly MemberState[];
   readonly options: ResolvedOptions;
   readonly clusterId: string;
   readonly clock: Clock;
@@ -195,7 +197,7 @@ export async function startMember(ctx: StartContext, parts: MemberParts): Promis
     transport.setMembers([...known.map((id) => ({ id, peerId: boundPeerId(conf, id) })), ...identity.members.filter((id) => !known.includes(id)).map((id) => ({ id, peerId: null }))]);
   }
   ctx.joins.serve(member, identity.clusterId, identity.foundingVoters);
-  parts.watch = new MemberWatch(ctx.timers, () => cluster.state().members, {
+  parts.watch = new MemberWatch(ctx.timers, ctx.members, {
     unreachable: (e) => cluster.emit('member-unreachable', e),
     clockSkewed: (e) => cluster.emit('clock-skewed', e),
   });

@@ -3,7 +3,7 @@ import { EventEmitter } from 'node:events';
 import { historyOf, type SlotHistory } from './api/history.js';
 import { JobStates } from './api/job-states.js';
 import { runExclusive, type ExclusiveLock, type ExclusiveOptions } from './api/run-exclusive.js';
-import { clusterStateOf, type ClusterState } from './api/state.js';
+import { clusterStateOf, type ClusterState, type StateSources } from './api/state.js';
 import type { ClusterEvents } from './cluster-events.js';
 import { clusterIdOf, resolveOptions, CLUSTER_DEFAULTS, type ClusterOptions, type ResolvedOptions } from './cluster-options.js';
 import { ClusterHttp } from './http/cluster-http.js';
@@ -118,6 +118,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     await startMember(
       {
         cluster: this,
+        members: () => clusterStateOf(this.#stateSources(false)).members,
         options: this.#o,
         clusterId: this.#clusterId,
         clock: this.#clock,
@@ -402,10 +403,19 @@ export class Cluster extends EventEmitter<ClusterEvents> {
 
   /** A snapshot of this member's view: role, term, leader, indexes, members and their reachability. */
   state(): ClusterState {
+    return clusterStateOf(this.#stateSources(true));
+  }
+
+  /**
+   * What state() is built from; without the jobs' entries unless `withJobs` (the member watch
+   * reads the members only: at ten thousand jobs changing, building their entries every second
+   * for it was most of its work).
+   */
+  #stateSources(withJobs: boolean): StateSources {
     const driver = this.#driver;
     // Slot instants are on the cluster's time (as in the log), not the timers' monotonic base.
     const clusterNowMs = driver?.clusterClock().now() ?? this.#clock.now();
-    return clusterStateOf({
+    return {
       id: this.id,
       status: this.#status,
       voters: this.#o.voters,
@@ -422,8 +432,8 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       discovery: this.#parts.discovery,
       member: this.#parts.member,
       versionSupport: versionSupportOf(this),
-      jobs: this.#scheduler === null ? [] : this.#jobStates.of(this.#scheduler.state, clusterNowMs),
-    });
+      jobs: this.#scheduler === null || !withJobs ? [] : this.#jobStates.of(this.#scheduler.state, clusterNowMs),
+    };
   }
 
   get #driver(): RaftDriver | null {
