@@ -2,6 +2,7 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ClusterState } from '../api/state.js';
 import type { RunRecord } from '../runtime/scheduler/job-types.js';
 import { CountedJobs } from './counted-jobs.js';
+import { transportMetrics } from './transport-metrics.js';
 
 /** What the metrics read: `state()` on every scrape, and the events they count. */
 export interface MetricsSource {
@@ -135,6 +136,7 @@ export class ClusterMetrics {
         for (const t of state().topics) for (const event of ['emitted', 'done', 'failed', 'dead', 'stale', 'redelivered'] as const) this.inc({ topic: t.name, event }, t[event]);
       },
     });
+    transportMetrics(registers, () => state().transport);
     this.#leaderChanges = new Counter({ name: 'cronraft_leader_changes_total', help: 'Times this member saw a new leader.', registers });
     this.#runs = new Counter({ name: 'cronraft_job_runs_total', help: 'Runs that ended on this member, by job and outcome.', labelNames: ['job', 'outcome'], registers });
     this.#failuresAfterRetries = new Counter({

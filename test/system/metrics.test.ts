@@ -57,6 +57,12 @@ const EXPECTED: ReadonlyArray<[string, string]> = [
   ['cronraft_fsync_duration_seconds', 'histogram'],
   ['cronraft_topic_items', 'gauge'],
   ['cronraft_topic_items_total', 'counter'],
+  ['cronraft_transport_messages_total', 'counter'],
+  ['cronraft_transport_bytes_total', 'counter'],
+  ['cronraft_transport_dropped_total', 'counter'],
+  ['cronraft_transport_inbound_connections_total', 'counter'],
+  ['cronraft_transport_inbound_connections_held', 'gauge'],
+  ['cronraft_transport_connections', 'gauge'],
 ];
 
 describe('GET /metrics', () => {
@@ -160,5 +166,19 @@ describe('GET /metrics', () => {
     const follower = members.find((m) => m.id !== leader)!;
     // A follower knows no lag: it exports none.
     expect(valueOf((await scrape(follower)).samples, 'cronraft_member_lag_entries')).toBeUndefined();
+    // The transport's counts, as state().transport has them: the leader sent heartbeats and
+    // appends and got answers, over a connection to each follower at least.
+    const stats = lead.state().transport;
+    const transport = (await scrape(lead)).samples;
+    const sent = valueOf(transport, 'cronraft_transport_messages_total', { direction: 'sent' }) ?? 0;
+    expect(sent).toBeGreaterThan(0);
+    expect(sent).toBeGreaterThanOrEqual(stats.sent);
+    expect(valueOf(transport, 'cronraft_transport_messages_total', { direction: 'received' })).toBeGreaterThan(0);
+    expect(valueOf(transport, 'cronraft_transport_bytes_total', { direction: 'sent' })).toBeGreaterThanOrEqual(stats.sentBytes ?? Infinity);
+    expect(valueOf(transport, 'cronraft_transport_bytes_total', { direction: 'received' })).toBeGreaterThan(0);
+    expect(valueOf(transport, 'cronraft_transport_dropped_total', { reason: 'malformed' })).toBe(0);
+    expect(valueOf(transport, 'cronraft_transport_connections')).toBeGreaterThanOrEqual(2);
+    expect(valueOf(transport, 'cronraft_transport_inbound_connections_held')).toBeGreaterThanOrEqual(0);
+    expect(valueOf(transport, 'cronraft_transport_inbound_connections_total', { outcome: 'handshake_failed' })).toBeTypeOf('number');
   });
 });
