@@ -81,7 +81,7 @@ async function main(): Promise<void> {
     }
     if (scrape !== null) {
       console.log(`\nscraping many jobs: three processes on 127.0.0.1 (level with sync on, default settings, http on), each registering the same ${scrape.jobs} jobs ({ every: 1h })`);
-      console.log('and the same few every 1 s; a scraper in the bench process GETs /metrics then /v1/state of every member every 100 ms in alternate 2 s windows');
+      console.log('and the same few every 1 s; a scraper in the bench process GETs /metrics then /v1/state of every member every 100 ms (each member at its own offset in the 100 ms, as Prometheus spreads its targets) in alternate 2 s windows');
       console.log(`load average (1 min) before: ${fmt(loadBeforeScrape)}, after: ${fmt(loadavg()[0] ?? Number.NaN)}, on ${cpus().length} CPUs\n`);
       printTable(['measure', 'cronraft', 'target'], scrapeManyJobsRows(scrape));
     }

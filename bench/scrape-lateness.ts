@@ -144,6 +144,7 @@ export function withAndWithoutRows(label: string, r: WithAndWithout): string[][]
   ];
   for (const [path, e] of Object.entries(r.scrape.endpoints)) {
     rows.push([`${label}: ${path} answer p50 / p99 / max (${e.ms.n} answers, ${e.errors} errors, ${fmt(e.maxBytes / 1024, 0)} KiB)`, ms(e.ms), '']);
+    rows.push([`${label}: ${path} its first byte p50 / p99 / max (the rest: the body's transfer)`, ms(e.firstByteMs), '']);
   }
   rows.push([`${label}: scrapes skipped (the last not finished)`, String(r.scrape.skipped), '']);
   rows.push([`${label}: member CPU per scrape of both (CPU scraped less CPU not, per member scraped)`, `${fmt(r.cpuPerScrapeMs)} ms`, '']);

@@ -1,9 +1,13 @@
 /**
  * A scraper for the scheduler bench: every SCRAPE_EVERY_MS it GETs `/metrics` and `/v1/state`
- * of every member (one after the other on each member, the members at once), as Prometheus and
- * a dashboard polling the state would, on kept-alive connections. Each answer's time is from
- * the request sent to its whole body read, on this process (so it includes this process's own
- * delays, which are small: it does little else).
+ * of every member (one after the other on each member), as Prometheus and a dashboard polling
+ * the state would, on kept-alive connections. As Prometheus spreads its targets' scrapes over
+ * the interval, each member is scraped at its own offset in it (the members at once put three
+ * answers, and this process reading them, on the machine's two cores in the same instant).
+ * Each answer's time is from the request sent to its whole body read, on this process (so it
+ * includes this process's own delays, which are small: it does little else); its first byte's,
+ * to the answer's head read, is mostly the member's (its loop reaching the request, and the work
+ * before the first write), the rest the body's transfer.
  */
 import { Agent, get } from 'node:http';
 import { summarize } from './stats.js';
@@ -20,6 +24,8 @@ export type ScrapedPath = (typeof SCRAPED_PATHS)[number];
 
 export interface EndpointStats {
   readonly ms: ReturnType<typeof summarize>;
+  /** From the request sent to the answer's head read. */
+  readonly firstByteMs: ReturnType<typeof summarize>;
   /** Requests that failed, timed out or were not answered 200. */
   readonly errors: number;
   /** The largest body read, in bytes. */
@@ -35,21 +41,24 @@ export interface ScrapeStats {
 interface Answer {
   readonly ok: boolean;
   readonly bytes: number;
+  /** performance.now() as the head was read. */
+  readonly headAt: number;
 }
 
 function fetchOnce(agent: Agent, address: string, path: string): Promise<Answer> {
   const [host, port] = address.split(/:(?=\d+$)/);
   return new Promise((resolve) => {
     const req = get({ host, port: Number(port), path, agent, timeout: SCRAPE_TIMEOUT_MS }, (res) => {
+      const headAt = performance.now();
       let bytes = 0;
       res.on('data', (chunk: Buffer) => {
         bytes += chunk.length;
       });
-      res.on('end', () => resolve({ ok: res.statusCode === 200, bytes }));
-      res.on('error', () => resolve({ ok: false, bytes }));
+      res.on('end', () => resolve({ ok: res.statusCode === 200, bytes, headAt }));
+      res.on('error', () => resolve({ ok: false, bytes, headAt }));
     });
     req.on('timeout', () => req.destroy(new Error('timed out')));
-    req.on('error', () => resolve({ ok: false, bytes: 0 }));
+    req.on('error', () => resolve({ ok: false, bytes: 0, headAt: 0 }));
   });
 }
 
@@ -61,32 +70,41 @@ export class Scraper {
   readonly #addresses: readonly string[];
   readonly #agent = new Agent({ keepAlive: true, maxSockets: 1 });
   readonly #times: Record<ScrapedPath, number[]> = { '/metrics': [], '/v1/state': [] };
+  readonly #firstByte: Record<ScrapedPath, number[]> = { '/metrics': [], '/v1/state': [] };
   readonly #errors: Record<ScrapedPath, number> = { '/metrics': 0, '/v1/state': 0 };
   readonly #maxBytes: Record<ScrapedPath, number> = { '/metrics': 0, '/v1/state': 0 };
   readonly #busy = new Map<string, Promise<void>>();
   #skipped = 0;
-  #timer: NodeJS.Timeout | null = null;
+  /** Each member's timer: its offset in the interval first, then the interval. */
+  readonly #timers: NodeJS.Timeout[] = [];
 
   constructor(addresses: readonly string[]) {
     this.#addresses = addresses;
   }
 
-  /** Scrapes every member now and every SCRAPE_EVERY_MS after. */
+  /** Scrapes the k-th of n members from k/n of SCRAPE_EVERY_MS on, and every SCRAPE_EVERY_MS after. */
   on(): void {
-    if (this.#timer !== null) return;
-    this.#tick();
-    this.#timer = setInterval(() => this.#tick(), SCRAPE_EVERY_MS);
+    if (this.#timers.length > 0) return;
+    this.#addresses.forEach((address, k) => {
+      const offsetMs = (k * SCRAPE_EVERY_MS) / this.#addresses.length;
+      this.#timers.push(
+        setTimeout(() => {
+          this.#tick(address);
+          this.#timers[k] = setInterval(() => this.#tick(address), SCRAPE_EVERY_MS);
+        }, offsetMs),
+      );
+    });
   }
 
   /** Stops scraping; resolves once the scrapes under way have ended. */
   async off(): Promise<void> {
-    if (this.#timer !== null) clearInterval(this.#timer);
-    this.#timer = null;
+    // A member's timer is its offset's timeout or its interval: clearTimeout clears either.
+    for (const timer of this.#timers.splice(0)) clearTimeout(timer);
     await Promise.all(this.#busy.values());
   }
 
   stats(): ScrapeStats {
-    const endpoint = (path: ScrapedPath): EndpointStats => ({ ms: summarize(this.#times[path]), errors: this.#errors[path], maxBytes: this.#maxBytes[path] });
+    const endpoint = (path: ScrapedPath): EndpointStats => ({ ms: summarize(this.#times[path]), firstByteMs: summarize(this.#firstByte[path]), errors: this.#errors[path], maxBytes: this.#maxBytes[path] });
     return { endpoints: { '/metrics': endpoint('/metrics'), '/v1/state': endpoint('/v1/state') }, skipped: this.#skipped };
   }
 
@@ -95,14 +113,12 @@ export class Scraper {
     this.#agent.destroy();
   }
 
-  #tick(): void {
-    for (const address of this.#addresses) {
-      if (this.#busy.has(address)) {
-        this.#skipped++;
-        continue;
-      }
-      this.#busy.set(address, this.#scrape(address).finally(() => this.#busy.delete(address)));
+  #tick(address: string): void {
+    if (this.#busy.has(address)) {
+      this.#skipped++;
+      return;
     }
+    this.#busy.set(address, this.#scrape(address).finally(() => this.#busy.delete(address)));
   }
 
   async #scrape(address: string): Promise<void> {
@@ -110,8 +126,10 @@ export class Scraper {
       const started = performance.now();
       const answer = await fetchOnce(this.#agent, address, path);
       const ms = performance.now() - started;
-      if (answer.ok) this.#times[path].push(ms);
-      else this.#errors[path]++;
+      if (answer.ok) {
+        this.#times[path].push(ms);
+        this.#firstByte[path].push(answer.headAt - started);
+      } else this.#errors[path]++;
       this.#maxBytes[path] = Math.max(this.#maxBytes[path], answer.bytes);
     }
   }

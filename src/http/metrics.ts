@@ -1,6 +1,8 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ClusterState } from '../api/state.js';
 import type { RunRecord } from '../runtime/scheduler/job-types.js';
+import { CountedJobs } from './counted-jobs.js';
+import { transportMetrics } from './transport-metrics.js';
 
 /** What the metrics read: `state()` on every scrape, and the events they count. */
 export interface MetricsSource {
@@ -87,6 +89,7 @@ export class ClusterMetrics {
     perMember('cronraft_member_clock_offset_seconds', "The member's clock minus the cluster's time (the leader knows every member's, a follower its own).", (m) => (m.clockOffsetMs === null ? null : m.clockOffsetMs / 1000));
     perMember('cronraft_member_clock_skewed', "1 when the member's clock is further than maxClockSkewMs from the cluster's time (it is given no work), else 0.", (m) => (m.clockOffsetMs === null ? null : m.clockSkewed ? 1 : 0));
     perMember('cronraft_member_reachable', '1 when this member reaches the member, else 0 (see state().members[].reachable).', (m) => (m.reachable ? 1 : 0));
+    const counted = new CountedJobs();
     const perJob = (name: string, help: string, value: (j: ClusterState['jobs'][number]) => number): void => {
       new Counter({
         name,
@@ -95,8 +98,9 @@ export class ClusterMetrics {
         registers,
         collect: function (this: Counter<'job'>) {
           this.reset();
-          // A job whose count is 0 has no series: at ten thousand jobs, zeros were most of a scrape.
-          for (const j of state().jobs) {
+          // A job whose count is 0 has no series: at ten thousand jobs, zeros were most of a
+          // scrape. Only the jobs with a count are looked at (counted-jobs.ts).
+          for (const j of counted.update(state().jobs).values()) {
             const n = value(j);
             if (n > 0) this.inc({ job: j.name }, n);
           }
@@ -132,6 +136,7 @@ export class ClusterMetrics {
         for (const t of state().topics) for (const event of ['emitted', 'done', 'failed', 'dead', 'stale', 'redelivered'] as const) this.inc({ topic: t.name, event }, t[event]);
       },
     });
+    transportMetrics(registers, () => state().transport);
     this.#leaderChanges = new Counter({ name: 'cronraft_leader_changes_total', help: 'Times this member saw a new leader.', registers });
     this.#runs = new Counter({ name: 'cronraft_job_runs_total', help: 'Runs that ended on this member, by job and outcome.', labelNames: ['job', 'outcome'], registers });
     this.#failuresAfterRetries = new Counter({

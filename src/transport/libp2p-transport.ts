@@ -93,7 +93,7 @@ export class Libp2pTransport implements Transport {
   readonly #psk: Uint8Array | undefined;
   readonly #settings: LinkSettings;
   readonly #onEvent: ((event: TransportEvent) => void) | undefined;
-  readonly #counters = { sent: 0, received: 0, droppedQueueFull: 0, droppedMalformed: 0, droppedOversized: 0, droppedUnexpected: 0, droppedPeerIdMismatch: 0 };
+  readonly #counters = { sent: 0, received: 0, sentBytes: 0, receivedBytes: 0, droppedQueueFull: 0, droppedMalformed: 0, droppedOversized: 0, droppedUnexpected: 0, droppedPeerIdMismatch: 0 };
   readonly #linkContext: LinkContext;
   readonly #maxInboundBufferedBytes: number;
   readonly #inbound = new Set<Stream>();
@@ -262,6 +262,9 @@ export class Libp2pTransport implements Transport {
       droppedUnexpected: c.droppedUnexpected,
       droppedPeerIdMismatch: c.droppedPeerIdMismatch,
       inboundConnections: this.#gate.stats(),
+      sentBytes: c.sentBytes,
+      receivedBytes: c.receivedBytes,
+      connections: this.#node?.getConnections().length ?? 0,
     };
   }
 
@@ -407,6 +410,7 @@ export class Libp2pTransport implements Transport {
       this.#inbound.delete(stream);
     };
     const onData = (event: StreamMessageEvent): void => {
+      this.#counters.receivedBytes += event.data.byteLength;
       const before = reader.buffered;
       let failure: Error | null = null;
       try {

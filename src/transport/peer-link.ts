@@ -8,6 +8,8 @@ import { SendQueue } from './send-queue.js';
 /** The counters a link updates; owned by the transport, which reports them in stats(). */
 export interface LinkCounters {
   sent: number;
+  /** The bytes written to the Raft protocol's streams: frames with their length prefixes. */
+  sentBytes: number;
   droppedQueueFull: number;
 }
 
@@ -244,6 +246,7 @@ export class PeerLink {
       }
       for (let i = 0; i < frames; i++) this.#queue.shift();
       this.#ctx.counters.sent += frames;
+      for (const chunk of chunks) this.#ctx.counters.sentBytes += chunk.byteLength;
       if (!writable) this.#waitingForDrain = true;
     }
   };

@@ -72,4 +72,12 @@ export interface TransportStats {
   readonly droppedPeerIdMismatch: number;
   /** What became of inbound connections: the libp2p transport's alone (a simulated network has none). */
   readonly inboundConnections?: InboundConnectionStats;
+  /**
+   * The bytes written to and read from the Raft protocol's streams (frames with their length
+   * prefixes; libp2p's own framing and encryption not counted): the libp2p transport's alone.
+   */
+  readonly sentBytes?: number;
+  readonly receivedBytes?: number;
+  /** libp2p connections open now, inbound and outbound (members, and anyone asking to join): the libp2p transport's alone. */
+  readonly connections?: number;
 }

@@ -37,7 +37,7 @@ describe('examples/alerts.yml', () => {
   });
 
   it('uses only metrics that /metrics exports', async () => {
-    const exported = new Set(metricTypes(await new ClusterMetrics({ state: () => ({ term: 0, leader: null, role: 'follower', commitIndex: 0, appliedIndex: 0, members: [], jobs: [], topics: [], clock: { synced: false }, log: { snapshotsTaken: 0, snapshotsInstalled: 0, lastSnapshot: null } }) as unknown as ClusterState }).text()).keys());
+    const exported = new Set(metricTypes(await new ClusterMetrics({ state: () => ({ term: 0, leader: null, role: 'follower', commitIndex: 0, appliedIndex: 0, members: [], jobs: [], topics: [], transport: { sent: 0, received: 0, droppedQueueFull: 0, droppedMalformed: 0, droppedOversized: 0, droppedUnexpected: 0, droppedPeerIdMismatch: 0 }, clock: { synced: false }, log: { snapshotsTaken: 0, snapshotsInstalled: 0, lastSnapshot: null } }) as unknown as ClusterState }).text()).keys());
     const used = [...file.matchAll(/\bcronraft_[a-z_]+/g)].map((m) => m[0].replace(/_(bucket|sum|count)$/, ''));
     expect(used.length).toBeGreaterThan(5);
     for (const name of used) expect(exported, name).toContain(name);

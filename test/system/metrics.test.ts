@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Cluster, type ClusterOptions } from '../../src/index.js';
 import { freePort } from '../fixtures/process-cluster.js';
+import { OPERATIONS_VERSION } from '../../src/version/versions.js';
 import { metricTypes, parseSamples, valueOf, type Sample } from '../fixtures/prometheus-text.js';
 
 const started: Cluster[] = [];
@@ -56,6 +57,12 @@ const EXPECTED: ReadonlyArray<[string, string]> = [
   ['cronraft_fsync_duration_seconds', 'histogram'],
   ['cronraft_topic_items', 'gauge'],
   ['cronraft_topic_items_total', 'counter'],
+  ['cronraft_transport_messages_total', 'counter'],
+  ['cronraft_transport_bytes_total', 'counter'],
+  ['cronraft_transport_dropped_total', 'counter'],
+  ['cronraft_transport_inbound_connections_total', 'counter'],
+  ['cronraft_transport_inbound_connections_held', 'gauge'],
+  ['cronraft_transport_connections', 'gauge'],
 ];
 
 describe('GET /metrics', () => {
@@ -82,6 +89,22 @@ describe('GET /metrics', () => {
     expect(valueOf(samples, 'cronraft_proposal_duration_seconds_count')).toBeGreaterThan(0);
     // storage: 'memory' syncs nothing.
     expect(valueOf(samples, 'cronraft_fsync_duration_seconds_count')).toBe(0);
+  });
+
+  it("follows a job's skipped slots as they grow, among jobs that skip none", async () => {
+    const c = await single();
+    for (let i = 0; i < 20; i++) c.schedule(`idle${i}`, { every: '1h' }, () => undefined);
+    c.schedule('tick', { every: '200ms' }, () => undefined);
+    await expect.poll(() => c.state().jobs.length === 21 && c.state().version.active >= OPERATIONS_VERSION, { timeout: 15_000 }).toBe(true);
+    // A paused job's slots are recorded skipped: its count grows from scrape to scrape.
+    await c.pause('tick');
+    const skipped = async (): Promise<number> => valueOf((await scrape(c)).samples, 'cronraft_job_skipped_slots_total', { job: 'tick' }) ?? 0;
+    await expect.poll(skipped, { timeout: 10_000 }).toBeGreaterThan(0);
+    const first = await skipped();
+    await expect.poll(skipped, { timeout: 10_000 }).toBeGreaterThan(first);
+    const { samples } = await scrape(c);
+    expect(valueOf(samples, 'cronraft_job_skipped_slots_total', { job: 'tick' })).toBeLessThanOrEqual(c.state().jobs.find((j) => j.name === 'tick')!.skippedRuns);
+    expect(samples.filter((s) => s.name.startsWith('cronraft_job_skipped_slots_total') && s.labels.job !== 'tick')).toEqual([]);
   });
 
   it('keeps a registry per Cluster: two members in one process export only their own', async () => {
@@ -143,5 +166,19 @@ describe('GET /metrics', () => {
     const follower = members.find((m) => m.id !== leader)!;
     // A follower knows no lag: it exports none.
     expect(valueOf((await scrape(follower)).samples, 'cronraft_member_lag_entries')).toBeUndefined();
+    // The transport's counts, as state().transport has them: the leader sent heartbeats and
+    // appends and got answers, over a connection to each follower at least.
+    const stats = lead.state().transport;
+    const transport = (await scrape(lead)).samples;
+    const sent = valueOf(transport, 'cronraft_transport_messages_total', { direction: 'sent' }) ?? 0;
+    expect(sent).toBeGreaterThan(0);
+    expect(sent).toBeGreaterThanOrEqual(stats.sent);
+    expect(valueOf(transport, 'cronraft_transport_messages_total', { direction: 'received' })).toBeGreaterThan(0);
+    expect(valueOf(transport, 'cronraft_transport_bytes_total', { direction: 'sent' })).toBeGreaterThanOrEqual(stats.sentBytes ?? Infinity);
+    expect(valueOf(transport, 'cronraft_transport_bytes_total', { direction: 'received' })).toBeGreaterThan(0);
+    expect(valueOf(transport, 'cronraft_transport_dropped_total', { reason: 'malformed' })).toBe(0);
+    expect(valueOf(transport, 'cronraft_transport_connections')).toBeGreaterThanOrEqual(2);
+    expect(valueOf(transport, 'cronraft_transport_inbound_connections_held')).toBeGreaterThanOrEqual(0);
+    expect(valueOf(transport, 'cronraft_transport_inbound_connections_total', { outcome: 'handshake_failed' })).toBeTypeOf('number');
   });
 });
