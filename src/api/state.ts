@@ -242,7 +242,7 @@ export function clusterStateOf(s: StateSources): ClusterState {
     if (id === s.id) {
       return { id, addrs: s.ownAddrs, voter, reachable: true, lastContactMs: 0, matchIndex: node?.progressOf(id)?.match ?? null, lag: lagOf(id), peerId: s.peerId, ...clockOf(id) };
     }
-    const heard = driver?.lastHeard(id);
+    const heard = driver?.contact.lastHeard(id);
     // Contact ages are durations, on the timers' monotonic base (as lastHeard is).
     const lastContactMs = heard === undefined ? null : Math.max(0, s.monoNowMs - heard);
     const connected = s.transport?.isConnected(id) ?? false;

@@ -12,7 +12,7 @@ import type { WireMessage } from '../transport/envelope.js';
 import type { Transport } from '../transport/transport.js';
 import { ClockSync, type ClockOffset } from './clock-sync.js';
 import { Compactor, type CompactionOptions, type SnapshotTiming } from './compaction.js';
-import { PeerContact } from './peer-contact.js';
+import { PeerContact, type PeerContactView } from './peer-contact.js';
 import { PendingRequests, type ProposalResult, type RequestOptions } from './pending-requests.js';
 import type { StateMachine } from './state-machine.js';
 
@@ -187,21 +187,12 @@ export class RaftDriver {
   }
 
   /**
-   * When this member last took in a message from the leader it then followed, on the timers'
-   * monotonic time base, or undefined if it never did.
+   * When this member last heard from each peer and from the leader it followed, and how long a
+   * peer has been silent while this member's loop ran, on the timers' monotonic time base
+   * (`timers.now()`): what its lease, and the leader's choice of members to give work to, count from.
    */
-  leaderContact(): number | undefined {
-    return this.#contact.leaderContact;
-  }
-
-  /** When this member last heard from `peer`, on the timers' monotonic time base (`timers.now()`), or undefined. */
-  lastHeard(peer: NodeId): number | undefined {
-    return this.#contact.lastHeard(peer);
-  }
-
-  /** How long `peer` has been silent, counting only while this member's loop ran (PeerContact.silence); Infinity if never heard. */
-  silence(peer: NodeId): number {
-    return this.#contact.silence(peer, this.#o.timers.now());
+  get contact(): PeerContactView {
+    return this.#contact;
   }
 
   // ---- the cluster's time --------------------------------------------------------------------

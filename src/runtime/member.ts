@@ -476,13 +476,13 @@ export class Member {
       const heard = this.#peersHeard;
       heard.length = 0;
       const voters = this.configuration.voters;
-      for (const id of voters) if (id !== this.#p.self) heard.push(this.driver.lastHeard(id) ?? Number.NEGATIVE_INFINITY);
+      for (const id of voters) if (id !== this.#p.self) heard.push(this.driver.contact.lastHeard(id) ?? Number.NEGATIVE_INFINITY);
       heard.sort(latestFirst);
       const peersNeeded = Math.floor(voters.length / 2);
       const majorityAt = peersNeeded === 0 ? now : (heard[peersNeeded - 1] ?? Number.NEGATIVE_INFINITY);
       this.#ledAt = Math.max(this.#ledAt ?? Number.NEGATIVE_INFINITY, majorityAt);
     }
-    const contact = Math.max(this.driver.leaderContact() ?? Number.NEGATIVE_INFINITY, this.#ledAt ?? Number.NEGATIVE_INFINITY);
+    const contact = Math.max(this.driver.contact.leaderContact ?? Number.NEGATIVE_INFINITY, this.#ledAt ?? Number.NEGATIVE_INFINITY);
     return now - contact < leaseMs;
   }
 
@@ -516,7 +516,7 @@ export class Member {
   #lost(id: NodeId): boolean {
     if (id === this.#p.self) return false;
     if (!this.configuration.isMember(id) || !this.#p.transport.isConnected(id)) return true;
-    return this.driver.silence(id) >= 2 * this.#p.timing.electionTimeoutMs;
+    return this.driver.contact.silence(id, this.#p.timers.now()) >= 2 * this.#p.timing.electionTimeoutMs;
   }
 
   /**
@@ -545,7 +545,7 @@ export class Member {
    * under load would otherwise find every follower silent, and move their claims.
    */
   #heardLately(id: NodeId): boolean {
-    return this.driver.silence(id) < this.#p.timing.electionTimeoutMs && this.#p.transport.isConnected(id);
+    return this.driver.contact.silence(id, this.#p.timers.now()) < this.#p.timing.electionTimeoutMs && this.#p.transport.isConnected(id);
   }
 }
 

@@ -102,7 +102,7 @@ export class MembershipKeeper {
       // Seen first at this look: since the office began for a member of it then, since now for one added later.
       if (!this.#memberSince.has(id)) this.#memberSince.set(id, now);
       const since = this.#memberSince.get(id) as number;
-      const heard = driver.lastHeard(id);
+      const heard = driver.contact.lastHeard(id);
       const caughtUpAt = this.#caughtUpSince.get(id);
       views.set(id, { live, match, caughtUpForMs: caughtUpAt === undefined ? 0 : now - caughtUpAt, silentForMs: now - Math.max(heard ?? since, since) });
     }

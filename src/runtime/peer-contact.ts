@@ -5,6 +5,9 @@ import type { Message, NodeId } from '../raft/types.js';
 /** What only a leader sends, to its followers: what renews a follower's lease. */
 const LEADER_TRAFFIC: ReadonlySet<Message['type']> = new Set(['append', 'heartbeat', 'snapshot']);
 
+/** What a member's other parts read of its PeerContact: the driver alone reports messages and ticks. */
+export type PeerContactView = Pick<PeerContact, 'leaderContact' | 'lastHeard' | 'silence'>;
+
 /**
  * When this member last heard from each peer and from the leader it followed, on the timers'
  * monotonic time base: what the member's lease counts from (member.ts), and what tells a

@@ -86,7 +86,7 @@ describe('fan-out on the production member', () => {
       }
     };
     const beingSent = (): boolean => leader.driver?.node.progressOf(victim)?.state === 'snapshot';
-    await slowly('the victim live and measured while a snapshot is on its way', () => beingSent() && leader.driver?.clockOffsets().has(victim) === true && leader.driver.lastHeard(victim) !== undefined);
+    await slowly('the victim live and measured while a snapshot is on its way', () => beingSent() && leader.driver?.clockOffsets().has(victim) === true && leader.driver.contact.lastHeard(victim) !== undefined);
 
     // More items than the two others may hold (their parallelism and its prefetch each): they
     // take what they may, and the rest wait.

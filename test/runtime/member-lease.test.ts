@@ -160,7 +160,7 @@ describe('a member lease', () => {
     expect(end.t).toBeLessThanOrEqual(cutAt + 2 * TIMING.electionTimeoutMs + LEASE_MS + TIMING.planIntervalMs);
     // Not vacuous: the former leader's messages go on reaching it, past its lease.
     const driver = follower.driver;
-    const heardPastLease = (): true | undefined => ((driver?.lastHeard(leader.id) ?? 0) - (driver?.leaderContact() ?? 0) > LEASE_MS ? true : undefined);
+    const heardPastLease = (): true | undefined => ((driver?.contact.lastHeard(leader.id) ?? 0) - (driver?.contact.leaderContact ?? 0) > LEASE_MS ? true : undefined);
     await expect(sim.until('the former leader is heard from past the lease', heardPastLease)).resolves.toBe(true);
   });
 

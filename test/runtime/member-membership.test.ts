@@ -88,7 +88,7 @@ describe('configuration changes on the production member', () => {
     // m4's disk is slow: while the snapshot waits for it, m4 answers heartbeats, its clock is
     // measured, yet it is given no work.
     const until = sim.scheduler.nowMs + LIMIT_MS;
-    while (!(leader.driver?.node.progressOf('m4')?.state === 'snapshot' && leader.driver.clockOffsets().has('m4') && leader.driver.lastHeard('m4') !== undefined)) {
+    while (!(leader.driver?.node.progressOf('m4')?.state === 'snapshot' && leader.driver.clockOffsets().has('m4') && leader.driver.contact.lastHeard('m4') !== undefined)) {
       if (!sim.scheduler.step(until)) throw new Error('m4 never live and measured while a snapshot is on its way');
       await drainMicrotasks();
       for (const m of sim.members.values()) if (m.up) m.scheduleSync(() => (m === m4 ? 2_000 : 1), (pending) => pending);
