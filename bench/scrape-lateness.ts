@@ -143,8 +143,10 @@ export function withAndWithoutRows(label: string, r: WithAndWithout): string[][]
     [`${label}: ratio scraped / without, p50 and p99`, `${fmt(r.with.p50 / r.without.p50)} / ${fmt(r.with.p99 / r.without.p99)}`, ''],
   ];
   for (const [path, e] of Object.entries(r.scrape.endpoints)) {
-    rows.push([`${label}: ${path} answer p50 / p99 / max (${e.ms.n} answers, ${e.errors} errors, ${fmt(e.maxBytes / 1024, 0)} KiB)`, ms(e.ms), '']);
+    rows.push([`${label}: ${path} answer p50 / p99 / max (${e.ms.n} answers, ${e.errors} errors, ${fmt(e.maxBytes / 1024, 0)} KiB, ${fmt(e.maxWireBytes / 1024, 0)} KiB as sent)`, ms(e.ms), '']);
     rows.push([`${label}: ${path} its first byte p50 / p99 / max (the rest: the body's transfer)`, ms(e.firstByteMs), '']);
+    const slowest = e.slowest.map((a) => `${fmt(a.ms)} (m${a.member + 1} #${a.nth})`).join(', ');
+    rows.push([`${label}: ${path} slowest answers, ms (member, its n-th answer)`, slowest, '']);
   }
   rows.push([`${label}: scrapes skipped (the last not finished)`, String(r.scrape.skipped), '']);
   rows.push([`${label}: member CPU per scrape of both (CPU scraped less CPU not, per member scraped)`, `${fmt(r.cpuPerScrapeMs)} ms`, '']);

@@ -7,13 +7,19 @@
  * Each answer's time is from the request sent to its whole body read, on this process (so it
  * includes this process's own delays, which are small: it does little else); its first byte's,
  * to the answer's head read, is mostly the member's (its loop reaching the request, and the work
- * before the first write), the rest the body's transfer.
+ * before the first write), the rest the body's transfer. It asks for gzip, as Prometheus and
+ * browsers do; the time ends with the last byte of the body as sent, and the body is then
+ * decompressed off the clock, its size counted to check it is whole.
  */
 import { Agent, get } from 'node:http';
+import { gunzip } from 'node:zlib';
 import { summarize } from './stats.js';
 
 /** How often every member is scraped (issue 20: every 100 ms). */
 export const SCRAPE_EVERY_MS = 100;
+
+/** How many of the slowest answers stats() names, to tell a first answer (caches cold) from the rest. */
+export const SLOWEST_KEPT = 8;
 
 /** The longest a scrape's request may take before it is abandoned and counted as an error. */
 export const SCRAPE_TIMEOUT_MS = 5000;
@@ -28,8 +34,12 @@ export interface EndpointStats {
   readonly firstByteMs: ReturnType<typeof summarize>;
   /** Requests that failed, timed out or were not answered 200. */
   readonly errors: number;
-  /** The largest body read, in bytes. */
+  /** The slowest answers (SLOWEST_KEPT), slowest first: which member, its how-manieth answer there, and ms. */
+  readonly slowest: readonly { readonly member: number; readonly nth: number; readonly ms: number }[];
+  /** The largest body read, in bytes, decompressed. */
   readonly maxBytes: number;
+  /** The largest body read, in bytes as sent (gzipped when the member chose to). */
+  readonly maxWireBytes: number;
 }
 
 export interface ScrapeStats {
@@ -40,7 +50,9 @@ export interface ScrapeStats {
 
 interface Answer {
   readonly ok: boolean;
-  readonly bytes: number;
+  /** The body as sent, and whether it is gzipped. */
+  readonly body: Buffer;
+  readonly gzipped: boolean;
   /** performance.now() as the head was read. */
   readonly headAt: number;
 }
@@ -48,17 +60,17 @@ interface Answer {
 function fetchOnce(agent: Agent, address: string, path: string): Promise<Answer> {
   const [host, port] = address.split(/:(?=\d+$)/);
   return new Promise((resolve) => {
-    const req = get({ host, port: Number(port), path, agent, timeout: SCRAPE_TIMEOUT_MS }, (res) => {
+    const headers = { 'accept-encoding': 'gzip' };
+    const req = get({ host, port: Number(port), path, agent, headers, timeout: SCRAPE_TIMEOUT_MS }, (res) => {
       const headAt = performance.now();
-      let bytes = 0;
-      res.on('data', (chunk: Buffer) => {
-        bytes += chunk.length;
-      });
-      res.on('end', () => resolve({ ok: res.statusCode === 200, bytes, headAt }));
-      res.on('error', () => resolve({ ok: false, bytes, headAt }));
+      const chunks: Buffer[] = [];
+      const gzipped = res.headers['content-encoding'] === 'gzip';
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => resolve({ ok: res.statusCode === 200, body: Buffer.concat(chunks), gzipped, headAt }));
+      res.on('error', () => resolve({ ok: false, body: Buffer.alloc(0), gzipped, headAt }));
     });
     req.on('timeout', () => req.destroy(new Error('timed out')));
-    req.on('error', () => resolve({ ok: false, bytes: 0, headAt: 0 }));
+    req.on('error', () => resolve({ ok: false, body: Buffer.alloc(0), gzipped: false, headAt: 0 }));
   });
 }
 
@@ -70,9 +82,12 @@ export class Scraper {
   readonly #addresses: readonly string[];
   readonly #agent = new Agent({ keepAlive: true, maxSockets: 1 });
   readonly #times: Record<ScrapedPath, number[]> = { '/metrics': [], '/v1/state': [] };
+  readonly #answers: Record<ScrapedPath, { member: number; nth: number; ms: number }[]> = { '/metrics': [], '/v1/state': [] };
+  readonly #nth = new Map<string, number>();
   readonly #firstByte: Record<ScrapedPath, number[]> = { '/metrics': [], '/v1/state': [] };
   readonly #errors: Record<ScrapedPath, number> = { '/metrics': 0, '/v1/state': 0 };
   readonly #maxBytes: Record<ScrapedPath, number> = { '/metrics': 0, '/v1/state': 0 };
+  readonly #maxWireBytes: Record<ScrapedPath, number> = { '/metrics': 0, '/v1/state': 0 };
   readonly #busy = new Map<string, Promise<void>>();
   #skipped = 0;
   /** Each member's timer: its offset in the interval first, then the interval. */
@@ -104,7 +119,7 @@ export class Scraper {
   }
 
   stats(): ScrapeStats {
-    const endpoint = (path: ScrapedPath): EndpointStats => ({ ms: summarize(this.#times[path]), firstByteMs: summarize(this.#firstByte[path]), errors: this.#errors[path], maxBytes: this.#maxBytes[path] });
+    const endpoint = (path: ScrapedPath): EndpointStats => ({ ms: summarize(this.#times[path]), firstByteMs: summarize(this.#firstByte[path]), errors: this.#errors[path], slowest: [...this.#answers[path]].sort((a, b) => b.ms - a.ms).slice(0, SLOWEST_KEPT), maxBytes: this.#maxBytes[path], maxWireBytes: this.#maxWireBytes[path] });
     return { endpoints: { '/metrics': endpoint('/metrics'), '/v1/state': endpoint('/v1/state') }, skipped: this.#skipped };
   }
 
@@ -126,11 +141,21 @@ export class Scraper {
       const started = performance.now();
       const answer = await fetchOnce(this.#agent, address, path);
       const ms = performance.now() - started;
-      if (answer.ok) {
+      const body = answer.gzipped ? await gunzipped(answer.body) : answer.body;
+      if (answer.ok && body !== null) {
         this.#times[path].push(ms);
+        const nth = (this.#nth.get(`${address}${path}`) ?? 0) + 1;
+        this.#nth.set(`${address}${path}`, nth);
+        this.#answers[path].push({ member: this.#addresses.indexOf(address), nth, ms });
         this.#firstByte[path].push(answer.headAt - started);
       } else this.#errors[path]++;
-      this.#maxBytes[path] = Math.max(this.#maxBytes[path], answer.bytes);
+      this.#maxBytes[path] = Math.max(this.#maxBytes[path], body?.length ?? 0);
+      this.#maxWireBytes[path] = Math.max(this.#maxWireBytes[path], answer.body.length);
     }
   }
+}
+
+/** A gzipped body decompressed, or null when it is not valid gzip (counted as an error). */
+function gunzipped(body: Buffer): Promise<Buffer | null> {
+  return new Promise((resolve) => gunzip(body, (error, out) => resolve(error === null ? out : null)));
 }

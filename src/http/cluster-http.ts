@@ -7,6 +7,8 @@ import { ClusterMetrics } from './metrics.js';
 import { RouteTable } from './route-table.js';
 import { actionRoutes, probeRoutes, readRoutes, type HttpSource } from './routes.js';
 import { HttpServer, type HttpLimits } from './server.js';
+import { StateJson } from './state-json.js';
+import { StateWarmer } from './state-warmer.js';
 
 /** What a member serves over HTTP (the `http` option): its routes, its metrics and the server. */
 export class ClusterHttp {
@@ -15,6 +17,7 @@ export class ClusterHttp {
   readonly routes: RouteTable;
   readonly #settings: HttpSettings;
   readonly #server: HttpServer;
+  readonly #warmer: StateWarmer;
 
   /** Counts `cluster`'s events from now on; serves nothing before `start()`. */
   constructor(cluster: HttpSource & Pick<EventEmitter<ClusterEvents>, 'on'>, settings: HttpSettings, limits?: HttpLimits) {
@@ -23,9 +26,11 @@ export class ClusterHttp {
     cluster.on('leader', ({ leader, term }) => this.metrics.leaderSeen(leader, term));
     cluster.on('run', (run) => this.metrics.runEnded(run));
     const metrics = this.metrics;
+    const json = new StateJson();
+    this.#warmer = new StateWarmer(() => cluster.state().jobs, json);
     this.routes = new RouteTable().add(
       ...probeRoutes(cluster),
-      ...readRoutes(cluster),
+      ...readRoutes(cluster, json),
       ...actionRoutes(cluster),
       dashboardRoute(),
       { method: 'GET', path: '/metrics', action: false, handle: async () => ({ text: await metrics.text(), contentType: metrics.contentType }) },
@@ -41,9 +46,11 @@ export class ClusterHttp {
   /** @throws ListenError */
   async start(): Promise<void> {
     await this.#server.listen(this.#settings.host, this.#settings.port);
+    this.#warmer.start();
   }
 
   async stop(): Promise<void> {
+    this.#warmer.stop();
     await this.#server.close();
   }
 }

@@ -55,8 +55,7 @@ const JOBS_OPEN = new TextEncoder().encode('{"jobs":');
 const JOBS_CLOSE = new TextEncoder().encode('}');
 
 /** The read-only routes: `state()` and `history()` as JSON (Dates as ISO strings; the jobs' bytes kept between calls, state-json.ts). */
-export function readRoutes(source: HttpSource): Route[] {
-  const json = new StateJson();
+export function readRoutes(source: HttpSource, json = new StateJson()): Route[] {
   const text = (body: string): RouteAnswer => ({ text: body, contentType: JSON_CONTENT_TYPE });
   const pieces = (body: readonly Uint8Array[]): RouteAnswer => ({ pieces: body, contentType: JSON_CONTENT_TYPE });
   return [

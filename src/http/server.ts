@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { ListenError } from '../errors.js';
 import type { BearerAuth } from './auth.js';
 import { badBody, bodyTooLarge, errorAnswer } from './errors.js';
+import { acceptsGzip, gzipPieces } from './gzip-pieces.js';
 import type { RouteAnswer, RouteTable } from './route-table.js';
 import { byteLength, JSON_CONTENT_TYPE } from './state-json.js';
 
@@ -109,7 +110,7 @@ export class HttpServer {
         if (refused !== null) throw refused;
       }
       const body = await this.#readBody(req);
-      this.#answer(res, await route.handle({ params, query: url.searchParams, body }));
+      this.#answer(res, await route.handle({ params, query: url.searchParams, body }), {}, acceptsGzip(req.headers['accept-encoding']));
     } catch (error) {
       const { status, headers, body } = errorAnswer(error);
       // An unread or oversized body is left unread: the connection goes with the answer.
@@ -155,13 +156,18 @@ export class HttpServer {
     }
   }
 
-  #answer(res: ServerResponse, answer: RouteAnswer, headers: Readonly<Record<string, string>> = {}): void {
+  /** `gzip`: the client accepts it, and an answer in pieces goes gzipped when that pays (gzip-pieces.ts). */
+  #answer(res: ServerResponse, answer: RouteAnswer, headers: Readonly<Record<string, string>> = {}, gzip = false): void {
     if (res.headersSent || res.destroyed) return;
     if ('pieces' in answer) {
-      res.writeHead(answer.status ?? 200, { ...COMMON_HEADERS, ...headers, 'content-type': answer.contentType, 'content-length': byteLength(answer.pieces) });
+      const zipped = gzip ? gzipPieces(answer.pieces) : null;
+      const pieces = zipped ?? answer.pieces;
+      const encoding = zipped === null ? {} : { 'content-encoding': 'gzip' };
+      // Vary: a cache between must not hand the gzipped answer to a client that did not ask for it.
+      res.writeHead(answer.status ?? 200, { ...COMMON_HEADERS, ...headers, vary: 'accept-encoding', ...encoding, 'content-type': answer.contentType, 'content-length': byteLength(pieces) });
       // Corked, the pieces go to the socket in one write, as they are: no copy of the whole.
       res.cork();
-      for (const piece of answer.pieces) res.write(piece);
+      for (const piece of pieces) res.write(piece);
       res.end();
       res.uncork();
       return;

@@ -64,6 +64,29 @@ export class StateJson {
     return this.#pieces;
   }
 
+  /**
+   * Writes the blocks of `list` from block `from` on that are not kept already, at most `count`
+   * of them, so that `jobs(list)` finds them written (state-warmer.ts writes a list's blocks a
+   * few at a time, between other work, rather than have an answer write them all at once).
+   * Gives the bytes of the blocks it wrote, and the block to go on from (null past the last).
+   */
+  warm(list: Jobs, from: number, count: number): { readonly written: readonly Uint8Array[]; readonly next: number | null } {
+    const blocks = Math.ceil(list.length / STATE_JSON_BLOCK_JOBS);
+    const written: Uint8Array[] = [];
+    let i = from;
+    for (; i < blocks && written.length < count; i++) {
+      const start = i * STATE_JSON_BLOCK_JOBS;
+      const kept = this.#blocks[i];
+      if (kept !== undefined && sameViews(kept.views, list, start)) continue;
+      const views = list.slice(start, start + STATE_JSON_BLOCK_JOBS);
+      const block = { views, bytes: this.#block(views, i === 0) };
+      // In order from 0 (the warmer's way), or in place of a block kept: the list has no holes.
+      if (i <= this.#blocks.length) this.#blocks[i] = block;
+      written.push(block.bytes);
+    }
+    return { written, next: i < blocks ? i : null };
+  }
+
   /** One job's view as JSON. */
   job(job: Job): string {
     let text = this.#jobs.get(job);

@@ -79,6 +79,9 @@ export interface Libp2pTransportOptions {
 
 type RunState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
+/** How long listenAddresses() hands out the addresses it last worked out (see there). */
+export const LISTEN_ADDRESSES_FRESH_MS = 1000;
+
 /**
  * The production Transport: one libp2p node (TCP, Noise, Yamux) per member, speaking PROTOCOL_ID.
  * Each peer gets a PeerLink (one long-lived outbound stream with its own bounded queue); inbound
@@ -121,6 +124,8 @@ export class Libp2pTransport implements Transport {
   /** Further protocols this node serves (the join protocol), registered as it starts. */
   readonly #services = new Map<string, { handler: (stream: Stream, remotePeer: string) => void; maxInboundStreams: number }>();
   #node: Libp2p | null = null;
+  /** listenAddresses() as last worked out, for LISTEN_ADDRESSES_FRESH_MS, and of which node. */
+  #listenAddresses: { readonly node: Libp2p; readonly atMs: number; readonly addrs: readonly string[] } | null = null;
   #state: RunState = 'new';
   #starting: Promise<void> | null = null;
   #stopping: Promise<void> | null = null;
@@ -268,9 +273,22 @@ export class Libp2pTransport implements Transport {
     };
   }
 
-  /** The multiaddrs the node is bound to, with `/p2p/<peer id>`; empty before start(). */
-  listenAddresses(): string[] {
-    return this.#node?.getMultiaddrs().map((ma) => ma.toString()) ?? [];
+  /**
+   * The multiaddrs the node is bound to, with `/p2p/<peer id>`; empty before start(). Kept for
+   * LISTEN_ADDRESSES_FRESH_MS: libp2p works them out anew on each call (a wildcard listener's from
+   * the host's interfaces), and `state()`, which every scrape of /metrics and /v1/state reads,
+   * shows them; they change only with the host's interfaces, and libp2p itself tells of a change
+   * about as late.
+   */
+  listenAddresses(): readonly string[] {
+    const node = this.#node;
+    if (node === null) return [];
+    const now = performance.now();
+    const kept = this.#listenAddresses;
+    if (kept !== null && kept.node === node && now - kept.atMs < LISTEN_ADDRESSES_FRESH_MS) return kept.addrs;
+    const addrs = Object.freeze(node.getMultiaddrs().map((ma) => ma.toString()));
+    this.#listenAddresses = { node, atMs: now, addrs };
+    return addrs;
   }
 
   /** This node's libp2p peer id; null before start(). */

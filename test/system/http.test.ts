@@ -1,4 +1,6 @@
+import { get, type IncomingHttpHeaders } from 'node:http';
 import { connect } from 'node:net';
+import { gunzipSync } from 'node:zlib';
 import { FANOUT_VERSION } from '../../src/version/versions.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Cluster, InvalidArgumentError, type ClusterOptions } from '../../src/index.js';
@@ -31,6 +33,18 @@ async function request(cluster: Cluster, path: string, init: RequestInit = {}): 
 }
 
 const withToken = (token = TOKEN): RequestInit => ({ method: 'POST', headers: { authorization: `Bearer ${token}` } });
+
+/** A GET on node:http, which (unlike fetch) asks for no encoding unless told and decompresses nothing. */
+function rawGet(cluster: Cluster, path: string, headers: Record<string, string>): Promise<{ headers: IncomingHttpHeaders; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    get(`http://${cluster.httpAddress}${path}`, { headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (d: Buffer) => chunks.push(d));
+      res.on('end', () => resolve({ headers: res.headers, body: Buffer.concat(chunks) }));
+      res.on('error', reject);
+    }).on('error', reject);
+  });
+}
 
 async function single(options: ClusterOptions = {}): Promise<Cluster> {
   const c = new Cluster([], { storage: 'memory', http: { listen: '127.0.0.1:0', token: TOKEN }, ...options });
@@ -155,6 +169,24 @@ describe('reading over HTTP', () => {
     // A name with characters that need escaping in a path comes through decoded.
     c.schedule('a job/with spaces', { every: '1h' }, () => undefined);
     await expect.poll(async () => (await request(c, `/v1/jobs/${encodeURIComponent('a job/with spaces')}`)).status, { timeout: 10_000 }).toBe(200);
+  });
+
+  it('gzips /v1/jobs and /v1/state for a client that asks for it, the same JSON; and for no other', async () => {
+    const c = await single();
+    for (let i = 0; i < 50; i++) c.schedule(`hourly-${i}`, { every: '1h' }, () => undefined);
+    await expect.poll(() => c.state().jobs.length, { timeout: 10_000 }).toBe(50);
+    for (const path of ['/v1/jobs', '/v1/state']) {
+      const plain = await rawGet(c, path, {});
+      const zipped = await rawGet(c, path, { 'accept-encoding': 'gzip, br' });
+      expect(plain.headers['content-encoding']).toBeUndefined();
+      expect(zipped.headers['content-encoding']).toBe('gzip');
+      expect(zipped.headers.vary).toBe('accept-encoding');
+      expect(Number(zipped.headers['content-length'])).toBe(zipped.body.length);
+      expect(zipped.body.length).toBeLessThan(plain.body.length / 4);
+      const [a, b] = [JSON.parse(plain.body.toString()), JSON.parse(gunzipSync(zipped.body).toString())];
+      expect(b.jobs).toEqual(a.jobs);
+      expect((await rawGet(c, path, { 'accept-encoding': 'gzip;q=0' })).headers['content-encoding']).toBeUndefined();
+    }
   });
 
   it("serves fan-out's topics, and their items by state in /metrics", async () => {
