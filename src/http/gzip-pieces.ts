@@ -49,9 +49,28 @@ function deflated(piece: Uint8Array, crc32: (data: Uint8Array) => number): Defla
   return kept;
 }
 
+/**
+ * Pieces shorter than this go as stored (uncompressed) DEFLATE blocks: the state's head, new
+ * for each answer, is a few KiB, and a zlib stream made for it cost more than its bytes on a
+ * socket. At most 65,535 bytes, a stored block's most.
+ */
+export const GZIP_STORED_BELOW = 8 * 1024;
+
+/** `piece` as a stored block, not final (RFC 1951, 3.2.4): a byte of header bits, LEN and its complement, the bytes. */
+function stored(piece: Uint8Array): Uint8Array {
+  const block = new Uint8Array(5 + piece.byteLength);
+  block[0] = 0x00;
+  block[1] = piece.byteLength & 0xff;
+  block[2] = piece.byteLength >>> 8;
+  block[3] = ~piece.byteLength & 0xff;
+  block[4] = (~piece.byteLength >>> 8) & 0xff;
+  block.set(piece, 5);
+  return block;
+}
+
 /** Compresses `piece` now, if this Node can gzip answers, so that an answer that holds it later finds it done. */
 export function prepareGzip(piece: Uint8Array): void {
-  if (crc32 !== undefined && piece.byteLength > 0) deflated(piece, crc32);
+  if (crc32 !== undefined && piece.byteLength >= GZIP_STORED_BELOW) deflated(piece, crc32);
 }
 
 /**
@@ -67,6 +86,11 @@ export function gzipPieces(pieces: readonly Uint8Array[]): Uint8Array[] | null {
   let crc = 0;
   for (const piece of pieces) {
     if (piece.byteLength === 0) continue;
+    if (piece.byteLength < GZIP_STORED_BELOW) {
+      out.push(stored(piece));
+      crc = crc32(piece, crc);
+      continue;
+    }
     const { bytes, crc: own } = deflated(piece, crc32);
     out.push(bytes);
     crc = crc32Combine(crc, own, piece.byteLength);

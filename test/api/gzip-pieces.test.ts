@@ -1,14 +1,14 @@
 import { gunzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { acceptsGzip, GZIP_MIN_BYTES, gzipPieces } from '../../src/http/gzip-pieces.js';
+import { acceptsGzip, GZIP_MIN_BYTES, GZIP_STORED_BELOW, gzipPieces } from '../../src/http/gzip-pieces.js';
 
 const concat = (pieces: readonly Uint8Array[]): Buffer => Buffer.concat(pieces.map((p) => Buffer.from(p.buffer, p.byteOffset, p.byteLength)));
 
 describe('gzipPieces', () => {
-  it('gives one gzip member that decompresses to the pieces, in order, whatever they hold', () => {
+  it('gives one gzip member that decompresses to the pieces, in order, whatever they hold, stored or compressed', () => {
     fc.assert(
-      fc.property(fc.array(fc.uint8Array({ maxLength: 3000 }), { maxLength: 12 }), fc.uint8Array({ minLength: GZIP_MIN_BYTES, maxLength: GZIP_MIN_BYTES + 10 }), (pieces, long) => {
+      fc.property(fc.array(fc.oneof(fc.uint8Array({ maxLength: 3000 }), fc.uint8Array({ minLength: GZIP_STORED_BELOW - 2, maxLength: GZIP_STORED_BELOW + 3000 })), { maxLength: 8 }), fc.uint8Array({ minLength: GZIP_MIN_BYTES, maxLength: GZIP_MIN_BYTES + 10 }), (pieces, long) => {
         const all = [...pieces, long];
         const zipped = gzipPieces(all);
         expect(zipped).not.toBeNull();
@@ -19,11 +19,12 @@ describe('gzipPieces', () => {
   });
 
   it('compresses a piece once while it lives: an answer again reuses its bytes', () => {
-    const block = new TextEncoder().encode(JSON.stringify(Array.from({ length: 200 }, (_, i) => ({ name: `job-${i}`, spec: 'every 1h' }))));
+    const block = new TextEncoder().encode(JSON.stringify(Array.from({ length: 400 }, (_, i) => ({ name: `job-${i}`, spec: 'every 1h' }))));
     const first = gzipPieces([block])!;
     const again = gzipPieces([new TextEncoder().encode('{"head":1,'), block])!;
     // Header, the piece, the final block, the trailer; then the new head's bytes before the same piece.
     expect(again[2]).toBe(first[1]);
+    expect(block.byteLength).toBeGreaterThanOrEqual(GZIP_STORED_BELOW);
     expect(gunzipSync(concat(again)).toString()).toBe(`{"head":1,${new TextDecoder().decode(block)}`);
   });
 
