@@ -149,6 +149,7 @@ export function withAndWithoutRows(label: string, r: WithAndWithout): string[][]
     rows.push([`${label}: ${path} slowest answers, ms (member, its n-th answer)`, slowest, '']);
   }
   rows.push([`${label}: scrapes skipped (the last not finished)`, String(r.scrape.skipped), '']);
+  rows.push([`${label}: the scraper's own event-loop delay, worst window's p99 / max (its part of an answer's time)`, `${fmt(r.scrape.ownLoopDelayMs.p99)} / ${fmt(r.scrape.ownLoopDelayMs.max)} ms`, '']);
   rows.push([`${label}: member CPU per scrape of both (CPU scraped less CPU not, per member scraped)`, `${fmt(r.cpuPerScrapeMs)} ms`, '']);
   return rows;
 }

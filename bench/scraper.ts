@@ -8,15 +8,21 @@
  * includes this process's own delays, which are small: it does little else); its first byte's,
  * to the answer's head read, is mostly the member's (its loop reaching the request, and the work
  * before the first write), the rest the body's transfer. It asks for gzip, as Prometheus and
- * browsers do; the time ends with the last byte of the body as sent, and the body is then
- * decompressed off the clock, its size counted to check it is whole.
+ * browsers do; the time ends with the last byte of the body as sent. One gzipped body in
+ * GUNZIP_EVERY is then decompressed, off the clock, its size counted to check it is whole:
+ * decompressing every one (megabytes, thirty times a second) would load the machine the
+ * members share with this process.
  */
 import { Agent, get } from 'node:http';
+import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { gunzip } from 'node:zlib';
 import { summarize } from './stats.js';
 
 /** How often every member is scraped (issue 20: every 100 ms). */
 export const SCRAPE_EVERY_MS = 100;
+
+/** One gzipped body in this many is decompressed and checked (see above). */
+export const GUNZIP_EVERY = 20;
 
 /** How many of the slowest answers stats() names, to tell a first answer (caches cold) from the rest. */
 export const SLOWEST_KEPT = 8;
@@ -46,6 +52,11 @@ export interface ScrapeStats {
   readonly endpoints: Record<ScrapedPath, EndpointStats>;
   /** Ticks at which a member was not scraped because its last scrape had not finished. */
   readonly skipped: number;
+  /**
+   * This process's own event-loop delay while scraping, the worst window's p99 and the max (ms): an answer read late
+   * because this process was busy counts as slow, and this tells the two apart.
+   */
+  readonly ownLoopDelayMs: { readonly p99: number; readonly max: number };
 }
 
 interface Answer {
@@ -90,6 +101,14 @@ export class Scraper {
   readonly #maxWireBytes: Record<ScrapedPath, number> = { '/metrics': 0, '/v1/state': 0 };
   readonly #busy = new Map<string, Promise<void>>();
   #skipped = 0;
+  /**
+   * This process's loop delay: watched while on (resolution 1 ms, finer than the answers it is
+   * read beside), a histogram each time it is on, so that the time off is not counted; the
+   * worst p99 of those and the longest delay are kept.
+   */
+  #loop: IntervalHistogram | null = null;
+  #loopDelayMs = { p99: 0, max: 0 };
+  #gzipped = 0;
   /** Each member's timer: its offset in the interval first, then the interval. */
   readonly #timers: NodeJS.Timeout[] = [];
 
@@ -100,6 +119,8 @@ export class Scraper {
   /** Scrapes the k-th of n members from k/n of SCRAPE_EVERY_MS on, and every SCRAPE_EVERY_MS after. */
   on(): void {
     if (this.#timers.length > 0) return;
+    this.#loop = monitorEventLoopDelay({ resolution: 1 });
+    this.#loop.enable();
     this.#addresses.forEach((address, k) => {
       const offsetMs = (k * SCRAPE_EVERY_MS) / this.#addresses.length;
       this.#timers.push(
@@ -116,11 +137,17 @@ export class Scraper {
     // A member's timer is its offset's timeout or its interval: clearTimeout clears either.
     for (const timer of this.#timers.splice(0)) clearTimeout(timer);
     await Promise.all(this.#busy.values());
+    if (this.#loop !== null) {
+      this.#loop.disable();
+      this.#loopDelayMs = { p99: Math.max(this.#loopDelayMs.p99, this.#loop.percentile(99) / 1e6), max: Math.max(this.#loopDelayMs.max, this.#loop.max / 1e6) };
+      this.#loop = null;
+    }
   }
 
   stats(): ScrapeStats {
     const endpoint = (path: ScrapedPath): EndpointStats => ({ ms: summarize(this.#times[path]), firstByteMs: summarize(this.#firstByte[path]), errors: this.#errors[path], slowest: [...this.#answers[path]].sort((a, b) => b.ms - a.ms).slice(0, SLOWEST_KEPT), maxBytes: this.#maxBytes[path], maxWireBytes: this.#maxWireBytes[path] });
-    return { endpoints: { '/metrics': endpoint('/metrics'), '/v1/state': endpoint('/v1/state') }, skipped: this.#skipped };
+    const ownLoopDelayMs = this.#loopDelayMs;
+    return { endpoints: { '/metrics': endpoint('/metrics'), '/v1/state': endpoint('/v1/state') }, skipped: this.#skipped, ownLoopDelayMs };
   }
 
   async close(): Promise<void> {
@@ -141,7 +168,7 @@ export class Scraper {
       const started = performance.now();
       const answer = await fetchOnce(this.#agent, address, path);
       const ms = performance.now() - started;
-      const body = answer.gzipped ? await gunzipped(answer.body) : answer.body;
+      const body = !answer.gzipped ? answer.body : this.#gzipped++ % GUNZIP_EVERY === 0 ? await gunzipped(answer.body) : undefined;
       if (answer.ok && body !== null) {
         this.#times[path].push(ms);
         const nth = (this.#nth.get(`${address}${path}`) ?? 0) + 1;
