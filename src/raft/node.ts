@@ -862,6 +862,13 @@ export class RaftNode {
    * applied, and `writeDurable(ready)` then `advancePersisted(ready)` once its write is durable.
    */
   ready(): Ready {
+    // Whether the messages collected are a leader's: taken before the conf changes apply, since
+    // a leader that applies its own removal steps down there, and its farewell (the commit of
+    // its removal, and TimeoutNow) is still a leader's message of a durable term, which leaves
+    // before the write (ready.ts). Held for the write, it never left: the driver stops a
+    // removed member once its Ready is handed out, and the voters, never told that the removal
+    // committed, kept needing the leader's vote among theirs.
+    const leading = this.#role === 'leader';
     // First, as it may change the role and send messages: the conf changes among the entries
     // handed out for applying take effect now (see #applyConfChanges).
     const committed = this.log.takeCommitted(this.#limits.maxApplyBatch);
@@ -873,7 +880,7 @@ export class RaftNode {
       entries: this.log.takeUnstable(),
       committed,
       conf: this.#membership.takeChanged(),
-      leading: this.#role === 'leader',
+      leading,
     });
     this.#pendingRestore = null;
     return ready;

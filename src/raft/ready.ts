@@ -69,7 +69,7 @@ export interface WriteState {
   readonly mustSync: boolean;
   /** Earlier Readies' writes are not yet acknowledged durable. */
   readonly writesInFlight: boolean;
-  /** The member leads, and the term and vote it holds are acknowledged durable. */
+  /** The member led as the messages were collected (ReadyParts.leading), and the term and vote it holds are acknowledged durable. */
   readonly leaderTermDurable: boolean;
 }
 
@@ -77,18 +77,21 @@ export interface WriteState {
  * Splits a Ready's messages into those that may leave at once and those that wait for the
  * writes. With nothing to write and nothing in flight, every message goes at once: it
  * promises only what is already durable. A leader whose term and vote are durable sends its
- * appends and heartbeats at once: they promise nothing about the leader's own disk (it counts
- * its own copy of an entry only once durable, in `advancePersisted`), so its fsync overlaps
- * its followers' (the Raft paper, section 10.2.1). Everything else waits.
+ * appends, heartbeats and TimeoutNow at once: they promise nothing about the leader's own disk
+ * (it counts its own copy of an entry only once durable, in `advancePersisted`; TimeoutNow
+ * goes to a follower that holds the whole log, and that follower campaigns on its own log), so
+ * its fsync overlaps its followers' (the Raft paper, section 10.2.1), and a removed leader's
+ * farewell leaves though the driver stops it before its write completes. Everything else waits.
  */
 export function splitMessages(messages: readonly Message[], state: WriteState): { readonly now: readonly Message[]; readonly afterWrite: readonly Message[] } {
   if (!state.mustSync && !state.writesInFlight) return { now: messages, afterWrite: [] };
   if (!state.leaderTermDurable) return { now: [], afterWrite: messages };
-  return { now: messages.filter(isLeaderReplication), afterWrite: messages.filter((m) => !isLeaderReplication(m)) };
+  return { now: messages.filter(isLeaders), afterWrite: messages.filter((m) => !isLeaders(m)) };
 }
 
-function isLeaderReplication(m: Message): boolean {
-  return m.type === 'append' || m.type === 'heartbeat';
+/** The messages only a leader sends, of its term. */
+function isLeaders(m: Message): boolean {
+  return m.type === 'append' || m.type === 'heartbeat' || m.type === 'timeout-now';
 }
 
 export function sameHardState(a: HardState, b: HardState): boolean {
@@ -107,7 +110,10 @@ export interface ReadyParts {
   readonly entries: readonly Entry[];
   readonly committed: readonly Entry[];
   readonly conf: Configuration | null;
-  /** The member leads. */
+  /**
+   * The member led as the messages were collected: also a leader that stepped down as this
+   * Ready applied its own removal, whose farewell is among them.
+   */
   readonly leading: boolean;
 }
 
