@@ -40,6 +40,7 @@ import { FrameReader, OversizedFrameError, withPrefix } from './framing.js';
 import { PeerLink } from './peer-link.js';
 import type { LinkContext, LinkSettings } from './peer-link.js';
 import type { MemberPeer, Transport, TransportStats } from './transport.js';
+import { answerOverConnection } from './asker-answer.js';
 import { isVoteAnswer, isVoteRequest, VoteAskers } from './vote-askers.js';
 
 export interface Libp2pTransportOptions {
@@ -258,37 +259,21 @@ export class Libp2pTransport implements Transport {
   }
 
   /**
-   * Sends the answer to a vote request from outside the peers on a stream of its own, over the
-   * connection the request came on: the asker dialled it, so this member dials nothing for it
-   * (an id outside the configuration is an address a stranger chose). Encoded first: a
-   * CodecError is thrown, as for a peer.
+   * Sends the answer to a vote request from outside the peers over the connection the request
+   * came on (asker-answer.ts). Encoded first: a CodecError is thrown, as for a peer.
    */
   #answerAsker(connection: Connection, message: Message): void {
     const frame = withPrefix(encodeFrame({ clusterId: this.#clusterId, message }, this.#records, this.#protocol));
-    const unreachable = (detail: string): void => {
-      this.#counters.droppedQueueFull++;
-      this.#emit({ type: 'dropped', reason: 'unreachable', peer: message.to, detail });
-    };
-    if (connection.status !== 'open') {
-      this.#askers.forget(message.to);
-      unreachable('an asker outside the members whose connection closed');
-      return;
-    }
-    connection.newStream(PROTOCOL_ID, { signal: AbortSignal.timeout(this.#settings.dialTimeoutMs) }).then(
-      (stream) => {
-        try {
-          stream.send(frame);
-        } catch (error) {
-          stream.abort(error instanceof Error ? error : new Error(String(error)));
-          unreachable(`the answer to an asker outside the members: ${String(error)}`);
-          return;
-        }
+    answerOverConnection(connection, frame, this.#settings.dialTimeoutMs).then(
+      () => {
         this.#counters.sent++;
         this.#counters.sentBytes += frame.byteLength;
-        // One frame on this stream: closing it sends it and tells the asker there is no more.
-        stream.close().catch(() => undefined);
       },
-      (error: unknown) => unreachable(`no stream to an asker outside the members: ${String(error)}`),
+      (error: unknown) => {
+        if (connection.status !== 'open') this.#askers.forget(message.to);
+        this.#counters.droppedQueueFull++;
+        this.#emit({ type: 'dropped', reason: 'unreachable', peer: message.to, detail: `the answer to an asker outside the members: ${error instanceof Error ? error.message : String(error)}` });
+      },
     );
   }
 
