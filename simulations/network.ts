@@ -4,6 +4,7 @@ import type { WireMessage } from '../src/transport/envelope.js';
 import type { Random } from '../src/time/random.js';
 import type { MemberPeer, Transport, TransportStats } from '../src/transport/transport.js';
 import { atProtocol } from '../src/transport/codec.js';
+import { isVoteAnswer, isVoteRequest, VoteAskers } from '../src/transport/vote-askers.js';
 import type { SimScheduler } from './scheduler.js';
 
 /** What the network does to messages; all drawn from the seed. */
@@ -44,6 +45,11 @@ export class SimNetwork {
     this.#scheduler = scheduler;
     this.#random = random;
     this.faults = faults;
+  }
+
+  /** The simulated time, for what a transport keeps for a while (vote-askers.ts). */
+  get nowMs(): number {
+    return this.#scheduler.nowMs;
   }
 
   /** A transport for `id`; re-attaching (after a restart) replaces the old one. */
@@ -169,6 +175,8 @@ export class SimTransport implements Transport {
   /** Members a message was delivered from, whose peer id remotePeerIdOf reports. */
   readonly #heardFrom = new Set<NodeId>();
   #droppedPeerIdMismatch = 0;
+  /** Senders outside the members whose vote requests were delivered, answered as production's transport answers them (vote-askers.ts). */
+  readonly #askers = new VoteAskers<true>();
 
   constructor(id: NodeId, network: SimNetwork) {
     this.#id = id;
@@ -192,7 +200,7 @@ export class SimTransport implements Transport {
     if (this.#stopped) return;
     // Refused (thrown) as production's encoder refuses it: the driver counts it as unsendable.
     const sent = atProtocol(m, this.#protocol);
-    if (this.#members !== null && !this.#members.has(m.to)) {
+    if (this.#members !== null && !this.#members.has(m.to) && !(isVoteAnswer(m) && this.#askers.routeTo(m.to, this.#network.nowMs) !== undefined)) {
       this.droppedNotMember++;
       return;
     }
@@ -235,6 +243,9 @@ export class SimTransport implements Transport {
       this.#droppedPeerIdMismatch++;
       return;
     }
+    // Production's transport delivers nothing else from outside the members; the protocol
+    // ignores the rest from there alike, so the simulator hands it over all the same.
+    if (this.#members !== null && !this.#members.has(m.from) && isVoteRequest(m)) this.#askers.asked(m.from, true, this.#network.nowMs);
     this.#heardFrom.add(m.from);
     this.#received++;
     this.#handler(m);

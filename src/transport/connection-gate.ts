@@ -5,7 +5,8 @@ import { JOIN_STREAM_TIMEOUT_MS } from './join-protocol.js';
 /**
  * Connections from peer ids no member holds that the gate lets in at once, once it knows every
  * member's: a new member asks to join on one (the join protocol, README "Forming the
- * cluster"); its Raft frames are dropped by the transport like any non-member's. More are
+ * cluster"); its Raft frames are dropped by the transport like any non-member's, but for vote
+ * requests (a voter of a configuration this member has not applied: vote-askers.ts). More are
  * closed after the handshake (counted `notMember`).
  */
 export const MAX_VISITOR_CONNECTIONS = 4;

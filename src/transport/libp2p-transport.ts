@@ -36,10 +36,12 @@ import {
 } from './constants.js';
 import { ConnectionGate, type VisitorLimits } from './connection-gate.js';
 import type { DropReason, TransportEvent } from './events.js';
-import { FrameReader, OversizedFrameError } from './framing.js';
+import { FrameReader, OversizedFrameError, withPrefix } from './framing.js';
 import { PeerLink } from './peer-link.js';
 import type { LinkContext, LinkSettings } from './peer-link.js';
 import type { MemberPeer, Transport, TransportStats } from './transport.js';
+import { answerOverConnection } from './asker-answer.js';
+import { isVoteAnswer, isVoteRequest, VoteAskers } from './vote-askers.js';
 
 export interface Libp2pTransportOptions {
   /** This member's id; inbound messages must be addressed to it. */
@@ -118,6 +120,11 @@ export class Libp2pTransport implements Transport {
   /** The remote peer id of the connection that carried the last frame accepted from each peer (remotePeerIdOf). */
   #lastRemotePeer = new Map<NodeId, string>();
   #links = new Map<NodeId, PeerLink>();
+  /**
+   * Senders outside the peers whose vote requests were delivered, each with the connection the
+   * request came on: their answers go back over it, and nothing is dialled for them (vote-askers.ts).
+   */
+  readonly #askers = new VoteAskers<Connection>();
   /** The wire protocol in force (see setProtocol). */
   #protocol = 1;
   #handler: ((message: Message) => void) | null = null;
@@ -234,6 +241,13 @@ export class Libp2pTransport implements Transport {
 
   send(message: Message): void {
     const link = this.#links.get(message.to);
+    if (link === undefined && this.#state === 'running' && isVoteAnswer(message)) {
+      const connection = this.#askers.routeTo(message.to, performance.now());
+      if (connection !== undefined) {
+        this.#answerAsker(connection, message);
+        return;
+      }
+    }
     if (link === undefined || this.#state === 'stopping' || this.#state === 'stopped') {
       this.#counters.droppedQueueFull++;
       this.#emit({ type: 'dropped', reason: 'unreachable', peer: message.to, detail: link === undefined ? 'not a known peer' : 'the transport is stopped' });
@@ -242,6 +256,25 @@ export class Libp2pTransport implements Transport {
     // Throws CodecError for a message that breaks the wire format's bounds: that is a bug in the
     // caller (e.g. an append batch over MAX_FRAME_BYTES), not a network condition.
     link.enqueue(encodeFrame({ clusterId: this.#clusterId, message }, this.#records, this.#protocol));
+  }
+
+  /**
+   * Sends the answer to a vote request from outside the peers over the connection the request
+   * came on (asker-answer.ts). Encoded first: a CodecError is thrown, as for a peer.
+   */
+  #answerAsker(connection: Connection, message: Message): void {
+    const frame = withPrefix(encodeFrame({ clusterId: this.#clusterId, message }, this.#records, this.#protocol));
+    answerOverConnection(connection, frame, this.#settings.dialTimeoutMs).then(
+      () => {
+        this.#counters.sent++;
+        this.#counters.sentBytes += frame.byteLength;
+      },
+      (error: unknown) => {
+        if (connection.status !== 'open') this.#askers.forget(message.to);
+        this.#counters.droppedQueueFull++;
+        this.#emit({ type: 'dropped', reason: 'unreachable', peer: message.to, detail: `the answer to an asker outside the members: ${error instanceof Error ? error.message : String(error)}` });
+      },
+    );
   }
 
   flush(): void {
@@ -419,7 +452,7 @@ export class Libp2pTransport implements Transport {
     relaxWindowUpdates(stream);
     const remotePeer = connection.remotePeer.toString();
     const reader = new FrameReader(MAX_FRAME_BYTES);
-    const onFrame = (frame: Uint8Array): void => this.#onFrame(frame, remotePeer);
+    const onFrame = (frame: Uint8Array): void => this.#onFrame(frame, remotePeer, connection);
     let released = false;
     const release = (): void => {
       if (released) return;
@@ -463,7 +496,7 @@ export class Libp2pTransport implements Transport {
     stream.addEventListener('close', release, { once: true });
   }
 
-  #onFrame(bytes: Uint8Array, remotePeer: string): void {
+  #onFrame(bytes: Uint8Array, remotePeer: string, connection: Connection): void {
     if (this.#state !== 'running') return;
     let frame: Frame;
     try {
@@ -481,9 +514,15 @@ export class Libp2pTransport implements Transport {
       this.#drop(reason, message.from, `${message.type} from ${message.from} (peer ${remotePeer}) to ${message.to} in cluster ${JSON.stringify(clusterId)}`);
       return;
     }
-    // The sender is up: our own link to it need not wait out a back-off (see PeerLink.heardFrom).
-    this.#links.get(message.from)?.heardFrom();
-    this.#lastRemotePeer.set(message.from, remotePeer);
+    if (this.#peers.has(message.from)) {
+      // The sender is up: our own link to it need not wait out a back-off (see PeerLink.heardFrom).
+      this.#links.get(message.from)?.heardFrom();
+      this.#lastRemotePeer.set(message.from, remotePeer);
+    } else {
+      // A vote request from outside the peers (#rejection lets nothing else through): its
+      // answer goes back over this connection.
+      this.#askers.asked(message.from, connection, performance.now());
+    }
     const handler = this.#handler;
     if (handler === null) {
       this.#counters.droppedUnexpected++;
@@ -502,8 +541,11 @@ export class Libp2pTransport implements Transport {
   #rejection(clusterId: string, message: Message, remotePeer: string): DropReason | null {
     if (clusterId !== this.#clusterId) return 'wrong-cluster';
     if (message.to !== this.#self) return 'wrong-recipient';
-    const sender = message.from === this.#self ? undefined : this.#peers.get(message.from);
-    if (sender === undefined) return 'unknown-sender';
+    if (message.from === this.#self) return 'unknown-sender';
+    const sender = this.#peers.get(message.from);
+    // A vote request from outside the peers is delivered: the protocol takes it only from a
+    // log ahead of this member's, a voter of a configuration it has not applied (vote-askers.ts).
+    if (sender === undefined) return isVoteRequest(message) ? null : 'unknown-sender';
     if (sender.peerId !== null && sender.peerId !== remotePeer) return 'peer-id-mismatch';
     return null;
   }

@@ -10,7 +10,11 @@ export interface Transport {
   /** Starts listening and connecting. Resolves once the listener is bound. */
   start(): Promise<void>;
   stop(): Promise<void>;
-  /** Queues `message` for `message.to`. Drops it (and counts the drop) when the peer's queue is full. */
+  /**
+   * Queues `message` for `message.to`. Drops it (and counts the drop) when the peer's queue is
+   * full, or when `message.to` is none of the members but for the answer to a vote request it
+   * delivered from there (see onMessage).
+   */
   send(message: WireMessage): void;
   /**
    * Hands the messages queued for connected peers to the network now (those for a peer still
@@ -19,7 +23,14 @@ export interface Transport {
    * started, so that the followers' writes start sooner (see RaftDriver's handleReady).
    */
   flush(): void;
-  /** Sets the one receiver of inbound messages; only well-formed messages for this member arrive. */
+  /**
+   * Sets the one receiver of inbound messages; only well-formed messages for this member arrive,
+   * from the members (setMembers), and vote and pre-vote requests from anyone else: a voter that
+   * has not applied the configuration adding the asker must still answer it. The answer (a vote
+   * or pre-vote response) goes back within VOTE_ANSWER_WINDOW_MS of the request, to at most
+   * MAX_VOTE_ASKERS such askers at once, the way the request came: nothing is dialled for it
+   * (vote-askers.ts).
+   */
   onMessage(handler: (message: WireMessage) => void): void;
   /**
    * The wire protocol in force (versions.ts `protocolOf` of the active cluster version): frames

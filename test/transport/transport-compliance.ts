@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Message, NodeId } from '../../src/raft/types.js';
 import { messageTypes } from '../../src/raft/types.js';
-import type { Transport } from '../../src/transport/transport.js';
+import type { MemberPeer, Transport } from '../../src/transport/transport.js';
 import { messageExamples } from '../fixtures/message-examples.js';
 
 /** One member's transport in a compliance run, with what it received. */
@@ -101,6 +101,34 @@ export function describeTransportCompliance(name: string, makeNetwork: () => Tra
       a.transport.send(messageExamples({ from: a.id, to: 'm2', term: 1 }).vote);
       await network.until(() => silent.endpoint.received.length === 1, 'the message sent once it listens');
       expect(silent.endpoint.received[0]?.type).toBe('vote');
+    });
+
+    it('delivers a vote request from outside the members and carries its answer back, and nothing else to the asker', async () => {
+      const [a, b, c] = await open(['m1', 'm2', 'm3']);
+      if (a === undefined || b === undefined || c === undefined) throw new Error('three endpoints expected');
+      // m3 was added in a configuration m1 and m2 have not applied: it asks m2 for its vote.
+      const members = (ids: readonly NodeId[]): MemberPeer[] => ids.map((id) => ({ id, peerId: null }));
+      a.transport.setMembers(members([a.id, b.id]));
+      b.transport.setMembers(members([a.id, b.id]));
+      c.transport.setMembers(members([a.id, b.id, c.id]));
+      c.transport.send(messageExamples({ from: c.id, to: b.id, term: 3 }).prevote);
+      await network.until(() => b.received.length === 1, 'the pre-vote request from m3');
+      expect(b.received[0]?.type).toBe('prevote');
+      const fromB = messageExamples({ from: b.id, to: c.id, term: 3 });
+      // Only an answer goes back: m2 does not reach m3 otherwise.
+      b.transport.send(fromB.heartbeat);
+      b.transport.send(fromB['prevote-resp']);
+      await network.until(() => c.received.length === 1, 'the answer to m3');
+      c.transport.send(messageExamples({ from: c.id, to: b.id, term: 4 }).vote);
+      await network.until(() => b.received.length === 2, 'the vote request from m3');
+      b.transport.send(messageExamples({ from: b.id, to: c.id, term: 4 })['vote-resp']);
+      await network.until(() => c.received.length === 2, 'the second answer to m3');
+      await network.idle();
+      expect(c.received.map((m) => m.type)).toEqual(['prevote-resp', 'vote-resp']);
+      // m1 was asked nothing: it has no way back to m3.
+      a.transport.send(messageExamples({ from: a.id, to: c.id, term: 4 })['vote-resp']);
+      await network.idle();
+      expect(c.received).toHaveLength(2);
     });
 
     it('once stopped, ignores sends and receives nothing; stopping again is harmless', async () => {

@@ -6,8 +6,10 @@ import { InvalidArgumentError } from '../../src/errors.js';
 import type { Message, NodeId } from '../../src/raft/types.js';
 import { parsePeerAddress, type PeerAddress } from '../../src/transport/address.js';
 import { checkSecret, generateSecret, isLoopbackHost, MIN_SECRET_LENGTH, pskFromSecret } from '../../src/transport/cluster-secret.js';
-import { encodeFrame } from '../../src/transport/codec.js';
-import { withPrefix } from '../../src/transport/framing.js';
+import { decodeFrame, encodeFrame } from '../../src/transport/codec.js';
+import { MAX_FRAME_BYTES, PROTOCOL_ID } from '../../src/transport/constants.js';
+import type { TransportEvent } from '../../src/transport/events.js';
+import { FrameReader, withPrefix } from '../../src/transport/framing.js';
 import { Libp2pTransport, type Libp2pTransportOptions } from '../../src/transport/libp2p-transport.js';
 import type { MemberPeer } from '../../src/transport/transport.js';
 import { hostileNode, openRaw, type HostileNode } from '../fixtures/hostile-node.js';
@@ -256,6 +258,38 @@ describe('peer ids bound in the configuration', () => {
     // The visitor, which did not become a member, is closed once its time is up.
     await vi.waitFor(() => expect(impostor.node.getConnections()).toHaveLength(0), WAIT);
     expect(a.received).toHaveLength(0);
+  });
+
+  it('takes a vote request from a visitor under an id that is no member\'s, answers it over the visitor\'s connection, and dials nothing', async () => {
+    const events: TransportEvent[] = [];
+    const { a, b, impostor } = await setUp({ visitors: { max: 1, keepMs: 10_000 }, onEvent: (event) => events.push(event) });
+    const target = a.transport.listenAddresses()[0] ?? '';
+    a.transport.setMembers([
+      { id: 'a', peerId: peerIdOf(a) },
+      { id: 'b', peerId: peerIdOf(b) },
+    ]);
+    // The answer comes back on a stream a opens over the visitor's connection.
+    const answers: Message[] = [];
+    const reader = new FrameReader(MAX_FRAME_BYTES);
+    await impostor.node.handle(PROTOCOL_ID, (stream) => {
+      stream.addEventListener('message', (event) => {
+        const chunks = event.data instanceof Uint8Array ? [event.data] : [...event.data];
+        for (const chunk of chunks) reader.push(chunk, (frame) => answers.push(decodeFrame(frame).message));
+      });
+    });
+    // Its id is an address: were the answer dialled, a would dial it.
+    const stranger = '/ip4/127.0.0.1/tcp/9';
+    const stream = await openRaw(impostor, target);
+    stream.send(withPrefix(encodeFrame({ clusterId: CLUSTER, message: numbered(stranger, 'a', 1) })));
+    stream.send(withPrefix(encodeFrame({ clusterId: CLUSTER, message: { type: 'prevote', from: stranger, to: 'a', term: 8, lastIndex: 5, lastTerm: 7 } })));
+    await vi.waitFor(() => expect(a.received.map((m) => m.type)).toEqual(['prevote']), WAIT);
+    expect(a.transport.stats().droppedUnexpected).toBe(1);
+    a.transport.send(numbered('a', stranger, 1));
+    a.transport.send({ type: 'prevote-resp', from: 'a', to: stranger, term: 8, reject: false });
+    await vi.waitFor(() => expect(answers.map((m) => m.type)).toEqual(['prevote-resp']), WAIT);
+    expect(events.some((e) => (e.type === 'dial-failed' || e.type === 'connected') && e.peer === stranger)).toBe(false);
+    expect(impostor.node.getConnections()).toHaveLength(1);
+    stream.abort(new Error('done'));
   });
 
   it('frees the place of a visitor that became a member, so that the next joiner gets in', async () => {
