@@ -37,7 +37,9 @@ export class StateWarmer {
   start(): void {
     if (this.#timer !== null) return;
     this.#stopped = false;
-    this.#timer = setInterval(() => void this.warm(), STATE_WARM_EVERY_MS);
+    // A warm that fails (state() threw) leaves the answers to write the jobs, and to answer the
+    // error: it must not end the process as an unhandled rejection.
+    this.#timer = setInterval(() => void this.warm().catch(() => undefined), STATE_WARM_EVERY_MS);
     // The warmer keeps nothing alive: an app that ends its work ends the process.
     this.#timer.unref();
   }

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { ClusterState } from '../../src/api/state.js';
 import { gzipPieces } from '../../src/http/gzip-pieces.js';
 import { STATE_JSON_BLOCK_JOBS, StateJson } from '../../src/http/state-json.js';
-import { STATE_WARM_BLOCKS_PER_TURN, StateWarmer } from '../../src/http/state-warmer.js';
+import { STATE_WARM_BLOCKS_PER_TURN, STATE_WARM_EVERY_MS, StateWarmer } from '../../src/http/state-warmer.js';
 
 type Job = ClusterState['jobs'][number];
 
@@ -73,5 +73,28 @@ describe('StateWarmer', () => {
     warmer.stop();
     await warming;
     expect(writes.count).toBe(STATE_WARM_BLOCKS_PER_TURN * STATE_JSON_BLOCK_JOBS);
+  });
+
+  it('keeps running when state() throws, and warms once it answers again', async () => {
+    const writes = { count: 0 };
+    const list = jobsOf(writes);
+    let failing = true;
+    let failures = 0;
+    const warmer = new StateWarmer(() => {
+      if (failing) {
+        failures++;
+        throw new Error('state() failed');
+      }
+      return list;
+    }, new StateJson());
+    warmer.start();
+    try {
+      // Two looks failed (an unhandled rejection would fail the test run), then state() answers.
+      await expect.poll(() => failures, { timeout: 50 * STATE_WARM_EVERY_MS }).toBeGreaterThanOrEqual(2);
+      failing = false;
+      await expect.poll(() => writes.count, { timeout: 5_000 }).toBe(list.length);
+    } finally {
+      warmer.stop();
+    }
   });
 });
