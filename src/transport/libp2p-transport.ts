@@ -36,12 +36,13 @@ import {
 } from './constants.js';
 import { ConnectionGate, type VisitorLimits } from './connection-gate.js';
 import type { DropReason, TransportEvent } from './events.js';
-import { FrameReader, OversizedFrameError, withPrefix } from './framing.js';
+import { FrameReader, OversizedFrameError } from './framing.js';
 import { PeerLink } from './peer-link.js';
 import type { LinkContext, LinkSettings } from './peer-link.js';
 import type { MemberPeer, Transport, TransportStats } from './transport.js';
-import { answerOverConnection } from './asker-answer.js';
-import { isVoteAnswer, isVoteRequest, VoteAskers } from './vote-askers.js';
+import { AskerAnswers } from './asker-answer.js';
+import { ListenAddresses } from './listen-addresses.js';
+import { isVoteRequest } from './vote-askers.js';
 
 export interface Libp2pTransportOptions {
   /** This member's id; inbound messages must be addressed to it. */
@@ -81,9 +82,6 @@ export interface Libp2pTransportOptions {
 
 type RunState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
-/** How long listenAddresses() hands out the addresses it last worked out (see there). */
-export const LISTEN_ADDRESSES_FRESH_MS = 1000;
-
 /**
  * The production Transport: one libp2p node (TCP, Noise, Yamux) per member, speaking PROTOCOL_ID.
  * Each peer gets a PeerLink (one long-lived outbound stream with its own bounded queue); inbound
@@ -120,19 +118,16 @@ export class Libp2pTransport implements Transport {
   /** The remote peer id of the connection that carried the last frame accepted from each peer (remotePeerIdOf). */
   #lastRemotePeer = new Map<NodeId, string>();
   #links = new Map<NodeId, PeerLink>();
-  /**
-   * Senders outside the peers whose vote requests were delivered, each with the connection the
-   * request came on: their answers go back over it, and nothing is dialled for them (vote-askers.ts).
-   */
-  readonly #askers = new VoteAskers<Connection>();
+  /** Senders outside the peers whose vote requests were delivered, answered over the request's connection. */
+  readonly #askers: AskerAnswers;
   /** The wire protocol in force (see setProtocol). */
   #protocol = 1;
   #handler: ((message: Message) => void) | null = null;
   /** Further protocols this node serves (the join protocol), registered as it starts. */
   readonly #services = new Map<string, { handler: (stream: Stream, remotePeer: string) => void; maxInboundStreams: number }>();
   #node: Libp2p | null = null;
-  /** listenAddresses() as last worked out, for LISTEN_ADDRESSES_FRESH_MS, and of which node. */
-  #listenAddresses: { readonly node: Libp2p; readonly atMs: number; readonly addrs: readonly string[] } | null = null;
+  /** listenAddresses() as last worked out (listen-addresses.ts). */
+  readonly #listenAddresses = new ListenAddresses();
   #state: RunState = 'new';
   #starting: Promise<void> | null = null;
   #stopping: Promise<void> | null = null;
@@ -161,6 +156,7 @@ export class Libp2pTransport implements Transport {
       emit: (event) => this.#emit(event),
       settings: this.#settings,
     };
+    this.#askers = new AskerAnswers(this.#linkContext, (message) => this.#encode(message));
     this.#given = new Map(options.peers);
     this.#setPeers(options.peers);
   }
@@ -241,13 +237,8 @@ export class Libp2pTransport implements Transport {
 
   send(message: Message): void {
     const link = this.#links.get(message.to);
-    if (link === undefined && this.#state === 'running' && isVoteAnswer(message)) {
-      const connection = this.#askers.routeTo(message.to, performance.now());
-      if (connection !== undefined) {
-        this.#answerAsker(connection, message);
-        return;
-      }
-    }
+    // An answer to a vote request from outside the peers goes back over the request's connection.
+    if (link === undefined && this.#state === 'running' && this.#askers.answer(message)) return;
     if (link === undefined || this.#state === 'stopping' || this.#state === 'stopped') {
       this.#counters.droppedQueueFull++;
       this.#emit({ type: 'dropped', reason: 'unreachable', peer: message.to, detail: link === undefined ? 'not a known peer' : 'the transport is stopped' });
@@ -255,26 +246,12 @@ export class Libp2pTransport implements Transport {
     }
     // Throws CodecError for a message that breaks the wire format's bounds: that is a bug in the
     // caller (e.g. an append batch over MAX_FRAME_BYTES), not a network condition.
-    link.enqueue(encodeFrame({ clusterId: this.#clusterId, message }, this.#records, this.#protocol));
+    link.enqueue(this.#encode(message));
   }
 
-  /**
-   * Sends the answer to a vote request from outside the peers over the connection the request
-   * came on (asker-answer.ts). Encoded first: a CodecError is thrown, as for a peer.
-   */
-  #answerAsker(connection: Connection, message: Message): void {
-    const frame = withPrefix(encodeFrame({ clusterId: this.#clusterId, message }, this.#records, this.#protocol));
-    answerOverConnection(connection, frame, this.#settings.dialTimeoutMs).then(
-      () => {
-        this.#counters.sent++;
-        this.#counters.sentBytes += frame.byteLength;
-      },
-      (error: unknown) => {
-        if (connection.status !== 'open') this.#askers.forget(message.to);
-        this.#counters.droppedQueueFull++;
-        this.#emit({ type: 'dropped', reason: 'unreachable', peer: message.to, detail: `the answer to an asker outside the members: ${error instanceof Error ? error.message : String(error)}` });
-      },
-    );
+  /** `message` as a frame of this cluster at the wire protocol in force, without its length prefix. */
+  #encode(message: Message): Uint8Array {
+    return encodeFrame({ clusterId: this.#clusterId, message }, this.#records, this.#protocol);
   }
 
   flush(): void {
@@ -308,20 +285,11 @@ export class Libp2pTransport implements Transport {
 
   /**
    * The multiaddrs the node is bound to, with `/p2p/<peer id>`; empty before start(). Kept for
-   * LISTEN_ADDRESSES_FRESH_MS: libp2p works them out anew on each call (a wildcard listener's from
-   * the host's interfaces), and `state()`, which every scrape of /metrics and /v1/state reads,
-   * shows them; they change only with the host's interfaces, and libp2p itself tells of a change
-   * about as late.
+   * LISTEN_ADDRESSES_FRESH_MS (listen-addresses.ts): every scrape of `state()` shows them.
    */
   listenAddresses(): readonly string[] {
     const node = this.#node;
-    if (node === null) return [];
-    const now = performance.now();
-    const kept = this.#listenAddresses;
-    if (kept !== null && kept.node === node && now - kept.atMs < LISTEN_ADDRESSES_FRESH_MS) return kept.addrs;
-    const addrs = Object.freeze(node.getMultiaddrs().map((ma) => ma.toString()));
-    this.#listenAddresses = { node, atMs: now, addrs };
-    return addrs;
+    return node === null ? [] : this.#listenAddresses.of(node);
   }
 
   /** This node's libp2p peer id; null before start(). */
@@ -521,7 +489,7 @@ export class Libp2pTransport implements Transport {
     } else {
       // A vote request from outside the peers (#rejection lets nothing else through): its
       // answer goes back over this connection.
-      this.#askers.asked(message.from, connection, performance.now());
+      this.#askers.asked(message.from, connection);
     }
     const handler = this.#handler;
     if (handler === null) {
