@@ -50,14 +50,7 @@ export class StateJson {
   jobs(list: Jobs): readonly Uint8Array[] {
     if (list === this.#list) return this.#pieces;
     const blocks: Block[] = [];
-    for (let from = 0, i = 0; from < list.length; from += STATE_JSON_BLOCK_JOBS, i++) {
-      const kept = this.#blocks[i];
-      if (kept !== undefined && sameViews(kept.views, list, from)) blocks.push(kept);
-      else {
-        const views = list.slice(from, from + STATE_JSON_BLOCK_JOBS);
-        blocks.push({ views, bytes: this.#block(views, from === 0) });
-      }
-    }
+    for (let i = 0, n = blockCount(list); i < n; i++) blocks.push(this.#blockAt(list, i));
     this.#list = list;
     this.#blocks = blocks;
     this.#pieces = [OPEN, ...blocks.map((b) => b.bytes), CLOSE];
@@ -71,15 +64,13 @@ export class StateJson {
    * Gives the bytes of the blocks it wrote, and the block to go on from (null past the last).
    */
   warm(list: Jobs, from: number, count: number): { readonly written: readonly Uint8Array[]; readonly next: number | null } {
-    const blocks = Math.ceil(list.length / STATE_JSON_BLOCK_JOBS);
+    const blocks = blockCount(list);
     const written: Uint8Array[] = [];
     let i = from;
     for (; i < blocks && written.length < count; i++) {
-      const start = i * STATE_JSON_BLOCK_JOBS;
       const kept = this.#blocks[i];
-      if (kept !== undefined && sameViews(kept.views, list, start)) continue;
-      const views = list.slice(start, start + STATE_JSON_BLOCK_JOBS);
-      const block = { views, bytes: this.#block(views, i === 0) };
+      const block = this.#blockAt(list, i);
+      if (block === kept) continue;
       // In order from 0 (the warmer's way), or in place of a block kept: the list has no holes.
       if (i <= this.#blocks.length) this.#blocks[i] = block;
       written.push(block.bytes);
@@ -97,6 +88,15 @@ export class StateJson {
     return text;
   }
 
+  /** Block `i` of `list`: the one kept there while it holds the same views, else one written anew (not kept). */
+  #blockAt(list: Jobs, i: number): Block {
+    const from = i * STATE_JSON_BLOCK_JOBS;
+    const kept = this.#blocks[i];
+    if (kept !== undefined && sameViews(kept.views, list, from)) return kept;
+    const views = list.slice(from, from + STATE_JSON_BLOCK_JOBS);
+    return { views, bytes: this.#block(views, i === 0) };
+  }
+
   /** The jobs' texts, a comma between them, and before them unless `first`. */
   #block(views: readonly Job[], first: boolean): Uint8Array {
     const text = views.map((view) => this.job(view)).join(',');
@@ -105,6 +105,11 @@ export class StateJson {
 }
 
 const CLOSE_OBJECT = encoder.encode('}');
+
+/** How many blocks `list` is written in. */
+function blockCount(list: Jobs): number {
+  return Math.ceil(list.length / STATE_JSON_BLOCK_JOBS);
+}
 
 /** Whether `views` are the views of `list` from `from` on, the same ones, and as many as the block there has. */
 function sameViews(views: readonly Job[], list: Jobs, from: number): boolean {
