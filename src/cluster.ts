@@ -2,6 +2,7 @@ import { randomInt } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { historyOf, type SlotHistory } from './api/history.js';
 import { JobStates } from './api/job-states.js';
+import { JobViewsWarmer } from './api/job-views-warmer.js';
 import { runExclusive, type ExclusiveLock, type ExclusiveOptions } from './api/run-exclusive.js';
 import { clusterStateOf, type ClusterState, type StateSources } from './api/state.js';
 import type { ClusterEvents } from './cluster-events.js';
@@ -69,6 +70,8 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   readonly #consumers = new Map<string, { handler: ConsumeHandler; settings: ConsumerSettings }>();
   /** The jobs of state(), kept between calls until they change. */
   readonly #jobStates = new JobStates();
+  /** Builds those views ahead of the next call, once state() was called (api/job-views-warmer.ts). */
+  readonly #jobViewsWarmer: JobViewsWarmer;
   /** The `http` option's server and metrics (http/cluster-http.ts); null when it is off. */
   readonly #http: ClusterHttp | null;
 
@@ -87,7 +90,11 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     this.#random = options.random ?? cryptoRandom;
     this.#clusterId = clusterIdOf(this.#o.voters);
     this.#joins = new JoinServer(this.#o.self.id);
-    this.#http = this.#o.http === null ? null : new ClusterHttp(this, this.#o.http);
+    this.#jobViewsWarmer = new JobViewsWarmer(this.#timers, this.#jobStates, () => {
+      const scheduler = this.#scheduler;
+      return scheduler === null ? null : { state: scheduler.state, nowMs: this.#clusterNowMs() };
+    });
+    this.#http = this.#o.http === null ? null : new ClusterHttp(this, this.#o.http, () => this.#jobsNow());
   }
 
   /** Where the `http` option serves once started (`host:port`, the port bound when it asked for 0); null when it does not. */
@@ -171,6 +178,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     this.#joins.stop();
     this.#parts.removalProbe?.stop();
     this.#parts.watch?.stop();
+    this.#jobViewsWarmer.stop();
     this.#parts.member?.stop();
     for (const wake of this.#roleWaiters) wake();
     try {
@@ -403,7 +411,20 @@ export class Cluster extends EventEmitter<ClusterEvents> {
 
   /** A snapshot of this member's view: role, term, leader, indexes, members and their reachability. */
   state(): ClusterState {
+    this.#jobViewsWarmer.arm();
     return clusterStateOf(this.#stateSources(true));
+  }
+
+  /** state().jobs alone (what the `http` option's warmer keeps the JSON of). */
+  #jobsNow(): ClusterState['jobs'] {
+    this.#jobViewsWarmer.arm();
+    const scheduler = this.#scheduler;
+    return scheduler === null ? [] : this.#jobStates.of(scheduler.state, this.#clusterNowMs());
+  }
+
+  /** Slot instants are on the cluster's time (as in the log), not the timers' monotonic base. */
+  #clusterNowMs(): number {
+    return this.#driver?.clusterClock().now() ?? this.#clock.now();
   }
 
   /**
@@ -413,8 +434,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
    */
   #stateSources(withJobs: boolean): StateSources {
     const driver = this.#driver;
-    // Slot instants are on the cluster's time (as in the log), not the timers' monotonic base.
-    const clusterNowMs = driver?.clusterClock().now() ?? this.#clock.now();
+    const clusterNowMs = this.#clusterNowMs();
     return {
       id: this.id,
       status: this.#status,

@@ -46,6 +46,9 @@ export class JobStates {
    * before it): a call after a next slot came looks at them and at the jobs changed, not at all.
    */
   #last: Last | null = null;
+  /** warm()'s pass under way, if it stopped at its bound, and what its last pass built. */
+  #pass: WarmPass | null = null;
+  #warmed: Warmed | null = null;
 
   /** Views built so far, in all (a test counts the work a call did). */
   get builds(): number {
@@ -83,44 +86,15 @@ export class JobStates {
       else soon.add(name);
     };
 
-    let latestClaims: Map<string, ClaimRecord> | null = null;
+    const latest = new LatestClaims(state);
     for (const name of names) {
       const job = state.jobs.get(name);
       if (job === undefined) continue;
-      const change = state.changeOf(name);
-      const built = this.#built.get(job);
-      const holding = built !== undefined && holds(built, nowMs);
-      if (holding && built.change === change) {
-        if (from === null) built.index = out.length;
-        out[built.index] = built.view;
-        until(name, built.nextMs);
-        continue;
-      }
-      const latest = latestClaimOf(state, job, () => (latestClaims ??= latestClaimOfEachJob(state)));
-      // A job's spec and anchor never change: while its view holds and its mark did not move (a
-      // registration, a run), its next slot is the same.
-      const nextMs =
-        holding && built.highWaterMs === job.highWaterMs && job.spec.kind !== 'delay'
-          ? built.nextMs
-          : job.spec.kind === 'delay'
-            ? nextDelaySlot(state, job)
-            : nextInstantFrom(job.spec, job.anchorMs, job.highWaterMs, nowMs);
-      // A job whose next slot did not move (another member registered it) keeps its Date.
-      const nextSlot = nextMs === null ? null : built?.nextMs === nextMs ? built.view.nextSlot : new Date(nextMs);
-      const view = viewOf(state, job, latest, nextSlot, built?.view.spec);
-      const index = from === null ? out.length : (built?.index ?? out.length);
-      if (built === undefined) this.#built.set(job, { view, change, atMs: nowMs, nextMs, highWaterMs: job.highWaterMs, index });
-      else {
-        built.view = view;
-        built.change = change;
-        built.atMs = nowMs;
-        built.nextMs = nextMs;
-        built.highWaterMs = job.highWaterMs;
-        built.index = index;
-      }
-      this.#builds++;
-      out[index] = view;
-      until(name, nextMs);
+      const built = this.#ensure(state, job, nowMs, latest);
+      // A view built by warm() for a new job has no place yet: it comes last.
+      if (from === null || built.index < 0) built.index = out.length;
+      out[built.index] = built.view;
+      until(name, built.nextMs);
     }
     // The list holds until the first next slot it shows: a soon job's, else at the horizon.
     let untilMs = horizonMs;
@@ -133,6 +107,81 @@ export class JobStates {
     this.#last = { state, changes: state.changes, atMs: nowMs, untilMs, horizonMs, soon, jobs };
     return jobs;
   }
+
+  /**
+   * The job's view as built, built again first if the job changed since or the view no longer
+   * holds at `nowMs` (counted in `builds`).
+   */
+  #ensure(state: SchedulerState, job: JobRecord, nowMs: number, latestClaims: LatestClaims): Built {
+    const change = state.changeOf(job.name);
+    const built = this.#built.get(job);
+    const holding = built !== undefined && holds(built, nowMs);
+    if (holding && built.change === change) return built;
+    const latest = latestClaimOf(state, job, latestClaims);
+    // A job's spec and anchor never change: while its view holds and its mark did not move (a
+    // registration, a run), its next slot is the same.
+    const nextMs =
+      holding && built.highWaterMs === job.highWaterMs && job.spec.kind !== 'delay'
+        ? built.nextMs
+        : job.spec.kind === 'delay'
+          ? nextDelaySlot(state, job)
+          : nextInstantFrom(job.spec, job.anchorMs, job.highWaterMs, nowMs);
+    // A job whose next slot did not move (another member registered it) keeps its Date.
+    const nextSlot = nextMs === null ? null : built?.nextMs === nextMs ? built.view.nextSlot : new Date(nextMs);
+    const view = viewOf(state, job, latest, nextSlot, built?.view.spec);
+    this.#builds++;
+    if (built === undefined) {
+      const made: Built = { view, change, atMs: nowMs, nextMs, highWaterMs: job.highWaterMs, index: -1 };
+      this.#built.set(job, made);
+      return made;
+    }
+    built.view = view;
+    built.change = change;
+    built.atMs = nowMs;
+    built.nextMs = nextMs;
+    built.highWaterMs = job.highWaterMs;
+    return built;
+  }
+
+  /**
+   * Builds ahead, between calls, the views the next call would build: of the jobs changed since
+   * the last call or the last warm() (and, once a next slot the last list shows came, of its
+   * soon jobs), at most `maxBuilds` of them and `maxBuilds` * WARM_LOOKS_PER_BUILD looks at
+   * jobs, and none once `outOfTime()` says so (asked every WARM_TIME_CHECK_EVERY looks); a
+   * pass that stops there goes on at the next warm(). Returns whether nothing is left
+   * to build. The next call then finds the views built and only places them (job-views-warmer.ts
+   * calls this in small turns: without it, the first call after many jobs changed, as when they
+   * register at start, built them all at once and held the event loop for as long).
+   */
+  warm(state: SchedulerState, nowMs: number, maxBuilds: number, outOfTime: () => boolean = () => false): boolean {
+    let pass = this.#pass?.state === state ? this.#pass : null;
+    if (pass === null) {
+      const last = this.#last?.state === state ? this.#last : null;
+      const warmed = this.#warmed?.state === state ? this.#warmed : null;
+      const fromChange = Math.max(last?.changes ?? -1, warmed?.changes ?? -1);
+      // Once a next slot that the last list shows came, its soon jobs are built again, once.
+      const soon = last !== null && nowMs >= last.untilMs && warmed?.soonOf !== last ? last.soon : null;
+      if (fromChange === state.changes && soon === null) return true;
+      const changed = fromChange < 0 ? null : fromChange === state.changes ? [] : state.jobsChangedSince(fromChange);
+      const names: Iterable<string> = changed === null ? state.jobs.keys() : soon === null ? changed : [...soon, ...changed];
+      pass = { state, changes: state.changes, soonOf: soon === null ? (warmed?.soonOf ?? null) : last, names: names[Symbol.iterator]() };
+    }
+    const latest = new LatestClaims(state);
+    const builds = this.#builds;
+    for (let looks = 0; this.#builds - builds < maxBuilds && looks < maxBuilds * WARM_LOOKS_PER_BUILD; looks++) {
+      if (looks % WARM_TIME_CHECK_EVERY === WARM_TIME_CHECK_EVERY - 1 && outOfTime()) break;
+      const next = pass.names.next();
+      if (next.done === true) {
+        this.#pass = null;
+        this.#warmed = { state, changes: pass.changes, soonOf: pass.soonOf };
+        return pass.changes === state.changes;
+      }
+      const job = state.jobs.get(next.value);
+      if (job !== undefined) this.#ensure(state, job, nowMs, latest);
+    }
+    this.#pass = pass;
+    return false;
+  }
 }
 
 /**
@@ -142,6 +191,31 @@ export class JobStates {
  * enough that the jobs of every hour or longer that fall in it are few.
  */
 export const JOB_STATES_HORIZON_MS = 60_000;
+
+/**
+ * Jobs warm() may look at per view it builds (most of the jobs it looks at may have views built
+ * already, as when a call came between): bounds a turn that builds few.
+ */
+export const WARM_LOOKS_PER_BUILD = 8;
+
+/** warm() asks whether its time is up once every this many looks at jobs (asking costs a clock read). */
+export const WARM_TIME_CHECK_EVERY = 32;
+
+/** A pass of warm(): the names it has left, for the state at change `changes`. */
+interface WarmPass {
+  readonly state: SchedulerState;
+  readonly changes: number;
+  /** The list whose soon jobs it looks at (or an earlier pass did). */
+  readonly soonOf: Last | null;
+  readonly names: Iterator<string>;
+}
+
+/** What warm()'s last finished pass built: the views of every job changed up to `changes`. */
+interface Warmed {
+  readonly state: SchedulerState;
+  readonly changes: number;
+  readonly soonOf: Last | null;
+}
 
 interface Last {
   readonly state: SchedulerState;
@@ -169,9 +243,23 @@ function holds(built: Built, nowMs: number): boolean {
  * (every claim and skip moves it past that); after a skip, or once it was forgotten, it is found
  * in one pass over the claims (`ofEachJob`), made once for all the jobs of a call.
  */
-function latestClaimOf(state: SchedulerState, job: JobRecord, ofEachJob: () => Map<string, ClaimRecord>): ClaimRecord | undefined {
+function latestClaimOf(state: SchedulerState, job: JobRecord, ofEachJob: LatestClaims): ClaimRecord | undefined {
   if (job.highWaterMs === job.anchorMs) return undefined;
-  return state.claims.get(claimKey(job.name, job.highWaterMs)) ?? ofEachJob().get(job.name);
+  return state.claims.get(claimKey(job.name, job.highWaterMs)) ?? ofEachJob.of(job.name);
+}
+
+/** The latest claim of each job, found in one pass over the claims when a job first asks (see latestClaimOf). */
+class LatestClaims {
+  readonly #state: SchedulerState;
+  #byJob: Map<string, ClaimRecord> | null = null;
+
+  constructor(state: SchedulerState) {
+    this.#state = state;
+  }
+
+  of(job: string): ClaimRecord | undefined {
+    return (this.#byJob ??= latestClaimOfEachJob(this.#state)).get(job);
+  }
 }
 
 function latestClaimOfEachJob(state: SchedulerState): Map<string, ClaimRecord> {

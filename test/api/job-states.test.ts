@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { JOB_STATES_HORIZON_MS, JobStates } from '../../src/api/job-states.js';
+import { JOB_STATES_HORIZON_MS, JobStates, WARM_LOOKS_PER_BUILD } from '../../src/api/job-states.js';
 import { CHANGE_LOG_KEPT } from '../../src/scheduler/change-log.js';
 import { parseSpec } from '../../src/scheduler/spec.js';
 import { decodeSchedulerSnapshot, encodeSchedulerSnapshot } from '../../src/scheduler/state-snapshot.js';
@@ -185,6 +185,77 @@ describe('the jobs of state()', () => {
     const after = views.of(s, T0 + 100);
     expect(looks.count()).toBe(11);
     expect(after).toEqual(new JobStates().of(s, T0 + 100));
+  });
+
+  it('are built ahead by warm(), a bounded number at a time: the next call builds none and places them, new jobs last', () => {
+    const { s, apply } = stateOf(100);
+    const views = new JobStates();
+    views.of(s, T0 + 100);
+    for (let i = 0; i < 30; i++) apply({ type: 'claim', job: `job${i}`, slotMs: T0 + 1000, assignees: ['a'], fromMs: T0 });
+    for (let i = 0; i < 5; i++) apply(register(`new${i}`, 'a'));
+    const before = views.builds;
+    // 35 to build, 16 a turn: three turns, the last finds none left.
+    expect(views.warm(s, T0 + 200, 16)).toBe(false);
+    expect(views.builds - before).toBe(16);
+    expect(views.warm(s, T0 + 200, 16)).toBe(false);
+    expect(views.warm(s, T0 + 200, 16)).toBe(true);
+    expect(views.builds - before).toBe(35);
+    // Nothing changed since: nothing to do.
+    expect(views.warm(s, T0 + 200, 16)).toBe(true);
+    const list = views.of(s, T0 + 300);
+    expect(views.builds - before).toBe(35);
+    expect(list).toEqual(new JobStates().of(s, T0 + 300));
+    expect(list.map((j) => j.name).slice(-5)).toEqual(['new0', 'new1', 'new2', 'new3', 'new4']);
+  });
+
+  it('are built ahead by warm() with no call before, and for a state changed during a pass, up to its last change', () => {
+    const { s, apply } = stateOf(50);
+    const views = new JobStates();
+    expect(views.warm(s, T0 + 100, 20)).toBe(false);
+    // A change in the middle of the pass: the pass ends at the change it began at, then the next takes it.
+    apply({ type: 'claim', job: 'job3', slotMs: T0 + 1000, assignees: ['a'], fromMs: T0 });
+    expect(views.warm(s, T0 + 100, 20)).toBe(false);
+    expect(views.warm(s, T0 + 100, 20)).toBe(false);
+    expect(views.warm(s, T0 + 100, 20)).toBe(true);
+    expect(views.builds).toBe(51);
+    expect(views.of(s, T0 + 100)).toEqual(new JobStates().of(s, T0 + 100));
+    expect(views.builds).toBe(51);
+  });
+
+  it("are built ahead by warm() once a next slot the last list shows came: its soon jobs, once", () => {
+    const { s } = stateOf(0);
+    const { apply } = { apply: (c: SchedulerCommand) => s.apply(s.changes + 1, c) };
+    for (let i = 0; i < 100; i++) apply(register(`hourly${i}`, 'a', '1h'));
+    for (let i = 0; i < 3; i++) apply(register(`tick${i}`, 'a'));
+    const views = new JobStates();
+    views.of(s, T0 + 100);
+    const looks = countLooks(s);
+    const built = views.builds;
+    expect(views.warm(s, T0 + 500, 100)).toBe(true);
+    expect(views.builds).toBe(built);
+    // Past the ticks' next slot: they are built again, the hourly ones not looked at.
+    expect(views.warm(s, T0 + 1500, 100)).toBe(true);
+    expect(views.builds - built).toBe(3);
+    expect(looks.count()).toBe(3);
+    expect(views.warm(s, T0 + 1600, 100)).toBe(true);
+    expect(looks.count()).toBe(3);
+    const list = views.of(s, T0 + 1700);
+    expect(views.builds - built).toBe(3);
+    expect(list).toEqual(new JobStates().of(s, T0 + 1700));
+  });
+
+  it('bound the jobs a warm() turn looks at, when most are built already', () => {
+    const { s, apply } = stateOf(100);
+    const views = new JobStates();
+    views.of(s, T0 + 100);
+    // 100 changes, then a call builds them: a warm() from before the call would look at them all.
+    for (let i = 0; i < 100; i++) apply({ type: 'claim', job: `job${i}`, slotMs: T0 + 1000, assignees: ['a'], fromMs: T0 });
+    expect(views.warm(s, T0 + 100, 1)).toBe(false);
+    views.of(s, T0 + 100);
+    const looks = countLooks(s);
+    // The pass under way goes on: one build allowed, so WARM_LOOKS_PER_BUILD looks at most.
+    expect(views.warm(s, T0 + 100, 1)).toBe(false);
+    expect(looks.count()).toBe(WARM_LOOKS_PER_BUILD);
   });
 
   it('are built anew for a state restored from a snapshot (its records are new)', () => {

@@ -1,0 +1,67 @@
+import type { JobStates } from './job-states.js';
+import type { SchedulerState } from '../scheduler/state.js';
+import type { TimerHandle, Timers } from '../time/clock.js';
+
+/** How often the warmer looks for jobs changed since it last built their views, when it has none left. */
+export const JOB_VIEWS_WARM_EVERY_MS = 25;
+
+/**
+ * Views built in one turn of the event loop, at most, and the time a turn may take (on the
+ * timers' clock): a slot due then waits for little, and a turn follows at once while any are
+ * left, so the warmer keeps up with jobs registered as fast as a leader commits them. The time
+ * bounds a turn on a busy machine, where each view takes longer; the count bounds it where the
+ * timers' clock does not move while code runs (simulated time).
+ */
+export const JOB_VIEWS_WARM_BUILDS_PER_TURN = 2048;
+export const JOB_VIEWS_WARM_TURN_MS = 1;
+
+/** What the warmer builds views of: the scheduler's state and the cluster's time now; null while the member is not running. */
+export type JobViewsSource = () => { readonly state: SchedulerState; readonly nowMs: number } | null;
+
+/**
+ * Builds the views of state().jobs ahead of the next call (JobStates.warm), a bounded turn at a
+ * time, so that a call after many jobs changed (registered at start, or a snapshot installed)
+ * finds them built rather than building them all at once, holding the event loop for as long
+ * (tens of milliseconds at ten thousand jobs). It runs once armed by a first call of state():
+ * a member whose state() nobody reads builds no views.
+ */
+export class JobViewsWarmer {
+  readonly #timers: Timers;
+  readonly #views: JobStates;
+  readonly #source: JobViewsSource;
+  #timer: TimerHandle | null = null;
+  #stopped = false;
+
+  constructor(timers: Timers, views: JobStates, source: JobViewsSource) {
+    this.#timers = timers;
+    this.#views = views;
+    this.#source = source;
+  }
+
+  /** Starts warming, if not yet started (and not stopped). */
+  arm(): void {
+    if (this.#timer === null && !this.#stopped) this.#next(JOB_VIEWS_WARM_EVERY_MS);
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    if (this.#timer !== null) this.#timers.clearTimeout(this.#timer);
+    this.#timer = null;
+  }
+
+  /** One turn: builds up to JOB_VIEWS_WARM_BUILDS_PER_TURN views; returns whether none are left. */
+  turn(): boolean {
+    const source = this.#source();
+    if (source === null) return true;
+    const untilMs = this.#timers.now() + JOB_VIEWS_WARM_TURN_MS;
+    return this.#views.warm(source.state, source.nowMs, JOB_VIEWS_WARM_BUILDS_PER_TURN, () => this.#timers.now() >= untilMs);
+  }
+
+  #next(delayMs: number): void {
+    this.#timer = this.#timers.setTimeout(() => {
+      this.#timer = null;
+      if (this.#stopped) return;
+      this.#next(this.turn() ? JOB_VIEWS_WARM_EVERY_MS : 0);
+    }, delayMs);
+  }
+}

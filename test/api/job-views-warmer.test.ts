@@ -1,0 +1,86 @@
+import { describe, expect, it } from 'vitest';
+import { JobStates } from '../../src/api/job-states.js';
+import { JOB_VIEWS_WARM_BUILDS_PER_TURN, JOB_VIEWS_WARM_EVERY_MS, JobViewsWarmer } from '../../src/api/job-views-warmer.js';
+import { parseSpec } from '../../src/scheduler/spec.js';
+import { SchedulerState } from '../../src/scheduler/state.js';
+import { ManualTimers } from '../fixtures/manual-timers.js';
+
+const T0 = Date.parse('2026-01-01T00:00:00Z');
+
+function registerJobs(s: SchedulerState, count: number, from = 0): void {
+  for (let i = from; i < from + count; i++) {
+    s.apply(s.changes + 1, {
+      type: 'register',
+      job: `job${i}`,
+      spec: parseSpec({ every: '1h' }),
+      mode: 'one',
+      policy: { retries: 0, retryDelayMs: 1000, catchUp: { policy: 'latest' } },
+      member: 'a',
+      atMs: T0,
+    });
+  }
+}
+
+describe('the warmer of the views of state().jobs', () => {
+  it('does nothing until armed, then builds the views of jobs that change, a bounded turn at a time, turn after turn while any are left', () => {
+    const timers = new ManualTimers();
+    const s = new SchedulerState();
+    const views = new JobStates();
+    const warmer = new JobViewsWarmer(timers, views, () => ({ state: s, nowMs: T0 + timers.now() }));
+    registerJobs(s, 2 * JOB_VIEWS_WARM_BUILDS_PER_TURN + 10);
+    timers.advance(10 * JOB_VIEWS_WARM_EVERY_MS);
+    expect(views.builds).toBe(0);
+    expect(timers.pending).toBe(0);
+
+    warmer.arm();
+    warmer.arm();
+    expect(timers.pending).toBe(1);
+    timers.advance(JOB_VIEWS_WARM_EVERY_MS - 1);
+    expect(views.builds).toBe(0);
+    // The first turn builds its bound; the ones left follow at once (no time passes).
+    timers.advance(1);
+    expect(views.builds).toBe(2 * JOB_VIEWS_WARM_BUILDS_PER_TURN + 10);
+    // Then a look every interval, building nothing while nothing changed.
+    timers.advance(5 * JOB_VIEWS_WARM_EVERY_MS);
+    expect(views.builds).toBe(2 * JOB_VIEWS_WARM_BUILDS_PER_TURN + 10);
+    registerJobs(s, 3, 10_000);
+    timers.advance(JOB_VIEWS_WARM_EVERY_MS);
+    expect(views.builds).toBe(2 * JOB_VIEWS_WARM_BUILDS_PER_TURN + 13);
+    // The next call of state() builds none of them.
+    const list = views.of(s, T0 + timers.now());
+    expect(views.builds).toBe(2 * JOB_VIEWS_WARM_BUILDS_PER_TURN + 13);
+    expect(list).toEqual(new JobStates().of(s, T0 + timers.now()));
+    expect(timers.pending).toBe(1);
+
+    warmer.stop();
+    expect(timers.pending).toBe(0);
+    warmer.arm();
+    expect(timers.pending).toBe(0);
+  });
+
+  it('builds one turn of views at a time: a turn is bounded', () => {
+    const s = new SchedulerState();
+    const views = new JobStates();
+    const warmer = new JobViewsWarmer(new ManualTimers(), views, () => ({ state: s, nowMs: T0 }));
+    registerJobs(s, JOB_VIEWS_WARM_BUILDS_PER_TURN + 1);
+    expect(warmer.turn()).toBe(false);
+    expect(views.builds).toBe(JOB_VIEWS_WARM_BUILDS_PER_TURN);
+    expect(warmer.turn()).toBe(true);
+    expect(views.builds).toBe(JOB_VIEWS_WARM_BUILDS_PER_TURN + 1);
+  });
+
+  it('waits, looking every interval, while the member does not run', () => {
+    const timers = new ManualTimers();
+    let source: SchedulerState | null = null;
+    const views = new JobStates();
+    const warmer = new JobViewsWarmer(timers, views, () => (source === null ? null : { state: source, nowMs: T0 }));
+    warmer.arm();
+    timers.advance(3 * JOB_VIEWS_WARM_EVERY_MS);
+    expect(timers.pending).toBe(1);
+    source = new SchedulerState();
+    registerJobs(source, 4);
+    timers.advance(JOB_VIEWS_WARM_EVERY_MS);
+    expect(views.builds).toBe(4);
+    warmer.stop();
+  });
+});
