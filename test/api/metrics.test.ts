@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ClusterState } from '../../src/api/state.js';
-import { ClusterMetrics } from '../../src/http/metrics.js';
+import { ClusterMetrics, PLACES_LOOKED_FOR_ALONG_THE_LIST } from '../../src/http/metrics.js';
 import type { RunRecord } from '../../src/runtime/scheduler/job-types.js';
 import { parseSamples, valueOf } from '../fixtures/prometheus-text.js';
 
@@ -67,6 +67,23 @@ describe('ClusterMetrics', () => {
     // k gone, another job at its place: its series go at the next scrape.
     state = stateWith([], [job('m', 0, 0), job('l', 0, 0), job('n', 0, 0)]);
     expect(await runsOfK()).toBeUndefined();
+  });
+
+  it("finds the places of more jobs run here than it looks for along the list, and drops those gone, alike", async () => {
+    const many = PLACES_LOOKED_FOR_ALONG_THE_LIST + 5;
+    const names = Array.from({ length: many }, (_, i) => `r${i}`);
+    // The jobs run here after others, in reverse: none at the place it was first given.
+    let state = stateWith([], [...['x', 'y'].map((n) => job(n, 0, 0)), ...[...names].reverse().map((n) => job(n, 0, 0))]);
+    const metrics = new ClusterMetrics({ state: () => state });
+    for (const name of names) metrics.runEnded(run({ job: name }));
+    const runs = async (): Promise<(number | undefined)[]> => {
+      const samples = parseSamples(await metrics.text());
+      return names.map((name) => valueOf(samples, 'cronraft_job_runs_total', { job: name, outcome: 'succeeded' }));
+    };
+    expect(await runs()).toEqual(names.map(() => 1));
+    // Every other one gone, the rest moved: the gone ones' series go, the others' stay.
+    state = stateWith([], names.filter((_, i) => i % 2 === 0).map((n) => job(n, 0, 0)));
+    expect(await runs()).toEqual(names.map((_, i) => (i % 2 === 0 ? 1 : undefined)));
   });
 
   it('counts runs by outcome, a failure after retries only on the last try, and lateness from the slot', async () => {
