@@ -1,5 +1,6 @@
 import type { Role } from './raft/ready.js';
 import type { SchedulerCommand } from './scheduler/command.js';
+import type { ApplyResult } from './scheduler/records.js';
 import type { NodeId } from './raft/types.js';
 import type { RunRecord } from './runtime/scheduler/job-types.js';
 import type { Batch, BatchSummary } from './runtime/fanout/batches.js';
@@ -57,6 +58,12 @@ export interface ClusterEvents {
    * Each run's own end comes with the `run` event of the member that ran it (outcome `cancelled`).
    */
   cancelled: [{ readonly job: string; readonly slots: readonly Date[]; readonly by: NodeId; readonly index: number }];
+  /**
+   * A job this member scheduled was not registered, as this member applied its registration:
+   * the cluster holds as many jobs as it may (10,000) and none of them is one that no member has
+   * a handler for anymore, which would have made room. Unschedule jobs, then schedule it again.
+   */
+  'job-refused': [{ readonly job: string; readonly reason: 'too-many-jobs'; readonly index: number }];
   /** A member this member reached before is unreachable (cluster-watch.ts: as this member sees it). */
   'member-unreachable': [{ readonly id: NodeId; readonly lastContactMs: number | null }];
   /** A member's clock is further than maxClockSkewMs from the cluster's time: it is given no work. */
@@ -78,4 +85,11 @@ export function missedEventOf(index: number, command: SchedulerCommand, result: 
   if (command.type !== 'expire' && command.type !== 'forfeit') return null;
   if ((result as { readonly ok?: boolean } | undefined)?.ok === false) return null;
   return { job: command.job, slot: new Date(command.slotMs), reason: command.type === 'expire' ? command.reason : 'member-removed', index };
+}
+
+/** The `job-refused` event a registration of this member's applied here makes, if any. */
+export function jobRefusedEventOf(self: NodeId, index: number, command: SchedulerCommand, result: unknown): ClusterEvents['job-refused'][0] | null {
+  if (command.type !== 'register' || command.member !== self) return null;
+  const r = result as ApplyResult | undefined;
+  return r?.ok === false && r.reason === 'too-many-jobs' ? { job: command.job, reason: 'too-many-jobs', index } : null;
 }

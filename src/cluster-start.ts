@@ -3,7 +3,7 @@ import type { EventEmitter } from 'node:events';
 import type { PrivateKey } from '@libp2p/interface';
 import type { ClusterState, MemberState } from './api/state.js';
 import { EntryRecords } from './bytes/entry-records.js';
-import { cancelledEventOf, missedEventOf, type ClusterEvents } from './cluster-events.js';
+import { cancelledEventOf, jobRefusedEventOf, missedEventOf, type ClusterEvents } from './cluster-events.js';
 import { registerConsumer, type ConsumeHandler } from './cluster-fanout.js';
 import { joinOrForm, probeRemoval, serveJoins, startDiscovery } from './cluster-join.js';
 import type { ResolvedOptions } from './cluster-options.js';
@@ -179,6 +179,8 @@ export async function startMember(ctx: StartContext, parts: MemberParts): Promis
       if (missed !== null) tell('missed', missed);
       const cancelled = cancelledEventOf(index, command, result);
       if (cancelled !== null) tell('cancelled', cancelled);
+      const refused = jobRefusedEventOf(o.self.id, index, command, result);
+      if (refused !== null) tell('job-refused', refused);
     },
     onFanoutEvent: (event) => {
       if (event.type === 'item-failed') cluster.emit('item-failed', { topic: event.topic, id: event.id, attempt: event.attempt, error: event.error, dead: event.dead });

@@ -57,7 +57,8 @@ export class JobStates {
 
   of(state: SchedulerState, nowMs: number): ClusterState['jobs'] {
     const last = this.#last;
-    if (last !== null && last.state === state && nowMs >= last.atMs && nowMs < last.horizonMs) {
+    // A job forgotten (to make room for another) leaves a hole in the list: it is made anew.
+    if (last !== null && last.state === state && nowMs >= last.atMs && nowMs < last.horizonMs && last.forgotten === state.jobsForgotten) {
       // Nothing changed, and no job's next slot came: the list itself again, without a look-up.
       if (last.changes === state.changes && nowMs < last.untilMs) return last.jobs;
       // Else the views of the jobs changed since, and of those whose next slot may have come,
@@ -104,7 +105,7 @@ export class JobStates {
       if (nextMs !== null) untilMs = Math.min(untilMs, nextMs);
     }
     const jobs = Object.freeze(out);
-    this.#last = { state, changes: state.changes, atMs: nowMs, untilMs, horizonMs, soon, jobs };
+    this.#last = { state, changes: state.changes, forgotten: state.jobsForgotten, atMs: nowMs, untilMs, horizonMs, soon, jobs };
     return jobs;
   }
 
@@ -220,6 +221,8 @@ interface Warmed {
 interface Last {
   readonly state: SchedulerState;
   readonly changes: number;
+  /** state.jobsForgotten then. */
+  readonly forgotten: number;
   readonly atMs: number;
   readonly untilMs: number;
   readonly horizonMs: number;

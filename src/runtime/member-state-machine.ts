@@ -12,7 +12,7 @@ import { SchedulerMirror } from './scheduler-mirror.js';
 import { FanoutState, type FanoutApplyResult, type FanoutStateParts } from '../fanout/state.js';
 import type { FanoutCommand } from '../fanout/command.js';
 import { decodeFanoutSnapshot, encodeFanoutSnapshot, fanoutSnapshotSteps } from '../fanout/state-snapshot.js';
-import { FANOUT_VERSION } from '../version/versions.js';
+import { FANOUT_VERSION, JOB_ROOM_VERSION } from '../version/versions.js';
 import type { SchedulerRuntime } from './scheduler/scheduler-runtime.js';
 
 export interface MemberStateMachineHooks {
@@ -65,8 +65,9 @@ export function memberStateMachine(schedulerOf: () => SchedulerRuntime, cluster:
       const command = decodeEntry(entry.data, cluster.active, cluster.support);
       switch (command.kind) {
         case 'scheduler': {
-          const result = schedulerOf().apply(entry.index, command.command);
-          mirror.apply(entry.index, command.command);
+          const makesRoom = cluster.active >= JOB_ROOM_VERSION;
+          const result = schedulerOf().apply(entry.index, command.command, makesRoom);
+          mirror.apply(entry.index, command.command, makesRoom);
           hooks.onSchedulerApplied?.(entry.index, command.command, result);
           return result;
         }
@@ -74,9 +75,10 @@ export function memberStateMachine(schedulerOf: () => SchedulerRuntime, cluster:
           // One entry, many registrations, each applied as if it had an entry of its own (none
           // reads the index: registrations carry no fencing token).
           const scheduler = schedulerOf();
+          const makesRoom = cluster.active >= JOB_ROOM_VERSION;
           for (const one of command.commands) {
-            const result = scheduler.apply(entry.index, one);
-            mirror.apply(entry.index, one);
+            const result = scheduler.apply(entry.index, one, makesRoom);
+            mirror.apply(entry.index, one, makesRoom);
             hooks.onSchedulerApplied?.(entry.index, one, result);
           }
           return undefined;

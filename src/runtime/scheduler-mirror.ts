@@ -73,7 +73,7 @@ export class SchedulerMirror {
   readonly #now: (() => number) | undefined;
   #state: SchedulerState | null = null;
   /** Commands the live state applied and the mirror not yet, from #heldFrom on. */
-  #held: Array<{ readonly index: number; readonly command: SchedulerCommand }> = [];
+  #held: Array<{ readonly index: number; readonly command: SchedulerCommand; readonly makesRoom: boolean }> = [];
   #heldFrom = 0;
   /** Whether a snapshot is being taken: every command is held until it is complete. */
   #holding = false;
@@ -91,13 +91,13 @@ export class SchedulerMirror {
     return this.#held.length - this.#heldFrom;
   }
 
-  /** A scheduler command the live state applied, at its entry's index. */
-  apply(index: number, command: SchedulerCommand): void {
+  /** A scheduler command the live state applied, at its entry's index, as it applied it (`makesRoom`, see SchedulerState.apply). */
+  apply(index: number, command: SchedulerCommand, makesRoom = false): void {
     if (!this.#holding && this.#heldFrom === this.#held.length) {
-      this.#mirror().apply(index, command);
+      this.#mirror().apply(index, command, makesRoom);
       return;
     }
-    this.#held.push({ index, command });
+    this.#held.push({ index, command, makesRoom });
     if (!this.#holding) this.#catchUp(CATCH_UP_PER_ENTRY);
   }
 
@@ -165,8 +165,8 @@ export class SchedulerMirror {
   #catchUp(count: number): void {
     const until = Math.min(this.#held.length, this.#heldFrom + count);
     for (; this.#heldFrom < until; this.#heldFrom++) {
-      const { index, command } = this.#held[this.#heldFrom] as { readonly index: number; readonly command: SchedulerCommand };
-      this.#mirror().apply(index, command);
+      const { index, command, makesRoom } = this.#held[this.#heldFrom] as { readonly index: number; readonly command: SchedulerCommand; readonly makesRoom: boolean };
+      this.#mirror().apply(index, command, makesRoom);
     }
     if (this.#heldFrom === this.#held.length) {
       this.#held = [];

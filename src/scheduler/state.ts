@@ -51,6 +51,14 @@ export class SchedulerState {
    */
   readonly #changed = new Map<string, number>();
   #changes = 0;
+  /**
+   * Jobs no member has a handler for (each unregistered it): at the cap of jobs, the first of
+   * them in `jobs` with no claim open or in progress makes room for a new one (#makeRoom).
+   * Derived from the jobs, and counted again by a restore.
+   */
+  #orphans = 0;
+  /** Jobs forgotten to make room (#makeRoom) so far: a reader of the list of jobs builds it anew when it moved. */
+  #forgotten = 0;
   /** The jobs changed lately, with their counts (see jobsChangedSince). */
   readonly #changeLog = new ChangeLog();
   /** The handler sets made last, by their members in order (see #handlerSet). */
@@ -92,8 +100,10 @@ export class SchedulerState {
     this.jobs.clear();
     this.#recentHandlerSets.clear();
     this.#recentAdditions.clear();
+    this.#orphans = 0;
     for (const job of parts.jobs) {
       job.handlers = this.#handlerSet(job.handlers);
+      if (job.handlers.size === 0) this.#orphans++;
       this.jobs.set(job.name, job);
     }
     this.claims.clear();
@@ -133,6 +143,11 @@ export class SchedulerState {
     return this.#tracksChanges ? this.#changeLog.since(count) : null;
   }
 
+  /** Jobs forgotten so far to make room for new ones (see #makeRoom); not part of the contents. */
+  get jobsForgotten(): number {
+    return this.#forgotten;
+  }
+
   /** Changes so far, of any kind (see #changed): equal counts, the same state. */
   get changes(): number {
     return this.#changes;
@@ -166,7 +181,12 @@ export class SchedulerState {
     }
   }
 
-  apply(index: number, command: SchedulerCommand): ApplyResult {
+  /**
+   * Applies `command`, the entry at `index`. `makesRoom`: whether a new job at the cap of jobs
+   * may take the place of one no member has a handler for (#makeRoom), which the cluster's
+   * version decides (JOB_ROOM_VERSION): the same at an entry on every member.
+   */
+  apply(index: number, command: SchedulerCommand, makesRoom = false): ApplyResult {
     const change = ++this.#changes;
     // A job's first registration needs no count of its own (nothing was derived from it yet),
     // and a command naming no job changes none: the counts stay bounded by the jobs.
@@ -178,10 +198,10 @@ export class SchedulerState {
     }
     switch (command.type) {
       case 'register':
-        return this.#register(command, job);
+        return this.#register(command, job, makesRoom);
       case 'unregister': {
         if (job === undefined) return { ok: false, reason: 'unknown-job' };
-        job.handlers = this.#handlerSet([...job.handlers].filter((id) => id !== command.member));
+        this.#setHandlers(job, this.#handlerSet([...job.handlers].filter((id) => id !== command.member)));
         withoutConflict(job, command.member);
         return { ok: true };
       }
@@ -318,9 +338,9 @@ export class SchedulerState {
   }
 
   /** `existing`: the job's record, if it has one. */
-  #register(command: Extract<SchedulerCommand, { type: 'register' }>, existing: JobRecord | undefined): ApplyResult {
+  #register(command: Extract<SchedulerCommand, { type: 'register' }>, existing: JobRecord | undefined, makesRoom: boolean): ApplyResult {
     if (existing === undefined) {
-      if (this.jobs.size >= this.#maxJobs) return { ok: false, reason: 'unknown-job' };
+      if (this.jobs.size >= this.#maxJobs && !(makesRoom && this.#makeRoom())) return { ok: false, reason: 'too-many-jobs' };
       this.jobs.set(command.job, {
         name: command.job,
         spec: command.spec,
@@ -345,13 +365,44 @@ export class SchedulerState {
     // for every member's registration of every job cost more than the rest of applying it.
     const theirs = sameForm(existing, command) ? null : `${specKey(command.spec)} (${command.mode}, ${policyKey(command.policy)})`;
     if (theirs !== null && theirs !== `${specKey(existing.spec)} (${existing.mode}, ${policyKey(existing.policy)})`) {
-      existing.handlers = this.#handlerSet([...existing.handlers].filter((id) => id !== command.member));
+      this.#setHandlers(existing, this.#handlerSet([...existing.handlers].filter((id) => id !== command.member)));
       existing.conflicts = new Map(existing.conflicts).set(command.member, theirs);
       return { ok: false, reason: 'spec-conflict' };
     }
-    if (!existing.handlers.has(command.member)) existing.handlers = this.#handlerSetWith(existing.handlers, command.member);
+    if (!existing.handlers.has(command.member)) this.#setHandlers(existing, this.#handlerSetWith(existing.handlers, command.member));
     withoutConflict(existing, command.member);
     return { ok: true };
+  }
+
+  #setHandlers(job: JobRecord, handlers: ReadonlySet<NodeId>): void {
+    this.#orphans += (handlers.size === 0 ? 1 : 0) - (job.handlers.size === 0 ? 1 : 0);
+    job.handlers = handlers;
+  }
+
+  /**
+   * Forgets the first job in `jobs` that no member has a handler for and that has no claim open
+   * or in progress, to make room for a new job at the cap; returns whether it did. The choice
+   * follows from the state alone (a snapshot keeps the order of `jobs`), so every member
+   * forgets the same job. The job's kept claims stay, for history, until they are pushed out;
+   * registered again later, it is a new job, anchored then. Looks at every job only while one
+   * without a handler exists: at the cap with none, a registration is refused at once.
+   */
+  #makeRoom(): boolean {
+    if (this.#orphans === 0) return false;
+    const busy = new Set<string>(this.#inProgress.keys());
+    for (const claim of this.#open) busy.add(claim.job);
+    for (const [name, job] of this.jobs) {
+      if (job.handlers.size !== 0 || busy.has(name)) continue;
+      this.jobs.delete(name);
+      this.#orphans--;
+      this.#forgotten++;
+      if (this.#tracksChanges) {
+        this.#changed.delete(name);
+        this.#changeLog.record(name, this.#changes);
+      }
+      return true;
+    }
+    return false;
   }
 
   /**

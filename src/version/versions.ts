@@ -64,6 +64,14 @@ export const FANOUT_VERSION = 3;
 export const OPERATIONS_VERSION = FANOUT_VERSION;
 
 /**
+ * The cluster version from which a new job at the cap of jobs takes the place of one that no
+ * member has a handler for (SchedulerState.apply): a member of an earlier release refuses it,
+ * so the members make room only once the cluster runs this version, all alike. Released with
+ * fan-out's, in the same version (not released yet when this joined it).
+ */
+export const JOB_ROOM_VERSION = FANOUT_VERSION;
+
+/**
  * Bound on any version number read from the log, a snapshot or a peer: a hostile or damaged
  * value past it is malformed, not a version to wait for.
  */

@@ -28,7 +28,7 @@ function liveScheduler(): SchedulerRuntime {
   const state = new SchedulerState();
   return {
     state,
-    apply: (index: number, command: SchedulerCommand) => state.apply(index, command),
+    apply: (index: number, command: SchedulerCommand, makesRoom?: boolean) => state.apply(index, command, makesRoom),
     restore: (snapshot: Uint8Array | SchedulerStateParts) => (snapshot instanceof Uint8Array ? restoreSchedulerSnapshot(state, snapshot) : state.restoreFrom(snapshot)),
   } as unknown as SchedulerRuntime;
 }
@@ -195,5 +195,30 @@ describe('the end of a snapshot in steps, at scale', () => {
     const moving = finish(mirrored(9000, () => t++).mirror.snapshotInSteps(CLUSTER));
     expect(moving.incomplete + 1).toBe(Math.ceil(pieces / SNAPSHOT_STEP_BUDGET_MS));
     expectSameBytes(moving.data, still.data);
+  });
+
+  it('applies a held registration at the cap of jobs as the live state did, making room or not', () => {
+    const limits = { maxClaimsKept: 16, maxJobs: 2, maxLocks: 2 };
+    const live = new SchedulerState(limits);
+    const mirror = new SchedulerMirror(() => limits);
+    let index = 0;
+    const both = (command: SchedulerCommand, makesRoom: boolean): void => {
+      live.apply(++index, command, makesRoom);
+      mirror.apply(index, command, makesRoom);
+    };
+    const register = (job: string): SchedulerCommand => ({ type: 'register', job, spec: parseSpec({ every: '1s' }), mode: 'one', policy: { retries: 0, retryDelayMs: 1000, catchUp: { policy: 'latest' } }, member: 'a', atMs: T0 });
+    both(register('j1'), true);
+    both(register('j2'), true);
+    both({ type: 'unregister', job: 'j1', member: 'a' }, true);
+    // A snapshot holds the mirror back; meanwhile one registration at the cap before the
+    // version that makes room, one after.
+    const steps = mirror.snapshotInSteps(CLUSTER);
+    both(register('j3'), false);
+    both(register('j4'), true);
+    expect(mirror.behind).toBe(2);
+    finish(steps);
+    expect(mirror.behind).toBe(0);
+    expect([...live.jobs.keys()]).toEqual(['j2', 'j4']);
+    expectSameBytes(finish(mirror.snapshotInSteps(CLUSTER)).data, encodeMemberSnapshot(encodeSchedulerSnapshot(live), CLUSTER, null));
   });
 });

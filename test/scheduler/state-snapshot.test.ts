@@ -366,7 +366,7 @@ describe('scheduler state snapshots', () => {
     const states = [full, restored];
     // A third job is refused; a new claim forgets the oldest finished one (sync's first, not
     // report's run in progress); a new lock forgets the expired one.
-    expect(both(states, register('mail'))).toEqual([{ ok: false, reason: 'unknown-job' }, { ok: false, reason: 'unknown-job' }]);
+    expect(both(states, register('mail'))).toEqual([{ ok: false, reason: 'too-many-jobs' }, { ok: false, reason: 'too-many-jobs' }]);
     const [claimed, claimedToo] = both(states, { type: 'claim', job: 'report', slotMs: T0 + 2000, assignees: ['a'] });
     expect(claimedToo).toEqual(claimed);
     expect([...restored.claims.keys()]).toEqual([claimKey('report', T0 + 1000), claimKey('sync', T0 + 2000), claimKey('report', T0 + 2000)]);

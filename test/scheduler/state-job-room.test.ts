@@ -1,0 +1,111 @@
+import { describe, expect, it } from 'vitest';
+import { JobStates } from '../../src/api/job-states.js';
+import { jobRefusedEventOf } from '../../src/cluster-events.js';
+import type { SchedulerCommand } from '../../src/scheduler/command.js';
+import { parseSpec } from '../../src/scheduler/spec.js';
+import { decodeSchedulerSnapshot, encodeSchedulerSnapshot } from '../../src/scheduler/state-snapshot.js';
+import { SchedulerState } from '../../src/scheduler/state.js';
+
+const T0 = Date.parse('2026-01-01T00:00:00Z');
+const policy = { retries: 0, retryDelayMs: 1000, catchUp: { policy: 'latest' } } as const;
+const register = (job: string, member = 'a'): SchedulerCommand => ({ type: 'register', job, spec: parseSpec({ every: '1s' }), mode: 'one', policy, member, atMs: T0 });
+const unregister = (job: string, member = 'a'): SchedulerCommand => ({ type: 'unregister', job, member });
+
+/** A state of at most `maxJobs` jobs, with an applier that numbers entries, on a cluster version that makes room (JOB_ROOM_VERSION) unless told otherwise. */
+function stateOf(maxJobs: number, makesRoom = true): { s: SchedulerState; apply: (c: SchedulerCommand) => ReturnType<SchedulerState['apply']> } {
+  const s = new SchedulerState({ maxJobs });
+  let index = 0;
+  return { s, apply: (c) => s.apply(++index, c, makesRoom) };
+}
+
+describe('a new job at the cap of jobs', () => {
+  it('is refused (too-many-jobs) on a cluster version before JOB_ROOM_VERSION, as a member of an earlier release refuses it', () => {
+    const { s, apply } = stateOf(2, false);
+    for (const job of ['j1', 'j2']) apply(register(job));
+    apply(unregister('j1'));
+    expect(apply(register('j3'))).toEqual({ ok: false, reason: 'too-many-jobs' });
+    expect([...s.jobs.keys()]).toEqual(['j1', 'j2']);
+  });
+
+  it('is refused (too-many-jobs) while every job has a handler', () => {
+    const { s, apply } = stateOf(3);
+    for (const job of ['j1', 'j2', 'j3']) apply(register(job));
+    expect(apply(register('j4'))).toEqual({ ok: false, reason: 'too-many-jobs' });
+    expect([...s.jobs.keys()]).toEqual(['j1', 'j2', 'j3']);
+    expect(s.jobsForgotten).toBe(0);
+  });
+
+  it('takes the place of the first job no member has a handler for, one with no run in progress', () => {
+    const { s, apply } = stateOf(3);
+    for (const job of ['j1', 'j2', 'j3']) apply(register(job));
+    // j1 runs (a claim started), then loses its handler; j2 and j3 lose theirs, j3 first.
+    const claimed = apply({ type: 'claim', job: 'j1', slotMs: T0 + 1000, assignees: ['a'] });
+    if (!claimed.ok || claimed.claim === undefined) throw new Error('no claim');
+    apply({ type: 'started', job: 'j1', slotMs: T0 + 1000, token: claimed.claim.token, member: 'a', atMs: T0 + 1000 });
+    for (const job of ['j1', 'j3', 'j2']) apply(unregister(job));
+    expect(apply(register('j4'))).toEqual({ ok: true });
+    // j1's run is in progress: j2, the first after it in the jobs, goes.
+    expect([...s.jobs.keys()]).toEqual(['j1', 'j3', 'j4']);
+    expect(apply(register('j5'))).toEqual({ ok: true });
+    expect([...s.jobs.keys()]).toEqual(['j1', 'j4', 'j5']);
+    // Only j1 is left without a handler, and it runs: refused.
+    expect(apply(register('j6'))).toEqual({ ok: false, reason: 'too-many-jobs' });
+    // Its claim is kept, for history.
+    expect(s.claims.size).toBe(1);
+    expect(s.jobsForgotten).toBe(2);
+  });
+
+  it('takes no place of a job that a member registered again', () => {
+    const { s, apply } = stateOf(2);
+    for (const job of ['j1', 'j2']) apply(register(job));
+    apply(unregister('j1'));
+    apply(register('j1', 'b'));
+    expect(apply(register('j3'))).toEqual({ ok: false, reason: 'too-many-jobs' });
+    apply(unregister('j2'));
+    expect(apply(register('j3'))).toEqual({ ok: true });
+    expect([...s.jobs.keys()]).toEqual(['j1', 'j3']);
+  });
+
+  it('forgets the same job on a member restored from a snapshot as on one that applied every entry', () => {
+    const { s, apply } = stateOf(4);
+    for (const job of ['j1', 'j2', 'j3', 'j4']) apply(register(job));
+    // Orphaned in another order than the jobs'.
+    for (const job of ['j4', 'j2', 'j3']) apply(unregister(job));
+    const restored = new SchedulerState({ maxJobs: 4 });
+    restored.restoreFrom(decodeSchedulerSnapshot(encodeSchedulerSnapshot(s)));
+    for (const state of [s, restored]) {
+      expect(state.apply(100, register('new1'), true)).toEqual({ ok: true });
+      expect(state.apply(101, register('new2'), true)).toEqual({ ok: true });
+    }
+    expect([...restored.jobs.keys()]).toEqual([...s.jobs.keys()]);
+    expect([...s.jobs.keys()]).toEqual(['j1', 'j4', 'new1', 'new2']);
+  });
+
+  it('leaves state().jobs without the job forgotten, the new one last', () => {
+    const { s, apply } = stateOf(3);
+    for (const job of ['j1', 'j2', 'j3']) apply(register(job));
+    const views = new JobStates();
+    views.of(s, T0 + 100);
+    apply(unregister('j2'));
+    // Warmed ahead too, as a member does between calls.
+    views.warm(s, T0 + 100, 10);
+    apply(register('j4'));
+    views.warm(s, T0 + 100, 10);
+    const after = views.of(s, T0 + 100);
+    expect(after.map((j) => j.name)).toEqual(['j1', 'j3', 'j4']);
+    expect(after).toEqual(new JobStates().of(s, T0 + 100));
+    // Forgotten, then registered again: a new job, once.
+    apply(unregister('j1'));
+    apply(register('j2'));
+    expect(views.of(s, T0 + 100).map((j) => j.name)).toEqual(['j3', 'j4', 'j2']);
+  });
+
+  it('makes a job-refused event on the member whose registration it was, and on no other', () => {
+    const command = register('j9', 'a');
+    const refused = { ok: false, reason: 'too-many-jobs' } as const;
+    expect(jobRefusedEventOf('a', 7, command, refused)).toEqual({ job: 'j9', reason: 'too-many-jobs', index: 7 });
+    expect(jobRefusedEventOf('b', 7, command, refused)).toBeNull();
+    expect(jobRefusedEventOf('a', 7, command, { ok: true })).toBeNull();
+    expect(jobRefusedEventOf('a', 7, command, { ok: false, reason: 'spec-conflict' })).toBeNull();
+  });
+});
