@@ -1,7 +1,7 @@
 import type { NodeId } from '../../raft/types.js';
 import { planDepartures } from '../../scheduler/departures.js';
 import { plan, planReassignments } from '../../scheduler/planner.js';
-import { claimKey } from '../../scheduler/records.js';
+import { claimKey, type ApplyResult } from '../../scheduler/records.js';
 import type { SchedulerCommand } from '../../scheduler/command.js';
 import type { RuntimeContext } from './runtime-context.js';
 
@@ -23,8 +23,9 @@ export class LeaderPlanning {
   /**
    * Whether a member outside the configuration may have work left to settle (planDepartures):
    * set as this member begins to lead, as the configuration changes, as the state is restored,
-   * and as a claim or registration naming such a member applies; cleared once a plan finds
-   * nothing to settle. Spares every other plan a pass over the claims.
+   * as a claim or registration naming such a member applies, and as a cancel ends such a
+   * member's run; cleared once a plan finds nothing to settle. Spares every other plan a pass
+   * over the claims.
    */
   #departuresDue = true;
 
@@ -48,14 +49,21 @@ export class LeaderPlanning {
     return this.#plan();
   }
 
-  /** A scheduler command was applied: a plan's command no longer waits for its answer. */
-  applied(command: SchedulerCommand): void {
+  /** A scheduler command was applied (to the state, with `result`): a plan's command no longer waits for its answer. */
+  applied(command: SchedulerCommand, result: ApplyResult): void {
     if (command.type === 'claim' || command.type === 'skip' || command.type === 'reassign' || command.type === 'expire' || command.type === 'forfeit' || command.type === 'unregister') this.#inflight.delete(inflightKey(command));
     // A claim planned, or a registration proposed, before its member left: work to settle. (A
     // registration's member is looked up without a list made for it: every member applies three
     // a job.)
     if (command.type === 'register' && !this.#configured.has(command.member)) this.#departuresDue = true;
     if ((command.type === 'claim' || command.type === 'trigger' || command.type === 'reassign') && command.assignees.some((id) => !this.#configured.has(id))) this.#departuresDue = true;
+    // A run of a member that left, replaced by a later slot or cancelled by an operator: its
+    // slot never moves now, and only a forfeit gives its share an outcome. A plan may have found
+    // nothing to settle just before, while the slot was still planReassignments' to move.
+    if (result.ok && (command.type === 'cancel' || command.type === 'cancel-runs')) {
+      const claims = command.type === 'cancel' ? (result.claim === undefined ? [] : [result.claim]) : (result.cancelled ?? []);
+      if (claims.some((claim) => claim.assignees.some((id) => !this.#configured.has(id)))) this.#departuresDue = true;
+    }
   }
 
   /** The state was replaced by a snapshot's: the next plan starts from it. */

@@ -96,7 +96,7 @@ export class SchedulerRuntime {
   /** Called for every scheduler command applied, in log order, on every member. */
   apply(index: number, command: SchedulerCommand, makesRoom = false): ApplyResult {
     const result = this.state.apply(index, command, makesRoom);
-    this.#leader.applied(command);
+    this.#leader.applied(command, result);
     // A job just registered may have a slot due soon; a member that just unregistered one (it
     // stops gracefully) holds claims that should move before their instants.
     if ((command.type === 'register' || command.type === 'unregister') && result.ok) this.#planSoon();
