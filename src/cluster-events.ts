@@ -60,8 +60,10 @@ export interface ClusterEvents {
   cancelled: [{ readonly job: string; readonly slots: readonly Date[]; readonly by: NodeId; readonly index: number }];
   /**
    * A job this member scheduled was not registered, as this member applied its registration:
-   * the cluster holds as many jobs as it may (10,000) and none of them is one that no member has
-   * a handler for anymore, which would have made room. Unschedule jobs, then schedule it again.
+   * the cluster holds as many jobs as it may (10,000) and none of them could make room (a job
+   * that no member has a handler for anymore, with no claim unsettled or in progress, from
+   * cluster version 3). Unschedule jobs, then schedule it again. Told again when this member
+   * replays the entry after a restart.
    */
   'job-refused': [{ readonly job: string; readonly reason: 'too-many-jobs'; readonly index: number }];
   /** A member this member reached before is unreachable (cluster-watch.ts: as this member sees it). */

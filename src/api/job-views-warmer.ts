@@ -22,8 +22,9 @@ export type JobViewsSource = () => { readonly state: SchedulerState; readonly no
  * Builds the views of state().jobs ahead of the next call (JobStates.warm), a bounded turn at a
  * time, so that a call after many jobs changed (registered at start, or a snapshot installed)
  * finds them built rather than building them all at once, holding the event loop for as long
- * (tens of milliseconds at ten thousand jobs). It runs once armed by a first call of state():
- * a member whose state() nobody reads builds no views.
+ * (tens of milliseconds at ten thousand jobs). It runs once armed by a first call of state()
+ * (or of the `http` option's warmer, which reads the jobs every 100 ms): a member whose
+ * state() nobody has read builds no views.
  */
 export class JobViewsWarmer {
   readonly #timers: Timers;

@@ -274,7 +274,7 @@ function partsFromWire(value: unknown, limits: Limits): SchedulerStateParts {
   const claims = new Map<string, ClaimRecord>();
   for (const [i, item] of list(top[2], 'claims', limits.maxClaimsKept).entries()) {
     const claim = claimFromWire(item, `claims[${i}]`);
-    // Jobs are never forgotten, so every kept claim has its job.
+    // Every kept claim has its job: a job forgotten at the cap takes its claims with it (SchedulerState.#makeRoom).
     if (!jobs.has(claim.job)) throw new CodecError(`claims[${i}].job: no job ${describe(claim.job)}`);
     const key = claimKey(claim.job, claim.slotMs);
     if (claims.has(key)) throw new CodecError(`claims[${i}]: slot ${key} appears twice`);

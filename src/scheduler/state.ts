@@ -382,9 +382,11 @@ export class SchedulerState {
   /**
    * Forgets the first job in `jobs` that no member has a handler for and that has no claim open
    * or in progress, to make room for a new job at the cap; returns whether it did. The choice
-   * follows from the state alone (a snapshot keeps the order of `jobs`), so every member
-   * forgets the same job. The job's kept claims stay, for history, until they are pushed out;
-   * registered again later, it is a new job, anchored then. Looks at every job only while one
+   * follows from the state alone (a snapshot keeps the order of `jobs`, and every kept claim has
+   * its job), so every member forgets the same job. Its kept claims go with it: a claim without
+   * its job could not be read back from a snapshot, would be indexed by another job's mode after
+   * a restore, and would show in the history of a new job of the same name. Registered again
+   * later, it is a new job, anchored then. Looks at every job and kept claim only while one
    * without a handler exists: at the cap with none, a registration is refused at once.
    */
   #makeRoom(): boolean {
@@ -394,6 +396,12 @@ export class SchedulerState {
     for (const [name, job] of this.jobs) {
       if (job.handlers.size !== 0 || busy.has(name)) continue;
       this.jobs.delete(name);
+      for (const [key, claim] of this.claims) {
+        if (claim.job !== name) continue;
+        this.claims.delete(key);
+        this.#open.delete(claim);
+      }
+      this.#inProgress.delete(name);
       this.#orphans--;
       this.#forgotten++;
       if (this.#tracksChanges) {

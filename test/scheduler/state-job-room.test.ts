@@ -5,6 +5,7 @@ import type { SchedulerCommand } from '../../src/scheduler/command.js';
 import { parseSpec } from '../../src/scheduler/spec.js';
 import { decodeSchedulerSnapshot, encodeSchedulerSnapshot } from '../../src/scheduler/state-snapshot.js';
 import { SchedulerState } from '../../src/scheduler/state.js';
+import { expectSameBytes } from '../fixtures/bytes.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 const policy = { retries: 0, retryDelayMs: 1000, catchUp: { policy: 'latest' } } as const;
@@ -50,7 +51,7 @@ describe('a new job at the cap of jobs', () => {
     expect([...s.jobs.keys()]).toEqual(['j1', 'j4', 'j5']);
     // Only j1 is left without a handler, and it runs: refused.
     expect(apply(register('j6'))).toEqual({ ok: false, reason: 'too-many-jobs' });
-    // Its claim is kept, for history.
+    // j1's claim stays with it.
     expect(s.claims.size).toBe(1);
     expect(s.jobsForgotten).toBe(2);
   });
@@ -79,6 +80,50 @@ describe('a new job at the cap of jobs', () => {
     }
     expect([...restored.jobs.keys()]).toEqual([...s.jobs.keys()]);
     expect([...s.jobs.keys()]).toEqual(['j1', 'j4', 'new1', 'new2']);
+  });
+
+  it('forgets a job with its claims: its snapshot reads back, and a restored state goes on alike', () => {
+    const { s, apply } = stateOf(3);
+    for (const job of ['j1', 'j2', 'j3']) apply(register(job));
+    // j1 ran once (settled) and lost its handler: it goes, and its claim with it.
+    const claimed = apply({ type: 'claim', job: 'j1', slotMs: T0 + 1000, assignees: ['a'] });
+    if (!claimed.ok || claimed.claim === undefined) throw new Error('no claim');
+    const token = claimed.claim.token;
+    apply({ type: 'started', job: 'j1', slotMs: T0 + 1000, token, member: 'a', atMs: T0 + 1000 });
+    apply({ type: 'outcome', job: 'j1', slotMs: T0 + 1000, token, member: 'a', outcome: 'succeeded', atMs: T0 + 1005 });
+    apply({ type: 'claim', job: 'j2', slotMs: T0 + 1000, assignees: ['a'] });
+    apply(unregister('j1'));
+    expect(apply(register('j4'))).toEqual({ ok: true });
+    expect([...s.claims.values()].map((c) => c.job)).toEqual(['j2']);
+    const bytes = encodeSchedulerSnapshot(s);
+    const restored = new SchedulerState({ maxJobs: 3 });
+    restored.restoreFrom(decodeSchedulerSnapshot(bytes));
+    expectSameBytes(encodeSchedulerSnapshot(restored), bytes);
+    // Both forget the next one alike, and stay the same.
+    for (const state of [s, restored]) {
+      state.apply(100, unregister('j3'), true);
+      expect(state.apply(101, register('j5'), true)).toEqual({ ok: true });
+    }
+    expectSameBytes(encodeSchedulerSnapshot(restored), encodeSchedulerSnapshot(s));
+  });
+
+  it('gives a name registered again after it was forgotten none of the old claims, whatever its mode', () => {
+    const { s, apply } = stateOf(2);
+    const all: SchedulerCommand = { ...register('x'), mode: 'all' };
+    apply(all);
+    apply(register('y'));
+    // A mode 'all' claim no member started: neither open nor in progress.
+    apply({ type: 'claim', job: 'x', slotMs: T0 + 1000, assignees: ['a'] });
+    apply(unregister('x'));
+    expect(apply(register('z'))).toEqual({ ok: true });
+    apply(unregister('y'));
+    // x again, in mode 'one', where y was.
+    expect(apply(register('x'))).toEqual({ ok: true });
+    expect([...s.jobs.keys()]).toEqual(['z', 'x']);
+    expect([...s.claims.values()].filter((c) => c.job === 'x')).toEqual([]);
+    const restored = new SchedulerState({ maxJobs: 2 });
+    restored.restoreFrom(decodeSchedulerSnapshot(encodeSchedulerSnapshot(s)));
+    expectSameBytes(encodeSchedulerSnapshot(restored), encodeSchedulerSnapshot(s));
   });
 
   it('leaves state().jobs without the job forgotten, the new one last', () => {
