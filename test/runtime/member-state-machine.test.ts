@@ -7,7 +7,7 @@ import { EntryType } from '../../src/raft/types.js';
 import { encodeCommand } from '../../src/runtime/commands.js';
 import { MEMBER_SNAPSHOT_VERSION, decodeMemberSnapshot, encodeClusterPart, encodeMemberSnapshot } from '../../src/runtime/member-snapshot.js';
 import { ClusterVersionState } from '../../src/version/cluster-version.js';
-import { SUPPORTED } from '../../src/version/versions.js';
+import { JOB_ROOM_VERSION, SUPPORTED } from '../../src/version/versions.js';
 import { memberStateMachine } from '../../src/runtime/member-state-machine.js';
 import type { SchedulerRuntime } from '../../src/runtime/scheduler/scheduler-runtime.js';
 import { SchedulerState } from '../../src/scheduler/state.js';
@@ -179,5 +179,24 @@ describe("a member snapshot's cluster part", () => {
     }
     const onCurrent = memberStateMachine(() => recordingScheduler().scheduler, clusterState());
     expect(() => onCurrent.acceptsSnapshot(encodeMemberSnapshot(scheduler, encodeClusterPart([SUPPORTED.stateMachine.max + 1, 5, []])))).toThrow(VersionTooOldError);
+  });
+
+  it(`makes room for a new job at the cap of jobs only once the cluster runs version ${JOB_ROOM_VERSION}`, () => {
+    const state = new SchedulerState({ maxJobs: 2 });
+    const scheduler = { state, apply: (index: number, command: SchedulerCommand, makesRoom?: boolean) => state.apply(index, command, makesRoom) } as unknown as SchedulerRuntime;
+    const versions = clusterState();
+    const sm = memberStateMachine(() => scheduler, versions);
+    const at = (index: number, command: SchedulerCommand): Entry => ({ index, term: 1, type: EntryType.Normal, data: encodeCommand({ kind: 'scheduler', command }), pid: `p${index}` });
+    const register = (job: string): SchedulerCommand => ({ type: 'register', job, spec: { kind: 'every', everyMs: 1000 }, mode: 'one', policy: { retries: 0, retryDelayMs: 1000, catchUp: { policy: 'latest' } }, member: 'a', atMs: 0 });
+    let index = 1;
+    sm.apply(entry(index++, { kind: 'cluster', command: { type: 'announce', member: 'a', protocol: [1, SUPPORTED.protocol.max], stateMachine: [1, SUPPORTED.stateMachine.max] } }));
+    sm.apply(at(index++, register('j1')));
+    sm.apply(at(index++, register('j2')));
+    sm.apply(at(index++, { type: 'unregister', job: 'j1', member: 'a' }));
+    expect(sm.apply(at(index++, register('j3')))).toEqual({ ok: false, reason: 'too-many-jobs' });
+    for (let v = 1; v < JOB_ROOM_VERSION; v++) sm.apply(entry(index++, { kind: 'cluster', command: { type: 'activate', from: v, to: v + 1 } }));
+    expect(versions.active).toBe(JOB_ROOM_VERSION);
+    expect(sm.apply(at(index, register('j3')))).toEqual({ ok: true });
+    expect([...state.jobs.keys()]).toEqual(['j2', 'j3']);
   });
 });
