@@ -15,6 +15,13 @@ export const JOB_VIEWS_WARM_EVERY_MS = 25;
 export const JOB_VIEWS_WARM_BUILDS_PER_TURN = 2048;
 export const JOB_VIEWS_WARM_TURN_MS = 1;
 
+/**
+ * How long after the last read of the jobs the warmer goes on: an app that read state() once,
+ * at start, say, is not made to build every changed view for the rest of its life. The next
+ * read arms it again (and builds what changed meanwhile itself).
+ */
+export const JOB_VIEWS_WARM_IDLE_MS = 60_000;
+
 /** What the warmer builds views of: the scheduler's state and the cluster's time now; null while the member is not running. */
 export type JobViewsSource = () => { readonly state: SchedulerState; readonly nowMs: number } | null;
 
@@ -22,15 +29,17 @@ export type JobViewsSource = () => { readonly state: SchedulerState; readonly no
  * Builds the views of state().jobs ahead of the next call (JobStates.warm), a bounded turn at a
  * time, so that a call after many jobs changed (registered at start, or a snapshot installed)
  * finds them built rather than building them all at once, holding the event loop for as long
- * (tens of milliseconds at ten thousand jobs). It runs once armed by a first call of state()
- * (or of the `http` option's warmer, which reads the jobs every 100 ms): a member whose
- * state() nobody has read builds no views.
+ * (tens of milliseconds at ten thousand jobs). It runs once armed by a call of state() (or by
+ * the `http` option's warmer, which reads the jobs every 100 ms), until JOB_VIEWS_WARM_IDLE_MS
+ * pass with no call: a member whose state() nobody reads builds no views.
  */
 export class JobViewsWarmer {
   readonly #timers: Timers;
   readonly #views: JobStates;
   readonly #source: JobViewsSource;
   #timer: TimerHandle | null = null;
+  /** When the jobs were last read (arm()), on the timers' clock. */
+  #readAtMs = 0;
   #stopped = false;
 
   constructor(timers: Timers, views: JobStates, source: JobViewsSource) {
@@ -39,8 +48,9 @@ export class JobViewsWarmer {
     this.#source = source;
   }
 
-  /** Starts warming, if not yet started (and not stopped). */
+  /** The jobs are read now: starts warming, if not under way (and not stopped), for JOB_VIEWS_WARM_IDLE_MS more. */
   arm(): void {
+    this.#readAtMs = this.#timers.now();
     if (this.#timer === null && !this.#stopped) this.#next(JOB_VIEWS_WARM_EVERY_MS);
   }
 
@@ -61,7 +71,7 @@ export class JobViewsWarmer {
   #next(delayMs: number): void {
     this.#timer = this.#timers.setTimeout(() => {
       this.#timer = null;
-      if (this.#stopped) return;
+      if (this.#stopped || this.#timers.now() - this.#readAtMs > JOB_VIEWS_WARM_IDLE_MS) return;
       this.#next(this.turn() ? JOB_VIEWS_WARM_EVERY_MS : 0);
     }, delayMs);
   }

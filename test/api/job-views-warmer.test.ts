@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { JobStates } from '../../src/api/job-states.js';
-import { JOB_VIEWS_WARM_BUILDS_PER_TURN, JOB_VIEWS_WARM_EVERY_MS, JobViewsWarmer } from '../../src/api/job-views-warmer.js';
+import { JOB_VIEWS_WARM_BUILDS_PER_TURN, JOB_VIEWS_WARM_EVERY_MS, JOB_VIEWS_WARM_IDLE_MS, JobViewsWarmer } from '../../src/api/job-views-warmer.js';
 import { parseSpec } from '../../src/scheduler/spec.js';
 import { SchedulerState } from '../../src/scheduler/state.js';
 import { ManualTimers } from '../fixtures/manual-timers.js';
@@ -81,6 +81,28 @@ describe('the warmer of the views of state().jobs', () => {
     registerJobs(source, 4);
     timers.advance(JOB_VIEWS_WARM_EVERY_MS);
     expect(views.builds).toBe(4);
+    warmer.stop();
+  });
+
+  it('stops once nobody read the jobs for JOB_VIEWS_WARM_IDLE_MS, and goes on at the next read', () => {
+    const timers = new ManualTimers();
+    const s = new SchedulerState();
+    const views = new JobStates();
+    const warmer = new JobViewsWarmer(timers, views, () => ({ state: s, nowMs: T0 + timers.now() }));
+    warmer.arm();
+    timers.advance(JOB_VIEWS_WARM_IDLE_MS - JOB_VIEWS_WARM_EVERY_MS);
+    registerJobs(s, 2);
+    timers.advance(JOB_VIEWS_WARM_EVERY_MS);
+    expect(views.builds).toBe(2);
+    // Idle past the bound: no timer left, and changes wait for the next read.
+    timers.advance(2 * JOB_VIEWS_WARM_EVERY_MS);
+    expect(timers.pending).toBe(0);
+    registerJobs(s, 3, 100);
+    timers.advance(10 * JOB_VIEWS_WARM_EVERY_MS);
+    expect(views.builds).toBe(2);
+    warmer.arm();
+    timers.advance(JOB_VIEWS_WARM_EVERY_MS);
+    expect(views.builds).toBe(5);
     warmer.stop();
   });
 });

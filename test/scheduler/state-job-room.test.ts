@@ -109,8 +109,7 @@ describe('a new job at the cap of jobs', () => {
 
   it('gives a name registered again after it was forgotten none of the old claims, whatever its mode', () => {
     const { s, apply } = stateOf(2);
-    const all: SchedulerCommand = { ...register('x'), mode: 'all' };
-    apply(all);
+    apply({ type: 'register', job: 'x', spec: parseSpec({ every: '1s' }), mode: 'all', policy, member: 'a', atMs: T0 });
     apply(register('y'));
     // A mode 'all' claim no member started: neither open nor in progress.
     apply({ type: 'claim', job: 'x', slotMs: T0 + 1000, assignees: ['a'] });
