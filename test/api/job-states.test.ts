@@ -223,8 +223,7 @@ describe('the jobs of state()', () => {
   });
 
   it("are built ahead by warm() once a next slot the last list shows came: its soon jobs, once", () => {
-    const { s } = stateOf(0);
-    const { apply } = { apply: (c: SchedulerCommand) => s.apply(s.changes + 1, c) };
+    const { s, apply } = stateOf(0);
     for (let i = 0; i < 100; i++) apply(register(`hourly${i}`, 'a', '1h'));
     for (let i = 0; i < 3; i++) apply(register(`tick${i}`, 'a'));
     const views = new JobStates();
