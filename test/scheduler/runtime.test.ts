@@ -465,6 +465,25 @@ describe("slot timers follow the cluster's time as it is corrected", () => {
       expect(c.runs[0]!.startMs - T0).toBeLessThanOrEqual(1000 + c.commitMs);
     });
   }
+  it("holds every slot that fired before the member learned the cluster's time on one timer, not a timer each", async () => {
+    // b's clock is a minute ahead and unsynced: each claim it is given fires at once and waits.
+    // Wake-ups over a second of waiting, with 2 jobs and with 12: a timer each looked every
+    // 10 ms per held claim, about 100 wake-ups a second for each of the claims added.
+    const wakeUps = async (jobs: number): Promise<{ fired: number; held: number }> => {
+      const { c, b } = skewed();
+      b.offsetMs = 60_000;
+      for (let j = 0; j < jobs; j++) c.schedule(['a', 'b'], `job-${j}`, { every: '1s' }, 10);
+      await c.time.advanceTo(T0 + 1500);
+      const before = c.time.fired;
+      await c.time.advanceTo(T0 + 2500);
+      const held = [...c.state('b').claims.values()].filter((claim) => claim.assignees.includes('b')).length;
+      return { fired: c.time.fired - before, held };
+    };
+    const few = await wakeUps(2);
+    const many = await wakeUps(12);
+    expect(many.held).toBeGreaterThanOrEqual(few.held + 10);
+    expect(many.fired - few.fired).toBeLessThan(100);
+  });
 });
 
 describe('registrations', () => {

@@ -1,4 +1,5 @@
 import { RunAbortedError } from '../../errors.js';
+import type { TimerHandle } from '../../time/clock.js';
 import { quietAt } from '../../scheduler/quiet-window.js';
 import { claimKey, isCancelledRun, type ApplyResult, type ClaimRecord } from '../../scheduler/records.js';
 import { CANCELLED_REASON, DEFAULT_OVERLAP, type SchedulerCommand } from '../../scheduler/command.js';
@@ -16,7 +17,7 @@ const BARRIER_ATTEMPTS_MAX = 20;
 export const DEFAULT_TIMEOUT_MS = 60_000;
 /** A slot whose timer fires this long after its instant is confirmed by a read barrier first. */
 const LATE_FIRE_MS = 100;
-/** How often a fired slot looks again while this member has not learned the cluster's time. */
+/** How often slots that fired before this member learned the cluster's time look again, all on one timer. */
 const CLOCK_WAIT_MS = 10;
 /** A slot's timer is set again when the cluster's time says it is off by more than this. */
 const REARM_TOLERANCE_MS = 2;
@@ -54,6 +55,13 @@ export class Assignee {
   readonly #records: RunRecords;
   /** One read barrier in flight, shared by every late claim waiting for it. */
   #sharedBarrier: Promise<unknown> | null = null;
+  /**
+   * Armed claims that fired before this member learned the cluster's time, and the one timer
+   * that looks for it again for all of them (see #waitForClock). Entries since disarmed are
+   * skipped; the set is emptied at each look, so it holds no more than the armed claims.
+   */
+  readonly #clockWaiters = new Set<Armed>();
+  #clockWait: TimerHandle | null = null;
 
   /** `maxConcurrent`: checked by the caller (a positive integer, or Infinity). */
   constructor(ctx: RuntimeContext, jobs: Registrations, maxConcurrent: number) {
@@ -318,8 +326,7 @@ export class Assignee {
     // each plan tick brings forward a timer that would now fire late (see #rearm).
     const fire = (): void => {
       if (entry.phase === 'armed' && this.#o.clockReady?.() === false) {
-        entry.timer = this.#o.timers.setTimeout(fire, CLOCK_WAIT_MS);
-        entry.firesAt = this.#o.timers.now() + CLOCK_WAIT_MS;
+        this.#waitForClock(entry);
         return;
       }
       const early = claim.slotMs - this.#o.clock.now();
@@ -357,6 +364,37 @@ export class Assignee {
     entry.timer = this.#o.timers.setTimeout(fire, delayMs);
     this.#armed.set(key, entry);
   }
+
+  /**
+   * Holds `entry`, which fired before this member learned the cluster's time, until it has: one
+   * timer looks every CLOCK_WAIT_MS for all such claims, since a member that restarted replays
+   * every claim of its log (it cannot tell which are history yet), and a timer each cost a
+   * wake-up per claim every CLOCK_WAIT_MS for as long as no leader was reachable.
+   */
+  #waitForClock(entry: Armed): void {
+    entry.timer = null;
+    this.#clockWaiters.add(entry);
+    if (this.#clockWait === null) this.#clockWait = this.#o.timers.setTimeout(this.#lookAtClock, CLOCK_WAIT_MS);
+  }
+
+  readonly #lookAtClock = (): void => {
+    this.#clockWait = null;
+    if (this.#ctx.stopped) {
+      this.#clockWaiters.clear();
+      return;
+    }
+    if (this.#o.clockReady?.() === false) {
+      if (this.#clockWaiters.size > 0) this.#clockWait = this.#o.timers.setTimeout(this.#lookAtClock, CLOCK_WAIT_MS);
+      return;
+    }
+    const waiters = [...this.#clockWaiters];
+    this.#clockWaiters.clear();
+    for (const entry of waiters) {
+      // Disarmed meanwhile (its claim moved, the job was unscheduled, the member drains): not run.
+      if (this.#armed.get(claimKey(entry.job, entry.slotMs)) !== entry || entry.phase !== 'armed' || entry.timer !== null) continue;
+      entry.fire?.();
+    }
+  };
 
   /**
    * Brings forward the timers of slots that, by the cluster's time as now corrected, are due
