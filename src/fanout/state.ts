@@ -35,6 +35,24 @@ export const LEASE_GRACE_MS = 2000;
 /** The longest wait before a retry, however many attempts failed. */
 export const MAX_BACKOFF_MS = 5 * 60_000;
 
+/**
+ * The `notBeforeMs` of an item due at once (emitted, taken back, or left without a consumer): no
+ * member's clock is read for it, so a clock ahead (a member whose correction went wrong, one
+ * restarted before it learned the cluster's time) cannot hold an item back for as long as it
+ * is ahead.
+ */
+const DUE_AT_ONCE = 0;
+
+/**
+ * When the attempt that `held` (leased) failed, for its backoff: the time its reporter gives,
+ * but never past its lease's deadline, which the leader's clock set. The leader takes a lease
+ * back at its deadline, so a later time mostly says the reporter's clock is ahead, and the item
+ * would otherwise wait, beside its backoff, for as long as that clock is ahead.
+ */
+function failedAtMs(held: ItemRecord, reportedAtMs: number): number {
+  return held.phase.kind === 'leased' ? Math.min(reportedAtMs, held.phase.deadlineMs) : reportedAtMs;
+}
+
 /** Where an unsettled item is: waiting to be leased (not before `notBeforeMs`), or leased. */
 export type ItemPhase =
   | { readonly kind: 'pending'; readonly notBeforeMs: number }
@@ -291,7 +309,7 @@ export class FanoutState {
     }
     const firstId = this.nextItemId;
     for (const item of command.items) {
-      const record: ItemRecord = { id: this.nextItemId++, topic: topic.name, data: item.data, key: item.key, batch: index, origin: command.origin, failures: 0, redeliveries: 0, lastError: null, phase: { kind: 'pending', notBeforeMs: 0 } };
+      const record: ItemRecord = { id: this.nextItemId++, topic: topic.name, data: item.data, key: item.key, batch: index, origin: command.origin, failures: 0, redeliveries: 0, lastError: null, phase: { kind: 'pending', notBeforeMs: DUE_AT_ONCE } };
       this.items.set(record.id, record);
       this.#queue(record, topic);
     }
@@ -408,7 +426,7 @@ export class FanoutState {
         // meanwhile; with none left, the item waits for one, its failures counted.
         const settings = topic.consumers.get(command.member) ?? topic.consumers.values().next().value;
         if (settings === undefined) {
-          item = this.#change(item, { phase: { kind: 'pending', notBeforeMs: command.atMs } });
+          item = this.#change(item, { phase: { kind: 'pending', notBeforeMs: DUE_AT_ONCE } });
           topic.ready.add(item.id);
         } else if (item.failures > settings.retries) {
           topic.counts.dead++;
@@ -417,7 +435,7 @@ export class FanoutState {
           dead.push(item.id);
           this.#settle(item, topic);
         } else {
-          item = this.#change(item, { phase: { kind: 'pending', notBeforeMs: command.atMs + backoffMs(settings.backoffMs, item.failures) } });
+          item = this.#change(item, { phase: { kind: 'pending', notBeforeMs: failedAtMs(held, command.atMs) + backoffMs(settings.backoffMs, item.failures) } });
           topic.ready.add(item.id);
         }
       }
@@ -455,7 +473,7 @@ export class FanoutState {
       if (item === undefined || item.phase.kind !== 'leased' || item.phase.token !== lease.token) continue;
       const topic = this.topics.get(item.topic) as TopicRecord;
       this.#endLease(item, topic);
-      this.#change(item, { redeliveries: item.redeliveries + 1, phase: { kind: 'pending', notBeforeMs: command.atMs } });
+      this.#change(item, { redeliveries: item.redeliveries + 1, phase: { kind: 'pending', notBeforeMs: DUE_AT_ONCE } });
       topic.counts.redelivered++;
       topic.ready.add(item.id);
       count++;

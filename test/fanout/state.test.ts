@@ -94,6 +94,27 @@ describe('fan-out state', () => {
     expect(state.items.get(2)?.failures).toBe(0);
   });
 
+  it("times no redelivery by a reporter's clock ahead: an item taken back is due at once, and a retry's backoff counts from the lease's deadline at the latest", () => {
+    // m2's clock is a minute ahead of the leader's (seed 71, 3 members: items that m2 gave back
+    // waited out its skew, past the bound on settling after the faults healed).
+    const AHEAD = 60_000;
+    const { state, apply } = log();
+    apply({ type: 'consume', topic: 't', member: 'm1', settings: SETTINGS });
+    apply({ type: 'consume', topic: 't', member: 'm2', settings: SETTINGS });
+    apply(emit('t', [['a', null], ['b', null]]));
+    const given = apply({ type: 'lease', member: 'm2', ids: [1, 2], atMs: 1000 }).index;
+    apply({ type: 'reclaim', leases: [{ id: 1, token: given }], atMs: 1000 + AHEAD });
+    expect(apply({ type: 'lease', member: 'm1', ids: [1], atMs: 1001 })).toMatchObject({ leased: [1] });
+    // Its failure, reported a minute ahead, is retried a backoff after the lease's deadline at most.
+    apply({ type: 'done', member: 'm2', outcomes: [{ id: 2, token: given, error: 'boom' }], atMs: 1500 + AHEAD });
+    const deadline = 1000 + SETTINGS.timeoutMs + LEASE_GRACE_MS;
+    expect(state.items.get(2)?.phase).toEqual({ kind: 'pending', notBeforeMs: deadline + SETTINGS.backoffMs });
+    // A reporter's clock behind the lease's deadline is taken as it is.
+    const again = apply({ type: 'lease', member: 'm2', ids: [2], atMs: deadline + SETTINGS.backoffMs }).index;
+    apply({ type: 'done', member: 'm2', outcomes: [{ id: 2, token: again, error: 'boom' }], atMs: deadline + 200 });
+    expect(state.items.get(2)?.phase).toEqual({ kind: 'pending', notBeforeMs: deadline + 200 + SETTINGS.backoffMs * 2 });
+  });
+
   it('runs the items of one key one at a time, in emit order, a failing one holding the rest', () => {
     const { state, apply } = log();
     apply({ type: 'consume', topic: 't', member: 'm1', settings: SETTINGS });
