@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { STORE_DIRECTORY } from '../../src/storage/data-dir.js';
+import { SCHEDULER_DEFAULTS } from '../../src/scheduler/state.js';
 import { Cluster, InvalidArgumentError, NotLeaderError, StorageError, type ClusterOptions } from '../../src/index.js';
 import { PEER_KEY_FILE } from '../../src/transport/constants.js';
 import { freePort } from '../fixtures/process-cluster.js';
@@ -226,6 +227,23 @@ describe('a single-member cluster', () => {
     expect(error).toMatchObject({ code: 'CRONRAFT_STORAGE_CORRUPT', path: join(dataDir, PEER_KEY_FILE) });
     expect(await readdir(dataDir)).toEqual([STORE_DIRECTORY]);
   });
+});
+
+describe('two members in one process', () => {
+  it("tells the app of a job refused at the cap of jobs ('job-refused'), and keeps the jobs the cluster has", async () => {
+    const [a, b] = (await startCluster(2)) as [Cluster, Cluster];
+    const refused: Array<{ job: string; reason: string }> = [];
+    for (const m of [a, b]) m.on('job-refused', ({ job, reason }) => refused.push({ job, reason }));
+    // a fills the cluster with jobs it handles, so none can make room for another.
+    for (let i = 0; i < SCHEDULER_DEFAULTS.maxJobs; i++) a.schedule(`job-${i}`, { every: '1h' }, () => undefined);
+    await expect.poll(() => b.state().jobs.length, { timeout: 30_000, interval: 50 }).toBe(SCHEDULER_DEFAULTS.maxJobs);
+    expect(refused).toEqual([]);
+    // b holds none of them, so it may schedule one more: the cluster refuses it, and b says so.
+    b.schedule('one-too-many', { every: '1h' }, () => undefined);
+    await expect.poll(() => refused, { timeout: 10_000, interval: 20 }).toEqual([{ job: 'one-too-many', reason: 'too-many-jobs' }]);
+    expect(b.state().jobs.length).toBe(SCHEDULER_DEFAULTS.maxJobs);
+    expect(b.state().jobs.some((j) => j.name === 'one-too-many')).toBe(false);
+  }, 60_000);
 });
 
 describe('three members in one process', () => {
