@@ -109,10 +109,16 @@ describe('fan-out state', () => {
     apply({ type: 'done', member: 'm2', outcomes: [{ id: 2, token: given, error: 'boom' }], atMs: 1500 + AHEAD });
     const deadline = 1000 + SETTINGS.timeoutMs + LEASE_GRACE_MS;
     expect(state.items.get(2)?.phase).toEqual({ kind: 'pending', notBeforeMs: deadline + SETTINGS.backoffMs });
-    // A reporter's clock behind the lease's deadline is taken as it is.
+    // A reported time earlier than the lease's deadline is taken as it is.
     const again = apply({ type: 'lease', member: 'm2', ids: [2], atMs: deadline + SETTINGS.backoffMs }).index;
     apply({ type: 'done', member: 'm2', outcomes: [{ id: 2, token: again, error: 'boom' }], atMs: deadline + 200 });
     expect(state.items.get(2)?.phase).toEqual({ kind: 'pending', notBeforeMs: deadline + 200 + SETTINGS.backoffMs * 2 });
+    // A failure once no member consumes the topic: due at once, whatever the reporter's clock.
+    const last = apply({ type: 'lease', member: 'm1', ids: [2], atMs: deadline + 200 + SETTINGS.backoffMs * 2 }).index;
+    apply({ type: 'unconsume', topic: 't', member: 'm1' });
+    apply({ type: 'unconsume', topic: 't', member: 'm2' });
+    apply({ type: 'done', member: 'm1', outcomes: [{ id: 2, token: last, error: 'boom' }], atMs: 99_000 + AHEAD });
+    expect(state.items.get(2)?.phase).toEqual({ kind: 'pending', notBeforeMs: 0 });
   });
 
   it('runs the items of one key one at a time, in emit order, a failing one holding the rest', () => {

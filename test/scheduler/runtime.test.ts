@@ -469,7 +469,7 @@ describe("slot timers follow the cluster's time as it is corrected", () => {
     // b's clock is a minute ahead and unsynced: each claim it is given fires at once and waits.
     // Wake-ups over a second of waiting, with 2 jobs and with 12: a timer each looked every
     // 10 ms per held claim, about 100 wake-ups a second for each of the claims added.
-    const wakeUps = async (jobs: number): Promise<{ fired: number; held: number }> => {
+    const wakeUps = async (jobs: number): Promise<{ c: Cluster; b: { offsetMs: number; synced: boolean }; fired: number; held: number }> => {
       const { c, b } = skewed();
       b.offsetMs = 60_000;
       for (let j = 0; j < jobs; j++) c.schedule(['a', 'b'], `job-${j}`, { every: '1s' }, 10);
@@ -477,12 +477,24 @@ describe("slot timers follow the cluster's time as it is corrected", () => {
       const before = c.time.fired;
       await c.time.advanceTo(T0 + 2500);
       const held = [...c.state('b').claims.values()].filter((claim) => claim.assignees.includes('b')).length;
-      return { fired: c.time.fired - before, held };
+      return { c, b, fired: c.time.fired - before, held };
     };
     const few = await wakeUps(2);
     const many = await wakeUps(12);
     expect(many.held).toBeGreaterThanOrEqual(few.held + 10);
     expect(many.fired - few.fired).toBeLessThan(100);
+    // Once b learns the cluster's time, each held slot runs once at most, and none of a job
+    // unscheduled while its slots waited.
+    const { c, b } = many;
+    expect(c.runs.filter((r) => r.member === 'b')).toEqual([]);
+    c.members.get('b')!.unschedule('job-0');
+    b.offsetMs = 0;
+    b.synced = true;
+    await c.time.advanceTo(T0 + 4000);
+    const onB = c.runs.filter((r) => r.member === 'b').map((r) => `${r.job}@${r.slotMs - T0}`);
+    expect(onB.length).toBeGreaterThan(10);
+    expect(new Set(onB).size).toBe(onB.length);
+    expect(onB.filter((run) => run.startsWith('job-0@'))).toEqual([]);
   });
 });
 

@@ -57,8 +57,8 @@ export class Assignee {
   #sharedBarrier: Promise<unknown> | null = null;
   /**
    * Armed claims that fired before this member learned the cluster's time, and the one timer
-   * that looks for it again for all of them (see #waitForClock). Entries since disarmed are
-   * skipped; the set is emptied at each look, so it holds no more than the armed claims.
+   * that looks for it again for all of them (see #waitForClock): a subset of `#armed` (an entry
+   * leaves it as it is disarmed, see #unset), and the timer set only while it holds any.
    */
   readonly #clockWaiters = new Set<Armed>();
   #clockWait: TimerHandle | null = null;
@@ -99,7 +99,7 @@ export class Assignee {
     this.#toArm.delete(name);
     for (const [key, armed] of this.#armed) {
       if (armed.job !== name || armed.phase === 'running') continue;
-      if (armed.timer !== null) this.#o.timers.clearTimeout(armed.timer);
+      this.#unset(armed);
       this.#armed.delete(key);
       this.#permits.drop(armed);
       const claim = this.#ctx.state.claims.get(key);
@@ -116,7 +116,7 @@ export class Assignee {
     this.#records.flush();
     for (const [key, armed] of this.#armed) {
       if (armed.phase === 'running') continue;
-      if (armed.timer !== null) this.#o.timers.clearTimeout(armed.timer);
+      this.#unset(armed);
       this.#armed.delete(key);
       // A run waiting for its turn has not started: it is dropped like one not yet fired.
       this.#permits.drop(armed);
@@ -158,9 +158,9 @@ export class Assignee {
   stop(): void {
     // Stopped, the member proposes nothing more: records still held settle now, unsent.
     this.#records.flush();
-    for (const { timer, abort } of this.#armed.values()) {
-      if (timer !== null) this.#o.timers.clearTimeout(timer);
-      abort.abort(new RunAbortedError('stopping', 'the member is stopping'));
+    for (const armed of this.#armed.values()) {
+      this.#unset(armed);
+      armed.abort.abort(new RunAbortedError('stopping', 'the member is stopping'));
     }
     this.#armed.clear();
   }
@@ -179,7 +179,7 @@ export class Assignee {
       // A run whose claim moved (or was recorded missed) no longer holds it: its signal aborts
       // (the fencing token it has is now stale).
       if (mine !== undefined && mine.token !== claim.token) {
-        if (mine.timer !== null) this.#o.timers.clearTimeout(mine.timer);
+        this.#unset(mine);
         const why = command.type === 'expire' ? `the slot was recorded missed (${command.reason})` : `the slot was reassigned (token ${claim.token})`;
         mine.abort.abort(new RunAbortedError('reassigned', why));
         this.#armed.delete(key);
@@ -215,7 +215,7 @@ export class Assignee {
         }
         continue;
       }
-      if (mine.timer !== null) this.#o.timers.clearTimeout(mine.timer);
+      this.#unset(mine);
       mine.abort.abort(new RunAbortedError('reassigned', 'a snapshot from the leader shows the slot claimed under another token'));
       this.#armed.delete(key);
     }
@@ -280,7 +280,7 @@ export class Assignee {
     if (mine === undefined || mine.token !== claim.token) return;
     if (mine.phase === 'armed') {
       // Not fired yet: it never runs, and says so.
-      if (mine.timer !== null) this.#o.timers.clearTimeout(mine.timer);
+      this.#unset(mine);
       this.#armed.delete(key);
       mine.abort.abort(reason);
       this.#ctx.track(this.#records.report({ ...claim, assignees: [...claim.assignees] }, why, message));
@@ -379,22 +379,24 @@ export class Assignee {
 
   readonly #lookAtClock = (): void => {
     this.#clockWait = null;
-    if (this.#ctx.stopped) {
-      this.#clockWaiters.clear();
-      return;
-    }
+    if (this.#clockWaiters.size === 0) return;
     if (this.#o.clockReady?.() === false) {
-      if (this.#clockWaiters.size > 0) this.#clockWait = this.#o.timers.setTimeout(this.#lookAtClock, CLOCK_WAIT_MS);
+      this.#clockWait = this.#o.timers.setTimeout(this.#lookAtClock, CLOCK_WAIT_MS);
       return;
     }
     const waiters = [...this.#clockWaiters];
     this.#clockWaiters.clear();
-    for (const entry of waiters) {
-      // Disarmed meanwhile (its claim moved, the job was unscheduled, the member drains): not run.
-      if (this.#armed.get(claimKey(entry.job, entry.slotMs)) !== entry || entry.phase !== 'armed' || entry.timer !== null) continue;
-      entry.fire?.();
-    }
+    for (const entry of waiters) entry.fire?.();
   };
+
+  /** Stops `entry`'s timer, or its wait for the clock (the shared timer with it once none waits): it is being disarmed. */
+  #unset(entry: Armed): void {
+    if (entry.timer !== null) this.#o.timers.clearTimeout(entry.timer);
+    entry.timer = null;
+    if (!this.#clockWaiters.delete(entry) || this.#clockWaiters.size > 0 || this.#clockWait === null) return;
+    this.#o.timers.clearTimeout(this.#clockWait);
+    this.#clockWait = null;
+  }
 
   /**
    * Brings forward the timers of slots that, by the cluster's time as now corrected, are due
