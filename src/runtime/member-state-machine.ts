@@ -1,7 +1,7 @@
 import { CodecError } from '../errors.js';
 import type { Entry } from '../raft/types.js';
 import type { SchedulerCommand } from '../scheduler/command.js';
-import type { SchedulerStateParts } from '../scheduler/records.js';
+import type { ApplyResult, SchedulerStateParts } from '../scheduler/records.js';
 import { decodeSchedulerSnapshot, encodeSchedulerSnapshot } from '../scheduler/state-snapshot.js';
 import { decodeEntry, isUserCommand, type SkippedEntry } from './commands.js';
 import type { StateMachine } from './state-machine.js';
@@ -56,6 +56,15 @@ export function memberStateMachine(schedulerOf: () => SchedulerRuntime, cluster:
   // Fan-out's state goes into snapshots once its version is in force (member-snapshot.ts, format 3).
   const fanoutPart = (): Uint8Array | null => (cluster.active >= FANOUT_VERSION ? encodeFanoutSnapshot(fanout) : null);
   const mirror = new SchedulerMirror(() => schedulerOf().state.limits, hooks.now);
+  // One scheduler command, on the live state and its mirror alike: both make room at the cap of
+  // jobs as the cluster's version says (JOB_ROOM_VERSION).
+  const applyScheduler = (index: number, command: SchedulerCommand): ApplyResult => {
+    const makesRoom = cluster.active >= JOB_ROOM_VERSION;
+    const result = schedulerOf().apply(index, command, makesRoom);
+    mirror.apply(index, command, makesRoom);
+    hooks.onSchedulerApplied?.(index, command, result);
+    return result;
+  };
   return {
     apply: (entry) => {
       // Nothing here reads an application entry but the hook: skipped, it needs no decoding.
@@ -64,25 +73,13 @@ export function memberStateMachine(schedulerOf: () => SchedulerRuntime, cluster:
       // the driver stops the member before the entry counts as applied.
       const command = decodeEntry(entry.data, cluster.active, cluster.support);
       switch (command.kind) {
-        case 'scheduler': {
-          const makesRoom = cluster.active >= JOB_ROOM_VERSION;
-          const result = schedulerOf().apply(entry.index, command.command, makesRoom);
-          mirror.apply(entry.index, command.command, makesRoom);
-          hooks.onSchedulerApplied?.(entry.index, command.command, result);
-          return result;
-        }
-        case 'scheduler-batch': {
+        case 'scheduler':
+          return applyScheduler(entry.index, command.command);
+        case 'scheduler-batch':
           // One entry, many registrations, each applied as if it had an entry of its own (none
           // reads the index: registrations carry no fencing token).
-          const scheduler = schedulerOf();
-          const makesRoom = cluster.active >= JOB_ROOM_VERSION;
-          for (const one of command.commands) {
-            const result = scheduler.apply(entry.index, one, makesRoom);
-            mirror.apply(entry.index, one, makesRoom);
-            hooks.onSchedulerApplied?.(entry.index, one, result);
-          }
+          for (const one of command.commands) applyScheduler(entry.index, one);
           return undefined;
-        }
         case 'user':
           hooks.onUserEntry?.(entry, command.data);
           return undefined;

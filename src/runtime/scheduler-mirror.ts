@@ -51,6 +51,13 @@ export const SNAPSHOT_STEP_BUDGET_MS = 2;
  */
 export const MAX_PIECES_PER_STEP = 40;
 
+/** A command the live state applied while the mirror held still, as the live state applied it. */
+interface HeldCommand {
+  readonly index: number;
+  readonly command: SchedulerCommand;
+  readonly makesRoom: boolean;
+}
+
 /**
  * A second copy of the scheduler's replicated state, kept level with the live one by applying
  * the same entries, so that a snapshot can be taken in steps while the live state moves on.
@@ -73,7 +80,7 @@ export class SchedulerMirror {
   readonly #now: (() => number) | undefined;
   #state: SchedulerState | null = null;
   /** Commands the live state applied and the mirror not yet, from #heldFrom on. */
-  #held: Array<{ readonly index: number; readonly command: SchedulerCommand; readonly makesRoom: boolean }> = [];
+  #held: HeldCommand[] = [];
   #heldFrom = 0;
   /** Whether a snapshot is being taken: every command is held until it is complete. */
   #holding = false;
@@ -165,7 +172,7 @@ export class SchedulerMirror {
   #catchUp(count: number): void {
     const until = Math.min(this.#held.length, this.#heldFrom + count);
     for (; this.#heldFrom < until; this.#heldFrom++) {
-      const { index, command, makesRoom } = this.#held[this.#heldFrom] as { readonly index: number; readonly command: SchedulerCommand; readonly makesRoom: boolean };
+      const { index, command, makesRoom } = this.#held[this.#heldFrom] as HeldCommand;
       this.#mirror().apply(index, command, makesRoom);
     }
     if (this.#heldFrom === this.#held.length) {
