@@ -44,9 +44,11 @@ export interface CronraftRun {
   /**
    * How long the leader's state() took, while the jobs registered (and the followers' now and
    * then) and 23 times after; `cpuOfMax`: the CPU time this process used during the longest
-   * call (every thread), which tells the call's own work from the machine's other processes.
+   * call (every thread), which tells the call's own work from the machine's other processes;
+   * `gcOfMax`: how much of the longest call the collector's pauses took (a pause lands in the
+   * call that allocated when the young generation was full, whatever filled it).
    */
-  readonly stateDuringMs: { readonly calls: number; readonly max: number; readonly cpuOfMax: number };
+  readonly stateDuringMs: { readonly calls: number; readonly max: number; readonly cpuOfMax: number; readonly gcOfMax: number };
   readonly stateAfterMs: { readonly p50: number; readonly max: number; readonly cpuOfMax: number };
 }
 
@@ -79,10 +81,17 @@ function heapAfterGc(): number {
   return process.memoryUsage().heapUsed;
 }
 
-/** How long a call of state() held the loop, and the CPU time the process used meanwhile. */
+/** How long a call of state() held the loop, from when (performance.now()), and the CPU time the process used meanwhile. */
 interface StateTime {
   readonly ms: number;
+  readonly startedAt: number;
   readonly cpuMs: number;
+}
+
+/** A pause of the collector, on performance.now()'s clock. */
+interface GcPause {
+  readonly startedAt: number;
+  readonly ms: number;
 }
 
 /** Calls state() on `member`, and how long it held the loop. */
@@ -92,13 +101,15 @@ function timedState(member: Cluster): StateTime & { readonly state: ReturnType<C
   const state = member.state();
   const ms = performance.now() - started;
   const used = process.cpuUsage(cpu);
-  return { state, ms, cpuMs: (used.user + used.system) / 1000 };
+  return { state, ms, startedAt: started, cpuMs: (used.user + used.system) / 1000 };
 }
 
-/** The longest of `times`, and the CPU time of that call. */
-function longest(times: readonly StateTime[]): { readonly max: number; readonly cpuOfMax: number } {
+/** The longest of `times`, the CPU time of that call, and how much of it the collector's pauses took. */
+function longest(times: readonly StateTime[], pauses: readonly GcPause[] = []): { readonly max: number; readonly cpuOfMax: number; readonly gcOfMax: number } {
   const top = times.reduce((a, b) => (b.ms > a.ms ? b : a));
-  return { max: top.ms, cpuOfMax: top.cpuMs };
+  const endedAt = top.startedAt + top.ms;
+  const gcOfMax = pauses.reduce((sum, p) => sum + Math.max(0, Math.min(endedAt, p.startedAt + p.ms) - Math.max(top.startedAt, p.startedAt)), 0);
+  return { max: top.ms, cpuOfMax: top.cpuMs, gcOfMax };
 }
 
 async function runCronraft(jobs: number): Promise<CronraftRun> {
@@ -121,9 +132,9 @@ async function runCronraft(jobs: number): Promise<CronraftRun> {
     for (const m of members) for (let i = 0; i < jobs; i++) m.schedule(`job${i}`, { every: '1h' }, () => undefined);
     const scheduleCallsMs = performance.now() - started;
     const delay = loopDelay();
-    const gcPauses: number[] = [];
+    const gcPauses: GcPause[] = [];
     const gc = new PerformanceObserver((list) => {
-      for (const entry of list.getEntries()) gcPauses.push(entry.duration);
+      for (const entry of list.getEntries()) gcPauses.push({ startedAt: entry.startTime, ms: entry.duration });
     });
     gc.observe({ entryTypes: ['gc'] });
     const during: StateTime[] = [];
@@ -166,10 +177,10 @@ async function runCronraft(jobs: number): Promise<CronraftRun> {
       scheduleCallsMs,
       cpuMs: (cpu.user + cpu.system) / 1000,
       longestStallMs: delay.max / 1e6,
-      gc: { longestMs: Math.max(0, ...gcPauses), over5Ms: gcPauses.filter((ms) => ms > 5).length },
+      gc: { longestMs: Math.max(0, ...gcPauses.map((p) => p.ms)), over5Ms: gcPauses.filter((p) => p.ms > 5).length },
       snapshotOfAll,
       entriesApplied,
-      stateDuringMs: { calls: during.length, ...longest(during) },
+      stateDuringMs: { calls: during.length, ...longest(during, gcPauses) },
       stateAfterMs: { p50: afterMs[Math.floor(afterMs.length / 2)]!, ...longest(after) },
     };
   } finally {

@@ -80,10 +80,11 @@ export function jobsRegisteredRows(r: JobsRegisteredResult): string[][] {
       [`${c.jobs} jobs: of which GC: longest pause (pauses over 5 ms)`, `${fmt(c.gc.longestMs, 1)} ms (${c.gc.over5Ms})`, '', '', ''],
       // Every job changes while they register: each call builds the entries of the jobs changed
       // since the last (the first, every job's). The process's CPU time during the longest call
-      // (every thread's) tells its own work from the machine's other processes.
+      // (every thread's) tells its own work from the machine's other processes, and the
+      // collector's pauses within it its own work from the collection that landed in it.
       [
         `${c.jobs} jobs: state() max while registering (${c.stateDuringMs.calls} calls)`,
-        `${fmt(c.stateDuringMs.max, 1)} ms (CPU ${fmt(c.stateDuringMs.cpuOfMax, 1)} ms)`,
+        `${fmt(c.stateDuringMs.max, 1)} ms (CPU ${fmt(c.stateDuringMs.cpuOfMax, 1)} ms, GC pauses ${fmt(c.stateDuringMs.gcOfMax, 1)} ms)`,
         '',
         atTarget ? `<= ${JOBS_TARGETS.stallMs} ms` : '',
         atTarget ? ratio(c.stateDuringMs.max, JOBS_TARGETS.stallMs) : '',
