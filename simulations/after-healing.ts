@@ -6,7 +6,7 @@ import { outcomeGraceMs } from './jobs.js';
 import type { SimMember } from './member.js';
 import type { RunLoop } from './run-loop.js';
 import { VERSION_LIVENESS_BOUND_MS } from './version-checker.js';
-import type { SimWorld } from './world.js';
+import { entryText, proposalBytes, type SimWorld } from './world.js';
 
 /** After healing, the scheduler gets this long to settle before every slot must run on time. */
 const SCHEDULER_SETTLE_MS = 10_000;
@@ -16,8 +16,6 @@ const SCHEDULER_WATCH_MS = 15_000;
 const LATENESS_BOUND_MS = 50;
 /** Bound on the time members get, after the outcome grace, to apply what was committed before their history() is read. */
 const HISTORY_CATCH_UP_MS = 1000;
-
-const decoder = new TextDecoder();
 
 /**
  * A run's second phase, where liveness is checked: everything is healed, then a new entry must
@@ -88,12 +86,13 @@ async function heal(world: SimWorld, loop: RunLoop): Promise<number> {
 async function checkRaftLiveness(world: SimWorld, loop: RunLoop, healedAt: number): Promise<void> {
   const { scheduler, seed, members, ids, livenessBoundMs } = world;
   const marker = `liveness-${seed}`;
+  const markerText = entryText(proposalBytes(marker));
   let appliedEverywhere = false;
   const appliedBy = new Set<NodeId>();
   /** Where the marker was first applied: a member whose state reaches it holds it. */
   let markerIndex = 0;
   world.alsoOnApplied = (id, entry): void => {
-    if (decoder.decode(entry.data) !== marker) return;
+    if (entryText(entry.data) !== markerText) return;
     appliedBy.add(id);
     if (markerIndex === 0) markerIndex = entry.index;
   };

@@ -1,5 +1,6 @@
 import type { NodeId } from '../src/raft/types.js';
 import type { RaftDriver } from '../src/runtime/driver.js';
+import type { Member } from '../src/runtime/member.js';
 import type { Report, ViolationKind } from './violations.js';
 
 /**
@@ -15,6 +16,11 @@ import type { Report, ViolationKind } from './violations.js';
  * expired (their leader crashed or moved on: `expired`), and clock samples discarded as too
  * imprecise (a slow or clogged link: ClockSync.discardedSamples). The simulated transport
  * encodes nothing, so the codec's own drops (`transport.stats()`) cannot move in a simulation.
+ *
+ * An entry of the log that a member skipped as malformed is here too: every entry an honest
+ * member proposes is a command it encoded (the simulator's application proposals are user
+ * commands, as `Cluster.propose` writes them), so a skip means an encoder and the decoder
+ * disagree. (Entries skipped as of a version not in force are the version checker's.)
  */
 export const REFUSAL_COUNTERS = {
   'invalid-message': (d: RaftDriver): number => d.invalidMessages,
@@ -23,11 +29,12 @@ export const REFUSAL_COUNTERS = {
   'invalid-snapshot': (d: RaftDriver): number => d.invalidSnapshots,
   'invalid-snapshot-chunk': (d: RaftDriver): number => d.invalidSnapshotChunks,
   'invalid-clock-stamp': (d: RaftDriver): number => d.invalidClockStamps,
-} as const satisfies Partial<Record<ViolationKind, (d: RaftDriver) => number>>;
+  'malformed-entry': (_d: RaftDriver, m: Member | null): number => m?.skippedEntries.malformed ?? 0,
+} as const satisfies Partial<Record<ViolationKind, (d: RaftDriver, m: Member | null) => number>>;
 
 export type RefusalKind = keyof typeof REFUSAL_COUNTERS;
 
-const COUNTERS = Object.entries(REFUSAL_COUNTERS) as ReadonlyArray<[RefusalKind, (d: RaftDriver) => number]>;
+const COUNTERS = Object.entries(REFUSAL_COUNTERS) as ReadonlyArray<[RefusalKind, (d: RaftDriver, m: Member | null) => number]>;
 
 /**
  * Reads every refusal counter of every member after each event, and reports each one that
@@ -43,10 +50,11 @@ export class RefusalChecker {
     this.#report = report;
   }
 
-  check(t: number, member: NodeId, driver: RaftDriver): void {
+  /** `state`: the member's state machine in this process life (null while it has none). */
+  check(t: number, member: NodeId, driver: RaftDriver, state: Member | null): void {
     let seen = this.#seen.get(driver);
     for (const [kind, read] of COUNTERS) {
-      const count = read(driver);
+      const count = read(driver, state);
       if (count === 0 || seen?.has(kind) === true) continue;
       if (seen === undefined) {
         seen = new Map();

@@ -79,6 +79,8 @@ export const VIOLATION_KINDS = [
   'invalid-snapshot-chunk',
   /** A clock stamp malformed, out of bounds or inconsistent (RaftDriver.invalidClockStamps). */
   'invalid-clock-stamp',
+  /** A log entry a member skipped as malformed (Member.skippedEntries.malformed): an encoder and the decoder disagree. */
+  'malformed-entry',
   /** A member stopped after a fatal error (a broken invariant of its state, a failed write). */
   'fatal',
   // Mixed versions, in a rolling upgrade (version-checker.ts)

@@ -4,6 +4,7 @@ import type { MemberSettings } from '../src/runtime/member-settings.js';
 import { SeededRandom } from '../src/time/random.js';
 import { testNextVersion } from '../src/version/test-next-version.js';
 import type { VersionSupport } from '../src/version/versions.js';
+import { encodeCommand } from '../src/runtime/commands.js';
 import { SafetyChecker } from './checker.js';
 import { RunCheckers } from './checkers/index.js';
 import { ConfigurationChecker } from './configuration-checker.js';
@@ -197,11 +198,12 @@ export class SimWorld {
     const up = (): SimMember[] => this.members.filter((m) => m.up);
     const driver = up().length > 0 ? this.#pick(up()).driver : null;
     if (driver === null) return;
-    driver.propose(new TextEncoder().encode(text)).then(
+    const data = proposalBytes(text);
+    driver.propose(data).then(
       ({ index }) => {
         this.acknowledged++;
         this.trace.update(`${this.scheduler.nowMs} ack ${text} ${index}\n`);
-        this.safety.onAck(this.scheduler.nowMs, index, text);
+        this.safety.onAck(this.scheduler.nowMs, index, entryText(data));
       },
       () => undefined,
     );
@@ -235,4 +237,20 @@ export class SimWorld {
   #pick<T>(xs: readonly T[]): T {
     return xs[this.random.int(0, xs.length - 1)] as T;
   }
+}
+
+/**
+ * An application proposal's entry: a user command, as `Cluster.propose` writes it. (Raw bytes
+ * would be skipped as malformed by every member, each skip at the cost of a decode error and
+ * its stack, and would hide a malformed entry an honest member wrote: refusal-checker.ts.)
+ */
+export function proposalBytes(text: string): Uint8Array {
+  return encodeCommand({ kind: 'user', data: new TextEncoder().encode(text) });
+}
+
+const textDecoder = new TextDecoder();
+
+/** An entry's bytes as the safety checker keys them (SafetyChecker.onApplied), to compare an entry with a proposal's. */
+export function entryText(data: Uint8Array): string {
+  return textDecoder.decode(data);
 }
