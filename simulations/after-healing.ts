@@ -1,4 +1,5 @@
 import type { NodeId } from '../src/raft/types.js';
+import { entryText } from './checker.js';
 import { checkFanoutSettles, fanoutAtHeal } from './fanout-settle.js';
 import { checkHistories } from './history-checker.js';
 import { rollingRestart } from './handover.js';
@@ -6,7 +7,7 @@ import { outcomeGraceMs } from './jobs.js';
 import type { SimMember } from './member.js';
 import type { RunLoop } from './run-loop.js';
 import { VERSION_LIVENESS_BOUND_MS } from './version-checker.js';
-import { entryText, proposalBytes, type SimWorld } from './world.js';
+import { proposalBytes, type SimWorld } from './world.js';
 
 /** After healing, the scheduler gets this long to settle before every slot must run on time. */
 const SCHEDULER_SETTLE_MS = 10_000;

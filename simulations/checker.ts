@@ -4,6 +4,11 @@ import type { ViolationKind } from './violations.js';
 
 const decoder = new TextDecoder();
 
+/** An entry's bytes as text, as the checker keys applied entries: to compare an entry with a proposal's bytes. */
+export function entryText(data: Uint8Array): string {
+  return decoder.decode(data);
+}
+
 /**
  * Raft's safety properties, checked as the simulation runs: at most one leader per term; the
  * same entry applied at each index on every member; applied indexes never skip or go back
@@ -20,7 +25,8 @@ export class SafetyChecker {
   readonly #committed = new Map<number, string>();
   /** member -> last applied index in its current life. */
   readonly #lastApplied = new Map<NodeId, number>();
-  readonly #acked = new Map<number, string>();
+  /** Acknowledged proposals by index: the text proposed, and its entry's bytes as text (entryText). */
+  readonly #acked = new Map<number, { readonly text: string; readonly entry: string }>();
   #maxCommitted = 0;
   /** The highest term any leader was seen in so far. */
   #maxLeaderTerm = 0;
@@ -47,7 +53,7 @@ export class SafetyChecker {
     const last = this.#lastApplied.get(member) ?? 0;
     if (entry.index !== last + 1) this.report(atMs, 'apply-order', `${member} applied index ${entry.index} after ${last}`);
     this.#lastApplied.set(member, entry.index);
-    const key = `${entry.term}|${entry.pid}|${decoder.decode(entry.data)}`;
+    const key = `${entry.term}|${entry.pid}|${entryText(entry.data)}`;
     const known = this.#committed.get(entry.index);
     if (known === undefined) {
       this.#committed.set(entry.index, key);
@@ -79,18 +85,19 @@ export class SafetyChecker {
     }
   }
 
-  /** A client was told its proposal committed at `index`. */
-  onAck(atMs: number, index: number, text: string): void {
-    this.#acked.set(index, text);
+  /** A client was told its proposal `text`, entry `data`, committed at `index`. */
+  onAck(atMs: number, index: number, text: string, data: Uint8Array): void {
+    const entry = entryText(data);
+    this.#acked.set(index, { text, entry });
     const key = this.#committed.get(index);
-    if (key !== undefined && !key.endsWith(`|${text}`)) this.report(atMs, 'lost-ack', `acknowledged "${text}" at ${index}, but ${key} is there`);
+    if (key !== undefined && !key.endsWith(`|${entry}`)) this.report(atMs, 'lost-ack', `acknowledged "${text}" at ${index}, but ${key} is there`);
   }
 
   /** At the end: every acknowledged proposal is where it was acknowledged. */
   checkAcknowledged(atMs: number): void {
-    for (const [index, text] of this.#acked) {
+    for (const [index, { text, entry }] of this.#acked) {
       const key = this.#committed.get(index);
-      if (key === undefined || !key.endsWith(`|${text}`)) this.report(atMs, 'lost-ack', `acknowledged "${text}" at ${index} is lost (${key ?? 'nothing'} there)`);
+      if (key === undefined || !key.endsWith(`|${entry}`)) this.report(atMs, 'lost-ack', `acknowledged "${text}" at ${index} is lost (${key ?? 'nothing'} there)`);
     }
   }
 

@@ -1,5 +1,4 @@
 import type { NodeId } from '../src/raft/types.js';
-import type { RaftDriver } from '../src/runtime/driver.js';
 import type { Member } from '../src/runtime/member.js';
 import type { Report, ViolationKind } from './violations.js';
 
@@ -23,42 +22,42 @@ import type { Report, ViolationKind } from './violations.js';
  * disagree. (Entries skipped as of a version not in force are the version checker's.)
  */
 export const REFUSAL_COUNTERS = {
-  'invalid-message': (d: RaftDriver): number => d.invalidMessages,
-  'protocol-violation': (d: RaftDriver): number => d.node.protocolViolations,
-  'unsendable-message': (d: RaftDriver): number => d.unsendableMessages,
-  'invalid-snapshot': (d: RaftDriver): number => d.invalidSnapshots,
-  'invalid-snapshot-chunk': (d: RaftDriver): number => d.invalidSnapshotChunks,
-  'invalid-clock-stamp': (d: RaftDriver): number => d.invalidClockStamps,
-  'malformed-entry': (_d: RaftDriver, m: Member | null): number => m?.skippedEntries.malformed ?? 0,
-} as const satisfies Partial<Record<ViolationKind, (d: RaftDriver, m: Member | null) => number>>;
+  'invalid-message': (m: Member): number => m.driver.invalidMessages,
+  'protocol-violation': (m: Member): number => m.driver.node.protocolViolations,
+  'unsendable-message': (m: Member): number => m.driver.unsendableMessages,
+  'invalid-snapshot': (m: Member): number => m.driver.invalidSnapshots,
+  'invalid-snapshot-chunk': (m: Member): number => m.driver.invalidSnapshotChunks,
+  'invalid-clock-stamp': (m: Member): number => m.driver.invalidClockStamps,
+  'malformed-entry': (m: Member): number => m.skippedEntries.malformed,
+} as const satisfies Partial<Record<ViolationKind, (m: Member) => number>>;
 
 export type RefusalKind = keyof typeof REFUSAL_COUNTERS;
 
-const COUNTERS = Object.entries(REFUSAL_COUNTERS) as ReadonlyArray<[RefusalKind, (d: RaftDriver, m: Member | null) => number]>;
+const COUNTERS = Object.entries(REFUSAL_COUNTERS) as ReadonlyArray<[RefusalKind, (m: Member) => number]>;
 
 /**
  * Reads every refusal counter of every member after each event, and reports each one that
- * moved, once per counter and process life (a restart begins at zero with a new driver), with
+ * moved, once per counter and process life (a restart begins at zero with a new assembly), with
  * the member and the count, so that a replay of the seed stops where it first moved.
  */
 export class RefusalChecker {
   readonly #report: Report;
-  /** Per driver (one per process life), the counters already reported, with the count first seen. */
-  readonly #seen = new WeakMap<RaftDriver, Map<RefusalKind, number>>();
+  /** Per member assembly (one per process life), the counters already reported, with the count first seen. */
+  readonly #seen = new WeakMap<Member, Map<RefusalKind, number>>();
 
   constructor(report: Report) {
     this.#report = report;
   }
 
-  /** `state`: the member's state machine in this process life (null while it has none). */
-  check(t: number, member: NodeId, driver: RaftDriver, state: Member | null): void {
-    let seen = this.#seen.get(driver);
+  /** `assembly`: the member's assembly in its current process life (its driver and state machine). */
+  check(t: number, member: NodeId, assembly: Member): void {
+    let seen = this.#seen.get(assembly);
     for (const [kind, read] of COUNTERS) {
-      const count = read(driver, state);
+      const count = read(assembly);
       if (count === 0 || seen?.has(kind) === true) continue;
       if (seen === undefined) {
         seen = new Map();
-        this.#seen.set(driver, seen);
+        this.#seen.set(assembly, seen);
       }
       seen.set(kind, count);
       this.#report(t, kind, `${member} counted ${count} (among honest members, only a bug moves this count)`);

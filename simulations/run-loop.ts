@@ -58,7 +58,7 @@ export class RunLoop {
         if (driver === null) continue;
         m.scheduleSync(this.#fsyncMs, this.#syncBatch);
         this.#checkDurability(m);
-        refusals.check(scheduler.nowMs, m.id, driver, m.member);
+        if (m.member !== null) refusals.check(scheduler.nowMs, m.id, m.member);
       }
       if (this.#world.changes) configurations.afterEvent(scheduler.nowMs, members);
       runChecks.afterEvent(scheduler.nowMs);

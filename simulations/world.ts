@@ -203,7 +203,7 @@ export class SimWorld {
       ({ index }) => {
         this.acknowledged++;
         this.trace.update(`${this.scheduler.nowMs} ack ${text} ${index}\n`);
-        this.safety.onAck(this.scheduler.nowMs, index, entryText(data));
+        this.safety.onAck(this.scheduler.nowMs, index, text, data);
       },
       () => undefined,
     );
@@ -246,11 +246,4 @@ export class SimWorld {
  */
 export function proposalBytes(text: string): Uint8Array {
   return encodeCommand({ kind: 'user', data: new TextEncoder().encode(text) });
-}
-
-const textDecoder = new TextDecoder();
-
-/** An entry's bytes as the safety checker keys them (SafetyChecker.onApplied), to compare an entry with a proposal's. */
-export function entryText(data: Uint8Array): string {
-  return textDecoder.decode(data);
 }
