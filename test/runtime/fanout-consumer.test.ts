@@ -82,6 +82,7 @@ describe("a member's side of fan-out (FanoutConsumer)", () => {
     // Leases to another member start nothing here.
     m.apply({ type: 'lease', member: 'b', ids: [1], atMs: 0 });
     await settle();
+    m.timers.advance(0);
     expect(seen.map((c) => [c.id, c.fencingToken, c.attempt, c.job])).toEqual([
       [1, token, 1, 'nightly'],
       [2, token, 1, 'nightly'],
@@ -167,6 +168,7 @@ describe("a member's side of fan-out (FanoutConsumer)", () => {
     m.state.apply(100, { type: 'reclaim', leases: [{ id: 1, token }], atMs: 10 });
     finish();
     await settle();
+    m.timers.advance(0);
     expect(m.proposed.filter((c) => c.type === 'done')).toHaveLength(1);
     expect(m.state.topics.get('t')?.counts).toMatchObject({ stale: 1, done: 0 });
   });
@@ -368,8 +370,28 @@ describe("a member's side of fan-out (FanoutConsumer)", () => {
     ends.get(2)?.();
     ends.get(4)?.();
     await settle();
+    m.timers.advance(0);
     expect(m.proposed.flatMap((c) => (c.type === 'done' ? c.outcomes.map((o) => o.id) : [])).sort()).toEqual([1, 2, 4]);
     expect(m.consumer.running).toBe(0);
+  });
+
+  it('records in one command the outcomes of the runs that end in one turn, those of items that started as others ended included', async () => {
+    const m = member();
+    const started: number[] = [];
+    await m.consumer.consume('t', async (_data, ctx) => {
+      started.push(ctx.id);
+      await Promise.resolve();
+    }, { ...SETTINGS, parallelism: 2 });
+    const ids = [1, 2, 3, 4, 5, 6, 7, 8];
+    m.apply({ type: 'emit', topic: 't', items: ids.map((n) => ({ data: Uint8Array.of(n), key: null })), origin: null, atMs: 0 });
+    m.apply({ type: 'lease', member: 'a', ids, atMs: 0 });
+    await settle();
+    // Every item ran in this turn, two at a time, each started as a run before it ended.
+    expect(started).toEqual(ids);
+    expect(m.proposed.filter((c) => c.type === 'done')).toEqual([]);
+    m.timers.advance(0);
+    const dones = m.proposed.filter((c) => c.type === 'done');
+    expect(dones.map((c) => c.outcomes.map((o) => o.id))).toEqual([ids]);
   });
 
   it('gives back the items waiting to start when it loses its lease, and when it hands over', async () => {
