@@ -1,7 +1,7 @@
 import { registerConsumer, type ConsumeOptions } from '../src/cluster-fanout.js';
 import { consumerSettings } from '../src/cluster-fanout.js';
 import { MAX_ITEMS_PER_EMIT, type ConsumerSettings } from '../src/fanout/command.js';
-import { encodeItems } from '../src/fanout/items.js';
+import { encodeItems } from '../src/runtime/fanout/encode-items.js';
 import { LEASE_GRACE_MS, backoffMs } from '../src/fanout/state.js';
 import { PREFETCH_PER_PARALLELISM } from '../src/fanout/prefetch.js';
 import { DELIVERY_INTERVAL_MS } from '../src/runtime/fanout/leader-delivery.js';
@@ -211,8 +211,11 @@ export function startOutsideEmits(scheduler: SimScheduler, random: Random, fanou
     if (up.length > 0) {
       const from = up[random.int(0, up.length - 1)] as { readonly id: NodeId; readonly member: Member };
       const topic = fanout.topics[random.int(0, fanout.topics.length - 1)] as SimTopic;
-      const items = encodeItems(simItems(drawEmitSize(random, fanout.maxEmit), `${from.id}#${++n}`));
-      from.member.fanoutRuntime.emit(topic.name, items, null).catch(() => undefined);
+      // As cluster.emitItems: the items encoded a turn at a time, then emitted.
+      const nextTurn = (): Promise<void> => new Promise((resolve) => scheduler.after(0, resolve));
+      encodeItems(simItems(drawEmitSize(random, fanout.maxEmit), `${from.id}#${++n}`), undefined, nextTurn)
+        .then((items) => from.member.fanoutRuntime.emit(topic.name, items, null))
+        .catch(() => undefined);
     }
     scheduler.after(random.int(1, 2 * fanout.emitEveryMs), next);
   };

@@ -21,14 +21,15 @@ import { startMember, type MemberParts, type ScheduledJob } from './cluster-star
 import { checkItemIds, consumerSettings, deadLettersOf, registerConsumer, type ConsumeHandler, type ConsumeOptions, type DeadLetterView } from './cluster-fanout.js';
 import type { Batch } from './runtime/fanout/batches.js';
 import type { FanoutRuntime } from './runtime/fanout/fanout-runtime.js';
-import { checkTopic, encodeItems } from './fanout/items.js';
+import { checkTopic } from './fanout/items.js';
+import { encodeItems } from './runtime/fanout/encode-items.js';
 import type { ConsumerSettings } from './fanout/command.js';
 import type { JobHandler, JobOptions } from './runtime/scheduler/job-types.js';
 import type { SchedulerRuntime } from './runtime/scheduler/scheduler-runtime.js';
 import type { CancelledRuns, JobPause, TriggeredSlot } from './runtime/scheduler/job-operations.js';
 import { parseSpec, type SpecInput } from './scheduler/spec.js';
 import { SCHEDULER_DEFAULTS } from './scheduler/state.js';
-import { systemClock, systemTimers, type Clock, type Timers } from './time/clock.js';
+import { nextTurn, systemClock, systemTimers, type Clock, type Timers } from './time/clock.js';
 import type { Random } from './time/random.js';
 import { versionSupportOf } from './version/test-seams.js';
 
@@ -282,7 +283,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   // Not `emit`: that is EventEmitter's on this class, and the events' API must stay as Node's.
   async emitItems(topic: string, items: readonly unknown[], options: { key?: (item: unknown, index: number) => string | null } = {}): Promise<Batch> {
     checkTopic(topic);
-    const encoded = encodeItems(items, options.key);
+    const encoded = await encodeItems(items, options.key, () => nextTurn(this.#timers));
     return this.#fanout().emit(topic, encoded, null);
   }
 

@@ -11,18 +11,18 @@ const JSON_VALUE = 1;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-/**
- * The items of an emit, encoded and checked, all before anything is proposed: one that does not
- * encode, or is too large, throws InvalidArgumentError and nothing of the call is kept.
- */
-export function encodeItems(items: readonly unknown[], key?: (item: unknown, index: number) => string | null): EmittedItem[] {
+/** The items of an emit as handed in, copied: a non-empty array, else InvalidArgumentError. */
+export function itemsOf(items: unknown): readonly unknown[] {
   if (!Array.isArray(items) || items.length === 0) throw new InvalidArgumentError('items', items, 'a non-empty array');
-  return items.map((item, i) => {
-    const data = encodeItem(item, i);
-    const k = key === undefined ? null : key(item, i);
-    if (k !== null && (typeof k !== 'string' || k.length === 0 || k.length > MAX_KEY_LENGTH)) throw new InvalidArgumentError('key', k, `null or a string of 1 to ${MAX_KEY_LENGTH} characters`);
-    return { data, key: k };
-  });
+  return items.slice();
+}
+
+/** Item `index` of an emit, encoded and checked with its key: InvalidArgumentError for one that does not encode, is too large, or has a bad key. */
+export function encodeEmitted(item: unknown, index: number, key: ((item: unknown, index: number) => string | null) | undefined): EmittedItem {
+  const data = encodeItem(item, index);
+  const k = key === undefined ? null : key(item, index);
+  if (k !== null && (typeof k !== 'string' || k.length === 0 || k.length > MAX_KEY_LENGTH)) throw new InvalidArgumentError('key', k, `null or a string of 1 to ${MAX_KEY_LENGTH} characters`);
+  return { data, key: k };
 }
 
 function encodeItem(item: unknown, index: number): Uint8Array {

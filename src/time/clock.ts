@@ -34,3 +34,8 @@ export const systemTimers: Timers = {
     clearTimeout(handle as NodeJS.Timeout);
   },
 };
+
+/** Resolves on a later turn of the event loop (a timer of no delay): long work yields there, between its parts, to what waits. */
+export function nextTurn(timers: Timers): Promise<void> {
+  return new Promise((resolve) => timers.setTimeout(resolve, 0));
+}

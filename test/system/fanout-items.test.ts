@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { MAX_ITEM_BYTES } from '../../src/fanout/command.js';
+import { ITEMS_ENCODED_PER_TURN } from '../../src/runtime/fanout/encode-items.js';
 import { Cluster } from '../../src/index.js';
 import { FANOUT_VERSION } from '../../src/version/versions.js';
 
@@ -48,6 +49,28 @@ describe('fan-out items through the Cluster', () => {
     await (await c.emitItems('t', [largest])).settled({ timeoutMs: 10_000 });
     expect((got[4] as Uint8Array).byteLength).toBe(MAX_ITEM_BYTES - 1);
     expect(c.state().topics.find((t) => t.name === 't')).toMatchObject({ emitted: 5, done: 5 });
+  });
+
+  it('encodes a large emit a turn of the event loop at a time, from the array as it was at the call, and keeps nothing of it when an item of a later turn is bad', async () => {
+    const c = await oneMember();
+    c.consume('t', () => undefined, { parallelism: 64 });
+    await expect.poll(() => c.state().topics.find((t) => t.name === 't')?.consumers, { timeout: 10_000, interval: 20 }).toEqual({ [c.id]: 64 });
+    // Whether a timer set just before the call had run, as each turn's first item was encoded.
+    let ticked = false;
+    const seen: boolean[] = [];
+    const item = (i: number): unknown => ({ toJSON: () => (i % ITEMS_ENCODED_PER_TURN === 0 && seen.push(ticked), i) });
+    const items = Array.from({ length: 3 * ITEMS_ENCODED_PER_TURN }, (_, i) => item(i));
+    setTimeout(() => (ticked = true), 0);
+    const emitted = c.emitItems('t', items);
+    items.push(item(items.length));
+    const batch = await emitted;
+    expect(seen).toEqual([false, true, true]);
+    expect(await batch.settled({ timeoutMs: 10_000 })).toMatchObject({ count: 3 * ITEMS_ENCODED_PER_TURN, done: 3 * ITEMS_ENCODED_PER_TURN });
+
+    const bad = 2 * ITEMS_ENCODED_PER_TURN + 5;
+    const withBad = Array.from({ length: 3 * ITEMS_ENCODED_PER_TURN }, (_, i) => (i === bad ? () => i : i));
+    await expect(c.emitItems('t', withBad)).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: `items[${bad}]` });
+    expect(c.state().topics.find((t) => t.name === 't')?.emitted).toBe(3 * ITEMS_ENCODED_PER_TURN);
   });
 
   it('refuses a bad topic, handler or option of consume() at the call, naming it, and a topic consumed twice', () => {
