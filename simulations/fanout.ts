@@ -211,10 +211,12 @@ export function startOutsideEmits(scheduler: SimScheduler, random: Random, fanou
     if (up.length > 0) {
       const from = up[random.int(0, up.length - 1)] as { readonly id: NodeId; readonly member: Member };
       const topic = fanout.topics[random.int(0, fanout.topics.length - 1)] as SimTopic;
-      // As cluster.emitItems: the items encoded a turn at a time, then emitted.
+      // As cluster.emitItems: the items encoded a turn at a time, then emitted, unless the
+      // member crashed meanwhile.
+      const member = from.member;
       const nextTurn = (): Promise<void> => new Promise((resolve) => scheduler.after(0, resolve));
       encodeItems(simItems(drawEmitSize(random, fanout.maxEmit), `${from.id}#${++n}`), undefined, nextTurn)
-        .then((items) => from.member.fanoutRuntime.emit(topic.name, items, null))
+        .then((items) => (from.member === member ? member.fanoutRuntime.emit(topic.name, items, null) : undefined))
         .catch(() => undefined);
     }
     scheduler.after(random.int(1, 2 * fanout.emitEveryMs), next);

@@ -283,6 +283,8 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   // Not `emit`: that is EventEmitter's on this class, and the events' API must stay as Node's.
   async emitItems(topic: string, items: readonly unknown[], options: { key?: (item: unknown, index: number) => string | null } = {}): Promise<Batch> {
     checkTopic(topic);
+    // Refused at once when fan-out is not available here, not after the items are encoded.
+    this.#fanout();
     const encoded = await encodeItems(items, options.key, () => nextTurn(this.#timers));
     return this.#fanout().emit(topic, encoded, null);
   }

@@ -247,7 +247,7 @@ export class Member {
       clock: driver.clusterClock(),
       timers: parts.timers,
       propose: (command: SchedulerCommand) => driver.propose(encodeCommand({ kind: 'scheduler', command })),
-      // A job's ctx.emit: checked whole before anything is proposed (fanout/items.ts).
+      // A job's ctx.emit: checked whole before anything is proposed, a turn at a time (fanout/encode-items.ts).
       emitItems: async (topic, items, key, origin) => this.fanoutRuntime.emit(checkTopic(topic), await encodeItems(items, key, () => nextTurn(parts.timers)), origin),
       proposeBatch: (commands) => (this.versions.active >= BATCH_VERSION ? driver.propose(encodeCommand({ kind: 'scheduler-batch', commands })) : null),
       operations: {

@@ -107,6 +107,7 @@ describe("a member's side of fan-out (FanoutConsumer)", () => {
     expect(m.consumer.running).toBe(2);
     m.apply({ type: 'reclaim', leases: [{ id: 1, token }], atMs: 10 });
     await settle();
+    m.timers.advance(0);
     expect(signals[0]?.reason).toMatchObject({ code: 'CRONRAFT_RUN_REASSIGNED' });
     expect(m.proposed.filter((c) => c.type === 'done')).toEqual([]);
     m.timers.advance(SETTINGS.timeoutMs);
@@ -322,7 +323,9 @@ describe("a member's side of fan-out (FanoutConsumer)", () => {
     m.apply({ type: 'emit', topic: 't', items: [1, 2].map((n) => ({ data: Uint8Array.of(n), key: null })), origin: null, atMs: 0 });
     m.apply({ type: 'lease', member: 'a', ids: [1], atMs: 0 });
     await settle();
+    m.timers.advance(0);
     expect(seen.map((c) => c.id)).toEqual([1]);
+    expect(m.proposed.filter((c) => c.type === 'done').map((c) => c.outcomes.map((o) => o.id))).toEqual([[1]]);
     // Its outcome is proposed, not applied: a snapshot taken before it still holds item 1's lease (and one of item 2 never applied here).
     m.state.apply(50, { type: 'lease', member: 'a', ids: [2], atMs: 0 });
     expect(m.state.items.get(1)?.phase.kind).toBe('leased');
