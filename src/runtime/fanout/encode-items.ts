@@ -2,9 +2,9 @@ import type { EmittedItem } from '../../fanout/command.js';
 import { encodeEmitted, itemsOf } from '../../fanout/items.js';
 
 /**
- * Items encoded in one turn of the event loop: an emit of many items (a hundred thousand take a
- * few hundred milliseconds to encode) holds the loop a few milliseconds at a time, so that the
- * member goes on answering its peers and firing its slots meanwhile.
+ * Items encoded in one turn of the event loop: an emit of many items, encoded all at once, held
+ * the loop for as long as they all took; a turn at a time, the member goes on answering its
+ * peers and firing its slots between the turns.
  */
 export const ITEMS_ENCODED_PER_TURN = 1024;
 
