@@ -1,7 +1,6 @@
 import { registerConsumer, type ConsumeOptions } from '../src/cluster-fanout.js';
 import { consumerSettings } from '../src/cluster-fanout.js';
 import { MAX_ITEMS_PER_EMIT, type ConsumerSettings } from '../src/fanout/command.js';
-import { encodeItems } from '../src/runtime/fanout/encode-items.js';
 import { LEASE_GRACE_MS, backoffMs } from '../src/fanout/state.js';
 import { PREFETCH_PER_PARALLELISM } from '../src/fanout/prefetch.js';
 import { DELIVERY_INTERVAL_MS } from '../src/runtime/fanout/leader-delivery.js';
@@ -211,13 +210,9 @@ export function startOutsideEmits(scheduler: SimScheduler, random: Random, fanou
     if (up.length > 0) {
       const from = up[random.int(0, up.length - 1)] as { readonly id: NodeId; readonly member: Member };
       const topic = fanout.topics[random.int(0, fanout.topics.length - 1)] as SimTopic;
-      // As cluster.emitItems: the items encoded a turn at a time, then emitted, unless the
-      // member crashed meanwhile.
-      const member = from.member;
-      const nextTurn = (): Promise<void> => new Promise((resolve) => scheduler.after(0, resolve));
-      encodeItems(simItems(drawEmitSize(random, fanout.maxEmit), `${from.id}#${++n}`), undefined, nextTurn)
-        .then((items) => (from.member === member ? member.fanoutRuntime.emit(topic.name, items, null) : undefined))
-        .catch(() => undefined);
+      // As cluster.emitItems: encoded a turn at a time on the member's timers (a member that
+      // crashed meanwhile emits nothing: its timers fire no more).
+      from.member.fanoutRuntime.emitItems(topic.name, simItems(drawEmitSize(random, fanout.maxEmit), `${from.id}#${++n}`), undefined, null).catch(() => undefined);
     }
     scheduler.after(random.int(1, 2 * fanout.emitEveryMs), next);
   };

@@ -22,14 +22,13 @@ import { checkItemIds, consumerSettings, deadLettersOf, registerConsumer, type C
 import type { Batch } from './runtime/fanout/batches.js';
 import type { FanoutRuntime } from './runtime/fanout/fanout-runtime.js';
 import { checkTopic } from './fanout/items.js';
-import { encodeItems } from './runtime/fanout/encode-items.js';
 import type { ConsumerSettings } from './fanout/command.js';
 import type { JobHandler, JobOptions } from './runtime/scheduler/job-types.js';
 import type { SchedulerRuntime } from './runtime/scheduler/scheduler-runtime.js';
 import type { CancelledRuns, JobPause, TriggeredSlot } from './runtime/scheduler/job-operations.js';
 import { parseSpec, type SpecInput } from './scheduler/spec.js';
 import { SCHEDULER_DEFAULTS } from './scheduler/state.js';
-import { nextTurn, systemClock, systemTimers, type Clock, type Timers } from './time/clock.js';
+import { systemClock, systemTimers, type Clock, type Timers } from './time/clock.js';
 import type { Random } from './time/random.js';
 import { versionSupportOf } from './version/test-seams.js';
 
@@ -283,10 +282,8 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   // Not `emit`: that is EventEmitter's on this class, and the events' API must stay as Node's.
   async emitItems(topic: string, items: readonly unknown[], options: { key?: (item: unknown, index: number) => string | null } = {}): Promise<Batch> {
     checkTopic(topic);
-    // Refused at once when fan-out is not available here, not after the items are encoded.
-    this.#fanout();
-    const encoded = await encodeItems(items, options.key, () => nextTurn(this.#timers));
-    return this.#fanout().emit(topic, encoded, null);
+    // Refused at once when fan-out is not available here, before the items are encoded.
+    return this.#fanout().emitItems(topic, items, options.key, null);
   }
 
   /** The dead letters of `topic` as this member applied them, oldest first (at most FANOUT_DEFAULTS.maxDeadLettersPerTopic). */

@@ -7,7 +7,7 @@ import { EntryType, type Configuration, type Entry, type NodeId } from '../raft/
 import { SCHEDULER_DEFAULTS } from '../scheduler/state.js';
 import type { SchedulerCommand } from '../scheduler/command.js';
 import type { LogStorage } from '../storage/log-storage.js';
-import { nextTurn, type Clock, type Timers } from '../time/clock.js';
+import type { Clock, Timers } from '../time/clock.js';
 import type { Transport } from '../transport/transport.js';
 import { encodeCommand } from './commands.js';
 import { COMPACTION_DEFAULTS, type CompactionOptions } from './compaction.js';
@@ -25,7 +25,6 @@ import { FANOUT_DEFAULTS, FanoutState, type FanoutApplyResult } from '../fanout/
 import type { FanoutCommand } from '../fanout/command.js';
 import { FanoutRuntime, type FanoutEvent } from './fanout/fanout-runtime.js';
 import { checkTopic } from '../fanout/items.js';
-import { encodeItems } from './fanout/encode-items.js';
 import { MembershipKeeper } from './membership-keeper.js';
 import { PROMOTE_STABLE_MS } from './membership-decide.js';
 import { MEMBER_DEFAULTS } from './member-settings.js';
@@ -248,7 +247,7 @@ export class Member {
       timers: parts.timers,
       propose: (command: SchedulerCommand) => driver.propose(encodeCommand({ kind: 'scheduler', command })),
       // A job's ctx.emit: checked whole before anything is proposed, a turn at a time (fanout/encode-items.ts).
-      emitItems: async (topic, items, key, origin) => this.fanoutRuntime.emit(checkTopic(topic), await encodeItems(items, key, () => nextTurn(parts.timers)), origin),
+      emitItems: async (topic, items, key, origin) => this.fanoutRuntime.emitItems(checkTopic(topic), items, key, origin),
       proposeBatch: (commands) => (this.versions.active >= BATCH_VERSION ? driver.propose(encodeCommand({ kind: 'scheduler-batch', commands })) : null),
       operations: {
         require: (feature) => this.versions.require(feature, OPERATIONS_VERSION),

@@ -3,6 +3,8 @@ import { MAX_ITEMS_PER_EMIT, type ConsumerSettings, type EmitOrigin, type Emitte
 import type { FanoutApplyResult, FanoutState } from '../../fanout/state.js';
 import { BatchTracker, type Batch, type BatchSummary } from './batches.js';
 import { SlotBatchTally } from './slot-batches.js';
+import { encodeItems } from './encode-items.js';
+import { nextTurn } from '../../time/clock.js';
 import { FanoutConsumer, type FanoutConsumerOptions, type ItemHandler } from './consumer.js';
 import { LeaderDelivery, type LeaderDeliveryOptions } from './leader-delivery.js';
 
@@ -71,6 +73,16 @@ export class FanoutRuntime {
 
   consume(topic: string, handler: ItemHandler, settings: ConsumerSettings): Promise<unknown> {
     return this.consumer.consume(topic, handler, settings);
+  }
+
+  /**
+   * Emits an application's `items` (`Cluster.emitItems`, a job's `ctx.emit`): encoded and
+   * checked a turn of the event loop at a time on this member's timers (encode-items.ts), all
+   * before anything is proposed, then as `emit`.
+   * @throws InvalidArgumentError for a bad item or key (nothing of the call is kept), and as `emit`
+   */
+  async emitItems(topic: string, items: readonly unknown[], key: ((item: unknown, index: number) => string | null) | undefined, origin: EmitOrigin | null): Promise<Batch> {
+    return this.emit(topic, await encodeItems(items, key, () => nextTurn(this.#o.timers)), origin);
   }
 
   /**
