@@ -136,4 +136,26 @@ describe('fan-out items through the Cluster', () => {
     expect(starts.filter((s) => s.k === 'b').map((s) => s.n)).toEqual([1, 2]);
     expect(mostAtOnce).toBe(1);
   });
+
+  it('keeps the order of the calls for the items of one key when each emit is awaited before the next', async () => {
+    const c = await oneMember();
+    const started: number[] = [];
+    const release = new Map<number, () => void>();
+    c.consume('t', (item) => {
+      const n = (item as { n: number }).n;
+      started.push(n);
+      return new Promise<void>((resolve) => release.set(n, resolve));
+    }, { parallelism: 8 });
+    await expect.poll(() => c.state().topics.find((t) => t.name === 't')?.consumers, { timeout: 10_000, interval: 20 }).toEqual({ [c.id]: 8 });
+    const key = (): string => 'k';
+    const first = await c.emitItems('t', [{ n: 1 }, { n: 2 }], { key });
+    const second = await c.emitItems('t', [{ n: 3 }], { key });
+    // One at a time across both emits: the later emit's item waits for the earlier one's.
+    for (const n of [1, 2, 3]) {
+      await expect.poll(() => started, { timeout: 10_000, interval: 10 }).toEqual([1, 2, 3].slice(0, n));
+      release.get(n)?.();
+    }
+    await Promise.all([first.settled({ timeoutMs: 10_000 }), second.settled({ timeoutMs: 10_000 })]);
+    expect(started).toEqual([1, 2, 3]);
+  });
 });
