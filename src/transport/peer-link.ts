@@ -33,9 +33,10 @@ type LinkState = 'idle' | 'dialing' | 'open' | 'backoff' | 'closed';
 
 /**
  * The outbound half of the connection to one peer: a bounded queue of encoded frames, one
- * long-lived stream, and a writer. Frames queued in the same tick are written together in one
- * `stream.send`, after a microtask, so a burst costs one encryption and one syscall and no timer
- * delays a lone message; `flushNow` writes what is queued at once instead (Transport.flush).
+ * long-lived stream, and a writer. Frames queued in the same turn of the event loop are written
+ * together in one `stream.send`, once the turn's I/O callbacks have run (setImmediate), so a
+ * burst costs one encryption and one syscall; `flushNow` writes what is queued at once instead
+ * (Transport.flush), as the leader does with its appends.
  * The writer never awaits per frame; when the stream's buffer is full it waits for `drain`
  * while the queue (and only this peer's queue) absorbs or drops new frames.
  * When the stream breaks, the link re-dials with capped exponential back-off and jitter.
@@ -227,7 +228,12 @@ export class PeerLink {
   #scheduleFlush(): void {
     if (this.#flushScheduled || this.#waitingForDrain) return;
     this.#flushScheduled = true;
-    queueMicrotask(this.#flush);
+    // Not a microtask: the driver's turns, a member's answers to several messages read at once,
+    // each end in a microtask of their own, and flushing after each wrote once per turn of the
+    // driver. Under load that was several writes per peer per turn of the event loop, each a
+    // syscall that on loopback also runs the receiver's TCP processing. An idle member loses
+    // nothing: its loop goes from the I/O callback that queued the frames to setImmediate's.
+    setImmediate(this.#flush);
   }
 
   readonly #flush = (): void => {

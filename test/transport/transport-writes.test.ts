@@ -152,6 +152,20 @@ describe('fewer writes per message', () => {
     expect(built).toBeLessThan(count / 10);
   });
 
+  it('writes the messages queued in one turn of the event loop together, though queued in separate microtasks', async () => {
+    const { a, b } = await connectedPair();
+    const cork = vi.spyOn(Socket.prototype, 'cork');
+    a.t.send({ type: 'heartbeat', from: 'a', to: 'b', term: 1, commit: 1, readCtx: 0 });
+    // As the driver's turns do: each ends in a microtask, and the next queues more.
+    await Promise.resolve();
+    await Promise.resolve();
+    a.t.send({ type: 'heartbeat', from: 'a', to: 'b', term: 1, commit: 2, readCtx: 0 });
+    expect(cork).not.toHaveBeenCalled();
+    await vi.waitFor(() => expect(b.got).toHaveLength(3), { timeout: 10_000 });
+    expect(b.got.map((m) => (m.type === 'heartbeat' ? m.commit : -1))).toEqual([0, 1, 2]);
+    expect(cork).toHaveBeenCalledTimes(1);
+  });
+
   it('writes queued messages at the end of the turn, or at once on flush()', async () => {
     const { a, b } = await connectedPair();
     const cork = vi.spyOn(Socket.prototype, 'cork');
