@@ -7,7 +7,9 @@
  * Each answer's time is from the request sent to its whole body read, on this process (so it
  * includes this process's own delays, which are small: it does little else); its first byte's,
  * to the answer's head read, is mostly the member's (its loop reaching the request, and the work
- * before the first write), the rest the body's transfer. It asks for gzip, as Prometheus and
+ * before the first write), the rest the body's transfer; the member's own part, from the
+ * request read to the answer's head, it says in `Server-Timing` (http/server.ts), which is
+ * recorded beside. It asks for gzip, as Prometheus and
  * browsers do; the time ends with the last byte of the body as sent. One gzipped body in
  * GUNZIP_EVERY is then decompressed, off the clock, its size counted to check it is whole:
  * decompressing every one (megabytes, thirty times a second) would load the machine the
@@ -16,6 +18,7 @@
 import { Agent, get } from 'node:http';
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { gunzip } from 'node:zlib';
+import { SERVER_TIMING_METRIC } from '../src/http/server.js';
 import { summarize } from './stats.js';
 
 /** How often every member is scraped (issue 20: every 100 ms). */
@@ -38,10 +41,12 @@ export interface EndpointStats {
   readonly ms: ReturnType<typeof summarize>;
   /** From the request sent to the answer's head read. */
   readonly firstByteMs: ReturnType<typeof summarize>;
+  /** The member's own time on each answer, as its Server-Timing says. */
+  readonly memberMs: ReturnType<typeof summarize>;
   /** Requests that failed, timed out or were not answered 200. */
   readonly errors: number;
-  /** The slowest answers (SLOWEST_KEPT), slowest first: which member, its how-manieth answer there, and ms. */
-  readonly slowest: readonly { readonly member: number; readonly nth: number; readonly ms: number }[];
+  /** The slowest answers (SLOWEST_KEPT), slowest first: which member, its how-manieth answer there, ms, and the member's own part of them. */
+  readonly slowest: readonly { readonly member: number; readonly nth: number; readonly ms: number; readonly memberMs: number }[];
   /** The largest body read, in bytes, decompressed. */
   readonly maxBytes: number;
   /** The largest body read, in bytes as sent (gzipped when the member chose to). */
@@ -66,6 +71,14 @@ interface Answer {
   readonly gzipped: boolean;
   /** performance.now() as the head was read. */
   readonly headAt: number;
+  /** The member's own time, from its Server-Timing (NaN when it sent none). */
+  readonly memberMs: number;
+}
+
+/** The duration of the member's metric in a Server-Timing header (http/server.ts), or NaN. */
+function memberTiming(header: string | undefined): number {
+  const match = header === undefined ? null : new RegExp(`(?:^|,)\\s*${SERVER_TIMING_METRIC};dur=([0-9.]+)`).exec(header);
+  return match === null ? Number.NaN : Number(match[1]);
 }
 
 function fetchOnce(agent: Agent, address: string, path: string): Promise<Answer> {
@@ -74,14 +87,15 @@ function fetchOnce(agent: Agent, address: string, path: string): Promise<Answer>
     const headers = { 'accept-encoding': 'gzip' };
     const req = get({ host, port: Number(port), path, agent, headers, timeout: SCRAPE_TIMEOUT_MS }, (res) => {
       const headAt = performance.now();
+      const memberMs = memberTiming(res.headers['server-timing']?.toString());
       const chunks: Buffer[] = [];
       const gzipped = res.headers['content-encoding'] === 'gzip';
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ ok: res.statusCode === 200, body: Buffer.concat(chunks), gzipped, headAt }));
-      res.on('error', () => resolve({ ok: false, body: Buffer.alloc(0), gzipped, headAt }));
+      res.on('end', () => resolve({ ok: res.statusCode === 200, body: Buffer.concat(chunks), gzipped, headAt, memberMs }));
+      res.on('error', () => resolve({ ok: false, body: Buffer.alloc(0), gzipped, headAt, memberMs }));
     });
     req.on('timeout', () => req.destroy(new Error('timed out')));
-    req.on('error', () => resolve({ ok: false, body: Buffer.alloc(0), gzipped: false, headAt: 0 }));
+    req.on('error', () => resolve({ ok: false, body: Buffer.alloc(0), gzipped: false, headAt: 0, memberMs: Number.NaN }));
   });
 }
 
@@ -93,7 +107,8 @@ export class Scraper {
   readonly #addresses: readonly string[];
   readonly #agent = new Agent({ keepAlive: true, maxSockets: 1 });
   readonly #times: Record<ScrapedPath, number[]> = { '/metrics': [], '/v1/state': [] };
-  readonly #answers: Record<ScrapedPath, { member: number; nth: number; ms: number }[]> = { '/metrics': [], '/v1/state': [] };
+  readonly #answers: Record<ScrapedPath, { member: number; nth: number; ms: number; memberMs: number }[]> = { '/metrics': [], '/v1/state': [] };
+  readonly #memberMs: Record<ScrapedPath, number[]> = { '/metrics': [], '/v1/state': [] };
   readonly #nth = new Map<string, number>();
   readonly #firstByte: Record<ScrapedPath, number[]> = { '/metrics': [], '/v1/state': [] };
   readonly #errors: Record<ScrapedPath, number> = { '/metrics': 0, '/v1/state': 0 };
@@ -145,7 +160,7 @@ export class Scraper {
   }
 
   stats(): ScrapeStats {
-    const endpoint = (path: ScrapedPath): EndpointStats => ({ ms: summarize(this.#times[path]), firstByteMs: summarize(this.#firstByte[path]), errors: this.#errors[path], slowest: [...this.#answers[path]].sort((a, b) => b.ms - a.ms).slice(0, SLOWEST_KEPT), maxBytes: this.#maxBytes[path], maxWireBytes: this.#maxWireBytes[path] });
+    const endpoint = (path: ScrapedPath): EndpointStats => ({ ms: summarize(this.#times[path]), firstByteMs: summarize(this.#firstByte[path]), memberMs: summarize(this.#memberMs[path]), errors: this.#errors[path], slowest: [...this.#answers[path]].sort((a, b) => b.ms - a.ms).slice(0, SLOWEST_KEPT), maxBytes: this.#maxBytes[path], maxWireBytes: this.#maxWireBytes[path] });
     const ownLoopDelayMs = this.#loopDelayMs;
     return { endpoints: { '/metrics': endpoint('/metrics'), '/v1/state': endpoint('/v1/state') }, skipped: this.#skipped, ownLoopDelayMs };
   }
@@ -173,8 +188,9 @@ export class Scraper {
         this.#times[path].push(ms);
         const nth = (this.#nth.get(`${address}${path}`) ?? 0) + 1;
         this.#nth.set(`${address}${path}`, nth);
-        this.#answers[path].push({ member: this.#addresses.indexOf(address), nth, ms });
+        this.#answers[path].push({ member: this.#addresses.indexOf(address), nth, ms, memberMs: answer.memberMs });
         this.#firstByte[path].push(answer.headAt - started);
+        this.#memberMs[path].push(answer.memberMs);
       } else this.#errors[path]++;
       this.#maxBytes[path] = Math.max(this.#maxBytes[path], body?.length ?? 0);
       this.#maxWireBytes[path] = Math.max(this.#maxWireBytes[path], answer.body.length);

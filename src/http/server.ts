@@ -102,6 +102,7 @@ export class HttpServer {
   }
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const startedAt = performance.now();
     try {
       const url = new URL(req.url ?? '/', 'http://localhost');
       const { route, params } = this.#routes.match(req.method ?? 'GET', url.pathname);
@@ -110,12 +111,12 @@ export class HttpServer {
         if (refused !== null) throw refused;
       }
       const body = await this.#readBody(req);
-      this.#answer(res, await route.handle({ params, query: url.searchParams, body }), {}, acceptsGzip(req.headers['accept-encoding']));
+      this.#answer(res, startedAt, await route.handle({ params, query: url.searchParams, body }), {}, acceptsGzip(req.headers['accept-encoding']));
     } catch (error) {
       const { status, headers, body } = errorAnswer(error);
       // An unread or oversized body is left unread: the connection goes with the answer.
       if (!req.complete) res.setHeader('connection', 'close');
-      this.#answer(res, { status, json: body }, headers);
+      this.#answer(res, startedAt, { status, json: body }, headers);
     }
   }
 
@@ -156,15 +157,21 @@ export class HttpServer {
     }
   }
 
-  /** `gzip`: the client accepts it, and an answer in pieces goes gzipped when that pays (gzip-pieces.ts). */
-  #answer(res: ServerResponse, answer: RouteAnswer, headers: Readonly<Record<string, string>> = {}, gzip = false): void {
+  /**
+   * `gzip`: the client accepts it, and an answer in pieces goes gzipped when that pays
+   * (gzip-pieces.ts). Every answer says in `Server-Timing` how long this member took to make it,
+   * from the request read (performance.now() at `startedAt`) to its head: a client that finds an
+   * answer slow tells the member's part from the time it waited (the network, a loop busy
+   * before the request was read, its own).
+   */
+  #answer(res: ServerResponse, startedAt: number, answer: RouteAnswer, headers: Readonly<Record<string, string>> = {}, gzip = false): void {
     if (res.headersSent || res.destroyed) return;
     if ('pieces' in answer) {
       const zipped = gzip ? gzipPieces(answer.pieces) : null;
       const pieces = zipped ?? answer.pieces;
       const encoding = zipped === null ? {} : { 'content-encoding': 'gzip' };
       // Vary: a cache between must not hand the gzipped answer to a client that did not ask for it.
-      res.writeHead(answer.status ?? 200, { ...COMMON_HEADERS, ...headers, vary: 'accept-encoding', ...encoding, 'content-type': answer.contentType, 'content-length': byteLength(pieces) });
+      res.writeHead(answer.status ?? 200, { ...COMMON_HEADERS, ...headers, vary: 'accept-encoding', ...encoding, 'content-type': answer.contentType, 'content-length': byteLength(pieces), ...serverTiming(startedAt) });
       // Corked, the pieces go to the socket in one write, as they are: no copy of the whole.
       res.cork();
       for (const piece of pieces) res.write(piece);
@@ -175,7 +182,15 @@ export class HttpServer {
     const text = 'json' in answer ? JSON.stringify(answer.json) : answer.text;
     const contentType = 'json' in answer ? JSON_CONTENT_TYPE : answer.contentType;
     const own = 'json' in answer ? {} : answer.headers;
-    res.writeHead(answer.status ?? 200, { ...COMMON_HEADERS, ...own, ...headers, 'content-type': contentType, 'content-length': Buffer.byteLength(text) });
+    res.writeHead(answer.status ?? 200, { ...COMMON_HEADERS, ...own, ...headers, 'content-type': contentType, 'content-length': Buffer.byteLength(text), ...serverTiming(startedAt) });
     res.end(text);
   }
+}
+
+/** The metric's name in `Server-Timing` (W3C Server Timing; browsers' developer tools show it). */
+export const SERVER_TIMING_METRIC = 'member';
+
+/** `Server-Timing`: this member's time on the request since `startedAt` (performance.now()), in ms to the hundredth. */
+function serverTiming(startedAt: number): { 'server-timing': string } {
+  return { 'server-timing': `${SERVER_TIMING_METRIC};dur=${(performance.now() - startedAt).toFixed(2)}` };
 }

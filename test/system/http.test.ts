@@ -6,9 +6,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Cluster, InvalidArgumentError, type ClusterOptions } from '../../src/index.js';
 import { BearerAuth } from '../../src/http/auth.js';
 import { MIN_HTTP_TOKEN_LENGTH } from '../../src/http/http-options.js';
-import { RouteTable } from '../../src/http/route-table.js';
+import { RouteTable, type RouteAnswer } from '../../src/http/route-table.js';
 import { MAX_HTTP_HISTORY_LIMIT } from '../../src/http/routes.js';
-import { HTTP_LIMITS, HttpServer } from '../../src/http/server.js';
+import { HTTP_LIMITS, HttpServer, SERVER_TIMING_METRIC } from '../../src/http/server.js';
 import { freePort } from '../fixtures/process-cluster.js';
 
 const TOKEN = 'a-token-for-the-tests-0123456789';
@@ -337,6 +337,34 @@ describe('errors over HTTP', () => {
     const streamed = await request(c, '/v1/members/127.0.0.1:1/remove', { ...withToken(), body: chunks, duplex: 'half' } as RequestInit);
     expect(streamed).toMatchObject({ status: 413, body: { error: { code: 'CRONRAFT_HTTP_BODY_TOO_LARGE' } } });
     expect(await request(c, '/v1/members/127.0.0.1:1/remove', { ...withToken(), body: '{not json' })).toMatchObject({ status: 400, body: { error: { code: 'CRONRAFT_HTTP_BAD_BODY' } } });
+  });
+
+  it("says in Server-Timing how long the member took on every answer: JSON, in pieces, text, an error", async () => {
+    // A route that takes 40 ms of the member's time before it answers: its Server-Timing holds them.
+    const slow = (answer: () => RouteAnswer) => async (): Promise<RouteAnswer> => {
+      await new Promise((resolve) => setTimeout(resolve, 40));
+      return answer();
+    };
+    const table = new RouteTable().add(
+      { method: 'GET', path: '/json', action: false, handle: slow(() => ({ json: { ok: true } })) },
+      { method: 'GET', path: '/pieces', action: false, handle: slow(() => ({ pieces: [Buffer.from('{"a":'), Buffer.from('1}')], contentType: 'application/json; charset=utf-8' })) },
+      { method: 'GET', path: '/text', action: false, handle: slow(() => ({ text: 'up', contentType: 'text/plain', headers: {} })) },
+      { method: 'GET', path: '/fails', action: false, handle: slow(() => { throw new Error('internal detail'); }) },
+    );
+    const server = new HttpServer(table, new BearerAuth(null));
+    servers.push(server);
+    await server.listen('127.0.0.1', 0);
+    const timings: Record<string, number> = {};
+    for (const path of ['/json', '/pieces', '/text', '/fails', '/nothing-here']) {
+      const r = await fetch(`http://${server.address}${path}`);
+      await r.text();
+      const header = r.headers.get('server-timing') ?? '';
+      expect(header, path).toMatch(new RegExp(`^${SERVER_TIMING_METRIC};dur=\\d+\\.\\d{2}$`));
+      timings[path] = Number(header.split('dur=')[1]);
+    }
+    for (const path of ['/json', '/pieces', '/text', '/fails']) expect(timings[path], path).toBeGreaterThanOrEqual(39);
+    // Refused before any route ran: the member's time is the match alone.
+    expect(timings['/nothing-here']).toBeLessThan(39);
   });
 
   it('answers a server fault 500 without its message', async () => {
