@@ -17,7 +17,7 @@ import { MAX_ITEMS_PER_EMIT } from '../src/fanout/command.js';
 import { FANOUT_ITEM_BYTES, watchDone, type DoneReport } from '../test/fixtures/fanout-member.js';
 import { wallMs } from '../test/fixtures/member-probe.js';
 import type { BenchJobData, WorkerRequest } from './bullmq-worker.js';
-import { PARALLELISM, redeliveryMs, REDELIVERY_ITEMS, STEADY_BATCH, STEADY_EVERY_MS, STEADY_RATE, until, type FanoutMeasures, type FanoutSizes } from './fanout.js';
+import { bulkRuns, PARALLELISM, redeliveryMs, REDELIVERY_ITEMS, STEADY_BATCH, STEADY_EVERY_MS, STEADY_RATE, until, type BulkMeasure, type FanoutMeasures, type FanoutSizes } from './fanout.js';
 import { cpuPerCommitUs, processesCpuMs } from './proc-cpu.js';
 import { ensureRedis, RedisServer } from './redis.js';
 import { summarize } from './stats.js';
@@ -103,16 +103,18 @@ async function waitCompleted(queue: Queue<BenchJobData>, count: number): Promise
   return r;
 }
 
-async function bulkRun(queue: Queue<BenchJobData>, items: number, pids: ReadonlyArray<number | undefined>): Promise<FanoutMeasures['bulk']> {
+async function bulkRun(queue: Queue<BenchJobData>, items: number, pids: ReadonlyArray<number | undefined>): Promise<BulkMeasure> {
+  // The queue's completed count goes on from the runs before.
+  const completedBefore = await queue.getCompletedCount();
   const cpuBefore = processesCpuMs(pids);
   const firstEmitAt = wallMs();
   for (let i = 0; i < items; i += MAX_ITEMS_PER_ADD) await addJobs(queue, i, Math.min(MAX_ITEMS_PER_ADD, items - i), firstEmitAt);
   const emitMs = wallMs() - firstEmitAt;
   // Waited for once the adds are over, as bench/fanout.ts does once the slot's emit is.
-  const d = await waitCompleted(queue, items);
+  const d = await waitCompleted(queue, completedBefore + items);
   const cpuUsPerItem = cpuPerCommitUs(cpuBefore, processesCpuMs(pids), items);
   const elapsedMs = d.doneAt - firstEmitAt;
-  return { items, elapsedMs, itemsPerSecond: (items / elapsedMs) * 1000, emitMs, stallMs: d.stallMs, stallAtMs: d.stallAt - firstEmitAt, emissions: 1, emitErrors: 0, cpuUsPerItem };
+  return { items, elapsedMs, itemsPerSecond: (items / elapsedMs) * 1000, emitMs, stallMs: d.stallMs, stallAtMs: d.stallAt - firstEmitAt, emissions: 1, emitErrors: 0, cpuUsPerItem, emitter: null };
 }
 
 async function steadyRun(queue: Queue<BenchJobData>, workers: readonly WorkerProcess[], seconds: number): Promise<FanoutMeasures['steady']> {
@@ -173,12 +175,15 @@ export async function benchBullmq(sizes: FanoutSizes): Promise<BullmqBenchResult
     await Promise.all(workers.map((w) => until('a BullMQ worker ready', () => (w.events.some((e) => e.event === 'ready') ? true : undefined))));
     for (const w of workers) for (const queue of Object.values(QUEUE)) await w.request({ cmd: 'work', queue, concurrency: PARALLELISM, reportStarts: queue === QUEUE.redeliver });
     await Promise.all(queues.map((q) => q.waitUntilReady()));
-    const bulk = await bulkRun(bulkQueue, sizes.bulkItems, [server.pid, ...workers.map((w) => w.child.pid)]);
-    console.log(`BullMQ end to end: ${JSON.stringify(bulk)}`);
+    const bulk = await bulkRuns(sizes.warmBulkRuns, async () => {
+      const run = await bulkRun(bulkQueue, sizes.bulkItems, [server.pid, ...workers.map((w) => w.child.pid)]);
+      console.log(`BullMQ end to end: ${JSON.stringify(run)}`);
+      return run;
+    });
     const steady = await steadyRun(steadyQueue, workers, sizes.steadySeconds);
     console.log(`BullMQ steady: ${JSON.stringify(steady)}`);
     const redelivery = await redeliveryRun(redeliverQueue, workers);
-    return { bullmqVersion: bullmqVersion(), redisVersion: redis.version, bulk, steady, redelivery };
+    return { bullmqVersion: bullmqVersion(), redisVersion: redis.version, ...bulk, steady, redelivery };
   } finally {
     await Promise.all(workers.map((w) => w.kill()));
     await Promise.all(queues.map((q) => q.close()));
