@@ -3,7 +3,7 @@
  * loopback, level with sync on, default settings; each member consumes with parallelism 64 and
  * a handler that does nothing but note when it started. A slot (a job scheduled `{ at }` on
  * every member, run by the one that claims it) emits the items with ctx.emit. Measured:
- * (1) items/s end to end: a slot emits bulkItems items of 100 bytes, an entry at a time; from
+ * (1) items/s end to end: a slot emits bulkItems items of 100 bytes in one ctx.emit; from
  *     its first emit to state().topics showing them all done (read on the leader). The first
  *     such run after the members start is reported on its own (cold: much of the code still
  *     runs unoptimized, as in the raft bench's cold rows); then warmBulkRuns more, whose median
@@ -75,7 +75,7 @@ export interface BulkMeasure {
    * items done against every emission's.
    */
   readonly emissions: number;
-  /** Entries of the emit that failed (the leader changed) and were emitted again. */
+  /** Emits that failed (the leader changed) and were made again whole. */
   readonly emitErrors: number;
   /**
    * CPU of the system's processes (every thread) per item, in µs: cronraft's members (the
@@ -315,7 +315,7 @@ export function fanoutRows(ours: FanoutMeasures, peer: FanoutMeasures | null): s
     ['  each warm run (the slot ran on L: the leader, F: a follower)', ours.bulkRuns.map(runText).join(', '), text(p((m) => m.bulkRuns.map(runText).join(', '))), '', '', ''],
     ['  of which the emit (first call to last item committed)', ms(ours.bulk.emitMs), text(p((m) => ms(m.bulk.emitMs))), '', '', ''],
     ['  CPU per item, all processes of the system (µs)', cpuText(ours.bulk.cpuUsPerItem), text(p((m) => cpuText(m.bulk.cpuUsPerItem))), ratio(ours.bulk.cpuUsPerItem, p((m) => m.bulk.cpuUsPerItem), true), '', ''],
-    ['  times the slot emitted the items (> 1: its run moved and emitted again); entries emitted again', `${ours.bulk.emissions}; ${ours.bulk.emitErrors}`, text(p((m) => `${m.bulk.emissions}; ${m.bulk.emitErrors}`)), '', '', ''],
+    ['  times the slot emitted the items (> 1: its run moved and emitted again); emits that failed and were made again', `${ours.bulk.emissions}; ${ours.bulk.emitErrors}`, text(p((m) => `${m.bulk.emissions}; ${m.bulk.emitErrors}`)), '', '', ''],
     ['  longest time no item was recorded done (at ms after the first emit)', `${ms(ours.bulk.stallMs)} (at ${fmt(ours.bulk.stallAtMs, 0)})`, text(p((m) => `${ms(m.bulk.stallMs)} (at ${fmt(m.bulk.stallAtMs, 0)})`)), '', '', ''],
     [`items/s end to end, the first ${ours.bulkCold.items.toLocaleString('en-US')} items after start (cold)`, runText(ours.bulkCold), text(p((m) => runText(m.bulkCold))), ratio(ours.bulkCold.itemsPerSecond, p((m) => m.bulkCold.itemsPerSecond), false), '', ''],
     [`emit-to-start p50 at ${STEADY_RATE.toLocaleString('en-US')} items/s`, ms(ours.steady.latencyMs.p50), text(p((m) => ms(m.steady.latencyMs.p50))), ratio(ours.steady.latencyMs.p50, p((m) => m.steady.latencyMs.p50), true), '', ''],

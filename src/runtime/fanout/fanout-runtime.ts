@@ -1,9 +1,10 @@
 import { BackpressureError, InvalidArgumentError } from '../../errors.js';
-import { MAX_ITEMS_PER_EMIT, type ConsumerSettings, type EmitOrigin, type EmittedItem, type FanoutCommand } from '../../fanout/command.js';
+import { type ConsumerSettings, type EmitOrigin, type EmittedItem, type FanoutCommand } from '../../fanout/command.js';
 import type { FanoutApplyResult, FanoutState } from '../../fanout/state.js';
 import { BatchTracker, type Batch, type BatchSummary } from './batches.js';
 import { SlotBatchTally } from './slot-batches.js';
 import { encodeItems } from './encode-items.js';
+import { proposeEntries } from './emit-entries.js';
 import { nextTurn } from '../../time/clock.js';
 import { FanoutConsumer, type FanoutConsumerOptions, type ItemHandler } from './consumer.js';
 import { LeaderDelivery, type LeaderDeliveryOptions } from './leader-delivery.js';
@@ -86,9 +87,10 @@ export class FanoutRuntime {
   }
 
   /**
-   * Emits `items` to `topic`, MAX_ITEMS_PER_EMIT to an entry, once all are applied here: the
-   * Batch of them. A topic already too full is refused before anything is proposed; one that
-   * fills up part-way (others emit at the same time) keeps the entries applied before.
+   * Emits `items` to `topic`, MAX_ITEMS_PER_EMIT to an entry, a few entries in flight at once
+   * (emit-entries.ts), once all are applied here: the Batch of them. A topic already too full
+   * is refused before anything is proposed; one that fills up part-way (others emit at the same
+   * time) keeps the entries applied, and its error says how many items.
    * @throws BackpressureError when the topic holds too many unsettled items
    */
   async emit(topic: string, items: readonly EmittedItem[], origin: EmitOrigin | null): Promise<Batch> {
@@ -96,17 +98,7 @@ export class FanoutRuntime {
     const known = this.#o.state.topics.get(topic);
     const limit = this.#o.state.maxPendingOf(topic);
     if ((known?.unsettled ?? 0) + items.length > limit) throw new BackpressureError(`The topic ${topic} holds ${known?.unsettled ?? 0} unsettled items: ${items.length} more would pass its maxPending of ${limit}`);
-    const entries: Array<{ index: number; count: number }> = [];
-    for (let i = 0; i < items.length; i += MAX_ITEMS_PER_EMIT) {
-      const chunk = items.slice(i, i + MAX_ITEMS_PER_EMIT);
-      const { index, result } = await this.#o.propose({ type: 'emit', topic, items: chunk, origin, atMs: this.#o.clusterNowMs() });
-      const applied = result as FanoutApplyResult;
-      if (!applied.ok) {
-        const kept = i === 0 ? '' : `; the first ${i} items of this emit were kept`;
-        throw new BackpressureError(`The topic ${topic} holds too many unsettled items (${applied.reason})${kept}`);
-      }
-      entries.push({ index, count: chunk.length });
-    }
+    const entries = await proposeEntries(topic, items, (chunk) => this.#o.propose({ type: 'emit', topic, items: chunk, origin, atMs: this.#o.clusterNowMs() }));
     return this.batches.track(topic, entries);
   }
 

@@ -1,0 +1,66 @@
+import { BackpressureError } from '../../errors.js';
+import { MAX_ITEMS_PER_EMIT, type EmittedItem } from '../../fanout/command.js';
+import type { FanoutApplyResult } from '../../fanout/state.js';
+
+/**
+ * Entries of one emit proposed and not yet applied, at most. One at a time, a large emit
+ * proposed each entry once the one before was applied, so that it took a commit round per
+ * MAX_ITEMS_PER_EMIT items, and in the fan-out bench most of the time from the first emit to the
+ * last item done was the emit. With a few in flight, the leader replicates and syncs an entry
+ * while the one before commits. Few, so that one emit holds a small part of the member's pending
+ * proposals (maxPendingProposals) and of what its peers' queues carry at once.
+ */
+export const EMIT_ENTRIES_IN_FLIGHT = 4;
+
+/** An entry of an emit, applied: where it is in the log and how many items it holds. */
+export interface EmittedEntry {
+  readonly index: number;
+  readonly count: number;
+}
+
+/** Proposes one entry of items; resolves with its index and fan-out's apply result once applied here. */
+export type ProposeEntry = (items: readonly EmittedItem[]) => Promise<{ readonly index: number; readonly result: unknown }>;
+
+/**
+ * Proposes `items` in entries of MAX_ITEMS_PER_EMIT, in their order, at most
+ * EMIT_ENTRIES_IN_FLIGHT at once, and resolves with the entries once all are applied. The
+ * entries are proposed from this member in order and a proposal is never proposed again (a
+ * forward whose leader changed fails, runtime/pending-requests.ts), so the entries of one emit
+ * that are applied are in the log in the order of their items. When an entry fails, none more is
+ * proposed; once those in flight are settled, it rejects with the first error, or, when the
+ * topic refused an entry as too full, with BackpressureError naming how many items were kept.
+ * @throws BackpressureError, and what `propose` throws
+ */
+export async function proposeEntries(topic: string, items: readonly EmittedItem[], propose: ProposeEntry): Promise<EmittedEntry[]> {
+  const count = Math.ceil(items.length / MAX_ITEMS_PER_EMIT);
+  const entries: EmittedEntry[] = [];
+  let next = 0;
+  let kept = 0;
+  // What stopped the emit (the first failure, or the first refusal), set by the proposers below.
+  const stop: { failed: { readonly error: unknown } | null; refused: string | null } = { failed: null, refused: null };
+  const proposeInTurn = async (): Promise<void> => {
+    while (stop.failed === null && stop.refused === null && next < count) {
+      const k = next++;
+      const chunk = items.slice(k * MAX_ITEMS_PER_EMIT, (k + 1) * MAX_ITEMS_PER_EMIT);
+      try {
+        const { index, result } = await propose(chunk);
+        const applied = result as FanoutApplyResult;
+        if (!applied.ok) {
+          stop.refused ??= applied.reason;
+          continue;
+        }
+        entries[k] = { index, count: chunk.length };
+        kept += chunk.length;
+      } catch (error) {
+        stop.failed ??= { error };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(EMIT_ENTRIES_IN_FLIGHT, count) }, proposeInTurn));
+  if (stop.failed !== null) throw stop.failed.error;
+  if (stop.refused !== null) {
+    const keptText = kept === 0 ? '' : `; ${kept} items of this emit were kept`;
+    throw new BackpressureError(`The topic ${topic} holds too many unsettled items (${stop.refused})${keptText}`);
+  }
+  return entries;
+}
