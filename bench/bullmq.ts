@@ -14,6 +14,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
 import { MAX_ITEMS_PER_EMIT } from '../src/fanout/command.js';
+import { EMIT_ENTRIES_IN_FLIGHT } from '../src/runtime/fanout/emit-entries.js';
 import { FANOUT_ITEM_BYTES, watchDone, type DoneReport } from '../test/fixtures/fanout-member.js';
 import { wallMs } from '../test/fixtures/member-probe.js';
 import type { BenchJobData, WorkerRequest } from './bullmq-worker.js';
@@ -108,7 +109,14 @@ async function bulkRun(queue: Queue<BenchJobData>, items: number, pids: Readonly
   const completedBefore = await queue.getCompletedCount();
   const cpuBefore = processesCpuMs(pids);
   const firstEmitAt = wallMs();
-  for (let i = 0; i < items; i += MAX_ITEMS_PER_ADD) await addJobs(queue, i, Math.min(MAX_ITEMS_PER_ADD, items - i), firstEmitAt);
+  // As many adds at once as cronraft's emit has entries in flight.
+  const adding = new Set<Promise<unknown>>();
+  for (let i = 0; i < items; i += MAX_ITEMS_PER_ADD) {
+    while (adding.size >= EMIT_ENTRIES_IN_FLIGHT) await Promise.race(adding);
+    const add: Promise<unknown> = addJobs(queue, i, Math.min(MAX_ITEMS_PER_ADD, items - i), firstEmitAt).finally(() => adding.delete(add));
+    adding.add(add);
+  }
+  await Promise.all(adding);
   const emitMs = wallMs() - firstEmitAt;
   // Waited for once the adds are over, as bench/fanout.ts does once the slot's emit is.
   const d = await waitCompleted(queue, completedBefore + items);

@@ -26,7 +26,9 @@ export interface ConsumeOptions {
   readonly ratePerSecond?: number;
   /**
    * Unsettled items the topic may hold (the least its consumers ask for): an emit past it
-   * rejects with BackpressureError, and nothing of it is kept. @default MAX_PENDING_PER_TOPIC (100,000)
+   * rejects with BackpressureError, and nothing of it is kept (an emit of several entries that
+   * others' emits fill up part-way keeps the entries applied: the error names their items).
+   * @default MAX_PENDING_PER_TOPIC (100,000)
    */
   readonly maxPending?: number;
 }

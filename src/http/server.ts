@@ -102,7 +102,7 @@ export class HttpServer {
   }
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const startedAt = performance.now();
+    let startedAt = performance.now();
     try {
       const url = new URL(req.url ?? '/', 'http://localhost');
       const { route, params } = this.#routes.match(req.method ?? 'GET', url.pathname);
@@ -111,6 +111,8 @@ export class HttpServer {
         if (refused !== null) throw refused;
       }
       const body = await this.#readBody(req);
+      // The member's time is from the request read: a client slow to send its body is not it.
+      startedAt = performance.now();
       this.#answer(res, startedAt, await route.handle({ params, query: url.searchParams, body }), {}, acceptsGzip(req.headers['accept-encoding']));
     } catch (error) {
       const { status, headers, body } = errorAnswer(error);
@@ -160,9 +162,10 @@ export class HttpServer {
   /**
    * `gzip`: the client accepts it, and an answer in pieces goes gzipped when that pays
    * (gzip-pieces.ts). Every answer says in `Server-Timing` how long this member took to make it,
-   * from the request read (performance.now() at `startedAt`) to its head: a client that finds an
-   * answer slow tells the member's part from the time it waited (the network, a loop busy
-   * before the request was read, its own).
+   * from the request read, its body too (performance.now() at `startedAt`), to its head: a
+   * client that finds an answer slow tells the member's part from the time it waited (the
+   * network, a loop busy before the request was read, its own). Node's own answers (408, 431, a
+   * request it cannot parse) have none.
    */
   #answer(res: ServerResponse, startedAt: number, answer: RouteAnswer, headers: Readonly<Record<string, string>> = {}, gzip = false): void {
     if (res.headersSent || res.destroyed) return;

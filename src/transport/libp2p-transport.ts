@@ -225,7 +225,13 @@ export class Libp2pTransport implements Transport {
   }
 
   async #stop(): Promise<void> {
-    for (const link of this.#links.values()) link.close();
+    // What was queued before the stop goes out first (a link writes at the end of the turn, and
+    // closing it drops its queue): a member's last answers, as its peers would otherwise have
+    // had them.
+    for (const link of this.#links.values()) {
+      link.flushNow();
+      link.close();
+    }
     await this.#starting?.catch(() => undefined);
     for (const stream of this.#inbound) stream.abort(new Error('cronraft transport stopped'));
     this.#inbound.clear();

@@ -86,7 +86,9 @@ describe('proposeEntries: an emit in entries, a few in flight', () => {
     log.calls[4]!.settle('ok');
     const error = await emitted.then(() => null, (e: unknown) => e);
     expect(error).toBeInstanceOf(BackpressureError);
-    expect((error as Error).message).toBe(`The topic thumbnails holds too many unsettled items (backpressure); ${3 * MAX_ITEMS_PER_EMIT} items of this emit were kept`);
+    // Entries 0, 2 and 4 were applied, 1 and 3 refused: the items kept, by their place in the emit.
+    const m = MAX_ITEMS_PER_EMIT;
+    expect((error as Error).message).toBe(`The topic thumbnails holds too many unsettled items (backpressure); ${3 * m} items of this emit were kept: the items at 0-${m - 1}, ${2 * m}-${3 * m - 1}, ${4 * m}-${5 * m - 1}`);
     expect(log.calls).toHaveLength(EMIT_ENTRIES_IN_FLIGHT + 1);
   });
 
@@ -103,6 +105,23 @@ describe('proposeEntries: an emit in entries, a few in flight', () => {
     log.calls[3]!.settle('ok');
     await expect(emitted).rejects.toBe(first);
     expect(log.calls).toHaveLength(EMIT_ENTRIES_IN_FLIGHT);
+  });
+
+  it('proposes an emit with keys one entry at a time, so that a failed one keeps the entries before it and no other', async () => {
+    const log = fakeLog();
+    const items = itemsOf(MAX_ITEMS_PER_EMIT * 3).map((it, i) => (i === 5 ? { ...it, key: 'k' } : it));
+    const emitted = proposeEntries('t', items, log.propose);
+    emitted.catch(() => undefined);
+    await turn();
+    expect(log.calls).toHaveLength(1);
+    log.calls[0]!.settle('ok');
+    await turn();
+    expect(log.calls).toHaveLength(2);
+    log.calls[1]!.settle('full');
+    const error = await emitted.then(() => null, (e: unknown) => e);
+    expect((error as Error).message).toMatch(new RegExp(`${MAX_ITEMS_PER_EMIT} items of this emit were kept: the items at 0-${MAX_ITEMS_PER_EMIT - 1}$`));
+    expect(log.calls).toHaveLength(2);
+    expect(log.maxInFlight()).toBe(1);
   });
 
   it('proposes an emit of one entry alone', async () => {

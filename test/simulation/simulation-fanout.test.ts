@@ -58,20 +58,28 @@ describe('simulation with fan-out', () => {
     expect(drawn).toBeLessThan(300);
   });
 
+  // Twelve seeds: under the harshest faults drawn (a crash or a partition every second) a seed may
+  // emit nothing in its minute, and with six the count of items rested on one or two seeds, so
+  // that any change to when an emit resolves (which moves the draws after it) could make it vacuous.
+  const seeds = 12;
   for (const members of [3, 5]) {
-    it(`${members} members: 6 seeds of 60 simulated seconds with fan-out: no item lost, none recorded twice, each settled`, async () => {
+    it(`${members} members: ${seeds} seeds of 60 simulated seconds with fan-out: no item lost, none recorded twice, each settled`, async () => {
       const failures: string[] = [];
       let emitted = 0;
       let settled = 0;
-      for (let seed = 1; seed <= 6; seed++) {
+      let seedsEmitting = 0;
+      for (let seed = 1; seed <= seeds; seed++) {
         const r = await simulate({ seed: seed * 100 + members, members, durationMs: 60_000, proposals: false, fanout: true });
         emitted += r.fanout?.emitted ?? 0;
+        if ((r.fanout?.emitted ?? 0) > 0) seedsEmitting++;
         settled += (r.fanout?.succeeded ?? 0) + (r.fanout?.dead ?? 0);
         if (r.violations.length > 0) failures.push(`seed ${r.seed}: ${r.violations.slice(0, 3).join('; ')}`);
       }
       expect(failures).toEqual([]);
-      // Not vacuous: items were emitted, and every one settled (after healing, within its bound).
+      // Not vacuous: items were emitted, in a third of the seeds at least, and every one settled
+      // (after healing, within its bound).
       expect(emitted).toBeGreaterThan(200);
+      expect(seedsEmitting).toBeGreaterThanOrEqual(seeds / 3);
       expect(settled).toBe(emitted);
     }, 600_000);
   }

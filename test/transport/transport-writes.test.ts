@@ -166,6 +166,16 @@ describe('fewer writes per message', () => {
     expect(cork).toHaveBeenCalledTimes(1);
   });
 
+  it('writes what is queued before stop() goes out, rather than dropping it with the link', async () => {
+    const { a } = await connectedPair();
+    const sent = a.t.stats().sent;
+    a.t.send({ type: 'heartbeat', from: 'a', to: 'b', term: 1, commit: 7, readCtx: 0 });
+    await a.t.stop();
+    // Written to the stream before the link closed; whether the peer reads it before the reset
+    // that follows is the network's business.
+    expect(a.t.stats().sent).toBe(sent + 1);
+  });
+
   it('writes queued messages at the end of the turn, or at once on flush()', async () => {
     const { a, b } = await connectedPair();
     const cork = vi.spyOn(Socket.prototype, 'cork');

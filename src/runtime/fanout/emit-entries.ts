@@ -28,11 +28,17 @@ export type ProposeEntry = (items: readonly EmittedItem[]) => Promise<{ readonly
  * forward whose leader changed fails, runtime/pending-requests.ts), so the entries of one emit
  * that are applied are in the log in the order of their items. When an entry fails, none more is
  * proposed; once those in flight are settled, it rejects with the first error, or, when the
- * topic refused an entry as too full, with BackpressureError naming how many items were kept.
+ * topic refused an entry as too full, with BackpressureError naming the items kept.
+ *
+ * Entries in flight together may be kept or not each on its own (one lost on the way to the
+ * leader, or refused, and the next applied), so a failed emit may keep items after some it did
+ * not keep. An emit with keys goes one entry at a time: it keeps the entries before the one that
+ * failed, and an app that emits again what was not kept keeps each key's items in their order.
  * @throws BackpressureError, and what `propose` throws
  */
 export async function proposeEntries(topic: string, items: readonly EmittedItem[], propose: ProposeEntry): Promise<EmittedEntry[]> {
   const count = Math.ceil(items.length / MAX_ITEMS_PER_EMIT);
+  const inFlight = items.some((item) => item.key !== null) ? 1 : EMIT_ENTRIES_IN_FLIGHT;
   const entries: EmittedEntry[] = [];
   let next = 0;
   let kept = 0;
@@ -56,11 +62,24 @@ export async function proposeEntries(topic: string, items: readonly EmittedItem[
       }
     }
   };
-  await Promise.all(Array.from({ length: Math.min(EMIT_ENTRIES_IN_FLIGHT, count) }, proposeInTurn));
+  await Promise.all(Array.from({ length: Math.min(inFlight, count) }, proposeInTurn));
   if (stop.failed !== null) throw stop.failed.error;
   if (stop.refused !== null) {
-    const keptText = kept === 0 ? '' : `; ${kept} items of this emit were kept`;
+    const keptText = kept === 0 ? '' : `; ${kept} items of this emit were kept: ${keptRanges(entries, count)}`;
     throw new BackpressureError(`The topic ${topic} holds too many unsettled items (${stop.refused})${keptText}`);
   }
   return entries;
+}
+
+/** The places in the emit of the items of the entries applied, as ranges (`0-1023, 3072-4095`). */
+function keptRanges(entries: readonly (EmittedEntry | undefined)[], count: number): string {
+  const ranges: string[] = [];
+  for (let k = 0; k < count; k++) {
+    if (entries[k] === undefined) continue;
+    let last = k;
+    while (last + 1 < count && entries[last + 1] !== undefined) last++;
+    ranges.push(`${k * MAX_ITEMS_PER_EMIT}-${last * MAX_ITEMS_PER_EMIT + (entries[last] as EmittedEntry).count - 1}`);
+    k = last;
+  }
+  return `the items at ${ranges.join(', ')}`;
 }

@@ -90,7 +90,7 @@ export class FanoutRuntime {
    * Emits `items` to `topic`, MAX_ITEMS_PER_EMIT to an entry, a few entries in flight at once
    * (emit-entries.ts), once all are applied here: the Batch of them. A topic already too full
    * is refused before anything is proposed; one that fills up part-way (others emit at the same
-   * time) keeps the entries applied, and its error says how many items.
+   * time) keeps the entries applied, and its error names their items.
    * @throws BackpressureError when the topic holds too many unsettled items
    */
   async emit(topic: string, items: readonly EmittedItem[], origin: EmitOrigin | null): Promise<Batch> {
