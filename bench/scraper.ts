@@ -108,7 +108,6 @@ export class Scraper {
   readonly #agent = new Agent({ keepAlive: true, maxSockets: 1 });
   readonly #times: Record<ScrapedPath, number[]> = { '/metrics': [], '/v1/state': [] };
   readonly #answers: Record<ScrapedPath, { member: number; nth: number; ms: number; memberMs: number }[]> = { '/metrics': [], '/v1/state': [] };
-  readonly #memberMs: Record<ScrapedPath, number[]> = { '/metrics': [], '/v1/state': [] };
   readonly #nth = new Map<string, number>();
   readonly #firstByte: Record<ScrapedPath, number[]> = { '/metrics': [], '/v1/state': [] };
   readonly #errors: Record<ScrapedPath, number> = { '/metrics': 0, '/v1/state': 0 };
@@ -160,7 +159,7 @@ export class Scraper {
   }
 
   stats(): ScrapeStats {
-    const endpoint = (path: ScrapedPath): EndpointStats => ({ ms: summarize(this.#times[path]), firstByteMs: summarize(this.#firstByte[path]), memberMs: summarize(this.#memberMs[path]), errors: this.#errors[path], slowest: [...this.#answers[path]].sort((a, b) => b.ms - a.ms).slice(0, SLOWEST_KEPT), maxBytes: this.#maxBytes[path], maxWireBytes: this.#maxWireBytes[path] });
+    const endpoint = (path: ScrapedPath): EndpointStats => ({ ms: summarize(this.#times[path]), firstByteMs: summarize(this.#firstByte[path]), memberMs: summarize(this.#answers[path].map((a) => a.memberMs)), errors: this.#errors[path], slowest: [...this.#answers[path]].sort((a, b) => b.ms - a.ms).slice(0, SLOWEST_KEPT), maxBytes: this.#maxBytes[path], maxWireBytes: this.#maxWireBytes[path] });
     const ownLoopDelayMs = this.#loopDelayMs;
     return { endpoints: { '/metrics': endpoint('/metrics'), '/v1/state': endpoint('/v1/state') }, skipped: this.#skipped, ownLoopDelayMs };
   }
@@ -190,7 +189,6 @@ export class Scraper {
         this.#nth.set(`${address}${path}`, nth);
         this.#answers[path].push({ member: this.#addresses.indexOf(address), nth, ms, memberMs: answer.memberMs });
         this.#firstByte[path].push(answer.headAt - started);
-        this.#memberMs[path].push(answer.memberMs);
       } else this.#errors[path]++;
       this.#maxBytes[path] = Math.max(this.#maxBytes[path], body?.length ?? 0);
       this.#maxWireBytes[path] = Math.max(this.#maxWireBytes[path], answer.body.length);

@@ -41,7 +41,6 @@ export async function proposeEntries(topic: string, items: readonly EmittedItem[
   const inFlight = items.some((item) => item.key !== null) ? 1 : EMIT_ENTRIES_IN_FLIGHT;
   const entries: EmittedEntry[] = [];
   let next = 0;
-  let kept = 0;
   // What stopped the emit (the first failure, or the first refusal), set by the proposers below.
   const stop: { failed: { readonly error: unknown } | null; refused: string | null } = { failed: null, refused: null };
   const proposeInTurn = async (): Promise<void> => {
@@ -56,7 +55,6 @@ export async function proposeEntries(topic: string, items: readonly EmittedItem[
           continue;
         }
         entries[k] = { index, count: chunk.length };
-        kept += chunk.length;
       } catch (error) {
         stop.failed ??= { error };
       }
@@ -64,15 +62,14 @@ export async function proposeEntries(topic: string, items: readonly EmittedItem[
   };
   await Promise.all(Array.from({ length: Math.min(inFlight, count) }, proposeInTurn));
   if (stop.failed !== null) throw stop.failed.error;
-  if (stop.refused !== null) {
-    const keptText = kept === 0 ? '' : `; ${kept} items of this emit were kept: ${keptRanges(entries, count)}`;
-    throw new BackpressureError(`The topic ${topic} holds too many unsettled items (${stop.refused})${keptText}`);
-  }
+  if (stop.refused !== null) throw new BackpressureError(`The topic ${topic} holds too many unsettled items (${stop.refused})${keptText(entries, count)}`);
   return entries;
 }
 
-/** The places in the emit of the items of the entries applied, as ranges (`0-1023, 3072-4095`). */
-function keptRanges(entries: readonly (EmittedEntry | undefined)[], count: number): string {
+/** The items of the entries applied (of `count`), by their places in the emit as ranges: `; 2048 items of this emit were kept: the items at 0-1023, 3072-4095`, or nothing. */
+function keptText(entries: readonly (EmittedEntry | undefined)[], count: number): string {
+  const kept = entries.reduce((sum, entry) => sum + (entry?.count ?? 0), 0);
+  if (kept === 0) return '';
   const ranges: string[] = [];
   for (let k = 0; k < count; k++) {
     if (entries[k] === undefined) continue;
@@ -81,5 +78,5 @@ function keptRanges(entries: readonly (EmittedEntry | undefined)[], count: numbe
     ranges.push(`${k * MAX_ITEMS_PER_EMIT}-${last * MAX_ITEMS_PER_EMIT + (entries[last] as EmittedEntry).count - 1}`);
     k = last;
   }
-  return `the items at ${ranges.join(', ')}`;
+  return `; ${kept} items of this emit were kept: the items at ${ranges.join(', ')}`;
 }
