@@ -2,7 +2,7 @@ import { registerConsumer, type ConsumeOptions } from '../src/cluster-fanout.js'
 import { consumerSettings } from '../src/cluster-fanout.js';
 import { MAX_ITEMS_PER_EMIT, type ConsumerSettings } from '../src/fanout/command.js';
 import { LEASE_GRACE_MS, backoffMs } from '../src/fanout/state.js';
-import { PREFETCH_PER_PARALLELISM } from '../src/fanout/prefetch.js';
+import { MAX_PREFETCH_PER_PARALLELISM } from '../src/fanout/prefetch.js';
 import { DELIVERY_INTERVAL_MS } from '../src/runtime/fanout/leader-delivery.js';
 import type { ItemContext } from '../src/runtime/fanout/consumer.js';
 import type { Member } from '../src/runtime/member.js';
@@ -231,7 +231,7 @@ export function itemBoundMs(topic: SimTopic): number {
   const s = settingsOf(topic);
   let ms = 0;
   // The longest lease: an item leased behind a full prefetch waits that many timeouts to start (src/fanout/prefetch.ts).
-  const leaseMs = (1 + (s.ratePerSecond === null ? PREFETCH_PER_PARALLELISM : 0)) * s.timeoutMs;
+  const leaseMs = (1 + (s.ratePerSecond === null ? MAX_PREFETCH_PER_PARALLELISM : 0)) * s.timeoutMs;
   for (let attempt = 1; attempt <= s.retries + 1; attempt++) ms += leaseMs + LEASE_GRACE_MS + DELIVERY_ROUND_MS + (attempt <= s.retries ? backoffMs(s.backoffMs, attempt) : 0);
   return ms;
 }
@@ -256,7 +256,7 @@ function attemptBoundMs(topic: SimTopic): number {
 export function settleBoundMs(topic: SimTopic, backlog: number, consumers: number): number {
   const s = settingsOf(topic);
   const attempts = backlog * (s.retries + 1);
-  const prefetchRounds = s.ratePerSecond === null ? PREFETCH_PER_PARALLELISM : 0;
+  const prefetchRounds = s.ratePerSecond === null ? MAX_PREFETCH_PER_PARALLELISM : 0;
   const byCapacity = (Math.ceil(attempts / (Math.max(1, consumers) * s.parallelism)) + prefetchRounds) * attemptBoundMs(topic);
   const byRate = s.ratePerSecond === null ? 0 : Math.ceil((attempts * 1000) / s.ratePerSecond);
   return Math.max(byCapacity, byRate) + itemBoundMs(topic);

@@ -1,6 +1,6 @@
 import type { NodeId } from '../raft/types.js';
 import { MAX_ITEMS_PER_LEASE, MAX_OUTCOMES_PER_COMMAND } from './command.js';
-import { maxLeased } from './prefetch.js';
+import { leasedUpTo, PREFETCH_PER_PARALLELISM } from './prefetch.js';
 import type { FanoutState, TopicRecord } from './state.js';
 import { rateOf } from './topic-rate.js';
 
@@ -54,6 +54,11 @@ export interface DeliveryInput {
    * when one of their members is.
    */
   readonly deadlines?: boolean;
+  /**
+   * How deep the leader fills a member's prefetch on a topic, per unit of its parallelism
+   * (prefetch.ts; the leader's own, leader-delivery.ts): PREFETCH_PER_PARALLELISM when not given.
+   */
+  readonly prefetch?: (topic: string, member: NodeId) => number;
 }
 
 export interface DeliveryPlan {
@@ -135,13 +140,14 @@ function planLeases(input: DeliveryInput): Array<{ member: NodeId; ids: number[]
   return leases;
 }
 
-/** Each eligible consumer not busy, with room (its parallelism and prefetch, prefetch.ts, less what it holds), and how much, lowest id first. */
-function freeCapacity(topic: TopicRecord, { eligible, busy }: DeliveryInput): Map<NodeId, number> {
+/** Each eligible consumer not busy, with room (its parallelism and the prefetch the leader gives it, prefetch.ts, less what it holds), and how much, lowest id first. */
+function freeCapacity(topic: TopicRecord, { eligible, busy, prefetch }: DeliveryInput): Map<NodeId, number> {
   const free = new Map<NodeId, number>();
   for (const member of [...topic.consumers.keys()].sort()) {
     if (busy.has(member) || !eligible(member)) continue;
     const settings = topic.consumers.get(member);
-    const room = settings === undefined ? 0 : maxLeased(topic, settings) - (topic.inFlight.get(member) ?? 0);
+    const depth = prefetch?.(topic.name, member) ?? PREFETCH_PER_PARALLELISM;
+    const room = settings === undefined ? 0 : leasedUpTo(topic, settings, depth) - (topic.inFlight.get(member) ?? 0);
     if (room > 0) free.set(member, room);
   }
   return free;

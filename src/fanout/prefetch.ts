@@ -12,15 +12,34 @@ import { rateOf } from './topic-rate.js';
  */
 
 /**
- * Items a member may hold leased beyond its parallelism, per unit of it, waiting to start: with
- * handlers that end at once, what a member runs per round trip through the log is its
- * parallelism times one more than this.
+ * Items the leader leases a member beyond its parallelism, per unit of it, waiting to start:
+ * with handlers that end at once, what a member runs per round trip through the log is its
+ * parallelism times one more than this. The leader goes deeper, to MAX_PREFETCH_PER_PARALLELISM,
+ * for a member that ran out of items while more waited (runtime/fanout/leader-delivery.ts).
  */
 export const PREFETCH_PER_PARALLELISM = 3;
 
-/** The most items of `topic` a member consuming it with `settings` may hold leased. */
+/**
+ * The most items a member may hold leased beyond its parallelism, per unit of it: the bound
+ * every member applies a lease within (FanoutState), and the depth of the leader's leases to a
+ * member whose runs end faster than the round trip of its outcomes and its next lease. Each
+ * round trip costs two commands through the log, so a deeper prefetch runs more items per
+ * command. Not deeper for all: a member whose runs are slow would hold items that another
+ * member could run.
+ */
+export const MAX_PREFETCH_PER_PARALLELISM = 7;
+
+/** The most items of `topic` a member consuming it with `settings` may hold leased: what a lease applies within. */
 export function maxLeased(topic: TopicRecord, settings: ConsumerSettings): number {
-  return rateOf(topic) !== null ? settings.parallelism : settings.parallelism * (1 + PREFETCH_PER_PARALLELISM);
+  return leasedUpTo(topic, settings, MAX_PREFETCH_PER_PARALLELISM);
+}
+
+/**
+ * The items of `topic` the leader fills a member up to, with `prefetch` per parallelism ahead
+ * of its runs (at most MAX_PREFETCH_PER_PARALLELISM); none ahead for a topic with a rate.
+ */
+export function leasedUpTo(topic: TopicRecord, settings: ConsumerSettings, prefetch: number): number {
+  return rateOf(topic) !== null ? settings.parallelism : settings.parallelism * (1 + Math.min(prefetch, MAX_PREFETCH_PER_PARALLELISM));
 }
 
 /**

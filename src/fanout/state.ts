@@ -43,6 +43,9 @@ export const MAX_BACKOFF_MS = 5 * 60_000;
  */
 const DUE_AT_ONCE = 0;
 
+/** The phase of every item due at once: one object, shared, as records and their phases are never changed in place. */
+const DUE_NOW: ItemPhase = Object.freeze({ kind: 'pending', notBeforeMs: DUE_AT_ONCE });
+
 /**
  * When the attempt that `held` (leased) failed, for its backoff: the time its reporter gives,
  * but never past its lease's deadline, which the leader's clock set. The leader takes a lease
@@ -309,7 +312,7 @@ export class FanoutState {
     }
     const firstId = this.nextItemId;
     for (const item of command.items) {
-      const record: ItemRecord = { id: this.nextItemId++, topic: topic.name, data: item.data, key: item.key, batch: index, origin: command.origin, failures: 0, redeliveries: 0, lastError: null, phase: { kind: 'pending', notBeforeMs: DUE_AT_ONCE } };
+      const record: ItemRecord = { id: this.nextItemId++, topic: topic.name, data: item.data, key: item.key, batch: index, origin: command.origin, failures: 0, redeliveries: 0, lastError: null, phase: DUE_NOW };
       this.items.set(record.id, record);
       this.#queue(record, topic);
     }
@@ -362,22 +365,32 @@ export class FanoutState {
    * older, or another leader's lease applied meanwhile.
    */
   #lease(index: number, command: Extract<FanoutCommand, { type: 'lease' }>): FanoutApplyResult {
+    const { member, atMs } = command;
     const leased: number[] = [];
+    // The topic of the items looked at last, with the member's settings there, the most it may
+    // hold and what it holds: a lease's items are mostly of one topic, and these were looked up
+    // per item (the most held walks the topic's consumers for a rate).
+    let topic: TopicRecord | null = null;
+    let settings: ConsumerSettings | undefined;
+    let most = 0;
+    let held = 0;
     for (const id of command.ids) {
       const item = this.items.get(id);
-      if (item === undefined || item.phase.kind !== 'pending' || item.phase.notBeforeMs > command.atMs) continue;
-      const topic = this.topics.get(item.topic) as TopicRecord;
-      if (!topic.ready.has(id)) continue;
-      const settings = topic.consumers.get(command.member);
+      if (item === undefined || item.phase.kind !== 'pending' || item.phase.notBeforeMs > atMs) continue;
+      if (topic?.name !== item.topic) {
+        topic = this.topics.get(item.topic) as TopicRecord;
+        settings = topic.consumers.get(member);
+        most = settings === undefined ? 0 : maxLeased(topic, settings);
+        held = topic.inFlight.get(member) ?? 0;
+      }
       // A member never holds more of a topic's items than its parallelism and prefetch
       // (prefetch.ts): a lease planned by an earlier leader, applied after a new leader's plan
       // that did not see it, would add to it.
-      const held = topic.inFlight.get(command.member) ?? 0;
-      if (settings === undefined || held >= maxLeased(topic, settings)) continue;
-      this.#change(item, { phase: { kind: 'leased', member: command.member, token: index, deadlineMs: leaseDeadlineMs(command.atMs, settings, held, LEASE_GRACE_MS) } });
+      if (settings === undefined || held >= most || !topic.ready.has(id)) continue;
+      this.#change(item, { phase: { kind: 'leased', member, token: index, deadlineMs: leaseDeadlineMs(atMs, settings, held, LEASE_GRACE_MS) } });
       topic.ready.delete(id);
       this.#leased.add(id);
-      topic.inFlight.set(command.member, (topic.inFlight.get(command.member) ?? 0) + 1);
+      topic.inFlight.set(member, ++held);
       leased.push(id);
     }
     return { ok: true, leased };
@@ -426,7 +439,7 @@ export class FanoutState {
         // meanwhile; with none left, the item waits for one, its failures counted.
         const settings = topic.consumers.get(command.member) ?? topic.consumers.values().next().value;
         if (settings === undefined) {
-          item = this.#change(item, { phase: { kind: 'pending', notBeforeMs: DUE_AT_ONCE } });
+          item = this.#change(item, { phase: DUE_NOW });
           topic.ready.add(item.id);
         } else if (item.failures > settings.retries) {
           topic.counts.dead++;
@@ -473,7 +486,7 @@ export class FanoutState {
       if (item === undefined || item.phase.kind !== 'leased' || item.phase.token !== lease.token) continue;
       const topic = this.topics.get(item.topic) as TopicRecord;
       this.#endLease(item, topic);
-      this.#change(item, { redeliveries: item.redeliveries + 1, phase: { kind: 'pending', notBeforeMs: DUE_AT_ONCE } });
+      this.#change(item, { redeliveries: item.redeliveries + 1, phase: DUE_NOW });
       topic.counts.redelivered++;
       topic.ready.add(item.id);
       count++;

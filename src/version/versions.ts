@@ -48,7 +48,10 @@ export const FORFEIT_VERSION = MEMBERSHIP_VERSION;
 /**
  * Cluster version 3, "fanout": fan-out's commands (src/fanout/: topics, work items, their leases
  * and outcomes) in entries `[KIND_FANOUT, command, 3]`, and fan-out's state in a member snapshot
- * of format 3. No wire change: they ride in Normal entries.
+ * of format 3. No wire change: they ride in Normal entries. Every member applies a lease within
+ * the member's parallelism and a prefetch of up to seven times as much again (fanout/prefetch.ts),
+ * raised from three before this version was released: a release that applies another bound
+ * needs a version of its own.
  */
 export const FANOUT_VERSION = 3;
 

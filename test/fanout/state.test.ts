@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { MAX_PENDING_PER_TOPIC, type ConsumerSettings, type FanoutCommand } from '../../src/fanout/command.js';
 import { backoffMs, FanoutState, LEASE_GRACE_MS, MAX_BACKOFF_MS } from '../../src/fanout/state.js';
-import { PREFETCH_PER_PARALLELISM } from '../../src/fanout/prefetch.js';
+import { MAX_PREFETCH_PER_PARALLELISM } from '../../src/fanout/prefetch.js';
 
 const SETTINGS: ConsumerSettings = { parallelism: 4, retries: 2, timeoutMs: 1000, backoffMs: 100, ratePerSecond: null, maxPending: null };
 const bytes = (s: string): Uint8Array => new TextEncoder().encode(s);
@@ -231,7 +231,7 @@ describe('leases within a consumer’s parallelism', () => {
   it('skips items past the member’s parallelism and prefetch, as when two leaders’ plans for it both apply', () => {
     const state = new FanoutState();
     state.apply(1, { type: 'consume', topic: 't', member: 'm1', settings: { ...SETTINGS, parallelism: 2 } });
-    const most = 2 * (1 + PREFETCH_PER_PARALLELISM);
+    const most = 2 * (1 + MAX_PREFETCH_PER_PARALLELISM);
     const ids = (from: number, n: number): number[] => Array.from({ length: n }, (_, i) => from + i);
     state.apply(2, { type: 'emit', topic: 't', items: Array.from({ length: most + 2 }, (_, i) => ({ data: Uint8Array.of(i), key: null })), origin: null, atMs: 0 });
     // The old leader's lease, then the new leader's, planned without it.

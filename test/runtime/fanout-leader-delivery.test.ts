@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ConsumerSettings, FanoutCommand } from '../../src/fanout/command.js';
-import { PREFETCH_PER_PARALLELISM } from '../../src/fanout/prefetch.js';
+import { MAX_PREFETCH_PER_PARALLELISM, PREFETCH_PER_PARALLELISM } from '../../src/fanout/prefetch.js';
 import { FanoutState } from '../../src/fanout/state.js';
 import { DELIVERY_INTERVAL_MS, LeaderDelivery } from '../../src/runtime/fanout/leader-delivery.js';
 import { ManualTimers } from '../fixtures/manual-timers.js';
@@ -69,6 +69,31 @@ describe("the leader's delivery of work items (LeaderDelivery)", () => {
     await settle();
     expect(leased()).toBe(3 * (1 + PREFETCH_PER_PARALLELISM));
     expect(t.state.items.size).toBe(3 * (1 + PREFETCH_PER_PARALLELISM) + 1);
+  });
+
+  it('leases deeper to a member that ran all it held before its next lease, and not to one that still holds its items', async () => {
+    const t = leader();
+    t.apply({ type: 'consume', topic: 't', member: 'a', settings: settings(2) });
+    t.apply({ type: 'consume', topic: 't', member: 'b', settings: settings(2) });
+    t.apply({ type: 'emit', topic: 't', items: Array.from({ length: 200 }, (_, i) => ({ data: Uint8Array.of(i), key: null })), origin: null, atMs: 0 });
+    const leaseSizes = (member: string): number[] => t.proposed.flatMap((c) => (c.type === 'lease' && c.member === member ? [c.ids.length] : []));
+    /** `a` runs everything it holds at once; `b` runs nothing. */
+    const aRunsAll = (): void => {
+      const ran = [...t.state.items.values()].flatMap((i) => (i.phase.kind === 'leased' && i.phase.member === 'a' ? [{ id: i.id, token: i.phase.token, error: null }] : []));
+      t.apply({ type: 'done', member: 'a', outcomes: ran, atMs: 0 });
+    };
+    t.delivery.soon();
+    await settle();
+    for (let round = 0; round < 3; round++) {
+      aRunsAll();
+      t.delivery.soon();
+      await settle();
+    }
+    const first = 2 * (1 + PREFETCH_PER_PARALLELISM);
+    const deep = 2 * (1 + MAX_PREFETCH_PER_PARALLELISM);
+    expect(leaseSizes('a')).toEqual([first, deep, deep, deep]);
+    expect(leaseSizes('b')).toEqual([first]);
+    expect(t.state.topics.get('t')?.inFlight.get('b')).toBe(first);
   });
 
   it('gives a member nothing more while its lease proposal waits, and plans nothing when not leading', async () => {

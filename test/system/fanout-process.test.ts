@@ -1,7 +1,7 @@
 import { mkdir, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { PREFETCH_PER_PARALLELISM } from '../../src/fanout/prefetch.js';
+import { MAX_PREFETCH_PER_PARALLELISM } from '../../src/fanout/prefetch.js';
 import { FANOUT_VERSION } from '../../src/version/versions.js';
 import { ProcessCluster, type MemberProcess } from '../fixtures/process-cluster.js';
 
@@ -138,7 +138,7 @@ describe('fan-out on real processes', () => {
       if (key !== null) offenders[key] = (offenders[key] ?? 0) + 1;
     }
     expect(offenders).toEqual({});
-    expect(twice.length).toBeLessThanOrEqual(PARALLELISM * (1 + PREFETCH_PER_PARALLELISM));
+    expect(twice.length).toBeLessThanOrEqual(PARALLELISM * (1 + MAX_PREFETCH_PER_PARALLELISM));
     // A run that began again without having ended was taken back and leased anew: counted.
     const starts = new Map<number, number>();
     for (const r of runs) if (r.kind === 's') starts.set(r.id, (starts.get(r.id) ?? 0) + 1);

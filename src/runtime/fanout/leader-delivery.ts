@@ -1,5 +1,6 @@
 import type { FanoutCommand } from '../../fanout/command.js';
 import { planDelivery, RateBuckets } from '../../fanout/planner.js';
+import { PrefetchDepths } from '../../fanout/prefetch-depths.js';
 import type { FanoutState } from '../../fanout/state.js';
 import type { NodeId } from '../../raft/types.js';
 import type { Timers } from '../../time/clock.js';
@@ -12,8 +13,9 @@ import { Periodic } from '../../time/periodic.js';
  * one at a time). At most one lease proposal per member is in flight (its `busy` set), and one
  * reclaim, so that a plan never counts a member's items in flight short: at most members + 1
  * proposals wait at once. The items of a lease in flight are given to no other member meanwhile
- * (planner.ts, DeliveryInput.leasing). A member that is not the leader plans nothing, and a new leader
- * starts its rate buckets empty.
+ * (planner.ts, DeliveryInput.leasing). Each member's prefetch is as deep as PrefetchDepths says.
+ * A member that is not the leader plans nothing, and a new leader starts its rate buckets empty
+ * and every prefetch at the first depth.
  */
 
 /** How often the leader plans when nothing applied asks it to: deadlines, backoffs and rates pass with time. */
@@ -44,6 +46,7 @@ export class LeaderDelivery {
   /** The items of the lease proposals in flight (bounded by them: members times MAX_ITEMS_PER_LEASE). */
   readonly #leasing = new Set<number>();
   #rates = new RateBuckets();
+  #depths = new PrefetchDepths();
   #reclaiming = false;
   #unconsuming = false;
   #wasLeader = false;
@@ -79,8 +82,10 @@ export class LeaderDelivery {
     const o = this.#o;
     const leading = o.isLeader();
     if (leading !== this.#wasLeader) {
-      // A new term of leading starts with empty buckets: no burst past the rate at a change of leader.
+      // A new term of leading starts with empty buckets: no burst past the rate at a change of
+      // leader; and with every member's prefetch at the first depth.
       this.#rates = new RateBuckets();
+      this.#depths = new PrefetchDepths();
       this.#wasLeader = leading;
     }
     if (!leading) return;
@@ -92,7 +97,10 @@ export class LeaderDelivery {
       if (yes === undefined) looked.set(member, (yes = o.eligible(member)));
       return yes;
     };
-    const plan = planDelivery({ state: o.state, nowMs, eligible, configured: o.configured, lost: o.lost, busy: this.#busy, leasing: this.#leasing, rates: this.#rates, deadlines });
+    const depths = this.#depths;
+    depths.update(o.state, this.#busy);
+    const prefetch = (topic: string, member: NodeId): number => depths.of(topic, member);
+    const plan = planDelivery({ state: o.state, nowMs, eligible, configured: o.configured, lost: o.lost, busy: this.#busy, leasing: this.#leasing, rates: this.#rates, deadlines, prefetch });
     this.#rates.prune((topic) => o.state.topics.has(topic));
     if (plan.reclaim.length > 0 && !this.#reclaiming) {
       this.#reclaiming = true;
