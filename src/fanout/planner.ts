@@ -103,8 +103,12 @@ function planDeparted({ state, configured }: DeliveryInput): Array<{ topic: stri
 
 /**
  * Each topic's due items, in the order they became ready, to its eligible consumers, each given
- * at most its free capacity (parallelism and prefetch less what it holds), the one with the most free first
- * (ties to the lowest id), within the topic's rate.
+ * at most its free capacity (parallelism and prefetch less what it holds), within the topic's
+ * rate, in runs of up to its parallelism: the one with the most free room (among equals, one the
+ * item's id picks) takes as many as it runs at once, then the one with the most room then. A few
+ * items then go to one member, which starts them all at once, in one lease and one command of
+ * outcomes, rather than one item to each member, each with a lease and outcomes of its own;
+ * successive emits are spread over the members as their room changes (see mostFree).
  */
 function planLeases(input: DeliveryInput): Array<{ member: NodeId; ids: number[] }> {
   const byMember = new Map<NodeId, number[]>();
@@ -117,6 +121,9 @@ function planLeases(input: DeliveryInput): Array<{ member: NodeId; ids: number[]
     const allowed = input.rates.take(topic.name, rateOf(topic), input.nowMs, wanted);
     let scanned = 0;
     let leased = 0;
+    // The ids of the member taking the current run, and how many more the run may take.
+    let ids: number[] = [];
+    let run = 0;
     for (const id of topic.ready) {
       if (leased >= allowed || scanned >= allowed + MAX_SCAN_PER_ROUND) break;
       // Not counted as scanned: bounded by the lease proposals in flight, not by the ready set.
@@ -124,12 +131,17 @@ function planLeases(input: DeliveryInput): Array<{ member: NodeId; ids: number[]
       scanned++;
       const item = input.state.items.get(id);
       if (item === undefined || item.phase.kind !== 'pending' || item.phase.notBeforeMs > input.nowMs) continue;
-      const member = mostFree(free);
-      if (member === null) break;
-      free.set(member, (free.get(member) as number) - 1);
-      const ids = byMember.get(member) ?? [];
+      if (run === 0) {
+        const member = mostFree(free, id);
+        if (member === null) break;
+        const room = free.get(member) as number;
+        run = Math.min(room, topic.consumers.get(member)?.parallelism ?? room);
+        free.set(member, room - run);
+        ids = byMember.get(member) ?? [];
+        byMember.set(member, ids);
+      }
       ids.push(id);
-      byMember.set(member, ids);
+      run--;
       leased++;
     }
     // Tokens taken but not used go back: the next round may use them.
@@ -153,14 +165,24 @@ function freeCapacity(topic: TopicRecord, { eligible, busy, prefetch }: Delivery
   return free;
 }
 
-/** The member with the most room (the first of equals, lowest id, since `free` is in id order); null when none has any. */
-function mostFree(free: ReadonlyMap<NodeId, number>): NodeId | null {
+/**
+ * The member with the most room; null when none has any. Among equals, the first from a place
+ * in `free` (in id order) that the item `id`, hashed, picks: when every member has as much room
+ * (their items all done), the runs of successive rounds are spread over the members rather than
+ * all given to the lowest id.
+ */
+function mostFree(free: ReadonlyMap<NodeId, number>, id: number): NodeId | null {
   let best: NodeId | null = null;
   let room = 0;
+  let bestRank = 0;
+  const start = Math.imul(id, 0x9e3779b1) >>> 0;
+  let i = 0;
   for (const [member, n] of free) {
-    if (n > room) {
+    const rank = (i++ - (start % free.size) + free.size) % free.size;
+    if (n > room || (n === room && n > 0 && rank < bestRank)) {
       best = member;
       room = n;
+      bestRank = rank;
     }
   }
   return best;

@@ -217,6 +217,20 @@ export class RaftNode {
 
   // ---- inputs ------------------------------------------------------------------------------
 
+  /**
+   * Tells the followers a commit index they have not been sent yet, as every tick of a leader
+   * does (nothing on any other member): the driver asks soon after the commit moves, so that a
+   * follower learns it without waiting for the next tick when no append carries it.
+   */
+  propagateCommit(): void {
+    if (this.#role === 'leader') this.#replication.propagateCommit();
+  }
+
+  /** Whether propagateCommit would tell a follower anything now. */
+  get hasCommitToTell(): boolean {
+    return this.#role === 'leader' && this.#replication.hasCommitToTell();
+  }
+
   /** Advances logical time by one tick. */
   tick(): void {
     if (this.#role === 'leader') this.#tickLeader();

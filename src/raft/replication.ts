@@ -135,16 +135,28 @@ export class Replication {
   }
 
   /**
-   * Tells followers a commit index they have not been sent yet. Done once a tick, not on every
-   * commit: under load the next append carries it anyway, and a message per commit per
-   * follower would double the traffic of the commit path. Followers apply within a tick.
+   * Tells followers a commit index they have not been sent yet. Done once a tick, and when the
+   * driver asks, a turn after the commit moved (RaftNode.propagateCommit), not on every commit:
+   * under load the next append carries it anyway, and a message per commit per follower would
+   * double the traffic of the commit path.
    */
   propagateCommit(): void {
-    const log = this.#host.log;
-    for (const peer of this.#host.peers()) {
-      const pr = this.#progress.get(peer) as Progress;
-      if (pr.sentCommit < log.committed && pr.match > pr.sentCommit) this.sendAppend(peer, true);
-    }
+    for (const peer of this.#host.peers()) if (this.#commitToTell(peer)) this.sendAppend(peer, true);
+  }
+
+  /**
+   * Whether a follower holds entries past the commit index it was last sent, the commit moved
+   * past that too, and an append may go to it now (one paused gets the commit with the next
+   * append it is sent once it answers).
+   */
+  hasCommitToTell(): boolean {
+    for (const peer of this.#host.peers()) if (this.#commitToTell(peer)) return true;
+    return false;
+  }
+
+  #commitToTell(peer: NodeId): boolean {
+    const pr = this.#progress.get(peer) as Progress;
+    return pr.sentCommit < this.#host.log.committed && pr.match > pr.sentCommit && !pr.isPaused();
   }
 
   /** Whether a majority of the voters (learners do not count) was heard from since the last check. */

@@ -36,14 +36,53 @@ describe('the leader delivering items (planDelivery)', () => {
     apply(emitN(40));
     const plan = planDelivery(input(state, { eligible: (m) => m !== 'd', busy: new Set(['c']) }));
     expect(plan.reclaim).toEqual([]);
-    // b first, with more room, until a has as much; then in turn, a first of equals (the lowest id).
+    // b first, with more room, a run of its parallelism at a time (1-3, 4-6), until a has more
+    // (7-8); then the one with the most room, a first of equals (the lowest id).
     expect(plan.leases.map((l) => [l.member, l.ids.length, l.ids[0]])).toEqual([
       ['b', 3 * (1 + PREFETCH_PER_PARALLELISM), 1],
-      ['a', 2 * (1 + PREFETCH_PER_PARALLELISM), 1 + (1 + PREFETCH_PER_PARALLELISM)],
+      ['a', 2 * (1 + PREFETCH_PER_PARALLELISM), 7],
     ]);
     for (const lease of plan.leases) apply({ type: 'lease', member: lease.member, ids: lease.ids, atMs: 0 });
     // Full now: a and b get nothing more until they report.
     expect(planDelivery(input(state, { eligible: (m) => m === 'a' || m === 'b' })).leases).toEqual([]);
+  });
+
+  it('gives a few items to one member, up to its parallelism, in one lease; the next few to the member with the most room then', () => {
+    const { state, apply } = cluster();
+    const members = ['a', 'b', 'c'];
+    for (const m of members) apply({ type: 'consume', topic: 't', member: m, settings: settings(4) });
+    apply(emitN(3));
+    const first = planDelivery(input(state)).leases;
+    expect(first).toHaveLength(1);
+    expect(first[0]?.ids).toEqual([1, 2, 3]);
+    for (const lease of first) apply({ type: 'lease', member: lease.member, ids: lease.ids, atMs: 0 });
+    apply(emitN(6));
+    // The two others have the most room (the first holds three): one takes a run of its
+    // parallelism, then the other the rest.
+    const next = planDelivery(input(state)).leases;
+    expect(next.map((l) => l.ids)).toEqual([
+      [4, 5, 6, 7],
+      [8, 9],
+    ]);
+    expect(new Set([first[0]?.member, ...next.map((l) => l.member)]).size).toBe(3);
+  });
+
+  it('gives the runs of successive rounds to one member after another when all have as much room, not all to the lowest id', () => {
+    const { state, apply } = cluster();
+    const members = ['a', 'b', 'c'];
+    for (const m of members) apply({ type: 'consume', topic: 't', member: m, settings: settings(4) });
+    const runs = new Map<string, number>();
+    for (let round = 0; round < 30; round++) {
+      apply(emitN(2));
+      const leases = planDelivery(input(state)).leases;
+      expect(leases).toHaveLength(1);
+      const { member, ids } = leases[0] as { member: string; ids: number[] };
+      runs.set(member, (runs.get(member) ?? 0) + 1);
+      const token = apply({ type: 'lease', member, ids, atMs: 0 });
+      // Done at once: every member has as much room again.
+      apply({ type: 'done', member, outcomes: ids.map((id) => ({ id, token, error: null })), atMs: 0 });
+    }
+    for (const m of members) expect(runs.get(m) ?? 0).toBeGreaterThanOrEqual(5);
   });
 
   it('looks for leases past their deadline only when asked to (the timed rounds); those of a member lost, in every round', () => {

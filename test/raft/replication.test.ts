@@ -111,6 +111,40 @@ describe('log replication', () => {
     expect(sent).toBeLessThanOrEqual(5);
   });
 
+  it('tells a follower the commit when asked only where an append may go: once told, nothing is left to tell, whatever the windows', () => {
+    // A driver asks again while hasCommitToTell holds: it must not hold after propagateCommit,
+    // or the driver would ask at once, for ever (a follower whose window is full, or being
+    // probed, gets the commit with its next append instead).
+    const net = new TestNetwork(three, { config: { maxInflightMsgs: 1 } });
+    net.elect('a');
+    const leader = net.node('a');
+    let told = 0;
+    let seed = 7;
+    const draw = (n: number): number => {
+      seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0;
+      return seed % n;
+    };
+    for (let step = 0; step < 400; step++) {
+      const r = draw(10);
+      if (r < 4) net.propose('a', `v${step}`);
+      else if (r < 8) {
+        // Some messages get lost on the way, so windows fill and followers get probed.
+        const lost = draw(3) === 0 ? net.pending().filter(() => draw(2) === 0) : [];
+        net.filter = lost.length === 0 ? null : (m) => !lost.includes(m);
+        net.deliverOnce();
+        net.filter = null;
+      } else net.tick('a');
+      net.flush();
+      if (leader.hasCommitToTell) {
+        told++;
+        leader.propagateCommit();
+        net.flush();
+        expect(leader.hasCommitToTell).toBe(false);
+      }
+    }
+    expect(told).toBeGreaterThan(0);
+  });
+
   it('refuses proposals beyond the uncommitted-bytes bound and accepts again once they commit', () => {
     const net = new TestNetwork(three, { config: { maxUncommittedBytes: 10 } });
     net.elect('a');

@@ -238,6 +238,75 @@ describe('the driver orders effects', () => {
   });
 });
 
+describe("a leader's commit index", () => {
+  /** A leader of term 1 on manual timers, both followers caught up with its first entry. */
+  async function leaderOnTimers(): Promise<{ driver: RaftDriver; transport: RecordingTransport; advance: (ms: number) => void }> {
+    const { timers, advance } = manualTimers();
+    const { driver, transport } = await makeDriver(new MemoryLogStorage(new MemoryDisk()), undefined, () => 0, { timers });
+    driver.node.campaign();
+    transport.deliver({ type: 'prevote-resp', from: 'b', to: 'a', term: 1, reject: false });
+    await settle();
+    transport.deliver({ type: 'vote-resp', from: 'b', to: 'a', term: 1, reject: false });
+    await settle();
+    for (const from of ['b', 'c']) transport.deliver({ type: 'append-resp', from, to: 'a', term: 1, index: 1, reject: false, hintIndex: 0, hintTerm: 0 });
+    await settle();
+    expect(driver.node.role).toBe('leader');
+    return { driver, transport, advance };
+  }
+
+  const acknowledge = async (transport: RecordingTransport, index: number, from = 'b'): Promise<void> => {
+    transport.deliver({ type: 'append-resp', from, to: 'a', term: 1, index, reject: false, hintIndex: 0, hintTerm: 0 });
+    await settle();
+  };
+
+  it('is told to each follower that holds its entries a turn after it moved (or after that follower caught up) when no append carried it, not at the next tick', async () => {
+    const { driver, transport, advance } = await leaderOnTimers();
+    const { index } = await (async () => {
+      const proposed = driver.propose(new Uint8Array([7]));
+      await settle();
+      const sent = transport.sent.filter((m): m is Extract<Message, { type: 'append' }> => m.type === 'append' && m.entries.length > 0);
+      await acknowledge(transport, sent.at(-1)!.entries.at(-1)!.index);
+      return proposed;
+    })();
+    const toldOf = (to: string): boolean => transport.sent.some((m) => m.type === 'append' && m.to === to && m.commit >= index);
+    expect(driver.node.log.committed).toBe(index);
+    expect([toldOf('b'), toldOf('c')]).toEqual([false, false]);
+    // A timer of no delay, well before the tick (10 ms); c has not said it holds the entry yet.
+    advance(0);
+    await settle();
+    expect([toldOf('b'), toldOf('c')]).toEqual([true, false]);
+    // c holds it now: the commit does not move, and c is told of it all the same.
+    await acknowledge(transport, index, 'c');
+    expect(toldOf('c')).toBe(false);
+    advance(0);
+    await settle();
+    expect(toldOf('c')).toBe(true);
+  });
+
+  it('is not sent again on its own when the next proposal, made as the last one applied, carried it', async () => {
+    const { driver, transport, advance } = await leaderOnTimers();
+    let next: Promise<unknown> | undefined;
+    const first = driver.propose(new Uint8Array([7])).then((r) => {
+      next = driver.propose(new Uint8Array([8]));
+      return r;
+    });
+    await settle();
+    const appends = (): Extract<Message, { type: 'append' }>[] => transport.sent.filter((m): m is Extract<Message, { type: 'append' }> => m.type === 'append');
+    await acknowledge(transport, appends().at(-1)!.entries.at(-1)!.index);
+    const { index } = await first;
+    expect(next).toBeDefined();
+    await settle();
+    const before = appends().length;
+    expect(appends().slice(-2).map((m) => [m.to, m.commit, m.entries.length])).toEqual([
+      ['b', index, 1],
+      ['c', index, 1],
+    ]);
+    advance(0);
+    await settle();
+    expect(appends()).toHaveLength(before);
+  });
+});
+
 describe('read barriers', () => {
   it("are asked of the leader again when no answer came within leaderSilenceMs, rather than waiting out the request timeout", async () => {
     const { timers, advance } = manualTimers();

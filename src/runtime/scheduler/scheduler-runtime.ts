@@ -63,6 +63,16 @@ export class SchedulerRuntime {
     return handOver({ ctx: this.#ctx, assignee: this.#assignee, registrations: this.#registrations }, timeoutMs, settleMs);
   }
 
+  /**
+   * Starts no run from now on: the member's driver stopped (a failure, its removal), so it can
+   * record none. Claims not started are dropped, as by a graceful stop; runs in progress go on,
+   * and a mode 'one' run is aborted once its lease runs out, as on a member cut off.
+   */
+  halt(): void {
+    this.#ctx.drain();
+    this.#assignee.drain();
+  }
+
   stop(): void {
     this.#ctx.stop();
     if (this.#planTimer !== null) this.#o.timers.clearTimeout(this.#planTimer);
