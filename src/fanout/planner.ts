@@ -56,7 +56,7 @@ export interface DeliveryInput {
   readonly deadlines?: boolean;
   /**
    * How deep the leader fills a member's prefetch on a topic, per unit of its parallelism
-   * (prefetch.ts; the leader's own, leader-delivery.ts): PREFETCH_PER_PARALLELISM when not given.
+   * (prefetch.ts; the leader's own, prefetch-depths.ts): PREFETCH_PER_PARALLELISM when not given.
    */
   readonly prefetch?: (topic: string, member: NodeId) => number;
 }

@@ -7,9 +7,9 @@ import type { FanoutState } from './state.js';
  * own and pure: PREFETCH_PER_PARALLELISM, and MAX_PREFETCH_PER_PARALLELISM for a member that
  * ran out of items while more of the topic waited. Such a member runs its items faster than the
  * round trip of its outcomes and its next lease, and each round trip is two commands through
- * the log: leased deeper, it runs more items per command. A member that still holds a full
- * prefetch when the leader looks again is leased to the first depth again: its runs are slow,
- * and a deeper prefetch would hold items that another member could run.
+ * the log: leased deeper, it runs more items per command. A member leased deeper that still
+ * holds as many as the first depth when the leader looks again goes back to it: its runs are
+ * slow, and a deeper prefetch would hold items that another member could run.
  *
  * Looked at as the leader plans (`update`), for the members it may lease to then (no lease of
  * theirs in flight). Bounded by the topics' consumers: each look keeps only the pairs of a

@@ -15,7 +15,7 @@ import { rateOf } from './topic-rate.js';
  * Items the leader leases a member beyond its parallelism, per unit of it, waiting to start:
  * with handlers that end at once, what a member runs per round trip through the log is its
  * parallelism times one more than this. The leader goes deeper, to MAX_PREFETCH_PER_PARALLELISM,
- * for a member that ran out of items while more waited (runtime/fanout/leader-delivery.ts).
+ * for a member that ran out of items while more waited (prefetch-depths.ts).
  */
 export const PREFETCH_PER_PARALLELISM = 3;
 

@@ -9,8 +9,8 @@ const SETTINGS: ConsumerSettings = { parallelism: 2, retries: 0, timeoutMs: 1000
 const FIRST = 2 * (1 + PREFETCH_PER_PARALLELISM);
 const NONE = new Set<string>();
 
-/** A state with topic `t` consumed by `a` and `b`, `count` items emitted; its commands at the next index. */
-function stateWith(count: number): { state: FanoutState; lease: (member: string, ids: number[]) => number[]; done: (member: string, ids: number[], token: number) => void } {
+/** A state with topic `t` consumed by `a` and `b`, `count` items emitted; its commands at the next index (a lease's is its token). */
+function stateWith(count: number): { state: FanoutState; lease: (member: string, ids: number[]) => number; done: (member: string, ids: number[], token: number) => void } {
   const state = new FanoutState();
   let index = 0;
   state.apply(++index, { type: 'consume', topic: 't', member: 'a', settings: SETTINGS });
@@ -20,7 +20,7 @@ function stateWith(count: number): { state: FanoutState; lease: (member: string,
     state,
     lease: (member, ids) => {
       state.apply(++index, { type: 'lease', member, ids, atMs: 0 });
-      return [index];
+      return index;
     },
     done: (member, ids, token) => {
       state.apply(++index, { type: 'done', member, outcomes: ids.map((id) => ({ id, token, error: null })), atMs: 0 });
@@ -30,6 +30,14 @@ function stateWith(count: number): { state: FanoutState; lease: (member: string,
 
 const range = (from: number, n: number): number[] => Array.from({ length: n }, (_, i) => from + i);
 
+/** `a` is leased items 1 to FIRST, the leader looks, `a` runs them all, and the leader looks again (`busy`: with a lease of a's in flight). */
+function runOut(t: ReturnType<typeof stateWith>, depths: PrefetchDepths, busy: ReadonlySet<string> = NONE): void {
+  const token = t.lease('a', range(1, FIRST));
+  depths.update(t.state, NONE);
+  t.done('a', range(1, FIRST), token);
+  depths.update(t.state, busy);
+}
+
 describe('how deep the leader fills each prefetch (PrefetchDepths)', () => {
   it('goes deeper for a member that ran out of items while more waited, and only for it', () => {
     const t = stateWith(10 * FIRST);
@@ -37,12 +45,9 @@ describe('how deep the leader fills each prefetch (PrefetchDepths)', () => {
     depths.update(t.state, NONE);
     // Nothing held yet: a first look says nothing of how fast a member runs.
     expect([depths.of('t', 'a'), depths.of('t', 'b')]).toEqual([PREFETCH_PER_PARALLELISM, PREFETCH_PER_PARALLELISM]);
-    const [tokenA] = t.lease('a', range(1, FIRST)) as [number];
+    // `a` runs all it held before the leader looks again; `b` still holds its items.
     t.lease('b', range(FIRST + 1, FIRST));
-    depths.update(t.state, NONE);
-    // `a` ran all it held before the leader looked again; `b` still holds its items.
-    t.done('a', range(1, FIRST), tokenA);
-    depths.update(t.state, NONE);
+    runOut(t, depths);
     expect(depths.of('t', 'a')).toBe(MAX_PREFETCH_PER_PARALLELISM);
     expect(depths.of('t', 'b')).toBe(PREFETCH_PER_PARALLELISM);
     expect(depths.of('other', 'a')).toBe(PREFETCH_PER_PARALLELISM);
@@ -51,14 +56,11 @@ describe('how deep the leader fills each prefetch (PrefetchDepths)', () => {
   it('goes back to the first depth once a deeper member still holds a first depth of items when looked at', () => {
     const t = stateWith(10 * FIRST);
     const depths = new PrefetchDepths();
-    const [first] = t.lease('a', range(1, FIRST)) as [number];
-    depths.update(t.state, NONE);
-    t.done('a', range(1, FIRST), first);
-    depths.update(t.state, NONE);
+    runOut(t, depths);
     expect(depths.of('t', 'a')).toBe(MAX_PREFETCH_PER_PARALLELISM);
     // Leased deeper, it runs a few: less than a first depth left stays deep, a first depth goes back.
     const deep = 2 * (1 + MAX_PREFETCH_PER_PARALLELISM);
-    const [second] = t.lease('a', range(FIRST + 1, deep)) as [number];
+    const second = t.lease('a', range(FIRST + 1, deep));
     t.done('a', range(FIRST + 1, deep - FIRST + 1), second);
     depths.update(t.state, NONE);
     expect(depths.of('t', 'a')).toBe(MAX_PREFETCH_PER_PARALLELISM);
@@ -71,7 +73,7 @@ describe('how deep the leader fills each prefetch (PrefetchDepths)', () => {
   it('does not go deeper when fewer items wait than a first depth, nor judge a member whose lease is in flight', () => {
     const few = stateWith(FIRST + 2);
     const depths = new PrefetchDepths();
-    const [token] = few.lease('a', range(1, 2)) as [number];
+    const token = few.lease('a', range(1, 2));
     depths.update(few.state, NONE);
     few.done('a', [1, 2], token);
     depths.update(few.state, NONE);
@@ -79,11 +81,8 @@ describe('how deep the leader fills each prefetch (PrefetchDepths)', () => {
     expect(depths.of('t', 'a')).toBe(PREFETCH_PER_PARALLELISM);
 
     const busy = stateWith(10 * FIRST);
-    const [held] = busy.lease('a', range(1, FIRST)) as [number];
-    depths.update(busy.state, NONE);
-    busy.done('a', range(1, FIRST), held);
     // Its next lease in flight is not counted in what it holds yet: no verdict until it applies.
-    depths.update(busy.state, new Set(['a']));
+    runOut(busy, depths, new Set(['a']));
     expect(depths.of('t', 'a')).toBe(PREFETCH_PER_PARALLELISM);
     depths.update(busy.state, NONE);
     expect(depths.of('t', 'a')).toBe(MAX_PREFETCH_PER_PARALLELISM);
@@ -92,10 +91,7 @@ describe('how deep the leader fills each prefetch (PrefetchDepths)', () => {
   it('forgets a member that no longer consumes the topic', () => {
     const t = stateWith(10 * FIRST);
     const depths = new PrefetchDepths();
-    const [token] = t.lease('a', range(1, FIRST)) as [number];
-    depths.update(t.state, NONE);
-    t.done('a', range(1, FIRST), token);
-    depths.update(t.state, NONE);
+    runOut(t, depths);
     expect(depths.of('t', 'a')).toBe(MAX_PREFETCH_PER_PARALLELISM);
     t.state.apply(100, { type: 'unconsume', topic: 't', member: 'a' });
     depths.update(t.state, NONE);
