@@ -4,12 +4,12 @@ import type { FanoutState } from './state.js';
 
 /**
  * How deep the leader fills each member's prefetch of each topic (issue 19; prefetch.ts), its
- * own and pure: PREFETCH_PER_PARALLELISM, and MAX_PREFETCH_PER_PARALLELISM for a member that
- * ran out of items while more of the topic waited. Such a member runs its items faster than the
- * round trip of its outcomes and its next lease, and each round trip is two commands through
- * the log: leased deeper, it runs more items per command. A member leased deeper that still
- * holds as many as the first depth when the leader looks again goes back to it: its runs are
- * slow, and a deeper prefetch would hold items that another member could run.
+ * own and pure: MAX_PREFETCH_PER_PARALLELISM for a member that ran out of the items it held
+ * while more of the topic waited, and PREFETCH_PER_PARALLELISM otherwise. Such a member runs its
+ * items faster than the round trip of its outcomes and its next lease, and each round trip is two
+ * commands through the log: leased deeper, it runs more items per command. A member that still
+ * holds items when the leader looks is topped up to the first depth only: its runs are not
+ * known to be fast, and a deeper prefetch would hold items that another member could run.
  *
  * Looked at as the leader plans (`update`), for the members it may lease to then (no lease of
  * theirs in flight). Bounded by the topics' consumers: each look keeps only the pairs of a
@@ -28,17 +28,15 @@ export class PrefetchDepths {
     for (const topic of state.topics.values()) {
       for (const [member, settings] of topic.consumers) {
         const key = pairKey(topic.name, member);
-        const holds = topic.inFlight.get(member) ?? 0;
-        const wasDeep = this.#deep.has(key);
+        // A member with a lease in flight gets nothing this round; what it holds is looked at
+        // once that lease applied.
         if (busy.has(member)) {
-          // Its lease in flight is not counted yet: it is looked at once that lease applied.
-          if (wasDeep) deep.add(key);
           if (this.#held.has(key)) held.add(key);
           continue;
         }
+        const holds = topic.inFlight.get(member) ?? 0;
         const first = settings.parallelism * (1 + PREFETCH_PER_PARALLELISM);
-        const ranOut = holds === 0 && this.#held.has(key) && topic.ready.size > first;
-        if (ranOut || (wasDeep && holds < first)) deep.add(key);
+        if (holds === 0 && this.#held.has(key) && topic.ready.size > first) deep.add(key);
         if (holds > 0) held.add(key);
       }
     }

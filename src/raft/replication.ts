@@ -146,8 +146,9 @@ export class Replication {
 
   /**
    * Whether a follower holds entries past the commit index it was last sent, the commit moved
-   * past that too, and an append may go to it now (one paused gets the commit with the next
-   * append it is sent once it answers).
+   * past that too, and an append may go to it now: one paused gets the commit with the next
+   * append it is sent once it answers, and one whose next entries are compacted away gets a
+   * snapshot instead. Once told, none is left (the driver asks again only then).
    */
   hasCommitToTell(): boolean {
     for (const peer of this.#host.peers()) if (this.#commitToTell(peer)) return true;
@@ -156,7 +157,8 @@ export class Replication {
 
   #commitToTell(peer: NodeId): boolean {
     const pr = this.#progress.get(peer) as Progress;
-    return pr.sentCommit < this.#host.log.committed && pr.match > pr.sentCommit && !pr.isPaused();
+    const log = this.#host.log;
+    return pr.sentCommit < log.committed && pr.match > pr.sentCommit && !pr.isPaused() && log.term(pr.next - 1) !== undefined;
   }
 
   /** Whether a majority of the voters (learners do not count) was heard from since the last check. */

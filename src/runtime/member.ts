@@ -233,11 +233,13 @@ export class Member {
         this.fanoutRuntime.consumer.checkLease();
       },
       onConfiguration: (conf) => configuration.apply(conf),
-      // A member whose driver stopped records nothing more, so it starts no run either: a
-      // removed member's claims are the cluster's to forfeit, and a failed disk could not record
-      // an outcome. A member that asked to leave stops as its removal applies: no failure.
+      // A member whose driver stopped records nothing more, so it starts no run or item either:
+      // a removed member's claims are the cluster's to forfeit, a failed disk could not record
+      // an outcome, and the leader leases its items again once it finds the member lost. A
+      // member that asked to leave stops as its removal applies: no failure.
       onFatal: (error) => {
         this.scheduler.halt();
+        this.fanoutRuntime.consumer.halt();
         if (!(this.#leaving && error instanceof RemovedError)) parts.onFatal?.(error);
       },
     });

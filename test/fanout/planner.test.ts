@@ -37,7 +37,7 @@ describe('the leader delivering items (planDelivery)', () => {
     const plan = planDelivery(input(state, { eligible: (m) => m !== 'd', busy: new Set(['c']) }));
     expect(plan.reclaim).toEqual([]);
     // b first, with more room, a run of its parallelism at a time (1-3, 4-6), until a has more
-    // (7-8); then the one with the most room, a first of equals (the lowest id).
+    // (7-8); then the one with the most room each time (among equals, the item's id picks).
     expect(plan.leases.map((l) => [l.member, l.ids.length, l.ids[0]])).toEqual([
       ['b', 3 * (1 + PREFETCH_PER_PARALLELISM), 1],
       ['a', 2 * (1 + PREFETCH_PER_PARALLELISM), 7],

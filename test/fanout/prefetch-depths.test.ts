@@ -53,21 +53,22 @@ describe('how deep the leader fills each prefetch (PrefetchDepths)', () => {
     expect(depths.of('other', 'a')).toBe(PREFETCH_PER_PARALLELISM);
   });
 
-  it('goes back to the first depth once a deeper member still holds a first depth of items when looked at', () => {
+  it('tops a member that still holds items up to the first depth only, deeper once it has run out again', () => {
     const t = stateWith(10 * FIRST);
     const depths = new PrefetchDepths();
     runOut(t, depths);
     expect(depths.of('t', 'a')).toBe(MAX_PREFETCH_PER_PARALLELISM);
-    // Leased deeper, it runs a few: less than a first depth left stays deep, a first depth goes back.
+    // Leased deeper, it has run all but one when the leader looks: topped up to the first depth.
     const deep = 2 * (1 + MAX_PREFETCH_PER_PARALLELISM);
     const second = t.lease('a', range(FIRST + 1, deep));
-    t.done('a', range(FIRST + 1, deep - FIRST + 1), second);
-    depths.update(t.state, NONE);
-    expect(depths.of('t', 'a')).toBe(MAX_PREFETCH_PER_PARALLELISM);
-    t.lease('a', range(FIRST + deep + 1, FIRST));
-    expect(t.state.topics.get('t')?.inFlight.get('a')).toBe(2 * FIRST - 1);
     depths.update(t.state, NONE);
     expect(depths.of('t', 'a')).toBe(PREFETCH_PER_PARALLELISM);
+    t.done('a', range(FIRST + 1, deep - 1), second);
+    depths.update(t.state, NONE);
+    expect(depths.of('t', 'a')).toBe(PREFETCH_PER_PARALLELISM);
+    t.done('a', [FIRST + deep], second);
+    depths.update(t.state, NONE);
+    expect(depths.of('t', 'a')).toBe(MAX_PREFETCH_PER_PARALLELISM);
   });
 
   it('does not go deeper when fewer items wait than a first depth, nor judge a member whose lease is in flight', () => {
@@ -81,7 +82,7 @@ describe('how deep the leader fills each prefetch (PrefetchDepths)', () => {
     expect(depths.of('t', 'a')).toBe(PREFETCH_PER_PARALLELISM);
 
     const busy = stateWith(10 * FIRST);
-    // Its next lease in flight is not counted in what it holds yet: no verdict until it applies.
+    // A member with a lease in flight gets nothing this round: it is judged once that lease applied.
     runOut(busy, depths, new Set(['a']));
     expect(depths.of('t', 'a')).toBe(PREFETCH_PER_PARALLELISM);
     depths.update(busy.state, NONE);

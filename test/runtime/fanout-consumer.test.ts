@@ -378,6 +378,27 @@ describe("a member's side of fan-out (FanoutConsumer)", () => {
     expect(m.consumer.running).toBe(0);
   });
 
+  it('halted (its driver stopped), starts no item: neither those waiting as runs end, nor those leased after; its runs go on', async () => {
+    const m = member();
+    const ends = new Map<number, () => void>();
+    const started: number[] = [];
+    await m.consumer.consume('t', (_data, ctx) => {
+      started.push(ctx.id);
+      return new Promise<void>((resolve) => ends.set(ctx.id, resolve));
+    }, { ...SETTINGS, parallelism: 2 });
+    m.apply({ type: 'emit', topic: 't', items: [1, 2, 3, 4, 5].map((n) => ({ data: Uint8Array.of(n), key: null })), origin: null, atMs: 0 });
+    m.apply({ type: 'lease', member: 'a', ids: [1, 2, 3, 4], atMs: 0 });
+    await settle();
+    expect([m.consumer.running, m.consumer.waiting]).toEqual([2, 2]);
+    m.consumer.halt();
+    ends.get(1)?.();
+    await settle();
+    m.apply({ type: 'lease', member: 'a', ids: [5], atMs: 0 });
+    await settle();
+    expect(started).toEqual([1, 2]);
+    expect([m.consumer.running, m.consumer.waiting]).toEqual([1, 0]);
+  });
+
   it('records in one command the outcomes of the runs that end in one turn, those of items that started as others ended included', async () => {
     const m = member();
     const started: number[] = [];

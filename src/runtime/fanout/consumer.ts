@@ -131,6 +131,8 @@ export class FanoutConsumer {
   readonly #timeoutGroups = new Map<number, TimeoutGroup>();
   #draining = false;
   #stopped = false;
+  /** Set by halt(): no item starts. */
+  #halted = false;
 
   readonly #leaseChecks: Periodic;
 
@@ -251,6 +253,16 @@ export class FanoutConsumer {
     return waitUntil(timers, () => this.#running.size === 0 && !this.unflushed, left());
   }
 
+  /**
+   * Starts no item from now on: the member's driver stopped (a failure, its removal), so it can
+   * record no outcome, and the leader leases its items again once it finds the member lost. The
+   * items waiting here are dropped; runs in progress go on until their lease runs out.
+   */
+  halt(): void {
+    this.#halted = true;
+    this.#waiting.clear();
+  }
+
   stop(): void {
     this.#leaseChecks.stop();
     this.#stopped = true;
@@ -261,7 +273,7 @@ export class FanoutConsumer {
   /** An item leased to this member: it runs, unless the lease belongs to a life before this one or the member is handing over. */
   #leased(id: number, token: number): void {
     const item = this.#o.state.items.get(id);
-    if (item === undefined || this.#stopped) return;
+    if (item === undefined || this.#stopped || this.#halted) return;
     const registeredAt = this.#registered.get(item.topic);
     if (registeredAt === undefined || token < registeredAt) return;
     if (this.#draining) {
