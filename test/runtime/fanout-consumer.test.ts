@@ -65,6 +65,17 @@ async function consumeHolding(m: TestMember, settings: ConsumerSettings): Promis
   return seen;
 }
 
+/** Consumes topic 't' on `m` with a handler that ends each run when the test calls its end: the ids started, in order, and each run's end. */
+async function consumeEnding(m: TestMember, settings: ConsumerSettings): Promise<{ started: number[]; ends: Map<number, () => void> }> {
+  const ends = new Map<number, () => void>();
+  const started: number[] = [];
+  await m.consumer.consume('t', (_data, ctx) => {
+    started.push(ctx.id);
+    return new Promise<void>((resolve) => ends.set(ctx.id, resolve));
+  }, settings);
+  return { started, ends };
+}
+
 const settle = async (): Promise<void> => {
   for (let i = 0; i < 20; i++) await Promise.resolve();
 };
@@ -353,12 +364,7 @@ describe("a member's side of fan-out (FanoutConsumer)", () => {
 
   it('runs at most its parallelism of a topic at once: the items leased ahead wait, start in lease order as runs end, and one taken back meanwhile never starts', async () => {
     const m = member();
-    const ends = new Map<number, () => void>();
-    const started: number[] = [];
-    await m.consumer.consume('t', (_data, ctx) => {
-      started.push(ctx.id);
-      return new Promise<void>((resolve) => ends.set(ctx.id, resolve));
-    }, { ...SETTINGS, parallelism: 2 });
+    const { started, ends } = await consumeEnding(m, { ...SETTINGS, parallelism: 2 });
     m.apply({ type: 'emit', topic: 't', items: [1, 2, 3, 4].map((n) => ({ data: Uint8Array.of(n), key: null })), origin: null, atMs: 0 });
     const token = m.apply({ type: 'lease', member: 'a', ids: [1, 2, 3, 4], atMs: 0 });
     await settle();
@@ -380,12 +386,7 @@ describe("a member's side of fan-out (FanoutConsumer)", () => {
 
   it('halted (its driver stopped), starts no item: neither those waiting as runs end, nor those leased after; its runs go on', async () => {
     const m = member();
-    const ends = new Map<number, () => void>();
-    const started: number[] = [];
-    await m.consumer.consume('t', (_data, ctx) => {
-      started.push(ctx.id);
-      return new Promise<void>((resolve) => ends.set(ctx.id, resolve));
-    }, { ...SETTINGS, parallelism: 2 });
+    const { started, ends } = await consumeEnding(m, { ...SETTINGS, parallelism: 2 });
     m.apply({ type: 'emit', topic: 't', items: [1, 2, 3, 4, 5].map((n) => ({ data: Uint8Array.of(n), key: null })), origin: null, atMs: 0 });
     m.apply({ type: 'lease', member: 'a', ids: [1, 2, 3, 4], atMs: 0 });
     await settle();
