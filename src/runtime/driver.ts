@@ -4,7 +4,7 @@ import { isMember, membersOf } from '../raft/configuration.js';
 import { InvariantError } from '../raft/invariant.js';
 import type { RaftNode } from '../raft/node.js';
 import type { Ready, SoftState } from '../raft/ready.js';
-import { EntryType, type Configuration, type Entry, type HardState, type Message, type NodeId, type Snapshot } from '../raft/types.js';
+import { EntryType, type Configuration, type Entry, type HardState, type Message, type NodeId } from '../raft/types.js';
 import type { LogStorage } from '../storage/log-storage.js';
 import type { Clock, TimerHandle, Timers } from '../time/clock.js';
 import { SnapshotAssembler, splitSnapshot } from './snapshot-chunks.js';
@@ -12,6 +12,7 @@ import type { WireMessage } from '../transport/envelope.js';
 import type { Transport } from '../transport/transport.js';
 import { ClockSync, type ClockOffset } from './clock-sync.js';
 import { Compactor, type CompactionOptions, type SnapshotTiming } from './compaction.js';
+import { DurableWrites } from './durable-writes.js';
 import { PeerContact, type PeerContactView } from './peer-contact.js';
 import { PendingRequests, type ProposalResult, type RequestOptions } from './pending-requests.js';
 import type { StateMachine } from './state-machine.js';
@@ -95,14 +96,8 @@ export class RaftDriver {
   readonly #requests: PendingRequests;
   /** When peers and the leader were last heard from. */
   readonly #contact: PeerContact;
-  /** Compactions queued behind the writes, not yet done (see #storeCompaction). */
-  #compactionsInFlight = 0;
-  /** The last write started; it completes after every earlier one. */
-  #lastSave: Promise<void> = Promise.resolve();
-  /** The hard state of the last write started (durable or not). */
-  #savedTerm: number;
-  #savedVote: NodeId | null;
-  #savedCommit: number;
+  /** The writes to storage, in order: of Readies and of compactions. */
+  readonly #writes: DurableWrites;
   /** The node's latest hard state, written or not. */
   #hardState: HardState;
   #fatal: unknown = null;
@@ -134,10 +129,8 @@ export class RaftDriver {
   constructor(options: DriverOptions) {
     this.#o = options;
     this.#node = options.node;
-    this.#savedTerm = options.node.term;
-    this.#savedVote = options.node.vote;
     this.#hardState = options.node.hardState();
-    this.#savedCommit = this.#hardState.commit;
+    this.#writes = new DurableWrites({ node: options.node, storage: options.storage, running: () => this.#running, fail: (error) => this.#fail(error) });
     // Every member, learners too, has its clock measured: the leader gives work only to members it has measured.
     this.#clockSync = new ClockSync({ self: options.node.id, voters: membersOf(options.node.configuration) });
     this.#clusterClock = { now: () => this.#clockSync.clusterTime(this.#o.timers.now(), this.#o.clock.now()) };
@@ -152,7 +145,7 @@ export class RaftDriver {
       running: () => this.#running,
       kick: () => this.#kick(),
       fail: (error) => this.#fail(error),
-      store: (snapshot) => this.#storeCompaction(snapshot),
+      store: (snapshot) => this.#writes.saveCompaction(snapshot),
     });
     options.transport.onMessage((m) => this.#receive(m));
   }
@@ -246,7 +239,7 @@ export class RaftDriver {
    * Until they are done, the log on disk may hold more than compaction leaves there.
    */
   get writesInFlight(): number {
-    return this.#node.writesInFlight + this.#compactionsInFlight;
+    return this.#node.writesInFlight + this.#writes.compactionsInFlight;
   }
 
   /** Clock stamps from peers dropped as malformed, out of bounds or inconsistent. */
@@ -476,29 +469,16 @@ export class RaftDriver {
     const flushAfterWrite = rd.mustSync && rd.messages.length > 0;
     // 1. Persist: the write starts now, right after what could leave first (see the class
     // comment for what waits on it).
-    if (rd.mustSync) {
-      // A change of the commit index alone is not written (the node does not ask for it): it
-      // rides along with the next write, which halves the fsyncs on the commit path. An
-      // installed snapshot moves the commit point to it at least: it is written with it.
-      const voteChanged = hs.term !== this.#savedTerm || hs.vote !== this.#savedVote;
-      const hardState = voteChanged || hs.commit !== this.#savedCommit || rd.snapshot !== null ? hs : undefined;
-      if (hardState !== undefined) {
-        this.#savedTerm = hardState.term;
-        this.#savedVote = hardState.vote;
-        this.#savedCommit = hardState.commit;
-      }
-      const batch = { entries: rd.entries, ...(hardState === undefined ? {} : { hardState }), ...(rd.snapshot === null ? {} : { snapshot: rd.snapshot }) };
-      // The node learns of it as the write completes, so that the Readies after it hold back
-      // only what they must; this Ready's held messages follow below.
-      this.#lastSave = this.#o.storage.save(batch).then(() => this.#node.writeDurable(rd));
-    }
+    // The node learns of it as the write completes, so that the Readies after it hold back only
+    // what they must; this Ready's held messages follow below.
+    if (rd.mustSync) this.#writes.saveReady(rd, hs);
     // The transport would write the appends at the end of this turn; handing them over now
     // starts the followers' writes sooner. It comes after the write above has started (its disk
     // work runs on libuv's pool), because a socket write on loopback also runs the receiver's
     // TCP processing on this thread, which delays the leader's own fsync when it comes first.
     if (flushAfterWrite) this.#o.transport.flush();
     if (rd.mustSync || later.length > 0) {
-      this.#lastSave.then(
+      this.#writes.last.then(
         () => {
           if (!this.#running) return;
           for (const m of later) this.#send(m);
@@ -538,27 +518,6 @@ export class RaftDriver {
       this.#removed = new RemovedError(last?.index ?? rd.snapshot?.index ?? this.#node.log.applied);
     }
     this.#wasMember = member;
-  }
-
-  /**
-   * Writes a compaction behind every earlier write: the node's log is already compacted to
-   * `snapshot` in memory (compaction.ts).
-   */
-  #storeCompaction(snapshot: Snapshot): void {
-    // The stored commit point may lag (a commit alone is not written): it must reach the
-    // snapshot, or a restart would find a snapshot past its commit point. Both writes queue
-    // behind every earlier one, so the entries the snapshot replaces are stored first.
-    const hs = this.#node.hardState();
-    this.#savedCommit = hs.commit;
-    // A leader's snapshot installed meanwhile (queued while the save was in flight) replaced
-    // the stored log past this one: this compaction then has nothing left to do. Nor has it
-    // once the member stopped (its store is closing).
-    this.#compactionsInFlight++;
-    this.#lastSave = this.#o.storage
-      .save({ hardState: { term: this.#savedTerm, vote: this.#savedVote, commit: hs.commit }, entries: [] })
-      .then(() => (this.#running && this.#o.storage.snapshot().index < snapshot.index ? this.#o.storage.compact(snapshot) : undefined))
-      .finally(() => this.#compactionsInFlight--);
-    this.#lastSave.catch((error: unknown) => this.#fail(error));
   }
 
   #send(m: Message): void {
