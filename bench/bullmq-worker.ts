@@ -6,6 +6,7 @@
  */
 import { Worker, type Job } from 'bullmq';
 import { wallMs } from '../test/fixtures/member-probe.js';
+import { answerRequests, sendToParent } from './bench-child.js';
 
 /** What a bench job carries: its emit time (wall clock, fractional ms), its sequence number, padding to the item size. */
 export interface BenchJobData {
@@ -23,9 +24,7 @@ export type WorkerRequest =
 const MAX_LATENCIES = 250_000;
 
 const { port } = JSON.parse(process.argv[2] ?? '{}') as { port: number };
-const send = (msg: unknown): void => {
-  process.send?.(msg);
-};
+const send = sendToParent;
 
 interface QueueState {
   readonly worker: Worker<BenchJobData>;
@@ -71,11 +70,5 @@ async function handle(req: WorkerRequest): Promise<unknown> {
   }
 }
 
-process.on('message', (raw) => {
-  const req = raw as WorkerRequest;
-  handle(req).then(
-    (result) => send({ id: req.id, ok: true, result }),
-    (error: unknown) => send({ id: req.id, ok: false, error: { code: 'UNKNOWN', message: (error as Error).message ?? String(error) } }),
-  );
-});
+answerRequests(handle);
 send({ event: 'ready' });

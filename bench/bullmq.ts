@@ -7,7 +7,6 @@
  * process. Re-delivery after kill -9 is BullMQ's stalled-job check, with its defaults (a lock of
  * 30 s, checked every 30 s), capped at REDELIVERY_CAP_MS.
  */
-import { fork, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -17,6 +16,7 @@ import { MAX_ITEMS_PER_EMIT } from '../src/fanout/command.js';
 import { EMIT_ENTRIES_IN_FLIGHT } from '../src/runtime/fanout/emit-entries.js';
 import { FANOUT_ITEM_BYTES, watchDone, type DoneReport } from '../test/fixtures/fanout-member.js';
 import { wallMs } from '../test/fixtures/member-probe.js';
+import { BenchChild } from './bench-child.js';
 import type { BenchJobData, WorkerRequest } from './bullmq-worker.js';
 import { bulkRuns, PARALLELISM, redeliveryMs, REDELIVERY_ITEMS, STEADY_BATCH, STEADY_EVERY_MS, STEADY_RATE, until, type BulkMeasure, type FanoutMeasures, type FanoutSizes } from './fanout.js';
 import { cpuPerCommitUs, processesCpuMs } from './proc-cpu.js';
@@ -38,53 +38,10 @@ export interface BullmqBenchResult extends FanoutMeasures {
   readonly redisVersion: string;
 }
 
-interface Reply {
-  readonly id?: number;
-  readonly ok?: boolean;
-  readonly result?: unknown;
-  readonly error?: { readonly message: string };
-  readonly event?: string;
-  readonly [key: string]: unknown;
-}
-
-/** A worker process, asked over IPC (as test/fixtures/process-cluster.ts asks members). */
-class WorkerProcess {
-  readonly child: ChildProcess;
-  readonly events: Reply[] = [];
-  readonly #waiting = new Map<number, (reply: Reply) => void>();
-  #nextId = 0;
-
+/** A worker process, asked over IPC (bench-child.ts). */
+class WorkerProcess extends BenchChild<WorkerRequest> {
   constructor(port: number) {
-    this.child = fork(workerScript, [JSON.stringify({ port })], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-    this.child.on('message', (raw) => {
-      const msg = raw as Reply;
-      if (msg.event !== undefined) this.events.push(msg);
-      else if (msg.id !== undefined) this.#waiting.get(msg.id)?.(msg);
-    });
-  }
-
-  request<T>(req: WorkerRequest extends infer R ? (R extends unknown ? Omit<R, 'id'> : never) : never): Promise<T> {
-    const id = ++this.#nextId;
-    return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.#waiting.delete(id);
-        reject(new Error(`BullMQ worker: ${req.cmd} timed out`));
-      }, REQUEST_TIMEOUT_MS);
-      this.#waiting.set(id, (reply) => {
-        clearTimeout(timer);
-        this.#waiting.delete(id);
-        if (reply.ok === true) resolve(reply.result as T);
-        else reject(new Error(`BullMQ worker: ${req.cmd}: ${reply.error?.message ?? 'failed'}`));
-      });
-      this.child.send({ id, ...req });
-    });
-  }
-
-  async kill(): Promise<void> {
-    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
-    const exited = new Promise<void>((resolve) => this.child.once('exit', () => resolve()));
-    this.child.kill('SIGKILL');
-    await exited;
+    super(workerScript, [JSON.stringify({ port })], 'BullMQ worker', REQUEST_TIMEOUT_MS);
   }
 }
 

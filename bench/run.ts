@@ -30,6 +30,9 @@ import { WINDOW_COMMITS } from './serial-sides.js';
 import { fmt, printTable } from './stats.js';
 import { printAttribution } from './tail.js';
 
+/** Keys of the scrape bench's raw timings, left out of its JSON record (see below). */
+const RAW_TIMINGS = new Set(['answers', 'ownStalls', 'stalls', 'gc']);
+
 const { positionals, values } = parseArgs({
   allowPositionals: true,
   options: {
@@ -81,7 +84,7 @@ async function main(): Promise<void> {
     }
     if (scrape !== null) {
       console.log(`\nscraping many jobs: three processes on 127.0.0.1 (level with sync on, default settings, http on), each registering the same ${scrape.jobs} jobs ({ every: 1h })`);
-      console.log('and the same few every 1 s; a scraper in the bench process GETs /metrics then /v1/state of every member every 100 ms (each member at its own offset in the 100 ms, as Prometheus spreads its targets) in alternate 2 s windows');
+      console.log('and the same few every 1 s; a scraper in a process of its own GETs /metrics then /v1/state of every member every 100 ms (each member at its own offset in the 100 ms, as Prometheus spreads its targets) in alternate 2 s windows');
       console.log(`load average (1 min) before: ${fmt(loadBeforeScrape)}, after: ${fmt(loadavg()[0] ?? Number.NaN)}, on ${cpus().length} CPUs\n`);
       printTable(['measure', 'cronraft', 'target'], scrapeManyJobsRows(scrape));
     }
@@ -93,7 +96,8 @@ async function main(): Promise<void> {
       printTable(['measure', 'cronraft (3 members)', 'croner (1 process)', 'target', 'ratio to target (<= 1 meets it)'], jobsRegisteredRows(jobs));
     }
     console.log(`\nbench took ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
-    const json = JSON.stringify({ bench: name, node: process.version, at: new Date().toISOString(), result: { ...lateness, scrape, jobs } });
+    // The scrape's raw timings (every answer, every stall seen) are for the rows above, not the record.
+    const json = JSON.stringify({ bench: name, node: process.version, at: new Date().toISOString(), result: { ...lateness, scrape, jobs } }, (key, value: unknown) => (RAW_TIMINGS.has(key) && Array.isArray(value) ? undefined : value));
     console.log(`\n${json}`);
     await mkdir('bench-results', { recursive: true });
     await writeFile(`bench-results/${name}.json`, `${json}\n`);

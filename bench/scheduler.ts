@@ -9,7 +9,7 @@ import { Cron } from 'croner';
 import { ProcessCluster, type MemberProcess } from '../test/fixtures/process-cluster.js';
 import { EVERY_MS, httpAddresses, now, schedule, sleep, starts } from './member-runs.js';
 import { latenessWithAndWithout, withAndWithoutRows, type WithAndWithout } from './scrape-lateness.js';
-import { Scraper } from './scraper.js';
+import { ScraperProcess } from './scraper-process.js';
 import { fmt, summarize } from './stats.js';
 
 export interface SchedulerBenchOptions {
@@ -91,13 +91,13 @@ export async function benchScheduler(o: SchedulerBenchOptions): Promise<Schedule
   const croner = summarize(await benchCroner(o.idleSeconds));
   // Every member serves HTTP, for the scraper; it is scraped only in its windows.
   const cluster = await ProcessCluster.create(3, { http: { listen: '127.0.0.1:0' } });
-  let scraper: Scraper | null = null;
+  let scraper: ScraperProcess | null = null;
   try {
     await cluster.startAll();
     await cluster.waitForLeader();
     await schedule(cluster.members, IDLE_JOBS, 'idle');
     await sleep(2000);
-    scraper = new Scraper(httpAddresses(cluster));
+    scraper = await ScraperProcess.start(httpAddresses(cluster));
     const idleScrape = await latenessWithAndWithout(cluster, scraper, o.idleSeconds, 'idle');
     await scraper.close();
 

@@ -5,7 +5,8 @@
  * the interval, each member is scraped at its own offset in it (the members at once put three
  * answers, and this process reading them, on the machine's two cores in the same instant).
  * Each answer's time is from the request sent to its whole body read, on this process (so it
- * includes this process's own delays, which are small: it does little else); its first byte's,
+ * includes this process's own delays, which are small: it runs in a process of its own that does
+ * nothing else, scraper-process.ts; its stalls are recorded, to tell them apart); its first byte's,
  * to the answer's head read, is mostly the member's (its loop reaching the request, and the work
  * before the first write), the rest the body's transfer; the member's own part, from the
  * request read to the answer's head, it says in `Server-Timing` (http/server.ts), which is
@@ -19,6 +20,8 @@ import { Agent, get } from 'node:http';
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { gunzip } from 'node:zlib';
 import { SERVER_TIMING_METRIC } from '../src/http/server.js';
+import { LoopStalls, type StallSpan } from '../test/fixtures/loop-stalls.js';
+import { wallMs } from '../test/fixtures/member-probe.js';
 import { summarize } from './stats.js';
 
 /** How often every member is scraped (issue 20: every 100 ms). */
@@ -46,11 +49,22 @@ export interface EndpointStats {
   /** Requests that failed, timed out or were not answered 200. */
   readonly errors: number;
   /** The slowest answers (SLOWEST_KEPT), slowest first: which member, its how-manieth answer there, ms, and the member's own part of them. */
-  readonly slowest: readonly { readonly member: number; readonly nth: number; readonly ms: number; readonly memberMs: number }[];
+  readonly slowest: readonly AnswerTiming[];
+  /** Every answer, in the order they were asked for. */
+  readonly answers: readonly AnswerTiming[];
   /** The largest body read, in bytes, decompressed. */
   readonly maxBytes: number;
   /** The largest body read, in bytes as sent (gzipped when the member chose to). */
   readonly maxWireBytes: number;
+}
+
+/** One answer: which member (its index), its how-manieth answer there, when it was asked for (wall clock, ms), its time and the member's own part of it. */
+export interface AnswerTiming {
+  readonly member: number;
+  readonly nth: number;
+  readonly at: number;
+  readonly ms: number;
+  readonly memberMs: number;
 }
 
 export interface ScrapeStats {
@@ -62,6 +76,8 @@ export interface ScrapeStats {
    * because this process was busy counts as slow, and this tells the two apart.
    */
   readonly ownLoopDelayMs: { readonly p99: number; readonly max: number };
+  /** When this process's own event loop stood still while scraping (loop-stalls.ts), to line up with the slow answers. */
+  readonly ownStalls: readonly StallSpan[];
 }
 
 interface Answer {
@@ -99,29 +115,44 @@ function fetchOnce(agent: Agent, address: string, path: string): Promise<Answer>
   });
 }
 
+/** What a scraper saw of one endpoint. */
+interface SeenEndpoint {
+  readonly answers: AnswerTiming[];
+  readonly firstByteMs: number[];
+  errors: number;
+  maxBytes: number;
+  maxWireBytes: number;
+}
+
+interface Seen {
+  readonly endpoints: Record<ScrapedPath, SeenEndpoint>;
+  skipped: number;
+  loopDelayMs: { p99: number; max: number };
+  readonly stalls: LoopStalls;
+}
+
+function seenNothing(): Seen {
+  const endpoint = (): SeenEndpoint => ({ answers: [], firstByteMs: [], errors: 0, maxBytes: 0, maxWireBytes: 0 });
+  return { endpoints: { '/metrics': endpoint(), '/v1/state': endpoint() }, skipped: 0, loopDelayMs: { p99: 0, max: 0 }, stalls: new LoopStalls(wallMs) };
+}
+
 /**
  * Scrapes `addresses` (HTTP `host:port`) while on (between `on()` and `off()`, as often as
- * wanted); `stats()` sums every time it was on. `close()` ends its connections.
+ * wanted); `stats()` sums every time it was on (since the last `takeStats()`). `close()` ends its connections.
  */
 export class Scraper {
   readonly #addresses: readonly string[];
   readonly #agent = new Agent({ keepAlive: true, maxSockets: 1 });
-  readonly #times: Record<ScrapedPath, number[]> = { '/metrics': [], '/v1/state': [] };
-  readonly #answers: Record<ScrapedPath, { member: number; nth: number; ms: number; memberMs: number }[]> = { '/metrics': [], '/v1/state': [] };
+  /** What was seen since the scraper was made or its stats were last taken (takeStats). */
+  #seen = seenNothing();
   readonly #nth = new Map<string, number>();
-  readonly #firstByte: Record<ScrapedPath, number[]> = { '/metrics': [], '/v1/state': [] };
-  readonly #errors: Record<ScrapedPath, number> = { '/metrics': 0, '/v1/state': 0 };
-  readonly #maxBytes: Record<ScrapedPath, number> = { '/metrics': 0, '/v1/state': 0 };
-  readonly #maxWireBytes: Record<ScrapedPath, number> = { '/metrics': 0, '/v1/state': 0 };
   readonly #busy = new Map<string, Promise<void>>();
-  #skipped = 0;
   /**
    * This process's loop delay: watched while on (resolution 1 ms, finer than the answers it is
    * read beside), a histogram each time it is on, so that the time off is not counted; the
-   * worst p99 of those and the longest delay are kept.
+   * worst p99 of those and the longest delay are kept (in #seen).
    */
   #loop: IntervalHistogram | null = null;
-  #loopDelayMs = { p99: 0, max: 0 };
   #gzipped = 0;
   /** Each member's timer: its offset in the interval first, then the interval. */
   readonly #timers: NodeJS.Timeout[] = [];
@@ -135,6 +166,7 @@ export class Scraper {
     if (this.#timers.length > 0) return;
     this.#loop = monitorEventLoopDelay({ resolution: 1 });
     this.#loop.enable();
+    this.#seen.stalls.start();
     this.#addresses.forEach((address, k) => {
       const offsetMs = (k * SCRAPE_EVERY_MS) / this.#addresses.length;
       this.#timers.push(
@@ -151,17 +183,31 @@ export class Scraper {
     // A member's timer is its offset's timeout or its interval: clearTimeout clears either.
     for (const timer of this.#timers.splice(0)) clearTimeout(timer);
     await Promise.all(this.#busy.values());
+    const seen = this.#seen;
+    seen.stalls.stop();
     if (this.#loop !== null) {
       this.#loop.disable();
-      this.#loopDelayMs = { p99: Math.max(this.#loopDelayMs.p99, this.#loop.percentile(99) / 1e6), max: Math.max(this.#loopDelayMs.max, this.#loop.max / 1e6) };
+      seen.loopDelayMs = { p99: Math.max(seen.loopDelayMs.p99, this.#loop.percentile(99) / 1e6), max: Math.max(seen.loopDelayMs.max, this.#loop.max / 1e6) };
       this.#loop = null;
     }
   }
 
+  /** What it saw since it was made, or since the last takeStats(). */
   stats(): ScrapeStats {
-    const endpoint = (path: ScrapedPath): EndpointStats => ({ ms: summarize(this.#times[path]), firstByteMs: summarize(this.#firstByte[path]), memberMs: summarize(this.#answers[path].map((a) => a.memberMs)), errors: this.#errors[path], slowest: [...this.#answers[path]].sort((a, b) => b.ms - a.ms).slice(0, SLOWEST_KEPT), maxBytes: this.#maxBytes[path], maxWireBytes: this.#maxWireBytes[path] });
-    const ownLoopDelayMs = this.#loopDelayMs;
-    return { endpoints: { '/metrics': endpoint('/metrics'), '/v1/state': endpoint('/v1/state') }, skipped: this.#skipped, ownLoopDelayMs };
+    const seen = this.#seen;
+    const endpoint = (path: ScrapedPath): EndpointStats => {
+      const e = seen.endpoints[path];
+      const slowest = [...e.answers].sort((a, b) => b.ms - a.ms).slice(0, SLOWEST_KEPT);
+      return { ms: summarize(e.answers.map((a) => a.ms)), firstByteMs: summarize(e.firstByteMs), memberMs: summarize(e.answers.map((a) => a.memberMs)), errors: e.errors, slowest, answers: e.answers, maxBytes: e.maxBytes, maxWireBytes: e.maxWireBytes };
+    };
+    return { endpoints: { '/metrics': endpoint('/metrics'), '/v1/state': endpoint('/v1/state') }, skipped: seen.skipped, ownLoopDelayMs: seen.loopDelayMs, ownStalls: seen.stalls.spans };
+  }
+
+  /** stats(), and from now on counts anew (its connections stay open: a warm-up's stats are taken so). Only while off. */
+  takeStats(): ScrapeStats {
+    const stats = this.stats();
+    this.#seen = seenNothing();
+    return stats;
   }
 
   async close(): Promise<void> {
@@ -171,7 +217,7 @@ export class Scraper {
 
   #tick(address: string): void {
     if (this.#busy.has(address)) {
-      this.#skipped++;
+      this.#seen.skipped++;
       return;
     }
     this.#busy.set(address, this.#scrape(address).finally(() => this.#busy.delete(address)));
@@ -180,18 +226,19 @@ export class Scraper {
   async #scrape(address: string): Promise<void> {
     for (const path of SCRAPED_PATHS) {
       const started = performance.now();
+      const at = wallMs(started);
       const answer = await fetchOnce(this.#agent, address, path);
       const ms = performance.now() - started;
       const body = !answer.gzipped ? answer.body : this.#gzipped++ % GUNZIP_EVERY === 0 ? await gunzipped(answer.body) : undefined;
+      const e = this.#seen.endpoints[path];
       if (answer.ok && body !== null) {
-        this.#times[path].push(ms);
         const nth = (this.#nth.get(`${address}${path}`) ?? 0) + 1;
         this.#nth.set(`${address}${path}`, nth);
-        this.#answers[path].push({ member: this.#addresses.indexOf(address), nth, ms, memberMs: answer.memberMs });
-        this.#firstByte[path].push(answer.headAt - started);
-      } else this.#errors[path]++;
-      this.#maxBytes[path] = Math.max(this.#maxBytes[path], body?.length ?? 0);
-      this.#maxWireBytes[path] = Math.max(this.#maxWireBytes[path], answer.body.length);
+        e.answers.push({ member: this.#addresses.indexOf(address), nth, at, ms, memberMs: answer.memberMs });
+        e.firstByteMs.push(answer.headAt - started);
+      } else e.errors++;
+      e.maxBytes = Math.max(e.maxBytes, body?.length ?? 0);
+      e.maxWireBytes = Math.max(e.maxWireBytes, answer.body.length);
     }
   }
 }

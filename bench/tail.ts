@@ -42,8 +42,8 @@ export interface PhaseProbe {
   readonly members: readonly MemberProbe[];
 }
 
-/** What of `spans` overlaps [from, to): the ms of overlap in all. */
-function overlapMs(spans: readonly Span[], from: number, to: number): number {
+/** What of `spans` (in order of `at`) overlaps [from, to): the ms of overlap in all. */
+export function overlapMs(spans: readonly Span[], from: number, to: number): number {
   let ms = 0;
   for (const s of spans) {
     if (s.at >= to) break;

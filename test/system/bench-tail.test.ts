@@ -4,7 +4,7 @@ import { commitViews, gcKindCounts, type MemberProbe } from '../../bench/tail.js
 import type { ProbeReport } from '../fixtures/member-probe.js';
 
 function report(parts: Partial<ProbeReport>): ProbeReport {
-  return { gc: [], saves: [], writes: [], compactions: [], clears: [], dropped: 0, allocatedBytes: 0, cpuUserMs: 0, cpuSystemMs: 0, loopDelayMs: { p50: 0, p99: 0, max: 0, mean: 0 }, ...parts };
+  return { gc: [], saves: [], writes: [], compactions: [], clears: [], dropped: 0, allocatedBytes: 0, cpuUserMs: 0, cpuSystemMs: 0, loopDelayMs: { p50: 0, p99: 0, max: 0, mean: 0 }, stalls: [], ...parts };
 }
 
 describe('bench/tail.ts: lining commits up with what the members did', () => {
