@@ -17,6 +17,15 @@ import { PeerContact, type PeerContactView } from './peer-contact.js';
 import { PendingRequests, type ProposalResult, type RequestOptions } from './pending-requests.js';
 import type { StateMachine } from './state-machine.js';
 
+/**
+ * Whether a request failed because this member's driver stopped for good (it failed, the member
+ * was removed, or it was stopped): asking again can only fail the same way, so a caller that
+ * retries gives up.
+ */
+export function driverStopped(error: unknown): boolean {
+  return error instanceof RemovedError || error instanceof NotRunningError || (error instanceof CronraftError && error.code === 'CRONRAFT_FATAL');
+}
+
 export interface DriverOptions extends RequestOptions {
   readonly node: RaftNode;
   readonly storage: LogStorage;

@@ -237,9 +237,15 @@ export class Member {
       // a removed member's claims are the cluster's to forfeit, a failed disk could not record
       // an outcome, and the leader leases its items again once it finds the member lost. A
       // member that asked to leave stops as its removal applies: no failure.
+      // Nor does it act as the leader its node still says it is: its scheduler's planning and
+      // fan-out's delivery ask #leads(), and the keepers, which only propose, stop.
       onFatal: (error) => {
         this.scheduler.halt();
         this.fanoutRuntime.consumer.halt();
+        this.fanoutRuntime.delivery.stop();
+        this.versionKeeper.stop();
+        this.bindingKeeper.stop();
+        this.membershipKeeper.stop();
         if (!(this.#leaving && error instanceof RemovedError)) parts.onFatal?.(error);
       },
     });
@@ -261,7 +267,7 @@ export class Member {
       barrier: () => driver.readBarrier(),
       // A leader plans by the cluster's time, so not before it has learned it: with a bad clock
       // of its own it would claim slots ahead of time or skip them as missed.
-      isLeader: () => driver.node.role === 'leader' && driver.clockSynced,
+      isLeader: () => this.#leads() && driver.clockSynced,
       clockReady: () => driver.clockSynced,
       holdsLease: () => this.holdsLease(),
       peerConnected: (id) => parts.transport.isConnected(id),
@@ -284,7 +290,7 @@ export class Member {
       state: this.fanout,
       timers: parts.timers,
       // As the scheduler's planning: by the cluster's time, so not before the leader learned it.
-      isLeader: () => driver.node.role === 'leader' && driver.clockSynced && this.versions.active >= FANOUT_VERSION,
+      isLeader: () => this.#leads() && driver.clockSynced && this.versions.active >= FANOUT_VERSION,
       clusterNowMs: () => driver.clusterClock().now(),
       eligible: (id) => this.eligibleMembers().includes(id),
       configured: (id) => configuration.isMember(id),
@@ -325,6 +331,14 @@ export class Member {
       promoteStableMs: t.promoteStableMs ?? PROMOTE_STABLE_MS,
       propose: (change) => this.proposeConfChange(change),
     });
+  }
+
+  /**
+   * Whether this member leads and its driver still runs: one whose driver stopped (a failure, its
+   * removal) keeps the role its node last had, but could record nothing it planned.
+   */
+  #leads(): boolean {
+    return this.driver.fatalError === null && this.driver.node.role === 'leader';
   }
 
   /**

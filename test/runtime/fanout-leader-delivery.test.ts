@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ConsumerSettings, FanoutCommand } from '../../src/fanout/command.js';
+import { MAX_ITEMS_PER_EMIT, MAX_ITEMS_PER_LEASE, type ConsumerSettings, type FanoutCommand } from '../../src/fanout/command.js';
 import { MAX_PREFETCH_PER_PARALLELISM, PREFETCH_PER_PARALLELISM } from '../../src/fanout/prefetch.js';
 import { FanoutState } from '../../src/fanout/state.js';
 import { DELIVERY_INTERVAL_MS, LeaderDelivery } from '../../src/runtime/fanout/leader-delivery.js';
@@ -8,7 +8,7 @@ import { ManualTimers } from '../fixtures/manual-timers.js';
 const settings = (parallelism: number): ConsumerSettings => ({ parallelism, retries: 1, timeoutMs: 1000, backoffMs: 100, ratePerSecond: null, maxPending: null });
 
 /** A leader whose proposals apply to `state` at the next index once released (held until then when `hold`). */
-function leader(hold = false): { state: FanoutState; timers: ManualTimers; delivery: LeaderDelivery; proposed: FanoutCommand[]; release: () => Promise<void>; flags: { leading: boolean; eligible: Set<string>; configured: Set<string>; lost: Set<string> }; apply: (c: FanoutCommand) => number } {
+function leader(hold = false): { state: FanoutState; timers: ManualTimers; delivery: LeaderDelivery; proposed: FanoutCommand[]; release: () => Promise<void>; releaseOne: () => Promise<void>; flags: { leading: boolean; eligible: Set<string>; configured: Set<string>; lost: Set<string> }; apply: (c: FanoutCommand) => number } {
   const state = new FanoutState();
   const timers = new ManualTimers();
   let index = 0;
@@ -43,7 +43,12 @@ function leader(hold = false): { state: FanoutState; timers: ManualTimers; deliv
     for (const run of held.splice(0)) run();
     for (let i = 0; i < 10; i++) await Promise.resolve();
   };
-  return { state, timers, delivery, proposed, release, flags, apply };
+  /** Applies the oldest proposal held, alone. */
+  const releaseOne = async (): Promise<void> => {
+    held.shift()?.();
+    for (let i = 0; i < 10; i++) await Promise.resolve();
+  };
+  return { state, timers, delivery, proposed, release, releaseOne, flags, apply };
 }
 
 const settle = async (): Promise<void> => {
@@ -112,6 +117,30 @@ describe("the leader's delivery of work items (LeaderDelivery)", () => {
     t.apply({ type: 'emit', topic: 't', items: [{ data: Uint8Array.of(3), key: null }], origin: null, atMs: 0 });
     t.delivery.plan();
     expect(t.proposed).toHaveLength(2);
+  });
+
+  it('keeps a member busy until the last of the leases it was given at once applies (more than a command holds)', async () => {
+    const t = leader(true);
+    // Room for more than MAX_ITEMS_PER_LEASE items: the plan gives them in two leases.
+    const parallelism = 400;
+    t.apply({ type: 'consume', topic: 't', member: 'a', settings: settings(parallelism) });
+    for (let k = 0; k < 2; k++) t.apply({ type: 'emit', topic: 't', items: Array.from({ length: MAX_ITEMS_PER_EMIT }, (_, i) => ({ data: Uint8Array.of(i % 256), key: null })), origin: null, atMs: 0 });
+    t.delivery.plan();
+    const leases = (): number[] => t.proposed.flatMap((c) => (c.type === 'lease' ? [c.ids.length] : []));
+    expect(leases()).toEqual([MAX_ITEMS_PER_LEASE, parallelism * (1 + PREFETCH_PER_PARALLELISM) - MAX_ITEMS_PER_LEASE]);
+    // The first applies; the second is still in flight: the member is still busy, and nothing
+    // more is leased to it (without the count, a third lease went for what the second holds).
+    await t.releaseOne();
+    t.delivery.plan();
+    expect(leases()).toHaveLength(2);
+    await t.releaseOne();
+    await settle();
+    expect(leases()).toHaveLength(2);
+    // Once both applied it is free: items it finishes make room for a lease again.
+    const done = [...t.state.items.values()].slice(0, 10).flatMap((i) => (i.phase.kind === 'leased' ? [{ id: i.id, token: i.phase.token, error: null }] : []));
+    t.apply({ type: 'done', member: 'a', outcomes: done, atMs: 0 });
+    t.delivery.plan();
+    expect(leases()).toEqual([MAX_ITEMS_PER_LEASE, parallelism * (1 + PREFETCH_PER_PARALLELISM) - MAX_ITEMS_PER_LEASE, done.length]);
   });
 
   it('takes back the leases of a member lost, on its timer', async () => {

@@ -27,3 +27,39 @@ describe('a member whose driver failed', () => {
     expect(sim.runs.filter((r) => r.id === leader.id && r.t > failedAt).length).toBeGreaterThan(0);
   });
 });
+
+describe('a leader whose driver failed', () => {
+  it('plans and proposes nothing after, though its node still says it leads', async () => {
+    const sim = new MembershipSim(5);
+    for (const id of FOUNDERS) await sim.start(id);
+    await sim.until('every member runs a slot', () => (FOUNDERS.every((id) => sim.runs.some((r) => r.id === id)) ? true : undefined));
+    const victim = await sim.until('a leader', () => sim.leader());
+    const driver = victim.member?.driver;
+    if (driver === undefined) throw new Error('the leader has no member');
+    // Every proposal the member makes once its failure is known is counted: its scheduler's
+    // planning (claims), fan-out's delivery and the keepers of versions, bindings and membership
+    // all propose through the driver, and so do its runs' records, which fail at once and are not
+    // tried again (it halts as it fails, flushing what it holds once).
+    let failed = false;
+    let proposedAfter = 0;
+    const propose = driver.propose.bind(driver);
+    const proposeConfChange = driver.proposeConfChange.bind(driver);
+    driver.propose = (...args) => {
+      if (failed) proposedAfter++;
+      return propose(...args);
+    };
+    driver.proposeConfChange = (...args) => {
+      if (failed) proposedAfter++;
+      return proposeConfChange(...args);
+    };
+    victim.disk.write = (): Promise<void> => Promise.reject(new Error('disk on fire'));
+    await sim.until('the leader fails', () => sim.fatal.get(victim.id));
+    failed = true;
+    expect(driver.node.role).toBe('leader');
+    await sim.run(5_000);
+    expect(proposedAfter).toBe(0);
+    // The others elect a leader of their own (a failed member is not one: sim.leader()).
+    const next = await sim.until('another leader', () => sim.leader());
+    expect(next.id).not.toBe(victim.id);
+  });
+});

@@ -10,9 +10,10 @@ import { Periodic } from '../../time/periodic.js';
  * The leader's side of fan-out (issue 19): it runs the pure plan (fanout/planner.ts) as items
  * and outcomes apply and on a timer, and proposes what it says, `lease` per member and
  * `reclaim`, and drops the registrations of members that left the configuration (`unconsume`,
- * one at a time). At most one lease proposal per member is in flight (its `busy` set), and one
- * reclaim, so that a plan never counts a member's items in flight short: at most members + 1
- * proposals wait at once. The items of a lease in flight are given to no other member meanwhile
+ * one at a time). A member is given nothing while a lease of its own is in flight (its `busy`
+ * set: one plan's lease, in several proposals when it is given more than MAX_ITEMS_PER_LEASE items),
+ * nor is a reclaim proposed while one is, so that a plan never counts a member's items in flight
+ * short. The items of a lease in flight are given to no other member meanwhile
  * (planner.ts, DeliveryInput.leasing). Each member's prefetch is as deep as PrefetchDepths says.
  * A member that is not the leader plans nothing, and a new leader starts its rate buckets empty
  * and every prefetch at the first depth.
@@ -43,6 +44,13 @@ export class LeaderDelivery {
   readonly #o: LeaderDeliveryOptions;
   readonly #ticks: Periodic;
   readonly #busy = new Set<NodeId>();
+  /**
+   * The lease proposals in flight per busy member: a member given more than MAX_ITEMS_PER_LEASE
+   * items at once gets them in several, and stays busy until the last applies (once the first
+   * did, the next plan would count its items short, and lease to it what the apply-time bound
+   * then refuses).
+   */
+  readonly #leasesInFlight = new Map<NodeId, number>();
   /** The items of the lease proposals in flight (bounded by them: members times MAX_ITEMS_PER_LEASE). */
   readonly #leasing = new Set<number>();
   #rates = new RateBuckets();
@@ -116,10 +124,17 @@ export class LeaderDelivery {
       });
     }
     for (const lease of plan.leases) {
-      this.#busy.add(lease.member);
+      const member = lease.member;
+      this.#busy.add(member);
+      this.#leasesInFlight.set(member, (this.#leasesInFlight.get(member) ?? 0) + 1);
       for (const id of lease.ids) this.#leasing.add(id);
-      this.#propose({ type: 'lease', member: lease.member, ids: lease.ids, atMs: nowMs }, () => {
-        this.#busy.delete(lease.member);
+      this.#propose({ type: 'lease', member, ids: lease.ids, atMs: nowMs }, () => {
+        const left = (this.#leasesInFlight.get(member) ?? 1) - 1;
+        if (left > 0) this.#leasesInFlight.set(member, left);
+        else {
+          this.#leasesInFlight.delete(member);
+          this.#busy.delete(member);
+        }
         for (const id of lease.ids) this.#leasing.delete(id);
       });
     }

@@ -1,3 +1,4 @@
+import { driverStopped } from '../driver.js';
 import type { NodeId } from '../../raft/types.js';
 import type { Clock, Timers } from '../../time/clock.js';
 import { SchedulerState } from '../../scheduler/state.js';
@@ -133,8 +134,8 @@ export class RuntimeContext {
 
   /**
    * Proposes `command` until it is applied, `settled()` holds (nothing left to do), the member
-   * stops, or the reassignment horizon passes; between tries it waits a plan interval. Safe only
-   * for commands that may be applied twice.
+   * stops (or its driver did: a failure, its removal), or the reassignment horizon passes; between
+   * tries it waits a plan interval. Safe only for commands that may be applied twice.
    */
   async proposeUntil(command: SchedulerCommand, settled: () => boolean): Promise<void> {
     const o = this.options;
@@ -143,7 +144,8 @@ export class RuntimeContext {
       try {
         await o.propose(command);
         return;
-      } catch {
+      } catch (error) {
+        if (driverStopped(error)) return;
         await new Promise<void>((resolve) => o.timers.setTimeout(resolve, o.planIntervalMs));
       }
     }
