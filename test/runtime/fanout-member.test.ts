@@ -127,6 +127,59 @@ describe('fan-out on the production member', () => {
     });
   });
 
+  it('a member whose disk fails starts no item after, though a run ends and it holds more; aborts the one it still runs once its lease runs out; the others run them all', async () => {
+    const sim = new MembershipSim(3);
+    for (const id of FOUNDERS) await sim.start(id);
+    await sim.until('cluster version 3 on every member', () => (FOUNDERS.every((id) => sim.get(id).member?.versions.active === FANOUT_VERSION) ? true : undefined));
+    // Each run holds its item until released, or until it is aborted.
+    const held: Array<{ member: NodeId; release: () => void }> = [];
+    const started: Array<{ member: NodeId; id: number; at: number }> = [];
+    const aborted: Array<{ member: NodeId; at: number }> = [];
+    const hold =
+      (member: NodeId) =>
+      (_data: Uint8Array, ctx: ItemContext): Promise<void> =>
+        new Promise<void>((resolve) => {
+          started.push({ member, id: ctx.id, at: sim.scheduler.nowMs });
+          held.push({ member, release: resolve });
+          ctx.signal.addEventListener('abort', () => {
+            aborted.push({ member, at: sim.scheduler.nowMs });
+            resolve();
+          });
+        });
+    const settings: ConsumerSettings = { ...SETTINGS, parallelism: 2 };
+    for (const id of FOUNDERS) await sim.settle(memberOf(sim, id).fanoutRuntime.consume('t', hold(id), settings));
+    const leader = await sim.until('a leader', () => sim.leader());
+    const topic = (): TopicRecord | undefined => leader.member?.fanout.topics.get('t');
+    await sim.until('every consumer registered on the leader', () => (topic()?.consumers.size === 3 ? true : undefined));
+    const victim = sim.get(FOUNDERS.find((id) => id !== leader.id) as NodeId);
+    // More than every member holds (its parallelism running, its prefetch waiting): the victim
+    // holds items it has not started when its disk fails.
+    const count = 3 * settings.parallelism * (1 + PREFETCH_PER_PARALLELISM) + 6;
+    void leader.member?.fanoutRuntime.emit('t', Array.from({ length: count }, (_, i) => ({ data: Uint8Array.of(i), key: null })), null);
+    await sim.until('the victim runs its parallelism and holds more', () => (started.filter((r) => r.member === victim.id).length === settings.parallelism && (topic()?.inFlight.get(victim.id) ?? 0) > settings.parallelism ? true : undefined));
+    victim.disk.write = (): Promise<void> => Promise.reject(new Error('disk on fire'));
+    await sim.until('the victim fails', () => sim.fatal.get(victim.id));
+    const failedAt = sim.scheduler.nowMs;
+    // One of its runs ends: a free place, and items waiting in its prefetch for one.
+    const first = held.findIndex((r) => r.member === victim.id);
+    held.splice(first, 1)[0]?.release();
+    // The others finish what they run, and so take all the rest, the victim's included; the
+    // victim's runs are never released.
+    await sim.until('every item done', () => {
+      for (const h of held.filter((r) => r.member !== victim.id)) h.release();
+      held.splice(0, held.length, ...held.filter((r) => r.member === victim.id));
+      return topic()?.counts.done === count ? true : undefined;
+    });
+    expect(started.filter((r) => r.member === victim.id && r.at > failedAt)).toEqual([]);
+    // The run it still held was aborted once its lease ran out (no leader heard: its driver takes no message).
+    const victimAborts = aborted.filter((a) => a.member === victim.id);
+    expect(victimAborts).toHaveLength(settings.parallelism - 1);
+    for (const a of victimAborts) expect(a.at).toBeGreaterThan(failedAt);
+    // What it ran started again elsewhere; every item ran to its end once.
+    const ranOnVictim = new Set(started.filter((r) => r.member === victim.id).map((r) => r.id));
+    for (const id of ranOnVictim) expect(started.some((r) => r.id === id && r.member !== victim.id)).toBe(true);
+  });
+
   it('refuses an emit and a registration with CRONRAFT_VERSION_NOT_ACTIVE while a member cannot read cluster version 3, and takes them once it can', async () => {
     const sim = new MembershipSim(10);
     const withoutFanout: VersionSupport = { ...SUPPORTED, stateMachine: { min: 1, max: FANOUT_VERSION - 1 } };
