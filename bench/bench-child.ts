@@ -36,6 +36,13 @@ export class BenchChild<R extends { readonly id: number; readonly cmd: string }>
       if (msg.event !== undefined) this.events.push(msg);
       else if (msg.id !== undefined) this.#waiting.get(msg.id)?.(msg);
     });
+    // A child that died answers nothing more: what waits on it fails now, not at its timeout. A
+    // send that fails once the channel closed is the same news (and must not crash the bench).
+    const gone = (why: string): void => {
+      for (const settle of [...this.#waiting.values()]) settle({ ok: false, error: { message: why } });
+    };
+    this.child.on('exit', (code, signal) => gone(`the process exited (${signal ?? code})`));
+    this.child.on('error', (error) => gone(error.message));
   }
 
   request<T>(req: Ask<R>): Promise<T> {
@@ -45,13 +52,15 @@ export class BenchChild<R extends { readonly id: number; readonly cmd: string }>
         this.#waiting.delete(id);
         reject(new Error(`${this.#name}: ${req.cmd} timed out`));
       }, this.#timeoutMs);
-      this.#waiting.set(id, (reply) => {
+      const settle = (reply: Reply): void => {
         clearTimeout(timer);
         this.#waiting.delete(id);
         if (reply.ok === true) resolve(reply.result as T);
         else reject(new Error(`${this.#name}: ${req.cmd}: ${reply.error?.message ?? 'failed'}`));
-      });
-      this.child.send({ id, ...req });
+      };
+      this.#waiting.set(id, settle);
+      if (!this.child.connected) settle({ ok: false, error: { message: 'the process is gone' } });
+      else this.child.send({ id, ...req }, (error) => (error === null ? undefined : settle({ ok: false, error: { message: error.message } })));
     });
   }
 

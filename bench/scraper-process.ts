@@ -46,6 +46,10 @@ export class ScraperProcess {
         clearTimeout(timer);
         resolve();
       });
+      child.child.once('exit', (code, signal) => {
+        clearTimeout(timer);
+        reject(new Error(`the scraper's process exited before it was ready (${signal ?? code})`));
+      });
     });
     try {
       await ready;
@@ -54,9 +58,13 @@ export class ScraperProcess {
       throw error;
     }
     let prioritized = false;
+    const pid = child.child.pid;
     try {
-      setPriority(child.child.pid ?? 0, SCRAPER_NICE);
-      prioritized = true;
+      // (A pid of 0 would be this process's own.)
+      if (pid !== undefined) {
+        setPriority(pid, SCRAPER_NICE);
+        prioritized = true;
+      }
     } catch {
       // Not root: it runs at the members' priority.
     }

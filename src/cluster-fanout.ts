@@ -5,6 +5,7 @@ import { MAX_ITEM_BACKOFF_MS, MAX_ITEM_TIMEOUT_MS, MAX_PARALLELISM, MAX_RATE_PER
 import type { ItemContext } from './runtime/fanout/consumer.js';
 import type { FanoutRuntime } from './runtime/fanout/fanout-runtime.js';
 import type { Timers } from './time/clock.js';
+import { driverStopped } from './runtime/driver.js';
 
 /**
  * Fan-out on the Cluster's facade (issue 19): the checks of `consume`'s options, a consumer's
@@ -54,13 +55,14 @@ export function consumerSettings(options: ConsumeOptions): ConsumerSettings {
   };
 }
 
-/** Registers `topic`'s consumer through the log, again every CONSUME_RETRY_MS until it applied or `stopped()`. */
+/** Registers `topic`'s consumer through the log, again every CONSUME_RETRY_MS until it applied, `stopped()`, or the driver stopped for good. */
 export async function registerConsumer(runtime: FanoutRuntime, topic: string, handler: ConsumeHandler, settings: ConsumerSettings, timers: Timers, stopped: () => boolean): Promise<void> {
   while (!stopped()) {
     try {
       await runtime.consume(topic, (data, ctx) => handler(decodeItem(data), ctx), settings);
       return;
-    } catch {
+    } catch (error) {
+      if (driverStopped(error)) return;
       await new Promise<void>((resolve) => timers.setTimeout(resolve, CONSUME_RETRY_MS));
     }
   }

@@ -65,8 +65,12 @@ export class BackpressureError extends CronraftError {
 
 /** The member is not started, is stopping or stopped. */
 export class NotRunningError extends CronraftError {
+  /** What the member is ('new', 'starting', 'not started', 'stopping', 'stopped', 'failed'), or what is not available here. */
+  readonly state: string;
+
   constructor(state: string) {
     super('CRONRAFT_NOT_RUNNING', `The cluster member is ${state}`);
+    this.state = state;
   }
 }
 

@@ -20,10 +20,10 @@ import type { StateMachine } from './state-machine.js';
 /**
  * Whether a request failed because this member's driver stopped for good (it failed, the member
  * was removed, or it was stopped): asking again can only fail the same way, so a caller that
- * retries gives up.
+ * retries gives up. A member not started yet may still start: that is not this.
  */
 export function driverStopped(error: unknown): boolean {
-  return error instanceof RemovedError || error instanceof NotRunningError || (error instanceof CronraftError && error.code === 'CRONRAFT_FATAL');
+  return error instanceof RemovedError || (error instanceof NotRunningError && error.state === 'stopped') || (error instanceof CronraftError && error.code === 'CRONRAFT_FATAL');
 }
 
 export interface DriverOptions extends RequestOptions {

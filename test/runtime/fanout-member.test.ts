@@ -157,9 +157,19 @@ describe('fan-out on the production member', () => {
     const count = 3 * settings.parallelism * (1 + PREFETCH_PER_PARALLELISM) + 6;
     void leader.member?.fanoutRuntime.emit('t', Array.from({ length: count }, (_, i) => ({ data: Uint8Array.of(i), key: null })), null);
     await sim.until('the victim runs its parallelism and holds more', () => (started.filter((r) => r.member === victim.id).length === settings.parallelism && (topic()?.inFlight.get(victim.id) ?? 0) > settings.parallelism ? true : undefined));
+    // What it proposes once its failure is known: the outcome of each run that ends after, tried
+    // once (it fails at once), and not again every RETRY_OUTCOMES_MS.
+    const proposedAfter: number[] = [];
+    const driver = memberOf(sim, victim.id).driver;
+    const propose = driver.propose.bind(driver);
+    driver.propose = (...args) => {
+      if (driver.fatalError !== null) proposedAfter.push(sim.scheduler.nowMs);
+      return propose(...args);
+    };
     victim.disk.write = (): Promise<void> => Promise.reject(new Error('disk on fire'));
     await sim.until('the victim fails', () => sim.fatal.get(victim.id));
     const failedAt = sim.scheduler.nowMs;
+    proposedAfter.length = 0;
     // One of its runs ends: a free place, and items waiting in its prefetch for one.
     const first = held.findIndex((r) => r.member === victim.id);
     held.splice(first, 1)[0]?.release();
@@ -175,7 +185,9 @@ describe('fan-out on the production member', () => {
     const victimAborts = aborted.filter((a) => a.member === victim.id);
     expect(victimAborts).toHaveLength(settings.parallelism - 1);
     for (const a of victimAborts) expect(a.at).toBeGreaterThan(failedAt);
-    // What it ran started again elsewhere; every item ran to its end once.
+    // The outcome of each run that ended after the failure was proposed once, and not again.
+    expect(proposedAfter).toHaveLength(1 + victimAborts.length);
+    // What it ran started again elsewhere.
     const ranOnVictim = new Set(started.filter((r) => r.member === victim.id).map((r) => r.id));
     for (const id of ranOnVictim) expect(started.some((r) => r.id === id && r.member !== victim.id)).toBe(true);
   });

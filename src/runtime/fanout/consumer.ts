@@ -5,6 +5,7 @@ import { waitUntil, within } from '../scheduler/handover.js';
 import { Periodic } from '../../time/periodic.js';
 import type { NodeId } from '../../raft/types.js';
 import type { TimerHandle, Timers } from '../../time/clock.js';
+import { driverStopped } from '../driver.js';
 
 /**
  * A member's side of fan-out (issue 19): the topics it consumes, the items leased to it, run
@@ -479,12 +480,14 @@ export class FanoutConsumer {
         this.#flushing = false;
         this.#flush();
       },
-      () => {
-        // Back in front, to be proposed again; an outcome whose lease moved meanwhile is refused as stale.
+      (error: unknown) => {
+        // Back in front, to be proposed again; an outcome whose lease moved meanwhile is refused
+        // as stale. Not once the driver stopped for good: nothing could record them, and the
+        // leader leases the items again once it finds this member lost.
         this.#proposing = [];
         queue.unshift(...batch);
         this.#flushing = false;
-        if (!this.#stopped) this.#o.timers.setTimeout(() => this.#flush(), RETRY_OUTCOMES_MS);
+        if (!this.#stopped && !driverStopped(error)) this.#o.timers.setTimeout(() => this.#flush(), RETRY_OUTCOMES_MS);
       },
     );
   }
