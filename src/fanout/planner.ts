@@ -39,7 +39,7 @@ export interface DeliveryInput {
    * Members with a lease proposed and not yet applied: given nothing more until it applies, so
    * that their items in flight are never counted short.
    */
-  readonly busy: ReadonlySet<NodeId>;
+  readonly busy: Pick<ReadonlySet<NodeId>, 'has'>;
   /**
    * Items in those lease proposals: still ready in the state until their lease applies, and
    * passed over, so that no other member's lease names them only to have them skipped.

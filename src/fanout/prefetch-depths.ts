@@ -22,7 +22,7 @@ export class PrefetchDepths {
   #held = new Set<string>();
 
   /** Looks at every member of every topic that no lease of is in flight (`busy` holds those that have one). */
-  update(state: FanoutState, busy: ReadonlySet<NodeId>): void {
+  update(state: FanoutState, busy: Pick<ReadonlySet<NodeId>, 'has'>): void {
     const deep = new Set<string>();
     const held = new Set<string>();
     for (const topic of state.topics.values()) {

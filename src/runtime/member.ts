@@ -235,10 +235,10 @@ export class Member {
       onConfiguration: (conf) => configuration.apply(conf),
       // A member whose driver stopped records nothing more, so it starts no run or item either:
       // a removed member's claims are the cluster's to forfeit, a failed disk could not record
-      // an outcome, and the leader leases its items again once it finds the member lost. A
-      // member that asked to leave stops as its removal applies: no failure.
-      // Nor does it act as the leader its node still says it is: its scheduler's planning and
-      // fan-out's delivery ask #leads(), and the keepers, which only propose, stop.
+      // an outcome, and the leader leases its items again once it finds the member lost. Nor
+      // does it act as the leader its node still says it is: its scheduler's planning and
+      // fan-out's delivery ask #leads(), and the keepers, which only propose, stop. A member
+      // that asked to leave stops as its removal applies: no failure.
       onFatal: (error) => {
         this.scheduler.halt();
         this.fanoutRuntime.consumer.halt();

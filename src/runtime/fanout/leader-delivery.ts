@@ -43,14 +43,13 @@ export interface LeaderDeliveryOptions {
 export class LeaderDelivery {
   readonly #o: LeaderDeliveryOptions;
   readonly #ticks: Periodic;
-  readonly #busy = new Set<NodeId>();
   /**
-   * The lease proposals in flight per busy member: a member given more than MAX_ITEMS_PER_LEASE
-   * items at once gets them in several, and stays busy until the last applies (once the first
-   * did, the next plan would count its items short, and lease to it what the apply-time bound
-   * then refuses).
+   * The busy members, each with its lease proposals in flight: a member given more than
+   * MAX_ITEMS_PER_LEASE items at once gets them in several, and stays busy until the last applies
+   * (once the first did, the next plan would count its items short, and lease to it what the
+   * apply-time bound then refuses).
    */
-  readonly #leasesInFlight = new Map<NodeId, number>();
+  readonly #busy = new Map<NodeId, number>();
   /** The items of the lease proposals in flight (bounded by them: members times MAX_ITEMS_PER_LEASE). */
   readonly #leasing = new Set<number>();
   #rates = new RateBuckets();
@@ -125,16 +124,12 @@ export class LeaderDelivery {
     }
     for (const lease of plan.leases) {
       const member = lease.member;
-      this.#busy.add(member);
-      this.#leasesInFlight.set(member, (this.#leasesInFlight.get(member) ?? 0) + 1);
+      this.#busy.set(member, (this.#busy.get(member) ?? 0) + 1);
       for (const id of lease.ids) this.#leasing.add(id);
       this.#propose({ type: 'lease', member, ids: lease.ids, atMs: nowMs }, () => {
-        const left = (this.#leasesInFlight.get(member) ?? 1) - 1;
-        if (left > 0) this.#leasesInFlight.set(member, left);
-        else {
-          this.#leasesInFlight.delete(member);
-          this.#busy.delete(member);
-        }
+        const left = (this.#busy.get(member) ?? 1) - 1;
+        if (left > 0) this.#busy.set(member, left);
+        else this.#busy.delete(member);
         for (const id of lease.ids) this.#leasing.delete(id);
       });
     }
