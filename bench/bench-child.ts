@@ -64,6 +64,27 @@ export class BenchChild<R extends { readonly id: number; readonly cmd: string }>
     });
   }
 
+  /** Resolves once the child sent its `ready` event; rejects if it exits first, or after `timeoutMs`. */
+  ready(timeoutMs: number): Promise<void> {
+    if (this.events.some((e) => e.event === 'ready')) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      const done = (error?: Error): void => {
+        clearTimeout(timer);
+        this.child.off('message', onMessage);
+        this.child.off('exit', onExit);
+        if (error === undefined) resolve();
+        else reject(error);
+      };
+      const onMessage = (raw: unknown): void => {
+        if ((raw as Reply).event === 'ready') done();
+      };
+      const onExit = (code: number | null, signal: string | null): void => done(new Error(`${this.#name}: the process exited before it was ready (${signal ?? code})`));
+      const timer = setTimeout(() => done(new Error(`${this.#name}: not ready within ${timeoutMs} ms`)), timeoutMs);
+      this.child.on('message', onMessage);
+      this.child.on('exit', onExit);
+    });
+  }
+
   async kill(): Promise<void> {
     if (this.child.exitCode !== null || this.child.signalCode !== null) return;
     const exited = new Promise<void>((resolve) => this.child.once('exit', () => resolve()));

@@ -24,7 +24,6 @@ export type WorkerRequest =
 const MAX_LATENCIES = 250_000;
 
 const { port } = JSON.parse(process.argv[2] ?? '{}') as { port: number };
-const send = sendToParent;
 
 interface QueueState {
   readonly worker: Worker<BenchJobData>;
@@ -41,14 +40,14 @@ async function work(queue: string, concurrency: number, reportStarts: boolean): 
     const q = queues.get(queue);
     if (q === undefined) return;
     if (q.count < MAX_LATENCIES) q.latencies[q.count++] = at - job.data.t;
-    if (reportStarts) send({ event: 'start', queue, jobId: job.id, seq: job.data.i, at });
+    if (reportStarts) sendToParent({ event: 'start', queue, jobId: job.id, seq: job.data.i, at });
     // A held job never ends here: the process is killed with it.
     if (q.holding) await new Promise<never>(() => undefined);
   };
   // maxRetriesPerRequest null: BullMQ's workers block on Redis, and ioredis must not time them out.
   const worker = new Worker<BenchJobData>(queue, processor, { connection: { host: '127.0.0.1', port, maxRetriesPerRequest: null }, concurrency });
   queues.set(queue, { worker, latencies: new Float64Array(MAX_LATENCIES), count: 0, holding: false });
-  worker.on('error', (e) => send({ event: 'error', message: e.message }));
+  worker.on('error', (e) => sendToParent({ event: 'error', message: e.message }));
   await worker.waitUntilReady();
 }
 
@@ -71,4 +70,4 @@ async function handle(req: WorkerRequest): Promise<unknown> {
 }
 
 answerRequests(handle);
-send({ event: 'ready' });
+sendToParent({ event: 'ready' });

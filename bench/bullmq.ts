@@ -18,7 +18,7 @@ import { FANOUT_ITEM_BYTES, watchDone, type DoneReport } from '../test/fixtures/
 import { wallMs } from '../test/fixtures/member-probe.js';
 import { BenchChild } from './bench-child.js';
 import type { BenchJobData, WorkerRequest } from './bullmq-worker.js';
-import { bulkRuns, PARALLELISM, redeliveryMs, REDELIVERY_ITEMS, STEADY_BATCH, STEADY_EVERY_MS, STEADY_RATE, until, type BulkMeasure, type FanoutMeasures, type FanoutSizes } from './fanout.js';
+import { bulkRuns, PARALLELISM, redeliveryMs, REDELIVERY_ITEMS, STEADY_BATCH, STEADY_EVERY_MS, STEADY_RATE, until, WAIT_MS, type BulkMeasure, type FanoutMeasures, type FanoutSizes } from './fanout.js';
 import { cpuPerCommitUs, processesCpuMs } from './proc-cpu.js';
 import { ensureRedis, RedisServer } from './redis.js';
 import { summarize } from './stats.js';
@@ -137,7 +137,7 @@ export async function benchBullmq(sizes: FanoutSizes): Promise<BullmqBenchResult
   const [bulkQueue, steadyQueue, redeliverQueue] = queues as [Queue<BenchJobData>, Queue<BenchJobData>, Queue<BenchJobData>];
   try {
     for (let i = 0; i < WORKERS; i++) workers.push(new WorkerProcess(server.port));
-    await Promise.all(workers.map((w) => until('a BullMQ worker ready', () => (w.events.some((e) => e.event === 'ready') ? true : undefined))));
+    await Promise.all(workers.map((w) => w.ready(WAIT_MS)));
     for (const w of workers) for (const queue of Object.values(QUEUE)) await w.request({ cmd: 'work', queue, concurrency: PARALLELISM, reportStarts: queue === QUEUE.redeliver });
     await Promise.all(queues.map((q) => q.waitUntilReady()));
     const bulk = await bulkRuns(sizes.warmBulkRuns, async () => {

@@ -54,7 +54,7 @@ const DONE_WAIT_STEP_MS = 45_000;
 /** A slot is scheduled this far ahead, so that every member has registered it before it fires. */
 const SLOT_LEAD_MS = 1500;
 /** Bound on the waits for the cluster to get somewhere (a leader, fan-out's version, the consumers). */
-const WAIT_MS = 60_000;
+export const WAIT_MS = 60_000;
 const POLL_MS = 5;
 /** Bound on the wait for the members' clean stop at the end (then they are killed). */
 const STOP_WAIT_MS = 10_000;

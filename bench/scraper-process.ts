@@ -40,19 +40,8 @@ export class ScraperProcess {
   /** Forks the scraper of `addresses` (HTTP `host:port`) and waits until it is ready. */
   static async start(addresses: readonly string[]): Promise<ScraperProcess> {
     const child = new BenchChild<ScraperRequest>(childScript, [JSON.stringify(addresses)], 'scraper', SCRAPER_REQUEST_TIMEOUT_MS);
-    const ready = new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`the scraper's process did not start within ${SCRAPER_READY_TIMEOUT_MS} ms`)), SCRAPER_READY_TIMEOUT_MS);
-      child.child.once('message', () => {
-        clearTimeout(timer);
-        resolve();
-      });
-      child.child.once('exit', (code, signal) => {
-        clearTimeout(timer);
-        reject(new Error(`the scraper's process exited before it was ready (${signal ?? code})`));
-      });
-    });
     try {
-      await ready;
+      await child.ready(SCRAPER_READY_TIMEOUT_MS);
     } catch (error) {
       await child.kill();
       throw error;
