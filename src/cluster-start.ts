@@ -74,6 +74,8 @@ export interface StartContext {
   /** Whether the Cluster is neither starting nor running (a consumer's registration gives up). */
   readonly ended: () => boolean;
   readonly onSoftState: (s: SoftState) => void;
+  /** A scheduler command applied here: state()'s views of the jobs are built soon (api/job-views-warmer.ts). */
+  readonly onJobsChanged: () => void;
   readonly onFatal: (error: unknown) => void;
 }
 
@@ -175,6 +177,7 @@ export async function startMember(ctx: StartContext, parts: MemberParts): Promis
       if ((run.outcome === 'failed' || run.outcome === 'aborted') && run.retriesLeft === 0) tell('failed', run);
     },
     onSchedulerApplied: (index, command, result) => {
+      ctx.onJobsChanged();
       const missed = missedEventOf(index, command, result);
       if (missed !== null) tell('missed', missed);
       const cancelled = cancelledEventOf(index, command, result);

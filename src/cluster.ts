@@ -138,6 +138,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
         starting: () => this.#status === 'starting',
         ended: () => this.#status !== 'running' && this.#status !== 'starting',
         onSoftState: (s) => this.#onSoftState(s),
+        onJobsChanged: () => this.#jobViewsWarmer.changed(),
         onFatal: (error) => this.#onFatal(error),
       },
       this.#parts,

@@ -28,27 +28,29 @@ interface Built {
 /**
  * The jobs of `state()`, each built once and kept until its job changes, rather than built anew
  * for every job on every call: with thousands of jobs, building them all held the event loop for
- * each call, and made garbage for the collector to hold it again. A call looks at the jobs
- * changed since the last (SchedulerState.jobsChangedSince) and, once a job's next slot came, at
- * the jobs whose next slots come within JOB_STATES_HORIZON_MS of the last call that looked at
- * every job; at every job when the state cannot say which changed, or past that horizon. It
- * builds the views of those that changed. The views are frozen, since later calls hand out the same ones (their
- * Dates too: a caller that wants to change one copies it first).
+ * each call, and made garbage for the collector to hold it again. A list is made from the last
+ * one: it looks at the jobs changed since (SchedulerState.jobsChangedSince) and, once a job's
+ * next slot came, at the jobs whose next slots come within JOB_STATES_HORIZON_MS of the last list
+ * that looked at every job; at every job when the state cannot say which changed, or past that
+ * horizon. It builds the views of those that changed. warm() makes the next list a bounded step
+ * at a time, between calls (job-views-warmer.ts), so that a call after many jobs changed finds
+ * it made, or most of it, rather than looking at every job changed since the last call. The
+ * views are frozen, since later calls hand out the same ones (their Dates too: a caller that
+ * wants to change one copies it first).
  */
 export class JobStates {
   /** Per job record: a restored state has new records, whose views are built anew. */
   readonly #built = new WeakMap<JobRecord, Built>();
   #builds = 0;
   /**
-   * The last list handed out, and what it holds for: the same state, unchanged since
+   * The last list made, and what it holds for: the same state, unchanged since
    * (SchedulerState.changes), at a time from `atMs` until the first next slot it shows. Until
    * `horizonMs`, the jobs whose next slot may come are `soon` (every job whose next slot is
-   * before it): a call after a next slot came looks at them and at the jobs changed, not at all.
+   * before it): a list made after a next slot came looks at them and at the jobs changed, not at all.
    */
   #last: Last | null = null;
-  /** warm()'s pass under way, if it stopped at its bound, and what its last pass built. */
-  #pass: WarmPass | null = null;
-  #warmed: Warmed | null = null;
+  /** The next list, under way: warm() stopped at its bound; the next warm() or call goes on with it. */
+  #pass: Pass | null = null;
 
   /** Views built so far, in all (a test counts the work a call did). */
   get builds(): number {
@@ -56,46 +58,106 @@ export class JobStates {
   }
 
   of(state: SchedulerState, nowMs: number): ClusterState['jobs'] {
-    const last = this.#last;
-    // A job forgotten (to make room for another) leaves a hole in the list: it is made anew.
-    if (last !== null && last.state === state && nowMs >= last.atMs && nowMs < last.horizonMs && last.forgotten === state.jobsForgotten) {
+    // A list under way is finished first: the jobs it has left are among those a call looks at.
+    const pass = this.#pass;
+    this.#pass = null;
+    if (pass !== null && goesOn(pass, state)) this.#finish(pass, nowMs, Infinity);
+    const last = this.#lastFor(state, nowMs);
+    if (last !== null) {
       // Nothing changed, and no job's next slot came: the list itself again, without a look-up.
       if (last.changes === state.changes && nowMs < last.untilMs) return last.jobs;
       // Else the views of the jobs changed since, and of those whose next slot may have come,
       // are built again if they must be, and only they are looked at.
       const changed = last.changes === state.changes ? [] : state.jobsChangedSince(last.changes);
-      if (changed !== null) return this.#list(state, nowMs, nowMs < last.untilMs ? changed : new Set([...last.soon, ...changed]), last);
+      if (changed !== null) return this.#finish(this.#begin(state, nowMs, nowMs < last.untilMs ? changed : [...last.soon, ...changed], last), nowMs, Infinity) as ClusterState['jobs'];
     }
-    return this.#list(state, nowMs, state.jobs.keys(), null);
+    return this.#finish(this.#begin(state, nowMs, state.jobs.keys(), null), nowMs, Infinity) as ClusterState['jobs'];
   }
 
   /**
-   * The views of the jobs `names`, each built again if its job changed since it was built or it
-   * may show another next slot by now: every job in order (`from` null), or the jobs changed
-   * since the list `from` was handed out, in that list (new jobs come last, in the order their
+   * Makes the next list ahead, between calls: the views of the jobs changed since the last list
+   * (and, once a next slot that list shows came, of its soon jobs), at most `maxBuilds` of them
+   * and `maxBuilds` * WARM_LOOKS_PER_BUILD looks at jobs, and none once `outOfTime()` says so
+   * (asked every WARM_TIME_CHECK_EVERY looks); a list that stops there goes on at the next
+   * warm(), or the next call finishes it. Returns whether nothing is left to do. The next call
+   * then finds the list made, and hands it out.
+   */
+  warm(state: SchedulerState, nowMs: number, maxBuilds: number, outOfTime: () => boolean = () => false): boolean {
+    let pass = this.#pass !== null && goesOn(this.#pass, state) ? this.#pass : null;
+    if (pass === null) {
+      const last = this.#lastFor(state, nowMs);
+      if (last !== null) {
+        // Once a next slot that the last list shows came, its soon jobs are built again, once:
+        // not for a list made after it came (its views are as new as that would make them).
+        const soonCame = nowMs >= last.untilMs && last.atMs < last.untilMs;
+        if (last.changes === state.changes && !soonCame) return true;
+        const changed = last.changes === state.changes ? [] : state.jobsChangedSince(last.changes);
+        if (changed !== null) pass = this.#begin(state, nowMs, soonCame ? [...last.soon, ...changed] : changed, last);
+      }
+      pass ??= this.#begin(state, nowMs, state.jobs.keys(), null);
+    }
+    this.#pass = pass;
+    const list = this.#finish(pass, nowMs, maxBuilds, outOfTime);
+    if (list === null) return false;
+    this.#pass = null;
+    return pass.changes === state.changes;
+  }
+
+  /** The last list, if it is of `state` as it is (no job forgotten since, no restore) and the time is within it. */
+  #lastFor(state: SchedulerState, nowMs: number): Last | null {
+    const last = this.#last;
+    const same = last !== null && last.state === state && last.forgotten === state.jobsForgotten && last.restores === state.restores;
+    return same && nowMs >= last.atMs && nowMs < last.horizonMs ? last : null;
+  }
+
+  /**
+   * A list of the views of the jobs `names`: every job in order (`from` null), or the jobs
+   * changed since the list `from` was made, in that list (new jobs come last, in the order their
    * names come, which is their order in SchedulerState.jobs).
    */
-  #list(state: SchedulerState, nowMs: number, names: Iterable<string>, from: Last | null): ClusterState['jobs'] {
-    // Spread, not slice(): V8's slice() of a frozen array copies element by element, at ten
-    // thousand jobs most of the cost of a call that rebuilds a few views.
-    const out: JobState[] = from === null ? [] : [...from.jobs];
-    // The jobs looked at now are soon or not by the next slot they show; the others keep theirs.
-    const horizonMs = from === null ? nowMs + JOB_STATES_HORIZON_MS : from.horizonMs;
-    const soon = from === null ? new Set<string>() : new Set(from.soon);
-    const until = (name: string, nextMs: number | null): void => {
-      if (nextMs === null || nextMs >= horizonMs) soon.delete(name);
-      else soon.add(name);
+  #begin(state: SchedulerState, nowMs: number, names: Iterable<string>, from: Last | null): Pass {
+    return {
+      state,
+      changes: state.changes,
+      forgotten: state.jobsForgotten,
+      restores: state.restores,
+      from,
+      names: names[Symbol.iterator](),
+      // Spread, not slice(): V8's slice() of a frozen array copies element by element, at ten
+      // thousand jobs most of the cost of a list that rebuilds a few views.
+      out: from === null ? [] : [...from.jobs],
+      // The jobs looked at now are soon or not by the next slot they show; the others keep theirs.
+      horizonMs: from === null ? nowMs + JOB_STATES_HORIZON_MS : from.horizonMs,
+      soon: from === null ? new Set<string>() : new Set(from.soon),
+      latestMs: nowMs,
     };
+  }
 
+  /**
+   * Goes on with `pass`: looks at its jobs, building the views of those that changed since
+   * (or no longer hold at `nowMs`), until `maxBuilds` were built or `outOfTime()`. Once it has
+   * looked at every job, the list is made: it becomes the last one and is returned; else null.
+   */
+  #finish(pass: Pass, nowMs: number, maxBuilds: number, outOfTime?: () => boolean): ClusterState['jobs'] | null {
+    const { state, out, soon, horizonMs } = pass;
+    pass.latestMs = Math.max(pass.latestMs, nowMs);
     const latest = new LatestClaims(state);
-    for (const name of names) {
+    const builds = this.#builds;
+    const maxLooks = maxBuilds * WARM_LOOKS_PER_BUILD;
+    for (let looks = 0; ; looks++) {
+      if (this.#builds - builds >= maxBuilds || looks >= maxLooks) return null;
+      if (outOfTime !== undefined && looks % WARM_TIME_CHECK_EVERY === WARM_TIME_CHECK_EVERY - 1 && outOfTime()) return null;
+      const next = pass.names.next();
+      if (next.done === true) break;
+      const name = next.value;
       const job = state.jobs.get(name);
       if (job === undefined) continue;
       const built = this.#ensure(state, job, nowMs, latest);
-      // A view built by warm() for a new job has no place yet: it comes last.
-      if (from === null || built.index < 0) built.index = out.length;
+      // A view of a new job has no place yet: it comes last.
+      if (pass.from === null || built.index < 0) built.index = out.length;
       out[built.index] = built.view;
-      until(name, built.nextMs);
+      if (built.nextMs === null || built.nextMs >= horizonMs) soon.delete(name);
+      else soon.add(name);
     }
     // The list holds until the first next slot it shows: a soon job's, else at the horizon.
     let untilMs = horizonMs;
@@ -105,7 +167,9 @@ export class JobStates {
       if (nextMs !== null) untilMs = Math.min(untilMs, nextMs);
     }
     const jobs = Object.freeze(out);
-    this.#last = { state, changes: state.changes, forgotten: state.jobsForgotten, atMs: nowMs, untilMs, horizonMs, soon, jobs };
+    // A list made over several turns holds from the latest of them: a view built in an earlier
+    // one may show a next slot that came since, which `soon` (and so untilMs) has.
+    this.#last = { state, changes: pass.changes, forgotten: pass.forgotten, restores: pass.restores, atMs: pass.latestMs, untilMs, horizonMs, soon, jobs };
     return jobs;
   }
 
@@ -143,46 +207,6 @@ export class JobStates {
     built.highWaterMs = job.highWaterMs;
     return built;
   }
-
-  /**
-   * Builds ahead, between calls, the views the next call would build: of the jobs changed since
-   * the last call or the last warm() (and, once a next slot the last list shows came, of its
-   * soon jobs), at most `maxBuilds` of them and `maxBuilds` * WARM_LOOKS_PER_BUILD looks at
-   * jobs, and none once `outOfTime()` says so (asked every WARM_TIME_CHECK_EVERY looks); a
-   * pass that stops there goes on at the next warm(). Returns whether nothing is left
-   * to build. The next call then finds the views built and only places them (job-views-warmer.ts
-   * calls this in small turns: without it, the first call after many jobs changed, as when they
-   * register at start, built them all at once and held the event loop for as long).
-   */
-  warm(state: SchedulerState, nowMs: number, maxBuilds: number, outOfTime: () => boolean = () => false): boolean {
-    let pass = this.#pass?.state === state ? this.#pass : null;
-    if (pass === null) {
-      const last = this.#last?.state === state ? this.#last : null;
-      const warmed = this.#warmed?.state === state ? this.#warmed : null;
-      const fromChange = Math.max(last?.changes ?? -1, warmed?.changes ?? -1);
-      // Once a next slot that the last list shows came, its soon jobs are built again, once.
-      const soon = last !== null && nowMs >= last.untilMs && warmed?.soonOf !== last ? last.soon : null;
-      if (fromChange === state.changes && soon === null) return true;
-      const changed = fromChange < 0 ? null : fromChange === state.changes ? [] : state.jobsChangedSince(fromChange);
-      const names: Iterable<string> = changed === null ? state.jobs.keys() : soon === null ? changed : [...soon, ...changed];
-      pass = { state, changes: state.changes, soonOf: soon === null ? (warmed?.soonOf ?? null) : last, names: names[Symbol.iterator]() };
-    }
-    const latest = new LatestClaims(state);
-    const builds = this.#builds;
-    for (let looks = 0; this.#builds - builds < maxBuilds && looks < maxBuilds * WARM_LOOKS_PER_BUILD; looks++) {
-      if (looks % WARM_TIME_CHECK_EVERY === WARM_TIME_CHECK_EVERY - 1 && outOfTime()) break;
-      const next = pass.names.next();
-      if (next.done === true) {
-        this.#pass = null;
-        this.#warmed = { state, changes: pass.changes, soonOf: pass.soonOf };
-        return pass.changes === state.changes;
-      }
-      const job = state.jobs.get(next.value);
-      if (job !== undefined) this.#ensure(state, job, nowMs, latest);
-    }
-    this.#pass = pass;
-    return false;
-  }
 }
 
 /**
@@ -202,27 +226,33 @@ export const WARM_LOOKS_PER_BUILD = 8;
 /** warm() asks whether its time is up once every this many looks at jobs (asking costs a clock read). */
 export const WARM_TIME_CHECK_EVERY = 32;
 
-/** A pass of warm(): the names it has left, for the state at change `changes`. */
-interface WarmPass {
+/** A list under way (JobStates.#begin): the names it has left, and the list as placed so far. */
+interface Pass {
   readonly state: SchedulerState;
+  /** The state's changes, jobs forgotten and restores when it began: the list is of that state. */
   readonly changes: number;
-  /** The list whose soon jobs it looks at (or an earlier pass did). */
-  readonly soonOf: Last | null;
+  readonly forgotten: number;
+  readonly restores: number;
+  readonly from: Last | null;
   readonly names: Iterator<string>;
+  readonly out: JobState[];
+  readonly horizonMs: number;
+  readonly soon: Set<string>;
+  /** The latest time it looked at jobs at. */
+  latestMs: number;
 }
 
-/** What warm()'s last finished pass built: the views of every job changed up to `changes`. */
-interface Warmed {
-  readonly state: SchedulerState;
-  readonly changes: number;
-  readonly soonOf: Last | null;
+/** Whether a list under way is still of `state`: no job forgotten since (a hole in it) and no restore (new records). */
+function goesOn(pass: Pass, state: SchedulerState): boolean {
+  return pass.state === state && pass.forgotten === state.jobsForgotten && pass.restores === state.restores;
 }
 
 interface Last {
   readonly state: SchedulerState;
   readonly changes: number;
-  /** state.jobsForgotten then. */
+  /** state.jobsForgotten and state.restores then. */
   readonly forgotten: number;
+  readonly restores: number;
   readonly atMs: number;
   readonly untilMs: number;
   readonly horizonMs: number;

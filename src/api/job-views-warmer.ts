@@ -2,7 +2,10 @@ import type { JobStates } from './job-states.js';
 import type { SchedulerState } from '../scheduler/state.js';
 import type { TimerHandle, Timers } from '../time/clock.js';
 
-/** How often the warmer looks for jobs changed since it last built their views, when it has none left. */
+/**
+ * How often the warmer looks for work when it has none left: a snapshot installed, a next slot
+ * that came. Jobs changed by a command bring a turn at once (changed()).
+ */
 export const JOB_VIEWS_WARM_EVERY_MS = 25;
 
 /**
@@ -10,10 +13,12 @@ export const JOB_VIEWS_WARM_EVERY_MS = 25;
  * timers' clock): a slot due then waits for little, and a turn follows at once while any are
  * left, so the warmer keeps up with jobs registered as fast as a leader commits them. The time
  * bounds a turn on a busy machine, where each view takes longer; the count bounds it where the
- * timers' clock does not move while code runs (simulated time).
+ * timers' clock does not move while code runs (simulated time). A turn of a millisecond fell
+ * behind jobs registered by the thousand on a loop busy applying them: the calls between built
+ * thousands of views each.
  */
 export const JOB_VIEWS_WARM_BUILDS_PER_TURN = 2048;
-export const JOB_VIEWS_WARM_TURN_MS = 1;
+export const JOB_VIEWS_WARM_TURN_MS = 2;
 
 /**
  * How long after the last read of the jobs the warmer goes on: an app that read state() once,
@@ -26,10 +31,10 @@ export const JOB_VIEWS_WARM_IDLE_MS = 60_000;
 export type JobViewsSource = () => { readonly state: SchedulerState; readonly nowMs: number } | null;
 
 /**
- * Builds the views of state().jobs ahead of the next call (JobStates.warm), a bounded turn at a
- * time, so that a call after many jobs changed (registered at start, or a snapshot installed)
- * finds them built rather than building them all at once, holding the event loop for as long
- * (tens of milliseconds at ten thousand jobs). It runs once armed by a call of state() (or by
+ * Makes the next list of state().jobs ahead of the next call (JobStates.warm), a bounded turn at
+ * a time, so that a call after many jobs changed (registered at start, or a snapshot installed)
+ * finds it made rather than building the views and looking at every job changed, holding the
+ * event loop for as long (tens of milliseconds at ten thousand jobs). It runs once armed by a call of state() (or by
  * the `http` option's warmer, which reads the jobs every 100 ms), until JOB_VIEWS_WARM_IDLE_MS
  * pass with no call: a member whose state() nobody reads builds no views.
  */
@@ -38,6 +43,8 @@ export class JobViewsWarmer {
   readonly #views: JobStates;
   readonly #source: JobViewsSource;
   #timer: TimerHandle | null = null;
+  /** Whether the timer set is for a turn at once (changed()), not the next look. */
+  #atOnce = false;
   /** When the jobs were last read (arm()), on the timers' clock. */
   #readAtMs = 0;
   #stopped = false;
@@ -52,6 +59,17 @@ export class JobViewsWarmer {
   arm(): void {
     this.#readAtMs = this.#timers.now();
     if (this.#timer === null && !this.#stopped) this.#next(JOB_VIEWS_WARM_EVERY_MS);
+  }
+
+  /**
+   * Jobs changed (a command applied): while armed, the next turn comes at once rather than at the
+   * next look, so that a call soon after finds their views built. Cheap enough to call for every
+   * command: once a turn at once is set, it does nothing.
+   */
+  changed(): void {
+    if (this.#timer === null || this.#atOnce) return;
+    this.#timers.clearTimeout(this.#timer);
+    this.#next(0);
   }
 
   stop(): void {
@@ -69,8 +87,10 @@ export class JobViewsWarmer {
   }
 
   #next(delayMs: number): void {
+    this.#atOnce = delayMs === 0;
     this.#timer = this.#timers.setTimeout(() => {
       this.#timer = null;
+      this.#atOnce = false;
       if (this.#stopped || this.#timers.now() - this.#readAtMs > JOB_VIEWS_WARM_IDLE_MS) return;
       this.#next(this.turn() ? JOB_VIEWS_WARM_EVERY_MS : 0);
     }, delayMs);

@@ -59,6 +59,8 @@ export class SchedulerState {
   #orphans = 0;
   /** Jobs forgotten to make room (#makeRoom) so far: a reader of the list of jobs builds it anew when it moved. */
   #forgotten = 0;
+  /** Restores so far (restoreFrom): a reader holding records of before one holds none of now's. */
+  #restores = 0;
   /** The jobs changed lately, with their counts (see jobsChangedSince). */
   readonly #changeLog = new ChangeLog();
   /** The handler sets made last, by their members in order (see #handlerSet). */
@@ -113,6 +115,7 @@ export class SchedulerState {
     this.assigned.clear();
     for (const [member, count] of parts.assigned) this.assigned.set(member, count);
     this.#changes++;
+    this.#restores++;
     this.#changed.clear();
     this.#changeLog.clear(this.#changes);
     this.#inProgress.clear();
@@ -146,6 +149,11 @@ export class SchedulerState {
   /** Jobs forgotten so far to make room for new ones (see #makeRoom); not part of the contents. */
   get jobsForgotten(): number {
     return this.#forgotten;
+  }
+
+  /** Restores so far (see #restores); not part of the contents. */
+  get restores(): number {
+    return this.#restores;
   }
 
   /** Changes so far, of any kind (see #changed): equal counts, the same state. */

@@ -247,14 +247,58 @@ describe('the jobs of state()', () => {
     const { s, apply } = stateOf(100);
     const views = new JobStates();
     views.of(s, T0 + 100);
-    // 100 changes, then a call builds them: a warm() from before the call would look at them all.
-    for (let i = 0; i < 100; i++) apply({ type: 'claim', job: `job${i}`, slotMs: T0 + 1000, assignees: ['a'], fromMs: T0 });
-    expect(views.warm(s, T0 + 100, 1)).toBe(false);
-    views.of(s, T0 + 100);
+    // One job changed 100 times: the changes name it once each, and only the first look builds.
+    for (let i = 0; i < 100; i++) apply(register('job0', i % 2 === 0 ? 'c' : 'a'));
     const looks = countLooks(s);
-    // The pass under way goes on: one build allowed, so WARM_LOOKS_PER_BUILD looks at most.
-    expect(views.warm(s, T0 + 100, 1)).toBe(false);
-    expect(looks.count()).toBe(WARM_LOOKS_PER_BUILD);
+    // Two builds allowed, so 2 * WARM_LOOKS_PER_BUILD looks at most: one build, then looks that build nothing.
+    const built = views.builds;
+    expect(views.warm(s, T0 + 100, 2)).toBe(false);
+    expect(views.builds - built).toBe(1);
+    expect(looks.count()).toBe(2 * WARM_LOOKS_PER_BUILD);
+    expect(views.of(s, T0 + 100)).toEqual(new JobStates().of(s, T0 + 100));
+  });
+
+  it('are handed out as warm() made the list: a call after it looks at no job', () => {
+    const { s, apply } = stateOf(1000);
+    const views = new JobStates();
+    views.of(s, T0 + 100);
+    for (let i = 0; i < 500; i++) apply({ type: 'claim', job: `job${i}`, slotMs: T0 + 1000, assignees: ['a'], fromMs: T0 });
+    apply(register('new', 'a'));
+    let turns = 1;
+    while (!views.warm(s, T0 + 200, 64)) turns++;
+    expect(turns).toBe(8);
+    const looks = countLooks(s);
+    const list = views.of(s, T0 + 300);
+    expect(looks.count()).toBe(0);
+    expect(list).toEqual(new JobStates().of(s, T0 + 300));
+    expect(list.at(-1)?.name).toBe('new');
+    // A list warm() left under way is finished by the next call, which looks only at what it had left.
+    for (let i = 500; i < 600; i++) apply({ type: 'claim', job: `job${i}`, slotMs: T0 + 1000, assignees: ['a'], fromMs: T0 });
+    const looked = looks.count();
+    expect(views.warm(s, T0 + 400, 30)).toBe(false);
+    expect(looks.count() - looked).toBe(30);
+    const after = views.of(s, T0 + 500);
+    expect(looks.count() - looked).toBe(100);
+    expect(after).toEqual(new JobStates().of(s, T0 + 500));
+  });
+
+  it('drop a list under way once its state is restored or forgets a job: the next is made anew', () => {
+    const { s, apply } = stateOf(100);
+    const views = new JobStates();
+    views.of(s, T0 + 100);
+    for (let i = 0; i < 50; i++) apply({ type: 'claim', job: `job${i}`, slotMs: T0 + 1000, assignees: ['a'], fromMs: T0 });
+    expect(views.warm(s, T0 + 200, 10)).toBe(false);
+    // Restored with fewer jobs: a list went on from the old records would hold the old jobs.
+    const { s: other } = stateOf(3);
+    s.restoreFrom(decodeSchedulerSnapshot(encodeSchedulerSnapshot(other)));
+    expect(views.of(s, T0 + 300)).toEqual(new JobStates().of(s, T0 + 300));
+    expect(views.of(s, T0 + 300).map((j) => j.name)).toEqual(['job0', 'job1', 'job2']);
+    // The same through warm(): the pass under way is dropped, the next one looks at every job.
+    apply({ type: 'claim', job: 'job1', slotMs: T0 + 1000, assignees: ['a'], fromMs: T0 });
+    expect(views.warm(s, T0 + 400, 1)).toBe(false);
+    s.restoreFrom(decodeSchedulerSnapshot(encodeSchedulerSnapshot(stateOf(2).s)));
+    while (!views.warm(s, T0 + 500, 1));
+    expect(views.of(s, T0 + 500)).toEqual(new JobStates().of(s, T0 + 500));
   });
 
   it('are built anew for a state restored from a snapshot (its records are new)', () => {

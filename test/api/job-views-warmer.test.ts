@@ -105,4 +105,33 @@ describe('the warmer of the views of state().jobs', () => {
     expect(views.builds).toBe(5);
     warmer.stop();
   });
+
+  it('takes a turn at once when told jobs changed, while armed only, and sets one timer for many changes', () => {
+    const timers = new ManualTimers();
+    const s = new SchedulerState();
+    const views = new JobStates();
+    const warmer = new JobViewsWarmer(timers, views, () => ({ state: s, nowMs: T0 + timers.now() }));
+    registerJobs(s, 3);
+    // Not armed: nothing.
+    warmer.changed();
+    expect(timers.pending).toBe(0);
+    warmer.arm();
+    timers.advance(JOB_VIEWS_WARM_EVERY_MS);
+    expect(views.builds).toBe(3);
+    // Armed: changes bring the turn at once (the next tick), not at the next look.
+    registerJobs(s, 2, 100);
+    for (let i = 0; i < 5; i++) warmer.changed();
+    expect(timers.pending).toBe(1);
+    timers.advance(0);
+    expect(views.builds).toBe(5);
+    // Then looks every interval again.
+    registerJobs(s, 1, 200);
+    timers.advance(JOB_VIEWS_WARM_EVERY_MS - 1);
+    expect(views.builds).toBe(5);
+    timers.advance(1);
+    expect(views.builds).toBe(6);
+    warmer.stop();
+    warmer.changed();
+    expect(timers.pending).toBe(0);
+  });
 });
