@@ -1,7 +1,7 @@
 import type { ClusterState } from './state.js';
 import { nextInstantFrom } from '../scheduler/next-instant.js';
 import { nextDelaySlot } from '../scheduler/planner.js';
-import { specKey } from '../scheduler/spec.js';
+import { MIN_EVERY_MS, specKey } from '../scheduler/spec.js';
 import { claimKey, runsOf, type ClaimRecord, type JobRecord } from '../scheduler/records.js';
 import type { SchedulerState } from '../scheduler/state.js';
 
@@ -51,13 +51,16 @@ export class JobStates {
   #last: Last | null = null;
   /** The next list, under way: warm() stopped at its bound; the next warm() or call goes on with it. */
   #pass: Pass | null = null;
+  /** The latest time a list was looked at at (see #timeOf). */
+  #latestMs = -Infinity;
 
   /** Views built so far, in all (a test counts the work a call did). */
   get builds(): number {
     return this.#builds;
   }
 
-  of(state: SchedulerState, nowMs: number): ClusterState['jobs'] {
+  of(state: SchedulerState, atMs: number): ClusterState['jobs'] {
+    const nowMs = this.#timeOf(atMs);
     // A list under way is finished first: the jobs it has left are among those a call looks at.
     const pass = this.#pass;
     this.#pass = null;
@@ -82,7 +85,8 @@ export class JobStates {
    * warm(), or the next call finishes it. Returns whether nothing is left to do. The next call
    * then finds the list made, and hands it out.
    */
-  warm(state: SchedulerState, nowMs: number, maxBuilds: number, outOfTime: () => boolean = () => false): boolean {
+  warm(state: SchedulerState, atMs: number, maxBuilds: number, outOfTime: () => boolean = () => false): boolean {
+    const nowMs = this.#timeOf(atMs);
     let pass = this.#pass !== null && goesOn(this.#pass, state) ? this.#pass : null;
     if (pass === null) {
       const last = this.#lastFor(state, nowMs);
@@ -101,6 +105,20 @@ export class JobStates {
     if (list === null) return false;
     this.#pass = null;
     return pass.changes === state.changes;
+  }
+
+  /**
+   * The time to look at the jobs at: `atMs`, or the latest time they were looked at when `atMs`
+   * is less than JOB_STATES_CLOCK_STEP_MS before it. The cluster's time steps back a little now
+   * and then, as a member recomputes it from the members' clocks; a list made at a later time
+   * would then be made anew, every job's view built again (at ten thousand jobs, tens of
+   * milliseconds in one call). Looked at that little late, a view shows the same next slot,
+   * unless the time is that close to the slot's instant.
+   */
+  #timeOf(atMs: number): number {
+    if (atMs < this.#latestMs && atMs > this.#latestMs - JOB_STATES_CLOCK_STEP_MS) return this.#latestMs;
+    this.#latestMs = atMs;
+    return atMs;
   }
 
   /** The last list, if it is of `state` as it is (no job forgotten since, no restore) and the time is within it. */
@@ -216,6 +234,13 @@ export class JobStates {
  * enough that the jobs of every hour or longer that fall in it are few.
  */
 export const JOB_STATES_HORIZON_MS = 60_000;
+
+/**
+ * How far back the cluster's time may step, at most, and the jobs' views still be looked at at
+ * the latest time they were (JobStates.#timeOf): well above the steps clock sync makes (under a
+ * millisecond on loopback), and a quarter of the shortest interval between two slots of a job.
+ */
+export const JOB_STATES_CLOCK_STEP_MS = MIN_EVERY_MS / 4;
 
 /**
  * Jobs warm() may look at per view it builds (most of the jobs it looks at may have views built

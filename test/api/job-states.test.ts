@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { JOB_STATES_HORIZON_MS, JobStates, WARM_LOOKS_PER_BUILD } from '../../src/api/job-states.js';
+import { JOB_STATES_CLOCK_STEP_MS, JOB_STATES_HORIZON_MS, JobStates, WARM_LOOKS_PER_BUILD } from '../../src/api/job-states.js';
 import { CHANGE_LOG_KEPT } from '../../src/scheduler/change-log.js';
 import { parseSpec } from '../../src/scheduler/spec.js';
 import { decodeSchedulerSnapshot, encodeSchedulerSnapshot } from '../../src/scheduler/state-snapshot.js';
@@ -126,6 +126,26 @@ describe('the jobs of state()', () => {
     };
     return { count: () => looks };
   }
+
+  it('are not built again when the time steps back a little (clock sync), and are once it steps back further', () => {
+    const { s } = stateOf(1000);
+    const views = new JobStates();
+    const list = views.of(s, T0 + 500);
+    expect(views.builds).toBe(1000);
+    // Each step back from the latest time seen, less than the bound: the same list, nothing built.
+    expect(views.of(s, T0 + 499.6)).toBe(list);
+    expect(views.of(s, T0 + 500 - JOB_STATES_CLOCK_STEP_MS + 1)).toBe(list);
+    expect(views.warm(s, T0 + 499, 100)).toBe(true);
+    expect(views.builds).toBe(1000);
+    // Further back: every view is built at the earlier time.
+    const before = views.of(s, T0 + 500 - JOB_STATES_CLOCK_STEP_MS - 1);
+    expect(views.builds).toBe(2000);
+    expect(before).toEqual(new JobStates().of(s, T0 + 500 - JOB_STATES_CLOCK_STEP_MS - 1));
+    // Close to a slot's instant, stepped back across it, a view shows the slot after it for that long.
+    const views2 = new JobStates();
+    expect(views2.of(s, T0 + 1000)[0]!.nextSlot).toEqual(new Date(T0 + 2000));
+    expect(views2.of(s, T0 + 999)[0]!.nextSlot).toEqual(new Date(T0 + 2000));
+  });
 
   it('are looked at only if they changed since the last call, new jobs last', () => {
     const { s, apply } = stateOf(1000);
