@@ -68,13 +68,13 @@ export class JobStates {
     const last = this.#lastFor(state, nowMs);
     if (last !== null) {
       // Nothing changed, and no job's next slot came: the list itself again, without a look-up.
-      if (last.changes === state.changes && nowMs < last.untilMs) return last.jobs;
+      if (last.changes === state.changes && nowMs < last.untilMs) return handOut(last);
       // Else the views of the jobs changed since, and of those whose next slot may have come,
       // are built again if they must be, and only they are looked at.
       const changed = last.changes === state.changes ? [] : state.jobsChangedSince(last.changes);
-      if (changed !== null) return this.#finish(this.#begin(state, nowMs, nowMs < last.untilMs ? changed : [...last.soon, ...changed], last), nowMs, Infinity) as ClusterState['jobs'];
+      if (changed !== null) return handOut(this.#finish(this.#begin(state, nowMs, nowMs < last.untilMs ? changed : [...last.soon, ...changed], last), nowMs, Infinity) as Last);
     }
-    return this.#finish(this.#begin(state, nowMs, state.jobs.keys(), null), nowMs, Infinity) as ClusterState['jobs'];
+    return handOut(this.#finish(this.#begin(state, nowMs, state.jobs.keys(), null), nowMs, Infinity) as Last);
   }
 
   /**
@@ -101,8 +101,7 @@ export class JobStates {
       pass ??= this.#begin(state, nowMs, state.jobs.keys(), null);
     }
     this.#pass = pass;
-    const list = this.#finish(pass, nowMs, maxBuilds, outOfTime);
-    if (list === null) return false;
+    if (this.#finish(pass, nowMs, maxBuilds, outOfTime) === null) return false;
     this.#pass = null;
     return pass.changes === state.changes;
   }
@@ -131,7 +130,11 @@ export class JobStates {
   /**
    * A list of the views of the jobs `names`: every job in order (`from` null), or the jobs
    * changed since the list `from` was made, in that list (new jobs come last, in the order their
-   * names come, which is their order in SchedulerState.jobs).
+   * names come, which is their order in SchedulerState.jobs). A list made from another takes its
+   * array and its soon jobs over, rather than copying them (a list is made as often as a warm()
+   * turn finds jobs changed): the list `from` is the last one, which no one reads while this one
+   * is under way (a call finishes it first, and it is dropped only when that list no longer holds
+   * either); what was handed out of it is a copy (handOut).
    */
   #begin(state: SchedulerState, nowMs: number, names: Iterable<string>, from: Last | null): Pass {
     return {
@@ -141,12 +144,10 @@ export class JobStates {
       restores: state.restores,
       from,
       names: names[Symbol.iterator](),
-      // Spread, not slice(): V8's slice() of a frozen array copies element by element, at ten
-      // thousand jobs most of the cost of a list that rebuilds a few views.
-      out: from === null ? [] : [...from.jobs],
+      out: from === null ? [] : from.out,
       // The jobs looked at now are soon or not by the next slot they show; the others keep theirs.
       horizonMs: from === null ? nowMs + JOB_STATES_HORIZON_MS : from.horizonMs,
-      soon: from === null ? new Set<string>() : new Set(from.soon),
+      soon: from === null ? new Set<string>() : from.soon,
       latestMs: nowMs,
     };
   }
@@ -156,7 +157,7 @@ export class JobStates {
    * (or no longer hold at `nowMs`), until `maxBuilds` were built or `outOfTime()`. Once it has
    * looked at every job, the list is made: it becomes the last one and is returned; else null.
    */
-  #finish(pass: Pass, nowMs: number, maxBuilds: number, outOfTime?: () => boolean): ClusterState['jobs'] | null {
+  #finish(pass: Pass, nowMs: number, maxBuilds: number, outOfTime?: () => boolean): Last | null {
     const { state, out, soon, horizonMs } = pass;
     pass.latestMs = Math.max(pass.latestMs, nowMs);
     const latest = new LatestClaims(state);
@@ -184,11 +185,10 @@ export class JobStates {
       const nextMs = job === undefined ? null : (this.#built.get(job)?.nextMs ?? null);
       if (nextMs !== null) untilMs = Math.min(untilMs, nextMs);
     }
-    const jobs = Object.freeze(out);
     // A list made over several turns holds from the latest of them: a view built in an earlier
     // one may show a next slot that came since, which `soon` (and so untilMs) has.
-    this.#last = { state, changes: pass.changes, forgotten: pass.forgotten, restores: pass.restores, atMs: pass.latestMs, untilMs, horizonMs, soon, jobs };
-    return jobs;
+    this.#last = { state, changes: pass.changes, forgotten: pass.forgotten, restores: pass.restores, atMs: pass.latestMs, untilMs, horizonMs, soon, out, jobs: null };
+    return this.#last;
   }
 
   /**
@@ -281,8 +281,17 @@ interface Last {
   readonly atMs: number;
   readonly untilMs: number;
   readonly horizonMs: number;
-  readonly soon: ReadonlySet<string>;
-  readonly jobs: ClusterState['jobs'];
+  readonly soon: Set<string>;
+  /** The views in order, which the next list made from this one takes over. */
+  readonly out: JobState[];
+  /** What calls hand out: a frozen copy of `out`, made by the first call that wants it. */
+  jobs: ClusterState['jobs'] | null;
+}
+
+/** The list `last` as calls hand it out: the same copy to every call until the next list. */
+function handOut(last: Last): ClusterState['jobs'] {
+  // slice() of an array not frozen copies it at once (of a frozen one, element by element).
+  return (last.jobs ??= Object.freeze(last.out.slice()));
 }
 
 /**

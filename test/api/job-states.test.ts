@@ -302,6 +302,25 @@ describe('the jobs of state()', () => {
     expect(after).toEqual(new JobStates().of(s, T0 + 500));
   });
 
+  it('never change a list handed out: the lists warm() makes after it take over the array behind it, not the copy', () => {
+    const { s, apply } = stateOf(100);
+    const views = new JobStates();
+    const first = views.of(s, T0 + 100);
+    const before = [...first];
+    for (let round = 0; round < 3; round++) {
+      for (let i = 0; i < 10; i++) apply({ type: 'claim', job: `job${10 * round + i}`, slotMs: T0 + 1000, assignees: ['a'], fromMs: T0 });
+      apply(register(`new${round}`, 'a'));
+      while (!views.warm(s, T0 + 200, 4));
+    }
+    const second = views.of(s, T0 + 300);
+    expect(Object.isFrozen(first)).toBe(true);
+    expect(first.length).toBe(100);
+    first.forEach((view, i) => expect(view).toBe(before[i]));
+    expect(second.length).toBe(103);
+    expect(second).toEqual(new JobStates().of(s, T0 + 300));
+    expect(views.of(s, T0 + 300)).toBe(second);
+  });
+
   it('drop a list under way once its state is restored or forgets a job: the next is made anew', () => {
     const { s, apply } = stateOf(100);
     const views = new JobStates();
