@@ -72,6 +72,8 @@ export class JobStates {
       // Else the views of the jobs changed since, and of those whose next slot may have come,
       // are built again if they must be, and only they are looked at.
       const changed = last.changes === state.changes ? [] : state.jobsChangedSince(last.changes);
+      // Changes of no job (a lock, say) leave the list as it is.
+      if (changed !== null && changed.length === 0 && nowMs < last.untilMs) return handOut(kept(last, state));
       if (changed !== null) return handOut(this.#finish(this.#begin(state, nowMs, nowMs < last.untilMs ? changed : [...last.soon, ...changed], last), nowMs, Infinity) as Last);
     }
     return handOut(this.#finish(this.#begin(state, nowMs, state.jobs.keys(), null), nowMs, Infinity) as Last);
@@ -91,11 +93,16 @@ export class JobStates {
     if (pass === null) {
       const last = this.#lastFor(state, nowMs);
       if (last !== null) {
-        // Once a next slot that the last list shows came, its soon jobs are built again, once:
-        // not for a list made after it came (its views are as new as that would make them).
-        const soonCame = nowMs >= last.untilMs && last.atMs < last.untilMs;
+        // Once a next slot that the last list shows came, its soon jobs are built again: each then
+        // shows a next slot after now (a fixed-delay job, whose next slot may stay in the past,
+        // is never soon), so the list made holds past now.
+        const soonCame = nowMs >= last.untilMs;
         if (last.changes === state.changes && !soonCame) return true;
         const changed = last.changes === state.changes ? [] : state.jobsChangedSince(last.changes);
+        if (changed !== null && changed.length === 0 && !soonCame) {
+          kept(last, state);
+          return true;
+        }
         if (changed !== null) pass = this.#begin(state, nowMs, soonCame ? [...last.soon, ...changed] : changed, last);
       }
       pass ??= this.#begin(state, nowMs, state.jobs.keys(), null);
@@ -148,6 +155,8 @@ export class JobStates {
       // The jobs looked at now are soon or not by the next slot they show; the others keep theirs.
       horizonMs: from === null ? nowMs + JOB_STATES_HORIZON_MS : from.horizonMs,
       soon: from === null ? new Set<string>() : from.soon,
+      untilMs: from === null ? nowMs + JOB_STATES_HORIZON_MS : from.untilMs,
+      untilJobs: from === null ? 0 : from.untilJobs,
       latestMs: nowMs,
     };
   }
@@ -171,23 +180,43 @@ export class JobStates {
       const name = next.value;
       const job = state.jobs.get(name);
       if (job === undefined) continue;
-      const built = this.#ensure(state, job, nowMs, latest);
+      const prior = this.#built.get(job);
+      const priorNextMs = prior?.nextMs;
+      const wasSoon = soon.has(name);
+      const built = this.#ensure(state, job, nowMs, latest, prior);
       // A view of a new job has no place yet: it comes last.
       if (pass.from === null || built.index < 0) built.index = out.length;
       out[built.index] = built.view;
-      if (built.nextMs === null || built.nextMs >= horizonMs) soon.delete(name);
-      else soon.add(name);
+      // Soon: a next slot before the horizon that time alone brings (not a fixed-delay job's).
+      const isSoon = built.nextMs !== null && built.nextMs < horizonMs && job.spec.kind !== 'delay';
+      if (isSoon) soon.add(name);
+      else soon.delete(name);
+      // The list holds until the first next slot it shows, kept with the soon jobs that show it
+      // as the jobs are looked at; only when none shows it any more are they looked over again
+      // (jobs alike share their next slots, so that one of them claimed seldom needs it).
+      if (wasSoon && priorNextMs === pass.untilMs) pass.untilJobs--;
+      if (isSoon && (built.nextMs as number) < pass.untilMs) {
+        pass.untilMs = built.nextMs as number;
+        pass.untilJobs = 1;
+      } else if (isSoon && built.nextMs === pass.untilMs) pass.untilJobs++;
     }
-    // The list holds until the first next slot it shows: a soon job's, else at the horizon.
-    let untilMs = horizonMs;
-    for (const name of soon) {
-      const job = state.jobs.get(name);
-      const nextMs = job === undefined ? null : (this.#built.get(job)?.nextMs ?? null);
-      if (nextMs !== null) untilMs = Math.min(untilMs, nextMs);
+    if (pass.untilJobs <= 0) {
+      pass.untilMs = horizonMs;
+      pass.untilJobs = 0;
+      for (const name of soon) {
+        const job = state.jobs.get(name);
+        const nextMs = job === undefined ? null : (this.#built.get(job)?.nextMs ?? null);
+        if (nextMs === null) continue;
+        if (nextMs < pass.untilMs) {
+          pass.untilMs = nextMs;
+          pass.untilJobs = 1;
+        } else if (nextMs === pass.untilMs) pass.untilJobs++;
+      }
     }
+    const untilMs = pass.untilMs;
     // A list made over several turns holds from the latest of them: a view built in an earlier
     // one may show a next slot that came since, which `soon` (and so untilMs) has.
-    this.#last = { state, changes: pass.changes, forgotten: pass.forgotten, restores: pass.restores, atMs: pass.latestMs, untilMs, horizonMs, soon, out, jobs: null };
+    this.#last = { state, changes: pass.changes, forgotten: pass.forgotten, restores: pass.restores, atMs: pass.latestMs, untilMs, untilJobs: pass.untilJobs, horizonMs, soon, out, jobs: null };
     return this.#last;
   }
 
@@ -195,10 +224,10 @@ export class JobStates {
    * The job's view as built, built again first if the job changed since or the view no longer
    * holds at `nowMs` (counted in `builds`).
    */
-  #ensure(state: SchedulerState, job: JobRecord, nowMs: number, latestClaims: LatestClaims): Built {
+  #ensure(state: SchedulerState, job: JobRecord, nowMs: number, latestClaims: LatestClaims, built = this.#built.get(job)): Built {
     const change = state.changeOf(job.name);
-    const built = this.#built.get(job);
-    const holding = built !== undefined && holds(built, nowMs);
+    // A fixed-delay job's next slot follows from the state alone: its view holds while the job is unchanged.
+    const holding = built !== undefined && (job.spec.kind === 'delay' || holds(built, nowMs));
     if (holding && built.change === change) return built;
     const latest = latestClaimOf(state, job, latestClaims);
     // A job's spec and anchor never change: while its view holds and its mark did not move (a
@@ -263,6 +292,9 @@ interface Pass {
   readonly out: JobState[];
   readonly horizonMs: number;
   readonly soon: Set<string>;
+  /** The first next slot of a soon job so far, and how many soon jobs show it (none: it is looked for again at the end). */
+  untilMs: number;
+  untilJobs: number;
   /** The latest time it looked at jobs at. */
   latestMs: number;
 }
@@ -274,18 +306,27 @@ function goesOn(pass: Pass, state: SchedulerState): boolean {
 
 interface Last {
   readonly state: SchedulerState;
-  readonly changes: number;
+  /** Moved on by changes of no job (kept()). */
+  changes: number;
   /** state.jobsForgotten and state.restores then. */
   readonly forgotten: number;
   readonly restores: number;
   readonly atMs: number;
   readonly untilMs: number;
+  /** Soon jobs whose next slot is `untilMs`. */
+  readonly untilJobs: number;
   readonly horizonMs: number;
   readonly soon: Set<string>;
   /** The views in order, which the next list made from this one takes over. */
   readonly out: JobState[];
   /** What calls hand out: a frozen copy of `out`, made by the first call that wants it. */
   jobs: ClusterState['jobs'] | null;
+}
+
+/** `last`, made the list of `state` as it is: only changes of no job came since. */
+function kept(last: Last, state: SchedulerState): Last {
+  last.changes = state.changes;
+  return last;
 }
 
 /** The list `last` as calls hand it out: the same copy to every call until the next list. */
@@ -297,8 +338,8 @@ function handOut(last: Last): ClusterState['jobs'] {
 /**
  * Whether a view built at `built.atMs` still shows the right next slot at `nowMs`: until that
  * slot's instant (the next instant after the later of the high-water mark and the time is the
- * same from then until it), unless the time went back. A fixed-delay job's next slot follows
- * from the state alone.
+ * same from then until it), unless the time went back. (A fixed-delay job's view is not asked:
+ * its next slot follows from the state alone, see #ensure.)
  */
 function holds(built: Built, nowMs: number): boolean {
   return nowMs >= built.atMs && (built.nextMs === null || nowMs < built.nextMs);

@@ -39,12 +39,19 @@ describe('the jobs of state()', () => {
     expect(Object.isFrozen(first)).toBe(true);
     expect(Object.isFrozen(first[0])).toBe(true);
     expect(Object.isFrozen(first[0]!.handlers)).toBe(true);
-    // A change of any kind, or a command for no job, is another list (of the same entries here).
+    // A command for no job (a lock) keeps the very list, through warm() as through a call.
     s.apply(1000, { type: 'lock', name: 'l', member: 'a', atMs: T0, untilMs: T0 + 5 });
+    expect(views.of(s, T0 + 300)).toBe(first);
+    s.apply(1001, { type: 'lock', name: 'm', member: 'a', atMs: T0, untilMs: T0 + 5 });
+    expect(views.warm(s, T0 + 300, 10)).toBe(true);
+    expect(views.of(s, T0 + 300)).toBe(first);
+    expect(views.builds).toBe(100);
+    // A change of a job is another list, with that job's view built again.
+    s.apply(1002, { type: 'claim', job: 'job5', slotMs: T0 + 1000, assignees: ['a'], fromMs: T0 });
     const third = views.of(s, T0 + 300);
     expect(third).not.toBe(first);
-    expect(third).toEqual(first);
-    expect(views.builds).toBe(100);
+    expect(views.builds).toBe(101);
+    expect(third).toEqual(new JobStates().of(s, T0 + 300));
   });
 
   it('are built again for the jobs that changed only, and show what changed', () => {
@@ -145,6 +152,60 @@ describe('the jobs of state()', () => {
     const views2 = new JobStates();
     expect(views2.of(s, T0 + 1000)[0]!.nextSlot).toEqual(new Date(T0 + 2000));
     expect(views2.of(s, T0 + 999)[0]!.nextSlot).toEqual(new Date(T0 + 2000));
+  });
+
+  it("leave the call nothing to build once warm() passed a next slot, though a fixed-delay job's next slot stays in the past", () => {
+    for (const overdue of [false, true]) {
+      const { s, apply } = stateOf(1000);
+      // A fixed-delay job no member handles: nobody claims it, its next slot stays at T0 + 1.
+      if (overdue) {
+        apply({ type: 'register', job: 'orphan', spec: parseSpec({ delayAfterCompletion: '1s' }), mode: 'one', policy: POLICY, member: 'a', atMs: T0 });
+        apply({ type: 'unregister', job: 'orphan', member: 'a' });
+      }
+      const views = new JobStates();
+      views.of(s, T0 + 100);
+      // Every job's slot at T0 + 1000 came: the warmer builds their views again.
+      let turns = 0;
+      while (!views.warm(s, T0 + 1500, 64)) turns++;
+      expect(turns).toBeGreaterThan(0);
+      const before = views.builds;
+      expect(views.of(s, T0 + 1500)).toEqual(new JobStates().of(s, T0 + 1500));
+      expect(views.builds).toBe(before);
+      // Nor does the warmer build them again and again: nothing came since.
+      expect(views.warm(s, T0 + 1600, 64)).toBe(true);
+      expect(views.builds).toBe(before);
+    }
+  });
+
+  it('hold a list no longer than its soonest next slot, a job of an earlier one added or changed since', () => {
+    // Every 10 s and every hour: the soonest next slot is T0 + 10 s.
+    const { s, apply } = stateOf(0);
+    for (let i = 0; i < 50; i++) apply(register(`slow${i}`, 'a', i % 2 === 0 ? '10s' : '1h'));
+    const views = new JobStates();
+    views.of(s, T0 + 100);
+    // A job every second comes: its next slot, T0 + 1 s, is sooner than any the list showed.
+    apply(register('tick', 'a'));
+    while (!views.warm(s, T0 + 200, 8));
+    expect(views.of(s, T0 + 300).find((j) => j.name === 'tick')?.nextSlot).toEqual(new Date(T0 + 1000));
+    // Past it, the tick shows its next one, at once.
+    expect(views.of(s, T0 + 1500).find((j) => j.name === 'tick')?.nextSlot).toEqual(new Date(T0 + 2000));
+    expect(views.of(s, T0 + 1500)).toEqual(new JobStates().of(s, T0 + 1500));
+    // The soonest job claimed (its next slot moves on) and the list holds until the next soonest.
+    apply({ type: 'claim', job: 'tick', slotMs: T0 + 2000, assignees: ['a'], fromMs: T0 + 1000 });
+    expect(views.of(s, T0 + 1600)).toEqual(new JobStates().of(s, T0 + 1600));
+    expect(views.of(s, T0 + 3500)).toEqual(new JobStates().of(s, T0 + 3500));
+  });
+
+  it('never show a job forgotten to make room for another', () => {
+    const s = new SchedulerState({ maxJobs: 3 });
+    for (let i = 0; i < 3; i++) s.apply(i + 1, register(`job${i}`, 'a'));
+    s.apply(4, { type: 'unregister', job: 'job1', member: 'a' });
+    const views = new JobStates();
+    views.of(s, T0 + 100);
+    s.apply(5, register('new', 'a'), true);
+    expect(s.jobsForgotten).toBe(1);
+    expect(views.of(s, T0 + 200).map((v) => v.name)).toEqual(['job0', 'job2', 'new']);
+    expect(views.of(s, T0 + 200)).toEqual(new JobStates().of(s, T0 + 200));
   });
 
   it('are looked at only if they changed since the last call, new jobs last', () => {
@@ -321,7 +382,7 @@ describe('the jobs of state()', () => {
     expect(views.of(s, T0 + 300)).toBe(second);
   });
 
-  it('drop a list under way once its state is restored or forgets a job: the next is made anew', () => {
+  it('drop a list under way once its state is restored: the next is made anew', () => {
     const { s, apply } = stateOf(100);
     const views = new JobStates();
     views.of(s, T0 + 100);
@@ -356,5 +417,46 @@ describe('the jobs of state()', () => {
       ['job9', ['a']],
     ]);
     expect(views.builds).toBe(8);
+  });
+
+  it('equal views built afresh at every call, whatever mix of changes, warm() turns and time steps comes between (seeded)', () => {
+    for (let seed = 1; seed <= 40; seed++) {
+      let x = seed;
+      const next = (n: number): number => {
+        x = (x * 1103515245 + 12345) % 2147483648;
+        return x % n;
+      };
+      const s = new SchedulerState({ maxJobs: 40 });
+      let index = 0;
+      const apply = (command: SchedulerCommand, makesRoom = false): void => void s.apply(++index, command, makesRoom);
+      const specs = ['1s', '10s', '1h'];
+      for (let i = 0; i < 30; i++) apply(register(`job${i}`, 'a', specs[i % 3]));
+      const views = new JobStates();
+      let nowMs = T0 + 100;
+      let latestMs = nowMs;
+      const handedOut: Array<{ list: ReturnType<JobStates['of']>; copy: readonly unknown[] }> = [];
+      for (let step = 0; step < 150; step++) {
+        const what = next(10);
+        const job = `job${next(45)}`;
+        if (what === 0) apply(register(job, ['a', 'b', 'c'][next(3)]!, specs[next(3)]), next(2) === 0);
+        else if (what === 1) apply({ type: 'claim', job, slotMs: nowMs - next(2000), assignees: ['a'], fromMs: nowMs - 3000 });
+        else if (what === 2) apply({ type: 'lock', name: `l${step}`, member: 'a', atMs: nowMs, untilMs: nowMs + 5 });
+        else if (what === 3) apply({ type: 'unregister', job, member: 'a' });
+        else if (what === 4) views.warm(s, nowMs, 1 + next(4));
+        else if (what === 5) nowMs += next(3000);
+        else if (what === 6) nowMs -= next(2) === 0 ? next(JOB_STATES_CLOCK_STEP_MS) : 100 + next(2000);
+        else if (what === 7) nowMs += JOB_STATES_HORIZON_MS * next(2);
+        else {
+          const list = views.of(s, nowMs);
+          // The time the views are looked at: the latest seen, through a small step back.
+          latestMs = nowMs < latestMs && nowMs > latestMs - JOB_STATES_CLOCK_STEP_MS ? latestMs : nowMs;
+          expect(list).toEqual(new JobStates().of(s, latestMs));
+          handedOut.push({ list, copy: [...list] });
+        }
+        if (what === 4) latestMs = nowMs < latestMs && nowMs > latestMs - JOB_STATES_CLOCK_STEP_MS ? latestMs : nowMs;
+      }
+      // No list handed out changed since.
+      for (const { list, copy } of handedOut) list.forEach((view, i) => expect(view).toBe(copy[i]));
+    }
   });
 });
