@@ -383,7 +383,7 @@ const NOTHING_RUNNING: JobState['running'] = Object.freeze([]);
 
 /**
  * The sorted list of each handler set's members: jobs share their handler sets (see
- * SchedulerState.#handlerSet), so their views share the list, made once rather than per view.
+ * scheduler/handler-sets.ts), so their views share the list, made once rather than per view.
  */
 const handlerLists = new WeakMap<ReadonlySet<string>, JobState['handlers']>();
 /** The set looked up last, and its list: jobs registered alike come one after another. */

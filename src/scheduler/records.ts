@@ -12,7 +12,7 @@ export interface JobRecord {
   readonly anchorMs: number;
   /**
    * Members with a handler for the job. Replaced on a change, never changed in place: jobs with
-   * the same handlers, registered alike, share one set (see SchedulerState.#handlerSet).
+   * the same handlers, registered alike, share one set (see HandlerSets, handler-sets.ts).
    */
   handlers: ReadonlySet<NodeId>;
   /**

@@ -2,13 +2,8 @@ import type { NodeId } from '../raft/types.js';
 import { ChangeLog } from './change-log.js';
 import { specKey } from './spec.js';
 import { DEFAULT_OVERLAP, MISSED, MISSED_REASONS, policyKey, sameForm, type JobPolicy, type OverlapPolicy, type SchedulerCommand } from './command.js';
+import { HandlerSets, NO_HANDLERS } from './handler-sets.js';
 import { claimKey, isSettling, NO_CONFLICTS, runsOf, type ApplyResult, type ClaimRecord, type JobRecord, type LockRecord, type SchedulerStateParts } from './records.js';
-
-/**
- * Handler sets a state remembers having made, the latest ones: enough for the few sets that the
- * jobs of a cluster go through as its members register them (one member, two, all of them).
- */
-const MAX_RECENT_HANDLER_SETS = 16;
 
 /** Claims looked at, oldest first, for one that is finished when one must be forgotten. */
 const MAX_EVICTION_SCAN = 64;
@@ -63,10 +58,8 @@ export class SchedulerState {
   #restores = 0;
   /** The jobs changed lately, with their counts (see jobsChangedSince). */
   readonly #changeLog = new ChangeLog();
-  /** The handler sets made last, by their members in order (see #handlerSet). */
-  readonly #recentHandlerSets = new Map<string, ReadonlySet<NodeId>>();
-  /** For the sets a member was added to last, the sets that made, by the member added (see #handlerSetWith). */
-  readonly #recentAdditions = new Map<ReadonlySet<NodeId>, Map<NodeId, ReadonlySet<NodeId>>>();
+  /** The jobs' handler sets, shared (handler-sets.ts). */
+  readonly #handlerSets = new HandlerSets();
   readonly #maxClaimsKept: number;
   readonly #maxJobs: number;
   readonly #maxLocks: number;
@@ -94,17 +87,16 @@ export class SchedulerState {
    * Replaces the whole contents of this state with `parts` (a decoded snapshot), in place: the
    * runtime holds this instance. The derived indexes are rebuilt through #index, as applying the
    * claims would, then put in `parts.indexOrder`. Takes the records as they are (not copied;
-   * a job's handlers become an equal set the jobs share, see #handlerSet) and validates
+   * a job's handlers become an equal set the jobs share, see HandlerSets) and validates
    * nothing: decode and check a snapshot fully before calling this, so that a bad one leaves the
    * state as it was (restoreSchedulerSnapshot does).
    */
   restoreFrom(parts: SchedulerStateParts): void {
     this.jobs.clear();
-    this.#recentHandlerSets.clear();
-    this.#recentAdditions.clear();
+    this.#handlerSets.clear();
     this.#orphans = 0;
     for (const job of parts.jobs) {
-      job.handlers = this.#handlerSet(job.handlers);
+      job.handlers = this.#handlerSets.of(job.handlers);
       if (job.handlers.size === 0) this.#orphans++;
       this.jobs.set(job.name, job);
     }
@@ -209,7 +201,7 @@ export class SchedulerState {
         return this.#register(command, job, makesRoom);
       case 'unregister': {
         if (job === undefined) return { ok: false, reason: 'unknown-job' };
-        this.#setHandlers(job, this.#handlerSet([...job.handlers].filter((id) => id !== command.member)));
+        this.#setHandlers(job, this.#handlerSets.of([...job.handlers].filter((id) => id !== command.member)));
         withoutConflict(job, command.member);
         return { ok: true };
       }
@@ -356,7 +348,7 @@ export class SchedulerState {
         // The command's own, when complete: the live state and the mirror share it (never changed).
         policy: hasOverlap(command.policy) ? command.policy : { ...command.policy, overlap: DEFAULT_OVERLAP },
         anchorMs: command.atMs,
-        handlers: this.#handlerSetWith(NO_HANDLERS, command.member),
+        handlers: this.#handlerSets.with(NO_HANDLERS, command.member),
         conflicts: NO_CONFLICTS,
         highWaterMs: command.atMs,
         missedSlots: 0,
@@ -373,11 +365,11 @@ export class SchedulerState {
     // for every member's registration of every job cost more than the rest of applying it.
     const theirs = sameForm(existing, command) ? null : `${specKey(command.spec)} (${command.mode}, ${policyKey(command.policy)})`;
     if (theirs !== null && theirs !== `${specKey(existing.spec)} (${existing.mode}, ${policyKey(existing.policy)})`) {
-      this.#setHandlers(existing, this.#handlerSet([...existing.handlers].filter((id) => id !== command.member)));
+      this.#setHandlers(existing, this.#handlerSets.of([...existing.handlers].filter((id) => id !== command.member)));
       existing.conflicts = new Map(existing.conflicts).set(command.member, theirs);
       return { ok: false, reason: 'spec-conflict' };
     }
-    if (!existing.handlers.has(command.member)) this.#setHandlers(existing, this.#handlerSetWith(existing.handlers, command.member));
+    if (!existing.handlers.has(command.member)) this.#setHandlers(existing, this.#handlerSets.with(existing.handlers, command.member));
     withoutConflict(existing, command.member);
     return { ok: true };
   }
@@ -419,42 +411,6 @@ export class SchedulerState {
       return true;
     }
     return false;
-  }
-
-  /**
-   * The set of `members`, in that order: one made lately if it holds the same members in the same
-   * order (the order is state: a snapshot holds it), else a new one. Sets are never changed once
-   * made, so jobs share them: with a set per job, a state of many jobs held a set for each, and
-   * a set costs more than the job's other fields together.
-   */
-  #handlerSet(members: Iterable<NodeId>): ReadonlySet<NodeId> {
-    const list = [...members];
-    const key = JSON.stringify(list);
-    const known = this.#recentHandlerSets.get(key);
-    if (known !== undefined) return known;
-    const set: ReadonlySet<NodeId> = new Set(list);
-    if (this.#recentHandlerSets.size >= MAX_RECENT_HANDLER_SETS) this.#recentHandlerSets.delete(this.#recentHandlerSets.keys().next().value as string);
-    this.#recentHandlerSets.set(key, set);
-    return set;
-  }
-
-  /**
-   * `set` with `member` added last (see #handlerSet): one made lately from the same set and
-   * member if there is one, found without listing the set and writing out its key, which every
-   * registration but a job's first did.
-   */
-  #handlerSetWith(set: ReadonlySet<NodeId>, member: NodeId): ReadonlySet<NodeId> {
-    let added = this.#recentAdditions.get(set);
-    const known = added?.get(member);
-    if (known !== undefined) return known;
-    const made = this.#handlerSet([...set, member]);
-    if (added === undefined) {
-      if (this.#recentAdditions.size >= MAX_RECENT_HANDLER_SETS) this.#recentAdditions.delete(this.#recentAdditions.keys().next().value as ReadonlySet<NodeId>);
-      this.#recentAdditions.set(set, (added = new Map()));
-    }
-    if (added.size >= MAX_RECENT_HANDLER_SETS) added.clear();
-    added.set(member, made);
-    return made;
   }
 
   /**
@@ -545,12 +501,6 @@ export class SchedulerState {
 }
 
 const EMPTY: ReadonlySet<ClaimRecord> = new Set();
-
-/**
- * The handlers of a job before its first registration: a new job's set is this one with its
- * member added (#handlerSetWith), found by identity rather than written out as a key.
- */
-const NO_HANDLERS: ReadonlySet<NodeId> = new Set();
 
 function hasOverlap(policy: JobPolicy): policy is JobPolicy & { readonly overlap: OverlapPolicy } {
   return policy.overlap !== undefined;
