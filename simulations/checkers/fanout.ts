@@ -60,6 +60,8 @@ export class FanoutChecker {
   /** The last lease entry counted towards a rate (the first member to apply an index counts it). */
   #lastLeaseIndex = 0;
   #leaseTerm = 0;
+  /** The cluster time of the term's latest lease counted. */
+  #leaseAtMs = -Infinity;
   /** The current term's leases per topic with a rate, within the last window: cluster time leased at, and items. */
   readonly #leases = new Map<string, Array<{ readonly atMs: number; readonly count: number }>>();
 
@@ -201,10 +203,14 @@ export class FanoutChecker {
 
   /** A lease of the current term counts towards its topic's rate: within any window, at most rate + burst. */
   #countLease(t: number, term: number, command: Extract<FanoutCommand, { type: 'lease' }>, leased: readonly number[]): void {
-    if (term !== this.#leaseTerm) {
+    // A new term, or the leader's time put right (stepped back past MAX_STAMP_HOLD_MS, which its
+    // stamps do not follow under): its rate buckets count from the time as it is now, and a
+    // window across the step would count leases a second or more apart as one second's.
+    if (term !== this.#leaseTerm || command.atMs < this.#leaseAtMs) {
       this.#leaseTerm = term;
       this.#leases.clear();
     }
+    this.#leaseAtMs = command.atMs;
     const perTopic = new Map<string, number>();
     for (const id of leased) {
       const topic = this.#emitted.get(id);

@@ -64,7 +64,9 @@ export async function runExclusive(
     const synced = await ctx.waitFor(() => driver.clockSynced, ctx.clockSyncTimeoutMs, ctx.clockSyncPollMs);
     if (!synced) throw new ClockUnsyncedError(ctx.clockSyncTimeoutMs);
   }
-  const clock = driver.clusterClock();
+  // The stamp clock: a lock taken again by this member after it let the last one go is not
+  // stamped before that one's end when the cluster's time stepped back between the two.
+  const clock = driver.stampClock();
   const startMs = clock.now();
   const lock: SchedulerCommand = { type: 'lock', name, member: ctx.self, atMs: startMs, untilMs: startMs + atMostFor };
   const taken = (await driver.propose(encodeCommand({ kind: 'scheduler', command: lock }))).result as { ok: boolean; lock?: { token: number } } | undefined;

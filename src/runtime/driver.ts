@@ -7,6 +7,7 @@ import type { Ready, SoftState } from '../raft/ready.js';
 import { EntryType, type Configuration, type Entry, type HardState, type Message, type NodeId } from '../raft/types.js';
 import type { LogStorage } from '../storage/log-storage.js';
 import type { Clock, TimerHandle, Timers } from '../time/clock.js';
+import { StampClock } from '../time/stamp-clock.js';
 import { SnapshotAssembler, splitSnapshot } from './snapshot-chunks.js';
 import type { WireMessage } from '../transport/envelope.js';
 import type { Transport } from '../transport/transport.js';
@@ -120,6 +121,7 @@ export class RaftDriver {
   /** Clock offsets and the cluster's time, from stamps on heartbeats (see clock-sync.ts). */
   readonly #clockSync: ClockSync;
   readonly #clusterClock: Clock;
+  readonly #stampClock: StampClock;
   /**
    * Messages that threw inside the protocol other than on a broken invariant (only a faulty
    * peer sends them; see #receive).
@@ -143,6 +145,7 @@ export class RaftDriver {
     // Every member, learners too, has its clock measured: the leader gives work only to members it has measured.
     this.#clockSync = new ClockSync({ self: options.node.id, voters: membersOf(options.node.configuration) });
     this.#clusterClock = { now: () => this.#clockSync.clusterTime(this.#o.timers.now(), this.#o.clock.now()) };
+    this.#stampClock = new StampClock(this.#clusterClock, () => this.#clockSync.synced);
     this.#wasMember = isMember(options.node.configuration, options.node.id);
     this.#contact = new PeerContact(options.node, options.tickMs, options.leaderSilenceMs);
     this.#requests = new PendingRequests(options.node, options.timers, options, () => this.#kick());
@@ -211,6 +214,15 @@ export class RaftDriver {
    */
   clusterClock(): Clock {
     return this.#clusterClock;
+  }
+
+  /**
+   * The cluster's time for this member's stamps (a trigger's slot, a lock's time, fan-out's):
+   * the cluster clock, held rather than stepped back by less than MAX_STAMP_HOLD_MS once synced,
+   * so that the stamps this member makes keep their order (see stamp-clock.ts). Nothing fires by it.
+   */
+  stampClock(): Clock {
+    return this.#stampClock;
   }
 
   /** Whether this member has learned the cluster's time. Once true, it stays true (held over). */

@@ -255,6 +255,7 @@ export class Member {
       // Slots fire on the cluster's time (the median of the members' clocks), converted to this
       // member's clock: one bad clock, the leader's included, moves no fire time.
       clock: driver.clusterClock(),
+      stampClock: driver.stampClock(),
       timers: parts.timers,
       propose: (command: SchedulerCommand) => driver.propose(encodeCommand({ kind: 'scheduler', command })),
       // A job's ctx.emit: checked whole before anything is proposed, a turn at a time (fanout/encode-items.ts).
@@ -291,7 +292,10 @@ export class Member {
       timers: parts.timers,
       // As the scheduler's planning: by the cluster's time, so not before the leader learned it.
       isLeader: () => this.#leads() && driver.clockSynced && this.versions.active >= FANOUT_VERSION,
-      clusterNowMs: () => driver.clusterClock().now(),
+      // The stamp clock: the leader's rate buckets, deadlines and lease stamps, and the stamps of
+      // emits and outcomes, do not go back with the small steps of the cluster's time (no timer
+      // fires by it).
+      clusterNowMs: () => driver.stampClock().now(),
       eligible: (id) => this.eligibleMembers().includes(id),
       configured: (id) => configuration.isMember(id),
       lost: (id) => this.#lost(id),

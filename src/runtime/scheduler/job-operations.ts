@@ -55,6 +55,12 @@ export interface JobPause {
  */
 export class JobOperations {
   readonly #ctx: RuntimeContext;
+  /**
+   * The instant of the last slot this member triggered: the next is after it, though the stamp
+   * clock held the time there (a step back of the cluster's time), where the two were the same
+   * instant and the second waited for the time to pass it.
+   */
+  #lastTriggeredMs = Number.NEGATIVE_INFINITY;
 
   constructor(ctx: RuntimeContext) {
     this.#ctx = ctx;
@@ -67,7 +73,7 @@ export class JobOperations {
   async setPaused(name: string, paused: boolean): Promise<JobPause> {
     const ops = this.#operations(paused ? 'cluster.pause()' : 'cluster.resume()');
     await this.#known(name);
-    const command: OperationCommand = { type: paused ? 'pause' : 'resume', job: name, atMs: this.#ctx.options.clock.now() };
+    const command: OperationCommand = { type: paused ? 'pause' : 'resume', job: name, atMs: this.#ctx.stampClock.now() };
     const { result } = await ops.propose(command);
     if ((result as ApplyResult | undefined)?.ok !== true) throw new UnknownJobError(name);
     return { job: name, paused };
@@ -91,11 +97,14 @@ export class JobOperations {
       if (job.handlers.size === 0) throw new InvalidArgumentError('name', name, 'a job that some member has a handler for');
       // The slot's instant is compared with the job's scheduled ones: the cluster's time, not this clock's.
       if (o.clockReady?.() === false) continue;
-      const plan = planTrigger(this.#ctx.state, job, o.clock.now(), new Set(o.eligibleMembers()));
+      const plan = planTrigger(this.#ctx.state, job, Math.max(this.#ctx.stampClock.now(), this.#lastTriggeredMs + 1), new Set(o.eligibleMembers()));
       if (plan === 'wait') continue;
       const { index, result } = await ops.propose(plan.command);
       const applied = result as ApplyResult | undefined;
-      if (applied?.ok === true) return { job: name, slot: new Date(plan.command.slotMs), fencingToken: index };
+      if (applied?.ok === true) {
+        this.#lastTriggeredMs = Math.max(this.#lastTriggeredMs, plan.command.slotMs);
+        return { job: name, slot: new Date(plan.command.slotMs), fencingToken: index };
+      }
       if (applied?.reason === 'unknown-job') throw new UnknownJobError(name);
       // Stale (a claim at that instant, or a mark that moved back in a state this member had
       // not applied): planned again from the state now applied.
@@ -119,7 +128,7 @@ export class JobOperations {
       if (attempt >= MAX_TRIGGER_ATTEMPTS || this.#ctx.stopped) throw new ClockUnsyncedError(MAX_TRIGGER_ATTEMPTS * o.planIntervalMs);
       await new Promise<void>((resolve) => o.timers.setTimeout(resolve, o.planIntervalMs));
     }
-    const command: OperationCommand = { type: 'cancel-runs', job: name, ...(slotMs === undefined ? {} : { slotMs }), member: o.self, atMs: o.clock.now() };
+    const command: OperationCommand = { type: 'cancel-runs', job: name, ...(slotMs === undefined ? {} : { slotMs }), member: o.self, atMs: this.#ctx.stampClock.now() };
     const { result } = await ops.propose(command);
     const applied = result as ApplyResult | undefined;
     if (applied?.ok !== true) throw new UnknownJobError(name);

@@ -69,7 +69,9 @@ export class RunExecution {
       // Its run permit is free, and the job's queued runs may go, before the outcome commits.
       this.#permits.release(armed);
     }
-    const endedAtMs = o.clock.now();
+    // Never before its start: the cluster's time may step back while the run goes (clock sync
+    // refreshing its correction), and the log would then say the run ended before it started.
+    const endedAtMs = Math.max(startedAtMs, o.clock.now());
     const record: RunRecord = {
       job: claim.job,
       slotMs: claim.slotMs,

@@ -1,6 +1,7 @@
 import { driverStopped } from '../driver.js';
 import type { NodeId } from '../../raft/types.js';
 import type { Clock, Timers } from '../../time/clock.js';
+import { StampClock } from '../../time/stamp-clock.js';
 import { SchedulerState } from '../../scheduler/state.js';
 import type { OperationCommand, SchedulerCommand } from '../../scheduler/command.js';
 import type { RunRecord } from './job-types.js';
@@ -9,6 +10,13 @@ import type { Batch } from '../fanout/batches.js';
 export interface SchedulerRuntimeOptions {
   readonly self: NodeId;
   readonly clock: Clock;
+  /**
+   * The cluster's time for the stamps of an operator's commands this member proposes (a
+   * trigger's slot, a cancel's time): `clock`, never back by less than MAX_STAMP_HOLD_MS (see
+   * stamp-clock.ts).
+   * Slots fire by `clock`. @default a StampClock of `clock`
+   */
+  readonly stampClock?: Clock;
   readonly timers: Timers;
   /** Replicates a command; resolves once it is applied here. */
   readonly propose: (command: SchedulerCommand) => Promise<unknown>;
@@ -100,6 +108,8 @@ export const SCHEDULER_RUNTIME_DEFAULTS = {
 export class RuntimeContext {
   readonly state = new SchedulerState();
   readonly options: SchedulerRuntimeOptions;
+  /** options.stampClock, or one of options.clock. */
+  readonly stampClock: Clock;
   /** Runs started and their outcomes not yet recorded: a graceful stop waits for them. */
   readonly inFlightRuns = new Set<Promise<void>>();
   #stopped = false;
@@ -108,6 +118,7 @@ export class RuntimeContext {
 
   constructor(options: SchedulerRuntimeOptions) {
     this.options = options;
+    this.stampClock = options.stampClock ?? new StampClock(options.clock);
   }
 
   get stopped(): boolean {

@@ -1,0 +1,45 @@
+import { describe, expect, it } from 'vitest';
+import { runExclusive, type ExclusiveContext } from '../../src/api/run-exclusive.js';
+import { decodeEntry } from '../../src/runtime/commands.js';
+import { SchedulerState } from '../../src/scheduler/state.js';
+import { StampClock } from '../../src/time/stamp-clock.js';
+import { SUPPORTED } from '../../src/version/versions.js';
+
+const T0 = Date.parse('2026-01-01T00:00:00Z');
+
+/** runExclusive over a driver that applies each command to a SchedulerState, a commit round (1 ms) later. */
+function member(): { ctx: ExclusiveContext; time: { ms: number; stepMs: number } } {
+  const state = new SchedulerState();
+  const time = { ms: T0, stepMs: 0 };
+  const cluster = { now: () => time.ms + time.stepMs };
+  const stamps = new StampClock(cluster);
+  let index = 0;
+  const driver = {
+    clockSynced: true,
+    node: { leader: 'a' },
+    clusterClock: () => cluster,
+    stampClock: () => stamps,
+    propose: async (data: Uint8Array) => {
+      const entry = decodeEntry(data, SUPPORTED.stateMachine.max, SUPPORTED);
+      if (entry.kind !== 'scheduler') throw new Error(`not a scheduler command: ${entry.kind}`);
+      time.ms += 1;
+      return { index: ++index, result: state.apply(index, entry.command) };
+    },
+  };
+  const timers = { now: () => time.ms, setTimeout: () => 0, clearTimeout: () => undefined };
+  const ctx: ExclusiveContext = { self: 'a', driver: () => driver as never, timers, clockSyncTimeoutMs: 1000, waitFor: async () => true, clockSyncPollMs: 10 };
+  return { ctx, time };
+}
+
+describe('runExclusive', () => {
+  it('takes the lock again on the member that let it go, though the cluster’s time stepped back between the two', async () => {
+    const { ctx, time } = member();
+    let ran = 0;
+    expect(await runExclusive(ctx, 'nightly', { atMostFor: 60_000 }, () => void ran++)).toBe(true);
+    // Further back than the commit round since the unlock read the time: before, the second
+    // lock's time was before the first's end, and the lock was refused as still held.
+    time.stepMs = -1.5;
+    expect(await runExclusive(ctx, 'nightly', { atMostFor: 60_000 }, () => void ran++)).toBe(true);
+    expect(ran).toBe(2);
+  });
+});

@@ -1,0 +1,95 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { Cluster, stopClusters, T0, track } from '../fixtures/scheduler-cluster.js';
+import type { RunRecord } from '../../src/runtime/scheduler/job-types.js';
+import { parseSpec } from '../../src/scheduler/spec.js';
+import { claimKey } from '../../src/scheduler/records.js';
+
+afterEach(stopClusters);
+
+/**
+ * One member whose cluster time is the virtual time plus `step.by`: set it below zero for a
+ * step back of the cluster's time, as clock sync makes (under a millisecond) and as a new
+ * leader's estimate may (more).
+ */
+function stepping(): { c: Cluster; step: { by: number }; records: RunRecord[] } {
+  const step = { by: 0 };
+  const records: RunRecord[] = [];
+  const c: Cluster = track(new Cluster(['a'], 5, { onRun: (r) => records.push(r) }, () => ({ clock: { now: () => c.time.nowMs + step.by } })));
+  return { c, step, records };
+}
+
+describe('the runtime when the cluster’s time steps back', () => {
+  it('never ends a run before it started', async () => {
+    const { c, step, records } = stepping();
+    c.members.get('a')!.schedule(
+      'quick',
+      parseSpec({ every: '1s' }),
+      async () => {
+        // The correction moves 0.4 ms back while the handler awaits a short I/O.
+        c.time.setTimeout(() => (step.by -= 0.4), 0.1);
+        await c.time.sleep(0.3);
+      },
+      {},
+    );
+    await c.time.advanceTo(T0 + 1500);
+    expect(records).toHaveLength(1);
+    const run = records[0]!;
+    expect(run.endedAtMs).toBeGreaterThanOrEqual(run.startedAtMs);
+    // The log's start and outcome keep that order too (before: the outcome 0.1 ms before the start).
+    const claim = c.state().claims.get(claimKey('quick', run.slotMs))!;
+    expect(claim.outcomes.get('a')!.atMs).toBeGreaterThanOrEqual(claim.starts.get('a')!.atMs);
+  });
+
+  it('a second trigger of a job that replaces its runs is a later slot than the first, and replaces it', async () => {
+    const { c, step } = stepping();
+    const runs: Array<{ slot: number; signal: AbortSignal }> = [];
+    c.members.get('a')!.schedule(
+      'rep',
+      parseSpec({ every: '1h' }),
+      async (ctx) => {
+        runs.push({ slot: ctx.slot.getTime(), signal: ctx.signal });
+        await c.time.sleep(10_000, ctx.signal);
+      },
+      { overlap: 'replace' },
+    );
+    await c.time.advanceTo(T0 + 500);
+    const first = c.members.get('a')!.operations.trigger('rep');
+    await c.time.advanceTo(T0 + 550);
+    const one = await first;
+    expect(runs).toHaveLength(1);
+    step.by = -150;
+    const second = c.members.get('a')!.operations.trigger('rep');
+    await c.time.advanceTo(T0 + 700);
+    const two = await second;
+    // Before: the second slot at T0 + 400, before the first's, and recorded skipped as the earlier one.
+    expect(two.slot.getTime()).toBeGreaterThan(one.slot.getTime());
+    await c.time.advanceTo(T0 + 800);
+    expect(runs[0]!.signal.aborted).toBe(true);
+    expect(c.state().claims.get(claimKey('rep', two.slot.getTime()))!.outcomes.get('a')).toBeUndefined();
+    expect(runs.map((r) => r.slot)).toEqual([one.slot.getTime(), two.slot.getTime()]);
+  });
+
+  it('a cancel right after a trigger reaches the triggered run', async () => {
+    const { c, step } = stepping();
+    const signals: AbortSignal[] = [];
+    c.members.get('a')!.schedule(
+      'long',
+      parseSpec({ every: '1h' }),
+      async (ctx) => {
+        signals.push(ctx.signal);
+        await c.time.sleep(30_000);
+      },
+      { overlap: 'allow', timeoutMs: 60_000 },
+    );
+    await c.time.advanceTo(T0 + 500);
+    const triggered = c.members.get('a')!.operations.trigger('long');
+    await c.time.advanceTo(T0 + 506);
+    await triggered;
+    step.by = -50;
+    const cancelled = c.members.get('a')!.operations.cancel('long');
+    await c.time.advanceTo(T0 + 600);
+    // Before: cancelled none, its time before the triggered slot's, and the run went on.
+    expect((await cancelled).cancelled).toHaveLength(1);
+    expect(signals.every((s) => s.aborted)).toBe(true);
+  });
+});
