@@ -97,10 +97,10 @@ function slotCell(h) {
   var members = Object.keys(h.outcomes);
   var parts = members.map(function (m) {
     var o = h.outcomes[m];
-    return { kind: KINDS[o.outcome] || 'other', text: m + ' ' + o.outcome + ' +' + (o.atMs - slotMs) + ' ms' };
+    return { kind: KINDS[o.outcome] || 'other', text: m + ' ' + o.outcome + ' +' + Math.round(o.atMs - slotMs) + ' ms' };
   });
   Object.keys(h.running).forEach(function (m) {
-    if (!(m in h.outcomes)) parts.push({ kind: 'run', text: m + ' running, started +' + (h.running[m].startedAtMs - slotMs) + ' ms' });
+    if (!(m in h.outcomes)) parts.push({ kind: 'run', text: m + ' running, started +' + Math.round(h.running[m].startedAtMs - slotMs) + ' ms' });
   });
   if (parts.length === 0) parts.push({ kind: 'other', text: 'claimed for ' + (h.assignees.join(', ') || 'nobody') });
   var cell = el('span', 'slot ' + parts[0].kind, [time(h.slot) + ' ' + parts.map(function (p) { return p.text; }).join('; ')]);

@@ -22,16 +22,24 @@ export const systemClock: Clock = {
   now: () => Date.now(),
 };
 
+/** systemTimers' handle of a timer of no delay (setImmediate's), told apart from setTimeout's. */
+class Immediate {
+  constructor(readonly immediate: NodeJS.Immediate) {}
+}
+
 export const systemTimers: Timers = {
   now: () => performance.now(),
   setTimeout(callback, delayMs) {
-    const handle = setTimeout(callback, delayMs);
-    // A member's timers must not keep the process alive once the app lets go of it.
-    handle.unref();
-    return handle;
+    // A timer of no delay runs once this turn's I/O callbacks have (setImmediate): Node's
+    // setTimeout waits a millisecond at least, which a follower told a commit a turn later, or
+    // work that yields between its parts, waited each time.
+    // A member's timers must not keep the process alive once the app lets go of it (unref).
+    if (delayMs <= 0) return new Immediate(setImmediate(callback).unref());
+    return setTimeout(callback, delayMs).unref();
   },
   clearTimeout(handle) {
-    clearTimeout(handle as NodeJS.Timeout);
+    if (handle instanceof Immediate) clearImmediate(handle.immediate);
+    else clearTimeout(handle as NodeJS.Timeout);
   },
 };
 

@@ -55,12 +55,13 @@ describe('fan-out items through the Cluster', () => {
     const c = await oneMember();
     c.consume('t', () => undefined, { parallelism: 64 });
     await expect.poll(() => c.state().topics.find((t) => t.name === 't')?.consumers, { timeout: 10_000, interval: 20 }).toEqual({ [c.id]: 64 });
-    // Whether a timer set just before the call had run, as each turn's first item was encoded.
+    // Whether a callback queued on the event loop just before the call had run, as each turn's
+    // first item was encoded (a turn yields with setImmediate: timers due and I/O run between).
     let ticked = false;
     const seen: boolean[] = [];
     const item = (i: number): unknown => ({ toJSON: () => (i % ITEMS_ENCODED_PER_TURN === 0 && seen.push(ticked), i) });
     const items = Array.from({ length: 3 * ITEMS_ENCODED_PER_TURN }, (_, i) => item(i));
-    setTimeout(() => (ticked = true), 0);
+    setImmediate(() => (ticked = true));
     const emitted = c.emitItems('t', items);
     items.push(item(items.length));
     const batch = await emitted;
