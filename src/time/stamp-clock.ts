@@ -14,11 +14,12 @@ export const MAX_STAMP_HOLD_MS = 1000;
  * The cluster's time for the stamps a member puts on what it proposes (a triggered slot's
  * instant, a cancel's time, a lock's, fan-out's), which never go back by less than
  * MAX_STAMP_HOLD_MS at once: it reads the latest time it read while the cluster's time is that
- * little behind it. (Steps that add up past the bound while it holds are followed.) Stamps made one after another on one member keep their order, as the
- * state machine reads them: a second trigger after a step back is not a slot before the
- * first's (which `overlap: 'replace'` took for the earlier one), a cancel right after a
- * trigger covers its slot, and a lock taken again after the member let it go is not refused as
- * still held. Timers do not fire by it: a stamp held ahead would fire a slot before its instant.
+ * little behind it (steps that add up past the bound while it holds are followed). Stamps made
+ * one after another on one member keep their order, as the state machine reads them: a second
+ * trigger after a step back is not a slot before the first's (which `overlap: 'replace'` took
+ * for the earlier one), a cancel right after a trigger covers its slot, and a lock taken again
+ * after the member let it go is not refused as still held. Timers do not fire by it: a stamp
+ * held ahead would fire a slot before its instant.
  */
 export class StampClock implements Clock {
   readonly #time: Clock;

@@ -13,8 +13,7 @@ export interface SchedulerRuntimeOptions {
   /**
    * The cluster's time for the stamps of an operator's commands this member proposes (a
    * trigger's slot, a cancel's time): `clock`, never back by less than MAX_STAMP_HOLD_MS (see
-   * stamp-clock.ts).
-   * Slots fire by `clock`. @default a StampClock of `clock`
+   * stamp-clock.ts). Slots fire by `clock`. @default a StampClock of `clock`
    */
   readonly stampClock?: Clock;
   readonly timers: Timers;
