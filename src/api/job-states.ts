@@ -65,18 +65,8 @@ export class JobStates {
     const pass = this.#pass;
     this.#pass = null;
     if (pass !== null && goesOn(pass, state)) this.#finish(pass, nowMs, Infinity);
-    const last = this.#lastFor(state, nowMs);
-    if (last !== null) {
-      // Nothing changed, and no job's next slot came: the list itself again, without a look-up.
-      if (last.changes === state.changes && nowMs < last.untilMs) return handOut(last);
-      // Else the views of the jobs changed since, and of those whose next slot may have come,
-      // are built again if they must be, and only they are looked at.
-      const changed = last.changes === state.changes ? [] : state.jobsChangedSince(last.changes);
-      // Changes of no job (a lock, say) leave the list as it is.
-      if (changed !== null && changed.length === 0 && nowMs < last.untilMs) return handOut(kept(last, state));
-      if (changed !== null) return handOut(this.#finish(this.#begin(state, nowMs, nowMs < last.untilMs ? changed : [...last.soon, ...changed], last), nowMs, Infinity) as Last);
-    }
-    return handOut(this.#finish(this.#begin(state, nowMs, state.jobs.keys(), null), nowMs, Infinity) as Last);
+    const next = this.#next(state, nowMs);
+    return handOut(isPass(next) ? (this.#finish(next, nowMs, Infinity) as Last) : next);
   }
 
   /**
@@ -91,21 +81,9 @@ export class JobStates {
     const nowMs = this.#timeOf(atMs);
     let pass = this.#pass !== null && goesOn(this.#pass, state) ? this.#pass : null;
     if (pass === null) {
-      const last = this.#lastFor(state, nowMs);
-      if (last !== null) {
-        // Once a next slot that the last list shows came, its soon jobs are built again: each then
-        // shows a next slot after now (a fixed-delay job, whose next slot may stay in the past,
-        // is never soon), so the list made holds past now.
-        const soonCame = nowMs >= last.untilMs;
-        if (last.changes === state.changes && !soonCame) return true;
-        const changed = last.changes === state.changes ? [] : state.jobsChangedSince(last.changes);
-        if (changed !== null && changed.length === 0 && !soonCame) {
-          kept(last, state);
-          return true;
-        }
-        if (changed !== null) pass = this.#begin(state, nowMs, soonCame ? [...last.soon, ...changed] : changed, last);
-      }
-      pass ??= this.#begin(state, nowMs, state.jobs.keys(), null);
+      const next = this.#next(state, nowMs);
+      if (!isPass(next)) return true;
+      pass = next;
     }
     this.#pass = pass;
     if (this.#finish(pass, nowMs, maxBuilds, outOfTime) === null) return false;
@@ -125,6 +103,25 @@ export class JobStates {
     if (atMs < this.#latestMs && atMs > this.#latestMs - JOB_STATES_CLOCK_STEP_MS) return this.#latestMs;
     this.#latestMs = atMs;
     return atMs;
+  }
+
+  /**
+   * The list of `state` at `nowMs`, as far as the last list tells without building a view: that
+   * list itself, when nothing changed and no next slot it shows came, or only what is of no job
+   * (a lock, say); else a pass to make, over the jobs changed since and, once a next slot the
+   * list shows came, its soon jobs (each then shows a next slot after now: a fixed-delay job,
+   * whose next slot may stay in the past, is never soon, so the list made holds past now); over
+   * every job when there is no last list for it or the state no longer knows what changed.
+   */
+  #next(state: SchedulerState, nowMs: number): Last | Pass {
+    const last = this.#lastFor(state, nowMs);
+    if (last === null) return this.#begin(state, nowMs, state.jobs.keys(), null);
+    const soonCame = nowMs >= last.untilMs;
+    if (last.changes === state.changes && !soonCame) return last;
+    const changed = last.changes === state.changes ? [] : state.jobsChangedSince(last.changes);
+    if (changed === null) return this.#begin(state, nowMs, state.jobs.keys(), null);
+    if (changed.length === 0 && !soonCame) return kept(last, state);
+    return this.#begin(state, nowMs, soonCame ? [...last.soon, ...changed] : changed, last);
   }
 
   /** The last list, if it is of `state` as it is (no job forgotten since, no restore) and the time is within it. */
@@ -195,10 +192,7 @@ export class JobStates {
       // as the jobs are looked at; only when none shows it any more are they looked over again
       // (jobs alike share their next slots, so that one of them claimed seldom needs it).
       if (wasSoon && priorNextMs === pass.untilMs) pass.untilJobs--;
-      if (isSoon && (built.nextMs as number) < pass.untilMs) {
-        pass.untilMs = built.nextMs as number;
-        pass.untilJobs = 1;
-      } else if (isSoon && built.nextMs === pass.untilMs) pass.untilJobs++;
+      if (isSoon) showsUntil(pass, built.nextMs as number);
     }
     if (pass.untilJobs <= 0) {
       pass.untilMs = horizonMs;
@@ -206,11 +200,7 @@ export class JobStates {
       for (const name of soon) {
         const job = state.jobs.get(name);
         const nextMs = job === undefined ? null : (this.#built.get(job)?.nextMs ?? null);
-        if (nextMs === null) continue;
-        if (nextMs < pass.untilMs) {
-          pass.untilMs = nextMs;
-          pass.untilJobs = 1;
-        } else if (nextMs === pass.untilMs) pass.untilJobs++;
+        if (nextMs !== null) showsUntil(pass, nextMs);
       }
     }
     const untilMs = pass.untilMs;
@@ -297,6 +287,18 @@ interface Pass {
   untilJobs: number;
   /** The latest time it looked at jobs at. */
   latestMs: number;
+}
+
+/** A soon job of `pass` shows `nextMs`: the soonest next slot, and how many show it, taken on. */
+function showsUntil(pass: Pass, nextMs: number): void {
+  if (nextMs < pass.untilMs) {
+    pass.untilMs = nextMs;
+    pass.untilJobs = 1;
+  } else if (nextMs === pass.untilMs) pass.untilJobs++;
+}
+
+function isPass(list: Last | Pass): list is Pass {
+  return 'names' in list;
 }
 
 /** Whether a list under way is still of `state`: no job forgotten since (a hole in it) and no restore (new records). */
