@@ -77,7 +77,7 @@ export function drawFanout(random: Random, founders: readonly NodeId[], maxEmit 
       timeoutMs: random.int(200, 3000),
       backoffMs: random.int(0, 500),
       maxPending: random.int(2 * MAX_ITEMS_PER_EMIT, 4 * maxEmit),
-      ...(rated ? { ratePerSecond: random.int(2, 50) } : {}),
+      ...(rated ? { ratePerSecond: drawRate(random) } : {}),
     };
     const consumers = i === 0 ? [...founders] : founders.filter(() => random.int(0, 1) === 0);
     topics.push({
@@ -90,6 +90,18 @@ export function drawFanout(random: Random, founders: readonly NodeId[], maxEmit 
     });
   }
   return { topics, emitEveryMs: random.int(1000, 10_000), maxEmit };
+}
+
+/**
+ * A rated topic's rate, 2 to 50 items a second, from one draw (so that the draws after it are
+ * the ones they were): half of them 2 to 4, so that an emit of a few items passes twice the rate
+ * at once (its rate and a second's burst, which the fanout-rate checker holds a leader's leases
+ * to), and a leader that leases past it is seen. Drawn evenly from 2 to 50, a planted bug that
+ * ignored the rate was caught in 3 seeds of 80 (test/fixtures/fanout-plants.ts).
+ */
+function drawRate(random: Random): number {
+  const r = random.int(0, 99);
+  return r < 50 ? 2 + (r % 3) : 5 + ((r - 50) % 46);
 }
 
 /** The settings a topic's consumers register (cluster.consume's checks and defaults). */

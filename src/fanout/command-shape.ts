@@ -29,7 +29,7 @@ export function isFanoutCommand(value: unknown): value is FanoutCommand {
     case 'emit':
       return isTopic(c.topic) && list(c.items, MAX_ITEMS_PER_EMIT, isItem) && c.items.length > 0 && (c.origin === null || isOrigin(c.origin)) && isTime(c.atMs);
     case 'lease':
-      return isMemberId(c.member) && list(c.ids, MAX_ITEMS_PER_LEASE, isCount) && isTime(c.atMs);
+      return isMemberId(c.member) && list(c.ids, MAX_ITEMS_PER_LEASE, isCount) && isTime(c.atMs) && (c.topic === undefined || isTopic(c.topic));
     case 'done':
       return isMemberId(c.member) && list(c.outcomes, MAX_OUTCOMES_PER_COMMAND, isOutcome) && isTime(c.atMs);
     case 'reclaim':

@@ -72,7 +72,12 @@ export type FanoutCommand =
   | { readonly type: 'consume'; readonly topic: string; readonly member: NodeId; readonly settings: ConsumerSettings }
   | { readonly type: 'unconsume'; readonly topic: string; readonly member: NodeId }
   | { readonly type: 'emit'; readonly topic: string; readonly items: readonly EmittedItem[]; readonly origin: EmitOrigin | null; readonly atMs: number }
-  | { readonly type: 'lease'; readonly member: NodeId; readonly ids: readonly number[]; readonly atMs: number }
+  /**
+   * `topic`, when given: the topic of the items it leases, and an item of another is skipped. An
+   * early lease (early-leases.ts) names ids it guessed, and a wrong guess must not lease another
+   * topic's items past that topic's rate.
+   */
+  | { readonly type: 'lease'; readonly member: NodeId; readonly ids: readonly number[]; readonly atMs: number; readonly topic?: string }
   | { readonly type: 'done'; readonly member: NodeId; readonly outcomes: readonly ItemOutcome[]; readonly atMs: number }
   | { readonly type: 'reclaim'; readonly leases: readonly { readonly id: number; readonly token: number }[]; readonly atMs: number }
   | { readonly type: 'requeue'; readonly topic: string; readonly ids: readonly number[]; readonly atMs: number };

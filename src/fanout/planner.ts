@@ -119,37 +119,67 @@ function planLeases(input: DeliveryInput): Array<{ member: NodeId; ids: number[]
     for (const n of free.values()) wanted += n;
     if (wanted === 0) continue;
     const allowed = input.rates.take(topic.name, rateOf(topic), input.nowMs, wanted);
+    const runs = new Runs(topic, free, byMember);
     let scanned = 0;
-    let leased = 0;
-    // The ids of the member taking the current run, and how many more the run may take.
-    let ids: number[] = [];
-    let run = 0;
     for (const id of topic.ready) {
-      if (leased >= allowed || scanned >= allowed + MAX_SCAN_PER_ROUND) break;
+      if (runs.given >= allowed || scanned >= allowed + MAX_SCAN_PER_ROUND) break;
       // Not counted as scanned: bounded by the lease proposals in flight, not by the ready set.
       if (input.leasing?.has(id) === true) continue;
       scanned++;
       const item = input.state.items.get(id);
       if (item === undefined || item.phase.kind !== 'pending' || item.phase.notBeforeMs > input.nowMs) continue;
-      if (run === 0) {
-        const member = mostFree(free, id);
-        if (member === null) break;
-        const room = free.get(member) as number;
-        run = Math.min(room, topic.consumers.get(member)?.parallelism ?? room);
-        free.set(member, room - run);
-        ids = byMember.get(member) ?? [];
-        byMember.set(member, ids);
-      }
-      ids.push(id);
-      run--;
-      leased++;
+      if (!runs.give(id)) break;
     }
     // Tokens taken but not used go back: the next round may use them.
-    input.rates.giveBack(topic.name, allowed - leased);
+    input.rates.giveBack(topic.name, allowed - runs.given);
   }
+  return leasesOf(byMember);
+}
+
+/** Each member's ids, in leases of at most MAX_ITEMS_PER_LEASE. */
+export function leasesOf(byMember: ReadonlyMap<NodeId, number[]>): Array<{ member: NodeId; ids: number[] }> {
   const leases: Array<{ member: NodeId; ids: number[] }> = [];
   for (const [member, ids] of byMember) for (let i = 0; i < ids.length; i += MAX_ITEMS_PER_LEASE) leases.push({ member, ids: ids.slice(i, i + MAX_ITEMS_PER_LEASE) });
   return leases;
+}
+
+/**
+ * Items of one topic handed out in runs (see planLeases): the member with the most free room
+ * (mostFree) takes a run of up to its parallelism, then the one with the most room then.
+ */
+export class Runs {
+  readonly #topic: TopicRecord;
+  readonly #free: Map<NodeId, number>;
+  readonly #byMember: Map<NodeId, number[]>;
+  /** The ids of the member taking the current run, and how many more the run may take. */
+  #ids: number[] = [];
+  #left = 0;
+  /** Items given so far. */
+  given = 0;
+
+  /** `free`: each member's room, taken from as runs start; `byMember`: where the ids given go. */
+  constructor(topic: TopicRecord, free: Map<NodeId, number>, byMember: Map<NodeId, number[]>) {
+    this.#topic = topic;
+    this.#free = free;
+    this.#byMember = byMember;
+  }
+
+  /** Gives `id` to the member of the current run, or of a new one; false when no member has room. */
+  give(id: number): boolean {
+    if (this.#left === 0) {
+      const member = mostFree(this.#free, id);
+      if (member === null) return false;
+      const room = this.#free.get(member) as number;
+      this.#left = Math.min(room, this.#topic.consumers.get(member)?.parallelism ?? room);
+      this.#free.set(member, room - this.#left);
+      this.#ids = this.#byMember.get(member) ?? [];
+      this.#byMember.set(member, this.#ids);
+    }
+    this.#ids.push(id);
+    this.#left--;
+    this.given++;
+    return true;
+  }
 }
 
 /** Each eligible consumer not busy, with room (its parallelism and the prefetch the leader gives it, prefetch.ts, less what it holds), and how much, lowest id first. */

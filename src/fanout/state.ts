@@ -360,7 +360,8 @@ export class FanoutState {
 
   /**
    * Leases the listed items to `member` under this entry's index, each one that is still
-   * pending, due at `atMs` and ready (its key's head), on a topic `member` consumes with room
+   * pending, due at `atMs` and ready (its key's head), of the command's topic if it names one,
+   * on a topic `member` consumes with room
    * under its parallelism and prefetch (prefetch.ts); the others are skipped: the leader planned with a state a few entries
    * older, or another leader's lease applied meanwhile.
    */
@@ -376,7 +377,7 @@ export class FanoutState {
     let held = 0;
     for (const id of command.ids) {
       const item = this.items.get(id);
-      if (item === undefined || item.phase.kind !== 'pending' || item.phase.notBeforeMs > atMs) continue;
+      if (item === undefined || item.phase.kind !== 'pending' || item.phase.notBeforeMs > atMs || (command.topic !== undefined && item.topic !== command.topic)) continue;
       if (topic?.name !== item.topic) {
         topic = this.topics.get(item.topic) as TopicRecord;
         settings = topic.consumers.get(member);

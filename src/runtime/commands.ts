@@ -42,6 +42,7 @@ const KIND_SCHEDULER = 1;
 const KIND_CLUSTER = 2;
 const KIND_FANOUT = 3;
 const CBOR_ARRAY_OF_TWO = 0x82;
+const CBOR_ARRAY_OF_THREE = 0x83;
 
 /**
  * Whether `bytes` is an application entry, read from its first two bytes without decoding it:
@@ -50,6 +51,15 @@ const CBOR_ARRAY_OF_TWO = 0x82;
  */
 export function isUserCommand(bytes: Uint8Array): boolean {
   return bytes.length >= 2 && bytes[0] === CBOR_ARRAY_OF_TWO && bytes[1] === KIND_USER;
+}
+
+/**
+ * Whether `bytes` may be a fan-out command, read from its first two bytes without decoding it:
+ * 0x83 opens a CBOR array of three (a command of a version after the first), and KIND_FANOUT, a
+ * small integer, is one byte of its own. decodeEntry decides whether it is one.
+ */
+export function mayBeFanoutCommand(bytes: Uint8Array): boolean {
+  return bytes.length >= 2 && bytes[0] === CBOR_ARRAY_OF_THREE && bytes[1] === KIND_FANOUT;
 }
 
 /**

@@ -46,6 +46,12 @@ export interface DriverOptions extends RequestOptions {
    */
   readonly beforeContact?: () => void;
   readonly onApplied?: (entry: Entry) => void;
+  /**
+   * Called on the leader with the indexes of the entries appended to its log since the last call
+   * (its own proposals and those forwarded to it), before their Ready is taken: what it proposes
+   * joins the same write and the same appends (fan-out's early leases, leader-delivery.ts).
+   */
+  readonly onLeaderAppended?: (from: number, to: number) => void;
   /** A leader's snapshot replaced the state: entries up to `index` will not be applied one by one. */
   readonly onSnapshotInstalled?: (index: number) => void;
   /**
@@ -129,6 +135,8 @@ export class RaftDriver {
   invalidMessages = 0;
   /** Messages the transport refused to encode. */
   unsendableMessages = 0;
+  /** The last index of the log that onLeaderAppended was told of, or passed over while not leading. */
+  #appendedSeen = 0;
   /** Set when a Ready's configuration no longer holds this member: it stops once that Ready is done. */
   #removed: RemovedError | null = null;
   /**
@@ -240,6 +248,11 @@ export class RaftDriver {
     return this.#clockSync.offsets(this.#o.timers.now(), this.#o.clock.now());
   }
 
+  /** The index of the log applied up to. */
+  get appliedIndex(): number {
+    return this.#node.log.applied;
+  }
+
   /** Proposals waiting to commit on this member (bounded by maxPendingProposals). */
   get pendingProposals(): number {
     return this.#requests.proposals;
@@ -280,11 +293,13 @@ export class RaftDriver {
    * state machine's result. Rejects with NotLeaderError when no leader is known or reachable,
    * ProposalDroppedError when a new leader replaced the entry, TimeoutError after the request
    * timeout (the entry may still commit later), BackpressureError when too much is waiting.
+   * With `leaderTerm`, it is appended only while this member leads in that term, never
+   * forwarded (PendingRequests.propose).
    */
-  propose(data: Uint8Array, signal?: AbortSignal): Promise<ProposalResult> {
+  propose(data: Uint8Array, signal?: AbortSignal, leaderTerm?: number): Promise<ProposalResult> {
     if (this.#fatal !== null) return Promise.reject(this.#fatalError());
     if (!this.#running) return Promise.reject(new NotRunningError(this.#stopped ? 'stopped' : 'not started'));
-    return this.#requests.propose(data, signal, () => this.#contact.unreachableLeader(this.#o.timers.now()));
+    return this.#requests.propose(data, signal, () => this.#contact.unreachableLeader(this.#o.timers.now()), leaderTerm);
   }
 
   /**
@@ -435,10 +450,10 @@ export class RaftDriver {
       do {
         this.#loopAgain = false;
         if (!this.#running) break;
-        this.#requests.submit();
+        this.#submit();
         while (this.#running && this.#node.hasReady()) {
           this.#handleReady(this.#node.ready());
-          this.#requests.submit();
+          this.#submit();
         }
         // Removed: every Ready is done (a removed leader's last heartbeats and its TimeoutNow
         // have gone to the transport); nothing more is applied or sent.
@@ -455,6 +470,19 @@ export class RaftDriver {
     } finally {
       this.#looping = false;
     }
+  }
+
+  /** Hands the proposals queued to the node, then tells a leader's new entries to onLeaderAppended, and hands over what it proposed. */
+  #submit(): void {
+    this.#requests.submit();
+    const tell = this.#o.onLeaderAppended;
+    if (tell === undefined) return;
+    const from = this.#appendedSeen + 1;
+    const last = this.#node.log.lastIndex();
+    this.#appendedSeen = last;
+    if (last < from || this.#node.role !== 'leader') return;
+    tell(from, last);
+    this.#requests.submit();
   }
 
   /**

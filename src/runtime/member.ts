@@ -9,7 +9,8 @@ import type { SchedulerCommand } from '../scheduler/command.js';
 import type { LogStorage } from '../storage/log-storage.js';
 import type { Clock, Timers } from '../time/clock.js';
 import type { Transport } from '../transport/transport.js';
-import { encodeCommand } from './commands.js';
+import { decodeEntry, encodeCommand } from './commands.js';
+import { appendedEmits } from './fanout/appended-emits.js';
 import { COMPACTION_DEFAULTS, type CompactionOptions } from './compaction.js';
 import { RaftDriver } from './driver.js';
 import { memberStateMachine, type MemberStateMachineHooks } from './member-state-machine.js';
@@ -212,6 +213,8 @@ export class Member {
         if (entry.type === EntryType.ConfChange) this.#appliedConf = changedBy(this.#appliedConf, entry);
         parts.onApplied?.(entry);
       },
+      // A leader leases an emit's items as it appends the emit, so that the lease commits with it.
+      onLeaderAppended: (from, to) => this.fanoutRuntime.delivery.appended(from, to, appendedEmits(parts.node.log, from, to, (bytes) => this.#fanoutCommandOf(bytes))),
       onSnapshotInstalled: (index) => {
         this.#appliedConf = parts.node.latestSnapshot.conf ?? this.#appliedConf;
         // A leader's snapshot may bring a version this member never applied an activation of
@@ -292,10 +295,12 @@ export class Member {
       timers: parts.timers,
       // As the scheduler's planning: by the cluster's time, so not before the leader learned it.
       isLeader: () => this.#leads() && driver.clockSynced && this.versions.active >= FANOUT_VERSION,
+      term: () => driver.node.term,
       // The stamp clock: the leader's rate buckets, deadlines and lease stamps, and the stamps of
       // emits and outcomes, do not go back with the small steps of the cluster's time (no timer
       // fires by it).
       clusterNowMs: () => driver.stampClock().now(),
+      appliedIndex: () => driver.appliedIndex,
       eligible: (id) => this.eligibleMembers().includes(id),
       configured: (id) => configuration.isMember(id),
       lost: (id) => this.#lost(id),
@@ -303,7 +308,9 @@ export class Member {
       onEvent: parts.onFanoutEvent,
       propose: async (command) => {
         this.versions.require('fan-out', FANOUT_VERSION);
-        return driver.propose(encodeCommand({ kind: 'fanout', command }));
+        // A lease is the plan of this member leading in its term (its rate buckets, its leases
+        // in flight): appended by another leader, it would add to that leader's own.
+        return driver.propose(encodeCommand({ kind: 'fanout', command }), undefined, command.type === 'lease' ? driver.node.term : undefined);
       },
     });
     this.versionKeeper = new VersionKeeper({
@@ -507,6 +514,17 @@ export class Member {
     }
     const contact = Math.max(this.driver.contact.leaderContact ?? Number.NEGATIVE_INFINITY, this.#ledAt ?? Number.NEGATIVE_INFINITY);
     return now - contact < leaseMs;
+  }
+
+  /** The fan-out command in an entry's bytes as the apply will read it, or null (another kind, or one it skips). */
+  #fanoutCommandOf(bytes: Uint8Array): FanoutCommand | null {
+    try {
+      const decoded = decodeEntry(bytes, this.versions.active, this.versions.support);
+      return decoded.kind === 'fanout' ? decoded.command : null;
+    } catch {
+      // An entry of a version this member cannot read: its apply stops the member.
+      return null;
+    }
   }
 
   /**

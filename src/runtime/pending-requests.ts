@@ -47,6 +47,8 @@ interface PendingProposal {
   forwardedTo: NodeId | null;
   /** A change of the configuration, named for its refusal (`add-learner m4`); undefined for a command. */
   readonly what?: string;
+  /** The term of this member's leading it was made for, to be appended in alone: never forwarded (see propose). */
+  readonly leaderTerm?: number;
   signal: AbortSignal | undefined;
   onAbort: (() => void) | undefined;
 }
@@ -101,9 +103,13 @@ export class PendingRequests {
 
   /**
    * Queues a proposal for the next loop turn, unless too many wait, `unreachable` says no
-   * leader can take it, or `signal` is already aborted.
+   * leader can take it, or `signal` is already aborted. With `leaderTerm`, it is the plan of
+   * this member leading in that term (fan-out's leases, made with its own rate buckets and
+   * leases in flight): it is appended only while this member still leads in that term, and
+   * refused with NotLeaderError rather than forwarded to another leader, whose own plan it
+   * would add to.
    */
-  propose(data: Uint8Array, signal: AbortSignal | undefined, unreachable: () => NotLeaderError | null): Promise<ProposalResult> {
+  propose(data: Uint8Array, signal: AbortSignal | undefined, unreachable: () => NotLeaderError | null, leaderTerm?: number): Promise<ProposalResult> {
     if (this.#pending.size >= this.#o.maxPendingProposals) {
       return Promise.reject(new BackpressureError(`${this.#pending.size} proposals are already waiting (maxPendingProposals)`));
     }
@@ -122,6 +128,7 @@ export class PendingRequests {
         forwardedTo: null,
         signal,
         onAbort: undefined,
+        ...(leaderTerm === undefined ? {} : { leaderTerm }),
       };
       if (signal !== undefined) {
         p.onAbort = (): void => this.#settle(p, abortError(signal));
@@ -178,11 +185,18 @@ export class PendingRequests {
         if (count > 0 && bytes > this.#o.maxProposalBatchBytes) break;
         count++;
       }
-      const batch = this.#queued.splice(0, count).filter((p) => this.#pending.has(p.pid));
+      const batch = this.#queued.splice(0, count).filter((p) => this.#pending.has(p.pid) && this.#stillLeading(p));
       if (batch.length === 0) continue;
       const outcome = this.#node.propose(batch.map((p): ProposalData => ({ pid: p.pid, data: p.data })));
       this.#onProposeOutcome(batch, outcome);
     }
+  }
+
+  /** Whether a proposal may go to the node: any but one made for a term this member no longer leads in, which is refused here. */
+  #stillLeading(p: PendingProposal): boolean {
+    if (p.leaderTerm === undefined || (this.#node.role === 'leader' && this.#node.term === p.leaderTerm)) return true;
+    this.#settle(p, new NotLeaderError(this.#node.leader));
+    return false;
   }
 
   /** Settles the proposal the entry applied at its index decides: with `result`, or dropped. */

@@ -51,7 +51,8 @@ export const FORFEIT_VERSION = MEMBERSHIP_VERSION;
  * of format 3. No wire change: they ride in Normal entries. Every member applies a lease within
  * the member's parallelism and a prefetch of up to seven times as much again (fanout/prefetch.ts),
  * raised from three before this version was released: a release that applies another bound
- * needs a version of its own.
+ * needs a version of its own. A lease may name its topic (then it leases only that topic's
+ * items), added before this version was released too.
  */
 export const FANOUT_VERSION = 3;
 

@@ -1,26 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { ConsumerSettings, FanoutCommand } from '../../src/fanout/command.js';
+import { cluster, emitN, settings } from './plan-fixture.js';
 import { planDelivery, RATE_BURST_SECONDS, RateBuckets, type DeliveryInput } from '../../src/fanout/planner.js';
 import { PREFETCH_PER_PARALLELISM } from '../../src/fanout/prefetch.js';
-import { FanoutState, LEASE_GRACE_MS } from '../../src/fanout/state.js';
-
-const settings = (parallelism: number, ratePerSecond: number | null = null): ConsumerSettings => ({ parallelism, retries: 1, timeoutMs: 1000, backoffMs: 100, ratePerSecond, maxPending: null });
-
-/** A state and the next index to apply at. */
-function cluster(): { state: FanoutState; apply: (c: FanoutCommand) => number } {
-  const state = new FanoutState();
-  let index = 0;
-  return {
-    state,
-    apply: (c) => {
-      state.apply(++index, c);
-      return index;
-    },
-  };
-}
-
-const emitN = (n: number, key: (i: number) => string | null = () => null): FanoutCommand => ({ type: 'emit', topic: 't', items: Array.from({ length: n }, (_, i) => ({ data: Uint8Array.of(i), key: key(i) })), origin: null, atMs: 0 });
+import { LEASE_GRACE_MS, type FanoutState } from '../../src/fanout/state.js';
 
 function input(state: FanoutState, over: Partial<DeliveryInput> = {}): DeliveryInput {
   return { state, nowMs: 0, eligible: () => true, configured: () => true, lost: () => false, busy: new Set(), rates: new RateBuckets(), ...over };

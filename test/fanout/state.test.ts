@@ -48,6 +48,16 @@ describe('fan-out state', () => {
     expect([...state.topics.get('t')?.ready ?? []]).toEqual([2]);
   });
 
+  it('leases, under a lease that names a topic, only items of that topic', () => {
+    const { state, apply } = log();
+    apply({ type: 'consume', topic: 't', member: 'm1', settings: SETTINGS });
+    apply({ type: 'consume', topic: 'u', member: 'm1', settings: SETTINGS });
+    apply(emit('t', [['a', null]]));
+    apply(emit('u', [['b', null]]));
+    expect(apply({ type: 'lease', member: 'm1', ids: [1, 2], atMs: 10, topic: 'u' })).toMatchObject({ leased: [2] });
+    expect(state.items.get(1)?.phase.kind).toBe('pending');
+  });
+
   it('records a success once, under the lease it ran under: a late outcome after a reclaim is stale', () => {
     const { state, apply } = log();
     apply({ type: 'consume', topic: 't', member: 'm1', settings: SETTINGS });

@@ -94,6 +94,20 @@ describe('proposals on a follower', () => {
     await expect(forwarded).rejects.toMatchObject({ code: 'CRONRAFT_OUTCOME_UNKNOWN' });
   });
 
+  it("made for a term of this member's leading are refused, not forwarded, once it no longer leads in that term", async () => {
+    const { driver, transport } = await makeDriver(new MemoryLogStorage());
+    transport.deliver({ type: 'heartbeat', from: 'b', to: 'a', term: 1, commit: 0, readCtx: 0 });
+    await settle();
+    transport.sent.length = 0;
+    const planned = driver.propose(new Uint8Array([1]), undefined, 1);
+    await expect(planned).rejects.toMatchObject({ code: 'CRONRAFT_NOT_LEADER' });
+    expect(transport.sent.filter((m) => m.type === 'propose')).toEqual([]);
+    // Any other proposal goes to the leader.
+    void driver.propose(new Uint8Array([2])).catch(() => undefined);
+    await settle();
+    expect(transport.sent.filter((m) => m.type === 'propose')).toHaveLength(1);
+  });
+
   it('fail at once when the known leader has been silent for too long', async () => {
     const { timers, advance } = manualTimers();
     // Silent for 50 ms: well within an election timeout (10 to 20 ticks), so the leader is still known.

@@ -8,7 +8,7 @@ import { ManualTimers } from '../fixtures/manual-timers.js';
 const settings = (parallelism: number): ConsumerSettings => ({ parallelism, retries: 1, timeoutMs: 1000, backoffMs: 100, ratePerSecond: null, maxPending: null });
 
 /** A leader whose proposals apply to `state` at the next index once released (held until then when `hold`). */
-function leader(hold = false): { state: FanoutState; timers: ManualTimers; delivery: LeaderDelivery; proposed: FanoutCommand[]; release: () => Promise<void>; releaseOne: () => Promise<void>; flags: { leading: boolean; eligible: Set<string>; configured: Set<string>; lost: Set<string> }; apply: (c: FanoutCommand) => number } {
+function leader(hold = false): { state: FanoutState; timers: ManualTimers; delivery: LeaderDelivery; proposed: FanoutCommand[]; release: () => Promise<void>; releaseOne: () => Promise<void>; flags: { leading: boolean; term: number; eligible: Set<string>; configured: Set<string>; lost: Set<string> }; apply: (c: FanoutCommand) => number } {
   const state = new FanoutState();
   const timers = new ManualTimers();
   let index = 0;
@@ -18,12 +18,14 @@ function leader(hold = false): { state: FanoutState; timers: ManualTimers; deliv
   };
   const proposed: FanoutCommand[] = [];
   const held: Array<() => void> = [];
-  const flags = { leading: true, eligible: new Set(['a', 'b']), configured: new Set(['a', 'b']), lost: new Set<string>() };
+  const flags = { leading: true, term: 1, eligible: new Set(['a', 'b']), configured: new Set(['a', 'b']), lost: new Set<string>() };
   const delivery = new LeaderDelivery({
     state,
     timers,
     isLeader: () => flags.leading,
+    term: () => flags.term,
     clusterNowMs: () => timers.now(),
+    appliedIndex: () => index,
     eligible: (m) => flags.eligible.has(m),
     configured: (m) => flags.configured.has(m),
     lost: (m) => flags.lost.has(m),
@@ -117,6 +119,55 @@ describe("the leader's delivery of work items (LeaderDelivery)", () => {
     t.apply({ type: 'emit', topic: 't', items: [{ data: Uint8Array.of(3), key: null }], origin: null, atMs: 0 });
     t.delivery.plan();
     expect(t.proposed).toHaveLength(2);
+  });
+
+  it("leases an emit's items as it is appended, before it applies; the plan after its apply leases them to no one else", async () => {
+    const t = leader(true);
+    t.apply({ type: 'consume', topic: 't', member: 'a', settings: settings(2) });
+    t.apply({ type: 'consume', topic: 't', member: 'b', settings: settings(1) });
+    const emit = (n: number, key: string | null = null): FanoutCommand => ({ type: 'emit', topic: 't', items: Array.from({ length: n }, (_, i) => ({ data: Uint8Array.of(i), key })), origin: null, atMs: 0 });
+    // Appended at index 3, everything before it applied: its items will be ids 1 to 5.
+    t.delivery.appended(3, 3, [{ index: 3, topic: 't', count: 5, keyed: false }]);
+    expect(t.proposed.flatMap((c) => (c.type === 'lease' ? c.ids : [])).sort()).toEqual([1, 2, 3, 4, 5]);
+    const proposed = t.proposed.length;
+    t.apply(emit(5));
+    t.delivery.soon();
+    await settle();
+    expect(t.proposed).toHaveLength(proposed);
+    await t.release();
+    expect([...t.state.items.values()].every((i) => i.phase.kind === 'leased')).toBe(true);
+    t.delivery.soon();
+    await settle();
+    expect(t.proposed).toHaveLength(proposed);
+
+    // A keyed emit waits for its apply: only then are its lines known.
+    const next = t.apply({ type: 'consume', topic: 'u', member: 'a', settings: settings(2) }) + 1;
+    t.delivery.appended(next, next, [{ index: next, topic: 't', count: 2, keyed: true }]);
+    expect(t.proposed).toHaveLength(proposed);
+    // Nor does a member that does not lead lease early.
+    t.flags.leading = false;
+    t.delivery.appended(100, 100, [{ index: 100, topic: 't', count: 2, keyed: false }]);
+    expect(t.proposed).toHaveLength(proposed);
+  });
+
+  it("starts a new term of leading with empty rate buckets, though no plan saw it lose the lead in between", async () => {
+    const t = leader();
+    t.apply({ type: 'consume', topic: 't', member: 'a', settings: { ...settings(50), ratePerSecond: 10 } });
+    t.apply({ type: 'emit', topic: 't', items: Array.from({ length: 40 }, (_, i) => ({ data: Uint8Array.of(i), key: null })), origin: null, atMs: 0 });
+    const leased = (): number => t.proposed.flatMap((c) => (c.type === 'lease' ? c.ids : [])).length;
+    // The first look starts the buckets empty; a second later, one second's worth.
+    t.delivery.plan();
+    t.timers.advance(1000);
+    t.delivery.plan();
+    await settle();
+    expect(leased()).toBe(10);
+    // Another member leads for a while, and this one leads again in a later term: a bucket filled
+    // meanwhile would let ten more start at once, on top of what the other leader leased.
+    t.timers.advance(1000);
+    t.flags.term = 3;
+    t.delivery.plan();
+    await settle();
+    expect(leased()).toBe(10);
   });
 
   it('keeps a member busy until the last of the leases it was given at once applies (more than a command holds)', async () => {

@@ -5,6 +5,7 @@ import { PREFETCH_PER_PARALLELISM } from '../../src/fanout/prefetch.js';
 import type { TopicRecord } from '../../src/fanout/state.js';
 import type { NodeId } from '../../src/raft/types.js';
 import type { Member } from '../../src/runtime/member.js';
+import { decodeEntry } from '../../src/runtime/commands.js';
 import type { MemberSettings } from '../../src/runtime/member-settings.js';
 import { FANOUT_VERSION, SUPPORTED, type VersionSupport } from '../../src/version/versions.js';
 import { drainMicrotasks } from '../../simulations/scheduler.js';
@@ -43,6 +44,41 @@ describe('fan-out on the production member', () => {
     // Every member settles the same way, once it applied the last outcomes.
     await sim.until('every member settled', () => (FOUNDERS.every((id) => sim.get(id).member?.fanout.items.size === 0) ? true : undefined));
     for (const id of FOUNDERS) expect(sim.get(id).member?.fanout.topics.get('t')?.counts).toMatchObject({ emitted: 50, done: 50, stale: 0 });
+  });
+
+  it("leases an emit's items as the leader appends it: the leases are in the leader's log when the emit applies, and run the items", async () => {
+    const sim = new MembershipSim(4);
+    for (const id of FOUNDERS) await sim.start(id);
+    await sim.until('cluster version 3 on every member', () => (FOUNDERS.every((id) => sim.get(id).member?.versions.active === FANOUT_VERSION) ? true : undefined));
+    const runs: number[] = [];
+    for (const id of FOUNDERS) await sim.settle(memberOf(sim, id).fanoutRuntime.consume('t', (_data, ctx) => void runs.push(ctx.id), SETTINGS));
+    const leader = await sim.until('a leader', () => sim.leader());
+    await sim.until('every consumer registered on the leader', () => (leader.member?.fanout.topics.get('t')?.consumers.size === 3 ? true : undefined));
+    // As the leader applies each emit: the leases after it in its log, and the ids they name.
+    const seen: Array<{ ids: number[]; leased: number[] }> = [];
+    sim.onFanoutApplied = (id, index, command, result) => {
+      if (id !== leader.id || command.type !== 'emit' || !result.ok) return;
+      const leased: number[] = [];
+      const log = leader.driver?.node.log;
+      for (let at = index + 1; log !== undefined && at <= log.lastIndex(); at++) {
+        const decoded = decodeEntry(log.entry(at)?.data ?? new Uint8Array(0), FANOUT_VERSION, SUPPORTED);
+        if (decoded.kind === 'fanout' && decoded.command.type === 'lease') leased.push(...decoded.command.ids);
+      }
+      seen.push({ ids: Array.from({ length: result.count ?? 0 }, (_, i) => (result.firstId ?? 0) + i), leased });
+    };
+    const follower = memberOf(sim, FOUNDERS.find((id) => id !== leader.id) as NodeId);
+    const items = (n: number, key: string | null = null): Array<{ data: Uint8Array; key: string | null }> => Array.from({ length: n }, (_, i) => ({ data: Uint8Array.of(i), key }));
+    await sim.settle(follower.fanoutRuntime.emit('t', items(10), null));
+    await sim.settle(memberOf(sim, leader.id).fanoutRuntime.emit('t', items(10), null));
+    await sim.until('every item run', () => (runs.length === 20 ? true : undefined));
+    expect(seen).toHaveLength(2);
+    for (const emit of seen) expect(emit.leased).toEqual(expect.arrayContaining(emit.ids));
+    // A keyed emit is leased once it applied: not early.
+    await sim.until('every item done', () => (leader.member?.fanout.items.size === 0 ? true : undefined));
+    await sim.settle(follower.fanoutRuntime.emit('t', items(2, 'k'), null));
+    await sim.until('the keyed items run', () => (runs.length === 22 ? true : undefined));
+    expect(seen[2]?.leased).toEqual([]);
+    expect(new Set(runs).size).toBe(22);
   });
 
   it('gives a member being sent a snapshot no new items, though it answers and its clock is measured; once caught up, it gets its share', async () => {

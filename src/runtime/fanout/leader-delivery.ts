@@ -1,4 +1,6 @@
 import type { FanoutCommand } from '../../fanout/command.js';
+import { planEarlyLeases } from '../../fanout/early-leases.js';
+import { EmitIds } from '../../fanout/emit-ids.js';
 import { planDelivery, RateBuckets } from '../../fanout/planner.js';
 import { PrefetchDepths } from '../../fanout/prefetch-depths.js';
 import type { FanoutState } from '../../fanout/state.js';
@@ -17,15 +19,30 @@ import { Periodic } from '../../time/periodic.js';
  * (planner.ts, DeliveryInput.leasing). Each member's prefetch is as deep as PrefetchDepths says.
  * A member that is not the leader plans nothing, and a new leader starts its rate buckets empty
  * and every prefetch at the first depth.
+ *
+ * The leader also leases an emit's items as it appends the emit (`appended`), so that the lease
+ * commits with it (fanout/early-leases.ts), with the ids it tells them to take (fanout/emit-ids.ts).
  */
 
 /** How often the leader plans when nothing applied asks it to: deadlines, backoffs and rates pass with time. */
 export const DELIVERY_INTERVAL_MS = 100;
 
+/** An emit the leader appended, as `appended` is told of it. */
+export interface AppendedEmit {
+  readonly index: number;
+  readonly topic: string;
+  /** The ids it takes once applied: its items; null for a requeue (the dead letters it finds then). */
+  readonly count: number | null;
+  /** Whether an item of it has a key: none is leased early. */
+  readonly keyed: boolean;
+}
+
 export interface LeaderDeliveryOptions {
   readonly state: FanoutState;
   readonly timers: Timers;
   readonly isLeader: () => boolean;
+  /** The term this member is in: a term of leading starts afresh (`#leading`), however briefly another member led before it. */
+  readonly term: () => number;
   /** The cluster's time, which the state's deadlines and backoffs are in. */
   readonly clusterNowMs: () => number;
   /** Whether a member may be given work now (live, caught up, clock in sync, not stopping). */
@@ -34,6 +51,8 @@ export interface LeaderDeliveryOptions {
   readonly configured: (member: NodeId) => boolean;
   /** Whether a member's leases must be taken back now (planner.ts, DeliveryInput.lost). */
   readonly lost: (member: NodeId) => boolean;
+  /** The index of the log this member's state applied up to (for the ids of emits appended, fanout/emit-ids.ts). */
+  readonly appliedIndex: () => number;
   /** Proposes a command; settles once it applied here or failed. */
   readonly propose: (command: FanoutCommand) => Promise<unknown>;
   /** @default DELIVERY_INTERVAL_MS */
@@ -52,11 +71,16 @@ export class LeaderDelivery {
   readonly #busy = new Map<NodeId, number>();
   /** The items of the lease proposals in flight (bounded by them: members times MAX_ITEMS_PER_LEASE). */
   readonly #leasing = new Set<number>();
+  /** How many of them each member's proposals hold (an early lease counts them as held). */
+  readonly #leasingItems = new Map<NodeId, number>();
+  /** The ids of the emits appended in this term of leading (early leases). */
+  readonly #emitIds = new EmitIds();
   #rates = new RateBuckets();
   #depths = new PrefetchDepths();
   #reclaiming = false;
   #unconsuming = false;
-  #wasLeader = false;
+  /** The term this member led in when last looked, 0 when it did not lead. */
+  #leadingTerm = 0;
   #planSoon = false;
   /** Proposals made, for tests and state. */
   proposed = 0;
@@ -84,26 +108,45 @@ export class LeaderDelivery {
     });
   }
 
+  /**
+   * Entries `from` to `to` were appended to this leader's log, and `emits` are the emits among
+   * them, in log order: each that leases early proposes its lease now, to join its write and
+   * appends (fanout/early-leases.ts).
+   */
+  appended(from: number, to: number, emits: readonly AppendedEmit[]): void {
+    // Told of every entry, to see gaps; asked whether it leads only when it has emits to lease.
+    if (emits.length > 0 && !this.#leading()) return;
+    this.#emitIds.seen(from, to);
+    const o = this.#o;
+    let nowMs: number | null = null;
+    let eligible: ((member: NodeId) => boolean) | null = null;
+    for (const emit of emits) {
+      const firstId = this.#emitIds.emitted(emit.index, emit.count, o.state.nextItemId, o.appliedIndex());
+      if (firstId === null || emit.keyed || emit.count === null) continue;
+      nowMs ??= o.clusterNowMs();
+      eligible ??= this.#eligibleOnce();
+      const leases = planEarlyLeases({
+        state: o.state,
+        topic: emit.topic,
+        firstId,
+        count: emit.count,
+        nowMs,
+        eligible,
+        leasingOf: (member) => this.#leasingItems.get(member) ?? 0,
+        leasing: this.#leasing,
+        rates: this.#rates,
+        prefetch: (topic, member) => this.#depths.of(topic, member),
+      });
+      for (const lease of leases) this.#proposeLease(lease.member, lease.ids, nowMs, emit.topic);
+    }
+  }
+
   /** One round: the plan, and its proposals; `deadlines`: whether it looks for leases past their deadline (planner.ts, DeliveryInput.deadlines). */
   plan(deadlines = true): void {
+    if (!this.#leading()) return;
     const o = this.#o;
-    const leading = o.isLeader();
-    if (leading !== this.#wasLeader) {
-      // A new term of leading starts with empty buckets: no burst past the rate at a change of
-      // leader; and with every member's prefetch at the first depth.
-      this.#rates = new RateBuckets();
-      this.#depths = new PrefetchDepths();
-      this.#wasLeader = leading;
-    }
-    if (!leading) return;
     const nowMs = o.clusterNowMs();
-    // Asked once per member a round: the plan asks for every lease it looks at.
-    const looked = new Map<NodeId, boolean>();
-    const eligible = (member: NodeId): boolean => {
-      let yes = looked.get(member);
-      if (yes === undefined) looked.set(member, (yes = o.eligible(member)));
-      return yes;
-    };
+    const eligible = this.#eligibleOnce();
     const depths = this.#depths;
     depths.update(o.state, this.#busy);
     const prefetch = (topic: string, member: NodeId): number => depths.of(topic, member);
@@ -122,17 +165,54 @@ export class LeaderDelivery {
         this.#unconsuming = false;
       });
     }
-    for (const lease of plan.leases) {
-      const member = lease.member;
-      this.#busy.set(member, (this.#busy.get(member) ?? 0) + 1);
-      for (const id of lease.ids) this.#leasing.add(id);
-      this.#propose({ type: 'lease', member, ids: lease.ids, atMs: nowMs }, () => {
-        const left = (this.#busy.get(member) ?? 1) - 1;
-        if (left > 0) this.#busy.set(member, left);
-        else this.#busy.delete(member);
-        for (const id of lease.ids) this.#leasing.delete(id);
-      });
+    for (const lease of plan.leases) this.#proposeLease(lease.member, lease.ids, nowMs);
+  }
+
+  /**
+   * Whether this member leads now. A new term of leading starts with empty buckets (no burst
+   * past the rate at a change of leader), every member's prefetch at the first depth, and no
+   * ids of emits known: by the term, so that a member that lost the lead and won it back between
+   * two looks does not keep buckets filled while another member leased.
+   */
+  #leading(): boolean {
+    const leading = this.#o.isLeader();
+    const term = leading ? this.#o.term() : 0;
+    if (term !== this.#leadingTerm) {
+      this.#rates = new RateBuckets();
+      this.#depths = new PrefetchDepths();
+      this.#emitIds.reset();
+      this.#leadingTerm = term;
     }
+    return leading;
+  }
+
+  /** Whether a member may be given work, asked once per member for the caller's round: a plan asks for every lease it looks at. */
+  #eligibleOnce(): (member: NodeId) => boolean {
+    const looked = new Map<NodeId, boolean>();
+    return (member) => {
+      let yes = looked.get(member);
+      if (yes === undefined) looked.set(member, (yes = this.#o.eligible(member)));
+      return yes;
+    };
+  }
+
+  /**
+   * Proposes a lease of `ids` to `member`: busy, and its items given to no other, until it applies
+   * or fails. An early lease names its topic: the ids it guessed may be another topic's.
+   */
+  #proposeLease(member: NodeId, ids: readonly number[], nowMs: number, topic?: string): void {
+    this.#busy.set(member, (this.#busy.get(member) ?? 0) + 1);
+    this.#leasingItems.set(member, (this.#leasingItems.get(member) ?? 0) + ids.length);
+    for (const id of ids) this.#leasing.add(id);
+    this.#propose(topic === undefined ? { type: 'lease', member, ids, atMs: nowMs } : { type: 'lease', member, ids, atMs: nowMs, topic }, () => {
+      const left = (this.#busy.get(member) ?? 1) - 1;
+      if (left > 0) this.#busy.set(member, left);
+      else this.#busy.delete(member);
+      const items = (this.#leasingItems.get(member) ?? ids.length) - ids.length;
+      if (items > 0) this.#leasingItems.set(member, items);
+      else this.#leasingItems.delete(member);
+      for (const id of ids) this.#leasing.delete(id);
+    });
   }
 
   #propose(command: FanoutCommand, done: () => void): void {
