@@ -18,8 +18,10 @@ import { rateOf } from './topic-rate.js';
  * parallelism, within the topic's rate, as planDelivery hands out items. Room counts the items
  * of the member's lease proposals in flight as held: unlike planDelivery, this does not pass
  * over a member with a lease in flight, or the next emit would wait for it. Nothing is leased
- * early while items of the topic wait to be leased: they go first, in order, at the plan after
- * the emit applies; nor are keyed items, whose lines only the apply knows.
+ * early while items of the topic wait in its ready set (to be leased, or out a retry's backoff),
+ * nor while an earlier emit of it, not yet applied, was not all leased early (LeaderDelivery
+ * keeps those): they go first, at the plan after the emit applies; nor are keyed items, whose
+ * lines only the apply knows.
  */
 
 /** Items of a topic looked at for one waiting to be leased: past it, some are taken to wait. */

@@ -144,10 +144,28 @@ describe("the leader's delivery of work items (LeaderDelivery)", () => {
     const next = t.apply({ type: 'consume', topic: 'u', member: 'a', settings: settings(2) }) + 1;
     t.delivery.appended(next, next, [{ index: next, topic: 't', count: 2, keyed: true }]);
     expect(t.proposed).toHaveLength(proposed);
-    // Nor does a member that does not lead lease early.
+    // Nor does a member that does not lead lease early; the same emit appended once it leads again is.
+    const last = t.apply({ type: 'consume', topic: 'u', member: 'b', settings: settings(1) }) + 1;
     t.flags.leading = false;
-    t.delivery.appended(100, 100, [{ index: 100, topic: 't', count: 2, keyed: false }]);
+    t.delivery.appended(last, last, [{ index: last, topic: 't', count: 1, keyed: false }]);
     expect(t.proposed).toHaveLength(proposed);
+    t.flags.leading = true;
+    t.delivery.appended(last, last, [{ index: last, topic: 't', count: 1, keyed: false }]);
+    expect(t.proposed).toHaveLength(proposed + 1);
+  });
+
+  it("leases no later emit early while an earlier one's items wait for its apply", () => {
+    const t = leader(true);
+    t.apply({ type: 'consume', topic: 't', member: 'a', settings: settings(1) });
+    t.apply({ type: 'consume', topic: 't', member: 'b', settings: settings(1) });
+    t.flags.eligible = new Set(['a']);
+    // Ten items at index 3: a has room for four (its parallelism and prefetch); six wait for the apply.
+    t.delivery.appended(3, 3, [{ index: 3, topic: 't', count: 10, keyed: false }]);
+    expect(t.proposed.flatMap((c) => (c.type === 'lease' ? c.ids : []))).toEqual([1, 2, 3, 4]);
+    // b may take work now, and a second emit comes before the first applied: its items wait too.
+    t.flags.eligible = new Set(['a', 'b']);
+    t.delivery.appended(4, 4, [{ index: 4, topic: 't', count: 2, keyed: false }]);
+    expect(t.proposed).toHaveLength(1);
   });
 
   it("starts a new term of leading with empty rate buckets, though no plan saw it lose the lead in between", async () => {

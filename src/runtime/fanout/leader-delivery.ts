@@ -12,10 +12,10 @@ import { Periodic } from '../../time/periodic.js';
  * The leader's side of fan-out (issue 19): it runs the pure plan (fanout/planner.ts) as items
  * and outcomes apply and on a timer, and proposes what it says, `lease` per member and
  * `reclaim`, and drops the registrations of members that left the configuration (`unconsume`,
- * one at a time). A member is given nothing while a lease of its own is in flight (its `busy`
+ * one at a time). A plan gives a member nothing while a lease of its own is in flight (its `busy`
  * set: one plan's lease, in several proposals when it is given more than MAX_ITEMS_PER_LEASE items),
  * nor is a reclaim proposed while one is, so that a plan never counts a member's items in flight
- * short. The items of a lease in flight are given to no other member meanwhile
+ * short (an early lease counts them as held instead). The items of a lease in flight are given to no other member meanwhile
  * (planner.ts, DeliveryInput.leasing). Each member's prefetch is as deep as PrefetchDepths says.
  * A member that is not the leader plans nothing, and a new leader starts its rate buckets empty
  * and every prefetch at the first depth.
@@ -75,6 +75,12 @@ export class LeaderDelivery {
   readonly #leasingItems = new Map<NodeId, number>();
   /** The ids of the emits appended in this term of leading (early leases). */
   readonly #emitIds = new EmitIds();
+  /**
+   * Per topic, the last emit appended in this term of leading whose items were not all leased
+   * early: until it applies, no later emit of the topic is leased early, so that its items go
+   * first (bounded by the topics).
+   */
+  #leftOver = new Map<string, number>();
   #rates = new RateBuckets();
   #depths = new PrefetchDepths();
   #reclaiming = false;
@@ -120,9 +126,15 @@ export class LeaderDelivery {
     const o = this.#o;
     let nowMs: number | null = null;
     let eligible: ((member: NodeId) => boolean) | null = null;
+    const applied = o.appliedIndex();
     for (const emit of emits) {
-      const firstId = this.#emitIds.emitted(emit.index, emit.count, o.state.nextItemId, o.appliedIndex());
-      if (firstId === null || emit.keyed || emit.count === null) continue;
+      const firstId = this.#emitIds.emitted(emit.index, emit.count, o.state.nextItemId, applied);
+      const before = this.#leftOver.get(emit.topic);
+      if (before !== undefined && before <= applied) this.#leftOver.delete(emit.topic);
+      if (firstId === null || emit.keyed || emit.count === null || (before !== undefined && before > applied)) {
+        this.#leftOver.set(emit.topic, emit.index);
+        continue;
+      }
       nowMs ??= o.clusterNowMs();
       eligible ??= this.#eligibleOnce();
       const leases = planEarlyLeases({
@@ -137,7 +149,12 @@ export class LeaderDelivery {
         rates: this.#rates,
         prefetch: (topic, member) => this.#depths.of(topic, member),
       });
-      for (const lease of leases) this.#proposeLease(lease.member, lease.ids, nowMs, emit.topic);
+      let leased = 0;
+      for (const lease of leases) {
+        this.#proposeLease(lease.member, lease.ids, nowMs, emit.topic);
+        leased += lease.ids.length;
+      }
+      if (leased < emit.count) this.#leftOver.set(emit.topic, emit.index);
     }
   }
 
@@ -181,6 +198,7 @@ export class LeaderDelivery {
       this.#rates = new RateBuckets();
       this.#depths = new PrefetchDepths();
       this.#emitIds.reset();
+      this.#leftOver = new Map();
       this.#leadingTerm = term;
     }
     return leading;
