@@ -78,7 +78,7 @@ export class LeaderDelivery {
   /**
    * Per topic, the last emit appended in this term of leading whose items were not all leased
    * early: until it applies, no later emit of the topic is leased early, so that its items go
-   * first (bounded by the topics).
+   * first. Those applied are dropped at each look: bounded by the emits appended and not applied.
    */
   #leftOver = new Map<string, number>();
   #rates = new RateBuckets();
@@ -127,11 +127,10 @@ export class LeaderDelivery {
     let nowMs: number | null = null;
     let eligible: ((member: NodeId) => boolean) | null = null;
     const applied = o.appliedIndex();
+    for (const [topic, index] of this.#leftOver) if (index <= applied) this.#leftOver.delete(topic);
     for (const emit of emits) {
       const firstId = this.#emitIds.emitted(emit.index, emit.count, o.state.nextItemId, applied);
-      const before = this.#leftOver.get(emit.topic);
-      if (before !== undefined && before <= applied) this.#leftOver.delete(emit.topic);
-      if (firstId === null || emit.keyed || emit.count === null || (before !== undefined && before > applied)) {
+      if (firstId === null || emit.keyed || emit.count === null || this.#leftOver.has(emit.topic)) {
         this.#leftOver.set(emit.topic, emit.index);
         continue;
       }
