@@ -1,6 +1,5 @@
 import type { NodeId } from '../raft/types.js';
-import { leasesOf, Runs, type RateBuckets } from './planner.js';
-import { leasedUpTo } from './prefetch.js';
+import { freeCapacity, leasesOf, Runs, type RateBuckets } from './planner.js';
 import type { FanoutState, TopicRecord } from './state.js';
 import { rateOf } from './topic-rate.js';
 
@@ -51,16 +50,9 @@ export interface EarlyLeaseInput {
 export function planEarlyLeases(input: EarlyLeaseInput): Array<{ member: NodeId; ids: number[] }> {
   const topic = input.state.topics.get(input.topic);
   if (topic === undefined || input.count === 0 || waiting(topic, input.leasing)) return [];
-  const free = new Map<NodeId, number>();
+  const free = freeCapacity(topic, input.eligible, input.leasingOf, input.prefetch);
   let wanted = 0;
-  for (const member of [...topic.consumers.keys()].sort()) {
-    const settings = topic.consumers.get(member);
-    if (settings === undefined || !input.eligible(member)) continue;
-    const room = leasedUpTo(topic, settings, input.prefetch(topic.name, member)) - (topic.inFlight.get(member) ?? 0) - input.leasingOf(member);
-    if (room <= 0) continue;
-    free.set(member, room);
-    wanted += room;
-  }
+  for (const room of free.values()) wanted += room;
   if (wanted === 0) return [];
   const allowed = input.rates.take(topic.name, rateOf(topic), input.nowMs, Math.min(wanted, input.count));
   const byMember = new Map<NodeId, number[]>();

@@ -114,7 +114,7 @@ function planLeases(input: DeliveryInput): Array<{ member: NodeId; ids: number[]
   const byMember = new Map<NodeId, number[]>();
   for (const topic of input.state.topics.values()) {
     if (topic.ready.size === 0) continue;
-    const free = freeCapacity(topic, input);
+    const free = freeCapacity(topic, input.eligible, (member) => (input.busy.has(member) ? null : 0), input.prefetch);
     let wanted = 0;
     for (const n of free.values()) wanted += n;
     if (wanted === 0) continue;
@@ -182,14 +182,20 @@ export class Runs {
   }
 }
 
-/** Each eligible consumer not busy, with room (its parallelism and the prefetch the leader gives it, prefetch.ts, less what it holds), and how much, lowest id first. */
-function freeCapacity(topic: TopicRecord, { eligible, busy, prefetch }: DeliveryInput): Map<NodeId, number> {
+/**
+ * Each eligible consumer with room (its parallelism and the prefetch the leader gives it,
+ * prefetch.ts, less what it holds and what `held` adds), and how much, lowest id first. `held`
+ * gives null for a member to pass over: the plan passes over one with a lease in flight, where
+ * an early lease counts that lease's items as held (early-leases.ts).
+ */
+export function freeCapacity(topic: TopicRecord, eligible: (member: NodeId) => boolean, held: (member: NodeId) => number | null, prefetch?: (topic: string, member: NodeId) => number): Map<NodeId, number> {
   const free = new Map<NodeId, number>();
   for (const member of [...topic.consumers.keys()].sort()) {
-    if (busy.has(member) || !eligible(member)) continue;
+    const more = held(member);
+    if (more === null || !eligible(member)) continue;
     const settings = topic.consumers.get(member);
     const depth = prefetch?.(topic.name, member) ?? PREFETCH_PER_PARALLELISM;
-    const room = settings === undefined ? 0 : leasedUpTo(topic, settings, depth) - (topic.inFlight.get(member) ?? 0);
+    const room = settings === undefined ? 0 : leasedUpTo(topic, settings, depth) - (topic.inFlight.get(member) ?? 0) - more;
     if (room > 0) free.set(member, room);
   }
   return free;
