@@ -5,7 +5,7 @@ import { MAX_ITEM_BACKOFF_MS, MAX_ITEM_TIMEOUT_MS, MAX_PARALLELISM, MAX_RATE_PER
 import type { ItemContext } from './runtime/fanout/consumer.js';
 import type { FanoutRuntime } from './runtime/fanout/fanout-runtime.js';
 import type { Timers } from './time/clock.js';
-import { driverStopped } from './runtime/driver.js';
+import { driverStopped } from './runtime/driver-options.js';
 
 /**
  * Fan-out on the Cluster's facade (issue 19): the checks of `consume`'s options, a consumer's

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { registerConsumer } from '../../src/cluster-fanout.js';
 import { CronraftError, NotLeaderError, NotRunningError, RemovedError } from '../../src/errors.js';
 import type { ConsumerSettings } from '../../src/fanout/command.js';
-import { driverStopped } from '../../src/runtime/driver.js';
+import { driverStopped } from '../../src/runtime/driver-options.js';
 import type { FanoutRuntime } from '../../src/runtime/fanout/fanout-runtime.js';
 import { ManualTimers } from '../fixtures/manual-timers.js';
 

@@ -5,7 +5,7 @@ import { waitUntil, within } from '../scheduler/handover.js';
 import { Periodic } from '../../time/periodic.js';
 import type { NodeId } from '../../raft/types.js';
 import type { TimerHandle, Timers } from '../../time/clock.js';
-import { driverStopped } from '../driver.js';
+import { driverStopped } from '../driver-options.js';
 
 /**
  * A member's side of fan-out (issue 19): the topics it consumes, the items leased to it, run

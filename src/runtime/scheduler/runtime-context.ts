@@ -1,4 +1,4 @@
-import { driverStopped } from '../driver.js';
+import { driverStopped } from '../driver-options.js';
 import type { NodeId } from '../../raft/types.js';
 import type { Clock, Timers } from '../../time/clock.js';
 import { StampClock } from '../../time/stamp-clock.js';
