@@ -498,6 +498,27 @@ describe("slot timers follow the cluster's time as it is corrected", () => {
   });
 });
 
+describe('a job scheduled again as a run of it ends', () => {
+  for (const gapMs of [1, 3]) {
+    it(`does not run the slot again (${gapMs} ms after the run, its outcome not yet committed)`, async () => {
+      // A read barrier may complete before an entry proposed just ahead of it commits (its read
+      // point is the leader's commit index when asked): here 1 ms, against 5 ms for a commit.
+      // Unscheduling proposes the held outcome; the slot armed again passed the barrier before
+      // it applied, and ran a second time.
+      const c: Cluster = track(new Cluster(['a', 'b'], 5, {}, () => ({ barrier: () => c.time.sleep(1) })));
+      c.schedule(['a', 'b'], 'sync', { every: '1s' }, 3);
+      await c.time.advanceTo(T0 + 1000);
+      const member = c.runs.find((r) => r.job === 'sync')!.member;
+      await c.time.advanceTo(T0 + 1003 + gapMs);
+      c.members.get(member)!.unschedule('sync');
+      c.schedule([member], 'sync', { every: '1s' }, 3);
+      await c.time.advanceTo(T0 + 1500);
+      expect(c.runs.filter((r) => r.job === 'sync' && r.slotMs === T0 + 1000)).toHaveLength(1);
+      expect(c.claims('sync')[0]!.outcomes.get(member)?.outcome).toBe('succeeded');
+    });
+  }
+});
+
 describe('registrations', () => {
   it('are proposed once per job and member until answered, however many plan intervals a commit takes', async () => {
     // A commit round longer than three plan intervals (a loaded cluster).

@@ -220,8 +220,8 @@ export class Assignee {
       this.#armed.delete(key);
     }
     for (const [key, claim] of this.#ctx.state.claims) {
-      // A run that ended here with its outcome still on its way is not run again.
-      if (claim.assignees.includes(self) && !told.has(key) && !this.#records.alreadyReported(claim) && !this.#records.endedUnrecorded(key, claim.token)) this.#arm(claim);
+      // A run that ended here, its outcome recorded or on its way, is not run again (#arm).
+      if (claim.assignees.includes(self) && !told.has(key) && !this.#records.alreadyReported(claim)) this.#arm(claim);
     }
     // Runs queued behind another member's may go, if the snapshot shows that run ended.
     if (this.#permits.queuedCount > 0) this.#permits.pump();
@@ -305,6 +305,10 @@ export class Assignee {
     if (!claim.assignees.includes(this.#o.self) || this.#ctx.stopped || this.#ctx.draining) return;
     const job = this.#jobs.get(claim.job);
     const key = claimKey(claim.job, claim.slotMs);
+    // A run of it under this token ended here, its outcome on its way: armed again (its job
+    // scheduled again meanwhile, a snapshot without the outcome), it would run again once a read
+    // barrier shows the claim still held, which it may before the outcome commits.
+    if (this.#records.endedUnrecorded(key, claim.token)) return;
     // Only a clock that has learned the cluster's time may call a claim history: a member that
     // restarted with its clock far ahead would otherwise drop, unrun and unreported, every
     // claim it replays. Armed now, it fires once the clock is synced (see #fire).
