@@ -109,6 +109,38 @@ describe('proposals on a follower', () => {
     expect(transport.sent.filter((m) => m.type === 'propose')).toHaveLength(1);
   });
 
+  it('made for a term of this member\'s leading are refused while it leads again in a later term', async () => {
+    const { driver, transport } = await makeDriver(new MemoryLogStorage());
+    /** Wins the next election: its prevotes and votes answered by b. */
+    const win = async (term: number): Promise<void> => {
+      driver.node.campaign();
+      transport.deliver({ type: 'prevote-resp', from: 'b', to: 'a', term, reject: false });
+      await settle();
+      transport.deliver({ type: 'vote-resp', from: 'b', to: 'a', term, reject: false });
+      await settle();
+      expect(driver.node.role).toBe('leader');
+      expect(driver.node.term).toBe(term);
+    };
+    await win(1);
+    // b leads term 2, then a wins term 3: a plan of term 1 is stale, though a leads again.
+    transport.deliver({ type: 'heartbeat', from: 'b', to: 'a', term: 2, commit: 0, readCtx: 0 });
+    await settle();
+    await win(3);
+    const last = driver.node.log.lastIndex();
+    let outcome: unknown = 'pending';
+    driver.propose(new Uint8Array([1]), undefined, 1).then(
+      () => (outcome = 'appended'),
+      (error: unknown) => (outcome = error),
+    );
+    await settle();
+    expect(outcome).toMatchObject({ code: 'CRONRAFT_NOT_LEADER' });
+    expect(driver.node.log.lastIndex()).toBe(last);
+    // A plan of the term it leads in is appended.
+    void driver.propose(new Uint8Array([2]), undefined, 3).catch(() => undefined);
+    await settle();
+    expect(driver.node.log.lastIndex()).toBe(last + 1);
+  });
+
   it('fail at once when the known leader has been silent for too long', async () => {
     const { timers, advance } = manualTimers();
     // Silent for 50 ms: well within an election timeout (10 to 20 ticks), so the leader is still known.
