@@ -168,6 +168,40 @@ describe("the leader's delivery of work items (LeaderDelivery)", () => {
     expect(t.proposed).toHaveLength(1);
   });
 
+  it("leases none of another topic's items when an emit ahead of one leased early is refused, and its ids go to others", async () => {
+    const t = leader(true);
+    t.apply({ type: 'consume', topic: 't', member: 'a', settings: settings(3) });
+    t.apply({ type: 'consume', topic: 'u', member: 'b', settings: { ...settings(3), maxPending: 1 } });
+    const emit = (topic: string, n: number): FanoutCommand => ({ type: 'emit', topic, items: Array.from({ length: n }, (_, i) => ({ data: Uint8Array.of(i), key: null })), origin: null, atMs: 0 });
+    // Appended: two items of u (guessed ids 1-2), three of t (3-5), one of u (6); each leased early.
+    t.delivery.appended(3, 5, [
+      { index: 3, topic: 'u', count: 2, keyed: false },
+      { index: 4, topic: 't', count: 3, keyed: false },
+      { index: 5, topic: 'u', count: 1, keyed: false },
+    ]);
+    expect(t.proposed.map((c) => (c.type === 'lease' ? [c.topic, c.member, c.ids] : null))).toEqual([
+      ['u', 'b', [1, 2]],
+      ['t', 'a', [3, 4, 5]],
+      ['u', 'b', [6]],
+    ]);
+    // u's first emit is refused (over its maxPending): t's items take ids 1-3, and u's next, id 4.
+    expect([emit('u', 2), emit('t', 3), emit('u', 1)].map(t.apply)).toEqual([3, 4, 5]);
+    const topicOf = (id: number): string | undefined => t.state.items.get(id)?.topic;
+    expect([1, 2, 3, 4].map(topicOf)).toEqual(['t', 't', 't', 'u']);
+    await t.release();
+    // Each lease took only items of the topic it names: t's lease got item 3, not u's item 4.
+    const holder = (id: number): string | null => {
+      const phase = t.state.items.get(id)?.phase;
+      return phase?.kind === 'leased' ? phase.member : null;
+    };
+    expect([1, 2, 3, 4].map(holder)).toEqual([null, null, 'a', null]);
+    // The plan after the applies leases what the wrong guesses left, each to its topic's consumer.
+    t.delivery.soon();
+    await settle();
+    await t.release();
+    expect([1, 2, 3, 4].map(holder)).toEqual(['a', 'a', 'a', 'b']);
+  });
+
   it("starts a new term of leading with empty rate buckets, though no plan saw it lose the lead in between", async () => {
     const t = leader();
     t.apply({ type: 'consume', topic: 't', member: 'a', settings: { ...settings(50), ratePerSecond: 10 } });
