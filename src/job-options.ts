@@ -10,8 +10,10 @@ export const MAX_PRIORITY = 1000;
 const OVERLAP_POLICIES: ReadonlySet<unknown> = new Set(['skip', 'allow', 'queue', 'replace']);
 
 export function validateName(name: unknown): void {
-  if (typeof name !== 'string' || name.length === 0 || name.length > MAX_JOB_NAME_LENGTH) {
-    throw new InvalidArgumentError('name', name, `a non-empty string of at most ${MAX_JOB_NAME_LENGTH} characters`);
+  // '.' and '..' are refused: an address resolves them as path segments (%2e too), so that over
+  // HTTP and the CLI such a job could never be named, only another route.
+  if (typeof name !== 'string' || name.length === 0 || name.length > MAX_JOB_NAME_LENGTH || name === '.' || name === '..') {
+    throw new InvalidArgumentError('name', name, `a non-empty string of at most ${MAX_JOB_NAME_LENGTH} characters, not '.' or '..'`);
   }
 }
 

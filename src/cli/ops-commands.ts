@@ -1,5 +1,6 @@
 import { Option, type Command } from 'commander';
 import { InvalidArgumentError } from '../errors.js';
+import { isoInstantMs } from '../http/iso-instant.js';
 import { EXIT, type CliOutput } from './exit-codes.js';
 import { answeredError, ask, memberUrl, type Answer } from './http-client.js';
 import { historyTable, jobsTable, membersTable, statusText, type HistoryJson, type StateJson } from './tables.js';
@@ -79,7 +80,7 @@ export function addOpsCommands(program: Command, io: CliOutput, exit: (code: num
 
   memberCommand('cancel', "cancel a job's runs in progress across the cluster, or only one slot's (needs --token); never retried")
     .argument('<job>', "the job's name")
-    .option('--slot <iso>', 'only the run of this slot, an ISO 8601 instant as `history` shows it')
+    .option('--slot <iso>', 'only the run of this slot, an ISO 8601 instant as `history` shows it', isoInstant)
     .action(async (job: string, flags: MemberFlags & { slot?: string }) => {
       needToken(flags);
       const path = `/v1/jobs/${encodeURIComponent(job)}/cancel`;
@@ -110,6 +111,12 @@ function succeeded(answer: Answer): unknown {
 /** Actions need the member's token; an empty CRONRAFT_TOKEN is no token. */
 function needToken(flags: MemberFlags): void {
   if (flags.token === undefined || flags.token === '') throw new InvalidArgumentError('--token', undefined, 'the http.token of the member (or CRONRAFT_TOKEN): actions need it');
+}
+
+/** `--slot`, checked here as the member checks it: a usage error, not a refusal, and never a day that does not exist. */
+function isoInstant(value: string): string {
+  if (isoInstantMs(value) === null) throw new InvalidArgumentError('--slot', value, 'an ISO 8601 instant such as 2026-01-01T00:00:00.000Z');
+  return value;
 }
 
 function positiveInt(value: string): number {

@@ -1,3 +1,4 @@
+import { isoInstantMs } from './iso-instant.js';
 import type { SlotHistory } from '../api/history.js';
 import type { ClusterState } from '../api/state.js';
 import { InvalidArgumentError, UnknownJobError } from '../errors.js';
@@ -118,13 +119,10 @@ function cancelBody(body: unknown): { slot?: Date } {
   if (unknown !== undefined) throw new InvalidArgumentError('body', unknown, 'no field but "slot"');
   const slot = (body as { slot?: unknown }).slot;
   if (slot === undefined) return {};
-  const ms = typeof slot === 'string' && ISO_INSTANT.test(slot) ? Date.parse(slot) : Number.NaN;
-  if (!Number.isFinite(ms)) throw new InvalidArgumentError('slot', slot, 'an ISO 8601 instant such as 2026-01-01T00:00:00.000Z');
+  const ms = typeof slot === 'string' ? isoInstantMs(slot) : null;
+  if (ms === null) throw new InvalidArgumentError('slot', slot, 'an ISO 8601 instant such as 2026-01-01T00:00:00.000Z');
   return { slot: new Date(ms) };
 }
-
-/** An ISO 8601 instant with its offset (a time with none would be read in the server's zone). */
-const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
 
 function jobOf(state: ClusterState, name: string): ClusterState['jobs'][number] {
   const job = state.jobs.find((j) => j.name === name);

@@ -1,8 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { ListenError } from '../errors.js';
 import type { BearerAuth } from './auth.js';
-import { badBody, bodyTooLarge, errorAnswer } from './errors.js';
+import { badBody, bodyTooLarge, errorAnswer, notFound } from './errors.js';
 import { acceptsGzip, gzipPieces } from './gzip-pieces.js';
 import type { RouteAnswer, RouteTable } from './route-table.js';
 import { byteLength, JSON_CONTENT_TYPE } from './state-json.js';
@@ -21,6 +21,14 @@ export interface HttpLimits {
   readonly keepAliveTimeoutMs: number;
   /** Connections open at once; more are refused, so that a flood of clients costs a bounded amount. */
   readonly maxConnections: number;
+  /**
+   * Requests of one connection read and not yet answered in full (pipelined): past it the
+   * connection is closed. Node reads every request a client sent at once and answers each in
+   * turn, keeping the answers the client has not read.
+   */
+  readonly maxPipelinedRequests: number;
+  /** How long a connection may move no byte either way (a client that does not read its answers) before it is closed. */
+  readonly stalledTimeoutMs: number;
 }
 
 export const HTTP_LIMITS: HttpLimits = {
@@ -34,6 +42,9 @@ export const HTTP_LIMITS: HttpLimits = {
   keepAliveTimeoutMs: 5_000,
   /** Operators, a scraper and a few probes: far fewer. */
   maxConnections: 64,
+  /** The CLI, a scraper and the dashboard send one request at a time; browsers never pipeline. */
+  maxPipelinedRequests: 8,
+  stalledTimeoutMs: 30_000,
 };
 
 /** Headers of every answer: JSON or text that no cache keeps and no browser sniffs as something else. */
@@ -50,6 +61,8 @@ export class HttpServer {
   readonly #auth: BearerAuth;
   readonly #limits: HttpLimits;
   readonly #server: Server;
+  /** Per connection, its requests read and not yet answered (see #pipelined). */
+  readonly #unanswered = new WeakMap<Socket, number>();
   #address: string | null = null;
 
   constructor(routes: RouteTable, auth: BearerAuth, limits: HttpLimits = HTTP_LIMITS) {
@@ -65,9 +78,12 @@ export class HttpServer {
       connectionsCheckingInterval: Math.ceil(Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs) / 10),
     };
     this.#server = createServer({ maxHeaderSize: limits.maxHeaderBytes, ...timeouts }, (req, res) => {
-      void this.#handle(req, res);
+      if (this.#pipelined(req, res)) void this.#handle(req, res);
     });
     this.#server.maxConnections = limits.maxConnections;
+    // Node's timeouts end once a request is read: a client that reads no answer would otherwise
+    // keep its connection, and the answers written to it, for as long as it likes.
+    this.#server.timeout = limits.stalledTimeoutMs;
   }
 
   /** `host:port` it listens on (the port bound, when asked for 0), or null when it does not. */
@@ -101,10 +117,27 @@ export class HttpServer {
     await closed;
   }
 
+  /**
+   * Counts the request among its connection's unanswered ones (until its answer is written or the
+   * connection goes); past maxPipelinedRequests, closes the connection instead: its answers would
+   * be kept for a client that does not read them. Returns whether to answer it.
+   */
+  #pipelined(req: IncomingMessage, res: ServerResponse): boolean {
+    const socket = req.socket;
+    const waiting = (this.#unanswered.get(socket) ?? 0) + 1;
+    if (waiting > this.#limits.maxPipelinedRequests) {
+      socket.destroy();
+      return false;
+    }
+    this.#unanswered.set(socket, waiting);
+    res.once('close', () => this.#unanswered.set(socket, (this.#unanswered.get(socket) ?? 1) - 1));
+    return true;
+  }
+
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     let startedAt = performance.now();
     try {
-      const url = new URL(req.url ?? '/', 'http://localhost');
+      const url = requestUrl(req.url);
       const { route, params } = this.#routes.match(req.method ?? 'GET', url.pathname);
       if (route.action) {
         const refused = this.#auth.check(req.headers.authorization);
@@ -187,6 +220,19 @@ export class HttpServer {
     const own = 'json' in answer ? {} : answer.headers;
     res.writeHead(answer.status ?? 200, { ...COMMON_HEADERS, ...own, ...headers, 'content-type': contentType, 'content-length': Buffer.byteLength(text), ...serverTiming(startedAt) });
     res.end(text);
+  }
+}
+
+/**
+ * The request's address, its path and query read against this server. A request line Node takes
+ * but the URL parser does not (`GET //[/x`, an authority with a bad port) names no route here:
+ * answered 404, not as a fault of the server.
+ */
+function requestUrl(target: string | undefined): URL {
+  try {
+    return new URL(target ?? '/', 'http://localhost');
+  } catch {
+    throw notFound(target ?? '/');
   }
 }
 

@@ -231,12 +231,19 @@ export class PendingRequests {
 
   /** Places forwarded proposals a leader took, and fails those it refused. */
   forwardResults(results: readonly ForwardResult[]): void {
+    // One error for the refusals that name the same leader, as for a batch the node refused: a
+    // leader that stepped down refuses every proposal forwarded to it at once, and an error
+    // each (its stack captured) held the loop for each of thousands.
+    let refused: NotLeaderError | null = null;
     for (const r of results) {
       const p = this.#pending.get(r.pid);
       if (p === undefined) continue;
       if (r.accepted) this.#place(p, r.index);
       else if (p.what !== undefined && r.reason !== undefined) this.#settle(p, confChangeRefused(r.reason, r.leader, p.what));
-      else this.#settle(p, new NotLeaderError(r.leader));
+      else {
+        if (refused === null || refused.leader !== r.leader) refused = new NotLeaderError(r.leader);
+        this.#settle(p, refused);
+      }
     }
   }
 

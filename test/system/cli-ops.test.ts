@@ -85,8 +85,9 @@ describe('cronraft against a running cluster of three', () => {
     expect(table.stdout).toMatch(/=succeeded/);
   });
 
-  it('exit 2 on a usage error: no --url, a bad --url, a bad --limit, remove-member without a token, an unknown command', async () => {
-    for (const args of [['status'], ['status', '--url', 'not a url'], ['jobs', '--url', 'ftp://127.0.0.1'], ['history', '--url', urlOf(leader), '--limit', 'x'], ['remove-member', '--url', urlOf(leader), follower.id], ['frobnicate']]) {
+  it('exit 2 on a usage error: no --url, a bad --url, a bad --limit, a bad --slot (a day that does not exist too), remove-member without a token, an unknown command', async () => {
+    const cancel = (slot: string): string[] => ['cancel', '--url', urlOf(leader), '--token', TOKEN, 'report', '--slot', slot];
+    for (const args of [['status'], ['status', '--url', 'not a url'], ['jobs', '--url', 'ftp://127.0.0.1'], ['history', '--url', urlOf(leader), '--limit', 'x'], cancel('noon'), cancel('2027-02-30T00:00:00.000Z'), ['remove-member', '--url', urlOf(leader), follower.id], ['frobnicate']]) {
       const r = await cronraft(args);
       expect(r.code, args.join(' ')).toBe(2);
       expect(r.stderr.length, args.join(' ')).toBeGreaterThan(0);
@@ -149,7 +150,7 @@ describe('cronraft against a running cluster of three', () => {
     expect(JSON.parse(again.stdout)).toEqual({ job: 'slow', cancelled: [] });
     expect(await cronraft(['cancel', '--url', urlOf(leader), '--token', TOKEN, 'slow'])).toMatchObject({ code: 0, stdout: 'slow: nothing was running, nothing cancelled\n' });
     expect(await cronraft(['cancel', '--url', urlOf(leader), '--token', TOKEN, 'nobody'])).toMatchObject({ code: 1, stderr: expect.stringMatching(/CRONRAFT_UNKNOWN_JOB/) });
-    expect(await cronraft(['cancel', '--url', urlOf(leader), '--token', TOKEN, 'slow', '--slot', 'noon'])).toMatchObject({ code: 1, stderr: expect.stringMatching(/CRONRAFT_INVALID_ARGUMENT/) });
+    expect(await cronraft(['cancel', '--url', urlOf(leader), '--token', TOKEN, 'slow', '--slot', 'noon'])).toMatchObject({ code: 2, stderr: expect.stringMatching(/Invalid --slot/) });
     expect((await cronraft(['cancel', '--url', urlOf(leader), 'slow'])).code).toBe(2);
   });
 

@@ -246,7 +246,8 @@ describe('reading over HTTP', () => {
     await expect.poll(() => c.history({ job: 'slow' })[0]?.outcomes[c.id]?.outcome, { timeout: 10_000 }).toBe('cancelled');
     expect((await request(c, '/metrics')).body).toContain('cronraft_job_runs_total{job="slow",outcome="cancelled"} 1');
     expect((await request(c, '/v1/history?job=slow')).body.history[0]).toMatchObject({ cancelled: { by: c.id } });
-    for (const bad of [{ slot: 'yesterday' }, { slot: '2026-01-01T00:00:00' }, { slot: 5 }, { slots: [] }, ['x'], 'slot']) {
+    // A day that does not exist is refused, not rolled over to another slot's (Feb 30 is Mar 2 to Date.parse).
+    for (const bad of [{ slot: 'yesterday' }, { slot: '2026-01-01T00:00:00' }, { slot: '2027-02-30T00:00:00.000Z' }, { slot: 5 }, { slots: [] }, ['x'], 'slot']) {
       expect(await request(c, '/v1/jobs/slow/cancel', json(bad))).toMatchObject({ status: 400, body: { error: { code: 'CRONRAFT_INVALID_ARGUMENT' } } });
     }
     expect(await request(c, '/v1/jobs/nobody/cancel', withToken())).toMatchObject({ status: 404, body: { error: { code: 'CRONRAFT_UNKNOWN_JOB' } } });
@@ -420,6 +421,72 @@ describe('errors over HTTP', () => {
     third.socket.write('GET /x HTTP/1.1\r\nHost: x\r\n\r\n');
     expect(await third.closed).toBe('');
     for (const c of held) c.socket.destroy();
+  });
+
+  it('answers a request target the URL parser refuses 404, not as a fault of the server', async () => {
+    const server = new HttpServer(new RouteTable(), new BearerAuth(null));
+    servers.push(server);
+    await server.listen('127.0.0.1', 0);
+    const [host, port] = (server.address as string).split(':');
+    for (const target of ['//[/v1/state', 'http://[/v1/state', '//a:99999/v1/state']) {
+      const socket = connect(Number(port), host);
+      let received = '';
+      socket.on('data', (d: Buffer) => (received += d.toString()));
+      socket.write(`GET ${target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+      await new Promise((resolve) => socket.on('close', resolve));
+      expect(received, target).toMatch(/^HTTP\/1\.1 404/);
+      expect(JSON.parse(received.slice(received.indexOf('\r\n\r\n') + 4)), target).toMatchObject({ error: { code: 'CRONRAFT_HTTP_NOT_FOUND' } });
+    }
+  });
+
+  /** A server of one route (GET /x), `limits` over HTTP_LIMITS, and a client connected to it that reads nothing until told. */
+  async function pipelining(limits: Partial<typeof HTTP_LIMITS>, answerBytes = 10_000): Promise<{ socket: ReturnType<typeof connect>; read: () => Promise<{ answers: number; elapsedMs: number }> }> {
+    const answer = 'x'.repeat(answerBytes);
+    const table = new RouteTable().add({ method: 'GET', path: '/x', action: false, handle: () => ({ json: answer }) });
+    const server = new HttpServer(table, new BearerAuth(null), { ...HTTP_LIMITS, ...limits });
+    servers.push(server);
+    await server.listen('127.0.0.1', 0);
+    const [host, port] = (server.address as string).split(':');
+    const socket = connect(Number(port), host);
+    socket.pause();
+    socket.on('error', () => undefined);
+    await new Promise((resolve) => socket.on('connect', resolve));
+    const startedMs = performance.now();
+    const read = async (): Promise<{ answers: number; elapsedMs: number }> => {
+      let received = '';
+      socket.on('data', (d: Buffer) => (received += d.toString('latin1')));
+      socket.resume();
+      await new Promise((resolve) => socket.on('close', resolve));
+      return { answers: received.split('HTTP/1.1 200').length - 1, elapsedMs: performance.now() - startedMs };
+    };
+    return { socket, read };
+  }
+
+  it('closes a connection that pipelines more than maxPipelinedRequests unanswered requests, rather than keep an answer for each', async () => {
+    const { socket, read } = await pipelining({ maxPipelinedRequests: 4 });
+    // 2,000 requests in one write, and not one answer read: the fifth closes the connection.
+    socket.write('GET /x HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(2000));
+    const { answers } = await read();
+    expect(answers).toBeLessThanOrEqual(4);
+  });
+
+  it('answers pipelined requests within maxPipelinedRequests, in order', async () => {
+    const { socket, read } = await pipelining({ maxPipelinedRequests: 4 });
+    socket.write('GET /x HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(3) + 'GET /x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    expect((await read()).answers).toBe(4);
+  });
+
+  it('closes a connection whose client reads none of its answers within stalledTimeoutMs', async () => {
+    // Eight answers of 4 MB, more than loopback's socket buffers hold: the server's writes stall
+    // until the client reads. (Without the timeout, every answer came once it read, and the idle
+    // connection closed after keepAliveTimeoutMs.)
+    const { socket, read } = await pipelining({ stalledTimeoutMs: 300, keepAliveTimeoutMs: 200 }, 4_000_000);
+    socket.write('GET /x HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(8));
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    // Closed meanwhile: what the kernel's buffers held arrives, never all eight.
+    const { answers, elapsedMs } = await read();
+    expect(answers).toBeLessThan(8);
+    expect(elapsedMs).toBeGreaterThanOrEqual(300);
   });
 
   it('refuses two routes for one method and path', () => {

@@ -187,6 +187,9 @@ describe('cluster.schedule', () => {
     const c = new Cluster([], { storage: 'memory' });
     const cases: Array<[() => unknown, string]> = [
       [() => c.schedule('', '* * * * *', () => undefined), 'name'],
+      // Names no address can hold: HTTP and the CLI resolve them as path segments.
+      [() => c.schedule('.', '* * * * *', () => undefined), 'name'],
+      [() => c.schedule('..', '* * * * *', () => undefined), 'name'],
       [() => c.schedule('a', '99 * * * *', () => undefined), 'spec'],
       [() => c.schedule('a', { cron: '* * * * *', tz: 'Nowhere/Land' }, () => undefined), 'spec.tz'],
       [() => c.schedule('a', '* * * * *', 'not a function' as never), 'handler'],
