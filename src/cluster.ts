@@ -21,7 +21,7 @@ import { startMember, type MemberParts, type ScheduledJob } from './cluster-star
 import { checkItemIds, consumerSettings, deadLettersOf, registerConsumer, type ConsumeHandler, type ConsumeOptions, type DeadLetterView } from './cluster-fanout.js';
 import type { Batch } from './runtime/fanout/batches.js';
 import type { FanoutRuntime } from './runtime/fanout/fanout-runtime.js';
-import { checkTopic } from './fanout/items.js';
+import { checkTopic, emitKeyOf } from './fanout/items.js';
 import type { ConsumerSettings } from './fanout/command.js';
 import type { JobHandler, JobOptions } from './runtime/scheduler/job-types.js';
 import type { SchedulerRuntime } from './runtime/scheduler/scheduler-runtime.js';
@@ -283,8 +283,9 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   // Not `emit`: that is EventEmitter's on this class, and the events' API must stay as Node's.
   async emitItems(topic: string, items: readonly unknown[], options: { key?: (item: unknown, index: number) => string | null } = {}): Promise<Batch> {
     checkTopic(topic);
+    const key = emitKeyOf(options);
     // Refused at once when fan-out is not available here, before the items are encoded.
-    return this.#fanout().emitItems(topic, items, options.key, null);
+    return this.#fanout().emitItems(topic, items, key, null);
   }
 
   /** The dead letters of `topic` as this member applied them, oldest first (at most FANOUT_DEFAULTS.maxDeadLettersPerTopic). */
@@ -297,7 +298,8 @@ export class Cluster extends EventEmitter<ClusterEvents> {
    * resolving with their Batch once applied here.
    * @throws InvalidArgumentError for an unknown topic, BackpressureError
    */
-  requeue(topic: string, ids?: readonly number[]): Promise<Batch> {
+  // Async, so that a bad argument rejects like the rest of what it does, never throws at the call.
+  async requeue(topic: string, ids?: readonly number[]): Promise<Batch> {
     return this.#fanout().requeue(checkTopic(topic), ids === undefined ? null : checkItemIds(ids));
   }
 

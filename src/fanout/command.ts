@@ -4,7 +4,7 @@ import type { NodeId } from '../raft/types.js';
  * The commands of fan-out (issue 19): a claimed slot, or any member, emits work items to a
  * topic; the leader leases them to the members that consume it; each consumer records its
  * outcomes. Every command goes through the log, and FanoutState (state.ts) applies them alike
- * on every member. Not wired yet: nothing proposes these commands (docs/ARCHITECTURE.md).
+ * on every member; the runtime's fan-out (src/runtime/fanout/) proposes them.
  */
 
 /** The largest item, encoded: a work item names work, it does not carry a file. */

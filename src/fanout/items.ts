@@ -17,6 +17,27 @@ export function itemsOf(items: unknown): readonly unknown[] {
   return items.slice();
 }
 
+/**
+ * The key function of an emit's options (`emitItems`, `ctx.emit`): undefined when there is none.
+ * @throws InvalidArgumentError for options that are not an object, or a key that is not a function
+ */
+export function emitKeyOf(options: unknown): ((item: unknown, index: number) => string | null) | undefined {
+  if (options === undefined) return undefined;
+  if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('options', options, 'an object');
+  const key = (options as { key?: unknown }).key;
+  if (key !== undefined && typeof key !== 'function') throw new InvalidArgumentError('key', key, 'a function (item, index) => string | null');
+  return key as ((item: unknown, index: number) => string | null) | undefined;
+}
+
+/** JSON.stringify's text of `item`, or undefined when it has none or cannot (a BigInt, a cycle, a throwing toJSON). */
+function jsonOf(item: unknown): string | undefined {
+  try {
+    return JSON.stringify(item);
+  } catch {
+    return undefined;
+  }
+}
+
 /** Item `index` of an emit, encoded and checked with its key: InvalidArgumentError for one that does not encode, is too large, or has a bad key. */
 export function encodeEmitted(item: unknown, index: number, key: ((item: unknown, index: number) => string | null) | undefined): EmittedItem {
   const data = encodeItem(item, index);
@@ -32,8 +53,8 @@ function encodeItem(item: unknown, index: number): Uint8Array {
     body = item;
     tag = BYTES;
   } else {
-    const json = item === undefined ? undefined : JSON.stringify(item);
-    if (json === undefined) throw new InvalidArgumentError(`items[${index}]`, item, 'bytes or a JSON value');
+    const json = item === undefined ? undefined : jsonOf(item);
+    if (json === undefined) throw new InvalidArgumentError(`items[${index}]`, typeof item === 'function' ? item : typeof item, 'bytes or a JSON value');
     body = encoder.encode(json);
     tag = JSON_VALUE;
   }

@@ -17,6 +17,12 @@ export interface RaftConfig {
   readonly maxBytesPerAppend?: number;
   /** Bound on entries in one append message. */
   readonly maxEntriesPerAppend?: number;
+  /**
+   * Bound on one entry's data: a leader refuses a proposal past it (returns it unappended).
+   * An append carries at least one entry whole, so an entry past what one message of the
+   * transport holds could never reach a follower, and nothing after it would commit.
+   */
+  readonly maxEntryBytes?: number;
   /** Bound on bytes of entry data appended but not yet committed; proposals beyond it are refused. */
   readonly maxUncommittedBytes?: number;
   /** Bound on committed entries handed out for applying in one Ready. */
@@ -36,6 +42,8 @@ export const RAFT_DEFAULTS = {
   maxInflightBytes: 16 * 1024 * 1024,
   maxBytesPerAppend: 1024 * 1024,
   maxEntriesPerAppend: 4096,
+  /** Half the transport's largest frame (MAX_FRAME_BYTES, 4 MiB): an append of one entry and its envelope always fits. */
+  maxEntryBytes: 2 * 1024 * 1024,
   maxUncommittedBytes: 64 * 1024 * 1024,
   maxApplyBatch: 4096,
   maxPendingReads: 4096,

@@ -142,6 +142,7 @@ export class RaftNode {
       maxInflightBytes: config.maxInflightBytes ?? RAFT_DEFAULTS.maxInflightBytes,
       maxBytesPerAppend: config.maxBytesPerAppend ?? RAFT_DEFAULTS.maxBytesPerAppend,
       maxEntriesPerAppend: config.maxEntriesPerAppend ?? RAFT_DEFAULTS.maxEntriesPerAppend,
+      maxEntryBytes: config.maxEntryBytes ?? RAFT_DEFAULTS.maxEntryBytes,
       maxUncommittedBytes: config.maxUncommittedBytes ?? RAFT_DEFAULTS.maxUncommittedBytes,
       maxApplyBatch: config.maxApplyBatch ?? RAFT_DEFAULTS.maxApplyBatch,
       maxPendingReads: config.maxPendingReads ?? RAFT_DEFAULTS.maxPendingReads,
@@ -176,6 +177,10 @@ export class RaftNode {
 
   get term(): number {
     return this.#term;
+  }
+  /** The largest entry data a leader appends (RaftConfig.maxEntryBytes). */
+  get maxEntryBytes(): number {
+    return this.#limits.maxEntryBytes;
   }
   get role(): Role {
     return this.#role;
@@ -356,7 +361,11 @@ export class RaftNode {
   /** Appends proposals as entries of this leader's term. Returns the first index, or 0 if refused. */
   #appendProposals(proposals: readonly ProposalData[]): number {
     let bytes = 0;
-    for (const p of proposals) bytes += p.data.byteLength;
+    for (const p of proposals) {
+      // An entry no append could carry would stop replication for good (see maxEntryBytes).
+      if (p.data.byteLength > this.#limits.maxEntryBytes) return 0;
+      bytes += p.data.byteLength;
+    }
     if (!this.#replication.admits(bytes)) return 0;
     // Never an entry past the bound on indexes: its append could not be sent.
     if (this.log.lastIndex() + proposals.length > MAX_INDEX) return 0;

@@ -1,4 +1,4 @@
-import { BackpressureError, CronraftError, MembershipChangeRefusedError, NotLeaderError, OutcomeUnknownError, ProposalDroppedError, TimeoutError } from '../errors.js';
+import { BackpressureError, CronraftError, InvalidArgumentError, MembershipChangeRefusedError, NotLeaderError, OutcomeUnknownError, ProposalDroppedError, TimeoutError } from '../errors.js';
 import type { ConfChange } from '../raft/conf-change.js';
 import type { ConfChangeRefusal } from '../raft/membership.js';
 import type { ProposeOutcome, RaftNode } from '../raft/node.js';
@@ -112,6 +112,10 @@ export class PendingRequests {
   propose(data: Uint8Array, signal: AbortSignal | undefined, unreachable: () => NotLeaderError | null, leaderTerm?: number): Promise<ProposalResult> {
     if (this.#pending.size >= this.#o.maxPendingProposals) {
       return Promise.reject(new BackpressureError(`${this.#pending.size} proposals are already waiting (maxPendingProposals)`));
+    }
+    // Refused here rather than by the leader, which would refuse it as if it were not leading.
+    if (data.byteLength > this.#node.maxEntryBytes) {
+      return Promise.reject(new InvalidArgumentError('data', `${data.byteLength} bytes`, `an entry of at most ${this.#node.maxEntryBytes} bytes`));
     }
     const refused = unreachable();
     if (refused !== null) return Promise.reject(refused);

@@ -156,6 +156,24 @@ describe('log replication', () => {
     expect(net.propose('a', '12345678').kind).toBe('appended');
   });
 
+  it('refuses a proposal past maxEntryBytes, its own or forwarded, appending nothing of its batch: no append could carry it', () => {
+    const net = new TestNetwork(three, { config: { maxEntryBytes: 8 } });
+    net.elect('a');
+    const last = net.node('a').log.lastIndex();
+    expect(net.node('a').maxEntryBytes).toBe(8);
+    expect(net.propose('a', '123456789')).toEqual({ kind: 'refused', reason: 'backpressure', leader: 'a' });
+    // A batch with one too large keeps none of it.
+    expect(net.node('a').propose([{ pid: 'a#x', data: new Uint8Array(1) }, { pid: 'a#y', data: new Uint8Array(9) }]).kind).toBe('refused');
+    expect(net.propose('b', '123456789').kind).toBe('forwarded');
+    net.stabilize();
+    expect(net.member('b').forwarded.at(-1)).toMatchObject({ accepted: false });
+    expect(net.node('a').log.lastIndex()).toBe(last);
+    // Within the bound, appended and committed.
+    expect(net.propose('a', '12345678').kind).toBe('appended');
+    net.stabilize();
+    expect(net.node('a').log.committed).toBe(last + 1);
+  });
+
   it('keeps through keepData only the data of proposals it appends as leader, not of ones refused or forwarded', () => {
     const kept: string[] = [];
     const keepData = (data: Uint8Array): Uint8Array => {

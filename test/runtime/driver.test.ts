@@ -55,7 +55,7 @@ async function makeDriver(
   onFatal?: (e: unknown) => void,
   now: () => number = () => 0,
   extra: Partial<DriverOptions> = {},
-  limits: { readonly maxApplyBatch?: number } = {},
+  limits: { readonly maxApplyBatch?: number; readonly maxEntryBytes?: number } = {},
 ): Promise<{ driver: RaftDriver; transport: RecordingTransport }> {
   const stored = await storage.open();
   const node = new RaftNode({ id: 'a', voters: ['a', 'b', 'c'], electionTicks: 10, heartbeatTicks: 1, ...limits }, { hardState: stored.hardState, snapshot: stored.snapshot, entries: stored.entries }, new SeededRandom(1));
@@ -139,6 +139,18 @@ describe('proposals on a follower', () => {
     void driver.propose(new Uint8Array([2]), undefined, 3).catch(() => undefined);
     await settle();
     expect(driver.node.log.lastIndex()).toBe(last + 1);
+  });
+
+  it('past the largest entry (maxEntryBytes) are refused with CRONRAFT_INVALID_ARGUMENT, neither forwarded nor appended', async () => {
+    const { driver, transport } = await makeDriver(new MemoryLogStorage(), undefined, undefined, {}, { maxEntryBytes: 8 });
+    transport.deliver({ type: 'heartbeat', from: 'b', to: 'a', term: 1, commit: 0, readCtx: 0 });
+    await settle();
+    transport.sent.length = 0;
+    await expect(driver.propose(new Uint8Array(9))).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'data' });
+    expect(transport.sent.filter((m) => m.type === 'propose')).toEqual([]);
+    void driver.propose(new Uint8Array(8)).catch(() => undefined);
+    await settle();
+    expect(transport.sent.filter((m) => m.type === 'propose')).toHaveLength(1);
   });
 
   it('fail at once when the known leader has been silent for too long', async () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { BackpressureError } from '../../src/errors.js';
 import { MAX_ITEMS_PER_EMIT, type EmittedItem } from '../../src/fanout/command.js';
-import { EMIT_ENTRIES_IN_FLIGHT, proposeEntries, type ProposeEntry } from '../../src/runtime/fanout/emit-entries.js';
+import { EMIT_ENTRIES_IN_FLIGHT, entryBounds, MAX_EMIT_ENTRY_BYTES, proposeEntries, type ProposeEntry } from '../../src/runtime/fanout/emit-entries.js';
 
 const item = (n: number): EmittedItem => ({ data: Uint8Array.of(n % 256, n >> 8), key: null });
 const itemsOf = (count: number): EmittedItem[] => Array.from({ length: count }, (_, i) => item(i));
@@ -90,6 +90,29 @@ describe('proposeEntries: an emit in entries, a few in flight', () => {
     const m = MAX_ITEMS_PER_EMIT;
     expect((error as Error).message).toBe(`The topic thumbnails holds too many unsettled items (backpressure); ${3 * m} items of this emit were kept: the items at 0-${m - 1}, ${2 * m}-${3 * m - 1}, ${4 * m}-${5 * m - 1}`);
     expect(log.calls).toHaveLength(EMIT_ENTRIES_IN_FLIGHT + 1);
+  });
+
+  it('holds at most MAX_EMIT_ENTRY_BYTES of items (keys counted) in an entry: 80 items of 60,000 bytes are five entries, and the items kept are named by their places', async () => {
+    const big = (n: number, key: string | null = null): EmittedItem => ({ data: new Uint8Array(60_000).fill(n % 256), key });
+    const items = Array.from({ length: 80 }, (_, i) => big(i));
+    // 17 items are 1,020,000 bytes; an 18th would pass 1 MiB.
+    expect(entryBounds(items)).toEqual([0, 17, 34, 51, 68, 80]);
+    // A key counts three bytes a character: the seventeenth item's key tips it into the next entry.
+    const keyed = items.map((it, i) => (i === 16 ? { ...it, key: 'k'.repeat(10_000) } : it));
+    expect(entryBounds(keyed).slice(0, 3)).toEqual([0, 16, 32]);
+    // Small items still go MAX_ITEMS_PER_EMIT to an entry.
+    expect(entryBounds(itemsOf(MAX_ITEMS_PER_EMIT + 1))).toEqual([0, MAX_ITEMS_PER_EMIT, MAX_ITEMS_PER_EMIT + 1]);
+    const log = fakeLog();
+    const emitted = proposeEntries('t', items, log.propose);
+    emitted.catch(() => undefined);
+    await turn();
+    for (const call of log.calls) expect(call.items.reduce((sum, it) => sum + it.data.byteLength, 0)).toBeLessThanOrEqual(MAX_EMIT_ENTRY_BYTES);
+    log.calls[1]!.settle('full');
+    await turn();
+    for (const k of [0, 2, 3]) log.calls[k]!.settle('ok');
+    const error = await emitted.then(() => null, (e: unknown) => e);
+    expect(log.calls).toHaveLength(4);
+    expect((error as Error).message).toMatch(/51 items of this emit were kept: the items at 0-16, 34-67$/);
   });
 
   it('rejects with the first error once those in flight are settled, and proposes none more', async () => {

@@ -3,6 +3,7 @@ import { MAX_ITEM_BYTES } from '../../src/fanout/command.js';
 import { ITEMS_ENCODED_PER_TURN } from '../../src/runtime/fanout/encode-items.js';
 import { Cluster } from '../../src/index.js';
 import { FANOUT_VERSION } from '../../src/version/versions.js';
+import { freePort } from '../fixtures/process-cluster.js';
 
 const started: Cluster[] = [];
 afterEach(async () => {
@@ -45,6 +46,16 @@ describe('fan-out items through the Cluster', () => {
     await expect(c.emitItems('t', [1, () => 2])).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'items[1]' });
     await expect(c.emitItems('', [1])).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'topic' });
     await expect(c.emitItems('t', [1, 2], { key: (item) => (item === 2 ? '' : null) })).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'key' });
+    // What JSON cannot encode, and a key that is not a function: the same typed refusal, not a TypeError.
+    const cycle: Record<string, unknown> = {};
+    cycle.self = cycle;
+    await expect(c.emitItems('t', [1, 10n])).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'items[1]' });
+    await expect(c.emitItems('t', [cycle])).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'items[0]' });
+    await expect(c.emitItems('t', [1], { key: 'customerId' } as never)).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'key' });
+    await expect(c.emitItems('t', [1], null as never)).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'options' });
+    // requeue() rejects a bad argument too, rather than throwing at the call.
+    const requeued = c.requeue('t', [1.5]);
+    await expect(requeued).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT' });
     expect(c.state().topics.find((t) => t.name === 't')?.emitted).toBe(4);
     await (await c.emitItems('t', [largest])).settled({ timeoutMs: 10_000 });
     expect((got[4] as Uint8Array).byteLength).toBe(MAX_ITEM_BYTES - 1);
@@ -73,6 +84,29 @@ describe('fan-out items through the Cluster', () => {
     await expect(c.emitItems('t', withBad)).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: `items[${bad}]` });
     expect(c.state().topics.find((t) => t.name === 't')?.emitted).toBe(3 * ITEMS_ENCODED_PER_TURN);
   });
+
+  it('takes an emit of items of almost 64 KiB whose one entry would pass a frame of the transport, on three members, and runs them all', async () => {
+    // 80 items of 60,000 bytes were one entry of 4.8 MB, past the transport's 4 MiB frame: the
+    // leader appended it and could never send it, and nothing committed again (its followers
+    // never got it). Now an entry holds at most MAX_EMIT_ENTRY_BYTES of items.
+    const ports = await Promise.all([0, 1, 2].map(() => freePort()));
+    const addrs = ports.map((port) => `127.0.0.1:${port}`);
+    const members = addrs.map((listen) => new Cluster(addrs, { listen, storage: 'memory', electionTimeoutMs: 500, heartbeatMs: 50 }));
+    started.push(...members);
+    let ran = 0;
+    for (const m of members) m.consume('big', () => void ran++, { parallelism: 8 });
+    await Promise.all(members.map((m) => m.start()));
+    await expect.poll(() => members.every((m) => m.state().version.active === FANOUT_VERSION && Object.keys(m.state().topics[0]?.consumers ?? {}).length === 3), { timeout: 15_000, interval: 50 }).toBe(true);
+    const leader = members.find((m) => m.state().role === 'leader') as Cluster;
+    const items = Array.from({ length: 80 }, () => new Uint8Array(60_000));
+    const batch = await leader.emitItems('big', items);
+    expect(batch.count).toBe(80);
+    await batch.settled({ timeoutMs: 30_000 });
+    expect(ran).toBe(80);
+    expect(leader.state().unsendableMessages).toBe(0);
+    // And it goes on committing: a small emit from each member.
+    for (const m of members) expect((await m.emitItems('big', [1])).count).toBe(1);
+  }, 60_000);
 
   it('refuses a bad topic, handler or option of consume() at the call, naming it, and a topic consumed twice', () => {
     const c = new Cluster([], { storage: 'memory' });

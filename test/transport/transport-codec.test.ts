@@ -11,6 +11,7 @@ import { messageExamples } from '../fixtures/message-examples.js';
 import { encodeEntryRecords, EntryRecords } from '../../src/bytes/entry-records.js';
 import { arrayHeader } from '../../src/bytes/cbor-heads.js';
 import { MAX_INDEX, MAX_READ_CTX, MAX_TERM } from '../../src/raft/bounds.js';
+import { RAFT_DEFAULTS } from '../../src/raft/config.js';
 import { readAppendWire } from '../../src/transport/append-reader.js';
 import { atProtocol, decodeFrame, encodeFrame, PROTOCOL_2_TYPES, TYPE_CODES } from '../../src/transport/codec.js';
 import {
@@ -344,6 +345,14 @@ describe('frame codec', () => {
     it('refuses a frame larger than MAX_FRAME_BYTES', () => {
       const message: Message = { type: 'propose', ...base, proposals: [{ pid: 'p', data: new Uint8Array(MAX_FRAME_BYTES) }] };
       expectCodecError(() => encodeFrame({ clusterId: 'c', message }), /more than the/);
+    });
+
+    it('carries the largest entry a leader appends (RAFT_DEFAULTS.maxEntryBytes) alone in an append and in a forwarded proposal', () => {
+      const data = new Uint8Array(RAFT_DEFAULTS.maxEntryBytes);
+      const pid = 'p'.repeat(MAX_PID_LENGTH);
+      const append: Message = { type: 'append', ...base, prevIndex: MAX_INDEX - 1, prevTerm: MAX_TERM, commit: MAX_INDEX, entries: [{ index: MAX_INDEX, term: MAX_TERM, type: EntryType.Normal, data, pid }] };
+      const propose: Message = { type: 'propose', ...base, proposals: [{ pid, data }] };
+      for (const message of [append, propose]) expect(decodeFrame(encodeFrame({ clusterId: 'c'.repeat(MAX_CLUSTER_ID_LENGTH), message })).message).toMatchObject({ type: message.type });
     });
   });
 

@@ -12,6 +12,34 @@ import type { FanoutApplyResult } from '../../fanout/state.js';
  */
 export const EMIT_ENTRIES_IN_FLIGHT = 4;
 
+/**
+ * Bytes of items (their data, and their keys at three bytes a character) one entry of an emit
+ * holds at most, besides MAX_ITEMS_PER_EMIT items: an entry is replicated whole, and sixty-five
+ * items of 64 KiB passed what one message of the transport holds (an entry past the leader's
+ * bound is refused, raft/config.ts maxEntryBytes; this keeps every entry, its envelope and
+ * its keys well below it).
+ */
+export const MAX_EMIT_ENTRY_BYTES = 1024 * 1024;
+
+/** Where each entry's items start in `items`, in order, and then `items.length`: at most MAX_ITEMS_PER_EMIT items and MAX_EMIT_ENTRY_BYTES to an entry, at least one item. */
+export function entryBounds(items: readonly EmittedItem[]): number[] {
+  const bounds = [0];
+  let count = 0;
+  let bytes = 0;
+  items.forEach((item, i) => {
+    const size = item.data.byteLength + 3 * (item.key?.length ?? 0);
+    if (count > 0 && (count === MAX_ITEMS_PER_EMIT || bytes + size > MAX_EMIT_ENTRY_BYTES)) {
+      bounds.push(i);
+      count = 0;
+      bytes = 0;
+    }
+    count++;
+    bytes += size;
+  });
+  bounds.push(items.length);
+  return bounds;
+}
+
 /** An entry of an emit, applied: where it is in the log and how many items it holds. */
 export interface EmittedEntry {
   readonly index: number;
@@ -22,7 +50,7 @@ export interface EmittedEntry {
 export type ProposeEntry = (items: readonly EmittedItem[]) => Promise<{ readonly index: number; readonly result: unknown }>;
 
 /**
- * Proposes `items` in entries of MAX_ITEMS_PER_EMIT, in their order, at most
+ * Proposes `items` in entries (entryBounds), in their order, at most
  * EMIT_ENTRIES_IN_FLIGHT at once, and resolves with the entries once all are applied. The
  * entries are proposed from this member in order and a proposal is never proposed again (a
  * forward whose leader changed fails, runtime/pending-requests.ts), so the entries of one emit
@@ -37,7 +65,8 @@ export type ProposeEntry = (items: readonly EmittedItem[]) => Promise<{ readonly
  * @throws BackpressureError, and what `propose` throws
  */
 export async function proposeEntries(topic: string, items: readonly EmittedItem[], propose: ProposeEntry): Promise<EmittedEntry[]> {
-  const count = Math.ceil(items.length / MAX_ITEMS_PER_EMIT);
+  const bounds = entryBounds(items);
+  const count = bounds.length - 1;
   const inFlight = items.some((item) => item.key !== null) ? 1 : EMIT_ENTRIES_IN_FLIGHT;
   const entries: EmittedEntry[] = [];
   let next = 0;
@@ -46,7 +75,7 @@ export async function proposeEntries(topic: string, items: readonly EmittedItem[
   const proposeInTurn = async (): Promise<void> => {
     while (stop.failed === null && stop.refused === null && next < count) {
       const k = next++;
-      const chunk = items.slice(k * MAX_ITEMS_PER_EMIT, (k + 1) * MAX_ITEMS_PER_EMIT);
+      const chunk = items.slice(bounds[k], bounds[k + 1]);
       try {
         const { index, result } = await propose(chunk);
         const applied = result as FanoutApplyResult;
@@ -62,20 +91,21 @@ export async function proposeEntries(topic: string, items: readonly EmittedItem[
   };
   await Promise.all(Array.from({ length: Math.min(inFlight, count) }, proposeInTurn));
   if (stop.failed !== null) throw stop.failed.error;
-  if (stop.refused !== null) throw new BackpressureError(`The topic ${topic} holds too many unsettled items (${stop.refused})${keptText(entries, count)}`);
+  if (stop.refused !== null) throw new BackpressureError(`The topic ${topic} holds too many unsettled items (${stop.refused})${keptText(entries, bounds)}`);
   return entries;
 }
 
-/** The items of the entries applied (of `count`), by their places in the emit as ranges: `; 2048 items of this emit were kept: the items at 0-1023, 3072-4095`, or nothing. */
-function keptText(entries: readonly (EmittedEntry | undefined)[], count: number): string {
+/** The items of the entries applied (of those `bounds` makes), by their places in the emit as ranges: `; 2048 items of this emit were kept: the items at 0-1023, 3072-4095`, or nothing. */
+function keptText(entries: readonly (EmittedEntry | undefined)[], bounds: readonly number[]): string {
   const kept = entries.reduce((sum, entry) => sum + (entry?.count ?? 0), 0);
   if (kept === 0) return '';
+  const count = bounds.length - 1;
   const ranges: string[] = [];
   for (let k = 0; k < count; k++) {
     if (entries[k] === undefined) continue;
     let last = k;
     while (last + 1 < count && entries[last + 1] !== undefined) last++;
-    ranges.push(`${k * MAX_ITEMS_PER_EMIT}-${last * MAX_ITEMS_PER_EMIT + (entries[last] as EmittedEntry).count - 1}`);
+    ranges.push(`${bounds[k] as number}-${(bounds[last + 1] as number) - 1}`);
     k = last;
   }
   return `; ${kept} items of this emit were kept: the items at ${ranges.join(', ')}`;

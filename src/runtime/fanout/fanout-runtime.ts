@@ -87,7 +87,7 @@ export class FanoutRuntime {
   }
 
   /**
-   * Emits `items` to `topic`, MAX_ITEMS_PER_EMIT to an entry, a few entries in flight at once
+   * Emits `items` to `topic`, MAX_ITEMS_PER_EMIT items and MAX_EMIT_ENTRY_BYTES to an entry, a few entries in flight at once
    * (emit-entries.ts), once all are applied here: the Batch of them. A topic already too full
    * is refused before anything is proposed; one that fills up part-way (others emit at the same
    * time) keeps the entries applied, and its error names their items.

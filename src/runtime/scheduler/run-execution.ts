@@ -1,6 +1,7 @@
 import { NotRunningError, RunAbortedError } from '../../errors.js';
 import { claimKey, retriesLeft, type ClaimRecord } from '../../scheduler/records.js';
 import type { RunOutcome } from '../../scheduler/command.js';
+import { emitKeyOf } from '../../fanout/items.js';
 import { isReason, type Armed } from './armed-claim.js';
 import type { JobContext, RunRecord } from './job-types.js';
 import type { LocalJob } from './registrations.js';
@@ -46,7 +47,10 @@ export class RunExecution {
       // The handler starts first, synchronously up to its first await: recording the start
       // proposes through the driver, whose turn would otherwise run before the handler.
       const origin = { job: claim.job, slotMs: claim.slotMs };
-      const emit: JobContext['emit'] = (topic, items, options = {}) => (o.emitItems === undefined ? Promise.reject(new NotRunningError('fan-out is not available here')) : o.emitItems(topic, items, options.key, origin));
+      const emit: JobContext['emit'] = async (topic, items, options) => {
+        if (o.emitItems === undefined) throw new NotRunningError('fan-out is not available here');
+        return o.emitItems(topic, items, emitKeyOf(options), origin);
+      };
       const handled = (async () => job.handler({ job: claim.job, slot: new Date(claim.slotMs), fencingToken: claim.token, attempt: claim.attempt, signal: abort.signal, emit }))();
       try {
         o.onRunStart?.({ job: claim.job, slotMs: claim.slotMs, fencingToken: claim.token, member: o.self, startedAtMs });
