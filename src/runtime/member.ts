@@ -221,7 +221,7 @@ export class Member {
         // (a joiner, or one far behind): its wire protocol is in force here from now on, or
         // this member, should it lead, could not send the entries of that version.
         parts.transport.setProtocol(protocolOf(Math.max(parts.storedVersion ?? FIRST_CLUSTER_VERSION, this.versions.active)));
-        this.fanoutRuntime.consumer.restored();
+        this.fanoutRuntime.restored();
         parts.onSnapshotInstalled?.(index);
       },
       onSoftState: (s) => {

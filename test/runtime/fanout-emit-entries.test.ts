@@ -28,7 +28,7 @@ function fakeLog(): FakeLog {
         settle: (outcome) => {
           inFlight--;
           if (outcome instanceof Error) reject(outcome);
-          else resolve({ index: nextIndex++, result: outcome === 'ok' ? { ok: true } : { ok: false, reason: 'backpressure' } });
+          else resolve({ index: nextIndex++, result: outcome === 'ok' ? { ok: true, firstId: 7 } : { ok: false, reason: 'backpressure' } });
         },
       });
     });
@@ -153,6 +153,6 @@ describe('proposeEntries: an emit in entries, a few in flight', () => {
     await turn();
     expect(log.calls).toHaveLength(1);
     log.calls[0]!.settle('ok');
-    expect(await emitted).toEqual([{ index: 100, count: 3 }]);
+    expect(await emitted).toEqual([{ index: 100, count: 3, firstId: 7 }]);
   });
 });

@@ -252,4 +252,51 @@ describe('fan-out on the production member', () => {
     await sim.settle(memberOf(sim, now.id).fanoutRuntime.emit('t', item, null));
     await sim.until('the item done', () => (now.member?.fanout.topics.get('t')?.counts.done === 1 ? true : undefined));
   });
+
+  it("settles an emitter's batch once the snapshot it installed shows every item done (its entries' outcomes never applied there)", async () => {
+    const small: MemberSettings = { ...MEMBER_SETTINGS, compaction: { everyEntries: 20, retainEntries: 5 } };
+    const sim = new MembershipSim(11, small);
+    for (const id of FOUNDERS) await sim.start(id);
+    await sim.until('cluster version 3 on every member', () => (FOUNDERS.every((id) => sim.get(id).member?.versions.active === FANOUT_VERSION) ? true : undefined));
+    const leader = await sim.until('a leader', () => sim.leader());
+    const [emitterId, otherId] = FOUNDERS.filter((id) => id !== leader.id) as [NodeId, NodeId];
+
+    // The leader and the other follower consume, holding each item until released.
+    const held: Array<() => void> = [];
+    const hold = (): Promise<void> => new Promise<void>((resolve) => held.push(resolve));
+    for (const id of [leader.id, otherId]) await sim.settle(memberOf(sim, id).fanoutRuntime.consume('t', hold, SETTINGS));
+    await sim.until('both consumers registered', () => (leader.member?.fanout.topics.get('t')?.consumers.size === 2 ? true : undefined));
+
+    // The emitter (a follower, alive throughout) emits; its emit resolves once applied there.
+    const emitter = memberOf(sim, emitterId);
+    const batch = await sim.settle(emitter.fanoutRuntime.emit('t', Array.from({ length: 5 }, (_, i) => ({ data: Uint8Array.of(1, i), key: null })), null));
+    expect(batch.count).toBe(5);
+
+    // It is cut off; the items run and settle; the leader compacts past it.
+    const match = leader.driver?.node.progressOf(emitterId)?.match ?? 0;
+    for (const id of FOUNDERS) {
+      if (id === emitterId) continue;
+      sim.network.block(id, emitterId);
+      sim.network.block(emitterId, id);
+    }
+    await sim.until('every item done on the leader', () => {
+      for (const release of held.splice(0)) release();
+      return leader.member?.fanout.topics.get('t')?.counts.done === 5 ? true : undefined;
+    });
+    await sim.until('the leader compacted past the emitter', () => ((leader.driver?.node.log.firstIndex() ?? 0) > match + 1 ? true : undefined));
+
+    // Healed: it installs the leader's snapshot, which shows the topic settled.
+    sim.network.healAll();
+    await sim.until('the emitter installed a snapshot', () => ((sim.get(emitterId).driver?.snapshotsInstalled ?? 0) > 0 ? true : undefined));
+    await sim.until('the emitter shows its items done', () => (emitter.fanout.topics.get('t')?.counts.done === 5 && emitter.fanout.items.size === 0 ? true : undefined));
+    expect(emitter.fanout.batches.has(batch.id)).toBe(false);
+
+    // The batch is settled in the state this member holds: settled() says so (it waited until
+    // its timeout before, and the batch stayed tracked for good).
+    const outcome = await sim.settle(batch.settled({ timeoutMs: 20_000 })).then(
+      (summary) => summary,
+      (error: { code?: string; message?: string }) => ({ error: error.code, message: error.message }),
+    );
+    expect({ outcome, openBatchesTracked: emitter.fanoutRuntime.batches.open }).toEqual({ outcome: { topic: 't', count: 5, done: 5, dead: 0 }, openBatchesTracked: 0 });
+  });
 });

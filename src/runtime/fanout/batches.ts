@@ -1,5 +1,5 @@
 import { InvalidArgumentError, NotRunningError, TimeoutError } from '../../errors.js';
-import type { SettledBatch } from '../../fanout/state.js';
+import type { FanoutState, SettledBatch } from '../../fanout/state.js';
 
 /**
  * The batches this member emitted (issue 19), until each has settled: `emit` hands back a
@@ -38,12 +38,31 @@ export interface Batch {
  */
 export const RECENT_SETTLED_KEPT = 1024;
 
+/** An entry of a batch: its items, the id of the first. */
+interface EntryItems {
+  readonly count: number;
+  readonly firstId: number;
+}
+
+/**
+ * How the batch of `entry` (an emit entry at `index` of `topic`) settled, as far as a state
+ * restored from a snapshot can say, once it holds the batch no longer: the items of it among the
+ * topic's dead letters went dead, the others succeeded. (A dead letter emitted again, or
+ * forgotten past the topic's bound, before the snapshot, counts as done.)
+ */
+export function settledInSnapshot(state: FanoutState, topic: string, index: number, entry: EntryItems): SettledBatch {
+  let dead = 0;
+  const end = entry.firstId + entry.count;
+  for (const letter of state.topics.get(topic)?.deadLetters ?? []) if (letter.id >= entry.firstId && letter.id < end) dead++;
+  return { index, topic, total: entry.count, done: entry.count - dead, dead };
+}
+
 interface Tracked {
   readonly id: number;
   readonly topic: string;
   readonly count: number;
-  /** Entries not settled yet. */
-  readonly open: Set<number>;
+  /** Entries not settled yet, with their items. */
+  readonly open: Map<number, EntryItems>;
   done: number;
   dead: number;
   readonly waiters: Array<{ resolve: (summary: BatchSummary) => void; reject: (error: Error) => void }>;
@@ -83,11 +102,11 @@ export class BatchTracker {
   }
 
   /** An emit's entries (index and items each), applied: the Batch the caller gets. */
-  track(topic: string, entries: ReadonlyArray<{ readonly index: number; readonly count: number }>): Batch {
-    const tracked: Tracked = { id: entries[0]?.index ?? 0, topic, count: 0, open: new Set(), done: 0, dead: 0, waiters: [], summary: null };
+  track(topic: string, entries: ReadonlyArray<{ readonly index: number; readonly count: number; readonly firstId: number }>): Batch {
+    const tracked: Tracked = { id: entries[0]?.index ?? 0, topic, count: 0, open: new Map(), done: 0, dead: 0, waiters: [], summary: null };
     for (const entry of entries) {
       (tracked as { count: number }).count += entry.count;
-      tracked.open.add(entry.index);
+      tracked.open.set(entry.index, { count: entry.count, firstId: entry.firstId });
       this.#byEntry.set(entry.index, tracked);
     }
     for (const entry of entries) {
@@ -105,6 +124,19 @@ export class BatchTracker {
       count: tracked.count,
       settled: (options = {}) => this.#wait(tracked, options.timeoutMs),
     };
+  }
+
+  /**
+   * The state was replaced by a leader's snapshot: an entry tracked here that it no longer holds
+   * as a batch settled in the entries the snapshot stands for, whose `done` never applied here.
+   */
+  restored(state: FanoutState): void {
+    for (const [index, tracked] of [...this.#byEntry]) {
+      const entry = tracked.open.get(index);
+      if (state.batches.has(index) || entry === undefined) continue;
+      this.#byEntry.delete(index);
+      this.#add(tracked, settledInSnapshot(state, tracked.topic, index, entry));
+    }
   }
 
   /** The member stops: whoever waits is told. */

@@ -40,10 +40,11 @@ export function entryBounds(items: readonly EmittedItem[]): number[] {
   return bounds;
 }
 
-/** An entry of an emit, applied: where it is in the log and how many items it holds. */
+/** An entry of an emit, applied: where it is in the log, how many items it holds, and the id of its first (the others follow it). */
 export interface EmittedEntry {
   readonly index: number;
   readonly count: number;
+  readonly firstId: number;
 }
 
 /** Proposes one entry of items; resolves with its index and fan-out's apply result once applied here. */
@@ -83,7 +84,7 @@ export async function proposeEntries(topic: string, items: readonly EmittedItem[
           stop.refused ??= applied.reason;
           continue;
         }
-        entries[k] = { index, count: chunk.length };
+        entries[k] = { index, count: chunk.length, firstId: applied.firstId ?? 0 };
       } catch (error) {
         stop.failed ??= { error };
       }

@@ -114,7 +114,17 @@ export class FanoutRuntime {
     const { index, result } = await this.#o.propose({ type: 'requeue', topic, ids: chosen, atMs: this.#o.clusterNowMs() });
     const applied = result as FanoutApplyResult;
     if (!applied.ok) throw applied.reason === 'backpressure' ? new BackpressureError(`The topic ${topic} holds too many unsettled items to take its dead letters back`) : new InvalidArgumentError('topic', topic, 'a topic this cluster knows');
-    return this.batches.track(topic, (applied.count ?? 0) === 0 ? [] : [{ index, count: applied.count ?? 0 }]);
+    return this.batches.track(topic, (applied.count ?? 0) === 0 ? [] : [{ index, count: applied.count ?? 0, firstId: applied.firstId ?? 0 }]);
+  }
+
+  /**
+   * The state was replaced by a leader's snapshot: the consumer's runs follow it, and the
+   * batches tracked here that it shows settled (their entries' `done` never applied here) settle.
+   */
+  restored(): void {
+    this.consumer.restored();
+    this.batches.restored(this.#o.state);
+    this.slotBatches.restored(this.#o.state);
   }
 
   /** Hands this member's items over before it stops (FanoutConsumer.handOver). */
@@ -125,7 +135,7 @@ export class FanoutRuntime {
   /** Called for every fan-out command applied, in log order, with its result; `mine`: proposed by this life of the member. */
   applied(index: number, command: FanoutCommand, result: FanoutApplyResult, mine: boolean): void {
     this.consumer.applied(index, command, result, mine);
-    if (command.type === 'emit' && result.ok && command.origin !== null) this.slotBatches.emitted(index, command.origin, command.items.length);
+    if (command.type === 'emit' && result.ok && command.origin !== null) this.slotBatches.emitted(index, command.origin, { topic: command.topic, count: command.items.length, firstId: result.firstId ?? 0 });
     if (command.type === 'done' && result.ok) {
       for (const batch of result.settledBatches ?? []) {
         this.batches.settled(batch);
