@@ -1,7 +1,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { unauthorized, type HttpRequestError } from './errors.js';
 
-const BEARER = /^Bearer ([\x21-\x7e]+)$/;
+/** The scheme is case-insensitive (RFC 9110, 11.1): `bearer` and `BEARER` are Bearer. */
+const BEARER = /^Bearer ([\x21-\x7e]+)$/i;
 
 /**
  * The check of an action's token (`Authorization: Bearer <token>`). Both tokens are hashed

@@ -3,6 +3,7 @@ import type { ConsumerSettings, FanoutCommand } from '../../src/fanout/command.j
 import { FanoutState } from '../../src/fanout/state.js';
 import { FanoutConsumer, LEASE_CHECK_MS, type ItemContext } from '../../src/runtime/fanout/consumer.js';
 import { ManualTimers } from '../fixtures/manual-timers.js';
+import { RunAbortedError } from '../../src/errors.js';
 
 const SETTINGS: ConsumerSettings = { parallelism: 4, retries: 1, timeoutMs: 1000, backoffMs: 100, ratePerSecond: null, maxPending: null };
 
@@ -103,6 +104,20 @@ describe("a member's side of fan-out (FanoutConsumer)", () => {
     expect(m.state.topics.get('t')?.counts).toMatchObject({ done: 1, failed: 1 });
     expect(m.state.items.get(2)?.lastError).toBe('bad item');
     expect(m.consumer.running).toBe(0);
+  });
+
+  it("records a RunAbortedError its handler throws itself as a failed attempt, not a lease given back (which would lease the item again for ever)", async () => {
+    const m = member();
+    await m.consumer.consume('t', () => {
+      throw new RunAbortedError('interrupted', 'a run of its own was interrupted');
+    }, SETTINGS);
+    m.apply({ type: 'emit', topic: 't', items: [{ data: Uint8Array.of(1), key: null }], origin: null, atMs: 0 });
+    m.apply({ type: 'lease', member: 'a', ids: [1], atMs: 0 });
+    await settle();
+    m.timers.advance(0);
+    expect(m.proposed.map((c) => c.type)).toEqual(['consume', 'done']);
+    expect(m.state.items.get(1)?.failures).toBe(1);
+    expect(m.state.items.get(1)?.lastError).toMatch(/interrupted/);
   });
 
   it('aborts a run whose lease is taken back (recording nothing), or that runs past its timeout (a failed attempt)', async () => {

@@ -303,6 +303,11 @@ describe('errors over HTTP', () => {
       expect(r).toMatchObject({ status: 401, body: { error: { code: 'CRONRAFT_HTTP_UNAUTHORIZED' } } });
       expect(r.headers.get('www-authenticate')).toBe('Bearer realm="cronraft"');
     }
+    // The scheme's name is case-insensitive (RFC 9110): the right token under `bearer` passes.
+    for (const scheme of ['bearer', 'BEARER']) {
+      const r = await request(c, '/v1/jobs/nobody/pause', { method: 'POST', headers: { authorization: `${scheme} ${TOKEN}` } });
+      expect(r.body.error.code).not.toBe('CRONRAFT_HTTP_UNAUTHORIZED');
+    }
   });
 
   it('refuses every action on a member without a token, even with one given', async () => {

@@ -410,18 +410,20 @@ export class FanoutConsumer {
    * is free and its item may run again, here or elsewhere, under a new lease. Then the signal is
    * aborted, if the handler has one.
    */
-  #abort(run: Running, reason: unknown): void {
-    this.#end(run, reason);
+  #abort(run: Running, reason: RunAbortedError): void {
+    this.#end(run, reason, true);
     run.abort(reason);
   }
 
   /**
-   * A run ends, once: the first of its handler's end and an abort. Aborted by the member's stop
-   * or the loss of its lease, the lease is given back: the attempt is not the handler's failure.
-   * Past its timeout, it failed. Taken back (reclaim), there is nothing to record: the log took
-   * it back already.
+   * A run ends, once: the first of its handler's end and an abort (`aborted`: this member ended
+   * it). Aborted by the member's stop or the loss of its lease, the lease is given back: the
+   * attempt is not the handler's failure. Past its timeout, it failed. Taken back (reclaim),
+   * there is nothing to record: the log took it back already. Whatever the handler throws itself
+   * is its failure, a RunAbortedError too (one of a run of its own, say): given back, such an
+   * item would be leased again for ever, never reaching the dead letters.
    */
-  #end(run: Running, failure: unknown): void {
+  #end(run: Running, failure: unknown, aborted = false): void {
     const id = run.id;
     if (this.#running.get(id) !== run) return;
     this.#running.delete(id);
@@ -434,7 +436,7 @@ export class FanoutConsumer {
       group.timer = null;
     }
     if (this.#stopped) return;
-    if (failure instanceof RunAbortedError && failure.reason !== 'timeout') {
+    if (aborted && failure instanceof RunAbortedError && failure.reason !== 'timeout') {
       if (failure.reason !== 'reassigned') this.#giveBack({ id, token: run.token });
     } else {
       this.#outcomes.push({ id, token: run.token, error: failure === null ? null : errorOf(failure) });
