@@ -1,6 +1,7 @@
 import { Option, type Command } from 'commander';
 import { InvalidArgumentError } from '../errors.js';
 import { isoInstantMs } from '../http/iso-instant.js';
+import { MAX_HTTP_HISTORY_LIMIT } from '../http/routes.js';
 import { EXIT, type CliOutput } from './exit-codes.js';
 import { answeredError, ask, memberUrl, type Answer } from './http-client.js';
 import { historyTable, jobsTable, membersTable, statusText, type HistoryJson, type StateJson } from './tables.js';
@@ -49,7 +50,7 @@ export function addOpsCommands(program: Command, io: CliOutput, exit: (code: num
 
   memberCommand('history', 'recent slots and their outcomes, newest first')
     .option('--job <name>', 'one job only')
-    .option('--limit <n>', 'at most this many slots', positiveInt, 20)
+    .option('--limit <n>', `at most this many slots, up to ${MAX_HTTP_HISTORY_LIMIT}`, historyLimit, 20)
     .action(async (flags: MemberFlags & { job?: string; limit: number }) => {
       const query = new URLSearchParams({ limit: String(flags.limit), ...(flags.job === undefined ? {} : { job: flags.job }) });
       const body = succeeded(await ask(memberUrl(flags.url), `/v1/history?${query}`)) as { history: HistoryJson[] };
@@ -119,8 +120,9 @@ function isoInstant(value: string): string {
   return value;
 }
 
-function positiveInt(value: string): number {
+/** `--limit`, checked here within the member's bound: a usage error (exit 2), as a bad --slot is. */
+function historyLimit(value: string): number {
   const n = Number(value);
-  if (!/^\d+$/.test(value) || n < 1) throw new InvalidArgumentError('--limit', value, 'a positive integer');
+  if (!/^\d+$/.test(value) || n < 1 || n > MAX_HTTP_HISTORY_LIMIT) throw new InvalidArgumentError('--limit', value, `an integer from 1 to ${MAX_HTTP_HISTORY_LIMIT}`);
   return n;
 }
