@@ -22,6 +22,8 @@ import { checkItemIds, consumerSettings, deadLettersOf, registerConsumer, type C
 import type { Batch } from './runtime/fanout/batches.js';
 import type { FanoutRuntime } from './runtime/fanout/fanout-runtime.js';
 import { checkTopic, emitKeyOf } from './fanout/items.js';
+import { policyOf } from './runtime/scheduler/registrations.js';
+import { isJobPolicy, isJobSpec } from './scheduler/command-shape.js';
 import type { ConsumerSettings } from './fanout/command.js';
 import type { JobHandler, JobOptions } from './runtime/scheduler/job-types.js';
 import type { SchedulerRuntime } from './runtime/scheduler/scheduler-runtime.js';
@@ -254,6 +256,9 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     const parsed = parseSpec(spec);
     if (typeof handler !== 'function') throw new InvalidArgumentError('handler', handler, 'a function');
     validateJobOptions(options);
+    // What the log's check of a registration refuses would be skipped by every member as it
+    // applies, with the jobs registered in the same entry: checked here by the same rules.
+    if (!isJobSpec(parsed) || !isJobPolicy(policyOf(options))) throw new InvalidArgumentError('options', options, 'a spec and options the log can carry (whole numbers within 2^53)');
     this.#jobs.set(name, { spec: parsed, handler, options });
     if (this.#status === 'running') this.#scheduler?.schedule(name, parsed, handler, options);
     return { name, unschedule: () => this.unschedule(name) };

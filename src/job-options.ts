@@ -20,23 +20,23 @@ export function validateName(name: unknown): void {
 export function validateJobOptions(options: JobOptions): void {
   if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('options', options, 'an object');
   if (options.mode !== undefined && options.mode !== 'one' && options.mode !== 'all') throw new InvalidArgumentError('options.mode', options.mode, "'one' or 'all'");
-  if (options.timeoutMs !== undefined && (!Number.isInteger(options.timeoutMs) || options.timeoutMs <= 0)) {
+  if (options.timeoutMs !== undefined && (!Number.isSafeInteger(options.timeoutMs) || options.timeoutMs <= 0)) {
     throw new InvalidArgumentError('options.timeoutMs', options.timeoutMs, 'a positive integer of milliseconds');
   }
-  if (options.retries !== undefined && (!Number.isInteger(options.retries) || options.retries < 0 || options.retries > MAX_RETRIES)) {
+  if (options.retries !== undefined && (!Number.isSafeInteger(options.retries) || options.retries < 0 || options.retries > MAX_RETRIES)) {
     throw new InvalidArgumentError('options.retries', options.retries, `an integer from 0 to ${MAX_RETRIES}`);
   }
-  if (options.retryDelayMs !== undefined && (!Number.isInteger(options.retryDelayMs) || options.retryDelayMs <= 0)) {
+  if (options.retryDelayMs !== undefined && (!Number.isSafeInteger(options.retryDelayMs) || options.retryDelayMs <= 0)) {
     throw new InvalidArgumentError('options.retryDelayMs', options.retryDelayMs, 'a positive integer of milliseconds');
   }
   if (options.overlap !== undefined && !OVERLAP_POLICIES.has(options.overlap)) {
     throw new InvalidArgumentError('options.overlap', options.overlap, "'skip', 'allow', 'queue' or 'replace'");
   }
-  if (options.priority !== undefined && (!Number.isInteger(options.priority) || Math.abs(options.priority) > MAX_PRIORITY)) {
+  if (options.priority !== undefined && (!Number.isSafeInteger(options.priority) || Math.abs(options.priority) > MAX_PRIORITY)) {
     throw new InvalidArgumentError('options.priority', options.priority, `an integer from -${MAX_PRIORITY} to ${MAX_PRIORITY}`);
   }
   const c = options.catchUp;
-  if (c !== undefined && c !== 'latest' && c !== 'none' && !(typeof c === 'object' && c !== null && Number.isInteger(c.windowMs) && c.windowMs > 0 && Number.isInteger(c.maxSlots) && c.maxSlots > 0)) {
+  if (c !== undefined && c !== 'latest' && c !== 'none' && !(typeof c === 'object' && c !== null && Number.isSafeInteger(c.windowMs) && c.windowMs > 0 && Number.isSafeInteger(c.maxSlots) && c.maxSlots > 0)) {
     throw new InvalidArgumentError('options.catchUp', c, "'latest', 'none' or { windowMs, maxSlots }");
   }
   // Caught-up slots are all due at once: under the default overlap 'skip' every one but the

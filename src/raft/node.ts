@@ -1,6 +1,6 @@
 import { acceptsFromNonMember, leaderOf, lowerTermReply, voteIgnored, type Follows } from './admission.js';
 import { canHoldTerm, MAX_INDEX, MAX_TERM, messageWithinBounds } from './bounds.js';
-import { encodeConfChange, type ConfChange } from './conf-change.js';
+import { encodeConfChange, isWellFormedConfChange, type ConfChange } from './conf-change.js';
 import { RAFT_DEFAULTS, type RaftConfig } from './config.js';
 import { configurationOf, configurationProblem, isMember, isVoter, membersOf, sameConfiguration } from './configuration.js';
 import { acknowledge, takeAppend, takeHeartbeat, takeSnapshot } from './follower.js';
@@ -386,6 +386,9 @@ export class RaftNode {
    * applied it. `pid` identifies the proposal in the entry, as a command's does.
    */
   proposeConfChange(change: ConfChange, pid = ''): ConfChangeOutcome {
+    // One the log cannot carry is refused here, as the leader would: forwarded, it could not be
+    // encoded, and its caller waited for an answer that never came.
+    if (!isWellFormedConfChange(change)) return { kind: 'refused', reason: 'malformed', leader: this.#role === 'leader' ? this.id : this.#leader };
     if (this.#role === 'leader' || this.#leader === null || pid === '') return this.#leaderConfChange(change, pid);
     this.#send({ type: 'conf-propose', from: this.id, to: this.#leader, term: this.#term, pid, change });
     return { kind: 'forwarded', leader: this.#leader };

@@ -115,6 +115,12 @@ export function memberSettings(options: MemberOptions = {}): MemberSettings {
     throw new InvalidArgumentError('heartbeatMs', heartbeatMs, `less than electionTimeoutMs (${electionTimeoutMs})`);
   }
   const heartbeatTicks = Math.max(1, Math.round(heartbeatMs / tickMs));
+  const electionTicks = Math.max(2, Math.round(electionTimeoutMs / tickMs));
+  // In whole ticks the two may meet ({ tickMs: 100, heartbeatMs: 150, electionTimeoutMs: 200 }
+  // are two ticks each), which the protocol refuses: refused here, before start() opens anything.
+  if (heartbeatTicks >= electionTicks) {
+    throw new InvalidArgumentError('heartbeatMs', heartbeatMs, `less than electionTimeoutMs (${electionTimeoutMs}) by at least a tick (tickMs ${tickMs}) once each is rounded to ticks`);
+  }
   const voters = positiveInt(options.voters ?? d.voters, 'voters');
   if (voters % 2 === 0) throw new InvalidArgumentError('voters', voters, 'an odd number (an even count tolerates no more failures than the odd one below it)');
   const deadMemberAfterMs = positiveInt(options.deadMemberAfterMs ?? d.deadMemberAfterMs, 'deadMemberAfterMs');
@@ -124,7 +130,7 @@ export function memberSettings(options: MemberOptions = {}): MemberSettings {
     retainEntries: nonNegativeInt(options.snapshotRetainEntries ?? d.snapshotRetainEntries, 'snapshotRetainEntries'),
   };
   return {
-    raft: { electionTicks: Math.max(2, Math.round(electionTimeoutMs / tickMs)), heartbeatTicks, ...raftSettingsFor(compaction) },
+    raft: { electionTicks, heartbeatTicks, ...raftSettingsFor(compaction) },
     timing: {
       tickMs,
       heartbeatTicks,

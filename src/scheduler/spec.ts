@@ -25,6 +25,13 @@ export type SpecInput = string | { readonly cron: string; readonly tz?: string; 
 export const MAX_INSTANTS_PER_CALL = 10_000;
 /** The shortest fixed interval accepted: shorter ones would flood the log with claims. */
 export const MIN_EVERY_MS = 100;
+/**
+ * The longest interval or delay accepted (about a hundred years): slots must be instants a Date
+ * holds (within 8.64e15 ms of 1970), or state() and history() would show Invalid Date.
+ */
+export const MAX_SPEC_DURATION_MS = 100 * 365 * 86_400_000;
+/** The furthest instant a Date holds, either side of 1970: an `at` past it is no instant. */
+const MAX_DATE_MS = 8.64e15;
 
 const DURATION = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$/;
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
@@ -36,14 +43,14 @@ export function parseSpec(input: SpecInput, option = 'spec'): JobSpec {
   if ('cron' in input) return cronSpec(input.cron, input.tz ?? 'UTC', option, input.dst);
   if ('every' in input) {
     const everyMs = typeof input.every === 'number' ? input.every : parseDuration(input.every);
-    if (!Number.isInteger(everyMs) || everyMs < MIN_EVERY_MS) {
-      throw new InvalidArgumentError(`${option}.every`, input.every, `an interval of at least ${MIN_EVERY_MS} ms, as milliseconds or like '10s'`);
+    if (!Number.isInteger(everyMs) || everyMs < MIN_EVERY_MS || everyMs > MAX_SPEC_DURATION_MS) {
+      throw new InvalidArgumentError(`${option}.every`, input.every, `an interval of ${MIN_EVERY_MS} ms to ${MAX_SPEC_DURATION_MS} ms, as milliseconds or like '10s'`);
     }
     return { kind: 'every', everyMs };
   }
   if ('at' in input) {
     const atMs = input.at instanceof Date ? input.at.getTime() : input.at;
-    if (typeof atMs !== 'number' || !Number.isFinite(atMs)) throw new InvalidArgumentError(`${option}.at`, input.at, 'a valid Date');
+    if (typeof atMs !== 'number' || !Number.isFinite(atMs) || Math.abs(atMs) > MAX_DATE_MS) throw new InvalidArgumentError(`${option}.at`, input.at, 'a valid Date');
     return { kind: 'at', atMs };
   }
   if ('delayAfterCompletion' in input) return delaySpec(input, option);
@@ -53,12 +60,12 @@ export function parseSpec(input: SpecInput, option = 'spec'): JobSpec {
 function delaySpec(input: { readonly delayAfterCompletion: unknown; readonly initialDelay?: unknown }, option: string): JobSpec {
   const delayMs = durationMs(input.delayAfterCompletion);
   // As for fixed intervals: a shorter delay would flood the log with claims and outcomes.
-  if (!Number.isInteger(delayMs) || delayMs < MIN_EVERY_MS) {
-    throw new InvalidArgumentError(`${option}.delayAfterCompletion`, input.delayAfterCompletion, `a delay of at least ${MIN_EVERY_MS} ms, as milliseconds or like '10s'`);
+  if (!Number.isInteger(delayMs) || delayMs < MIN_EVERY_MS || delayMs > MAX_SPEC_DURATION_MS) {
+    throw new InvalidArgumentError(`${option}.delayAfterCompletion`, input.delayAfterCompletion, `a delay of ${MIN_EVERY_MS} ms to ${MAX_SPEC_DURATION_MS} ms, as milliseconds or like '10s'`);
   }
   const initialDelayMs = input.initialDelay === undefined ? 0 : durationMs(input.initialDelay);
-  if (!Number.isInteger(initialDelayMs) || initialDelayMs < 0) {
-    throw new InvalidArgumentError(`${option}.initialDelay`, input.initialDelay, "a delay of 0 ms or more, as milliseconds or like '10s'");
+  if (!Number.isInteger(initialDelayMs) || initialDelayMs < 0 || initialDelayMs > MAX_SPEC_DURATION_MS) {
+    throw new InvalidArgumentError(`${option}.initialDelay`, input.initialDelay, `a delay of 0 ms to ${MAX_SPEC_DURATION_MS} ms, as milliseconds or like '10s'`);
   }
   return { kind: 'delay', delayMs, initialDelayMs };
 }

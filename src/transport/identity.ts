@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { link, mkdir, readFile, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import { generateKeyPair, privateKeyFromProtobuf, privateKeyToProtobuf } from '@libp2p/crypto/keys';
+import { generateKeyPair, generateKeyPairFromSeed, privateKeyFromProtobuf, privateKeyToProtobuf } from '@libp2p/crypto/keys';
 import type { PrivateKey } from '@libp2p/interface';
 import { StorageError } from '../errors.js';
 import { OWNER_ONLY_DIR_MODE, OWNER_ONLY_FILE_MODE, restrictToOwner } from '../storage/owner-only.js';
@@ -59,8 +59,18 @@ async function readKey(path: string): Promise<PrivateKey | null> {
   if (key.type !== 'Ed25519') {
     throw new StorageError('CRONRAFT_STORAGE_CORRUPT', path, `the peer key is a ${key.type} key, expected Ed25519`);
   }
+  // The file holds the seed and the public key: a bit flipped in either still decodes, as
+  // another identity, which the cluster has not bound to this member (its frames would be
+  // dropped) or which signs with a key that does not match. The public key must be the seed's.
+  const derived = await generateKeyPairFromSeed('Ed25519', key.raw.subarray(0, ED25519_SEED_BYTES));
+  if (!derived.publicKey.equals(key.publicKey)) {
+    throw new StorageError('CRONRAFT_STORAGE_CORRUPT', path, 'the peer key is damaged: its public key is not the one of its private key');
+  }
   return key;
 }
+
+/** An Ed25519 private key's raw bytes are its 32-byte seed, then its public key. */
+const ED25519_SEED_BYTES = 32;
 
 async function createKey(dir: string, path: string): Promise<PrivateKey> {
   const key = await generateKeyPair('Ed25519');

@@ -142,6 +142,9 @@ describe('proposing a change', () => {
     expect(net.confChange('a', { type: 'promote', id: 'e' })).toMatchObject({ kind: 'refused', reason: 'not-learner' });
     expect(net.confChange('a', { type: 'remove', id: 'e' })).toMatchObject({ kind: 'refused', reason: 'not-member' });
     expect(net.confChange('a', { type: 'remove', id: '' })).toMatchObject({ kind: 'refused', reason: 'malformed' });
+    // A follower refuses one the log cannot carry rather than forward it: unencodable, it was
+    // dropped on the way, and its caller waited until its timeout (CRONRAFT_TIMEOUT).
+    for (const id of ['x'.repeat(301), '\ud800']) expect(net.confChange('b', { type: 'remove', id })).toEqual({ kind: 'refused', reason: 'malformed', leader: 'a' });
     const last = net.node('a').log.lastIndex();
     expect(net.confChange('a', { type: 'add-learner', id: 'e' }).kind).toBe('appended');
     expect(net.node('a').log.lastIndex()).toBe(last + 1);

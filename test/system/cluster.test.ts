@@ -40,6 +40,8 @@ describe('options', () => {
     ['an unparseable listen address', () => new Cluster([], { listen: '127.0.0.1' }), 'listen'],
     ['a negative timeout', () => new Cluster([], { electionTimeoutMs: -5 }), 'electionTimeoutMs'],
     ['a heartbeat not shorter than the election timeout', () => new Cluster([], { heartbeatMs: 300, electionTimeoutMs: 300 }), 'heartbeatMs'],
+    // Shorter in milliseconds, but two ticks each once rounded: start() threw a plain Error.
+    ['a heartbeat as long as the election timeout in ticks', () => new Cluster([], { tickMs: 100, heartbeatMs: 150, electionTimeoutMs: 200 }), 'heartbeatMs'],
     ['port 0 with other members', () => new Cluster(['127.0.0.1:7002'], { listen: '127.0.0.1:0' }), 'listen'],
     ['an unknown storage', () => new Cluster([], { storage: 'disk' as 'level' }), 'storage'],
     ['an even number of voters', () => new Cluster([], { voters: 4 }), 'voters'],

@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { OPERATIONS_VERSION } from '../../src/version/versions.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Cluster, InvalidArgumentError, type JobContext } from '../../src/index.js';
 import { freePort } from '../fixtures/process-cluster.js';
@@ -190,6 +191,14 @@ describe('cluster.schedule', () => {
       // Names no address can hold: HTTP and the CLI resolve them as path segments.
       [() => c.schedule('.', '* * * * *', () => undefined), 'name'],
       [() => c.schedule('..', '* * * * *', () => undefined), 'name'],
+      // Whole numbers a double cannot hold exactly, which the log's check refuses: the registration
+      // (and the others batched in its entry) was skipped by every member, unsaid.
+      [() => c.schedule('a', '* * * * *', () => undefined, { overlap: 'queue', catchUp: { windowMs: 60_000, maxSlots: 2 ** 60 } }), 'options.catchUp'],
+      [() => c.schedule('a', '* * * * *', () => undefined, { timeoutMs: 2 ** 60 }), 'options.timeoutMs'],
+      // Slots no Date holds (state() showed Invalid Date).
+      [() => c.schedule('a', { at: 1e300 }, () => undefined), 'spec.at'],
+      [() => c.schedule('a', { every: 1e20 }, () => undefined), 'spec.every'],
+      [() => c.schedule('a', { delayAfterCompletion: '1s', initialDelay: 2 ** 60 }, () => undefined), 'spec.initialDelay'],
       [() => c.schedule('a', '99 * * * *', () => undefined), 'spec'],
       [() => c.schedule('a', { cron: '* * * * *', tz: 'Nowhere/Land' }, () => undefined), 'spec.tz'],
       [() => c.schedule('a', '* * * * *', 'not a function' as never), 'handler'],
@@ -212,6 +221,30 @@ describe('cluster.schedule', () => {
     }
     c.schedule('a', '* * * * *', () => undefined);
     expect(() => c.schedule('a', '* * * * *', () => undefined)).toThrow(/already scheduled/);
+  });
+
+  it("lets a run whose timeoutMs is past what Node's timers hold (about 35 days) go on, and a lock as long", async () => {
+    // Node runs a timer of 2^31 ms or more after 1 ms: every such run was aborted at once, its
+    // signal CRONRAFT_RUN_TIMEOUT, and runExclusive's task too (src/time/clock.ts).
+    const c = new Cluster([], { storage: 'memory' });
+    started.push(c);
+    await c.start();
+    await c.waitForLeader({ timeoutMs: 10_000 });
+    const seen: Array<{ aborted: boolean }> = [];
+    c.schedule('long', { at: new Date(Date.now() + 3_600_000) }, async (ctx) => {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      seen.push({ aborted: ctx.signal.aborted });
+    }, { timeoutMs: 3_000_000_000 });
+    await expect.poll(() => c.state().version.active >= OPERATIONS_VERSION && c.state().jobs.some((j) => j.name === 'long'), { timeout: 10_000 }).toBe(true);
+    await c.trigger('long');
+    await expect.poll(() => seen.length, { timeout: 10_000 }).toBe(1);
+    expect(seen[0]).toEqual({ aborted: false });
+    let lockAborted: boolean | null = null;
+    await c.runExclusive('lock', { atMostFor: 3_000_000_000 }, async ({ signal }) => {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      lockAborted = signal.aborted;
+    });
+    expect(lockAborted).toBe(false);
   });
 
   it('refuses a job past the 10,000 the cluster holds, rather than schedule one that would never run', () => {

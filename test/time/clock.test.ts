@@ -1,6 +1,6 @@
 import { stat } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { systemTimers } from '../../src/time/clock.js';
+import { MAX_TIMER_DELAY_MS, systemTimers } from '../../src/time/clock.js';
 
 /** Runs `fn` in an I/O callback, where Node runs setImmediate's callbacks before any timer's. */
 const inIoCallback = (fn: () => void): Promise<void> => new Promise((resolve) => stat('.', () => resolve(fn())));
@@ -25,5 +25,18 @@ describe('the system timers', () => {
     });
     await finished;
     expect(order).toEqual(['no delay', '1 ms', 'last']);
+  });
+
+  it('keep a delay past what Node keeps (MAX_TIMER_DELAY_MS), where Node runs it after a millisecond, and clear it', async () => {
+    const fired: string[] = [];
+    const long = systemTimers.setTimeout(() => fired.push('2^31 ms'), MAX_TIMER_DELAY_MS + 1);
+    const longer = systemTimers.setTimeout(() => fired.push('2^40 ms'), 2 ** 40);
+    const nan = systemTimers.setTimeout(() => fired.push('NaN: at once'), Number.NaN);
+    // Node's setTimeout would have run both after 1 ms: five timers of 1 ms later, neither fired.
+    for (let i = 0; i < 5; i++) await new Promise<void>((resolve) => setTimeout(resolve, 1));
+    expect(fired).toEqual(['NaN: at once']);
+    systemTimers.clearTimeout(long);
+    systemTimers.clearTimeout(longer);
+    systemTimers.clearTimeout(nan);
   });
 });

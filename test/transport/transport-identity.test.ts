@@ -61,6 +61,22 @@ describe('loadOrCreatePrivateKey', () => {
     expect((await stat(path)).size).toBe(9);
   });
 
+  it('refuses a key with one bit flipped, in its seed or its public key, as corrupt: it still decodes, as another identity', async () => {
+    const original = privateKeyToProtobuf(await generateKeyPair('Ed25519'));
+    // The last 64 bytes are the seed, then the public key.
+    for (const at of [original.length - 64, original.length - 1]) {
+      const bytes = Uint8Array.from(original);
+      bytes[at]! ^= 0x01;
+      await writeFile(join(root, PEER_KEY_FILE), bytes);
+      const error = await storageError(() => loadOrCreatePrivateKey(root));
+      expect(error.code).toBe('CRONRAFT_STORAGE_CORRUPT');
+      expect(error.message).toMatch(/damaged/);
+    }
+    // Whole, it is read as it was.
+    await writeFile(join(root, PEER_KEY_FILE), original);
+    expect(privateKeyToProtobuf(await loadOrCreatePrivateKey(root))).toEqual(original);
+  });
+
   it('refuses an empty key file as corrupt', async () => {
     await writeFile(join(root, PEER_KEY_FILE), new Uint8Array(0));
     expect((await storageError(() => loadOrCreatePrivateKey(root))).code).toBe('CRONRAFT_STORAGE_CORRUPT');

@@ -222,7 +222,7 @@ function chunks<T>(items: readonly T[], size: number): T[][] {
 }
 
 /** The replicated form of a job's options (what the leader plans by). */
-function policyOf(options: JobOptions): JobPolicy {
+export function policyOf(options: JobOptions): JobPolicy {
   const c = options.catchUp;
   const catchUp: CatchUp = c === undefined || c === 'latest' ? { policy: 'latest' } : c === 'none' ? { policy: 'none' } : { policy: 'all', windowMs: c.windowMs, maxSlots: c.maxSlots };
   return { retries: options.retries ?? 0, retryDelayMs: options.retryDelayMs ?? DEFAULT_RETRY_DELAY_MS, catchUp, overlap: options.overlap ?? DEFAULT_OVERLAP };
