@@ -2,12 +2,12 @@ import { InvalidArgumentError } from './errors.js';
 
 /** A positive integer option (milliseconds or a count), or InvalidArgumentError naming it. */
 export function positiveInt(value: unknown, option: string): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0) throw new InvalidArgumentError(option, value, 'a positive integer (milliseconds or a count)');
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) throw new InvalidArgumentError(option, value, 'a positive integer (milliseconds or a count)');
   return value;
 }
 
 /** A non-negative integer option, or InvalidArgumentError naming it. */
 export function nonNegativeInt(value: unknown, option: string): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) throw new InvalidArgumentError(option, value, 'a non-negative integer');
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) throw new InvalidArgumentError(option, value, 'a non-negative integer');
   return value;
 }

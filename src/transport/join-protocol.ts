@@ -6,6 +6,7 @@ import { MAX_CONF_MEMBERS, MAX_ID_LENGTH } from './constants.js';
 import { FrameReader, withPrefix } from './framing.js';
 import { MAX_VERSION } from '../version/versions.js';
 import { MAX_INDEX } from '../raft/bounds.js';
+import { MAX_TIMER_DELAY_MS } from '../time/clock.js';
 
 /**
  * The join protocol (issue 18, README "Forming the cluster"): a new member asks a member it was
@@ -160,7 +161,8 @@ export function readOneFrame(stream: Stream, maxBytes: number, timeoutMs: number
       }
     };
     const onClose = (): void => finish(new Error('the stream closed before a whole frame arrived'));
-    const timer = setTimeout(() => finish(new Error(`no frame within ${timeoutMs} ms`)), timeoutMs);
+    // Node runs a longer delay after 1 ms (MAX_TIMER_DELAY_MS).
+    const timer = setTimeout(() => finish(new Error(`no frame within ${timeoutMs} ms`)), Math.min(timeoutMs, MAX_TIMER_DELAY_MS));
     stream.addEventListener('message', onData);
     stream.addEventListener('close', onClose);
   });

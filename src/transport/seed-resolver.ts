@@ -1,6 +1,7 @@
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { parsePeerAddress, type PeerAddress } from './address.js';
+import { MAX_TIMER_DELAY_MS } from '../time/clock.js';
 
 /**
  * The most addresses a seed list resolves to: a headless Service of a large Deployment names
@@ -69,7 +70,8 @@ async function expand(seed: PeerAddress, lookup: Lookup, timeoutMs: number): Pro
   if (isIP(seed.host) !== 0 || seed.peerId !== null) return { addresses: [seed] };
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    // Node runs a longer delay after 1 ms (MAX_TIMER_DELAY_MS).
+    timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), Math.min(timeoutMs, MAX_TIMER_DELAY_MS));
   });
   try {
     const answers = await Promise.race([lookup(seed.host), timeout]);

@@ -39,6 +39,7 @@ describe('options', () => {
     ['an unparseable peer', () => new Cluster(['not an address']), 'peers[0]'],
     ['an unparseable listen address', () => new Cluster([], { listen: '127.0.0.1' }), 'listen'],
     ['a negative timeout', () => new Cluster([], { electionTimeoutMs: -5 }), 'electionTimeoutMs'],
+    ['a timeout past the whole numbers a double holds', () => new Cluster([], { stopTimeoutMs: 2 ** 60 }), 'stopTimeoutMs'],
     ['a heartbeat not shorter than the election timeout', () => new Cluster([], { heartbeatMs: 300, electionTimeoutMs: 300 }), 'heartbeatMs'],
     // Shorter in milliseconds, but two ticks each once rounded: start() threw a plain Error.
     ['a heartbeat as long as the election timeout in ticks', () => new Cluster([], { tickMs: 100, heartbeatMs: 150, electionTimeoutMs: 200 }), 'heartbeatMs'],
