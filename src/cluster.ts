@@ -308,6 +308,16 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     return this.#fanout().requeue(checkTopic(topic), ids === undefined ? null : checkItemIds(ids));
   }
 
+  /**
+   * Drops dead letters of `topic` for good (all of them, or those with these ids), resolving
+   * with how many went once applied here. A topic left with no consumer, item or dead letter is
+   * forgotten, which frees its place among the topics the cluster holds.
+   * @throws InvalidArgumentError for an unknown topic or bad ids
+   */
+  async dropDeadLetters(topic: string, ids?: readonly number[]): Promise<{ readonly dropped: number }> {
+    return this.#fanout().dropDeadLetters(checkTopic(topic), ids === undefined ? null : checkItemIds(ids));
+  }
+
   #fanout(): FanoutRuntime {
     this.#running();
     if (this.#parts.member === null) throw new NotRunningError(this.#status);

@@ -35,6 +35,7 @@ export function isFanoutCommand(value: unknown): value is FanoutCommand {
     case 'reclaim':
       return list(c.leases, MAX_OUTCOMES_PER_COMMAND, (l) => isRecord(l) && isCount(l.id) && isCount(l.token)) && isTime(c.atMs);
     case 'requeue':
+    case 'drop':
       return isTopic(c.topic) && list(c.ids, MAX_OUTCOMES_PER_COMMAND, isCount) && isTime(c.atMs);
     default:
       return false;

@@ -80,4 +80,6 @@ export type FanoutCommand =
   | { readonly type: 'lease'; readonly member: NodeId; readonly ids: readonly number[]; readonly atMs: number; readonly topic?: string }
   | { readonly type: 'done'; readonly member: NodeId; readonly outcomes: readonly ItemOutcome[]; readonly atMs: number }
   | { readonly type: 'reclaim'; readonly leases: readonly { readonly id: number; readonly token: number }[]; readonly atMs: number }
-  | { readonly type: 'requeue'; readonly topic: string; readonly ids: readonly number[]; readonly atMs: number };
+  | { readonly type: 'requeue'; readonly topic: string; readonly ids: readonly number[]; readonly atMs: number }
+  /** Dead letters of `topic` dropped for good (an operator looked at them): a topic left with nothing is forgotten. */
+  | { readonly type: 'drop'; readonly topic: string; readonly ids: readonly number[]; readonly atMs: number };

@@ -283,6 +283,8 @@ export class FanoutState {
         return this.#reclaim(command);
       case 'requeue':
         return this.#requeue(index, command);
+      case 'drop':
+        return this.#drop(command);
     }
   }
 
@@ -492,6 +494,18 @@ export class FanoutState {
       topic.ready.add(item.id);
       count++;
     }
+    return { ok: true, count };
+  }
+
+  /** Dead letters dropped for good; ids no longer among them are passed over. `count`: how many went. */
+  #drop(command: Extract<FanoutCommand, { type: 'drop' }>): FanoutApplyResult {
+    const topic = this.topics.get(command.topic);
+    if (topic === undefined) return { ok: false, reason: 'unknown-topic' };
+    const dropped = new Set(command.ids);
+    const kept = topic.deadLetters.filter((letter) => !dropped.has(letter.id));
+    const count = topic.deadLetters.length - kept.length;
+    topic.deadLetters.splice(0, topic.deadLetters.length, ...kept);
+    this.#forgetIfIdle(topic);
     return { ok: true, count };
   }
 

@@ -17,6 +17,7 @@ describe('fan-out commands read from the log (isFanoutCommand)', () => {
       { type: 'done', member: 'm1', outcomes: [{ id: 1, token: 7, error: null }, { id: 2, token: 7, error: 'boom' }], atMs: 5 },
       { type: 'reclaim', leases: [{ id: 1, token: 7 }], atMs: 5 },
       { type: 'requeue', topic: 't', ids: [1], atMs: 5 },
+      { type: 'drop', topic: 't', ids: [1], atMs: 5 },
     ]) {
       expect(isFanoutCommand(c), JSON.stringify(c)).toBe(true);
     }
@@ -39,6 +40,7 @@ describe('fan-out commands read from the log (isFanoutCommand)', () => {
     ['a lease of an empty topic', { type: 'lease', member: 'm1', ids: [1], atMs: 5, topic: '' }],
     ['a lease of a topic that is not text', { type: 'lease', member: 'm1', ids: [1], atMs: 5, topic: 7 }],
     ['an id past safe integers', { type: 'requeue', topic: 't', ids: [2 ** 53], atMs: 5 }],
+    ['a drop of ids not a list', { type: 'drop', topic: 't', ids: 1, atMs: 5 }],
     ['an outcome without a token', { type: 'done', member: 'm1', outcomes: [{ id: 1, error: null }], atMs: 5 }],
     ['an error too long', { type: 'done', member: 'm1', outcomes: [{ id: 1, token: 1, error: 'x'.repeat(501) }], atMs: 5 }],
   ])('refuses %s', (_name, value) => {

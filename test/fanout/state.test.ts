@@ -104,6 +104,23 @@ describe('fan-out state', () => {
     expect(state.items.get(2)?.failures).toBe(0);
   });
 
+  it('drops dead letters for good, passing over ids not among them, and forgets a topic left with nothing', () => {
+    const { state, apply } = log();
+    apply({ type: 'consume', topic: 't', member: 'm1', settings: { ...SETTINGS, retries: 0 } });
+    apply(emit('t', [['a', null], ['b', null], ['c', null]]));
+    const token = apply({ type: 'lease', member: 'm1', ids: [1, 2, 3], atMs: 0 }).index;
+    apply({ type: 'done', member: 'm1', outcomes: [1, 2, 3].map((id) => ({ id, token, error: 'boom' })), atMs: 0 });
+    expect(state.topics.get('t')?.deadLetters.map((l) => l.id)).toEqual([1, 2, 3]);
+    expect(apply({ type: 'drop', topic: 't', ids: [2, 99], atMs: 0 })).toMatchObject({ ok: true, count: 1 });
+    expect(state.topics.get('t')?.deadLetters.map((l) => l.id)).toEqual([1, 3]);
+    // With its consumer gone, the topic is kept for its dead letters, and forgotten with them.
+    apply({ type: 'unconsume', topic: 't', member: 'm1' });
+    expect(state.topics.has('t')).toBe(true);
+    expect(apply({ type: 'drop', topic: 't', ids: [1, 3], atMs: 0 })).toMatchObject({ ok: true, count: 2 });
+    expect(state.topics.has('t')).toBe(false);
+    expect(apply({ type: 'drop', topic: 't', ids: [1], atMs: 0 })).toMatchObject({ ok: false, reason: 'unknown-topic' });
+  });
+
   it("times no redelivery by a reporter's clock ahead: an item taken back is due at once, and a retry's backoff counts from the lease's deadline at the latest", () => {
     // m2's clock is a minute ahead of the leader's (seed 71, 3 members: items that m2 gave back
     // waited out its skew, past the bound on settling after the faults healed).

@@ -61,7 +61,7 @@ describe('fan-out on a real cluster (loopback)', () => {
     expect(Object.values(topic?.consumers ?? {})).toEqual([4, 4, 4]);
   });
 
-  it('a batch settles with its counts; failures retry, then go to the dead letters, from which they are emitted again; maxPending refuses a whole emit', async () => {
+  it('a batch settles with its counts; failures retry, then go to the dead letters, from which they are dropped or emitted again; maxPending refuses a whole emit', async () => {
     const seeds: string[] = [];
     for (let i = 0; i < 3; i++) seeds.push(`127.0.0.1:${await freePort()}`);
     const members = seeds.map((listen) => new Cluster(seeds, { listen, storage: 'memory', electionTimeoutMs: 500, heartbeatMs: 50 }));
@@ -90,13 +90,18 @@ describe('fan-out on a real cluster (loopback)', () => {
     expect(letters[0]).toMatchObject({ failures: 2, error: expect.stringMatching(/is bad/), job: null, slot: null });
     // Beyond maxPending (50), an emit is refused whole.
     await expect(emitter.emitItems('work', Array.from({ length: 51 }, (_, i) => i))).rejects.toMatchObject({ code: 'CRONRAFT_BACKPRESSURE' });
+    // One is dropped for good (from another member: the log carries it), the rest emitted again.
+    expect(await members[2]!.dropDeadLetters('work', [letters[0]!.id, 999])).toEqual({ dropped: 1 });
+    await expect.poll(() => emitter.deadLetters('work').length, { timeout: 5000, interval: 20 }).toBe(3);
     healed = true;
     const again = await emitter.requeue('work');
-    expect(again.count).toBe(4);
-    expect(await again.settled({ timeoutMs: 15_000 })).toEqual({ topic: 'work', count: 4, done: 4, dead: 0 });
+    expect(again.count).toBe(3);
+    expect(await again.settled({ timeoutMs: 15_000 })).toEqual({ topic: 'work', count: 3, done: 3, dead: 0 });
     expect(emitter.deadLetters('work')).toEqual([]);
     await expect(emitter.requeue('nothing')).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT' });
-    await expect.poll(() => members.map((m) => m.state().topics[0]?.done), { timeout: 5000, interval: 20 }).toEqual([20, 20, 20]);
+    await expect(emitter.dropDeadLetters('nothing')).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT' });
+    await expect(emitter.dropDeadLetters('work', [0])).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'ids' });
+    await expect.poll(() => members.map((m) => m.state().topics[0]?.done), { timeout: 5000, interval: 20 }).toEqual([19, 19, 19]);
   });
 
   it("a batch's settled() rejects with CRONRAFT_NOT_RUNNING when its member stops first, and after", async () => {

@@ -127,6 +127,22 @@ export class FanoutRuntime {
     this.slotBatches.restored(this.#o.state);
   }
 
+  /**
+   * Drops the dead letters of `topic` with these ids for good (all of them when `ids` is null),
+   * once applied here: how many went (ids no longer among them are passed over). A topic left
+   * with no consumer, item or dead letter is forgotten.
+   * @throws InvalidArgumentError for an unknown topic
+   */
+  async dropDeadLetters(topic: string, ids: readonly number[] | null): Promise<{ readonly dropped: number }> {
+    const letters = this.#o.state.topics.get(topic)?.deadLetters;
+    if (letters === undefined) throw new InvalidArgumentError('topic', topic, 'a topic this cluster knows');
+    const chosen = ids ?? letters.map((l) => l.id);
+    const { result } = await this.#o.propose({ type: 'drop', topic, ids: chosen, atMs: this.#o.clusterNowMs() });
+    const applied = result as FanoutApplyResult;
+    if (!applied.ok) throw new InvalidArgumentError('topic', topic, 'a topic this cluster knows');
+    return { dropped: applied.count ?? 0 };
+  }
+
   /** Hands this member's items over before it stops (FanoutConsumer.handOver). */
   handOver(timeoutMs: number): Promise<boolean> {
     return this.consumer.handOver(timeoutMs);
