@@ -22,6 +22,7 @@ import { checkItemIds, consumerSettings, deadLettersOf, registerConsumer, type C
 import type { Batch } from './runtime/fanout/batches.js';
 import type { FanoutRuntime } from './runtime/fanout/fanout-runtime.js';
 import { checkTopic, emitKeyOf } from './fanout/items.js';
+import { nonNegativeInt, optionsObject, positiveInt } from './option-checks.js';
 import { policyOf } from './runtime/scheduler/registrations.js';
 import { isJobPolicy, isJobSpec } from './scheduler/command-shape.js';
 import type { ConsumerSettings } from './fanout/command.js';
@@ -59,6 +60,8 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   readonly #random: Random;
   readonly #clusterId: string;
   #status: Status = 'new';
+  /** The graceful stop under way, which a second stop() call waits for. */
+  #stopping: Promise<void> | null = null;
   /** Storage, transport, the member and what watches it, as start() opened them (cluster-start.ts). */
   readonly #parts: MemberParts = { storage: null, transport: null, discovery: null, peerId: null, member: null, removalProbe: null, watch: null };
   #lastLeader: NodeId | null = null;
@@ -163,16 +166,24 @@ export class Cluster extends EventEmitter<ClusterEvents> {
    */
   async stop(options: { leave?: boolean } = {}): Promise<void> {
     if (typeof options !== 'object' || options === null || (options.leave !== undefined && typeof options.leave !== 'boolean')) throw new InvalidArgumentError('leave', options?.leave, 'a boolean');
-    if (this.#status === 'stopped' || this.#status === 'stopping') return;
+    // A second call while the first is under way waits for it: an app that stops from two
+    // places (a signal handler and a shutdown hook) must not exit mid-run on the second's word.
+    if (this.#stopping !== null) return this.#stopping;
+    if (this.#status === 'stopped') return;
     if (this.#status === 'new') {
       this.#status = 'stopped';
       return;
     }
     this.#status = 'stopping';
+    this.#stopping = this.#stopGracefully(options.leave === true);
+    return this.#stopping;
+  }
+
+  async #stopGracefully(leave: boolean): Promise<void> {
     // Its jobs and claims are handed over, its runs finish (or are reported interrupted) and
     // record their outcomes, and a leader hands leadership over, before the streams close.
     await this.#parts.member?.stopGracefully(this.#o.stopTimeoutMs);
-    if (options.leave === true) await this.#parts.member?.leave(this.#o.stopTimeoutMs);
+    if (leave) await this.#parts.member?.leave(this.#o.stopTimeoutMs);
     await this.#close();
     this.#status = 'stopped';
   }
@@ -199,12 +210,14 @@ export class Cluster extends EventEmitter<ClusterEvents> {
    * @throws NotLeaderError when no leader is known, TimeoutError, ProposalDroppedError, BackpressureError
    */
   async propose(data: Uint8Array | string, options: { signal?: AbortSignal } = {}): Promise<{ index: number }> {
+    const { signal } = optionsObject(options);
+    if (signal !== undefined && !(signal instanceof AbortSignal)) throw new InvalidArgumentError('signal', signal, 'an AbortSignal');
     const bytes = typeof data === 'string' ? encoder.encode(data) : data;
     if (!(bytes instanceof Uint8Array)) throw new InvalidArgumentError('data', data, 'a Uint8Array or a string');
     if (bytes.byteLength > CLUSTER_DEFAULTS.maxProposalBytes) {
       throw new InvalidArgumentError('data', `${bytes.byteLength} bytes`, `at most ${CLUSTER_DEFAULTS.maxProposalBytes} bytes`);
     }
-    const r: ProposalResult = await this.#running().propose(encodeCommand({ kind: 'user', data: bytes }), options.signal);
+    const r: ProposalResult = await this.#running().propose(encodeCommand({ kind: 'user', data: bytes }), signal);
     return { index: r.index };
   }
 
@@ -234,7 +247,8 @@ export class Cluster extends EventEmitter<ClusterEvents> {
 
   /** Resolves with the leader once one is known, or rejects with TimeoutError. */
   async waitForLeader(options: { timeoutMs?: number } = {}): Promise<{ leader: NodeId; term: number }> {
-    const timeoutMs = options.timeoutMs ?? this.#o.member.timing.electionTimeoutMs * 20;
+    const given = optionsObject(options).timeoutMs;
+    const timeoutMs = given === undefined ? this.#o.member.timing.electionTimeoutMs * 20 : nonNegativeInt(given, 'timeoutMs');
     const driver = this.#running();
     const ok = await this.#waitFor(() => driver.node.leader !== null, timeoutMs);
     if (!ok || driver.node.leader === null) throw new TimeoutError('Waiting for a leader', timeoutMs);
@@ -273,7 +287,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     checkTopic(topic);
     if (typeof handler !== 'function') throw new InvalidArgumentError('handler', handler, 'a function');
     if (this.#consumers.has(topic)) throw new InvalidArgumentError('topic', topic, 'a topic not already consumed on this member');
-    const settings = consumerSettings(options);
+    const settings = consumerSettings(optionsObject(options));
     this.#consumers.set(topic, { handler, settings });
     if (this.#status === 'running' && this.#parts.member !== null) void registerConsumer(this.#parts.member.fanoutRuntime, topic, handler, settings, this.#timers, () => this.#status !== 'running');
   }
@@ -422,9 +436,13 @@ export class Cluster extends EventEmitter<ClusterEvents> {
    * per the log, no outcome yet) by member. Bounded by what the state machine keeps.
    */
   history(options: { job?: string; limit?: number } = {}): SlotHistory[] {
+    const { job, limit } = optionsObject(options);
+    if (job !== undefined) validateName(job);
+    // A limit of 0 or less took slice(-limit) to every claim kept.
+    if (limit !== undefined) positiveInt(limit, 'limit');
     const state = this.#scheduler?.state;
     const tally = this.#parts.member?.fanoutRuntime.slotBatches;
-    return state === undefined ? [] : historyOf(state, options, (job, slotMs) => tally?.of(job, slotMs) ?? null);
+    return state === undefined ? [] : historyOf(state, { ...(job === undefined ? {} : { job }), ...(limit === undefined ? {} : { limit }) }, (name, slotMs) => tally?.of(name, slotMs) ?? null);
   }
 
   /** A snapshot of this member's view: role, term, leader, indexes, members and their reachability. */

@@ -28,7 +28,8 @@ export type ExclusiveDecorator<This, Args extends unknown[]> = <Return>(
 /**
  * Schedules the method as a job on `cluster`, named `ClassName.method` (the class of the
  * instance) unless `options.name` says otherwise, run with the job's context and `this` bound
- * to the instance. A standard method decorator cannot reach the instance itself: it asks for
+ * to the instance: the method as the instance has it at each run, so that a decorator written
+ * above this one (`@exclusive`) and an override in a subclass take part. A standard method decorator cannot reach the instance itself: it asks for
  * an initializer (`context.addInitializer`), which runs as each instance is constructed, and
  * that schedules the job then; for a static method, as the class is defined. So construct one
  * instance per member, as for any job: a second one schedules the same name again, which
@@ -42,7 +43,10 @@ export function scheduled<This extends object>(cluster: Cluster, spec: SpecInput
     context.addInitializer(function (this: This) {
       const owner = context.static ? (this as unknown as { name: string }).name : this.constructor.name;
       const name = chosen ?? `${owner}.${String(context.name)}`;
-      cluster.schedule(name, spec, (ctx) => method.call(this, ctx), jobOptions);
+      // The method as the instance has it, at each run, not the one this decorator was handed:
+      // a decorator above this one (@exclusive, as ShedLock's users stack it) replaced it, and
+      // a subclass may override it. (Handed the one below, the job ran outside the lock.)
+      cluster.schedule(name, spec, (ctx) => context.access.get(this).call(this, ctx), jobOptions);
     });
   };
 }

@@ -60,6 +60,19 @@ describe('options', () => {
     expect((error as Error).message).toContain(option);
   });
 
+  it("refuses a call's options that are not an object, or hold a bad value, with CRONRAFT_INVALID_ARGUMENT rather than a TypeError", async () => {
+    const c = new Cluster([], { storage: 'memory' });
+    const invalid = { code: 'CRONRAFT_INVALID_ARGUMENT' };
+    await expect(c.waitForLeader(null as never)).rejects.toMatchObject({ ...invalid, option: 'options' });
+    await expect(c.waitForLeader({ timeoutMs: -1 })).rejects.toMatchObject({ ...invalid, option: 'timeoutMs' });
+    await expect(c.propose('x', null as never)).rejects.toMatchObject({ ...invalid, option: 'options' });
+    await expect(c.propose('x', { signal: 5 as never })).rejects.toMatchObject({ ...invalid, option: 'signal' });
+    expect(() => c.history(null as never)).toThrow(expect.objectContaining({ ...invalid, option: 'options' }));
+    // A limit of 0 or less returned every claim kept.
+    for (const limit of [0, -1, 1.5, '2']) expect(() => c.history({ limit: limit as number })).toThrow(expect.objectContaining({ ...invalid, option: 'limit' }));
+    expect(() => c.consume('t', () => undefined, null as never)).toThrow(expect.objectContaining({ ...invalid, option: 'options' }));
+  });
+
   it('accepts multiaddrs with a peer id, host:port, and its own address in the peer list', () => {
     const c = new Cluster(['/ip4/127.0.0.1/tcp/7001', '127.0.0.1:7002', '/ip4/127.0.0.1/tcp/7003/p2p/12D3KooWNpEjHiwXBKhVJvQy5aGA5n6TgqSEAHMAbkjYZj9nVKPL'], { listen: '/ip4/127.0.0.1/tcp/7001' });
     expect(c.id).toBe('127.0.0.1:7001');
@@ -68,6 +81,27 @@ describe('options', () => {
 });
 
 describe('a single-member cluster', () => {
+  it('a second stop() while the first is under way resolves only once the member has stopped, its run ended', async () => {
+    // An app that stops from a signal handler and a shutdown hook: the second resolved at once,
+    // and the app exited mid-run.
+    const c = new Cluster([], { storage: 'memory', stopTimeoutMs: 3000 });
+    started.push(c);
+    let finished = false;
+    let running!: () => void;
+    const isRunning = new Promise<void>((resolve) => (running = resolve));
+    c.schedule('slow', { every: 200 }, async () => {
+      running();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      finished = true;
+    });
+    await c.start();
+    await isRunning;
+    const first = c.stop();
+    await c.stop();
+    expect({ status: c.state().status, finished }).toEqual({ status: 'stopped', finished: true });
+    await first;
+  });
+
   it("state() hands out a job's entry again, frozen, until the job changes (thousands of jobs are not built on every call)", async () => {
     const c = new Cluster([], { storage: 'memory' });
     started.push(c);

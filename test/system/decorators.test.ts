@@ -33,6 +33,16 @@ describe('cronraft/decorators, as an app writes them', () => {
     expect(() => new Reports()).toThrow(cronraft.InvalidArgumentError);
   });
 
+  it('@exclusive written above @scheduled holds the lock on every scheduled run', async () => {
+    // @scheduled ran the method it was handed, the one below @exclusive: outside the lock.
+    const cluster = await oneMember();
+    const Guarded = app.guardedOn(cluster);
+    const guarded = new Guarded();
+    await cluster.start();
+    await expect.poll(() => guarded.held.length, { timeout: 15_000, interval: 50 }).toBeGreaterThanOrEqual(2);
+    expect(guarded.held.every((held) => held)).toBe(true);
+  });
+
   it('@exclusive runs the method under the cluster-wide lock: not while another call holds it, and held at least atLeastFor', async () => {
     const cluster = await oneMember();
     await cluster.start();
