@@ -7,6 +7,8 @@ export function parseDurationMs(value: string, option: string): number {
   const match = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(value.trim());
   const amount = match === null ? Number.NaN : Number(match[1]);
   const unit = UNITS_MS[match?.[2] ?? 'ms'] ?? 1;
-  if (!Number.isFinite(amount) || amount <= 0) throw new InvalidArgumentError(option, value, 'a duration like 500ms, 30s, 10m or 2h');
-  return Math.round(amount * unit);
+  const ms = Math.round(amount * unit);
+  // Checked once rounded: 0.4ms is no time at all, as 0ms is.
+  if (!Number.isFinite(ms) || ms < 1 || ms > Number.MAX_SAFE_INTEGER) throw new InvalidArgumentError(option, value, 'a duration like 500ms, 30s, 10m or 2h');
+  return ms;
 }

@@ -8,6 +8,8 @@ import { encodeCommand } from '../src/runtime/commands.js';
 import { SafetyChecker } from './checker.js';
 import { RunCheckers } from './checkers/index.js';
 import { ConfigurationChecker } from './configuration-checker.js';
+import { InvalidArgumentError } from '../src/errors.js';
+import { MAX_MEMBERS } from '../src/raft/configuration.js';
 import type { FaultSwitches } from './faults.js';
 import { memberHooks } from './hooks.js';
 import { DEFAULT_SIM_JOBS, validateJobs, type SimJob } from './jobs.js';
@@ -110,6 +112,7 @@ export class SimWorld {
   acknowledged = 0;
 
   constructor(options: SimulationOptions) {
+    validateRun(options);
     const seed = options.seed;
     this.seed = seed;
     this.options = options;
@@ -247,3 +250,20 @@ export class SimWorld {
 export function proposalBytes(text: string): Uint8Array {
   return encodeCommand({ kind: 'user', data: new TextEncoder().encode(text) });
 }
+
+/**
+ * The run's seed, members and duration checked (InvalidArgumentError): no members made every
+ * liveness check pass vacuously, a NaN duration never ended, and a seed past 32 bits replays a
+ * smaller one's faults (the generator is seeded with 32 bits).
+ */
+function validateRun(options: SimulationOptions): void {
+  if (!Number.isSafeInteger(options.seed) || options.seed < 0 || options.seed > MAX_SIM_SEED) throw new InvalidArgumentError('seed', options.seed, `an integer from 0 to ${MAX_SIM_SEED}`);
+  const members = options.members;
+  if (members !== undefined && (!Number.isSafeInteger(members) || members < 1 || members > MAX_MEMBERS)) throw new InvalidArgumentError('members', members, `an integer from 1 to ${MAX_MEMBERS}`);
+  const durationMs = options.durationMs;
+  if (durationMs !== undefined && (!Number.isSafeInteger(durationMs) || durationMs < 1)) throw new InvalidArgumentError('durationMs', durationMs, 'a positive integer of milliseconds');
+}
+
+/** The largest seed of a run: the generator is seeded with 32 bits. */
+export const MAX_SIM_SEED = 2 ** 32 - 1;
+

@@ -7,7 +7,9 @@ import { parseDurationMs } from '../../simulations/duration.js';
 import { FAULT_ALIASES, FAULT_NAMES, switchesFromNames } from '../../simulations/faults.js';
 import { renderReport, reportInput } from '../../simulations/report/page.js';
 import { simulate, type FaultSwitches, type SimulationResult } from '../../simulations/simulate.js';
+import { MAX_SIM_SEED } from '../../simulations/world.js';
 import { InvalidArgumentError } from '../errors.js';
+import { MAX_MEMBERS } from '../raft/configuration.js';
 import { EXIT, type CliOutput } from './exit-codes.js';
 
 /** `cronraft simulate`'s options, as commander parses them (every value a string but the switches). */
@@ -62,14 +64,25 @@ function faultSwitches(value: string): FaultSwitches {
   return switchesFromNames(names);
 }
 
-function positiveInt(value: string, option: string): number {
+function positiveInt(value: string, option: string, max = Number.MAX_SAFE_INTEGER): number {
   const n = Number(value);
-  if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError(option, value, 'a positive integer');
+  if (!Number.isInteger(n) || n <= 0 || n > max) throw new InvalidArgumentError(option, value, `an integer from 1 to ${max}`);
   return n;
 }
 
+/**
+ * The largest seed: the simulator's generator is seeded with 32 bits, so a larger seed would
+ * replay a smaller one's faults, and past 2^53 a sweep's next seed is the same seed again.
+ */
+export const MAX_SEED = MAX_SIM_SEED;
+
+/** `value` as one word of a POSIX shell, quoted when it needs to be: a replay command is pasted as it is printed. */
+export function shellWord(value: string): string {
+  return /^[\w./:=,+@%-]+$/.test(value) ? value : `'${value.replaceAll("'", `'\\''`)}'`;
+}
+
 async function runSimulate(values: SimulateFlags, io: CliOutput, self: { readonly script: string; readonly argv: readonly string[] }): Promise<number> {
-  const members = positiveInt(values.members, '--members');
+  const members = positiveInt(values.members, '--members', MAX_MEMBERS);
   const durationMs = parseDurationMs(values.duration, '--duration');
   const faults = faultSwitches(values.faults);
   if (values.proposals !== 'on' && values.proposals !== 'off') throw new InvalidArgumentError('--proposals', values.proposals, 'on or off');
@@ -77,21 +90,21 @@ async function runSimulate(values: SimulateFlags, io: CliOutput, self: { readonl
   if (values.fanout !== 'on' && values.fanout !== 'off' && values.fanout !== 'drawn') throw new InvalidArgumentError('--fanout', values.fanout, 'on, off or drawn');
   const fanout = values.fanout === 'drawn' ? {} : { fanout: values.fanout === 'on' };
   const maxEmit = values.maxEmit === undefined ? {} : { maxEmit: positiveInt(values.maxEmit, '--max-emit') };
-  const first = values.seed === undefined ? positiveInt(values.from, '--from') : positiveInt(values.seed, '--seed');
-  const count = values.seed === undefined && values.seeds !== undefined ? positiveInt(values.seeds, '--seeds') : 1;
+  const first = values.seed === undefined ? positiveInt(values.from, '--from', MAX_SEED) : positiveInt(values.seed, '--seed', MAX_SEED);
+  const count = values.seed === undefined && values.seeds !== undefined ? positiveInt(values.seeds, '--seeds', MAX_SEED - first + 1) : 1;
   const started = performance.now();
   let simulatedMs = 0;
   const failed: SimulationResult[] = [];
   if (values.report !== undefined && count > 1) throw new InvalidArgumentError('--report', values.report, 'used with one seed (--seed N)');
   const replay = (r: SimulationResult): string =>
-    `npx cronraft simulate --seed ${r.seed} --members ${members} --duration ${values.duration} --faults ${values.faults}${proposals ? '' : ' --proposals off'}${values.fanout === 'drawn' ? '' : ` --fanout ${values.fanout}`}${values.maxEmit === undefined ? '' : ` --max-emit ${values.maxEmit}`}`;
+    `npx cronraft simulate --seed ${r.seed} --members ${members} --duration ${shellWord(values.duration)} --faults ${shellWord(values.faults)}${proposals ? '' : ' --proposals off'}${values.fanout === 'drawn' ? '' : ` --fanout ${values.fanout}`}${values.maxEmit === undefined ? '' : ` --max-emit ${shellWord(values.maxEmit)}`}`;
   const parallel = Math.min(values.parallel === 'auto' ? availableParallelism() : positiveInt(values.parallel, '--parallel'), count);
   const results = parallel > 1 ? inProcesses(self, first, count, parallel) : inThisProcess(first, count, { members, durationMs, faults, proposals, ...fanout, ...maxEmit, timeline: values.report !== undefined });
   for await (const result of results) {
     simulatedMs += result.simulatedMs;
     if (result.violations.length > 0) failed.push(result);
     if (values.report !== undefined) {
-      const html = renderReport(reportInput(result, `${replay(result)} --report ${values.report}`));
+      const html = renderReport(reportInput(result, `${replay(result)} --report ${shellWord(values.report)}`));
       writeFileSync(values.report, html);
       if (!values.json) io.out(`report: ${values.report}`);
     }

@@ -88,6 +88,41 @@ describe('cronraft simulate', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('Invalid --faults');
   });
+
+  it('refuses a seed past 32 bits, more members than a configuration holds, and a duration that rounds to nothing, with exit status 2', async () => {
+    // A seed of 2^53 ran no seed and said so with exit 0; past 2^32 a seed replayed a smaller
+    // one's faults; 257 members simulated a cluster that cannot form, for minutes; 0.4ms ran
+    // with no fault phase at all.
+    for (const [args, option] of [
+      [['--seed', '9007199254740993'], '--seed'],
+      [['--seed', '4294967296'], '--seed'],
+      [['--from', '4294967290', '--seeds', '10'], '--seeds'],
+      [['--members', '257'], '--members'],
+      [['--duration', '0.4ms'], '--duration'],
+    ] as const) {
+      const r = await cronraft('simulate', ...args);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr, args.join(' ')).toContain(`Invalid ${option}`);
+    }
+  });
+
+  it('prints a replay command that a shell takes as it is: values with spaces or quotes quoted', async () => {
+    const dir = mkdtempSync(join(tmpdir(), "cronraft ci's runs-"));
+    try {
+      const path = join(dir, 'run.html');
+      const r = await cronraft('simulate', '--seed', '2', '--members', '1', '--duration', '1ms', '--faults', 'partition, clock', '--proposals', 'off', '--report', path);
+      expect(r.code).toBe(0);
+      const command = /npx cronraft simulate [^<]*/.exec(readFileSync(path, 'utf8'))?.[0] ?? '';
+      // The page escapes its text: what a reader copies is the command unescaped.
+      const copied = command.replaceAll('&#39;', "'").replaceAll('&quot;', '"').replaceAll('&amp;', '&').trim();
+      expect(copied).toContain("--faults 'partition, clock'");
+      // Run by a shell, it replays the run (the same seed, without its report).
+      const { stdout } = await run('sh', ['-c', `${copied.replace(/^npx cronraft/, `"${process.execPath}" "${cli}"`)} --json`], { timeout: 60_000 });
+      expect(JSON.parse(stdout.trim().split('\n').at(-1) ?? '')).toMatchObject({ seed: 2 });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
 
 describe('cronraft secret', () => {
