@@ -3,7 +3,7 @@ import { EventEmitter } from 'node:events';
 import { historyOf, type SlotHistory } from './api/history.js';
 import { JobStates } from './api/job-states.js';
 import { JobViewsWarmer } from './api/job-views-warmer.js';
-import { runExclusive, type ExclusiveLock, type ExclusiveOptions } from './api/run-exclusive.js';
+import { ExclusiveTasks, runExclusive, type ExclusiveLock, type ExclusiveOptions } from './api/run-exclusive.js';
 import { clusterStateOf, type ClusterState, type StateSources } from './api/state.js';
 import type { ClusterEvents } from './cluster-events.js';
 import { clusterIdOf, resolveOptions, CLUSTER_DEFAULTS, type ClusterOptions, type ResolvedOptions } from './cluster-options.js';
@@ -60,6 +60,8 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   readonly #random: Random;
   readonly #clusterId: string;
   #status: Status = 'new';
+  /** Tasks running under a lock here (runExclusive), which a graceful stop waits for and then aborts. */
+  readonly #exclusive = new ExclusiveTasks();
   /** The graceful stop under way, which a second stop() call waits for. */
   #stopping: Promise<void> | null = null;
   /** Storage, transport, the member and what watches it, as start() opened them (cluster-start.ts). */
@@ -181,8 +183,9 @@ export class Cluster extends EventEmitter<ClusterEvents> {
 
   async #stopGracefully(leave: boolean): Promise<void> {
     // Its jobs and claims are handed over, its runs finish (or are reported interrupted) and
-    // record their outcomes, and a leader hands leadership over, before the streams close.
-    await this.#parts.member?.stopGracefully(this.#o.stopTimeoutMs);
+    // record their outcomes, its tasks under a lock end and release it, and a leader hands
+    // leadership over, before the streams close.
+    await Promise.all([this.#parts.member?.stopGracefully(this.#o.stopTimeoutMs), this.#exclusive.settle(this.#timers, this.#o.stopTimeoutMs)]);
     if (leave) await this.#parts.member?.leave(this.#o.stopTimeoutMs);
     await this.#close();
     this.#status = 'stopped';
@@ -423,6 +426,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
         clockSyncTimeoutMs: requestTimeoutMs,
         clockSyncPollMs: tickMs * heartbeatTicks,
         waitFor: (done, timeoutMs, pollMs) => this.#waitFor(done, timeoutMs, pollMs),
+        tasks: this.#exclusive,
       },
       name,
       options,

@@ -1,10 +1,10 @@
-import { ClockUnsyncedError, InvalidArgumentError, NotLeaderError, TimeoutError } from '../errors.js';
+import { ClockUnsyncedError, InvalidArgumentError, NotLeaderError, RunAbortedError, TimeoutError } from '../errors.js';
 import { validateName } from '../job-options.js';
 import type { NodeId } from '../raft/types.js';
 import { encodeCommand } from '../runtime/commands.js';
 import type { RaftDriver } from '../runtime/driver.js';
 import type { SchedulerCommand } from '../scheduler/command.js';
-import type { Timers } from '../time/clock.js';
+import type { TimerHandle, Timers } from '../time/clock.js';
 
 /** What `Cluster.runExclusive` takes besides the lock's name. */
 export interface ExclusiveOptions {
@@ -32,7 +32,49 @@ export interface ExclusiveContext {
   readonly waitFor: (done: () => boolean, timeoutMs: number, pollMs: number) => Promise<boolean>;
   /** How often to look whether the clock has synced (it is learned from the leader's heartbeats). */
   readonly clockSyncPollMs: number;
+  /** The tasks running under a lock here, which a graceful stop waits for (ExclusiveTasks). */
+  readonly tasks: ExclusiveTasks;
 }
+
+/**
+ * The tasks running under a lock on this member, for a graceful stop: it waits for them within
+ * its time, as for runs, and then aborts their signals (`CRONRAFT_RUN_STOPPING`), so that each
+ * releases its lock while the member can still propose. A stop that let them go on left their
+ * locks held until `atMostFor`, the whole cluster locked out of them meanwhile. Bounded by the
+ * calls in progress.
+ */
+export class ExclusiveTasks {
+  readonly #running = new Map<AbortController, Promise<unknown>>();
+
+  /** Runs `task` with `abort`'s signal, counted until it settles. */
+  track<T>(abort: AbortController, task: Promise<T>): Promise<T> {
+    this.#running.set(abort, task);
+    return task.finally(() => this.#running.delete(abort));
+  }
+
+  /**
+   * Waits for the tasks in progress and their releases up to `timeoutMs`, then aborts the
+   * signals of those left and waits up to EXCLUSIVE_RELEASE_WAIT_MS more for a task that heeds
+   * its signal to release its lock.
+   */
+  async settle(timers: Timers, timeoutMs: number): Promise<void> {
+    await this.#within(timers, timeoutMs);
+    if (this.#running.size === 0) return;
+    for (const abort of this.#running.keys()) abort.abort(new RunAbortedError('stopping', 'the member is stopping: the lock is released'));
+    await this.#within(timers, EXCLUSIVE_RELEASE_WAIT_MS);
+  }
+
+  async #within(timers: Timers, timeoutMs: number): Promise<void> {
+    if (this.#running.size === 0) return;
+    let timer: TimerHandle | null = null;
+    const outOfTime = new Promise<void>((resolve) => (timer = timers.setTimeout(resolve, timeoutMs)));
+    await Promise.race([Promise.allSettled([...this.#running.values()]), outOfTime]);
+    if (timer !== null) timers.clearTimeout(timer);
+  }
+}
+
+/** How long a graceful stop waits, after aborting them, for tasks under a lock to release it. */
+export const EXCLUSIVE_RELEASE_WAIT_MS = 1000;
 
 /**
  * ShedLock's contract over the log: a `lock` command takes `name` until `atMostFor` from now
@@ -74,13 +116,17 @@ export async function runExclusive(
   const token = taken.lock.token;
   const abort = new AbortController();
   const timer = timers.setTimeout(() => abort.abort(new TimeoutError('The exclusive task', atMostFor)), Math.max(0, startMs + atMostFor - clock.now()));
-  try {
-    await fn({ fencingToken: token, signal: abort.signal });
-    return true;
-  } finally {
-    timers.clearTimeout(timer);
-    const unlock: SchedulerCommand = { type: 'unlock', name, token, untilMs: Math.max(clock.now(), startMs + atLeastFor) };
-    // If this fails the lock simply expires at atMostFor.
-    await driver.propose(encodeCommand({ kind: 'scheduler', command: unlock })).catch(() => undefined);
-  }
+  // Tracked with its release, which a graceful stop waits for.
+  const held = (async (): Promise<void> => {
+    try {
+      await fn({ fencingToken: token, signal: abort.signal });
+    } finally {
+      timers.clearTimeout(timer);
+      const unlock: SchedulerCommand = { type: 'unlock', name, token, untilMs: Math.max(clock.now(), startMs + atLeastFor) };
+      // If this fails the lock simply expires at atMostFor.
+      await driver.propose(encodeCommand({ kind: 'scheduler', command: unlock })).catch(() => undefined);
+    }
+  })();
+  await ctx.tasks.track(abort, held);
+  return true;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { runExclusive, type ExclusiveContext } from '../../src/api/run-exclusive.js';
+import { ExclusiveTasks, runExclusive, type ExclusiveContext } from '../../src/api/run-exclusive.js';
 import { decodeEntry } from '../../src/runtime/commands.js';
 import { SchedulerState } from '../../src/scheduler/state.js';
 import { StampClock } from '../../src/time/stamp-clock.js';
@@ -27,7 +27,7 @@ function member(): { ctx: ExclusiveContext; time: { ms: number; stepMs: number }
     },
   };
   const timers = { now: () => time.ms, setTimeout: () => 0, clearTimeout: () => undefined };
-  const ctx: ExclusiveContext = { self: 'a', driver: () => driver as never, timers, clockSyncTimeoutMs: 1000, waitFor: async () => true, clockSyncPollMs: 10 };
+  const ctx: ExclusiveContext = { self: 'a', driver: () => driver as never, timers, clockSyncTimeoutMs: 1000, waitFor: async () => true, clockSyncPollMs: 10, tasks: new ExclusiveTasks() };
   return { ctx, time };
 }
 

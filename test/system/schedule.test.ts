@@ -345,6 +345,48 @@ describe('cluster.runExclusive', () => {
     await holding;
   });
 
+  it('a graceful stop lets a task under a lock end and release it, aborting one past stopTimeoutMs: the lock is free after a restart', async () => {
+    // A stop let such tasks go on and closed: their locks stayed held until atMostFor (an hour,
+    // say), the whole cluster locked out of them.
+    const root = await mkdtemp(join(tmpdir(), 'cronraft-lock-stop-'));
+    try {
+      const listen = `127.0.0.1:${await freePort()}`;
+      const dataDir = join(root, 'member');
+      const first = new Cluster([listen], { listen, dataDir, sync: false, stopTimeoutMs: 500 });
+      started.push(first);
+      await first.start();
+      await first.waitForLeader();
+      let quickEnded = false;
+      let stuckReason: unknown = null;
+      let running = 0;
+      const quick = first.runExclusive('quick', { atMostFor: 600_000 }, async () => {
+        running++;
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        quickEnded = true;
+      });
+      const stuck = first.runExclusive('stuck', { atMostFor: 600_000 }, ({ signal }) => {
+        running++;
+        return new Promise<void>((resolve) => signal.addEventListener('abort', () => {
+          stuckReason = signal.reason;
+          resolve();
+        }, { once: true }));
+      });
+      await expect.poll(() => running, { timeout: 5000, interval: 10 }).toBe(2);
+      await first.stop();
+      expect(quickEnded).toBe(true);
+      expect(stuckReason).toMatchObject({ code: 'CRONRAFT_RUN_STOPPING' });
+      await Promise.all([quick, stuck]);
+      const second = new Cluster([listen], { listen, dataDir, sync: false });
+      started.push(second);
+      await second.start();
+      await second.waitForLeader();
+      expect(await second.runExclusive('quick', { atMostFor: 1000 }, () => undefined)).toBe(true);
+      expect(await second.runExclusive('stuck', { atMostFor: 1000 }, () => undefined)).toBe(true);
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+
   it('refuses at once on a member that has heard no leader (it has no cluster time to stamp the lock with)', async () => {
     // Its peers never come up: it forms the cluster once it stops looking for a running one.
     const [alone] = await threeMembers(started, { joinTimeoutMs: 100 });
