@@ -100,7 +100,9 @@ async function runSimulate(values: SimulateFlags, io: CliOutput, self: { readonl
     `npx cronraft simulate --seed ${r.seed} --members ${members} --duration ${shellWord(values.duration)} --faults ${shellWord(values.faults)}${proposals ? '' : ' --proposals off'}${values.fanout === 'drawn' ? '' : ` --fanout ${values.fanout}`}${values.maxEmit === undefined ? '' : ` --max-emit ${shellWord(values.maxEmit)}`}`;
   const parallel = Math.min(values.parallel === 'auto' ? availableParallelism() : positiveInt(values.parallel, '--parallel'), count);
   const results = parallel > 1 ? inProcesses(self, first, count, parallel) : inThisProcess(first, count, { members, durationMs, faults, proposals, ...fanout, ...maxEmit, timeline: values.report !== undefined });
+  let ran = 0;
   for await (const result of results) {
+    ran++;
     simulatedMs += result.simulatedMs;
     if (result.violations.length > 0) failed.push(result);
     if (values.report !== undefined) {
@@ -114,6 +116,12 @@ async function runSimulate(values: SimulateFlags, io: CliOutput, self: { readonl
     else if (count === 1 || result.violations.length > 0) report(result, io);
   }
   const wallMs = performance.now() - started;
+  // A sweep process that died (out of memory, an exception) took its seeds with it: a sweep
+  // that said nothing of them would pass on seeds it never ran.
+  if (ran < count) {
+    io.err(`cronraft: ${count - ran} of ${count} seed(s) did not run: a sweep process ended before its seeds did`);
+    return EXIT.failed;
+  }
   if (!values.json) {
     io.out(`${count} seed(s), ${(simulatedMs / 3_600_000).toFixed(2)} simulated hours in ${(wallMs / 1000).toFixed(1)} s (${(simulatedMs / wallMs).toFixed(0)}x real time); ${failed.length} violated an invariant`);
     for (const r of failed) io.out(`replay: ${replay(r)}`);
@@ -146,7 +154,12 @@ async function* inProcesses(self: { readonly script: string; readonly argv: read
     const child = spawn(process.execPath, [self.script, ...base.filter((a) => a !== '--json'), '--json', '--from', String(from), '--seeds', String(Math.min(share, first + count - from))], { stdio: ['ignore', 'pipe', 'inherit'] });
     running++;
     createInterface({ input: child.stdout }).on('line', (line) => {
-      queue.push(JSON.parse(line) as SimulationResult);
+      // A line that is not a result (a child's stray output) is no seed run: the count says so.
+      try {
+        queue.push(JSON.parse(line) as SimulationResult);
+      } catch {
+        return;
+      }
       wake?.();
     });
     child.on('close', () => {

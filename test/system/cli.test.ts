@@ -1,9 +1,11 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
+import { addSimulateCommand } from '../../src/cli/simulate-command.js';
 import { CLUSTER_DEFAULTS } from '../../src/cluster-options.js';
 import { switchesFromNames } from '../../simulations/faults.js';
 import { drawSettings } from '../../simulations/settings.js';
@@ -103,6 +105,26 @@ describe('cronraft simulate', () => {
       const r = await cronraft('simulate', ...args);
       expect(r.code, args.join(' ')).toBe(2);
       expect(r.stderr, args.join(' ')).toContain(`Invalid ${option}`);
+    }
+  });
+
+  it('fails a parallel sweep whose process ended before its seeds did, naming how many did not run', async () => {
+    // A child that died took its seeds with it, and the sweep said "0 violated an invariant".
+    const dir = mkdtempSync(join(tmpdir(), 'cronraft-sweep-'));
+    try {
+      // Each child runs one seed of its share, then dies.
+      const script = join(dir, 'dying-child.mjs');
+      writeFileSync(script, `const from = Number(process.argv[process.argv.indexOf('--from') + 1]);\nconsole.log(JSON.stringify({ seed: from, simulatedMs: 1, violations: [] }));\nconsole.log('not a result');\nprocess.exit(3);\n`);
+      const out: string[] = [];
+      const err: string[] = [];
+      const program = new Command().exitOverride();
+      let code = -1;
+      addSimulateCommand(program, { out: (t) => out.push(t), err: (t) => err.push(t) }, { script, argv: ['simulate', '--seeds', '4', '--parallel', '2'] }, (c) => (code = c));
+      await program.parseAsync(['simulate', '--seeds', '4', '--parallel', '2'], { from: 'user' });
+      await expect.poll(() => code, { timeout: 10_000 }).toBe(1);
+      expect(err.join('\n')).toContain('2 of 4 seed(s) did not run');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 
