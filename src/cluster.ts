@@ -413,8 +413,10 @@ export class Cluster extends EventEmitter<ClusterEvents> {
    * through the log, held at least `atLeastFor` ms even if `fn` returns sooner (so a quick task
    * on one member keeps others from running it again right away), and at most `atMostFor` ms,
    * after which it expires even if its holder died. `fn` gets the lock's fencing token and a
-   * signal that aborts when `atMostFor` runs out. Resolves with whether `fn` ran; rejects with
-   * `fn`'s error after releasing the lock.
+   * signal that aborts when `atMostFor` runs out. Resolves with whether `fn` ran (not when the
+   * lock was granted after `atMostFor` had passed, its commit that slow); rejects with `fn`'s
+   * error after releasing the lock. A graceful `stop()` lets `fn` end within `stopTimeoutMs`,
+   * then aborts its signal.
    */
   async runExclusive(name: string, options: ExclusiveOptions, fn: (lock: ExclusiveLock) => unknown): Promise<boolean> {
     const { requestTimeoutMs, tickMs, heartbeatTicks } = this.#o.member.timing;

@@ -113,6 +113,9 @@ export async function runExclusive(
   const lock: SchedulerCommand = { type: 'lock', name, member: ctx.self, atMs: startMs, untilMs: startMs + atMostFor };
   const taken = (await driver.propose(encodeCommand({ kind: 'scheduler', command: lock }))).result as { ok: boolean; lock?: { token: number } } | undefined;
   if (taken?.ok !== true || taken.lock === undefined) return false;
+  // Granted after its end (its commit took longer than atMostFor): another member may take it
+  // now, so the task does not run under it. It has ended: nothing to release.
+  if (clock.now() >= startMs + atMostFor) return false;
   const token = taken.lock.token;
   const abort = new AbortController();
   const timer = timers.setTimeout(() => abort.abort(new TimeoutError('The exclusive task', atMostFor)), Math.max(0, startMs + atMostFor - clock.now()));

@@ -8,9 +8,9 @@ import { SUPPORTED } from '../../src/version/versions.js';
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 
 /** runExclusive over a driver that applies each command to a SchedulerState, a commit round (1 ms) later. */
-function member(): { ctx: ExclusiveContext; time: { ms: number; stepMs: number } } {
+function member(): { ctx: ExclusiveContext; time: { ms: number; stepMs: number; commitMs: number } } {
   const state = new SchedulerState();
-  const time = { ms: T0, stepMs: 0 };
+  const time = { ms: T0, stepMs: 0, commitMs: 1 };
   const cluster = { now: () => time.ms + time.stepMs };
   const stamps = new StampClock(cluster);
   let index = 0;
@@ -22,7 +22,7 @@ function member(): { ctx: ExclusiveContext; time: { ms: number; stepMs: number }
     propose: async (data: Uint8Array) => {
       const entry = decodeEntry(data, SUPPORTED.stateMachine.max, SUPPORTED);
       if (entry.kind !== 'scheduler') throw new Error(`not a scheduler command: ${entry.kind}`);
-      time.ms += 1;
+      time.ms += time.commitMs;
       return { index: ++index, result: state.apply(index, entry.command) };
     },
   };
@@ -41,5 +41,17 @@ describe('runExclusive', () => {
     time.stepMs = -1.5;
     expect(await runExclusive(ctx, 'nightly', { atMostFor: 60_000 }, () => void ran++)).toBe(true);
     expect(ran).toBe(2);
+  });
+
+  it('runs nothing under a lock that expired before it was granted (its commit took longer than atMostFor), and lets it go', async () => {
+    const { ctx, time } = member();
+    let ran = 0;
+    // The lock's commit takes 2 s, past its atMostFor of 1 s: another member may take it at once.
+    time.commitMs = 2000;
+    expect(await runExclusive(ctx, 'nightly', { atMostFor: 1000 }, () => void ran++)).toBe(false);
+    expect(ran).toBe(0);
+    time.commitMs = 1;
+    expect(await runExclusive(ctx, 'nightly', { atMostFor: 1000 }, () => void ran++)).toBe(true);
+    expect(ran).toBe(1);
   });
 });
