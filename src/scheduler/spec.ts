@@ -33,6 +33,9 @@ export const MAX_SPEC_DURATION_MS = 100 * 365 * 86_400_000;
 /** The furthest instant a Date holds, either side of 1970: an `at` past it is no instant. */
 const MAX_DATE_MS = 8.64e15;
 
+/** The keys that name a spec's kind: a spec object has exactly one. */
+const SPEC_KINDS = ['cron', 'every', 'at', 'delayAfterCompletion'] as const;
+
 const DURATION = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$/;
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
@@ -40,6 +43,9 @@ const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_00
 export function parseSpec(input: SpecInput, option = 'spec'): JobSpec {
   if (typeof input === 'string') return cronSpec(input, 'UTC', option);
   if (typeof input !== 'object' || input === null) throw new InvalidArgumentError(option, input, 'a cron string, { cron, tz }, { every }, { at } or { delayAfterCompletion }');
+  // One kind to a spec: { cron, every } was taken as a cron spec, its `every` dropped unsaid.
+  const kinds = SPEC_KINDS.filter((kind) => kind in input);
+  if (kinds.length > 1) throw new InvalidArgumentError(option, input, `one of ${SPEC_KINDS.join(', ')}, not ${kinds.join(' and ')}`);
   if ('cron' in input) return cronSpec(input.cron, input.tz ?? 'UTC', option, input.dst);
   if ('every' in input) {
     const everyMs = typeof input.every === 'number' ? input.every : parseDuration(input.every);

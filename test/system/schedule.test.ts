@@ -197,6 +197,8 @@ describe('cluster.schedule', () => {
       [() => c.schedule('a', '* * * * *', () => undefined, { timeoutMs: 2 ** 60 }), 'options.timeoutMs'],
       // Slots no Date holds (state() showed Invalid Date).
       [() => c.schedule('a', { at: 1e300 }, () => undefined), 'spec.at'],
+      // Two kinds at once: the first was taken, the other dropped unsaid.
+      [() => c.schedule('a', { cron: '* * * * *', every: '1s' } as never, () => undefined), 'spec'],
       [() => c.schedule('a', { every: 1e20 }, () => undefined), 'spec.every'],
       [() => c.schedule('a', { delayAfterCompletion: '1s', initialDelay: 2 ** 60 }, () => undefined), 'spec.initialDelay'],
       [() => c.schedule('a', '99 * * * *', () => undefined), 'spec'],
