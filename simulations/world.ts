@@ -264,6 +264,9 @@ function validateRun(options: SimulationOptions): void {
   if (durationMs !== undefined && (!Number.isSafeInteger(durationMs) || durationMs < 1)) throw new InvalidArgumentError('durationMs', durationMs, 'a positive integer of milliseconds');
 }
 
-/** The largest seed of a run: the generator is seeded with 32 bits. */
+/**
+ * The largest seed of a run: the generator is seeded with 32 bits, so a larger seed would replay
+ * a smaller one's faults (and past 2^53 a sweep's next seed would be the same seed again).
+ */
 export const MAX_SIM_SEED = 2 ** 32 - 1;
 

@@ -70,12 +70,6 @@ function positiveInt(value: string, option: string, max = Number.MAX_SAFE_INTEGE
   return n;
 }
 
-/**
- * The largest seed: the simulator's generator is seeded with 32 bits, so a larger seed would
- * replay a smaller one's faults, and past 2^53 a sweep's next seed is the same seed again.
- */
-export const MAX_SEED = MAX_SIM_SEED;
-
 /** `value` as one word of a POSIX shell, quoted when it needs to be: a replay command is pasted as it is printed. */
 export function shellWord(value: string): string {
   return /^[\w./:=,+@%-]+$/.test(value) ? value : `'${value.replaceAll("'", `'\\''`)}'`;
@@ -90,8 +84,8 @@ async function runSimulate(values: SimulateFlags, io: CliOutput, self: { readonl
   if (values.fanout !== 'on' && values.fanout !== 'off' && values.fanout !== 'drawn') throw new InvalidArgumentError('--fanout', values.fanout, 'on, off or drawn');
   const fanout = values.fanout === 'drawn' ? {} : { fanout: values.fanout === 'on' };
   const maxEmit = values.maxEmit === undefined ? {} : { maxEmit: positiveInt(values.maxEmit, '--max-emit') };
-  const first = values.seed === undefined ? positiveInt(values.from, '--from', MAX_SEED) : positiveInt(values.seed, '--seed', MAX_SEED);
-  const count = values.seed === undefined && values.seeds !== undefined ? positiveInt(values.seeds, '--seeds', MAX_SEED - first + 1) : 1;
+  const first = values.seed === undefined ? positiveInt(values.from, '--from', MAX_SIM_SEED) : positiveInt(values.seed, '--seed', MAX_SIM_SEED);
+  const count = values.seed === undefined && values.seeds !== undefined ? positiveInt(values.seeds, '--seeds', MAX_SIM_SEED - first + 1) : 1;
   const started = performance.now();
   let simulatedMs = 0;
   const failed: SimulationResult[] = [];

@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from '../errors.js';
+import { optionsObject } from '../option-checks.js';
 import { MAX_ITEM_BYTES, MAX_KEY_LENGTH, MAX_TOPIC_LENGTH, type EmittedItem } from './command.js';
 
 /**
@@ -21,10 +22,8 @@ export function itemsOf(items: unknown): readonly unknown[] {
  * The key function of an emit's options (`emitItems`, `ctx.emit`): undefined when there is none.
  * @throws InvalidArgumentError for options that are not an object, or a key that is not a function
  */
-export function emitKeyOf(options: unknown): ((item: unknown, index: number) => string | null) | undefined {
-  if (options === undefined) return undefined;
-  if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('options', options, 'an object');
-  const key = (options as { key?: unknown }).key;
+export function emitKeyOf(options: { readonly key?: unknown } | undefined): ((item: unknown, index: number) => string | null) | undefined {
+  const { key } = optionsObject(options);
   if (key !== undefined && typeof key !== 'function') throw new InvalidArgumentError('key', key, 'a function (item, index) => string | null');
   return key as ((item: unknown, index: number) => string | null) | undefined;
 }

@@ -108,10 +108,7 @@ export class FanoutRuntime {
    * @throws BackpressureError when the topic is too full to take them, InvalidArgumentError for an unknown topic
    */
   async requeue(topic: string, ids: readonly number[] | null): Promise<Batch> {
-    const letters = this.#o.state.topics.get(topic)?.deadLetters;
-    if (letters === undefined) throw new InvalidArgumentError('topic', topic, 'a topic this cluster knows');
-    const chosen = ids ?? letters.map((l) => l.id);
-    const { index, result } = await this.#o.propose({ type: 'requeue', topic, ids: chosen, atMs: this.#o.clusterNowMs() });
+    const { index, result } = await this.#o.propose({ type: 'requeue', topic, ids: this.#letterIds(topic, ids), atMs: this.#o.clusterNowMs() });
     const applied = result as FanoutApplyResult;
     if (!applied.ok) throw applied.reason === 'backpressure' ? new BackpressureError(`The topic ${topic} holds too many unsettled items to take its dead letters back`) : new InvalidArgumentError('topic', topic, 'a topic this cluster knows');
     return this.batches.track(topic, (applied.count ?? 0) === 0 ? [] : [{ index, count: applied.count ?? 0, firstId: applied.firstId ?? 0 }]);
@@ -134,13 +131,20 @@ export class FanoutRuntime {
    * @throws InvalidArgumentError for an unknown topic
    */
   async dropDeadLetters(topic: string, ids: readonly number[] | null): Promise<{ readonly dropped: number }> {
-    const letters = this.#o.state.topics.get(topic)?.deadLetters;
-    if (letters === undefined) throw new InvalidArgumentError('topic', topic, 'a topic this cluster knows');
-    const chosen = ids ?? letters.map((l) => l.id);
-    const { result } = await this.#o.propose({ type: 'drop', topic, ids: chosen, atMs: this.#o.clusterNowMs() });
+    const { result } = await this.#o.propose({ type: 'drop', topic, ids: this.#letterIds(topic, ids), atMs: this.#o.clusterNowMs() });
     const applied = result as FanoutApplyResult;
     if (!applied.ok) throw new InvalidArgumentError('topic', topic, 'a topic this cluster knows');
     return { dropped: applied.count ?? 0 };
+  }
+
+  /**
+   * The dead letters of `topic` a requeue or a drop names: `ids`, or all it holds here when null.
+   * @throws InvalidArgumentError for a topic this member does not know
+   */
+  #letterIds(topic: string, ids: readonly number[] | null): readonly number[] {
+    const letters = this.#o.state.topics.get(topic)?.deadLetters;
+    if (letters === undefined) throw new InvalidArgumentError('topic', topic, 'a topic this cluster knows');
+    return ids ?? letters.map((l) => l.id);
   }
 
   /** Hands this member's items over before it stops (FanoutConsumer.handOver). */
