@@ -59,3 +59,20 @@ describe("the simulator runs production's settings", () => {
     expect([...seen].sort()).toEqual(Object.keys(SETTING_VARIATIONS).sort());
   });
 });
+
+describe('simulate() options', () => {
+  it('refuses a seed past 32 bits, no members or more than a configuration holds, and a duration that is no whole number of milliseconds', async () => {
+    // No members passed every liveness check vacuously; a NaN duration never ended; a seed past
+    // 2^32 replayed a smaller one's faults.
+    for (const [options, option] of [
+      [{ seed: 2 ** 32 }, 'seed'],
+      [{ seed: -1 }, 'seed'],
+      [{ seed: 1, members: 0 }, 'members'],
+      [{ seed: 1, members: 257 }, 'members'],
+      [{ seed: 1, durationMs: Number.NaN }, 'durationMs'],
+      [{ seed: 1, durationMs: 0 }, 'durationMs'],
+    ] as const) {
+      await expect(simulate(options), option).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option });
+    }
+  });
+});

@@ -13,8 +13,8 @@ import { ManualTimers } from '../fixtures/manual-timers.js';
 /**
  * The codes of the README's "Errors" table that no other test asserts, each where it is made:
  * a proposal refused for backpressure, one that outlives its request timeout, one a new leader
- * replaced, a read barrier that outlives its timeout, and runExclusive on a member that has not
- * learned the cluster's time. (The others are asserted beside what they guard; the run abort
+ * replaced, a read barrier that outlives its timeout, runExclusive on a member that has not
+ * learned the cluster's time, a second start(), and a proposal aborted with a reason not an Error. (The others are asserted beside what they guard; the run abort
  * codes are checked by the simulator on every abort: docs/PROMISES.md lists where.)
  */
 
@@ -110,5 +110,27 @@ describe('runExclusive before the cluster’s time is known', () => {
     let ran = false;
     await expect(two[0]!.runExclusive('x', { atMostFor: 1000 }, () => (ran = true))).rejects.toMatchObject({ code: 'CRONRAFT_CLOCK_UNSYNCED' });
     expect(ran).toBe(false);
+  });
+
+  it('CRONRAFT_ALREADY_STARTED: start() called again', async () => {
+    const c = new Cluster([], { storage: 'memory' });
+    try {
+      await c.start();
+      await expect(c.start()).rejects.toMatchObject({ code: 'CRONRAFT_ALREADY_STARTED' });
+    } finally {
+      await c.stop();
+    }
+  });
+
+  it("CRONRAFT_ABORTED: a proposal whose signal aborted with a reason that is not an Error; one that is, is what it rejects with", async () => {
+    const { driver } = await follower();
+    const plain = new AbortController();
+    plain.abort('no longer wanted');
+    await expect(driver.propose(new Uint8Array([1]), plain.signal)).rejects.toMatchObject({ code: 'CRONRAFT_ABORTED' });
+    const withError = new AbortController();
+    const reason = new Error('the app gave up');
+    withError.abort(reason);
+    await expect(driver.propose(new Uint8Array([2]), withError.signal)).rejects.toBe(reason);
+    driver.stop();
   });
 });
