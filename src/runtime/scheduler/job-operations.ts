@@ -128,7 +128,10 @@ export class JobOperations {
       if (attempt >= MAX_TRIGGER_ATTEMPTS || this.#ctx.stopped) throw new ClockUnsyncedError(MAX_TRIGGER_ATTEMPTS * o.planIntervalMs);
       await new Promise<void>((resolve) => o.timers.setTimeout(resolve, o.planIntervalMs));
     }
-    const command: OperationCommand = { type: 'cancel-runs', job: name, ...(slotMs === undefined ? {} : { slotMs }), member: o.self, atMs: this.#ctx.stampClock.now() };
+    // Not before the last slot this member triggered, which may be a millisecond past its stamp
+    // (two triggers in one): a cancel right after a trigger covers its slot.
+    const atMs = Math.max(this.#ctx.stampClock.now(), this.#lastTriggeredMs);
+    const command: OperationCommand = { type: 'cancel-runs', job: name, ...(slotMs === undefined ? {} : { slotMs }), member: o.self, atMs };
     const { result } = await ops.propose(command);
     const applied = result as ApplyResult | undefined;
     if (applied?.ok !== true) throw new UnknownJobError(name);

@@ -1,0 +1,108 @@
+import { describe, expect, it } from 'vitest';
+import type { ConsumerSettings } from '../../src/fanout/command.js';
+import type { NodeId } from '../../src/raft/types.js';
+import type { Member } from '../../src/runtime/member.js';
+import { MAX_STAMP_HOLD_MS } from '../../src/time/stamp-clock.js';
+import { FANOUT_VERSION } from '../../src/version/versions.js';
+import { FOUNDERS, JOB, MembershipSim } from '../fixtures/membership-sim.js';
+
+/**
+ * How far every member's wall clock steps back at once, so that the cluster's time (their
+ * median) steps back as much: within what the stamp clock holds stamps through.
+ */
+const STEP_BACK_MS = MAX_STAMP_HOLD_MS - 200;
+
+const SETTINGS: ConsumerSettings = { parallelism: 4, retries: 2, timeoutMs: 5000, backoffMs: 100, ratePerSecond: null, maxPending: null };
+
+function memberOf(sim: MembershipSim, id: NodeId): Member {
+  const member = sim.get(id).member;
+  if (member === undefined || member === null) throw new Error(`${id} has no member`);
+  return member;
+}
+
+/** Three members on simulated time, fan-out on and the cluster's time learned by each. */
+async function syncedCluster(seed: number): Promise<MembershipSim> {
+  const sim = new MembershipSim(seed);
+  for (const id of FOUNDERS) await sim.start(id);
+  await sim.until('cluster version 3 and the cluster time on every member', () => (FOUNDERS.every((id) => sim.get(id).member?.versions.active === FANOUT_VERSION && sim.get(id).driver?.clockSynced === true) ? true : undefined));
+  return sim;
+}
+
+/** Steps every member's wall clock back: the cluster's time follows once the leader measures them again. */
+function stepEveryClockBack(sim: MembershipSim): void {
+  for (const id of FOUNDERS) sim.get(id).clock.jump(-STEP_BACK_MS);
+}
+
+/**
+ * Which of the member's clocks each part reads (member.ts): fan-out stamps by the stamp clock,
+ * which does not go back with a small step of the cluster's time, and slots fire by the
+ * cluster's time itself. The stamp clock's own rules are stamp-clock.test.ts's; these fail if
+ * the member hands a part the other clock.
+ */
+describe("the member's clocks", () => {
+  it("stamps a member's emits in order across a step back of the cluster's time", async () => {
+    const sim = await syncedCluster(21);
+    const leader = await sim.until('a leader', () => sim.leader());
+    const emitter = FOUNDERS.find((id) => id !== leader.id) as NodeId;
+    const member = memberOf(sim, emitter);
+    await sim.settle(member.fanoutRuntime.consume('t', () => undefined, SETTINGS));
+    const stamps: number[] = [];
+    sim.onFanoutApplied = (id, _index, command) => {
+      if (id === emitter && command.type === 'emit') stamps.push(command.atMs);
+    };
+    stepEveryClockBack(sim);
+    // Emit one item at a time until several went while the cluster's time was behind an
+    // earlier emit's stamp (the step reaches the emitter with the leader's next estimate).
+    let behind = 0;
+    for (let i = 0; i < 200 && behind < 3; i++) {
+      if (stamps.length > 0 && member.driver.clusterClock().now() < Math.max(...stamps)) behind++;
+      await sim.settle(member.fanoutRuntime.emit('t', [{ data: Uint8Array.of(i), key: null }], null));
+    }
+    expect(behind).toBe(3);
+    for (let i = 1; i < stamps.length; i++) expect(stamps[i]).toBeGreaterThanOrEqual(stamps[i - 1] as number);
+  });
+
+  it("fires a slot by the cluster's time and stamps its start so, though triggered at a stamp held ahead of that time", async () => {
+    const sim = await syncedCluster(22);
+    const starts: Array<{ readonly slotMs: number; readonly startedAtMs: number; readonly clusterMs: number }> = [];
+    sim.onRunStart = (id, _incarnation, run) => {
+      starts.push({ slotMs: run.slotMs, startedAtMs: run.startedAtMs, clusterMs: memberOf(sim, id).driver.clusterClock().now() });
+    };
+    const member = memberOf(sim, 'm1');
+    const first = await sim.settle(member.scheduler.operations.trigger(JOB.name));
+    // Its runs end before the next slot can overlap them.
+    await sim.run(100);
+    stepEveryClockBack(sim);
+    await sim.until('the step back on m1', () => (member.driver.clusterClock().now() < first.slot.getTime() ? true : undefined));
+    // Stamped at the time held ahead (the first trigger's, or later): the slot is that far off.
+    const second = await sim.settle(member.scheduler.operations.trigger(JOB.name));
+    expect(second.slot.getTime()).toBeGreaterThan(member.driver.clusterClock().now() + STEP_BACK_MS / 2);
+    await sim.run(2 * STEP_BACK_MS);
+    // It ran (its instant is fractional; the call gives it to the millisecond).
+    expect(starts.filter((s) => Math.floor(s.slotMs) === second.slot.getTime()).length).toBeGreaterThan(0);
+    for (const s of starts) {
+      // Within a millisecond: timers take whole milliseconds, the cluster's time is fractional.
+      expect(s.clusterMs).toBeGreaterThan(s.slotMs - 1);
+      // A start is the cluster's time as the run starts, not a stamp held ahead of it: that
+      // would make an on-time run look late (its lateness, overlap's late runs).
+      expect(Math.abs(s.startedAtMs - s.clusterMs)).toBeLessThan(1);
+    }
+  });
+
+  it('cancels the slots it triggered just before, the second a millisecond past the stamp held across a step back', async () => {
+    const sim = await syncedCluster(23);
+    const started: number[] = [];
+    sim.onRunStart = (_id, _incarnation, run) => void started.push(run.slotMs);
+    const member = memberOf(sim, 'm2');
+    const first = await sim.settle(member.scheduler.operations.trigger(JOB.name));
+    stepEveryClockBack(sim);
+    await sim.until('the step back on m2', () => (member.driver.clusterClock().now() < first.slot.getTime() ? true : undefined));
+    // The stamp holds at the first's instant, so the second is a millisecond past it: a cancel
+    // stamped by the held time alone left it out, and it ran.
+    const second = await sim.settle(member.scheduler.operations.trigger(JOB.name));
+    const cancelled = await sim.settle(member.scheduler.operations.cancel(JOB.name));
+    expect(cancelled.cancelled.map((s) => s.slot.getTime())).toContain(second.slot.getTime());
+    await sim.run(2 * STEP_BACK_MS);
+    expect(started.map(Math.floor)).not.toContain(second.slot.getTime());
+  });
+});
