@@ -21,7 +21,7 @@ import { BATCH_VERSION, FANOUT_VERSION, FIRST_CLUSTER_VERSION, FORFEIT_VERSION, 
 import { ConfigurationKeeper } from './configuration-keeper.js';
 import { leaveConfiguration } from './leave.js';
 import { LEAVE_PID_SUFFIX, membershipEventOf, type MembershipEvent } from './membership-events.js';
-import { RemovedError } from '../errors.js';
+import { RemovedError, RunAbortedError } from '../errors.js';
 import { FANOUT_DEFAULTS, FanoutState, type FanoutApplyResult } from '../fanout/state.js';
 import type { FanoutCommand } from '../fanout/command.js';
 import { FanoutRuntime, type FanoutEvent } from './fanout/fanout-runtime.js';
@@ -243,8 +243,11 @@ export class Member {
       // fan-out's delivery ask #leads(), and the keepers, which only propose, stop. A member
       // that asked to leave stops as its removal applies: no failure.
       onFatal: (error) => {
-        this.scheduler.halt();
-        this.fanoutRuntime.consumer.halt();
+        // Removed, its claims and leases were moved as the leader applied the removal: its runs
+        // end now, not when its lease runs out, or a slot would run here and elsewhere at once.
+        const abort = error instanceof RemovedError ? new RunAbortedError('reassigned', 'this member was removed from the cluster: its work went to the others') : undefined;
+        this.scheduler.halt(abort);
+        this.fanoutRuntime.consumer.halt(abort);
         this.fanoutRuntime.delivery.stop();
         this.versionKeeper.stop();
         this.bindingKeeper.stop();

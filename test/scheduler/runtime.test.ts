@@ -848,7 +848,8 @@ describe('a graceful stop hands over', () => {
 
   it('a run still going at the timeout is reported interrupted, and its slot moves at once', async () => {
     const c = cluster(['a', 'b']);
-    c.schedule(['a', 'b'], 'long', { at: T0 + 1000 }, 5000);
+    const signals: AbortSignal[] = [];
+    c.schedule(['a', 'b'], 'long', { at: T0 + 1000 }, 5000, {}, (ctx) => void signals.push(ctx.signal));
     await c.time.advanceTo(T0 + 1100);
     const self = c.claims('long')[0]!.assignees[0]!;
     let doneAt: number | null = null;
@@ -862,6 +863,22 @@ describe('a graceful stop hands over', () => {
     expect(claim.outcomes.get(self)?.outcome).toBe('interrupted');
     expect(claim.assignees).not.toEqual([self]);
     expect(c.runs.map((r) => r.member)).toEqual([self, claim.assignees[0]]);
+    // Its handler learns why: the member is stopping (before: CRONRAFT_RUN_INTERRUPTED, which
+    // says this member lost the leader).
+    expect(signals[0]?.reason).toMatchObject({ code: 'CRONRAFT_RUN_STOPPING' });
+  });
+
+  it("a mode 'all' run still going at the timeout is aborted as the member stops, and reported interrupted", async () => {
+    const c = cluster(['a', 'b']);
+    const signals = new Map<string, AbortSignal>();
+    c.schedule(['a', 'b'], 'long', { at: T0 + 1000 }, 5000, { mode: 'all' }, (ctx, member) => void signals.set(member, ctx.signal));
+    await c.time.advanceTo(T0 + 1100);
+    void c.members.get('a')!.handOver(500, 250);
+    await c.time.advanceTo(T0 + 2000);
+    c.members.get('a')!.stop();
+    expect(signals.get('a')?.reason).toMatchObject({ code: 'CRONRAFT_RUN_STOPPING' });
+    expect(signals.get('b')?.aborted).toBe(false);
+    expect(c.claims('long')[0]!.outcomes.get('a')?.outcome).toBe('interrupted');
   });
 
   it('waits no longer than its bounds when no leader moves anything', async () => {

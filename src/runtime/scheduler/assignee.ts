@@ -141,14 +141,16 @@ export class Assignee {
   }
 
   /**
-   * Aborts the runs in progress as interrupted (their outcomes say so, and the leader moves
-   * their slots at once): a graceful stop whose time ran out. Returns how many it aborted.
+   * Aborts the runs in progress with `reason` (their outcomes say interrupted, and the leader
+   * moves their slots at once): a graceful stop whose time ran out (`stopping`), or this
+   * member's removal (`reassigned`: the leader moved its claims as it applied the removal).
+   * Returns how many it aborted.
    */
-  interruptRunning(why: string): number {
+  interruptRunning(reason: RunAbortedError): number {
     let n = 0;
     for (const armed of this.#armed.values()) {
       if (armed.phase !== 'running') continue;
-      armed.abort.abort(new RunAbortedError('interrupted', why));
+      armed.abort.abort(reason);
       n++;
     }
     return n;

@@ -1,3 +1,4 @@
+import { RunAbortedError } from '../../errors.js';
 import type { NodeId } from '../../raft/types.js';
 import type { SchedulerState } from '../../scheduler/state.js';
 import type { TimerHandle, Timers } from '../../time/clock.js';
@@ -51,7 +52,7 @@ export async function handOver(p: HandoverParts, timeoutMs: number, settleMs: nu
     await within(timers, registrations.unregisterAll(), left());
   }
   await within(timers, Promise.allSettled([...ctx.inFlightRuns]), left());
-  if (assignee.interruptRunning('the member is stopping gracefully') > 0) {
+  if (assignee.interruptRunning(new RunAbortedError('stopping', 'the member is stopping gracefully')) > 0) {
     await within(timers, Promise.allSettled([...ctx.inFlightRuns]), settleMs);
   }
   await waitUntil(timers, () => !holdsReleasedClaim(ctx.state, ctx.options.self), settleMs);

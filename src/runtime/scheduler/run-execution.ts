@@ -64,7 +64,8 @@ export class RunExecution {
       const reason: unknown = abort.signal.reason;
       // A cancelled run ends here as soon as its signal aborts, whether or not its handler
       // heeds it, as a run whose lease was lost does: the outcome is recorded now.
-      outcome = isReason(reason, 'interrupted') ? 'interrupted' : isReason(reason, 'replaced') ? 'replaced' : isReason(reason, 'cancelled') ? 'cancelled' : abort.signal.aborted ? 'aborted' : 'failed';
+      // A member stopping ended it, not the job: its slot moves at once, as an interrupted one.
+      outcome = isReason(reason, 'interrupted') || isReason(reason, 'stopping') ? 'interrupted' : isReason(reason, 'replaced') ? 'replaced' : isReason(reason, 'cancelled') ? 'cancelled' : abort.signal.aborted ? 'aborted' : 'failed';
       error = e instanceof Error ? e.message : String(e);
     } finally {
       o.timers.clearTimeout(timeout);

@@ -1,4 +1,4 @@
-import { InvalidArgumentError } from '../../errors.js';
+import { InvalidArgumentError, type RunAbortedError } from '../../errors.js';
 import type { TimerHandle } from '../../time/clock.js';
 import type { JobSpec } from '../../scheduler/spec.js';
 import { restoreSchedulerSnapshot } from '../../scheduler/state-snapshot.js';
@@ -65,12 +65,15 @@ export class SchedulerRuntime {
 
   /**
    * Starts no run from now on: the member's driver stopped (a failure, its removal), so it can
-   * record none. Claims not started are dropped, as by a graceful stop; runs in progress go on,
-   * and a mode 'one' run is aborted once its lease runs out, as on a member cut off.
+   * record none. Claims not started are dropped, as by a graceful stop. Runs in progress are
+   * aborted with `abort` when given (a removal: the leader moved their claims as it applied it);
+   * else they go on, and a mode 'one' run is aborted once its lease runs out, as on a member
+   * cut off (the leader moves its claims once it finds the member lost, which takes longer).
    */
-  halt(): void {
+  halt(abort?: RunAbortedError): void {
     this.#ctx.drain();
     this.#assignee.drain();
+    if (abort !== undefined) this.#assignee.interruptRunning(abort);
   }
 
   stop(): void {

@@ -1,0 +1,62 @@
+import { describe, expect, it } from 'vitest';
+import type { NodeId } from '../../src/raft/types.js';
+import type { SimJob } from '../../simulations/jobs.js';
+import { SimMember, type MemberHooks } from '../../simulations/member.js';
+import { FOUNDERS, MembershipSim, SETTINGS } from '../fixtures/membership-sim.js';
+
+/** Mode 'one' jobs whose runs last 1.5 to 2.5 s. */
+const JOBS: SimJob[] = Array.from({ length: 6 }, (_, i) => ({ name: `one${i}`, spec: { every: '1s' }, runMs: [1500, 2500], options: {} }));
+
+/**
+ * A live, connected member removed while it runs a slot: the leader moves the claim as it
+ * applies the removal, and another member runs the slot at once. The removed member's run must
+ * end as it applies its own removal (its signal aborted), not once its lease runs out (about
+ * 0.6 s later, before the fix), or one mode 'one' slot runs on two members at once.
+ */
+describe('removing a live member while it runs a slot', () => {
+  it('never has the slot running on the removed member and on another at once', async () => {
+    const sim = new MembershipSim(1, SETTINGS, JOBS);
+    const now = (): number => sim.scheduler.nowMs;
+    const runs = new Map<string, Array<{ id: NodeId; token: number; from: number; to: number }>>();
+    const key = (job: string, slotMs: number): string => `${job}@${slotMs}`;
+    const ignore = (): void => undefined;
+    const hooks: MemberHooks = {
+      onStart: ignore,
+      onApplied: ignore,
+      onSnapshotInstalled: ignore,
+      onSchedulerApplied: ignore,
+      onSoftState: ignore,
+      onRunStart: (id, _inc, run) => {
+        const k = key(run.job, run.slotMs);
+        runs.set(k, [...(runs.get(k) ?? []), { id, token: Number(run.fencingToken), from: now(), to: Number.POSITIVE_INFINITY }]);
+      },
+      // The handler's end: its outcome (succeeded, or interrupted once its signal aborted).
+      onRun: (id, _inc, run) => {
+        const r = runs.get(key(run.job, run.slotMs))?.find((x) => x.id === id && x.token === Number(run.fencingToken));
+        if (r !== undefined) r.to = now();
+      },
+      onFatal: (id, error) => sim.fatal.set(id, error),
+    };
+    for (const [i, id] of FOUNDERS.entries()) {
+      const m = new SimMember(id, 31 + i, sim.scheduler);
+      sim.members.set(id, m);
+      await m.start(sim.network, { voters: FOUNDERS, jobs: JOBS, settings: SETTINGS }, hooks);
+    }
+    await sim.until('version 3', () => (FOUNDERS.every((id) => sim.get(id).member?.versions.active === 3) ? true : undefined));
+    await sim.run(3000);
+    const leader = sim.leader();
+    if (leader === undefined) throw new Error('no leader');
+    const victim = FOUNDERS.find((id) => id !== leader.id) as NodeId;
+    await sim.until('the victim runs a slot', () => ([...runs.values()].some((rs) => rs.some((r) => r.id === victim && r.to === Number.POSITIVE_INFINITY && now() - r.from > 10)) ? true : undefined));
+    await sim.settle(leader.member!.proposeConfChange({ type: 'remove', id: victim }));
+    await sim.run(4000);
+    expect(sim.fatal.get(victim)).toMatchObject({ code: 'CRONRAFT_REMOVED' });
+    const overlaps: string[] = [];
+    for (const [k, rs] of runs) {
+      for (const a of rs) for (const b of rs) {
+        if (a.id < b.id && a.from < b.to && b.from < a.to) overlaps.push(`${k}: ${a.id}#${a.token} [${a.from.toFixed(1)}, ${a.to.toFixed(1)}] and ${b.id}#${b.token} [${b.from.toFixed(1)}, ${b.to.toFixed(1)}]`);
+      }
+    }
+    expect(overlaps).toEqual([]);
+  });
+});
