@@ -97,6 +97,7 @@ export function memberHooks(world: SimWorld): MemberHooks {
     ...(changes ? { onSend: (id: NodeId, m: WireMessage) => configurations.onSend(scheduler.nowMs, world.memberOf(id), m) } : {}),
     onHandler: (id, incarnation, event) => runChecks.onHandler(scheduler.nowMs, id, incarnation, event),
     onFatal: (id, error) => {
+      runChecks.onFatal(id);
       // A member removed stops as removed: the end the removal meant, not a failure.
       if (configurations.isExpectedRemoval(scheduler.nowMs, id, error)) world.membership?.onRemoved(world.memberOf(id));
       else if (!versionChecks.onFatal(scheduler.nowMs, id, error)) refusals.onFatal(scheduler.nowMs, id, error);

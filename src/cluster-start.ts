@@ -195,10 +195,14 @@ export async function startMember(ctx: StartContext, parts: MemberParts): Promis
   parts.member = member;
   setMemberOf(cluster, member);
   member.start();
-  // A joiner takes in the leader's frames before it has replayed the log up to its own addition.
+  // A joiner takes in the leader's frames before it has replayed the log up to its own addition,
+  // and the bindings with it: the member that added it (the leader) is pinned to the key its
+  // answer came from, or anyone holding the secret could speak as it until then.
   if (identity.members.length > 0) {
     const conf = member.configuration.conf;
     const known = member.configuration.members;
+    const by = identity.acceptedBy;
+    if (by !== undefined && by.peerId !== null) transport.pinPeer(by.id, by.peerId);
     transport.setMembers([...known.map((id) => ({ id, peerId: boundPeerId(conf, id) })), ...identity.members.filter((id) => !known.includes(id)).map((id) => ({ id, peerId: null }))]);
   }
   ctx.joins.serve(member, identity.clusterId, identity.foundingVoters);

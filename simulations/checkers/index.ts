@@ -111,6 +111,11 @@ export class RunCheckers {
     this.#deadlines.onStop(t, member, incarnation);
   }
 
+  /** `member` stopped for good in its current process life (removed, or a fatal error). */
+  onFatal(member: NodeId): void {
+    this.#watch.onFatal(member, this.#watch.member(member)?.incarnation ?? 0);
+  }
+
   /** From true time `t` on, nothing is injected and clocks have settled. */
   calmFrom(t: number): void {
     this.#retries.calmFrom(t);

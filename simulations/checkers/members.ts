@@ -15,6 +15,8 @@ export class MemberWatch {
   readonly #heardLeader = new Map<NodeId, number>();
   /** Per member, the process lives that were stopped (crashed). */
   readonly #stopped = new Map<NodeId, number>();
+  /** Per member, the latest process life whose member stopped for good (removed, or failed) while its process went on. */
+  readonly #failed = new Map<NodeId, number>();
 
   constructor(members: readonly SimMember[]) {
     this.#members = new Map(members.map((m) => [m.id, m]));
@@ -46,6 +48,16 @@ export class MemberWatch {
   /** Its process life `incarnation` is stopping (a crash): its runs must end at once. */
   onStop(id: NodeId, incarnation: number): void {
     this.#stopped.set(id, incarnation);
+  }
+
+  /** Its member stopped for good in process life `incarnation` (CRONRAFT_REMOVED, a fatal error): it starts nothing more. */
+  onFatal(id: NodeId, incarnation: number): void {
+    this.#failed.set(id, incarnation);
+  }
+
+  /** Whether the member of process life `incarnation` of `id` stopped: the life is over, or the member stopped for good in it. */
+  isStopped(id: NodeId, incarnation: number): boolean {
+    return this.isOver(id, incarnation) || (this.#failed.get(id) ?? 0) >= incarnation;
   }
 
   /** Whether `incarnation` of `id` is over (stopped or replaced by a later one). */

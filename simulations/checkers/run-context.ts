@@ -35,7 +35,8 @@ export interface JobFacts {
  * timeoutMs, `reassigned` once the slot's claim has moved on from the run's token, `replaced`
  * only for a job whose overlap policy is 'replace', `cancelled` only once the log marked the
  * run's token cancelled (an operator's cancel), `interrupted` only in mode 'one' (the cluster
- * took the slot back), `stopping` only as its member stops.
+ * took the slot back), `stopping` only as its member stops (its process, or the member for good:
+ * removed, say).
  */
 export class RunContextChecker {
   readonly #report: Report;
@@ -140,7 +141,7 @@ export class RunContextChecker {
       case 'interrupted':
         return this.#jobs.mode(ctx.job) === 'one' ? null : `the job runs in mode ${this.#jobs.mode(ctx.job) ?? 'unknown'}`;
       case 'stopping':
-        return this.#watch.isOver(member, incarnation) ? null : `${member} is not stopping`;
+        return this.#watch.isStopped(member, incarnation) ? null : `${member} is not stopping`;
     }
   }
 }

@@ -152,6 +152,12 @@ export interface ClusterState {
   };
   /** Messages that the protocol refused as invalid (only a faulty peer sends them). */
   readonly invalidMessages: number;
+  /**
+   * Messages from outside the configuration the protocol did not take: from a member removed,
+   * or a vote request from outside the voters (a stranger's, or one while this member hears
+   * its leader, or too far ahead of its term; README "Security").
+   */
+  readonly refusedFromNonMembers: number;
   /** Messages the transport refused to encode (never expected; counted rather than thrown). */
   readonly unsendableMessages: number;
   /**
@@ -287,6 +293,7 @@ export function clusterStateOf(s: StateSources): ClusterState {
     clock: { synced: driver?.clockSynced ?? false, clusterTime: new Date(s.clusterNowMs), invalidStamps: driver?.invalidClockStamps ?? 0 },
     invalidMessages: (driver?.invalidMessages ?? 0) + (driver?.invalidSnapshots ?? 0) + (node?.protocolViolations ?? 0),
     unsendableMessages: driver?.unsendableMessages ?? 0,
+    refusedFromNonMembers: node?.fromNonMembers ?? 0,
     followerLogsLost: node?.followerLogsLost ?? 0,
     version: versionStateOf(s),
     skippedEntries: { ...(s.member?.skippedEntries ?? { malformed: 0, inactive: 0 }) },

@@ -33,6 +33,16 @@ export const MAX_INDEX = 2 ** 51;
  */
 export const MAX_READ_CTX = 2 ** 51;
 
+/**
+ * How far ahead of a member's term a vote request from outside its voters may be and still be
+ * taken (node.ts #takesVoteRequest). An honest such asker is a voter of a configuration the
+ * member has not applied, whose term ran ahead by the elections the member missed: a few, or
+ * some hundreds of thousands after a day of elections every quarter second. A stranger holding
+ * the secret gains at most this much per leaderless moment, so pushing a cluster to MAX_TERM,
+ * where no member could campaign again, would take it some 2^28 of them.
+ */
+export const MAX_OUTSIDE_TERM_LEAD = 2 ** 20;
+
 /** Whether `value` is an integer from 0 to `max`. */
 function isBoundedCount(value: number, max: number): boolean {
   return Number.isSafeInteger(value) && value >= 0 && value <= max;

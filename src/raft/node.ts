@@ -1,5 +1,5 @@
 import { acceptsFromNonMember, leaderOf, lowerTermReply, voteIgnored, type Follows } from './admission.js';
-import { canHoldTerm, MAX_INDEX, MAX_TERM, messageWithinBounds } from './bounds.js';
+import { canHoldTerm, MAX_INDEX, MAX_OUTSIDE_TERM_LEAD, MAX_TERM, messageWithinBounds } from './bounds.js';
 import { encodeConfChange, isWellFormedConfChange, type ConfChange } from './conf-change.js';
 import { RAFT_DEFAULTS, type RaftConfig } from './config.js';
 import { configurationOf, configurationProblem, isMember, isVoter, membersOf, sameConfiguration } from './configuration.js';
@@ -596,9 +596,17 @@ export class RaftNode {
    * request). Voting for an asker outside the configuration is safe, as any vote is, once a
    * term, to a log at least as up to date; and a removed member's log is never ahead of a voter
    * that committed anything without it.
+   *
+   * What such an asker claims of its log cannot be checked, and anyone holding the cluster
+   * secret can ask: so from outside the voters, a request is not taken while this member hears
+   * its leader (the lease, a leadership transfer's too: no leader of this member asked for one
+   * to an asker it does not know), nor from a term more than MAX_OUTSIDE_TERM_LEAD ahead of its
+   * own, which a stranger would push every member to the last term it may hold, where none
+   * could campaign again.
    */
   #takesVoteRequest(m: PreVoteMessage | VoteMessage): boolean {
     if (isVoter(this.#membership.conf, m.from) || isVoter(this.#membership.latestInLog(this.log), m.from)) return true;
+    if (this.#follows().inLease || m.term > this.#term + MAX_OUTSIDE_TERM_LEAD) return false;
     return this.log.isBehind(m.lastIndex, m.lastTerm);
   }
 

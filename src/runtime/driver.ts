@@ -278,7 +278,9 @@ export class RaftDriver {
 
   /** The transport lost its connection to `peer`: if it leads, the node may campaign early. */
   peerDisconnected(peer: NodeId): void {
-    if (!this.#running || peer !== this.#node.leader) return;
+    if (!this.#running) return;
+    this.#contact.disconnected(peer, this.#o.timers.now());
+    if (peer !== this.#node.leader) return;
     this.#node.leaderConnectionLost();
     this.#kick();
   }
@@ -308,7 +310,11 @@ export class RaftDriver {
     // too; the wall clock only votes for the cluster's time.
     const mono = this.#o.timers.now();
     this.#o.beforeContact?.();
-    this.#contact.heard(m.from, mono);
+    // A member's message is contact; a stranger's is not, whose vote requests the transport
+    // lets through (vote-askers.ts): each would leave its sender in PeerContact's maps for good.
+    // A leader of a configuration this member has not applied is heard once it follows it.
+    const member = isMember(this.#node.configuration, m.from);
+    if (member) this.#contact.heard(m.from, mono);
     const wall = this.#o.clock.now();
     if (m.type === 'snapshot') {
       // A large snapshot comes in chunks: the protocol sees it once whole, and only if the
@@ -335,6 +341,7 @@ export class RaftDriver {
     }
     try {
       this.#node.step(m);
+      if (!member && this.#node.leader === m.from) this.#contact.heard(m.from, mono);
       // After the step, so that only the stamps of the leader the protocol follows count, and
       // only what that leader sends as leader renews the contact the lease counts from.
       this.#clockSync.receive(m, mono, wall, this.#node.leader);

@@ -52,7 +52,14 @@ export interface FindClusterOptions {
 /** What a member with an empty data directory does: form a cluster, or join the one a seed runs. */
 export type FoundCluster =
   | { readonly type: 'form' }
-  | { readonly type: 'join'; readonly clusterId: string; readonly foundingVoters: readonly NodeId[]; readonly members: readonly NodeId[] };
+  | {
+      readonly type: 'join';
+      readonly clusterId: string;
+      readonly foundingVoters: readonly NodeId[];
+      readonly members: readonly NodeId[];
+      /** The member whose answer accepted it, and the peer id its answer came from (null: not known). */
+      readonly acceptedBy: { readonly id: NodeId; readonly peerId: string | null };
+    };
 
 /**
  * The forming rule (README "Forming the cluster"). A member with an empty data directory asks
@@ -105,7 +112,7 @@ export async function findCluster(o: FindClusterOptions): Promise<FoundCluster> 
     for (const [id, answer] of [...asked, ...fromLeaders]) {
       last.set(id, answer === null ? 'no answer' : describeAnswer(answer));
       if (answer === null) continue;
-      if (answer.type === 'accepted') return { type: 'join', clusterId: answer.clusterId, foundingVoters: answer.foundingVoters, members: answer.members };
+      if (answer.type === 'accepted') return { type: 'join', clusterId: answer.clusterId, foundingVoters: answer.foundingVoters, members: answer.members, acceptedBy: { id, peerId: answer.peerId ?? null } };
       if (answer.type === 'refused' && answer.reason !== 'version-not-active') throw refusalError(answer, o);
       if (answer.type === 'refused') versionRefusal = answer;
       if (answer.type === 'forming') {
@@ -194,6 +201,8 @@ export interface StartingIdentity {
   readonly joined: boolean;
   /** The members as the cluster that added it reported them: its transport's peers until it replays the log. */
   readonly members: readonly NodeId[];
+  /** The member whose answer added it, with the peer id that answer came from: pinned (see Libp2pTransport.pinPeer). */
+  readonly acceptedBy?: { readonly id: NodeId; readonly peerId: string | null };
 }
 
 /**
@@ -214,5 +223,5 @@ export async function startingIdentity(
   if (!own.looks) return founding;
   const found = await find();
   if (found.type === 'form' || (found.clusterId === own.clusterId && sameIds(found.foundingVoters, own.voters))) return founding;
-  return { clusterId: found.clusterId, foundingVoters: found.foundingVoters, joined: true, members: found.members };
+  return { clusterId: found.clusterId, foundingVoters: found.foundingVoters, joined: true, members: found.members, acceptedBy: found.acceptedBy };
 }

@@ -14,7 +14,7 @@ import { appendedEmits } from './fanout/appended-emits.js';
 import { COMPACTION_DEFAULTS, type CompactionOptions } from './compaction.js';
 import { RaftDriver } from './driver.js';
 import { memberStateMachine, type MemberStateMachineHooks } from './member-state-machine.js';
-import { VersionKeeper } from './version-keeper.js';
+import { VERSION_STEADY_MS, VersionKeeper } from './version-keeper.js';
 import { BindingKeeper } from './binding-keeper.js';
 import { ClusterVersionState } from '../version/cluster-version.js';
 import { BATCH_VERSION, FANOUT_VERSION, FIRST_CLUSTER_VERSION, FORFEIT_VERSION, MEMBERSHIP_VERSION, OPERATIONS_VERSION, protocolOf, SUPPORTED, type VersionSupport } from '../version/versions.js';
@@ -245,7 +245,7 @@ export class Member {
       onFatal: (error) => {
         // Removed, its claims and leases were moved as the leader applied the removal: its runs
         // end now, not when its lease runs out, or a slot would run here and elsewhere at once.
-        const abort = error instanceof RemovedError ? new RunAbortedError('reassigned', 'this member was removed from the cluster: its work went to the others') : undefined;
+        const abort = error instanceof RemovedError ? new RunAbortedError('stopping', 'this member was removed from the cluster: it stops, and its work goes to the others') : undefined;
         this.scheduler.halt(abort);
         this.fanoutRuntime.consumer.halt(abort);
         this.fanoutRuntime.delivery.stop();
@@ -322,7 +322,9 @@ export class Member {
       versions: this.versions,
       driver,
       timers: parts.timers,
-      live: (id) => this.#heardLately(id),
+      // Live, and not reconnected lately: a member that came back as another process has not
+      // told the log what it reads yet (VERSION_STEADY_MS).
+      live: (id) => this.#heardLately(id) && this.#p.timers.now() - (driver.contact.lastDisconnect(id) ?? Number.NEGATIVE_INFINITY) >= VERSION_STEADY_MS,
     });
     this.bindingKeeper = new BindingKeeper({
       self: parts.self,

@@ -1,4 +1,5 @@
 import { NotLeaderError } from '../errors.js';
+import { isMember } from '../raft/configuration.js';
 import type { RaftNode } from '../raft/node.js';
 import type { Message, NodeId } from '../raft/types.js';
 
@@ -6,7 +7,7 @@ import type { Message, NodeId } from '../raft/types.js';
 const LEADER_TRAFFIC: ReadonlySet<Message['type']> = new Set(['append', 'heartbeat', 'snapshot']);
 
 /** What a member's other parts read of its PeerContact: the driver alone reports messages and ticks. */
-export type PeerContactView = Pick<PeerContact, 'leaderContact' | 'lastHeard' | 'silence'>;
+export type PeerContactView = Pick<PeerContact, 'leaderContact' | 'lastHeard' | 'silence' | 'lastDisconnect'>;
 
 /**
  * When this member last heard from each peer and from the leader it followed, on the timers'
@@ -24,6 +25,8 @@ export class PeerContact {
   readonly #heardAtTick = new Map<NodeId, number>();
   /** When this member last took in a message from the leader it then followed (monotonic ms). */
   #leaderContact: number | undefined;
+  /** When the connection to each member last closed (monotonic ms): members of the configuration only. */
+  readonly #disconnectedAt = new Map<NodeId, number>();
 
   constructor(node: RaftNode, tickMs: number, leaderSilenceMs: number) {
     this.#node = node;
@@ -54,6 +57,23 @@ export class PeerContact {
   /** When this member last took in a message from the leader it then followed, or undefined if it never did. */
   get leaderContact(): number | undefined {
     return this.#leaderContact;
+  }
+
+  /**
+   * The transport's connection to `peer` closed at `monoMs`: it may come back as another process
+   * (a restart, on another release perhaps) whatever it last said. Kept for the members of the
+   * configuration only.
+   */
+  disconnected(peer: NodeId, monoMs: number): void {
+    const conf = this.#node.configuration;
+    if (!isMember(conf, peer)) return;
+    this.#disconnectedAt.set(peer, monoMs);
+    for (const id of this.#disconnectedAt.keys()) if (!isMember(conf, id)) this.#disconnectedAt.delete(id);
+  }
+
+  /** When the connection to `peer` last closed, or undefined if it never did while this member ran. */
+  lastDisconnect(peer: NodeId): number | undefined {
+    return this.#disconnectedAt.get(peer);
   }
 
   /** When this member last heard from `peer`, or undefined. */

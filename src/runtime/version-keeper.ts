@@ -14,6 +14,15 @@ import type { RaftDriver } from './driver.js';
  */
 export const VERSION_CHECK_MS = 500;
 
+/**
+ * How long a member's connection must have stayed up, once it closed, before the leader counts
+ * it live for a raise. A member that went down may come back at once on the release before,
+ * reconnected within an election timeout, while the log still holds what its last life
+ * announced; it announces its own at its first look or two (VERSION_CHECK_MS apart), which this
+ * leaves time to commit, so that no raise counts the announcement of a life that is over.
+ */
+export const VERSION_STEADY_MS = 3 * VERSION_CHECK_MS;
+
 export interface VersionKeeperOptions {
   readonly self: NodeId;
   /** The members whose versions count now (the configuration's voters and learners). */

@@ -71,7 +71,14 @@ export interface JoinRequest {
  *   to `index`, at or past what the asker knows committed, and holds a configuration without it.
  */
 export type JoinAnswer =
-  | { readonly type: 'accepted'; readonly clusterId: string; readonly foundingVoters: readonly NodeId[]; readonly members: readonly NodeId[] }
+  | {
+      readonly type: 'accepted';
+      readonly clusterId: string;
+      readonly foundingVoters: readonly NodeId[];
+      readonly members: readonly NodeId[];
+      /** Set by the asker, never on the wire: the peer id the connection the answer came over proved (requestJoin). */
+      readonly peerId?: string;
+    }
   | { readonly type: 'redirect'; readonly leader: NodeId }
   | { readonly type: 'retry'; readonly detail: string }
   | { readonly type: 'forming'; readonly voters: readonly NodeId[] }
@@ -239,18 +246,24 @@ export async function serveJoinStream(
   }
 }
 
+/** A stream opened to a peer, and the peer id its connection proved (Noise). */
+export interface OpenedStream {
+  readonly stream: Stream;
+  readonly remotePeer: string;
+}
+
 /**
  * Asks one member: opens a join stream with `open`, sends `request` and reads the answer, all
  * within `timeoutMs`. Rejects when the member cannot be reached, does not speak the join
- * protocol, or answers something unreadable.
+ * protocol, or answers something unreadable. An `accepted` answer says which peer id gave it.
  */
-export async function requestJoin(open: (signal: AbortSignal) => Promise<Stream>, request: JoinRequest, timeoutMs: number): Promise<JoinAnswer> {
-  const stream = await open(AbortSignal.timeout(timeoutMs));
+export async function requestJoin(open: (signal: AbortSignal) => Promise<OpenedStream>, request: JoinRequest, timeoutMs: number): Promise<JoinAnswer> {
+  const { stream, remotePeer } = await open(AbortSignal.timeout(timeoutMs));
   try {
     stream.send(encodeJoinRequest(request));
     const answer = decodeJoinAnswer(await readOneFrame(stream, MAX_JOIN_ANSWER_BYTES, timeoutMs));
     await stream.close({ signal: AbortSignal.timeout(timeoutMs) }).catch(() => undefined);
-    return answer;
+    return answer.type === 'accepted' ? { ...answer, peerId: remotePeer } : answer;
   } catch (error) {
     stream.abort(error instanceof Error ? error : new Error(String(error)));
     throw error;

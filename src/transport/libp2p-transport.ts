@@ -12,6 +12,7 @@ import { EntryRecords } from '../bytes/entry-records.js';
 import { CodecError, InvalidArgumentError, ListenError, NotRunningError } from '../errors.js';
 import type { Message, NodeId } from '../raft/types.js';
 import { parsePeerAddress, type PeerAddress } from './address.js';
+import type { OpenedStream } from './join-protocol.js';
 import { decodeFrame, encodeFrame } from './codec.js';
 import type { Frame } from './codec.js';
 import {
@@ -335,10 +336,31 @@ export class Libp2pTransport implements Transport {
   }
 
   /** Opens a stream of another protocol (the join protocol) to `address`, through the same connections. */
-  async openStream(address: PeerAddress, protocol: string, signal: AbortSignal): Promise<Stream> {
+  async openStream(address: PeerAddress, protocol: string, signal: AbortSignal): Promise<OpenedStream> {
     const node = this.#node;
     if (node === null || this.#state !== 'running') throw new NotRunningError(this.#state);
-    return dialStream(node, address, protocol, signal);
+    const target = address.peerId === null ? address.multiaddr : `${address.multiaddr}/p2p/${address.peerId}`;
+    const connection = await node.dial(multiaddr(target), { signal });
+    return { stream: await connection.newStream(protocol, { signal }), remotePeer: connection.remotePeer.toString() };
+  }
+
+  /**
+   * Pins `peerId` to member `id`, as a peer id the user gave would be (unless the user gave one):
+   * a joiner pins the member whose answer added it, whose key the join stream proved, so that
+   * from then on it takes frames as that member (its leader's, first) only from that key,
+   * before it has replayed the bindings the log holds.
+   */
+  pinPeer(id: NodeId, peerId: string): void {
+    if (id === this.#self || this.#given.get(id)?.peerId != null) return;
+    let address: PeerAddress;
+    try {
+      address = this.#given.get(id) ?? parsePeerAddress(id, 'member id');
+    } catch {
+      return;
+    }
+    this.#given = new Map([...this.#given, [id, { ...address, peerId }]]);
+    const current = this.#peers.get(id);
+    if (current !== undefined && current.peerId === null) this.#setPeers(new Map([...this.#peers, [id, { ...current, peerId }]]));
   }
 
   setProtocol(protocol: number): void {

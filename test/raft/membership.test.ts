@@ -333,14 +333,19 @@ describe('a voter that missed configuration changes', () => {
     net.propose('a', 'x');
     settle(net);
     const b = net.node('b');
+    // Out of its lease (it hears no leader, and its pre-votes reach nobody): a request from
+    // outside the voters is looked at (within the lease it is not, see hostile.test.ts).
+    net.isolate('b');
+    net.tickAll(25);
+    net.stabilize();
     const before = b.fromNonMembers;
     const term = b.term;
-    b.step({ type: 'vote', from: 'z', to: 'b', term: term + 1, lastIndex: b.log.lastIndex(), lastTerm: b.log.lastTerm(), transfer: true });
-    b.step({ type: 'vote', from: 'z', to: 'b', term: term + 1, lastIndex: b.log.lastIndex() + 1, lastTerm: b.log.lastTerm() - 1, transfer: true });
+    b.step({ type: 'vote', from: 'z', to: 'b', term: term + 1, lastIndex: b.log.lastIndex(), lastTerm: b.log.lastTerm(), transfer: false });
+    b.step({ type: 'vote', from: 'z', to: 'b', term: term + 1, lastIndex: b.log.lastIndex() + 1, lastTerm: b.log.lastTerm() - 1, transfer: false });
     expect(b.fromNonMembers).toBe(before + 2);
     expect(b.term).toBe(term);
-    // One entry more, of the same term: heard (transfer skips the lease), and granted.
-    b.step({ type: 'vote', from: 'z', to: 'b', term: term + 1, lastIndex: b.log.lastIndex() + 1, lastTerm: b.log.lastTerm(), transfer: true });
+    // One entry more, of the same term: heard, and granted.
+    b.step({ type: 'vote', from: 'z', to: 'b', term: term + 1, lastIndex: b.log.lastIndex() + 1, lastTerm: b.log.lastTerm(), transfer: false });
     expect(b.fromNonMembers).toBe(before + 2);
     expect(b.term).toBe(term + 1);
   });

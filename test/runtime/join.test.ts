@@ -54,12 +54,13 @@ function looking(self: NodeId, seeds: NodeId[], selfInSeeds: boolean, answers: (
 }
 
 const founding = [A, B, C];
-const accepted: JoinAnswer = { type: 'accepted', clusterId: 'c1', foundingVoters: founding, members: [...founding, D] };
+const accepted: JoinAnswer = { type: 'accepted', clusterId: 'c1', foundingVoters: founding, members: [...founding, D], peerId: 'peer-of-b' };
 
 describe('the forming rule (findCluster)', () => {
   it('joins the cluster a seed runs, asking the leader a follower names once', async () => {
     const o = looking(D, founding, false, (seed) => (seed === A ? { type: 'redirect', leader: B } : seed === B ? accepted : null));
-    expect(await findCluster(o)).toEqual({ type: 'join', clusterId: 'c1', foundingVoters: founding, members: [...founding, D] });
+    // The member that accepted it, with the peer id its answer came from: the joiner pins it.
+    expect(await findCluster(o)).toEqual({ type: 'join', clusterId: 'c1', foundingVoters: founding, members: [...founding, D], acceptedBy: { id: B, peerId: 'peer-of-b' } });
     expect(o.asked.filter((id) => id === B)).toHaveLength(1);
   });
 
@@ -208,12 +209,14 @@ describe('the identity a member starts with (startingIdentity)', () => {
 
   it('is its own for a founding member told its own cluster runs, and the cluster found for a joiner', async () => {
     const same: JoinAnswer = { type: 'accepted', clusterId: 'mine', foundingVoters: [A, B, C], members: [A, B, C] };
-    expect(await startingIdentity(null, own, () => Promise.resolve({ ...same, type: 'join' }))).toMatchObject({ clusterId: 'mine', joined: false });
-    expect(await startingIdentity(null, own, () => Promise.resolve({ type: 'join', clusterId: 'c1', foundingVoters: [B, C, D], members: [B, C, D, A] }))).toEqual({
+    const acceptedBy = { id: B, peerId: 'peer-of-b' };
+    expect(await startingIdentity(null, own, () => Promise.resolve({ ...same, type: 'join', acceptedBy }))).toMatchObject({ clusterId: 'mine', joined: false });
+    expect(await startingIdentity(null, own, () => Promise.resolve({ type: 'join', clusterId: 'c1', foundingVoters: [B, C, D], members: [B, C, D, A], acceptedBy }))).toEqual({
       clusterId: 'c1',
       foundingVoters: [B, C, D],
       joined: true,
       members: [B, C, D, A],
+      acceptedBy,
     });
     expect(await startingIdentity(null, { ...own, looks: false }, never)).toMatchObject({ clusterId: 'mine', joined: false });
   });
@@ -225,7 +228,8 @@ describe('join requests and answers on the wire', () => {
     expect(decodeJoinRequest(unprefixed(encodeJoinRequest(request)))).toEqual(request);
     const check = { ...request, member: { clusterId: 'c1', committed: 42 } };
     expect(decodeJoinRequest(unprefixed(encodeJoinRequest(check)))).toEqual(check);
-    for (const answer of [accepted, { type: 'redirect', leader: B }, { type: 'retry', detail: 'x' }, { type: 'forming', voters: founding }, { type: 'refused', reason: 'self', needs: 0, active: 0 }, { type: 'removed', index: 7 }] as JoinAnswer[]) {
+    // The peer id an accepted answer came from is the asker's to set: none on the wire.
+    for (const answer of [{ ...accepted, peerId: undefined }, { type: 'redirect', leader: B }, { type: 'retry', detail: 'x' }, { type: 'forming', voters: founding }, { type: 'refused', reason: 'self', needs: 0, active: 0 }, { type: 'removed', index: 7 }] as JoinAnswer[]) {
       expect(decodeJoinAnswer(unprefixed(encodeJoinAnswer(answer)))).toEqual(answer);
     }
   });

@@ -76,7 +76,7 @@ describe('joining a running cluster (real network, loopback)', () => {
 
     // Garbage and an oversized length prefix: each stream reset, counted.
     for (const bytes of [withPrefix(encode(['nonsense'])), Uint8Array.of(0xff, 0xff, 0xff, 0xff, 0x0f)]) {
-      const stream = await t.openStream(target, JOIN_PROTOCOL_ID, AbortSignal.timeout(5000));
+      const { stream } = await t.openStream(target, JOIN_PROTOCOL_ID, AbortSignal.timeout(5000));
       stream.send(bytes);
       await new Promise<void>((resolve) => stream.addEventListener('close', () => resolve(), { once: true }));
     }

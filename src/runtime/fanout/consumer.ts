@@ -258,8 +258,8 @@ export class FanoutConsumer {
    * Starts no item from now on: the member's driver stopped (a failure, its removal), so it can
    * record no outcome, and the leader leases its items again once it finds the member lost. The
    * items waiting here are dropped. Runs in progress are aborted with `abort` when given (a
-   * removal, `reassigned`: the leader took their leases back as it applied it, so none is given
-   * back); else they go on until their lease runs out.
+   * removal: the leader takes their leases back as it applies it); else they go on until their
+   * lease runs out.
    */
   halt(abort?: RunAbortedError): void {
     this.#halted = true;

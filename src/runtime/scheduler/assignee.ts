@@ -143,7 +143,7 @@ export class Assignee {
   /**
    * Aborts the runs in progress with `reason` (their outcomes say interrupted, and the leader
    * moves their slots at once): a graceful stop whose time ran out (`stopping`), or this
-   * member's removal (`reassigned`: the leader moved its claims as it applied the removal).
+   * member's removal (`stopping` too: the leader moves its claims as it applies the removal).
    * Returns how many it aborted.
    */
   interruptRunning(reason: RunAbortedError): number {
