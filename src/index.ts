@@ -49,6 +49,8 @@ export {
   RemovedError,
   UnknownJobError,
   VersionNotActiveError,
+  VersionTooOldError,
+  ListenError,
 } from './errors.js';
 export type { JobContext, JobHandler, JobOptions, RunRecord } from './runtime/scheduler/job-types.js';
 export type { SpecInput, DstPolicyInput } from './scheduler/spec.js';

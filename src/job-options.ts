@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from './errors.js';
+import { onlyKnownKeys } from './option-checks.js';
 import type { JobOptions } from './runtime/scheduler/job-types.js';
 
 /** Longest job name accepted. */
@@ -8,6 +9,9 @@ const MAX_RETRIES = 100;
 /** Priorities range from -MAX_PRIORITY to MAX_PRIORITY. */
 export const MAX_PRIORITY = 1000;
 const OVERLAP_POLICIES: ReadonlySet<unknown> = new Set(['skip', 'allow', 'queue', 'replace']);
+
+/** Every key JobOptions has: any other is refused (onlyKnownKeys). */
+const JOB_OPTION_KEYS: readonly (keyof JobOptions)[] = ['mode', 'timeoutMs', 'catchUp', 'retries', 'retryDelayMs', 'overlap', 'priority'];
 
 export function validateName(name: unknown): void {
   // '.' and '..' are refused: an address resolves them as path segments (%2e too), so that over
@@ -19,6 +23,7 @@ export function validateName(name: unknown): void {
 
 export function validateJobOptions(options: JobOptions): void {
   if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('options', options, 'an object');
+  onlyKnownKeys(options, JOB_OPTION_KEYS);
   if (options.mode !== undefined && options.mode !== 'one' && options.mode !== 'all') throw new InvalidArgumentError('options.mode', options.mode, "'one' or 'all'");
   if (options.timeoutMs !== undefined && (!Number.isSafeInteger(options.timeoutMs) || options.timeoutMs <= 0)) {
     throw new InvalidArgumentError('options.timeoutMs', options.timeoutMs, 'a positive integer of milliseconds');

@@ -12,6 +12,18 @@ export function nonNegativeInt(value: unknown, option: string): number {
   return value;
 }
 
+/**
+ * Refuses a key of `value` that is none of `known`, naming it: a misspelt option (`retires`)
+ * would otherwise be dropped unsaid, and its default used. TypeScript catches it in an object
+ * literal only. The error names `prefix.key` (the key alone when `prefix` is empty, as the
+ * call's other refusals name it).
+ */
+export function onlyKnownKeys(value: object, known: readonly string[], prefix = 'options'): void {
+  for (const key of Object.keys(value)) {
+    if (!known.includes(key)) throw new InvalidArgumentError(prefix === '' ? key : `${prefix}.${key}`, (value as Record<string, unknown>)[key], `no such option (the options are ${known.join(', ')})`);
+  }
+}
+
 /** A call's options object (undefined: none), or InvalidArgumentError: null or a value of another kind is not options. */
 export function optionsObject<T extends object>(value: T | undefined, option = 'options'): Partial<T> {
   if (value === undefined) return {};

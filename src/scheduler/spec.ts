@@ -84,6 +84,10 @@ function durationMs(value: unknown): number {
 function cronSpec(expression: unknown, tz: unknown, option: string, dstInput?: unknown): JobSpec {
   if (typeof expression !== 'string' || expression.trim() === '') throw new InvalidArgumentError(option, expression, 'a cron expression');
   if (typeof tz !== 'string' || !isTimeZone(tz)) throw new InvalidArgumentError(`${option}.tz`, tz, 'an IANA time zone such as Europe/Paris');
+  // The parser fills in fields missing on the left: '0 2 * *', 02:00 daily with a field dropped,
+  // would fire every minute of the 2nd of each month.
+  const fields = expression.trim().split(/\s+/).length;
+  if (!expression.trim().startsWith('@') && fields !== 5 && fields !== 6) throw new InvalidArgumentError(option, expression, `a cron expression of 5 or 6 fields (this one has ${fields})`);
   try {
     CronExpressionParser.parse(expression, { tz, strict: false, currentDate: new Date(0) });
   } catch (error) {

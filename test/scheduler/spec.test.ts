@@ -17,6 +17,12 @@ describe('job specs', () => {
 
   it.each([
     ['61 * * * *', 'spec'],
+    // Before: filled in from the left, '0 2 * *' (02:00 daily, a field dropped) fired every
+    // minute of the 2nd of each month.
+    ['0 2 * *', 'spec'],
+    ['5 * *', 'spec'],
+    [{ cron: '* * * *' }, 'spec'],
+    ['0 0 0 1 1 * 2030', 'spec'],
     [{ cron: '* * * * *', tz: 'Mars/Olympus' }, 'spec.tz'],
     [{ every: '10 parsecs' }, 'spec.every'],
     [{ every: 5 }, 'spec.every'],

@@ -118,6 +118,8 @@ describe('fan-out items through the Cluster', () => {
       expect(() => c.consume('t', h, { [option]: 1.5 })).toThrow(expect.objectContaining({ code: 'CRONRAFT_INVALID_ARGUMENT', option }));
     }
     expect(() => c.consume('t', h, { maxPending: 100_001 })).toThrow(expect.objectContaining({ option: 'maxPending' }));
+    // A misspelt option: dropped unsaid before, and the default used.
+    expect(() => c.consume('t', h, { paralelism: 8 } as never)).toThrow(expect.objectContaining({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'paralelism' }));
     c.consume('t', h);
     expect(() => c.consume('t', h)).toThrow(expect.objectContaining({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'topic' }));
   });

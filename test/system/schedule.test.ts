@@ -212,6 +212,10 @@ describe('cluster.schedule', () => {
       [() => c.schedule('a', '* * * * *', () => undefined, { catchUp: { windowMs: 60_000, maxSlots: 5 } }), 'options.overlap'],
       [() => c.schedule('a', { delayAfterCompletion: 5 }, () => undefined), 'spec.delayAfterCompletion'],
       [() => c.schedule('a', { delayAfterCompletion: '1s', initialDelay: -5 }, () => undefined), 'spec.initialDelay'],
+      // A misspelt option: dropped unsaid before, and the default used (no retry at all).
+      [() => c.schedule('a', '* * * * *', () => undefined, { retires: 2 } as never), 'options.retires'],
+      // A spec of fewer fields: filled in from the left before, another schedule.
+      [() => c.schedule('a', '0 2 * *', () => undefined), 'spec'],
     ];
     for (const [call, option] of cases) {
       expect(call).toThrow(InvalidArgumentError);
