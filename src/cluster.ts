@@ -438,7 +438,9 @@ export class Cluster extends EventEmitter<ClusterEvents> {
 
   /**
    * Recent claims and their outcomes (including 'skipped', 'replaced' and 'missed' slots, with
-   * the token each was recorded under), newest first, with the runs still in progress (started
+   * the token each was recorded under), the latest claimed first (the log's order: the leader
+   * claims slots ahead, so a slot triggered now may come before one of a later instant claimed
+   * earlier), with the runs still in progress (started
    * per the log, no outcome yet) by member. Bounded by what the state machine keeps.
    */
   history(options: { job?: string; limit?: number } = {}): SlotHistory[] {

@@ -86,8 +86,11 @@ function cronSpec(expression: unknown, tz: unknown, option: string, dstInput?: u
   if (typeof tz !== 'string' || !isTimeZone(tz)) throw new InvalidArgumentError(`${option}.tz`, tz, 'an IANA time zone such as Europe/Paris');
   // The parser fills in fields missing on the left: '0 2 * *', 02:00 daily with a field dropped,
   // would fire every minute of the 2nd of each month.
-  const fields = expression.trim().split(/\s+/).length;
-  if (!expression.trim().startsWith('@') && fields !== 5 && fields !== 6) throw new InvalidArgumentError(option, expression, `a cron expression of 5 or 6 fields (this one has ${fields})`);
+  const fields = expression.trim().split(/\s+/);
+  if (!expression.trim().startsWith('@') && fields.length !== 5 && fields.length !== 6) throw new InvalidArgumentError(option, expression, `a cron expression of 5 or 6 fields (this one has ${fields.length})`);
+  // The parser draws a field written H (H, H/5, H(0-29)) at random on each parse: every member,
+  // and every plan, would compute other instants. (Day and month names, THU say, are no H.)
+  if (fields.some((field) => /h/i.test(field.replace(/[a-z]{3}/gi, '')))) throw new InvalidArgumentError(option, expression, 'a cron expression without H (a value drawn at random)');
   try {
     CronExpressionParser.parse(expression, { tz, strict: false, currentDate: new Date(0) });
   } catch (error) {

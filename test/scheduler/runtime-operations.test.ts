@@ -39,6 +39,24 @@ describe('pause and resume on the runtime', () => {
     expect(c.runs.map((r) => r.slotMs)).toEqual([T0 + 1000, T0 + 4000]);
   });
 
+  it("skips the runs queued behind a long one (overlap 'queue') once the pause applied: they were not in progress", async () => {
+    const c = cluster(['a', 'b']);
+    c.schedule(['a', 'b'], 'import', { every: '1s' }, 5_000, { overlap: 'queue' });
+    // The run of T0 + 1000 goes until T0 + 6000; the slots of T0 + 2000 to 4000 queue behind it.
+    await c.time.advanceTo(T0 + 4_500);
+    expect(c.runs.map((r) => r.slotMs)).toEqual([T0 + 1000]);
+    const paused = c.members.get('b')!.operations.setPaused('import', true);
+    await c.time.advanceTo(T0 + 4_600);
+    await expect(paused).resolves.toEqual({ job: 'import', paused: true });
+    await c.time.advanceTo(T0 + 30_000);
+    // Before: the queued slots started at T0 + 6000, 11000 and 16000, the job paused.
+    expect(c.runs.map((r) => r.slotMs)).toEqual([T0 + 1000]);
+    const assignee = c.claims('import')[0]!.assignees[0]!;
+    for (const slotMs of [T0 + 2000, T0 + 3000, T0 + 4000]) {
+      expect(c.state('a').claims.get(claimKey('import', slotMs))!.outcomes.get(assignee)).toMatchObject({ outcome: 'skipped', error: PAUSED_REASON });
+    }
+  });
+
   it('refuses an unknown job, and every operation before cluster version 3', async () => {
     const c = cluster(['a']);
     c.schedule(['a'], 'report', { every: '1s' }, 10);

@@ -9,6 +9,8 @@ describe('job specs', () => {
     expect(parseSpec('*/5 * * * *')).toEqual({ kind: 'cron', expression: '*/5 * * * *', tz: 'UTC' });
     expect(parseSpec('*/10 * * * * *')).toMatchObject({ kind: 'cron' });
     expect(parseSpec('@hourly')).toMatchObject({ kind: 'cron', expression: '@hourly' });
+    expect(parseSpec('0 9 * * THU')).toMatchObject({ kind: 'cron' });
+    expect(parseSpec('0 9 * MAR,AUG SAT#2')).toMatchObject({ kind: 'cron' });
     expect(parseSpec({ cron: '0 9 * * *', tz: 'Europe/Paris' })).toEqual({ kind: 'cron', expression: '0 9 * * *', tz: 'Europe/Paris' });
     expect(parseSpec({ every: '10s' })).toEqual({ kind: 'every', everyMs: 10_000 });
     expect(parseSpec({ every: 1500 })).toEqual({ kind: 'every', everyMs: 1500 });
@@ -23,6 +25,11 @@ describe('job specs', () => {
     ['5 * *', 'spec'],
     [{ cron: '* * * *' }, 'spec'],
     ['0 0 0 1 1 * 2030', 'spec'],
+    // Before: the parser drew H at random on each parse, so members (and each plan) computed
+    // other instants: 'H * * * * *' ran 29 slots in 10 minutes.
+    ['H * * * * *', 'spec'],
+    ['0 H(0-5) * * *', 'spec'],
+    ['0 0 H/6 * * *', 'spec'],
     [{ cron: '* * * * *', tz: 'Mars/Olympus' }, 'spec.tz'],
     [{ every: '10 parsecs' }, 'spec.every'],
     [{ every: 5 }, 'spec.every'],

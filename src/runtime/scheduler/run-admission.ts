@@ -45,8 +45,7 @@ export class RunAdmission {
   async admit(armed: Armed): Promise<Admission> {
     // A paused job's slot is not run, and says why; a triggered one runs all the same (it was
     // asked for). Per the log as this member applied it: a pause applies on each member in turn.
-    const state = this.#ctx.state;
-    if (state.jobs.get(armed.job)?.paused === true && state.claims.get(claimKey(armed.job, armed.slotMs))?.trigger !== true) return { outcome: 'skipped', reason: PAUSED_REASON };
+    if (this.#paused(armed)) return { outcome: 'skipped', reason: PAUSED_REASON };
     // Decided at once, from what the log says now. (Waiting for news of another member's run
     // would let several waiting slots start together when it ends, before their own start
     // records reach one another: a burst that 'skip' is meant to prevent.)
@@ -63,6 +62,12 @@ export class RunAdmission {
     this.#permits.pump();
     const started = await go;
     armed.abort.signal.removeEventListener('abort', onAbort);
+    // A run that waited (behind another of its job, or for a permit) is not in progress yet: a
+    // pause applied meanwhile skips it, as it does a slot that fires after it.
+    if (started && this.#paused(armed)) {
+      this.#permits.release(armed);
+      return { outcome: 'skipped', reason: PAUSED_REASON };
+    }
     if (started) return 'run';
     const reason: unknown = armed.abort.signal.reason;
     // Replaced or cancelled while it waited: it never runs, and says so.
@@ -96,6 +101,12 @@ export class RunAdmission {
       }
     }
     return out;
+  }
+
+  /** Whether the slot's job is paused, per the log as this member applied it, and the slot no trigger's (one asked for runs all the same). */
+  #paused(armed: Armed): boolean {
+    const state = this.#ctx.state;
+    return state.jobs.get(armed.job)?.paused === true && state.claims.get(claimKey(armed.job, armed.slotMs))?.trigger !== true;
   }
 
   /** Ends another run of the job for `by` (overlap 'replace'): here at once, elsewhere through the log. */
