@@ -202,9 +202,14 @@ export async function startMember(ctx: StartContext, parts: MemberParts): Promis
     const conf = member.configuration.conf;
     const known = member.configuration.members;
     const by = identity.acceptedBy;
-    if (by !== undefined && by.peerId !== null) transport.pinPeer(by.id, by.peerId);
+    if (by !== undefined && by.peerId !== null) transport.bindUntilConfigured(by.id, by.peerId);
     transport.setMembers([...known.map((id) => ({ id, peerId: boundPeerId(conf, id) })), ...identity.members.filter((id) => !known.includes(id)).map((id) => ({ id, peerId: null }))]);
   }
+  // A member restarted after a crash holds entries past the commit index it stored (a change of
+  // the commit index alone is written with the next entry), bindings among them: until they
+  // apply, a key that holds the secret could speak for the members they bind.
+  const applied = member.configuration.conf;
+  for (const [id, peerId] of member.driver.node.latestConfiguration.peerIds) if (boundPeerId(applied, id) === null) transport.bindUntilConfigured(id, peerId);
   ctx.joins.serve(member, identity.clusterId, identity.foundingVoters);
   parts.watch = new MemberWatch(ctx.timers, ctx.members, {
     unreachable: (e) => cluster.emit('member-unreachable', e),

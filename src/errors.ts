@@ -230,3 +230,15 @@ export class RunAbortedError extends CronraftError {
   }
 }
 
+/**
+ * The message of what user code threw, as a record keeps it: an Error's message, anything else
+ * as a string. A value that cannot be made one (Object.create(null), a toString that throws)
+ * gets a message saying so, rather than throwing where the failure is being recorded.
+ */
+export function thrownMessage(thrown: unknown): string {
+  try {
+    return thrown instanceof Error ? String(thrown.message) : String(thrown);
+  } catch {
+    return 'a value with no string form';
+  }
+}

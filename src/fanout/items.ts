@@ -14,7 +14,7 @@ const decoder = new TextDecoder();
 
 /** The items of an emit as handed in, copied: a non-empty array, else InvalidArgumentError. */
 export function itemsOf(items: unknown): readonly unknown[] {
-  if (!Array.isArray(items) || items.length === 0) throw new InvalidArgumentError('items', items, 'a non-empty array');
+  if (!Array.isArray(items)) throw new InvalidArgumentError('items', items, 'an array');
   return items.slice();
 }
 
@@ -74,5 +74,18 @@ export function decodeItem(data: Uint8Array): unknown {
 /** A topic's name as a user hands it in. */
 export function checkTopic(topic: unknown): string {
   if (typeof topic !== 'string' || topic.length === 0 || topic.length > MAX_TOPIC_LENGTH) throw new InvalidArgumentError('topic', topic, `a string of 1 to ${MAX_TOPIC_LENGTH} characters`);
+  // A key's line is named by its topic, a line break and the key (state.ts lineOf): a topic
+  // with a line break could name another topic's line ('x' and key 'y\nz', 'x\ny' and key 'z'),
+  // whose item would then wait for good.
+  if (hasControlCharacter(topic)) throw new InvalidArgumentError('topic', topic, 'a name without control characters (a line break, say)');
   return topic;
+}
+
+/** Whether `text` holds a control character (U+0000 to U+001F, U+007F). */
+function hasControlCharacter(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 0x20 || code === 0x7f) return true;
+  }
+  return false;
 }

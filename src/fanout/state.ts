@@ -529,7 +529,10 @@ function bytesOf(items: ReadonlyArray<{ readonly data: Uint8Array }>): number {
   return bytes;
 }
 
-/** The name of the line of a keyed item's key, in `#keys` (and in a snapshot's checks). */
+/**
+ * The name of the line of a keyed item's key, in `#keys` (and in a snapshot's checks): one per
+ * topic and key, since a topic has no line break (items.ts checkTopic).
+ */
 export function lineOf(item: { readonly topic: string; readonly key: string | null }): string {
   return `${item.topic}\n${item.key}`;
 }

@@ -198,6 +198,10 @@ export class RaftNode {
   get configuration(): Configuration {
     return this.#membership.conf;
   }
+  /** The configuration as of the last entry of the log, committed or not (Membership.latestInLog). */
+  get latestConfiguration(): Configuration {
+    return this.#membership.latestInLog(this.log);
+  }
   get transferee(): NodeId | null {
     return this.#transferee;
   }

@@ -201,7 +201,7 @@ export interface StartingIdentity {
   readonly joined: boolean;
   /** The members as the cluster that added it reported them: its transport's peers until it replays the log. */
   readonly members: readonly NodeId[];
-  /** The member whose answer added it, with the peer id that answer came from: pinned (see Libp2pTransport.pinPeer). */
+  /** The member whose answer added it, with the peer id that answer came from: bound until the log binds it (Libp2pTransport.bindUntilConfigured). */
   readonly acceptedBy?: { readonly id: NodeId; readonly peerId: string | null };
 }
 

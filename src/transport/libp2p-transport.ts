@@ -108,6 +108,8 @@ export class Libp2pTransport implements Transport {
    * setMembers dials a member at, whose pinned peer ids win over the configuration's.
    */
   #given: ReadonlyMap<NodeId, PeerAddress> = new Map();
+  /** Peer ids bound to members until the configuration binds theirs (bindUntilConfigured): a few, members only. */
+  readonly #provisional = new Map<NodeId, string>();
   /**
    * The peers dialled and heard from: each one's address with the peer id it must prove, its
    * pinned one or else the one the configuration binds to it (see setMembers).
@@ -345,20 +347,15 @@ export class Libp2pTransport implements Transport {
   }
 
   /**
-   * Pins `peerId` to member `id`, as a peer id the user gave would be (unless the user gave one):
-   * a joiner pins the member whose answer added it, whose key the join stream proved, so that
-   * from then on it takes frames as that member (its leader's, first) only from that key,
-   * before it has replayed the bindings the log holds.
+   * Binds `peerId` to member `id` until the configuration binds one (setMembers), unless the
+   * user pinned one: a member that has not replayed the bindings yet takes frames as `id` only
+   * from that key meanwhile. A joiner binds so the member whose answer added it (the join stream
+   * proved its key); a member restarted after a crash, the bindings its log holds past the
+   * commit index it stored.
    */
-  pinPeer(id: NodeId, peerId: string): void {
-    if (id === this.#self || this.#given.get(id)?.peerId != null) return;
-    let address: PeerAddress;
-    try {
-      address = this.#given.get(id) ?? parsePeerAddress(id, 'member id');
-    } catch {
-      return;
-    }
-    this.#given = new Map([...this.#given, [id, { ...address, peerId }]]);
+  bindUntilConfigured(id: NodeId, peerId: string): void {
+    if (id === this.#self) return;
+    this.#provisional.set(id, peerId);
     const current = this.#peers.get(id);
     if (current !== undefined && current.peerId === null) this.#setPeers(new Map([...this.#peers, [id, { ...current, peerId }]]));
   }
@@ -388,7 +385,10 @@ export class Libp2pTransport implements Transport {
           continue;
         }
       }
-      next.set(id, address.peerId === null && peerId !== null ? { ...address, peerId } : address);
+      // The user's pin, else the configuration's binding, else one held until it binds one.
+      if (peerId !== null) this.#provisional.delete(id);
+      const bound = peerId ?? this.#provisional.get(id) ?? null;
+      next.set(id, address.peerId === null && bound !== null ? { ...address, peerId: bound } : address);
     }
     this.#setPeers(next);
   }

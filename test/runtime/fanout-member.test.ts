@@ -300,3 +300,27 @@ describe('fan-out on the production member', () => {
     expect({ outcome, openBatchesTracked: emitter.fanoutRuntime.batches.open }).toEqual({ outcome: { topic: 't', count: 5, done: 5, dead: 0 }, openBatchesTracked: 0 });
   });
 });
+
+describe('odd values thrown by a consumer on the production member', () => {
+  it.each([
+    ['an object of no prototype', (): never => {
+      throw Object.create(null);
+    }],
+    ['a rejection with an object whose toString throws', async (): Promise<never> => {
+      throw { toString: (): never => { throw new Error('no'); } };
+    }],
+  ])('%s is a failed attempt: after its retries the item goes to the dead letters', async (_what, handler) => {
+    const sim = new MembershipSim(5);
+    for (const id of FOUNDERS) await sim.start(id);
+    await sim.until('cluster version 3 on every member', () => (FOUNDERS.every((id) => sim.get(id).member?.versions.active === FANOUT_VERSION) ? true : undefined));
+    const settings: ConsumerSettings = { ...SETTINGS, retries: 1, backoffMs: 10 };
+    for (const id of FOUNDERS) await sim.settle(memberOf(sim, id).fanoutRuntime.consume('t', handler, settings));
+    const leader = await sim.until('a leader', () => sim.leader());
+    await sim.until('every consumer registered on the leader', () => (leader.member?.fanout.topics.get('t')?.consumers.size === 3 ? true : undefined));
+    await sim.settle(memberOf(sim, leader.id).fanoutRuntime.emit('t', [{ data: Uint8Array.of(1), key: null }], null));
+    // Before: String() of it threw in the consumer, no outcome was recorded, and the item was
+    // taken back at its lease's end, again and again, never failing.
+    await sim.until('the item dead', () => (leader.member?.fanout.topics.get('t')?.counts.dead === 1 ? true : undefined));
+    expect(leader.member?.fanout.topics.get('t')?.counts).toMatchObject({ failed: 2, dead: 1 });
+  });
+});

@@ -892,3 +892,21 @@ describe('a graceful stop hands over', () => {
     expect(doneAt!).toBeLessThanOrEqual(T0 + 500 + 400 + 250);
   });
 });
+
+describe('odd values thrown by a job handler', () => {
+  it.each([
+    ['an object of no prototype', (): never => {
+      throw Object.create(null);
+    }],
+    ['a rejection with an object whose toString throws', async (): Promise<never> => {
+      throw { toString: (): never => { throw new Error('no'); } };
+    }],
+  ])('%s is a failed run, recorded as one', async (_what, handler) => {
+    const c = cluster(['a', 'b']);
+    for (const id of ['a', 'b']) c.members.get(id)!.schedule('odd', parseSpec({ at: T0 + 1000 }), handler, {});
+    await c.time.advanceTo(T0 + 2000);
+    // Before: String() of it threw as the outcome was being recorded, and none was.
+    const claim = c.claims('odd')[0]!;
+    expect(claim.outcomes.get(claim.assignees[0]!)).toMatchObject({ outcome: 'failed', error: 'a value with no string form' });
+  });
+});

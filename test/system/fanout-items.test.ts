@@ -45,6 +45,14 @@ describe('fan-out items through the Cluster', () => {
     await expect(c.emitItems('t', [1, new Uint8Array(MAX_ITEM_BYTES)])).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'items[1]' });
     await expect(c.emitItems('t', [1, () => 2])).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'items[1]' });
     await expect(c.emitItems('', [1])).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'topic' });
+    // A line break in a topic: a key's line of 'x\ny' and key 'z' was that of 'x' and key
+    // 'y\nz', whose item then waited for good and spun the leader (state.ts lineOf).
+    await expect(c.emitItems('x\ny', [1], { key: () => 'z' })).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'topic' });
+    expect(() => c.consume('x\ny', () => undefined)).toThrow(expect.objectContaining({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'topic' }));
+    // An emit of nothing (a nightly slot that found no ids): a batch of none, settled at once.
+    const none = await c.emitItems('t', []);
+    expect(none.count).toBe(0);
+    await expect(none.settled({ timeoutMs: 1 })).resolves.toMatchObject({ count: 0, done: 0, dead: 0 });
     await expect(c.emitItems('t', [1, 2], { key: (item) => (item === 2 ? '' : null) })).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'key' });
     // What JSON cannot encode, and a key that is not a function: the same typed refusal, not a TypeError.
     const cycle: Record<string, unknown> = {};

@@ -1,4 +1,4 @@
-import { RunAbortedError } from '../../errors.js';
+import { RunAbortedError, thrownMessage } from '../../errors.js';
 import { MAX_ERROR_LENGTH, MAX_OUTCOMES_PER_COMMAND, type ConsumerSettings, type FanoutCommand, type ItemOutcome } from '../../fanout/command.js';
 import type { FanoutApplyResult, FanoutState, ItemRecord } from '../../fanout/state.js';
 import { waitUntil, within } from '../scheduler/handover.js';
@@ -502,6 +502,6 @@ export class FanoutConsumer {
 export const RETRY_OUTCOMES_MS = 100;
 
 function errorOf(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error);
+  const message = thrownMessage(error);
   return (message.length === 0 ? 'failed' : message).slice(0, MAX_ERROR_LENGTH);
 }

@@ -94,7 +94,8 @@ export class FanoutRuntime {
    * @throws BackpressureError when the topic holds too many unsettled items
    */
   async emit(topic: string, items: readonly EmittedItem[], origin: EmitOrigin | null): Promise<Batch> {
-    if (items.length === 0) throw new InvalidArgumentError('items', items, 'at least one item');
+    // Nothing to do (a nightly slot that found no ids): a batch of none, settled, nothing proposed.
+    if (items.length === 0) return this.batches.track(topic, []);
     const known = this.#o.state.topics.get(topic);
     const limit = this.#o.state.maxPendingOf(topic);
     if ((known?.unsettled ?? 0) + items.length > limit) throw new BackpressureError(`The topic ${topic} holds ${known?.unsettled ?? 0} unsettled items: ${items.length} more would pass its maxPending of ${limit}`);

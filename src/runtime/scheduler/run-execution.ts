@@ -1,4 +1,4 @@
-import { NotRunningError, RunAbortedError } from '../../errors.js';
+import { NotRunningError, RunAbortedError, thrownMessage } from '../../errors.js';
 import { claimKey, retriesLeft, type ClaimRecord } from '../../scheduler/records.js';
 import type { RunOutcome } from '../../scheduler/command.js';
 import { emitKeyOf } from '../../fanout/items.js';
@@ -66,7 +66,7 @@ export class RunExecution {
       // heeds it, as a run whose lease was lost does: the outcome is recorded now.
       // A member stopping ended it, not the job: its slot moves at once, as an interrupted one.
       outcome = isReason(reason, 'interrupted') || isReason(reason, 'stopping') ? 'interrupted' : isReason(reason, 'replaced') ? 'replaced' : isReason(reason, 'cancelled') ? 'cancelled' : abort.signal.aborted ? 'aborted' : 'failed';
-      error = e instanceof Error ? e.message : String(e);
+      error = thrownMessage(e);
     } finally {
       o.timers.clearTimeout(timeout);
       this.#records.ended(key, claim.token);
