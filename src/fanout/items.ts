@@ -12,7 +12,7 @@ const JSON_VALUE = 1;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-/** The items of an emit as handed in, copied: a non-empty array, else InvalidArgumentError. */
+/** The items of an emit as handed in, copied: an array (of none too), else InvalidArgumentError. */
 export function itemsOf(items: unknown): readonly unknown[] {
   if (!Array.isArray(items)) throw new InvalidArgumentError('items', items, 'an array');
   return items.slice();
