@@ -11,8 +11,9 @@ import { createLibp2p } from 'libp2p';
 import { EntryRecords } from '../bytes/entry-records.js';
 import { CodecError, InvalidArgumentError, ListenError, NotRunningError } from '../errors.js';
 import type { Message, NodeId } from '../raft/types.js';
-import { parsePeerAddress, type PeerAddress } from './address.js';
+import type { PeerAddress } from './address.js';
 import type { OpenedStream } from './join-protocol.js';
+import { MemberAddresses } from './member-addresses.js';
 import { decodeFrame, encodeFrame } from './codec.js';
 import type { Frame } from './codec.js';
 import {
@@ -103,13 +104,8 @@ export class Libp2pTransport implements Transport {
   readonly #inbound = new Set<Stream>();
   /** Bytes of incomplete frames held by all inbound streams' readers. */
   #inboundBuffered = 0;
-  /**
-   * The peers as this member was given them (the options' `peers`, or setPeers): the addresses
-   * setMembers dials a member at, whose pinned peer ids win over the configuration's.
-   */
-  #given: ReadonlyMap<NodeId, PeerAddress> = new Map();
-  /** Peer ids bound to members until the configuration binds theirs (bindUntilConfigured): a few, members only. */
-  readonly #provisional = new Map<NodeId, string>();
+  /** Where setMembers dials each member, and the peer id it must prove (member-addresses.ts). */
+  readonly #addresses: MemberAddresses;
   /**
    * The peers dialled and heard from: each one's address with the peer id it must prove, its
    * pinned one or else the one the configuration binds to it (see setMembers).
@@ -160,7 +156,7 @@ export class Libp2pTransport implements Transport {
       settings: this.#settings,
     };
     this.#askers = new AskerAnswers(this.#linkContext, (message) => this.#encode(message));
-    this.#given = new Map(options.peers);
+    this.#addresses = new MemberAddresses(options.peers);
     this.#setPeers(options.peers);
   }
 
@@ -355,7 +351,7 @@ export class Libp2pTransport implements Transport {
    */
   bindUntilConfigured(id: NodeId, peerId: string): void {
     if (id === this.#self) return;
-    this.#provisional.set(id, peerId);
+    this.#addresses.holdUntilBound(id, peerId);
     const current = this.#peers.get(id);
     if (current !== undefined && current.peerId === null) this.#setPeers(new Map([...this.#peers, [id, { ...current, peerId }]]));
   }
@@ -373,24 +369,7 @@ export class Libp2pTransport implements Transport {
    * (counted as unreachable when a message is sent to it).
    */
   setMembers(members: readonly MemberPeer[]): void {
-    const next = new Map<NodeId, PeerAddress>();
-    for (const { id, peerId } of members) {
-      if (id === this.#self) continue;
-      let address = this.#given.get(id);
-      if (address === undefined) {
-        try {
-          address = parsePeerAddress(id, 'member id');
-        } catch {
-          this.#emit({ type: 'dropped', reason: 'unreachable', peer: id, detail: 'a member id that is not an address' });
-          continue;
-        }
-      }
-      // The user's pin, else the configuration's binding, else one held until it binds one.
-      if (peerId !== null) this.#provisional.delete(id);
-      const bound = peerId ?? this.#provisional.get(id) ?? null;
-      next.set(id, address.peerId === null && bound !== null ? { ...address, peerId: bound } : address);
-    }
-    this.#setPeers(next);
+    this.#setPeers(this.#addresses.of(this.#self, members, (id) => this.#emit({ type: 'dropped', reason: 'unreachable', peer: id, detail: 'a member id that is not an address' })));
   }
 
   /**
@@ -400,7 +379,7 @@ export class Libp2pTransport implements Transport {
    * running.
    */
   setPeers(peers: ReadonlyMap<NodeId, PeerAddress>): void {
-    this.#given = new Map(peers);
+    this.#addresses.setGiven(peers);
     this.#setPeers(peers);
   }
 
