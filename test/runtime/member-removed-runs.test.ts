@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { NodeId } from '../../src/raft/types.js';
 import type { SimJob } from '../../simulations/jobs.js';
-import { SimMember, type MemberHooks } from '../../simulations/member.js';
 import { FOUNDERS, MembershipSim, SETTINGS } from '../fixtures/membership-sim.js';
 
 /** Mode 'one' jobs whose runs last 1.5 to 2.5 s. */
@@ -19,29 +18,16 @@ describe('removing a live member while it runs a slot', () => {
     const now = (): number => sim.scheduler.nowMs;
     const runs = new Map<string, Array<{ id: NodeId; token: number; from: number; to: number }>>();
     const key = (job: string, slotMs: number): string => `${job}@${slotMs}`;
-    const ignore = (): void => undefined;
-    const hooks: MemberHooks = {
-      onStart: ignore,
-      onApplied: ignore,
-      onSnapshotInstalled: ignore,
-      onSchedulerApplied: ignore,
-      onSoftState: ignore,
-      onRunStart: (id, _inc, run) => {
-        const k = key(run.job, run.slotMs);
-        runs.set(k, [...(runs.get(k) ?? []), { id, token: Number(run.fencingToken), from: now(), to: Number.POSITIVE_INFINITY }]);
-      },
-      // The handler's end: its outcome (succeeded, or interrupted once its signal aborted).
-      onRun: (id, _inc, run) => {
-        const r = runs.get(key(run.job, run.slotMs))?.find((x) => x.id === id && x.token === Number(run.fencingToken));
-        if (r !== undefined) r.to = now();
-      },
-      onFatal: (id, error) => sim.fatal.set(id, error),
+    sim.onRunStart = (id, _inc, run) => {
+      const k = key(run.job, run.slotMs);
+      runs.set(k, [...(runs.get(k) ?? []), { id, token: Number(run.fencingToken), from: now(), to: Number.POSITIVE_INFINITY }]);
     };
-    for (const [i, id] of FOUNDERS.entries()) {
-      const m = new SimMember(id, 31 + i, sim.scheduler);
-      sim.members.set(id, m);
-      await m.start(sim.network, { voters: FOUNDERS, jobs: JOBS, settings: SETTINGS }, hooks);
-    }
+    // The handler's end: its outcome (succeeded, or interrupted once its signal aborted).
+    sim.onRun = (id, _inc, run) => {
+      const r = runs.get(key(run.job, run.slotMs))?.find((x) => x.id === id && x.token === Number(run.fencingToken));
+      if (r !== undefined) r.to = now();
+    };
+    for (const id of FOUNDERS) await sim.start(id);
     await sim.until('version 3', () => (FOUNDERS.every((id) => sim.get(id).member?.versions.active === 3) ? true : undefined));
     await sim.run(3000);
     const leader = sim.leader();

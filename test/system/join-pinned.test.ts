@@ -6,6 +6,7 @@ import { pskFromSecret } from '../../src/transport/cluster-secret.js';
 import { encodeFrame } from '../../src/transport/codec.js';
 import { withPrefix } from '../../src/transport/framing.js';
 import { hostileNode, openRaw } from '../fixtures/hostile-node.js';
+import { boundThreeMembers } from '../fixtures/loopback-members.js';
 import { freePort } from '../fixtures/process-cluster.js';
 
 const SECRET = 'q7Hc1v9ZrKx0mT4aYw2LdNf8';
@@ -25,14 +26,11 @@ afterEach(async () => {
  */
 describe('a member joining a bound cluster', () => {
   it('takes frames speaking as the leader that added it only from the key that answered it', async () => {
-    const addrs: string[] = [];
-    for (let i = 0; i < 3; i++) addrs.push(`127.0.0.1:${await freePort()}`);
-    // An election timeout long enough that a busy machine does not start an honest election.
-    const members = addrs.map((listen) => new Cluster(addrs, { storage: 'memory', listen, electionTimeoutMs: 1000, secret: SECRET }));
+    const members: Cluster[] = [];
     cleanups.push(async () => void (await Promise.all(members.map((m) => m.stop()))));
-    await Promise.all(members.map((m) => m.start()));
-    await Promise.all(members.map((m) => m.waitForLeader()));
-    await expect.poll(() => members.every((m) => Object.keys(m.state().configuration.peerIds).length === 3), WAIT).toBe(true);
+    // An election timeout long enough that a busy machine does not start an honest election.
+    await boundThreeMembers(members, { electionTimeoutMs: 1000, secret: SECRET });
+    const addrs = members.map((m) => m.id);
     const leader = members.find((m) => m.state().role === 'leader') as Cluster;
     const term = leader.state().term + 5;
 

@@ -1,13 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { clusterIdOf } from '../../src/cluster-options.js';
-import { Cluster } from '../../src/index.js';
+import type { Cluster } from '../../src/index.js';
 import { MAX_INDEX, MAX_TERM } from '../../src/raft/bounds.js';
 import type { Message } from '../../src/raft/types.js';
 import { pskFromSecret } from '../../src/transport/cluster-secret.js';
 import { encodeFrame } from '../../src/transport/codec.js';
 import { withPrefix } from '../../src/transport/framing.js';
 import { hostileNode, openRaw, type HostileNode } from '../fixtures/hostile-node.js';
-import { freePort } from '../fixtures/process-cluster.js';
+import { boundThreeMembers } from '../fixtures/loopback-members.js';
 
 const SECRET = 'q7Hc1v9ZrKx0mT4aYw2LdNf8';
 const WAIT = { timeout: 15_000, interval: 20 };
@@ -27,16 +27,13 @@ async function sendVote(attacker: HostileNode, target: Cluster, clusterId: strin
 
 describe('vote requests from a stranger holding the secret, on the wire', () => {
   it('neither depose a leader heard within its lease (a transfer asked for) nor push any member to the last term, and the cluster keeps committing', async () => {
-    const addrs: string[] = [];
-    for (let i = 0; i < 3; i++) addrs.push(`127.0.0.1:${await freePort()}`);
-    // An election timeout long enough that a busy machine does not start an honest election,
-    // which would move the terms this test watches.
-    const members = addrs.map((listen) => new Cluster(addrs, { storage: 'memory', listen, electionTimeoutMs: 1000, secret: SECRET }));
+    const members: Cluster[] = [];
     cleanups.push(async () => void (await Promise.all(members.map((m) => m.stop()))));
-    await Promise.all(members.map((m) => m.start()));
-    await Promise.all(members.map((m) => m.waitForLeader()));
-    // Every member bound: a stranger gets in as a visitor, and only its vote requests are delivered.
-    await expect.poll(() => members.every((m) => Object.keys(m.state().configuration.peerIds).length === 3), WAIT).toBe(true);
+    // An election timeout long enough that a busy machine does not start an honest election,
+    // which would move the terms this test watches. Every member bound: a stranger gets in as a
+    // visitor, and only its vote requests are delivered.
+    await boundThreeMembers(members, { electionTimeoutMs: 1000, secret: SECRET });
+    const addrs = members.map((m) => m.id);
     const leader = members.find((m) => m.state().role === 'leader');
     if (leader === undefined) throw new Error('no leader');
     await leader.propose('before');
