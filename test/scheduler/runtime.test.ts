@@ -910,3 +910,17 @@ describe('odd values thrown by a job handler', () => {
     expect(claim.outcomes.get(claim.assignees[0]!)).toMatchObject({ outcome: 'failed', error: 'a value with no string form' });
   });
 });
+
+describe("a job's defaults, as the README lists them", () => {
+  it("mode 'one', retries 0, retryDelayMs 1 s, overlap 'skip', catchUp 'latest', and a run aborted at a minute", async () => {
+    const c = cluster(['a', 'b']);
+    const signals: AbortSignal[] = [];
+    c.schedule(['a', 'b'], 'plain', { at: T0 + 1000 }, 10 * 60_000, {}, (ctx) => void signals.push(ctx.signal));
+    await c.time.advanceTo(T0 + 1000 + 60_000 - 1);
+    expect(c.state().jobs.get('plain')).toMatchObject({ mode: 'one', policy: { retries: 0, retryDelayMs: 1000, catchUp: { policy: 'latest' }, overlap: 'skip' } });
+    expect(signals).toHaveLength(1);
+    expect(signals[0]?.aborted).toBe(false);
+    await c.time.advanceTo(T0 + 1000 + 60_000 + 1);
+    expect(signals[0]?.reason).toMatchObject({ code: 'CRONRAFT_RUN_TIMEOUT' });
+  });
+});
