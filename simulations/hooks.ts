@@ -47,10 +47,10 @@ export function memberHooks(world: SimWorld): MemberHooks {
         record({ t: scheduler.nowMs, kind: 'follower', member: id, term: node.term });
       }
     },
-    onSchedulerApplied: (id, index, command, result) => {
+    onSchedulerApplied: (id, index, command, result, version) => {
       const t = scheduler.nowMs;
       const applied = result as Parameters<SchedulerChecker['onApplied']>[3];
-      const first = slots.onApplied(t, index, command, applied);
+      const first = slots.onApplied(t, index, command, applied, version);
       runChecks.onApplied(t, id, index, command, applied, first);
       if (!first || !applied.ok) return;
       if (command.type === 'claim' || command.type === 'reassign') {

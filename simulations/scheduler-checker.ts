@@ -3,6 +3,7 @@ import { MAX_INTERRUPTED_ATTEMPTS } from '../src/scheduler/planner.js';
 import { instantsBetween, type JobSpec } from '../src/scheduler/spec.js';
 import { claimKey, type ApplyResult } from '../src/scheduler/records.js';
 import { MISSED, type AssignMode, type JobPolicy, type SchedulerCommand } from '../src/scheduler/command.js';
+import { AT_CATCH_UP_VERSION, RETRY_COUNT_VERSION } from '../src/version/versions.js';
 import { SIM_EPOCH_MS } from './scheduler.js';
 import type { Report } from './violations.js';
 
@@ -14,6 +15,11 @@ export interface SlotRecord {
   token: number;
   assignees: readonly NodeId[];
   attempt: number;
+  /**
+   * The moves counted against the job's retries: those that retry a failed run from
+   * RETRY_COUNT_VERSION on, every move before it.
+   */
+  retried: number;
   /** Committed outcomes by `${member} ${token}`, with when they were first applied (true ms). */
   readonly outcomes: Map<string, string>;
   readonly outcomeAt: Map<string, number>;
@@ -33,6 +39,8 @@ interface JobInfo {
   /** As the first registration replicated it. */
   readonly policy: JobPolicy;
   readonly anchorMs: number;
+  /** Every instant after this is claimed or counted missed once it is at or before the high-water mark. */
+  readonly countFromMs: number;
   claims: number;
   missed: number;
   highWaterMs: number;
@@ -75,19 +83,26 @@ export class SchedulerChecker {
   }
 
   /** Returns whether this was the first sighting of the index (the timeline records only those). */
-  onApplied(t: number, index: number, command: SchedulerCommand, result: ApplyResult): boolean {
+  /** `version`: the cluster version in force at `index`. Returns whether this was the first sighting of the index (the timeline records only those). */
+  onApplied(t: number, index: number, command: SchedulerCommand, result: ApplyResult, version: number): boolean {
     // The first member to apply an index has applied every earlier one: first sightings come in log order.
     if (index <= this.#lastIndex) return false;
     this.#lastIndex = index;
-    if (result.ok) this.#observe(t, index, command, result);
+    if (result.ok) this.#observe(t, index, command, result, version);
     return true;
   }
 
-  #observe(t: number, index: number, command: SchedulerCommand, result: ApplyResult & { readonly ok: true }): void {
+  #observe(t: number, index: number, command: SchedulerCommand, result: ApplyResult & { readonly ok: true }, version: number): void {
     switch (command.type) {
-      case 'register':
-        if (!this.jobs.has(command.job)) this.jobs.set(command.job, { spec: command.spec, mode: command.mode, policy: command.policy, anchorMs: command.atMs, claims: 0, missed: 0, highWaterMs: command.atMs });
+      case 'register': {
+        if (this.jobs.has(command.job)) return;
+        // From AT_CATCH_UP_VERSION an `{ at }` instant that passed before the job's first
+        // registration is still due: claimed, or counted missed by the catch-up policy.
+        const { spec, atMs } = command;
+        const countFromMs = spec.kind === 'at' && version >= AT_CATCH_UP_VERSION && spec.atMs <= atMs ? spec.atMs - 1 : atMs;
+        this.jobs.set(command.job, { spec, mode: command.mode, policy: command.policy, anchorMs: atMs, countFromMs, claims: 0, missed: 0, highWaterMs: countFromMs });
         return;
+      }
       case 'claim':
         return this.#onClaim(t, index, command);
       case 'reassign': {
@@ -97,6 +112,7 @@ export class SchedulerChecker {
         slot.token = index;
         slot.assignees = command.assignees;
         slot.attempt++;
+        if (command.reason === 'retry' || version < RETRY_COUNT_VERSION) slot.retried++;
         for (const member of command.assignees) slot.grants.add(`${member} ${index}`);
         return;
       }
@@ -163,7 +179,7 @@ export class SchedulerChecker {
       }
     }
     const grants = new Set(command.assignees.map((member) => `${member} ${index}`));
-    this.slots.set(key, { job: command.job, slotMs: command.slotMs, token: index, assignees: command.assignees, attempt: 1, outcomes: new Map(), outcomeAt: new Map(), firstStartT: null, runs: 0, grants, cancelledToken: null });
+    this.slots.set(key, { job: command.job, slotMs: command.slotMs, token: index, assignees: command.assignees, attempt: 1, retried: 0, outcomes: new Map(), outcomeAt: new Map(), firstStartT: null, runs: 0, grants, cancelledToken: null });
   }
 
   onRunStart(t: number, member: NodeId, incarnation: number, run: { job: string; slotMs: number; fencingToken: number }): void {
@@ -223,7 +239,7 @@ export class SchedulerChecker {
   ): void {
     for (const [name, job] of this.jobs) {
       if (job.spec.kind === 'delay') continue;
-      const instants = countInstants(job.spec, job.anchorMs, job.anchorMs, job.highWaterMs);
+      const instants = countInstants(job.spec, job.anchorMs, job.countFromMs, job.highWaterMs);
       if (instants !== job.claims + job.missed) {
         this.#report(t, 'accounting', `job ${name}: ${instants} instants up to its high-water mark, but ${job.claims} claimed and ${job.missed} counted missed`);
       }

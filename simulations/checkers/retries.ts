@@ -17,9 +17,10 @@ const FAILED = new Set(['failed', 'aborted']);
 /**
  * A failed or timed-out run is retried as its job's `retries` say (`retry`), from the log:
  * - every retry follows a failed or aborted run, and only while the job has retries left (the
- *   claim's attempt is at most `retries`);
+ *   claim's retries so far, not counting its moves after a lost member from RETRY_COUNT_VERSION
+ *   on, are fewer than `retries`);
  * - without faults (after healing, once clocks settled): a retry comes no sooner than
- *   `retryDelayMs` × 2^(attempt − 1) after the run it retries ended, and on another member than
+ *   `retryDelayMs` × 2^(retries so far) after the run it retries ended, and on another member than
  *   the one that failed; and at the end, no slot is left failed with retries left.
  */
 export class RetryChecker {
@@ -60,15 +61,15 @@ export class RetryChecker {
     const slot = this.#slots.slots.get(key);
     const policy = this.#policy(command.job);
     if (slot === undefined || policy === undefined) return;
-    // The scheduler checker has counted this move already.
-    const attempt = slot.attempt - 1;
+    // The scheduler checker has counted this move already: the retries before it are one fewer.
+    const before = slot.retried - 1;
     const outcome = slot.outcomes.get(`${failed} ${command.fromToken}`);
-    const what = `${key} was retried (attempt ${attempt + 1}) on ${assignee ?? 'nobody'}`;
+    const what = `${key} was retried (attempt ${slot.attempt}, retry ${before + 1}) on ${assignee ?? 'nobody'}`;
     if (outcome === undefined || !FAILED.has(outcome)) return this.#report(t, 'retry', `${what} after ${failed} reported ${outcome ?? 'nothing'} under token ${command.fromToken}`);
-    if (attempt > policy.retries) return this.#report(t, 'retry', `${what}, beyond the job's ${policy.retries} retries`);
+    if (before >= policy.retries) return this.#report(t, 'retry', `${what}, beyond the job's ${policy.retries} retries`);
     const endT = this.#endedAt.get(`${failed} ${key} ${command.fromToken}`);
     if (endT === undefined || endT < this.#calmFromT) return;
-    const backOffMs = policy.retryDelayMs * 2 ** (attempt - 1);
+    const backOffMs = policy.retryDelayMs * 2 ** before;
     if (t < endT + backOffMs - CLOCK_SLACK_MS) this.#report(t, 'retry', `${what} ${(t - endT).toFixed(1)} ms after ${failed}'s run ended, before its back-off of ${backOffMs} ms`);
     if (assignee === failed && this.#members() > 1) this.#report(t, 'retry', `${what}, the member whose run failed, with others to take it`);
   }
@@ -78,16 +79,17 @@ export class RetryChecker {
     for (const slot of this.#slots.slots.values()) {
       const slotT = slot.slotMs - SIM_EPOCH_MS;
       const policy = this.#policy(slot.job);
-      if (slotT > settledT || policy === undefined || slot.attempt > policy.retries || this.#slots.jobs.get(slot.job)?.mode !== 'one') continue;
+      if (slotT > settledT || policy === undefined || slot.retried >= policy.retries || this.#slots.jobs.get(slot.job)?.mode !== 'one') continue;
       // A later slot replaced its run (overlap 'replace'), however that run ended: its story is over.
       if (slot.cancelledToken === slot.token) continue;
       const member = slot.assignees[0];
       const outcome = member === undefined ? undefined : slot.outcomes.get(`${member} ${slot.token}`);
       if (outcome === undefined || !FAILED.has(outcome)) continue;
       const endT = this.#endedAt.get(`${member} ${claimKey(slot.job, slot.slotMs)} ${slot.token}`);
-      if (endT === undefined || endT < this.#calmFromT) continue;
-      if (endT + policy.retryDelayMs * 2 ** (slot.attempt - 1) + RETRY_GRACE_MS > t) continue;
-      this.#report(t, 'retry', `${claimKey(slot.job, slot.slotMs)} ${outcome} on ${member} under token ${slot.token} (attempt ${slot.attempt}) and was never retried, with ${policy.retries} retries`);
+      if (endT === undefined) continue;
+      // A failure during the faults may wait for them to heal: its retry is due from then.
+      if (Math.max(endT, this.#calmFromT) + policy.retryDelayMs * 2 ** slot.retried + RETRY_GRACE_MS > t) continue;
+      this.#report(t, 'retry', `${claimKey(slot.job, slot.slotMs)} ${outcome} on ${member} under token ${slot.token} (attempt ${slot.attempt}, ${slot.retried} retries so far) and was never retried, with ${policy.retries} retries`);
     }
   }
 

@@ -12,7 +12,7 @@ import { SchedulerMirror } from './scheduler-mirror.js';
 import { FanoutState, type FanoutApplyResult, type FanoutStateParts } from '../fanout/state.js';
 import type { FanoutCommand } from '../fanout/command.js';
 import { decodeFanoutSnapshot, encodeFanoutSnapshot, fanoutSnapshotSteps } from '../fanout/state-snapshot.js';
-import { FANOUT_VERSION, JOB_ROOM_VERSION } from '../version/versions.js';
+import { FANOUT_VERSION } from '../version/versions.js';
 import type { SchedulerRuntime } from './scheduler/scheduler-runtime.js';
 
 export interface MemberStateMachineHooks {
@@ -30,8 +30,8 @@ export interface MemberStateMachineHooks {
   readonly onClusterApplied?: (index: number, command: ClusterCommand, result: ClusterApplyResult) => void;
   /** A fan-out command applied here, with its result and its entry's proposal id (issue 19). */
   readonly onFanoutApplied?: (index: number, command: FanoutCommand, result: FanoutApplyResult, pid: string) => void;
-  /** A scheduler command applied here, with its result. */
-  readonly onSchedulerApplied?: (index: number, command: SchedulerCommand, result: unknown) => void;
+  /** A scheduler command applied here, with its result and the cluster version it applied under. */
+  readonly onSchedulerApplied?: (index: number, command: SchedulerCommand, result: unknown, version: number) => void;
   /**
    * A monotonic clock, ms, by which a step of a snapshot goes on while it has time (see
    * SNAPSHOT_STEP_BUDGET_MS). @default none: a piece of work a step
@@ -56,13 +56,12 @@ export function memberStateMachine(schedulerOf: () => SchedulerRuntime, cluster:
   // Fan-out's state goes into snapshots once its version is in force (member-snapshot.ts, format 3).
   const fanoutPart = (): Uint8Array | null => (cluster.active >= FANOUT_VERSION ? encodeFanoutSnapshot(fanout) : null);
   const mirror = new SchedulerMirror(() => schedulerOf().state.limits, hooks.now);
-  // One scheduler command, on the live state and its mirror alike: both make room at the cap of
-  // jobs as the cluster's version says (JOB_ROOM_VERSION).
+  // One scheduler command, on the live state and its mirror alike, under the cluster's version in
+  // force (what some commands do depends on it, see SchedulerState.apply).
   const applyScheduler = (index: number, command: SchedulerCommand): ApplyResult => {
-    const makesRoom = cluster.active >= JOB_ROOM_VERSION;
-    const result = schedulerOf().apply(index, command, makesRoom);
-    mirror.apply(index, command, makesRoom);
-    hooks.onSchedulerApplied?.(index, command, result);
+    const result = schedulerOf().apply(index, command, cluster.active);
+    mirror.apply(index, command, cluster.active);
+    hooks.onSchedulerApplied?.(index, command, result, cluster.active);
     return result;
   };
   return {

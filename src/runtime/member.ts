@@ -103,8 +103,8 @@ export interface MemberParts {
   readonly onProposalApplied?: (durationMs: number) => void;
   /** A fan-out command applied here, with its result (the simulator's checkers watch them). */
   readonly onFanoutApplied?: (index: number, command: FanoutCommand, result: FanoutApplyResult) => void;
-  /** A scheduler command applied here, with its result (the simulator's checkers watch them). */
-  readonly onSchedulerApplied?: (index: number, command: SchedulerCommand, result: unknown) => void;
+  /** A scheduler command applied here, with its result and the cluster version it applied under (the simulator's checkers watch them). */
+  readonly onSchedulerApplied?: (index: number, command: SchedulerCommand, result: unknown, version: number) => void;
   /** A cluster command applied here (a version announced or raised), with its result. */
   readonly onClusterApplied?: MemberStateMachineHooks['onClusterApplied'];
   /** What this member reads: tests build "the next release" with more. @default SUPPORTED */

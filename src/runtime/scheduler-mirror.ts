@@ -4,6 +4,7 @@ import { SchedulerState } from '../scheduler/state.js';
 import type { SchedulerCommand } from '../scheduler/command.js';
 import type { SnapshotSteps } from './state-machine.js';
 import { memberSnapshotPieces } from './member-snapshot.js';
+import { FIRST_CLUSTER_VERSION } from '../version/versions.js';
 
 /**
  * Entries a mirror holds back while a snapshot of it is being taken. Past this many, the rest
@@ -55,7 +56,7 @@ export const MAX_PIECES_PER_STEP = 40;
 interface HeldCommand {
   readonly index: number;
   readonly command: SchedulerCommand;
-  readonly makesRoom: boolean;
+  readonly version: number;
 }
 
 /**
@@ -98,13 +99,13 @@ export class SchedulerMirror {
     return this.#held.length - this.#heldFrom;
   }
 
-  /** A scheduler command the live state applied, at its entry's index, as it applied it (`makesRoom`, see SchedulerState.apply). */
-  apply(index: number, command: SchedulerCommand, makesRoom = false): void {
+  /** A scheduler command the live state applied, at its entry's index, as it applied it (under the cluster version `version`, see SchedulerState.apply). */
+  apply(index: number, command: SchedulerCommand, version: number = FIRST_CLUSTER_VERSION): void {
     if (!this.#holding && this.#heldFrom === this.#held.length) {
-      this.#mirror().apply(index, command, makesRoom);
+      this.#mirror().apply(index, command, version);
       return;
     }
-    this.#held.push({ index, command, makesRoom });
+    this.#held.push({ index, command, version });
     if (!this.#holding) this.#catchUp(CATCH_UP_PER_ENTRY);
   }
 
@@ -172,8 +173,8 @@ export class SchedulerMirror {
   #catchUp(count: number): void {
     const until = Math.min(this.#held.length, this.#heldFrom + count);
     for (; this.#heldFrom < until; this.#heldFrom++) {
-      const { index, command, makesRoom } = this.#held[this.#heldFrom] as HeldCommand;
-      this.#mirror().apply(index, command, makesRoom);
+      const { index, command, version } = this.#held[this.#heldFrom] as HeldCommand;
+      this.#mirror().apply(index, command, version);
     }
     if (this.#heldFrom === this.#held.length) {
       this.#held = [];

@@ -18,7 +18,7 @@ export function isSchedulerCommand(value: unknown): value is SchedulerCommand {
     case 'unregister':
       return str(c.job) && str(c.member);
     case 'claim':
-      return str(c.job) && time(c.slotMs) && strs(c.assignees) && (c.fromMs === undefined || time(c.fromMs));
+      return str(c.job) && time(c.slotMs) && strs(c.assignees) && (c.fromMs === undefined || time(c.fromMs)) && (c.atMs === undefined || time(c.atMs));
     case 'reassign':
       return str(c.job) && time(c.slotMs) && count(c.fromToken) && strs(c.assignees) && (c.reason === 'assignee-lost' || c.reason === 'retry');
     case 'expire':

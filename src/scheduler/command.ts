@@ -31,6 +31,12 @@ export type SchedulerCommand =
        * planner always sets it; a hand-made claim without it is checked only against the mark.
        */
       readonly fromMs?: number;
+      /**
+       * The cluster's time the leader made the claim at, when that is after the slot's instant
+       * (a slot caught up late): its reassignment horizon counts from it (ClaimRecord.claimedAtMs,
+       * from CLAIM_TIME_VERSION; a member of an earlier release reads past it).
+       */
+      readonly atMs?: number;
     }
   | {
       /**

@@ -1,7 +1,7 @@
 import type { NodeId } from '../raft/types.js';
 import { nextInstantAfter } from './next-instant.js';
 import { instantsBetween, lastInstantBetween, lastInstantsBetween, type JobSpec } from './spec.js';
-import { claimKey, isSettling, runsOf, type ClaimRecord, type JobRecord } from './records.js';
+import { claimKey, horizonFromMs, isSettling, runsOf, type ClaimRecord, type JobRecord } from './records.js';
 import type { JobPolicy, SchedulerCommand } from './command.js';
 import type { SchedulerState } from './state.js';
 
@@ -76,7 +76,8 @@ export function plan(state: SchedulerState, input: PlanInput): SchedulerCommand[
       const assignees = job.mode === 'all' ? eligible : [sticky ?? leastLoaded(eligible, load)];
       if (job.mode === 'one' && job.policy.overlap === 'queue') sticky = assignees[0] as NodeId;
       for (const id of assignees) load.set(id, (load.get(id) ?? 0) + 1);
-      commands.push({ type: 'claim', job: name, slotMs, assignees, fromMs: mark });
+      // A slot claimed after its instant (caught up) says when: its horizon counts from then.
+      commands.push({ type: 'claim', job: name, slotMs, assignees, fromMs: mark, ...(slotMs < input.nowMs ? { atMs: input.nowMs } : {}) });
       mark = slotMs;
     }
   }
@@ -118,7 +119,7 @@ export function claimEndedAt(state: SchedulerState, claim: ClaimRecord, members?
   switch (o.outcome) {
     case 'failed':
     case 'aborted':
-      return job !== undefined && claim.attempt <= job.policy.retries ? null : o.atMs;
+      return job !== undefined && claim.retried < job.policy.retries ? null : o.atMs;
     case 'interrupted':
       return claim.attempt < MAX_INTERRUPTED_ATTEMPTS ? null : o.atMs;
     default:
@@ -138,7 +139,7 @@ export function nextDelaySlot(state: SchedulerState, job: JobRecord, members?: R
   if (previous !== undefined) {
     let endedAtMs = claimEndedAt(state, previous, members);
     // Past the horizon nothing moves or retries the claim any more: its story is over now.
-    if (endedAtMs === null && horizon !== undefined && previous.slotMs < horizon.nowMs - horizon.horizonMs) endedAtMs = horizon.nowMs;
+    if (endedAtMs === null && horizon !== undefined && horizonFromMs(previous) < horizon.nowMs - horizon.horizonMs) endedAtMs = horizon.nowMs;
     if (endedAtMs === null) return null;
     next = endedAtMs + job.spec.delayMs;
   } else if (job.highWaterMs === job.anchorMs) {
@@ -229,7 +230,7 @@ export function planReassignments(state: SchedulerState, input: ReassignInput): 
     const current = outcome !== undefined && outcome.token === claim.token ? outcome : undefined;
     // A replaced run's slot is over, wherever its member is.
     if (claim.cancelled?.token === claim.token) continue;
-    if (claim.slotMs < input.nowMs - input.horizonMs) {
+    if (horizonFromMs(claim) < input.nowMs - input.horizonMs) {
       if (current === undefined && !runsOf(claim).some((run) => holding.has(run.member))) {
         out.push({ type: 'expire', job: claim.job, slotMs: claim.slotMs, fromToken: claim.token, reason: 'expired', atMs: input.nowMs });
       }
@@ -253,8 +254,8 @@ export function planReassignments(state: SchedulerState, input: ReassignInput): 
       continue;
     }
     const { retries, retryDelayMs: delayMs } = job.policy;
-    if (claim.attempt > retries || candidates.length === 0) continue;
-    if (input.nowMs < current.atMs + delayMs * 2 ** (claim.attempt - 1)) continue;
+    if (claim.retried >= retries || candidates.length === 0) continue;
+    if (input.nowMs < current.atMs + delayMs * 2 ** claim.retried) continue;
     out.push({ type: 'reassign', job: claim.job, slotMs: claim.slotMs, fromToken: claim.token, assignees: [pick(candidates, state, assignee)], reason: 'retry' });
   }
   return out;

@@ -45,6 +45,18 @@ export interface ClaimRecord {
   /** 1 for the first claim; one more per reassignment. */
   attempt: number;
   /**
+   * The reassignments counted against the job's `retries`: those that retry a failed run, from
+   * RETRY_COUNT_VERSION on (a move after an interruption or a lost member is not the job's
+   * failure), every one before (as a member of an earlier release counts). At most attempt − 1.
+   */
+  retried: number;
+  /**
+   * When the claim was made, by the cluster's time, if after the slot's instant (a slot caught
+   * up late; from CLAIM_TIME_VERSION on): the claim's reassignment horizon counts from it
+   * (horizonFromMs). Absent for a claim made ahead of its instant, as nearly all are.
+   */
+  readonly claimedAtMs?: number;
+  /**
    * Outcome per assignee, once reported, with the token it ran under: a RunOutcome, or MISSED
    * (recorded by the leader, under the token its `expire` gave).
    */
@@ -150,7 +162,16 @@ export function runsOf(claim: ClaimRecord): RunInProgress[] {
  */
 export function retriesLeft(job: JobRecord | undefined, claim: ClaimRecord): number {
   if (job === undefined || job.mode === 'all') return 0;
-  return Math.max(0, job.policy.retries - claim.attempt + 1);
+  return Math.max(0, job.policy.retries - claim.retried);
+}
+
+/**
+ * Where a claim's reassignment horizon (and an assignee's horizon for arming it) counts from:
+ * its slot's instant, or when it was made if that was later (a slot caught up late), so that a
+ * slot claimed late is run rather than taken for history. Pure.
+ */
+export function horizonFromMs(claim: ClaimRecord): number {
+  return claim.claimedAtMs === undefined ? claim.slotMs : Math.max(claim.slotMs, claim.claimedAtMs);
 }
 
 /** Whether an outcome ends its slot's story: it is never moved or retried after it. */

@@ -31,6 +31,9 @@ import type { AssignMode, JobPolicy, OverlapPolicy } from './command.js';
  *   conflicts: [[member, theirSpecKey], ...]
  *   claim:     [job, slotMs, token, assignees, attempt, outcomes, starts, cancelled]
  *              | [..., cancelled, true]: a triggered claim (cluster version 3)
+ *              | [..., cancelled, triggered, claimedAtMs | null, retried]: a claim made after its
+ *                instant, or moved other than to retry, under cluster version 3 (CLAIM_TIME_VERSION,
+ *                RETRY_COUNT_VERSION); `triggered` true or false
  *   outcome:   [member, outcome, atMs, token] | [member, outcome, atMs, token, error]
  *   start:     [member, atMs, token]
  *   cancelled: null | [token, bySlotMs, atMs]: replaced by a later slot
@@ -43,10 +46,12 @@ import type { AssignMode, JobPolicy, OverlapPolicy } from './command.js';
  * A cron spec without a DST policy and one with the default policy spelled out are different
  * replicated values (their keys compare equal), so each keeps its own form. Equal states give
  * equal bytes on every member. Any change to the layout must bump SCHEDULER_SNAPSHOT_VERSION.
- * The one exception is the trailing `true` of a paused job or a triggered claim, and the
- * cancelled form of an operator's cancel: only the commands of cluster version 3 make one
- * (OPERATIONS_VERSION), which no member of an earlier
- * release applies, so a state without them keeps the bytes of version 1, which every release reads.
+ * The one exception is the trailing `true` of a paused job or a triggered claim, the cancelled
+ * form of an operator's cancel, and a claim's time and retries: only the commands of cluster
+ * version 3 make one (OPERATIONS_VERSION), or only under it (CLAIM_TIME_VERSION,
+ * RETRY_COUNT_VERSION: before it, a claim keeps no time and every move counts as a retry), which
+ * no member of an earlier release applies, so a state without them keeps the bytes of version 1,
+ * which every release reads.
  * `false` is never written (a job that is not paused has 10 fields), and is refused.
  */
 export const SCHEDULER_SNAPSHOT_VERSION = 1;
@@ -59,6 +64,8 @@ const POLICY_FIELDS = 4;
 const CLAIM_FIELDS = 8;
 /** A triggered claim's fields: CLAIM_FIELDS and its trailing `true`. */
 const TRIGGERED_CLAIM_FIELDS = CLAIM_FIELDS + 1;
+/** A claim with a time or a count of retries of its own: CLAIM_FIELDS, then triggered, claimedAtMs and retried. */
+const TIMED_CLAIM_FIELDS = CLAIM_FIELDS + 3;
 const START_FIELDS = 3;
 const CANCELLED_FIELDS = 3;
 /** An operator's cancel: `[token, null, atMs, member]`. */
@@ -257,7 +264,8 @@ function claimWire(claim: ClaimRecord): Wire {
   const ended = claim.cancelled;
   const cancelled = ended === null ? null : isCancelledRun(ended) ? [ended.token, null, ended.atMs, ended.byMember] : [ended.token, ended.bySlotMs, ended.atMs];
   const wire: Wire = [claim.job, claim.slotMs, claim.token, [...claim.assignees], claim.attempt, outcomes, starts, cancelled];
-  if (claim.trigger === true) wire.push(true);
+  if (claim.claimedAtMs !== undefined || claim.retried !== claim.attempt - 1) wire.push(claim.trigger === true, claim.claimedAtMs ?? null, claim.retried);
+  else if (claim.trigger === true) wire.push(true);
   return wire;
 }
 
@@ -405,7 +413,9 @@ function policyFromWire(value: unknown, field: string): JobPolicy & { readonly o
 
 function claimFromWire(value: unknown, field: string): ClaimRecord {
   const c = array(value, field);
-  if (c.length !== CLAIM_FIELDS && c.length !== TRIGGERED_CLAIM_FIELDS) throw new CodecError(`${field}: expected ${CLAIM_FIELDS} or ${TRIGGERED_CLAIM_FIELDS} fields, got ${c.length}`);
+  if (c.length !== CLAIM_FIELDS && c.length !== TRIGGERED_CLAIM_FIELDS && c.length !== TIMED_CLAIM_FIELDS) {
+    throw new CodecError(`${field}: expected ${CLAIM_FIELDS}, ${TRIGGERED_CLAIM_FIELDS} or ${TIMED_CLAIM_FIELDS} fields, got ${c.length}`);
+  }
   if (c.length === TRIGGERED_CLAIM_FIELDS && c[CLAIM_FIELDS] !== true) throw new CodecError(`${field}.trigger: expected true, got ${describe(c[CLAIM_FIELDS])}`);
   const outcomes = new Map(
     entries(c[5], `${field}.outcomes`, UNBOUNDED, (item, f) => {
@@ -434,17 +444,38 @@ function claimFromWire(value: unknown, field: string): ClaimRecord {
   }
   const attempt = count(c[4], `${field}.attempt`);
   if (attempt < 1) throw new CodecError(`${field}.attempt: expected 1 or more, got ${attempt}`);
+  const slotMs = ms(c[1], `${field}.slotMs`);
+  const timed = c.length === TIMED_CLAIM_FIELDS ? timedClaimFields(c, field, slotMs, attempt) : null;
   return {
     job: string(c[0], `${field}.job`),
-    slotMs: ms(c[1], `${field}.slotMs`),
+    slotMs,
     token: count(c[2], `${field}.token`),
     assignees: list(c[3], `${field}.assignees`, UNBOUNDED).map((item, i) => string(item, `${field}.assignees[${i}]`)),
     attempt,
+    retried: timed?.retried ?? attempt - 1,
     outcomes,
     starts,
     cancelled,
-    ...(c.length === TRIGGERED_CLAIM_FIELDS ? { trigger: true as const } : {}),
+    ...(c.length === TRIGGERED_CLAIM_FIELDS || timed?.triggered === true ? { trigger: true as const } : {}),
+    ...(timed?.claimedAtMs === undefined ? {} : { claimedAtMs: timed.claimedAtMs }),
   };
+}
+
+/**
+ * A claim's trailing triggered, claimedAtMs and retried, as the state keeps them: a time after
+ * the slot's instant, at most attempt − 1 retries, and not the values the shorter forms stand for
+ * (no time and every move a retry), which are written short: equal states give equal bytes.
+ */
+function timedClaimFields(c: Wire, field: string, slotMs: number, attempt: number): { triggered: boolean; claimedAtMs: number | undefined; retried: number } {
+  const triggered = c[CLAIM_FIELDS];
+  if (typeof triggered !== 'boolean') throw new CodecError(`${field}.trigger: expected true or false, got ${describe(triggered)}`);
+  const atField = c[CLAIM_FIELDS + 1];
+  const claimedAtMs = atField === null ? undefined : ms(atField, `${field}.claimedAtMs`);
+  if (claimedAtMs !== undefined && claimedAtMs <= slotMs) throw new CodecError(`${field}.claimedAtMs: expected a time after the slot's, got ${claimedAtMs}`);
+  const retried = count(c[CLAIM_FIELDS + 2], `${field}.retried`);
+  if (retried > attempt - 1) throw new CodecError(`${field}.retried: expected at most ${attempt - 1} (the claim's moves), got ${retried}`);
+  if (claimedAtMs === undefined && retried === attempt - 1) throw new CodecError(`${field}: a claim with no time and every move a retry is written in ${CLAIM_FIELDS} or ${TRIGGERED_CLAIM_FIELDS} fields`);
+  return { triggered, claimedAtMs, retried };
 }
 
 function lockFromWire(value: unknown, field: string): readonly [string, LockRecord] {

@@ -1,6 +1,7 @@
 import type { NodeId } from '../raft/types.js';
 import { ChangeLog } from './change-log.js';
-import { specKey } from './spec.js';
+import { specKey, type JobSpec } from './spec.js';
+import { AT_CATCH_UP_VERSION, CLAIM_TIME_VERSION, FIRST_CLUSTER_VERSION, JOB_ROOM_VERSION, RETRY_COUNT_VERSION } from '../version/versions.js';
 import { DEFAULT_OVERLAP, MISSED, MISSED_REASONS, policyKey, sameForm, type JobPolicy, type OverlapPolicy, type SchedulerCommand } from './command.js';
 import { HandlerSets, NO_HANDLERS } from './handler-sets.js';
 import { claimKey, isSettling, NO_CONFLICTS, runsOf, type ApplyResult, type ClaimRecord, type JobRecord, type LockRecord, type SchedulerStateParts } from './records.js';
@@ -182,11 +183,12 @@ export class SchedulerState {
   }
 
   /**
-   * Applies `command`, the entry at `index`. `makesRoom`: whether a new job at the cap of jobs
-   * may take the place of one no member has a handler for (#makeRoom), which the cluster's
-   * version decides (JOB_ROOM_VERSION): the same at an entry on every member.
+   * Applies `command`, the entry at `index`, under `version`, the cluster version in force at
+   * that index (the same there on every member), which decides whether a new job at the cap of
+   * jobs may take the place of one no member has a handler for (#makeRoom, JOB_ROOM_VERSION) and
+   * where a new `{ at }` job's high-water mark starts (initialHighWaterMs, AT_CATCH_UP_VERSION).
    */
-  apply(index: number, command: SchedulerCommand, makesRoom = false): ApplyResult {
+  apply(index: number, command: SchedulerCommand, version: number = FIRST_CLUSTER_VERSION): ApplyResult {
     const change = ++this.#changes;
     // A job's first registration needs no count of its own (nothing was derived from it yet),
     // and a command naming no job changes none: the counts stay bounded by the jobs.
@@ -198,7 +200,7 @@ export class SchedulerState {
     }
     switch (command.type) {
       case 'register':
-        return this.#register(command, job, makesRoom);
+        return this.#register(command, job, version);
       case 'unregister': {
         if (job === undefined) return { ok: false, reason: 'unknown-job' };
         this.#setHandlers(job, this.#handlerSets.of([...job.handlers].filter((id) => id !== command.member)));
@@ -206,7 +208,7 @@ export class SchedulerState {
         return { ok: true };
       }
       case 'claim':
-        return this.#claim(index, command, job);
+        return this.#claim(index, command, job, version);
       case 'pause':
       case 'resume': {
         if (job === undefined) return { ok: false, reason: 'unknown-job' };
@@ -256,6 +258,7 @@ export class SchedulerState {
         claim.token = index;
         claim.assignees = [...command.assignees];
         claim.attempt += 1;
+        if (command.reason === 'retry' || version < RETRY_COUNT_VERSION) claim.retried += 1;
         // Outcomes of the previous attempt stay visible; the new attempt's replace them per member.
         for (const id of claim.assignees) this.assigned.set(id, (this.assigned.get(id) ?? 0) + 1);
         // Runs started under the old token no longer hold the slot.
@@ -337,10 +340,10 @@ export class SchedulerState {
     }
   }
 
-  /** `existing`: the job's record, if it has one. */
-  #register(command: Extract<SchedulerCommand, { type: 'register' }>, existing: JobRecord | undefined, makesRoom: boolean): ApplyResult {
+  /** `existing`: the job's record, if it has one; `version`: the cluster version in force (see apply). */
+  #register(command: Extract<SchedulerCommand, { type: 'register' }>, existing: JobRecord | undefined, version: number): ApplyResult {
     if (existing === undefined) {
-      if (this.jobs.size >= this.#maxJobs && !(makesRoom && this.#makeRoom())) return { ok: false, reason: 'too-many-jobs' };
+      if (this.jobs.size >= this.#maxJobs && !(version >= JOB_ROOM_VERSION && this.#makeRoom())) return { ok: false, reason: 'too-many-jobs' };
       this.jobs.set(command.job, {
         name: command.job,
         spec: command.spec,
@@ -350,7 +353,7 @@ export class SchedulerState {
         anchorMs: command.atMs,
         handlers: this.#handlerSets.with(NO_HANDLERS, command.member),
         conflicts: NO_CONFLICTS,
-        highWaterMs: command.atMs,
+        highWaterMs: initialHighWaterMs(command.spec, command.atMs, version),
         missedSlots: 0,
         skippedRuns: 0,
         paused: false,
@@ -431,18 +434,32 @@ export class SchedulerState {
     return cancelled;
   }
 
-  /** `job`: the claim's job's record, if it has one. */
-  #claim(index: number, command: Extract<SchedulerCommand, { type: 'claim' }>, job: JobRecord | undefined): ApplyResult {
+  /** `job`: the claim's job's record, if it has one; `version`: the cluster version in force (see apply). */
+  #claim(index: number, command: Extract<SchedulerCommand, { type: 'claim' }>, job: JobRecord | undefined, version: number): ApplyResult {
     if (job === undefined) return { ok: false, reason: 'unknown-job' };
     if (command.slotMs <= job.highWaterMs) return { ok: false, reason: 'duplicate-slot' };
     if (command.fromMs !== undefined && command.fromMs !== job.highWaterMs) return { ok: false, reason: 'stale-token' };
     job.highWaterMs = command.slotMs;
-    return { ok: true, claim: this.#newClaim(index, command.job, command.slotMs, command.assignees, false) };
+    // Kept only for a claim made after its instant, and only where every member keeps it.
+    const claimedAtMs = version >= CLAIM_TIME_VERSION && command.atMs !== undefined && command.atMs > command.slotMs ? command.atMs : undefined;
+    return { ok: true, claim: this.#newClaim(index, command.job, command.slotMs, command.assignees, false, claimedAtMs) };
   }
 
   /** Keeps a new claim of the slot under the entry's index, counts its assignments, and forgets an old claim past the bound. */
-  #newClaim(index: number, job: string, slotMs: number, assignees: readonly NodeId[], trigger: boolean): ClaimRecord {
-    const claim: ClaimRecord = { job, slotMs, token: index, assignees: [...assignees], attempt: 1, outcomes: new Map(), starts: new Map(), cancelled: null, ...(trigger ? { trigger: true } : {}) };
+  #newClaim(index: number, job: string, slotMs: number, assignees: readonly NodeId[], trigger: boolean, claimedAtMs?: number): ClaimRecord {
+    const claim: ClaimRecord = {
+      job,
+      slotMs,
+      token: index,
+      assignees: [...assignees],
+      attempt: 1,
+      retried: 0,
+      outcomes: new Map(),
+      starts: new Map(),
+      cancelled: null,
+      ...(trigger ? { trigger: true } : {}),
+      ...(claimedAtMs === undefined ? {} : { claimedAtMs }),
+    };
     this.claims.set(claimKey(job, slotMs), claim);
     this.#index(claim);
     for (const id of claim.assignees) this.assigned.set(id, (this.assigned.get(id) ?? 0) + 1);
@@ -529,6 +546,19 @@ function reorder<T>(set: Set<T>, order: readonly T[]): void {
  * Whether the outcome under the claim's current token is still one the planner moves for
  * `reason` (planReassignments): none, or interrupted, for a lost assignee; a failure, for a retry.
  */
+/**
+ * Where a new job's high-water mark starts: at its first registration's time, so that no slot
+ * before it is claimed, but for an `{ at }` job from AT_CATCH_UP_VERSION on, whose instant may
+ * have passed while its registration waited for a leader, the cluster's time or a commit: its
+ * mark starts just before the instant, so that the slot is due at once, like a slot missed while
+ * no claim could be made, and its catch-up policy decides (runs it late, or records it missed).
+ * Before that version a member of an earlier release applies the registration, and keeps the
+ * registration's time as the mark, as every member then must. Pure.
+ */
+export function initialHighWaterMs(spec: JobSpec, registeredAtMs: number, version: number): number {
+  return spec.kind === 'at' && version >= AT_CATCH_UP_VERSION ? Math.min(registeredAtMs, spec.atMs - 1) : registeredAtMs;
+}
+
 function moveStillDue(claim: ClaimRecord, reason: 'assignee-lost' | 'retry'): boolean {
   const assignee = claim.assignees[0];
   const reported = assignee === undefined ? undefined : claim.outcomes.get(assignee);

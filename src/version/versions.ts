@@ -76,6 +76,36 @@ export const OPERATIONS_VERSION = FANOUT_VERSION;
 export const JOB_ROOM_VERSION = FANOUT_VERSION;
 
 /**
+ * The cluster version from which a new `{ at }` job whose instant passed before its first
+ * registration applied still has that slot due (SchedulerState's initialHighWaterMs): its
+ * catch-up policy runs it late or records it missed, where a member of an earlier release
+ * starts the job's high-water mark at the registration and never claims nor records the slot.
+ * Every member must start the mark alike, so the members do so only once the cluster runs this
+ * version. Released with fan-out's, in the same version (not released yet when this joined it).
+ */
+export const AT_CATCH_UP_VERSION = FANOUT_VERSION;
+
+/**
+ * The cluster version from which a claim made after its slot's instant (a slot caught up after
+ * an outage, an `{ at }` job registered late) keeps the cluster's time it was made at
+ * (ClaimRecord.claimedAtMs, from the claim's `atMs`), from which its reassignment horizon counts:
+ * before, the horizon counted from the instant alone, so a slot caught up more than the horizon
+ * late was recorded missed as soon as it was claimed, never run. A member of an earlier release
+ * keeps no such time, so the members keep it only once the cluster runs this version. Released
+ * with fan-out's, in the same version (not released yet when this joined it).
+ */
+export const CLAIM_TIME_VERSION = FANOUT_VERSION;
+
+/**
+ * The cluster version from which only the moves of a claim that retry a failed run count against
+ * its job's `retries` (ClaimRecord.retried): before, every move did, so a run interrupted by a
+ * failover used up a retry. A member of an earlier release counts every move, so the members
+ * count apart only once the cluster runs this version. Released with fan-out's, in the same
+ * version (not released yet when this joined it).
+ */
+export const RETRY_COUNT_VERSION = FANOUT_VERSION;
+
+/**
  * Bound on any version number read from the log, a snapshot or a peer: a hostile or damaged
  * value past it is malformed, not a version to wait for.
  */

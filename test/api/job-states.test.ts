@@ -5,6 +5,7 @@ import { parseSpec } from '../../src/scheduler/spec.js';
 import { decodeSchedulerSnapshot, encodeSchedulerSnapshot } from '../../src/scheduler/state-snapshot.js';
 import { SchedulerState } from '../../src/scheduler/state.js';
 import type { JobPolicy, SchedulerCommand } from '../../src/scheduler/command.js';
+import { FIRST_CLUSTER_VERSION, JOB_ROOM_VERSION } from '../../src/version/versions.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 const POLICY: JobPolicy = { retries: 0, retryDelayMs: 1000, catchUp: { policy: 'latest' } };
@@ -202,7 +203,7 @@ describe('the jobs of state()', () => {
     s.apply(4, { type: 'unregister', job: 'job1', member: 'a' });
     const views = new JobStates();
     views.of(s, T0 + 100);
-    s.apply(5, register('new', 'a'), true);
+    s.apply(5, register('new', 'a'), JOB_ROOM_VERSION);
     expect(s.jobsForgotten).toBe(1);
     expect(views.of(s, T0 + 200).map((v) => v.name)).toEqual(['job0', 'job2', 'new']);
     expect(views.of(s, T0 + 200)).toEqual(new JobStates().of(s, T0 + 200));
@@ -428,7 +429,7 @@ describe('the jobs of state()', () => {
       };
       const s = new SchedulerState({ maxJobs: 40 });
       let index = 0;
-      const apply = (command: SchedulerCommand, makesRoom = false): void => void s.apply(++index, command, makesRoom);
+      const apply = (command: SchedulerCommand, version = FIRST_CLUSTER_VERSION): void => void s.apply(++index, command, version);
       const specs = ['1s', '10s', '1h'];
       for (let i = 0; i < 30; i++) apply(register(`job${i}`, 'a', specs[i % 3]));
       const views = new JobStates();
@@ -438,7 +439,7 @@ describe('the jobs of state()', () => {
       for (let step = 0; step < 150; step++) {
         const what = next(10);
         const job = `job${next(45)}`;
-        if (what === 0) apply(register(job, ['a', 'b', 'c'][next(3)]!, specs[next(3)]), next(2) === 0);
+        if (what === 0) apply(register(job, ['a', 'b', 'c'][next(3)]!, specs[next(3)]), next(2) === 0 ? JOB_ROOM_VERSION : FIRST_CLUSTER_VERSION);
         else if (what === 1) apply({ type: 'claim', job, slotMs: nowMs - next(2000), assignees: ['a'], fromMs: nowMs - 3000 });
         else if (what === 2) apply({ type: 'lock', name: `l${step}`, member: 'a', atMs: nowMs, untilMs: nowMs + 5 });
         else if (what === 3) apply({ type: 'unregister', job, member: 'a' });

@@ -183,7 +183,7 @@ describe("a member snapshot's cluster part", () => {
 
   it(`makes room for a new job at the cap of jobs only once the cluster runs version ${JOB_ROOM_VERSION}`, () => {
     const state = new SchedulerState({ maxJobs: 2 });
-    const scheduler = { state, apply: (index: number, command: SchedulerCommand, makesRoom?: boolean) => state.apply(index, command, makesRoom) } as unknown as SchedulerRuntime;
+    const scheduler = { state, apply: (index: number, command: SchedulerCommand, version?: number) => state.apply(index, command, version) } as unknown as SchedulerRuntime;
     const versions = clusterState();
     const sm = memberStateMachine(() => scheduler, versions);
     const at = (index: number, command: SchedulerCommand): Entry => ({ index, term: 1, type: EntryType.Normal, data: encodeCommand({ kind: 'scheduler', command }), pid: `p${index}` });

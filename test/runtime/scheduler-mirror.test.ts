@@ -15,6 +15,7 @@ import { SchedulerState } from '../../src/scheduler/state.js';
 import type { SchedulerCommand } from '../../src/scheduler/command.js';
 import type { SchedulerStateParts } from '../../src/scheduler/records.js';
 import { expectSameBytes } from '../fixtures/bytes.js';
+import { FIRST_CLUSTER_VERSION, JOB_ROOM_VERSION } from '../../src/version/versions.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 const MEMBERS = ['a', 'b', 'c'];
@@ -28,7 +29,7 @@ function liveScheduler(): SchedulerRuntime {
   const state = new SchedulerState();
   return {
     state,
-    apply: (index: number, command: SchedulerCommand, makesRoom?: boolean) => state.apply(index, command, makesRoom),
+    apply: (index: number, command: SchedulerCommand, version?: number) => state.apply(index, command, version),
     restore: (snapshot: Uint8Array | SchedulerStateParts) => (snapshot instanceof Uint8Array ? restoreSchedulerSnapshot(state, snapshot) : state.restoreFrom(snapshot)),
   } as unknown as SchedulerRuntime;
 }
@@ -203,8 +204,9 @@ describe('the end of a snapshot in steps, at scale', () => {
     const mirror = new SchedulerMirror(() => limits);
     let index = 0;
     const both = (command: SchedulerCommand, makesRoom: boolean): void => {
-      live.apply(++index, command, makesRoom);
-      mirror.apply(index, command, makesRoom);
+      const version = makesRoom ? JOB_ROOM_VERSION : FIRST_CLUSTER_VERSION;
+      live.apply(++index, command, version);
+      mirror.apply(index, command, version);
     };
     const register = (job: string): SchedulerCommand => ({ type: 'register', job, spec: parseSpec({ every: '1s' }), mode: 'one', policy: { retries: 0, retryDelayMs: 1000, catchUp: { policy: 'latest' } }, member: 'a', atMs: T0 });
     both(register('j1'), true);

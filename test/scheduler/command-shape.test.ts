@@ -19,6 +19,7 @@ const good: SchedulerCommand[] = [
   { type: 'unlock', name: 'n', token: 4, untilMs: 2 },
   { type: 'skip', job: 'j', throughMs: 9, fromMs: 5, count: 1 },
   { type: 'expire', job: 'j', slotMs: 5, fromToken: 3, reason: 'expired', atMs: 600_005 },
+  { type: 'claim', job: 'j', slotMs: 5, assignees: ['a'], fromMs: 1, atMs: 9 },
 ];
 
 /** Each good command with one field broken: a value the state could not snapshot, or of the wrong type. */
@@ -40,6 +41,7 @@ const bad: Array<[string, unknown]> = [
   ['a fractional count', { ...good[11], count: 0.5 }],
   ['an unknown missed reason', { ...good[12], reason: 'toString' }],
   ['an expiry without its token', { ...good[12], fromToken: undefined }],
+  ['a claim time that is not a number', { ...good[13], atMs: 'late' }],
   ['an array', [good[2]]],
 ];
 

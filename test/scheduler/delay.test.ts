@@ -93,8 +93,9 @@ describe('planning a fixed-delay job', () => {
     s.apply(next(), { type: 'claim', job: 'sync', slotMs: T0 + 10, assignees: ['a'] });
     const token = s.claims.get(claimKey('sync', T0 + 10))!.token;
     s.apply(next(), { type: 'outcome', job: 'sync', slotMs: T0 + 10, token, member: 'a', outcome: 'succeeded', atMs: T0 + 20 });
-    // The leader was away for an hour: one claim, for the instant that passed, and no skip.
-    expect(plan(s, input(T0 + 3_600_000))).toEqual([{ type: 'claim', job: 'sync', slotMs: T0 + 1020, assignees: ['a'], fromMs: T0 + 10 }]);
+    // The leader was away for an hour: one claim, for the instant that passed, and no skip; it
+    // says when it was made, from which its reassignment horizon counts.
+    expect(plan(s, input(T0 + 3_600_000))).toEqual([{ type: 'claim', job: 'sync', slotMs: T0 + 1020, assignees: ['a'], fromMs: T0 + 10, atMs: T0 + 3_600_000 }]);
   });
 
   it("in mode 'all', waits for every reachable assignee's outcome and counts from the last", () => {

@@ -155,7 +155,7 @@ describe('the snapshot of paused jobs and triggered claims', () => {
       ['paused: expected true', bad((w) => (w[1]![0]![10] = 1))],
       ['expected 10 or 11 fields, got 12', bad((w) => w[1]![0]!.push(true))],
       ['trigger: expected true', bad((w) => (w[2]![0]![8] = 'yes'))],
-      ['expected 8 or 9 fields, got 10', bad((w) => w[2]![0]!.push(true))],
+      ['expected 8, 9 or 11 fields, got 10', bad((w) => w[2]![0]!.push(true))],
     ];
     for (const [message, bytes] of cases) {
       expect(() => decodeSchedulerSnapshot(bytes)).toThrow(CodecError);

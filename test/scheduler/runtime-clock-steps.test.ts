@@ -93,3 +93,23 @@ describe('the runtime when the cluster’s time steps back', () => {
     expect(signals.every((s) => s.aborted)).toBe(true);
   });
 });
+
+describe('a new leader whose cluster time steps back', () => {
+  it('moves a lost member’s claim once it has led for the grace on its own timers, however far its time stepped back', async () => {
+    // 'a' leads from the start with a cluster time a minute ahead (a bad estimate), corrected at 100 ms.
+    const step = { by: 60_000 };
+    let reachable = ['a', 'b', 'c'];
+    const c: Cluster = track(
+      new Cluster(['a', 'b', 'c'], 5, { reassignGraceMs: 1000, eligibleMembers: () => reachable }, (id) => (id === 'a' ? { clock: { now: () => c.time.nowMs + step.by } } : {})),
+    );
+    await c.time.advanceTo(T0 + 100);
+    step.by = 0;
+    c.schedule(['b', 'c'], 'report', { at: T0 + 3000 }, 10);
+    await c.time.advanceTo(T0 + 2500);
+    expect(c.claims('report').map((claim) => claim.assignees)).toEqual([['b']]);
+    reachable = ['a', 'c'];
+    await c.time.advanceTo(T0 + 3500);
+    // Before: the grace counted on the cluster's time ended only a minute later, and the slot stayed with b.
+    expect(c.runs.map((r) => [r.member, r.startMs - T0])).toEqual([['c', 3000]]);
+  });
+});

@@ -6,6 +6,7 @@ import { parseSpec } from '../../src/scheduler/spec.js';
 import { decodeSchedulerSnapshot, encodeSchedulerSnapshot } from '../../src/scheduler/state-snapshot.js';
 import { SchedulerState } from '../../src/scheduler/state.js';
 import { expectSameBytes } from '../fixtures/bytes.js';
+import { FIRST_CLUSTER_VERSION, JOB_ROOM_VERSION } from '../../src/version/versions.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 const policy = { retries: 0, retryDelayMs: 1000, catchUp: { policy: 'latest' } } as const;
@@ -16,7 +17,7 @@ const unregister = (job: string, member = 'a'): SchedulerCommand => ({ type: 'un
 function stateOf(maxJobs: number, makesRoom = true): { s: SchedulerState; apply: (c: SchedulerCommand) => ReturnType<SchedulerState['apply']> } {
   const s = new SchedulerState({ maxJobs });
   let index = 0;
-  return { s, apply: (c) => s.apply(++index, c, makesRoom) };
+  return { s, apply: (c) => s.apply(++index, c, makesRoom ? JOB_ROOM_VERSION : FIRST_CLUSTER_VERSION) };
 }
 
 describe('a new job at the cap of jobs', () => {
@@ -75,8 +76,8 @@ describe('a new job at the cap of jobs', () => {
     const restored = new SchedulerState({ maxJobs: 4 });
     restored.restoreFrom(decodeSchedulerSnapshot(encodeSchedulerSnapshot(s)));
     for (const state of [s, restored]) {
-      expect(state.apply(100, register('new1'), true)).toEqual({ ok: true });
-      expect(state.apply(101, register('new2'), true)).toEqual({ ok: true });
+      expect(state.apply(100, register('new1'), JOB_ROOM_VERSION)).toEqual({ ok: true });
+      expect(state.apply(101, register('new2'), JOB_ROOM_VERSION)).toEqual({ ok: true });
     }
     expect([...restored.jobs.keys()]).toEqual([...s.jobs.keys()]);
     expect([...s.jobs.keys()]).toEqual(['j1', 'j4', 'new1', 'new2']);
@@ -101,8 +102,8 @@ describe('a new job at the cap of jobs', () => {
     expectSameBytes(encodeSchedulerSnapshot(restored), bytes);
     // Both forget the next one alike, and stay the same.
     for (const state of [s, restored]) {
-      state.apply(100, unregister('j3'), true);
-      expect(state.apply(101, register('j5'), true)).toEqual({ ok: true });
+      state.apply(100, unregister('j3'), JOB_ROOM_VERSION);
+      expect(state.apply(101, register('j5'), JOB_ROOM_VERSION)).toEqual({ ok: true });
     }
     expectSameBytes(encodeSchedulerSnapshot(restored), encodeSchedulerSnapshot(s));
   });

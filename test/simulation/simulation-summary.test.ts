@@ -4,6 +4,7 @@ import type { SchedulerCommand } from '../../src/scheduler/command.js';
 import { SchedulerChecker } from '../../simulations/scheduler-checker.js';
 import { SIM_EPOCH_MS } from '../../simulations/scheduler.js';
 import { summarizeJobs } from '../../simulations/summary.js';
+import { SUPPORTED } from '../../src/version/versions.js';
 
 /** A checker fed a hand-made committed log (one command per index) and run starts. */
 class Log {
@@ -13,7 +14,7 @@ class Log {
 
   /** Commits `command` at true time `t`; returns its index, which is the token of a claim. */
   commit(t: number, command: SchedulerCommand): number {
-    this.checker.onApplied(t, ++this.#index, command, { ok: true });
+    this.checker.onApplied(t, ++this.#index, command, { ok: true }, SUPPORTED.stateMachine.max);
     return this.#index;
   }
 

@@ -1,7 +1,7 @@
 import { RunAbortedError } from '../../errors.js';
 import type { TimerHandle } from '../../time/clock.js';
 import { quietAt } from '../../scheduler/quiet-window.js';
-import { claimKey, isCancelledRun, type ApplyResult, type ClaimRecord } from '../../scheduler/records.js';
+import { claimKey, horizonFromMs, isCancelledRun, type ApplyResult, type ClaimRecord } from '../../scheduler/records.js';
 import { CANCELLED_REASON, DEFAULT_OVERLAP, type SchedulerCommand } from '../../scheduler/command.js';
 import { isReason, type Armed } from './armed-claim.js';
 import type { LocalJob, Registrations } from './registrations.js';
@@ -27,7 +27,7 @@ const REARM_TOLERANCE_MS = 2;
  * time forward in a simulation).
  */
 const FIRE_EARLY_TOLERANCE_MS = 0.01;
-/** Claims older than this when applied, by the cluster's time, are history, not work: they are not armed at all. */
+/** Claims older than this when applied, by the cluster's time, are history, not work: they are not armed at all. Counted from the instant, or from when a slot caught up late was claimed (horizonFromMs). */
 const ARM_HORIZON_MS = 10 * 60_000;
 
 /**
@@ -314,7 +314,7 @@ export class Assignee {
     // Only a clock that has learned the cluster's time may call a claim history: a member that
     // restarted with its clock far ahead would otherwise drop, unrun and unreported, every
     // claim it replays. Armed now, it fires once the clock is synced (see #fire).
-    if (this.#armed.has(key) || (this.#o.clockReady?.() !== false && this.#o.clock.now() - claim.slotMs > ARM_HORIZON_MS)) return;
+    if (this.#armed.has(key) || (this.#o.clockReady?.() !== false && this.#o.clock.now() - horizonFromMs(claim) > ARM_HORIZON_MS)) return;
     if (job === undefined) {
       this.#armMissingHandler(claim);
       return;

@@ -16,7 +16,11 @@ export class LeaderPlanning {
   readonly #msUntilQuiet: (limitMs: number) => number;
   /** Commands proposed and not yet applied or failed, so one plan does not repeat the last one's. */
   readonly #inflight = new Set<string>();
-  /** When this member last became leader (clock ms), or null while it follows. */
+  /**
+   * When this member last became leader, on its monotonic timers (a duration is measured: the
+   * cluster's time may step back, by much after a bad leader's estimate, and a grace counted on
+   * it would not end until it came back), or null while it follows.
+   */
   #leaderSinceMs: number | null = null;
   /** The configuration's members as the last plan read them (see #departures). */
   #configured: ReadonlySet<NodeId> = new Set();
@@ -45,7 +49,7 @@ export class LeaderPlanning {
       this.#departuresDue = true;
       return null;
     }
-    this.#leaderSinceMs ??= o.clock.now();
+    this.#leaderSinceMs ??= o.timers.now();
     return this.#plan();
   }
 
@@ -95,7 +99,7 @@ export class LeaderPlanning {
     const members = new Map<NodeId, { load: number }>();
     const eligible = o.eligibleMembers();
     for (const id of eligible) members.set(id, { load: state.assigned.get(id) ?? 0 });
-    const settled = this.#leaderSinceMs !== null && o.clock.now() - this.#leaderSinceMs >= o.reassignGraceMs;
+    const settled = this.#leaderSinceMs !== null && o.timers.now() - this.#leaderSinceMs >= o.reassignGraceMs;
     const moves = !settled ? [] : planReassignments(state, {
       nowMs: o.clock.now(),
       eligible: new Set(eligible),

@@ -12,6 +12,7 @@ import type { JobHandler, JobOptions } from './job-types.js';
 import { LeaderPlanning } from './leader-planning.js';
 import { Registrations } from './registrations.js';
 import { RuntimeContext, SCHEDULER_RUNTIME_DEFAULTS, type SchedulerRuntimeOptions } from './runtime-context.js';
+import { FIRST_CLUSTER_VERSION } from '../../version/versions.js';
 
 export { SCHEDULER_RUNTIME_DEFAULTS, type SchedulerRuntimeOptions } from './runtime-context.js';
 
@@ -107,8 +108,8 @@ export class SchedulerRuntime {
   }
 
   /** Called for every scheduler command applied, in log order, on every member. */
-  apply(index: number, command: SchedulerCommand, makesRoom = false): ApplyResult {
-    const result = this.state.apply(index, command, makesRoom);
+  apply(index: number, command: SchedulerCommand, version: number = FIRST_CLUSTER_VERSION): ApplyResult {
+    const result = this.state.apply(index, command, version);
     this.#leader.applied(command, result);
     // A job just registered may have a slot due soon; a member that just unregistered one (it
     // stops gracefully) holds claims that should move before their instants.
