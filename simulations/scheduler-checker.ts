@@ -82,7 +82,6 @@ export class SchedulerChecker {
     this.#report = report;
   }
 
-  /** Returns whether this was the first sighting of the index (the timeline records only those). */
   /** `version`: the cluster version in force at `index`. Returns whether this was the first sighting of the index (the timeline records only those). */
   onApplied(t: number, index: number, command: SchedulerCommand, result: ApplyResult, version: number): boolean {
     // The first member to apply an index has applied every earlier one: first sightings come in log order.

@@ -18,7 +18,10 @@ export function isSchedulerCommand(value: unknown): value is SchedulerCommand {
     case 'unregister':
       return str(c.job) && str(c.member);
     case 'claim':
-      return str(c.job) && time(c.slotMs) && strs(c.assignees) && (c.fromMs === undefined || time(c.fromMs)) && (c.atMs === undefined || time(c.atMs));
+      // Not `atMs` (the time of a late claim, from cluster version 3): a member of cronraft 0.1.0
+      // reads past it and applies the claim, so every member must; SchedulerState keeps it only
+      // if it is a time.
+      return str(c.job) && time(c.slotMs) && strs(c.assignees) && (c.fromMs === undefined || time(c.fromMs));
     case 'reassign':
       return str(c.job) && time(c.slotMs) && count(c.fromToken) && strs(c.assignees) && (c.reason === 'assignee-lost' || c.reason === 'retry');
     case 'expire':

@@ -34,7 +34,8 @@ export type SchedulerCommand =
       /**
        * The cluster's time the leader made the claim at, when that is after the slot's instant
        * (a slot caught up late): its reassignment horizon counts from it (ClaimRecord.claimedAtMs,
-       * from CLAIM_TIME_VERSION; a member of an earlier release reads past it).
+       * from CLAIM_TIME_VERSION; a member of an earlier release reads past it, so one that is not
+       * a time is ignored, not refused).
        */
       readonly atMs?: number;
     }

@@ -440,8 +440,11 @@ export class SchedulerState {
     if (command.slotMs <= job.highWaterMs) return { ok: false, reason: 'duplicate-slot' };
     if (command.fromMs !== undefined && command.fromMs !== job.highWaterMs) return { ok: false, reason: 'stale-token' };
     job.highWaterMs = command.slotMs;
-    // Kept only for a claim made after its instant, and only where every member keeps it.
-    const claimedAtMs = version >= CLAIM_TIME_VERSION && command.atMs !== undefined && command.atMs > command.slotMs ? command.atMs : undefined;
+    // Kept only where every member keeps it, and only for a claim made after its instant. Its
+    // shape is checked here, not as the entry is read: a member of cronraft 0.1.0 reads past the
+    // field, so a claim with a bad one must apply, as on that member, without it.
+    const atMs: unknown = command.atMs;
+    const claimedAtMs = version >= CLAIM_TIME_VERSION && typeof atMs === 'number' && Number.isFinite(atMs) && atMs > command.slotMs ? atMs : undefined;
     return { ok: true, claim: this.#newClaim(index, command.job, command.slotMs, command.assignees, false, claimedAtMs) };
   }
 
@@ -543,10 +546,6 @@ function reorder<T>(set: Set<T>, order: readonly T[]): void {
 }
 
 /**
- * Whether the outcome under the claim's current token is still one the planner moves for
- * `reason` (planReassignments): none, or interrupted, for a lost assignee; a failure, for a retry.
- */
-/**
  * Where a new job's high-water mark starts: at its first registration's time, so that no slot
  * before it is claimed, but for an `{ at }` job from AT_CATCH_UP_VERSION on, whose instant may
  * have passed while its registration waited for a leader, the cluster's time or a commit: its
@@ -559,6 +558,10 @@ export function initialHighWaterMs(spec: JobSpec, registeredAtMs: number, versio
   return spec.kind === 'at' && version >= AT_CATCH_UP_VERSION ? Math.min(registeredAtMs, spec.atMs - 1) : registeredAtMs;
 }
 
+/**
+ * Whether the outcome under the claim's current token is still one the planner moves for
+ * `reason` (planReassignments): none, or interrupted, for a lost assignee; a failure, for a retry.
+ */
 function moveStillDue(claim: ClaimRecord, reason: 'assignee-lost' | 'retry'): boolean {
   const assignee = claim.assignees[0];
   const reported = assignee === undefined ? undefined : claim.outcomes.get(assignee);

@@ -41,7 +41,6 @@ const bad: Array<[string, unknown]> = [
   ['a fractional count', { ...good[11], count: 0.5 }],
   ['an unknown missed reason', { ...good[12], reason: 'toString' }],
   ['an expiry without its token', { ...good[12], fromToken: undefined }],
-  ['a claim time that is not a number', { ...good[13], atMs: 'late' }],
   ['an array', [good[2]]],
 ];
 
@@ -58,6 +57,10 @@ describe('scheduler commands read from the log', () => {
 
   it('takes fields it does not know, which a newer member may add', () => {
     expect(isSchedulerCommand({ ...good[3], hint: 'new' })).toBe(true);
+  });
+
+  it("takes a claim whose time is not a time, as a member of cronraft 0.1.0 reads past it (the state keeps no such time)", () => {
+    for (const atMs of ['late', null, { x: 1 }, Number.NaN]) expect(isSchedulerCommand({ ...good[13], atMs })).toBe(true);
   });
 
   it('tells an application entry from a scheduler command by its first two bytes', () => {

@@ -60,6 +60,17 @@ describe("a claim's time and retries in the scheduler's snapshot", () => {
     expect(wireOf(s).map((c) => c.length)).toEqual([8, 8, 8, 8]);
   });
 
+  it('are not kept from a claim whose time is not a time after its instant: the claim applies without one, as on a member of cronraft 0.1.0', () => {
+    for (const atMs of ['later', null, { x: 1 }, Number.POSITIVE_INFINITY, T0 + 1000, T0 + 999]) {
+      const s = new SchedulerState();
+      s.apply(1, { type: 'register', job: 'j', spec: { kind: 'every', everyMs: 1000 }, mode: 'one', policy, member: 'a', atMs: T0 }, CLAIM_TIME_VERSION);
+      const claim = { type: 'claim', job: 'j', slotMs: T0 + 1000, assignees: ['a'], fromMs: T0, atMs } as unknown as SchedulerCommand;
+      expect(s.apply(2, claim, CLAIM_TIME_VERSION).ok).toBe(true);
+      expect('claimedAtMs' in claimOf(s, 'j')).toBe(false);
+      expect(s.jobs.get('j')!.highWaterMs).toBe(T0 + 1000);
+    }
+  });
+
   it('keep a triggered claim so in the longer form', () => {
     const s = new SchedulerState();
     s.apply(1, { type: 'register', job: 'j', spec: { kind: 'every', everyMs: 1000 }, mode: 'one', policy, member: 'a', atMs: T0 }, CLAIM_TIME_VERSION);
