@@ -113,3 +113,28 @@ describe('a new leader whose cluster time steps back', () => {
     expect(c.runs.map((r) => [r.member, r.startMs - T0])).toEqual([['c', 3000]]);
   });
 });
+
+describe('a run’s record proposed while no leader takes it', () => {
+  it('is proposed again until the horizon passes on the member’s own timers, whatever its cluster time does meanwhile', async () => {
+    // 'b' runs the slot; its proposals fail (no leader) from 1.2 s to 5 s, and its cluster time
+    // steps 11 minutes ahead at 2 s, past the horizon the record is tried for.
+    const step = { by: 0 };
+    let down = false;
+    const c: Cluster = track(
+      new Cluster(['a', 'b'], 5, {}, (id) =>
+        id === 'b' ? { clock: { now: () => c.time.nowMs + step.by }, propose: (command) => (down ? Promise.reject(new Error('no leader')) : c.propose(command)) } : {},
+      ),
+    );
+    c.schedule(['b'], 'report', { at: T0 + 1000 }, 500);
+    await c.time.advanceTo(T0 + 1200);
+    down = true;
+    await c.time.advanceTo(T0 + 2000);
+    step.by = 11 * 60_000;
+    await c.time.advanceTo(T0 + 5000);
+    down = false;
+    await c.time.advanceTo(T0 + 6000);
+    const claim = c.claims('report')[0]!;
+    // Before: the tries stopped at the step, and the slot kept a run in progress for good.
+    expect(claim.outcomes.get('b')).toMatchObject({ outcome: 'succeeded', token: claim.token });
+  });
+});

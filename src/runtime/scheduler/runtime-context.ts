@@ -144,13 +144,15 @@ export class RuntimeContext {
 
   /**
    * Proposes `command` until it is applied, `settled()` holds (nothing left to do), the member
-   * stops (or its driver did: a failure, its removal), or the reassignment horizon passes; between
-   * tries it waits a plan interval. Safe only for commands that may be applied twice.
+   * stops (or its driver did: a failure, its removal), or the reassignment horizon passes (on the
+   * member's monotonic timers: a step of the cluster's time must not end the tries early, nor
+   * draw them out); between tries it waits a plan interval. Safe only for commands that may be
+   * applied twice.
    */
   async proposeUntil(command: SchedulerCommand, settled: () => boolean): Promise<void> {
     const o = this.options;
-    const giveUpAtMs = o.clock.now() + o.reassignHorizonMs;
-    while (!this.#stopped && o.clock.now() < giveUpAtMs && !settled()) {
+    const giveUpAtMs = o.timers.now() + o.reassignHorizonMs;
+    while (!this.#stopped && o.timers.now() < giveUpAtMs && !settled()) {
       try {
         await o.propose(command);
         return;
