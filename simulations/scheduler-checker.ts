@@ -3,7 +3,7 @@ import { MAX_INTERRUPTED_ATTEMPTS } from '../src/scheduler/planner.js';
 import { instantsBetween, type JobSpec } from '../src/scheduler/spec.js';
 import { claimKey, type ApplyResult } from '../src/scheduler/records.js';
 import { MISSED, type AssignMode, type JobPolicy, type SchedulerCommand } from '../src/scheduler/command.js';
-import { AT_CATCH_UP_VERSION, RETRY_COUNT_VERSION } from '../src/version/versions.js';
+import { AT_CATCH_UP_VERSION, FIRST_CLUSTER_VERSION, RETRY_COUNT_VERSION } from '../src/version/versions.js';
 import { SIM_EPOCH_MS } from './scheduler.js';
 import type { Report } from './violations.js';
 
@@ -40,7 +40,7 @@ interface JobInfo {
   readonly policy: JobPolicy;
   readonly anchorMs: number;
   /** Every instant after this is claimed or counted missed once it is at or before the high-water mark. */
-  readonly countFromMs: number;
+  countFromMs: number;
   claims: number;
   missed: number;
   highWaterMs: number;
@@ -72,6 +72,8 @@ export class SchedulerChecker {
   readonly slots = new Map<string, SlotRecord>();
   readonly #running = new Map<string, RunningRun[]>();
   #lastIndex = 0;
+  /** The cluster version of the last command seen. */
+  #version = FIRST_CLUSTER_VERSION;
   /** Runs started under a claim the log had already moved to another token (fencing covers them). */
   staleStarts = 0;
   /** Runs started again after a crash whose previous run's outcome was still in flight (at least once). */
@@ -87,6 +89,17 @@ export class SchedulerChecker {
     // The first member to apply an index has applied every earlier one: first sightings come in log order.
     if (index <= this.#lastIndex) return false;
     this.#lastIndex = index;
+    // Once AT_CATCH_UP_VERSION is in force, an `{ at }` job registered before it whose instant
+    // had passed (nothing ever claimed or counted) has that instant due too. Seen here before the
+    // first command under it, which is soon enough: the instant matters to a claim or a skip.
+    if (version >= AT_CATCH_UP_VERSION && this.#version < AT_CATCH_UP_VERSION) {
+      for (const job of this.jobs.values()) {
+        if (job.spec.kind !== 'at' || job.highWaterMs !== job.anchorMs || job.spec.atMs > job.anchorMs) continue;
+        job.countFromMs = job.spec.atMs - 1;
+        job.highWaterMs = job.spec.atMs - 1;
+      }
+    }
+    this.#version = version;
     if (result.ok) this.#observe(t, index, command, result, version);
     return true;
   }

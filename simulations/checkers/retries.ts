@@ -21,7 +21,8 @@ const FAILED = new Set(['failed', 'aborted']);
  *   on, are fewer than `retries`);
  * - without faults (after healing, once clocks settled): a retry comes no sooner than
  *   `retryDelayMs` × 2^(retries so far) after the run it retries ended, and on another member than
- *   the one that failed; and at the end, no slot is left failed with retries left.
+ *   the one that failed; and at the end, no slot is left failed with retries left (a failure
+ *   during the faults is due its retry from when they healed).
  */
 export class RetryChecker {
   readonly #report: Report;

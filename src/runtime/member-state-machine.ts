@@ -83,7 +83,13 @@ export function memberStateMachine(schedulerOf: () => SchedulerRuntime, cluster:
           hooks.onUserEntry?.(entry, command.data);
           return undefined;
         case 'cluster': {
+          const before = cluster.active;
           const result = cluster.apply(command.command, entry.index);
+          // A version raised here changes what the scheduler keeps, on the live state and the mirror alike.
+          if (cluster.active !== before) {
+            schedulerOf().versionRaised(cluster.active);
+            mirror.versionRaised(entry.index, cluster.active);
+          }
           hooks.onClusterApplied?.(entry.index, command.command, result);
           return result;
         }

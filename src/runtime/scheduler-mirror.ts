@@ -52,10 +52,13 @@ export const SNAPSHOT_STEP_BUDGET_MS = 2;
  */
 export const MAX_PIECES_PER_STEP = 40;
 
-/** A command the live state applied while the mirror held still, as the live state applied it. */
+/**
+ * A command the live state applied while the mirror held still, as the live state applied it;
+ * or (command null) the cluster version the live state was told was raised to `version`.
+ */
 interface HeldCommand {
   readonly index: number;
-  readonly command: SchedulerCommand;
+  readonly command: SchedulerCommand | null;
   readonly version: number;
 }
 
@@ -106,6 +109,16 @@ export class SchedulerMirror {
       return;
     }
     this.#held.push({ index, command, version });
+    if (!this.#holding) this.#catchUp(CATCH_UP_PER_ENTRY);
+  }
+
+  /** The cluster version in force became `version` at the entry `index`, as the live state was told (SchedulerState.versionRaised). */
+  versionRaised(index: number, version: number): void {
+    if (!this.#holding && this.#heldFrom === this.#held.length) {
+      this.#mirror().versionRaised(version);
+      return;
+    }
+    this.#held.push({ index, command: null, version });
     if (!this.#holding) this.#catchUp(CATCH_UP_PER_ENTRY);
   }
 
@@ -174,7 +187,8 @@ export class SchedulerMirror {
     const until = Math.min(this.#held.length, this.#heldFrom + count);
     for (; this.#heldFrom < until; this.#heldFrom++) {
       const { index, command, version } = this.#held[this.#heldFrom] as HeldCommand;
-      this.#mirror().apply(index, command, version);
+      if (command === null) this.#mirror().versionRaised(version);
+      else this.#mirror().apply(index, command, version);
     }
     if (this.#heldFrom === this.#held.length) {
       this.#held = [];

@@ -340,6 +340,28 @@ export class SchedulerState {
     }
   }
 
+  /**
+   * The cluster version in force became `version` at an entry (every member applies it at the
+   * same index, so this runs at the same point of the log everywhere): what the version changes
+   * in the state already kept happens here. At AT_CATCH_UP_VERSION, an `{ at }` job registered
+   * before it whose instant had passed when its registration applied (so its mark stands at the
+   * registration, with nothing ever claimed or counted missed) has that slot due, as a job
+   * registered under the version would (initialHighWaterMs): on a new cluster, whose version
+   * rises a step at a time as it starts, the jobs an app schedules at start apply before it.
+   */
+  versionRaised(version: number): void {
+    if (version !== AT_CATCH_UP_VERSION) return;
+    const change = ++this.#changes;
+    for (const job of this.jobs.values()) {
+      if (job.spec.kind !== 'at' || job.highWaterMs !== job.anchorMs || job.spec.atMs > job.anchorMs) continue;
+      job.highWaterMs = initialHighWaterMs(job.spec, job.anchorMs, version);
+      if (this.#tracksChanges) {
+        this.#changed.set(job.name, change);
+        this.#changeLog.record(job.name, change);
+      }
+    }
+  }
+
   /** `existing`: the job's record, if it has one; `version`: the cluster version in force (see apply). */
   #register(command: Extract<SchedulerCommand, { type: 'register' }>, existing: JobRecord | undefined, version: number): ApplyResult {
     if (existing === undefined) {

@@ -681,7 +681,7 @@ describe('a cluster version this member cannot read', () => {
   /** The member's own state machine (this release's versions) over an empty scheduler state. */
   function versionedStateMachine(): { readonly sm: StateMachine; readonly versions: ClusterVersionState } {
     const state = new SchedulerState();
-    const scheduler = { state, apply: (index: number, command: SchedulerCommand) => state.apply(index, command), restore: () => undefined } as unknown as SchedulerRuntime;
+    const scheduler = { state, apply: (index: number, command: SchedulerCommand) => state.apply(index, command), versionRaised: (version: number) => state.versionRaised(version), restore: () => undefined } as unknown as SchedulerRuntime;
     const versions = new ClusterVersionState(SUPPORTED, () => true);
     return { sm: memberStateMachine(() => scheduler, versions), versions };
   }

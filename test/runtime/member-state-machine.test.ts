@@ -24,6 +24,7 @@ function recordingScheduler(): { scheduler: SchedulerRuntime; restored: string[]
   const scheduler = {
     state,
     apply: () => ({ ok: true }),
+    versionRaised: (version: number) => state.versionRaised(version),
     restore: (snapshot: Uint8Array | SchedulerStateParts) => restored.push(snapshot instanceof Uint8Array ? 'bytes' : 'parts'),
   } as unknown as SchedulerRuntime;
   return { scheduler, restored };
@@ -127,7 +128,7 @@ describe("a member snapshot's cluster part", () => {
   /** A state machine of the next release, its scheduler's state real, with the version raised and a note applied. */
   function raised(): { readonly sm: ReturnType<typeof memberStateMachine>; readonly versions: ClusterVersionState } {
     const state = new SchedulerState();
-    const scheduler = { state, apply: (index: number, command: SchedulerCommand) => state.apply(index, command), restore: (s: Uint8Array | SchedulerStateParts) => (s instanceof Uint8Array ? restoreSchedulerSnapshot(state, s) : state.restoreFrom(s)) } as unknown as SchedulerRuntime;
+    const scheduler = { state, apply: (index: number, command: SchedulerCommand) => state.apply(index, command), versionRaised: (version: number) => state.versionRaised(version), restore: (s: Uint8Array | SchedulerStateParts) => (s instanceof Uint8Array ? restoreSchedulerSnapshot(state, s) : state.restoreFrom(s)) } as unknown as SchedulerRuntime;
     const versions = new ClusterVersionState(next, () => true);
     const sm = memberStateMachine(() => scheduler, versions);
     sm.apply(entry(1, { kind: 'cluster', command: { type: 'announce', member: 'a', protocol: [1, 1], stateMachine: [1, next.stateMachine.max] } }));
@@ -183,7 +184,7 @@ describe("a member snapshot's cluster part", () => {
 
   it(`makes room for a new job at the cap of jobs only once the cluster runs version ${JOB_ROOM_VERSION}`, () => {
     const state = new SchedulerState({ maxJobs: 2 });
-    const scheduler = { state, apply: (index: number, command: SchedulerCommand, version?: number) => state.apply(index, command, version) } as unknown as SchedulerRuntime;
+    const scheduler = { state, apply: (index: number, command: SchedulerCommand, version?: number) => state.apply(index, command, version), versionRaised: (version: number) => state.versionRaised(version) } as unknown as SchedulerRuntime;
     const versions = clusterState();
     const sm = memberStateMachine(() => scheduler, versions);
     const at = (index: number, command: SchedulerCommand): Entry => ({ index, term: 1, type: EntryType.Normal, data: encodeCommand({ kind: 'scheduler', command }), pid: `p${index}` });

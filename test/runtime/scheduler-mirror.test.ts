@@ -3,7 +3,7 @@ import type { Entry } from '../../src/raft/types.js';
 import { EntryType } from '../../src/raft/types.js';
 import { decodeCommand, encodeCommand } from '../../src/runtime/commands.js';
 import type { StateMachine } from '../../src/runtime/state-machine.js';
-import { encodeClusterPart, encodeMemberSnapshot } from '../../src/runtime/member-snapshot.js';
+import { decodeMemberSnapshot, encodeClusterPart, encodeMemberSnapshot } from '../../src/runtime/member-snapshot.js';
 import { ClusterVersionState } from '../../src/version/cluster-version.js';
 import { SUPPORTED } from '../../src/version/versions.js';
 import { memberStateMachine } from '../../src/runtime/member-state-machine.js';
@@ -15,7 +15,7 @@ import { SchedulerState } from '../../src/scheduler/state.js';
 import type { SchedulerCommand } from '../../src/scheduler/command.js';
 import type { SchedulerStateParts } from '../../src/scheduler/records.js';
 import { expectSameBytes } from '../fixtures/bytes.js';
-import { FIRST_CLUSTER_VERSION, JOB_ROOM_VERSION } from '../../src/version/versions.js';
+import { AT_CATCH_UP_VERSION, FIRST_CLUSTER_VERSION, JOB_ROOM_VERSION } from '../../src/version/versions.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 const MEMBERS = ['a', 'b', 'c'];
@@ -30,6 +30,7 @@ function liveScheduler(): SchedulerRuntime {
   return {
     state,
     apply: (index: number, command: SchedulerCommand, version?: number) => state.apply(index, command, version),
+    versionRaised: (version: number) => state.versionRaised(version),
     restore: (snapshot: Uint8Array | SchedulerStateParts) => (snapshot instanceof Uint8Array ? restoreSchedulerSnapshot(state, snapshot) : state.restoreFrom(snapshot)),
   } as unknown as SchedulerRuntime;
 }
@@ -222,5 +223,33 @@ describe('the end of a snapshot in steps, at scale', () => {
     expect(mirror.behind).toBe(0);
     expect([...live.jobs.keys()]).toEqual(['j2', 'j4']);
     expectSameBytes(finish(mirror.snapshotInSteps(CLUSTER)).data, encodeMemberSnapshot(encodeSchedulerSnapshot(live), CLUSTER, null));
+  });
+});
+
+describe('a cluster version raised while a snapshot of the mirror is under way', () => {
+  it('changes the mirror as it changed the live state, at its place among the commands held back', () => {
+    // Applied under version 1 (a new cluster starts there): an { at } job registered after its
+    // instant, whose slot the raise to AT_CATCH_UP_VERSION makes due; then jobs for the mirror to hold back.
+    const sm = withLiveScheduler();
+    const log = new Log(sm);
+    log.apply({ type: 'register', job: 'launch', spec: parseSpec({ at: T0 - 1000 }), mode: 'one', policy: { retries: 0, retryDelayMs: 1000, catchUp: { policy: 'latest' } }, member: 'a', atMs: T0 });
+    log.register();
+    log.runs(0, 3 * SNAPSHOT_RECORDS_PER_STEP);
+    const steps = sm.snapshotInSteps!();
+    expect(steps.step()).toBeNull();
+    log.index++;
+    sm.apply({ index: log.index, term: 1, type: EntryType.Normal, data: encodeCommand({ kind: 'cluster', command: { type: 'announce', member: 'a', protocol: [1, SUPPORTED.protocol.max], stateMachine: [1, SUPPORTED.stateMachine.max] } }), pid: `p${log.index}` });
+    for (let v = 1; v < AT_CATCH_UP_VERSION; v++) {
+      log.index++;
+      sm.apply({ index: log.index, term: 1, type: EntryType.Normal, data: encodeCommand({ kind: 'cluster', command: { type: 'activate', from: v, to: v + 1 } }), pid: `p${log.index}` });
+    }
+    log.runs(3 * SNAPSHOT_RECORDS_PER_STEP, 10);
+    finish(steps);
+    // The next snapshot, of the mirror once it caught up, is the live state's, the job's slot due in both.
+    const mirrored = finish(sm.snapshotInSteps!()).data;
+    expectSameBytes(mirrored, sm.snapshot());
+    const restored = new SchedulerState();
+    restoreSchedulerSnapshot(restored, decodeMemberSnapshot(mirrored)!.scheduler);
+    expect(restored.jobs.get('launch')?.highWaterMs).toBe(T0 - 1001);
   });
 });

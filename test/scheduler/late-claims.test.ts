@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { cluster, Cluster, stopClusters, T0, track } from '../fixtures/scheduler-cluster.js';
-import { MISSED } from '../../src/scheduler/command.js';
+import { MISSED, PAUSED_REASON, type SchedulerCommand } from '../../src/scheduler/command.js';
+import { encodeSchedulerSnapshot, restoreSchedulerSnapshot } from '../../src/scheduler/state-snapshot.js';
 import { parseSpec } from '../../src/scheduler/spec.js';
 import { initialHighWaterMs, SchedulerState } from '../../src/scheduler/state.js';
 import { AT_CATCH_UP_VERSION, CLAIM_TIME_VERSION, FIRST_CLUSTER_VERSION } from '../../src/version/versions.js';
@@ -75,13 +76,14 @@ describe("an { at } job whose instant passed before its registration applied", (
  * Two members; an hourly job runs its slot at 1 h, then no member leads from 1 h 0 m 1 s until
  * 2 h 30 m (a cluster down for maintenance), then 'a' leads again.
  */
-async function hourlyAfterOutage(version: number): Promise<Cluster> {
+async function hourlyAfterOutage(version: number, beforeOutage?: (c: Cluster) => Promise<void>): Promise<Cluster> {
   let leading = true;
   const c = track(new Cluster(['a', 'b'], 5, {}, (id) => ({ isLeader: () => leading && id === 'a' })));
   c.version = version;
   c.schedule(['a', 'b'], 'hourly', { every: '1h' }, 10);
   await c.time.advanceTo(T0 + 3600_000 + 1000);
   expect(c.runs.map((r) => (r.slotMs - T0) / 1000)).toEqual([3600]);
+  await beforeOutage?.(c);
   leading = false;
   await c.time.advanceTo(T0 + 2.5 * 3600_000);
   leading = true;
@@ -113,6 +115,23 @@ describe('a slot caught up more than the reassignment horizon after its instant'
     expect(c.claims('hourly')[1]!.claimedAtMs).toBeUndefined();
   });
 
+  it('of a job paused before the outage is recorded skipped (paused), not run, and a resume runs none of the slots the outage missed', async () => {
+    const c = await hourlyAfterOutage(CLAIM_TIME_VERSION, async (cluster) => {
+      const paused = cluster.members.get('a')!.operations.setPaused('hourly', true);
+      await cluster.time.advanceTo(T0 + 3600_000 + 2000);
+      await paused;
+    });
+    const late = c.claims('hourly')[1]!;
+    expect(late.slotMs).toBe(T0 + 7200_000);
+    expect(late.outcomes.get(late.assignees[0]!)).toMatchObject({ outcome: 'skipped', error: PAUSED_REASON });
+    expect(c.state().jobs.get('hourly')).toMatchObject({ missedSlots: 0, skippedRuns: 1 });
+    const resumed = c.members.get('a')!.operations.setPaused('hourly', false);
+    await c.time.advanceTo(T0 + 2.5 * 3600_000 + 16 * 60_000);
+    await resumed;
+    await c.time.advanceTo(T0 + 3 * 3600_000 + 1000);
+    expect(c.runs.map((r) => (r.slotMs - T0) / 1000)).toEqual([3600, 10_800]);
+  });
+
   it('is still recorded missed once its member was lost and nobody took it over for the horizon after it was claimed', async () => {
     let reachable = ['a', 'b'];
     const c = track(new Cluster(['a', 'b'], 5, { eligibleMembers: () => reachable }));
@@ -126,5 +145,51 @@ describe('a slot caught up more than the reassignment horizon after its instant'
     expect(c.outcomes('launch')).toEqual([[1, undefined]]);
     await c.time.advanceTo(T0 + 41 * 60_000);
     expect(c.outcomes('launch')).toEqual([[1, MISSED]]);
+  });
+});
+
+describe(`an { at } job registered before cluster version ${AT_CATCH_UP_VERSION}, after its instant`, () => {
+  const register = (job: string, atMs: number, registeredAtMs: number): SchedulerCommand => ({ type: 'register', job, spec: parseSpec({ at: atMs }), mode: 'one', policy: POLICY, member: 'a', atMs: registeredAtMs });
+
+  it('has that slot due once the version is raised, in a state restored from a snapshot of before it too; nothing else moves', () => {
+    const s = new SchedulerState();
+    s.apply(1, register('late', T0 + 1000, T0 + 5000), AT_CATCH_UP_VERSION - 1);
+    s.apply(2, register('ahead', T0 + 9000, T0 + 5000), AT_CATCH_UP_VERSION - 1);
+    s.apply(3, { type: 'register', job: 'tick', spec: parseSpec({ every: '1s' }), mode: 'one', policy: POLICY, member: 'a', atMs: T0 + 5000 }, AT_CATCH_UP_VERSION - 1);
+    const before = encodeSchedulerSnapshot(s);
+    const restored = new SchedulerState();
+    restoreSchedulerSnapshot(restored, before);
+    for (const state of [s, restored]) {
+      state.versionRaised(AT_CATCH_UP_VERSION - 1);
+      expect(state.jobs.get('late')?.highWaterMs).toBe(T0 + 5000);
+      state.versionRaised(AT_CATCH_UP_VERSION);
+      expect([...state.jobs.values()].map((j) => [j.name, j.highWaterMs - T0])).toEqual([
+        ['late', 999],
+        ['ahead', 5000],
+        ['tick', 5000],
+      ]);
+    }
+    expect(encodeSchedulerSnapshot(restored)).toEqual(encodeSchedulerSnapshot(s));
+    // Raised again (a later version), nothing more moves: the slot claimed stays claimed.
+    s.apply(4, { type: 'claim', job: 'late', slotMs: T0 + 1000, assignees: ['a'], fromMs: T0 + 999 }, AT_CATCH_UP_VERSION);
+    const after = encodeSchedulerSnapshot(s);
+    s.versionRaised(AT_CATCH_UP_VERSION + 1);
+    expect(encodeSchedulerSnapshot(s)).toEqual(after);
+  });
+
+  it('runs once the version is raised, as on a new cluster whose jobs registered at start under version 1', async () => {
+    const c = cluster(['a', 'b']);
+    c.version = AT_CATCH_UP_VERSION - 1;
+    await c.time.advanceTo(T0 + 5000);
+    c.schedule(['a', 'b'], 'launch', { at: T0 + 1000 }, 10);
+    await c.time.advanceTo(T0 + 6000);
+    expect(c.runs).toEqual([]);
+    // Every member applies the raise at the same entry.
+    c.version = AT_CATCH_UP_VERSION;
+    for (const m of c.members.values()) m.versionRaised(AT_CATCH_UP_VERSION);
+    await c.time.advanceTo(T0 + 7000);
+    expect(c.runs.map((r) => [r.slotMs - T0, r.startMs - T0 < 6200])).toEqual([[1000, true]]);
+    await c.time.advanceTo(T0 + 20_000);
+    expect(c.outcomes('launch')).toEqual([[1, 'succeeded']]);
   });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { simulate } from '../../simulations/simulate.js';
+import { SIM_EPOCH_MS } from '../../simulations/scheduler.js';
 
 /**
  * The production scheduler (planner, replicated state, runtime) on simulated time: a user's own
@@ -34,6 +35,21 @@ describe('scheduler simulation', () => {
     // the cluster's time as it learned it through heartbeats, which is good to half a round
     // trip (links here take up to latencyMaxUs each way, at random).
     expect(report?.latenessMs?.max).toBeLessThan(r.drawn.latencyMaxUs! / 1000);
+  }, 120_000);
+
+  it('runs once an { at } job due before the cluster could register it, and accounts for its instant', async () => {
+    // Due 50 ms in, before any leader: the registrations apply after it, under cluster version 1,
+    // and the slot comes due as the cluster raises its version (the checker counts the instant then).
+    const r = await simulate({
+      seed: 7,
+      members: 3,
+      durationMs: 10_000,
+      proposals: false,
+      faults: { partitions: false, loss: false, crashes: false, clocks: false, pauses: false },
+      jobs: [{ name: 'launch', spec: { at: new Date(SIM_EPOCH_MS + 50) } }],
+    });
+    expect(r.violations).toEqual([]);
+    expect(r.jobs.find((j) => j.name === 'launch')).toMatchObject({ claimed: 1, runs: 1, succeeded: 1 });
   }, 120_000);
 
   it('refuses a bad job with an error that names it', async () => {

@@ -90,6 +90,20 @@ describe('cluster.schedule', () => {
     expect(retry.attempt).toBe(2);
   });
 
+  it('runs once an { at } job scheduled at start for a moment later, though its registration applies after the instant', async () => {
+    const members = await threeMembers(started);
+    // Due before the members have elected a leader and learned the cluster's time, which a
+    // registration waits for; the cluster also starts at version 1 and raises it as it goes.
+    const at = new Date(Date.now() + 50);
+    const runs: Array<{ member: string; slotMs: number }> = [];
+    for (const m of members) m.schedule('launch', { at }, (ctx) => void runs.push({ member: m.id, slotMs: ctx.slot.getTime() }));
+    await Promise.all(members.map((m) => m.start()));
+    await expect.poll(() => runs.length, { timeout: 20_000, interval: 20 }).toBe(1);
+    expect(runs[0]!.slotMs).toBe(at.getTime());
+    await expect.poll(() => members[0]!.history({ job: 'launch' })[0]?.outcomes, { timeout: 10_000 }).toMatchObject({ [runs[0]!.member]: { outcome: 'succeeded' } });
+    expect(members[0]!.history({ job: 'launch' })).toHaveLength(1);
+  });
+
   it('retries a failed run on another member, as many times as the job asks', async () => {
     const members = await threeMembers(started);
     const runs: Array<SlotRun & { attempt: number }> = [];

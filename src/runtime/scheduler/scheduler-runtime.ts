@@ -107,6 +107,12 @@ export class SchedulerRuntime {
     await this.#registrations.unregister(name);
   }
 
+  /** The cluster version in force became `version` (SchedulerState.versionRaised): a slot it made due is planned at once. */
+  versionRaised(version: number): void {
+    this.state.versionRaised(version);
+    this.#planSoon();
+  }
+
   /** Called for every scheduler command applied, in log order, on every member. */
   apply(index: number, command: SchedulerCommand, version: number = FIRST_CLUSTER_VERSION): ApplyResult {
     const result = this.state.apply(index, command, version);
