@@ -139,17 +139,22 @@ export function clockValue(value: unknown, field: string, min = -MAX_CLOCK_STAMP
   if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > MAX_CLOCK_STAMP_MS) {
     throw new CodecError(`${field}: expected a number of milliseconds in [${min}, ${MAX_CLOCK_STAMP_MS}], got ${describe(value)}`);
   }
-  return value;
+  // -0 reads as 0, as in uint.
+  return value === 0 ? 0 : value;
 }
 
 export function pids(value: unknown): string[] {
   return array(value, 'propose-resp.pids', MAX_PROPOSALS_PER_MESSAGE).map((pid, i) => nonEmptyString(pid, `propose-resp.pids[${i}]`, MAX_PID_LENGTH));
 }
 
-/** An integer from 0 to `max`, the field's bound (see src/raft/bounds.ts). */
+/**
+ * An integer from 0 to `max`, the field's bound (see src/raft/bounds.ts). A float -0 (CBOR may
+ * carry one) reads as 0, the value every encoder writes: a frame decoded and encoded again must
+ * decode to the same message.
+ */
 export function uint(value: unknown, field: string, max: number): number {
   if (!isUint(value, max)) throw new CodecError(`${field}: expected an integer from 0 to ${max}, got ${describe(value)}`);
-  return value;
+  return value === 0 ? 0 : value;
 }
 
 export function bool(value: unknown, field: string): boolean {

@@ -468,6 +468,24 @@ describe('frame codec', () => {
       );
     });
 
+    it('reads a float -0 as 0, so that a frame decoded and encoded again decodes the same (found by the property below)', () => {
+      // A heartbeat: [1, 'yh$', 7 (heartbeat), from, to, term, commit, readCtx, [sentAt]].
+      const head = Uint8Array.from([0x89, 1, 0x63, 0x79, 0x68, 0x24, 7, 0x68, 0x64, 0x2f, 0x3d, 0x63, 0x54, 0x38, 0x71, 0x5b, 0x64, 0x2c, 0x54, 0x34, 0x57, 0x1b, 0, 0, 0x89, 0x0e, 0x44, 0xf0, 0xe1, 0x3c]);
+      const uint64 = [0x1b, 0, 8, 0, 0, 0, 0, 0, 0];
+      const minusZero64 = [0xfb, 0x80, 0, 0, 0, 0, 0, 0, 0];
+      const minusZero16 = [0xf9, 0x80, 0];
+      const cases = [
+        Uint8Array.from([...head, ...uint64, ...uint64, 0x81, ...minusZero64]), // sentAt
+        Uint8Array.from([...head, ...minusZero16, ...uint64, 0x81, 0]), // commit
+      ];
+      for (const frame of cases) {
+        const decoded = decodeFrame(frame);
+        const { commit, clock } = decoded.message as { commit: number; clock: { sentAt: number } };
+        expect(Object.is(commit, -0) || Object.is(clock.sentAt, -0)).toBe(false);
+        expect(decodeFrame(encodeFrame(decoded))).toEqual(decoded);
+      }
+    });
+
     it('throws nothing but CodecError on corrupted valid frames, and returns only valid messages', () => {
       const corrupted = fc
         .tuple(fc.string({ minLength: 1, maxLength: 8 }), message)
