@@ -1,10 +1,11 @@
 import type { NodeId } from '../raft/types.js';
 import { ChangeLog } from './change-log.js';
-import { specKey, type JobSpec } from './spec.js';
+import { specKey } from './spec.js';
+import { cancellable, initialHighWaterMs, isInProgress, moveStillDue } from './apply-rules.js';
 import { AT_CATCH_UP_VERSION, CLAIM_TIME_VERSION, FIRST_CLUSTER_VERSION, JOB_ROOM_VERSION, RETRY_COUNT_VERSION } from '../version/versions.js';
 import { DEFAULT_OVERLAP, MISSED, MISSED_REASONS, policyKey, sameForm, type JobPolicy, type OverlapPolicy, type SchedulerCommand } from './command.js';
 import { HandlerSets, NO_HANDLERS } from './handler-sets.js';
-import { claimKey, isSettling, NO_CONFLICTS, runsOf, type ApplyResult, type ClaimRecord, type JobRecord, type LockRecord, type SchedulerStateParts } from './records.js';
+import { claimKey, isSettling, NO_CONFLICTS, type ApplyResult, type ClaimRecord, type JobRecord, type LockRecord, type SchedulerStateParts } from './records.js';
 
 /** Claims looked at, oldest first, for one that is finished when one must be forgotten. */
 const MAX_EVICTION_SCAN = 64;
@@ -194,10 +195,7 @@ export class SchedulerState {
     // and a command naming no job changes none: the counts stay bounded by the jobs.
     // The command's job, looked up once for the count and for the command.
     const job = 'job' in command ? this.jobs.get(command.job) : undefined;
-    if (job !== undefined && this.#tracksChanges) {
-      this.#changed.set(job.name, change);
-      this.#changeLog.record(job.name, change);
-    }
+    if (job !== undefined) this.#touch(job.name, change);
     switch (command.type) {
       case 'register':
         return this.#register(command, job, version);
@@ -353,13 +351,20 @@ export class SchedulerState {
     if (version !== AT_CATCH_UP_VERSION) return;
     const change = ++this.#changes;
     for (const job of this.jobs.values()) {
-      if (job.spec.kind !== 'at' || job.highWaterMs !== job.anchorMs || job.spec.atMs > job.anchorMs) continue;
-      job.highWaterMs = initialHighWaterMs(job.spec, job.anchorMs, version);
-      if (this.#tracksChanges) {
-        this.#changed.set(job.name, change);
-        this.#changeLog.record(job.name, change);
-      }
+      // Nothing claimed or counted since the registration: the mark starts where it would now.
+      if (job.highWaterMs !== job.anchorMs) continue;
+      const mark = initialHighWaterMs(job.spec, job.anchorMs, version);
+      if (mark === job.highWaterMs) continue;
+      job.highWaterMs = mark;
+      this.#touch(job.name, change);
     }
+  }
+
+  /** Counts the job as changed by the change numbered `change` (see #changed), when changes are tracked. */
+  #touch(name: string, change: number): void {
+    if (!this.#tracksChanges) return;
+    this.#changed.set(name, change);
+    this.#changeLog.record(name, change);
   }
 
   /** `existing`: the job's record, if it has one; `version`: the cluster version in force (see apply). */
@@ -565,46 +570,4 @@ function reorder<T>(set: Set<T>, order: readonly T[]): void {
   set.clear();
   for (const item of order) if (members.delete(item)) set.add(item);
   for (const item of members) set.add(item);
-}
-
-/**
- * Where a new job's high-water mark starts: at its first registration's time, so that no slot
- * before it is claimed, but for an `{ at }` job from AT_CATCH_UP_VERSION on, whose instant may
- * have passed while its registration waited for a leader, the cluster's time or a commit: its
- * mark starts just before the instant, so that the slot is due at once, like a slot missed while
- * no claim could be made, and its catch-up policy decides (runs it late, or records it missed).
- * Before that version a member of an earlier release applies the registration, and keeps the
- * registration's time as the mark, as every member then must. Pure.
- */
-export function initialHighWaterMs(spec: JobSpec, registeredAtMs: number, version: number): number {
-  return spec.kind === 'at' && version >= AT_CATCH_UP_VERSION ? Math.min(registeredAtMs, spec.atMs - 1) : registeredAtMs;
-}
-
-/**
- * Whether the outcome under the claim's current token is still one the planner moves for
- * `reason` (planReassignments): none, or interrupted, for a lost assignee; a failure, for a retry.
- */
-function moveStillDue(claim: ClaimRecord, reason: 'assignee-lost' | 'retry'): boolean {
-  const assignee = claim.assignees[0];
-  const reported = assignee === undefined ? undefined : claim.outcomes.get(assignee);
-  const outcome = reported?.token === claim.token ? reported.outcome : undefined;
-  return reason === 'assignee-lost' ? outcome === undefined || outcome === 'interrupted' : outcome === 'failed' || outcome === 'aborted';
-}
-
-/**
- * Whether an operator's cancel asked at `atMs` ends the claim's runs: it is not ended already
- * under its current token, and it has a run in progress per the log, or it was due by then (a
- * slot claimed ahead is not a run; members' clocks differ a little, which a start in the log
- * overrides) and some assignee has reported nothing under its token (running with its start
- * not applied yet, about to, or queued; a slot whose failure waits for its retry has its
- * outcome, and is not a run in progress).
- */
-function cancellable(claim: ClaimRecord, atMs: number): boolean {
-  if (claim.cancelled?.token === claim.token) return false;
-  if (isInProgress(claim)) return true;
-  return claim.slotMs <= atMs && claim.assignees.some((id) => claim.outcomes.get(id)?.token !== claim.token);
-}
-
-function isInProgress(claim: ClaimRecord): boolean {
-  return runsOf(claim).length > 0;
 }

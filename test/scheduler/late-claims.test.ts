@@ -3,7 +3,8 @@ import { cluster, Cluster, stopClusters, T0, track } from '../fixtures/scheduler
 import { MISSED, PAUSED_REASON, type SchedulerCommand } from '../../src/scheduler/command.js';
 import { encodeSchedulerSnapshot, restoreSchedulerSnapshot } from '../../src/scheduler/state-snapshot.js';
 import { parseSpec } from '../../src/scheduler/spec.js';
-import { initialHighWaterMs, SchedulerState } from '../../src/scheduler/state.js';
+import { initialHighWaterMs } from '../../src/scheduler/apply-rules.js';
+import { SchedulerState } from '../../src/scheduler/state.js';
 import { AT_CATCH_UP_VERSION, CLAIM_TIME_VERSION, FIRST_CLUSTER_VERSION } from '../../src/version/versions.js';
 
 afterEach(stopClusters);
