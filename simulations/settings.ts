@@ -13,7 +13,9 @@ import { SeededRandom } from '../src/time/random.js';
  * - In about half the runs each: smaller proposal batches (in count and bytes), so that queued
  *   proposals are split over several batches; a shorter request timeout, so that proposals and
  *   barriers time out while a leader is cut off or a disk stalls; and fewer pending proposals,
- *   so that a burst of the scheduler's commands meets backpressure.
+ *   so that a burst of the scheduler's commands meets backpressure; and a reassignment horizon
+ *   of seconds to two minutes rather than ten, so that claims pass it within a run (moves stop,
+ *   claims nobody ran are recorded missed, assignees no longer arm them) while faults go on.
  *
  * Not varied: the timing of ticks, heartbeats and elections, and the bound on clock skew (the
  * fault models, pauses and clock jumps, and the checkers' bounds are set against production's),
@@ -28,6 +30,7 @@ export const SETTING_VARIATIONS = {
   maxProposalBatchBytes: { min: 64, max: 16 * 1024, share: 0.5 },
   requestTimeoutMs: { min: 500, max: 5000, share: 0.5 },
   maxPendingProposals: { min: 64, max: 1024, share: 0.5 },
+  reassignHorizonMs: { min: 15_000, max: 120_000, share: 0.5 },
 } as const;
 
 export type VariedSetting = keyof typeof SETTING_VARIATIONS;
@@ -41,10 +44,11 @@ export interface DrawnSettings {
 
 /**
  * Draws a run's settings from `seed`, on a stream of its own so that the faults drawn after do
- * not depend on which settings vary. With `vary` false, the defaults alone. `compaction`, when
- * given, is used as it is rather than drawn; `maxConcurrent` is the option of that name.
+ * not depend on which settings vary. With `vary` false, the defaults alone. `compaction` and
+ * `given`, when given, are used as they are rather than drawn (a test that needs a setting, a
+ * short horizon say, in every seed); `maxConcurrent` is the option of that name.
  */
-export function drawSettings(seed: number, vary: boolean, compaction?: CompactionOptions, maxConcurrent?: number): DrawnSettings {
+export function drawSettings(seed: number, vary: boolean, compaction?: CompactionOptions, maxConcurrent?: number, given: Partial<Record<VariedSetting, number>> = {}): DrawnSettings {
   const varied: Partial<Record<VariedSetting, number>> = {};
   if (vary) {
     const random = new SeededRandom(seed * 2_654_435 + 17);
@@ -59,6 +63,7 @@ export function drawSettings(seed: number, vary: boolean, compaction?: Compactio
     varied.snapshotEveryEntries = compaction.everyEntries;
     varied.snapshotRetainEntries = compaction.retainEntries;
   }
+  Object.assign(varied, given);
   const base = memberSettings({
     maxConcurrent,
     snapshotEveryEntries: varied.snapshotEveryEntries,
@@ -73,6 +78,7 @@ export function drawSettings(seed: number, vary: boolean, compaction?: Compactio
       ...base.timing,
       maxProposalBatch: varied.maxProposalBatch ?? base.timing.maxProposalBatch,
       maxProposalBatchBytes: varied.maxProposalBatchBytes ?? base.timing.maxProposalBatchBytes,
+      reassignHorizonMs: varied.reassignHorizonMs ?? base.timing.reassignHorizonMs,
     },
     snapshotChunkBytes: varied.snapshotChunkBytes ?? base.snapshotChunkBytes,
   };

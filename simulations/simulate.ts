@@ -60,6 +60,8 @@ export interface SimulationOptions {
    * @default true
    */
   readonly vary?: boolean;
+  /** Settings of those a seed varies (simulations/settings.ts) set as given in every seed, rather than drawn. @default none */
+  readonly settings?: Partial<Record<VariedSetting, number>>;
   /**
    * `upgrade`: members start on this release and a rolling upgrade moves each to the test-only
    * next one during the faults, with test notes proposed all along (simulations/upgrades.ts).

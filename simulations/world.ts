@@ -151,7 +151,7 @@ export class SimWorld {
     };
     this.drawn = drawn;
     // Production's settings, but for those the seed varies on purpose (see settings.ts).
-    const { settings, varied } = drawSettings(seed, options.vary ?? true, options.compaction, options.maxConcurrent);
+    const { settings, varied } = drawSettings(seed, options.vary ?? true, options.compaction, options.maxConcurrent, options.settings);
     this.settings = settings;
     this.varied = varied;
     this.faults = { lossRate: drawn.lossPermille / 1000, duplicateRate: drawn.duplicatePermille / 1000, latencyMinMs: 0.05, latencyMaxMs: drawn.latencyMaxUs / 1000 };

@@ -64,7 +64,7 @@ export class RunCheckers {
     this.#deadlines = new RunDeadlines(report, this.#runs, this.#watch, { ...facts, electionTimeoutMs: timing.electionTimeoutMs, planIntervalMs: timing.planIntervalMs });
     this.#context = new RunContextChecker(report, slots, this.#watch, facts);
     this.#concurrency = new ConcurrencyChecker(report, this.#runs, this.#watch, facts.overlap, timing.maxConcurrent ?? Number.POSITIVE_INFINITY);
-    this.#retries = new RetryChecker(report, slots, () => setup.current().length);
+    this.#retries = new RetryChecker(report, slots, () => setup.current().length, timing.reassignHorizonMs);
     this.#modeAll = new ModeAllChecker(report, slots, setup.current);
   }
 

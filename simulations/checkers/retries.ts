@@ -22,7 +22,8 @@ const FAILED = new Set(['failed', 'aborted']);
  * - without faults (after healing, once clocks settled): a retry comes no sooner than
  *   `retryDelayMs` × 2^(retries so far) after the run it retries ended, and on another member than
  *   the one that failed; and at the end, no slot is left failed with retries left (a failure
- *   during the faults is due its retry from when they healed).
+ *   during the faults is due its retry from when they healed, unless the reassignment horizon
+ *   from when it was due passed before they did).
  */
 export class RetryChecker {
   readonly #report: Report;
@@ -33,13 +34,16 @@ export class RetryChecker {
   readonly #assignee = new Map<string, NodeId>();
   /** When each run ended (true ms), by `${member} ${key} ${token}`. */
   readonly #endedAt = new Map<string, number>();
+  /** The members' reassignment horizon: a retry not made within it from when it was due is given up (the planner's horizonStartMs). */
+  readonly #horizonMs: number;
   /** True time from which no fault is injected and clocks have settled. */
   #calmFromT = Number.POSITIVE_INFINITY;
 
-  constructor(report: Report, slots: SchedulerChecker, members: () => number) {
+  constructor(report: Report, slots: SchedulerChecker, members: () => number, horizonMs: number) {
     this.#report = report;
     this.#slots = slots;
     this.#members = members;
+    this.#horizonMs = horizonMs;
   }
 
   /** From true time `t` on, nothing is injected and clocks have settled. */
@@ -89,7 +93,11 @@ export class RetryChecker {
       const endT = this.#endedAt.get(`${member} ${claimKey(slot.job, slot.slotMs)} ${slot.token}`);
       if (endT === undefined) continue;
       // A failure during the faults may wait for them to heal: its retry is due from then.
-      if (Math.max(endT, this.#calmFromT) + policy.retryDelayMs * 2 ** slot.retried + RETRY_GRACE_MS > t) continue;
+      const backOffMs = policy.retryDelayMs * 2 ** slot.retried;
+      if (Math.max(endT, this.#calmFromT) + backOffMs + RETRY_GRACE_MS > t) continue;
+      // Not made within the horizon from when it was due, the retry is given up, by design: the
+      // faults held the whole of that window.
+      if (this.#calmFromT > endT + backOffMs + this.#horizonMs) continue;
       this.#report(t, 'retry', `${claimKey(slot.job, slot.slotMs)} ${outcome} on ${member} under token ${slot.token} (attempt ${slot.attempt}, ${slot.retried} retries so far) and was never retried, with ${policy.retries} retries`);
     }
   }

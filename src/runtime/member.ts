@@ -285,6 +285,7 @@ export class Member {
       eligibleMembers: () => this.eligibleMembers(),
       holdingMembers: () => this.holdingMembers(),
       configuredMembers: () => (this.versions.active >= FORFEIT_VERSION ? configuration.members : null),
+      clusterVersion: () => this.versions.active,
       planIntervalMs: t.planIntervalMs,
       lookaheadMs: Math.max(t.lookaheadMs, t.electionTimeoutMs),
       maxClaimsPerPlan: t.maxClaimsPerPlan,

@@ -1,11 +1,11 @@
-import { AT_CATCH_UP_VERSION } from '../version/versions.js';
+import { AT_CATCH_UP_VERSION, CLAIM_TIME_VERSION, PAST_HORIZON_VERSION } from '../version/versions.js';
 import { runsOf, type ClaimRecord } from './records.js';
 import type { JobSpec } from './spec.js';
 
 /*
  * The rules SchedulerState.apply decides by, each a pure function of a record and a command's
- * values: where a new job's mark starts, whether a move or an operator's cancel still applies
- * to a claim, and whether a claim has a run in progress.
+ * values: where a new job's mark starts, whether a move, a leader's expiry or an operator's
+ * cancel still applies to a claim, and whether a claim has a run in progress.
  */
 
 /**
@@ -22,6 +22,17 @@ export function initialHighWaterMs(spec: JobSpec, registeredAtMs: number, versio
 }
 
 /**
+ * The time a claim or a reassignment's `atMs` gives the claim (ClaimRecord.claimedAtMs): kept only
+ * where every member keeps it (CLAIM_TIME_VERSION), and only after the slot's instant (a claim
+ * made ahead, as nearly all are, keeps none). Its shape is checked here, not as the entry is
+ * read: a member of cronraft 0.1.0 reads past the field, so a command with a bad one must apply,
+ * as on that member, without it.
+ */
+export function claimTime(atMs: unknown, slotMs: number, version: number): number | undefined {
+  return version >= CLAIM_TIME_VERSION && typeof atMs === 'number' && Number.isFinite(atMs) && atMs > slotMs ? atMs : undefined;
+}
+
+/**
  * Whether the outcome under the claim's current token is still one the planner moves for
  * `reason` (planReassignments): none, or interrupted, for a lost assignee; a failure, for a retry.
  */
@@ -30,6 +41,20 @@ export function moveStillDue(claim: ClaimRecord, reason: 'assignee-lost' | 'retr
   const reported = assignee === undefined ? undefined : claim.outcomes.get(assignee);
   const outcome = reported?.token === claim.token ? reported.outcome : undefined;
   return reason === 'assignee-lost' ? outcome === undefined || outcome === 'interrupted' : outcome === 'failed' || outcome === 'aborted';
+}
+
+/**
+ * Whether a leader's `expire` (planReassignments, past the reassignment horizon) still records
+ * the claim missed: it was not replaced, and its assignee reported nothing under its current
+ * token, or, from PAST_HORIZON_VERSION, reported its run interrupted (the cluster, not the
+ * job, ended it, and no move ran it since). Any other outcome under the token is final.
+ */
+export function expirable(claim: ClaimRecord, version: number): boolean {
+  if (claim.cancelled?.token === claim.token) return false;
+  const assignee = claim.assignees[0];
+  const reported = assignee === undefined ? undefined : claim.outcomes.get(assignee);
+  if (reported?.token !== claim.token) return true;
+  return reported.outcome === 'interrupted' && version >= PAST_HORIZON_VERSION;
 }
 
 /**

@@ -23,6 +23,7 @@ export function isSchedulerCommand(value: unknown): value is SchedulerCommand {
       // if it is a time.
       return str(c.job) && time(c.slotMs) && strs(c.assignees) && (c.fromMs === undefined || time(c.fromMs));
     case 'reassign':
+      // Not `atMs` either (the time of the move, from cluster version 3), as for a claim.
       return str(c.job) && time(c.slotMs) && count(c.fromToken) && strs(c.assignees) && (c.reason === 'assignee-lost' || c.reason === 'retry');
     case 'expire':
       // The reasons of cluster version 1 only: a member of cronraft 0.1.0 reads this form too.

@@ -51,6 +51,13 @@ export type SchedulerCommand =
       readonly fromToken: number;
       readonly assignees: readonly NodeId[];
       readonly reason: 'assignee-lost' | 'retry';
+      /**
+       * The cluster's time the leader moved the claim at: when that is after the slot's instant,
+       * the claim's reassignment horizon counts from it (ClaimRecord.claimedAtMs, from
+       * CLAIM_TIME_VERSION), so that its new assignee arms a run moved late (a long run's retry).
+       * A member of an earlier release reads past it, so one that is not a time is ignored, not refused.
+       */
+      readonly atMs?: number;
     }
   | {
       /**

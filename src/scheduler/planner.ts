@@ -4,6 +4,7 @@ import { instantsBetween, lastInstantBetween, lastInstantsBetween, type JobSpec 
 import { claimKey, horizonFromMs, isSettling, runsOf, type ClaimRecord, type JobRecord } from './records.js';
 import type { JobPolicy, SchedulerCommand } from './command.js';
 import type { SchedulerState } from './state.js';
+import { FIRST_CLUSTER_VERSION, PAST_HORIZON_VERSION } from '../version/versions.js';
 
 /** What to do with slots whose instant passed while no claim could be made (no quorum). */
 export type CatchUp = JobPolicy['catchUp'];
@@ -139,7 +140,7 @@ export function nextDelaySlot(state: SchedulerState, job: JobRecord, members?: R
   if (previous !== undefined) {
     let endedAtMs = claimEndedAt(state, previous, members);
     // Past the horizon nothing moves or retries the claim any more: its story is over now.
-    if (endedAtMs === null && horizon !== undefined && horizonFromMs(previous) < horizon.nowMs - horizon.horizonMs) endedAtMs = horizon.nowMs;
+    if (endedAtMs === null && horizon !== undefined && horizonStartMs(previous, job) < horizon.nowMs - horizon.horizonMs) endedAtMs = horizon.nowMs;
     if (endedAtMs === null) return null;
     next = endedAtMs + job.spec.delayMs;
   } else if (job.highWaterMs === job.anchorMs) {
@@ -202,9 +203,15 @@ export interface ReassignInput {
    * keep its claims without being eligible for new ones (a clock not yet measured). @default eligible
    */
   readonly holding?: ReadonlySet<NodeId> | undefined;
-  /** Claims older than this (by slot) are never moved: those left with no outcome and no run are recorded as missed. */
+  /** Claims older than this (counted from horizonStartMs) are never moved: those left with no outcome and no run are recorded as missed. */
   readonly horizonMs: number;
   readonly maxCommands: number;
+  /**
+   * The cluster version in force: from PAST_HORIZON_VERSION, a claim past the horizon whose
+   * run was interrupted is recorded missed too, and one of a reachable assignee is left to it
+   * (it runs it, or reports it interrupted). @default FIRST_CLUSTER_VERSION
+   */
+  readonly version?: number;
 }
 
 /**
@@ -212,8 +219,11 @@ export interface ReassignInput {
  * released the claim (it unregistered the job and started no run under the token: see
  * `released`), and has reported nothing under the current token, or their run failed and the job retries
  * (after an exponential back-off from the failure). A claim past the horizon is never moved:
- * if nothing was reported under its token and no member that may take work runs it, it is
- * recorded as missed (`expire`), so that no claimed slot is left without an outcome. Pure,
+ * if nothing was reported under its token, or its run was interrupted (from
+ * PAST_HORIZON_VERSION), and no member that may take work runs it, it is recorded as
+ * missed (`expire`), so that no claimed slot is left without a final outcome; from that version
+ * not while its assignee is reachable and has not given it back (a run queued behind a long one
+ * waits there; the assignee reports a claim it will not run). Pure,
  * like `plan`.
  */
 export function planReassignments(state: SchedulerState, input: ReassignInput): SchedulerCommand[] {
@@ -230,8 +240,12 @@ export function planReassignments(state: SchedulerState, input: ReassignInput): 
     const current = outcome !== undefined && outcome.token === claim.token ? outcome : undefined;
     // A replaced run's slot is over, wherever its member is.
     if (claim.cancelled?.token === claim.token) continue;
-    if (horizonFromMs(claim) < input.nowMs - input.horizonMs) {
-      if (current === undefined && !runsOf(claim).some((run) => holding.has(run.member))) {
+    if (horizonStartMs(claim, job) < input.nowMs - input.horizonMs) {
+      const pastHorizonRules = (input.version ?? FIRST_CLUSTER_VERSION) >= PAST_HORIZON_VERSION;
+      // A reachable assignee reports what it will not run (interrupted), and runs what it queued.
+      if (pastHorizonRules && current === undefined && holding.has(assignee) && !released(job, claim, assignee)) continue;
+      const unrun = current === undefined || (current.outcome === 'interrupted' && pastHorizonRules);
+      if (unrun && !runsOf(claim).some((run) => holding.has(run.member))) {
         out.push({ type: 'expire', job: claim.job, slotMs: claim.slotMs, fromToken: claim.token, reason: 'expired', atMs: input.nowMs });
       }
       continue;
@@ -242,23 +256,43 @@ export function planReassignments(state: SchedulerState, input: ReassignInput): 
     const candidates = [...job.handlers].filter((id) => input.eligible.has(id)).sort();
     if (current === undefined) {
       if (candidates.length === 0) continue;
-      out.push({ type: 'reassign', job: claim.job, slotMs: claim.slotMs, fromToken: claim.token, assignees: [pick(candidates, state, assignee)], reason: 'assignee-lost' });
+      out.push({ type: 'reassign', job: claim.job, slotMs: claim.slotMs, fromToken: claim.token, assignees: [pick(candidates, state, assignee)], reason: 'assignee-lost', atMs: input.nowMs });
       continue;
     }
     // (Skipped and replaced slots, left out above, were meant not to run: no retry.)
     if (current.outcome === 'interrupted') {
       // Not the job's failure: run it elsewhere, whatever its retries (bounded all the same).
       if (claim.attempt < MAX_INTERRUPTED_ATTEMPTS && candidates.length > 0) {
-        out.push({ type: 'reassign', job: claim.job, slotMs: claim.slotMs, fromToken: claim.token, assignees: [pick(candidates, state, assignee)], reason: 'assignee-lost' });
+        out.push({ type: 'reassign', job: claim.job, slotMs: claim.slotMs, fromToken: claim.token, assignees: [pick(candidates, state, assignee)], reason: 'assignee-lost', atMs: input.nowMs });
       }
       continue;
     }
     const { retries, retryDelayMs: delayMs } = job.policy;
     if (claim.retried >= retries || candidates.length === 0) continue;
     if (input.nowMs < current.atMs + delayMs * 2 ** claim.retried) continue;
-    out.push({ type: 'reassign', job: claim.job, slotMs: claim.slotMs, fromToken: claim.token, assignees: [pick(candidates, state, assignee)], reason: 'retry' });
+    out.push({ type: 'reassign', job: claim.job, slotMs: claim.slotMs, fromToken: claim.token, assignees: [pick(candidates, state, assignee)], reason: 'retry', atMs: input.nowMs });
   }
   return out;
+}
+
+/**
+ * Where the leader counts a claim's reassignment horizon from: horizonFromMs (its instant, or
+ * when it was made or last moved), or later, its current run's start and outcome, and for a
+ * failure with retries left, when its retry is due. So a run longer than the horizon that is lost,
+ * fails or is interrupted is moved or retried as a short one is, and a back-off longer than the
+ * horizon still retries, where counting from the instant alone took each for history. Pure.
+ */
+export function horizonStartMs(claim: ClaimRecord, job: JobRecord): number {
+  let fromMs = horizonFromMs(claim);
+  const assignee = claim.assignees[0];
+  if (assignee === undefined) return fromMs;
+  const start = claim.starts.get(assignee);
+  if (start !== undefined && start.token === claim.token) fromMs = Math.max(fromMs, start.atMs);
+  const current = claim.outcomes.get(assignee);
+  if (current === undefined || current.token !== claim.token) return fromMs;
+  fromMs = Math.max(fromMs, current.atMs);
+  const failed = current.outcome === 'failed' || current.outcome === 'aborted';
+  return failed && claim.retried < job.policy.retries ? Math.max(fromMs, current.atMs + job.policy.retryDelayMs * 2 ** claim.retried) : fromMs;
 }
 
 /**

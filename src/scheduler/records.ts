@@ -51,11 +51,12 @@ export interface ClaimRecord {
    */
   retried: number;
   /**
-   * When the claim was made, by the cluster's time, if after the slot's instant (a slot caught
-   * up late; from CLAIM_TIME_VERSION on): the claim's reassignment horizon counts from it
-   * (horizonFromMs). Absent for a claim made ahead of its instant, as nearly all are.
+   * When the claim was made or last moved, by the cluster's time, if after the slot's instant (a
+   * slot caught up late, a run moved or retried; from CLAIM_TIME_VERSION on): the claim's
+   * reassignment horizon counts from it (horizonFromMs). Absent for a claim made ahead of its
+   * instant and never moved, as nearly all are.
    */
-  readonly claimedAtMs?: number;
+  claimedAtMs?: number;
   /**
    * Outcome per assignee, once reported, with the token it ran under: a RunOutcome, or MISSED
    * (recorded by the leader, under the token its `expire` gave).
@@ -167,8 +168,9 @@ export function retriesLeft(job: JobRecord | undefined, claim: ClaimRecord): num
 
 /**
  * Where a claim's reassignment horizon (and an assignee's horizon for arming it) counts from:
- * its slot's instant, or when it was made if that was later (a slot caught up late), so that a
- * slot claimed late is run rather than taken for history. Pure.
+ * its slot's instant, or when it was made or last moved if that was later (a slot caught up late,
+ * a long run's retry), so that a slot claimed or moved late is run rather than taken for
+ * history. (The leader counts from its run's start and outcome too: see planReassignments.) Pure.
  */
 export function horizonFromMs(claim: ClaimRecord): number {
   return claim.claimedAtMs === undefined ? claim.slotMs : Math.max(claim.slotMs, claim.claimedAtMs);

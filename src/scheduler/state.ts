@@ -1,8 +1,8 @@
 import type { NodeId } from '../raft/types.js';
 import { ChangeLog } from './change-log.js';
 import { specKey } from './spec.js';
-import { cancellable, initialHighWaterMs, isInProgress, moveStillDue } from './apply-rules.js';
-import { AT_CATCH_UP_VERSION, CLAIM_TIME_VERSION, FIRST_CLUSTER_VERSION, JOB_ROOM_VERSION, RETRY_COUNT_VERSION } from '../version/versions.js';
+import { cancellable, claimTime, expirable, initialHighWaterMs, isInProgress, moveStillDue } from './apply-rules.js';
+import { AT_CATCH_UP_VERSION, FIRST_CLUSTER_VERSION, JOB_ROOM_VERSION, RETRY_COUNT_VERSION } from '../version/versions.js';
 import { DEFAULT_OVERLAP, MISSED, MISSED_REASONS, policyKey, sameForm, type JobPolicy, type OverlapPolicy, type SchedulerCommand } from './command.js';
 import { HandlerSets, NO_HANDLERS } from './handler-sets.js';
 import { claimKey, isSettling, NO_CONFLICTS, type ApplyResult, type ClaimRecord, type JobRecord, type LockRecord, type SchedulerStateParts } from './records.js';
@@ -257,6 +257,8 @@ export class SchedulerState {
         claim.assignees = [...command.assignees];
         claim.attempt += 1;
         if (command.reason === 'retry' || version < RETRY_COUNT_VERSION) claim.retried += 1;
+        const movedAtMs = claimTime(command.atMs, claim.slotMs, version);
+        if (movedAtMs !== undefined && movedAtMs > (claim.claimedAtMs ?? claim.slotMs)) claim.claimedAtMs = movedAtMs;
         // Outcomes of the previous attempt stay visible; the new attempt's replace them per member.
         for (const id of claim.assignees) this.assigned.set(id, (this.assigned.get(id) ?? 0) + 1);
         // Runs started under the old token no longer hold the slot.
@@ -268,10 +270,7 @@ export class SchedulerState {
         if (claim === undefined) return { ok: false, reason: 'unknown-job' };
         if (claim.token !== command.fromToken) return { ok: false, reason: 'stale-token' };
         const assignee = claim.assignees[0];
-        // A slot whose assignee reported something, or that was replaced, has its outcome.
-        if (assignee === undefined || this.jobs.get(claim.job)?.mode !== 'one' || claim.cancelled?.token === claim.token || claim.outcomes.get(assignee)?.token === claim.token) {
-          return { ok: false, reason: 'ended' };
-        }
+        if (assignee === undefined || this.jobs.get(claim.job)?.mode !== 'one' || !expirable(claim, version)) return { ok: false, reason: 'ended' };
         claim.token = index;
         claim.outcomes.set(assignee, { outcome: MISSED, atMs: command.atMs, token: index, error: MISSED_REASONS[command.reason] });
         this.#index(claim);
@@ -467,11 +466,7 @@ export class SchedulerState {
     if (command.slotMs <= job.highWaterMs) return { ok: false, reason: 'duplicate-slot' };
     if (command.fromMs !== undefined && command.fromMs !== job.highWaterMs) return { ok: false, reason: 'stale-token' };
     job.highWaterMs = command.slotMs;
-    // Kept only where every member keeps it, and only for a claim made after its instant. Its
-    // shape is checked here, not as the entry is read: a member of cronraft 0.1.0 reads past the
-    // field, so a claim with a bad one must apply, as on that member, without it.
-    const atMs: unknown = command.atMs;
-    const claimedAtMs = version >= CLAIM_TIME_VERSION && typeof atMs === 'number' && Number.isFinite(atMs) && atMs > command.slotMs ? atMs : undefined;
+    const claimedAtMs = claimTime(command.atMs, command.slotMs, version);
     return { ok: true, claim: this.#newClaim(index, command.job, command.slotMs, command.assignees, false, claimedAtMs) };
   }
 
@@ -498,12 +493,6 @@ export class SchedulerState {
   }
 
   /**
-   * Forgets the oldest claim whose story is over, among the oldest few: a run in progress, or a
-   * job's latest claim (a fixed-delay job plans its next slot from it), must not be forgotten
-   * while older finished ones are kept. If all of those few are still open, the oldest goes
-   * anyway: the bound holds whatever happens. Deterministic, like everything in apply.
-   */
-  /**
    * Claims (mode 'one') whose story may not be over: no success, skip or replacement under
    * their current token. The leader looks for claims to move or retry among these only, on
    * every plan. Bounded by maxClaimsKept, like the claims.
@@ -520,6 +509,12 @@ export class SchedulerState {
     else this.#open.add(claim);
   }
 
+  /**
+   * Forgets the oldest claim whose story is over, among the oldest few: a run in progress, or a
+   * job's latest claim (a fixed-delay job plans its next slot from it), must not be forgotten
+   * while older finished ones are kept. If all of those few are still open, the oldest goes
+   * anyway: the bound holds whatever happens. Deterministic, like everything in apply.
+   */
   #forgetOneClaim(): void {
     let victim: [string, ClaimRecord] | undefined;
     let looked = 0;

@@ -175,7 +175,7 @@ export class PeerLink {
     this.#state = 'open';
     this.#redialedEarly = false;
     this.#stream = stream;
-    this.#openedAt = Date.now();
+    this.#openedAt = performance.now();
     this.#waitingForDrain = false;
     stream.addEventListener('drain', () => this.#onDrain(stream));
     stream.addEventListener('close', (event) => this.#onClose(stream, event), { once: true });
@@ -198,8 +198,9 @@ export class PeerLink {
     this.#waitingForDrain = false;
     if (this.#state === 'closed') return;
     // A stream that broke soon after opening counts as a failure, so a peer that accepts and then
-    // drops us is re-dialled with growing delays instead of in a tight loop.
-    this.#failures = Date.now() - this.#openedAt >= this.#ctx.settings.reconnectMaxMs ? 0 : this.#failures + 1;
+    // drops us is re-dialled with growing delays instead of in a tight loop. Measured on the
+    // monotonic clock: a step of the wall clock must not reset or keep the count.
+    this.#failures = performance.now() - this.#openedAt >= this.#ctx.settings.reconnectMaxMs ? 0 : this.#failures + 1;
     this.#ctx.emit({ type: 'disconnected', peer: this.#address.id, error: event.error ?? null });
     this.#backOff();
   }

@@ -86,11 +86,13 @@ export const JOB_ROOM_VERSION = FANOUT_VERSION;
 export const AT_CATCH_UP_VERSION = FANOUT_VERSION;
 
 /**
- * The cluster version from which a claim made after its slot's instant (a slot caught up after
- * an outage, an `{ at }` job registered late) keeps the cluster's time it was made at
- * (ClaimRecord.claimedAtMs, from the claim's `atMs`), from which its reassignment horizon counts:
- * before, the horizon counted from the instant alone, so a slot caught up more than the horizon
- * late was recorded missed as soon as it was claimed, never run. A member of an earlier release
+ * The cluster version from which a claim made or moved after its slot's instant (a slot caught
+ * up after an outage, an `{ at }` job registered late, a run moved or retried) keeps the
+ * cluster's time it was made or last moved at (ClaimRecord.claimedAtMs, from the claim's or the
+ * reassignment's `atMs`), from which its reassignment horizon counts: before, the horizon
+ * counted from the instant alone, so a slot caught up more than the horizon late was recorded
+ * missed as soon as it was claimed, never run, and a run moved that late (a long run's retry)
+ * was not armed by its new assignee. A member of an earlier release
  * keeps no such time, so the members keep it only once the cluster runs this version. Released
  * with fan-out's, in the same version (not released yet when this joined it).
  */
@@ -104,6 +106,19 @@ export const CLAIM_TIME_VERSION = FANOUT_VERSION;
  * version (not released yet when this joined it).
  */
 export const RETRY_COUNT_VERSION = FANOUT_VERSION;
+
+/**
+ * The cluster version from which a claim past the reassignment horizon ends alike on every path.
+ * Its assignee, which does not run such a claim, reports it interrupted (every member of this
+ * release does), so the leader leaves the claim of a reachable assignee to it, as within the
+ * horizon: before, it recorded missed any such claim with nothing reported, a run queued behind
+ * a long one (overlap 'queue') included. And a claim whose run was interrupted and that no move
+ * ran is recorded missed (`expire`), as a claim nobody ran is: before, it kept `interrupted` as its
+ * last outcome for good. A member of an earlier release neither reports nor applies such an
+ * `expire`, so the leader does both only once the cluster runs this version. Released with
+ * fan-out's, in the same version (not released yet when this joined it).
+ */
+export const PAST_HORIZON_VERSION = FANOUT_VERSION;
 
 /**
  * Bound on any version number read from the log, a snapshot or a peer: a hostile or damaged

@@ -59,8 +59,12 @@ describe('scheduler commands read from the log', () => {
     expect(isSchedulerCommand({ ...good[3], hint: 'new' })).toBe(true);
   });
 
-  it("takes a claim whose time is not a time, as a member of cronraft 0.1.0 reads past it (the state keeps no such time)", () => {
-    for (const atMs of ['late', null, { x: 1 }, Number.NaN]) expect(isSchedulerCommand({ ...good[13], atMs })).toBe(true);
+  it("takes a claim or a move whose time is not a time, as a member of cronraft 0.1.0 reads past it (the state keeps no such time)", () => {
+    const move = good.find((command) => command.type === 'reassign')!;
+    for (const atMs of ['late', null, { x: 1 }, Number.NaN]) {
+      expect(isSchedulerCommand({ ...good[13], atMs })).toBe(true);
+      expect(isSchedulerCommand({ ...move, atMs })).toBe(true);
+    }
   });
 
   it('tells an application entry from a scheduler command by its first two bytes', () => {

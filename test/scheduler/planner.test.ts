@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { plan, planReassignments, type CatchUp, type PlanInput } from '../../src/scheduler/planner.js';
 import { parseSpec, type JobSpec } from '../../src/scheduler/spec.js';
 import { SchedulerState } from '../../src/scheduler/state.js';
-import type { JobPolicy } from '../../src/scheduler/command.js';
+import { claimKey } from '../../src/scheduler/records.js';
+import type { JobPolicy, SchedulerCommand } from '../../src/scheduler/command.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 
@@ -113,7 +114,7 @@ describe('reassignments', () => {
   it('moves a claim whose assignee is unreachable and reported nothing', () => {
     expect(planReassignments(claimed(), reassignInput(T0 + 900, ['a', 'b']))).toEqual([]);
     expect(planReassignments(claimed(), reassignInput(T0 + 900, ['b']))).toEqual([
-      { type: 'reassign', job: 'tick', slotMs: T0 + 1000, fromToken: 10, assignees: ['b'], reason: 'assignee-lost' },
+      { type: 'reassign', job: 'tick', slotMs: T0 + 1000, fromToken: 10, assignees: ['b'], reason: 'assignee-lost', atMs: T0 + 900 },
     ]);
   });
 
@@ -122,7 +123,7 @@ describe('reassignments', () => {
     // not measured yet): the claim stays; once 'a' holds nothing, it moves to 'b', not to 'a'.
     expect(planReassignments(claimed(), { ...reassignInput(T0 + 900, ['b']), holding: new Set(['a', 'b']) })).toEqual([]);
     expect(planReassignments(claimed(), { ...reassignInput(T0 + 900, ['b']), holding: new Set(['b']) })).toEqual([
-      { type: 'reassign', job: 'tick', slotMs: T0 + 1000, fromToken: 10, assignees: ['b'], reason: 'assignee-lost' },
+      { type: 'reassign', job: 'tick', slotMs: T0 + 1000, fromToken: 10, assignees: ['b'], reason: 'assignee-lost', atMs: T0 + 900 },
     ]);
   });
 
@@ -131,7 +132,7 @@ describe('reassignments', () => {
     s.apply(11, { type: 'unregister', job: 'tick', member: 'a' });
     // 'a' is still reachable (it is stopping gracefully): the claim moves all the same.
     expect(planReassignments(s, reassignInput(T0 + 900, ['a', 'b']))).toEqual([
-      { type: 'reassign', job: 'tick', slotMs: T0 + 1000, fromToken: 10, assignees: ['b'], reason: 'assignee-lost' },
+      { type: 'reassign', job: 'tick', slotMs: T0 + 1000, fromToken: 10, assignees: ['b'], reason: 'assignee-lost', atMs: T0 + 900 },
     ]);
   });
 
@@ -155,7 +156,7 @@ describe('reassignments', () => {
     const s = fail(claimed(1));
     expect(planReassignments(s, reassignInput(T0 + 1500, ['a', 'b']))).toEqual([]);
     expect(planReassignments(s, reassignInput(T0 + 2100, ['a', 'b']))).toEqual([
-      { type: 'reassign', job: 'tick', slotMs: T0 + 1000, fromToken: 10, assignees: ['b'], reason: 'retry' },
+      { type: 'reassign', job: 'tick', slotMs: T0 + 1000, fromToken: 10, assignees: ['b'], reason: 'retry', atMs: T0 + 2100 },
     ]);
     s.apply(12, { type: 'reassign', job: 'tick', slotMs: T0 + 1000, fromToken: 10, assignees: ['b'], reason: 'retry' });
     s.apply(13, { type: 'outcome', job: 'tick', slotMs: T0 + 1000, token: 12, member: 'b', outcome: 'failed', atMs: T0 + 2200 });
@@ -180,7 +181,7 @@ describe('claims past the horizon', () => {
     s.apply(10, { type: 'claim', job: 'tick', slotMs: T0 + 1000, assignees: ['a'] });
     return s;
   };
-  const expire = { type: 'expire', job: 'tick', slotMs: T0 + 1000, fromToken: 10, reason: 'expired', atMs: T0 + 100_000 };
+  const expire: SchedulerCommand = { type: 'expire', job: 'tick', slotMs: T0 + 1000, fromToken: 10, reason: 'expired', atMs: T0 + 100_000 };
 
   it('are never moved: one with no outcome and no run is recorded as missed, wherever its assignee is', () => {
     // Seen by nobody for ten minutes: its single-handler member was down all along, say.
@@ -199,6 +200,38 @@ describe('claims past the horizon', () => {
     expect(planReassignments(s, pastHorizon(['b']))).toEqual([expire]);
     s.apply(12, { type: 'outcome', job: 'tick', slotMs: T0 + 1000, token: 10, member: 'a', outcome: 'failed', atMs: T0 + 1100 });
     expect(planReassignments(s, pastHorizon(['b']))).toEqual([]);
+  });
+
+  // Found by the simulator once it drew short horizons: a run interrupted (its member lost its
+  // lease) that no move ran before the horizon kept `interrupted` for good, a slot with no final outcome.
+  it('record a run interrupted and never moved as missed, from cluster version 3', () => {
+    const interrupted = (version: number): SchedulerState => {
+      const s = claimed();
+      s.apply(11, { type: 'started', job: 'tick', slotMs: T0 + 1000, token: 10, member: 'a', atMs: T0 + 1000 }, version);
+      s.apply(12, { type: 'outcome', job: 'tick', slotMs: T0 + 1000, token: 10, member: 'a', outcome: 'interrupted', atMs: T0 + 1100 }, version);
+      return s;
+    };
+    // Before the horizon it moves, if anyone may take it.
+    expect(planReassignments(interrupted(3), { ...pastHorizon(['b']), nowMs: T0 + 5000, version: 3 })).toMatchObject([{ type: 'reassign', reason: 'assignee-lost' }]);
+    const s = interrupted(3);
+    expect(planReassignments(s, { ...pastHorizon(['a', 'b']), version: 3 })).toEqual([expire]);
+    expect(s.apply(13, expire, 3)).toMatchObject({ ok: true });
+    const claim = s.claims.get(claimKey('tick', T0 + 1000));
+    expect(claim?.token).toBe(13);
+    expect(claim?.outcomes.get('a')).toMatchObject({ outcome: 'missed', token: 13 });
+    expect(s.openClaims().has(claim!)).toBe(false);
+    expect(planReassignments(s, { ...pastHorizon(['a', 'b']), version: 3 })).toEqual([]);
+    // A cluster of an earlier version keeps the outcome, as cronraft 0.1.0 does: no member proposes nor applies the expiry.
+    const old = interrupted(2);
+    expect(planReassignments(old, { ...pastHorizon(['a', 'b']), version: 2 })).toEqual([]);
+    expect(planReassignments(old, pastHorizon(['a', 'b']))).toEqual([]);
+    expect(old.apply(13, expire, 2)).toEqual({ ok: false, reason: 'ended' });
+    expect(old.claims.get(claimKey('tick', T0 + 1000))?.outcomes.get('a')).toMatchObject({ outcome: 'interrupted', token: 10 });
+    // Any other outcome is final at every version.
+    const failed = claimed();
+    failed.apply(11, { type: 'outcome', job: 'tick', slotMs: T0 + 1000, token: 10, member: 'a', outcome: 'failed', atMs: T0 + 1100 }, 3);
+    expect(planReassignments(failed, { ...pastHorizon(['a', 'b']), version: 3 })).toEqual([]);
+    expect(failed.apply(12, expire, 3)).toEqual({ ok: false, reason: 'ended' });
   });
 });
 

@@ -138,3 +138,36 @@ describe('a run’s record proposed while no leader takes it', () => {
     expect(claim.outcomes.get('b')).toMatchObject({ outcome: 'succeeded', token: claim.token });
   });
 });
+
+describe('a run’s record proposed while its member is cut off past the horizon', () => {
+  // Found by the simulator once it drew short horizons: the tries stopped at the horizon, and
+  // every member's history showed the run that succeeded in progress for good.
+  it('is recorded once a leader takes it again, the tries spaced out after the horizon', async () => {
+    let down = false;
+    let tries = 0;
+    const c: Cluster = track(
+      new Cluster(['a', 'b'], 5, { reassignHorizonMs: 3000 }, (id) =>
+        id === 'b'
+          ? {
+              propose: (command) => {
+                if (!down) return c.propose(command);
+                tries++;
+                return Promise.reject(new Error('no leader'));
+              },
+            }
+          : {},
+      ),
+    );
+    c.schedule(['b'], 'report', { at: T0 + 1000 }, 500);
+    await c.time.advanceTo(T0 + 1200);
+    down = true;
+    await c.time.advanceTo(T0 + 61_200);
+    // A try every plan interval until the horizon (30), then twice as long each time, up to 10 s.
+    expect(tries).toBeGreaterThan(30);
+    expect(tries).toBeLessThan(45);
+    down = false;
+    await c.time.advanceTo(T0 + 75_000);
+    const claim = c.claims('report')[0]!;
+    expect(claim.outcomes.get('b')).toMatchObject({ outcome: 'succeeded', token: claim.token });
+  });
+});

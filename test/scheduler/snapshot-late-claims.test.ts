@@ -11,7 +11,8 @@ const policy: JobPolicy = { retries: 2, retryDelayMs: 1000, catchUp: { policy: '
 
 /**
  * Four claims under `version`: 'late' claimed 5 s after its instant; 'moved' moved after its member was
- * lost, then retried after a failure; 'retried' only retried; 'ahead' claimed ahead and never moved.
+ * lost, then retried after a failure, each move 2 s after the instant or so; 'retried' only retried
+ * (by a hand-made move with no time); 'ahead' claimed ahead and never moved.
  */
 function stateUnder(version: number): SchedulerState {
   const s = new SchedulerState();
@@ -22,9 +23,10 @@ function stateUnder(version: number): SchedulerState {
   for (const job of ['late', 'moved', 'retried', 'ahead']) apply({ type: 'register', job, spec: { kind: 'every', everyMs: 1000 }, mode: 'one', policy, member: 'a', atMs: T0 });
   apply({ type: 'claim', job: 'late', slotMs: T0 + 1000, assignees: ['a'], fromMs: T0, atMs: T0 + 6000 });
   apply({ type: 'claim', job: 'moved', slotMs: T0 + 1000, assignees: ['a'], fromMs: T0 });
-  apply({ type: 'reassign', job: 'moved', slotMs: T0 + 1000, fromToken: index, assignees: ['b'], reason: 'assignee-lost' });
-  apply({ type: 'outcome', job: 'moved', slotMs: T0 + 1000, token: index, member: 'b', outcome: 'failed', atMs: T0 + 1500 });
-  apply({ type: 'reassign', job: 'moved', slotMs: T0 + 1000, fromToken: index - 1, assignees: ['a'], reason: 'retry' });
+  apply({ type: 'reassign', job: 'moved', slotMs: T0 + 1000, fromToken: index, assignees: ['b'], reason: 'assignee-lost', atMs: T0 + 3000 });
+  apply({ type: 'outcome', job: 'moved', slotMs: T0 + 1000, token: index, member: 'b', outcome: 'failed', atMs: T0 + 3500 });
+  // Moved again at a time before the last (a new leader's clock a little behind): the later one stays.
+  apply({ type: 'reassign', job: 'moved', slotMs: T0 + 1000, fromToken: index - 1, assignees: ['a'], reason: 'retry', atMs: T0 + 2900 });
   apply({ type: 'claim', job: 'retried', slotMs: T0 + 1000, assignees: ['a'], fromMs: T0 });
   apply({ type: 'outcome', job: 'retried', slotMs: T0 + 1000, token: index, member: 'a', outcome: 'failed', atMs: T0 + 1500 });
   apply({ type: 'reassign', job: 'retried', slotMs: T0 + 1000, fromToken: index - 1, assignees: ['b'], reason: 'retry' });
@@ -39,13 +41,14 @@ describe("a claim's time and retries in the scheduler's snapshot", () => {
   it(`are kept from cluster version ${Math.max(CLAIM_TIME_VERSION, RETRY_COUNT_VERSION)} on, written only where they say more than the claim's attempt, and read back`, () => {
     const s = stateUnder(SUPPORTED.stateMachine.max);
     expect(claimOf(s, 'late')).toMatchObject({ claimedAtMs: T0 + 6000, attempt: 1, retried: 0 });
-    expect(claimOf(s, 'moved')).toMatchObject({ attempt: 3, retried: 1 });
+    expect(claimOf(s, 'moved')).toMatchObject({ claimedAtMs: T0 + 3000, attempt: 3, retried: 1 });
     expect(claimOf(s, 'retried')).toMatchObject({ attempt: 2, retried: 1 });
     // Claimed ahead: the time is not kept.
     expect('claimedAtMs' in claimOf(s, 'ahead')).toBe(false);
     expect(wireOf(s).map((c) => c.length)).toEqual([11, 11, 8, 8]);
     expect(wireOf(s)[0]!.slice(8)).toEqual([false, T0 + 6000, 0]);
-    expect(wireOf(s)[1]!.slice(8)).toEqual([false, null, 1]);
+    expect(wireOf(s)[1]!.slice(8)).toEqual([false, T0 + 3000, 1]);
+    expect('claimedAtMs' in claimOf(s, 'retried')).toBe(false);
     const restored = new SchedulerState();
     restoreSchedulerSnapshot(restored, encodeSchedulerSnapshot(s));
     expect(restored.claims).toStrictEqual(s.claims);
@@ -57,6 +60,7 @@ describe("a claim's time and retries in the scheduler's snapshot", () => {
     expect(claimOf(s, 'late')).toMatchObject({ attempt: 1, retried: 0 });
     expect('claimedAtMs' in claimOf(s, 'late')).toBe(false);
     expect(claimOf(s, 'moved')).toMatchObject({ attempt: 3, retried: 2 });
+    expect('claimedAtMs' in claimOf(s, 'moved')).toBe(false);
     expect(wireOf(s).map((c) => c.length)).toEqual([8, 8, 8, 8]);
   });
 
@@ -68,6 +72,18 @@ describe("a claim's time and retries in the scheduler's snapshot", () => {
       expect(s.apply(2, claim, CLAIM_TIME_VERSION).ok).toBe(true);
       expect('claimedAtMs' in claimOf(s, 'j')).toBe(false);
       expect(s.jobs.get('j')!.highWaterMs).toBe(T0 + 1000);
+    }
+  });
+
+  it('are not kept from a move whose time is not a time after its instant: the move applies without one', () => {
+    for (const atMs of ['later', null, Number.NaN, T0 + 1000, T0 + 999]) {
+      const s = new SchedulerState();
+      s.apply(1, { type: 'register', job: 'j', spec: { kind: 'every', everyMs: 1000 }, mode: 'one', policy, member: 'a', atMs: T0 }, CLAIM_TIME_VERSION);
+      s.apply(2, { type: 'claim', job: 'j', slotMs: T0 + 1000, assignees: ['a'], fromMs: T0 }, CLAIM_TIME_VERSION);
+      const move = { type: 'reassign', job: 'j', slotMs: T0 + 1000, fromToken: 2, assignees: ['b'], reason: 'assignee-lost', atMs } as unknown as SchedulerCommand;
+      expect(s.apply(3, move, CLAIM_TIME_VERSION).ok).toBe(true);
+      expect(claimOf(s, 'j')).toMatchObject({ token: 3, assignees: ['b'] });
+      expect('claimedAtMs' in claimOf(s, 'j')).toBe(false);
     }
   });
 

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { JobStates } from '../../src/api/job-states.js';
 import { jobRefusedEventOf } from '../../src/cluster-events.js';
 import type { SchedulerCommand } from '../../src/scheduler/command.js';
+import { plan } from '../../src/scheduler/planner.js';
 import { parseSpec } from '../../src/scheduler/spec.js';
 import { decodeSchedulerSnapshot, encodeSchedulerSnapshot } from '../../src/scheduler/state-snapshot.js';
 import { SchedulerState } from '../../src/scheduler/state.js';
@@ -124,6 +125,26 @@ describe('a new job at the cap of jobs', () => {
     const restored = new SchedulerState({ maxJobs: 2 });
     restored.restoreFrom(decodeSchedulerSnapshot(encodeSchedulerSnapshot(s)));
     expectSameBytes(encodeSchedulerSnapshot(restored), encodeSchedulerSnapshot(s));
+  });
+
+  it("gives an { at } job registered again after it was forgotten its passed instant again: the README's 'a new job'", () => {
+    const { s, apply } = stateOf(2);
+    const at = (member = 'a'): SchedulerCommand => ({ type: 'register', job: 'launch', spec: parseSpec({ at: new Date(T0 + 1000) }), mode: 'one', policy, member, atMs: T0 });
+    apply(at());
+    apply(register('y'));
+    const first = apply({ type: 'claim', job: 'launch', slotMs: T0 + 1000, assignees: ['a'] });
+    if (!first.ok || first.claim === undefined) throw new Error('no claim');
+    apply({ type: 'outcome', job: 'launch', slotMs: T0 + 1000, token: first.claim.token, member: 'a', outcome: 'succeeded', atMs: T0 + 1100 });
+    // Its run over and its last member gone, it makes room for z.
+    apply(unregister('launch'));
+    expect(plan(s, { nowMs: T0 + 60_000, lookaheadMs: 1000, members: new Map([['a', { load: 0 }]]), maxClaims: 10 }).filter((c) => 'job' in c && c.job === 'launch')).toEqual([]);
+    expect(apply(register('z'))).toEqual({ ok: true });
+    expect(s.jobs.has('launch')).toBe(false);
+    apply(unregister('y'));
+    // Registered again an hour after its instant, where y was: a new job, whose instant passed before its registration.
+    expect(apply({ ...at(), atMs: T0 + 3_600_000 } as SchedulerCommand)).toEqual({ ok: true });
+    const due = plan(s, { nowMs: T0 + 3_600_000, lookaheadMs: 1000, members: new Map([['a', { load: 0 }]]), maxClaims: 10 });
+    expect(due).toContainEqual(expect.objectContaining({ type: 'claim', job: 'launch', slotMs: T0 + 1000 }));
   });
 
   it('leaves state().jobs without the job forgotten, the new one last', () => {

@@ -13,6 +13,7 @@ const WHERE: Record<VariedSetting, { readonly part?: 'timing' | 'compaction'; re
   maxProposalBatchBytes: { part: 'timing', field: 'maxProposalBatchBytes' },
   requestTimeoutMs: { part: 'timing', field: 'requestTimeoutMs' },
   maxPendingProposals: { part: 'timing', field: 'maxPendingProposals' },
+  reassignHorizonMs: { part: 'timing', field: 'reassignHorizonMs' },
 };
 
 /** `settings` with `name` set to `value`. */

@@ -1,5 +1,6 @@
 import { RunAbortedError } from '../../errors.js';
 import type { TimerHandle } from '../../time/clock.js';
+import { horizonStartMs } from '../../scheduler/planner.js';
 import { quietAt } from '../../scheduler/quiet-window.js';
 import { claimKey, horizonFromMs, isCancelledRun, type ApplyResult, type ClaimRecord } from '../../scheduler/records.js';
 import { CANCELLED_REASON, DEFAULT_OVERLAP, type SchedulerCommand } from '../../scheduler/command.js';
@@ -10,6 +11,7 @@ import { RunExecution } from './run-execution.js';
 import { RunPermits } from './run-permits.js';
 import { RunRecords } from './run-records.js';
 import type { RuntimeContext, SchedulerRuntimeOptions } from './runtime-context.js';
+import { FIRST_CLUSTER_VERSION, PAST_HORIZON_VERSION } from '../../version/versions.js';
 
 /** Bound on read-barrier attempts for a late claim when no leader answers (about two seconds). */
 const BARRIER_ATTEMPTS_MAX = 20;
@@ -27,8 +29,9 @@ const REARM_TOLERANCE_MS = 2;
  * time forward in a simulation).
  */
 const FIRE_EARLY_TOLERANCE_MS = 0.01;
-/** Claims older than this when applied, by the cluster's time, are history, not work: they are not armed at all. Counted from the instant, or from when a slot caught up late was claimed (horizonFromMs). */
-const ARM_HORIZON_MS = 10 * 60_000;
+/** Why a claim past the reassignment horizon was not run (Assignee.#reportPastHorizon). */
+const PAST_HORIZON_STARTED = 'its run ended with an earlier process of this member, which learned of that past the reassignment horizon';
+const PAST_HORIZON_UNRUN = 'this member learned of the slot past the reassignment horizon (it was down or cut off), too late to run it';
 
 /**
  * The assignee's side of the scheduler on one member: the claims it was given, each armed on
@@ -48,6 +51,8 @@ export class Assignee {
   readonly #toArm = new Set<string>();
   /** This member's armed, waiting or running claims, by claimKey, with the token they hold. */
   readonly #armed = new Map<string, Armed>();
+  /** Claims past the reassignment horizon whose report is under way (#reportPastHorizon): one each. */
+  readonly #pastHorizon = new Set<string>();
   /** This member's runs from their firing to their end: queued, ready (maxConcurrent) or running. */
   readonly #permits: RunPermits<Armed>;
   readonly #admission: RunAdmission;
@@ -311,10 +316,18 @@ export class Assignee {
     // scheduled again meanwhile, a snapshot without the outcome), it would run again once a read
     // barrier shows the claim still held, which it may before the outcome commits.
     if (this.#records.endedUnrecorded(key, claim.token)) return;
-    // Only a clock that has learned the cluster's time may call a claim history: a member that
-    // restarted with its clock far ahead would otherwise drop, unrun and unreported, every
-    // claim it replays. Armed now, it fires once the clock is synced (see #fire).
-    if (this.#armed.has(key) || (this.#o.clockReady?.() !== false && this.#o.clock.now() - horizonFromMs(claim) > ARM_HORIZON_MS)) return;
+    if (this.#armed.has(key)) return;
+    // A claim past the reassignment horizon when applied (counted as the leader counts it,
+    // horizonStartMs) is history, not work: the leader no longer moves it. Only a clock that has
+    // learned the cluster's time may call a claim history: a member that restarted with its
+    // clock far ahead would otherwise drop every claim it replays. Armed now, it fires once the
+    // clock is synced (see #fire).
+    const record = this.#ctx.state.jobs.get(claim.job);
+    const sinceMs = record?.mode === 'one' ? horizonStartMs(claim, record) : horizonFromMs(claim);
+    if (this.#o.clockReady?.() !== false && this.#o.clock.now() - sinceMs > this.#o.reassignHorizonMs) {
+      this.#reportPastHorizon(claim, sinceMs);
+      return;
+    }
     if (job === undefined) {
       this.#armMissingHandler(claim);
       return;
@@ -419,6 +432,37 @@ export class Assignee {
       armed.firesAt = dueAt;
       armed.timer = this.#o.timers.setTimeout(fire, dueAt - now);
     }
+  }
+
+  /**
+   * A claim of this member's past the reassignment horizon when applied (it was down or cut off,
+   * and caught up), which it does not run: reported interrupted, once a read barrier shows the
+   * claim still held, so that no slot waits for it. Nobody else records its share of a mode
+   * 'all' slot, nor a slot whose run the log shows started here and never ended (this member's
+   * earlier process ran it and died: the leader takes the run as going on); and from
+   * PAST_HORIZON_VERSION the leader leaves any claim of a reachable assignee to it (before, it
+   * records missed a claim of mode 'one' that nothing of ran, which is not reported then).
+   * Reported as of `sinceMs`, where the claim's horizon counts from (its run's start, say): the
+   * report is no news of the run, so it must not start the horizon again, and the leader, which
+   * would then move the slot, records it missed (PAST_HORIZON_VERSION). Found by the simulator
+   * once it drew short horizons (a member restarted past the horizon of its run).
+   */
+  #reportPastHorizon(claim: ClaimRecord, sinceMs: number): void {
+    const self = this.#o.self;
+    const key = claimKey(claim.job, claim.slotMs);
+    if (claim.outcomes.get(self)?.token === claim.token || this.#pastHorizon.has(key) || this.#ctx.stopped || this.#ctx.draining) return;
+    const started = claim.starts.get(self)?.token === claim.token;
+    // Before that version the leader records missed a claim of mode 'one' that nothing of ran,
+    // as a member of an earlier release expects.
+    const byLeader = (this.#o.clusterVersion?.() ?? FIRST_CLUSTER_VERSION) < PAST_HORIZON_VERSION && this.#ctx.state.jobs.get(claim.job)?.mode !== 'all';
+    if (!started && byLeader) return;
+    const held = { ...claim, assignees: [...claim.assignees] };
+    this.#pastHorizon.add(key);
+    const report = async (): Promise<void> => {
+      if ((await this.#stillHeld(held, new AbortController())) !== 'held' || this.#ctx.stopped || this.#ctx.draining) return;
+      await this.#records.report(held, 'interrupted', started ? PAST_HORIZON_STARTED : PAST_HORIZON_UNRUN, sinceMs);
+    };
+    this.#ctx.track(report().finally(() => this.#pastHorizon.delete(key)));
   }
 
   /**

@@ -106,6 +106,7 @@ export class LeaderPlanning {
       holding: o.holdingMembers === undefined ? undefined : new Set(o.holdingMembers()),
       horizonMs: o.reassignHorizonMs,
       maxCommands: o.maxClaimsPerPlan,
+      version: o.clusterVersion?.(),
     });
     // While a slot instant is near, the slots at the far end of the look-ahead wait until it
     // passed (see quiet-window.ts): the planner looks one plan interval less far ahead (half as

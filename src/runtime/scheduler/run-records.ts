@@ -94,10 +94,10 @@ export class RunRecords {
 
   /**
    * Records a slot this member did not run: interrupted (the leader moves it), skipped or
-   * replaced (its overlap policy; never run again), or cancelled (an operator's cancel).
+   * replaced (its overlap policy; never run again), or cancelled (an operator's cancel); as of
+   * now, or of `atMs` (a claim found past the horizon: see Assignee.#reportPastHorizon).
    */
-  report(claim: ClaimRecord, outcome: 'interrupted' | 'skipped' | 'replaced' | 'cancelled', reason: string): Promise<void> {
-    const atMs = this.#ctx.options.clock.now();
+  report(claim: ClaimRecord, outcome: 'interrupted' | 'skipped' | 'replaced' | 'cancelled', reason: string, atMs = this.#ctx.options.clock.now()): Promise<void> {
     return this.recordOutcome({ job: claim.job, slotMs: claim.slotMs, fencingToken: claim.token, member: this.#ctx.options.self, startedAtMs: atMs, endedAtMs: atMs, outcome, error: reason });
   }
 

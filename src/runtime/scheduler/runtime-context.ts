@@ -63,6 +63,8 @@ export interface SchedulerRuntimeOptions {
    * of any other member (see scheduler/departures.ts). @default always null
    */
   readonly configuredMembers?: () => readonly NodeId[] | null;
+  /** The cluster version in force, by which the leader plans what every member applies alike. @default FIRST_CLUSTER_VERSION */
+  readonly clusterVersion?: () => number;
   /** Members that may be given work now (reachable), this one included when it leads. */
   readonly eligibleMembers: () => readonly NodeId[];
   /**
@@ -92,6 +94,16 @@ export interface SchedulerRuntimeOptions {
   readonly onRunStart?: (run: Pick<RunRecord, 'job' | 'slotMs' | 'fencingToken' | 'member' | 'startedAtMs'>) => void;
   readonly onRun?: (run: RunRecord) => void;
 }
+
+/**
+ * How long RuntimeContext.proposeUntil tries, at most: a member that reaches no leader for a day
+ * gives up recording what its runs did then (one loop per such record, each a try every
+ * PROPOSE_UNTIL_MAX_WAIT_MS, is all it keeps meanwhile).
+ */
+export const PROPOSE_UNTIL_GIVE_UP_MS = 24 * 3_600_000;
+
+/** The longest wait between two tries of proposeUntil, reached once the reassignment horizon passed. */
+export const PROPOSE_UNTIL_MAX_WAIT_MS = 10_000;
 
 export const SCHEDULER_RUNTIME_DEFAULTS = {
   /** No limit: every due slot starts at its instant. */
@@ -143,22 +155,28 @@ export class RuntimeContext {
   }
 
   /**
-   * Proposes `command` until it is applied, `settled()` holds (nothing left to do), the member
-   * stops (or its driver did: a failure, its removal), or the reassignment horizon passes (on the
-   * member's monotonic timers: a step of the cluster's time must not end the tries early, nor
-   * draw them out); between tries it waits a plan interval. Safe only for commands that may be
-   * applied twice.
+   * Proposes `command` until it is applied, `settled()` holds (nothing left to do: the claim
+   * moved on, or was forgotten), the member stops (or its driver did: a failure, its removal), or
+   * PROPOSE_UNTIL_GIVE_UP_MS pass. Between tries it waits a plan interval, and once the
+   * reassignment horizon passed twice as long each time, up to PROPOSE_UNTIL_MAX_WAIT_MS. The
+   * times are the member's monotonic timers': a step of the cluster's time must not end the tries
+   * early, nor draw them out. A member cut off past the horizon still records what its runs did
+   * once it reaches a leader again: giving up then left a run that succeeded shown in progress in
+   * every member's history for good (found by the simulator once it drew short horizons). Safe
+   * only for commands that may be applied twice.
    */
   async proposeUntil(command: SchedulerCommand, settled: () => boolean): Promise<void> {
     const o = this.options;
-    const giveUpAtMs = o.timers.now() + o.reassignHorizonMs;
-    while (!this.#stopped && o.timers.now() < giveUpAtMs && !settled()) {
+    const startedAtMs = o.timers.now();
+    let waitMs = o.planIntervalMs;
+    while (!this.#stopped && o.timers.now() - startedAtMs < PROPOSE_UNTIL_GIVE_UP_MS && !settled()) {
       try {
         await o.propose(command);
         return;
       } catch (error) {
         if (driverStopped(error)) return;
-        await new Promise<void>((resolve) => o.timers.setTimeout(resolve, o.planIntervalMs));
+        await new Promise<void>((resolve) => o.timers.setTimeout(resolve, waitMs));
+        if (o.timers.now() - startedAtMs >= o.reassignHorizonMs) waitMs = Math.min(waitMs * 2, PROPOSE_UNTIL_MAX_WAIT_MS);
       }
     }
   }
