@@ -51,7 +51,7 @@ export function memberHooks(world: SimWorld): MemberHooks {
       const t = scheduler.nowMs;
       const applied = result as Parameters<SchedulerChecker['onApplied']>[3];
       const first = slots.onApplied(t, index, command, applied, version);
-      runChecks.onApplied(t, id, index, command, applied, first);
+      runChecks.onApplied(t, id, index, command, applied, first, version);
       if (!first || !applied.ok) return;
       if (command.type === 'claim' || command.type === 'reassign') {
         record({ t, kind: 'claim', job: command.job, slotT: command.slotMs - SIM_EPOCH_MS, token: index, assignees: command.assignees });

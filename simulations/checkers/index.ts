@@ -73,11 +73,11 @@ export class RunCheckers {
     this.#watch.add(m);
   }
 
-  /** `member` applied a scheduler command; `first` when no member had applied its index before. */
-  onApplied(t: number, member: NodeId, index: number, command: SchedulerCommand, result: ApplyResult, first: boolean): void {
+  /** `member` applied a scheduler command, under cluster version `version`; `first` when no member had applied its index before. */
+  onApplied(t: number, member: NodeId, index: number, command: SchedulerCommand, result: ApplyResult, first: boolean, version: number): void {
     if (first) {
       this.#context.onFirstApplied(index, command, result);
-      this.#retries.onFirstApplied(t, command, result);
+      this.#retries.onFirstApplied(t, command, result, version);
     }
     this.#deadlines.onApplied(t, member, index, command, result);
   }

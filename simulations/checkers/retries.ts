@@ -4,6 +4,7 @@ import type { JobPolicy, SchedulerCommand } from '../../src/scheduler/command.js
 import type { SchedulerChecker } from '../scheduler-checker.js';
 import { SIM_EPOCH_MS } from '../scheduler.js';
 import type { Report } from '../violations.js';
+import { FIRST_CLUSTER_VERSION, PAST_HORIZON_VERSION } from '../../src/version/versions.js';
 
 /**
  * How far the cluster's time may stand from true time once faults healed and clocks settled:
@@ -34,7 +35,9 @@ export class RetryChecker {
   readonly #assignee = new Map<string, NodeId>();
   /** When each run ended (true ms), by `${member} ${key} ${token}`. */
   readonly #endedAt = new Map<string, number>();
-  /** The members' reassignment horizon: a retry not made within it from when it was due is given up (the planner's horizonStartMs). */
+  /** The cluster version under which each failure's outcome applied, by the same key: it says how the leader counts the horizon. */
+  readonly #failedUnder = new Map<string, number>();
+  /** The members' reassignment horizon: a retry not made within it is given up (the planner's horizonStartMs). */
   readonly #horizonMs: number;
   /** True time from which no fault is injected and clocks have settled. */
   #calmFromT = Number.POSITIVE_INFINITY;
@@ -56,7 +59,8 @@ export class RetryChecker {
   }
 
   /** A command's first application anywhere (after the scheduler checker took it in). */
-  onFirstApplied(t: number, command: SchedulerCommand, result: ApplyResult): void {
+  onFirstApplied(t: number, command: SchedulerCommand, result: ApplyResult, version: number): void {
+    if (result.ok && command.type === 'outcome' && FAILED.has(command.outcome)) this.#failedUnder.set(`${command.member} ${claimKey(command.job, command.slotMs)} ${command.token}`, version);
     if (!result.ok || (command.type !== 'claim' && command.type !== 'reassign')) return;
     const key = claimKey(command.job, command.slotMs);
     const failed = this.#assignee.get(key);
@@ -95,9 +99,11 @@ export class RetryChecker {
       // A failure during the faults may wait for them to heal: its retry is due from then.
       const backOffMs = policy.retryDelayMs * 2 ** slot.retried;
       if (Math.max(endT, this.#calmFromT) + backOffMs + RETRY_GRACE_MS > t) continue;
-      // Not made within the horizon from when it was due, the retry is given up, by design: the
-      // faults held the whole of that window.
-      if (this.#calmFromT > endT + backOffMs + this.#horizonMs) continue;
+      // Not made within the horizon, the retry is given up, by design: the faults held the whole
+      // of its window. The leader counts the horizon from when the retry is due from
+      // PAST_HORIZON_VERSION, before from the slot's instant.
+      const version = this.#failedUnder.get(`${member} ${claimKey(slot.job, slot.slotMs)} ${slot.token}`) ?? FIRST_CLUSTER_VERSION;
+      if (this.#calmFromT > (version >= PAST_HORIZON_VERSION ? endT + backOffMs : slotT) + this.#horizonMs) continue;
       this.#report(t, 'retry', `${claimKey(slot.job, slot.slotMs)} ${outcome} on ${member} under token ${slot.token} (attempt ${slot.attempt}, ${slot.retried} retries so far) and was never retried, with ${policy.retries} retries`);
     }
   }

@@ -26,6 +26,7 @@ interface SimulateFlags {
   readonly parallel: string;
   readonly fanout: string;
   readonly maxEmit?: string;
+  readonly progress: string;
 }
 
 /**
@@ -49,6 +50,7 @@ export function addSimulateCommand(program: Command, io: CliOutput, self: { read
     .option('--parallel <n|auto>', 'a sweep in N processes; auto: one per core', '1')
     .option('--fanout <on|off|drawn>', 'fan-out in the swarm: in every seed, none, or drawn from the seed (about a quarter)', 'drawn')
     .option('--max-emit <n>', "the largest emit of a run's fan-out")
+    .option('--progress <time>', 'a sweep without --json: a line on stderr of the seeds run so far, at most this often', '30s')
     .action(async (flags: SimulateFlags) => {
       exit(await runSimulate(flags, io, self));
     });
@@ -94,11 +96,18 @@ async function runSimulate(values: SimulateFlags, io: CliOutput, self: { readonl
     `npx cronraft simulate --seed ${r.seed} --members ${members} --duration ${shellWord(values.duration)} --faults ${shellWord(values.faults)}${proposals ? '' : ' --proposals off'}${values.fanout === 'drawn' ? '' : ` --fanout ${values.fanout}`}${values.maxEmit === undefined ? '' : ` --max-emit ${shellWord(values.maxEmit)}`}`;
   const parallel = Math.min(values.parallel === 'auto' ? availableParallelism() : positiveInt(values.parallel, '--parallel'), count);
   const results = parallel > 1 ? inProcesses(self, first, count, parallel) : inThisProcess(first, count, { members, durationMs, faults, proposals, ...fanout, ...maxEmit, timeline: values.report !== undefined });
+  // A sweep prints its results at its end: a long one (npm run sim:soak) says meanwhile how far it is.
+  const progressMs = parseDurationMs(values.progress, '--progress');
+  let progressAtMs = started;
   let ran = 0;
   for await (const result of results) {
     ran++;
     simulatedMs += result.simulatedMs;
     if (result.violations.length > 0) failed.push(result);
+    if (!values.json && count > 1 && ran < count && performance.now() - progressAtMs >= progressMs) {
+      progressAtMs = performance.now();
+      io.err(`${ran} of ${count} seeds run, ${failed.length} violated an invariant, ${((progressAtMs - started) / 1000).toFixed(0)} s so far`);
+    }
     if (values.report !== undefined) {
       const html = renderReport(reportInput(result, `${replay(result)} --report ${shellWord(values.report)}`));
       writeFileSync(values.report, html);

@@ -23,6 +23,8 @@ export interface PlanInput {
    * horizon): a fixed-delay job waiting for its end goes on as if it ended now.
    */
   readonly horizonMs?: number;
+  /** The cluster version in force, by which the horizon is counted (see planReassignments). @default FIRST_CLUSTER_VERSION */
+  readonly version?: number;
 }
 
 /**
@@ -41,7 +43,7 @@ export function plan(state: SchedulerState, input: PlanInput): SchedulerCommand[
   const commands: SchedulerCommand[] = [];
   const load = new Map<NodeId, number>();
   for (const [id, m] of input.members) load.set(id, m.load);
-  const horizon = input.horizonMs === undefined ? undefined : { nowMs: input.nowMs, horizonMs: input.horizonMs };
+  const horizon = input.horizonMs === undefined ? undefined : { nowMs: input.nowMs, horizonMs: input.horizonMs, version: input.version };
   // The jobs are planned in name order, but most have nothing due on a given plan: they are
   // passed over first (each a remembered answer, see nextInstantAfter), and only the others are
   // sorted, so that a plan of many idle jobs allocates and sorts nothing.
@@ -133,14 +135,14 @@ export function claimEndedAt(state: SchedulerState, claim: ClaimRecord, members?
  * kind of spec. The first slot falls `initialDelayMs` after the registration; each next one
  * `delayMs` after the previous one's end; never at or before the high-water mark. Pure.
  */
-export function nextDelaySlot(state: SchedulerState, job: JobRecord, members?: ReadonlyMap<NodeId, unknown>, horizon?: { readonly nowMs: number; readonly horizonMs: number }): number | null {
+export function nextDelaySlot(state: SchedulerState, job: JobRecord, members?: ReadonlyMap<NodeId, unknown>, horizon?: { readonly nowMs: number; readonly horizonMs: number; readonly version?: number | undefined }): number | null {
   if (job.spec.kind !== 'delay') return null;
   const previous = state.claims.get(claimKey(job.name, job.highWaterMs));
   let next: number;
   if (previous !== undefined) {
     let endedAtMs = claimEndedAt(state, previous, members);
     // Past the horizon nothing moves or retries the claim any more: its story is over now.
-    if (endedAtMs === null && horizon !== undefined && horizonStartMs(previous, job) < horizon.nowMs - horizon.horizonMs) endedAtMs = horizon.nowMs;
+    if (endedAtMs === null && horizon !== undefined && horizonOf(previous, job, horizon.version) < horizon.nowMs - horizon.horizonMs) endedAtMs = horizon.nowMs;
     if (endedAtMs === null) return null;
     next = endedAtMs + job.spec.delayMs;
   } else if (job.highWaterMs === job.anchorMs) {
@@ -206,6 +208,8 @@ export interface ReassignInput {
   /** Claims older than this (counted from horizonStartMs) are never moved: those left with no outcome and no run are recorded as missed. */
   readonly horizonMs: number;
   readonly maxCommands: number;
+  /** When the leader last saw each member hold its claims (the cluster's time of a plan that found it in `holding`): see horizonStartMs. @default none */
+  readonly heldAtMs?: ReadonlyMap<NodeId, number>;
   /**
    * The cluster version in force: from PAST_HORIZON_VERSION, a claim past the horizon whose
    * run was interrupted is recorded missed too, and one of a reachable assignee is left to it
@@ -240,7 +244,7 @@ export function planReassignments(state: SchedulerState, input: ReassignInput): 
     const current = outcome !== undefined && outcome.token === claim.token ? outcome : undefined;
     // A replaced run's slot is over, wherever its member is.
     if (claim.cancelled?.token === claim.token) continue;
-    if (horizonStartMs(claim, job) < input.nowMs - input.horizonMs) {
+    if (horizonOf(claim, job, input.version, input.heldAtMs?.get(assignee)) < input.nowMs - input.horizonMs) {
       const pastHorizonRules = (input.version ?? FIRST_CLUSTER_VERSION) >= PAST_HORIZON_VERSION;
       // A reachable assignee reports what it will not run (interrupted), and runs what it queued.
       if (pastHorizonRules && current === undefined && holding.has(assignee) && !released(job, claim, assignee)) continue;
@@ -278,21 +282,32 @@ export function planReassignments(state: SchedulerState, input: ReassignInput): 
 /**
  * Where the leader counts a claim's reassignment horizon from: horizonFromMs (its instant, or
  * when it was made or last moved), or later, its current run's start and outcome, and for a
- * failure with retries left, when its retry is due. So a run longer than the horizon that is lost,
- * fails or is interrupted is moved or retried as a short one is, and a back-off longer than the
- * horizon still retries, where counting from the instant alone took each for history. Pure.
+ * failure with retries left, when its retry is due; for a run in progress, when the leader last
+ * saw its member hold its claims (`assigneeHeldAtMs`). So a run longer than the horizon that is
+ * lost, fails or is interrupted is moved or retried as a short one is, and a back-off longer than
+ * the horizon still retries, where counting from the instant alone took each for history. Pure.
  */
-export function horizonStartMs(claim: ClaimRecord, job: JobRecord): number {
+export function horizonStartMs(claim: ClaimRecord, job: JobRecord, assigneeHeldAtMs?: number): number {
   let fromMs = horizonFromMs(claim);
   const assignee = claim.assignees[0];
   if (assignee === undefined) return fromMs;
   const start = claim.starts.get(assignee);
-  if (start !== undefined && start.token === claim.token) fromMs = Math.max(fromMs, start.atMs);
+  const started = start !== undefined && start.token === claim.token;
+  if (started) fromMs = Math.max(fromMs, start.atMs);
   const current = claim.outcomes.get(assignee);
-  if (current === undefined || current.token !== claim.token) return fromMs;
+  if (current === undefined || current.token !== claim.token) return started && assigneeHeldAtMs !== undefined ? Math.max(fromMs, assigneeHeldAtMs) : fromMs;
   fromMs = Math.max(fromMs, current.atMs);
   const failed = current.outcome === 'failed' || current.outcome === 'aborted';
   return failed && claim.retried < job.policy.retries ? Math.max(fromMs, current.atMs + job.policy.retryDelayMs * 2 ** claim.retried) : fromMs;
+}
+
+/**
+ * Where the leader counts a claim's horizon from under cluster version `version`: before
+ * PAST_HORIZON_VERSION from its instant, or its late claim, alone, as members of earlier releases
+ * arm by (a run moved later is not armed there: moving it would only make it missed).
+ */
+function horizonOf(claim: ClaimRecord, job: JobRecord, version: number | undefined, assigneeHeldAtMs?: number): number {
+  return (version ?? FIRST_CLUSTER_VERSION) >= PAST_HORIZON_VERSION ? horizonStartMs(claim, job, assigneeHeldAtMs) : horizonFromMs(claim);
 }
 
 /**

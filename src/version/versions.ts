@@ -109,6 +109,10 @@ export const RETRY_COUNT_VERSION = FANOUT_VERSION;
 
 /**
  * The cluster version from which a claim past the reassignment horizon ends alike on every path.
+ * The leader counts the horizon from the claim's latest news (its move, its run's start and
+ * outcome, when its retry is due, when it last saw the run's member: the planner's
+ * horizonStartMs), so that a long run is moved or retried as a short one is; before, from the
+ * instant, as members of earlier releases arm claims (a run moved later is not armed there).
  * Its assignee, which does not run such a claim, reports it interrupted (every member of this
  * release does), so the leader leaves the claim of a reachable assignee to it, as within the
  * horizon: before, it recorded missed any such claim with nothing reported, a run queued behind

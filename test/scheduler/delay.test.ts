@@ -62,11 +62,13 @@ describe('planning a fixed-delay job', () => {
     s.apply(next(), { type: 'outcome', job: 'sync', slotMs: T0 + 10, token, member: 'a', outcome: 'failed', atMs: T0 + 100 });
     const horizonMs = 10 * 60_000;
     // Retries are left: within the horizon, which counts from when the retry is due (the
-    // failure, then its back-off of a second), the job waits for them.
-    expect(plan(s, { ...input(T0 + 1100 + horizonMs), horizonMs })).toEqual([]);
+    // failure, then its back-off of a second; from cluster version 3), the job waits for them.
+    expect(plan(s, { ...input(T0 + 1100 + horizonMs), horizonMs, version: 3 })).toEqual([]);
     // Past it, the next slot follows the delay from now.
     const later = T0 + 1100 + horizonMs + 20;
-    expect(claims(plan(s, { ...input(later), horizonMs }))).toEqual([later - T0 + 1000]);
+    expect(claims(plan(s, { ...input(later), horizonMs, version: 3 }))).toEqual([later - T0 + 1000]);
+    // Before version 3 the horizon counts from the slot's instant.
+    expect(claims(plan(s, { ...input(T0 + horizonMs + 20), horizonMs }))).toEqual([horizonMs + 20 + 1000]);
   });
 
   it('with no initial delay, the first slot is right after the registration (never at the high-water mark)', () => {

@@ -88,3 +88,22 @@ describe('a run longer than the reassignment horizon', () => {
     expect(old.outcomes('import').find(([slot]) => slot === 6)).toEqual([6, MISSED]);
   });
 });
+
+describe('a run that outlasts the horizon on a member then lost', () => {
+  it('is moved, its horizon counted from when the leader last saw its member, not from its start', async () => {
+    let bAway = false;
+    const c = track(new Cluster(['a', 'b'], 5, { reassignHorizonMs: HORIZON_MS, eligibleMembers: () => (bAway ? ['a'] : ['a', 'b']) }));
+    // b alone handles the job at first, and its run is long; a takes it on later.
+    c.schedule(['b'], 'report', { at: T0 + 1000 }, 60_000);
+    await c.time.advanceTo(T0 + 1500);
+    c.schedule(['a'], 'report', { at: T0 + 1000 }, 100);
+    // b is lost 4 s into its run: past the horizon from the instant and from the start.
+    await c.time.advanceTo(T0 + 5000);
+    bAway = true;
+    await c.time.advanceTo(T0 + 7000);
+    const claim = c.claims('report')[0]!;
+    expect(claim.assignees).toEqual(['a']);
+    expect(claim.outcomes.get('a')).toMatchObject({ outcome: 'succeeded', token: claim.token });
+    expect(c.runs.map((r) => r.member)).toEqual(['b', 'a']);
+  });
+});

@@ -202,6 +202,21 @@ describe('claims past the horizon', () => {
     expect(planReassignments(s, pastHorizon(['b']))).toEqual([]);
   });
 
+  it('count a run in progress from when the leader last saw its member hold its claims, if later', () => {
+    const s = claimed();
+    s.apply(11, { type: 'started', job: 'tick', slotMs: T0 + 1000, token: 10, member: 'a', atMs: T0 + 1000 });
+    // 'a' was seen 5 s ago, its run still going: it is moved, not recorded missed (from version 3).
+    expect(planReassignments(s, { ...pastHorizon(['b']), heldAtMs: new Map([['a', T0 + 95_000]]), version: 3 })).toEqual([
+      { type: 'reassign', job: 'tick', slotMs: T0 + 1000, fromToken: 10, assignees: ['b'], reason: 'assignee-lost', atMs: T0 + 100_000 },
+    ]);
+    // Seen longer ago than the horizon: missed.
+    expect(planReassignments(s, { ...pastHorizon(['b']), heldAtMs: new Map([['a', T0 + 80_000]]), version: 3 })).toEqual([expire]);
+    // A claim whose run never started is not counted from its member: nothing of it runs.
+    expect(planReassignments(claimed(), { ...pastHorizon(['b']), heldAtMs: new Map([['a', T0 + 95_000]]), version: 3 })).toEqual([expire]);
+    // Before version 3 the horizon counts from the instant alone, as members of earlier releases arm claims.
+    expect(planReassignments(s, { ...pastHorizon(['b']), heldAtMs: new Map([['a', T0 + 95_000]]), version: 2 })).toEqual([expire]);
+  });
+
   // Found by the simulator once it drew short horizons: a run interrupted (its member lost its
   // lease) that no move ran before the horizon kept `interrupted` for good, a slot with no final outcome.
   it('record a run interrupted and never moved as missed, from cluster version 3', () => {

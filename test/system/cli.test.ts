@@ -49,10 +49,15 @@ describe('cronraft simulate', () => {
     }
   });
 
-  it('sweeps seeds and reports the speed', async () => {
-    const r = await cronraft('simulate', '--seeds', '2', '--from', '10', '--members', '3', '--duration', '2s');
+  it('sweeps seeds and reports the speed, and how far it is on stderr as it goes', async () => {
+    const r = await cronraft('simulate', '--seeds', '3', '--from', '10', '--members', '3', '--duration', '2s', '--progress', '1ms');
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/2 seed\(s\), .* simulated hours in .* real time\); 0 violated an invariant/);
+    expect(r.stdout).toMatch(/3 seed\(s\), .* simulated hours in .* real time\); 0 violated an invariant/);
+    // After each seed but the last (a sweep without it printed nothing until its end: hours, for npm run sim:soak).
+    expect(r.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^1 of 3 seeds run, 0 violated an invariant, \d+ s so far$/), expect.stringMatching(/^2 of 3 seeds run, 0/)]);
+    // None at the default of 30 s in a sweep this short, and none with --json.
+    expect((await cronraft('simulate', '--seeds', '2', '--from', '10', '--members', '3', '--duration', '2s')).stderr).toBe('');
+    expect((await cronraft('simulate', '--seeds', '2', '--from', '10', '--members', '3', '--duration', '2s', '--json', '--progress', '1ms')).stderr).toBe('');
   });
 
   it("takes the issue's fault names, skew among them, and turns off the others", async () => {

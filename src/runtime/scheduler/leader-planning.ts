@@ -32,6 +32,13 @@ export class LeaderPlanning {
    * over the claims.
    */
   #departuresDue = true;
+  /**
+   * When this leader last saw each member hold its claims, by the cluster's time of its plans
+   * (planReassignments' `heldAtMs`): a long run's horizon counts from when its member was lost,
+   * not only from its start. Entries older than the horizon, which change nothing, are dropped,
+   * so it holds the members seen within it; emptied as this member follows.
+   */
+  readonly #heldAtMs = new Map<NodeId, number>();
 
   constructor(ctx: RuntimeContext, msUntilQuiet: (limitMs: number) => number) {
     this.#ctx = ctx;
@@ -47,6 +54,7 @@ export class LeaderPlanning {
     if (!o.isLeader()) {
       this.#leaderSinceMs = null;
       this.#departuresDue = true;
+      this.#heldAtMs.clear();
       return null;
     }
     this.#leaderSinceMs ??= o.timers.now();
@@ -76,6 +84,12 @@ export class LeaderPlanning {
     this.#departuresDue = true;
   }
 
+  /** Notes the members holding their claims now, at `nowMs`, and forgets those last seen before `sinceMs`. */
+  #sawHolding(holding: Iterable<NodeId>, sinceMs: number, nowMs: number): void {
+    for (const id of holding) this.#heldAtMs.set(id, nowMs);
+    for (const [id, atMs] of this.#heldAtMs) if (atMs < sinceMs) this.#heldAtMs.delete(id);
+  }
+
   /** What members outside the configuration left to settle, once any may have some (see #departuresDue). */
   #departures(): SchedulerCommand[] {
     const o = this.#ctx.options;
@@ -100,12 +114,16 @@ export class LeaderPlanning {
     const eligible = o.eligibleMembers();
     for (const id of eligible) members.set(id, { load: state.assigned.get(id) ?? 0 });
     const settled = this.#leaderSinceMs !== null && o.timers.now() - this.#leaderSinceMs >= o.reassignGraceMs;
+    const nowMs = o.clock.now();
+    const holding = o.holdingMembers === undefined ? undefined : new Set(o.holdingMembers());
+    this.#sawHolding(holding ?? eligible, nowMs - o.reassignHorizonMs, nowMs);
     const moves = !settled ? [] : planReassignments(state, {
-      nowMs: o.clock.now(),
+      nowMs,
       eligible: new Set(eligible),
-      holding: o.holdingMembers === undefined ? undefined : new Set(o.holdingMembers()),
+      holding,
       horizonMs: o.reassignHorizonMs,
       maxCommands: o.maxClaimsPerPlan,
+      heldAtMs: this.#heldAtMs,
       version: o.clusterVersion?.(),
     });
     // While a slot instant is near, the slots at the far end of the look-ahead wait until it
@@ -118,6 +136,7 @@ export class LeaderPlanning {
       members,
       maxClaims: o.maxClaimsPerPlan,
       horizonMs: o.reassignHorizonMs,
+      version: o.clusterVersion?.(),
     })];
     for (const command of commands) {
       const key = inflightKey(command);
