@@ -41,9 +41,9 @@ async function restartedPastHorizon(snapshot: Uint8Array, version?: number): Pro
   return c;
 }
 
-// Found by the simulator once it drew short horizons: a member that learned of its claim only
-// past the horizon (restarted, cut off) left it without an outcome for good, where no leader
-// records one for it.
+// A member that learned of its claim only past the horizon (restarted, cut off) left it without
+// an outcome for good, where no leader records one for it (seen reading the code around what the
+// simulator found once it drew short horizons).
 describe('a claim a member learns of past the reassignment horizon', () => {
   it("is reported interrupted for the member's share of a mode 'all' slot, which no leader moves or expires", async () => {
     const c = await restartedPastHorizon(stateFound('all', ['a', 'b'], false, true));

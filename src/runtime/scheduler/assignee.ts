@@ -444,8 +444,7 @@ export class Assignee {
    * records missed a claim of mode 'one' that nothing of ran, which is not reported then).
    * Reported as of `sinceMs`, where the claim's horizon counts from (its run's start, say): the
    * report is no news of the run, so it must not start the horizon again, and the leader, which
-   * would then move the slot, records it missed (PAST_HORIZON_VERSION). Found by the simulator
-   * once it drew short horizons (a member restarted past the horizon of its run).
+   * would then move the slot, records it missed (PAST_HORIZON_VERSION).
    */
   #reportPastHorizon(claim: ClaimRecord, sinceMs: number): void {
     const self = this.#o.self;
