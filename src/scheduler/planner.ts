@@ -25,6 +25,8 @@ export interface PlanInput {
   readonly horizonMs?: number;
   /** The cluster version in force, by which the horizon is counted (see planReassignments). @default FIRST_CLUSTER_VERSION */
   readonly version?: number;
+  /** When the leader last saw each member hold its claims (see planReassignments): a fixed-delay job's long run goes on while its member is seen. @default none */
+  readonly heldAtMs?: ReadonlyMap<NodeId, number>;
 }
 
 /**
@@ -43,7 +45,7 @@ export function plan(state: SchedulerState, input: PlanInput): SchedulerCommand[
   const commands: SchedulerCommand[] = [];
   const load = new Map<NodeId, number>();
   for (const [id, m] of input.members) load.set(id, m.load);
-  const horizon = input.horizonMs === undefined ? undefined : { nowMs: input.nowMs, horizonMs: input.horizonMs, version: input.version };
+  const horizon = input.horizonMs === undefined ? undefined : { nowMs: input.nowMs, horizonMs: input.horizonMs, version: input.version, heldAtMs: input.heldAtMs };
   // The jobs are planned in name order, but most have nothing due on a given plan: they are
   // passed over first (each a remembered answer, see nextInstantAfter), and only the others are
   // sorted, so that a plan of many idle jobs allocates and sorts nothing.
@@ -135,14 +137,21 @@ export function claimEndedAt(state: SchedulerState, claim: ClaimRecord, members?
  * kind of spec. The first slot falls `initialDelayMs` after the registration; each next one
  * `delayMs` after the previous one's end; never at or before the high-water mark. Pure.
  */
-export function nextDelaySlot(state: SchedulerState, job: JobRecord, members?: ReadonlyMap<NodeId, unknown>, horizon?: { readonly nowMs: number; readonly horizonMs: number; readonly version?: number | undefined }): number | null {
+export function nextDelaySlot(
+  state: SchedulerState,
+  job: JobRecord,
+  members?: ReadonlyMap<NodeId, unknown>,
+  horizon?: { readonly nowMs: number; readonly horizonMs: number; readonly version?: number | undefined; readonly heldAtMs?: ReadonlyMap<NodeId, number> | undefined },
+): number | null {
   if (job.spec.kind !== 'delay') return null;
   const previous = state.claims.get(claimKey(job.name, job.highWaterMs));
   let next: number;
   if (previous !== undefined) {
     let endedAtMs = claimEndedAt(state, previous, members);
     // Past the horizon nothing moves or retries the claim any more: its story is over now.
-    if (endedAtMs === null && horizon !== undefined && horizonOf(previous, job, horizon.version) < horizon.nowMs - horizon.horizonMs) endedAtMs = horizon.nowMs;
+    const assignee = previous.assignees[0];
+    const heldAtMs = assignee === undefined ? undefined : horizon?.heldAtMs?.get(assignee);
+    if (endedAtMs === null && horizon !== undefined && horizonOf(previous, job, horizon.version, heldAtMs) < horizon.nowMs - horizon.horizonMs) endedAtMs = horizon.nowMs;
     if (endedAtMs === null) return null;
     next = endedAtMs + job.spec.delayMs;
   } else if (job.highWaterMs === job.anchorMs) {

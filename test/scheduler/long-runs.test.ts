@@ -107,3 +107,18 @@ describe('a run that outlasts the horizon on a member then lost', () => {
     expect(c.runs.map((r) => r.member)).toEqual(['b', 'a']);
   });
 });
+
+describe('a fixed-delay job whose run outlasts the horizon', () => {
+  it('claims its next slot only once that run ended, while its member is seen (cluster version 3)', async () => {
+    const c = twoMembers();
+    c.schedule(['a'], 'sync', { delayAfterCompletion: 1000, initialDelay: 500 }, 5000);
+    await c.time.advanceTo(T0 + 14_000);
+    const runs = c.runs.map((r) => [r.startMs - T0, (r.endMs ?? Number.NaN) - T0]);
+    // Each run five seconds, the next a second after: none beside another.
+    expect(runs.slice(0, 2)).toEqual([
+      [500, 5500],
+      [6500, 11_500],
+    ]);
+    expect(c.maxOverlap('sync')).toBe(1);
+  });
+});

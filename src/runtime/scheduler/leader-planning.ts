@@ -34,8 +34,8 @@ export class LeaderPlanning {
   #departuresDue = true;
   /**
    * When this leader last saw each member hold its claims, by the cluster's time of its plans
-   * (planReassignments' `heldAtMs`): a long run's horizon counts from when its member was lost,
-   * not only from its start. Entries older than the horizon, which change nothing, are dropped,
+   * (planReassignments' and plan's `heldAtMs`): a long run's horizon counts from when its member
+   * was lost, not only from its start, and a fixed-delay job waits for such a run's end. Entries older than the horizon, which change nothing, are dropped,
    * so it holds the members seen within it; emptied as this member follows.
    */
   readonly #heldAtMs = new Map<NodeId, number>();
@@ -137,6 +137,7 @@ export class LeaderPlanning {
       maxClaims: o.maxClaimsPerPlan,
       horizonMs: o.reassignHorizonMs,
       version: o.clusterVersion?.(),
+      heldAtMs: this.#heldAtMs,
     })];
     for (const command of commands) {
       const key = inflightKey(command);
