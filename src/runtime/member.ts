@@ -29,6 +29,7 @@ import { checkTopic } from '../fanout/items.js';
 import { MembershipKeeper } from './membership-keeper.js';
 import { PROMOTE_STABLE_MS } from './membership-decide.js';
 import { MEMBER_DEFAULTS } from './member-settings.js';
+import { MemberReach } from './member-reach.js';
 import type { ProposalResult } from './pending-requests.js';
 import type { RunRecord } from './scheduler/job-types.js';
 import { waitUntil } from './scheduler/handover.js';
@@ -139,6 +140,8 @@ export class Member {
   /** Entries applied here that every member skips (see decodeEntry), by reason. */
   readonly skippedEntries = { malformed: 0, inactive: 0 };
   readonly #p: MemberParts;
+  /** Which members this one, as leader, may count on (member-reach.ts). */
+  readonly #reach: MemberReach;
   /** While this member led, the latest time by which it had heard from a majority (monotonic ms). */
   #ledAt: number | undefined;
   /**
@@ -256,6 +259,7 @@ export class Member {
       },
     });
     const driver = this.driver;
+    this.#reach = new MemberReach({ self: parts.self, driver, configuration, transport: parts.transport, timers: parts.timers, timing: t });
     this.scheduler = new SchedulerRuntime({
       self: parts.self,
       // Slots fire on the cluster's time (the median of the members' clocks), converted to this
@@ -307,7 +311,7 @@ export class Member {
       appliedIndex: () => driver.appliedIndex,
       eligible: (id) => this.eligibleMembers().includes(id),
       configured: (id) => configuration.isMember(id),
-      lost: (id) => this.#lost(id),
+      lost: (id) => this.#reach.lost(id),
       holdsLease: () => this.holdsLease(),
       onEvent: parts.onFanoutEvent,
       propose: async (command) => {
@@ -325,7 +329,7 @@ export class Member {
       timers: parts.timers,
       // Live, and not reconnected lately: a member that came back as another process has not
       // told the log what it reads yet (VERSION_STEADY_MS).
-      live: (id) => this.#heardLately(id) && this.#p.timers.now() - (driver.contact.lastDisconnect(id) ?? Number.NEGATIVE_INFINITY) >= VERSION_STEADY_MS,
+      live: (id) => this.#reach.heardLately(id) && this.#p.timers.now() - (driver.contact.lastDisconnect(id) ?? Number.NEGATIVE_INFINITY) >= VERSION_STEADY_MS,
     });
     this.bindingKeeper = new BindingKeeper({
       self: parts.self,
@@ -334,7 +338,7 @@ export class Member {
       driver,
       transport: parts.transport,
       timers: parts.timers,
-      live: (id) => this.#heardLately(id),
+      live: (id) => this.#reach.heardLately(id),
     });
     this.membershipKeeper = new MembershipKeeper({
       self: parts.self,
@@ -342,7 +346,7 @@ export class Member {
       configuration,
       versions: this.versions,
       timers: parts.timers,
-      live: (id) => this.#heardLately(id),
+      live: (id) => this.#reach.heardLately(id),
       targetVoters: t.voters ?? MEMBER_DEFAULTS.voters,
       deadMemberAfterMs: t.deadMemberAfterMs ?? MEMBER_DEFAULTS.deadMemberAfterMs,
       promoteStableMs: t.promoteStableMs ?? PROMOTE_STABLE_MS,
@@ -533,66 +537,14 @@ export class Member {
     }
   }
 
-  /**
-   * Members the leader may give work to now, voters and learners alike: itself and those
-   * connected and heard from within an election timeout, whose clock offset it has measured
-   * within `maxClockSkewMs`, and which have caught up far enough to be sent entries rather than
-   * a snapshot. A closed connection (a killed process) makes a member ineligible at once;
-   * silence, only after an election timeout.
-   */
+  /** Members the leader may give work to now (MemberReach.eligible). */
   eligibleMembers(): NodeId[] {
-    const offsets = this.driver.clockOffsets();
-    const node = this.driver.node;
-    return this.configuration.members.filter((id) => {
-      // A member whose clock the leader has not measured, or measured too far off, would fire
-      // slots at the wrong time: it gets no work until its clock is known and close enough.
-      const offset = offsets.get(id);
-      if (offset === undefined || Math.abs(offset.offsetMs) > this.#p.timing.maxClockSkewMs) return false;
-      if (id === this.#p.self) return true;
-      // One the leader is sending a snapshot to (a learner just added, a member far behind)
-      // would apply its claims only once it installed the snapshot, after their slots.
-      return node.progressOf(id)?.state !== 'snapshot' && this.#heardLately(id);
-    });
+    return this.#reach.eligible();
   }
 
-  /**
-   * Whether a member's fan-out leases must be taken back now: its connection dropped (a killed
-   * process: re-delivery at once), it left the configuration, or it has been silent for as long
-   * as a lease (two election timeouts), after which it aborts its own runs (holdsLease).
-   */
-  #lost(id: NodeId): boolean {
-    if (id === this.#p.self) return false;
-    if (!this.configuration.isMember(id) || !this.#p.transport.isConnected(id)) return true;
-    return this.driver.contact.silence(id, this.#p.timers.now()) >= 2 * this.#p.timing.electionTimeoutMs;
-  }
-
-  /**
-   * Members whose claims stay theirs: the leader moves the claims of any other
-   * (planReassignments). Unlike eligibleMembers, a member keeps its claims until it has been
-   * silent for as long as its lease (two election timeouts), by when it has aborted its own runs
-   * (holdsLease): a claim moved sooner would run twice, the first run unaborted, whenever a
-   * follower's answers are late (a loaded machine) but it still hears the leader. A closed
-   * connection (a killed process) still moves its claims at once. A member whose clock this
-   * leader has not measured yet keeps its claims too: a new leader measures its followers'
-   * clocks only from its own heartbeats.
-   */
+  /** Members whose claims stay theirs (MemberReach.holding). */
   holdingMembers(): NodeId[] {
-    const offsets = this.driver.clockOffsets();
-    const node = this.driver.node;
-    return this.configuration.members.filter((id) => {
-      const offset = offsets.get(id);
-      if (offset !== undefined && Math.abs(offset.offsetMs) > this.#p.timing.maxClockSkewMs) return false;
-      return !this.#lost(id) && node.progressOf(id)?.state !== 'snapshot';
-    });
-  }
-
-  /**
-   * Whether a peer is connected and was heard from within an election timeout, counting only
-   * while this member's own loop ran (see PeerContact.silence): a leader whose loop stood still
-   * under load would otherwise find every follower silent, and move their claims.
-   */
-  #heardLately(id: NodeId): boolean {
-    return this.driver.contact.silence(id, this.#p.timers.now()) < this.#p.timing.electionTimeoutMs && this.#p.transport.isConnected(id);
+    return this.#reach.holding();
   }
 }
 

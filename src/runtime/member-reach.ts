@@ -1,0 +1,91 @@
+import type { NodeId } from '../raft/types.js';
+import type { Timers } from '../time/clock.js';
+import type { Transport } from '../transport/transport.js';
+import type { ConfigurationKeeper } from './configuration-keeper.js';
+import type { RaftDriver } from './driver.js';
+
+/** What MemberReach judges from: a member's driver (contact, clock offsets, progress), its configuration and transport. */
+export interface MemberReachParts {
+  readonly self: NodeId;
+  readonly driver: RaftDriver;
+  readonly configuration: ConfigurationKeeper;
+  readonly transport: Pick<Transport, 'isConnected'>;
+  readonly timers: Timers;
+  readonly timing: { readonly electionTimeoutMs: number; readonly maxClockSkewMs: number };
+}
+
+/**
+ * Which members a member, as leader, may count on: those it may give work to, those whose
+ * claims stay theirs, those whose fan-out leases it takes back, and those live enough for the
+ * keepers (versions, bindings, membership). Judged from contact, connections, clock offsets and
+ * replication progress as the driver keeps them; nothing of its own.
+ */
+export class MemberReach {
+  readonly #p: MemberReachParts;
+
+  constructor(parts: MemberReachParts) {
+    this.#p = parts;
+  }
+
+  /**
+   * Members the leader may give work to now, voters and learners alike: itself and those
+   * connected and heard from within an election timeout, whose clock offset it has measured
+   * within `maxClockSkewMs`, and which have caught up far enough to be sent entries rather than
+   * a snapshot. A closed connection (a killed process) makes a member ineligible at once;
+   * silence, only after an election timeout.
+   */
+  eligible(): NodeId[] {
+    const offsets = this.#p.driver.clockOffsets();
+    const node = this.#p.driver.node;
+    return this.#p.configuration.members.filter((id) => {
+      // A member whose clock the leader has not measured, or measured too far off, would fire
+      // slots at the wrong time: it gets no work until its clock is known and close enough.
+      const offset = offsets.get(id);
+      if (offset === undefined || Math.abs(offset.offsetMs) > this.#p.timing.maxClockSkewMs) return false;
+      if (id === this.#p.self) return true;
+      // One the leader is sending a snapshot to (a learner just added, a member far behind)
+      // would apply its claims only once it installed the snapshot, after their slots.
+      return node.progressOf(id)?.state !== 'snapshot' && this.heardLately(id);
+    });
+  }
+
+  /**
+   * Whether a member's fan-out leases must be taken back now: its connection dropped (a killed
+   * process: re-delivery at once), it left the configuration, or it has been silent for as long
+   * as a lease (two election timeouts), after which it aborts its own runs (Member.holdsLease).
+   */
+  lost(id: NodeId): boolean {
+    if (id === this.#p.self) return false;
+    if (!this.#p.configuration.isMember(id) || !this.#p.transport.isConnected(id)) return true;
+    return this.#p.driver.contact.silence(id, this.#p.timers.now()) >= 2 * this.#p.timing.electionTimeoutMs;
+  }
+
+  /**
+   * Members whose claims stay theirs: the leader moves the claims of any other
+   * (planReassignments). Unlike eligible(), a member keeps its claims until it has been
+   * silent for as long as its lease (two election timeouts), by when it has aborted its own runs
+   * (Member.holdsLease): a claim moved sooner would run twice, the first run unaborted, whenever a
+   * follower's answers are late (a loaded machine) but it still hears the leader. A closed
+   * connection (a killed process) still moves its claims at once. A member whose clock this
+   * leader has not measured yet keeps its claims too: a new leader measures its followers'
+   * clocks only from its own heartbeats.
+   */
+  holding(): NodeId[] {
+    const offsets = this.#p.driver.clockOffsets();
+    const node = this.#p.driver.node;
+    return this.#p.configuration.members.filter((id) => {
+      const offset = offsets.get(id);
+      if (offset !== undefined && Math.abs(offset.offsetMs) > this.#p.timing.maxClockSkewMs) return false;
+      return !this.lost(id) && node.progressOf(id)?.state !== 'snapshot';
+    });
+  }
+
+  /**
+   * Whether a peer is connected and was heard from within an election timeout, counting only
+   * while this member's own loop ran (see PeerContact.silence): a leader whose loop stood still
+   * under load would otherwise find every follower silent, and move their claims.
+   */
+  heardLately(id: NodeId): boolean {
+    return this.#p.driver.contact.silence(id, this.#p.timers.now()) < this.#p.timing.electionTimeoutMs && this.#p.transport.isConnected(id);
+  }
+}
