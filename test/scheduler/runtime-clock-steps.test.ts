@@ -3,6 +3,7 @@ import { Cluster, stopClusters, T0, track } from '../fixtures/scheduler-cluster.
 import type { RunRecord } from '../../src/runtime/scheduler/job-types.js';
 import { parseSpec } from '../../src/scheduler/spec.js';
 import { claimKey } from '../../src/scheduler/records.js';
+import { PROPOSE_UNTIL_GIVE_UP_MS, PROPOSE_UNTIL_MAX_WAIT_MS } from '../../src/runtime/scheduler/runtime-context.js';
 
 afterEach(stopClusters);
 
@@ -170,4 +171,43 @@ describe('a run’s record proposed while its member is cut off past the horizon
     const claim = c.claims('report')[0]!;
     expect(claim.outcomes.get('b')).toMatchObject({ outcome: 'succeeded', token: claim.token });
   });
+});
+
+describe('a run’s record proposed while its member reaches no leader for over a day', () => {
+  it('is given up after PROPOSE_UNTIL_GIVE_UP_MS, its tries spaced out to PROPOSE_UNTIL_MAX_WAIT_MS', async () => {
+    let down = false;
+    let tries = 0;
+    const c: Cluster = track(
+      // Plans every 5 s, not every 100 ms: a day of them on two members is all the test's cost.
+      new Cluster(['a', 'b'], 5, { reassignHorizonMs: 3000, planIntervalMs: 5000, lookaheadMs: 10_000 }, (id) =>
+        id === 'b'
+          ? {
+              propose: (command) => {
+                if (!down) return c.propose(command);
+                tries++;
+                return Promise.reject(new Error('no leader'));
+              },
+            }
+          : {},
+      ),
+    );
+    c.schedule(['b'], 'report', { at: T0 + 1000 }, 500);
+    await c.time.advanceTo(T0 + 1200);
+    down = true;
+    const downAtMs = c.time.nowMs;
+    await c.time.advanceTo(downAtMs + PROPOSE_UNTIL_GIVE_UP_MS - 60_000);
+    const before = tries;
+    // Over the last minute of the day, one try every PROPOSE_UNTIL_MAX_WAIT_MS.
+    await c.time.advanceTo(downAtMs + PROPOSE_UNTIL_GIVE_UP_MS);
+    expect(tries - before).toBeGreaterThanOrEqual(60_000 / PROPOSE_UNTIL_MAX_WAIT_MS - 1);
+    expect(tries - before).toBeLessThanOrEqual(60_000 / PROPOSE_UNTIL_MAX_WAIT_MS + 1);
+    const atGiveUp = tries;
+    await c.time.advanceTo(downAtMs + PROPOSE_UNTIL_GIVE_UP_MS + 10 * PROPOSE_UNTIL_MAX_WAIT_MS);
+    expect(tries).toBeLessThanOrEqual(atGiveUp + 1);
+    down = false;
+    await c.time.advanceTo(c.time.nowMs + 5000);
+    // Given up: the run's outcome stays unrecorded.
+    const claim = c.claims('report')[0]!;
+    expect(claim.outcomes.get('b')).toBeUndefined();
+  }, 60_000);
 });
