@@ -48,6 +48,8 @@ export class JobViewsWarmer {
   /** When the jobs were last read (arm()), on the timers' clock. */
   #readAtMs = 0;
   #stopped = false;
+  /** Whether a turn is queued for when the code that changed jobs returns (see changed()). */
+  #turnQueued = false;
 
   constructor(timers: Timers, views: JobStates, source: JobViewsSource) {
     this.#timers = timers;
@@ -62,12 +64,24 @@ export class JobViewsWarmer {
   }
 
   /**
-   * Jobs changed (a command applied): while armed, the next turn comes at once rather than at the
-   * next look, so that a call soon after finds their views built. Cheap enough to call for every
-   * command: once a turn at once is set, it does nothing.
+   * Jobs changed (a command applied): while armed, a turn is taken as soon as the code that
+   * applied the commands returns (a microtask), and the next one comes at once rather than at the
+   * next look, so that a call soon after finds their views built. A turn that waited for the next
+   * turn of the event loop came after whatever was due by then: three members in one process each
+   * applying a batch of registrations, or an app's timer that reads state(), and the call built
+   * thousands of views itself. Cheap enough to call for every command: once both are set, it
+   * does nothing.
    */
   changed(): void {
-    if (this.#timer === null || this.#atOnce) return;
+    if (this.#timer === null) return;
+    if (!this.#turnQueued) {
+      this.#turnQueued = true;
+      queueMicrotask(() => {
+        this.#turnQueued = false;
+        if (this.#timer !== null) this.turn();
+      });
+    }
+    if (this.#atOnce) return;
     this.#timers.clearTimeout(this.#timer);
     this.#next(0);
   }

@@ -134,4 +134,38 @@ describe('the warmer of the views of state().jobs', () => {
     warmer.changed();
     expect(timers.pending).toBe(0);
   });
+
+  it('takes a bounded turn as soon as the code that changed the jobs returns, before any timer: a read right after finds their views built', async () => {
+    const timers = new ManualTimers();
+    const s = new SchedulerState();
+    const views = new JobStates();
+    const warmer = new JobViewsWarmer(timers, views, () => ({ state: s, nowMs: T0 + timers.now() }));
+    registerJobs(s, 3);
+    warmer.arm();
+    timers.advance(JOB_VIEWS_WARM_EVERY_MS);
+    expect(views.builds).toBe(3);
+    registerJobs(s, 2, 100);
+    warmer.changed();
+    warmer.changed();
+    // Not within the code that applied them, which goes on applying.
+    expect(views.builds).toBe(3);
+    await Promise.resolve();
+    // No timer ran: the views were built once that code returned.
+    expect(views.builds).toBe(5);
+    expect(views.of(s, T0 + timers.now())).toEqual(new JobStates().of(s, T0 + timers.now()));
+    expect(views.builds).toBe(5);
+    // One bounded turn; the rest at the turn at once.
+    registerJobs(s, JOB_VIEWS_WARM_BUILDS_PER_TURN + 5, 1000);
+    warmer.changed();
+    await Promise.resolve();
+    expect(views.builds).toBe(5 + JOB_VIEWS_WARM_BUILDS_PER_TURN);
+    timers.advance(0);
+    expect(views.builds).toBe(5 + JOB_VIEWS_WARM_BUILDS_PER_TURN + 5);
+    // Stopped before the code returned: no turn.
+    registerJobs(s, 1, 9000);
+    warmer.changed();
+    warmer.stop();
+    await Promise.resolve();
+    expect(views.builds).toBe(5 + JOB_VIEWS_WARM_BUILDS_PER_TURN + 5);
+  });
 });
