@@ -1,5 +1,5 @@
 import { AT_CATCH_UP_VERSION, CLAIM_TIME_VERSION, PAST_HORIZON_VERSION } from '../version/versions.js';
-import { runsOf, type ClaimRecord } from './records.js';
+import { MAX_INTERRUPTED_ATTEMPTS, runsOf, type ClaimRecord } from './records.js';
 import type { JobSpec } from './spec.js';
 
 /*
@@ -47,14 +47,15 @@ export function moveStillDue(claim: ClaimRecord, reason: 'assignee-lost' | 'retr
  * Whether a leader's `expire` (planReassignments, past the reassignment horizon) still records
  * the claim missed: it was not replaced, and its assignee reported nothing under its current
  * token, or, from PAST_HORIZON_VERSION, reported its run interrupted (the cluster, not the
- * job, ended it, and no move ran it since). Any other outcome under the token is final.
+ * job, ended it, and no move ran it since) before the last attempt. Any other outcome under the
+ * token is final, and so is an interrupted run of the last attempt (MAX_INTERRUPTED_ATTEMPTS).
  */
 export function expirable(claim: ClaimRecord, version: number): boolean {
   if (claim.cancelled?.token === claim.token) return false;
   const assignee = claim.assignees[0];
   const reported = assignee === undefined ? undefined : claim.outcomes.get(assignee);
   if (reported?.token !== claim.token) return true;
-  return reported.outcome === 'interrupted' && version >= PAST_HORIZON_VERSION;
+  return reported.outcome === 'interrupted' && claim.attempt < MAX_INTERRUPTED_ATTEMPTS && version >= PAST_HORIZON_VERSION;
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { NodeId } from '../raft/types.js';
 import { nextInstantAfter } from './next-instant.js';
 import { instantsBetween, lastInstantBetween, lastInstantsBetween, type JobSpec } from './spec.js';
-import { claimKey, horizonFromMs, isSettling, runsOf, type ClaimRecord, type JobRecord } from './records.js';
+import { claimKey, horizonFromMs, isSettling, MAX_INTERRUPTED_ATTEMPTS, runsOf, type ClaimRecord, type JobRecord } from './records.js';
 import type { JobPolicy, SchedulerCommand } from './command.js';
 import type { SchedulerState } from './state.js';
 import { FIRST_CLUSTER_VERSION, PAST_HORIZON_VERSION } from '../version/versions.js';
@@ -27,6 +27,8 @@ export interface PlanInput {
   readonly version?: number;
   /** When the leader last saw each member hold its claims (see planReassignments): a fixed-delay job's long run goes on while its member is seen. @default none */
   readonly heldAtMs?: ReadonlyMap<NodeId, number>;
+  /** Members whose claims stay theirs (see planReassignments): a fixed-delay job's slot left to its member past the horizon is not over. @default the keys of `members` */
+  readonly holding?: ReadonlySet<NodeId> | undefined;
 }
 
 /**
@@ -45,7 +47,7 @@ export function plan(state: SchedulerState, input: PlanInput): SchedulerCommand[
   const commands: SchedulerCommand[] = [];
   const load = new Map<NodeId, number>();
   for (const [id, m] of input.members) load.set(id, m.load);
-  const horizon = input.horizonMs === undefined ? undefined : { nowMs: input.nowMs, horizonMs: input.horizonMs, version: input.version, heldAtMs: input.heldAtMs };
+  const horizon = input.horizonMs === undefined ? undefined : { nowMs: input.nowMs, horizonMs: input.horizonMs, version: input.version, heldAtMs: input.heldAtMs, holding: input.holding };
   // The jobs are planned in name order, but most have nothing due on a given plan: they are
   // passed over first (each a remembered answer, see nextInstantAfter), and only the others are
   // sorted, so that a plan of many idle jobs allocates and sorts nothing.
@@ -141,17 +143,28 @@ export function nextDelaySlot(
   state: SchedulerState,
   job: JobRecord,
   members?: ReadonlyMap<NodeId, unknown>,
-  horizon?: { readonly nowMs: number; readonly horizonMs: number; readonly version?: number | undefined; readonly heldAtMs?: ReadonlyMap<NodeId, number> | undefined },
+  horizon?: {
+    readonly nowMs: number;
+    readonly horizonMs: number;
+    readonly version?: number | undefined;
+    readonly heldAtMs?: ReadonlyMap<NodeId, number> | undefined;
+    readonly holding?: ReadonlySet<NodeId> | undefined;
+  },
 ): number | null {
   if (job.spec.kind !== 'delay') return null;
   const previous = state.claims.get(claimKey(job.name, job.highWaterMs));
   let next: number;
   if (previous !== undefined) {
     let endedAtMs = claimEndedAt(state, previous, members);
-    // Past the horizon nothing moves or retries the claim any more: its story is over now.
+    // Past the horizon nothing moves or retries the claim any more: its story is over now,
+    // unless the leader leaves it to its member, which runs it or reports it (planReassignments).
     const assignee = previous.assignees[0];
     const heldAtMs = assignee === undefined ? undefined : horizon?.heldAtMs?.get(assignee);
-    if (endedAtMs === null && horizon !== undefined && horizonOf(previous, job, horizon.version, heldAtMs) < horizon.nowMs - horizon.horizonMs) endedAtMs = horizon.nowMs;
+    if (endedAtMs === null && horizon !== undefined && horizonOf(previous, job, horizon.version, heldAtMs) < horizon.nowMs - horizon.horizonMs) {
+      const holding = horizon.holding ?? new Set(members?.keys() ?? []);
+      if (job.mode === 'one' && leftToAssignee(job, previous, holding, horizon.version)) return null;
+      endedAtMs = horizon.nowMs;
+    }
     if (endedAtMs === null) return null;
     next = endedAtMs + job.spec.delayMs;
   } else if (job.highWaterMs === job.anchorMs) {
@@ -202,8 +215,7 @@ export function leastLoaded(ids: readonly NodeId[], load: ReadonlyMap<NodeId, nu
   return best;
 }
 
-/** Bound on attempts of a slot whose runs the cluster keeps interrupting. */
-export const MAX_INTERRUPTED_ATTEMPTS = 10;
+export { MAX_INTERRUPTED_ATTEMPTS };
 
 export interface ReassignInput {
   readonly nowMs: number;
@@ -255,9 +267,9 @@ export function planReassignments(state: SchedulerState, input: ReassignInput): 
     if (claim.cancelled?.token === claim.token) continue;
     if (horizonOf(claim, job, input.version, input.heldAtMs?.get(assignee)) < input.nowMs - input.horizonMs) {
       const pastHorizonRules = (input.version ?? FIRST_CLUSTER_VERSION) >= PAST_HORIZON_VERSION;
-      // A reachable assignee reports what it will not run (interrupted), and runs what it queued.
-      if (pastHorizonRules && current === undefined && holding.has(assignee) && !released(job, claim, assignee)) continue;
-      const unrun = current === undefined || (current.outcome === 'interrupted' && pastHorizonRules);
+      if (leftToAssignee(job, claim, holding, input.version)) continue;
+      // An interrupted run of the last attempt is final (claimEndedAt): not recorded missed.
+      const unrun = current === undefined || (current.outcome === 'interrupted' && claim.attempt < MAX_INTERRUPTED_ATTEMPTS && pastHorizonRules);
       if (unrun && !runsOf(claim).some((run) => holding.has(run.member))) {
         out.push({ type: 'expire', job: claim.job, slotMs: claim.slotMs, fromToken: claim.token, reason: 'expired', atMs: input.nowMs });
       }
@@ -317,6 +329,18 @@ export function horizonStartMs(claim: ClaimRecord, job: JobRecord, assigneeHeldA
  */
 function horizonOf(claim: ClaimRecord, job: JobRecord, version: number | undefined, assigneeHeldAtMs?: number): number {
   return (version ?? FIRST_CLUSTER_VERSION) >= PAST_HORIZON_VERSION ? horizonStartMs(claim, job, assigneeHeldAtMs) : horizonFromMs(claim);
+}
+
+/**
+ * From PAST_HORIZON_VERSION, whether the leader leaves a claim (mode 'one') past the horizon to
+ * its assignee: it reported nothing under the claim's token, is reachable (`holding`) and has
+ * not given the claim back. It reports what it will not run (interrupted), and runs what it
+ * queued (a run queued behind a long one). Pure.
+ */
+function leftToAssignee(job: JobRecord, claim: ClaimRecord, holding: ReadonlySet<NodeId>, version: number | undefined): boolean {
+  const assignee = claim.assignees[0];
+  if ((version ?? FIRST_CLUSTER_VERSION) < PAST_HORIZON_VERSION || assignee === undefined) return false;
+  return claim.outcomes.get(assignee)?.token !== claim.token && holding.has(assignee) && !released(job, claim, assignee);
 }
 
 /**

@@ -176,6 +176,12 @@ export function horizonFromMs(claim: ClaimRecord): number {
   return claim.claimedAtMs === undefined ? claim.slotMs : Math.max(claim.slotMs, claim.claimedAtMs);
 }
 
+/**
+ * Bound on attempts of a slot whose runs the cluster keeps interrupting: an interrupted run of
+ * the last attempt is the slot's final outcome (nothing moves it, nor records it missed).
+ */
+export const MAX_INTERRUPTED_ATTEMPTS = 10;
+
 /** Whether an outcome ends its slot's story: it is never moved or retried after it. */
 export function isSettling(outcome: string): boolean {
   return outcome === 'succeeded' || outcome === 'skipped' || outcome === 'replaced' || outcome === 'cancelled' || outcome === MISSED;

@@ -51,8 +51,8 @@ export class Assignee {
   readonly #toArm = new Set<string>();
   /** This member's armed, waiting or running claims, by claimKey, with the token they hold. */
   readonly #armed = new Map<string, Armed>();
-  /** Claims past the reassignment horizon whose report is under way (#reportPastHorizon): one each. */
-  readonly #pastHorizon = new Set<string>();
+  /** Claims past the reassignment horizon whose report is under way (#reportPastHorizon), by key: the token reported under, one report each. */
+  readonly #pastHorizon = new Map<string, number>();
   /** This member's runs from their firing to their end: queued, ready (maxConcurrent) or running. */
   readonly #permits: RunPermits<Armed>;
   readonly #admission: RunAdmission;
@@ -436,8 +436,8 @@ export class Assignee {
 
   /**
    * A claim of this member's past the reassignment horizon when applied (it was down or cut off,
-   * and caught up), which it does not run: reported interrupted, once a read barrier shows the
-   * claim still held, so that no slot waits for it. Nobody else records its share of a mode
+   * and caught up), which it does not run: reported interrupted, unless a read barrier shows the
+   * claim moved, so that no slot waits for it. Nobody else records its share of a mode
    * 'all' slot, nor a slot whose run the log shows started here and never ended (this member's
    * earlier process ran it and died: the leader takes the run as going on); and from
    * PAST_HORIZON_VERSION the leader leaves any claim of a reachable assignee to it (before, it
@@ -449,19 +449,26 @@ export class Assignee {
   #reportPastHorizon(claim: ClaimRecord, sinceMs: number): void {
     const self = this.#o.self;
     const key = claimKey(claim.job, claim.slotMs);
-    if (claim.outcomes.get(self)?.token === claim.token || this.#pastHorizon.has(key) || this.#ctx.stopped || this.#ctx.draining) return;
+    if (claim.outcomes.get(self)?.token === claim.token || this.#pastHorizon.get(key) === claim.token || this.#ctx.stopped || this.#ctx.draining) return;
     const started = claim.starts.get(self)?.token === claim.token;
     // Before that version the leader records missed a claim of mode 'one' that nothing of ran,
     // as a member of an earlier release expects.
     const byLeader = (this.#o.clusterVersion?.() ?? FIRST_CLUSTER_VERSION) < PAST_HORIZON_VERSION && this.#ctx.state.jobs.get(claim.job)?.mode !== 'all';
     if (!started && byLeader) return;
     const held = { ...claim, assignees: [...claim.assignees] };
-    this.#pastHorizon.add(key);
+    this.#pastHorizon.set(key, held.token);
+    // Reported also when no leader confirmed the claim within the barrier's tries (as a late
+    // run's claim is, see #run): from PAST_HORIZON_VERSION the leader leaves it to this member,
+    // which nothing would arm again, and a report under a token moved since is refused.
     const report = async (): Promise<void> => {
-      if ((await this.#stillHeld(held, new AbortController())) !== 'held' || this.#ctx.stopped || this.#ctx.draining) return;
+      if ((await this.#stillHeld(held, new AbortController())) === 'lost' || this.#ctx.stopped || this.#ctx.draining) return;
       await this.#records.report(held, 'interrupted', started ? PAST_HORIZON_STARTED : PAST_HORIZON_UNRUN, sinceMs);
     };
-    this.#ctx.track(report().finally(() => this.#pastHorizon.delete(key)));
+    this.#ctx.track(
+      report().finally(() => {
+        if (this.#pastHorizon.get(key) === held.token) this.#pastHorizon.delete(key);
+      }),
+    );
   }
 
   /**

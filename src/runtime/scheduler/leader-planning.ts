@@ -138,6 +138,7 @@ export class LeaderPlanning {
       horizonMs: o.reassignHorizonMs,
       version: o.clusterVersion?.(),
       heldAtMs: this.#heldAtMs,
+      holding,
     })];
     for (const command of commands) {
       const key = inflightKey(command);
