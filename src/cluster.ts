@@ -3,7 +3,7 @@ import { EventEmitter } from 'node:events';
 import { historyOf, type SlotHistory } from './api/history.js';
 import { JobStates } from './api/job-states.js';
 import { JobViewsWarmer } from './api/job-views-warmer.js';
-import { ExclusiveTasks, runExclusive, type ExclusiveLock, type ExclusiveOptions } from './api/run-exclusive.js';
+import { ExclusiveTasks, exclusiveAbortMarginMs, runExclusive, type ExclusiveLock, type ExclusiveOptions } from './api/run-exclusive.js';
 import { clusterStateOf, type ClusterState, type StateSources } from './api/state.js';
 import type { ClusterEvents } from './cluster-events.js';
 import { clusterIdOf, resolveOptions, CLUSTER_DEFAULTS, type ClusterOptions, type ResolvedOptions } from './cluster-options.js';
@@ -413,8 +413,9 @@ export class Cluster extends EventEmitter<ClusterEvents> {
    * through the log, held at least `atLeastFor` ms even if `fn` returns sooner (so a quick task
    * on one member keeps others from running it again right away), and at most `atMostFor` ms,
    * after which it expires even if its holder died. `fn` gets the lock's fencing token and a
-   * signal that aborts when `atMostFor` runs out. Resolves with whether `fn` ran (not when the
-   * lock was granted after `atMostFor` had passed, its commit that slow); rejects with `fn`'s
+   * signal that aborts before `atMostFor` runs out, by `maxClockSkewMs` plus a second (at most
+   * half of it: see exclusiveAbortMarginMs). Resolves with whether `fn` ran (not when the lock
+   * was granted past that point, its commit that slow); rejects with `fn`'s
    * error after releasing the lock. A graceful `stop()` lets `fn` end within `stopTimeoutMs`,
    * then aborts its signal.
    */
@@ -429,6 +430,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
         clockSyncPollMs: tickMs * heartbeatTicks,
         waitFor: (done, timeoutMs, pollMs) => this.#waitFor(done, timeoutMs, pollMs),
         tasks: this.#exclusive,
+        abortMarginMs: exclusiveAbortMarginMs(this.#o.member.timing.maxClockSkewMs),
       },
       name,
       options,

@@ -10,14 +10,19 @@ const MAX_RETRIES = 100;
 export const MAX_PRIORITY = 1000;
 const OVERLAP_POLICIES: ReadonlySet<unknown> = new Set(['skip', 'allow', 'queue', 'replace']);
 
+/** A UTF-16 surrogate not in a pair (in a `u` regular expression, a pair is one code point, not of this category). */
+const LONE_SURROGATE = /\p{Cs}/u;
+
 /** Every key JobOptions has: any other is refused (onlyKnownKeys). */
 const JOB_OPTION_KEYS: readonly (keyof JobOptions)[] = ['mode', 'timeoutMs', 'catchUp', 'retries', 'retryDelayMs', 'overlap', 'priority'];
 
 export function validateName(name: unknown): void {
   // '.' and '..' are refused: an address resolves them as path segments (%2e too), so that over
   // HTTP and the CLI such a job could never be named, only another route.
-  if (typeof name !== 'string' || name.length === 0 || name.length > MAX_JOB_NAME_LENGTH || name === '.' || name === '..') {
-    throw new InvalidArgumentError('name', name, `a non-empty string of at most ${MAX_JOB_NAME_LENGTH} characters, not '.' or '..'`);
+  // A lone surrogate (a name cut through an emoji) is refused: the log's UTF-8 makes every one
+  // U+FFFD, so two names that differ only there became one job or lock.
+  if (typeof name !== 'string' || name.length === 0 || name.length > MAX_JOB_NAME_LENGTH || name === '.' || name === '..' || LONE_SURROGATE.test(name)) {
+    throw new InvalidArgumentError('name', name, `a non-empty string of at most ${MAX_JOB_NAME_LENGTH} characters, not '.' or '..', with no lone surrogate`);
   }
 }
 

@@ -1,10 +1,13 @@
-import { ClockUnsyncedError, InvalidArgumentError, NotLeaderError, RunAbortedError, TimeoutError } from '../errors.js';
+import { BackpressureError, ClockUnsyncedError, InvalidArgumentError, NotLeaderError, NotRunningError, RunAbortedError, TimeoutError } from '../errors.js';
 import { validateName } from '../job-options.js';
 import type { NodeId } from '../raft/types.js';
 import { encodeCommand } from '../runtime/commands.js';
 import type { RaftDriver } from '../runtime/driver.js';
+import { driverStopped } from '../runtime/driver-options.js';
 import type { SchedulerCommand } from '../scheduler/command.js';
+import { SCHEDULER_DEFAULTS } from '../scheduler/state.js';
 import type { TimerHandle, Timers } from '../time/clock.js';
+import { MAX_STAMP_HOLD_MS } from '../time/stamp-clock.js';
 
 /** What `Cluster.runExclusive` takes besides the lock's name. */
 export interface ExclusiveOptions {
@@ -14,7 +17,10 @@ export interface ExclusiveOptions {
   readonly atLeastFor?: number;
 }
 
-/** What the task gets: the lock's fencing token, and a signal that aborts when `atMostFor` runs out. */
+/**
+ * What the task gets: the lock's fencing token, and a signal that aborts before `atMostFor` runs
+ * out, by the lock's abort margin (ExclusiveContext.abortMarginMs).
+ */
 export interface ExclusiveLock {
   readonly fencingToken: number;
   readonly signal: AbortSignal;
@@ -34,6 +40,24 @@ export interface ExclusiveContext {
   readonly clockSyncPollMs: number;
   /** The tasks running under a lock here, which a graceful stop waits for (ExclusiveTasks). */
   readonly tasks: ExclusiveTasks;
+  /**
+   * How long before the lock's end, by this member's clock, its task's signal aborts (at most
+   * half the lock's atMostFor): another member takes the lock once its own estimate of the
+   * cluster's time reaches the end, and the members' estimates differ (see exclusiveAbortMarginMs).
+   */
+  readonly abortMarginMs: number;
+}
+
+/**
+ * The abort margin of a member whose clock may be `maxClockSkewMs` off the cluster's time
+ * before it is given no work: the members' estimates of the cluster's time differ by up to
+ * about that (the median of the clocks moves as much when members come and go), and a
+ * member's stamps, the one another member's lock is granted by included, may be held up to
+ * MAX_STAMP_HOLD_MS ahead of its estimate (after a step back). Without it a lock was granted
+ * elsewhere while its holder's task still ran, its signal not yet aborted.
+ */
+export function exclusiveAbortMarginMs(maxClockSkewMs: number): number {
+  return maxClockSkewMs + MAX_STAMP_HOLD_MS;
 }
 
 /**
@@ -45,19 +69,30 @@ export interface ExclusiveContext {
  */
 export class ExclusiveTasks {
   readonly #running = new Map<AbortController, Promise<unknown>>();
+  #stopping = false;
 
-  /** Runs `task` with `abort`'s signal, counted until it settles. */
-  track<T>(abort: AbortController, task: Promise<T>): Promise<T> {
-    this.#running.set(abort, task);
-    return task.finally(() => this.#running.delete(abort));
+  /** Whether a graceful stop began: a lock granted from then on runs no task, and is released at once. */
+  get stopping(): boolean {
+    return this.#stopping;
   }
 
   /**
-   * Waits for the tasks in progress and their releases up to `timeoutMs`, then aborts the
+   * Runs `call` (a call of runExclusive, from its lock's proposal to its release) with
+   * `abort`'s signal, counted until it settles: a stop waits for a lock still being proposed
+   * too, which would otherwise commit after the stop looked, and stay held until atMostFor.
+   */
+  track<T>(abort: AbortController, call: Promise<T>): Promise<T> {
+    this.#running.set(abort, call);
+    return call.finally(() => this.#running.delete(abort));
+  }
+
+  /**
+   * Waits for the calls in progress and their releases up to `timeoutMs`, then aborts the
    * signals of those left and waits up to EXCLUSIVE_RELEASE_WAIT_MS more for a task that heeds
    * its signal to release its lock.
    */
   async settle(timers: Timers, timeoutMs: number): Promise<void> {
+    this.#stopping = true;
     await this.#within(timers, timeoutMs);
     if (this.#running.size === 0) return;
     for (const abort of this.#running.keys()) abort.abort(new RunAbortedError('stopping', 'the member is stopping: the lock is released'));
@@ -75,6 +110,9 @@ export class ExclusiveTasks {
 
 /** How long a graceful stop waits, after aborting them, for tasks under a lock to release it. */
 export const EXCLUSIVE_RELEASE_WAIT_MS = 1000;
+
+/** Tries of a lock's release (an unlock proposed), a heartbeat interval apart. */
+export const EXCLUSIVE_RELEASE_ATTEMPTS = 5;
 
 /**
  * ShedLock's contract over the log: a `lock` command takes `name` until `atMostFor` from now
@@ -97,6 +135,20 @@ export async function runExclusive(
   }
   if (typeof fn !== 'function') throw new InvalidArgumentError('fn', fn, 'a function');
   const driver = ctx.driver();
+  if (ctx.tasks.stopping) throw new NotRunningError('stopping');
+  const abort = new AbortController();
+  return ctx.tasks.track(abort, exclusiveCall(ctx, driver, abort, { name, atMostFor, atLeastFor }, fn));
+}
+
+/** runExclusive once its arguments are checked: the lock taken, the task run, the lock released. */
+async function exclusiveCall(
+  ctx: ExclusiveContext,
+  driver: RaftDriver,
+  abort: AbortController,
+  o: { readonly name: string; readonly atMostFor: number; readonly atLeastFor: number },
+  fn: (lock: ExclusiveLock) => unknown,
+): Promise<boolean> {
+  const { name, atMostFor, atLeastFor } = o;
   const { timers } = ctx;
   // Lock times are compared on every member: they are the cluster's time, not this clock's.
   // A member that has not learned it yet would stamp its own clock, which may be far off
@@ -104,32 +156,51 @@ export async function runExclusive(
   if (!driver.clockSynced) {
     if (driver.node.leader === null) throw new NotLeaderError(null);
     const synced = await ctx.waitFor(() => driver.clockSynced, ctx.clockSyncTimeoutMs, ctx.clockSyncPollMs);
-    if (!synced) throw new ClockUnsyncedError(ctx.clockSyncTimeoutMs);
+    // A member that stopped meanwhile says so, rather than that it did not learn the time.
+    if (!synced) throw ctx.tasks.stopping ? new NotRunningError('stopping') : new ClockUnsyncedError(ctx.clockSyncTimeoutMs);
   }
   // The stamp clock: a lock taken again by this member after it let the last one go is not
   // stamped before that one's end when the cluster's time stepped back between the two.
   const clock = driver.stampClock();
   const startMs = clock.now();
   const lock: SchedulerCommand = { type: 'lock', name, member: ctx.self, atMs: startMs, untilMs: startMs + atMostFor };
-  const taken = (await driver.propose(encodeCommand({ kind: 'scheduler', command: lock }))).result as { ok: boolean; lock?: { token: number } } | undefined;
+  const taken = (await driver.propose(encodeCommand({ kind: 'scheduler', command: lock }))).result as { ok: boolean; reason?: string; lock?: { token: number } } | undefined;
+  if (taken?.ok === false && taken.reason === 'too-many-locks') throw new BackpressureError(`No lock is free to take "${name}": the cluster holds as many locks as it keeps (${SCHEDULER_DEFAULTS.maxLocks}), each held or not yet expired`);
   if (taken?.ok !== true || taken.lock === undefined) return false;
-  // Granted after its end (its commit took longer than atMostFor): another member may take it
-  // now, so the task does not run under it. It has ended: nothing to release.
-  if (clock.now() >= startMs + atMostFor) return false;
   const token = taken.lock.token;
-  const abort = new AbortController();
-  const timer = timers.setTimeout(() => abort.abort(new TimeoutError('The exclusive task', atMostFor)), Math.max(0, startMs + atMostFor - clock.now()));
-  // Tracked with its release, which a graceful stop waits for.
-  const held = (async (): Promise<void> => {
-    try {
-      await fn({ fencingToken: token, signal: abort.signal });
-    } finally {
-      timers.clearTimeout(timer);
-      const unlock: SchedulerCommand = { type: 'unlock', name, token, untilMs: Math.max(clock.now(), startMs + atLeastFor) };
-      // If this fails the lock simply expires at atMostFor.
-      await driver.propose(encodeCommand({ kind: 'scheduler', command: unlock })).catch(() => undefined);
+  const release = async (untilMs: number): Promise<void> => {
+    const unlock = encodeCommand({ kind: 'scheduler', command: { type: 'unlock', name, token, untilMs } });
+    // Tried again while the member runs (a leader handing over as it stops refuses it for a
+    // moment); an unlock applied twice changes nothing. If all fail, the lock expires at atMostFor.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await driver.propose(unlock);
+        return;
+      } catch (error) {
+        if (attempt >= EXCLUSIVE_RELEASE_ATTEMPTS || driverStopped(error)) return;
+        await new Promise<void>((resolve) => timers.setTimeout(resolve, ctx.clockSyncPollMs));
+      }
     }
-  })();
-  await ctx.tasks.track(abort, held);
+  };
+  // The signal aborts by the margin before the lock's end, so that the task has been told to
+  // stop before another member can be granted the lock.
+  const abortAtMs = startMs + atMostFor - Math.min(ctx.abortMarginMs, Math.floor(atMostFor / 2));
+  // Granted past that (its commit took that long): the task does not run under it. Granted while
+  // the member stops: no task starts, and the lock is let go at once.
+  if (ctx.tasks.stopping) {
+    await release(clock.now());
+    throw new NotRunningError('stopping');
+  }
+  if (clock.now() >= abortAtMs) {
+    if (clock.now() < startMs + atMostFor) await release(clock.now());
+    return false;
+  }
+  const timer = timers.setTimeout(() => abort.abort(new TimeoutError('The exclusive task', atMostFor)), Math.max(0, abortAtMs - clock.now()));
+  try {
+    await fn({ fencingToken: token, signal: abort.signal });
+  } finally {
+    timers.clearTimeout(timer);
+    await release(Math.max(clock.now(), startMs + atLeastFor));
+  }
   return true;
 }

@@ -101,7 +101,7 @@ export interface LockRecord {
 
 export type ApplyResult =
   | { readonly ok: true; readonly claim?: ClaimRecord; readonly lock?: LockRecord; readonly cancelled?: readonly ClaimRecord[] }
-  | { readonly ok: false; readonly reason: 'duplicate-slot' | 'unknown-job' | 'stale-token' | 'spec-conflict' | 'locked' | 'ended' | 'too-many-jobs' };
+  | { readonly ok: false; readonly reason: 'duplicate-slot' | 'unknown-job' | 'stale-token' | 'spec-conflict' | 'locked' | 'too-many-locks' | 'ended' | 'too-many-jobs' };
 
 /**
  * The whole contents of a SchedulerState, as a snapshot holds them (state-snapshot.ts encodes

@@ -231,7 +231,8 @@ export class SchedulerState {
         const held = this.locks.get(command.name);
         if (held !== undefined && held.untilMs > command.atMs) return { ok: false, reason: 'locked' };
         if (held === undefined && this.locks.size >= this.#maxLocks) this.#dropExpiredLock(command.atMs);
-        if (held === undefined && this.locks.size >= this.#maxLocks) return { ok: false, reason: 'locked' };
+        // Held by nobody, but no room: told apart from a lock another member holds.
+        if (held === undefined && this.locks.size >= this.#maxLocks) return { ok: false, reason: 'too-many-locks' };
         const lock: LockRecord = { holder: command.member, token: index, untilMs: command.untilMs };
         this.locks.set(command.name, lock);
         return { ok: true, lock };

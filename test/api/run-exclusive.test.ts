@@ -1,15 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { ExclusiveTasks, runExclusive, type ExclusiveContext } from '../../src/api/run-exclusive.js';
+import { ExclusiveTasks, exclusiveAbortMarginMs, runExclusive, type ExclusiveContext } from '../../src/api/run-exclusive.js';
 import { decodeEntry } from '../../src/runtime/commands.js';
 import { SchedulerState } from '../../src/scheduler/state.js';
 import { StampClock } from '../../src/time/stamp-clock.js';
 import { SUPPORTED } from '../../src/version/versions.js';
+import { ManualTimers } from '../fixtures/manual-timers.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 
 /** runExclusive over a driver that applies each command to a SchedulerState, a commit round (1 ms) later. */
-function member(): { ctx: ExclusiveContext; time: { ms: number; stepMs: number; commitMs: number } } {
-  const state = new SchedulerState();
+function member(state = new SchedulerState()): { ctx: ExclusiveContext; time: { ms: number; stepMs: number; commitMs: number } } {
   const time = { ms: T0, stepMs: 0, commitMs: 1 };
   const cluster = { now: () => time.ms + time.stepMs };
   const stamps = new StampClock(cluster);
@@ -27,7 +27,7 @@ function member(): { ctx: ExclusiveContext; time: { ms: number; stepMs: number; 
     },
   };
   const timers = { now: () => time.ms, setTimeout: () => 0, clearTimeout: () => undefined };
-  const ctx: ExclusiveContext = { self: 'a', driver: () => driver as never, timers, clockSyncTimeoutMs: 1000, waitFor: async () => true, clockSyncPollMs: 10, tasks: new ExclusiveTasks() };
+  const ctx: ExclusiveContext = { self: 'a', driver: () => driver as never, timers, clockSyncTimeoutMs: 1000, waitFor: async () => true, clockSyncPollMs: 10, tasks: new ExclusiveTasks(), abortMarginMs: exclusiveAbortMarginMs(1000) };
   return { ctx, time };
 }
 
@@ -53,5 +53,85 @@ describe('runExclusive', () => {
     time.commitMs = 1;
     expect(await runExclusive(ctx, 'nightly', { atMostFor: 1000 }, () => void ran++)).toBe(true);
     expect(ran).toBe(1);
+  });
+
+  it('runs nothing under a lock granted past its abort point (its commit took that long), and lets it go at once', async () => {
+    const { ctx, time } = member();
+    let ran = 0;
+    // A lock of 10 s whose commit took 9 s: past its end less the abort margin (2 s).
+    time.commitMs = 9000;
+    expect(await runExclusive(ctx, 'nightly', { atMostFor: 10_000 }, () => void ran++)).toBe(false);
+    expect(ran).toBe(0);
+    // Let go: taken again at once, 1 s before the first lock's end.
+    time.commitMs = 1;
+    expect(await runExclusive(ctx, 'nightly', { atMostFor: 10_000 }, () => void ran++)).toBe(true);
+    expect(ran).toBe(1);
+  });
+
+  it('refuses with CRONRAFT_BACKPRESSURE a name nobody holds when every lock the cluster keeps is held, not as held by another (false)', async () => {
+    const state = new SchedulerState({ maxLocks: 3 });
+    for (const name of ['a', 'b', 'c']) state.apply(1, { type: 'lock', name, member: 'z', atMs: T0, untilMs: T0 + 600_000 });
+    const { ctx } = member(state);
+    await expect(runExclusive(ctx, 'd', { atMostFor: 1000 }, () => undefined)).rejects.toMatchObject({ code: 'CRONRAFT_BACKPRESSURE' });
+    expect(await runExclusive(ctx, 'a', { atMostFor: 1000 }, () => undefined)).toBe(false);
+  });
+
+  it('refuses a name with a lone surrogate, which the log would make one with another (a 200-character cut through an emoji)', async () => {
+    const { ctx } = member();
+    const cut = `${'x'.repeat(199)}${'😀'}`.slice(0, 200);
+    await expect(runExclusive(ctx, cut, { atMostFor: 1000 }, () => undefined)).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT' });
+    await expect(runExclusive(ctx, '\uDE00x', { atMostFor: 1000 }, () => undefined)).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT' });
+    // A whole emoji is a name as any other.
+    expect(await runExclusive(ctx, `${'x'.repeat(198)}😀`, { atMostFor: 1000 }, () => undefined)).toBe(true);
+  });
+});
+
+describe('runExclusive: the holder’s signal and another member’s grant', () => {
+  it('aborts the holder’s signal by the margin before the lock’s end, so that a member whose estimate of the cluster’s time is ahead is not granted it while the task runs unaborted', async () => {
+    // Members over one replicated state, on one monotonic time base: each member's cluster time
+    // is the true one plus its estimate's error. A's is 300 ms behind (within maxClockSkewMs).
+    const state = new SchedulerState();
+    const timers = new ManualTimers();
+    let index = 0;
+    const at = (id: string, offsetMs: number): ExclusiveContext => {
+      const clusterClock = { now: () => T0 + timers.now() + offsetMs };
+      const stamps = new StampClock(clusterClock);
+      const driver = {
+        clockSynced: true,
+        node: { leader: 'a' },
+        clusterClock: () => clusterClock,
+        stampClock: () => stamps,
+        propose: async (data: Uint8Array) => {
+          const entry = decodeEntry(data, SUPPORTED.stateMachine.max, SUPPORTED);
+          if (entry.kind !== 'scheduler') throw new Error(`not a scheduler command: ${entry.kind}`);
+          const i = ++index;
+          return { index: i, result: state.apply(i, entry.command) };
+        },
+      };
+      return { self: id, driver: () => driver as never, timers, clockSyncTimeoutMs: 1000, waitFor: async () => true, clockSyncPollMs: 10, tasks: new ExclusiveTasks(), abortMarginMs: exclusiveAbortMarginMs(1000) };
+    };
+    const a = at('a', -300);
+    const b = at('b', 0);
+    let aRunning = false;
+    let aSignal: AbortSignal | null = null;
+    const holding = runExclusive(a, 'reindex', { atMostFor: 10_000 }, ({ signal }) => {
+      aRunning = true;
+      aSignal = signal;
+      return new Promise<void>((resolve) => signal.addEventListener('abort', () => ((aRunning = false), resolve()), { once: true }));
+    });
+    for (let i = 0; i < 20; i++) await Promise.resolve();
+    expect(aRunning).toBe(true);
+    // Aborted 2 s before its end by A's clock (8 s on), not at 10 s.
+    timers.advance(7_999);
+    expect((aSignal as AbortSignal | null)?.aborted).toBe(false);
+    timers.advance(1);
+    expect((aSignal as AbortSignal | null)?.aborted).toBe(true);
+    // B, whose estimate is 300 ms ahead of A's, past the lock's end by its own: A's task was
+    // told to stop before (without the margin, B was granted it at 9.75 s, A's signal not aborted).
+    timers.advance(1_750);
+    let overlap = true;
+    expect(await runExclusive(b, 'reindex', { atMostFor: 10_000 }, () => void (overlap = aRunning))).toBe(true);
+    expect(overlap).toBe(false);
+    await holding;
   });
 });

@@ -319,4 +319,14 @@ describe('locks', () => {
     // Its holder died: it expires at untilMs all the same.
     expect(lock(7, 'c', T0 + 2000, T0 + 3000)).toMatchObject({ ok: true, lock: { token: 7 } });
   });
+
+  it('tell a name refused for want of room (every lock kept held) apart from one another member holds', () => {
+    const s = new SchedulerState({ maxLocks: 2 });
+    s.apply(1, { type: 'lock', name: 'x', member: 'a', atMs: T0, untilMs: T0 + 1000 });
+    s.apply(2, { type: 'lock', name: 'y', member: 'a', atMs: T0, untilMs: T0 + 1000 });
+    expect(s.apply(3, { type: 'lock', name: 'x', member: 'b', atMs: T0 + 10, untilMs: T0 + 1000 })).toEqual({ ok: false, reason: 'locked' });
+    expect(s.apply(4, { type: 'lock', name: 'z', member: 'b', atMs: T0 + 10, untilMs: T0 + 1000 })).toEqual({ ok: false, reason: 'too-many-locks' });
+    // Once one expired, it makes room.
+    expect(s.apply(5, { type: 'lock', name: 'z', member: 'b', atMs: T0 + 1000, untilMs: T0 + 2000 })).toMatchObject({ ok: true });
+  });
 });
