@@ -176,6 +176,13 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       this.#status = 'stopped';
       return;
     }
+    // A member that failed (its error told, as an 'error' event and to what waited on it) has
+    // nothing left to hand over: what it still holds is closed, and a close that fails as well
+    // (the disk that failed it) is no news. Its status stays 'failed'.
+    if (this.#status === 'failed') {
+      this.#stopping = this.#close().catch(() => undefined);
+      return this.#stopping;
+    }
     this.#status = 'stopping';
     this.#stopping = this.#stopGracefully(options.leave === true);
     return this.#stopping;
@@ -185,9 +192,16 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     // Its jobs and claims are handed over, its runs finish (or are reported interrupted) and
     // record their outcomes, its tasks under a lock end and release it, and a leader hands
     // leadership over, before the streams close.
-    await Promise.all([this.#parts.member?.stopGracefully(this.#o.stopTimeoutMs), this.#exclusive.settle(this.#timers, this.#o.stopTimeoutMs)]);
-    if (leave) await this.#parts.member?.leave(this.#o.stopTimeoutMs);
-    await this.#close();
+    try {
+      await Promise.all([this.#parts.member?.stopGracefully(this.#o.stopTimeoutMs), this.#exclusive.settle(this.#timers, this.#o.stopTimeoutMs)]);
+      if (leave) await this.#parts.member?.leave(this.#o.stopTimeoutMs);
+      await this.#close();
+    } catch (error) {
+      // A stop that failed (a disk that fails as the store closes) leaves the member failed, not
+      // stopping for good; stop() rejects with why.
+      this.#status = 'failed';
+      throw error;
+    }
     this.#status = 'stopped';
   }
 

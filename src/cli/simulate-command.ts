@@ -66,9 +66,9 @@ function faultSwitches(value: string): FaultSwitches {
   return switchesFromNames(names);
 }
 
-function positiveInt(value: string, option: string, max = Number.MAX_SAFE_INTEGER): number {
+function positiveInt(value: string, option: string, max = Number.MAX_SAFE_INTEGER, min = 1): number {
   const n = Number(value);
-  if (!Number.isInteger(n) || n <= 0 || n > max) throw new InvalidArgumentError(option, value, `an integer from 1 to ${max}`);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < min || n > max) throw new InvalidArgumentError(option, value, `an integer from ${min} to ${max}`);
   return n;
 }
 
@@ -86,7 +86,8 @@ async function runSimulate(values: SimulateFlags, io: CliOutput, self: { readonl
   if (values.fanout !== 'on' && values.fanout !== 'off' && values.fanout !== 'drawn') throw new InvalidArgumentError('--fanout', values.fanout, 'on, off or drawn');
   const fanout = values.fanout === 'drawn' ? {} : { fanout: values.fanout === 'on' };
   const maxEmit = values.maxEmit === undefined ? {} : { maxEmit: positiveInt(values.maxEmit, '--max-emit') };
-  const first = values.seed === undefined ? positiveInt(values.from, '--from', MAX_SIM_SEED) : positiveInt(values.seed, '--seed', MAX_SIM_SEED);
+  // Seed 0 is a seed as simulate() takes it: a seed a test found through the function replays here.
+  const first = values.seed === undefined ? positiveInt(values.from, '--from', MAX_SIM_SEED, 0) : positiveInt(values.seed, '--seed', MAX_SIM_SEED, 0);
   const count = values.seed === undefined && values.seeds !== undefined ? positiveInt(values.seeds, '--seeds', MAX_SIM_SEED - first + 1) : 1;
   const started = performance.now();
   let simulatedMs = 0;

@@ -39,7 +39,7 @@ export function statusText(state: StateJson, ready: { readonly ready: boolean; r
 export function membersTable(leader: string | null, members: StateJson['members']): string {
   return table(
     ['ID', 'ROLE', 'REACHABLE', 'LAG', 'CLOCK OFFSET MS', 'LAST CONTACT MS'],
-    members.map((m) => [m.id, m.id === leader ? 'leader' : m.voter ? 'voter' : 'learner', m.reachable ? 'yes' : 'NO', dash(m.lag), m.clockOffsetMs === null ? '-' : `${m.clockOffsetMs.toFixed(1)}${m.clockSkewed ? ' SKEWED' : ''}`, dash(m.lastContactMs)]),
+    members.map((m) => [m.id, m.id === leader ? 'leader' : m.voter ? 'voter' : 'learner', m.reachable ? 'yes' : 'NO', dash(m.lag), m.clockOffsetMs === null ? '-' : `${m.clockOffsetMs.toFixed(1)}${m.clockSkewed ? ' SKEWED' : ''}`, m.lastContactMs === null ? '-' : String(Math.round(m.lastContactMs))]),
   );
 }
 

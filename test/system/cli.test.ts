@@ -106,11 +106,19 @@ describe('cronraft simulate', () => {
       [['--from', '4294967290', '--seeds', '10'], '--seeds'],
       [['--members', '257'], '--members'],
       [['--duration', '0.4ms'], '--duration'],
+      [['--seed', '-1'], '--seed'],
+      [['--seed', '1.5'], '--seed'],
     ] as const) {
       const r = await cronraft('simulate', ...args);
       expect(r.code, args.join(' ')).toBe(2);
       expect(r.stderr, args.join(' ')).toContain(`Invalid ${option}`);
     }
+  });
+
+  it('replays seed 0, which simulate() takes (it refused it with exit status 2)', async () => {
+    const r = await cronraft('simulate', '--seed', '0', '--members', '3', '--duration', '1s');
+    expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(r.stdout).toMatch(/^seed 0: ok/);
   });
 
   it('fails a parallel sweep whose process ended before its seeds did, naming how many did not run', async () => {
