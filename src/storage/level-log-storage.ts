@@ -24,6 +24,7 @@ import { StoredSegments } from './stored-segments.js';
 import { TermIndex } from './term-index.js';
 import { EntryRecords } from '../bytes/entry-records.js';
 import { WriteQueue } from './write-queue.js';
+import { StoreDirectoryWatch } from './store-directory-watch.js';
 import type { WriteOp } from './write-queue.js';
 
 export interface LevelLogStorageOptions {
@@ -79,6 +80,8 @@ interface Session {
 export class LevelLogStorage implements LogStorage {
   readonly path: string;
   private readonly sync: boolean;
+  /** Whether the store's directory is still the one opened (see StoreDirectoryWatch); null while closed. */
+  #watch: StoreDirectoryWatch | null = null;
   readonly #onSyncedWrite: ((durationMs: number) => void) | undefined;
   readonly #records: EntryRecords;
   private session: Session | null = null;
@@ -112,6 +115,7 @@ export class LevelLogStorage implements LogStorage {
         mark.check(this.path, emptyHardState, 0);
         await db.put(metaKeys.format, encodeFormat(FORMAT_VERSION), { sync: this.sync });
         const empty: StoredState = { identity: null, hardState: { ...emptyHardState }, snapshot: emptySnapshot(), entries: [] };
+        this.#watch = await StoreDirectoryWatch.start(this.path);
         this.begin(db, mark, empty, new StoredSegments([]), 0);
         return empty;
       }
@@ -133,6 +137,7 @@ export class LevelLogStorage implements LogStorage {
       // What LevelDB's write-ahead log held is in a synced table now: durable, whatever the
       // store's sync option was when it was written.
       await mark.write(state.hardState);
+      this.#watch = await StoreDirectoryWatch.start(this.path);
       this.begin(db, mark, state, segments, staleTo ?? 0);
       return state;
     } catch (error) {
@@ -228,6 +233,8 @@ export class LevelLogStorage implements LogStorage {
     const session = this.session;
     if (session === null) return;
     this.session = null;
+    this.#watch?.stop();
+    this.#watch = null;
     try {
       await session.queue.idle();
       while (session.clearing !== null) await session.clearing;
@@ -280,6 +287,8 @@ export class LevelLogStorage implements LogStorage {
   }
 
   private async writeBatch(db: Db, ops: WriteOp[], sync: boolean): Promise<void> {
+    const gone = this.#watch?.gone ?? null;
+    if (gone !== null) throw new StorageError('CRONRAFT_STORAGE_UNREADABLE', this.path, `${gone}: what it writes would be on no disk`);
     try {
       // A chained batch rather than an array of operations: abstract-level copies and checks
       // each operation of an array in JavaScript, which cost several times as much main-thread

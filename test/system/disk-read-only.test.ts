@@ -1,13 +1,15 @@
 /**
  * A data directory that refuses writes: made immutable (chattr +i) while the member runs (on
  * ext4 that fails writes to files already open too, as a file system gone read-only would), and
- * a read-only mount at start.
+ * a read-only mount at start; and one removed while the member runs.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Cluster } from '../../src/index.js';
+import { STORE_DIRECTORY_CHECK_MS } from '../../src/storage/store-directory-watch.js';
 import { freePort } from '../fixtures/process-cluster.js';
 import { cleanupDisks, disksUnavailable, mountTmpfs, remount, tempDir } from '../fixtures/disks.js';
 
@@ -91,5 +93,30 @@ describe.skipIf(UNAVAILABLE !== null)('a data directory that refuses writes', ()
     const after = c.state().status;
     execFileSync('chattr', ['-R', '-i', dataDir]);
     expect({ stopped, after }).toEqual({ stopped: 'resolved', after: 'failed' });
+  });
+});
+
+describe('a data directory removed while its member runs', () => {
+  it('fails the member with a typed error naming its store within STORE_DIRECTORY_CHECK_MS or so, rather than acknowledging writes on no disk', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'cronraft-removed-'));
+    const c = new Cluster([], { listen: `127.0.0.1:${await freePort()}`, dataDir });
+    started.push(c);
+    const errors: Array<{ code?: string; path?: string; message?: string }> = [];
+    c.on('error', (e) => errors.push(e as { code?: string; path?: string; message?: string }));
+    await c.start();
+    await c.propose('before');
+    rmSync(dataDir, { recursive: true, force: true });
+    const removedAt = Date.now();
+    let failure: { code?: string } | null = null;
+    // Proposals go on until one fails: before, thousands were acknowledged (LevelDB writes on
+    // through the files it holds open).
+    while (failure === null && Date.now() - removedAt < 10 * STORE_DIRECTORY_CHECK_MS) {
+      await c.propose('after').catch((e: { code?: string }) => (failure = e));
+    }
+    expect(failure).toMatchObject({ code: 'CRONRAFT_FATAL' });
+    expect(Date.now() - removedAt).toBeLessThan(5 * STORE_DIRECTORY_CHECK_MS);
+    expect(errors[0]).toMatchObject({ code: 'CRONRAFT_STORAGE_UNREADABLE', path: join(dataDir, 'raft') });
+    expect(errors[0]?.message).toMatch(/removed while the member ran/);
+    expect(c.state().status).toBe('failed');
   });
 });

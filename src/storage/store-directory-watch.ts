@@ -1,0 +1,57 @@
+import { stat } from 'node:fs/promises';
+
+/**
+ * How often an open store looks whether its directory is still the one it opened. LevelDB
+ * writes on through the files it holds open after their directory was removed (an operator's
+ * `rm -rf`, a volume unmounted), and syncs them: without the look, a member acknowledged writes
+ * that no disk would give back, for as long as no new file was needed (thousands of entries).
+ */
+export const STORE_DIRECTORY_CHECK_MS = 1000;
+
+/**
+ * Looks every STORE_DIRECTORY_CHECK_MS whether a store's directory is still there, the same one
+ * (device and inode) as when it was opened; `gone` then says why not, and stays so. Its timer
+ * keeps no process alive.
+ */
+export class StoreDirectoryWatch {
+  readonly #path: string;
+  readonly #dev: number;
+  readonly #ino: number;
+  #timer: NodeJS.Timeout | null = null;
+  #gone: string | null = null;
+
+  private constructor(path: string, dev: number, ino: number) {
+    this.#path = path;
+    this.#dev = dev;
+    this.#ino = ino;
+  }
+
+  /** Watches `path`, as it is now. */
+  static async start(path: string, everyMs = STORE_DIRECTORY_CHECK_MS): Promise<StoreDirectoryWatch> {
+    const s = await stat(path);
+    const watch = new StoreDirectoryWatch(path, s.dev, s.ino);
+    watch.#timer = setInterval(() => void watch.look(), everyMs).unref();
+    return watch;
+  }
+
+  /** Why the directory is no longer the one opened, or null while it is. */
+  get gone(): string | null {
+    return this.#gone;
+  }
+
+  /** Looks once (the timer's look, which a test may call). */
+  async look(): Promise<void> {
+    if (this.#gone !== null) return;
+    try {
+      const s = await stat(this.#path);
+      if (s.dev !== this.#dev || s.ino !== this.#ino) this.#gone = 'the store directory was replaced by another while the member ran';
+    } catch (error) {
+      this.#gone = `the store directory was removed while the member ran (${error instanceof Error ? error.message : String(error)})`;
+    }
+  }
+
+  stop(): void {
+    if (this.#timer !== null) clearInterval(this.#timer);
+    this.#timer = null;
+  }
+}

@@ -1,0 +1,45 @@
+import { mkdirSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { StoreDirectoryWatch } from '../../src/storage/store-directory-watch.js';
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+function tempStore(): string {
+  const root = mkdtempSync(join(tmpdir(), 'cronraft-watch-'));
+  dirs.push(root);
+  const store = join(root, 'raft');
+  mkdirSync(store);
+  return store;
+}
+
+describe('the watch of a store directory', () => {
+  it('says nothing while the directory is the one opened, and why once it was removed', async () => {
+    const path = tempStore();
+    const watch = await StoreDirectoryWatch.start(path, 60_000);
+    await watch.look();
+    expect(watch.gone).toBeNull();
+    rmSync(path, { recursive: true });
+    await watch.look();
+    expect(watch.gone).toMatch(/removed while the member ran/);
+    // Stays so, even with a directory of that name again.
+    mkdirSync(path);
+    await watch.look();
+    expect(watch.gone).toMatch(/removed/);
+    watch.stop();
+  });
+
+  it('tells a directory replaced by another of the same name (moved aside, a new one made)', async () => {
+    const path = tempStore();
+    const watch = await StoreDirectoryWatch.start(path, 60_000);
+    renameSync(path, `${path}.old`);
+    mkdirSync(path);
+    await watch.look();
+    expect(watch.gone).toMatch(/replaced by another/);
+    watch.stop();
+  });
+});
