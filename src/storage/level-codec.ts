@@ -4,13 +4,14 @@ import { configurationProblem } from '../raft/configuration.js';
 import type { Configuration, Entry, HardState, Snapshot } from '../raft/types.js';
 import type { StorageIdentity } from './log-storage.js';
 import { encodeEntryRecords, type EntryRecords } from '../bytes/entry-records.js';
+import { crc32 } from '../bytes/crc32.js';
 import { isCount, isEntryType, isTerm } from './store-checks.js';
 
 /**
  * The values of a LevelLogStorage, in CBOR (cborg). Records are CBOR arrays rather than maps:
  * smaller, faster to encode on the commit path, and their shape is fixed by the format version.
  *
- * - format:    2
+ * - format:    3 (not sealed: it says whether the others are)
  * - identity:  [clusterId, nodeId], or [clusterId, nodeId, foundingVoters] for a member that joined
  * - hardstate: [term, vote | null, commit]
  * - snapshot:  [index, term, data (bytes)]: the state machine as of `index`, whose entry had `term`,
@@ -19,8 +20,9 @@ import { isCount, isEntryType, isTerm } from './store-checks.js';
  * - segment:   one or more entries, each [index, term, type, data (bytes), pid], one after
  *              another (a CBOR sequence, RFC 8742) at consecutive indexes
  *
- * An entry keeps its index although the key holds the first one, so that a value stored under
- * the wrong key is detected. A segment of one entry is the whole entry value of format 1,
+ * From format 3 every value but the format's ends in the CRC-32 of its bytes (sealValue), checked
+ * as it is read. An entry keeps its index although the key holds the first one, so that a value
+ * stored under the wrong key is detected. A segment of one entry is the whole entry value of format 1,
  * which stored one entry per key.
  *
  * The snapshot record gained its data without a new format version: no released version ever
@@ -33,6 +35,35 @@ import { isCount, isEntryType, isTerm } from './store-checks.js';
 
 /** A value that decodes but does not have the shape of its record, or does not decode at all. */
 export class ValueShapeError extends Error {}
+
+/** Bytes of the CRC-32 that ends every value of format 3 but the format's own. */
+export const VALUE_CHECKSUM_BYTES = 4;
+
+/**
+ * A value as format 3 stores it: its bytes, then their CRC-32 (big-endian). LevelDB checks its
+ * blocks' checksums only when asked, which classic-level never does: a byte flipped on disk in
+ * an entry's data read back as another entry, silently, and a member applied it.
+ */
+export function sealValue(bytes: Uint8Array): Uint8Array {
+  const sealed = new Uint8Array(bytes.length + VALUE_CHECKSUM_BYTES);
+  sealed.set(bytes);
+  new DataView(sealed.buffer, sealed.byteOffset, sealed.byteLength).setUint32(bytes.length, crc32(bytes));
+  return sealed;
+}
+
+/** The bytes of a sealed value, once its CRC-32 holds (a view, not a copy); throws ValueShapeError if not. */
+export function unsealValue(sealed: Uint8Array): Uint8Array {
+  if (sealed.length < VALUE_CHECKSUM_BYTES) throw new ValueShapeError(`${sealed.length} bytes, too short to end in a checksum`);
+  const bytes = sealed.subarray(0, sealed.length - VALUE_CHECKSUM_BYTES);
+  const stored = new DataView(sealed.buffer, sealed.byteOffset, sealed.byteLength).getUint32(bytes.length);
+  const actual = crc32(bytes);
+  if (stored !== actual) throw new ValueShapeError(`its checksum does not match its bytes (stored ${hex(stored)}, computed ${hex(actual)}): damaged on disk`);
+  return bytes;
+}
+
+function hex(n: number): string {
+  return `0x${n.toString(16).padStart(8, '0')}`;
+}
 
 export function encodeFormat(version: number): Uint8Array {
   return encode(version);

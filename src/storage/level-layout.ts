@@ -26,11 +26,15 @@
 
 /**
  * The version of this layout and of the value encodings. Format 1 had one key per entry: a
- * segment of one entry in this format, so open() reads it and marks the store as format 2
- * before writing to it. It refuses any other version.
+ * segment of one entry in format 2. Format 3 is format 2 with every value but the format's
+ * sealed by its CRC-32 (level-codec.ts sealValue). open() reads a store of format 1 or 2 as it
+ * is and, before writing to it, seals every value and marks it format 3, in one batch (a
+ * release before 3 then refuses it rather than misread it). It refuses any other version.
  */
-export const FORMAT_VERSION = 2;
-export const READABLE_FORMAT_VERSIONS: readonly number[] = [1, 2];
+export const FORMAT_VERSION = 3;
+export const READABLE_FORMAT_VERSIONS: readonly number[] = [1, 2, 3];
+/** The first format whose values are sealed. */
+export const SEALED_FORMAT_VERSION = 3;
 
 export const META_PREFIX = 0x00;
 export const ENTRY_PREFIX = 0x01;

@@ -16,8 +16,10 @@ import {
   encodeIdentity,
   encodeSegment,
   encodeSnapshot,
+  sealValue,
+  unsealValue,
 } from './level-codec.js';
-import { ENTRY_KEYS_END, FORMAT_VERSION, MetaName, READABLE_FORMAT_VERSIONS, describeKey, entryKey, metaKeys, parseKey } from './level-layout.js';
+import { ENTRY_KEYS_END, FORMAT_VERSION, MetaName, READABLE_FORMAT_VERSIONS, SEALED_FORMAT_VERSION, describeKey, entryKey, metaKey, metaKeys, parseKey } from './level-layout.js';
 import type { LogStorage, StorageBatch, StorageIdentity, StoredState } from './log-storage.js';
 import { checkBatch, checkCompaction, checkIdentity, copyIdentity, mismatchMessage, notOpenError, sameIdentity } from './store-checks.js';
 import { StoredSegments } from './stored-segments.js';
@@ -119,12 +121,17 @@ export class LevelLogStorage implements LogStorage {
         this.begin(db, mark, empty, new StoredSegments([]), 0);
         return empty;
       }
-      const { state, version, segments } = read;
+      const { state, version, segments, raw } = read;
       // Before anything is written: a store that lost durable writes is left as it was found.
       mark.check(this.path, state.hardState, state.snapshot.index + state.entries.length);
-      // A store of format 1 is read as is, and marked format 2 before its segments are touched:
-      // from here on an older cronraft refuses it rather than misreading a segment.
-      if (version !== FORMAT_VERSION) await db.put(metaKeys.format, encodeFormat(FORMAT_VERSION), { sync: this.sync });
+      // A store of format 1 or 2 is read as is, and sealed and marked format 3 in one batch
+      // before anything else is written: from here on an older cronraft refuses it rather than
+      // misreading a value, and every value is checked as it is read.
+      if (version < SEALED_FORMAT_VERSION) {
+        const ops: WriteOp[] = raw.map(({ key, value }) => ({ type: 'put', key, value: sealValue(value) }));
+        ops.push({ type: 'put', key: metaKeys.format, value: encodeFormat(FORMAT_VERSION) });
+        await db.batch(ops, { sync: this.sync });
+      }
       // Segments with no entry past the snapshot are stale: the removal after a snapshot had not
       // finished, or a segment straddling the snapshot has since been replaced past it. read()
       // decoded them but kept none of their entries. They go as after a compaction to the
@@ -156,7 +163,7 @@ export class LevelLogStorage implements LogStorage {
       throw new StorageError('CRONRAFT_STORAGE_MISMATCH', this.path, mismatchMessage(session.identity, identity));
     }
     session.identity = copyIdentity(identity);
-    await session.queue.write([{ type: 'put', key: metaKeys.identity, value: encodeIdentity(identity) }]);
+    await session.queue.write([{ type: 'put', key: metaKeys.identity, value: sealValue(encodeIdentity(identity)) }]);
   }
 
   async save(batch: StorageBatch): Promise<void> {
@@ -165,15 +172,15 @@ export class LevelLogStorage implements LogStorage {
     // Everything is encoded before the segments in memory change, so that a value that cannot
     // be encoded leaves them as the disk is.
     const first = batch.entries[0];
-    const segment = first === undefined ? null : { start: first.index, value: encodeSegment(batch.entries, this.#records) };
+    const segment = first === undefined ? null : { start: first.index, value: sealValue(encodeSegment(batch.entries, this.#records)) };
     const ops: WriteOp[] = [];
     if (batch.snapshot !== undefined) {
       // An installed snapshot removes every stored segment: those written past its index now,
       // and the others once it is durable, as after a compaction.
-      ops.push({ type: 'put', key: metaKeys.snapshot, value: encodeSnapshot(batch.snapshot) });
+      ops.push({ type: 'put', key: metaKeys.snapshot, value: sealValue(encodeSnapshot(batch.snapshot)) });
       pushDeletes(ops, session.segments.install(batch.snapshot.index));
     }
-    if (batch.hardState !== undefined) ops.push({ type: 'put', key: metaKeys.hardstate, value: encodeHardState(batch.hardState) });
+    if (batch.hardState !== undefined) ops.push({ type: 'put', key: metaKeys.hardstate, value: sealValue(encodeHardState(batch.hardState)) });
     if (segment !== null) {
       // One value for the whole batch. It replaces every stored entry from its first index on:
       // the segments after that index go, and one it starts within is cut by the reader.
@@ -209,7 +216,7 @@ export class LevelLogStorage implements LogStorage {
   async compact(snapshot: Snapshot): Promise<void> {
     const session = this.current();
     checkCompaction(snapshot, session.terms, session.hardState.commit);
-    const ops: WriteOp[] = [{ type: 'put', key: metaKeys.snapshot, value: encodeSnapshot(snapshot) }];
+    const ops: WriteOp[] = [{ type: 'put', key: metaKeys.snapshot, value: sealValue(encodeSnapshot(snapshot)) }];
     const { now, staleTo } = session.segments.compact(snapshot.index, session.terms.lastIndex);
     session.terms.compact(snapshot);
     pushDeletes(ops, now);
@@ -375,25 +382,28 @@ export class LevelLogStorage implements LogStorage {
       if (meta.size === 0 && stored.length === 0) return null;
       throw this.corrupt(`key "${MetaName.Format}" is missing although the store holds data`);
     }
-    const version = this.decode(metaKeys.format, formatBytes, decodeFormat);
+    const version = this.decode(metaKeys.format, formatBytes, decodeFormat, false);
+    const sealed = version >= SEALED_FORMAT_VERSION;
     if (!READABLE_FORMAT_VERSIONS.includes(version)) {
-      throw this.corrupt(`key "${MetaName.Format}" holds format version ${version}; this version of cronraft reads versions ${READABLE_FORMAT_VERSIONS.join(' and ')}`);
+      throw this.corrupt(`key "${MetaName.Format}" holds format version ${version}; this version of cronraft reads versions ${READABLE_FORMAT_VERSIONS.join(', ')}`);
     }
     const identityBytes = meta.get(MetaName.Identity);
-    const identity = identityBytes === undefined ? null : this.decode(metaKeys.identity, identityBytes, decodeIdentity);
+    const identity = identityBytes === undefined ? null : this.decode(metaKeys.identity, identityBytes, decodeIdentity, sealed);
     const hardStateBytes = meta.get(MetaName.HardState);
-    const hardState: HardState = hardStateBytes === undefined ? { ...emptyHardState } : this.decode(metaKeys.hardstate, hardStateBytes, decodeHardState);
+    const hardState: HardState = hardStateBytes === undefined ? { ...emptyHardState } : this.decode(metaKeys.hardstate, hardStateBytes, decodeHardState, sealed);
     const snapshotBytes = meta.get(MetaName.Snapshot);
-    const snapshot: Snapshot = snapshotBytes === undefined ? emptySnapshot() : this.decode(metaKeys.snapshot, snapshotBytes, decodeSnapshot);
+    const snapshot: Snapshot = snapshotBytes === undefined ? emptySnapshot() : this.decode(metaKeys.snapshot, snapshotBytes, decodeSnapshot, sealed);
 
-    const { entries, segments } = this.readLog(stored, snapshot);
+    const { entries, segments } = this.readLog(stored, snapshot, sealed);
     const lastIndex = snapshot.index + entries.length;
     if (hardState.commit > lastIndex) throw this.corrupt(`key "${MetaName.HardState}" has commit ${hardState.commit}, past the last index ${lastIndex}`);
     // Only committed entries are ever folded into a snapshot, so the commit point cannot be behind it.
     if (hardState.commit < snapshot.index) {
       throw this.corrupt(`key "${MetaName.HardState}" has commit ${hardState.commit}, below the index ${snapshot.index} of key "${MetaName.Snapshot}"`);
     }
-    return { state: { identity, hardState, snapshot, entries }, version, segments };
+    // What a store of an earlier format holds, to seal as it is (open()): every value but the format's.
+    const raw = sealed ? [] : [...[...meta].filter(([name]) => name !== MetaName.Format).map(([name, value]) => ({ key: metaKey(name), value })), ...stored];
+    return { state: { identity, hardState, snapshot, entries }, version, segments, raw };
   }
 
   /**
@@ -401,14 +411,14 @@ export class LevelLogStorage implements LogStorage {
    * from its first index on, and entries at or below the snapshot are skipped (see
    * level-layout.ts). Also every segment read, stale or not, with the last index written in it.
    */
-  private readLog(stored: readonly StoredValue[], snapshot: SnapshotMeta): { entries: Entry[]; segments: StoredSegments } {
+  private readLog(stored: readonly StoredValue[], snapshot: SnapshotMeta, sealed: boolean): { entries: Entry[]; segments: StoredSegments } {
     const entries: Entry[] = [];
     const all: { start: number; end: number }[] = [];
     const first = snapshot.index + 1;
     for (const { key, index: start, value } of stored) {
       const next = first + entries.length;
       if (start > next) throw this.corrupt(`the log has a gap: entries ${next}..${start - 1} are missing (next is ${describeKey(key)})`);
-      const segment = this.decode(key, value, decodeSegment);
+      const segment = this.decode(key, value, decodeSegment, sealed);
       const cut = Math.max(start, first);
       entries.length = Math.max(0, Math.min(entries.length, cut - first));
       let previousTerm = entries.at(-1)?.term ?? snapshot.term;
@@ -424,9 +434,10 @@ export class LevelLogStorage implements LogStorage {
     return { entries, segments: new StoredSegments(all) };
   }
 
-  private decode<T>(key: Uint8Array, bytes: Uint8Array, decoder: (bytes: Uint8Array) => T): T {
+  /** `sealed`: the value ends in its checksum (format 3), checked first. */
+  private decode<T>(key: Uint8Array, bytes: Uint8Array, decoder: (bytes: Uint8Array) => T, sealed: boolean): T {
     try {
-      return decoder(bytes);
+      return decoder(sealed ? unsealValue(bytes) : bytes);
     } catch (error) {
       if (error instanceof ValueShapeError) throw this.corrupt(`${describeKey(key)} has a bad value: ${error.message}`);
       throw error;
@@ -449,6 +460,8 @@ interface StoreRead {
   readonly state: StoredState;
   readonly version: number;
   readonly segments: StoredSegments;
+  /** Before format 3: every key and value but the format's, as stored (unsealed). */
+  readonly raw: readonly { readonly key: Uint8Array; readonly value: Uint8Array }[];
 }
 
 /** What a store holds before anything was compacted: the empty state at index 0. */

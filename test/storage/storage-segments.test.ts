@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { Level } from 'level';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { HardState } from '../../src/raft/types.js';
-import { decodeFormat, encodeFormat, encodeHardState, encodeSegment, encodeSnapshot } from '../../src/storage/level-codec.js';
+import { decodeFormat, encodeFormat, encodeHardState, encodeSegment, encodeSnapshot, sealValue } from '../../src/storage/level-codec.js';
 import { FORMAT_VERSION, entryKey, metaKeys } from '../../src/storage/level-layout.js';
 import { LevelLogStorage } from '../../src/storage/level-log-storage.js';
 import { StoredSegments } from '../../src/storage/stored-segments.js';
@@ -153,12 +153,12 @@ describe('LevelLogStorage segments', () => {
     expect((await new LevelLogStorage(store.path).open()).entries).toEqual(entries(8, 9, 3));
   });
 
-  it('reads a store of format 1, one key per entry, and marks it format 2 before writing to it', async () => {
+  it('reads a store of format 1, one key per entry, and seals it and marks it format 3 before writing to it', async () => {
     const path = await dirs.storeWith(1);
     await rawWrite(path, [
       { key: metaKeys.format, value: encodeFormat(1) },
       { key: metaKeys.hardstate, value: encodeHardState(hard(1, 3)) },
-      ...entries(2, 3, 1).map((e) => ({ key: entryKey(e.index), value: formatOneEntry(e) })),
+      ...entries(1, 3, 1).map((e) => ({ key: entryKey(e.index), value: formatOneEntry(e) })),
     ]);
     const store = new LevelLogStorage(path);
     expect((await store.open()).entries).toEqual(entries(1, 3, 1));
@@ -167,7 +167,50 @@ describe('LevelLogStorage segments', () => {
     const format = await rawRead(path, metaKeys.format);
     expect(format === undefined ? undefined : decodeFormat(format)).toBe(FORMAT_VERSION);
     expect(await storedEntryIndexes(path)).toEqual([1, 2, 3, 4]);
+    // Every value is sealed now: the segment of format 1 as it was, with its checksum after it.
+    expect(Buffer.from((await rawRead(path, entryKey(2)))!)).toEqual(Buffer.from(sealValue(formatOneEntry(entries(2, 2, 1)[0]!))));
     expect((await new LevelLogStorage(path).open()).entries).toEqual(entries(1, 6, 1));
+  });
+
+  it('reads a store of format 2 (no checksums) and seals every value, in one batch with the format, before writing to it', async () => {
+    const path = await dirs.storePath();
+    const snapshot = snapshotAt(3, 1);
+    const fresh = new LevelLogStorage(path);
+    await fresh.open();
+    await fresh.close();
+    await rawWrite(
+      path,
+      [
+        { key: metaKeys.format, value: encodeFormat(2) },
+        { key: metaKeys.hardstate, value: encodeHardState(hard(1, 5)) },
+        { key: metaKeys.snapshot, value: encodeSnapshot(snapshot) },
+        { key: entryKey(4), value: encodeSegment(entries(4, 5, 1)) },
+      ],
+      { sealed: false },
+    );
+    const store = new LevelLogStorage(path);
+    const state = await store.open();
+    expect(state.entries).toEqual(entries(4, 5, 1));
+    expect(state.snapshot).toEqual(snapshot);
+    await store.close();
+    expect(decodeFormat((await rawRead(path, metaKeys.format))!)).toBe(3);
+    expect(Buffer.from((await rawRead(path, metaKeys.snapshot))!)).toEqual(Buffer.from(sealValue(encodeSnapshot(snapshot))));
+    expect(Buffer.from((await rawRead(path, entryKey(4)))!)).toEqual(Buffer.from(sealValue(encodeSegment(entries(4, 5, 1)))));
+    expect((await new LevelLogStorage(path).open()).entries).toEqual(entries(4, 5, 1));
+  });
+
+  it('refuses, as corrupt, a value whose checksum does not match its bytes: a byte flipped in an entry\'s data, in a hard state, in the snapshot', async () => {
+    for (const key of [entryKey(2), metaKeys.hardstate]) {
+      const path = await dirs.storeWith(3);
+      const value = (await rawRead(path, key))!;
+      const flipped = Uint8Array.from(value);
+      // A byte of the value itself, not of its checksum: the record still decodes (before, an
+      // entry's data came back changed, and a member applied it).
+      flipped[value.length - 6] = (flipped[value.length - 6]! ^ 0x01) & 0xff;
+      await rawWrite(path, [{ key, value: flipped }], { sealed: false });
+      const error = await expectStorageError(new LevelLogStorage(path).open(), 'CRONRAFT_STORAGE_CORRUPT', path);
+      expect(error.message).toMatch(/checksum does not match/);
+    }
   });
 
   it('reports a segment whose entries do not follow one another, or that does not decode past its first entry, as corrupt', async () => {

@@ -395,8 +395,8 @@ describe('LevelLogStorage', () => {
 
   it('refuses an unknown format version, a missing one and keys it does not know', async () => {
     const future = await storeWith(1);
-    await rawWrite(future, [{ key: metaKeys.format, value: encodeFormat(3) }]);
-    expect((await expectStorageError(new LevelLogStorage(future).open(), 'CRONRAFT_STORAGE_CORRUPT', future)).message).toContain('version 3');
+    await rawWrite(future, [{ key: metaKeys.format, value: encodeFormat(4) }]);
+    expect((await expectStorageError(new LevelLogStorage(future).open(), 'CRONRAFT_STORAGE_CORRUPT', future)).message).toContain('version 4');
 
     const missing = await storeWith(1);
     await rawWrite(missing, [{ key: metaKeys.format, value: null }]);
