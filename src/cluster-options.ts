@@ -3,7 +3,7 @@ import { isIP } from 'node:net';
 import { join } from 'node:path';
 import { InvalidArgumentError } from './errors.js';
 import { httpSettings, type HttpOptions, type HttpSettings } from './http/http-options.js';
-import { nonNegativeInt, positiveInt } from './option-checks.js';
+import { nonNegativeInt, onlyKnownKeys, positiveInt } from './option-checks.js';
 import { MEMBER_DEFAULTS, memberSettings, type MemberOptions, type MemberSettings } from './runtime/member-settings.js';
 import type { NodeId } from './raft/types.js';
 import type { Clock, Timers } from './time/clock.js';
@@ -145,9 +145,47 @@ export function clusterIdOf(voters: readonly NodeId[]): string {
 }
 
 /** Validates everything up front, so that a bad option fails at `new Cluster()`, naming itself. */
+/**
+ * Every key ClusterOptions has: any other is refused (onlyKnownKeys), as schedule() refuses one
+ * (a misspelt `stopTimeotMs` kept its default, unsaid). The type below fails to compile when an
+ * option is added to ClusterOptions and not here.
+ */
+export const CLUSTER_OPTION_KEYS = [
+  'listen',
+  'advertise',
+  'dataDir',
+  'storage',
+  'joinTimeoutMs',
+  'stopTimeoutMs',
+  'sync',
+  'secret',
+  'secretFile',
+  'insecure',
+  'mdns',
+  'http',
+  'clock',
+  'timers',
+  'random',
+  'tickMs',
+  'heartbeatMs',
+  'electionTimeoutMs',
+  'requestTimeoutMs',
+  'maxPendingProposals',
+  'maxClockSkewMs',
+  'maxConcurrent',
+  'snapshotEveryEntries',
+  'snapshotRetainEntries',
+  'voters',
+  'deadMemberAfterMs',
+] as const satisfies readonly (keyof ClusterOptions)[];
+type UnlistedClusterOption = Exclude<keyof ClusterOptions, (typeof CLUSTER_OPTION_KEYS)[number]>;
+const everyClusterOptionListed: [UnlistedClusterOption] extends [never] ? true : UnlistedClusterOption = true;
+void everyClusterOptionListed;
+
 export function resolveOptions(peersInput: readonly string[], options: ClusterOptions): ResolvedOptions {
   if (!Array.isArray(peersInput)) throw new InvalidArgumentError('peers', peersInput, 'an array of addresses');
   if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('options', options, 'an object');
+  onlyKnownKeys(options, CLUSTER_OPTION_KEYS, '');
   const listenInput = options.listen ?? CLUSTER_DEFAULTS.listen;
   const listen = parseListenAddress(listenInput, 'listen');
   const self = options.advertise === undefined ? listen : parsePeerAddress(options.advertise, 'advertise');

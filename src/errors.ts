@@ -123,7 +123,10 @@ export class VersionNotActiveError extends CronraftError {
   readonly active: number;
 
   constructor(feature: string, needs: number, active: number) {
-    super('CRONRAFT_VERSION_NOT_ACTIVE', `${feature} needs cluster version ${needs}; the cluster runs version ${active} until every member reads ${needs}`);
+    super(
+      'CRONRAFT_VERSION_NOT_ACTIVE',
+      `${feature} needs cluster version ${needs}; the cluster runs version ${active} until every member reads ${needs} (a new cluster raises its version a step at a time within seconds of forming: state().version says what it waits for)`,
+    );
     this.feature = feature;
     this.needs = needs;
     this.active = active;
@@ -202,13 +205,23 @@ export class CodecError extends CronraftError {
   }
 }
 
+/**
+ * Why a listen failed, from its cause: the system's own words (`listen EADDRINUSE: address
+ * already in use ...`) where the cause holds them. libp2p's message wraps them in advice about
+ * its own options, which are not cronraft's, and the stack of the error inside.
+ */
+function listenReason(cause: unknown): string {
+  if (!(cause instanceof Error)) return '';
+  const system = /listen E[A-Z]+[^\n]*/.exec(cause.message);
+  return `: ${system !== null ? system[0] : (cause.message.split('\n')[0] ?? '')}`;
+}
+
 /** The transport could not listen on its address, e.g. because the port is taken. */
 export class ListenError extends CronraftError {
   readonly address: string;
 
   constructor(address: string, options?: { cause?: unknown }) {
-    const reason = options?.cause instanceof Error ? `: ${options.cause.message}` : '';
-    super('CRONRAFT_LISTEN_FAILED', `Cannot listen on ${address}${reason}`, options);
+    super('CRONRAFT_LISTEN_FAILED', `Cannot listen on ${address}${listenReason(options?.cause)}`, options);
     this.address = address;
   }
 }

@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { InvalidArgumentError } from '../errors.js';
+import { onlyKnownKeys } from '../option-checks.js';
 import { isLoopbackHost } from '../transport/cluster-secret.js';
 
 /** The `http` option of Cluster: operations over HTTP (README, "Operating a cluster"). */
@@ -42,6 +43,8 @@ const HOST_PORT = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/;
 export function httpSettings(value: unknown): HttpSettings | null {
   if (value === undefined) return null;
   if (typeof value !== 'object' || value === null) throw new InvalidArgumentError('http', value, "{ listen: 'host:port', token? }");
+  // A misspelt `tokn` left every action refused for want of a token, unsaid.
+  onlyKnownKeys(value, ['listen', 'token'], 'http');
   const { listen, token } = value as { listen?: unknown; token?: unknown };
   const match = typeof listen === 'string' ? HOST_PORT.exec(listen) : null;
   const host = match?.[1] ?? match?.[2];

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { cluster, stopClusters, T0, type Cluster } from '../fixtures/scheduler-cluster.js';
-import { RunAbortedError, TimeoutError, UnknownJobError, VersionNotActiveError } from '../../src/errors.js';
+import { NotLeaderError, RunAbortedError, TimeoutError, UnknownJobError, VersionNotActiveError } from '../../src/errors.js';
 import type { JobContext, JobOptions } from '../../src/runtime/scheduler/job-types.js';
 import { parseSpec } from '../../src/scheduler/spec.js';
 import { encodeSchedulerSnapshot } from '../../src/scheduler/state-snapshot.js';
@@ -109,6 +109,16 @@ describe('trigger on the runtime', () => {
     await c.time.advanceTo(T0 + 1500 + (MAX_TRIGGER_ATTEMPTS + 1) * 100);
     expect(await triggered).toBeInstanceOf(TimeoutError);
     expect(c.state('a').claims.size).toBe(0);
+  });
+
+  it('refuses with CRONRAFT_NOT_LEADER at once, not a timeout, while a due slot waits and no leader is known', async () => {
+    const c = cluster(['a'], 5, { isLeader: () => false, barrier: () => Promise.reject(new NotLeaderError(null)) });
+    c.schedule(['a'], 'report', { every: '1s' }, 10);
+    await c.time.advanceTo(T0 + 1500);
+    const triggered = c.members.get('a')!.operations.trigger('report').catch((error: unknown) => error);
+    await c.time.advanceTo(T0 + 1500 + 100);
+    // It waited MAX_TRIGGER_ATTEMPTS plan intervals and timed out, as if it might have taken effect.
+    expect(await triggered).toBeInstanceOf(NotLeaderError);
   });
 });
 

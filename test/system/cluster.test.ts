@@ -47,6 +47,8 @@ describe('options', () => {
     ['an unknown storage', () => new Cluster([], { storage: 'disk' as 'level' }), 'storage'],
     ['an even number of voters', () => new Cluster([], { voters: 4 }), 'voters'],
     ['a dead member time below the election timeout', () => new Cluster([], { deadMemberAfterMs: 100, electionTimeoutMs: 250 }), 'deadMemberAfterMs'],
+    // A misspelt option kept its default, unsaid (stopTimeoutMs stayed 1 s).
+    ['an option of another name', () => new Cluster([], { stopTimeotMs: 30_000 } as ClusterOptions), 'stopTimeotMs'],
   ];
   it.each(cases)('rejects %s, naming the option and the value', (_name, make, option) => {
     let error: unknown;

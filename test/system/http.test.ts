@@ -81,6 +81,8 @@ describe('the http option', () => {
     ['a non-loopback address without a token', { listen: '0.0.0.0:9464' }, 'http.token'],
     ['a short token', { listen: '127.0.0.1:0', token: 'short' }, 'http.token'],
     ['a token with a space', { listen: '127.0.0.1:0', token: 'a token with spaces in it' }, 'http.token'],
+    // A misspelt token left every action refused for want of one, unsaid.
+    ['an option of another name', { listen: '127.0.0.1:0', tokn: 'a-token-of-thirty-two-characters-0123' }, 'http.tokn'],
   ];
   it.each(cases)('refuses %s at construction, naming the option', (_name, http, option) => {
     let error: unknown;

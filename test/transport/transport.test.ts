@@ -402,6 +402,11 @@ describe('Libp2pTransport', () => {
     const error: unknown = await b.start().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ListenError);
     expect(error).toMatchObject({ code: 'CRONRAFT_LISTEN_FAILED', address: taken });
+    // The system's reason, without libp2p's advice about its own options or a stack inside.
+    const { message } = error as Error;
+    expect(message).toMatch(/listen EADDRINUSE/);
+    expect(message).not.toContain('faultTolerance');
+    expect(message).not.toMatch(/\n\s+at /);
   });
 
   it('rejects bad options with InvalidArgumentError', () => {

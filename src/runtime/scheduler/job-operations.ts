@@ -98,7 +98,13 @@ export class JobOperations {
       // The slot's instant is compared with the job's scheduled ones: the cluster's time, not this clock's.
       if (o.clockReady?.() === false) continue;
       const plan = planTrigger(this.#ctx.state, job, Math.max(this.#ctx.stampClock.now(), this.#lastTriggeredMs + 1), new Set(o.eligibleMembers()));
-      if (plan === 'wait') continue;
+      // A due slot waits for the leader to claim it: with no leader, it would wait for good, so
+      // a read barrier says so (CRONRAFT_NOT_LEADER) rather than the call timing out as if one
+      // might have taken effect.
+      if (plan === 'wait') {
+        await o.barrier();
+        continue;
+      }
       const { index, result } = await ops.propose(plan.command);
       const applied = result as ApplyResult | undefined;
       if (applied?.ok === true) {
