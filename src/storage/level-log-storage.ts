@@ -294,8 +294,8 @@ export class LevelLogStorage implements LogStorage {
   }
 
   private async writeBatch(db: Db, ops: WriteOp[], sync: boolean): Promise<void> {
-    const gone = this.#watch?.gone ?? null;
-    if (gone !== null) throw new StorageError('CRONRAFT_STORAGE_UNREADABLE', this.path, `${gone}: what it writes would be on no disk`);
+    const goneBefore = this.#watch?.gone ?? null;
+    if (goneBefore !== null) throw new StorageError('CRONRAFT_STORAGE_UNREADABLE', this.path, `${goneBefore}: what it writes would be on no disk`);
     try {
       // A chained batch rather than an array of operations: abstract-level copies and checks
       // each operation of an array in JavaScript, which cost several times as much main-thread
@@ -307,11 +307,15 @@ export class LevelLogStorage implements LogStorage {
       }
       const synced = this.sync && sync;
       const startMs = synced && this.#onSyncedWrite !== undefined ? performance.now() : 0;
-      await batch.write({ sync: synced });
+      // A synced write is what an acknowledgement stands on: the directory is looked at beside
+      // it (on libuv's pool too, as the write), so that none is acknowledged once it is gone.
+      await Promise.all([batch.write({ sync: synced }), synced ? this.#watch?.look() : undefined]);
       if (synced) this.#onSyncedWrite?.(performance.now() - startMs);
     } catch (error) {
       throw new StorageError('CRONRAFT_STORAGE_UNREADABLE', this.path, `a write failed; reopen the store: ${messageOf(error)}`, { cause: error });
     }
+    const gone = this.#watch?.gone ?? null;
+    if (gone !== null) throw new StorageError('CRONRAFT_STORAGE_UNREADABLE', this.path, `${gone}: what it writes would be on no disk`);
   }
 
   private current(): Session {

@@ -1,10 +1,11 @@
 import { stat } from 'node:fs/promises';
 
 /**
- * How often an open store looks whether its directory is still the one it opened. LevelDB
- * writes on through the files it holds open after their directory was removed (an operator's
- * `rm -rf`, a volume unmounted), and syncs them: without the look, a member acknowledged writes
- * that no disk would give back, for as long as no new file was needed (thousands of entries).
+ * How often an open store looks whether its directory is still the one it opened, besides the
+ * look beside each synced write (LevelLogStorage.writeBatch). LevelDB writes on through the
+ * files it holds open after their directory was removed (an operator's `rm -rf`, a volume
+ * unmounted), and syncs them: without the look, a member acknowledged writes that no disk would
+ * give back, for as long as no new file was needed (thousands of entries).
  */
 export const STORE_DIRECTORY_CHECK_MS = 1000;
 

@@ -120,3 +120,30 @@ describe('a data directory removed while its member runs', () => {
     expect(c.state().status).toBe('failed');
   });
 });
+
+describe('a follower whose data directory is removed while it runs', () => {
+  it('counts toward no commit: with the third member stopped, the leader commits nothing more (before, 300 entries committed on the leader’s disk alone)', async () => {
+    const addrs: string[] = [];
+    for (let i = 0; i < 3; i++) addrs.push(`127.0.0.1:${await freePort()}`);
+    const dirs = addrs.map(() => mkdtempSync(join(tmpdir(), 'cronraft-removed-')));
+    const ms = addrs.map((listen, i) => {
+      const m = new Cluster(addrs, { listen, dataDir: dirs[i], requestTimeoutMs: 1000 });
+      started.push(m);
+      m.on('error', () => undefined);
+      return m;
+    });
+    await Promise.all(ms.map((m) => m.start()));
+    const { leader } = await ms[0]!.waitForLeader();
+    await Promise.all(ms.map((m) => m.waitForLeader()));
+    const lead = ms.find((m) => m.id === leader)!;
+    const [victim, third] = ms.filter((m) => m !== lead) as [Cluster, Cluster];
+    for (let i = 0; i < 10; i++) await lead.propose(`warm-${i}`);
+    rmSync(dirs[ms.indexOf(victim)]!, { recursive: true, force: true });
+    // The third member goes: every commit from here on would count the victim's acknowledgement.
+    await third.stop();
+    const committed = await lead.propose('after').then(() => true, () => false);
+    expect(committed).toBe(false);
+    expect(victim.state().status).toBe('failed');
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  });
+});

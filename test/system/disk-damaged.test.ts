@@ -1,0 +1,67 @@
+/**
+ * A member's LevelDB table (.ldb) with a byte flipped on disk: LevelDB checks its blocks'
+ * checksums only when asked, which classic-level never does, so before the values carried their
+ * own (storage format 3) the member started and applied other bytes than it had committed.
+ */
+import { randomBytes } from 'node:crypto';
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Cluster, type ClusterOptions } from '../../src/index.js';
+import { freePort } from '../fixtures/process-cluster.js';
+import { cleanupDisks, tempDir } from '../fixtures/disks.js';
+
+const started: Cluster[] = [];
+
+afterEach(async () => {
+  await Promise.all(started.splice(0).map((c) => c.stop().catch(() => undefined)));
+  cleanupDisks();
+});
+
+const ENTRIES = 100;
+
+/** Random bytes after a marker: snappy leaves them uncompressed in the table, as most compressed or encrypted payloads are. */
+function payload(i: number): Buffer {
+  return Buffer.concat([Buffer.from(`ENTRY${String(i).padStart(4, '0')}:`), randomBytes(400)]);
+}
+
+/** A single member with ENTRIES proposals, stopped, then opened and stopped once more, so that LevelDB moved its log into a table. */
+async function build(): Promise<{ options: ClusterOptions; store: string }> {
+  const dataDir = tempDir('cronraft-damaged-');
+  const options: ClusterOptions = { listen: `127.0.0.1:${await freePort()}`, dataDir };
+  const c = new Cluster([], options);
+  await c.start();
+  for (let i = 0; i < ENTRIES; i++) await c.propose(payload(i));
+  await c.stop();
+  const again = new Cluster([], options);
+  await again.start();
+  await again.stop();
+  return { options, store: join(dataDir, 'raft') };
+}
+
+describe('a byte flipped in a LevelDB table', () => {
+  for (const [where, offset] of [
+    ['in the middle of an entry’s data', 100],
+    ['in an entry record’s head', -3],
+  ] as const) {
+    it(`${where}: the member refuses to start with CRONRAFT_STORAGE_CORRUPT naming its store, rather than apply other bytes`, async () => {
+      const { options, store } = await build();
+      const table = readdirSync(store).find((name) => name.endsWith('.ldb'));
+      expect(table).toBeDefined();
+      const file = join(store, table!);
+      const bytes = readFileSync(file);
+      const at = bytes.indexOf(offset > 0 ? 'ENTRY0050:' : 'ENTRY0000:');
+      expect(at).toBeGreaterThan(0);
+      bytes[at + offset] = (bytes[at + offset] as number) ^ 0xff;
+      writeFileSync(file, bytes);
+      const c = new Cluster([], options);
+      started.push(c);
+      const applied: number[] = [];
+      c.on('applied', (e) => applied.push(e.index));
+      const error = await c.start().then(() => null, (e: { code?: string; path?: string; message?: string }) => e);
+      expect(error).toMatchObject({ code: 'CRONRAFT_STORAGE_CORRUPT', path: store });
+      expect(error?.message).toMatch(/checksum does not match/);
+      expect(applied).toEqual([]);
+    });
+  }
+});
