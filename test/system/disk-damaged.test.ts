@@ -1,10 +1,11 @@
 /**
- * A member's LevelDB table (.ldb) with a byte flipped on disk: LevelDB checks its blocks'
- * checksums only when asked, which classic-level never does, so before the values carried their
- * own (storage format 3) the member started and applied other bytes than it had committed.
+ * A member's LevelDB files damaged on disk. A table (.ldb) with a byte flipped: LevelDB checks
+ * its blocks' checksums only when asked, which classic-level never does, so before the values
+ * carried their own (storage format 3) the member started and applied other bytes than it had
+ * committed. A manifest gone.
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { readFileSync, readdirSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Cluster, type ClusterOptions } from '../../src/index.js';
@@ -64,4 +65,18 @@ describe('a byte flipped in a LevelDB table', () => {
       expect(applied).toEqual([]);
     });
   }
+
+  it('a manifest removed, or CURRENT naming one that is not there: refused as CRONRAFT_STORAGE_CORRUPT naming the store (it was UNREADABLE, as for a lock or permissions)', async () => {
+    for (const damage of [
+      (store: string) => unlinkSync(join(store, readdirSync(store).find((n) => n.startsWith('MANIFEST'))!)),
+      (store: string) => writeFileSync(join(store, 'CURRENT'), 'MANIFEST-000099\n'),
+    ]) {
+      const { options, store } = await build();
+      damage(store);
+      const c = new Cluster([], options);
+      started.push(c);
+      const error = await c.start().then(() => null, (e: { code?: string; path?: string }) => e);
+      expect(error).toMatchObject({ code: 'CRONRAFT_STORAGE_CORRUPT', path: store });
+    }
+  });
 });
