@@ -102,7 +102,14 @@ export async function findCluster(o: FindClusterOptions): Promise<FoundCluster> 
     const askMs = Math.min(o.askTimeoutMs, remainingMs);
     const seeds = o.resolve === undefined ? o.seeds : await o.resolve(askMs);
     const targets = withDiscovered(o.self, seeds, o.discovered?.() ?? []);
-    const asked = await Promise.all(targets.map(async (target) => [target.id, await o.ask(target, request, askMs).catch(() => null)] as const));
+    // Why a peer gave no answer, for the error (a handshake refused under another secret reads
+    // otherwise as a peer that is down).
+    const failures = new Map<NodeId, string>();
+    const failed = (id: NodeId) => (error: unknown): null => {
+      failures.set(id, firstLine(error));
+      return null;
+    };
+    const asked = await Promise.all(targets.map(async (target) => [target.id, await o.ask(target, request, askMs).catch(failed(target.id))] as const));
     // A follower names the leader: asked once in the round, however many followers name it.
     const leaders = new Set<NodeId>();
     for (const [, answer] of asked) if (answer?.type === 'redirect' && !targets.some((target) => target.id === answer.leader)) leaders.add(answer.leader);
@@ -110,7 +117,8 @@ export async function findCluster(o: FindClusterOptions): Promise<FoundCluster> 
     let forming = 0;
     let lowerLooking = false;
     for (const [id, answer] of [...asked, ...fromLeaders]) {
-      last.set(id, answer === null ? 'no answer' : describeAnswer(answer));
+      const why = failures.get(id);
+      last.set(id, answer === null ? (why === undefined ? 'no answer' : `no answer (${why})`) : describeAnswer(answer));
       if (answer === null) continue;
       if (answer.type === 'accepted') return { type: 'join', clusterId: answer.clusterId, foundingVoters: answer.foundingVoters, members: answer.members, acceptedBy: { id, peerId: answer.peerId ?? null } };
       if (answer.type === 'refused' && answer.reason !== 'version-not-active') throw refusalError(answer, o);
@@ -133,7 +141,11 @@ export async function findCluster(o: FindClusterOptions): Promise<FoundCluster> 
       if (!runningSeen && (o.selfInSeeds || alone)) return { type: 'form' };
       if (versionRefusal !== null) throw refusalError(versionRefusal, o);
       // The time it looked: past `timeoutMs` when it waited for a looker of a lower id (mDNS).
-      throw new JoinFailedError(Math.round(now - startedAt), [...last].map(([id, what]) => `${id}: ${what}`).join('; '));
+      const answers = [...last].map(([id, what]) => `${id}: ${what}`).join('; ');
+      // A peer under another secret completes no handshake: to the joiner it is a peer that
+      // gives no answer, as a down one (it counts the handshake as failed: state().transport).
+      const none = last.size > 0 && [...last.values()].every((what) => what.startsWith('no answer'));
+      throw new JoinFailedError(Math.round(now - startedAt), none ? `${answers} (no peer answered: down, unreachable, or running with another secret)` : answers);
     }
     await sleep(o.timers, Math.min(JOIN_RETRY_MS, end - now));
   }
@@ -164,6 +176,13 @@ async function askAt(o: FindClusterOptions, id: NodeId, request: JoinRequest, as
     return null;
   }
   return o.ask(address, request, askMs).catch(() => null);
+}
+
+/** An error's first line, bounded: what a join error shows of why a peer gave no answer. */
+function firstLine(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  const line = text.split('\n')[0] ?? '';
+  return line.length > 160 ? `${line.slice(0, 160)}…` : line;
 }
 
 function refusalError(answer: Extract<JoinAnswer, { type: 'refused' }>, o: FindClusterOptions): CronraftError {

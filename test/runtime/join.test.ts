@@ -102,7 +102,13 @@ describe('the forming rule (findCluster)', () => {
     const stranger = looking(D, founding, false, () => null);
     const error = await findCluster(stranger).then(() => null, (e: unknown) => e);
     expect(error).toMatchObject({ code: 'CRONRAFT_JOIN_FAILED' });
-    expect((error as Error).message).toContain(`${A}: no answer`);
+    // Why each gave none, and, none answering at all, what that may mean (a peer under another
+    // secret completes no handshake: the joiner said "no answer" as for a down one).
+    expect((error as Error).message).toContain(`${A}: no answer (unreachable)`);
+    expect((error as Error).message).toContain('no peer answered: down, unreachable, or running with another secret');
+    const answered = await findCluster(looking(A, [B, C], true, (seed) => (seed === B ? { type: 'retry', detail: 'no leader is known' } : null))).then(() => null, (e: Error) => e);
+    expect(answered).toBeInstanceOf(JoinFailedError);
+    expect(answered?.message).not.toContain('another secret');
   });
 
   it('asks again while the cluster runs version 1, and then fails with VersionNotActiveError', async () => {
