@@ -181,7 +181,10 @@ export class Member {
       onSchedulerApplied: parts.onSchedulerApplied,
       onClusterApplied: (index, command, result) => {
         // The wire protocol of a version is in force on this member once it applies it.
-        if (command.type === 'activate' && result === 'applied') parts.transport.setProtocol(protocolOf(command.to));
+        if (command.type === 'activate' && result === 'applied') {
+          parts.transport.setProtocol(protocolOf(command.to));
+          parts.storage.clusterVersionInForce?.(command.to);
+        }
         parts.onClusterApplied?.(index, command, result);
       },
       onSkipped: (_index, reason) => this.skippedEntries[reason]++,
@@ -224,6 +227,7 @@ export class Member {
         // (a joiner, or one far behind): its wire protocol is in force here from now on, or
         // this member, should it lead, could not send the entries of that version.
         parts.transport.setProtocol(protocolOf(Math.max(parts.storedVersion ?? FIRST_CLUSTER_VERSION, this.versions.active)));
+        parts.storage.clusterVersionInForce?.(this.versions.active);
         this.fanoutRuntime.restored();
         parts.onSnapshotInstalled?.(index);
       },
@@ -390,6 +394,7 @@ export class Member {
     this.driver.start();
     // The stored snapshot, restored by the driver's start, may hold a later version than the log's activations say.
     t.setProtocol(protocolOf(Math.max(this.#p.storedVersion ?? FIRST_CLUSTER_VERSION, this.versions.active)));
+    this.#p.storage.clusterVersionInForce?.(Math.max(this.#p.storedVersion ?? FIRST_CLUSTER_VERSION, this.versions.active));
     this.scheduler.start();
     this.versionKeeper.start();
     this.bindingKeeper.start();

@@ -11,7 +11,7 @@ import { isCount, isEntryType, isTerm } from './store-checks.js';
  * The values of a LevelLogStorage, in CBOR (cborg). Records are CBOR arrays rather than maps:
  * smaller, faster to encode on the commit path, and their shape is fixed by the format version.
  *
- * - format:    3 (not sealed: it says whether the others are)
+ * - format:    2, or 3 once the store seals its values (the format's own is never sealed)
  * - identity:  [clusterId, nodeId], or [clusterId, nodeId, foundingVoters] for a member that joined
  * - hardstate: [term, vote | null, commit]
  * - snapshot:  [index, term, data (bytes)]: the state machine as of `index`, whose entry had `term`,
@@ -20,8 +20,8 @@ import { isCount, isEntryType, isTerm } from './store-checks.js';
  * - segment:   one or more entries, each [index, term, type, data (bytes), pid], one after
  *              another (a CBOR sequence, RFC 8742) at consecutive indexes
  *
- * From format 3 every value but the format's ends in the CRC-32 of its bytes (sealValue), checked
- * as it is read. An entry keeps its index although the key holds the first one, so that a value
+ * In format 3 every value written since the store began sealing is sealed by the CRC-32 of its
+ * bytes (sealValue), checked as it is read; one written before is read as it is. An entry keeps its index although the key holds the first one, so that a value
  * stored under the wrong key is detected. A segment of one entry is the whole entry value of format 1,
  * which stored one entry per key.
  *
@@ -36,26 +36,38 @@ import { isCount, isEntryType, isTerm } from './store-checks.js';
 /** A value that decodes but does not have the shape of its record, or does not decode at all. */
 export class ValueShapeError extends Error {}
 
-/** Bytes of the CRC-32 that ends every value of format 3 but the format's own. */
+/**
+ * The first byte of a sealed value: no CBOR item starts with it (it is the "break" code), so a
+ * value written before sealing began (an unsealed one, as formats 1 and 2 hold) is told apart.
+ */
+export const SEALED_VALUE_MARK = 0xff;
+
+/** Bytes of the CRC-32 that ends a sealed value. */
 export const VALUE_CHECKSUM_BYTES = 4;
 
 /**
- * A value as format 3 stores it: its bytes, then their CRC-32 (big-endian). LevelDB checks its
- * blocks' checksums only when asked, which classic-level never does: a byte flipped on disk in
- * an entry's data read back as another entry, silently, and a member applied it.
+ * A value sealed, as a store of format 3 writes it: SEALED_VALUE_MARK, its bytes, then their
+ * CRC-32 (big-endian). LevelDB checks its blocks' checksums only when asked, which
+ * classic-level never does: a byte flipped on disk in an entry's data read back as another
+ * entry, silently, and a member applied it.
  */
 export function sealValue(bytes: Uint8Array): Uint8Array {
-  const sealed = new Uint8Array(bytes.length + VALUE_CHECKSUM_BYTES);
-  sealed.set(bytes);
-  new DataView(sealed.buffer, sealed.byteOffset, sealed.byteLength).setUint32(bytes.length, crc32(bytes));
+  const sealed = new Uint8Array(1 + bytes.length + VALUE_CHECKSUM_BYTES);
+  sealed[0] = SEALED_VALUE_MARK;
+  sealed.set(bytes, 1);
+  new DataView(sealed.buffer, sealed.byteOffset, sealed.byteLength).setUint32(1 + bytes.length, crc32(bytes));
   return sealed;
 }
 
-/** The bytes of a sealed value, once its CRC-32 holds (a view, not a copy); throws ValueShapeError if not. */
-export function unsealValue(sealed: Uint8Array): Uint8Array {
-  if (sealed.length < VALUE_CHECKSUM_BYTES) throw new ValueShapeError(`${sealed.length} bytes, too short to end in a checksum`);
-  const bytes = sealed.subarray(0, sealed.length - VALUE_CHECKSUM_BYTES);
-  const stored = new DataView(sealed.buffer, sealed.byteOffset, sealed.byteLength).getUint32(bytes.length);
+/**
+ * The bytes of a value: a sealed one's once its CRC-32 holds (a view, not a copy; ValueShapeError
+ * if not), an unsealed one's as they are (written before its store began sealing).
+ */
+export function unsealValue(value: Uint8Array): Uint8Array {
+  if (value[0] !== SEALED_VALUE_MARK) return value;
+  if (value.length < 1 + VALUE_CHECKSUM_BYTES) throw new ValueShapeError(`${value.length} bytes, too short for a sealed value`);
+  const bytes = value.subarray(1, value.length - VALUE_CHECKSUM_BYTES);
+  const stored = new DataView(value.buffer, value.byteOffset, value.byteLength).getUint32(value.length - VALUE_CHECKSUM_BYTES);
   const actual = crc32(bytes);
   if (stored !== actual) throw new ValueShapeError(`its checksum does not match its bytes (stored ${hex(stored)}, computed ${hex(actual)}): damaged on disk`);
   return bytes;

@@ -25,15 +25,17 @@
  */
 
 /**
- * The version of this layout and of the value encodings. Format 1 had one key per entry: a
- * segment of one entry in format 2. Format 3 is format 2 with every value but the format's
- * sealed by its CRC-32 (level-codec.ts sealValue). open() reads a store of format 1 or 2 as it
- * is and, before writing to it, seals every value and marks it format 3, in one batch (a
- * release before 3 then refuses it rather than misread it). It refuses any other version.
+ * The version of this layout and of the value encodings a store starts in. Format 1 had one key
+ * per entry: a segment of one entry in format 2, so open() reads it and marks the store as
+ * format 2 before writing to it. Format 3 is format 2 whose values, from some point on, are
+ * sealed by their CRC-32 (level-codec.ts sealValue): a store turns to it once the cluster
+ * version in force reads it (SEALED_STORE_VERSION), since a release before it refuses the
+ * directory, which must not happen while a downgrade is still allowed. It refuses any other
+ * version.
  */
-export const FORMAT_VERSION = 3;
+export const FORMAT_VERSION = 2;
 export const READABLE_FORMAT_VERSIONS: readonly number[] = [1, 2, 3];
-/** The first format whose values are sealed. */
+/** The format of a store that seals its values. */
 export const SEALED_FORMAT_VERSION = 3;
 
 export const META_PREFIX = 0x00;

@@ -19,7 +19,8 @@ import {
   sealValue,
   unsealValue,
 } from './level-codec.js';
-import { ENTRY_KEYS_END, FORMAT_VERSION, MetaName, READABLE_FORMAT_VERSIONS, SEALED_FORMAT_VERSION, describeKey, entryKey, metaKey, metaKeys, parseKey } from './level-layout.js';
+import { ENTRY_KEYS_END, FORMAT_VERSION, MetaName, READABLE_FORMAT_VERSIONS, SEALED_FORMAT_VERSION, describeKey, entryKey, metaKeys, parseKey } from './level-layout.js';
+import { SEALED_STORE_VERSION } from '../version/versions.js';
 import type { LogStorage, StorageBatch, StorageIdentity, StoredState } from './log-storage.js';
 import { checkBatch, checkCompaction, checkIdentity, copyIdentity, mismatchMessage, notOpenError, sameIdentity } from './store-checks.js';
 import { StoredSegments } from './stored-segments.js';
@@ -87,6 +88,9 @@ export class LevelLogStorage implements LogStorage {
   private readonly sync: boolean;
   /** Whether the store's directory is still the one opened (see StoreDirectoryWatch); null while closed. */
   #watch: StoreDirectoryWatch | null = null;
+  /** Whether values are written sealed (format 3), and whether the format's key must say so with the next write. */
+  #sealing = false;
+  #formatDue = false;
   readonly #onSyncedWrite: ((durationMs: number) => void) | undefined;
   readonly #records: EntryRecords;
   private session: Session | null = null;
@@ -119,22 +123,21 @@ export class LevelLogStorage implements LogStorage {
       if (read === null) {
         mark.check(this.path, emptyHardState, 0);
         await db.put(metaKeys.format, encodeFormat(FORMAT_VERSION), { sync: this.sync });
+        this.#sealing = false;
+        this.#formatDue = false;
         const empty: StoredState = { identity: null, hardState: { ...emptyHardState }, snapshot: emptySnapshot(), entries: [] };
         this.#watch = await StoreDirectoryWatch.start(this.path);
         this.begin(db, mark, empty, new StoredSegments([]), 0);
         return empty;
       }
-      const { state, version, segments, raw } = read;
+      const { state, version, segments } = read;
       // Before anything is written: a store that lost durable writes is left as it was found.
       mark.check(this.path, state.hardState, state.snapshot.index + state.entries.length);
-      // A store of format 1 or 2 is read as is, and sealed and marked format 3 in one batch
-      // before anything else is written: from here on an older cronraft refuses it rather than
-      // misreading a value, and every value is checked as it is read.
-      if (version < SEALED_FORMAT_VERSION) {
-        const ops: WriteOp[] = raw.map(({ key, value }) => ({ type: 'put', key, value: sealValue(value) }));
-        ops.push({ type: 'put', key: metaKeys.format, value: encodeFormat(FORMAT_VERSION) });
-        await db.batch(ops, { sync: this.sync });
-      }
+      // A store of format 1 is read as is, and marked format 2 before its segments are touched:
+      // from here on an older cronraft refuses it rather than misreading a segment.
+      if (version < FORMAT_VERSION) await db.put(metaKeys.format, encodeFormat(FORMAT_VERSION), { sync: this.sync });
+      this.#sealing = version >= SEALED_FORMAT_VERSION;
+      this.#formatDue = false;
       // Segments with no entry past the snapshot are stale: the removal after a snapshot had not
       // finished, or a segment straddling the snapshot has since been replaced past it. read()
       // decoded them but kept none of their entries. They go as after a compaction to the
@@ -166,7 +169,7 @@ export class LevelLogStorage implements LogStorage {
       throw new StorageError('CRONRAFT_STORAGE_MISMATCH', this.path, mismatchMessage(session.identity, identity));
     }
     session.identity = copyIdentity(identity);
-    await session.queue.write([{ type: 'put', key: metaKeys.identity, value: sealValue(encodeIdentity(identity)) }]);
+    await session.queue.write([{ type: 'put', key: metaKeys.identity, value: this.#value(encodeIdentity(identity)) }, ...this.#formatWrite()]);
   }
 
   async save(batch: StorageBatch): Promise<void> {
@@ -175,15 +178,15 @@ export class LevelLogStorage implements LogStorage {
     // Everything is encoded before the segments in memory change, so that a value that cannot
     // be encoded leaves them as the disk is.
     const first = batch.entries[0];
-    const segment = first === undefined ? null : { start: first.index, value: sealValue(encodeSegment(batch.entries, this.#records)) };
+    const segment = first === undefined ? null : { start: first.index, value: this.#value(encodeSegment(batch.entries, this.#records)) };
     const ops: WriteOp[] = [];
     if (batch.snapshot !== undefined) {
       // An installed snapshot removes every stored segment: those written past its index now,
       // and the others once it is durable, as after a compaction.
-      ops.push({ type: 'put', key: metaKeys.snapshot, value: sealValue(encodeSnapshot(batch.snapshot)) });
+      ops.push({ type: 'put', key: metaKeys.snapshot, value: this.#value(encodeSnapshot(batch.snapshot)) });
       pushDeletes(ops, session.segments.install(batch.snapshot.index));
     }
-    if (batch.hardState !== undefined) ops.push({ type: 'put', key: metaKeys.hardstate, value: sealValue(encodeHardState(batch.hardState)) });
+    if (batch.hardState !== undefined) ops.push({ type: 'put', key: metaKeys.hardstate, value: this.#value(encodeHardState(batch.hardState)) });
     if (segment !== null) {
       // One value for the whole batch. It replaces every stored entry from its first index on:
       // the segments after that index go, and one it starts within is cut by the reader.
@@ -191,6 +194,7 @@ export class LevelLogStorage implements LogStorage {
       ops.push({ type: 'put', key: entryKey(segment.start), value: segment.value });
     }
     if (ops.length === 0) return;
+    ops.push(...this.#formatWrite());
     if (batch.snapshot !== undefined) session.terms.install(batch.snapshot);
     session.terms.apply(batch.entries);
     if (batch.hardState !== undefined) session.hardState = copyHardState(batch.hardState);
@@ -219,7 +223,7 @@ export class LevelLogStorage implements LogStorage {
   async compact(snapshot: Snapshot): Promise<void> {
     const session = this.current();
     checkCompaction(snapshot, session.terms, session.hardState.commit);
-    const ops: WriteOp[] = [{ type: 'put', key: metaKeys.snapshot, value: sealValue(encodeSnapshot(snapshot)) }];
+    const ops: WriteOp[] = [{ type: 'put', key: metaKeys.snapshot, value: this.#value(encodeSnapshot(snapshot)) }, ...this.#formatWrite()];
     const { now, staleTo } = session.segments.compact(snapshot.index, session.terms.lastIndex);
     session.terms.compact(snapshot);
     pushDeletes(ops, now);
@@ -229,6 +233,30 @@ export class LevelLogStorage implements LogStorage {
     if (staleTo !== null) this.clearStale(session, staleTo);
     // A compaction comes once in many saves: the mark moves then, off the commit path.
     await session.mark.write(session.durable);
+  }
+
+  /**
+   * The cluster version in force is `version` (as applied, or restored): from
+   * SEALED_STORE_VERSION the store seals what it writes from then on, and says so (format 3)
+   * with its next write. Before it, the store is written as the release before writes it, so
+   * that a downgrade finds it readable.
+   */
+  clusterVersionInForce(version: number): void {
+    if (version < SEALED_STORE_VERSION || this.#sealing) return;
+    this.#sealing = true;
+    this.#formatDue = true;
+  }
+
+  /** A value as the store writes it now: sealed once it seals (see clusterVersionInForce). */
+  #value(bytes: Uint8Array): Uint8Array {
+    return this.#sealing ? sealValue(bytes) : bytes;
+  }
+
+  /** The format key's write that goes with the first write once sealing began, if not made yet. */
+  #formatWrite(): WriteOp[] {
+    if (!this.#formatDue) return [];
+    this.#formatDue = false;
+    return [{ type: 'put', key: metaKeys.format, value: encodeFormat(SEALED_FORMAT_VERSION) }];
   }
 
   firstIndex(): number {
@@ -392,28 +420,25 @@ export class LevelLogStorage implements LogStorage {
       if (meta.size === 0 && stored.length === 0) return null;
       throw this.corrupt(`key "${MetaName.Format}" is missing although the store holds data`);
     }
-    const version = this.decode(metaKeys.format, formatBytes, decodeFormat, false);
-    const sealed = version >= SEALED_FORMAT_VERSION;
+    const version = this.decode(metaKeys.format, formatBytes, decodeFormat);
     if (!READABLE_FORMAT_VERSIONS.includes(version)) {
       throw this.corrupt(`key "${MetaName.Format}" holds format version ${version}; this version of cronraft reads versions ${READABLE_FORMAT_VERSIONS.join(', ')}`);
     }
     const identityBytes = meta.get(MetaName.Identity);
-    const identity = identityBytes === undefined ? null : this.decode(metaKeys.identity, identityBytes, decodeIdentity, sealed);
+    const identity = identityBytes === undefined ? null : this.decode(metaKeys.identity, identityBytes, decodeIdentity);
     const hardStateBytes = meta.get(MetaName.HardState);
-    const hardState: HardState = hardStateBytes === undefined ? { ...emptyHardState } : this.decode(metaKeys.hardstate, hardStateBytes, decodeHardState, sealed);
+    const hardState: HardState = hardStateBytes === undefined ? { ...emptyHardState } : this.decode(metaKeys.hardstate, hardStateBytes, decodeHardState);
     const snapshotBytes = meta.get(MetaName.Snapshot);
-    const snapshot: Snapshot = snapshotBytes === undefined ? emptySnapshot() : this.decode(metaKeys.snapshot, snapshotBytes, decodeSnapshot, sealed);
+    const snapshot: Snapshot = snapshotBytes === undefined ? emptySnapshot() : this.decode(metaKeys.snapshot, snapshotBytes, decodeSnapshot);
 
-    const { entries, segments } = this.readLog(stored, snapshot, sealed);
+    const { entries, segments } = this.readLog(stored, snapshot);
     const lastIndex = snapshot.index + entries.length;
     if (hardState.commit > lastIndex) throw this.corrupt(`key "${MetaName.HardState}" has commit ${hardState.commit}, past the last index ${lastIndex}`);
     // Only committed entries are ever folded into a snapshot, so the commit point cannot be behind it.
     if (hardState.commit < snapshot.index) {
       throw this.corrupt(`key "${MetaName.HardState}" has commit ${hardState.commit}, below the index ${snapshot.index} of key "${MetaName.Snapshot}"`);
     }
-    // What a store of an earlier format holds, to seal as it is (open()): every value but the format's.
-    const raw = sealed ? [] : [...[...meta].filter(([name]) => name !== MetaName.Format).map(([name, value]) => ({ key: metaKey(name), value })), ...stored];
-    return { state: { identity, hardState, snapshot, entries }, version, segments, raw };
+    return { state: { identity, hardState, snapshot, entries }, version, segments };
   }
 
   /**
@@ -421,14 +446,14 @@ export class LevelLogStorage implements LogStorage {
    * from its first index on, and entries at or below the snapshot are skipped (see
    * level-layout.ts). Also every segment read, stale or not, with the last index written in it.
    */
-  private readLog(stored: readonly StoredValue[], snapshot: SnapshotMeta, sealed: boolean): { entries: Entry[]; segments: StoredSegments } {
+  private readLog(stored: readonly StoredValue[], snapshot: SnapshotMeta): { entries: Entry[]; segments: StoredSegments } {
     const entries: Entry[] = [];
     const all: { start: number; end: number }[] = [];
     const first = snapshot.index + 1;
     for (const { key, index: start, value } of stored) {
       const next = first + entries.length;
       if (start > next) throw this.corrupt(`the log has a gap: entries ${next}..${start - 1} are missing (next is ${describeKey(key)})`);
-      const segment = this.decode(key, value, decodeSegment, sealed);
+      const segment = this.decode(key, value, decodeSegment);
       const cut = Math.max(start, first);
       entries.length = Math.max(0, Math.min(entries.length, cut - first));
       let previousTerm = entries.at(-1)?.term ?? snapshot.term;
@@ -444,10 +469,10 @@ export class LevelLogStorage implements LogStorage {
     return { entries, segments: new StoredSegments(all) };
   }
 
-  /** `sealed`: the value ends in its checksum (format 3), checked first. */
-  private decode<T>(key: Uint8Array, bytes: Uint8Array, decoder: (bytes: Uint8Array) => T, sealed: boolean): T {
+  /** A value's record, its checksum checked first when it is sealed (the format's own never is). */
+  private decode<T>(key: Uint8Array, bytes: Uint8Array, decoder: (bytes: Uint8Array) => T): T {
     try {
-      return decoder(sealed ? unsealValue(bytes) : bytes);
+      return decoder(key === metaKeys.format ? bytes : unsealValue(bytes));
     } catch (error) {
       if (error instanceof ValueShapeError) throw this.corrupt(`${describeKey(key)} has a bad value: ${error.message}`);
       throw error;
@@ -470,8 +495,6 @@ interface StoreRead {
   readonly state: StoredState;
   readonly version: number;
   readonly segments: StoredSegments;
-  /** Before format 3: every key and value but the format's, as stored (unsealed). */
-  readonly raw: readonly { readonly key: Uint8Array; readonly value: Uint8Array }[];
 }
 
 /** What a store holds before anything was compacted: the empty state at index 0. */

@@ -80,4 +80,10 @@ export interface LogStorage {
   /** Where the retained log starts. */
   snapshot(): SnapshotMeta;
   close(): Promise<void>;
+  /**
+   * The cluster version in force is `version`, as this member applied or restored it: a store
+   * may change how it writes once every member's release reads it (LevelLogStorage seals its
+   * values from SEALED_STORE_VERSION). Optional: a store that writes alike at every version has none.
+   */
+  clusterVersionInForce?(version: number): void;
 }

@@ -125,6 +125,13 @@ export const RETRY_COUNT_VERSION = FANOUT_VERSION;
 export const PAST_HORIZON_VERSION = FANOUT_VERSION;
 
 /**
+ * The cluster version from which a member's LevelDB store seals its values with their CRC-32
+ * (storage format 3, which a release before it refuses): before it, a downgrade to the release
+ * before must find the data directory as that release wrote it.
+ */
+export const SEALED_STORE_VERSION = FANOUT_VERSION;
+
+/**
  * Bound on any version number read from the log, a snapshot or a peer: a hostile or damaged
  * value past it is malformed, not a version to wait for.
  */

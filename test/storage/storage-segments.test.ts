@@ -5,6 +5,7 @@ import type { HardState } from '../../src/raft/types.js';
 import { decodeFormat, encodeFormat, encodeHardState, encodeSegment, encodeSnapshot, sealValue } from '../../src/storage/level-codec.js';
 import { FORMAT_VERSION, entryKey, metaKeys } from '../../src/storage/level-layout.js';
 import { LevelLogStorage } from '../../src/storage/level-log-storage.js';
+import { SEALED_STORE_VERSION } from '../../src/version/versions.js';
 import { StoredSegments } from '../../src/storage/stored-segments.js';
 import { entries, entry, expectModelHolds, modelCommands, snapshotAt } from './storage-compliance.js';
 import { StoreDirectories, expectStorageError, formatOneEntry, rawRead, rawWrite, storedEntryIndexes } from '../fixtures/level-store.js';
@@ -153,7 +154,7 @@ describe('LevelLogStorage segments', () => {
     expect((await new LevelLogStorage(store.path).open()).entries).toEqual(entries(8, 9, 3));
   });
 
-  it('reads a store of format 1, one key per entry, and seals it and marks it format 3 before writing to it', async () => {
+  it('reads a store of format 1, one key per entry, and marks it format 2 before writing to it', async () => {
     const path = await dirs.storeWith(1);
     await rawWrite(path, [
       { key: metaKeys.format, value: encodeFormat(1) },
@@ -167,41 +168,41 @@ describe('LevelLogStorage segments', () => {
     const format = await rawRead(path, metaKeys.format);
     expect(format === undefined ? undefined : decodeFormat(format)).toBe(FORMAT_VERSION);
     expect(await storedEntryIndexes(path)).toEqual([1, 2, 3, 4]);
-    // Every value is sealed now: the segment of format 1 as it was, with its checksum after it.
-    expect(Buffer.from((await rawRead(path, entryKey(2)))!)).toEqual(Buffer.from(sealValue(formatOneEntry(entries(2, 2, 1)[0]!))));
     expect((await new LevelLogStorage(path).open()).entries).toEqual(entries(1, 6, 1));
   });
 
-  it('reads a store of format 2 (no checksums) and seals every value, in one batch with the format, before writing to it', async () => {
+  it('writes as the release before (format 2, unsealed) until the cluster version in force is SEALED_STORE_VERSION, then seals what it writes, format 3 with its first write', async () => {
     const path = await dirs.storePath();
-    const snapshot = snapshotAt(3, 1);
-    const fresh = new LevelLogStorage(path);
-    await fresh.open();
-    await fresh.close();
-    await rawWrite(
-      path,
-      [
-        { key: metaKeys.format, value: encodeFormat(2) },
-        { key: metaKeys.hardstate, value: encodeHardState(hard(1, 5)) },
-        { key: metaKeys.snapshot, value: encodeSnapshot(snapshot) },
-        { key: entryKey(4), value: encodeSegment(entries(4, 5, 1)) },
-      ],
-      { sealed: false },
-    );
     const store = new LevelLogStorage(path);
-    const state = await store.open();
-    expect(state.entries).toEqual(entries(4, 5, 1));
-    expect(state.snapshot).toEqual(snapshot);
+    await store.open();
+    await store.save({ entries: entries(1, 2, 1), hardState: hard(1, 1) });
+    store.clusterVersionInForce(SEALED_STORE_VERSION - 1);
+    await store.save({ entries: entries(3, 3, 1) });
+    store.clusterVersionInForce(SEALED_STORE_VERSION);
+    await store.save({ entries: entries(4, 5, 1), hardState: hard(1, 4) });
     await store.close();
     expect(decodeFormat((await rawRead(path, metaKeys.format))!)).toBe(3);
-    expect(Buffer.from((await rawRead(path, metaKeys.snapshot))!)).toEqual(Buffer.from(sealValue(encodeSnapshot(snapshot))));
+    // Written before: as the release before reads them; after: sealed.
+    expect(Buffer.from((await rawRead(path, entryKey(1)))!)).toEqual(Buffer.from(encodeSegment(entries(1, 2, 1))));
+    expect(Buffer.from((await rawRead(path, entryKey(3)))!)).toEqual(Buffer.from(encodeSegment(entries(3, 3, 1))));
     expect(Buffer.from((await rawRead(path, entryKey(4)))!)).toEqual(Buffer.from(sealValue(encodeSegment(entries(4, 5, 1)))));
-    expect((await new LevelLogStorage(path).open()).entries).toEqual(entries(4, 5, 1));
+    expect(Buffer.from((await rawRead(path, metaKeys.hardstate))!)).toEqual(Buffer.from(sealValue(encodeHardState(hard(1, 4)))));
+    // Read back whole; a store of format 3 seals from its open on.
+    const again = new LevelLogStorage(path);
+    expect((await again.open()).entries).toEqual(entries(1, 5, 1));
+    await again.save({ entries: entries(6, 6, 1) });
+    await again.close();
+    expect(Buffer.from((await rawRead(path, entryKey(6)))!)).toEqual(Buffer.from(sealValue(encodeSegment(entries(6, 6, 1)))));
   });
 
   it('refuses, as corrupt, a value whose checksum does not match its bytes: a byte flipped in an entry\'s data, in a hard state, in the snapshot', async () => {
     for (const key of [entryKey(2), metaKeys.hardstate]) {
-      const path = await dirs.storeWith(3);
+      const path = await dirs.storePath();
+      const store = new LevelLogStorage(path);
+      await store.open();
+      store.clusterVersionInForce(SEALED_STORE_VERSION);
+      for (const one of entries(1, 3, 1)) await store.save({ entries: [one], hardState: hard(1, 1) });
+      await store.close();
       const value = (await rawRead(path, key))!;
       const flipped = Uint8Array.from(value);
       // A byte of the value itself, not of its checksum: the record still decodes (before, an

@@ -429,7 +429,7 @@ describe('LevelLogStorage', () => {
   it('refuses a LevelDB directory whose files are damaged, without replacing it', async () => {
     const path = await storeWith(2);
     await writeFile(join(path, 'CURRENT'), 'MANIFEST-999999\n');
-    const error = await expectStorageError(new LevelLogStorage(path).open(), 'CRONRAFT_STORAGE_UNREADABLE', path);
+    const error = await expectStorageError(new LevelLogStorage(path).open(), 'CRONRAFT_STORAGE_CORRUPT', path);
     expect(error.cause).toBeDefined();
     expect(await readFile(join(path, 'CURRENT'), 'utf8')).toBe('MANIFEST-999999\n');
   });

@@ -9,6 +9,7 @@ import { readFileSync, readdirSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Cluster, type ClusterOptions } from '../../src/index.js';
+import { SEALED_STORE_VERSION } from '../../src/version/versions.js';
 import { freePort } from '../fixtures/process-cluster.js';
 import { cleanupDisks, tempDir } from '../fixtures/disks.js';
 
@@ -32,6 +33,10 @@ async function build(): Promise<{ options: ClusterOptions; store: string }> {
   const options: ClusterOptions = { listen: `127.0.0.1:${await freePort()}`, dataDir };
   const c = new Cluster([], options);
   await c.start();
+  // The store seals its values once the cluster runs SEALED_STORE_VERSION (a new cluster raises
+  // its version within seconds); before, it writes as the release before, for a downgrade.
+  for (let i = 0; i < 500 && c.state().version.active < SEALED_STORE_VERSION; i++) await new Promise((r) => setTimeout(r, 20));
+  expect(c.state().version.active).toBeGreaterThanOrEqual(SEALED_STORE_VERSION);
   for (let i = 0; i < ENTRIES; i++) await c.propose(payload(i));
   await c.stop();
   const again = new Cluster([], options);
