@@ -76,6 +76,20 @@ describe('runExclusive', () => {
     expect(await runExclusive(ctx, 'a', { atMostFor: 1000 }, () => undefined)).toBe(false);
   });
 
+  it('tells a call waiting for the cluster’s time as its member stops CRONRAFT_NOT_RUNNING, not CLOCK_UNSYNCED, and one made after the stop began at once', async () => {
+    const { ctx } = member();
+    const driver = ctx.driver() as unknown as { clockSynced: boolean };
+    driver.clockSynced = false;
+    // The member's wait for its clock ends (false) when it stops, as Cluster's does.
+    let stop: () => void = () => undefined;
+    const waiting = runExclusive({ ...ctx, waitFor: () => new Promise<boolean>((resolve) => (stop = () => resolve(false))) }, 'nightly', { atMostFor: 1000 }, () => undefined);
+    const settled = ctx.tasks.settle(new ManualTimers(), 0);
+    stop();
+    await expect(waiting).rejects.toMatchObject({ code: 'CRONRAFT_NOT_RUNNING' });
+    await settled;
+    await expect(runExclusive(ctx, 'nightly', { atMostFor: 1000 }, () => undefined)).rejects.toMatchObject({ code: 'CRONRAFT_NOT_RUNNING' });
+  });
+
   it('refuses a name with a lone surrogate, which the log would make one with another (a 200-character cut through an emoji)', async () => {
     const { ctx } = member();
     const cut = `${'x'.repeat(199)}${'😀'}`.slice(0, 200);
