@@ -8,26 +8,41 @@ import { ManualTimers } from '../fixtures/manual-timers.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 
-/** runExclusive over a driver that applies each command to a SchedulerState, a commit round (1 ms) later. */
-function member(state = new SchedulerState()): { ctx: ExclusiveContext; time: { ms: number; stepMs: number; commitMs: number } } {
-  const time = { ms: T0, stepMs: 0, commitMs: 1 };
-  const cluster = { now: () => time.ms + time.stepMs };
-  const stamps = new StampClock(cluster);
-  let index = 0;
+/**
+ * A member's context over a driver whose cluster time is `clusterClock` and whose proposals
+ * apply their command to `state` as entry `nextIndex()`, once `commit()` (the commit round) ran.
+ */
+function contextOver(
+  self: string,
+  state: SchedulerState,
+  clusterClock: { now(): number },
+  timers: ExclusiveContext['timers'],
+  nextIndex: () => number,
+  commit: () => void = () => undefined,
+): ExclusiveContext {
+  const stamps = new StampClock(clusterClock);
   const driver = {
     clockSynced: true,
     node: { leader: 'a' },
-    clusterClock: () => cluster,
+    clusterClock: () => clusterClock,
     stampClock: () => stamps,
     propose: async (data: Uint8Array) => {
       const entry = decodeEntry(data, SUPPORTED.stateMachine.max, SUPPORTED);
       if (entry.kind !== 'scheduler') throw new Error(`not a scheduler command: ${entry.kind}`);
-      time.ms += time.commitMs;
-      return { index: ++index, result: state.apply(index, entry.command) };
+      commit();
+      const index = nextIndex();
+      return { index, result: state.apply(index, entry.command) };
     },
   };
+  return { self, driver: () => driver as never, timers, clockSyncTimeoutMs: 1000, waitFor: async () => true, clockSyncPollMs: 10, tasks: new ExclusiveTasks(), abortMarginMs: exclusiveAbortMarginMs(1000) };
+}
+
+/** runExclusive over a driver that applies each command to a SchedulerState, a commit round (1 ms) later. */
+function member(state = new SchedulerState()): { ctx: ExclusiveContext; time: { ms: number; stepMs: number; commitMs: number } } {
+  const time = { ms: T0, stepMs: 0, commitMs: 1 };
+  let index = 0;
   const timers = { now: () => time.ms, setTimeout: () => 0, clearTimeout: () => undefined };
-  const ctx: ExclusiveContext = { self: 'a', driver: () => driver as never, timers, clockSyncTimeoutMs: 1000, waitFor: async () => true, clockSyncPollMs: 10, tasks: new ExclusiveTasks(), abortMarginMs: exclusiveAbortMarginMs(1000) };
+  const ctx = contextOver('a', state, { now: () => time.ms + time.stepMs }, timers, () => ++index, () => (time.ms += time.commitMs));
   return { ctx, time };
 }
 
@@ -107,23 +122,7 @@ describe('runExclusive: the holder’s signal and another member’s grant', () 
     const state = new SchedulerState();
     const timers = new ManualTimers();
     let index = 0;
-    const at = (id: string, offsetMs: number): ExclusiveContext => {
-      const clusterClock = { now: () => T0 + timers.now() + offsetMs };
-      const stamps = new StampClock(clusterClock);
-      const driver = {
-        clockSynced: true,
-        node: { leader: 'a' },
-        clusterClock: () => clusterClock,
-        stampClock: () => stamps,
-        propose: async (data: Uint8Array) => {
-          const entry = decodeEntry(data, SUPPORTED.stateMachine.max, SUPPORTED);
-          if (entry.kind !== 'scheduler') throw new Error(`not a scheduler command: ${entry.kind}`);
-          const i = ++index;
-          return { index: i, result: state.apply(i, entry.command) };
-        },
-      };
-      return { self: id, driver: () => driver as never, timers, clockSyncTimeoutMs: 1000, waitFor: async () => true, clockSyncPollMs: 10, tasks: new ExclusiveTasks(), abortMarginMs: exclusiveAbortMarginMs(1000) };
-    };
+    const at = (id: string, offsetMs: number): ExclusiveContext => contextOver(id, state, { now: () => T0 + timers.now() + offsetMs }, timers, () => ++index);
     const a = at('a', -300);
     const b = at('b', 0);
     let aRunning = false;

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Cluster, stopClusters, T0, track } from '../fixtures/scheduler-cluster.js';
 import type { RunRecord } from '../../src/runtime/scheduler/job-types.js';
+import type { SchedulerRuntimeOptions } from '../../src/runtime/scheduler/runtime-context.js';
 import { parseSpec } from '../../src/scheduler/spec.js';
 import { claimKey } from '../../src/scheduler/records.js';
 import { PROPOSE_UNTIL_GIVE_UP_MS, PROPOSE_UNTIL_MAX_WAIT_MS } from '../../src/runtime/scheduler/runtime-context.js';
@@ -140,33 +141,41 @@ describe('a run’s record proposed while no leader takes it', () => {
   });
 });
 
+/**
+ * Members a and b (reassignment horizon 3 s, and `options`); while `b.down`, b's proposals fail
+ * as with no leader, counted in `b.tries`.
+ */
+function cutOffB(options: Partial<SchedulerRuntimeOptions> = {}): { c: Cluster; b: { down: boolean; tries: number } } {
+  const b = { down: false, tries: 0 };
+  const c: Cluster = track(
+    new Cluster(['a', 'b'], 5, { reassignHorizonMs: 3000, ...options }, (id) =>
+      id === 'b'
+        ? {
+            propose: (command) => {
+              if (!b.down) return c.propose(command);
+              b.tries++;
+              return Promise.reject(new Error('no leader'));
+            },
+          }
+        : {},
+    ),
+  );
+  return { c, b };
+}
+
 describe('a run’s record proposed while its member is cut off past the horizon', () => {
   // Found by the simulator once it drew short horizons: the tries stopped at the horizon, and
   // every member's history showed the run that succeeded in progress for good.
   it('is recorded once a leader takes it again, the tries spaced out after the horizon', async () => {
-    let down = false;
-    let tries = 0;
-    const c: Cluster = track(
-      new Cluster(['a', 'b'], 5, { reassignHorizonMs: 3000 }, (id) =>
-        id === 'b'
-          ? {
-              propose: (command) => {
-                if (!down) return c.propose(command);
-                tries++;
-                return Promise.reject(new Error('no leader'));
-              },
-            }
-          : {},
-      ),
-    );
+    const { c, b } = cutOffB();
     c.schedule(['b'], 'report', { at: T0 + 1000 }, 500);
     await c.time.advanceTo(T0 + 1200);
-    down = true;
+    b.down = true;
     await c.time.advanceTo(T0 + 61_200);
     // A try every plan interval until the horizon (30), then twice as long each time, up to 10 s.
-    expect(tries).toBeGreaterThan(30);
-    expect(tries).toBeLessThan(45);
-    down = false;
+    expect(b.tries).toBeGreaterThan(30);
+    expect(b.tries).toBeLessThan(45);
+    b.down = false;
     await c.time.advanceTo(T0 + 75_000);
     const claim = c.claims('report')[0]!;
     expect(claim.outcomes.get('b')).toMatchObject({ outcome: 'succeeded', token: claim.token });
@@ -175,36 +184,22 @@ describe('a run’s record proposed while its member is cut off past the horizon
 
 describe('a run’s record proposed while its member reaches no leader for over a day', () => {
   it('is given up after PROPOSE_UNTIL_GIVE_UP_MS, its tries spaced out to PROPOSE_UNTIL_MAX_WAIT_MS', async () => {
-    let down = false;
-    let tries = 0;
-    const c: Cluster = track(
-      // Plans every 5 s, not every 100 ms: a day of them on two members is all the test's cost.
-      new Cluster(['a', 'b'], 5, { reassignHorizonMs: 3000, planIntervalMs: 5000, lookaheadMs: 10_000 }, (id) =>
-        id === 'b'
-          ? {
-              propose: (command) => {
-                if (!down) return c.propose(command);
-                tries++;
-                return Promise.reject(new Error('no leader'));
-              },
-            }
-          : {},
-      ),
-    );
+    // Plans every 5 s, not every 100 ms: a day of them on two members is all the test's cost.
+    const { c, b } = cutOffB({ planIntervalMs: 5000, lookaheadMs: 10_000 });
     c.schedule(['b'], 'report', { at: T0 + 1000 }, 500);
     await c.time.advanceTo(T0 + 1200);
-    down = true;
+    b.down = true;
     const downAtMs = c.time.nowMs;
     await c.time.advanceTo(downAtMs + PROPOSE_UNTIL_GIVE_UP_MS - 60_000);
-    const before = tries;
+    const before = b.tries;
     // Over the last minute of the day, one try every PROPOSE_UNTIL_MAX_WAIT_MS.
     await c.time.advanceTo(downAtMs + PROPOSE_UNTIL_GIVE_UP_MS);
-    expect(tries - before).toBeGreaterThanOrEqual(60_000 / PROPOSE_UNTIL_MAX_WAIT_MS - 1);
-    expect(tries - before).toBeLessThanOrEqual(60_000 / PROPOSE_UNTIL_MAX_WAIT_MS + 1);
-    const atGiveUp = tries;
+    expect(b.tries - before).toBeGreaterThanOrEqual(60_000 / PROPOSE_UNTIL_MAX_WAIT_MS - 1);
+    expect(b.tries - before).toBeLessThanOrEqual(60_000 / PROPOSE_UNTIL_MAX_WAIT_MS + 1);
+    const atGiveUp = b.tries;
     await c.time.advanceTo(downAtMs + PROPOSE_UNTIL_GIVE_UP_MS + 10 * PROPOSE_UNTIL_MAX_WAIT_MS);
-    expect(tries).toBeLessThanOrEqual(atGiveUp + 1);
-    down = false;
+    expect(b.tries).toBeLessThanOrEqual(atGiveUp + 1);
+    b.down = false;
     await c.time.advanceTo(c.time.nowMs + 5000);
     // Given up: the run's outcome stays unrecorded.
     const claim = c.claims('report')[0]!;

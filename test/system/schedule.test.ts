@@ -205,6 +205,8 @@ describe('cluster.schedule', () => {
       // Names no address can hold: HTTP and the CLI resolve them as path segments.
       [() => c.schedule('.', '* * * * *', () => undefined), 'name'],
       [() => c.schedule('..', '* * * * *', () => undefined), 'name'],
+      // A name cut through an emoji: the log's UTF-8 would make it another name's.
+      [() => c.schedule(`${'x'.repeat(199)}😀`.slice(0, 200), '* * * * *', () => undefined), 'name'],
       // Whole numbers a double cannot hold exactly, which the log's check refuses: the registration
       // (and the others batched in its entry) was skipped by every member, unsaid.
       [() => c.schedule('a', '* * * * *', () => undefined, { overlap: 'queue', catchUp: { windowMs: 60_000, maxSlots: 2 ** 60 } }), 'options.catchUp'],
