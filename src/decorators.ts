@@ -33,7 +33,9 @@ export type ExclusiveDecorator<This, Args extends unknown[]> = <Return>(
  * an initializer (`context.addInitializer`), which runs as each instance is constructed, and
  * that schedules the job then; for a static method, as the class is defined. So construct one
  * instance per member, as for any job: a second one schedules the same name again, which
- * `cluster.schedule` refuses with InvalidArgumentError from the constructor. Before or after
+ * `cluster.schedule` refuses with InvalidArgumentError from the constructor. The initializer
+ * runs before the constructor's body: a constructor that throws leaves the job scheduled, bound
+ * to the instance that failed, until `cluster.unschedule(name)`. Before or after
  * `cluster.start()`, like `cluster.schedule`.
  */
 export function scheduled<This extends object>(cluster: Cluster, spec: SpecInput, options: ScheduledOptions = {}): ScheduledDecorator<This> {

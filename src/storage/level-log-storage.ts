@@ -339,8 +339,9 @@ export class LevelLogStorage implements LogStorage {
       const synced = this.sync && sync;
       const startMs = synced && this.#onSyncedWrite !== undefined ? performance.now() : 0;
       // A synced write is what an acknowledgement stands on: the directory is looked at beside
-      // it (on libuv's pool too, as the write), so that none is acknowledged once it is gone.
-      await Promise.all([batch.write({ sync: synced }), synced ? this.#watch?.look() : undefined]);
+      // it (on libuv's pool too, as the write), or was just before, so that none is acknowledged
+      // once it is gone (STORE_DIRECTORY_LOOK_FRESH_MS after at most).
+      await Promise.all([batch.write({ sync: synced }), synced ? this.#watch?.lookFresh() : undefined]);
       if (synced) this.#onSyncedWrite?.(performance.now() - startMs);
     } catch (error) {
       throw new StorageError('CRONRAFT_STORAGE_UNREADABLE', this.path, `a write failed; reopen the store: ${messageOf(error)}`, { cause: error });

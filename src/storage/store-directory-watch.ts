@@ -10,6 +10,15 @@ import { stat } from 'node:fs/promises';
 export const STORE_DIRECTORY_CHECK_MS = 1000;
 
 /**
+ * A synced write stands on a look at the directory begun at most this long before it (or in
+ * flight as it starts): a look costs a round trip through libuv's pool, several times a synced
+ * write's own main-thread cost when taken for every one of thousands a second. Whatever a member
+ * wrote before its directory was removed is lost with it, acknowledged or not; what the look
+ * bounds is how long after that the member goes on acknowledging, which this keeps short.
+ */
+export const STORE_DIRECTORY_LOOK_FRESH_MS = 20;
+
+/**
  * Looks every STORE_DIRECTORY_CHECK_MS whether a store's directory is still there, the same one
  * (device and inode) as when it was opened; `gone` then says why not, and stays so. Its timer
  * keeps no process alive.
@@ -20,6 +29,9 @@ export class StoreDirectoryWatch {
   readonly #ino: number;
   #timer: NodeJS.Timeout | null = null;
   #gone: string | null = null;
+  /** The latest look, and when (performance.now()) it began. */
+  #lastLook: Promise<void> | null = null;
+  #lastLookAtMs = Number.NEGATIVE_INFINITY;
 
   private constructor(path: string, dev: number, ino: number) {
     this.#path = path;
@@ -38,6 +50,18 @@ export class StoreDirectoryWatch {
   /** Why the directory is no longer the one opened, or null while it is. */
   get gone(): string | null {
     return this.#gone;
+  }
+
+  /**
+   * A look begun at most STORE_DIRECTORY_LOOK_FRESH_MS ago, in flight or done, or a new one: what
+   * a synced write waits for beside it.
+   */
+  lookFresh(): Promise<void> {
+    const nowMs = performance.now();
+    if (this.#lastLook !== null && nowMs - this.#lastLookAtMs <= STORE_DIRECTORY_LOOK_FRESH_MS) return this.#lastLook;
+    this.#lastLookAtMs = nowMs;
+    this.#lastLook = this.look();
+    return this.#lastLook;
   }
 
   /** Looks once (the timer's look, which a test may call). */

@@ -33,6 +33,17 @@ describe('cronraft/decorators, as an app writes them', () => {
     expect(() => new Reports()).toThrow(cronraft.InvalidArgumentError);
   });
 
+  it('@scheduled on a class whose constructor throws leaves the job scheduled, as the README says, until the app unschedules it', async () => {
+    const cluster = await oneMember();
+    const failing = { now: true };
+    const Failing = app.failingOn(cluster, failing);
+    expect(() => new Failing()).toThrow('the app could not build its jobs');
+    failing.now = false;
+    expect(() => new Failing()).toThrow(cronraft.InvalidArgumentError);
+    expect(cluster.unschedule('Failing.hourly')).toBe(true);
+    expect(() => new Failing()).not.toThrow();
+  });
+
   it('@exclusive written above @scheduled holds the lock on every scheduled run', async () => {
     // @scheduled ran the method it was handed, the one below @exclusive: outside the lock.
     const cluster = await oneMember();

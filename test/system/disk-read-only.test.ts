@@ -7,9 +7,10 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Cluster } from '../../src/index.js';
-import { STORE_DIRECTORY_CHECK_MS } from '../../src/storage/store-directory-watch.js';
+import { STORE_DIRECTORY_CHECK_MS, STORE_DIRECTORY_LOOK_FRESH_MS } from '../../src/storage/store-directory-watch.js';
 import { freePort } from '../fixtures/process-cluster.js';
 import { cleanupDisks, disksUnavailable, mountTmpfs, remount, tempDir } from '../fixtures/disks.js';
 
@@ -139,6 +140,9 @@ describe('a follower whose data directory is removed while it runs', () => {
     const [victim, third] = ms.filter((m) => m !== lead) as [Cluster, Cluster];
     for (let i = 0; i < 10; i++) await lead.propose(`warm-${i}`);
     rmSync(dirs[ms.indexOf(victim)]!, { recursive: true, force: true });
+    // A synced write stands on a look at the directory begun at most STORE_DIRECTORY_LOOK_FRESH_MS
+    // before it: past that bound, none may count.
+    await sleep(STORE_DIRECTORY_LOOK_FRESH_MS + 1);
     // The third member goes: every commit from here on would count the victim's acknowledgement.
     await third.stop();
     const committed = await lead.propose('after').then(() => true, () => false);
