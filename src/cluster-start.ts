@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { EventEmitter } from 'node:events';
 import type { PrivateKey } from '@libp2p/interface';
 import type { ClusterState, MemberState } from './api/state.js';
+import { letGoIfUnanswered, type UnansweredLocks } from './api/unanswered-locks.js';
 import { EntryRecords } from './bytes/entry-records.js';
 import { cancelledEventOf, jobRefusedEventOf, missedEventOf, type ClusterEvents } from './cluster-events.js';
 import { registerConsumer, type ConsumeHandler } from './cluster-fanout.js';
@@ -76,6 +77,8 @@ export interface StartContext {
   readonly onSoftState: (s: SoftState) => void;
   /** A scheduler command applied here: state()'s views of the jobs are built soon (api/job-views-warmer.ts). */
   readonly onJobsChanged: () => void;
+  /** runExclusive's lock proposals that went unanswered: one that commits is let go at once. */
+  readonly unansweredLocks: UnansweredLocks;
   readonly onFatal: (error: unknown) => void;
 }
 
@@ -178,6 +181,8 @@ export async function startMember(ctx: StartContext, parts: MemberParts): Promis
     },
     onSchedulerApplied: (index, command, result) => {
       ctx.onJobsChanged();
+      const driver = parts.member?.driver;
+      if (driver !== undefined) letGoIfUnanswered(o.self.id, index, command, result, ctx.unansweredLocks, (data) => driver.propose(data));
       const missed = missedEventOf(index, command, result);
       if (missed !== null) tell('missed', missed);
       const cancelled = cancelledEventOf(index, command, result);

@@ -4,6 +4,7 @@ import { historyOf, type SlotHistory } from './api/history.js';
 import { JobStates } from './api/job-states.js';
 import { JobViewsWarmer } from './api/job-views-warmer.js';
 import { ExclusiveTasks, exclusiveAbortMarginMs, runExclusive, type ExclusiveLock, type ExclusiveOptions } from './api/run-exclusive.js';
+import { UnansweredLocks } from './api/unanswered-locks.js';
 import { clusterStateOf, type ClusterState, type StateSources } from './api/state.js';
 import type { ClusterEvents } from './cluster-events.js';
 import { clusterIdOf, resolveOptions, CLUSTER_DEFAULTS, type ClusterOptions, type ResolvedOptions } from './cluster-options.js';
@@ -62,6 +63,8 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   #status: Status = 'new';
   /** Tasks running under a lock here (runExclusive), which a graceful stop waits for and then aborts. */
   readonly #exclusive = new ExclusiveTasks();
+  /** Lock proposals of runExclusive that went unanswered, let go should they commit. */
+  readonly #unansweredLocks = new UnansweredLocks();
   /** The graceful stop under way, which a second stop() call waits for. */
   #stopping: Promise<void> | null = null;
   /** Storage, transport, the member and what watches it, as start() opened them (cluster-start.ts). */
@@ -146,6 +149,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
         ended: () => this.#status !== 'running' && this.#status !== 'starting',
         onSoftState: (s) => this.#onSoftState(s),
         onJobsChanged: () => this.#jobViewsWarmer.changed(),
+        unansweredLocks: this.#unansweredLocks,
         onFatal: (error) => this.#onFatal(error),
       },
       this.#parts,
@@ -445,6 +449,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
         waitFor: (done, timeoutMs, pollMs) => this.#waitFor(done, timeoutMs, pollMs),
         tasks: this.#exclusive,
         abortMarginMs: exclusiveAbortMarginMs(this.#o.member.timing.maxClockSkewMs),
+        unanswered: this.#unansweredLocks,
       },
       name,
       options,

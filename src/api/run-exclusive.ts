@@ -1,4 +1,4 @@
-import { BackpressureError, ClockUnsyncedError, InvalidArgumentError, NotLeaderError, NotRunningError, RunAbortedError, TimeoutError } from '../errors.js';
+import { BackpressureError, ClockUnsyncedError, InvalidArgumentError, NotLeaderError, NotRunningError, OutcomeUnknownError, RunAbortedError, TimeoutError } from '../errors.js';
 import { validateName } from '../job-options.js';
 import type { NodeId } from '../raft/types.js';
 import { encodeCommand } from '../runtime/commands.js';
@@ -8,6 +8,7 @@ import type { SchedulerCommand } from '../scheduler/command.js';
 import { SCHEDULER_DEFAULTS } from '../scheduler/state.js';
 import type { TimerHandle, Timers } from '../time/clock.js';
 import { MAX_STAMP_HOLD_MS } from '../time/stamp-clock.js';
+import type { UnansweredLocks } from './unanswered-locks.js';
 
 /** What `Cluster.runExclusive` takes besides the lock's name. */
 export interface ExclusiveOptions {
@@ -46,6 +47,8 @@ export interface ExclusiveContext {
    * cluster's time reaches the end, and the members' estimates differ (see exclusiveAbortMarginMs).
    */
   readonly abortMarginMs: number;
+  /** Lock proposals that failed without an answer, let go if they commit after all (UnansweredLocks). */
+  readonly unanswered: UnansweredLocks;
 }
 
 /**
@@ -163,8 +166,16 @@ async function exclusiveCall(
   // stamped before that one's end when the cluster's time stepped back between the two.
   const clock = driver.stampClock();
   const startMs = clock.now();
-  const lock: SchedulerCommand = { type: 'lock', name, member: ctx.self, atMs: startMs, untilMs: startMs + atMostFor };
-  const taken = (await driver.propose(encodeCommand({ kind: 'scheduler', command: lock }))).result as { ok: boolean; reason?: string; lock?: { token: number } } | undefined;
+  const lock: Extract<SchedulerCommand, { type: 'lock' }> = { type: 'lock', name, member: ctx.self, atMs: startMs, untilMs: startMs + atMostFor };
+  let taken: { ok: boolean; reason?: string; lock?: { token: number } } | undefined;
+  try {
+    taken = (await driver.propose(encodeCommand({ kind: 'scheduler', command: lock }))).result as typeof taken;
+  } catch (error) {
+    // No answer, so the lock may commit yet: it is let go then (the member watches for it),
+    // rather than held with no task until atMostFor.
+    if (error instanceof TimeoutError || error instanceof OutcomeUnknownError) ctx.unanswered.add(lock, clock.now());
+    throw error;
+  }
   if (taken?.ok === false && taken.reason === 'too-many-locks') throw new BackpressureError(`No lock is free to take "${name}": the cluster holds as many locks as it keeps (${SCHEDULER_DEFAULTS.maxLocks}), each held or not yet expired`);
   if (taken?.ok !== true || taken.lock === undefined) return false;
   const token = taken.lock.token;

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ExclusiveTasks, exclusiveAbortMarginMs, runExclusive, type ExclusiveContext } from '../../src/api/run-exclusive.js';
+import { letGoIfUnanswered, UnansweredLocks } from '../../src/api/unanswered-locks.js';
+import { TimeoutError } from '../../src/errors.js';
 import { decodeEntry } from '../../src/runtime/commands.js';
 import { SchedulerState } from '../../src/scheduler/state.js';
 import { StampClock } from '../../src/time/stamp-clock.js';
@@ -34,7 +36,7 @@ function contextOver(
       return { index, result: state.apply(index, entry.command) };
     },
   };
-  return { self, driver: () => driver as never, timers, clockSyncTimeoutMs: 1000, waitFor: async () => true, clockSyncPollMs: 10, tasks: new ExclusiveTasks(), abortMarginMs: exclusiveAbortMarginMs(1000) };
+  return { self, driver: () => driver as never, timers, clockSyncTimeoutMs: 1000, waitFor: async () => true, clockSyncPollMs: 10, tasks: new ExclusiveTasks(), abortMarginMs: exclusiveAbortMarginMs(1000), unanswered: new UnansweredLocks() };
 }
 
 /** runExclusive over a driver that applies each command to a SchedulerState, a commit round (1 ms) later. */
@@ -103,6 +105,40 @@ describe('runExclusive', () => {
     await expect(waiting).rejects.toMatchObject({ code: 'CRONRAFT_NOT_RUNNING' });
     await settled;
     await expect(runExclusive(ctx, 'nightly', { atMostFor: 1000 }, () => undefined)).rejects.toMatchObject({ code: 'CRONRAFT_NOT_RUNNING' });
+  });
+
+  it('lets go of a lock whose proposal timed out and then committed, where it was held with no task until atMostFor and the caller refused when it tried again', async () => {
+    const state = new SchedulerState();
+    const { ctx, time } = member(state);
+    // The proposal is appended, but its answer does not come within the request timeout.
+    let late: { index: number; data: Uint8Array } | null = null;
+    const driver = ctx.driver() as unknown as { propose: (data: Uint8Array) => Promise<unknown> };
+    const propose = driver.propose;
+    driver.propose = async (data) => {
+      late = { index: 7, data };
+      throw new TimeoutError('The proposal', 5000);
+    };
+    await expect(runExclusive(ctx, 'nightly', { atMostFor: 600_000 }, () => undefined)).rejects.toMatchObject({ code: 'CRONRAFT_TIMEOUT' });
+    driver.propose = propose;
+    // It commits after all, and this member applies it.
+    time.ms += 6000;
+    const entry = decodeEntry(late!.data, SUPPORTED.stateMachine.max, SUPPORTED);
+    if (entry.kind !== 'scheduler') throw new Error('not a scheduler command');
+    const result = state.apply(late!.index, entry.command);
+    expect(result).toMatchObject({ ok: true });
+    const lettingGo: Promise<unknown>[] = [];
+    letGoIfUnanswered('a', late!.index, entry.command, result, ctx.unanswered, (data) => {
+      const p = propose(data);
+      lettingGo.push(p);
+      return p;
+    });
+    await Promise.all(lettingGo);
+    expect(lettingGo).toHaveLength(1);
+    expect(ctx.unanswered.size).toBe(0);
+    // Free at once, not ten minutes on.
+    let ran = 0;
+    expect(await runExclusive(ctx, 'nightly', { atMostFor: 600_000 }, () => void ran++)).toBe(true);
+    expect(ran).toBe(1);
   });
 
   it('refuses a name with a lone surrogate, which the log would make one with another (a 200-character cut through an emoji)', async () => {
