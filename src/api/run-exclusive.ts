@@ -165,15 +165,16 @@ async function exclusiveCall(
   // The stamp clock: a lock taken again by this member after it let the last one go is not
   // stamped before that one's end when the cluster's time stepped back between the two.
   const clock = driver.stampClock();
-  const startMs = clock.now();
+  const startMs = ctx.unanswered.proposing(name, clock.now());
   const lock: Extract<SchedulerCommand, { type: 'lock' }> = { type: 'lock', name, member: ctx.self, atMs: startMs, untilMs: startMs + atMostFor };
   let taken: { ok: boolean; reason?: string; lock?: { token: number } } | undefined;
   try {
     taken = (await driver.propose(encodeCommand({ kind: 'scheduler', command: lock }))).result as typeof taken;
+    ctx.unanswered.settled(lock, true, clock.now());
   } catch (error) {
     // No answer, so the lock may commit yet: it is let go then (the member watches for it),
     // rather than held with no task until atMostFor.
-    if (error instanceof TimeoutError || error instanceof OutcomeUnknownError) ctx.unanswered.add(lock, clock.now());
+    ctx.unanswered.settled(lock, !(error instanceof TimeoutError || error instanceof OutcomeUnknownError), clock.now());
     throw error;
   }
   if (taken?.ok === false && taken.reason === 'too-many-locks') throw new BackpressureError(`No lock is free to take "${name}": the cluster holds as many locks as it keeps (${SCHEDULER_DEFAULTS.maxLocks}), each held or not yet expired`);

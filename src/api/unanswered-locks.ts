@@ -13,23 +13,44 @@ export const MAX_UNANSWERED_LOCKS = 1024;
  * hold its lock with no task until its atMostFor, the cluster locked out of it meanwhile (ten
  * minutes for a lock of ten minutes), and the caller, told the call failed, refused when it
  * tried again. The member watches for them as its state machine applies locks, and lets go at
- * once of one that commits. A lock is known by its name and the time stamped on it, which this
- * member's stamp clock never repeats for one name; each is watched until its atMostFor, after
- * which it would have expired anyway. Bounded by MAX_UNANSWERED_LOCKS.
+ * once of one that commits, each until its atMostFor, after which it would have expired anyway.
+ * A lock is known by its name and the time stamped on it, which `proposing` keeps apart from
+ * every other lock of that name this member has in flight or watches (two calls in one
+ * millisecond would share a stamp, and the one granted be let go for the other's lost answer).
+ * Bounded by MAX_UNANSWERED_LOCKS, and the calls in flight.
  */
 export class UnansweredLocks {
+  /** Locks proposed and not yet answered, by key. */
+  readonly #inFlight = new Set<string>();
   /** `${atMs} ${name}` to when the lock would end: in the order added. */
   readonly #watched = new Map<string, number>();
 
-  /** The lock proposed as `lock` failed without an answer, at `nowMs` on the cluster's time. */
-  add(lock: Extract<SchedulerCommand, { type: 'lock' }>, nowMs: number): void {
+  /**
+   * The stamp of a lock of `name` about to be proposed at `atMs`: `atMs`, or the first
+   * millisecond after it that no lock of that name this member has in flight or watches uses
+   * (at most as many as those). The lock counts as in flight until `settled`.
+   */
+  proposing(name: string, atMs: number): number {
+    let ms = atMs;
+    while (this.#inFlight.has(keyOf(name, ms)) || this.#watched.has(keyOf(name, ms))) ms++;
+    this.#inFlight.add(keyOf(name, ms));
+    return ms;
+  }
+
+  /**
+   * The proposal of `lock` settled, at `nowMs` on the cluster's time: answered, or not
+   * (`answered` false: watched from now on).
+   */
+  settled(lock: Extract<SchedulerCommand, { type: 'lock' }>, answered: boolean, nowMs: number): void {
+    const key = keyOf(lock.name, lock.atMs);
+    this.#inFlight.delete(key);
     this.#forgetEnded(nowMs);
-    if (lock.untilMs <= nowMs) return;
+    if (answered || lock.untilMs <= nowMs) return;
     if (this.#watched.size >= MAX_UNANSWERED_LOCKS) {
       const oldest = this.#watched.keys().next().value;
       if (oldest !== undefined) this.#watched.delete(oldest);
     }
-    this.#watched.set(keyOf(lock.name, lock.atMs), lock.untilMs);
+    this.#watched.set(key, lock.untilMs);
   }
 
   /**
