@@ -3,6 +3,7 @@ import type { Entry } from '../raft/types.js';
 import type { SchedulerCommand } from '../scheduler/command.js';
 import type { ApplyResult, SchedulerStateParts } from '../scheduler/records.js';
 import { decodeSchedulerSnapshot, encodeSchedulerSnapshot } from '../scheduler/state-snapshot.js';
+import type { AppendedDecodings } from './appended-decodings.js';
 import { decodeEntry, isUserCommand, type SkippedEntry } from './commands.js';
 import type { StateMachine } from './state-machine.js';
 import { decodeMemberSnapshot, encodeClusterPart, encodeMemberSnapshot } from './member-snapshot.js';
@@ -37,6 +38,8 @@ export interface MemberStateMachineHooks {
    * SNAPSHOT_STEP_BUDGET_MS). @default none: a piece of work a step
    */
   readonly now?: () => number;
+  /** The entries a leader decoded as it appended them, which the apply takes rather than decode again. */
+  readonly appended?: AppendedDecodings;
 }
 
 /**
@@ -70,7 +73,7 @@ export function memberStateMachine(schedulerOf: () => SchedulerRuntime, cluster:
       if ((hooks.onUserEntry === undefined || hooks.wantsUserEntries?.() === false) && isUserCommand(entry.data)) return undefined;
       // Throws VersionTooOldError for an entry of an active version this member cannot read:
       // the driver stops the member before the entry counts as applied.
-      const command = decodeEntry(entry.data, cluster.active, cluster.support);
+      const command = hooks.appended === undefined ? decodeEntry(entry.data, cluster.active, cluster.support) : hooks.appended.take(entry.data, cluster.active, cluster.support);
       switch (command.kind) {
         case 'scheduler':
           return applyScheduler(entry.index, command.command);

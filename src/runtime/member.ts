@@ -9,7 +9,8 @@ import type { SchedulerCommand } from '../scheduler/command.js';
 import type { LogStorage } from '../storage/log-storage.js';
 import type { Clock, Timers } from '../time/clock.js';
 import type { Transport } from '../transport/transport.js';
-import { decodeEntry, encodeCommand } from './commands.js';
+import { AppendedDecodings } from './appended-decodings.js';
+import { encodeCommand } from './commands.js';
 import { appendedEmits } from './fanout/appended-emits.js';
 import { COMPACTION_DEFAULTS, type CompactionOptions } from './compaction.js';
 import { RaftDriver } from './driver.js';
@@ -126,6 +127,8 @@ export interface MemberParts {
  * lease, who may be given work). Keeping this in one place is what makes simulations honest.
  */
 export class Member {
+  /** The fan-out entries this member decoded as it appended them as leader, for their apply. */
+  readonly appendedDecodings = new AppendedDecodings();
   readonly driver: RaftDriver;
   readonly scheduler: SchedulerRuntime;
   /** The cluster version in force and what each member reads, as applied here. */
@@ -176,6 +179,7 @@ export class Member {
       this.versions,
       {
       now: () => parts.timers.now(),
+      appended: this.appendedDecodings,
       onUserEntry: parts.onUserEntry,
       wantsUserEntries: parts.wantsUserEntries,
       onSchedulerApplied: parts.onSchedulerApplied,
@@ -534,7 +538,7 @@ export class Member {
   /** The fan-out command in an entry's bytes as the apply will read it, or null (another kind, or one it skips). */
   #fanoutCommandOf(bytes: Uint8Array): FanoutCommand | null {
     try {
-      const decoded = decodeEntry(bytes, this.versions.active, this.versions.support);
+      const decoded = this.appendedDecodings.decode(bytes, this.versions.active, this.versions.support);
       return decoded.kind === 'fanout' ? decoded.command : null;
     } catch {
       // An entry of a version this member cannot read: its apply stops the member.

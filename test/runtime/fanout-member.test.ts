@@ -79,6 +79,10 @@ describe('fan-out on the production member', () => {
     await sim.until('the keyed items run', () => (runs.length === 22 ? true : undefined));
     expect(seen[2]?.leased).toEqual([]);
     expect(new Set(runs).size).toBe(22);
+    // The leader applied the fan-out entries it appended from the decodings it made as it
+    // appended them (the very bytes its log keeps), not decoded again; a follower decodes each once.
+    expect(memberOf(sim, leader.id).appendedDecodings.served).toBeGreaterThanOrEqual(3);
+    expect(follower.appendedDecodings.served).toBe(0);
   });
 
   it('gives a member being sent a snapshot no new items, though it answers and its clock is measured; once caught up, it gets its share', async () => {
