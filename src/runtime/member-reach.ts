@@ -68,16 +68,14 @@ export class MemberReach {
    * follower's answers are late (a loaded machine) but it still hears the leader. A closed
    * connection (a killed process) still moves its claims at once. A member whose clock this
    * leader has not measured yet keeps its claims too: a new leader measures its followers'
-   * clocks only from its own heartbeats.
+   * clocks only from its own heartbeats. Nor does a skewed clock move them: a member fires its
+   * claims by the cluster's time, which it keeps on its monotonic clock, so a wall clock stepped
+   * past `maxClockSkewMs` (NTP's first step after boot, say) gets it no new work (eligible()),
+   * but its run goes on; moving the claim aborted the run and ran the slot again elsewhere.
    */
   holding(): NodeId[] {
-    const offsets = this.#p.driver.clockOffsets();
     const node = this.#p.driver.node;
-    return this.#p.configuration.members.filter((id) => {
-      const offset = offsets.get(id);
-      if (offset !== undefined && Math.abs(offset.offsetMs) > this.#p.timing.maxClockSkewMs) return false;
-      return !this.lost(id) && node.progressOf(id)?.state !== 'snapshot';
-    });
+    return this.#p.configuration.members.filter((id) => !this.lost(id) && node.progressOf(id)?.state !== 'snapshot');
   }
 
   /**

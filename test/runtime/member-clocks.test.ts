@@ -4,7 +4,8 @@ import type { NodeId } from '../../src/raft/types.js';
 import type { Member } from '../../src/runtime/member.js';
 import { MAX_STAMP_HOLD_MS } from '../../src/time/stamp-clock.js';
 import { FANOUT_VERSION } from '../../src/version/versions.js';
-import { FOUNDERS, JOB, MembershipSim } from '../fixtures/membership-sim.js';
+import type { SimJob } from '../../simulations/jobs.js';
+import { FOUNDERS, JOB, MembershipSim, SETTINGS as MEMBER_SETTINGS } from '../fixtures/membership-sim.js';
 
 /**
  * How far every member's wall clock steps back at once, so that the cluster's time (their
@@ -105,4 +106,43 @@ describe("the member's clocks", () => {
     await sim.run(2 * STEP_BACK_MS);
     expect(started.map(Math.floor)).not.toContain(second.slot.getTime());
   });
+});
+
+describe('a member whose wall clock NTP steps past maxClockSkewMs while it runs a slot', () => {
+  /** One slot a minute, each run 20 s long. */
+  const LONG: SimJob = { name: 'long', spec: { every: '60s' }, runMs: [20_000, 20_000], options: { timeoutMs: 50_000 } };
+
+  /** Where the first slot's run started, and how it and any other start of its slot ended, after `stepMs` of that member's wall clock 5 s into the run. */
+  async function afterStep(stepMs: number): Promise<{ starts: NodeId[]; outcomes: string[]; skewed: boolean }> {
+    const sim = new MembershipSim(9, MEMBER_SETTINGS, [LONG]);
+    const starts: Array<{ id: NodeId; slotMs: number }> = [];
+    const ends: Array<{ slotMs: number; outcome: string }> = [];
+    sim.onRunStart = (id, _incarnation, run) => void starts.push({ id, slotMs: run.slotMs });
+    sim.onRun = (_id, _incarnation, run) => void ends.push({ slotMs: run.slotMs, outcome: run.outcome });
+    for (const id of FOUNDERS) await sim.start(id);
+    // The first slot comes within a minute (run() moves at most LIMIT_MS at once).
+    await sim.run(20_000);
+    await sim.run(20_000);
+    const first = await sim.until('a run starts', () => starts[0]);
+    await sim.run(5000);
+    sim.get(first.id).clock.jump(stepMs);
+    await sim.run(25_000);
+    const leader = sim.leader();
+    const skewed = leader?.member?.eligibleMembers().includes(first.id) === false;
+    return { starts: starts.filter((s) => s.slotMs === first.slotMs).map((s) => s.id), outcomes: ends.filter((e) => e.slotMs === first.slotMs).map((e) => e.outcome), skewed };
+  }
+
+  it('gets no new work but keeps its run: the slot fires by the cluster’s time, which the step does not move (its claim was moved, the run aborted and run again elsewhere)', async () => {
+    const first = await afterStep(3000);
+    expect(first.skewed).toBe(true);
+    expect(first.outcomes).toEqual(['succeeded']);
+    expect(first.starts).toHaveLength(1);
+  }, 60_000);
+
+  it('(beside it) keeps its run through a step within maxClockSkewMs', async () => {
+    const within = await afterStep(MEMBER_SETTINGS.timing.maxClockSkewMs - 200);
+    expect(within.skewed).toBe(false);
+    expect(within.outcomes).toEqual(['succeeded']);
+    expect(within.starts).toHaveLength(1);
+  }, 60_000);
 });
