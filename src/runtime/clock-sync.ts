@@ -431,9 +431,16 @@ function isOffset(value: unknown): value is number {
   return typeof value === 'number' && Number.isFinite(value) && Math.abs(value) <= MAX_CLOCK_OFFSET_MS;
 }
 
-/** The median; for an even count, the mean of the middle two. */
+/**
+ * The median; for an even count, the lower of the middle two. Of two clocks, one of them bad,
+ * the cluster's time is then the earlier: a time run behind is put right as slots caught up
+ * (the catch-up policy), where a time run ahead claims slots early, and once put right leaves
+ * every job waiting until the real time reaches where it got (the high-water marks), and locks
+ * held as long. The mean of two ran half the bad clock's error ahead (a cluster formed with
+ * one member down and one clock an hour ahead: every job silent for half an hour once the third
+ * member came back).
+ */
 export function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+  return sorted[(sorted.length - 1) >> 1] as number;
 }

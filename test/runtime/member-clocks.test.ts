@@ -146,3 +146,40 @@ describe('a member whose wall clock NTP steps past maxClockSkewMs while it runs 
     expect(within.starts).toHaveLength(1);
   }, 60_000);
 });
+
+describe('a cluster formed with one member down and one clock an hour off', () => {
+  const HOUR = 3_600_000;
+  const JOBS: readonly SimJob[] = [
+    { name: 'every-1s', spec: { every: '1s' }, runMs: [1, 5] },
+    { name: 'cron-5s', spec: '*/5 * * * * *', runMs: [1, 5] },
+    { name: 'delay-1s', spec: { delayAfterCompletion: '1s' }, runMs: [1, 5] },
+  ];
+  /** Runs each job has at least in 30 s on time (a few fewer than its slots, for the edges). */
+  const ON_TIME: Record<string, number> = { 'every-1s': 25, 'cron-5s': 5, 'delay-1s': 12 };
+
+  /** Runs of each job in the last 30 s, once the third member (a good clock) has been back for 20 s; m2's clock is `offMs` off. */
+  async function runsAfterThirdBack(offMs: number): Promise<Record<string, number>> {
+    const sim = new MembershipSim(11, MEMBER_SETTINGS, JOBS);
+    const runs: Array<{ job: string; t: number }> = [];
+    sim.onRunStart = (_id, _incarnation, run) => void runs.push({ job: run.job, t: sim.scheduler.nowMs });
+    await sim.start('m1');
+    (await sim.start('m2')).clock.jump(offMs);
+    await sim.until('the two synced', () => (['m1', 'm2'].every((id) => sim.get(id).driver?.clockSynced === true) ? true : undefined));
+    await sim.run(10_000);
+    await sim.start('m3');
+    await sim.run(20_000);
+    const from = sim.scheduler.nowMs;
+    await sim.run(30_000);
+    return Object.fromEntries(JOBS.map((j) => [j.name, runs.filter((r) => r.job === j.name && r.t >= from).length]));
+  }
+
+  it('runs every job on once the third is back, the clock ahead: the two clocks’ time was the earlier (their mean ran half an hour ahead, and every job waited that long once the time was put right)', async () => {
+    const runs = await runsAfterThirdBack(HOUR);
+    for (const job of JOBS) expect(runs[job.name], job.name).toBeGreaterThanOrEqual(ON_TIME[job.name] ?? 0);
+  }, 60_000);
+
+  it('(beside it) runs every job on once the third is back, the clock behind: the time put right forward is caught up', async () => {
+    const runs = await runsAfterThirdBack(-HOUR);
+    for (const job of JOBS) expect(runs[job.name], job.name).toBeGreaterThanOrEqual(ON_TIME[job.name] ?? 0);
+  }, 60_000);
+});
