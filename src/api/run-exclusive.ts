@@ -37,7 +37,10 @@ export interface ExclusiveContext {
   readonly clockSyncTimeoutMs: number;
   /** Resolves with whether `done()` came to hold within `timeoutMs`, checked every `pollMs`. */
   readonly waitFor: (done: () => boolean, timeoutMs: number, pollMs: number) => Promise<boolean>;
-  /** How often to look whether the clock has synced (it is learned from the leader's heartbeats). */
+  /**
+   * How often to look whether the clock has synced (it is learned from the leader's heartbeats),
+   * and, while a task runs, whether the cluster's time has reached its abort point.
+   */
   readonly clockSyncPollMs: number;
   /** The tasks running under a lock here, which a graceful stop waits for (ExclusiveTasks). */
   readonly tasks: ExclusiveTasks;
@@ -207,11 +210,22 @@ async function exclusiveCall(
     if (clock.now() < startMs + atMostFor) await release(clock.now());
     return false;
   }
-  const timer = timers.setTimeout(() => abort.abort(new TimeoutError('The exclusive task', atMostFor)), Math.max(0, abortAtMs - clock.now()));
+  // By this member's monotonic clock, and by the cluster's time, looked at every poll: a forward
+  // step of the cluster's time (a majority of clocks put right) brings the lock's end closer for
+  // every member at once, and another member could be granted the lock while the timer waited.
+  const monoAbortAt = timers.now() + (abortAtMs - clock.now());
+  let timer: TimerHandle | null = null;
+  const watch = (): void => {
+    timer = null;
+    const leftMs = Math.min(abortAtMs - clock.now(), monoAbortAt - timers.now());
+    if (leftMs <= 0) abort.abort(new TimeoutError('The exclusive task', atMostFor));
+    else timer = timers.setTimeout(watch, Math.min(leftMs, ctx.clockSyncPollMs));
+  };
+  watch();
   try {
     await fn({ fencingToken: token, signal: abort.signal });
   } finally {
-    timers.clearTimeout(timer);
+    if (timer !== null) timers.clearTimeout(timer);
     await release(Math.max(clock.now(), startMs + atLeastFor));
   }
   return true;
