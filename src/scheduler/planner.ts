@@ -1,6 +1,6 @@
 import type { NodeId } from '../raft/types.js';
 import { nextInstantAfter } from './next-instant.js';
-import { instantsBetween, lastInstantBetween, lastInstantsBetween, type JobSpec } from './spec.js';
+import { countInstantsBetween, instantsBetween, lastInstantBetween, lastInstantsBetween, type JobSpec } from './spec.js';
 import { claimKey, horizonFromMs, isSettling, MAX_INTERRUPTED_ATTEMPTS, runsOf, type ClaimRecord, type JobRecord } from './records.js';
 import type { JobPolicy, SchedulerCommand } from './command.js';
 import type { SchedulerState } from './state.js';
@@ -179,7 +179,10 @@ export function nextDelaySlot(
   return Math.max(next, job.highWaterMs + 1);
 }
 
-/** Bound on missed instants counted for one skip (a longer outage counts this many). */
+/**
+ * Bound on the missed instants of a cron spec counted for one skip (a longer outage counts this
+ * many): they are walked one by one, on the leader's loop. An interval's are counted whole.
+ */
 const MAX_PAST_ENUMERATED = 1000;
 
 function dueSlots(
@@ -204,7 +207,7 @@ function dueSlots(
   }
   // Everything before the first kept slot (or up to now, if none is kept) is skipped as missed.
   const skipThrough = kept.length > 0 ? (kept[0] as number) - 1 : latestPast;
-  const skipped = skipThrough > highWaterMs ? instantsBetween(spec, anchorMs, highWaterMs, skipThrough, MAX_PAST_ENUMERATED).length : 0;
+  const skipped = skipThrough > highWaterMs ? countInstantsBetween(spec, anchorMs, highWaterMs, skipThrough, MAX_PAST_ENUMERATED) : 0;
   return { skip: skipped > 0 ? { throughMs: skipThrough, count: skipped } : null, slots: [...kept, ...future] };
 }
 

@@ -151,6 +151,18 @@ export function instantsBetween(spec: JobSpec, anchorMs: number, afterMs: number
 }
 
 /**
+ * How many instants the job has after `afterMs` and at or before `untilMs`: exactly for an
+ * interval, whatever their number (a sum, not a walk), and up to `maxCount` for a cron spec,
+ * whose instants are walked one by one. Pure.
+ */
+export function countInstantsBetween(spec: JobSpec, anchorMs: number, afterMs: number, untilMs: number, maxCount: number): number {
+  if (spec.kind !== 'every') return instantsBetween(spec, anchorMs, afterMs, untilMs, maxCount).length;
+  const first = firstInstantBetween(spec, anchorMs, afterMs, untilMs);
+  const last = lastInstantBetween(spec, anchorMs, afterMs, untilMs);
+  return first === null || last === null ? 0 : Math.round((last - first) / spec.everyMs) + 1;
+}
+
+/**
  * The job's last `count` instants after `afterMs` and at or before `atMs`, oldest first:
  * enumerated backwards from `atMs`, so a long window costs `count`, not its length. Pure.
  */

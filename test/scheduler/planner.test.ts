@@ -60,6 +60,16 @@ describe('the planner', () => {
     expect(all.slice(1).map((c) => (c.type === 'claim' ? c.slotMs - T0 : null))).toEqual([9000, 10_000, 11_000, 12_000]);
   });
 
+  it('counts every missed slot of an interval, however many (two hours of a job every second), and those of a cron spec up to its bound', () => {
+    // 7,199: the slots after the registration through the one skipped last. They were counted
+    // up to 1,000 (found by the helper attacking time: a forward step of the time, or an outage).
+    const none = plan(stateWith('one', ['a', 'b'], policy({ policy: 'none' })), input(T0 + 7_200_500));
+    expect(none[0]).toEqual({ type: 'skip', job: 'tick', throughMs: T0 + 7_200_000, fromMs: T0, count: 7200 });
+    const cron = new SchedulerState();
+    cron.apply(1, { type: 'register', job: 'cron', spec: parseSpec('* * * * * *'), mode: 'one', policy: policy({ policy: 'none' }), member: 'a', atMs: T0 });
+    expect(plan(cron, input(T0 + 7_200_500))[0]).toMatchObject({ type: 'skip', count: 1000 });
+  });
+
   it('plans nothing twice: once claims apply, the next plan moves on', () => {
     const s = stateWith();
     let index = 10;
