@@ -392,7 +392,12 @@ export class ClockSync {
       this.#leaderSince !== null &&
       mono - this.#leaderSince >= this.#bootstrapAfterMs;
     if (!robust && !bootstrap) return;
-    this.#correction = median(clocks);
+    // Of an even number of clocks, the time held now is one more vote: one clock of two that
+    // steps, either way, then moves nothing (a step back of one of two clocks taken as the time
+    // left every job waiting for the real time to reach its high-water mark). With no time held
+    // yet (a cluster forming), the lower of the middle two (see median).
+    const held = this.#correction;
+    this.#correction = median(clocks.length % 2 === 0 && held !== null && isTime(held) ? [...clocks, held] : clocks);
     this.#correctionAt = mono;
     this.#correctionRttMs = 0;
   }
@@ -432,13 +437,13 @@ function isOffset(value: unknown): value is number {
 }
 
 /**
- * The median; for an even count, the lower of the middle two. Of two clocks, one of them bad,
- * the cluster's time is then the earlier: a time run behind is put right as slots caught up
- * (the catch-up policy), where a time run ahead claims slots early, and once put right leaves
- * every job waiting until the real time reaches where it got (the high-water marks), and locks
- * held as long. The mean of two ran half the bad clock's error ahead (a cluster formed with
- * one member down and one clock an hour ahead: every job silent for half an hour once the third
- * member came back).
+ * The median; for an even count, the lower of the middle two. A leader that holds no time yet
+ * (a cluster forming with a member down) and sees two clocks, one of them bad, takes the
+ * earlier: a time run behind is put right as slots caught up (the catch-up policy), where a
+ * time run ahead claims slots early, and once put right leaves every job waiting until the real
+ * time reaches where it got (the high-water marks), and locks held as long. The mean of two ran
+ * half the bad clock's error ahead (one clock an hour ahead: every job silent for half an hour
+ * once the third member came back). A leader that holds a time adds it as a vote instead.
  */
 export function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);

@@ -12,7 +12,7 @@ import { FIRST_CLUSTER_VERSION } from '../version/versions.js';
  * member that reads format 2 alone ever meets it. Format 1, `[1, scheduler]`, was written before
  * the cluster's state existed (cronraft 0.1.0), and is read as the first cluster version with
  * no member announced. 0.1.0 reads format 1 only, which this release writes too while the first
- * cluster version is in force (clusterPartAt), and then stores without its configuration
+ * cluster version is in force and a member of 0.1.0 may be in the cluster (clusterPartAt), and then stores without its configuration
  * (asStored), so that a member of 0.1.0 can be sent it and one taken back to 0.1.0 reads it.
  */
 export const MEMBER_SNAPSHOT_VERSION = 2;
@@ -66,14 +66,15 @@ export function encodeClusterPart(saved: unknown): Uint8Array {
 
 /**
  * The cluster's part of a snapshot taken while cluster version `active` is in force, encoded, or
- * null for a snapshot of format 1, which cronraft 0.1.0 reads: at the first cluster version,
- * so that a member of 0.1.0 in the cluster can be sent it, and a member taken back to 0.1.0
- * (before the version rose) can read its own. At that version the part holds only what each
- * member announced, which a snapshot of format 1 forgets and each member announces again
- * (VersionKeeper).
+ * null for a snapshot of format 1, which cronraft 0.1.0 reads: at the first cluster version
+ * while a member of the configuration has announced nothing (`unannounced`: a member of 0.1.0,
+ * which never does), so that such a member can be sent it, and one upgraded from 0.1.0 and taken
+ * back (before the version rose) can read its own. At that version the part holds only what
+ * each member announced, which a snapshot of format 1 forgets, and which each member announces
+ * again (VersionKeeper, VERSION_REANNOUNCE_MS).
  */
-export function clusterPartAt(active: number, saved: () => unknown): Uint8Array | null {
-  return active === FIRST_CLUSTER_VERSION ? null : encodeClusterPart(saved());
+export function clusterPartAt(active: number, unannounced: () => boolean, saved: () => unknown): Uint8Array | null {
+  return active === FIRST_CLUSTER_VERSION && unannounced() ? null : encodeClusterPart(saved());
 }
 
 /** CBOR major type 2 (byte string) with its length in the shortest form, as RFC 8949 section 4.2.1 requires. */

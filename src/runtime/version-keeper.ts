@@ -23,6 +23,15 @@ export const VERSION_CHECK_MS = 500;
  */
 export const VERSION_STEADY_MS = 3 * VERSION_CHECK_MS;
 
+/**
+ * How often a member announces again what it reads while the cluster version is below it,
+ * though the state it applied shows its announcement: a member that restored a snapshot of
+ * format 1 (written while a member of 0.1.0 is in the cluster, member-snapshot.ts) forgot what
+ * every member announced before it, and, leading, would wait for them for good once the 0.1.0
+ * member was upgraded; the others' own states still show theirs.
+ */
+export const VERSION_REANNOUNCE_MS = 30_000;
+
 export interface VersionKeeperOptions {
   readonly self: NodeId;
   /** The members whose versions count now (the configuration's voters and learners). */
@@ -37,7 +46,8 @@ export interface VersionKeeperOptions {
 /**
  * Keeps the cluster's version state current, on every member: it announces what this member
  * reads whenever the applied state says otherwise (at its first start, after an upgrade, or
- * after a snapshot of cronraft 0.1.0 forgot it), and, on the leader, raises the cluster version
+ * after a snapshot of format 1 forgot it), and again every VERSION_REANNOUNCE_MS while the
+ * cluster version is below what it reads, and, on the leader, raises the cluster version
  * once every member reads the next one (nextActivation). One proposal of each kind in flight
  * at a time; a failed one is tried again at the next look.
  */
@@ -45,6 +55,8 @@ export class VersionKeeper {
   readonly #o: VersionKeeperOptions;
   readonly #ticks: Periodic;
   #announcing = false;
+  /** When (the timers' clock) this member last proposed its announcement. */
+  #announcedAt = Number.NEGATIVE_INFINITY;
   #activating = false;
   /** The raise the previous look would have made: a raise needs two looks in a row that agree. */
   #proposedBefore: number | null = null;
@@ -75,8 +87,11 @@ export class VersionKeeper {
     const support = versions.support;
     const mine = versions.members.get(self);
     const announced = mine !== undefined && mine.protocol.min === support.protocol.min && mine.protocol.max === support.protocol.max && mine.stateMachine.min === support.stateMachine.min && mine.stateMachine.max === support.stateMachine.max;
-    if (!announced && !this.#announcing) {
+    const now = this.#o.timers.now();
+    const again = versions.active < support.stateMachine.max && now - this.#announcedAt >= VERSION_REANNOUNCE_MS;
+    if ((!announced || again) && !this.#announcing) {
       this.#announcing = true;
+      this.#announcedAt = now;
       const command: ClusterCommand = { type: 'announce', member: self, protocol: [support.protocol.min, support.protocol.max], stateMachine: [support.stateMachine.min, support.stateMachine.max] };
       this.#propose(command, () => (this.#announcing = false));
     }

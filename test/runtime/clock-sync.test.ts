@@ -213,9 +213,32 @@ describe('ClockSync on the leader', () => {
     // The cluster time goes on from the wall clock it ran on, with no jump, while b is silent.
     expect(errorOf(sync, 1_000)).toBe(40);
     expect(sync.offsets(mono('a', 1_000), wall(1_000, 40)).get('a')?.offsetMs).toBe(0);
-    // Once b's clock is sampled, the median of the two takes over: the earlier, b's.
+    // Once b's clock is sampled, the median of the two and the time held: no step, as neither
+    // of two clocks can be told right (the mean stepped half way, b's clock all the way).
     exchange(sync, 'b', { at: 2_000, leaderSkew: 40, out: 2, back: 2 });
-    expect(errorOf(sync, 2_010)).toBe(0);
+    expect(errorOf(sync, 2_010)).toBe(40);
+  });
+
+  it('of two clocks, counts the time it holds as a vote: one of the two stepped, either way, moves nothing (found by a reviewing helper: the earlier of two dragged a running time back a whole hour)', () => {
+    const HOUR = 3_600_000;
+    // A cluster of one, given a learner whose clock is an hour behind.
+    const grown = new ClockSync({ self: 'a', voters: ['a'] });
+    grown.setLeading(true, mono('a', 0));
+    grown.setMembers(['a', 'b'], mono('a', 10), wall(10));
+    exchange(grown, 'b', { at: 2_000, peerSkew: -HOUR });
+    expect(errorOf(grown, 2_010)).toBe(0);
+    // A running cluster of two whose second clock steps an hour back, then an hour ahead.
+    const two = new ClockSync({ self: 'a', voters: ['a', 'b'] });
+    two.setLeading(true, mono('a', 0));
+    exchange(two, 'b', { at: 0 });
+    expect(errorOf(two, 10)).toBe(0);
+    exchange(two, 'b', { at: 1_000, peerSkew: -HOUR });
+    expect(errorOf(two, 1_010)).toBe(0);
+    exchange(two, 'b', { at: 2_000, peerSkew: HOUR });
+    expect(errorOf(two, 2_010)).toBe(0);
+    // Both clocks moved: the time follows them.
+    exchange(two, 'b', { at: 3_000, leaderSkew: 100, peerSkew: 100 });
+    expect(errorOf(two, 3_010, 100)).toBe(100);
   });
 
   it('before sync: the local wall clock, no offsets, and heartbeats that carry no estimate', () => {

@@ -125,11 +125,12 @@ describe('member snapshot bytes', () => {
 describe('a member snapshot at the first cluster version', () => {
   const entry = (index: number, command: Parameters<typeof encodeCommand>[0]): Entry => ({ index, term: 1, type: EntryType.Normal, data: encodeCommand(command), pid: `p${index}` });
 
-  it('is of format 1, [1, scheduler], which cronraft 0.1.0 reads, taken at once or in steps; of format 2 from the raise on', () => {
+  it('is of format 1, [1, scheduler], which cronraft 0.1.0 reads, taken at once or in steps, while a member has announced nothing (one of 0.1.0); of format 2 once all have, and from the raise on', () => {
     const state = new SchedulerState();
     const scheduler = { state, apply: (index: number, command: SchedulerCommand) => state.apply(index, command), versionRaised: (version: number) => state.versionRaised(version) } as unknown as SchedulerRuntime;
     const versions = clusterState();
-    const sm = memberStateMachine(() => scheduler, versions);
+    let unannounced = true;
+    const sm = memberStateMachine(() => scheduler, versions, { unannounced: () => unannounced });
     sm.apply(entry(1, { kind: 'cluster', command: { type: 'announce', member: 'a', protocol: [1, 2], stateMachine: [1, SUPPORTED.stateMachine.max] } }));
     const taken = (): Uint8Array[] => {
       const steps = sm.snapshotInSteps?.();
@@ -138,6 +139,10 @@ describe('a member snapshot at the first cluster version', () => {
       return [sm.snapshot(), stepped];
     };
     for (const data of taken()) expectSameBytes(data, encode([1, encodeSchedulerSnapshot(state)]));
+    // Every member announced: the announcements are kept, so that none has to announce again.
+    unannounced = false;
+    for (const data of taken()) expect(decodeMemberSnapshot(data)?.cluster).toEqual(versions.save());
+    unannounced = true;
     sm.apply(entry(2, { kind: 'cluster', command: { type: 'activate', from: 1, to: 2 } }));
     for (const data of taken()) expect(decodeMemberSnapshot(data)?.cluster).toEqual(versions.save());
   });

@@ -61,7 +61,7 @@ describe('the planner', () => {
   });
 
   it('counts every missed slot of an interval, however many (two hours of a job every second), and those of a cron spec up to its bound', () => {
-    // 7,199: the slots after the registration through the one skipped last. They were counted
+    // 7,200: the slots after the registration through the one skipped last. They were counted
     // up to 1,000 (found by the helper attacking time: a forward step of the time, or an outage).
     const none = plan(stateWith('one', ['a', 'b'], policy({ policy: 'none' })), input(T0 + 7_200_500));
     expect(none[0]).toEqual({ type: 'skip', job: 'tick', throughMs: T0 + 7_200_000, fromMs: T0, count: 7200 });

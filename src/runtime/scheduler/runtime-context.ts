@@ -68,8 +68,9 @@ export interface SchedulerRuntimeOptions {
   /** Members that may be given work now (reachable), this one included when it leads. */
   readonly eligibleMembers: () => readonly NodeId[];
   /**
-   * Members whose claims the leader leaves with them (reachable, and no clock known to be
-   * skewed); the leader moves the claims of any other. @default eligibleMembers
+   * Members whose claims the leader leaves with them (not lost, nor being sent a snapshot; a
+   * skewed clock keeps them too: MemberReach.holding); the leader moves the claims of any other.
+   * @default eligibleMembers
    */
   readonly holdingMembers?: () => readonly NodeId[];
   /** How often the leader plans. */
