@@ -2,7 +2,6 @@ import type { RaftNode } from '../raft/node.js';
 import type { Ready } from '../raft/ready.js';
 import type { HardState, NodeId, Snapshot } from '../raft/types.js';
 import type { LogStorage } from '../storage/log-storage.js';
-import { asStored } from './member-snapshot.js';
 
 export interface DurableWritesOptions {
   readonly node: RaftNode;
@@ -60,7 +59,7 @@ export class DurableWrites {
     const voteChanged = hs.term !== this.#term || hs.vote !== this.#vote;
     const hardState = voteChanged || hs.commit !== this.#commit || rd.snapshot !== null ? hs : undefined;
     if (hardState !== undefined) this.#written(hardState);
-    const batch = { entries: rd.entries, ...(hardState === undefined ? {} : { hardState }), ...(rd.snapshot === null ? {} : { snapshot: asStored(rd.snapshot) }) };
+    const batch = { entries: rd.entries, ...(hardState === undefined ? {} : { hardState }), ...(rd.snapshot === null ? {} : { snapshot: rd.snapshot }) };
     this.#last = this.#o.storage.save(batch).then(() => this.#o.node.writeDurable(rd));
   }
 
@@ -81,7 +80,7 @@ export class DurableWrites {
     this.#compactionsInFlight++;
     this.#last = storage
       .save({ hardState, entries: [] })
-      .then(() => (this.#o.running() && storage.snapshot().index < snapshot.index ? storage.compact(asStored(snapshot)) : undefined))
+      .then(() => (this.#o.running() && storage.snapshot().index < snapshot.index ? storage.compact(snapshot) : undefined))
       .finally(() => this.#compactionsInFlight--);
     this.#last.catch((error: unknown) => this.#o.fail(error));
   }

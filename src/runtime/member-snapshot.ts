@@ -1,7 +1,5 @@
 import { decode, encode } from 'cborg';
 import { concatBytes } from '../bytes/concat-bytes.js';
-import type { Snapshot } from '../raft/types.js';
-import { FIRST_CLUSTER_VERSION } from '../version/versions.js';
 
 /**
  * A member's snapshot: what its state machine holds, the scheduler's state and the cluster's
@@ -11,9 +9,7 @@ import { FIRST_CLUSTER_VERSION } from '../version/versions.js';
  * src/fanout/), written only once cluster version 3 (FANOUT_VERSION) is in force, so that no
  * member that reads format 2 alone ever meets it. Format 1, `[1, scheduler]`, was written before
  * the cluster's state existed (cronraft 0.1.0), and is read as the first cluster version with
- * no member announced. 0.1.0 reads format 1 only, which this release writes too while the first
- * cluster version is in force and a member of 0.1.0 may be in the cluster (clusterPartAt), and then stores without its configuration
- * (asStored), so that a member of 0.1.0 can be sent it and one taken back to 0.1.0 reads it.
+ * no member announced. 0.1.0 reads format 1 only.
  */
 export const MEMBER_SNAPSHOT_VERSION = 2;
 const FORMAT_WITHOUT_CLUSTER = 1;
@@ -31,21 +27,16 @@ export interface MemberSnapshotParts {
  * buffer: the CBOR head is written by hand, as cborg would (the shortest form of the length),
  * rather than have cborg copy a large byte string once more, which held the loop for as long.
  */
-export function encodeMemberSnapshot(scheduler: Uint8Array | readonly Uint8Array[], cluster: Uint8Array | null, fanout: Uint8Array | null = null): Uint8Array {
+export function encodeMemberSnapshot(scheduler: Uint8Array | readonly Uint8Array[], cluster: Uint8Array, fanout: Uint8Array | null = null): Uint8Array {
   return concatBytes(memberSnapshotPieces(scheduler instanceof Uint8Array ? [scheduler] : scheduler, cluster, fanout === null ? null : [fanout]));
 }
 
 /**
  * The pieces of a member snapshot that together are encodeMemberSnapshot's bytes, for a caller
- * that joins them itself. `cluster`: the cluster's state, CBOR-encoded (encodeClusterPart), or
- * null for format 1 (see clusterPartAt), which holds no fan-out's part.
+ * that joins them itself. `cluster`: the cluster's state, CBOR-encoded (encodeClusterPart).
  */
-export function memberSnapshotPieces(scheduler: readonly Uint8Array[], cluster: Uint8Array | null, fanout: readonly Uint8Array[] | null = null): Uint8Array[] {
+export function memberSnapshotPieces(scheduler: readonly Uint8Array[], cluster: Uint8Array, fanout: readonly Uint8Array[] | null = null): Uint8Array[] {
   const length = lengthOf(scheduler);
-  if (cluster === null) {
-    if (fanout !== null) throw new RangeError('A member snapshot of format 1 holds no fan-out state');
-    return [Uint8Array.of(0x82, FORMAT_WITHOUT_CLUSTER), byteStringHeadFor(length), ...scheduler];
-  }
   // An array of three (0x83), the version (an unsigned integer below 24 is its own head), then
   // the byte string's head and its bytes, then the cluster's value; of four (0x84) with fan-out's
   // byte string after it.
@@ -62,19 +53,6 @@ function lengthOf(pieces: readonly Uint8Array[]): number {
 /** The cluster's part of a member snapshot (ClusterVersionState.save's value), encoded. */
 export function encodeClusterPart(saved: unknown): Uint8Array {
   return encode(saved);
-}
-
-/**
- * The cluster's part of a snapshot taken while cluster version `active` is in force, encoded, or
- * null for a snapshot of format 1, which cronraft 0.1.0 reads: at the first cluster version
- * while a member of the configuration has announced nothing (`unannounced`: a member of 0.1.0,
- * which never does), so that such a member can be sent it, and one upgraded from 0.1.0 and taken
- * back (before the version rose) can read its own. At that version the part holds only what
- * each member announced, which a snapshot of format 1 forgets, and which each member announces
- * again (VersionKeeper, VERSION_REANNOUNCE_MS).
- */
-export function clusterPartAt(active: number, unannounced: () => boolean, saved: () => unknown): Uint8Array | null {
-  return active === FIRST_CLUSTER_VERSION && unannounced() ? null : encodeClusterPart(saved());
 }
 
 /** CBOR major type 2 (byte string) with its length in the shortest form, as RFC 8949 section 4.2.1 requires. */
@@ -100,16 +78,4 @@ export function decodeMemberSnapshot(data: Uint8Array): MemberSnapshotParts | nu
   if (value.length === 3 && value[0] === MEMBER_SNAPSHOT_VERSION && value[2] !== null) return { scheduler: value[1], cluster: value[2], fanout: null };
   if (value.length === 4 && value[0] === FORMAT_WITH_FANOUT && value[2] !== null && value[3] instanceof Uint8Array) return { scheduler: value[1], cluster: value[2], fanout: value[3] };
   return null;
-}
-
-/**
- * A snapshot as a store is given it: without its configuration when its data is of format 1
- * (taken while the first cluster version was in force, clusterPartAt), as the release before
- * writes it (a record of three fields, level-codec.ts), which reads it as the founding voters',
- * as this one does. No configuration changes before MEMBERSHIP_VERSION, so it is theirs.
- */
-export function asStored(snapshot: Snapshot): Snapshot {
-  if (snapshot.conf === undefined || snapshot.data.byteLength < 2 || snapshot.data[0] !== 0x82 || snapshot.data[1] !== FORMAT_WITHOUT_CLUSTER) return snapshot;
-  const { conf: _conf, ...withoutConf } = snapshot;
-  return withoutConf;
 }

@@ -6,7 +6,7 @@ import { decodeSchedulerSnapshot, encodeSchedulerSnapshot } from '../scheduler/s
 import type { AppendedDecodings } from './appended-decodings.js';
 import { decodeEntry, isUserCommand, type SkippedEntry } from './commands.js';
 import type { StateMachine } from './state-machine.js';
-import { clusterPartAt, decodeMemberSnapshot, encodeMemberSnapshot } from './member-snapshot.js';
+import { decodeMemberSnapshot, encodeClusterPart, encodeMemberSnapshot } from './member-snapshot.js';
 import type { ClusterCommand } from '../version/cluster-command.js';
 import type { ClusterApplyResult, ClusterVersionState } from '../version/cluster-version.js';
 import { SchedulerMirror } from './scheduler-mirror.js';
@@ -40,11 +40,6 @@ export interface MemberStateMachineHooks {
   readonly now?: () => number;
   /** The entries a leader decoded as it appended them, which the apply takes rather than decode again. */
   readonly appended?: AppendedDecodings;
-  /**
-   * Whether a member of the configuration has announced nothing (a member of cronraft 0.1.0):
-   * at the first cluster version, snapshots are then of format 1 (clusterPartAt). @default none does
-   */
-  readonly unannounced?: () => boolean;
 }
 
 /**
@@ -115,13 +110,13 @@ export function memberStateMachine(schedulerOf: () => SchedulerRuntime, cluster:
     },
     // The scheduler's state and the cluster's: applications' own entries are delivered as they
     // apply and are not replayed from a snapshot.
-    snapshot: () => encodeMemberSnapshot(encodeSchedulerSnapshot(schedulerOf().state), clusterPartAt(cluster.active, () => hooks.unannounced?.() ?? false, () => cluster.save()), fanoutPart()),
+    snapshot: () => encodeMemberSnapshot(encodeSchedulerSnapshot(schedulerOf().state), encodeClusterPart(cluster.save()), fanoutPart()),
     // Taken of the mirror, which holds still while the live state moves on (see SchedulerMirror).
     // The mirror catches up with the live state as the snapshot begins, so the cluster's state,
     // small, is taken from the live one now, at the same index.
     // Fan-out's state is taken at the same index, its records held as they are and encoded in
     // steps after the scheduler's (fanoutSnapshotSteps).
-    snapshotInSteps: () => mirror.snapshotInSteps(clusterPartAt(cluster.active, () => hooks.unannounced?.() ?? false, () => cluster.save()), cluster.active >= FANOUT_VERSION ? fanoutSnapshotSteps(fanout) : null),
+    snapshotInSteps: () => mirror.snapshotInSteps(encodeClusterPart(cluster.save()), cluster.active >= FANOUT_VERSION ? fanoutSnapshotSteps(fanout) : null),
     restore: (data) => {
       const decoded = checked?.data === data ? checked.parts : null;
       const decodedFanout = checked?.data === data ? checked.fanout : null;

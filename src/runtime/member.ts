@@ -1,7 +1,7 @@
 import type { ConfChange } from '../raft/conf-change.js';
 import type { RaftNode } from '../raft/node.js';
 import type { SoftState } from '../raft/ready.js';
-import { isMember, membersOf } from '../raft/configuration.js';
+import { isMember } from '../raft/configuration.js';
 import { changedBy } from '../raft/membership.js';
 import { EntryType, type Configuration, type Entry, type NodeId } from '../raft/types.js';
 import { SCHEDULER_DEFAULTS } from '../scheduler/state.js';
@@ -180,7 +180,6 @@ export class Member {
       {
       now: () => parts.timers.now(),
       appended: this.appendedDecodings,
-      unannounced: () => membersOf(this.#appliedConf).some((id) => !this.versions.members.has(id)),
       onUserEntry: parts.onUserEntry,
       wantsUserEntries: parts.wantsUserEntries,
       onSchedulerApplied: parts.onSchedulerApplied,

@@ -132,7 +132,7 @@ export class SchedulerMirror {
   }
 
   /** Begins a member snapshot of the state as applied so far (see StateMachine.snapshotInSteps); it voids one in progress. */
-  snapshotInSteps(cluster: Uint8Array | null, fanout: Generator<null, Uint8Array[], void> | null = null): SnapshotSteps {
+  snapshotInSteps(cluster: Uint8Array, fanout: Generator<null, Uint8Array[], void> | null = null): SnapshotSteps {
     this.#holding = false;
     this.#catchUp(Number.POSITIVE_INFINITY);
     const generation = ++this.#generation;

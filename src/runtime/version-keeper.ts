@@ -26,9 +26,9 @@ export const VERSION_STEADY_MS = 3 * VERSION_CHECK_MS;
 /**
  * How often a member announces again what it reads while the cluster version is below it,
  * though the state it applied shows its announcement: a member that restored a snapshot of
- * format 1 (written while a member of 0.1.0 is in the cluster, member-snapshot.ts) forgot what
- * every member announced before it, and, leading, would wait for them for good once the 0.1.0
- * member was upgraded; the others' own states still show theirs.
+ * format 1 (a leader of cronraft 0.1.0's, member-snapshot.ts) forgot what every member announced
+ * before it, and, leading, would wait for them for good once the 0.1.0 members were upgraded;
+ * the others' own states still show theirs.
  */
 export const VERSION_REANNOUNCE_MS = 30_000;
 

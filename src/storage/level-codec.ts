@@ -28,9 +28,10 @@ import { isCount, isEntryType, isTerm } from './store-checks.js';
  * The snapshot record gained its data without a new format version: no released version ever
  * wrote a snapshot record, so no store holds the older two-element shape, and decodeSnapshot
  * rejects it as corrupt like any other wrong shape. Its configuration came the same way (issue
- * 18): written only when the snapshot has one, which every store before it lacks and reads as
- * none (the founding voters); a store that has one cannot be opened by a release before it,
- * which the cluster version (2) refuses to start on anyway (stored-version.ts).
+ * 18): written when the snapshot has one (every snapshot this release takes), which every store
+ * before it lacks and reads as none (the founding voters); a store that has one cannot be
+ * opened by a release before it (README, "Downgrades": a member that took a snapshot since its
+ * upgrade cannot go back to 0.1.0).
  */
 
 /** A value that decodes but does not have the shape of its record, or does not decode at all. */

@@ -5,7 +5,7 @@ import { CodecError, VersionTooOldError } from '../../src/errors.js';
 import type { Entry } from '../../src/raft/types.js';
 import { EntryType } from '../../src/raft/types.js';
 import { encodeCommand } from '../../src/runtime/commands.js';
-import { MEMBER_SNAPSHOT_VERSION, asStored, decodeMemberSnapshot, encodeClusterPart, encodeMemberSnapshot } from '../../src/runtime/member-snapshot.js';
+import { MEMBER_SNAPSHOT_VERSION, decodeMemberSnapshot, encodeClusterPart, encodeMemberSnapshot } from '../../src/runtime/member-snapshot.js';
 import { ClusterVersionState } from '../../src/version/cluster-version.js';
 import { JOB_ROOM_VERSION, SUPPORTED } from '../../src/version/versions.js';
 import { memberStateMachine } from '../../src/runtime/member-state-machine.js';
@@ -119,40 +119,6 @@ describe('member snapshot bytes', () => {
       }),
       { numRuns: 60 },
     );
-  });
-});
-
-describe('a member snapshot at the first cluster version', () => {
-  const entry = (index: number, command: Parameters<typeof encodeCommand>[0]): Entry => ({ index, term: 1, type: EntryType.Normal, data: encodeCommand(command), pid: `p${index}` });
-
-  it('is of format 1, [1, scheduler], which cronraft 0.1.0 reads, taken at once or in steps, while a member has announced nothing (one of 0.1.0); of format 2 once all have, and from the raise on', () => {
-    const state = new SchedulerState();
-    const scheduler = { state, apply: (index: number, command: SchedulerCommand) => state.apply(index, command), versionRaised: (version: number) => state.versionRaised(version) } as unknown as SchedulerRuntime;
-    const versions = clusterState();
-    let unannounced = true;
-    const sm = memberStateMachine(() => scheduler, versions, { unannounced: () => unannounced });
-    sm.apply(entry(1, { kind: 'cluster', command: { type: 'announce', member: 'a', protocol: [1, 2], stateMachine: [1, SUPPORTED.stateMachine.max] } }));
-    const taken = (): Uint8Array[] => {
-      const steps = sm.snapshotInSteps?.();
-      let stepped: Uint8Array | null = null;
-      while (stepped === null) stepped = steps?.step() ?? null;
-      return [sm.snapshot(), stepped];
-    };
-    for (const data of taken()) expectSameBytes(data, encode([1, encodeSchedulerSnapshot(state)]));
-    // Every member announced: the announcements are kept, so that none has to announce again.
-    unannounced = false;
-    for (const data of taken()) expect(decodeMemberSnapshot(data)?.cluster).toEqual(versions.save());
-    unannounced = true;
-    sm.apply(entry(2, { kind: 'cluster', command: { type: 'activate', from: 1, to: 2 } }));
-    for (const data of taken()) expect(decodeMemberSnapshot(data)?.cluster).toEqual(versions.save());
-  });
-
-  it('is kept without its configuration, as 0.1.0 keeps one, while of format 1; with it after', () => {
-    const conf = { voters: ['a', 'b', 'c'], learners: [], peerIds: [] };
-    const first = { index: 5, term: 1, data: encode([1, new Uint8Array(0)]), conf };
-    expect(asStored(first)).toEqual({ index: 5, term: 1, data: first.data });
-    const second = { index: 5, term: 1, data: encodeMemberSnapshot(new Uint8Array(0), encodeClusterPart([2, 3, []])), conf };
-    expect(asStored(second)).toBe(second);
   });
 });
 

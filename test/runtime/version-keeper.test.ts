@@ -27,7 +27,7 @@ function follower(versions: ClusterVersionState): { timers: ManualTimers; announ
 }
 
 describe('the version keeper', () => {
-  it('announces again every VERSION_REANNOUNCE_MS while the version is below what it reads, though its state shows it announced: a leader that restored a snapshot of format 1 forgot it, and waited for it for good', async () => {
+  it('announces again every VERSION_REANNOUNCE_MS while the version is below what it reads, though its state shows it announced: a leader that restored a snapshot of format 1 (0.1.0’s) forgot it, and waited for it for good', async () => {
     const versions = new ClusterVersionState(SUPPORTED, () => true);
     const { timers, announced } = follower(versions);
     timers.advance(VERSION_CHECK_MS);
