@@ -8,7 +8,7 @@ import { cancelledEventOf, jobRefusedEventOf, missedEventOf, type ClusterEvents 
 import { registerConsumer, type ConsumeHandler } from './cluster-fanout.js';
 import { joinOrForm, probeRemoval, serveJoins, startDiscovery } from './cluster-join.js';
 import type { ResolvedOptions } from './cluster-options.js';
-import { MemberWatch } from './cluster-watch.js';
+import { MemberWatch, WATCH_INTERVAL_MS } from './cluster-watch.js';
 import type { ConsumerSettings } from './fanout/command.js';
 import type { ClusterHttp } from './http/cluster-http.js';
 import { boundPeerId } from './raft/configuration.js';
@@ -216,10 +216,16 @@ export async function startMember(ctx: StartContext, parts: MemberParts): Promis
   const applied = member.configuration.conf;
   for (const [id, peerId] of member.driver.node.latestConfiguration.peerIds) if (boundPeerId(applied, id) === null) transport.bindUntilConfigured(id, peerId);
   ctx.joins.serve(member, identity.clusterId, identity.foundingVoters);
-  parts.watch = new MemberWatch(ctx.timers, ctx.members, {
-    unreachable: (e) => cluster.emit('member-unreachable', e),
-    clockSkewed: (e) => cluster.emit('clock-skewed', e),
-  });
+  parts.watch = new MemberWatch(
+    ctx.timers,
+    ctx.members,
+    {
+      unreachable: (e) => cluster.emit('member-unreachable', e),
+      clockSkewed: (e) => cluster.emit('clock-skewed', e),
+    },
+    WATCH_INTERVAL_MS,
+    o.member.timing.maxClockSkewMs,
+  );
   parts.watch.start();
   parts.removalProbe = probeRemoval(member, transport, { clusterId: identity.clusterId, timers: ctx.timers, reads: versionSupportOf(cluster), leaderlessBeforeProbeMs: timing.leaderlessBeforeProbeMs });
   for (const [name, job] of ctx.jobs) member.scheduler.schedule(name, job.spec, job.handler, job.options);

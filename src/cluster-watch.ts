@@ -14,6 +14,13 @@ import { Periodic } from './time/periodic.js';
 /** How often the members are looked at. */
 export const WATCH_INTERVAL_MS = 1000;
 
+/**
+ * A member told skewed is told so again only once its offset went back within this share of
+ * `maxClockSkewMs` first: a clock drifting about the bound crossed it back and forth, and each
+ * crossing was a `clock-skewed` event, once a second, to whatever pages an operator.
+ */
+export const SKEW_CLEARED_SHARE = 0.75;
+
 export interface MemberWatchEvents {
   readonly unreachable: (event: { readonly id: NodeId; readonly lastContactMs: number | null }) => void;
   readonly clockSkewed: (event: { readonly id: NodeId; readonly offsetMs: number }) => void;
@@ -27,8 +34,12 @@ export class MemberWatch {
   #unreachable = new Set<NodeId>();
   #skewed = new Set<NodeId>();
 
-  constructor(timers: Timers, members: () => readonly MemberState[], events: MemberWatchEvents, intervalMs = WATCH_INTERVAL_MS) {
+  /** `maxClockSkewMs`: the bound `clockSkewed` is by, for SKEW_CLEARED_SHARE; none, a member is cleared once not skewed. */
+  readonly #skewClearedMs: number;
+
+  constructor(timers: Timers, members: () => readonly MemberState[], events: MemberWatchEvents, intervalMs = WATCH_INTERVAL_MS, maxClockSkewMs?: number) {
     this.#members = members;
+    this.#skewClearedMs = maxClockSkewMs === undefined ? Number.POSITIVE_INFINITY : maxClockSkewMs * SKEW_CLEARED_SHARE;
     this.#events = events;
     this.#ticks = new Periodic(timers, intervalMs, () => this.look());
   }
@@ -50,9 +61,14 @@ export class MemberWatch {
         unreachable.add(m.id);
         if (!this.#unreachable.has(m.id)) this.#tell(() => this.#events.unreachable({ id: m.id, lastContactMs: m.lastContactMs }));
       }
-      if (m.clockSkewed && m.clockOffsetMs !== null) {
+      const offsetMs = m.clockOffsetMs;
+      if (offsetMs === null) continue;
+      if (m.clockSkewed) {
         skewed.add(m.id);
-        if (!this.#skewed.has(m.id)) this.#tell(() => this.#events.clockSkewed({ id: m.id, offsetMs: m.clockOffsetMs as number }));
+        if (!this.#skewed.has(m.id)) this.#tell(() => this.#events.clockSkewed({ id: m.id, offsetMs }));
+      } else if (this.#skewed.has(m.id) && Math.abs(offsetMs) > this.#skewClearedMs) {
+        // Not skewed now, but not back well within the bound: still the same episode.
+        skewed.add(m.id);
       }
     }
     this.#unreachable = unreachable;

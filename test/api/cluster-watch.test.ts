@@ -31,6 +31,23 @@ describe('the events of what no log entry marks (MemberWatch)', () => {
     watch.stop();
   });
 
+  it('tells a clock drifting about maxClockSkewMs skewed once, and again only after it came back within SKEW_CLEARED_SHARE of it (each crossing was an event, once a second)', () => {
+    const timers = new ManualTimers();
+    let offsetMs = 0;
+    const told: number[] = [];
+    const watch = new MemberWatch(timers, () => [member('a'), member('b', { clockOffsetMs: offsetMs, clockSkewed: Math.abs(offsetMs) > 1000 })], { unreachable: () => undefined, clockSkewed: (e) => told.push(e.offsetMs) }, WATCH_INTERVAL_MS, 1000);
+    for (const ms of [990, 1010, 995, 1005, 980, 1020]) {
+      offsetMs = ms;
+      watch.look();
+    }
+    expect(told).toEqual([1010]);
+    offsetMs = 700;
+    watch.look();
+    offsetMs = 1010;
+    watch.look();
+    expect(told).toEqual([1010, 1010]);
+  });
+
   it("a listener's error does not stop the watch", () => {
     const timers = new ManualTimers();
     let calls = 0;
