@@ -144,7 +144,6 @@ export function clusterIdOf(voters: readonly NodeId[]): string {
   return createHash('sha256').update(voters.join('\n')).digest('hex').slice(0, 32);
 }
 
-/** Validates everything up front, so that a bad option fails at `new Cluster()`, naming itself. */
 /**
  * Every key ClusterOptions has: any other is refused (onlyKnownKeys), as schedule() refuses one
  * (a misspelt `stopTimeotMs` kept its default, unsaid). The type below fails to compile when an
@@ -182,6 +181,7 @@ type UnlistedClusterOption = Exclude<keyof ClusterOptions, (typeof CLUSTER_OPTIO
 const everyClusterOptionListed: [UnlistedClusterOption] extends [never] ? true : UnlistedClusterOption = true;
 void everyClusterOptionListed;
 
+/** Validates everything up front, so that a bad option fails at `new Cluster()`, naming itself. */
 export function resolveOptions(peersInput: readonly string[], options: ClusterOptions): ResolvedOptions {
   if (!Array.isArray(peersInput)) throw new InvalidArgumentError('peers', peersInput, 'an array of addresses');
   if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('options', options, 'an object');

@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from './errors.js';
-import { onlyKnownKeys } from './option-checks.js';
+import { hasLoneSurrogate, onlyKnownKeys } from './option-checks.js';
 import type { JobOptions } from './runtime/scheduler/job-types.js';
 
 /** Longest job name accepted. */
@@ -10,9 +10,6 @@ const MAX_RETRIES = 100;
 export const MAX_PRIORITY = 1000;
 const OVERLAP_POLICIES: ReadonlySet<unknown> = new Set(['skip', 'allow', 'queue', 'replace']);
 
-/** A UTF-16 surrogate not in a pair (in a `u` regular expression, a pair is one code point, not of this category). */
-const LONE_SURROGATE = /\p{Cs}/u;
-
 /** Every key JobOptions has: any other is refused (onlyKnownKeys). */
 const JOB_OPTION_KEYS: readonly (keyof JobOptions)[] = ['mode', 'timeoutMs', 'catchUp', 'retries', 'retryDelayMs', 'overlap', 'priority'];
 
@@ -21,7 +18,7 @@ export function validateName(name: unknown): void {
   // HTTP and the CLI such a job could never be named, only another route.
   // A lone surrogate (a name cut through an emoji) is refused: the log's UTF-8 makes every one
   // U+FFFD, so two names that differ only there became one job or lock.
-  if (typeof name !== 'string' || name.length === 0 || name.length > MAX_JOB_NAME_LENGTH || name === '.' || name === '..' || LONE_SURROGATE.test(name)) {
+  if (typeof name !== 'string' || name.length === 0 || name.length > MAX_JOB_NAME_LENGTH || name === '.' || name === '..' || hasLoneSurrogate(name)) {
     throw new InvalidArgumentError('name', name, `a non-empty string of at most ${MAX_JOB_NAME_LENGTH} characters, not '.' or '..', with no lone surrogate`);
   }
 }

@@ -1,5 +1,17 @@
 import { InvalidArgumentError } from './errors.js';
 
+/** A UTF-16 surrogate not in a pair (in a `u` regular expression, a pair is one code point, not of this category). */
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/**
+ * Whether `text` holds a lone surrogate (a name cut through an emoji): the log's UTF-8 makes
+ * every one U+FFFD, so that the name comes back from the log as another, and two names that
+ * differ only there as one.
+ */
+export function hasLoneSurrogate(text: string): boolean {
+  return LONE_SURROGATE.test(text);
+}
+
 /** A positive integer option (milliseconds or a count), or InvalidArgumentError naming it. */
 export function positiveInt(value: unknown, option: string): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) throw new InvalidArgumentError(option, value, 'a positive integer (milliseconds or a count)');

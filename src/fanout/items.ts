@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from '../errors.js';
-import { optionsObject } from '../option-checks.js';
+import { hasLoneSurrogate, optionsObject } from '../option-checks.js';
 import { MAX_ITEM_BYTES, MAX_KEY_LENGTH, MAX_TOPIC_LENGTH, type EmittedItem } from './command.js';
 
 /**
@@ -41,7 +41,7 @@ function jsonOf(item: unknown): string | undefined {
 export function encodeEmitted(item: unknown, index: number, key: ((item: unknown, index: number) => string | null) | undefined): EmittedItem {
   const data = encodeItem(item, index);
   const k = key === undefined ? null : key(item, index);
-  if (k !== null && (typeof k !== 'string' || k.length === 0 || k.length > MAX_KEY_LENGTH)) throw new InvalidArgumentError('key', k, `null or a string of 1 to ${MAX_KEY_LENGTH} characters`);
+  if (k !== null && (typeof k !== 'string' || k.length === 0 || k.length > MAX_KEY_LENGTH || hasLoneSurrogate(k))) throw new InvalidArgumentError('key', k, `null or a string of 1 to ${MAX_KEY_LENGTH} characters, with no lone surrogate`);
   return { data, key: k };
 }
 
@@ -78,6 +78,8 @@ export function checkTopic(topic: unknown): string {
   // with a line break could name another topic's line ('x' and key 'y\nz', 'x\ny' and key 'z'),
   // whose item would then wait for good.
   if (hasControlCharacter(topic)) throw new InvalidArgumentError('topic', topic, 'a name without control characters (a line break, say)');
+  // The log would make it another topic than the consumer's, whose items then ran nowhere.
+  if (hasLoneSurrogate(topic)) throw new InvalidArgumentError('topic', topic, 'a name with no lone surrogate (a name cut through an emoji)');
   return topic;
 }
 

@@ -49,6 +49,9 @@ describe('fan-out items through the Cluster', () => {
     // 'y\nz', whose item then waited for good and spun the leader (state.ts lineOf).
     await expect(c.emitItems('x\ny', [1], { key: () => 'z' })).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'topic' });
     expect(() => c.consume('x\ny', () => undefined)).toThrow(expect.objectContaining({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'topic' }));
+    // A lone surrogate in a topic or a key: the log would make it another one.
+    await expect(c.emitItems('x\uD800', [1])).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'topic' });
+    await expect(c.emitItems('t', [1], { key: () => 'k\uDC00' })).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'key' });
     // An emit of nothing (a nightly slot that found no ids): a batch of none, settled at once.
     const none = await c.emitItems('t', []);
     expect(none.count).toBe(0);
@@ -120,6 +123,9 @@ describe('fan-out items through the Cluster', () => {
     const c = new Cluster([], { storage: 'memory' });
     const h = (): void => undefined;
     expect(() => c.consume('', h)).toThrow(expect.objectContaining({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'topic' }));
+    // A lone surrogate: the log made it 'x\uFFFD', another topic than the consumer's, and the
+    // items emitted to it were leased to this member and ran nowhere.
+    expect(() => c.consume('x\uD800', h)).toThrow(expect.objectContaining({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'topic' }));
     expect(() => c.consume('t', 'h' as unknown as () => void)).toThrow(expect.objectContaining({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'handler' }));
     for (const option of ['parallelism', 'retries', 'timeoutMs', 'backoffMs', 'ratePerSecond', 'maxPending'] as const) {
       expect(() => c.consume('t', h, { [option]: -1 })).toThrow(expect.objectContaining({ code: 'CRONRAFT_INVALID_ARGUMENT', option }));
