@@ -1,4 +1,5 @@
 import type { NodeId } from '../raft/types.js';
+import { expirable } from './apply-rules.js';
 import { nextInstantAfter } from './next-instant.js';
 import { countInstantsBetween, instantsBetween, lastInstantBetween, lastInstantsBetween, type JobSpec } from './spec.js';
 import { claimKey, horizonFromMs, isSettling, MAX_INTERRUPTED_ATTEMPTS, runsOf, type ClaimRecord, type JobRecord } from './records.js';
@@ -269,11 +270,10 @@ export function planReassignments(state: SchedulerState, input: ReassignInput): 
     // A replaced run's slot is over, wherever its member is.
     if (claim.cancelled?.token === claim.token) continue;
     if (horizonOf(claim, job, input.version, input.heldAtMs?.get(assignee)) < input.nowMs - input.horizonMs) {
-      const pastHorizonRules = (input.version ?? FIRST_CLUSTER_VERSION) >= PAST_HORIZON_VERSION;
       if (leftToAssignee(job, claim, holding, input.version)) continue;
-      // An interrupted run of the last attempt is final (claimEndedAt): not recorded missed.
-      const unrun = current === undefined || (current.outcome === 'interrupted' && claim.attempt < MAX_INTERRUPTED_ATTEMPTS && pastHorizonRules);
-      if (unrun && !runsOf(claim).some((run) => holding.has(run.member))) {
+      // Recorded missed only as the state will apply it (expirable): nothing reported under the
+      // token, or a run interrupted before the last attempt, whose interruption is final.
+      if (expirable(claim, input.version ?? FIRST_CLUSTER_VERSION) && !runsOf(claim).some((run) => holding.has(run.member))) {
         out.push({ type: 'expire', job: claim.job, slotMs: claim.slotMs, fromToken: claim.token, reason: 'expired', atMs: input.nowMs });
       }
       continue;
