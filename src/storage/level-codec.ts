@@ -21,9 +21,11 @@ import { isCount, isEntryType, isTerm } from './store-checks.js';
  *              another (a CBOR sequence, RFC 8742) at consecutive indexes
  *
  * In format 3 every value written since the store began sealing is sealed by the CRC-32 of its
- * bytes (sealValue), checked as it is read; one written before is read as it is. An entry keeps its index although the key holds the first one, so that a value
- * stored under the wrong key is detected. A segment of one entry is the whole entry value of format 1,
- * which stored one entry per key.
+ * bytes (sealValue), checked as it is read; one written before is read as it is.
+ *
+ * An entry keeps its index although the key holds the first one, so that a value stored under
+ * the wrong key is detected. A segment of one entry is the whole entry value of format 1, which
+ * stored one entry per key.
  *
  * The snapshot record gained its data without a new format version: no released version ever
  * wrote a snapshot record, so no store holds the older two-element shape, and decodeSnapshot

@@ -325,8 +325,7 @@ export class LevelLogStorage implements LogStorage {
   }
 
   private async writeBatch(db: Db, ops: WriteOp[], sync: boolean): Promise<void> {
-    const goneBefore = this.#watch?.gone ?? null;
-    if (goneBefore !== null) throw new StorageError('CRONRAFT_STORAGE_UNREADABLE', this.path, `${goneBefore}: what it writes would be on no disk`);
+    this.#refuseIfGone();
     try {
       // A chained batch rather than an array of operations: abstract-level copies and checks
       // each operation of an array in JavaScript, which cost several times as much main-thread
@@ -346,6 +345,11 @@ export class LevelLogStorage implements LogStorage {
     } catch (error) {
       throw new StorageError('CRONRAFT_STORAGE_UNREADABLE', this.path, `a write failed; reopen the store: ${messageOf(error)}`, { cause: error });
     }
+    this.#refuseIfGone();
+  }
+
+  /** Throws CRONRAFT_STORAGE_UNREADABLE once the store's directory is gone (StoreDirectoryWatch): known before a write, or seen beside it. */
+  #refuseIfGone(): void {
     const gone = this.#watch?.gone ?? null;
     if (gone !== null) throw new StorageError('CRONRAFT_STORAGE_UNREADABLE', this.path, `${gone}: what it writes would be on no disk`);
   }
