@@ -185,10 +185,7 @@ export class Member {
       onSchedulerApplied: parts.onSchedulerApplied,
       onClusterApplied: (index, command, result) => {
         // The wire protocol of a version is in force on this member once it applies it.
-        if (command.type === 'activate' && result === 'applied') {
-          parts.transport.setProtocol(protocolOf(command.to));
-          parts.storage.clusterVersionInForce?.(command.to);
-        }
+        if (command.type === 'activate' && result === 'applied') this.#versionInForce(command.to);
         parts.onClusterApplied?.(index, command, result);
       },
       onSkipped: (_index, reason) => this.skippedEntries[reason]++,
@@ -230,8 +227,7 @@ export class Member {
         // A leader's snapshot may bring a version this member never applied an activation of
         // (a joiner, or one far behind): its wire protocol is in force here from now on, or
         // this member, should it lead, could not send the entries of that version.
-        parts.transport.setProtocol(protocolOf(Math.max(parts.storedVersion ?? FIRST_CLUSTER_VERSION, this.versions.active)));
-        parts.storage.clusterVersionInForce?.(this.versions.active);
+        this.#versionInForce(Math.max(parts.storedVersion ?? FIRST_CLUSTER_VERSION, this.versions.active));
         this.fanoutRuntime.restored();
         parts.onSnapshotInstalled?.(index);
       },
@@ -397,8 +393,7 @@ export class Member {
     this.configuration.start();
     this.driver.start();
     // The stored snapshot, restored by the driver's start, may hold a later version than the log's activations say.
-    t.setProtocol(protocolOf(Math.max(this.#p.storedVersion ?? FIRST_CLUSTER_VERSION, this.versions.active)));
-    this.#p.storage.clusterVersionInForce?.(Math.max(this.#p.storedVersion ?? FIRST_CLUSTER_VERSION, this.versions.active));
+    this.#versionInForce(Math.max(this.#p.storedVersion ?? FIRST_CLUSTER_VERSION, this.versions.active));
     this.scheduler.start();
     this.versionKeeper.start();
     this.bindingKeeper.start();
@@ -533,6 +528,15 @@ export class Member {
     }
     const contact = Math.max(this.driver.contact.leaderContact ?? Number.NEGATIVE_INFINITY, this.#ledAt ?? Number.NEGATIVE_INFINITY);
     return now - contact < leaseMs;
+  }
+
+  /**
+   * The cluster version in force on this member is `version` (applied, restored from a snapshot,
+   * or stored): its wire protocol, and how its store writes (LogStorage.clusterVersionInForce).
+   */
+  #versionInForce(version: number): void {
+    this.#p.transport.setProtocol(protocolOf(version));
+    this.#p.storage.clusterVersionInForce?.(version);
   }
 
   /** The fan-out command in an entry's bytes as the apply will read it, or null (another kind, or one it skips). */
