@@ -11,6 +11,18 @@ afterEach(async () => {
   await Promise.all(started.splice(0).map((c) => c.stop()));
 });
 
+/** runExclusive('reindex') on `member`, and its stop() in the same turn: how the call ended, and whether its task ran. */
+async function lockThenStop(member: Cluster): Promise<{ outcome: string; taskRan: boolean }> {
+  let taskRan = false;
+  const call = member
+    .runExclusive('reindex', { atMostFor: 600_000 }, () => {
+      taskRan = true;
+    })
+    .then((ran) => `resolved ${ran}`, (e: unknown) => `rejected ${(e as { code?: string }).code}`);
+  await member.stop();
+  return { outcome: await call, taskRan };
+}
+
 describe('stop() racing a runExclusive whose lock is still being proposed (the call is waited for from its lock\'s proposal on)', () => {
   it('single member: the call is refused CRONRAFT_NOT_RUNNING, runs nothing, and the lock is let go (before, it stayed held for atMostFor across a restart)', async () => {
     const root = await mkdtemp(join(tmpdir(), 'cronraft-attack-lock-stop-'));
@@ -21,15 +33,8 @@ describe('stop() racing a runExclusive whose lock is still being proposed (the c
       started.push(first);
       await first.start();
       await first.waitForLeader();
-      let taskRan = false;
       // The app starts a task under a lock and is asked to shut down in the same turn.
-      const call = first
-        .runExclusive('reindex', { atMostFor: 600_000 }, () => {
-          taskRan = true;
-        })
-        .then((ran) => `resolved ${ran}`, (e: unknown) => `rejected ${(e as { code?: string }).code}`);
-      await first.stop();
-      const outcome = await call;
+      const { outcome, taskRan } = await lockThenStop(first);
       const second = new Cluster([listen], { listen, dataDir, sync: false });
       started.push(second);
       await second.start();
@@ -56,17 +61,11 @@ describe('stop() racing a runExclusive whose lock is still being proposed (the c
       const leaderId = members[0]!.state().leader;
       const stopping = members.find((m) => (role === 'leader') === (m.id === leaderId))!;
       const other = members.find((m) => m !== stopping)!;
-      let taskStarted = false;
-      const call = stopping
-        .runExclusive('reindex', { atMostFor: 600_000 }, () => {
-          taskStarted = true;
-        })
-        .then((ran) => `resolved ${ran}`, (e: unknown) => `rejected ${(e as { code?: string }).code}`);
-      await stopping.stop();
+      const { outcome, taskRan } = await lockThenStop(stopping);
       // The lock was granted while the member stopped: no task started under it, and it was let
       // go (README, "Stopping for an upgrade"); before, the stop did not wait for the call.
-      expect(await call).toBe('rejected CRONRAFT_NOT_RUNNING');
-      expect(taskStarted).toBe(false);
+      expect(outcome).toBe('rejected CRONRAFT_NOT_RUNNING');
+      expect(taskRan).toBe(false);
       await new Promise((r) => setTimeout(r, 1000));
       const after1s = await other.runExclusive('reindex', { atMostFor: 1000 }, () => undefined);
       expect(after1s).toBe(true);
