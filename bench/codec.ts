@@ -10,7 +10,9 @@
  *   path encodes the records once for all three, through the member's EntryRecords; cborg alone encodes
  *   them three times, and checks the wire array with the decoder's rules as encodeFrame does);
  * - decoding an append, and a heartbeat with its clock stamp (which the append reader turns
- *   away to cborg), as a follower does, from a Buffer as frames arrive.
+ *   away to cborg), as a follower does, from a Buffer as frames arrive;
+ * - fan-out's entries (src/runtime/fanout/entry-codec.ts): a consumer's done of 32 outcomes,
+ *   written, and read as every member applies it; an emit of 50 items of 100 bytes, read.
  *
  * The two variants run in alternating windows of the same run, so that whatever else the machine
  * does falls on both alike; each figure is the median of its windows. Scavenges are counted per
@@ -23,7 +25,10 @@ import { concatBytes } from '../src/bytes/concat-bytes.js';
 import { encodeEntryRecords, EntryRecords, entryRecord } from '../src/bytes/entry-records.js';
 import { EntryType, type Entry } from '../src/raft/types.js';
 import type { WireMessage } from '../src/transport/envelope.js';
-import { encodeCommand } from '../src/runtime/commands.js';
+import { decodeEntry, encodeCommand } from '../src/runtime/commands.js';
+import { isFanoutCommand } from '../src/fanout/command-shape.js';
+import type { FanoutCommand } from '../src/fanout/command.js';
+import { FANOUT_VERSION, SUPPORTED } from '../src/version/versions.js';
 import { DECODE_OPTIONS } from '../src/bytes/strict-cbor.js';
 import { decodeFrame, encodeFrame, fromWire, toWire, type Frame } from '../src/transport/codec.js';
 import { fmt, median } from './stats.js';
@@ -156,7 +161,43 @@ function commandCase(): Case {
   };
 }
 
+/** A fan-out entry as cborg alone writes it: `[KIND_FANOUT, command, FANOUT_VERSION]` (runtime/commands.ts). */
+const fanoutEntry = (command: FanoutCommand): Uint8Array => encode([3, command, FANOUT_VERSION]);
+
+/** The cluster's time, as fan-out's commands carry it: fractional milliseconds. */
+const AT_MS = 1_764_615_000_123.375;
+
+function fanoutWriteCase(name: string, command: FanoutCommand): Case {
+  return {
+    name,
+    hand: { run: () => encodeCommand({ kind: 'fanout', command }) },
+    cborg: { run: () => fanoutEntry(command) },
+    check: () => sameBytes(encodeCommand({ kind: 'fanout', command }), fanoutEntry(command), name),
+  };
+}
+
+/** decodeEntry's path for a fan-out entry, and the same without the entry reader: cborg, then the command's check. */
+function fanoutReadCase(name: string, command: FanoutCommand): Case {
+  const bytes = fanoutEntry(command);
+  const hand = (): unknown => decodeEntry(bytes, FANOUT_VERSION, SUPPORTED);
+  const cborg = (): unknown => {
+    const value = decode(bytes) as unknown[];
+    return isFanoutCommand(value[1]) ? { kind: 'fanout', command: value[1] } : null;
+  };
+  const text = (v: unknown): string => JSON.stringify(v, (_, x: unknown) => (x instanceof Uint8Array ? Buffer.from(x).toString('hex') : x));
+  return {
+    name,
+    hand: { run: hand },
+    cborg: { run: cborg },
+    check: () => {
+      if (text(hand()) !== text(cborg())) throw new Error(`bench codec: ${name}: the two variants decoded different commands`);
+    },
+  };
+}
+
 function cases(): Case[] {
+  const done: FanoutCommand = { type: 'done', member: LEADER, outcomes: Array.from({ length: 32 }, (_, i) => ({ id: 250_000 + i, token: 1_000_000 + i, error: null })), atMs: AT_MS };
+  const emit: FanoutCommand = { type: 'emit', topic: 'thumbnails', items: Array.from({ length: 50 }, () => ({ data: new Uint8Array(100).fill(0x61), key: null })), origin: { job: 'nightly', slotMs: 1_764_615_000_000 }, atMs: AT_MS };
   const heartbeat: WireMessage = { type: 'heartbeat', from: LEADER, to: FOLLOWERS[0], term: 3, commit: 123_456, readCtx: 0, clock: { sentAt: 1_764_615_000_123.25, estimate: { offsetMs: 0.125, rttMs: 0.5, clusterOffsetMs: -0.25 } } };
   return [
     commandCase(),
@@ -165,6 +206,9 @@ function cases(): Case[] {
     decodeCase('follower decodes an append of 1', appendFrame(FOLLOWERS[0], entries(1, 1000))),
     decodeCase('follower decodes an append of 64', appendFrame(FOLLOWERS[0], entries(64, 1000))),
     decodeCase('follower decodes a heartbeat (clock stamped)', { clusterId: CLUSTER_ID, message: heartbeat }),
+    fanoutWriteCase('fan-out: write a done of 32 outcomes', done),
+    fanoutReadCase('fan-out: read a done of 32 outcomes', done),
+    fanoutReadCase('fan-out: read an emit of 50 items of 100 bytes', emit),
   ];
 }
 

@@ -16,6 +16,10 @@ export const CBOR_UINT = 0x00;
 export const CBOR_BYTES = 0x40;
 export const CBOR_TEXT = 0x60;
 export const CBOR_ARRAY = 0x80;
+export const CBOR_MAP = 0xa0;
+/** CBOR's null, and the initial byte of a float64 (major type 7, additional information 27). */
+export const CBOR_NULL = 0xf6;
+export const CBOR_FLOAT64 = 0xfb;
 
 /** The most bytes a head takes: the initial byte and an eight-byte argument. */
 export const MAX_HEAD_BYTES = 9;
@@ -80,6 +84,29 @@ export function arrayHeader(length: number): Uint8Array {
 /** Whether `n` fits a head's argument: a safe non-negative integer. */
 export function isHeadArgument(n: unknown): n is number {
   return Number.isSafeInteger(n) && (n as number) >= 0;
+}
+
+/**
+ * Whether writeNumber writes `n` in the bytes cborg writes for it: a safe non-negative integer
+ * (a head), or a finite number that no float32 holds (a float64, as the cluster's time in
+ * milliseconds mostly is). cborg writes the others in forms not written here: a negative
+ * integer, and the smallest float (16 or 32 bits) that holds a number exactly.
+ */
+export function isWritableNumber(n: number): boolean {
+  return isHeadArgument(n) || (Number.isFinite(n) && Math.fround(n) !== n);
+}
+
+/** Where a float64 is written before its bytes are copied out, big-endian as CBOR writes it. */
+const float64Bytes = new Uint8Array(8);
+const float64View = new DataView(float64Bytes.buffer);
+
+/** Writes `n`, which isWritableNumber must have said yes to, at `pos`, and returns the position after it; `out` must have MAX_HEAD_BYTES from `pos`. */
+export function writeNumber(out: Uint8Array, pos: number, n: number): number {
+  if (isHeadArgument(n)) return writeHead(out, pos, CBOR_UINT, n);
+  float64View.setFloat64(0, n);
+  out[pos] = CBOR_FLOAT64;
+  out.set(float64Bytes, pos + 1);
+  return pos + 9;
 }
 
 const textEncoder = new TextEncoder();

@@ -1,4 +1,5 @@
 import { decode } from 'cborg';
+import { readFanoutEntry, writeFanoutEntry } from './fanout/entry-codec.js';
 import { CBOR_UINT, headBytes, writeBytes, writeHead } from '../bytes/cbor-heads.js';
 import { encodeSmall, pooledBytes } from '../bytes/small-cbor.js';
 import { isOperationCommand, isSchedulerCommand, isVersionTwoSchedulerCommand } from '../scheduler/command-shape.js';
@@ -72,7 +73,8 @@ export function encodeCommand(command: LogCommand): Uint8Array {
   if (command.kind === 'cluster') return encodeSmall([KIND_CLUSTER, command.command]);
   if (command.kind === 'scheduler-batch') return encodeSmall([KIND_SCHEDULER, batchPayload(command.commands), BATCH_VERSION]);
   if (command.kind === 'extension') return encodeSmall([KIND_CLUSTER, command.command, command.version]);
-  if (command.kind === 'fanout') return encodeSmall([KIND_FANOUT, command.command, FANOUT_VERSION]);
+  // The commands of every item are written by hand (fanout/entry-codec.ts), the same bytes.
+  if (command.kind === 'fanout') return writeFanoutEntry(KIND_FANOUT, command.command, FANOUT_VERSION) ?? encodeSmall([KIND_FANOUT, command.command, FANOUT_VERSION]);
   // A user's command is written head by head (cbor-heads.ts), the same bytes cborg writes for
   // [KIND_USER, data] at a fraction of its allocation: one per proposal, on the commit path.
   const { data } = command;
@@ -114,7 +116,9 @@ function schedulerEntry(command: SchedulerCommand): unknown[] {
 export function decodeEntry(bytes: Uint8Array, active: number, support: VersionSupport): LogCommand | SkippedEntry {
   let value: unknown;
   try {
-    value = decode(bytes);
+    // A fan-out command's entry, one or more for every item, is read by hand where it can be
+    // (fanout/entry-codec.ts), to the same value.
+    value = (mayBeFanoutCommand(bytes) ? readFanoutEntry(bytes) : undefined) ?? decode(bytes);
   } catch {
     return MALFORMED;
   }
