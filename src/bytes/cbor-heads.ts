@@ -88,12 +88,13 @@ export function isHeadArgument(n: unknown): n is number {
 
 /**
  * Whether writeNumber writes `n` in the bytes cborg writes for it: a safe non-negative integer
- * (a head), or a finite number that no float32 holds (a float64, as the cluster's time in
- * milliseconds mostly is). cborg writes the others in forms not written here: a negative
- * integer, and the smallest float (16 or 32 bits) that holds a number exactly.
+ * (a head), or a finite number that is no safe integer and that no float32 holds (a float64, as
+ * the cluster's time in milliseconds mostly is). cborg writes the others in forms not written
+ * here: a negative safe integer as one (major type 1), and the smallest float (16 or 32 bits)
+ * that holds a number exactly.
  */
 export function isWritableNumber(n: number): boolean {
-  return isHeadArgument(n) || (Number.isFinite(n) && Math.fround(n) !== n);
+  return isHeadArgument(n) || (!Number.isSafeInteger(n) && Number.isFinite(n) && Math.fround(n) !== n);
 }
 
 /** Where a float64 is written before its bytes are copied out, big-endian as CBOR writes it. */

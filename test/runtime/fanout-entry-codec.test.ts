@@ -31,7 +31,9 @@ const count = fc.oneof(fc.nat({ max: 30 }), fc.nat({ max: 70_000 }), fc.nat({ ma
 const time = fc.oneof(
   { weight: 4, arbitrary: fc.double({ min: 1.6e12, max: 1.9e12, noNaN: true }) },
   { weight: 2, arbitrary: fc.nat() },
-  { weight: 1, arbitrary: fc.constantFrom(1.5, -3, -0.25, 2 ** 60, 0.1, -0) },
+  { weight: 1, arbitrary: fc.constantFrom(1.5, -3, -0.25, 2 ** 60, 0.1, -0, -16_777_217, 2 ** 53 + 2) },
+  // Negative integers past what a float32 holds: cborg writes them as integers (an instant before 1970 of a slot `{ at }`).
+  { weight: 1, arbitrary: fc.integer({ min: -(2 ** 45), max: -(2 ** 24) }) },
 );
 const origin = fc.option(fc.record({ job: text, slotMs: time }), { nil: null });
 
@@ -42,8 +44,8 @@ const emit = fc.record({ type: fc.constant('emit' as const), topic: text, items:
 type ItemCommand = Extract<FanoutCommand, { type: 'done' | 'lease' | 'emit' }>;
 const command: fc.Arbitrary<ItemCommand> = fc.oneof(done, lease, emit);
 
-/** Whether writeFanoutEntry writes `n` (else cborg does): a safe non-negative integer, or a number no float32 holds. */
-const writable = (n: number): boolean => (Number.isSafeInteger(n) && n >= 0) || Math.fround(n) !== n;
+/** Whether writeFanoutEntry writes `n` (else cborg does): a safe non-negative integer, or a number that is no safe integer and that no float32 holds. */
+const writable = (n: number): boolean => (Number.isSafeInteger(n) && n >= 0) || (!Number.isSafeInteger(n) && Math.fround(n) !== n);
 
 /** Whether every number of `c` is one writeFanoutEntry writes, and every string ASCII (which readFanoutEntry reads). */
 function handledHere(c: ItemCommand): { write: boolean; read: boolean } {
@@ -88,7 +90,7 @@ describe('fan-out entries written and read by hand', () => {
       }),
       { numRuns: 3_000 },
     );
-    expect(read).toBeGreaterThan(1_000);
+    expect(read).toBeGreaterThan(600);
   });
 
   it('on corrupted, cut or extended entries, gives what cborg gives or leaves them to it', () => {
