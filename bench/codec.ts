@@ -25,7 +25,7 @@ import { concatBytes } from '../src/bytes/concat-bytes.js';
 import { encodeEntryRecords, EntryRecords, entryRecord } from '../src/bytes/entry-records.js';
 import { EntryType, type Entry } from '../src/raft/types.js';
 import type { WireMessage } from '../src/transport/envelope.js';
-import { decodeEntry, encodeCommand } from '../src/runtime/commands.js';
+import { decodeEntry, encodeCommand, KIND_FANOUT } from '../src/runtime/commands.js';
 import { isFanoutCommand } from '../src/fanout/command-shape.js';
 import type { FanoutCommand } from '../src/fanout/command.js';
 import { FANOUT_VERSION, SUPPORTED } from '../src/version/versions.js';
@@ -161,8 +161,8 @@ function commandCase(): Case {
   };
 }
 
-/** A fan-out entry as cborg alone writes it: `[KIND_FANOUT, command, FANOUT_VERSION]` (runtime/commands.ts). */
-const fanoutEntry = (command: FanoutCommand): Uint8Array => encode([3, command, FANOUT_VERSION]);
+/** A fan-out entry as cborg alone writes it (runtime/commands.ts). */
+const fanoutEntry = (command: FanoutCommand): Uint8Array => encode([KIND_FANOUT, command, FANOUT_VERSION]);
 
 /** The cluster's time, as fan-out's commands carry it: fractional milliseconds. */
 const AT_MS = 1_764_615_000_123.375;

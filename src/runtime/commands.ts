@@ -41,7 +41,8 @@ export interface SkippedEntry {
 const KIND_USER = 0;
 const KIND_SCHEDULER = 1;
 const KIND_CLUSTER = 2;
-const KIND_FANOUT = 3;
+/** The kind of a fan-out command's entry, its first item (fanout/entry-codec.ts writes and reads them). */
+export const KIND_FANOUT = 3;
 const CBOR_ARRAY_OF_TWO = 0x82;
 const CBOR_ARRAY_OF_THREE = 0x83;
 

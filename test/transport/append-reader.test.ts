@@ -7,7 +7,7 @@ import { readAppendWire } from '../../src/transport/append-reader.js';
 import { DECODE_OPTIONS } from '../../src/bytes/strict-cbor.js';
 import { encodeFrame, TYPE_CODES } from '../../src/transport/codec.js';
 import { MAX_ENTRIES_PER_MESSAGE } from '../../src/transport/constants.js';
-import { editedBytes } from '../fixtures/edited-bytes.js';
+import { editedBytes, readAsCborgDoes } from '../fixtures/edited-bytes.js';
 
 const read = (bytes: Uint8Array): unknown[] | undefined => readAppendWire(bytes, TYPE_CODES.append, MAX_ENTRIES_PER_MESSAGE);
 
@@ -85,16 +85,7 @@ describe('readAppendWire', () => {
 
   it('on corrupted, cut or extended appends, gives what cborg gives or leaves them to it', () => {
     const edited = editedBytes(appendFrame.map(({ frame }) => frame), { maxEdits: 4, maxTail: 3 });
-    let handled = 0;
-    fc.assert(
-      fc.property(edited, (bad) => {
-        const value = read(bad);
-        if (value === undefined) return;
-        handled++;
-        expect(value).toEqual(cborg(bad));
-      }),
-      { numRuns: 5_000 },
-    );
+    const handled = readAsCborgDoes(edited, read, cborg, 5_000);
     // The fast path took part: some edits leave a readable append (in data, or past its end and cut).
     expect(handled).toBeGreaterThan(100);
   });
