@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { EventEmitter } from 'node:events';
 import type { PrivateKey } from '@libp2p/interface';
 import type { ClusterState, MemberState } from './api/state.js';
-import { letGoIfUnanswered, type UnansweredLocks } from './api/unanswered-locks.js';
+import { letGoHeldUnanswered, letGoIfUnanswered, type UnansweredLocks } from './api/unanswered-locks.js';
 import { EntryRecords } from './bytes/entry-records.js';
 import { cancelledEventOf, jobRefusedEventOf, missedEventOf, type ClusterEvents } from './cluster-events.js';
 import { registerConsumer, type ConsumeHandler } from './cluster-fanout.js';
@@ -189,6 +189,12 @@ export async function startMember(ctx: StartContext, parts: MemberParts): Promis
       if (cancelled !== null) tell('cancelled', cancelled);
       const refused = jobRefusedEventOf(o.self.id, index, command, result);
       if (refused !== null) tell('job-refused', refused);
+    },
+    // A lock whose proposal went unanswered may come in the leader's snapshot, not as a command applied.
+    onSnapshotInstalled: () => {
+      const driver = parts.member?.driver;
+      const scheduler = parts.member?.scheduler;
+      if (driver !== undefined && scheduler !== undefined) letGoHeldUnanswered(o.self.id, scheduler.state.locks, ctx.unansweredLocks, driver.clusterClock().now(), (data) => driver.propose(data));
     },
     onFanoutEvent: (event) => {
       if (event.type === 'item-failed') cluster.emit('item-failed', { topic: event.topic, id: event.id, attempt: event.attempt, error: event.error, dead: event.dead });

@@ -450,6 +450,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
         tasks: this.#exclusive,
         abortMarginMs: exclusiveAbortMarginMs(this.#o.member.timing.maxClockSkewMs),
         unanswered: this.#unansweredLocks,
+        locks: () => this.#scheduler?.state.locks ?? null,
       },
       name,
       options,

@@ -5,10 +5,11 @@ import { encodeCommand } from '../runtime/commands.js';
 import type { RaftDriver } from '../runtime/driver.js';
 import { driverStopped } from '../runtime/driver-options.js';
 import type { SchedulerCommand } from '../scheduler/command.js';
+import type { LockRecord } from '../scheduler/records.js';
 import { SCHEDULER_DEFAULTS } from '../scheduler/state.js';
 import type { TimerHandle, Timers } from '../time/clock.js';
 import { MAX_STAMP_HOLD_MS } from '../time/stamp-clock.js';
-import type { UnansweredLocks } from './unanswered-locks.js';
+import { letGoHeldUnanswered, type UnansweredLocks } from './unanswered-locks.js';
 
 /** What `Cluster.runExclusive` takes besides the lock's name. */
 export interface ExclusiveOptions {
@@ -52,6 +53,8 @@ export interface ExclusiveContext {
   readonly abortMarginMs: number;
   /** Lock proposals that failed without an answer, let go if they commit after all (UnansweredLocks). */
   readonly unanswered: UnansweredLocks;
+  /** The locks of the member's scheduler state as it stands (null while it has none). */
+  readonly locks: () => ReadonlyMap<string, LockRecord> | null;
 }
 
 /**
@@ -176,13 +179,18 @@ async function exclusiveCall(
     ctx.unanswered.settled(lock, true, clock.now());
   } catch (error) {
     // No answer, so the lock may commit yet: it is let go then (the member watches for it),
-    // rather than held with no task until atMostFor.
-    ctx.unanswered.settled(lock, !(error instanceof TimeoutError || error instanceof OutcomeUnknownError), clock.now());
+    // rather than held with no task until atMostFor. It may be held already, brought by the
+    // snapshot from the leader that covered the proposal (and answered it so): let go now.
+    const answered = !(error instanceof TimeoutError || error instanceof OutcomeUnknownError);
+    ctx.unanswered.settled(lock, answered, clock.now());
+    const locks = answered ? null : ctx.locks();
+    if (locks !== null) letGoHeldUnanswered(ctx.self, locks, ctx.unanswered, clock.now(), (data) => driver.propose(data));
     throw error;
   }
   if (taken?.ok === false && taken.reason === 'too-many-locks') throw new BackpressureError(`No lock is free to take "${name}": the cluster holds as many locks as it keeps (${SCHEDULER_DEFAULTS.maxLocks}), each held or not yet expired`);
   if (taken?.ok !== true || taken.lock === undefined) return false;
   const token = taken.lock.token;
+  ctx.unanswered.granted(name, token, lock.untilMs, clock.now());
   const release = async (untilMs: number): Promise<void> => {
     const unlock = encodeCommand({ kind: 'scheduler', command: { type: 'unlock', name, token, untilMs } });
     // Tried again while the member runs (a leader handing over as it stops refuses it for a

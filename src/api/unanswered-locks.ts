@@ -1,11 +1,32 @@
 import { encodeCommand } from '../runtime/commands.js';
 import type { SchedulerCommand } from '../scheduler/command.js';
+import type { LockRecord } from '../scheduler/records.js';
 
 /**
  * The most unanswered lock proposals a member watches for at once; past it, the oldest is
  * forgotten, and its lock, should it commit, expires at its atMostFor as a dead holder's does.
  */
 export const MAX_UNANSWERED_LOCKS = 1024;
+
+/**
+ * The most locks granted to this member that it remembers at once, until each one's atMostFor
+ * (see UnansweredLocks.granted); past it, the oldest is forgotten.
+ */
+export const MAX_GRANTED_REMEMBERED = 1024;
+
+/** A lock proposal watched: its name, stamp and end, as proposed. */
+interface Watched {
+  readonly name: string;
+  readonly atMs: number;
+  readonly untilMs: number;
+}
+
+/** A lock this member holds whose proposal went unanswered, to let go: its name, token, and stamp. */
+export interface HeldUnanswered {
+  readonly name: string;
+  readonly token: number;
+  readonly atMs: number;
+}
 
 /**
  * runExclusive's lock proposals that failed without an answer (`CRONRAFT_TIMEOUT`, or
@@ -17,13 +38,19 @@ export const MAX_UNANSWERED_LOCKS = 1024;
  * A lock is known by its name and the time stamped on it, which `proposing` keeps apart from
  * every other lock of that name this member has in flight or watches (two calls in one
  * millisecond would share a stamp, and the one granted be let go for the other's lost answer).
- * Bounded by MAX_UNANSWERED_LOCKS, and the calls in flight.
+ * A lock may also come in a snapshot from the leader (this member was behind, and the proposal
+ * it covers is answered CRONRAFT_OUTCOME_UNKNOWN after it is installed): a restored state keeps
+ * no stamp, so such a lock is known by its name, holder and end (heldUnanswered), and never
+ * by the token of a lock this member was granted meanwhile under the same name and end.
+ * Bounded by MAX_UNANSWERED_LOCKS, MAX_GRANTED_REMEMBERED, and the calls in flight.
  */
 export class UnansweredLocks {
   /** Locks proposed and not yet answered, by key. */
   readonly #inFlight = new Set<string>();
-  /** `${atMs} ${name}` to when the lock would end: in the order added. */
-  readonly #watched = new Map<string, number>();
+  /** `${atMs} ${name}` to the lock proposed: in the order added. */
+  readonly #watched = new Map<string, Watched>();
+  /** Per name, the token of the last lock of it granted to this member by an answered call, and that lock's end: in the order added. */
+  readonly #granted = new Map<string, { readonly token: number; readonly untilMs: number }>();
 
   /**
    * The stamp of a lock of `name` about to be proposed at `atMs`: `atMs`, or the first
@@ -50,7 +77,41 @@ export class UnansweredLocks {
       const oldest = this.#watched.keys().next().value;
       if (oldest !== undefined) this.#watched.delete(oldest);
     }
-    this.#watched.set(key, lock.untilMs);
+    this.#watched.set(key, { name: lock.name, atMs: lock.atMs, untilMs: lock.untilMs });
+  }
+
+  /**
+   * This member was granted the lock `name` under `token` until `untilMs` (an answered call):
+   * remembered until then, so that heldUnanswered never takes it for an unanswered lock of the
+   * same name and end (that would let go of a lock whose task runs).
+   */
+  granted(name: string, token: number, untilMs: number, nowMs: number): void {
+    this.#forgetEnded(nowMs);
+    this.#granted.delete(name);
+    if (this.#granted.size >= MAX_GRANTED_REMEMBERED) {
+      const oldest = this.#granted.keys().next().value;
+      if (oldest !== undefined) this.#granted.delete(oldest);
+    }
+    this.#granted.set(name, { token, untilMs });
+  }
+
+  /**
+   * The locks of `locks` (the state as it stands: restored from a snapshot, say) that this
+   * member holds and whose proposals went unanswered, each known by its name and end (a restored
+   * state keeps no stamp) and by a token no answered call was granted: each is forgotten here,
+   * and returned for the caller to let go.
+   */
+  heldUnanswered(self: string, locks: ReadonlyMap<string, LockRecord>, nowMs: number): HeldUnanswered[] {
+    this.#forgetEnded(nowMs);
+    const held: HeldUnanswered[] = [];
+    for (const [key, lock] of this.#watched) {
+      const record = locks.get(lock.name);
+      if (record === undefined || record.holder !== self || record.untilMs !== lock.untilMs) continue;
+      if (this.#granted.get(lock.name)?.token === record.token) continue;
+      this.#watched.delete(key);
+      held.push({ name: lock.name, token: record.token, atMs: lock.atMs });
+    }
+    return held;
   }
 
   /**
@@ -67,7 +128,8 @@ export class UnansweredLocks {
   }
 
   #forgetEnded(nowMs: number): void {
-    for (const [key, untilMs] of this.#watched) if (untilMs <= nowMs) this.#watched.delete(key);
+    for (const [key, lock] of this.#watched) if (lock.untilMs <= nowMs) this.#watched.delete(key);
+    for (const [name, lock] of this.#granted) if (lock.untilMs <= nowMs) this.#granted.delete(name);
   }
 }
 
@@ -90,6 +152,27 @@ export function letGoIfUnanswered(
 ): void {
   if (command.type !== 'lock' || command.member !== self || (result as { ok?: boolean } | undefined)?.ok !== true) return;
   if (!unanswered.taken(command.name, command.atMs)) return;
-  const unlock = encodeCommand({ kind: 'scheduler', command: { type: 'unlock', name: command.name, token: index, untilMs: command.atMs } });
+  letGo({ name: command.name, token: index, atMs: command.atMs }, propose);
+}
+
+/**
+ * Lets go of the locks of `locks` this member (`self`) holds whose proposals went unanswered
+ * (UnansweredLocks.heldUnanswered), an unlock of each proposed at once, once: called as a
+ * snapshot from the leader is installed, and as a proposal goes unanswered (the snapshot that
+ * covered it came first). If that fails too, the lock expires at its atMostFor.
+ */
+export function letGoHeldUnanswered(
+  self: string,
+  locks: ReadonlyMap<string, LockRecord>,
+  unanswered: UnansweredLocks,
+  nowMs: number,
+  propose: (data: Uint8Array) => Promise<unknown>,
+): void {
+  for (const lock of unanswered.heldUnanswered(self, locks, nowMs)) letGo(lock, propose);
+}
+
+/** Proposes the end of `lock` at its stamp: at once, since it has no task. */
+function letGo(lock: HeldUnanswered, propose: (data: Uint8Array) => Promise<unknown>): void {
+  const unlock = encodeCommand({ kind: 'scheduler', command: { type: 'unlock', name: lock.name, token: lock.token, untilMs: lock.atMs } });
   propose(unlock).catch(() => undefined);
 }

@@ -1,27 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { ExclusiveTasks, exclusiveAbortMarginMs, runExclusive, type ExclusiveContext } from '../../src/api/run-exclusive.js';
-import { UnansweredLocks } from '../../src/api/unanswered-locks.js';
-import { DEFAULT_MAX_CLOCK_SKEW_MS } from '../../src/runtime/clock-sync.js';
-import type { SimMember } from '../../simulations/member.js';
+import { runExclusive } from '../../src/api/run-exclusive.js';
 import { FOUNDERS, MembershipSim, SETTINGS } from '../fixtures/membership-sim.js';
+import { exclusiveContextOf as ctxOf } from '../fixtures/sim-exclusive.js';
 
 const HOUR = 3_600_000;
-
-/** Cluster.runExclusive's context, over a simulated member. */
-function ctxOf(sim: MembershipSim, m: SimMember): ExclusiveContext {
-  const timers = sim.scheduler.timers();
-  return {
-    self: m.id,
-    driver: () => m.driver as NonNullable<SimMember['driver']>,
-    timers,
-    clockSyncTimeoutMs: 5000,
-    clockSyncPollMs: 50,
-    waitFor: async () => true,
-    tasks: new ExclusiveTasks(),
-    abortMarginMs: exclusiveAbortMarginMs(DEFAULT_MAX_CLOCK_SKEW_MS),
-    unanswered: new UnansweredLocks(),
-  };
-}
 
 /**
  * runExclusive on members over simulated time, clocks and network (MembershipSim), whose

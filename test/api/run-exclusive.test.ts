@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ExclusiveTasks, exclusiveAbortMarginMs, runExclusive, type ExclusiveContext } from '../../src/api/run-exclusive.js';
 import { letGoIfUnanswered, UnansweredLocks } from '../../src/api/unanswered-locks.js';
-import { TimeoutError } from '../../src/errors.js';
+import { OutcomeUnknownError, TimeoutError } from '../../src/errors.js';
 import { decodeEntry } from '../../src/runtime/commands.js';
 import { SchedulerState } from '../../src/scheduler/state.js';
 import { StampClock } from '../../src/time/stamp-clock.js';
@@ -36,7 +36,7 @@ function contextOver(
       return { index, result: state.apply(index, entry.command) };
     },
   };
-  return { self, driver: () => driver as never, timers, clockSyncTimeoutMs: 1000, waitFor: async () => true, clockSyncPollMs: 10, tasks: new ExclusiveTasks(), abortMarginMs: exclusiveAbortMarginMs(1000), unanswered: new UnansweredLocks() };
+  return { self, driver: () => driver as never, timers, clockSyncTimeoutMs: 1000, waitFor: async () => true, clockSyncPollMs: 10, tasks: new ExclusiveTasks(), abortMarginMs: exclusiveAbortMarginMs(1000), unanswered: new UnansweredLocks(), locks: () => state.locks };
 }
 
 /** runExclusive over a driver that applies each command to a SchedulerState, a commit round (1 ms) later. */
@@ -136,6 +136,31 @@ describe('runExclusive', () => {
     expect(lettingGo).toHaveLength(1);
     expect(ctx.unanswered.size).toBe(0);
     // Free at once, not ten minutes on.
+    let ran = 0;
+    expect(await runExclusive(ctx, 'nightly', { atMostFor: 600_000 }, () => void ran++)).toBe(true);
+    expect(ran).toBe(1);
+  });
+
+  it('lets go at once of a lock the leader’s snapshot brought before its proposal was answered CRONRAFT_OUTCOME_UNKNOWN, where it was held with no task until atMostFor', async () => {
+    const state = new SchedulerState();
+    const { ctx } = member(state);
+    const driver = ctx.driver() as unknown as { propose: (data: Uint8Array) => Promise<unknown> };
+    const propose = driver.propose;
+    const proposed: string[] = [];
+    // The lock commits, and comes here in a snapshot that covers the proposal (its state is the
+    // restored one), which the driver then answers so.
+    driver.propose = async (data) => {
+      const entry = decodeEntry(data, SUPPORTED.stateMachine.max, SUPPORTED);
+      if (entry.kind === 'scheduler') proposed.push(entry.command.type);
+      if (proposed.length > 1) return propose(data);
+      await propose(data);
+      throw new OutcomeUnknownError('A snapshot from the leader replaced the log here before the proposal was applied');
+    };
+    await expect(runExclusive(ctx, 'nightly', { atMostFor: 600_000 }, () => undefined)).rejects.toMatchObject({ code: 'CRONRAFT_OUTCOME_UNKNOWN' });
+    await Promise.resolve();
+    expect(proposed).toEqual(['lock', 'unlock']);
+    expect(ctx.unanswered.size).toBe(0);
+    driver.propose = propose;
     let ran = 0;
     expect(await runExclusive(ctx, 'nightly', { atMostFor: 600_000 }, () => void ran++)).toBe(true);
     expect(ran).toBe(1);

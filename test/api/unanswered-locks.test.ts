@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { letGoIfUnanswered, MAX_UNANSWERED_LOCKS, UnansweredLocks } from '../../src/api/unanswered-locks.js';
+import { letGoHeldUnanswered, letGoIfUnanswered, MAX_GRANTED_REMEMBERED, MAX_UNANSWERED_LOCKS, UnansweredLocks } from '../../src/api/unanswered-locks.js';
+import { decodeEntry } from '../../src/runtime/commands.js';
+import type { LockRecord } from '../../src/scheduler/records.js';
+import { SUPPORTED } from '../../src/version/versions.js';
 import type { SchedulerCommand } from '../../src/scheduler/command.js';
 
 type Lock = Extract<SchedulerCommand, { type: 'lock' }>;
@@ -62,5 +65,61 @@ describe('UnansweredLocks', () => {
     expect(proposed).toHaveLength(0);
     letGoIfUnanswered('a', 5, lock('x', 100), { ok: true }, locks, propose);
     expect(proposed).toHaveLength(1);
+  });
+
+  it('finds in a restored state, by name, holder and end, a lock whose proposal went unanswered, once; never one of another holder or end', () => {
+    const locks = new UnansweredLocks();
+    unanswered(locks, 'x', 100);
+    unanswered(locks, 'y', 100);
+    const restored = new Map<string, LockRecord>([
+      ['x', { holder: 'a', token: 7, untilMs: 1100 }],
+      // Another member's, or one this member took with another end: not the one proposed.
+      ['y', { holder: 'b', token: 8, untilMs: 1100 }],
+      ['z', { holder: 'a', token: 9, untilMs: 1100 }],
+    ]);
+    expect(locks.heldUnanswered('a', restored, 200)).toEqual([{ name: 'x', token: 7, atMs: 100 }]);
+    expect(locks.heldUnanswered('a', restored, 200)).toEqual([]);
+    restored.set('y', { holder: 'a', token: 8, untilMs: 1200 });
+    expect(locks.heldUnanswered('a', restored, 200)).toEqual([]);
+    // Past its end the lock holds nothing to let go.
+    restored.set('y', { holder: 'a', token: 8, untilMs: 1100 });
+    expect(locks.heldUnanswered('a', restored, 1100)).toEqual([]);
+    expect(locks.size).toBe(0);
+  });
+
+  it('never takes a lock granted to an answered call for an unanswered one of the same name and end (its task runs), until that lock’s end', () => {
+    const locks = new UnansweredLocks();
+    // Two calls of 'x': the first unanswered (1,000 ms), the second granted (900 ms) with the same end.
+    unanswered(locks, 'x', 100);
+    const second = lock('x', locks.proposing('x', 200));
+    locks.settled(second, true, 200);
+    locks.granted('x', 12, 1100, 200);
+    const restored = new Map<string, LockRecord>([['x', { holder: 'a', token: 12, untilMs: 1100 }]]);
+    expect(locks.heldUnanswered('a', restored, 300)).toEqual([]);
+    expect(locks.size).toBe(1);
+    // The other token: the unanswered call's lock.
+    restored.set('x', { holder: 'a', token: 11, untilMs: 1100 });
+    expect(locks.heldUnanswered('a', restored, 300)).toEqual([{ name: 'x', token: 11, atMs: 100 }]);
+  });
+
+  it('remembers at most MAX_GRANTED_REMEMBERED granted locks, forgetting the oldest', () => {
+    const locks = new UnansweredLocks();
+    for (let i = 0; i <= MAX_GRANTED_REMEMBERED; i++) locks.granted(`n${i}`, i + 1, 10_000, 0);
+    unanswered(locks, 'n0', 100);
+    unanswered(locks, `n${MAX_GRANTED_REMEMBERED}`, 100);
+    // n0's grant was forgotten: its token no longer shields it; the newest's still does.
+    const restored = new Map<string, LockRecord>([
+      ['n0', { holder: 'a', token: 1, untilMs: 1100 }],
+      [`n${MAX_GRANTED_REMEMBERED}`, { holder: 'a', token: MAX_GRANTED_REMEMBERED + 1, untilMs: 1100 }],
+    ]);
+    expect(locks.heldUnanswered('a', restored, 200).map((l) => l.name)).toEqual(['n0']);
+  });
+
+  it('lets go of each lock found, an unlock at its stamp under its token', () => {
+    const locks = new UnansweredLocks();
+    unanswered(locks, 'x', 100);
+    const proposed: Uint8Array[] = [];
+    letGoHeldUnanswered('a', new Map([['x', { holder: 'a', token: 7, untilMs: 1100 }]]), locks, 200, async (data) => void proposed.push(data));
+    expect(proposed.map((data) => decodeEntry(data, SUPPORTED.stateMachine.max, SUPPORTED))).toEqual([{ kind: 'scheduler', command: { type: 'unlock', name: 'x', token: 7, untilMs: 100 } }]);
   });
 });
