@@ -96,6 +96,10 @@ export function memberHooks(world: SimWorld): MemberHooks {
     },
     ...(changes ? { onSend: (id: NodeId, m: WireMessage) => configurations.onSend(scheduler.nowMs, world.memberOf(id), m) } : {}),
     onHandler: (id, incarnation, event) => runChecks.onHandler(scheduler.nowMs, id, incarnation, event),
+    onLock: (id, incarnation, event) => {
+      trace.update(`${scheduler.nowMs} ${id} lock ${event.type} ${event.name} ${event.token}\n`);
+      runChecks.onLock(scheduler.nowMs, id, incarnation, event);
+    },
     onFatal: (id, error) => {
       runChecks.onFatal(id);
       // A member removed stops as removed: the end the removal meant, not a failure.

@@ -1,3 +1,4 @@
+import { letGoHeldUnanswered, letGoIfUnanswered, UnansweredLocks } from '../src/api/unanswered-locks.js';
 import { RaftNode } from '../src/raft/node.js';
 import type { Entry, NodeId } from '../src/raft/types.js';
 import type { WireMessage } from '../src/transport/envelope.js';
@@ -15,6 +16,7 @@ import { storedWireVersion } from '../src/version/stored-version.js';
 import { SimClock } from './clock-model.js';
 import { consumeTopics, EMIT_JOB, simEmitHandler, type ItemEvent, type SimFanout } from './fanout.js';
 import { simHandler, type HandlerEvent, type SimJob } from './jobs.js';
+import { callLocks, type LockEvent, type SimLocks } from './locks.js';
 import type { SimNetwork, SimTransport } from './network.js';
 import type { SimScheduler } from './scheduler.js';
 
@@ -26,6 +28,8 @@ export interface SimMemberConfig {
   readonly settings: MemberSettings;
   /** The run's fan-out (simulations/fanout.ts), and whether its slots emit still; null: none. */
   readonly fanout?: { readonly plan: SimFanout; readonly emitting: () => boolean } | null;
+  /** The run's calls of runExclusive (simulations/locks.ts); null: none. */
+  readonly locks?: SimLocks | null;
 }
 
 /** What the simulation watches on each member, with the incarnation that did it. */
@@ -49,6 +53,8 @@ export interface MemberHooks {
   readonly onSend?: (id: NodeId, m: WireMessage) => void;
   /** What a job's handler saw (see HandlerEvent). */
   readonly onHandler?: (id: NodeId, incarnation: number, event: HandlerEvent) => void;
+  /** What a runExclusive task saw (see LockEvent). */
+  readonly onLock?: (id: NodeId, incarnation: number, event: LockEvent) => void;
   /** The member stopped after a fatal error (not called for a life a crash already ended). */
   readonly onFatal: (id: NodeId, error: unknown) => void;
 }
@@ -115,7 +121,10 @@ export class SimMember {
     // Each process's monotonic clock has its own origin (as performance.now() does), so clock
     // synchronization cannot lean on the simulation's shared virtual time.
     const timers = this.#timers(incarnation, new SeededRandom(this.#seed * 65_537 + incarnation).int(0, 1_000_000_000) / 1000);
-    const member = new Member({
+    // runExclusive's lock proposals that went unanswered, let go should they commit, as Cluster wires them (cluster-start.ts).
+    const locks = config.locks ?? null;
+    const unanswered = new UnansweredLocks();
+    const member: Member = new Member({
       self: this.id,
       node,
       storedVersion: storedWireVersion(stored),
@@ -129,9 +138,15 @@ export class SimMember {
       snapshotChunkBytes: settings.snapshotChunkBytes,
       versions: this.versions,
       onApplied: (e) => hooks.onApplied(this.id, e),
-      onSnapshotInstalled: (index) => hooks.onSnapshotInstalled(this.id, index),
+      onSnapshotInstalled: (index) => {
+        hooks.onSnapshotInstalled(this.id, index);
+        if (locks !== null) letGoHeldUnanswered(this.id, member.scheduler.state.locks, unanswered, member.driver.clusterClock().now(), (data) => member.driver.propose(data));
+      },
       onSoftState: (s) => hooks.onSoftState(this.id, node, s),
-      onSchedulerApplied: (...args) => hooks.onSchedulerApplied(this.id, ...args),
+      onSchedulerApplied: (index, command, result, version) => {
+        hooks.onSchedulerApplied(this.id, index, command, result, version);
+        if (locks !== null) letGoIfUnanswered(this.id, index, command, result, unanswered, (data) => member.driver.propose(data));
+      },
       onRunStart: (run) => hooks.onRunStart(this.id, incarnation, run),
       onRun: (run) => hooks.onRun(this.id, incarnation, run),
       onFanoutApplied: (...args) => hooks.onFanoutApplied?.(this.id, ...args),
@@ -154,8 +169,12 @@ export class SimMember {
       const handler = fanout !== null && job.name === EMIT_JOB ? simEmitHandler(fanout.plan, timers, fanoutRandom, fanout.emitting, observe) : simHandler(job, timers, random, observe);
       member.scheduler.schedule(job.name, parseSpec(job.spec), handler, job.options ?? {});
     }
+    const stopped = (): boolean => incarnation !== this.incarnation || this.member !== member;
+    if (locks !== null) {
+      const random = new SeededRandom(this.#seed * 27_644_437 + incarnation);
+      callLocks(member, this.id, locks, settings, timers, random, unanswered, stopped, (event) => hooks.onLock?.(this.id, incarnation, event));
+    }
     if (fanout !== null) {
-      const stopped = (): boolean => incarnation !== this.incarnation || this.member !== member;
       consumeTopics(member, this.id, config.voters.includes(this.id), fanout.plan, timers, fanoutRandom, stopped, (topic, event) => hooks.onItem?.(this.id, incarnation, topic, event));
     }
   }

@@ -38,6 +38,7 @@ export function finishRun(world: SimWorld): SimulationResult {
     versions: { mode: world.versionsMode, notesRefused: versionChecks.refusedNotes, notesCommitted: versionChecks.committedNotes, clusterVersion: Math.max(0, ...members.map((m) => m.member?.versions.active ?? 0)) },
     membership: { ...(membership?.counts ?? { mode: world.membershipMode, added: 0, promoted: 0, removed: 0, returned: 0, farBehind: 0 }), voters: configurations.latest.voters, learners: configurations.latest.learners },
     fanout: world.fanout === null || world.fanoutChecks === null ? null : { topics: world.fanout.topics.map((t) => t.name), emitted: world.fanoutChecks.emitted, succeeded: world.fanoutChecks.succeeded, dead: world.fanoutChecks.dead },
+    locks: world.locks === null ? null : { names: world.locks.names, tasks: world.runChecks.locks.started, aborted: world.runChecks.locks.aborted },
     ...(world.options.timeline === true ? { timeline: world.timeline } : {}),
   };
 }

@@ -16,7 +16,7 @@ import type { MembershipCounts, MembershipMode } from './membership.js';
 import { finishRun } from './result.js';
 import { RunLoop } from './run-loop.js';
 import type { VariedSetting } from './settings.js';
-import type { FanoutSummary, JobSummary } from './summary.js';
+import type { FanoutSummary, JobSummary, LocksSummary } from './summary.js';
 import type { TimelineEvent } from './timeline.js';
 import type { VersionsMode } from './upgrades.js';
 import type { ViolationKind } from './violations.js';
@@ -24,7 +24,7 @@ import { SimWorld } from './world.js';
 
 export type { FaultSwitches } from './faults.js';
 export type { SimJob } from './jobs.js';
-export type { FanoutSummary, JobSummary } from './summary.js';
+export type { FanoutSummary, JobSummary, LocksSummary } from './summary.js';
 export { VIOLATION_KINDS, type ViolationKind } from './violations.js';
 export type { MembershipCounts } from './membership.js';
 export type { TimelineEvent } from './timeline.js';
@@ -88,6 +88,12 @@ export interface SimulationOptions {
    * @default drawn from the seed, in FANOUT_SHARE of the seeds that run the default jobs (drawFanoutMode); none with `jobs` given
    */
   readonly fanout?: boolean;
+  /**
+   * runExclusive in the swarm (simulations/locks.ts): every member calls it now and then for a
+   * few lock names, its tasks checked by checkers/locks.ts.
+   * @default drawn from the seed, in LOCKS_SHARE of the seeds that run the default jobs (drawLocksMode); none with `jobs` given
+   */
+  readonly locks?: boolean;
   /** The largest emit of the run's fan-out. @default MAX_SIM_EMIT */
   readonly maxEmit?: number;
 }
@@ -128,6 +134,8 @@ export interface SimulationResult {
   readonly membership: MembershipCounts & { readonly voters: readonly NodeId[]; readonly learners: readonly NodeId[] };
   /** What the run's fan-out did, as the log recorded it; null without fan-out. */
   readonly fanout: FanoutSummary | null;
+  /** What the run's runExclusive tasks did; null without them. */
+  readonly locks: LocksSummary | null;
   readonly timeline?: readonly TimelineEvent[];
 }
 

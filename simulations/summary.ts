@@ -139,6 +139,14 @@ function percentile(sorted: readonly number[], q: number): number {
 }
 
 /** What a run's fan-out did: its topics, and the items the log recorded as emitted, done and dead. */
+/** What the run's runExclusive tasks did, as they told it. */
+export interface LocksSummary {
+  readonly names: readonly string[];
+  /** Tasks started under a lock, and of them those whose signal aborted before they returned. */
+  readonly tasks: number;
+  readonly aborted: number;
+}
+
 export interface FanoutSummary {
   readonly topics: readonly string[];
   readonly emitted: number;

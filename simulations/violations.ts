@@ -117,6 +117,11 @@ export const VIOLATION_KINDS = [
   'fanout-settle',
   /** Members that applied the last fan-out command hold different fan-out states (counts per topic). */
   'fanout-agreement',
+  // runExclusive (checkers/locks.ts)
+  /** A task started under a lock while another's task under the same name ran unaborted. */
+  'lock-overlap',
+  /** A task started under a fencing token not greater than the last one of its lock's name. */
+  'lock-token',
 ] as const;
 
 export type ViolationKind = (typeof VIOLATION_KINDS)[number];

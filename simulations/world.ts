@@ -15,6 +15,7 @@ import { memberHooks } from './hooks.js';
 import { DEFAULT_SIM_JOBS, validateJobs, type SimJob } from './jobs.js';
 import { FanoutChecker } from './checkers/fanout.js';
 import { drawFanout, drawFanoutMode, emitJob, fanoutRandom, type SimFanout } from './fanout.js';
+import { drawLocks, drawLocksMode, locksRandom, type SimLocks } from './locks.js';
 import { SimMember, type MemberHooks, type SimMemberConfig } from './member.js';
 import { drawMembershipMode, type MembershipFaults, type MembershipMode } from './membership.js';
 import { SimNetwork, type NetworkFaults } from './network.js';
@@ -62,6 +63,8 @@ export class SimWorld {
   readonly jobs: readonly SimJob[];
   /** The run's fan-out (fanout.ts), drawn from a stream of its own; null: none. */
   readonly fanout: SimFanout | null;
+  /** The run's calls of runExclusive (locks.ts), drawn from a stream of their own; null: none. */
+  readonly locks: SimLocks | null;
   /** Fan-out's checkers, with fan-out. */
   readonly fanoutChecks: FanoutChecker | null;
   /** The stream fan-out's emits from outside a slot draw from (after its plan). */
@@ -134,6 +137,9 @@ export class SimWorld {
     this.fanout = fanout;
     this.fanoutRandom = fanoutDraws;
     const jobs = fanout === null ? userJobs : [...userJobs, emitJob(fanoutDraws)];
+    // As fan-out: drawn from a stream of its own, in a share of the runs of the default jobs.
+    const withLocks = options.locks ?? (options.jobs === undefined && drawLocksMode(seed));
+    this.locks = withLocks ? drawLocks(locksRandom(seed)) : null;
     this.jobs = jobs;
     const drawn = {
       lossPermille: switches.loss ? random.int(0, 300) : 0,
@@ -167,7 +173,7 @@ export class SimWorld {
     this.ids = memberIds;
     this.members = this.ids.map((id, i) => new SimMember(id, seed * 31 + i, this.scheduler));
     this.byId = new Map(this.members.map((m) => [m.id, m]));
-    this.config = { voters: [...this.ids], jobs, settings, fanout: fanout === null ? null : { plan: fanout, emitting: () => this.fanoutEmitting } };
+    this.config = { voters: [...this.ids], jobs, settings, fanout: fanout === null ? null : { plan: fanout, emitting: () => this.fanoutEmitting }, locks: this.locks };
     this.fanoutChecks = fanout === null ? null : new FanoutChecker(this.report, fanout, (id) => this.byId.get(id)?.member?.fanout ?? null);
     this.membershipMode = options.membership ?? drawMembershipMode(seed);
     this.configurations = new ConfigurationChecker(this.report, this.ids, (term) => this.safety.leaderOf(term), (before, after) => this.membership?.onCommitted(before, after));

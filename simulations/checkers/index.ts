@@ -6,12 +6,14 @@ import { DEFAULT_TIMEOUT_MS } from '../../src/runtime/scheduler/assignee.js';
 import { claimKey, type ApplyResult } from '../../src/scheduler/records.js';
 import type { SchedulerCommand } from '../../src/scheduler/command.js';
 import type { HandlerEvent, SimJob } from '../jobs.js';
+import type { LockEvent } from '../locks.js';
 import type { SimMember } from '../member.js';
 import type { SchedulerChecker } from '../scheduler-checker.js';
 import { SIM_EPOCH_MS } from '../scheduler.js';
 import type { Report } from '../violations.js';
 import { MemberWatch } from './members.js';
 import { ModeAllChecker } from './mode-all.js';
+import { LockChecker } from './locks.js';
 import { ConcurrencyChecker } from './overlap.js';
 import { RetryChecker } from './retries.js';
 import { RunContextChecker } from './run-context.js';
@@ -37,7 +39,8 @@ export interface RunCheckersSetup {
  * The checkers of runs, as their members and handlers report them, beside the scheduler
  * checker's view of the log: what a handler is given and why its signal aborts
  * (run-context.ts), what ends a run and by when (run-deadlines.ts), what a member runs at once
- * (overlap.ts), retries (retries.ts) and mode 'all' (mode-all.ts). hooks.ts feeds them.
+ * (overlap.ts), retries (retries.ts) and mode 'all' (mode-all.ts); and runExclusive's tasks
+ * (locks.ts), judged by the same watch of the members. hooks.ts feeds them.
  */
 export class RunCheckers {
   readonly #slots: SchedulerChecker;
@@ -49,6 +52,8 @@ export class RunCheckers {
   readonly #concurrency: ConcurrencyChecker;
   readonly #retries: RetryChecker;
   readonly #modeAll: ModeAllChecker;
+  /** runExclusive's tasks (locks.ts), which share the member watch. */
+  readonly locks: LockChecker;
 
   constructor(setup: RunCheckersSetup) {
     const { report, slots, members, timing } = setup;
@@ -66,6 +71,7 @@ export class RunCheckers {
     this.#concurrency = new ConcurrencyChecker(report, this.#runs, this.#watch, facts.overlap, timing.maxConcurrent ?? Number.POSITIVE_INFINITY);
     this.#retries = new RetryChecker(report, slots, () => setup.current().length, timing.reassignHorizonMs);
     this.#modeAll = new ModeAllChecker(report, slots, setup.current);
+    this.locks = new LockChecker(report, this.#watch);
   }
 
   /** A member joined the run (a configuration change added it). */
@@ -93,6 +99,10 @@ export class RunCheckers {
     this.#concurrency.onRunStart(t);
     this.#context.onRunStart(t, member, incarnation, run);
     this.#modeAll.onRunStart(t, member, run);
+  }
+
+  onLock(t: number, member: NodeId, incarnation: number, event: LockEvent): void {
+    this.locks.onLock(t, member, incarnation, event);
   }
 
   onRunEnd(t: number, member: NodeId, incarnation: number, run: RunRecord): void {

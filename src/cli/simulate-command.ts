@@ -25,6 +25,7 @@ interface SimulateFlags {
   readonly proposals: string;
   readonly parallel: string;
   readonly fanout: string;
+  readonly locks: string;
   readonly maxEmit?: string;
   readonly progress: string;
 }
@@ -49,6 +50,7 @@ export function addSimulateCommand(program: Command, io: CliOutput, self: { read
     .option('--proposals <on|off>', "application proposals besides the scheduler's", 'on')
     .option('--parallel <n|auto>', 'a sweep in N processes; auto: one per core', '1')
     .option('--fanout <on|off|drawn>', 'fan-out in the swarm: in every seed, none, or drawn from the seed (about a quarter)', 'drawn')
+    .option('--locks <on|off|drawn>', 'runExclusive in the swarm: in every seed, none, or drawn from the seed (about a quarter)', 'drawn')
     .option('--max-emit <n>', "the largest emit of a run's fan-out")
     .option('--progress <time>', 'a sweep without --json: a line on stderr of the seeds run so far, at most this often', '30s')
     .action(async (flags: SimulateFlags) => {
@@ -85,6 +87,8 @@ async function runSimulate(values: SimulateFlags, io: CliOutput, self: { readonl
   const proposals = values.proposals === 'on';
   if (values.fanout !== 'on' && values.fanout !== 'off' && values.fanout !== 'drawn') throw new InvalidArgumentError('--fanout', values.fanout, 'on, off or drawn');
   const fanout = values.fanout === 'drawn' ? {} : { fanout: values.fanout === 'on' };
+  if (values.locks !== 'on' && values.locks !== 'off' && values.locks !== 'drawn') throw new InvalidArgumentError('--locks', values.locks, 'on, off or drawn');
+  const locks = values.locks === 'drawn' ? {} : { locks: values.locks === 'on' };
   const maxEmit = values.maxEmit === undefined ? {} : { maxEmit: positiveInt(values.maxEmit, '--max-emit') };
   // Seed 0 is a seed as simulate() takes it: a seed a test found through the function replays here.
   const first = values.seed === undefined ? positiveInt(values.from, '--from', MAX_SIM_SEED, 0) : positiveInt(values.seed, '--seed', MAX_SIM_SEED, 0);
@@ -94,9 +98,9 @@ async function runSimulate(values: SimulateFlags, io: CliOutput, self: { readonl
   const failed: SimulationResult[] = [];
   if (values.report !== undefined && count > 1) throw new InvalidArgumentError('--report', values.report, 'used with one seed (--seed N)');
   const replay = (r: SimulationResult): string =>
-    `npx cronraft simulate --seed ${r.seed} --members ${members} --duration ${shellWord(values.duration)} --faults ${shellWord(values.faults)}${proposals ? '' : ' --proposals off'}${values.fanout === 'drawn' ? '' : ` --fanout ${values.fanout}`}${values.maxEmit === undefined ? '' : ` --max-emit ${shellWord(values.maxEmit)}`}`;
+    `npx cronraft simulate --seed ${r.seed} --members ${members} --duration ${shellWord(values.duration)} --faults ${shellWord(values.faults)}${proposals ? '' : ' --proposals off'}${values.fanout === 'drawn' ? '' : ` --fanout ${values.fanout}`}${values.locks === 'drawn' ? '' : ` --locks ${values.locks}`}${values.maxEmit === undefined ? '' : ` --max-emit ${shellWord(values.maxEmit)}`}`;
   const parallel = Math.min(values.parallel === 'auto' ? availableParallelism() : positiveInt(values.parallel, '--parallel'), count);
-  const results = parallel > 1 ? inProcesses(self, first, count, parallel) : inThisProcess(first, count, { members, durationMs, faults, proposals, ...fanout, ...maxEmit, timeline: values.report !== undefined });
+  const results = parallel > 1 ? inProcesses(self, first, count, parallel) : inThisProcess(first, count, { members, durationMs, faults, proposals, ...fanout, ...locks, ...maxEmit, timeline: values.report !== undefined });
   // A sweep prints its results at its end: a long one (npm run sim:soak) says meanwhile how far it is.
   const progressMs = parseDurationMs(values.progress, '--progress');
   let progressAtMs = started;

@@ -90,6 +90,17 @@ describe('cronraft simulate', () => {
     expect((await cronraft('simulate', '--max-emit', '0')).stderr).toContain('Invalid --max-emit');
   });
 
+  it('runs runExclusive’s calls in the seed with --locks on and none with off; refuses a bad --locks', async () => {
+    const args = ['simulate', '--seed', '3', '--members', '3', '--duration', '3s', '--json'];
+    const on = JSON.parse((await cronraft(...args, '--locks', 'on')).stdout) as { locks: { names: string[] } | null };
+    const off = JSON.parse((await cronraft(...args, '--locks', 'off')).stdout) as { locks: unknown };
+    expect(on.locks?.names.length).toBeGreaterThan(0);
+    expect(off.locks).toBeNull();
+    const bad = await cronraft('simulate', '--locks', 'sometimes');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('Invalid --locks');
+  });
+
   it('rejects a bad option with the usage and exit status 2', async () => {
     const r = await cronraft('simulate', '--faults', 'gremlins');
     expect(r.code).toBe(2);
