@@ -1,5 +1,6 @@
 import { SeededRandom } from '../src/time/random.js';
 import { injectAckPowerCuts, injectClockFaults, injectCrashes, injectPartitions, injectPauses, injectUpgrades, MAX_ACK_POWER_CUTS, type FaultContext } from './faults.js';
+import { barriersRandom, startBarriers } from './barriers.js';
 import { startOutsideEmits } from './fanout.js';
 import { SimMember } from './member.js';
 import { MembershipFaults, membershipRandom } from './membership.js';
@@ -28,6 +29,7 @@ export async function runFaultPhase(world: SimWorld, loop: RunLoop): Promise<voi
     scheduler.after(random.int(1, drawn.proposeEveryMs), workload);
   }
 
+  if (world.readChecks !== null) startBarriers(scheduler, barriersRandom(seed), () => world.members, world.durationMs, world.readChecks);
   if (world.fanout !== null) startOutsideEmits(scheduler, world.fanoutRandom, world.fanout, () => world.members, () => world.fanoutEmitting);
 
   const faultContext: FaultContext = { scheduler, network, random, members, ids, untilMs: world.durationMs, record, trace: (line: string) => world.trace.update(`${scheduler.nowMs} ${line}\n`) };

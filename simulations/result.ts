@@ -39,6 +39,7 @@ export function finishRun(world: SimWorld): SimulationResult {
     membership: { ...(membership?.counts ?? { mode: world.membershipMode, added: 0, promoted: 0, removed: 0, returned: 0, farBehind: 0 }), voters: configurations.latest.voters, learners: configurations.latest.learners },
     fanout: world.fanout === null || world.fanoutChecks === null ? null : { topics: world.fanout.topics.map((t) => t.name), emitted: world.fanoutChecks.emitted, succeeded: world.fanoutChecks.succeeded, dead: world.fanoutChecks.dead },
     locks: world.locks === null ? null : { names: world.locks.names, tasks: world.runChecks.locks.started, aborted: world.runChecks.locks.aborted },
+    barriers: world.readChecks === null ? null : { asked: world.readChecks.asks, answered: world.readChecks.answers },
     ...(world.options.timeline === true ? { timeline: world.timeline } : {}),
   };
 }

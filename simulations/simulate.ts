@@ -94,6 +94,12 @@ export interface SimulationOptions {
    * @default drawn from the seed, in LOCKS_SHARE of the seeds that run the default jobs (drawLocksMode); none with `jobs` given
    */
   readonly locks?: boolean;
+  /**
+   * Read barriers in the swarm (simulations/barriers.ts): members drawn at random ask for one
+   * now and then during the faults, each answer checked by checkers/reads.ts.
+   * @default drawn from the seed, in BARRIERS_SHARE of the seeds that run the default jobs (drawBarriersMode); none with `jobs` given
+   */
+  readonly barriers?: boolean;
   /** The largest emit of the run's fan-out. @default MAX_SIM_EMIT */
   readonly maxEmit?: number;
 }
@@ -136,6 +142,8 @@ export interface SimulationResult {
   readonly fanout: FanoutSummary | null;
   /** What the run's runExclusive tasks did; null without them. */
   readonly locks: LocksSummary | null;
+  /** Read barriers asked during the faults, and of them those answered; null without them. */
+  readonly barriers: { readonly asked: number; readonly answered: number } | null;
   readonly timeline?: readonly TimelineEvent[];
 }
 

@@ -117,6 +117,9 @@ export const VIOLATION_KINDS = [
   'fanout-settle',
   /** Members that applied the last fan-out command hold different fan-out states (counts per topic). */
   'fanout-agreement',
+  // barrier() (checkers/reads.ts)
+  /** A read barrier resolved below an index some member had applied before it was asked, or above what its member had applied. */
+  'stale-read',
   // runExclusive (checkers/locks.ts)
   /** A task started under a lock while another's task under the same name ran unaborted. */
   'lock-overlap',

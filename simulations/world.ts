@@ -16,6 +16,8 @@ import { DEFAULT_SIM_JOBS, validateJobs, type SimJob } from './jobs.js';
 import { FanoutChecker } from './checkers/fanout.js';
 import { drawFanout, drawFanoutMode, emitJob, fanoutRandom, type SimFanout } from './fanout.js';
 import { drawLocks, drawLocksMode, locksRandom, type SimLocks } from './locks.js';
+import { drawBarriersMode } from './barriers.js';
+import { ReadChecker } from './checkers/reads.js';
 import { SimMember, type MemberHooks, type SimMemberConfig } from './member.js';
 import { drawMembershipMode, type MembershipFaults, type MembershipMode } from './membership.js';
 import { SimNetwork, type NetworkFaults } from './network.js';
@@ -65,6 +67,8 @@ export class SimWorld {
   readonly fanout: SimFanout | null;
   /** The run's calls of runExclusive (locks.ts), drawn from a stream of their own; null: none. */
   readonly locks: SimLocks | null;
+  /** The checker of the run's read barriers (barriers.ts), when it asks for them; null: none. */
+  readonly readChecks: ReadChecker | null;
   /** Fan-out's checkers, with fan-out. */
   readonly fanoutChecks: FanoutChecker | null;
   /** The stream fan-out's emits from outside a slot draw from (after its plan). */
@@ -164,6 +168,9 @@ export class SimWorld {
     this.scheduler = new SimScheduler();
     this.network = new SimNetwork(this.scheduler, random, this.faults);
     this.safety = new SafetyChecker();
+    // As fan-out and locks: drawn from a stream of its own, in a share of the runs of the default jobs.
+    const withBarriers = options.barriers ?? (options.jobs === undefined && drawBarriersMode(seed));
+    this.readChecks = withBarriers ? new ReadChecker(this.report, () => this.safety.committedCount) : null;
     this.trace = createHash('sha256');
     this.slots = new SchedulerChecker(this.report);
     this.versionsMode = options.versions ?? drawVersionsMode(seed);

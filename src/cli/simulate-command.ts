@@ -26,6 +26,7 @@ interface SimulateFlags {
   readonly parallel: string;
   readonly fanout: string;
   readonly locks: string;
+  readonly barriers: string;
   readonly maxEmit?: string;
   readonly progress: string;
 }
@@ -51,6 +52,7 @@ export function addSimulateCommand(program: Command, io: CliOutput, self: { read
     .option('--parallel <n|auto>', 'a sweep in N processes; auto: one per core', '1')
     .option('--fanout <on|off|drawn>', 'fan-out in the swarm: in every seed, none, or drawn from the seed (about a quarter)', 'drawn')
     .option('--locks <on|off|drawn>', 'runExclusive in the swarm: in every seed, none, or drawn from the seed (about a quarter)', 'drawn')
+    .option('--barriers <on|off|drawn>', 'read barriers in the swarm: in every seed, none, or drawn from the seed (about a quarter)', 'drawn')
     .option('--max-emit <n>', "the largest emit of a run's fan-out")
     .option('--progress <time>', 'a sweep without --json: a line on stderr of the seeds run so far, at most this often', '30s')
     .action(async (flags: SimulateFlags) => {
@@ -89,6 +91,8 @@ async function runSimulate(values: SimulateFlags, io: CliOutput, self: { readonl
   const fanout = values.fanout === 'drawn' ? {} : { fanout: values.fanout === 'on' };
   if (values.locks !== 'on' && values.locks !== 'off' && values.locks !== 'drawn') throw new InvalidArgumentError('--locks', values.locks, 'on, off or drawn');
   const locks = values.locks === 'drawn' ? {} : { locks: values.locks === 'on' };
+  if (values.barriers !== 'on' && values.barriers !== 'off' && values.barriers !== 'drawn') throw new InvalidArgumentError('--barriers', values.barriers, 'on, off or drawn');
+  const barriers = values.barriers === 'drawn' ? {} : { barriers: values.barriers === 'on' };
   const maxEmit = values.maxEmit === undefined ? {} : { maxEmit: positiveInt(values.maxEmit, '--max-emit') };
   // Seed 0 is a seed as simulate() takes it: a seed a test found through the function replays here.
   const first = values.seed === undefined ? positiveInt(values.from, '--from', MAX_SIM_SEED, 0) : positiveInt(values.seed, '--seed', MAX_SIM_SEED, 0);
@@ -98,9 +102,9 @@ async function runSimulate(values: SimulateFlags, io: CliOutput, self: { readonl
   const failed: SimulationResult[] = [];
   if (values.report !== undefined && count > 1) throw new InvalidArgumentError('--report', values.report, 'used with one seed (--seed N)');
   const replay = (r: SimulationResult): string =>
-    `npx cronraft simulate --seed ${r.seed} --members ${members} --duration ${shellWord(values.duration)} --faults ${shellWord(values.faults)}${proposals ? '' : ' --proposals off'}${values.fanout === 'drawn' ? '' : ` --fanout ${values.fanout}`}${values.locks === 'drawn' ? '' : ` --locks ${values.locks}`}${values.maxEmit === undefined ? '' : ` --max-emit ${shellWord(values.maxEmit)}`}`;
+    `npx cronraft simulate --seed ${r.seed} --members ${members} --duration ${shellWord(values.duration)} --faults ${shellWord(values.faults)}${proposals ? '' : ' --proposals off'}${values.fanout === 'drawn' ? '' : ` --fanout ${values.fanout}`}${values.locks === 'drawn' ? '' : ` --locks ${values.locks}`}${values.barriers === 'drawn' ? '' : ` --barriers ${values.barriers}`}${values.maxEmit === undefined ? '' : ` --max-emit ${shellWord(values.maxEmit)}`}`;
   const parallel = Math.min(values.parallel === 'auto' ? availableParallelism() : positiveInt(values.parallel, '--parallel'), count);
-  const results = parallel > 1 ? inProcesses(self, first, count, parallel) : inThisProcess(first, count, { members, durationMs, faults, proposals, ...fanout, ...locks, ...maxEmit, timeline: values.report !== undefined });
+  const results = parallel > 1 ? inProcesses(self, first, count, parallel) : inThisProcess(first, count, { members, durationMs, faults, proposals, ...fanout, ...locks, ...barriers, ...maxEmit, timeline: values.report !== undefined });
   // A sweep prints its results at its end: a long one (npm run sim:soak) says meanwhile how far it is.
   const progressMs = parseDurationMs(values.progress, '--progress');
   let progressAtMs = started;

@@ -28,7 +28,7 @@ describe('simulation with runExclusive', () => {
     expect(drawn).toBeLessThan(300);
   });
 
-  const seeds = 8;
+  const seeds = 4;
   for (const members of [3, 5]) {
     it(`${members} members: ${seeds} seeds of 60 simulated seconds with runExclusive’s calls: no two tasks under one lock at once, tokens increasing`, async () => {
       const failures: string[] = [];

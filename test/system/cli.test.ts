@@ -101,6 +101,15 @@ describe('cronraft simulate', () => {
     expect(bad.stderr).toContain('Invalid --locks');
   });
 
+  it('asks for read barriers in the seed with --barriers on and none with off; refuses a bad --barriers', async () => {
+    const args = ['simulate', '--seed', '3', '--members', '3', '--duration', '3s', '--json'];
+    const on = JSON.parse((await cronraft(...args, '--barriers', 'on')).stdout) as { barriers: { asked: number } | null };
+    const off = JSON.parse((await cronraft(...args, '--barriers', 'off')).stdout) as { barriers: unknown };
+    expect(on.barriers?.asked).toBeGreaterThan(0);
+    expect(off.barriers).toBeNull();
+    expect((await cronraft('simulate', '--barriers', 'sometimes')).stderr).toContain('Invalid --barriers');
+  });
+
   it('rejects a bad option with the usage and exit status 2', async () => {
     const r = await cronraft('simulate', '--faults', 'gremlins');
     expect(r.code).toBe(2);

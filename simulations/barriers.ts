@@ -1,0 +1,45 @@
+import type { SimScheduler } from './scheduler.js';
+import type { SimMember } from './member.js';
+import type { ReadChecker } from './checkers/reads.js';
+import { SeededRandom, type Random } from '../src/time/random.js';
+
+/**
+ * `barrier()` in the swarm: now and then during the faults a member drawn at random asks for a
+ * linearizable read barrier (RaftDriver.readBarrier, which `Cluster.barrier()` calls), and
+ * checkers/reads.ts holds its answer to what was committed before it was asked.
+ */
+
+/** The share of the seeds whose runs ask for read barriers (drawBarriersMode). */
+export const BARRIERS_SHARE = 0.25;
+
+/** Barriers are asked a drawn time apart, up to this (ms). */
+const BARRIER_EVERY_MS = 150;
+
+/** Whether a run of seed `seed` asks for read barriers, drawn from a stream of its own. */
+export function drawBarriersMode(seed: number): boolean {
+  return new SeededRandom(seed * 48_611 + 47).int(0, 999) < BARRIERS_SHARE * 1000;
+}
+
+/** The stream a run's barriers draw from (when, and on which member), apart from every other. */
+export function barriersRandom(seed: number): SeededRandom {
+  return new SeededRandom(seed * 86_243 + 53);
+}
+
+/** Asks for read barriers on members up, drawn by `random`, until `untilMs`; `checks` judges each answer. */
+export function startBarriers(scheduler: SimScheduler, random: Random, members: () => readonly SimMember[], untilMs: number, checks: ReadChecker): void {
+  const ask = (): void => {
+    if (scheduler.nowMs >= untilMs) return;
+    const up = members().filter((m) => m.up);
+    const m = up.length === 0 ? undefined : up[random.int(0, up.length - 1)];
+    const driver = m?.driver ?? null;
+    if (m !== undefined && driver !== null) {
+      const asked = checks.asked(scheduler.nowMs, m.id);
+      driver.readBarrier().then(
+        (index) => checks.answered(scheduler.nowMs, asked, index, driver.appliedIndex),
+        () => undefined,
+      );
+    }
+    scheduler.after(random.int(1, BARRIER_EVERY_MS), ask);
+  };
+  scheduler.after(random.int(1, BARRIER_EVERY_MS), ask);
+}
