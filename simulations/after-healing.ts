@@ -1,4 +1,5 @@
 import type { NodeId } from '../src/raft/types.js';
+import { checkReadLiveness } from './barriers.js';
 import { entryText } from './checker.js';
 import { checkFanoutSettles, fanoutAtHeal } from './fanout-settle.js';
 import { checkHistories } from './history-checker.js';
@@ -20,7 +21,7 @@ const HISTORY_CATCH_UP_MS = 1000;
 
 /**
  * A run's second phase, where liveness is checked: everything is healed, then a new entry must
- * commit on every member within the bound, an upgrade's version must rise, every slot due once
+ * commit on every member within the bound, a barrier on each resolve (with barriers), an upgrade's version must rise, every slot due once
  * the scheduler settled must run on time with an outcome, and every member's history() must
  * show it; then, if asked, a rolling restart of graceful stops (handover.ts). It ends early if
  * an event throws (`loop.crashed`).
@@ -29,6 +30,8 @@ export async function checkAfterHealing(world: SimWorld, loop: RunLoop): Promise
   const healedAt = await heal(world, loop);
   const fanoutHeal = fanoutAtHeal(world);
   await checkRaftLiveness(world, loop, healedAt);
+  if (loop.crashed) return;
+  await checkReadLiveness(world, loop);
   if (loop.crashed) return;
   const { scheduler, jobs, slots, runChecks, members, report } = world;
   if (world.versionsMode === 'upgrade') {

@@ -1,12 +1,15 @@
-import type { SimScheduler } from './scheduler.js';
-import type { SimMember } from './member.js';
-import type { ReadChecker } from './checkers/reads.js';
 import { SeededRandom, type Random } from '../src/time/random.js';
+import type { ReadChecker } from './checkers/reads.js';
+import type { SimMember } from './member.js';
+import type { RunLoop } from './run-loop.js';
+import type { SimScheduler } from './scheduler.js';
+import type { SimWorld } from './world.js';
 
 /**
  * `barrier()` in the swarm: now and then during the faults a member drawn at random asks for a
  * linearizable read barrier (RaftDriver.readBarrier, which `Cluster.barrier()` calls), and
- * checkers/reads.ts holds its answer to what was committed before it was asked.
+ * checkers/reads.ts holds its answer to what was committed before it was asked; after healing,
+ * a barrier on every member must resolve within the liveness bound (checkReadLiveness).
  */
 
 /** The share of the seeds whose runs ask for read barriers (drawBarriersMode). */
@@ -42,4 +45,40 @@ export function startBarriers(scheduler: SimScheduler, random: Random, members: 
     scheduler.after(random.int(1, BARRIER_EVERY_MS), ask);
   };
   scheduler.after(random.int(1, BARRIER_EVERY_MS), ask);
+}
+
+/** A barrier refused after healing (a leader still settling in) is asked again this much later (ms). */
+const READ_RETRY_MS = 200;
+
+/**
+ * After healing, with barriers: a barrier asked on every member of the configuration must
+ * resolve (and hold, checkers/reads.ts) within the liveness bound, each asked again while it is
+ * refused (`read-liveness`).
+ */
+export async function checkReadLiveness(world: SimWorld, loop: RunLoop): Promise<void> {
+  const checks = world.readChecks;
+  if (checks === null) return;
+  const { scheduler, livenessBoundMs } = world;
+  const startedAt = scheduler.nowMs;
+  const waiting = new Map(world.current().map((m) => [m.id, m]));
+  const ask = (m: SimMember): void => {
+    if (!waiting.has(m.id)) return;
+    const driver = m.driver;
+    if (driver === null) {
+      scheduler.after(READ_RETRY_MS, () => ask(m));
+      return;
+    }
+    const asked = checks.asked(scheduler.nowMs, m.id);
+    driver.readBarrier().then(
+      (index) => {
+        checks.answered(scheduler.nowMs, asked, index, driver.appliedIndex);
+        waiting.delete(m.id);
+      },
+      () => scheduler.after(READ_RETRY_MS, () => ask(m)),
+    );
+  };
+  for (const m of waiting.values()) ask(m);
+  await loop.run(startedAt + livenessBoundMs, () => waiting.size === 0);
+  if (loop.crashed || waiting.size === 0) return;
+  world.report(scheduler.nowMs, 'read-liveness', `after healing, no barrier asked on ${[...waiting.keys()].join(', ')} from ${startedAt.toFixed(0)} ms resolved within ${livenessBoundMs} ms`);
 }

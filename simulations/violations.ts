@@ -120,6 +120,8 @@ export const VIOLATION_KINDS = [
   // barrier() (checkers/reads.ts)
   /** A read barrier resolved below an index some member had applied before it was asked, or above what its member had applied. */
   'stale-read',
+  /** After healing, a read barrier asked on a member did not resolve within the liveness bound. */
+  'read-liveness',
   // runExclusive (checkers/locks.ts)
   /** A task started under a lock while another's task under the same name ran unaborted. */
   'lock-overlap',
