@@ -1,4 +1,4 @@
-import { ExclusiveTasks, exclusiveAbortMarginMs, runExclusive, type ExclusiveContext } from '../src/api/run-exclusive.js';
+import { exclusiveAbortMarginMs, runExclusive, type ExclusiveContext, type ExclusiveTasks } from '../src/api/run-exclusive.js';
 import type { UnansweredLocks } from '../src/api/unanswered-locks.js';
 import { NotRunningError } from '../src/errors.js';
 import type { NodeId } from '../src/raft/types.js';
@@ -26,7 +26,7 @@ export interface SimLocks {
 
 /** What a member's caller tells the checker, as it happens. */
 export type LockEvent =
-  | { readonly type: 'start'; readonly name: string; readonly token: number }
+  | { readonly type: 'start'; readonly name: string; readonly token: number; readonly atMostFor: number }
   /** The task's signal aborted, or the task returned: either way it holds the lock no more. */
   | { readonly type: 'end'; readonly name: string; readonly token: number; readonly aborted: boolean };
 
@@ -67,24 +67,25 @@ export function callLocks(
   settings: MemberSettings,
   timers: Timers,
   random: Random,
-  unanswered: UnansweredLocks,
+  life: { readonly unanswered: UnansweredLocks; readonly tasks: ExclusiveTasks },
   stopped: () => boolean,
   observe: (event: LockEvent) => void,
 ): void {
   const { timing } = settings;
   const ctx: ExclusiveContext = {
     self,
+    // As Cluster's: refused once the member stops, gracefully or not.
     driver: () => {
-      if (stopped()) throw new NotRunningError('stopped');
+      if (stopped() || life.tasks.stopping) throw new NotRunningError(stopped() ? 'stopped' : 'stopping');
       return member.driver;
     },
     timers,
     clockSyncTimeoutMs: timing.requestTimeoutMs,
     clockSyncPollMs: timing.tickMs * timing.heartbeatTicks,
     waitFor: (done, timeoutMs, pollMs) => waitUntil(timers, () => done() || stopped(), timeoutMs, pollMs).then((ok) => ok && !stopped()),
-    tasks: new ExclusiveTasks(),
+    tasks: life.tasks,
     abortMarginMs: exclusiveAbortMarginMs(timing.maxClockSkewMs),
-    unanswered,
+    unanswered: life.unanswered,
     locks: () => member.scheduler.state.locks,
   };
   const call = (): void => {
@@ -93,15 +94,16 @@ export function callLocks(
     const atMostFor = random.int(...plan.atMostForMs);
     const atLeastFor = random.int(0, Math.floor(atMostFor / 4));
     const taskMs = random.int(...plan.taskMs);
-    runExclusive(ctx, name, { atMostFor, atLeastFor }, ({ fencingToken, signal }) => task(timers, taskMs, signal, name, fencingToken, observe)).catch(() => undefined);
+    runExclusive(ctx, name, { atMostFor, atLeastFor }, ({ fencingToken, signal }) => task(timers, taskMs, signal, { name, token: fencingToken, atMostFor }, observe)).catch(() => undefined);
     timers.setTimeout(call, random.int(1, plan.callEveryMs));
   };
   timers.setTimeout(call, random.int(1, plan.callEveryMs));
 }
 
-/** A task of `taskMs` that stops when its signal aborts, telling `observe` when it starts and ends. */
-function task(timers: Timers, taskMs: number, signal: AbortSignal, name: string, token: number, observe: (event: LockEvent) => void): Promise<void> {
-  observe({ type: 'start', name, token });
+/** A task of `taskMs` under `lock` that stops when its signal aborts, telling `observe` when it starts and ends. */
+function task(timers: Timers, taskMs: number, signal: AbortSignal, lock: { readonly name: string; readonly token: number; readonly atMostFor: number }, observe: (event: LockEvent) => void): Promise<void> {
+  const { name, token } = lock;
+  observe({ type: 'start', ...lock });
   return new Promise<void>((resolve) => {
     const end = (aborted: boolean): void => {
       timers.clearTimeout(timer);

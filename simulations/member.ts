@@ -1,4 +1,5 @@
-import { letGoHeldUnanswered, letGoIfUnanswered, UnansweredLocks } from '../src/api/unanswered-locks.js';
+import { ExclusiveTasks } from '../src/api/run-exclusive.js';
+import { unansweredLockHooks, UnansweredLocks } from '../src/api/unanswered-locks.js';
 import { RaftNode } from '../src/raft/node.js';
 import type { Entry, NodeId } from '../src/raft/types.js';
 import type { WireMessage } from '../src/transport/envelope.js';
@@ -79,6 +80,8 @@ export class SimMember {
   incarnation = 0;
   /** True time until which the process is stalled. */
   pausedUntil = 0;
+  /** The process life whose graceful stop began (stopGracefully), if any: from then on its member is stopping. */
+  stoppingIncarnation = 0;
   #syncScheduled = false;
   readonly #seed: number;
   readonly #scheduler: SimScheduler;
@@ -86,6 +89,8 @@ export class SimMember {
   #storage: MemoryLogStorage | null = null;
   /** This life's transport, until it ends. */
   #link: SimTransport | null = null;
+  /** This life's runExclusive tasks and its timers, which a graceful stop lets end (as Cluster.stop() does); null without locks. */
+  #exclusive: { readonly tasks: ExclusiveTasks; readonly timers: Timers } | null = null;
 
   constructor(id: NodeId, seed: number, scheduler: SimScheduler) {
     this.id = id;
@@ -124,6 +129,7 @@ export class SimMember {
     // runExclusive's lock proposals that went unanswered, let go should they commit, as Cluster wires them (cluster-start.ts).
     const locks = config.locks ?? null;
     const unanswered = new UnansweredLocks();
+    const lockHooks = locks === null ? null : unansweredLockHooks(this.id, unanswered, () => member);
     const member: Member = new Member({
       self: this.id,
       node,
@@ -140,12 +146,12 @@ export class SimMember {
       onApplied: (e) => hooks.onApplied(this.id, e),
       onSnapshotInstalled: (index) => {
         hooks.onSnapshotInstalled(this.id, index);
-        if (locks !== null) letGoHeldUnanswered(this.id, member.scheduler.state.locks, unanswered, member.driver.clusterClock().now(), (data) => member.driver.propose(data));
+        lockHooks?.installed(index);
       },
       onSoftState: (s) => hooks.onSoftState(this.id, node, s),
       onSchedulerApplied: (index, command, result, version) => {
         hooks.onSchedulerApplied(this.id, index, command, result, version);
-        if (locks !== null) letGoIfUnanswered(this.id, index, command, result, unanswered, (data) => member.driver.propose(data));
+        lockHooks?.applied(index, command, result);
       },
       onRunStart: (run) => hooks.onRunStart(this.id, incarnation, run),
       onRun: (run) => hooks.onRun(this.id, incarnation, run),
@@ -170,9 +176,12 @@ export class SimMember {
       member.scheduler.schedule(job.name, parseSpec(job.spec), handler, job.options ?? {});
     }
     const stopped = (): boolean => incarnation !== this.incarnation || this.member !== member;
+    this.#exclusive = null;
     if (locks !== null) {
       const random = new SeededRandom(this.#seed * 27_644_437 + incarnation);
-      callLocks(member, this.id, locks, settings, timers, random, unanswered, stopped, (event) => hooks.onLock?.(this.id, incarnation, event));
+      const tasks = new ExclusiveTasks();
+      this.#exclusive = { tasks, timers };
+      callLocks(member, this.id, locks, settings, timers, random, { unanswered, tasks }, stopped, (event) => hooks.onLock?.(this.id, incarnation, event));
     }
     if (fanout !== null) {
       consumeTopics(member, this.id, config.voters.includes(this.id), fanout.plan, timers, fanoutRandom, stopped, (topic, event) => hooks.onItem?.(this.id, incarnation, topic, event));
@@ -205,7 +214,10 @@ export class SimMember {
   async stopGracefully(timeoutMs: number): Promise<void> {
     const member = this.member;
     if (member === null) return;
-    await member.stopGracefully(timeoutMs);
+    this.stoppingIncarnation = this.incarnation;
+    // Its runExclusive tasks end within the same time and release their locks, as Cluster.stop()'s do.
+    const exclusive = this.#exclusive;
+    await Promise.all([member.stopGracefully(timeoutMs), exclusive?.tasks.settle(exclusive.timers, timeoutMs)]);
     if (this.member !== member) return;
     await this.stop();
   }

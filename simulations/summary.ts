@@ -138,7 +138,6 @@ function percentile(sorted: readonly number[], q: number): number {
   return sorted[Math.min(rank, sorted.length) - 1] ?? 0;
 }
 
-/** What a run's fan-out did: its topics, and the items the log recorded as emitted, done and dead. */
 /** What the run's runExclusive tasks did, as they told it. */
 export interface LocksSummary {
   readonly names: readonly string[];
@@ -147,6 +146,7 @@ export interface LocksSummary {
   readonly aborted: number;
 }
 
+/** What a run's fan-out did: its topics, and the items the log recorded as emitted, done and dead. */
 export interface FanoutSummary {
   readonly topics: readonly string[];
   readonly emitted: number;

@@ -125,6 +125,8 @@ export const VIOLATION_KINDS = [
   // runExclusive (checkers/locks.ts)
   /** A task started under a lock while another's task under the same name ran unaborted. */
   'lock-overlap',
+  /** A task under a lock ran on, unaborted, past its lock's atMostFor from its start. */
+  'lock-deadline',
   /** A task started under a fencing token not greater than the last one of its lock's name. */
   'lock-token',
 ] as const;

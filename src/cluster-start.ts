@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { EventEmitter } from 'node:events';
 import type { PrivateKey } from '@libp2p/interface';
 import type { ClusterState, MemberState } from './api/state.js';
-import { letGoHeldUnanswered, letGoIfUnanswered, type UnansweredLocks } from './api/unanswered-locks.js';
+import { unansweredLockHooks, type UnansweredLocks } from './api/unanswered-locks.js';
 import { EntryRecords } from './bytes/entry-records.js';
 import { cancelledEventOf, jobRefusedEventOf, missedEventOf, type ClusterEvents } from './cluster-events.js';
 import { registerConsumer, type ConsumeHandler } from './cluster-fanout.js';
@@ -155,6 +155,8 @@ export async function startMember(ctx: StartContext, parts: MemberParts): Promis
       // The app's.
     }
   };
+  // runExclusive's lock proposals that went unanswered: let go as they commit, or come in a snapshot.
+  const lockHooks = unansweredLockHooks(o.self.id, ctx.unansweredLocks, () => parts.member ?? undefined);
   const member = new Member({
     self: o.self.id,
     node,
@@ -181,8 +183,7 @@ export async function startMember(ctx: StartContext, parts: MemberParts): Promis
     },
     onSchedulerApplied: (index, command, result) => {
       ctx.onJobsChanged();
-      const driver = parts.member?.driver;
-      if (driver !== undefined) letGoIfUnanswered(o.self.id, index, command, result, ctx.unansweredLocks, (data) => driver.propose(data));
+      lockHooks.applied(index, command, result);
       const missed = missedEventOf(index, command, result);
       if (missed !== null) tell('missed', missed);
       const cancelled = cancelledEventOf(index, command, result);
@@ -191,11 +192,7 @@ export async function startMember(ctx: StartContext, parts: MemberParts): Promis
       if (refused !== null) tell('job-refused', refused);
     },
     // A lock whose proposal went unanswered may come in the leader's snapshot, not as a command applied.
-    onSnapshotInstalled: () => {
-      const driver = parts.member?.driver;
-      const scheduler = parts.member?.scheduler;
-      if (driver !== undefined && scheduler !== undefined) letGoHeldUnanswered(o.self.id, scheduler.state.locks, ctx.unansweredLocks, driver.clusterClock().now(), (data) => driver.propose(data));
-    },
+    onSnapshotInstalled: lockHooks.installed,
     onFanoutEvent: (event) => {
       if (event.type === 'item-failed') cluster.emit('item-failed', { topic: event.topic, id: event.id, attempt: event.attempt, error: event.error, dead: event.dead });
       else cluster.emit('batch-settled', { batch: event.batch, summary: event.summary });

@@ -136,6 +136,7 @@ export class RunCheckers {
     this.#deadlines.afterEvent(t);
     this.#context.afterEvent();
     this.#concurrency.afterEvent(t);
+    this.locks.afterEvent(t);
   }
 
   /**

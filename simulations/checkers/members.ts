@@ -55,9 +55,13 @@ export class MemberWatch {
     this.#failed.set(id, incarnation);
   }
 
-  /** Whether the member of process life `incarnation` of `id` stopped: the life is over, or the member stopped for good in it. */
+  /**
+   * Whether the member of process life `incarnation` of `id` stopped or is stopping: the life is
+   * over, the member stopped for good in it, or its graceful stop began (which may wait for the
+   * app's runExclusive tasks after its member handed its work over, as Cluster.stop() does).
+   */
   isStopped(id: NodeId, incarnation: number): boolean {
-    return this.isOver(id, incarnation) || (this.#failed.get(id) ?? 0) >= incarnation;
+    return this.isOver(id, incarnation) || (this.#failed.get(id) ?? 0) >= incarnation || this.#members.get(id)?.stoppingIncarnation === incarnation;
   }
 
   /** Whether `incarnation` of `id` is over (stopped or replaced by a later one). */

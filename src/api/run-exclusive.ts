@@ -190,7 +190,6 @@ async function exclusiveCall(
   if (taken?.ok === false && taken.reason === 'too-many-locks') throw new BackpressureError(`No lock is free to take "${name}": the cluster holds as many locks as it keeps (${SCHEDULER_DEFAULTS.maxLocks}), each held or not yet expired`);
   if (taken?.ok !== true || taken.lock === undefined) return false;
   const token = taken.lock.token;
-  ctx.unanswered.granted(name, token, lock.untilMs, clock.now());
   const release = async (untilMs: number): Promise<void> => {
     const unlock = encodeCommand({ kind: 'scheduler', command: { type: 'unlock', name, token, untilMs } });
     // Tried again while the member runs (a leader handing over as it stops refuses it for a

@@ -1,6 +1,9 @@
+import type { NodeId } from '../raft/types.js';
 import { encodeCommand } from '../runtime/commands.js';
+import type { Member } from '../runtime/member.js';
 import type { SchedulerCommand } from '../scheduler/command.js';
 import type { LockRecord } from '../scheduler/records.js';
+import { SCHEDULER_DEFAULTS } from '../scheduler/state.js';
 
 /**
  * The most unanswered lock proposals a member watches for at once; past it, the oldest is
@@ -10,9 +13,10 @@ export const MAX_UNANSWERED_LOCKS = 1024;
 
 /**
  * The most locks granted to this member that it remembers at once, until each one's atMostFor
- * (see UnansweredLocks.granted); past it, the oldest is forgotten.
+ * (see UnansweredLocks.answering): as many as the cluster keeps, so that every lock it holds at
+ * once is remembered; past it, the oldest is forgotten.
  */
-export const MAX_GRANTED_REMEMBERED = 1024;
+export const MAX_GRANTED_REMEMBERED = SCHEDULER_DEFAULTS.maxLocks;
 
 /** A lock proposal watched: its name, stamp and end, as proposed. */
 interface Watched {
@@ -40,8 +44,11 @@ export interface HeldUnanswered {
  * millisecond would share a stamp, and the one granted be let go for the other's lost answer).
  * A lock may also come in a snapshot from the leader (this member was behind, and the proposal
  * it covers is answered CRONRAFT_OUTCOME_UNKNOWN after it is installed): a restored state keeps
- * no stamp, so such a lock is known by its name, holder and end (heldUnanswered), and never
- * by the token of a lock this member was granted meanwhile under the same name and end.
+ * no stamp, so such a lock is known by its name, holder and end (heldUnanswered), only at or
+ * below the index of a snapshot installed (a lock applied as a command is known by its stamp),
+ * and never by the token of a lock this member was granted under the same name and end: that is
+ * remembered as the lock applies, before its call hears of it (answering), so that a call that
+ * goes unanswered in the same turn cannot take it for its own.
  * Bounded by MAX_UNANSWERED_LOCKS, MAX_GRANTED_REMEMBERED, and the calls in flight.
  */
 export class UnansweredLocks {
@@ -49,8 +56,10 @@ export class UnansweredLocks {
   readonly #inFlight = new Set<string>();
   /** `${atMs} ${name}` to the lock proposed: in the order added. */
   readonly #watched = new Map<string, Watched>();
-  /** Per name, the token of the last lock of it granted to this member by an answered call, and that lock's end: in the order added. */
+  /** Per name, the token of the last lock of it granted to a call of this member in flight, and that lock's end: in the order added. */
   readonly #granted = new Map<string, { readonly token: number; readonly untilMs: number }>();
+  /** The greatest index of a snapshot installed from a leader: a lock above it came as a command. */
+  #installedThrough = 0;
 
   /**
    * The stamp of a lock of `name` about to be proposed at `atMs`: `atMs`, or the first
@@ -81,32 +90,40 @@ export class UnansweredLocks {
   }
 
   /**
-   * This member was granted the lock `name` under `token` until `untilMs` (an answered call):
-   * remembered until then, so that heldUnanswered never takes it for an unanswered lock of the
-   * same name and end (that would let go of a lock whose task runs).
+   * `lock`, applied here under `token` (its entry's index), is one a call of this member still
+   * waits to hear of: its grant is remembered until the lock's end, so that heldUnanswered never
+   * takes it for an unanswered lock of the same name and end (that would let go of a lock whose
+   * task is about to run). Returns whether it was.
    */
-  granted(name: string, token: number, untilMs: number, nowMs: number): void {
-    this.#forgetEnded(nowMs);
-    this.#granted.delete(name);
+  answering(lock: Extract<SchedulerCommand, { type: 'lock' }>, token: number): boolean {
+    if (!this.#inFlight.has(keyOf(lock.name, lock.atMs))) return false;
+    this.#granted.delete(lock.name);
     if (this.#granted.size >= MAX_GRANTED_REMEMBERED) {
       const oldest = this.#granted.keys().next().value;
       if (oldest !== undefined) this.#granted.delete(oldest);
     }
-    this.#granted.set(name, { token, untilMs });
+    this.#granted.set(lock.name, { token, untilMs: lock.untilMs });
+    return true;
+  }
+
+  /** A snapshot from the leader, of the log up to `index`, was installed here. */
+  installed(index: number): void {
+    this.#installedThrough = Math.max(this.#installedThrough, index);
   }
 
   /**
-   * The locks of `locks` (the state as it stands: restored from a snapshot, say) that this
-   * member holds and whose proposals went unanswered, each known by its name and end (a restored
-   * state keeps no stamp) and by a token no answered call was granted: each is forgotten here,
-   * and returned for the caller to let go.
+   * The locks of `locks` (the state as it stands) that this member holds and whose proposals went
+   * unanswered, as they come in a snapshot installed (`installed`): each known by its name and end
+   * (a restored state keeps no stamp), by a token at or below the snapshot's index, and by one no
+   * call of this member was granted (`answering`). Each is forgotten here, and returned for the
+   * caller to let go.
    */
   heldUnanswered(self: string, locks: ReadonlyMap<string, LockRecord>, nowMs: number): HeldUnanswered[] {
     this.#forgetEnded(nowMs);
     const held: HeldUnanswered[] = [];
     for (const [key, lock] of this.#watched) {
       const record = locks.get(lock.name);
-      if (record === undefined || record.holder !== self || record.untilMs !== lock.untilMs) continue;
+      if (record === undefined || record.holder !== self || record.untilMs !== lock.untilMs || record.token > this.#installedThrough) continue;
       if (this.#granted.get(lock.name)?.token === record.token) continue;
       this.#watched.delete(key);
       held.push({ name: lock.name, token: record.token, atMs: lock.atMs });
@@ -151,6 +168,7 @@ export function letGoIfUnanswered(
   propose: (data: Uint8Array) => Promise<unknown>,
 ): void {
   if (command.type !== 'lock' || command.member !== self || (result as { ok?: boolean } | undefined)?.ok !== true) return;
+  if (unanswered.answering(command, index)) return;
   if (!unanswered.taken(command.name, command.atMs)) return;
   letGo({ name: command.name, token: index, atMs: command.atMs }, propose);
 }
@@ -169,6 +187,30 @@ export function letGoHeldUnanswered(
   propose: (data: Uint8Array) => Promise<unknown>,
 ): void {
   for (const lock of unanswered.heldUnanswered(self, locks, nowMs)) letGo(lock, propose);
+}
+
+/**
+ * The member hooks that let go of unanswered locks, as `Cluster` wires them (cluster-start.ts)
+ * and the simulator too: `applied` for every scheduler command applied (letGoIfUnanswered),
+ * `installed` for every snapshot installed from a leader (letGoHeldUnanswered). `member` is
+ * undefined until the member is built.
+ */
+export function unansweredLockHooks(
+  self: NodeId,
+  unanswered: UnansweredLocks,
+  member: () => Pick<Member, 'driver' | 'scheduler'> | undefined,
+): { readonly applied: (index: number, command: SchedulerCommand, result: unknown) => void; readonly installed: (index: number) => void } {
+  return {
+    applied: (index, command, result) => {
+      const m = member();
+      if (m !== undefined) letGoIfUnanswered(self, index, command, result, unanswered, (data) => m.driver.propose(data));
+    },
+    installed: (index) => {
+      unanswered.installed(index);
+      const m = member();
+      if (m !== undefined) letGoHeldUnanswered(self, m.scheduler.state.locks, unanswered, m.driver.clusterClock().now(), (data) => m.driver.propose(data));
+    },
+  };
 }
 
 /** Proposes the end of `lock` at its stamp: at once, since it has no task. */

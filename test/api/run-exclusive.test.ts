@@ -3,6 +3,7 @@ import { ExclusiveTasks, exclusiveAbortMarginMs, runExclusive, type ExclusiveCon
 import { letGoIfUnanswered, UnansweredLocks } from '../../src/api/unanswered-locks.js';
 import { OutcomeUnknownError, TimeoutError } from '../../src/errors.js';
 import { decodeEntry } from '../../src/runtime/commands.js';
+import type { SchedulerCommand } from '../../src/scheduler/command.js';
 import { SchedulerState } from '../../src/scheduler/state.js';
 import { StampClock } from '../../src/time/stamp-clock.js';
 import { SUPPORTED } from '../../src/version/versions.js';
@@ -153,7 +154,8 @@ describe('runExclusive', () => {
       const entry = decodeEntry(data, SUPPORTED.stateMachine.max, SUPPORTED);
       if (entry.kind === 'scheduler') proposed.push(entry.command.type);
       if (proposed.length > 1) return propose(data);
-      await propose(data);
+      const { index } = (await propose(data)) as { index: number };
+      ctx.unanswered.installed(index);
       throw new OutcomeUnknownError('A snapshot from the leader replaced the log here before the proposal was applied');
     };
     await expect(runExclusive(ctx, 'nightly', { atMostFor: 600_000 }, () => undefined)).rejects.toMatchObject({ code: 'CRONRAFT_OUTCOME_UNKNOWN' });
@@ -164,6 +166,43 @@ describe('runExclusive', () => {
     let ran = 0;
     expect(await runExclusive(ctx, 'nightly', { atMostFor: 600_000 }, () => void ran++)).toBe(true);
     expect(ran).toBe(1);
+  });
+
+  it('never lets go of a lock whose task is about to run for a call of the same name and end that went unanswered in the same turn (found by a reviewing helper)', async () => {
+    const state = new SchedulerState();
+    const { ctx, time } = member(state);
+    const driver = ctx.driver() as unknown as { propose: (data: Uint8Array) => Promise<unknown> };
+    const propose = driver.propose;
+    const waiting: Array<{ command: Extract<SchedulerCommand, { type: 'lock' }>; resolve: (v: unknown) => void; reject: (e: Error) => void }> = [];
+    // Locks wait for the test to answer them; anything else commits at once.
+    driver.propose = (data) => {
+      const entry = decodeEntry(data, SUPPORTED.stateMachine.max, SUPPORTED);
+      if (entry.kind === 'scheduler' && entry.command.type === 'lock') {
+        const command = entry.command;
+        return new Promise((resolve, reject) => waiting.push({ command, resolve, reject }));
+      }
+      return propose(data);
+    };
+    let otherGranted = false;
+    // B: 60 s from T0; A: 55 s five seconds on, so both end at the same instant.
+    const b = runExclusive(ctx, 'report', { atMostFor: 60_000 }, () => {
+      otherGranted = state.apply(1000, { type: 'lock', name: 'report', member: 'c', atMs: time.ms, untilMs: time.ms + 60_000 }).ok;
+    });
+    time.ms += 5000;
+    const a = runExclusive(ctx, 'report', { atMostFor: 55_000 }, () => undefined);
+    await Promise.resolve();
+    const [lockB, lockA] = waiting as [(typeof waiting)[0], (typeof waiting)[0]];
+    expect(lockA.command.untilMs).toBe(lockB.command.untilMs);
+    // One turn of the driver's loop: A is answered CRONRAFT_OUTCOME_UNKNOWN (its leader changed),
+    // then B's entry applies (the member's hook sees it first) and B is answered.
+    lockA.reject(new OutcomeUnknownError());
+    const result = state.apply(500, lockB.command);
+    letGoIfUnanswered('a', 500, lockB.command, result, ctx.unanswered, propose);
+    lockB.resolve({ index: 500, result });
+    await expect(a).rejects.toMatchObject({ code: 'CRONRAFT_OUTCOME_UNKNOWN' });
+    expect(await b).toBe(true);
+    // B's lock held while its task ran: no other member was granted it.
+    expect(otherGranted).toBe(false);
   });
 
   it('refuses a name with a lone surrogate, which the log would make one with another (a 200-character cut through an emoji)', async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { runExclusive } from '../../src/api/run-exclusive.js';
-import { letGoHeldUnanswered } from '../../src/api/unanswered-locks.js';
+import { unansweredLockHooks } from '../../src/api/unanswered-locks.js';
 import { memberSettings } from '../../src/runtime/member-settings.js';
 import { FOUNDERS, JOB, MembershipSim } from '../fixtures/membership-sim.js';
 import { exclusiveContextOf } from '../fixtures/sim-exclusive.js';
@@ -19,9 +19,9 @@ describe('a lock whose proposal went unanswered, brought to its member by a snap
     const [cut, other] = FOUNDERS.filter((id) => id !== leader.id).map((id) => sim.get(id));
     const ctx = exclusiveContextOf(sim, cut!);
     // The member's wiring (cluster-start.ts): a snapshot installed lets go of such locks.
-    sim.onSnapshotInstalled = (id) => {
-      const m = sim.get(id);
-      if (id === cut!.id) letGoHeldUnanswered(id, m.member!.scheduler.state.locks, ctx.unanswered, m.driver!.clusterClock().now(), (data) => m.driver!.propose(data));
+    const hooks = unansweredLockHooks(cut!.id, ctx.unanswered, () => cut!.member ?? undefined);
+    sim.onSnapshotInstalled = (id, index) => {
+      if (id === cut!.id) hooks.installed(index);
     };
     // The member's proposal reaches the leader, which commits it, but nothing comes back: the
     // member hears no leader any more, and the call is told its outcome is unknown.

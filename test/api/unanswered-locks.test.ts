@@ -67,33 +67,42 @@ describe('UnansweredLocks', () => {
     expect(proposed).toHaveLength(1);
   });
 
-  it('finds in a restored state, by name, holder and end, a lock whose proposal went unanswered, once; never one of another holder or end', () => {
+  it('finds in a snapshot installed, by name, holder and end, a lock whose proposal went unanswered, once; never one of another holder or end, nor one above the snapshot', () => {
     const locks = new UnansweredLocks();
     unanswered(locks, 'x', 100);
     unanswered(locks, 'y', 100);
+    unanswered(locks, 'w', 100);
+    locks.installed(10);
     const restored = new Map<string, LockRecord>([
       ['x', { holder: 'a', token: 7, untilMs: 1100 }],
       // Another member's, or one this member took with another end: not the one proposed.
       ['y', { holder: 'b', token: 8, untilMs: 1100 }],
       ['z', { holder: 'a', token: 9, untilMs: 1100 }],
+      // Applied as a command after the snapshot: known by its stamp (letGoIfUnanswered), not here.
+      ['w', { holder: 'a', token: 11, untilMs: 1100 }],
     ]);
     expect(locks.heldUnanswered('a', restored, 200)).toEqual([{ name: 'x', token: 7, atMs: 100 }]);
     expect(locks.heldUnanswered('a', restored, 200)).toEqual([]);
     restored.set('y', { holder: 'a', token: 8, untilMs: 1200 });
     expect(locks.heldUnanswered('a', restored, 200)).toEqual([]);
+    // A later snapshot holds 'w'.
+    locks.installed(12);
+    expect(locks.heldUnanswered('a', restored, 200)).toEqual([{ name: 'w', token: 11, atMs: 100 }]);
     // Past its end the lock holds nothing to let go.
     restored.set('y', { holder: 'a', token: 8, untilMs: 1100 });
     expect(locks.heldUnanswered('a', restored, 1100)).toEqual([]);
     expect(locks.size).toBe(0);
   });
 
-  it('never takes a lock granted to an answered call for an unanswered one of the same name and end (its task runs), until that lock’s end', () => {
+  it('never takes a lock granted to a call in flight for an unanswered one of the same name and end (its task is about to run), remembered as the lock applies', () => {
     const locks = new UnansweredLocks();
-    // Two calls of 'x': the first unanswered (1,000 ms), the second granted (900 ms) with the same end.
+    // Two calls of 'x': the first unanswered (1,000 ms), the second (900 ms) with the same end, in flight.
     unanswered(locks, 'x', 100);
-    const second = lock('x', locks.proposing('x', 200));
-    locks.settled(second, true, 200);
-    locks.granted('x', 12, 1100, 200);
+    const second: Lock = { type: 'lock', name: 'x', member: 'a', atMs: locks.proposing('x', 200), untilMs: 1100 };
+    const proposed: Uint8Array[] = [];
+    letGoIfUnanswered('a', 12, second, { ok: true }, locks, async (data) => void proposed.push(data));
+    expect(proposed).toHaveLength(0);
+    locks.installed(20);
     const restored = new Map<string, LockRecord>([['x', { holder: 'a', token: 12, untilMs: 1100 }]]);
     expect(locks.heldUnanswered('a', restored, 300)).toEqual([]);
     expect(locks.size).toBe(1);
@@ -102,11 +111,13 @@ describe('UnansweredLocks', () => {
     expect(locks.heldUnanswered('a', restored, 300)).toEqual([{ name: 'x', token: 11, atMs: 100 }]);
   });
 
-  it('remembers at most MAX_GRANTED_REMEMBERED granted locks, forgetting the oldest', () => {
+  it('remembers at most MAX_GRANTED_REMEMBERED granted locks (as many as the cluster keeps), forgetting the oldest', () => {
     const locks = new UnansweredLocks();
-    for (let i = 0; i <= MAX_GRANTED_REMEMBERED; i++) locks.granted(`n${i}`, i + 1, 10_000, 0);
+    const grant = (name: string, token: number): void => void locks.answering({ type: 'lock', name, member: 'a', atMs: locks.proposing(name, 0), untilMs: 1100 }, token);
+    for (let i = 0; i <= MAX_GRANTED_REMEMBERED; i++) grant(`n${i}`, i + 1);
     unanswered(locks, 'n0', 100);
     unanswered(locks, `n${MAX_GRANTED_REMEMBERED}`, 100);
+    locks.installed(MAX_GRANTED_REMEMBERED + 1);
     // n0's grant was forgotten: its token no longer shields it; the newest's still does.
     const restored = new Map<string, LockRecord>([
       ['n0', { holder: 'a', token: 1, untilMs: 1100 }],
@@ -119,6 +130,7 @@ describe('UnansweredLocks', () => {
     const locks = new UnansweredLocks();
     unanswered(locks, 'x', 100);
     const proposed: Uint8Array[] = [];
+    locks.installed(7);
     letGoHeldUnanswered('a', new Map([['x', { holder: 'a', token: 7, untilMs: 1100 }]]), locks, 200, async (data) => void proposed.push(data));
     expect(proposed.map((data) => decodeEntry(data, SUPPORTED.stateMachine.max, SUPPORTED))).toEqual([{ kind: 'scheduler', command: { type: 'unlock', name: 'x', token: 7, untilMs: 100 } }]);
   });
