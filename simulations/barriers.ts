@@ -16,7 +16,7 @@ import type { SimWorld } from './world.js';
 export const BARRIERS_SHARE = 0.25;
 
 /** Barriers are asked a drawn time apart, up to this (ms). */
-const BARRIER_EVERY_MS = 150;
+const BARRIER_EVERY_MS = 400;
 
 /** Whether a run of seed `seed` asks for read barriers, drawn from a stream of its own. */
 export function drawBarriersMode(seed: number): boolean {

@@ -14,7 +14,8 @@ export function entryText(data: Uint8Array): string {
  * same entry applied at each index on every member; applied indexes never skip or go back
  * within a process's life; every new leader holds every entry committed in an earlier term
  * (leader completeness);
- * every acknowledged proposal stays in the log where it was acknowledged.
+ * every acknowledged proposal stays in the log where it was acknowledged, and none that a client
+ * was told was dropped ever commits.
  */
 export class SafetyChecker {
   readonly violations: string[] = [];
@@ -27,6 +28,13 @@ export class SafetyChecker {
   readonly #lastApplied = new Map<NodeId, number>();
   /** Acknowledged proposals by index: the text proposed, and its entry's bytes as text (entryText). */
   readonly #acked = new Map<number, { readonly text: string; readonly entry: string }>();
+  /**
+   * Proposals a client was told were dropped (they will never commit): their entry's bytes as
+   * text, to the text proposed; and how many times each entry was proposed (the liveness marker
+   * is proposed again until it applies, and only a proposal made once is judged).
+   */
+  readonly #dropped = new Map<string, string>();
+  readonly #proposed = new Map<string, number>();
   #maxCommitted = 0;
   /** The highest term any leader was seen in so far. */
   #maxLeaderTerm = 0;
@@ -56,6 +64,9 @@ export class SafetyChecker {
     const key = `${entry.term}|${entry.pid}|${entryText(entry.data)}`;
     const known = this.#committed.get(entry.index);
     if (known === undefined) {
+      const text = entryText(entry.data);
+      const dropped = this.#dropped.get(text);
+      if (dropped !== undefined && this.#proposed.get(text) === 1) this.report(atMs, 'dropped-committed', `"${dropped}", whose client was told it was dropped and would never commit, committed at ${entry.index}`);
       this.#committed.set(entry.index, key);
       this.#committedBy.set(entry.index, this.#maxLeaderTerm);
       if (entry.index > this.#maxCommitted) this.#maxCommitted = entry.index;
@@ -83,6 +94,20 @@ export class SafetyChecker {
         return;
       }
     }
+  }
+
+  /** An application proposal of entry `data` is made. */
+  onProposed(data: Uint8Array): void {
+    const entry = entryText(data);
+    this.#proposed.set(entry, (this.#proposed.get(entry) ?? 0) + 1);
+  }
+
+  /** A client was told its proposal `text`, entry `data`, was dropped: it must never commit (nor have committed), if proposed once. */
+  onDropped(atMs: number, text: string, data: Uint8Array): void {
+    const entry = entryText(data);
+    this.#dropped.set(entry, text);
+    if (this.#proposed.get(entry) !== 1) return;
+    for (const [index, key] of this.#committed) if (key.endsWith(`|${entry}`)) this.report(atMs, 'dropped-committed', `"${text}" committed at ${index}, yet its client was then told it was dropped and would never commit`);
   }
 
   /** A client was told its proposal `text`, entry `data`, committed at `index`. */

@@ -17,6 +17,8 @@ export const VIOLATION_KINDS = [
   'leader-completeness',
   /** An acknowledged proposal is not where it was acknowledged. */
   'lost-ack',
+  /** A proposal whose client was told CRONRAFT_PROPOSAL_DROPPED (it will never commit) committed. */
+  'dropped-committed',
   /** A member believes durable what its disk does not hold. */
   'durability',
   /** After healing, a new entry was not applied on every member in time. */

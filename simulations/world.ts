@@ -8,7 +8,7 @@ import { encodeCommand } from '../src/runtime/commands.js';
 import { SafetyChecker } from './checker.js';
 import { RunCheckers } from './checkers/index.js';
 import { ConfigurationChecker } from './configuration-checker.js';
-import { InvalidArgumentError } from '../src/errors.js';
+import { InvalidArgumentError, ProposalDroppedError } from '../src/errors.js';
 import { MAX_MEMBERS } from '../src/raft/configuration.js';
 import type { FaultSwitches } from './faults.js';
 import { memberHooks } from './hooks.js';
@@ -215,13 +215,16 @@ export class SimWorld {
     const driver = up().length > 0 ? this.#pick(up()).driver : null;
     if (driver === null) return;
     const data = proposalBytes(text);
+    this.safety.onProposed(data);
     driver.propose(data).then(
       ({ index }) => {
         this.acknowledged++;
         this.trace.update(`${this.scheduler.nowMs} ack ${text} ${index}\n`);
         this.safety.onAck(this.scheduler.nowMs, index, text, data);
       },
-      () => undefined,
+      (error: unknown) => {
+        if (error instanceof ProposalDroppedError) this.safety.onDropped(this.scheduler.nowMs, text, data);
+      },
     );
   }
 

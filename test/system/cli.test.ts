@@ -90,23 +90,16 @@ describe('cronraft simulate', () => {
     expect((await cronraft('simulate', '--max-emit', '0')).stderr).toContain('Invalid --max-emit');
   });
 
-  it('runs runExclusive’s calls in the seed with --locks on and none with off; refuses a bad --locks', async () => {
+  it('runs runExclusive’s calls and read barriers in the seed with --locks on and --barriers on, and none with off; refuses a bad --locks or --barriers', async () => {
     const args = ['simulate', '--seed', '3', '--members', '3', '--duration', '3s', '--json'];
-    const on = JSON.parse((await cronraft(...args, '--locks', 'on')).stdout) as { locks: { names: string[] } | null };
-    const off = JSON.parse((await cronraft(...args, '--locks', 'off')).stdout) as { locks: unknown };
+    const on = JSON.parse((await cronraft(...args, '--locks', 'on', '--barriers', 'on')).stdout) as { locks: { names: string[] } | null; barriers: { asked: number } | null };
+    const off = JSON.parse((await cronraft(...args, '--locks', 'off', '--barriers', 'off')).stdout) as { locks: unknown; barriers: unknown };
     expect(on.locks?.names.length).toBeGreaterThan(0);
-    expect(off.locks).toBeNull();
+    expect(on.barriers?.asked).toBeGreaterThan(0);
+    expect([off.locks, off.barriers]).toEqual([null, null]);
     const bad = await cronraft('simulate', '--locks', 'sometimes');
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('Invalid --locks');
-  });
-
-  it('asks for read barriers in the seed with --barriers on and none with off; refuses a bad --barriers', async () => {
-    const args = ['simulate', '--seed', '3', '--members', '3', '--duration', '3s', '--json'];
-    const on = JSON.parse((await cronraft(...args, '--barriers', 'on')).stdout) as { barriers: { asked: number } | null };
-    const off = JSON.parse((await cronraft(...args, '--barriers', 'off')).stdout) as { barriers: unknown };
-    expect(on.barriers?.asked).toBeGreaterThan(0);
-    expect(off.barriers).toBeNull();
     expect((await cronraft('simulate', '--barriers', 'sometimes')).stderr).toContain('Invalid --barriers');
   });
 
