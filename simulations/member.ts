@@ -129,7 +129,8 @@ export class SimMember {
     // runExclusive's lock proposals that went unanswered, let go should they commit, as Cluster wires them (cluster-start.ts).
     const locks = config.locks ?? null;
     const unanswered = new UnansweredLocks();
-    const lockHooks = locks === null ? null : unansweredLockHooks(this.id, unanswered, () => member);
+    const heartbeatMs = settings.timing.tickMs * settings.timing.heartbeatTicks;
+    const lockHooks = locks === null ? null : unansweredLockHooks(this.id, unanswered, () => member, (run) => void timers.setTimeout(run, heartbeatMs));
     const member: Member = new Member({
       self: this.id,
       node,

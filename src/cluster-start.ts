@@ -156,7 +156,8 @@ export async function startMember(ctx: StartContext, parts: MemberParts): Promis
     }
   };
   // runExclusive's lock proposals that went unanswered: let go as they commit, or come in a snapshot.
-  const lockHooks = unansweredLockHooks(o.self.id, ctx.unansweredLocks, () => parts.member ?? undefined);
+  const heartbeatMs = o.member.timing.tickMs * o.member.timing.heartbeatTicks;
+  const lockHooks = unansweredLockHooks(o.self.id, ctx.unansweredLocks, () => parts.member ?? undefined, (run) => void ctx.timers.setTimeout(run, heartbeatMs));
   const member = new Member({
     self: o.self.id,
     node,

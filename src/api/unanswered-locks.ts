@@ -1,5 +1,6 @@
 import type { NodeId } from '../raft/types.js';
 import { encodeCommand } from '../runtime/commands.js';
+import { driverStopped } from '../runtime/driver-options.js';
 import type { Member } from '../runtime/member.js';
 import type { SchedulerCommand } from '../scheduler/command.js';
 import type { LockRecord } from '../scheduler/records.js';
@@ -17,6 +18,16 @@ export const MAX_UNANSWERED_LOCKS = 1024;
  * once is remembered; past it, the oldest is forgotten.
  */
 export const MAX_GRANTED_REMEMBERED = SCHEDULER_DEFAULTS.maxLocks;
+
+/**
+ * Tries of the unlock of a lock whose proposal went unanswered, `later` apart (the hooks give a
+ * heartbeat interval, as runExclusive's own release): one that fails (no leader for a moment)
+ * would otherwise leave the lock held with no task until its atMostFor.
+ */
+export const LET_GO_ATTEMPTS = 5;
+
+/** Runs a try again later (a timer), or nothing: no more tries. */
+export type Later = (run: () => void) => void;
 
 /** A lock proposal watched: its name, stamp and end, as proposed. */
 interface Watched {
@@ -156,8 +167,8 @@ function keyOf(name: string, atMs: number): string {
 
 /**
  * A scheduler command applied on member `self` at `index`: when it is a lock this member took
- * whose proposal went unanswered (`unanswered`), an unlock of it is proposed at once, once. If
- * that fails too, the lock expires at its atMostFor.
+ * whose proposal went unanswered (`unanswered`), an unlock of it is proposed at once, and tried
+ * again `later` up to LET_GO_ATTEMPTS in all. If every try fails, the lock expires at its atMostFor.
  */
 export function letGoIfUnanswered(
   self: string,
@@ -166,18 +177,19 @@ export function letGoIfUnanswered(
   result: unknown,
   unanswered: UnansweredLocks,
   propose: (data: Uint8Array) => Promise<unknown>,
+  later?: Later,
 ): void {
   if (command.type !== 'lock' || command.member !== self || (result as { ok?: boolean } | undefined)?.ok !== true) return;
   if (unanswered.answering(command, index)) return;
   if (!unanswered.taken(command.name, command.atMs)) return;
-  letGo({ name: command.name, token: index, atMs: command.atMs }, propose);
+  letGo({ name: command.name, token: index, atMs: command.atMs }, propose, later);
 }
 
 /**
  * Lets go of the locks of `locks` this member (`self`) holds whose proposals went unanswered
- * (UnansweredLocks.heldUnanswered), an unlock of each proposed at once, once: called as a
- * snapshot from the leader is installed, and as a proposal goes unanswered (the snapshot that
- * covered it came first). If that fails too, the lock expires at its atMostFor.
+ * (UnansweredLocks.heldUnanswered), an unlock of each proposed at once and tried again `later`
+ * as letGoIfUnanswered does: called as a snapshot from the leader is installed, and as a
+ * proposal goes unanswered (the snapshot that covered it came first).
  */
 export function letGoHeldUnanswered(
   self: string,
@@ -185,36 +197,47 @@ export function letGoHeldUnanswered(
   unanswered: UnansweredLocks,
   nowMs: number,
   propose: (data: Uint8Array) => Promise<unknown>,
+  later?: Later,
 ): void {
-  for (const lock of unanswered.heldUnanswered(self, locks, nowMs)) letGo(lock, propose);
+  for (const lock of unanswered.heldUnanswered(self, locks, nowMs)) letGo(lock, propose, later);
 }
 
 /**
  * The member hooks that let go of unanswered locks, as `Cluster` wires them (cluster-start.ts)
  * and the simulator too: `applied` for every scheduler command applied (letGoIfUnanswered),
- * `installed` for every snapshot installed from a leader (letGoHeldUnanswered). `member` is
- * undefined until the member is built.
+ * `installed` for every snapshot installed from a leader (letGoHeldUnanswered), each unlock tried
+ * again `later`. `member` is undefined until the member is built.
  */
 export function unansweredLockHooks(
   self: NodeId,
   unanswered: UnansweredLocks,
   member: () => Pick<Member, 'driver' | 'scheduler'> | undefined,
+  later: Later,
 ): { readonly applied: (index: number, command: SchedulerCommand, result: unknown) => void; readonly installed: (index: number) => void } {
   return {
     applied: (index, command, result) => {
       const m = member();
-      if (m !== undefined) letGoIfUnanswered(self, index, command, result, unanswered, (data) => m.driver.propose(data));
+      if (m !== undefined) letGoIfUnanswered(self, index, command, result, unanswered, (data) => m.driver.propose(data), later);
     },
     installed: (index) => {
       unanswered.installed(index);
       const m = member();
-      if (m !== undefined) letGoHeldUnanswered(self, m.scheduler.state.locks, unanswered, m.driver.clusterClock().now(), (data) => m.driver.propose(data));
+      if (m !== undefined) letGoHeldUnanswered(self, m.scheduler.state.locks, unanswered, m.driver.clusterClock().now(), (data) => m.driver.propose(data), later);
     },
   };
 }
 
-/** Proposes the end of `lock` at its stamp: at once, since it has no task. */
-function letGo(lock: HeldUnanswered, propose: (data: Uint8Array) => Promise<unknown>): void {
+/**
+ * Proposes the end of `lock` at its stamp (at once, since it has no task), tried again `later`
+ * while it fails, up to LET_GO_ATTEMPTS in all, unless the member stopped. An unlock applied
+ * twice changes nothing.
+ */
+function letGo(lock: HeldUnanswered, propose: (data: Uint8Array) => Promise<unknown>, later?: Later): void {
   const unlock = encodeCommand({ kind: 'scheduler', command: { type: 'unlock', name: lock.name, token: lock.token, untilMs: lock.atMs } });
-  propose(unlock).catch(() => undefined);
+  const attempt = (tried: number): void => {
+    propose(unlock).catch((error: unknown) => {
+      if (later !== undefined && tried < LET_GO_ATTEMPTS && !driverStopped(error)) later(() => attempt(tried + 1));
+    });
+  };
+  attempt(1);
 }

@@ -19,7 +19,7 @@ describe('a lock whose proposal went unanswered, brought to its member by a snap
     const [cut, other] = FOUNDERS.filter((id) => id !== leader.id).map((id) => sim.get(id));
     const ctx = exclusiveContextOf(sim, cut!);
     // The member's wiring (cluster-start.ts): a snapshot installed lets go of such locks.
-    const hooks = unansweredLockHooks(cut!.id, ctx.unanswered, () => cut!.member ?? undefined);
+    const hooks = unansweredLockHooks(cut!.id, ctx.unanswered, () => cut!.member ?? undefined, (run) => void ctx.timers.setTimeout(run, 50));
     sim.onSnapshotInstalled = (id, index) => {
       if (id === cut!.id) hooks.installed(index);
     };

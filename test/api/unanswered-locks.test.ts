@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { letGoHeldUnanswered, letGoIfUnanswered, MAX_GRANTED_REMEMBERED, MAX_UNANSWERED_LOCKS, UnansweredLocks } from '../../src/api/unanswered-locks.js';
+import { LET_GO_ATTEMPTS, letGoHeldUnanswered, letGoIfUnanswered, MAX_GRANTED_REMEMBERED, MAX_UNANSWERED_LOCKS, UnansweredLocks } from '../../src/api/unanswered-locks.js';
+import { NotLeaderError, NotRunningError } from '../../src/errors.js';
 import { decodeEntry } from '../../src/runtime/commands.js';
 import type { LockRecord } from '../../src/scheduler/records.js';
 import { SUPPORTED } from '../../src/version/versions.js';
@@ -133,5 +134,27 @@ describe('UnansweredLocks', () => {
     locks.installed(7);
     letGoHeldUnanswered('a', new Map([['x', { holder: 'a', token: 7, untilMs: 1100 }]]), locks, 200, async (data) => void proposed.push(data));
     expect(proposed.map((data) => decodeEntry(data, SUPPORTED.stateMachine.max, SUPPORTED))).toEqual([{ kind: 'scheduler', command: { type: 'unlock', name: 'x', token: 7, untilMs: 100 } }]);
+  });
+
+  it('tries the unlock again later while it fails (no leader for a moment), up to LET_GO_ATTEMPTS in all, and not once its member stopped', async () => {
+    const tries = async (failures: number, error: Error = new NotLeaderError(null)): Promise<number> => {
+      const locks = new UnansweredLocks();
+      unanswered(locks, 'x', 100);
+      let proposed = 0;
+      const queued: Array<() => void> = [];
+      letGoIfUnanswered('a', 5, lock('x', 100), { ok: true }, locks, async () => {
+        if (++proposed <= failures) throw error;
+      }, (run) => queued.push(run));
+      // Each try settles, then the next one is run.
+      for (let turn = 0; turn < 20; turn++) {
+        await new Promise((resolve) => setImmediate(resolve));
+        queued.splice(0).forEach((run) => run());
+      }
+      return proposed;
+    };
+    expect(await tries(0)).toBe(1);
+    expect(await tries(2)).toBe(3);
+    expect(await tries(100)).toBe(LET_GO_ATTEMPTS);
+    expect(await tries(100, new NotRunningError('stopped'))).toBe(1);
   });
 });
