@@ -84,6 +84,13 @@ export class PendingRequests {
   readonly #pending = new Map<string, PendingProposal>();
   /** Index → pid of proposals whose position is known. */
   readonly #byIndex = new Map<number, string>();
+  /**
+   * Index → pids of proposals placed there whose place a later proposal of this member took (a
+   * new leader appended it at the same index): the entry the old leader appended may still
+   * commit there, should a member that holds it lead again, so each is decided as the index
+   * applies, not told dropped at once. Bounded by the proposals pending.
+   */
+  readonly #displaced = new Map<number, Set<string>>();
   readonly #reads = new Map<number, PendingRead>();
   /** Reads answered, waiting for the state machine to reach their index. */
   #readsWaitingApply: Array<{ ctx: number; index: number }> = [];
@@ -205,6 +212,14 @@ export class PendingRequests {
 
   /** Settles the proposal the entry applied at its index decides: with `result`, or dropped. */
   applied(entry: Entry, result: unknown): void {
+    const displaced = this.#displaced.get(entry.index);
+    if (displaced !== undefined) {
+      this.#displaced.delete(entry.index);
+      for (const pid of displaced) {
+        const p = this.#pending.get(pid);
+        if (p !== undefined) this.#settle(p, pid === entry.pid ? null : new ProposalDroppedError(), { index: entry.index, result });
+      }
+    }
     const waiting = this.#byIndex.get(entry.index);
     if (waiting !== undefined) {
       this.#byIndex.delete(entry.index);
@@ -226,8 +241,9 @@ export class PendingRequests {
    * snapshot, or were replaced).
    */
   snapshotInstalled(index: number): void {
-    for (const [placed, pid] of this.#byIndex) {
-      if (placed > index) continue;
+    const covered = [...this.#byIndex].filter(([placed]) => placed <= index).map(([, pid]) => pid);
+    for (const [placed, pids] of this.#displaced) if (placed <= index) covered.push(...pids);
+    for (const pid of covered) {
       const p = this.#pending.get(pid);
       if (p !== undefined) this.#settle(p, new OutcomeUnknownError('A snapshot from the leader replaced the log here before the proposal was applied; it may or may not have committed'));
     }
@@ -355,11 +371,13 @@ export class PendingRequests {
     }
     p.index = index;
     p.forwardedTo = null;
-    // If another proposal of ours held this index, a new leader overwrote it: it is dropped.
+    // If another proposal of ours held this index, a new leader put this one there instead: the
+    // old one is decided as the index applies (it may yet commit there, see #displaced).
     const previous = this.#byIndex.get(index);
-    if (previous !== undefined && previous !== p.pid) {
-      const old = this.#pending.get(previous);
-      if (old !== undefined) this.#settle(old, new ProposalDroppedError());
+    if (previous !== undefined && previous !== p.pid && this.#pending.has(previous)) {
+      const pids = this.#displaced.get(index) ?? new Set<string>();
+      pids.add(previous);
+      this.#displaced.set(index, pids);
     }
     this.#byIndex.set(index, p.pid);
   }
@@ -367,6 +385,8 @@ export class PendingRequests {
   #settle(p: PendingProposal, error: Error | null, value?: ProposalResult): void {
     if (!this.#pending.delete(p.pid)) return;
     if (p.index !== 0 && this.#byIndex.get(p.index) === p.pid) this.#byIndex.delete(p.index);
+    const displaced = p.index === 0 ? undefined : this.#displaced.get(p.index);
+    if (displaced?.delete(p.pid) === true && displaced.size === 0) this.#displaced.delete(p.index);
     if (p.onAbort !== undefined) p.signal?.removeEventListener('abort', p.onAbort);
     if (error !== null) {
       p.reject(error);

@@ -92,6 +92,33 @@ describe('error codes', () => {
     await expect(proposal).rejects.toMatchObject({ code: 'CRONRAFT_PROPOSAL_DROPPED' });
     driver.stop();
   });
+
+  it('a proposal whose index a later proposal of this member took is not told CRONRAFT_PROPOSAL_DROPPED at once: the old leader’s entry may still commit there, and then it is answered with its commit (found by a reviewing helper)', async () => {
+    const { driver, transport } = await follower();
+    const forwardedPids = (): string[][] => transport.sent.flatMap((m) => (m.type === 'propose' ? [m.proposals.map((p) => p.pid)] : []));
+    const old = driver.propose(new Uint8Array([1]));
+    await settle();
+    const [oldPids] = forwardedPids();
+    // b, leading term 1, appends it at index 1.
+    transport.deliver({ type: 'propose-resp', from: 'b', to: 'a', term: 1, index: 1, pids: oldPids!, reject: false, leader: 'b' });
+    await settle();
+    // c, leading term 2, appends this member's next proposal at index 1 too.
+    transport.sent.length = 0;
+    const next = driver.propose(new Uint8Array([2]));
+    await settle();
+    const [nextPids] = forwardedPids();
+    transport.deliver({ type: 'propose-resp', from: 'c', to: 'a', term: 2, index: 1, pids: nextPids!, reject: false, leader: 'c' });
+    await settle();
+    let oldSettled = false;
+    void old.then(() => (oldSettled = true), () => (oldSettled = true));
+    await settle();
+    expect(oldSettled).toBe(false);
+    // c fails before anyone else has its entry; b leads again in term 3 and commits its own entry at index 1.
+    transport.deliver({ type: 'append', from: 'b', to: 'a', term: 3, prevIndex: 0, prevTerm: 0, commit: 1, entries: [{ index: 1, term: 1, type: EntryType.Normal, data: new Uint8Array([1]), pid: oldPids![0]! }] });
+    await expect(old).resolves.toMatchObject({ index: 1 });
+    await expect(next).rejects.toMatchObject({ code: 'CRONRAFT_PROPOSAL_DROPPED' });
+    driver.stop();
+  });
 });
 
 describe('runExclusive before the cluster’s time is known', () => {
