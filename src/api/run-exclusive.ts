@@ -184,7 +184,7 @@ async function exclusiveCall(
     const answered = !(error instanceof TimeoutError || error instanceof OutcomeUnknownError);
     ctx.unanswered.settled(lock, answered, clock.now());
     const locks = answered ? null : ctx.locks();
-    if (locks !== null) letGoHeldUnanswered(ctx.self, locks, ctx.unanswered, clock.now(), (data) => driver.propose(data));
+    if (locks !== null) letGoHeldUnanswered(ctx.self, locks, ctx.unanswered, clock.now(), (data) => driver.propose(data), (run) => void timers.setTimeout(run, ctx.clockSyncPollMs));
     throw error;
   }
   if (taken?.ok === false && taken.reason === 'too-many-locks') throw new BackpressureError(`No lock is free to take "${name}": the cluster holds as many locks as it keeps (${SCHEDULER_DEFAULTS.maxLocks}), each held or not yet expired`);
