@@ -93,11 +93,7 @@ export class UnansweredLocks {
     this.#inFlight.delete(key);
     this.#forgetEnded(nowMs);
     if (answered || lock.untilMs <= nowMs) return;
-    if (this.#watched.size >= MAX_UNANSWERED_LOCKS) {
-      const oldest = this.#watched.keys().next().value;
-      if (oldest !== undefined) this.#watched.delete(oldest);
-    }
-    this.#watched.set(key, { name: lock.name, atMs: lock.atMs, untilMs: lock.untilMs });
+    setNewest(this.#watched, key, { name: lock.name, atMs: lock.atMs, untilMs: lock.untilMs }, MAX_UNANSWERED_LOCKS);
   }
 
   /**
@@ -108,12 +104,7 @@ export class UnansweredLocks {
    */
   answering(lock: Extract<SchedulerCommand, { type: 'lock' }>, token: number): boolean {
     if (!this.#inFlight.has(keyOf(lock.name, lock.atMs))) return false;
-    this.#granted.delete(lock.name);
-    if (this.#granted.size >= MAX_GRANTED_REMEMBERED) {
-      const oldest = this.#granted.keys().next().value;
-      if (oldest !== undefined) this.#granted.delete(oldest);
-    }
-    this.#granted.set(lock.name, { token, untilMs: lock.untilMs });
+    setNewest(this.#granted, lock.name, { token, untilMs: lock.untilMs }, MAX_GRANTED_REMEMBERED);
     return true;
   }
 
@@ -159,6 +150,13 @@ export class UnansweredLocks {
     for (const [key, lock] of this.#watched) if (lock.untilMs <= nowMs) this.#watched.delete(key);
     for (const [name, lock] of this.#granted) if (lock.untilMs <= nowMs) this.#granted.delete(name);
   }
+}
+
+/** Sets `key` in `map` as its newest entry, first forgetting the oldest while `max` are kept. */
+function setNewest<K, V>(map: Map<K, V>, key: K, value: V, max: number): void {
+  map.delete(key);
+  if (map.size >= max) map.delete(map.keys().next().value as K);
+  map.set(key, value);
 }
 
 function keyOf(name: string, atMs: number): string {
