@@ -4,6 +4,7 @@ import type { SimMember } from './member.js';
 import type { RunLoop } from './run-loop.js';
 import type { SimScheduler } from './scheduler.js';
 import type { SimWorld } from './world.js';
+import { seedDraws } from './seed-share.js';
 
 /**
  * `barrier()` in the swarm: now and then during the faults a member drawn at random asks for a
@@ -20,7 +21,7 @@ const BARRIER_EVERY_MS = 400;
 
 /** Whether a run of seed `seed` asks for read barriers, drawn from a stream of its own. */
 export function drawBarriersMode(seed: number): boolean {
-  return new SeededRandom(seed * 48_611 + 47).int(0, 999) < BARRIERS_SHARE * 1000;
+  return seedDraws(seed, 48_611, 47, BARRIERS_SHARE);
 }
 
 /** The stream a run's barriers draw from (when, and on which member), apart from every other. */

@@ -7,6 +7,7 @@ import { waitUntil } from '../src/runtime/scheduler/handover.js';
 import type { MemberSettings } from '../src/runtime/member-settings.js';
 import type { Timers } from '../src/time/clock.js';
 import { SeededRandom, type Random } from '../src/time/random.js';
+import { seedDraws } from './seed-share.js';
 
 /**
  * `runExclusive` in the swarm: every member calls it now and then for one of a few lock names,
@@ -35,7 +36,7 @@ export const LOCKS_SHARE = 0.25;
 
 /** Whether a run of seed `seed` calls runExclusive, drawn from a stream of its own. */
 export function drawLocksMode(seed: number): boolean {
-  return new SeededRandom(seed * 57_287 + 41).int(0, 999) < LOCKS_SHARE * 1000;
+  return seedDraws(seed, 57_287, 41, LOCKS_SHARE);
 }
 
 /** The stream the run's lock plan is drawn from, apart from every other. */

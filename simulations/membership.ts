@@ -7,6 +7,7 @@ import { SeededRandom } from '../src/time/random.js';
 import type { ConfigurationChecker } from './configuration-checker.js';
 import type { FaultContext } from './faults.js';
 import type { SimMember } from './member.js';
+import { seedDraws } from './seed-share.js';
 
 /**
  * Whether a run's configuration changes: `fixed`, its founding members throughout; `changes`,
@@ -23,11 +24,7 @@ export const MEMBERSHIP_SHARE = 0.25;
  * with it: a run of `fixed` is the run it was before configuration changes existed.
  */
 export function drawMembershipMode(seed: number): MembershipMode {
-  const random = new SeededRandom(seed * 40_503 + 19);
-  // The generator's first draw from seeds that differ by a constant step is far from random:
-  // it drew changes for every odd seed from 1 to 41 and every even one from 128 to 200.
-  random.int(0, 999);
-  return random.int(0, 999) < MEMBERSHIP_SHARE * 1000 ? 'changes' : 'fixed';
+  return seedDraws(seed, 40_503, 19, MEMBERSHIP_SHARE) ? 'changes' : 'fixed';
 }
 
 /** The stream the configuration changes draw from (which, when, whom), apart from every other fault's. */
