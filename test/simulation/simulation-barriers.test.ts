@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { drawBarriersMode } from '../../simulations/barriers.js';
 import { simulate } from '../../simulations/simulate.js';
+import { drawnWorkloadTests } from '../fixtures/drawn-workload.js';
 
 /**
  * `barrier()` in the fault swarm: members drawn at random ask for a linearizable read barrier
@@ -9,22 +10,7 @@ import { simulate } from '../../simulations/simulate.js';
  * are in test/fixtures/plants.ts.
  */
 describe('simulation with read barriers', () => {
-  it('replays a seed with barriers exactly, and draws the rest of a seed alike without them', async () => {
-    const a = await simulate({ seed: 6, members: 3, durationMs: 10_000, barriers: true });
-    const b = await simulate({ seed: 6, members: 3, durationMs: 10_000, barriers: true });
-    expect(a.traceHash).toBe(b.traceHash);
-    expect(a.barriers?.answered).toBeGreaterThan(0);
-    const off = await simulate({ seed: 6, members: 3, durationMs: 10_000, barriers: false });
-    expect(off.barriers).toBeNull();
-    expect(off.drawn).toEqual(a.drawn);
-  });
-
-  it('draws read barriers in about a quarter of the seeds', () => {
-    let drawn = 0;
-    for (let seed = 1; seed <= 1000; seed++) if (drawBarriersMode(seed)) drawn++;
-    expect(drawn).toBeGreaterThan(200);
-    expect(drawn).toBeLessThan(300);
-  });
+  drawnWorkloadTests({ what: 'read barriers', option: 'barriers', seed: 6, did: (r) => r.barriers?.answered, draws: drawBarriersMode });
 
   const seeds = 4;
   for (const members of [3, 5]) {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { simulate } from '../../simulations/simulate.js';
+import { drawnWorkloadTests } from '../fixtures/drawn-workload.js';
 import { drawFanoutMode } from '../../simulations/fanout.js';
 
 /**
@@ -40,23 +41,7 @@ describe('simulation with fan-out', () => {
     expect(r.violations).toEqual([]);
   }, 300_000);
 
-  it('replays a seed with fan-out exactly, and a seed without fan-out as it ran before', async () => {
-    const a = await simulate({ seed: 3, members: 3, durationMs: 10_000, fanout: true });
-    const b = await simulate({ seed: 3, members: 3, durationMs: 10_000, fanout: true });
-    expect(a.traceHash).toBe(b.traceHash);
-    expect(a.fanout?.topics.length).toBeGreaterThan(0);
-    // Fan-out draws from streams of its own: turned off, the same seed draws the rest alike.
-    const off = await simulate({ seed: 3, members: 3, durationMs: 10_000, fanout: false });
-    expect(off.fanout).toBeNull();
-    expect(off.drawn).toEqual(a.drawn);
-  });
-
-  it('draws fan-out in about a quarter of the seeds', () => {
-    let drawn = 0;
-    for (let seed = 1; seed <= 1000; seed++) if (drawFanoutMode(seed)) drawn++;
-    expect(drawn).toBeGreaterThan(200);
-    expect(drawn).toBeLessThan(300);
-  });
+  drawnWorkloadTests({ what: 'fan-out', option: 'fanout', seed: 3, did: (r) => r.fanout?.topics.length, draws: drawFanoutMode });
 
   // Twelve seeds: under the harshest faults drawn (a crash or a partition every second) a seed may
   // emit nothing in its minute, and with six the count of items rested on one or two seeds, so

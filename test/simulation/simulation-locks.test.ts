@@ -1,36 +1,22 @@
 import { describe, expect, it } from 'vitest';
 import { drawLocksMode } from '../../simulations/locks.js';
 import { simulate } from '../../simulations/simulate.js';
+import { drawnWorkloadTests } from '../fixtures/drawn-workload.js';
 
 /**
  * runExclusive in the fault swarm: every member calls it now and then for a few lock names and
  * runs a task under each lock it is granted, through crashes, partitions, stalls and clock
  * faults, with the member wiring Cluster gives it (a lock proposal that went unanswered is let
  * go as it commits or comes in a snapshot). simulations/checkers/locks.ts looks after every
- * event: no two tasks hold one name at once, and each grant's fencing token is greater than the
- * last. The planted bugs that show it is not vacuous are in test/fixtures/plants.ts.
+ * event: no two tasks hold one name at once, none runs on past its atMostFor, and each grant's
+ * fencing token is greater than the last. The planted bugs that show it is not vacuous are in test/fixtures/plants.ts.
  */
 describe('simulation with runExclusive', () => {
-  it('replays a seed with locks exactly, and draws the rest of a seed alike without them', async () => {
-    const a = await simulate({ seed: 5, members: 3, durationMs: 10_000, locks: true });
-    const b = await simulate({ seed: 5, members: 3, durationMs: 10_000, locks: true });
-    expect(a.traceHash).toBe(b.traceHash);
-    expect(a.locks?.tasks).toBeGreaterThan(0);
-    const off = await simulate({ seed: 5, members: 3, durationMs: 10_000, locks: false });
-    expect(off.locks).toBeNull();
-    expect(off.drawn).toEqual(a.drawn);
-  });
-
-  it('draws runExclusive’s calls in about a quarter of the seeds', () => {
-    let drawn = 0;
-    for (let seed = 1; seed <= 1000; seed++) if (drawLocksMode(seed)) drawn++;
-    expect(drawn).toBeGreaterThan(200);
-    expect(drawn).toBeLessThan(300);
-  });
+  drawnWorkloadTests({ what: 'runExclusive’s calls', option: 'locks', seed: 5, did: (r) => r.locks?.tasks, draws: drawLocksMode });
 
   const seeds = 4;
   for (const members of [3, 5]) {
-    it(`${members} members: ${seeds} seeds of 60 simulated seconds with runExclusive’s calls: no two tasks under one lock at once, tokens increasing`, async () => {
+    it(`${members} members: ${seeds} seeds of 60 simulated seconds with runExclusive’s calls: no two tasks under one lock at once, none past its atMostFor, tokens increasing`, async () => {
       const failures: string[] = [];
       let tasks = 0;
       let aborted = 0;
