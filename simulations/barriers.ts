@@ -36,13 +36,7 @@ export function startBarriers(scheduler: SimScheduler, random: Random, members: 
     const up = members().filter((m) => m.up);
     const m = up.length === 0 ? undefined : up[random.int(0, up.length - 1)];
     const driver = m?.driver ?? null;
-    if (m !== undefined && driver !== null) {
-      const asked = checks.asked(scheduler.nowMs, m.id);
-      driver.readBarrier().then(
-        (index) => checks.answered(scheduler.nowMs, asked, index, driver.appliedIndex),
-        () => undefined,
-      );
-    }
+    if (m !== undefined && driver !== null) void checks.ask(() => scheduler.nowMs, m.id, driver);
     scheduler.after(random.int(1, BARRIER_EVERY_MS), ask);
   };
   scheduler.after(random.int(1, BARRIER_EVERY_MS), ask);
@@ -69,14 +63,10 @@ export async function checkReadLiveness(world: SimWorld, loop: RunLoop): Promise
       scheduler.after(READ_RETRY_MS, () => ask(m));
       return;
     }
-    const asked = checks.asked(scheduler.nowMs, m.id);
-    driver.readBarrier().then(
-      (index) => {
-        checks.answered(scheduler.nowMs, asked, index, driver.appliedIndex);
-        waiting.delete(m.id);
-      },
-      () => scheduler.after(READ_RETRY_MS, () => ask(m)),
-    );
+    void checks.ask(() => scheduler.nowMs, m.id, driver).then((answered) => {
+      if (answered) waiting.delete(m.id);
+      else scheduler.after(READ_RETRY_MS, () => ask(m));
+    });
   };
   for (const m of waiting.values()) ask(m);
   await loop.run(startedAt + livenessBoundMs, () => waiting.size === 0);

@@ -1,4 +1,5 @@
 import type { NodeId } from '../../src/raft/types.js';
+import type { RaftDriver } from '../../src/runtime/driver.js';
 import type { Report } from '../violations.js';
 
 /** A read barrier asked: by whom, when, and the greatest index any member had applied then. */
@@ -28,14 +29,29 @@ export class ReadChecker {
     this.#committed = committed;
   }
 
+  /**
+   * `member` asks its `driver` for a barrier now (true time `now()`), and its answer is judged:
+   * resolves with whether it was answered (false: refused).
+   */
+  ask(now: () => number, member: NodeId, driver: Pick<RaftDriver, 'readBarrier' | 'appliedIndex'>): Promise<boolean> {
+    const read = this.#asked(now(), member);
+    return driver.readBarrier().then(
+      (index) => {
+        this.#answered(now(), read, index, driver.appliedIndex);
+        return true;
+      },
+      () => false,
+    );
+  }
+
   /** `member` asks for a barrier at true time `t`. */
-  asked(t: number, member: NodeId): AskedRead {
+  #asked(t: number, member: NodeId): AskedRead {
     this.asks++;
     return { member, t, committedBefore: this.#committed() };
   }
 
   /** The barrier `read` resolved at true time `t` with `index`, its member having applied up to `applied`. */
-  answered(t: number, read: AskedRead, index: number, applied: number): void {
+  #answered(t: number, read: AskedRead, index: number, applied: number): void {
     this.answers++;
     if (index < read.committedBefore) {
       this.#report(t, 'stale-read', `${read.member}'s barrier asked at ${read.t.toFixed(1)} ms resolved with index ${index}, below ${read.committedBefore}, applied by a member before it was asked`);
