@@ -79,6 +79,21 @@ export class MemberReach {
   }
 
   /**
+   * How long ago this member last heard from each other member of the configuration it has heard
+   * from, on its monotonic timers: a member heard from is alive, and holds its claims, as holding()
+   * judges. What a new leader knows of the members from when it followed (LeaderPlanning).
+   */
+  heardAgo(): Map<NodeId, number> {
+    const now = this.#p.timers.now();
+    const out = new Map<NodeId, number>();
+    for (const id of this.#p.configuration.members) {
+      const heard = id === this.#p.self ? undefined : this.#p.driver.contact.lastHeard(id);
+      if (heard !== undefined) out.set(id, Math.max(0, now - heard));
+    }
+    return out;
+  }
+
+  /**
    * Whether a peer is connected and was heard from within an election timeout, counting only
    * while this member's own loop ran (see PeerContact.silence): a leader whose loop stood still
    * under load would otherwise find every follower silent, and move their claims.

@@ -35,8 +35,10 @@ export class LeaderPlanning {
   /**
    * When this leader last saw each member hold its claims, by the cluster's time of its plans
    * (planReassignments' and plan's `heldAtMs`): a long run's horizon counts from when its member
-   * was lost, not only from its start, and a fixed-delay job waits for such a run's end. Entries older than the horizon, which change nothing, are dropped,
-   * so it holds the members seen within it; emptied as this member follows.
+   * was lost, not only from its start, and a fixed-delay job waits for such a run's end. Begun
+   * with when it last heard from each member as it followed (#sawAsFollower). Entries older than
+   * the horizon, which change nothing, are dropped, so it holds the members seen within it;
+   * emptied as this member follows.
    */
   readonly #heldAtMs = new Map<NodeId, number>();
 
@@ -57,7 +59,10 @@ export class LeaderPlanning {
       this.#heldAtMs.clear();
       return null;
     }
-    this.#leaderSinceMs ??= o.timers.now();
+    if (this.#leaderSinceMs === null) {
+      this.#leaderSinceMs = o.timers.now();
+      this.#sawAsFollower();
+    }
     return this.#plan();
   }
 
@@ -88,6 +93,20 @@ export class LeaderPlanning {
   #sawHolding(holding: Iterable<NodeId>, sinceMs: number, nowMs: number): void {
     for (const id of holding) this.#heldAtMs.set(id, nowMs);
     for (const [id, atMs] of this.#heldAtMs) if (atMs < sinceMs) this.#heldAtMs.delete(id);
+  }
+
+  /**
+   * As this member begins to lead: what it knows, as a follower, of when each member last held its
+   * claims, which is when it last heard from it. Without it, a long run of the leader it followed
+   * (whose runs no other member watched), lost together with that leader, was counted from its
+   * start and recorded missed, where a run lost under this leader is moved.
+   */
+  #sawAsFollower(): void {
+    const o = this.#ctx.options;
+    const nowMs = o.clock.now();
+    for (const [id, agoMs] of o.heardAgoMs?.() ?? []) {
+      if (agoMs <= o.reassignHorizonMs) this.#heldAtMs.set(id, nowMs - agoMs);
+    }
   }
 
   /** What members outside the configuration left to settle, once any may have some (see #departuresDue). */

@@ -73,6 +73,12 @@ export interface SchedulerRuntimeOptions {
    * @default eligibleMembers
    */
   readonly holdingMembers?: () => readonly NodeId[];
+  /**
+   * How long ago this member last heard from each member it has heard from (MemberReach.heardAgo):
+   * a new leader counts each as seen holding its claims then, the one it followed included,
+   * whose own runs no other member watched. @default none heard
+   */
+  readonly heardAgoMs?: () => ReadonlyMap<NodeId, number>;
   /** How often the leader plans. */
   readonly planIntervalMs: number;
   /** Claims are made this far ahead of their instant. */

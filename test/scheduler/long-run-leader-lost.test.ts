@@ -1,0 +1,89 @@
+import { describe, expect, it } from 'vitest';
+import type { NodeId } from '../../src/raft/types.js';
+import { memberSettings, type MemberSettings } from '../../src/runtime/member-settings.js';
+import { MISSED } from '../../src/scheduler/command.js';
+import { claimKey, type ClaimRecord } from '../../src/scheduler/records.js';
+import type { SimJob } from '../../simulations/jobs.js';
+import { FOUNDERS, MembershipSim } from '../fixtures/membership-sim.js';
+
+/** The reassignment horizon here: the run outlasts it, as a run of an hour outlasts production's ten minutes. */
+const HORIZON_MS = 6000;
+/** Production's settings but the horizon (the simulator draws it likewise: simulations/settings.ts). */
+const defaults = memberSettings();
+const SETTINGS: MemberSettings = { ...defaults, timing: { ...defaults.timing, reassignHorizonMs: HORIZON_MS } };
+/** A slot every 25 s, each run 20 s: it starts on whichever member the leader picks. */
+const LONG: SimJob = { name: 'long', spec: { every: '25s' }, runMs: [20_000, 20_000], options: { mode: 'one' } };
+
+interface RunStart {
+  readonly id: NodeId;
+  readonly slotMs: number;
+}
+
+/**
+ * Three members run the long job until the leader of the moment runs a slot; 10 s into that run
+ * (past the horizon from the slot and from the start), `lose` takes the leader away. Returns the
+ * lost run, every run started, and the slot's claim on the new leader 25 s on.
+ */
+async function loseLeaderMidRun(seed: number, lose: (sim: MembershipSim, leader: NodeId) => void): Promise<{ sim: MembershipSim; lost: RunStart; started: RunStart[]; claim: ClaimRecord }> {
+  const sim = new MembershipSim(seed, SETTINGS, [LONG]);
+  for (const id of FOUNDERS) await sim.start(id);
+  const started: RunStart[] = [];
+  sim.onRunStart = (id, _incarnation, run) => started.push({ id, slotMs: run.slotMs });
+  let lost: RunStart | undefined;
+  for (let slot = 0; slot < 12 && lost === undefined; slot++) {
+    const from = started.length;
+    await sim.until('the next run starts', () => (started.length > from ? true : undefined));
+    const run = started[started.length - 1]!;
+    if (sim.leader()?.id === run.id) lost = run;
+  }
+  expect(lost).toBeDefined();
+  await sim.run(10_000);
+  expect(sim.leader()?.id).toBe(lost!.id);
+  lose(sim, lost!.id);
+  const next = await sim.until('a new leader', () => {
+    const l = sim.leader();
+    return l !== undefined && l.id !== lost!.id ? l : undefined;
+  });
+  await sim.run(25_000);
+  const claim = next.member!.scheduler.state.claims.get(claimKey(LONG.name, lost!.slotMs));
+  expect(claim).toBeDefined();
+  return { sim, lost: lost!, started, claim: claim! };
+}
+
+// The leader's planning knew when it last saw each member hold its claims, but a new leader
+// knew nothing of the old one's: a long run lost together with its leader was counted from its
+// start, past the horizon, and recorded missed rather than moved.
+describe('a run longer than the horizon, lost together with the leader that ran it', () => {
+  it('is moved to another member by the new leader, which counts the horizon from when it last heard the old one', async () => {
+    const { lost, started, claim } = await loseLeaderMidRun(11, (sim, leader) => sim.get(leader).crash());
+    const outcomes = [...claim.outcomes.entries()].map(([id, o]) => ({ id, outcome: o.outcome, current: o.token === claim.token }));
+    expect(outcomes.filter((o) => o.outcome === MISSED)).toEqual([]);
+    expect(claim.assignees).not.toContain(lost.id);
+    expect(outcomes).toEqual([{ id: claim.assignees[0], outcome: 'succeeded', current: true }]);
+    // The slot ran again, from the start, elsewhere.
+    expect(started.filter((r) => r.slotMs === lost.slotMs).map((r) => r.id)).toEqual([lost.id, claim.assignees[0]]);
+  }, 60_000);
+
+  it('is moved when the leader is cut off, and the cut-off run is aborted at its lease and recorded stale', async () => {
+    const aborted: NodeId[] = [];
+    const { sim, lost, started, claim } = await loseLeaderMidRun(11, (sim, leader) => {
+      sim.onRun = (id, _incarnation, run) => {
+        if (run.outcome === 'interrupted') aborted.push(id);
+      };
+      for (const id of FOUNDERS.filter((other) => other !== leader)) {
+        sim.network.block(leader, id);
+        sim.network.block(id, leader);
+      }
+    });
+    expect(aborted).toEqual([lost.id]);
+    expect(claim.assignees).not.toContain(lost.id);
+    expect(claim.outcomes.get(claim.assignees[0]!)).toMatchObject({ outcome: 'succeeded', token: claim.token });
+    expect(started.filter((r) => r.slotMs === lost.slotMs).map((r) => r.id)).toEqual([lost.id, claim.assignees[0]]);
+    // Healed, the old leader's report of its interrupted run is under a stale token: the slot stays succeeded.
+    sim.network.healAll();
+    await sim.run(5000);
+    const after = sim.leader()!.member!.scheduler.state.claims.get(claimKey(LONG.name, lost.slotMs))!;
+    expect(after.token).toBe(claim.token);
+    expect([...after.outcomes.values()].filter((o) => o.token === after.token).map((o) => o.outcome)).toEqual(['succeeded']);
+  }, 60_000);
+});
