@@ -2,9 +2,10 @@ import type { NodeId } from '../raft/types.js';
 import { expirable } from './apply-rules.js';
 import { nextInstantAfter } from './next-instant.js';
 import { countInstantsBetween, instantsBetween, lastInstantBetween, lastInstantsBetween, type JobSpec } from './spec.js';
-import { claimKey, horizonFromMs, isSettling, MAX_INTERRUPTED_ATTEMPTS, runsOf, type ClaimRecord, type JobRecord } from './records.js';
+import { claimKey, isSettling, MAX_INTERRUPTED_ATTEMPTS, runsOf, type ClaimRecord, type JobRecord } from './records.js';
 import type { JobPolicy, SchedulerCommand } from './command.js';
 import type { SchedulerState } from './state.js';
+import { believable, believedHorizonFromMs, believedReportMs } from './stamps.js';
 import { FIRST_CLUSTER_VERSION, PAST_HORIZON_VERSION } from '../version/versions.js';
 
 /** What to do with slots whose instant passed while no claim could be made (no quorum). */
@@ -106,16 +107,18 @@ function unfinishedAssignee(state: SchedulerState, job: JobRecord, members: Read
  * replacement), or null while a run is pending, in progress, or to be retried or moved. A
  * failed run with retries left is not final; neither is an interrupted one, which is moved. In
  * mode 'all', every assignee must have reported, except those no longer in `members` (when
- * given) or no longer with a handler, which never will. Pure.
+ * given) or no longer with a handler, which never will. With the leader's `nowMs`, a time
+ * stamped further ahead of it than believable counts as the latest believable one before it
+ * (stamps.ts). Pure.
  */
-export function claimEndedAt(state: SchedulerState, claim: ClaimRecord, members?: ReadonlyMap<NodeId, unknown>): number | null {
+export function claimEndedAt(state: SchedulerState, claim: ClaimRecord, members?: ReadonlyMap<NodeId, unknown>, nowMs?: number): number | null {
   const job = state.jobs.get(claim.job);
-  if (claim.cancelled?.token === claim.token) return claim.cancelled.atMs;
+  if (claim.cancelled?.token === claim.token) return believable(claim.cancelled.atMs, nowMs) ? claim.cancelled.atMs : believedHorizonFromMs(claim, nowMs);
   if (job?.mode === 'all') {
     let last: number | null = null;
     for (const id of claim.assignees) {
       const o = claim.outcomes.get(id);
-      if (o !== undefined && o.token === claim.token) last = Math.max(last ?? o.atMs, o.atMs);
+      if (o !== undefined && o.token === claim.token) last = Math.max(last ?? Number.NEGATIVE_INFINITY, believedReportMs(claim, id, o.atMs, nowMs));
       else if ((members === undefined || members.has(id)) && job.handlers.has(id)) return null;
     }
     // Nobody who ran it is left to report: the slot's instant stands for its end.
@@ -127,11 +130,11 @@ export function claimEndedAt(state: SchedulerState, claim: ClaimRecord, members?
   switch (o.outcome) {
     case 'failed':
     case 'aborted':
-      return job !== undefined && claim.retried < job.policy.retries ? null : o.atMs;
+      return job !== undefined && claim.retried < job.policy.retries ? null : believedReportMs(claim, assignee as NodeId, o.atMs, nowMs);
     case 'interrupted':
-      return claim.attempt < MAX_INTERRUPTED_ATTEMPTS ? null : o.atMs;
+      return claim.attempt < MAX_INTERRUPTED_ATTEMPTS ? null : believedReportMs(claim, assignee as NodeId, o.atMs, nowMs);
     default:
-      return o.atMs;
+      return believedReportMs(claim, assignee as NodeId, o.atMs, nowMs);
   }
 }
 
@@ -156,12 +159,12 @@ export function nextDelaySlot(
   const previous = state.claims.get(claimKey(job.name, job.highWaterMs));
   let next: number;
   if (previous !== undefined) {
-    let endedAtMs = claimEndedAt(state, previous, members);
+    let endedAtMs = claimEndedAt(state, previous, members, horizon?.nowMs);
     // Past the horizon nothing moves or retries the claim any more: its story is over now,
     // unless the leader leaves it to its member, which runs it or reports it (planReassignments).
     const assignee = previous.assignees[0];
     const heldAtMs = assignee === undefined ? undefined : horizon?.heldAtMs?.get(assignee);
-    if (endedAtMs === null && horizon !== undefined && horizonOf(previous, job, horizon.version, heldAtMs) < horizon.nowMs - horizon.horizonMs) {
+    if (endedAtMs === null && horizon !== undefined && horizonOf(previous, job, horizon.version, heldAtMs, horizon.nowMs) < horizon.nowMs - horizon.horizonMs) {
       const holding = horizon.holding ?? new Set(members?.keys() ?? []);
       if (job.mode === 'one' && leftToAssignee(job, previous, holding, horizon.version)) return null;
       endedAtMs = horizon.nowMs;
@@ -269,7 +272,7 @@ export function planReassignments(state: SchedulerState, input: ReassignInput): 
     const current = outcome !== undefined && outcome.token === claim.token ? outcome : undefined;
     // A replaced run's slot is over, wherever its member is.
     if (claim.cancelled?.token === claim.token) continue;
-    if (horizonOf(claim, job, input.version, input.heldAtMs?.get(assignee)) < input.nowMs - input.horizonMs) {
+    if (horizonOf(claim, job, input.version, input.heldAtMs?.get(assignee), input.nowMs) < input.nowMs - input.horizonMs) {
       if (leftToAssignee(job, claim, holding, input.version)) continue;
       // Recorded missed only as the state will apply it (expirable): nothing reported under the
       // token, or a run interrupted before the last attempt, whose interruption is final.
@@ -297,7 +300,7 @@ export function planReassignments(state: SchedulerState, input: ReassignInput): 
     }
     const { retries, retryDelayMs: delayMs } = job.policy;
     if (claim.retried >= retries || candidates.length === 0) continue;
-    if (input.nowMs < current.atMs + delayMs * 2 ** claim.retried) continue;
+    if (input.nowMs < believedReportMs(claim, assignee, current.atMs, input.nowMs) + delayMs * 2 ** claim.retried) continue;
     out.push({ type: 'reassign', job: claim.job, slotMs: claim.slotMs, fromToken: claim.token, assignees: [pick(candidates, state, assignee)], reason: 'retry', atMs: input.nowMs });
   }
   return out;
@@ -309,20 +312,22 @@ export function planReassignments(state: SchedulerState, input: ReassignInput): 
  * failure with retries left, when its retry is due; for a run in progress, when the leader last
  * saw its member hold its claims (`assigneeHeldAtMs`). So a run longer than the horizon that is
  * lost, fails or is interrupted is moved or retried as a short one is, and a back-off longer than
- * the horizon still retries, where counting from the instant alone took each for history. Pure.
+ * the horizon still retries, where counting from the instant alone took each for history. With the
+ * leader's `nowMs`, a time stamped further ahead of it than believable is left out (stamps.ts). Pure.
  */
-export function horizonStartMs(claim: ClaimRecord, job: JobRecord, assigneeHeldAtMs?: number): number {
-  let fromMs = horizonFromMs(claim);
+export function horizonStartMs(claim: ClaimRecord, job: JobRecord, assigneeHeldAtMs?: number, nowMs?: number): number {
+  let fromMs = believedHorizonFromMs(claim, nowMs);
   const assignee = claim.assignees[0];
   if (assignee === undefined) return fromMs;
   const start = claim.starts.get(assignee);
   const started = start !== undefined && start.token === claim.token;
-  if (started) fromMs = Math.max(fromMs, start.atMs);
+  if (started && believable(start.atMs, nowMs)) fromMs = Math.max(fromMs, start.atMs);
   const current = claim.outcomes.get(assignee);
   if (current === undefined || current.token !== claim.token) return started && assigneeHeldAtMs !== undefined ? Math.max(fromMs, assigneeHeldAtMs) : fromMs;
-  fromMs = Math.max(fromMs, current.atMs);
+  const endedAtMs = believedReportMs(claim, assignee, current.atMs, nowMs);
+  fromMs = Math.max(fromMs, endedAtMs);
   const failed = current.outcome === 'failed' || current.outcome === 'aborted';
-  return failed && claim.retried < job.policy.retries ? Math.max(fromMs, current.atMs + job.policy.retryDelayMs * 2 ** claim.retried) : fromMs;
+  return failed && claim.retried < job.policy.retries ? Math.max(fromMs, endedAtMs + job.policy.retryDelayMs * 2 ** claim.retried) : fromMs;
 }
 
 /**
@@ -330,8 +335,8 @@ export function horizonStartMs(claim: ClaimRecord, job: JobRecord, assigneeHeldA
  * PAST_HORIZON_VERSION from its instant, or its late claim, alone, as members of earlier releases
  * arm by (a run moved later is not armed there: moving it would only make it missed).
  */
-function horizonOf(claim: ClaimRecord, job: JobRecord, version: number | undefined, assigneeHeldAtMs?: number): number {
-  return (version ?? FIRST_CLUSTER_VERSION) >= PAST_HORIZON_VERSION ? horizonStartMs(claim, job, assigneeHeldAtMs) : horizonFromMs(claim);
+function horizonOf(claim: ClaimRecord, job: JobRecord, version: number | undefined, assigneeHeldAtMs: number | undefined, nowMs: number): number {
+  return (version ?? FIRST_CLUSTER_VERSION) >= PAST_HORIZON_VERSION ? horizonStartMs(claim, job, assigneeHeldAtMs, nowMs) : believedHorizonFromMs(claim, nowMs);
 }
 
 /**
