@@ -30,7 +30,8 @@ export function planTrigger(state: SchedulerState, job: JobRecord, nowMs: number
   const mark = job.highWaterMs;
   if (state.claims.has(claimKey(job.name, nowMs))) return 'wait';
   if (nowMs > mark) {
-    const next = job.spec.kind === 'delay' ? nextDelaySlot(state, job) : nextInstantAfter(job.spec, job.anchorMs, mark);
+    // As the leader plans it at nowMs (a time stamped far ahead is not believed: stamps.ts), with no horizon.
+    const next = job.spec.kind === 'delay' ? nextDelaySlot(state, job, undefined, { nowMs, horizonMs: Number.POSITIVE_INFINITY }) : nextInstantAfter(job.spec, job.anchorMs, mark);
     if (next !== null && next <= nowMs) return 'wait';
   }
   const handlers = [...job.handlers].sort();

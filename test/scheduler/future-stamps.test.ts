@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { planTrigger } from '../../src/scheduler/operations.js';
 import { plan, planReassignments, type PlanInput } from '../../src/scheduler/planner.js';
 import { claimKey } from '../../src/scheduler/records.js';
 import { parseSpec, type JobSpec } from '../../src/scheduler/spec.js';
@@ -53,6 +54,10 @@ describe('a record stamped far ahead of the leader clock', () => {
     expect(commands).toEqual([{ type: 'claim', job: 'tick', slotMs: T0 + 3000, assignees: ['a'], fromMs: T0 + 1000, atMs: T0 + 5000 }]);
     // The log keeps the time as written: history shows it.
     expect(s.claims.get(claimKey('tick', T0 + 1000))?.outcomes.get('a')?.atMs).toBe(YEAR_AHEAD);
+    // A trigger meanwhile waits for that slot, as it does for any scheduled slot due and not yet
+    // claimed (found by a reviewing helper: believing the stamp, it took the mark past the slot,
+    // and the leader's claim of it was refused).
+    expect(planTrigger(s, s.jobs.get('tick')!, T0 + 5000, new Set(['a', 'b']))).toBe('wait');
   });
 
   it('is believed within the limit: a clock a little ahead puts the retry off by as much', () => {
