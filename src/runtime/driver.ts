@@ -554,7 +554,9 @@ export class RaftDriver {
 
   #onSoftState(s: SoftState): void {
     this.#requests.leaderChanged(s.leader);
-    this.#clockSync.setLeading(s.role === 'leader', this.#o.timers.now());
+    const mono = this.#o.timers.now();
+    this.#clockSync.setLeading(s.role === 'leader', mono);
+    this.#contact.setLeading(s.role === 'leader', mono);
     this.#o.onSoftState?.(s);
   }
 

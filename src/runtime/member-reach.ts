@@ -15,6 +15,13 @@ export interface MemberReachParts {
 }
 
 /**
+ * How many election timeouts a new leader waits, from its election, before it counts a member it
+ * has not heard from since as lost by its silence (MemberReach.lost): the deposed leader's
+ * CheckQuorum (two, as it looks once an election timeout) and the member's lease (two).
+ */
+export const NEW_LEADER_WAIT_ELECTION_TIMEOUTS = 4;
+
+/**
  * Which members a member, as leader, may count on: those it may give work to, those whose
  * claims stay theirs, those whose fan-out leases it takes back, and those live enough for the
  * keepers (versions, bindings, membership). Judged from contact, connections, clock offsets and
@@ -57,7 +64,17 @@ export class MemberReach {
   lost(id: NodeId): boolean {
     if (id === this.#p.self) return false;
     if (!this.#p.configuration.isMember(id) || !this.#p.transport.isConnected(id)) return true;
-    return this.#p.driver.contact.silence(id, this.#p.timers.now()) >= 2 * this.#p.timing.electionTimeoutMs;
+    const contact = this.#p.driver.contact;
+    const now = this.#p.timers.now();
+    const et = this.#p.timing.electionTimeoutMs;
+    if (contact.silence(id, now) < 2 * et) return false;
+    // A member not heard from since this one began to lead may still follow the deposed leader
+    // (a minority cut off with it), whose heartbeats renew its lease until CheckQuorum ends that
+    // leader's term: up to two election timeouts after the last majority it heard, which was no
+    // later than this member's election. So its lease runs out within four election timeouts of
+    // that; counted silent from the election alone, its claims moved while its run went on.
+    const since = contact.leadingSince;
+    return since === null || (contact.lastHeard(id) ?? Number.NEGATIVE_INFINITY) >= since || now - since >= NEW_LEADER_WAIT_ELECTION_TIMEOUTS * et;
   }
 
   /**
@@ -76,6 +93,18 @@ export class MemberReach {
   holding(): NodeId[] {
     const node = this.#p.driver.node;
     return this.#p.configuration.members.filter((id) => !this.lost(id) && node.progressOf(id)?.state !== 'snapshot');
+  }
+
+  /**
+   * Of holding(), the members this leader heard from since it began to lead (and itself): those
+   * it saw hold their claims (LeaderPlanning's `heldAtMs`). One it has not heard from since keeps
+   * its claims a while all the same (lost()), but was not seen: counted as seen then, a run lost
+   * long before, in an outage, would be moved however late.
+   */
+  seenHolding(): NodeId[] {
+    const contact = this.#p.driver.contact;
+    const since = contact.leadingSince ?? Number.NEGATIVE_INFINITY;
+    return this.holding().filter((id) => id === this.#p.self || (contact.lastHeard(id) ?? Number.NEGATIVE_INFINITY) >= since);
   }
 
   /**

@@ -292,6 +292,7 @@ export class Member {
       reassignGraceMs: 2 * t.heartbeatTicks * t.tickMs,
       eligibleMembers: () => this.eligibleMembers(),
       holdingMembers: () => this.holdingMembers(),
+      seenHoldingMembers: () => this.#reach.seenHolding(),
       heardAgoMs: () => this.#reach.heardAgo(),
       configuredMembers: () => (this.versions.active >= FORFEIT_VERSION ? configuration.members : null),
       clusterVersion: () => this.versions.active,

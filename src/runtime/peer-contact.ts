@@ -7,7 +7,7 @@ import type { Message, NodeId } from '../raft/types.js';
 const LEADER_TRAFFIC: ReadonlySet<Message['type']> = new Set(['append', 'heartbeat', 'snapshot']);
 
 /** What a member's other parts read of its PeerContact: the driver alone reports messages and ticks. */
-export type PeerContactView = Pick<PeerContact, 'leaderContact' | 'lastHeard' | 'silence' | 'lastDisconnect'>;
+export type PeerContactView = Pick<PeerContact, 'leaderContact' | 'lastHeard' | 'silence' | 'lastDisconnect' | 'leadingSince'>;
 
 /**
  * When this member last heard from each peer and from the leader it followed, on the timers'
@@ -27,6 +27,8 @@ export class PeerContact {
   #leaderContact: number | undefined;
   /** When the connection to each member last closed (monotonic ms): members of the configuration only. */
   readonly #disconnectedAt = new Map<NodeId, number>();
+  /** When this member began to lead (monotonic ms), or null while it does not. */
+  #leadingSince: number | null = null;
 
   constructor(node: RaftNode, tickMs: number, leaderSilenceMs: number) {
     this.#node = node;
@@ -52,6 +54,17 @@ export class PeerContact {
    */
   stepped(m: Message, monoMs: number): void {
     if (this.#node.leader === m.from && m.term === this.#node.term && LEADER_TRAFFIC.has(m.type)) this.#leaderContact = monoMs;
+  }
+
+  /** This member began (`leading`) or stopped leading at `monoMs`. */
+  setLeading(leading: boolean, monoMs: number): void {
+    if (!leading) this.#leadingSince = null;
+    else this.#leadingSince ??= monoMs;
+  }
+
+  /** When this member began to lead, on the monotonic time base, or null while it does not lead. */
+  get leadingSince(): number | null {
+    return this.#leadingSince;
   }
 
   /** When this member last took in a message from the leader it then followed, or undefined if it never did. */

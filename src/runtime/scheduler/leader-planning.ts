@@ -135,7 +135,7 @@ export class LeaderPlanning {
     const settled = this.#leaderSinceMs !== null && o.timers.now() - this.#leaderSinceMs >= o.reassignGraceMs;
     const nowMs = o.clock.now();
     const holding = o.holdingMembers === undefined ? undefined : new Set(o.holdingMembers());
-    this.#sawHolding(holding ?? eligible, nowMs - o.reassignHorizonMs, nowMs);
+    this.#sawHolding(o.seenHoldingMembers?.() ?? holding ?? eligible, nowMs - o.reassignHorizonMs, nowMs);
     const moves = !settled ? [] : planReassignments(state, {
       nowMs,
       eligible: new Set(eligible),

@@ -73,6 +73,8 @@ export interface SchedulerRuntimeOptions {
    * @default eligibleMembers
    */
   readonly holdingMembers?: () => readonly NodeId[];
+  /** Of holdingMembers, those the leader saw hold their claims: heard from since it began to lead (MemberReach.seenHolding). @default holdingMembers */
+  readonly seenHoldingMembers?: () => readonly NodeId[];
   /**
    * How long ago this member last heard from each member it has heard from (MemberReach.heardAgo):
    * a new leader counts each as seen holding its claims then, the one it followed included,
