@@ -17,9 +17,12 @@ export interface MemberReachParts {
 /**
  * How many election timeouts a new leader waits, from its election, before it counts a member it
  * has not heard from since as lost by its silence (MemberReach.lost): the deposed leader's
- * CheckQuorum (two, as it looks once an election timeout) and the member's lease (two).
+ * CheckQuorum (two, as it looks once an election timeout), the member's lease (two), and one
+ * for what those leave out: the last heartbeat's way to the member, the member's look at its
+ * lease once a plan interval, and a deposed leader whose ticks ran late. (A deposed leader whose
+ * loop stood still for longer still renews the lease as it resumes: README, "Failures".)
  */
-export const NEW_LEADER_WAIT_ELECTION_TIMEOUTS = 4;
+export const NEW_LEADER_WAIT_ELECTION_TIMEOUTS = 5;
 
 /**
  * Which members a member, as leader, may count on: those it may give work to, those whose
@@ -57,9 +60,11 @@ export class MemberReach {
   }
 
   /**
-   * Whether a member's fan-out leases must be taken back now: its connection dropped (a killed
-   * process: re-delivery at once), it left the configuration, or it has been silent for as long
-   * as a lease (two election timeouts), after which it aborts its own runs (Member.holdsLease).
+   * Whether a member's claims and fan-out leases must be taken back now: its connection dropped
+   * (a killed process: re-delivery at once), it left the configuration, or it has been silent for
+   * as long as a lease (two election timeouts), after which it aborts its own runs
+   * (Member.holdsLease); one not heard from since this member's election, only
+   * NEW_LEADER_WAIT_ELECTION_TIMEOUTS after it.
    */
   lost(id: NodeId): boolean {
     if (id === this.#p.self) return false;
@@ -71,8 +76,8 @@ export class MemberReach {
     // A member not heard from since this one began to lead may still follow the deposed leader
     // (a minority cut off with it), whose heartbeats renew its lease until CheckQuorum ends that
     // leader's term: up to two election timeouts after the last majority it heard, which was no
-    // later than this member's election. So its lease runs out within four election timeouts of
-    // that; counted silent from the election alone, its claims moved while its run went on.
+    // later than this member's election. So its lease runs out about four election timeouts
+    // after that; counted silent from the election alone, its claims moved while its run went on.
     const since = contact.leadingSince;
     return since === null || (contact.lastHeard(id) ?? Number.NEGATIVE_INFINITY) >= since || now - since >= NEW_LEADER_WAIT_ELECTION_TIMEOUTS * et;
   }
@@ -81,7 +86,7 @@ export class MemberReach {
    * Members whose claims stay theirs: the leader moves the claims of any other
    * (planReassignments). Unlike eligible(), a member keeps its claims until it has been
    * silent for as long as its lease (two election timeouts), by when it has aborted its own runs
-   * (Member.holdsLease): a claim moved sooner would run twice, the first run unaborted, whenever a
+   * (Member.holdsLease), or, not heard from since this member's election, for longer (lost()): a claim moved sooner would run twice, the first run unaborted, whenever a
    * follower's answers are late (a loaded machine) but it still hears the leader. A closed
    * connection (a killed process) still moves its claims at once. A member whose clock this
    * leader has not measured yet keeps its claims too: a new leader measures its followers'
