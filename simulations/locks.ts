@@ -4,7 +4,7 @@ import { NotRunningError } from '../src/errors.js';
 import type { NodeId } from '../src/raft/types.js';
 import type { Member } from '../src/runtime/member.js';
 import { waitUntil } from '../src/runtime/scheduler/handover.js';
-import type { MemberSettings } from '../src/runtime/member-settings.js';
+import { heartbeatIntervalMs, type MemberSettings } from '../src/runtime/member-settings.js';
 import type { Timers } from '../src/time/clock.js';
 import { SeededRandom, type Random } from '../src/time/random.js';
 import { seedDraws } from './seed-share.js';
@@ -82,7 +82,7 @@ export function callLocks(
     },
     timers,
     clockSyncTimeoutMs: timing.requestTimeoutMs,
-    clockSyncPollMs: timing.tickMs * timing.heartbeatTicks,
+    clockSyncPollMs: heartbeatIntervalMs(timing),
     waitFor: (done, timeoutMs, pollMs) => waitUntil(timers, () => done() || stopped(), timeoutMs, pollMs).then((ok) => ok && !stopped()),
     tasks: life.tasks,
     abortMarginMs: exclusiveAbortMarginMs(timing.maxClockSkewMs),

@@ -5,7 +5,7 @@ import type { Entry, NodeId } from '../src/raft/types.js';
 import type { WireMessage } from '../src/transport/envelope.js';
 import type { SoftState } from '../src/raft/ready.js';
 import { Member, type MemberParts } from '../src/runtime/member.js';
-import type { MemberSettings } from '../src/runtime/member-settings.js';
+import { heartbeatIntervalMs, type MemberSettings } from '../src/runtime/member-settings.js';
 import { parseSpec } from '../src/scheduler/spec.js';
 import { MemoryDisk } from '../src/storage/memory-disk.js';
 import { MemoryLogStorage } from '../src/storage/memory-log-storage.js';
@@ -129,8 +129,7 @@ export class SimMember {
     // runExclusive's lock proposals that went unanswered, let go should they commit, as Cluster wires them (cluster-start.ts).
     const locks = config.locks ?? null;
     const unanswered = new UnansweredLocks();
-    const heartbeatMs = settings.timing.tickMs * settings.timing.heartbeatTicks;
-    const lockHooks = locks === null ? null : unansweredLockHooks(this.id, unanswered, () => member, (run) => void timers.setTimeout(run, heartbeatMs));
+    const lockHooks = locks === null ? null : unansweredLockHooks(this.id, unanswered, () => member, (run) => void timers.setTimeout(run, heartbeatIntervalMs(settings.timing)));
     const member: Member = new Member({
       self: this.id,
       node,

@@ -16,6 +16,7 @@ import { RaftNode } from './raft/node.js';
 import type { SoftState } from './raft/ready.js';
 import type { JoinServer } from './runtime/join-server.js';
 import { Member } from './runtime/member.js';
+import { heartbeatIntervalMs } from './runtime/member-settings.js';
 import type { RemovalProbe } from './runtime/removal-probe.js';
 import type { JobHandler, JobOptions } from './runtime/scheduler/job-types.js';
 import { timingOf } from './runtime/test-timing.js';
@@ -156,8 +157,7 @@ export async function startMember(ctx: StartContext, parts: MemberParts): Promis
     }
   };
   // runExclusive's lock proposals that went unanswered: let go as they commit, or come in a snapshot.
-  const heartbeatMs = o.member.timing.tickMs * o.member.timing.heartbeatTicks;
-  const lockHooks = unansweredLockHooks(o.self.id, ctx.unansweredLocks, () => parts.member ?? undefined, (run) => void ctx.timers.setTimeout(run, heartbeatMs));
+  const lockHooks = unansweredLockHooks(o.self.id, ctx.unansweredLocks, () => parts.member ?? undefined, (run) => void ctx.timers.setTimeout(run, heartbeatIntervalMs(o.member.timing)));
   const member = new Member({
     self: o.self.id,
     node,

@@ -17,6 +17,7 @@ import { encodeCommand } from './runtime/commands.js';
 import type { RaftDriver } from './runtime/driver.js';
 import type { ProposalResult } from './runtime/pending-requests.js';
 import type { Member } from './runtime/member.js';
+import { heartbeatIntervalMs } from './runtime/member-settings.js';
 import { JoinServer } from './runtime/join-server.js';
 import { startMember, type MemberParts, type ScheduledJob } from './cluster-start.js';
 import { checkItemIds, consumerSettings, deadLettersOf, registerConsumer, type ConsumeHandler, type ConsumeOptions, type DeadLetterView } from './cluster-fanout.js';
@@ -438,14 +439,14 @@ export class Cluster extends EventEmitter<ClusterEvents> {
    * then aborts its signal.
    */
   async runExclusive(name: string, options: ExclusiveOptions, fn: (lock: ExclusiveLock) => unknown): Promise<boolean> {
-    const { requestTimeoutMs, tickMs, heartbeatTicks } = this.#o.member.timing;
+    const { timing } = this.#o.member;
     return runExclusive(
       {
         self: this.id,
         driver: () => this.#running(),
         timers: this.#timers,
-        clockSyncTimeoutMs: requestTimeoutMs,
-        clockSyncPollMs: tickMs * heartbeatTicks,
+        clockSyncTimeoutMs: timing.requestTimeoutMs,
+        clockSyncPollMs: heartbeatIntervalMs(timing),
         waitFor: (done, timeoutMs, pollMs) => this.#waitFor(done, timeoutMs, pollMs),
         tasks: this.#exclusive,
         abortMarginMs: exclusiveAbortMarginMs(this.#o.member.timing.maxClockSkewMs),

@@ -100,6 +100,11 @@ export interface MemberSettings {
   readonly snapshotChunkBytes: number;
 }
 
+/** How often a leader sends heartbeats, in ms: its heartbeat ticks at the member's tick. */
+export function heartbeatIntervalMs(timing: Pick<MemberTiming, 'tickMs' | 'heartbeatTicks'>): number {
+  return timing.tickMs * timing.heartbeatTicks;
+}
+
 /**
  * A member's settings from `Cluster`'s options, defaults applied (MEMBER_DEFAULTS), each
  * option checked: a bad one throws InvalidArgumentError naming it. Milliseconds become the

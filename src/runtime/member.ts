@@ -29,7 +29,7 @@ import { FanoutRuntime, type FanoutEvent } from './fanout/fanout-runtime.js';
 import { checkTopic } from '../fanout/items.js';
 import { MembershipKeeper } from './membership-keeper.js';
 import { PROMOTE_STABLE_MS } from './membership-decide.js';
-import { MEMBER_DEFAULTS } from './member-settings.js';
+import { heartbeatIntervalMs, MEMBER_DEFAULTS } from './member-settings.js';
 import { MemberReach } from './member-reach.js';
 import type { ProposalResult } from './pending-requests.js';
 import type { RunRecord } from './scheduler/job-types.js';
@@ -289,7 +289,7 @@ export class Member {
       reassignHorizonMs: t.reassignHorizonMs,
       // Live followers answer a new leader's first heartbeat at once; two heartbeat intervals
       // tell the lost from the not-yet-heard.
-      reassignGraceMs: 2 * t.heartbeatTicks * t.tickMs,
+      reassignGraceMs: 2 * heartbeatIntervalMs(t),
       eligibleMembers: () => this.eligibleMembers(),
       holdingMembers: () => this.holdingMembers(),
       seenHoldingMembers: () => this.#reach.seenHolding(),
@@ -449,7 +449,7 @@ export class Member {
         timers: this.#p.timers,
         proposeRemoval: () => this.proposeConfChange({ type: 'remove', id: self }, LEAVE_PID_SUFFIX),
         isMember: () => this.configuration.isMember(self),
-        retryMs: this.#p.timing.heartbeatTicks * this.#p.timing.tickMs,
+        retryMs: heartbeatIntervalMs(this.#p.timing),
       },
       timeoutMs,
     );
