@@ -101,15 +101,14 @@ export class MemberReach {
   }
 
   /**
-   * Of holding(), the members this leader heard from since it began to lead (and itself): those
-   * it saw hold their claims (LeaderPlanning's `heldAtMs`). One it has not heard from since keeps
-   * its claims a while all the same (lost()), but was not seen: counted as seen then, a run lost
-   * long before, in an outage, would be moved however late.
+   * Whether this member heard from `id` since it began to lead (itself: always): of holding(),
+   * those it saw hold their claims (LeaderPlanning's `heldAtMs`). One it has not heard from since
+   * keeps its claims a while all the same (lost()), but was not seen: counted as seen then, a run
+   * lost long before, in an outage, would be moved however late.
    */
-  seenHolding(): NodeId[] {
+  heardSinceLeading(id: NodeId): boolean {
     const contact = this.#p.driver.contact;
-    const since = contact.leadingSince ?? Number.NEGATIVE_INFINITY;
-    return this.holding().filter((id) => id === this.#p.self || (contact.lastHeard(id) ?? Number.NEGATIVE_INFINITY) >= since);
+    return id === this.#p.self || (contact.lastHeard(id) ?? Number.NEGATIVE_INFINITY) >= (contact.leadingSince ?? Number.NEGATIVE_INFINITY);
   }
 
   /**

@@ -292,7 +292,7 @@ export class Member {
       reassignGraceMs: 2 * heartbeatIntervalMs(t),
       eligibleMembers: () => this.eligibleMembers(),
       holdingMembers: () => this.holdingMembers(),
-      seenHoldingMembers: () => this.#reach.seenHolding(),
+      heardSinceLeading: (id) => this.#reach.heardSinceLeading(id),
       heardAgoMs: () => this.#reach.heardAgo(),
       configuredMembers: () => (this.versions.active >= FORFEIT_VERSION ? configuration.members : null),
       clusterVersion: () => this.versions.active,

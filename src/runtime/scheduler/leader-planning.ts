@@ -135,7 +135,8 @@ export class LeaderPlanning {
     const settled = this.#leaderSinceMs !== null && o.timers.now() - this.#leaderSinceMs >= o.reassignGraceMs;
     const nowMs = o.clock.now();
     const holding = o.holdingMembers === undefined ? undefined : new Set(o.holdingMembers());
-    this.#sawHolding(o.seenHoldingMembers?.() ?? holding ?? eligible, nowMs - o.reassignHorizonMs, nowMs);
+    const heard = o.heardSinceLeading;
+    this.#sawHolding(heard === undefined ? (holding ?? eligible) : [...(holding ?? eligible)].filter(heard), nowMs - o.reassignHorizonMs, nowMs);
     const moves = !settled ? [] : planReassignments(state, {
       nowMs,
       eligible: new Set(eligible),

@@ -73,8 +73,8 @@ export interface SchedulerRuntimeOptions {
    * @default eligibleMembers
    */
   readonly holdingMembers?: () => readonly NodeId[];
-  /** Of holdingMembers, those the leader saw hold their claims: heard from since it began to lead (MemberReach.seenHolding). @default holdingMembers */
-  readonly seenHoldingMembers?: () => readonly NodeId[];
+  /** Whether the leader heard from a member since it began to lead: of holdingMembers, those it saw hold their claims (MemberReach.heardSinceLeading). @default every one */
+  readonly heardSinceLeading?: (id: NodeId) => boolean;
   /**
    * How long ago this member last heard from each member it has heard from (MemberReach.heardAgo):
    * a new leader counts each as seen holding its claims then, the one it followed included,
