@@ -1,5 +1,5 @@
 import { SeededRandom } from '../src/time/random.js';
-import { injectAckPowerCuts, injectClockFaults, injectCrashes, injectPartitions, injectPauses, injectUpgrades, MAX_ACK_POWER_CUTS, type FaultContext } from './faults.js';
+import { injectAckPowerCuts, injectClockFaults, injectCrashes, injectLostAnswers, injectPartitions, injectPauses, injectUpgrades, LOST_ANSWERS_EVERY_MS, MAX_ACK_POWER_CUTS, type FaultContext } from './faults.js';
 import { barriersRandom, startBarriers } from './barriers.js';
 import { startOutsideEmits } from './fanout.js';
 import { SimMember } from './member.js';
@@ -33,7 +33,12 @@ export async function runFaultPhase(world: SimWorld, loop: RunLoop): Promise<voi
   if (world.fanout !== null) startOutsideEmits(scheduler, world.fanoutRandom, world.fanout, () => world.members, () => world.fanoutEmitting);
 
   const faultContext: FaultContext = { scheduler, network, random, members, ids, untilMs: world.durationMs, record, trace: (line: string) => world.trace.update(`${scheduler.nowMs} ${line}\n`) };
-  if (switches.partitions) injectPartitions(faultContext, drawn.partitionEveryMs);
+  // Whether each partition closes its connections or leaves them open, from a stream of its own.
+  if (switches.partitions) {
+    injectPartitions(faultContext, drawn.partitionEveryMs, new SeededRandom(seed * 6271 + 29));
+    const lost = new SeededRandom(seed * 7727 + 41);
+    injectLostAnswers({ ...faultContext, random: lost }, lost.int(LOST_ANSWERS_EVERY_MS[0], LOST_ANSWERS_EVERY_MS[1]));
+  }
   if (switches.crashes) {
     injectCrashes(faultContext, drawn.crashEveryMs, restart, onCrash);
     // From a stream of their own, so that they leave every other fault where it was.

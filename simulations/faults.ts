@@ -73,28 +73,37 @@ function repeat(ctx: FaultContext, everyMs: number, fault: () => void): void {
   ctx.scheduler.after(everyMs, next);
 }
 
-/** Symmetric, asymmetric and one-way partitions, isolating whoever leads, and rolling clogs of links. */
-export function injectPartitions(ctx: FaultContext, everyMs: number): void {
+/**
+ * Symmetric, asymmetric and one-way partitions, isolating whoever leads, and rolling clogs of
+ * links. Each partition either closes its links' connections, as a peer's host going away does,
+ * or leaves them open and loses every message (`quiet`), as a real partition does until TCP
+ * notices, which nothing moves at once: drawn from `quiet`, a stream of its own, so that the
+ * partitions themselves fall as they did before quiet ones existed.
+ */
+export function injectPartitions(ctx: FaultContext, everyMs: number, quiet: Random): void {
   const { network, random, ids } = ctx;
+  let cut = (from: NodeId, to: NodeId): void => network.block(from, to);
   const isolate = (who: NodeId): void => {
     for (const other of ids) {
       if (other === who) continue;
-      network.block(who, other);
-      network.block(other, who);
+      cut(who, other);
+      cut(other, who);
     }
   };
   repeat(ctx, everyMs, () => {
-    network.healAll();
+    network.healPartitions();
+    const silent = quiet.int(0, 1) === 1;
+    cut = silent ? (from, to) => network.mute(from, to) : (from, to) => network.block(from, to);
     const kind = random.int(0, 5);
     if (kind === 1) {
       isolate(pick(random, ids));
     } else if (kind === 2) {
       const side = new Set(ids.filter(() => random.int(0, 1) === 0));
-      for (const a of ids) for (const b of ids) if (side.has(a) !== side.has(b)) network.block(a, b);
+      for (const a of ids) for (const b of ids) if (side.has(a) !== side.has(b)) cut(a, b);
     } else if (kind === 3) {
       // One-way: a member can send but not hear (or the reverse).
       const who = pick(random, ids);
-      for (const other of ids) if (other !== who) network.block(random.int(0, 1) === 0 ? who : other, random.int(0, 1) === 0 ? other : who);
+      for (const other of ids) if (other !== who) cut(random.int(0, 1) === 0 ? who : other, random.int(0, 1) === 0 ? other : who);
     } else if (kind === 4) {
       const leader = ctx.members.find((m) => m.driver?.node.role === 'leader');
       if (leader !== undefined) isolate(leader.id);
@@ -108,13 +117,38 @@ export function injectPartitions(ctx: FaultContext, everyMs: number): void {
       }
     }
     ctx.trace(`partition ${kind}`);
-    ctx.record({ t: ctx.scheduler.nowMs, kind: 'partition', blocked: blockedLinks(network, ids) });
+    const blocked = blockedLinks(network, ids, silent);
+    ctx.record(silent && blocked.length > 0 ? { t: ctx.scheduler.nowMs, kind: 'partition', blocked, quiet: true } : { t: ctx.scheduler.nowMs, kind: 'partition', blocked });
   });
 }
 
-function blockedLinks(network: SimNetwork, ids: readonly NodeId[]): Array<[NodeId, NodeId]> {
+/** How often, at most, a member's answers are lost (injectLostAnswers): drawn per run between these. */
+export const LOST_ANSWERS_EVERY_MS: readonly [number, number] = [2000, 10_000];
+
+/** How long a member's answers are lost while it hears the others (injectLostAnswers). */
+const LOST_ANSWERS_MS: readonly [number, number] = [300, 2500];
+
+/**
+ * Now and then, everything one member sends is lost for a while, its connections open, while it
+ * hears the others: a link that fails one way, or a member whose replies are stuck behind a full
+ * send buffer. Its leader counts it silent and moves its work, while it still hears that
+ * leader: its lease must run out first (README, "Failures"). From `random`, a stream of its own.
+ */
+export function injectLostAnswers(ctx: FaultContext, everyMs: number): void {
+  const { network, random, ids } = ctx;
+  repeat(ctx, everyMs, () => {
+    const who = pick(random, ids);
+    const ms = random.int(...LOST_ANSWERS_MS);
+    for (const other of ids) if (other !== who) network.muteFor(who, other, ms);
+    ctx.trace(`answers lost ${who} ${ms}`);
+    ctx.record({ t: ctx.scheduler.nowMs, kind: 'answers-lost', member: who, untilT: ctx.scheduler.nowMs + ms });
+  });
+}
+
+/** The links blocked, or muted if `quiet`. */
+function blockedLinks(network: SimNetwork, ids: readonly NodeId[], quiet: boolean): Array<[NodeId, NodeId]> {
   const out: Array<[NodeId, NodeId]> = [];
-  for (const a of ids) for (const b of ids) if (a !== b && network.isBlocked(a, b)) out.push([a, b]);
+  for (const a of ids) for (const b of ids) if (a !== b && (quiet ? network.isMuted(a, b) : network.isBlocked(a, b))) out.push([a, b]);
   return out;
 }
 

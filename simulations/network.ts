@@ -33,6 +33,17 @@ export class SimNetwork {
    */
   readonly #hostsLost = new Set<NodeId>();
   readonly #blocked = new Set<string>();
+  /** Per member, since when one of its links is blocked (one way or both), while one is. */
+  readonly #cutSince = new Map<NodeId, number>();
+  /** Per member, when the last block of one of its links healed. */
+  readonly #cutHealedAt = new Map<NodeId, number>();
+  /**
+   * Links that lose every message while their connection stays open: a partition as a real one
+   * begins, before TCP notices anything (no peer sees the connection close).
+   */
+  readonly #muted = new Set<string>();
+  /** Links muted until a true time of their own (`muteFor`), whatever partitions come and go. */
+  readonly #mutedUntil = new Map<string, number>();
   /** Links that are clogged: extra delay (ms) on every message sent over them. */
   readonly #clogged = new Map<string, number>();
   faults: NetworkFaults;
@@ -85,10 +96,41 @@ export class SimNetwork {
 
   block(from: NodeId, to: NodeId): void {
     this.#blocked.add(`${from}>${to}`);
+    for (const id of [from, to]) if (!this.#cutSince.has(id)) this.#cutSince.set(id, this.#scheduler.nowMs);
+  }
+
+  /**
+   * The latest true time at which a link to or from `id` was blocked (a blocked link is a closed
+   * connection, SimTransport.isConnected): now while one is, undefined if none ever was.
+   */
+  lastCut(id: NodeId): number | undefined {
+    return this.#cutSince.has(id) ? this.#scheduler.nowMs : this.#cutHealedAt.get(id);
   }
 
   isBlocked(from: NodeId, to: NodeId): boolean {
     return this.#blocked.has(`${from}>${to}`);
+  }
+
+  /** Loses every message from `from` to `to`, its connection open all the same, until healed. */
+  mute(from: NodeId, to: NodeId): void {
+    this.#muted.add(`${from}>${to}`);
+  }
+
+  isMuted(from: NodeId, to: NodeId): boolean {
+    return this.#muted.has(`${from}>${to}`);
+  }
+
+  /** Loses every message from `from` to `to` for `ms`, its connection open, until then or healAll (not healPartitions). */
+  muteFor(from: NodeId, to: NodeId, ms: number): void {
+    this.#mutedUntil.set(`${from}>${to}`, this.#scheduler.nowMs + ms);
+  }
+
+  #mutedNow(link: string): boolean {
+    const until = this.#mutedUntil.get(link);
+    if (until === undefined) return false;
+    if (until > this.#scheduler.nowMs) return true;
+    this.#mutedUntil.delete(link);
+    return false;
   }
 
   /** Delays every message from `from` to `to` by `extraMs` more (a congested or flapping link). */
@@ -100,14 +142,24 @@ export class SimNetwork {
     return this.#clogged.get(`${from}>${to}`) ?? 0;
   }
 
-  healAll(): void {
+  /** Ends every partition and clog; links muted for a time of their own stay so (muteFor). */
+  healPartitions(): void {
+    for (const id of this.#cutSince.keys()) this.#cutHealedAt.set(id, this.#scheduler.nowMs);
+    this.#cutSince.clear();
     this.#blocked.clear();
+    this.#muted.clear();
     this.#clogged.clear();
+  }
+
+  /** Ends every fault of the links. */
+  healAll(): void {
+    this.healPartitions();
+    this.#mutedUntil.clear();
   }
 
   send(m: WireMessage): void {
     this.onSend?.(m);
-    if (this.isBlocked(m.from, m.to) || this.#chance(this.faults.lossRate)) {
+    if (this.isBlocked(m.from, m.to) || this.#lostQuietly(m) || this.#chance(this.faults.lossRate)) {
       this.dropped++;
       return;
     }
@@ -116,6 +168,13 @@ export class SimNetwork {
       const latencyUs = this.#random.int(Math.round(this.faults.latencyMinMs * 1000), Math.round(this.faults.latencyMaxMs * 1000));
       this.#scheduler.after(latencyUs / 1000 + this.#clogOf(m.from, m.to), () => this.#deliver(m));
     }
+  }
+
+  /** Whether a muted link loses `m` (its connection open all the same). */
+  #lostQuietly(m: WireMessage): boolean {
+    if (this.#muted.size === 0 && this.#mutedUntil.size === 0) return false;
+    const link = `${m.from}>${m.to}`;
+    return this.#muted.has(link) || this.#mutedNow(link);
   }
 
   #deliver(m: WireMessage): void {

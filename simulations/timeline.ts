@@ -12,8 +12,13 @@ export type TimelineEvent =
   | { readonly t: number; readonly kind: 'follower'; readonly member: NodeId; readonly term: number }
   | { readonly t: number; readonly kind: 'crash'; readonly member: NodeId }
   | { readonly t: number; readonly kind: 'restart'; readonly member: NodeId }
-  /** The links now blocked, one-way `[from, to]`; an empty list means the network healed. */
-  | { readonly t: number; readonly kind: 'partition'; readonly blocked: ReadonlyArray<readonly [NodeId, NodeId]> }
+  /**
+   * The links now blocked, one-way `[from, to]`; an empty list means the network healed. `quiet`:
+   * they lose every message with their connections open (SimNetwork.mute), rather than closed.
+   */
+  | { readonly t: number; readonly kind: 'partition'; readonly blocked: ReadonlyArray<readonly [NodeId, NodeId]>; readonly quiet?: true }
+  /** Everything `member` sends is lost until `untilT`, its connections open, while it hears the others. */
+  | { readonly t: number; readonly kind: 'answers-lost'; readonly member: NodeId; readonly untilT: number }
   /** A member's clock now reads `offsetMs` ahead of true time (negative: behind). */
   | { readonly t: number; readonly kind: 'clock'; readonly member: NodeId; readonly offsetMs: number; readonly note: string }
   /** A stop-the-world stall of a member's process until `untilT`. */

@@ -59,6 +59,8 @@ export const VIOLATION_KINDS = [
   'stale-run',
   /** A run went on after its member stopped. */
   'stopping',
+  /** A slot of a mode 'one' job ran on two members at once where the design does not let it (checkers/double-runs.ts). */
+  'double-run',
   /** Two runs of a job whose overlap policy forbids it, at once on one member. */
   'overlap',
   /** More runs at once on a member than its maxConcurrent. */

@@ -12,6 +12,7 @@ import type { SchedulerChecker } from '../scheduler-checker.js';
 import { SIM_EPOCH_MS } from '../scheduler.js';
 import type { Report } from '../violations.js';
 import { MemberWatch } from './members.js';
+import { DoubleRunChecker } from './double-runs.js';
 import { ModeAllChecker } from './mode-all.js';
 import { LockChecker } from './locks.js';
 import { ConcurrencyChecker } from './overlap.js';
@@ -33,13 +34,15 @@ export interface RunCheckersSetup {
   readonly timing: MemberTiming;
   /** The jobs as every member schedules them (their local options: timeoutMs). */
   readonly jobs: readonly SimJob[];
+  /** The latest true time a link to or from a member was blocked (SimNetwork.lastCut). */
+  readonly lastCut: (id: NodeId) => number | undefined;
 }
 
 /**
  * The checkers of runs, as their members and handlers report them, beside the scheduler
  * checker's view of the log: what a handler is given and why its signal aborts
  * (run-context.ts), what ends a run and by when (run-deadlines.ts), what a member runs at once
- * (overlap.ts), retries (retries.ts) and mode 'all' (mode-all.ts); and runExclusive's tasks
+ * (overlap.ts), what runs on two members at once (double-runs.ts), retries (retries.ts) and mode 'all' (mode-all.ts); and runExclusive's tasks
  * (locks.ts), judged by the same watch of the members. hooks.ts feeds them.
  */
 export class RunCheckers {
@@ -50,6 +53,7 @@ export class RunCheckers {
   readonly #deadlines: RunDeadlines;
   readonly #context: RunContextChecker;
   readonly #concurrency: ConcurrencyChecker;
+  readonly #doubleRuns: DoubleRunChecker;
   readonly #retries: RetryChecker;
   readonly #modeAll: ModeAllChecker;
   /** runExclusive's tasks (locks.ts), which share the member watch. */
@@ -69,6 +73,7 @@ export class RunCheckers {
     this.#deadlines = new RunDeadlines(report, this.#runs, this.#watch, { ...facts, electionTimeoutMs: timing.electionTimeoutMs, planIntervalMs: timing.planIntervalMs });
     this.#context = new RunContextChecker(report, slots, this.#watch, facts);
     this.#concurrency = new ConcurrencyChecker(report, this.#runs, this.#watch, facts.overlap, timing.maxConcurrent ?? Number.POSITIVE_INFINITY);
+    this.#doubleRuns = new DoubleRunChecker(report, this.#runs, this.#watch, { mode: facts.mode, electionTimeoutMs: timing.electionTimeoutMs, planIntervalMs: timing.planIntervalMs, lastCut: setup.lastCut });
     this.#retries = new RetryChecker(report, slots, () => setup.current().length, timing.reassignHorizonMs);
     this.#modeAll = new ModeAllChecker(report, slots, setup.current);
     this.locks = new LockChecker(report, this.#watch);
@@ -97,6 +102,7 @@ export class RunCheckers {
     this.#runs.start(t, member, incarnation, run);
     this.#deadlines.onRunStart(t, run.job);
     this.#concurrency.onRunStart(t);
+    this.#doubleRuns.onRunStart(t, member, run);
     this.#context.onRunStart(t, member, incarnation, run);
     this.#modeAll.onRunStart(t, member, run);
   }

@@ -13,6 +13,11 @@ export class MemberWatch {
   readonly #pauseEnd = new Map<NodeId, number>();
   /** True time at which each member last led, or took in a message from the member it then followed. */
   readonly #heardLeader = new Map<NodeId, number>();
+  /**
+   * True time at which each member was last seen on a wire protocol below 2, whose heartbeats say
+   * nothing of its answers: its lease then counts from the leader's messages (Member.holdsLease).
+   */
+  readonly #leaseByMessages = new Map<NodeId, number>();
   /** Per member, the process lives that were stopped (crashed). */
   readonly #stopped = new Map<NodeId, number>();
   /** Per member, the latest process life whose member stopped for good (removed, or failed) while its process went on. */
@@ -36,7 +41,13 @@ export class MemberWatch {
     for (const m of this.#members.values()) {
       if (m.pausedUntil > (this.#pauseEnd.get(m.id) ?? 0)) this.#pauseEnd.set(m.id, m.pausedUntil);
       if (m.up && m.driver?.node.role === 'leader') this.#heardLeader.set(m.id, t);
+      if (m.up && m.member !== null && m.member.protocol < 2) this.#leaseByMessages.set(m.id, t);
     }
+  }
+
+  /** True time at which `id` last held its lease by its leader's messages alone (protocol 1), if ever. */
+  leaseByMessages(id: NodeId): number | undefined {
+    return this.#leaseByMessages.get(id);
   }
 
   /** `id` took in a message from `from` (after any stall): from its leader, it renews its contact. */

@@ -69,8 +69,10 @@ export interface WriteState {
   readonly mustSync: boolean;
   /** Earlier Readies' writes are not yet acknowledged durable. */
   readonly writesInFlight: boolean;
-  /** The member led as the messages were collected (ReadyParts.leading), and the term and vote it holds are acknowledged durable. */
-  readonly leaderTermDurable: boolean;
+  /** The term and vote the member holds are acknowledged durable. */
+  readonly termDurable: boolean;
+  /** The member led as the messages were collected (ReadyParts.leading). */
+  readonly leading: boolean;
 }
 
 /**
@@ -81,12 +83,17 @@ export interface WriteState {
  * (it counts its own copy of an entry only once durable, in `advancePersisted`; TimeoutNow
  * goes to a follower that holds the whole log, and that follower campaigns on its own log), so
  * its fsync overlaps its followers' (the Raft paper, section 10.2.1), and a removed leader's
- * farewell leaves though the driver stops it before its write completes. Everything else waits.
+ * farewell leaves though the driver stops it before its write completes. A follower whose term
+ * and vote are durable answers a heartbeat at once: the answer says only that it follows the
+ * leader in that term (and confirms its reads), nothing of its log, so a follower whose disk is
+ * slow still shows it is alive, and the lease it holds while the leader hears it (a heartbeat's
+ * `heardAt`, src/runtime/peer-contact.ts) does not run out behind its own writes. Everything else waits.
  */
 export function splitMessages(messages: readonly Message[], state: WriteState): { readonly now: readonly Message[]; readonly afterWrite: readonly Message[] } {
   if (!state.mustSync && !state.writesInFlight) return { now: messages, afterWrite: [] };
-  if (!state.leaderTermDurable) return { now: [], afterWrite: messages };
-  return { now: messages.filter(isLeaders), afterWrite: messages.filter((m) => !isLeaders(m)) };
+  if (!state.termDurable) return { now: [], afterWrite: messages };
+  const early = (m: Message): boolean => (state.leading ? isLeaders(m) : m.type === 'heartbeat-resp');
+  return { now: messages.filter(early), afterWrite: messages.filter((m) => !early(m)) };
 }
 
 /** The messages only a leader sends, of its term. */
@@ -182,7 +189,8 @@ export class ReadyBuilder {
     const { now, afterWrite } = splitMessages(this.#msgs, {
       mustSync,
       writesInFlight: this.#writesInFlight > 0,
-      leaderTermDurable: parts.leading && hs.term === this.#durableTerm && hs.vote === this.#durableVote,
+      termDurable: hs.term === this.#durableTerm && hs.vote === this.#durableVote,
+      leading: parts.leading,
     });
     if (mustSync) this.#writesInFlight++;
     const ready: Ready = {

@@ -226,14 +226,18 @@ export class ClockSync {
     this.#echo = null;
   }
 
-  /** The message `m` leaves at local times `mono` and `wall`: returns it with a clock stamp if it carries one. */
-  stamp(m: WireMessage, mono: number, wall: number): WireMessage {
+  /**
+   * The message `m` leaves at local times `mono` and `wall`: returns it with a clock stamp if it
+   * carries one; a heartbeat's with `heardAt` when given (the follower's lease, lease-echoes.ts).
+   */
+  stamp(m: WireMessage, mono: number, wall: number, heardAt?: number): WireMessage {
     // A broken local clock must not make a heartbeat unsendable: it goes without a stamp.
     if (m.type === 'heartbeat') {
       if (!isTime(mono)) return m;
       this.#stampTerm = m.term;
       const estimate = this.#estimateFor(m.to, mono);
-      return { ...m, clock: estimate === undefined ? { sentAt: mono } : { sentAt: mono, estimate } };
+      if (heardAt === undefined) return { ...m, clock: estimate === undefined ? { sentAt: mono } : { sentAt: mono, estimate } };
+      return { ...m, clock: estimate === undefined ? { sentAt: mono, heardAt } : { sentAt: mono, estimate, heardAt } };
     }
     if (m.type === 'heartbeat-resp') {
       const e = this.#echo;

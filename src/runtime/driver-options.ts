@@ -19,6 +19,12 @@ export function driverStopped(error: unknown): boolean {
 }
 
 export interface DriverOptions extends RequestOptions {
+  /**
+   * A follower's lease (lease.ts): an answer after a silence this long fences the renewal of the
+   * follower's lease until it holds what this member, leading, logged by then (lease-echoes.ts).
+   * @default twice `leaderSilenceMs`
+   */
+  readonly leaseMs?: number;
   readonly node: RaftNode;
   readonly storage: LogStorage;
   readonly transport: Transport;

@@ -3,6 +3,7 @@ import type { Timers } from '../time/clock.js';
 import type { Transport } from '../transport/transport.js';
 import type { ConfigurationKeeper } from './configuration-keeper.js';
 import type { RaftDriver } from './driver.js';
+import { lostAfterMs } from './lease.js';
 
 /** What MemberReach judges from: a member's driver (contact, clock offsets, progress), its configuration and transport. */
 export interface MemberReachParts {
@@ -11,7 +12,7 @@ export interface MemberReachParts {
   readonly configuration: ConfigurationKeeper;
   readonly transport: Pick<Transport, 'isConnected'>;
   readonly timers: Timers;
-  readonly timing: { readonly electionTimeoutMs: number; readonly maxClockSkewMs: number };
+  readonly timing: { readonly electionTimeoutMs: number; readonly planIntervalMs: number; readonly maxClockSkewMs: number };
 }
 
 /**
@@ -61,18 +62,22 @@ export class MemberReach {
 
   /**
    * Whether a member's claims and fan-out leases must be taken back now: its connection dropped
-   * (a killed process: re-delivery at once), it left the configuration, or it has been silent for
-   * as long as a lease (two election timeouts), after which it aborts its own runs
-   * (Member.holdsLease); one not heard from since this member's election, only
-   * NEW_LEADER_WAIT_ELECTION_TIMEOUTS after it.
+   * (a killed process: re-delivery at once), or it has been silent, in the configuration or
+   * removed from it, for as long as its lease (two election timeouts) and a plan interval, by
+   * when it aborted its own runs (Member.holdsLease, lease.ts); one not heard from since this
+   * member's election, only NEW_LEADER_WAIT_ELECTION_TIMEOUTS after it.
    */
   lost(id: NodeId): boolean {
     if (id === this.#p.self) return false;
-    if (!this.#p.configuration.isMember(id) || !this.#p.transport.isConnected(id)) return true;
+    const member = this.#p.configuration.isMember(id);
+    if (member && !this.#p.transport.isConnected(id)) return true;
     const contact = this.#p.driver.contact;
     const now = this.#p.timers.now();
     const et = this.#p.timing.electionTimeoutMs;
-    if (contact.silence(id, now) < 2 * et) return false;
+    if (contact.silence(id, now) < lostAfterMs(this.#p.timing)) return false;
+    // Removed (its connection closes an election timeout later, whatever it does): lost once
+    // silent, as its lease then ran out, if it never learned of its removal and stopped.
+    if (!member) return true;
     // A member not heard from since this one began to lead may still follow the deposed leader
     // (a minority cut off with it), whose heartbeats renew its lease until CheckQuorum ends that
     // leader's term: up to two election timeouts after the last majority it heard, which was no
@@ -85,9 +90,11 @@ export class MemberReach {
   /**
    * Members whose claims stay theirs: the leader moves the claims of any other
    * (planReassignments). Unlike eligible(), a member keeps its claims until it has been
-   * silent for as long as its lease (two election timeouts), by when it has aborted its own runs
-   * (Member.holdsLease), or, not heard from since this member's election, for longer (lost()): a claim moved sooner would run twice, the first run unaborted, whenever a
-   * follower's answers are late (a loaded machine) but it still hears the leader. A closed
+   * lost (lost(): silent for as long as its lease and a plan interval, by when it has aborted its
+   * own runs, or, not heard from since this member's election, for longer): a claim moved sooner
+   * would run twice, the first run unaborted, whenever a follower's answers are late (a loaded
+   * machine) but it still hears the leader. A member removed from the configuration keeps its
+   * claims the same way, until lost by its silence. A closed
    * connection (a killed process) still moves its claims at once. A member whose clock this
    * leader has not measured yet keeps its claims too: a new leader measures its followers'
    * clocks only from its own heartbeats. Nor does a skewed clock move them: a member fires its
@@ -97,7 +104,12 @@ export class MemberReach {
    */
   holding(): NodeId[] {
     const node = this.#p.driver.node;
-    return this.#p.configuration.members.filter((id) => !this.lost(id) && node.progressOf(id)?.state !== 'snapshot');
+    const members = this.#p.configuration.members.filter((id) => !this.lost(id) && node.progressOf(id)?.state !== 'snapshot');
+    // A removed member stops its runs as it applies its removal; one that has not learned of it
+    // (its link lossy or late, as the removal committed) runs on until its lease runs out, so it
+    // keeps its claims until it is lost by its silence, as a member does.
+    const departed = this.#p.driver.contact.departedHeard(this.#p.timers.now(), lostAfterMs(this.#p.timing));
+    return departed.length === 0 ? members : [...members, ...departed.filter((id) => !this.lost(id))];
   }
 
   /**

@@ -30,6 +30,7 @@ import { checkTopic } from '../fanout/items.js';
 import { MembershipKeeper } from './membership-keeper.js';
 import { PROMOTE_STABLE_MS } from './membership-decide.js';
 import { heartbeatIntervalMs, MEMBER_DEFAULTS } from './member-settings.js';
+import { leaseMs } from './lease.js';
 import { MemberReach } from './member-reach.js';
 import type { ProposalResult } from './pending-requests.js';
 import type { RunRecord } from './scheduler/job-types.js';
@@ -152,6 +153,8 @@ export class Member {
    * lease, which runs as every message comes in while runs go on, so that it allocates nothing.
    */
   readonly #peersHeard: number[] = [];
+  /** The wire protocol in force (versions.ts): from 2, a leader's heartbeats say when it heard this member (holdsLease). */
+  #protocol = 1;
   /** Set once this member asked to leave the configuration (see leave). */
   #leaving = false;
   /**
@@ -210,6 +213,7 @@ export class Member {
       maxProposalBatchBytes: t.maxProposalBatchBytes,
       maxPendingReads: t.maxPendingReads,
       leaderSilenceMs: t.electionTimeoutMs,
+      leaseMs: leaseMs(t.electionTimeoutMs),
       bootId: parts.bootId,
       onProposalApplied: parts.onProposalApplied,
       compaction: parts.compaction,
@@ -391,7 +395,8 @@ export class Member {
   /** Starts ticking and planning; the transport must be started already. */
   start(): void {
     const t = this.#p.transport;
-    t.setProtocol(protocolOf(this.#p.storedVersion ?? FIRST_CLUSTER_VERSION));
+    this.#protocol = protocolOf(this.#p.storedVersion ?? FIRST_CLUSTER_VERSION);
+    t.setProtocol(this.#protocol);
     this.configuration.start();
     this.driver.start();
     // The stored snapshot, restored by the driver's start, may hold a later version than the log's activations say.
@@ -501,9 +506,14 @@ export class Member {
   }
 
   /**
-   * Whether this member still knows a live leader. The lease is two election timeouts since it
-   * last knew one: since it last took in a message from the leader it followed then (also while
-   * an election runs, when Raft knows no leader), or since it last led with a majority. A
+   * Whether this member still knows a live leader that hears it. The lease is two election
+   * timeouts (lease.ts) since it last knew one: since it sent the latest of its answers that the
+   * leader it followed said it took in (a heartbeat's `heardAt`, PeerContact.leaderHeardMe; at
+   * protocol 1, whose heartbeats say nothing of it, since it last took in a message from that
+   * leader), also while an election runs, when Raft knows no leader; or since it last led with
+   * a majority. A leader counts a follower lost from its own count of the follower's silence,
+   * which starts no earlier: a follower whose answers come late, or not at all, while it hears
+   * the leader loses its lease before the leader moves its work. A
    * normal failover (a new leader within one to two timeouts) does not interrupt runs; a member
    * cut off for longer stops its runs, and the fencing token covers the time between the
    * leader's reassignment and that stop. A leader holds it while it has heard from a majority,
@@ -515,7 +525,7 @@ export class Member {
   holdsLease(): boolean {
     const node = this.driver.node;
     const now = this.#p.timers.now();
-    const leaseMs = 2 * this.#p.timing.electionTimeoutMs;
+    const lease = leaseMs(this.#p.timing.electionTimeoutMs);
     if (node.role === 'leader') {
       // The latest time by which a majority, itself included, had been heard from: the lease
       // counts from it, and keeps counting from it if this member steps down.
@@ -528,8 +538,15 @@ export class Member {
       const majorityAt = peersNeeded === 0 ? now : (heard[peersNeeded - 1] ?? Number.NEGATIVE_INFINITY);
       this.#ledAt = Math.max(this.#ledAt ?? Number.NEGATIVE_INFINITY, majorityAt);
     }
-    const contact = Math.max(this.driver.contact.leaderContact ?? Number.NEGATIVE_INFINITY, this.#ledAt ?? Number.NEGATIVE_INFINITY);
-    return now - contact < leaseMs;
+    const c = this.driver.contact;
+    const followed = this.#protocol >= 2 ? c.leaderHeardMe(node.log.applied) : c.leaderContact;
+    const contact = Math.max(followed ?? Number.NEGATIVE_INFINITY, this.#ledAt ?? Number.NEGATIVE_INFINITY);
+    return now - contact < lease;
+  }
+
+  /** The wire protocol in force on this member (versions.ts `protocolOf`): from 2, its lease counts from its answers the leader took in. */
+  get protocol(): number {
+    return this.#protocol;
   }
 
   /**
@@ -537,7 +554,8 @@ export class Member {
    * or stored): its wire protocol, and how its store writes (LogStorage.clusterVersionInForce).
    */
   #versionInForce(version: number): void {
-    this.#p.transport.setProtocol(protocolOf(version));
+    this.#protocol = protocolOf(version);
+    this.#p.transport.setProtocol(this.#protocol);
     this.#p.storage.clusterVersionInForce?.(version);
   }
 

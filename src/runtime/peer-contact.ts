@@ -2,12 +2,13 @@ import { NotLeaderError } from '../errors.js';
 import { isMember } from '../raft/configuration.js';
 import type { RaftNode } from '../raft/node.js';
 import type { Message, NodeId } from '../raft/types.js';
+import type { WireMessage } from '../transport/envelope.js';
 
 /** What only a leader sends, to its followers: what renews a follower's lease. */
 const LEADER_TRAFFIC: ReadonlySet<Message['type']> = new Set(['append', 'heartbeat', 'snapshot']);
 
 /** What a member's other parts read of its PeerContact: the driver alone reports messages and ticks. */
-export type PeerContactView = Pick<PeerContact, 'leaderContact' | 'lastHeard' | 'silence' | 'lastDisconnect' | 'leadingSince'>;
+export type PeerContactView = Pick<PeerContact, 'leaderContact' | 'leaderHeardMe' | 'lastHeard' | 'silence' | 'lastDisconnect' | 'leadingSince' | 'departedHeard'>;
 
 /**
  * When this member last heard from each peer and from the leader it followed, on the timers'
@@ -25,13 +26,20 @@ export class PeerContact {
   readonly #heardAtTick = new Map<NodeId, number>();
   /** When this member last took in a message from the leader it then followed (monotonic ms). */
   #leaderContact: number | undefined;
+  /** The latest of its own answers a leader it followed said it took in (monotonic ms, a heartbeat's `heardAt`), counted. */
+  #leaderHeardMe: number | undefined;
+  /** The latest such answer not counted yet: it counts once this member applied up to the commit index its heartbeat carried. */
+  #pendingHeardMe: { readonly heardAt: number; readonly commit: number } | null = null;
+  /** When this member's contact began to be kept: a `heardAt` before it was another life's. */
+  readonly #startedAt: number;
   /** When the connection to each member last closed (monotonic ms): members of the configuration only. */
   readonly #disconnectedAt = new Map<NodeId, number>();
   /** When this member began to lead (monotonic ms), or null while it does not. */
   #leadingSince: number | null = null;
 
-  constructor(node: RaftNode, tickMs: number, leaderSilenceMs: number) {
+  constructor(node: RaftNode, tickMs: number, leaderSilenceMs: number, startedAt: number) {
     this.#node = node;
+    this.#startedAt = startedAt;
     this.#tickMs = tickMs;
     this.#leaderSilenceMs = leaderSilenceMs;
   }
@@ -48,12 +56,21 @@ export class PeerContact {
   }
 
   /**
-   * The protocol stepped `m`, which arrived at `monoMs`: only what the leader it follows sends
-   * as leader renews the contact the lease counts from, so that a deposed leader asking for
-   * votes keeps no member's lease alive.
+   * The protocol stepped `m`, which arrived at `monoMs`, this member having applied `applied`:
+   * only what the leader it follows sends as leader is contact with it, so that a deposed leader
+   * asking for votes keeps no member's lease alive; and only its heartbeats say which of this
+   * member's answers it took in (leaderHeardMe).
    */
-  stepped(m: Message, monoMs: number): void {
-    if (this.#node.leader === m.from && m.term === this.#node.term && LEADER_TRAFFIC.has(m.type)) this.#leaderContact = monoMs;
+  stepped(m: WireMessage, monoMs: number, applied: number): void {
+    if (this.#node.leader !== m.from || m.term !== this.#node.term || !LEADER_TRAFFIC.has(m.type)) return;
+    this.#leaderContact = monoMs;
+    // A stamp from this member's future, or from before it started (a life before a restart,
+    // whose clock had another origin), is none of its answers.
+    if (m.type !== 'heartbeat') return;
+    const heardAt = m.clock?.heardAt;
+    if (heardAt === undefined || heardAt > monoMs || heardAt < this.#startedAt) return;
+    this.leaderHeardMe(applied);
+    if (heardAt > (this.#pendingHeardMe?.heardAt ?? this.#leaderHeardMe ?? Number.NEGATIVE_INFINITY)) this.#pendingHeardMe = { heardAt, commit: m.commit };
   }
 
   /** This member began (`leading`) or stopped leading at `monoMs`. */
@@ -73,6 +90,26 @@ export class PeerContact {
   }
 
   /**
+   * When this member sent the latest of its answers that a leader it followed said it took in
+   * (heartbeats' `heardAt`, protocol 2), or undefined, this member having applied `applied`: the
+   * leader counts this member's silence from no earlier, so the lease counts from it
+   * (Member.holdsLease). A leader's messages alone say nothing of whether this member's answers
+   * reach it: one whose answers come late, or never, while the leader's reach it would keep a
+   * lease the leader no longer counts. An answer counts only once this member applied up to the
+   * commit index of the heartbeat that told of it: after a silence, the leader tells of one only
+   * once this member holds every entry up to where its log then ended (lease-echoes.ts), the
+   * moves of its work among them, which it must apply before it runs anything again.
+   */
+  leaderHeardMe(applied: number): number | undefined {
+    const pending = this.#pendingHeardMe;
+    if (pending !== null && applied >= pending.commit) {
+      this.#leaderHeardMe = pending.heardAt;
+      this.#pendingHeardMe = null;
+    }
+    return this.#leaderHeardMe;
+  }
+
+  /**
    * The transport's connection to `peer` closed at `monoMs`: it may come back as another process
    * (a restart, on another release perhaps) whatever it last said. Kept for the members of the
    * configuration only.
@@ -87,6 +124,26 @@ export class PeerContact {
   /** When the connection to `peer` last closed, or undefined if it never did while this member ran. */
   lastDisconnect(peer: NodeId): number | undefined {
     return this.#disconnectedAt.get(peer);
+  }
+
+  /**
+   * The peers no longer in the configuration that were heard from, as members, less than
+   * `withinMs` before `nowMs` (removed members whose work a leader still leaves them, see
+   * MemberReach.holding). One silent for longer is forgotten: a member heard from again is
+   * heard anew, so this keeps no more than the members removed lately.
+   */
+  departedHeard(nowMs: number, withinMs: number): NodeId[] {
+    const conf = this.#node.configuration;
+    const out: NodeId[] = [];
+    for (const [id, at] of this.#lastHeard) {
+      if (isMember(conf, id)) continue;
+      if (nowMs - at < withinMs) out.push(id);
+      else {
+        this.#lastHeard.delete(id);
+        this.#heardAtTick.delete(id);
+      }
+    }
+    return out;
   }
 
   /** When this member last heard from `peer`, or undefined. */

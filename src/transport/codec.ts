@@ -54,6 +54,12 @@ import {
  *   conf-propose:      [..., pid, change (as conf-change.ts writes it)]
  *   conf-propose-resp: [..., pid, index, reason | null, leader | null]
  *
+ * and, in a frame of version 1 still (only members of this release speak protocol 2), a
+ * heartbeat's stamp may end with `heardAt`, the recipient's own clock when it sent the latest
+ * answer the leader took in (what the recipient's lease counts from, peer-contact.ts):
+ *
+ *   heartbeat: [..., commit, readCtx, [sentAt, heardAt] | [sentAt, offsetMs, rttMs, clusterOffsetMs, heardAt]]
+ *
  * Every other frame stays version 1 at either protocol. This release reads both versions; it
  * writes version 2 only at protocol 2 (`encodeFrame`'s `protocol`, which the member sets as the
  * cluster version applies): at protocol 1 an append with a conf change is refused, and a
@@ -214,7 +220,9 @@ function frameVersion(m: WireMessage | null | undefined): number {
  */
 export function atProtocol(m: WireMessage, protocol: number): WireMessage {
   if (frameVersion(m) > protocol) throw new CodecError(`A ${m.type} with a configuration change needs protocol 2; the protocol in force is ${protocol}`);
-  if (protocol >= 2 || m.type !== 'snapshot' || m.snapshot.conf === undefined) return m;
+  if (protocol >= 2) return m;
+  if (m.type === 'heartbeat' && m.clock?.heardAt !== undefined) return { ...m, clock: withoutHeardAt(m.clock) };
+  if (m.type !== 'snapshot' || m.snapshot.conf === undefined) return m;
   return { ...m, snapshot: { index: m.snapshot.index, term: m.snapshot.term, data: m.snapshot.data } };
 }
 
@@ -270,7 +278,7 @@ export function toWire({ clusterId, message: m }: Frame, protocol = 1): Wire {
     case 'append-resp':
       return [...head, m.index, m.reject, m.hintIndex, m.hintTerm];
     case 'heartbeat':
-      return m.clock === undefined ? [...head, m.commit, m.readCtx] : [...head, m.commit, m.readCtx, heartbeatClockWire(m.clock)];
+      return m.clock === undefined ? [...head, m.commit, m.readCtx] : [...head, m.commit, m.readCtx, heartbeatClockWire(m.clock, protocol)];
     case 'heartbeat-resp':
       return m.clock === undefined ? [...head, m.readCtx] : [...head, m.readCtx, heartbeatEchoWire(m.clock)];
     case 'timeout-now':
@@ -310,9 +318,17 @@ function heartbeatEchoWire(clock: HeartbeatEcho): Wire {
   return [clock.echo, clock.receivedAt, clock.sentAt, clock.wallOffset];
 }
 
-function heartbeatClockWire(clock: HeartbeatClock): Wire {
+/** A heartbeat's stamp on the wire: `heardAt` only at protocol 2, which a member of 0.1.0 never speaks. */
+function heartbeatClockWire(clock: HeartbeatClock, protocol: number): Wire {
   const e = clock.estimate;
-  return e === undefined ? [clock.sentAt] : [clock.sentAt, e.offsetMs, e.rttMs, e.clusterOffsetMs];
+  const fields: Wire = e === undefined ? [clock.sentAt] : [clock.sentAt, e.offsetMs, e.rttMs, e.clusterOffsetMs];
+  if (protocol >= 2 && clock.heardAt !== undefined) fields.push(clock.heardAt);
+  return fields;
+}
+
+/** A heartbeat's stamp as a peer at protocol 1 reads it: without `heardAt`. */
+function withoutHeardAt(clock: HeartbeatClock): HeartbeatClock {
+  return clock.estimate === undefined ? { sentAt: clock.sentAt } : { sentAt: clock.sentAt, estimate: clock.estimate };
 }
 
 function unknownType(message: never): never {

@@ -17,6 +17,12 @@ export interface HeartbeatClock {
   readonly sentAt: number;
   /** The leader's estimate of the recipient's clock, once it has one. */
   readonly estimate?: ClockEstimate;
+  /**
+   * The recipient's own monotonic clock when it sent the latest stamped answer this leader took
+   * in, in its term (that answer's `sentAt`, t3): the leader counts the recipient's silence from
+   * no earlier, so the recipient's lease counts from it (peer-contact.ts). At protocol 2 only.
+   */
+  readonly heardAt?: number;
 }
 
 export interface ClockEstimate {

@@ -110,16 +110,18 @@ export function proposals(value: unknown): ProposalData[] {
 
 export function heartbeatClock(value: unknown): HeartbeatClock {
   const field = 'heartbeat.clock';
-  const c = array(value, field, 4);
-  if (c.length !== 1 && c.length !== 4) throw new CodecError(`${field}: expected 1 or 4 fields, got ${c.length}`);
+  const c = array(value, field, 5);
+  if (c.length !== 1 && c.length !== 2 && c.length !== 4 && c.length !== 5) throw new CodecError(`${field}: expected 1, 2, 4 or 5 fields, got ${c.length}`);
   const sentAt = clockValue(c[0], `${field}.sentAt`);
-  if (c.length === 1) return { sentAt };
+  // Two or five fields end with heardAt (protocol 2, codec.ts).
+  const heardAt = c.length === 2 || c.length === 5 ? clockValue(c[c.length - 1], `${field}.heardAt`) : undefined;
+  if (c.length <= 2) return heardAt === undefined ? { sentAt } : { sentAt, heardAt };
   const estimate: ClockEstimate = {
     offsetMs: clockValue(c[1], `${field}.offsetMs`),
     rttMs: clockValue(c[2], `${field}.rttMs`, 0),
     clusterOffsetMs: clockValue(c[3], `${field}.clusterOffsetMs`),
   };
-  return { sentAt, estimate };
+  return heardAt === undefined ? { sentAt, estimate } : { sentAt, estimate, heardAt };
 }
 
 export function heartbeatEcho(value: unknown): HeartbeatEcho {

@@ -64,7 +64,7 @@ describe('write, then send', () => {
     expect(split(beat)).toEqual({ now: ['heartbeat>b', 'heartbeat>c'], afterWrite: [] });
   });
 
-  it("sends a leader's appends at once once its term is durable, and holds a follower's every answer while its write is in flight", () => {
+  it("sends a leader's appends at once once its term is durable, and holds a follower's answers to appends, not to heartbeats, while its write is in flight", () => {
     const net = new TestNetwork(['a', 'b', 'c']);
     net.elect('a');
     const a = net.node('a');
@@ -79,12 +79,13 @@ describe('write, then send', () => {
     const ack = b.ready();
     expect(ack.mustSync).toBe(true);
     expect(split(ack)).toEqual({ now: [], afterWrite: ['append-resp>a'] });
-    // Its entries are not durable yet: the answer to a heartbeat, which writes nothing, waits too.
+    // Its entries are not durable yet, its term is: the answer to a heartbeat, which says nothing
+    // of its log, leaves at once, so that a follower whose disk is slow is still heard from.
     a.tick();
     b.step(a.ready().messages.find((m) => m.to === 'b') as Message);
-    const held = b.ready();
-    expect(held.mustSync).toBe(false);
-    expect(split(held)).toEqual({ now: [], afterWrite: ['heartbeat-resp>a'] });
+    const early = b.ready();
+    expect(early.mustSync).toBe(false);
+    expect(split(early)).toEqual({ now: ['heartbeat-resp>a'], afterWrite: [] });
 
     // Once durable, nothing is in flight: a follower with nothing to write answers at once.
     b.advance(ack);
@@ -94,5 +95,16 @@ describe('write, then send', () => {
     const answer = b.ready();
     expect(answer.mustSync).toBe(false);
     expect(split(answer)).toEqual({ now: ['heartbeat-resp>a'], afterWrite: [] });
+  });
+
+  it("holds a follower's answer to a heartbeat of a new term until that term is durable", () => {
+    const net = new TestNetwork(['a', 'b', 'c']);
+    net.elect('a');
+    const b = net.node('b');
+    // A heartbeat of a later term (a leader b has not heard of yet): b adopts the term, which it must write first.
+    b.step({ type: 'heartbeat', from: 'c', to: 'b', term: 5, commit: 0, readCtx: 0 });
+    const adopt = b.ready();
+    expect(adopt.mustSync).toBe(true);
+    expect(split(adopt)).toEqual({ now: [], afterWrite: ['heartbeat-resp>c'] });
   });
 });

@@ -506,6 +506,12 @@ describe('ClockSync over heartbeats', () => {
     expect(sync.offsets(mono('a', 6), wall(6)).get('b')).toMatchObject({ offsetMs: 0, rttMs: 4 });
   });
 
+  it('stamps a heartbeat with the heardAt it is given, and nothing else with it', () => {
+    const sync = leader();
+    expect((sync.stamp(heartbeat('a', 'b'), mono('a', 0), wall(0), 73_004.5) as StampedHeartbeat).clock).toEqual({ sentAt: mono('a', 0), heardAt: 73_004.5 });
+    expect((sync.stamp(heartbeat('a', 'b'), mono('a', 0), wall(0)) as StampedHeartbeat).clock).toEqual({ sentAt: mono('a', 0) });
+  });
+
   it('leaves other messages alone, and does not stamp with a broken local clock', () => {
     const sync = leader();
     const vote: Message = { type: 'vote', from: 'a', to: 'b', term: 1, lastIndex: 0, lastTerm: 0, transfer: false };

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { ConsumerSettings, FanoutCommand } from '../../src/fanout/command.js';
 import { FanoutState } from '../../src/fanout/state.js';
-import { FanoutConsumer, LEASE_CHECK_MS, type ItemContext } from '../../src/runtime/fanout/consumer.js';
+import { FanoutConsumer, type ItemContext } from '../../src/runtime/fanout/consumer.js';
+import { LEASE_CHECK_MS } from '../../src/runtime/lease.js';
 import { ManualTimers } from '../fixtures/manual-timers.js';
 import { RunAbortedError } from '../../src/errors.js';
 

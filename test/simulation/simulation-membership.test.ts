@@ -20,7 +20,7 @@ describe('configuration changes in the simulator', () => {
   it('adds, promotes, removes and brings back members under every fault, Raft alone, with every checker holding', async () => {
     const totals = { added: 0, promoted: 0, removed: 0, returned: 0, farBehind: 0 };
     // Raft alone (no jobs): the changes and their checkers, on seeds that make every kind of change between them.
-    for (const seed of [1, 3, 4, 5, 6, 7, 11, 13]) {
+    for (const seed of [1, 3, 4, 5, 6, 7, 10, 11]) {
       const r = await simulate({ seed, members: 3, durationMs: 30_000, jobs: [], proposals: false, membership: 'changes' });
       expect(r.violations, `seed ${seed}`).toEqual([]);
       for (const key of Object.keys(totals) as Array<keyof typeof totals>) totals[key] += r.membership[key];

@@ -91,8 +91,10 @@ describe('frame codec', () => {
       ['a stamp that is not an array', header(7, 1, 2, 1)],
       ['a null stamp', header(7, 1, 2, null)],
       ['an empty stamp', header(7, 1, 2, [])],
-      ['a stamp of two fields', header(7, 1, 2, [1, 2])],
-      ['a stamp of five fields', header(7, 1, 2, [1, 2, 3, 4, 5])],
+      ['a stamp of three fields', header(7, 1, 2, [1, 2, 3])],
+      ['a stamp of six fields', header(7, 1, 2, [1, 2, 3, 4, 5, 6])],
+      ['a heardAt given as a string', header(7, 1, 2, [1, '2'])],
+      ['a heardAt beyond the range of dates', header(7, 1, 2, [1, 0, 1, 0, MAX_CLOCK_STAMP_MS * 2])],
       ['a sentAt given as a string', header(7, 1, 2, ['1'])],
       ['a sentAt beyond the range of dates', header(7, 1, 2, [MAX_CLOCK_STAMP_MS * 2])],
       ['an offset of 1e300', header(7, 1, 2, [1, 1e300, 1, 0])],
@@ -551,6 +553,22 @@ describe('protocol 2: configuration changes', () => {
     let whole: SnapshotMessage | null = null;
     for (const chunk of chunks) whole = assembler.add((decodeFrame(encodeFrame({ clusterId: 'c', message: chunk }, undefined, 2)).message as SnapshotChunk), 0) ?? whole;
     expect(whole?.snapshot).toEqual(big.snapshot);
+  });
+
+  it("carries a heartbeat's heardAt at protocol 2, in a frame of version 1, and drops it at protocol 1", () => {
+    const heartbeats: WireMessage[] = [
+      { type: 'heartbeat', ...base, commit: 3, readCtx: 0, clock: { sentAt: 10.5, heardAt: 73_004.25 } },
+      { type: 'heartbeat', ...base, commit: 3, readCtx: 0, clock: { sentAt: 10.5, estimate: { offsetMs: 72_000.5, rttMs: 2, clusterOffsetMs: 9 }, heardAt: 73_004.25 } },
+    ];
+    for (const m of heartbeats) {
+      const two = encodeFrame({ clusterId: 'c', message: m }, undefined, 2);
+      expect((decode(two) as unknown[])[0]).toBe(FRAME_FORMAT_VERSION);
+      expect(decodeFrame(two).message).toEqual(m);
+      const one = decodeFrame(encodeFrame({ clusterId: 'c', message: m })).message;
+      expect(one.type === 'heartbeat' && one.clock !== undefined && 'heardAt' in one.clock).toBe(false);
+      expect(atProtocol(m, 1)).toEqual(one);
+      expect(atProtocol(m, 2)).toBe(m);
+    }
   });
 
   it('refuses at protocol 1 an append that carries a conf change, in the encoder and in atProtocol', () => {

@@ -6,6 +6,7 @@ import { Periodic } from '../../time/periodic.js';
 import type { NodeId } from '../../raft/types.js';
 import type { TimerHandle, Timers } from '../../time/clock.js';
 import { driverStopped } from '../driver-options.js';
+import { LEASE_CHECK_MS } from '../lease.js';
 
 /**
  * A member's side of fan-out (issue 19): the topics it consumes, the items leased to it, run
@@ -44,9 +45,6 @@ export interface FanoutConsumerOptions {
   /** Whether this member still holds its lease: has heard from a leader lately (Member.holdsLease). */
   readonly holdsLease: () => boolean;
 }
-
-/** How often a member that runs items looks whether it still holds its lease. */
-export const LEASE_CHECK_MS = 100;
 
 /**
  * An item running here under its lease's token. Its AbortSignal is made only when its handler
