@@ -157,7 +157,16 @@ export class SimNetwork {
     this.#mutedUntil.clear();
   }
 
+  /** When each message in flight was sent (true time): what the lease checker counts a member's answers from. */
+  readonly #sentAt = new WeakMap<WireMessage, number>();
+
+  /** The true time `m` was sent, while it is kept (until nothing holds it). */
+  sentAt(m: WireMessage): number | undefined {
+    return this.#sentAt.get(m);
+  }
+
   send(m: WireMessage): void {
+    this.#sentAt.set(m, this.#scheduler.nowMs);
     this.onSend?.(m);
     if (this.isBlocked(m.from, m.to) || this.#lostQuietly(m) || this.#chance(this.faults.lossRate)) {
       this.dropped++;

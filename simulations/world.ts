@@ -185,7 +185,7 @@ export class SimWorld {
     this.membershipMode = options.membership ?? drawMembershipMode(seed);
     this.configurations = new ConfigurationChecker(this.report, this.ids, (term) => this.safety.leaderOf(term), (before, after) => this.membership?.onCommitted(before, after));
     this.changes = this.membershipMode === 'changes';
-    this.runChecks = new RunCheckers({ report: this.report, slots: this.slots, members: this.members, current: () => this.current().map((m) => m.id), timing: settings.timing, jobs, lastCut: (id) => this.network.lastCut(id) });
+    this.runChecks = new RunCheckers({ report: this.report, slots: this.slots, members: this.members, current: () => this.current().map((m) => m.id), timing: settings.timing, jobs, lastCut: (id) => this.network.lastCut(id), sentAt: (m) => this.network.sentAt(m) });
     this.hooks = memberHooks(this);
   }
 

@@ -54,8 +54,7 @@ export class DoubleRunChecker {
       const stale = other.token < run.fencingToken ? { member: other.member, token: other.token, startT: other.startT } : { member, token: run.fencingToken, startT: t };
       const fresh = stale.member === member ? { member: other.member, token: other.token } : { member, token: run.fencingToken };
       const since = Math.min(other.startT, t) - leaseMs(this.#facts.electionTimeoutMs) - this.#facts.planIntervalMs;
-      const why = this.#excuse(stale.member, since);
-      if (why !== null) continue;
+      if (this.#excused(stale.member, since)) continue;
       this.#report(
         t,
         'double-run',
@@ -64,11 +63,8 @@ export class DoubleRunChecker {
     }
   }
 
-  /** Why the design lets `id`'s stale run go on, if something touched it from true time `since`. */
-  #excuse(id: NodeId, since: number): string | null {
-    if ((this.#facts.lastCut(id) ?? Number.NEGATIVE_INFINITY) >= since) return 'a blocked link';
-    if (this.#watch.pauseEnd(id) >= since) return 'a stall';
-    if ((this.#watch.leaseByMessages(id) ?? Number.NEGATIVE_INFINITY) >= since) return 'protocol 1';
-    return null;
+  /** Whether the design lets `id`'s stale run go on: a blocked link, a stall or protocol 1 touched it from true time `since`. */
+  #excused(id: NodeId, since: number): boolean {
+    return (this.#facts.lastCut(id) ?? Number.NEGATIVE_INFINITY) >= since || this.#watch.pauseEnd(id) >= since || (this.#watch.leaseByMessages(id) ?? Number.NEGATIVE_INFINITY) >= since;
   }
 }

@@ -36,6 +36,8 @@ export interface RunCheckersSetup {
   readonly jobs: readonly SimJob[];
   /** The latest true time a link to or from a member was blocked (SimNetwork.lastCut). */
   readonly lastCut: (id: NodeId) => number | undefined;
+  /** The true time a message was sent (SimNetwork.sentAt). */
+  readonly sentAt: (m: WireMessage) => number | undefined;
 }
 
 /**
@@ -54,6 +56,7 @@ export class RunCheckers {
   readonly #context: RunContextChecker;
   readonly #concurrency: ConcurrencyChecker;
   readonly #doubleRuns: DoubleRunChecker;
+  readonly #sentAt: (m: WireMessage) => number | undefined;
   readonly #retries: RetryChecker;
   readonly #modeAll: ModeAllChecker;
   /** runExclusive's tasks (locks.ts), which share the member watch. */
@@ -63,6 +66,7 @@ export class RunCheckers {
     const { report, slots, members, timing } = setup;
     this.#slots = slots;
     this.#timing = timing;
+    this.#sentAt = setup.sentAt;
     this.#watch = new MemberWatch(members);
     const timeouts = new Map(setup.jobs.map((j) => [j.name, j.options?.timeoutMs ?? DEFAULT_TIMEOUT_MS]));
     const facts = {
@@ -117,7 +121,7 @@ export class RunCheckers {
   }
 
   onReceived(t: number, member: NodeId, m: WireMessage): void {
-    this.#watch.onReceived(t, member, m.from);
+    this.#watch.onReceived(t, member, m.from, this.#sentAt(m));
   }
 
   /** `member`'s current process life stops now (a crash: the simulator stops it first). */

@@ -18,6 +18,10 @@ export class MemberWatch {
    * nothing of its answers: its lease then counts from the leader's messages (Member.holdsLease).
    */
   readonly #leaseByMessages = new Map<NodeId, number>();
+  /** True time at which each member last led. */
+  readonly #led = new Map<NodeId, number>();
+  /** True time at which each member sent the latest of its messages that a member leading took in. */
+  readonly #answered = new Map<NodeId, number>();
   /** Per member, the process lives that were stopped (crashed). */
   readonly #stopped = new Map<NodeId, number>();
   /** Per member, the latest process life whose member stopped for good (removed, or failed) while its process went on. */
@@ -40,7 +44,10 @@ export class MemberWatch {
   observe(t: number): void {
     for (const m of this.#members.values()) {
       if (m.pausedUntil > (this.#pauseEnd.get(m.id) ?? 0)) this.#pauseEnd.set(m.id, m.pausedUntil);
-      if (m.up && m.driver?.node.role === 'leader') this.#heardLeader.set(m.id, t);
+      if (m.up && m.driver?.node.role === 'leader') {
+        this.#heardLeader.set(m.id, t);
+        this.#led.set(m.id, t);
+      }
       if (m.up && m.member !== null && m.member.protocol < 2) this.#leaseByMessages.set(m.id, t);
     }
   }
@@ -50,10 +57,25 @@ export class MemberWatch {
     return this.#leaseByMessages.get(id);
   }
 
-  /** `id` took in a message from `from` (after any stall): from its leader, it renews its contact. */
-  onReceived(t: number, id: NodeId, from: NodeId): void {
+  /**
+   * `id` took in a message from `from` (after any stall), sent at true time `sentT`: from its
+   * leader, it renews its contact; taken in by a leader, it is an answer a leader heard.
+   */
+  onReceived(t: number, id: NodeId, from: NodeId, sentT: number | undefined): void {
     const node = this.#members.get(id)?.driver?.node;
-    if (node !== undefined && node.leader === from) this.#heardLeader.set(id, t);
+    if (node === undefined) return;
+    if (node.leader === from) this.#heardLeader.set(id, t);
+    if (node.role === 'leader' && sentT !== undefined && sentT > (this.#answered.get(from) ?? Number.NEGATIVE_INFINITY)) this.#answered.set(from, sentT);
+  }
+
+  /** True time at which `id` last led, if ever. */
+  led(id: NodeId): number | undefined {
+    return this.#led.get(id);
+  }
+
+  /** True time at which `id` sent the latest of its messages that a leader took in, if any. */
+  answered(id: NodeId): number | undefined {
+    return this.#answered.get(id);
   }
 
   /** Its process life `incarnation` is stopping (a crash): its runs must end at once. */

@@ -139,16 +139,29 @@ export class RunDeadlines {
       }
       next = Math.min(next, timeoutT);
       if (this.#limits.mode(run.job) !== 'one') continue;
-      const heard = Math.max(this.#watch.heardLeader(run.member) ?? run.startT, run.startT);
+      const heard = Math.max(this.#leaseFrom(run.member) ?? run.startT, run.startT);
       const leaseEnd = heard + LEASE_ELECTION_TIMEOUTS * this.#limits.electionTimeoutMs;
       const leaseT = Math.max(leaseEnd, stallEnd) + this.#limits.planIntervalMs + SLACK_MS;
       if (t > leaseT) {
-        this.#fail(t, id, 'lease', `${run.member} last led or heard from its leader at ${heard.toFixed(1)} ms: its lease ended at ${leaseEnd.toFixed(1)} ms`);
+        this.#fail(t, id, 'lease', `${run.member} last led, or sent an answer a leader took in, at ${heard.toFixed(1)} ms: its lease ended at ${leaseEnd.toFixed(1)} ms`);
         continue;
       }
       next = Math.min(next, leaseT);
     }
     this.#nextCheckT = next;
+  }
+
+  /**
+   * The latest true time the lease of `id` may count from: when it last led; following, when it
+   * last heard from its leader, and, from wire protocol 2, no later than it sent the latest of its
+   * messages a leader took in (its lease counts from the answer its leader says it took in);
+   * while it was at protocol 1, when it heard its leader.
+   */
+  #leaseFrom(id: NodeId): number | undefined {
+    const heard = this.#watch.heardLeader(id);
+    if (heard === undefined) return undefined;
+    const followed = Math.min(heard, Math.max(this.#watch.answered(id) ?? Number.NEGATIVE_INFINITY, this.#watch.leaseByMessages(id) ?? Number.NEGATIVE_INFINITY));
+    return Math.max(this.#watch.led(id) ?? Number.NEGATIVE_INFINITY, followed);
   }
 
   #fail(t: number, id: string, kind: ViolationKind, why: string): void {
