@@ -513,10 +513,12 @@ export class Member {
    * leader), also while an election runs, when Raft knows no leader; or since it last led with
    * a majority. A leader counts a follower lost from its own count of the follower's silence,
    * which starts no earlier: a follower whose answers come late, or not at all, while it hears
-   * the leader loses its lease before the leader moves its work. A
-   * normal failover (a new leader within one to two timeouts) does not interrupt runs; a member
-   * cut off for longer stops its runs, and the fencing token covers the time between the
-   * leader's reassignment and that stop. A leader holds it while it has heard from a majority,
+   * the leader loses its lease before the leader moves its work. A failover keeps most runs
+   * going: a new leader comes within one to two election timeouts, and renews the lease once it
+   * has taken in an answer and committed an entry of its term (lease-echoes.ts); a follower
+   * whose own election timer ran long may lose it meanwhile. A member cut off for longer stops
+   * its runs, and the fencing token covers the time between the leader's reassignment and that
+   * stop. A leader holds it while it has heard from a majority,
    * itself included, within the lease: Raft's own check counts ticks, so a leader whose process
    * stood still (SIGSTOP, a paused VM) for longer would lead on in its own eyes until it heard
    * of the next term, and its runs with it, when another leader has moved its slots. Contact
