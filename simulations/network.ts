@@ -46,6 +46,8 @@ export class SimNetwork {
   readonly #mutedUntil = new Map<string, number>();
   /** Links that are clogged: extra delay (ms) on every message sent over them. */
   readonly #clogged = new Map<string, number>();
+  /** When each message in flight was sent (true time): what the lease checker counts a member's answers from. */
+  readonly #sentAt = new WeakMap<WireMessage, number>();
   faults: NetworkFaults;
   /** Sees every message as it is sent, before the network does anything to it (faults that react to messages). */
   onSend: ((m: WireMessage) => void) | null = null;
@@ -156,9 +158,6 @@ export class SimNetwork {
     this.healPartitions();
     this.#mutedUntil.clear();
   }
-
-  /** When each message in flight was sent (true time): what the lease checker counts a member's answers from. */
-  readonly #sentAt = new WeakMap<WireMessage, number>();
 
   /** The true time `m` was sent, while it is kept (until nothing holds it). */
   sentAt(m: WireMessage): number | undefined {

@@ -1,8 +1,8 @@
 import type { NodeId } from '../../src/raft/types.js';
 import { claimKey } from '../../src/scheduler/records.js';
-import { leaseMs } from '../../src/runtime/lease.js';
 import type { Report } from '../violations.js';
 import type { MemberWatch } from './members.js';
+import { LEASE_ELECTION_TIMEOUTS } from './run-deadlines.js';
 import type { RunsInProgress } from './runs.js';
 
 /** What the double-run check knows of the run. */
@@ -53,7 +53,7 @@ export class DoubleRunChecker {
       // The run under the older token is the stale one, whichever started first.
       const stale = other.token < run.fencingToken ? { member: other.member, token: other.token, startT: other.startT } : { member, token: run.fencingToken, startT: t };
       const fresh = stale.member === member ? { member: other.member, token: other.token } : { member, token: run.fencingToken };
-      const since = Math.min(other.startT, t) - leaseMs(this.#facts.electionTimeoutMs) - this.#facts.planIntervalMs;
+      const since = Math.min(other.startT, t) - LEASE_ELECTION_TIMEOUTS * this.#facts.electionTimeoutMs - this.#facts.planIntervalMs;
       if (this.#excused(stale.member, since)) continue;
       this.#report(
         t,
