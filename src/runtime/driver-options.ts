@@ -22,7 +22,7 @@ export interface DriverOptions extends RequestOptions {
   /**
    * A follower's lease (lease.ts): an answer after a silence this long fences the renewal of the
    * follower's lease until it holds what this member, leading, logged by then (lease-echoes.ts).
-   * @default twice `leaderSilenceMs`
+   * @default `leaseMs(leaderSilenceMs)` (lease.ts): the lease of a member whose election timeout is its leader silence, as Member sets them
    */
   readonly leaseMs?: number;
   readonly node: RaftNode;

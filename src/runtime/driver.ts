@@ -12,6 +12,7 @@ import type { WireMessage } from '../transport/envelope.js';
 import { ClockSync, type ClockOffset } from './clock-sync.js';
 import { Compactor, type SnapshotTiming } from './compaction.js';
 import { DurableWrites } from './durable-writes.js';
+import { leaseMs } from './lease.js';
 import { LeaseEchoes } from './lease-echoes.js';
 import { PeerContact, type PeerContactView } from './peer-contact.js';
 import type { DriverOptions } from './driver-options.js';
@@ -108,7 +109,7 @@ export class RaftDriver {
     this.#stampClock = new StampClock(this.#clusterClock, () => this.#clockSync.synced);
     this.#wasMember = isMember(options.node.configuration, options.node.id);
     this.#contact = new PeerContact(options.node, options.tickMs, options.leaderSilenceMs, options.timers.now());
-    this.#leaseEchoes = new LeaseEchoes(options.leaseMs ?? 2 * options.leaderSilenceMs);
+    this.#leaseEchoes = new LeaseEchoes(options.node, options.leaseMs ?? leaseMs(options.leaderSilenceMs));
     this.#requests = new PendingRequests(options.node, options.timers, options, () => this.#kick());
     this.#compactor = new Compactor({
       node: options.node,
@@ -351,9 +352,7 @@ export class RaftDriver {
       // only what that leader sends as leader renews the contact the lease counts from.
       this.#clockSync.receive(m, mono, wall, this.#node.leader);
       this.#contact.stepped(m, mono, this.#node.log.applied);
-      if (m.type === 'heartbeat-resp' && m.clock !== undefined && this.#node.role === 'leader' && m.term === this.#node.term && member) {
-        this.#leaseEchoes.answered(m.from, m.clock.sentAt, mono, this.#node.log.lastIndex());
-      }
+      this.#leaseEchoes.stepped(m, mono);
     } catch (error) {
       // A broken invariant is this member's own fault, whatever message led to it: its state
       // can no longer be trusted, so it stops (see InvariantError).
@@ -524,7 +523,7 @@ export class RaftDriver {
   #configurationChanged(rd: Ready): void {
     const conf = rd.conf as Configuration;
     this.#clockSync.setMembers(membersOf(conf), this.#o.timers.now(), this.#o.clock.now());
-    for (const id of this.#leaseEchoes.peers()) if (!isMember(conf, id)) this.#leaseEchoes.forget(id);
+    this.#leaseEchoes.configured(conf);
     this.#o.onConfiguration?.(conf);
     const member = isMember(conf, this.#node.id);
     if (this.#wasMember && !member && this.#removed === null) {
@@ -546,18 +545,12 @@ export class RaftDriver {
     try {
       // Stamped as it leaves, not when the protocol made it: a response held back for a write
       // must report when it really went (NTP's t3 excludes the time it waited).
-      this.#o.transport.send(this.#clockSync.stamp(m, this.#o.timers.now(), this.#o.clock.now(), m.type === 'heartbeat' ? this.#heardAt(m.to) : undefined));
+      this.#o.transport.send(this.#clockSync.stamp(m, this.#o.timers.now(), this.#o.clock.now(), this.#leaseEchoes.heardAtFor(m)));
     } catch {
       // The transport refuses a message its peers would reject (e.g. too large for a frame).
       // Count it; Raft treats it as lost, and the bounds on batches keep this from recurring.
       this.unsendableMessages++;
     }
-  }
-
-  /** What a heartbeat to `peer` says of its answers taken in, as lease-echoes.ts allows. */
-  #heardAt(peer: NodeId): number | undefined {
-    const match = this.#node.progressOf(peer)?.match ?? 0;
-    return this.#leaseEchoes.heardAt(peer, match, this.#node.log.committed);
   }
 
   #apply(entry: Entry): void {

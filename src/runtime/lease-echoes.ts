@@ -1,4 +1,7 @@
-import type { NodeId } from '../raft/types.js';
+import { isMember } from '../raft/configuration.js';
+import type { RaftNode } from '../raft/node.js';
+import type { Configuration, NodeId } from '../raft/types.js';
+import type { WireMessage } from '../transport/envelope.js';
 
 /** A follower's latest answer this leader took in, in its term. */
 interface Answer {
@@ -15,8 +18,9 @@ interface Answer {
 
 /**
  * What a leader tells each follower of the answers it took in (a heartbeat's `heardAt`, protocol
- * 2), from which the follower's lease counts (PeerContact.leaderHeardMe). Arithmetic only: the
- * driver reports each answer and asks as each heartbeat leaves.
+ * 2), from which the follower's lease counts (PeerContact.leaderHeardMe). The driver shows it
+ * each message the protocol stepped (stepped()) and asks it as each heartbeat leaves
+ * (heardAtFor()); it reads the rest (role, term, log, progress) from the node.
  *
  * A follower silent for as long as its lease lost it, and this leader may have moved its work
  * meanwhile (MemberReach.lost). Heard again, it renews its lease only once it holds the moves:
@@ -27,11 +31,35 @@ interface Answer {
  * silence too: a deposed leader may have moved its work.
  */
 export class LeaseEchoes {
+  readonly #node: RaftNode;
   readonly #leaseMs: number;
   readonly #answers = new Map<NodeId, Answer>();
 
-  constructor(leaseMs: number) {
+  constructor(node: RaftNode, leaseMs: number) {
+    this.#node = node;
     this.#leaseMs = leaseMs;
+  }
+
+  /**
+   * The protocol stepped `m`, taken in at `takenAt` (this member's monotonic clock): a member's
+   * answer to this leader's heartbeat in its term, stamped, is an answer taken in.
+   */
+  stepped(m: WireMessage, takenAt: number): void {
+    if (m.type !== 'heartbeat-resp' || m.clock === undefined) return;
+    const node = this.#node;
+    if (node.role !== 'leader' || m.term !== node.term || !isMember(node.configuration, m.from)) return;
+    this.answered(m.from, m.clock.sentAt, takenAt, node.log.lastIndex());
+  }
+
+  /** The `heardAt` for `m` as it leaves: a heartbeat's, as the follower's progress and this leader's commit allow; else undefined. */
+  heardAtFor(m: WireMessage): number | undefined {
+    if (m.type !== 'heartbeat') return undefined;
+    return this.heardAt(m.to, this.#node.progressOf(m.to)?.match ?? 0, this.#node.log.committed);
+  }
+
+  /** The configuration is now `conf`: the answers of members no longer in it are forgotten. */
+  configured(conf: Configuration): void {
+    for (const id of this.#answers.keys()) if (!isMember(conf, id)) this.#answers.delete(id);
   }
 
   /** `peer` answered, sent at `sentAt` on its clock, taken in at `takenAt` on ours, with this leader's log ending at `lastIndex`. */
@@ -55,11 +83,6 @@ export class LeaseEchoes {
   /** This member began or stopped leading: answers of another term say nothing now. */
   reset(): void {
     this.#answers.clear();
-  }
-
-  /** The followers whose answers it keeps. */
-  peers(): IterableIterator<NodeId> {
-    return this.#answers.keys();
   }
 
   /** The connection to `peer` closed, or it left the configuration: what it answered may be another life's. */

@@ -1,5 +1,7 @@
-import { describe, it } from 'vitest';
-import { memberSettings } from '../../src/runtime/member-settings.js';
+import { describe, expect, it } from 'vitest';
+import { leaseMs } from '../../src/runtime/lease.js';
+import { heartbeatIntervalMs, memberSettings } from '../../src/runtime/member-settings.js';
+import type { RunRecord } from '../../src/runtime/scheduler/job-types.js';
 import type { SimJob } from '../../simulations/jobs.js';
 import { expectMovedAfterItEnded, runOnFollower, watchRuns } from '../fixtures/follower-run.js';
 import { FOUNDERS, MembershipSim } from '../fixtures/membership-sim.js';
@@ -29,4 +31,35 @@ describe('a follower whose answers reach the leader late while it hears the lead
       }
     }, 120_000);
   }
+});
+
+// The other side of the same promise (README, "Failures"): answers late by less than the lease (a
+// loaded machine, a slow link) still renew the lease, as the leader's heartbeats echo them, and
+// the leader never counts the member silent: its run goes on to its end, and its slot stays.
+describe('a follower whose answers reach the leader late by less than its lease', () => {
+  // Late, with a heartbeat interval and a round trip on top, still well within the lease.
+  const lateMs = Math.floor(leaseMs(SETTINGS.timing.electionTimeoutMs) / 2) - heartbeatIntervalMs(SETTINGS.timing);
+
+  it(`keeps its lease and its slot: its run succeeds, and the slot runs nowhere else (answers ${lateMs} ms late)`, async () => {
+    for (const seed of [1, 2, 3]) {
+      const sim = new MembershipSim(seed, SETTINGS, [JOB], FOUNDERS);
+      for (const id of FOUNDERS) await sim.start(id);
+      const { starts } = watchRuns(sim);
+      const outcomes: RunRecord[] = [];
+      const watchEnds = sim.onRun;
+      sim.onRun = (id, incarnation, run) => {
+        watchEnds?.(id, incarnation, run);
+        outcomes.push(run);
+      };
+      const { x, leader } = await runOnFollower(sim, starts);
+      await sim.run(2000);
+      sim.network.clog(x.id, leader, lateMs);
+      await sim.run(12_000);
+      const label = `seed ${seed}`;
+      expect(starts.filter((s) => s.slotMs === x.slotMs).map((s) => s.id), label).toEqual([x.id]);
+      const xRun = outcomes.find((r) => r.slotMs === x.slotMs);
+      expect(xRun?.member, label).toBe(x.id);
+      expect(xRun?.outcome, label).toBe('succeeded');
+    }
+  }, 120_000);
 });
