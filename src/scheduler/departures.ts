@@ -5,6 +5,12 @@ import type { SchedulerState } from './state.js';
 export interface DeparturesInput {
   /** The members of the configuration, voters and learners: any other member has left the cluster. */
   readonly configured: ReadonlySet<NodeId>;
+  /**
+   * Members the leader counts as holding their claims (MemberReach.holding): one outside the
+   * configuration in it may not know it was removed, and starts its claims while its lease lasts,
+   * so it stays a handler of its jobs until it is out of it (lost). @default none
+   */
+  readonly holding?: ReadonlySet<NodeId> | undefined;
   readonly nowMs: number;
   readonly maxCommands: number;
 }
@@ -16,8 +22,12 @@ export interface DeparturesInput {
  * and so is its run of a mode 'one' slot that a later slot replaced (overlap 'replace': the
  * member would have reported it `replaced`, and the slot never moves); and the member no longer
  * counts as a handler of any job (`unregister`), so that no later slot is planned for it and a
- * fixed-delay job does not wait for it. Its other mode 'one' claims need nothing here: it is not
- * eligible, so planReassignments moves them (or, past the horizon, records them missed). Pure,
+ * fixed-delay job does not wait for it; but only once the leader no longer counts it as holding
+ * its claims (`holding`): unregistered, its claims not started would count as given back
+ * (planReassignments' `released`) and move at once, while a member that has not learned of its
+ * removal starts them at their instants. Its other mode 'one' claims need nothing here: it is not
+ * eligible, so planReassignments moves them once it no longer holds them (or, past the horizon,
+ * records them missed). Pure,
  * like `plan`: the commands apply only while still due (a forfeit under the claim's token, to a
  * share with no outcome), so a plan made on a state that moved since changes nothing twice.
  *
@@ -38,7 +48,7 @@ export function planDepartures(state: SchedulerState, input: DeparturesInput): S
   for (const job of state.jobs.values()) {
     for (const member of job.handlers) {
       if (out.length >= input.maxCommands) return out;
-      if (!input.configured.has(member)) out.push({ type: 'unregister', job: job.name, member });
+      if (!input.configured.has(member) && input.holding?.has(member) !== true) out.push({ type: 'unregister', job: job.name, member });
     }
   }
   return out;

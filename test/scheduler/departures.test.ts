@@ -50,6 +50,19 @@ describe('the work of a member that left the configuration', () => {
     expect(planDepartures(s, INPUT)).toEqual([]);
   });
 
+  it('leaves a member the leader still counts as holding its claims a handler of its jobs, until it no longer does', () => {
+    const s = claimed();
+    // c may not know it was removed: unregistered, its claim of 'one' (not started) would count as given back and move.
+    const waiting = planDepartures(s, { ...INPUT, holding: new Set(['a', 'b', 'c']) });
+    expect(waiting.filter((c) => c.type === 'unregister')).toEqual([]);
+    expect(waiting).toEqual([{ type: 'forfeit', job: 'all', slotMs: T0 + 1000, token: 7, member: 'c', atMs: T0 + 2000 }]);
+    // Lost: out of the holding members.
+    expect(planDepartures(s, { ...INPUT, holding: new Set(['a', 'b']) }).filter((c) => c.type === 'unregister')).toEqual([
+      { type: 'unregister', job: 'all', member: 'c' },
+      { type: 'unregister', job: 'one', member: 'c' },
+    ]);
+  });
+
   it("records missed its run of a mode 'one' slot that a later slot replaced (which never moves), and moves nothing else", () => {
     const s = claimed();
     expect(planDepartures(s, INPUT).filter((c) => c.type === 'forfeit' && c.job === 'one')).toEqual([]);

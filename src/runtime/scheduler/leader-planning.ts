@@ -109,8 +109,11 @@ export class LeaderPlanning {
     }
   }
 
-  /** What members outside the configuration left to settle, once any may have some (see #departuresDue). */
-  #departures(): SchedulerCommand[] {
+  /**
+   * What members outside the configuration left to settle, once any may have some (see
+   * #departuresDue); a member among `holding` is waited for (planDepartures), planned again until it is lost.
+   */
+  #departures(holding: ReadonlySet<NodeId> | undefined): SchedulerCommand[] {
     const o = this.#ctx.options;
     const members = o.configuredMembers?.() ?? null;
     // Below cluster version 2 nobody leaves the configuration, and a forfeit is not readable.
@@ -120,8 +123,9 @@ export class LeaderPlanning {
       this.#departuresDue = true;
     }
     if (!this.#departuresDue) return [];
-    const commands = planDepartures(this.#ctx.state, { configured: this.#configured, nowMs: o.clock.now(), maxCommands: o.maxClaimsPerPlan });
-    if (commands.length === 0) this.#departuresDue = false;
+    const commands = planDepartures(this.#ctx.state, { configured: this.#configured, holding, nowMs: o.clock.now(), maxCommands: o.maxClaimsPerPlan });
+    const waiting = holding !== undefined && [...holding].some((id) => !this.#configured.has(id));
+    if (commands.length === 0 && !waiting) this.#departuresDue = false;
     return commands;
   }
 
@@ -150,7 +154,7 @@ export class LeaderPlanning {
     // passed (see quiet-window.ts): the planner looks one plan interval less far ahead (half as
     // far at most), and plans again once the instant passed. Moves, skips and claims due sooner go now.
     const quietInMs = this.#msUntilQuiet(o.planIntervalMs);
-    const commands = [...this.#departures(), ...moves, ...plan(state, {
+    const commands = [...this.#departures(holding), ...moves, ...plan(state, {
       nowMs: o.clock.now(),
       lookaheadMs: quietInMs >= 1 ? Math.max(o.lookaheadMs / 2, o.lookaheadMs - o.planIntervalMs) : o.lookaheadMs,
       members,
