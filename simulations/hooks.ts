@@ -49,8 +49,8 @@ export function memberHooks(world: SimWorld): MemberHooks {
     },
     onSchedulerApplied: (id, index, command, result, version) => {
       const t = scheduler.nowMs;
-      const applied = result as Parameters<SchedulerChecker['onApplied']>[3];
-      const first = slots.onApplied(t, index, command, applied, version);
+      const applied = result as Parameters<SchedulerChecker['onApplied']>[4];
+      const first = slots.onApplied(t, id, index, command, applied, version);
       runChecks.onApplied(t, id, index, command, applied, first, version);
       if (!first || !applied.ok) return;
       if (command.type === 'claim' || command.type === 'reassign') {

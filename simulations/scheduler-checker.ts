@@ -72,6 +72,10 @@ export class SchedulerChecker {
   readonly slots = new Map<string, SlotRecord>();
   readonly #running = new Map<string, RunningRun[]>();
   #lastIndex = 0;
+  /** Commands of the entry at #lastIndex sighted so far (more than one in a batch). */
+  #seenAtLast = 0;
+  /** Per member, the index it applied last and that command's place in its entry (0: the first). */
+  readonly #position = new Map<NodeId, { readonly index: number; readonly position: number }>();
   /** The cluster version of the last command seen. */
   #version = FIRST_CLUSTER_VERSION;
   /** Runs started under a claim the log had already moved to another token (fencing covers them). */
@@ -84,10 +88,19 @@ export class SchedulerChecker {
     this.#report = report;
   }
 
-  /** `version`: the cluster version in force at `index`. Returns whether this was the first sighting of the index (the timeline records only those). */
-  onApplied(t: number, index: number, command: SchedulerCommand, result: ApplyResult, version: number): boolean {
-    // The first member to apply an index has applied every earlier one: first sightings come in log order.
-    if (index <= this.#lastIndex) return false;
+  /**
+   * `member` applied `command` at `index`, under cluster version `version`. Returns whether this
+   * was the first sighting of the command (the timeline records only those): the first member to
+   * apply an index has applied every earlier one, so first sightings come in log order. An entry
+   * of a batch holds several commands (registrations, command-batch.ts), which its member applies
+   * one after the other under the index: each is a sighting of its own.
+   */
+  onApplied(t: number, member: NodeId, index: number, command: SchedulerCommand, result: ApplyResult, version: number): boolean {
+    const prior = this.#position.get(member);
+    const position = prior?.index === index ? prior.position + 1 : 0;
+    this.#position.set(member, { index, position });
+    if (index < this.#lastIndex || (index === this.#lastIndex && position < this.#seenAtLast)) return false;
+    this.#seenAtLast = index === this.#lastIndex ? this.#seenAtLast + 1 : 1;
     this.#lastIndex = index;
     // Once AT_CATCH_UP_VERSION is in force, an `{ at }` job registered before it whose instant
     // had passed (nothing ever claimed or counted) has that instant due too. Seen here before the
@@ -227,6 +240,8 @@ export class SchedulerChecker {
   /** A member's process (re)started at true time `t`. */
   onMemberStart(t: number, member: NodeId): void {
     this.#startedAt.set(member, t);
+    // A life starts applying again from its snapshot: what it applies is no batch's next command.
+    this.#position.delete(member);
   }
 
   /** A crashed process's runs died with it. */

@@ -78,7 +78,7 @@ export class RunCheckers {
     this.#context = new RunContextChecker(report, slots, this.#watch, facts);
     this.#concurrency = new ConcurrencyChecker(report, this.#runs, this.#watch, facts.overlap, timing.maxConcurrent ?? Number.POSITIVE_INFINITY);
     this.#doubleRuns = new DoubleRunChecker(report, this.#runs, this.#watch, { mode: facts.mode, electionTimeoutMs: timing.electionTimeoutMs, planIntervalMs: timing.planIntervalMs, lastCut: setup.lastCut });
-    this.#retries = new RetryChecker(report, slots, () => setup.current().length, timing.reassignHorizonMs);
+    this.#retries = new RetryChecker(report, slots, setup.current, timing.reassignHorizonMs);
     this.#modeAll = new ModeAllChecker(report, slots, setup.current);
     this.locks = new LockChecker(report, this.#watch);
   }

@@ -22,15 +22,18 @@ const FAILED = new Set(['failed', 'aborted']);
  *   on, are fewer than `retries`);
  * - without faults (after healing, once clocks settled): a retry comes no sooner than
  *   `retryDelayMs` × 2^(retries so far) after the run it retries ended, and on another member than
- *   the one that failed; and at the end, no slot is left failed with retries left (a failure
+ *   the one that failed, when one of the configuration handles the job (a member stopping
+ *   gracefully unregisters its jobs first, and the last handler gets the retry); and at the end, no slot is left failed with retries left (a failure
  *   during the faults is due its retry from when they healed, unless the reassignment horizon
  *   from when it was due passed before they did).
  */
 export class RetryChecker {
   readonly #report: Report;
   readonly #slots: SchedulerChecker;
-  /** How many members the configuration has now. */
-  readonly #members: () => number;
+  /** The members of the configuration now. */
+  readonly #members: () => readonly NodeId[];
+  /** Per job, the members that handle it, as the log registered and unregistered them. */
+  readonly #handlers = new Map<string, Set<NodeId>>();
   /** Per slot, the assignee of its current claim (mode 'one'). */
   readonly #assignee = new Map<string, NodeId>();
   /** When each run ended (true ms), by `${member} ${key} ${token}`. */
@@ -42,7 +45,7 @@ export class RetryChecker {
   /** True time from which no fault is injected and clocks have settled. */
   #calmFromT = Number.POSITIVE_INFINITY;
 
-  constructor(report: Report, slots: SchedulerChecker, members: () => number, horizonMs: number) {
+  constructor(report: Report, slots: SchedulerChecker, members: () => readonly NodeId[], horizonMs: number) {
     this.#report = report;
     this.#slots = slots;
     this.#members = members;
@@ -60,6 +63,12 @@ export class RetryChecker {
 
   /** A command's first application anywhere (after the scheduler checker took it in). */
   onFirstApplied(t: number, command: SchedulerCommand, result: ApplyResult, version: number): void {
+    if (result.ok && command.type === 'register') {
+      const handlers = this.#handlers.get(command.job) ?? new Set<NodeId>();
+      this.#handlers.set(command.job, handlers.add(command.member));
+    } else if (result.ok && command.type === 'unregister') {
+      this.#handlers.get(command.job)?.delete(command.member);
+    }
     if (result.ok && command.type === 'outcome' && FAILED.has(command.outcome)) this.#failedUnder.set(`${command.member} ${claimKey(command.job, command.slotMs)} ${command.token}`, version);
     if (!result.ok || (command.type !== 'claim' && command.type !== 'reassign')) return;
     const key = claimKey(command.job, command.slotMs);
@@ -80,7 +89,9 @@ export class RetryChecker {
     if (endT === undefined || endT < this.#calmFromT) return;
     const backOffMs = policy.retryDelayMs * 2 ** before;
     if (t < endT + backOffMs - CLOCK_SLACK_MS) this.#report(t, 'retry', `${what} ${(t - endT).toFixed(1)} ms after ${failed}'s run ended, before its back-off of ${backOffMs} ms`);
-    if (assignee === failed && this.#members() > 1) this.#report(t, 'retry', `${what}, the member whose run failed, with others to take it`);
+    const handlers = this.#handlers.get(command.job);
+    const others = this.#members().filter((id) => id !== failed && handlers?.has(id) === true);
+    if (assignee === failed && others.length > 0) this.#report(t, 'retry', `${what}, the member whose run failed, with others to take it (${others.join(', ')})`);
   }
 
   /** At the end: no slot (mode 'one', due by `settledT`) is left failed with retries left and time to make them. */

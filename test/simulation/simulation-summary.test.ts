@@ -14,7 +14,7 @@ class Log {
 
   /** Commits `command` at true time `t`; returns its index, which is the token of a claim. */
   commit(t: number, command: SchedulerCommand): number {
-    this.checker.onApplied(t, ++this.#index, command, { ok: true }, SUPPORTED.stateMachine.max);
+    this.checker.onApplied(t, 'm1', ++this.#index, command, { ok: true }, SUPPORTED.stateMachine.max);
     return this.#index;
   }
 
@@ -109,5 +109,25 @@ describe('summarizeJobs', () => {
       histogram: [1, 2, 1, 1, 0, 0],
     });
     expect(b).toEqual({ name: 'b', spec: 'never registered', claimed: 0, runs: 0, succeeded: 0, failed: 0, aborted: 0, skipped: 0, expired: 0, noOutcome: 0, pending: 0, missed: 0, reassigned: 0, latenessMs: null, histogram: [0, 0, 0, 0, 0, 0] });
+  });
+});
+
+describe("the scheduler checker's sightings of the log", () => {
+  const register = (job: string, member = 'm1'): SchedulerCommand => ({ type: 'register', job, spec: parseSpec({ every: '1s' }), mode: 'one', policy: { retries: 0, retryDelayMs: 200, catchUp: { policy: 'latest' } }, member, atMs: SIM_EPOCH_MS });
+  const version = SUPPORTED.stateMachine.max;
+
+  it("sights each command of a batch's entry once, as the first member to apply it applies them, and none on another member or in a life's replay", () => {
+    const checker = new SchedulerChecker(() => undefined);
+    // One entry (index 5) holding three registrations, as a batch does.
+    expect(['a', 'b', 'c'].map((job) => checker.onApplied(0, 'm1', 5, register(job), { ok: true }, version))).toEqual([true, true, true]);
+    expect([...checker.jobs.keys()]).toEqual(['a', 'b', 'c']);
+    // Another member applies the same entry: no sighting.
+    expect(['a', 'b', 'c'].map((job) => checker.onApplied(1, 'm2', 5, register(job, 'm2'), { ok: true }, version))).toEqual([false, false, false]);
+    // m1's next life replays it from its snapshot: no sighting either.
+    checker.onMemberStart(2, 'm1');
+    expect(['a', 'b', 'c'].map((job) => checker.onApplied(2, 'm1', 5, register(job), { ok: true }, version))).toEqual([false, false, false]);
+    // The next entry is sighted by whoever applies it first.
+    expect(checker.onApplied(3, 'm2', 6, register('d', 'm2'), { ok: true }, version)).toBe(true);
+    expect(checker.onApplied(3, 'm1', 6, register('d'), { ok: true }, version)).toBe(false);
   });
 });
