@@ -101,10 +101,13 @@ export class MemberReach {
    * claims by the cluster's time, which it keeps on its monotonic clock, so a wall clock stepped
    * past `maxClockSkewMs` (NTP's first step after boot, say) gets it no new work (eligible()),
    * but its run goes on; moving the claim aborted the run and ran the slot again elsewhere.
+   * Nor does a snapshot on its way to it: a member that fell behind the leader's compaction
+   * while it answers still holds its lease and runs the claims it applied before, which a move
+   * would start again elsewhere (one it had not applied yet it runs once it installed the
+   * snapshot, late, rather than twice).
    */
   holding(): NodeId[] {
-    const node = this.#p.driver.node;
-    const members = this.#p.configuration.members.filter((id) => !this.lost(id) && node.progressOf(id)?.state !== 'snapshot');
+    const members = this.#p.configuration.members.filter((id) => !this.lost(id));
     // A removed member stops its runs as it applies its removal; one that has not learned of it
     // (its link lossy or late, as the removal committed) runs on until its lease runs out, so it
     // keeps its claims until it is lost by its silence, as a member does.
