@@ -5,6 +5,7 @@ import type { ProposeOutcome, RaftNode } from '../raft/node.js';
 import type { ForwardResult, ReadState } from '../raft/ready.js';
 import type { Entry, NodeId, ProposalData } from '../raft/types.js';
 import type { Timers } from '../time/clock.js';
+import { ReadContexts } from './read-contexts.js';
 
 /** The timeout and bounds of the requests waiting on a member (part of DriverOptions). */
 export interface RequestOptions {
@@ -77,7 +78,8 @@ export class PendingRequests {
   readonly #o: RequestOptions;
   readonly #kick: () => void;
   #seq = 0;
-  #readSeq = 0;
+  /** This process life's read contexts, apart from every other life's (read-contexts.ts). */
+  readonly #readContexts: ReadContexts;
   /** Proposals not yet handed to Raft, batched by the next loop turn. */
   #queued: PendingProposal[] = [];
   /** Every proposal not yet settled, in order of arrival (= deadline order). */
@@ -101,6 +103,7 @@ export class PendingRequests {
     this.#timers = timers;
     this.#o = options;
     this.#kick = kick;
+    this.#readContexts = new ReadContexts(options.bootId);
   }
 
   /** Proposals waiting to commit on this member (bounded by maxPendingProposals). */
@@ -177,7 +180,7 @@ export class PendingRequests {
   /** Asks Raft for a read index, unless too many reads wait (see RaftDriver.readBarrier). */
   read(): Promise<number> {
     if (this.#reads.size >= this.#o.maxPendingReads) return Promise.reject(new BackpressureError('too many reads are waiting (maxPendingReads)'));
-    const ctx = ++this.#readSeq;
+    const ctx = this.#readContexts.next();
     if (!this.#node.readIndex(ctx)) return Promise.reject(new NotLeaderError(null));
     return new Promise<number>((resolve, reject) => {
       const now = this.#timers.now();
