@@ -1,8 +1,8 @@
 import { MAX_READ_CTX } from '../raft/bounds.js';
 
 /**
- * Read contexts (a ReadIndex request's `ctx`) a member's process life takes from, at most:
- * `MAX_READ_CTX` split among 2^32 lives, one range per 32-bit hash of the life's boot id.
+ * How many read contexts (a ReadIndex request's `ctx`) one process life has: `MAX_READ_CTX`
+ * split among 2^32 ranges, one per 32-bit hash of a life's boot id.
  */
 export const READ_CTXS_PER_LIFE = MAX_READ_CTX / 2 ** 32;
 
@@ -25,7 +25,7 @@ export class ReadContexts {
     this.#base = fnv1a32(bootId) * READ_CTXS_PER_LIFE;
   }
 
-  /** The next context, never 0 (a heartbeat round's `readCtx` of none). */
+  /** The next context of this life's range: one past its base, up to READ_CTXS_PER_LIFE - 1 past it, then from one past again. */
   next(): number {
     this.#next = (this.#next % (READ_CTXS_PER_LIFE - 1)) + 1;
     return this.#base + this.#next;
