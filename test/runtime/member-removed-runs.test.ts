@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { NodeId } from '../../src/raft/types.js';
 import type { SimJob } from '../../simulations/jobs.js';
+import { watchRunSpans } from '../fixtures/follower-run.js';
 import { FOUNDERS, MembershipSim, SETTINGS } from '../fixtures/membership-sim.js';
 
 /** Mode 'one' jobs whose runs last 1.5 to 2.5 s. */
@@ -31,17 +32,7 @@ describe('removing a live member while it runs a slot', () => {
     it(`never has the slot running on the removed member and on another at once${title}`, async () => {
       const sim = new MembershipSim(1, SETTINGS, ahead ? SHORT_JOBS : JOBS);
       const now = (): number => sim.scheduler.nowMs;
-      const runs = new Map<string, Array<{ id: NodeId; token: number; from: number; to: number }>>();
-      const key = (job: string, slotMs: number): string => `${job}@${slotMs}`;
-      sim.onRunStart = (id, _inc, run) => {
-        const k = key(run.job, run.slotMs);
-        runs.set(k, [...(runs.get(k) ?? []), { id, token: Number(run.fencingToken), from: now(), to: Number.POSITIVE_INFINITY }]);
-      };
-      // The handler's end: its outcome (succeeded, or interrupted once its signal aborted).
-      sim.onRun = (id, _inc, run) => {
-        const r = runs.get(key(run.job, run.slotMs))?.find((x) => x.id === id && x.token === Number(run.fencingToken));
-        if (r !== undefined) r.to = now();
-      };
+      const { spans: runs, overlaps } = watchRunSpans(sim);
       for (const id of FOUNDERS) await sim.start(id);
       await sim.until('version 3', () => (FOUNDERS.every((id) => sim.get(id).member?.versions.active === 3) ? true : undefined));
       await sim.run(3000);
@@ -61,13 +52,7 @@ describe('removing a live member while it runs a slot', () => {
       await sim.settle(leader.member!.proposeConfChange({ type: 'remove', id: victim }));
       await sim.run(4000);
       if (!deaf) expect(sim.fatal.get(victim)).toMatchObject({ code: 'CRONRAFT_REMOVED' });
-      const overlaps: string[] = [];
-      for (const [k, rs] of runs) {
-        for (const a of rs) for (const b of rs) {
-          if (a.id < b.id && a.from < b.to && b.from < a.to) overlaps.push(`${k}: ${a.id}#${a.token} [${a.from.toFixed(1)}, ${a.to.toFixed(1)}] and ${b.id}#${b.token} [${b.from.toFixed(1)}, ${b.to.toFixed(1)}]`);
-        }
-      }
-      expect(overlaps).toEqual([]);
+      expect(overlaps()).toEqual([]);
       // Lost by now, the removed member handles no job any more.
       const handling = [...sim.leader()!.member!.scheduler.state.jobs.values()].filter((job) => job.handlers.has(victim)).map((job) => job.name);
       expect(handling).toEqual([]);

@@ -3,6 +3,7 @@ import type { NodeId } from '../../src/raft/types.js';
 import { memberSettings } from '../../src/runtime/member-settings.js';
 import type { SimJob } from '../../simulations/jobs.js';
 import { drainMicrotasks } from '../../simulations/scheduler.js';
+import { slotKey, watchRunSpans } from '../fixtures/follower-run.js';
 import { FOUNDERS, LIMIT_MS, MembershipSim } from '../fixtures/membership-sim.js';
 
 /** Mode 'one' jobs whose runs are short: a member holds claims ahead (the look-ahead) between them. */
@@ -30,15 +31,7 @@ describe('a follower the leader sends a snapshot to, while it answers', () => {
     it(`keeps its claims: no slot runs on it and on another member at once (seed ${seed})`, async () => {
       const sim = new MembershipSim(seed, SETTINGS, JOBS);
       const now = (): number => sim.scheduler.nowMs;
-      const runs = new Map<string, Array<{ id: NodeId; from: number; to: number }>>();
-      sim.onRunStart = (id, _inc, run) => {
-        const k = `${run.job}@${run.slotMs}`;
-        runs.set(k, [...(runs.get(k) ?? []), { id, from: now(), to: Number.POSITIVE_INFINITY }]);
-      };
-      sim.onRun = (id, _inc, run) => {
-        const r = runs.get(`${run.job}@${run.slotMs}`)?.find((x) => x.id === id && x.to === Number.POSITIVE_INFINITY);
-        if (r !== undefined) r.to = now();
-      };
+      const { spans, overlaps } = watchRunSpans(sim);
       for (const id of FOUNDERS) await sim.start(id);
       await sim.until('version 3', () => (FOUNDERS.every((id) => sim.get(id).member?.versions.active === 3) ? true : undefined));
       await sim.run(3000);
@@ -67,15 +60,8 @@ describe('a follower the leader sends a snapshot to, while it answers', () => {
       // The case the test is about came to pass: a snapshot on its way to the victim before its claim's instant.
       expect(sentSnapshot).toBe(true);
       await sim.run(LIMIT_MS / 4);
-      const slot = runs.get(`${claim.job}@${claim.slotMs}`) ?? [];
-      expect(slot.map((r) => r.id)).toContain(victim.id);
-      const overlaps: string[] = [];
-      for (const [k, rs] of runs) {
-        for (const a of rs) for (const b of rs) {
-          if (a.id < b.id && a.from < b.to && b.from < a.to) overlaps.push(`${k}: ${a.id} [${a.from.toFixed(1)}, ${a.to.toFixed(1)}] and ${b.id} [${b.from.toFixed(1)}, ${b.to.toFixed(1)}]`);
-        }
-      }
-      expect(overlaps).toEqual([]);
+      expect((spans.get(slotKey(claim.job, claim.slotMs)) ?? []).map((r) => r.id)).toContain(victim.id);
+      expect(overlaps()).toEqual([]);
     });
   }
 });
