@@ -1,8 +1,9 @@
+import { crc32 } from '../bytes/crc32.js';
 import { MAX_READ_CTX } from '../raft/bounds.js';
 
 /**
  * How many read contexts (a ReadIndex request's `ctx`) one process life has: `MAX_READ_CTX`
- * split among 2^32 ranges, one per 32-bit hash of a life's boot id.
+ * split among 2^32 ranges, one per CRC-32 of a life's boot id.
  */
 export const READ_CTXS_PER_LIFE = MAX_READ_CTX / 2 ** 32;
 
@@ -22,7 +23,7 @@ export class ReadContexts {
   #next = 0;
 
   constructor(bootId: string) {
-    this.#base = fnv1a32(bootId) * READ_CTXS_PER_LIFE;
+    this.#base = crc32(new TextEncoder().encode(bootId)) * READ_CTXS_PER_LIFE;
   }
 
   /** The next context of this life's range: one past its base, up to READ_CTXS_PER_LIFE - 1 past it, then from one past again. */
@@ -30,14 +31,4 @@ export class ReadContexts {
     this.#next = (this.#next % (READ_CTXS_PER_LIFE - 1)) + 1;
     return this.#base + this.#next;
   }
-}
-
-/** FNV-1a, 32 bits, of the string's UTF-16 code units: a spread of boot ids, not a secret. */
-function fnv1a32(text: string): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    hash ^= text.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193);
-  }
-  return hash >>> 0;
 }
