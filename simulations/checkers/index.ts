@@ -152,7 +152,8 @@ export class RunCheckers {
   /**
    * Whether a slot had reason to start late or not at all (on `member`, when given): another
    * run of its job was in progress around its instant (its overlap policy makes it wait or
-   * skip), its member was at its maxConcurrent, or it was recorded skipped, replaced or cancelled.
+   * skip), a member it was given to was at its maxConcurrent, or it was recorded skipped,
+   * replaced or cancelled.
    */
   excused(job: string, slotMs: number, member: NodeId | undefined, marginMs: number): boolean {
     const slotT = slotMs - SIM_EPOCH_MS;
@@ -162,7 +163,11 @@ export class RunCheckers {
     if (this.#runs.busyAt(job, slotMs, slotT, marginMs, mode === 'all' ? member : undefined)) return true;
     const max = this.#timing.maxConcurrent;
     if (max === undefined || !Number.isFinite(max)) return false;
-    return (member === undefined ? (slot?.assignees ?? []) : [member]).some((id) => this.#runs.fullAt(id, slotT, max, marginMs));
+    // Any member the log ever gave the slot: one that was full at its instant started it late,
+    // then it may have failed there and moved (found by a census with maxConcurrent 2: its
+    // current assignee was not the one that kept it waiting).
+    const given = member === undefined ? new Set([...(slot?.grants ?? [])].map((grant) => grant.slice(0, grant.indexOf(' ')))) : [member];
+    return [...given].some((id) => this.#runs.fullAt(id, slotT, max, marginMs));
   }
 
   /**
@@ -172,12 +177,18 @@ export class RunCheckers {
    * moved to one member at once) while the member ran the job until a moment ago; under 'skip',
    * in mode 'one', a late slot (moved or retried after its run was interrupted) that waits for
    * the job's other late runs to end, on any member (README "Overlap"), while some member ran
-   * the job until a moment ago.
+   * the job until a moment ago. Whatever the policy, a slot waiting for a free run permit on a
+   * member that ran as many runs as its maxConcurrent until a moment ago: jobs whose runs need
+   * more than the member's permits give it a backlog that it works through in priority order,
+   * which may outlast the simulation (found by a census with maxConcurrent 1, where a slot of
+   * 'all-members' waited behind other jobs' runs for seconds).
    */
   underway(t: number, job: string, slotMs: number, member: NodeId): boolean {
     const token = this.#slots.slots.get(claimKey(job, slotMs))?.token;
     const incarnation = this.#watch.member(member)?.incarnation ?? 0;
     if (token !== undefined && this.#runs.get(RunsInProgress.idOf(member, incarnation, { job, slotMs, fencingToken: token })) !== undefined) return true;
+    const max = this.#timing.maxConcurrent;
+    if (max !== undefined && Number.isFinite(max) && this.#runs.fullAt(member, t, max, QUEUE_MOVING_MS)) return true;
     const spec = this.#slots.jobs.get(job);
     const overlap = spec?.policy.overlap;
     let last: number | undefined;

@@ -28,6 +28,7 @@ interface SimulateFlags {
   readonly locks: string;
   readonly barriers: string;
   readonly maxEmit?: string;
+  readonly maxConcurrent?: string;
   readonly progress: string;
 }
 
@@ -54,6 +55,7 @@ export function addSimulateCommand(program: Command, io: CliOutput, self: { read
     .option('--locks <on|off|drawn>', 'runExclusive in the swarm: in every seed, none, or drawn from the seed (about a quarter)', 'drawn')
     .option('--barriers <on|off|drawn>', 'read barriers in the swarm: in every seed, none, or drawn from the seed (about a quarter)', 'drawn')
     .option('--max-emit <n>', "the largest emit of a run's fan-out")
+    .option('--max-concurrent <n>', "runs at once on each member (Cluster's maxConcurrent option); more wait for a free one", 'no limit')
     .option('--progress <time>', 'a sweep without --json: a line on stderr of the seeds run so far, at most this often', '30s')
     .action(async (flags: SimulateFlags) => {
       exit(await runSimulate(flags, io, self));
@@ -94,6 +96,7 @@ async function runSimulate(values: SimulateFlags, io: CliOutput, self: { readonl
   if (values.barriers !== 'on' && values.barriers !== 'off' && values.barriers !== 'drawn') throw new InvalidArgumentError('--barriers', values.barriers, 'on, off or drawn');
   const barriers = values.barriers === 'drawn' ? {} : { barriers: values.barriers === 'on' };
   const maxEmit = values.maxEmit === undefined ? {} : { maxEmit: positiveInt(values.maxEmit, '--max-emit') };
+  const maxConcurrent = values.maxConcurrent === undefined || values.maxConcurrent === 'no limit' ? {} : { maxConcurrent: positiveInt(values.maxConcurrent, '--max-concurrent') };
   // Seed 0 is a seed as simulate() takes it: a seed a test found through the function replays here.
   const first = values.seed === undefined ? positiveInt(values.from, '--from', MAX_SIM_SEED, 0) : positiveInt(values.seed, '--seed', MAX_SIM_SEED, 0);
   const count = values.seed === undefined && values.seeds !== undefined ? positiveInt(values.seeds, '--seeds', MAX_SIM_SEED - first + 1) : 1;
@@ -102,9 +105,9 @@ async function runSimulate(values: SimulateFlags, io: CliOutput, self: { readonl
   const failed: SimulationResult[] = [];
   if (values.report !== undefined && count > 1) throw new InvalidArgumentError('--report', values.report, 'used with one seed (--seed N)');
   const replay = (r: SimulationResult): string =>
-    `npx cronraft simulate --seed ${r.seed} --members ${members} --duration ${shellWord(values.duration)} --faults ${shellWord(values.faults)}${proposals ? '' : ' --proposals off'}${values.fanout === 'drawn' ? '' : ` --fanout ${values.fanout}`}${values.locks === 'drawn' ? '' : ` --locks ${values.locks}`}${values.barriers === 'drawn' ? '' : ` --barriers ${values.barriers}`}${values.maxEmit === undefined ? '' : ` --max-emit ${shellWord(values.maxEmit)}`}`;
+    `npx cronraft simulate --seed ${r.seed} --members ${members} --duration ${shellWord(values.duration)} --faults ${shellWord(values.faults)}${proposals ? '' : ' --proposals off'}${values.fanout === 'drawn' ? '' : ` --fanout ${values.fanout}`}${values.locks === 'drawn' ? '' : ` --locks ${values.locks}`}${values.barriers === 'drawn' ? '' : ` --barriers ${values.barriers}`}${values.maxEmit === undefined ? '' : ` --max-emit ${shellWord(values.maxEmit)}`}${maxConcurrent.maxConcurrent === undefined ? '' : ` --max-concurrent ${maxConcurrent.maxConcurrent}`}`;
   const parallel = Math.min(values.parallel === 'auto' ? availableParallelism() : positiveInt(values.parallel, '--parallel'), count);
-  const results = parallel > 1 ? inProcesses(self, first, count, parallel) : inThisProcess(first, count, { members, durationMs, faults, proposals, ...fanout, ...locks, ...barriers, ...maxEmit, timeline: values.report !== undefined });
+  const results = parallel > 1 ? inProcesses(self, first, count, parallel) : inThisProcess(first, count, { members, durationMs, faults, proposals, ...fanout, ...locks, ...barriers, ...maxEmit, ...maxConcurrent, timeline: values.report !== undefined });
   // A sweep prints its results at its end: a long one (npm run sim:soak) says meanwhile how far it is.
   const progressMs = parseDurationMs(values.progress, '--progress');
   let progressAtMs = started;

@@ -78,7 +78,7 @@ describe('cronraft simulate', () => {
     expect(json.settings.timing.requestTimeoutMs).toBe(varied.requestTimeoutMs ?? CLUSTER_DEFAULTS.requestTimeoutMs);
   });
 
-  it('runs fan-out in the seed with --fanout on and none with off; refuses a bad --fanout or --max-emit', async () => {
+  it('runs fan-out in the seed with --fanout on and none with off; refuses a bad --fanout, --max-emit or --max-concurrent', async () => {
     const args = ['simulate', '--seed', '3', '--members', '3', '--duration', '3s', '--json'];
     const on = JSON.parse((await cronraft(...args, '--fanout', 'on', '--max-emit', '2')).stdout) as { fanout: { topics: string[] } | null };
     const off = JSON.parse((await cronraft(...args, '--fanout', 'off')).stdout) as { fanout: unknown };
@@ -88,6 +88,7 @@ describe('cronraft simulate', () => {
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('Invalid --fanout');
     expect((await cronraft('simulate', '--max-emit', '0')).stderr).toContain('Invalid --max-emit');
+    expect((await cronraft('simulate', '--max-concurrent', '0')).stderr).toContain('Invalid --max-concurrent');
   });
 
   it('runs runExclusive’s calls and read barriers in the seed with --locks on and --barriers on, and none with off; refuses a bad --locks or --barriers', async () => {
@@ -158,7 +159,7 @@ describe('cronraft simulate', () => {
     const dir = mkdtempSync(join(tmpdir(), "cronraft ci's runs-"));
     try {
       const path = join(dir, 'run.html');
-      const r = await cronraft('simulate', '--seed', '2', '--members', '1', '--duration', '1ms', '--faults', 'partition, clock', '--proposals', 'off', '--report', path);
+      const r = await cronraft('simulate', '--seed', '2', '--members', '1', '--duration', '1ms', '--faults', 'partition, clock', '--proposals', 'off', '--max-concurrent', '2', '--report', path);
       expect(r.code).toBe(0);
       const command = /npx cronraft simulate [^<]*/.exec(readFileSync(path, 'utf8'))?.[0] ?? '';
       // The page escapes its text: what a reader copies is the command unescaped.
@@ -166,7 +167,8 @@ describe('cronraft simulate', () => {
       expect(copied).toContain("--faults 'partition, clock'");
       // Run by a shell, it replays the run (the same seed, without its report).
       const { stdout } = await run('sh', ['-c', `${copied.replace(/^npx cronraft/, `"${process.execPath}" "${cli}"`)} --json`], { timeout: 60_000 });
-      expect(JSON.parse(stdout.trim().split('\n').at(-1) ?? '')).toMatchObject({ seed: 2 });
+      // The replay runs with the members' maxConcurrent too.
+      expect(JSON.parse(stdout.trim().split('\n').at(-1) ?? '')).toMatchObject({ seed: 2, settings: { timing: { maxConcurrent: 2 } } });
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
