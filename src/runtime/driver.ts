@@ -257,6 +257,15 @@ export class RaftDriver {
   }
 
   /**
+   * Whether a proposal made now would be refused with NotLeaderError (no leader is known, or it
+   * has been silent too long) while this driver runs: a caller that tries until its command
+   * applies waits instead, sparing the encoding and the error of a try that cannot go anywhere.
+   */
+  get leaderUnreachable(): boolean {
+    return this.#running && this.#fatal === null && !this.#contact.reachesLeader(this.#o.timers.now());
+  }
+
+  /**
    * A linearizable read barrier: resolves with an index once this member has applied every
    * entry committed before the call, as confirmed by a quorum (Raft's ReadIndex).
    */

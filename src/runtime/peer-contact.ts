@@ -167,15 +167,19 @@ export class PeerContact {
 
   /** Why a proposal cannot even be forwarded at `nowMs`, or null if it can. */
   unreachableLeader(nowMs: number): NotLeaderError | null {
+    if (this.reachesLeader(nowMs)) return null;
     const leader = this.#node.leader;
-    if (this.#node.role === 'leader') return null;
     if (leader === null) return new NotLeaderError(null);
+    return new NotLeaderError(leader, `The leader ${leader} has not been heard from for over ${this.#leaderSilenceMs} ms`);
+  }
+
+  /** Whether a proposal can be taken or forwarded at `nowMs`: this member leads, or knows a leader it heard from lately. */
+  reachesLeader(nowMs: number): boolean {
+    if (this.#node.role === 'leader') return true;
+    const leader = this.#node.leader;
     // Silence counts while this member's loop ran, in ticks as Raft counts its election timeout
     // (see silence): a long synchronous start of the app, a stall, takes in nothing. The ticks
     // due in such a stall fire as one.
-    if (this.silence(leader, nowMs) > this.#leaderSilenceMs) {
-      return new NotLeaderError(leader, `The leader ${leader} has not been heard from for over ${this.#leaderSilenceMs} ms`);
-    }
-    return null;
+    return leader !== null && this.silence(leader, nowMs) <= this.#leaderSilenceMs;
   }
 }

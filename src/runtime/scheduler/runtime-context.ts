@@ -19,6 +19,11 @@ export interface SchedulerRuntimeOptions {
   readonly timers: Timers;
   /** Replicates a command; resolves once it is applied here. */
   readonly propose: (command: SchedulerCommand) => Promise<unknown>;
+  /**
+   * Whether `propose` would be refused now for want of a reachable leader (NotLeaderError):
+   * `proposeUntil` then waits for its next try without proposing. @default never
+   */
+  readonly leaderUnreachable?: () => boolean;
   /** Emits work items from a slot (fan-out, issue 19): a job context's `emit`. @default refused */
   readonly emitItems?: (topic: string, items: readonly unknown[], key: ((item: unknown, index: number) => string | null) | undefined, origin: { readonly job: string; readonly slotMs: number }) => Promise<Batch>;
   /**
@@ -179,14 +184,18 @@ export class RuntimeContext {
     const startedAtMs = o.timers.now();
     let waitMs = o.planIntervalMs;
     while (!this.#stopped && o.timers.now() - startedAtMs < PROPOSE_UNTIL_GIVE_UP_MS && !settled()) {
-      try {
-        await o.propose(command);
-        return;
-      } catch (error) {
-        if (driverStopped(error)) return;
-        await new Promise<void>((resolve) => o.timers.setTimeout(resolve, waitMs));
-        if (o.timers.now() - startedAtMs >= o.reassignHorizonMs) waitMs = Math.min(waitMs * 2, PROPOSE_UNTIL_MAX_WAIT_MS);
+      // A member cut off from the leader holds a loop for each record of its runs: a try that
+      // would be refused at once is not made, rather than encoded and refused every interval.
+      if (o.leaderUnreachable?.() !== true) {
+        try {
+          await o.propose(command);
+          return;
+        } catch (error) {
+          if (driverStopped(error)) return;
+        }
       }
+      await new Promise<void>((resolve) => o.timers.setTimeout(resolve, waitMs));
+      if (o.timers.now() - startedAtMs >= o.reassignHorizonMs) waitMs = Math.min(waitMs * 2, PROPOSE_UNTIL_MAX_WAIT_MS);
     }
   }
 }
