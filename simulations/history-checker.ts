@@ -33,12 +33,16 @@ export function checkHistories(
 ): void {
   for (const { id, state } of members) {
     let reported = 0;
+    // A slot's instant as history() shows it is a Date, in whole milliseconds; the simulator's
+    // clocks are finer, and the checkers know a slot by its exact instant, which its token gives.
+    const exactSlotMs = new Map<number, number>();
+    for (const claim of state.claims.values()) exactSlotMs.set(claim.token, claim.slotMs);
     for (const slot of historyOf(state, { limit: Number.POSITIVE_INFINITY })) {
       const slotT = slot.slot.getTime() - SIM_EPOCH_MS;
       if (slotT > settledT) continue;
       for (const assignee of slot.assignees) {
         if (slot.outcomes[assignee]?.token === slot.fencingToken) continue;
-        if (underway(slot.job, slot.slot.getTime(), assignee)) continue;
+        if (underway(slot.job, exactSlotMs.get(slot.fencingToken) ?? slot.slot.getTime(), assignee)) continue;
         const shownRunning = slot.running[assignee] !== undefined;
         const shown = slot.outcomes[assignee];
         const earlier = shown === undefined ? 'no earlier outcome' : `${shown.outcome} under the earlier token ${shown.token}`;

@@ -29,11 +29,13 @@ export interface SlotRecord {
   runs: number;
   /** Every `${member} ${token}` the log ever gave this slot: a run must hold one of them. */
   readonly grants: Set<string>;
+  /** Each member the log ever gave this slot, with the true time it was first seen given it. */
+  readonly givenAt: Map<NodeId, number>;
   /** The token whose run a later slot replaced (overlap 'replace') or an operator cancelled: the slot's story is over. */
   cancelledToken: number | null;
 }
 
-interface JobInfo {
+export interface JobInfo {
   readonly spec: JobSpec;
   readonly mode: AssignMode;
   /** As the first registration replicated it. */
@@ -138,7 +140,10 @@ export class SchedulerChecker {
         slot.assignees = command.assignees;
         slot.attempt++;
         if (command.reason === 'retry' || version < RETRY_COUNT_VERSION) slot.retried++;
-        for (const member of command.assignees) slot.grants.add(`${member} ${index}`);
+        for (const member of command.assignees) {
+          slot.grants.add(`${member} ${index}`);
+          if (!slot.givenAt.has(member)) slot.givenAt.set(member, t);
+        }
         return;
       }
       case 'skip': {
@@ -204,7 +209,7 @@ export class SchedulerChecker {
       }
     }
     const grants = new Set(command.assignees.map((member) => `${member} ${index}`));
-    this.slots.set(key, { job: command.job, slotMs: command.slotMs, token: index, assignees: command.assignees, attempt: 1, retried: 0, outcomes: new Map(), outcomeAt: new Map(), firstStartT: null, runs: 0, grants, cancelledToken: null });
+    this.slots.set(key, { job: command.job, slotMs: command.slotMs, token: index, assignees: command.assignees, attempt: 1, retried: 0, outcomes: new Map(), outcomeAt: new Map(), firstStartT: null, runs: 0, grants, givenAt: new Map(command.assignees.map((member) => [member, t])), cancelledToken: null });
   }
 
   onRunStart(t: number, member: NodeId, incarnation: number, run: { job: string; slotMs: number; fencingToken: number }): void {

@@ -163,11 +163,11 @@ export class RunCheckers {
     if (this.#runs.busyAt(job, slotMs, slotT, marginMs, mode === 'all' ? member : undefined)) return true;
     const max = this.#timing.maxConcurrent;
     if (max === undefined || !Number.isFinite(max)) return false;
-    // Any member the log ever gave the slot: one that was full at its instant started it late,
-    // then it may have failed there and moved (found by a census with maxConcurrent 2: its
-    // current assignee was not the one that kept it waiting).
-    const given = member === undefined ? new Set([...(slot?.grants ?? [])].map((grant) => grant.slice(0, grant.indexOf(' ')))) : [member];
-    return [...given].some((id) => this.#runs.fullAt(id, slotT, max, marginMs));
+    // The members that held the slot by its instant: one that was full then started it late, and
+    // it may have failed there and moved since (found by a census with maxConcurrent 2: its
+    // current assignee was not the one that kept it waiting). One given it later did not.
+    const given = member === undefined ? [...(slot?.givenAt ?? [])].filter(([, t]) => t <= slotT + marginMs).map(([id]) => id) : [member];
+    return given.some((id) => this.#runs.mostAtOnce(id, slotT - marginMs, slotT + marginMs) >= max);
   }
 
   /**
@@ -177,18 +177,22 @@ export class RunCheckers {
    * moved to one member at once) while the member ran the job until a moment ago; under 'skip',
    * in mode 'one', a late slot (moved or retried after its run was interrupted) that waits for
    * the job's other late runs to end, on any member (README "Overlap"), while some member ran
-   * the job until a moment ago. Whatever the policy, a slot waiting for a free run permit on a
-   * member that ran as many runs as its maxConcurrent until a moment ago: jobs whose runs need
-   * more than the member's permits give it a backlog that it works through in priority order,
-   * which may outlast the simulation (found by a census with maxConcurrent 1, where a slot of
-   * 'all-members' waited behind other jobs' runs for seconds).
+   * the job until a moment ago. On members with a maxConcurrent, whatever the policy, a slot
+   * whose run its member says is not over (`SchedulerRuntime.unsettled`: waiting to start,
+   * running, or its outcome on its way), while that member runs, or ran until a moment ago: jobs
+   * whose runs need more than its maxConcurrent give it a backlog that it works through in
+   * priority order, which may outlast the simulation (found by a census with maxConcurrent 1,
+   * where a slot of 'all-members' waited behind other jobs' runs for seconds). A member that
+   * runs nothing while runs wait (a permit never given back) excuses none of them.
    */
   underway(t: number, job: string, slotMs: number, member: NodeId): boolean {
     const token = this.#slots.slots.get(claimKey(job, slotMs))?.token;
-    const incarnation = this.#watch.member(member)?.incarnation ?? 0;
+    const watched = this.#watch.member(member);
+    const incarnation = watched?.incarnation ?? 0;
     if (token !== undefined && this.#runs.get(RunsInProgress.idOf(member, incarnation, { job, slotMs, fencingToken: token })) !== undefined) return true;
     const max = this.#timing.maxConcurrent;
-    if (max !== undefined && Number.isFinite(max) && this.#runs.fullAt(member, t, max, QUEUE_MOVING_MS)) return true;
+    const limited = max !== undefined && Number.isFinite(max);
+    if (limited && token !== undefined && watched?.member?.scheduler.unsettled(job, slotMs, token) === true && this.#runs.ranLately(member, incarnation, t, QUEUE_MOVING_MS)) return true;
     const spec = this.#slots.jobs.get(job);
     const overlap = spec?.policy.overlap;
     let last: number | undefined;

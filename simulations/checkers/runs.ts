@@ -81,12 +81,33 @@ export class RunsInProgress {
     return (this.#ended.get(job) ?? []).some((r) => overlaps(r, r.endT));
   }
 
-  /** Whether `member` ran at least `count` runs of any job at once around true time `t` (a member at its maxConcurrent). */
-  fullAt(member: NodeId, t: number, count: number, marginMs: number): boolean {
-    let running = 0;
-    for (const run of this.#runs.values()) if (run.member === member && run.startT <= t + marginMs) running++;
-    for (const ended of this.#ended.values()) for (const r of ended) if (r.member === member && r.startT <= t + marginMs && r.endT >= t - marginMs) running++;
-    return running >= count;
+  /**
+   * The most runs of any job `member` ran at once at some instant of true time [fromT, toT] (a
+   * member at its maxConcurrent holds that many). A run that ends at the instant another starts
+   * (its permit handed on) does not count with it.
+   */
+  mostAtOnce(member: NodeId, fromT: number, toT: number): number {
+    const changes: Array<[number, number]> = [];
+    const add = (startT: number, endT: number): void => {
+      if (startT > toT || endT < fromT) return;
+      changes.push([Math.max(startT, fromT), 1]);
+      if (endT <= toT) changes.push([endT, -1]);
+    };
+    for (const run of this.#runs.values()) if (run.member === member) add(run.startT, Number.POSITIVE_INFINITY);
+    for (const ended of this.#ended.values()) for (const r of ended) if (r.member === member) add(r.startT, r.endT);
+    // At one instant, ends before starts.
+    changes.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+    let now = 0;
+    let most = 0;
+    for (const [, change] of changes) most = Math.max(most, (now += change));
+    return most;
+  }
+
+  /** Whether `member` has a run of its process life `incarnation` in progress at true time `t`, or ended one within `withinMs` before it. */
+  ranLately(member: NodeId, incarnation: number, t: number, withinMs: number): boolean {
+    for (const run of this.#runs.values()) if (run.member === member && run.incarnation === incarnation) return true;
+    for (const ended of this.#ended.values()) for (const r of ended) if (r.member === member && r.endT >= t - withinMs) return true;
+    return false;
   }
 
   /** The latest true time `member` (any member, when undefined) was running `job`: `t` if it still is. */

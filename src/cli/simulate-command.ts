@@ -55,7 +55,7 @@ export function addSimulateCommand(program: Command, io: CliOutput, self: { read
     .option('--locks <on|off|drawn>', 'runExclusive in the swarm: in every seed, none, or drawn from the seed (about a quarter)', 'drawn')
     .option('--barriers <on|off|drawn>', 'read barriers in the swarm: in every seed, none, or drawn from the seed (about a quarter)', 'drawn')
     .option('--max-emit <n>', "the largest emit of a run's fan-out")
-    .option('--max-concurrent <n>', "runs at once on each member (Cluster's maxConcurrent option); more wait for a free one", 'no limit')
+    .option('--max-concurrent <n>', "runs at once on each member (Cluster's maxConcurrent option; default: no limit); more wait for a free one")
     .option('--progress <time>', 'a sweep without --json: a line on stderr of the seeds run so far, at most this often', '30s')
     .action(async (flags: SimulateFlags) => {
       exit(await runSimulate(flags, io, self));
@@ -96,7 +96,7 @@ async function runSimulate(values: SimulateFlags, io: CliOutput, self: { readonl
   if (values.barriers !== 'on' && values.barriers !== 'off' && values.barriers !== 'drawn') throw new InvalidArgumentError('--barriers', values.barriers, 'on, off or drawn');
   const barriers = values.barriers === 'drawn' ? {} : { barriers: values.barriers === 'on' };
   const maxEmit = values.maxEmit === undefined ? {} : { maxEmit: positiveInt(values.maxEmit, '--max-emit') };
-  const maxConcurrent = values.maxConcurrent === undefined || values.maxConcurrent === 'no limit' ? {} : { maxConcurrent: positiveInt(values.maxConcurrent, '--max-concurrent') };
+  const maxConcurrent = values.maxConcurrent === undefined ? {} : { maxConcurrent: positiveInt(values.maxConcurrent, '--max-concurrent') };
   // Seed 0 is a seed as simulate() takes it: a seed a test found through the function replays here.
   const first = values.seed === undefined ? positiveInt(values.from, '--from', MAX_SIM_SEED, 0) : positiveInt(values.seed, '--seed', MAX_SIM_SEED, 0);
   const count = values.seed === undefined && values.seeds !== undefined ? positiveInt(values.seeds, '--seeds', MAX_SIM_SEED - first + 1) : 1;

@@ -253,7 +253,7 @@ export class RaftDriver {
   propose(data: Uint8Array, signal?: AbortSignal, leaderTerm?: number): Promise<ProposalResult> {
     if (this.#fatal !== null) return Promise.reject(this.#fatalError());
     if (!this.#running) return Promise.reject(new NotRunningError(this.#stopped ? 'stopped' : 'not started'));
-    return this.#requests.propose(data, signal, () => this.#contact.unreachableLeader(this.#o.timers.now()), leaderTerm);
+    return this.#requests.propose(data, signal, () => this.#contact.unreachableLeaderError(this.#o.timers.now()), leaderTerm);
   }
 
   /**

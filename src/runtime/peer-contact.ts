@@ -21,7 +21,7 @@ export class PeerContact {
   readonly #tickMs: number;
   readonly #leaderSilenceMs: number;
   readonly #lastHeard = new Map<NodeId, number>();
-  /** Ticks run so far, and the tick count when each peer was last heard from (see unreachableLeader). */
+  /** Ticks run so far, and the tick count when each peer was last heard from (see unreachableLeaderError). */
   #ticks = 0;
   readonly #heardAtTick = new Map<NodeId, number>();
   /** When this member last took in a message from the leader it then followed (monotonic ms). */
@@ -166,7 +166,7 @@ export class PeerContact {
   }
 
   /** Why a proposal cannot even be forwarded at `nowMs`, or null if it can. */
-  unreachableLeader(nowMs: number): NotLeaderError | null {
+  unreachableLeaderError(nowMs: number): NotLeaderError | null {
     if (this.reachesLeader(nowMs)) return null;
     const leader = this.#node.leader;
     if (leader === null) return new NotLeaderError(null);

@@ -29,9 +29,9 @@ describe('PeerContact.silence', () => {
     contact.heard('l', 0);
     // A stall of a second with one tick: not the leader's silence.
     contact.tick();
-    expect(contact.unreachableLeader(1000)).toBeNull();
+    expect(contact.unreachableLeaderError(1000)).toBeNull();
     for (let i = 0; i < 25; i++) contact.tick();
-    expect(contact.unreachableLeader(1260)?.code).toBe('CRONRAFT_NOT_LEADER');
+    expect(contact.unreachableLeaderError(1260)?.code).toBe('CRONRAFT_NOT_LEADER');
   });
 });
 

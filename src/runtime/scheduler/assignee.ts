@@ -140,6 +140,18 @@ export class Assignee {
     return this.#records.endedAnnounced();
   }
 
+  /**
+   * Whether this member's run of the claim `key` under `token` is not over as the log will tell
+   * it: it fired and waits to start (behind another run of its job, or for a free run permit),
+   * runs, or ended and its outcome is on its way. The simulator's checkers ask, to tell a slot
+   * that waits its turn on a busy member from one that was lost.
+   */
+  unsettled(key: string, token: number): boolean {
+    const armed = this.#armed.get(key);
+    if (armed?.token === token && (armed.phase === 'queued' || armed.phase === 'ready' || armed.phase === 'running')) return true;
+    return this.#records.endedUnrecorded(key, token);
+  }
+
   /** Sends the records of runs held back (record-batcher.ts) now. */
   flushRecords(): void {
     this.#records.flush();

@@ -172,7 +172,8 @@ export class RuntimeContext {
    * Proposes `command` until it is applied, `settled()` holds (nothing left to do: the claim
    * moved on, or was forgotten), the member stops (or its driver did: a failure, its removal), or
    * PROPOSE_UNTIL_GIVE_UP_MS pass. Between tries it waits a plan interval, and once the
-   * reassignment horizon passed twice as long each time, up to PROPOSE_UNTIL_MAX_WAIT_MS. The
+   * reassignment horizon passed twice as long each time, up to PROPOSE_UNTIL_MAX_WAIT_MS; a try
+   * due while the driver knows no reachable leader is not made (`leaderUnreachable`). The
    * times are the member's monotonic timers': a step of the cluster's time must not end the tries
    * early, nor draw them out. A member cut off past the horizon still records what its runs did
    * once it reaches a leader again: giving up then left a run that succeeded shown in progress in

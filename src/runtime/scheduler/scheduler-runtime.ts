@@ -2,7 +2,7 @@ import { InvalidArgumentError, type RunAbortedError } from '../../errors.js';
 import type { TimerHandle } from '../../time/clock.js';
 import type { JobSpec } from '../../scheduler/spec.js';
 import { restoreSchedulerSnapshot } from '../../scheduler/state-snapshot.js';
-import type { ApplyResult, SchedulerStateParts } from '../../scheduler/records.js';
+import { claimKey, type ApplyResult, type SchedulerStateParts } from '../../scheduler/records.js';
 import type { SchedulerCommand } from '../../scheduler/command.js';
 import type { SchedulerState } from '../../scheduler/state.js';
 import { Assignee } from './assignee.js';
@@ -147,6 +147,11 @@ export class SchedulerRuntime {
    */
   checkLease(): void {
     this.#assignee.checkLease();
+  }
+
+  /** Whether this member's run of the slot under `token` is not over as the log will tell it (Assignee.unsettled). */
+  unsettled(job: string, slotMs: number, token: number): boolean {
+    return this.#assignee.unsettled(claimKey(job, slotMs), token);
   }
 
   #schedulePlan(delayMs = this.#o.planIntervalMs): void {
