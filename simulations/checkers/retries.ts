@@ -40,6 +40,8 @@ export class RetryChecker {
   readonly #endedAt = new Map<string, number>();
   /** The cluster version under which each failure's outcome applied, by the same key: it says how the leader counts the horizon. */
   readonly #failedUnder = new Map<string, number>();
+  /** Each failure's end as its member stamped it (true ms of the cluster's time it read), by the same key: where the leader counts the horizon from. */
+  readonly #failedStampT = new Map<string, number>();
   /** The members' reassignment horizon: a retry not made within it is given up (the planner's horizonStartMs). */
   readonly #horizonMs: number;
   /** True time from which no fault is injected and clocks have settled. */
@@ -69,7 +71,11 @@ export class RetryChecker {
     } else if (result.ok && command.type === 'unregister') {
       this.#handlers.get(command.job)?.delete(command.member);
     }
-    if (result.ok && command.type === 'outcome' && FAILED.has(command.outcome)) this.#failedUnder.set(`${command.member} ${claimKey(command.job, command.slotMs)} ${command.token}`, version);
+    if (result.ok && command.type === 'outcome' && FAILED.has(command.outcome)) {
+      const failure = `${command.member} ${claimKey(command.job, command.slotMs)} ${command.token}`;
+      this.#failedUnder.set(failure, version);
+      this.#failedStampT.set(failure, command.atMs - SIM_EPOCH_MS);
+    }
     if (!result.ok || (command.type !== 'claim' && command.type !== 'reassign')) return;
     const key = claimKey(command.job, command.slotMs);
     const failed = this.#assignee.get(key);
@@ -112,9 +118,15 @@ export class RetryChecker {
       if (Math.max(endT, this.#calmFromT) + backOffMs + RETRY_GRACE_MS > t) continue;
       // Not made within the horizon, the retry is given up, by design: the faults held the whole
       // of its window. The leader counts the horizon from when the retry is due from
-      // PAST_HORIZON_VERSION, before from the slot's instant.
-      const version = this.#failedUnder.get(`${member} ${claimKey(slot.job, slot.slotMs)} ${slot.token}`) ?? FIRST_CLUSTER_VERSION;
-      if (this.#calmFromT > (version >= PAST_HORIZON_VERSION ? endT + backOffMs : slotT) + this.#horizonMs) continue;
+      // PAST_HORIZON_VERSION, before from the slot's instant; due from the failure as its member
+      // stamped it, by the cluster's time as that member read it. A member whose cluster time
+      // was a bad clock's (as the clock promise allows: two clocks seen, one of them a minute
+      // behind) stamped it that far back, and the horizon ended that much sooner (found by a
+      // census with custom jobs, where a leader back from a crash read its own clock, 62 s behind).
+      const failure = `${member} ${claimKey(slot.job, slot.slotMs)} ${slot.token}`;
+      const version = this.#failedUnder.get(failure) ?? FIRST_CLUSTER_VERSION;
+      const failedT = Math.min(endT, this.#failedStampT.get(failure) ?? endT);
+      if (this.#calmFromT > (version >= PAST_HORIZON_VERSION ? failedT + backOffMs : slotT) + this.#horizonMs) continue;
       this.#report(t, 'retry', `${claimKey(slot.job, slot.slotMs)} ${outcome} on ${member} under token ${slot.token} (attempt ${slot.attempt}, ${slot.retried} retries so far) and was never retried, with ${policy.retries} retries`);
     }
   }
