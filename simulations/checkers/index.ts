@@ -161,11 +161,21 @@ export class RunCheckers {
     if (slot !== undefined && [...slot.outcomes].some(([by, outcome]) => by.endsWith(` ${slot.token}`) && (outcome === 'skipped' || outcome === 'replaced' || outcome === 'cancelled'))) return true;
     const mode = this.#slots.jobs.get(job)?.mode;
     if (this.#runs.busyAt(job, slotMs, slotT, marginMs, mode === 'all' ? member : undefined)) return true;
+    return this.waitedForPermit(job, slotMs, member, marginMs);
+  }
+
+  /**
+   * Whether a member that held the slot by its instant (`member`, when given) was running as
+   * many runs at once as its maxConcurrent then, within `marginMs`: the slot waited there for a
+   * free run permit. That member may have started it late, failed, and seen it moved since (found
+   * by a census with maxConcurrent 2: its current assignee was not the one that kept it waiting);
+   * one given it after its instant did not keep it waiting.
+   */
+  waitedForPermit(job: string, slotMs: number, member: NodeId | undefined, marginMs: number): boolean {
     const max = this.#timing.maxConcurrent;
     if (max === undefined || !Number.isFinite(max)) return false;
-    // The members that held the slot by its instant: one that was full then started it late, and
-    // it may have failed there and moved since (found by a census with maxConcurrent 2: its
-    // current assignee was not the one that kept it waiting). One given it later did not.
+    const slotT = slotMs - SIM_EPOCH_MS;
+    const slot = this.#slots.slots.get(claimKey(job, slotMs));
     const given = member === undefined ? [...(slot?.givenAt ?? [])].filter(([, t]) => t <= slotT + marginMs).map(([id]) => id) : [member];
     return given.some((id) => this.#runs.mostAtOnce(id, slotT - marginMs, slotT + marginMs) >= max);
   }

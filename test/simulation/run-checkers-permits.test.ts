@@ -4,6 +4,8 @@ import { memberSettings } from '../../src/runtime/member-settings.js';
 import type { RunRecord } from '../../src/runtime/scheduler/job-types.js';
 import { parseSpec } from '../../src/scheduler/spec.js';
 import { RunCheckers } from '../../simulations/checkers/index.js';
+import { checkHandover } from '../../simulations/handover.js';
+import type { SimJob } from '../../simulations/jobs.js';
 import type { SimMember } from '../../simulations/member.js';
 import { SchedulerChecker, type JobInfo, type SlotRecord } from '../../simulations/scheduler-checker.js';
 import { SIM_EPOCH_MS } from '../../simulations/scheduler.js';
@@ -132,5 +134,29 @@ describe('the run checkers, for a member at its maxConcurrent', () => {
     // A second run at once fills it.
     runs.onRunStart(2020, 'm1', 0, run('long', 1000, 13, 'm1'));
     expect(runs.excused('waits', SIM_EPOCH_MS + 2000, undefined, MARGIN_MS)).toBe(true);
+  });
+});
+
+describe('the handover check, for a member at its maxConcurrent', () => {
+  it('excuses a slot late behind a member full at its instant, and no other', () => {
+    const { runs, slots } = checkers(1);
+    const job: SimJob = { name: 'waits', spec: { every: '1s' } };
+    const late = claim(slots, 'waits', 2000, 11, ['m1']);
+    late.firstStartT = 3000;
+    const said: string[] = [];
+    const check = (waitedForPermit?: (job: string, slotMs: number) => boolean): void =>
+      checkHandover(5000, (_t, _kind, what) => void said.push(what), slots, [job], { fromT: 1500, toT: 2500 }, [], waitedForPermit);
+    const waited = (name: string, slotMs: number): boolean => runs.waitedForPermit(name, slotMs, undefined, MARGIN_MS);
+    // m1 ran nothing at the slot's instant: late for no reason of its own.
+    check(waited);
+    expect(said).toEqual([expect.stringContaining('waits@2000 started 1000.0 ms late')]);
+    said.length = 0;
+    claim(slots, 'long', 1000, 10, ['m1']);
+    runs.onRunStart(1000, 'm1', 0, run('long', 1000, 10, 'm1'));
+    check(waited);
+    expect(said).toEqual([]);
+    // Without the excuse, as before: blamed.
+    check();
+    expect(said).toHaveLength(1);
   });
 });
