@@ -38,10 +38,12 @@ export class RetryChecker {
   readonly #assignee = new Map<string, NodeId>();
   /** When each run ended (true ms), by `${member} ${key} ${token}`. */
   readonly #endedAt = new Map<string, number>();
-  /** The cluster version under which each failure's outcome applied, by the same key: it says how the leader counts the horizon. */
-  readonly #failedUnder = new Map<string, number>();
-  /** Each failure's end as its member stamped it (true ms of the cluster's time it read), by the same key: where the leader counts the horizon from. */
-  readonly #failedStampT = new Map<string, number>();
+  /**
+   * Each failure's outcome, by the same key: the cluster version under which it applied (how the
+   * leader counts the horizon) and the end its member stamped (true ms of the cluster's time it
+   * read: where the leader counts the horizon from).
+   */
+  readonly #failures = new Map<string, { readonly version: number; readonly stampT: number }>();
   /** The members' reassignment horizon: a retry not made within it is given up (the planner's horizonStartMs). */
   readonly #horizonMs: number;
   /** True time from which no fault is injected and clocks have settled. */
@@ -72,9 +74,7 @@ export class RetryChecker {
       this.#handlers.get(command.job)?.delete(command.member);
     }
     if (result.ok && command.type === 'outcome' && FAILED.has(command.outcome)) {
-      const failure = `${command.member} ${claimKey(command.job, command.slotMs)} ${command.token}`;
-      this.#failedUnder.set(failure, version);
-      this.#failedStampT.set(failure, command.atMs - SIM_EPOCH_MS);
+      this.#failures.set(`${command.member} ${claimKey(command.job, command.slotMs)} ${command.token}`, { version, stampT: command.atMs - SIM_EPOCH_MS });
     }
     if (!result.ok || (command.type !== 'claim' && command.type !== 'reassign')) return;
     const key = claimKey(command.job, command.slotMs);
@@ -123,9 +123,9 @@ export class RetryChecker {
       // was a bad clock's (as the clock promise allows: two clocks seen, one of them a minute
       // behind) stamped it that far back, and the horizon ended that much sooner (found by a
       // census with custom jobs, where a leader back from a crash read its own clock, 62 s behind).
-      const failure = `${member} ${claimKey(slot.job, slot.slotMs)} ${slot.token}`;
-      const version = this.#failedUnder.get(failure) ?? FIRST_CLUSTER_VERSION;
-      const failedT = Math.min(endT, this.#failedStampT.get(failure) ?? endT);
+      const failure = this.#failures.get(`${member} ${claimKey(slot.job, slot.slotMs)} ${slot.token}`);
+      const version = failure?.version ?? FIRST_CLUSTER_VERSION;
+      const failedT = Math.min(endT, failure?.stampT ?? endT);
       if (this.#calmFromT > (version >= PAST_HORIZON_VERSION ? failedT + backOffMs : slotT) + this.#horizonMs) continue;
       this.#report(t, 'retry', `${claimKey(slot.job, slot.slotMs)} ${outcome} on ${member} under token ${slot.token} (attempt ${slot.attempt}, ${slot.retried} retries so far) and was never retried, with ${policy.retries} retries`);
     }

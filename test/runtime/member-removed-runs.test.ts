@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import type { NodeId } from '../../src/raft/types.js';
 import type { SimJob } from '../../simulations/jobs.js';
 import { watchRunSpans } from '../fixtures/follower-run.js';
 import { FOUNDERS, MembershipSim, SETTINGS } from '../fixtures/membership-sim.js';
@@ -33,12 +32,8 @@ describe('removing a live member while it runs a slot', () => {
       const sim = new MembershipSim(1, SETTINGS, ahead ? SHORT_JOBS : JOBS);
       const now = (): number => sim.scheduler.nowMs;
       const { spans: runs, overlaps } = watchRunSpans(sim);
-      for (const id of FOUNDERS) await sim.start(id);
-      await sim.until('version 3', () => (FOUNDERS.every((id) => sim.get(id).member?.versions.active === 3) ? true : undefined));
-      await sim.run(3000);
-      const leader = sim.leader();
-      if (leader === undefined) throw new Error('no leader');
-      const victim = FOUNDERS.find((id) => id !== leader.id) as NodeId;
+      const { leader, follower } = await sim.foundersLed(3, 3000);
+      const victim = follower.id;
       if (ahead) {
         // A claim of the victim, not started, whose instant comes within its lease but after the removal commits.
         const state = leader.member!.scheduler.state;

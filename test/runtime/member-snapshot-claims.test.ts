@@ -1,10 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import type { NodeId } from '../../src/raft/types.js';
 import { memberSettings } from '../../src/runtime/member-settings.js';
 import type { SimJob } from '../../simulations/jobs.js';
 import { drainMicrotasks } from '../../simulations/scheduler.js';
 import { slotKey, watchRunSpans } from '../fixtures/follower-run.js';
-import { FOUNDERS, LIMIT_MS, MembershipSim } from '../fixtures/membership-sim.js';
+import { LIMIT_MS, MembershipSim } from '../fixtures/membership-sim.js';
 
 /** Mode 'one' jobs whose runs are short: a member holds claims ahead (the look-ahead) between them. */
 const JOBS: SimJob[] = Array.from({ length: 6 }, (_, i) => ({ name: `short${i}`, spec: { every: '1s' }, runMs: [50, 150], options: {} }));
@@ -32,12 +31,7 @@ describe('a follower the leader sends a snapshot to, while it answers', () => {
       const sim = new MembershipSim(seed, SETTINGS, JOBS);
       const now = (): number => sim.scheduler.nowMs;
       const { spans, overlaps } = watchRunSpans(sim);
-      for (const id of FOUNDERS) await sim.start(id);
-      await sim.until('version 3', () => (FOUNDERS.every((id) => sim.get(id).member?.versions.active === 3) ? true : undefined));
-      await sim.run(3000);
-      const leader = sim.leader();
-      if (leader === undefined) throw new Error('no leader');
-      const victim = sim.get(FOUNDERS.find((id) => id !== leader.id) as NodeId);
+      const { leader, follower: victim } = await sim.foundersLed(3, 3000);
       // A claim the victim applied, due soon enough that the snapshot is still on its way then.
       const own = victim.member!.scheduler.state;
       const clusterNow = (): number => victim.member!.driver.clusterClock().now();

@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import type { NodeId } from '../../src/raft/types.js';
 import type { SimJob } from '../../simulations/jobs.js';
 import { FOUNDERS, MembershipSim } from '../fixtures/membership-sim.js';
 
@@ -19,12 +18,7 @@ const CUT_OFF_MS = 5000;
 describe('a member cut off from the leader with records of its runs to propose', () => {
   it('proposes none while the leader is out of reach, and every one once it is back', async () => {
     const sim = new MembershipSim(1, undefined, JOBS);
-    for (const id of FOUNDERS) await sim.start(id);
-    await sim.until('version 3', () => (FOUNDERS.every((id) => sim.get(id).member?.versions.active === 3) ? true : undefined));
-    await sim.run(3000);
-    const leader = sim.leader();
-    if (leader === undefined) throw new Error('no leader');
-    const victim = sim.get(FOUNDERS.find((id) => id !== leader.id) as NodeId);
+    const { follower: victim } = await sim.foundersLed(3, 3000);
     const driver = victim.member!.driver;
     const propose = driver.propose.bind(driver);
     let whileUnreachable = 0;

@@ -57,6 +57,14 @@ function claim(slots: SchedulerChecker, job: string, slotT: number, token: numbe
   return record;
 }
 
+/** The slot moved to `member` under `token`, as the log's reassign seen applied at `givenT` records it. */
+function move(slot: SlotRecord, member: NodeId, token: number, givenT: number): void {
+  slot.token = token;
+  slot.assignees = [member];
+  slot.grants.add(`${member} ${token}`);
+  slot.givenAt.set(member, givenT);
+}
+
 function run(job: string, slotT: number, token: number, member: NodeId): RunRecord {
   return { job, slotMs: SIM_EPOCH_MS + slotT, fencingToken: token, member, startedAtMs: 0, endedAtMs: 0, outcome: 'succeeded', attempt: 1, retriesLeft: 0 };
 }
@@ -100,10 +108,7 @@ describe('the run checkers, for a member at its maxConcurrent', () => {
     const waits = claim(slots, 'waits', 2000, 11, ['m1']);
     runs.onRunStart(1000, 'm1', 0, run('long', 1000, 10, 'm1'));
     // 'waits' waited on m1, failed there, and was moved to m2 (a retry): its current assignee.
-    waits.token = 20;
-    waits.assignees = ['m2'];
-    waits.grants.add('m2 20');
-    waits.givenAt.set('m2', 4000);
+    move(waits, 'm2', 20, 4000);
     expect(runs.excused('waits', SIM_EPOCH_MS + 2000, undefined, MARGIN_MS)).toBe(true);
   });
 
@@ -112,11 +117,7 @@ describe('the run checkers, for a member at its maxConcurrent', () => {
     claim(slots, 'long', 1000, 10, ['m2']);
     runs.onRunStart(1000, 'm2', 0, run('long', 1000, 10, 'm2'));
     // Claimed for m1, which ran nothing, then moved to m2, full at the instant.
-    const waits = claim(slots, 'waits', 2000, 11, ['m1']);
-    waits.token = 20;
-    waits.assignees = ['m2'];
-    waits.grants.add('m2 20');
-    waits.givenAt.set('m2', 4000);
+    move(claim(slots, 'waits', 2000, 11, ['m1']), 'm2', 20, 4000);
     expect(runs.excused('waits', SIM_EPOCH_MS + 2000, undefined, MARGIN_MS)).toBe(false);
   });
 
