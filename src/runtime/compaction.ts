@@ -19,7 +19,11 @@ export const COMPACTION_DEFAULTS: CompactionOptions = {
   retainEntries: 1_000,
 };
 
-/** How long the last snapshot this member took of its own state held its event loop. */
+/**
+ * How long the last snapshot this member took of its own state held its event loop: its steps,
+ * and once it is handed to storage (after the steps, behind the writes before it), that call,
+ * counted as one more step.
+ */
 export interface SnapshotTiming {
   /** Every step together, in ms. */
   readonly loopMs: number;
@@ -44,9 +48,10 @@ export interface CompactorOptions {
   readonly fail: (error: unknown) => void;
   /**
    * Writes the compaction behind every earlier write: the node's log is already compacted to
-   * `snapshot` in memory. The driver does it, as it orders every write.
+   * `snapshot` in memory. The driver does it, as it orders every write, and tells `held` how
+   * long handing it to storage held the event loop.
    */
-  readonly store: (snapshot: Snapshot) => void;
+  readonly store: (snapshot: Snapshot, held: (ms: number) => void) => void;
 }
 
 /**
@@ -162,7 +167,13 @@ export class Compactor {
     // False when a leader's snapshot newer than this one was installed meanwhile.
     if (!this.#o.node.compact(snapshot, retainEntries, everyEntries)) return;
     this.#taken++;
+    // The store's part of the timing is this snapshot's, unless a later one was taken by then.
+    const timing = this.#lastTiming;
+    const held = (ms: number): void => {
+      if (timing === null || this.#lastTiming !== timing) return;
+      this.#lastTiming = { loopMs: timing.loopMs + ms, longestStepMs: Math.max(timing.longestStepMs, ms), steps: timing.steps + 1, bytes: timing.bytes };
+    };
     // The node's snapshot, not the one given: it holds the configuration as of its index.
-    this.#o.store(this.#o.node.latestSnapshot);
+    this.#o.store(this.#o.node.latestSnapshot, held);
   }
 }

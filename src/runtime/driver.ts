@@ -102,7 +102,7 @@ export class RaftDriver {
     this.#o = options;
     this.#node = options.node;
     this.#hardState = options.node.hardState();
-    this.#writes = new DurableWrites({ node: options.node, storage: options.storage, running: () => this.#running, fail: (error) => this.#fail(error) });
+    this.#writes = new DurableWrites({ node: options.node, storage: options.storage, running: () => this.#running, fail: (error) => this.#fail(error), now: () => options.timers.now() });
     // Every member, learners too, has its clock measured: the leader gives work only to members it has measured.
     this.#clockSync = new ClockSync({ self: options.node.id, voters: membersOf(options.node.configuration) });
     this.#clusterClock = { now: () => this.#clockSync.clusterTime(this.#o.timers.now(), this.#o.clock.now()) };
@@ -119,7 +119,7 @@ export class RaftDriver {
       running: () => this.#running,
       kick: () => this.#kick(),
       fail: (error) => this.#fail(error),
-      store: (snapshot) => this.#writes.saveCompaction(snapshot),
+      store: (snapshot, held) => this.#writes.saveCompaction(snapshot, held),
     });
     options.transport.onMessage((m) => this.#receive(m));
   }

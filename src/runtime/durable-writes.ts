@@ -10,6 +10,8 @@ export interface DurableWritesOptions {
   readonly running: () => boolean;
   /** A write failed: the member stops (every write queued behind it fails too). */
   readonly fail: (error: unknown) => void;
+  /** A monotonic clock, ms: how long handing a compaction to storage held the event loop (see saveCompaction). */
+  readonly now: () => number;
 }
 
 /**
@@ -65,9 +67,11 @@ export class DurableWrites {
 
   /**
    * Writes a compaction behind every earlier write: the node's log is already compacted to
-   * `snapshot` in memory (compaction.ts).
+   * `snapshot` in memory (compaction.ts). `held` is told how long the call that hands it to
+   * storage held the event loop (encoding the snapshot's record, and whatever the store does
+   * before its first wait), if it is made.
    */
-  saveCompaction(snapshot: Snapshot): void {
+  saveCompaction(snapshot: Snapshot, held?: (ms: number) => void): void {
     // The stored commit point may lag (a commit alone is not written): it must reach the
     // snapshot, or a restart would find a snapshot past its commit point. Both writes queue
     // behind every earlier one, so the entries the snapshot replaces are stored first.
@@ -80,7 +84,13 @@ export class DurableWrites {
     this.#compactionsInFlight++;
     this.#last = storage
       .save({ hardState, entries: [] })
-      .then(() => (this.#o.running() && storage.snapshot().index < snapshot.index ? storage.compact(snapshot) : undefined))
+      .then(() => {
+        if (!this.#o.running() || storage.snapshot().index >= snapshot.index) return undefined;
+        const started = this.#o.now();
+        const compacted = storage.compact(snapshot);
+        held?.(this.#o.now() - started);
+        return compacted;
+      })
       .finally(() => this.#compactionsInFlight--);
     this.#last.catch((error: unknown) => this.#o.fail(error));
   }

@@ -6,6 +6,10 @@ import type { StorageIdentity } from './log-storage.js';
 import { encodeEntryRecords, type EntryRecords } from '../bytes/entry-records.js';
 import { crc32 } from '../bytes/crc32.js';
 import { isCount, isEntryType, isTerm } from './store-checks.js';
+import type { SnapshotFileRef } from './snapshot-files.js';
+
+/** The largest CRC-32. */
+const MAX_CRC = 0xffff_ffff;
 
 /**
  * The values of a LevelLogStorage, in CBOR (cborg). Records are CBOR arrays rather than maps:
@@ -16,7 +20,10 @@ import { isCount, isEntryType, isTerm } from './store-checks.js';
  * - hardstate: [term, vote | null, commit]
  * - snapshot:  [index, term, data (bytes)]: the state machine as of `index`, whose entry had `term`,
  *              or [index, term, data, [voters, learners, peerIds]] with the configuration as of
- *              `index`, peerIds a list of [member, peer id]
+ *              `index`, peerIds a list of [member, peer id]; in a sealed store (format 3), the
+ *              data is in a file of its own (snapshot-files.ts), and [length, crc] in its place
+ *              says how long it is and its CRC-32 (a record of format 3 written before the files
+ *              existed holds its data, and is read as it is)
  * - segment:   one or more entries, each [index, term, type, data (bytes), pid], one after
  *              another (a CBOR sequence, RFC 8742) at consecutive indexes
  *
@@ -127,18 +134,48 @@ export function decodeHardState(bytes: Uint8Array): HardState {
 }
 
 export function encodeSnapshot(snapshot: Snapshot): Uint8Array {
-  const { conf } = snapshot;
-  return encode(conf === undefined ? [snapshot.index, snapshot.term, snapshot.data] : [snapshot.index, snapshot.term, snapshot.data, [conf.voters, conf.learners, conf.peerIds]]);
+  return encodeSnapshotRecord(snapshot, snapshot.data);
 }
 
-export function decodeSnapshot(bytes: Uint8Array): Snapshot {
+/**
+ * The record of a snapshot whose data is in a file of its own (snapshot-files.ts), as a sealed
+ * store writes it: [index, term, [length, crc], conf?], the data's length and CRC-32 in place
+ * of the data.
+ */
+export function encodeSnapshotFileRecord(snapshot: Snapshot, crc: number): Uint8Array {
+  return encodeSnapshotRecord(snapshot, [snapshot.data.byteLength, crc]);
+}
+
+function encodeSnapshotRecord(snapshot: Snapshot, data: Uint8Array | readonly [number, number]): Uint8Array {
+  const { conf } = snapshot;
+  return encode(conf === undefined ? [snapshot.index, snapshot.term, data] : [snapshot.index, snapshot.term, data, [conf.voters, conf.learners, conf.peerIds]]);
+}
+
+/** A snapshot's record whose data is in the file `file` points to. */
+export interface SnapshotFileRecord {
+  readonly file: SnapshotFileRef;
+  readonly conf?: Configuration;
+}
+
+/** A snapshot record, with its data, or pointing to the file that holds it (encodeSnapshotFileRecord). */
+export function decodeSnapshot(bytes: Uint8Array): Snapshot | SnapshotFileRecord {
   const value = decodeValue(bytes);
   if (!Array.isArray(value) || (value.length !== 3 && value.length !== 4)) throw new ValueShapeError(`expected snapshot [index, term, data, conf?], got ${describe(value)}`);
   const [index, term, data, conf] = value as unknown[];
   if (!isCount(index)) throw new ValueShapeError(`expected a non-negative integer snapshot index, got ${describe(index)}`);
   if (!isTerm(term)) throw new ValueShapeError(`expected a snapshot term from 0 to ${MAX_TERM - 1}, got ${describe(term)}`);
-  if (!(data instanceof Uint8Array)) throw new ValueShapeError(`expected bytes for the snapshot data, got ${describe(data)}`);
-  return value.length === 3 ? { index, term, data } : { index, term, data, conf: decodeConfiguration(conf) };
+  const configuration = value.length === 3 ? {} : { conf: decodeConfiguration(conf) };
+  if (data instanceof Uint8Array) return { index, term, data, ...configuration };
+  const [length, crc] = Array.isArray(data) && data.length === 2 ? (data as unknown[]) : [];
+  // The length is not bounded here: the file's size must equal it before the file is read.
+  if (!isCount(length) || !isCount(crc) || crc > MAX_CRC) {
+    throw new ValueShapeError(`expected bytes for the snapshot data, or its file's [length, CRC-32], got ${describe(data)}`);
+  }
+  return { file: { index, term, length, crc }, ...configuration };
+}
+
+export function isSnapshotFileRecord(record: Snapshot | SnapshotFileRecord): record is SnapshotFileRecord {
+  return 'file' in record;
 }
 
 /**

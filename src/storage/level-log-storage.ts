@@ -16,6 +16,8 @@ import {
   encodeIdentity,
   encodeSegment,
   encodeSnapshot,
+  encodeSnapshotFileRecord,
+  isSnapshotFileRecord,
   sealValue,
   unsealValue,
 } from './level-codec.js';
@@ -28,7 +30,9 @@ import { TermIndex } from './term-index.js';
 import { EntryRecords } from '../bytes/entry-records.js';
 import { WriteQueue } from './write-queue.js';
 import { StoreDirectoryWatch } from './store-directory-watch.js';
-import type { WriteOp } from './write-queue.js';
+import type { BeforeBatch, WriteOp } from './write-queue.js';
+import { SnapshotFiles, isSnapshotFileName } from './snapshot-files.js';
+import { crc32 } from '../bytes/crc32.js';
 
 export interface LevelLogStorageOptions {
   /**
@@ -72,6 +76,8 @@ interface Session {
   staleFrom: number;
   staleTo: number;
   clearing: Promise<void> | null;
+  /** The removal of the snapshot files no durable record points to any more, while it runs (see #removeOtherSnapshotFiles). */
+  removingFiles: Promise<void>;
 }
 
 /**
@@ -81,7 +87,8 @@ interface Session {
  * batches (TermIndex), and its segments to know which keys a batch deletes (StoredSegments).
  * The segments a snapshot leaves stale are removed after it, in the background (see compact()).
  * Beside LevelDB's files, a durable mark records the last hard state the store knew durable, so
- * that open() refuses a store whose log lost synced writes (see durable-mark.ts).
+ * that open() refuses a store whose log lost synced writes (see durable-mark.ts), and once the
+ * store seals its values, each snapshot's data is in a file of its own (see snapshot-files.ts).
  */
 export class LevelLogStorage implements LogStorage {
   readonly path: string;
@@ -93,6 +100,7 @@ export class LevelLogStorage implements LogStorage {
   #formatDue = false;
   readonly #onSyncedWrite: ((durationMs: number) => void) | undefined;
   readonly #records: EntryRecords;
+  readonly #files: SnapshotFiles;
   private session: Session | null = null;
 
   constructor(path: string, options: LevelLogStorageOptions = {}) {
@@ -100,6 +108,7 @@ export class LevelLogStorage implements LogStorage {
     this.sync = options.sync ?? true;
     this.#onSyncedWrite = options.onSyncedWrite;
     this.#records = options.entryRecords ?? new EntryRecords();
+    this.#files = new SnapshotFiles(path);
   }
 
   async open(): Promise<StoredState> {
@@ -130,7 +139,7 @@ export class LevelLogStorage implements LogStorage {
         this.begin(db, mark, empty, new StoredSegments([]), 0);
         return empty;
       }
-      const { state, version, segments } = read;
+      const { state, version, segments, snapshotFile } = read;
       // Before anything is written: a store that lost durable writes is left as it was found.
       mark.check(this.path, state.hardState, state.snapshot.index + state.entries.length);
       // A store of format 1 is read as is, and marked format 2 before its segments are touched:
@@ -147,6 +156,9 @@ export class LevelLogStorage implements LogStorage {
       pushDeletes(deletes, now);
       if (deletes.length > 0) await db.batch(deletes, { sync: this.sync });
       if (staleTo !== null) await db.clear({ gte: entryKey(0), lte: entryKey(staleTo) });
+      // Snapshot files no record points to: the one before the last snapshot (its removal had not
+      // finished), or one written for a snapshot whose record a crash kept from being written.
+      await this.#files.removeAllBut(snapshotFile ? state.snapshot : null);
       // What LevelDB's write-ahead log held is in a synced table now: durable, whatever the
       // store's sync option was when it was written.
       await mark.write(state.hardState);
@@ -180,10 +192,13 @@ export class LevelLogStorage implements LogStorage {
     const first = batch.entries[0];
     const segment = first === undefined ? null : { start: first.index, value: this.#value(encodeSegment(batch.entries, this.#records)) };
     const ops: WriteOp[] = [];
+    let before: BeforeBatch | undefined;
     if (batch.snapshot !== undefined) {
       // An installed snapshot removes every stored segment: those written past its index now,
       // and the others once it is durable, as after a compaction.
-      ops.push({ type: 'put', key: metaKeys.snapshot, value: this.#value(encodeSnapshot(batch.snapshot)) });
+      const record = this.#snapshotRecord(batch.snapshot);
+      before = record.before;
+      ops.push({ type: 'put', key: metaKeys.snapshot, value: record.value });
       pushDeletes(ops, session.segments.install(batch.snapshot.index));
     }
     if (batch.hardState !== undefined) ops.push({ type: 'put', key: metaKeys.hardstate, value: this.#value(encodeHardState(batch.hardState)) });
@@ -201,9 +216,14 @@ export class LevelLogStorage implements LogStorage {
     // Writes land in order: once this one is synced, so is every hard state saved before it.
     const upTo = session.hardState;
     const sync = batch.sync ?? true;
-    await session.queue.write(ops, sync);
+    await session.queue.write(ops, sync, before);
     if (this.sync && sync) session.durable = upTo;
-    if (batch.snapshot !== undefined) this.clearStale(session, batch.snapshot.index);
+    if (batch.snapshot !== undefined) {
+      this.clearStale(session, batch.snapshot.index);
+      // A record written without a sync may be lost with the machine: the file it replaced is
+      // then the one a restart finds pointed to (without sync at all, no write outlives the machine).
+      if (sync || !this.sync) this.#removeOtherSnapshotFiles(session, batch.snapshot);
+    }
   }
 
   /**
@@ -223,14 +243,16 @@ export class LevelLogStorage implements LogStorage {
   async compact(snapshot: Snapshot): Promise<void> {
     const session = this.current();
     checkCompaction(snapshot, session.terms, session.hardState.commit);
-    const ops: WriteOp[] = [{ type: 'put', key: metaKeys.snapshot, value: this.#value(encodeSnapshot(snapshot)) }, ...this.#formatWrite()];
+    const record = this.#snapshotRecord(snapshot);
+    const ops: WriteOp[] = [{ type: 'put', key: metaKeys.snapshot, value: record.value }, ...this.#formatWrite()];
     const { now, staleTo } = session.segments.compact(snapshot.index, session.terms.lastIndex);
     session.terms.compact(snapshot);
     pushDeletes(ops, now);
     const upTo = session.hardState;
-    await session.queue.write(ops);
+    await session.queue.write(ops, true, record.before);
     if (this.sync) session.durable = upTo;
     if (staleTo !== null) this.clearStale(session, staleTo);
+    this.#removeOtherSnapshotFiles(session, snapshot);
     // A compaction comes once in many saves: the mark moves then, off the commit path.
     await session.mark.write(session.durable);
   }
@@ -245,6 +267,26 @@ export class LevelLogStorage implements LogStorage {
     if (version < SEALED_STORE_VERSION || this.#sealing) return;
     this.#sealing = true;
     this.#formatDue = true;
+  }
+
+  /**
+   * A snapshot's record as the store writes it now, and the write of its data's file that must
+   * come before it, once the store seals its values (before, the record holds the data, as the
+   * release before reads it).
+   */
+  #snapshotRecord(snapshot: Snapshot): { readonly value: Uint8Array; readonly before?: BeforeBatch } {
+    if (!this.#sealing) return { value: encodeSnapshot(snapshot) };
+    const { index, term, data } = snapshot;
+    return { value: sealValue(encodeSnapshotFileRecord(snapshot, crc32(data))), before: () => this.#files.write(index, term, data) };
+  }
+
+  /**
+   * Removes, in the background, the snapshot files before `current`'s, whose record is durable:
+   * one removal after another. One that fails leaves its files to the next open.
+   */
+  #removeOtherSnapshotFiles(session: Session, current: SnapshotMeta): void {
+    if (!this.#sealing) return;
+    session.removingFiles = session.removingFiles.then(() => this.#files.removeBelow(current.index)).catch(() => undefined);
   }
 
   /** A value as the store writes it now: sealed once it seals (see clusterVersionInForce). */
@@ -276,6 +318,7 @@ export class LevelLogStorage implements LogStorage {
     try {
       await session.queue.idle();
       while (session.clearing !== null) await session.clearing;
+      await session.removingFiles;
       await session.mark.write(session.durable);
     } finally {
       await session.db.close();
@@ -297,6 +340,7 @@ export class LevelLogStorage implements LogStorage {
       staleFrom: staleTo + 1,
       staleTo,
       clearing: null,
+      removingFiles: Promise.resolve(),
     };
   }
 
@@ -378,6 +422,10 @@ export class LevelLogStorage implements LogStorage {
     if (!names.includes(LEVELDB_CURRENT_FILE) && names.includes(DURABLE_MARK_FILE)) {
       throw this.corrupt(`holds a durable mark (${DURABLE_MARK_FILE}) but no LevelDB database: the log this store made durable is gone`);
     }
+    const snapshotFile = names.find(isSnapshotFileName);
+    if (!names.includes(LEVELDB_CURRENT_FILE) && snapshotFile !== undefined) {
+      throw this.corrupt(`holds a snapshot's file (${snapshotFile}) but no LevelDB database: the log this store made durable is gone`);
+    }
     if (!names.includes(LEVELDB_CURRENT_FILE)) {
       const shown = names.slice(0, 5).join(', ') + (names.length > 5 ? ', …' : '');
       throw new StorageError('CRONRAFT_STORAGE_UNREADABLE', this.path, `is not a cronraft store: the directory is not empty and holds no LevelDB database (found ${shown})`);
@@ -434,7 +482,9 @@ export class LevelLogStorage implements LogStorage {
     const hardStateBytes = meta.get(MetaName.HardState);
     const hardState: HardState = hardStateBytes === undefined ? { ...emptyHardState } : this.decode(metaKeys.hardstate, hardStateBytes, decodeHardState);
     const snapshotBytes = meta.get(MetaName.Snapshot);
-    const snapshot: Snapshot = snapshotBytes === undefined ? emptySnapshot() : this.decode(metaKeys.snapshot, snapshotBytes, decodeSnapshot);
+    const record = snapshotBytes === undefined ? emptySnapshot() : this.decode(metaKeys.snapshot, snapshotBytes, decodeSnapshot);
+    const snapshotFile = isSnapshotFileRecord(record);
+    const snapshot: Snapshot = snapshotFile ? { index: record.file.index, term: record.file.term, data: await this.#files.read(record.file), ...(record.conf === undefined ? {} : { conf: record.conf }) } : record;
 
     const { entries, segments } = this.readLog(stored, snapshot);
     const lastIndex = snapshot.index + entries.length;
@@ -443,7 +493,7 @@ export class LevelLogStorage implements LogStorage {
     if (hardState.commit < snapshot.index) {
       throw this.corrupt(`key "${MetaName.HardState}" has commit ${hardState.commit}, below the index ${snapshot.index} of key "${MetaName.Snapshot}"`);
     }
-    return { state: { identity, hardState, snapshot, entries }, version, segments };
+    return { state: { identity, hardState, snapshot, entries }, version, segments, snapshotFile };
   }
 
   /**
@@ -500,6 +550,8 @@ interface StoreRead {
   readonly state: StoredState;
   readonly version: number;
   readonly segments: StoredSegments;
+  /** Whether the snapshot's data is in its file (SnapshotFiles), which open() keeps. */
+  readonly snapshotFile: boolean;
 }
 
 /** What a store holds before anything was compacted: the empty state at index 0. */

@@ -64,7 +64,10 @@ export interface LogStorage {
   setIdentity(identity: StorageIdentity): Promise<void>;
   /**
    * Writes the batch atomically: after a crash, either all of it or none of it is there.
-   * Resolves only once the batch is durable (synced) when the store is durable.
+   * Resolves only once the batch is durable (synced) when the store is durable. A snapshot's
+   * data may be read until then, from the bytes given (a level store writes them to a file with
+   * no copy): they must not change meanwhile, as Raft never changes a snapshot's; a change after
+   * does not reach the store.
    */
   save(batch: StorageBatch): Promise<void>;
   /**
@@ -72,7 +75,8 @@ export interface LogStorage {
    * snapshot, and with it the log starts after `snapshot.index`, atomically, ordered after every
    * earlier save(); a store may remove what it held up to there later, in the background.
    * `snapshot.index` must be a stored entry (or the current snapshot's index) with that term, at
-   * or below the stored commit point; the entries after it are kept.
+   * or below the stored commit point; the entries after it are kept. The snapshot's data must
+   * not change until it resolves, as for save().
    */
   compact(snapshot: Snapshot): Promise<void>;
   /** Index of the first retained entry (snapshot.index + 1). */

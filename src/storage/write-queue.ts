@@ -4,6 +4,9 @@ export type WriteOp = { readonly type: 'put'; readonly key: Uint8Array; readonly
 /** Writes a list of operations atomically and durably. */
 export type BatchWriter = (ops: WriteOp[], sync: boolean) => Promise<void>;
 
+/** Work a write needs done, durably, before its batch: a snapshot's data written to its own file (snapshot-files.ts). */
+export type BeforeBatch = () => Promise<void>;
+
 interface Waiter {
   readonly resolve: () => void;
   readonly reject: (error: unknown) => void;
@@ -22,6 +25,7 @@ interface Waiter {
 export class WriteQueue {
   private readonly writeBatch: BatchWriter;
   private queuedOps: WriteOp[][] = [];
+  private queuedBefore: BeforeBatch[] = [];
   private queuedWaiters: Waiter[] = [];
   /** Whether any write merged into the next batch asked to be synced. */
   private queuedSync = false;
@@ -32,11 +36,17 @@ export class WriteQueue {
     this.writeBatch = writeBatch;
   }
 
-  /** `sync: false` for a write whose loss on power failure is harmless; a merged batch syncs if any part asks. */
-  write(ops: WriteOp[], sync = true): Promise<void> {
+  /**
+   * `sync: false` for a write whose loss on power failure is harmless; a merged batch syncs if
+   * any part asks. `before`, if given, runs once every write made earlier has landed and before
+   * the batch that holds `ops` is written (the befores of a merged batch one after the other, in
+   * order); if it fails, so does the batch, as a failed write.
+   */
+  write(ops: WriteOp[], sync = true, before?: BeforeBatch): Promise<void> {
     if (this.failure !== null) return Promise.reject(this.failure.error);
     return new Promise<void>((resolve, reject) => {
       this.queuedOps.push(ops);
+      if (before !== undefined) this.queuedBefore.push(before);
       this.queuedSync ||= sync;
       this.queuedWaiters.push({ resolve, reject });
       if (this.inFlight === null) this.inFlight = this.drain();
@@ -59,13 +69,16 @@ export class WriteQueue {
   private async drain(): Promise<void> {
     while (this.queuedOps.length > 0) {
       const groups = this.queuedOps;
+      const befores = this.queuedBefore;
       const waiters = this.queuedWaiters;
       const sync = this.queuedSync;
       this.queuedOps = [];
+      this.queuedBefore = [];
       this.queuedWaiters = [];
       this.queuedSync = false;
       try {
         if (this.failure !== null) throw this.failure.error;
+        for (const before of befores) await before();
         await this.writeBatch(groups.length === 1 ? (groups[0] as WriteOp[]) : groups.flat(), sync);
       } catch (error) {
         this.failure ??= { error };

@@ -614,7 +614,8 @@ describe('snapshots in the driver', () => {
       await settle();
       expect(driver.snapshotsTaken).toBe(1);
       expect(driver.node.latestSnapshot).toMatchObject({ index: 4, data: new Uint8Array([4]) });
-      expect(driver.lastSnapshot).toMatchObject({ steps: 3 });
+      // Its three steps, and the call that handed it to storage.
+      expect(driver.lastSnapshot).toMatchObject({ steps: 4 });
     });
 
     it('compacts once the Readies before it are handled, when its last step comes right after an append', async () => {

@@ -62,4 +62,35 @@ describe('WriteQueue', () => {
     await expect(queue.write([put(3)])).rejects.toBe(broken);
     await queue.idle();
   });
+
+  it('runs the work a write needs before its batch once every earlier batch landed, in order, and fails the write, and every later one, if it fails', async () => {
+    const { batches, finish, writer } = controlledWriter();
+    const queue = new WriteQueue(writer);
+    const log: string[] = [];
+    const before = (name: string, error?: Error) => async (): Promise<void> => {
+      log.push(`${name} with ${batches.length} batches written`);
+      await settle();
+      if (error !== undefined) throw error;
+    };
+    const first = queue.write([put(1)]);
+    const second = queue.write([put(2)], true, before('a'));
+    const third = queue.write([put(3)], true, before('b'));
+    await settle();
+    // Nothing of the second batch's work starts while the first is in flight.
+    expect(log).toEqual([]);
+    finish();
+    await first;
+    for (let i = 0; i < 4; i++) await settle();
+    expect(log).toEqual(['a with 1 batches written', 'b with 1 batches written']);
+    expect(batches).toEqual([[put(1)], [put(2), put(3)]]);
+    finish();
+    await Promise.all([second, third]);
+
+    const broken = new Error('no space left for the file');
+    const failing = queue.write([put(4)], true, before('c', broken));
+    await expect(failing).rejects.toBe(broken);
+    expect(batches).toHaveLength(2);
+    await expect(queue.write([put(5)])).rejects.toBe(broken);
+    await queue.idle();
+  });
 });

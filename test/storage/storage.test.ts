@@ -186,9 +186,12 @@ describe('LevelLogStorage', () => {
     await other.close();
   });
 
-  it('keeps every acknowledged write, saves and compactions, when the writing process is killed with SIGKILL', async () => {
+  it.each([
+    ['', 'unsealed'],
+    [', sealed (each snapshot in a file of its own)', 'sealed'],
+  ])('keeps every acknowledged write, saves and compactions, when the writing process is killed with SIGKILL%s', async (_, mode) => {
     const path = await newStorePath();
-    const child = spawn(process.execPath, ['--import', 'tsx', WRITER_FIXTURE, path], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', WRITER_FIXTURE, path, mode], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
       stderr += chunk;
@@ -248,6 +251,9 @@ describe('LevelLogStorage', () => {
     expect(acknowledged.snapshot.index, 'the workload compacted before the kill').toBeGreaterThan(0);
     expect(state.identity).toEqual(workloadIdentity);
     state.entries.forEach((stored, i) => expect(stored.index).toBe(state.snapshot.index + i + 1));
+    // A sealed store keeps its snapshot's file and, once opened, no other (one the kill left half-written or unreferenced included).
+    const files = (await readdir(path)).filter((name) => name.startsWith('snapshot-'));
+    expect(files).toEqual(mode === 'sealed' ? [`snapshot-${state.snapshot.index}-${state.snapshot.term}`] : []);
   });
 
   it('reports a value that does not decode as corrupt, naming the path and the key', async () => {

@@ -131,6 +131,9 @@ describe('GET /metrics', () => {
     expect(valueOf((await scrape(c)).samples, 'cronraft_last_snapshot_bytes')).toBe(0);
     for (let i = 0; i < 150; i++) await c.propose(`entry ${i}`);
     await expect.poll(async () => valueOf((await scrape(c)).samples, 'cronraft_snapshots_taken') ?? 0, { timeout: 10_000 }).toBeGreaterThan(0);
+    // A proposal commits behind the compaction's writes: the call that handed the snapshot to
+    // storage, which its timing counts, has been made by then.
+    await c.propose('after the snapshot');
     const { samples } = await scrape(c);
     const last = c.state().log.lastSnapshot;
     expect(last).not.toBeNull();
