@@ -17,6 +17,7 @@ import { Cluster } from '../src/index.js';
 import { SUPPORTED } from '../src/version/versions.js';
 import { freePort } from '../test/fixtures/process-cluster.js';
 import { GIVE_UP_MS } from './jobs-registered.js';
+import { RunQueueWait } from '../test/fixtures/run-queue-wait.js';
 
 export interface CronraftRun {
   readonly jobs: number;
@@ -46,10 +47,12 @@ export interface CronraftRun {
    * then) and 23 times after; `cpuOfMax`: the CPU time this process used during the longest
    * call (every thread), which tells the call's own work from the machine's other processes;
    * `gcOfMax`: how much of the longest call the collector's pauses took (a pause lands in the
-   * call that allocated when the young generation was full, whatever filled it).
+   * call that allocated when the young generation was full, whatever filled it); `waitOfMax`:
+   * how long the main thread waited for a CPU during it (run-queue-wait.ts; null where that
+   * cannot be read), which the machine's other threads and processes held.
    */
-  readonly stateDuringMs: { readonly calls: number; readonly max: number; readonly cpuOfMax: number; readonly gcOfMax: number };
-  readonly stateAfterMs: { readonly p50: number; readonly max: number; readonly cpuOfMax: number };
+  readonly stateDuringMs: { readonly calls: number; readonly max: number; readonly cpuOfMax: number; readonly gcOfMax: number; readonly waitOfMax: number | null };
+  readonly stateAfterMs: { readonly p50: number; readonly max: number; readonly cpuOfMax: number; readonly waitOfMax: number | null };
 }
 
 export interface CronerRun {
@@ -81,12 +84,15 @@ function heapAfterGc(): number {
   return process.memoryUsage().heapUsed;
 }
 
-/** How long a call of state() held the loop, from when (performance.now()), and the CPU time the process used meanwhile. */
+/** How long a call of state() held the loop, from when (performance.now()), the CPU time the process used meanwhile, and how long its thread waited for a CPU. */
 interface StateTime {
   readonly ms: number;
   readonly startedAt: number;
   readonly cpuMs: number;
+  readonly waitMs: number | null;
 }
+
+const runQueue = new RunQueueWait();
 
 /** A pause of the collector, on performance.now()'s clock. */
 interface GcPause {
@@ -96,18 +102,21 @@ interface GcPause {
 
 /** Calls state() on `member`, and how long it held the loop. */
 function timedState(member: Cluster): StateTime & { readonly state: ReturnType<Cluster['state']> } {
+  const waitedBefore = runQueue.totalMs();
   const cpu = process.cpuUsage();
   const started = performance.now();
   const state = member.state();
   const ms = performance.now() - started;
   const used = process.cpuUsage(cpu);
-  return { state, ms, startedAt: started, cpuMs: (used.user + used.system) / 1000 };
+  const waitedAfter = runQueue.totalMs();
+  const waitMs = waitedBefore === null || waitedAfter === null ? null : waitedAfter - waitedBefore;
+  return { state, ms, startedAt: started, cpuMs: (used.user + used.system) / 1000, waitMs };
 }
 
 /** The longest of `times`, and the CPU time of that call. */
-function longest(times: readonly StateTime[]): { readonly max: number; readonly cpuOfMax: number } {
+function longest(times: readonly StateTime[]): { readonly max: number; readonly cpuOfMax: number; readonly waitOfMax: number | null } {
   const top = times.reduce((a, b) => (b.ms > a.ms ? b : a));
-  return { max: top.ms, cpuOfMax: top.cpuMs };
+  return { max: top.ms, cpuOfMax: top.cpuMs, waitOfMax: top.waitMs };
 }
 
 /** How much of the longest of `times` the collector's `pauses` took. */

@@ -49,6 +49,9 @@ export async function benchJobsRegistered(sizes: readonly number[]): Promise<Job
   return { cronraft, croner };
 }
 
+/** How long the longest call's thread waited for a CPU, where that could be read. */
+const waited = (ms: number | null): string => (ms === null ? '' : `, waiting for a CPU ${fmt(ms, 1)} ms`);
+
 /** Figure / target, when the figure is held to one: at most 1 meets it. */
 const ratio = (value: number, target: number): string => fmt(value / target);
 
@@ -84,14 +87,14 @@ export function jobsRegisteredRows(r: JobsRegisteredResult): string[][] {
       // collector's pauses within it its own work from the collection that landed in it.
       [
         `${c.jobs} jobs: state() max while registering (${c.stateDuringMs.calls} calls)`,
-        `${fmt(c.stateDuringMs.max, 1)} ms (CPU ${fmt(c.stateDuringMs.cpuOfMax, 1)} ms, GC pauses ${fmt(c.stateDuringMs.gcOfMax, 1)} ms)`,
+        `${fmt(c.stateDuringMs.max, 1)} ms (CPU ${fmt(c.stateDuringMs.cpuOfMax, 1)} ms, GC pauses ${fmt(c.stateDuringMs.gcOfMax, 1)} ms${waited(c.stateDuringMs.waitOfMax)})`,
         '',
         atTarget ? `<= ${JOBS_TARGETS.stallMs} ms` : '',
         atTarget ? ratio(c.stateDuringMs.max, JOBS_TARGETS.stallMs) : '',
       ],
       [
         `${c.jobs} jobs: state() p50 / max, all registered (23 calls)`,
-        `${fmt(c.stateAfterMs.p50, 1)} / ${fmt(c.stateAfterMs.max, 1)} ms (CPU ${fmt(c.stateAfterMs.cpuOfMax, 1)} ms)`,
+        `${fmt(c.stateAfterMs.p50, 1)} / ${fmt(c.stateAfterMs.max, 1)} ms (CPU ${fmt(c.stateAfterMs.cpuOfMax, 1)} ms${waited(c.stateAfterMs.waitOfMax)})`,
         '',
         atTarget ? `<= ${JOBS_TARGETS.stallMs} ms` : '',
         atTarget ? ratio(c.stateAfterMs.max, JOBS_TARGETS.stallMs) : '',

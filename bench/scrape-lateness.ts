@@ -187,11 +187,12 @@ export function withAndWithoutRows(label: string, r: WithAndWithout): string[][]
 /**
  * The answers over the target, each put down to what held it, where something did: within the
  * target but for the scraper's own stalls meanwhile (this process, not the member), else but for
- * the member's (its event loop stood still: a GC pause, or other work), else to neither (the
- * machine's scheduler, or work too short to count as a stall).
+ * the member's (its event loop stood still: a GC pause, other work, or its thread waiting for a
+ * CPU the machine gave to other threads: counted apart when that wait alone held it past the
+ * target), else to neither (the machine's scheduler, or work too short to count as a stall).
  */
 export function slowAnswerCauses(answers: readonly AnswerTiming[], own: readonly StallSpan[], members: ScrapeManyJobsResult['members']): SlowAnswers {
-  const counts = { over: 0, scraper: 0, member: 0, memberGc: 0, neither: 0, each: [] as string[] };
+  const counts = { over: 0, scraper: 0, member: 0, memberGc: 0, memberWaited: 0, neither: 0, each: [] as string[] };
   for (const a of answers) {
     if (a.ms <= SCRAPE_TARGET_MS) continue;
     counts.over++;
@@ -201,14 +202,30 @@ export function slowAnswerCauses(answers: readonly AnswerTiming[], own: readonly
     const ownStalled = overlapMs(own, a.at, to);
     const memberStalled = member === undefined ? 0 : overlapMs(member.stalls, a.at, to);
     const memberGc = member === undefined ? 0 : overlapMs(member.gc, a.at, to);
-    counts.each.push(`${fmt(a.ms)} (m${a.member + 1} #${a.nth}, own ${fmt(a.memberMs)}: the scraper stalled ${fmt(ownStalled)}, the member ${fmt(memberStalled)}, its GC ${fmt(memberGc)})`);
+    const memberWaited = member === undefined ? 0 : overlapWaitMs(member.stalls, a.at, to);
+    counts.each.push(`${fmt(a.ms)} (m${a.member + 1} #${a.nth}, own ${fmt(a.memberMs)}: the scraper stalled ${fmt(ownStalled)}, the member ${fmt(memberStalled)}, its GC ${fmt(memberGc)}, its wait for a CPU ${fmt(memberWaited)})`);
     if (ownStalled >= excess) counts.scraper++;
     else if (memberStalled >= excess) {
       counts.member++;
       if (memberGc > 0) counts.memberGc++;
+      if (memberWaited >= excess) counts.memberWaited++;
     } else counts.neither++;
   }
   return counts;
+}
+
+/**
+ * How long the loop's thread waited for a CPU within [from, to), from the stalls that overlap it
+ * (each stall's wait taken as spread over it); 0 where the waits could not be read.
+ */
+function overlapWaitMs(spans: readonly StallSpan[], from: number, to: number): number {
+  let ms = 0;
+  for (const s of spans) {
+    if (s.at >= to) break;
+    const overlap = Math.min(s.at + s.ms, to) - Math.max(s.at, from);
+    if (overlap > 0 && s.ms > 0) ms += ((s.waitMs ?? 0) * overlap) / s.ms;
+  }
+  return ms;
 }
 
 /** The answers over the target: how many, what held them, and each with the stalls it overlapped (ms). */
@@ -217,6 +234,8 @@ interface SlowAnswers {
   readonly scraper: number;
   readonly member: number;
   readonly memberGc: number;
+  /** Of the member's, those its wait for a CPU alone held past the target. */
+  readonly memberWaited: number;
   readonly neither: number;
   readonly each: readonly string[];
 }
@@ -229,7 +248,7 @@ export function scrapeManyJobsRows(r: ScrapeManyJobsResult): string[][] {
     const met = e.errors === 0 && e.ms.max <= SCRAPE_TARGET_MS;
     rows.push([`${label}: ${path} every answer within the target`, met ? 'met' : `not met (max ${fmt(e.ms.max)} ms, p99 ${fmt(e.ms.p99)} ms)`, `<= ${SCRAPE_TARGET_MS} ms`]);
     const c = slowAnswerCauses(e.answers, r.lateness.scrape.ownStalls, r.members);
-    const causes = c.over === 0 ? 'none' : `${c.over}: the scraper's own stalls ${c.scraper}, the member's ${c.member} (a GC pause in ${c.memberGc}), neither ${c.neither}`;
+    const causes = c.over === 0 ? 'none' : `${c.over}: the scraper's own stalls ${c.scraper}, the member's ${c.member} (a GC pause in ${c.memberGc}, its wait for a CPU alone in ${c.memberWaited}), neither ${c.neither}`;
     rows.push([`${label}: ${path} answers over the target, and what held them (within it but for that)`, causes, '']);
     if (c.over > 0) rows.push([`${label}: ${path} those answers, ms, and the stalls they overlapped (ms)`, c.each.slice(0, SLOWEST_KEPT).join(', '), '']);
     const ownMet = e.errors === 0 && e.memberMs.max <= SCRAPE_TARGET_MS;

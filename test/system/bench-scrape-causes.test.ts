@@ -22,6 +22,20 @@ describe('bench/scrape-lateness.ts: what held each answer over the target', () =
     expect(c.each).toHaveLength(3);
   });
 
+  it("counts apart a member's stall that its wait for a CPU alone made long enough, from the part of each stall's wait that overlaps the answer", () => {
+    const waited = [
+      { stalls: [{ at: 1000, ms: 12, waitMs: 9 }], gc: [] },
+      { stalls: [{ at: 2000, ms: 12, waitMs: 2 }], gc: [] },
+      // Half of this stall overlaps the answer: half its wait (4 of 8 ms) does, short of the 5 ms.
+      { stalls: [{ at: 2990, ms: 20, waitMs: 8 }], gc: [] },
+    ];
+    const answers = [answer(0, 1000, SCRAPE_TARGET_MS + 5), answer(1, 2000, SCRAPE_TARGET_MS + 5), answer(2, 3000, SCRAPE_TARGET_MS + 5)];
+    const c = slowAnswerCauses(answers, [], waited);
+    expect({ member: c.member, memberWaited: c.memberWaited }).toEqual({ member: 3, memberWaited: 1 });
+    expect(c.each[0]).toContain('its wait for a CPU 9.00');
+    expect(c.each[2]).toContain('its wait for a CPU 4.00');
+  });
+
   it('counts the scraper first when both stood still', () => {
     const c = slowAnswerCauses([answer(0, 1000, SCRAPE_TARGET_MS + 2)], [{ at: 1000, ms: 4 }], members);
     expect(c.scraper).toBe(1);
