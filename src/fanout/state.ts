@@ -1,6 +1,10 @@
 import type { NodeId } from '../raft/types.js';
 import { MAX_PENDING_PER_TOPIC, type ConsumerSettings, type EmitOrigin, type FanoutCommand, type ItemOutcome } from './command.js';
 import { leaseDeadlineMs, maxLeased } from './prefetch.js';
+import { BATCH_RECORD_BYTES, deadLetterBytes, itemBytes, textBytes, textWithin } from './footprint.js';
+import type { BatchRecord, DeadLetter, ItemPhase, ItemRecord, SettledBatch, TopicRecord } from './records.js';
+
+export type { BatchRecord, DeadLetter, ItemPhase, ItemRecord, SettledBatch, TopicCounts, TopicRecord } from './records.js';
 
 /**
  * Fan-out's replicated state (issue 19): the topics, their consumers, and the items not yet
@@ -15,11 +19,15 @@ export const FANOUT_DEFAULTS = {
   /** Unsettled items a topic holds at most; an emit past it is refused whole (`backpressure`). */
   maxPendingPerTopic: MAX_PENDING_PER_TOPIC,
   /**
-   * Bytes of unsettled items every topic together holds (their data: what the state and its
-   * snapshots carry); an emit past it is refused whole (`backpressure`), so that a member's
-   * memory and a snapshot stay bounded whatever the topics' maxPending.
+   * Bytes of unsettled items every topic together holds, as their records and their batches'
+   * take them in a snapshot (footprint.ts: data, text and the rest); an emit past it is refused whole
+   * (`backpressure`), and a failure's error is kept cut short to stay within it, so that a
+   * member's memory and its snapshot stay bounded whatever the topics' maxPending: within what a
+   * follower takes in (MAX_SNAPSHOT_BYTES) beside the dead letters and the scheduler's state.
    */
-  maxUnsettledBytes: 64 * 1024 * 1024,
+  maxUnsettledBytes: 24 * 1024 * 1024,
+  /** Bytes of dead letters every topic together keeps (footprint.ts deadLetterBytes): past it, the oldest of the topic that keeps the most are forgotten. */
+  maxDeadLetterBytes: 2 * 1024 * 1024,
   /** Topics the cluster keeps (a topic is kept while it has consumers or unsettled items). */
   maxTopics: 1000,
   /** Dead letters kept per topic, the oldest forgotten first. */
@@ -56,87 +64,6 @@ function failedAtMs(held: ItemRecord, reportedAtMs: number): number {
   return held.phase.kind === 'leased' ? Math.min(reportedAtMs, held.phase.deadlineMs) : reportedAtMs;
 }
 
-/** Where an unsettled item is: waiting to be leased (not before `notBeforeMs`), or leased. */
-export type ItemPhase =
-  | { readonly kind: 'pending'; readonly notBeforeMs: number }
-  | { readonly kind: 'leased'; readonly member: NodeId; readonly token: number; readonly deadlineMs: number };
-
-/**
- * An unsettled item. Records are never changed in place: a change replaces the item's record
- * in the state, so that a snapshot may hold on to the records of one moment while the state
- * moves on (fanoutSnapshotSteps encodes them in steps).
- */
-export interface ItemRecord {
-  readonly id: number;
-  readonly topic: string;
-  readonly data: Uint8Array;
-  readonly key: string | null;
-  /** The index of the emit entry: the batch it belongs to. */
-  readonly batch: number;
-  readonly origin: EmitOrigin | null;
-  /** Attempts that failed so far. */
-  readonly failures: number;
-  /** Leases taken back without an outcome (a consumer that died, stopped or ran past its lease). */
-  readonly redeliveries: number;
-  readonly lastError: string | null;
-  readonly phase: ItemPhase;
-}
-
-/** An item that failed for good, kept for cluster.deadLetters and requeue. */
-export interface DeadLetter {
-  readonly id: number;
-  readonly data: Uint8Array;
-  readonly key: string | null;
-  readonly failures: number;
-  readonly error: string | null;
-  readonly origin: EmitOrigin | null;
-  readonly atMs: number;
-}
-
-/** What a topic has seen, counted as commands apply. */
-export interface TopicCounts {
-  emitted: number;
-  done: number;
-  /** Attempts that failed (retried or not). */
-  failed: number;
-  dead: number;
-  /** Outcomes refused: under a token that was not the item's lease (late, or for an item settled). */
-  stale: number;
-  redelivered: number;
-}
-
-export interface TopicRecord {
-  readonly name: string;
-  /**
-   * Its items that may be leased once due, in the order they became so: each item without a
-   * key, and for each key only the oldest unsettled item of it (the head), so that items of one
-   * key run one at a time, in emit order. Leased items are not in it.
-   */
-  readonly ready: Set<number>;
-  /** Its consumers by member, in registration order. */
-  readonly consumers: Map<NodeId, ConsumerSettings>;
-  /** Unsettled items: pending or leased. */
-  unsettled: number;
-  /** Items leased per member. */
-  readonly inFlight: Map<NodeId, number>;
-  readonly counts: TopicCounts;
-  readonly deadLetters: DeadLetter[];
-}
-
-/** An emit's items, until every one is settled. */
-export interface BatchRecord {
-  readonly topic: string;
-  readonly total: number;
-  done: number;
-  dead: number;
-}
-
-/** A batch (an emit entry's items) as it settled: every item done or dead. */
-export interface SettledBatch extends BatchRecord {
-  /** The emit entry's index. */
-  readonly index: number;
-}
-
 export type FanoutApplyResult =
   | {
       readonly ok: true;
@@ -158,6 +85,7 @@ export interface FanoutLimits {
   readonly maxUnsettledBytes?: number;
   readonly maxTopics?: number;
   readonly maxDeadLettersPerTopic?: number;
+  readonly maxDeadLetterBytes?: number;
 }
 
 /**
@@ -192,14 +120,19 @@ export class FanoutState {
   readonly #maxTopics: number;
   readonly #maxDeadLetters: number;
   readonly #maxUnsettledBytes: number;
-  /** Bytes of the unsettled items' data, every topic together: derived, rebuilt on restore. */
+  readonly #maxDeadLetterBytes: number;
+  /** The unsettled items' bytes (itemBytes), every topic together: derived, rebuilt on restore. */
   #unsettledBytes = 0;
+  /** The dead letters' bytes (deadLetterBytes), in all and per topic that keeps any: derived, rebuilt on restore. */
+  #deadLetterBytes = 0;
+  readonly #deadLetterBytesOf = new Map<string, number>();
 
   constructor(limits: FanoutLimits = {}) {
     this.#maxPending = limits.maxPendingPerTopic ?? FANOUT_DEFAULTS.maxPendingPerTopic;
     this.#maxTopics = limits.maxTopics ?? FANOUT_DEFAULTS.maxTopics;
     this.#maxDeadLetters = limits.maxDeadLettersPerTopic ?? FANOUT_DEFAULTS.maxDeadLettersPerTopic;
     this.#maxUnsettledBytes = limits.maxUnsettledBytes ?? FANOUT_DEFAULTS.maxUnsettledBytes;
+    this.#maxDeadLetterBytes = limits.maxDeadLetterBytes ?? FANOUT_DEFAULTS.maxDeadLetterBytes;
   }
 
   /** The ids of the items leased now, in the order they were leased. */
@@ -208,12 +141,36 @@ export class FanoutState {
   }
 
   get limits(): Required<FanoutLimits> {
-    return { maxPendingPerTopic: this.#maxPending, maxTopics: this.#maxTopics, maxDeadLettersPerTopic: this.#maxDeadLetters, maxUnsettledBytes: this.#maxUnsettledBytes };
+    return {
+      maxPendingPerTopic: this.#maxPending,
+      maxTopics: this.#maxTopics,
+      maxDeadLettersPerTopic: this.#maxDeadLetters,
+      maxUnsettledBytes: this.#maxUnsettledBytes,
+      maxDeadLetterBytes: this.#maxDeadLetterBytes,
+    };
   }
 
-  /** Bytes of the unsettled items' data, every topic together (bounded by maxUnsettledBytes). */
+  /**
+   * The unsettled items' bytes as their records take them in a snapshot, every topic together
+   * (bounded by maxUnsettledBytes, which only the members of leases made since may pass).
+   */
   get unsettledBytes(): number {
     return this.#unsettledBytes;
+  }
+
+  /** The unsettled bytes that maxUnsettledBytes bounds: all but the members the leases name, which a lease may add past it. */
+  get boundedUnsettledBytes(): number {
+    let members = 0;
+    for (const id of this.#leased) {
+      const phase = this.items.get(id)?.phase;
+      if (phase?.kind === 'leased') members += textBytes(phase.member);
+    }
+    return this.#unsettledBytes - members;
+  }
+
+  /** The dead letters' bytes as their records take them in a snapshot, every topic together (bounded by maxDeadLetterBytes). */
+  get deadLetterBytes(): number {
+    return this.#deadLetterBytes;
   }
 
   /** The most unsettled items `topic` may hold: the least its consumers ask for, within maxPendingPerTopic. */
@@ -237,12 +194,17 @@ export class FanoutState {
     this.#leased.clear();
     this.batches.clear();
     this.#unsettledBytes = 0;
-    for (const topic of parts.topics) this.topics.set(topic.name, { ...topic, unsettled: 0, inFlight: new Map() });
+    this.#deadLetterBytes = 0;
+    this.#deadLetterBytesOf.clear();
+    for (const topic of parts.topics) {
+      this.topics.set(topic.name, { ...topic, unsettled: 0, inFlight: new Map() });
+      for (const letter of topic.deadLetters) this.#addDeadLetterBytes(topic.name, deadLetterBytes(letter));
+    }
     for (const item of parts.items) {
       const topic = this.topics.get(item.topic) as TopicRecord;
       this.items.set(item.id, item);
       topic.unsettled++;
-      this.#unsettledBytes += item.data.byteLength;
+      this.#unsettledBytes += itemBytes(item);
       if (item.phase.kind === 'leased') {
         topic.inFlight.set(item.phase.member, (topic.inFlight.get(item.phase.member) ?? 0) + 1);
         this.#leased.add(item.id);
@@ -250,6 +212,7 @@ export class FanoutState {
       if (item.key !== null) this.#joinLine(item);
     }
     for (const [index, batch] of parts.batches) this.batches.set(index, batch);
+    this.#unsettledBytes += parts.batches.length * BATCH_RECORD_BYTES;
     this.nextItemId = parts.nextItemId;
   }
 
@@ -307,7 +270,7 @@ export class FanoutState {
     const topic = this.#topic(command.topic);
     if (topic === null) return { ok: false, reason: 'too-many-topics' };
     // All or nothing: an emit that does not fit keeps none of its items.
-    const bytes = bytesOf(command.items);
+    const bytes = bytesOf(command.items, command.origin);
     if (!this.#fits(topic, command.items.length, bytes)) {
       this.#forgetIfIdle(topic);
       return { ok: false, reason: 'backpressure' };
@@ -325,7 +288,7 @@ export class FanoutState {
     return { ok: true, firstId, count: command.items.length };
   }
 
-  /** Whether `count` more items of `bytes` fit in `topic` and in the state. */
+  /** Whether `count` more items of `bytes` (itemBytes) fit in `topic` and in the state. */
   #fits(topic: TopicRecord, count: number, bytes: number): boolean {
     return topic.unsettled + count <= this.maxPendingOf(topic.name) && this.#unsettledBytes + bytes <= this.#maxUnsettledBytes;
   }
@@ -351,7 +314,7 @@ export class FanoutState {
     this.items.delete(item.id);
     topic.ready.delete(item.id);
     topic.unsettled--;
-    this.#unsettledBytes -= item.data.byteLength;
+    this.#unsettledBytes -= itemBytes(item);
     if (item.key === null) return;
     const line = this.#keys.get(lineOf(item)) as number[];
     line.shift();
@@ -436,7 +399,10 @@ export class FanoutState {
         this.#settle(item, topic);
       } else {
         topic.counts.failed++;
-        let item = this.#change(held, { failures: held.failures + 1, lastError: outcome.error });
+        // Kept cut short where the whole would pass the state's bound (an error is at most
+        // MAX_ERROR_LENGTH characters, and so many items may fail at once).
+        const room = this.#maxUnsettledBytes - this.#unsettledBytes + textBytes(held.lastError);
+        let item = this.#change(held, { failures: held.failures + 1, lastError: textWithin(outcome.error, room) });
         failed.push(item);
         // The settings of the member that ran it; of another consumer when it stopped consuming
         // meanwhile; with none left, the item waits for one, its failures counted.
@@ -457,6 +423,7 @@ export class FanoutState {
       }
       if (batch !== undefined && batch.done + batch.dead === batch.total) {
         this.batches.delete(held.batch);
+        this.#unsettledBytes -= BATCH_RECORD_BYTES;
         settledBatches.push({ index: held.batch, ...batch });
       }
       this.#forgetIfIdle(topic);
@@ -468,6 +435,7 @@ export class FanoutState {
   #change(item: ItemRecord, changes: Partial<Pick<ItemRecord, 'failures' | 'redeliveries' | 'lastError' | 'phase'>>): ItemRecord {
     const next = { ...item, ...changes };
     this.items.set(item.id, next);
+    if (changes.lastError !== undefined || changes.phase !== undefined) this.#unsettledBytes += itemBytes(next) - itemBytes(item);
     return next;
   }
 
@@ -476,9 +444,44 @@ export class FanoutState {
     return item.phase.kind === 'leased' && item.phase.member === member && item.phase.token === outcome.token;
   }
 
+  /**
+   * `item` joins its topic's dead letters: past the topic's count, its oldest is forgotten, and
+   * past the bytes every topic keeps, the oldest of the topic that keeps the most, one after
+   * another (on a tie, of the topic it joined, else of the first in the order kept).
+   */
   #deadLetter(item: ItemRecord, topic: TopicRecord, atMs: number): void {
-    topic.deadLetters.push({ id: item.id, data: item.data, key: item.key, failures: item.failures, error: item.lastError, origin: item.origin, atMs });
-    if (topic.deadLetters.length > this.#maxDeadLetters) topic.deadLetters.shift();
+    const letter: DeadLetter = { id: item.id, data: item.data, key: item.key, failures: item.failures, error: item.lastError, origin: item.origin, atMs };
+    topic.deadLetters.push(letter);
+    this.#addDeadLetterBytes(topic.name, deadLetterBytes(letter));
+    if (topic.deadLetters.length > this.#maxDeadLetters) this.#forgetDeadLetters(topic, 1);
+    while (this.#deadLetterBytes > this.#maxDeadLetterBytes) {
+      let most = topic;
+      for (const t of this.topics.values()) if ((this.#deadLetterBytesOf.get(t.name) ?? 0) > (this.#deadLetterBytesOf.get(most.name) ?? 0)) most = t;
+      this.#forgetDeadLetters(most, 1);
+      if (most !== topic) this.#forgetIfIdle(most);
+    }
+  }
+
+  /** Forgets the `count` oldest dead letters of `topic`. */
+  #forgetDeadLetters(topic: TopicRecord, count: number): void {
+    for (const letter of topic.deadLetters.splice(0, count)) this.#addDeadLetterBytes(topic.name, -deadLetterBytes(letter));
+  }
+
+  /** Keeps `topic` only of the dead letters `keep` says, in their order. */
+  #keepDeadLetters(topic: TopicRecord, keep: (letter: DeadLetter) => boolean): void {
+    const kept: DeadLetter[] = [];
+    for (const letter of topic.deadLetters) {
+      if (keep(letter)) kept.push(letter);
+      else this.#addDeadLetterBytes(topic.name, -deadLetterBytes(letter));
+    }
+    topic.deadLetters.splice(0, topic.deadLetters.length, ...kept);
+  }
+
+  #addDeadLetterBytes(topic: string, bytes: number): void {
+    this.#deadLetterBytes += bytes;
+    const left = (this.#deadLetterBytesOf.get(topic) ?? 0) + bytes;
+    if (left === 0) this.#deadLetterBytesOf.delete(topic);
+    else this.#deadLetterBytesOf.set(topic, left);
   }
 
   /** Leases taken back (their member died, stopped, or ran past the deadline): pending again, due at once. */
@@ -502,9 +505,9 @@ export class FanoutState {
     const topic = this.topics.get(command.topic);
     if (topic === undefined) return { ok: false, reason: 'unknown-topic' };
     const dropped = new Set(command.ids);
-    const kept = topic.deadLetters.filter((letter) => !dropped.has(letter.id));
-    const count = topic.deadLetters.length - kept.length;
-    topic.deadLetters.splice(0, topic.deadLetters.length, ...kept);
+    const before = topic.deadLetters.length;
+    this.#keepDeadLetters(topic, (letter) => !dropped.has(letter.id));
+    const count = before - topic.deadLetters.length;
     this.#forgetIfIdle(topic);
     return { ok: true, count };
   }
@@ -517,15 +520,16 @@ export class FanoutState {
     const letters = topic.deadLetters.filter((letter) => wanted.has(letter.id));
     if (letters.length === 0) return { ok: true, count: 0 };
     // Checked before the letters leave their list: refused, they stay dead letters.
-    if (!this.#fits(topic, letters.length, bytesOf(letters))) return { ok: false, reason: 'backpressure' };
-    topic.deadLetters.splice(0, topic.deadLetters.length, ...topic.deadLetters.filter((letter) => !wanted.has(letter.id)));
+    if (!this.#fits(topic, letters.length, bytesOf(letters, null))) return { ok: false, reason: 'backpressure' };
+    this.#keepDeadLetters(topic, (letter) => !wanted.has(letter.id));
     return this.#emit(index, { type: 'emit', topic: topic.name, items: letters.map((l) => ({ data: l.data, key: l.key })), origin: null, atMs: command.atMs });
   }
 }
 
-function bytesOf(items: ReadonlyArray<{ readonly data: Uint8Array }>): number {
-  let bytes = 0;
-  for (const item of items) bytes += item.data.byteLength;
+/** What `items` of `origin`, emitted, take as unsettled items (itemBytes) with their batch. */
+function bytesOf(items: ReadonlyArray<{ readonly data: Uint8Array; readonly key: string | null }>, origin: EmitOrigin | null): number {
+  let bytes = BATCH_RECORD_BYTES;
+  for (const item of items) bytes += itemBytes({ data: item.data, key: item.key, origin, lastError: null, phase: DUE_NOW });
   return bytes;
 }
 

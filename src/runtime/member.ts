@@ -24,6 +24,7 @@ import { leaveConfiguration } from './leave.js';
 import { LEAVE_PID_SUFFIX, membershipEventOf, type MembershipEvent } from './membership-events.js';
 import { RemovedError, RunAbortedError } from '../errors.js';
 import { FANOUT_DEFAULTS, FanoutState, type FanoutApplyResult } from '../fanout/state.js';
+import { MAX_SNAPSHOT_BYTES } from '../transport/constants.js';
 import type { FanoutCommand } from '../fanout/command.js';
 import { FanoutRuntime, type FanoutEvent } from './fanout/fanout-runtime.js';
 import { checkTopic } from '../fanout/items.js';
@@ -481,6 +482,8 @@ export class Member {
       { name: 'locks', value: state.locks.size, limit: SCHEDULER_DEFAULTS.maxLocks },
       { name: 'open claims', value: state.openClaims().size, limit: SCHEDULER_DEFAULTS.maxClaimsKept },
       ...this.#fanoutBounds(),
+      // A snapshot larger than a follower takes in is one no member behind it ever installs.
+      { name: 'bytes of the last snapshot taken', value: this.driver.lastSnapshot?.bytes ?? 0, limit: MAX_SNAPSHOT_BYTES },
     ];
   }
 
@@ -499,7 +502,8 @@ export class Member {
     }
     return [
       { name: 'unsettled items of a topic', value: unsettled, limit: FANOUT_DEFAULTS.maxPendingPerTopic },
-      { name: 'bytes of unsettled items', value: fanout.unsettledBytes, limit: FANOUT_DEFAULTS.maxUnsettledBytes },
+      { name: 'bytes of unsettled items (but the members of leases)', value: fanout.boundedUnsettledBytes, limit: FANOUT_DEFAULTS.maxUnsettledBytes },
+      { name: 'bytes of dead letters', value: fanout.deadLetterBytes, limit: FANOUT_DEFAULTS.maxDeadLetterBytes },
       { name: 'dead letters of a topic', value: deadLetters, limit: FANOUT_DEFAULTS.maxDeadLettersPerTopic },
       { name: 'topics', value: fanout.topics.size, limit: FANOUT_DEFAULTS.maxTopics },
       { name: 'fan-out batches', value: fanout.batches.size, limit: fanout.items.size },

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { MAX_PENDING_PER_TOPIC, type ConsumerSettings, type FanoutCommand } from '../../src/fanout/command.js';
 import { backoffMs, FanoutState, LEASE_GRACE_MS, MAX_BACKOFF_MS } from '../../src/fanout/state.js';
 import { MAX_PREFETCH_PER_PARALLELISM } from '../../src/fanout/prefetch.js';
+import { BATCH_RECORD_BYTES, ITEM_RECORD_BYTES } from '../../src/fanout/footprint.js';
 
 const SETTINGS: ConsumerSettings = { parallelism: 4, retries: 2, timeoutMs: 1000, backoffMs: 100, ratePerSecond: null, maxPending: null };
 const bytes = (s: string): Uint8Array => new TextEncoder().encode(s);
@@ -163,7 +164,9 @@ describe('fan-out state', () => {
   });
 
   it('bounds unsettled items by the least maxPending its consumers ask for (within the cap), all topics by their bytes, and keeps the newest dead letters', () => {
-    const { state, apply } = log({ maxUnsettledBytes: 10, maxDeadLettersPerTopic: 2 });
+    // Bytes as records take them in a snapshot: each item's data and the rest (I), and each emit's batch (B).
+    const [I, B] = [ITEM_RECORD_BYTES, BATCH_RECORD_BYTES];
+    const { state, apply } = log({ maxUnsettledBytes: 4 * I + 10 + 3 * B, maxDeadLettersPerTopic: 2 });
     expect(state.maxPendingOf('t')).toBe(MAX_PENDING_PER_TOPIC);
     apply({ type: 'consume', topic: 't', member: 'm1', settings: { ...SETTINGS, maxPending: 5 } });
     apply({ type: 'consume', topic: 't', member: 'm2', settings: { ...SETTINGS, maxPending: 3 } });
@@ -171,18 +174,22 @@ describe('fan-out state', () => {
     expect(state.maxPendingOf('t')).toBe(3);
     expect(apply(emit('t', [['a', null], ['b', null], ['c', null], ['d', null]]))).toMatchObject({ ok: false, reason: 'backpressure' });
     expect(state.topics.get('t')?.counts.emitted).toBe(0);
-    // Bytes, every topic together: 9 held, 2 more would pass 10, whatever the topic.
+    // Bytes, every topic together: 3I + 9 + 2B held, I + 2 + B more would pass 4I + 10 + 3B, whatever the topic.
     expect(apply(emit('t', [['aaa', null], ['bbb', null]]))).toMatchObject({ ok: true });
     expect(apply(emit('u', [['ccc', null]]))).toMatchObject({ ok: true });
     expect(apply(emit('u', [['dd', null]]))).toMatchObject({ ok: false, reason: 'backpressure' });
-    expect(state.unsettledBytes).toBe(9);
+    expect(state.unsettledBytes).toBe(3 * I + 9 + 2 * B);
     expect(state.topics.get('u')?.counts.emitted).toBe(1);
     // Dead letters: the newest two of three.
     expect(apply(emit('u', [['e', null]]))).toMatchObject({ ok: true });
+    const kept: (string | null | undefined)[] = [];
     for (const id of [3, 4]) {
       const token = apply({ type: 'lease', member: 'm1', ids: [id], atMs: 0 }).index;
-      apply({ type: 'done', member: 'm1', outcomes: [{ id, token, error: 'boom' }], atMs: 0 });
+      const r = apply({ type: 'done', member: 'm1', outcomes: [{ id, token, error: 'boom' }], atMs: 0 });
+      kept.push(r.ok ? r.failed?.[0]?.lastError : undefined);
     }
+    // At the bound (and past it by the member of 3's lease), 3's error was kept as none; 4's fit once 3 was settled.
+    expect(kept).toEqual([null, 'boom']);
     expect(apply(emit('u', [['f', null]]))).toMatchObject({ ok: true, firstId: 5 });
     const token = apply({ type: 'lease', member: 'm1', ids: [5], atMs: 0 }).index;
     apply({ type: 'done', member: 'm1', outcomes: [{ id: 5, token, error: 'boom' }], atMs: 0 });

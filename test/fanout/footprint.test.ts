@@ -1,0 +1,134 @@
+/**
+ * Fan-out's state counts what its records take in a snapshot (footprint.ts), and bounds it, so
+ * that a member's snapshot stays within what a follower takes in (MAX_SNAPSHOT_BYTES). Before,
+ * it counted the items' data alone, up to 64 MiB: 120,000 items of 400 bytes made a snapshot of
+ * 53 MB, which no follower that needed it ever took in.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { ConsumerSettings, FanoutCommand } from '../../src/fanout/command.js';
+import { BATCH_RECORD_BYTES, ITEM_RECORD_BYTES, deadLetterBytes, itemBytes, textBytes, textWithin } from '../../src/fanout/footprint.js';
+import { FANOUT_DEFAULTS, FanoutState } from '../../src/fanout/state.js';
+import { decodeFanoutSnapshot, encodeFanoutSnapshot } from '../../src/fanout/state-snapshot.js';
+import { MAX_SNAPSHOT_BYTES } from '../../src/transport/constants.js';
+
+const SETTINGS: ConsumerSettings = { parallelism: 4, retries: 1, timeoutMs: 1000, backoffMs: 100, ratePerSecond: null, maxPending: null };
+
+/** The bytes the state should count, from its records. */
+function recount(state: FanoutState): { unsettled: number; dead: number } {
+  let unsettled = state.batches.size * BATCH_RECORD_BYTES;
+  for (const item of state.items.values()) unsettled += itemBytes(item);
+  let dead = 0;
+  for (const topic of state.topics.values()) for (const letter of topic.deadLetters) dead += deadLetterBytes(letter);
+  return { unsettled, dead };
+}
+
+/** The bytes of `state`'s snapshot without its items, batches and dead letters: its topics alone. */
+function topicsAloneBytes(state: FanoutState): number {
+  const bare = new FanoutState(state.limits);
+  bare.restore({
+    nextItemId: state.nextItemId,
+    topics: [...state.topics.values()].map((t) => ({ name: t.name, ready: new Set(), consumers: t.consumers, counts: t.counts, deadLetters: [] })),
+    items: [],
+    batches: [],
+  });
+  return encodeFanoutSnapshot(bare).byteLength;
+}
+
+describe('fan-out state: bytes as a snapshot takes them', () => {
+  it('keeps the start of an error that fits, whole pairs of surrogates, or none', () => {
+    expect(textWithin('boom', 12)).toBe('boom');
+    expect(textWithin('boom', 11)).toBe('boo');
+    expect(textWithin('boom', 2)).toBeNull();
+    expect(textWithin('a\u{1F600}b', 6)).toBe('a');
+    expect(textBytes('a\u{1F600}')).toBe(9);
+  });
+
+  it('refuses an emit whose records would pass the bound, though its data alone fits (each item takes ITEM_RECORD_BYTES and its text besides)', () => {
+    const state = new FanoutState({ maxUnsettledBytes: 10_000 });
+    const tiny = Array.from({ length: 200 }, () => ({ data: Uint8Array.of(1), key: null }));
+    expect(state.apply(1, { type: 'emit', topic: 't', items: tiny, origin: null, atMs: 0 })).toMatchObject({ ok: false, reason: 'backpressure' });
+    expect(state.apply(2, { type: 'emit', topic: 't', items: tiny.slice(0, 50), origin: { job: 'nightly', slotMs: 0 }, atMs: 0 })).toMatchObject({ ok: true });
+    expect(state.unsettledBytes).toBe(BATCH_RECORD_BYTES + 50 * (1 + ITEM_RECORD_BYTES + textBytes('nightly')));
+  });
+
+  it('forgets the oldest dead letters of the topic that keeps the most bytes of them, and a topic left with nothing', () => {
+    // A dead letter of 10 bytes of data and the error 'x'.
+    const letter = deadLetterBytes({ id: 0, data: new Uint8Array(10), key: null, failures: 1, error: 'x', origin: null, atMs: 0 });
+    const state = new FanoutState({ maxDeadLetterBytes: 3 * letter });
+    let index = 0;
+    const apply = (c: FanoutCommand): ReturnType<FanoutState['apply']> => state.apply(++index, c);
+    const kill = (topic: string, size: number): void => {
+      apply({ type: 'consume', topic, member: 'm', settings: { ...SETTINGS, retries: 0 } });
+      const emitted = apply({ type: 'emit', topic, items: [{ data: new Uint8Array(size), key: null }], origin: null, atMs: 0 });
+      const id = emitted.ok ? (emitted.firstId as number) : -1;
+      apply({ type: 'lease', member: 'm', ids: [id], atMs: 0 });
+      apply({ type: 'done', member: 'm', outcomes: [{ id, token: index, error: 'x' }], atMs: 0 });
+    };
+    kill('a', 10);
+    kill('b', 11);
+    apply({ type: 'unconsume', topic: 'b', member: 'm' });
+    // A third passes the bound: the only one of 'b', which keeps the most, goes, and 'b', left
+    // with nothing and no consumer, is forgotten.
+    kill('c', 10);
+    expect([...state.topics.values()].map((t) => [t.name, t.deadLetters.map((l) => l.id)])).toEqual([['a', [1]], ['c', [3]]]);
+    kill('a', 10);
+    expect(state.deadLetterBytes).toBe(3 * letter);
+    // 'a' and 'c' then keep as much: the one the new letter joined gives up its oldest.
+    kill('c', 10);
+    expect([...state.topics.values()].map((t) => [t.name, t.deadLetters.map((l) => l.id)])).toEqual([['a', [1, 4]], ['c', [5]]]);
+    expect(state.deadLetterBytes).toBe(3 * letter);
+    expect(state.deadLetterBytes).toBe(recount(state).dead);
+  });
+
+  it('whatever the commands, counts its bytes as its records take them, within its bounds but for leases, and its snapshot takes no more', () => {
+    const members = ['m1', 'm\u{1F600}-two', 'a-member-with-a-long-name:7001'];
+    const text = fc.string({ unit: 'grapheme', maxLength: 12 });
+    const command = fc.oneof(
+      fc.record({ type: fc.constant('consume' as const), topic: fc.constantFrom('t', 'u'), member: fc.constantFrom(...members) }),
+      fc.record({ type: fc.constant('emit' as const), topic: fc.constantFrom('t', 'u'), sizes: fc.array(fc.integer({ min: 0, max: 200 }), { minLength: 1, maxLength: 4 }), key: fc.option(text), job: fc.option(text) }),
+      fc.record({ type: fc.constant('lease' as const), member: fc.constantFrom(...members), ids: fc.array(fc.integer({ min: 1, max: 40 }), { maxLength: 6 }) }),
+      fc.record({ type: fc.constant('done' as const), id: fc.integer({ min: 1, max: 40 }), error: fc.option(fc.string({ unit: 'grapheme', maxLength: 60 })) }),
+      fc.record({ type: fc.constant('reclaim' as const), id: fc.integer({ min: 1, max: 40 }) }),
+      fc.record({ type: fc.constant('drop' as const), topic: fc.constantFrom('t', 'u'), id: fc.integer({ min: 1, max: 40 }) }),
+      fc.record({ type: fc.constant('requeue' as const), topic: fc.constantFrom('t', 'u'), id: fc.integer({ min: 1, max: 40 }) }),
+    );
+    fc.assert(
+      fc.property(fc.array(command, { maxLength: 60 }), fc.integer({ min: 400, max: 3000 }), fc.integer({ min: 100, max: 1500 }), (drawn, maxUnsettledBytes, maxDeadLetterBytes) => {
+        const state = new FanoutState({ maxUnsettledBytes, maxDeadLetterBytes });
+        drawn.forEach((d, i) => {
+          const index = i + 1;
+          const atMs = index * 250.5;
+          let c: FanoutCommand;
+          if (d.type === 'consume') c = { type: 'consume', topic: d.topic, member: d.member, settings: SETTINGS };
+          else if (d.type === 'emit') c = { type: 'emit', topic: d.topic, items: d.sizes.map((n) => ({ data: new Uint8Array(n).fill(7), key: d.key === null || d.key === '' ? null : d.key })), origin: d.job === null || d.job === '' ? null : { job: d.job, slotMs: atMs }, atMs };
+          else if (d.type === 'lease') c = { type: 'lease', member: d.member, ids: d.ids, atMs };
+          else if (d.type === 'done' || d.type === 'reclaim') {
+            const phase = state.items.get(d.id)?.phase;
+            const [member, token] = phase?.kind === 'leased' ? [phase.member, phase.token] : ['m1', 0];
+            c = d.type === 'done' ? { type: 'done', member, outcomes: [{ id: d.id, token, error: d.error }], atMs } : { type: 'reclaim', leases: [{ id: d.id, token }], atMs };
+          } else c = { type: d.type, topic: d.topic, ids: [d.id], atMs };
+          state.apply(index, c);
+          const counted = recount(state);
+          expect(state.unsettledBytes).toBe(counted.unsettled);
+          expect(state.deadLetterBytes).toBe(counted.dead);
+          expect(state.deadLetterBytes).toBeLessThanOrEqual(maxDeadLetterBytes);
+          // Past the bound only by the members of leases: an emit never, an error never.
+          let leasedMembers = 0;
+          for (const item of state.items.values()) if (item.phase.kind === 'leased') leasedMembers += textBytes(item.phase.member);
+          expect(state.unsettledBytes - leasedMembers).toBeLessThanOrEqual(maxUnsettledBytes);
+        });
+        const bytes = encodeFanoutSnapshot(state);
+        expect(bytes.byteLength).toBeLessThanOrEqual(topicsAloneBytes(state) + state.unsettledBytes + state.deadLetterBytes);
+        const restored = new FanoutState(state.limits);
+        restored.restore(decodeFanoutSnapshot(bytes, state.limits));
+        expect([restored.unsettledBytes, restored.deadLetterBytes]).toEqual([state.unsettledBytes, state.deadLetterBytes]);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it("its defaults leave room in a follower's bound on a snapshot for the scheduler's state beside it", () => {
+    expect(FANOUT_DEFAULTS.maxUnsettledBytes + FANOUT_DEFAULTS.maxDeadLetterBytes).toBeLessThanOrEqual(MAX_SNAPSHOT_BYTES - 4 * 1024 * 1024);
+  });
+});
