@@ -23,7 +23,8 @@ export const FANOUT_DEFAULTS = {
    * take them in a snapshot (footprint.ts: data, text and the rest); an emit past it is refused whole
    * (`backpressure`), and a failure's error is kept cut short to stay within it, so that a
    * member's memory and its snapshot stay bounded whatever the topics' maxPending: within what a
-   * follower takes in (MAX_SNAPSHOT_BYTES) beside the dead letters and the scheduler's state.
+   * follower takes in (MAX_SNAPSHOT_BYTES) beside the dead letters, the topics' records and the
+   * scheduler's state, which are not counted in bytes.
    */
   maxUnsettledBytes: 24 * 1024 * 1024,
   /** Bytes of dead letters every topic together keeps (footprint.ts deadLetterBytes): past it, the oldest of the topic that keeps the most are forgotten. */

@@ -48,7 +48,8 @@ interface EntryItems {
  * How the batch of `entry` (an emit entry at `index` of `topic`) settled, as far as a state
  * restored from a snapshot can say, once it holds the batch no longer: the items of it among the
  * topic's dead letters went dead, the others succeeded. (A dead letter emitted again, or
- * forgotten past the topic's bound, before the snapshot, counts as done.)
+ * forgotten past the dead letters' bounds, the topic's count or the bytes of all, before the
+ * snapshot, counts as done.)
  */
 export function settledInSnapshot(state: FanoutState, topic: string, index: number, entry: EntryItems): SettledBatch {
   let dead = 0;

@@ -163,8 +163,10 @@ export class FanoutRuntime {
         this.slotBatches.settled(batch);
       }
       if (command.member === this.#o.self) {
+        // The error as this member reported it: the state keeps it cut short at its bound.
+        const reported = new Map(command.outcomes.map((o) => [o.id, o.error]));
         for (const item of result.failed ?? []) {
-          this.#tell({ type: 'item-failed', topic: item.topic, id: item.id, attempt: item.failures, error: item.lastError ?? 'failed', dead: !this.#o.state.items.has(item.id) });
+          this.#tell({ type: 'item-failed', topic: item.topic, id: item.id, attempt: item.failures, error: reported.get(item.id) ?? item.lastError ?? 'failed', dead: !this.#o.state.items.has(item.id) });
         }
       }
     }

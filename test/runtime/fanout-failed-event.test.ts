@@ -1,0 +1,47 @@
+/**
+ * The `item-failed` event on the member that ran the attempt carries the error it reported, also
+ * when fan-out's state keeps it cut short to stay within its bound (footprint.ts).
+ */
+import { describe, expect, it } from 'vitest';
+import type { ConsumerSettings, FanoutCommand } from '../../src/fanout/command.js';
+import { BATCH_RECORD_BYTES, ITEM_RECORD_BYTES } from '../../src/fanout/footprint.js';
+import { FanoutState } from '../../src/fanout/state.js';
+import { FanoutRuntime, type FanoutEvent } from '../../src/runtime/fanout/fanout-runtime.js';
+import { ManualTimers } from '../fixtures/manual-timers.js';
+
+const SETTINGS: ConsumerSettings = { parallelism: 4, retries: 3, timeoutMs: 1000, backoffMs: 100, ratePerSecond: null, maxPending: null };
+
+describe('fan-out: item-failed', () => {
+  it("tells the error this member reported, which the state keeps cut short at its bound", () => {
+    // Room for the item and its batch, and one byte more: no error fits.
+    const state = new FanoutState({ maxUnsettledBytes: ITEM_RECORD_BYTES + 1 + BATCH_RECORD_BYTES + 1 });
+    const events: FanoutEvent[] = [];
+    const never = (): boolean => false;
+    const runtime = new FanoutRuntime({
+      self: 'm1',
+      state,
+      timers: new ManualTimers(),
+      isLeader: never,
+      term: () => 1,
+      clusterNowMs: () => 0,
+      eligible: never,
+      configured: never,
+      lost: never,
+      appliedIndex: () => 0,
+      holdsLease: () => true,
+      propose: () => new Promise(() => undefined),
+      onEvent: (e) => events.push(e),
+    });
+    let index = 0;
+    const apply = (c: FanoutCommand): void => {
+      const at = ++index;
+      runtime.applied(at, c, state.apply(at, c), false);
+    };
+    apply({ type: 'consume', topic: 't', member: 'm1', settings: SETTINGS });
+    apply({ type: 'emit', topic: 't', items: [{ data: Uint8Array.of(1), key: null }], origin: null, atMs: 0 });
+    apply({ type: 'lease', member: 'm1', ids: [1], atMs: 0 });
+    apply({ type: 'done', member: 'm1', outcomes: [{ id: 1, token: 3, error: 'the whole reason it failed' }], atMs: 0 });
+    expect(state.items.get(1)?.lastError).toBeNull();
+    expect(events).toEqual([{ type: 'item-failed', topic: 't', id: 1, attempt: 1, error: 'the whole reason it failed', dead: false }]);
+  });
+});
