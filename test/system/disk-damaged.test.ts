@@ -28,9 +28,9 @@ function payload(i: number): Buffer {
 }
 
 /** A single member with ENTRIES proposals, stopped, then opened and stopped once more, so that LevelDB moved its log into a table. */
-async function build(): Promise<{ options: ClusterOptions; store: string }> {
+async function build(extra: Partial<ClusterOptions> = {}): Promise<{ options: ClusterOptions; store: string }> {
   const dataDir = tempDir('cronraft-damaged-');
-  const options: ClusterOptions = { listen: `127.0.0.1:${await freePort()}`, dataDir };
+  const options: ClusterOptions = { listen: `127.0.0.1:${await freePort()}`, dataDir, ...extra };
   const c = new Cluster([], options);
   await c.start();
   // The store seals its values once the cluster runs SEALED_STORE_VERSION (a new cluster raises
@@ -82,6 +82,33 @@ describe('a byte flipped in a LevelDB table', () => {
       started.push(c);
       const error = await c.start().then(() => null, (e: { code?: string; path?: string }) => e);
       expect(error).toMatchObject({ code: 'CRONRAFT_STORAGE_CORRUPT', path: store });
+    }
+  });
+});
+
+describe("the file of a member's last snapshot", () => {
+  it('missing, or with a byte changed: the member refuses to start with CRONRAFT_STORAGE_CORRUPT naming its store, and applies nothing', async () => {
+    for (const damage of [
+      (file: string) => unlinkSync(file),
+      (file: string) => {
+        const bytes = readFileSync(file);
+        bytes[bytes.length >> 1] = (bytes[bytes.length >> 1] as number) ^ 0x01;
+        writeFileSync(file, bytes);
+      },
+    ]) {
+      // Compacted every 20 entries: the member took snapshots, each in a file of its own once sealed.
+      const { options, store } = await build({ snapshotEveryEntries: 20, snapshotRetainEntries: 5 });
+      const files = readdirSync(store).filter((name) => name.startsWith('snapshot-'));
+      expect(files).toHaveLength(1);
+      damage(join(store, files[0]!));
+      const c = new Cluster([], options);
+      started.push(c);
+      const applied: number[] = [];
+      c.on('applied', (e) => applied.push(e.index));
+      const error = await c.start().then(() => null, (e: { code?: string; path?: string; message?: string }) => e);
+      expect(error).toMatchObject({ code: 'CRONRAFT_STORAGE_CORRUPT', path: store });
+      expect(error?.message).toMatch(/snapshot's file snapshot-\d+-\d+/);
+      expect(applied).toEqual([]);
     }
   });
 });
