@@ -1,4 +1,4 @@
-import { open } from 'node:fs/promises';
+import { open, type FileHandle } from 'node:fs/promises';
 
 /**
  * Writes `bytes` to a new file at `path` and syncs it before it resolves: `flags` 'wx' fails if
@@ -15,18 +15,36 @@ export async function writeFileSynced(path: string, bytes: Uint8Array, flags: 'w
 }
 
 /**
- * Makes a directory's entries durable (a file created, linked or renamed into it): fsync of the
- * directory itself. Some platforms cannot open a directory, which is harmless there.
+ * Errors with which a platform or file system says it cannot open or sync a directory (Windows
+ * cannot open one; some file systems refuse fsync on one): harmless there, as nothing more can
+ * be done. Any other (EIO, say) is the disk failing to make the entry durable.
  */
-export async function syncDirectory(dir: string): Promise<void> {
+const CANNOT_SYNC_DIRECTORY = new Set(['EISDIR', 'EPERM', 'EACCES', 'EINVAL', 'ENOTSUP', 'EOPNOTSUPP', 'EBADF']);
+
+/**
+ * Makes a directory's entries durable (a file created, linked or renamed into it): fsync of the
+ * directory itself. Where the platform cannot (CANNOT_SYNC_DIRECTORY), it does nothing; any other
+ * failure is thrown, so that nothing is counted on an entry the disk may lose. `openDirectory`:
+ * node:fs/promises' open, or a test's.
+ */
+export async function syncDirectory(dir: string, openDirectory: (path: string, flags: 'r') => Promise<Pick<FileHandle, 'sync' | 'close'>> = open): Promise<void> {
+  let handle: Pick<FileHandle, 'sync' | 'close'>;
   try {
-    const handle = await open(dir, 'r');
-    try {
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-  } catch {
-    // Best effort only.
+    handle = await openDirectory(dir, 'r');
+  } catch (error) {
+    if (cannotSync(error)) return;
+    throw error;
   }
+  try {
+    await handle.sync();
+  } catch (error) {
+    if (!cannotSync(error)) throw error;
+  } finally {
+    await handle.close();
+  }
+}
+
+function cannotSync(error: unknown): boolean {
+  const code = error instanceof Error ? (error as NodeJS.ErrnoException).code : undefined;
+  return code !== undefined && CANNOT_SYNC_DIRECTORY.has(code);
 }
