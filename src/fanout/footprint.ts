@@ -14,7 +14,7 @@ export const BATCH_RECORD_BYTES = 32;
 /** What a dead letter's record takes in a snapshot beyond its data and its text, at most. */
 export const DEAD_LETTER_RECORD_BYTES = 64;
 
-/** The most UTF-8 bytes a string may take: 3 for each UTF-16 code unit (4 for a pair of two). */
+/** The most UTF-8 bytes a string may take: 3 for each UTF-16 code unit (a pair of two takes 4, counted 6). */
 export function textBytes(text: string | null | undefined): number {
   return text === null || text === undefined ? 0 : 3 * text.length;
 }
@@ -22,8 +22,8 @@ export function textBytes(text: string | null | undefined): number {
 /**
  * What an unsettled item's record takes in a snapshot, at most: its data, its key, its origin's
  * job, its last error, the member of its lease, and the rest (ITEM_RECORD_BYTES). The state
- * bounds their sum, with its batches' (FANOUT_DEFAULTS.maxUnsettledBytes), so that a member's
- * snapshot stays within what a follower takes in (MAX_SNAPSHOT_BYTES).
+ * bounds their sum, with its batches' (FANOUT_DEFAULTS.maxUnsettledBytes), so that fan-out's part
+ * of a member's snapshot stays within what a follower takes in (MAX_SNAPSHOT_BYTES).
  */
 export function itemBytes(item: Pick<ItemRecord, 'data' | 'key' | 'origin' | 'lastError' | 'phase'>): number {
   const member = item.phase.kind === 'leased' ? item.phase.member : null;
