@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { PrivateKey } from '@libp2p/interface';
 import { StorageError } from '../errors.js';
 import { OWNER_ONLY_DIR_MODE, restrictToOwner } from './owner-only.js';
+import { errnoCode } from './durable-files.js';
 import { PEER_KEY_FILE } from '../transport/constants.js';
 import { createPrivateKey, loadPrivateKey } from '../transport/identity.js';
 
@@ -53,7 +54,7 @@ async function holdsFiles(dir: string): Promise<boolean> {
   try {
     return (await readdir(dir)).length > 0;
   } catch (error) {
-    if (error instanceof Error && (error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    if (errnoCode(error) === 'ENOENT') return false;
     throw new StorageError('CRONRAFT_STORAGE_UNREADABLE', dir, `cannot read the directory: ${messageOf(error)}`, { cause: error });
   }
 }

@@ -45,6 +45,11 @@ export async function syncDirectory(dir: string, openDirectory: (path: string, f
 }
 
 function cannotSync(error: unknown): boolean {
-  const code = error instanceof Error ? (error as NodeJS.ErrnoException).code : undefined;
+  const code = errnoCode(error);
   return code !== undefined && CANNOT_SYNC_DIRECTORY.has(code);
+}
+
+/** The `code` of a file system error (`ENOENT`, say); undefined for anything else. */
+export function errnoCode(error: unknown): string | undefined {
+  return error instanceof Error && 'code' in error && typeof error.code === 'string' ? error.code : undefined;
 }

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { StorageError } from '../errors.js';
 import { OWNER_ONLY_FILE_MODE } from './owner-only.js';
 import type { HardState } from '../raft/types.js';
-import { syncDirectory, writeFileSynced } from './durable-files.js';
+import { errnoCode, syncDirectory, writeFileSynced } from './durable-files.js';
 import { ValueShapeError, decodeHardState, encodeHardState } from './level-codec.js';
 import { hardStateRegression } from './store-checks.js';
 
@@ -59,7 +59,7 @@ export class DurableMark {
     try {
       bytes = await readFile(this.path);
     } catch (error) {
-      if (error instanceof Error && (error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      if (errnoCode(error) === 'ENOENT') return null;
       throw new StorageError('CRONRAFT_STORAGE_UNREADABLE', this.path, `cannot read the durable mark: ${messageOf(error)}`, { cause: error });
     }
     try {

@@ -79,8 +79,13 @@ export function unsealValue(value: Uint8Array): Uint8Array {
   const bytes = value.subarray(1, value.length - VALUE_CHECKSUM_BYTES);
   const stored = new DataView(value.buffer, value.byteOffset, value.byteLength).getUint32(value.length - VALUE_CHECKSUM_BYTES);
   const actual = crc32(bytes);
-  if (stored !== actual) throw new ValueShapeError(`its checksum does not match its bytes (stored ${hex(stored)}, computed ${hex(actual)}): damaged on disk`);
+  if (stored !== actual) throw new ValueShapeError(checksumMismatch(stored, actual));
   return bytes;
+}
+
+/** What a store says of bytes whose CRC-32, `actual`, is not the one stored beside them: a sealed value's, a snapshot's file's. */
+export function checksumMismatch(stored: number, actual: number): string {
+  return `its checksum does not match its bytes (stored ${hex(stored)}, computed ${hex(actual)}): damaged on disk`;
 }
 
 function hex(n: number): string {

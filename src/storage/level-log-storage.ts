@@ -32,6 +32,7 @@ import { WriteQueue } from './write-queue.js';
 import { StoreDirectoryWatch } from './store-directory-watch.js';
 import type { BeforeBatch, WriteOp } from './write-queue.js';
 import { SnapshotFiles, isSnapshotFileName } from './snapshot-files.js';
+import { errnoCode } from './durable-files.js';
 import { crc32 } from '../bytes/crc32.js';
 
 export interface LevelLogStorageOptions {
@@ -415,7 +416,7 @@ export class LevelLogStorage implements LogStorage {
       names = await readdir(this.path);
     } catch (error) {
       if (error instanceof StorageError) throw error;
-      if (isErrnoException(error) && error.code === 'ENOENT') return false;
+      if (errnoCode(error) === 'ENOENT') return false;
       throw new StorageError('CRONRAFT_STORAGE_UNREADABLE', this.path, `cannot read the directory: ${messageOf(error)}`, { cause: error });
     }
     if (names.length === 0) return false;
@@ -576,10 +577,6 @@ function levelCode(error: unknown): string | undefined {
     if (typeof code === 'string' && code !== 'LEVEL_DATABASE_NOT_OPEN') return code;
   }
   return undefined;
-}
-
-function isErrnoException(error: unknown): error is NodeJS.ErrnoException {
-  return error instanceof Error && 'code' in error;
 }
 
 function messageOf(error: unknown): string {

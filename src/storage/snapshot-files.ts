@@ -2,7 +2,8 @@ import { readFile, readdir, rename, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { crc32 } from '../bytes/crc32.js';
 import { StorageError } from '../errors.js';
-import { syncDirectory, writeFileSynced } from './durable-files.js';
+import { errnoCode, syncDirectory, writeFileSynced } from './durable-files.js';
+import { checksumMismatch } from './level-codec.js';
 import { OWNER_ONLY_FILE_MODE } from './owner-only.js';
 
 /** A snapshot file's name: `snapshot-<index>-<term>`, and while it is written, that name and TEMP_SUFFIX. */
@@ -80,12 +81,12 @@ export class SnapshotFiles {
       bytes = await readFile(path);
     } catch (error) {
       if (error instanceof StorageError) throw error;
-      if (isErrnoException(error) && error.code === 'ENOENT') throw this.#corrupt(`the snapshot's file ${name}, which its record points to, is missing`, error);
+      if (errnoCode(error) === 'ENOENT') throw this.#corrupt(`the snapshot's file ${name}, which its record points to, is missing`, error);
       throw new StorageError('CRONRAFT_STORAGE_UNREADABLE', this.directory, `cannot read the snapshot's file ${name}: ${messageOf(error)}`, { cause: error });
     }
     const actual = crc32(bytes);
     if (bytes.byteLength !== ref.length || actual !== ref.crc) {
-      throw this.#corrupt(`the snapshot's file ${name}: its checksum does not match its bytes (recorded ${hex(ref.crc)}, computed ${hex(actual)}): damaged on disk`);
+      throw this.#corrupt(`the snapshot's file ${name}: ${checksumMismatch(ref.crc, actual)}`);
     }
     return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   }
@@ -116,7 +117,7 @@ export class SnapshotFiles {
     for (const name of await readdir(this.directory)) {
       if (!isSnapshotFileName(name) || !removable(name)) continue;
       await unlink(join(this.directory, name)).catch((error: unknown) => {
-        if (!(isErrnoException(error) && error.code === 'ENOENT')) throw error;
+        if (errnoCode(error) !== 'ENOENT') throw error;
       });
     }
   }
@@ -124,14 +125,6 @@ export class SnapshotFiles {
   #corrupt(message: string, cause?: unknown): StorageError {
     return new StorageError('CRONRAFT_STORAGE_CORRUPT', this.directory, message, cause === undefined ? undefined : { cause });
   }
-}
-
-function hex(n: number): string {
-  return `0x${n.toString(16).padStart(8, '0')}`;
-}
-
-function isErrnoException(error: unknown): error is NodeJS.ErrnoException {
-  return error instanceof Error && 'code' in error;
 }
 
 function messageOf(error: unknown): string {

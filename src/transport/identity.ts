@@ -5,7 +5,7 @@ import { generateKeyPair, generateKeyPairFromSeed, privateKeyFromProtobuf, priva
 import type { PrivateKey } from '@libp2p/interface';
 import { StorageError } from '../errors.js';
 import { OWNER_ONLY_DIR_MODE, OWNER_ONLY_FILE_MODE, restrictToOwner } from '../storage/owner-only.js';
-import { syncDirectory, writeFileSynced } from '../storage/durable-files.js';
+import { errnoCode, syncDirectory, writeFileSynced } from '../storage/durable-files.js';
 import { PEER_KEY_FILE } from './constants.js';
 
 /**
@@ -47,7 +47,7 @@ async function readKey(path: string): Promise<PrivateKey | null> {
   try {
     bytes = await readFile(path);
   } catch (error) {
-    if (isErrno(error, 'ENOENT')) return null;
+    if (errnoCode(error) === 'ENOENT') return null;
     throw new StorageError('CRONRAFT_STORAGE_UNREADABLE', path, `cannot read the peer key: ${message(error)}`, { cause: error });
   }
   let key: PrivateKey;
@@ -84,7 +84,7 @@ async function createKey(dir: string, path: string): Promise<PrivateKey> {
     try {
       await link(tmp, path);
     } catch (error) {
-      if (!isErrno(error, 'EEXIST')) throw error;
+      if (errnoCode(error) !== 'EEXIST') throw error;
       const winner = await readKey(path);
       if (winner !== null) return winner;
       throw error;
@@ -97,10 +97,6 @@ async function createKey(dir: string, path: string): Promise<PrivateKey> {
   } finally {
     await unlink(tmp).catch(() => undefined);
   }
-}
-
-function isErrno(error: unknown, code: string): boolean {
-  return error instanceof Error && (error as NodeJS.ErrnoException).code === code;
 }
 
 function message(error: unknown): string {

@@ -45,6 +45,16 @@ async function build(extra: Partial<ClusterOptions> = {}): Promise<{ options: Cl
   return { options, store: join(dataDir, 'raft') };
 }
 
+/** Starts a member on `options`' damaged directory: the error it refused with, and the indexes it applied meanwhile. */
+async function startDamaged(options: ClusterOptions): Promise<{ error: { code?: string; path?: string; message?: string } | null; applied: number[] }> {
+  const c = new Cluster([], options);
+  started.push(c);
+  const applied: number[] = [];
+  c.on('applied', (e) => applied.push(e.index));
+  const error = await c.start().then(() => null, (e: { code?: string; path?: string; message?: string }) => e);
+  return { error, applied };
+}
+
 describe('a byte flipped in a LevelDB table', () => {
   for (const [where, offset] of [
     ['in the middle of an entry’s data', 100],
@@ -60,11 +70,7 @@ describe('a byte flipped in a LevelDB table', () => {
       expect(at).toBeGreaterThan(0);
       bytes[at + offset] = (bytes[at + offset] as number) ^ 0xff;
       writeFileSync(file, bytes);
-      const c = new Cluster([], options);
-      started.push(c);
-      const applied: number[] = [];
-      c.on('applied', (e) => applied.push(e.index));
-      const error = await c.start().then(() => null, (e: { code?: string; path?: string; message?: string }) => e);
+      const { error, applied } = await startDamaged(options);
       expect(error).toMatchObject({ code: 'CRONRAFT_STORAGE_CORRUPT', path: store });
       expect(error?.message).toMatch(/checksum does not match/);
       expect(applied).toEqual([]);
@@ -78,9 +84,7 @@ describe('a byte flipped in a LevelDB table', () => {
     ]) {
       const { options, store } = await build();
       damage(store);
-      const c = new Cluster([], options);
-      started.push(c);
-      const error = await c.start().then(() => null, (e: { code?: string; path?: string }) => e);
+      const { error } = await startDamaged(options);
       expect(error).toMatchObject({ code: 'CRONRAFT_STORAGE_CORRUPT', path: store });
     }
   });
@@ -101,11 +105,7 @@ describe("the file of a member's last snapshot", () => {
       const files = readdirSync(store).filter((name) => name.startsWith('snapshot-'));
       expect(files).toHaveLength(1);
       damage(join(store, files[0]!));
-      const c = new Cluster([], options);
-      started.push(c);
-      const applied: number[] = [];
-      c.on('applied', (e) => applied.push(e.index));
-      const error = await c.start().then(() => null, (e: { code?: string; path?: string; message?: string }) => e);
+      const { error, applied } = await startDamaged(options);
       expect(error).toMatchObject({ code: 'CRONRAFT_STORAGE_CORRUPT', path: store });
       expect(error?.message).toMatch(/snapshot's file snapshot-\d+-\d+/);
       expect(applied).toEqual([]);
