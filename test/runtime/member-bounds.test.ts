@@ -1,0 +1,26 @@
+/**
+ * What a member reports against its named bounds (Member.bounds), which the simulator's `bounds`
+ * checker holds it to: among them fan-out's bytes as the snapshots take them, and the last
+ * snapshot it took against what a member behind takes in (be1525e).
+ */
+import { describe, expect, it } from 'vitest';
+import type { MemberSettings } from '../../src/runtime/member-settings.js';
+import { FANOUT_DEFAULTS } from '../../src/fanout/state.js';
+import { MAX_SNAPSHOT_BYTES } from '../../src/transport/constants.js';
+import { MEMBERSHIP_VERSION } from '../../src/version/versions.js';
+import { MembershipSim, SETTINGS } from '../fixtures/membership-sim.js';
+
+describe('Member.bounds', () => {
+  it("holds the last snapshot's bytes to MAX_SNAPSHOT_BYTES, and fan-out's unsettled and dead-letter bytes to theirs", async () => {
+    const small: MemberSettings = { ...SETTINGS, compaction: { everyEntries: 20, retainEntries: 5 } };
+    const sim = new MembershipSim(7, small);
+    const { leader } = await sim.foundersLed(MEMBERSHIP_VERSION, 1000);
+    await sim.until('the leader took a snapshot', () => ((leader.driver?.snapshotsTaken ?? 0) > 0 ? true : undefined));
+    const bounds = new Map((leader.member?.bounds() ?? []).map((b) => [b.name, b]));
+    expect(bounds.get('bytes of the last snapshot taken')).toEqual({ name: 'bytes of the last snapshot taken', value: leader.driver?.lastSnapshot?.bytes, limit: MAX_SNAPSHOT_BYTES });
+    expect(leader.driver?.lastSnapshot?.bytes).toBeGreaterThan(0);
+    const fanout = leader.member?.fanout;
+    expect(bounds.get('bytes of unsettled items (but the members of leases)')).toMatchObject({ value: fanout?.boundedUnsettledBytes, limit: FANOUT_DEFAULTS.maxUnsettledBytes });
+    expect(bounds.get('bytes of dead letters')).toMatchObject({ value: fanout?.deadLetterBytes, limit: FANOUT_DEFAULTS.maxDeadLetterBytes });
+  });
+});
