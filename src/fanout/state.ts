@@ -24,7 +24,8 @@ export const FANOUT_DEFAULTS = {
    * (`backpressure`), and a failure's error is kept cut short to stay within it, so that a
    * member's memory and its snapshot stay bounded whatever the topics' maxPending: within what a
    * follower takes in (MAX_SNAPSHOT_BYTES) beside the dead letters, the topics' records and the
-   * scheduler's state, which are not counted in bytes.
+   * scheduler's state (the topics and the scheduler's jobs and locks are not counted in bytes;
+   * its kept claims are, apart: SCHEDULER_DEFAULTS.maxClaimBytes).
    */
   maxUnsettledBytes: 24 * 1024 * 1024,
   /** Bytes of dead letters every topic together keeps (footprint.ts deadLetterBytes): past it, the oldest of the topic that keeps the most are forgotten. */

@@ -18,7 +18,7 @@ import { memberStateMachine, type MemberStateMachineHooks } from './member-state
 import { VERSION_STEADY_MS, VersionKeeper } from './version-keeper.js';
 import { BindingKeeper } from './binding-keeper.js';
 import { ClusterVersionState } from '../version/cluster-version.js';
-import { BATCH_VERSION, FANOUT_VERSION, FIRST_CLUSTER_VERSION, FORFEIT_VERSION, MEMBERSHIP_VERSION, OPERATIONS_VERSION, protocolOf, SUPPORTED, type VersionSupport } from '../version/versions.js';
+import { BATCH_VERSION, CLAIM_BYTES_VERSION, FANOUT_VERSION, FIRST_CLUSTER_VERSION, FORFEIT_VERSION, MEMBERSHIP_VERSION, OPERATIONS_VERSION, protocolOf, SUPPORTED, type VersionSupport } from '../version/versions.js';
 import { ConfigurationKeeper } from './configuration-keeper.js';
 import { leaveConfiguration } from './leave.js';
 import { LEAVE_PID_SUFFIX, membershipEventOf, type MembershipEvent } from './membership-events.js';
@@ -478,6 +478,8 @@ export class Member {
       { name: 'applied entries kept', value: Math.max(0, Math.min(log.applied, log.stable) - log.firstIndex() + 1), limit: 2 * compaction.everyEntries + compaction.retainEntries },
       { name: 'pending proposals', value: this.driver.pendingProposals, limit: this.#p.timing.maxPendingProposals },
       { name: 'claims kept', value: state.claims.size, limit: SCHEDULER_DEFAULTS.maxClaimsKept },
+      // Before the version that bounds them in bytes, only what a snapshot takes in bounds them.
+      { name: 'bytes of kept claims', value: state.claimBytes, limit: this.versions.active >= CLAIM_BYTES_VERSION ? SCHEDULER_DEFAULTS.maxClaimBytes : MAX_SNAPSHOT_BYTES },
       { name: 'jobs', value: state.jobs.size, limit: SCHEDULER_DEFAULTS.maxJobs },
       { name: 'locks', value: state.locks.size, limit: SCHEDULER_DEFAULTS.maxLocks },
       { name: 'open claims', value: state.openClaims().size, limit: SCHEDULER_DEFAULTS.maxClaimsKept },

@@ -219,6 +219,12 @@ export type SchedulerCommand =
       readonly error?: string;
     };
 
+/**
+ * The longest error a run's outcome keeps (UTF-16 code units): a member reports at most so
+ * much, and from CLAIM_BYTES_VERSION every member keeps at most so much of a longer one.
+ */
+export const MAX_RUN_ERROR_LENGTH = 500;
+
 /** How a run of a slot ended, as recorded in the log. */
 export type RunOutcome = 'succeeded' | 'failed' | 'aborted' | 'interrupted' | 'skipped' | 'replaced' | 'cancelled';
 

@@ -79,7 +79,7 @@ const LOCK_FIELDS = 4;
 const UNBOUNDED = Number.MAX_SAFE_INTEGER;
 
 type Wire = unknown[];
-type Limits = SchedulerState['limits'];
+type Limits = Pick<SchedulerState['limits'], 'maxClaimsKept' | 'maxJobs' | 'maxLocks'>;
 
 const SPEC_KINDS = ['cron', 'every', 'at', 'delay'] as const;
 const MODES: readonly AssignMode[] = ['one', 'all'];

@@ -1,18 +1,22 @@
 import type { NodeId } from '../raft/types.js';
 import { ChangeLog } from './change-log.js';
 import { specKey } from './spec.js';
-import { cancellable, claimTime, expirable, initialHighWaterMs, isInProgress, moveStillDue } from './apply-rules.js';
-import { AT_CATCH_UP_VERSION, FIRST_CLUSTER_VERSION, JOB_ROOM_VERSION, RETRY_COUNT_VERSION } from '../version/versions.js';
-import { DEFAULT_OVERLAP, MISSED, MISSED_REASONS, policyKey, sameForm, type JobPolicy, type OverlapPolicy, type SchedulerCommand } from './command.js';
+import { cancellable, claimTime, expirable, initialHighWaterMs, moveStillDue } from './apply-rules.js';
+import { AT_CATCH_UP_VERSION, CLAIM_BYTES_VERSION, FIRST_CLUSTER_VERSION, JOB_ROOM_VERSION, RETRY_COUNT_VERSION } from '../version/versions.js';
+import { DEFAULT_OVERLAP, MAX_RUN_ERROR_LENGTH, MISSED, MISSED_REASONS, policyKey, sameForm, type JobPolicy, type OverlapPolicy, type SchedulerCommand } from './command.js';
 import { HandlerSets, NO_HANDLERS } from './handler-sets.js';
-import { claimKey, isSettling, NO_CONFLICTS, type ApplyResult, type ClaimRecord, type JobRecord, type LockRecord, type SchedulerStateParts } from './records.js';
-
-/** Claims looked at, oldest first, for one that is finished when one must be forgotten. */
-const MAX_EVICTION_SCAN = 64;
+import { KeptClaims } from './kept-claims.js';
+import { claimKey, NO_CONFLICTS, type ApplyResult, type ClaimRecord, type JobRecord, type LockRecord, type SchedulerStateParts } from './records.js';
 
 export const SCHEDULER_DEFAULTS = {
   /** Claims kept for inspection and outcomes; older ones are dropped first. */
   maxClaimsKept: 10_000,
+  /**
+   * Bytes the kept claims take in a snapshot (claim-footprint.ts), from CLAIM_BYTES_VERSION on:
+   * past it, older ones are dropped first, as past maxClaimsKept. Claims of mode 'all' jobs on
+   * many members, with long errors, reach it before the count; most claims never do.
+   */
+  maxClaimBytes: 4 * 1024 * 1024,
   /** Jobs the cluster accepts. */
   maxJobs: 10_000,
   /** Named locks kept (runExclusive); expired ones are forgotten to make room. */
@@ -27,19 +31,13 @@ export const SCHEDULER_DEFAULTS = {
  */
 export class SchedulerState {
   readonly jobs = new Map<string, JobRecord>();
+  readonly #kept = new KeptClaims(this.jobs);
   /** Recent claims by `${job}@${slotMs}`, in claim order (a Map keeps insertion order). */
-  readonly claims = new Map<string, ClaimRecord>();
+  readonly claims: ReadonlyMap<string, ClaimRecord> = this.#kept.byKey;
   /** Named locks (runExclusive). An expired lock stays until taken again; bounded by maxLocks. */
   readonly locks = new Map<string, LockRecord>();
   /** Claims ever assigned to each member: the planner balances by it. */
   readonly assigned = new Map<NodeId, number>();
-  /**
-   * Per job, its kept claims with a run in progress: started under the claim's token, with no
-   * outcome from that member and not replaced. An index over `claims` (bounded with it), so
-   * that a firing slot need not scan every claim.
-   */
-  readonly #inProgress = new Map<string, Set<ClaimRecord>>();
-  readonly #open = new Set<ClaimRecord>();
   /**
    * Per job, the number of the change that last touched it (its record, its claims or their
    * runs), counted over all changes (commands applied and restores): a view derived from a job
@@ -63,6 +61,7 @@ export class SchedulerState {
   /** The jobs' handler sets, shared (handler-sets.ts). */
   readonly #handlerSets = new HandlerSets();
   readonly #maxClaimsKept: number;
+  readonly #maxClaimBytes: number;
   readonly #maxJobs: number;
   readonly #maxLocks: number;
   /** Whether the changes of jobs are kept for readers (#changed, #changeLog); see the constructor. */
@@ -73,25 +72,32 @@ export class SchedulerState {
    * SchedulerMirror), which then keeps none of them; changeOf and jobsChangedSince then say that
    * every job may have changed.
    */
-  constructor(limits: { maxClaimsKept?: number; maxJobs?: number; maxLocks?: number } = {}, options: { readonly tracksChanges?: boolean } = {}) {
+  constructor(limits: { maxClaimsKept?: number; maxClaimBytes?: number; maxJobs?: number; maxLocks?: number } = {}, options: { readonly tracksChanges?: boolean } = {}) {
     this.#maxClaimsKept = limits.maxClaimsKept ?? SCHEDULER_DEFAULTS.maxClaimsKept;
+    this.#maxClaimBytes = limits.maxClaimBytes ?? SCHEDULER_DEFAULTS.maxClaimBytes;
     this.#maxJobs = limits.maxJobs ?? SCHEDULER_DEFAULTS.maxJobs;
     this.#maxLocks = limits.maxLocks ?? SCHEDULER_DEFAULTS.maxLocks;
     this.#tracksChanges = options.tracksChanges ?? true;
   }
 
   /** The bounds this state keeps to; a snapshot restored into it must fit them. */
-  get limits(): { readonly maxClaimsKept: number; readonly maxJobs: number; readonly maxLocks: number } {
-    return { maxClaimsKept: this.#maxClaimsKept, maxJobs: this.#maxJobs, maxLocks: this.#maxLocks };
+  get limits(): { readonly maxClaimsKept: number; readonly maxClaimBytes: number; readonly maxJobs: number; readonly maxLocks: number } {
+    return { maxClaimsKept: this.#maxClaimsKept, maxClaimBytes: this.#maxClaimBytes, maxJobs: this.#maxJobs, maxLocks: this.#maxLocks };
+  }
+
+  /** What the kept claims take in a snapshot, at most (claim-footprint.ts), which maxClaimBytes bounds. */
+  get claimBytes(): number {
+    return this.#kept.bytes;
   }
 
   /**
    * Replaces the whole contents of this state with `parts` (a decoded snapshot), in place: the
-   * runtime holds this instance. The derived indexes are rebuilt through #index, as applying the
-   * claims would, then put in `parts.indexOrder`. Takes the records as they are (not copied;
-   * a job's handlers become an equal set the jobs share, see HandlerSets) and validates
-   * nothing: decode and check a snapshot fully before calling this, so that a bad one leaves the
-   * state as it was (restoreSchedulerSnapshot does).
+   * runtime holds this instance. The derived indexes are rebuilt as applying the claims would
+   * (KeptClaims.restore), then put in `parts.indexOrder`. Nothing is forgotten: a snapshot taken
+   * before the claims were bounded in bytes is kept whole, as its leader keeps it. Takes the
+   * records as they are (not copied; a job's handlers become an equal set the jobs share, see
+   * HandlerSets) and validates nothing: decode and check a snapshot fully before calling this,
+   * so that a bad one leaves the state as it was (restoreSchedulerSnapshot does).
    */
   restoreFrom(parts: SchedulerStateParts): void {
     this.jobs.clear();
@@ -102,8 +108,6 @@ export class SchedulerState {
       if (job.handlers.size === 0) this.#orphans++;
       this.jobs.set(job.name, job);
     }
-    this.claims.clear();
-    for (const claim of parts.claims) this.claims.set(claimKey(claim.job, claim.slotMs), claim);
     this.locks.clear();
     for (const [name, lock] of parts.locks) this.locks.set(name, lock);
     this.assigned.clear();
@@ -112,18 +116,7 @@ export class SchedulerState {
     this.#restores++;
     this.#changed.clear();
     this.#changeLog.clear(this.#changes);
-    this.#inProgress.clear();
-    this.#open.clear();
-    for (const claim of this.claims.values()) this.#index(claim);
-    if (parts.indexOrder === undefined) return;
-    reorder(this.#open, parts.indexOrder.open);
-    const byJob = new Map<string, ClaimRecord[]>();
-    for (const claim of parts.indexOrder.inProgress) {
-      const list = byJob.get(claim.job);
-      if (list === undefined) byJob.set(claim.job, [claim]);
-      else list.push(claim);
-    }
-    for (const [job, set] of this.#inProgress) reorder(set, byJob.get(job) ?? []);
+    this.#kept.restore(parts.claims, parts.indexOrder);
   }
 
   /** When `job` last changed, as a count of changes (see #changed): equal counts, the same job. */
@@ -157,20 +150,7 @@ export class SchedulerState {
 
   /** The job's kept claims with a run in progress (see `runsInProgress` for the runs). */
   claimsInProgress(job: string): ReadonlySet<ClaimRecord> {
-    return this.#inProgress.get(job) ?? EMPTY;
-  }
-
-  /** Updates the in-progress and open-claim indexes for a claim that is new, or whose starts, outcomes, token or cancellation changed. */
-  #index(claim: ClaimRecord): void {
-    let set = this.#inProgress.get(claim.job);
-    if (isInProgress(claim)) {
-      if (set === undefined) this.#inProgress.set(claim.job, (set = new Set()));
-      set.add(claim);
-    } else if (set !== undefined) {
-      set.delete(claim);
-      if (set.size === 0) this.#inProgress.delete(claim.job);
-    }
-    this.#trackOpen(claim);
+    return this.#kept.inProgressOf(job);
   }
 
   /** Forgets one expired lock (the oldest in insertion order), to make room. */
@@ -196,6 +176,13 @@ export class SchedulerState {
     // The command's job, looked up once for the count and for the command.
     const job = 'job' in command ? this.jobs.get(command.job) : undefined;
     if (job !== undefined) this.#touch(job.name, change);
+    const result = this.#applyCommand(index, command, job, version);
+    this.#trim(version);
+    return result;
+  }
+
+  /** Applies `command` (see apply), whose job's record is `job` if it names one that is kept. */
+  #applyCommand(index: number, command: SchedulerCommand, job: JobRecord | undefined, version: number): ApplyResult {
     switch (command.type) {
       case 'register':
         return this.#register(command, job, version);
@@ -263,7 +250,7 @@ export class SchedulerState {
         // Outcomes of the previous attempt stay visible; the new attempt's replace them per member.
         for (const id of claim.assignees) this.assigned.set(id, (this.assigned.get(id) ?? 0) + 1);
         // Runs started under the old token no longer hold the slot.
-        this.#index(claim);
+        this.#kept.index(claim);
         return { ok: true, claim };
       }
       case 'expire': {
@@ -274,7 +261,7 @@ export class SchedulerState {
         if (assignee === undefined || this.jobs.get(claim.job)?.mode !== 'one' || !expirable(claim, version)) return { ok: false, reason: 'ended' };
         claim.token = index;
         claim.outcomes.set(assignee, { outcome: MISSED, atMs: command.atMs, token: index, error: MISSED_REASONS[command.reason] });
-        this.#index(claim);
+        this.#kept.index(claim);
         return { ok: true, claim };
       }
       case 'forfeit': {
@@ -286,7 +273,7 @@ export class SchedulerState {
         // A mode 'one' slot moves to another member instead, unless a later slot replaced its run.
         if (this.jobs.get(claim.job)?.mode !== 'all' && claim.cancelled?.token !== claim.token) return { ok: false, reason: 'unknown-job' };
         claim.outcomes.set(command.member, { outcome: MISSED, atMs: command.atMs, token: claim.token, error: MISSED_REASONS['member-removed'] });
-        this.#index(claim);
+        this.#kept.index(claim);
         return { ok: true, claim };
       }
       case 'started': {
@@ -298,7 +285,7 @@ export class SchedulerState {
         // look in progress again.
         if (claim.outcomes.get(command.member)?.token === command.token) return { ok: false, reason: 'ended' };
         claim.starts.set(command.member, { atMs: command.atMs, token: command.token });
-        this.#index(claim);
+        this.#kept.index(claim);
         return { ok: true, claim };
       }
       case 'cancel': {
@@ -308,7 +295,7 @@ export class SchedulerState {
         if (claim.cancelled?.token === command.token) return { ok: false, reason: 'duplicate-slot' };
         if (claim.assignees.every((id) => claim.outcomes.get(id)?.token === command.token)) return { ok: false, reason: 'ended' };
         claim.cancelled = { token: command.token, bySlotMs: command.bySlotMs, atMs: command.atMs };
-        this.#index(claim);
+        this.#kept.index(claim);
         return { ok: true, claim };
       }
       case 'skip': {
@@ -330,9 +317,11 @@ export class SchedulerState {
         // The first outcome a member reports for a token stands: a retried or repeated report
         // (after a lost acknowledgement, or a replay) cannot turn a success into anything else.
         if (claim.outcomes.get(command.member)?.token === command.token) return { ok: false, reason: 'duplicate-slot' };
-        claim.outcomes.set(command.member, { outcome: command.outcome, atMs: command.atMs, token: command.token, ...(command.error === undefined ? {} : { error: command.error }) });
+        // From CLAIM_BYTES_VERSION, an error is kept within MAX_RUN_ERROR_LENGTH, as every member reports it.
+        const error = command.error === undefined || version < CLAIM_BYTES_VERSION ? command.error : command.error.slice(0, MAX_RUN_ERROR_LENGTH);
+        claim.outcomes.set(command.member, { outcome: command.outcome, atMs: command.atMs, token: command.token, ...(error === undefined ? {} : { error }) });
         if (command.outcome === 'skipped' && job !== undefined) job.skippedRuns += 1;
-        this.#index(claim);
+        this.#kept.index(claim);
         return { ok: true, claim };
       }
     }
@@ -348,8 +337,11 @@ export class SchedulerState {
    * rises a step at a time as it starts, the jobs an app schedules at start apply before it.
    */
   versionRaised(version: number): void {
-    if (version !== AT_CATCH_UP_VERSION) return;
     const change = ++this.#changes;
+    // The claims kept under an earlier version may take more than maxClaimBytes: they are
+    // forgotten down to it as the version that bounds them comes into force.
+    this.#trim(version);
+    if (version !== AT_CATCH_UP_VERSION) return;
     for (const job of this.jobs.values()) {
       // Nothing claimed or counted since the registration: the mark starts where it would now.
       if (job.highWaterMs !== job.anchorMs) continue;
@@ -421,17 +413,11 @@ export class SchedulerState {
    */
   #makeRoom(): boolean {
     if (this.#orphans === 0) return false;
-    const busy = new Set<string>(this.#inProgress.keys());
-    for (const claim of this.#open) busy.add(claim.job);
+    const busy = this.#kept.busyJobs();
     for (const [name, job] of this.jobs) {
       if (job.handlers.size !== 0 || busy.has(name)) continue;
       this.jobs.delete(name);
-      for (const [key, claim] of this.claims) {
-        if (claim.job !== name) continue;
-        this.claims.delete(key);
-        this.#open.delete(claim);
-      }
-      this.#inProgress.delete(name);
+      this.#kept.forgetJob(name);
       this.#orphans--;
       this.#forgotten++;
       if (this.#tracksChanges) {
@@ -455,7 +441,7 @@ export class SchedulerState {
     for (const claim of this.claims.values()) {
       if (claim.job !== command.job || (slotMs !== undefined && Math.trunc(claim.slotMs) !== slotMs) || !cancellable(claim, command.atMs)) continue;
       claim.cancelled = { token: claim.token, atMs: command.atMs, byMember: command.member };
-      this.#index(claim);
+      this.#kept.index(claim);
       cancelled.push(claim);
     }
     return cancelled;
@@ -471,7 +457,7 @@ export class SchedulerState {
     return { ok: true, claim: this.#newClaim(index, command.job, command.slotMs, command.assignees, false, claimedAtMs) };
   }
 
-  /** Keeps a new claim of the slot under the entry's index, counts its assignments, and forgets an old claim past the bound. */
+  /** Keeps a new claim of the slot under the entry's index and counts its assignments (apply then forgets old claims past the bounds). */
   #newClaim(index: number, job: string, slotMs: number, assignees: readonly NodeId[], trigger: boolean, claimedAtMs?: number): ClaimRecord {
     const claim: ClaimRecord = {
       job,
@@ -486,10 +472,8 @@ export class SchedulerState {
       ...(trigger ? { trigger: true } : {}),
       ...(claimedAtMs === undefined ? {} : { claimedAtMs }),
     };
-    this.claims.set(claimKey(job, slotMs), claim);
-    this.#index(claim);
+    this.#kept.add(claim);
     for (const id of claim.assignees) this.assigned.set(id, (this.assigned.get(id) ?? 0) + 1);
-    while (this.claims.size > this.#maxClaimsKept) this.#forgetOneClaim();
     return claim;
   }
 
@@ -499,51 +483,24 @@ export class SchedulerState {
    * every plan. Bounded by maxClaimsKept, like the claims.
    */
   openClaims(): ReadonlySet<ClaimRecord> {
-    return this.#open;
-  }
-
-  #trackOpen(claim: ClaimRecord): void {
-    const assignee = claim.assignees[0];
-    const outcome = assignee === undefined ? undefined : claim.outcomes.get(assignee);
-    const settled = outcome !== undefined && outcome.token === claim.token && isSettling(outcome.outcome);
-    if (this.jobs.get(claim.job)?.mode !== 'one' || settled || claim.cancelled?.token === claim.token) this.#open.delete(claim);
-    else this.#open.add(claim);
+    return this.#kept.open;
   }
 
   /**
-   * Forgets the oldest claim whose story is over, among the oldest few: a run in progress, or a
-   * job's latest claim (a fixed-delay job plans its next slot from it), must not be forgotten
-   * while older finished ones are kept. If all of those few are still open, the oldest goes
-   * anyway: the bound holds whatever happens. Deterministic, like everything in apply.
+   * Forgets the oldest kept claims past maxClaimsKept and, under `version` from
+   * CLAIM_BYTES_VERSION on (every member alike), past maxClaimBytes (KeptClaims.trim): after
+   * every command, since a new claim adds to both and a start, an outcome or a move to the bytes.
+   * Each forgotten claim changes its job.
    */
-  #forgetOneClaim(): void {
-    let victim: [string, ClaimRecord] | undefined;
-    let looked = 0;
-    for (const entry of this.claims) {
-      victim ??= entry;
-      const claim = entry[1];
-      const open = this.#inProgress.get(claim.job)?.has(claim) === true || this.jobs.get(claim.job)?.highWaterMs === claim.slotMs;
-      if (!open) {
-        victim = entry;
-        break;
-      }
-      if (++looked >= MAX_EVICTION_SCAN) break;
-    }
-    if (victim === undefined) return;
-    const [key, claim] = victim;
-    this.claims.delete(key);
-    if (this.#tracksChanges) {
+  #trim(version: number): void {
+    const forgotten = this.#kept.trim(this.#maxClaimsKept, version >= CLAIM_BYTES_VERSION ? this.#maxClaimBytes : undefined);
+    if (!this.#tracksChanges) return;
+    for (const claim of forgotten) {
       this.#changed.set(claim.job, this.#changes);
       this.#changeLog.record(claim.job, this.#changes);
     }
-    this.#open.delete(claim);
-    // A forgotten claim leaves the index too, which keeps it bounded by maxClaimsKept.
-    this.#inProgress.get(claim.job)?.delete(claim);
-    if (this.#inProgress.get(claim.job)?.size === 0) this.#inProgress.delete(claim.job);
   }
 }
-
-const EMPTY: ReadonlySet<ClaimRecord> = new Set();
 
 function hasOverlap(policy: JobPolicy): policy is JobPolicy & { readonly overlap: OverlapPolicy } {
   return policy.overlap !== undefined;
@@ -555,15 +512,4 @@ function withoutConflict(job: JobRecord, member: NodeId): void {
   const rest = new Map(job.conflicts);
   rest.delete(member);
   job.conflicts = rest.size === 0 ? NO_CONFLICTS : rest;
-}
-
-/**
- * Puts the members of `set` that `order` lists in that order, followed by the others as they
- * were: an order can arrange a set, never add to it or take from it.
- */
-function reorder<T>(set: Set<T>, order: readonly T[]): void {
-  const members = new Set(set);
-  set.clear();
-  for (const item of order) if (members.delete(item)) set.add(item);
-  for (const item of members) set.add(item);
 }

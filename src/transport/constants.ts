@@ -30,9 +30,10 @@ export const MAX_PROPOSALS_PER_MESSAGE = 8192;
 
 /**
  * The largest snapshot a member takes in, whole: well below the transport's bound on bytes
- * queued for one peer (64 MiB), so that a snapshot and the traffic beside it fit. The
- * scheduler's state at its bounds (10,000 jobs, 10,000 kept claims with their outcomes) stays
- * well below it. The codec refuses a snapshot chunk whose offset or total passes it, and the
+ * queued for one peer (64 MiB), so that a snapshot and the traffic beside it fit. What the
+ * state machines keep is bounded to fit it: fan-out's items and dead letters by their bytes
+ * (FANOUT_DEFAULTS), the scheduler's kept claims by theirs (SCHEDULER_DEFAULTS.maxClaimBytes),
+ * its jobs and locks by their number. The codec refuses a snapshot chunk whose offset or total passes it, and the
  * driver's assembler (src/runtime/snapshot-chunks.ts) keeps no more of one.
  */
 export const MAX_SNAPSHOT_BYTES = 32 * 1024 * 1024;

@@ -125,6 +125,17 @@ export const RETRY_COUNT_VERSION = FANOUT_VERSION;
 export const PAST_HORIZON_VERSION = FANOUT_VERSION;
 
 /**
+ * The cluster version from which the scheduler's kept claims are bounded by what they take in a
+ * snapshot (SCHEDULER_DEFAULTS.maxClaimBytes) as well as by their number, and a run's error is
+ * kept within MAX_RUN_ERROR_LENGTH: before, the claims of a mode 'all' job on many members, with
+ * long errors, made a snapshot larger than a member behind takes in. A member of an earlier
+ * release keeps every claim up to the count, so the members forget by bytes only once the
+ * cluster runs this version, all alike. Released with fan-out's, in the same version (not
+ * released yet when this joined it).
+ */
+export const CLAIM_BYTES_VERSION = FANOUT_VERSION;
+
+/**
  * The cluster version from which a member's LevelDB store seals its values with their CRC-32
  * (storage format 3, which a release before it refuses): before it, a downgrade to the release
  * before must find the data directory as that release wrote it.

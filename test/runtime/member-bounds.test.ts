@@ -7,11 +7,12 @@ import { describe, expect, it } from 'vitest';
 import type { MemberSettings } from '../../src/runtime/member-settings.js';
 import { FANOUT_DEFAULTS } from '../../src/fanout/state.js';
 import { MAX_SNAPSHOT_BYTES } from '../../src/transport/constants.js';
-import { MEMBERSHIP_VERSION } from '../../src/version/versions.js';
+import { SCHEDULER_DEFAULTS } from '../../src/scheduler/state.js';
+import { CLAIM_BYTES_VERSION, MEMBERSHIP_VERSION } from '../../src/version/versions.js';
 import { MembershipSim, SETTINGS } from '../fixtures/membership-sim.js';
 
 describe('Member.bounds', () => {
-  it("holds the last snapshot's bytes to MAX_SNAPSHOT_BYTES, and fan-out's unsettled and dead-letter bytes to theirs", async () => {
+  it("holds the last snapshot's bytes to MAX_SNAPSHOT_BYTES, fan-out's unsettled and dead-letter bytes to theirs, and the kept claims' bytes", async () => {
     const small: MemberSettings = { ...SETTINGS, compaction: { everyEntries: 20, retainEntries: 5 } };
     const sim = new MembershipSim(7, small);
     const { leader } = await sim.foundersLed(MEMBERSHIP_VERSION, 1000);
@@ -22,5 +23,10 @@ describe('Member.bounds', () => {
     const fanout = leader.member?.fanout;
     expect(bounds.get('bytes of unsettled items (but the members of leases)')).toMatchObject({ value: fanout?.boundedUnsettledBytes, limit: FANOUT_DEFAULTS.maxUnsettledBytes });
     expect(bounds.get('bytes of dead letters')).toMatchObject({ value: fanout?.deadLetterBytes, limit: FANOUT_DEFAULTS.maxDeadLetterBytes });
+    // The cluster rose to the version that bounds the kept claims in bytes (CLAIM_BYTES_VERSION).
+    expect(leader.member?.versions.active).toBe(CLAIM_BYTES_VERSION);
+    const state = leader.member?.scheduler.state;
+    expect(state?.claimBytes).toBeGreaterThan(0);
+    expect(bounds.get('bytes of kept claims')).toEqual({ name: 'bytes of kept claims', value: state?.claimBytes, limit: SCHEDULER_DEFAULTS.maxClaimBytes });
   });
 });
