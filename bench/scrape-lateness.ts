@@ -12,7 +12,7 @@ import { EVERY_MS, httpAddresses, now, schedule, sleep, starts } from './member-
 import { SCRAPED_PATHS, SLOWEST_KEPT, type AnswerTiming, type ScrapedPath, type ScrapeStats } from './scraper.js';
 import { SCRAPER_NICE, ScraperProcess } from './scraper-process.js';
 import { fmt, summarize } from './stats.js';
-import { overlapMs } from './tail.js';
+import { overlapMs, overlapWaitMs } from './tail.js';
 import type { ProbeReport } from '../test/fixtures/member-probe.js';
 import type { StallSpan } from '../test/fixtures/loop-stalls.js';
 
@@ -212,20 +212,6 @@ export function slowAnswerCauses(answers: readonly AnswerTiming[], own: readonly
     } else counts.neither++;
   }
   return counts;
-}
-
-/**
- * How long the loop's thread waited for a CPU within [from, to), from the stalls that overlap it
- * (each stall's wait taken as spread over it); 0 where the waits could not be read.
- */
-function overlapWaitMs(spans: readonly StallSpan[], from: number, to: number): number {
-  let ms = 0;
-  for (const s of spans) {
-    if (s.at >= to) break;
-    const overlap = Math.min(s.at + s.ms, to) - Math.max(s.at, from);
-    if (overlap > 0 && s.ms > 0) ms += ((s.waitMs ?? 0) * overlap) / s.ms;
-  }
-  return ms;
 }
 
 /** The answers over the target: how many, what held them, and each with the stalls it overlapped (ms). */

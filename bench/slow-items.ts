@@ -9,7 +9,7 @@
  */
 import type { GcSpan } from '../test/fixtures/member-probe.js';
 import type { StallSpan } from '../test/fixtures/loop-stalls.js';
-import { overlapMs } from './tail.js';
+import { overlapMs, overlapWaitMs } from './tail.js';
 
 /** One item started: on which member (its index), when it was emitted (wall clock, ms), its emit-to-start (ms). */
 export interface ItemTiming {
@@ -31,6 +31,11 @@ export interface SlowItems {
   readonly heldBy: readonly (readonly [roles: string, items: number])[];
   /** Of the items held by a member's stalls, those during which a GC pause of that member ran. */
   readonly withGc: number;
+  /**
+   * Of the items held by a member's stalls, those that member's wait for a CPU (other processes
+   * running) alone made late; null where the waits could not be read (no Linux scheduler statistics).
+   */
+  readonly waited: number | null;
 }
 
 /** The roles of member `i` for an item started on `consumer`: leader, emitter, consumer, joined with '+', or 'other'. */
@@ -43,6 +48,8 @@ export function slowItemCauses(items: readonly ItemTiming[], members: readonly M
   const heldBy = new Map<string, number>();
   let over = 0;
   let withGc = 0;
+  let waited = 0;
+  const waitsRead = members.some((m) => m.stalls.some((s) => s.waitMs !== undefined));
   for (const item of items) {
     if (item.ms <= targetMs) continue;
     over++;
@@ -61,13 +68,15 @@ export function slowItemCauses(items: readonly ItemTiming[], members: readonly M
     heldBy.set(key, (heldBy.get(key) ?? 0) + 1);
     const m = members[most];
     if (held && m !== undefined && overlapMs(m.gc, item.emittedAt, to) > 0) withGc++;
+    if (held && m !== undefined && overlapWaitMs(m.stalls, item.emittedAt, to) >= item.ms - targetMs) waited++;
   }
-  return { items: items.length, over, heldBy: [...heldBy].sort((a, b) => b[1] - a[1]), withGc };
+  return { items: items.length, over, heldBy: [...heldBy].sort((a, b) => b[1] - a[1]), withGc, waited: waitsRead ? waited : null };
 }
 
 /** The row's text: how many items were over the target, and what held them. */
 export function slowItemsText(s: SlowItems): string {
   if (s.over === 0) return 'none';
   const share = ((s.over / s.items) * 100).toFixed(2);
-  return `${s.over} of ${s.items} (${share}%); held by the stalls of: ${s.heldBy.map(([roles, n]) => `${roles} ${n}`).join(', ')} (a GC pause among them in ${s.withGc})`;
+  const waited = s.waited === null ? '' : `, its wait for a CPU alone in ${s.waited}`;
+  return `${s.over} of ${s.items} (${share}%); held by the stalls of: ${s.heldBy.map(([roles, n]) => `${roles} ${n}`).join(', ')} (a GC pause among them in ${s.withGc}${waited})`;
 }

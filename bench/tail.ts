@@ -8,6 +8,7 @@
 import { constants } from 'node:perf_hooks';
 import type { GcSpan, ProbeReport, Span } from '../test/fixtures/member-probe.js';
 import { fmt, percentile, printTable, summarize } from './stats.js';
+import type { StallSpan } from '../test/fixtures/loop-stalls.js';
 
 /** How many of the slowest commits are listed one by one. */
 const SLOWEST_LISTED = 8;
@@ -49,6 +50,20 @@ export function overlapMs(spans: readonly Span[], from: number, to: number): num
     if (s.at >= to) break;
     const end = s.at + s.ms;
     if (end > from) ms += Math.min(end, to) - Math.max(s.at, from);
+  }
+  return ms;
+}
+
+/**
+ * How long the loop's thread waited for a CPU within [from, to), from the stalls that overlap it
+ * (each stall's wait taken as spread over it); 0 where the waits could not be read.
+ */
+export function overlapWaitMs(spans: readonly StallSpan[], from: number, to: number): number {
+  let ms = 0;
+  for (const s of spans) {
+    if (s.at >= to) break;
+    const overlap = Math.min(s.at + s.ms, to) - Math.max(s.at, from);
+    if (overlap > 0 && s.ms > 0) ms += ((s.waitMs ?? 0) * overlap) / s.ms;
   }
   return ms;
 }

@@ -27,7 +27,26 @@ describe('bench/slow-items.ts: what held each item over the target', () => {
       ]),
     );
     expect(s.withGc).toBe(1);
-    expect(slowItemsText(s)).toMatch(/^3 of 4 \(75\.00%\); held by the stalls of: /);
+    // No stall says how long its member waited for a CPU: nothing is put down to it.
+    expect(s.waited).toBeNull();
+    expect(slowItemsText(s)).toMatch(/^3 of 4 \(75\.00%\); held by the stalls of: .*\(a GC pause among them in 1\)$/);
+  });
+
+  it("puts an item down to its member's wait for a CPU when that wait alone made it late", () => {
+    // The leader stood still 30 ms, 20 of them waiting for a CPU; the emitter 15, of which 2.
+    const waiting = [
+      { stalls: [{ at: 100, ms: 30, waitMs: 20 }], gc: [] },
+      { stalls: [{ at: 200, ms: 15, waitMs: 2 }], gc: [] },
+      { stalls: [], gc: [] },
+    ];
+    const items = [
+      { member: 2, emittedAt: 100, ms: 35 }, // late by 15: the leader's 20 ms of waiting alone
+      { member: 1, emittedAt: 200, ms: 25 }, // late by 5: the emitter waited only 2
+    ];
+    const s = slowItemCauses(items, waiting, roles, 20);
+    expect(s.over).toBe(2);
+    expect(s.waited).toBe(1);
+    expect(slowItemsText(s)).toMatch(/, its wait for a CPU alone in 1\)$/);
   });
 
   it('says none when no item is over the target', () => {
