@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { ClusterState } from '../../src/api/state.js';
 import { ClusterMetrics } from '../../src/http/metrics.js';
+import { MAX_SNAPSHOT_BYTES } from '../../src/transport/constants.js';
 import { metricTypes } from '../fixtures/prometheus-text.js';
 
 const file = readFileSync(join(import.meta.dirname, '..', '..', 'examples', 'alerts.yml'), 'utf8');
@@ -34,6 +35,11 @@ describe('examples/alerts.yml', () => {
     }
     // Indentation is spaces only, as YAML requires.
     expect(file).not.toContain('\t');
+  });
+
+  it("warns of a snapshot at three quarters of what a member behind takes in (MAX_SNAPSHOT_BYTES)", () => {
+    const rule = rules(file).find((r) => r.alert === 'CronraftSnapshotNearLimit');
+    expect(rule?.expr).toBe(`cronraft_last_snapshot_bytes > ${(3 * MAX_SNAPSHOT_BYTES) / 4}`);
   });
 
   it('uses only metrics that /metrics exports', async () => {
