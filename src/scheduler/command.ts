@@ -225,6 +225,13 @@ export type SchedulerCommand =
  */
 export const MAX_RUN_ERROR_LENGTH = 500;
 
+/** `error` cut to MAX_RUN_ERROR_LENGTH code units, never between the two of a surrogate pair. */
+export function runError(error: string): string {
+  if (error.length <= MAX_RUN_ERROR_LENGTH) return error;
+  const last = error.charCodeAt(MAX_RUN_ERROR_LENGTH - 1);
+  return error.slice(0, last >= 0xd800 && last <= 0xdbff ? MAX_RUN_ERROR_LENGTH - 1 : MAX_RUN_ERROR_LENGTH);
+}
+
 /** How a run of a slot ended, as recorded in the log. */
 export type RunOutcome = 'succeeded' | 'failed' | 'aborted' | 'interrupted' | 'skipped' | 'replaced' | 'cancelled';
 

@@ -6,6 +6,7 @@ import { claimKey, isSettling, type ClaimRecord, type JobRecord } from './record
 const MAX_EVICTION_SCAN = 64;
 
 const EMPTY: ReadonlySet<ClaimRecord> = new Set();
+const NONE_SPARED: ReadonlySet<ClaimRecord> = EMPTY;
 
 /**
  * The claims SchedulerState keeps, with the indexes derived from them (runs in progress per job,
@@ -84,12 +85,13 @@ export class KeptClaims {
 
   /**
    * Forgets the oldest claims while more than `maxCount` are kept, or, when `maxBytes` is given,
-   * while they take more than it; returns those forgotten, oldest first.
+   * while they take more than it, but never those in `spared` (the claims the command just
+   * applied hands back: its caller acts on them); returns those forgotten, oldest first.
    */
-  trim(maxCount: number, maxBytes: number | undefined): ClaimRecord[] {
+  trim(maxCount: number, maxBytes: number | undefined, spared: ReadonlySet<ClaimRecord> = NONE_SPARED): ClaimRecord[] {
     const forgotten: ClaimRecord[] = [];
     while (this.byKey.size > maxCount || (maxBytes !== undefined && this.#totalBytes > maxBytes && this.byKey.size > 0)) {
-      const claim = this.#forgetOne();
+      const claim = this.#forgetOne(spared);
       if (claim === undefined) break;
       forgotten.push(claim);
     }
@@ -128,14 +130,16 @@ export class KeptClaims {
    * Forgets the oldest claim whose story is over, among the oldest few: a run in progress, or a
    * job's latest claim (a fixed-delay job plans its next slot from it), must not be forgotten
    * while older finished ones are kept. If all of those few are still open, the oldest goes
-   * anyway: the bound holds whatever happens. Deterministic, like everything in apply.
+   * anyway: the bound holds whatever happens but for the claims spared. Deterministic, like
+   * everything in apply.
    */
-  #forgetOne(): ClaimRecord | undefined {
+  #forgetOne(spared: ReadonlySet<ClaimRecord>): ClaimRecord | undefined {
     let victim: [string, ClaimRecord] | undefined;
     let looked = 0;
     for (const entry of this.byKey) {
-      victim ??= entry;
       const claim = entry[1];
+      if (spared.has(claim)) continue;
+      victim ??= entry;
       const open = this.#inProgress.get(claim.job)?.has(claim) === true || this.#jobs.get(claim.job)?.highWaterMs === claim.slotMs;
       if (!open) {
         victim = entry;

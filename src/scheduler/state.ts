@@ -3,7 +3,7 @@ import { ChangeLog } from './change-log.js';
 import { specKey } from './spec.js';
 import { cancellable, claimTime, expirable, initialHighWaterMs, moveStillDue } from './apply-rules.js';
 import { AT_CATCH_UP_VERSION, CLAIM_BYTES_VERSION, FIRST_CLUSTER_VERSION, JOB_ROOM_VERSION, RETRY_COUNT_VERSION } from '../version/versions.js';
-import { DEFAULT_OVERLAP, MAX_RUN_ERROR_LENGTH, MISSED, MISSED_REASONS, policyKey, sameForm, type JobPolicy, type OverlapPolicy, type SchedulerCommand } from './command.js';
+import { DEFAULT_OVERLAP, MISSED, MISSED_REASONS, policyKey, runError, sameForm, type JobPolicy, type OverlapPolicy, type SchedulerCommand } from './command.js';
 import { HandlerSets, NO_HANDLERS } from './handler-sets.js';
 import { KeptClaims } from './kept-claims.js';
 import { claimKey, NO_CONFLICTS, type ApplyResult, type ClaimRecord, type JobRecord, type LockRecord, type SchedulerStateParts } from './records.js';
@@ -177,7 +177,7 @@ export class SchedulerState {
     const job = 'job' in command ? this.jobs.get(command.job) : undefined;
     if (job !== undefined) this.#touch(job.name, change);
     const result = this.#applyCommand(index, command, job, version);
-    this.#trim(version);
+    this.#trim(version, result);
     return result;
   }
 
@@ -318,7 +318,7 @@ export class SchedulerState {
         // (after a lost acknowledgement, or a replay) cannot turn a success into anything else.
         if (claim.outcomes.get(command.member)?.token === command.token) return { ok: false, reason: 'duplicate-slot' };
         // From CLAIM_BYTES_VERSION, an error is kept within MAX_RUN_ERROR_LENGTH, as every member reports it.
-        const error = command.error === undefined || version < CLAIM_BYTES_VERSION ? command.error : command.error.slice(0, MAX_RUN_ERROR_LENGTH);
+        const error = command.error === undefined || version < CLAIM_BYTES_VERSION ? command.error : runError(command.error);
         claim.outcomes.set(command.member, { outcome: command.outcome, atMs: command.atMs, token: command.token, ...(error === undefined ? {} : { error }) });
         if (command.outcome === 'skipped' && job !== undefined) job.skippedRuns += 1;
         this.#kept.index(claim);
@@ -488,12 +488,18 @@ export class SchedulerState {
 
   /**
    * Forgets the oldest kept claims past maxClaimsKept and, under `version` from
-   * CLAIM_BYTES_VERSION on (every member alike), past maxClaimBytes (KeptClaims.trim): after
-   * every command, since a new claim adds to both and a start, an outcome or a move to the bytes.
-   * Each forgotten claim changes its job.
+   * CLAIM_BYTES_VERSION on (every member alike), past maxClaimBytes (KeptClaims.trim), sparing
+   * those the command's `result` hands back: after every command, since a new claim adds to both
+   * and a start, an outcome or a move to the bytes. Each forgotten claim changes its job.
    */
-  #trim(version: number): void {
-    const forgotten = this.#kept.trim(this.#maxClaimsKept, version >= CLAIM_BYTES_VERSION ? this.#maxClaimBytes : undefined);
+  #trim(version: number, result?: ApplyResult): void {
+    const bounded = version >= CLAIM_BYTES_VERSION;
+    // From the same version, the claims the command hands back stay (an assignee arms the claim
+    // it was given, an operator is told the runs cancelled): before it, a member of an earlier
+    // release could forget one, as every member then must.
+    const handed = bounded && result?.ok === true ? (result.cancelled ?? (result.claim === undefined ? undefined : [result.claim])) : undefined;
+    const spared = handed === undefined || handed.length === 0 ? undefined : new Set(handed);
+    const forgotten = this.#kept.trim(this.#maxClaimsKept, bounded ? this.#maxClaimBytes : undefined, spared);
     if (!this.#tracksChanges) return;
     for (const claim of forgotten) {
       this.#changed.set(claim.job, this.#changes);

@@ -31,9 +31,12 @@ export const MAX_PROPOSALS_PER_MESSAGE = 8192;
 /**
  * The largest snapshot a member takes in, whole: well below the transport's bound on bytes
  * queued for one peer (64 MiB), so that a snapshot and the traffic beside it fit. What the
- * state machines keep is bounded to fit it: fan-out's items and dead letters by their bytes
- * (FANOUT_DEFAULTS), the scheduler's kept claims by theirs (SCHEDULER_DEFAULTS.maxClaimBytes),
- * its jobs and locks by their number. The codec refuses a snapshot chunk whose offset or total passes it, and the
+ * state machines keep is bounded in bytes for the most part: fan-out's unsettled items and dead
+ * letters (FANOUT_DEFAULTS, 26 MiB together) and the scheduler's kept claims
+ * (SCHEDULER_DEFAULTS.maxClaimBytes, 4 MiB). The rest is bounded by number only (the scheduler's
+ * jobs and locks, fan-out's topics, the member names of leases): at their bounds, with long names
+ * and many members, they can take a snapshot past this. Member.bounds reports every snapshot
+ * taken against it, and the example alert rules warn at three quarters of it. The codec refuses a snapshot chunk whose offset or total passes it, and the
  * driver's assembler (src/runtime/snapshot-chunks.ts) keeps no more of one.
  */
 export const MAX_SNAPSHOT_BYTES = 32 * 1024 * 1024;

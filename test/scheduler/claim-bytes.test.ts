@@ -7,7 +7,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { CLAIM_PART_BYTES, CLAIM_RECORD_BYTES, claimBytes, jsonTextBytes, numberBytes } from '../../src/scheduler/claim-footprint.js';
-import { MAX_RUN_ERROR_LENGTH, type SchedulerCommand } from '../../src/scheduler/command.js';
+import { MAX_RUN_ERROR_LENGTH, runError, type SchedulerCommand } from '../../src/scheduler/command.js';
+import { claimKey, type ApplyResult, type ClaimRecord } from '../../src/scheduler/records.js';
 import { encodeSchedulerSnapshot, restoreSchedulerSnapshot } from '../../src/scheduler/state-snapshot.js';
 import { SCHEDULER_DEFAULTS, SchedulerState } from '../../src/scheduler/state.js';
 import { MAX_SNAPSHOT_BYTES } from '../../src/transport/constants.js';
@@ -32,15 +33,17 @@ function snapshotClaimBytes(state: SchedulerState): number {
 }
 
 /** Applies the intents as applyIntents does, giving each outcome with an error one of up to 700 characters. */
-function applyWithLongErrors(state: SchedulerState, xs: Parameters<typeof resolve>[0][], version: number, each?: () => void): void {
+function applyWithLongErrors(state: SchedulerState, xs: Parameters<typeof resolve>[0][], version: number, each?: (result: ApplyResult) => void): void {
   xs.forEach((i, k) => {
     const index = k + 1;
     let command: SchedulerCommand = resolve(i, index, state);
     if (command.type === 'outcome' && command.error !== undefined) command = { ...command, error: errorText(index, (index * 97) % 700) };
-    state.apply(index, command, version);
-    each?.();
+    each?.(state.apply(index, command, version));
   });
 }
+
+/** The claims a command's result hands back. */
+const handedBack = (result: ApplyResult): readonly ClaimRecord[] => (result.ok ? (result.cancelled ?? (result.claim === undefined ? [] : [result.claim])) : []);
 
 describe('claim-footprint', () => {
   it('counts the bytes JSON gives any text, exactly', () => {
@@ -60,13 +63,28 @@ describe('claim-footprint', () => {
   });
 });
 
+describe('runError', () => {
+  it('cuts an error to MAX_RUN_ERROR_LENGTH code units, never between the two of a surrogate pair', () => {
+    expect(runError('boom')).toBe('boom');
+    expect(runError('x'.repeat(MAX_RUN_ERROR_LENGTH + 9))).toBe('x'.repeat(MAX_RUN_ERROR_LENGTH));
+    // A pair whose first half is the last unit that fits goes whole.
+    const split = 'x'.repeat(MAX_RUN_ERROR_LENGTH - 1) + '😀';
+    expect(runError(split)).toBe('x'.repeat(MAX_RUN_ERROR_LENGTH - 1));
+    const whole = 'x'.repeat(MAX_RUN_ERROR_LENGTH - 2) + '😀y';
+    expect(runError(whole)).toBe('x'.repeat(MAX_RUN_ERROR_LENGTH - 2) + '😀');
+  });
+});
+
 describe('the kept claims bounded in bytes', () => {
-  it('take no more than they count, and never more than the bound, after every command from CLAIM_BYTES_VERSION on', () => {
+  it('take no more than they count, and never more than the bound but for the claims a command hands back, after every command from CLAIM_BYTES_VERSION on', () => {
     fc.assert(
       fc.property(intents(80), fc.integer({ min: 300, max: 3000 }), (xs, maxClaimBytes) => {
         const state = new SchedulerState({ ...ROOMY, maxClaimBytes });
-        applyWithLongErrors(state, xs, CLAIM_BYTES_VERSION, () => {
-          expect(state.claimBytes).toBeLessThanOrEqual(maxClaimBytes);
+        applyWithLongErrors(state, xs, CLAIM_BYTES_VERSION, (result) => {
+          // A claim handed back is kept, even past the bound (its caller acts on it).
+          const handed = handedBack(result);
+          for (const claim of handed) expect(state.claims.get(claimKey(claim.job, claim.slotMs))).toBe(claim);
+          expect(state.claimBytes).toBeLessThanOrEqual(Math.max(maxClaimBytes, handed.reduce((sum, c) => sum + claimBytes(c), 0)));
           // What is tracked is what the kept claims measure now: no change to a claim went uncounted.
           expect(state.claimBytes).toBe([...state.claims.values()].reduce((sum, c) => sum + claimBytes(c), 0));
         });
@@ -89,6 +107,19 @@ describe('the kept claims bounded in bytes', () => {
       }),
       { numRuns: 100 },
     );
+  });
+
+  it('never forget the claim the command that passed the bound hands back', () => {
+    const state = new SchedulerState({ ...ROOMY, maxClaimBytes: 400 });
+    let index = 0;
+    state.apply(++index, { type: 'register', job: 'j', spec: { kind: 'every', everyMs: 1000 }, mode: 'one', policy: { retries: 1, retryDelayMs: 1000, catchUp: { policy: 'latest' } }, member: 'a', atMs: T0 }, CLAIM_BYTES_VERSION);
+    for (let slot = 1; slot <= 5; slot++) state.apply(++index, { type: 'claim', job: 'j', slotMs: T0 + slot * 1000, assignees: ['a'] }, CLAIM_BYTES_VERSION);
+    const oldest = [...state.claims.values()][0]!;
+    // Moved to a member of a long name, the oldest claim takes the claims past the bound: others go, it stays.
+    const result = state.apply(index + 1, { type: 'reassign', job: 'j', slotMs: oldest.slotMs, fromToken: oldest.token, assignees: ['m'.repeat(300)], reason: 'assignee-lost', atMs: oldest.slotMs }, CLAIM_BYTES_VERSION);
+    expect(result).toMatchObject({ ok: true, claim: oldest });
+    expect(state.claims.get(claimKey('j', oldest.slotMs))).toBe(oldest);
+    expect(state.claims.size).toBeLessThan(5);
   });
 
   it('are forgotten alike by a state restored from a snapshot, which keeps every claim it holds', () => {

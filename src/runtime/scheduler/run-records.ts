@@ -1,5 +1,5 @@
 import type { ClaimRecord } from '../../scheduler/records.js';
-import { MAX_RUN_ERROR_LENGTH, type RunOutcome, type SchedulerCommand } from '../../scheduler/command.js';
+import { runError, type RunOutcome, type SchedulerCommand } from '../../scheduler/command.js';
 import { claimKey } from '../../scheduler/records.js';
 import type { RunRecord } from './job-types.js';
 import { RecordBatcher } from './record-batcher.js';
@@ -120,7 +120,7 @@ export class RunRecords {
       member: run.member,
       outcome: run.outcome,
       atMs: run.endedAtMs,
-      ...(run.error === undefined ? {} : { error: run.error.slice(0, MAX_RUN_ERROR_LENGTH) }),
+      ...(run.error === undefined ? {} : { error: runError(run.error) }),
     };
     // Retried until the log has it, the claim moved on, or the member stops: an outcome that is
     // never recorded would leave its slot waiting. Recording twice is harmless (first one wins).
