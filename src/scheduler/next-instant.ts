@@ -1,7 +1,14 @@
 import { firstInstantBetween, instantsBetween, type JobSpec } from './spec.js';
 
-/** How far ahead the next instant is looked for: a spec with none within a year has none due. */
-const NEXT_INSTANT_HORIZON_MS = 366 * 86_400_000;
+/**
+ * How far ahead a cron spec's next instant is looked for, walking its wall-clock times: eight
+ * years, the longest gap between two instants of a spec (a 29 February's, from 2096 to 2104).
+ * The other kinds need no bound: their next instant is arithmetic. (A year here left an
+ * `{ every: '400d' }` job, an `{ at }` job more than a year ahead and a 29 February cron job
+ * without a next instant, for good: the search starts at the high-water mark, which only a
+ * claim moves.)
+ */
+const CRON_NEXT_INSTANT_HORIZON_MS = 8 * 366 * 86_400_000;
 
 /**
  * The last answer for each cron spec, with the question it answered. A job's spec is one object
@@ -11,19 +18,19 @@ const NEXT_INSTANT_HORIZON_MS = 366 * 86_400_000;
 const lastCronAnswers = new WeakMap<JobSpec, { anchorMs: number; afterMs: number; next: number | null }>();
 
 /**
- * The job's first instant strictly after `afterMs` (within a year), or null. The leader plans
- * every 100 ms, and a job's high-water mark moves only when a slot is claimed, so most plans ask
- * each job the question they asked last time: a cron job's answer, which costly parsing gives,
- * is remembered (one per spec). The other kinds are a little arithmetic, cheaper than a memo's
+ * The job's first instant strictly after `afterMs` (a cron job's within
+ * CRON_NEXT_INSTANT_HORIZON_MS), or null. The leader plans every 100 ms, and a job's high-water
+ * mark moves only when a slot is claimed, so most plans ask each job the question they asked
+ * last time: a cron job's answer, which costly parsing gives, is remembered (one per spec). The other kinds are a little arithmetic, cheaper than a memo's
  * look-up, and a memo's entry per job would cost each member memory. (A memo of many answers
  * keyed by text, of bounded size, started over on every plan once there were more jobs than it
  * held.) Pure: the answer depends only on the arguments.
  */
 export function nextInstantAfter(spec: JobSpec, anchorMs: number, afterMs: number): number | null {
-  if (spec.kind !== 'cron') return firstInstantBetween(spec, anchorMs, afterMs, afterMs + NEXT_INSTANT_HORIZON_MS);
+  if (spec.kind !== 'cron') return firstInstantBetween(spec, anchorMs, afterMs, Number.POSITIVE_INFINITY);
   const known = lastCronAnswers.get(spec);
   if (known !== undefined && known.anchorMs === anchorMs && known.afterMs === afterMs) return known.next;
-  const next = instantsBetween(spec, anchorMs, afterMs, afterMs + NEXT_INSTANT_HORIZON_MS, 1)[0] ?? null;
+  const next = instantsBetween(spec, anchorMs, afterMs, afterMs + CRON_NEXT_INSTANT_HORIZON_MS, 1)[0] ?? null;
   lastCronAnswers.set(spec, { anchorMs, afterMs, next });
   return next;
 }

@@ -271,3 +271,26 @@ describe('catch-up over a long outage', () => {
     expect(commands[0]).toMatchObject({ type: 'skip', throughMs: T0 + 3_599_599 });
   });
 });
+
+describe('the planner, for a job whose next slot is more than a year ahead', () => {
+  // Before, the next instant was looked for within a year of the high-water mark, which only a
+  // claim moves: these jobs never ran, and state() showed no next slot.
+  const DAY = 86_400_000;
+  const claimed = (spec: JobSpec, nowMs: number): number[] => {
+    const s = new SchedulerState();
+    s.apply(1, { type: 'register', job: 'far', spec, mode: 'one', policy: policy(), member: 'a', atMs: T0 });
+    return plan(s, input(nowMs, ['a'])).flatMap((c) => (c.type === 'claim' ? [c.slotMs] : []));
+  };
+
+  it("claims an { every } slot 400 days after the anchor, and an { at } slot 400 days ahead, as they come due", () => {
+    expect(claimed(parseSpec({ every: '400d' }), T0 + 400 * DAY - 500)).toEqual([T0 + 400 * DAY]);
+    expect(claimed(parseSpec({ at: new Date(T0 + 400 * DAY) }), T0 + 400 * DAY - 500)).toEqual([T0 + 400 * DAY]);
+    // Not before the look-ahead reaches them.
+    expect(claimed(parseSpec({ every: '400d' }), T0 + 399 * DAY)).toEqual([]);
+  });
+
+  it('claims a 29 February cron slot more than a year after the registration', () => {
+    const leapDay = Date.parse('2028-02-29T12:00:00Z');
+    expect(claimed(parseSpec({ cron: '0 0 12 29 2 *', tz: 'UTC' }), leapDay - 500)).toEqual([leapDay]);
+  });
+});
