@@ -23,10 +23,11 @@ export type TriggerPlan = { readonly command: Extract<OperationCommand, { type: 
  * slots come often has its mark in the future) needs only a key no claim holds.
  *
  * Its assignees follow the job's mode, as the planner's do: in mode 'all', every member with a
- * handler that may be given work (`eligible`; all the handlers if none may); in mode 'one', the
- * least loaded of those by the claims ever assigned (a lost assignee's claim is moved, as any is).
+ * handler that may be given work (`eligible`; all the handlers if none may, or if that is not
+ * known: null, on a member that does not lead); in mode 'one', the least loaded of those by the
+ * claims ever assigned (a lost assignee's claim is moved, as any is).
  */
-export function planTrigger(state: SchedulerState, job: JobRecord, nowMs: number, eligible: ReadonlySet<NodeId>): TriggerPlan {
+export function planTrigger(state: SchedulerState, job: JobRecord, nowMs: number, eligible: ReadonlySet<NodeId> | null): TriggerPlan {
   const mark = job.highWaterMs;
   if (state.claims.has(claimKey(job.name, nowMs))) return 'wait';
   if (nowMs > mark) {
@@ -35,7 +36,7 @@ export function planTrigger(state: SchedulerState, job: JobRecord, nowMs: number
     if (next !== null && next <= nowMs) return 'wait';
   }
   const handlers = [...job.handlers].sort();
-  const reachable = handlers.filter((id) => eligible.has(id));
+  const reachable = eligible === null ? handlers : handlers.filter((id) => eligible.has(id));
   const pool = reachable.length > 0 ? reachable : handlers;
   const assignees = job.mode === 'all' ? pool : pool.length === 0 ? [] : [leastLoaded(pool, state.assigned)];
   return { command: { type: 'trigger', job: job.name, slotMs: nowMs, fromMs: mark, assignees } };

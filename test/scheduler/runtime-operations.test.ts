@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { cluster, stopClusters, T0, type Cluster } from '../fixtures/scheduler-cluster.js';
+import { cluster, Cluster, stopClusters, T0, track } from '../fixtures/scheduler-cluster.js';
 import { NotLeaderError, RunAbortedError, TimeoutError, UnknownJobError, VersionNotActiveError } from '../../src/errors.js';
 import type { JobContext, JobOptions } from '../../src/runtime/scheduler/job-types.js';
 import { parseSpec } from '../../src/scheduler/spec.js';
@@ -98,6 +98,21 @@ describe('trigger on the runtime', () => {
     const claim = c.state('a').claims.get(claimKey('report', T0 + 600))!;
     expect(claim).toMatchObject({ trigger: true, token: slot.fencingToken });
     expect(claim.outcomes.get(claim.assignees[0]!)?.outcome).toBe('succeeded');
+  });
+
+  it("runs a mode 'all' slot triggered on a follower on every member with a handler", async () => {
+    // A follower counts only itself eligible, as MemberReach does where it does not lead (it
+    // hears from no other follower): before, its trigger assigned the slot to it alone.
+    const ids = ['a', 'b', 'c'];
+    const c = track(new Cluster(ids, 5, {}, (id) => ({ eligibleMembers: () => (id === 'a' ? ids : [id]) })));
+    c.schedule(ids, 'report', { every: '1h' }, 50, { mode: 'all' });
+    await c.time.advanceTo(T0 + 500);
+    const triggered = c.members.get('b')!.operations.trigger('report');
+    await c.time.advanceTo(T0 + 600);
+    const slot = await triggered;
+    await c.time.advanceTo(T0 + 2000);
+    expect(c.state('a').claims.get(claimKey('report', slot.slot.getTime()))?.assignees).toEqual(ids);
+    expect(c.runs.filter((r) => r.job === 'report').map((r) => r.member).sort()).toEqual(ids);
   });
 
   it('waits for a due slot to be claimed first, and gives up after MAX_TRIGGER_ATTEMPTS plan intervals if it never is', async () => {

@@ -97,7 +97,11 @@ export class JobOperations {
       if (job.handlers.size === 0) throw new InvalidArgumentError('name', name, 'a job that some member has a handler for');
       // The slot's instant is compared with the job's scheduled ones: the cluster's time, not this clock's.
       if (o.clockReady?.() === false) continue;
-      const plan = planTrigger(this.#ctx.state, job, Math.max(this.#ctx.stampClock.now(), this.#lastTriggeredMs + 1), new Set(o.eligibleMembers()));
+      // Only the leader knows which members may be given work: a follower counts itself alone
+      // (a mode 'all' slot triggered there ran on it alone), so it assigns every handler, and
+      // the leader moves a lost assignee's claim as it moves any.
+      const eligible = o.isLeader() ? new Set(o.eligibleMembers()) : null;
+      const plan = planTrigger(this.#ctx.state, job, Math.max(this.#ctx.stampClock.now(), this.#lastTriggeredMs + 1), eligible);
       // A due slot waits for the leader to claim it: with no leader, it would wait for good, so
       // a read barrier says so (CRONRAFT_NOT_LEADER) rather than the call timing out as if one
       // might have taken effect.
