@@ -42,7 +42,7 @@ export const CONSUME_RETRY_MS = 200;
 
 
 /** Every key ConsumeOptions has: any other is refused (onlyKnownKeys). */
-const CONSUME_OPTION_KEYS: readonly (keyof ConsumeOptions)[] = ['parallelism', 'retries', 'timeoutMs', 'backoffMs', 'ratePerSecond', 'maxPending'];
+export const CONSUME_OPTION_KEYS: readonly (keyof ConsumeOptions & string)[] = ['parallelism', 'retries', 'timeoutMs', 'backoffMs', 'ratePerSecond', 'maxPending'];
 
 export function consumerSettings(options: ConsumeOptions): ConsumerSettings {
   onlyKnownKeys(options, CONSUME_OPTION_KEYS, '');

@@ -20,7 +20,7 @@ import type { Member } from './runtime/member.js';
 import { heartbeatIntervalMs } from './runtime/member-settings.js';
 import { JoinServer } from './runtime/join-server.js';
 import { startMember, type MemberParts, type ScheduledJob } from './cluster-start.js';
-import { checkItemIds, consumerSettings, deadLettersOf, registerConsumer, type ConsumeHandler, type ConsumeOptions, type DeadLetterView } from './cluster-fanout.js';
+import { checkItemIds, CONSUME_OPTION_KEYS, consumerSettings, deadLettersOf, registerConsumer, type ConsumeHandler, type ConsumeOptions, type DeadLetterView } from './cluster-fanout.js';
 import type { Batch } from './runtime/fanout/batches.js';
 import type { FanoutRuntime } from './runtime/fanout/fanout-runtime.js';
 import { checkTopic, emitKeyOf } from './fanout/items.js';
@@ -232,7 +232,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
    * @throws NotLeaderError when no leader is known, TimeoutError, ProposalDroppedError, BackpressureError
    */
   async propose(data: Uint8Array | string, options: { signal?: AbortSignal } = {}): Promise<{ index: number }> {
-    const { signal } = optionsObject(options);
+    const { signal } = optionsObject(options, ['signal']);
     if (signal !== undefined && !(signal instanceof AbortSignal)) throw new InvalidArgumentError('signal', signal, 'an AbortSignal');
     const bytes = typeof data === 'string' ? encoder.encode(data) : data;
     if (!(bytes instanceof Uint8Array)) throw new InvalidArgumentError('data', data, 'a Uint8Array or a string');
@@ -269,7 +269,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
 
   /** Resolves with the leader once one is known, or rejects with TimeoutError. */
   async waitForLeader(options: { timeoutMs?: number } = {}): Promise<{ leader: NodeId; term: number }> {
-    const given = optionsObject(options).timeoutMs;
+    const given = optionsObject(options, ['timeoutMs']).timeoutMs;
     const timeoutMs = given === undefined ? this.#o.member.timing.electionTimeoutMs * 20 : nonNegativeInt(given, 'timeoutMs');
     const driver = this.#running();
     const ok = await this.#waitFor(() => driver.node.leader !== null, timeoutMs);
@@ -309,7 +309,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     checkTopic(topic);
     if (typeof handler !== 'function') throw new InvalidArgumentError('handler', handler, 'a function');
     if (this.#consumers.has(topic)) throw new InvalidArgumentError('topic', topic, 'a topic not already consumed on this member');
-    const settings = consumerSettings(optionsObject(options));
+    const settings = consumerSettings(optionsObject(options, CONSUME_OPTION_KEYS));
     this.#consumers.set(topic, { handler, settings });
     if (this.#status === 'running' && this.#parts.member !== null) void registerConsumer(this.#parts.member.fanoutRuntime, topic, handler, settings, this.#timers, () => this.#status !== 'running');
   }
@@ -467,7 +467,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
    * per the log, no outcome yet) by member. Bounded by what the state machine keeps.
    */
   history(options: { job?: string; limit?: number } = {}): SlotHistory[] {
-    const { job, limit } = optionsObject(options);
+    const { job, limit } = optionsObject(options, ['job', 'limit']);
     if (job !== undefined) validateName(job);
     // A limit of 0 or less took slice(-limit) to every claim kept.
     if (limit !== undefined) positiveInt(limit, 'limit');

@@ -8,6 +8,8 @@
  */
 import type { Cluster } from './cluster.js';
 import { InvalidArgumentError } from './errors.js';
+import { JOB_OPTION_KEYS } from './job-options.js';
+import { optionsObject } from './option-checks.js';
 import type { JobContext, JobOptions } from './runtime/scheduler/job-types.js';
 import type { SpecInput } from './scheduler/spec.js';
 
@@ -39,9 +41,11 @@ export type ExclusiveDecorator<This, Args extends unknown[]> = <Return>(
  * `cluster.start()`, like `cluster.schedule`.
  */
 export function scheduled<This extends object>(cluster: Cluster, spec: SpecInput, options: ScheduledOptions = {}): ScheduledDecorator<This> {
+  // Checked as the class is defined: null was a TypeError there, not the InvalidArgumentError every other bad option is.
+  const given = optionsObject(options, [...JOB_OPTION_KEYS, 'name']);
   return function <Return>(method: (this: This, ctx: JobContext) => Return, context: ClassMethodDecoratorContext<This, (this: This, ctx: JobContext) => Return>): void {
     if (context.kind !== 'method') throw new InvalidArgumentError('@scheduled', context.kind, 'a class method');
-    const { name: chosen, ...jobOptions } = options;
+    const { name: chosen, ...jobOptions } = given;
     context.addInitializer(function (this: This) {
       const owner = context.static ? (this as unknown as { name: string }).name : this.constructor.name;
       const name = chosen ?? `${owner}.${String(context.name)}`;
@@ -70,12 +74,16 @@ export interface ExclusiveDecoratorOptions {
  * `cluster.runExclusive` for those.
  */
 export function exclusive<This, Args extends unknown[]>(cluster: Cluster, name: string, options: ExclusiveDecoratorOptions): ExclusiveDecorator<This, Args> {
+  // As runExclusive checks them, but as the class is defined: none at all was a TypeError there.
+  const given = optionsObject(options, ['atMostFor', 'atLeastFor']);
+  const atMostFor = given.atMostFor;
+  if (atMostFor === undefined) throw new InvalidArgumentError('atMostFor', undefined, 'a positive integer of milliseconds');
   return function <Return>(
     method: (this: This, ...args: Args) => Promise<Return | undefined> | Return | undefined,
     context: ClassMethodDecoratorContext<This, (this: This, ...args: Args) => Promise<Return | undefined>>,
   ): (this: This, ...args: Args) => Promise<Return | undefined> {
     if (context.kind !== 'method') throw new InvalidArgumentError('@exclusive', context.kind, 'a class method');
-    const lockOptions = { atMostFor: options.atMostFor, ...(options.atLeastFor === undefined ? {} : { atLeastFor: options.atLeastFor }) };
+    const lockOptions = { atMostFor, ...(given.atLeastFor === undefined ? {} : { atLeastFor: given.atLeastFor }) };
     return async function (this: This, ...args: Args): Promise<Return | undefined> {
       let value: Return | undefined;
       await cluster.runExclusive(name, lockOptions, async () => {

@@ -11,7 +11,7 @@ export const MAX_PRIORITY = 1000;
 const OVERLAP_POLICIES: ReadonlySet<unknown> = new Set(['skip', 'allow', 'queue', 'replace']);
 
 /** Every key JobOptions has: any other is refused (onlyKnownKeys). */
-const JOB_OPTION_KEYS: readonly (keyof JobOptions)[] = ['mode', 'timeoutMs', 'catchUp', 'retries', 'retryDelayMs', 'overlap', 'priority'];
+export const JOB_OPTION_KEYS: readonly (keyof JobOptions & string)[] = ['mode', 'timeoutMs', 'catchUp', 'retries', 'retryDelayMs', 'overlap', 'priority'];
 
 export function validateName(name: unknown): void {
   // '.' and '..' are refused: an address resolves them as path segments (%2e too), so that over

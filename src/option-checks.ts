@@ -36,9 +36,13 @@ export function onlyKnownKeys(value: object, known: readonly string[], prefix = 
   }
 }
 
-/** A call's options object (undefined: none), or InvalidArgumentError: null or a value of another kind is not options. */
-export function optionsObject<T extends object>(value: T | undefined, option = 'options'): Partial<T> {
+/**
+ * A call's options object (undefined: none), or InvalidArgumentError: null or a value of another
+ * kind is not options, and neither is one with a key none of `known` (onlyKnownKeys, named alone).
+ */
+export function optionsObject<T extends object>(value: T | undefined, known: readonly (keyof T & string)[], option = 'options'): Partial<T> {
   if (value === undefined) return {};
   if (typeof value !== 'object' || value === null) throw new InvalidArgumentError(option, value, 'an object');
+  onlyKnownKeys(value, known, '');
   return value;
 }

@@ -1,5 +1,6 @@
 import { BackpressureError, ClockUnsyncedError, InvalidArgumentError, NotLeaderError, NotRunningError, OutcomeUnknownError, RunAbortedError, TimeoutError } from '../errors.js';
 import { validateName } from '../job-options.js';
+import { optionsObject } from '../option-checks.js';
 import type { NodeId } from '../raft/types.js';
 import { encodeCommand } from '../runtime/commands.js';
 import type { RaftDriver } from '../runtime/driver.js';
@@ -136,9 +137,11 @@ export async function runExclusive(
   fn: (lock: ExclusiveLock) => unknown,
 ): Promise<boolean> {
   validateName(name);
-  const atMostFor = options?.atMostFor;
-  const atLeastFor = options?.atLeastFor ?? 0;
-  if (!Number.isInteger(atMostFor) || atMostFor <= 0) throw new InvalidArgumentError('atMostFor', atMostFor, 'a positive integer of milliseconds');
+  // A misspelt option (`atLeastfor`) would be dropped unsaid: the lock then held no minimum.
+  const given = optionsObject(options, ['atMostFor', 'atLeastFor']);
+  const atMostFor = given.atMostFor;
+  const atLeastFor = given.atLeastFor ?? 0;
+  if (atMostFor === undefined || !Number.isInteger(atMostFor) || atMostFor <= 0) throw new InvalidArgumentError('atMostFor', atMostFor, 'a positive integer of milliseconds');
   if (!Number.isInteger(atLeastFor) || atLeastFor < 0 || atLeastFor > atMostFor) {
     throw new InvalidArgumentError('atLeastFor', atLeastFor, `an integer of milliseconds from 0 to atMostFor (${atMostFor})`);
   }

@@ -23,7 +23,7 @@ export function itemsOf(items: unknown): readonly unknown[] {
  * @throws InvalidArgumentError for options that are not an object, or a key that is not a function
  */
 export function emitKeyOf(options: { readonly key?: unknown } | undefined): ((item: unknown, index: number) => string | null) | undefined {
-  const { key } = optionsObject(options);
+  const { key } = optionsObject(options, ['key']);
   if (key !== undefined && typeof key !== 'function') throw new InvalidArgumentError('key', key, 'a function (item, index) => string | null');
   return key as ((item: unknown, index: number) => string | null) | undefined;
 }

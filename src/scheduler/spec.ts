@@ -1,5 +1,6 @@
 import { CronExpressionParser } from 'cron-parser';
 import { InvalidArgumentError } from '../errors.js';
+import { onlyKnownKeys } from '../option-checks.js';
 import { cronInstantsBackward, cronInstantsForward, dstKey, parseDstPolicy, type DstPolicy, type DstPolicyInput } from './cron-instants.js';
 
 export { DEFAULT_DST_POLICY, type DstPolicy, type DstPolicyInput } from './cron-instants.js';
@@ -36,6 +37,14 @@ const MAX_DATE_MS = 8.64e15;
 /** The keys that name a spec's kind: a spec object has exactly one. */
 const SPEC_KINDS = ['cron', 'every', 'at', 'delayAfterCompletion'] as const;
 
+/** The fields each kind of spec object has: any other is refused. */
+const SPEC_FIELDS: Readonly<Record<(typeof SPEC_KINDS)[number], readonly string[]>> = {
+  cron: ['cron', 'tz', 'dst'],
+  every: ['every'],
+  at: ['at'],
+  delayAfterCompletion: ['delayAfterCompletion', 'initialDelay'],
+};
+
 const DURATION = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$/;
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
@@ -46,6 +55,10 @@ export function parseSpec(input: SpecInput, option = 'spec'): JobSpec {
   // One kind to a spec: { cron, every } was taken as a cron spec, its `every` dropped unsaid.
   const kinds = SPEC_KINDS.filter((kind) => kind in input);
   if (kinds.length > 1) throw new InvalidArgumentError(option, input, `one of ${SPEC_KINDS.join(', ')}, not ${kinds.join(' and ')}`);
+  // A field of another name would be dropped unsaid: `{ cron, timezone }` ran in UTC, and
+  // `{ every, initialDelay }` with no delay.
+  const kind = kinds[0];
+  if (kind !== undefined) onlyKnownKeys(input, SPEC_FIELDS[kind], option);
   if ('cron' in input) return cronSpec(input.cron, input.tz ?? 'UTC', option, input.dst);
   if ('every' in input) {
     const everyMs = typeof input.every === 'number' ? input.every : parseDuration(input.every);

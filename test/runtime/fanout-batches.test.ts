@@ -75,4 +75,17 @@ describe('the batches a member emitted (BatchTracker)', () => {
     tracker.settled({ index: 6, topic: 't', total: 1, done: 1, dead: 0 });
     await expect(open.settled({ timeoutMs: 1000 })).resolves.toEqual({ topic: 't', count: 1, done: 1, dead: 0 });
   });
+
+  it('rejects options that are not an object, or of another name, with InvalidArgumentError (a misspelt timeoutMs waited for good)', async () => {
+    const tracker = new BatchTracker(
+      (fn, ms) => {
+        const t = setTimeout(fn, ms);
+        return () => clearTimeout(t);
+      },
+      () => undefined,
+    );
+    const batch = tracker.track('t', [{ index: 2, count: 1, firstId: 1 }]);
+    await expect(batch.settled({ timeout: 5 } as never)).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'timeout' });
+    await expect(batch.settled(null as never)).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'options' });
+  });
 });

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { freePort } from '../fixtures/process-cluster.js';
 import type * as DecoratedApp from '../fixtures/decorated-app.js';
 import type * as Cronraft from '../../src/index.js';
+import type * as Decorators from '../../src/decorators.js';
 import type { Cluster } from '../../src/index.js';
 
 /** The app's classes and cronraft itself, as tsc compiled them (see decorated-app.ts), built by the global setup. */
@@ -21,6 +22,15 @@ async function oneMember(): Promise<Cluster> {
 }
 
 describe('cronraft/decorators, as an app writes them', () => {
+  it('refuses options that are null, missing or of another name with InvalidArgumentError as the class is defined, not a TypeError', async () => {
+    const decorators = (await import(new URL('../../dist/src/decorators.js', import.meta.url).href)) as typeof Decorators;
+    const cluster = await oneMember();
+    expect(() => decorators.scheduled(cluster, '* * * * *', null as never)).toThrow(cronraft.InvalidArgumentError);
+    expect(() => decorators.scheduled(cluster, '* * * * *', { retires: 2 } as never)).toThrow(expect.objectContaining({ option: 'retires' }));
+    expect(() => decorators.exclusive(cluster, 'x', undefined as never)).toThrow(expect.objectContaining({ option: 'atMostFor' }));
+    expect(() => decorators.exclusive(cluster, 'x', { atMostFor: 1000, atLeastfor: 5 } as never)).toThrow(expect.objectContaining({ option: 'atLeastfor' }));
+  });
+
   it('@scheduled makes a method a job named ClassName.method, run with the instance as this', async () => {
     const cluster = await oneMember();
     const Reports = app.reportsOn(cluster);

@@ -230,6 +230,10 @@ describe('cluster.schedule', () => {
       [() => c.schedule('a', { delayAfterCompletion: '1s', initialDelay: -5 }, () => undefined), 'spec.initialDelay'],
       // A misspelt option: dropped unsaid before, and the default used (no retry at all).
       [() => c.schedule('a', '* * * * *', () => undefined, { retires: 2 } as never), 'options.retires'],
+      // A spec's field of another name, dropped unsaid before: the job ran in UTC, or with no delay.
+      [() => c.schedule('a', { cron: '0 9 * * *', timezone: 'Europe/Paris' } as never, () => undefined), 'spec.timezone'],
+      [() => c.schedule('a', { every: '1h', initialDelay: '5m' } as never, () => undefined), 'spec.initialDelay'],
+      [() => c.schedule('a', { every: '1s', dst: { gap: 'skip' } } as never, () => undefined), 'spec.dst'],
       // A spec of fewer fields: filled in from the left before, another schedule.
       [() => c.schedule('a', '0 2 * *', () => undefined), 'spec'],
     ];
@@ -243,6 +247,15 @@ describe('cluster.schedule', () => {
     }
     c.schedule('a', '* * * * *', () => undefined);
     expect(() => c.schedule('a', '* * * * *', () => undefined)).toThrow(/already scheduled/);
+  });
+
+  it("rejects the other calls' options of another name, which were dropped unsaid", async () => {
+    const c = new Cluster([], { storage: 'memory' });
+    // The lock held no minimum; every job's history came back; the wait had no bound.
+    await expect(c.runExclusive('x', { atMostFor: 1000, atLeastfor: 500 } as never, () => undefined)).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'atLeastfor' });
+    expect(() => c.history({ jobs: 'x' } as never)).toThrow(expect.objectContaining({ option: 'jobs' }));
+    await expect(c.waitForLeader({ timeout: 5 } as never)).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'timeout' });
+    await expect(c.emitItems('t', [1], { keyy: () => 'k' } as never)).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'keyy' });
   });
 
   it("lets a run whose timeoutMs is past what Node's timers hold (about 35 days) go on, and a lock as long", async () => {

@@ -1,5 +1,6 @@
 import { InvalidArgumentError, NotRunningError, TimeoutError } from '../../errors.js';
 import type { FanoutState, SettledBatch } from '../../fanout/state.js';
+import { optionsObject } from '../../option-checks.js';
 
 /**
  * The batches this member emitted (issue 19), until each has settled: `emit` hands back a
@@ -123,7 +124,15 @@ export class BatchTracker {
       id: tracked.id,
       topic,
       count: tracked.count,
-      settled: (options = {}) => this.#wait(tracked, options.timeoutMs),
+      settled: (options) => {
+        let timeoutMs: number | undefined;
+        try {
+          timeoutMs = optionsObject(options, ['timeoutMs']).timeoutMs;
+        } catch (error) {
+          return Promise.reject(error as Error);
+        }
+        return this.#wait(tracked, timeoutMs);
+      },
     };
   }
 
