@@ -28,8 +28,19 @@ export function emitKeyOf(options: { readonly key?: unknown } | undefined): ((it
   return key as ((item: unknown, index: number) => string | null) | undefined;
 }
 
-/** JSON.stringify's text of `item`, or undefined when it has none or cannot (a BigInt, a cycle, a throwing toJSON). */
+/** How deep a JSON item may nest (arrays and objects within one another). */
+export const MAX_ITEM_DEPTH = 64;
+
+/**
+ * JSON.stringify's text of `item` when the consumer's JSON.parse gives back what was emitted,
+ * else undefined: JSON.stringify itself makes a Map, a Set, an Error or a typed array `{}` (or an
+ * object of indexes), NaN and Infinity null, a hole of an array null, and drops a field whose
+ * value is undefined, a function or a symbol, all unsaid. A value with a toJSON (a Date) is
+ * taken as JSON takes it, as a request body would be. Undefined too for one it cannot write at
+ * all (a BigInt, a cycle, a throwing toJSON) or nested past MAX_ITEM_DEPTH.
+ */
 function jsonOf(item: unknown): string | undefined {
+  if (!faithful(item, 0)) return undefined;
   try {
     return JSON.stringify(item);
   } catch {
@@ -37,11 +48,40 @@ function jsonOf(item: unknown): string | undefined {
   }
 }
 
+/** Whether JSON carries `value` as it is (see jsonOf), `depth` levels down. */
+function faithful(value: unknown, depth: number): boolean {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return true;
+    case 'number':
+      return Number.isFinite(value);
+    case 'object': {
+      if (value === null) return true;
+      if (depth >= MAX_ITEM_DEPTH) return false;
+      if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return true;
+      if (Array.isArray(value)) {
+        for (let i = 0; i < value.length; i++) if (!(i in value) || !faithful(value[i], depth + 1)) return false;
+        return true;
+      }
+      if (value instanceof Map || value instanceof Set || value instanceof WeakMap || value instanceof WeakSet || value instanceof Error || value instanceof RegExp || value instanceof Promise) return false;
+      if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer) return false;
+      for (const field of Object.values(value)) if (!faithful(field, depth + 1)) return false;
+      return true;
+    }
+    default:
+      // undefined, a function, a symbol, a BigInt.
+      return false;
+  }
+}
+
 /** Item `index` of an emit, encoded and checked with its key: InvalidArgumentError for one that does not encode, is too large, or has a bad key. */
 export function encodeEmitted(item: unknown, index: number, key: ((item: unknown, index: number) => string | null) | undefined): EmittedItem {
   const data = encodeItem(item, index);
   const k = key === undefined ? null : key(item, index);
-  if (k !== null && (typeof k !== 'string' || k.length === 0 || k.length > MAX_KEY_LENGTH || hasLoneSurrogate(k))) throw new InvalidArgumentError('key', k, `null or a string of 1 to ${MAX_KEY_LENGTH} characters, with no lone surrogate`);
+  if (k !== null && (typeof k !== 'string' || k.length === 0 || k.length > MAX_KEY_LENGTH || hasLoneSurrogate(k) || hasControlCharacter(k))) {
+    throw new InvalidArgumentError('key', k, `null or a string of 1 to ${MAX_KEY_LENGTH} characters, with no control character and no lone surrogate`);
+  }
   return { data, key: k };
 }
 
@@ -53,7 +93,7 @@ function encodeItem(item: unknown, index: number): Uint8Array {
     tag = BYTES;
   } else {
     const json = item === undefined ? undefined : jsonOf(item);
-    if (json === undefined) throw new InvalidArgumentError(`items[${index}]`, typeof item === 'function' ? item : typeof item, 'bytes or a JSON value');
+    if (json === undefined) throw new InvalidArgumentError(`items[${index}]`, typeof item === 'function' ? item : typeof item, `bytes (a Uint8Array) or a JSON value that JSON carries as it is (finite numbers, no Map, Set, typed array other than a whole Uint8Array, hole, or field undefined; nested at most ${MAX_ITEM_DEPTH} deep)`);
     body = encoder.encode(json);
     tag = JSON_VALUE;
   }

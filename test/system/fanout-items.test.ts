@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { MAX_ITEM_BYTES } from '../../src/fanout/command.js';
+import { MAX_ITEM_DEPTH } from '../../src/fanout/items.js';
 import { ITEMS_ENCODED_PER_TURN } from '../../src/runtime/fanout/encode-items.js';
 import { Cluster } from '../../src/index.js';
 import { FANOUT_VERSION } from '../../src/version/versions.js';
@@ -64,13 +65,27 @@ describe('fan-out items through the Cluster', () => {
     await expect(c.emitItems('t', [cycle])).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'items[0]' });
     await expect(c.emitItems('t', [1], { key: 'customerId' } as never)).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'key' });
     await expect(c.emitItems('t', [1], null as never)).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'options' });
+    // What JSON would hand the consumer as something else: a Map or a Set as {}, NaN as null, a
+    // typed array as an object of indexes, a hole as null, a field undefined dropped.
+    const holed: unknown[] = [1];
+    holed[2] = 3;
+    const unfaithful: unknown[] = [new Map([['a', 1]]), new Set([1]), new Error('x'), Number.NaN, Number.POSITIVE_INFINITY, new Uint16Array([1]), new ArrayBuffer(2), holed, { a: undefined }, { bytes: Uint8Array.of(1) }];
+    for (const item of unfaithful) await expect(c.emitItems('t', [1, item])).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'items[1]' });
+    let deep: unknown = 1;
+    for (let i = 0; i <= MAX_ITEM_DEPTH; i++) deep = [deep];
+    await expect(c.emitItems('t', [deep])).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'items[0]' });
+    // A key with a control character, as a topic.
+    await expect(c.emitItems('t', [1], { key: () => 'a\nb' })).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'key' });
     // requeue() rejects a bad argument too, rather than throwing at the call.
     const requeued = c.requeue('t', [1.5]);
     await expect(requeued).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT' });
     expect(c.state().topics.find((t) => t.name === 't')?.emitted).toBe(4);
     await (await c.emitItems('t', [largest])).settled({ timeoutMs: 10_000 });
     expect((got[4] as Uint8Array).byteLength).toBe(MAX_ITEM_BYTES - 1);
-    expect(c.state().topics.find((t) => t.name === 't')).toMatchObject({ emitted: 5, done: 5 });
+    // A Date goes as JSON takes it (its toJSON), as in a request's body.
+    await (await c.emitItems('t', [{ at: new Date(0) }])).settled({ timeoutMs: 10_000 });
+    expect(got[5]).toEqual({ at: '1970-01-01T00:00:00.000Z' });
+    expect(c.state().topics.find((t) => t.name === 't')).toMatchObject({ emitted: 6, done: 6 });
   });
 
   it('encodes a large emit a turn of the event loop at a time, from the array as it was at the call, and keeps nothing of it when an item of a later turn is bad', async () => {
