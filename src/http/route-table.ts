@@ -54,15 +54,21 @@ export class RouteTable {
     return this;
   }
 
-  /** The route for `method` and `pathname` with its parameters. @throws HttpRequestError 404 or 405 */
+  /**
+   * The route for `method` and `pathname` with its parameters. HEAD takes a GET route, as HTTP
+   * has every server do (a load balancer's health check may ask so): Node sends the head of the
+   * answer and drops its body. @throws HttpRequestError 404 or 405
+   */
   match(method: string, pathname: string): { readonly route: Route; readonly params: Record<string, string> } {
     const parts = pathname.split('/').slice(1);
+    const wanted = method === 'HEAD' ? 'GET' : method;
     const allowed: string[] = [];
     for (const { route, segments } of this.#routes) {
       const params = paramsOf(segments, parts);
       if (params === null) continue;
-      if (route.method === method) return { route, params };
+      if (route.method === wanted) return { route, params };
       allowed.push(route.method);
+      if (route.method === 'GET') allowed.push('HEAD');
     }
     if (allowed.length === 0) throw notFound(pathname);
     throw methodNotAllowed(method, pathname, allowed);

@@ -281,11 +281,25 @@ describe('errors over HTTP', () => {
     expect(await request(c, '/v1/jobs/a/b')).toMatchObject({ status: 404, body: { error: { code: 'CRONRAFT_HTTP_NOT_FOUND' } } });
     const wrong = await request(c, '/v1/state', { method: 'DELETE' });
     expect(wrong).toMatchObject({ status: 405, body: { error: { code: 'CRONRAFT_HTTP_METHOD_NOT_ALLOWED' } } });
-    expect(wrong.headers.get('allow')).toBe('GET');
+    expect(wrong.headers.get('allow')).toBe('GET, HEAD');
     const get = await request(c, '/v1/members/x/remove');
     expect(get).toMatchObject({ status: 405 });
     expect(get.headers.get('allow')).toBe('POST');
     expect(typeof wrong.body.error.message).toBe('string');
+  });
+
+  it('answers HEAD wherever it answers GET, with the head alone (a health check that asks HEAD was refused 405)', async () => {
+    const c = await single();
+    for (const path of ['/healthz', '/readyz', '/metrics', '/', '/v1/state']) {
+      const got = await fetch(`http://${c.httpAddress}${path}`);
+      await got.arrayBuffer();
+      const head = await fetch(`http://${c.httpAddress}${path}`, { method: 'HEAD' });
+      expect(head.status, path).toBe(got.status);
+      expect(head.headers.get('content-type'), path).toBe(got.headers.get('content-type'));
+      expect(await head.text(), path).toBe('');
+    }
+    // An action is still POST alone.
+    expect((await fetch(`http://${c.httpAddress}/v1/jobs/x/pause`, { method: 'HEAD' })).status).toBe(405);
   });
 
   it('answers an unknown job 404 and a bad query 400, with the library codes', async () => {
