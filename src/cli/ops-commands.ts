@@ -4,7 +4,10 @@ import { isoInstantMs } from '../http/iso-instant.js';
 import { MAX_HTTP_HISTORY_LIMIT } from '../http/routes.js';
 import { EXIT, type CliOutput } from './exit-codes.js';
 import { answeredError, ask, memberUrl, type Answer } from './http-client.js';
-import { historyTable, jobsTable, membersTable, statusText, type HistoryJson, type StateJson } from './tables.js';
+import { historyTable, jobsTable, membersTable, printable, statusText, type HistoryJson, type StateJson } from './tables.js';
+
+/** What a person reads: every control character written out but line breaks (the tables escape theirs, cell by cell). */
+const human = (text: string): string => printable(text, true);
 
 /** The options every command that talks to a member takes. */
 interface MemberFlags {
@@ -34,18 +37,18 @@ export function addOpsCommands(program: Command, io: CliOutput, exit: (code: num
     const body = succeeded(state) as StateJson;
     if (readiness.status !== 200 && readiness.status !== 503) succeeded(readiness);
     const { ready, reason } = readiness.body as { ready: boolean; reason?: string };
-    io.out(flags.json ? JSON.stringify({ ready, reason: reason ?? null, state: body }) : statusText(body, { ready, reason: reason ?? null }));
+    io.out(flags.json ? JSON.stringify({ ready, reason: reason ?? null, state: body }) : human(statusText(body, { ready, reason: reason ?? null })));
     exit(ready ? EXIT.ok : EXIT.notReady);
   });
 
   memberCommand('members', 'the members of the configuration: role, reachability, lag, clock offset').action(async (flags: MemberFlags) => {
     const body = succeeded(await ask(memberUrl(flags.url), '/v1/members')) as { leader: string | null; members: StateJson['members'] };
-    io.out(flags.json ? JSON.stringify(body) : membersTable(body.leader, body.members));
+    io.out(flags.json ? JSON.stringify(body) : human(membersTable(body.leader, body.members)));
   });
 
   memberCommand('jobs', 'the jobs the cluster knows: spec, next slot, last outcome, missed and skipped slots').action(async (flags: MemberFlags) => {
     const body = succeeded(await ask(memberUrl(flags.url), '/v1/jobs')) as { jobs: StateJson['jobs'] };
-    io.out(flags.json ? JSON.stringify(body) : jobsTable(body.jobs));
+    io.out(flags.json ? JSON.stringify(body) : human(jobsTable(body.jobs)));
   });
 
   memberCommand('history', 'recent slots and their outcomes, newest first')
@@ -54,7 +57,7 @@ export function addOpsCommands(program: Command, io: CliOutput, exit: (code: num
     .action(async (flags: MemberFlags & { job?: string; limit: number }) => {
       const query = new URLSearchParams({ limit: String(flags.limit), ...(flags.job === undefined ? {} : { job: flags.job }) });
       const body = succeeded(await ask(memberUrl(flags.url), `/v1/history?${query}`)) as { history: HistoryJson[] };
-      io.out(flags.json ? JSON.stringify(body) : historyTable(body.history));
+      io.out(flags.json ? JSON.stringify(body) : human(historyTable(body.history)));
     });
 
   memberCommand('remove-member', 'remove a member from the configuration (needs --token); resolves once applied')
@@ -62,7 +65,7 @@ export function addOpsCommands(program: Command, io: CliOutput, exit: (code: num
     .action(async (id: string, flags: MemberFlags) => {
       needToken(flags);
       const body = succeeded(await ask(memberUrl(flags.url), `/v1/members/${encodeURIComponent(id)}/remove`, { method: 'POST', token: flags.token })) as { index: number };
-      io.out(flags.json ? JSON.stringify(body) : `removed ${id} (the change applied at index ${body.index})`);
+      io.out(flags.json ? JSON.stringify(body) : human(`removed ${id} (the change applied at index ${body.index})`));
     });
 
   for (const [operation, help] of [
@@ -75,7 +78,7 @@ export function addOpsCommands(program: Command, io: CliOutput, exit: (code: num
       .action(async (job: string, flags: MemberFlags) => {
         needToken(flags);
         const body = succeeded(await ask(memberUrl(flags.url), `/v1/jobs/${encodeURIComponent(job)}/${operation}`, { method: 'POST', token: flags.token })) as { job: string; paused?: boolean; slot?: string; fencingToken?: number };
-        io.out(flags.json ? JSON.stringify(body) : operation === 'trigger' ? `triggered ${job}: slot ${body.slot} under fencing token ${body.fencingToken}` : `${job} ${body.paused === true ? 'paused' : 'resumed'}`);
+        io.out(flags.json ? JSON.stringify(body) : human(operation === 'trigger' ? `triggered ${job}: slot ${body.slot} under fencing token ${body.fencingToken}` : `${job} ${body.paused === true ? 'paused' : 'resumed'}`));
       });
   }
 
@@ -86,7 +89,7 @@ export function addOpsCommands(program: Command, io: CliOutput, exit: (code: num
       needToken(flags);
       const path = `/v1/jobs/${encodeURIComponent(job)}/cancel`;
       const body = succeeded(await ask(memberUrl(flags.url), path, { method: 'POST', token: flags.token, ...(flags.slot === undefined ? {} : { json: { slot: flags.slot } }) })) as CancelJson;
-      io.out(flags.json ? JSON.stringify(body) : cancelText(body));
+      io.out(flags.json ? JSON.stringify(body) : human(cancelText(body)));
     });
 }
 

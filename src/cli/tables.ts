@@ -7,8 +7,26 @@ export type Jsonified<T> = T extends Date ? string : T extends ReadonlyArray<inf
 export type StateJson = Jsonified<ClusterState>;
 export type HistoryJson = Jsonified<SlotHistory>;
 
-/** Rows under a header, each column as wide as its widest cell, two spaces apart. */
-export function table(header: readonly string[], rows: ReadonlyArray<readonly string[]>): string {
+/**
+ * `text` with its control characters (C0, DEL and C1, which a terminal may take as commands)
+ * written out (`\u001b`), line breaks too unless `lines`: a job's name or a run's error is the
+ * app's, and printed raw, an escape in it could recolour or retitle the operator's terminal.
+ */
+export function printable(text: string, lines = false): string {
+  let out = '';
+  let from = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (!(c < 0x20 || (c >= 0x7f && c <= 0x9f)) || (lines && c === 0x0a)) continue;
+    out += `${text.slice(from, i)}\\u${c.toString(16).padStart(4, '0')}`;
+    from = i + 1;
+  }
+  return from === 0 ? text : out + text.slice(from);
+}
+
+/** Rows under a header, each column as wide as its widest cell, two spaces apart, each cell printable. */
+export function table(header: readonly string[], cells: ReadonlyArray<readonly string[]>): string {
+  const rows = cells.map((row) => row.map((cell) => printable(cell)));
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: readonly string[]): string => cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd();
   return [line(header), ...rows.map(line)].join('\n');
@@ -32,7 +50,7 @@ export function statusText(state: StateJson, ready: { readonly ready: boolean; r
     ['version', String(state.version.active)],
     ['ready', ready.ready ? 'yes' : `no: ${ready.reason ?? 'unknown'}`],
   ];
-  return rows.map(([k, v]) => `${k.padEnd(8)} ${v}`).join('\n');
+  return rows.map(([k, v]) => `${k.padEnd(8)} ${printable(v)}`).join('\n');
 }
 
 /** `cronraft members`. */

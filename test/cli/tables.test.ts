@@ -1,0 +1,22 @@
+/**
+ * The CLI's tables for people print the app's texts (job names, errors, member ids) with their
+ * control characters written out: printed raw, a job named with an escape sequence recoloured or
+ * retitled the operator's terminal (found by a stranger's attack).
+ */
+import { describe, expect, it } from 'vitest';
+import { printable, table } from '../../src/cli/tables.js';
+
+describe('cronraft CLI tables', () => {
+  it('write out C0, DEL and C1 control characters, as \\u escapes, and leave the rest as it is', () => {
+    expect(printable('nightly-report é 😀')).toBe('nightly-report é 😀');
+    expect(printable('x\u001b]0;pwned\u0007')).toBe('x\\u001b]0;pwned\\u0007');
+    expect(printable('a\u007fb\u009bc')).toBe('a\\u007fb\\u009bc');
+    // A cell's line break too; a whole text for people keeps its own.
+    expect(printable('a\nb')).toBe('a\\u000ab');
+    expect(printable('a\nb\u001b', true)).toBe('a\nb\\u001b');
+  });
+
+  it('measure and pad each cell as it is printed', () => {
+    expect(table(['job', 'n'], [['a\u001bb', '1'], ['long-name', '2']]).split('\n')).toEqual(['job        n', 'a\\u001bb   1', 'long-name  2']);
+  });
+});
