@@ -86,7 +86,10 @@ export function actionRoutes(source: HttpSource): Route[] {
       method: 'POST',
       path: '/v1/members/:id/remove',
       action: true,
-      handle: async ({ params }): Promise<RouteAnswer> => ({ json: await source.removeMember(params.id as string) }),
+      handle: async ({ params, body }): Promise<RouteAnswer> => {
+        noBody(body);
+        return { json: await source.removeMember(params.id as string) };
+      },
     },
     // A job's operations (cluster.pause, resume, trigger): an unknown job is 404, before cluster version 3 409.
     ...(['pause', 'resume', 'trigger'] as const).map(
@@ -94,7 +97,10 @@ export function actionRoutes(source: HttpSource): Route[] {
         method: 'POST',
         path: `/v1/jobs/:name/${operation}`,
         action: true,
-        handle: async ({ params }): Promise<RouteAnswer> => ({ json: await source[operation](params.name as string) }),
+        handle: async ({ params, body }): Promise<RouteAnswer> => {
+          noBody(body);
+          return { json: await source[operation](params.name as string) };
+        },
       }),
     ),
     // cluster.cancel: the body, optional, may name the one slot whose runs to cancel.
@@ -108,11 +114,22 @@ export function actionRoutes(source: HttpSource): Route[] {
 }
 
 /**
+ * The body of an action that takes none: none, or `{}`. Anything else is refused, so that a
+ * body meant for another action (`{ "slot" }` sent to pause) is not taken as done.
+ */
+function noBody(body: unknown): void {
+  if (body === undefined) return;
+  if (typeof body === 'object' && body !== null && !Array.isArray(body) && Object.keys(body).length === 0) return;
+  throw new InvalidArgumentError('body', body, 'no body, or {}');
+}
+
+/**
  * The body of a cancel checked: none, `{}`, or `{ "slot": iso }` with an ISO 8601 instant (the
  * form history's `slot` has). Anything else is refused, so that a typo never cancels every run.
  */
 function cancelBody(body: unknown): { slot?: Date } {
-  if (body === undefined || body === null) return {};
+  if (body === undefined) return {};
+  if (body === null) throw new InvalidArgumentError('body', body, 'no body, or a JSON object { "slot"?: ISO 8601 instant }');
   if (typeof body !== 'object' || Array.isArray(body)) throw new InvalidArgumentError('body', body, 'a JSON object { "slot"?: ISO 8601 instant }');
   const fields = Object.keys(body);
   const unknown = fields.find((f) => f !== 'slot');

@@ -224,6 +224,13 @@ describe('reading over HTTP', () => {
     expect(triggered).toMatchObject({ status: 200, body: { job: 'nightly', fencingToken: expect.any(Number) } });
     await expect.poll(() => c.history({ job: 'nightly' }).find((h) => h.fencingToken === triggered.body.fencingToken)?.outcomes[c.id]?.outcome, { timeout: 10_000 }).toBe('succeeded');
     expect(await request(c, '/v1/jobs/nobody/trigger', withToken())).toMatchObject({ status: 404, body: { error: { code: 'CRONRAFT_UNKNOWN_JOB' } } });
+    // A body these actions do not take ({ slot }, meant for cancel) was ignored, the job paused whole.
+    const withBody = (body: unknown): RequestInit => ({ ...withToken(), headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    for (const body of [{ slot: '2026-01-01T00:00:00.000Z' }, null, [], 'x']) {
+      expect(await request(c, '/v1/jobs/nightly/pause', withBody(body)), JSON.stringify(body)).toMatchObject({ status: 400, body: { error: { code: 'CRONRAFT_INVALID_ARGUMENT' } } });
+    }
+    expect(c.state().jobs.find((j) => j.name === 'nightly')?.paused).toBe(false);
+    expect(await request(c, '/v1/jobs/nightly/pause', withBody({}))).toMatchObject({ status: 200, body: { paused: true } });
   });
 
   it('cancels a job’s runs in progress behind the token, one slot when the body names it: 404 for an unknown job, 400 for a bad body, 401 without the token; counted in /metrics', async () => {
@@ -249,7 +256,7 @@ describe('reading over HTTP', () => {
     expect((await request(c, '/metrics')).body).toContain('cronraft_job_runs_total{job="slow",outcome="cancelled"} 1');
     expect((await request(c, '/v1/history?job=slow')).body.history[0]).toMatchObject({ cancelled: { by: c.id } });
     // A day that does not exist is refused, not rolled over to another slot's (Feb 30 is Mar 2 to Date.parse).
-    for (const bad of [{ slot: 'yesterday' }, { slot: '2026-01-01T00:00:00' }, { slot: '2027-02-30T00:00:00.000Z' }, { slot: 5 }, { slots: [] }, ['x'], 'slot']) {
+    for (const bad of [{ slot: 'yesterday' }, { slot: '2026-01-01T00:00:00' }, { slot: '2027-02-30T00:00:00.000Z' }, { slot: 5 }, { slots: [] }, ['x'], 'slot', null]) {
       expect(await request(c, '/v1/jobs/slow/cancel', json(bad))).toMatchObject({ status: 400, body: { error: { code: 'CRONRAFT_INVALID_ARGUMENT' } } });
     }
     expect(await request(c, '/v1/jobs/nobody/cancel', withToken())).toMatchObject({ status: 404, body: { error: { code: 'CRONRAFT_UNKNOWN_JOB' } } });
