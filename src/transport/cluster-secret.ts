@@ -2,6 +2,7 @@ import { hkdfSync, randomBytes } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import { isIPv4 } from 'node:net';
 import { InvalidArgumentError } from '../errors.js';
+import { hasLoneSurrogate } from '../option-checks.js';
 
 /**
  * The cluster secret: a string every member is given, from which the key of libp2p's private
@@ -41,8 +42,9 @@ export function generateSecret(): string {
 
 /** Checks a secret given as an option (or read from `secretFile`), naming `option` when it is refused. */
 export function checkSecret(value: unknown, option: string): string {
-  if (typeof value !== 'string' || value.length < MIN_SECRET_LENGTH || value.length > MAX_SECRET_LENGTH || value.trim() !== value) {
-    throw new InvalidArgumentError(option, typeof value === 'string' ? `<${value.length} characters>` : value, `a secret of ${MIN_SECRET_LENGTH} to ${MAX_SECRET_LENGTH} characters without surrounding spaces (npx cronraft secret prints one)`);
+  // A lone surrogate is U+FFFD in the key's UTF-8: secrets that differ only there would be one.
+  if (typeof value !== 'string' || value.length < MIN_SECRET_LENGTH || value.length > MAX_SECRET_LENGTH || value.trim() !== value || hasLoneSurrogate(value)) {
+    throw new InvalidArgumentError(option, typeof value === 'string' ? `<${value.length} characters>` : value, `a secret of ${MIN_SECRET_LENGTH} to ${MAX_SECRET_LENGTH} characters without surrounding spaces or lone surrogates (npx cronraft secret prints one)`);
   }
   return value;
 }

@@ -83,7 +83,8 @@ describe('the cluster secret', () => {
     const generated = generateSecret();
     expect(checkSecret(generated, 'secret')).toBe(generated);
     expect(generated).not.toBe(generateSecret());
-    for (const bad of ['x'.repeat(MIN_SECRET_LENGTH - 1), ` ${SECRET}`, `${SECRET}\n`, 'x'.repeat(5000), 42]) {
+    // A lone surrogate: the key's UTF-8 makes it U+FFFD, so secrets differing only there were one.
+    for (const bad of ['x'.repeat(MIN_SECRET_LENGTH - 1), ` ${SECRET}`, `${SECRET}\n`, 'x'.repeat(5000), 42, `${SECRET}\uD800`]) {
       let caught: unknown;
       try {
         checkSecret(bad, 'secret');
