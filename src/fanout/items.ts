@@ -40,7 +40,7 @@ export const MAX_ITEM_DEPTH = 64;
  * all (a BigInt, a cycle, a throwing toJSON) or nested past MAX_ITEM_DEPTH.
  */
 function jsonOf(item: unknown): string | undefined {
-  if (!faithful(item, 0)) return undefined;
+  if (!faithful(item, 0, { left: MAX_ITEM_BYTES })) return undefined;
   try {
     return JSON.stringify(item);
   } catch {
@@ -48,8 +48,14 @@ function jsonOf(item: unknown): string | undefined {
   }
 }
 
-/** Whether JSON carries `value` as it is (see jsonOf), `depth` levels down. */
-function faithful(value: unknown, depth: number): boolean {
+/**
+ * Whether JSON carries `value` as it is (see jsonOf), `depth` levels down. `budget` counts the
+ * values looked at: each takes a byte of JSON at least, so an item of more than MAX_ITEM_BYTES of
+ * them is too large whatever they are (an object that holds one array twice, and so on down,
+ * would be looked at more times than it has values).
+ */
+function faithful(value: unknown, depth: number, budget: { left: number }): boolean {
+  if (--budget.left < 0) return false;
   switch (typeof value) {
     case 'string':
     case 'boolean':
@@ -61,12 +67,12 @@ function faithful(value: unknown, depth: number): boolean {
       if (depth >= MAX_ITEM_DEPTH) return false;
       if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return true;
       if (Array.isArray(value)) {
-        for (let i = 0; i < value.length; i++) if (!(i in value) || !faithful(value[i], depth + 1)) return false;
+        for (let i = 0; i < value.length; i++) if (!(i in value) || !faithful(value[i], depth + 1, budget)) return false;
         return true;
       }
       if (value instanceof Map || value instanceof Set || value instanceof WeakMap || value instanceof WeakSet || value instanceof Error || value instanceof RegExp || value instanceof Promise) return false;
       if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer) return false;
-      for (const field of Object.values(value)) if (!faithful(field, depth + 1)) return false;
+      for (const field of Object.values(value)) if (!faithful(field, depth + 1, budget)) return false;
       return true;
     }
     default:

@@ -23,7 +23,7 @@ export class KeptClaims {
    */
   readonly #inProgress = new Map<string, Set<ClaimRecord>>();
   readonly #open = new Set<ClaimRecord>();
-  /** What each kept claim takes in a snapshot, as last measured (see #index), and their sum. */
+  /** What each kept claim takes in a snapshot, as last measured (see index), and their sum. */
   readonly #bytes = new Map<ClaimRecord, number>();
   #totalBytes = 0;
   readonly #jobs: ReadonlyMap<string, JobRecord>;

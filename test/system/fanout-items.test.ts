@@ -74,6 +74,10 @@ describe('fan-out items through the Cluster', () => {
     let deep: unknown = 1;
     for (let i = 0; i <= MAX_ITEM_DEPTH; i++) deep = [deep];
     await expect(c.emitItems('t', [deep])).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'items[0]' });
+    // One array held twice at every level: 2^40 values to JSON, refused at once rather than walked.
+    let shared: unknown = 1;
+    for (let i = 0; i < 40; i++) shared = [shared, shared];
+    await expect(c.emitItems('t', [shared])).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'items[0]' });
     // A key with a control character, as a topic.
     await expect(c.emitItems('t', [1], { key: () => 'a\nb' })).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'key' });
     // requeue() rejects a bad argument too, rather than throwing at the call.
