@@ -93,15 +93,23 @@ function restartKilled(): void {
   }
 }
 
+/** How long quit() waits for a member to stop gracefully before it kills it. */
+const STOP_WAIT_MS = 10_000;
+
 async function quit(): Promise<void> {
   say('stopping all members');
   await Promise.all(
     members.map(
       (m) =>
         new Promise<void>((resolve) => {
-          if (m.child === null) return resolve();
-          m.child.once('exit', () => resolve());
-          m.child.send('stop');
+          const child = m.child;
+          if (child === null) return resolve();
+          const killer = setTimeout(() => child.kill('SIGKILL'), STOP_WAIT_MS);
+          child.once('exit', () => {
+            clearTimeout(killer);
+            resolve();
+          });
+          child.send('stop');
         }),
     ),
   );
@@ -136,4 +144,7 @@ if (killAfter !== null) {
   }, killAfter);
 }
 if (duration !== null) setTimeout(() => void quit(), duration);
+// A terminal's Ctrl-C, or a supervisor's SIGTERM: either way the members stop too (they also
+// stop should this process die unasked, when their IPC channel closes: member.ts).
 process.on('SIGINT', () => void quit());
+process.on('SIGTERM', () => void quit());

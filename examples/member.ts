@@ -54,6 +54,8 @@ const shutdown = async (): Promise<void> => {
 };
 process.on('SIGINT', () => void shutdown());
 process.on('SIGTERM', () => void shutdown());
+// Started by the demo (examples/demo.ts): once it is gone, however it went, so is this member.
+process.on('disconnect', () => void shutdown());
 process.on('message', (m) => {
   if (m === 'stop') void shutdown();
 });
