@@ -1,5 +1,4 @@
 import { InvalidArgumentError } from './errors.js';
-import { onlyKnownKeys } from './option-checks.js';
 import { MAX_OUTCOMES_PER_COMMAND, MAX_PENDING_PER_TOPIC, type ConsumerSettings } from './fanout/command.js';
 import { decodeItem } from './fanout/items.js';
 import { MAX_ITEM_BACKOFF_MS, MAX_ITEM_TIMEOUT_MS, MAX_PARALLELISM, MAX_RATE_PER_SECOND, MAX_RETRIES } from './fanout/command-shape.js';
@@ -41,11 +40,11 @@ export type ConsumeHandler = (item: unknown, ctx: ItemContext) => unknown;
 export const CONSUME_RETRY_MS = 200;
 
 
-/** Every key ConsumeOptions has: any other is refused (onlyKnownKeys). */
+/** Every key ConsumeOptions has: any other is refused (cluster.consume hands them to optionsObject). */
 export const CONSUME_OPTION_KEYS: readonly (keyof ConsumeOptions & string)[] = ['parallelism', 'retries', 'timeoutMs', 'backoffMs', 'ratePerSecond', 'maxPending'];
 
+/** The settings of options whose keys were checked already (optionsObject with CONSUME_OPTION_KEYS). */
 export function consumerSettings(options: ConsumeOptions): ConsumerSettings {
-  onlyKnownKeys(options, CONSUME_OPTION_KEYS, '');
   const int = (name: keyof ConsumeOptions, value: unknown, min: number, max: number): number => {
     if (!Number.isSafeInteger(value) || (value as number) < min || (value as number) > max) throw new InvalidArgumentError(name, value, `an integer from ${min} to ${max}`);
     return value as number;

@@ -90,7 +90,7 @@ export class KeptClaims {
    */
   trim(maxCount: number, maxBytes: number | undefined, spared: ReadonlySet<ClaimRecord> = NONE_SPARED): ClaimRecord[] {
     const forgotten: ClaimRecord[] = [];
-    while (this.byKey.size > maxCount || (maxBytes !== undefined && this.#totalBytes > maxBytes && this.byKey.size > 0)) {
+    while (this.byKey.size > maxCount || (maxBytes !== undefined && this.#totalBytes > maxBytes)) {
       const claim = this.#forgetOne(spared);
       if (claim === undefined) break;
       forgotten.push(claim);

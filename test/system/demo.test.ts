@@ -41,11 +41,7 @@ function demo(args: readonly string[] = []): Demo {
 
 /** Resolves with the demo's output once `pattern` shows in it; fails after WAIT_MS. */
 async function waitFor(d: Demo, pattern: RegExp): Promise<string> {
-  const deadline = Date.now() + WAIT_MS;
-  while (!pattern.test(d.output())) {
-    if (Date.now() > deadline) throw new Error(`the demo never printed ${pattern}; it printed:\n${d.output()}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  await expect.poll(d.output, { timeout: WAIT_MS, interval: 50 }).toMatch(pattern);
   return d.output();
 }
 
@@ -63,11 +59,7 @@ function membersOf(root: string): number[] {
 }
 
 async function noMembersOf(root: string): Promise<void> {
-  const deadline = Date.now() + WAIT_MS;
-  while (membersOf(root).length > 0) {
-    if (Date.now() > deadline) throw new Error(`members of ${root} still running: ${membersOf(root).join(', ')}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  await expect.poll(() => membersOf(root), { timeout: WAIT_MS, interval: 100 }).toEqual([]);
 }
 
 describe('npm start (examples/demo.ts)', () => {
