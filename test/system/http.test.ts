@@ -227,7 +227,9 @@ describe('reading over HTTP', () => {
     // A body these actions do not take ({ slot }, meant for cancel) was ignored, the job paused whole.
     const withBody = (body: unknown): RequestInit => ({ ...withToken(), headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
     for (const body of [{ slot: '2026-01-01T00:00:00.000Z' }, null, [], 'x']) {
-      expect(await request(c, '/v1/jobs/nightly/pause', withBody(body)), JSON.stringify(body)).toMatchObject({ status: 400, body: { error: { code: 'CRONRAFT_INVALID_ARGUMENT' } } });
+      for (const action of ['pause', 'resume', 'trigger']) {
+        expect(await request(c, `/v1/jobs/nightly/${action}`, withBody(body)), `${action} ${JSON.stringify(body)}`).toMatchObject({ status: 400, body: { error: { code: 'CRONRAFT_INVALID_ARGUMENT' } } });
+      }
     }
     expect(c.state().jobs.find((j) => j.name === 'nightly')?.paused).toBe(false);
     expect(await request(c, '/v1/jobs/nightly/pause', withBody({}))).toMatchObject({ status: 200, body: { paused: true } });
@@ -348,6 +350,8 @@ describe('errors over HTTP', () => {
     await expect.poll(() => c.state().version.active, { timeout: 10_000 }).toBe(2);
     expect(await request(c, '/v1/members/127.0.0.1:1/remove', withToken())).toMatchObject({ status: 409, body: { error: { code: 'CRONRAFT_MEMBERSHIP_REFUSED', message: expect.stringContaining('not-member') } } });
     expect(await request(c, `/v1/members/${encodeURIComponent(c.id)}/remove`, withToken())).toMatchObject({ status: 409, body: { error: { code: 'CRONRAFT_MEMBERSHIP_REFUSED', message: expect.stringContaining('last-voter') } } });
+    // A body it does not take is refused before the member is looked for.
+    expect(await request(c, '/v1/members/127.0.0.1:1/remove', { ...withToken(), headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: '{"force":true}' })).toMatchObject({ status: 400, body: { error: { code: 'CRONRAFT_INVALID_ARGUMENT' } } });
   });
 
   it('answers a body over the bound 413 and closes the connection, declared or streamed; a body not JSON 400', async () => {
