@@ -196,6 +196,7 @@ export async function startMember(ctx: StartContext, parts: MemberParts): Promis
     onSnapshotInstalled: lockHooks.installed,
     onFanoutEvent: (event) => {
       if (event.type === 'item-failed') cluster.emit('item-failed', { topic: event.topic, id: event.id, attempt: event.attempt, error: event.error, dead: event.dead });
+      else if (event.type === 'consume-refused') tell('consume-refused', { topic: event.topic, reason: event.reason, index: event.index });
       else cluster.emit('batch-settled', { batch: event.batch, summary: event.summary });
     },
     onProposalApplied: metrics && ((ms) => metrics.proposalApplied(ms)),

@@ -1,5 +1,5 @@
 import type { NodeId } from '../raft/types.js';
-import { freeCapacity, leasesOf, Runs, type RateBuckets } from './planner.js';
+import { freeCapacity, leasesOf, Runs, wantedWithin, type RateBuckets } from './planner.js';
 import type { FanoutState, TopicRecord } from './state.js';
 import { rateOf } from './topic-rate.js';
 
@@ -51,8 +51,7 @@ export function planEarlyLeases(input: EarlyLeaseInput): Array<{ member: NodeId;
   const topic = input.state.topics.get(input.topic);
   if (topic === undefined || input.count === 0 || waiting(topic, input.leasing)) return [];
   const free = freeCapacity(topic, input.eligible, input.leasingOf, input.prefetch);
-  let wanted = 0;
-  for (const room of free.values()) wanted += room;
+  const { wanted } = wantedWithin(free, input.state.leaseRoom);
   if (wanted === 0) return [];
   const allowed = input.rates.take(topic.name, rateOf(topic), input.nowMs, Math.min(wanted, input.count));
   const byMember = new Map<NodeId, number[]>();

@@ -1,5 +1,6 @@
 import type { NodeId } from '../raft/types.js';
 import { MAX_ITEMS_PER_LEASE, MAX_OUTCOMES_PER_COMMAND } from './command.js';
+import { textBytes } from './footprint.js';
 import { leasedUpTo, PREFETCH_PER_PARALLELISM } from './prefetch.js';
 import type { FanoutState, TopicRecord } from './state.js';
 import { rateOf } from './topic-rate.js';
@@ -112,11 +113,12 @@ function planDeparted({ state, configured }: DeliveryInput): Array<{ topic: stri
  */
 function planLeases(input: DeliveryInput): Array<{ member: NodeId; ids: number[] }> {
   const byMember = new Map<NodeId, number[]>();
+  // Bytes of the leases' share left for this round's leases (wantedWithin).
+  let room = input.state.leaseRoom;
   for (const topic of input.state.topics.values()) {
     if (topic.ready.size === 0) continue;
     const free = freeCapacity(topic, input.eligible, (member) => (input.busy.has(member) ? null : 0), input.prefetch);
-    let wanted = 0;
-    for (const n of free.values()) wanted += n;
+    const { wanted, longest } = wantedWithin(free, room);
     if (wanted === 0) continue;
     const allowed = input.rates.take(topic.name, rateOf(topic), input.nowMs, wanted);
     const runs = new Runs(topic, free, byMember);
@@ -132,8 +134,24 @@ function planLeases(input: DeliveryInput): Array<{ member: NodeId; ids: number[]
     }
     // Tokens taken but not used go back: the next round may use them.
     input.rates.giveBack(topic.name, allowed - runs.given);
+    room -= runs.given * longest;
   }
   return leasesOf(byMember);
+}
+
+/**
+ * The items `free` (free room per member) wants, within `room` bytes of the leases' share
+ * (FanoutState.leaseRoom), each counted at the longest name of a member with room
+ * (`longest`): the state leaves an item pending past that share, so none is planned past it.
+ */
+export function wantedWithin(free: ReadonlyMap<NodeId, number>, room: number): { wanted: number; longest: number } {
+  let wanted = 0;
+  let longest = 1;
+  for (const [member, n] of free) {
+    wanted += n;
+    if (n > 0) longest = Math.max(longest, textBytes(member));
+  }
+  return { wanted: Math.min(wanted, Math.floor(room / longest)), longest };
 }
 
 /** Each member's ids, in leases of at most MAX_ITEMS_PER_LEASE. */

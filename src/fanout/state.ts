@@ -1,7 +1,8 @@
 import type { NodeId } from '../raft/types.js';
 import { MAX_PENDING_PER_TOPIC, type ConsumerSettings, type EmitOrigin, type FanoutCommand, type ItemOutcome } from './command.js';
 import { leaseDeadlineMs, maxLeased } from './prefetch.js';
-import { BATCH_RECORD_BYTES, deadLetterBytes, itemBytes, textBytes, textWithin } from './footprint.js';
+import { BATCH_RECORD_BYTES, consumerBytes, deadLetterBytes, itemBytes, textBytes, textWithin, topicBytes } from './footprint.js';
+import { SNAPSHOT_SHARES } from '../snapshot-shares.js';
 import type { BatchRecord, DeadLetter, ItemPhase, ItemRecord, SettledBatch, TopicRecord } from './records.js';
 
 export type { BatchRecord, DeadLetter, ItemPhase, ItemRecord, SettledBatch, TopicCounts, TopicRecord } from './records.js';
@@ -20,18 +21,21 @@ export const FANOUT_DEFAULTS = {
   maxPendingPerTopic: MAX_PENDING_PER_TOPIC,
   /**
    * Bytes of unsettled items every topic together holds, as their records and their batches'
-   * take them in a snapshot (footprint.ts: data, text and the rest); an emit past it is refused whole
-   * (`backpressure`), and a failure's error is kept cut short to stay within it, so that a
-   * member's memory and its snapshot stay bounded whatever the topics' maxPending: within what a
-   * follower takes in (MAX_SNAPSHOT_BYTES) beside the dead letters, the topics' records and the
-   * scheduler's state (the topics and the scheduler's jobs and locks are not counted in bytes;
-   * its kept claims are, apart: SCHEDULER_DEFAULTS.maxClaimBytes).
+   * take them in a snapshot (footprint.ts: data, text and the rest), but the members their
+   * leases name (maxLeaseBytes); an emit past it is refused whole (`backpressure`), and a
+   * failure's error is kept cut short to stay within it, so that a member's memory and its
+   * snapshot stay bounded whatever the topics' maxPending: fan-out's share of what a follower
+   * takes in (snapshot-shares.ts).
    */
-  maxUnsettledBytes: 24 * 1024 * 1024,
+  maxUnsettledBytes: SNAPSHOT_SHARES.unsettledItems,
+  /** Bytes of the members that the leases name on their items (footprint.ts textBytes): past it, a lease leaves an item pending. */
+  maxLeaseBytes: SNAPSHOT_SHARES.leases,
   /** Bytes of dead letters every topic together keeps (footprint.ts deadLetterBytes): past it, the oldest of the topic that keeps the most are forgotten. */
-  maxDeadLetterBytes: 2 * 1024 * 1024,
+  maxDeadLetterBytes: SNAPSHOT_SHARES.deadLetters,
   /** Topics the cluster keeps (a topic is kept while it has consumers or unsettled items). */
   maxTopics: 1000,
+  /** Bytes of the topics' records with their consumers (footprint.ts topicBytes, consumerBytes): a new topic or consumer past it is refused as past maxTopics. */
+  maxTopicBytes: SNAPSHOT_SHARES.topics,
   /** Dead letters kept per topic, the oldest forgotten first. */
   maxDeadLettersPerTopic: 1000,
 } as const;
@@ -85,7 +89,9 @@ export type FanoutApplyResult =
 export interface FanoutLimits {
   readonly maxPendingPerTopic?: number;
   readonly maxUnsettledBytes?: number;
+  readonly maxLeaseBytes?: number;
   readonly maxTopics?: number;
+  readonly maxTopicBytes?: number;
   readonly maxDeadLettersPerTopic?: number;
   readonly maxDeadLetterBytes?: number;
 }
@@ -122,9 +128,15 @@ export class FanoutState {
   readonly #maxTopics: number;
   readonly #maxDeadLetters: number;
   readonly #maxUnsettledBytes: number;
+  readonly #maxLeaseBytes: number;
+  readonly #maxTopicBytes: number;
   readonly #maxDeadLetterBytes: number;
   /** The unsettled items' bytes (itemBytes), every topic together: derived, rebuilt on restore. */
   #unsettledBytes = 0;
+  /** Of #unsettledBytes, the members the leases name (maxLeaseBytes bounds it): derived, rebuilt on restore. */
+  #leaseBytes = 0;
+  /** The topics' records with their consumers (topicBytes, consumerBytes): derived, rebuilt on restore. */
+  #topicBytes = 0;
   /** The dead letters' bytes (deadLetterBytes), in all and per topic that keeps any: derived, rebuilt on restore. */
   #deadLetterBytes = 0;
   readonly #deadLetterBytesOf = new Map<string, number>();
@@ -134,6 +146,8 @@ export class FanoutState {
     this.#maxTopics = limits.maxTopics ?? FANOUT_DEFAULTS.maxTopics;
     this.#maxDeadLetters = limits.maxDeadLettersPerTopic ?? FANOUT_DEFAULTS.maxDeadLettersPerTopic;
     this.#maxUnsettledBytes = limits.maxUnsettledBytes ?? FANOUT_DEFAULTS.maxUnsettledBytes;
+    this.#maxLeaseBytes = limits.maxLeaseBytes ?? FANOUT_DEFAULTS.maxLeaseBytes;
+    this.#maxTopicBytes = limits.maxTopicBytes ?? FANOUT_DEFAULTS.maxTopicBytes;
     this.#maxDeadLetterBytes = limits.maxDeadLetterBytes ?? FANOUT_DEFAULTS.maxDeadLetterBytes;
   }
 
@@ -148,26 +162,35 @@ export class FanoutState {
       maxTopics: this.#maxTopics,
       maxDeadLettersPerTopic: this.#maxDeadLetters,
       maxUnsettledBytes: this.#maxUnsettledBytes,
+      maxLeaseBytes: this.#maxLeaseBytes,
+      maxTopicBytes: this.#maxTopicBytes,
       maxDeadLetterBytes: this.#maxDeadLetterBytes,
     };
   }
 
-  /**
-   * The unsettled items' bytes as their records take them in a snapshot, every topic together
-   * (bounded by maxUnsettledBytes, which only the members of leases made since may pass).
-   */
+  /** The unsettled items' bytes as their records take them in a snapshot, every topic together (boundedUnsettledBytes and leaseBytes). */
   get unsettledBytes(): number {
     return this.#unsettledBytes;
   }
 
-  /** The unsettled bytes that maxUnsettledBytes bounds: all but the members the leases name, which a lease may add past it. */
+  /** The unsettled bytes that maxUnsettledBytes bounds: all but the members the leases name (leaseBytes). */
   get boundedUnsettledBytes(): number {
-    let members = 0;
-    for (const id of this.#leased) {
-      const phase = this.items.get(id)?.phase;
-      if (phase?.kind === 'leased') members += textBytes(phase.member);
-    }
-    return this.#unsettledBytes - members;
+    return this.#unsettledBytes - this.#leaseBytes;
+  }
+
+  /** The bytes of the members the leases name on their items, which maxLeaseBytes bounds. */
+  get leaseBytes(): number {
+    return this.#leaseBytes;
+  }
+
+  /** The bytes of members' names that leases may still add (maxLeaseBytes less leaseBytes). */
+  get leaseRoom(): number {
+    return Math.max(0, this.#maxLeaseBytes - this.#leaseBytes);
+  }
+
+  /** What the topics' records take in a snapshot with their consumers, which maxTopicBytes bounds. */
+  get topicBytes(): number {
+    return this.#topicBytes;
   }
 
   /** The dead letters' bytes as their records take them in a snapshot, every topic together (bounded by maxDeadLetterBytes). */
@@ -196,10 +219,14 @@ export class FanoutState {
     this.#leased.clear();
     this.batches.clear();
     this.#unsettledBytes = 0;
+    this.#leaseBytes = 0;
+    this.#topicBytes = 0;
     this.#deadLetterBytes = 0;
     this.#deadLetterBytesOf.clear();
     for (const topic of parts.topics) {
       this.topics.set(topic.name, { ...topic, unsettled: 0, inFlight: new Map() });
+      this.#topicBytes += topicBytes(topic.name);
+      for (const member of topic.consumers.keys()) this.#topicBytes += consumerBytes(member);
       for (const letter of topic.deadLetters) this.#addDeadLetterBytes(topic.name, deadLetterBytes(letter));
     }
     for (const item of parts.items) {
@@ -210,6 +237,7 @@ export class FanoutState {
       if (item.phase.kind === 'leased') {
         topic.inFlight.set(item.phase.member, (topic.inFlight.get(item.phase.member) ?? 0) + 1);
         this.#leased.add(item.id);
+        this.#leaseBytes += textBytes(item.phase.member);
       }
       if (item.key !== null) this.#joinLine(item);
     }
@@ -228,13 +256,22 @@ export class FanoutState {
       case 'consume': {
         const topic = this.#topic(command.topic);
         if (topic === null) return { ok: false, reason: 'too-many-topics' };
+        if (!topic.consumers.has(command.member)) {
+          // A consumer past the topics' share is refused as a topic past their number is.
+          const bytes = consumerBytes(command.member);
+          if (this.#topicBytes + bytes > this.#maxTopicBytes) {
+            this.#forgetIfIdle(topic);
+            return { ok: false, reason: 'too-many-topics' };
+          }
+          this.#topicBytes += bytes;
+        }
         topic.consumers.set(command.member, command.settings);
         return { ok: true };
       }
       case 'unconsume': {
         const topic = this.topics.get(command.topic);
         if (topic === undefined) return { ok: false, reason: 'unknown-topic' };
-        topic.consumers.delete(command.member);
+        if (topic.consumers.delete(command.member)) this.#topicBytes -= consumerBytes(command.member);
         this.#forgetIfIdle(topic);
         return { ok: true };
       }
@@ -257,7 +294,8 @@ export class FanoutState {
   #topic(name: string): TopicRecord | null {
     const known = this.topics.get(name);
     if (known !== undefined) return known;
-    if (this.topics.size >= this.#maxTopics) return null;
+    if (this.topics.size >= this.#maxTopics || this.#topicBytes + topicBytes(name) > this.#maxTopicBytes) return null;
+    this.#topicBytes += topicBytes(name);
     const topic: TopicRecord = { name, ready: new Set(), consumers: new Map(), unsettled: 0, inFlight: new Map(), counts: { emitted: 0, done: 0, failed: 0, dead: 0, stale: 0, redelivered: 0 }, deadLetters: [] };
     this.topics.set(name, topic);
     return topic;
@@ -265,7 +303,9 @@ export class FanoutState {
 
   /** A topic with no consumer and nothing unsettled is forgotten, its counts and dead letters with it. */
   #forgetIfIdle(topic: TopicRecord): void {
-    if (topic.consumers.size === 0 && topic.unsettled === 0 && topic.deadLetters.length === 0) this.topics.delete(topic.name);
+    if (topic.consumers.size !== 0 || topic.unsettled !== 0 || topic.deadLetters.length !== 0) return;
+    this.topics.delete(topic.name);
+    this.#topicBytes -= topicBytes(topic.name);
   }
 
   #emit(index: number, command: Extract<FanoutCommand, { type: 'emit' }>): FanoutApplyResult {
@@ -292,7 +332,7 @@ export class FanoutState {
 
   /** Whether `count` more items of `bytes` (itemBytes) fit in `topic` and in the state. */
   #fits(topic: TopicRecord, count: number, bytes: number): boolean {
-    return topic.unsettled + count <= this.maxPendingOf(topic.name) && this.#unsettledBytes + bytes <= this.#maxUnsettledBytes;
+    return topic.unsettled + count <= this.maxPendingOf(topic.name) && this.boundedUnsettledBytes + bytes <= this.#maxUnsettledBytes;
   }
 
   /** A new item joins its key's line, and the ready set when it is first in it (or has no key). */
@@ -317,6 +357,7 @@ export class FanoutState {
     topic.ready.delete(item.id);
     topic.unsettled--;
     this.#unsettledBytes -= itemBytes(item);
+    if (item.phase.kind === 'leased') this.#leaseBytes -= textBytes(item.phase.member);
     if (item.key === null) return;
     const line = this.#keys.get(lineOf(item)) as number[];
     line.shift();
@@ -355,6 +396,8 @@ export class FanoutState {
       // (prefetch.ts): a lease planned by an earlier leader, applied after a new leader's plan
       // that did not see it, would add to it.
       if (settings === undefined || held >= most || !topic.ready.has(id)) continue;
+      // Past the leases' share the item stays pending: leases that end make room.
+      if (this.#leaseBytes + textBytes(member) > this.#maxLeaseBytes) break;
       this.#change(item, { phase: { kind: 'leased', member, token: index, deadlineMs: leaseDeadlineMs(atMs, settings, held, LEASE_GRACE_MS) } });
       topic.ready.delete(id);
       this.#leased.add(id);
@@ -403,7 +446,7 @@ export class FanoutState {
         topic.counts.failed++;
         // Kept cut short where the whole would pass the state's bound (an error is at most
         // MAX_ERROR_LENGTH characters, and so many items may fail at once).
-        const room = this.#maxUnsettledBytes - this.#unsettledBytes + textBytes(held.lastError);
+        const room = this.#maxUnsettledBytes - this.boundedUnsettledBytes + textBytes(held.lastError);
         let item = this.#change(held, { failures: held.failures + 1, lastError: textWithin(outcome.error, room) });
         failed.push(item);
         // The settings of the member that ran it; of another consumer when it stopped consuming
@@ -438,6 +481,7 @@ export class FanoutState {
     const next = { ...item, ...changes };
     this.items.set(item.id, next);
     if (changes.lastError !== undefined || changes.phase !== undefined) this.#unsettledBytes += itemBytes(next) - itemBytes(item);
+    if (changes.phase !== undefined) this.#leaseBytes += leaseBytesOf(next) - leaseBytesOf(item);
     return next;
   }
 
@@ -546,4 +590,9 @@ export function lineOf(item: { readonly topic: string; readonly key: string | nu
 /** The wait before the retry after `failures` failed attempts: `baseMs` doubled each time, capped. */
 export function backoffMs(baseMs: number, failures: number): number {
   return Math.min(MAX_BACKOFF_MS, baseMs * 2 ** Math.min(failures - 1, 30));
+}
+
+/** What the member an item's lease names takes (textBytes), or 0 when it is not leased. */
+function leaseBytesOf(item: ItemRecord): number {
+  return item.phase.kind === 'leased' ? textBytes(item.phase.member) : 0;
 }

@@ -18,7 +18,7 @@ import { memberStateMachine, type MemberStateMachineHooks } from './member-state
 import { VERSION_STEADY_MS, VersionKeeper } from './version-keeper.js';
 import { BindingKeeper } from './binding-keeper.js';
 import { ClusterVersionState } from '../version/cluster-version.js';
-import { BATCH_VERSION, CLAIM_BYTES_VERSION, FANOUT_VERSION, FIRST_CLUSTER_VERSION, FORFEIT_VERSION, MEMBERSHIP_VERSION, OPERATIONS_VERSION, protocolOf, SUPPORTED, type VersionSupport } from '../version/versions.js';
+import { BATCH_VERSION, CLAIM_BYTES_VERSION, FANOUT_VERSION, FIRST_CLUSTER_VERSION, FORFEIT_VERSION, MEMBERSHIP_VERSION, OPERATIONS_VERSION, protocolOf, SNAPSHOT_SHARES_VERSION, SUPPORTED, type VersionSupport } from '../version/versions.js';
 import { ConfigurationKeeper } from './configuration-keeper.js';
 import { leaveConfiguration } from './leave.js';
 import { LEAVE_PID_SUFFIX, membershipEventOf, type MembershipEvent } from './membership-events.js';
@@ -470,6 +470,8 @@ export class Member {
     const state = this.scheduler.state;
     const log = this.driver.node.log;
     const compaction = this.#p.compaction ?? COMPACTION_DEFAULTS;
+    // Before the version that bounds jobs and locks in bytes, only what a snapshot takes in bounds them.
+    const shares = this.versions.active >= SNAPSHOT_SHARES_VERSION;
     return [
       // Compaction keeps the applied and durable part of the log to at most this: what it
       // retains, and a leader at most one more snapshot interval for live followers (it never
@@ -481,7 +483,9 @@ export class Member {
       // Before the version that bounds them in bytes, only what a snapshot takes in bounds them.
       { name: 'bytes of kept claims', value: state.claimBytes, limit: this.versions.active >= CLAIM_BYTES_VERSION ? SCHEDULER_DEFAULTS.maxClaimBytes : MAX_SNAPSHOT_BYTES },
       { name: 'jobs', value: state.jobs.size, limit: SCHEDULER_DEFAULTS.maxJobs },
+      { name: 'bytes of jobs', value: state.jobBytes, limit: shares ? SCHEDULER_DEFAULTS.maxJobBytes : MAX_SNAPSHOT_BYTES },
       { name: 'locks', value: state.locks.size, limit: SCHEDULER_DEFAULTS.maxLocks },
+      { name: 'bytes of locks', value: state.lockBytes, limit: shares ? SCHEDULER_DEFAULTS.maxLockBytes : MAX_SNAPSHOT_BYTES },
       { name: 'open claims', value: state.openClaims().size, limit: SCHEDULER_DEFAULTS.maxClaimsKept },
       ...this.#fanoutBounds(),
       // A snapshot larger than a follower takes in is one no member behind it ever installs.
@@ -505,6 +509,8 @@ export class Member {
     return [
       { name: 'unsettled items of a topic', value: unsettled, limit: FANOUT_DEFAULTS.maxPendingPerTopic },
       { name: 'bytes of unsettled items (but the members of leases)', value: fanout.boundedUnsettledBytes, limit: FANOUT_DEFAULTS.maxUnsettledBytes },
+      { name: 'bytes of the members of leases', value: fanout.leaseBytes, limit: FANOUT_DEFAULTS.maxLeaseBytes },
+      { name: 'bytes of topics', value: fanout.topicBytes, limit: FANOUT_DEFAULTS.maxTopicBytes },
       { name: 'bytes of dead letters', value: fanout.deadLetterBytes, limit: FANOUT_DEFAULTS.maxDeadLetterBytes },
       { name: 'dead letters of a topic', value: deadLetters, limit: FANOUT_DEFAULTS.maxDeadLettersPerTopic },
       { name: 'topics', value: fanout.topics.size, limit: FANOUT_DEFAULTS.maxTopics },

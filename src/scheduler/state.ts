@@ -2,9 +2,11 @@ import type { NodeId } from '../raft/types.js';
 import { ChangeLog } from './change-log.js';
 import { specKey } from './spec.js';
 import { cancellable, claimTime, expirable, initialHighWaterMs, moveStillDue } from './apply-rules.js';
-import { AT_CATCH_UP_VERSION, CLAIM_BYTES_VERSION, FIRST_CLUSTER_VERSION, JOB_ROOM_VERSION, RETRY_COUNT_VERSION } from '../version/versions.js';
+import { AT_CATCH_UP_VERSION, CLAIM_BYTES_VERSION, FIRST_CLUSTER_VERSION, JOB_ROOM_VERSION, RETRY_COUNT_VERSION, SNAPSHOT_SHARES_VERSION } from '../version/versions.js';
+import { SNAPSHOT_SHARES } from '../snapshot-shares.js';
 import { DEFAULT_OVERLAP, MISSED, MISSED_REASONS, policyKey, runError, sameForm, type JobPolicy, type OverlapPolicy, type SchedulerCommand } from './command.js';
 import { HandlerSets, NO_HANDLERS } from './handler-sets.js';
+import { conflictBytes, handlerListBytes, jobBytes, lockBytes } from './job-footprint.js';
 import { KeptClaims } from './kept-claims.js';
 import { claimKey, NO_CONFLICTS, type ApplyResult, type ClaimRecord, type JobRecord, type LockRecord, type SchedulerStateParts } from './records.js';
 
@@ -16,12 +18,30 @@ export const SCHEDULER_DEFAULTS = {
    * past it, older ones are dropped first, as past maxClaimsKept. Claims of mode 'all' jobs on
    * many members, with long errors, reach it before the count; most claims never do.
    */
-  maxClaimBytes: 4 * 1024 * 1024,
+  maxClaimBytes: SNAPSHOT_SHARES.claims,
   /** Jobs the cluster accepts. */
   maxJobs: 10_000,
+  /**
+   * Bytes the jobs take in a snapshot, with their handlers and conflicts (job-footprint.ts), from
+   * SNAPSHOT_SHARES_VERSION on: a new job, or a member's handler for one, past it is refused as
+   * past maxJobs. Long names and many members reach it before the count.
+   */
+  maxJobBytes: SNAPSHOT_SHARES.jobs,
   /** Named locks kept (runExclusive); expired ones are forgotten to make room. */
   maxLocks: 10_000,
+  /** Bytes the locks take in a snapshot (job-footprint.ts), from SNAPSHOT_SHARES_VERSION on: bounded as maxLocks bounds their number. */
+  maxLockBytes: SNAPSHOT_SHARES.locks,
 } as const;
+
+/** The bounds a SchedulerState keeps to (SCHEDULER_DEFAULTS): by number, and by what the records take in a snapshot. */
+export interface SchedulerLimits {
+  readonly maxClaimsKept: number;
+  readonly maxClaimBytes: number;
+  readonly maxJobs: number;
+  readonly maxJobBytes: number;
+  readonly maxLocks: number;
+  readonly maxLockBytes: number;
+}
 
 /**
  * The scheduler's replicated state: jobs, their high-water marks and recent claims. `apply` is
@@ -63,7 +83,13 @@ export class SchedulerState {
   readonly #maxClaimsKept: number;
   readonly #maxClaimBytes: number;
   readonly #maxJobs: number;
+  readonly #maxJobBytes: number;
   readonly #maxLocks: number;
+  readonly #maxLockBytes: number;
+  /** What the jobs take in a snapshot, at most (jobBytes, summed as they change): maxJobBytes bounds it. */
+  #jobBytes = 0;
+  /** What the locks take in a snapshot, at most (lockBytes, summed as they change): maxLockBytes bounds it. */
+  #lockBytes = 0;
   /** Whether the changes of jobs are kept for readers (#changed, #changeLog); see the constructor. */
   readonly #tracksChanges: boolean;
 
@@ -72,17 +98,29 @@ export class SchedulerState {
    * SchedulerMirror), which then keeps none of them; changeOf and jobsChangedSince then say that
    * every job may have changed.
    */
-  constructor(limits: { maxClaimsKept?: number; maxClaimBytes?: number; maxJobs?: number; maxLocks?: number } = {}, options: { readonly tracksChanges?: boolean } = {}) {
+  constructor(limits: Partial<SchedulerLimits> = {}, options: { readonly tracksChanges?: boolean } = {}) {
     this.#maxClaimsKept = limits.maxClaimsKept ?? SCHEDULER_DEFAULTS.maxClaimsKept;
     this.#maxClaimBytes = limits.maxClaimBytes ?? SCHEDULER_DEFAULTS.maxClaimBytes;
     this.#maxJobs = limits.maxJobs ?? SCHEDULER_DEFAULTS.maxJobs;
+    this.#maxJobBytes = limits.maxJobBytes ?? SCHEDULER_DEFAULTS.maxJobBytes;
     this.#maxLocks = limits.maxLocks ?? SCHEDULER_DEFAULTS.maxLocks;
+    this.#maxLockBytes = limits.maxLockBytes ?? SCHEDULER_DEFAULTS.maxLockBytes;
     this.#tracksChanges = options.tracksChanges ?? true;
   }
 
   /** The bounds this state keeps to; a snapshot restored into it must fit them. */
-  get limits(): { readonly maxClaimsKept: number; readonly maxClaimBytes: number; readonly maxJobs: number; readonly maxLocks: number } {
-    return { maxClaimsKept: this.#maxClaimsKept, maxClaimBytes: this.#maxClaimBytes, maxJobs: this.#maxJobs, maxLocks: this.#maxLocks };
+  get limits(): SchedulerLimits {
+    return { maxClaimsKept: this.#maxClaimsKept, maxClaimBytes: this.#maxClaimBytes, maxJobs: this.#maxJobs, maxJobBytes: this.#maxJobBytes, maxLocks: this.#maxLocks, maxLockBytes: this.#maxLockBytes };
+  }
+
+  /** What the jobs take in a snapshot, at most (job-footprint.ts), which maxJobBytes bounds. */
+  get jobBytes(): number {
+    return this.#jobBytes;
+  }
+
+  /** What the locks take in a snapshot, at most (job-footprint.ts), which maxLockBytes bounds. */
+  get lockBytes(): number {
+    return this.#lockBytes;
   }
 
   /** What the kept claims take in a snapshot, at most (claim-footprint.ts), which maxClaimBytes bounds. */
@@ -103,13 +141,19 @@ export class SchedulerState {
     this.jobs.clear();
     this.#handlerSets.clear();
     this.#orphans = 0;
+    this.#jobBytes = 0;
     for (const job of parts.jobs) {
       job.handlers = this.#handlerSets.of(job.handlers);
       if (job.handlers.size === 0) this.#orphans++;
       this.jobs.set(job.name, job);
+      this.#jobBytes += jobBytes(job);
     }
     this.locks.clear();
-    for (const [name, lock] of parts.locks) this.locks.set(name, lock);
+    this.#lockBytes = 0;
+    for (const [name, lock] of parts.locks) {
+      this.locks.set(name, lock);
+      this.#lockBytes += lockBytes(name, lock);
+    }
     this.assigned.clear();
     for (const [member, count] of parts.assigned) this.assigned.set(member, count);
     this.#changes++;
@@ -153,14 +197,16 @@ export class SchedulerState {
     return this.#kept.inProgressOf(job);
   }
 
-  /** Forgets one expired lock (the oldest in insertion order), to make room. */
-  #dropExpiredLock(atMs: number): void {
+  /** Forgets one expired lock other than `spare` (the oldest in insertion order), to make room; says whether it did. */
+  #dropExpiredLock(atMs: number, spare?: string): boolean {
     for (const [name, lock] of this.locks) {
-      if (lock.untilMs <= atMs) {
+      if (lock.untilMs <= atMs && name !== spare) {
         this.locks.delete(name);
-        return;
+        this.#lockBytes -= lockBytes(name, lock);
+        return true;
       }
     }
+    return false;
   }
 
   /**
@@ -189,7 +235,7 @@ export class SchedulerState {
       case 'unregister': {
         if (job === undefined) return { ok: false, reason: 'unknown-job' };
         this.#setHandlers(job, this.#handlerSets.of([...job.handlers].filter((id) => id !== command.member)));
-        withoutConflict(job, command.member);
+        this.#withoutConflict(job, command.member);
         return { ok: true };
       }
       case 'claim':
@@ -221,7 +267,15 @@ export class SchedulerState {
         // Held by nobody, but no room: told apart from a lock another member holds.
         if (held === undefined && this.locks.size >= this.#maxLocks) return { ok: false, reason: 'too-many-locks' };
         const lock: LockRecord = { holder: command.member, token: index, untilMs: command.untilMs };
+        const bytes = lockBytes(command.name, lock) - (held === undefined ? 0 : lockBytes(command.name, held));
+        if (version >= SNAPSHOT_SHARES_VERSION) {
+          // Expired locks make room, oldest first, as at the count (the lock taken again is not
+          // among them: it keeps its place).
+          while (this.#lockBytes + bytes > this.#maxLockBytes && this.#dropExpiredLock(command.atMs, command.name));
+          if (this.#lockBytes + bytes > this.#maxLockBytes) return { ok: false, reason: 'too-many-locks' };
+        }
         this.locks.set(command.name, lock);
+        this.#lockBytes += bytes;
         return { ok: true, lock };
       }
       case 'unlock': {
@@ -361,9 +415,10 @@ export class SchedulerState {
 
   /** `existing`: the job's record, if it has one; `version`: the cluster version in force (see apply). */
   #register(command: Extract<SchedulerCommand, { type: 'register' }>, existing: JobRecord | undefined, version: number): ApplyResult {
+    const bounded = version >= SNAPSHOT_SHARES_VERSION;
     if (existing === undefined) {
       if (this.jobs.size >= this.#maxJobs && !(version >= JOB_ROOM_VERSION && this.#makeRoom())) return { ok: false, reason: 'too-many-jobs' };
-      this.jobs.set(command.job, {
+      const job: JobRecord = {
         name: command.job,
         spec: command.spec,
         mode: command.mode,
@@ -376,7 +431,13 @@ export class SchedulerState {
         missedSlots: 0,
         skippedRuns: 0,
         paused: false,
-      });
+      };
+      const bytes = jobBytes(job);
+      // Jobs no member handles make room, as at the count.
+      while (bounded && this.#jobBytes + bytes > this.#maxJobBytes && this.#makeRoom());
+      if (bounded && this.#jobBytes + bytes > this.#maxJobBytes) return { ok: false, reason: 'too-many-jobs' };
+      this.jobs.set(command.job, job);
+      this.#jobBytes += bytes;
       // New, it comes last in `jobs`: a reader of the changes adds it there.
       if (this.#tracksChanges) this.#changeLog.record(command.job, this.#changes);
       return { ok: true };
@@ -388,17 +449,40 @@ export class SchedulerState {
     const theirs = sameForm(existing, command) ? null : `${specKey(command.spec)} (${command.mode}, ${policyKey(command.policy)})`;
     if (theirs !== null && theirs !== `${specKey(existing.spec)} (${existing.mode}, ${policyKey(existing.policy)})`) {
       this.#setHandlers(existing, this.#handlerSets.of([...existing.handlers].filter((id) => id !== command.member)));
-      existing.conflicts = new Map(existing.conflicts).set(command.member, theirs);
+      // The conflict is shown in state() while there is room for it (a member's earlier one keeps
+      // its place, replaced); the refusal stands either way.
+      const previous = existing.conflicts.get(command.member);
+      const bytes = conflictBytes(command.member, theirs) - (previous === undefined ? 0 : conflictBytes(command.member, previous));
+      if (!bounded || this.#jobBytes + bytes <= this.#maxJobBytes) {
+        existing.conflicts = new Map(existing.conflicts).set(command.member, theirs);
+        this.#jobBytes += bytes;
+      } else this.#withoutConflict(existing, command.member);
       return { ok: false, reason: 'spec-conflict' };
     }
-    if (!existing.handlers.has(command.member)) this.#setHandlers(existing, this.#handlerSets.with(existing.handlers, command.member));
-    withoutConflict(existing, command.member);
+    this.#withoutConflict(existing, command.member);
+    if (existing.handlers.has(command.member)) return { ok: true };
+    const handlers = this.#handlerSets.with(existing.handlers, command.member);
+    // A member's handler for a job past the share is refused as a new job is: the job runs on
+    // the members that have one.
+    if (bounded && this.#jobBytes + handlerListBytes(handlers) - handlerListBytes(existing.handlers) > this.#maxJobBytes) return { ok: false, reason: 'too-many-jobs' };
+    this.#setHandlers(existing, handlers);
     return { ok: true };
   }
 
   #setHandlers(job: JobRecord, handlers: ReadonlySet<NodeId>): void {
     this.#orphans += (handlers.size === 0 ? 1 : 0) - (job.handlers.size === 0 ? 1 : 0);
+    this.#jobBytes += handlerListBytes(handlers) - handlerListBytes(job.handlers);
     job.handlers = handlers;
+  }
+
+  /** Takes `member`'s conflict off the job, if it has one (see JobRecord.conflicts). */
+  #withoutConflict(job: JobRecord, member: NodeId): void {
+    const theirs = job.conflicts.get(member);
+    if (theirs === undefined) return;
+    const rest = new Map(job.conflicts);
+    rest.delete(member);
+    job.conflicts = rest.size === 0 ? NO_CONFLICTS : rest;
+    this.#jobBytes -= conflictBytes(member, theirs);
   }
 
   /**
@@ -417,6 +501,7 @@ export class SchedulerState {
     for (const [name, job] of this.jobs) {
       if (job.handlers.size !== 0 || busy.has(name)) continue;
       this.jobs.delete(name);
+      this.#jobBytes -= jobBytes(job);
       this.#kept.forgetJob(name);
       this.#orphans--;
       this.#forgotten++;
@@ -512,10 +597,3 @@ function hasOverlap(policy: JobPolicy): policy is JobPolicy & { readonly overlap
   return policy.overlap !== undefined;
 }
 
-/** Takes `member`'s conflict off the job, if it has one (see JobRecord.conflicts). */
-function withoutConflict(job: JobRecord, member: NodeId): void {
-  if (!job.conflicts.has(member)) return;
-  const rest = new Map(job.conflicts);
-  rest.delete(member);
-  job.conflicts = rest.size === 0 ? NO_CONFLICTS : rest;
-}

@@ -31,12 +31,11 @@ export const MAX_PROPOSALS_PER_MESSAGE = 8192;
 /**
  * The largest snapshot a member takes in, whole: well below the transport's bound on bytes
  * queued for one peer (64 MiB), so that a snapshot and the traffic beside it fit. What the
- * state machines keep is bounded in bytes for the most part: fan-out's unsettled items and dead
- * letters (FANOUT_DEFAULTS, 26 MiB together) and the scheduler's kept claims
- * (SCHEDULER_DEFAULTS.maxClaimBytes, 4 MiB). The rest is bounded by number only (the scheduler's
- * jobs and locks, fan-out's topics, the member names of leases): at their bounds, with long names
- * and many members, they can take a snapshot past this. Member.bounds reports every snapshot
- * taken against it, and the example alert rules warn at three quarters of it. The codec refuses a snapshot chunk whose offset or total passes it, and the
+ * state machines keep is bounded part by part in what it takes in a snapshot, by shares of this
+ * that sum to no more (src/snapshot-shares.ts, from cluster version 3), but for the cluster's
+ * own part (members, versions, bindings), bounded by the members' number and their names' length.
+ * Member.bounds reports every snapshot taken against it, and the example alert rules warn at
+ * three quarters of it. The codec refuses a snapshot chunk whose offset or total passes it, and the
  * driver's assembler (src/runtime/snapshot-chunks.ts) keeps no more of one.
  */
 export const MAX_SNAPSHOT_BYTES = 32 * 1024 * 1024;

@@ -136,6 +136,18 @@ export const PAST_HORIZON_VERSION = FANOUT_VERSION;
 export const CLAIM_BYTES_VERSION = FANOUT_VERSION;
 
 /**
+ * The cluster version from which the scheduler's jobs and locks, and fan-out's topics and the
+ * members its leases name, are bounded by what they take in a snapshot (their shares of
+ * MAX_SNAPSHOT_BYTES, snapshot-shares.ts) as well as by their number: a new job, handler, lock,
+ * topic or consumer past its share is refused, and a lease leaves an item pending. Before, with
+ * long names and many members, they could make a snapshot larger than a member behind takes in.
+ * A member of an earlier release refuses by number only, so the members refuse by bytes once the
+ * cluster runs this version, all alike. Released with fan-out's, in the same version (not
+ * released yet when this joined it).
+ */
+export const SNAPSHOT_SHARES_VERSION = FANOUT_VERSION;
+
+/**
  * The cluster version from which a member's LevelDB store seals its values with their CRC-32
  * (storage format 3, which a release before it refuses): before it, a downgrade to the release
  * before must find the data directory as that release wrote it.

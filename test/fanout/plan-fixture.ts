@@ -1,12 +1,12 @@
 import type { ConsumerSettings, FanoutCommand } from '../../src/fanout/command.js';
-import { FanoutState } from '../../src/fanout/state.js';
+import { FanoutState, type FanoutLimits } from '../../src/fanout/state.js';
 
 /** A consumer's settings for the leader's plans: `parallelism`, and a rate if given. */
 export const settings = (parallelism: number, ratePerSecond: number | null = null): ConsumerSettings => ({ parallelism, retries: 1, timeoutMs: 1000, backoffMs: 100, ratePerSecond, maxPending: null });
 
-/** A state and the next index to apply at. */
-export function cluster(): { state: FanoutState; apply: (c: FanoutCommand) => number } {
-  const state = new FanoutState();
+/** A state (with `limits`) and the next index to apply at. */
+export function cluster(limits: FanoutLimits = {}): { state: FanoutState; apply: (c: FanoutCommand) => number } {
+  const state = new FanoutState(limits);
   let index = 0;
   return {
     state,

@@ -8,7 +8,7 @@ import { concatBytes } from '../../src/bytes/concat-bytes.js';
 import { decodeFanoutSnapshot, encodeFanoutSnapshot, fanoutSnapshotSteps, restoreFanoutSnapshot, SNAPSHOT_ITEMS_PER_PIECE } from '../../src/fanout/state-snapshot.js';
 import { richState, SETTINGS } from './snapshot-fixture.js';
 
-const LIMITS: Required<FanoutLimits> = { maxPendingPerTopic: 12, maxTopics: 2, maxDeadLettersPerTopic: 3, maxUnsettledBytes: 4096, maxDeadLetterBytes: 4096 };
+const LIMITS: Required<FanoutLimits> = { maxPendingPerTopic: 12, maxTopics: 2, maxDeadLettersPerTopic: 3, maxUnsettledBytes: 4096, maxLeaseBytes: 4096, maxTopicBytes: 4096, maxDeadLetterBytes: 4096 };
 
 /** What restore derives rather than reads: each topic's unsettled count and items in flight per member. */
 function derived(state: FanoutState): unknown {

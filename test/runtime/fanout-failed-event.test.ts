@@ -13,8 +13,8 @@ const SETTINGS: ConsumerSettings = { parallelism: 4, retries: 3, timeoutMs: 1000
 
 describe('fan-out: item-failed', () => {
   it("tells the error this member reported, which the state keeps cut short at its bound", () => {
-    // Room for the item and its batch, and one byte more: no error fits.
-    const state = new FanoutState({ maxUnsettledBytes: ITEM_RECORD_BYTES + 1 + BATCH_RECORD_BYTES + 1 });
+    // Room for the item (a byte of data) and its batch, and none more: no error fits.
+    const state = new FanoutState({ maxUnsettledBytes: ITEM_RECORD_BYTES + 1 + BATCH_RECORD_BYTES });
     const events: FanoutEvent[] = [];
     const never = (): boolean => false;
     const runtime = new FanoutRuntime({

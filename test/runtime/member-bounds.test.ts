@@ -8,11 +8,11 @@ import type { MemberSettings } from '../../src/runtime/member-settings.js';
 import { FANOUT_DEFAULTS } from '../../src/fanout/state.js';
 import { MAX_SNAPSHOT_BYTES } from '../../src/transport/constants.js';
 import { SCHEDULER_DEFAULTS } from '../../src/scheduler/state.js';
-import { CLAIM_BYTES_VERSION, MEMBERSHIP_VERSION } from '../../src/version/versions.js';
+import { CLAIM_BYTES_VERSION, MEMBERSHIP_VERSION, SNAPSHOT_SHARES_VERSION } from '../../src/version/versions.js';
 import { MembershipSim, SETTINGS } from '../fixtures/membership-sim.js';
 
 describe('Member.bounds', () => {
-  it("holds the last snapshot's bytes to MAX_SNAPSHOT_BYTES, fan-out's unsettled and dead-letter bytes to theirs, and the kept claims' bytes", async () => {
+  it("holds the last snapshot's bytes to MAX_SNAPSHOT_BYTES, and each part's bytes to its share of it", async () => {
     const small: MemberSettings = { ...SETTINGS, compaction: { everyEntries: 20, retainEntries: 5 } };
     const sim = new MembershipSim(7, small);
     const { leader } = await sim.foundersLed(MEMBERSHIP_VERSION, 1000);
@@ -28,5 +28,12 @@ describe('Member.bounds', () => {
     const state = leader.member?.scheduler.state;
     expect(state?.claimBytes).toBeGreaterThan(0);
     expect(bounds.get('bytes of kept claims')).toEqual({ name: 'bytes of kept claims', value: state?.claimBytes, limit: SCHEDULER_DEFAULTS.maxClaimBytes });
+    // And its jobs, locks, topics and leases by what they take too (SNAPSHOT_SHARES_VERSION, the same).
+    expect(leader.member?.versions.active).toBe(SNAPSHOT_SHARES_VERSION);
+    expect(state?.jobBytes).toBeGreaterThan(0);
+    expect(bounds.get('bytes of jobs')).toEqual({ name: 'bytes of jobs', value: state?.jobBytes, limit: SCHEDULER_DEFAULTS.maxJobBytes });
+    expect(bounds.get('bytes of locks')).toEqual({ name: 'bytes of locks', value: state?.lockBytes, limit: SCHEDULER_DEFAULTS.maxLockBytes });
+    expect(bounds.get('bytes of topics')).toEqual({ name: 'bytes of topics', value: fanout?.topicBytes, limit: FANOUT_DEFAULTS.maxTopicBytes });
+    expect(bounds.get('bytes of the members of leases')).toEqual({ name: 'bytes of the members of leases', value: fanout?.leaseBytes, limit: FANOUT_DEFAULTS.maxLeaseBytes });
   });
 });

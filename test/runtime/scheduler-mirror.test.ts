@@ -200,7 +200,7 @@ describe('the end of a snapshot in steps, at scale', () => {
   });
 
   it('applies a held registration at the cap of jobs as the live state did, making room or not', () => {
-    const limits = { maxClaimsKept: 16, maxClaimBytes: 1 << 20, maxJobs: 2, maxLocks: 2 };
+    const limits = { maxClaimsKept: 16, maxClaimBytes: 1 << 20, maxJobs: 2, maxJobBytes: 1 << 20, maxLocks: 2, maxLockBytes: 1 << 20 };
     const live = new SchedulerState(limits);
     const mirror = new SchedulerMirror(() => limits);
     let index = 0;

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Cluster } from '../../src/index.js';
+import { FANOUT_DEFAULTS } from '../../src/fanout/state.js';
 import { FANOUT_VERSION } from '../../src/version/versions.js';
 import { freePort } from '../fixtures/process-cluster.js';
 
@@ -102,6 +103,24 @@ describe('fan-out on a real cluster (loopback)', () => {
     await expect(emitter.dropDeadLetters('nothing')).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT' });
     await expect(emitter.dropDeadLetters('work', [0])).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'ids' });
     await expect.poll(() => members.map((m) => m.state().topics[0]?.done), { timeout: 5000, interval: 20 }).toEqual([19, 19, 19]);
+  });
+
+  it("tells the app of a consumer refused past the topics the cluster holds ('consume-refused'), which runs nothing", async () => {
+    const member = new Cluster([], { storage: 'memory' });
+    cleanups.push(() => member.stop());
+    const refused: unknown[] = [];
+    member.on('consume-refused', (e) => refused.push(e));
+    for (let t = 0; t < FANOUT_DEFAULTS.maxTopics; t++) member.consume(`topic-${t}`, () => undefined);
+    let ran = 0;
+    member.consume('one-too-many', () => void ran++);
+    await member.start();
+    await expect.poll(() => refused.length, { timeout: 20_000, interval: 50 }).toBe(1);
+    expect(refused).toEqual([{ topic: 'one-too-many', reason: 'too-many-topics', index: expect.any(Number) as number }]);
+    expect(member.state().topics.length).toBe(FANOUT_DEFAULTS.maxTopics);
+    expect(member.state().topics.some((t) => t.name === 'one-too-many')).toBe(false);
+    // Its emits find no consumer here: the topic is refused too, as the cluster holds as many as it may.
+    await expect(member.emitItems('one-too-many', [1])).rejects.toMatchObject({ code: 'CRONRAFT_BACKPRESSURE' });
+    expect(ran).toBe(0);
   });
 
   it("a batch's settled() rejects with CRONRAFT_NOT_RUNNING when its member stops first, and after", async () => {

@@ -26,7 +26,9 @@ export type FanoutEvent =
       readonly error: string;
       readonly dead: boolean;
     }
-  | { readonly type: 'batch-settled'; readonly batch: Batch; readonly summary: BatchSummary };
+  | { readonly type: 'batch-settled'; readonly batch: Batch; readonly summary: BatchSummary }
+  /** A consumer this member registered was refused: the cluster holds as many topics, or as many bytes of their consumers, as it may. */
+  | { readonly type: 'consume-refused'; readonly topic: string; readonly reason: 'too-many-topics'; readonly index: number };
 
 /** What a member gives its fan-out: the leader's delivery's and the consumer's options, with a propose that tells the entry's index. */
 export interface FanoutRuntimeOptions extends Omit<LeaderDeliveryOptions, 'propose'>, Omit<FanoutConsumerOptions, 'propose'> {
@@ -156,6 +158,7 @@ export class FanoutRuntime {
   /** Called for every fan-out command applied, in log order, with its result; `mine`: proposed by this life of the member. */
   applied(index: number, command: FanoutCommand, result: FanoutApplyResult, mine: boolean): void {
     this.consumer.applied(index, command, result, mine);
+    if (command.type === 'consume' && command.member === this.#o.self && !result.ok && result.reason === 'too-many-topics') this.#tell({ type: 'consume-refused', topic: command.topic, reason: result.reason, index });
     if (command.type === 'emit' && result.ok && command.origin !== null) this.slotBatches.emitted(index, command.origin, { topic: command.topic, count: command.items.length, firstId: result.firstId ?? 0 });
     if (command.type === 'done' && result.ok) {
       for (const batch of result.settledBatches ?? []) {
