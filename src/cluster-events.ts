@@ -63,17 +63,18 @@ export interface ClusterEvents {
    * the cluster holds as many jobs as it may (10,000, or from cluster version 3 3.5 MiB of them as
    * the snapshots take them, with their handlers) and none of them could make room (a job that
    * no member has a handler for anymore, with no claim unsettled or in progress, from cluster
-   * version 3); or, past those bytes, this member's handler for a job others run was refused (it
-   * runs there, not here). Unschedule jobs, then schedule it again. Told again when this member
-   * replays the entry after a restart.
+   * version 3); or, past those bytes, this member's handler for a job already registered was
+   * refused (the job runs on the members that have one, if any). Unschedule jobs, then schedule
+   * it again. Told again when this member replays the entry after a restart.
    */
   'job-refused': [{ readonly job: string; readonly reason: 'too-many-jobs'; readonly index: number }];
   /**
    * A consumer this member registered (`consume`) was refused, as this member applied it: the
    * cluster holds as many topics as it may (1,000), or as many bytes of topics and their
-   * consumers (1 MiB as the snapshots take them); this member runs none of the topic's items.
-   * Stop consuming other topics, or shorten names, then consume it again. Told again when this
-   * member replays the entry after a restart.
+   * consumers (1 MiB as the snapshots take them); this member runs none of the topic's items,
+   * and registers its consumer again only when it starts again. A topic is forgotten once it has
+   * no consumer, no unsettled item and no dead letter (drop them), which makes room. Told again
+   * when this member replays the entry after a restart.
    */
   'consume-refused': [{ readonly topic: string; readonly reason: 'too-many-topics'; readonly index: number }];
   /** A member this member reached before is unreachable (cluster-watch.ts: as this member sees it). */

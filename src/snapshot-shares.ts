@@ -27,15 +27,15 @@ export const SNAPSHOT_SHARES = {
   /** Fan-out's topics: their names, consumers and counts (FANOUT_DEFAULTS.maxTopicBytes). */
   topics: MiB,
   /** The scheduler's kept claims (SCHEDULER_DEFAULTS.maxClaimBytes). */
-  claims: 2.25 * MiB,
+  claims: 2 * MiB,
   /** The scheduler's jobs, with their handlers and conflicts (SCHEDULER_DEFAULTS.maxJobBytes). */
   jobs: 3.5 * MiB,
   /** The scheduler's locks (SCHEDULER_DEFAULTS.maxLockBytes). */
   locks: 1.5 * MiB,
   /**
-   * What no share bounds: the snapshot's frames, the scheduler's count of claims per member,
-   * and the cluster's part (members, versions, bindings), bounded by the members' number and
-   * the length of their names.
+   * The rest, which the members' number and the length of their names bound: the cluster's part
+   * (each member's versions, up to MAX_MEMBERS_SAVED of them), the scheduler's counts of claims
+   * per member (MAX_ASSIGNED_MEMBERS of them) and the snapshot's frames.
    */
-  rest: MiB / 4,
+  rest: MiB / 2,
 } as const;

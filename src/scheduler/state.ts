@@ -1,3 +1,4 @@
+import { MAX_MEMBERS } from '../raft/configuration.js';
 import type { NodeId } from '../raft/types.js';
 import { ChangeLog } from './change-log.js';
 import { specKey } from './spec.js';
@@ -32,6 +33,9 @@ export const SCHEDULER_DEFAULTS = {
   /** Bytes the locks take in a snapshot (job-footprint.ts), from SNAPSHOT_SHARES_VERSION on: bounded as maxLocks bounds their number. */
   maxLockBytes: SNAPSHOT_SHARES.locks,
 } as const;
+
+/** Members whose counts of assignments the state keeps, from SNAPSHOT_SHARES_VERSION (see #countAssigned): as many as a configuration holds. */
+export const MAX_ASSIGNED_MEMBERS = MAX_MEMBERS;
 
 /** The bounds a SchedulerState keeps to (SCHEDULER_DEFAULTS): by number, and by what the records take in a snapshot. */
 export interface SchedulerLimits {
@@ -255,7 +259,7 @@ export class SchedulerState {
         // Past the mark, the slot moves it: a scheduled claim, always after the mark, can never
         // take the triggered slot's key. At or before it, no scheduled claim comes there again.
         if (command.slotMs > job.highWaterMs) job.highWaterMs = command.slotMs;
-        return { ok: true, claim: this.#newClaim(index, command.job, command.slotMs, command.assignees, true) };
+        return { ok: true, claim: this.#newClaim(index, command.job, command.slotMs, command.assignees, version, true) };
       }
       case 'cancel-runs':
         if (job === undefined) return { ok: false, reason: 'unknown-job' };
@@ -302,7 +306,7 @@ export class SchedulerState {
         const movedAtMs = claimTime(command.atMs, claim.slotMs, version);
         if (movedAtMs !== undefined && movedAtMs > (claim.claimedAtMs ?? claim.slotMs)) claim.claimedAtMs = movedAtMs;
         // Outcomes of the previous attempt stay visible; the new attempt's replace them per member.
-        for (const id of claim.assignees) this.assigned.set(id, (this.assigned.get(id) ?? 0) + 1);
+        this.#countAssigned(claim.assignees, version);
         // Runs started under the old token no longer hold the slot.
         this.#kept.index(claim);
         return { ok: true, claim };
@@ -462,9 +466,12 @@ export class SchedulerState {
     this.#withoutConflict(existing, command.member);
     if (existing.handlers.has(command.member)) return { ok: true };
     const handlers = this.#handlerSets.with(existing.handlers, command.member);
-    // A member's handler for a job past the share is refused as a new job is: the job runs on
-    // the members that have one.
-    if (bounded && this.#jobBytes + handlerListBytes(handlers) - handlerListBytes(existing.handlers) > this.#maxJobBytes) return { ok: false, reason: 'too-many-jobs' };
+    // A member's handler for a job past the share is refused as a new job is, once jobs no
+    // member handles (but this one) made what room they could: the job runs on the members
+    // that have one, if any.
+    const grows = handlerListBytes(handlers) - handlerListBytes(existing.handlers);
+    while (bounded && this.#jobBytes + grows > this.#maxJobBytes && this.#makeRoom(existing.name));
+    if (bounded && this.#jobBytes + grows > this.#maxJobBytes) return { ok: false, reason: 'too-many-jobs' };
     this.#setHandlers(existing, handlers);
     return { ok: true };
   }
@@ -486,8 +493,9 @@ export class SchedulerState {
   }
 
   /**
-   * Forgets the first job in `jobs` that no member has a handler for and that has no claim open
-   * or in progress, to make room for a new job at the cap; returns whether it did. The choice
+   * Forgets the first job in `jobs` but `spare` that no member has a handler for and that has no
+   * claim open or in progress, to make room for a new job at the cap (or, past maxJobBytes, for
+   * a new job or a handler of `spare`); returns whether it did. The choice
    * follows from the state alone (a snapshot keeps the order of `jobs`, and every kept claim has
    * its job), so every member forgets the same job. Its kept claims go with it: a claim without
    * its job could not be read back from a snapshot, would be indexed by another job's mode after
@@ -495,11 +503,11 @@ export class SchedulerState {
    * later, it is a new job, anchored then. Looks at every job and kept claim only while one
    * without a handler exists: at the cap with none, a registration is refused at once.
    */
-  #makeRoom(): boolean {
+  #makeRoom(spare?: string): boolean {
     if (this.#orphans === 0) return false;
     const busy = this.#kept.busyJobs();
     for (const [name, job] of this.jobs) {
-      if (job.handlers.size !== 0 || busy.has(name)) continue;
+      if (job.handlers.size !== 0 || busy.has(name) || name === spare) continue;
       this.jobs.delete(name);
       this.#jobBytes -= jobBytes(job);
       this.#kept.forgetJob(name);
@@ -539,11 +547,11 @@ export class SchedulerState {
     if (command.fromMs !== undefined && command.fromMs !== job.highWaterMs) return { ok: false, reason: 'stale-token' };
     job.highWaterMs = command.slotMs;
     const claimedAtMs = claimTime(command.atMs, command.slotMs, version);
-    return { ok: true, claim: this.#newClaim(index, command.job, command.slotMs, command.assignees, false, claimedAtMs) };
+    return { ok: true, claim: this.#newClaim(index, command.job, command.slotMs, command.assignees, version, false, claimedAtMs) };
   }
 
   /** Keeps a new claim of the slot under the entry's index and counts its assignments (apply then forgets old claims past the bounds). */
-  #newClaim(index: number, job: string, slotMs: number, assignees: readonly NodeId[], trigger: boolean, claimedAtMs?: number): ClaimRecord {
+  #newClaim(index: number, job: string, slotMs: number, assignees: readonly NodeId[], version: number, trigger: boolean, claimedAtMs?: number): ClaimRecord {
     const claim: ClaimRecord = {
       job,
       slotMs,
@@ -558,8 +566,28 @@ export class SchedulerState {
       ...(claimedAtMs === undefined ? {} : { claimedAtMs }),
     };
     this.#kept.add(claim);
-    for (const id of claim.assignees) this.assigned.set(id, (this.assigned.get(id) ?? 0) + 1);
+    this.#countAssigned(claim.assignees, version);
     return claim;
+  }
+
+  /**
+   * Counts an assignment to each of `assignees` (the planner balances by the counts). From
+   * SNAPSHOT_SHARES_VERSION the counts are kept for the members assigned to last, at most
+   * MAX_ASSIGNED_MEMBERS, the one assigned to longest ago forgotten first (it counts as none
+   * again): before, every member ever assigned a claim was kept for good, removed ones too, in a
+   * part of the snapshot no share bounds.
+   */
+  #countAssigned(assignees: readonly NodeId[], version: number): void {
+    for (const id of assignees) {
+      const count = (this.assigned.get(id) ?? 0) + 1;
+      if (version < SNAPSHOT_SHARES_VERSION) {
+        this.assigned.set(id, count);
+        continue;
+      }
+      this.assigned.delete(id);
+      this.assigned.set(id, count);
+      if (this.assigned.size > MAX_ASSIGNED_MEMBERS) this.assigned.delete(this.assigned.keys().next().value as NodeId);
+    }
   }
 
   /**

@@ -13,9 +13,10 @@ import { encodeFanoutSnapshot } from '../../src/fanout/state-snapshot.js';
 import { encodeClusterPart, encodeMemberSnapshot } from '../../src/runtime/member-snapshot.js';
 import { MAX_RUN_ERROR_LENGTH, type SchedulerCommand } from '../../src/scheduler/command.js';
 import { encodeSchedulerSnapshot } from '../../src/scheduler/state-snapshot.js';
-import { SCHEDULER_DEFAULTS, SchedulerState } from '../../src/scheduler/state.js';
+import { MAX_ASSIGNED_MEMBERS, SCHEDULER_DEFAULTS, SchedulerState } from '../../src/scheduler/state.js';
 import { SNAPSHOT_SHARES } from '../../src/snapshot-shares.js';
 import { MAX_ID_LENGTH, MAX_SNAPSHOT_BYTES } from '../../src/transport/constants.js';
+import { MAX_MEMBERS_SAVED } from '../../src/version/cluster-version.js';
 import { SNAPSHOT_SHARES_VERSION } from '../../src/version/versions.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
@@ -24,6 +25,8 @@ const V = SNAPSHOT_SHARES_VERSION;
 const MEMBERS = Array.from({ length: 7 }, (_, i) => `${'h'.repeat(MAX_ID_LENGTH - 5)}:${7000 + i}`);
 /** A name of `length` characters of three bytes each, numbered to keep it apart. */
 const longName = (i: number, length = MAX_TOPIC_LENGTH): string => `${i}:`.concat('語'.repeat(length)).slice(0, length);
+/** Fan-out's frame: its array's head, version and next id, and its lists' heads. */
+const FANOUT_FRAME_BYTES = 32;
 const SETTINGS: ConsumerSettings = { parallelism: 10_000, retries: 0, timeoutMs: 60_000, backoffMs: 100, ratePerSecond: null, maxPending: null };
 
 /** The scheduler's jobs, locks and claims, each until its share refuses or forgets. */
@@ -41,9 +44,12 @@ function fullScheduler(): SchedulerState {
   const job = longName(0);
   for (let k = 1; k <= 2000; k++) {
     const slotMs = T0 + k * 300_000;
-    const claimed = apply({ type: 'claim', job, slotMs, assignees: [MEMBERS[k % MEMBERS.length] as string] });
+    // Each claim to one of 400 members, as many as come and go in a long life: the counts of
+    // assignments keep the members assigned to last.
+    const member = `${'h'.repeat(MAX_ID_LENGTH - 6)}:${String(k % 400).padStart(5, '0')}`;
+    const claimed = apply({ type: 'claim', job, slotMs, assignees: [member] });
     if (!claimed.ok) throw new Error(`claim ${k} refused`);
-    apply({ type: 'outcome', job, slotMs, token: index, member: MEMBERS[k % MEMBERS.length] as string, outcome: 'failed', error, atMs: slotMs });
+    apply({ type: 'outcome', job, slotMs, token: index, member, outcome: 'failed', error, atMs: slotMs });
   }
   return state;
 }
@@ -101,12 +107,21 @@ describe('snapshot shares', () => {
     near(fanout.deadLetterBytes, SNAPSHOT_SHARES.deadLetters, MAX_ITEM_BYTES + 4096);
     near(fanout.boundedUnsettledBytes, SNAPSHOT_SHARES.unsettledItems, 4096);
     near(fanout.leaseBytes, SNAPSHOT_SHARES.leases, 1024);
-    // The cluster's part: versions and bindings of the seven members, their addresses.
-    const cluster = encodeClusterPart([V, T0, MEMBERS.map((id) => [id, 1, 2, 1, 3]), [MEMBERS.map((id) => [id, 'p'.repeat(60), [id, id, id]])]]);
-    const snapshot = encodeMemberSnapshot(encodeSchedulerSnapshot(scheduler), cluster, encodeFanoutSnapshot(fanout));
+    // The cluster's part at its most: the versions of as many members as it keeps, ids as long as they go.
+    const versions = Array.from({ length: MAX_MEMBERS_SAVED }, (_, i) => [`${'v'.repeat(MAX_ID_LENGTH - 6)}:${String(i).padStart(5, '0')}`, 1, 2, 1, 3]);
+    const cluster = encodeClusterPart([V, T0, versions]);
+    const schedulerBytes = encodeSchedulerSnapshot(scheduler);
+    const fanoutBytes = encodeFanoutSnapshot(fanout);
+    const snapshot = encodeMemberSnapshot(schedulerBytes, cluster, fanoutBytes);
     expect(snapshot.byteLength).toBeLessThanOrEqual(MAX_SNAPSHOT_BYTES);
-    // What no share bounds stays within the share kept for it.
-    const counted = scheduler.jobBytes + scheduler.lockBytes + scheduler.claimBytes + fanout.topicBytes + fanout.deadLetterBytes + fanout.unsettledBytes;
-    expect(snapshot.byteLength - counted).toBeLessThanOrEqual(SNAPSHOT_SHARES.rest);
+    // The rest, which no share counts, is within the share kept for it: the cluster's part, the
+    // scheduler's counts of assignments and its frame (all but its jobs, claims, locks and their
+    // lists), the member snapshot's frame, and fan-out's (its counts cover all but its frame).
+    expect(scheduler.assigned.size).toBe(MAX_ASSIGNED_MEMBERS);
+    const top = JSON.parse(Buffer.from(schedulerBytes).toString('utf8')) as unknown[];
+    const records = [top[1], top[2], top[3], top[5], top[6]].reduce<number>((sum, part) => sum + Buffer.byteLength(JSON.stringify(part)), 0);
+    const frames = snapshot.byteLength - schedulerBytes.byteLength - cluster.byteLength - fanoutBytes.byteLength;
+    expect(fanoutBytes.byteLength).toBeLessThanOrEqual(FANOUT_FRAME_BYTES + fanout.topicBytes + fanout.unsettledBytes + fanout.deadLetterBytes);
+    expect(schedulerBytes.byteLength - records + cluster.byteLength + frames + FANOUT_FRAME_BYTES).toBeLessThanOrEqual(SNAPSHOT_SHARES.rest);
   });
 });

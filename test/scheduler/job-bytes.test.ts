@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { jobBytes, lockBytes } from '../../src/scheduler/job-footprint.js';
 import type { SchedulerCommand } from '../../src/scheduler/command.js';
 import { encodeSchedulerSnapshot, restoreSchedulerSnapshot } from '../../src/scheduler/state-snapshot.js';
-import { SchedulerState } from '../../src/scheduler/state.js';
+import { MAX_ASSIGNED_MEMBERS, SchedulerState } from '../../src/scheduler/state.js';
 import { FIRST_CLUSTER_VERSION, SNAPSHOT_SHARES_VERSION } from '../../src/version/versions.js';
 import { intents, resolve, ROOMY, T0 } from '../fixtures/scheduler-intents.js';
 
@@ -109,6 +109,18 @@ describe('jobs and locks in bytes', () => {
     expect(state.jobBytes).toBe(recount(state).jobs);
   });
 
+  it('lets a member join a job no member handles once other such jobs made room, as a new job would', () => {
+    const state = new SchedulerState({ ...ROOMY, maxJobBytes: 3 * jobBytes(recordOf('job-1', ['a'])) });
+    let index = 0;
+    for (const job of ['job-1', 'job-2', 'job-3']) state.apply(++index, register(job, 'a'), SNAPSHOT_SHARES_VERSION);
+    for (const job of ['job-1', 'job-2']) state.apply(++index, { type: 'unregister', job, member: 'a' }, SNAPSHOT_SHARES_VERSION);
+    // The new handler's name passes the share: job-1, handled by nobody, makes room; job-2 is kept.
+    expect(state.apply(index + 1, register('job-2', 'a-much-longer-member-id:7000'), SNAPSHOT_SHARES_VERSION)).toEqual({ ok: true });
+    expect([...state.jobs.keys()]).toEqual(['job-2', 'job-3']);
+    expect([...(state.jobs.get('job-2')?.handlers ?? [])]).toEqual(['a-much-longer-member-id:7000']);
+    expect(state.jobBytes).toBe(recount(state).jobs);
+  });
+
   it("keeps a member's conflict in its place when its member registers yet another form, at every version", () => {
     for (const version of [FIRST_CLUSTER_VERSION, SNAPSHOT_SHARES_VERSION]) {
       const state = new SchedulerState();
@@ -136,6 +148,28 @@ describe('jobs and locks in bytes', () => {
     expect(state.apply(index + 1, lock('lock-3', T0 + 2000), SNAPSHOT_SHARES_VERSION).ok).toBe(true);
     expect([...state.locks.keys()]).toEqual(['lock-1', 'lock-3']);
     expect(state.lockBytes).toBe(recount(state).locks);
+  });
+});
+
+describe('counts of assignments', () => {
+  it('from SNAPSHOT_SHARES_VERSION keeps those of the MAX_ASSIGNED_MEMBERS members assigned to last, before it every member ever assigned', () => {
+    const members = Array.from({ length: MAX_ASSIGNED_MEMBERS + 44 }, (_, i) => `member-${i}`);
+    for (const version of [FIRST_CLUSTER_VERSION, SNAPSHOT_SHARES_VERSION]) {
+      const state = new SchedulerState();
+      let index = 0;
+      state.apply(++index, register('job', 'a'), version);
+      members.forEach((member, i) => state.apply(++index, { type: 'claim', job: 'job', slotMs: T0 + (i + 1) * 3_600_000, assignees: [member] }, version));
+      // The first member assigned again: the latest, from the version on.
+      state.apply(++index, { type: 'claim', job: 'job', slotMs: T0 + (members.length + 1) * 3_600_000, assignees: [members[0] as string] }, version);
+      if (version < SNAPSHOT_SHARES_VERSION) {
+        expect([...state.assigned.keys()]).toEqual(members);
+        continue;
+      }
+      expect(state.assigned.size).toBe(MAX_ASSIGNED_MEMBERS);
+      expect([...state.assigned.keys()]).toEqual([...members.slice(members.length - MAX_ASSIGNED_MEMBERS + 1), members[0]]);
+      // Forgotten once the others were assigned after it, it counted as none again.
+      expect(state.assigned.get(members[0] as string)).toBe(1);
+    }
   });
 });
 
