@@ -174,6 +174,13 @@ export interface ClusterState {
    * restarted on `storage: 'memory'`) and replicated to it again from what it still held.
    */
   readonly followerLogsLost: number;
+  /**
+   * What this member holds against each of its named bounds (README, "Operating a cluster",
+   * Metrics): counts, and bytes as the snapshots take them against their shares of what a member
+   * behind takes in. A bound reached refuses or forgets (a job, a lock, an emit; old claims), or
+   * makes work wait (a lease): what is near its limit is what will. Empty before start().
+   */
+  readonly bounds: ReadonlyArray<{ readonly name: string; readonly value: number; readonly limit: number }>;
 }
 
 /** The versions part of `state()`. */
@@ -298,6 +305,7 @@ export function clusterStateOf(s: StateSources): ClusterState {
     followerLogsLost: node?.followerLogsLost ?? 0,
     version: versionStateOf(s),
     skippedEntries: { ...(s.member?.skippedEntries ?? { malformed: 0, inactive: 0 }) },
+    bounds: s.member?.bounds() ?? [],
   };
 }
 

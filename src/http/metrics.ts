@@ -136,6 +136,23 @@ export class ClusterMetrics {
         for (const t of state().topics) for (const event of ['emitted', 'done', 'failed', 'dead', 'stale', 'redelivered'] as const) this.inc({ topic: t.name, event }, t[event]);
       },
     });
+    // Every named bound, what it holds and its limit (state().bounds): a bound near its limit is
+    // one about to refuse, forget or make work wait (examples/alerts.yml, CronraftBoundNearLimit).
+    for (const [name, help, value] of [
+      ['cronraft_bound_used', "What one of this member's named bounds holds now (state().bounds): a count, or bytes as the snapshots take them.", (b: ClusterState['bounds'][number]) => b.value],
+      ['cronraft_bound_limit', "The limit of one of this member's named bounds (state().bounds).", (b: ClusterState['bounds'][number]) => b.limit],
+    ] as const) {
+      new Gauge({
+        name,
+        help,
+        labelNames: ['bound'],
+        registers,
+        collect: function (this: Gauge<'bound'>) {
+          this.reset();
+          for (const b of state().bounds) this.set({ bound: b.name }, value(b));
+        },
+      });
+    }
     transportMetrics(registers, () => state().transport);
     this.#leaderChanges = new Counter({ name: 'cronraft_leader_changes_total', help: 'Times this member saw a new leader.', registers });
     this.#runs = new Counter({ name: 'cronraft_job_runs_total', help: 'Runs that ended on this member, by job and outcome.', labelNames: ['job', 'outcome'], registers });

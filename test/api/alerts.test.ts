@@ -42,8 +42,13 @@ describe('examples/alerts.yml', () => {
     expect(rule?.expr).toBe(`cronraft_last_snapshot_bytes > ${(3 * MAX_SNAPSHOT_BYTES) / 4}`);
   });
 
+  it('warns of any named bound nine tenths full', () => {
+    const rule = rules(file).find((r) => r.alert === 'CronraftBoundNearLimit');
+    expect(rule?.expr).toBe('cronraft_bound_used / cronraft_bound_limit > 0.9');
+  });
+
   it('uses only metrics that /metrics exports', async () => {
-    const exported = new Set(metricTypes(await new ClusterMetrics({ state: () => ({ term: 0, leader: null, role: 'follower', commitIndex: 0, appliedIndex: 0, members: [], jobs: [], topics: [], transport: { sent: 0, received: 0, droppedQueueFull: 0, droppedMalformed: 0, droppedOversized: 0, droppedUnexpected: 0, droppedPeerIdMismatch: 0 }, clock: { synced: false }, log: { snapshotsTaken: 0, snapshotsInstalled: 0, lastSnapshot: null } }) as unknown as ClusterState }).text()).keys());
+    const exported = new Set(metricTypes(await new ClusterMetrics({ state: () => ({ term: 0, leader: null, role: 'follower', commitIndex: 0, appliedIndex: 0, members: [], jobs: [], topics: [], transport: { sent: 0, received: 0, droppedQueueFull: 0, droppedMalformed: 0, droppedOversized: 0, droppedUnexpected: 0, droppedPeerIdMismatch: 0 }, clock: { synced: false }, log: { snapshotsTaken: 0, snapshotsInstalled: 0, lastSnapshot: null }, bounds: [] }) as unknown as ClusterState }).text()).keys());
     const used = [...file.matchAll(/\bcronraft_[a-z_]+/g)].map((m) => m[0].replace(/_(bucket|sum|count)$/, ''));
     expect(used.length).toBeGreaterThan(5);
     for (const name of used) expect(exported, name).toContain(name);

@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Cluster, type ClusterOptions } from '../../src/index.js';
 import { freePort } from '../fixtures/process-cluster.js';
 import { OPERATIONS_VERSION } from '../../src/version/versions.js';
+import { SCHEDULER_DEFAULTS } from '../../src/scheduler/state.js';
 import { metricTypes, parseSamples, valueOf, type Sample } from '../fixtures/prometheus-text.js';
 
 const started: Cluster[] = [];
@@ -57,6 +58,8 @@ const EXPECTED: ReadonlyArray<[string, string]> = [
   ['cronraft_fsync_duration_seconds', 'histogram'],
   ['cronraft_topic_items', 'gauge'],
   ['cronraft_topic_items_total', 'counter'],
+  ['cronraft_bound_used', 'gauge'],
+  ['cronraft_bound_limit', 'gauge'],
   ['cronraft_transport_messages_total', 'counter'],
   ['cronraft_transport_bytes_total', 'counter'],
   ['cronraft_transport_dropped_total', 'counter'],
@@ -89,6 +92,12 @@ describe('GET /metrics', () => {
     expect(valueOf(samples, 'cronraft_proposal_duration_seconds_count')).toBeGreaterThan(0);
     // storage: 'memory' syncs nothing.
     expect(valueOf(samples, 'cronraft_fsync_duration_seconds_count')).toBe(0);
+    // Every named bound, as state() reads it: the job counted against the jobs' 10,000.
+    const bounds = c.state().bounds;
+    expect(bounds.map((b) => b.name)).toEqual(expect.arrayContaining(['jobs', 'bytes of jobs', 'bytes of kept claims', 'bytes of the last snapshot taken']));
+    expect(valueOf(samples, 'cronraft_bound_used', { bound: 'jobs' })).toBe(1);
+    expect(valueOf(samples, 'cronraft_bound_limit', { bound: 'jobs' })).toBe(SCHEDULER_DEFAULTS.maxJobs);
+    for (const b of bounds) expect(valueOf(samples, 'cronraft_bound_limit', { bound: b.name }), b.name).toBe(b.limit);
   });
 
   it("follows a job's skipped slots as they grow, among jobs that skip none", async () => {
