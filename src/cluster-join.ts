@@ -77,7 +77,10 @@ export function probeRemoval(member: Member, transport: Libp2pTransport, parts: 
     clusterId: parts.clusterId,
     reads: parts.reads,
     timers: parts.timers,
-    leader: () => driver.node.leader,
+    // A leader silent for too long is none: a member that is no voter in its own configuration
+    // (a joiner removed before it applied its addition, a learner) never campaigns, and keeps the
+    // name of the last leader it heard for good.
+    leader: () => (driver.leaderUnreachable ? null : driver.node.leader),
     committed: () => driver.node.log.committed,
     peers: () => transport.peerAddresses(),
     ask: askOver(transport),

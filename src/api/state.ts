@@ -5,6 +5,7 @@ import { rateOf } from '../fanout/topic-rate.js';
 import type { NodeId } from '../raft/types.js';
 import type { TransportStats } from '../transport/transport.js';
 import type { Member } from '../runtime/member.js';
+import type { BoundRow } from '../runtime/member-bounds.js';
 import type { JoinCounts } from '../runtime/join-server.js';
 import type { DiscoveryStats } from '../transport/discovered-peers.js';
 import { FIRST_CLUSTER_VERSION, type VersionRange, type VersionSupport } from '../version/versions.js';
@@ -177,10 +178,11 @@ export interface ClusterState {
   /**
    * What this member holds against each of its named bounds (README, "Operating a cluster",
    * Metrics): counts, and bytes as the snapshots take them against their shares of what a member
-   * behind takes in. A bound reached refuses or forgets (a job, a lock, an emit; old claims), or
-   * makes work wait (a lease): what is near its limit is what will. Empty before start().
+   * behind takes in; `whenFull`, what the bound does once full (member-bounds.ts): refuses what is
+   * new (a job, a lock, an emit), makes work wait (a lease), forgets what is oldest (claims, dead
+   * letters: full is their steady state), or can never be passed. Empty before start().
    */
-  readonly bounds: ReadonlyArray<{ readonly name: string; readonly value: number; readonly limit: number }>;
+  readonly bounds: readonly BoundRow[];
 }
 
 /** The versions part of `state()`. */

@@ -136,8 +136,10 @@ export class ClusterMetrics {
         for (const t of state().topics) for (const event of ['emitted', 'done', 'failed', 'dead', 'stale', 'redelivered'] as const) this.inc({ topic: t.name, event }, t[event]);
       },
     });
-    // Every named bound, what it holds and its limit (state().bounds): a bound near its limit is
-    // one about to refuse, forget or make work wait (examples/alerts.yml, CronraftBoundNearLimit).
+    // Every named bound, what it holds and its limit (state().bounds), with what it does once
+    // full: one that refuses or makes work wait, near its limit, is about to
+    // (examples/alerts.yml, CronraftBoundNearLimit); one that forgets the oldest is full in its
+    // steady state.
     for (const [name, help, value] of [
       ['cronraft_bound_used', "What one of this member's named bounds holds now (state().bounds): a count, or bytes as the snapshots take them.", (b: ClusterState['bounds'][number]) => b.value],
       ['cronraft_bound_limit', "The limit of one of this member's named bounds (state().bounds).", (b: ClusterState['bounds'][number]) => b.limit],
@@ -145,11 +147,11 @@ export class ClusterMetrics {
       new Gauge({
         name,
         help,
-        labelNames: ['bound'],
+        labelNames: ['bound', 'when_full'],
         registers,
-        collect: function (this: Gauge<'bound'>) {
+        collect: function (this: Gauge<'bound' | 'when_full'>) {
           this.reset();
-          for (const b of state().bounds) this.set({ bound: b.name }, value(b));
+          for (const b of state().bounds) this.set({ bound: b.name, when_full: b.whenFull }, value(b));
         },
       });
     }

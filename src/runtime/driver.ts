@@ -14,6 +14,7 @@ import { Compactor, type SnapshotTiming } from './compaction.js';
 import { DurableWrites } from './durable-writes.js';
 import { leaseMs } from './lease.js';
 import { LeaseEchoes } from './lease-echoes.js';
+import { ownRemoval } from './own-removal.js';
 import { PeerContact, type PeerContactView } from './peer-contact.js';
 import type { DriverOptions } from './driver-options.js';
 import { PendingRequests, type ProposalResult } from './pending-requests.js';
@@ -534,12 +535,9 @@ export class RaftDriver {
     this.#clockSync.setMembers(membersOf(conf), this.#o.timers.now(), this.#o.clock.now());
     this.#leaseEchoes.configured(conf);
     this.#o.onConfiguration?.(conf);
-    const member = isMember(conf, this.#node.id);
-    if (this.#wasMember && !member && this.#removed === null) {
-      const last = rd.committed[rd.committed.length - 1];
-      this.#removed = new RemovedError(last?.index ?? rd.snapshot?.index ?? this.#node.log.applied);
-    }
-    this.#wasMember = member;
+    const removedAt = this.#removed === null ? ownRemoval(this.#node.id, this.#wasMember, rd.committed, conf, rd.snapshot?.index ?? this.#node.log.applied) : null;
+    if (removedAt !== null) this.#removed = new RemovedError(removedAt);
+    this.#wasMember = isMember(conf, this.#node.id);
   }
 
   #send(m: Message): void {

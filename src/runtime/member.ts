@@ -4,7 +4,6 @@ import type { SoftState } from '../raft/ready.js';
 import { isMember } from '../raft/configuration.js';
 import { changedBy } from '../raft/membership.js';
 import { EntryType, type Configuration, type Entry, type NodeId } from '../raft/types.js';
-import { SCHEDULER_DEFAULTS } from '../scheduler/state.js';
 import type { SchedulerCommand } from '../scheduler/command.js';
 import type { LogStorage } from '../storage/log-storage.js';
 import type { Clock, Timers } from '../time/clock.js';
@@ -13,18 +12,18 @@ import { AppendedDecodings } from './appended-decodings.js';
 import { encodeCommand } from './commands.js';
 import { appendedEmits } from './fanout/appended-emits.js';
 import { COMPACTION_DEFAULTS, type CompactionOptions } from './compaction.js';
+import { memberBounds, type BoundRow } from './member-bounds.js';
 import { RaftDriver } from './driver.js';
 import { memberStateMachine, type MemberStateMachineHooks } from './member-state-machine.js';
 import { VERSION_STEADY_MS, VersionKeeper } from './version-keeper.js';
 import { BindingKeeper } from './binding-keeper.js';
 import { ClusterVersionState } from '../version/cluster-version.js';
-import { BATCH_VERSION, CLAIM_BYTES_VERSION, FANOUT_VERSION, FIRST_CLUSTER_VERSION, FORFEIT_VERSION, MEMBERSHIP_VERSION, OPERATIONS_VERSION, protocolOf, SNAPSHOT_SHARES_VERSION, SUPPORTED, type VersionSupport } from '../version/versions.js';
+import { BATCH_VERSION, FANOUT_VERSION, FIRST_CLUSTER_VERSION, FORFEIT_VERSION, MEMBERSHIP_VERSION, OPERATIONS_VERSION, protocolOf, SUPPORTED, type VersionSupport } from '../version/versions.js';
 import { ConfigurationKeeper } from './configuration-keeper.js';
 import { leaveConfiguration } from './leave.js';
 import { LEAVE_PID_SUFFIX, membershipEventOf, type MembershipEvent } from './membership-events.js';
 import { RemovedError, RunAbortedError } from '../errors.js';
-import { FANOUT_DEFAULTS, FanoutState, type FanoutApplyResult } from '../fanout/state.js';
-import { MAX_SNAPSHOT_BYTES } from '../transport/constants.js';
+import { FanoutState, type FanoutApplyResult } from '../fanout/state.js';
 import type { FanoutCommand } from '../fanout/command.js';
 import { FanoutRuntime, type FanoutEvent } from './fanout/fanout-runtime.js';
 import { checkTopic } from '../fanout/items.js';
@@ -462,60 +461,19 @@ export class Member {
     );
   }
 
-  /**
-   * What this member holds in memory against each named bound, for inspection and for the
-   * simulator's bounds checker. (The Raft log itself is bounded only once compaction exists.)
-   */
-  bounds(): Array<{ readonly name: string; readonly value: number; readonly limit: number }> {
-    const state = this.scheduler.state;
-    const log = this.driver.node.log;
+  /** What this member holds against each of its named bounds (member-bounds.ts). */
+  bounds(): BoundRow[] {
     const compaction = this.#p.compaction ?? COMPACTION_DEFAULTS;
-    // Before the version that bounds jobs and locks in bytes, only what a snapshot takes in bounds them.
-    const shares = this.versions.active >= SNAPSHOT_SHARES_VERSION;
-    return [
-      // Compaction keeps the applied and durable part of the log to at most this: what it
-      // retains, and a leader at most one more snapshot interval for live followers (it never
-      // drops an entry before it is durable here); the rest is bounded by the leader's
-      // uncommitted bytes and the disk's pace.
-      { name: 'applied entries kept', value: Math.max(0, Math.min(log.applied, log.stable) - log.firstIndex() + 1), limit: 2 * compaction.everyEntries + compaction.retainEntries },
-      { name: 'pending proposals', value: this.driver.pendingProposals, limit: this.#p.timing.maxPendingProposals },
-      { name: 'claims kept', value: state.claims.size, limit: SCHEDULER_DEFAULTS.maxClaimsKept },
-      // Before the version that bounds them in bytes, only what a snapshot takes in bounds them.
-      { name: 'bytes of kept claims', value: state.claimBytes, limit: this.versions.active >= CLAIM_BYTES_VERSION ? SCHEDULER_DEFAULTS.maxClaimBytes : MAX_SNAPSHOT_BYTES },
-      { name: 'jobs', value: state.jobs.size, limit: SCHEDULER_DEFAULTS.maxJobs },
-      { name: 'bytes of jobs', value: state.jobBytes, limit: shares ? SCHEDULER_DEFAULTS.maxJobBytes : MAX_SNAPSHOT_BYTES },
-      { name: 'locks', value: state.locks.size, limit: SCHEDULER_DEFAULTS.maxLocks },
-      { name: 'bytes of locks', value: state.lockBytes, limit: shares ? SCHEDULER_DEFAULTS.maxLockBytes : MAX_SNAPSHOT_BYTES },
-      { name: 'open claims', value: state.openClaims().size, limit: SCHEDULER_DEFAULTS.maxClaimsKept },
-      ...this.#fanoutBounds(),
-      // A snapshot larger than a follower takes in is one no member behind it ever installs.
-      { name: 'bytes of the last snapshot taken', value: this.driver.lastSnapshot?.bytes ?? 0, limit: MAX_SNAPSHOT_BYTES },
-    ];
-  }
-
-  /**
-   * Fan-out's memory against its bounds: the most unsettled items and dead letters any topic
-   * holds, the unsettled items' bytes, the topics, and the batches (a batch is kept while one of
-   * its items is unsettled, so there are never more batches than unsettled items).
-   */
-  #fanoutBounds(): Array<{ readonly name: string; readonly value: number; readonly limit: number }> {
-    const fanout = this.fanout;
-    let unsettled = 0;
-    let deadLetters = 0;
-    for (const topic of fanout.topics.values()) {
-      unsettled = Math.max(unsettled, topic.unsettled);
-      deadLetters = Math.max(deadLetters, topic.deadLetters.length);
-    }
-    return [
-      { name: 'unsettled items of a topic', value: unsettled, limit: FANOUT_DEFAULTS.maxPendingPerTopic },
-      { name: 'bytes of unsettled items (but the members of leases)', value: fanout.boundedUnsettledBytes, limit: FANOUT_DEFAULTS.maxUnsettledBytes },
-      { name: 'bytes of the members of leases', value: fanout.leaseBytes, limit: FANOUT_DEFAULTS.maxLeaseBytes },
-      { name: 'bytes of topics', value: fanout.topicBytes, limit: FANOUT_DEFAULTS.maxTopicBytes },
-      { name: 'bytes of dead letters', value: fanout.deadLetterBytes, limit: FANOUT_DEFAULTS.maxDeadLetterBytes },
-      { name: 'dead letters of a topic', value: deadLetters, limit: FANOUT_DEFAULTS.maxDeadLettersPerTopic },
-      { name: 'topics', value: fanout.topics.size, limit: FANOUT_DEFAULTS.maxTopics },
-      { name: 'fan-out batches', value: fanout.batches.size, limit: fanout.items.size },
-    ];
+    return memberBounds({
+      scheduler: this.scheduler.state,
+      fanout: this.fanout,
+      log: this.driver.node.log,
+      compaction: { everyEntries: compaction.everyEntries, retainEntries: compaction.retainEntries },
+      pendingProposals: this.driver.pendingProposals,
+      maxPendingProposals: this.#p.timing.maxPendingProposals,
+      lastSnapshotBytes: this.driver.lastSnapshot?.bytes ?? 0,
+      version: this.versions.active,
+    });
   }
 
   /**

@@ -32,7 +32,7 @@ export interface RemovalProbeOptions {
   readonly clusterId: string;
   readonly reads: VersionSupport;
   readonly timers: Timers;
-  /** The leader this member knows now, or null. */
+  /** The leader this member knows now and heard from lately, or null. */
   readonly leader: () => NodeId | null;
   /** The highest index this member knows committed. */
   readonly committed: () => number;

@@ -12,7 +12,7 @@ const member = (id: string, over: Partial<Member> = {}): Member => ({ id, addrs:
 
 /** A state with only what the metrics read set; the rest never read. */
 function stateWith(members: Member[], jobs: Job[]): ClusterState {
-  return { term: 7, leader: 'a', role: 'follower', commitIndex: 40, appliedIndex: 39, members, jobs, topics: [], transport: { sent: 0, received: 0, droppedQueueFull: 0, droppedMalformed: 0, droppedOversized: 0, droppedUnexpected: 0, droppedPeerIdMismatch: 0 }, clock: { synced: true, clusterTime: new Date(0), invalidStamps: 0 }, log: { firstIndex: 1, snapshotIndex: 0, snapshotsTaken: 0, snapshotsInstalled: 0, lastSnapshot: null }, bounds: [{ name: 'jobs', value: jobs.length, limit: 10_000 }] } as unknown as ClusterState;
+  return { term: 7, leader: 'a', role: 'follower', commitIndex: 40, appliedIndex: 39, members, jobs, topics: [], transport: { sent: 0, received: 0, droppedQueueFull: 0, droppedMalformed: 0, droppedOversized: 0, droppedUnexpected: 0, droppedPeerIdMismatch: 0 }, clock: { synced: true, clusterTime: new Date(0), invalidStamps: 0 }, log: { firstIndex: 1, snapshotIndex: 0, snapshotsTaken: 0, snapshotsInstalled: 0, lastSnapshot: null }, bounds: [{ name: 'jobs', value: jobs.length, limit: 10_000, whenFull: 'refuses' }] } as unknown as ClusterState;
 }
 
 const run = (over: Partial<RunRecord>): RunRecord => ({ job: 'j', slotMs: 1000, fencingToken: 1, member: 'a', startedAtMs: 1250, endedAtMs: 1300, outcome: 'succeeded', attempt: 1, retriesLeft: 0, ...over });

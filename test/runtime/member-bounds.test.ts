@@ -18,7 +18,7 @@ describe('Member.bounds', () => {
     const { leader } = await sim.foundersLed(MEMBERSHIP_VERSION, 1000);
     await sim.until('the leader took a snapshot', () => ((leader.driver?.snapshotsTaken ?? 0) > 0 ? true : undefined));
     const bounds = new Map((leader.member?.bounds() ?? []).map((b) => [b.name, b]));
-    expect(bounds.get('bytes of the last snapshot taken')).toEqual({ name: 'bytes of the last snapshot taken', value: leader.driver?.lastSnapshot?.bytes, limit: MAX_SNAPSHOT_BYTES });
+    expect(bounds.get('bytes of the last snapshot taken')).toEqual({ name: 'bytes of the last snapshot taken', value: leader.driver?.lastSnapshot?.bytes, limit: MAX_SNAPSHOT_BYTES, whenFull: 'refuses' });
     expect(leader.driver?.lastSnapshot?.bytes).toBeGreaterThan(0);
     const fanout = leader.member?.fanout;
     expect(bounds.get('bytes of unsettled items (but the members of leases)')).toMatchObject({ value: fanout?.boundedUnsettledBytes, limit: FANOUT_DEFAULTS.maxUnsettledBytes });
@@ -27,13 +27,13 @@ describe('Member.bounds', () => {
     expect(leader.member?.versions.active).toBe(CLAIM_BYTES_VERSION);
     const state = leader.member?.scheduler.state;
     expect(state?.claimBytes).toBeGreaterThan(0);
-    expect(bounds.get('bytes of kept claims')).toEqual({ name: 'bytes of kept claims', value: state?.claimBytes, limit: SCHEDULER_DEFAULTS.maxClaimBytes });
+    expect(bounds.get('bytes of kept claims')).toEqual({ name: 'bytes of kept claims', value: state?.claimBytes, limit: SCHEDULER_DEFAULTS.maxClaimBytes, whenFull: 'forgets' });
     // And its jobs, locks, topics and leases by what they take too (SNAPSHOT_SHARES_VERSION, the same).
     expect(leader.member?.versions.active).toBe(SNAPSHOT_SHARES_VERSION);
     expect(state?.jobBytes).toBeGreaterThan(0);
-    expect(bounds.get('bytes of jobs')).toEqual({ name: 'bytes of jobs', value: state?.jobBytes, limit: SCHEDULER_DEFAULTS.maxJobBytes });
-    expect(bounds.get('bytes of locks')).toEqual({ name: 'bytes of locks', value: state?.lockBytes, limit: SCHEDULER_DEFAULTS.maxLockBytes });
-    expect(bounds.get('bytes of topics')).toEqual({ name: 'bytes of topics', value: fanout?.topicBytes, limit: FANOUT_DEFAULTS.maxTopicBytes });
-    expect(bounds.get('bytes of the members of leases')).toEqual({ name: 'bytes of the members of leases', value: fanout?.leaseBytes, limit: FANOUT_DEFAULTS.maxLeaseBytes });
+    expect(bounds.get('bytes of jobs')).toEqual({ name: 'bytes of jobs', value: state?.jobBytes, limit: SCHEDULER_DEFAULTS.maxJobBytes, whenFull: 'refuses' });
+    expect(bounds.get('bytes of locks')).toEqual({ name: 'bytes of locks', value: state?.lockBytes, limit: SCHEDULER_DEFAULTS.maxLockBytes, whenFull: 'refuses' });
+    expect(bounds.get('bytes of topics')).toEqual({ name: 'bytes of topics', value: fanout?.topicBytes, limit: FANOUT_DEFAULTS.maxTopicBytes, whenFull: 'refuses' });
+    expect(bounds.get('bytes of the members of leases')).toEqual({ name: 'bytes of the members of leases', value: fanout?.leaseBytes, limit: FANOUT_DEFAULTS.maxLeaseBytes, whenFull: 'waits' });
   });
 });

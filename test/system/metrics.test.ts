@@ -95,9 +95,12 @@ describe('GET /metrics', () => {
     // Every named bound, as state() reads it: the job counted against the jobs' 10,000.
     const bounds = c.state().bounds;
     expect(bounds.map((b) => b.name)).toEqual(expect.arrayContaining(['jobs', 'bytes of jobs', 'bytes of kept claims', 'bytes of the last snapshot taken']));
-    expect(valueOf(samples, 'cronraft_bound_used', { bound: 'jobs' })).toBe(1);
-    expect(valueOf(samples, 'cronraft_bound_limit', { bound: 'jobs' })).toBe(SCHEDULER_DEFAULTS.maxJobs);
-    for (const b of bounds) expect(valueOf(samples, 'cronraft_bound_limit', { bound: b.name }), b.name).toBe(b.limit);
+    expect(valueOf(samples, 'cronraft_bound_used', { bound: 'jobs', when_full: 'refuses' })).toBe(1);
+    expect(valueOf(samples, 'cronraft_bound_limit', { bound: 'jobs', when_full: 'refuses' })).toBe(SCHEDULER_DEFAULTS.maxJobs);
+    for (const b of bounds) expect(valueOf(samples, 'cronraft_bound_limit', { bound: b.name, when_full: b.whenFull }), b.name).toBe(b.limit);
+    // Those full in their steady state say so: the alert leaves them out.
+    expect(bounds.find((b) => b.name === 'claims kept')?.whenFull).toBe('forgets');
+    expect(bounds.find((b) => b.name === 'fan-out batches')?.whenFull).toBe('never');
   });
 
   it("follows a job's skipped slots as they grow, among jobs that skip none", async () => {
