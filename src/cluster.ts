@@ -24,7 +24,7 @@ import { checkItemIds, CONSUME_OPTION_KEYS, consumerSettings, deadLettersOf, reg
 import type { Batch } from './runtime/fanout/batches.js';
 import type { FanoutRuntime } from './runtime/fanout/fanout-runtime.js';
 import { checkTopic, emitKeyOf } from './fanout/items.js';
-import { nonNegativeInt, optionsObject, positiveInt } from './option-checks.js';
+import { hasLoneSurrogate, nonNegativeInt, optionsObject, positiveInt } from './option-checks.js';
 import { policyOf } from './runtime/scheduler/registrations.js';
 import { isJobPolicy, isJobSpec } from './scheduler/command-shape.js';
 import type { ConsumerSettings } from './fanout/command.js';
@@ -120,7 +120,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
 
   /** Opens storage, starts listening and joins the cluster. Rejects with a StorageError naming the path if the data directory cannot be used. */
   async start(): Promise<void> {
-    if (this.#status !== 'new') throw new CronraftError('CRONRAFT_ALREADY_STARTED', `start() was already called (the member is ${this.#status})`);
+    if (this.#status !== 'new') throw new CronraftError('CRONRAFT_ALREADY_STARTED', this.#status === 'stopped' || this.#status === 'stopping' ? `A Cluster starts once, and this one was stopped (it is ${this.#status}): make a new one` : `start() was already called (the member is ${this.#status})`);
     this.#status = 'starting';
     try {
       await this.#start();
@@ -172,7 +172,9 @@ export class Cluster extends EventEmitter<ClusterEvents> {
    * @throws InvalidArgumentError for options that are not `{ leave?: boolean }`
    */
   async stop(options: { leave?: boolean } = {}): Promise<void> {
-    if (typeof options !== 'object' || options === null || (options.leave !== undefined && typeof options.leave !== 'boolean')) throw new InvalidArgumentError('leave', options?.leave, 'a boolean');
+    // A misspelt `leave` would stop without leaving, leaving a dead voter behind.
+    const { leave } = optionsObject(options, ['leave']);
+    if (leave !== undefined && typeof leave !== 'boolean') throw new InvalidArgumentError('leave', leave, 'a boolean');
     // A second call while the first is under way waits for it: an app that stops from two
     // places (a signal handler and a shutdown hook) must not exit mid-run on the second's word.
     if (this.#stopping !== null) return this.#stopping;
@@ -189,7 +191,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       return this.#stopping;
     }
     this.#status = 'stopping';
-    this.#stopping = this.#stopGracefully(options.leave === true);
+    this.#stopping = this.#stopGracefully(leave === true);
     return this.#stopping;
   }
 
@@ -234,6 +236,8 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   async propose(data: Uint8Array | string, options: { signal?: AbortSignal } = {}): Promise<{ index: number }> {
     const { signal } = optionsObject(options, ['signal']);
     if (signal !== undefined && !(signal instanceof AbortSignal)) throw new InvalidArgumentError('signal', signal, 'an AbortSignal');
+    // A lone surrogate has no UTF-8: encoded, it would come back as U+FFFD, another value.
+    if (typeof data === 'string' && hasLoneSurrogate(data)) throw new InvalidArgumentError('data', data, 'a Uint8Array, or a string with no lone surrogate');
     const bytes = typeof data === 'string' ? encoder.encode(data) : data;
     if (!(bytes instanceof Uint8Array)) throw new InvalidArgumentError('data', data, 'a Uint8Array or a string');
     if (bytes.byteLength > CLUSTER_DEFAULTS.maxProposalBytes) {
@@ -282,8 +286,10 @@ export class Cluster extends EventEmitter<ClusterEvents> {
    * or on every member that scheduled it (mode 'all'). The handler gets the slot's fencing
    * token. May be called before or after start(); every member that should run the job calls it.
    * @throws InvalidArgumentError for a bad name, spec, handler or option, or a name already scheduled here
+   * @throws NotRunningError once this member is stopping, stopped or failed: it never starts again, and the job would never run
    */
   schedule(name: string, spec: SpecInput, handler: JobHandler, options: JobOptions = {}): { readonly name: string; unschedule(): boolean } {
+    this.#refuseWhenEnded();
     validateName(name);
     if (this.#jobs.has(name)) throw new InvalidArgumentError('name', name, 'a name not already scheduled on this member');
     // The replicated state holds at most this many jobs: past it a registration would be
@@ -300,12 +306,19 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     return { name, unschedule: () => this.unschedule(name) };
   }
 
+  /** A member stopping, stopped or failed never starts again: what would only run once it did is refused. */
+  #refuseWhenEnded(): void {
+    if (this.#status === 'stopping' || this.#status === 'stopped' || this.#status === 'failed') throw new NotRunningError(this.#status);
+  }
+
   /**
    * Consumes the work items of `topic` on this member: `handler` gets each item leased here
    * (bytes as emitted, or the JSON value) and its context, whose `fencingToken` is greater on
    * every delivery. Before or after start(); registered again at each start.
+   * @throws NotRunningError once this member is stopping, stopped or failed, as schedule() does
    */
   consume(topic: string, handler: ConsumeHandler, options: ConsumeOptions = {}): void {
+    this.#refuseWhenEnded();
     checkTopic(topic);
     if (typeof handler !== 'function') throw new InvalidArgumentError('handler', handler, 'a function');
     if (this.#consumers.has(topic)) throw new InvalidArgumentError('topic', topic, 'a topic not already consumed on this member');

@@ -190,7 +190,7 @@ async function exclusiveCall(
     if (locks !== null) letGoHeldUnanswered(ctx.self, locks, ctx.unanswered, clock.now(), (data) => driver.propose(data), (run) => void timers.setTimeout(run, ctx.clockSyncPollMs));
     throw error;
   }
-  if (taken?.ok === false && taken.reason === 'too-many-locks') throw new BackpressureError(`No lock is free to take "${name}": the cluster holds as many locks as it keeps (${SCHEDULER_DEFAULTS.maxLocks}), each held or not yet expired`);
+  if (taken?.ok === false && taken.reason === 'too-many-locks') throw new BackpressureError(`No lock is free to take "${name}": the cluster holds as many locks as it keeps (${SCHEDULER_DEFAULTS.maxLocks}, or ${SCHEDULER_DEFAULTS.maxLockBytes} bytes of them as the snapshots take them), each held or not yet expired`);
   if (taken?.ok !== true || taken.lock === undefined) return false;
   const token = taken.lock.token;
   const release = async (untilMs: number): Promise<void> => {

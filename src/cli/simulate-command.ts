@@ -97,6 +97,8 @@ async function runSimulate(values: SimulateFlags, io: CliOutput, self: { readonl
   const barriers = values.barriers === 'drawn' ? {} : { barriers: values.barriers === 'on' };
   const maxEmit = values.maxEmit === undefined ? {} : { maxEmit: positiveInt(values.maxEmit, '--max-emit') };
   const maxConcurrent = values.maxConcurrent === undefined ? {} : { maxConcurrent: positiveInt(values.maxConcurrent, '--max-concurrent') };
+  // One seed, or a sweep from --from: both asked for ran one seed, saying nothing of the sweep.
+  if (values.seed !== undefined && values.seeds !== undefined) throw new InvalidArgumentError('--seeds', values.seeds, 'not with --seed, which runs one seed (a sweep starts at --from)');
   // Seed 0 is a seed as simulate() takes it: a seed a test found through the function replays here.
   const first = values.seed === undefined ? positiveInt(values.from, '--from', MAX_SIM_SEED, 0) : positiveInt(values.seed, '--seed', MAX_SIM_SEED, 0);
   const count = values.seed === undefined && values.seeds !== undefined ? positiveInt(values.seeds, '--seeds', MAX_SIM_SEED - first + 1) : 1;

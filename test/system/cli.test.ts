@@ -122,6 +122,8 @@ describe('cronraft simulate', () => {
       [['--duration', '0.4ms'], '--duration'],
       [['--seed', '-1'], '--seed'],
       [['--seed', '1.5'], '--seed'],
+      // Both ran one seed, saying nothing of the sweep asked for.
+      [['--seed', '5', '--seeds', '2'], '--seeds'],
     ] as const) {
       const r = await cronraft('simulate', ...args);
       expect(r.code, args.join(' ')).toBe(2);

@@ -73,6 +73,19 @@ describe('options', () => {
     // A limit of 0 or less returned every claim kept.
     for (const limit of [0, -1, 1.5, '2']) expect(() => c.history({ limit: limit as number })).toThrow(expect.objectContaining({ ...invalid, option: 'limit' }));
     expect(() => c.consume('t', () => undefined, null as never)).toThrow(expect.objectContaining({ ...invalid, option: 'options' }));
+    // A misspelt leave stopped without leaving; a string with a lone surrogate came back as U+FFFD.
+    await expect(c.stop({ leve: true } as never)).rejects.toMatchObject({ ...invalid, option: 'leve' });
+    await expect(c.stop(5 as never)).rejects.toMatchObject({ ...invalid, option: 'options' });
+    await expect(c.propose('a\ud800')).rejects.toMatchObject({ ...invalid, option: 'data' });
+  });
+
+  it('once stopped, refuses what would only run at a start that never comes, and says why start() is refused', async () => {
+    const c = new Cluster([], { storage: 'memory' });
+    await c.stop();
+    const notRunning = { code: 'CRONRAFT_NOT_RUNNING', state: 'stopped' };
+    expect(() => c.schedule('job', { every: '1s' }, () => undefined)).toThrow(expect.objectContaining(notRunning));
+    expect(() => c.consume('t', () => undefined)).toThrow(expect.objectContaining(notRunning));
+    await expect(c.start()).rejects.toThrow(/starts once, and this one was stopped/);
   });
 
   it('accepts multiaddrs with a peer id, host:port, and its own address in the peer list', () => {

@@ -92,6 +92,7 @@ export async function proposeEntries(topic: string, items: readonly EmittedItem[
   };
   await Promise.all(Array.from({ length: Math.min(inFlight, count) }, proposeInTurn));
   if (stop.failed !== null) throw stop.failed.error;
+  if (stop.refused === 'too-many-topics') throw new BackpressureError(`The cluster holds as many topics as it may (their number or their bytes), and ${topic} is not among them${keptText(entries, bounds)}`);
   if (stop.refused !== null) throw new BackpressureError(`The topic ${topic} holds too many unsettled items (${stop.refused})${keptText(entries, bounds)}`);
   return entries;
 }
