@@ -13,6 +13,7 @@ export { CLUSTER_DEFAULTS, type ClusterOptions, type MdnsOptions } from './clust
 export type { HttpOptions } from './http/http-options.js';
 export type { ClusterEvents, MembershipEventPayload } from './cluster-events.js';
 export type { ClusterState, MemberState, VersionState } from './api/state.js';
+export type { BoundRow, WhenFull } from './runtime/member-bounds.js';
 // The types the state, the options and the methods above name, so that the API reference (and
 // an app) can name them too.
 export type { NodeId } from './raft/types.js';

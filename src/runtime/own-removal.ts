@@ -9,10 +9,10 @@ import { EntryType, type Configuration, type Entry, type NodeId } from '../raft/
  * the index to name when no entry does (a snapshot's, or the applied index).
  *
  * A member the configuration held and no longer holds was removed. So is a joiner whose addition
- * and removal came in the same Ready, or one added and removed before it applied either: the
- * configuration held it at no Ready's end, and the removal, told by the entry, was missed. A
- * removal of this member before any addition of it (its log replays the removal of an earlier
- * member of the same address, before its own addition) is none.
+ * and removal it applied in the same Ready: the configuration held it at no Ready's end, and
+ * only the entries tell of the removal. A removal of this member before any addition of it (its
+ * log replays the removal of an earlier member of the same address, before its own addition) is
+ * none.
  */
 export function ownRemoval(self: NodeId, wasMember: boolean, committed: readonly Entry[], conf: Configuration, fallbackIndex: number): number | null {
   let member = wasMember;
