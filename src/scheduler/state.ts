@@ -7,8 +7,9 @@ import { AT_CATCH_UP_VERSION, CLAIM_BYTES_VERSION, FIRST_CLUSTER_VERSION, JOB_RO
 import { SNAPSHOT_SHARES } from '../snapshot-shares.js';
 import { DEFAULT_OVERLAP, MISSED, MISSED_REASONS, policyKey, runError, sameForm, type JobPolicy, type OverlapPolicy, type SchedulerCommand } from './command.js';
 import { HandlerSets, NO_HANDLERS } from './handler-sets.js';
-import { conflictBytes, handlerListBytes, jobBytes, lockBytes } from './job-footprint.js';
+import { conflictBytes, handlerListBytes, jobBytes } from './job-footprint.js';
 import { KeptClaims } from './kept-claims.js';
+import { KeptLocks } from './kept-locks.js';
 import { claimKey, NO_CONFLICTS, type ApplyResult, type ClaimRecord, type JobRecord, type LockRecord, type SchedulerStateParts } from './records.js';
 
 export const SCHEDULER_DEFAULTS = {
@@ -58,8 +59,9 @@ export class SchedulerState {
   readonly #kept = new KeptClaims(this.jobs);
   /** Recent claims by `${job}@${slotMs}`, in claim order (a Map keeps insertion order). */
   readonly claims: ReadonlyMap<string, ClaimRecord> = this.#kept.byKey;
-  /** Named locks (runExclusive). An expired lock stays until taken again; bounded by maxLocks. */
-  readonly locks = new Map<string, LockRecord>();
+  readonly #locks: KeptLocks;
+  /** Named locks (runExclusive), by name: see KeptLocks. */
+  readonly locks: Map<string, LockRecord>;
   /** Claims ever assigned to each member: the planner balances by it. */
   readonly assigned = new Map<NodeId, number>();
   /**
@@ -92,8 +94,6 @@ export class SchedulerState {
   readonly #maxLockBytes: number;
   /** What the jobs take in a snapshot, at most (jobBytes, summed as they change): maxJobBytes bounds it. */
   #jobBytes = 0;
-  /** What the locks take in a snapshot, at most (lockBytes, summed as they change): maxLockBytes bounds it. */
-  #lockBytes = 0;
   /** Whether the changes of jobs are kept for readers (#changed, #changeLog); see the constructor. */
   readonly #tracksChanges: boolean;
 
@@ -109,6 +109,8 @@ export class SchedulerState {
     this.#maxJobBytes = limits.maxJobBytes ?? SCHEDULER_DEFAULTS.maxJobBytes;
     this.#maxLocks = limits.maxLocks ?? SCHEDULER_DEFAULTS.maxLocks;
     this.#maxLockBytes = limits.maxLockBytes ?? SCHEDULER_DEFAULTS.maxLockBytes;
+    this.#locks = new KeptLocks(this.#maxLocks, this.#maxLockBytes);
+    this.locks = this.#locks.byName;
     this.#tracksChanges = options.tracksChanges ?? true;
   }
 
@@ -124,7 +126,7 @@ export class SchedulerState {
 
   /** What the locks take in a snapshot, at most (job-footprint.ts), which maxLockBytes bounds. */
   get lockBytes(): number {
-    return this.#lockBytes;
+    return this.#locks.bytes;
   }
 
   /** What the kept claims take in a snapshot, at most (claim-footprint.ts), which maxClaimBytes bounds. */
@@ -152,12 +154,7 @@ export class SchedulerState {
       this.jobs.set(job.name, job);
       this.#jobBytes += jobBytes(job);
     }
-    this.locks.clear();
-    this.#lockBytes = 0;
-    for (const [name, lock] of parts.locks) {
-      this.locks.set(name, lock);
-      this.#lockBytes += lockBytes(name, lock);
-    }
+    this.#locks.restore(parts.locks);
     this.assigned.clear();
     for (const [member, count] of parts.assigned) this.assigned.set(member, count);
     this.#changes++;
@@ -199,18 +196,6 @@ export class SchedulerState {
   /** The job's kept claims with a run in progress (see `runsInProgress` for the runs). */
   claimsInProgress(job: string): ReadonlySet<ClaimRecord> {
     return this.#kept.inProgressOf(job);
-  }
-
-  /** Forgets one expired lock other than `spare` (the oldest in insertion order), to make room; says whether it did. */
-  #dropExpiredLock(atMs: number, spare?: string): boolean {
-    for (const [name, lock] of this.locks) {
-      if (lock.untilMs <= atMs && name !== spare) {
-        this.locks.delete(name);
-        this.#lockBytes -= lockBytes(name, lock);
-        return true;
-      }
-    }
-    return false;
   }
 
   /**
@@ -264,30 +249,10 @@ export class SchedulerState {
       case 'cancel-runs':
         if (job === undefined) return { ok: false, reason: 'unknown-job' };
         return { ok: true, cancelled: this.#cancelRuns(command) };
-      case 'lock': {
-        const held = this.locks.get(command.name);
-        if (held !== undefined && held.untilMs > command.atMs) return { ok: false, reason: 'locked' };
-        if (held === undefined && this.locks.size >= this.#maxLocks) this.#dropExpiredLock(command.atMs);
-        // Held by nobody, but no room: told apart from a lock another member holds.
-        if (held === undefined && this.locks.size >= this.#maxLocks) return { ok: false, reason: 'too-many-locks' };
-        const lock: LockRecord = { holder: command.member, token: index, untilMs: command.untilMs };
-        const bytes = lockBytes(command.name, lock) - (held === undefined ? 0 : lockBytes(command.name, held));
-        if (version >= SNAPSHOT_SHARES_VERSION) {
-          // Expired locks make room, oldest first, as at the count (the lock taken again is not
-          // among them: it keeps its place).
-          while (this.#lockBytes + bytes > this.#maxLockBytes && this.#dropExpiredLock(command.atMs, command.name));
-          if (this.#lockBytes + bytes > this.#maxLockBytes) return { ok: false, reason: 'too-many-locks' };
-        }
-        this.locks.set(command.name, lock);
-        this.#lockBytes += bytes;
-        return { ok: true, lock };
-      }
-      case 'unlock': {
-        const held = this.locks.get(command.name);
-        if (held === undefined || held.token !== command.token) return { ok: false, reason: 'stale-token' };
-        held.untilMs = Math.min(held.untilMs, command.untilMs);
-        return { ok: true, lock: held };
-      }
+      case 'lock':
+        return this.#locks.lock(index, command, version);
+      case 'unlock':
+        return this.#locks.unlock(command);
       case 'reassign': {
         const claim = this.claims.get(claimKey(command.job, command.slotMs));
         if (claim === undefined) return { ok: false, reason: 'unknown-job' };
