@@ -189,4 +189,20 @@ describe('fan-out state: bytes as a snapshot takes them', () => {
     expect(plan()).toBe(1);
     expect(early()).toBe(1);
   });
+
+  it("holds by default 100,000 items of 100 bytes emitted by a job whose name has up to 29 characters, as the README says (issue 19's bench)", () => {
+    const held = (nameLength: number): number => {
+      const { state, apply } = cluster();
+      apply({ type: 'consume', topic: 't', member: 'm1', settings: settings(64) });
+      const origin = { job: 'j'.repeat(nameLength), slotMs: 0 };
+      for (let k = 0; k < 100_000; k += 1024) {
+        const items = Array.from({ length: Math.min(1024, 100_000 - k) }, () => ({ data: new Uint8Array(100), key: null }));
+        if (!state.apply(1000 + k, { type: 'emit', topic: 't', items, origin, atMs: 0 }).ok) break;
+      }
+      return state.items.size;
+    };
+    expect(held(29)).toBe(100_000);
+    expect(held(30)).toBeLessThan(100_000);
+  });
+
 });
