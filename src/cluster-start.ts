@@ -21,6 +21,7 @@ import type { RemovalProbe } from './runtime/removal-probe.js';
 import type { JobHandler, JobOptions } from './runtime/scheduler/job-types.js';
 import { timingOf } from './runtime/test-timing.js';
 import type { JobSpec } from './scheduler/spec.js';
+import { NotRunningError } from './errors.js';
 import { openDataDir } from './storage/data-dir.js';
 import { LevelLogStorage } from './storage/level-log-storage.js';
 import type { LogStorage } from './storage/log-storage.js';
@@ -91,10 +92,17 @@ export interface StartContext {
 export async function startMember(ctx: StartContext, parts: MemberParts): Promise<void> {
   const o = ctx.options;
   const cluster = ctx.cluster;
+  // A stop() during the start ends it at the next step, so that nothing opens after the stop
+  // closed what was open (cluster-lifecycle.ts).
+  const stillStarting = (): void => {
+    if (!ctx.starting()) throw new NotRunningError('stopping');
+  };
   // A secretFile that cannot be used fails the start before anything is opened.
   const psk = await loadPsk(o.secret);
+  stillStarting();
   // Served from the start, so that probes see a member that is still joining as live and not ready.
   await ctx.http?.start();
+  stillStarting();
   const metrics = ctx.http?.metrics;
   // A leader's entries are encoded once, for its own write and the appends to its followers.
   const entryRecords = new EntryRecords();
@@ -102,6 +110,7 @@ export async function startMember(ctx: StartContext, parts: MemberParts): Promis
   let storage: LogStorage;
   if (o.storage === 'level') {
     const dataDir = await openDataDir(o.dataDir);
+    stillStarting();
     privateKey = dataDir.privateKey;
     storage = new LevelLogStorage(dataDir.storePath, { sync: o.sync, entryRecords, onSyncedWrite: metrics && ((ms) => metrics.synced(ms)) });
   } else {
@@ -109,6 +118,7 @@ export async function startMember(ctx: StartContext, parts: MemberParts): Promis
   }
   parts.storage = storage;
   const stored = await storage.open();
+  stillStarting();
   // A downgrade past an activation fails here, naming the versions (README, "Upgrading").
   checkStoredVersion(stored, versionSupportOf(cluster), o.storage === 'level' ? o.dataDir : 'memory');
   const transport = new Libp2pTransport({
@@ -127,8 +137,10 @@ export async function startMember(ctx: StartContext, parts: MemberParts): Promis
   parts.transport = transport;
   serveJoins(transport, ctx.joins);
   await transport.start();
+  stillStarting();
   parts.peerId = transport.peerId();
   parts.discovery = await startDiscovery(o, transport, ctx.timers);
+  stillStarting();
   // An empty member asks its peers whether a cluster runs before it builds its node (README, "Forming the cluster").
   const identity = await joinOrForm(o, stored.identity, ctx.clusterId, {
     transport,
@@ -138,9 +150,11 @@ export async function startMember(ctx: StartContext, parts: MemberParts): Promis
     reads: versionSupportOf(cluster),
     stopped: () => !ctx.starting(),
   });
+  stillStarting();
   transport.setClusterId(identity.clusterId);
   // Refuses a directory that belongs to another cluster or member, before anything is written.
   await storage.setIdentity({ clusterId: identity.clusterId, nodeId: o.self.id, ...(identity.joined ? { foundingVoters: identity.foundingVoters } : {}) });
+  stillStarting();
   const node = new RaftNode(
     { id: o.self.id, voters: identity.foundingVoters, ...o.member.raft },
     { hardState: stored.hardState, snapshot: stored.snapshot, entries: stored.entries },

@@ -7,6 +7,7 @@ import { ExclusiveTasks, exclusiveAbortMarginMs, runExclusive, type ExclusiveLoc
 import { UnansweredLocks } from './api/unanswered-locks.js';
 import { clusterStateOf, type ClusterState, type StateSources } from './api/state.js';
 import type { ClusterEvents } from './cluster-events.js';
+import { Lifecycle } from './cluster-lifecycle.js';
 import { clusterIdOf, resolveOptions, CLUSTER_DEFAULTS, type ClusterOptions, type ResolvedOptions } from './cluster-options.js';
 import { ClusterHttp } from './http/cluster-http.js';
 import { CronraftError, InvalidArgumentError, NotRunningError, TimeoutError } from './errors.js';
@@ -37,7 +38,6 @@ import { systemClock, systemTimers, type Clock, type Timers } from './time/clock
 import type { Random } from './time/random.js';
 import { versionSupportOf } from './version/test-seams.js';
 
-type Status = ClusterState['status'];
 
 const encoder = new TextEncoder();
 /** Randomness for election timeouts when none is injected. */
@@ -61,13 +61,12 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   readonly #timers: Timers;
   readonly #random: Random;
   readonly #clusterId: string;
-  #status: Status = 'new';
+  /** The status, and the order of start and stop (cluster-lifecycle.ts). */
+  readonly #life: Lifecycle;
   /** Tasks running under a lock here (runExclusive), which a graceful stop waits for and then aborts. */
   readonly #exclusive = new ExclusiveTasks();
   /** Lock proposals of runExclusive that went unanswered, let go should they commit. */
   readonly #unansweredLocks = new UnansweredLocks();
-  /** The graceful stop under way, which a second stop() call waits for. */
-  #stopping: Promise<void> | null = null;
   /** Storage, transport, the member and what watches it, as start() opened them (cluster-start.ts). */
   readonly #parts: MemberParts = { storage: null, transport: null, discovery: null, peerId: null, member: null, removalProbe: null, watch: null };
   #lastLeader: NodeId | null = null;
@@ -106,6 +105,17 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       return scheduler === null ? null : { state: scheduler.state, nowMs: this.#clusterNowMs() };
     });
     this.#http = this.#o.http === null ? null : new ClusterHttp(this, this.#o.http, () => this.#jobsNow());
+    this.#life = new Lifecycle({
+      start: () => this.#start(),
+      // Its jobs and claims are handed over, its runs finish (or are reported interrupted) and
+      // record their outcomes, its tasks under a lock end and release it, and a leader hands
+      // leadership over, before the streams close.
+      handOver: async (leave) => {
+        await Promise.all([this.#parts.member?.stopGracefully(this.#o.stopTimeoutMs), this.#exclusive.settle(this.#timers, this.#o.stopTimeoutMs)]);
+        if (leave) await this.#parts.member?.leave(this.#o.stopTimeoutMs);
+      },
+      close: () => this.#close(),
+    });
   }
 
   /** Where the `http` option serves once started (`host:port`, the port bound when it asked for 0); null when it does not. */
@@ -118,18 +128,13 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     return this.#o.self.id;
   }
 
-  /** Opens storage, starts listening and joins the cluster. Rejects with a StorageError naming the path if the data directory cannot be used. */
-  async start(): Promise<void> {
-    if (this.#status !== 'new') throw new CronraftError('CRONRAFT_ALREADY_STARTED', this.#status === 'stopped' || this.#status === 'stopping' ? `A Cluster starts once, and this one was stopped (it is ${this.#status}): make a new one` : `start() was already called (the member is ${this.#status})`);
-    this.#status = 'starting';
-    try {
-      await this.#start();
-      this.#status = 'running';
-    } catch (error) {
-      this.#status = 'failed';
-      await this.#close();
-      throw error;
-    }
+  /**
+   * Opens storage, starts listening and joins the cluster. Resolves once the member runs.
+   * Rejects with a StorageError naming the path if the data directory cannot be used, and with
+   * NotRunningError (state 'stopping') if stop() is called before the start is done.
+   */
+  start(): Promise<void> {
+    return this.#life.start();
   }
 
   async #start(): Promise<void> {
@@ -146,8 +151,8 @@ export class Cluster extends EventEmitter<ClusterEvents> {
         http: this.#http,
         jobs: this.#jobs,
         consumers: this.#consumers,
-        starting: () => this.#status === 'starting',
-        ended: () => this.#status !== 'running' && this.#status !== 'starting',
+        starting: () => this.#life.starting,
+        ended: () => this.#life.status !== 'running' && this.#life.status !== 'starting',
         onSoftState: (s) => this.#onSoftState(s),
         onJobsChanged: () => this.#jobViewsWarmer.changed(),
         unansweredLocks: this.#unansweredLocks,
@@ -175,41 +180,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     // A misspelt `leave` would stop without leaving, leaving a dead voter behind.
     const { leave } = optionsObject(options, ['leave']);
     if (leave !== undefined && typeof leave !== 'boolean') throw new InvalidArgumentError('leave', leave, 'a boolean');
-    // A second call while the first is under way waits for it: an app that stops from two
-    // places (a signal handler and a shutdown hook) must not exit mid-run on the second's word.
-    if (this.#stopping !== null) return this.#stopping;
-    if (this.#status === 'stopped') return;
-    if (this.#status === 'new') {
-      this.#status = 'stopped';
-      return;
-    }
-    // A member that failed (its error told, as an 'error' event and to what waited on it) has
-    // nothing left to hand over: what it still holds is closed, and a close that fails as well
-    // (the disk that failed it) is no news. Its status stays 'failed'.
-    if (this.#status === 'failed') {
-      this.#stopping = this.#close().catch(() => undefined);
-      return this.#stopping;
-    }
-    this.#status = 'stopping';
-    this.#stopping = this.#stopGracefully(leave === true);
-    return this.#stopping;
-  }
-
-  async #stopGracefully(leave: boolean): Promise<void> {
-    // Its jobs and claims are handed over, its runs finish (or are reported interrupted) and
-    // record their outcomes, its tasks under a lock end and release it, and a leader hands
-    // leadership over, before the streams close.
-    try {
-      await Promise.all([this.#parts.member?.stopGracefully(this.#o.stopTimeoutMs), this.#exclusive.settle(this.#timers, this.#o.stopTimeoutMs)]);
-      if (leave) await this.#parts.member?.leave(this.#o.stopTimeoutMs);
-      await this.#close();
-    } catch (error) {
-      // A stop that failed (a disk that fails as the store closes) leaves the member failed, not
-      // stopping for good; stop() rejects with why.
-      this.#status = 'failed';
-      throw error;
-    }
-    this.#status = 'stopped';
+    return this.#life.stop(leave === true);
   }
 
   async #close(): Promise<void> {
@@ -302,13 +273,13 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     // applies, with the jobs registered in the same entry: checked here by the same rules.
     if (!isJobSpec(parsed) || !isJobPolicy(policyOf(options))) throw new InvalidArgumentError('options', options, 'a spec and options the log can carry (whole numbers within 2^53)');
     this.#jobs.set(name, { spec: parsed, handler, options });
-    if (this.#status === 'running') this.#scheduler?.schedule(name, parsed, handler, options);
+    if (this.#life.status === 'running') this.#scheduler?.schedule(name, parsed, handler, options);
     return { name, unschedule: () => this.unschedule(name) };
   }
 
   /** A member stopping, stopped or failed never starts again: what would only run once it did is refused. */
   #refuseWhenEnded(): void {
-    if (this.#status === 'stopping' || this.#status === 'stopped' || this.#status === 'failed') throw new NotRunningError(this.#status);
+    if (this.#life.status === 'stopping' || this.#life.status === 'stopped' || this.#life.status === 'failed') throw new NotRunningError(this.#life.status);
   }
 
   /**
@@ -324,7 +295,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     if (this.#consumers.has(topic)) throw new InvalidArgumentError('topic', topic, 'a topic not already consumed on this member');
     const settings = consumerSettings(optionsObject(options, CONSUME_OPTION_KEYS));
     this.#consumers.set(topic, { handler, settings });
-    if (this.#status === 'running' && this.#parts.member !== null) void registerConsumer(this.#parts.member.fanoutRuntime, topic, handler, settings, this.#timers, () => this.#status !== 'running');
+    if (this.#life.status === 'running' && this.#parts.member !== null) void registerConsumer(this.#parts.member.fanoutRuntime, topic, handler, settings, this.#timers, () => this.#life.status !== 'running');
   }
 
   /**
@@ -369,7 +340,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
 
   #fanout(): FanoutRuntime {
     this.#running();
-    if (this.#parts.member === null) throw new NotRunningError(this.#status);
+    if (this.#parts.member === null) throw new NotRunningError(this.#life.status);
     return this.#parts.member.fanoutRuntime;
   }
 
@@ -429,7 +400,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
 
   #scheduling(): SchedulerRuntime {
     this.#running();
-    if (this.#scheduler === null) throw new NotRunningError(this.#status);
+    if (this.#scheduler === null) throw new NotRunningError(this.#life.status);
     return this.#scheduler;
   }
 
@@ -517,7 +488,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     const clusterNowMs = this.#clusterNowMs();
     return {
       id: this.id,
-      status: this.#status,
+      status: this.#life.status,
       voters: this.#o.voters,
       ownAddrs: this.#parts.transport?.listenAddresses() ?? [this.#o.listen],
       addrOf: (id) => this.#o.peers.get(id)?.multiaddr ?? id,
@@ -545,7 +516,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   }
 
   #running(): RaftDriver {
-    if (this.#status !== 'running' || this.#driver === null) throw new NotRunningError(this.#status);
+    if (this.#life.status !== 'running' || this.#driver === null) throw new NotRunningError(this.#life.status);
     return this.#driver;
   }
 
@@ -562,7 +533,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   }
 
   #onFatal(error: unknown): void {
-    this.#status = 'failed';
+    this.#life.failed();
     const e = error instanceof Error ? error : new CronraftError('CRONRAFT_FATAL', String(error));
     if (this.listenerCount('error') > 0) this.emit('error', e);
   }
@@ -583,7 +554,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       };
       const check = (): void => {
         if (done()) finish(true);
-        else if (this.#status === 'stopped' || this.#status === 'failed') finish(false);
+        else if (this.#life.status === 'stopped' || this.#life.status === 'failed') finish(false);
       };
       const repoll = (): void => {
         poll = this.#timers.setTimeout(() => {

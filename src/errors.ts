@@ -68,8 +68,8 @@ export class NotRunningError extends CronraftError {
   /** What the member is ('new', 'starting', 'not started', 'stopping', 'stopped', 'failed'), or what is not available here. */
   readonly state: string;
 
-  constructor(state: string) {
-    super('CRONRAFT_NOT_RUNNING', `The cluster member is ${state}`);
+  constructor(state: string, options?: { cause?: unknown }) {
+    super('CRONRAFT_NOT_RUNNING', `The cluster member is ${state}`, options);
     this.state = state;
   }
 }
