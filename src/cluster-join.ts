@@ -1,4 +1,5 @@
 import type { ResolvedOptions } from './cluster-options.js';
+import { InvalidArgumentError } from './errors.js';
 import type { JoinServer } from './runtime/join-server.js';
 import { findCluster, startingIdentity, type StartingIdentity } from './runtime/join.js';
 import type { StorageIdentity } from './storage/log-storage.js';
@@ -8,6 +9,7 @@ import { JOIN_PROTOCOL_ID, JOIN_STREAM_TIMEOUT_MS, MAX_INBOUND_JOIN_STREAMS, req
 import { LanDiscovery } from './transport/lan-discovery.js';
 import type { Libp2pTransport } from './transport/libp2p-transport.js';
 import { resolveSeeds } from './transport/seed-resolver.js';
+import { voterAlias } from './transport/voter-aliases.js';
 import type { Member } from './runtime/member.js';
 import { RemovalProbe } from './runtime/removal-probe.js';
 import type { VersionSupport } from './version/versions.js';
@@ -47,7 +49,13 @@ export function joinOrForm(
   },
 ): Promise<StartingIdentity> {
   const { transport, joins, discovery } = parts;
-  return startingIdentity(stored, { clusterId, voters: o.voters, looks: o.peers.size > 0 || discovery !== null }, () => {
+  return startingIdentity(stored, { clusterId, voters: o.voters, looks: o.peers.size > 0 || discovery !== null }, async () => {
+    // The addresses of a founding list are the voters the cluster forms with: two of them that
+    // reach one member would make a voter that never answers.
+    if (o.selfInPeers) {
+      const alias = await voterAlias([o.self, ...o.peers.values()]);
+      if (alias !== null) throw new InvalidArgumentError('peers', [alias.first, alias.second], `addresses of distinct members (both reach ${alias.address}: the voters a cluster forms with are the addresses listed, and one member listed twice counts a voter that never answers)`);
+    }
     joins.looking(o.voters);
     return findCluster({
       self: o.self.id,

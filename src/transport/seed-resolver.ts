@@ -25,7 +25,7 @@ export interface LookupAddress {
 /** A DNS look-up of every address of a name; node:dns's by default, injected in tests. */
 export type Lookup = (name: string) => Promise<readonly LookupAddress[]>;
 
-const systemLookup: Lookup = async (name) => dnsLookup(name, { all: true, verbatim: true });
+export const systemLookup: Lookup = async (name) => dnsLookup(name, { all: true, verbatim: true });
 
 export interface ResolvedSeeds {
   /** The addresses to ask, in the seeds' order, without repeats, at most MAX_SEED_ADDRESSES. */
@@ -66,15 +66,24 @@ export async function resolveSeeds(
 
 type Expansion = { readonly addresses: readonly PeerAddress[] } | { readonly seed: PeerAddress; readonly reason: string };
 
-async function expand(seed: PeerAddress, lookup: Lookup, timeoutMs: number): Promise<Expansion> {
-  if (isIP(seed.host) !== 0 || seed.peerId !== null) return { addresses: [seed] };
+/** `lookup(name)`, rejected once `timeoutMs` passes without its answer. */
+export async function lookupWithin(lookup: Lookup, name: string, timeoutMs: number): Promise<readonly LookupAddress[]> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<never>((_, reject) => {
     // Node runs a longer delay after 1 ms (MAX_TIMER_DELAY_MS).
     timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), Math.min(timeoutMs, MAX_TIMER_DELAY_MS));
   });
   try {
-    const answers = await Promise.race([lookup(seed.host), timeout]);
+    return await Promise.race([lookup(name), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function expand(seed: PeerAddress, lookup: Lookup, timeoutMs: number): Promise<Expansion> {
+  if (isIP(seed.host) !== 0 || seed.peerId !== null) return { addresses: [seed] };
+  try {
+    const answers = await lookupWithin(lookup, seed.host, timeoutMs);
     const addresses: PeerAddress[] = [];
     for (const answer of answers) {
       if (addresses.length >= MAX_SEED_ADDRESSES) break;
@@ -84,13 +93,11 @@ async function expand(seed: PeerAddress, lookup: Lookup, timeoutMs: number): Pro
     return addresses.length > 0 ? { addresses } : { seed, reason: 'no usable address' };
   } catch (error) {
     return { seed, reason: error instanceof Error ? error.message : String(error) };
-  } finally {
-    clearTimeout(timer);
   }
 }
 
 /** An answer as a seed address, or null when it is not an IP address (a hostile resolver's). */
-function toPeerAddress(answer: LookupAddress, port: number): PeerAddress | null {
+export function toPeerAddress(answer: LookupAddress, port: number): PeerAddress | null {
   if (typeof answer?.address !== 'string') return null;
   const family = isIP(answer.address);
   if (family === 0) return null;

@@ -88,6 +88,17 @@ describe('options', () => {
     await expect(c.start()).rejects.toThrow(/starts once, and this one was stopped/);
   });
 
+  it('refuses at start a founding list that names one member twice (an address and a name of it)', async () => {
+    // Before, it formed a cluster of three voters over two processes: the one listed twice as
+    // localhost never answered, and the cluster lost its majority at the first failure.
+    const [p, q] = [await freePort(), await freePort()];
+    const c = new Cluster([`127.0.0.1:${p}`, `localhost:${p}`, `127.0.0.1:${q}`], { listen: `127.0.0.1:${p}`, storage: 'memory' });
+    started.push(c);
+    expect(c.state().members.map((m) => m.id).sort()).toEqual([`127.0.0.1:${p}`, `127.0.0.1:${q}`, `localhost:${p}`].sort());
+    await expect(c.start()).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'peers', message: expect.stringContaining(`both reach 127.0.0.1:${p}`) });
+    expect(c.state().status).toBe('failed');
+  });
+
   it('accepts multiaddrs with a peer id, host:port, and its own address in the peer list', () => {
     const c = new Cluster(['/ip4/127.0.0.1/tcp/7001', '127.0.0.1:7002', '/ip4/127.0.0.1/tcp/7003/p2p/12D3KooWNpEjHiwXBKhVJvQy5aGA5n6TgqSEAHMAbkjYZj9nVKPL'], { listen: '/ip4/127.0.0.1/tcp/7001' });
     expect(c.id).toBe('127.0.0.1:7001');
