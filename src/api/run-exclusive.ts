@@ -125,6 +125,13 @@ export const EXCLUSIVE_RELEASE_WAIT_MS = 1000;
 export const EXCLUSIVE_RELEASE_ATTEMPTS = 5;
 
 /**
+ * The longest a lock may be held (`atMostFor`, and so `atLeastFor`): a year. A lock is held for
+ * a task's run; up to 2^53 ms was taken, which held a name for many thousands of years and put
+ * its end past the integers a double holds exactly.
+ */
+export const MAX_LOCK_HOLD_MS = 365 * 86_400_000;
+
+/**
  * ShedLock's contract over the log: a `lock` command takes `name` until `atMostFor` from now
  * (cluster time) unless another member holds it; the task runs with the lock's token; an
  * `unlock` command then keeps it until `atLeastFor` after it was taken. Resolves with whether
@@ -141,7 +148,9 @@ export async function runExclusive(
   const given = optionsObject(options, ['atMostFor', 'atLeastFor']);
   const atMostFor = given.atMostFor;
   const atLeastFor = given.atLeastFor ?? 0;
-  if (atMostFor === undefined || !Number.isInteger(atMostFor) || atMostFor <= 0) throw new InvalidArgumentError('atMostFor', atMostFor, 'a positive integer of milliseconds');
+  if (atMostFor === undefined || !Number.isInteger(atMostFor) || atMostFor <= 0 || atMostFor > MAX_LOCK_HOLD_MS) {
+    throw new InvalidArgumentError('atMostFor', atMostFor, `a positive integer of milliseconds, at most ${MAX_LOCK_HOLD_MS} (a year)`);
+  }
   if (!Number.isInteger(atLeastFor) || atLeastFor < 0 || atLeastFor > atMostFor) {
     throw new InvalidArgumentError('atLeastFor', atLeastFor, `an integer of milliseconds from 0 to atMostFor (${atMostFor})`);
   }

@@ -435,5 +435,9 @@ describe('cluster.runExclusive', () => {
     const c = new Cluster([], { storage: 'memory' });
     await expect(c.runExclusive('x', { atMostFor: 0 }, () => undefined)).rejects.toMatchObject({ option: 'atMostFor' });
     await expect(c.runExclusive('x', { atMostFor: 100, atLeastFor: 200 }, () => undefined)).rejects.toMatchObject({ option: 'atLeastFor' });
+    // A name held for thousands of years, its end past the integers a double holds exactly.
+    await expect(c.runExclusive('x', { atMostFor: 2 ** 53 - 1 }, () => undefined)).rejects.toMatchObject({ option: 'atMostFor' });
+    await expect(c.runExclusive('x', { atMostFor: 1e15, atLeastFor: 1e15 }, () => undefined)).rejects.toMatchObject({ option: 'atMostFor' });
+    await expect(c.runExclusive('x', { atMostFor: 365 * 86_400_000 + 1 }, () => undefined)).rejects.toMatchObject({ option: 'atMostFor', message: expect.stringContaining('at most 31536000000 (a year)') });
   });
 });
