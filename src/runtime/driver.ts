@@ -1,4 +1,4 @@
-import { CronraftError, NotRunningError, RemovedError, VersionTooOldError } from '../errors.js';
+import { CronraftError, NotRunningError, RemovedError } from '../errors.js';
 import type { ConfChange } from '../raft/conf-change.js';
 import { isMember, membersOf } from '../raft/configuration.js';
 import { InvariantError } from '../raft/invariant.js';
@@ -7,11 +7,12 @@ import type { Ready, SoftState } from '../raft/ready.js';
 import { EntryType, type Configuration, type Entry, type HardState, type Message, type NodeId } from '../raft/types.js';
 import type { Clock, TimerHandle } from '../time/clock.js';
 import { StampClock } from '../time/stamp-clock.js';
-import { SnapshotAssembler, splitSnapshot } from './snapshot-chunks.js';
+import { splitSnapshot } from './snapshot-chunks.js';
 import type { WireMessage } from '../transport/envelope.js';
 import { ClockSync, type ClockOffset } from './clock-sync.js';
 import { Compactor, type SnapshotTiming } from './compaction.js';
 import { DurableWrites } from './durable-writes.js';
+import { InboundSnapshots } from './inbound-snapshots.js';
 import { leaseMs } from './lease.js';
 import { LeaseEchoes } from './lease-echoes.js';
 import { ownRemoval } from './own-removal.js';
@@ -75,9 +76,8 @@ export class RaftDriver {
   readonly #compactor: Compactor;
   /** Snapshots installed from a leader. */
   snapshotsInstalled = 0;
-  /** Snapshots from a leader that the state machine could not read: dropped (see acceptsSnapshot). */
-  invalidSnapshots = 0;
-  readonly #snapshotChunks = new SnapshotAssembler();
+  /** A leader's snapshots, joined from their chunks and vetted by the state machine. */
+  readonly #inbound: InboundSnapshots;
   /** Clock offsets and the cluster's time, from stamps on heartbeats (see clock-sync.ts). */
   readonly #clockSync: ClockSync;
   readonly #clusterClock: Clock;
@@ -111,6 +111,7 @@ export class RaftDriver {
     this.#wasMember = isMember(options.node.configuration, options.node.id);
     this.#contact = new PeerContact(options.node, options.tickMs, options.leaderSilenceMs, options.timers.now());
     this.#leaseEchoes = new LeaseEchoes(options.node, options.leaseMs ?? leaseMs(options.leaderSilenceMs));
+    this.#inbound = new InboundSnapshots(options.stateMachine, (error) => this.#fail(error));
     this.#requests = new PendingRequests(options.node, options.timers, options, () => this.#kick());
     this.#compactor = new Compactor({
       node: options.node,
@@ -238,7 +239,12 @@ export class RaftDriver {
 
   /** Chunks of snapshots dropped as no honest leader sends them (see SnapshotAssembler.invalid). */
   get invalidSnapshotChunks(): number {
-    return this.#snapshotChunks.invalid;
+    return this.#inbound.invalidChunks;
+  }
+
+  /** Snapshots from a leader that the state machine could not read: dropped (see acceptsSnapshot). */
+  get invalidSnapshots(): number {
+    return this.#inbound.invalid;
   }
 
   // ---- requests ----------------------------------------------------------------------------
@@ -252,8 +258,8 @@ export class RaftDriver {
    * forwarded (PendingRequests.propose).
    */
   propose(data: Uint8Array, signal?: AbortSignal, leaderTerm?: number): Promise<ProposalResult> {
-    if (this.#fatal !== null) return Promise.reject(this.#fatalError());
-    if (!this.#running) return Promise.reject(new NotRunningError(this.#stopped ? 'stopped' : 'not started'));
+    const refused = this.#refusal();
+    if (refused !== null) return Promise.reject(refused);
     return this.#requests.propose(data, signal, () => this.#contact.unreachableLeaderError(this.#o.timers.now()), leaderTerm);
   }
 
@@ -271,8 +277,8 @@ export class RaftDriver {
    * entry committed before the call, as confirmed by a quorum (Raft's ReadIndex).
    */
   readBarrier(): Promise<number> {
-    if (this.#fatal !== null) return Promise.reject(this.#fatalError());
-    if (!this.#running) return Promise.reject(new NotRunningError(this.#stopped ? 'stopped' : 'not started'));
+    const refused = this.#refusal();
+    if (refused !== null) return Promise.reject(refused);
     return this.#requests.read();
   }
 
@@ -284,8 +290,8 @@ export class RaftDriver {
    * OutcomeUnknownError as a proposal does. `pidSuffix` marks the entry (see LEAVE_PID_SUFFIX).
    */
   proposeConfChange(change: ConfChange, what: string, pidSuffix = ''): Promise<ProposalResult> {
-    if (this.#fatal !== null) return Promise.reject(this.#fatalError());
-    if (!this.#running) return Promise.reject(new NotRunningError(this.#stopped ? 'stopped' : 'not started'));
+    const refused = this.#refusal();
+    if (refused !== null) return Promise.reject(refused);
     const result = this.#requests.proposeConfChange(change, what, pidSuffix);
     this.#kick();
     return result;
@@ -335,24 +341,8 @@ export class RaftDriver {
     if (m.type === 'snapshot') {
       // A large snapshot comes in chunks: the protocol sees it once whole, and only if the
       // state machine can read it.
-      const whole = this.#snapshotChunks.add(m, mono);
+      const whole = this.#inbound.take(m, mono);
       if (whole === null) return;
-      let accepted: boolean;
-      try {
-        accepted = this.#o.stateMachine.acceptsSnapshot(whole.snapshot.data);
-      } catch (error) {
-        // A snapshot of a cluster version this member cannot read: it could never catch up,
-        // and must not skip what it cannot read. It stops, saying which version it needs.
-        if (error instanceof VersionTooOldError) {
-          this.#fail(error);
-          return;
-        }
-        accepted = false;
-      }
-      if (!accepted) {
-        this.invalidSnapshots++;
-        return;
-      }
       m = whole;
     }
     try {
@@ -401,7 +391,7 @@ export class RaftDriver {
    */
   #expire(): void {
     const now = this.#o.timers.now();
-    this.#snapshotChunks.expire(now);
+    this.#inbound.expire(now);
     this.#requests.expire(now);
   }
 
@@ -590,6 +580,12 @@ export class RaftDriver {
     if (this.#commitTimer !== null) this.#o.timers.clearTimeout(this.#commitTimer);
     this.#compactor.abandon();
     this.#o.onFatal?.(error);
+  }
+
+  /** Why a request is refused at once: the member failed, or does not run. Null while it runs. */
+  #refusal(): CronraftError | null {
+    if (this.#fatal !== null) return this.#fatalError();
+    return this.#running ? null : new NotRunningError(this.#stopped ? 'stopped' : 'not started');
   }
 
   #fatalError(): CronraftError {
