@@ -2,7 +2,7 @@ import type { NodeId } from '../src/raft/types.js';
 import { MAX_INTERRUPTED_ATTEMPTS } from '../src/scheduler/planner.js';
 import { instantsBetween, type JobSpec } from '../src/scheduler/spec.js';
 import { claimKey, type ApplyResult } from '../src/scheduler/records.js';
-import { MISSED, type AssignMode, type JobPolicy, type SchedulerCommand } from '../src/scheduler/command.js';
+import { MISSED, sameForm, type AssignMode, type JobPolicy, type SchedulerCommand } from '../src/scheduler/command.js';
 import { AT_CATCH_UP_VERSION, FIRST_CLUSTER_VERSION, RETRY_COUNT_VERSION } from '../src/version/versions.js';
 import { SIM_EPOCH_MS } from './scheduler.js';
 import type { Report } from './violations.js';
@@ -122,11 +122,15 @@ export class SchedulerChecker {
   #observe(t: number, index: number, command: SchedulerCommand, result: ApplyResult & { readonly ok: true }, version: number): void {
     switch (command.type) {
       case 'register': {
-        if (this.jobs.has(command.job)) return;
+        const known = this.jobs.get(command.job);
+        if (known !== undefined && sameForm(known, command)) return;
         // From AT_CATCH_UP_VERSION an `{ at }` instant that passed before the job's first
         // registration is still due: claimed, or counted missed by the catch-up policy.
         const { spec, atMs } = command;
-        const countFromMs = spec.kind === 'at' && version >= AT_CATCH_UP_VERSION && spec.atMs <= atMs ? spec.atMs - 1 : atMs;
+        const initialMs = spec.kind === 'at' && version >= AT_CATCH_UP_VERSION && spec.atMs <= atMs ? spec.atMs - 1 : atMs;
+        // A registration of another form applied took the job over (job-takeover.ts): its
+        // instants count from the mark, which never goes back.
+        const countFromMs = known === undefined ? initialMs : Math.max(known.highWaterMs, initialMs);
         this.jobs.set(command.job, { spec, mode: command.mode, policy: command.policy, anchorMs: atMs, countFromMs, claims: 0, missed: 0, highWaterMs: countFromMs });
         return;
       }

@@ -65,9 +65,13 @@ export interface ClusterEvents {
    * no member has a handler for anymore, with no claim unsettled or in progress, from cluster
    * version 3); or, past those bytes, this member's handler for a job already registered was
    * refused (the job runs on the members that have one, if any). Unschedule jobs, then schedule
-   * it again. Told again when this member replays the entry after a restart.
+   * it again. Or (`spec-conflict`) the job is registered in another form (spec, mode or options)
+   * that another member still has a handler for (a rolling deploy): this member is not assigned
+   * it, and its own form takes the job over once no other member has the old one (from cluster
+   * version 3, but for a change of mode, which never is). Told again when this member replays the
+   * entry after a restart.
    */
-  'job-refused': [{ readonly job: string; readonly reason: 'too-many-jobs'; readonly index: number }];
+  'job-refused': [{ readonly job: string; readonly reason: 'too-many-jobs' | 'spec-conflict'; readonly index: number }];
   /**
    * A consumer this member registered (`consume`) was refused, as this member applied it: the
    * cluster holds as many topics as it may (1,000), or as many bytes of topics and their
@@ -104,5 +108,5 @@ export function missedEventOf(index: number, command: SchedulerCommand, result: 
 export function jobRefusedEventOf(self: NodeId, index: number, command: SchedulerCommand, result: unknown): ClusterEvents['job-refused'][0] | null {
   if (command.type !== 'register' || command.member !== self) return null;
   const r = result as ApplyResult | undefined;
-  return r?.ok === false && r.reason === 'too-many-jobs' ? { job: command.job, reason: 'too-many-jobs', index } : null;
+  return r?.ok === false && (r.reason === 'too-many-jobs' || r.reason === 'spec-conflict') ? { job: command.job, reason: r.reason, index } : null;
 }

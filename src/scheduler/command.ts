@@ -286,6 +286,14 @@ export interface JobPolicy {
 /** The default overlap policy: a slot whose job is still running elsewhere is skipped. */
 export const DEFAULT_OVERLAP: OverlapPolicy = 'skip';
 
+/**
+ * A registration's policy as its job's record keeps it, its overlap filled in: the command's own
+ * object when complete, so that the live state and the mirror share it (never changed).
+ */
+export function withOverlap(policy: JobPolicy): JobPolicy & { readonly overlap: OverlapPolicy } {
+  return policy.overlap !== undefined ? (policy as JobPolicy & { readonly overlap: OverlapPolicy }) : { ...policy, overlap: DEFAULT_OVERLAP };
+}
+
 /** What a registration says of its job besides its name and member (a job's record holds it too). */
 export interface RegistrationForm {
   readonly spec: JobSpec;

@@ -1,13 +1,14 @@
-import { MAX_MEMBERS } from '../raft/configuration.js';
 import type { NodeId } from '../raft/types.js';
 import { ChangeLog } from './change-log.js';
 import { specKey } from './spec.js';
 import { cancellable, claimTime, expirable, initialHighWaterMs, moveStillDue } from './apply-rules.js';
-import { AT_CATCH_UP_VERSION, CLAIM_BYTES_VERSION, FIRST_CLUSTER_VERSION, JOB_ROOM_VERSION, RETRY_COUNT_VERSION, SNAPSHOT_SHARES_VERSION } from '../version/versions.js';
+import { AT_CATCH_UP_VERSION, CLAIM_BYTES_VERSION, FIRST_CLUSTER_VERSION, JOB_ROOM_VERSION, JOB_TAKEOVER_VERSION, RETRY_COUNT_VERSION, SNAPSHOT_SHARES_VERSION } from '../version/versions.js';
 import { SNAPSHOT_SHARES } from '../snapshot-shares.js';
-import { DEFAULT_OVERLAP, MISSED, MISSED_REASONS, policyKey, runError, sameForm, type JobPolicy, type OverlapPolicy, type SchedulerCommand } from './command.js';
+import { MISSED, MISSED_REASONS, policyKey, runError, sameForm, withOverlap, type SchedulerCommand } from './command.js';
 import { HandlerSets, NO_HANDLERS } from './handler-sets.js';
 import { conflictBytes, handlerListBytes, jobBytes } from './job-footprint.js';
+import { takenOver } from './job-takeover.js';
+import { countAssigned } from './assigned-counts.js';
 import { KeptClaims } from './kept-claims.js';
 import { KeptLocks } from './kept-locks.js';
 import { claimKey, NO_CONFLICTS, type ApplyResult, type ClaimRecord, type JobRecord, type LockRecord, type SchedulerStateParts } from './records.js';
@@ -35,8 +36,6 @@ export const SCHEDULER_DEFAULTS = {
   maxLockBytes: SNAPSHOT_SHARES.locks,
 } as const;
 
-/** Members whose counts of assignments the state keeps, from SNAPSHOT_SHARES_VERSION (see #countAssigned): as many as a configuration holds. */
-export const MAX_ASSIGNED_MEMBERS = MAX_MEMBERS;
 
 /** The bounds a SchedulerState keeps to (SCHEDULER_DEFAULTS): by number, and by what the records take in a snapshot. */
 export interface SchedulerLimits {
@@ -78,7 +77,7 @@ export class SchedulerState {
    * Derived from the jobs, and counted again by a restore.
    */
   #orphans = 0;
-  /** Jobs forgotten to make room (#makeRoom) so far: a reader of the list of jobs builds it anew when it moved. */
+  /** Jobs forgotten to make room (#makeRoom), or taken over (#takeOver), so far: a reader of the list of jobs builds it anew when it moved. */
   #forgotten = 0;
   /** Restores so far (restoreFrom): a reader holding records of before one holds none of now's. */
   #restores = 0;
@@ -178,7 +177,7 @@ export class SchedulerState {
     return this.#tracksChanges ? this.#changeLog.since(count) : null;
   }
 
-  /** Jobs forgotten so far to make room for new ones (see #makeRoom); not part of the contents. */
+  /** Jobs forgotten so far to make room for new ones (see #makeRoom), or whose record a take-over replaced (#takeOver); not part of the contents. */
   get jobsForgotten(): number {
     return this.#forgotten;
   }
@@ -271,7 +270,7 @@ export class SchedulerState {
         const movedAtMs = claimTime(command.atMs, claim.slotMs, version);
         if (movedAtMs !== undefined && movedAtMs > (claim.claimedAtMs ?? claim.slotMs)) claim.claimedAtMs = movedAtMs;
         // Outcomes of the previous attempt stay visible; the new attempt's replace them per member.
-        this.#countAssigned(claim.assignees, version);
+        countAssigned(this.assigned, claim.assignees, version);
         // Runs started under the old token no longer hold the slot.
         this.#kept.index(claim);
         return { ok: true, claim };
@@ -391,8 +390,7 @@ export class SchedulerState {
         name: command.job,
         spec: command.spec,
         mode: command.mode,
-        // The command's own, when complete: the live state and the mirror share it (never changed).
-        policy: hasOverlap(command.policy) ? command.policy : { ...command.policy, overlap: DEFAULT_OVERLAP },
+        policy: withOverlap(command.policy),
         anchorMs: command.atMs,
         handlers: this.#handlerSets.with(NO_HANDLERS, command.member),
         conflicts: NO_CONFLICTS,
@@ -417,7 +415,11 @@ export class SchedulerState {
     // for every member's registration of every job cost more than the rest of applying it.
     const theirs = sameForm(existing, command) ? null : `${specKey(command.spec)} (${command.mode}, ${policyKey(command.policy)})`;
     if (theirs !== null && theirs !== `${specKey(existing.spec)} (${existing.mode}, ${policyKey(existing.policy)})`) {
-      this.#setHandlers(existing, this.#handlerSets.of([...existing.handlers].filter((id) => id !== command.member)));
+      const others = [...existing.handlers].filter((id) => id !== command.member);
+      // No other member has a handler for the job (its last one changed its own): it takes it
+      // over, but for its mode, which its kept claims are indexed by (KeptClaims.open).
+      if (version >= JOB_TAKEOVER_VERSION && others.length === 0 && command.mode === existing.mode) return this.#takeOver(existing, command, theirs, version);
+      this.#setHandlers(existing, this.#handlerSets.of(others));
       // The conflict is shown in state() while there is room for it (a member's earlier one keeps
       // its place, replaced); the refusal stands either way.
       const previous = existing.conflicts.get(command.member);
@@ -438,6 +440,23 @@ export class SchedulerState {
     while (bounded && this.#jobBytes + grows > this.#maxJobBytes && this.#makeRoom(existing.name));
     if (bounded && this.#jobBytes + grows > this.#maxJobBytes) return { ok: false, reason: 'too-many-jobs' };
     this.#setHandlers(existing, handlers);
+    return { ok: true };
+  }
+
+  /** A registration of another form takes over a job no member has a handler for (job-takeover.ts). */
+  #takeOver(existing: JobRecord, command: Extract<SchedulerCommand, { type: 'register' }>, form: string, version: number): ApplyResult {
+    const job = takenOver(existing, command, form, version, (members) => this.#handlerSets.of(members));
+    const grows = jobBytes(job) - jobBytes(existing);
+    while (this.#jobBytes + grows > this.#maxJobBytes && this.#makeRoom(existing.name));
+    if (this.#jobBytes + grows > this.#maxJobBytes) return { ok: false, reason: 'too-many-jobs' };
+    // Another record, at the end of `jobs` as a new job: a reader of the list builds it anew.
+    this.jobs.delete(job.name);
+    this.jobs.set(job.name, job);
+    this.#forgotten++;
+    if (this.#tracksChanges) this.#changeLog.record(job.name, this.#changes);
+    this.#jobBytes += grows;
+    // It has the registering member's handler now.
+    if (existing.handlers.size === 0) this.#orphans--;
     return { ok: true };
   }
 
@@ -531,28 +550,8 @@ export class SchedulerState {
       ...(claimedAtMs === undefined ? {} : { claimedAtMs }),
     };
     this.#kept.add(claim);
-    this.#countAssigned(claim.assignees, version);
+    countAssigned(this.assigned, claim.assignees, version);
     return claim;
-  }
-
-  /**
-   * Counts an assignment to each of `assignees` (the planner balances by the counts). From
-   * SNAPSHOT_SHARES_VERSION the counts are kept for the members assigned to last, at most
-   * MAX_ASSIGNED_MEMBERS, the one assigned to longest ago forgotten first (it counts as none
-   * again): before, every member ever assigned a claim was kept for good, removed ones too, in a
-   * part of the snapshot no share bounds.
-   */
-  #countAssigned(assignees: readonly NodeId[], version: number): void {
-    for (const id of assignees) {
-      const count = (this.assigned.get(id) ?? 0) + 1;
-      if (version < SNAPSHOT_SHARES_VERSION) {
-        this.assigned.set(id, count);
-        continue;
-      }
-      this.assigned.delete(id);
-      this.assigned.set(id, count);
-      if (this.assigned.size > MAX_ASSIGNED_MEMBERS) this.assigned.delete(this.assigned.keys().next().value as NodeId);
-    }
   }
 
   /**
@@ -586,7 +585,4 @@ export class SchedulerState {
   }
 }
 
-function hasOverlap(policy: JobPolicy): policy is JobPolicy & { readonly overlap: OverlapPolicy } {
-  return policy.overlap !== undefined;
-}
 

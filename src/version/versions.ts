@@ -148,6 +148,16 @@ export const CLAIM_BYTES_VERSION = FANOUT_VERSION;
 export const SNAPSHOT_SHARES_VERSION = FANOUT_VERSION;
 
 /**
+ * The cluster version from which a registration of a job that no other member has a handler
+ * for, of another spec or policy, takes the job over with its own (job-takeover.ts): a member of an
+ * earlier release refuses it as a conflict, and the job, its old registration dropped by every
+ * member as they were deployed anew, ran no more. Every member must decide alike, so the members
+ * take it over only once the cluster runs this version. Released with fan-out's, in the same
+ * version (not released yet when this joined it).
+ */
+export const JOB_TAKEOVER_VERSION = FANOUT_VERSION;
+
+/**
  * The cluster version from which a member's LevelDB store seals its values with their CRC-32
  * (storage format 3, which a release before it refuses): before it, a downgrade to the release
  * before must find the data directory as that release wrote it.

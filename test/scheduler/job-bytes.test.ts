@@ -9,7 +9,8 @@ import { describe, expect, it } from 'vitest';
 import { jobBytes, lockBytes } from '../../src/scheduler/job-footprint.js';
 import type { SchedulerCommand } from '../../src/scheduler/command.js';
 import { encodeSchedulerSnapshot, restoreSchedulerSnapshot } from '../../src/scheduler/state-snapshot.js';
-import { MAX_ASSIGNED_MEMBERS, SchedulerState } from '../../src/scheduler/state.js';
+import { MAX_ASSIGNED_MEMBERS } from '../../src/scheduler/assigned-counts.js';
+import { SchedulerState } from '../../src/scheduler/state.js';
 import { FIRST_CLUSTER_VERSION, SNAPSHOT_SHARES_VERSION } from '../../src/version/versions.js';
 import { intents, resolve, ROOMY, T0 } from '../fixtures/scheduler-intents.js';
 

@@ -172,6 +172,9 @@ describe('a new job at the cap of jobs', () => {
     expect(jobRefusedEventOf('a', 7, command, refused)).toEqual({ job: 'j9', reason: 'too-many-jobs', index: 7 });
     expect(jobRefusedEventOf('b', 7, command, refused)).toBeNull();
     expect(jobRefusedEventOf('a', 7, command, { ok: true })).toBeNull();
-    expect(jobRefusedEventOf('a', 7, command, { ok: false, reason: 'spec-conflict' })).toBeNull();
+    // A registration refused for another form that another member still handles is told too:
+    // before, it was silent, and a job whose spec changed in a deploy could stop unseen.
+    expect(jobRefusedEventOf('a', 7, command, { ok: false, reason: 'spec-conflict' })).toEqual({ job: 'j9', reason: 'spec-conflict', index: 7 });
+    expect(jobRefusedEventOf('a', 7, command, { ok: false, reason: 'unknown-job' })).toBeNull();
   });
 });

@@ -126,8 +126,11 @@ describe('cluster.schedule', () => {
       runs.filter((r) => r.attempt === 1).map((first) => ({ first, later: runs.filter((r) => r.slotMs === first.slotMs && r.attempt > 1) })).filter((s) => s.later.length > 0);
     await expect.poll(() => retried().length, { timeout: 20_000, interval: 20 }).toBeGreaterThanOrEqual(3);
     for (const { first, later } of retried()) {
-      // One retry was asked for, and it succeeds: no attempt after it.
-      expect(later.map((r) => r.attempt)).toEqual([2]);
+      // One retry was asked for, and it succeeds: no run after it. Its attempt is 2, or more if
+      // the retry was moved before it started (its member stalled, on a loaded machine: CI saw
+      // attempt 3), which moves count but not against `retries`.
+      expect(later).toHaveLength(1);
+      expect(later[0]!.attempt).toBeGreaterThanOrEqual(2);
       const second = later[0]!;
       expect(second.token).toBeGreaterThan(first.token);
       expect(second.member).not.toBe(first.member);
@@ -316,6 +319,35 @@ describe('restarts', () => {
       expect(new Set(runs).size).toBe(runs.length);
     } finally {
       // Stopped before its directory goes: stopping writes the store's durable mark there.
+      await Promise.all(started.map((c) => c.stop()));
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('a job scheduled anew with another spec', () => {
+  it('runs the new spec when its member restarts with it, and when it schedules it again in one life', async () => {
+    // Before, the job kept its first spec, with no handler left: it ran no more, told nowhere.
+    const dataDir = await mkdtemp(join(tmpdir(), 'cronraft-respec-'));
+    const port = await freePort();
+    try {
+      const first = new Cluster([], { listen: `127.0.0.1:${port}`, dataDir });
+      first.schedule('report', { every: '1h' }, () => undefined);
+      await first.start();
+      await expect.poll(() => first.state().version.active >= OPERATIONS_VERSION && first.state().jobs.some((j) => j.handlers.length === 1), { timeout: 10_000 }).toBe(true);
+      await first.stop();
+      const runs: string[] = [];
+      const second = new Cluster([], { listen: `127.0.0.1:${port}`, dataDir });
+      started.push(second);
+      second.schedule('report', { every: 200 }, () => void runs.push('report'));
+      await second.start();
+      await expect.poll(() => runs.length, { timeout: 10_000, interval: 20 }).toBeGreaterThanOrEqual(2);
+      expect(second.state().jobs.find((j) => j.name === 'report')).toMatchObject({ spec: 'every 200', handlers: [second.id], conflicts: {} });
+      second.unschedule('report');
+      second.schedule('report', { every: 100 }, () => void runs.push('again'));
+      await expect.poll(() => runs.filter((r) => r === 'again').length, { timeout: 10_000, interval: 20 }).toBeGreaterThanOrEqual(2);
+      expect(second.state().jobs.find((j) => j.name === 'report')).toMatchObject({ spec: 'every 100', handlers: [second.id] });
+    } finally {
       await Promise.all(started.map((c) => c.stop()));
       await rm(dataDir, { recursive: true, force: true });
     }

@@ -70,6 +70,25 @@ export class Registrations {
   add(name: string, spec: JobSpec, handler: JobHandler, options: JobOptions): void {
     this.#jobs.set(name, { form: this.#formOf(spec, options), handler, options });
     this.#toRegister.add(name);
+    this.#flushSoon();
+  }
+
+  /**
+   * The job lost its last handler (an unregistration applied). A member with a handler for it
+   * of another form, refused as a conflict while members had the old one (a rolling deploy that
+   * changes its spec), registers it again: from JOB_TAKEOVER_VERSION that registration takes the
+   * job over (job-takeover.ts). Before, it stayed refused, and the job ran no more.
+   */
+  orphaned(name: string): void {
+    const local = this.#jobs.get(name);
+    const job = this.#ctx.state.jobs.get(name);
+    // A mode of its own is never taken over (job-takeover.ts): registered again, it would be refused again.
+    if (local === undefined || job === undefined || job.handlers.size !== 0 || sameForm(job, local.form) || job.mode !== local.form.mode) return;
+    this.#toRegister.add(name);
+    this.#flushSoon();
+  }
+
+  #flushSoon(): void {
     if (this.#flushQueued) return;
     // An app schedules its jobs one call after another as it starts: gathered to the end of the
     // turn, they go in batches (one entry for many, see registerSome) rather than one by one.

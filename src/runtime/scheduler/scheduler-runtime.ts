@@ -120,6 +120,8 @@ export class SchedulerRuntime {
     // A job just registered may have a slot due soon; a member that just unregistered one (it
     // stops gracefully) holds claims that should move before their instants.
     if ((command.type === 'register' || command.type === 'unregister') && result.ok) this.#planSoon();
+    // Its last handler gone, a registration of another form that this member holds takes it over.
+    if (command.type === 'unregister' && result.ok) this.#registrations.orphaned(command.job);
     this.#assignee.applied(command, result);
     return result;
   }

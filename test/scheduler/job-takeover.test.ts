@@ -1,0 +1,138 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { parseSpec } from '../../src/scheduler/spec.js';
+import type { SchedulerCommand } from '../../src/scheduler/command.js';
+import { SchedulerState } from '../../src/scheduler/state.js';
+import { JOB_TAKEOVER_VERSION, MEMBERSHIP_VERSION } from '../../src/version/versions.js';
+import { Cluster, stopClusters, T0, track } from '../fixtures/scheduler-cluster.js';
+
+afterEach(stopClusters);
+
+const everySecond = parseSpec({ every: '1s' });
+const everyTwo = parseSpec({ every: '2s' });
+const everyFive = parseSpec({ every: '5s' });
+const policy = { retries: 0, retryDelayMs: 1000, catchUp: { policy: 'latest' } } as const;
+const register = (member: string, spec = everySecond, atMs = T0): SchedulerCommand => ({ type: 'register', job: 'report', spec, mode: 'one', policy, member, atMs });
+const unregister = (member: string): SchedulerCommand => ({ type: 'unregister', job: 'report', member });
+const claim = (slotMs: number): SchedulerCommand => ({ type: 'claim', job: 'report', slotMs, assignees: ['a'] });
+
+/** A state that applies every command under `version`, numbering the entries. */
+function stateAt(version: number): { readonly s: SchedulerState; apply: (c: SchedulerCommand) => ReturnType<SchedulerState['apply']> } {
+  const s = new SchedulerState();
+  let index = 0;
+  return { s, apply: (c) => s.apply(++index, c, version) };
+}
+
+describe('a registration of another form for a job no other member handles', () => {
+  it('takes the job over, from JOB_TAKEOVER_VERSION: its form and anchor, the mark never going back, the counts and pause kept', () => {
+    const { s, apply } = stateAt(JOB_TAKEOVER_VERSION);
+    apply(register('a'));
+    expect(apply(claim(T0 + 3000))).toMatchObject({ ok: true });
+    apply({ type: 'pause', job: 'report', atMs: T0 + 3500 });
+    apply(unregister('a'));
+    expect(s.jobs.get('report')!.handlers.size).toBe(0);
+    expect(apply(register('b', everyTwo, T0 + 1000))).toEqual({ ok: true });
+    const job = s.jobs.get('report')!;
+    expect(job).toMatchObject({ spec: everyTwo, anchorMs: T0 + 1000, highWaterMs: T0 + 3000, paused: true });
+    expect([...job.handlers]).toEqual(['b']);
+    // The new spec's instant at T0 + 3000 was the old one's, claimed: never claimed twice.
+    expect(apply(claim(T0 + 3000))).toEqual({ ok: false, reason: 'duplicate-slot' });
+    expect(apply(claim(T0 + 5000))).toMatchObject({ ok: true });
+  });
+
+  it('takes along the members whose conflict is the same form, and leaves the others theirs', () => {
+    const { s, apply } = stateAt(JOB_TAKEOVER_VERSION);
+    apply(register('a'));
+    expect(apply(register('b', everyTwo))).toEqual({ ok: false, reason: 'spec-conflict' });
+    expect(apply(register('c', everyTwo))).toEqual({ ok: false, reason: 'spec-conflict' });
+    expect(apply(register('d', everyFive))).toEqual({ ok: false, reason: 'spec-conflict' });
+    apply(unregister('a'));
+    expect(apply(register('b', everyTwo, T0 + 2000))).toEqual({ ok: true });
+    const job = s.jobs.get('report')!;
+    expect(job.spec).toEqual(everyTwo);
+    expect([...job.handlers].sort()).toEqual(['b', 'c']);
+    expect([...job.conflicts.keys()]).toEqual(['d']);
+    // c's own registration again is the job's form now.
+    expect(apply(register('c', everyTwo, T0 + 2100))).toEqual({ ok: true });
+  });
+
+  it("is taken over by its last handler's registration of another form (a member that scheduled it anew)", () => {
+    const { s, apply } = stateAt(JOB_TAKEOVER_VERSION);
+    apply(register('a'));
+    expect(apply(register('a', everyTwo, T0 + 500))).toEqual({ ok: true });
+    expect(s.jobs.get('report')).toMatchObject({ spec: everyTwo, anchorMs: T0 + 500 });
+    expect([...s.jobs.get('report')!.handlers]).toEqual(['a']);
+  });
+
+  it('is refused as a conflict for a mode of its own, which the kept claims are indexed by', () => {
+    const { s, apply } = stateAt(JOB_TAKEOVER_VERSION);
+    apply(register('a'));
+    apply(claim(T0 + 1000));
+    apply(unregister('a'));
+    expect(apply({ ...register('b', everyTwo), mode: 'all' } as SchedulerCommand)).toEqual({ ok: false, reason: 'spec-conflict' });
+    expect(s.jobs.get('report')).toMatchObject({ spec: everySecond, mode: 'one' });
+    expect(apply(register('b', everyTwo))).toEqual({ ok: true });
+  });
+
+  it('is refused as a conflict while another member handles the old form, and before JOB_TAKEOVER_VERSION (a member of the release before applies it so)', () => {
+    const now = stateAt(JOB_TAKEOVER_VERSION);
+    now.apply(register('a'));
+    now.apply(register('b'));
+    expect(now.apply(register('a', everyTwo))).toEqual({ ok: false, reason: 'spec-conflict' });
+    expect(now.s.jobs.get('report')!.spec).toEqual(everySecond);
+    const before = stateAt(MEMBERSHIP_VERSION);
+    before.apply(register('a'));
+    before.apply(unregister('a'));
+    expect(before.apply(register('b', everyTwo))).toEqual({ ok: false, reason: 'spec-conflict' });
+    expect(before.s.jobs.get('report')).toMatchObject({ spec: everySecond, handlers: new Set() });
+  });
+});
+
+describe('a rolling deploy that changes a job’s spec', () => {
+  it('runs the new spec once every member has it, each slot claimed once', async () => {
+    const c = track(new Cluster(['a', 'b', 'c'], 5));
+    c.schedule(['a', 'b', 'c'], 'report', { every: '1s' }, 10);
+    await c.time.advanceTo(T0 + 5_500);
+    // Member by member, the job is unscheduled and scheduled again with its new spec (a member
+    // restarted with the new code): each is refused as a conflict while another has the old.
+    for (const [i, id] of ['b', 'c', 'a'].entries()) {
+      c.members.get(id)!.unschedule('report');
+      c.schedule([id], 'report', { every: '2s' }, 10);
+      await c.time.advanceTo(T0 + 6_500 + i * 2_000);
+      if (id !== 'a') expect(c.state().jobs.get('report')!.spec).toEqual(everySecond);
+    }
+    await c.time.advanceTo(T0 + 20_000);
+    const job = c.state().jobs.get('report')!;
+    expect(job.spec).toEqual(everyTwo);
+    expect([...job.handlers].sort()).toEqual(['a', 'b', 'c']);
+    expect(job.conflicts.size).toBe(0);
+    // After the switch, every slot is an instant of the new spec, each claimed once and run.
+    const after = c.claims('report').filter((claim) => claim.slotMs > job.anchorMs + 1000);
+    expect(after.length).toBeGreaterThanOrEqual(4);
+    for (const claim of after) expect((claim.slotMs - job.anchorMs) % 2000).toBe(0);
+    const slots = c.claims('report').map((claim) => claim.slotMs);
+    expect(new Set(slots).size).toBe(slots.length);
+    const ran = new Set(c.runs.map((r) => r.slotMs));
+    for (const claim of after.filter((cl) => cl.slotMs < T0 + 19_000)) expect(ran.has(claim.slotMs)).toBe(true);
+  });
+
+  it('runs the new spec once the last member with the old one leaves for good, the others registering again', async () => {
+    const c = track(new Cluster(['a', 'b', 'c'], 5));
+    c.schedule(['a', 'b', 'c'], 'report', { every: '1s' }, 10);
+    await c.time.advanceTo(T0 + 5_500);
+    for (const id of ['b', 'c']) {
+      c.members.get(id)!.unschedule('report');
+      c.schedule([id], 'report', { every: '2s' }, 10);
+    }
+    await c.time.advanceTo(T0 + 7_500);
+    expect(c.state().jobs.get('report')).toMatchObject({ spec: everySecond, handlers: new Set(['a']) });
+    // The last member with the old spec is scaled away: it unregisters, and registers nothing.
+    c.members.get('a')!.unschedule('report');
+    await c.time.advanceTo(T0 + 15_000);
+    const job = c.state().jobs.get('report')!;
+    expect(job.spec).toEqual(everyTwo);
+    expect([...job.handlers].sort()).toEqual(['b', 'c']);
+    const after = c.claims('report').filter((claim) => claim.slotMs > job.anchorMs);
+    expect(after.length).toBeGreaterThanOrEqual(3);
+    for (const claim of after) expect(claim.assignees.every((m) => m === 'b' || m === 'c')).toBe(true);
+  });
+});
