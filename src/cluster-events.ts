@@ -1,3 +1,4 @@
+import type { EventEmitter } from 'node:events';
 import type { Role } from './raft/ready.js';
 import type { SchedulerCommand } from './scheduler/command.js';
 import type { ApplyResult } from './scheduler/records.js';
@@ -95,6 +96,21 @@ export function cancelledEventOf(index: number, command: SchedulerCommand, resul
   const reached = (result as { readonly ok?: boolean; readonly cancelled?: ReadonlyArray<{ readonly slotMs: number }> } | undefined)?.cancelled ?? [];
   if (reached.length === 0) return null;
   return { job: command.job, slots: reached.map((claim) => new Date(claim.slotMs)), by: command.member, index };
+}
+
+/**
+ * Emits `event` on `cluster` to the app's listeners, whose errors are the app's: a listener that
+ * throws must not stop the member applying the log, nor keep the other events of the same
+ * change (a run's `failed` after its `run`) from being told. Before, the events told straight
+ * (`role`, `leader`, `run`, fan-out's and the watch's) let such an error out into the member's
+ * loop, which failed the member.
+ */
+export function tellApp<K extends keyof ClusterEvents>(cluster: EventEmitter<ClusterEvents>, event: K, ...payload: ClusterEvents[K]): void {
+  try {
+    (cluster.emit as (name: string, ...values: unknown[]) => boolean)(event, ...payload);
+  } catch {
+    // The app's.
+  }
 }
 
 /** The `missed` event a scheduler command applied here makes, if any: an `expire` or a `forfeit` that applied. */

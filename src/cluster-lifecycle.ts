@@ -30,6 +30,8 @@ export class Lifecycle {
   /** The stop under way, which a second stop() call waits for. */
   #stopping: Promise<void> | null = null;
   readonly #steps: LifecycleSteps;
+  /** The first fatal error, which a start under way rejects with. */
+  #fatal: unknown = null;
 
   constructor(steps: LifecycleSteps) {
     this.#steps = steps;
@@ -45,8 +47,9 @@ export class Lifecycle {
   }
 
   /** A fatal error stopped the member (its error is told as an 'error' event). */
-  failed(): void {
+  failed(error: unknown): void {
     this.#status = 'failed';
+    this.#fatal ??= error;
   }
 
   async start(): Promise<void> {
@@ -70,6 +73,12 @@ export class Lifecycle {
         return closeError;
       }
       return error;
+    }
+    // A fatal error during the start (a listener's, a disk's) failed the member: it does not run.
+    // Before, the start resolved and set the status to running, over the failure.
+    if (this.#status === 'failed') {
+      await this.#steps.close().catch(() => undefined);
+      return this.#fatal;
     }
     // Every part is open, but a stop came after the start's last step: it stops them gracefully.
     if (this.#status === 'stopping') return new NotRunningError('stopping');
@@ -98,7 +107,8 @@ export class Lifecycle {
         const started = this.#starting;
         this.#stopping = (async () => {
           await started;
-          await this.#stopGracefully(leave);
+          // A start that failed closed what it opened, and the member stays failed.
+          if (this.#status !== 'failed') await this.#stopGracefully(leave);
         })();
         return this.#stopping;
       }

@@ -4,7 +4,7 @@ import type { PrivateKey } from '@libp2p/interface';
 import type { ClusterState, MemberState } from './api/state.js';
 import { unansweredLockHooks, type UnansweredLocks } from './api/unanswered-locks.js';
 import { EntryRecords } from './bytes/entry-records.js';
-import { cancelledEventOf, jobRefusedEventOf, missedEventOf, type ClusterEvents } from './cluster-events.js';
+import { cancelledEventOf, jobRefusedEventOf, missedEventOf, tellApp, type ClusterEvents } from './cluster-events.js';
 import { registerConsumer, type ConsumeHandler } from './cluster-fanout.js';
 import { joinOrForm, probeRemoval, serveJoins, startDiscovery } from './cluster-join.js';
 import type { ResolvedOptions } from './cluster-options.js';
@@ -161,15 +161,8 @@ export async function startMember(ctx: StartContext, parts: MemberParts): Promis
     ctx.random,
   );
   const timing = timingOf(cluster, o.member.timing);
-  // Every event goes to the app's listeners, whose errors are the app's: they must not stop this
-  // member applying the log.
-  const tell = <K extends keyof ClusterEvents>(event: K, ...payload: ClusterEvents[K]): void => {
-    try {
-      (cluster.emit as (name: string, ...values: unknown[]) => boolean)(event, ...payload);
-    } catch {
-      // The app's.
-    }
-  };
+  const tell = <K extends keyof ClusterEvents>(event: K, ...payload: ClusterEvents[K]): void => tellApp(cluster, event, ...payload);
+
   // runExclusive's lock proposals that went unanswered: let go as they commit, or come in a snapshot.
   const lockHooks = unansweredLockHooks(o.self.id, ctx.unansweredLocks, () => parts.member ?? undefined, (run) => void ctx.timers.setTimeout(run, heartbeatIntervalMs(o.member.timing)));
   const member = new Member({
@@ -193,7 +186,7 @@ export async function startMember(ctx: StartContext, parts: MemberParts): Promis
       if (command.type === 'activate' && result === 'applied') tell('version-activated', { from: command.from, to: command.to, index });
     },
     onRun: (run) => {
-      cluster.emit('run', run);
+      tell('run', run);
       if ((run.outcome === 'failed' || run.outcome === 'aborted') && run.retriesLeft === 0) tell('failed', run);
     },
     onSchedulerApplied: (index, command, result) => {
@@ -209,9 +202,9 @@ export async function startMember(ctx: StartContext, parts: MemberParts): Promis
     // A lock whose proposal went unanswered may come in the leader's snapshot, not as a command applied.
     onSnapshotInstalled: lockHooks.installed,
     onFanoutEvent: (event) => {
-      if (event.type === 'item-failed') cluster.emit('item-failed', { topic: event.topic, id: event.id, attempt: event.attempt, error: event.error, dead: event.dead });
+      if (event.type === 'item-failed') tell('item-failed', { topic: event.topic, id: event.id, attempt: event.attempt, error: event.error, dead: event.dead });
       else if (event.type === 'consume-refused') tell('consume-refused', { topic: event.topic, reason: event.reason, index: event.index });
-      else cluster.emit('batch-settled', { batch: event.batch, summary: event.summary });
+      else tell('batch-settled', { batch: event.batch, summary: event.summary });
     },
     onProposalApplied: metrics && ((ms) => metrics.proposalApplied(ms)),
     onMembershipEvent: ({ type, id, index }) => tell(type, { id, index }),
@@ -239,8 +232,8 @@ export async function startMember(ctx: StartContext, parts: MemberParts): Promis
     ctx.timers,
     ctx.members,
     {
-      unreachable: (e) => cluster.emit('member-unreachable', e),
-      clockSkewed: (e) => cluster.emit('clock-skewed', e),
+      unreachable: (e) => tell('member-unreachable', e),
+      clockSkewed: (e) => tell('clock-skewed', e),
     },
     WATCH_INTERVAL_MS,
     o.member.timing.maxClockSkewMs,

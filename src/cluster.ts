@@ -6,7 +6,7 @@ import { JobViewsWarmer } from './api/job-views-warmer.js';
 import { ExclusiveTasks, exclusiveAbortMarginMs, runExclusive, type ExclusiveLock, type ExclusiveOptions } from './api/run-exclusive.js';
 import { UnansweredLocks } from './api/unanswered-locks.js';
 import { clusterStateOf, type ClusterState, type StateSources } from './api/state.js';
-import type { ClusterEvents } from './cluster-events.js';
+import { tellApp, type ClusterEvents } from './cluster-events.js';
 import { Lifecycle } from './cluster-lifecycle.js';
 import { clusterIdOf, resolveOptions, CLUSTER_DEFAULTS, type ClusterOptions, type ResolvedOptions } from './cluster-options.js';
 import { ClusterHttp } from './http/cluster-http.js';
@@ -180,7 +180,11 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     // A misspelt `leave` would stop without leaving, leaving a dead voter behind.
     const { leave } = optionsObject(options, ['leave']);
     if (leave !== undefined && typeof leave !== 'boolean') throw new InvalidArgumentError('leave', leave, 'a boolean');
-    return this.#life.stop(leave === true);
+    const stopping = this.#life.stop(leave === true);
+    // What waits for a leader or the cluster's time ends now: before, a waitForLeader() ran its
+    // whole timeout, and the process could exit with it pending (the member's timers are unref'd).
+    for (const wake of this.#roleWaiters) wake();
+    return stopping;
   }
 
   async #close(): Promise<void> {
@@ -248,6 +252,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     const timeoutMs = given === undefined ? this.#o.member.timing.electionTimeoutMs * 20 : nonNegativeInt(given, 'timeoutMs');
     const driver = this.#running();
     const ok = await this.#waitFor(() => driver.node.leader !== null, timeoutMs);
+    if (this.#life.status !== 'running') throw new NotRunningError(this.#life.status);
     if (!ok || driver.node.leader === null) throw new TimeoutError('Waiting for a leader', timeoutMs);
     return { leader: driver.node.leader, term: driver.node.term };
   }
@@ -524,17 +529,17 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     for (const wake of this.#roleWaiters) wake();
     if (s.role !== this.#lastRole) {
       this.#lastRole = s.role;
-      this.emit('role', { role: s.role, term: s.term });
+      tellApp(this, 'role', { role: s.role, term: s.term });
     }
     if (s.leader !== this.#lastLeader) {
       this.#lastLeader = s.leader;
-      this.emit('leader', { leader: s.leader, term: s.term });
+      tellApp(this, 'leader', { leader: s.leader, term: s.term });
     }
   }
 
   #onFatal(error: unknown): void {
-    this.#life.failed();
     const e = error instanceof Error ? error : new CronraftError('CRONRAFT_FATAL', String(error));
+    this.#life.failed(e);
     if (this.listenerCount('error') > 0) this.emit('error', e);
   }
 
@@ -554,7 +559,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
       };
       const check = (): void => {
         if (done()) finish(true);
-        else if (this.#life.status === 'stopped' || this.#life.status === 'failed') finish(false);
+        else if (this.#life.status === 'stopping' || this.#life.status === 'stopped' || this.#life.status === 'failed') finish(false);
       };
       const repoll = (): void => {
         poll = this.#timers.setTimeout(() => {
