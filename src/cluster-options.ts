@@ -5,6 +5,7 @@ import { InvalidArgumentError } from './errors.js';
 import { httpSettings, type HttpOptions, type HttpSettings } from './http/http-options.js';
 import { nonNegativeInt, onlyKnownKeys, positiveInt } from './option-checks.js';
 import { MEMBER_DEFAULTS, memberSettings, type MemberOptions, type MemberSettings } from './runtime/member-settings.js';
+import { MAX_MEMBERS } from './raft/configuration.js';
 import type { NodeId } from './raft/types.js';
 import type { Clock, Timers } from './time/clock.js';
 import type { Random } from './time/random.js';
@@ -197,6 +198,8 @@ export function resolveOptions(peersInput: readonly string[], options: ClusterOp
     if (peer.id !== self.id) peers.set(peer.id, peer);
     else selfInPeers = true;
   });
+  // A cluster formed from more would hold more voters than a configuration may (too-many-members).
+  if (peers.size + 1 > MAX_MEMBERS) throw new InvalidArgumentError('peers', `${peers.size} other members`, `at most ${MAX_MEMBERS - 1} other members (a configuration holds ${MAX_MEMBERS})`);
   if (peers.size > 0 && self.port === 0) {
     throw new InvalidArgumentError(options.advertise === undefined ? 'listen' : 'advertise', options.advertise ?? listenInput, 'a fixed port when the cluster has other members (they need to know it)');
   }

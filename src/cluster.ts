@@ -397,8 +397,8 @@ export class Cluster extends EventEmitter<ClusterEvents> {
    */
   async cancel(name: string, options: { readonly slot?: Date } = {}): Promise<CancelledRuns> {
     validateName(name);
-    if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('options', options, 'an object { slot?: Date }');
-    const slot = options.slot;
+    // A misspelt `slot` (`slots`) would cancel every run of the job, as HTTP's cancel refuses too.
+    const { slot } = optionsObject(options, ['slot']);
     if (slot !== undefined && !(slot instanceof Date && Number.isFinite(slot.getTime()))) throw new InvalidArgumentError('slot', slot, 'a valid Date');
     return this.#scheduling().operations.cancel(name, slot?.getTime());
   }

@@ -188,9 +188,22 @@ export class RemovedError extends CronraftError {
   }
 }
 
+/**
+ * The most characters of a refused value an error's message quotes: a job name, topic or payload
+ * of megabytes made a message of megabytes, in every log line that printed it.
+ */
+export const MAX_DESCRIBED_CHARS = 200;
+
 function describe(value: unknown): string {
+  const text = describeWhole(value);
+  return text.length <= MAX_DESCRIBED_CHARS ? text : `${text.slice(0, MAX_DESCRIBED_CHARS)}… (${text.length} characters)`;
+}
+
+function describeWhole(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);
   if (typeof value === 'number' || typeof value === 'boolean' || value === null || value === undefined) return String(value);
+  // JSON writes an invalid Date as null.
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? 'Invalid Date' : value.toISOString();
   try {
     return JSON.stringify(value) ?? typeof value;
   } catch {

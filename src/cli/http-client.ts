@@ -33,6 +33,8 @@ export function memberUrl(value: string): URL {
     throw new InvalidArgumentError('--url', value, 'a URL such as http://127.0.0.1:9464');
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new InvalidArgumentError('--url', value, 'an http:// or https:// URL');
+  // The member takes a bearer token, not a user and password; and an error would print them.
+  if (url.username !== '' || url.password !== '') throw new InvalidArgumentError('--url', `${url.protocol}//…@${url.host}`, 'a URL without a user or password (actions take --token)');
   return url;
 }
 

@@ -1,6 +1,8 @@
 import { Option, type Command } from 'commander';
 import { InvalidArgumentError } from '../errors.js';
+import { HTTP_TOKEN_FORM, isHttpToken } from '../http/http-options.js';
 import { isoInstantMs } from '../http/iso-instant.js';
+import { validateName } from '../job-options.js';
 import { MAX_HTTP_HISTORY_LIMIT } from '../http/routes.js';
 import { EXIT, type CliOutput } from './exit-codes.js';
 import { answeredError, ask, memberUrl, type Answer } from './http-client.js';
@@ -74,7 +76,7 @@ export function addOpsCommands(program: Command, io: CliOutput, exit: (code: num
     ['trigger', 'run one extra slot of a job now, claimed once across the cluster (needs --token)'],
   ] as const) {
     memberCommand(operation, help)
-      .argument('<job>', "the job's name")
+      .argument('<job>', "the job's name", jobName)
       .action(async (job: string, flags: MemberFlags) => {
         needToken(flags);
         const body = succeeded(await ask(memberUrl(flags.url), `/v1/jobs/${encodeURIComponent(job)}/${operation}`, { method: 'POST', token: flags.token })) as { job: string; paused?: boolean; slot?: string; fencingToken?: number };
@@ -83,7 +85,7 @@ export function addOpsCommands(program: Command, io: CliOutput, exit: (code: num
   }
 
   memberCommand('cancel', "cancel a job's runs in progress across the cluster, or only one slot's (needs --token); never retried")
-    .argument('<job>', "the job's name")
+    .argument('<job>', "the job's name", jobName)
     .option('--slot <iso>', 'only the run of this slot, an ISO 8601 instant as `history` shows it', isoInstant)
     .action(async (job: string, flags: MemberFlags & { slot?: string }) => {
       needToken(flags);
@@ -112,9 +114,19 @@ function succeeded(answer: Answer): unknown {
   return answer.body;
 }
 
-/** Actions need the member's token; an empty CRONRAFT_TOKEN is no token. */
+/**
+ * Actions need the member's token; an empty CRONRAFT_TOKEN is no token. One no member could hold
+ * is a usage error that never quotes it: with a newline in it, fetch's error printed it whole.
+ */
 function needToken(flags: MemberFlags): void {
   if (flags.token === undefined || flags.token === '') throw new InvalidArgumentError('--token', undefined, 'the http.token of the member (or CRONRAFT_TOKEN): actions need it');
+  if (!isHttpToken(flags.token)) throw new InvalidArgumentError('--token', `${flags.token.length} characters`, `a member's http.token: ${HTTP_TOKEN_FORM}`);
+}
+
+/** A job's name, checked here as the member checks it: a usage error (exit 2), not a path the member has no route for. */
+function jobName(value: string): string {
+  validateName(value);
+  return value;
 }
 
 /** `--slot`, checked here as the member checks it: a usage error, not a refusal, and never a day that does not exist. */

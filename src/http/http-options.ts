@@ -37,6 +37,14 @@ export const MAX_HTTP_TOKEN_LENGTH = 1024;
 /** A token is printable ASCII without spaces, as an HTTP header carries it unchanged. */
 const TOKEN_CHARS = /^[\x21-\x7e]+$/;
 
+/** What a token must be, as an error says it (never quoting the token). */
+export const HTTP_TOKEN_FORM = `${MIN_HTTP_TOKEN_LENGTH} to ${MAX_HTTP_TOKEN_LENGTH} printable ASCII characters without spaces`;
+
+/** Whether `value` is a token the option takes, and so one a member may hold (the CLI checks its --token so). */
+export function isHttpToken(value: string): boolean {
+  return value.length >= MIN_HTTP_TOKEN_LENGTH && value.length <= MAX_HTTP_TOKEN_LENGTH && TOKEN_CHARS.test(value);
+}
+
 const HOST_PORT = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/;
 
 /** Checks the `http` option: null when it is off (the default). */
@@ -52,8 +60,8 @@ export function httpSettings(value: unknown): HttpSettings | null {
   if (match === null || host === undefined || (isIP(host) === 0 && host !== 'localhost') || port > 65_535) {
     throw new InvalidArgumentError('http.listen', listen, "'host:port' with an IP address or localhost, port 0 to 65535 (e.g. '127.0.0.1:9464')");
   }
-  if (token !== undefined && (typeof token !== 'string' || token.length < MIN_HTTP_TOKEN_LENGTH || token.length > MAX_HTTP_TOKEN_LENGTH || !TOKEN_CHARS.test(token))) {
-    throw new InvalidArgumentError('http.token', token === undefined || typeof token !== 'string' ? token : `${token.length} characters`, `${MIN_HTTP_TOKEN_LENGTH} to ${MAX_HTTP_TOKEN_LENGTH} printable ASCII characters without spaces`);
+  if (token !== undefined && (typeof token !== 'string' || !isHttpToken(token))) {
+    throw new InvalidArgumentError('http.token', typeof token !== 'string' ? token : `${token.length} characters`, HTTP_TOKEN_FORM);
   }
   // Anyone who reaches a non-loopback address could remove members: it takes a token.
   if (token === undefined && !isLoopbackHost(host)) {

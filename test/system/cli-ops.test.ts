@@ -96,6 +96,23 @@ describe('cronraft against a running cluster of three', () => {
     }
   });
 
+  it('exit 2, quoting no secret, for a job name no member takes, a token no member holds, and a --url with a user and password', async () => {
+    // Before, `trigger ..` asked the member and printed its "No route", exit 1; a token with a
+    // newline, or a --url with a password, came back whole in fetch's error on stderr.
+    const url = urlOf(leader);
+    const withPassword = url.replace('http://', 'http://user:hunter2hunter2@');
+    for (const [args, env] of [
+      [['trigger', '--url', url, '--token', TOKEN, '..'], {}],
+      [['cancel', '--url', url, '--token', TOKEN, ''], {}],
+      [['pause', '--url', url, 'report'], { CRONRAFT_TOKEN: 'a-secret-token\nwith-a-newline' }],
+      [['resume', '--url', withPassword, '--token', TOKEN, 'report'], {}],
+    ] as const) {
+      const r = await cronraft(args, env);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr, args.join(' ')).not.toMatch(/a-secret-token|hunter2/);
+    }
+  });
+
   it('exit 1 when the request fails: nothing listening, an error answered (the code on stderr), a wrong token', async () => {
     const unreachable = await cronraft(['status', '--url', `http://127.0.0.1:${await freePort()}`]);
     expect(unreachable.code).toBe(1);

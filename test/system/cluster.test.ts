@@ -46,6 +46,8 @@ describe('options', () => {
     ['port 0 with other members', () => new Cluster(['127.0.0.1:7002'], { listen: '127.0.0.1:0' }), 'listen'],
     ['an unknown storage', () => new Cluster([], { storage: 'disk' as 'level' }), 'storage'],
     ['an even number of voters', () => new Cluster([], { voters: 4 }), 'voters'],
+    // A cluster formed of them would hold more voters than a configuration may.
+    ['more peers than a configuration holds', () => new Cluster(Array.from({ length: 256 }, (_, i) => `10.0.${i >> 8}.${i & 255}:7001`), { listen: '127.0.0.1:7001' }), 'peers'],
     ['a dead member time below the election timeout', () => new Cluster([], { deadMemberAfterMs: 100, electionTimeoutMs: 250 }), 'deadMemberAfterMs'],
     // A misspelt option kept its default, unsaid (stopTimeoutMs stayed 1 s).
     ['an option of another name', () => new Cluster([], { stopTimeotMs: 30_000 } as ClusterOptions), 'stopTimeotMs'],
@@ -77,6 +79,20 @@ describe('options', () => {
     await expect(c.stop({ leve: true } as never)).rejects.toMatchObject({ ...invalid, option: 'leve' });
     await expect(c.stop(5 as never)).rejects.toMatchObject({ ...invalid, option: 'options' });
     await expect(c.propose('a\ud800')).rejects.toMatchObject({ ...invalid, option: 'data' });
+    // A misspelt slot cancelled every run of the job, where it meant one.
+    await expect(c.cancel('job', { slots: new Date() } as never)).rejects.toMatchObject({ ...invalid, option: 'slots' });
+    // An invalid Date was told as "got null".
+    await expect(c.cancel('job', { slot: new Date(NaN) })).rejects.toThrow(/got Invalid Date/);
+    // A refused value of megabytes made a message of megabytes.
+    let long: unknown;
+    try {
+      c.schedule('x'.repeat(5_000_000), { every: '1s' }, () => undefined);
+    } catch (error) {
+      long = error;
+    }
+    expect(long).toMatchObject({ ...invalid, option: 'name' });
+    expect((long as Error).message.length).toBeLessThan(400);
+    expect((long as Error).message).toMatch(/… \(5000002 characters\)$/);
   });
 
   it('once stopped, refuses what would only run at a start that never comes, and says why start() is refused', async () => {
