@@ -206,6 +206,10 @@ export function resolveOptions(peersInput: readonly string[], options: ClusterOp
   if (peers.size > 0 && (self.host === '0.0.0.0' || self.host === '::')) {
     throw new InvalidArgumentError('advertise', options.advertise ?? listenInput, 'an address the other members can reach (set advertise when listening on 0.0.0.0)');
   }
+  // Seams for tests and simulations: one of another shape failed start() with a TypeError.
+  injected(options.clock, 'clock', ['now']);
+  injected(options.timers, 'timers', ['now', 'setTimeout', 'clearTimeout']);
+  injected(options.random, 'random', ['int']);
   const member = memberSettings(options);
   const storage = options.storage ?? CLUSTER_DEFAULTS.storage;
   if (storage !== 'level' && storage !== 'memory') throw new InvalidArgumentError('storage', storage, "'level' or 'memory'");
@@ -276,4 +280,12 @@ function secretSource(options: ClusterOptions, listen: PeerAddress): SecretSourc
     throw new InvalidArgumentError('secret', undefined, `a cluster secret (secret or secretFile) when listening on ${listen.host}, which other machines can reach; or insecure: true to run without one`);
   }
   return null;
+}
+
+/** An injected seam (clock, timers, randomness), when given: an object with these methods. */
+function injected(value: unknown, option: string, methods: readonly string[]): void {
+  if (value === undefined) return;
+  if (typeof value !== 'object' || value === null || methods.some((m) => typeof (value as Record<string, unknown>)[m] !== 'function')) {
+    throw new InvalidArgumentError(option, value, `an object with the methods ${methods.join(', ')}`);
+  }
 }

@@ -8,10 +8,11 @@
  */
 import type { Cluster } from './cluster.js';
 import { InvalidArgumentError } from './errors.js';
-import { JOB_OPTION_KEYS } from './job-options.js';
+import { exclusiveArguments } from './api/run-exclusive.js';
+import { JOB_OPTION_KEYS, validateJobOptions, validateName } from './job-options.js';
 import { optionsObject } from './option-checks.js';
 import type { JobContext, JobOptions } from './runtime/scheduler/job-types.js';
-import type { SpecInput } from './scheduler/spec.js';
+import { parseSpec, type SpecInput } from './scheduler/spec.js';
 
 /** `@scheduled`'s options: a job's (JobOptions), and the job's name if not `ClassName.method`. */
 export interface ScheduledOptions extends JobOptions {
@@ -41,18 +42,22 @@ export type ExclusiveDecorator<This, Args extends unknown[]> = <Return>(
  * `cluster.start()`, like `cluster.schedule`.
  */
 export function scheduled<This extends object>(cluster: Cluster, spec: SpecInput, options: ScheduledOptions = {}): ScheduledDecorator<This> {
-  // Checked as the class is defined: null was a TypeError there, not the InvalidArgumentError every other bad option is.
+  // Checked as the class is defined: null was a TypeError there, not the InvalidArgumentError
+  // every other bad option is, and a bad spec or option failed only as the class was made.
   const given = optionsObject(options, [...JOB_OPTION_KEYS, 'name']);
+  parseSpec(spec);
+  const { name: chosenName, ...checked } = given;
+  validateJobOptions(checked);
+  if (chosenName !== undefined) validateName(chosenName);
   return function <Return>(method: (this: This, ctx: JobContext) => Return, context: ClassMethodDecoratorContext<This, (this: This, ctx: JobContext) => Return>): void {
     if (context.kind !== 'method') throw new InvalidArgumentError('@scheduled', context.kind, 'a class method');
-    const { name: chosen, ...jobOptions } = given;
     context.addInitializer(function (this: This) {
       const owner = context.static ? (this as unknown as { name: string }).name : this.constructor.name;
-      const name = chosen ?? `${owner}.${String(context.name)}`;
+      const name = chosenName ?? `${owner}.${String(context.name)}`;
       // The method as the instance has it, at each run, not the one this decorator was handed:
       // a decorator above this one (@exclusive, as ShedLock's users stack it) replaced it, and
       // a subclass may override it. (Handed the one below, the job ran outside the lock.)
-      cluster.schedule(name, spec, (ctx) => context.access.get(this).call(this, ctx), jobOptions);
+      cluster.schedule(name, spec, (ctx) => context.access.get(this).call(this, ctx), checked);
     });
   };
 }
@@ -74,16 +79,14 @@ export interface ExclusiveDecoratorOptions {
  * `cluster.runExclusive` for those.
  */
 export function exclusive<This, Args extends unknown[]>(cluster: Cluster, name: string, options: ExclusiveDecoratorOptions): ExclusiveDecorator<This, Args> {
-  // As runExclusive checks them, but as the class is defined: none at all was a TypeError there.
-  const given = optionsObject(options, ['atMostFor', 'atLeastFor']);
-  const atMostFor = given.atMostFor;
-  if (atMostFor === undefined) throw new InvalidArgumentError('atMostFor', undefined, 'a positive integer of milliseconds');
+  // As runExclusive checks them, but as the class is defined: a bad name or atMostFor failed
+  // only at the first call, and none at all was a TypeError.
+  const lockOptions = exclusiveArguments(name, options);
   return function <Return>(
     method: (this: This, ...args: Args) => Promise<Return | undefined> | Return | undefined,
     context: ClassMethodDecoratorContext<This, (this: This, ...args: Args) => Promise<Return | undefined>>,
   ): (this: This, ...args: Args) => Promise<Return | undefined> {
     if (context.kind !== 'method') throw new InvalidArgumentError('@exclusive', context.kind, 'a class method');
-    const lockOptions = { atMostFor, ...(given.atLeastFor === undefined ? {} : { atLeastFor: given.atLeastFor }) };
     return async function (this: This, ...args: Args): Promise<Return | undefined> {
       let value: Return | undefined;
       await cluster.runExclusive(name, lockOptions, async () => {

@@ -132,17 +132,10 @@ export const EXCLUSIVE_RELEASE_ATTEMPTS = 5;
 export const MAX_LOCK_HOLD_MS = 365 * 86_400_000;
 
 /**
- * ShedLock's contract over the log: a `lock` command takes `name` until `atMostFor` from now
- * (cluster time) unless another member holds it; the task runs with the lock's token; an
- * `unlock` command then keeps it until `atLeastFor` after it was taken. Resolves with whether
- * the task ran; rejects with the task's error after releasing the lock.
+ * A lock's name and options checked (InvalidArgumentError naming the bad one), with atLeastFor's
+ * default: by runExclusive at each call, and by `@exclusive` as its class is defined.
  */
-export async function runExclusive(
-  ctx: ExclusiveContext,
-  name: string,
-  options: ExclusiveOptions,
-  fn: (lock: ExclusiveLock) => unknown,
-): Promise<boolean> {
+export function exclusiveArguments(name: unknown, options: ExclusiveOptions): { readonly atMostFor: number; readonly atLeastFor: number } {
   validateName(name);
   // A misspelt option (`atLeastfor`) would be dropped unsaid: the lock then held no minimum.
   const given = optionsObject(options, ['atMostFor', 'atLeastFor']);
@@ -154,6 +147,22 @@ export async function runExclusive(
   if (!Number.isInteger(atLeastFor) || atLeastFor < 0 || atLeastFor > atMostFor) {
     throw new InvalidArgumentError('atLeastFor', atLeastFor, `an integer of milliseconds from 0 to atMostFor (${atMostFor})`);
   }
+  return { atMostFor, atLeastFor };
+}
+
+/**
+ * ShedLock's contract over the log: a `lock` command takes `name` until `atMostFor` from now
+ * (cluster time) unless another member holds it; the task runs with the lock's token; an
+ * `unlock` command then keeps it until `atLeastFor` after it was taken. Resolves with whether
+ * the task ran; rejects with the task's error after releasing the lock.
+ */
+export async function runExclusive(
+  ctx: ExclusiveContext,
+  name: string,
+  options: ExclusiveOptions,
+  fn: (lock: ExclusiveLock) => unknown,
+): Promise<boolean> {
+  const { atMostFor, atLeastFor } = exclusiveArguments(name, options);
   if (typeof fn !== 'function') throw new InvalidArgumentError('fn', fn, 'a function');
   const driver = ctx.driver();
   if (ctx.tasks.stopping) throw new NotRunningError('stopping');

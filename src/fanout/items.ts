@@ -34,8 +34,9 @@ export const MAX_ITEM_DEPTH = 64;
 /**
  * JSON.stringify's text of `item` when the consumer's JSON.parse gives back what was emitted,
  * else undefined: JSON.stringify itself makes a Map, a Set, an Error or a typed array `{}` (or an
- * object of indexes), NaN and Infinity null, a hole of an array null, and drops a field whose
- * value is undefined, a function or a symbol, all unsaid. A value with a toJSON (a Date) is
+ * object of indexes), NaN and Infinity null, -0 0, a hole of an array null, a boxed primitive
+ * the primitive, and drops a field whose value is undefined, a function or a symbol, a field
+ * named by a symbol, and an array's fields of other names, all unsaid. A value with a toJSON (a Date) is
  * taken as JSON takes it, as a request body would be. Undefined too for one it cannot write at
  * all (a BigInt, a cycle, a throwing toJSON) or nested past MAX_ITEM_DEPTH.
  */
@@ -61,16 +62,22 @@ function faithful(value: unknown, depth: number, budget: { left: number }): bool
     case 'boolean':
       return true;
     case 'number':
-      return Number.isFinite(value);
+      // JSON writes -0 as 0.
+      return Number.isFinite(value) && !Object.is(value, -0);
     case 'object': {
       if (value === null) return true;
       if (depth >= MAX_ITEM_DEPTH) return false;
       if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return true;
+      // JSON drops the fields named by symbols.
+      if (hasSymbolField(value)) return false;
       if (Array.isArray(value)) {
         for (let i = 0; i < value.length; i++) if (!(i in value) || !faithful(value[i], depth + 1, budget)) return false;
-        return true;
+        // JSON writes an array's elements alone: a field of another name set on it is dropped.
+        return Object.keys(value).length === value.length;
       }
       if (value instanceof Map || value instanceof Set || value instanceof WeakMap || value instanceof WeakSet || value instanceof Error || value instanceof RegExp || value instanceof Promise) return false;
+      // JSON writes a boxed number, string or boolean as the primitive.
+      if (value instanceof Number || value instanceof String || value instanceof Boolean) return false;
       if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer) return false;
       for (const field of Object.values(value)) if (!faithful(field, depth + 1, budget)) return false;
       return true;
@@ -79,6 +86,11 @@ function faithful(value: unknown, depth: number, budget: { left: number }): bool
       // undefined, a function, a symbol, a BigInt.
       return false;
   }
+}
+
+function hasSymbolField(value: object): boolean {
+  for (const symbol of Object.getOwnPropertySymbols(value)) if (Object.prototype.propertyIsEnumerable.call(value, symbol)) return true;
+  return false;
 }
 
 /** Item `index` of an emit, encoded and checked with its key: InvalidArgumentError for one that does not encode, is too large, or has a bad key. */
@@ -99,7 +111,7 @@ function encodeItem(item: unknown, index: number): Uint8Array {
     tag = BYTES;
   } else {
     const json = item === undefined ? undefined : jsonOf(item);
-    if (json === undefined) throw new InvalidArgumentError(`items[${index}]`, typeof item === 'function' ? item : typeof item, `bytes (a Uint8Array) or a JSON value that JSON carries as it is (finite numbers, no Map, Set, typed array other than a whole Uint8Array, hole, or field undefined; nested at most ${MAX_ITEM_DEPTH} deep)`);
+    if (json === undefined) throw new InvalidArgumentError(`items[${index}]`, typeof item === 'function' ? item : typeof item, `bytes (a Uint8Array) or a JSON value that JSON carries as it is (finite numbers but -0, no Map, Set, typed array other than a whole Uint8Array, boxed primitive, hole, field undefined or named by a symbol, or array with fields of other names; nested at most ${MAX_ITEM_DEPTH} deep)`);
     body = encoder.encode(json);
     tag = JSON_VALUE;
   }

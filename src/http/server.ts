@@ -230,7 +230,10 @@ export class HttpServer {
  */
 function requestUrl(target: string | undefined): URL {
   try {
-    return new URL(target ?? '/', 'http://localhost');
+    // An origin-form target is a path: `//v1/state` read as a URL names host v1 and path /state,
+    // and was answered "No route /state".
+    // An absolute-form target (`http://host/v1/state`) is read as it is.
+    return target?.startsWith('/') === true ? new URL(`http://localhost${target}`) : new URL(target ?? '/', 'http://localhost');
   } catch {
     throw notFound(target ?? '/');
   }

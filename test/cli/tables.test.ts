@@ -7,10 +7,13 @@ import { describe, expect, it } from 'vitest';
 import { printable, table } from '../../src/cli/tables.js';
 
 describe('cronraft CLI tables', () => {
-  it('write out C0, DEL and C1 control characters, as \\u escapes, and leave the rest as it is', () => {
+  it('write out C0, DEL and C1 control characters and bidirectional controls, as \\u escapes, and leave the rest as it is', () => {
     expect(printable('nightly-report é 😀')).toBe('nightly-report é 😀');
     expect(printable('x\u001b]0;pwned\u0007')).toBe('x\\u001b]0;pwned\\u0007');
     expect(printable('a\u007fb\u009bc')).toBe('a\\u007fb\\u009bc');
+    // A right-to-left override made a name read backwards, and what follows it on the line.
+    expect(printable('job\u202egnp.exe')).toBe('job\\u202egnp.exe');
+    expect(printable('\u2066a\u2069 \u200f')).toBe('\\u2066a\\u2069 \\u200f');
     // A cell's line break too; a whole text for people keeps its own.
     expect(printable('a\nb')).toBe('a\\u000ab');
     expect(printable('a\nb\u001b', true)).toBe('a\nb\\u001b');

@@ -46,6 +46,9 @@ describe('options', () => {
     ['port 0 with other members', () => new Cluster(['127.0.0.1:7002'], { listen: '127.0.0.1:0' }), 'listen'],
     ['an unknown storage', () => new Cluster([], { storage: 'disk' as 'level' }), 'storage'],
     ['an even number of voters', () => new Cluster([], { voters: 4 }), 'voters'],
+    // Seams of another shape failed start() with a TypeError.
+    ['a clock without now()', () => new Cluster([], { clock: {} as never }), 'clock'],
+    ['timers without clearTimeout()', () => new Cluster([], { timers: { now: () => 0, setTimeout: () => 0 } as never }), 'timers'],
     // A cluster formed of them would hold more voters than a configuration may.
     ['more peers than a configuration holds', () => new Cluster(Array.from({ length: 256 }, (_, i) => `10.0.${i >> 8}.${i & 255}:7001`), { listen: '127.0.0.1:7001' }), 'peers'],
     ['a dead member time below the election timeout', () => new Cluster([], { deadMemberAfterMs: 100, electionTimeoutMs: 250 }), 'deadMemberAfterMs'],

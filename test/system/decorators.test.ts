@@ -29,6 +29,12 @@ describe('cronraft/decorators, as an app writes them', () => {
     expect(() => decorators.scheduled(cluster, '* * * * *', { retires: 2 } as never)).toThrow(expect.objectContaining({ option: 'retires' }));
     expect(() => decorators.exclusive(cluster, 'x', undefined as never)).toThrow(expect.objectContaining({ option: 'atMostFor' }));
     expect(() => decorators.exclusive(cluster, 'x', { atMostFor: 1000, atLeastfor: 5 } as never)).toThrow(expect.objectContaining({ option: 'atLeastfor' }));
+    // A bad spec, option, name or atMostFor failed only as the class was made, or at the first call.
+    expect(() => decorators.scheduled(cluster, 'not a cron')).toThrow(cronraft.InvalidArgumentError);
+    expect(() => decorators.scheduled(cluster, '* * * * *', { retries: -1 })).toThrow(expect.objectContaining({ option: 'options.retries' }));
+    expect(() => decorators.scheduled(cluster, '* * * * *', { name: '..' })).toThrow(expect.objectContaining({ option: 'name' }));
+    expect(() => decorators.exclusive(cluster, '', { atMostFor: 1000 })).toThrow(expect.objectContaining({ option: 'name' }));
+    expect(() => decorators.exclusive(cluster, 'x', { atMostFor: -5 })).toThrow(expect.objectContaining({ option: 'atMostFor' }));
   });
 
   it('@scheduled makes a method a job named ClassName.method, run with the instance as this', async () => {

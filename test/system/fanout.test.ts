@@ -91,6 +91,8 @@ describe('fan-out on a real cluster (loopback)', () => {
     expect(letters[0]).toMatchObject({ failures: 2, error: expect.stringMatching(/is bad/), job: null, slot: null });
     // Beyond maxPending (50), an emit is refused whole.
     await expect(emitter.emitItems('work', Array.from({ length: 51 }, (_, i) => i))).rejects.toMatchObject({ code: 'CRONRAFT_BACKPRESSURE' });
+    // By its count, before its items are encoded: one that JSON would change is not reached.
+    await expect(emitter.emitItems('work', [...Array.from({ length: 50 }, (_, i) => i), new Map()])).rejects.toMatchObject({ code: 'CRONRAFT_BACKPRESSURE' });
     // One is dropped for good (from another member: the log carries it), the rest emitted again.
     expect(await members[2]!.dropDeadLetters('work', [letters[0]!.id, 999])).toEqual({ dropped: 1 });
     await expect.poll(() => emitter.deadLetters('work').length, { timeout: 5000, interval: 20 }).toBe(3);

@@ -295,6 +295,10 @@ describe('errors over HTTP', () => {
     expect(get).toMatchObject({ status: 405 });
     expect(get.headers.get('allow')).toBe('POST');
     expect(typeof wrong.body.error.message).toBe('string');
+    // A path that begins with two slashes is a path: it was read as a URL's host and path, and
+    // answered "No route /state".
+    const doubled = await rawGet(c, '//v1/state', {});
+    expect(JSON.parse(doubled.body.toString())).toMatchObject({ error: { code: 'CRONRAFT_HTTP_NOT_FOUND', message: expect.stringContaining('//v1/state') } });
   });
 
   it('answers HEAD wherever it answers GET, with the head alone (a health check that asks HEAD was refused 405)', async () => {
