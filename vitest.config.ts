@@ -14,13 +14,16 @@ export default defineConfig({
   test: {
     // Real-process tests start several Node processes; two cores cannot run many at once.
     maxWorkers: 2,
+    // A test file leaves nothing behind (its clusters and processes stopped, its ports closed,
+    // its mocks and planted bugs restored), so a worker runs one file after another in one module
+    // graph, its code compiled once: each file imported the whole code base afresh before, in a
+    // fresh isolate, which took much of CI's time. (Isolated in one project and not the other,
+    // the projects ran one after the other, as two groups, which cost more than it saved.)
+    isolate: false,
     testTimeout: 60_000,
     hookTimeout: 60_000,
     projects: [
-      // A unit test file leaves nothing behind (no process, no port, mocks restored), so a worker
-      // runs one after another in one module graph: each imported the whole code base afresh
-      // before, which took more than half of the project's time.
-      { extends: true, test: { name: 'unit', include: [...UNIT, ...SIMULATOR_UNITS], isolate: false } },
+      { extends: true, test: { name: 'unit', include: [...UNIT, ...SIMULATOR_UNITS] } },
       // Real-process tests run members from dist/, which the global setup builds first.
       { extends: true, test: { name: 'system', include: ['test/**/*.test.ts'], exclude: [...UNIT, ...SIMULATOR_UNITS], globalSetup: ['test/global-setup.ts'] } },
     ],
