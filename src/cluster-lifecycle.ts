@@ -25,7 +25,7 @@ export interface LifecycleSteps {
  */
 export class Lifecycle {
   #status: Status = 'new';
-  /** The start under way: null once it ran, or why it did not. */
+  /** The start once called: it settles with null once the member runs, or with why it does not. */
   #starting: Promise<unknown> | null = null;
   /** The stop under way, which a second stop() call waits for. */
   #stopping: Promise<void> | null = null;

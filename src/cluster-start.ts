@@ -162,7 +162,6 @@ export async function startMember(ctx: StartContext, parts: MemberParts): Promis
   );
   const timing = timingOf(cluster, o.member.timing);
   const tell = <K extends keyof ClusterEvents>(event: K, ...payload: ClusterEvents[K]): void => tellApp(cluster, event, ...payload);
-
   // runExclusive's lock proposals that went unanswered: let go as they commit, or come in a snapshot.
   const lockHooks = unansweredLockHooks(o.self.id, ctx.unansweredLocks, () => parts.member ?? undefined, (run) => void ctx.timers.setTimeout(run, heartbeatIntervalMs(o.member.timing)));
   const member = new Member({

@@ -38,7 +38,6 @@ import { systemClock, systemTimers, type Clock, type Timers } from './time/clock
 import type { Random } from './time/random.js';
 import { versionSupportOf } from './version/test-seams.js';
 
-
 const encoder = new TextEncoder();
 /** Randomness for election timeouts when none is injected. */
 const cryptoRandom: Random = { int: (min, max) => randomInt(min, max + 1) };
