@@ -19,7 +19,13 @@ export interface HttpLimits {
   readonly requestTimeoutMs: number;
   /** How long an idle keep-alive connection stays open. */
   readonly keepAliveTimeoutMs: number;
-  /** Connections open at once; more are refused, so that a flood of clients costs a bounded amount. */
+  /**
+   * Connections open at once, so that a flood of clients costs a bounded amount. Past it, the
+   * oldest connection with no request under way (idle between requests, or still sending its
+   * first request's head) is closed to make room; when every one has a request under way, the
+   * new one is refused. Before, the new one was always refused: a client that opened as many
+   * connections and sent nothing kept /healthz from answering until their headers' timeout.
+   */
   readonly maxConnections: number;
   /**
    * Requests of one connection read and not yet answered in full (pipelined): past it the
@@ -63,6 +69,8 @@ export class HttpServer {
   readonly #server: Server;
   /** Per connection, its requests read and not yet answered (see #pipelined). */
   readonly #unanswered = new WeakMap<Socket, number>();
+  /** The connections open, oldest first (see #admit). */
+  readonly #open = new Set<Socket>();
   #address: string | null = null;
 
   constructor(routes: RouteTable, auth: BearerAuth, limits: HttpLimits = HTTP_LIMITS) {
@@ -80,7 +88,7 @@ export class HttpServer {
     this.#server = createServer({ maxHeaderSize: limits.maxHeaderBytes, ...timeouts }, (req, res) => {
       if (this.#pipelined(req, res)) void this.#handle(req, res);
     });
-    this.#server.maxConnections = limits.maxConnections;
+    this.#server.on('connection', (socket: Socket) => this.#admit(socket));
     // Node's timeouts end once a request is read: a client that reads no answer would otherwise
     // keep its connection, and the answers written to it, for as long as it likes.
     this.#server.timeout = limits.stalledTimeoutMs;
@@ -115,6 +123,27 @@ export class HttpServer {
     const closed = new Promise<void>((resolve) => this.#server.close(() => resolve()));
     this.#server.closeAllConnections();
     await closed;
+  }
+
+  /** Keeps the new connection within maxConnections: see HttpLimits.maxConnections. */
+  #admit(socket: Socket): void {
+    if (this.#open.size >= this.#limits.maxConnections) {
+      let idle: Socket | null = null;
+      for (const open of this.#open) {
+        if ((this.#unanswered.get(open) ?? 0) === 0) {
+          idle = open;
+          break;
+        }
+      }
+      if (idle === null) {
+        socket.destroy();
+        return;
+      }
+      this.#open.delete(idle);
+      idle.destroy();
+    }
+    this.#open.add(socket);
+    socket.once('close', () => this.#open.delete(socket));
   }
 
   /**

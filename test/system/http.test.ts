@@ -435,8 +435,22 @@ describe('errors over HTTP', () => {
     expect((await unfinished(new RouteTable(), head(HTTP_LIMITS.maxHeaderBytes - 1024))).received).toMatch(/^HTTP\/1\.1 404/);
   });
 
-  it('closes a connection past maxConnections without an answer, while those it holds are served', async () => {
-    const table = new RouteTable().add({ method: 'GET', path: '/x', action: false, handle: () => ({ json: 1 }) });
+  it('past maxConnections closes the oldest connection with no request under way, and refuses a new one only when every one has', async () => {
+    // Before, a new one was always refused: 64 connections that sent nothing kept /healthz from
+    // answering until their headers' timeout (found by an attack).
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let slowStarted = 0;
+    let bothSlowStarted!: () => void;
+    const bothSlow = new Promise<void>((resolve) => (bothSlowStarted = resolve));
+    const slow = async (): Promise<{ json: number }> => {
+      if (++slowStarted === 2) bothSlowStarted();
+      await held;
+      return { json: 2 };
+    };
+    const table = new RouteTable()
+      .add({ method: 'GET', path: '/x', action: false, handle: () => ({ json: 1 }) })
+      .add({ method: 'GET', path: '/slow', action: false, handle: slow });
     const server = new HttpServer(table, new BearerAuth(null), { ...HTTP_LIMITS, maxConnections: 2 });
     servers.push(server);
     await server.listen('127.0.0.1', 0);
@@ -449,14 +463,25 @@ describe('errors over HTTP', () => {
       socket.on('error', () => undefined);
       return { socket, answered, closed };
     };
-    const held = [open(), open()];
-    // Each is answered once: the server holds both (keep-alive) before the third comes.
-    for (const c of held) c.socket.write('GET /x HTTP/1.1\r\nHost: x\r\n\r\n');
-    for (const c of held) expect(await c.answered).toMatch(/^HTTP\/1\.1 200/);
+    const connected = (c: ReturnType<typeof open>): Promise<void> => new Promise((resolve) => c.socket.once('connect', () => resolve()));
+    // Two that send nothing: a third is served, the oldest of them closed to make room.
+    const silent = [open(), open()];
+    for (const c of silent) await connected(c);
     const third = open();
     third.socket.write('GET /x HTTP/1.1\r\nHost: x\r\n\r\n');
-    expect(await third.closed).toBe('');
-    for (const c of held) c.socket.destroy();
+    expect(await third.answered).toMatch(/^HTTP\/1\.1 200/);
+    expect(await silent[0]!.closed).toBe('');
+    // Two with a request under way each: a third is refused, closed without an answer.
+    for (const c of [...silent, third]) c.socket.destroy();
+    const busy = [open(), open()];
+    for (const c of busy) c.socket.write('GET /slow HTTP/1.1\r\nHost: x\r\n\r\n');
+    await bothSlow;
+    const refused = open();
+    refused.socket.write('GET /x HTTP/1.1\r\nHost: x\r\n\r\n');
+    expect(await refused.closed).toBe('');
+    release();
+    for (const c of busy) expect(await c.answered).toMatch(/^HTTP\/1\.1 200/);
+    for (const c of busy) c.socket.destroy();
   });
 
   it('answers a request target the URL parser refuses 404, not as a fault of the server', async () => {
