@@ -130,7 +130,7 @@ export class SchedulerChecker {
         const initialMs = spec.kind === 'at' && version >= AT_CATCH_UP_VERSION && spec.atMs <= atMs ? spec.atMs - 1 : atMs;
         // A registration of another form applied took the job over (job-takeover.ts): its
         // instants count from the mark, which never goes back.
-        const countFromMs = known === undefined ? initialMs : Math.max(known.highWaterMs, initialMs);
+        const countFromMs = known === undefined ? initialMs : Math.max(known.highWaterMs, initialMs) + 1;
         this.jobs.set(command.job, { spec, mode: command.mode, policy: command.policy, anchorMs: atMs, countFromMs, claims: 0, missed: 0, highWaterMs: countFromMs });
         return;
       }

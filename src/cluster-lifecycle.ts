@@ -100,7 +100,11 @@ export class Lifecycle {
         // A member that failed (its error told, as an 'error' event and to what waited on it) has
         // nothing left to hand over: what it still holds is closed, and a close that fails as
         // well (the disk that failed it) is no news. Its status stays 'failed'.
-        this.#stopping = this.#steps.close().catch(() => undefined);
+        // A start that failed may still be closing what it opened: the stop resolves after it.
+        this.#stopping = (async () => {
+          await this.#starting;
+          await this.#steps.close().catch(() => undefined);
+        })();
         return this.#stopping;
       case 'starting': {
         this.#status = 'stopping';

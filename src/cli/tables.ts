@@ -9,7 +9,7 @@ export type HistoryJson = Jsonified<SlotHistory>;
 
 /**
  * `text` with its control characters (C0, DEL and C1, which a terminal may take as commands) and
- * the bidirectional controls (U+200E, U+200F, U+202A to U+202E, U+2066 to U+2069, which reorder
+ * the bidirectional controls (U+061C, U+200E, U+200F, U+202A to U+202E, U+2066 to U+2069, which reorder
  * what follows on the line: a name could make a table lie) written out (`\u001b`), line breaks
  * too unless `lines`: a job's name or a run's error is the app's, and printed raw, an escape in
  * it could recolour or retitle the operator's terminal.
@@ -27,7 +27,7 @@ export function printable(text: string, lines = false): string {
 }
 
 function isBidiControl(c: number): boolean {
-  return c === 0x200e || c === 0x200f || (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069);
+  return c === 0x061c || c === 0x200e || c === 0x200f || (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069);
 }
 
 /** Rows under a header, each column as wide as its widest cell, two spaces apart, each cell printable. */

@@ -171,6 +171,11 @@ export class HttpServer {
       if (route.action) {
         const refused = this.#auth.check(req.headers.authorization);
         if (refused !== null) throw refused;
+      } else if ((req.method === 'GET' || req.method === 'HEAD') && hasBody(req)) {
+        // A read takes no body: one announced and never sent held its connection, as a request
+        // under way, until requestTimeoutMs, which no making of room for new connections could
+        // take back (see HttpLimits.maxConnections).
+        throw badBody('a GET or HEAD takes no body');
       }
       const body = await this.#readBody(req);
       // The member's time is from the request read: a client slow to send its body is not it.
@@ -250,6 +255,11 @@ export class HttpServer {
     res.writeHead(answer.status ?? 200, { ...COMMON_HEADERS, ...own, ...headers, 'content-type': contentType, 'content-length': Buffer.byteLength(text), ...serverTiming(startedAt) });
     res.end(text);
   }
+}
+
+/** Whether the request announces a body: a length above 0, or a chunked one. */
+function hasBody(req: IncomingMessage): boolean {
+  return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
 }
 
 /**

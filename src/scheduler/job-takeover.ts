@@ -17,7 +17,7 @@ import { NO_CONFLICTS, type JobRecord } from './records.js';
  * - The members whose conflict is this very form (`form`, the conflict's text) join it as
  *   handlers, since they registered it; the others keep their conflicts.
  * - The high-water mark never goes back, so that no slot of the name is claimed twice
- *   (a new spec may have instants the old one claimed).
+ *   (a new spec may have instants the old one claimed), and moves a millisecond on.
  * - The counts of missed and skipped slots and a pause stay with the name, as its history does.
  *
  * Pure: `handlersOf` makes the shared set of the handlers (HandlerSets).
@@ -44,7 +44,11 @@ export function takenOver(
     anchorMs: command.atMs,
     handlers: handlersOf(joining),
     conflicts: conflicts.size === 0 ? NO_CONFLICTS : conflicts,
-    highWaterMs: Math.max(existing.highWaterMs, initialHighWaterMs(command.spec, command.atMs, version)),
+    // A millisecond past, so that a claim or skip planned under the old record (its fromMs the
+    // old mark) is refused as stale rather than claim an instant of the old spec, and so that the
+    // mark is never the new anchor, which reads as a job never claimed (its runs in progress
+    // hidden, a fixed delay counted from the anchor).
+    highWaterMs: Math.max(existing.highWaterMs, initialHighWaterMs(command.spec, command.atMs, version)) + 1,
     missedSlots: existing.missedSlots,
     skippedRuns: existing.skippedRuns,
     paused: existing.paused,

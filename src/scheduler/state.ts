@@ -448,7 +448,11 @@ export class SchedulerState {
     const job = takenOver(existing, command, form, version, (members) => this.#handlerSets.of(members));
     const grows = jobBytes(job) - jobBytes(existing);
     while (this.#jobBytes + grows > this.#maxJobBytes && this.#makeRoom(existing.name));
-    if (this.#jobBytes + grows > this.#maxJobBytes) return { ok: false, reason: 'too-many-jobs' };
+    if (this.#jobBytes + grows > this.#maxJobBytes) {
+      // Refused for room, the member is no handler of the old form either, as for a conflict.
+      this.#setHandlers(existing, NO_HANDLERS);
+      return { ok: false, reason: 'too-many-jobs' };
+    }
     // Another record, at the end of `jobs` as a new job: a reader of the list builds it anew.
     this.jobs.delete(job.name);
     this.jobs.set(job.name, job);

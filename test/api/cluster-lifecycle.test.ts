@@ -63,4 +63,31 @@ describe('Lifecycle', () => {
     expect(ran).toEqual(['start', 'close']);
     await expect(life.start()).rejects.toMatchObject({ code: 'CRONRAFT_ALREADY_STARTED' });
   });
+
+  it('resolves a stop() only once a failed start has closed what it opened (found by a review)', async () => {
+    const order: string[] = [];
+    let closed!: () => void;
+    const closing = new Promise<void>((resolve) => (closed = resolve));
+    let closes = 0;
+    const life = new Lifecycle({
+      start: async () => {
+        throw new Error('the port is taken');
+      },
+      handOver: async () => undefined,
+      // The first close (the failed start's) takes a while; a second one finds nothing to close.
+      close: async () => {
+        if (++closes === 1) await closing;
+      },
+    });
+    const started = life.start().catch(() => order.push('start rejected'));
+    await turn();
+    expect(life.status).toBe('failed');
+    const stopped = life.stop(false).then(() => order.push('stop resolved'));
+    await turn();
+    order.push('closed');
+    closed();
+    await Promise.all([started, stopped]);
+    // Before, the stop resolved at once, with the store's lock and the port still held.
+    expect(order).toEqual(['closed', 'start rejected', 'stop resolved']);
+  });
 });

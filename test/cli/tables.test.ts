@@ -14,6 +14,7 @@ describe('cronraft CLI tables', () => {
     // A right-to-left override made a name read backwards, and what follows it on the line.
     expect(printable('job\u202egnp.exe')).toBe('job\\u202egnp.exe');
     expect(printable('\u2066a\u2069 \u200f')).toBe('\\u2066a\\u2069 \\u200f');
+    expect(printable('\u061ca')).toBe('\\u061ca');
     // A cell's line break too; a whole text for people keeps its own.
     expect(printable('a\nb')).toBe('a\\u000ab');
     expect(printable('a\nb\u001b', true)).toBe('a\nb\\u001b');

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { parseSpec } from '../../src/scheduler/spec.js';
 import type { SchedulerCommand } from '../../src/scheduler/command.js';
 import { SchedulerState } from '../../src/scheduler/state.js';
+import { encodeSchedulerSnapshot } from '../../src/scheduler/state-snapshot.js';
 import { JOB_TAKEOVER_VERSION, MEMBERSHIP_VERSION } from '../../src/version/versions.js';
 import { Cluster, stopClusters, T0, track } from '../fixtures/scheduler-cluster.js';
 
@@ -32,7 +33,8 @@ describe('a registration of another form for a job no other member handles', () 
     expect(s.jobs.get('report')!.handlers.size).toBe(0);
     expect(apply(register('b', everyTwo, T0 + 1000))).toEqual({ ok: true });
     const job = s.jobs.get('report')!;
-    expect(job).toMatchObject({ spec: everyTwo, anchorMs: T0 + 1000, highWaterMs: T0 + 3000, paused: true });
+    // The mark a millisecond on: never back, never the new anchor.
+    expect(job).toMatchObject({ spec: everyTwo, anchorMs: T0 + 1000, highWaterMs: T0 + 3001, paused: true });
     expect([...job.handlers]).toEqual(['b']);
     // The new spec's instant at T0 + 3000 was the old one's, claimed: never claimed twice.
     expect(apply(claim(T0 + 3000))).toEqual({ ok: false, reason: 'duplicate-slot' });
@@ -61,6 +63,32 @@ describe('a registration of another form for a job no other member handles', () 
     expect(apply(register('a', everyTwo, T0 + 500))).toEqual({ ok: true });
     expect(s.jobs.get('report')).toMatchObject({ spec: everyTwo, anchorMs: T0 + 500 });
     expect([...s.jobs.get('report')!.handlers]).toEqual(['a']);
+  });
+
+  it('refuses a claim or skip planned under the old record, the mark having moved on (found by a review)', () => {
+    const { apply } = stateAt(JOB_TAKEOVER_VERSION);
+    apply(register('a'));
+    // The leader claimed ahead, past the registration's time: the old mark stands after it.
+    expect(apply({ type: 'claim', job: 'report', slotMs: T0 + 11_000, assignees: ['a'], fromMs: T0 })).toMatchObject({ ok: true });
+    // Its next claim, planned before the registration of the new spec applied (the member
+    // restarted under the same id), came after it: it claimed an old instant under the new spec.
+    expect(apply(register('a', everyFive, T0 + 10_100))).toEqual({ ok: true });
+    expect(apply({ type: 'claim', job: 'report', slotMs: T0 + 12_000, assignees: ['a'], fromMs: T0 + 11_000 })).toEqual({ ok: false, reason: 'stale-token' });
+    expect(apply({ type: 'skip', job: 'report', throughMs: T0 + 12_000, fromMs: T0 + 11_000, count: 1 })).toMatchObject({ ok: false });
+  });
+
+  it('leaves the registering member no handler of the old form when refused for room (found by a review)', () => {
+    // Room for the job as first registered, and no more.
+    const probe = new SchedulerState();
+    probe.apply(1, register('a'), JOB_TAKEOVER_VERSION);
+    const s = new SchedulerState({ maxJobBytes: probe.jobBytes });
+    let index = 0;
+    const apply = (c: SchedulerCommand): ReturnType<SchedulerState['apply']> => s.apply(++index, c, JOB_TAKEOVER_VERSION);
+    expect(apply(register('a'))).toEqual({ ok: true });
+    const longer = parseSpec({ cron: '0 0 * * *', tz: 'America/Argentina/Buenos_Aires' });
+    expect(apply(register('a', longer))).toEqual({ ok: false, reason: 'too-many-jobs' });
+    // Its handler expects the new form's slots: before, it was still given the old one's.
+    expect(s.jobs.get('report')).toMatchObject({ spec: everySecond, handlers: new Set() });
   });
 
   it('is refused as a conflict for a mode of its own, which the kept claims are indexed by', () => {
@@ -134,5 +162,42 @@ describe('a rolling deploy that changes a job’s spec', () => {
     const after = c.claims('report').filter((claim) => claim.slotMs > job.anchorMs);
     expect(after.length).toBeGreaterThanOrEqual(3);
     for (const claim of after) expect(claim.assignees.every((m) => m === 'b' || m === 'c')).toBe(true);
+  });
+
+  it('does not make a member that dropped the job while its registration was a conflict a handler at the take-over (found by a review)', async () => {
+    const c = track(new Cluster(['a', 'b', 'c'], 5));
+    c.schedule(['a'], 'report', { every: '1s' }, 10);
+    await c.time.advanceTo(T0 + 2_000);
+    c.schedule(['b', 'c'], 'report', { every: '2s' }, 10);
+    await c.time.advanceTo(T0 + 3_000);
+    // b drops the job (unscheduled, or restarted with code without it): its conflict goes too.
+    expect(c.members.get('b')!.unschedule('report')).toBe(true);
+    await c.time.advanceTo(T0 + 4_000);
+    expect([...c.state().jobs.get('report')!.conflicts.keys()]).toEqual(['c']);
+    c.members.get('a')!.unschedule('report');
+    await c.time.advanceTo(T0 + 12_000);
+    expect(c.state().jobs.get('report')).toMatchObject({ spec: everyTwo, handlers: new Set(['c']) });
+  });
+
+  it('registers again a member that learns from a snapshot that the job lost its last handler (found by a review)', async () => {
+    const c = track(new Cluster(['a', 'b'], 5));
+    c.schedule(['a'], 'report', { every: '1s' }, 10);
+    await c.time.advanceTo(T0 + 2_000);
+    c.schedule(['b'], 'report', { every: '2s' }, 10);
+    await c.time.advanceTo(T0 + 3_000);
+    const [a, b] = [c.members.get('a')!, c.members.get('b')!];
+    const apply = b.apply.bind(b);
+    // b is behind: it takes in a's snapshot, taken after the unregistration applied, for the entry.
+    b.apply = (index, command, version) => {
+      if (command.type === 'unregister' && command.job === 'report') {
+        b.restore(encodeSchedulerSnapshot(a.state));
+        return { ok: true };
+      }
+      return apply(index, command, version);
+    };
+    a.unschedule('report');
+    await c.time.advanceTo(T0 + 15_000);
+    expect(c.state('b').jobs.get('report')).toMatchObject({ spec: everyTwo, handlers: new Set(['b']) });
+    expect(c.runs.filter((r) => r.startMs > T0 + 8_000 && r.member === 'b').length).toBeGreaterThan(2);
   });
 });

@@ -484,6 +484,17 @@ describe('errors over HTTP', () => {
     for (const c of busy) c.socket.destroy();
   });
 
+  it('answers a GET that announces a body 400 at once, rather than wait for a body it never sends (found by a review)', async () => {
+    // Such a request held its connection, as one under way, until requestTimeoutMs: no making of
+    // room past maxConnections could take it back.
+    const table = new RouteTable().add({ method: 'GET', path: '/x', action: false, handle: () => ({ json: 1 }) });
+    for (const framing of ['Content-Length: 10', 'Transfer-Encoding: chunked']) {
+      const { received } = await unfinished(table, `GET /x HTTP/1.1\r\nHost: x\r\n${framing}\r\n\r\n`);
+      expect(received, framing).toMatch(/^HTTP\/1\.1 400/);
+      expect(received, framing).toContain('CRONRAFT_HTTP_BAD_BODY');
+    }
+  });
+
   it('answers a request target the URL parser refuses 404, not as a fault of the server', async () => {
     const server = new HttpServer(new RouteTable(), new BearerAuth(null));
     servers.push(server);

@@ -87,7 +87,7 @@ export class FanoutRuntime {
   async emitItems(topic: string, items: readonly unknown[], key: ((item: unknown, index: number) => string | null) | undefined, origin: EmitOrigin | null): Promise<Batch> {
     // Refused by their count before they are encoded: 300,000 items to a topic that takes
     // 100,000 were all encoded, seconds of work, before the refusal.
-    this.#refuseOverfull(topic, items.length);
+    if (items.length > 0) this.#refuseOverfull(topic, items.length);
     return this.emit(topic, await encodeItems(items, key, () => nextTurn(this.#o.timers)), origin);
   }
 

@@ -117,7 +117,22 @@ export class Registrations {
   /** Proposes `unregister` until it is applied (the leader then stops assigning the job here). */
   unregister(name: string): Promise<void> {
     const self = this.#ctx.options.self;
-    return this.#ctx.proposeUntil({ type: 'unregister', job: name, member: self }, () => this.#jobs.has(name) || this.#ctx.state.jobs.get(name)?.handlers.has(self) !== true);
+    return this.#ctx.proposeUntil({ type: 'unregister', job: name, member: self }, () => this.#jobs.has(name) || !this.#named(name));
+  }
+
+  /**
+   * Whether the log names this member for the job: as a handler, or by a conflict, which a take-over
+   * of the job would make a handler (job-takeover.ts), so an unregistration takes it off too.
+   */
+  #named(name: string): boolean {
+    const self = this.#ctx.options.self;
+    const job = this.#ctx.state.jobs.get(name);
+    return job !== undefined && (job.handlers.has(self) || job.conflicts.has(self));
+  }
+
+  /** orphaned() for each job this member has a handler for: the state was restored from a snapshot, which may hold an unregistration this member never applied. */
+  orphanedAll(): void {
+    for (const name of this.#jobs.keys()) this.orphaned(name);
   }
 
   /** Registrations proposed and not yet answered. */
@@ -141,8 +156,8 @@ export class Registrations {
   async unregisterAll(): Promise<void> {
     const self = this.#ctx.options.self;
     const state = this.#ctx.state;
-    const names = [...state.jobs.values()].filter((job) => job.handlers.has(self)).map((job) => job.name);
-    const unregistered = (name: string): boolean => state.jobs.get(name)?.handlers.has(self) !== true;
+    const names = [...state.jobs.values()].filter((job) => job.handlers.has(self) || job.conflicts.has(self)).map((job) => job.name);
+    const unregistered = (name: string): boolean => !this.#named(name);
     for (let i = 0; i < names.length && !this.#ctx.stopped; i += MAX_REGISTRATIONS_IN_FLIGHT) {
       const some = names.slice(i, i + MAX_REGISTRATIONS_IN_FLIGHT);
       // Batches first; whatever a batch did not settle (no leader, a lost answer) goes one by one.

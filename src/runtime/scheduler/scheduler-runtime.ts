@@ -139,6 +139,8 @@ export class SchedulerRuntime {
     else this.state.restoreFrom(snapshot);
     this.#leader.restored();
     this.#assignee.restored();
+    // The snapshot may hold the unregistration that left a job of this member's other form with no handler.
+    this.#registrations.orphanedAll();
   }
 
   /**
