@@ -3,36 +3,15 @@
  * an emit of none still resolves with a batch of none, however full the topic.
  */
 import { describe, expect, it } from 'vitest';
-import type { ConsumerSettings, FanoutCommand } from '../../src/fanout/command.js';
+import type { ConsumerSettings } from '../../src/fanout/command.js';
 import { FanoutState } from '../../src/fanout/state.js';
-import { FanoutRuntime } from '../../src/runtime/fanout/fanout-runtime.js';
-import { ManualTimers } from '../fixtures/manual-timers.js';
+import type { FanoutRuntime } from '../../src/runtime/fanout/fanout-runtime.js';
+import { idleFanoutRuntime } from '../fixtures/fanout-runtime.js';
 
 const SETTINGS: ConsumerSettings = { parallelism: 4, retries: 0, timeoutMs: 1000, backoffMs: 100, ratePerSecond: null, maxPending: 2 };
 
 function fullTopic(): FanoutRuntime {
-  const state = new FanoutState();
-  const never = (): boolean => false;
-  const runtime = new FanoutRuntime({
-    self: 'm1',
-    state,
-    timers: new ManualTimers(),
-    isLeader: never,
-    term: () => 1,
-    clusterNowMs: () => 0,
-    eligible: never,
-    configured: never,
-    lost: never,
-    appliedIndex: () => 0,
-    holdsLease: () => true,
-    propose: () => new Promise(() => undefined),
-    onEvent: () => undefined,
-  });
-  let index = 0;
-  const apply = (c: FanoutCommand): void => {
-    const at = ++index;
-    runtime.applied(at, c, state.apply(at, c), false);
-  };
+  const { runtime, apply } = idleFanoutRuntime(new FanoutState());
   // Three items held, then a consumer that takes two at most: the topic is past its maxPending.
   apply({ type: 'consume', topic: 't', member: 'm1', settings: { ...SETTINGS, maxPending: null } });
   apply({ type: 'emit', topic: 't', items: [1, 2, 3].map((n) => ({ data: Uint8Array.of(n), key: null })), origin: null, atMs: 0 });

@@ -3,11 +3,11 @@
  * when fan-out's state keeps it cut short to stay within its bound (footprint.ts).
  */
 import { describe, expect, it } from 'vitest';
-import type { ConsumerSettings, FanoutCommand } from '../../src/fanout/command.js';
+import type { ConsumerSettings } from '../../src/fanout/command.js';
 import { BATCH_RECORD_BYTES, ITEM_RECORD_BYTES } from '../../src/fanout/footprint.js';
 import { FanoutState } from '../../src/fanout/state.js';
-import { FanoutRuntime, type FanoutEvent } from '../../src/runtime/fanout/fanout-runtime.js';
-import { ManualTimers } from '../fixtures/manual-timers.js';
+import type { FanoutEvent } from '../../src/runtime/fanout/fanout-runtime.js';
+import { idleFanoutRuntime } from '../fixtures/fanout-runtime.js';
 
 const SETTINGS: ConsumerSettings = { parallelism: 4, retries: 3, timeoutMs: 1000, backoffMs: 100, ratePerSecond: null, maxPending: null };
 
@@ -16,27 +16,7 @@ describe('fan-out: item-failed', () => {
     // Room for the item (a byte of data) and its batch, and none more: no error fits.
     const state = new FanoutState({ maxUnsettledBytes: ITEM_RECORD_BYTES + 1 + BATCH_RECORD_BYTES });
     const events: FanoutEvent[] = [];
-    const never = (): boolean => false;
-    const runtime = new FanoutRuntime({
-      self: 'm1',
-      state,
-      timers: new ManualTimers(),
-      isLeader: never,
-      term: () => 1,
-      clusterNowMs: () => 0,
-      eligible: never,
-      configured: never,
-      lost: never,
-      appliedIndex: () => 0,
-      holdsLease: () => true,
-      propose: () => new Promise(() => undefined),
-      onEvent: (e) => events.push(e),
-    });
-    let index = 0;
-    const apply = (c: FanoutCommand): void => {
-      const at = ++index;
-      runtime.applied(at, c, state.apply(at, c), false);
-    };
+    const { apply } = idleFanoutRuntime(state, (e) => events.push(e));
     apply({ type: 'consume', topic: 't', member: 'm1', settings: SETTINGS });
     apply({ type: 'emit', topic: 't', items: [{ data: Uint8Array.of(1), key: null }], origin: null, atMs: 0 });
     apply({ type: 'lease', member: 'm1', ids: [1], atMs: 0 });
