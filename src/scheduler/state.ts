@@ -401,8 +401,7 @@ export class SchedulerState {
       };
       const bytes = jobBytes(job);
       // Jobs no member handles make room, as at the count.
-      while (bounded && this.#jobBytes + bytes > this.#maxJobBytes && this.#makeRoom());
-      if (bounded && this.#jobBytes + bytes > this.#maxJobBytes) return { ok: false, reason: 'too-many-jobs' };
+      if (bounded && !this.#roomForJobBytes(bytes)) return { ok: false, reason: 'too-many-jobs' };
       this.jobs.set(command.job, job);
       this.#jobBytes += bytes;
       // New, it comes last in `jobs`: a reader of the changes adds it there.
@@ -437,8 +436,7 @@ export class SchedulerState {
     // member handles (but this one) made what room they could: the job runs on the members
     // that have one, if any.
     const grows = handlerListBytes(handlers) - handlerListBytes(existing.handlers);
-    while (bounded && this.#jobBytes + grows > this.#maxJobBytes && this.#makeRoom(existing.name));
-    if (bounded && this.#jobBytes + grows > this.#maxJobBytes) return { ok: false, reason: 'too-many-jobs' };
+    if (bounded && !this.#roomForJobBytes(grows, existing.name)) return { ok: false, reason: 'too-many-jobs' };
     this.#setHandlers(existing, handlers);
     return { ok: true };
   }
@@ -447,8 +445,7 @@ export class SchedulerState {
   #takeOver(existing: JobRecord, command: Extract<SchedulerCommand, { type: 'register' }>, form: string, version: number): ApplyResult {
     const job = takenOver(existing, command, form, version, (members) => this.#handlerSets.of(members));
     const grows = jobBytes(job) - jobBytes(existing);
-    while (this.#jobBytes + grows > this.#maxJobBytes && this.#makeRoom(existing.name));
-    if (this.#jobBytes + grows > this.#maxJobBytes) {
+    if (!this.#roomForJobBytes(grows, existing.name)) {
       // Refused for room, the member is no handler of the old form either, as for a conflict.
       this.#setHandlers(existing, NO_HANDLERS);
       return { ok: false, reason: 'too-many-jobs' };
@@ -462,6 +459,15 @@ export class SchedulerState {
     // It has the registering member's handler now.
     if (existing.handlers.size === 0) this.#orphans--;
     return { ok: true };
+  }
+
+  /**
+   * Whether `bytes` more fit the jobs' share (maxJobBytes), once jobs no member handles (but
+   * `spare`) made what room they could (#makeRoom).
+   */
+  #roomForJobBytes(bytes: number, spare?: string): boolean {
+    while (this.#jobBytes + bytes > this.#maxJobBytes && this.#makeRoom(spare));
+    return this.#jobBytes + bytes <= this.#maxJobBytes;
   }
 
   #setHandlers(job: JobRecord, handlers: ReadonlySet<NodeId>): void {

@@ -1,5 +1,6 @@
 import type { CatchUp } from '../../scheduler/planner.js';
 import type { JobSpec } from '../../scheduler/spec.js';
+import type { JobRecord } from '../../scheduler/records.js';
 import { DEFAULT_OVERLAP, sameForm, type JobPolicy, type RegistrationForm, type SchedulerCommand } from '../../scheduler/command.js';
 import { MAX_COMMANDS_PER_BATCH } from '../command-batch.js';
 import type { JobHandler, JobOptions } from './job-types.js';
@@ -125,9 +126,13 @@ export class Registrations {
    * of the job would make a handler (job-takeover.ts), so an unregistration takes it off too.
    */
   #named(name: string): boolean {
-    const self = this.#ctx.options.self;
     const job = this.#ctx.state.jobs.get(name);
-    return job !== undefined && (job.handlers.has(self) || job.conflicts.has(self));
+    return job !== undefined && this.#names(job);
+  }
+
+  #names(job: JobRecord): boolean {
+    const self = this.#ctx.options.self;
+    return job.handlers.has(self) || job.conflicts.has(self);
   }
 
   /** orphaned() for each job this member has a handler for: the state was restored from a snapshot, which may hold an unregistration this member never applied. */
@@ -155,8 +160,7 @@ export class Registrations {
    */
   async unregisterAll(): Promise<void> {
     const self = this.#ctx.options.self;
-    const state = this.#ctx.state;
-    const names = [...state.jobs.values()].filter((job) => job.handlers.has(self) || job.conflicts.has(self)).map((job) => job.name);
+    const names = [...this.#ctx.state.jobs.values()].filter((job) => this.#names(job)).map((job) => job.name);
     const unregistered = (name: string): boolean => !this.#named(name);
     for (let i = 0; i < names.length && !this.#ctx.stopped; i += MAX_REGISTRATIONS_IN_FLIGHT) {
       const some = names.slice(i, i + MAX_REGISTRATIONS_IN_FLIGHT);
