@@ -28,17 +28,21 @@ describe('a registration of another form for a job no other member handles', () 
     const { s, apply } = stateAt(JOB_TAKEOVER_VERSION);
     apply(register('a'));
     expect(apply(claim(T0 + 3000))).toMatchObject({ ok: true });
+    // Two slots dropped by the catch-up policy, counted missed.
+    expect(apply({ type: 'skip', job: 'report', throughMs: T0 + 5000, fromMs: T0 + 3000, count: 2 })).toEqual({ ok: true });
     apply({ type: 'pause', job: 'report', atMs: T0 + 3500 });
     apply(unregister('a'));
     expect(s.jobs.get('report')!.handlers.size).toBe(0);
     expect(apply(register('b', everyTwo, T0 + 1000))).toEqual({ ok: true });
     const job = s.jobs.get('report')!;
     // The mark a millisecond on: never back, never the new anchor.
-    expect(job).toMatchObject({ spec: everyTwo, anchorMs: T0 + 1000, highWaterMs: T0 + 3001, paused: true });
+    expect(job).toMatchObject({ spec: everyTwo, anchorMs: T0 + 1000, highWaterMs: T0 + 5001, paused: true, missedSlots: 2 });
     expect([...job.handlers]).toEqual(['b']);
-    // The new spec's instant at T0 + 3000 was the old one's, claimed: never claimed twice.
+    // The new spec's instants at T0 + 3000 and T0 + 5000 were the old one's, claimed or counted
+    // missed: never claimed again.
     expect(apply(claim(T0 + 3000))).toEqual({ ok: false, reason: 'duplicate-slot' });
-    expect(apply(claim(T0 + 5000))).toMatchObject({ ok: true });
+    expect(apply(claim(T0 + 5000))).toEqual({ ok: false, reason: 'duplicate-slot' });
+    expect(apply(claim(T0 + 7000))).toMatchObject({ ok: true });
   });
 
   it('takes along the members whose conflict is the same form, and leaves the others theirs', () => {
