@@ -1,6 +1,7 @@
 import type { NodeId } from '../src/raft/types.js';
 import { checkReadLiveness } from './barriers.js';
 import { entryText } from './checker.js';
+import { checkDeployed } from './deploys.js';
 import { checkFanoutSettles, fanoutAtHeal } from './fanout-settle.js';
 import { checkHistories } from './history-checker.js';
 import { rollingRestart } from './handover.js';
@@ -23,7 +24,7 @@ const HISTORY_CATCH_UP_MS = 1000;
  * A run's second phase, where liveness is checked: everything is healed, then a new entry must
  * commit on every member within the bound, a barrier on each resolve (with barriers), an upgrade's version must rise, every slot due once
  * the scheduler settled must run on time with an outcome, and every member's history() must
- * show it; then, if asked, a rolling restart of graceful stops (handover.ts). It ends early if
+ * show it, and a deploy's changed jobs must have taken their new form; then, if asked, a rolling restart of graceful stops (handover.ts). It ends early if
  * an event throws (`loop.crashed`).
  */
 export async function checkAfterHealing(world: SimWorld, loop: RunLoop): Promise<void> {
@@ -57,6 +58,11 @@ export async function checkAfterHealing(world: SimWorld, loop: RunLoop): Promise
   if (loop.crashed) return;
   const states = members.flatMap((m) => (m.member === null ? [] : [{ id: m.id, state: m.member.scheduler.state }]));
   checkHistories(states, watchEnd, (job, slotMs, member) => runChecks.underway(scheduler.nowMs, job, slotMs, member), (what) => report(scheduler.nowMs, 'history-outcome', what));
+  if (world.deploy !== null) {
+    const current = world.current();
+    const deployed = current.flatMap((m) => (m.member === null ? [] : [{ id: m.id, jobs: m.member.scheduler.state.jobs }]));
+    checkDeployed(deployed, current.map((m) => m.id), world.deploy.changed, (what) => report(scheduler.nowMs, 'deploy', what));
+  }
   await checkFanoutSettles(world, loop, healedAt, fanoutHeal);
   if (loop.crashed) return;
   if (world.options.handover === true) await rollingRestart(world, loop);

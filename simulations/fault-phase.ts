@@ -1,6 +1,7 @@
 import { SeededRandom } from '../src/time/random.js';
-import { injectAckPowerCuts, injectClockFaults, injectCrashes, injectLostAnswers, injectPartitions, injectPauses, injectUpgrades, LOST_ANSWERS_EVERY_MS, MAX_ACK_POWER_CUTS, type FaultContext } from './faults.js';
+import { injectAckPowerCuts, injectClockFaults, injectCrashes, injectDeploy, injectLostAnswers, injectPartitions, injectPauses, injectUpgrades, LOST_ANSWERS_EVERY_MS, MAX_ACK_POWER_CUTS, type FaultContext } from './faults.js';
 import { barriersRandom, startBarriers } from './barriers.js';
+import { deployRandom } from './deploys.js';
 import { startOutsideEmits } from './fanout.js';
 import { SimMember } from './member.js';
 import { MembershipFaults, membershipRandom } from './membership.js';
@@ -12,7 +13,7 @@ import type { SimWorld } from './world.js';
  * A run's first phase, where safety is checked: the founding members start, application
  * proposals come from random members, every fault the switches allow is scheduled at the rates
  * the seed drew (partitions, crashes and power cuts, clock faults, pauses, a rolling upgrade,
- * configuration changes), and the run goes on for `durationMs`, checked after every event.
+ * a rolling deploy of changed jobs, configuration changes), and the run goes on for `durationMs`, checked after every event.
  * Faults that draw from streams of their own leave every other fault where it was.
  */
 export async function runFaultPhase(world: SimWorld, loop: RunLoop): Promise<void> {
@@ -52,6 +53,8 @@ export async function runFaultPhase(world: SimWorld, loop: RunLoop): Promise<voi
     injectUpgrades({ ...faultContext, random: upgradeRandom(seed) }, world.nextRelease, restart, onCrash);
     startNotes(scheduler, members, world.nextRelease.stateMachine.max, notesRandom(seed), world.versionChecks);
   }
+  // From a stream of its own, so that it leaves every other fault where it was.
+  if (world.deploy !== null) injectDeploy({ ...faultContext, random: deployRandom(seed) }, world.deploy.jobs, restart, onCrash);
   if (world.changes) {
     // From a stream of its own, so that it leaves every other fault where it was.
     const membership = new MembershipFaults(
@@ -62,6 +65,8 @@ export async function runFaultPhase(world: SimWorld, loop: RunLoop): Promise<voi
           const m = new SimMember(id, seed * 31 + members.length, scheduler);
           // A new instance runs the newest release in play: in a rolling upgrade, the next one.
           if (world.versionsMode === 'upgrade') m.versions = world.nextRelease;
+          // And the jobs of the deploy in play (its app's newest code).
+          if (world.deploy !== null) m.jobs = world.deploy.jobs;
           world.byId.set(id, m);
           world.runChecks.addMember(m);
           return m;

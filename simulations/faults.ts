@@ -2,6 +2,7 @@ import type { NodeId } from '../src/raft/types.js';
 import { CLOCK_OFFSET_MAX_AGE_MS } from '../src/runtime/clock-sync.js';
 import type { Random } from '../src/time/random.js';
 import type { VersionSupport } from '../src/version/versions.js';
+import type { SimJob } from './jobs.js';
 import type { SimMember } from './member.js';
 import type { SimNetwork } from './network.js';
 import type { SimScheduler } from './scheduler.js';
@@ -317,6 +318,20 @@ export const crashToUpgrade: UpgradeStop = (ctx, m, restart, onCrash) => crashFo
  * fault crashed it) gets the new release all the same and comes back on it when it restarts.
  */
 export function injectUpgrades(ctx: FaultContext, next: VersionSupport, restart: (m: SimMember) => void, onCrash: (m: SimMember) => void, stop: UpgradeStop = crashToUpgrade): void {
+  injectRollingChange(ctx, 'upgrade', (m) => (m.versions = next), restart, onCrash, stop);
+}
+
+/**
+ * A rolling deploy of jobs changed (deploys.ts), as a rolling upgrade goes: every member in
+ * turn gets `jobs` and is stopped and started again with them, over UPGRADE_SPAN of the fault
+ * phase, so that the change is complete while the faults still go on.
+ */
+export function injectDeploy(ctx: FaultContext, jobs: readonly SimJob[], restart: (m: SimMember) => void, onCrash: (m: SimMember) => void): void {
+  injectRollingChange(ctx, 'deploy', (m) => (m.jobs = jobs), restart, onCrash, (c, m, r, o) => crashFor(c, m, UPGRADE_DOWN_MS, 'deploy crash', r, o));
+}
+
+/** Every member in turn, in an order drawn, changed by `change` and stopped by `stop` (restarted by it), spread over UPGRADE_SPAN. */
+function injectRollingChange(ctx: FaultContext, what: string, change: (m: SimMember) => void, restart: (m: SimMember) => void, onCrash: (m: SimMember) => void, stop: UpgradeStop): void {
   const order = [...ctx.members];
   for (let i = order.length - 1; i > 0; i--) {
     const j = ctx.random.int(0, i);
@@ -326,8 +341,8 @@ export function injectUpgrades(ctx: FaultContext, next: VersionSupport, restart:
   const step = ((to - from) * ctx.untilMs) / order.length;
   order.forEach((m, i) => {
     ctx.scheduler.at(from * ctx.untilMs + step * i + ctx.random.int(0, Math.floor(step)), () => {
-      m.versions = next;
-      ctx.trace(`upgrade ${m.id}`);
+      change(m);
+      ctx.trace(`${what} ${m.id}`);
       if (m.up) stop(ctx, m, restart, onCrash);
     });
   });

@@ -77,6 +77,8 @@ export class SimMember {
    * is; an upgrade (faults.ts, injectUpgrades) replaces it while the process is down.
    */
   versions: VersionSupport = SUPPORTED;
+  /** The jobs this member's app schedules at boot, once a rolling deploy changed them (deploys.ts); null: the run's. */
+  jobs: readonly SimJob[] | null = null;
   incarnation = 0;
   /** True time until which the process is stalled. */
   pausedUntil = 0;
@@ -171,7 +173,7 @@ export class SimMember {
     const observe = (event: HandlerEvent): void => hooks.onHandler?.(this.id, incarnation, event);
     const fanout = config.fanout ?? null;
     const fanoutRandom = new SeededRandom(this.#seed * 15_485_863 + incarnation);
-    for (const job of config.jobs) {
+    for (const job of this.jobs ?? config.jobs) {
       const handler = fanout !== null && job.name === EMIT_JOB ? simEmitHandler(fanout.plan, timers, fanoutRandom, fanout.emitting, observe) : simHandler(job, timers, random, observe);
       member.scheduler.schedule(job.name, parseSpec(job.spec), handler, job.options ?? {});
     }

@@ -100,6 +100,14 @@ export interface SimulationOptions {
    * @default drawn from the seed, in BARRIERS_SHARE of the seeds that run the default jobs (drawBarriersMode); none with `jobs` given
    */
   readonly barriers?: boolean;
+  /**
+   * A rolling deploy during the faults: each member in turn restarts scheduling these jobs, the
+   * same names with other specs or policies (simulations/deploys.ts, validateDeploy), and once
+   * every member runs them each changed job must have taken its new form (checked as `deploy`).
+   * `true` deploys DEPLOYED_SIM_JOBS, for the default jobs; `false`, none.
+   * @default drawn from the seed, DEPLOYED_SIM_JOBS in DEPLOY_SHARE of the seeds that run the default jobs (drawDeployMode); none with `jobs` given
+   */
+  readonly deploy?: boolean | readonly SimJob[];
   /** The largest emit of the run's fan-out. @default MAX_SIM_EMIT */
   readonly maxEmit?: number;
 }
@@ -142,6 +150,8 @@ export interface SimulationResult {
   readonly fanout: FanoutSummary | null;
   /** What the run's runExclusive tasks did; null without them. */
   readonly locks: LocksSummary | null;
+  /** The jobs a rolling deploy changed, and the take-overs the log applied (more than one when a job went back to a form); null without a deploy. */
+  readonly deploy: { readonly jobsChanged: readonly string[]; readonly takeOvers: number } | null;
   /** Read barriers asked during the faults, and of them those answered; null without them. */
   readonly barriers: { readonly asked: number; readonly answered: number } | null;
   readonly timeline?: readonly TimelineEvent[];

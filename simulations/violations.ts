@@ -103,6 +103,9 @@ export const VIOLATION_KINDS = [
   'configuration',
   /** A member removed (or never added) moved a member's term, or was granted a vote, by a member whose configuration does not hold it. */
   'removed-disruption',
+  // A rolling deploy that changes jobs' specs and policies (deploys.ts)
+  /** After healing, with every member deployed, a job the deploy changed is not in its new form on a member, or not handled by every member. */
+  'deploy',
   // Graceful stops (handover.ts)
   /** During a rolling restart of graceful stops, a slot was missed, started twice, or started late. */
   'handover',

@@ -17,6 +17,7 @@ import { FanoutChecker } from './checkers/fanout.js';
 import { drawFanout, drawFanoutMode, emitJob, fanoutRandom, type SimFanout } from './fanout.js';
 import { drawLocks, drawLocksMode, locksRandom, type SimLocks } from './locks.js';
 import { drawBarriersMode } from './barriers.js';
+import { changedJobs, DEPLOYED_SIM_JOBS, drawDeployMode, validateDeploy } from './deploys.js';
 import { ReadChecker } from './checkers/reads.js';
 import { SimMember, type MemberHooks, type SimMemberConfig } from './member.js';
 import { drawMembershipMode, type MembershipFaults, type MembershipMode } from './membership.js';
@@ -63,6 +64,8 @@ export class SimWorld {
   readonly durationMs: number;
   readonly livenessBoundMs: number;
   readonly jobs: readonly SimJob[];
+  /** The jobs of the run's rolling deploy (deploys.ts), and those of them it changes; null: none. */
+  readonly deploy: { readonly jobs: readonly SimJob[]; readonly changed: readonly SimJob[] } | null;
   /** The run's fan-out (fanout.ts), drawn from a stream of its own; null: none. */
   readonly fanout: SimFanout | null;
   /** The run's calls of runExclusive (locks.ts), drawn from a stream of their own; null: none. */
@@ -145,6 +148,7 @@ export class SimWorld {
     const withLocks = options.locks ?? (options.jobs === undefined && drawLocksMode(seed));
     this.locks = withLocks ? drawLocks(locksRandom(seed)) : null;
     this.jobs = jobs;
+    this.deploy = deployOf(options, userJobs, jobs, seed);
     const drawn = {
       lossPermille: switches.loss ? random.int(0, 300) : 0,
       duplicatePermille: switches.loss ? random.int(0, 50) : 0,
@@ -286,3 +290,17 @@ function validateRun(options: SimulationOptions): void {
  */
 export const MAX_SIM_SEED = 2 ** 32 - 1;
 
+
+/**
+ * The run's rolling deploy: the jobs given, DEPLOYED_SIM_JOBS for `true` or drawn (the default
+ * jobs only), with fan-out's emitting job (which no deploy changes) kept last.
+ */
+function deployOf(options: SimulationOptions, userJobs: readonly SimJob[], jobs: readonly SimJob[], seed: number): SimWorld['deploy'] {
+  const asked = options.deploy ?? (options.jobs === undefined && drawDeployMode(seed));
+  if (asked === false) return null;
+  if (asked === true && options.jobs !== undefined) throw new TypeError('deploy: `true` deploys DEPLOYED_SIM_JOBS, which change the default jobs; give the jobs to deploy for jobs of your own');
+  const deployed = asked === true ? DEPLOYED_SIM_JOBS : asked;
+  validateDeploy(userJobs, deployed);
+  const all = [...deployed, ...jobs.slice(userJobs.length)];
+  return { jobs: all, changed: changedJobs(userJobs, deployed) };
+}

@@ -458,7 +458,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     const { job, limit } = optionsObject(options, ['job', 'limit']);
     if (job !== undefined) validateName(job);
     // A limit of 0 or less took slice(-limit) to every claim kept.
-    if (limit !== undefined) positiveInt(limit, 'limit');
+    if (limit !== undefined) positiveInt(limit, 'limit', 'a count of slots');
     const state = this.#scheduler?.state;
     const tally = this.#parts.member?.fanoutRuntime.slotBatches;
     return state === undefined ? [] : historyOf(state, { ...(job === undefined ? {} : { job }), ...(limit === undefined ? {} : { limit }) }, (name, slotMs) => tally?.of(name, slotMs) ?? null);

@@ -12,9 +12,9 @@ export function hasLoneSurrogate(text: string): boolean {
   return LONE_SURROGATE.test(text);
 }
 
-/** A positive integer option (milliseconds or a count), or InvalidArgumentError naming it. */
-export function positiveInt(value: unknown, option: string): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) throw new InvalidArgumentError(option, value, 'a positive integer (milliseconds or a count)');
+/** A positive integer option (milliseconds or a count, `unit` says which), or InvalidArgumentError naming it. */
+export function positiveInt(value: unknown, option: string, unit = 'milliseconds or a count'): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) throw new InvalidArgumentError(option, value, `a positive integer (${unit})`);
   return value;
 }
 

@@ -50,8 +50,10 @@ export interface MemberState {
 export interface ClusterState {
   readonly id: NodeId;
   readonly status: 'new' | 'starting' | 'running' | 'stopping' | 'stopped' | 'failed';
+  /** 'follower' once the member stopped or failed, whatever it was. */
   readonly role: Role;
   readonly term: number;
+  /** null once the member stopped or failed: it no longer hears one. */
   readonly leader: NodeId | null;
   readonly commitIndex: number;
   readonly appliedIndex: number;
@@ -276,12 +278,14 @@ export function clusterStateOf(s: StateSources): ClusterState {
       ...clockOf(id),
     };
   });
+  // A member stopped (or failed) leads nothing and knows no leader, whatever its node said last.
+  const ended = s.status === 'stopped' || s.status === 'failed';
   return {
     id: s.id,
     status: s.status,
-    role: node?.role ?? 'follower',
+    role: ended ? 'follower' : (node?.role ?? 'follower'),
     term: node?.term ?? 0,
-    leader: node?.leader ?? null,
+    leader: ended ? null : (node?.leader ?? null),
     commitIndex: node?.log.committed ?? 0,
     appliedIndex: node?.log.applied ?? 0,
     lastIndex: node?.log.lastIndex() ?? 0,

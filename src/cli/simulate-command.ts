@@ -27,6 +27,7 @@ interface SimulateFlags {
   readonly fanout: string;
   readonly locks: string;
   readonly barriers: string;
+  readonly deploy: string;
   readonly maxEmit?: string;
   readonly maxConcurrent?: string;
   readonly progress: string;
@@ -54,6 +55,7 @@ export function addSimulateCommand(program: Command, io: CliOutput, self: { read
     .option('--fanout <on|off|drawn>', 'fan-out in the swarm: in every seed, none, or drawn from the seed (about a quarter)', 'drawn')
     .option('--locks <on|off|drawn>', 'runExclusive in the swarm: in every seed, none, or drawn from the seed (about a quarter)', 'drawn')
     .option('--barriers <on|off|drawn>', 'read barriers in the swarm: in every seed, none, or drawn from the seed (about a quarter)', 'drawn')
+    .option('--deploy <on|off|drawn>', "a rolling deploy that changes the default jobs' specs and policies: in every seed, none, or drawn from the seed (about a quarter)", 'drawn')
     .option('--max-emit <n>', "the largest emit of a run's fan-out")
     .option('--max-concurrent <n>', "runs at once on each member (Cluster's maxConcurrent option; default: no limit); more wait for a free one")
     .option('--progress <time>', 'a sweep without --json: a line on stderr of the seeds run so far, at most this often', '30s')
@@ -83,18 +85,22 @@ export function shellWord(value: string): string {
   return /^[\w./:=,+@%-]+$/.test(value) ? value : `'${value.replaceAll("'", `'\\''`)}'`;
 }
 
+/** A workload of the swarm that each seed draws unless told (`--fanout` and the like): `on` or `off` sets it for every seed. */
+function swarmSwitch<K extends 'fanout' | 'locks' | 'barriers' | 'deploy'>(name: K, value: string): { [P in K]?: boolean } {
+  if (value !== 'on' && value !== 'off' && value !== 'drawn') throw new InvalidArgumentError(`--${name}`, value, 'on, off or drawn');
+  return value === 'drawn' ? {} : ({ [name]: value === 'on' } as { [P in K]?: boolean });
+}
+
 async function runSimulate(values: SimulateFlags, io: CliOutput, self: { readonly script: string; readonly argv: readonly string[] }): Promise<number> {
   const members = positiveInt(values.members, '--members', MAX_MEMBERS);
   const durationMs = parseDurationMs(values.duration, '--duration');
   const faults = faultSwitches(values.faults);
   if (values.proposals !== 'on' && values.proposals !== 'off') throw new InvalidArgumentError('--proposals', values.proposals, 'on or off');
   const proposals = values.proposals === 'on';
-  if (values.fanout !== 'on' && values.fanout !== 'off' && values.fanout !== 'drawn') throw new InvalidArgumentError('--fanout', values.fanout, 'on, off or drawn');
-  const fanout = values.fanout === 'drawn' ? {} : { fanout: values.fanout === 'on' };
-  if (values.locks !== 'on' && values.locks !== 'off' && values.locks !== 'drawn') throw new InvalidArgumentError('--locks', values.locks, 'on, off or drawn');
-  const locks = values.locks === 'drawn' ? {} : { locks: values.locks === 'on' };
-  if (values.barriers !== 'on' && values.barriers !== 'off' && values.barriers !== 'drawn') throw new InvalidArgumentError('--barriers', values.barriers, 'on, off or drawn');
-  const barriers = values.barriers === 'drawn' ? {} : { barriers: values.barriers === 'on' };
+  const fanout = swarmSwitch('fanout', values.fanout);
+  const locks = swarmSwitch('locks', values.locks);
+  const barriers = swarmSwitch('barriers', values.barriers);
+  const deploy = swarmSwitch('deploy', values.deploy);
   const maxEmit = values.maxEmit === undefined ? {} : { maxEmit: positiveInt(values.maxEmit, '--max-emit') };
   const maxConcurrent = values.maxConcurrent === undefined ? {} : { maxConcurrent: positiveInt(values.maxConcurrent, '--max-concurrent') };
   // One seed, or a sweep from --from: both asked for ran one seed, saying nothing of the sweep.
@@ -107,9 +113,9 @@ async function runSimulate(values: SimulateFlags, io: CliOutput, self: { readonl
   const failed: SimulationResult[] = [];
   if (values.report !== undefined && count > 1) throw new InvalidArgumentError('--report', values.report, 'used with one seed (--seed N)');
   const replay = (r: SimulationResult): string =>
-    `npx cronraft simulate --seed ${r.seed} --members ${members} --duration ${shellWord(values.duration)} --faults ${shellWord(values.faults)}${proposals ? '' : ' --proposals off'}${values.fanout === 'drawn' ? '' : ` --fanout ${values.fanout}`}${values.locks === 'drawn' ? '' : ` --locks ${values.locks}`}${values.barriers === 'drawn' ? '' : ` --barriers ${values.barriers}`}${values.maxEmit === undefined ? '' : ` --max-emit ${shellWord(values.maxEmit)}`}${maxConcurrent.maxConcurrent === undefined ? '' : ` --max-concurrent ${maxConcurrent.maxConcurrent}`}`;
+    `npx cronraft simulate --seed ${r.seed} --members ${members} --duration ${shellWord(values.duration)} --faults ${shellWord(values.faults)}${proposals ? '' : ' --proposals off'}${values.fanout === 'drawn' ? '' : ` --fanout ${values.fanout}`}${values.locks === 'drawn' ? '' : ` --locks ${values.locks}`}${values.barriers === 'drawn' ? '' : ` --barriers ${values.barriers}`}${values.deploy === 'drawn' ? '' : ` --deploy ${values.deploy}`}${values.maxEmit === undefined ? '' : ` --max-emit ${shellWord(values.maxEmit)}`}${maxConcurrent.maxConcurrent === undefined ? '' : ` --max-concurrent ${maxConcurrent.maxConcurrent}`}`;
   const parallel = Math.min(values.parallel === 'auto' ? availableParallelism() : positiveInt(values.parallel, '--parallel'), count);
-  const results = parallel > 1 ? inProcesses(self, first, count, parallel) : inThisProcess(first, count, { members, durationMs, faults, proposals, ...fanout, ...locks, ...barriers, ...maxEmit, ...maxConcurrent, timeline: values.report !== undefined });
+  const results = parallel > 1 ? inProcesses(self, first, count, parallel) : inThisProcess(first, count, { members, durationMs, faults, proposals, ...fanout, ...locks, ...barriers, ...deploy, ...maxEmit, ...maxConcurrent, timeline: values.report !== undefined });
   // A sweep prints its results at its end: a long one (npm run sim:soak) says meanwhile how far it is.
   const progressMs = parseDurationMs(values.progress, '--progress');
   let progressAtMs = started;

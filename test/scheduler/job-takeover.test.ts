@@ -183,6 +183,30 @@ describe('a rolling deploy that changes a job’s spec', () => {
     expect(c.state().jobs.get('report')).toMatchObject({ spec: everyTwo, handlers: new Set(['c']) });
   });
 
+  it('takes the job over once the version rises to JOB_TAKEOVER_VERSION, after a deploy whose registrations all were conflicts before it (found by the simulator)', async () => {
+    // A deploy of the release that brings take-overs, with the job's new spec: the version
+    // rises only once every member runs the release, after each registered the new spec.
+    const c = track(new Cluster(['a', 'b', 'c'], 5));
+    c.version = MEMBERSHIP_VERSION;
+    c.schedule(['a', 'b', 'c'], 'report', { every: '1s' }, 10);
+    await c.time.advanceTo(T0 + 3_500);
+    for (const id of ['b', 'c', 'a']) {
+      c.members.get(id)!.unschedule('report');
+      c.schedule([id], 'report', { every: '2s' }, 10);
+    }
+    await c.time.advanceTo(T0 + 6_000);
+    // The last member's registration of the new spec left the job with no handler, a conflict each.
+    expect(c.state().jobs.get('report')).toMatchObject({ spec: everySecond, handlers: new Set() });
+    expect([...c.state().jobs.get('report')!.conflicts.keys()].sort()).toEqual(['a', 'b', 'c']);
+    c.version = JOB_TAKEOVER_VERSION;
+    for (const m of c.members.values()) m.versionRaised(JOB_TAKEOVER_VERSION);
+    await c.time.advanceTo(T0 + 15_000);
+    const job = c.state().jobs.get('report')!;
+    expect(job).toMatchObject({ spec: everyTwo, handlers: new Set(['a', 'b', 'c']) });
+    expect(job.conflicts.size).toBe(0);
+    expect(c.runs.filter((r) => r.startMs > T0 + 8_000).length).toBeGreaterThan(2);
+  });
+
   it('registers again a member that learns from a snapshot that the job lost its last handler (found by a review)', async () => {
     const c = track(new Cluster(['a', 'b'], 5));
     c.schedule(['a'], 'report', { every: '1s' }, 10);

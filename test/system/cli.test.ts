@@ -91,13 +91,15 @@ describe('cronraft simulate', () => {
     expect((await cronraft('simulate', '--max-concurrent', '0')).stderr).toContain('Invalid --max-concurrent');
   });
 
-  it('runs runExclusive’s calls and read barriers in the seed with --locks on and --barriers on, and none with off; refuses a bad --locks or --barriers', async () => {
+  it('runs runExclusive’s calls, read barriers and a deploy in the seed with --locks on, --barriers on and --deploy on, and none with off; refuses a bad --locks, --barriers or --deploy', async () => {
     const args = ['simulate', '--seed', '3', '--members', '3', '--duration', '3s', '--json'];
-    const on = JSON.parse((await cronraft(...args, '--locks', 'on', '--barriers', 'on')).stdout) as { locks: { names: string[] } | null; barriers: { asked: number } | null };
-    const off = JSON.parse((await cronraft(...args, '--locks', 'off', '--barriers', 'off')).stdout) as { locks: unknown; barriers: unknown };
+    const on = JSON.parse((await cronraft(...args, '--locks', 'on', '--barriers', 'on', '--deploy', 'on')).stdout) as { locks: { names: string[] } | null; barriers: { asked: number } | null; deploy: { jobsChanged: string[] } | null };
+    const off = JSON.parse((await cronraft(...args, '--locks', 'off', '--barriers', 'off', '--deploy', 'off')).stdout) as { locks: unknown; barriers: unknown; deploy: unknown };
     expect(on.locks?.names.length).toBeGreaterThan(0);
     expect(on.barriers?.asked).toBeGreaterThan(0);
-    expect([off.locks, off.barriers]).toEqual([null, null]);
+    expect(on.deploy?.jobsChanged).toEqual(['every-second', 'cron-5s', 'all-members', 'flaky']);
+    expect([off.locks, off.barriers, off.deploy]).toEqual([null, null, null]);
+    expect((await cronraft('simulate', '--deploy', 'sometimes')).stderr).toContain('Invalid --deploy');
     const bad = await cronraft('simulate', '--locks', 'sometimes');
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('Invalid --locks');

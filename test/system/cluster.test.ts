@@ -77,6 +77,8 @@ describe('options', () => {
     expect(() => c.history(null as never)).toThrow(expect.objectContaining({ ...invalid, option: 'options' }));
     // A limit of 0 or less returned every claim kept.
     for (const limit of [0, -1, 1.5, '2']) expect(() => c.history({ limit: limit as number })).toThrow(expect.objectContaining({ ...invalid, option: 'limit' }));
+    // A count of slots, not "milliseconds or a count".
+    expect(() => c.history({ limit: 0 })).toThrow(/a positive integer \(a count of slots\)/);
     expect(() => c.consume('t', () => undefined, null as never)).toThrow(expect.objectContaining({ ...invalid, option: 'options' }));
     // A misspelt leave stopped without leaving; a string with a lone surrogate came back as U+FFFD.
     await expect(c.stop({ leve: true } as never)).rejects.toMatchObject({ ...invalid, option: 'leve' });

@@ -135,7 +135,11 @@ export class Registrations {
     return job.handlers.has(self) || job.conflicts.has(self);
   }
 
-  /** orphaned() for each job this member has a handler for: the state was restored from a snapshot, which may hold an unregistration this member never applied. */
+  /**
+   * orphaned() for each job this member has a handler for: the state was restored from a snapshot,
+   * which may hold an unregistration this member never applied, or the version rose to
+   * JOB_TAKEOVER_VERSION, under which a conflict of its own may take the job over.
+   */
   orphanedAll(): void {
     for (const name of this.#jobs.keys()) this.orphaned(name);
   }

@@ -12,7 +12,7 @@ import type { JobHandler, JobOptions } from './job-types.js';
 import { LeaderPlanning } from './leader-planning.js';
 import { Registrations } from './registrations.js';
 import { RuntimeContext, SCHEDULER_RUNTIME_DEFAULTS, type SchedulerRuntimeOptions } from './runtime-context.js';
-import { FIRST_CLUSTER_VERSION } from '../../version/versions.js';
+import { FIRST_CLUSTER_VERSION, JOB_TAKEOVER_VERSION } from '../../version/versions.js';
 
 export { SCHEDULER_RUNTIME_DEFAULTS, type SchedulerRuntimeOptions } from './runtime-context.js';
 
@@ -107,9 +107,16 @@ export class SchedulerRuntime {
     await this.#registrations.unregister(name);
   }
 
-  /** The cluster version in force became `version` (SchedulerState.versionRaised): a slot it made due is planned at once. */
+  /**
+   * The cluster version in force became `version` (SchedulerState.versionRaised): a slot it made
+   * due is planned at once. At JOB_TAKEOVER_VERSION, a job whose registrations of a new form were
+   * all refused as conflicts before it (a deploy of the release that brings take-overs, with the
+   * job's spec changed: the version rises only once every member runs it) is taken over by them
+   * registering again; before, nothing registered again, and the job ran no more.
+   */
   versionRaised(version: number): void {
     this.state.versionRaised(version);
+    if (version === JOB_TAKEOVER_VERSION) this.#registrations.orphanedAll();
     this.#planSoon();
   }
 
