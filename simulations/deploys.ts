@@ -1,11 +1,12 @@
 import type { NodeId } from '../src/raft/types.js';
 import type { JobRecord } from '../src/scheduler/records.js';
-import { sameForm } from '../src/scheduler/command.js';
+import { sameForm, type RegistrationForm } from '../src/scheduler/command.js';
 import { parseSpec } from '../src/scheduler/spec.js';
-import { policyOf } from '../src/runtime/scheduler/registrations.js';
+import { registrationForm } from '../src/runtime/scheduler/registrations.js';
 import type { Random } from '../src/time/random.js';
 import { SeededRandom } from '../src/time/random.js';
 import { DEFAULT_SIM_JOBS, validateJobs, type SimJob } from './jobs.js';
+import { seedDraws } from './seed-share.js';
 
 /**
  * The share of the seeds running the default jobs that draw a rolling deploy which changes some
@@ -38,9 +39,9 @@ export const DEPLOYED_SIM_JOBS: readonly SimJob[] = DEFAULT_SIM_JOBS.map((job) =
   }
 });
 
-/** Draws whether a run of the default jobs deploys DEPLOYED_SIM_JOBS, on a stream of its own. */
+/** Draws whether a run of the default jobs deploys DEPLOYED_SIM_JOBS, on a stream of its own (seed-share.ts). */
 export function drawDeployMode(seed: number): boolean {
-  return new SeededRandom(seed * 40_692 + 19).int(0, 999) < DEPLOY_SHARE * 1000;
+  return seedDraws(seed, 40_692, 19, DEPLOY_SHARE);
 }
 
 /** The stream a rolling deploy draws from (its order and moments), apart from every other fault's. */
@@ -78,8 +79,8 @@ export function changedJobs(jobs: readonly SimJob[], deployed: readonly SimJob[]
   });
 }
 
-function formOf(job: SimJob): Parameters<typeof sameForm>[0] {
-  return { spec: parseSpec(job.spec), mode: job.options?.mode ?? 'one', policy: policyOf(job.options ?? {}) };
+function formOf(job: SimJob): RegistrationForm {
+  return registrationForm(parseSpec(job.spec), job.options ?? {});
 }
 
 /**

@@ -84,8 +84,8 @@ export class SchedulerChecker {
   staleStarts = 0;
   /** Runs started again after a crash whose previous run's outcome was still in flight (at least once). */
   reRuns = 0;
-  /** Registrations of another form that took their job over (a rolling deploy's, job-takeover.ts). */
-  takeOvers = 0;
+  /** The jobs a registration of another form took over (a rolling deploy's, job-takeover.ts), each once. */
+  readonly takenOver = new Set<string>();
   readonly #startedAt = new Map<NodeId, number>();
 
   constructor(report: Report) {
@@ -133,7 +133,7 @@ export class SchedulerChecker {
         // A registration of another form applied took the job over (job-takeover.ts): its
         // instants count from the mark, which never goes back.
         const countFromMs = known === undefined ? initialMs : Math.max(known.highWaterMs, initialMs) + 1;
-        if (known !== undefined) this.takeOvers++;
+        if (known !== undefined) this.takenOver.add(command.job);
         this.jobs.set(command.job, { spec, mode: command.mode, policy: command.policy, anchorMs: atMs, countFromMs, claims: 0, missed: 0, highWaterMs: countFromMs });
         return;
       }

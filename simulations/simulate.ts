@@ -150,8 +150,8 @@ export interface SimulationResult {
   readonly fanout: FanoutSummary | null;
   /** What the run's runExclusive tasks did; null without them. */
   readonly locks: LocksSummary | null;
-  /** The jobs a rolling deploy changed, and the take-overs the log applied (more than one when a job went back to a form); null without a deploy. */
-  readonly deploy: { readonly jobsChanged: readonly string[]; readonly takeOvers: number } | null;
+  /** The jobs a rolling deploy changed, and those the log applied a take-over of; null without a deploy. */
+  readonly deploy: { readonly jobsChanged: readonly string[]; readonly jobsTakenOver: readonly string[] } | null;
   /** Read barriers asked during the faults, and of them those answered; null without them. */
   readonly barriers: { readonly asked: number; readonly answered: number } | null;
   readonly timeline?: readonly TimelineEvent[];

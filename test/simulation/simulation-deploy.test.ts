@@ -16,10 +16,10 @@ describe('a rolling deploy of changed jobs in the simulator', () => {
       for (let seed = 1; seed <= 3; seed++) {
         const r = await simulate({ seed, members, durationMs: 30_000, deploy: true });
         expect(r.violations, `seed ${seed}`).toEqual([]);
-        expect(r.deploy).toEqual({ jobsChanged: ['every-second', 'cron-5s', 'all-members', 'flaky'], takeOvers: 4 });
-        // The new spec's slots ran after the take-over: a cron of even seconds.
-        const everySecond = r.jobs.find((j) => j.name === 'every-second');
-        expect(everySecond?.claimed).toBeGreaterThan(0);
+        const all = ['every-second', 'cron-5s', 'all-members', 'flaky'];
+        expect(r.deploy).toEqual({ jobsChanged: all, jobsTakenOver: all });
+        // And ran on time after healing, by the new specs' instants (the lateness checker reads the log's form).
+        expect(r.jobs.find((j) => j.name === 'every-second')?.claimed).toBeGreaterThan(0);
       }
     }, 300_000);
   }
@@ -32,7 +32,7 @@ describe('a rolling deploy of changed jobs in the simulator', () => {
     const deployed: SimJob[] = [jobs[0] as SimJob, { name: 'cleanup', spec: { every: '2s' }, options: { retries: 2 } }];
     const r = await simulate({ seed: 4, members: 3, durationMs: 20_000, jobs, deploy: deployed });
     expect(r.violations).toEqual([]);
-    expect(r.deploy).toEqual({ jobsChanged: ['cleanup'], takeOvers: 1 });
+    expect(r.deploy).toEqual({ jobsChanged: ['cleanup'], jobsTakenOver: ['cleanup'] });
   }, 120_000);
 
   it('refuses a deploy that changes what a take-over keeps or which jobs run', async () => {

@@ -530,12 +530,21 @@ export class Assignee {
     const ended = this.#ctx.state.claims.get(key)?.cancelled;
     const cancelledBefore = (ended?.token === claim.token && isCancelledRun(ended)) || isReason(abort.signal.reason, 'cancelled');
     const replacedBefore = !cancelledBefore && (ended?.token === claim.token || isReason(abort.signal.reason, 'replaced'));
+    // Given back: the log no longer has this member handle the job (it registered another form
+    // of it, a conflict), and a leader moves a claim whose run's start the log does not show
+    // (planner.ts, released). A run started now would run the slot beside the one the move
+    // makes, until the move reached this member. Reported, so that the slot has an outcome here
+    // (mode 'all') and moves at once (mode 'one') if no move came first; decided before the
+    // admission, which would hold a place in the job's queue and a run permit for it.
+    const givenBack = this.#ctx.state.jobs.get(claim.job)?.handlers.has(this.#o.self) === false;
     const admission: Admission = cancelledBefore
       ? { outcome: 'cancelled', reason: `${CANCELLED_REASON} before it started` }
       : replacedBefore
         ? { outcome: 'replaced', reason: 'replaced by a later slot before it started' }
         : abort.signal.aborted
         ? 'dropped'
+        : givenBack
+        ? { outcome: 'interrupted', reason: 'this member no longer handles the job: it registered another form of it' }
         : await this.#admission.admit(armed);
     if (admission !== 'run') {
       this.#permits.settle(armed);

@@ -41,6 +41,9 @@ export interface LocalJob {
  */
 export class Registrations {
   readonly #ctx: RuntimeContext;
+  readonly #runsAnnounced: (job: string) => boolean;
+  /** Since when (the timers' time) each registration of another form has waited for this member's runs of its job to show in the log (see #ready). */
+  readonly #holding = new Map<string, number>();
   readonly #jobs = new Map<string, LocalJob>();
   /**
    * Jobs of #jobs whose registration is to be proposed: new ones, and those whose last proposal
@@ -55,8 +58,13 @@ export class Registrations {
   /** The forms of the jobs scheduled lately, the one made last first (see #formOf). */
   readonly #forms: RegistrationForm[] = [];
 
-  constructor(ctx: RuntimeContext) {
+  /**
+   * `runsAnnounced`: whether every run of the job started here shows in the log (Assignee), which
+   * a registration of another form waits for (see #ready).
+   */
+  constructor(ctx: RuntimeContext, runsAnnounced: (job: string) => boolean) {
     this.#ctx = ctx;
+    this.#runsAnnounced = runsAnnounced;
   }
 
   /** The job's handler and options on this member, if it has one. */
@@ -102,7 +110,7 @@ export class Registrations {
 
   /** The form of a job scheduled with `spec` and `options`: one made lately if equal, else a new one. */
   #formOf(spec: JobSpec, options: JobOptions): RegistrationForm {
-    const form: RegistrationForm = { spec, mode: options.mode ?? 'one', policy: policyOf(options) };
+    const form = registrationForm(spec, options);
     const known = this.#forms.find((f) => sameForm(f, form));
     if (known !== undefined) return known;
     if (this.#forms.length >= MAX_SHARED_FORMS) this.#forms.pop();
@@ -230,14 +238,29 @@ export class Registrations {
     // A member that drains (stops gracefully) unregisters its jobs: none is registered again.
     if (job === undefined || this.#ctx.stopped || this.#ctx.draining) {
       this.#toRegister.delete(name);
+      this.#holding.delete(name);
       return null;
     }
     const o = this.#ctx.options;
-    // The first registration's time anchors the job's slots on every member: a member that has
-    // not learned the cluster's time would stamp its own clock, perhaps a minute off, and put
-    // every slot that far away. It joins a job already registered at once (its time is then
-    // unused); it creates one only once synced. The next plan interval tries again.
-    if (o.clockReady?.() === false && !this.#ctx.state.jobs.has(name)) return null;
+    // The first registration's time anchors the job's slots on every member, and so does a
+    // take-over's (job-takeover.ts): a member that has not learned the cluster's time would
+    // stamp its own clock, perhaps a minute off, and put every slot that far away. It joins a
+    // job already registered in its form at once (its time is then unused); it creates one, or
+    // registers another form, which may take the job over, only once synced. The next plan
+    // interval tries again.
+    const existing = this.#ctx.state.jobs.get(name);
+    if (o.clockReady?.() === false && (existing === undefined || !sameForm(existing, job.form))) return null;
+    // Another form takes this member off the job's handlers (a conflict), and a leader then
+    // moves a claim of its whose run's start the log does not show (planner.ts, released): it
+    // waits until its runs of the job show there, as an unregistration does
+    // (SchedulerRuntime#unregister), or the slot would run here and where the move sends it;
+    // for a reassignment horizon at most, as that one does.
+    if (existing !== undefined && existing.handlers.has(o.self) && !sameForm(existing, job.form) && !this.#runsAnnounced(name)) {
+      const since = this.#holding.get(name) ?? o.timers.now();
+      this.#holding.set(name, since);
+      if (o.timers.now() - since < o.reassignHorizonMs) return null;
+    }
+    this.#holding.delete(name);
     const { spec, mode, policy } = job.form;
     return { type: 'register', job: name, spec, mode, policy, member: o.self, atMs };
   }
@@ -261,6 +284,11 @@ function chunks<T>(items: readonly T[], size: number): T[][] {
   const out: T[][] = [];
   for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
   return out;
+}
+
+/** What a registration of a job scheduled with `spec` and `options` says of it besides its name. */
+export function registrationForm(spec: JobSpec, options: JobOptions): RegistrationForm {
+  return { spec, mode: options.mode ?? 'one', policy: policyOf(options) };
 }
 
 /** The replicated form of a job's options (what the leader plans by). */

@@ -44,7 +44,11 @@ export class SchedulerRuntime {
     this.#o = options;
     this.#ctx = new RuntimeContext(options);
     this.state = this.#ctx.state;
-    this.#registrations = new Registrations(this.#ctx);
+    // A registration of another form waits for this member's runs of the job to show in the log.
+    this.#registrations = new Registrations(this.#ctx, (job) => {
+      this.#assignee.flushRecords();
+      return this.#assignee.runsAnnounced(job);
+    });
     this.#assignee = new Assignee(this.#ctx, this.#registrations, max);
     this.#leader = new LeaderPlanning(this.#ctx, (limitMs) => this.#assignee.msUntilQuiet(limitMs));
     this.operations = new JobOperations(this.#ctx);
