@@ -247,8 +247,7 @@ describe('a rolling deploy that changes a job’s spec', () => {
 
   it('registers another form after a reassignment horizon at most, however long its runs of the job take to show in the log', async () => {
     // b's starts never commit: a wait for its runs to show in the log would never end.
-    let c!: Cluster;
-    c = track(new Cluster(['a', 'b'], 5, { reassignHorizonMs: 20_000 }, (id) => (id === 'b' ? { propose: (command) => (command.type === 'started' ? new Promise(() => undefined) : c.propose(command)) } : {})));
+    const c: Cluster = track(new Cluster(['a', 'b'], 5, { reassignHorizonMs: 20_000 }, (id) => (id === 'b' ? { propose: (command) => (command.type === 'started' ? new Promise(() => undefined) : c.propose(command)) } : {})));
     let startedMs: number | null = null;
     c.schedule(['b'], 'report', { every: '10s' }, 50_000, {}, () => {
       if (startedMs !== null) return;
