@@ -24,8 +24,9 @@ const HISTORY_CATCH_UP_MS = 1000;
  * A run's second phase, where liveness is checked: everything is healed, then a new entry must
  * commit on every member within the bound, a barrier on each resolve (with barriers), an upgrade's version must rise, every slot due once
  * the scheduler settled must run on time with an outcome, and every member's history() must
- * show it, and a deploy's changed jobs must have taken their new form; then, if asked, a rolling restart of graceful stops (handover.ts). It ends early if
- * an event throws (`loop.crashed`).
+ * show it, and a deploy's changed jobs must have taken their new form; then, if asked, a
+ * rolling restart of graceful stops (handover.ts). It ends early if an event throws
+ * (`loop.crashed`).
  */
 export async function checkAfterHealing(world: SimWorld, loop: RunLoop): Promise<void> {
   const healedAt = await heal(world, loop);

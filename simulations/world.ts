@@ -290,7 +290,6 @@ function validateRun(options: SimulationOptions): void {
  */
 export const MAX_SIM_SEED = 2 ** 32 - 1;
 
-
 /**
  * The run's rolling deploy: the jobs given, DEPLOYED_SIM_JOBS for `true` or drawn (the default
  * jobs only), with fan-out's emitting job (which no deploy changes) kept last.
