@@ -85,10 +85,21 @@ export function shellWord(value: string): string {
   return /^[\w./:=,+@%-]+$/.test(value) ? value : `'${value.replaceAll("'", `'\\''`)}'`;
 }
 
-/** A workload of the swarm that each seed draws unless told (`--fanout` and the like): `on` or `off` sets it for every seed. */
-function swarmSwitch<K extends 'fanout' | 'locks' | 'barriers' | 'deploy'>(name: K, value: string): { [P in K]?: boolean } {
-  if (value !== 'on' && value !== 'off' && value !== 'drawn') throw new InvalidArgumentError(`--${name}`, value, 'on, off or drawn');
-  return value === 'drawn' ? {} : ({ [name]: value === 'on' } as { [P in K]?: boolean });
+/** The workloads of the swarm that each seed draws unless told: `--fanout on` (or `off`) sets fan-out for every seed, and so on. */
+const SWARM_WORKLOADS = ['fanout', 'locks', 'barriers', 'deploy'] as const;
+
+/** The swarm's workloads as simulate() takes them (none for `drawn`), and as the replay command gives them again. */
+function swarmSwitches(values: SimulateFlags): { readonly options: Partial<Record<(typeof SWARM_WORKLOADS)[number], boolean>>; readonly flags: string } {
+  const options: Partial<Record<(typeof SWARM_WORKLOADS)[number], boolean>> = {};
+  let flags = '';
+  for (const name of SWARM_WORKLOADS) {
+    const value = values[name];
+    if (value !== 'on' && value !== 'off' && value !== 'drawn') throw new InvalidArgumentError(`--${name}`, value, 'on, off or drawn');
+    if (value === 'drawn') continue;
+    options[name] = value === 'on';
+    flags += ` --${name} ${value}`;
+  }
+  return { options, flags };
 }
 
 async function runSimulate(values: SimulateFlags, io: CliOutput, self: { readonly script: string; readonly argv: readonly string[] }): Promise<number> {
@@ -97,10 +108,7 @@ async function runSimulate(values: SimulateFlags, io: CliOutput, self: { readonl
   const faults = faultSwitches(values.faults);
   if (values.proposals !== 'on' && values.proposals !== 'off') throw new InvalidArgumentError('--proposals', values.proposals, 'on or off');
   const proposals = values.proposals === 'on';
-  const fanout = swarmSwitch('fanout', values.fanout);
-  const locks = swarmSwitch('locks', values.locks);
-  const barriers = swarmSwitch('barriers', values.barriers);
-  const deploy = swarmSwitch('deploy', values.deploy);
+  const swarm = swarmSwitches(values);
   const maxEmit = values.maxEmit === undefined ? {} : { maxEmit: positiveInt(values.maxEmit, '--max-emit') };
   const maxConcurrent = values.maxConcurrent === undefined ? {} : { maxConcurrent: positiveInt(values.maxConcurrent, '--max-concurrent') };
   // One seed, or a sweep from --from: both asked for ran one seed, saying nothing of the sweep.
@@ -113,9 +121,9 @@ async function runSimulate(values: SimulateFlags, io: CliOutput, self: { readonl
   const failed: SimulationResult[] = [];
   if (values.report !== undefined && count > 1) throw new InvalidArgumentError('--report', values.report, 'used with one seed (--seed N)');
   const replay = (r: SimulationResult): string =>
-    `npx cronraft simulate --seed ${r.seed} --members ${members} --duration ${shellWord(values.duration)} --faults ${shellWord(values.faults)}${proposals ? '' : ' --proposals off'}${values.fanout === 'drawn' ? '' : ` --fanout ${values.fanout}`}${values.locks === 'drawn' ? '' : ` --locks ${values.locks}`}${values.barriers === 'drawn' ? '' : ` --barriers ${values.barriers}`}${values.deploy === 'drawn' ? '' : ` --deploy ${values.deploy}`}${values.maxEmit === undefined ? '' : ` --max-emit ${shellWord(values.maxEmit)}`}${maxConcurrent.maxConcurrent === undefined ? '' : ` --max-concurrent ${maxConcurrent.maxConcurrent}`}`;
+    `npx cronraft simulate --seed ${r.seed} --members ${members} --duration ${shellWord(values.duration)} --faults ${shellWord(values.faults)}${proposals ? '' : ' --proposals off'}${swarm.flags}${values.maxEmit === undefined ? '' : ` --max-emit ${shellWord(values.maxEmit)}`}${maxConcurrent.maxConcurrent === undefined ? '' : ` --max-concurrent ${maxConcurrent.maxConcurrent}`}`;
   const parallel = Math.min(values.parallel === 'auto' ? availableParallelism() : positiveInt(values.parallel, '--parallel'), count);
-  const results = parallel > 1 ? inProcesses(self, first, count, parallel) : inThisProcess(first, count, { members, durationMs, faults, proposals, ...fanout, ...locks, ...barriers, ...deploy, ...maxEmit, ...maxConcurrent, timeline: values.report !== undefined });
+  const results = parallel > 1 ? inProcesses(self, first, count, parallel) : inThisProcess(first, count, { members, durationMs, faults, proposals, ...swarm.options, ...maxEmit, ...maxConcurrent, timeline: values.report !== undefined });
   // A sweep prints its results at its end: a long one (npm run sim:soak) says meanwhile how far it is.
   const progressMs = parseDurationMs(values.progress, '--progress');
   let progressAtMs = started;

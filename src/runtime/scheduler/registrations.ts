@@ -249,13 +249,14 @@ export class Registrations {
     // registers another form, which may take the job over, only once synced. The next plan
     // interval tries again.
     const existing = this.#ctx.state.jobs.get(name);
-    if (o.clockReady?.() === false && (existing === undefined || !sameForm(existing, job.form))) return null;
+    const anotherForm = existing !== undefined && !sameForm(existing, job.form);
+    if (o.clockReady?.() === false && (existing === undefined || anotherForm)) return null;
     // Another form takes this member off the job's handlers (a conflict), and a leader then
     // moves a claim of its whose run's start the log does not show (planner.ts, released): it
     // waits until its runs of the job show there, as an unregistration does
     // (SchedulerRuntime#unregister), or the slot would run here and where the move sends it;
     // for a reassignment horizon at most, as that one does.
-    if (existing !== undefined && existing.handlers.has(o.self) && !sameForm(existing, job.form) && !this.#runsAnnounced(name)) {
+    if (anotherForm && existing.handlers.has(o.self) && !this.#runsAnnounced(name)) {
       const since = this.#holding.get(name) ?? o.timers.now();
       this.#holding.set(name, since);
       if (o.timers.now() - since < o.reassignHorizonMs) return null;
