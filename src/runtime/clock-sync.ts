@@ -48,9 +48,10 @@ export const ROBUST_CLOCK_COUNT = 3;
 
 /**
  * A leader that has never known the cluster's time and sees too few clocks for a robust median
- * (a majority, but fewer than three and fewer than all members) settles for the median of those
- * it sees after leading this long, so that a cluster started with a member down still agrees on
- * one time. Until then, and whenever a robust median is out of reach later, it holds over.
+ * (a majority, but fewer than three and fewer than all members), and whose followers hold no
+ * time either (see ClockSync), settles for the median of those it sees after leading this
+ * long, so that a cluster started with a member down still agrees on one time. Until then, and
+ * whenever a robust median is out of reach later, it holds over.
  */
 export const CLOCK_BOOTSTRAP_AFTER_MS = 5_000;
 
@@ -86,6 +87,8 @@ interface Sample {
   readonly at: number;
   /** The peer's wall clock minus its monotonic clock, when it answered (t3). */
   readonly wallOffsetMs: number;
+  /** The peer's cluster time minus its monotonic clock then (the correction it held), if it knew the cluster's time. */
+  readonly heldOffsetMs: number | undefined;
 }
 
 /** The latest stamped heartbeat from our leader, to echo on the next response to it. */
@@ -130,8 +133,12 @@ interface PendingEcho {
  *   time minus the leader's monotonic clock: one bad clock, the leader's or a follower's,
  *   stepped or not, cannot move it beyond the good ones. A leader that sees fewer than three
  *   clocks (and not all of them) cannot tell a bad clock from a good one and holds over the
- *   correction it had (one that never had any settles for the median of a majority after
- *   CLOCK_BOOTSTRAP_AFTER_MS).
+ *   correction it had. One that has none (back from a crash, which took it) holds its
+ *   followers' instead: from protocol 2 a follower that knows the cluster's time adds it to
+ *   its echo (`clusterOffset`, its cluster time minus its monotonic clock, which θ puts on the
+ *   leader's scale), and once a majority of the clocks is in sight the time held is the vote
+ *   between the two it sees. Only when no follower holds one either (a cluster forming) does
+ *   it settle for the median of a majority, after CLOCK_BOOTSTRAP_AFTER_MS.
  * - The leader sends each follower θ and M on its heartbeats; the follower's cluster time is
  *   its monotonic clock − θ + M. It takes them only if θ fits the heartbeat that carries them
  *   (its trip, t2 − t1 − θ, is neither below zero nor above the bound on round trips): a
@@ -250,7 +257,10 @@ export class ClockSync {
       const wallOffset = wall - mono;
       if (!isTime(mono) || !isTime(wall) || !isTime(wallOffset) || mono < e.receivedAt) return m;
       this.#echo = null;
-      return { ...m, clock: { echo: e.sentAt, receivedAt: e.receivedAt, sentAt: mono, wallOffset } };
+      // The time this member holds, for a leader that knows none (see #recompute).
+      const held = this.#members > 1 ? this.#correction : null;
+      const echo = { echo: e.sentAt, receivedAt: e.receivedAt, sentAt: mono, wallOffset };
+      return { ...m, clock: held === null || !isTime(held) ? echo : { ...echo, clusterOffset: held } };
     }
     return m;
   }
@@ -297,17 +307,18 @@ export class ClockSync {
     }
     // Only an echo of a heartbeat we stamped in this term times an exchange of ours.
     if (leader !== this.#self || !this.#peers.has(m.from) || m.term !== this.#stampTerm) return;
-    this.sample(m.from, echo.echo, echo.receivedAt, echo.sentAt, mono, echo.wallOffset, wall);
+    this.sample(m.from, echo.echo, echo.receivedAt, echo.sentAt, mono, echo.wallOffset, wall, echo.clusterOffset);
   }
 
   /**
    * One exchange with `peer`: the leader sent at t1 (its monotonic clock), the peer received at
    * t2 and answered at t3 (its monotonic clock), when its wall clock read `wallOffset` more than
    * its monotonic clock; the answer arrived at t4 (the leader's monotonic clock), when the
-   * leader's wall clock read `wall`. Returns whether the sample was kept.
+   * leader's wall clock read `wall`; `heldOffset`, the peer's cluster time minus its monotonic
+   * clock then, if it knew the cluster's time. Returns whether the sample was kept.
    */
-  sample(peer: NodeId, t1: number, t2: number, t3: number, t4: number, wallOffset: number, wall: number): boolean {
-    if (!isTime(t1) || !isTime(t2) || !isTime(t3) || !isTime(t4) || !isTime(wallOffset) || !this.#peers.has(peer)) {
+  sample(peer: NodeId, t1: number, t2: number, t3: number, t4: number, wallOffset: number, wall: number, heldOffset?: number): boolean {
+    if (!isTime(t1) || !isTime(t2) || !isTime(t3) || !isTime(t4) || !isTime(wallOffset) || (heldOffset !== undefined && !isTime(heldOffset)) || !this.#peers.has(peer)) {
       this.invalidStamps++;
       return false;
     }
@@ -325,7 +336,12 @@ export class ClockSync {
       this.discardedSamples++;
       return false;
     }
-    const sample: Sample = { offsetMs, rttMs: Math.max(0, rtt), at: t4, wallOffsetMs: wallOffset };
+    // The time the peer holds, on this member's monotonic scale, must be a time too.
+    if (heldOffset !== undefined && !isTime(heldOffset + offsetMs)) {
+      this.invalidStamps++;
+      return false;
+    }
+    const sample: Sample = { offsetMs, rttMs: Math.max(0, rtt), at: t4, wallOffsetMs: wallOffset, heldOffsetMs: heldOffset };
     // The true offset lies within half the round trip of each honest sample. Older samples that
     // cannot share it with this one predate a restart of the peer (a new monotonic origin): they
     // are forgotten, or the filter would keep preferring them for as long as they stay in the window.
@@ -365,9 +381,11 @@ export class ClockSync {
 
   /**
    * The fresh sample of `peer` with the shortest round trip (the latest among equals), and the
-   * peer's wall clock minus our monotonic clock by it and the peer's latest wall offset.
+   * peer's wall clock minus our monotonic clock by it and the peer's latest wall offset; `held`,
+   * the cluster's time the peer holds minus our monotonic clock, by its latest answer, if it
+   * held one.
    */
-  #peerClock(peer: NodeId, mono: number): { readonly sample: Sample; readonly vote: number } | undefined {
+  #peerClock(peer: NodeId, mono: number): { readonly sample: Sample; readonly vote: number; readonly held: number | null } | undefined {
     const samples = this.#samples.get(peer) ?? [];
     let best: Sample | undefined;
     for (const s of samples) {
@@ -378,30 +396,46 @@ export class ClockSync {
     if (best === undefined) return undefined;
     // Samples are kept in the order they arrived: the last one has the peer's wall clock as it is now.
     const latest = samples[samples.length - 1] as Sample;
-    return { sample: best, vote: latest.wallOffsetMs + best.offsetMs };
+    return { sample: best, vote: latest.wallOffsetMs + best.offsetMs, held: latest.heldOffsetMs === undefined ? null : latest.heldOffsetMs + best.offsetMs };
   }
 
-  /** On the leader, after a new sample at `mono` (`wall`): the median of the clocks it sees, if robust. */
+  /** On the leader, after a new sample at `mono` (`wall`): the median of the clocks it sees, once robust or settled (see below). */
   #recompute(mono: number, wall: number): void {
     const clocks: number[] = [];
+    const heldByPeers: number[] = [];
     if (isTime(wall)) clocks.push(wall - mono);
     for (const peer of this.#peers) {
       const c = this.#peerClock(peer, mono);
-      if (c !== undefined) clocks.push(c.vote);
+      if (c === undefined) continue;
+      clocks.push(c.vote);
+      if (c.held !== null) heldByPeers.push(c.held);
     }
     const robust = clocks.length >= Math.min(this.#members, ROBUST_CLOCK_COUNT);
-    const bootstrap =
+    // The time held: this leader's, or, when it holds none (back from a crash, which took it),
+    // the time its followers hold.
+    const held = this.#correction ?? (heldByPeers.length > 0 ? median(heldByPeers) : null);
+    // A leader that holds no time of its own settles once it sees a majority of the clocks: at
+    // once when its followers hold one, which then counts as the vote between the two clocks
+    // (back from a crash with its clock a minute behind and one member down, it took its own
+    // as the earlier of two, and every job waited a minute); else after CLOCK_BOOTSTRAP_AFTER_MS.
+    const settles =
       this.#correction === null &&
       clocks.length * 2 > this.#members &&
       this.#leaderSince !== null &&
-      mono - this.#leaderSince >= this.#bootstrapAfterMs;
-    if (!robust && !bootstrap) return;
-    // Of an even number of clocks, the time held now is one more vote: one clock of two that
-    // steps, either way, then moves nothing (a step back of one of two clocks taken as the time
-    // left every job waiting for the real time to reach its high-water mark). With no time held
-    // yet (a cluster forming), the lower of the middle two (see median).
-    const held = this.#correction;
-    this.#correction = median(clocks.length % 2 === 0 && held !== null && isTime(held) ? [...clocks, held] : clocks);
+      (held !== null || mono - this.#leaderSince >= this.#bootstrapAfterMs);
+    if (!robust && !settles) return;
+    // Of an even number of clocks, the time held is one more vote: one clock of two that steps,
+    // either way, then moves nothing (a step back of one of two clocks taken as the time left
+    // every job waiting for the real time to reach its high-water mark), nor does a follower's
+    // held time that both clocks disagree with. With no time held at all (a cluster forming),
+    // the lower of the middle two (see median).
+    const correction = median(clocks.length % 2 === 0 && held !== null && isTime(held) ? [...clocks, held] : clocks);
+    // Votes each within the range of dates may still put the time past it.
+    if (!isTime(mono + correction)) {
+      this.invalidStamps++;
+      return;
+    }
+    this.#correction = correction;
     this.#correctionAt = mono;
     this.#correctionRttMs = 0;
   }
@@ -428,8 +462,10 @@ export class ClockSync {
 
 function parseEcho(value: unknown): HeartbeatEcho | null {
   if (typeof value !== 'object' || value === null) return null;
-  const { echo, receivedAt, sentAt, wallOffset } = value as Record<string, unknown>;
-  return isTime(echo) && isTime(receivedAt) && isTime(sentAt) && isTime(wallOffset) ? { echo, receivedAt, sentAt, wallOffset } : null;
+  const { echo, receivedAt, sentAt, wallOffset, clusterOffset } = value as Record<string, unknown>;
+  if (!isTime(echo) || !isTime(receivedAt) || !isTime(sentAt) || !isTime(wallOffset)) return null;
+  if (clusterOffset === undefined) return { echo, receivedAt, sentAt, wallOffset };
+  return isTime(clusterOffset) ? { echo, receivedAt, sentAt, wallOffset, clusterOffset } : null;
 }
 
 function isTime(value: unknown): value is number {

@@ -60,6 +60,12 @@ import {
  *
  *   heartbeat: [..., commit, readCtx, [sentAt, heardAt] | [sentAt, offsetMs, rttMs, clusterOffsetMs, heardAt]]
  *
+ * and a heartbeat answer's echo may end with `clusterOffset`, the follower's cluster time minus
+ * its monotonic clock, once it knows the cluster's time (what a leader that knows none takes,
+ * clock-sync.ts):
+ *
+ *   heartbeat-resp: [..., readCtx, [echo, receivedAt, sentAt, wallOffset, clusterOffset]]
+ *
  * Every other frame stays version 1 at either protocol. This release reads both versions; it
  * writes version 2 only at protocol 2 (`encodeFrame`'s `protocol`, which the member sets as the
  * cluster version applies): at protocol 1 an append with a conf change is refused, and a
@@ -222,6 +228,7 @@ export function atProtocol(m: WireMessage, protocol: number): WireMessage {
   if (frameVersion(m) > protocol) throw new CodecError(`A ${m.type} with a configuration change needs protocol 2; the protocol in force is ${protocol}`);
   if (protocol >= 2) return m;
   if (m.type === 'heartbeat' && m.clock?.heardAt !== undefined) return { ...m, clock: withoutHeardAt(m.clock) };
+  if (m.type === 'heartbeat-resp' && m.clock?.clusterOffset !== undefined) return { ...m, clock: withoutClusterOffset(m.clock) };
   if (m.type !== 'snapshot' || m.snapshot.conf === undefined) return m;
   return { ...m, snapshot: { index: m.snapshot.index, term: m.snapshot.term, data: m.snapshot.data } };
 }
@@ -280,7 +287,7 @@ export function toWire({ clusterId, message: m }: Frame, protocol = 1): Wire {
     case 'heartbeat':
       return m.clock === undefined ? [...head, m.commit, m.readCtx] : [...head, m.commit, m.readCtx, heartbeatClockWire(m.clock, protocol)];
     case 'heartbeat-resp':
-      return m.clock === undefined ? [...head, m.readCtx] : [...head, m.readCtx, heartbeatEchoWire(m.clock)];
+      return m.clock === undefined ? [...head, m.readCtx] : [...head, m.readCtx, heartbeatEchoWire(m.clock, protocol)];
     case 'timeout-now':
       return head;
     case 'propose':
@@ -314,8 +321,11 @@ function confWire(conf: Configuration): Wire {
   return [conf.voters, conf.learners, conf.peerIds];
 }
 
-function heartbeatEchoWire(clock: HeartbeatEcho): Wire {
-  return [clock.echo, clock.receivedAt, clock.sentAt, clock.wallOffset];
+/** A heartbeat answer's echo on the wire: `clusterOffset` only at protocol 2, which a member of 0.1.0 never speaks. */
+function heartbeatEchoWire(clock: HeartbeatEcho, protocol: number): Wire {
+  const fields: Wire = [clock.echo, clock.receivedAt, clock.sentAt, clock.wallOffset];
+  if (protocol >= 2 && clock.clusterOffset !== undefined) fields.push(clock.clusterOffset);
+  return fields;
 }
 
 /** A heartbeat's stamp on the wire: `heardAt` only at protocol 2, which a member of 0.1.0 never speaks. */
@@ -324,6 +334,11 @@ function heartbeatClockWire(clock: HeartbeatClock, protocol: number): Wire {
   const fields: Wire = e === undefined ? [clock.sentAt] : [clock.sentAt, e.offsetMs, e.rttMs, e.clusterOffsetMs];
   if (protocol >= 2 && clock.heardAt !== undefined) fields.push(clock.heardAt);
   return fields;
+}
+
+/** A heartbeat answer's echo as a peer at protocol 1 reads it: without `clusterOffset`. */
+function withoutClusterOffset(clock: HeartbeatEcho): HeartbeatEcho {
+  return { echo: clock.echo, receivedAt: clock.receivedAt, sentAt: clock.sentAt, wallOffset: clock.wallOffset };
 }
 
 /** A heartbeat's stamp as a peer at protocol 1 reads it: without `heardAt`. */

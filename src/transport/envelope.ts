@@ -47,6 +47,12 @@ export interface HeartbeatEcho {
   readonly sentAt: number;
   /** The follower's wall clock minus its monotonic clock at t3: its wall clock's vote for the cluster's time. */
   readonly wallOffset: number;
+  /**
+   * The follower's cluster time minus its monotonic clock (the correction it holds), at protocol
+   * 2; absent while it knows no time. A leader that knows none takes the time its followers
+   * hold rather than its own clock's (ClockSync).
+   */
+  readonly clusterOffset?: number;
 }
 
 /** A heartbeat as it travels: with the leader's clock readings, once the driver stamped it. */

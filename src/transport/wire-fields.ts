@@ -126,14 +126,16 @@ export function heartbeatClock(value: unknown): HeartbeatClock {
 
 export function heartbeatEcho(value: unknown): HeartbeatEcho {
   const field = 'heartbeat-resp.clock';
-  const c = array(value, field, 4);
-  if (c.length !== 4) throw new CodecError(`${field}: expected 4 fields, got ${c.length}`);
-  return {
+  const c = array(value, field, 5);
+  // Five fields end with clusterOffset (protocol 2, codec.ts).
+  if (c.length !== 4 && c.length !== 5) throw new CodecError(`${field}: expected 4 or 5 fields, got ${c.length}`);
+  const echo: HeartbeatEcho = {
     echo: clockValue(c[0], `${field}.echo`),
     receivedAt: clockValue(c[1], `${field}.receivedAt`),
     sentAt: clockValue(c[2], `${field}.sentAt`),
     wallOffset: clockValue(c[3], `${field}.wallOffset`),
   };
+  return c.length === 4 ? echo : { ...echo, clusterOffset: clockValue(c[4], `${field}.clusterOffset`) };
 }
 
 /** A finite number of milliseconds within [min, MAX_CLOCK_STAMP_MS]; fractions allowed. */

@@ -183,3 +183,37 @@ describe('a cluster formed with one member down and one clock an hour off', () =
     for (const job of JOBS) expect(runs[job.name], job.name).toBeGreaterThanOrEqual(ON_TIME[job.name] ?? 0);
   }, 60_000);
 });
+
+describe('a leader back from a crash, its clock a minute behind, with one member down', () => {
+  const JOBS: readonly SimJob[] = [{ name: 'every-1s', spec: { every: '1s' }, runMs: [1, 5] }];
+
+  it('leads on the time its follower holds: the slots run on (found by a census: it took its own clock as the earlier of two, and the jobs waited a minute)', async () => {
+    const sim = new MembershipSim(13, MEMBER_SETTINGS, JOBS);
+    const runs: number[] = [];
+    sim.onRunStart = () => void runs.push(sim.scheduler.nowMs);
+    for (const id of FOUNDERS) await sim.start(id);
+    sim.get('m1').clock.jump(-62_000);
+    await sim.until('the cluster time on every member', () => (FOUNDERS.every((id) => sim.get(id).driver?.clockSynced === true) ? true : undefined));
+    await sim.run(5_000);
+    // m3 goes down; m1 crashes, which takes the time it held, and comes back.
+    sim.get('m3').crash();
+    sim.get('m1').crash();
+    await sim.run(2_000);
+    await sim.restart('m1');
+    const leader = await sim.until('a leader', () => sim.leader());
+    if (leader.id !== 'm1') {
+      expect(leader.driver?.transferLeadership()).toBe('m1');
+      await sim.until('m1 leads', () => (sim.leader()?.id === 'm1' ? true : undefined));
+    }
+    const ledAt = sim.scheduler.nowMs;
+    await sim.run(15_000);
+    const m1 = sim.get('m1');
+    const m2 = sim.get('m2');
+    expect(m1.driver?.node.role).toBe('leader');
+    // m2's clock is right: m1's cluster time is the real time, not its own clock's, a minute behind.
+    expect(Math.abs((m1.driver?.clusterClock().now() ?? 0) - m2.clock.now())).toBeLessThan(100);
+    expect(Math.abs((m2.driver?.clusterClock().now() ?? 0) - m2.clock.now())).toBeLessThan(100);
+    // A slot a second in the 10 s after m1 first learned the time; before, none for a minute.
+    expect(runs.filter((t) => t >= ledAt + 5_000).length).toBeGreaterThanOrEqual(8);
+  }, 60_000);
+});

@@ -102,7 +102,9 @@ describe('frame codec', () => {
       ['a cluster offset given as null', header(7, 1, 2, [1, 0, 1, null])],
       ['an echo of two fields', header(8, 0, [1, 2])],
       ['an echo of three fields (no wall offset)', header(8, 0, [1, 2, 3])],
-      ['an echo of five fields', header(8, 0, [1, 2, 3, 4, 5])],
+      ['an echo of six fields', header(8, 0, [1, 2, 3, 4, 5, 6])],
+      ['an echo whose cluster offset is null', header(8, 0, [1, 2, 3, 4, null])],
+      ['an echo whose cluster offset is beyond the range of dates', header(8, 0, [1, 2, 3, 4, MAX_CLOCK_STAMP_MS * 2])],
       ['an echo with bytes', header(8, 0, [1, bytes(2), 3, 4])],
       ['an echo time below the range of dates', header(8, 0, [1, -MAX_CLOCK_STAMP_MS - 1, 3, 4])],
       ['a wall offset beyond the range of dates', header(8, 0, [1, 2, 3, MAX_CLOCK_STAMP_MS * 2])],
@@ -376,7 +378,10 @@ describe('frame codec', () => {
       fc.record({ sentAt: time }),
       fc.record({ sentAt: time, estimate: fc.record({ offsetMs: time, rttMs: ms(0), clusterOffsetMs: time }) }),
     );
-    const heartbeatEcho = fc.record({ echo: time, receivedAt: time, sentAt: time, wallOffset: time });
+    const heartbeatEcho = fc.oneof(
+      fc.record({ echo: time, receivedAt: time, sentAt: time, wallOffset: time }),
+      fc.record({ echo: time, receivedAt: time, sentAt: time, wallOffset: time, clusterOffset: time }),
+    );
     const append = fc
       .record({ ...common, prevIndex: fc.nat({ max: 1_000_000 }), prevTerm: term, commit: index, count: fc.nat({ max: 20 }) })
       .chain(({ count, ...rest }) =>
@@ -415,7 +420,9 @@ describe('frame codec', () => {
     it('round-trips arbitrary valid messages', () => {
       fc.assert(
         fc.property(fc.string({ minLength: 1, maxLength: 40 }), message, (clusterId, m) => {
-          expect(decodeFrame(encodeFrame({ clusterId, message: m }))).toEqual({ clusterId, message: m });
+          expect(decodeFrame(encodeFrame({ clusterId, message: m }, undefined, 2))).toEqual({ clusterId, message: m });
+          // At protocol 1, as a peer of it reads the message (an echo's clusterOffset dropped).
+          expect(decodeFrame(encodeFrame({ clusterId, message: m }))).toEqual({ clusterId, message: atProtocol(m as WireMessage, 1) });
         }),
         { numRuns: 2000 },
       );
@@ -569,6 +576,24 @@ describe('protocol 2: configuration changes', () => {
       expect(atProtocol(m, 1)).toEqual(one);
       expect(atProtocol(m, 2)).toBe(m);
     }
+  });
+
+  it("carries a heartbeat answer's clusterOffset at protocol 2, in a frame of version 1, drops it at protocol 1, and refuses a bad one or a sixth field", () => {
+    const m: WireMessage = { type: 'heartbeat-resp', ...base, readCtx: 3, clock: { echo: 1_234.625, receivedAt: 98_765.5, sentAt: 98_766.25, wallOffset: 1.7e12, clusterOffset: 1.7e12 + 0.5 } };
+    const two = encodeFrame({ clusterId: 'c', message: m }, undefined, 2);
+    expect((decode(two) as unknown[])[0]).toBe(FRAME_FORMAT_VERSION);
+    expect(decodeFrame(two).message).toEqual(m);
+    const one = decodeFrame(encodeFrame({ clusterId: 'c', message: m })).message;
+    expect(one.type === 'heartbeat-resp' && one.clock !== undefined && 'clusterOffset' in one.clock).toBe(false);
+    expect(one).toEqual({ ...m, clock: { echo: 1_234.625, receivedAt: 98_765.5, sentAt: 98_766.25, wallOffset: 1.7e12 } });
+    expect(atProtocol(m, 1)).toEqual(one);
+    expect(atProtocol(m, 2)).toBe(m);
+    const badEcho = (clock: unknown): WireMessage => ({ ...m, clock }) as WireMessage;
+    expectCodecError(() => encodeFrame({ clusterId: 'c', message: badEcho({ ...m.clock, clusterOffset: Number.NaN }) }, undefined, 2), /clusterOffset/);
+    // A sixth field, as a later release might add, is refused by its length rather than misread.
+    const wire = decode(two) as unknown[];
+    const echo = wire[wire.length - 1] as unknown[];
+    expectCodecError(() => decodeFrame(encode([...wire.slice(0, -1), [...echo, 1]])), /more than 5 items/);
   });
 
   it('refuses at protocol 1 an append that carries a conf change, in the encoder and in atProtocol', () => {
