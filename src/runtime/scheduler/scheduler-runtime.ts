@@ -10,7 +10,7 @@ import { handOver, waitUntil } from './handover.js';
 import { JobOperations } from './job-operations.js';
 import type { JobHandler, JobOptions } from './job-types.js';
 import { LeaderPlanning } from './leader-planning.js';
-import { Registrations } from './registrations.js';
+import { Registrations, UNSCHEDULED_AFTER_MS } from './registrations.js';
 import { RuntimeContext, SCHEDULER_RUNTIME_DEFAULTS, type SchedulerRuntimeOptions } from './runtime-context.js';
 import { FIRST_CLUSTER_VERSION, JOB_TAKEOVER_VERSION } from '../../version/versions.js';
 
@@ -35,6 +35,9 @@ export class SchedulerRuntime {
   #planTimer: TimerHandle | null = null;
   /** Whether #planTimer was set to plan at once (#planSoon), rather than at the next interval. */
   #planningNow = false;
+  /** When start() was called (the timers' time), and whether the registrations an earlier life left were looked at since (see #unregisterUnscheduled). */
+  #startedAtMs = 0;
+  #lookedForUnscheduled = false;
 
   constructor(options: SchedulerRuntimeOptions) {
     const max = options.maxConcurrent ?? SCHEDULER_RUNTIME_DEFAULTS.maxConcurrent;
@@ -55,6 +58,7 @@ export class SchedulerRuntime {
   }
 
   start(): void {
+    this.#startedAtMs = this.#o.timers.now();
     this.#schedulePlan();
   }
 
@@ -175,10 +179,23 @@ export class SchedulerRuntime {
       this.#planTimer = null;
       this.#planningNow = false;
       this.#registrations.registerSome();
+      this.#unregisterUnscheduled();
       this.#assignee.tick();
       const nextMs = this.#o.planIntervalMs;
       this.#schedulePlan(Math.min(nextMs, this.#leader.planIfLeading() ?? nextMs));
     }, delayMs);
+  }
+
+  /**
+   * Once UNSCHEDULED_AFTER_MS passed since start and this member knows the cluster's time (it has
+   * heard from a leader, and so applied what its earlier life wrote), takes off the log the
+   * registrations that life left for jobs the app does not schedule (Registrations
+   * .unregisterUnscheduled). Looked at once: only an earlier life leaves such registrations.
+   */
+  #unregisterUnscheduled(): void {
+    if (this.#lookedForUnscheduled || this.#o.timers.now() - this.#startedAtMs < UNSCHEDULED_AFTER_MS || this.#o.clockReady?.() === false) return;
+    this.#lookedForUnscheduled = true;
+    this.#registrations.unregisterUnscheduled();
   }
 
   /**
