@@ -67,9 +67,16 @@ export class Assignee {
    */
   readonly #clockWaiters = new Set<Armed>();
   #clockWait: TimerHandle | null = null;
+  /** See the constructor. */
+  readonly #noHandler: (job: string) => void;
 
-  /** `maxConcurrent`: checked by the caller (a positive integer, or Infinity). */
-  constructor(ctx: RuntimeContext, jobs: Registrations, maxConcurrent: number) {
+  /**
+   * `maxConcurrent`: checked by the caller (a positive integer, or Infinity). `noHandler`: told
+   * of a job when a claim of it reached this member, which has no handler for it, at the slot's
+   * instant (see #armMissingHandler).
+   */
+  constructor(ctx: RuntimeContext, jobs: Registrations, maxConcurrent: number, noHandler: (job: string) => void = () => undefined) {
+    this.#noHandler = noHandler;
     this.#ctx = ctx;
     this.#o = ctx.options;
     this.#jobs = jobs;
@@ -502,6 +509,7 @@ export class Assignee {
         return;
       }
       this.#ctx.track(this.#records.report(held, 'interrupted', 'no handler for the job on this member'));
+      this.#noHandler(held.job);
     }, delayMs);
   }
 

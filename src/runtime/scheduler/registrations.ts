@@ -23,14 +23,6 @@ export const MAX_REGISTRATIONS_IN_FLIGHT = 4 * MAX_COMMANDS_PER_BATCH;
  */
 const MAX_SHARED_FORMS = 16;
 
-/**
- * How long after a member starts its app has to schedule its jobs before the registrations an
- * earlier life of it left, for jobs the app does not schedule, are taken off the log
- * (unregisterUnscheduled): an app schedules its jobs as it starts, some once a connection or
- * two is up. A job it schedules later is registered again then.
- */
-export const UNSCHEDULED_AFTER_MS = 60_000;
-
 /** A job this member has a handler for. */
 export interface LocalJob {
   /**
@@ -179,41 +171,18 @@ export class Registrations {
    * progress go on.
    */
   async unregisterAll(): Promise<void> {
-    const names = [...this.#ctx.state.jobs.values()].filter((job) => this.#names(job)).map((job) => job.name);
-    await this.#unregisterEach(names, (name) => !this.#named(name));
-  }
-
-  /**
-   * Proposes `unregister` for every job the log names this member for (a handler, or a
-   * conflict) that its app does not schedule: registrations of an earlier life of this process,
-   * for jobs its code no longer has (a deploy dropped them, and the process was killed rather
-   * than stopped, which would have unregistered them). Left, each slot of such a job was claimed
-   * for a member that had no handler for it, which reported it interrupted, on every member in
-   * turn and for good. A job the app schedules meanwhile is not unregistered once it does (its
-   * registration is proposed after any unregistration of it already proposed, and so applies
-   * after it).
-   */
-  unregisterUnscheduled(): void {
-    const names = [...this.#ctx.state.jobs.values()].filter((job) => !this.#jobs.has(job.name) && this.#names(job)).map((job) => job.name);
-    if (names.length > 0) this.#ctx.track(this.#unregisterEach(names, (name) => this.#jobs.has(name) || !this.#named(name)));
-  }
-
-  /**
-   * Proposes `unregister` for each of `names` until `done(name)`, at most
-   * MAX_REGISTRATIONS_IN_FLIGHT at once, in batches once the cluster reads them; resolves once
-   * each is done or given up.
-   */
-  async #unregisterEach(names: readonly string[], done: (name: string) => boolean): Promise<void> {
     const self = this.#ctx.options.self;
+    const names = [...this.#ctx.state.jobs.values()].filter((job) => this.#names(job)).map((job) => job.name);
+    const unregistered = (name: string): boolean => !this.#named(name);
     for (let i = 0; i < names.length && !this.#ctx.stopped; i += MAX_REGISTRATIONS_IN_FLIGHT) {
-      const some = names.slice(i, i + MAX_REGISTRATIONS_IN_FLIGHT).filter((name) => !done(name));
+      const some = names.slice(i, i + MAX_REGISTRATIONS_IN_FLIGHT);
       // Batches first; whatever a batch did not settle (no leader, a lost answer) goes one by one.
       if (this.#ctx.options.proposeBatch !== undefined) {
         await Promise.all(
           chunks(some, MAX_COMMANDS_PER_BATCH).map(async (chunk) => this.#ctx.options.proposeBatch?.(chunk.map((job) => ({ type: 'unregister', job, member: self })))?.catch(() => undefined)),
         );
       }
-      await Promise.all(some.filter((name) => !done(name)).map((name) => this.#ctx.proposeUntil({ type: 'unregister', job: name, member: self }, () => done(name))));
+      await Promise.all(some.filter((name) => !unregistered(name)).map((name) => this.#ctx.proposeUntil({ type: 'unregister', job: name, member: self }, () => unregistered(name))));
     }
   }
 

@@ -10,11 +10,19 @@ import { handOver, waitUntil } from './handover.js';
 import { JobOperations } from './job-operations.js';
 import type { JobHandler, JobOptions } from './job-types.js';
 import { LeaderPlanning } from './leader-planning.js';
-import { Registrations, UNSCHEDULED_AFTER_MS } from './registrations.js';
+import { Registrations } from './registrations.js';
 import { RuntimeContext, SCHEDULER_RUNTIME_DEFAULTS, type SchedulerRuntimeOptions } from './runtime-context.js';
 import { FIRST_CLUSTER_VERSION, JOB_TAKEOVER_VERSION } from '../../version/versions.js';
 
 export { SCHEDULER_RUNTIME_DEFAULTS, type SchedulerRuntimeOptions } from './runtime-context.js';
+
+/**
+ * How long after a member starts its app has to schedule its jobs: past it, a claim that reaches
+ * the member for a job it has no handler for takes the job off the log for this member (see
+ * #noHandler). An app schedules its jobs as it starts, some once a connection or two is up;
+ * within this, such a claim is reported interrupted and moves, as before.
+ */
+export const UNSCHEDULED_AFTER_MS = 60_000;
 
 /**
  * The scheduler on one member: applies the replicated commands to SchedulerState, lets the
@@ -35,9 +43,10 @@ export class SchedulerRuntime {
   #planTimer: TimerHandle | null = null;
   /** Whether #planTimer was set to plan at once (#planSoon), rather than at the next interval. */
   #planningNow = false;
-  /** When start() was called (the timers' time), and whether the registrations an earlier life left were looked at since (see #unregisterUnscheduled). */
+  /** When start() was called (the timers' time): see UNSCHEDULED_AFTER_MS. */
   #startedAtMs = 0;
-  #lookedForUnscheduled = false;
+  /** Jobs this member is taking itself off of (#unregister), each until that is done: bounded by the jobs the log names it for. */
+  readonly #unregistering = new Set<string>();
 
   constructor(options: SchedulerRuntimeOptions) {
     const max = options.maxConcurrent ?? SCHEDULER_RUNTIME_DEFAULTS.maxConcurrent;
@@ -52,7 +61,7 @@ export class SchedulerRuntime {
       this.#assignee.flushRecords();
       return this.#assignee.runsAnnounced(job);
     });
-    this.#assignee = new Assignee(this.#ctx, this.#registrations, max);
+    this.#assignee = new Assignee(this.#ctx, this.#registrations, max, (job) => this.#noHandler(job));
     this.#leader = new LeaderPlanning(this.#ctx, (limitMs) => this.#assignee.msUntilQuiet(limitMs));
     this.operations = new JobOperations(this.#ctx);
   }
@@ -105,14 +114,32 @@ export class SchedulerRuntime {
   }
 
   /**
+   * A claim of `job` reached this member, which has no handler for it, at its slot's instant
+   * (reported interrupted, it moves). Past UNSCHEDULED_AFTER_MS since start, the app does not
+   * schedule the job: the log still names this member for it from an earlier life, killed rather
+   * than stopped (which would have unregistered it), whose release had the job and this one has
+   * not. It unregisters, as an unschedule() does. Left, every slot of such a job was claimed for
+   * a member with no handler, reported interrupted there, on every member in turn, for good.
+   */
+  #noHandler(job: string): void {
+    if (this.#o.timers.now() - this.#startedAtMs < UNSCHEDULED_AFTER_MS || this.#registrations.get(job) !== undefined || this.#unregistering.has(job)) return;
+    this.#ctx.track(this.#unregister(job));
+  }
+
+  /**
    * Unregisters the job once the runs of it here show in the log: a leader moves at once a
    * claim whose assignee no longer handles its job and started no run of it (planner.ts), so
    * a run whose start was still held back would be started again elsewhere.
    */
   async #unregister(name: string): Promise<void> {
-    this.#assignee.flushRecords();
-    await waitUntil(this.#o.timers, () => this.#ctx.stopped || this.#assignee.runsAnnounced(name), this.#o.reassignHorizonMs, this.#o.planIntervalMs);
-    await this.#registrations.unregister(name);
+    this.#unregistering.add(name);
+    try {
+      this.#assignee.flushRecords();
+      await waitUntil(this.#o.timers, () => this.#ctx.stopped || this.#assignee.runsAnnounced(name), this.#o.reassignHorizonMs, this.#o.planIntervalMs);
+      await this.#registrations.unregister(name);
+    } finally {
+      this.#unregistering.delete(name);
+    }
   }
 
   /**
@@ -179,23 +206,10 @@ export class SchedulerRuntime {
       this.#planTimer = null;
       this.#planningNow = false;
       this.#registrations.registerSome();
-      this.#unregisterUnscheduled();
       this.#assignee.tick();
       const nextMs = this.#o.planIntervalMs;
       this.#schedulePlan(Math.min(nextMs, this.#leader.planIfLeading() ?? nextMs));
     }, delayMs);
-  }
-
-  /**
-   * Once UNSCHEDULED_AFTER_MS passed since start and this member knows the cluster's time (it has
-   * heard from a leader, and so applied what its earlier life wrote), takes off the log the
-   * registrations that life left for jobs the app does not schedule (Registrations
-   * .unregisterUnscheduled). Looked at once: only an earlier life leaves such registrations.
-   */
-  #unregisterUnscheduled(): void {
-    if (this.#lookedForUnscheduled || this.#o.timers.now() - this.#startedAtMs < UNSCHEDULED_AFTER_MS || this.#o.clockReady?.() === false) return;
-    this.#lookedForUnscheduled = true;
-    this.#registrations.unregisterUnscheduled();
   }
 
   /**
