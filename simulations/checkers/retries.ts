@@ -123,7 +123,7 @@ export class RetryChecker {
       // was a bad clock's (as the clock promise allows: a cluster forming with two clocks seen,
       // one of them a minute behind) stamped it that far back, and the horizon ended that much
       // sooner (found by a census with custom jobs, where a leader back from a crash read its own
-      // clock, 62 s behind; such a leader now takes the time its followers hold, clock-sync.ts).
+      // clock, 62 s behind; such a leader now counts the time its followers hold, clock-sync.ts).
       const failure = this.#failures.get(`${member} ${claimKey(slot.job, slot.slotMs)} ${slot.token}`);
       const version = failure?.version ?? FIRST_CLUSTER_VERSION;
       const failedT = Math.min(endT, failure?.stampT ?? endT);

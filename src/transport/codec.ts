@@ -61,7 +61,7 @@ import {
  *   heartbeat: [..., commit, readCtx, [sentAt, heardAt] | [sentAt, offsetMs, rttMs, clusterOffsetMs, heardAt]]
  *
  * and a heartbeat answer's echo may end with `clusterOffset`, the follower's cluster time minus
- * its monotonic clock, once it knows the cluster's time (what a leader that knows none takes,
+ * its monotonic clock, once it knows the cluster's time (what a leader that holds none counts,
  * clock-sync.ts):
  *
  *   heartbeat-resp: [..., readCtx, [echo, receivedAt, sentAt, wallOffset, clusterOffset]]

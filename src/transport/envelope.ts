@@ -49,8 +49,8 @@ export interface HeartbeatEcho {
   readonly wallOffset: number;
   /**
    * The follower's cluster time minus its monotonic clock (the correction it holds), at protocol
-   * 2; absent while it knows no time. A leader that knows none takes the time its followers
-   * hold rather than its own clock's (ClockSync).
+   * 2; absent while it knows no time. A leader that holds none counts the time its followers
+   * hold as the vote between the two clocks it sees (ClockSync).
    */
   readonly clusterOffset?: number;
 }
