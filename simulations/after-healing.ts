@@ -1,7 +1,8 @@
 import type { NodeId } from '../src/raft/types.js';
 import { checkReadLiveness } from './barriers.js';
 import { entryText } from './checker.js';
-import { checkDeployed } from './deploys.js';
+import { checkDeployed, checkDropped } from './deploys.js';
+import { UNSCHEDULED_AFTER_MS } from '../src/runtime/scheduler/scheduler-runtime.js';
 import { checkFanoutSettles, fanoutAtHeal } from './fanout-settle.js';
 import { checkHistories } from './history-checker.js';
 import { rollingRestart } from './handover.js';
@@ -19,6 +20,12 @@ const SCHEDULER_WATCH_MS = 15_000;
 const LATENESS_BOUND_MS = 50;
 /** Bound on the time members get, after the outcome grace, to apply what was committed before their history() is read. */
 const HISTORY_CATCH_UP_MS = 1000;
+/**
+ * How long past UNSCHEDULED_AFTER_MS since the latest start of a member a job a deploy dropped
+ * gets to leave the log: a slot of it must reach each member that still has it registered (the
+ * leader spreads its slots among them), and each one's unregistration commit.
+ */
+const DROPPED_SETTLE_MS = 15_000;
 
 /**
  * A run's second phase, where liveness is checked: everything is healed, then a new entry must
@@ -49,7 +56,8 @@ export async function checkAfterHealing(world: SimWorld, loop: RunLoop): Promise
   if (loop.crashed) return;
   const window = { fromT: healedAt + SCHEDULER_SETTLE_MS, toT: watchEnd, latenessMs: LATENESS_BOUND_MS, settledT: watchEnd };
   const t = scheduler.nowMs;
-  slots.finish(t, { ...window, excused: (job, slotMs) => runChecks.excused(job, slotMs, undefined, LATENESS_BOUND_MS), underway: (job, slotMs, member) => runChecks.underway(t, job, slotMs, member) });
+  const dropped = new Set(world.deploy?.dropped ?? []);
+  slots.finish(t, { ...window, dropped, excused: (job, slotMs) => runChecks.excused(job, slotMs, undefined, LATENESS_BOUND_MS), underway: (job, slotMs, member) => runChecks.underway(t, job, slotMs, member) });
   runChecks.finish(scheduler.nowMs, window);
   // Each member's history() is read once it applied what any member had committed by now: a
   // follower learns of a commit point with the leader's next message, and shows an outcome
@@ -58,11 +66,19 @@ export async function checkAfterHealing(world: SimWorld, loop: RunLoop): Promise
   await loop.run(scheduler.nowMs + HISTORY_CATCH_UP_MS, () => members.every((m) => m.driver === null || m.driver.node.log.applied >= committed));
   if (loop.crashed) return;
   const states = members.flatMap((m) => (m.member === null ? [] : [{ id: m.id, state: m.member.scheduler.state }]));
-  checkHistories(states, watchEnd, (job, slotMs, member) => runChecks.underway(scheduler.nowMs, job, slotMs, member), (what) => report(scheduler.nowMs, 'history-outcome', what));
+  checkHistories(states, watchEnd, (job, slotMs, member) => runChecks.underway(scheduler.nowMs, job, slotMs, member), (what) => report(scheduler.nowMs, 'history-outcome', what), dropped);
   if (world.deploy !== null) {
     const current = world.current();
     const deployed = current.flatMap((m) => (m.member === null ? [] : [{ id: m.id, jobs: m.member.scheduler.state.jobs }]));
     checkDeployed(deployed, current.map((m) => m.id), world.deploy.changed, (what) => report(scheduler.nowMs, 'deploy', what));
+    if (world.deploy.dropped.length > 0) {
+      // Every member, started again without the dropped jobs, takes itself off them once a slot reaches it past UNSCHEDULED_AFTER_MS.
+      await loop.run(Math.max(scheduler.nowMs, ...current.map((m) => m.startedAtMs + UNSCHEDULED_AFTER_MS + DROPPED_SETTLE_MS)));
+      if (loop.crashed) return;
+      const now = world.current();
+      const states = now.flatMap((m) => (m.member === null ? [] : [{ id: m.id, jobs: m.member.scheduler.state.jobs }]));
+      checkDropped(states, now.map((m) => m.id), world.deploy.dropped, (what) => report(scheduler.nowMs, 'deploy', what));
+    }
   }
   await checkFanoutSettles(world, loop, healedAt, fanoutHeal);
   if (loop.crashed) return;

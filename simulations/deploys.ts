@@ -50,16 +50,17 @@ export function deployRandom(seed: number): Random {
 }
 
 /**
- * Checks the jobs a deploy moves `jobs` to: the same names, each with the same mode, timeout,
+ * Checks the jobs a deploy moves `jobs` to: names of before, each with the same mode, timeout,
  * run times and failure rate (what the checkers read from the jobs as first scheduled, and what
  * a take-over leaves as it was: a mode stays a conflict); only the spec and the policy (retries,
- * their delay, catch-up, overlap) may change.
+ * their delay, catch-up, overlap) may change. A job may be left out (dropped: see
+ * checkDropped), but not every one, and none added.
  */
 export function validateDeploy(jobs: readonly SimJob[], deployed: readonly SimJob[]): void {
   validateJobs(deployed);
   const before = new Map(jobs.map((j) => [j.name, j]));
-  if (deployed.length !== jobs.length || deployed.some((j) => !before.has(j.name))) {
-    throw new TypeError('deploy: the jobs must have the same names as before (a deploy here changes specs and policies, not which jobs run)');
+  if (deployed.length === 0 || deployed.some((j) => !before.has(j.name))) {
+    throw new TypeError('deploy: the jobs must be jobs of before, at least one (a deploy here changes specs and policies, and may drop jobs, not add them)');
   }
   for (const job of deployed) {
     const old = before.get(job.name) as SimJob;
@@ -68,6 +69,12 @@ export function validateDeploy(jobs: readonly SimJob[], deployed: readonly SimJo
       throw new TypeError(`deploy: job ${JSON.stringify(job.name)} may change its spec and policy only (not its mode, timeoutMs, runMs or failRate)`);
     }
   }
+}
+
+/** The jobs of before that a deploy leaves out. */
+export function droppedJobs(jobs: readonly SimJob[], deployed: readonly SimJob[]): string[] {
+  const kept = new Set(deployed.map((j) => j.name));
+  return jobs.filter((j) => !kept.has(j.name)).map((j) => j.name);
 }
 
 /** The deployed jobs whose form (spec, mode, policy) differs from before: the ones a take-over must move. */
@@ -103,6 +110,23 @@ export function checkDeployed(states: ReadonlyArray<{ readonly id: NodeId; reado
       }
       const missing = current.filter((member) => !record.handlers.has(member));
       if (missing.length > 0) report(`${id} holds job ${job.name} in its new form without ${missing.join(', ')} among its handlers, though every member deployed it`);
+    }
+  }
+}
+
+/**
+ * `deploy`, for the jobs it dropped: once every member of the configuration has run the deployed
+ * jobs for longer than UNSCHEDULED_AFTER_MS (the caller waits), none of them handles a dropped
+ * job in any member's state. A member killed rather than stopped left its registration in the
+ * log, and takes itself off once a slot of the job reaches it past that time (scheduler-runtime.ts).
+ */
+export function checkDropped(states: ReadonlyArray<{ readonly id: NodeId; readonly jobs: ReadonlyMap<string, JobRecord> }>, current: readonly NodeId[], dropped: readonly string[], report: (what: string) => void): void {
+  for (const { id, jobs } of states) {
+    for (const name of dropped) {
+      const record = jobs.get(name);
+      if (record === undefined) continue;
+      const still = current.filter((member) => record.handlers.has(member) || record.conflicts.has(member));
+      if (still.length > 0) report(`${id} holds job ${name}, which every member dropped, as still registered by ${still.join(', ')}`);
     }
   }
 }

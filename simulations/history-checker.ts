@@ -23,13 +23,18 @@ const MAX_REPORTED_PER_MEMBER = 3;
  * through `historyOf`, as `Cluster.history()` reads it, from each member's own state (built by
  * applying the log, restored from a snapshot, or installed from a leader's), not from the log
  * as the scheduler checker follows it: a member that shows less than the log holds is caught
- * here, and so is a run shown in progress long after it ended.
+ * here, and so is a run shown in progress long after it ended. Not the slots of the jobs in
+ * `dropped` (a deploy dropped them): one claimed for a member that was then removed from the
+ * configuration keeps no outcome, since no member is left to move it to (a removed member's
+ * claims are moved, never counted missed), which the swarm's seeds with changes of membership
+ * showed once deploys dropped jobs.
  */
 export function checkHistories(
   members: ReadonlyArray<{ readonly id: NodeId; readonly state: SchedulerState }>,
   settledT: number,
   underway: (job: string, slotMs: number, member: NodeId) => boolean,
   report: (what: string) => void,
+  dropped: ReadonlySet<string> = new Set(),
 ): void {
   for (const { id, state } of members) {
     let reported = 0;
@@ -39,7 +44,7 @@ export function checkHistories(
     for (const claim of state.claims.values()) exactSlotMs.set(claim.token, claim.slotMs);
     for (const slot of historyOf(state, { limit: Number.POSITIVE_INFINITY })) {
       const slotT = slot.slot.getTime() - SIM_EPOCH_MS;
-      if (slotT > settledT) continue;
+      if (slotT > settledT || dropped.has(slot.job)) continue;
       for (const assignee of slot.assignees) {
         if (slot.outcomes[assignee]?.token === slot.fencingToken) continue;
         if (underway(slot.job, exactSlotMs.get(slot.fencingToken) ?? slot.slot.getTime(), assignee)) continue;

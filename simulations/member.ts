@@ -80,6 +80,8 @@ export class SimMember {
   /** The jobs this member's app schedules at boot, once a rolling deploy changed them (deploys.ts); null: the run's. */
   jobs: readonly SimJob[] | null = null;
   incarnation = 0;
+  /** When this life started (the simulated time): a deploy that drops a job counts from it (SchedulerRuntime's UNSCHEDULED_AFTER_MS). */
+  startedAtMs = 0;
   /** True time until which the process is stalled. */
   pausedUntil = 0;
   /** The process life whose graceful stop began (stopGracefully), if any: from then on its member is stopping. */
@@ -113,6 +115,7 @@ export class SimMember {
   async start(network: SimNetwork, config: SimMemberConfig, hooks: MemberHooks): Promise<void> {
     const { settings } = config;
     const incarnation = ++this.incarnation;
+    this.startedAtMs = this.#scheduler.nowMs;
     const storage = new MemoryLogStorage(this.disk);
     this.#storage = storage;
     const stored = await storage.open();

@@ -35,7 +35,10 @@ export function finishRun(world: SimWorld): SimulationResult {
     drawn: world.drawn,
     settings: world.settings,
     varied: world.varied,
-    deploy: world.deploy === null ? null : { jobsChanged: world.deploy.changed.map((j) => j.name), jobsTakenOver: world.deploy.changed.map((j) => j.name).filter((name) => world.slots.takenOver.has(name)) },
+    deploy:
+      world.deploy === null
+        ? null
+        : { jobsChanged: world.deploy.changed.map((j) => j.name), jobsTakenOver: world.deploy.changed.map((j) => j.name).filter((name) => world.slots.takenOver.has(name)), jobsDropped: world.deploy.dropped },
     versions: { mode: world.versionsMode, notesRefused: versionChecks.refusedNotes, notesCommitted: versionChecks.committedNotes, clusterVersion: Math.max(0, ...members.map((m) => m.member?.versions.active ?? 0)) },
     membership: { ...(membership?.counts ?? { mode: world.membershipMode, added: 0, promoted: 0, removed: 0, returned: 0, farBehind: 0 }), voters: configurations.latest.voters, learners: configurations.latest.learners },
     fanout: world.fanout === null || world.fanoutChecks === null ? null : { topics: world.fanout.topics.map((t) => t.name), emitted: world.fanoutChecks.emitted, succeeded: world.fanoutChecks.succeeded, dead: world.fanoutChecks.dead },

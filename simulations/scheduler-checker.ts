@@ -270,11 +270,22 @@ export class SchedulerChecker {
    * Liveness: every instant in [fromT, toT] (true ms) started within `latenessMs`, unless
    * `excused` (its overlap policy or a full member kept it waiting, or from running); every slot
    * at or before `settledT` has an outcome under its current claim, unless `underway` (its run
-   * is still going, or waits its turn in a queue its member is working through).
+   * is still going, or waits its turn in a queue its member is working through). Neither for the
+   * jobs in `dropped` (a deploy dropped them: no member runs them, and a slot of one claimed for
+   * a member killed with it in its code stays interrupted once no member is left to move it to),
+   * which deploys.ts's checkDropped looks at instead.
    */
   finish(
     t: number,
-    window: { fromT: number; toT: number; latenessMs: number; settledT: number; excused?: (job: string, slotMs: number) => boolean; underway?: (job: string, slotMs: number, member: NodeId) => boolean },
+    window: {
+      fromT: number;
+      toT: number;
+      latenessMs: number;
+      settledT: number;
+      excused?: (job: string, slotMs: number) => boolean;
+      underway?: (job: string, slotMs: number, member: NodeId) => boolean;
+      dropped?: ReadonlySet<string>;
+    },
   ): void {
     for (const [name, job] of this.jobs) {
       if (job.spec.kind === 'delay') continue;
@@ -282,6 +293,7 @@ export class SchedulerChecker {
       if (instants !== job.claims + job.missed) {
         this.#report(t, 'accounting', `job ${name}: ${instants} instants up to its high-water mark, but ${job.claims} claimed and ${job.missed} counted missed`);
       }
+      if (window.dropped?.has(name) === true) continue;
       const due = instantsBetween(job.spec, job.anchorMs, SIM_EPOCH_MS + window.fromT - 1, SIM_EPOCH_MS + window.toT, 100_000);
       for (const slotMs of due) {
         const slot = this.slots.get(claimKey(name, slotMs));
@@ -297,7 +309,7 @@ export class SchedulerChecker {
     for (const slot of this.slots.values()) {
       if (slot.slotMs - SIM_EPOCH_MS > window.settledT) continue;
       // Replaced by a later slot: never moved or retried, whatever its run reported.
-      if (slot.cancelledToken === slot.token) continue;
+      if (slot.cancelledToken === slot.token || window.dropped?.has(slot.job) === true) continue;
       for (const member of slot.assignees) {
         const outcome = slot.outcomes.get(`${member} ${slot.token}`);
         const stuck = outcome === undefined || (outcome === 'interrupted' && slot.attempt < MAX_INTERRUPTED_ATTEMPTS && this.jobs.get(slot.job)?.mode === 'one');

@@ -102,8 +102,9 @@ export interface SimulationOptions {
   readonly barriers?: boolean;
   /**
    * A rolling deploy during the faults: each member in turn restarts scheduling these jobs, the
-   * same names with other specs or policies (simulations/deploys.ts, validateDeploy), and once
-   * every member runs them each changed job must have taken its new form (checked as `deploy`).
+   * same names with other specs or policies, or fewer of them (simulations/deploys.ts,
+   * validateDeploy), and once every member runs them each changed job must have taken its new
+   * form, and no member be registered for a job dropped (checked as `deploy`).
    * `true` deploys DEPLOYED_SIM_JOBS, for the default jobs; `false`, none.
    * @default drawn from the seed, DEPLOYED_SIM_JOBS in DEPLOY_SHARE of the seeds that run the default jobs (drawDeployMode); none with `jobs` given
    */
@@ -150,8 +151,8 @@ export interface SimulationResult {
   readonly fanout: FanoutSummary | null;
   /** What the run's runExclusive tasks did; null without them. */
   readonly locks: LocksSummary | null;
-  /** The jobs a rolling deploy changed, and those the log applied a take-over of; null without a deploy. */
-  readonly deploy: { readonly jobsChanged: readonly string[]; readonly jobsTakenOver: readonly string[] } | null;
+  /** The jobs a rolling deploy changed, those the log applied a take-over of, and those it dropped; null without a deploy. */
+  readonly deploy: { readonly jobsChanged: readonly string[]; readonly jobsTakenOver: readonly string[]; readonly jobsDropped: readonly string[] } | null;
   /** Read barriers asked during the faults, and of them those answered; null without them. */
   readonly barriers: { readonly asked: number; readonly answered: number } | null;
   readonly timeline?: readonly TimelineEvent[];

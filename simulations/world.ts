@@ -17,7 +17,7 @@ import { FanoutChecker } from './checkers/fanout.js';
 import { drawFanout, drawFanoutMode, emitJob, fanoutRandom, type SimFanout } from './fanout.js';
 import { drawLocks, drawLocksMode, locksRandom, type SimLocks } from './locks.js';
 import { drawBarriersMode } from './barriers.js';
-import { changedJobs, DEPLOYED_SIM_JOBS, drawDeployMode, validateDeploy } from './deploys.js';
+import { changedJobs, DEPLOYED_SIM_JOBS, drawDeployMode, droppedJobs, validateDeploy } from './deploys.js';
 import { ReadChecker } from './checkers/reads.js';
 import { SimMember, type MemberHooks, type SimMemberConfig } from './member.js';
 import { drawMembershipMode, type MembershipFaults, type MembershipMode } from './membership.js';
@@ -64,8 +64,8 @@ export class SimWorld {
   readonly durationMs: number;
   readonly livenessBoundMs: number;
   readonly jobs: readonly SimJob[];
-  /** The jobs of the run's rolling deploy (deploys.ts), and those of them it changes; null: none. */
-  readonly deploy: { readonly jobs: readonly SimJob[]; readonly changed: readonly SimJob[] } | null;
+  /** The jobs of the run's rolling deploy (deploys.ts), those of them it changes, and the names of the jobs it drops; null: none. */
+  readonly deploy: { readonly jobs: readonly SimJob[]; readonly changed: readonly SimJob[]; readonly dropped: readonly string[] } | null;
   /** The run's fan-out (fanout.ts), drawn from a stream of its own; null: none. */
   readonly fanout: SimFanout | null;
   /** The run's calls of runExclusive (locks.ts), drawn from a stream of their own; null: none. */
@@ -301,5 +301,5 @@ function deployOf(options: SimulationOptions, userJobs: readonly SimJob[], jobs:
   const deployed = asked === true ? DEPLOYED_SIM_JOBS : asked;
   validateDeploy(userJobs, deployed);
   const all = [...deployed, ...jobs.slice(userJobs.length)];
-  return { jobs: all, changed: changedJobs(userJobs, deployed) };
+  return { jobs: all, changed: changedJobs(userJobs, deployed), dropped: droppedJobs(userJobs, deployed) };
 }

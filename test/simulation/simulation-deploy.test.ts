@@ -17,7 +17,7 @@ describe('a rolling deploy of changed jobs in the simulator', () => {
         const r = await simulate({ seed, members, durationMs: 30_000, deploy: true });
         expect(r.violations, `seed ${seed}`).toEqual([]);
         const all = ['every-second', 'cron-5s', 'all-members', 'flaky'];
-        expect(r.deploy).toEqual({ jobsChanged: all, jobsTakenOver: all });
+        expect(r.deploy).toEqual({ jobsChanged: all, jobsTakenOver: all, jobsDropped: [] });
         // And ran on time after healing, by the new specs' instants (the lateness checker reads the log's form).
         expect(r.jobs.find((j) => j.name === 'every-second')?.claimed).toBeGreaterThan(0);
       }
@@ -32,7 +32,19 @@ describe('a rolling deploy of changed jobs in the simulator', () => {
     const deployed: SimJob[] = [jobs[0] as SimJob, { name: 'cleanup', spec: { every: '2s' }, options: { retries: 2 } }];
     const r = await simulate({ seed: 4, members: 3, durationMs: 20_000, jobs, deploy: deployed });
     expect(r.violations).toEqual([]);
-    expect(r.deploy).toEqual({ jobsChanged: ['cleanup'], jobsTakenOver: ['cleanup'] });
+    expect(r.deploy).toEqual({ jobsChanged: ['cleanup'], jobsTakenOver: ['cleanup'], jobsDropped: [] });
+  }, 120_000);
+
+  it('runs a deploy that drops a job: every member, killed with it and started again without it, takes itself off it, and no checker expects its slots', async () => {
+    const jobs: SimJob[] = [
+      { name: 'report', spec: { every: '1s' } },
+      { name: 'cleanup', spec: { every: '2s' } },
+    ];
+    for (const [seed, members] of [[4, 3], [5, 5]] as const) {
+      const r = await simulate({ seed, members, durationMs: 20_000, jobs, deploy: [jobs[0] as SimJob] });
+      expect(r.violations, `seed ${seed}`).toEqual([]);
+      expect(r.deploy).toEqual({ jobsChanged: [], jobsTakenOver: [], jobsDropped: ['cleanup'] });
+    }
   }, 120_000);
 
   it('refuses a deploy that changes what a take-over keeps or which jobs run', async () => {
@@ -40,7 +52,8 @@ describe('a rolling deploy of changed jobs in the simulator', () => {
     await expect(simulate({ seed: 1, durationMs: 1000, deploy: modeChanged })).rejects.toThrow(/spec and policy only/);
     const timeoutChanged = DEFAULT_SIM_JOBS.map((j) => (j.name === 'cron-5s' ? { ...j, options: { ...j.options, timeoutMs: 1000 } } : j));
     await expect(simulate({ seed: 1, durationMs: 1000, deploy: timeoutChanged })).rejects.toThrow(/spec and policy only/);
-    await expect(simulate({ seed: 1, durationMs: 1000, deploy: DEFAULT_SIM_JOBS.slice(1) })).rejects.toThrow(/same names/);
+    await expect(simulate({ seed: 1, durationMs: 1000, deploy: [...DEFAULT_SIM_JOBS, { name: 'new', spec: { every: '1s' } }] })).rejects.toThrow(/not add them/);
+    await expect(simulate({ seed: 1, durationMs: 1000, deploy: [] })).rejects.toThrow(/at least one/);
     await expect(simulate({ seed: 1, durationMs: 1000, jobs: [{ name: 'a', spec: { every: '1s' } }], deploy: true })).rejects.toThrow(/give the jobs to deploy/);
   });
 
