@@ -552,7 +552,7 @@ describe('ClockSync over heartbeats', () => {
     expect(Math.abs(errorOf(sync, 20))).toBeLessThanOrEqual(2);
   });
 
-  it("echoes the time it holds once it knows one, and none before, alone or not", () => {
+  it('echoes the time it holds once it knows one, and none before', () => {
     const trio = new Trio();
     trio.lead('a');
     const b = trio.get('b');
