@@ -1,4 +1,5 @@
 import type { NodeId } from '../src/raft/types.js';
+import type { JobRecord } from '../src/scheduler/records.js';
 import { checkReadLiveness } from './barriers.js';
 import { entryText } from './checker.js';
 import { checkDeployed, checkDropped } from './deploys.js';
@@ -69,20 +70,23 @@ export async function checkAfterHealing(world: SimWorld, loop: RunLoop): Promise
   checkHistories(states, watchEnd, (job, slotMs, member) => runChecks.underway(scheduler.nowMs, job, slotMs, member), (what) => report(scheduler.nowMs, 'history-outcome', what), dropped);
   if (world.deploy !== null) {
     const current = world.current();
-    const deployed = current.flatMap((m) => (m.member === null ? [] : [{ id: m.id, jobs: m.member.scheduler.state.jobs }]));
-    checkDeployed(deployed, current.map((m) => m.id), world.deploy.changed, (what) => report(scheduler.nowMs, 'deploy', what));
+    checkDeployed(jobsOf(current), current.map((m) => m.id), world.deploy.changed, (what) => report(scheduler.nowMs, 'deploy', what));
     if (world.deploy.dropped.length > 0) {
       // Every member, started again without the dropped jobs, takes itself off them once a slot reaches it past UNSCHEDULED_AFTER_MS.
       await loop.run(Math.max(scheduler.nowMs, ...current.map((m) => m.startedAtMs + UNSCHEDULED_AFTER_MS + DROPPED_SETTLE_MS)));
       if (loop.crashed) return;
       const now = world.current();
-      const states = now.flatMap((m) => (m.member === null ? [] : [{ id: m.id, jobs: m.member.scheduler.state.jobs }]));
-      checkDropped(states, now.map((m) => m.id), world.deploy.dropped, (what) => report(scheduler.nowMs, 'deploy', what));
+      checkDropped(jobsOf(now), now.map((m) => m.id), world.deploy.dropped, (what) => report(scheduler.nowMs, 'deploy', what));
     }
   }
   await checkFanoutSettles(world, loop, healedAt, fanoutHeal);
   if (loop.crashed) return;
   if (world.options.handover === true) await rollingRestart(world, loop);
+}
+
+/** The jobs in each running member's state, by member: what the deploy's checks read. */
+function jobsOf(members: readonly SimMember[]): Array<{ readonly id: NodeId; readonly jobs: ReadonlyMap<string, JobRecord> }> {
+  return members.flatMap((m) => (m.member === null ? [] : [{ id: m.id, jobs: m.member.scheduler.state.jobs }]));
 }
 
 /**
