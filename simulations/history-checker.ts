@@ -25,9 +25,11 @@ const MAX_REPORTED_PER_MEMBER = 3;
  * as the scheduler checker follows it: a member that shows less than the log holds is caught
  * here, and so is a run shown in progress long after it ended. Not the slots of the jobs in
  * `dropped` (a deploy dropped them): one claimed for a member that was then removed from the
- * configuration keeps no outcome, since no member is left to move it to (a removed member's
- * claims are moved, never counted missed), which the swarm's seeds with changes of membership
- * showed once deploys dropped jobs.
+ * configuration keeps no outcome until the reassignment horizon, past which the leader records
+ * it missed (`expired`), since no member is left to move it to (a removed member's mode 'one'
+ * claims are moved, never forfeited), and the watch after healing ends before the horizon
+ * unless the seed draws a short one (seeds 14, 20 and 22 of the drop plant's options, with a
+ * horizon of 15 s, record each such slot missed).
  */
 export function checkHistories(
   members: ReadonlyArray<{ readonly id: NodeId; readonly state: SchedulerState }>,

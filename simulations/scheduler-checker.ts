@@ -272,8 +272,9 @@ export class SchedulerChecker {
    * at or before `settledT` has an outcome under its current claim, unless `underway` (its run
    * is still going, or waits its turn in a queue its member is working through). Neither for the
    * jobs in `dropped` (a deploy dropped them: no member runs them, and a slot of one claimed for
-   * a member killed with it in its code stays interrupted once no member is left to move it to),
-   * which deploys.ts's checkDropped looks at instead.
+   * a member killed with it in its code stays interrupted, once no member is left to move it to,
+   * until the leader records it missed past the reassignment horizon), which deploys.ts's
+   * checkDropped looks at instead.
    */
   finish(
     t: number,

@@ -72,6 +72,13 @@ export interface StartContext {
   readonly http: ClusterHttp | null;
   readonly jobs: ReadonlyMap<string, ScheduledJob>;
   readonly consumers: ReadonlyMap<string, { readonly handler: ConsumeHandler; readonly settings: ConsumerSettings }>;
+  /**
+   * Called once `jobs` and `consumers` are handed to the member: from then on a schedule() or
+   * consume() registers at once. Not when the status turns 'running', some turns later: a lone
+   * member elects itself in between, and a job scheduled from its 'leader' listener was kept by
+   * the Cluster alone, and never ran.
+   */
+  readonly handedOver: () => void;
   /** Whether the Cluster is still starting (a stop during the join ends it). */
   readonly starting: () => boolean;
   /** Whether the Cluster is neither starting nor running (a consumer's registration gives up). */
@@ -241,4 +248,5 @@ export async function startMember(ctx: StartContext, parts: MemberParts): Promis
   parts.removalProbe = probeRemoval(member, transport, { clusterId: identity.clusterId, timers: ctx.timers, reads: versionSupportOf(cluster), leaderlessBeforeProbeMs: timing.leaderlessBeforeProbeMs });
   for (const [name, job] of ctx.jobs) member.scheduler.schedule(name, job.spec, job.handler, job.options);
   for (const [topic, c] of ctx.consumers) void registerConsumer(member.fanoutRuntime, topic, c.handler, c.settings, ctx.timers, ctx.ended);
+  ctx.handedOver();
 }

@@ -75,6 +75,8 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   readonly #joins: JoinServer;
   /** Jobs scheduled before start(), registered once the member runs. */
   readonly #jobs = new Map<string, ScheduledJob>();
+  /** Whether start() handed #jobs and #consumers to the member: those added later register at once. */
+  #handedOver = false;
   /** The topics this member consumes (cluster-fanout.ts), registered again at each start. */
   readonly #consumers = new Map<string, { handler: ConsumeHandler; settings: ConsumerSettings }>();
   /** The jobs of state(), kept between calls until they change. */
@@ -150,6 +152,9 @@ export class Cluster extends EventEmitter<ClusterEvents> {
         http: this.#http,
         jobs: this.#jobs,
         consumers: this.#consumers,
+        handedOver: () => {
+          this.#handedOver = true;
+        },
         starting: () => this.#life.starting,
         ended: () => this.#life.status !== 'running' && this.#life.status !== 'starting',
         onSoftState: (s) => this.#onSoftState(s),
@@ -277,7 +282,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     // applies, with the jobs registered in the same entry: checked here by the same rules.
     if (!isJobSpec(parsed) || !isJobPolicy(policyOf(options))) throw new InvalidArgumentError('options', options, 'a spec and options the log can carry (whole numbers within 2^53)');
     this.#jobs.set(name, { spec: parsed, handler, options });
-    if (this.#life.status === 'running') this.#scheduler?.schedule(name, parsed, handler, options);
+    if (this.#handedOver) this.#scheduler?.schedule(name, parsed, handler, options);
     return { name, unschedule: () => this.unschedule(name) };
   }
 
@@ -299,7 +304,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     if (this.#consumers.has(topic)) throw new InvalidArgumentError('topic', topic, 'a topic not already consumed on this member');
     const settings = consumerSettings(optionsObject(options, CONSUME_OPTION_KEYS));
     this.#consumers.set(topic, { handler, settings });
-    if (this.#life.status === 'running' && this.#parts.member !== null) void registerConsumer(this.#parts.member.fanoutRuntime, topic, handler, settings, this.#timers, () => this.#life.status !== 'running');
+    if (this.#handedOver && this.#parts.member !== null) void registerConsumer(this.#parts.member.fanoutRuntime, topic, handler, settings, this.#timers, () => this.#life.status !== 'running' && this.#life.status !== 'starting');
   }
 
   /**
