@@ -44,6 +44,21 @@ export function drawDeployMode(seed: number): boolean {
   return seedDraws(seed, 40_692, 19, DEPLOY_SHARE);
 }
 
+/**
+ * The share of the drawn deploys that drop 'flaky' rather than change it (DROPPING_SIM_JOBS): its
+ * members are killed with it registered and start again without it, and each must take itself off
+ * it (checkDropped), under the swarm's faults.
+ */
+export const DEPLOY_DROP_SHARE = 0.5;
+
+/** DEPLOYED_SIM_JOBS without 'flaky', which the deploy drops. */
+export const DROPPING_SIM_JOBS: readonly SimJob[] = DEPLOYED_SIM_JOBS.filter((job) => job.name !== 'flaky');
+
+/** Draws whether a drawn deploy drops 'flaky' (DEPLOY_DROP_SHARE), on a stream of its own. */
+export function drawDeployDrop(seed: number): boolean {
+  return seedDraws(seed, 61_379, 29, DEPLOY_DROP_SHARE);
+}
+
 /** The stream a rolling deploy draws from (its order and moments), apart from every other fault's. */
 export function deployRandom(seed: number): Random {
   return new SeededRandom(seed * 52_951 + 23);

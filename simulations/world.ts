@@ -17,7 +17,7 @@ import { FanoutChecker } from './checkers/fanout.js';
 import { drawFanout, drawFanoutMode, emitJob, fanoutRandom, type SimFanout } from './fanout.js';
 import { drawLocks, drawLocksMode, locksRandom, type SimLocks } from './locks.js';
 import { drawBarriersMode } from './barriers.js';
-import { changedJobs, DEPLOYED_SIM_JOBS, drawDeployMode, droppedJobs, validateDeploy } from './deploys.js';
+import { changedJobs, DEPLOYED_SIM_JOBS, drawDeployDrop, drawDeployMode, droppedJobs, DROPPING_SIM_JOBS, validateDeploy } from './deploys.js';
 import { ReadChecker } from './checkers/reads.js';
 import { SimMember, type MemberHooks, type SimMemberConfig } from './member.js';
 import { drawMembershipMode, type MembershipFaults, type MembershipMode } from './membership.js';
@@ -291,14 +291,16 @@ function validateRun(options: SimulationOptions): void {
 export const MAX_SIM_SEED = 2 ** 32 - 1;
 
 /**
- * The run's rolling deploy: the jobs given, DEPLOYED_SIM_JOBS for `true` or drawn (the default
- * jobs only), with fan-out's emitting job (which no deploy changes) kept last.
+ * The run's rolling deploy: the jobs given, DEPLOYED_SIM_JOBS for `true`, or drawn (the default
+ * jobs only): DEPLOYED_SIM_JOBS, or in DEPLOY_DROP_SHARE of the draws DROPPING_SIM_JOBS; with
+ * fan-out's emitting job (which no deploy changes) kept last.
  */
 function deployOf(options: SimulationOptions, userJobs: readonly SimJob[], jobs: readonly SimJob[], seed: number): SimWorld['deploy'] {
   const asked = options.deploy ?? (options.jobs === undefined && drawDeployMode(seed));
   if (asked === false) return null;
   if (asked === true && options.jobs !== undefined) throw new TypeError('deploy: `true` deploys DEPLOYED_SIM_JOBS, which change the default jobs; give the jobs to deploy for jobs of your own');
-  const deployed = asked === true ? DEPLOYED_SIM_JOBS : asked;
+  const drawn = options.deploy === undefined;
+  const deployed = asked === true ? (drawn && drawDeployDrop(seed) ? DROPPING_SIM_JOBS : DEPLOYED_SIM_JOBS) : asked;
   validateDeploy(userJobs, deployed);
   const all = [...deployed, ...jobs.slice(userJobs.length)];
   return { jobs: all, changed: changedJobs(userJobs, deployed), dropped: droppedJobs(userJobs, deployed) };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { changedJobs, DEPLOY_SHARE, DEPLOYED_SIM_JOBS, drawDeployMode } from '../../simulations/deploys.js';
+import { changedJobs, DEPLOY_DROP_SHARE, DEPLOY_SHARE, DEPLOYED_SIM_JOBS, drawDeployDrop, drawDeployMode } from '../../simulations/deploys.js';
 import { DEFAULT_SIM_JOBS, type SimJob } from '../../simulations/jobs.js';
 import { simulate } from '../../simulations/simulate.js';
 
@@ -69,4 +69,22 @@ describe('a rolling deploy of changed jobs in the simulator', () => {
     expect(drawn).toBeLessThan(1000 * DEPLOY_SHARE * 1.2);
     expect(changedJobs(DEFAULT_SIM_JOBS, DEPLOYED_SIM_JOBS).map((j) => j.name)).toEqual(DEFAULT_SIM_JOBS.map((j) => j.name));
   });
+
+  it(`drops 'flaky' in about ${DEPLOY_DROP_SHARE * 100}% of the drawn deploys, and the swarm's checkers hold`, async () => {
+    const dropping: number[] = [];
+    let drawn = 0;
+    for (let seed = 1; seed <= 1000; seed++) {
+      if (!drawDeployMode(seed)) continue;
+      drawn++;
+      if (drawDeployDrop(seed)) dropping.push(seed);
+    }
+    expect(dropping.length).toBeGreaterThan(drawn * DEPLOY_DROP_SHARE * 0.8);
+    expect(dropping.length).toBeLessThan(drawn * DEPLOY_DROP_SHARE * 1.2);
+    // The first seed that drops, with every fault drawn: the other jobs taken over, 'flaky' dropped.
+    const seed = dropping[0] as number;
+    const r = await simulate({ seed, members: 3, durationMs: 30_000 });
+    expect(r.violations, `seed ${seed}`).toEqual([]);
+    const changed = ['every-second', 'cron-5s', 'all-members'];
+    expect(r.deploy).toEqual({ jobsChanged: changed, jobsTakenOver: changed, jobsDropped: ['flaky'] });
+  }, 120_000);
 });
