@@ -196,6 +196,22 @@ describe('deciding what a firing slot does', () => {
     expect(decideOverlap('skip', T0 + 3000, [running], 0)).toEqual({ action: 'wait' });
   });
 
+  it("'skip' skips, rather than waits, when an earlier slot waits behind the late runs on another member; it asks which only then", () => {
+    const late = { slotMs: T0 + 1000, startedAtMs: T0 + 3080 };
+    let asked = 0;
+    const elsewhere = (): number[] => {
+      asked++;
+      return [T0 + 2000];
+    };
+    expect(decideOverlap('skip', T0 + 4000, [late], 0, undefined, elsewhere)).toEqual({ action: 'skip', reason: 'overlap: a run of the job (slot 2026-01-01T00:00:02.000Z) was already waiting to run on another member' });
+    expect(decideOverlap('skip', T0 + 4000, [late], 0, undefined, () => [])).toEqual({ action: 'wait' });
+    // Not asked with no other run, with one on schedule, nor under another policy.
+    expect(decideOverlap('skip', T0 + 4000, [], 0, undefined, elsewhere)).toEqual({ action: 'run', replace: [] });
+    expect(decideOverlap('skip', T0 + 4000, [{ slotMs: T0 + 3000, startedAtMs: T0 + 3000 }], 0, undefined, elsewhere)).toMatchObject({ action: 'skip' });
+    expect(decideOverlap('queue', T0 + 4000, [late], 0, undefined, elsewhere)).toEqual({ action: 'wait' });
+    expect(asked).toBe(1);
+  });
+
   it("'replace' skips a slot older than a run in progress (a late retry does not replace newer work)", () => {
     expect(decideOverlap('replace', T0 + 2000, [at(1), at(3)], 0)).toMatchObject({ action: 'skip', reason: expect.stringContaining('later slot') });
   });

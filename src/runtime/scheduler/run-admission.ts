@@ -51,7 +51,7 @@ export class RunAdmission {
     // records reach one another: a burst that 'skip' is meant to prevent.)
     const others = this.othersInProgress(armed);
     const queuedOfJob = [...this.#permits.activeOf(armed.job)].filter((a) => a.phase === 'queued').length;
-    const decision = decideOverlap(armed.overlap, armed.slotMs, others, queuedOfJob);
+    const decision = decideOverlap(armed.overlap, armed.slotMs, others, queuedOfJob, undefined, () => this.#waitingElsewhere(armed));
     if (decision.action === 'skip') return { outcome: 'skipped', reason: decision.reason };
     if (decision.action === 'run') for (const other of decision.replace) this.#replace(other, armed);
     const go = this.#permits.wait(armed, decision.action === 'wait' ? 'queued' : 'ready');
@@ -99,6 +99,28 @@ export class RunAdmission {
         if (resumedFromMs !== undefined && !(run.startedAtMs < resumedFromMs || (run.startedAtMs === resumedFromMs && run.slotMs < armed.slotMs))) continue;
         out.push({ slotMs: run.slotMs, startedAtMs: run.startedAtMs, remote: run });
       }
+    }
+    return out;
+  }
+
+  /**
+   * The instants of the job's earlier slots (mode 'one') claimed for another member that has
+   * not started them per the log, nor reported them: each waits there, or started so lately that
+   * its start is not applied here. Not for a run this member resumes after a restart (it already
+   * started once), nor for a member this one is not connected to, as for the runs in progress.
+   * Reads every open claim: called only when the slot would otherwise wait behind late runs.
+   */
+  #waitingElsewhere(armed: Armed): number[] {
+    const o = this.#ctx.options;
+    const state = this.#ctx.state;
+    if (armed.mode !== 'one' || state.claims.get(claimKey(armed.job, armed.slotMs))?.starts.get(o.self)?.token === armed.token) return [];
+    const out: number[] = [];
+    for (const claim of state.openClaims()) {
+      if (claim.job !== armed.job || claim.slotMs >= armed.slotMs || claim.cancelled?.token === claim.token) continue;
+      const assignee = claim.assignees[0];
+      if (assignee === undefined || assignee === o.self || o.peerConnected?.(assignee) === false) continue;
+      if (claim.starts.get(assignee)?.token === claim.token || claim.outcomes.get(assignee)?.token === claim.token) continue;
+      out.push(claim.slotMs);
     }
     return out;
   }
