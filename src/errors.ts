@@ -248,7 +248,8 @@ export class ListenError extends CronraftError {
  * `POST /v1/jobs/:name/cancel`, `cronraft cancel`). `stopping`: this member is stopping.
  */
 export class RunAbortedError extends CronraftError {
-  readonly reason: 'timeout' | 'reassigned' | 'interrupted' | 'replaced' | 'cancelled' | 'stopping';
+  /** Why the run's signal aborted; 'ended' only for a `ctx.emit` after its run ended, which no signal says. */
+  readonly reason: 'timeout' | 'reassigned' | 'interrupted' | 'replaced' | 'cancelled' | 'stopping' | 'ended';
 
   constructor(reason: RunAbortedError['reason'], message: string) {
     super(`CRONRAFT_RUN_${reason.toUpperCase()}`, message);

@@ -18,6 +18,7 @@ const ABORT_CODES: Readonly<Record<RunAbortedError['reason'], string>> = {
   replaced: 'CRONRAFT_RUN_REPLACED',
   cancelled: 'CRONRAFT_RUN_CANCELLED',
   stopping: 'CRONRAFT_RUN_STOPPING',
+  ended: 'CRONRAFT_RUN_ENDED',
 };
 
 /** What the reasons are checked against: the job as replicated, and as its members scheduled it. */
@@ -142,6 +143,8 @@ export class RunContextChecker {
         return this.#jobs.mode(ctx.job) === 'one' ? null : `the job runs in mode ${this.#jobs.mode(ctx.job) ?? 'unknown'}`;
       case 'stopping':
         return this.#watch.isStopped(member, incarnation) ? null : `${member} is not stopping`;
+      case 'ended':
+        return 'a run ended refuses its ctx.emit with it; its signal never aborts with it';
     }
   }
 }

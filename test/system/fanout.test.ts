@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { Cluster } from '../../src/index.js';
+import { Cluster, type JobContext } from '../../src/index.js';
 import { FANOUT_DEFAULTS } from '../../src/fanout/state.js';
 import { FANOUT_VERSION } from '../../src/version/versions.js';
 import { freePort } from '../fixtures/process-cluster.js';
@@ -37,6 +37,43 @@ describe('fan-out on a real cluster (loopback)', () => {
     await expect
       .poll(() => members.map((m) => m.history({ job: 'fan' }).find((h) => h.slot.getTime() === slotMs)?.batches), { timeout: 10_000, interval: 50 })
       .toEqual(members.map(() => ({ batches: 1, items: 30, open: 0, done: 30, dead: 0 })));
+  });
+
+  it("refuses a slot's ctx.emit once its run's signal aborted (with its reason) or its run ended (CRONRAFT_RUN_ENDED): an attempt that lost its slot emits nothing its retry emits", async () => {
+    const m = new Cluster([], { listen: '127.0.0.1:0', storage: 'memory' });
+    cleanups.push(() => m.stop());
+    const consumed: unknown[] = [];
+    m.consume('work', (item) => void consumed.push(item));
+    const refused: unknown[] = [];
+    let kept: JobContext | null = null;
+    let quick: JobContext | null = null;
+    let ended = false;
+    // Returns at once: its context is kept past the run's end.
+    m.schedule('quick', { every: 200 }, (ctx) => {
+      if (m.state().version.active >= FANOUT_VERSION && quick === null) quick = ctx;
+    });
+    m.schedule(
+      'late',
+      { every: 200 },
+      async (ctx) => {
+        if (m.state().version.active < FANOUT_VERSION || kept !== null) return;
+        kept = ctx;
+        await ctx.emit('work', ['while it runs']);
+        // Emits after the run's timeout aborted its signal.
+        await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }));
+        await ctx.emit('work', ['after the timeout']).catch((error: unknown) => refused.push(error));
+        ended = true;
+      },
+      { timeoutMs: 300 },
+    );
+    await m.start();
+    await expect.poll(() => ended, { timeout: 20_000, interval: 20 }).toBe(true);
+    expect(refused).toEqual([expect.objectContaining({ code: 'CRONRAFT_RUN_TIMEOUT', reason: 'timeout' })]);
+    // A context kept past its run's end, its signal not aborted.
+    await expect.poll(() => quick !== null, { timeout: 10_000, interval: 20 }).toBe(true);
+    expect((quick as JobContext | null)?.signal.aborted).toBe(false);
+    await expect((quick as JobContext | null)?.emit('work', ['after the end'])).rejects.toMatchObject({ code: 'CRONRAFT_RUN_ENDED', reason: 'ended' });
+    await expect.poll(() => consumed, { timeout: 10_000, interval: 20 }).toEqual(['while it runs']);
   });
 
   it('items emitted on one member run once each across the members that consume the topic', async () => {

@@ -42,12 +42,18 @@ export class RunExecution {
     const startedAtMs = o.clock.now();
     let outcome: RunOutcome = 'succeeded';
     let error: string | undefined;
+    let ended = false;
     try {
       if (abort.signal.aborted) throw abort.signal.reason as Error;
       // The handler starts first, synchronously up to its first await: recording the start
       // proposes through the driver, whose turn would otherwise run before the handler.
       const origin = { job: claim.job, slotMs: claim.slotMs };
+      // Only while the run holds its claim: an attempt timed out, moved or replaced, whose retry
+      // or new holder emits the same work, must not emit it too (a context kept past its run's
+      // end no more than that).
       const emit: JobContext['emit'] = async (topic, items, options) => {
+        if (abort.signal.aborted) throw abort.signal.reason as Error;
+        if (ended) throw new RunAbortedError('ended', `the run of ${claim.job} for its slot ${new Date(claim.slotMs).toISOString()} has ended: ctx.emit emits only while the run goes on`);
         if (o.emitItems === undefined) throw new NotRunningError('fan-out is not available here');
         return o.emitItems(topic, items, emitKeyOf(options), origin);
       };
@@ -68,6 +74,7 @@ export class RunExecution {
       outcome = isReason(reason, 'interrupted') || isReason(reason, 'stopping') ? 'interrupted' : isReason(reason, 'replaced') ? 'replaced' : isReason(reason, 'cancelled') ? 'cancelled' : abort.signal.aborted ? 'aborted' : 'failed';
       error = thrownMessage(e);
     } finally {
+      ended = true;
       o.timers.clearTimeout(timeout);
       this.#records.ended(key, claim.token);
       this.#forget(key, abort);
