@@ -1,7 +1,8 @@
 import { InvalidArgumentError } from './errors.js';
 import { MAX_OUTCOMES_PER_COMMAND, MAX_PENDING_PER_TOPIC, type ConsumerSettings } from './fanout/command.js';
 import { decodeItem } from './fanout/items.js';
-import { MAX_ITEM_BACKOFF_MS, MAX_ITEM_TIMEOUT_MS, MAX_PARALLELISM, MAX_RATE_PER_SECOND, MAX_RETRIES } from './fanout/command-shape.js';
+import { MAX_ITEM_TIMEOUT_MS, MAX_PARALLELISM, MAX_RATE_PER_SECOND, MAX_RETRIES } from './fanout/command-shape.js';
+import { MAX_BACKOFF_MS } from './fanout/state.js';
 import type { ItemContext } from './runtime/fanout/consumer.js';
 import type { FanoutRuntime } from './runtime/fanout/fanout-runtime.js';
 import type { Timers } from './time/clock.js';
@@ -21,7 +22,7 @@ export interface ConsumeOptions {
   readonly retries?: number;
   /** How long one attempt may run. @default 60_000 */
   readonly timeoutMs?: number;
-  /** The wait before the first retry, doubled at each further one. @default 1000 */
+  /** The wait before the first retry, doubled at each further one, up to 5 minutes (MAX_BACKOFF_MS; a longer one is refused). @default 1000 */
   readonly backoffMs?: number;
   /** Items of the topic started per second, cluster-wide (the least its consumers ask for). @default no limit */
   readonly ratePerSecond?: number;
@@ -53,7 +54,8 @@ export function consumerSettings(options: ConsumeOptions): ConsumerSettings {
     parallelism: int('parallelism', options.parallelism ?? 1, 1, MAX_PARALLELISM),
     retries: int('retries', options.retries ?? 3, 0, MAX_RETRIES),
     timeoutMs: int('timeoutMs', options.timeoutMs ?? 60_000, 1, MAX_ITEM_TIMEOUT_MS),
-    backoffMs: int('backoffMs', options.backoffMs ?? 1000, 0, MAX_ITEM_BACKOFF_MS),
+    // Up to the longest wait the state gives a retry: a longer one was taken and cut to it unsaid.
+    backoffMs: int('backoffMs', options.backoffMs ?? 1000, 0, MAX_BACKOFF_MS),
     ratePerSecond: options.ratePerSecond === undefined ? null : int('ratePerSecond', options.ratePerSecond, 1, MAX_RATE_PER_SECOND),
     maxPending: options.maxPending === undefined ? null : int('maxPending', options.maxPending, 1, MAX_PENDING_PER_TOPIC),
   };

@@ -24,7 +24,7 @@ import { startMember, type MemberParts, type ScheduledJob } from './cluster-star
 import { checkItemIds, CONSUME_OPTION_KEYS, consumerSettings, deadLettersOf, registerConsumer, type ConsumeHandler, type ConsumeOptions, type DeadLetterView } from './cluster-fanout.js';
 import type { Batch } from './runtime/fanout/batches.js';
 import type { FanoutRuntime } from './runtime/fanout/fanout-runtime.js';
-import { checkTopic, emitKeyOf } from './fanout/items.js';
+import { checkTopic, emitKeyOf, type EmitOptions } from './fanout/items.js';
 import { hasLoneSurrogate, nonNegativeInt, optionsObject, positiveInt } from './option-checks.js';
 import { policyOf } from './runtime/scheduler/registrations.js';
 import { isJobPolicy, isJobSpec } from './scheduler/command-shape.js';
@@ -315,7 +315,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
    * @throws InvalidArgumentError for a bad topic or item (nothing of the call is kept), BackpressureError, VersionNotActiveError, NotLeaderError, TimeoutError
    */
   // Not `emit`: that is EventEmitter's on this class, and the events' API must stay as Node's.
-  async emitItems(topic: string, items: readonly unknown[], options: { key?: (item: unknown, index: number) => string | null } = {}): Promise<Batch> {
+  async emitItems<T>(topic: string, items: readonly T[], options: EmitOptions<T> = {}): Promise<Batch> {
     checkTopic(topic);
     const key = emitKeyOf(options);
     // Refused at once when fan-out is not available here, before the items are encoded.

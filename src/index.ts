@@ -27,6 +27,7 @@ export type { AssignMode, OverlapPolicy } from './scheduler/command.js';
 export type { ConsumeHandler, ConsumeOptions, DeadLetterView } from './cluster-fanout.js';
 export type { ItemContext } from './runtime/fanout/consumer.js';
 export type { Batch, BatchSummary } from './runtime/fanout/batches.js';
+export type { EmitOptions } from './fanout/items.js';
 export type { SlotBatches } from './runtime/fanout/slot-batches.js';
 export type { ExclusiveLock, ExclusiveOptions } from './api/run-exclusive.js';
 export type { SlotHistory } from './api/history.js';

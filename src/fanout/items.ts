@@ -18,6 +18,11 @@ export function itemsOf(items: unknown): readonly unknown[] {
   return items.slice();
 }
 
+/** An emit's options (`emitItems`, `ctx.emit`), typed by its items: `key` names an item's key (its items run one at a time, in emit order), or null for none. */
+export interface EmitOptions<T = unknown> {
+  readonly key?: (item: T, index: number) => string | null;
+}
+
 /**
  * The key function of an emit's options (`emitItems`, `ctx.emit`): undefined when there is none.
  * @throws InvalidArgumentError for options that are not an object, or a key that is not a function

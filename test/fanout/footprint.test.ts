@@ -90,6 +90,9 @@ describe('fan-out state: bytes as a snapshot takes them', () => {
     expect(state.apply(1, { type: 'emit', topic: 't', items: tiny, origin: null, atMs: 0 })).toMatchObject({ ok: false, reason: 'backpressure' });
     expect(state.apply(2, { type: 'emit', topic: 't', items: tiny.slice(0, 50), origin: { job: 'nightly', slotMs: 0 }, atMs: 0 })).toMatchObject({ ok: true });
     expect(state.unsettledBytes).toBe(BATCH_RECORD_BYTES + 50 * (1 + ITEM_RECORD_BYTES + textBytes('nightly')));
+    // An emit to another topic is refused for the bytes that one holds, which no member consumes (a mistyped name, say): the error says so.
+    expect(state.apply(3, { type: 'emit', topic: 'u', items: tiny, origin: null, atMs: 0 })).toMatchObject({ ok: false, reason: 'backpressure' });
+    expect(state.fullness('u', 200)).toMatch(/^the unsettled items of every topic together take \d+ bytes of the 10000 they may \(u holds 0\); the topic holding the most is t, with 50, which no member consumes$/);
   });
 
   it('forgets the oldest dead letters of the topic that keeps the most bytes of them, and a topic left with nothing', () => {

@@ -88,7 +88,7 @@ describe('proposeEntries: an emit in entries, a few in flight', () => {
     expect(error).toBeInstanceOf(BackpressureError);
     // Entries 0, 2 and 4 were applied, 1 and 3 refused: the items kept, by their place in the emit.
     const m = MAX_ITEMS_PER_EMIT;
-    expect((error as Error).message).toBe(`The topic thumbnails holds too many unsettled items (backpressure); ${3 * m} items of this emit were kept: the items at 0-${m - 1}, ${2 * m}-${3 * m - 1}, ${4 * m}-${5 * m - 1}`);
+    expect((error as Error).message).toBe(`The emit to thumbnails was refused (backpressure): the topic thumbnails holds too many unsettled items; ${3 * m} items of this emit were kept: the items at 0-${m - 1}, ${2 * m}-${3 * m - 1}, ${4 * m}-${5 * m - 1}`);
     expect(log.calls).toHaveLength(EMIT_ENTRIES_IN_FLIGHT + 1);
   });
 

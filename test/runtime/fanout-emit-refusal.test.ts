@@ -24,6 +24,12 @@ describe('fan-out: an emit past maxPending', () => {
     await expect(fullTopic().emitItems('t', [1, new Map()], undefined, null)).rejects.toMatchObject({ code: 'CRONRAFT_BACKPRESSURE' });
   });
 
+  it('of items that are not an array (null, a string) is refused with CRONRAFT_INVALID_ARGUMENT, not a TypeError (found by a stranger)', async () => {
+    for (const items of [null, undefined, 'abc']) {
+      await expect(fullTopic().emitItems('t', items as never, undefined, null)).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'items' });
+    }
+  });
+
   it('of no items resolves with a batch of none, settled, however full the topic (found by a review)', async () => {
     const batch = await fullTopic().emitItems('t', [], undefined, null);
     expect(batch.count).toBe(0);

@@ -80,6 +80,8 @@ describe('options', () => {
     // A count of slots, not "milliseconds or a count".
     expect(() => c.history({ limit: 0 })).toThrow(/a positive integer \(a count of slots\)/);
     expect(() => c.consume('t', () => undefined, null as never)).toThrow(expect.objectContaining({ ...invalid, option: 'options' }));
+    // A back-off past the longest wait a retry gets (5 minutes) was taken, and cut to it unsaid.
+    expect(() => c.consume('t', () => undefined, { backoffMs: 300_001 })).toThrow(expect.objectContaining({ ...invalid, option: 'backoffMs' }));
     // A misspelt leave stopped without leaving; a string with a lone surrogate came back as U+FFFD.
     await expect(c.stop({ leve: true } as never)).rejects.toMatchObject({ ...invalid, option: 'leve' });
     await expect(c.stop(5 as never)).rejects.toMatchObject({ ...invalid, option: 'options' });

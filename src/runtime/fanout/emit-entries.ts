@@ -65,14 +65,14 @@ export type ProposeEntry = (items: readonly EmittedItem[]) => Promise<{ readonly
  * failed, and an app that emits again what was not kept keeps each key's items in their order.
  * @throws BackpressureError, and what `propose` throws
  */
-export async function proposeEntries(topic: string, items: readonly EmittedItem[], propose: ProposeEntry): Promise<EmittedEntry[]> {
+export async function proposeEntries(topic: string, items: readonly EmittedItem[], propose: ProposeEntry, fullness: (count: number) => string = () => `the topic ${topic} holds too many unsettled items`): Promise<EmittedEntry[]> {
   const bounds = entryBounds(items);
   const count = bounds.length - 1;
   const inFlight = items.some((item) => item.key !== null) ? 1 : EMIT_ENTRIES_IN_FLIGHT;
   const entries: EmittedEntry[] = [];
   let next = 0;
   // What stopped the emit (the first failure, or the first refusal), set by the proposers below.
-  const stop: { failed: { readonly error: unknown } | null; refused: string | null } = { failed: null, refused: null };
+  const stop: { failed: { readonly error: unknown } | null; refused: string | null; refusedCount: number } = { failed: null, refused: null, refusedCount: 0 };
   const proposeInTurn = async (): Promise<void> => {
     while (stop.failed === null && stop.refused === null && next < count) {
       const k = next++;
@@ -81,7 +81,10 @@ export async function proposeEntries(topic: string, items: readonly EmittedItem[
         const { index, result } = await propose(chunk);
         const applied = result as FanoutApplyResult;
         if (!applied.ok) {
-          stop.refused ??= applied.reason;
+          if (stop.refused === null) {
+            stop.refused = applied.reason;
+            stop.refusedCount = chunk.length;
+          }
           continue;
         }
         entries[k] = { index, count: chunk.length, firstId: applied.firstId ?? 0 };
@@ -93,7 +96,7 @@ export async function proposeEntries(topic: string, items: readonly EmittedItem[
   await Promise.all(Array.from({ length: Math.min(inFlight, count) }, proposeInTurn));
   if (stop.failed !== null) throw stop.failed.error;
   if (stop.refused === 'too-many-topics') throw new BackpressureError(`The cluster holds as many topics as it may (their number or their bytes), and ${topic} is not among them${keptText(entries, bounds)}`);
-  if (stop.refused !== null) throw new BackpressureError(`The topic ${topic} holds too many unsettled items (${stop.refused})${keptText(entries, bounds)}`);
+  if (stop.refused !== null) throw new BackpressureError(`The emit to ${topic} was refused (${stop.refused}): ${fullness(stop.refusedCount)}${keptText(entries, bounds)}`);
   return entries;
 }
 

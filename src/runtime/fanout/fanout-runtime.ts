@@ -87,7 +87,8 @@ export class FanoutRuntime {
   async emitItems(topic: string, items: readonly unknown[], key: ((item: unknown, index: number) => string | null) | undefined, origin: EmitOrigin | null): Promise<Batch> {
     // Refused by their count before they are encoded: 300,000 items to a topic that takes
     // 100,000 were all encoded, seconds of work, before the refusal.
-    if (items.length > 0) this.#refuseOverfull(topic, items.length);
+    // (Not an array, null say: encodeItems refuses it, as InvalidArgumentError.)
+    if (Array.isArray(items) && items.length > 0) this.#refuseOverfull(topic, items.length);
     return this.emit(topic, await encodeItems(items, key, () => nextTurn(this.#o.timers)), origin);
   }
 
@@ -102,7 +103,12 @@ export class FanoutRuntime {
     // Nothing to do (a nightly slot that found no ids): a batch of none, settled, nothing proposed.
     if (items.length === 0) return this.batches.track(topic, []);
     this.#refuseOverfull(topic, items.length);
-    const entries = await proposeEntries(topic, items, (chunk) => this.#o.propose({ type: 'emit', topic, items: chunk, origin, atMs: this.#o.clusterNowMs() }));
+    const entries = await proposeEntries(
+      topic,
+      items,
+      (chunk) => this.#o.propose({ type: 'emit', topic, items: chunk, origin, atMs: this.#o.clusterNowMs() }),
+      (count) => this.#o.state.fullness(topic, count),
+    );
     return this.batches.track(topic, entries);
   }
 
@@ -119,9 +125,10 @@ export class FanoutRuntime {
    * @throws BackpressureError when the topic is too full to take them, InvalidArgumentError for an unknown topic
    */
   async requeue(topic: string, ids: readonly number[] | null): Promise<Batch> {
-    const { index, result } = await this.#o.propose({ type: 'requeue', topic, ids: this.#letterIds(topic, ids), atMs: this.#o.clusterNowMs() });
+    const wanted = this.#letterIds(topic, ids);
+    const { index, result } = await this.#o.propose({ type: 'requeue', topic, ids: wanted, atMs: this.#o.clusterNowMs() });
     const applied = result as FanoutApplyResult;
-    if (!applied.ok) throw applied.reason === 'backpressure' ? new BackpressureError(`The topic ${topic} holds too many unsettled items to take its dead letters back`) : new InvalidArgumentError('topic', topic, 'a topic this cluster knows');
+    if (!applied.ok) throw applied.reason === 'backpressure' ? new BackpressureError(`The dead letters of ${topic} cannot be taken back: ${this.#o.state.fullness(topic, wanted.length)}`) : new InvalidArgumentError('topic', topic, 'a topic this cluster knows');
     return this.batches.track(topic, (applied.count ?? 0) === 0 ? [] : [{ index, count: applied.count ?? 0, firstId: applied.firstId ?? 0 }]);
   }
 

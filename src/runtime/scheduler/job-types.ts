@@ -2,6 +2,7 @@
 import type { NodeId } from '../../raft/types.js';
 import type { AssignMode, OverlapPolicy } from '../../scheduler/command.js';
 import type { Batch } from '../fanout/batches.js';
+import type { EmitOptions } from '../../fanout/items.js';
 
 /** What a handler is given for one run of a slot. */
 export interface JobContext {
@@ -26,7 +27,7 @@ export interface JobContext {
    * `settled()` waits until each succeeded or went to the dead letters.
    * @throws InvalidArgumentError, BackpressureError, VersionNotActiveError (before cluster version 3)
    */
-  readonly emit: (topic: string, items: readonly unknown[], options?: { readonly key?: (item: unknown, index: number) => string | null }) => Promise<Batch>;
+  readonly emit: <T>(topic: string, items: readonly T[], options?: EmitOptions<T>) => Promise<Batch>;
 }
 
 export type JobHandler = (ctx: JobContext) => unknown;
