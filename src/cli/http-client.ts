@@ -1,3 +1,5 @@
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { InvalidArgumentError } from '../errors.js';
 
 /** How long the command waits for a member's answer (an action waits for the log: the member's requestTimeoutMs is shorter). */
@@ -40,30 +42,60 @@ export function memberUrl(value: string): URL {
 
 /**
  * Asks the member at `base` for `path`, with the token when given, within CLI_REQUEST_TIMEOUT_MS.
- * An answer is returned whatever its status; the caller decides which are failures.
+ * An answer is returned whatever its status; the caller decides which are failures. On
+ * node:http, not fetch: fetch refuses the ports browsers block (6666, 10080 and others: "bad
+ * port"), on which a member listens all the same.
  * @throws RequestFailedError when no JSON answer came (unreachable, too slow, too large, not JSON)
  */
 export async function ask(base: URL, path: string, options: { readonly method?: 'GET' | 'POST'; readonly token?: string; readonly json?: unknown } = {}): Promise<Answer> {
   const url = new URL(`${base.pathname.replace(/\/$/, '')}${path}`, base);
-  let response: Response;
-  try {
-    response = await fetch(url, {
-      method: options.method ?? 'GET',
-      headers: { ...(options.token === undefined ? {} : { authorization: `Bearer ${options.token}` }), ...(options.json === undefined ? {} : { 'content-type': 'application/json' }) },
-      ...(options.json === undefined ? {} : { body: JSON.stringify(options.json) }),
-      signal: AbortSignal.timeout(CLI_REQUEST_TIMEOUT_MS),
-    });
-  } catch (error) {
-    const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-    const why = error instanceof Error && error.name === 'TimeoutError' ? `no answer within ${CLI_REQUEST_TIMEOUT_MS} ms` : (cause?.code ?? cause?.message ?? String(error));
-    throw new RequestFailedError(`${url.origin}: ${why}`);
+  const body = options.json === undefined ? undefined : JSON.stringify(options.json);
+  const headers: Record<string, string> = {};
+  if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
+  if (body !== undefined) {
+    headers['content-type'] = 'application/json';
+    headers['content-length'] = String(Buffer.byteLength(body));
   }
-  const text = await boundedText(response, url);
+  const { status, text } = await exchange(url, options.method ?? 'GET', headers, body);
   try {
-    return { status: response.status, body: JSON.parse(text) as unknown };
+    return { status, body: JSON.parse(text) as unknown };
   } catch {
-    throw new RequestFailedError(`${url.href} answered ${response.status} with a body that is not JSON`);
+    throw new RequestFailedError(`${url.href} answered ${status} with a body that is not JSON`);
   }
+}
+
+/** One request and its whole answer, read up to MAX_CLI_ANSWER_BYTES, within CLI_REQUEST_TIMEOUT_MS. */
+function exchange(url: URL, method: string, headers: Record<string, string>, body: string | undefined): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    // Why the command gave up on the request, when it did: told whichever error the abort raises.
+    let gaveUp: RequestFailedError | null = null;
+    const giveUp = (why: string): void => {
+      gaveUp = new RequestFailedError(why);
+      request.destroy(gaveUp);
+    };
+    // No pooled connection: one kept open would hold the command's process up once it is done.
+    const request = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, { method, headers, agent: false }, (response) => {
+      const chunks: Buffer[] = [];
+      let bytes = 0;
+      response.on('data', (chunk: Buffer) => {
+        bytes += chunk.byteLength;
+        if (bytes > MAX_CLI_ANSWER_BYTES) giveUp(`${url.href} answered more than ${MAX_CLI_ANSWER_BYTES} bytes`);
+        else chunks.push(chunk);
+      });
+      response.on('end', () => {
+        clearTimeout(timer);
+        if (gaveUp === null) resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') });
+      });
+      response.on('error', fail);
+    });
+    const timer = setTimeout(() => giveUp(`${url.origin}: no answer within ${CLI_REQUEST_TIMEOUT_MS} ms`), CLI_REQUEST_TIMEOUT_MS);
+    function fail(error: Error): void {
+      clearTimeout(timer);
+      reject(gaveUp ?? new RequestFailedError(`${url.origin}: ${(error as NodeJS.ErrnoException).code ?? error.message}`));
+    }
+    request.on('error', fail);
+    request.end(body);
+  });
 }
 
 /** The error an answer carries (`{ error: { code, message } }`), or null when it carries none. */
@@ -73,22 +105,4 @@ export function answeredError(answer: Answer): RequestFailedError | null {
   const code = typeof error?.code === 'string' ? error.code : `HTTP_${answer.status}`;
   const message = typeof error?.message === 'string' ? error.message : `the member answered ${answer.status}`;
   return new RequestFailedError(`${code}: ${message}`, code);
-}
-
-async function boundedText(response: Response, url: URL): Promise<string> {
-  const reader = response.body?.getReader();
-  if (reader === undefined) return '';
-  const chunks: Uint8Array[] = [];
-  let bytes = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    bytes += value.byteLength;
-    if (bytes > MAX_CLI_ANSWER_BYTES) {
-      await reader.cancel();
-      throw new RequestFailedError(`${url.href} answered more than ${MAX_CLI_ANSWER_BYTES} bytes`);
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString('utf8');
 }

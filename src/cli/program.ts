@@ -40,8 +40,10 @@ export async function runCli(argv: readonly string[], io: CliOutput): Promise<nu
 
 function exitCodeOf(error: unknown, io: CliOutput): number {
   if (error instanceof CommanderError) {
-    // Commander has printed what went wrong (or the help asked for) already.
-    return error.code === 'commander.helpDisplayed' || error.code === 'commander.version' ? EXIT.ok : EXIT.usage;
+    // Commander has printed what went wrong (or the help asked for) already. Its own exit code
+    // tells the help asked for (`--help`, `help`, `help <command>`: 0) from the help shown for a
+    // command missing (1); `help <command>` ends as 'commander.help', not 'commander.helpDisplayed'.
+    return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
   }
   if (error instanceof RequestFailedError) {
     io.err(`cronraft: ${error.message}`);

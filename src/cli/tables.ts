@@ -70,11 +70,12 @@ export function membersTable(leader: string | null, members: StateJson['members'
 /** `cronraft jobs`. */
 export function jobsTable(jobs: StateJson['jobs']): string {
   return table(
-    ['NAME', 'SPEC', 'MODE', 'NEXT SLOT', 'LAST SLOT', 'LAST OUTCOME', 'MISSED', 'SKIPPED', 'RUNNING'],
+    ['NAME', 'SPEC', 'MODE', 'PAUSED', 'NEXT SLOT', 'LAST SLOT', 'LAST OUTCOME', 'MISSED', 'SKIPPED', 'RUNNING'],
     jobs.map((j) => [
       j.name,
       j.spec,
       j.mode,
+      j.paused === true ? 'yes' : 'no',
       dash(j.nextSlot),
       dash(j.lastClaim?.slot),
       j.lastClaim === null ? '-' : outcomesText(j.lastClaim.outcomes as Readonly<Record<string, { readonly outcome?: unknown }>>) || 'pending',

@@ -75,8 +75,8 @@ describe('cronraft against a running cluster of three', () => {
   it('jobs and history: the job, its spec and its outcomes; --job and --limit passed on', async () => {
     const jobs = await cronraft(['jobs', '--url', urlOf(follower)]);
     expect(jobs.code).toBe(0);
-    expect(jobs.stdout).toMatch(/^NAME +SPEC +MODE +NEXT SLOT +LAST SLOT +LAST OUTCOME +MISSED +SKIPPED +RUNNING$/m);
-    expect(jobs.stdout).toMatch(/^report +every 300 +one +\d{4}-/m);
+    expect(jobs.stdout).toMatch(/^NAME +SPEC +MODE +PAUSED +NEXT SLOT +LAST SLOT +LAST OUTCOME +MISSED +SKIPPED +RUNNING$/m);
+    expect(jobs.stdout).toMatch(/^report +every 300 +one +no +\d{4}-/m);
     const history = await cronraft(['history', '--url', urlOf(leader), '--job', 'report', '--limit', '2', '--json']);
     expect(history.code).toBe(0);
     const entries = (JSON.parse(history.stdout) as { history: Array<{ job: string; slot: string }> }).history;
@@ -143,6 +143,8 @@ describe('cronraft against a running cluster of three', () => {
     const paused = await cronraft(['pause', '--url', urlOf(follower), '--token', TOKEN, 'report']);
     expect(paused).toMatchObject({ code: 0, stderr: '', stdout: 'report paused\n' });
     expect(leader.state().jobs.find((j) => j.name === 'report')?.paused).toBe(true);
+    // The table says so, as the JSON does (it did not).
+    await vi.waitFor(async () => expect((await cronraft(['jobs', '--url', urlOf(follower)])).stdout).toMatch(/^report +every 300 +one +yes /m), { timeout: 10_000, interval: 50 });
     expect(await cronraft(['resume', '--url', urlOf(follower), '--token', TOKEN, 'report'])).toMatchObject({ code: 0, stdout: 'report resumed\n' });
     const triggered = await cronraft(['trigger', '--url', urlOf(leader), '--token', TOKEN, 'report', '--json']);
     expect(triggered.code).toBe(0);
