@@ -1,4 +1,5 @@
 import type { EventEmitter } from 'node:events';
+import { thrownMessage } from './errors.js';
 import type { Role } from './raft/ready.js';
 import type { SchedulerCommand } from './scheduler/command.js';
 import type { ApplyResult } from './scheduler/records.js';
@@ -108,9 +109,31 @@ export function cancelledEventOf(index: number, command: SchedulerCommand, resul
 export function tellApp<K extends keyof ClusterEvents>(cluster: EventEmitter<ClusterEvents>, event: K, ...payload: ClusterEvents[K]): void {
   try {
     (cluster.emit as (name: string, ...values: unknown[]) => boolean)(event, ...payload);
-  } catch {
-    // The app's.
+  } catch (error) {
+    warnListenerThrew(cluster, event, error);
   }
+}
+
+/** The events whose listeners threw, per Cluster: each is warned of once. */
+const warned = new WeakMap<object, Set<string>>();
+
+/**
+ * Tells the app, through a process warning (printed to stderr unless the app listens for
+ * `process.on('warning')`), that a listener of `event` threw: once per event and Cluster, so
+ * that a listener throwing on every run does not print a warning per run. Dropped unsaid, a
+ * typo in a listener left it doing nothing, with no trace (found by a stranger's test).
+ */
+function warnListenerThrew(cluster: object, event: string, error: unknown): void {
+  let events = warned.get(cluster);
+  if (events === undefined) warned.set(cluster, (events = new Set()));
+  if (events.has(event)) return;
+  events.add(event);
+  const stack = error instanceof Error ? error.stack : undefined;
+  process.emitWarning(`A listener of the cluster's '${event}' event threw: ${thrownMessage(error)} (the member goes on; later throws of its listeners are not told again)`, {
+    type: 'CronraftListenerWarning',
+    code: 'CRONRAFT_LISTENER_THREW',
+    ...(stack === undefined ? {} : { detail: stack }),
+  });
 }
 
 /** The `missed` event a scheduler command applied here makes, if any: an `expire` or a `forfeit` that applied. */

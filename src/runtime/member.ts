@@ -389,7 +389,7 @@ export class Member {
    * @throws VersionNotActiveError, at once, while the cluster runs version 1
    */
   proposeConfChange(change: ConfChange, pidSuffix = ''): Promise<ProposalResult> {
-    this.versions.require('membership changes', MEMBERSHIP_VERSION);
+    this.versions.require('a membership change', MEMBERSHIP_VERSION);
     return this.driver.proposeConfChange(change, `${change.type} ${change.id}`, pidSuffix);
   }
 

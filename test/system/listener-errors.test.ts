@@ -28,12 +28,29 @@ it("runs on when the app's listener of role, leader or run throws, and still tel
     runs++;
     throw new Error('every run fails');
   });
-  await c.start();
-  await expect.poll(() => failed.length, { timeout: 10_000, interval: 20 }).toBeGreaterThanOrEqual(2);
-  expect(runs).toBeGreaterThanOrEqual(2);
-  expect(c.state().status).toBe('running');
-  expect(errors).toEqual([]);
-  expect((await c.propose('still writes')).index).toBeGreaterThan(0);
+  const warnings: Error[] = [];
+  const onWarning = (w: Error): void => void warnings.push(w);
+  process.on('warning', onWarning);
+  try {
+    await c.start();
+    await expect.poll(() => failed.length, { timeout: 10_000, interval: 20 }).toBeGreaterThanOrEqual(2);
+    expect(runs).toBeGreaterThanOrEqual(2);
+    expect(c.state().status).toBe('running');
+    expect(errors).toEqual([]);
+    expect((await c.propose('still writes')).index).toBeGreaterThan(0);
+    // Each event's listener that threw is told once, as a process warning (before, not at all),
+    // though the run listener threw at every run. (Warnings are emitted on the next tick.)
+    await expect
+      .poll(() => warnings.filter((w) => w.name === 'CronraftListenerWarning').map((w) => [(w as Error & { code?: string }).code, w.message]), { timeout: 5_000, interval: 20 })
+      .toEqual(
+        (['role', 'leader', 'run'] as const).map((event) => [
+          'CRONRAFT_LISTENER_THREW',
+          `A listener of the cluster's '${event}' event threw: the app's ${event} listener (the member goes on; later throws of its listeners are not told again)`,
+        ]),
+      );
+  } finally {
+    process.off('warning', onWarning);
+  }
 });
 
 it('ends a waitForLeader() pending on a member that stops, with CRONRAFT_NOT_RUNNING', async () => {
