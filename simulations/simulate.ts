@@ -106,7 +106,7 @@ export interface SimulationOptions {
    * validateDeploy), and once every member runs them each changed job must have taken its new
    * form, and no member be registered for a job dropped (checked as `deploy`).
    * `true` deploys DEPLOYED_SIM_JOBS, for the default jobs; `false`, none.
-   * @default drawn from the seed, DEPLOYED_SIM_JOBS in DEPLOY_SHARE of the seeds that run the default jobs (drawDeployMode); none with `jobs` given
+   * @default drawn from the seed, in DEPLOY_SHARE of the seeds that run the default jobs (drawDeployMode): DEPLOYED_SIM_JOBS, or in DEPLOY_DROP_SHARE of those DROPPING_SIM_JOBS (drawDeployDrop); none with `jobs` given
    */
   readonly deploy?: boolean | readonly SimJob[];
   /** The largest emit of the run's fan-out. @default MAX_SIM_EMIT */

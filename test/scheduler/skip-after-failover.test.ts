@@ -18,16 +18,16 @@ interface Run {
  * Three members scheduling SLOW; once a run has gone a while, its member is killed, so that its
  * slot moves to another member and runs there late. Returns every run, and when the kill was.
  */
-async function killTheRunner(seed: number): Promise<{ readonly runs: readonly Run[]; readonly killedAt: number }> {
-  const sim = new MembershipSim(seed, SETTINGS, [SLOW]);
+async function killTheRunner(seed: number, job: SimJob = SLOW, founders: readonly NodeId[] = FOUNDERS): Promise<{ readonly runs: readonly Run[]; readonly killedAt: number }> {
+  const sim = new MembershipSim(seed, SETTINGS, [job], founders);
   const runs: Run[] = [];
   sim.onRunStart = (id, incarnation, run) => void runs.push({ id, incarnation, slotMs: run.slotMs, startT: sim.scheduler.nowMs, endT: null });
   sim.onRun = (id, incarnation, record) => {
     const run = runs.find((r) => r.id === id && r.incarnation === incarnation && r.slotMs === record.slotMs && r.endT === null);
     if (run !== undefined) run.endT = sim.scheduler.nowMs;
   };
-  for (const id of FOUNDERS) await sim.start(id);
-  await sim.until('a run of slow going for 2 s', () => (runs.some((r) => r.endT === null && sim.scheduler.nowMs - r.startT > 2_000) ? true : undefined));
+  for (const id of founders) await sim.start(id);
+  await sim.until('a run of the job going for 2 s', () => (runs.some((r) => r.endT === null && sim.scheduler.nowMs - r.startT > 2_000) ? true : undefined));
   const victim = runs.find((r) => r.endT === null) as Run;
   const killedAt = sim.scheduler.nowMs;
   sim.get(victim.id).crash();
@@ -55,6 +55,20 @@ describe("overlap 'skip' after a failover", () => {
       // Not vacuous: the moved slot ran late, and runs went on after it.
       expect(after.length, `seed ${seed}`).toBeGreaterThanOrEqual(4);
       expect(mostAtOnce(runs, killedAt), `seed ${seed}`).toBe(1);
+    }
+  }, 120_000);
+
+  it('does so on five members, and for a job of another period and run time', async () => {
+    const other: SimJob = { name: 'other', spec: { every: '2s' }, runMs: [7_000, 7_000], options: { timeoutMs: 60_000 } };
+    for (const seed of [4, 5, 6]) {
+      for (const [job, founders] of [
+        [SLOW, ['m1', 'm2', 'm3', 'm4', 'm5']],
+        [other, FOUNDERS],
+      ] as const) {
+        const { runs, killedAt } = await killTheRunner(seed, job, founders);
+        expect(runs.filter((r) => r.startT > killedAt).length, `seed ${seed}, ${job.name}, ${founders.length} members`).toBeGreaterThanOrEqual(4);
+        expect(mostAtOnce(runs, killedAt), `seed ${seed}, ${job.name}, ${founders.length} members`).toBe(1);
+      }
     }
   }, 120_000);
 });
