@@ -54,7 +54,7 @@ export function addOpsCommands(program: Command, io: CliOutput, exit: (code: num
   });
 
   memberCommand('history', 'recent slots and their outcomes, newest first')
-    .option('--job <name>', 'one job only')
+    .option('--job <name>', 'one job only', jobName)
     .option('--limit <n>', `at most this many slots, up to ${MAX_HTTP_HISTORY_LIMIT}`, historyLimit, 20)
     .action(async (flags: MemberFlags & { job?: string; limit: number }) => {
       const query = new URLSearchParams({ limit: String(flags.limit), ...(flags.job === undefined ? {} : { job: flags.job }) });

@@ -147,8 +147,15 @@ function jobOf(state: ClusterState, name: string): ClusterState['jobs'][number] 
   return job;
 }
 
-/** `?job=&limit=` checked: a job name as `schedule()` takes it, a limit from 1 to MAX_HTTP_HISTORY_LIMIT. */
+/**
+ * `?job=&limit=` checked: a job name as `schedule()` takes it, a limit from 1 to
+ * MAX_HTTP_HISTORY_LIMIT, each given once (`limit=1&limit=2` took the first unsaid).
+ */
 function historyQuery(query: URLSearchParams): { job?: string; limit: number } {
+  for (const name of ['job', 'limit']) {
+    const values = query.getAll(name);
+    if (values.length > 1) throw new InvalidArgumentError(name, values, 'one value');
+  }
   const job = query.get('job');
   const limitText = query.get('limit');
   if (job !== null) {

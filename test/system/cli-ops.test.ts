@@ -87,9 +87,9 @@ describe('cronraft against a running cluster of three', () => {
     expect(table.stdout).toMatch(/=succeeded/);
   });
 
-  it('exit 2 on a usage error: no --url, a bad --url, a bad --limit (past the bound a member takes too), a bad --slot (a day that does not exist too), remove-member without a token, an unknown command', async () => {
+  it('exit 2 on a usage error: no --url, a bad --url, a bad --limit (past the bound a member takes too), a bad --job (it asked the member, exit 1), a bad --slot (a day that does not exist too), remove-member without a token, an unknown command', async () => {
     const cancel = (slot: string): string[] => ['cancel', '--url', urlOf(leader), '--token', TOKEN, 'report', '--slot', slot];
-    for (const args of [['status'], ['status', '--url', 'not a url'], ['jobs', '--url', 'ftp://127.0.0.1'], ['history', '--url', urlOf(leader), '--limit', 'x'], ['history', '--url', urlOf(leader), '--limit', '5000'], cancel('noon'), cancel('2027-02-30T00:00:00.000Z'), ['remove-member', '--url', urlOf(leader), follower.id], ['frobnicate']]) {
+    for (const args of [['status'], ['status', '--url', 'not a url'], ['jobs', '--url', 'ftp://127.0.0.1'], ['history', '--url', urlOf(leader), '--limit', 'x'], ['history', '--url', urlOf(leader), '--limit', '5000'], ['history', '--url', urlOf(leader), '--job', '..'], cancel('noon'), cancel('2027-02-30T00:00:00.000Z'), ['remove-member', '--url', urlOf(leader), follower.id], ['frobnicate']]) {
       const r = await cronraft(args);
       expect(r.code, args.join(' ')).toBe(2);
       expect(r.stderr.length, args.join(' ')).toBeGreaterThan(0);
