@@ -245,7 +245,8 @@ export class ListenError extends CronraftError {
  * `interrupted`: the cluster, not the job, ended it (this member lost the leader for longer
  * than its lease, or no leader confirmed the claim). `replaced`: a later slot of the job
  * replaced it (overlap 'replace'). `cancelled`: an operator cancelled it (`cluster.cancel()`,
- * `POST /v1/jobs/:name/cancel`, `cronraft cancel`). `stopping`: this member is stopping.
+ * `POST /v1/jobs/:name/cancel`, `cronraft cancel`). `stopping`: this member is stopping. And
+ * `ended`, which no signal has: a slot's `ctx.emit` called after its run ended.
  */
 export class RunAbortedError extends CronraftError {
   /** Why the run's signal aborted; 'ended' only for a `ctx.emit` after its run ended, which no signal says. */

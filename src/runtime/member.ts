@@ -278,7 +278,7 @@ export class Member {
       propose: (command: SchedulerCommand) => driver.propose(encodeCommand({ kind: 'scheduler', command })),
       leaderUnreachable: () => driver.leaderUnreachable,
       // A job's ctx.emit: checked whole before anything is proposed, a turn at a time (fanout/encode-items.ts).
-      emitItems: async (topic, items, key, origin) => this.fanoutRuntime.emitItems(checkTopic(topic), items, key, origin),
+      emitItems: async (topic, items, key, origin, stopped) => this.fanoutRuntime.emitItems(checkTopic(topic), items, key, origin, stopped),
       proposeBatch: (commands) => (this.versions.active >= BATCH_VERSION ? driver.propose(encodeCommand({ kind: 'scheduler-batch', commands })) : null),
       operations: {
         require: (feature) => this.versions.require(feature, OPERATIONS_VERSION),

@@ -40,6 +40,22 @@ function fakeLog(): FakeLog {
 const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 describe('proposeEntries: an emit in entries, a few in flight', () => {
+  it("proposes no more entries once `stopped` gives an error (a slot's run that aborted mid-emit), and rejects with it once those in flight settle", async () => {
+    const log = fakeLog();
+    const aborted = new Error('the run exceeded its timeout');
+    let why: Error | null = null;
+    // With keys: one entry at a time.
+    const items = Array.from({ length: MAX_ITEMS_PER_EMIT * 3 }, (_, i) => ({ ...item(i), key: 'k' }));
+    const emitted = proposeEntries('t', items, log.propose, undefined, () => why);
+    await turn();
+    expect(log.calls).toHaveLength(1);
+    // The run aborts while its first entry is on its way: that one may apply, no other is proposed.
+    why = aborted;
+    log.calls[0]!.settle('ok');
+    await expect(emitted).rejects.toBe(aborted);
+    expect(log.calls).toHaveLength(1);
+  });
+
   it('proposes the entries in the order of their items, at most EMIT_ENTRIES_IN_FLIGHT at once, and resolves with all once all are applied', async () => {
     const log = fakeLog();
     const entries = 9;

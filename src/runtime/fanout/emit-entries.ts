@@ -57,7 +57,9 @@ export type ProposeEntry = (items: readonly EmittedItem[]) => Promise<{ readonly
  * forward whose leader changed fails, runtime/pending-requests.ts), so the entries of one emit
  * that are applied are in the log in the order of their items. When an entry fails, none more is
  * proposed; once those in flight are settled, it rejects with the first error, or, when the
- * topic refused an entry as too full, with BackpressureError naming the items kept.
+ * topic refused an entry as too full, with BackpressureError naming the items kept. Once
+ * `stopped` gives an error (a slot's run that emits aborted or ended), none more is proposed
+ * either, and it rejects with that error once those in flight are settled.
  *
  * Entries in flight together may be kept or not each on its own (one lost on the way to the
  * leader, or refused, and the next applied), so a failed emit may keep items after some it did
@@ -65,7 +67,13 @@ export type ProposeEntry = (items: readonly EmittedItem[]) => Promise<{ readonly
  * failed, and an app that emits again what was not kept keeps each key's items in their order.
  * @throws BackpressureError, and what `propose` throws
  */
-export async function proposeEntries(topic: string, items: readonly EmittedItem[], propose: ProposeEntry, fullness: (count: number) => string = () => `the topic ${topic} holds too many unsettled items`): Promise<EmittedEntry[]> {
+export async function proposeEntries(
+  topic: string,
+  items: readonly EmittedItem[],
+  propose: ProposeEntry,
+  fullness: (count: number) => string = () => `the topic ${topic} holds too many unsettled items`,
+  stopped: () => Error | null = () => null,
+): Promise<EmittedEntry[]> {
   const bounds = entryBounds(items);
   const count = bounds.length - 1;
   const inFlight = items.some((item) => item.key !== null) ? 1 : EMIT_ENTRIES_IN_FLIGHT;
@@ -75,6 +83,12 @@ export async function proposeEntries(topic: string, items: readonly EmittedItem[
   const stop: { failed: { readonly error: unknown } | null; refused: string | null; refusedCount: number } = { failed: null, refused: null, refusedCount: 0 };
   const proposeInTurn = async (): Promise<void> => {
     while (stop.failed === null && stop.refused === null && next < count) {
+      // A slot's run that aborted or ended proposes no more of its emit (ctx.emit).
+      const why = stopped();
+      if (why !== null) {
+        stop.failed ??= { error: why };
+        break;
+      }
       const k = next++;
       const chunk = items.slice(bounds[k], bounds[k + 1]);
       try {

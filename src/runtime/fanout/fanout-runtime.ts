@@ -9,6 +9,9 @@ import { nextTurn } from '../../time/clock.js';
 import { FanoutConsumer, type FanoutConsumerOptions, type ItemHandler } from './consumer.js';
 import { LeaderDelivery, type LeaderDeliveryOptions } from './leader-delivery.js';
 
+/** An emit that nothing stops but its own failure: one from outside a slot. */
+const NEVER_STOPPED = (): null => null;
+
 /**
  * Fan-out on one member (issue 19): the leader's delivery and this member's consumer over the
  * replicated FanoutState, the batches this member emitted, and `emit` and `requeue`. Member
@@ -84,12 +87,12 @@ export class FanoutRuntime {
    * before anything is proposed, then as `emit`.
    * @throws InvalidArgumentError for a bad item or key (nothing of the call is kept), and as `emit`
    */
-  async emitItems(topic: string, items: readonly unknown[], key: ((item: unknown, index: number) => string | null) | undefined, origin: EmitOrigin | null): Promise<Batch> {
+  async emitItems(topic: string, items: readonly unknown[], key: ((item: unknown, index: number) => string | null) | undefined, origin: EmitOrigin | null, stopped: () => Error | null = NEVER_STOPPED): Promise<Batch> {
     // Refused by their count before they are encoded: 300,000 items to a topic that takes
     // 100,000 were all encoded, seconds of work, before the refusal.
     // (Not an array, null say: encodeItems refuses it, as InvalidArgumentError.)
     if (Array.isArray(items) && items.length > 0) this.#refuseOverfull(topic, items.length);
-    return this.emit(topic, await encodeItems(items, key, () => nextTurn(this.#o.timers)), origin);
+    return this.emit(topic, await encodeItems(items, key, () => nextTurn(this.#o.timers)), origin, stopped);
   }
 
   /**
@@ -99,7 +102,7 @@ export class FanoutRuntime {
    * time) keeps the entries applied, and its error names their items.
    * @throws BackpressureError when the topic holds too many unsettled items
    */
-  async emit(topic: string, items: readonly EmittedItem[], origin: EmitOrigin | null): Promise<Batch> {
+  async emit(topic: string, items: readonly EmittedItem[], origin: EmitOrigin | null, stopped: () => Error | null = NEVER_STOPPED): Promise<Batch> {
     // Nothing to do (a nightly slot that found no ids): a batch of none, settled, nothing proposed.
     if (items.length === 0) return this.batches.track(topic, []);
     this.#refuseOverfull(topic, items.length);
@@ -108,6 +111,7 @@ export class FanoutRuntime {
       items,
       (chunk) => this.#o.propose({ type: 'emit', topic, items: chunk, origin, atMs: this.#o.clusterNowMs() }),
       (count) => this.#o.state.fullness(topic, count),
+      stopped,
     );
     return this.batches.track(topic, entries);
   }

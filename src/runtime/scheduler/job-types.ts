@@ -25,7 +25,10 @@ export interface JobContext {
    * Emits work items to `topic` from this slot: each item's context names this job and slot.
    * Resolves once every item is committed and applied on this member, with their Batch, whose
    * `settled()` waits until each succeeded or went to the dead letters.
-   * @throws InvalidArgumentError, BackpressureError, VersionNotActiveError (before cluster version 3)
+   * Only while the run goes on: once its signal aborted, it rejects with the signal's reason, and
+   * once the handler returned or threw, with RunAbortedError CRONRAFT_RUN_ENDED; an emit under
+   * way then proposes no more of its entries (those already proposed may still apply).
+   * @throws InvalidArgumentError, BackpressureError, VersionNotActiveError (before cluster version 3), RunAbortedError
    */
   readonly emit: <T>(topic: string, items: readonly T[], options?: EmitOptions<T>) => Promise<Batch>;
 }

@@ -51,11 +51,14 @@ export class RunExecution {
       // Only while the run holds its claim: an attempt timed out, moved or replaced, whose retry
       // or new holder emits the same work, must not emit it too (a context kept past its run's
       // end no more than that).
+      // Asked at the call, and again before each entry of an emit under way.
+      const stopped = (): Error | null =>
+        abort.signal.aborted ? (abort.signal.reason as Error) : ended ? new RunAbortedError('ended', `the run of ${claim.job} for its slot ${new Date(claim.slotMs).toISOString()} has ended: ctx.emit emits only while the run goes on`) : null;
       const emit: JobContext['emit'] = async (topic, items, options) => {
-        if (abort.signal.aborted) throw abort.signal.reason as Error;
-        if (ended) throw new RunAbortedError('ended', `the run of ${claim.job} for its slot ${new Date(claim.slotMs).toISOString()} has ended: ctx.emit emits only while the run goes on`);
+        const why = stopped();
+        if (why !== null) throw why;
         if (o.emitItems === undefined) throw new NotRunningError('fan-out is not available here');
-        return o.emitItems(topic, items, emitKeyOf(options), origin);
+        return o.emitItems(topic, items, emitKeyOf(options), origin, stopped);
       };
       const handled = (async () => job.handler({ job: claim.job, slot: new Date(claim.slotMs), fencingToken: claim.token, attempt: claim.attempt, signal: abort.signal, emit }))();
       try {

@@ -25,7 +25,8 @@ export interface SchedulerRuntimeOptions {
    */
   readonly leaderUnreachable?: () => boolean;
   /** Emits work items from a slot (fan-out, issue 19): a job context's `emit`. @default refused */
-  readonly emitItems?: (topic: string, items: readonly unknown[], key: ((item: unknown, index: number) => string | null) | undefined, origin: { readonly job: string; readonly slotMs: number }) => Promise<Batch>;
+  /** Emits a slot's items; `stopped` says why no more of its entries may be proposed (the run that emits aborted or ended), or null. */
+  readonly emitItems?: (topic: string, items: readonly unknown[], key: ((item: unknown, index: number) => string | null) | undefined, origin: { readonly job: string; readonly slotMs: number }, stopped: () => Error | null) => Promise<Batch>;
   /**
    * Replicates registrations in one entry (at most MAX_COMMANDS_PER_BATCH), resolving once it is
    * applied here; null, proposing nothing, while the cluster does not read batches yet (its
