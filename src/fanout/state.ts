@@ -330,21 +330,6 @@ export class FanoutState {
     return { ok: true, firstId, count: command.items.length };
   }
 
-  /**
-   * Which bound refuses `count` more items of `topic` (see #fits), for the emitter's error:
-   * the topic's maxPending, or the bytes of every topic's unsettled items together, which a
-   * topic nobody consumes (a mistyped name) can fill for all the others.
-   */
-  fullness(topicName: string, count: number): string {
-    const unsettled = this.topics.get(topicName)?.unsettled ?? 0;
-    const limit = this.maxPendingOf(topicName);
-    if (unsettled + count > limit) return `the topic ${topicName} holds ${unsettled} unsettled items: ${count} more would pass its maxPending of ${limit}`;
-    let fullest: TopicRecord | undefined;
-    for (const topic of this.topics.values()) if (fullest === undefined || topic.unsettled > fullest.unsettled) fullest = topic;
-    const most = fullest === undefined ? '' : `; the topic holding the most is ${fullest.name}, with ${fullest.unsettled}${fullest.consumers.size === 0 ? ', which no member consumes' : ''}`;
-    return `the unsettled items of every topic together take ${this.boundedUnsettledBytes} bytes of the ${this.#maxUnsettledBytes} they may (${topicName} holds ${unsettled})${most}`;
-  }
-
   /** Whether `count` more items of `bytes` (itemBytes) fit in `topic` and in the state. */
   #fits(topic: TopicRecord, count: number, bytes: number): boolean {
     return topic.unsettled + count <= this.maxPendingOf(topic.name) && this.boundedUnsettledBytes + bytes <= this.#maxUnsettledBytes;

@@ -8,19 +8,19 @@ afterEach(async () => {
   await Promise.all(servers.splice(0).map((s) => new Promise((resolve) => s.close(resolve))));
 });
 
-/** A server that answers every request with what it got, as JSON; on `port` (0: any free one). */
-async function echo(port: number): Promise<Server> {
+/** A server that answers every request with what it got, as JSON (or, `json` false, with text that is not); on `port` (0: any free one). */
+async function echo(port: number, json = true): Promise<Server> {
   const server = createServer((req, res) => {
     let body = '';
     req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
     req.on('end', () => {
       res.setHeader('content-type', 'application/json');
-      res.end(port === -1 ? 'not json' : JSON.stringify({ method: req.method, url: req.url, authorization: req.headers.authorization ?? null, body }));
+      res.end(!json ? 'not json' : JSON.stringify({ method: req.method, url: req.url, authorization: req.headers.authorization ?? null, body }));
     });
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(Math.max(0, port), '127.0.0.1', resolve);
+    server.listen(port, '127.0.0.1', resolve);
   });
   servers.push(server);
   return server;
@@ -48,7 +48,7 @@ describe("the CLI's requests to a member", () => {
     servers.splice(servers.indexOf(server), 1);
     await expect(ask(gone, '/healthz')).rejects.toThrow(RequestFailedError);
     await expect(ask(gone, '/healthz')).rejects.toThrow(/ECONNREFUSED/);
-    await expect(ask(urlOf(await echo(-1)), '/healthz')).rejects.toThrow(/not JSON/);
+    await expect(ask(urlOf(await echo(0, false)), '/healthz')).rejects.toThrow(/not JSON/);
   });
 
   it('reaches a member on a port fetch refuses (before: "bad port"), when one of them is free here', async (ctx) => {

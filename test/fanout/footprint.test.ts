@@ -5,6 +5,7 @@
  * 53 MB, which no follower that needed it ever took in.
  */
 import fc from 'fast-check';
+import { fullness } from '../../src/fanout/fullness.js';
 import { encode } from 'cborg';
 import { headBytes } from '../../src/bytes/cbor-heads.js';
 import { describe, expect, it } from 'vitest';
@@ -92,7 +93,7 @@ describe('fan-out state: bytes as a snapshot takes them', () => {
     expect(state.unsettledBytes).toBe(BATCH_RECORD_BYTES + 50 * (1 + ITEM_RECORD_BYTES + textBytes('nightly')));
     // An emit to another topic is refused for the bytes that one holds, which no member consumes (a mistyped name, say): the error says so.
     expect(state.apply(3, { type: 'emit', topic: 'u', items: tiny, origin: null, atMs: 0 })).toMatchObject({ ok: false, reason: 'backpressure' });
-    expect(state.fullness('u', 200)).toMatch(/^the unsettled items of every topic together take \d+ bytes of the 10000 they may \(u holds 0\); the topic holding the most is t, with 50, which no member consumes$/);
+    expect(fullness(state, 'u', 200)).toMatch(/^the unsettled items of every topic together take \d+ bytes of the 10000 they may \(u holds 0\); the topic holding the most is t, with 50, which no member consumes$/);
   });
 
   it('forgets the oldest dead letters of the topic that keeps the most bytes of them, and a topic left with nothing', () => {

@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { fullness } from '../../src/fanout/fullness.js';
 import { describe, expect, it } from 'vitest';
 import { MAX_PENDING_PER_TOPIC, type ConsumerSettings, type FanoutCommand } from '../../src/fanout/command.js';
 import { backoffMs, FanoutState, LEASE_GRACE_MS, MAX_BACKOFF_MS } from '../../src/fanout/state.js';
@@ -173,14 +174,14 @@ describe('fan-out state', () => {
     apply({ type: 'consume', topic: 'u', member: 'm1', settings: { ...SETTINGS, retries: 0 } });
     expect(state.maxPendingOf('t')).toBe(3);
     expect(apply(emit('t', [['a', null], ['b', null], ['c', null], ['d', null]]))).toMatchObject({ ok: false, reason: 'backpressure' });
-    expect(state.fullness('t', 4)).toBe('the topic t holds 0 unsettled items: 4 more would pass its maxPending of 3');
+    expect(fullness(state, 't', 4)).toBe('the topic t holds 0 unsettled items: 4 more would pass its maxPending of 3');
     expect(state.topics.get('t')?.counts.emitted).toBe(0);
     // Bytes, every topic together: 3I + 9 + 2B held, I + 2 + B more would pass 4I + 10 + 3B, whatever the topic.
     expect(apply(emit('t', [['aaa', null], ['bbb', null]]))).toMatchObject({ ok: true });
     expect(apply(emit('u', [['ccc', null]]))).toMatchObject({ ok: true });
     expect(apply(emit('u', [['dd', null]]))).toMatchObject({ ok: false, reason: 'backpressure' });
     // The error names the bound that refused it, and the topic that holds the most.
-    expect(state.fullness('u', 1)).toBe(`the unsettled items of every topic together take ${3 * I + 9 + 2 * B} bytes of the ${4 * I + 10 + 3 * B} they may (u holds 1); the topic holding the most is t, with 2`);
+    expect(fullness(state, 'u', 1)).toBe(`the unsettled items of every topic together take ${3 * I + 9 + 2 * B} bytes of the ${4 * I + 10 + 3 * B} they may (u holds 1); the topic holding the most is t, with 2`);
     expect(state.unsettledBytes).toBe(3 * I + 9 + 2 * B);
     expect(state.topics.get('u')?.counts.emitted).toBe(1);
     // Dead letters: the newest two of three.

@@ -6,11 +6,9 @@ import { SlotBatchTally } from './slot-batches.js';
 import { encodeItems } from './encode-items.js';
 import { proposeEntries } from './emit-entries.js';
 import { nextTurn } from '../../time/clock.js';
+import { fullness } from '../../fanout/fullness.js';
 import { FanoutConsumer, type FanoutConsumerOptions, type ItemHandler } from './consumer.js';
 import { LeaderDelivery, type LeaderDeliveryOptions } from './leader-delivery.js';
-
-/** An emit that nothing stops but its own failure: one from outside a slot. */
-const NEVER_STOPPED = (): null => null;
 
 /**
  * Fan-out on one member (issue 19): the leader's delivery and this member's consumer over the
@@ -87,7 +85,7 @@ export class FanoutRuntime {
    * before anything is proposed, then as `emit`.
    * @throws InvalidArgumentError for a bad item or key (nothing of the call is kept), and as `emit`
    */
-  async emitItems(topic: string, items: readonly unknown[], key: ((item: unknown, index: number) => string | null) | undefined, origin: EmitOrigin | null, stopped: () => Error | null = NEVER_STOPPED): Promise<Batch> {
+  async emitItems(topic: string, items: readonly unknown[], key: ((item: unknown, index: number) => string | null) | undefined, origin: EmitOrigin | null, stopped?: () => Error | null): Promise<Batch> {
     // Refused by their count before they are encoded: 300,000 items to a topic that takes
     // 100,000 were all encoded, seconds of work, before the refusal.
     // (Not an array, null say: encodeItems refuses it, as InvalidArgumentError.)
@@ -102,7 +100,7 @@ export class FanoutRuntime {
    * time) keeps the entries applied, and its error names their items.
    * @throws BackpressureError when the topic holds too many unsettled items
    */
-  async emit(topic: string, items: readonly EmittedItem[], origin: EmitOrigin | null, stopped: () => Error | null = NEVER_STOPPED): Promise<Batch> {
+  async emit(topic: string, items: readonly EmittedItem[], origin: EmitOrigin | null, stopped?: () => Error | null): Promise<Batch> {
     // Nothing to do (a nightly slot that found no ids): a batch of none, settled, nothing proposed.
     if (items.length === 0) return this.batches.track(topic, []);
     this.#refuseOverfull(topic, items.length);
@@ -110,7 +108,7 @@ export class FanoutRuntime {
       topic,
       items,
       (chunk) => this.#o.propose({ type: 'emit', topic, items: chunk, origin, atMs: this.#o.clusterNowMs() }),
-      (count) => this.#o.state.fullness(topic, count),
+      (count) => fullness(this.#o.state, topic, count),
       stopped,
     );
     return this.batches.track(topic, entries);
@@ -132,7 +130,7 @@ export class FanoutRuntime {
     const wanted = this.#letterIds(topic, ids);
     const { index, result } = await this.#o.propose({ type: 'requeue', topic, ids: wanted, atMs: this.#o.clusterNowMs() });
     const applied = result as FanoutApplyResult;
-    if (!applied.ok) throw applied.reason === 'backpressure' ? new BackpressureError(`The dead letters of ${topic} cannot be taken back: ${this.#o.state.fullness(topic, wanted.length)}`) : new InvalidArgumentError('topic', topic, 'a topic this cluster knows');
+    if (!applied.ok) throw applied.reason === 'backpressure' ? new BackpressureError(`The dead letters of ${topic} cannot be taken back: ${fullness(this.#o.state, topic, wanted.length)}`) : new InvalidArgumentError('topic', topic, 'a topic this cluster knows');
     return this.batches.track(topic, (applied.count ?? 0) === 0 ? [] : [{ index, count: applied.count ?? 0, firstId: applied.firstId ?? 0 }]);
   }
 

@@ -92,8 +92,7 @@ export class RunAdmission {
     for (const other of this.#permits.activeOf(armed.job)) if (other !== armed) out.push({ slotMs: other.slotMs, startedAtMs: other.startedAtMs, local: other });
     if (armed.mode === 'one') {
       const filter = { nowMs: o.clock.now(), timeoutMs: armed.timeoutMs, exceptSlotMs: armed.slotMs, exceptMember: o.self };
-      const ownStart = state.claims.get(claimKey(armed.job, armed.slotMs))?.starts.get(o.self);
-      const resumedFromMs = ownStart?.token === armed.token ? ownStart.atMs : undefined;
+      const resumedFromMs = this.#resumedFromMs(armed);
       for (const run of runsInProgress(state, armed.job, filter)) {
         if (o.peerConnected?.(run.member) === false) continue;
         if (resumedFromMs !== undefined && !(run.startedAtMs < resumedFromMs || (run.startedAtMs === resumedFromMs && run.slotMs < armed.slotMs))) continue;
@@ -113,7 +112,7 @@ export class RunAdmission {
   #waitingElsewhere(armed: Armed): number[] {
     const o = this.#ctx.options;
     const state = this.#ctx.state;
-    if (armed.mode !== 'one' || state.claims.get(claimKey(armed.job, armed.slotMs))?.starts.get(o.self)?.token === armed.token) return [];
+    if (armed.mode !== 'one' || this.#resumedFromMs(armed) !== undefined) return [];
     const out: number[] = [];
     for (const claim of state.openClaims()) {
       if (claim.job !== armed.job || claim.slotMs >= armed.slotMs || claim.cancelled?.token === claim.token) continue;
@@ -123,6 +122,12 @@ export class RunAdmission {
       out.push(claim.slotMs);
     }
     return out;
+  }
+
+  /** When this member started the slot's run under its token before a restart, per the log (a run it resumes now), or undefined. */
+  #resumedFromMs(armed: Armed): number | undefined {
+    const ownStart = this.#ctx.state.claims.get(claimKey(armed.job, armed.slotMs))?.starts.get(this.#ctx.options.self);
+    return ownStart?.token === armed.token ? ownStart.atMs : undefined;
   }
 
   /** Whether the slot's job is paused, per the log as this member applied it, and the slot no trigger's (one asked for runs all the same). */
