@@ -96,9 +96,21 @@ export class SimNetwork {
     return this.#endpoints.has(id);
   }
 
+  /**
+   * Cuts the link from `from` to `to`: a closed connection (SimTransport.isConnected), which
+   * `from`'s transport reports as production's reports `disconnected` the moment its stream to
+   * the peer closes. Its member then forgets what the peer's answers said (a leader fences the
+   * peer's lease behind the moves it makes now, lease-echoes.ts). Before, a leader here found the
+   * peer unconnected and moved its claims without being told, so its heartbeats went on renewing
+   * the peer's lease once the link healed, and the peer, missing the move, ran the slot beside
+   * the new holder (seed 2008 of five members, six minutes).
+   */
   block(from: NodeId, to: NodeId): void {
-    this.#blocked.add(`${from}>${to}`);
+    const link = `${from}>${to}`;
+    if (this.#blocked.has(link)) return;
+    this.#blocked.add(link);
     for (const id of [from, to]) if (!this.#cutSince.has(id)) this.#cutSince.set(id, this.#scheduler.nowMs);
+    this.#endpoints.get(from)?.peerGone(to);
   }
 
   /**

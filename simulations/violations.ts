@@ -63,6 +63,8 @@ export const VIOLATION_KINDS = [
   'double-run',
   /** Two runs of a job whose overlap policy forbids it, at once on one member. */
   'overlap',
+  /** Two runs of a mode 'one' job under overlap 'skip' at once on two members, each having waited behind another run (checkers/waited-runs.ts). */
+  'overlap-waited',
   /** More runs at once on a member than its maxConcurrent. */
   'max-concurrent',
   /** A failed run not retried while it had retries left, retried too soon, beyond them, or on the member that failed. */

@@ -20,6 +20,7 @@ import { RetryChecker } from './retries.js';
 import { RunContextChecker } from './run-context.js';
 import { RunDeadlines } from './run-deadlines.js';
 import { RunsInProgress } from './runs.js';
+import { WaitedRunsChecker } from './waited-runs.js';
 
 /** A queue whose member ran its job this recently is still being worked through (ms). */
 const QUEUE_MOVING_MS = 1000;
@@ -44,7 +45,8 @@ export interface RunCheckersSetup {
  * The checkers of runs, as their members and handlers report them, beside the scheduler
  * checker's view of the log: what a handler is given and why its signal aborts
  * (run-context.ts), what ends a run and by when (run-deadlines.ts), what a member runs at once
- * (overlap.ts), what runs on two members at once (double-runs.ts), retries (retries.ts) and mode 'all' (mode-all.ts); and runExclusive's tasks
+ * (overlap.ts), what runs on two members at once (double-runs.ts, and waited-runs.ts for
+ * 'skip'), retries (retries.ts) and mode 'all' (mode-all.ts); and runExclusive's tasks
  * (locks.ts), judged by the same watch of the members. hooks.ts feeds them.
  */
 export class RunCheckers {
@@ -56,6 +58,7 @@ export class RunCheckers {
   readonly #context: RunContextChecker;
   readonly #concurrency: ConcurrencyChecker;
   readonly #doubleRuns: DoubleRunChecker;
+  readonly #waitedRuns: WaitedRunsChecker;
   readonly #sentAt: (m: WireMessage) => number | undefined;
   readonly #retries: RetryChecker;
   readonly #modeAll: ModeAllChecker;
@@ -77,7 +80,9 @@ export class RunCheckers {
     this.#deadlines = new RunDeadlines(report, this.#runs, this.#watch, { ...facts, electionTimeoutMs: timing.electionTimeoutMs, planIntervalMs: timing.planIntervalMs });
     this.#context = new RunContextChecker(report, slots, this.#watch, facts);
     this.#concurrency = new ConcurrencyChecker(report, this.#runs, this.#watch, facts.overlap, timing.maxConcurrent ?? Number.POSITIVE_INFINITY);
-    this.#doubleRuns = new DoubleRunChecker(report, this.#runs, this.#watch, { mode: facts.mode, electionTimeoutMs: timing.electionTimeoutMs, planIntervalMs: timing.planIntervalMs, lastCut: setup.lastCut });
+    const lease = { electionTimeoutMs: timing.electionTimeoutMs, planIntervalMs: timing.planIntervalMs, lastCut: setup.lastCut };
+    this.#doubleRuns = new DoubleRunChecker(report, this.#runs, this.#watch, { mode: facts.mode, ...lease });
+    this.#waitedRuns = new WaitedRunsChecker(report, this.#runs, this.#watch, { mode: facts.mode, overlap: facts.overlap, ...lease });
     this.#retries = new RetryChecker(report, slots, setup.current, timing.reassignHorizonMs);
     this.#modeAll = new ModeAllChecker(report, slots, setup.current);
     this.locks = new LockChecker(report, this.#watch);
@@ -102,11 +107,12 @@ export class RunCheckers {
     else this.#context.onAbort(t, member, incarnation, event.ctx, event.reason);
   }
 
-  onRunStart(t: number, member: NodeId, incarnation: number, run: { readonly job: string; readonly slotMs: number; readonly fencingToken: number }): void {
+  onRunStart(t: number, member: NodeId, incarnation: number, run: { readonly job: string; readonly slotMs: number; readonly fencingToken: number; readonly waited?: boolean }): void {
     this.#runs.start(t, member, incarnation, run);
     this.#deadlines.onRunStart(t, run.job);
     this.#concurrency.onRunStart(t);
     this.#doubleRuns.onRunStart(t, member, run);
+    this.#waitedRuns.onRunStart(t, member, incarnation, run);
     this.#context.onRunStart(t, member, incarnation, run);
     this.#modeAll.onRunStart(t, member, run);
   }
@@ -146,6 +152,7 @@ export class RunCheckers {
     this.#deadlines.afterEvent(t);
     this.#context.afterEvent();
     this.#concurrency.afterEvent(t);
+    this.#waitedRuns.afterEvent(t);
     this.locks.afterEvent(t);
   }
 

@@ -10,7 +10,7 @@ import { FIRST_CLUSTER_VERSION, PAST_HORIZON_VERSION } from '../../src/version/v
  * How far the cluster's time may stand from true time once faults healed and clocks settled:
  * each member's estimate is good to half a round trip (ms).
  */
-const CLOCK_SLACK_MS = 60;
+export const CLOCK_SLACK_MS = 60;
 /** After a retry was due, how long the leader has to plan it and the log to commit it, without faults (ms). */
 const RETRY_GRACE_MS = 1000;
 const FAILED = new Set(['failed', 'aborted']);

@@ -61,8 +61,9 @@ export type OverlapDecision<T> =
  * late. (Letting late slots wait in turn instead ran the five cron-5s slots a failover had
  * moved one after another, for 12 s, and the slot due 10 s after the faults healed started
  * 1.8 s late: seed 5009, five members, 30 s.) Such a slot is recorded as skipped, its reason
- * naming the run that waits. So is one that would wait while an earlier slot claimed for another
- * member (`waitingElsewhere`: their instants, read only then) has not started per the log: it
+ * naming the run that waits. So is one that would wait while another slot that came already,
+ * claimed for another member (`waitingElsewhere`: their instants, read only then; an earlier
+ * slot, or a later one that came before this one fired late), has not started per the log: it
  * waits there, behind the same late runs, or started on schedule, its start not applied here yet.
  *
  * Under 'replace', a run of an earlier slot is replaced; if a later slot's run is already in
@@ -87,7 +88,7 @@ export function decideOverlap<T extends { readonly slotMs: number; readonly star
       if (running.length > 0) return { action: 'skip', reason: `overlap: a run of the job (slot ${slots(running)}) was still in progress` };
       const waiting = others.filter((o) => o.startedAtMs === undefined);
       if (waiting.length > 0) return { action: 'skip', reason: `overlap: a run of the job (slot ${slots(waiting)}) was already waiting to run` };
-      // Every other run is late: this slot would wait behind them, unless an earlier slot already
+      // Every other run is late: this slot would wait behind them, unless another slot already
       // waits on another member, behind the same runs. Its member sees this slot no more than
       // this one sees it, so both would start as the late runs end, and each of theirs would be
       // late in turn for the next slots, on two members at once for good.

@@ -11,6 +11,8 @@ interface Run {
   readonly incarnation: number;
   readonly slotMs: number;
   readonly startT: number;
+  /** Whether its member reported that it waited behind another run of the job (the simulator's checker asks). */
+  readonly waited: boolean;
   endT: number | null;
 }
 
@@ -21,7 +23,7 @@ interface Run {
 async function killTheRunner(seed: number, job: SimJob = SLOW, founders: readonly NodeId[] = FOUNDERS): Promise<{ readonly runs: readonly Run[]; readonly killedAt: number }> {
   const sim = new MembershipSim(seed, SETTINGS, [job], founders);
   const runs: Run[] = [];
-  sim.onRunStart = (id, incarnation, run) => void runs.push({ id, incarnation, slotMs: run.slotMs, startT: sim.scheduler.nowMs, endT: null });
+  sim.onRunStart = (id, incarnation, run) => void runs.push({ id, incarnation, slotMs: run.slotMs, startT: sim.scheduler.nowMs, waited: run.waited, endT: null });
   sim.onRun = (id, incarnation, record) => {
     const run = runs.find((r) => r.id === id && r.incarnation === incarnation && r.slotMs === record.slotMs && r.endT === null);
     if (run !== undefined) run.endT = sim.scheduler.nowMs;
@@ -52,8 +54,11 @@ describe("overlap 'skip' after a failover", () => {
     for (const seed of [1, 2, 3]) {
       const { runs, killedAt } = await killTheRunner(seed);
       const after = runs.filter((r) => r.startT > killedAt);
-      // Not vacuous: the moved slot ran late, and runs went on after it.
+      // Not vacuous: the moved slot ran late, and runs went on after it, waiting behind it.
       expect(after.length, `seed ${seed}`).toBeGreaterThanOrEqual(4);
+      expect(after.filter((r) => r.waited).length, `seed ${seed}`).toBeGreaterThanOrEqual(1);
+      // Before the kill every run started on schedule.
+      expect(runs.filter((r) => r.startT <= killedAt && r.waited), `seed ${seed}`).toEqual([]);
       expect(mostAtOnce(runs, killedAt), `seed ${seed}`).toBe(1);
     }
   }, 120_000);

@@ -38,6 +38,30 @@ describe("the simulator's network, beyond the transport contract", () => {
     expect(received.get(oldB)).toEqual([]);
   });
 
+  it('a blocked link is a closed connection its sender is told of at once, as production reports `disconnected`; a mute closes nothing', () => {
+    const { network, attach } = setup();
+    const a = attach('a');
+    const b = attach('b');
+    const gone: Array<[NodeId, NodeId]> = [];
+    a.onPeerGone = (peer) => void gone.push(['a', peer]);
+    b.onPeerGone = (peer) => void gone.push(['b', peer]);
+    network.mute('a', 'b');
+    expect(gone).toEqual([]);
+    network.block('a', 'b');
+    // Its sender's connection closed (isConnected), and it was told, once; the other way is open.
+    expect(a.isConnected('b')).toBe(false);
+    expect(b.isConnected('a')).toBe(true);
+    network.block('a', 'b');
+    expect(gone).toEqual([['a', 'b']]);
+    network.healPartitions();
+    expect(a.isConnected('b')).toBe(true);
+    network.block('a', 'b');
+    expect(gone).toEqual([
+      ['a', 'b'],
+      ['a', 'b'],
+    ]);
+  });
+
   it('a crashed process closes its connections at once; a host that lost power looks connected, and gets nothing, until it restarts', () => {
     const { scheduler, network, received, attach } = setup();
     const a = attach('a');

@@ -18,6 +18,8 @@ export interface Armed extends PermittedRun {
   firesAt: number;
   /** The timer's callback, so that the assignee can set it again (re-arming). */
   fire: (() => void) | null;
+  /** Whether, as it fired, its overlap policy made it wait for another run of its job to end. */
+  waited: boolean;
 }
 
 /** Whether a run's signal was aborted for `which` reason. */

@@ -398,6 +398,7 @@ export class Assignee {
       phase: 'armed',
       resume: null,
       startedAtMs: undefined,
+      waited: false,
     };
     entry.timer = this.#o.timers.setTimeout(fire, delayMs);
     this.#armed.set(key, entry);

@@ -51,9 +51,10 @@ export class RunAdmission {
     // records reach one another: a burst that 'skip' is meant to prevent.)
     const others = this.othersInProgress(armed);
     const queuedOfJob = [...this.#permits.activeOf(armed.job)].filter((a) => a.phase === 'queued').length;
-    const decision = decideOverlap(armed.overlap, armed.slotMs, others, queuedOfJob, undefined, () => this.#waitingElsewhere(armed));
+    const decision = decideOverlap(armed.overlap, armed.slotMs, others, queuedOfJob, undefined, () => this.waitingElsewhere(armed));
     if (decision.action === 'skip') return { outcome: 'skipped', reason: decision.reason };
     if (decision.action === 'run') for (const other of decision.replace) this.#replace(other, armed);
+    armed.waited = decision.action === 'wait';
     const go = this.#permits.wait(armed, decision.action === 'wait' ? 'queued' : 'ready');
     // An overloaded member hands the slot back, so that the leader may give it to another.
     if (go === null) return { outcome: 'interrupted', reason: `this member already had ${MAX_WAITING_RUNS} runs waiting for a free run permit` };
@@ -103,19 +104,28 @@ export class RunAdmission {
   }
 
   /**
-   * The instants of the job's earlier slots (mode 'one') claimed for another member that has
-   * not started them per the log, nor reported them: each waits there, or started so lately that
-   * its start is not applied here. Not for a run this member resumes after a restart (it already
-   * started once), nor for a member this one is not connected to, as for the runs in progress.
-   * Reads every open claim: called only when the slot would otherwise wait behind late runs.
+   * The instants of the job's other slots (mode 'one') that came already, claimed for another
+   * member that has not started them per the log, nor reported them: each waits there, or
+   * started so lately that its start is not applied here. The earlier slots, and, for a slot that
+   * fires late (moved here, or its timer late), the later slots that came before it fired: those
+   * fired without seeing this slot wait here, and may wait behind the same late runs (found by
+   * the simulator's overlap-waited checker: a slot interrupted on a member that then waited
+   * behind its own late run was moved to another, which waited behind that run too, and both
+   * started as it ended: seed 3053, three members). A later slot that fired after this one came
+   * here saw it and skipped, so both skip when that falls between this slot's move here and its
+   * firing (the read barrier a late slot waits for): a run lost, never two at once. Not for a run this member resumes after a restart (it already started once), nor for
+   * a member this one is not connected to, as for the runs in progress. Reads every open claim:
+   * called only when the slot would otherwise wait behind late runs. Not private, so that a test
+   * can plant its loss.
    */
-  #waitingElsewhere(armed: Armed): number[] {
+  waitingElsewhere(armed: Armed): number[] {
     const o = this.#ctx.options;
     const state = this.#ctx.state;
     if (armed.mode !== 'one' || this.#resumedFromMs(armed) !== undefined) return [];
+    const nowMs = o.clock.now();
     const out: number[] = [];
     for (const claim of state.openClaims()) {
-      if (claim.job !== armed.job || claim.slotMs >= armed.slotMs || claim.cancelled?.token === claim.token) continue;
+      if (claim.job !== armed.job || claim.slotMs === armed.slotMs || claim.slotMs > nowMs || claim.cancelled?.token === claim.token) continue;
       const assignee = claim.assignees[0];
       if (assignee === undefined || assignee === o.self || o.peerConnected?.(assignee) === false) continue;
       if (claim.starts.get(assignee)?.token === claim.token || claim.outcomes.get(assignee)?.token === claim.token) continue;

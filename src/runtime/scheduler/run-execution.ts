@@ -62,7 +62,7 @@ export class RunExecution {
       };
       const handled = (async () => job.handler({ job: claim.job, slot: new Date(claim.slotMs), fencingToken: claim.token, attempt: claim.attempt, signal: abort.signal, emit }))();
       try {
-        o.onRunStart?.({ job: claim.job, slotMs: claim.slotMs, fencingToken: claim.token, member: o.self, startedAtMs });
+        o.onRunStart?.({ job: claim.job, slotMs: claim.slotMs, fencingToken: claim.token, member: o.self, startedAtMs, waited: armed.waited });
       } catch {
         // A listener's error must not keep the run going unrecorded.
       }

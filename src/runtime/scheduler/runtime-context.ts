@@ -105,8 +105,12 @@ export interface SchedulerRuntimeOptions {
    * @default SCHEDULER_RUNTIME_DEFAULTS.maxConcurrent (no limit)
    */
   readonly maxConcurrent?: number;
-  /** Called as a run's handler starts (after its checks), before `onRun` reports its end. */
-  readonly onRunStart?: (run: Pick<RunRecord, 'job' | 'slotMs' | 'fencingToken' | 'member' | 'startedAtMs'>) => void;
+  /**
+   * Called as a run's handler starts (after its checks), before `onRun` reports its end;
+   * `waited`: its overlap policy made it wait for another run of its job (the simulator's checker
+   * of 'skip' asks).
+   */
+  readonly onRunStart?: (run: Pick<RunRecord, 'job' | 'slotMs' | 'fencingToken' | 'member' | 'startedAtMs'> & { readonly waited: boolean }) => void;
   readonly onRun?: (run: RunRecord) => void;
 }
 

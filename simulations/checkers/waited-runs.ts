@@ -1,0 +1,124 @@
+import type { NodeId } from '../../src/raft/types.js';
+import { claimKey } from '../../src/scheduler/records.js';
+import { SIM_EPOCH_MS } from '../scheduler.js';
+import type { Report } from '../violations.js';
+import type { MemberWatch } from './members.js';
+import { LEASE_ELECTION_TIMEOUTS } from './run-deadlines.js';
+import { CLOCK_SLACK_MS } from './retries.js';
+import { RunsInProgress } from './runs.js';
+
+/** What the check of waited runs knows of the jobs and the members. */
+export interface WaitedRunFacts {
+  readonly mode: (job: string) => 'one' | 'all' | undefined;
+  readonly overlap: (job: string) => string | undefined;
+  readonly electionTimeoutMs: number;
+  readonly planIntervalMs: number;
+  /** The latest true time a link to or from a member was blocked (SimNetwork.lastCut). */
+  readonly lastCut: (id: NodeId) => number | undefined;
+}
+
+/** Bound on the starts remembered to tell a run its member resumes after a restart. */
+const MAX_STARTS_KEPT = 4096;
+
+/**
+ * How long two such runs may go on together before it counts (ms): a member takes another's run
+ * as ended once its timeout passed by its own reading of the cluster's time, while that run ends
+ * by its member's timer, and the two readings stand apart by up to half a round trip each
+ * (found by the simulation-deploy test: a slot waiting behind a run started 2 ms before that run
+ * timed out on its member).
+ */
+export const WAITED_OVERLAP_GRACE_MS = CLOCK_SLACK_MS;
+
+/** Two waited runs at once, reported if both go on past the grace. */
+interface Pair {
+  readonly t: number;
+  readonly ids: readonly [string, string];
+  readonly detail: string;
+}
+
+/**
+ * Under overlap 'skip', at most one slot of a mode 'one' job waits behind late runs (README,
+ * "Overlap"): a slot that would wait is skipped while an earlier slot of the job, claimed for
+ * another member, has not started there. Checked as a run that waited starts
+ * (`overlap-waited`): no other run of its job that waited too is going on another member, for
+ * another slot (one slot on two members is the double-run checker's, with the ways the design
+ * lets a stale run go on). Two such runs are two at once that no replication lag explains: each member saw the other's slot
+ * claimed long before (claims are planned ahead), and neither started on schedule. This is the
+ * failover defect of 81f1a4b, which no other checker saw: after a slot moved, a slot on each of
+ * two members waited behind the moved run, and both started as it ended.
+ *
+ * Where the design lets it happen, a pair is excused:
+ * - the two go on together for no longer than WAITED_OVERLAP_GRACE_MS (a run taken as ended by
+ *   its timeout a moment before its member's timer ends it);
+ * - one of the two members had a link blocked, or stood still, within a lease and a plan interval
+ *   before the earlier slot's instant, or since: a member does not count a member it is not
+ *   connected to, and a member that stood still looked at the log as it was;
+ * - a run its member resumes after a restart (it started it under the same token in an earlier
+ *   life): such a run waits without looking elsewhere, as it already started once.
+ */
+export class WaitedRunsChecker {
+  readonly #report: Report;
+  readonly #runs: RunsInProgress;
+  readonly #watch: MemberWatch;
+  readonly #facts: WaitedRunFacts;
+  /** The runs in progress that waited, not resumed (RunsInProgress ids). */
+  readonly #waited = new Set<string>();
+  /** Starts seen, by member, slot and token: the process life of the first (a later one resumes it). */
+  readonly #starts = new Map<string, number>();
+  /** Pairs at once, until both went on past the grace or one ended (at most one per run in progress). */
+  #pairs: Pair[] = [];
+
+  constructor(report: Report, runs: RunsInProgress, watch: MemberWatch, facts: WaitedRunFacts) {
+    this.#report = report;
+    this.#runs = runs;
+    this.#watch = watch;
+    this.#facts = facts;
+  }
+
+  /** A run started on `member` at true time `t` (RunsInProgress holds it already); `waited` as its member reported (absent: it did not). */
+  onRunStart(t: number, member: NodeId, incarnation: number, run: { readonly job: string; readonly slotMs: number; readonly fencingToken: number; readonly waited?: boolean }): void {
+    const startKey = `${member} ${claimKey(run.job, run.slotMs)} ${run.fencingToken}`;
+    const firstLife = this.#starts.get(startKey);
+    if (firstLife === undefined) this.#remember(startKey, incarnation);
+    const resumed = firstLife !== undefined && firstLife < incarnation;
+    if (run.waited !== true || resumed || this.#facts.mode(run.job) !== 'one' || this.#facts.overlap(run.job) !== 'skip') return;
+    for (const id of this.#waited) if (this.#runs.get(id) === undefined) this.#waited.delete(id);
+    for (const id of this.#waited) {
+      const other = this.#runs.get(id);
+      if (other === undefined || other.member === member || other.job !== run.job || other.slotMs === run.slotMs || this.#watch.isOver(other.member, other.incarnation)) continue;
+      const since = Math.min(other.slotMs, run.slotMs) - SIM_EPOCH_MS - LEASE_ELECTION_TIMEOUTS * this.#facts.electionTimeoutMs - this.#facts.planIntervalMs;
+      if (this.#excused(member, since) || this.#excused(other.member, since)) continue;
+      this.#pairs.push({
+        t,
+        ids: [id, RunsInProgress.idOf(member, incarnation, run)],
+        detail: `${run.job} runs slot ${run.slotMs} on ${member} (since ${t.toFixed(1)} ms) and slot ${other.slotMs} on ${other.member} (since ${other.startT.toFixed(1)} ms) at once under overlap 'skip', each having waited behind another run of the job: at most one slot waits behind late runs`,
+      });
+    }
+    this.#waited.add(RunsInProgress.idOf(member, incarnation, run));
+  }
+
+  /** After every event: the pairs whose runs both went on past the grace are reported, once. */
+  afterEvent(t: number): void {
+    if (this.#pairs.length === 0) return;
+    const going = (id: string): boolean => {
+      const run = this.#runs.get(id);
+      return run !== undefined && !this.#watch.isOver(run.member, run.incarnation);
+    };
+    this.#pairs = this.#pairs.filter((pair) => {
+      if (!pair.ids.every(going)) return false;
+      if (t - pair.t <= WAITED_OVERLAP_GRACE_MS) return true;
+      this.#report(t, 'overlap-waited', pair.detail);
+      return false;
+    });
+  }
+
+  /** Whether a blocked link or a stall touched `id` from true time `since`. */
+  #excused(id: NodeId, since: number): boolean {
+    return (this.#facts.lastCut(id) ?? Number.NEGATIVE_INFINITY) >= since || this.#watch.pauseEnd(id) >= since;
+  }
+
+  #remember(startKey: string, incarnation: number): void {
+    this.#starts.set(startKey, incarnation);
+    if (this.#starts.size > MAX_STARTS_KEPT) this.#starts.delete(this.#starts.keys().next().value as string);
+  }
+}
