@@ -38,14 +38,15 @@ interface Pair {
 
 /**
  * Under overlap 'skip', at most one slot of a mode 'one' job waits behind late runs (README,
- * "Overlap"): a slot that would wait is skipped while an earlier slot of the job, claimed for
- * another member, has not started there. Checked as a run that waited starts
- * (`overlap-waited`): no other run of its job that waited too is going on another member, for
- * another slot (one slot on two members is the double-run checker's, with the ways the design
- * lets a stale run go on). Two such runs are two at once that no replication lag explains: each member saw the other's slot
- * claimed long before (claims are planned ahead), and neither started on schedule. This is the
- * failover defect of 81f1a4b, which no other checker saw: after a slot moved, a slot on each of
- * two members waited behind the moved run, and both started as it ended.
+ * "Overlap"): a slot that would wait is skipped while another slot of the job that came
+ * already, claimed for another member, has not started there. Checked as a run that waited
+ * starts (`overlap-waited`): no other run of its job that waited too is going on another member,
+ * for another slot (one slot on two members is the double-run checker's, with the ways the
+ * design lets a stale run go on). Two such runs are two at once that no replication lag
+ * explains: neither started on schedule, and each waited while the other's slot, claimed and
+ * not started, was in its member's log. This is the failover defect of 81f1a4b, which no other
+ * checker saw: after a slot moved, a slot on each of two members waited behind the moved run,
+ * and both started as it ended.
  *
  * Where the design lets it happen, a pair is excused:
  * - the two go on together for no longer than WAITED_OVERLAP_GRACE_MS (a run taken as ended by
@@ -65,7 +66,7 @@ export class WaitedRunsChecker {
   readonly #waited = new Set<string>();
   /** Starts seen, by member, slot and token: the process life of the first (a later one resumes it). */
   readonly #starts = new Map<string, number>();
-  /** Pairs at once, until both went on past the grace or one ended (at most one per run in progress). */
+  /** Pairs of such runs at once, kept until both went on past the grace (reported) or one ended. */
   #pairs: Pair[] = [];
 
   constructor(report: Report, runs: RunsInProgress, watch: MemberWatch, facts: WaitedRunFacts) {

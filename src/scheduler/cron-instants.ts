@@ -352,10 +352,10 @@ export function cronInstantsBackward(fields: CronFields, afterMs: number, atMs: 
     }
     const floor = Math.max(afterMs, zone.format === null ? afterMs : toMs - MAX_PIECE_MS, skipFromMs - 1);
     const last = lastTransition(zone, toMs, floor);
-    // The first whole millisecond strictly after floor: a fractional mark (a take-over's, stamped
-    // from a member's clock) plus one passed over an instant less than a millisecond after it,
-    // which the planner then neither claimed nor counted missed (simulator seed 5147, three
-    // members, four minutes: the slot a second after a deploy's take-over).
+    // The first whole millisecond strictly after floor: a fractional mark (a registration's
+    // atMs, stamped from a member's clock) plus one passed over an instant less than a
+    // millisecond after it, which the planner then neither claimed nor counted missed (simulator
+    // seed 5147, three members, four minutes: the slot after a deploy's take-over).
     const fromMs = last === null ? Math.floor(floor) + 1 : last.atMs;
     const piece = pieceOf(zone, policy, expression, fromMs, toMs);
     expression.reset(new Date(piece.maxWall + 1));

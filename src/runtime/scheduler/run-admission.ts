@@ -113,10 +113,11 @@ export class RunAdmission {
    * behind its own late run was moved to another, which waited behind that run too, and both
    * started as it ended: seed 3053, three members). A later slot that fired after this one came
    * here saw it and skipped, so both skip when that falls between this slot's move here and its
-   * firing (the read barrier a late slot waits for): a run lost, never two at once. Not for a run this member resumes after a restart (it already started once), nor for
-   * a member this one is not connected to, as for the runs in progress. Reads every open claim:
-   * called only when the slot would otherwise wait behind late runs. Not private, so that a test
-   * can plant its loss.
+   * firing (the read barrier a late slot waits for): a run lost, never two at once. Not for a
+   * run this member resumes after a restart (it already started once), nor for a member this
+   * one is not connected to, as for the runs in progress. Reads every open claim: called only
+   * when the slot would otherwise wait behind late runs. Not private, so that a test can plant
+   * its loss.
    */
   waitingElsewhere(armed: Armed): number[] {
     const o = this.#ctx.options;
