@@ -6,14 +6,28 @@ import { LEASE_ELECTION_TIMEOUTS } from './run-deadlines.js';
 import type { RunsInProgress } from './runs.js';
 
 /** What the double-run check knows of the run. */
-export interface DoubleRunFacts {
+export interface DoubleRunFacts extends LeaseFacts {
   /** The replicated assignment mode: only a mode 'one' slot runs on one member. */
   readonly mode: (job: string) => 'one' | 'all' | undefined;
+}
+
+/** What a check of runs on two members knows of the lease: its length, and the links cut. */
+export interface LeaseFacts {
   readonly electionTimeoutMs: number;
   /** How often a member looks at its lease (the scheduler's plan interval). */
   readonly planIntervalMs: number;
   /** The latest true time a link to or from a member was blocked (SimNetwork.lastCut). */
   readonly lastCut: (id: NodeId) => number | undefined;
+}
+
+/** From when a fault excuses a run on two members at once: a lease and a plan interval before true time `t`. */
+export function leaseWindowFrom(facts: LeaseFacts, t: number): number {
+  return t - LEASE_ELECTION_TIMEOUTS * facts.electionTimeoutMs - facts.planIntervalMs;
+}
+
+/** Whether a blocked link or a stall touched member `id` from true time `since` (a closed connection, or a process that stood still). */
+export function cutOrStalledSince(facts: LeaseFacts, watch: MemberWatch, id: NodeId, since: number): boolean {
+  return (facts.lastCut(id) ?? Number.NEGATIVE_INFINITY) >= since || watch.pauseEnd(id) >= since;
 }
 
 /**
@@ -53,7 +67,7 @@ export class DoubleRunChecker {
       // The run under the older token is the stale one, whichever started first.
       const stale = other.token < run.fencingToken ? { member: other.member, token: other.token, startT: other.startT } : { member, token: run.fencingToken, startT: t };
       const fresh = stale.member === member ? { member: other.member, token: other.token } : { member, token: run.fencingToken };
-      const since = Math.min(other.startT, t) - LEASE_ELECTION_TIMEOUTS * this.#facts.electionTimeoutMs - this.#facts.planIntervalMs;
+      const since = leaseWindowFrom(this.#facts, Math.min(other.startT, t));
       if (this.#excused(stale.member, since)) continue;
       this.#report(
         t,
@@ -65,6 +79,6 @@ export class DoubleRunChecker {
 
   /** Whether the design lets `id`'s stale run go on: a blocked link, a stall or protocol 1 touched it from true time `since`. */
   #excused(id: NodeId, since: number): boolean {
-    return (this.#facts.lastCut(id) ?? Number.NEGATIVE_INFINITY) >= since || this.#watch.pauseEnd(id) >= since || (this.#watch.leaseByMessages(id) ?? Number.NEGATIVE_INFINITY) >= since;
+    return cutOrStalledSince(this.#facts, this.#watch, id, since) || (this.#watch.leaseByMessages(id) ?? Number.NEGATIVE_INFINITY) >= since;
   }
 }

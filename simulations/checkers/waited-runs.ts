@@ -3,18 +3,14 @@ import { claimKey } from '../../src/scheduler/records.js';
 import { SIM_EPOCH_MS } from '../scheduler.js';
 import type { Report } from '../violations.js';
 import type { MemberWatch } from './members.js';
-import { LEASE_ELECTION_TIMEOUTS } from './run-deadlines.js';
+import { cutOrStalledSince, leaseWindowFrom, type LeaseFacts } from './double-runs.js';
 import { CLOCK_SLACK_MS } from './retries.js';
 import { RunsInProgress } from './runs.js';
 
 /** What the check of waited runs knows of the jobs and the members. */
-export interface WaitedRunFacts {
+export interface WaitedRunFacts extends LeaseFacts {
   readonly mode: (job: string) => 'one' | 'all' | undefined;
   readonly overlap: (job: string) => string | undefined;
-  readonly electionTimeoutMs: number;
-  readonly planIntervalMs: number;
-  /** The latest true time a link to or from a member was blocked (SimNetwork.lastCut). */
-  readonly lastCut: (id: NodeId) => number | undefined;
 }
 
 /** Bound on the starts remembered to tell a run its member resumes after a restart. */
@@ -87,8 +83,8 @@ export class WaitedRunsChecker {
     for (const id of this.#waited) {
       const other = this.#runs.get(id);
       if (other === undefined || other.member === member || other.job !== run.job || other.slotMs === run.slotMs || this.#watch.isOver(other.member, other.incarnation)) continue;
-      const since = Math.min(other.slotMs, run.slotMs) - SIM_EPOCH_MS - LEASE_ELECTION_TIMEOUTS * this.#facts.electionTimeoutMs - this.#facts.planIntervalMs;
-      if (this.#excused(member, since) || this.#excused(other.member, since)) continue;
+      const since = leaseWindowFrom(this.#facts, Math.min(other.slotMs, run.slotMs) - SIM_EPOCH_MS);
+      if (cutOrStalledSince(this.#facts, this.#watch, member, since) || cutOrStalledSince(this.#facts, this.#watch, other.member, since)) continue;
       this.#pairs.push({
         t,
         ids: [id, RunsInProgress.idOf(member, incarnation, run)],
@@ -111,11 +107,6 @@ export class WaitedRunsChecker {
       this.#report(t, 'overlap-waited', pair.detail);
       return false;
     });
-  }
-
-  /** Whether a blocked link or a stall touched `id` from true time `since`. */
-  #excused(id: NodeId, since: number): boolean {
-    return (this.#facts.lastCut(id) ?? Number.NEGATIVE_INFINITY) >= since || this.#watch.pauseEnd(id) >= since;
   }
 
   #remember(startKey: string, incarnation: number): void {

@@ -55,7 +55,7 @@ export class RunAdmission {
     if (decision.action === 'skip') return { outcome: 'skipped', reason: decision.reason };
     if (decision.action === 'run') for (const other of decision.replace) this.#replace(other, armed);
     armed.waited = decision.action === 'wait';
-    const go = this.#permits.wait(armed, decision.action === 'wait' ? 'queued' : 'ready');
+    const go = this.#permits.wait(armed, armed.waited ? 'queued' : 'ready');
     // An overloaded member hands the slot back, so that the leader may give it to another.
     if (go === null) return { outcome: 'interrupted', reason: `this member already had ${MAX_WAITING_RUNS} runs waiting for a free run permit` };
     const onAbort = (): void => this.#permits.drop(armed);
