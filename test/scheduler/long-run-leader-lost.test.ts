@@ -93,3 +93,48 @@ describe('a run longer than the horizon, lost together with the leader that ran 
     expect([...after.outcomes.values()].filter((o) => o.token === after.token).map((o) => o.outcome)).toEqual(['succeeded']);
   }, 60_000);
 });
+
+describe('a run longer than the horizon, on a follower cut off with the leader in a minority', () => {
+  it('is counted from its start by the new leader, which never heard its member, and recorded missed rather than moved', async () => {
+    const founders = ['m1', 'm2', 'm3', 'm4', 'm5'];
+    const sim = new MembershipSim(12, SETTINGS, [LONG], founders);
+    for (const id of founders) await sim.start(id);
+    const started: RunStart[] = [];
+    const interrupted: NodeId[] = [];
+    sim.onRunStart = (id, _incarnation, run) => started.push({ id, slotMs: run.slotMs, t: sim.scheduler.nowMs });
+    sim.onRun = (id, _incarnation, run) => {
+      if (run.outcome === 'interrupted') interrupted.push(id);
+    };
+    let lost: RunStart | undefined;
+    for (let slot = 0; slot < 12 && lost === undefined; slot++) {
+      const from = started.length;
+      await sim.until('the next run starts', () => (started.length > from ? true : undefined));
+      const run = started[started.length - 1]!;
+      if (sim.leader()?.id !== run.id) lost = run;
+    }
+    expect(lost).toBeDefined();
+    await sim.run(10_000);
+    const old = sim.leader()!.id;
+    expect(old).not.toBe(lost!.id);
+    // The old leader and the run's member, cut off together from the majority, connections open.
+    const minority = [old, lost!.id];
+    for (const a of minority) {
+      for (const b of founders.filter((id) => !minority.includes(id))) {
+        sim.network.clog(a, b, 3_600_000);
+        sim.network.clog(b, a, 3_600_000);
+      }
+    }
+    const next = await sim.until('a new leader in the majority', () => {
+      const l = sim.leader();
+      return l !== undefined && !minority.includes(l.id) ? l : undefined;
+    });
+    await sim.run(25_000);
+    const claim = next.member!.scheduler.state.claims.get(claimKey(LONG.name, lost!.slotMs))!;
+    // Recorded missed for the member it was lost with, under the token it ran with, and run nowhere else.
+    expect([...claim.outcomes.entries()].map(([id, o]) => [id, o.outcome, o.token === claim.token])).toEqual([[lost!.id, MISSED, true]]);
+    expect(claim.outcomes.get(lost!.id)?.error).toMatch(/^expired: /);
+    expect(started.filter((r) => r.slotMs === lost!.slotMs).map((r) => r.id)).toEqual([lost!.id]);
+    // Its member aborted the run at its lease, cut off from any leader.
+    expect(interrupted).toContain(lost!.id);
+  }, 60_000);
+});

@@ -39,6 +39,27 @@ describe('pause and resume on the runtime', () => {
     expect(c.runs.map((r) => r.slotMs)).toEqual([T0 + 1000, T0 + 4000]);
   });
 
+  it("runs none of the pause's slots on resume under a catch-up window either: they were recorded skipped, not missed", async () => {
+    const c = cluster(['a', 'b']);
+    c.schedule(['a', 'b'], 'report', { every: '1s' }, 100, { catchUp: { windowMs: 60_000, maxSlots: 100 } });
+    await c.time.advanceTo(T0 + 1500);
+    const paused = c.members.get('a')!.operations.setPaused('report', true);
+    await c.time.advanceTo(T0 + 1600);
+    await paused;
+    await c.time.advanceTo(T0 + 5500);
+    const resumed = c.members.get('b')!.operations.setPaused('report', false);
+    await c.time.advanceTo(T0 + 5600);
+    await resumed;
+    await c.time.advanceTo(T0 + 7500);
+    // A window that would catch the slots of T0 + 2000 to 5000 up had they been missed runs none.
+    expect(c.runs.map((r) => r.slotMs)).toEqual([T0 + 1000, T0 + 6000, T0 + 7000]);
+    expect(c.state('a').jobs.get('report')).toMatchObject({ missedSlots: 0, skippedRuns: 4 });
+    for (const slotMs of [T0 + 2000, T0 + 3000, T0 + 4000, T0 + 5000]) {
+      const claim = c.state('b').claims.get(claimKey('report', slotMs))!;
+      expect(claim.outcomes.get(claim.assignees[0]!)).toMatchObject({ outcome: 'skipped', error: PAUSED_REASON });
+    }
+  });
+
   it("skips the runs queued behind a long one (overlap 'queue') once the pause applied: they were not in progress", async () => {
     const c = cluster(['a', 'b']);
     c.schedule(['a', 'b'], 'import', { every: '1s' }, 5_000, { overlap: 'queue' });
@@ -98,6 +119,33 @@ describe('trigger on the runtime', () => {
     const claim = c.state('a').claims.get(claimKey('report', T0 + 600))!;
     expect(claim).toMatchObject({ trigger: true, token: slot.fencingToken });
     expect(claim.outcomes.get(claim.assignees[0]!)?.outcome).toBe('succeeded');
+  });
+
+  it("follows the job's overlap policy: under 'skip' a slot triggered while a run is in progress is skipped, under 'queue' it runs once that run ended", async () => {
+    for (const overlap of ['skip', 'queue'] as const) {
+      const c = cluster(['a']);
+      c.schedule(['a'], 'report', { every: '1h' }, 5_000, { overlap, timeoutMs: 60_000 });
+      await c.time.advanceTo(T0 + 500);
+      const first = c.members.get('a')!.operations.trigger('report');
+      await c.time.advanceTo(T0 + 1000);
+      const running = await first;
+      const second = c.members.get('a')!.operations.trigger('report');
+      await c.time.advanceTo(T0 + 1500);
+      const waiting = await second;
+      await c.time.advanceTo(T0 + 20_000);
+      const claim = c.state('a').claims.get(claimKey('report', waiting.slot.getTime()))!;
+      expect(claim.trigger).toBe(true);
+      if (overlap === 'skip') {
+        expect(c.runs.map((r) => r.slotMs)).toEqual([running.slot.getTime()]);
+        expect(claim.outcomes.get('a')).toMatchObject({ outcome: 'skipped' });
+        expect(claim.outcomes.get('a')?.error).toMatch(/^overlap: a run of the job .* was still in progress/);
+      } else {
+        const runs = c.runs.filter((r) => r.job === 'report');
+        expect(runs.map((r) => r.slotMs)).toEqual([running.slot.getTime(), waiting.slot.getTime()]);
+        expect(runs[1]!.startMs).toBe(runs[0]!.endMs);
+        expect(claim.outcomes.get('a')?.outcome).toBe('succeeded');
+      }
+    }
   });
 
   it("runs a mode 'all' slot triggered on a follower on every member with a handler", async () => {

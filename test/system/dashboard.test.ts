@@ -59,7 +59,7 @@ describe('the dashboard', () => {
     expect(page).not.toMatch(/\b(src|href)=/);
   });
 
-  it('shows the leader and the last run in a headless chromium, and the next slot once it runs', async (ctx) => {
+  it('shows the leader and the last run in a headless chromium, the next slot once it runs, and that the member does not answer, keeping what it showed', async (ctx) => {
     if (skipReason !== null || browser === null) {
       console.warn(`Skipping the dashboard's browser test: ${skipReason}`);
       ctx.skip();
@@ -99,6 +99,16 @@ describe('the dashboard', () => {
       await (await c.emitItems('thumbs', [1, 2, 3])).settled({ timeoutMs: SHOWN_TIMEOUT_MS });
       await expect.poll(text('#topics tr[data-topic="thumbs"]'), { timeout: SHOWN_TIMEOUT_MS }).toContain('3/3');
       expect(errors).toEqual([]);
+
+      // The member stops answering: the page says so and keeps what it showed, then recovers.
+      await page.route('**/v1/state', (route) => route.abort('connectionrefused'));
+      await expect.poll(() => page.locator('#status.stale').count(), { timeout: SHOWN_TIMEOUT_MS }).toBe(1);
+      expect(await text('#status')()).toMatch(/^could not read the member \(.+\); trying again$/);
+      expect(await text('#leader')()).toBe(c.id);
+      expect(await lastRun()).toContain(`${c.id}: succeeded`);
+      await page.unroute('**/v1/state');
+      await expect.poll(() => page.locator('#status.stale').count(), { timeout: SHOWN_TIMEOUT_MS }).toBe(0);
+      expect(await text('#status')()).toMatch(/^updated at /);
     } finally {
       await page.close();
     }

@@ -49,6 +49,18 @@ describe('cronraft/decorators, as an app writes them', () => {
     expect(() => new Reports()).toThrow(cronraft.InvalidArgumentError);
   });
 
+  it('@scheduled on a static method schedules ClassName.method as the class is defined, run with the class as this', async () => {
+    const cluster = await oneMember();
+    // No instance is made: the class itself holds the job.
+    const Maintenance = app.maintenanceOn(cluster);
+    expect(cluster.unschedule('Maintenance.vacuum')).toBe(true);
+    const Again = app.maintenanceOn(cluster);
+    await cluster.start();
+    await expect.poll(() => Again.vacuumed.length, { timeout: 15_000, interval: 50 }).toBeGreaterThanOrEqual(2);
+    expect(Maintenance.vacuumed).toEqual([]);
+    expect(cluster.state().jobs.map((j) => j.name)).toContain('Maintenance.vacuum');
+  });
+
   it('@scheduled on a class whose constructor throws leaves the job scheduled, as the README says, until the app unschedules it', async () => {
     const cluster = await oneMember();
     const failing = { now: true };
