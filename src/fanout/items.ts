@@ -41,7 +41,7 @@ export const MAX_ITEM_DEPTH = 64;
  * else undefined: JSON.stringify itself makes a Map, a Set, an Error or a typed array `{}` (or an
  * object of indexes), NaN and Infinity null, -0 0, a hole of an array null, a boxed primitive
  * the primitive, and drops a field whose value is undefined, a function or a symbol, a field
- * named by a symbol, and an array's fields of other names, all unsaid. A value with a toJSON (a Date) is
+ * named by a symbol, a field that is not enumerable, and an array's fields of other names, all unsaid. A value with a toJSON (a Date) is
  * taken as JSON takes it, as a request body would be. Undefined too for one it cannot write at
  * all (a BigInt, a cycle, a throwing toJSON) or nested past MAX_ITEM_DEPTH.
  */
@@ -75,10 +75,14 @@ function faithful(value: unknown, depth: number, budget: { left: number }): bool
       if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return true;
       // JSON drops the fields named by symbols.
       if (hasSymbolField(value)) return false;
+      // And the fields that are not enumerable (Object.defineProperty's default): an array's
+      // own `length` is the one such field JSON writes for it (as its elements).
+      const enumerable = Object.keys(value).length;
+      if (Object.getOwnPropertyNames(value).length !== enumerable + (Array.isArray(value) ? 1 : 0)) return false;
       if (Array.isArray(value)) {
         for (let i = 0; i < value.length; i++) if (!(i in value) || !faithful(value[i], depth + 1, budget)) return false;
         // JSON writes an array's elements alone: a field of another name set on it is dropped.
-        return Object.keys(value).length === value.length;
+        return enumerable === value.length;
       }
       if (value instanceof Map || value instanceof Set || value instanceof WeakMap || value instanceof WeakSet || value instanceof Error || value instanceof RegExp || value instanceof Promise) return false;
       // JSON writes a boxed number, string or boolean as the primitive.
@@ -116,7 +120,7 @@ function encodeItem(item: unknown, index: number): Uint8Array {
     tag = BYTES;
   } else {
     const json = item === undefined ? undefined : jsonOf(item);
-    if (json === undefined) throw new InvalidArgumentError(`items[${index}]`, typeof item === 'function' ? item : typeof item, `bytes (a Uint8Array) or a JSON value that JSON carries as it is (finite numbers but -0, no Map, Set, typed array other than a whole Uint8Array, boxed primitive, hole, field undefined or named by a symbol, or array with fields of other names; nested at most ${MAX_ITEM_DEPTH} deep)`);
+    if (json === undefined) throw new InvalidArgumentError(`items[${index}]`, typeof item === 'function' ? item : typeof item, `bytes (a Uint8Array) or a JSON value that JSON carries as it is (finite numbers but -0, no Map, Set, typed array other than a whole Uint8Array, boxed primitive, hole, field undefined, named by a symbol or not enumerable, or array with fields of other names; nested at most ${MAX_ITEM_DEPTH} deep)`);
     body = encoder.encode(json);
     tag = JSON_VALUE;
   }

@@ -73,7 +73,10 @@ describe('fan-out items through the Cluster', () => {
     // by a symbol dropped, a boxed number as the number.
     const named: unknown[] = [1, 2];
     (named as unknown as { extra: number }).extra = 3;
-    const unfaithful: unknown[] = [new Map([['a', 1]]), new Set([1]), new Error('x'), Number.NaN, Number.POSITIVE_INFINITY, new Uint16Array([1]), new ArrayBuffer(2), holed, { a: undefined }, { bytes: Uint8Array.of(1) }, -0, { n: -0 }, named, { [Symbol('s')]: 1, a: 1 }, new Number(5), { s: new String('x') }];
+    // And a field that is not enumerable, on an object or an array, dropped.
+    const hidden = Object.defineProperty({ a: 1 }, 'secret', { value: 2 });
+    const hiddenInArray = Object.defineProperty([1], 'secret', { value: 2 });
+    const unfaithful: unknown[] = [hidden, hiddenInArray, new Map([['a', 1]]), new Set([1]), new Error('x'), Number.NaN, Number.POSITIVE_INFINITY, new Uint16Array([1]), new ArrayBuffer(2), holed, { a: undefined }, { bytes: Uint8Array.of(1) }, -0, { n: -0 }, named, { [Symbol('s')]: 1, a: 1 }, new Number(5), { s: new String('x') }];
     for (const item of unfaithful) await expect(c.emitItems('t', [1, item])).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'items[1]' });
     let deep: unknown = 1;
     for (let i = 0; i <= MAX_ITEM_DEPTH; i++) deep = [deep];
