@@ -41,7 +41,8 @@ export const MAX_ITEM_DEPTH = 64;
  * else undefined: JSON.stringify itself makes a Map, a Set, an Error or a typed array `{}` (or an
  * object of indexes), NaN and Infinity null, -0 0, a hole of an array null, a boxed primitive
  * the primitive, and drops a field whose value is undefined, a function or a symbol, a field
- * named by a symbol, a field that is not enumerable, and an array's fields of other names, all unsaid. A value with a toJSON (a Date) is
+ * named by a symbol, a field that is not enumerable, and an array's fields of other names, all
+ * unsaid, and makes an instance of a class a plain object. A value with a toJSON (a Date) is
  * taken as JSON takes it, as a request body would be. Undefined too for one it cannot write at
  * all (a BigInt, a cycle, a throwing toJSON) or nested past MAX_ITEM_DEPTH.
  */
@@ -84,10 +85,14 @@ function faithful(value: unknown, depth: number, budget: { left: number }): bool
         // JSON writes an array's elements alone: a field of another name set on it is dropped.
         return enumerable === value.length;
       }
-      if (value instanceof Map || value instanceof Set || value instanceof WeakMap || value instanceof WeakSet || value instanceof Error || value instanceof RegExp || value instanceof Promise) return false;
-      // JSON writes a boxed number, string or boolean as the primitive.
-      if (value instanceof Number || value instanceof String || value instanceof Boolean) return false;
-      if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer) return false;
+      // Nothing but a plain object (made by a literal, JSON.parse or Object.create(null)): JSON
+      // writes a Map, a Set, an Error or a typed array as {} or an object of indexes, a boxed
+      // number, string or boolean as the primitive, and an instance of a class as a plain object
+      // of its own fields, its methods, getters and private fields gone. The app spreads such an
+      // instance into a plain object ({ ...value }), or gives its class a toJSON, to say that
+      // this is what it means.
+      const prototype: unknown = Object.getPrototypeOf(value);
+      if (prototype !== Object.prototype && prototype !== null) return false;
       for (const field of Object.values(value)) if (!faithful(field, depth + 1, budget)) return false;
       return true;
     }
@@ -120,7 +125,7 @@ function encodeItem(item: unknown, index: number): Uint8Array {
     tag = BYTES;
   } else {
     const json = item === undefined ? undefined : jsonOf(item);
-    if (json === undefined) throw new InvalidArgumentError(`items[${index}]`, typeof item === 'function' ? item : typeof item, `bytes (a Uint8Array) or a JSON value that JSON carries as it is (finite numbers but -0, no Map, Set, typed array other than a whole Uint8Array, boxed primitive, hole, field undefined, named by a symbol or not enumerable, or array with fields of other names; nested at most ${MAX_ITEM_DEPTH} deep)`);
+    if (json === undefined) throw new InvalidArgumentError(`items[${index}]`, typeof item === 'function' ? item : typeof item, `bytes (a Uint8Array) or a JSON value that JSON carries as it is (finite numbers but -0, no Map, Set, typed array other than a whole Uint8Array, boxed primitive, hole, field undefined, named by a symbol or not enumerable, array with fields of other names, or instance of a class without a toJSON; nested at most ${MAX_ITEM_DEPTH} deep)`);
     body = encoder.encode(json);
     tag = JSON_VALUE;
   }

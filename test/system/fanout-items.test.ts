@@ -76,7 +76,21 @@ describe('fan-out items through the Cluster', () => {
     // And a field that is not enumerable, on an object or an array, dropped.
     const hidden = Object.defineProperty({ a: 1 }, 'secret', { value: 2 });
     const hiddenInArray = Object.defineProperty([1], 'secret', { value: 2 });
-    const unfaithful: unknown[] = [hidden, hiddenInArray, new Map([['a', 1]]), new Set([1]), new Error('x'), Number.NaN, Number.POSITIVE_INFINITY, new Uint16Array([1]), new ArrayBuffer(2), holed, { a: undefined }, { bytes: Uint8Array.of(1) }, -0, { n: -0 }, named, { [Symbol('s')]: 1, a: 1 }, new Number(5), { s: new String('x') }];
+    // And an instance of a class, as a plain object of its own fields: its getter's value gone.
+    class Money {
+      readonly #cents = 250;
+      readonly currency = 'EUR';
+      get cents(): number {
+        return this.#cents;
+      }
+    }
+    class Stamp {
+      constructor(readonly at: number) {}
+      toJSON(): { stamp: number } {
+        return { stamp: this.at };
+      }
+    }
+    const unfaithful: unknown[] = [new Money(), hidden, hiddenInArray, new Map([['a', 1]]), new Set([1]), new Error('x'), Number.NaN, Number.POSITIVE_INFINITY, new Uint16Array([1]), new ArrayBuffer(2), holed, { a: undefined }, { bytes: Uint8Array.of(1) }, -0, { n: -0 }, named, { [Symbol('s')]: 1, a: 1 }, new Number(5), { s: new String('x') }];
     for (const item of unfaithful) await expect(c.emitItems('t', [1, item])).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'items[1]' });
     let deep: unknown = 1;
     for (let i = 0; i <= MAX_ITEM_DEPTH; i++) deep = [deep];
@@ -96,7 +110,12 @@ describe('fan-out items through the Cluster', () => {
     // A Date goes as JSON takes it (its toJSON), as in a request's body.
     await (await c.emitItems('t', [{ at: new Date(0) }])).settled({ timeoutMs: 10_000 });
     expect(got[5]).toEqual({ at: '1970-01-01T00:00:00.000Z' });
-    expect(c.state().topics.find((t) => t.name === 't')).toMatchObject({ emitted: 6, done: 6 });
+    // A class's instance goes as the app says: spread into a plain object, or by its class's
+    // toJSON; and an object with no prototype is a plain one.
+    const bare = Object.assign(Object.create(null) as object, { a: 1 });
+    await (await c.emitItems('t', [{ ...new Money() }, new Stamp(7), bare])).settled({ timeoutMs: 10_000 });
+    expect(got.slice(6)).toEqual([{ currency: 'EUR' }, { stamp: 7 }, { a: 1 }]);
+    expect(c.state().topics.find((t) => t.name === 't')).toMatchObject({ emitted: 9, done: 9 });
   });
 
   it('encodes a large emit a turn of the event loop at a time, from the array as it was at the call, and keeps nothing of it when an item of a later turn is bad', async () => {
