@@ -185,6 +185,33 @@ describe('trigger on the runtime', () => {
   });
 });
 
+describe("trigger and cancel on a member that has not learned the cluster's time", () => {
+  it('wait for it, at most MAX_TRIGGER_ATTEMPTS plan intervals, then reject with CRONRAFT_CLOCK_UNSYNCED, claiming and cancelling nothing', async () => {
+    let synced = false;
+    const c = track(new Cluster(['a', 'b'], 5, {}, (id) => (id === 'b' ? { clockReady: () => synced } : {})));
+    c.schedule(['a', 'b'], 'report', { every: '1h' }, 10);
+    await c.time.advanceTo(T0 + 500);
+    const claims = c.state('a').claims.size;
+    const triggered = c.members.get('b')!.operations.trigger('report').catch((error: unknown) => error);
+    const cancelled = c.members.get('b')!.operations.cancel('report').catch((error: unknown) => error);
+    await c.time.advanceTo(T0 + 500 + (MAX_TRIGGER_ATTEMPTS + 2) * 100);
+    expect(await triggered).toMatchObject({ code: 'CRONRAFT_CLOCK_UNSYNCED' });
+    expect(await cancelled).toMatchObject({ code: 'CRONRAFT_CLOCK_UNSYNCED' });
+    expect(c.state('a').claims.size).toBe(claims);
+    // Learned within the wait, they go on: the trigger claims its slot, the cancel finds nothing running.
+    const start = c.time.now();
+    const later = c.members.get('b')!.operations.trigger('report');
+    const cancel = c.members.get('b')!.operations.cancel('report');
+    await c.time.advanceTo(start + 300);
+    synced = true;
+    await c.time.advanceTo(start + 600);
+    const slot = await later;
+    expect(slot.slot.getTime()).toBeGreaterThanOrEqual(start + 300);
+    expect(c.state('a').claims.get(claimKey('report', slot.slot.getTime()))?.trigger).toBe(true);
+    await expect(cancel).resolves.toMatchObject({ job: 'report' });
+  });
+});
+
 describe('cancel on the runtime', () => {
   /** A job whose handler ignores its signal for 30 s, each run's context kept by member. */
   function longJob(c: Cluster, ids: readonly string[], options: JobOptions = {}): Array<{ member: string; ctx: JobContext; endMs: number | null }> {

@@ -72,7 +72,7 @@ describe('cronraft against a running cluster of three', () => {
     expect(json.members.map((m) => m.id).sort()).toEqual(members.map((m) => m.id).sort());
   });
 
-  it('jobs and history: the job, its spec and its outcomes; --job and --limit passed on', async () => {
+  it('jobs and history: the job, its spec and its outcomes; --job and --limit passed on, 20 by default; the URL from CRONRAFT_URL', async () => {
     const jobs = await cronraft(['jobs', '--url', urlOf(follower)]);
     expect(jobs.code).toBe(0);
     expect(jobs.stdout).toMatch(/^NAME +SPEC +MODE +PAUSED +NEXT SLOT +LAST SLOT +LAST OUTCOME +MISSED +SKIPPED +RUNNING$/m);
@@ -85,6 +85,13 @@ describe('cronraft against a running cluster of three', () => {
     expect(entries.every((h) => h.job === 'report' && h.slot.endsWith('Z'))).toBe(true);
     const table = await cronraft(['history', '--url', urlOf(leader), '--job', 'report']);
     expect(table.stdout).toMatch(/=succeeded/);
+    // With the URL from CRONRAFT_URL and no --limit: the latest 20, the latest claimed first.
+    await vi.waitFor(() => expect(leader.history({ limit: 1000 }).length).toBeGreaterThan(21), { timeout: 15_000, interval: 100 });
+    const byDefault = await cronraft(['history', '--json'], { CRONRAFT_URL: urlOf(leader) });
+    expect(byDefault.code).toBe(0);
+    const tokens = (JSON.parse(byDefault.stdout) as { history: Array<{ fencingToken: number }> }).history.map((h) => h.fencingToken);
+    expect(tokens).toHaveLength(20);
+    expect(tokens).toEqual([...tokens].sort((x, y) => y - x));
   });
 
   it('exit 2 on a usage error: no --url, a bad --url, a bad --limit (past the bound a member takes too), a bad --job (it asked the member, exit 1), a bad --slot (a day that does not exist too), remove-member without a token, an unknown command', async () => {

@@ -134,14 +134,36 @@ describe('fan-out on a real cluster (loopback)', () => {
     expect(await members[2]!.dropDeadLetters('work', [letters[0]!.id, 999])).toEqual({ dropped: 1 });
     await expect.poll(() => emitter.deadLetters('work').length, { timeout: 5000, interval: 20 }).toBe(3);
     healed = true;
-    const again = await emitter.requeue('work');
-    expect(again.count).toBe(3);
-    expect(await again.settled({ timeoutMs: 15_000 })).toEqual({ topic: 'work', count: 3, done: 3, dead: 0 });
-    expect(emitter.deadLetters('work')).toEqual([]);
+    // One by its id; the other two dropped with no ids given: every one left.
+    const [requeued, ...rest] = emitter.deadLetters('work');
+    const again = await emitter.requeue('work', [requeued!.id]);
+    expect(again.count).toBe(1);
+    expect(await again.settled({ timeoutMs: 15_000 })).toEqual({ topic: 'work', count: 1, done: 1, dead: 0 });
+    expect(emitter.deadLetters('work').map((l) => l.id)).toEqual(rest.map((l) => l.id));
+    expect(await emitter.dropDeadLetters('work')).toEqual({ dropped: 2 });
+    await expect.poll(() => members.map((m) => m.deadLetters('work').length), { timeout: 5000, interval: 20 }).toEqual([0, 0, 0]);
     await expect(emitter.requeue('nothing')).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT' });
     await expect(emitter.dropDeadLetters('nothing')).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT' });
     await expect(emitter.dropDeadLetters('work', [0])).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'ids' });
-    await expect.poll(() => members.map((m) => m.state().topics[0]?.done), { timeout: 5000, interval: 20 }).toEqual([19, 19, 19]);
+    await expect.poll(() => members.map((m) => m.state().topics[0]?.done), { timeout: 5000, interval: 20 }).toEqual([17, 17, 17]);
+  });
+
+  it("names the job and the slot whose run emitted a dead letter's item", async () => {
+    const member = new Cluster([], { storage: 'memory' });
+    cleanups.push(() => member.stop());
+    member.consume('work', () => {
+      throw new Error('always');
+    }, { retries: 0 });
+    const slots: Date[] = [];
+    member.schedule('fan', { every: '1h' }, async (ctx) => {
+      slots.push(ctx.slot);
+      await ctx.emit('work', ['x']);
+    });
+    await member.start();
+    await expect.poll(() => member.state().version.active >= FANOUT_VERSION, { timeout: 15_000, interval: 50 }).toBe(true);
+    await member.trigger('fan');
+    await expect.poll(() => member.deadLetters('work').length, { timeout: 15_000, interval: 50 }).toBe(1);
+    expect(member.deadLetters('work')[0]).toMatchObject({ item: 'x', failures: 1, error: expect.stringMatching(/always/), job: 'fan', slot: slots[0] });
   });
 
   it("tells the app of a consumer refused past the topics the cluster holds ('consume-refused'), which runs nothing", async () => {

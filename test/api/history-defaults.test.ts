@@ -1,0 +1,30 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { historyOf } from '../../src/api/history.js';
+import { readRoutes, type HttpSource } from '../../src/http/routes.js';
+import { cluster, stopClusters, T0 } from '../fixtures/scheduler-cluster.js';
+
+afterEach(stopClusters);
+
+describe("history()'s defaults (README, 'History' under 'Scheduling work once across the cluster', and GET /v1/history)", () => {
+  it('gives the latest 100 claims, the latest claimed first, unless a limit says otherwise', async () => {
+    const c = cluster(['a']);
+    c.schedule(['a'], 'tick', { every: '100ms' }, 1);
+    await c.time.advanceTo(T0 + 15_500);
+    const all = historyOf(c.state('a'), { limit: 1000 });
+    expect(all.length).toBeGreaterThan(120);
+    const tokens = all.map((h) => h.fencingToken);
+    expect(tokens).toEqual([...tokens].sort((x, y) => y - x));
+    expect(new Set(tokens).size).toBe(tokens.length);
+    expect(historyOf(c.state('a'))).toEqual(all.slice(0, 100));
+    expect(historyOf(c.state('a'), { limit: 3 })).toEqual(all.slice(0, 3));
+  });
+
+  it('GET /v1/history asks for 100 when no limit is given', () => {
+    const asked: Array<{ job?: string; limit?: number }> = [];
+    const source = { history: (options: { job?: string; limit?: number }) => (asked.push(options), []) } as unknown as HttpSource;
+    const route = readRoutes(source).find((r) => r.path === '/v1/history')!;
+    route.handle({ params: {}, query: new URLSearchParams(), body: undefined });
+    route.handle({ params: {}, query: new URLSearchParams('job=tick&limit=7'), body: undefined });
+    expect(asked).toEqual([{ limit: 100 }, { job: 'tick', limit: 7 }]);
+  });
+});
