@@ -60,6 +60,27 @@ describe('pause and resume on the runtime', () => {
     }
   });
 
+  it("runs a slot that fires on a member still behind the pause's commit, as the README says; the members that applied it show the job paused", async () => {
+    const c = cluster(['a', 'b']);
+    c.schedule(['b'], 'report', { every: '1s' }, 100);
+    // b does not apply the pause (it is behind the commit, for as long as this test lasts).
+    const behind = c.members.get('b')!;
+    const apply = behind.apply.bind(behind);
+    behind.apply = (index, command) => (command.type === 'pause' ? { ok: true } : apply(index, command));
+    await c.time.advanceTo(T0 + 1500);
+    const paused = c.members.get('a')!.operations.setPaused('report', true);
+    await c.time.advanceTo(T0 + 1600);
+    await paused;
+    await c.time.advanceTo(T0 + 3500);
+    expect(c.state('a').jobs.get('report')?.paused).toBe(true);
+    expect(c.state('b').jobs.get('report')?.paused).toBe(false);
+    expect(c.runs.map((r) => [r.member, r.slotMs])).toEqual([
+      ['b', T0 + 1000],
+      ['b', T0 + 2000],
+      ['b', T0 + 3000],
+    ]);
+  });
+
   it("skips the runs queued behind a long one (overlap 'queue') once the pause applied: they were not in progress", async () => {
     const c = cluster(['a', 'b']);
     c.schedule(['a', 'b'], 'import', { every: '1s' }, 5_000, { overlap: 'queue' });
