@@ -8,7 +8,7 @@ import { defineConfig } from 'vitest/config';
  */
 const UNIT = ['test/raft/**/*.test.ts', 'test/version/**/*.test.ts', 'test/scheduler/**/*.test.ts', 'test/fanout/**/*.test.ts', 'test/runtime/**/*.test.ts', 'test/storage/**/*.test.ts', 'test/transport/**/*.test.ts', 'test/bytes/**/*.test.ts', 'test/api/**/*.test.ts', 'test/time/**/*.test.ts'];
 /** The simulator's own parts that run no simulation of a cluster, or a short one. */
-const SIMULATOR_UNITS = ['test/simulation/simulation-summary.test.ts', 'test/simulation/run-checkers-permits.test.ts', 'test/simulation/retry-checker-stamps.test.ts', 'test/simulation/fanout-checker.test.ts', 'test/simulation/simulation-settings.test.ts', 'test/simulation/sim-network.test.ts'];
+const SIMULATOR_UNITS = ['test/simulation/simulation-summary.test.ts', 'test/simulation/fanout-draws.test.ts', 'test/simulation/run-checkers-permits.test.ts', 'test/simulation/retry-checker-stamps.test.ts', 'test/simulation/fanout-checker.test.ts', 'test/simulation/simulation-settings.test.ts', 'test/simulation/sim-network.test.ts'];
 
 export default defineConfig({
   test: {
