@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /**
  * Two projects, which `npm test` runs together: `unit` (the pure protocol and scheduler, the
@@ -10,6 +11,20 @@ const UNIT = ['test/raft/**/*.test.ts', 'test/version/**/*.test.ts', 'test/sched
 /** The simulator's own parts that run no simulation of a cluster, or a short one. */
 const SIMULATOR_UNITS = ['test/simulation/simulation-summary.test.ts', 'test/simulation/fanout-draws.test.ts', 'test/simulation/run-checkers-permits.test.ts', 'test/simulation/retry-checker-stamps.test.ts', 'test/simulation/fanout-checker.test.ts', 'test/simulation/simulation-settings.test.ts', 'test/simulation/sim-network.test.ts'];
 
+/**
+ * The CI sweeps first, one on each worker, then the order vitest gives the rest (the system
+ * project's files before the unit project's, the larger first). The sweeps are the longest
+ * files, and their own files are small: taken last among the system files, the last sweep
+ * still ran alone on one worker once the other had done every other file.
+ */
+class SweepsFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    const sweep = (file: TestSpecification): boolean => /\/simulation-sweep-[ab]\.test\.ts$/.test(file.moduleId);
+    return [...sorted.filter(sweep), ...sorted.filter((file) => !sweep(file))];
+  }
+}
+
 export default defineConfig({
   test: {
     // Real-process tests start several Node processes; two cores cannot run many at once.
@@ -20,6 +35,7 @@ export default defineConfig({
     // fresh isolate, which took much of CI's time. (Isolated in one project and not the other,
     // the projects ran one after the other, as two groups, which cost more than it saved.)
     isolate: false,
+    sequence: { sequencer: SweepsFirst },
     testTimeout: 60_000,
     hookTimeout: 60_000,
     projects: [
