@@ -31,7 +31,8 @@ export interface SlotHistory {
 }
 
 /**
- * Recent claims and their outcomes, the latest claimed first (the log's order, not the slots'),
+ * Recent claims and their outcomes, the latest claimed first (the log's order of each slot's
+ * first claim, not the slots' nor the tokens': a moved slot keeps its place under its new token),
  * at most `limit` (default 100), of one job or
  * all. Bounded by what the state machine keeps. Pure: `Cluster.history()` shows this member's
  * state through it, and the simulator checks every member's.

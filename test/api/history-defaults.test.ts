@@ -12,6 +12,8 @@ describe("history()'s defaults (README, 'History' under 'Scheduling work once ac
     await c.time.advanceTo(T0 + 15_500);
     const all = historyOf(c.state('a'), { limit: 1000 });
     expect(all.length).toBeGreaterThan(120);
+    // One member, nothing moved: the order of the slots' first claims is the tokens' (a moved
+    // slot keeps its place under its new token: cli-ops.test.ts meets one).
     const tokens = all.map((h) => h.fencingToken);
     expect(tokens).toEqual([...tokens].sort((x, y) => y - x));
     expect(new Set(tokens).size).toBe(tokens.length);
