@@ -54,6 +54,7 @@ describe("the README's defaults", () => {
     const apply = (command: FanoutCommand): ReturnType<FanoutState['apply']> & { index: number } => ({ ...state.apply(++index, command), index });
     apply({ type: 'consume', topic: 'u', member: 'm1', settings: consumerSettings({ retries: 0, parallelism: 100 }) });
     const count = 1001;
+    // One emit, one entry.
     expect(count).toBeLessThanOrEqual(MAX_ITEMS_PER_EMIT);
     expect(apply({ type: 'emit', topic: 'u', items: Array.from({ length: count }, (_, i) => ({ data: Uint8Array.of(1, i % 256), key: null })), origin: null, atMs: 0 })).toMatchObject({ ok: true, firstId: 1 });
     for (let first = 1; first <= count; first += 100) {

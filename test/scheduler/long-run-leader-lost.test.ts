@@ -134,7 +134,7 @@ describe('a run longer than the horizon, on a follower cut off with the leader i
     expect([...claim.outcomes.entries()].map(([id, o]) => [id, o.outcome, o.token === claim.token])).toEqual([[lost!.id, MISSED, true]]);
     expect(claim.outcomes.get(lost!.id)?.error).toMatch(/^expired: /);
     expect(started.filter((r) => r.slotMs === lost!.slotMs).map((r) => r.id)).toEqual([lost!.id]);
-    // Its member aborted the run at its lease, cut off from any leader.
+    // Its member aborted the run at its lease, heard by no leader once the old one stepped down.
     expect(interrupted).toContain(lost!.id);
   }, 60_000);
 });
