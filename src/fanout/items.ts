@@ -76,15 +76,14 @@ function faithful(value: unknown, depth: number, budget: { left: number }): bool
       if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return true;
       // JSON drops the fields named by symbols.
       if (hasSymbolField(value)) return false;
-      // And the fields that are not enumerable (Object.defineProperty's default): an array's
-      // own `length` is the one such field JSON writes for it (as its elements).
-      const enumerable = Object.keys(value).length;
-      if (Object.getOwnPropertyNames(value).length !== enumerable + (Array.isArray(value) ? 1 : 0)) return false;
       if (Array.isArray(value)) {
         for (let i = 0; i < value.length; i++) if (!(i in value) || !faithful(value[i], depth + 1, budget)) return false;
-        // JSON writes an array's elements alone: a field of another name set on it is dropped.
-        return enumerable === value.length;
+        // JSON writes an array's elements alone: a field of another name set on it, enumerable
+        // or not, is dropped. Its elements all there, its own names are they and `length`.
+        return Object.getOwnPropertyNames(value).length === value.length + 1;
       }
+      // And the fields that are not enumerable (Object.defineProperty's default).
+      if (Object.getOwnPropertyNames(value).length !== Object.keys(value).length) return false;
       // Nothing but a plain object (made by a literal, JSON.parse or Object.create(null)): JSON
       // writes a Map, a Set, an Error or a typed array as {} or an object of indexes, a boxed
       // number, string or boolean as the primitive, and an instance of a class as a plain object
