@@ -166,16 +166,19 @@ export class RaftLog {
     return this.#unstableFrom <= this.lastIndex();
   }
 
-  /** Committed entries not yet handed to the state machine, at most `maxCount`; marks them applying. */
-  takeCommitted(maxCount: number): Entry[] {
-    const out = this.slice(this.applying + 1, this.committed + 1, Number.POSITIVE_INFINITY, maxCount);
+  /**
+   * Committed entries not yet handed to the state machine, at most `maxCount` and none past
+   * `ceiling`; marks them applying.
+   */
+  takeCommitted(maxCount: number, ceiling = Number.POSITIVE_INFINITY): Entry[] {
+    const out = this.slice(this.applying + 1, Math.min(this.committed, ceiling) + 1, Number.POSITIVE_INFINITY, maxCount);
     const last = out[out.length - 1];
     if (last !== undefined) this.applying = last.index;
     return out;
   }
 
-  hasCommittedToApply(): boolean {
-    return this.committed > this.applying;
+  hasCommittedToApply(ceiling = Number.POSITIVE_INFINITY): boolean {
+    return Math.min(this.committed, ceiling) > this.applying;
   }
 
   /**

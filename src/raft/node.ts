@@ -111,6 +111,8 @@ export class RaftNode {
   #retainEntries = 0;
   /** The largest distance between two snapshots taken here: how much more a leader may keep for live followers. */
   #compactEvery = 0;
+  /** The highest index handed out for applying, while the caller holds applying (see holdApplyingAbove). */
+  #applyCeiling = Number.POSITIVE_INFINITY;
   /** A leader's snapshot installed since the last Ready: to persist, and to restore the state machine from. */
   #pendingRestore: Snapshot | null = null;
 
@@ -329,6 +331,15 @@ export class RaftNode {
     this.#retainEntries = Math.max(0, retainEntries);
     this.#compactLog();
     return true;
+  }
+
+  /**
+   * Hands out no committed entry past `index` for applying until called again with null: the
+   * caller takes a snapshot in steps, and the log it cannot compact meanwhile stays within its
+   * bound. Entries go on committing and are handed out once it lifts the hold.
+   */
+  holdApplyingAbove(index: number | null): void {
+    this.#applyCeiling = index ?? Number.POSITIVE_INFINITY;
   }
 
   /**
@@ -888,7 +899,7 @@ export class RaftNode {
     return (
       this.#pendingRestore !== null ||
       this.log.hasUnstable() ||
-      this.log.hasCommittedToApply() ||
+      this.log.hasCommittedToApply(this.#applyCeiling) ||
       this.#membership.changed ||
       this.#out.hasEffects(this.hardState(), this.softState())
     );
@@ -909,7 +920,7 @@ export class RaftNode {
     const leading = this.#role === 'leader';
     // First, as it may change the role and send messages: the conf changes among the entries
     // handed out for applying take effect now (see #applyConfChanges).
-    const committed = this.log.takeCommitted(this.#limits.maxApplyBatch);
+    const committed = this.log.takeCommitted(this.#limits.maxApplyBatch, this.#applyCeiling);
     this.#applyConfChanges(committed);
     const ready = this.#out.take({
       hardState: this.hardState(),

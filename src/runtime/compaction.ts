@@ -111,20 +111,31 @@ export class Compactor {
     // timers are served between them; the snapshot still stands for `index`.
     const steps = this.#o.stateMachine.snapshotInSteps();
     this.#snapshotting = { index, term, steps, timer: null, loopMs: 0, longestStepMs: 0, count: 0 };
+    // The log is not compacted until the snapshot is complete, while entries go on committing:
+    // applying holds at two intervals past the last snapshot, so what is kept stays within its
+    // bound (member-bounds.ts) however long the steps take. Applying gets there only when much
+    // commits during the steps, and goes on once they end (compactTaken, abandon).
+    node.holdApplyingAbove(node.latestSnapshot.index + 2 * everyEntries);
     this.#snapshotStep();
   }
 
-  /** Compacts to a snapshot taken in steps, once every Ready so far is handled (its entries handed to storage). */
-  compactTaken(): void {
+  /**
+   * Compacts to a snapshot taken in steps, once every Ready so far is handled (its entries handed
+   * to storage). Returns whether it did: entries held from applying meanwhile are ready now.
+   */
+  compactTaken(): boolean {
     const snapshot = this.#snapshotTaken;
-    if (snapshot === null || !this.#o.running()) return;
+    if (snapshot === null || !this.#o.running()) return false;
     this.#snapshotTaken = null;
+    this.#o.node.holdApplyingAbove(null);
     this.#compactTo(snapshot);
+    return true;
   }
 
   /** Drops the snapshot in progress, if any: the member stops, or a leader's snapshot replaces the state. */
   abandon(): void {
     this.#snapshotTaken = null;
+    this.#o.node.holdApplyingAbove(null);
     const s = this.#snapshotting;
     if (s === null) return;
     if (s.timer !== null) this.#o.timers.clearTimeout(s.timer);

@@ -425,7 +425,8 @@ export class RaftDriver {
           this.#fail(this.#removed);
           break;
         }
-        this.#compactor.compactTaken();
+        // Entries held from applying while the snapshot was taken are handed out on the next round.
+        if (this.#compactor.compactTaken()) this.#loopAgain = true;
       } while (this.#loopAgain);
       this.#propagateCommitSoon();
     } catch (error) {

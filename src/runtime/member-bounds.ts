@@ -47,10 +47,12 @@ export function memberBounds(s: BoundSources): BoundRow[] {
   const shares = s.version >= SNAPSHOT_SHARES_VERSION;
   return [
     // Compaction keeps the applied and durable part of the log to at most this: what it
-    // retains, and a leader at most one more snapshot interval for live followers (it never
-    // drops an entry before it is durable here); the rest is bounded by the leader's
+    // retains behind the last snapshot, a leader one more snapshot interval for live followers
+    // (it never drops an entry before it is durable here), and up to two intervals applied past
+    // it: a batch applied at once overshoots the interval, and applying holds there while a
+    // snapshot is taken in steps (compaction.ts). The rest is bounded by the leader's
     // uncommitted bytes and the disk's pace.
-    { name: 'applied entries kept', value: Math.max(0, Math.min(log.applied, log.stable) - log.firstIndex() + 1), limit: 2 * compaction.everyEntries + compaction.retainEntries, whenFull: 'forgets' },
+    { name: 'applied entries kept', value: Math.max(0, Math.min(log.applied, log.stable) - log.firstIndex() + 1), limit: 3 * compaction.everyEntries + compaction.retainEntries, whenFull: 'forgets' },
     { name: 'pending proposals', value: s.pendingProposals, limit: s.maxPendingProposals, whenFull: 'refuses' },
     { name: 'claims kept', value: state.claims.size, limit: SCHEDULER_DEFAULTS.maxClaimsKept, whenFull: 'forgets' },
     { name: 'bytes of kept claims', value: state.claimBytes, limit: s.version >= CLAIM_BYTES_VERSION ? SCHEDULER_DEFAULTS.maxClaimBytes : MAX_SNAPSHOT_BYTES, whenFull: 'forgets' },

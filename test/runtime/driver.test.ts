@@ -618,6 +618,29 @@ describe('snapshots in the driver', () => {
       expect(driver.lastSnapshot).toMatchObject({ steps: 4 });
     });
 
+    it('holds applying at two intervals past the last snapshot while its steps run, and goes on once it is taken', async () => {
+      const { driver, sm, appendCommitted, runSteps } = await steppedDriver(3);
+      appendCommitted(1, 4);
+      await settle();
+      expect(sm.log.at(-1)).toBe('begin 4');
+      // Sixteen more commit during the steps: the log cannot be compacted until the snapshot is
+      // complete, so applying stops at 8 (the last snapshot, none yet, and two intervals of 4).
+      appendCommitted(5, 20);
+      await settle();
+      expect(driver.node.log.committed).toBe(20);
+      expect(driver.node.log.applied).toBe(8);
+      expect(sm.log.filter((l) => l.startsWith('apply')).at(-1)).toBe('apply 8');
+      expect(driver.node.hasReady()).toBe(false);
+      runSteps();
+      await settle();
+      expect(driver.snapshotsTaken).toBe(1);
+      expect(driver.node.latestSnapshot.index).toBe(4);
+      // Compacted, the rest applies, and the next snapshot begins where applying reached.
+      expect(driver.node.log.applied).toBe(20);
+      expect(sm.log.filter((l) => l.startsWith('apply')).at(-1)).toBe('apply 20');
+      expect(sm.log.at(-1)).toBe('begin 20');
+    });
+
     it('compacts once the Readies before it are handled, when its last step comes right after an append', async () => {
       const fatal: unknown[] = [];
       const { driver, appendCommitted, runSteps } = await steppedDriver(2, (e) => fatal.push(e));
@@ -637,6 +660,10 @@ describe('snapshots in the driver', () => {
       appendCommitted(1, 4);
       await settle();
       expect(pending()).toBe(1);
+      // Entries past the hold (8) wait for the snapshot in steps, then the leader's replaces them.
+      appendCommitted(5, 12);
+      await settle();
+      expect(driver.node.log.applied).toBe(8);
       transport.deliver({ type: 'snapshot', from: 'b', to: 'a', term: 1, snapshot: { index: 20, term: 1, data: new Uint8Array([20]) } });
       await settle();
       expect(pending()).toBe(0);
