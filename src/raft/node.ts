@@ -335,11 +335,16 @@ export class RaftNode {
 
   /**
    * Hands out no committed entry past `index` for applying until called again with null: the
-   * caller takes a snapshot in steps, and the log it cannot compact meanwhile stays within its
-   * bound. Entries go on committing and are handed out once it lifts the hold.
+   * caller takes a snapshot in steps and cannot compact the log meanwhile. Entries go on
+   * committing; `applyingHeld` says when some wait, and they are handed out once it lifts the hold.
    */
   holdApplyingAbove(index: number | null): void {
     this.#applyCeiling = index ?? Number.POSITIVE_INFINITY;
+  }
+
+  /** Whether committed entries wait behind the hold (holdApplyingAbove). */
+  get applyingHeld(): boolean {
+    return this.log.hasCommittedToApply() && !this.log.hasCommittedToApply(this.#applyCeiling);
   }
 
   /**

@@ -54,6 +54,17 @@ export interface CompactorOptions {
   readonly store: (snapshot: Snapshot, held: (ms: number) => void) => void;
 }
 
+/** A snapshot being taken in steps: of the state at `index`, its next step's timer, and its timing so far. */
+interface SnapshotInSteps {
+  readonly index: number;
+  readonly term: number;
+  readonly steps: SnapshotSteps;
+  timer: TimerHandle | null;
+  loopMs: number;
+  longestStepMs: number;
+  count: number;
+}
+
 /**
  * Takes snapshots of a member's own state and compacts its log behind them: when enough entries
  * were applied, at once or in steps (one per turn of the event loop), with how long each held
@@ -69,7 +80,7 @@ export class Compactor {
   /** A snapshot taken in steps and complete, for the loop to compact to once it has handled every Ready. */
   #snapshotTaken: Snapshot | null = null;
   /** The snapshot being taken in steps for a compaction, if any (see maybeCompact). */
-  #snapshotting: { readonly index: number; readonly term: number; readonly steps: SnapshotSteps; timer: TimerHandle | null; loopMs: number; longestStepMs: number; count: number } | null = null;
+  #snapshotting: SnapshotInSteps | null = null;
 
   constructor(options: CompactorOptions) {
     this.#o = options;
@@ -111,12 +122,25 @@ export class Compactor {
     // timers are served between them; the snapshot still stands for `index`.
     const steps = this.#o.stateMachine.snapshotInSteps();
     this.#snapshotting = { index, term, steps, timer: null, loopMs: 0, longestStepMs: 0, count: 0 };
-    // The log is not compacted until the snapshot is complete, while entries go on committing:
-    // applying holds at two intervals past the last snapshot, so what is kept stays within its
-    // bound (member-bounds.ts) however long the steps take. Applying gets there only when much
-    // commits during the steps, and goes on once they end (compactTaken, abandon).
+    // The log is not compacted until the snapshot is complete, while entries go on committing
+    // and applying. Past two intervals after the last snapshot, applying holds, and the driver
+    // has the rest of the snapshot taken at once (finishNow), so the log kept stays within its
+    // bound (member-bounds.ts) however slowly the steps go; only when that much commits during
+    // the steps (a member catching up) does the event loop wait for a whole snapshot.
     node.holdApplyingAbove(node.latestSnapshot.index + 2 * everyEntries);
     this.#snapshotStep();
+  }
+
+  /**
+   * Takes the rest of the snapshot in progress, if any, at once: applying reached its hold (see
+   * maybeCompact). The loop compacts to it as it does to one taken in steps (compactTaken).
+   */
+  finishNow(): void {
+    const s = this.#snapshotting;
+    if (s === null || !this.#o.running()) return;
+    if (s.timer !== null) this.#o.timers.clearTimeout(s.timer);
+    s.timer = null;
+    while (this.#snapshotting === s && !this.#step(s));
   }
 
   /**
@@ -147,22 +171,24 @@ export class Compactor {
     const s = this.#snapshotting;
     if (s === null || !this.#o.running()) return;
     s.timer = null;
+    if (!this.#step(s) && this.#snapshotting === s) s.timer = this.#o.timers.setTimeout(() => this.#snapshotStep(), 0);
+  }
+
+  /** One step of snapshot `s`, timed. Returns true once the snapshot is complete, or its step threw (the member stops). */
+  #step(s: SnapshotInSteps): boolean {
     const started = this.#o.timers.now();
     let data: Uint8Array | null;
     try {
       data = s.steps.step();
     } catch (error) {
       this.#o.fail(error);
-      return;
+      return true;
     }
     const ms = this.#o.timers.now() - started;
     s.loopMs += ms;
     s.longestStepMs = Math.max(s.longestStepMs, ms);
     s.count++;
-    if (data === null) {
-      s.timer = this.#o.timers.setTimeout(() => this.#snapshotStep(), 0);
-      return;
-    }
+    if (data === null) return false;
     this.#snapshotting = null;
     this.#lastTiming = { loopMs: s.loopMs, longestStepMs: s.longestStepMs, steps: s.count, bytes: data.byteLength };
     // Compacted from the loop, not from this timer: messages stepped since the last Ready may
@@ -170,6 +196,7 @@ export class Compactor {
     // writes that commit point (see compactTaken).
     this.#snapshotTaken = { index: s.index, term: s.term, data };
     this.#o.kick();
+    return true;
   }
 
   /** Compacts the log behind a snapshot of this member's state, in memory and then in storage. */

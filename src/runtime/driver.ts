@@ -425,7 +425,9 @@ export class RaftDriver {
           this.#fail(this.#removed);
           break;
         }
-        // Entries held from applying while the snapshot was taken are handed out on the next round.
+        // Applying reached its hold while a snapshot is taken in steps: the rest of it is taken
+        // now, and the entries held are handed out on the next round (see Compactor.maybeCompact).
+        if (this.#node.applyingHeld) this.#compactor.finishNow();
         if (this.#compactor.compactTaken()) this.#loopAgain = true;
       } while (this.#loopAgain);
       this.#propagateCommitSoon();

@@ -49,9 +49,9 @@ export function memberBounds(s: BoundSources): BoundRow[] {
     // Compaction keeps the applied and durable part of the log to at most this: what it
     // retains behind the last snapshot, a leader one more snapshot interval for live followers
     // (it never drops an entry before it is durable here), and up to two intervals applied past
-    // it: a batch applied at once overshoots the interval, and applying holds there while a
-    // snapshot is taken in steps (compaction.ts). The rest is bounded by the leader's
-    // uncommitted bytes and the disk's pace.
+    // it: a batch applied at once overshoots the interval, and a snapshot taken in steps is
+    // finished at once when applying reaches that far (compaction.ts). The rest is bounded by
+    // the leader's uncommitted bytes and the disk's pace.
     { name: 'applied entries kept', value: Math.max(0, Math.min(log.applied, log.stable) - log.firstIndex() + 1), limit: 3 * compaction.everyEntries + compaction.retainEntries, whenFull: 'forgets' },
     { name: 'pending proposals', value: s.pendingProposals, limit: s.maxPendingProposals, whenFull: 'refuses' },
     { name: 'claims kept', value: state.claims.size, limit: SCHEDULER_DEFAULTS.maxClaimsKept, whenFull: 'forgets' },

@@ -163,7 +163,7 @@ export function memberSettings(options: MemberOptions = {}): MemberSettings {
  * The Raft settings a member runs with beyond its timing, the same in `Cluster` and in the
  * simulator. No more entries applied in one Ready than one compaction interval, so that a member
  * catching up on many entries at once compacts as it goes, and its log, in memory and on disk,
- * stays within two intervals (and what it retains) of what it applied. And the data of entries
+ * stays within its bound (member-bounds.ts: three intervals and what it retains). And the data of entries
  * appended here kept in the arena for log data (see ByteArena), so that no kept entry holds a
  * slab of Node's pool of small buffers.
  */

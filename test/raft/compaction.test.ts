@@ -192,3 +192,25 @@ describe('log compaction and snapshots', () => {
     expect(node.compact({ index: applied, term: node.log.term(applied)!, data }, 0)).toBe(false);
   });
 });
+
+describe('applying held while a snapshot is taken in steps', () => {
+  it('hands out no committed entry past the hold, says that some wait, and hands them out once it is lifted', () => {
+    const net = new TestNetwork(three);
+    net.elect('a');
+    const a = net.node('a');
+    const before = a.log.applied;
+    a.holdApplyingAbove(before + 2);
+    proposeAll(net, 'a', texts('x', 5));
+    // Committed everywhere; a applies two of the five, and has no Ready for the rest.
+    expect(a.log.committed).toBe(before + 5);
+    expect(a.log.applied).toBe(before + 2);
+    expect(a.applyingHeld).toBe(true);
+    expect(a.hasReady()).toBe(false);
+    expect(net.appliedTexts('b')).toEqual(texts('x', 5));
+    a.holdApplyingAbove(null);
+    expect(a.applyingHeld).toBe(false);
+    net.stabilize();
+    expect(a.log.applied).toBe(before + 5);
+    expect(net.appliedTexts('a')).toEqual(texts('x', 5));
+  });
+});

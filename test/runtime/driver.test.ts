@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { InvariantError } from '../../src/raft/invariant.js';
 import { RaftNode } from '../../src/raft/node.js';
-import { EntryType, type Message } from '../../src/raft/types.js';
+import { EntryType, type Entry, type Message } from '../../src/raft/types.js';
 import type { DriverOptions } from '../../src/runtime/driver-options.js';
 import { RaftDriver } from '../../src/runtime/driver.js';
 import type { StateMachine } from '../../src/runtime/state-machine.js';
@@ -588,10 +588,10 @@ describe('snapshots in the driver', () => {
     }
 
     /** A driver whose state machine takes `stepsNeeded` steps per snapshot, compacting every 4 entries. */
-    async function steppedDriver(stepsNeeded: number, onFatal?: (e: unknown) => void): Promise<{ driver: RaftDriver; transport: RecordingTransport; sm: StateMachine & { readonly log: string[] }; appendCommitted: (from: number, to: number) => void } & ReturnType<typeof steppedTimers>> {
+    async function steppedDriver(stepsNeeded: number, onFatal?: (e: unknown) => void, limits: { readonly maxApplyBatch?: number } = {}): Promise<{ driver: RaftDriver; transport: RecordingTransport; sm: StateMachine & { readonly log: string[] }; appendCommitted: (from: number, to: number) => void } & ReturnType<typeof steppedTimers>> {
       const stepping = steppedTimers();
       const sm = steppedStateMachine(stepsNeeded);
-      const { driver, transport } = await makeDriver(new MemoryLogStorage(), onFatal, undefined, { stateMachine: sm, timers: stepping.timers, compaction: { everyEntries: 4, retainEntries: 0 } });
+      const { driver, transport } = await makeDriver(new MemoryLogStorage(), onFatal, undefined, { stateMachine: sm, timers: stepping.timers, compaction: { everyEntries: 4, retainEntries: 0 } }, limits);
       /** Entries `from`..`to` from leader b, committed at once. */
       const appendCommitted = (from: number, to: number): void => {
         const entries = Array.from({ length: to - from + 1 }, (_, i) => entry(from + i));
@@ -606,8 +606,9 @@ describe('snapshots in the driver', () => {
       await settle();
       expect(sm.log.at(-1)).toBe('begin 4');
       expect(driver.snapshotsTaken).toBe(0);
-      // Entries go on applying between the steps; no second snapshot begins meanwhile.
-      appendCommitted(5, 9);
+      // Entries go on applying between the steps, up to two intervals past the last snapshot
+      // (none yet: 8); no second snapshot begins meanwhile.
+      appendCommitted(5, 8);
       await settle();
       expect(sm.log.filter((l) => l.startsWith('begin'))).toEqual(['begin 4']);
       expect(runSteps()).toBe(2);
@@ -618,27 +619,37 @@ describe('snapshots in the driver', () => {
       expect(driver.lastSnapshot).toMatchObject({ steps: 4 });
     });
 
-    it('holds applying at two intervals past the last snapshot while its steps run, and goes on once it is taken', async () => {
-      const { driver, sm, appendCommitted, runSteps } = await steppedDriver(3);
+    it('is taken at once when applying reaches two intervals past the last snapshot, and the entries held apply', async () => {
+      // A Ready hands out one interval at most, as a member's does.
+      const { maxApplyBatch } = raftSettingsFor({ everyEntries: 4, retainEntries: 0 });
+      const { driver, transport, sm, appendCommitted, pending } = await steppedDriver(3, undefined, { maxApplyBatch });
+      // What member-bounds.ts counts as each entry applies: the entries kept, applied and durable.
+      const kept: number[] = [];
+      const apply = sm.apply.bind(sm);
+      Object.assign(sm, { apply: (e: Entry) => (kept.push(Math.min(e.index, driver.node.log.stable) - driver.node.log.firstIndex() + 1), apply(e)) });
       appendCommitted(1, 4);
       await settle();
       expect(sm.log.at(-1)).toBe('begin 4');
-      // Sixteen more commit during the steps: the log cannot be compacted until the snapshot is
-      // complete, so applying stops at 8 (the last snapshot, none yet, and two intervals of 4).
-      appendCommitted(5, 20);
+      // Sixteen more, durable here, then committed before the next step: applying stops at 8
+      // (two intervals of 4 past the last snapshot, none yet), the rest of the snapshot at 4 is
+      // taken at once and compacted, and so on, each snapshot compacted before applying passes
+      // two intervals after it.
+      const entries = Array.from({ length: 16 }, (_, i) => entry(5 + i));
+      transport.deliver({ type: 'append', from: 'b', to: 'a', term: 1, prevIndex: 4, prevTerm: 1, entries, commit: 4 });
       await settle();
-      expect(driver.node.log.committed).toBe(20);
-      expect(driver.node.log.applied).toBe(8);
-      expect(sm.log.filter((l) => l.startsWith('apply')).at(-1)).toBe('apply 8');
-      expect(driver.node.hasReady()).toBe(false);
-      runSteps();
+      expect(driver.node.log.stable).toBe(20);
+      transport.deliver({ type: 'append', from: 'b', to: 'a', term: 1, prevIndex: 20, prevTerm: 1, entries: [], commit: 20 });
       await settle();
-      expect(driver.snapshotsTaken).toBe(1);
-      expect(driver.node.latestSnapshot.index).toBe(4);
-      // Compacted, the rest applies, and the next snapshot begins where applying reached.
       expect(driver.node.log.applied).toBe(20);
-      expect(sm.log.filter((l) => l.startsWith('apply')).at(-1)).toBe('apply 20');
-      expect(sm.log.at(-1)).toBe('begin 20');
+      expect(sm.log.filter((l) => l.startsWith('begin'))).toEqual(['begin 4', 'begin 12', 'begin 16']);
+      expect(driver.snapshotsTaken).toBe(2);
+      expect(driver.node.latestSnapshot).toMatchObject({ index: 12, data: new Uint8Array([12]) });
+      // The first was finished at once: its three steps, and the call that handed it to storage.
+      expect(driver.lastSnapshot).toMatchObject({ steps: 4 });
+      // Within the bound of three intervals (12) all along; without the hold, 20 at the end.
+      expect(Math.max(...kept)).toBe(8);
+      // The last begins in steps again.
+      expect(pending()).toBe(1);
     });
 
     it('compacts once the Readies before it are handled, when its last step comes right after an append', async () => {
@@ -660,8 +671,7 @@ describe('snapshots in the driver', () => {
       appendCommitted(1, 4);
       await settle();
       expect(pending()).toBe(1);
-      // Entries past the hold (8) wait for the snapshot in steps, then the leader's replaces them.
-      appendCommitted(5, 12);
+      appendCommitted(5, 8);
       await settle();
       expect(driver.node.log.applied).toBe(8);
       transport.deliver({ type: 'snapshot', from: 'b', to: 'a', term: 1, snapshot: { index: 20, term: 1, data: new Uint8Array([20]) } });
