@@ -63,7 +63,8 @@ export interface ClusterState {
    * snapshot at `snapshotIndex`, taken `snapshotsTaken` times here and installed from a leader
    * `snapshotsInstalled` times since this member started). `lastSnapshot`: how long taking the
    * last one here held this member's event loop, in all and at once (it is taken in steps, with
-   * other work between them, and handed to storage in one more), and its size; null before the
+   * other work between them, and handed to storage in one more; the rest taken at once when
+   * entries applying meanwhile reached two snapshot intervals), and its size; null before the
    * first.
    */
   readonly log: {

@@ -27,7 +27,7 @@ export const COMPACTION_DEFAULTS: CompactionOptions = {
 export interface SnapshotTiming {
   /** Every step together, in ms. */
   readonly loopMs: number;
-  /** The longest step, in ms: the longest the loop stood still for it at once. */
+  /** The longest step, in ms: the longest the loop stood still for it at once (the steps taken together when it was finished at once, see Compactor.finishNow). */
   readonly longestStepMs: number;
   readonly steps: number;
   /** The snapshot's size, in bytes. */
@@ -140,7 +140,11 @@ export class Compactor {
     if (s === null || !this.#o.running()) return;
     if (s.timer !== null) this.#o.timers.clearTimeout(s.timer);
     s.timer = null;
+    const started = this.#o.timers.now();
     while (this.#snapshotting === s && !this.#step(s));
+    // The loop stood still for every step taken here at once: its longest step is all of them.
+    const timing = this.#lastTiming;
+    if (this.#snapshotTaken !== null && timing !== null) this.#lastTiming = { ...timing, longestStepMs: Math.max(timing.longestStepMs, this.#o.timers.now() - started) };
   }
 
   /**

@@ -541,10 +541,12 @@ describe('snapshots in the driver', () => {
 
   describe('a snapshot taken in steps', () => {
     /** Timers whose zero-delay callbacks (the snapshot's steps) the test runs by hand. */
-    function steppedTimers(): { timers: Timers; runSteps: () => number; pending: () => number } {
+    /** Timers whose zero-delay timeouts run when the test says (runSteps), on a clock the test moves (`clock.ms`). */
+    function steppedTimers(): { timers: Timers; runSteps: () => number; pending: () => number; clock: { ms: number } } {
       let due: Array<{ run: () => void; cancelled: boolean }> = [];
+      const clock = { ms: 0 };
       const timers: Timers = {
-        now: () => 0,
+        now: () => clock.ms,
         setTimeout: (run, delayMs) => {
           if (delayMs !== 0) return 0;
           const handle = { run, cancelled: false };
@@ -568,7 +570,7 @@ describe('snapshots in the driver', () => {
         }
         return ran;
       };
-      return { timers, runSteps, pending };
+      return { timers, runSteps, pending, clock };
     }
 
     /** A state machine whose snapshot takes `stepsNeeded` steps and holds the applied index it began at. */
@@ -622,11 +624,18 @@ describe('snapshots in the driver', () => {
     it('is taken at once when applying reaches two intervals past the last snapshot, and the entries held apply', async () => {
       // A Ready hands out one interval at most, as a member's does.
       const { maxApplyBatch } = raftSettingsFor({ everyEntries: 4, retainEntries: 0 });
-      const { driver, transport, sm, appendCommitted, pending } = await steppedDriver(3, undefined, { maxApplyBatch });
+      const { driver, transport, sm, appendCommitted, pending, clock } = await steppedDriver(3, undefined, { maxApplyBatch });
       // What member-bounds.ts counts as each entry applies: the entries kept, applied and durable.
       const kept: number[] = [];
       const apply = sm.apply.bind(sm);
       Object.assign(sm, { apply: (e: Entry) => (kept.push(Math.min(e.index, driver.node.log.stable) - driver.node.log.firstIndex() + 1), apply(e)) });
+      // Each step of a snapshot takes a millisecond.
+      const inSteps = sm.snapshotInSteps?.bind(sm);
+      const timedSteps = (): { step: () => Uint8Array | null } => {
+        const steps = inSteps?.();
+        return { step: () => ((clock.ms += 1), steps?.step() ?? null) };
+      };
+      Object.assign(sm, { snapshotInSteps: timedSteps });
       appendCommitted(1, 4);
       await settle();
       expect(sm.log.at(-1)).toBe('begin 4');
@@ -644,8 +653,9 @@ describe('snapshots in the driver', () => {
       expect(sm.log.filter((l) => l.startsWith('begin'))).toEqual(['begin 4', 'begin 12', 'begin 16']);
       expect(driver.snapshotsTaken).toBe(2);
       expect(driver.node.latestSnapshot).toMatchObject({ index: 12, data: new Uint8Array([12]) });
-      // The first was finished at once: its three steps, and the call that handed it to storage.
-      expect(driver.lastSnapshot).toMatchObject({ steps: 4 });
+      // The one at 12 was finished at once: its first step as it began, the other two in one turn
+      // of the loop (its longest stand-still), and the call that handed it to storage.
+      expect(driver.lastSnapshot).toMatchObject({ steps: 4, loopMs: 3, longestStepMs: 2 });
       // Within the bound of three intervals (12) all along; without the hold, 20 at the end.
       expect(Math.max(...kept)).toBe(8);
       // The last begins in steps again.
