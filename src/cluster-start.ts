@@ -171,9 +171,12 @@ export async function startMember(ctx: StartContext, parts: MemberParts): Promis
   const tell = <K extends keyof ClusterEvents>(event: K, ...payload: ClusterEvents[K]): void => tellApp(cluster, event, ...payload);
   // runExclusive's lock proposals that went unanswered: let go as they commit, or come in a snapshot.
   const lockHooks = unansweredLockHooks(o.self.id, ctx.unansweredLocks, () => parts.member ?? undefined, (run) => void ctx.timers.setTimeout(run, heartbeatIntervalMs(o.member.timing)));
+  const peerId = transport.peerId();
   const member = new Member({
     self: o.self.id,
     node,
+    // A removal of its address that the log replays from before this member joined is not its own.
+    ...(peerId === null ? {} : { incarnation: { peerId, joined: identity.joined } }),
     storedVersion: storedWireVersion(stored),
     storage,
     transport,

@@ -156,8 +156,9 @@ export class UnknownJobError extends CronraftError {
 export class MembershipChangeRefusedError extends CronraftError {
   readonly reason: string;
 
-  constructor(reason: string, what: string) {
-    super('CRONRAFT_MEMBERSHIP_REFUSED', `The leader refused to ${what}: ${reason}`);
+  /** `remedy`: what to do about it, where the reason alone does not say. */
+  constructor(reason: string, what: string, remedy?: string) {
+    super('CRONRAFT_MEMBERSHIP_REFUSED', `The leader refused to ${what}: ${reason}${remedy === undefined ? '' : `. ${remedy}`}`);
     this.reason = reason;
   }
 }

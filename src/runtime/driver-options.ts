@@ -8,6 +8,7 @@ import type { Transport } from '../transport/transport.js';
 import type { CompactionOptions } from './compaction.js';
 import type { RequestOptions } from './pending-requests.js';
 import type { StateMachine } from './state-machine.js';
+import type { Incarnation } from './own-removal.js';
 
 /**
  * Whether a request failed because this member's driver stopped for good (it failed, the member
@@ -26,6 +27,11 @@ export interface DriverOptions extends RequestOptions {
    */
   readonly leaseMs?: number;
   readonly node: RaftNode;
+  /**
+   * Which member this process is beyond its id (own-removal.ts): a removal of its id that the
+   * log replays from before it joined is an earlier member's, not its own. @default its id alone
+   */
+  readonly incarnation?: Incarnation;
   readonly storage: LogStorage;
   readonly transport: Transport;
   readonly stateMachine: StateMachine;

@@ -188,8 +188,12 @@ function firstLine(error: unknown): string {
 function refusalError(answer: Extract<JoinAnswer, { type: 'refused' }>, o: FindClusterOptions): CronraftError {
   if (answer.reason === 'version-not-active') return new VersionNotActiveError('Joining a running cluster', answer.needs, answer.active);
   if (answer.reason === 'version-too-old') return new VersionTooOldError(answer.needs, o.reads.stateMachine.max, 'The cluster this member joins');
-  return new MembershipChangeRefusedError(answer.reason, `add ${o.self} as a learner`);
+  return new MembershipChangeRefusedError(answer.reason, `add ${o.self} as a learner`, answer.reason === 'peer-id-mismatch' ? PEER_ID_MISMATCH_REMEDY : undefined);
 }
+
+/** What a member refused for its key does: the configuration binds its address to another key. */
+const PEER_ID_MISMATCH_REMEDY =
+  "The configuration binds this address to another key: put the member's old peer-key back in its data directory, or, when it is lost, remove the member (removeMember, npx cronraft remove-member) and start it again with an empty data directory to join as a new member";
 
 function describeAnswer(answer: JoinAnswer): string {
   switch (answer.type) {

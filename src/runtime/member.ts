@@ -36,6 +36,7 @@ import type { ProposalResult } from './pending-requests.js';
 import type { RunRecord } from './scheduler/job-types.js';
 import { waitUntil } from './scheduler/handover.js';
 import { SchedulerRuntime, type SchedulerRuntimeOptions } from './scheduler/scheduler-runtime.js';
+import type { Incarnation } from './own-removal.js';
 
 /** Bounds and intervals of one member, resolved from the cluster's options. */
 export interface MemberTiming {
@@ -75,6 +76,8 @@ export interface MemberParts {
   readonly self: NodeId;
   /** The Raft node, built with the founding voters: its configuration is where this member's starts. */
   readonly node: RaftNode;
+  /** Which member this process is beyond its id: see DriverOptions.incarnation. @default its id alone */
+  readonly incarnation?: Incarnation;
   readonly storage: LogStorage;
   readonly transport: Transport;
   readonly clock: Clock;
@@ -201,6 +204,7 @@ export class Member {
     );
     this.driver = new RaftDriver({
       node: parts.node,
+      ...(parts.incarnation === undefined ? {} : { incarnation: parts.incarnation }),
       storage: parts.storage,
       transport: parts.transport,
       stateMachine,

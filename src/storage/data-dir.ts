@@ -43,7 +43,7 @@ export async function openDataDir(dataDir: string): Promise<DataDir> {
       'CRONRAFT_STORAGE_CORRUPT',
       join(dataDir, PEER_KEY_FILE),
       `the member's key is missing, but its log is there (${storePath}): a new key would give the member another peer id. ` +
-        'Put the key file back, or move the data directory aside to start the member empty (README, "Recovering a member").',
+        'Put the key file back; when it is lost, remove the member (removeMember, npx cronraft remove-member) and start it with an empty data directory to join as a new member (README, "Recovering a member").',
     );
   }
   return { privateKey: await createPrivateKey(dataDir), storePath };

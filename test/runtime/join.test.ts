@@ -123,6 +123,8 @@ describe('the forming rule (findCluster)', () => {
     const error = await findCluster(o).then(() => null, (e: unknown) => e);
     expect(error).toBeInstanceOf(MembershipChangeRefusedError);
     expect(error).toMatchObject({ reason: 'peer-id-mismatch' });
+    // It says what to do: the old key back, or a removal and a new member.
+    expect((error as Error).message).toMatch(/peer-key back .* remove the member/);
     expect(o.asked).toHaveLength(3);
   });
 });

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { encodeConfChange, type ConfChange } from '../../src/raft/conf-change.js';
 import { EntryType, type Configuration, type Entry } from '../../src/raft/types.js';
-import { ownRemoval } from '../../src/runtime/own-removal.js';
+import { holdsSelf, ownRemoval } from '../../src/runtime/own-removal.js';
 
 const conf = (voters: string[], learners: string[] = []): Configuration => ({ voters, learners, peerIds: [] });
 const change = (index: number, c: ConfChange): Entry => ({ index, term: 1, type: EntryType.ConfChange, data: encodeConfChange(c), pid: '' });
@@ -29,5 +29,50 @@ describe('ownRemoval', () => {
     expect(ownRemoval('d', false, [change(4, { type: 'remove', id: 'd' })], FOUNDERS, 3)).toBeNull();
     // Another member's removal is not this one's.
     expect(ownRemoval('d', true, [change(4, { type: 'remove', id: 'c' })], conf(['a', 'b'], ['d']), 3)).toBeNull();
+  });
+});
+
+/**
+ * A member removed, then started again empty at the same address (a machine replaced, a member
+ * recovered, a scale-in and out): a stranger's attack found it stopped as removed every time the
+ * leader's log still held its earlier removal, as it replayed that removal. It is a new member
+ * of the same id, with a new peer id: the removals of the earlier ones are not its own.
+ */
+describe('ownRemoval of a member that knows its incarnation', () => {
+  const OLD = '12D3KooWOldKeyOfThisAddress';
+  const NEW = '12D3KooWNewKeyOfThisAddress';
+  const joiner = { peerId: NEW, joined: true };
+  const founder = { peerId: NEW, joined: false };
+  const bound = (voters: string[], learners: string[], peerIds: Array<[string, string]>): Configuration => ({ voters, learners, peerIds });
+
+  it("a joiner at a founder's address does not take the founder's removal for its own", () => {
+    // The founders' configuration holds c, unbound: not this joiner, which is added bound to its key.
+    expect(holdsSelf(FOUNDERS, 'c', joiner)).toBe(false);
+    const log = [change(5, { type: 'bind', id: 'c', peerId: OLD }), change(8, { type: 'remove', id: 'c' }), change(12, { type: 'add-learner', id: 'c', peerId: NEW })];
+    const after = bound(['a', 'b'], ['c'], [['c', NEW]]);
+    expect(ownRemoval('c', false, log, after, 3, joiner)).toBeNull();
+    expect(holdsSelf(after, 'c', joiner)).toBe(true);
+    // Replayed in Readies of their own: the removal is still the earlier member's.
+    expect(ownRemoval('c', false, log.slice(0, 2), bound(['a', 'b'], [], []), 3, joiner)).toBeNull();
+    // Without knowing its incarnation, it took the removal for its own (the defect).
+    expect(ownRemoval('c', true, log, after, 3)).toBe(8);
+  });
+
+  it('a joiner at the address of an earlier joiner does not take its removal for its own, and learns of its own', () => {
+    const earlier = [change(4, { type: 'add-learner', id: 'd', peerId: OLD }), change(6, { type: 'remove', id: 'd' })];
+    const own = change(9, { type: 'add-learner', id: 'd', peerId: NEW });
+    const after = bound(['a', 'b', 'c'], ['d'], [['d', NEW]]);
+    expect(ownRemoval('d', false, [...earlier, own], after, 3, joiner)).toBeNull();
+    expect(ownRemoval('d', false, [...earlier, own, change(11, { type: 'remove', id: 'd' })], FOUNDERS, 3, joiner)).toBe(11);
+    expect(ownRemoval('d', true, [change(11, { type: 'remove', id: 'd' })], FOUNDERS, 3, joiner)).toBe(11);
+    expect(ownRemoval('d', true, [], FOUNDERS, 12, joiner)).toBe(12);
+  });
+
+  it('a founder holds its place unbound and bound to its own key, and learns of its removal either way', () => {
+    expect(holdsSelf(FOUNDERS, 'c', founder)).toBe(true);
+    expect(holdsSelf(bound(['a', 'b', 'c'], [], [['c', NEW]]), 'c', founder)).toBe(true);
+    expect(holdsSelf(bound(['a', 'b', 'c'], [], [['c', OLD]]), 'c', founder)).toBe(false);
+    expect(ownRemoval('c', true, [change(8, { type: 'remove', id: 'c' })], conf(['a', 'b']), 3, founder)).toBe(8);
+    expect(ownRemoval('c', true, [change(5, { type: 'bind', id: 'c', peerId: NEW }), change(8, { type: 'remove', id: 'c' })], conf(['a', 'b']), 3, founder)).toBe(8);
   });
 });

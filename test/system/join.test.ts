@@ -165,6 +165,41 @@ describe('joining a running cluster (real network, loopback)', () => {
     expect(leader.state().configuration.voters).not.toContain(victim.id);
   });
 
+  it('a member removed and started again empty at its address joins again, twice: the removals its log replays are earlier members’', async () => {
+    // No compaction: a joiner replays the leader's log, the removals of its address among it. A
+    // stranger's attack found such a joiner stopped as removed as it applied the first of them
+    // (README, "Replacing a machine": start it again with an empty data directory).
+    const options: ClusterOptions = { storage: 'memory', snapshotEveryEntries: 10_000 };
+    const seeds: string[] = [];
+    for (let i = 0; i < 3; i++) seeds.push(`127.0.0.1:${await freePort()}`);
+    const members = seeds.map((listen) => member(seeds, listen, options));
+    await Promise.all(members.map((m) => m.start()));
+    await members[0]!.waitForLeader({ timeoutMs: 10_000 });
+    await expect.poll(() => members.every((m) => m.state().version.active >= 2 && m.state().members.every((x) => x.peerId !== null)), { timeout: 10_000, interval: 50 }).toBe(true);
+    const leader = members.find((m) => m.state().role === 'leader') as Cluster;
+    const address = (members.find((m) => m !== leader) as Cluster).id;
+    let previous = members.find((m) => m.id === address) as Cluster;
+    for (let round = 1; round <= 2; round++) {
+      await previous.stop();
+      await leader.removeMember(address);
+      expect(leader.state().log.firstIndex).toBe(1);
+      // The leader drops a removed member's connection an election timeout after the removal
+      // (ConfigurationKeeper's removeAfterMs): waited out on real time, as the transport runs.
+      await new Promise((resolve) => setTimeout(resolve, 4 * (OPTIONS.electionTimeoutMs as number)));
+      const again = member(seeds, address, options);
+      const errors: unknown[] = [];
+      again.on('error', (e) => errors.push(e));
+      await again.start();
+      const { index } = await leader.propose(`after round ${round}`);
+      await expect.poll(() => again.state().appliedIndex, { timeout: 10_000, interval: 50 }).toBeGreaterThanOrEqual(index);
+      expect(errors).toEqual([]);
+      expect(again.state().status).toBe('running');
+      const conf = leader.state().configuration;
+      expect([...conf.voters, ...conf.learners]).toContain(address);
+      previous = again;
+    }
+  });
+
   it('a member whose seeds do not answer forms the cluster if it is among them, and otherwise refuses to start', async () => {
     const own = `127.0.0.1:${await freePort()}`;
     const silent = `127.0.0.1:${await freePort()}`;
