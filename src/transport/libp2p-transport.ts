@@ -4,7 +4,6 @@ import { tunedNoise } from './tuned-noise.js';
 import { relaxWindowUpdates } from './yamux-window.js';
 import { yamux } from '@chainsafe/libp2p-yamux';
 import type { ComponentLogger, Connection, Libp2p, PrivateKey, Stream, StreamMessageEvent } from '@libp2p/interface';
-import { preSharedKey } from '@libp2p/pnet';
 import { tcp } from '@libp2p/tcp';
 import { multiaddr } from '@multiformats/multiaddr';
 import { createLibp2p } from 'libp2p';
@@ -45,6 +44,7 @@ import type { MemberPeer, Transport, TransportStats } from './transport.js';
 import { AskerAnswers } from './asker-answer.js';
 import { ListenAddresses } from './listen-addresses.js';
 import { isVoteRequest } from './vote-askers.js';
+import { privateNetwork } from './private-network.js';
 
 export interface Libp2pTransportOptions {
   /** This member's id; inbound messages must be addressed to it. */
@@ -178,7 +178,7 @@ export class Libp2pTransport implements Transport {
         addresses: { listen: [this.#listen] },
         // noDelay is @libp2p/tcp's default; stated here because latency depends on it.
         transports: [tcp({ dialOpts: { noDelay: true }, listenOpts: { noDelay: true } })],
-        ...(this.#psk === undefined ? {} : { connectionProtector: preSharedKey({ psk: this.#psk }) }),
+        ...(this.#psk === undefined ? {} : { connectionProtector: privateNetwork(this.#psk) }),
         connectionEncrypters: [tunedNoise()],
         streamMuxers: [yamux()],
         connectionGater: this.#gate.gater(),
