@@ -15,7 +15,7 @@ import { DurableWrites } from './durable-writes.js';
 import { InboundSnapshots } from './inbound-snapshots.js';
 import { leaseMs } from './lease.js';
 import { LeaseEchoes } from './lease-echoes.js';
-import { holdsSelf, ownRemoval } from './own-removal.js';
+import { SelfInConfiguration } from './own-removal.js';
 import { PeerContact, type PeerContactView } from './peer-contact.js';
 import type { DriverOptions } from './driver-options.js';
 import { PendingRequests, type ProposalResult } from './pending-requests.js';
@@ -93,12 +93,8 @@ export class RaftDriver {
   #appendedSeen = 0;
   /** Set when a Ready's configuration no longer holds this member: it stops once that Ready is done. */
   #removed: RemovedError | null = null;
-  /**
-   * Whether the configuration held this member (holdsSelf): a joiner starts outside the one it is
-   * given (the founding voters) and is not removed by a change it applies before the one that
-   * adds it, nor by the removal of an earlier member of its address.
-   */
-  #wasMember: boolean;
+  /** Whether the configuration holds this member, and its removal (a joiner's before its addition, or an earlier member's of its address, is none). */
+  readonly #self: SelfInConfiguration;
 
   constructor(options: DriverOptions) {
     this.#o = options;
@@ -109,7 +105,7 @@ export class RaftDriver {
     this.#clockSync = new ClockSync({ self: options.node.id, voters: membersOf(options.node.configuration) });
     this.#clusterClock = { now: () => this.#clockSync.clusterTime(this.#o.timers.now(), this.#o.clock.now()) };
     this.#stampClock = new StampClock(this.#clusterClock, () => this.#clockSync.synced);
-    this.#wasMember = holdsSelf(options.node.configuration, options.node.id, options.incarnation);
+    this.#self = new SelfInConfiguration(options.node.id, options.node.configuration, options.incarnation);
     this.#contact = new PeerContact(options.node, options.tickMs, options.leaderSilenceMs, options.timers.now());
     this.#leaseEchoes = new LeaseEchoes(options.node, options.leaseMs ?? leaseMs(options.leaderSilenceMs));
     this.#inbound = new InboundSnapshots(options.stateMachine, (error) => this.#fail(error));
@@ -529,9 +525,8 @@ export class RaftDriver {
     this.#clockSync.setMembers(membersOf(conf), this.#o.timers.now(), this.#o.clock.now());
     this.#leaseEchoes.configured(conf);
     this.#o.onConfiguration?.(conf);
-    const removedAt = this.#removed === null ? ownRemoval(this.#node.id, this.#wasMember, rd.committed, conf, rd.snapshot?.index ?? this.#node.log.applied, this.#o.incarnation) : null;
-    if (removedAt !== null) this.#removed = new RemovedError(removedAt);
-    this.#wasMember = holdsSelf(conf, this.#node.id, this.#o.incarnation);
+    const removedAt = this.#self.removal(rd.committed, conf, rd.snapshot?.index ?? this.#node.log.applied);
+    if (removedAt !== null && this.#removed === null) this.#removed = new RemovedError(removedAt);
   }
 
   #send(m: Message): void {

@@ -18,8 +18,7 @@ export interface Incarnation {
  * or unbound while this member is a founder. Without an incarnation, holding `self` is enough.
  */
 export function holdsSelf(conf: Configuration, self: NodeId, incarnation: Incarnation | undefined): boolean {
-  if (!isMember(conf, self)) return false;
-  return incarnation === undefined || ownBinding(boundPeerId(conf, self), incarnation);
+  return isMember(conf, self) && ownBinding(boundPeerId(conf, self), incarnation);
 }
 
 /** Whether a member bound to `peerId` (null or undefined: unbound) is `incarnation`. */
@@ -54,4 +53,28 @@ export function ownRemoval(self: NodeId, wasMember: boolean, committed: readonly
   }
   if (wasMember && !holdsSelf(conf, self, incarnation)) return committed[committed.length - 1]?.index ?? fallbackIndex;
   return null;
+}
+
+/**
+ * This member's place in the configuration, Ready after Ready: whether the configuration holds
+ * it (holdsSelf), which a joiner starts outside of (the founding voters it is given are not its
+ * configuration), and the removal a Ready brings (ownRemoval).
+ */
+export class SelfInConfiguration {
+  readonly #self: NodeId;
+  readonly #incarnation: Incarnation | undefined;
+  #held: boolean;
+
+  constructor(self: NodeId, conf: Configuration, incarnation: Incarnation | undefined) {
+    this.#self = self;
+    this.#incarnation = incarnation;
+    this.#held = holdsSelf(conf, self, incarnation);
+  }
+
+  /** The index of this member's removal by a Ready of `committed` entries that left `conf`; null when it brought none. */
+  removal(committed: readonly Entry[], conf: Configuration, fallbackIndex: number): number | null {
+    const at = ownRemoval(this.#self, this.#held, committed, conf, fallbackIndex, this.#incarnation);
+    this.#held = holdsSelf(conf, this.#self, this.#incarnation);
+    return at;
+  }
 }
