@@ -180,14 +180,15 @@ describe('joining a running cluster (real network, loopback)', () => {
     const address = (members.find((m) => m !== leader) as Cluster).id;
     let previous = members.find((m) => m.id === address) as Cluster;
     let previousErrors: unknown[] = [];
+    const removals: number[] = [];
     for (let round = 1; round <= 2; round++) {
       if (round === 1) {
         await previous.stop();
-        await leader.removeMember(address);
+        removals.push((await leader.removeMember(address)).index);
       } else {
         // The member that joined, removed while it runs, applies its own removal and stops
         // (sooner than it would ask whether it was removed, after 15 s without a leader).
-        await leader.removeMember(address);
+        removals.push((await leader.removeMember(address)).index);
         await expect.poll(() => previousErrors.length, { timeout: 5_000, interval: 50 }).toBe(1);
         expect(previousErrors[0]).toMatchObject({ code: 'CRONRAFT_REMOVED' });
         // Failed, it still holds its address until the app stops it.
@@ -200,10 +201,14 @@ describe('joining a running cluster (real network, loopback)', () => {
       const again = member(seeds, address, options);
       const errors: unknown[] = [];
       again.on('error', (e) => errors.push(e));
+      // The removals of its address that it replays are told to it too (README, "Events").
+      const told: number[] = [];
+      again.on('member-removed', ({ id, index }) => id === address && told.push(index));
       await again.start();
       const { index } = await leader.propose(`after round ${round}`);
       await expect.poll(() => again.state().appliedIndex, { timeout: 10_000, interval: 50 }).toBeGreaterThanOrEqual(index);
       expect(errors).toEqual([]);
+      expect(told).toEqual(removals);
       expect(again.state().status).toBe('running');
       const conf = leader.state().configuration;
       expect([...conf.voters, ...conf.learners]).toContain(address);
