@@ -246,6 +246,36 @@ describe('a single-member cluster', () => {
     expect(follower.state().members).toEqual([expect.objectContaining({ id: follower.id, voter: true, lag: 0, peerId: follower.state().peerId })]);
   });
 
+  it('tells the membership changes it replays from its log again after a restart, at the indexes it told them first (README, "Events")', async () => {
+    const addrs: string[] = [];
+    for (let i = 0; i < 3; i++) addrs.push(`127.0.0.1:${await freePort()}`);
+    const dataDirs = await Promise.all(addrs.map(() => tempDir()));
+    const options = { heartbeatMs: 20, electionTimeoutMs: 100 };
+    const members = addrs.map((listen, i) => new Cluster(addrs, { ...options, listen, dataDir: dataDirs[i] }));
+    started.push(...members);
+    await Promise.all(members.map((m) => m.start()));
+    // Each member's peer id bound first (a configuration change each; one pending refuses a removal).
+    await expect.poll(() => members.every((m) => Object.keys(m.state().configuration.peerIds).length === 3), { timeout: 10_000, interval: 50 }).toBe(true);
+    const leader = members.find((m) => m.state().role === 'leader') as Cluster;
+    const [follower, other] = members.filter((m) => m !== leader) as [Cluster, Cluster];
+    const firstLife: Array<{ id: string; index: number }> = [];
+    follower.on('member-removed', (e) => firstLife.push(e));
+    await leader.removeMember(other.id);
+    await expect.poll(() => firstLife, { timeout: 5_000, interval: 20 }).toHaveLength(1);
+    expect(firstLife[0]?.id).toBe(other.id);
+    await other.stop();
+    await follower.stop();
+
+    const again = new Cluster(addrs, { ...options, listen: follower.id, dataDir: dataDirs[members.indexOf(follower)] });
+    started.push(again);
+    const secondLife: Array<{ id: string; index: number }> = [];
+    again.on('member-removed', (e) => secondLife.push(e));
+    await again.start();
+    // Two voters, one of them stopped: the leader stepped down, and the two elect one again.
+    await expect.poll(() => secondLife, { timeout: 5_000, interval: 20 }).toEqual(firstLife);
+    expect(again.state().configuration.voters).toEqual([leader.id, follower.id].sort());
+  });
+
   it('keeps its log and term across a restart from its data directory', async () => {
     const dataDir = await tempDir();
     const port = await freePort();
