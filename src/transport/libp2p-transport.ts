@@ -75,6 +75,8 @@ export interface Libp2pTransportOptions {
    * protected with it before Noise, so only nodes holding it connect. None when omitted.
    */
   readonly psk?: Uint8Array;
+  /** The blocks of 64 bytes one direction of a connection carries under `psk` at most (private-network.ts); tests make it small. @default MAX_BLOCKS_PER_DIRECTION */
+  readonly pskMaxBlocks?: number;
   /**
    * How many connections of peer ids no member holds are let in at once (to ask to join), and
    * for how long each. @default MAX_VISITOR_CONNECTIONS, VISITOR_CONNECTION_MS
@@ -96,6 +98,7 @@ export class Libp2pTransport implements Transport {
   readonly #listen: string;
   readonly #privateKey: PrivateKey | undefined;
   readonly #psk: Uint8Array | undefined;
+  readonly #pskMaxBlocks: number | undefined;
   readonly #settings: LinkSettings;
   readonly #onEvent: ((event: TransportEvent) => void) | undefined;
   readonly #counters = { sent: 0, received: 0, sentBytes: 0, receivedBytes: 0, droppedQueueFull: 0, droppedMalformed: 0, droppedOversized: 0, droppedUnexpected: 0, droppedPeerIdMismatch: 0 };
@@ -137,6 +140,7 @@ export class Libp2pTransport implements Transport {
     this.#listen = checkMultiaddr(options.listen, 'listen');
     this.#privateKey = options.privateKey;
     this.#psk = options.psk;
+    this.#pskMaxBlocks = options.pskMaxBlocks;
     this.#gate = new ConnectionGate(() => this.#known, options.visitors);
     this.#records = options.entryRecords ?? new EntryRecords();
     const reconnectMinMs = checkInteger(options.reconnectMinMs ?? DEFAULT_RECONNECT_MIN_MS, 'reconnectMinMs', 1);
@@ -178,7 +182,7 @@ export class Libp2pTransport implements Transport {
         addresses: { listen: [this.#listen] },
         // noDelay is @libp2p/tcp's default; stated here because latency depends on it.
         transports: [tcp({ dialOpts: { noDelay: true }, listenOpts: { noDelay: true } })],
-        ...(this.#psk === undefined ? {} : { connectionProtector: privateNetwork(this.#psk) }),
+        ...(this.#psk === undefined ? {} : { connectionProtector: privateNetwork(this.#psk, this.#pskMaxBlocks) }),
         connectionEncrypters: [tunedNoise()],
         streamMuxers: [yamux()],
         connectionGater: this.#gate.gater(),

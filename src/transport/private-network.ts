@@ -84,20 +84,23 @@ export class XSalsa20Stream {
   }
 }
 
-/** The private network's connection protector for libp2p's `connectionProtector`, keyed by `psk` (pnet's format). */
-export function privateNetwork(psk: Uint8Array): () => ConnectionProtector {
+/**
+ * The private network's connection protector for libp2p's `connectionProtector`, keyed by `psk`
+ * (pnet's format); `maxBlocks` bounds each direction of a connection (tests make it small).
+ */
+export function privateNetwork(psk: Uint8Array, maxBlocks = MAX_BLOCKS_PER_DIRECTION): () => ConnectionProtector {
   const key = keyOfPsk(psk);
-  return () => ({ protect: (connection, options) => protect(connection, key, options) });
+  return () => ({ protect: (connection, options) => protect(connection, key, maxBlocks, options) });
 }
 
 /** Sends this side's nonce, reads the other's, and wraps the connection in the two keystreams. */
-async function protect(connection: MessageStream, key: Uint8Array, options?: AbortOptions): Promise<MessageStream> {
+async function protect(connection: MessageStream, key: Uint8Array, maxBlocks: number, options?: AbortOptions): Promise<MessageStream> {
   const localNonce = crypto.getRandomValues(new Uint8Array(NONCE_BYTES));
   const signal = options?.signal ?? AbortSignal.timeout(NONCE_TIMEOUT_MS);
   const bytes = byteStream(connection);
   const [remote] = await Promise.all([bytes.read({ bytes: NONCE_BYTES, signal }), bytes.write(localNonce, { signal })]);
   const maConn = bytes.unwrap() as MultiaddrConnection;
-  return new EncryptedConnection(maConn, new XSalsa20Stream(key, remote.subarray()), new XSalsa20Stream(key, localNonce));
+  return new EncryptedConnection(maConn, new XSalsa20Stream(key, remote.subarray(), maxBlocks), new XSalsa20Stream(key, localNonce, maxBlocks));
 }
 
 /** A connection whose bytes go out under this side's keystream and come in under the other's. */
