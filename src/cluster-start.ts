@@ -30,6 +30,7 @@ import type { Clock, Timers } from './time/clock.js';
 import type { Random } from './time/random.js';
 import { loadPsk } from './transport/cluster-secret.js';
 import type { LanDiscovery } from './transport/lan-discovery.js';
+import { parsePeerAddress } from './transport/address.js';
 import { Libp2pTransport } from './transport/libp2p-transport.js';
 import { checkStoredVersion, storedWireVersion } from './version/stored-version.js';
 import { setMemberOf, versionSupportOf } from './version/test-seams.js';
@@ -236,7 +237,7 @@ export async function startMember(ctx: StartContext, parts: MemberParts): Promis
   // apply, a key that holds the secret could speak for the members they bind.
   const applied = member.configuration.conf;
   for (const [id, peerId] of member.driver.node.latestConfiguration.peerIds) if (boundPeerId(applied, id) === null) transport.bindUntilConfigured(id, peerId);
-  ctx.joins.serve(member, identity.clusterId, identity.foundingVoters);
+  ctx.joins.serve(member, identity.clusterId, identity.foundingVoters, (id, peerId, signal) => transport.reaches(parsePeerAddress(id, 'joiner'), peerId, signal));
   parts.watch = new MemberWatch(
     ctx.timers,
     ctx.members,

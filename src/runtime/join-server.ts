@@ -2,7 +2,7 @@ import { CronraftError, MembershipChangeRefusedError, NotLeaderError, VersionNot
 import { boundPeerId, isMember, membersOf } from '../raft/configuration.js';
 import type { NodeId } from '../raft/types.js';
 import { parsePeerAddress } from '../transport/address.js';
-import type { JoinAnswer, JoinRequest } from '../transport/join-protocol.js';
+import { MAX_REASON_LENGTH, type JoinAnswer, type JoinRequest } from '../transport/join-protocol.js';
 import { inRange, MEMBERSHIP_VERSION } from '../version/versions.js';
 import type { Member } from './member.js';
 
@@ -11,8 +11,17 @@ import type { Member } from './member.js';
  * cluster"); the joiner's side is join.ts.
  */
 
-/** Joins a leader handles at once (each proposes a change and waits for it to commit); more are told to retry. */
+/** Joins a leader handles at once (each dials the joiner back, proposes a change and waits for it to commit); more are told to retry. */
 export const MAX_JOINS_IN_FLIGHT = 4;
+
+/** How long a leader tries to reach a joiner at its id, as the key it asked with, before it answers that it could not. */
+export const DIAL_BACK_TIMEOUT_MS = 2000;
+
+/**
+ * Resolves once this member reached `peerId` at the address `id` on a connection of its own;
+ * rejects, saying why, when it could not (the transport's `reaches`).
+ */
+export type DialBack = (id: NodeId, peerId: string, signal: AbortSignal) => Promise<void>;
 
 /** Why a member refuses a joiner (`version-not-active` is asked again until the joiner gives up; the others end its start). */
 type Refusal = 'version-not-active' | 'version-too-old' | 'bad-id' | 'self' | 'peer-id-mismatch' | (string & {});
@@ -23,11 +32,13 @@ export interface JoinCounts extends Record<JoinAnswer['type'], number> {
   requests: number;
   /** Join streams whose request could not be read (too large, malformed, too slow): reset. */
   unreadable: number;
+  /** Joiners the leader could not reach at their id as the key they asked with (answered `retry`, saying so). */
+  unreachable: number;
 }
 
 type Serving =
   | { readonly phase: 'looking'; readonly voters: readonly NodeId[] }
-  | { readonly phase: 'member'; readonly member: Member; readonly clusterId: string; readonly foundingVoters: readonly NodeId[] }
+  | { readonly phase: 'member'; readonly member: Member; readonly clusterId: string; readonly foundingVoters: readonly NodeId[]; readonly dialBack: DialBack }
   | { readonly phase: 'stopped' };
 
 /**
@@ -36,9 +47,13 @@ type Serving =
  * configuration at once (a founding member with an empty data directory, or a joiner whose
  * answer was lost), sends the others to the leader, and the leader adds them as learners
  * (bound to the peer id of the connection they asked on), answering once the change committed.
+ * The leader first dials the joiner back at its id: an id that is another member's address
+ * written otherwise (`localhost:7001` for `127.0.0.1:7001`), or an address the members cannot
+ * reach, would make a learner, then a voter, that the others cannot dial, which counts towards
+ * the majority and never answers; such a joiner is told to retry, with why.
  */
 export class JoinServer {
-  readonly counts: JoinCounts = { requests: 0, accepted: 0, redirect: 0, retry: 0, forming: 0, refused: 0, removed: 0, unreadable: 0 };
+  readonly counts: JoinCounts = { requests: 0, accepted: 0, redirect: 0, retry: 0, forming: 0, refused: 0, removed: 0, unreadable: 0, unreachable: 0 };
   readonly #self: NodeId;
   #serving: Serving = { phase: 'stopped' };
   /** Joins the leader is adding, by id: a joiner asking again (through another seed) waits for the same change. */
@@ -53,9 +68,9 @@ export class JoinServer {
     this.#serving = { phase: 'looking', voters };
   }
 
-  /** Once this member runs, in the cluster `clusterId` formed with `foundingVoters`. */
-  serve(member: Member, clusterId: string, foundingVoters: readonly NodeId[]): void {
-    this.#serving = { phase: 'member', member, clusterId, foundingVoters };
+  /** Once this member runs, in the cluster `clusterId` formed with `foundingVoters`; `dialBack` reaches a joiner at its id. */
+  serve(member: Member, clusterId: string, foundingVoters: readonly NodeId[], dialBack: DialBack): void {
+    this.#serving = { phase: 'member', member, clusterId, foundingVoters, dialBack };
   }
 
   stop(): void {
@@ -99,10 +114,7 @@ export class JoinServer {
     const adding = this.#adding.get(request.id);
     if (adding !== undefined) return adding.peer === remotePeer ? adding.answer : retry('another peer is joining under this id');
     if (this.#adding.size >= MAX_JOINS_IN_FLIGHT) return retry('the leader is adding other members');
-    const answer = member.proposeConfChange({ type: 'add-learner', id: request.id, peerId: remotePeer }).then(
-      () => ({ ...accepted, members: membersOf(member.configuration.conf) }),
-      (error: unknown) => answerOfFailure(error),
-    );
+    const answer = this.#add(serving.dialBack, member, request.id, remotePeer, accepted);
     this.#adding.set(request.id, { peer: remotePeer, answer });
     try {
       return await answer;
@@ -110,6 +122,32 @@ export class JoinServer {
       this.#adding.delete(request.id);
     }
   }
+
+  /** Adds `id` as a learner bound to `peerId` once it was reached at `id` as `peerId`. */
+  async #add(dialBack: DialBack, member: Member, id: NodeId, peerId: string, accepted: JoinAnswer): Promise<JoinAnswer> {
+    try {
+      await dialBack(id, peerId, AbortSignal.timeout(DIAL_BACK_TIMEOUT_MS));
+    } catch (error) {
+      this.counts.unreachable++;
+      return retry(unreachableDetail(error));
+    }
+    return member.proposeConfChange({ type: 'add-learner', id, peerId }).then(
+      () => ({ ...accepted, members: membersOf(member.configuration.conf) }),
+      (error: unknown) => answerOfFailure(error),
+    );
+  }
+}
+
+/**
+ * What a joiner the leader could not dial back is told, with the first line of the dial's error
+ * cut to fit an answer's bound (the joiner names its own id in the error it fails with).
+ */
+function unreachableDetail(error: unknown): string {
+  const head = "the leader could not dial this member's id and reach its key (";
+  const tail = '): its id must be an address every member can dial (listen, or advertise)';
+  const line = (error instanceof Error ? error.message : String(error)).split('\n')[0] ?? '';
+  const room = MAX_REASON_LENGTH - head.length - tail.length;
+  return `${head}${line.length > room ? `${line.slice(0, room - 1)}…` : line}${tail}`;
 }
 
 /**

@@ -116,8 +116,13 @@ export async function findCluster(o: FindClusterOptions): Promise<FoundCluster> 
     const fromLeaders = await Promise.all([...leaders].map(async (id) => [id, await askAt(o, id, request, askMs)] as const));
     let forming = 0;
     let lowerLooking = false;
+    // A round the deadline cut short (its asks given less than their whole time) replaces no
+    // answer a peer gave before with its silence: the error says what the peers answered.
+    const cutShort = askMs < o.askTimeoutMs;
     for (const [id, answer] of [...asked, ...fromLeaders]) {
       const why = failures.get(id);
+      const before = last.get(id);
+      if (answer === null && cutShort && before !== undefined && !before.startsWith('no answer')) continue;
       last.set(id, answer === null ? (why === undefined ? 'no answer' : `no answer (${why})`) : describeAnswer(answer));
       if (answer === null) continue;
       if (answer.type === 'accepted') return { type: 'join', clusterId: answer.clusterId, foundingVoters: answer.foundingVoters, members: answer.members, acceptedBy: { id, peerId: answer.peerId ?? null } };

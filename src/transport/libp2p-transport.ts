@@ -347,6 +347,23 @@ export class Libp2pTransport implements Transport {
   }
 
   /**
+   * Resolves once a connection of its own to `address` completes its handshake with `peerId`,
+   * then closes it: a leader's check that a joiner's id is an address the members reach as the
+   * key it asked with (join-server.ts). Rejects when the address cannot be dialled or another
+   * key answers there. A connection already open to `peerId` (the joiner's own) proves nothing
+   * of its address, so one is dialled anew.
+   */
+  async reaches(address: PeerAddress, peerId: string, signal: AbortSignal): Promise<void> {
+    const node = this.#node;
+    if (node === null || this.#state !== 'running') throw new NotRunningError(this.#state);
+    const connection = await node.dial(multiaddr(`${address.multiaddr}/p2p/${peerId}`), { signal, force: true }).catch((error: unknown) => {
+      // Noise's words for it name both keys in full, which an answer's bounded detail would cut.
+      throw error instanceof Error && error.name === 'EncryptionFailedError' && /does not match expected remote identity key/.test(error.message) ? new Error('another key answered at that address') : error;
+    });
+    connection.abort(new Error('the joiner was reached at its id'));
+  }
+
+  /**
    * Binds `peerId` to member `id` until the configuration binds one (setMembers), unless the
    * user pinned one: a member that has not replayed the bindings yet takes frames as `id` only
    * from that key meanwhile. A joiner binds so the member whose answer added it (the join stream

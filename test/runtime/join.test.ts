@@ -111,6 +111,23 @@ describe('the forming rule (findCluster)', () => {
     expect(answered?.message).not.toContain('another secret');
   });
 
+  it('names what each peer answered last, not its silence in a round the deadline cut short', async () => {
+    const detail = "the leader could not dial this member's id and reach its key";
+    // B answers while an ask has its whole time, and times out on one the deadline cut short.
+    const o = looking(D, [B], false, () => null);
+    const ask: FindClusterOptions['ask'] = (address, request, timeoutMs) => {
+      o.asked.push(address.id);
+      return timeoutMs < o.askTimeoutMs ? Promise.reject(new Error('The operation was aborted due to timeout')) : Promise.resolve({ type: 'retry', detail });
+    };
+    const error = await findCluster({ ...o, ask }).then(() => null, (e: Error) => e);
+    expect(error).toBeInstanceOf(JoinFailedError);
+    expect(error?.message).toContain(`${B}: a cluster runs (${detail})`);
+    expect(error?.message).not.toContain('no answer');
+    // Silent on an ask with its whole time, it is said to be: down since it last answered.
+    const silent = looking(D, [B], false, (_seed, round) => (round === 0 ? { type: 'retry', detail } : null));
+    expect((await findCluster(silent).then(() => null, (e: Error) => e))?.message).toContain(`${B}: no answer (unreachable)`);
+  });
+
   it('asks again while the cluster runs version 1, and then fails with VersionNotActiveError', async () => {
     const later = looking(D, [A], false, (_seed, round) => (round < 3 ? { type: 'refused', reason: 'version-not-active', needs: 2, active: 1 } : accepted));
     expect(await findCluster(later)).toMatchObject({ type: 'join' });

@@ -217,6 +217,29 @@ describe('joining a running cluster (real network, loopback)', () => {
     }
   });
 
+  it('adds no joiner whose id the leader cannot dial back to its key: another member\'s address written otherwise, or an address nothing listens at', async () => {
+    const { seeds, leader } = await founders();
+    const follower = seeds.find((id) => id !== leader.id) as string;
+    const nobody = await freePort();
+    // An alias of a live follower (the leader dials it and meets the follower's key), of the
+    // leader itself, and an address with nothing there: each would have made a voter the others
+    // cannot dial, counted towards the majority.
+    for (const advertise of [follower.replace('127.0.0.1', 'localhost'), leader.id.replace('127.0.0.1', 'localhost'), `127.0.0.1:${nobody}`]) {
+      const unreachableBefore = leader.state().joins.unreachable;
+      const joiner = member(seeds, `127.0.0.1:${await freePort()}`, { storage: 'memory', advertise, joinTimeoutMs: 1500 });
+      const error = await joiner.start().then(() => null, (e: unknown) => e);
+      expect(error, advertise).toMatchObject({ code: 'CRONRAFT_JOIN_FAILED' });
+      expect((error as Error).message).toContain("the leader could not dial this member's id and reach its key");
+      expect(leader.state().joins.unreachable).toBeGreaterThan(unreachableBefore);
+      expect(leader.state().configuration).toMatchObject({ voters: [...seeds].sort(), learners: [] });
+    }
+    // One at its own address, written as the others dial it, gets in.
+    const port = await freePort();
+    const honest = member(seeds, `127.0.0.1:${port}`, { storage: 'memory', advertise: `localhost:${port}` });
+    await honest.start();
+    expect(leader.state().configuration.learners).toEqual([`localhost:${port}`]);
+  });
+
   it('a member whose seeds do not answer forms the cluster if it is among them, and otherwise refuses to start', async () => {
     const own = `127.0.0.1:${await freePort()}`;
     const silent = `127.0.0.1:${await freePort()}`;
