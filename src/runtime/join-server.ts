@@ -14,6 +14,15 @@ import type { Member } from './member.js';
 /** Joins a leader handles at once (each dials the joiner back, proposes a change and waits for it to commit); more are told to retry. */
 export const MAX_JOINS_IN_FLIGHT = 4;
 
+/**
+ * Learners a leader does not hear from past which it adds no other: joiners that went away once
+ * added (a crash loop under new addresses, or someone with the secret asking under made-up ids)
+ * would otherwise fill the configuration until the dead-member rule removes them, one at a time,
+ * each dialled and sent heartbeats meanwhile. A joiner added is heard from as it takes the log,
+ * within a heartbeat or two, so honest ones joining together stay well below it.
+ */
+export const MAX_SILENT_LEARNERS = 8;
+
 /** How long a leader tries to reach a joiner at its id, as the key it asked with, before it answers that it could not. */
 export const DIAL_BACK_TIMEOUT_MS = 2000;
 
@@ -34,6 +43,8 @@ export interface JoinCounts extends Record<JoinAnswer['type'], number> {
   unreadable: number;
   /** Joiners the leader could not reach at their id as the key they asked with (answered `retry`, saying so). */
   unreachable: number;
+  /** Joiners the leader put off while MAX_SILENT_LEARNERS learners were silent (answered `retry`, saying so). */
+  silentLearners: number;
 }
 
 type Serving =
@@ -53,7 +64,7 @@ type Serving =
  * the majority and never answers; such a joiner is told to retry, with why.
  */
 export class JoinServer {
-  readonly counts: JoinCounts = { requests: 0, accepted: 0, redirect: 0, retry: 0, forming: 0, refused: 0, removed: 0, unreadable: 0, unreachable: 0 };
+  readonly counts: JoinCounts = { requests: 0, accepted: 0, redirect: 0, retry: 0, forming: 0, refused: 0, removed: 0, unreadable: 0, unreachable: 0, silentLearners: 0 };
   readonly #self: NodeId;
   #serving: Serving = { phase: 'stopped' };
   /** Joins the leader is adding, by id: a joiner asking again (through another seed) waits for the same change. */
@@ -114,6 +125,11 @@ export class JoinServer {
     const adding = this.#adding.get(request.id);
     if (adding !== undefined) return adding.peer === remotePeer ? adding.answer : retry('another peer is joining under this id');
     if (this.#adding.size >= MAX_JOINS_IN_FLIGHT) return retry('the leader is adding other members');
+    const silent = member.silentLearners();
+    if (silent >= MAX_SILENT_LEARNERS) {
+      this.counts.silentLearners++;
+      return retry(`the leader hears from ${silent} learners no more, and adds none until they answer or are removed as dead (deadMemberAfterMs)`);
+    }
     const answer = this.#add(serving.dialBack, member, request.id, remotePeer, accepted);
     this.#adding.set(request.id, { peer: remotePeer, answer });
     try {

@@ -556,6 +556,11 @@ export class Member {
   holdingMembers(): NodeId[] {
     return this.#reach.holding();
   }
+
+  /** Learners of the configuration this member has not heard from lately (MemberReach.heardLately): what a leader counts before it adds another (join-server.ts). */
+  silentLearners(): number {
+    return this.configuration.conf.learners.filter((id) => id !== this.#p.self && !this.#reach.heardLately(id)).length;
+  }
 }
 
 function latestFirst(a: number, b: number): number {

@@ -8,6 +8,7 @@ import { parsePeerAddress } from '../../src/transport/address.js';
 import { withPrefix } from '../../src/transport/framing.js';
 import { JOIN_PROTOCOL_ID, requestJoin, type JoinAnswer } from '../../src/transport/join-protocol.js';
 import { Libp2pTransport } from '../../src/transport/libp2p-transport.js';
+import { MAX_SILENT_LEARNERS } from '../../src/runtime/join-server.js';
 import { useTestTiming } from '../../src/runtime/test-timing.js';
 import { SUPPORTED } from '../../src/version/versions.js';
 import { freePort } from '../fixtures/process-cluster.js';
@@ -238,6 +239,28 @@ describe('joining a running cluster (real network, loopback)', () => {
     const honest = member(seeds, `127.0.0.1:${port}`, { storage: 'memory', advertise: `localhost:${port}` });
     await honest.start();
     expect(leader.state().configuration.learners).toEqual([`localhost:${port}`]);
+  });
+
+  it(`adds no joiner while ${MAX_SILENT_LEARNERS} learners it does not hear from are in the configuration, saying so`, async () => {
+    const { seeds, leader } = await founders();
+    // Strangers with the secret (none here) that ask under their own addresses, reached there as
+    // their keys, and then never follow: learners the leader does not hear from.
+    for (let i = 0; i < MAX_SILENT_LEARNERS; i++) {
+      const t = await stranger();
+      const port = /\/tcp\/(\d+)/.exec(t.listenAddresses()[0] ?? '')?.[1];
+      const request = { id: `127.0.0.1:${port}`, protocol: { min: 1, max: SUPPORTED.protocol.max }, stateMachine: { min: 1, max: SUPPORTED.stateMachine.max } };
+      // The leader makes one change at a time: asked again while the one before is applied.
+      await expect
+        .poll(() => requestJoin((signal) => t.openStream(parsePeerAddress(leader.id, 'leader'), JOIN_PROTOCOL_ID, signal), request, 5000), { timeout: 10_000, interval: 50 })
+        .toMatchObject({ type: 'accepted' });
+    }
+    expect(leader.state().configuration.learners).toHaveLength(MAX_SILENT_LEARNERS);
+    const joiner = member(seeds, `127.0.0.1:${await freePort()}`, { storage: 'memory', joinTimeoutMs: 1500 });
+    const error = await joiner.start().then(() => null, (e: unknown) => e);
+    expect(error).toMatchObject({ code: 'CRONRAFT_JOIN_FAILED' });
+    expect((error as Error).message).toContain(`the leader hears from ${MAX_SILENT_LEARNERS} learners no more`);
+    expect(leader.state().joins.silentLearners).toBeGreaterThan(0);
+    expect(leader.state().configuration.learners).toHaveLength(MAX_SILENT_LEARNERS);
   });
 
   it('a member whose seeds do not answer forms the cluster if it is among them, and otherwise refuses to start', async () => {
