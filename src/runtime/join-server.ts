@@ -1,8 +1,9 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { CronraftError, MembershipChangeRefusedError, NotLeaderError, VersionNotActiveError } from '../errors.js';
 import { boundPeerId, isMember, membersOf } from '../raft/configuration.js';
 import type { NodeId } from '../raft/types.js';
 import { parsePeerAddress } from '../transport/address.js';
-import { MAX_REASON_LENGTH, type JoinAnswer, type JoinRequest } from '../transport/join-protocol.js';
+import type { JoinAnswer, JoinRequest } from '../transport/join-protocol.js';
 import { inRange, MEMBERSHIP_VERSION } from '../version/versions.js';
 import type { Member } from './member.js';
 
@@ -125,8 +126,9 @@ export class JoinServer {
     const adding = this.#adding.get(request.id);
     if (adding !== undefined) return adding.peer === remotePeer ? adding.answer : retry('another peer is joining under this id');
     if (this.#adding.size >= MAX_JOINS_IN_FLIGHT) return retry('the leader is adding other members');
+    // The joins under way count too: each is a learner the leader may not hear from once added.
     const silent = member.silentLearners();
-    if (silent >= MAX_SILENT_LEARNERS) {
+    if (silent + this.#adding.size >= MAX_SILENT_LEARNERS) {
       this.counts.silentLearners++;
       return retry(`the leader hears from ${silent} learners no more, and adds none until they answer or are removed as dead (deadMemberAfterMs)`);
     }
@@ -139,13 +141,20 @@ export class JoinServer {
     }
   }
 
-  /** Adds `id` as a learner bound to `peerId` once it was reached at `id` as `peerId`. */
+  /**
+   * Adds `id` as a learner bound to `peerId` once it was reached at `id` as `peerId`. A dial that
+   * fails is answered alike, and only once DIAL_BACK_TIMEOUT_MS passed since it began: whoever
+   * holds the secret could otherwise ask under any address and learn from the answer, or its
+   * time, what listens there, as seen from the leader.
+   */
   async #add(dialBack: DialBack, member: Member, id: NodeId, peerId: string, accepted: JoinAnswer): Promise<JoinAnswer> {
+    const began = performance.now();
     try {
       await dialBack(id, peerId, AbortSignal.timeout(DIAL_BACK_TIMEOUT_MS));
-    } catch (error) {
+    } catch {
       this.counts.unreachable++;
-      return retry(unreachableDetail(error));
+      await sleep(Math.max(0, DIAL_BACK_TIMEOUT_MS - (performance.now() - began)));
+      return retry(UNREACHABLE_DETAIL);
     }
     return member.proposeConfChange({ type: 'add-learner', id, peerId }).then(
       () => ({ ...accepted, members: membersOf(member.configuration.conf) }),
@@ -154,17 +163,9 @@ export class JoinServer {
   }
 }
 
-/**
- * What a joiner the leader could not dial back is told, with the first line of the dial's error
- * cut to fit an answer's bound (the joiner names its own id in the error it fails with).
- */
-function unreachableDetail(error: unknown): string {
-  const head = "the leader could not dial this member's id and reach its key (";
-  const tail = '): its id must be an address every member can dial (listen, or advertise)';
-  const line = (error instanceof Error ? error.message : String(error)).split('\n')[0] ?? '';
-  const room = MAX_REASON_LENGTH - head.length - tail.length;
-  return `${head}${line.length > room ? `${line.slice(0, room - 1)}…` : line}${tail}`;
-}
+/** What a joiner the leader could not dial back is told (the joiner names its own id in the error it fails with). */
+const UNREACHABLE_DETAIL =
+  "the leader could not dial this member's id and reach its key there: its id must be an address every member can dial as this member (listen, or advertise), not another's";
 
 /**
  * The answer to a member that asks whether it still is one (removal-probe.ts): `removed` once

@@ -34,7 +34,7 @@ export const JOIN_STREAM_TIMEOUT_MS = 5000;
 export const MAX_INBOUND_JOIN_STREAMS = 2;
 
 /** The longest reason of a refusal or detail of a retry (an answer longer is unreadable, to this release and earlier ones). */
-export const MAX_REASON_LENGTH = 200;
+const MAX_REASON_LENGTH = 200;
 
 /** The version of the request and answer layouts. */
 const JOIN_FORMAT = 1;

@@ -356,10 +356,7 @@ export class Libp2pTransport implements Transport {
   async reaches(address: PeerAddress, peerId: string, signal: AbortSignal): Promise<void> {
     const node = this.#node;
     if (node === null || this.#state !== 'running') throw new NotRunningError(this.#state);
-    const connection = await node.dial(multiaddr(`${address.multiaddr}/p2p/${peerId}`), { signal, force: true }).catch((error: unknown) => {
-      // Noise's words for it name both keys in full, which an answer's bounded detail would cut.
-      throw error instanceof Error && error.name === 'EncryptionFailedError' && /does not match expected remote identity key/.test(error.message) ? new Error('another key answered at that address') : error;
-    });
+    const connection = await node.dial(multiaddr(`${address.multiaddr}/p2p/${peerId}`), { signal, force: true });
     connection.abort(new Error('the joiner was reached at its id'));
   }
 
