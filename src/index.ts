@@ -20,6 +20,7 @@ export type { NodeId } from './raft/types.js';
 export type { Role } from './raft/ready.js';
 export type { TransportStats } from './transport/transport.js';
 export type { InboundConnectionStats } from './transport/connection-gate.js';
+export type { DialFailure } from './transport/dial-failure.js';
 export type { VersionRange } from './version/versions.js';
 export type { DiscoveryStats } from './transport/discovered-peers.js';
 export type { JoinCounts } from './runtime/join-server.js';

@@ -3,6 +3,7 @@ import type { SnapshotTiming } from '../runtime/compaction.js';
 import type { RaftDriver } from '../runtime/driver.js';
 import { rateOf } from '../fanout/topic-rate.js';
 import type { NodeId } from '../raft/types.js';
+import type { DialFailure } from '../transport/dial-failure.js';
 import type { TransportStats } from '../transport/transport.js';
 import type { Member } from '../runtime/member.js';
 import type { BoundRow } from '../runtime/member-bounds.js';
@@ -44,6 +45,13 @@ export interface MemberState {
   readonly clockOffsetMs: number | null;
   /** Whether its clock is further than `maxClockSkewMs` from the cluster's time: it is given no work. */
   readonly clockSkewed: boolean;
+  /**
+   * Why this member's last dial to it failed, until one succeeds: `'handshake'` (its address
+   * took the connection and the handshake failed: most often another cluster secret, or none, on
+   * one of the two), `'connection'` (refused, unreachable or timed out); null when the last dial
+   * succeeded or none failed, and for this member.
+   */
+  readonly dialFailure: DialFailure | null;
 }
 
 /** A snapshot of this member's view of the cluster, as returned by `cluster.state()`. */
@@ -218,7 +226,7 @@ export interface StateSources {
   /** Now on the cluster's time, which slot instants use. */
   readonly clusterNowMs: number;
   readonly driver: RaftDriver | null;
-  readonly transport: { stats(): TransportStats; isConnected(id: NodeId): boolean } | null;
+  readonly transport: { stats(): TransportStats; isConnected(id: NodeId): boolean; dialFailure(id: NodeId): DialFailure | null } | null;
   readonly peerId: string | null;
   readonly joins: Readonly<JoinCounts>;
   readonly discovery: { stats(): DiscoveryStats } | null;
@@ -259,7 +267,7 @@ export function clusterStateOf(s: StateSources): ClusterState {
   const members: MemberState[] = [...conf.voters, ...conf.learners].map((id) => {
     const voter = voterSet.has(id);
     if (id === s.id) {
-      return { id, addrs: s.ownAddrs, voter, reachable: true, lastContactMs: 0, matchIndex: node?.progressOf(id)?.match ?? null, lag: lagOf(id), peerId: s.peerId, ...clockOf(id) };
+      return { id, addrs: s.ownAddrs, voter, reachable: true, lastContactMs: 0, matchIndex: node?.progressOf(id)?.match ?? null, lag: lagOf(id), peerId: s.peerId, ...clockOf(id), dialFailure: null };
     }
     const heard = driver?.contact.lastHeard(id);
     // Contact ages are durations, on the timers' monotonic base (as lastHeard is).
@@ -277,6 +285,7 @@ export function clusterStateOf(s: StateSources): ClusterState {
       lag: lagOf(id),
       peerId: boundPeerId(conf, id),
       ...clockOf(id),
+      dialFailure: s.transport?.dialFailure(id) ?? null,
     };
   });
   // A member stopped (or failed) leads nothing and knows no leader, whatever its node said last.

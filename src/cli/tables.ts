@@ -63,8 +63,17 @@ export function statusText(state: StateJson, ready: { readonly ready: boolean; r
 export function membersTable(leader: string | null, members: StateJson['members']): string {
   return table(
     ['ID', 'ROLE', 'REACHABLE', 'LAG', 'CLOCK OFFSET MS', 'LAST CONTACT MS'],
-    members.map((m) => [m.id, m.id === leader ? 'leader' : m.voter ? 'voter' : 'learner', m.reachable ? 'yes' : 'NO', dash(m.lag), m.clockOffsetMs === null ? '-' : `${m.clockOffsetMs.toFixed(1)}${m.clockSkewed ? ' SKEWED' : ''}`, m.lastContactMs === null ? '-' : String(Math.round(m.lastContactMs))]),
+    members.map((m) => [m.id, m.id === leader ? 'leader' : m.voter ? 'voter' : 'learner', reachableText(m), dash(m.lag), m.clockOffsetMs === null ? '-' : `${m.clockOffsetMs.toFixed(1)}${m.clockSkewed ? ' SKEWED' : ''}`, m.lastContactMs === null ? '-' : String(Math.round(m.lastContactMs))]),
   );
+}
+
+/**
+ * Whether a member is reachable, and, when not, a failed handshake named (most often another
+ * cluster secret): a member of an older release says nothing of it.
+ */
+function reachableText(m: StateJson['members'][number]): string {
+  if (m.reachable) return 'yes';
+  return (m.dialFailure as string | null | undefined) === 'handshake' ? 'NO (handshake failed: another secret?)' : 'NO';
 }
 
 /** `cronraft jobs`. */

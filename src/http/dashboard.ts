@@ -66,7 +66,7 @@ function renderMembers(state) {
   fill('members', state.members.map(function (m) {
     var role = m.id === state.leader ? 'leader' : m.voter ? 'follower' : 'learner';
     var offset = m.clockOffsetMs === null ? '\\u2014' : (m.clockOffsetMs >= 0 ? '+' : '') + m.clockOffsetMs + ' ms' + (m.clockSkewed ? ' (skewed)' : '');
-    var tr = row([m.id + (m.id === state.id ? ' (this)' : ''), role, orDash(m.lag), offset, m.reachable ? 'yes' : 'no', m.lastContactMs === null ? 'never' : m.lastContactMs + ' ms ago']);
+    var tr = row([m.id + (m.id === state.id ? ' (this)' : ''), role, orDash(m.lag), offset, m.reachable ? 'yes' : m.dialFailure === 'handshake' ? 'no (handshake failed: another secret?)' : 'no', m.lastContactMs === null ? 'never' : m.lastContactMs + ' ms ago']);
     tr.setAttribute('data-member', m.id);
     return tr;
   }), 'no members', 6);

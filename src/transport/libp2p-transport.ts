@@ -44,6 +44,7 @@ import type { MemberPeer, Transport, TransportStats } from './transport.js';
 import { AskerAnswers } from './asker-answer.js';
 import { ListenAddresses } from './listen-addresses.js';
 import { isVoteRequest } from './vote-askers.js';
+import type { DialFailure } from './dial-failure.js';
 import { privateNetwork } from './private-network.js';
 
 export interface Libp2pTransportOptions {
@@ -273,6 +274,11 @@ export class Libp2pTransport implements Transport {
 
   isConnected(peer: NodeId): boolean {
     return this.#links.get(peer)?.connected ?? false;
+  }
+
+  /** Why the last dial to `peer` failed, or null once one succeeded, or none failed (dial-failure.ts). */
+  dialFailure(peer: NodeId): DialFailure | null {
+    return this.#links.get(peer)?.dialFailure ?? null;
   }
 
   stats(): TransportStats {

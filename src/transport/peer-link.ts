@@ -1,5 +1,6 @@
 import type { Stream, StreamCloseEvent } from '@libp2p/interface';
 import type { PeerAddress } from './address.js';
+import { dialFailureOf, type DialFailure } from './dial-failure.js';
 import { MAX_WRITE_BATCH_BYTES } from './constants.js';
 import type { TransportEvent } from './events.js';
 import { prefixLength, writePrefix } from './framing.js';
@@ -50,6 +51,8 @@ export class PeerLink {
   #openedAt = 0;
   /** Failed dials, or streams that broke soon after opening, since the last stable stream. */
   #failures = 0;
+  /** Why the last dial failed, until a dial succeeds. */
+  #dialFailure: DialFailure | null = null;
   #timer: ReturnType<typeof setTimeout> | null = null;
   #dialAbort: AbortController | null = null;
   #flushScheduled = false;
@@ -67,6 +70,11 @@ export class PeerLink {
   /** True while the outbound stream is open. */
   get connected(): boolean {
     return this.#state === 'open';
+  }
+
+  /** Why the last dial to the peer failed, or null once one succeeded (or none failed). */
+  get dialFailure(): DialFailure | null {
+    return this.#dialFailure;
   }
 
   /** Starts dialling; called once the transport listens. */
@@ -173,6 +181,7 @@ export class PeerLink {
     }
     this.#dialAbort = null;
     this.#state = 'open';
+    this.#dialFailure = null;
     this.#redialedEarly = false;
     this.#stream = stream;
     this.#openedAt = performance.now();
@@ -188,6 +197,7 @@ export class PeerLink {
     this.#dialAbort = null;
     if (this.#state === 'closed') return;
     this.#failures++;
+    this.#dialFailure = dialFailureOf(error);
     this.#ctx.emit({ type: 'dial-failed', peer: this.#address.id, error: asError(error), attempt: this.#failures });
     this.#backOff();
   }

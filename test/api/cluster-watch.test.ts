@@ -5,7 +5,7 @@ import { MemberWatch, WATCH_INTERVAL_MS } from '../../src/cluster-watch.js';
 import type { SchedulerCommand } from '../../src/scheduler/command.js';
 import { ManualTimers } from '../fixtures/manual-timers.js';
 
-const member = (id: string, over: Partial<MemberState> = {}): MemberState => ({ id, addrs: [], voter: true, reachable: true, lastContactMs: 0, matchIndex: null, lag: null, peerId: null, clockOffsetMs: 0, clockSkewed: false, ...over });
+const member = (id: string, over: Partial<MemberState> = {}): MemberState => ({ id, addrs: [], voter: true, reachable: true, lastContactMs: 0, matchIndex: null, lag: null, peerId: null, clockOffsetMs: 0, clockSkewed: false, dialFailure: null, ...over });
 
 describe('the events of what no log entry marks (MemberWatch)', () => {
   it('tells once of a member that became unreachable or skewed, and again after it recovered and was lost again', () => {

@@ -8,7 +8,7 @@ type Job = ClusterState['jobs'][number];
 type Member = ClusterState['members'][number];
 
 const job = (name: string, missedSlots: number, skippedRuns: number): Job => ({ name, spec: 'every 1000', mode: 'one', handlers: [], conflicts: {}, nextSlot: null, lastClaim: null, missedSlots, skippedRuns, running: [], paused: false });
-const member = (id: string, over: Partial<Member> = {}): Member => ({ id, addrs: [], voter: true, reachable: true, lastContactMs: 0, matchIndex: null, lag: null, peerId: null, clockOffsetMs: null, clockSkewed: false, ...over });
+const member = (id: string, over: Partial<Member> = {}): Member => ({ id, addrs: [], voter: true, reachable: true, lastContactMs: 0, matchIndex: null, lag: null, peerId: null, clockOffsetMs: null, clockSkewed: false, dialFailure: null, ...over });
 
 /** A state with only what the metrics read set; the rest never read. */
 function stateWith(members: Member[], jobs: Job[]): ClusterState {

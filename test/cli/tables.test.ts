@@ -4,7 +4,7 @@
  * retitled the operator's terminal (found by a stranger's attack).
  */
 import { describe, expect, it } from 'vitest';
-import { printable, table } from '../../src/cli/tables.js';
+import { membersTable, printable, table, type StateJson } from '../../src/cli/tables.js';
 
 describe('cronraft CLI tables', () => {
   it('write out C0, DEL and C1 control characters and bidirectional controls, as \\u escapes, and leave the rest as it is', () => {
@@ -22,5 +22,15 @@ describe('cronraft CLI tables', () => {
 
   it('measure and pad each cell as it is printed', () => {
     expect(table(['job', 'n'], [['a\u001bb', '1'], ['long-name', '2']]).split('\n')).toEqual(['job        n', 'a\\u001bb   1', 'long-name  2']);
+  });
+});
+
+describe('the members table', () => {
+  const member = (id: string, reachable: boolean, dialFailure?: 'handshake' | 'connection' | null): StateJson['members'][number] =>
+    ({ id, addrs: [], voter: true, reachable, lastContactMs: null, matchIndex: null, lag: null, peerId: null, clockOffsetMs: null, clockSkewed: false, ...(dialFailure === undefined ? {} : { dialFailure }) }) as StateJson['members'][number];
+
+  it('names a failed handshake beside an unreachable member (most often another secret), and says nothing more of one an older member describes', () => {
+    const rows = membersTable('a', [member('a', true, null), member('b', false, 'handshake'), member('c', false, 'connection'), member('d', false)]).split('\n');
+    expect(rows.map((row) => row.split(/\s{2,}/)[2])).toEqual(['REACHABLE', 'yes', 'NO (handshake failed: another secret?)', 'NO', 'NO']);
   });
 });

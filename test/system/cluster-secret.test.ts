@@ -143,6 +143,21 @@ describe('a cluster with a secret', () => {
     for (const m of members) expect(m.state().term, m.id).toBe(term);
   });
 
+  it('shows a member started with another secret, and its peers, why they do not reach one another: each unreachable, its dials failing their handshake', async () => {
+    const addrs: string[] = [];
+    for (let i = 0; i < 3; i++) addrs.push(`127.0.0.1:${await freePort()}`);
+    // The third machine's secret has a typo: it finds nobody, and forms as the founding member it is.
+    const members = addrs.map((listen, i) => new Cluster(addrs, { storage: 'memory', listen, joinTimeoutMs: 500, secret: i === 2 ? `${SECRET}x` : SECRET }));
+    cleanups.push(async () => void (await Promise.all(members.map((m) => m.stop()))));
+    const [a, , stray] = members as [Cluster, Cluster, Cluster];
+    await Promise.all(members.map((m) => m.start()));
+    await a.waitForLeader();
+    const others = addrs.slice(0, 2).sort();
+    await expect.poll(() => stray.state().members.filter((m) => m.id !== stray.id).map((m) => [m.id, m.reachable, m.dialFailure]), WAIT).toEqual(others.map((id) => [id, false, 'handshake']));
+    // The members with the secret see the same of it; of each other, nothing failed.
+    await expect.poll(() => Object.fromEntries(a.state().members.map((m) => [m.id, m.dialFailure])), WAIT).toEqual(Object.fromEntries(addrs.map((id) => [id, id === stray.id ? 'handshake' : null])));
+  });
+
   it("binds every member's peer id once the cluster runs version 2; then one with the secret but not a member's key gets nothing in", async () => {
     const members = await startThree(() => ({ secret: SECRET }));
     const peerIds = Object.fromEntries(members.map((m) => [m.id, m.state().peerId]));
