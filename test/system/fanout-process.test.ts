@@ -32,7 +32,7 @@ const ITEM_TIMEOUT_MS = 30_000;
  * neighbours keep busy, the members, saturated by the emit and its items, answer their leader's
  * heartbeats hundreds of ms late (their event loops' p99 delay was 70 to 200 ms, the longest 680),
  * and with the default lease of 500 ms the emitting member lost its lease, as designed, its run
- * aborted and its slot moved, again and again (nine runs, once). This test is about a consumer's
+ * aborted and its slot moved, again and again (to its ninth attempt, once). This test is about a consumer's
  * kill -9, which the leader sees at once by its connection closing, not about leases run out.
  */
 const ELECTION_TIMEOUT_MS = 1000;
