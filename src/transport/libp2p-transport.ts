@@ -5,10 +5,10 @@ import { relaxWindowUpdates } from './yamux-window.js';
 import { yamux } from '@chainsafe/libp2p-yamux';
 import type { ComponentLogger, Connection, Libp2p, PrivateKey, Stream, StreamMessageEvent } from '@libp2p/interface';
 import { tcp } from '@libp2p/tcp';
-import { multiaddr } from '@multiformats/multiaddr';
+import { multiaddr, type Multiaddr } from '@multiformats/multiaddr';
 import { createLibp2p } from 'libp2p';
 import { EntryRecords } from '../bytes/entry-records.js';
-import { CodecError, InvalidArgumentError, ListenError, NotRunningError } from '../errors.js';
+import { CodecError, ListenError, NotRunningError } from '../errors.js';
 import type { Message, NodeId } from '../raft/types.js';
 import type { PeerAddress } from './address.js';
 import type { OpenedStream } from './join-protocol.js';
@@ -17,25 +17,17 @@ import { decodeFrame, encodeFrame } from './codec.js';
 import type { Frame } from './codec.js';
 import {
   CONNECTION_CLOSE_TIMEOUT_MS,
-  DEFAULT_DIAL_TIMEOUT_MS,
-  DEFAULT_MAX_INBOUND_BUFFERED_BYTES,
-  DEFAULT_MAX_QUEUED_BYTES,
-  DEFAULT_MAX_QUEUED_MESSAGES,
-  DEFAULT_RECONNECT_MAX_MS,
-  DEFAULT_RECONNECT_MIN_MS,
   INBOUND_CONNECTIONS_PER_SECOND_PER_HOST,
   INBOUND_UPGRADE_TIMEOUT_MS,
   MAX_CONNECTIONS,
   MAX_INCOMING_PENDING_CONNECTIONS,
   MAX_PARALLEL_DIALS,
-  MAX_CLUSTER_ID_LENGTH,
   MAX_FRAME_BYTES,
-  MAX_ID_LENGTH,
   MAX_INBOUND_STREAMS_PER_CONNECTION,
   PROTOCOL_ID,
   STOP_TIMEOUT_MS,
 } from './constants.js';
-import { ConnectionGate, type VisitorLimits } from './connection-gate.js';
+import { ConnectionGate } from './connection-gate.js';
 import type { DropReason, TransportEvent } from './events.js';
 import { FrameReader, OversizedFrameError } from './framing.js';
 import { PeerLink } from './peer-link.js';
@@ -45,45 +37,10 @@ import { AskerAnswers } from './asker-answer.js';
 import { ListenAddresses } from './listen-addresses.js';
 import { isVoteRequest } from './vote-askers.js';
 import type { DialFailure } from './dial-failure.js';
-import { privateNetwork } from './private-network.js';
+import { checkClusterId, checkedOptions, type Libp2pTransportOptions } from './libp2p-transport-options.js';
 
-export interface Libp2pTransportOptions {
-  /** This member's id; inbound messages must be addressed to it. */
-  readonly self: NodeId;
-  /** Frames carry it; frames of another cluster are dropped. */
-  readonly clusterId: string;
-  /** The multiaddr to listen on, e.g. `/ip4/127.0.0.1/tcp/7001`; port 0 picks a free port (see listenAddresses()). */
-  readonly listen: string;
-  /** The other members by id. An entry for `self` is ignored. Replace later with setPeers(). */
-  readonly peers: ReadonlyMap<NodeId, PeerAddress>;
-  /** The libp2p identity (see loadOrCreatePrivateKey); a fresh ephemeral key when omitted. */
-  readonly privateKey?: PrivateKey;
-  /** Bound of each peer's outbound queue, in messages; the oldest are dropped beyond it. */
-  readonly maxQueuedMessages?: number;
-  /** Bound of each peer's outbound queue, in encoded bytes. */
-  readonly maxQueuedBytes?: number;
-  readonly reconnectMinMs?: number;
-  readonly reconnectMaxMs?: number;
-  readonly dialTimeoutMs?: number;
-  /** Bound of the bytes of incomplete inbound frames held across all streams; a stream that exceeds it is reset. */
-  readonly maxInboundBufferedBytes?: number;
-  /** Receives connection changes and drops, for logs. Must not throw (if it does, the error is ignored). */
-  readonly onEvent?: (event: TransportEvent) => void;
-  /** The member's encoder of entry records, shared with its storage (see EntryRecords); one of its own when omitted. */
-  readonly entryRecords?: EntryRecords;
-  /**
-   * The private network key (see pskFromSecret in cluster-secret.ts): every connection is
-   * protected with it before Noise, so only nodes holding it connect. None when omitted.
-   */
-  readonly psk?: Uint8Array;
-  /** The blocks of 64 bytes one direction of a connection carries under `psk` at most (private-network.ts); tests make it small. @default MAX_BLOCKS_PER_DIRECTION */
-  readonly pskMaxBlocks?: number;
-  /**
-   * How many connections of peer ids no member holds are let in at once (to ask to join), and
-   * for how long each. @default MAX_VISITOR_CONNECTIONS, VISITOR_CONNECTION_MS
-   */
-  readonly visitors?: VisitorLimits;
-}
+export type { Libp2pTransportOptions } from './libp2p-transport-options.js';
+import { privateNetwork } from './private-network.js';
 
 type RunState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
@@ -136,23 +93,17 @@ export class Libp2pTransport implements Transport {
   #stopping: Promise<void> | null = null;
 
   constructor(options: Libp2pTransportOptions) {
-    this.#self = checkString(options.self, 'self', MAX_ID_LENGTH);
-    this.#clusterId = checkString(options.clusterId, 'clusterId', MAX_CLUSTER_ID_LENGTH);
-    this.#listen = checkMultiaddr(options.listen, 'listen');
+    const checked = checkedOptions(options);
+    this.#self = checked.self;
+    this.#clusterId = checked.clusterId;
+    this.#listen = checked.listen;
     this.#privateKey = options.privateKey;
     this.#psk = options.psk;
     this.#pskMaxBlocks = options.pskMaxBlocks;
     this.#gate = new ConnectionGate(() => this.#known, options.visitors);
     this.#records = options.entryRecords ?? new EntryRecords();
-    const reconnectMinMs = checkInteger(options.reconnectMinMs ?? DEFAULT_RECONNECT_MIN_MS, 'reconnectMinMs', 1);
-    this.#settings = {
-      maxQueuedMessages: checkInteger(options.maxQueuedMessages ?? DEFAULT_MAX_QUEUED_MESSAGES, 'maxQueuedMessages', 1),
-      maxQueuedBytes: checkInteger(options.maxQueuedBytes ?? DEFAULT_MAX_QUEUED_BYTES, 'maxQueuedBytes', 1),
-      reconnectMinMs,
-      reconnectMaxMs: checkInteger(options.reconnectMaxMs ?? DEFAULT_RECONNECT_MAX_MS, 'reconnectMaxMs', reconnectMinMs),
-      dialTimeoutMs: checkInteger(options.dialTimeoutMs ?? DEFAULT_DIAL_TIMEOUT_MS, 'dialTimeoutMs', 1),
-    };
-    this.#maxInboundBufferedBytes = checkInteger(options.maxInboundBufferedBytes ?? DEFAULT_MAX_INBOUND_BUFFERED_BYTES, 'maxInboundBufferedBytes', 1);
+    this.#settings = checked.settings;
+    this.#maxInboundBufferedBytes = checked.maxInboundBufferedBytes;
     this.#onEvent = options.onEvent;
     this.#linkContext = {
       dial: (address, signal) => this.#dial(address, signal),
@@ -331,7 +282,7 @@ export class Libp2pTransport implements Transport {
    * after its transport started (runtime/join.ts), before its member sends or takes a frame.
    */
   setClusterId(clusterId: string): void {
-    this.#clusterId = checkString(clusterId, 'clusterId', MAX_CLUSTER_ID_LENGTH);
+    this.#clusterId = checkClusterId(clusterId);
   }
 
   /**
@@ -345,10 +296,7 @@ export class Libp2pTransport implements Transport {
 
   /** Opens a stream of another protocol (the join protocol) to `address`, through the same connections. */
   async openStream(address: PeerAddress, protocol: string, signal: AbortSignal): Promise<OpenedStream> {
-    const node = this.#node;
-    if (node === null || this.#state !== 'running') throw new NotRunningError(this.#state);
-    const target = address.peerId === null ? address.multiaddr : `${address.multiaddr}/p2p/${address.peerId}`;
-    const connection = await node.dial(multiaddr(target), { signal });
+    const connection = await this.#running().dial(dialTarget(address), { signal });
     return { stream: await connection.newStream(protocol, { signal }), remotePeer: connection.remotePeer.toString() };
   }
 
@@ -360,9 +308,7 @@ export class Libp2pTransport implements Transport {
    * of its address, so one is dialled anew.
    */
   async reaches(address: PeerAddress, peerId: string, signal: AbortSignal): Promise<void> {
-    const node = this.#node;
-    if (node === null || this.#state !== 'running') throw new NotRunningError(this.#state);
-    const connection = await node.dial(multiaddr(`${address.multiaddr}/p2p/${peerId}`), { signal, force: true });
+    const connection = await this.#running().dial(dialTarget(address, peerId), { signal, force: true });
     connection.abort(new Error('the joiner was reached at its id'));
   }
 
@@ -435,6 +381,13 @@ export class Libp2pTransport implements Transport {
     for (const id of this.#lastRemotePeer.keys()) if (!this.#peers.has(id)) this.#lastRemotePeer.delete(id);
     const others = [...this.#peers.values()].filter((peer) => peer.id !== this.#self);
     this.#known = others.length > 0 && others.every((peer) => peer.peerId !== null) ? new Set(others.map((peer) => peer.peerId ?? '')) : null;
+  }
+
+  /** The libp2p node, while the transport runs. */
+  #running(): Libp2p {
+    const node = this.#node;
+    if (node === null || this.#state !== 'running') throw new NotRunningError(this.#state);
+    return node;
   }
 
   async #dial(address: PeerAddress, signal: AbortSignal): Promise<Stream> {
@@ -584,30 +537,14 @@ async function stopNode(node: Libp2p): Promise<void> {
 
 /** Opens a stream of `protocol` to `address`; with a pinned peer id the Noise handshake proves the remote holds that key. */
 function dialStream(node: Libp2p, address: PeerAddress, protocol: string, signal: AbortSignal): Promise<Stream> {
-  const target = address.peerId === null ? address.multiaddr : `${address.multiaddr}/p2p/${address.peerId}`;
-  return node.dialProtocol(multiaddr(target), protocol, { signal });
+  return node.dialProtocol(dialTarget(address), protocol, { signal });
+}
+
+/** Where to dial `address`, pinned to `peerId` (its own pinned one unless given): the Noise handshake then proves the remote holds that key. */
+function dialTarget(address: PeerAddress, peerId = address.peerId): Multiaddr {
+  return multiaddr(peerId === null ? address.multiaddr : `${address.multiaddr}/p2p/${peerId}`);
 }
 
 function sameAddress(a: PeerAddress, b: PeerAddress): boolean {
   return a.multiaddr === b.multiaddr && a.peerId === b.peerId && a.id === b.id;
-}
-
-function checkString(value: string, option: string, maxLength: number): string {
-  if (typeof value !== 'string' || value.length === 0 || value.length > maxLength) {
-    throw new InvalidArgumentError(option, value, `a non-empty string of at most ${maxLength} characters`);
-  }
-  return value;
-}
-
-function checkInteger(value: number, option: string, min: number): number {
-  if (!Number.isSafeInteger(value) || value < min) throw new InvalidArgumentError(option, value, `an integer >= ${min}`);
-  return value;
-}
-
-function checkMultiaddr(value: string, option: string): string {
-  try {
-    return multiaddr(value).toString();
-  } catch {
-    throw new InvalidArgumentError(option, value, 'a multiaddr like /ip4/127.0.0.1/tcp/7001');
-  }
 }
