@@ -103,6 +103,13 @@ export class RaftNode {
   /** The leader's side of replication: empty unless this member leads. */
   readonly #replication: Replication;
   #transferee: NodeId | null = null;
+  /**
+   * Entries this leader appended that no append was sent for yet: ready() sends them, so that
+   * the batches appended in one turn (a member's proposals, then what the driver's hook proposes
+   * of them, or proposals forwarded by several members) reach each follower in one append, and
+   * come back in one answer, rather than one append and one answer per batch.
+   */
+  #appendsPending = false;
   /** Linearizable reads held while this member leads (see read-only.ts). */
   readonly #reads: ReadOnly;
   /** The latest snapshot this member holds (taken or installed): what it sends a follower that fell behind its log. */
@@ -393,7 +400,7 @@ export class RaftNode {
     const first = this.log.lastIndex() + 1;
     const entries = proposals.map((p, i): Entry => ({ index: first + i, term: this.#term, type: EntryType.Normal, data: this.#keepData(p.data), pid: p.pid }));
     this.log.append(entries);
-    this.#replication.broadcastAppend();
+    this.#appendsPending = true;
     return first;
   }
 
@@ -429,7 +436,7 @@ export class RaftNode {
     this.#replication.appended(data.byteLength);
     this.log.append([{ index, term: this.#term, type: EntryType.ConfChange, data, pid }]);
     this.#membership.pendingConfIndex = index;
-    this.#replication.broadcastAppend();
+    this.#appendsPending = true;
     return { kind: 'appended', index, term: this.#term };
   }
 
@@ -679,6 +686,8 @@ export class RaftNode {
   }
 
   #becomeFollower(term: number, leader: NodeId | null): void {
+    // What it appended leaves as it would have at once, in the term it was appended in.
+    this.#sendPendingAppends();
     if (term !== this.#term) {
       this.#term = term;
       this.#vote = null;
@@ -903,6 +912,7 @@ export class RaftNode {
   hasReady(): boolean {
     return (
       this.#pendingRestore !== null ||
+      this.#appendsPending ||
       this.log.hasUnstable() ||
       this.log.hasCommittedToApply(this.#applyCeiling) ||
       this.#membership.changed ||
@@ -915,7 +925,15 @@ export class RaftNode {
    * `advance(ready)` once they are done, or, as the driver does, `advanceApplied(ready)` once
    * applied, and `writeDurable(ready)` then `advancePersisted(ready)` once its write is durable.
    */
+  /** Sends the appends of the entries appended since the last (see #appendsPending). */
+  #sendPendingAppends(): void {
+    if (!this.#appendsPending) return;
+    this.#appendsPending = false;
+    if (this.#role === 'leader') this.#replication.broadcastAppend(true);
+  }
+
   ready(): Ready {
+    this.#sendPendingAppends();
     // Whether the messages collected are a leader's: taken before the conf changes apply, since
     // a leader that applies its own removal steps down there, and its farewell (the commit of
     // its removal, and TimeoutNow) is still a leader's message of a durable term, which leaves

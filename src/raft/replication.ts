@@ -186,8 +186,17 @@ export class Replication {
     return best;
   }
 
-  broadcastAppend(): void {
-    for (const peer of this.#host.peers()) this.sendAppend(peer);
+  /**
+   * Sends each follower the next append its window allows. `all`: as many as its window allows
+   * and the new entries fill (each within maxBytesPerAppend), for entries appended by several
+   * batches at once, which appended one by one had one append each.
+   */
+  broadcastAppend(all = false): void {
+    for (const peer of this.#host.peers()) {
+      // Each append sent in the replicate state moves `next` on, so this ends when the entries
+      // or the window do; in any other state one append pauses the follower.
+      while (this.sendAppend(peer) && all && this.#progress.get(peer)?.state === 'replicate');
+    }
   }
 
   /** Sends the next append to `to` if its window allows. Returns whether it sent one. */

@@ -96,6 +96,48 @@ describe('log replication', () => {
     expect(net.appliedTexts('a')).toEqual(['new']);
   });
 
+  it('sends the batches a leader appends in one turn in one append per follower, answered once', () => {
+    const net = new TestNetwork(three);
+    net.elect('a');
+    net.stabilize();
+    net.delivered = [];
+    // A member's proposals, then what a hook proposes of them, then a forwarded batch: three
+    // batches appended before the Ready is taken.
+    for (const text of ['emit', 'lease', 'done']) expect(net.propose('a', text).kind).toBe('appended');
+    const sent = net.pending().filter((m) => m.type === 'append');
+    expect(sent.map((m) => (m.type === 'append' ? [m.to, m.prevIndex, m.entries.map((e) => e.index)] : null))).toEqual([
+      ['b', 1, [2, 3, 4]],
+      ['c', 1, [2, 3, 4]],
+    ]);
+    net.stabilize();
+    expect(net.delivered.filter((m) => m.type === 'append-resp' && m.from === 'b').map((m) => (m.type === 'append-resp' ? m.index : 0))).toEqual([4]);
+    net.tickAll(1);
+    for (const id of three) expect(net.appliedTexts(id)).toEqual(['emit', 'lease', 'done']);
+  });
+
+  it('sends entries appended in one turn past one append in as many appends as the window allows, not one per answer', () => {
+    // Four entries, two to an append by their bytes: both appends leave at once, as they did
+    // when each batch had an append of its own.
+    const net = new TestNetwork(three, { config: { maxBytesPerAppend: 2 * 'entry-0'.length } });
+    net.elect('a');
+    net.stabilize();
+    for (let i = 0; i < 4; i++) net.propose('a', `entry-${i}`);
+    const toB = net.pending().flatMap((m) => (m.type === 'append' && m.to === 'b' ? [m.entries.map((e) => e.index)] : []));
+    expect(toB).toEqual([
+      [2, 3],
+      [4, 5],
+    ]);
+    // With a window of one append, the second waits for the first's answer.
+    const narrow = new TestNetwork(three, { config: { maxBytesPerAppend: 2 * 'entry-0'.length, maxInflightMsgs: 1 } });
+    narrow.elect('a');
+    narrow.stabilize();
+    for (let i = 0; i < 4; i++) narrow.propose('a', `entry-${i}`);
+    expect(narrow.pending().filter((m) => m.type === 'append' && m.to === 'b').map((m) => (m.type === 'append' ? m.entries.map((e) => e.index) : []))).toEqual([[2, 3]]);
+    narrow.stabilize();
+    narrow.tickAll(1);
+    expect(narrow.appliedTexts('b')).toEqual(['entry-0', 'entry-1', 'entry-2', 'entry-3']);
+  });
+
   it('bounds the appends in flight to a follower that does not answer', () => {
     const net = new TestNetwork(three, { config: { maxInflightMsgs: 4 } });
     net.elect('a');
