@@ -24,4 +24,17 @@ describe('fan-out: item-failed', () => {
     expect(state.items.get(1)?.lastError).toBeNull();
     expect(events).toEqual([{ type: 'item-failed', topic: 't', id: 1, attempt: 1, error: 'the whole reason it failed', dead: false }]);
   });
+
+  it('tells an item gone dead before the batch it settles (a stranger saw batch-settled first)', () => {
+    const state = new FanoutState();
+    const events: FanoutEvent[] = [];
+    const { runtime, apply } = idleFanoutRuntime(state, (e) => events.push(e));
+    apply({ type: 'consume', topic: 't', member: 'm1', settings: { ...SETTINGS, retries: 0 } });
+    apply({ type: 'emit', topic: 't', items: [{ data: Uint8Array.of(1), key: null }], origin: null, atMs: 0 });
+    // This member emitted it: its batch is tracked, and settles as the item goes dead.
+    runtime.batches.track('t', [{ index: 2, count: 1, firstId: 1 }]);
+    apply({ type: 'lease', member: 'm1', ids: [1], atMs: 0 });
+    apply({ type: 'done', member: 'm1', outcomes: [{ id: 1, token: 3, error: 'broken' }], atMs: 0 });
+    expect(events.map((e) => (e.type === 'item-failed' ? `${e.type} dead=${String(e.dead)}` : e.type))).toEqual(['item-failed dead=true', 'batch-settled']);
+  });
 });

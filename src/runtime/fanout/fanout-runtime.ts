@@ -178,16 +178,17 @@ export class FanoutRuntime {
     if (command.type === 'consume' && command.member === this.#o.self && !result.ok && result.reason === 'too-many-topics') this.#tell({ type: 'consume-refused', topic: command.topic, reason: result.reason, index });
     if (command.type === 'emit' && result.ok && command.origin !== null) this.slotBatches.emitted(index, command.origin, { topic: command.topic, count: command.items.length, firstId: result.firstId ?? 0 });
     if (command.type === 'done' && result.ok) {
-      for (const batch of result.settledBatches ?? []) {
-        this.batches.settled(batch);
-        this.slotBatches.settled(batch);
-      }
+      // An item's failure is told before the batch it settles, as it came first.
       if (command.member === this.#o.self) {
         // The error as this member reported it: the state keeps it cut short at its bound.
         const reported = new Map(command.outcomes.map((o) => [o.id, o.error]));
         for (const item of result.failed ?? []) {
           this.#tell({ type: 'item-failed', topic: item.topic, id: item.id, attempt: item.failures, error: reported.get(item.id) ?? item.lastError ?? 'failed', dead: !this.#o.state.items.has(item.id) });
         }
+      }
+      for (const batch of result.settledBatches ?? []) {
+        this.batches.settled(batch);
+        this.slotBatches.settled(batch);
       }
     }
     this.delivery.soon();

@@ -24,3 +24,14 @@ export interface Armed extends PermittedRun {
 
 /** Whether a run's signal was aborted for `which` reason. */
 export const isReason = (reason: unknown, which: RunAbortedError['reason']): boolean => reason instanceof RunAbortedError && reason.reason === which;
+
+/**
+ * Why a run of mode 'one' is interrupted once this member lost its lease: a follower's runs
+ * when it has not heard from the leader, or the leader has not taken in its answers, for
+ * longer than the lease; a leader's (or a member that led last) when it has not heard from a
+ * majority of the voters for as long.
+ */
+export const LEASE_LOST = 'this member lost its lease: it did not hear from the leader (leading, from a majority of the voters), or the leader did not take in its answers, for longer than the lease';
+
+/** Why a run of mode 'one' does not start at its instant: this member did not hold its lease then (see LEASE_LOST). */
+export const NO_LEASE_AT_INSTANT = 'this member did not hold its lease at the slot instant: it had not heard from the leader (leading, from a majority of the voters), or the leader had not taken in its answers, within the lease';

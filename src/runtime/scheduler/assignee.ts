@@ -4,7 +4,7 @@ import { horizonStartMs } from '../../scheduler/planner.js';
 import { quietAt } from '../../scheduler/quiet-window.js';
 import { claimKey, horizonFromMs, isCancelledRun, type ApplyResult, type ClaimRecord } from '../../scheduler/records.js';
 import { CANCELLED_REASON, DEFAULT_OVERLAP, type SchedulerCommand } from '../../scheduler/command.js';
-import { isReason, type Armed } from './armed-claim.js';
+import { isReason, LEASE_LOST, type Armed } from './armed-claim.js';
 import type { LocalJob, Registrations } from './registrations.js';
 import { RunAdmission, type Admission } from './run-admission.js';
 import { RunExecution } from './run-execution.js';
@@ -316,13 +316,13 @@ export class Assignee {
   }
 
   /**
-   * This member has not heard from a leader for longer than its lease: another member may be
+   * This member lost its lease (see LEASE_LOST): another member may be
    * given its slots, so its runs in progress stop (their fencing tokens would soon be stale).
    * Runs not yet started stay armed; when they fire, they check the lease again.
    */
   #interruptRunning(): void {
     for (const armed of this.#armed.values()) {
-      if (armed.phase === 'running' && armed.mode === 'one') armed.abort.abort(new RunAbortedError('interrupted', 'this member lost contact with the leader for longer than its lease'));
+      if (armed.phase === 'running' && armed.mode === 'one') armed.abort.abort(new RunAbortedError('interrupted', LEASE_LOST));
     }
   }
 

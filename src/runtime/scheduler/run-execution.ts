@@ -2,7 +2,7 @@ import { NotRunningError, RunAbortedError, thrownMessage } from '../../errors.js
 import { claimKey, retriesLeft, type ClaimRecord } from '../../scheduler/records.js';
 import type { RunOutcome } from '../../scheduler/command.js';
 import { emitKeyOf } from '../../fanout/items.js';
-import { isReason, type Armed } from './armed-claim.js';
+import { isReason, NO_LEASE_AT_INSTANT, type Armed } from './armed-claim.js';
 import type { JobContext, RunRecord } from './job-types.js';
 import type { LocalJob } from './registrations.js';
 import type { RunPermits } from './run-permits.js';
@@ -35,7 +35,7 @@ export class RunExecution {
     const abort = armed.abort;
     // Without a live leader this member cannot know it still holds the claim: do not start.
     if ((job.options.mode ?? 'one') === 'one' && !o.holdsLease()) {
-      abort.abort(new RunAbortedError('interrupted', 'no leader was reachable at the slot instant'));
+      abort.abort(new RunAbortedError('interrupted', NO_LEASE_AT_INSTANT));
     }
     const timeoutMs = armed.timeoutMs;
     const timeout = o.timers.setTimeout(() => abort.abort(new RunAbortedError('timeout', `the run exceeded its timeout of ${timeoutMs} ms`)), timeoutMs);
