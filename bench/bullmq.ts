@@ -18,7 +18,7 @@ import { FANOUT_ITEM_BYTES, watchDone, type DoneReport } from '../test/fixtures/
 import { wallMs } from '../test/fixtures/member-probe.js';
 import { BenchChild } from './bench-child.js';
 import type { BenchJobData, WorkerRequest } from './bullmq-worker.js';
-import { bulkRuns, PARALLELISM, redeliveryMs, REDELIVERY_ITEMS, STEADY_BATCH, STEADY_EVERY_MS, STEADY_RATE, until, WAIT_MS, type BulkMeasure, type FanoutMeasures, type FanoutSizes } from './fanout.js';
+import { bulkRuns, PARALLELISM, redeliveryMs, REDELIVERY_ITEMS, STEADY_BATCH, STEADY_EVERY_MS, STEADY_RATE, until, WAIT_MS, type BulkMeasure, type FanoutMeasures, type FanoutSizes, type SteadyMeasure } from './fanout.js';
 import { cpuPerCommitUs, processesCpuMs } from './proc-cpu.js';
 import { ensureRedis, RedisServer } from './redis.js';
 import { summarize } from './stats.js';
@@ -82,9 +82,14 @@ async function bulkRun(queue: Queue<BenchJobData>, items: number, pids: Readonly
   return { items, elapsedMs, itemsPerSecond: (items / elapsedMs) * 1000, emitMs, stallMs: d.stallMs, stallAtMs: d.stallAt - firstEmitAt, emissions: 1, emitErrors: 0, cpuUsPerItem, emitter: null };
 }
 
-async function steadyRun(queue: Queue<BenchJobData>, workers: readonly WorkerProcess[], seconds: number): Promise<FanoutMeasures['steady']> {
+async function steadyRun(queue: Queue<BenchJobData>, workers: readonly WorkerProcess[], seconds: number, pids: ReadonlyArray<number | undefined>): Promise<SteadyMeasure> {
   const items = STEADY_RATE * seconds;
-  const done = waitCompleted(queue, items);
+  const latenciesOf = (): Promise<number[][]> => Promise.all(workers.map((w) => w.request<number[]>({ cmd: 'latencies', queue: QUEUE.steady })));
+  // Each worker's latencies go on from the runs before.
+  const before = (await latenciesOf()).map((l) => l.length);
+  const completedBefore = await queue.getCompletedCount();
+  const cpuBefore = processesCpuMs(pids);
+  const done = waitCompleted(queue, completedBefore + items);
   done.catch(() => undefined);
   const adds: Array<Promise<unknown>> = [];
   let emitted = 0;
@@ -103,8 +108,9 @@ async function steadyRun(queue: Queue<BenchJobData>, workers: readonly WorkerPro
   }
   await Promise.all(adds);
   await done;
-  const latencies = (await Promise.all(workers.map((w) => w.request<number[]>({ cmd: 'latencies', queue: QUEUE.steady })))).flat();
-  return { items, emitted, latencyMs: summarize(latencies), lateMs, emissions: 1 };
+  const cpuUsPerItem = cpuPerCommitUs(cpuBefore, processesCpuMs(pids), items);
+  const latencies = (await latenciesOf()).flatMap((l, i) => l.slice(before[i]));
+  return { items, emitted, latencyMs: summarize(latencies), lateMs, emissions: 1, cpuUsPerItem, framesPerItem: null };
 }
 
 async function redeliveryRun(queue: Queue<BenchJobData>, workers: readonly WorkerProcess[]): Promise<FanoutMeasures['redelivery']> {
@@ -145,10 +151,13 @@ export async function benchBullmq(sizes: FanoutSizes): Promise<BullmqBenchResult
       console.log(`BullMQ end to end: ${JSON.stringify(run)}`);
       return run;
     });
-    const steady = await steadyRun(steadyQueue, workers, sizes.steadySeconds);
+    const pids = [server.pid, ...workers.map((w) => w.child.pid)];
+    const steadyCold = await steadyRun(steadyQueue, workers, sizes.steadySeconds, pids);
+    console.log(`BullMQ steady, cold: ${JSON.stringify(steadyCold)}`);
+    const steady = await steadyRun(steadyQueue, workers, sizes.steadySeconds, pids);
     console.log(`BullMQ steady: ${JSON.stringify(steady)}`);
     const redelivery = await redeliveryRun(redeliverQueue, workers);
-    return { bullmqVersion: bullmqVersion(), redisVersion: redis.version, ...bulk, steady, redelivery };
+    return { bullmqVersion: bullmqVersion(), redisVersion: redis.version, ...bulk, steadyCold, steady, redelivery };
   } finally {
     await Promise.all(workers.map((w) => w.kill()));
     await Promise.all(queues.map((q) => q.close()));

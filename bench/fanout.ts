@@ -10,7 +10,9 @@
  *     is the figure held against the target. Each names where the slot ran: the entries of a
  *     slot that runs on a follower go to the leader and come back to it;
  * (2) emit-to-start p50/p99 at a steady STEADY_RATE items/s: a slot emits STEADY_BATCH items every
- *     STEADY_EVERY_MS, each carrying its emit time; each consumer notes its start against it;
+ *     STEADY_EVERY_MS, each carrying its emit time; each consumer notes its start against it. The
+ *     first such run is reported on its own (cold, as the first end-to-end run is: small emits
+ *     take paths the bulk ones did not warm up), and the one after it held against the target;
  * (3) re-delivery after kill -9 of a consumer: one member (not the leader) holds the items it is
  *     given; once the others have done the rest, it is killed; from the kill to the first start
  *     on another member of an item it held.
@@ -97,14 +99,14 @@ export interface FanoutMeasures {
   /** The warm runs after it, and the median of them by items/s. */
   readonly bulkRuns: readonly BulkMeasure[];
   readonly bulk: BulkMeasure;
-  readonly steady: {
-    readonly items: number;
-    readonly emitted: number;
-    readonly latencyMs: ReturnType<typeof summarize>;
-    /** How late the last batch was emitted against its schedule (the emitter could not keep the rate if large). */
-    readonly lateMs: number;
-    readonly emissions: number;
-    /** cronraft's only: in a second run with every member probed, the items over the target and what held them, and that run's p99. */
+  /**
+   * The first steady run, after the end-to-end ones: its figures are its own row, as the first
+   * end-to-end run's are (the code of small emits, a few items each, still warming up).
+   */
+  readonly steadyCold: SteadyMeasure;
+  /** The steady run after it, held against the target. */
+  readonly steady: SteadyMeasure & {
+    /** cronraft's only: in a further run with every member probed, the items over the target and what held them, and that run's p99. */
     readonly slow?: SlowItems & { readonly p99Ms: number };
   };
   readonly redelivery: {
@@ -113,6 +115,20 @@ export interface FanoutMeasures {
     /** Items the killed consumer held leased (running, or waiting to start). */
     readonly held: number;
   };
+}
+
+/** One steady run. */
+export interface SteadyMeasure {
+  readonly items: number;
+  readonly emitted: number;
+  readonly latencyMs: ReturnType<typeof summarize>;
+  /** How late the last batch was emitted against its schedule (the emitter could not keep the rate if large). */
+  readonly lateMs: number;
+  readonly emissions: number;
+  /** CPU of the system's processes (every thread) per item over the run, in µs, as the end-to-end runs' (BulkMeasure). */
+  readonly cpuUsPerItem: number | null;
+  /** cronraft's only: the Raft frames its members sent, all together, per item (null for BullMQ). */
+  readonly framesPerItem: number | null;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -229,14 +245,20 @@ async function steadyRun(cluster: ProcessCluster, leader: MemberProcess, seconds
   const doneP = waitDone(leader, TOPIC.steady, doneBefore + items);
   doneP.catch(() => undefined);
   if (probed) await Promise.all(cluster.members.map((m) => m.request('probe-start', { stalls: true })));
+  const pids = cluster.members.map((m) => m.child?.pid);
+  const cpuBefore = processesCpuMs(pids);
+  const framesSent = async (): Promise<number> => (await Promise.all(cluster.members.map((m) => m.state()))).reduce((n, s) => n + s.transport.sent, 0);
+  const framesBefore = await framesSent();
   const { report, emissions } = await slotEmit(cluster, TOPIC.steady, items, STEADY_BATCH, STEADY_EVERY_MS);
   await doneP;
+  const cpuUsPerItem = cpuPerCommitUs(cpuBefore, processesCpuMs(pids), report.emitted);
+  const framesPerItem = ((await framesSent()) - framesBefore) / Math.max(1, report.emitted);
   const probes = probed ? await Promise.all(cluster.members.map((m) => m.request<ProbeReport>('probe-stop'))) : null;
   const timings = (await startsOf()).flatMap((s, member) => s.ms.slice(before[member]).map((ms, k) => ({ member, emittedAt: s.emittedAt[(before[member] ?? 0) + k] ?? 0, ms })));
   const latencyMs = summarize(timings.map((t) => t.ms));
   const roles = { leader: cluster.members.indexOf(leader), emitter: cluster.members.findIndex((m) => m.address === report.member) };
   const slow = probes === null ? undefined : { ...slowItemCauses(timings, probes, roles, STEADY_P99_TARGET_MS), p99Ms: latencyMs.p99 };
-  return { items, emitted: report.emitted, latencyMs, lateMs: report.lateMs, emissions: emissions(), ...(slow === undefined ? {} : { slow }) };
+  return { items, emitted: report.emitted, latencyMs, lateMs: report.lateMs, emissions: emissions(), cpuUsPerItem, framesPerItem, ...(slow === undefined ? {} : { slow }) };
 }
 
 async function redeliveryRun(cluster: ProcessCluster, leader: MemberProcess): Promise<FanoutMeasures['redelivery']> {
@@ -288,12 +310,14 @@ export async function benchFanout(sizes: FanoutSizes): Promise<{ measures: Fanou
       }),
     );
     console.log(`  health: ${JSON.stringify(bulkHealth)}`);
+    const steadyCold = await steadyRun(cluster, leader, sizes.steadySeconds, false);
+    console.log(`cronraft steady, cold: ${JSON.stringify(steadyCold)}`);
     const [measured, steadyHealth] = await watched(() => steadyRun(cluster, leader, sizes.steadySeconds, false));
     const { slow } = await steadyRun(cluster, leader, sizes.steadySeconds, true);
     const steady = { ...measured, ...(slow === undefined ? {} : { slow }) };
     console.log(`cronraft steady: ${JSON.stringify(steady)}\n  health: ${JSON.stringify(steadyHealth)}`);
     const redelivery = await redeliveryRun(cluster, leader);
-    return { measures: { ...bulk, steady, redelivery }, health: { bulk: bulkHealth, steady: steadyHealth } };
+    return { measures: { ...bulk, steadyCold, steady, redelivery }, health: { bulk: bulkHealth, steady: steadyHealth } };
   } finally {
     // A clean stop, so that a member run with --cpu-prof (CRONRAFT_MEMBER_EXEC_ARGV) writes its profile.
     await Promise.race([Promise.all(cluster.members.map((m) => m.stop())), sleep(STOP_WAIT_MS)]);
@@ -315,6 +339,7 @@ const ms = (v: number): string => `${fmt(v)} ms`;
 const perSecond = (v: number): string => `${fmt(v, 0)}/s`;
 /** A run's items/s, and where the slot ran (cronraft's). */
 const runText = (r: BulkMeasure): string => `${perSecond(r.itemsPerSecond)}${r.emitter === null ? '' : ` ${r.emitter === 'leader' ? 'L' : 'F'}`}`;
+const steadyText = (r: SteadyMeasure): string => `${ms(r.latencyMs.p50)} / ${ms(r.latencyMs.p99)}`;
 const cpuText = (us: number | null): string => (us === null ? 'n/a' : `${fmt(us, 0)} µs`);
 const redeliveryText = (r: FanoutMeasures['redelivery']): string => (r.ms === null ? `> ${REDELIVERY_CAP_MS / 1000} s (cap)` : ms(r.ms));
 /** ratio > 1: cronraft better; `lower`: lower is better. */
@@ -342,8 +367,11 @@ export function fanoutRows(ours: FanoutMeasures, peer: FanoutMeasures | null): s
     [`items/s end to end, the first ${ours.bulkCold.items.toLocaleString('en-US')} items after start (cold)`, runText(ours.bulkCold), text(p((m) => runText(m.bulkCold))), ratio(ours.bulkCold.itemsPerSecond, p((m) => m.bulkCold.itemsPerSecond), false), '', ''],
     [`emit-to-start p50 at ${STEADY_RATE.toLocaleString('en-US')} items/s`, ms(ours.steady.latencyMs.p50), text(p((m) => ms(m.steady.latencyMs.p50))), ratio(ours.steady.latencyMs.p50, p((m) => m.steady.latencyMs.p50), true), '', ''],
     [`emit-to-start p99 at ${STEADY_RATE.toLocaleString('en-US')} items/s`, ms(ours.steady.latencyMs.p99), text(p((m) => ms(m.steady.latencyMs.p99))), ratio(ours.steady.latencyMs.p99, p((m) => m.steady.latencyMs.p99), true), `<= ${STEADY_P99_TARGET_MS} ms`, vsTarget(ours.steady.latencyMs.p99, STEADY_P99_TARGET_MS, true)],
-    [`  a second steady run, every member probed: its p99; its items over ${STEADY_P99_TARGET_MS} ms, and the member whose event loop held each (its stalls alone made it late)`, ours.steady.slow === undefined ? 'n/a' : `${ms(ours.steady.slow.p99Ms)}; ${slowItemsText(ours.steady.slow)}`, '', '', '', ''],
     ['  max; items started of emitted; last batch late by', `${ms(ours.steady.latencyMs.max)}; ${ours.steady.latencyMs.n}/${ours.steady.emitted}; ${ms(ours.steady.lateMs)}`, text(p((m) => `${ms(m.steady.latencyMs.max)}; ${m.steady.latencyMs.n}/${m.steady.emitted}; ${ms(m.steady.lateMs)}`)), '', '', ''],
+    [`  CPU per item there, all processes of the system (µs)`, cpuText(ours.steady.cpuUsPerItem), text(p((m) => cpuText(m.steady.cpuUsPerItem))), ratio(ours.steady.cpuUsPerItem, p((m) => m.steady.cpuUsPerItem), true), '', ''],
+    [`  Raft frames sent there per item, all members`, ours.steady.framesPerItem === null ? 'n/a' : fmt(ours.steady.framesPerItem), '', '', '', ''],
+    [`emit-to-start p50 / p99 at ${STEADY_RATE.toLocaleString('en-US')} items/s, the first steady run (cold)`, steadyText(ours.steadyCold), text(p((m) => steadyText(m.steadyCold))), ratio(ours.steadyCold.latencyMs.p99, p((m) => m.steadyCold.latencyMs.p99), true), '', ''],
+    [`  a third steady run, every member probed: its p99; its items over ${STEADY_P99_TARGET_MS} ms, and the member whose event loop held each (its stalls alone made it late)`, ours.steady.slow === undefined ? 'n/a' : `${ms(ours.steady.slow.p99Ms)}; ${slowItemsText(ours.steady.slow)}`, '', '', '', ''],
     ['re-delivery after kill -9 of a consumer (kill to first start elsewhere)', redeliveryText(ours.redelivery), text(p((m) => redeliveryText(m.redelivery))), ratio(ours.redelivery.ms, p((m) => m.redelivery.ms), true), '<= 500 ms', vsTarget(ours.redelivery.ms, 500, true)],
     ['  items the killed consumer held (running or waiting to start)', String(ours.redelivery.held), text(p((m) => String(m.redelivery.held))), '', '', ''],
   ];
