@@ -51,9 +51,16 @@ export interface ClusterEvents {
   /**
    * A slot was recorded missed, as this member applied it (every member tells it): nobody ran
    * it and nobody will (`expire`, with the reason), or a removed member's share of a mode 'all'
-   * slot (`member-removed`). Slots a catch-up policy dropped are counted in `state().jobs[].missedSlots`.
+   * slot (`member-removed`). Slots a catch-up policy dropped are told by `slots-dropped`.
    */
   missed: [{ readonly job: string; readonly slot: Date; readonly reason: string; readonly index: number }];
+  /**
+   * A job's catch-up policy dropped slots, as this member applied it (every member tells it):
+   * the `count` slots after `after` up to `through` (an outage's, or a one-shot's in the past
+   * with `catchUp: 'none'`) are never claimed nor run, and `history()` does not list them; they
+   * are counted in `state().jobs[].missedSlots`.
+   */
+  'slots-dropped': [{ readonly job: string; readonly count: number; readonly after: Date; readonly through: Date; readonly index: number }];
   /**
    * An operator's cancel (`cancel()`) reached runs of a job, as this member applied it (every
    * member tells it): the slots whose runs it ended, the member it was asked of, and its entry.
@@ -141,6 +148,12 @@ export function missedEventOf(index: number, command: SchedulerCommand, result: 
   if (command.type !== 'expire' && command.type !== 'forfeit') return null;
   if ((result as { readonly ok?: boolean } | undefined)?.ok === false) return null;
   return { job: command.job, slot: new Date(command.slotMs), reason: command.type === 'expire' ? command.reason : 'member-removed', index };
+}
+
+/** The `slots-dropped` event a scheduler command applied here makes, if any: a `skip` that applied. */
+export function slotsDroppedEventOf(index: number, command: SchedulerCommand, result: unknown): ClusterEvents['slots-dropped'][0] | null {
+  if (command.type !== 'skip' || (result as { readonly ok?: boolean } | undefined)?.ok !== true) return null;
+  return { job: command.job, count: command.count, after: new Date(command.fromMs), through: new Date(command.throughMs), index };
 }
 
 /** The `job-refused` event a registration of this member's applied here makes, if any. */

@@ -4,7 +4,7 @@ import type { PrivateKey } from '@libp2p/interface';
 import type { ClusterState, MemberState } from './api/state.js';
 import { unansweredLockHooks, type UnansweredLocks } from './api/unanswered-locks.js';
 import { EntryRecords } from './bytes/entry-records.js';
-import { cancelledEventOf, jobRefusedEventOf, missedEventOf, tellApp, type ClusterEvents } from './cluster-events.js';
+import { cancelledEventOf, jobRefusedEventOf, missedEventOf, slotsDroppedEventOf, tellApp, type ClusterEvents } from './cluster-events.js';
 import { registerConsumer, type ConsumeHandler } from './cluster-fanout.js';
 import { joinOrForm, probeRemoval, serveJoins, startDiscovery } from './cluster-join.js';
 import type { ResolvedOptions } from './cluster-options.js';
@@ -204,6 +204,8 @@ export async function startMember(ctx: StartContext, parts: MemberParts): Promis
       lockHooks.applied(index, command, result);
       const missed = missedEventOf(index, command, result);
       if (missed !== null) tell('missed', missed);
+      const dropped = slotsDroppedEventOf(index, command, result);
+      if (dropped !== null) tell('slots-dropped', dropped);
       const cancelled = cancelledEventOf(index, command, result);
       if (cancelled !== null) tell('cancelled', cancelled);
       const refused = jobRefusedEventOf(o.self.id, index, command, result);

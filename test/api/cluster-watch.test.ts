@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { MemberState } from '../../src/api/state.js';
-import { missedEventOf } from '../../src/cluster-events.js';
+import { missedEventOf, slotsDroppedEventOf } from '../../src/cluster-events.js';
 import { MemberWatch, WATCH_INTERVAL_MS } from '../../src/cluster-watch.js';
 import type { SchedulerCommand } from '../../src/scheduler/command.js';
 import { ManualTimers } from '../fixtures/manual-timers.js';
@@ -75,5 +75,18 @@ describe('the missed event (missedEventOf)', () => {
   it('is not made by one refused, nor by any other command', () => {
     expect(missedEventOf(7, expire, { ok: false, reason: 'stale-token' })).toBeNull();
     expect(missedEventOf(7, { type: 'started', job: 'report', slotMs: 5000, token: 2, member: 'a', atMs: 5000 }, { ok: true })).toBeNull();
+  });
+});
+
+describe('the slots-dropped event (slotsDroppedEventOf)', () => {
+  const skip: SchedulerCommand = { type: 'skip', job: 'tick', fromMs: 1000, throughMs: 24_000, count: 23 };
+
+  it('is made by a skip that applied, with the slots it dropped', () => {
+    expect(slotsDroppedEventOf(9, skip, { ok: true })).toEqual({ job: 'tick', count: 23, after: new Date(1000), through: new Date(24_000), index: 9 });
+  });
+
+  it('is not made by a skip refused (the mark moved since the plan), nor by any other command', () => {
+    expect(slotsDroppedEventOf(9, skip, { ok: false, reason: 'stale-token' })).toBeNull();
+    expect(slotsDroppedEventOf(9, { type: 'expire', job: 'tick', slotMs: 5000, fromToken: 2, reason: 'expired', atMs: 9000 }, { ok: true })).toBeNull();
   });
 });
