@@ -909,6 +909,13 @@ export class RaftNode {
     this.#out.send(m);
   }
 
+  /** Sends the appends of the entries appended since the last (see #appendsPending). */
+  #sendPendingAppends(): void {
+    if (!this.#appendsPending) return;
+    this.#appendsPending = false;
+    if (this.#role === 'leader') this.#replication.broadcastAppend(true);
+  }
+
   hasReady(): boolean {
     return (
       this.#pendingRestore !== null ||
@@ -925,13 +932,6 @@ export class RaftNode {
    * `advance(ready)` once they are done, or, as the driver does, `advanceApplied(ready)` once
    * applied, and `writeDurable(ready)` then `advancePersisted(ready)` once its write is durable.
    */
-  /** Sends the appends of the entries appended since the last (see #appendsPending). */
-  #sendPendingAppends(): void {
-    if (!this.#appendsPending) return;
-    this.#appendsPending = false;
-    if (this.#role === 'leader') this.#replication.broadcastAppend(true);
-  }
-
   ready(): Ready {
     this.#sendPendingAppends();
     // Whether the messages collected are a leader's: taken before the conf changes apply, since

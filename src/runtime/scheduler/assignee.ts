@@ -316,9 +316,9 @@ export class Assignee {
   }
 
   /**
-   * This member lost its lease (see LEASE_LOST): another member may be
-   * given its slots, so its runs in progress stop (their fencing tokens would soon be stale).
-   * Runs not yet started stay armed; when they fire, they check the lease again.
+   * This member lost its lease (see LEASE_LOST): another member may be given its slots, so its
+   * runs in progress stop (their fencing tokens would soon be stale). Runs not yet started stay
+   * armed; when they fire, they check the lease again.
    */
   #interruptRunning(): void {
     for (const armed of this.#armed.values()) {

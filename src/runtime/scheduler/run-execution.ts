@@ -33,7 +33,7 @@ export class RunExecution {
     const o = this.#ctx.options;
     const key = claimKey(claim.job, claim.slotMs);
     const abort = armed.abort;
-    // Without a live leader this member cannot know it still holds the claim: do not start.
+    // Without its lease this member cannot know it still holds the claim: do not start.
     if ((job.options.mode ?? 'one') === 'one' && !o.holdsLease()) {
       abort.abort(new RunAbortedError('interrupted', NO_LEASE_AT_INSTANT));
     }
