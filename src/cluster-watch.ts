@@ -6,13 +6,21 @@ import { Periodic } from './time/periodic.js';
 /**
  * The Cluster's events of conditions an operator alerts on that no log entry marks: a member
  * this member can no longer reach (`member-unreachable`) and a member whose clock is skewed
- * past `maxClockSkewMs` (`clock-skewed`), each told once as it begins, as this member sees it
+ * past `maxClockSkewMs` (`clock-skewed`), each told once as it begins (unreachable: at two looks in a row), as this member sees it
  * (a leader sees every member; a follower its leader, and the others by their connections). The
  * same conditions are `state().members[]`'s `reachable` and `clockSkewed`, and metrics.
  */
 
 /** How often the members are looked at. */
 export const WATCH_INTERVAL_MS = 1000;
+
+/**
+ * Looks in a row a member must be unreachable at before it is told: a member that had just
+ * joined told its leader unreachable at its first look, its connection to it still opening (a
+ * stranger saw it at every join). So a member is told unreachable one look interval after it
+ * was first seen so.
+ */
+export const UNREACHABLE_LOOKS = 2;
 
 /**
  * A member told skewed is told so again only once its offset went back within this share of
@@ -30,8 +38,8 @@ export class MemberWatch {
   readonly #members: () => readonly MemberState[];
   readonly #events: MemberWatchEvents;
   readonly #ticks: Periodic;
-  /** Members unreachable, and skewed, at the last look: bounded by the configuration. */
-  #unreachable = new Set<NodeId>();
+  /** Members unreachable at the last looks, and for how many in a row (up to UNREACHABLE_LOOKS), and skewed: bounded by the configuration. */
+  #unreachable = new Map<NodeId, number>();
   #skewed = new Set<NodeId>();
 
   /** `maxClockSkewMs`: the bound `clockSkewed` is by, for SKEW_CLEARED_SHARE; none, a member is cleared once not skewed. */
@@ -52,14 +60,15 @@ export class MemberWatch {
     this.#ticks.stop();
   }
 
-  /** One look: tells of each member that became unreachable or skewed since the last. */
+  /** One look: tells of each member that became unreachable (at UNREACHABLE_LOOKS looks in a row) or skewed. */
   look(): void {
-    const unreachable = new Set<NodeId>();
+    const unreachable = new Map<NodeId, number>();
     const skewed = new Set<NodeId>();
     for (const m of this.#members()) {
       if (!m.reachable) {
-        unreachable.add(m.id);
-        if (!this.#unreachable.has(m.id)) this.#tell(() => this.#events.unreachable({ id: m.id, lastContactMs: m.lastContactMs }));
+        const looks = Math.min(UNREACHABLE_LOOKS, (this.#unreachable.get(m.id) ?? 0) + 1);
+        unreachable.set(m.id, looks);
+        if (looks === UNREACHABLE_LOOKS && this.#unreachable.get(m.id) !== UNREACHABLE_LOOKS) this.#tell(() => this.#events.unreachable({ id: m.id, lastContactMs: m.lastContactMs }));
       }
       const offsetMs = m.clockOffsetMs;
       if (offsetMs === null) continue;

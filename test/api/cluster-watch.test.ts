@@ -22,12 +22,36 @@ describe('the events of what no log entry marks (MemberWatch)', () => {
     members = [member('a'), member('b', { reachable: false, lastContactMs: 3000, clockSkewed: true, clockOffsetMs: -1500 })];
     timers.advance(WATCH_INTERVAL_MS);
     timers.advance(WATCH_INTERVAL_MS);
-    expect(told).toEqual(['unreachable b 3000', 'skewed b -1500']);
+    // Skewed at once; unreachable at its second look in a row.
+    expect(told).toEqual(['skewed b -1500', 'unreachable b 3000']);
     members = [member('a'), member('b')];
     timers.advance(WATCH_INTERVAL_MS);
     members = [member('a'), member('b', { reachable: false, lastContactMs: null })];
     timers.advance(WATCH_INTERVAL_MS);
-    expect(told).toEqual(['unreachable b 3000', 'skewed b -1500', 'unreachable b null']);
+    timers.advance(WATCH_INTERVAL_MS);
+    expect(told).toEqual(['skewed b -1500', 'unreachable b 3000', 'unreachable b null']);
+    watch.stop();
+  });
+
+  it('tells no member unreachable at one look only: a joiner saw its leader so, its connection still opening', () => {
+    const timers = new ManualTimers();
+    let members = [member('a'), member('b', { reachable: false, lastContactMs: 377 })];
+    const told: string[] = [];
+    const watch = new MemberWatch(timers, () => members, { unreachable: (e) => told.push(`unreachable ${e.id} ${e.lastContactMs}`), clockSkewed: () => undefined });
+    watch.start();
+    timers.advance(WATCH_INTERVAL_MS);
+    members = [member('a'), member('b')];
+    timers.advance(WATCH_INTERVAL_MS);
+    // Unreachable at one look, then reachable, then at one look again: never two in a row.
+    members = [member('a'), member('b', { reachable: false, lastContactMs: 900 })];
+    timers.advance(WATCH_INTERVAL_MS);
+    members = [member('a'), member('b')];
+    timers.advance(WATCH_INTERVAL_MS);
+    expect(told).toEqual([]);
+    // Two in a row: told once, however long it lasts.
+    members = [member('a'), member('b', { reachable: false, lastContactMs: 1500 })];
+    for (let i = 0; i < 5; i++) timers.advance(WATCH_INTERVAL_MS);
+    expect(told).toEqual(['unreachable b 1500']);
     watch.stop();
   });
 
@@ -58,6 +82,7 @@ describe('the events of what no log entry marks (MemberWatch)', () => {
       },
       clockSkewed: () => undefined,
     });
+    watch.look();
     watch.look();
     expect(calls).toBe(2);
   });
