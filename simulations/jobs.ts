@@ -1,3 +1,5 @@
+import { InvalidArgumentError } from '../src/errors.js';
+import { onlyKnownKeys } from '../src/option-checks.js';
 import { validateJobOptions, validateName } from '../src/job-options.js';
 import { DEFAULT_TIMEOUT_MS } from '../src/runtime/scheduler/assignee.js';
 import type { JobContext, JobHandler, JobOptions } from '../src/runtime/scheduler/job-types.js';
@@ -64,14 +66,26 @@ export function simHandler(job: SimJob, timers: Timers, random: Random, observe:
 /** Checks users' jobs the way `cluster.schedule()` does, so a bad one fails here, named. */
 export function validateJobs(jobs: readonly SimJob[]): void {
   const names = new Set<string>();
-  for (const job of jobs) {
+  for (const [i, job] of jobs.entries()) {
+    // A job runs the simulator's handler, whose runs take runMs and fail at failRate: a handler
+    // of the app's given here ran nothing, silently (a stranger's was never called).
+    onlyKnownKeys(job, Object.keys(SIM_JOB_KEYS), `jobs[${i}]`);
     validateName(job.name);
-    if (names.has(job.name)) throw new TypeError(`jobs: the name ${JSON.stringify(job.name)} is used twice`);
+    if (names.has(job.name)) throw new InvalidArgumentError(`jobs[${i}].name`, job.name, 'a name no other job of the run has');
     names.add(job.name);
     parseSpec(job.spec, `jobs[${job.name}].spec`);
     validateJobOptions(job.options ?? {});
+    const runMs = job.runMs;
+    if (runMs !== undefined && !(Array.isArray(runMs) && runMs.length === 2 && runMs.every((ms) => Number.isSafeInteger(ms) && ms >= 0) && runMs[0] <= runMs[1])) {
+      throw new InvalidArgumentError(`jobs[${i}].runMs`, runMs, 'a range [min, max] of whole milliseconds, 0 <= min <= max');
+    }
+    const failRate = job.failRate;
+    if (failRate !== undefined && !(typeof failRate === 'number' && failRate >= 0 && failRate <= 1)) throw new InvalidArgumentError(`jobs[${i}].failRate`, failRate, 'a share of runs from 0 to 1');
   }
 }
+
+/** A SimJob's fields, each named once (the type makes the list whole). */
+const SIM_JOB_KEYS: Record<keyof SimJob, true> = { name: true, spec: true, options: true, runMs: true, failRate: true };
 
 /**
  * Runs of slots before the watch end get this long to record their outcome, at least: longer

@@ -9,6 +9,8 @@ import { SafetyChecker } from './checker.js';
 import { RunCheckers } from './checkers/index.js';
 import { ConfigurationChecker } from './configuration-checker.js';
 import { InvalidArgumentError, ProposalDroppedError } from '../src/errors.js';
+import { MAX_PENDING_PER_TOPIC } from '../src/fanout/command.js';
+import { onlyKnownKeys } from '../src/option-checks.js';
 import { MAX_MEMBERS } from '../src/raft/configuration.js';
 import type { FaultSwitches } from './faults.js';
 import { memberHooks } from './hooks.js';
@@ -277,12 +279,51 @@ export function proposalBytes(text: string): Uint8Array {
  * smaller one's faults (the generator is seeded with 32 bits).
  */
 function validateRun(options: SimulationOptions): void {
+  // A misspelled option, or a fault named as the CLI names it (partition, not partitions), ran
+  // the defaults silently; a stranger's run with every fault "off" had them all on.
+  onlyKnownKeys(options, Object.keys(SIMULATION_OPTION_KEYS), '');
+  if (options.faults !== undefined) onlyKnownKeys(options.faults, Object.keys(FAULT_SWITCH_KEYS), 'faults');
+  const maxEmit = options.maxEmit;
+  if (maxEmit !== undefined && (!Number.isSafeInteger(maxEmit) || maxEmit < 1 || maxEmit > MAX_SIM_EMIT_BOUND)) throw new InvalidArgumentError('maxEmit', maxEmit, `an integer from 1 to ${MAX_SIM_EMIT_BOUND}`);
   if (!Number.isSafeInteger(options.seed) || options.seed < 0 || options.seed > MAX_SIM_SEED) throw new InvalidArgumentError('seed', options.seed, `an integer from 0 to ${MAX_SIM_SEED}`);
   const members = options.members;
   if (members !== undefined && (!Number.isSafeInteger(members) || members < 1 || members > MAX_MEMBERS)) throw new InvalidArgumentError('members', members, `an integer from 1 to ${MAX_MEMBERS}`);
   const durationMs = options.durationMs;
   if (durationMs !== undefined && (!Number.isSafeInteger(durationMs) || durationMs < 1)) throw new InvalidArgumentError('durationMs', durationMs, 'a positive integer of milliseconds');
 }
+
+/** The options of simulate(), each named once (the type makes the list whole). */
+const SIMULATION_OPTION_KEYS: Record<keyof SimulationOptions, true> = {
+  seed: true,
+  members: true,
+  durationMs: true,
+  livenessBoundMs: true,
+  faults: true,
+  jobs: true,
+  proposals: true,
+  timeline: true,
+  compaction: true,
+  maxConcurrent: true,
+  vary: true,
+  settings: true,
+  versions: true,
+  handover: true,
+  membership: true,
+  fanout: true,
+  locks: true,
+  barriers: true,
+  deploy: true,
+  maxEmit: true,
+};
+
+const FAULT_SWITCH_KEYS: Record<keyof FaultSwitches, true> = { partitions: true, loss: true, crashes: true, clocks: true, pauses: true, disks: true };
+
+/**
+ * The largest `maxEmit`: a topic's maxPending is drawn up to four times it (fanout.ts), and no
+ * consumer may ask for more than MAX_PENDING_PER_TOPIC (a larger one failed the run's consume,
+ * or not, by the seed).
+ */
+export const MAX_SIM_EMIT_BOUND = Math.floor(MAX_PENDING_PER_TOPIC / 4);
 
 /**
  * The largest seed of a run: the generator is seeded with 32 bits, so a larger seed would replay

@@ -1,13 +1,14 @@
 import { spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { accessSync, constants, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
+import { dirname, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Command } from 'commander';
 import { parseDurationMs } from '../../simulations/duration.js';
 import { FAULT_ALIASES, FAULT_NAMES, switchesFromNames } from '../../simulations/faults.js';
 import { renderReport, reportInput } from '../../simulations/report/page.js';
 import { simulate, type FaultSwitches, type SimulationResult } from '../../simulations/simulate.js';
-import { MAX_SIM_SEED } from '../../simulations/world.js';
+import { MAX_SIM_EMIT_BOUND, MAX_SIM_SEED } from '../../simulations/world.js';
 import { InvalidArgumentError } from '../errors.js';
 import { MAX_MEMBERS } from '../raft/configuration.js';
 import { EXIT, type CliOutput } from './exit-codes.js';
@@ -46,7 +47,7 @@ export function addSimulateCommand(program: Command, io: CliOutput, self: { read
     .option('--seeds <n>', 'how many seeds to sweep')
     .option('--from <n>', 'the first seed of a sweep', '1')
     .option('--members <n>', 'members of the simulated cluster', '5')
-    .option('--duration <time>', 'simulated time per seed (60s, 10m)', '60s')
+    .option('--duration <time>', 'simulated time per seed, with its unit (60s, 10m)', '60s')
     .option('--faults <list>', `faults to inject: ${FAULT_NAMES.join(',')} (skew is clock), or none`, FAULT_NAMES.join(','))
     .option('--json', 'one JSON line per seed', false)
     .option('--report <file>', 'one seed: an HTML timeline of the run')
@@ -80,6 +81,15 @@ function positiveInt(value: string, option: string, max = Number.MAX_SAFE_INTEGE
   return n;
 }
 
+/** InvalidArgumentError unless `path` names a file that can be written: in a folder there is, and writable. */
+function writableFile(path: string, option: string): void {
+  try {
+    accessSync(dirname(resolve(path)), constants.W_OK);
+  } catch (error) {
+    throw new InvalidArgumentError(option, path, `a file in a folder that exists and can be written (${error instanceof Error ? error.message : String(error)})`);
+  }
+}
+
 /** `value` as one word of a POSIX shell, quoted when it needs to be: a replay command is pasted as it is printed. */
 export function shellWord(value: string): string {
   return /^[\w./:=,+@%-]+$/.test(value) ? value : `'${value.replaceAll("'", `'\\''`)}'`;
@@ -109,7 +119,7 @@ async function runSimulate(values: SimulateFlags, io: CliOutput, self: { readonl
   if (values.proposals !== 'on' && values.proposals !== 'off') throw new InvalidArgumentError('--proposals', values.proposals, 'on or off');
   const proposals = values.proposals === 'on';
   const swarm = swarmSwitches(values);
-  const maxEmit = values.maxEmit === undefined ? {} : { maxEmit: positiveInt(values.maxEmit, '--max-emit') };
+  const maxEmit = values.maxEmit === undefined ? {} : { maxEmit: positiveInt(values.maxEmit, '--max-emit', MAX_SIM_EMIT_BOUND) };
   const maxConcurrent = values.maxConcurrent === undefined ? {} : { maxConcurrent: positiveInt(values.maxConcurrent, '--max-concurrent') };
   // One seed, or a sweep from --from: both asked for ran one seed, saying nothing of the sweep.
   if (values.seed !== undefined && values.seeds !== undefined) throw new InvalidArgumentError('--seeds', values.seeds, 'not with --seed, which runs one seed (a sweep starts at --from)');
@@ -120,6 +130,9 @@ async function runSimulate(values: SimulateFlags, io: CliOutput, self: { readonl
   let simulatedMs = 0;
   const failed: SimulationResult[] = [];
   if (values.report !== undefined && count > 1) throw new InvalidArgumentError('--report', values.report, 'used with one seed (--seed N)');
+  // Looked at before the run: a report that could not be written failed after it, with the exit
+  // status of a violation.
+  if (values.report !== undefined) writableFile(values.report, '--report');
   const replay = (r: SimulationResult): string =>
     `npx cronraft simulate --seed ${r.seed} --members ${members} --duration ${shellWord(values.duration)} --faults ${shellWord(values.faults)}${proposals ? '' : ' --proposals off'}${swarm.flags}${values.maxEmit === undefined ? '' : ` --max-emit ${shellWord(values.maxEmit)}`}${maxConcurrent.maxConcurrent === undefined ? '' : ` --max-concurrent ${maxConcurrent.maxConcurrent}`}`;
   const parallel = Math.min(values.parallel === 'auto' ? availableParallelism() : positiveInt(values.parallel, '--parallel'), count);

@@ -54,6 +54,6 @@ describe('scheduler simulation', () => {
 
   it('refuses a bad job with an error that names it', async () => {
     await expect(simulate({ seed: 1, jobs: [{ name: 'bad', spec: 'not cron' }] })).rejects.toThrow(/jobs\[bad\]\.spec/);
-    await expect(simulate({ seed: 1, jobs: [{ name: 'a', spec: { every: '1s' } }, { name: 'a', spec: { every: '2s' } }] })).rejects.toThrow(/used twice/);
+    await expect(simulate({ seed: 1, jobs: [{ name: 'a', spec: { every: '1s' } }, { name: 'a', spec: { every: '2s' } }] })).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'jobs[1].name' });
   });
 });

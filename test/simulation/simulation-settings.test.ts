@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { CLUSTER_DEFAULTS, resolveOptions } from '../../src/cluster-options.js';
 import { memberSettings, type MemberSettings } from '../../src/runtime/member-settings.js';
-import { simulate } from '../../simulations/simulate.js';
+import { simulate, type SimulationOptions } from '../../simulations/simulate.js';
 import { drawSettings, SETTING_VARIATIONS, type VariedSetting } from '../../simulations/settings.js';
 
 /** Where each varied setting lives in a member's settings. */
@@ -74,6 +74,24 @@ describe('simulate() options', () => {
       [{ seed: 1, durationMs: 0 }, 'durationMs'],
     ] as const) {
       await expect(simulate(options), option).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option });
+    }
+  });
+
+  it('refuses an option or a fault it does not know, a maxEmit no topic can hold, and jobs it cannot run as given (a stranger found each silently ignored)', async () => {
+    const job = { name: 'tick', spec: { every: '1s' } };
+    for (const [options, option] of [
+      [{ seed: 1, memebrs: 3 }, 'memebrs'],
+      // The CLI's fault names are singular; the API's switches are plural.
+      [{ seed: 1, faults: { partition: false } }, 'faults.partition'],
+      [{ seed: 1, maxEmit: 25_001 }, 'maxEmit'],
+      [{ seed: 1, maxEmit: 0 }, 'maxEmit'],
+      // The simulator runs a handler of its own (runMs, failRate): the app's would never be called.
+      [{ seed: 1, jobs: [{ ...job, handler: () => undefined }] }, 'jobs[0].handler'],
+      [{ seed: 1, jobs: [job, job] }, 'jobs[1].name'],
+      [{ seed: 1, jobs: [{ ...job, failRate: 2 }] }, 'jobs[0].failRate'],
+      [{ seed: 1, jobs: [{ ...job, runMs: [500, 10] }] }, 'jobs[0].runMs'],
+    ] as const) {
+      await expect(simulate(options as unknown as SimulationOptions), option).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option });
     }
   });
 });

@@ -126,6 +126,11 @@ describe('cronraft simulate', () => {
       [['--seed', '1.5'], '--seed'],
       // Both ran one seed, saying nothing of the sweep asked for.
       [['--seed', '5', '--seeds', '2'], '--seeds'],
+      // A stranger's --duration 30 ran 30 ms; --max-emit 100000 failed or not by the seed, naming
+      // maxPending; a report to a folder that is not there failed after the run, with exit 1.
+      [['--duration', '30'], '--duration'],
+      [['--max-emit', '25001'], '--max-emit'],
+      [['--seed', '1', '--report', '/nonexistent-folder/run.html'], '--report'],
     ] as const) {
       const r = await cronraft('simulate', ...args);
       expect(r.code, args.join(' ')).toBe(2);
