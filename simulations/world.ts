@@ -274,9 +274,10 @@ export function proposalBytes(text: string): Uint8Array {
 }
 
 /**
- * The run's seed, members and duration checked (InvalidArgumentError): no members made every
- * liveness check pass vacuously, a NaN duration never ended, and a seed past 32 bits replays a
- * smaller one's faults (the generator is seeded with 32 bits).
+ * The run's options checked (InvalidArgumentError): only those simulate() knows, and of the
+ * fault switches; no members made every liveness check pass vacuously, a NaN duration never
+ * ended, and a seed past 32 bits replays a smaller one's faults (the generator is seeded with
+ * 32 bits).
  */
 function validateRun(options: SimulationOptions): void {
   // A misspelled option, or a fault named as the CLI names it (partition, not partitions), ran
