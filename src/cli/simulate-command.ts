@@ -224,6 +224,10 @@ function report(r: SimulationResult, io: CliOutput): void {
   // The rest of the settings are Cluster's defaults (CLUSTER_DEFAULTS).
   const varied = Object.entries(r.varied);
   io.out(`  settings: ${varied.length === 0 ? "Cluster's defaults" : `Cluster's defaults but ${varied.map(([k, v]) => `${k}=${v}`).join(' ')}`}`);
+  // What the seed ran besides the jobs, drawn or asked for (--locks on and the like): a stranger
+  // could tell only from --json whether a mode had taken effect.
+  const on = (ran: boolean): string => (ran ? 'on' : 'off');
+  io.out(`  ran: fanout=${on(r.fanout !== null)} locks=${on(r.locks !== null)} barriers=${on(r.barriers !== null)} deploy=${on(r.deploy !== null)} membership=${r.membership.mode} versions=${r.versions.mode}`);
   for (const j of r.jobs) {
     const l = j.latenessMs;
     const byOutcome: Array<[number, string]> = [[j.failed, 'failed'], [j.aborted, 'aborted or interrupted'], [j.skipped, 'skipped or replaced'], [j.expired, 'expired'], [j.noOutcome, 'with no outcome yet']];

@@ -69,6 +69,11 @@ describe('cronraft simulate', () => {
     expect(switchesFromNames(['partition', 'skew', 'crash', 'loss'])).toEqual({ partitions: true, clocks: true, crashes: true, loss: true, pauses: false, disks: false });
   });
 
+  it('says in its summary which workloads the seed ran, asked for or drawn', async () => {
+    const asked = await cronraft('simulate', '--seed', '4', '--members', '3', '--duration', '2s', '--locks', 'on', '--fanout', 'off', '--barriers', 'on', '--deploy', 'off');
+    expect(asked.stdout).toMatch(/\n {2}ran: fanout=off locks=on barriers=on deploy=off membership=\S+ versions=\S+\n/);
+  });
+
   it('says which settings the seed varied from the defaults, in its summary and its JSON', async () => {
     const { varied } = drawSettings(4, true);
     const text = await cronraft('simulate', '--seed', '4', '--members', '3', '--duration', '2s');
