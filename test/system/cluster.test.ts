@@ -365,6 +365,15 @@ describe('two members in one process', () => {
 });
 
 describe('three members in one process', () => {
+  it('waitForLeader gives up by default after 20 election timeouts while no majority runs (the README says so)', async () => {
+    const addrs = [`127.0.0.1:${await freePort()}`, `127.0.0.1:${await freePort()}`, `127.0.0.1:${await freePort()}`];
+    // One member of three up, the others never started: no leader can be elected.
+    const alone = new Cluster(addrs, { storage: 'memory', listen: addrs[0], electionTimeoutMs: 100, joinTimeoutMs: 200 });
+    started.push(alone);
+    await alone.start();
+    await expect(alone.waitForLeader()).rejects.toMatchObject({ code: 'CRONRAFT_TIMEOUT', message: 'Waiting for a leader did not complete within 2000 ms' });
+  });
+
   it('elect one leader, report it in state() and events, and commit from any member', async () => {
     const members = await startCluster(3);
     const events: string[] = [];
