@@ -38,9 +38,9 @@ import { ListenAddresses } from './listen-addresses.js';
 import { isVoteRequest } from './vote-askers.js';
 import type { DialFailure } from './dial-failure.js';
 import { checkClusterId, checkedOptions, type Libp2pTransportOptions } from './libp2p-transport-options.js';
+import { privateNetwork } from './private-network.js';
 
 export type { Libp2pTransportOptions } from './libp2p-transport-options.js';
-import { privateNetwork } from './private-network.js';
 
 type RunState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
