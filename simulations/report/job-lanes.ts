@@ -240,7 +240,8 @@ function renderJobGutter(job: JobTrack, summary: JobSummary | undefined, y: numb
     text(16, y + 30, truncate(job.spec, 22), 'lane-spec', job.spec),
     ...(summary === undefined ? [] : summaryFacts(summary, y)),
     text(PLOT_X0 - 8, y + 4 + SLOT_ROW_H - 3, 'slots', 'row-label end'),
-    text(PLOT_X0 - 8, lateY + 9, `late ≤${fmtDuration(latenessMax)}`, 'row-label end'),
+    // The row's scale, not a measurement: its top is the job's worst lateness, or a second at least.
+    text(PLOT_X0 - 8, lateY + 9, `late, log to ${fmtDuration(latenessMax)}`, 'row-label end', `Each bar: the latest start of a slot in it after the slot's instant, on a log scale from 1 ms to ${fmtDuration(latenessMax)} (the job's worst, or 1 s when none was later); early starts below the line`),
   ];
   // Member names beside their rows only when the rows are tall enough to read them.
   if (rowH >= 7) members.forEach((m, i) => parts.push(text(PLOT_X0 - 8, membersY + i * rowH + rowH - 1.5, truncate(m, 8), 'row-label small end')));
