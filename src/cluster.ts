@@ -37,6 +37,7 @@ import { SCHEDULER_DEFAULTS } from './scheduler/state.js';
 import { systemClock, systemTimers, type Clock, type Timers } from './time/clock.js';
 import type { Random } from './time/random.js';
 import { versionSupportOf } from './version/test-seams.js';
+import { MEMBERSHIP_VERSION } from './version/versions.js';
 
 const encoder = new TextEncoder();
 /** Randomness for election timeouts when none is injected. */
@@ -230,7 +231,8 @@ export class Cluster extends EventEmitter<ClusterEvents> {
    * Removes a member, a voter or a learner, from the cluster's configuration: asked of any
    * member, it is forwarded to the leader. Resolves once the change is applied here, with its
    * log index; the member removed stops with `CRONRAFT_REMOVED` as it applies it. One change at
-   * a time, and only once the cluster runs version 2 ("membership", see "Upgrading").
+   * a time, and only once the cluster runs version 2 ("membership", see "Upgrading"): a call
+   * before waits for it, as long as a proposal may (requestTimeoutMs).
    * @throws VersionNotActiveError, NotLeaderError (no leader known), MembershipChangeRefusedError
    *   (`reason`: `not-member`, `last-voter`, `pending`, ...), TimeoutError, OutcomeUnknownError, BackpressureError
    */
@@ -238,6 +240,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     if (typeof id !== 'string' || id.length === 0) throw new InvalidArgumentError('id', id, 'a member id');
     this.#running();
     const member = this.#parts.member as Member;
+    await member.versionWaits.whenActive('a membership change', MEMBERSHIP_VERSION);
     const r = await member.proposeConfChange({ type: 'remove', id });
     return { index: r.index };
   }

@@ -16,6 +16,7 @@ import { memberBounds, type BoundRow } from './member-bounds.js';
 import { RaftDriver } from './driver.js';
 import { memberStateMachine, type MemberStateMachineHooks } from './member-state-machine.js';
 import { VERSION_STEADY_MS, VersionKeeper } from './version-keeper.js';
+import { VersionWaits } from './version-waits.js';
 import { BindingKeeper } from './binding-keeper.js';
 import { ClusterVersionState } from '../version/cluster-version.js';
 import { BATCH_VERSION, FANOUT_VERSION, FIRST_CLUSTER_VERSION, FORFEIT_VERSION, MEMBERSHIP_VERSION, OPERATIONS_VERSION, protocolOf, SUPPORTED, type VersionSupport } from '../version/versions.js';
@@ -137,6 +138,8 @@ export class Member {
   readonly scheduler: SchedulerRuntime;
   /** The cluster version in force and what each member reads, as applied here. */
   readonly versions: ClusterVersionState;
+  /** The calls waiting for a cluster version not yet in force (version-waits.ts). */
+  readonly versionWaits: VersionWaits;
   readonly versionKeeper: VersionKeeper;
   /** On the leader, binds members to their peer ids (trust on first use). */
   readonly bindingKeeper: BindingKeeper;
@@ -180,6 +183,7 @@ export class Member {
     const configuration = this.configuration;
     this.#appliedConf = parts.node.configuration;
     this.versions = new ClusterVersionState(parts.versions ?? SUPPORTED, (id) => isMember(this.#appliedConf, id));
+    this.versionWaits = new VersionWaits({ versions: this.versions, members: () => configuration.members, timers: parts.timers, timeoutMs: t.requestTimeoutMs });
     const stateMachine = memberStateMachine(
       () => this.scheduler,
       this.versions,
@@ -192,6 +196,7 @@ export class Member {
       onClusterApplied: (index, command, result) => {
         // The wire protocol of a version is in force on this member once it applies it.
         if (command.type === 'activate' && result === 'applied') this.#versionInForce(command.to);
+        this.versionWaits.changed();
         parts.onClusterApplied?.(index, command, result);
       },
       onSkipped: (_index, reason) => this.skippedEntries[reason]++,
@@ -236,6 +241,7 @@ export class Member {
         // (a joiner, or one far behind): its wire protocol is in force here from now on, or
         // this member, should it lead, could not send the entries of that version.
         this.#versionInForce(Math.max(parts.storedVersion ?? FIRST_CLUSTER_VERSION, this.versions.active));
+        this.versionWaits.changed();
         this.fanoutRuntime.restored();
         parts.onSnapshotInstalled?.(index);
       },
@@ -285,7 +291,7 @@ export class Member {
       emitItems: async (topic, items, key, origin, stopped) => this.fanoutRuntime.emitItems(checkTopic(topic), items, key, origin, stopped),
       proposeBatch: (commands) => (this.versions.active >= BATCH_VERSION ? driver.propose(encodeCommand({ kind: 'scheduler-batch', commands })) : null),
       operations: {
-        require: (feature) => this.versions.require(feature, OPERATIONS_VERSION),
+        require: (feature) => this.versionWaits.whenActive(feature, OPERATIONS_VERSION),
         propose: (command) => driver.propose(encodeCommand({ kind: 'scheduler', command })),
       },
       barrier: () => driver.readBarrier(),
@@ -330,7 +336,7 @@ export class Member {
       holdsLease: () => this.holdsLease(),
       onEvent: parts.onFanoutEvent,
       propose: async (command) => {
-        this.versions.require('fan-out', FANOUT_VERSION);
+        if (this.versions.active < FANOUT_VERSION) await this.versionWaits.whenActive('fan-out', FANOUT_VERSION);
         // A lease is the plan of this member leading in its term (its rate buckets, its leases
         // in flight): appended by another leader, it would add to that leader's own.
         return driver.propose(encodeCommand({ kind: 'fanout', command }), undefined, command.type === 'lease' ? driver.node.term : undefined);
@@ -417,6 +423,7 @@ export class Member {
   }
 
   stop(): void {
+    this.versionWaits.stop();
     this.configuration.stop();
     this.versionKeeper.stop();
     this.bindingKeeper.stop();

@@ -52,6 +52,21 @@ export class ClusterVersionState {
     if (this.#active < needs) throw new VersionNotActiveError(feature, needs, this.#active);
   }
 
+  /**
+   * The members among `members` that announced they read no version as high as `needs`: while
+   * one of them is in the configuration the cluster version stays below it, until it is
+   * upgraded. (A member that announced nothing, one of cronraft 0.1.0 or one just started, is
+   * not among them: the version waits for it too, but its silence says nothing of what it reads.)
+   */
+  cannotRead(needs: number, members: Iterable<NodeId>): NodeId[] {
+    const below: NodeId[] = [];
+    for (const id of members) {
+      const v = this.#members.get(id);
+      if (v !== undefined && v.stateMachine.max < needs) below.push(id);
+    }
+    return below;
+  }
+
   /** What this member reads. */
   get support(): VersionSupport {
     return this.#support;

@@ -109,9 +109,7 @@ describe('pause and resume on the runtime', () => {
     expect(await caught).toBeInstanceOf(UnknownJobError);
     const old = cluster(['a'], 5, {
       operations: {
-        require: (feature) => {
-          throw new VersionNotActiveError(feature, 3, 2);
-        },
+        require: (feature) => Promise.reject(new VersionNotActiveError(feature, 3, 2)),
         propose: () => Promise.reject(new Error('never proposed')),
       },
     });

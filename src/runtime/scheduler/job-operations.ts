@@ -68,10 +68,10 @@ export class JobOperations {
 
   /**
    * Pauses (`paused` true) or resumes the job across the cluster; idempotent.
-   * @throws VersionNotActiveError before cluster version 3, UnknownJobError, and the proposal's errors
+   * @throws VersionNotActiveError when cluster version 3 does not come (version-waits.ts), UnknownJobError, and the proposal's errors
    */
   async setPaused(name: string, paused: boolean): Promise<JobPause> {
-    const ops = this.#operations(paused ? 'cluster.pause()' : 'cluster.resume()');
+    const ops = await this.#operations(paused ? 'cluster.pause()' : 'cluster.resume()');
     await this.#known(name);
     const command: OperationCommand = { type: paused ? 'pause' : 'resume', job: name, atMs: this.#ctx.stampClock.now() };
     const { result } = await ops.propose(command);
@@ -82,11 +82,11 @@ export class JobOperations {
   /**
    * Claims one extra slot of the job now (the cluster's time), run by the job's assignment
    * rules, and resolves with it once the claim is applied here.
-   * @throws VersionNotActiveError before cluster version 3, UnknownJobError, InvalidArgumentError
+   * @throws VersionNotActiveError when cluster version 3 does not come (version-waits.ts), UnknownJobError, InvalidArgumentError
    *   (no member has a handler for the job), TimeoutError, ClockUnsyncedError, and the proposal's errors
    */
   async trigger(name: string): Promise<TriggeredSlot> {
-    const ops = this.#operations('cluster.trigger()');
+    const ops = await this.#operations('cluster.trigger()');
     const o = this.#ctx.options;
     let job = await this.#known(name);
     for (let attempt = 0; attempt < MAX_TRIGGER_ATTEMPTS && !this.#ctx.stopped; attempt++) {
@@ -128,10 +128,10 @@ export class JobOperations {
    * see the `cancel-runs` command. Its time is the cluster's, which says which slots were due,
    * so it waits (a plan interval at a time, MAX_TRIGGER_ATTEMPTS at most) while this member
    * has not learned it.
-   * @throws VersionNotActiveError before cluster version 3, UnknownJobError, ClockUnsyncedError, and the proposal's errors
+   * @throws VersionNotActiveError when cluster version 3 does not come (version-waits.ts), UnknownJobError, ClockUnsyncedError, and the proposal's errors
    */
   async cancel(name: string, slotMs?: number): Promise<CancelledRuns> {
-    const ops = this.#operations('cluster.cancel()');
+    const ops = await this.#operations('cluster.cancel()');
     const o = this.#ctx.options;
     await this.#known(name);
     for (let attempt = 0; o.clockReady?.() === false; attempt++) {
@@ -153,11 +153,14 @@ export class JobOperations {
     return { job: name, cancelled };
   }
 
-  /** The version gate first: before cluster version 3, every call is refused alike. */
-  #operations(feature: string): NonNullable<RuntimeContext['options']['operations']> {
+  /**
+   * The version gate first: before cluster version 3, every call waits for it alike (a new
+   * cluster raises its version within seconds), or is refused (version-waits.ts).
+   */
+  async #operations(feature: string): Promise<NonNullable<RuntimeContext['options']['operations']>> {
     const ops = this.#ctx.options.operations;
     if (ops === undefined) throw new TypeError(`${feature}: this member proposes no operations`);
-    ops.require(feature);
+    await ops.require(feature);
     return ops;
   }
 

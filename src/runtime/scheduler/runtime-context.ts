@@ -34,13 +34,13 @@ export interface SchedulerRuntimeOptions {
    */
   readonly proposeBatch?: (commands: ReadonlyArray<Extract<SchedulerCommand, { type: 'register' | 'unregister' }>>) => Promise<unknown> | null;
   /**
-   * An operator's commands (pause, resume, trigger: cluster version 3). `require` throws
-   * VersionNotActiveError while the cluster runs an older version; `propose` replicates one,
+   * An operator's commands (pause, resume, trigger: cluster version 3). `require` resolves once
+   * that version is in force, or rejects with VersionNotActiveError (see version-waits.ts); `propose` replicates one,
    * resolving once it is applied here with its index and what applying it returned.
    * @default none: the operations are refused
    */
   readonly operations?: {
-    readonly require: (feature: string) => void;
+    readonly require: (feature: string) => Promise<void>;
     readonly propose: (command: OperationCommand) => Promise<{ readonly index: number; readonly result: unknown }>;
   };
   /** Resolves once this member has applied everything committed before the call (a read barrier). */
