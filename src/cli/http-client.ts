@@ -2,7 +2,11 @@ import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { InvalidArgumentError } from '../errors.js';
 
-/** How long the command waits for a member's answer (an action waits for the log: the member's requestTimeoutMs is shorter). */
+/**
+ * How long the command waits for a member's answer. An action waits for the log: with the
+ * default requestTimeoutMs (5 s) a pause waits at most that long for the cluster version, then
+ * for a read barrier and its proposal, each within it.
+ */
 export const CLI_REQUEST_TIMEOUT_MS = 15_000;
 
 /** The largest answer read: a member's state with the most jobs it keeps is far smaller. */

@@ -270,6 +270,8 @@ export class Member {
         this.scheduler.halt(abort);
         this.fanoutRuntime.consumer.halt(abort);
         this.fanoutRuntime.delivery.stop();
+        // Its version can no longer rise: calls waiting for one end now, not at their timeout.
+        this.versionWaits.stop();
         this.versionKeeper.stop();
         this.bindingKeeper.stop();
         this.membershipKeeper.stop();
@@ -335,8 +337,11 @@ export class Member {
       lost: (id) => this.#reach.lost(id),
       holdsLease: () => this.holdsLease(),
       onEvent: parts.onFanoutEvent,
+      // An emit or a consumer's registration before cluster version 3 waits for it, once, before
+      // anything of it is proposed (a run that ended meanwhile then proposes nothing).
+      whenActive: () => (this.versions.active >= FANOUT_VERSION ? null : this.versionWaits.whenActive('fan-out', FANOUT_VERSION)),
       propose: async (command) => {
-        if (this.versions.active < FANOUT_VERSION) await this.versionWaits.whenActive('fan-out', FANOUT_VERSION);
+        this.versions.require('fan-out', FANOUT_VERSION);
         // A lease is the plan of this member leading in its term (its rate buckets, its leases
         // in flight): appended by another leader, it would add to that leader's own.
         return driver.propose(encodeCommand({ kind: 'fanout', command }), undefined, command.type === 'lease' ? driver.node.term : undefined);

@@ -257,6 +257,35 @@ describe('fan-out on the production member', () => {
     await sim.until('the item done', () => (now.member?.fanout.topics.get('t')?.counts.done === 1 ? true : undefined));
   });
 
+  it('an emit made before cluster version 3 waits for it and is then proposed; one whose run ended meanwhile proposes nothing', async () => {
+    const sim = new MembershipSim(12);
+    for (const id of FOUNDERS) await sim.start(id);
+    const member = memberOf(sim, FOUNDERS[0] as NodeId);
+    // A new cluster: version 1 until every member announced, then a step at a time.
+    expect(member.versions.active).toBeLessThan(FANOUT_VERSION);
+    const outcome = (p: Promise<unknown>): (() => unknown) => {
+      let settled: unknown = 'pending';
+      p.then(
+        () => (settled = 'resolved'),
+        (error: unknown) => (settled = error),
+      );
+      return () => settled;
+    };
+    let ended: Error | null = null;
+    const kept = outcome(member.fanoutRuntime.emit('t', [{ data: Uint8Array.of(1), key: null }], null));
+    const abandoned = outcome(member.fanoutRuntime.emit('t', [{ data: Uint8Array.of(2), key: null }], null, () => ended));
+    await sim.run(50);
+    expect([kept(), abandoned()]).toEqual(['pending', 'pending']);
+    // The slot's run that emits the second ends before the version comes.
+    ended = new Error('the run ended');
+    await sim.until('cluster version 3 on every member', () => (FOUNDERS.every((id) => sim.get(id).member?.versions.active === FANOUT_VERSION) ? true : undefined));
+    await sim.until('both emits settled', () => (kept() !== 'pending' && abandoned() !== 'pending' ? true : undefined));
+    expect(kept()).toBe('resolved');
+    expect(abandoned()).toBe(ended);
+    await sim.run(1000);
+    expect(member.fanout.topics.get('t')?.counts.emitted).toBe(1);
+  });
+
   it("settles an emitter's batch once the snapshot it installed shows every item done (its entries' outcomes never applied there)", async () => {
     const small: MemberSettings = { ...MEMBER_SETTINGS, compaction: { everyEntries: 20, retainEntries: 5 } };
     const sim = new MembershipSim(11, small);

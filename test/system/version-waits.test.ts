@@ -27,5 +27,5 @@ it('a new cluster of three over loopback: an emit and a pause made before it run
   expect(paused).toEqual({ job: 'hourly', paused: true });
   await expect(batch.settled()).resolves.toMatchObject({ done: 3 });
   expect(consumed.map((c) => c.item).sort()).toEqual(['a', 'b', 'c']);
-  expect(members[2]!.state().jobs.find((j) => j.name === 'hourly')?.paused).toBe(true);
+  await expect.poll(() => members[2]!.state().jobs.find((j) => j.name === 'hourly')?.paused, { timeout: 5000, interval: 20 }).toBe(true);
 });

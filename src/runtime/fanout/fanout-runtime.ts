@@ -35,6 +35,12 @@ export type FanoutEvent =
 export interface FanoutRuntimeOptions extends Omit<LeaderDeliveryOptions, 'propose'>, Omit<FanoutConsumerOptions, 'propose'> {
   /** Proposes a fan-out command (cluster version 3); resolves with its entry's index and apply result once applied here. */
   readonly propose: (command: FanoutCommand) => Promise<{ readonly index: number; readonly result: unknown }>;
+  /**
+   * Null while fan-out's cluster version is in force; else a wait for it, which an emit and a
+   * consumer's registration take before they propose anything (version-waits.ts: it rejects
+   * with VersionNotActiveError when the version does not come). @default none: never waits
+   */
+  readonly whenActive?: () => Promise<void> | null;
   readonly onEvent?: (event: FanoutEvent) => void;
 }
 
@@ -75,7 +81,8 @@ export class FanoutRuntime {
     this.batches.stop();
   }
 
-  consume(topic: string, handler: ItemHandler, settings: ConsumerSettings): Promise<unknown> {
+  async consume(topic: string, handler: ItemHandler, settings: ConsumerSettings): Promise<unknown> {
+    await this.#o.whenActive?.();
     return this.consumer.consume(topic, handler, settings);
   }
 
@@ -103,6 +110,13 @@ export class FanoutRuntime {
   async emit(topic: string, items: readonly EmittedItem[], origin: EmitOrigin | null, stopped?: () => Error | null): Promise<Batch> {
     // Nothing to do (a nightly slot that found no ids): a batch of none, settled, nothing proposed.
     if (items.length === 0) return this.batches.track(topic, []);
+    const version = this.#o.whenActive?.();
+    if (version != null) {
+      await version;
+      // A slot's run that aborted or ended while the emit waited proposes none of it (ctx.emit).
+      const why = stopped?.() ?? null;
+      if (why !== null) throw why;
+    }
     this.#refuseOverfull(topic, items.length);
     const entries = await proposeEntries(
       topic,

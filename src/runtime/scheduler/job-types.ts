@@ -28,7 +28,8 @@ export interface JobContext {
    * Only while the run goes on: once its signal aborted, it rejects with the signal's reason, and
    * once the handler returned or threw, with RunAbortedError CRONRAFT_RUN_ENDED; an emit under
    * way then proposes no more of its entries (those already proposed may still apply).
-   * @throws InvalidArgumentError, BackpressureError, VersionNotActiveError (before cluster version 3), RunAbortedError
+   * Before cluster version 3 it waits for it, proposing nothing meanwhile (version-waits.ts).
+   * @throws InvalidArgumentError, BackpressureError, VersionNotActiveError (cluster version 3 did not come), RunAbortedError
    */
   readonly emit: <T>(topic: string, items: readonly T[], options?: EmitOptions<T>) => Promise<Batch>;
 }
