@@ -4,6 +4,7 @@ import { FANOUT_DEFAULTS, type FanoutState } from '../fanout/state.js';
 import { SCHEDULER_DEFAULTS, type SchedulerState } from '../scheduler/state.js';
 import { MAX_SNAPSHOT_BYTES } from '../transport/constants.js';
 import { CLAIM_BYTES_VERSION, SNAPSHOT_SHARES_VERSION } from '../version/versions.js';
+import { MAX_VERSION_WAITS } from './version-waits.js';
 
 /**
  * What a bound does once it is full:
@@ -31,6 +32,8 @@ export interface BoundSources {
   readonly compaction: Required<Pick<CompactionOptions, 'everyEntries' | 'retainEntries'>>;
   readonly pendingProposals: number;
   readonly maxPendingProposals: number;
+  /** Calls waiting for a cluster version (version-waits.ts). @default 0 */
+  readonly versionWaits?: number;
   readonly lastSnapshotBytes: number;
   /** The cluster version in force. */
   readonly version: number;
@@ -54,6 +57,7 @@ export function memberBounds(s: BoundSources): BoundRow[] {
     // the leader's uncommitted bytes and the disk's pace.
     { name: 'applied entries kept', value: Math.max(0, Math.min(log.applied, log.stable) - log.firstIndex() + 1), limit: 3 * compaction.everyEntries + compaction.retainEntries, whenFull: 'forgets' },
     { name: 'pending proposals', value: s.pendingProposals, limit: s.maxPendingProposals, whenFull: 'refuses' },
+    { name: 'calls waiting for a cluster version', value: s.versionWaits ?? 0, limit: MAX_VERSION_WAITS, whenFull: 'refuses' },
     { name: 'claims kept', value: state.claims.size, limit: SCHEDULER_DEFAULTS.maxClaimsKept, whenFull: 'forgets' },
     { name: 'bytes of kept claims', value: state.claimBytes, limit: s.version >= CLAIM_BYTES_VERSION ? SCHEDULER_DEFAULTS.maxClaimBytes : MAX_SNAPSHOT_BYTES, whenFull: 'forgets' },
     { name: 'jobs', value: state.jobs.size, limit: SCHEDULER_DEFAULTS.maxJobs, whenFull: 'refuses' },

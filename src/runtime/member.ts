@@ -487,6 +487,7 @@ export class Member {
       compaction: { everyEntries: compaction.everyEntries, retainEntries: compaction.retainEntries },
       pendingProposals: this.driver.pendingProposals,
       maxPendingProposals: this.#p.timing.maxPendingProposals,
+      versionWaits: this.versionWaits.waiting,
       lastSnapshotBytes: this.driver.lastSnapshot?.bytes ?? 0,
       version: this.versions.active,
     });

@@ -22,7 +22,13 @@ it('a new cluster of three over loopback: an emit and a pause made before it run
   // apart: a leader is known well before.
   expect(members[0]!.state().version.active).toBeLessThan(FANOUT_VERSION);
   expect(members[1]!.state().version.active).toBeLessThan(OPERATIONS_VERSION);
-  const [batch, paused] = await Promise.all([members[0]!.emitItems('t', ['a', 'b', 'c']), members[1]!.pause('hourly')]);
+  const calls = Promise.all([members[0]!.emitItems('t', ['a', 'b', 'c']), members[1]!.pause('hourly')]);
+  // The emit and the member's consumer registration wait there, counted against the named
+  // bound (state().bounds, /metrics).
+  const waiting = (): number | undefined => members[0]!.state().bounds.find((b) => b.name === 'calls waiting for a cluster version')?.value;
+  await expect.poll(waiting, { timeout: 1000, interval: 5 }).toBe(2);
+  const [batch, paused] = await calls;
+  expect(waiting()).toBe(0);
   expect(members[0]!.state().version.active).toBeGreaterThanOrEqual(FANOUT_VERSION);
   expect(paused).toEqual({ job: 'hourly', paused: true });
   await expect(batch.settled()).resolves.toMatchObject({ done: 3 });
