@@ -271,7 +271,7 @@ export class Member {
         this.fanoutRuntime.consumer.halt(abort);
         this.fanoutRuntime.delivery.stop();
         // Its version can no longer rise: calls waiting for one end now, not at their timeout.
-        this.versionWaits.stop();
+        this.versionWaits.stop('failed');
         this.versionKeeper.stop();
         this.bindingKeeper.stop();
         this.membershipKeeper.stop();

@@ -34,12 +34,13 @@ interface Wait {
  * for `timeoutMs` at most, rather than failing. It is refused at once, as before, when a member
  * of the configuration announced it cannot read the version (a rolling upgrade under way: the
  * version rises only once that member is upgraded), and when MAX_VERSION_WAITS calls wait.
- * Refusals are VersionNotActiveError; a stop rejects the waits with NotRunningError.
+ * Refusals are VersionNotActiveError; a stop or a fatal error rejects the waits with NotRunningError.
  */
 export class VersionWaits {
   readonly #o: VersionWaitsOptions;
   readonly #waits = new Set<Wait>();
-  #stopped = false;
+  /** What the member is once stopped (NotRunningError's state), or null while it runs. */
+  #stopped: string | null = null;
 
   constructor(options: VersionWaitsOptions) {
     this.#o = options;
@@ -54,7 +55,7 @@ export class VersionWaits {
   whenActive(feature: string, needs: number): Promise<void> {
     const versions = this.#o.versions;
     if (versions.active >= needs) return Promise.resolve();
-    if (this.#stopped) return Promise.reject(new NotRunningError('stopped'));
+    if (this.#stopped !== null) return Promise.reject(new NotRunningError(this.#stopped));
     if (this.#blocked(needs) || this.#waits.size >= MAX_VERSION_WAITS) return Promise.reject(new VersionNotActiveError(feature, needs, versions.active));
     return new Promise<void>((resolve, reject) => {
       const wait: Wait = { feature, needs, resolve, reject, timer: null };
@@ -79,10 +80,10 @@ export class VersionWaits {
     }
   }
 
-  /** The member stopped: every wait is rejected with NotRunningError, and calls from now on too. */
-  stop(): void {
-    this.#stopped = true;
-    for (const wait of this.#waits) this.#settle(wait, new NotRunningError('stopped'));
+  /** The member stopped (`state`: or failed): every wait is rejected with NotRunningError, and calls from now on too. */
+  stop(state: 'stopped' | 'failed' = 'stopped'): void {
+    this.#stopped ??= state;
+    for (const wait of this.#waits) this.#settle(wait, new NotRunningError(this.#stopped));
   }
 
   #blocked(needs: number): boolean {

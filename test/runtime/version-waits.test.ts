@@ -99,14 +99,20 @@ describe('calls waiting for a cluster version', () => {
     await expect(waits.whenActive('fan-out', 2)).resolves.toBeUndefined();
   });
 
-  it('are rejected with NotRunningError when the member stops, and so are calls after', async () => {
+  it('are rejected with NotRunningError when the member stops or fails, and so are calls after', async () => {
     const { waits, timers } = setup();
     const three = watch(waits.whenActive('fan-out', 3));
     waits.stop();
     await settled();
     expect(three()).toBeInstanceOf(NotRunningError);
+    expect(three()).toMatchObject({ state: 'stopped' });
     expect(timers.pending).toBe(0);
     await expect(waits.whenActive('fan-out', 3)).rejects.toBeInstanceOf(NotRunningError);
+    const failed = setup().waits;
+    const two = watch(failed.whenActive('a membership change', 2));
+    failed.stop('failed');
+    await settled();
+    expect(two()).toMatchObject({ code: 'CRONRAFT_NOT_RUNNING', state: 'failed' });
   });
 });
 
