@@ -1,11 +1,9 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Cluster, type Clock } from '../../src/index.js';
 import { freePort } from '../fixtures/process-cluster.js';
+import { stoppedAfterEach } from '../fixtures/loopback-members.js';
 
-const started: Cluster[] = [];
-afterEach(async () => {
-  await Promise.all(started.splice(0).map((c) => c.stop()));
-});
+const started = stoppedAfterEach();
 
 /** Three in-process members on loopback; member i reads its clock `offsets[i]` ms ahead. */
 async function skewedMembers(offsets: readonly number[]): Promise<Cluster[]> {

@@ -1,18 +1,16 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { freePort } from '../fixtures/process-cluster.js';
 import type * as DecoratedApp from '../fixtures/decorated-app.js';
 import type * as Cronraft from '../../src/index.js';
 import type * as Decorators from '../../src/decorators.js';
 import type { Cluster } from '../../src/index.js';
+import { stoppedAfterEach } from '../fixtures/loopback-members.js';
 
 /** The app's classes and cronraft itself, as tsc compiled them (see decorated-app.ts), built by the global setup. */
 const app = (await import(new URL('../../dist/test/fixtures/decorated-app.js', import.meta.url).href)) as typeof DecoratedApp;
 const cronraft = (await import(new URL('../../dist/src/index.js', import.meta.url).href)) as typeof Cronraft;
 
-const started: Cluster[] = [];
-afterEach(async () => {
-  await Promise.all(started.splice(0).map((c) => c.stop()));
-});
+const started = stoppedAfterEach();
 
 async function oneMember(): Promise<Cluster> {
   const listen = `127.0.0.1:${await freePort()}`;

@@ -1,15 +1,12 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Cluster } from '../../src/index.js';
 import { freePort } from '../fixtures/process-cluster.js';
-import { threeMembers } from '../fixtures/loopback-members.js';
+import { stoppedAfterEach, threeMembers } from '../fixtures/loopback-members.js';
 
-const started: Cluster[] = [];
-afterEach(async () => {
-  await Promise.all(started.splice(0).map((c) => c.stop()));
-});
+const started = stoppedAfterEach();
 
 /** runExclusive('reindex') on `member`, and its stop() in the same turn: how the call ended, and whether its task ran. */
 async function lockThenStop(member: Cluster): Promise<{ outcome: string; taskRan: boolean }> {

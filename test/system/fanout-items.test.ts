@@ -1,15 +1,13 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { MAX_ITEM_BYTES } from '../../src/fanout/command.js';
 import { MAX_ITEM_DEPTH } from '../../src/fanout/items.js';
 import { ITEMS_ENCODED_PER_TURN } from '../../src/runtime/fanout/encode-items.js';
 import { Cluster } from '../../src/index.js';
 import { FANOUT_VERSION } from '../../src/version/versions.js';
 import { freePort } from '../fixtures/process-cluster.js';
+import { stoppedAfterEach } from '../fixtures/loopback-members.js';
 
-const started: Cluster[] = [];
-afterEach(async () => {
-  await Promise.all(started.splice(0).map((c) => c.stop()));
-});
+const started = stoppedAfterEach();
 
 /** A single-member cluster (it leads at once) running fan-out's cluster version. */
 async function oneMember(): Promise<Cluster> {

@@ -1,12 +1,9 @@
-import { afterEach, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { Cluster } from '../../src/index.js';
 import { freePort } from '../fixtures/process-cluster.js';
+import { stoppedAfterEach } from '../fixtures/loopback-members.js';
 
-const started: Cluster[] = [];
-
-afterEach(async () => {
-  await Promise.all(started.splice(0).map((c) => c.stop()));
-});
+const started = stoppedAfterEach();
 
 it("runs on when the app's listener of role, leader or run throws, and still tells what comes after", async () => {
   // Before, a `leader` or `role` listener that threw as the member elected itself failed it

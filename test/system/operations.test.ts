@@ -1,13 +1,10 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { RunAbortedError, UnknownJobError, type Cluster, type JobContext, type RunRecord } from '../../src/index.js';
 import { CANCELLED_REASON, PAUSED_REASON } from '../../src/scheduler/command.js';
 import { OPERATIONS_VERSION } from '../../src/version/versions.js';
-import { threeMembers, type SlotRun } from '../fixtures/loopback-members.js';
+import { type SlotRun, stoppedAfterEach, threeMembers } from '../fixtures/loopback-members.js';
 
-const started: Cluster[] = [];
-afterEach(async () => {
-  await Promise.all(started.splice(0).map((c) => c.stop()));
-});
+const started = stoppedAfterEach();
 
 describe('pause, resume and trigger on three members over loopback', () => {
   it('pause records the slots as skipped (paused) in history and runs none; resume runs again; trigger runs one extra slot once', async () => {

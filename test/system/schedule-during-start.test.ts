@@ -1,11 +1,9 @@
-import { afterEach, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { Cluster } from '../../src/index.js';
 import { FANOUT_VERSION } from '../../src/version/versions.js';
+import { stoppedAfterEach } from '../fixtures/loopback-members.js';
 
-const started: Cluster[] = [];
-afterEach(async () => {
-  await Promise.all(started.splice(0).map((c) => c.stop()));
-});
+const started = stoppedAfterEach();
 
 /**
  * A lone member elects itself during start(): its 'leader' listener runs after start() handed

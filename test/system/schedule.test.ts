@@ -2,15 +2,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { OPERATIONS_VERSION } from '../../src/version/versions.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Cluster, InvalidArgumentError, type JobContext } from '../../src/index.js';
 import { freePort } from '../fixtures/process-cluster.js';
-import { threeMembers, type SlotRun } from '../fixtures/loopback-members.js';
+import { type SlotRun, stoppedAfterEach, threeMembers } from '../fixtures/loopback-members.js';
 
-const started: Cluster[] = [];
-afterEach(async () => {
-  await Promise.all(started.splice(0).map((c) => c.stop()));
-});
+const started = stoppedAfterEach();
 
 describe('cluster.schedule', () => {
   it("runs each slot once across the cluster (mode 'one'), with increasing fencing tokens, spread over members", async () => {

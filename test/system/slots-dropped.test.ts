@@ -3,15 +3,12 @@
  * `history()` cannot list them; every member tells which it dropped as it applies the drop (a
  * stranger found only a counter in `state()` for them).
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import type { Cluster, ClusterEvents } from '../../src/index.js';
+import { describe, expect, it } from 'vitest';
+import type { ClusterEvents } from '../../src/index.js';
 import { AT_CATCH_UP_VERSION } from '../../src/version/versions.js';
-import { threeMembers } from '../fixtures/loopback-members.js';
+import { stoppedAfterEach, threeMembers } from '../fixtures/loopback-members.js';
 
-const started: Cluster[] = [];
-afterEach(async () => {
-  await Promise.all(started.splice(0).map((c) => c.stop()));
-});
+const started = stoppedAfterEach();
 
 describe('slots-dropped', () => {
   it('every member tells the slots a catch-up policy dropped, which no member runs, and counts them', async () => {

@@ -1,12 +1,8 @@
-import { afterEach, expect, it } from 'vitest';
-import type { Cluster } from '../../src/index.js';
+import { expect, it } from 'vitest';
 import { FANOUT_VERSION, OPERATIONS_VERSION } from '../../src/version/versions.js';
-import { threeMembers } from '../fixtures/loopback-members.js';
+import { stoppedAfterEach, threeMembers } from '../fixtures/loopback-members.js';
 
-const started: Cluster[] = [];
-afterEach(async () => {
-  await Promise.all(started.splice(0).map((c) => c.stop()));
-});
+const started = stoppedAfterEach();
 
 it('a new cluster of three over loopback: an emit and a pause made before it runs version 3 wait for it and go through, rather than being refused', async () => {
   // Longer than a new cluster takes to raise its version on a loaded machine: the calls wait up to it.
