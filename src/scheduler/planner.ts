@@ -1,6 +1,6 @@
 import type { NodeId } from '../raft/types.js';
 import { expirable } from './apply-rules.js';
-import { nextInstantAfter } from './next-instant.js';
+import { hasInstantWithin, nextInstantAfter } from './next-instant.js';
 import { countInstantsBetween, instantsBetween, lastInstantBetween, lastInstantsBetween, type JobSpec } from './spec.js';
 import { claimKey, isSettling, MAX_INTERRUPTED_ATTEMPTS, runsOf, type ClaimRecord, type JobRecord } from './records.js';
 import type { JobPolicy, SchedulerCommand } from './command.js';
@@ -51,12 +51,17 @@ export function plan(state: SchedulerState, input: PlanInput): SchedulerCommand[
   for (const [id, m] of input.members) load.set(id, m.load);
   const horizon = input.horizonMs === undefined ? undefined : { nowMs: input.nowMs, horizonMs: input.horizonMs, version: input.version, heldAtMs: input.heldAtMs, holding: input.holding };
   // The jobs are planned in name order, but most have nothing due on a given plan: they are
-  // passed over first (each a remembered answer, see nextInstantAfter), and only the others are
-  // sorted, so that a plan of many idle jobs allocates and sorts nothing.
+  // passed over first (hasInstantWithin: arithmetic, or a cron job's remembered answer), and
+  // only the others are sorted, so that a plan of many idle jobs allocates and sorts nothing.
   const due: JobRecord[] = [];
+  const byMs = input.nowMs + input.lookaheadMs;
   for (const job of state.jobs.values()) {
-    const next = job.spec.kind === 'delay' ? nextDelaySlot(state, job, input.members, horizon) : nextInstantAfter(job.spec, job.anchorMs, job.highWaterMs);
-    if (next !== null && next <= input.nowMs + input.lookaheadMs) due.push(job);
+    if (job.spec.kind !== 'delay') {
+      if (hasInstantWithin(job.spec, job.anchorMs, job.highWaterMs, byMs)) due.push(job);
+      continue;
+    }
+    const next = nextDelaySlot(state, job, input.members, horizon);
+    if (next !== null && next <= byMs) due.push(job);
   }
   due.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   for (const job of due) {

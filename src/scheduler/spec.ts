@@ -209,13 +209,17 @@ export function firstInstantBetween(spec: JobSpec, anchorMs: number, afterMs: nu
       t = anchorMs + spec.initialDelayMs;
       break;
     case 'every':
-      // The first multiple of the interval after `afterMs`, counting from the anchor (k >= 1).
-      t = anchorMs + Math.max(1, Math.floor((afterMs - anchorMs) / spec.everyMs) + 1) * spec.everyMs;
+      t = everyInstantAfter(spec.everyMs, anchorMs, afterMs);
       break;
     case 'cron':
       return instantsBetween(spec, anchorMs, afterMs, untilMs, 1)[0] ?? null;
   }
   return t > afterMs && t <= untilMs ? t : null;
+}
+
+/** An `{ every }` job's first instant after `afterMs`: the first multiple of the interval after it, counting from the anchor (k >= 1). Pure. */
+export function everyInstantAfter(everyMs: number, anchorMs: number, afterMs: number): number {
+  return anchorMs + Math.max(1, Math.floor((afterMs - anchorMs) / everyMs) + 1) * everyMs;
 }
 
 /** The job's last instant at or before `atMs` and after `afterMs`, or null. Pure. */
