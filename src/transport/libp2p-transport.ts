@@ -38,6 +38,7 @@ import { ListenAddresses } from './listen-addresses.js';
 import { isVoteRequest } from './vote-askers.js';
 import type { DialFailure } from './dial-failure.js';
 import { checkClusterId, checkedOptions, type Libp2pTransportOptions } from './libp2p-transport-options.js';
+import { firstBytesProtector } from './first-bytes.js';
 import { privateNetwork } from './private-network.js';
 
 export type { Libp2pTransportOptions } from './libp2p-transport-options.js';
@@ -134,7 +135,8 @@ export class Libp2pTransport implements Transport {
         addresses: { listen: [this.#listen] },
         // noDelay is @libp2p/tcp's default; stated here because latency depends on it.
         transports: [tcp({ dialOpts: { noDelay: true }, listenOpts: { noDelay: true } })],
-        ...(this.#psk === undefined ? {} : { connectionProtector: privateNetwork(this.#psk, this.#pskMaxBlocks) }),
+        // Without a secret, a protector all the same: it checks an inbound connection's first bytes (first-bytes.ts).
+        connectionProtector: this.#psk === undefined ? firstBytesProtector() : privateNetwork(this.#psk, this.#pskMaxBlocks),
         connectionEncrypters: [tunedNoise()],
         streamMuxers: [yamux()],
         connectionGater: this.#gate.gater(),

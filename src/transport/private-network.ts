@@ -1,6 +1,7 @@
 import { InvalidParametersError, type AbortOptions, type ConnectionProtector, type MessageStream, type MultiaddrConnection } from '@libp2p/interface';
 import { AbstractMultiaddrConnection, byteStream, type SendResult } from '@libp2p/utils';
 import { hsalsa, salsa20 } from '@noble/ciphers/salsa.js';
+import { checkFirstBytes } from './first-bytes.js';
 
 /**
  * The private network every connection of a cluster with a secret runs in: libp2p's pnet
@@ -100,7 +101,11 @@ async function protect(connection: MessageStream, key: Uint8Array, maxBlocks: nu
   const bytes = byteStream(connection);
   const [remote] = await Promise.all([bytes.read({ bytes: NONCE_BYTES, signal }), bytes.write(localNonce, { signal })]);
   const maConn = bytes.unwrap() as MultiaddrConnection;
-  return new EncryptedConnection(maConn, new XSalsa20Stream(key, remote.subarray(), maxBlocks), new XSalsa20Stream(key, localNonce, maxBlocks));
+  const encrypted = new EncryptedConnection(maConn, new XSalsa20Stream(key, remote.subarray(), maxBlocks), new XSalsa20Stream(key, localNonce, maxBlocks));
+  // What a process without the key sends comes out of the cipher as random bytes, which the
+  // upgrade must not read (first-bytes.ts).
+  if (maConn.direction === 'inbound') await checkFirstBytes(encrypted, options);
+  return encrypted;
 }
 
 /** A connection whose bytes go out under this side's keystream and come in under the other's. */

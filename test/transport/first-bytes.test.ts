@@ -1,0 +1,111 @@
+// The polyfill must load before libp2p.
+import '../../src/transport/polyfills.js';
+import { connect } from 'node:net';
+import { byteStream, multiaddrConnectionPair } from '@libp2p/utils';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { Message, NodeId } from '../../src/raft/types.js';
+import { parsePeerAddress } from '../../src/transport/address.js';
+import { pskFromSecret } from '../../src/transport/cluster-secret.js';
+import { INBOUND_UPGRADE_TIMEOUT_MS } from '../../src/transport/constants.js';
+import { encodeFrame } from '../../src/transport/codec.js';
+import { checkFirstBytes, FIRST_INBOUND_BYTES, UnexpectedFirstBytesError } from '../../src/transport/first-bytes.js';
+import { withPrefix } from '../../src/transport/framing.js';
+import { Libp2pTransport } from '../../src/transport/libp2p-transport.js';
+import { keyOfPsk, NONCE_BYTES, XSalsa20Stream } from '../../src/transport/private-network.js';
+import { hostileNode, openRaw } from '../fixtures/hostile-node.js';
+
+const CLUSTER = 'test-cluster';
+/**
+ * Well below INBOUND_UPGRADE_TIMEOUT_MS: a connection closed within it was closed for its bytes,
+ * not timed out. Before the check, the flood below was read a byte at a time until that timeout.
+ */
+const WAIT = { timeout: INBOUND_UPGRADE_TIMEOUT_MS / 2, interval: 5 };
+/** Bytes with their high bit set: a length prefix that never ends, for libp2p's lpStream. */
+const FLOOD = new Uint8Array(256 * 1024).fill(0xff);
+
+const cleanups: (() => Promise<void> | void)[] = [];
+
+afterEach(async () => {
+  await Promise.all(cleanups.splice(0).map((cleanup) => cleanup()));
+});
+
+describe('checkFirstBytes', () => {
+  it('lets through a connection that begins as a member dials, its bytes all read in order afterwards', async () => {
+    const [outbound, inbound] = multiaddrConnectionPair();
+    const rest = Uint8Array.of(0, 1, 2, 0xff, 0x80);
+    outbound.send(Uint8Array.from([...FIRST_INBOUND_BYTES, ...rest]));
+    await checkFirstBytes(inbound);
+    const read = await byteStream(inbound).read({ bytes: FIRST_INBOUND_BYTES.byteLength + rest.byteLength });
+    expect(read.subarray()).toEqual(Uint8Array.from([...FIRST_INBOUND_BYTES, ...rest]));
+  });
+
+  it('refuses one that begins otherwise: garbage, another protocol, the header alone with another proposal', async () => {
+    const header = FIRST_INBOUND_BYTES.subarray(0, FIRST_INBOUND_BYTES[0] as number + 1);
+    const tls = new TextEncoder().encode('/tls/1.0.0\n');
+    for (const first of [FLOOD.subarray(0, 64), Uint8Array.from([...header, tls.byteLength, ...tls, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])]) {
+      const [outbound, inbound] = multiaddrConnectionPair();
+      outbound.send(first);
+      await expect(checkFirstBytes(inbound)).rejects.toThrow(UnexpectedFirstBytesError);
+    }
+  });
+
+  it('gives up on one that sends too little, when its signal aborts', async () => {
+    const [outbound, inbound] = multiaddrConnectionPair();
+    outbound.send(FIRST_INBOUND_BYTES.subarray(0, 5));
+    await expect(checkFirstBytes(inbound, { signal: AbortSignal.abort() })).rejects.toThrow();
+  });
+});
+
+interface Member {
+  readonly id: NodeId;
+  readonly transport: Libp2pTransport;
+  readonly received: Message[];
+}
+
+async function member(id: NodeId, psk?: Uint8Array): Promise<Member> {
+  const received: Message[] = [];
+  const transport = new Libp2pTransport({ self: id, clusterId: CLUSTER, listen: '/ip4/127.0.0.1/tcp/0', peers: new Map(), ...(psk === undefined ? {} : { psk }) });
+  cleanups.push(() => transport.stop());
+  transport.onMessage((message) => received.push(message));
+  await transport.start();
+  return { id, transport, received };
+}
+
+/** Writes `bytes` to the member's port from a raw socket; resolves once the member has closed it. */
+async function closedAfter(m: Member, bytes: Uint8Array): Promise<void> {
+  const { port } = parsePeerAddress(m.transport.listenAddresses()[0] ?? '', 'test');
+  const socket = connect(port, '127.0.0.1');
+  cleanups.push(() => void socket.destroy());
+  socket.on('error', () => undefined);
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+  socket.write(bytes);
+  let done = false;
+  void closed.then(() => (done = true));
+  await vi.waitFor(() => expect(done).toBe(true), WAIT);
+}
+
+describe('an inbound connection whose first bytes are not a member’s', () => {
+  it.each([
+    ['without a secret', undefined],
+    ['with a secret', pskFromSecret('correct horse battery staple')],
+  ])('is closed as they come, not read a byte at a time until the upgrade times out, and members still get in (%s)', async (_, psk) => {
+    const a = await member('a', psk);
+    let bytes: Uint8Array = FLOOD;
+    if (psk !== undefined) {
+      // As 1 connection in 256 of a process without the key: bytes that the member's cipher turns into the flood.
+      const nonce = crypto.getRandomValues(new Uint8Array(NONCE_BYTES));
+      bytes = Uint8Array.from([...nonce, ...(new XSalsa20Stream(keyOfPsk(psk), nonce).update(FLOOD) as Uint8Array)]);
+    }
+    await closedAfter(a, bytes);
+    await vi.waitFor(() => expect(a.transport.stats().inboundConnections?.handshakeFailed).toBe(1), WAIT);
+    // A member dials in and its frame arrives.
+    a.transport.setPeers(new Map([['b', parsePeerAddress('127.0.0.1:1', 'test')]]));
+    const b = await hostileNode(psk === undefined ? {} : { psk });
+    cleanups.push(() => b.stop());
+    const stream = await openRaw(b, a.transport.listenAddresses()[0] ?? '');
+    stream.send(withPrefix(encodeFrame({ clusterId: CLUSTER, message: { type: 'heartbeat', from: 'b', to: a.id, term: 1, commit: 0, readCtx: 0 } })));
+    await vi.waitFor(() => expect(a.received).toHaveLength(1), WAIT);
+    expect(a.transport.stats().inboundConnections).toMatchObject({ accepted: 1, handshakeFailed: 1 });
+  });
+});
