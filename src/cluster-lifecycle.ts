@@ -46,6 +46,16 @@ export class Lifecycle {
     return this.#status === 'starting';
   }
 
+  /** The fatal error that failed the member; null unless it failed. */
+  get fatal(): unknown {
+    return this.#status === 'failed' ? this.#fatal : null;
+  }
+
+  /** The error of a call that needs the member running, as it is now: a failed member's names the fatal error. */
+  notRunning(): NotRunningError {
+    return new NotRunningError(this.#status, this.#status === 'failed' && this.#fatal !== null ? { cause: this.#fatal } : undefined);
+  }
+
   /** A fatal error stopped the member (its error is told as an 'error' event). */
   failed(error: unknown): void {
     this.#status = 'failed';

@@ -10,7 +10,7 @@ import { tellApp, type ClusterEvents } from './cluster-events.js';
 import { Lifecycle } from './cluster-lifecycle.js';
 import { clusterIdOf, resolveOptions, CLUSTER_DEFAULTS, type ClusterOptions, type ResolvedOptions } from './cluster-options.js';
 import { ClusterHttp } from './http/cluster-http.js';
-import { CronraftError, InvalidArgumentError, NotRunningError, TimeoutError } from './errors.js';
+import { CronraftError, InvalidArgumentError, TimeoutError } from './errors.js';
 import { validateJobOptions, validateName } from './job-options.js';
 import type { SoftState } from './raft/ready.js';
 import type { NodeId } from './raft/types.js';
@@ -253,13 +253,17 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     return { index: await this.#running().readBarrier() };
   }
 
-  /** Resolves with the leader once one is known, or rejects with TimeoutError. */
+  /**
+   * Resolves with the leader once one is known, or rejects with TimeoutError; with
+   * NotRunningError once the member is stopping, stopped or failed (a wait under way ends then,
+   * and a failed member's error names why, e.g. CRONRAFT_REMOVED).
+   */
   async waitForLeader(options: { timeoutMs?: number } = {}): Promise<{ leader: NodeId; term: number }> {
     const given = optionsObject(options, ['timeoutMs']).timeoutMs;
     const timeoutMs = given === undefined ? this.#o.member.timing.electionTimeoutMs * 20 : nonNegativeInt(given, 'timeoutMs');
     const driver = this.#running();
     const ok = await this.#waitFor(() => driver.node.leader !== null, timeoutMs);
-    if (this.#life.status !== 'running') throw new NotRunningError(this.#life.status);
+    if (this.#life.status !== 'running') throw this.#life.notRunning();
     if (!ok || driver.node.leader === null) throw new TimeoutError('Waiting for a leader', timeoutMs);
     return { leader: driver.node.leader, term: driver.node.term };
   }
@@ -291,7 +295,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
 
   /** A member stopping, stopped or failed never starts again: what would only run once it did is refused. */
   #refuseWhenEnded(): void {
-    if (this.#life.status === 'stopping' || this.#life.status === 'stopped' || this.#life.status === 'failed') throw new NotRunningError(this.#life.status);
+    if (this.#life.status === 'stopping' || this.#life.status === 'stopped' || this.#life.status === 'failed') throw this.#life.notRunning();
   }
 
   /**
@@ -352,7 +356,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
 
   #fanout(): FanoutRuntime {
     this.#running();
-    if (this.#parts.member === null) throw new NotRunningError(this.#life.status);
+    if (this.#parts.member === null) throw this.#life.notRunning();
     return this.#parts.member.fanoutRuntime;
   }
 
@@ -412,7 +416,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
 
   #scheduling(): SchedulerRuntime {
     this.#running();
-    if (this.#scheduler === null) throw new NotRunningError(this.#life.status);
+    if (this.#scheduler === null) throw this.#life.notRunning();
     return this.#scheduler;
   }
 
@@ -501,6 +505,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     return {
       id: this.id,
       status: this.#life.status,
+      fatal: this.#life.fatal,
       voters: this.#o.voters,
       ownAddrs: this.#parts.transport?.listenAddresses() ?? [this.#o.listen],
       addrOf: (id) => this.#o.peers.get(id)?.multiaddr ?? id,
@@ -528,7 +533,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   }
 
   #running(): RaftDriver {
-    if (this.#life.status !== 'running' || this.#driver === null) throw new NotRunningError(this.#life.status);
+    if (this.#life.status !== 'running' || this.#driver === null) throw this.#life.notRunning();
     return this.#driver;
   }
 
@@ -547,6 +552,8 @@ export class Cluster extends EventEmitter<ClusterEvents> {
   #onFatal(error: unknown): void {
     const e = error instanceof Error ? error : new CronraftError('CRONRAFT_FATAL', String(error));
     this.#life.failed(e);
+    // A waitForLeader() under way ends now, as at a stop: its member will know no leader again.
+    for (const wake of this.#roleWaiters) wake();
     if (this.listenerCount('error') > 0) this.emit('error', e);
   }
 

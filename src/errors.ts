@@ -68,8 +68,11 @@ export class NotRunningError extends CronraftError {
   /** What the member is ('new', 'starting', 'not started', 'stopping', 'stopped', 'failed'), or what is not available here. */
   readonly state: string;
 
+  /** `options.cause`: for a member that failed, the fatal error, which the message names too. */
   constructor(state: string, options?: { cause?: unknown }) {
-    super('CRONRAFT_NOT_RUNNING', `The cluster member is ${state}`, options);
+    const cause = options?.cause;
+    const why = state === 'failed' && cause instanceof Error ? `: ${cause.message}${cause instanceof CronraftError ? ` (${cause.code})` : ''}` : '';
+    super('CRONRAFT_NOT_RUNNING', `The cluster member is ${state}${why}`, options);
     this.state = state;
   }
 }

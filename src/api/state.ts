@@ -1,6 +1,7 @@
 import type { Role } from '../raft/ready.js';
 import type { SnapshotTiming } from '../runtime/compaction.js';
 import type { RaftDriver } from '../runtime/driver.js';
+import { CronraftError } from '../errors.js';
 import { rateOf } from '../fanout/topic-rate.js';
 import type { NodeId } from '../raft/types.js';
 import type { DialFailure } from '../transport/dial-failure.js';
@@ -58,6 +59,8 @@ export interface MemberState {
 export interface ClusterState {
   readonly id: NodeId;
   readonly status: 'new' | 'starting' | 'running' | 'stopping' | 'stopped' | 'failed';
+  /** Why the member failed (the error it told as an 'error' event, e.g. CRONRAFT_REMOVED); null unless `status` is 'failed'. */
+  readonly failure: { readonly code: string; readonly message: string } | null;
   /** 'follower' once the member stopped or failed, whatever it was. */
   readonly role: Role;
   readonly term: number;
@@ -214,6 +217,8 @@ const NO_TRAFFIC: TransportStats = { sent: 0, received: 0, droppedQueueFull: 0, 
 export interface StateSources {
   readonly id: NodeId;
   readonly status: ClusterState['status'];
+  /** The fatal error that failed the member, null unless it failed. */
+  readonly fatal: unknown;
   readonly voters: readonly NodeId[];
   /** This member's addresses (the listening ones once it listens). */
   readonly ownAddrs: readonly string[];
@@ -293,6 +298,7 @@ export function clusterStateOf(s: StateSources): ClusterState {
   return {
     id: s.id,
     status: s.status,
+    failure: failureOf(s.fatal),
     role: ended ? 'follower' : (node?.role ?? 'follower'),
     term: node?.term ?? 0,
     leader: ended ? null : (node?.leader ?? null),
@@ -360,4 +366,11 @@ function topicsOf(member: Member | null): ClusterState['topics'] {
       deadLetters: t.deadLetters.length,
     };
   });
+}
+
+/** A fatal error as state() shows it: its code (CRONRAFT_FATAL for one without) and message. */
+function failureOf(fatal: unknown): ClusterState['failure'] {
+  if (fatal === null || fatal === undefined) return null;
+  if (fatal instanceof CronraftError) return { code: fatal.code, message: fatal.message };
+  return { code: 'CRONRAFT_FATAL', message: fatal instanceof Error ? fatal.message : String(fatal) };
 }

@@ -29,6 +29,7 @@ export const DEFAULT_HTTP_HISTORY_LIMIT = 100;
  * learned the cluster's time (until then its slots fire on its own clock).
  */
 export function notReadyReason(state: ClusterState): string | null {
+  if (state.failure !== null) return `the member is failed: ${state.failure.message} (${state.failure.code})`;
   if (state.status !== 'running') return `the member is ${state.status}`;
   if (state.leader === null) return 'no leader is known';
   if (!state.clock.synced) return "the member has not learned the cluster's time from a leader";

@@ -6,6 +6,7 @@ import { STORE_DIRECTORY } from '../../src/storage/data-dir.js';
 import { SCHEDULER_DEFAULTS } from '../../src/scheduler/state.js';
 import { Cluster, InvalidArgumentError, NotLeaderError, StorageError, type ClusterOptions } from '../../src/index.js';
 import { PEER_KEY_FILE } from '../../src/transport/constants.js';
+import { useTestTiming } from '../../src/runtime/test-timing.js';
 import { freePort } from '../fixtures/process-cluster.js';
 
 /** Synced proposals a member commits before its write-ahead log is cut to half. */
@@ -377,6 +378,41 @@ describe('three members in one process', () => {
     started.push(alone);
     await alone.start();
     await expect(alone.waitForLeader()).rejects.toMatchObject({ code: 'CRONRAFT_TIMEOUT', message: 'Waiting for a leader did not complete within 2000 ms' });
+  });
+
+  it('a waitForLeader under way ends as its member fails (removed while it was down), naming why; state() and /readyz say it too', async () => {
+    const addrs = [`127.0.0.1:${await freePort()}`, `127.0.0.1:${await freePort()}`, `127.0.0.1:${await freePort()}`];
+    const dataDirs = new Map<string, string>();
+    for (const a of addrs) dataDirs.set(a, await tempDir());
+    const timing = { heartbeatMs: 20, electionTimeoutMs: 100 };
+    const members = addrs.map((listen) => new Cluster(addrs, { ...timing, listen, dataDir: dataDirs.get(listen) }));
+    started.push(...members);
+    await Promise.all(members.map((m) => m.start()));
+    // Each member's peer id bound, so that the one removed can ask whether it still is one.
+    await expect.poll(() => members.every((m) => m.state().version.active >= 2 && Object.keys(m.state().configuration.peerIds).length === 3), { timeout: 10_000, interval: 50 }).toBe(true);
+    const gone = members[2] as Cluster;
+    await gone.stop();
+    await (members[0] as Cluster).removeMember(gone.id);
+    const back = new Cluster(addrs, { ...timing, listen: gone.id, dataDir: dataDirs.get(gone.id), http: { listen: '127.0.0.1:0' } });
+    // It asks the others whether it is still a member once it has heard no leader this long (15 s by default).
+    useTestTiming(back, { leaderlessBeforeProbeMs: 300 });
+    started.push(back);
+    const errors: unknown[] = [];
+    back.on('error', (e) => errors.push(e));
+    await back.start();
+    // Far beyond this test's own timeout: before, the wait ran it out although the member had failed.
+    const waiting = back.waitForLeader({ timeoutMs: 600_000 });
+    waiting.catch(() => undefined);
+    await expect(waiting).rejects.toMatchObject({ code: 'CRONRAFT_NOT_RUNNING', state: 'failed', cause: { code: 'CRONRAFT_REMOVED' } });
+    expect(errors).toEqual([expect.objectContaining({ code: 'CRONRAFT_REMOVED' })]);
+    const failure = back.state().failure;
+    expect(failure).toEqual({ code: 'CRONRAFT_REMOVED', message: (errors[0] as Error).message });
+    await expect(waiting).rejects.toThrow(`The cluster member is failed: ${failure?.message} (CRONRAFT_REMOVED)`);
+    await expect(back.waitForLeader()).rejects.toThrow(`(CRONRAFT_REMOVED)`);
+    expect(members[0]?.state().failure).toBeNull();
+    const ready = await fetch(`http://${back.httpAddress}/readyz`);
+    expect(ready.status).toBe(503);
+    expect(await ready.json()).toMatchObject({ ready: false, reason: `the member is failed: ${failure?.message} (CRONRAFT_REMOVED)` });
   });
 
   it('elect one leader, report it in state() and events, and commit from any member', async () => {
