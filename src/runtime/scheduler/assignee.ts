@@ -539,8 +539,10 @@ export class Assignee {
     const ended = this.#ctx.state.claims.get(key)?.cancelled;
     const cancelledBefore = (ended?.token === claim.token && isCancelledRun(ended)) || isReason(abort.signal.reason, 'cancelled');
     const replacedBefore = !cancelledBefore && (ended?.token === claim.token || isReason(abort.signal.reason, 'replaced'));
-    // Given back: the log no longer has this member handle the job (it registered another form
-    // of it, a conflict), and a leader moves a claim whose run's start the log does not show
+    // Given back: the log no longer has this member handle the job (it unregistered it, as a
+    // graceful stop does, or unschedule(); or it registered another form of it, a conflict: a
+    // member that was the last to stop finds its claims so as it starts again, until its
+    // registration applies), and a leader moves a claim whose run's start the log does not show
     // (planner.ts, released). A run started now would run the slot beside the one the move
     // makes, until the move reached this member. Reported, so that the slot has an outcome here
     // (mode 'all') and moves at once (mode 'one') if no move came first; decided before the
@@ -553,7 +555,7 @@ export class Assignee {
         : abort.signal.aborted
         ? 'dropped'
         : givenBack
-        ? { outcome: 'interrupted', reason: 'this member no longer handles the job: it registered another form of it' }
+        ? { outcome: 'interrupted', reason: 'this member no longer handles the job: it unregistered it (a stop, unschedule()) or registered another form of it' }
         : await this.#admission.admit(armed);
     if (admission !== 'run') {
       this.#permits.settle(armed);
