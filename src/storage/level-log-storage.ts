@@ -50,8 +50,13 @@ export interface LevelLogStorageOptions {
 /** The file LevelDB keeps in every store it created: its absence marks a directory as not a store. */
 const LEVELDB_CURRENT_FILE = 'CURRENT';
 
-/** LevelDB's open error when the manifest CURRENT names is not there. */
-const MISSING_MANIFEST = /MANIFEST-\d+: No such file or directory/;
+/**
+ * LevelDB's open error when a file of the database is not there: the manifest CURRENT names
+ * (removed, or CURRENT damaged, naming another: a stranger's garbage CURRENT was reported
+ * unreadable, as for want of permission). The directory and CURRENT are there by then
+ * (inspectDirectory).
+ */
+const MISSING_FILE = /: No such file or directory/;
 
 /** How many records open() takes from the iterator at a time. */
 const READ_CHUNK = 1_000;
@@ -440,9 +445,9 @@ export class LevelLogStorage implements LogStorage {
       return new StorageError('CRONRAFT_STORAGE_UNREADABLE', this.path, 'is in use by another process or store (its LOCK is held)', { cause: error });
     }
     if (code === 'LEVEL_CORRUPTION') return new StorageError('CRONRAFT_STORAGE_CORRUPT', this.path, `LevelDB reports corruption: ${messageOf(error)}`, { cause: error });
-    // The manifest that CURRENT names is gone (removed, or CURRENT damaged): the store is
-    // damaged, not unreadable for want of permission or a lock, which an operator would look for.
-    if (MISSING_MANIFEST.test(messageOf(error))) return new StorageError('CRONRAFT_STORAGE_CORRUPT', this.path, `a file of the LevelDB database is missing: ${messageOf(error)}`, { cause: error });
+    // A file of the database is gone (the manifest CURRENT names, say): the store is damaged,
+    // not unreadable for want of permission or a lock, which an operator would look for.
+    if (MISSING_FILE.test(messageOf(error))) return new StorageError('CRONRAFT_STORAGE_CORRUPT', this.path, `a file of the LevelDB database is missing: ${messageOf(error)}`, { cause: error });
     return new StorageError('CRONRAFT_STORAGE_UNREADABLE', this.path, `cannot open the LevelDB database: ${messageOf(error)}`, { cause: error });
   }
 

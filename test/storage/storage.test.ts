@@ -438,6 +438,9 @@ describe('LevelLogStorage', () => {
     const error = await expectStorageError(new LevelLogStorage(path).open(), 'CRONRAFT_STORAGE_CORRUPT', path);
     expect(error.cause).toBeDefined();
     expect(await readFile(join(path, 'CURRENT'), 'utf8')).toBe('MANIFEST-999999\n');
+    // CURRENT overwritten with another name, as a stranger did: damaged too, not unreadable.
+    await writeFile(join(path, 'CURRENT'), 'garbage\n');
+    await expectStorageError(new LevelLogStorage(path).open(), 'CRONRAFT_STORAGE_CORRUPT', path);
   });
 
   it('refuses a store that is already open (its LOCK is held)', async () => {

@@ -47,6 +47,8 @@ describe('options', () => {
     ['port 0 with other members', () => new Cluster(['127.0.0.1:7002'], { listen: '127.0.0.1:0' }), 'listen'],
     ['an unknown storage', () => new Cluster([], { storage: 'disk' as 'level' }), 'storage'],
     ['an even number of voters', () => new Cluster([], { voters: 4 }), 'voters'],
+    // More than a configuration holds: taken, and never reached (a stranger gave 1,001 and 2^32 + 1).
+    ['more voters than a configuration holds', () => new Cluster([], { voters: 1001 }), 'voters'],
     // Seams of another shape failed start() with a TypeError.
     ['a clock without now()', () => new Cluster([], { clock: {} as never }), 'clock'],
     ['timers without clearTimeout()', () => new Cluster([], { timers: { now: () => 0, setTimeout: () => 0 } as never }), 'timers'],

@@ -210,6 +210,8 @@ describe('cluster.schedule', () => {
       // Whole numbers a double cannot hold exactly, which the log's check refuses: the registration
       // (and the others batched in its entry) was skipped by every member, unsaid.
       [() => c.schedule('a', '* * * * *', () => undefined, { overlap: 'queue', catchUp: { windowMs: 60_000, maxSlots: 2 ** 60 } }), 'options.catchUp'],
+      // More slots than a catch-up runs: the rest were cut, unsaid (a stranger asked for 10^9).
+      [() => c.schedule('a', { every: 100 }, () => undefined, { overlap: 'queue', catchUp: { windowMs: 1e9, maxSlots: 10_001 } }), 'options.catchUp'],
       [() => c.schedule('a', '* * * * *', () => undefined, { timeoutMs: 2 ** 60 }), 'options.timeoutMs'],
       // Slots no Date holds (state() showed Invalid Date).
       [() => c.schedule('a', { at: 1e300 }, () => undefined), 'spec.at'],
