@@ -152,6 +152,10 @@ describe('cluster.schedule', () => {
     const members = await threeMembers(started);
     const runs: SlotRun[] = [];
     for (const m of members) m.schedule('move', { every: 200 }, (ctx) => void runs.push({ member: m.id, slotMs: ctx.slot.getTime(), token: ctx.fencingToken }));
+    // A run's record names its slot as its ctx.slot does: the job's anchor, the cluster's time at
+    // its registration, is a whole millisecond (a stranger's slots fell a fraction past them).
+    const records: Array<{ slotMs: number }> = [];
+    for (const m of members) m.on('run', (r) => void records.push(r));
     await Promise.all(members.map((m) => m.start()));
     await expect.poll(() => members[0]!.state().jobs[0]?.handlers.length ?? 0, { timeout: 20_000 }).toBe(3);
     const quitter = members.find((m) => m.state().role !== 'leader')!;
@@ -166,6 +170,9 @@ describe('cluster.schedule', () => {
     const slots = [...new Set(after.map((r) => r.slotMs))].sort((a, b) => a - b);
     expect(after.length).toBe(slots.length);
     for (let i = 1; i < slots.length; i++) expect(slots[i]! - slots[i - 1]!).toBe(200);
+    expect(records.length).toBeGreaterThan(0);
+    expect(records.filter((r) => !Number.isInteger(r.slotMs))).toEqual([]);
+    expect(records.every((r) => runs.some((run) => run.slotMs === r.slotMs))).toBe(true);
   });
 
   it("skips slots that fire while the job runs elsewhere (overlap 'skip'), and shows them and the runs in progress", async () => {

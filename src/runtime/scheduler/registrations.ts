@@ -197,8 +197,11 @@ export class Registrations {
    */
   registerSome(): void {
     const ready: Array<{ readonly name: string; readonly command: Extract<SchedulerCommand, { type: 'register' }> }> = [];
-    // One time for all: a batch holds registrations made at one time.
-    const atMs = this.#ctx.options.clock.now();
+    // One time for all: a batch holds registrations made at one time. A whole millisecond: a
+    // new job's anchor is this time, and an { every } job's slots fell a fraction of a
+    // millisecond past their instants, where ctx.slot (a Date) holds none (a stranger's
+    // RunRecord.slotMs and ctx.slot.getTime() of one run differed).
+    const atMs = Math.floor(this.#ctx.options.clock.now());
     for (const name of this.#toRegister) {
       if (this.#registrationsInFlight + ready.length >= MAX_REGISTRATIONS_IN_FLIGHT) break;
       const command = this.#ready(name, atMs);
