@@ -13,7 +13,9 @@ import { byteStream } from '@libp2p/utils';
  * does not choose, 1 connection in 256 of random bytes did the same. A dialling member sends
  * multistream-select's header and its proposal of Noise, its only encrypter, in one write
  * (select() writes the first proposal with the header): a connection whose first bytes are not
- * those is closed before anything reads them, and a member of any release passes.
+ * those is closed before anything reads them, and a member of any release passes. A release
+ * whose members send anything else first (another encrypter, another multistream-select) must
+ * let a rolling upgrade through: its members would be refused by this release's.
  */
 
 /** Each of multistream-select's lines: its length (with the newline) as a one-byte varint, then the line. */
