@@ -1,5 +1,5 @@
 import type { EventEmitter } from 'node:events';
-import { thrownMessage } from './errors.js';
+import { InvalidArgumentError, thrownMessage } from './errors.js';
 import type { Role } from './raft/ready.js';
 import type { SchedulerCommand } from './scheduler/command.js';
 import type { ApplyResult } from './scheduler/records.js';
@@ -96,6 +96,45 @@ export interface ClusterEvents {
   'clock-skewed': [{ readonly id: NodeId; readonly offsetMs: number }];
   /** A fatal error stopped this member (e.g. its disk failed). */
   error: [Error];
+}
+
+/** Every event a Cluster tells: a Record, so that an event of ClusterEvents missing here, or one here of no such event, fails to compile. */
+const EVENTS: Readonly<Record<keyof ClusterEvents, true>> = {
+  leader: true,
+  role: true,
+  applied: true,
+  run: true,
+  'version-activated': true,
+  'member-joined': true,
+  'member-promoted': true,
+  'member-left': true,
+  'member-removed': true,
+  'item-failed': true,
+  'batch-settled': true,
+  failed: true,
+  missed: true,
+  'slots-dropped': true,
+  cancelled: true,
+  'job-refused': true,
+  'consume-refused': true,
+  'member-unreachable': true,
+  'clock-skewed': true,
+  error: true,
+};
+
+/** EventEmitter's own events, which it tells itself as listeners come and go. */
+const EMITTER_EVENTS: ReadonlySet<string> = new Set(['newListener', 'removeListener']);
+
+/**
+ * Refuses an event no Cluster tells: fan-out's first sketch emitted work items with
+ * `cluster.emit(topic, items)`, which is EventEmitter's emit, so a JavaScript app that called it
+ * told an event nobody listened to and emitted nothing, unsaid (TypeScript refused it with a
+ * type error that named no alternative). Symbols pass (EventEmitter.errorMonitor).
+ * @throws InvalidArgumentError naming emitItems
+ */
+export function refuseForeignEvent(event: string | symbol): void {
+  if (typeof event !== 'string' || Object.hasOwn(EVENTS, event) || EMITTER_EVENTS.has(event)) return;
+  throw new InvalidArgumentError('event', event, "one of the Cluster's events (work items are emitted with cluster.emitItems(topic, items), or ctx.emit in a slot)");
 }
 
 /** The `cancelled` event a scheduler command applied here makes, if any: a `cancel-runs` that reached a slot. */

@@ -6,7 +6,7 @@ import { JobViewsWarmer } from './api/job-views-warmer.js';
 import { ExclusiveTasks, exclusiveAbortMarginMs, runExclusive, type ExclusiveLock, type ExclusiveOptions } from './api/run-exclusive.js';
 import { UnansweredLocks } from './api/unanswered-locks.js';
 import { clusterStateOf, type ClusterState, type StateSources } from './api/state.js';
-import { tellApp, type ClusterEvents } from './cluster-events.js';
+import { refuseForeignEvent, tellApp, type ClusterEvents } from './cluster-events.js';
 import { Lifecycle } from './cluster-lifecycle.js';
 import { clusterIdOf, resolveOptions, CLUSTER_DEFAULTS, type ClusterOptions, type ResolvedOptions } from './cluster-options.js';
 import { ClusterHttp } from './http/cluster-http.js';
@@ -251,6 +251,12 @@ export class Cluster extends EventEmitter<ClusterEvents> {
    */
   async barrier(): Promise<{ index: number }> {
     return { index: await this.#running().readBarrier() };
+  }
+
+  /** Tells one of the Cluster's events; any other name is refused (InvalidArgumentError): work items are emitted with emitItems. */
+  override emit<K extends keyof ClusterEvents>(event: K, ...payload: ClusterEvents[K]): boolean {
+    refuseForeignEvent(event);
+    return (super.emit as (this: Cluster, name: string, ...values: unknown[]) => boolean).call(this, event, ...payload);
   }
 
   /**
