@@ -76,7 +76,8 @@ export class Lifecycle {
     } catch (error) {
       // A stop came: it closes what the start opened, once this returns.
       if (this.#status === 'stopping') return new NotRunningError('stopping', { cause: error });
-      this.#status = 'failed';
+      // Why it failed, for state().failure and the calls refused after, as a fatal error's.
+      this.failed(error);
       try {
         await this.#steps.close();
       } catch (closeError) {

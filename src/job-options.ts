@@ -1,7 +1,6 @@
 import { InvalidArgumentError } from './errors.js';
 import { hasLoneSurrogate, onlyKnownKeys } from './option-checks.js';
 import type { JobOptions } from './runtime/scheduler/job-types.js';
-import { MAX_INSTANTS_PER_CALL } from './scheduler/spec.js';
 
 /** Longest job name accepted. */
 const MAX_JOB_NAME_LENGTH = 200;
@@ -44,10 +43,8 @@ export function validateJobOptions(options: JobOptions): void {
     throw new InvalidArgumentError('options.priority', options.priority, `an integer from -${MAX_PRIORITY} to ${MAX_PRIORITY}`);
   }
   const c = options.catchUp;
-  // A catch-up runs at most MAX_INSTANTS_PER_CALL slots however many it is given: a larger
-  // maxSlots was taken and cut to it, unsaid.
-  if (c !== undefined && c !== 'latest' && c !== 'none' && !(typeof c === 'object' && c !== null && Number.isSafeInteger(c.windowMs) && c.windowMs > 0 && Number.isSafeInteger(c.maxSlots) && c.maxSlots > 0 && c.maxSlots <= MAX_INSTANTS_PER_CALL)) {
-    throw new InvalidArgumentError('options.catchUp', c, `'latest', 'none' or { windowMs, maxSlots } (maxSlots at most ${MAX_INSTANTS_PER_CALL})`);
+  if (c !== undefined && c !== 'latest' && c !== 'none' && !(typeof c === 'object' && c !== null && Number.isSafeInteger(c.windowMs) && c.windowMs > 0 && Number.isSafeInteger(c.maxSlots) && c.maxSlots > 0)) {
+    throw new InvalidArgumentError('options.catchUp', c, "'latest', 'none' or { windowMs, maxSlots }");
   }
   // Caught-up slots are all due at once: under the default overlap 'skip' every one but the
   // first would be skipped, which is not what asking for all of them means.

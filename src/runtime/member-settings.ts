@@ -2,7 +2,6 @@ import { InvalidArgumentError } from '../errors.js';
 import { nonNegativeInt, positiveInt } from '../option-checks.js';
 import { keepInLogArena } from '../bytes/byte-arena.js';
 import { RAFT_DEFAULTS, type RaftConfig } from '../raft/config.js';
-import { MAX_MEMBERS } from '../raft/configuration.js';
 import { DEFAULT_MAX_CLOCK_SKEW_MS } from './clock-sync.js';
 import { COMPACTION_DEFAULTS, type CompactionOptions } from './compaction.js';
 import type { MemberTiming } from './member.js';
@@ -129,8 +128,6 @@ export function memberSettings(options: MemberOptions = {}): MemberSettings {
   }
   const voters = positiveInt(options.voters ?? d.voters, 'voters');
   if (voters % 2 === 0) throw new InvalidArgumentError('voters', voters, 'an odd number (an even count tolerates no more failures than the odd one below it)');
-  // A configuration holds at most MAX_MEMBERS, voters and learners together: a larger target was taken, and never reached.
-  if (voters >= MAX_MEMBERS) throw new InvalidArgumentError('voters', voters, `an odd number below ${MAX_MEMBERS} (the members a configuration holds)`);
   const deadMemberAfterMs = positiveInt(options.deadMemberAfterMs ?? d.deadMemberAfterMs, 'deadMemberAfterMs');
   if (deadMemberAfterMs < electionTimeoutMs) throw new InvalidArgumentError('deadMemberAfterMs', deadMemberAfterMs, `at least electionTimeoutMs (${electionTimeoutMs})`);
   const compaction: CompactionOptions = {

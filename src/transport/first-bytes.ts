@@ -1,5 +1,6 @@
 import type { AbortOptions, ConnectionProtector, MessageStream } from '@libp2p/interface';
 import { byteStream } from '@libp2p/utils';
+import { INBOUND_UPGRADE_TIMEOUT_MS } from './constants.js';
 
 /**
  * The first bytes of an inbound connection, checked before libp2p's upgrade reads them.
@@ -31,8 +32,6 @@ function lines(texts: readonly string[]): Uint8Array {
 /** What a dialling member sends first: multistream-select's header, then its proposal of Noise. */
 export const FIRST_INBOUND_BYTES = lines(['/multistream/1.0.0', '/noise']);
 
-/** How long an inbound connection may take to send its first bytes (the private network's nonce has as long). */
-export const FIRST_BYTES_TIMEOUT_MS = 1000;
 
 /** An inbound connection whose first bytes are not a member's. */
 export class UnexpectedFirstBytesError extends Error {
@@ -42,11 +41,13 @@ export class UnexpectedFirstBytesError extends Error {
 /**
  * Reads the first FIRST_INBOUND_BYTES.byteLength bytes of `connection` (an inbound one, as it
  * reaches the encrypter: after the private network's cipher, if any), rejects unless they are
- * FIRST_INBOUND_BYTES, and else puts them back, for the upgrade to read as if nothing had.
+ * FIRST_INBOUND_BYTES, and else puts them back, for the upgrade to read as if nothing had. It
+ * waits for them as long as the upgrade's signal lets it (INBOUND_UPGRADE_TIMEOUT_MS, which
+ * leaves room for a slow machine; a time of its own refused honest members whose bytes came
+ * late or found the event loop held), or that long without one.
  */
 export async function checkFirstBytes(connection: MessageStream, options?: AbortOptions): Promise<void> {
-  const timeout = AbortSignal.timeout(FIRST_BYTES_TIMEOUT_MS);
-  const signal = options?.signal === undefined ? timeout : AbortSignal.any([options.signal, timeout]);
+  const signal = options?.signal ?? AbortSignal.timeout(INBOUND_UPGRADE_TIMEOUT_MS);
   const bytes = byteStream(connection);
   const first = (await bytes.read({ bytes: FIRST_INBOUND_BYTES.byteLength, signal })).subarray();
   bytes.unwrap();

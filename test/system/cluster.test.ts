@@ -47,8 +47,6 @@ describe('options', () => {
     ['port 0 with other members', () => new Cluster(['127.0.0.1:7002'], { listen: '127.0.0.1:0' }), 'listen'],
     ['an unknown storage', () => new Cluster([], { storage: 'disk' as 'level' }), 'storage'],
     ['an even number of voters', () => new Cluster([], { voters: 4 }), 'voters'],
-    // More than a configuration holds: taken, and never reached (a stranger gave 1,001 and 2^32 + 1).
-    ['more voters than a configuration holds', () => new Cluster([], { voters: 1001 }), 'voters'],
     // Seams of another shape failed start() with a TypeError.
     ['a clock without now()', () => new Cluster([], { clock: {} as never }), 'clock'],
     ['timers without clearTimeout()', () => new Cluster([], { timers: { now: () => 0, setTimeout: () => 0 } as never }), 'timers'],
@@ -336,6 +334,9 @@ describe('a single-member cluster', () => {
     expect(error).toBeInstanceOf(StorageError);
     expect(error).toMatchObject({ code: 'CRONRAFT_STORAGE_CORRUPT', path: storePath });
     expect(second.state().status).toBe('failed');
+    // Why, as for a failure while running (a reviewer found it null after a failed start).
+    expect(second.state().failure).toEqual({ code: 'CRONRAFT_STORAGE_CORRUPT', message: (error as Error).message });
+    await expect(second.waitForLeader()).rejects.toMatchObject({ code: 'CRONRAFT_NOT_RUNNING', state: 'failed', cause: error });
   });
 
   it('refuses to start with a new identity when its peer key is gone but its log is not', async () => {
