@@ -300,19 +300,25 @@ describe('cluster.schedule', () => {
 });
 
 describe('slot instants', () => {
-  it("an { every } job's slots fall on whole milliseconds, where its run's record and its ctx.slot agree, with a clock that reads fractions", async () => {
+  it("an { every } job's slots, a fixed-delay job's and a triggered one fall on whole milliseconds, where a run's record and its ctx.slot agree, with a clock that reads fractions", async () => {
     // The cluster's time, which a registration is stamped with, is read from this clock (a
     // member's corrected by the others' offsets, so often a fraction on a cluster of three).
     const c = new Cluster([], { listen: '127.0.0.1:0', storage: 'memory', clock: { now: () => Date.now() + 0.375 } });
     started.push(c);
     const slots: number[] = [];
-    const records: number[] = [];
+    const records: Array<{ job: string; slotMs: number }> = [];
     c.schedule('tick', { every: 100 }, (ctx) => void slots.push(ctx.slot.getTime()));
-    c.on('run', (r) => void records.push(r.slotMs));
+    // A fixed-delay job's slots count from its runs' ends, and a triggered slot from the time it is asked.
+    c.schedule('after', { delayAfterCompletion: 100 }, (ctx) => void slots.push(ctx.slot.getTime()));
+    c.schedule('now', { every: '1h' }, (ctx) => void slots.push(ctx.slot.getTime()));
+    c.on('run', (r) => void records.push({ job: r.job, slotMs: r.slotMs }));
     await c.start();
-    await expect.poll(() => records.length, { timeout: 10_000, interval: 20 }).toBeGreaterThanOrEqual(3);
-    expect(records.filter((ms) => !Number.isInteger(ms))).toEqual([]);
-    expect(records.every((ms) => slots.includes(ms))).toBe(true);
+    await expect.poll(() => c.state().version.active, { timeout: 10_000, interval: 20 }).toBeGreaterThanOrEqual(2);
+    await c.trigger('now');
+    await expect.poll(() => ['tick', 'after', 'now'].map((job) => records.filter((r) => r.job === job).length >= (job === 'now' ? 1 : 3)), { timeout: 10_000, interval: 20 }).toEqual([true, true, true]);
+    expect(records.filter((r) => !Number.isInteger(r.slotMs))).toEqual([]);
+    expect(records.every((r) => slots.includes(r.slotMs))).toBe(true);
+    expect(c.history().flatMap((h) => Object.values(h.outcomes).map((o) => o.atMs)).filter((ms) => !Number.isInteger(ms))).toEqual([]);
   });
 });
 

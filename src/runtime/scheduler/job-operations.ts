@@ -101,7 +101,8 @@ export class JobOperations {
       // (a mode 'all' slot triggered there ran on it alone), so it assigns every handler, and
       // the leader moves a lost assignee's claim as it moves any.
       const eligible = o.isLeader() ? new Set(o.eligibleMembers()) : null;
-      const plan = planTrigger(this.#ctx.state, job, Math.max(this.#ctx.stampClock.now(), this.#lastTriggeredMs + 1), eligible);
+      // A whole millisecond, as a registration's stamp (registrations.ts): the slot's ctx.slot, a Date, holds no fraction.
+      const plan = planTrigger(this.#ctx.state, job, Math.max(Math.floor(this.#ctx.stampClock.now()), this.#lastTriggeredMs + 1), eligible);
       // A due slot waits for the leader to claim it: with no leader, it would wait for good, so
       // a read barrier says so (CRONRAFT_NOT_LEADER) rather than the call timing out as if one
       // might have taken effect.

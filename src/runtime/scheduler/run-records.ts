@@ -119,7 +119,8 @@ export class RunRecords {
       token: run.fencingToken,
       member: run.member,
       outcome: run.outcome,
-      atMs: run.endedAtMs,
+      // A whole millisecond: a fixed-delay job's next slot counts from it, and falls on it so.
+      atMs: Math.floor(run.endedAtMs),
       ...(run.error === undefined ? {} : { error: runError(run.error) }),
     };
     // Retried until the log has it, the claim moved on, or the member stops: an outcome that is
