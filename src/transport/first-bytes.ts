@@ -32,7 +32,6 @@ function lines(texts: readonly string[]): Uint8Array {
 /** What a dialling member sends first: multistream-select's header, then its proposal of Noise. */
 export const FIRST_INBOUND_BYTES = lines(['/multistream/1.0.0', '/noise']);
 
-
 /** An inbound connection whose first bytes are not a member's. */
 export class UnexpectedFirstBytesError extends Error {
   override readonly name = 'UnexpectedFirstBytesError';
