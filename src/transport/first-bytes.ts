@@ -20,7 +20,7 @@ import { INBOUND_UPGRADE_TIMEOUT_MS } from './constants.js';
  */
 
 /** Each of multistream-select's lines: its length (with the newline) as a one-byte varint, then the line. */
-function lines(texts: readonly string[]): Uint8Array {
+export function lines(texts: readonly string[]): Uint8Array {
   const encoder = new TextEncoder();
   const parts = texts.map((text) => {
     const line = encoder.encode(`${text}\n`);

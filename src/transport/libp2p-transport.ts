@@ -39,6 +39,7 @@ import { isVoteRequest } from './vote-askers.js';
 import type { DialFailure } from './dial-failure.js';
 import { checkClusterId, checkedOptions, type Libp2pTransportOptions } from './libp2p-transport-options.js';
 import { firstBytesProtector } from './first-bytes.js';
+import { checkedStreams } from './stream-first-bytes.js';
 import { privateNetwork } from './private-network.js';
 
 export type { Libp2pTransportOptions } from './libp2p-transport-options.js';
@@ -138,7 +139,8 @@ export class Libp2pTransport implements Transport {
         // Without a secret, a protector all the same: it checks an inbound connection's first bytes (first-bytes.ts).
         connectionProtector: this.#psk === undefined ? firstBytesProtector() : privateNetwork(this.#psk, this.#pskMaxBlocks),
         connectionEncrypters: [tunedNoise()],
-        streamMuxers: [yamux()],
+        // Each stream a peer opens names one of the protocols served, or is aborted unread (stream-first-bytes.ts).
+        streamMuxers: [checkedStreams(yamux(), () => node?.getProtocols() ?? [])],
         connectionGater: this.#gate.gater(),
         connectionManager: {
           dialTimeout: this.#settings.dialTimeoutMs,

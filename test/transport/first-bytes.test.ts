@@ -1,7 +1,9 @@
 // The polyfill must load before libp2p.
 import '../../src/transport/polyfills.js';
 import { connect } from 'node:net';
+import type { Libp2p, MessageStream, StreamMuxer } from '@libp2p/interface';
 import { byteStream, multiaddrConnectionPair } from '@libp2p/utils';
+import { multiaddr } from '@multiformats/multiaddr';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Message, NodeId } from '../../src/raft/types.js';
 import { parsePeerAddress } from '../../src/transport/address.js';
@@ -107,5 +109,36 @@ describe('an inbound connection whose first bytes are not a member’s', () => {
     stream.send(withPrefix(encodeFrame({ clusterId: CLUSTER, message: { type: 'heartbeat', from: 'b', to: a.id, term: 1, commit: 0, readCtx: 0 } })));
     await vi.waitFor(() => expect(a.received).toHaveLength(1), WAIT);
     expect(a.transport.stats().inboundConnections).toMatchObject({ accepted: 1, handshakeFailed: 1 });
+  });
+});
+
+describe('a stream a peer opens, whose first bytes do not name a protocol served', () => {
+  /** A stream opened over `node`'s connection to `a`, before any protocol is negotiated, with `bytes` written on it. */
+  async function rawStream(node: Libp2p, a: Member, bytes: Uint8Array): Promise<MessageStream> {
+    const connection = await node.dial(multiaddr(a.transport.listenAddresses()[0] ?? ''), { signal: AbortSignal.timeout(5000) });
+    const muxer = (connection as unknown as { muxer: StreamMuxer }).muxer;
+    const stream = await muxer.createStream();
+    stream.send(bytes);
+    return stream;
+  }
+
+  it.each([
+    ['without a secret', undefined],
+    ['with a secret', pskFromSecret('correct horse battery staple')],
+  ])('is aborted as its bytes come, not read a byte at a time until the negotiation times out; one naming the protocol gets in (%s)', async (_, psk) => {
+    const a = await member('a', psk);
+    a.transport.setPeers(new Map([['b', parsePeerAddress('127.0.0.1:1', 'test')]]));
+    const b = await hostileNode(psk === undefined ? {} : { psk });
+    cleanups.push(() => b.stop());
+    const header = FIRST_INBOUND_BYTES.subarray(0, (FIRST_INBOUND_BYTES[0] as number) + 1);
+    const unknown = new TextEncoder().encode('/cronraft/other/1.0.0\n');
+    for (const bytes of [FLOOD, Uint8Array.from([...header, ...FLOOD.subarray(0, 1024)]), Uint8Array.from([...header, unknown.byteLength, ...unknown])]) {
+      const stream = await rawStream(b.node, a, bytes);
+      await vi.waitFor(() => expect(['reset', 'aborted', 'closed']).toContain(stream.status), WAIT);
+    }
+    // A member's stream, negotiated as libp2p does, delivers its frame over the same connection.
+    const stream = await openRaw(b, a.transport.listenAddresses()[0] ?? '');
+    stream.send(withPrefix(encodeFrame({ clusterId: CLUSTER, message: { type: 'heartbeat', from: 'b', to: a.id, term: 1, commit: 0, readCtx: 0 } })));
+    await vi.waitFor(() => expect(a.received).toHaveLength(1), WAIT);
   });
 });
