@@ -112,7 +112,7 @@ describe('an inbound connection whose first bytes are not a member’s', () => {
   });
 });
 
-describe('a stream a peer opens, whose first bytes do not name a protocol served', () => {
+describe('a stream a peer opens, whose first bytes are not multistream-select lines', () => {
   /** A stream opened over `node`'s connection to `a`, before any protocol is negotiated, with `bytes` written on it. */
   async function rawStream(node: Libp2p, a: Member, bytes: Uint8Array): Promise<MessageStream> {
     const connection = await node.dial(multiaddr(a.transport.listenAddresses()[0] ?? ''), { signal: AbortSignal.timeout(5000) });
@@ -125,14 +125,15 @@ describe('a stream a peer opens, whose first bytes do not name a protocol served
   it.each([
     ['without a secret', undefined],
     ['with a secret', pskFromSecret('correct horse battery staple')],
-  ])('is aborted as its bytes come, not read a byte at a time until the negotiation times out; one naming the protocol gets in (%s)', async (_, psk) => {
+  ])('is aborted as its bytes come, not read a byte at a time until the negotiation times out, after a protocol not served too; one naming the protocol gets in (%s)', async (_, psk) => {
     const a = await member('a', psk);
     a.transport.setPeers(new Map([['b', parsePeerAddress('127.0.0.1:1', 'test')]]));
     const b = await hostileNode(psk === undefined ? {} : { psk });
     cleanups.push(() => b.stop());
     const header = FIRST_INBOUND_BYTES.subarray(0, (FIRST_INBOUND_BYTES[0] as number) + 1);
     const unknown = new TextEncoder().encode('/cronraft/other/1.0.0\n');
-    for (const bytes of [FLOOD, Uint8Array.from([...header, ...FLOOD.subarray(0, 1024)]), Uint8Array.from([...header, unknown.byteLength, ...unknown])]) {
+    // multistream-select answers a protocol not served with `na` and reads the next line: garbage there too.
+    for (const bytes of [FLOOD, Uint8Array.from([...header, ...FLOOD.subarray(0, 1024)]), Uint8Array.from([...header, unknown.byteLength, ...unknown, ...FLOOD.subarray(0, 1024)])]) {
       const stream = await rawStream(b.node, a, bytes);
       await vi.waitFor(() => expect(['reset', 'aborted', 'closed']).toContain(stream.status), WAIT);
     }
