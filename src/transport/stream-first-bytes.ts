@@ -83,7 +83,7 @@ export function checkedStreams<C, T extends StreamMuxerFactory>(inner: (componen
   };
 }
 
-/** `muxer`, its 'stream' listeners called with a stream once it passed the check. */
+/** `muxer`, each of its 'stream' listeners called with the stream at once, watched by watchStreamFirstBytes first. */
 function guarded(muxer: StreamMuxer, protocols: () => readonly string[]): StreamMuxer {
   const add = muxer.addEventListener.bind(muxer);
   const remove = muxer.removeEventListener.bind(muxer);
