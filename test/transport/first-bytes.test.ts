@@ -5,18 +5,14 @@ import type { Libp2p, MessageStream, StreamMuxer } from '@libp2p/interface';
 import { byteStream, multiaddrConnectionPair } from '@libp2p/utils';
 import { multiaddr } from '@multiformats/multiaddr';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { Message, NodeId } from '../../src/raft/types.js';
 import { parsePeerAddress } from '../../src/transport/address.js';
 import { pskFromSecret } from '../../src/transport/cluster-secret.js';
 import { INBOUND_UPGRADE_TIMEOUT_MS } from '../../src/transport/constants.js';
-import { encodeFrame } from '../../src/transport/codec.js';
 import { checkFirstBytes, FIRST_INBOUND_BYTES, UnexpectedFirstBytesError } from '../../src/transport/first-bytes.js';
-import { withPrefix } from '../../src/transport/framing.js';
-import { Libp2pTransport } from '../../src/transport/libp2p-transport.js';
 import { keyOfPsk, NONCE_BYTES, XSalsa20Stream } from '../../src/transport/private-network.js';
-import { hostileNode, openRaw } from '../fixtures/hostile-node.js';
+import { hostileNode } from '../fixtures/hostile-node.js';
+import { heartbeatArrives, transportMember, type TransportMember } from '../fixtures/transport-members.js';
 
-const CLUSTER = 'test-cluster';
 /**
  * Well below INBOUND_UPGRADE_TIMEOUT_MS: a connection closed within it was closed for its bytes,
  * not timed out. Before the check, the flood below was read a byte at a time until that timeout.
@@ -58,23 +54,8 @@ describe('checkFirstBytes', () => {
   });
 });
 
-interface Member {
-  readonly id: NodeId;
-  readonly transport: Libp2pTransport;
-  readonly received: Message[];
-}
-
-async function member(id: NodeId, psk?: Uint8Array): Promise<Member> {
-  const received: Message[] = [];
-  const transport = new Libp2pTransport({ self: id, clusterId: CLUSTER, listen: '/ip4/127.0.0.1/tcp/0', peers: new Map(), ...(psk === undefined ? {} : { psk }) });
-  cleanups.push(() => transport.stop());
-  transport.onMessage((message) => received.push(message));
-  await transport.start();
-  return { id, transport, received };
-}
-
 /** Writes `bytes` to the member's port from a raw socket; resolves once the member has closed it. */
-async function closedAfter(m: Member, bytes: Uint8Array): Promise<void> {
+async function closedAfter(m: TransportMember, bytes: Uint8Array): Promise<void> {
   const { port } = parsePeerAddress(m.transport.listenAddresses()[0] ?? '', 'test');
   const socket = connect(port, '127.0.0.1');
   cleanups.push(() => void socket.destroy());
@@ -92,7 +73,7 @@ describe('an inbound connection whose first bytes are not a member’s', () => {
     ['without a secret', undefined],
     ['with a secret', pskFromSecret('correct horse battery staple')],
   ])('is closed as they come, not read a byte at a time until the upgrade times out, and members still get in (%s)', async (_, psk) => {
-    const a = await member('a', psk);
+    const a = await transportMember('a', cleanups, psk);
     let bytes: Uint8Array = FLOOD;
     if (psk !== undefined) {
       // As 1 connection in 256 of a process without the key: bytes that the member's cipher turns into the flood.
@@ -102,19 +83,16 @@ describe('an inbound connection whose first bytes are not a member’s', () => {
     await closedAfter(a, bytes);
     await vi.waitFor(() => expect(a.transport.stats().inboundConnections?.handshakeFailed).toBe(1), WAIT);
     // A member dials in and its frame arrives.
-    a.transport.setPeers(new Map([['b', parsePeerAddress('127.0.0.1:1', 'test')]]));
     const b = await hostileNode(psk === undefined ? {} : { psk });
     cleanups.push(() => b.stop());
-    const stream = await openRaw(b, a.transport.listenAddresses()[0] ?? '');
-    stream.send(withPrefix(encodeFrame({ clusterId: CLUSTER, message: { type: 'heartbeat', from: 'b', to: a.id, term: 1, commit: 0, readCtx: 0 } })));
-    await vi.waitFor(() => expect(a.received).toHaveLength(1), WAIT);
+    await heartbeatArrives(a, b, WAIT);
     expect(a.transport.stats().inboundConnections).toMatchObject({ accepted: 1, handshakeFailed: 1 });
   });
 });
 
 describe('a stream a peer opens, whose first bytes are not multistream-select lines', () => {
   /** A stream opened over `node`'s connection to `a`, before any protocol is negotiated, with `bytes` written on it. */
-  async function rawStream(node: Libp2p, a: Member, bytes: Uint8Array): Promise<MessageStream> {
+  async function rawStream(node: Libp2p, a: TransportMember, bytes: Uint8Array): Promise<MessageStream> {
     const connection = await node.dial(multiaddr(a.transport.listenAddresses()[0] ?? ''), { signal: AbortSignal.timeout(5000) });
     const muxer = (connection as unknown as { muxer: StreamMuxer }).muxer;
     const stream = await muxer.createStream();
@@ -126,8 +104,7 @@ describe('a stream a peer opens, whose first bytes are not multistream-select li
     ['without a secret', undefined],
     ['with a secret', pskFromSecret('correct horse battery staple')],
   ])('is aborted as its bytes come, not read a byte at a time until the negotiation times out, after a protocol not served too; one naming the protocol gets in (%s)', async (_, psk) => {
-    const a = await member('a', psk);
-    a.transport.setPeers(new Map([['b', parsePeerAddress('127.0.0.1:1', 'test')]]));
+    const a = await transportMember('a', cleanups, psk);
     const b = await hostileNode(psk === undefined ? {} : { psk });
     cleanups.push(() => b.stop());
     const header = FIRST_INBOUND_BYTES.subarray(0, (FIRST_INBOUND_BYTES[0] as number) + 1);
@@ -138,8 +115,6 @@ describe('a stream a peer opens, whose first bytes are not multistream-select li
       await vi.waitFor(() => expect(['reset', 'aborted', 'closed']).toContain(stream.status), WAIT);
     }
     // A member's stream, negotiated as libp2p does, delivers its frame over the same connection.
-    const stream = await openRaw(b, a.transport.listenAddresses()[0] ?? '');
-    stream.send(withPrefix(encodeFrame({ clusterId: CLUSTER, message: { type: 'heartbeat', from: 'b', to: a.id, term: 1, commit: 0, readCtx: 0 } })));
-    await vi.waitFor(() => expect(a.received).toHaveLength(1), WAIT);
+    await heartbeatArrives(a, b, WAIT);
   });
 });

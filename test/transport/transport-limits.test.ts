@@ -2,16 +2,13 @@
 import '../../src/transport/polyfills.js';
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { Message, NodeId } from '../../src/raft/types.js';
+import type { NodeId } from '../../src/raft/types.js';
 import { parsePeerAddress, type PeerAddress } from '../../src/transport/address.js';
 import { pskFromSecret } from '../../src/transport/cluster-secret.js';
 import { INBOUND_UPGRADE_TIMEOUT_MS, MAX_INBOUND_CONNECTIONS_PER_HOST } from '../../src/transport/constants.js';
-import { encodeFrame } from '../../src/transport/codec.js';
-import { withPrefix } from '../../src/transport/framing.js';
-import { Libp2pTransport } from '../../src/transport/libp2p-transport.js';
 import { hostileNode, openRaw } from '../fixtures/hostile-node.js';
+import { heartbeatArrives, transportMember, type TransportMember } from '../fixtures/transport-members.js';
 
-const CLUSTER = 'test-cluster';
 /** Well below INBOUND_UPGRADE_TIMEOUT_MS: what the members do here, they do while every idle socket still holds its slot. */
 const WAIT = { timeout: INBOUND_UPGRADE_TIMEOUT_MS / 2, interval: 5 };
 /** The window of libp2p's limiter of inbound connections per host (connection-manager: `duration: 1`, in seconds). */
@@ -19,28 +16,17 @@ const LIBP2P_RATE_WINDOW_MS = 1000;
 /** libp2p's default bound on connections in their handshake, which ten idle sockets filled. */
 const LIBP2P_DEFAULT_PENDING = 10;
 
-interface Member {
-  readonly id: NodeId;
-  readonly transport: Libp2pTransport;
-  readonly received: Message[];
-}
-
 const cleanups: (() => Promise<void> | void)[] = [];
 
 afterEach(async () => {
   await Promise.all(cleanups.splice(0).map((cleanup) => cleanup()));
 });
 
-async function member(id: NodeId, psk?: Uint8Array): Promise<Member> {
-  const received: Message[] = [];
-  const transport = new Libp2pTransport({ self: id, clusterId: CLUSTER, listen: '/ip4/127.0.0.1/tcp/0', peers: new Map(), ...(psk === undefined ? {} : { psk }) });
-  cleanups.push(() => transport.stop());
-  transport.onMessage((message) => received.push(message));
-  await transport.start();
-  return { id, transport, received };
+async function member(id: NodeId, psk?: Uint8Array): Promise<TransportMember> {
+  return transportMember(id, cleanups, psk);
 }
 
-function addressOf(m: Member): PeerAddress {
+function addressOf(m: TransportMember): PeerAddress {
   return parsePeerAddress(m.transport.listenAddresses()[0] ?? '', 'test');
 }
 
@@ -58,18 +44,11 @@ async function idleSockets(port: number, localAddress: string, count: number): P
   return sockets;
 }
 
-/**
- * A member's dial reaches `a`: a libp2p node (with `a`'s secret) opens a stream to it and sends a
- * heartbeat as member b, which `a` knows but cannot dial (b does not listen), so that the message
- * can only arrive over the inbound connection the idle sockets compete with.
- */
-async function dialsIn(a: Member, psk: Uint8Array | undefined): Promise<void> {
-  a.transport.setPeers(new Map([['b', parsePeerAddress('127.0.0.1:1', 'test')]]));
+/** A member's dial reaches `a` (heartbeatArrives), over the inbound connection the idle sockets compete with. */
+async function dialsIn(a: TransportMember, psk: Uint8Array | undefined): Promise<void> {
   const b = await hostileNode(psk === undefined ? {} : { psk });
   cleanups.push(() => b.stop());
-  const stream = await openRaw(b, a.transport.listenAddresses()[0] ?? '');
-  stream.send(withPrefix(encodeFrame({ clusterId: CLUSTER, message: { type: 'heartbeat', from: 'b', to: a.id, term: 1, commit: 0, readCtx: 0 } })));
-  await vi.waitFor(() => expect(a.received).toHaveLength(1), WAIT);
+  await heartbeatArrives(a, b, WAIT);
 }
 
 describe('connection limits', () => {
