@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { plan, planReassignments, type CatchUp, type PlanInput } from '../../src/scheduler/planner.js';
-import { parseSpec, type JobSpec } from '../../src/scheduler/spec.js';
+import { MAX_INSTANTS_PER_CALL, parseSpec, type JobSpec } from '../../src/scheduler/spec.js';
 import { SchedulerState } from '../../src/scheduler/state.js';
 import { claimKey } from '../../src/scheduler/records.js';
 import type { JobPolicy, SchedulerCommand } from '../../src/scheduler/command.js';
@@ -269,6 +269,19 @@ describe('catch-up over a long outage', () => {
     const claims = commands.filter((c) => c.type === 'claim').map((c) => (c.type === 'claim' ? c.slotMs - T0 : 0));
     expect(claims).toEqual([3_599_600, 3_599_700, 3_599_800, 3_599_900, 3_600_000]);
     expect(commands[0]).toMatchObject({ type: 'skip', throughMs: T0 + 3_599_599 });
+  });
+
+  it("'all' keeps at most MAX_INSTANTS_PER_CALL slots of a catch-up, whatever maxSlots says (README, catch-up)", () => {
+    const s = new SchedulerState();
+    const everything = policy({ policy: 'all', windowMs: 1e9, maxSlots: 1e9 });
+    s.apply(1, { type: 'register', job: 'tick', spec: parseSpec({ every: 100 }), mode: 'one', policy: everything, member: 'a', atMs: T0 });
+    const nowMs = T0 + 86_400_000 + 50;
+    const commands = plan(s, { nowMs, lookaheadMs: 0, members: new Map([['a', { load: 0 }]]), maxClaims: 1e9 });
+    const claims = commands.filter((c) => c.type === 'claim');
+    expect(claims).toHaveLength(MAX_INSTANTS_PER_CALL);
+    expect(claims.at(-1)).toMatchObject({ slotMs: T0 + 86_400_000 });
+    // The slots before them are dropped, counted as missed.
+    expect(commands[0]).toMatchObject({ type: 'skip', count: 864_000 - MAX_INSTANTS_PER_CALL });
   });
 });
 
