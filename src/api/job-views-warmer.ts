@@ -11,11 +11,9 @@ export const JOB_VIEWS_WARM_EVERY_MS = 25;
 /**
  * Views built in one turn of the event loop, at most, and the time a turn may take (on the
  * timers' clock): a slot due then waits for little, and a turn follows at once while any are
- * left, so the warmer keeps up with jobs registered as fast as a leader commits them. The time
- * bounds a turn on a busy machine, where each view takes longer; the count bounds it where the
- * timers' clock does not move while code runs (simulated time). A turn of a millisecond fell
- * behind jobs registered by the thousand on a loop busy applying them: the calls between built
- * thousands of views each.
+ * left. The time bounds a turn on a busy machine, where each view takes longer; the count bounds
+ * it where the timers' clock does not move while code runs (simulated time). The turn right
+ * after commands applied builds a view for each of them first, whatever the time (changed()).
  */
 export const JOB_VIEWS_WARM_BUILDS_PER_TURN = 2048;
 export const JOB_VIEWS_WARM_TURN_MS = 2;
@@ -50,6 +48,8 @@ export class JobViewsWarmer {
   #stopped = false;
   /** Whether a turn is queued for when the code that changed jobs returns (see changed()). */
   #turnQueued = false;
+  /** Commands applied since that turn was queued: the views it builds whatever the time. */
+  #owed = 0;
 
   constructor(timers: Timers, views: JobStates, source: JobViewsSource) {
     this.#timers = timers;
@@ -69,16 +69,23 @@ export class JobViewsWarmer {
    * next look, so that a call soon after finds their views built. A turn that waited for the next
    * turn of the event loop came after whatever was due by then: three members in one process each
    * applying a batch of registrations, or an app's timer that reads state(), and the call built
-   * thousands of views itself. Cheap enough to call for every command: once both are set, it
-   * does nothing.
+   * thousands of views itself. Called once for each command applied: the turn right after them
+   * builds a view for each (a command changes one job, mostly) before its time bound counts, so
+   * that the views keep up with the commands however busy the loop is. A turn bounded by time
+   * alone fell behind registrations applied by the thousand on a busy loop, and the next call
+   * built the thousands left itself. What that adds to the loop's turn is at most the views of
+   * the jobs those commands changed, each cheaper than the command that changed it.
    */
   changed(): void {
     if (this.#timer === null) return;
+    this.#owed++;
     if (!this.#turnQueued) {
       this.#turnQueued = true;
       queueMicrotask(() => {
         this.#turnQueued = false;
-        if (this.#timer !== null) this.turn();
+        const owed = this.#owed;
+        this.#owed = 0;
+        if (this.#timer !== null) this.turn(owed);
       });
     }
     if (this.#atOnce) return;
@@ -92,12 +99,17 @@ export class JobViewsWarmer {
     this.#timer = null;
   }
 
-  /** One turn: builds up to JOB_VIEWS_WARM_BUILDS_PER_TURN views; returns whether none are left. */
-  turn(): boolean {
+  /**
+   * One turn: builds `owed` views whatever the time, then on up to JOB_VIEWS_WARM_BUILDS_PER_TURN
+   * within JOB_VIEWS_WARM_TURN_MS; returns whether none are left.
+   */
+  turn(owed = 0): boolean {
     const source = this.#source();
     if (source === null) return true;
     const untilMs = this.#timers.now() + JOB_VIEWS_WARM_TURN_MS;
-    return this.#views.warm(source.state, source.nowMs, JOB_VIEWS_WARM_BUILDS_PER_TURN, () => this.#timers.now() >= untilMs);
+    const before = this.#views.builds;
+    const outOfTime = (): boolean => this.#views.builds - before >= owed && this.#timers.now() >= untilMs;
+    return this.#views.warm(source.state, source.nowMs, Math.max(owed, JOB_VIEWS_WARM_BUILDS_PER_TURN), outOfTime);
   }
 
   #next(delayMs: number): void {

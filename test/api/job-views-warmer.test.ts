@@ -21,6 +21,15 @@ function registerJobs(s: SchedulerState, count: number, from = 0): void {
   }
 }
 
+/** Timers whose clock moves on a millisecond at each read, as on a loop busy while code runs. */
+class BusyTimers extends ManualTimers {
+  #reads = 0;
+
+  override now(): number {
+    return super.now() + this.#reads++;
+  }
+}
+
 describe('the warmer of the views of state().jobs', () => {
   it('does nothing until armed, then builds the views of jobs that change, a bounded turn at a time, turn after turn while any are left', () => {
     const timers = new ManualTimers();
@@ -167,5 +176,28 @@ describe('the warmer of the views of state().jobs', () => {
     warmer.stop();
     await Promise.resolve();
     expect(views.builds).toBe(5 + JOB_VIEWS_WARM_BUILDS_PER_TURN + 5);
+  });
+
+  it('builds a view for each command applied in the turn right after them, whatever the time: a call after a busy apply builds none', async () => {
+    const timers = new BusyTimers();
+    const s = new SchedulerState();
+    const views = new JobStates();
+    const warmer = new JobViewsWarmer(timers, views, () => ({ state: s, nowMs: T0 }));
+    warmer.arm();
+    // 3,000 registrations applied in one go, each told as the member tells it.
+    registerJobs(s, 3000);
+    for (let i = 0; i < 3000; i++) warmer.changed();
+    await Promise.resolve();
+    expect(views.builds).toBe(3000);
+    views.of(s, T0);
+    expect(views.builds).toBe(3000);
+    // One command that changed many jobs: the turn builds its one view, then stops on its time
+    // bound (the clock moved past it), leaving the rest to the turns after.
+    registerJobs(s, 3000, 10_000);
+    warmer.changed();
+    await Promise.resolve();
+    expect(views.builds - 3000).toBeGreaterThan(0);
+    expect(views.builds - 3000).toBeLessThan(200);
+    warmer.stop();
   });
 });
