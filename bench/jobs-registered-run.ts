@@ -18,6 +18,7 @@ import { SUPPORTED } from '../src/version/versions.js';
 import { freePort } from '../test/fixtures/process-cluster.js';
 import { GIVE_UP_MS } from './jobs-registered.js';
 import { RunQueueWait } from '../test/fixtures/run-queue-wait.js';
+import { SnapshotWatch, type SnapshotsWatched } from './snapshot-watch.js';
 
 export interface CronraftRun {
   readonly jobs: number;
@@ -40,6 +41,12 @@ export interface CronraftRun {
    * when not every member took one within GIVE_UP_MS.
    */
   readonly snapshotOfAll: { readonly longestStepMs: number; readonly steps: number; readonly bytes: number; readonly longestStallMs: number } | null;
+  /**
+   * Every snapshot the members took from the first schedule() call until each took the one of
+   * all the jobs (bench/snapshot-watch.ts): those a member takes while the jobs register too, and
+   * those that ended at once, which `snapshotOfAll` (each member's last) may not show.
+   */
+  readonly everySnapshot: SnapshotsWatched;
   /** Log entries the leader applied: three registrations a job, MAX_COMMANDS_PER_BATCH to an entry, and the election's and the version's few. */
   readonly entriesApplied: number;
   /**
@@ -140,6 +147,7 @@ async function runCronraft(jobs: number): Promise<CronraftRun> {
     // The cluster runs this release's version, as it does on every start after its first (it
     // raises itself about a second after it forms): registrations then go in batches.
     while (!members.every((m) => m.state().version.active === SUPPORTED.stateMachine.max)) await sleep(10);
+    const watch = new SnapshotWatch(members.map((m) => m.state().log));
     const heapBefore = heapAfterGc();
     const cpuBefore = process.cpuUsage();
     const started = performance.now();
@@ -155,6 +163,7 @@ async function runCronraft(jobs: number): Promise<CronraftRun> {
     const read = (m: Cluster, times: StateTime[] = during): ReturnType<Cluster['state']> => {
       const { state, ...time } = timedState(m);
       times.push(time);
+      watch.look(members.indexOf(m), state.log);
       return state;
     };
     let registerMs: number | null = null;
@@ -180,14 +189,13 @@ async function runCronraft(jobs: number): Promise<CronraftRun> {
     for (const m of members) read(m, after);
     const heapBytes = heapAfterGc() - heapBefore;
     for (let i = 0; i < 20; i++) {
-      const { state: _, ...time } = timedState(lead);
-      after.push(time);
+      read(lead, after);
       await sleep(10);
     }
     const afterMs = after.map((t) => t.ms).sort((a, b) => a - b);
     // Before the proposals that make the members take a snapshot.
     const entriesApplied = lead.state().appliedIndex;
-    const snapshotOfAll = await snapshotEveryJob(lead, members);
+    const snapshotOfAll = await snapshotEveryJob(lead, members, watch);
     return {
       jobs,
       registerMs,
@@ -197,6 +205,7 @@ async function runCronraft(jobs: number): Promise<CronraftRun> {
       longestStallMs: delay.max / 1e6,
       gc: { longestMs: Math.max(0, ...pauses.map((p) => p.ms)), over5Ms: pauses.filter((p) => p.ms > 5).length },
       snapshotOfAll,
+      everySnapshot: watch.result(),
       entriesApplied,
       stateDuringMs: { calls: during.length, ...longest(during), gcOfMax: gcOfLongest(during, pauses) },
       stateAfterMs: { p50: afterMs[Math.floor(afterMs.length / 2)]!, ...longest(after) },
@@ -217,18 +226,28 @@ function loopDelay(): IntervalHistogram {
  * Makes every member take a snapshot of all the jobs (proposals from the leader until each has
  * taken one more), and reads how long its steps held the loop (state().log.lastSnapshot).
  */
-async function snapshotEveryJob(lead: Cluster, members: readonly Cluster[]): Promise<CronraftRun['snapshotOfAll']> {
+async function snapshotEveryJob(lead: Cluster, members: readonly Cluster[], watch: SnapshotWatch): Promise<CronraftRun['snapshotOfAll']> {
   const takenBefore = members.map((m) => m.state().log.snapshotsTaken);
   const delay = loopDelay();
   const started = performance.now();
-  const allTaken = (): boolean => members.every((m, i) => m.state().log.snapshotsTaken > (takenBefore[i] ?? 0));
+  const taken = (m: Cluster, i: number): number => {
+    const { log } = m.state();
+    watch.look(i, log);
+    return log.snapshotsTaken;
+  };
+  // Every member read each time (not stopping at the first that has not taken one), for the watch.
+  const allTaken = (): boolean => members.map(taken).every((n, i) => n > (takenBefore[i] ?? 0));
   while (!allTaken()) {
     if (performance.now() - started > GIVE_UP_MS) return null;
     await Promise.all(Array.from({ length: PROPOSALS_AT_ONCE }, () => lead.propose('x')));
   }
   // A member's snapshot counts as taken once compacted to: the loop has run its last step.
   delay.disable();
-  const timings = members.map((m) => m.state().log.lastSnapshot);
+  const timings = members.map((m, i) => {
+    const { log } = m.state();
+    watch.look(i, log);
+    return log.lastSnapshot;
+  });
   if (timings.some((t) => t === null)) return null;
   const longest = timings.reduce((a, b) => ((b?.longestStepMs ?? 0) > (a?.longestStepMs ?? 0) ? b : a));
   return { longestStepMs: longest?.longestStepMs ?? 0, steps: longest?.steps ?? 0, bytes: longest?.bytes ?? 0, longestStallMs: delay.max / 1e6 };
