@@ -29,9 +29,14 @@ export function addOpsCommands(program: Command, io: CliOutput, exit: (code: num
     program
       .command(name)
       .description(description)
-      .addOption(new Option('--url <url>', "a member's http address, e.g. http://127.0.0.1:9464").env('CRONRAFT_URL').makeOptionMandatory())
+      .addOption(new Option('--url <url>', "a member's http address, e.g. http://127.0.0.1:9464 (or CRONRAFT_URL)").env('CRONRAFT_URL'))
       .addOption(new Option('--token <token>', 'the http.token, for actions (or CRONRAFT_TOKEN, kept out of the process list)').env('CRONRAFT_TOKEN'))
-      .option('--json', 'print the JSON the member answered', false);
+      .option('--json', 'print the JSON the member answered', false)
+      // Checked here rather than as a mandatory option: commander's message for one does not
+      // say that the variable would do as well.
+      .hook('preAction', (command) => {
+        if (command.opts<Partial<MemberFlags>>().url === undefined) command.error("error: required option '--url <url>' not specified, nor CRONRAFT_URL set", { exitCode: EXIT.usage, code: 'commander.missingMandatoryOptionValue' });
+      });
 
   memberCommand('status', "the member's view: role, term, leader, indexes, clock; exits 3 when it is not ready").action(async (flags: MemberFlags) => {
     const url = memberUrl(flags.url);

@@ -22,4 +22,18 @@ describe("the command's exit codes for help", () => {
   it('exits 2 for the help shown because a command is missing or unknown', async () => {
     for (const argv of [[], ['nosuch'], ['status', '--nosuch']]) expect((await cronraft(...argv)).code, argv.join(' ')).toBe(EXIT.usage);
   });
+
+  it('exits 2 for a command that talks to a member given no address, and says the variable would do', async () => {
+    const before = process.env.CRONRAFT_URL;
+    delete process.env.CRONRAFT_URL;
+    try {
+      for (const argv of [['status'], ['pause', 'nightly', '--token', 'x'.repeat(32)]]) {
+        const r = await cronraft(...argv);
+        expect(r.code, argv.join(' ')).toBe(EXIT.usage);
+        expect(r.err, argv.join(' ')).toMatch(/--url <url>' not specified, nor CRONRAFT_URL set/);
+      }
+    } finally {
+      if (before !== undefined) process.env.CRONRAFT_URL = before;
+    }
+  });
 });
