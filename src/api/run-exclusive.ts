@@ -246,7 +246,7 @@ async function exclusiveCall(
   const watch = (): void => {
     timer = null;
     const leftMs = Math.min(abortAtMs - clock.now(), monoAbortAt - timers.now());
-    if (leftMs <= 0) abort.abort(new TimeoutError('The exclusive task', atMostFor));
+    if (leftMs <= 0) abort.abort(new RunAbortedError('timeout', `The exclusive task ran as long as its lock lets it: atMostFor (${atMostFor} ms) less the abort margin (${atMostFor - (abortAtMs - startMs)} ms), which keeps it from running beside the lock's next holder`));
     else timer = timers.setTimeout(watch, Math.min(leftMs, ctx.clockSyncPollMs));
   };
   watch();

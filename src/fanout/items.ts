@@ -154,11 +154,11 @@ export function checkTopic(topic: unknown): string {
   return topic;
 }
 
-/** Whether `text` holds a control character (U+0000 to U+001F, U+007F). */
+/** Whether `text` holds a control character (Unicode's: U+0000 to U+001F, and U+007F to U+009F, whose U+0085 is a line break). */
 function hasControlCharacter(text: string): boolean {
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i);
-    if (code < 0x20 || code === 0x7f) return true;
+    if (code < 0x20 || (code >= 0x7f && code <= 0x9f)) return true;
   }
   return false;
 }

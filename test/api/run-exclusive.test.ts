@@ -239,6 +239,8 @@ describe('runExclusive: the holder’s signal and another member’s grant', () 
     expect((aSignal as AbortSignal | null)?.aborted).toBe(false);
     timers.advance(1);
     expect((aSignal as AbortSignal | null)?.aborted).toBe(true);
+    // Its reason is a run's timeout, as a job run's is, naming the lock's time less the margin.
+    expect((aSignal as AbortSignal | null)?.reason).toMatchObject({ code: 'CRONRAFT_RUN_TIMEOUT', reason: 'timeout', message: expect.stringContaining('atMostFor (10000 ms) less the abort margin (2000 ms)') });
     // B, whose estimate is 300 ms ahead of A's, past the lock's end by its own: A's task was
     // told to stop before (without the margin, B was granted it at 9.75 s, A's signal not aborted).
     timers.advance(1_750);

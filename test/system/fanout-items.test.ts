@@ -99,6 +99,11 @@ describe('fan-out items through the Cluster', () => {
     await expect(c.emitItems('t', [shared])).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'items[0]' });
     // A key with a control character, as a topic.
     await expect(c.emitItems('t', [1], { key: () => 'a\nb' })).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'key' });
+    // Unicode's control characters past DEL too (U+0085 is a line break), in a key and a topic.
+    await expect(c.emitItems('t', [1], { key: () => 'a\u0085b' })).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'key' });
+    for (const topic of ['a\u0085b', 'a\u009bb']) await expect(c.emitItems(topic, [1])).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'topic' });
+    // A key function that throws rejects the emit with what it threw.
+    await expect(c.emitItems('t', [1], { key: () => { throw new Error('no key'); } })).rejects.toThrow('no key');
     // requeue() rejects a bad argument too, rather than throwing at the call.
     const requeued = c.requeue('t', [1.5]);
     await expect(requeued).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT' });
