@@ -463,4 +463,41 @@ describe("a member's side of fan-out (FanoutConsumer)", () => {
       m.consumer.stop();
     }
   });
+
+  it('starts no item leased to it while it holds no lease: the item waits for the next look at the lease, and starts then if the lease is held again, else is given back', async () => {
+    for (const regained of [true, false]) {
+      const m = member();
+      const { started, ends } = await consumeEnding(m, { ...SETTINGS, parallelism: 1 });
+      m.consumer.start();
+      m.apply({ type: 'emit', topic: 't', items: [1, 2, 3].map((n) => ({ data: Uint8Array.of(n), key: null })), origin: null, atMs: 0 });
+      m.apply({ type: 'lease', member: 'a', ids: [1], atMs: 0 });
+      await settle();
+      expect(started).toEqual([1]);
+      // A silence: the member applies leases to it before it renews its own.
+      m.lease.held = false;
+      const token = m.apply({ type: 'lease', member: 'a', ids: [2, 3], atMs: 0 });
+      // A run that ends meanwhile frees room, but starts nothing.
+      ends.get(1)?.();
+      await settle();
+      m.timers.advance(0);
+      expect(started).toEqual([1]);
+      expect(m.consumer.waiting).toBe(2);
+      m.lease.held = regained;
+      m.timers.advance(LEASE_CHECK_MS);
+      await settle();
+      const givenBack = m.proposed.flatMap((c) => (c.type === 'reclaim' ? c.leases : []));
+      if (regained) {
+        // In lease order, one at a time (parallelism 1).
+        expect(started).toEqual([1, 2]);
+        expect(givenBack).toEqual([]);
+        ends.get(2)?.();
+        await settle();
+        expect(started).toEqual([1, 2, 3]);
+      } else {
+        expect(started).toEqual([1]);
+        expect(givenBack).toEqual([{ id: 2, token }, { id: 3, token }]);
+      }
+      m.consumer.stop();
+    }
+  });
 });

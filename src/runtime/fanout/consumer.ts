@@ -223,12 +223,17 @@ export class FanoutConsumer {
 
   /**
    * Aborts the runs in progress if this member no longer holds its lease (no leader heard for
-   * too long: the leader takes its items back), giving their leases back. Looked at every
-   * LEASE_CHECK_MS, and by the member before a message from a peer counts as contact, as the
-   * scheduler's runs are.
+   * too long: the leader takes its items back), giving their leases back and those of the items
+   * waiting here; while it holds it, starts the items that wait for it (leased while it held
+   * none), as far as its parallelism lets it. Looked at every LEASE_CHECK_MS, and by the member
+   * before a message from a peer counts as contact, as the scheduler's runs are.
    */
   checkLease(): void {
-    if ((this.#running.size === 0 && this.#waiting.size === 0) || this.#o.holdsLease()) return;
+    if (this.#running.size === 0 && this.#waiting.size === 0) return;
+    if (this.#o.holdsLease()) {
+      for (const topic of [...this.#waiting.keys()]) this.#startWaiting(topic);
+      return;
+    }
     this.#giveBackWaiting();
     for (const [id, run] of this.#running) this.#abort(run, new RunAbortedError('interrupted', `Item ${id}: this member lost its lease`));
   }
@@ -272,7 +277,15 @@ export class FanoutConsumer {
     for (const [id, run] of this.#running) this.#abort(run, new RunAbortedError('stopping', `Item ${id}: this member is stopping`));
   }
 
-  /** An item leased to this member: it runs, unless the lease belongs to a life before this one or the member is handing over. */
+  /**
+   * An item leased to this member: it runs, unless the lease belongs to a life before this one or
+   * the member is handing over. It waits while the topic's parallelism is full, and while this
+   * member holds no lease of its own (it applies the leader's entries as it catches up after a
+   * silence, and renews its lease once it has applied them): started then, its run was aborted
+   * at the next look at the lease, given back, leased to it again and aborted again, its handler
+   * called each time (a stranger saw one item run four times so). The next look starts it, or
+   * gives it back if the lease is still not held.
+   */
   #leased(id: number, token: number): void {
     const item = this.#o.state.items.get(id);
     if (item === undefined || this.#stopped || this.#halted) return;
@@ -283,7 +296,7 @@ export class FanoutConsumer {
       return;
     }
     const parallelism = this.#handlers.get(item.topic)?.settings.parallelism ?? 0;
-    if ((this.#runningOf.get(item.topic) ?? 0) < parallelism) {
+    if ((this.#runningOf.get(item.topic) ?? 0) < parallelism && this.#o.holdsLease()) {
       this.#start(item, token);
       return;
     }
@@ -292,10 +305,10 @@ export class FanoutConsumer {
     else queue.push({ id, token });
   }
 
-  /** Starts the items of `topic` waiting here, in lease order, while it has room; passes over those whose lease ended. */
+  /** Starts the items of `topic` waiting here, in lease order, while it has room and holds its lease; passes over those whose lease ended. */
   #startWaiting(topic: string): void {
     const queue = this.#waiting.get(topic);
-    if (queue === undefined) return;
+    if (queue === undefined || !this.#o.holdsLease()) return;
     const parallelism = this.#handlers.get(topic)?.settings.parallelism ?? 0;
     const state = this.#o.state;
     while (queue.length > 0 && (this.#runningOf.get(topic) ?? 0) < parallelism) {
