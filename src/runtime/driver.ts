@@ -105,7 +105,7 @@ export class RaftDriver {
     this.#clockSync = new ClockSync({ self: options.node.id, voters: membersOf(options.node.configuration) });
     this.#clusterClock = { now: () => this.#clockSync.clusterTime(this.#o.timers.now(), this.#o.clock.now()) };
     this.#stampClock = new StampClock(this.#clusterClock, () => this.#clockSync.synced);
-    this.#self = new SelfInConfiguration(options.node.id, options.node.configuration, options.incarnation);
+    this.#self = new SelfInConfiguration(options.node.id, options.node.configuration, options.incarnation, options.node.log.lastIndex() === 0);
     this.#contact = new PeerContact(options.node, options.tickMs, options.leaderSilenceMs, options.timers.now());
     this.#leaseEchoes = new LeaseEchoes(options.node, options.leaseMs ?? leaseMs(options.leaderSilenceMs));
     this.#inbound = new InboundSnapshots(options.stateMachine, (error) => this.#fail(error));
@@ -525,7 +525,7 @@ export class RaftDriver {
     this.#clockSync.setMembers(membersOf(conf), this.#o.timers.now(), this.#o.clock.now());
     this.#leaseEchoes.configured(conf);
     this.#o.onConfiguration?.(conf);
-    const removedAt = this.#self.removal(rd.committed, conf, rd.snapshot?.index ?? this.#node.log.applied);
+    const removedAt = this.#self.removal(rd.committed, conf, rd.snapshot?.index ?? this.#node.log.applied, rd.snapshot !== null && rd.snapshot !== undefined);
     if (removedAt !== null && this.#removed === null) this.#removed = new RemovedError(removedAt);
   }
 

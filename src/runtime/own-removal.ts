@@ -64,17 +64,36 @@ export class SelfInConfiguration {
   readonly #self: NodeId;
   readonly #incarnation: Incarnation | undefined;
   #held: boolean;
+  /**
+   * Whether the configuration it holds came from its storage or a leader: false for a member
+   * that started with an empty log, whose configuration is the founding voters it was given
+   * until a leader's entries or snapshot tell it one.
+   */
+  #learned: boolean;
 
-  constructor(self: NodeId, conf: Configuration, incarnation: Incarnation | undefined) {
+  /** `empty`: the member starts with an empty log. */
+  constructor(self: NodeId, conf: Configuration, incarnation: Incarnation | undefined, empty = false) {
     this.#self = self;
     this.#incarnation = incarnation;
     this.#held = holdsSelf(conf, self, incarnation);
+    this.#learned = !empty;
   }
 
-  /** The index of this member's removal by a Ready of `committed` entries that left `conf`; null when it brought none. */
-  removal(committed: readonly Entry[], conf: Configuration, fallbackIndex: number): number | null {
-    const at = ownRemoval(this.#self, this.#held, committed, conf, fallbackIndex, this.#incarnation);
+  /**
+   * The index of this member's removal by a Ready of `committed` entries that left `conf`; null
+   * when it brought none. `snapshot`: the Ready installed a leader's snapshot first.
+   *
+   * A member started empty at an address the founding voters list, after the member there was
+   * removed (README, "Recovering a member"), joins as a new member; when the leader's log no
+   * longer holds the removal, it learns the configuration from a snapshot taken before its own
+   * addition, which does not hold it. Its founding voters were never its configuration: that
+   * snapshot is none of its removal (a stranger found such a member stopped as removed every time).
+   */
+  removal(committed: readonly Entry[], conf: Configuration, fallbackIndex: number, snapshot = false): number | null {
+    const was = this.#held && (this.#learned || !snapshot);
+    const at = ownRemoval(this.#self, was, committed, conf, fallbackIndex, this.#incarnation);
     this.#held = holdsSelf(conf, this.#self, this.#incarnation);
+    if (snapshot || committed.length > 0) this.#learned = true;
     return at;
   }
 }

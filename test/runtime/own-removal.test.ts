@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { encodeConfChange, type ConfChange } from '../../src/raft/conf-change.js';
 import { EntryType, type Configuration, type Entry } from '../../src/raft/types.js';
-import { holdsSelf, ownRemoval } from '../../src/runtime/own-removal.js';
+import { holdsSelf, ownRemoval, SelfInConfiguration } from '../../src/runtime/own-removal.js';
 
 const conf = (voters: string[], learners: string[] = []): Configuration => ({ voters, learners, peerIds: [] });
 const change = (index: number, c: ConfChange): Entry => ({ index, term: 1, type: EntryType.ConfChange, data: encodeConfChange(c), pid: '' });
@@ -74,5 +74,28 @@ describe('ownRemoval of a member that knows its incarnation', () => {
     expect(holdsSelf(bound(['a', 'b', 'c'], [], [['c', OLD]]), 'c', founder)).toBe(false);
     expect(ownRemoval('c', true, [change(8, { type: 'remove', id: 'c' })], conf(['a', 'b']), 3, founder)).toBe(8);
     expect(ownRemoval('c', true, [change(5, { type: 'bind', id: 'c', peerId: NEW }), change(8, { type: 'remove', id: 'c' })], conf(['a', 'b']), 3, founder)).toBe(8);
+  });
+});
+
+describe('SelfInConfiguration', () => {
+  const NEW = '12D3KooWNewKeyOfThisAddress';
+  const founder = { peerId: NEW, joined: false };
+
+  it('a member started empty among the founding voters does not take a first snapshot without it for its removal, and learns of its own after', () => {
+    // Its address was a founder's, removed before it started; the leader added it anew, after
+    // the snapshot it sends.
+    const self = new SelfInConfiguration('c', FOUNDERS, founder, true);
+    expect(self.removal([], conf(['a', 'b']), 40, true)).toBeNull();
+    expect(self.removal([change(45, { type: 'add-learner', id: 'c', peerId: NEW })], { voters: ['a', 'b'], learners: ['c'], peerIds: [['c', NEW]] }, 45)).toBeNull();
+    expect(self.removal([change(50, { type: 'remove', id: 'c' })], conf(['a', 'b']), 50)).toBe(50);
+  });
+
+  it('a member that started with data, or learned its configuration already, was removed by a snapshot without it', () => {
+    expect(new SelfInConfiguration('c', FOUNDERS, founder).removal([], conf(['a', 'b']), 40, true)).toBe(40);
+    const learned = new SelfInConfiguration('c', FOUNDERS, founder, true);
+    expect(learned.removal([normal(1)], FOUNDERS, 1)).toBeNull();
+    expect(learned.removal([], conf(['a', 'b']), 40, true)).toBe(40);
+    // Its founding voters' removal of it in the entries it replays from the start is its own.
+    expect(new SelfInConfiguration('c', FOUNDERS, founder, true).removal([normal(1), change(8, { type: 'remove', id: 'c' })], conf(['a', 'b']), 8)).toBe(8);
   });
 });
