@@ -22,6 +22,13 @@ export const MAX_COMMANDS_PER_BATCH = 512;
 const REGISTER = 0;
 const UNREGISTER = 1;
 
+/** `items` cut into runs of at most `size`, in order: batches of MAX_COMMANDS_PER_BATCH, say. */
+export function chunks<T>(items: readonly T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
 type Registration = Extract<SchedulerCommand, { type: 'register' }>;
 
 /**

@@ -77,4 +77,49 @@ describe("the leader's planning", () => {
       expect(plan()).toEqual([{ type: 'forfeit', job: 'one', slotMs: SLOT, token, member: 'c', atMs: T0 + 2300 }]);
     });
   }
+
+  it("unregisters a departed member's jobs in batches of its own, as it would unregister them itself, and one by one where the cluster reads no batches", () => {
+    for (const batches of [true, false]) {
+      const now = { ms: T0 + 2000 };
+      const proposed: SchedulerCommand[] = [];
+      const batched: SchedulerCommand[][] = [];
+      const ctx = new RuntimeContext({
+        self: 'a',
+        clock: { now: () => now.ms },
+        timers: { now: () => now.ms, setTimeout: () => ({}) as TimerHandle, clearTimeout: () => undefined },
+        propose: (command) => {
+          proposed.push(command);
+          return new Promise(() => undefined);
+        },
+        // Null below the cluster version that reads batches (member.ts).
+        proposeBatch: (commands) => (batches ? (batched.push([...commands]), new Promise(() => undefined)) : null),
+        barrier: () => Promise.resolve(),
+        isLeader: () => true,
+        holdsLease: () => true,
+        configuredMembers: () => ['a', 'b'],
+        eligibleMembers: () => ['a', 'b'],
+        planIntervalMs: 100,
+        lookaheadMs: 0,
+        maxClaimsPerPlan: 64,
+        reassignHorizonMs: 600_000,
+        reassignGraceMs: Number.POSITIVE_INFINITY,
+      });
+      const planning = new LeaderPlanning(ctx, () => 0);
+      let index = 0;
+      for (let i = 0; i < 40; i++) for (const member of ['a', 'c']) ctx.state.apply(++index, { type: 'register', job: `j${i}`, spec: parseSpec({ every: '1h' }), mode: 'one', policy: POLICY, member, atMs: T0 });
+      const unregisters = Array.from({ length: 40 }, (_, i) => ({ type: 'unregister', job: `j${i}`, member: 'c' }));
+      planning.planIfLeading();
+      if (batches) {
+        expect(batched).toEqual([unregisters]);
+        expect(proposed).toEqual([]);
+      } else {
+        expect(proposed).toEqual(unregisters);
+      }
+      // Waiting for their answers, they are not proposed again by the next plan.
+      now.ms += 100;
+      planning.planIfLeading();
+      expect(batched.length).toBe(batches ? 1 : 0);
+      expect(proposed.length).toBe(batches ? 0 : 40);
+    }
+  });
 });

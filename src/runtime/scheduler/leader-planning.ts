@@ -4,6 +4,7 @@ import { plan, planReassignments } from '../../scheduler/planner.js';
 import { claimKey, type ApplyResult } from '../../scheduler/records.js';
 import type { SchedulerCommand } from '../../scheduler/command.js';
 import type { RuntimeContext } from './runtime-context.js';
+import { chunks, MAX_COMMANDS_PER_BATCH } from '../command-batch.js';
 
 /**
  * The leader's side of the scheduler on one member: on every plan interval while it leads, it
@@ -164,13 +165,44 @@ export class LeaderPlanning {
       heldAtMs: this.#heldAtMs,
       holding,
     })];
-    for (const command of commands) {
+    this.#propose(commands);
+    return quietInMs >= 1 ? quietInMs : null;
+  }
+
+  /**
+   * Proposes each command not already waiting for its answer. The unregistrations of a member
+   * that left go in batches of one member's (once the cluster reads them), as its own would: one
+   * entry each wrote ten thousand entries for a member of ten thousand jobs removed while it ran.
+   */
+  #propose(commands: readonly SchedulerCommand[]): void {
+    const o = this.#ctx.options;
+    const unregistering = new Map<NodeId, Array<Extract<SchedulerCommand, { type: 'unregister' }>>>();
+    const one = (command: SchedulerCommand): void => {
       const key = inflightKey(command);
-      if (this.#inflight.has(key)) continue;
       this.#inflight.add(key);
       o.propose(command).catch(() => this.#inflight.delete(key));
+    };
+    for (const command of commands) {
+      if (this.#inflight.has(inflightKey(command))) continue;
+      if (command.type !== 'unregister' || o.proposeBatch === undefined) one(command);
+      else {
+        const list = unregistering.get(command.member);
+        if (list === undefined) unregistering.set(command.member, [command]);
+        else list.push(command);
+      }
     }
-    return quietInMs >= 1 ? quietInMs : null;
+    for (const batch of [...unregistering.values()].flatMap((list) => chunks(list, MAX_COMMANDS_PER_BATCH))) {
+      const proposed = batch.length > 1 ? (o.proposeBatch?.(batch) ?? null) : null;
+      if (proposed === null) {
+        for (const command of batch) one(command);
+        continue;
+      }
+      const keys = batch.map(inflightKey);
+      for (const key of keys) this.#inflight.add(key);
+      proposed.catch(() => {
+        for (const key of keys) this.#inflight.delete(key);
+      });
+    }
   }
 }
 

@@ -2,7 +2,7 @@ import type { CatchUp } from '../../scheduler/planner.js';
 import type { JobSpec } from '../../scheduler/spec.js';
 import type { JobRecord } from '../../scheduler/records.js';
 import { DEFAULT_OVERLAP, sameForm, type JobPolicy, type RegistrationForm, type SchedulerCommand } from '../../scheduler/command.js';
-import { MAX_COMMANDS_PER_BATCH } from '../command-batch.js';
+import { chunks, MAX_COMMANDS_PER_BATCH } from '../command-batch.js';
 import type { JobHandler, JobOptions } from './job-types.js';
 import type { RuntimeContext } from './runtime-context.js';
 
@@ -281,13 +281,6 @@ export class Registrations {
   #retryLater(name: string, job: LocalJob | undefined): void {
     if (job !== undefined && this.#jobs.get(name) === job) this.#toRegister.add(name);
   }
-}
-
-/** `items` cut into runs of at most `size`, in order. */
-function chunks<T>(items: readonly T[], size: number): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
-  return out;
 }
 
 /** What a registration of a job scheduled with `spec` and `options` says of it besides its name. */
