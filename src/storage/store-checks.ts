@@ -185,7 +185,13 @@ export function describeIdentity(identity: StorageIdentity): string {
 }
 
 export function mismatchMessage(stored: StorageIdentity, wanted: StorageIdentity): string {
-  return `belongs to ${describeIdentity(stored)}, not ${describeIdentity(wanted)}`;
+  // The same member in another cluster: a founding member whose peers list changed (its cluster
+  // id is a hash of the founding addresses), which an operator meets after replacing a machine.
+  const hint =
+    stored.nodeId === wanted.nodeId && stored.foundingVoters === undefined && wanted.foundingVoters === undefined
+      ? ': a founding member starts with the peers it formed the cluster with (another list computes another cluster id)'
+      : '';
+  return `belongs to ${describeIdentity(stored)}, not ${describeIdentity(wanted)}${hint}`;
 }
 
 /** Whether `b` is the identity `a` stored: the founding voters, a consequence of the cluster id, need not be given again. */

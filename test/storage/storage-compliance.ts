@@ -296,10 +296,13 @@ export function describeLogStorageCompliance(name: string, factory: LogStorageFa
         const error = await expectStorageError(store.setIdentity({ clusterId: 'cluster-b', nodeId: identity.nodeId }), 'CRONRAFT_STORAGE_MISMATCH');
         expect(error.message).toContain('cluster-a');
         expect(error.message).toContain('cluster-b');
+        // The same founding member in another cluster: its peers list changed, which it says.
+        expect(error.message).toContain('a founding member starts with the peers it formed the cluster with');
         const { store: again } = await restart(store);
         const other = await expectStorageError(again.setIdentity({ clusterId: identity.clusterId, nodeId: '127.0.0.1:7002' }), 'CRONRAFT_STORAGE_MISMATCH');
         expect(other.message).toContain('127.0.0.1:7001');
         expect(other.message).toContain('127.0.0.1:7002');
+        expect(other.message).not.toContain('founding member');
       });
     });
 
