@@ -287,7 +287,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
     if (this.#jobs.has(name)) throw new InvalidArgumentError('name', name, 'a name not already scheduled on this member');
     // The replicated state holds at most this many jobs: past it a registration would be
     // refused as it applies, and the job would never run, with nothing to say why.
-    if (this.#jobs.size >= SCHEDULER_DEFAULTS.maxJobs) throw new InvalidArgumentError('name', name, `a job beyond the ${SCHEDULER_DEFAULTS.maxJobs} scheduled on this member (the cluster holds at most that many)`);
+    if (this.#jobs.size >= SCHEDULER_DEFAULTS.maxJobs) throw new InvalidArgumentError('name', name, `a job while this member schedules fewer than ${SCHEDULER_DEFAULTS.maxJobs} (the most a cluster holds): it schedules that many already`);
     const parsed = parseSpec(spec);
     if (typeof handler !== 'function') throw new InvalidArgumentError('handler', handler, 'a function');
     validateJobOptions(options);

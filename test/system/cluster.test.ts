@@ -363,6 +363,8 @@ describe('two members in one process', () => {
     for (let i = 0; i < SCHEDULER_DEFAULTS.maxJobs; i++) a.schedule(`job-${i}`, { every: '1h' }, () => undefined);
     await expect.poll(() => b.state().jobs.length, { timeout: 30_000, interval: 50 }).toBe(SCHEDULER_DEFAULTS.maxJobs);
     expect(refused).toEqual([]);
+    // a itself schedules no more: refused at the call, saying why.
+    expect(() => a.schedule('one-more', { every: '1h' }, () => undefined)).toThrow(`it schedules that many already`);
     // b holds none of them, so it may schedule one more: the cluster refuses it, and b says so.
     b.schedule('one-too-many', { every: '1h' }, () => undefined);
     // Only the member whose registration it was tells of it, once.
