@@ -4,6 +4,16 @@ import type { RaftNode } from '../raft/node.js';
 import type { Message, NodeId } from '../raft/types.js';
 import type { WireMessage } from '../transport/envelope.js';
 
+/**
+ * Answers a leader told of that a member keeps waiting to count (see PeerContact.leaderHeardMe),
+ * a heartbeat interval apart: a few leases' worth at the default timing. Only the latest one
+ * waited before, and each heartbeat replaced it with one whose commit index was further on, so
+ * a member that applied steadily a heartbeat or more behind the commits heartbeats carry (a
+ * burst of entries, ten thousand jobs unregistered by a member that stops) counted none, and
+ * lost its lease while its leader heard it all along.
+ */
+export const MAX_ANSWERS_WAITING = 32;
+
 /** What only a leader sends, to its followers: what renews a follower's lease. */
 const LEADER_TRAFFIC: ReadonlySet<Message['type']> = new Set(['append', 'heartbeat', 'snapshot']);
 
@@ -28,8 +38,11 @@ export class PeerContact {
   #leaderContact: number | undefined;
   /** The latest of its own answers a leader it followed said it took in (monotonic ms, a heartbeat's `heardAt`), counted. */
   #leaderHeardMe: number | undefined;
-  /** The latest such answer not counted yet: it counts once this member applied up to the commit index its heartbeat carried. */
-  #pendingHeardMe: { readonly heardAt: number; readonly commit: number } | null = null;
+  /**
+   * Such answers not counted yet, oldest first, at most MAX_ANSWERS_WAITING: each counts once this
+   * member applied up to the commit index its heartbeat carried.
+   */
+  readonly #pendingHeardMe: Array<{ readonly heardAt: number; readonly commit: number }> = [];
   /** When this member's contact began to be kept: a `heardAt` before it was another life's. */
   readonly #startedAt: number;
   /** When the connection to each member last closed (monotonic ms): members of the configuration only. */
@@ -70,7 +83,12 @@ export class PeerContact {
     const heardAt = m.clock?.heardAt;
     if (heardAt === undefined || heardAt > monoMs || heardAt < this.#startedAt) return;
     this.leaderHeardMe(applied);
-    if (heardAt > (this.#pendingHeardMe?.heardAt ?? this.#leaderHeardMe ?? Number.NEGATIVE_INFINITY)) this.#pendingHeardMe = { heardAt, commit: m.commit };
+    const pending = this.#pendingHeardMe;
+    if (heardAt > (pending.at(-1)?.heardAt ?? this.#leaderHeardMe ?? Number.NEGATIVE_INFINITY)) {
+      // Full, the latest waiting gives way: the older ones are those an applying member reaches first.
+      if (pending.length >= MAX_ANSWERS_WAITING) pending.pop();
+      pending.push({ heardAt, commit: m.commit });
+    }
   }
 
   /** This member began (`leading`) or stopped leading at `monoMs`. */
@@ -102,9 +120,11 @@ export class PeerContact {
    */
   leaderHeardMe(applied: number): number | undefined {
     const pending = this.#pendingHeardMe;
-    if (pending !== null && applied >= pending.commit) {
-      this.#leaderHeardMe = pending.heardAt;
-      this.#pendingHeardMe = null;
+    let counted = 0;
+    while (counted < pending.length && applied >= (pending[counted] as { readonly commit: number }).commit) counted++;
+    if (counted > 0) {
+      this.#leaderHeardMe = (pending[counted - 1] as { readonly heardAt: number }).heardAt;
+      pending.splice(0, counted);
     }
     return this.#leaderHeardMe;
   }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { RaftNode } from '../../src/raft/node.js';
 import type { WireMessage } from '../../src/transport/envelope.js';
-import { PeerContact } from '../../src/runtime/peer-contact.js';
+import { MAX_ANSWERS_WAITING, PeerContact } from '../../src/runtime/peer-contact.js';
 
 const TICK_MS = 10;
 
@@ -85,5 +85,30 @@ describe('PeerContact.leaderHeardMe', () => {
     expect(contact.leaderHeardMe(0)).toBeUndefined();
     contact.stepped(hb(300), 300, 0);
     expect(contact.leaderHeardMe(0)).toBe(300);
+  });
+
+  it('renews while this member applies steadily more than a heartbeat behind the commits the heartbeats carry: each answer waiting counts once applied, rather than give way to the next', () => {
+    const contact = new PeerContact(node, TICK_MS, 250, 0);
+    // Heartbeat n at 100 + 50n tells of an answer sent 10 ms before it and carries commit 10n;
+    // this member has applied commit 10n only 80 ms after that heartbeat came, so as each
+    // heartbeat comes it has applied the one before the last.
+    let renewed: number | undefined;
+    for (let n = 1; n <= 20; n++) {
+      const at = 100 + 50 * n;
+      contact.stepped(hb(at - 10, 10 * n), at, Math.max(0, 10 * (n - 2)));
+      // 30 ms on, the commit of the heartbeat before is applied.
+      renewed = contact.leaderHeardMe(10 * (n - 1));
+    }
+    // The answer told by heartbeat 19 counts: a lease counted from it still runs.
+    expect(renewed).toBe(100 + 50 * 19 - 10);
+  });
+
+  it('keeps at most MAX_ANSWERS_WAITING answers waiting, the oldest first', () => {
+    const contact = new PeerContact(node, TICK_MS, 250, 0);
+    for (let n = 1; n <= MAX_ANSWERS_WAITING + 5; n++) contact.stepped(hb(100 + n, n), 200 + n, 0);
+    // The newest gave way once it was full: what the oldest waiting counts comes first.
+    expect(contact.leaderHeardMe(1)).toBe(101);
+    expect(contact.leaderHeardMe(MAX_ANSWERS_WAITING - 1)).toBe(100 + MAX_ANSWERS_WAITING - 1);
+    expect(contact.leaderHeardMe(MAX_ANSWERS_WAITING + 5)).toBe(100 + MAX_ANSWERS_WAITING + 5);
   });
 });
