@@ -73,8 +73,9 @@ export class JobViewsWarmer {
    * builds a view for each (a command changes one job, mostly) before its time bound counts, so
    * that the views keep up with the commands however busy the loop is. A turn bounded by time
    * alone fell behind registrations applied by the thousand on a busy loop, and the next call
-   * built the thousands left itself. What that adds to the loop's turn is at most the views of
-   * the jobs those commands changed, each cheaper than the command that changed it.
+   * built the thousands left itself. What that adds to the loop's turn is at most a view per
+   * command applied (of the jobs changed since the last list: after a snapshot installed, of any
+   * job), each cheaper than a command's apply.
    */
   changed(): void {
     if (this.#timer === null) return;

@@ -525,7 +525,7 @@ export class RaftDriver {
     this.#clockSync.setMembers(membersOf(conf), this.#o.timers.now(), this.#o.clock.now());
     this.#leaseEchoes.configured(conf);
     this.#o.onConfiguration?.(conf);
-    const removedAt = this.#self.removal(rd.committed, conf, rd.snapshot?.index ?? this.#node.log.applied, rd.snapshot !== null && rd.snapshot !== undefined);
+    const removedAt = this.#self.removal(rd.committed, conf, rd.snapshot?.index ?? this.#node.log.applied, rd.snapshot === null ? null : rd.snapshot.conf);
     if (removedAt !== null && this.#removed === null) this.#removed = new RemovedError(removedAt);
   }
 

@@ -81,19 +81,22 @@ export class SelfInConfiguration {
 
   /**
    * The index of this member's removal by a Ready of `committed` entries that left `conf`; null
-   * when it brought none. `snapshot`: the Ready installed a leader's snapshot first.
+   * when it brought none. `snapshot`: the configuration of the leader's snapshot the Ready
+   * installed first (null: none; undefined: one without a configuration, the founding one).
    *
    * A member started empty at an address the founding voters list, after the member there was
    * removed (README, "Recovering a member"), joins as a new member; when the leader's log no
    * longer holds the removal, it learns the configuration from a snapshot taken before its own
    * addition, which does not hold it. Its founding voters were never its configuration: that
-   * snapshot is none of its removal (a stranger found such a member stopped as removed every time).
+   * snapshot is none of its removal (a stranger found such a member stopped as removed every time):
+   * the snapshot's configuration is where it starts from, and a removal in the entries after it
+   * is its own.
    */
-  removal(committed: readonly Entry[], conf: Configuration, fallbackIndex: number, snapshot = false): number | null {
-    const was = this.#held && (this.#learned || !snapshot);
+  removal(committed: readonly Entry[], conf: Configuration, fallbackIndex: number, snapshot: Configuration | null | undefined = null): number | null {
+    const was = this.#learned || snapshot === null || snapshot === undefined ? this.#held : holdsSelf(snapshot, this.#self, this.#incarnation);
     const at = ownRemoval(this.#self, was, committed, conf, fallbackIndex, this.#incarnation);
     this.#held = holdsSelf(conf, this.#self, this.#incarnation);
-    if (snapshot || committed.length > 0) this.#learned = true;
+    if (snapshot !== null || committed.length > 0) this.#learned = true;
     return at;
   }
 }

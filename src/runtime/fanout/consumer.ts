@@ -308,7 +308,8 @@ export class FanoutConsumer {
   /** Starts the items of `topic` waiting here, in lease order, while it has room and holds its lease; passes over those whose lease ended. */
   #startWaiting(topic: string): void {
     const queue = this.#waiting.get(topic);
-    if (queue === undefined || !this.#o.holdsLease()) return;
+    // Handing over, it takes on nothing more: what waits is given back.
+    if (queue === undefined || this.#draining || !this.#o.holdsLease()) return;
     const parallelism = this.#handlers.get(topic)?.settings.parallelism ?? 0;
     const state = this.#o.state;
     while (queue.length > 0 && (this.#runningOf.get(topic) ?? 0) < parallelism) {
