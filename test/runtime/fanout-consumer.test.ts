@@ -16,6 +16,8 @@ interface TestMember {
   readonly proposed: FanoutCommand[];
   /** With `hold`, applies the proposals held so far (and stops holding). */
   readonly release: () => void;
+  /** Holds the proposals from now on, until `release`. */
+  readonly holdFromNow: () => void;
   /** Whether the member holds its lease (a leader heard lately). */
   readonly lease: { held: boolean };
 }
@@ -54,7 +56,7 @@ function member(options: { hold?: boolean } = {}): TestMember {
     hold = false;
     for (const next of held.splice(0)) next();
   };
-  return { state, timers, consumer, apply, proposed, release, lease };
+  return { state, timers, consumer, apply, proposed, release, lease, holdFromNow: () => void (hold = true) };
 }
 
 /** Consumes topic 't' on `m` with a handler that records each run's context and never ends: the contexts seen. */
@@ -499,5 +501,29 @@ describe("a member's side of fan-out (FanoutConsumer)", () => {
       }
       m.consumer.stop();
     }
+  });
+
+  it('starts nothing waiting once it hands over, while its unconsume waits for an answer: neither as a run ends nor at the look at its lease', async () => {
+    const m = member();
+    const { started, ends } = await consumeEnding(m, { ...SETTINGS, parallelism: 1 });
+    m.consumer.start();
+    m.apply({ type: 'emit', topic: 't', items: [1, 2].map((n) => ({ data: Uint8Array.of(n), key: null })), origin: null, atMs: 0 });
+    const token = m.apply({ type: 'lease', member: 'a', ids: [1, 2], atMs: 0 });
+    await settle();
+    expect(started).toEqual([1]);
+    m.holdFromNow();
+    void m.consumer.handOver(1000);
+    await settle();
+    ends.get(1)?.();
+    await settle();
+    m.timers.advance(LEASE_CHECK_MS);
+    await settle();
+    expect(started).toEqual([1]);
+    // Once its unconsume is answered, what waits is given back.
+    m.release();
+    await settle();
+    expect(m.proposed.flatMap((c) => (c.type === 'reclaim' ? c.leases : []))).toContainEqual({ id: 2, token });
+    expect(started).toEqual([1]);
+    m.consumer.stop();
   });
 });
