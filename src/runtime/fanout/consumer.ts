@@ -231,7 +231,9 @@ export class FanoutConsumer {
   checkLease(): void {
     if (this.#running.size === 0 && this.#waiting.size === 0) return;
     if (this.#o.holdsLease()) {
-      for (const topic of [...this.#waiting.keys()]) this.#startWaiting(topic);
+      // Looked at before every message from a peer: only a topic with room has any to start (most
+      // items wait for room, and a run's end starts them).
+      for (const topic of [...this.#waiting.keys()]) if (this.#hasRoom(topic)) this.#startWaiting(topic);
       return;
     }
     this.#giveBackWaiting();
@@ -295,8 +297,7 @@ export class FanoutConsumer {
       this.#giveBack({ id, token });
       return;
     }
-    const parallelism = this.#handlers.get(item.topic)?.settings.parallelism ?? 0;
-    if ((this.#runningOf.get(item.topic) ?? 0) < parallelism && this.#o.holdsLease()) {
+    if (this.#hasRoom(item.topic) && this.#o.holdsLease()) {
       this.#start(item, token);
       return;
     }
@@ -310,15 +311,19 @@ export class FanoutConsumer {
     const queue = this.#waiting.get(topic);
     // Handing over, it takes on nothing more: what waits is given back.
     if (queue === undefined || this.#draining || !this.#o.holdsLease()) return;
-    const parallelism = this.#handlers.get(topic)?.settings.parallelism ?? 0;
     const state = this.#o.state;
-    while (queue.length > 0 && (this.#runningOf.get(topic) ?? 0) < parallelism) {
+    while (queue.length > 0 && this.#hasRoom(topic)) {
       const { id, token } = queue.shift() as GiveBack;
       const item = state.items.get(id);
       if (item === undefined || item.phase.kind !== 'leased' || item.phase.member !== this.#o.self || item.phase.token !== token) continue;
       this.#start(item, token);
     }
     if (queue.length === 0) this.#waiting.delete(topic);
+  }
+
+  /** Whether fewer of `topic`'s items run here than its parallelism. */
+  #hasRoom(topic: string): boolean {
+    return (this.#runningOf.get(topic) ?? 0) < (this.#handlers.get(topic)?.settings.parallelism ?? 0);
   }
 
   /** Gives back every item waiting here (the member stops consuming, or lost its lease): another member may run them now. */
