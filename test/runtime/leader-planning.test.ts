@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { LeaderPlanning } from '../../src/runtime/scheduler/leader-planning.js';
-import { RuntimeContext } from '../../src/runtime/scheduler/runtime-context.js';
+import { RuntimeContext, type SchedulerRuntimeOptions } from '../../src/runtime/scheduler/runtime-context.js';
 import type { SchedulerCommand } from '../../src/scheduler/command.js';
 import { parseSpec } from '../../src/scheduler/spec.js';
 import type { TimerHandle } from '../../src/time/clock.js';
@@ -16,18 +16,22 @@ const POLICY = { retries: 0, retryDelayMs: 1000, catchUp: { policy: 'latest' } }
  * each plan proposes is kept; nothing proposed is applied unless the test applies it. `token`
  * is the claim's.
  */
-function leaderWithDepartedAssignee(): { apply: (command: SchedulerCommand) => void; plan: () => SchedulerCommand[]; token: number } {
-  const now = { ms: T0 + 2000 };
-  let proposed: SchedulerCommand[] = [];
-  const ctx = new RuntimeContext({
+/**
+ * The leader `a`'s context, with `c` out of the configuration (a and b in it), on the clock
+ * `now`: what it proposes goes to `propose` (unanswered), and no plan moves a claim, so that
+ * only the departures are looked at. `proposeBatch`: the member's, when the test gives one.
+ */
+function departuresContext(now: { ms: number }, propose: (command: SchedulerCommand) => void, proposeBatch?: SchedulerRuntimeOptions['proposeBatch']): RuntimeContext {
+  return new RuntimeContext({
     self: 'a',
     clock: { now: () => now.ms },
     // Nothing here waits on a timer: the plans are called by the test.
     timers: { now: () => now.ms, setTimeout: () => ({}) as TimerHandle, clearTimeout: () => undefined },
     propose: (command) => {
-      proposed.push(command);
+      propose(command);
       return new Promise(() => undefined);
     },
+    ...(proposeBatch === undefined ? {} : { proposeBatch }),
     barrier: () => Promise.resolve(),
     isLeader: () => true,
     holdsLease: () => true,
@@ -37,9 +41,14 @@ function leaderWithDepartedAssignee(): { apply: (command: SchedulerCommand) => v
     lookaheadMs: 0,
     maxClaimsPerPlan: 64,
     reassignHorizonMs: 600_000,
-    // No moves in these plans: only the departures are looked at.
     reassignGraceMs: Number.POSITIVE_INFINITY,
   });
+}
+
+function leaderWithDepartedAssignee(): { apply: (command: SchedulerCommand) => void; plan: () => SchedulerCommand[]; token: number } {
+  const now = { ms: T0 + 2000 };
+  let proposed: SchedulerCommand[] = [];
+  const ctx = departuresContext(now, (command) => proposed.push(command));
   const planning = new LeaderPlanning(ctx, () => 0);
   let index = 0;
   const apply = (command: SchedulerCommand): void => {
@@ -83,27 +92,8 @@ describe("the leader's planning", () => {
       const now = { ms: T0 + 2000 };
       const proposed: SchedulerCommand[] = [];
       const batched: SchedulerCommand[][] = [];
-      const ctx = new RuntimeContext({
-        self: 'a',
-        clock: { now: () => now.ms },
-        timers: { now: () => now.ms, setTimeout: () => ({}) as TimerHandle, clearTimeout: () => undefined },
-        propose: (command) => {
-          proposed.push(command);
-          return new Promise(() => undefined);
-        },
-        // Null below the cluster version that reads batches (member.ts).
-        proposeBatch: (commands) => (batches ? (batched.push([...commands]), new Promise(() => undefined)) : null),
-        barrier: () => Promise.resolve(),
-        isLeader: () => true,
-        holdsLease: () => true,
-        configuredMembers: () => ['a', 'b'],
-        eligibleMembers: () => ['a', 'b'],
-        planIntervalMs: 100,
-        lookaheadMs: 0,
-        maxClaimsPerPlan: 64,
-        reassignHorizonMs: 600_000,
-        reassignGraceMs: Number.POSITIVE_INFINITY,
-      });
+      // Null below the cluster version that reads batches (member.ts).
+      const ctx = departuresContext(now, (command) => proposed.push(command), (commands) => (batches ? (batched.push([...commands]), new Promise(() => undefined)) : null));
       const planning = new LeaderPlanning(ctx, () => 0);
       let index = 0;
       for (let i = 0; i < 40; i++) for (const member of ['a', 'c']) ctx.state.apply(++index, { type: 'register', job: `j${i}`, spec: parseSpec({ every: '1h' }), mode: 'one', policy: POLICY, member, atMs: T0 });

@@ -47,6 +47,17 @@ async function founders(): Promise<{ readonly seeds: string[]; readonly members:
   return { seeds, members, leader };
 }
 
+/** Three founding members with `options`, at cluster version 2, each bound to its key in the configuration. */
+async function boundFounders(options: ClusterOptions): Promise<{ readonly seeds: string[]; readonly members: Cluster[]; readonly leader: Cluster }> {
+  const seeds: string[] = [];
+  for (let i = 0; i < 3; i++) seeds.push(`127.0.0.1:${await freePort()}`);
+  const members = seeds.map((listen) => member(seeds, listen, options));
+  await Promise.all(members.map((m) => m.start()));
+  await members[0]!.waitForLeader({ timeoutMs: 10_000 });
+  await expect.poll(() => members.every((m) => m.state().version.active >= 2 && m.state().members.every((x) => x.peerId !== null)), { timeout: 10_000, interval: 50 }).toBe(true);
+  return { seeds, members, leader: members.find((m) => m.state().role === 'leader') as Cluster };
+}
+
 /** A client on the cluster's network that speaks the join protocol as a stranger would. */
 async function stranger(): Promise<Libp2pTransport> {
   const t = new Libp2pTransport({ self: '127.0.0.1:1', clusterId: 'x', listen: '/ip4/127.0.0.1/tcp/0', peers: new Map() });
@@ -171,13 +182,7 @@ describe('joining a running cluster (real network, loopback)', () => {
     // stranger's attack found such a joiner stopped as removed as it applied the first of them
     // (README, "Replacing a machine": start it again with an empty data directory).
     const options: ClusterOptions = { storage: 'memory', snapshotEveryEntries: 10_000 };
-    const seeds: string[] = [];
-    for (let i = 0; i < 3; i++) seeds.push(`127.0.0.1:${await freePort()}`);
-    const members = seeds.map((listen) => member(seeds, listen, options));
-    await Promise.all(members.map((m) => m.start()));
-    await members[0]!.waitForLeader({ timeoutMs: 10_000 });
-    await expect.poll(() => members.every((m) => m.state().version.active >= 2 && m.state().members.every((x) => x.peerId !== null)), { timeout: 10_000, interval: 50 }).toBe(true);
-    const leader = members.find((m) => m.state().role === 'leader') as Cluster;
+    const { seeds, members, leader } = await boundFounders(options);
     const address = (members.find((m) => m !== leader) as Cluster).id;
     let previous = members.find((m) => m.id === address) as Cluster;
     let previousErrors: unknown[] = [];
@@ -222,13 +227,7 @@ describe('joining a running cluster (real network, loopback)', () => {
     // A stranger found it stopped as removed every time ("applied at or before" the snapshot's
     // index), leaving a dead learner in the leader's configuration.
     const options: ClusterOptions = { storage: 'memory', snapshotEveryEntries: 50, snapshotRetainEntries: 5 };
-    const seeds: string[] = [];
-    for (let i = 0; i < 3; i++) seeds.push(`127.0.0.1:${await freePort()}`);
-    const members = seeds.map((listen) => member(seeds, listen, options));
-    await Promise.all(members.map((m) => m.start()));
-    await members[0]!.waitForLeader({ timeoutMs: 10_000 });
-    await expect.poll(() => members.every((m) => m.state().version.active >= 2 && m.state().members.every((x) => x.peerId !== null)), { timeout: 10_000, interval: 50 }).toBe(true);
-    const leader = members.find((m) => m.state().role === 'leader') as Cluster;
+    const { seeds, members, leader } = await boundFounders(options);
     const removed = members.find((m) => m !== leader) as Cluster;
     const address = removed.id;
     await removed.stop();
