@@ -150,9 +150,14 @@ function jobOf(state: ClusterState, name: string): ClusterState['jobs'][number] 
 
 /**
  * `?job=&limit=` checked: a job name as `schedule()` takes it, a limit from 1 to
- * MAX_HTTP_HISTORY_LIMIT, each given once (`limit=1&limit=2` took the first unsaid).
+ * MAX_HTTP_HISTORY_LIMIT, each given once (`limit=1&limit=2` took the first unsaid), and no
+ * other parameter: a misspelt one (`?jobs=nightly`) answered every job's history as if it were
+ * the one asked for.
  */
 function historyQuery(query: URLSearchParams): { job?: string; limit: number } {
+  for (const name of query.keys()) {
+    if (name !== 'job' && name !== 'limit') throw new InvalidArgumentError('query', name, 'no parameter but job and limit');
+  }
   for (const name of ['job', 'limit']) {
     const values = query.getAll(name);
     if (values.length > 1) throw new InvalidArgumentError(name, values, 'one value');

@@ -318,7 +318,7 @@ describe('errors over HTTP', () => {
   it('answers an unknown job 404 and a bad query 400, with the library codes', async () => {
     const c = await single();
     expect(await request(c, '/v1/jobs/nope')).toMatchObject({ status: 404, body: { error: { code: 'CRONRAFT_UNKNOWN_JOB' } } });
-    for (const query of ['limit=0', 'limit=-1', 'limit=1.5', 'limit=abc', `limit=${MAX_HTTP_HISTORY_LIMIT + 1}`, 'limit=', `job=${'x'.repeat(201)}`, 'job=', 'limit=1&limit=2', 'job=a&job=b']) {
+    for (const query of ['limit=0', 'limit=-1', 'limit=1.5', 'limit=abc', `limit=${MAX_HTTP_HISTORY_LIMIT + 1}`, 'limit=', `job=${'x'.repeat(201)}`, 'job=', 'limit=1&limit=2', 'job=a&job=b', 'jobs=tick', 'limit=1&Job=tick']) {
       expect(await request(c, `/v1/history?${query}`), query).toMatchObject({ status: 400, body: { error: { code: 'CRONRAFT_INVALID_ARGUMENT' } } });
     }
     expect((await request(c, `/v1/history?limit=${MAX_HTTP_HISTORY_LIMIT}`)).status).toBe(200);
