@@ -155,10 +155,13 @@ export class Member {
   /** While this member led, the latest time by which it had heard from a majority (monotonic ms). */
   #ledAt: number | undefined;
   /**
-   * When the peers were last heard from, latest first: refilled by each look at a leader's
-   * lease, which runs as every message comes in while runs go on, so that it allocates nothing.
+   * When the peers were last heard from, earliest first: refilled by each look at a leader's
+   * lease, which runs as every message comes in while runs go on (and as each fan-out item is
+   * leased here), so that it allocates nothing. A typed array, sorted without a comparator:
+   * an Array's sort with one allocates its work space on every call, about a kilobyte, which
+   * made the look at the lease one of a leader's main allocators under fan-out.
    */
-  readonly #peersHeard: number[] = [];
+  #peersHeard = new Float64Array(0);
   /** The wire protocol in force (versions.ts): from 2, a leader's heartbeats say when it heard this member (holdsLease). */
   #protocol = 1;
   /** Set once this member asked to leave the configuration (see leave). */
@@ -519,13 +522,17 @@ export class Member {
     if (node.role === 'leader') {
       // The latest time by which a majority, itself included, had been heard from: the lease
       // counts from it, and keeps counting from it if this member steps down.
-      const heard = this.#peersHeard;
-      heard.length = 0;
       const voters = this.configuration.voters;
-      for (const id of voters) if (id !== this.#p.self) heard.push(this.driver.contact.lastHeard(id) ?? Number.NEGATIVE_INFINITY);
-      heard.sort(latestFirst);
+      let peers = 0;
+      for (const id of voters) if (id !== this.#p.self) peers++;
+      if (this.#peersHeard.length !== peers) this.#peersHeard = new Float64Array(peers);
+      const heard = this.#peersHeard;
+      let at = 0;
+      for (const id of voters) if (id !== this.#p.self) heard[at++] = this.driver.contact.lastHeard(id) ?? Number.NEGATIVE_INFINITY;
+      heard.sort();
       const peersNeeded = Math.floor(voters.length / 2);
-      const majorityAt = peersNeeded === 0 ? now : (heard[peersNeeded - 1] ?? Number.NEGATIVE_INFINITY);
+      // The peersNeeded-th latest: counted from the end of the earliest-first order.
+      const majorityAt = peersNeeded === 0 ? now : (heard[peers - peersNeeded] ?? Number.NEGATIVE_INFINITY);
       this.#ledAt = Math.max(this.#ledAt ?? Number.NEGATIVE_INFINITY, majorityAt);
     }
     const c = this.driver.contact;
@@ -574,8 +581,4 @@ export class Member {
   silentLearners(): number {
     return this.configuration.conf.learners.filter((id) => id !== this.#p.self && !this.#reach.heardLately(id)).length;
   }
-}
-
-function latestFirst(a: number, b: number): number {
-  return b - a;
 }
