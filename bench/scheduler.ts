@@ -24,6 +24,12 @@ export interface SchedulerBenchResult {
   /** The same in the same run without and with a scraper, in alternating windows (scrape-lateness.ts). */
   readonly idleScrape: WithAndWithout;
   readonly croner: ReturnType<typeof summarize>;
+  /**
+   * CPU time each member used per wall second (%, every thread) over IDLE_CPU_SECONDS with the
+   * idle jobs alone, and the bench process's while croner ran the same jobs: what an app pays
+   * for a member that has next to nothing to do (heartbeats, ticks, clock samples).
+   */
+  readonly idleCpu: { readonly percentPerMember: number[]; readonly cronerPercent: number };
   readonly afterLeaderKillMs: number;
   readonly afterAssigneeKillMs: number;
   readonly load: { readonly jobs: number; readonly lateness: ReturnType<typeof summarize>; readonly cpuPercentPerMember: number[] };
@@ -31,6 +37,16 @@ export interface SchedulerBenchResult {
 
 /** Jobs for the idle measure: ten jobs every second give ten samples a second. */
 const IDLE_JOBS = 10;
+/** How long the members' CPU is measured with the idle jobs alone (before the scraper starts). */
+const IDLE_CPU_SECONDS = 5;
+
+/** Each member's CPU time (every thread) per wall second over `seconds`, in %. */
+async function cpuPercents(cluster: ProcessCluster, seconds: number): Promise<number[]> {
+  const before = await Promise.all(cluster.members.map((m) => m.request<{ cpuMs: number; at: number }>('cpu')));
+  await sleep(seconds * 1000);
+  const after = await Promise.all(cluster.members.map((m) => m.request<{ cpuMs: number; at: number }>('cpu')));
+  return before.map((b, i) => ((after[i]!.cpuMs - b.cpuMs) / (after[i]!.at - b.at)) * 100);
+}
 /**
  * Waits until just before the next burst of slots (the jobs share one phase), so that the kill
  * that follows leaves the victim's claims of that burst to be moved after their instant: the
@@ -55,8 +71,8 @@ async function assigneeOf(cluster: ProcessCluster, leader: MemberProcess, slotMs
 /** How long before the slots the victim is killed. */
 const KILL_LEAD_MS = 30;
 
-/** croner alone on this process: the same ten jobs every second, lateness of each callback. */
-async function benchCroner(seconds: number): Promise<number[]> {
+/** croner alone on this process: the same ten jobs every second, lateness of each callback, and the process's CPU meanwhile (%). */
+async function benchCroner(seconds: number): Promise<{ lateness: number[]; cpuPercent: number }> {
   const lateness: number[] = [];
   const jobs = Array.from({ length: IDLE_JOBS }, () =>
     new Cron('* * * * * *', () => {
@@ -64,9 +80,13 @@ async function benchCroner(seconds: number): Promise<number[]> {
       lateness.push(t - Math.floor(t / 1000) * 1000);
     }),
   );
+  const cpuBefore = process.cpuUsage();
+  const from = now();
   await sleep(seconds * 1000);
+  const cpu = process.cpuUsage(cpuBefore);
+  const cpuPercent = ((cpu.user + cpu.system) / 1000 / (now() - from)) * 100;
   for (const j of jobs) j.stop();
-  return lateness;
+  return { lateness, cpuPercent };
 }
 
 /** The largest lateness among first attempts of slots due within `windowMs` after `fromMs`. */
@@ -88,7 +108,8 @@ async function killMeasureRestart(cluster: ProcessCluster, victim: MemberProcess
 }
 
 export async function benchScheduler(o: SchedulerBenchOptions): Promise<SchedulerBenchResult> {
-  const croner = summarize(await benchCroner(o.idleSeconds));
+  const cronerRun = await benchCroner(o.idleSeconds);
+  const croner = summarize(cronerRun.lateness);
   // Every member serves HTTP, for the scraper; it is scraped only in its windows.
   const cluster = await ProcessCluster.create(3, { http: { listen: '127.0.0.1:0' } });
   let scraper: ScraperProcess | null = null;
@@ -97,6 +118,7 @@ export async function benchScheduler(o: SchedulerBenchOptions): Promise<Schedule
     await cluster.waitForLeader();
     await schedule(cluster.members, IDLE_JOBS, 'idle');
     await sleep(2000);
+    const idleCpu = { percentPerMember: await cpuPercents(cluster, IDLE_CPU_SECONDS), cronerPercent: cronerRun.cpuPercent };
     scraper = await ScraperProcess.start(httpAddresses(cluster));
     const idleScrape = await latenessWithAndWithout(cluster, scraper, o.idleSeconds, 'idle');
     await scraper.close();
@@ -114,13 +136,10 @@ export async function benchScheduler(o: SchedulerBenchOptions): Promise<Schedule
     // 1,000 jobs every second.
     await schedule(cluster.members, o.loadJobs, 'load');
     await sleep(3000);
-    const cpuBefore = await Promise.all(cluster.members.map((m) => m.request<{ cpuMs: number; at: number }>('cpu')));
     const loadFrom = now();
-    await sleep(o.loadSeconds * 1000);
-    const cpuAfter = await Promise.all(cluster.members.map((m) => m.request<{ cpuMs: number; at: number }>('cpu')));
+    const cpuPercentPerMember = await cpuPercents(cluster, o.loadSeconds);
     const loadLateness = summarize(starts(cluster, loadFrom).filter((r) => r.job.startsWith('load') && r.attempt === 1).map((r) => r.at - r.slotMs));
-    const cpuPercentPerMember = cpuBefore.map((b, i) => ((cpuAfter[i]!.cpuMs - b.cpuMs) / (cpuAfter[i]!.at - b.at)) * 100);
-    return { idle: idleScrape.without, idleScrape, croner, afterLeaderKillMs, afterAssigneeKillMs, load: { jobs: o.loadJobs, lateness: loadLateness, cpuPercentPerMember } };
+    return { idle: idleScrape.without, idleScrape, croner, idleCpu, afterLeaderKillMs, afterAssigneeKillMs, load: { jobs: o.loadJobs, lateness: loadLateness, cpuPercentPerMember } };
   } finally {
     await scraper?.close();
     await cluster.cleanup();
@@ -131,6 +150,7 @@ export function schedulerRows(r: SchedulerBenchResult): string[][] {
   return [
     ['start lateness p50, idle (10 jobs every 1 s)', `${fmt(r.idle.p50)} ms`, `${fmt(r.croner.p50)} ms`, ''],
     ['start lateness p99, idle', `${fmt(r.idle.p99)} ms`, `${fmt(r.croner.p99)} ms`, '<= 5 ms'],
+    [`CPU per member, idle (${IDLE_JOBS} jobs every 1 s, ${IDLE_CPU_SECONDS} s; every thread)`, r.idleCpu.percentPerMember.map((c) => `${fmt(c, 1)}%`).join(', '), `${fmt(r.idleCpu.cronerPercent, 1)}%`, ''],
     ['worst lateness of the slots due 30 ms after kill -9 of the leader', `${fmt(r.afterLeaderKillMs, 0)} ms`, '', '<= election timeout + 100 ms (350 ms)'],
     ['worst lateness of the slots due 30 ms after kill -9 of an assignee', `${fmt(r.afterAssigneeKillMs, 0)} ms`, '', '<= 350 ms'],
     [`start lateness p50 / p99, ${r.load.jobs} jobs every 1 s`, `${fmt(r.load.lateness.p50)} / ${fmt(r.load.lateness.p99)} ms`, '', ''],
