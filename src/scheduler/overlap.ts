@@ -66,6 +66,11 @@ export type OverlapDecision<T> =
  * slot, or a later one that came before this one fired late), has not started per the log: it
  * waits there, behind the same late runs, or started on schedule, its start not applied here yet.
  *
+ * Under 'queue', the slot also waits, with no other run in progress, while an earlier slot of
+ * the job claimed for another member has not ended there (`earlierElsewhere`, mode 'one': it
+ * waits in that member's queue, or its start is not applied here yet): the job's slots run one
+ * at a time in slot order across the members, as they do on one member.
+ *
  * Under 'replace', a run of an earlier slot is replaced; if a later slot's run is already in
  * progress (this one is a late retry, or fired late), this slot is the stale one and is skipped.
  */
@@ -76,8 +81,10 @@ export function decideOverlap<T extends { readonly slotMs: number; readonly star
   queuedOfJob: number,
   maxQueued: number = MAX_QUEUED_RUNS_PER_JOB,
   waitingElsewhere: () => readonly number[] = () => [],
+  earlierElsewhere: () => boolean = () => false,
 ): OverlapDecision<T> {
-  if (policy === 'allow' || others.length === 0) return { action: 'run', replace: [] };
+  if (policy === 'allow') return { action: 'run', replace: [] };
+  if (others.length === 0 && (policy !== 'queue' || !earlierElsewhere())) return { action: 'run', replace: [] };
   const slots = (runs: readonly T[]): string => runs.map((o) => new Date(o.slotMs).toISOString()).join(', ');
   // Waiting behind the other runs, as 'queue' does (and 'skip' behind late runs), up to the bound.
   const queue = (): OverlapDecision<T> =>

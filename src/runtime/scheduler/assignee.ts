@@ -85,7 +85,7 @@ export class Assignee {
       maxConcurrent,
       monotonicNow: () => o.timers.now(),
       clusterNow: () => o.clock.now(),
-      blocked: (armed) => this.#admission.othersInProgress(armed).some((other) => other.local === undefined || other.local.phase !== 'queued'),
+      blocked: (armed) => this.#admission.othersInProgress(armed).some((other) => other.local === undefined || other.local.phase !== 'queued') || (armed.overlap === 'queue' && this.#admission.earlierElsewhere(armed)),
       open: () => !ctx.stopped && !ctx.draining,
     });
     this.#records = new RunRecords(ctx, (limitMs) => this.msUntilQuiet(limitMs));

@@ -51,7 +51,7 @@ export class RunAdmission {
     // records reach one another: a burst that 'skip' is meant to prevent.)
     const others = this.othersInProgress(armed);
     const queuedOfJob = [...this.#permits.activeOf(armed.job)].filter((a) => a.phase === 'queued').length;
-    const decision = decideOverlap(armed.overlap, armed.slotMs, others, queuedOfJob, undefined, () => this.waitingElsewhere(armed));
+    const decision = decideOverlap(armed.overlap, armed.slotMs, others, queuedOfJob, undefined, () => this.waitingElsewhere(armed), () => this.earlierElsewhere(armed));
     if (decision.action === 'skip') return { outcome: 'skipped', reason: decision.reason };
     if (decision.action === 'run') for (const other of decision.replace) this.#replace(other, armed);
     armed.waited = decision.action === 'wait';
@@ -133,6 +133,31 @@ export class RunAdmission {
       out.push(claim.slotMs);
     }
     return out;
+  }
+
+  /**
+   * Whether an earlier slot of the job (mode 'one') is claimed for another member and has not
+   * ended there per the log: no outcome under its current token, not cancelled. Under overlap
+   * 'queue' this slot waits for it, so that the job's slots run one at a time in slot order
+   * across the members (decideOverlap). The planner keeps a queue job's slots on the member of
+   * its latest unfinished run; once one goes elsewhere (that member could take no work for a
+   * moment: a lease renewed late, a stop, a restart), the first member still runs its backlog,
+   * each run starting as the last ended, and a slot waiting here only for the run in progress
+   * started beside the next one there, run after run (a stranger saw two at once, in step, for
+   * minutes). Not for a run this member resumes after a restart, nor for a member this one is
+   * not connected to, as for the runs in progress; nor for this member's own slots, which it
+   * knows at once. Reads every open claim: called only when nothing else holds the slot back.
+   */
+  earlierElsewhere(armed: Armed): boolean {
+    const o = this.#ctx.options;
+    if (armed.mode !== 'one' || this.#resumedFromMs(armed) !== undefined) return false;
+    for (const claim of this.#ctx.state.openClaims()) {
+      if (claim.job !== armed.job || claim.slotMs >= armed.slotMs || claim.cancelled?.token === claim.token) continue;
+      const assignee = claim.assignees[0];
+      if (assignee === undefined || assignee === o.self || o.peerConnected?.(assignee) === false) continue;
+      if (claim.outcomes.get(assignee)?.token !== claim.token) return true;
+    }
+    return false;
   }
 
   /** When this member started the slot's run under its token before a restart, per the log (a run it resumes now), or undefined. */
