@@ -35,7 +35,11 @@ interface Pair {
 /**
  * Under overlap 'skip', at most one slot of a mode 'one' job waits behind late runs (README,
  * "Overlap"): a slot that would wait is skipped while another slot of the job that came
- * already, claimed for another member, has not started there. Checked as a run that waited
+ * already, claimed for another member, has not started there. Under 'queue', a slot that waits
+ * does so, besides the runs in progress, until every earlier slot of the job claimed for another
+ * member has ended there: the job's slots run one at a time (the defect of 2d53a89, which a
+ * stranger saw: a slot waiting on one member behind a run on another started beside the next
+ * run of that member's backlog, run after run). Either way, checked as a run that waited
  * starts (`overlap-waited`): no other run of its job that waited too is going on another member,
  * for another slot (one slot on two members is the double-run checker's, with the ways the
  * design lets a stale run go on). Two such runs are two at once that no replication lag
@@ -78,7 +82,8 @@ export class WaitedRunsChecker {
     const firstLife = this.#starts.get(startKey);
     if (firstLife === undefined) this.#remember(startKey, incarnation);
     const resumed = firstLife !== undefined && firstLife < incarnation;
-    if (run.waited !== true || resumed || this.#facts.mode(run.job) !== 'one' || this.#facts.overlap(run.job) !== 'skip') return;
+    const overlap = this.#facts.overlap(run.job);
+    if (run.waited !== true || resumed || this.#facts.mode(run.job) !== 'one' || (overlap !== 'skip' && overlap !== 'queue')) return;
     for (const id of this.#waited) if (this.#runs.get(id) === undefined) this.#waited.delete(id);
     for (const id of this.#waited) {
       const other = this.#runs.get(id);
@@ -88,7 +93,7 @@ export class WaitedRunsChecker {
       this.#pairs.push({
         t,
         ids: [id, RunsInProgress.idOf(member, incarnation, run)],
-        detail: `${run.job} runs slot ${run.slotMs} on ${member} (since ${t.toFixed(1)} ms) and slot ${other.slotMs} on ${other.member} (since ${other.startT.toFixed(1)} ms) at once under overlap 'skip', each having waited behind another run of the job: at most one slot waits behind late runs`,
+        detail: `${run.job} runs slot ${run.slotMs} on ${member} (since ${t.toFixed(1)} ms) and slot ${other.slotMs} on ${other.member} (since ${other.startT.toFixed(1)} ms) at once under overlap '${overlap}', each having waited behind another run of the job: ${overlap === 'skip' ? 'at most one slot waits behind late runs' : 'a queued slot runs once the runs before it ended'}`,
       });
     }
     this.#waited.add(RunsInProgress.idOf(member, incarnation, run));

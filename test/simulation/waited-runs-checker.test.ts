@@ -99,10 +99,22 @@ describe('the checker of slots waiting behind late runs (overlap-waited)', () =>
     expect(reported).toEqual([]);
   });
 
-  it('leaves out other policies and modes', () => {
-    const { reported, start, after } = setup({ queued: { mode: 'one', overlap: 'queue' }, all: { mode: 'all', overlap: 'skip' } });
-    start(1000, 'm1', 'queued', 0, 1, true);
-    start(1000, 'm2', 'queued', 100, 2, true);
+  it("reports two runs of a 'queue' job at once on two members that each waited: queued slots run one at a time (2d53a89)", () => {
+    const { reported, start, end, after } = setup({ queued: { mode: 'one', overlap: 'queue' } });
+    // m1's backlog: slot 10 s runs, slot 11 s waits behind it; slot 12 s went to m2 and waits too.
+    start(10_000, 'm1', 'queued', 10_000, 1, false);
+    end(13_000, 'm1', 'queued', 10_000, 1);
+    start(13_000, 'm1', 'queued', 11_000, 2, true);
+    start(13_001, 'm2', 'queued', 12_000, 3, true);
+    after(15_000);
+    expect(reported.map((r) => r.kind)).toEqual(['overlap-waited']);
+    expect(reported[0]?.detail).toContain("overlap 'queue'");
+  });
+
+  it("leaves out overlap 'allow' and mode 'all'", () => {
+    const { reported, start, after } = setup({ allowed: { mode: 'one', overlap: 'allow' }, all: { mode: 'all', overlap: 'skip' } });
+    start(1000, 'm1', 'allowed', 0, 1, true);
+    start(1000, 'm2', 'allowed', 100, 2, true);
     start(1000, 'm1', 'all', 0, 3, true);
     start(1000, 'm2', 'all', 0, 3, true);
     after(5000);
