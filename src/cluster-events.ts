@@ -43,7 +43,7 @@ export interface ClusterEvents {
    * An attempt of a work item run on this member failed, as recorded in the log: it will be
    * retried after its backoff, or (`dead`) it went to the topic's dead letters.
    */
-  'item-failed': [{ readonly topic: string; readonly id: number; readonly attempt: number; readonly error: string; readonly dead: boolean }];
+  'item-failed': [{ readonly topic: string; readonly id: number; readonly attempt: number; readonly error: string; readonly dead: boolean; readonly index: number }];
   /** A batch of work items emitted on this member settled: each item succeeded or went to the dead letters. */
   'batch-settled': [{ readonly batch: Batch; readonly summary: BatchSummary }];
   /** A run on this member failed (or timed out) with no retry left: its slot's final outcome. */

@@ -214,7 +214,7 @@ export async function startMember(ctx: StartContext, parts: MemberParts): Promis
     // A lock whose proposal went unanswered may come in the leader's snapshot, not as a command applied.
     onSnapshotInstalled: lockHooks.installed,
     onFanoutEvent: (event) => {
-      if (event.type === 'item-failed') tell('item-failed', { topic: event.topic, id: event.id, attempt: event.attempt, error: event.error, dead: event.dead });
+      if (event.type === 'item-failed') tell('item-failed', { topic: event.topic, id: event.id, attempt: event.attempt, error: event.error, dead: event.dead, index: event.index });
       else if (event.type === 'consume-refused') tell('consume-refused', { topic: event.topic, reason: event.reason, index: event.index });
       else tell('batch-settled', { batch: event.batch, summary: event.summary });
     },

@@ -20,9 +20,10 @@ describe('fan-out: item-failed', () => {
     apply({ type: 'consume', topic: 't', member: 'm1', settings: SETTINGS });
     apply({ type: 'emit', topic: 't', items: [{ data: Uint8Array.of(1), key: null }], origin: null, atMs: 0 });
     apply({ type: 'lease', member: 'm1', ids: [1], atMs: 0 });
-    apply({ type: 'done', member: 'm1', outcomes: [{ id: 1, token: 3, error: 'the whole reason it failed' }], atMs: 0 });
+    const done = apply({ type: 'done', member: 'm1', outcomes: [{ id: 1, token: 3, error: 'the whole reason it failed' }], atMs: 0 });
     expect(state.items.get(1)?.lastError).toBeNull();
-    expect(events).toEqual([{ type: 'item-failed', topic: 't', id: 1, attempt: 1, error: 'the whole reason it failed', dead: false }]);
+    // With the entry that recorded it: a restart replays it, and an app tells the two apart by it.
+    expect(events).toEqual([{ type: 'item-failed', topic: 't', id: 1, attempt: 1, error: 'the whole reason it failed', dead: false, index: done }]);
   });
 
   it('tells an item gone dead before the batch it settles (a stranger saw batch-settled first)', () => {

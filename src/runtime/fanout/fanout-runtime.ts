@@ -26,6 +26,8 @@ export type FanoutEvent =
       readonly attempt: number;
       readonly error: string;
       readonly dead: boolean;
+      /** The entry that recorded it: a member replays its log after a restart, and tells it again. */
+      readonly index: number;
     }
   | { readonly type: 'batch-settled'; readonly batch: Batch; readonly summary: BatchSummary }
   /** A consumer this member registered was refused: the cluster holds as many topics, or as many bytes of their consumers, as it may. */
@@ -197,7 +199,7 @@ export class FanoutRuntime {
         // The error as this member reported it: the state keeps it cut short at its bound.
         const reported = new Map(command.outcomes.map((o) => [o.id, o.error]));
         for (const item of result.failed ?? []) {
-          this.#tell({ type: 'item-failed', topic: item.topic, id: item.id, attempt: item.failures, error: reported.get(item.id) ?? item.lastError ?? 'failed', dead: !this.#o.state.items.has(item.id) });
+          this.#tell({ type: 'item-failed', topic: item.topic, id: item.id, attempt: item.failures, error: reported.get(item.id) ?? item.lastError ?? 'failed', dead: !this.#o.state.items.has(item.id), index });
         }
       }
       for (const batch of result.settledBatches ?? []) {
