@@ -72,7 +72,9 @@ export class NotRunningError extends CronraftError {
   constructor(state: string, options?: { cause?: unknown }) {
     const cause = options?.cause;
     const why = state === 'failed' && cause instanceof Error ? `: ${cause.message}${cause instanceof CronraftError ? ` (${cause.code})` : ''}` : '';
-    super('CRONRAFT_NOT_RUNNING', `The cluster member is ${state}${why}`, options);
+    // What to do, where the state alone does not say it: a call made before start() (a stranger read "is new" and guessed).
+    const next = state === 'new' || state === 'not started' ? ': call start() first, and wait for it' : state === 'starting' ? ': wait for start() to resolve' : '';
+    super('CRONRAFT_NOT_RUNNING', `The cluster member is ${state}${why}${next}`, options);
     this.state = state;
   }
 }

@@ -20,6 +20,11 @@ function steps(start: (life: () => Lifecycle) => Promise<void>): { readonly life
 const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 describe('Lifecycle', () => {
+  it('says what to do to a call made before start() (a stranger read "The cluster member is new" and guessed)', () => {
+    const { life } = steps(async () => undefined);
+    expect(life.notRunning()).toMatchObject({ code: 'CRONRAFT_NOT_RUNNING', state: 'new', message: 'The cluster member is new: call start() first, and wait for it' });
+  });
+
   it('rejects a start during which a fatal error failed the member, closes it, and keeps it failed through stop()', async () => {
     // Before, the start resolved and set the status to running over the failure (a listener of
     // `leader` that threw, as the member elected itself during its start).
