@@ -56,6 +56,9 @@ function fill(id, rows, empty, columns) {
 }
 function time(iso) { return iso === null || iso === undefined ? '\\u2014' : new Date(iso).toISOString().slice(11, 23); }
 function orDash(v) { return v === null || v === undefined ? '\\u2014' : v; }
+// Durations as a person reads them: whole milliseconds below a second, then seconds to a tenth
+// (state() gives fractions of a millisecond: '0.651213999997708 ms ago' was on the page).
+function duration(ms) { return Math.abs(ms) < 1000 ? Math.round(ms) + ' ms' : (ms / 1000).toFixed(1) + ' s'; }
 function outcomesText(outcomes) {
   var members = Object.keys(outcomes || {});
   return members.length === 0 ? 'no outcome yet' : members.map(function (m) { return m + ': ' + outcomes[m].outcome; }).join(', ');
@@ -65,8 +68,8 @@ function renderMembers(state) {
   document.getElementById('term').textContent = String(state.term);
   fill('members', state.members.map(function (m) {
     var role = m.id === state.leader ? 'leader' : m.voter ? 'follower' : 'learner';
-    var offset = m.clockOffsetMs === null ? '\\u2014' : (m.clockOffsetMs >= 0 ? '+' : '') + m.clockOffsetMs + ' ms' + (m.clockSkewed ? ' (skewed)' : '');
-    var tr = row([m.id + (m.id === state.id ? ' (this)' : ''), role, orDash(m.lag), offset, m.reachable ? 'yes' : m.dialFailure === 'handshake' ? 'no (handshake failed: another secret?)' : 'no', m.lastContactMs === null ? 'never' : m.lastContactMs + ' ms ago']);
+    var offset = m.clockOffsetMs === null ? '\\u2014' : (m.clockOffsetMs >= 0 ? '+' : '') + duration(m.clockOffsetMs) + (m.clockSkewed ? ' (skewed)' : '');
+    var tr = row([m.id + (m.id === state.id ? ' (this)' : ''), role, orDash(m.lag), offset, m.reachable ? 'yes' : m.dialFailure === 'handshake' ? 'no (handshake failed: another secret?)' : 'no', m.lastContactMs === null ? 'never' : duration(m.lastContactMs) + ' ago']);
     tr.setAttribute('data-member', m.id);
     return tr;
   }), 'no members', 6);
@@ -185,7 +188,7 @@ const BODY = `
 <h1>cronraft: member <span id="member">\u2014</span> (<span id="role">\u2014</span>)</h1>
 <p>Leader <strong id="leader">\u2014</strong>, term <span id="term">\u2014</span>; cluster time <span id="cluster-time">\u2014</span> UTC. <span id="status">loading\u2026</span></p>
 <h2>Members</h2>
-<table id="members"><thead><tr><th>member</th><th>role</th><th>lag</th><th>clock offset</th><th>reachable</th><th>last heard</th></tr></thead><tbody></tbody></table>
+<table id="members"><thead><tr><th>member</th><th>role</th><th>lag</th><th>clock offset</th><th>reachable</th><th title="A follower hears the other followers only in elections: its leader alone is heard every heartbeat">last heard</th></tr></thead><tbody></tbody></table>
 <h2>Jobs</h2>
 <table id="jobs"><thead><tr><th>job</th><th>spec</th><th>mode</th><th>next slot (UTC)</th><th>last slot and outcome</th><th>paused</th><th>running</th><th>missed</th><th>skipped</th></tr></thead><tbody></tbody></table>
 <p id="jobs-more" class="muted"></p>

@@ -80,6 +80,9 @@ describe('the dashboard', () => {
       const text = (selector: string) => () => page.locator(selector).first().textContent();
       await expect.poll(text('#leader'), { timeout: SHOWN_TIMEOUT_MS }).toBe(c.id);
       await expect.poll(text(`#members tr[data-member="${c.id}"]`), { timeout: SHOWN_TIMEOUT_MS }).toMatch(/leader.*yes/);
+      // Durations as the page writes them, in whole milliseconds, then seconds (a stranger saw
+      // '0.651213999997708 ms ago' and '36082.589649 ms ago' in the members' table).
+      expect(await page.evaluate('[0.651213999997708, 36082.589649, -0.19384765625].map(duration).join("|")')).toBe('1 ms|36.1 s|0 ms');
 
       const lastRun = text('#jobs tr[data-job="tick"] td.last');
       await expect.poll(lastRun, { timeout: SHOWN_TIMEOUT_MS }).toContain(`${c.id}: succeeded`);
