@@ -3,6 +3,7 @@ import type { ConsumerSettings, FanoutCommand } from '../../src/fanout/command.j
 import { FanoutState } from '../../src/fanout/state.js';
 import { MAX_SLOTS_WITH_BATCHES, SlotBatchTally } from '../../src/runtime/fanout/slot-batches.js';
 import { BatchTracker, type BatchSummary } from '../../src/runtime/fanout/batches.js';
+import { idleFanoutRuntime } from '../fixtures/fanout-runtime.js';
 
 const emit = (count: number, firstId: number): { topic: string; count: number; firstId: number } => ({ topic: 't', count, firstId });
 
@@ -74,6 +75,21 @@ describe('the batches a member emitted (BatchTracker)', () => {
     expect(tracker.open).toBe(1);
     tracker.settled({ index: 6, topic: 't', total: 1, done: 1, dead: 0 });
     await expect(open.settled({ timeoutMs: 1000 })).resolves.toEqual({ topic: 't', count: 1, done: 1, dead: 0 });
+  });
+
+  it('says, when a wait times out, that no member consumes the topic (an emit to such a topic is taken, and its items wait)', async () => {
+    const state = new FanoutState();
+    const { runtime, apply, timers } = idleFanoutRuntime(state);
+    const index = apply({ type: 'emit', topic: 'orphan', items: [{ data: Uint8Array.of(1), key: null }], origin: null, atMs: 0 });
+    const batch = runtime.batches.track('orphan', [{ index, count: 1, firstId: 1 }]);
+    const waited = batch.settled({ timeoutMs: 100 });
+    timers.advance(100);
+    await expect(waited).rejects.toMatchObject({ code: 'CRONRAFT_TIMEOUT', message: `The batch ${index} of orphan (no member consumes the topic now: its items wait for one) did not complete within 100 ms` });
+    // A topic with a consumer times out without the hint.
+    apply({ type: 'consume', topic: 'orphan', member: 'm1', settings: { parallelism: 4, retries: 0, timeoutMs: 1000, backoffMs: 100, ratePerSecond: null, maxPending: null } });
+    const again = batch.settled({ timeoutMs: 100 });
+    timers.advance(100);
+    await expect(again).rejects.toMatchObject({ message: `The batch ${index} of orphan did not complete within 100 ms` });
   });
 
   it('rejects options that are not an object, or of another name, with InvalidArgumentError (a misspelt timeoutMs waited for good)', async () => {

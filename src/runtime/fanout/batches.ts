@@ -78,12 +78,19 @@ export class BatchTracker {
   readonly #recent = new Map<number, SettledBatch>();
   readonly #onSettled: (batch: Batch, summary: BatchSummary) => void;
   readonly #setTimeout: (fn: () => void, ms: number) => () => void;
+  readonly #stuck: (topic: string) => string | null;
   #stopped = false;
 
-  /** `setTimeout` returns a function that cancels it. `onSettled`: a batch of this member's settled. */
-  constructor(setTimeout: (fn: () => void, ms: number) => () => void, onSettled: (batch: Batch, summary: BatchSummary) => void) {
+  /**
+   * `setTimeout` returns a function that cancels it. `onSettled`: a batch of this member's
+   * settled. `stuck`: why a topic's items would not settle, if that is known (no member consumes
+   * it), for the message of a wait that timed out: an emit to a topic nobody consumes is taken,
+   * and its items wait, so the timeout alone told nothing of the cause.
+   */
+  constructor(setTimeout: (fn: () => void, ms: number) => () => void, onSettled: (batch: Batch, summary: BatchSummary) => void, stuck: (topic: string) => string | null = () => null) {
     this.#setTimeout = setTimeout;
     this.#onSettled = onSettled;
+    this.#stuck = stuck;
   }
 
   /** Batches emitted here and not yet settled. */
@@ -189,7 +196,8 @@ export class BatchTracker {
         cancel = this.#setTimeout(() => {
           const i = tracked.waiters.indexOf(waiter);
           if (i >= 0) tracked.waiters.splice(i, 1);
-          reject(new TimeoutError(`The batch ${tracked.id} of ${tracked.topic}`, timeoutMs));
+          const stuck = this.#stuck(tracked.topic);
+          reject(new TimeoutError(`The batch ${tracked.id} of ${tracked.topic}${stuck === null ? '' : ` (${stuck})`}`, timeoutMs));
         }, timeoutMs);
       }
     });

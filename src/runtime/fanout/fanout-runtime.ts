@@ -69,6 +69,7 @@ export class FanoutRuntime {
         return () => timers.clearTimeout(handle);
       },
       (batch, summary) => this.#tell({ type: 'batch-settled', batch, summary }),
+      (topic) => ((options.state.topics.get(topic)?.consumers.size ?? 0) === 0 ? 'no member consumes the topic now: its items wait for one' : null),
     );
   }
 
