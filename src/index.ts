@@ -12,7 +12,7 @@ export { Cluster } from './cluster.js';
 export { CLUSTER_DEFAULTS, type ClusterOptions, type MdnsOptions } from './cluster-options.js';
 export type { HttpOptions } from './http/http-options.js';
 export type { ClusterEvents, MembershipEventPayload } from './cluster-events.js';
-export type { ClusterState, MemberState, VersionState } from './api/state.js';
+export type { ClusterState, JobState, MemberState, TopicState, VersionState } from './api/state.js';
 export type { BoundRow, WhenFull } from './runtime/member-bounds.js';
 // The types the state, the options and the methods above name, so that the API reference (and
 // an app) can name them too.

@@ -8,6 +8,7 @@ import type { DialFailure } from '../transport/dial-failure.js';
 import type { TransportStats } from '../transport/transport.js';
 import type { Member } from '../runtime/member.js';
 import type { BoundRow } from '../runtime/member-bounds.js';
+import type { SlotHistory } from './history.js';
 import type { JoinCounts } from '../runtime/join-server.js';
 import type { DiscoveryStats } from '../transport/discovered-peers.js';
 import { FIRST_CLUSTER_VERSION, type VersionRange, type VersionSupport } from '../version/versions.js';
@@ -145,7 +146,7 @@ export interface ClusterState {
     /** Members that registered a different spec under the name (a rolling deploy): not assigned it. */
     readonly conflicts: Readonly<Record<string, string>>;
     readonly nextSlot: Date | null;
-    readonly lastClaim: { readonly slot: Date; readonly fencingToken: number; readonly assignees: readonly NodeId[]; readonly outcomes: Readonly<Record<string, unknown>> } | null;
+    readonly lastClaim: { readonly slot: Date; readonly fencingToken: number; readonly assignees: readonly NodeId[]; readonly outcomes: SlotHistory['outcomes'] } | null;
     readonly missedSlots: number;
     /** Slots not run because another run of the job was in progress (its overlap policy), or it was paused, in all. */
     readonly skippedRuns: number;
@@ -200,6 +201,12 @@ export interface ClusterState {
 }
 
 /** The versions part of `state()`. */
+/** A job as `state().jobs` shows it. */
+export type JobState = ClusterState['jobs'][number];
+
+/** A topic as `state().topics` shows it. */
+export type TopicState = ClusterState['topics'][number];
+
 export interface VersionState {
   readonly supports: { readonly protocol: VersionRange; readonly stateMachine: VersionRange };
   readonly active: number;

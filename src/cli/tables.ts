@@ -87,7 +87,7 @@ export function jobsTable(jobs: StateJson['jobs']): string {
       j.paused === true ? 'yes' : 'no',
       dash(j.nextSlot),
       dash(j.lastClaim?.slot),
-      j.lastClaim === null ? '-' : outcomesText(j.lastClaim.outcomes as Readonly<Record<string, { readonly outcome?: unknown }>>) || 'pending',
+      j.lastClaim === null ? '-' : outcomesText(j.lastClaim.outcomes) || 'pending',
       String(j.missedSlots),
       String(j.skippedRuns),
       String(j.running.length),

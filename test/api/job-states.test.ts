@@ -64,6 +64,9 @@ describe('the jobs of state()', () => {
     expect(views.builds).toBe(101);
     after.forEach((view, i) => (i === 7 ? expect(view).not.toBe(before[i]) : expect(view).toBe(before[i])));
     expect(after[7]!.lastClaim).toEqual({ slot: new Date(T0 + 1000), fencingToken: token, assignees: ['a'], outcomes: {} });
+    // Typed as history() types them, so that an app reads them without a cast (they were unknown).
+    const outcome: string | undefined = after[7]!.lastClaim?.outcomes['a']?.outcome;
+    expect(outcome).toBeUndefined();
     expect(after[7]!.nextSlot).toEqual(new Date(T0 + 2000));
   });
 
