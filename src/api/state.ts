@@ -200,13 +200,13 @@ export interface ClusterState {
   readonly bounds: readonly BoundRow[];
 }
 
-/** The versions part of `state()`. */
 /** A job as `state().jobs` shows it. */
 export type JobState = ClusterState['jobs'][number];
 
 /** A topic as `state().topics` shows it. */
 export type TopicState = ClusterState['topics'][number];
 
+/** The versions part of `state()`. */
 export interface VersionState {
   readonly supports: { readonly protocol: VersionRange; readonly stateMachine: VersionRange };
   readonly active: number;

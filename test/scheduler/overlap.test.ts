@@ -162,6 +162,13 @@ describe('deciding what a firing slot does', () => {
     for (const p of ['skip', 'allow', 'queue', 'replace'] as const) expect(decideOverlap(p, T0 + 2000, [], 0)).toEqual({ action: 'run', replace: [] });
   });
 
+  it("'queue' also waits, with nothing in progress, while an earlier slot of the job has not ended on another member, up to its bound; the others do not look", () => {
+    const earlier = (): boolean => true;
+    expect(decideOverlap('queue', T0 + 2000, [], 0, undefined, undefined, earlier)).toEqual({ action: 'wait' });
+    expect(decideOverlap('queue', T0 + 2000, [], MAX_QUEUED_RUNS_PER_JOB, undefined, undefined, earlier)).toMatchObject({ action: 'skip', reason: expect.stringContaining('queued') });
+    for (const p of ['skip', 'allow', 'replace'] as const) expect(decideOverlap(p, T0 + 2000, [], 0, undefined, undefined, earlier)).toEqual({ action: 'run', replace: [] });
+  });
+
   it("'skip' skips, 'allow' runs, 'queue' waits up to its bound, 'replace' replaces earlier runs", () => {
     const others = [at(1)];
     expect(decideOverlap('skip', T0 + 2000, [{ slotMs: T0 + 1000, startedAtMs: T0 + 1000 }], 0)).toMatchObject({ action: 'skip', reason: expect.stringContaining('still in progress') });
