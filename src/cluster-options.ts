@@ -18,41 +18,41 @@ export interface ClusterOptions extends MemberOptions {
    * Where this member listens: a multiaddr (`/ip4/127.0.0.1/tcp/7001`) or `host:port`.
    * @default '/ip4/127.0.0.1/tcp/0' (a free loopback port; a cluster with other members needs a fixed port, since they name it)
    */
-  readonly listen?: string;
+  readonly listen?: string | undefined;
   /**
    * The address the other members know this one by, which is also its member id. Set it when
    * listening on `0.0.0.0`. @default the `listen` address
    */
-  readonly advertise?: string;
+  readonly advertise?: string | undefined;
   /**
    * Directory for the Raft log (level) and the libp2p key.
    * @default `.cronraft/<host>-<port>` under the working directory
    */
-  readonly dataDir?: string;
+  readonly dataDir?: string | undefined;
   /** `'level'` (durable) or `'memory'` (lost on exit: tests and demos only). @default 'level' */
-  readonly storage?: 'level' | 'memory';
+  readonly storage?: 'level' | 'memory' | undefined;
   /**
    * How long a member with an empty data directory asks its peers (and the members `mdns`
    * found) whether a cluster runs before it forms one (when its own address is among its peers,
    * or it has no peers and `mdns` is on) or `start()` rejects with JoinFailedError (README,
    * "Forming the cluster"). @default 5000
    */
-  readonly joinTimeoutMs?: number;
+  readonly joinTimeoutMs?: number | undefined;
   /** How long `stop()` waits for a leader to hand over leadership. @default 1000 */
-  readonly stopTimeoutMs?: number;
+  readonly stopTimeoutMs?: number | undefined;
   /** Sync every write to disk (turn off only for tests). @default true */
-  readonly sync?: boolean;
+  readonly sync?: boolean | undefined;
   /**
    * The cluster secret, the same on every member (`npx cronraft secret` prints a new one): every
    * connection is protected with a key derived from it, so a process without it never reaches
    * the protocol. At least 16 characters. Required when listening on a non-loopback address,
    * unless `insecure` is set. See the README, "Security".
    */
-  readonly secret?: string;
+  readonly secret?: string | undefined;
   /** A file holding the cluster secret, read at start; only its owner may read it (mode 0600 or 0400). Not with `secret`. */
-  readonly secretFile?: string;
+  readonly secretFile?: string | undefined;
   /** Listen on a non-loopback address without a secret, open to anyone who can reach it. @default false */
-  readonly insecure?: boolean;
+  readonly insecure?: boolean | undefined;
   /**
    * Find members on the local network with mDNS (`true`, or settings): this member announces
    * its address and peer id, and, with an empty data directory, asks the members it finds too,
@@ -60,19 +60,19 @@ export interface ClusterOptions extends MemberOptions {
    * alone (README, "Forming the cluster"). Needs a fixed port and an IP address to advertise.
    * Never on unless asked. @default false
    */
-  readonly mdns?: boolean | MdnsOptions;
+  readonly mdns?: boolean | MdnsOptions | undefined;
   /**
    * Serve the member's state, health, Prometheus metrics and actions over HTTP (README,
    * "Operating a cluster"): `{ listen: '127.0.0.1:9464', token? }`. Actions need the token; a
    * non-loopback `listen` needs one. @default off
    */
-  readonly http?: HttpOptions;
+  readonly http?: HttpOptions | undefined;
   /** Injected wall clock, e.g. a skewed one in tests. @default Date.now */
-  readonly clock?: Clock;
+  readonly clock?: Clock | undefined;
   /** Injected timers, e.g. virtual ones in a simulation. @default Node's timers */
-  readonly timers?: Timers;
+  readonly timers?: Timers | undefined;
   /** Injected randomness (election timeouts); seed it to replay a run. @default a random seed */
-  readonly random?: Random;
+  readonly random?: Random | undefined;
 }
 
 /** Settings of `mdns`. */
@@ -82,9 +82,9 @@ export interface MdnsOptions {
    * secret keeps them apart anyway): the mDNS service becomes `<name>._cronraft._udp.local`.
    * Lower-case letters, digits and inner hyphens, at most 63. @default none (`_cronraft._udp.local`)
    */
-  readonly name?: string;
+  readonly name?: string | undefined;
   /** How often to ask the network for members, in ms: at least MIN_MDNS_INTERVAL_MS. @default 10000 */
-  readonly intervalMs?: number;
+  readonly intervalMs?: number | undefined;
 }
 
 /** The mDNS service every cronraft member answers for, unless its `mdns.name` names another under it. */

@@ -15,7 +15,7 @@ export interface HttpOptions {
    * MIN_HTTP_TOKEN_LENGTH characters. Without one, actions are refused and only a loopback
    * `listen` is accepted. Reads (`GET`) need none.
    */
-  readonly token?: string;
+  readonly token?: string | undefined;
 }
 
 /** The `http` option checked. */

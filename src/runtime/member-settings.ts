@@ -44,50 +44,50 @@ export const MEMBER_DEFAULTS = {
 /** The options of `Cluster` that shape a member's timing and limits (ClusterOptions has them all). */
 export interface MemberOptions {
   /** Resolution of the protocol's clock. @default 10 */
-  readonly tickMs?: number;
+  readonly tickMs?: number | undefined;
   /** How often a leader tells followers it is alive. @default 50 */
-  readonly heartbeatMs?: number;
+  readonly heartbeatMs?: number | undefined;
   /**
    * A follower that hears no leader for a random time between this and twice this starts an
    * election; a leader that hears no majority for this long steps down. @default 250
    */
-  readonly electionTimeoutMs?: number;
+  readonly electionTimeoutMs?: number | undefined;
   /** How long `propose()` and `barrier()` may wait. @default 5000 */
-  readonly requestTimeoutMs?: number;
+  readonly requestTimeoutMs?: number | undefined;
   /** Bound on proposals waiting to commit on this member. @default 10000 */
-  readonly maxPendingProposals?: number;
+  readonly maxPendingProposals?: number | undefined;
   /**
    * A member whose clock is further than this from the cluster's time (the median of the
    * members' clocks, measured through heartbeats) is reported in `state()` and given no work.
    * @default 1000
    */
-  readonly maxClockSkewMs?: number;
+  readonly maxClockSkewMs?: number | undefined;
   /**
    * Job runs at once on this member. When more slots are due, higher `priority` jobs start
    * first, first come first served within a priority, and waiting raises a run's priority so
    * that none starves. @default no limit
    */
-  readonly maxConcurrent?: number;
+  readonly maxConcurrent?: number | undefined;
   /**
    * Entries applied between snapshots: a member then snapshots its state and drops its log
    * behind it. A restart replays at most this many entries; a member that falls further behind
    * than the log kept gets the snapshot. @default 10000
    */
-  readonly snapshotEveryEntries?: number;
+  readonly snapshotEveryEntries?: number | undefined;
   /** Entries kept behind a snapshot, so that a follower a little behind gets entries, not the whole state. @default 1000 */
-  readonly snapshotRetainEntries?: number;
+  readonly snapshotRetainEntries?: number | undefined;
   /**
    * The number of voters wanted, odd: the leader promotes learners that have caught up and
    * stayed live for a while until there are this many voters; more instances stay learners
    * (they still run work). @default 5
    */
-  readonly voters?: number;
+  readonly voters?: number | undefined;
   /**
    * A member the leader has not heard from for this long is removed from the configuration: a
    * learner always, a voter only if the voters left keep a majority of live ones (and a learner
    * takes its place, or three voters are left). At least electionTimeoutMs. @default 300000
    */
-  readonly deadMemberAfterMs?: number;
+  readonly deadMemberAfterMs?: number | undefined;
 }
 
 /** Everything a member runs with beyond its identity and its parts (storage, transport, clocks). */

@@ -10,6 +10,15 @@ import { MAX_ITEMS_PER_EMIT, type FanoutCommand } from '../../src/fanout/command
  * the README says so too.
  */
 describe("the README's defaults", () => {
+  it('are what an option given as undefined takes, as one not given (an app passing process.env.X under exactOptionalPropertyTypes)', () => {
+    const keys = ['advertise', 'dataDir', 'storage', 'joinTimeoutMs', 'stopTimeoutMs', 'sync', 'secret', 'secretFile', 'insecure', 'mdns', 'http', 'clock', 'timers', 'random', 'tickMs', 'heartbeatMs', 'electionTimeoutMs', 'requestTimeoutMs', 'maxPendingProposals', 'maxClockSkewMs', 'maxConcurrent', 'snapshotEveryEntries', 'snapshotRetainEntries', 'voters', 'deadMemberAfterMs'] as const;
+    const undefinedOptions = Object.fromEntries(keys.map((k) => [k, undefined]));
+    const given = resolveOptions(['127.0.0.1:7001'], { listen: '127.0.0.1:7001', ...undefinedOptions });
+    const none = resolveOptions(['127.0.0.1:7001'], { listen: '127.0.0.1:7001' });
+    expect({ ...given, clock: null, timers: null, random: null }).toEqual({ ...none, clock: null, timers: null, random: null });
+    expect(resolveOptions([], { listen: '127.0.0.1:7001', http: { listen: '127.0.0.1:0', token: undefined }, mdns: { name: undefined, intervalMs: undefined } })).toMatchObject({ http: resolveOptions([], { listen: '127.0.0.1:7001', http: { listen: '127.0.0.1:0' } }).http, mdns: resolveOptions([], { listen: '127.0.0.1:7001', mdns: {} }).mdns });
+  });
+
   it("are the options a Cluster runs with when given none (README, 'Options')", () => {
     const o = resolveOptions(['127.0.0.1:7001'], { listen: '127.0.0.1:7001' });
     expect(o.dataDir).toBe('.cronraft/127.0.0.1-7001');
