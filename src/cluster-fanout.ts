@@ -17,22 +17,22 @@ import { driverStopped } from './runtime/driver-options.js';
 /** A consumer's options (cluster.consume). */
 export interface ConsumeOptions {
   /** Items this member runs at once. @default 1 */
-  readonly parallelism?: number;
+  readonly parallelism?: number | undefined;
   /** Failed attempts retried before an item goes to the dead letters. @default 3 */
-  readonly retries?: number;
+  readonly retries?: number | undefined;
   /** How long one attempt may run. @default 60_000 */
-  readonly timeoutMs?: number;
+  readonly timeoutMs?: number | undefined;
   /** The wait before the first retry, doubled at each further one, up to 5 minutes (MAX_BACKOFF_MS; a longer one is refused). @default 1000 */
-  readonly backoffMs?: number;
+  readonly backoffMs?: number | undefined;
   /** Items of the topic started per second, cluster-wide (the least its consumers ask for). @default no limit */
-  readonly ratePerSecond?: number;
+  readonly ratePerSecond?: number | undefined;
   /**
    * Unsettled items the topic may hold (the least its consumers ask for): an emit past it
    * rejects with BackpressureError, and nothing of it is kept (an emit of several entries that
    * others' emits fill up part-way keeps the entries applied: the error names their items).
    * @default MAX_PENDING_PER_TOPIC (100,000)
    */
-  readonly maxPending?: number;
+  readonly maxPending?: number | undefined;
 }
 
 export type ConsumeHandler = (item: unknown, ctx: ItemContext) => unknown;

@@ -17,7 +17,7 @@ export interface ExclusiveOptions {
   /** The lock expires this many ms after it was taken, even if its holder died. */
   readonly atMostFor: number;
   /** The lock is held at least this many ms, even if the task returns sooner. */
-  readonly atLeastFor?: number;
+  readonly atLeastFor?: number | undefined;
 }
 
 /**

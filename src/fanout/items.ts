@@ -20,7 +20,7 @@ export function itemsOf(items: unknown): readonly unknown[] {
 
 /** An emit's options (`emitItems`, `ctx.emit`), typed by its items: `key` names an item's key (its items run one at a time, in emit order), or null for none. */
 export interface EmitOptions<T = unknown> {
-  readonly key?: (item: T, index: number) => string | null;
+  readonly key?: ((item: T, index: number) => string | null) | undefined;
 }
 
 /**

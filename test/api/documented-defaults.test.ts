@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { resolveOptions } from '../../src/cluster-options.js';
+import { validateJobOptions } from '../../src/job-options.js';
+import { registrationForm } from '../../src/runtime/scheduler/registrations.js';
+import { parseSpec } from '../../src/scheduler/spec.js';
+import { exclusiveArguments } from '../../src/api/run-exclusive.js';
+import { emitKeyOf } from '../../src/fanout/items.js';
 import { consumerSettings } from '../../src/cluster-fanout.js';
 import { backoffMs, FanoutState } from '../../src/fanout/state.js';
 import { MAX_ITEMS_PER_EMIT, type FanoutCommand } from '../../src/fanout/command.js';
@@ -17,6 +22,13 @@ describe("the README's defaults", () => {
     const none = resolveOptions(['127.0.0.1:7001'], { listen: '127.0.0.1:7001' });
     expect({ ...given, clock: null, timers: null, random: null }).toEqual({ ...none, clock: null, timers: null, random: null });
     expect(resolveOptions([], { listen: '127.0.0.1:7001', http: { listen: '127.0.0.1:0', token: undefined }, mdns: { name: undefined, intervalMs: undefined } })).toMatchObject({ http: resolveOptions([], { listen: '127.0.0.1:7001', http: { listen: '127.0.0.1:0' } }).http, mdns: resolveOptions([], { listen: '127.0.0.1:7001', mdns: {} }).mdns });
+    // A job's, a consumer's, a lock's and an emit's options alike.
+    const job = { mode: undefined, timeoutMs: undefined, catchUp: undefined, retries: undefined, retryDelayMs: undefined, overlap: undefined, priority: undefined };
+    expect(() => validateJobOptions(job)).not.toThrow();
+    expect(registrationForm(parseSpec({ every: '1s' }), job)).toEqual(registrationForm(parseSpec({ every: '1s' }), {}));
+    expect(consumerSettings({ parallelism: undefined, retries: undefined, timeoutMs: undefined, backoffMs: undefined, ratePerSecond: undefined, maxPending: undefined })).toEqual(consumerSettings({}));
+    expect(exclusiveArguments('nightly', { atMostFor: 1000, atLeastFor: undefined })).toEqual(exclusiveArguments('nightly', { atMostFor: 1000 }));
+    expect(emitKeyOf({ key: undefined })).toBeUndefined();
   });
 
   it("are the options a Cluster runs with when given none (README, 'Options')", () => {

@@ -38,28 +38,28 @@ export type JobHandler = (ctx: JobContext) => unknown;
 
 export interface JobOptions {
   /** `'one'`: one member runs each slot (default); `'all'`: every member with a handler does. */
-  readonly mode?: AssignMode;
+  readonly mode?: AssignMode | undefined;
   /** A run is aborted (its signal fires) after this long. @default 60000 */
-  readonly timeoutMs?: number;
+  readonly timeoutMs?: number | undefined;
   /** Slots missed while no claim could be made: `'latest'` (default), `'none'`, or all within a window. */
-  readonly catchUp?: 'latest' | 'none' | { readonly windowMs: number; readonly maxSlots: number };
+  readonly catchUp?: 'latest' | 'none' | { readonly windowMs: number; readonly maxSlots: number } | undefined;
   /** A failed or timed-out run is retried this many times, on another member when there is one. @default 0 */
-  readonly retries?: number;
+  readonly retries?: number | undefined;
   /** The first retry waits this long after the failure; each next one twice as long. @default 1000 */
-  readonly retryDelayMs?: number;
+  readonly retryDelayMs?: number | undefined;
   /**
    * What a slot does when it fires while another run of the job is in progress (on any member
    * for mode 'one', on this member for mode 'all'): `'skip'` it (recorded as skipped), `'allow'`
    * both, `'queue'` it until the other ends (at most MAX_QUEUED_RUNS_PER_JOB wait; more are
    * skipped), or `'replace'` the other (its signal fires). Replicated with the job. @default 'skip'
    */
-  readonly overlap?: OverlapPolicy;
+  readonly overlap?: OverlapPolicy | undefined;
   /**
    * When more slots are due on a member than its `maxConcurrent` allows, higher priorities start
    * first (first come first served within a priority; a waiting run gains one level per second
    * waited, so none starves). Local to each member. @default 0
    */
-  readonly priority?: number;
+  readonly priority?: number | undefined;
 }
 
 /** One run of a slot on this member, as reported to `onRun` and kept in history. */
