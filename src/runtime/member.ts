@@ -523,8 +523,7 @@ export class Member {
       // The latest time by which a majority, itself included, had been heard from: the lease
       // counts from it, and keeps counting from it if this member steps down.
       const voters = this.configuration.voters;
-      let peers = 0;
-      for (const id of voters) if (id !== this.#p.self) peers++;
+      const peers = voters.length - (voters.includes(this.#p.self) ? 1 : 0);
       if (this.#peersHeard.length !== peers) this.#peersHeard = new Float64Array(peers);
       const heard = this.#peersHeard;
       let at = 0;

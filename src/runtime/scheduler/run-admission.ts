@@ -1,7 +1,8 @@
 import { RunAbortedError } from '../../errors.js';
 import { decideOverlap, runsInProgress } from '../../scheduler/overlap.js';
 import { MAX_WAITING_RUNS } from '../../scheduler/run-queue.js';
-import { claimKey, type RunInProgress } from '../../scheduler/records.js';
+import { claimKey, type ClaimRecord, type RunInProgress } from '../../scheduler/records.js';
+import type { NodeId } from '../../raft/types.js';
 import { PAUSED_REASON, type SchedulerCommand } from '../../scheduler/command.js';
 import type { Armed } from './armed-claim.js';
 import type { RunPermits } from './run-permits.js';
@@ -120,16 +121,10 @@ export class RunAdmission {
    * its loss.
    */
   waitingElsewhere(armed: Armed): number[] {
-    const o = this.#ctx.options;
-    const state = this.#ctx.state;
-    if (armed.mode !== 'one' || this.#resumedFromMs(armed) !== undefined) return [];
-    const nowMs = o.clock.now();
+    const nowMs = this.#ctx.options.clock.now();
     const out: number[] = [];
-    for (const claim of state.openClaims()) {
-      if (claim.job !== armed.job || claim.slotMs === armed.slotMs || claim.slotMs > nowMs || claim.cancelled?.token === claim.token) continue;
-      const assignee = claim.assignees[0];
-      if (assignee === undefined || assignee === o.self || o.peerConnected?.(assignee) === false) continue;
-      if (claim.starts.get(assignee)?.token === claim.token || claim.outcomes.get(assignee)?.token === claim.token) continue;
+    for (const [claim, assignee] of this.#claimsElsewhere(armed)) {
+      if (claim.slotMs > nowMs || claim.starts.get(assignee)?.token === claim.token || claim.outcomes.get(assignee)?.token === claim.token) continue;
       out.push(claim.slotMs);
     }
     return out;
@@ -149,15 +144,27 @@ export class RunAdmission {
    * knows at once. Reads every open claim: called only when nothing else holds the slot back.
    */
   earlierElsewhere(armed: Armed): boolean {
-    const o = this.#ctx.options;
-    if (armed.mode !== 'one' || this.#resumedFromMs(armed) !== undefined) return false;
-    for (const claim of this.#ctx.state.openClaims()) {
-      if (claim.job !== armed.job || claim.slotMs >= armed.slotMs || claim.cancelled?.token === claim.token) continue;
-      const assignee = claim.assignees[0];
-      if (assignee === undefined || assignee === o.self || o.peerConnected?.(assignee) === false) continue;
-      if (claim.outcomes.get(assignee)?.token !== claim.token) return true;
+    for (const [claim, assignee] of this.#claimsElsewhere(armed)) {
+      if (claim.slotMs < armed.slotMs && claim.outcomes.get(assignee)?.token !== claim.token) return true;
     }
     return false;
+  }
+
+  /**
+   * The open claims of the slot's job (mode 'one') for another member this one is connected to,
+   * not cancelled, but the slot's own, each with its assignee: none for a run this member
+   * resumes after a restart (it already started once). What waitingElsewhere and
+   * earlierElsewhere look through, each for its own slots.
+   */
+  *#claimsElsewhere(armed: Armed): Generator<[ClaimRecord, NodeId]> {
+    const o = this.#ctx.options;
+    if (armed.mode !== 'one' || this.#resumedFromMs(armed) !== undefined) return;
+    for (const claim of this.#ctx.state.openClaims()) {
+      if (claim.job !== armed.job || claim.slotMs === armed.slotMs || claim.cancelled?.token === claim.token) continue;
+      const assignee = claim.assignees[0];
+      if (assignee === undefined || assignee === o.self || o.peerConnected?.(assignee) === false) continue;
+      yield [claim, assignee];
+    }
   }
 
   /** When this member started the slot's run under its token before a restart, per the log (a run it resumes now), or undefined. */
