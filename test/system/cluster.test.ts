@@ -252,13 +252,16 @@ describe('a single-member cluster', () => {
     expect(follower.state().members).toEqual([expect.objectContaining({ id: follower.id, voter: true, lag: 0, peerId: follower.state().peerId })]);
   });
 
-  it('tells the membership changes it replays from its log again after a restart, at the indexes it told them first (README, "Events")', async () => {
+  it('tells the membership changes and version rises it replays from its log again after a restart, at the indexes it told them first (README, "Events")', async () => {
     const addrs: string[] = [];
     for (let i = 0; i < 3; i++) addrs.push(`127.0.0.1:${await freePort()}`);
     const dataDirs = await Promise.all(addrs.map(() => tempDir()));
     const options = { heartbeatMs: 20, electionTimeoutMs: 100 };
     const members = addrs.map((listen, i) => new Cluster(addrs, { ...options, listen, dataDir: dataDirs[i] }));
     started.push(...members);
+    // The cluster version's rises, told as their entries apply, are told again the same way.
+    const activated = members.map(() => [] as Array<{ from: number; to: number; index: number }>);
+    members.forEach((m, i) => m.on('version-activated', (e) => activated[i]!.push(e)));
     await Promise.all(members.map((m) => m.start()));
     // Each member's peer id bound first (a configuration change each; one pending refuses a removal).
     await expect.poll(() => members.every((m) => Object.keys(m.state().configuration.peerIds).length === 3), { timeout: 10_000, interval: 50 }).toBe(true);
@@ -276,9 +279,14 @@ describe('a single-member cluster', () => {
     started.push(again);
     const secondLife: Array<{ id: string; index: number }> = [];
     again.on('member-removed', (e) => secondLife.push(e));
+    const activatedAgain: Array<{ from: number; to: number; index: number }> = [];
+    again.on('version-activated', (e) => activatedAgain.push(e));
     await again.start();
     // Two voters, one of them stopped: the leader stepped down, and the two elect one again.
     await expect.poll(() => secondLife, { timeout: 5_000, interval: 20 }).toEqual(firstLife);
+    const activatedFirst = activated[members.indexOf(follower)]!;
+    expect(activatedFirst.length).toBeGreaterThan(0);
+    expect(activatedAgain.slice(0, activatedFirst.length)).toEqual(activatedFirst);
     expect(again.state().configuration.voters).toEqual([leader.id, follower.id].sort());
   });
 
