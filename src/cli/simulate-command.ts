@@ -6,9 +6,7 @@ import { createInterface } from 'node:readline';
 import type { Command } from 'commander';
 import { parseDurationMs } from '../../simulations/duration.js';
 import { FAULT_ALIASES, FAULT_NAMES, switchesFromNames } from '../../simulations/faults.js';
-import { renderReport, reportInput } from '../../simulations/report/page.js';
-import { simulate, type FaultSwitches, type SimulationResult } from '../../simulations/simulate.js';
-import { MAX_SIM_EMIT_BOUND, MAX_SIM_SEED } from '../../simulations/world.js';
+import type { FaultSwitches, SimulationOptions, SimulationResult } from '../../simulations/simulate.js';
 import { InvalidArgumentError } from '../errors.js';
 import { MAX_MEMBERS } from '../raft/configuration.js';
 import { EXIT, type CliOutput } from './exit-codes.js';
@@ -113,6 +111,8 @@ function swarmSwitches(values: SimulateFlags): { readonly options: Partial<Recor
 }
 
 async function runSimulate(values: SimulateFlags, io: CliOutput, self: { readonly script: string; readonly argv: readonly string[] }): Promise<number> {
+  // The simulator is loaded by the command that runs it: the other commands start without it.
+  const [{ simulate }, { renderReport, reportInput }, { MAX_SIM_EMIT_BOUND, MAX_SIM_SEED }] = await Promise.all([import('../../simulations/simulate.js'), import('../../simulations/report/page.js'), import('../../simulations/world.js')]);
   const members = positiveInt(values.members, '--members', MAX_MEMBERS);
   const durationMs = parseDurationMs(values.duration, '--duration');
   const faults = faultSwitches(values.faults);
@@ -136,7 +136,7 @@ async function runSimulate(values: SimulateFlags, io: CliOutput, self: { readonl
   const replay = (r: SimulationResult): string =>
     `npx cronraft simulate --seed ${r.seed} --members ${members} --duration ${shellWord(values.duration)} --faults ${shellWord(values.faults)}${proposals ? '' : ' --proposals off'}${swarm.flags}${values.maxEmit === undefined ? '' : ` --max-emit ${shellWord(values.maxEmit)}`}${maxConcurrent.maxConcurrent === undefined ? '' : ` --max-concurrent ${maxConcurrent.maxConcurrent}`}`;
   const parallel = Math.min(values.parallel === 'auto' ? availableParallelism() : positiveInt(values.parallel, '--parallel'), count);
-  const results = parallel > 1 ? inProcesses(self, first, count, parallel) : inThisProcess(first, count, { members, durationMs, faults, proposals, ...swarm.options, ...maxEmit, ...maxConcurrent, timeline: values.report !== undefined });
+  const results = parallel > 1 ? inProcesses(self, first, count, parallel) : inThisProcess(simulate, first, count, { members, durationMs, faults, proposals, ...swarm.options, ...maxEmit, ...maxConcurrent, timeline: values.report !== undefined });
   // A sweep prints its results at its end: a long one (npm run sim:soak) says meanwhile how far it is.
   const progressMs = parseDurationMs(values.progress, '--progress');
   let progressAtMs = started;
@@ -173,9 +173,9 @@ async function runSimulate(values: SimulateFlags, io: CliOutput, self: { readonl
   return failed.length > 0 ? EXIT.failed : EXIT.ok;
 }
 
-type Options = Omit<Parameters<typeof simulate>[0], 'seed'>;
+type Options = Omit<SimulationOptions, 'seed'>;
 
-async function* inThisProcess(first: number, count: number, options: Options): AsyncGenerator<SimulationResult> {
+async function* inThisProcess(simulate: (options: SimulationOptions) => Promise<SimulationResult>, first: number, count: number, options: Options): AsyncGenerator<SimulationResult> {
   for (let seed = first; seed < first + count; seed++) yield await simulate({ ...options, seed });
 }
 

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
@@ -197,5 +198,27 @@ describe('cronraft secret', () => {
     expect(secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(b.stdout.trim()).not.toBe(secret);
     expect(checkSecret(secret, 'secret')).toBe(secret);
+  });
+});
+
+describe('cronraft, its start', () => {
+  it('starts without loading the simulator or a member, as the commands that operate a cluster do', async () => {
+    // Each command loaded the whole simulator and library first (about 250 modules, half a
+    // second) though only `simulate` runs it; `simulate`'s options still name the faults and read
+    // durations. A loader hook prints every module the process loads.
+    const dir = mkdtempSync(join(tmpdir(), 'cronraft-modules-'));
+    try {
+      const hooks = join(dir, 'hooks.mjs');
+      writeFileSync(hooks, `export async function load(url, context, next) { if (url.startsWith('file:')) process.stderr.write('loaded ' + url + '\\n'); return next(url, context); }\n`);
+      const register = `data:text/javascript,${encodeURIComponent(`import { register } from 'node:module'; register(${JSON.stringify(pathToFileURL(hooks).href)});`)}`;
+      for (const args of [['secret'], ['status', '--url', 'http://127.0.0.1:9']]) {
+        const r = await run(process.execPath, ['--import', register, cli, ...args], { timeout: 60_000 }).catch((error: unknown) => error as { stderr: string });
+        const loaded = r.stderr.split('\n').filter((line) => line.startsWith('loaded '));
+        expect(loaded.length, args.join(' ')).toBeGreaterThan(0);
+        expect(loaded.filter((line) => /\/simulations\/(?!faults\.js|duration\.js)|\/src\/runtime\/(?!clock-sync\.js)|\/libp2p|\/classic-level\//.test(line)), args.join(' ')).toEqual([]);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
