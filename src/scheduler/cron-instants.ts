@@ -1,4 +1,4 @@
-import { CronExpressionParser, type CronExpression } from 'cron-parser';
+import { CronExpression, CronExpressionParser, type CronFieldCollection } from 'cron-parser';
 import { InvalidArgumentError } from '../errors.js';
 
 /**
@@ -92,6 +92,8 @@ const CHUNK_MS = OFFSET_PROBE_MS * PROBES_PER_CHUNK;
 const MAX_CACHED_CHUNKS = 4096;
 /** Bound on memoized zones. */
 const MAX_CACHED_ZONES = 1024;
+/** Bound on memoized parsed expressions (a member's jobs with cron specs, their count bounded too, share one per expression). */
+const MAX_CACHED_EXPRESSIONS = 4096;
 /**
  * Bound on a zone's offsets and on any change of them (the largest in the tz database are a
  * day: Alaska in 1867, Samoa in 2011). A repeated wall time is repeated within this long of the
@@ -283,8 +285,22 @@ function pieceOf(zone: Zone, policy: DstPolicy, expression: CronExpression, from
   return { offset, maxWall: toMs + offset, minWall, shiftMs };
 }
 
+/**
+ * Each expression's fields as parsed, the same for every call: parsing took many times as long
+ * as the steps from one instant to the next that a plan asks for, at every plan. An expression
+ * is stateful (its current date), so each call gets one of its own over the shared fields, which
+ * it only reads.
+ */
+const parsedFields = new Map<string, CronFieldCollection>();
+
 function parseWalls(fields: CronFields): CronExpression {
-  return CronExpressionParser.parse(fields.expression, { tz: 'UTC', currentDate: new Date(0) });
+  const options = { tz: 'UTC', currentDate: new Date(0) };
+  const known = parsedFields.get(fields.expression);
+  if (known !== undefined) return new CronExpression(known, options);
+  const expression = CronExpressionParser.parse(fields.expression, options);
+  if (parsedFields.size >= MAX_CACHED_EXPRESSIONS) parsedFields.delete(parsedFields.keys().next().value as string);
+  parsedFields.set(fields.expression, expression.fields);
+  return expression;
 }
 
 /**

@@ -1,4 +1,5 @@
-import { describe, expect, it } from 'vitest';
+import { CronExpressionParser } from 'cron-parser';
+import { describe, expect, it, vi } from 'vitest';
 import { InvalidArgumentError } from '../../src/errors.js';
 import { instantsBetween, lastInstantBetween, lastInstantsBetween, parseSpec, specKey } from '../../src/scheduler/spec.js';
 
@@ -67,6 +68,24 @@ describe('job specs', () => {
     const [first, second] = instantsBetween(spec, from, from, from + 2 * 86_400_000, 2);
     expect(new Date(first!).toISOString()).toBe('2026-03-08T07:00:00.000Z');
     expect(new Date(second!).toISOString()).toBe('2026-03-09T06:30:00.000Z');
+  });
+
+  it('parses an expression once for every call that steps through its instants, each call from its own start', () => {
+    const parse = vi.spyOn(CronExpressionParser, 'parse');
+    try {
+      // An expression no other test uses, so that none parsed it before.
+      const spec = parseSpec('7,37 * * * * *');
+      parse.mockClear();
+      const first = instantsBetween(spec, T0, T0, T0 + 60_000, 10);
+      const again = instantsBetween(spec, T0, T0 + 7_000, T0 + 120_000, 10);
+      const back = lastInstantBetween(spec, T0, T0, T0 + 59_000);
+      expect(first).toEqual([T0 + 7_000, T0 + 37_000]);
+      expect(again).toEqual([T0 + 37_000, T0 + 67_000, T0 + 97_000]);
+      expect(back).toBe(T0 + 37_000);
+      expect(parse).toHaveBeenCalledTimes(1);
+    } finally {
+      parse.mockRestore();
+    }
   });
 
   it('bounds what one call computes', () => {
