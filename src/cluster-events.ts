@@ -6,6 +6,7 @@ import type { ApplyResult } from './scheduler/records.js';
 import type { NodeId } from './raft/types.js';
 import type { RunRecord } from './runtime/scheduler/job-types.js';
 import type { Batch, BatchSummary } from './runtime/fanout/batches.js';
+import type { BlockedHandler } from './runtime/blocked-handlers.js';
 
 /** The member a change of the configuration concerns, and the index of its entry. */
 export interface MembershipEventPayload {
@@ -26,6 +27,14 @@ export interface ClusterEvents {
   applied: [{ readonly index: number; readonly term: number; readonly data: Uint8Array }];
   /** A slot ran on this member (its outcome is also recorded in the log). */
   run: [RunRecord];
+  /**
+   * A job's handler (`kind: 'run'`) or a work item's (`kind: 'item'`) held this member's event
+   * loop, before its first await, for `ms`, as long as the member's lease (`leaseMs`, two
+   * election timeouts) or longer: the member answered nothing meanwhile, so its slot may run
+   * again on another member, or its item, under a higher fencing token (README, "Handlers and
+   * the event loop").
+   */
+  blocked: [BlockedHandler];
   /** The cluster version rose (README, "Upgrading"): features of version `to` are on from entry `index`. */
   'version-activated': [{ readonly from: number; readonly to: number; readonly index: number }];
   /**
@@ -104,6 +113,7 @@ const EVENTS: Readonly<Record<keyof ClusterEvents, true>> = {
   role: true,
   applied: true,
   run: true,
+  blocked: true,
   'version-activated': true,
   'member-joined': true,
   'member-promoted': true,

@@ -195,6 +195,7 @@ export async function startMember(ctx: StartContext, parts: MemberParts): Promis
     onClusterApplied: (index, command, result) => {
       if (command.type === 'activate' && result === 'applied') tell('version-activated', { from: command.from, to: command.to, index });
     },
+    onBlocked: (blocked) => tell('blocked', blocked),
     onRun: (run) => {
       tell('run', run);
       if ((run.outcome === 'failed' || run.outcome === 'aborted') && run.retriesLeft === 0) tell('failed', run);

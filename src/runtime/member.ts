@@ -35,6 +35,7 @@ import { leaseMs } from './lease.js';
 import { MemberReach } from './member-reach.js';
 import type { ProposalResult } from './pending-requests.js';
 import type { RunRecord } from './scheduler/job-types.js';
+import type { BlockedHandler } from './blocked-handlers.js';
 import { waitUntil } from './scheduler/handover.js';
 import { SchedulerRuntime, type SchedulerRuntimeOptions } from './scheduler/scheduler-runtime.js';
 import type { Incarnation } from './own-removal.js';
@@ -104,6 +105,8 @@ export interface MemberParts {
   readonly onFatal?: (error: unknown) => void;
   readonly onRunStart?: SchedulerRuntimeOptions['onRunStart'];
   readonly onRun?: (run: RunRecord) => void;
+  /** A handler that held the event loop for this member's lease or longer (blocked-handlers.ts). */
+  readonly onBlocked?: (blocked: BlockedHandler) => void;
   /** Fan-out's events on this member (an item run here failed, a batch emitted here settled). */
   readonly onFanoutEvent?: (event: FanoutEvent) => void;
   /** See RequestOptions.onProposalApplied. */
@@ -283,6 +286,8 @@ export class Member {
     });
     const driver = this.driver;
     this.#reach = new MemberReach({ self: parts.self, driver, configuration, transport: parts.transport, timers: parts.timers, timing: t });
+    const onBlocked = parts.onBlocked;
+    const blocked = onBlocked === undefined ? {} : { blockedHandlers: { leaseMs: leaseMs(t.electionTimeoutMs), tell: onBlocked } };
     this.scheduler = new SchedulerRuntime({
       self: parts.self,
       // Slots fire on the cluster's time (the median of the members' clocks), converted to this
@@ -322,6 +327,7 @@ export class Member {
       maxConcurrent: t.maxConcurrent,
       onRunStart: parts.onRunStart,
       onRun: parts.onRun,
+      ...blocked,
     });
     this.fanoutRuntime = new FanoutRuntime({
       self: parts.self,
@@ -339,6 +345,7 @@ export class Member {
       configured: (id) => configuration.isMember(id),
       lost: (id) => this.#reach.lost(id),
       holdsLease: () => this.holdsLease(),
+      ...blocked,
       onEvent: parts.onFanoutEvent,
       // An emit or a consumer's registration before cluster version 3 waits for it, once, before
       // anything of it is proposed (a run that ended meanwhile then proposes nothing).

@@ -7,6 +7,7 @@ import type { NodeId } from '../../raft/types.js';
 import type { TimerHandle, Timers } from '../../time/clock.js';
 import { driverStopped } from '../driver-options.js';
 import { LEASE_CHECK_MS } from '../lease.js';
+import { tellIfBlocked, type BlockedHandlers } from '../blocked-handlers.js';
 
 /**
  * A member's side of fan-out (issue 19): the topics it consumes, the items leased to it, run
@@ -44,6 +45,8 @@ export interface FanoutConsumerOptions {
   readonly clusterNowMs: () => number;
   /** Whether this member still holds its lease: has heard from a leader lately (Member.holdsLease). */
   readonly holdsLease: () => boolean;
+  /** Where a handler that held the event loop for the member's lease or longer is told of (blocked-handlers.ts). */
+  readonly blockedHandlers?: BlockedHandlers;
 }
 
 /**
@@ -408,11 +411,14 @@ export class FanoutConsumer {
     for (const { run, data, ctx, handler } of calls) {
       if (this.#running.get(run.id) !== run) continue;
       let result: unknown;
+      const calledAt = this.#o.timers.now();
       try {
         result = handler(data, ctx);
       } catch (error) {
         this.#end(run, error ?? 'failed');
         continue;
+      } finally {
+        tellIfBlocked(this.#o.blockedHandlers, this.#o.timers.now() - calledAt, () => ({ kind: 'item', topic: ctx.topic, id: ctx.id }));
       }
       if (result !== null && typeof result === 'object' && typeof (result as PromiseLike<unknown>).then === 'function') {
         Promise.resolve(result).then(
