@@ -1,6 +1,7 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ClusterState } from '../api/state.js';
 import type { RunRecord } from '../runtime/scheduler/job-types.js';
+import type { BlockedHandler } from '../runtime/blocked-handlers.js';
 import { CountedJobs } from './counted-jobs.js';
 import { transportMetrics } from './transport-metrics.js';
 
@@ -40,6 +41,7 @@ export class ClusterMetrics {
   readonly #leaderChanges: Counter;
   readonly #runs: Counter<'job' | 'outcome'>;
   readonly #failuresAfterRetries: Counter<'job'>;
+  readonly #blocked: Counter<'kind'>;
   readonly #lateness: Histogram<'job'>;
   readonly #proposals: Histogram;
   readonly #fsyncs: Histogram;
@@ -164,6 +166,13 @@ export class ClusterMetrics {
       labelNames: ['job'],
       registers,
     });
+    // By kind only, not by job: a job's name is already on its runs, and the event names it.
+    this.#blocked = new Counter({
+      name: 'cronraft_blocked_handlers_total',
+      help: "Handlers that held this member's event loop, before their first await, for its lease or longer (the 'blocked' event): their slots or items may have run again elsewhere.",
+      labelNames: ['kind'],
+      registers,
+    });
     this.#lateness = new Histogram({
       name: 'cronraft_job_slot_lateness_seconds',
       help: "How long after its slot's instant a run started on this member.",
@@ -209,6 +218,11 @@ export class ClusterMetrics {
     this.#runs.inc({ job: run.job, outcome: run.outcome });
     if (FAILURES.has(run.outcome) && run.retriesLeft === 0) this.#failuresAfterRetries.inc({ job: run.job });
     this.#lateness.observe({ job: run.job }, Math.max(0, run.startedAtMs - run.slotMs) / 1000);
+  }
+
+  /** A handler held this member's event loop for its lease or longer. */
+  blockedHandler(blocked: BlockedHandler): void {
+    this.#blocked.inc({ kind: blocked.kind });
   }
 
   /** A proposal of this member was applied here `durationMs` after it was made. */

@@ -86,11 +86,14 @@ describe('ClusterMetrics', () => {
     expect(await runs()).toEqual(names.map((_, i) => (i % 2 === 0 ? 1 : undefined)));
   });
 
-  it('counts runs by outcome, a failure after retries only on the last try, and lateness from the slot', async () => {
+  it('counts runs by outcome, a failure after retries only on the last try, lateness from the slot, and handlers that blocked the loop by kind', async () => {
     const metrics = new ClusterMetrics({ state: () => stateWith([], [job('j', 0, 0)]) });
     metrics.runEnded(run({ outcome: 'failed', retriesLeft: 1 }));
     metrics.runEnded(run({ outcome: 'aborted', attempt: 2, retriesLeft: 0, startedAtMs: 3000 }));
     metrics.runEnded(run({ outcome: 'interrupted', retriesLeft: 0 }));
+    metrics.blockedHandler({ kind: 'run', job: 'j', slot: new Date(0), ms: 600, leaseMs: 500 });
+    metrics.blockedHandler({ kind: 'item', topic: 't', id: 1, ms: 700, leaseMs: 500 });
+    metrics.blockedHandler({ kind: 'item', topic: 't', id: 2, ms: 800, leaseMs: 500 });
     metrics.leaderSeen('a', 1);
     metrics.leaderSeen(null, 1);
     // The same leader in the same term, after a moment of none, is no change.
@@ -105,5 +108,7 @@ describe('ClusterMetrics', () => {
     expect(valueOf(samples, 'cronraft_job_slot_lateness_seconds_sum', { job: 'j' })).toBeCloseTo(0.25 + 2 + 0.25);
     expect(valueOf(samples, 'cronraft_job_slot_lateness_seconds_bucket', { job: 'j', le: '0.25' })).toBe(2);
     expect(valueOf(samples, 'cronraft_leader_changes_total')).toBe(3);
+    expect(valueOf(samples, 'cronraft_blocked_handlers_total', { kind: 'run' })).toBe(1);
+    expect(valueOf(samples, 'cronraft_blocked_handlers_total', { kind: 'item' })).toBe(2);
   });
 });

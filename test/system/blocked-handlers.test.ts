@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Cluster, type BlockedHandler } from '../../src/index.js';
 import { FANOUT_VERSION } from '../../src/version/versions.js';
+import { parseSamples, valueOf } from '../fixtures/prometheus-text.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
@@ -24,8 +25,8 @@ function holdLoop(ms: number): void {
  * member telling its run succeeded. Nothing said why. The member now tells `blocked`.
  */
 describe("a handler that holds the member's event loop for its lease", () => {
-  it("is told as 'blocked', for a job's run and for a work item, with how long it held the loop; a handler that awaits at once is not", async () => {
-    const member = new Cluster([], { storage: 'memory', electionTimeoutMs: ELECTION_TIMEOUT_MS });
+  it("is told as 'blocked', for a job's run and for a work item, with how long it held the loop, and counted at /metrics; a handler that awaits at once is not", async () => {
+    const member = new Cluster([], { storage: 'memory', electionTimeoutMs: ELECTION_TIMEOUT_MS, http: { listen: '127.0.0.1:0' } });
     cleanups.push(() => member.stop());
     const blocked: BlockedHandler[] = [];
     member.on('blocked', (b) => blocked.push(b));
@@ -57,5 +58,8 @@ describe("a handler that holds the member's event loop for its lease", () => {
     expect(blocked[1]).toEqual({ kind: 'item', topic: 'rows', id: items[0], ms: expect.any(Number) as number, leaseMs: LEASE_MS });
     expect(blocked[1]?.ms).toBeGreaterThanOrEqual(LEASE_MS + 50);
     expect(light).toBe(1);
+    // And counted by kind at /metrics, for an alert (examples/alerts.yml).
+    const samples = parseSamples(await (await fetch(`http://${member.httpAddress}/metrics`)).text());
+    expect([valueOf(samples, 'cronraft_blocked_handlers_total', { kind: 'run' }), valueOf(samples, 'cronraft_blocked_handlers_total', { kind: 'item' })]).toEqual([1, 1]);
   });
 });
