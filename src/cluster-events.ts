@@ -30,9 +30,10 @@ export interface ClusterEvents {
   /**
    * A job's handler (`kind: 'run'`) or a work item's (`kind: 'item'`) held this member's event
    * loop, before its first await, for `ms`, as long as the member's lease (`leaseMs`, two
-   * election timeouts) or longer: the member answered nothing meanwhile, so its slot may run
-   * again on another member, or its item, under a higher fencing token (README, "Handlers and
-   * the event loop").
+   * election timeouts) or longer, or something else did (`kind: 'loop'`: work after an await, the
+   * app's own, a long GC pause, a stopped process): the member answered nothing meanwhile, so its
+   * slots may run again on other members, or its items, under higher fencing tokens (README,
+   * "Handlers and the event loop").
    */
   blocked: [BlockedHandler];
   /** The cluster version rose (README, "Upgrading"): features of version `to` are on from entry `index`. */

@@ -169,7 +169,7 @@ export class ClusterMetrics {
     // By kind only, not by job: a job's name is already on its runs, and the event names it.
     this.#blocked = new Counter({
       name: 'cronraft_blocked_handlers_total',
-      help: "Handlers that held this member's event loop, before their first await, for its lease or longer (the 'blocked' event): their slots or items may have run again elsewhere.",
+      help: "Times this member's event loop was held for its lease or longer (the 'blocked' event), by a job's handler before its first await (run), a work item's (item) or anything else (loop): its slots or items may have run again elsewhere.",
       labelNames: ['kind'],
       registers,
     });
@@ -220,7 +220,7 @@ export class ClusterMetrics {
     this.#lateness.observe({ job: run.job }, Math.max(0, run.startedAtMs - run.slotMs) / 1000);
   }
 
-  /** A handler held this member's event loop for its lease or longer. */
+  /** This member's event loop was held for its lease or longer. */
   blockedHandler(blocked: BlockedHandler): void {
     this.#blocked.inc({ kind: blocked.kind });
   }

@@ -1,30 +1,54 @@
 /**
- * A handler whose synchronous part, up to its first await, held this member's event loop for
- * as long as the member's lease or longer. Meanwhile the member answered nothing, so the leader
- * may have counted it lost and moved the slot (or leased the item) to another member, where it
- * runs again under a higher fencing token, while the run here went on to its end: a slot run on
- * two members, each told as succeeded on its own. Cluster's `blocked` event tells it, so that an
- * app sees why (README, "Handlers and the event loop").
+ * This member's event loop held for as long as its lease or longer: meanwhile the member
+ * answered nothing, so the leader may have counted it lost and moved its slots (or leased its
+ * items) to other members, where they run again under higher fencing tokens, while the runs here
+ * went on to their ends: a slot run on two members, each told as succeeded on its own. Cluster's
+ * `blocked` event tells it, so that an app sees why (README, "Handlers and the event loop"):
+ * `run` and `item`, a job's or a work item's handler that held the loop before its first await;
+ * `loop`, anything else that did (synchronous work after an await, the app's own, a long GC
+ * pause, a stopped process), seen as the member's next tick came that late.
  */
 export type BlockedHandler =
   | { readonly kind: 'run'; readonly job: string; readonly slot: Date; readonly ms: number; readonly leaseMs: number }
-  | { readonly kind: 'item'; readonly topic: string; readonly id: number; readonly ms: number; readonly leaseMs: number };
+  | { readonly kind: 'item'; readonly topic: string; readonly id: number; readonly ms: number; readonly leaseMs: number }
+  | { readonly kind: 'loop'; readonly ms: number; readonly leaseMs: number };
 
-/** Where a member tells of its blocked handlers, and the lease they are held against. */
-export interface BlockedHandlers {
+type Held = { readonly kind: 'run'; readonly job: string; readonly slot: Date } | { readonly kind: 'item'; readonly topic: string; readonly id: number };
+
+/** Tells of the times a member's loop held past its lease, each once. */
+export class BlockedHandlers {
   readonly leaseMs: number;
-  readonly tell: (blocked: BlockedHandler) => void;
-}
+  readonly #tell: (blocked: BlockedHandler) => void;
+  /** The holds of handlers told since the member's last tick: a late tick tells the rest of its lateness only. */
+  #toldSinceTickMs = 0;
 
-/**
- * Tells `watch` of a handler that held the loop for `heldMs` when that is its lease or more;
- * `what` names the handler's run. A listener's error is the app's, and ends no run.
- */
-export function tellIfBlocked(watch: BlockedHandlers | undefined, heldMs: number, what: () => { readonly kind: 'run'; readonly job: string; readonly slot: Date } | { readonly kind: 'item'; readonly topic: string; readonly id: number }): void {
-  if (watch === undefined || heldMs < watch.leaseMs) return;
-  try {
-    watch.tell({ ...what(), ms: heldMs, leaseMs: watch.leaseMs });
-  } catch {
-    // As for the run event's listeners: the run's outcome must still be recorded.
+  constructor(leaseMs: number, tell: (blocked: BlockedHandler) => void) {
+    this.leaseMs = leaseMs;
+    this.#tell = tell;
+  }
+
+  /** A handler's synchronous start, up to its first await, held the loop for `heldMs`; `what` names its run. */
+  handler(heldMs: number, what: () => Held): void {
+    if (heldMs < this.leaseMs) return;
+    this.#toldSinceTickMs += heldMs;
+    this.#told({ ...what(), ms: heldMs, leaseMs: this.leaseMs });
+  }
+
+  /**
+   * The member's tick came `lateMs` after it was due: what the handlers told since the last tick
+   * held is theirs, and the rest, if as long as the lease, the loop's.
+   */
+  tickLate(lateMs: number): void {
+    const rest = lateMs - this.#toldSinceTickMs;
+    this.#toldSinceTickMs = 0;
+    if (rest >= this.leaseMs) this.#told({ kind: 'loop', ms: rest, leaseMs: this.leaseMs });
+  }
+
+  #told(blocked: BlockedHandler): void {
+    try {
+      this.#tell(blocked);
+    } catch {
+      // As for the run event's listeners: the run's outcome must still be recorded.
+    }
   }
 }

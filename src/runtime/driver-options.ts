@@ -48,6 +48,8 @@ export interface DriverOptions extends RequestOptions {
    * a silence the message ends can still be seen (the member's lease, member.ts).
    */
   readonly beforeContact?: () => void;
+  /** A tick came `lateMs` after it was due: the event loop stood still that long (blocked-handlers.ts). */
+  readonly onTickLate?: (lateMs: number) => void;
   readonly onApplied?: (entry: Entry) => void;
   /**
    * Called on the leader with the indexes of the entries appended to its log since the last call

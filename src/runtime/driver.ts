@@ -366,8 +366,10 @@ export class RaftDriver {
   }
 
   #scheduleTick(): void {
+    const dueAt = this.#o.timers.now() + this.#o.tickMs;
     this.#tickHandle = this.#o.timers.setTimeout(() => {
       if (!this.#running) return;
+      this.#o.onTickLate?.(this.#o.timers.now() - dueAt);
       this.#contact.tick();
       try {
         this.#node.tick();

@@ -35,7 +35,7 @@ import { leaseMs } from './lease.js';
 import { MemberReach } from './member-reach.js';
 import type { ProposalResult } from './pending-requests.js';
 import type { RunRecord } from './scheduler/job-types.js';
-import type { BlockedHandler } from './blocked-handlers.js';
+import { BlockedHandlers, type BlockedHandler } from './blocked-handlers.js';
 import { waitUntil } from './scheduler/handover.js';
 import { SchedulerRuntime, type SchedulerRuntimeOptions } from './scheduler/scheduler-runtime.js';
 import type { Incarnation } from './own-removal.js';
@@ -181,6 +181,8 @@ export class Member {
   readonly fanout = new FanoutState();
   /** Fan-out's delivery (on the leader) and consumption (here), which the Cluster exposes (cluster-fanout.ts). */
   readonly fanoutRuntime: FanoutRuntime;
+  /** Tells of the times this member's loop held past its lease (blocked-handlers.ts); null when nobody listens (the simulator). */
+  readonly #blocked: BlockedHandlers | null;
 
   constructor(parts: MemberParts) {
     this.#p = parts;
@@ -190,6 +192,7 @@ export class Member {
     this.#appliedConf = parts.node.configuration;
     this.versions = new ClusterVersionState(parts.versions ?? SUPPORTED, (id) => isMember(this.#appliedConf, id));
     this.versionWaits = new VersionWaits({ versions: this.versions, members: () => configuration.members, timers: parts.timers, timeoutMs: t.requestTimeoutMs });
+    this.#blocked = parts.onBlocked === undefined ? null : new BlockedHandlers(leaseMs(t.electionTimeoutMs), parts.onBlocked);
     const stateMachine = memberStateMachine(
       () => this.scheduler,
       this.versions,
@@ -213,8 +216,10 @@ export class Member {
       },
       this.fanout,
     );
+    const blockedHandlers = this.#blocked;
     this.driver = new RaftDriver({
       node: parts.node,
+      ...(blockedHandlers === null ? {} : { onTickLate: (lateMs: number) => blockedHandlers.tickLate(lateMs) }),
       ...(parts.incarnation === undefined ? {} : { incarnation: parts.incarnation }),
       storage: parts.storage,
       transport: parts.transport,
@@ -286,8 +291,7 @@ export class Member {
     });
     const driver = this.driver;
     this.#reach = new MemberReach({ self: parts.self, driver, configuration, transport: parts.transport, timers: parts.timers, timing: t });
-    const onBlocked = parts.onBlocked;
-    const blocked = onBlocked === undefined ? {} : { blockedHandlers: { leaseMs: leaseMs(t.electionTimeoutMs), tell: onBlocked } };
+    const blocked = this.#blocked === null ? {} : { blockedHandlers: this.#blocked };
     this.scheduler = new SchedulerRuntime({
       self: parts.self,
       // Slots fire on the cluster's time (the median of the members' clocks), converted to this

@@ -25,7 +25,7 @@ function holdLoop(ms: number): void {
  * member telling its run succeeded. Nothing said why. The member now tells `blocked`.
  */
 describe("a handler that holds the member's event loop for its lease", () => {
-  it("is told as 'blocked', for a job's run and for a work item, with how long it held the loop, and counted at /metrics; a handler that awaits at once is not", async () => {
+  it("is told as 'blocked', for a job's run and for a work item, with how long it held the loop, once each, and so is work after an await, as the loop's; counted at /metrics; a handler that awaits at once is not", async () => {
     const member = new Cluster([], { storage: 'memory', electionTimeoutMs: ELECTION_TIMEOUT_MS, http: { listen: '127.0.0.1:0' } });
     cleanups.push(() => member.stop());
     const blocked: BlockedHandler[] = [];
@@ -33,6 +33,10 @@ describe("a handler that holds the member's event loop for its lease", () => {
     const slots: Date[] = [];
     member.schedule('heavy', { every: '1h' }, (ctx) => {
       slots.push(ctx.slot);
+      holdLoop(LEASE_MS + 50);
+    });
+    member.schedule('heavy-later', { every: '1h' }, async () => {
+      await Promise.resolve();
       holdLoop(LEASE_MS + 50);
     });
     let light = 0;
@@ -57,9 +61,15 @@ describe("a handler that holds the member's event loop for its lease", () => {
     await expect.poll(() => blocked.length, { timeout: 15_000, interval: 20 }).toBe(2);
     expect(blocked[1]).toEqual({ kind: 'item', topic: 'rows', id: items[0], ms: expect.any(Number) as number, leaseMs: LEASE_MS });
     expect(blocked[1]?.ms).toBeGreaterThanOrEqual(LEASE_MS + 50);
+    // Work after the first await holds the loop the same way: the member's next tick comes that
+    // late, and tells it as the loop's (the holds above were told once each, not again so).
+    await member.trigger('heavy-later');
+    await expect.poll(() => blocked.length, { timeout: 15_000, interval: 20 }).toBe(3);
+    expect(blocked[2]).toEqual({ kind: 'loop', ms: expect.any(Number) as number, leaseMs: LEASE_MS });
+    expect(blocked[2]?.ms).toBeGreaterThanOrEqual(LEASE_MS);
     expect(light).toBe(1);
     // And counted by kind at /metrics, for an alert (examples/alerts.yml).
     const samples = parseSamples(await (await fetch(`http://${member.httpAddress}/metrics`)).text());
-    expect([valueOf(samples, 'cronraft_blocked_handlers_total', { kind: 'run' }), valueOf(samples, 'cronraft_blocked_handlers_total', { kind: 'item' })]).toEqual([1, 1]);
+    expect(['run', 'item', 'loop'].map((kind) => valueOf(samples, 'cronraft_blocked_handlers_total', { kind }))).toEqual([1, 1, 1]);
   });
 });

@@ -7,7 +7,7 @@ import type { NodeId } from '../../raft/types.js';
 import type { TimerHandle, Timers } from '../../time/clock.js';
 import { driverStopped } from '../driver-options.js';
 import { LEASE_CHECK_MS } from '../lease.js';
-import { tellIfBlocked, type BlockedHandlers } from '../blocked-handlers.js';
+import type { BlockedHandlers } from '../blocked-handlers.js';
 
 /**
  * A member's side of fan-out (issue 19): the topics it consumes, the items leased to it, run
@@ -418,7 +418,7 @@ export class FanoutConsumer {
         this.#end(run, error ?? 'failed');
         continue;
       } finally {
-        tellIfBlocked(this.#o.blockedHandlers, this.#o.timers.now() - calledAt, () => ({ kind: 'item', topic: ctx.topic, id: ctx.id }));
+        this.#o.blockedHandlers?.handler(this.#o.timers.now() - calledAt, () => ({ kind: 'item', topic: ctx.topic, id: ctx.id }));
       }
       if (result !== null && typeof result === 'object' && typeof (result as PromiseLike<unknown>).then === 'function') {
         Promise.resolve(result).then(

@@ -1,7 +1,6 @@
 import { NotRunningError, RunAbortedError, thrownMessage } from '../../errors.js';
 import { claimKey, retriesLeft, type ClaimRecord } from '../../scheduler/records.js';
 import type { RunOutcome } from '../../scheduler/command.js';
-import { tellIfBlocked } from '../blocked-handlers.js';
 import { emitKeyOf } from '../../fanout/items.js';
 import { isReason, NO_LEASE_AT_INSTANT, type Armed } from './armed-claim.js';
 import type { JobContext, RunRecord } from './job-types.js';
@@ -63,7 +62,7 @@ export class RunExecution {
       };
       const calledAt = o.timers.now();
       const handled = (async () => job.handler({ job: claim.job, slot: new Date(claim.slotMs), fencingToken: claim.token, attempt: claim.attempt, signal: abort.signal, emit }))();
-      tellIfBlocked(o.blockedHandlers, o.timers.now() - calledAt, () => ({ kind: 'run', job: claim.job, slot: new Date(claim.slotMs) }));
+      o.blockedHandlers?.handler(o.timers.now() - calledAt, () => ({ kind: 'run', job: claim.job, slot: new Date(claim.slotMs) }));
       try {
         o.onRunStart?.({ job: claim.job, slotMs: claim.slotMs, fencingToken: claim.token, member: o.self, startedAtMs, waited: armed.waited });
       } catch {

@@ -114,7 +114,7 @@ export interface SchedulerRuntimeOptions {
   readonly onRunStart?: (run: Pick<RunRecord, 'job' | 'slotMs' | 'fencingToken' | 'member' | 'startedAtMs'> & { readonly waited: boolean }) => void;
   readonly onRun?: (run: RunRecord) => void;
   /** Where a handler that held the event loop for the member's lease or longer is told of (blocked-handlers.ts). */
-  readonly blockedHandlers?: BlockedHandlers;
+  readonly blockedHandlers?: BlockedHandlers | undefined;
 }
 
 /**
