@@ -6,7 +6,7 @@ import type { ApplyResult } from './scheduler/records.js';
 import type { NodeId } from './raft/types.js';
 import type { RunRecord } from './runtime/scheduler/job-types.js';
 import type { Batch, BatchSummary } from './runtime/fanout/batches.js';
-import type { BlockedHandler } from './runtime/blocked-handlers.js';
+import type { LoopBlocked } from './runtime/loop-blocks.js';
 
 /** The member a change of the configuration concerns, and the index of its entry. */
 export interface MembershipEventPayload {
@@ -35,7 +35,7 @@ export interface ClusterEvents {
    * slots may run again on other members, or its items, under higher fencing tokens (README,
    * "Handlers and the event loop").
    */
-  blocked: [BlockedHandler];
+  blocked: [LoopBlocked];
   /** The cluster version rose (README, "Upgrading"): features of version `to` are on from entry `index`. */
   'version-activated': [{ readonly from: number; readonly to: number; readonly index: number }];
   /**

@@ -56,7 +56,7 @@ export {
   ListenError,
 } from './errors.js';
 export type { JobContext, JobHandler, JobOptions, RunRecord } from './runtime/scheduler/job-types.js';
-export type { BlockedHandler } from './runtime/blocked-handlers.js';
+export type { LoopBlocked } from './runtime/loop-blocks.js';
 export type { SpecInput, DstPolicyInput } from './scheduler/spec.js';
 export type { Clock, Timers } from './time/clock.js';
 export { SeededRandom, type Random } from './time/random.js';

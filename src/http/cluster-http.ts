@@ -30,7 +30,7 @@ export class ClusterHttp {
     this.metrics = new ClusterMetrics(cluster);
     cluster.on('leader', ({ leader, term }) => this.metrics.leaderSeen(leader, term));
     cluster.on('run', (run) => this.metrics.runEnded(run));
-    cluster.on('blocked', (blocked) => this.metrics.blockedHandler(blocked));
+    cluster.on('blocked', (blocked) => this.metrics.loopBlocked(blocked));
     const metrics = this.metrics;
     const json = new StateJson();
     this.#warmer = new StateWarmer(jobs, json);

@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ClusterState } from '../api/state.js';
 import type { RunRecord } from '../runtime/scheduler/job-types.js';
-import type { BlockedHandler } from '../runtime/blocked-handlers.js';
+import type { LoopBlocked } from '../runtime/loop-blocks.js';
 import { CountedJobs } from './counted-jobs.js';
 import { transportMetrics } from './transport-metrics.js';
 
@@ -168,11 +168,14 @@ export class ClusterMetrics {
     });
     // By kind only, not by job: a job's name is already on its runs, and the event names it.
     this.#blocked = new Counter({
-      name: 'cronraft_blocked_handlers_total',
+      name: 'cronraft_event_loop_blocked_total',
       help: "Times this member's event loop was held for its lease or longer (the 'blocked' event), by a job's handler before its first await (run), a work item's (item) or anything else (loop): its slots or items may have run again elsewhere.",
       labelNames: ['kind'],
       registers,
     });
+    // Each kind from 0: a series that first appears at 1 shows no increase, and the alert on the
+    // first hold of a member's life (examples/alerts.yml) would wait for a second.
+    for (const kind of ['run', 'item', 'loop'] as const) this.#blocked.inc({ kind }, 0);
     this.#lateness = new Histogram({
       name: 'cronraft_job_slot_lateness_seconds',
       help: "How long after its slot's instant a run started on this member.",
@@ -221,7 +224,7 @@ export class ClusterMetrics {
   }
 
   /** This member's event loop was held for its lease or longer. */
-  blockedHandler(blocked: BlockedHandler): void {
+  loopBlocked(blocked: LoopBlocked): void {
     this.#blocked.inc({ kind: blocked.kind });
   }
 

@@ -48,7 +48,7 @@ export interface DriverOptions extends RequestOptions {
    * a silence the message ends can still be seen (the member's lease, member.ts).
    */
   readonly beforeContact?: () => void;
-  /** A tick came `lateMs` after it was due: the event loop stood still that long (blocked-handlers.ts). */
+  /** A tick came `lateMs` after it was due: the event loop stood still that long (loop-blocks.ts). */
   readonly onTickLate?: (lateMs: number) => void;
   readonly onApplied?: (entry: Entry) => void;
   /**

@@ -369,7 +369,7 @@ export class RaftDriver {
     const dueAt = this.#o.timers.now() + this.#o.tickMs;
     this.#tickHandle = this.#o.timers.setTimeout(() => {
       if (!this.#running) return;
-      this.#o.onTickLate?.(this.#o.timers.now() - dueAt);
+      const lateMs = this.#o.timers.now() - dueAt;
       this.#contact.tick();
       try {
         this.#node.tick();
@@ -381,6 +381,8 @@ export class RaftDriver {
       this.#expire();
       this.#kick();
       this.#scheduleTick();
+      // Last: what it tells reaches the app's listeners, which may stop this member.
+      this.#o.onTickLate?.(lateMs);
     }, this.#o.tickMs);
   }
 

@@ -35,7 +35,7 @@ import { leaseMs } from './lease.js';
 import { MemberReach } from './member-reach.js';
 import type { ProposalResult } from './pending-requests.js';
 import type { RunRecord } from './scheduler/job-types.js';
-import { BlockedHandlers, type BlockedHandler } from './blocked-handlers.js';
+import { LoopBlocks, type LoopBlocked } from './loop-blocks.js';
 import { waitUntil } from './scheduler/handover.js';
 import { SchedulerRuntime, type SchedulerRuntimeOptions } from './scheduler/scheduler-runtime.js';
 import type { Incarnation } from './own-removal.js';
@@ -105,8 +105,8 @@ export interface MemberParts {
   readonly onFatal?: (error: unknown) => void;
   readonly onRunStart?: SchedulerRuntimeOptions['onRunStart'];
   readonly onRun?: (run: RunRecord) => void;
-  /** A handler that held the event loop for this member's lease or longer (blocked-handlers.ts). */
-  readonly onBlocked?: (blocked: BlockedHandler) => void;
+  /** A handler that held the event loop for this member's lease or longer (loop-blocks.ts). */
+  readonly onBlocked?: (blocked: LoopBlocked) => void;
   /** Fan-out's events on this member (an item run here failed, a batch emitted here settled). */
   readonly onFanoutEvent?: (event: FanoutEvent) => void;
   /** See RequestOptions.onProposalApplied. */
@@ -181,8 +181,8 @@ export class Member {
   readonly fanout = new FanoutState();
   /** Fan-out's delivery (on the leader) and consumption (here), which the Cluster exposes (cluster-fanout.ts). */
   readonly fanoutRuntime: FanoutRuntime;
-  /** Tells of the times this member's loop held past its lease (blocked-handlers.ts); null when nobody listens (the simulator). */
-  readonly #blocked: BlockedHandlers | null;
+  /** Tells of the times this member's loop held past its lease (loop-blocks.ts); null when nobody listens (the simulator). */
+  readonly #blocked: LoopBlocks | null;
 
   constructor(parts: MemberParts) {
     this.#p = parts;
@@ -192,7 +192,7 @@ export class Member {
     this.#appliedConf = parts.node.configuration;
     this.versions = new ClusterVersionState(parts.versions ?? SUPPORTED, (id) => isMember(this.#appliedConf, id));
     this.versionWaits = new VersionWaits({ versions: this.versions, members: () => configuration.members, timers: parts.timers, timeoutMs: t.requestTimeoutMs });
-    this.#blocked = parts.onBlocked === undefined ? null : new BlockedHandlers(leaseMs(t.electionTimeoutMs), parts.onBlocked);
+    this.#blocked = parts.onBlocked === undefined ? null : new LoopBlocks(leaseMs(t.electionTimeoutMs), parts.onBlocked);
     const stateMachine = memberStateMachine(
       () => this.scheduler,
       this.versions,
@@ -216,10 +216,10 @@ export class Member {
       },
       this.fanout,
     );
-    const blockedHandlers = this.#blocked;
+    const loopBlocks = this.#blocked;
     this.driver = new RaftDriver({
       node: parts.node,
-      ...(blockedHandlers === null ? {} : { onTickLate: (lateMs: number) => blockedHandlers.tickLate(lateMs) }),
+      ...(loopBlocks === null ? {} : { onTickLate: (lateMs: number) => loopBlocks.tickLate(lateMs) }),
       ...(parts.incarnation === undefined ? {} : { incarnation: parts.incarnation }),
       storage: parts.storage,
       transport: parts.transport,
@@ -291,7 +291,7 @@ export class Member {
     });
     const driver = this.driver;
     this.#reach = new MemberReach({ self: parts.self, driver, configuration, transport: parts.transport, timers: parts.timers, timing: t });
-    const blocked = this.#blocked === null ? {} : { blockedHandlers: this.#blocked };
+    const blocked = this.#blocked === null ? {} : { loopBlocks: this.#blocked };
     this.scheduler = new SchedulerRuntime({
       self: parts.self,
       // Slots fire on the cluster's time (the median of the members' clocks), converted to this

@@ -91,9 +91,9 @@ describe('ClusterMetrics', () => {
     metrics.runEnded(run({ outcome: 'failed', retriesLeft: 1 }));
     metrics.runEnded(run({ outcome: 'aborted', attempt: 2, retriesLeft: 0, startedAtMs: 3000 }));
     metrics.runEnded(run({ outcome: 'interrupted', retriesLeft: 0 }));
-    metrics.blockedHandler({ kind: 'run', job: 'j', slot: new Date(0), ms: 600, leaseMs: 500 });
-    metrics.blockedHandler({ kind: 'item', topic: 't', id: 1, ms: 700, leaseMs: 500 });
-    metrics.blockedHandler({ kind: 'item', topic: 't', id: 2, ms: 800, leaseMs: 500 });
+    metrics.loopBlocked({ kind: 'run', job: 'j', slot: new Date(0), fencingToken: 3, ms: 600, leaseMs: 500 });
+    metrics.loopBlocked({ kind: 'item', topic: 't', id: 1, fencingToken: 4, ms: 700, leaseMs: 500 });
+    metrics.loopBlocked({ kind: 'item', topic: 't', id: 2, fencingToken: 5, ms: 800, leaseMs: 500 });
     metrics.leaderSeen('a', 1);
     metrics.leaderSeen(null, 1);
     // The same leader in the same term, after a moment of none, is no change.
@@ -108,7 +108,9 @@ describe('ClusterMetrics', () => {
     expect(valueOf(samples, 'cronraft_job_slot_lateness_seconds_sum', { job: 'j' })).toBeCloseTo(0.25 + 2 + 0.25);
     expect(valueOf(samples, 'cronraft_job_slot_lateness_seconds_bucket', { job: 'j', le: '0.25' })).toBe(2);
     expect(valueOf(samples, 'cronraft_leader_changes_total')).toBe(3);
-    expect(valueOf(samples, 'cronraft_blocked_handlers_total', { kind: 'run' })).toBe(1);
-    expect(valueOf(samples, 'cronraft_blocked_handlers_total', { kind: 'item' })).toBe(2);
+    expect(valueOf(samples, 'cronraft_event_loop_blocked_total', { kind: 'run' })).toBe(1);
+    expect(valueOf(samples, 'cronraft_event_loop_blocked_total', { kind: 'item' })).toBe(2);
+    // A kind never told is there at 0, so that an alert on its increase sees the first one.
+    expect(valueOf(samples, 'cronraft_event_loop_blocked_total', { kind: 'loop' })).toBe(0);
   });
 });

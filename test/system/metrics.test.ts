@@ -54,7 +54,7 @@ const EXPECTED: ReadonlyArray<[string, string]> = [
   ['cronraft_job_missed_slots_total', 'counter'],
   ['cronraft_job_skipped_slots_total', 'counter'],
   ['cronraft_job_slot_lateness_seconds', 'histogram'],
-  ['cronraft_blocked_handlers_total', 'counter'],
+  ['cronraft_event_loop_blocked_total', 'counter'],
   ['cronraft_proposal_duration_seconds', 'histogram'],
   ['cronraft_fsync_duration_seconds', 'histogram'],
   ['cronraft_topic_items', 'gauge'],

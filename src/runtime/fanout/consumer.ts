@@ -7,7 +7,7 @@ import type { NodeId } from '../../raft/types.js';
 import type { TimerHandle, Timers } from '../../time/clock.js';
 import { driverStopped } from '../driver-options.js';
 import { LEASE_CHECK_MS } from '../lease.js';
-import type { BlockedHandlers } from '../blocked-handlers.js';
+import type { LoopBlocks } from '../loop-blocks.js';
 
 /**
  * A member's side of fan-out (issue 19): the topics it consumes, the items leased to it, run
@@ -45,8 +45,8 @@ export interface FanoutConsumerOptions {
   readonly clusterNowMs: () => number;
   /** Whether this member still holds its lease: has heard from a leader lately (Member.holdsLease). */
   readonly holdsLease: () => boolean;
-  /** Where a handler that held the event loop for the member's lease or longer is told of (blocked-handlers.ts). */
-  readonly blockedHandlers?: BlockedHandlers;
+  /** Where a handler that held the event loop for the member's lease or longer is told of (loop-blocks.ts). */
+  readonly loopBlocks?: LoopBlocks;
 }
 
 /**
@@ -418,7 +418,7 @@ export class FanoutConsumer {
         this.#end(run, error ?? 'failed');
         continue;
       } finally {
-        this.#o.blockedHandlers?.handler(this.#o.timers.now() - calledAt, () => ({ kind: 'item', topic: ctx.topic, id: ctx.id }));
+        this.#o.loopBlocks?.handler(this.#o.timers.now() - calledAt, () => ({ kind: 'item', topic: ctx.topic, id: ctx.id, fencingToken: ctx.fencingToken }));
       }
       if (result !== null && typeof result === 'object' && typeof (result as PromiseLike<unknown>).then === 'function') {
         Promise.resolve(result).then(

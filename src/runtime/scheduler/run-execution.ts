@@ -62,7 +62,7 @@ export class RunExecution {
       };
       const calledAt = o.timers.now();
       const handled = (async () => job.handler({ job: claim.job, slot: new Date(claim.slotMs), fencingToken: claim.token, attempt: claim.attempt, signal: abort.signal, emit }))();
-      o.blockedHandlers?.handler(o.timers.now() - calledAt, () => ({ kind: 'run', job: claim.job, slot: new Date(claim.slotMs) }));
+      o.loopBlocks?.handler(o.timers.now() - calledAt, () => ({ kind: 'run', job: claim.job, slot: new Date(claim.slotMs), fencingToken: claim.token }));
       try {
         o.onRunStart?.({ job: claim.job, slotMs: claim.slotMs, fencingToken: claim.token, member: o.self, startedAtMs, waited: armed.waited });
       } catch {

@@ -6,7 +6,7 @@ import { SchedulerState } from '../../scheduler/state.js';
 import type { OperationCommand, SchedulerCommand } from '../../scheduler/command.js';
 import type { RunRecord } from './job-types.js';
 import type { Batch } from '../fanout/batches.js';
-import type { BlockedHandlers } from '../blocked-handlers.js';
+import type { LoopBlocks } from '../loop-blocks.js';
 
 export interface SchedulerRuntimeOptions {
   readonly self: NodeId;
@@ -113,8 +113,8 @@ export interface SchedulerRuntimeOptions {
    */
   readonly onRunStart?: (run: Pick<RunRecord, 'job' | 'slotMs' | 'fencingToken' | 'member' | 'startedAtMs'> & { readonly waited: boolean }) => void;
   readonly onRun?: (run: RunRecord) => void;
-  /** Where a handler that held the event loop for the member's lease or longer is told of (blocked-handlers.ts). */
-  readonly blockedHandlers?: BlockedHandlers | undefined;
+  /** Where a handler that held the event loop for the member's lease or longer is told of (loop-blocks.ts). */
+  readonly loopBlocks?: LoopBlocks | undefined;
 }
 
 /**
