@@ -105,7 +105,7 @@ export interface MemberParts {
   readonly onFatal?: (error: unknown) => void;
   readonly onRunStart?: SchedulerRuntimeOptions['onRunStart'];
   readonly onRun?: (run: RunRecord) => void;
-  /** A handler that held the event loop for this member's lease or longer (loop-blocks.ts). */
+  /** This member's event loop was held for its lease or longer, by a handler or else (loop-blocks.ts). */
   readonly onBlocked?: (blocked: LoopBlocked) => void;
   /** Fan-out's events on this member (an item run here failed, a batch emitted here settled). */
   readonly onFanoutEvent?: (event: FanoutEvent) => void;
