@@ -181,8 +181,6 @@ export class Member {
   readonly fanout = new FanoutState();
   /** Fan-out's delivery (on the leader) and consumption (here), which the Cluster exposes (cluster-fanout.ts). */
   readonly fanoutRuntime: FanoutRuntime;
-  /** Tells of the times this member's loop held past its lease (loop-blocks.ts); null when nobody listens (the simulator). */
-  readonly #blocked: LoopBlocks | null;
 
   constructor(parts: MemberParts) {
     this.#p = parts;
@@ -192,7 +190,8 @@ export class Member {
     this.#appliedConf = parts.node.configuration;
     this.versions = new ClusterVersionState(parts.versions ?? SUPPORTED, (id) => isMember(this.#appliedConf, id));
     this.versionWaits = new VersionWaits({ versions: this.versions, members: () => configuration.members, timers: parts.timers, timeoutMs: t.requestTimeoutMs });
-    this.#blocked = parts.onBlocked === undefined ? null : new LoopBlocks(leaseMs(t.electionTimeoutMs), parts.onBlocked);
+    // Tells of the times this member's loop held past its lease (loop-blocks.ts); none where nobody listens (the simulator).
+    const loopBlocks = parts.onBlocked === undefined ? null : new LoopBlocks(leaseMs(t.electionTimeoutMs), parts.onBlocked);
     const stateMachine = memberStateMachine(
       () => this.scheduler,
       this.versions,
@@ -216,7 +215,6 @@ export class Member {
       },
       this.fanout,
     );
-    const loopBlocks = this.#blocked;
     this.driver = new RaftDriver({
       node: parts.node,
       ...(loopBlocks === null ? {} : { onTickLate: (lateMs: number) => loopBlocks.tickLate(lateMs) }),
@@ -291,7 +289,7 @@ export class Member {
     });
     const driver = this.driver;
     this.#reach = new MemberReach({ self: parts.self, driver, configuration, transport: parts.transport, timers: parts.timers, timing: t });
-    const blocked = this.#blocked === null ? {} : { loopBlocks: this.#blocked };
+    const blocked = loopBlocks === null ? {} : { loopBlocks };
     this.scheduler = new SchedulerRuntime({
       self: parts.self,
       // Slots fire on the cluster's time (the median of the members' clocks), converted to this
