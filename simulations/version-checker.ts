@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { decode } from 'cborg';
+import { decode } from '../src/bytes/cbor-decode.js';
 import { VersionTooOldError } from '../src/errors.js';
 import type { Entry, NodeId } from '../src/raft/types.js';
 import type { Member } from '../src/runtime/member.js';

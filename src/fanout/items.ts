@@ -10,7 +10,8 @@ import { MAX_ITEM_BYTES, MAX_KEY_LENGTH, MAX_TOPIC_LENGTH, type EmittedItem } fr
 const BYTES = 0;
 const JSON_VALUE = 1;
 const encoder = new TextEncoder();
-const decoder = new TextDecoder();
+// A leading U+FEFF is kept (TextDecoder drops it by default): an item's JSON never starts with one, but its bytes mean what they say.
+const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
 
 /** The items of an emit as handed in, copied: an array (of none too), else InvalidArgumentError. */
 export function itemsOf(items: unknown): readonly unknown[] {
@@ -135,10 +136,14 @@ function encodeItem(item: unknown, index: number): Uint8Array {
   return data;
 }
 
-/** An item as its handler gets it: bytes as they were emitted, or the JSON value. */
+/**
+ * An item as its handler gets it: bytes as they were emitted, or the JSON value. Bytes are a
+ * copy: the state keeps `data`, and a handler that changed the bytes it was handed (decrypting
+ * them in place, say) changed what its retry, a requeue of its dead letter, and this member's
+ * snapshots carried, on this member alone.
+ */
 export function decodeItem(data: Uint8Array): unknown {
-  const body = data.subarray(1);
-  return data[0] === BYTES ? body : JSON.parse(decoder.decode(body));
+  return data[0] === BYTES ? data.slice(1) : JSON.parse(decoder.decode(data.subarray(1)));
 }
 
 

@@ -1,4 +1,5 @@
-import { decode, encode } from 'cborg';
+import { encode } from 'cborg';
+import { decode } from '../bytes/cbor-decode.js';
 import { CodecError } from '../errors.js';
 import type { NodeId } from '../raft/types.js';
 import { arrayHeader, headBytes } from '../bytes/cbor-heads.js';

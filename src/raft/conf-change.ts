@@ -58,7 +58,8 @@ const FORMAT_1_KINDS = 3;
 const HEADER_BYTES = 4;
 
 const encoder = new TextEncoder();
-const decoder = new TextDecoder('utf-8', { fatal: true });
+// A leading U+FEFF is kept (TextDecoder drops it by default): the bytes mean what they say.
+const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /** Whether `value` is a peer id a configuration may bind: 1 to MAX_PEER_ID_LENGTH letters and digits. */
 export function isWellFormedPeerId(value: unknown): value is string {

@@ -1,4 +1,4 @@
-import { decode } from 'cborg';
+import { decode } from '../bytes/cbor-decode.js';
 import { readFanoutEntry, writeFanoutEntry } from './fanout/entry-codec.js';
 import { CBOR_UINT, headBytes, writeBytes, writeHead } from '../bytes/cbor-heads.js';
 import { encodeSmall, pooledBytes } from '../bytes/small-cbor.js';

@@ -1,4 +1,5 @@
-import { decode, encode } from 'cborg';
+import { encode } from 'cborg';
+import { decode } from '../bytes/cbor-decode.js';
 import { concatBytes } from '../bytes/concat-bytes.js';
 
 /**

@@ -89,8 +89,9 @@ const DST_GAPS: readonly DstPolicy['gap'][] = ['shift', 'skip'];
 const DST_OVERLAPS: readonly DstPolicy['overlap'][] = ['once', 'twice'];
 
 const encoder = new TextEncoder();
-// Invalid UTF-8 is refused rather than replaced, so one snapshot has one meaning.
-const decoder = new TextDecoder('utf-8', { fatal: true });
+// Invalid UTF-8 is refused rather than replaced, and a leading U+FEFF kept rather than
+// dropped, so one snapshot has one meaning.
+const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /**
  * Jobs, claims or locks encoded in one step of a snapshot taken in steps (schedulerSnapshotSteps).

@@ -1,4 +1,5 @@
-import { decode, decodeFirst, encode } from 'cborg';
+import { encode } from 'cborg';
+import { decode, decodeFirst } from '../bytes/cbor-decode.js';
 import { MAX_TERM } from '../raft/bounds.js';
 import { configurationProblem } from '../raft/configuration.js';
 import type { Configuration, Entry, HardState, Snapshot } from '../raft/types.js';

@@ -1,4 +1,5 @@
-import { decode, encode } from 'cborg';
+import { encode } from 'cborg';
+import { decode } from '../bytes/cbor-decode.js';
 import { CodecError } from '../errors.js';
 import { MAX_INDEX, MAX_READ_CTX, MAX_TERM } from '../raft/bounds.js';
 import { decodeConfChange, encodeConfChange } from '../raft/conf-change.js';

@@ -1,4 +1,5 @@
-import { decode, encode } from 'cborg';
+import { encode } from 'cborg';
+import { decode } from '../bytes/cbor-decode.js';
 import type { Stream, StreamMessageEvent } from '@libp2p/interface';
 import type { NodeId } from '../raft/types.js';
 import { DECODE_OPTIONS } from '../bytes/strict-cbor.js';

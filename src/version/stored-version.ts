@@ -1,4 +1,4 @@
-import { decode } from 'cborg';
+import { decode } from '../bytes/cbor-decode.js';
 import { VersionTooOldError } from '../errors.js';
 import { EntryType } from '../raft/types.js';
 import type { StoredState } from '../storage/log-storage.js';

@@ -186,6 +186,43 @@ describe('fan-out items through the Cluster', () => {
     expect(() => c.consume('t', h)).toThrow(expect.objectContaining({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'topic' }));
   });
 
+  it('hands each attempt, and deadLetters(), a copy of an item\'s bytes: a handler that changes them in place changes no retry, dead letter or requeue', async () => {
+    const c = await oneMember();
+    const got: number[][] = [];
+    c.consume('in-place', (item) => {
+      const bytes = item as Uint8Array;
+      got.push([...bytes]);
+      // Decrypting in place, say, then failing.
+      bytes.fill(0xee);
+      throw new Error('fails');
+    }, { retries: 1, backoffMs: 0 });
+    await expect.poll(() => c.state().topics.find((t) => t.name === 'in-place')?.consumers, { timeout: 10_000, interval: 20 }).toEqual({ [c.id]: 1 });
+    await (await c.emitItems('in-place', [Uint8Array.of(1, 2, 3, 4)])).settled({ timeoutMs: 10_000 });
+    // Before, the retry got the first attempt's changes ([238, 238, 238, 238]).
+    expect(got).toEqual([[1, 2, 3, 4], [1, 2, 3, 4]]);
+    const [letter] = c.deadLetters('in-place');
+    expect([...(letter?.item as Uint8Array)]).toEqual([1, 2, 3, 4]);
+    (letter?.item as Uint8Array).fill(0x55);
+    expect([...(c.deadLetters('in-place')[0]?.item as Uint8Array)]).toEqual([1, 2, 3, 4]);
+    await c.requeue('in-place');
+    await expect.poll(() => got.length, { timeout: 10_000, interval: 20 }).toBe(4);
+    expect(got.slice(2)).toEqual([[1, 2, 3, 4], [1, 2, 3, 4]]);
+  });
+
+  it('keeps a topic, a key, an item and a job whose name starts with U+FEFF apart from the same without it (the log\'s CBOR decoder dropped it)', async () => {
+    const c = await oneMember();
+    const got: Array<[string, unknown, string]> = [];
+    c.consume('x', (item, ctx) => void got.push(['x', item, ctx.topic]));
+    c.consume('\ufeffx', (item, ctx) => void got.push(['\ufeffx', item, ctx.topic]));
+    await expect.poll(() => c.state().topics.map((t) => t.name).sort(), { timeout: 10_000, interval: 20 }).toEqual(['x', '\ufeffx']);
+    await (await c.emitItems('\ufeffx', ['\ufeffvalue'], { key: () => '\ufeffk' })).settled({ timeoutMs: 10_000 });
+    await (await c.emitItems('x', ['value'], { key: () => 'k' })).settled({ timeoutMs: 10_000 });
+    expect(got).toEqual([['\ufeffx', '\ufeffvalue', '\ufeffx'], ['x', 'value', 'x']]);
+    c.schedule('j', { every: '1h' }, () => undefined);
+    c.schedule('\ufeffj', { every: '1h' }, () => undefined);
+    await expect.poll(() => c.state().jobs.map((j) => j.name).sort(), { timeout: 10_000, interval: 20 }).toEqual(['j', '\ufeffj']);
+  });
+
   it('runs the items of one key one at a time, in emit order, while items of other keys and without one run beside them', async () => {
     const c = await oneMember();
     type Item = { k: string | null; n: number };

@@ -1,0 +1,57 @@
+// The one place that imports cborg's decoders (eslint.config.js): every other decodes through it.
+// eslint-disable-next-line no-restricted-imports
+import { decode as cborgDecode, decodeFirst as cborgDecodeFirst, Token, Tokenizer, Type, type DecodeOptions } from 'cborg';
+
+/**
+ * cborg's decoding, with each text string as it was encoded. cborg decodes a text string with a
+ * TextDecoder of the default settings, which drops a leading U+FEFF (a byte order mark): a string
+ * that starts with one came back without it. A topic '\ufeffx' became 'x' in the log, its items
+ * ran on x's consumer and its own never ran; a job, a lock or a key so named became another's,
+ * and an item's value changed on its way through the log.
+ */
+
+/** cborg's defaults, which its decoders read from the tokenizer's options (decode.js). */
+const CBORG_DEFAULTS: DecodeOptions = { strict: false, allowIndefinite: true, allowUndefined: true, allowBigInt: true };
+
+/** The bytes of U+FEFF in UTF-8. */
+const BOM = [0xef, 0xbb, 0xbf] as const;
+
+/** cborg's tokenizer, which puts back the leading U+FEFF its text decoder dropped. */
+class TextKeepingTokenizer extends Tokenizer {
+  override next(): Token {
+    const start = this.pos();
+    const token = super.next();
+    if (token.type !== Type.string) return token;
+    const head = headLength(this.data[start] as number);
+    // A new token: cborg hands out shared ones for some values (the empty string's, say).
+    if ((token.encodedLength ?? 0) - head < BOM.length || !startsWithBom(this.data, start + head)) return token;
+    return new Token(Type.string, `\ufeff${token.value as string}`, token.encodedLength);
+  }
+}
+
+/** The length of a CBOR head whose first byte is `first`: its argument follows in 0, 1, 2, 4 or 8 bytes. */
+function headLength(first: number): number {
+  const info = first & 0x1f;
+  return info < 24 ? 1 : info === 24 ? 2 : info === 25 ? 3 : info === 26 ? 5 : 9;
+}
+
+function startsWithBom(data: Uint8Array, at: number): boolean {
+  return data[at] === BOM[0] && data[at + 1] === BOM[1] && data[at + 2] === BOM[2];
+}
+
+function withTokenizer(data: Uint8Array, options: DecodeOptions | undefined): DecodeOptions {
+  const merged = { ...CBORG_DEFAULTS, ...options };
+  // As cborg reads a Buffer: as a plain Uint8Array, whose slice() copies (a Buffer's shares).
+  const bytes = Object.getPrototypeOf(data) === Uint8Array.prototype ? data : new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  return { ...merged, tokenizer: new TextKeepingTokenizer(bytes, merged) };
+}
+
+/** cborg's decode, every text string as it was encoded. */
+export function decode(data: Uint8Array, options?: DecodeOptions): unknown {
+  return cborgDecode(data, withTokenizer(data, options));
+}
+
+/** cborg's decodeFirst, every text string as it was encoded. */
+export function decodeFirst(data: Uint8Array, options?: DecodeOptions): [unknown, Uint8Array] {
+  return cborgDecodeFirst(data, withTokenizer(data, options)) as [unknown, Uint8Array];
+}
