@@ -29,6 +29,9 @@ const app = fastify({
   logController: new LogController({ disableRequestLogging: (request) => PROBES.has(request.url) }),
   bodyLimit: BODY_LIMIT_BYTES,
   requestTimeout: REQUEST_TIMEOUT_MS,
+  // A query parameter the schema does not name is refused (400), not dropped: fastify's default
+  // drops it, and `/history?jobs=report` (misspelt) answered every job's history.
+  ajv: { customOptions: { removeAdditional: false } },
 });
 
 const cluster = new Cluster(config.peers, {

@@ -41,8 +41,12 @@ export function notReadyReason(state: ClusterState): string | null {
 export function registerRoutes(app: FastifyInstance, cluster: Cluster, token: string | undefined): void {
   // Digests of equal length, so that the comparison takes the same time whatever is sent.
   const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
-  const expected = token === undefined ? null : digest(`Bearer ${token}`);
-  const authorized = (header: string | undefined): boolean => expected !== null && header !== undefined && timingSafeEqual(digest(header), expected);
+  const expected = token === undefined ? null : digest(token);
+  // The scheme is case-insensitive (RFC 9110), as cronraft's own server takes it.
+  const authorized = (header: string | undefined): boolean => {
+    const given = /^bearer +(.*)$/i.exec(header ?? '')?.[1];
+    return expected !== null && given !== undefined && timingSafeEqual(digest(given), expected);
+  };
 
   app.get('/healthz', async () => ({ live: true }));
 
@@ -72,7 +76,14 @@ export function registerRoutes(app: FastifyInstance, cluster: Cluster, token: st
         },
       },
     },
-    async (request) => ({ history: cluster.history({ ...(request.query.job === undefined ? {} : { job: request.query.job }), limit: request.query.limit ?? 20 }) }),
+    async (request, reply) => {
+      try {
+        return { history: cluster.history({ ...(request.query.job === undefined ? {} : { job: request.query.job }), limit: request.query.limit ?? 20 }) };
+      } catch (error) {
+        // A name cronraft refuses (`?job=.`, say) is the caller's error, a 400, not a 500.
+        return sendError(reply, error, 'history');
+      }
+    },
   );
 
   app.post<{ Params: { name: string } }>(
@@ -87,19 +98,19 @@ export function registerRoutes(app: FastifyInstance, cluster: Cluster, token: st
         request.log.info({ event: 'trigger', job, slot, fencingToken }, 'triggered a slot');
         return { job, slot, fencingToken };
       } catch (error) {
-        return sendError(reply, error);
+        return sendError(reply, error, 'trigger');
       }
     },
   );
 }
 
-function sendError(reply: FastifyReply, error: unknown): FastifyReply {
+function sendError(reply: FastifyReply, error: unknown, what: string): FastifyReply {
   if (error instanceof CronraftError) {
     const status = STATUS_OF_CODE[error.code] ?? 500;
     // A 500's details stay in the log: they may say more than a caller should read.
-    if (status === 500) reply.log.error({ err: error }, 'trigger failed');
+    if (status === 500) reply.log.error({ err: error }, `${what} failed`);
     return reply.code(status).send({ error: { code: error.code, message: status === 500 ? 'internal error' : error.message } });
   }
-  reply.log.error({ err: error }, 'trigger failed');
+  reply.log.error({ err: error }, `${what} failed`);
   return reply.code(500).send({ error: { code: 'APP_INTERNAL', message: 'internal error' } });
 }

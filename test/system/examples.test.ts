@@ -219,8 +219,8 @@ class AppProcess {
     return { status: response.status, body: await response.json() };
   }
 
-  async post(path: string, token: string): Promise<{ status: number; body: unknown }> {
-    const response = await fetch(`${this.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+  async post(path: string, token: string, scheme = 'Bearer'): Promise<{ status: number; body: unknown }> {
+    const response = await fetch(`${this.url}${path}`, { method: 'POST', headers: { authorization: `${scheme} ${token}` }, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
     return { status: response.status, body: await response.json() };
   }
 
@@ -309,10 +309,12 @@ async function expectRanOnce(apps: readonly AppProcess[], job: string, slot: str
 async function triggerOnce(app: AppProcess, job: string, token: string, apps: readonly AppProcess[]): Promise<string> {
   // The refusal without the token is the route's own, before the cluster is asked.
   expect((await app.post(`/jobs/${job}/trigger`, 'not-the-token')).status).toBe(401);
+  expect((await app.post(`/jobs/${job}/trigger`, token, 'Basic')).status).toBe(401);
   const answer = await waitFor(
     'a trigger answered',
     async () => {
-      const a = await app.post(`/jobs/${job}/trigger`, token);
+      // The scheme in any case, as RFC 9110 has it.
+      const a = await app.post(`/jobs/${job}/trigger`, token, 'bearer');
       // 409: the cluster version that has trigger is not in force yet (it rises by itself).
       return a.status === 409 ? undefined : a;
     },
@@ -411,6 +413,11 @@ describe('examples/compose/compose.yaml', () => {
     const apps = await startCluster(composeMembers({ CRONRAFT_SECRET: secret, APP_TOKEN: token }), (spec) => spec.name);
     expect((await waitFor('/healthz', () => apps[0]!.get('/healthz'), apps)).status).toBe(200);
     const leader = await waitForReady(apps);
+    // A misspelt parameter is refused, not dropped (which answered every job's history), and a
+    // name cronraft refuses is a 400, not a 500.
+    expect(await apps[0]!.get('/history?jobs=report')).toMatchObject({ status: 400 });
+    expect(await apps[0]!.get('/history?job=.')).toMatchObject({ status: 400, body: { error: { code: 'CRONRAFT_INVALID_ARGUMENT' } } });
+    expect(await apps[0]!.get('/history?job=report&limit=2')).toMatchObject({ status: 200 });
     // The job `report` runs every 5 s, from its registration: its first slot, once.
     const first = await waitFor('a run of report', () => apps.flatMap((a) => a.runs()).find((r) => r.job === 'report')?.slot, apps);
     await expectRanOnce(apps, 'report', first);
