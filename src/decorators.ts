@@ -36,14 +36,16 @@ export type ExclusiveDecorator<This, Args extends unknown[]> = <Return>(
  * an initializer (`context.addInitializer`), which runs as each instance is constructed, and
  * that schedules the job then; for a static method, as the class is defined. So construct one
  * instance per member, as for any job: a second one schedules the same name again, which
- * `cluster.schedule` refuses with InvalidArgumentError from the constructor. The initializer
- * runs before the constructor's body: a constructor that throws leaves the job scheduled, bound
- * to the instance that failed, until `cluster.unschedule(name)`. Before or after
+ * `cluster.schedule` refuses with InvalidArgumentError from the constructor, and the jobs the
+ * instance's other methods scheduled before it are unscheduled. The initializers run before the
+ * constructor's body: a constructor whose own body throws leaves the jobs scheduled, bound to
+ * the instance that failed, until `cluster.unschedule(name)`. Before or after
  * `cluster.start()`, like `cluster.schedule`.
  */
 export function scheduled<This extends object>(cluster: Cluster, spec: SpecInput, options: ScheduledOptions = {}): ScheduledDecorator<This> {
   // Checked as the class is defined: null was a TypeError there, not the InvalidArgumentError
   // every other bad option is, and a bad spec or option failed only as the class was made.
+  checkCluster(cluster, '@scheduled');
   const given = optionsObject(options, [...JOB_OPTION_KEYS, 'name']);
   parseSpec(spec);
   const { name: chosenName, ...checked } = given;
@@ -57,9 +59,28 @@ export function scheduled<This extends object>(cluster: Cluster, spec: SpecInput
       // The method as the instance has it, at each run, not the one this decorator was handed:
       // a decorator above this one (@exclusive, as ShedLock's users stack it) replaced it, and
       // a subclass may override it. (Handed the one below, the job ran outside the lock.)
-      cluster.schedule(name, spec, (ctx) => context.access.get(this).call(this, ctx), checked);
+      const mine = scheduledBy.get(this) ?? [];
+      try {
+        cluster.schedule(name, spec, (ctx) => context.access.get(this).call(this, ctx), checked);
+      } catch (error) {
+        // The jobs this instance's other methods scheduled go too: left, they ran on an instance
+        // whose construction failed (its fields never set), until unscheduled by hand.
+        for (const job of mine.splice(0)) cluster.unschedule(job);
+        throw error;
+      }
+      mine.push(name);
+      scheduledBy.set(this, mine);
     });
   };
+}
+
+/** The jobs each instance (or class, for static methods) scheduled through `@scheduled`, in order. */
+const scheduledBy = new WeakMap<object, string[]>();
+
+/** A decorator's cluster, checked as the class is defined rather than failing as it is made. */
+function checkCluster(cluster: unknown, decorator: string): void {
+  const c = cluster as Partial<Cluster> | null | undefined;
+  if (typeof c !== 'object' || c === null || typeof c.schedule !== 'function' || typeof c.runExclusive !== 'function') throw new InvalidArgumentError(`${decorator}'s cluster`, cluster, 'a Cluster');
 }
 
 /** `@exclusive`'s options, in milliseconds, as ShedLock's `lockAtMostFor` and `lockAtLeastFor`. */
@@ -81,6 +102,7 @@ export interface ExclusiveDecoratorOptions {
 export function exclusive<This, Args extends unknown[]>(cluster: Cluster, name: string, options: ExclusiveDecoratorOptions): ExclusiveDecorator<This, Args> {
   // As runExclusive checks them, but as the class is defined: a bad name or atMostFor failed
   // only at the first call, and none at all was a TypeError.
+  checkCluster(cluster, '@exclusive');
   const lockOptions = exclusiveArguments(name, options);
   return function <Return>(
     method: (this: This, ...args: Args) => Promise<Return | undefined> | Return | undefined,

@@ -33,6 +33,21 @@ describe('cronraft/decorators, as an app writes them', () => {
     expect(() => decorators.scheduled(cluster, '* * * * *', { name: '..' })).toThrow(expect.objectContaining({ option: 'name' }));
     expect(() => decorators.exclusive(cluster, '', { atMostFor: 1000 })).toThrow(expect.objectContaining({ option: 'name' }));
     expect(() => decorators.exclusive(cluster, 'x', { atMostFor: -5 })).toThrow(expect.objectContaining({ option: 'atMostFor' }));
+    // No cluster: a TypeError as each instance was made, before.
+    expect(() => decorators.scheduled(undefined as never, '* * * * *')).toThrow(expect.objectContaining({ code: 'CRONRAFT_INVALID_ARGUMENT', option: "@scheduled's cluster" }));
+    expect(() => decorators.exclusive({} as never, 'x', { atMostFor: 1000 })).toThrow(expect.objectContaining({ code: 'CRONRAFT_INVALID_ARGUMENT', option: "@exclusive's cluster" }));
+  });
+
+  it('@scheduled on a class one of whose jobs is refused unschedules the jobs its other methods scheduled for that instance', async () => {
+    const cluster = await oneMember();
+    cluster.schedule('taken', { every: '1h' }, () => undefined);
+    const Colliding = app.collidingOn(cluster);
+    expect(() => new Colliding()).toThrow(expect.objectContaining({ code: 'CRONRAFT_INVALID_ARGUMENT' }));
+    // Before, Colliding.first stayed scheduled, and ran on the instance whose construction failed.
+    expect(cluster.unschedule('Colliding.first')).toBe(false);
+    expect(cluster.unschedule('taken')).toBe(true);
+    expect(() => new Colliding()).not.toThrow();
+    expect(cluster.unschedule('Colliding.first')).toBe(true);
   });
 
   it('@scheduled makes a method a job named ClassName.method, run with the instance as this', async () => {
