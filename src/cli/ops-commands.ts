@@ -5,7 +5,7 @@ import { isoInstantMs } from '../http/iso-instant.js';
 import { validateName } from '../job-options.js';
 import { MAX_HTTP_HISTORY_LIMIT } from '../http/routes.js';
 import { EXIT, type CliOutput } from './exit-codes.js';
-import { answeredError, ask, memberUrl, type Answer } from './http-client.js';
+import { answeredError, ask, memberUrl, RequestFailedError, type Answer } from './http-client.js';
 import { historyTable, jobsTable, membersTable, printable, statusText, type HistoryJson, type StateJson } from './tables.js';
 
 /** What a person reads: every control character written out but line breaks (the tables escape theirs, cell by cell). */
@@ -41,20 +41,20 @@ export function addOpsCommands(program: Command, io: CliOutput, exit: (code: num
   memberCommand('status', "the member's view: role, term, leader, indexes, clock; exits 3 when it is not ready").action(async (flags: MemberFlags) => {
     const url = memberUrl(flags.url);
     const [readiness, state] = await Promise.all([ask(url, '/readyz'), ask(url, '/v1/state')]);
-    const body = succeeded(state) as StateJson;
-    if (readiness.status !== 200 && readiness.status !== 503) succeeded(readiness);
-    const { ready, reason } = readiness.body as { ready: boolean; reason?: string };
+    const body = succeeded(state, ['status', 'role', 'term', 'clock', 'members']) as StateJson;
+    // 503 is an answer too: not ready, and why.
+    const { ready, reason } = (readiness.status === 503 ? shaped(readiness.body, ['ready']) : succeeded(readiness, ['ready'])) as { ready: boolean; reason?: string };
     io.out(flags.json ? JSON.stringify({ ready, reason: reason ?? null, state: body }) : human(statusText(body, { ready, reason: reason ?? null })));
     exit(ready ? EXIT.ok : EXIT.notReady);
   });
 
   memberCommand('members', 'the members of the configuration: role, reachability, lag, clock offset').action(async (flags: MemberFlags) => {
-    const body = succeeded(await ask(memberUrl(flags.url), '/v1/members')) as { leader: string | null; members: StateJson['members'] };
+    const body = succeeded(await ask(memberUrl(flags.url), '/v1/members'), ['leader', 'members']) as { leader: string | null; members: StateJson['members'] };
     io.out(flags.json ? JSON.stringify(body) : human(membersTable(body.leader, body.members)));
   });
 
   memberCommand('jobs', 'the jobs the cluster knows: spec, next slot, last outcome, missed and skipped slots').action(async (flags: MemberFlags) => {
-    const body = succeeded(await ask(memberUrl(flags.url), '/v1/jobs')) as { jobs: StateJson['jobs'] };
+    const body = succeeded(await ask(memberUrl(flags.url), '/v1/jobs'), ['jobs']) as { jobs: StateJson['jobs'] };
     io.out(flags.json ? JSON.stringify(body) : human(jobsTable(body.jobs)));
   });
 
@@ -63,7 +63,7 @@ export function addOpsCommands(program: Command, io: CliOutput, exit: (code: num
     .option('--limit <n>', `at most this many slots, up to ${MAX_HTTP_HISTORY_LIMIT}`, historyLimit, 20)
     .action(async (flags: MemberFlags & { job?: string; limit: number }) => {
       const query = new URLSearchParams({ limit: String(flags.limit), ...(flags.job === undefined ? {} : { job: flags.job }) });
-      const body = succeeded(await ask(memberUrl(flags.url), `/v1/history?${query}`)) as { history: HistoryJson[] };
+      const body = succeeded(await ask(memberUrl(flags.url), `/v1/history?${query}`), ['history']) as { history: HistoryJson[] };
       io.out(flags.json ? JSON.stringify(body) : human(historyTable(body.history)));
     });
 
@@ -71,7 +71,7 @@ export function addOpsCommands(program: Command, io: CliOutput, exit: (code: num
     .argument('<id>', "the member's id (host:port), as `members` shows it")
     .action(async (id: string, flags: MemberFlags) => {
       needToken(flags);
-      const body = succeeded(await ask(memberUrl(flags.url), `/v1/members/${encodeURIComponent(id)}/remove`, { method: 'POST', token: flags.token })) as { index: number };
+      const body = succeeded(await ask(memberUrl(flags.url), `/v1/members/${encodeURIComponent(id)}/remove`, { method: 'POST', token: flags.token }), ['index']) as { index: number };
       io.out(flags.json ? JSON.stringify(body) : human(`removed ${id} (the change applied at index ${body.index})`));
     });
 
@@ -84,7 +84,7 @@ export function addOpsCommands(program: Command, io: CliOutput, exit: (code: num
       .argument('<job>', "the job's name", jobName)
       .action(async (job: string, flags: MemberFlags) => {
         needToken(flags);
-        const body = succeeded(await ask(memberUrl(flags.url), `/v1/jobs/${encodeURIComponent(job)}/${operation}`, { method: 'POST', token: flags.token })) as { job: string; paused?: boolean; slot?: string; fencingToken?: number };
+        const body = succeeded(await ask(memberUrl(flags.url), `/v1/jobs/${encodeURIComponent(job)}/${operation}`, { method: 'POST', token: flags.token }), ['job']) as { job: string; paused?: boolean; slot?: string; fencingToken?: number };
         io.out(flags.json ? JSON.stringify(body) : human(operation === 'trigger' ? `triggered ${job}: slot ${body.slot} under fencing token ${body.fencingToken}` : `${job} ${body.paused === true ? 'paused' : 'resumed'}`));
       });
   }
@@ -95,7 +95,7 @@ export function addOpsCommands(program: Command, io: CliOutput, exit: (code: num
     .action(async (job: string, flags: MemberFlags & { slot?: string }) => {
       needToken(flags);
       const path = `/v1/jobs/${encodeURIComponent(job)}/cancel`;
-      const body = succeeded(await ask(memberUrl(flags.url), path, { method: 'POST', token: flags.token, ...(flags.slot === undefined ? {} : { json: { slot: flags.slot } }) })) as CancelJson;
+      const body = succeeded(await ask(memberUrl(flags.url), path, { method: 'POST', token: flags.token, ...(flags.slot === undefined ? {} : { json: { slot: flags.slot } }) }), ['job', 'cancelled']) as CancelJson;
       io.out(flags.json ? JSON.stringify(body) : human(cancelText(body)));
     });
 }
@@ -112,11 +112,23 @@ function cancelText(body: CancelJson): string {
   return [`cancelled ${body.cancelled.length} slot${body.cancelled.length === 1 ? '' : 's'} of ${body.job}:`, ...lines].join('\n');
 }
 
-/** The body of a successful answer. @throws RequestFailedError with the member's code and message otherwise */
-function succeeded(answer: Answer): unknown {
+/**
+ * The body of a successful answer, an object with each of `fields`.
+ * @throws RequestFailedError with the member's code and message otherwise, or saying that what
+ * answered is no member: an app's own port answered JSON of another shape, and the command
+ * failed with JavaScript's own error (Cannot read properties of undefined (reading 'map')).
+ */
+function succeeded(answer: Answer, fields: readonly string[]): unknown {
   const error = answeredError(answer);
   if (error !== null) throw error;
-  return answer.body;
+  return shaped(answer.body, fields);
+}
+
+/** `body`, an object with each of `fields`. @throws RequestFailedError saying that what answered is no member */
+function shaped(body: unknown, fields: readonly string[]): unknown {
+  const missing = fields.find((field) => typeof body !== 'object' || body === null || Array.isArray(body) || !(field in body));
+  if (missing !== undefined) throw new RequestFailedError(`the answer is no cronraft member's (it has no "${missing}"): is --url a member's http address (its http.listen)?`);
+  return body;
 }
 
 /**

@@ -1,4 +1,6 @@
 import { execFile } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -134,6 +136,24 @@ describe('cronraft against a running cluster of three', () => {
     const wrong = await cronraft(['remove-member', '--url', urlOf(leader), '127.0.0.1:1'], { CRONRAFT_TOKEN: `${TOKEN}-not` });
     expect(wrong.code).toBe(1);
     expect(wrong.stderr).toContain('CRONRAFT_HTTP_UNAUTHORIZED');
+  });
+
+  it("exit 1, saying so, when what answers is no member (an app's own port answering JSON of another shape)", async () => {
+    for (const answer of ['null', '[]', '{}', '{"ready":true}']) {
+      const server = createServer((_request, response) => response.writeHead(200, { 'content-type': 'application/json' }).end(answer));
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      try {
+        const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+        for (const command of ['status', 'members', 'jobs', 'history']) {
+          // Before: Cannot read properties of undefined (reading 'map'), and the like.
+          const r = await cronraft([command, '--url', url]);
+          expect(r.code, `${command} against ${answer}`).toBe(1);
+          expect(r.stderr, `${command} against ${answer}`).toMatch(/the answer is no cronraft member's \(it has no "\w+"\): is --url a member's http address/);
+        }
+      } finally {
+        await new Promise((resolve) => server.close(resolve));
+      }
+    }
   });
 
   it('exit 3 from status when the member answers but is not ready', async () => {
