@@ -265,13 +265,17 @@ export class RunAbortedError extends CronraftError {
 }
 
 /**
- * The message of what user code threw, as a record keeps it: an Error's message, anything else
- * as a string. A value that cannot be made one (Object.create(null), a toString that throws)
- * gets a message saying so, rather than throwing where the failure is being recorded.
+ * The message of what user code threw, as a record keeps it: an Error's message (its name when
+ * it has none: `new Error()` was recorded as 'failed', an AggregateError's kind lost), an
+ * object's string `message` (a thrown `{ message, code }` was '[object Object]'), anything
+ * else as a string. A value that cannot be made one (Object.create(null), a toString that
+ * throws) gets a message saying so, rather than throwing where the failure is being recorded.
  */
 export function thrownMessage(thrown: unknown): string {
   try {
-    return thrown instanceof Error ? String(thrown.message) : String(thrown);
+    if (thrown instanceof Error) return thrown.message === '' ? String(thrown.name) : String(thrown.message);
+    const message = typeof thrown === 'object' && thrown !== null ? (thrown as { message?: unknown }).message : undefined;
+    return typeof message === 'string' && message !== '' ? message : String(thrown);
   } catch {
     return 'a value with no string form';
   }
