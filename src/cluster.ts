@@ -25,7 +25,7 @@ import { checkItemIds, CONSUME_OPTION_KEYS, consumerSettings, deadLettersOf, reg
 import type { Batch } from './runtime/fanout/batches.js';
 import type { FanoutRuntime } from './runtime/fanout/fanout-runtime.js';
 import { checkTopic, emitKeyOf, type EmitOptions } from './fanout/items.js';
-import { hasLoneSurrogate, nonNegativeInt, optionsObject, positiveInt } from './option-checks.js';
+import { hasLoneSurrogate, nonNegativeInt, optionsObject, positiveInt, refuseMoreArguments } from './option-checks.js';
 import { policyOf } from './runtime/scheduler/registrations.js';
 import { isJobPolicy, isJobSpec } from './scheduler/command-shape.js';
 import type { ConsumerSettings } from './fanout/command.js';
@@ -374,6 +374,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
    * @throws VersionNotActiveError, UnknownJobError, NotRunningError, NotLeaderError, TimeoutError, BackpressureError
    */
   async pause(name: string): Promise<JobPause> {
+    refuseMoreArguments(arguments.length, 1, 'pause');
     validateName(name);
     return this.#scheduling().operations.setPaused(name, true);
   }
@@ -384,6 +385,7 @@ export class Cluster extends EventEmitter<ClusterEvents> {
    * @throws as pause()
    */
   async resume(name: string): Promise<JobPause> {
+    refuseMoreArguments(arguments.length, 1, 'resume');
     validateName(name);
     return this.#scheduling().operations.setPaused(name, false);
   }
@@ -396,6 +398,8 @@ export class Cluster extends EventEmitter<ClusterEvents> {
    * @throws VersionNotActiveError, UnknownJobError, InvalidArgumentError (no member has a handler), TimeoutError, ClockUnsyncedError, NotRunningError, NotLeaderError
    */
   async trigger(name: string): Promise<TriggeredSlot> {
+    // `trigger('j', { slot })` from JavaScript would have triggered now, the slot unsaid.
+    refuseMoreArguments(arguments.length, 1, 'trigger');
     validateName(name);
     return this.#scheduling().operations.trigger(name);
   }

@@ -46,3 +46,11 @@ export function optionsObject<T extends object>(value: T | undefined, known: rea
   onlyKnownKeys(value, known, '');
   return value;
 }
+
+/**
+ * Refuses a call from JavaScript with more arguments than `method` takes (`given`, its
+ * `arguments.length`): one it would ignore, as `trigger('job', { slot })` did, triggering now.
+ */
+export function refuseMoreArguments(given: number, takes: number, method: string): void {
+  if (given > takes) throw new InvalidArgumentError('arguments', `${given} arguments`, `at most ${takes} for ${method}()`);
+}
