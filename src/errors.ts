@@ -58,8 +58,16 @@ export class TimeoutError extends CronraftError {
 
 /** Too many proposals are waiting to commit: the caller should retry later. */
 export class BackpressureError extends CronraftError {
-  constructor(message: string) {
+  /**
+   * The items of an emit of several entries that were kept before it filled up, by their places
+   * in the emit, as ranges `[first, last]`: those not in them were not kept, and may be emitted
+   * again. Empty when nothing was kept (and for any other refusal).
+   */
+  readonly kept: ReadonlyArray<readonly [number, number]>;
+
+  constructor(message: string, kept: ReadonlyArray<readonly [number, number]> = []) {
     super('CRONRAFT_BACKPRESSURE', message);
+    this.kept = kept;
   }
 }
 

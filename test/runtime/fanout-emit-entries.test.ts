@@ -105,6 +105,8 @@ describe('proposeEntries: an emit in entries, a few in flight', () => {
     // Entries 0, 2 and 4 were applied, 1 and 3 refused: the items kept, by their place in the emit.
     const m = MAX_ITEMS_PER_EMIT;
     expect((error as Error).message).toBe(`The emit to thumbnails was refused (backpressure): the topic thumbnails holds too many unsettled items; ${3 * m} items of this emit were kept: the items at 0-${m - 1}, ${2 * m}-${3 * m - 1}, ${4 * m}-${5 * m - 1}`);
+    // The same as a field, for an app that emits the rest again.
+    expect((error as BackpressureError).kept).toEqual([[0, m - 1], [2 * m, 3 * m - 1], [4 * m, 5 * m - 1]]);
     expect(log.calls).toHaveLength(EMIT_ENTRIES_IN_FLIGHT + 1);
   });
 
@@ -129,6 +131,7 @@ describe('proposeEntries: an emit in entries, a few in flight', () => {
     const error = await emitted.then(() => null, (e: unknown) => e);
     expect(log.calls).toHaveLength(4);
     expect((error as Error).message).toMatch(/51 items of this emit were kept: the items at 0-16, 34-67$/);
+    expect((error as BackpressureError).kept).toEqual([[0, 16], [34, 67]]);
   });
 
   it('rejects with the first error once those in flight are settled, and proposes none more', async () => {

@@ -109,23 +109,29 @@ export async function proposeEntries(
   };
   await Promise.all(Array.from({ length: Math.min(inFlight, count) }, proposeInTurn));
   if (stop.failed !== null) throw stop.failed.error;
-  if (stop.refused === 'too-many-topics') throw new BackpressureError(`The cluster holds as many topics as it may (their number or their bytes), and ${topic} is not among them${keptText(entries, bounds)}`);
-  if (stop.refused !== null) throw new BackpressureError(`The emit to ${topic} was refused (${stop.refused}): ${fullness(stop.refusedCount)}${keptText(entries, bounds)}`);
+  const kept = keptRanges(entries, bounds);
+  if (stop.refused === 'too-many-topics') throw new BackpressureError(`The cluster holds as many topics as it may (their number or their bytes), and ${topic} is not among them${keptText(kept)}`, kept);
+  if (stop.refused !== null) throw new BackpressureError(`The emit to ${topic} was refused (${stop.refused}): ${fullness(stop.refusedCount)}${keptText(kept)}`, kept);
   return entries;
 }
 
-/** The items of the entries applied (of those `bounds` makes), by their places in the emit as ranges: `; 2048 items of this emit were kept: the items at 0-1023, 3072-4095`, or nothing. */
-function keptText(entries: readonly (EmittedEntry | undefined)[], bounds: readonly number[]): string {
-  const kept = entries.reduce((sum, entry) => sum + (entry?.count ?? 0), 0);
-  if (kept === 0) return '';
+/** The items of the entries applied (of those `bounds` makes), by their places in the emit, as ranges `[first, last]`. */
+function keptRanges(entries: readonly (EmittedEntry | undefined)[], bounds: readonly number[]): Array<readonly [number, number]> {
   const count = bounds.length - 1;
-  const ranges: string[] = [];
+  const ranges: Array<readonly [number, number]> = [];
   for (let k = 0; k < count; k++) {
     if (entries[k] === undefined) continue;
     let last = k;
     while (last + 1 < count && entries[last + 1] !== undefined) last++;
-    ranges.push(`${bounds[k] as number}-${(bounds[last + 1] as number) - 1}`);
+    ranges.push([bounds[k] as number, (bounds[last + 1] as number) - 1]);
     k = last;
   }
-  return `; ${kept} items of this emit were kept: the items at ${ranges.join(', ')}`;
+  return ranges;
+}
+
+/** The kept ranges as the error's message says them: `; 2048 items of this emit were kept: the items at 0-1023, 3072-4095`, or nothing. */
+function keptText(ranges: ReadonlyArray<readonly [number, number]>): string {
+  if (ranges.length === 0) return '';
+  const kept = ranges.reduce((sum, [first, last]) => sum + last - first + 1, 0);
+  return `; ${kept} items of this emit were kept: the items at ${ranges.map(([first, last]) => `${first}-${last}`).join(', ')}`;
 }
