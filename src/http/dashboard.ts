@@ -54,7 +54,14 @@ function fill(id, rows, empty, columns) {
   }
   body.replaceChildren.apply(body, rows);
 }
-function time(iso) { return iso === null || iso === undefined ? '\\u2014' : new Date(iso).toISOString().slice(11, 23); }
+// The cluster's day (UTC) as last rendered: an instant on another day shows its date too (a
+// job's next slot next year read '00:00:00.000', as if it were tonight).
+var today = null;
+function time(iso) {
+  if (iso === null || iso === undefined) return '\\u2014';
+  var text = new Date(iso).toISOString();
+  return text.slice(0, 10) === today ? text.slice(11, 23) : text.slice(0, 10) + ' ' + text.slice(11, 23);
+}
 function orDash(v) { return v === null || v === undefined ? '\\u2014' : v; }
 // Durations as a person reads them: whole milliseconds below a second, then seconds to a tenth
 // (state() gives fractions of a millisecond: '0.651213999997708 ms ago' was on the page).
@@ -146,6 +153,7 @@ function renderTopics(topics) {
 }
 
 function render(state, history) {
+  today = new Date(state.clock.clusterTime).toISOString().slice(0, 10);
   document.getElementById('member').textContent = state.id;
   document.getElementById('role').textContent = state.role + ', ' + state.status;
   document.getElementById('leader').textContent = orDash(state.leader);

@@ -183,8 +183,10 @@ export class HttpServer {
       this.#answer(res, startedAt, await route.handle({ params, query: url.searchParams, body }), {}, acceptsGzip(req.headers['accept-encoding']));
     } catch (error) {
       const { status, headers, body } = errorAnswer(error);
-      // An unread or oversized body is left unread: the connection goes with the answer.
-      if (!req.complete) res.setHeader('connection', 'close');
+      // An unread or oversized body is left unread: the connection goes with the answer. A
+      // request with none keeps it (a 404 or a 401 closed it, and a prober that asked a wrong
+      // path paid a new connection each time).
+      if (!req.complete && hasBody(req)) res.setHeader('connection', 'close');
       this.#answer(res, startedAt, { status, json: body }, headers);
     }
   }

@@ -295,6 +295,12 @@ describe('errors over HTTP', () => {
     expect(get).toMatchObject({ status: 405 });
     expect(get.headers.get('allow')).toBe('POST');
     expect(typeof wrong.body.error.message).toBe('string');
+    // A refusal of a request with no body keeps the connection: each closed it, and a prober of
+    // a wrong path paid a new connection every time.
+    for (const refused of [await request(c, '/v1/nothing'), wrong, get, await request(c, '/v1/members/x/remove', { method: 'POST' })]) {
+      expect(refused.status).toBeGreaterThanOrEqual(400);
+      expect(refused.headers.get('connection')).toBe('keep-alive');
+    }
     // A path that begins with two slashes is a path: it was read as a URL's host and path, and
     // answered "No route /state".
     const doubled = await rawGet(c, '//v1/state', {});
