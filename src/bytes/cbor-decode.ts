@@ -7,7 +7,8 @@ import { decode as cborgDecode, decodeFirst as cborgDecodeFirst, Token, Tokenize
  * TextDecoder of the default settings, which drops a leading U+FEFF (a byte order mark): a string
  * that starts with one came back without it. A topic '\ufeffx' became 'x' in the log, its items
  * ran on x's consumer and its own never ran; a job, a lock or a key so named became another's,
- * and an item's value changed on its way through the log.
+ * and an error recorded lost it. (An item's value is JSON text in a byte string, never touched.)
+ * The log's entries are read so only from EXACT_TEXT_VERSION on (commands.ts decodeEntry).
  */
 
 /** cborg's defaults, which its decoders read from the tokenizer's options (decode.js). */
@@ -64,6 +65,16 @@ function withTokenizer(data: Uint8Array, options: DecodeOptions = NO_OPTIONS): D
 /** cborg's decode, every text string as it was encoded. */
 export function decode(data: Uint8Array, options?: DecodeOptions): unknown {
   return cborgDecode(data, withTokenizer(data, options));
+}
+
+/**
+ * cborg's own decode, which drops a leading U+FEFF from each text string: how cronraft 0.1.0
+ * reads the log, and so how every member reads the entries applied under a cluster version
+ * before EXACT_TEXT_VERSION (commands.ts decodeEntry), so that the members of both releases
+ * read one log alike.
+ */
+export function decodeDroppingLeadingBom(data: Uint8Array): unknown {
+  return cborgDecode(data);
 }
 
 /** cborg's decodeFirst, every text string as it was encoded. */

@@ -1,4 +1,4 @@
-import { decode } from '../bytes/cbor-decode.js';
+import { decode, decodeDroppingLeadingBom } from '../bytes/cbor-decode.js';
 import { readFanoutEntry, writeFanoutEntry } from './fanout/entry-codec.js';
 import { CBOR_UINT, headBytes, writeBytes, writeHead } from '../bytes/cbor-heads.js';
 import { encodeSmall, pooledBytes } from '../bytes/small-cbor.js';
@@ -6,7 +6,7 @@ import { isOperationCommand, isSchedulerCommand, isVersionTwoSchedulerCommand } 
 import type { SchedulerCommand } from '../scheduler/command.js';
 import { VersionTooOldError } from '../errors.js';
 import { isClusterCommand, type ClusterCommand } from '../version/cluster-command.js';
-import { BATCH_VERSION, FANOUT_VERSION, FIRST_CLUSTER_VERSION, FORFEIT_VERSION, isVersion, OPERATIONS_VERSION, SUPPORTED, type VersionSupport } from '../version/versions.js';
+import { BATCH_VERSION, EXACT_TEXT_VERSION, FANOUT_VERSION, FIRST_CLUSTER_VERSION, FORFEIT_VERSION, isVersion, OPERATIONS_VERSION, SUPPORTED, type VersionSupport } from '../version/versions.js';
 import { isFanoutCommand } from '../fanout/command-shape.js';
 import type { FanoutCommand } from '../fanout/command.js';
 import { batchCommands, batchPayload, type BatchedCommand } from './command-batch.js';
@@ -118,8 +118,9 @@ export function decodeEntry(bytes: Uint8Array, active: number, support: VersionS
   let value: unknown;
   try {
     // A fan-out command's entry, one or more for every item, is read by hand where it can be
-    // (fanout/entry-codec.ts), to the same value.
-    value = (mayBeFanoutCommand(bytes) ? readFanoutEntry(bytes) : undefined) ?? decode(bytes);
+    // (fanout/entry-codec.ts), to the same value (its text ASCII, which it leaves to cborg else).
+    // Text as written only from EXACT_TEXT_VERSION on, as members of 0.1.0 read it before.
+    value = (mayBeFanoutCommand(bytes) ? readFanoutEntry(bytes) : undefined) ?? (active >= EXACT_TEXT_VERSION ? decode(bytes) : decodeDroppingLeadingBom(bytes));
   } catch {
     return MALFORMED;
   }

@@ -158,6 +158,17 @@ export const SNAPSHOT_SHARES_VERSION = FANOUT_VERSION;
 export const JOB_TAKEOVER_VERSION = FANOUT_VERSION;
 
 /**
+ * The cluster version from which the log's entries are read with every text string as it was
+ * written (bytes/cbor-decode.ts): cborg's decoder, which cronraft 0.1.0 reads them with, drops a
+ * leading U+FEFF, so that a job, topic, lock or key so named became another's (`'\ufeffx'` was
+ * `'x'`). A member of 0.1.0 drops it, so the members keep it only once the cluster runs this
+ * version, all alike: read apart, a name registered while both releases run would have been two
+ * names in one log. Released with fan-out's, in the same version (not released yet when this
+ * joined it).
+ */
+export const EXACT_TEXT_VERSION = FANOUT_VERSION;
+
+/**
  * The cluster version from which a member's LevelDB store seals its values with their CRC-32
  * (storage format 3, which a release before it refuses): before it, a downgrade to the release
  * before must find the data directory as that release wrote it.

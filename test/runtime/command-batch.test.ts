@@ -6,7 +6,7 @@ import { batchCommands, batchPayload, MAX_COMMANDS_PER_BATCH, type BatchedComman
 import { decodeEntry, encodeCommand } from '../../src/runtime/commands.js';
 import type { JobPolicy, SchedulerCommand } from '../../src/scheduler/command.js';
 import { parseSpec } from '../../src/scheduler/spec.js';
-import { BATCH_VERSION, SUPPORTED } from '../../src/version/versions.js';
+import { BATCH_VERSION, EXACT_TEXT_VERSION, FIRST_CLUSTER_VERSION, SUPPORTED } from '../../src/version/versions.js';
 
 type Registration = Extract<SchedulerCommand, { type: 'register' }>;
 
@@ -25,6 +25,22 @@ function readBack(commands: readonly BatchedCommand[]): readonly BatchedCommand[
   const decoded = decodeEntry(encodeCommand({ kind: 'scheduler-batch', commands }), BATCH_VERSION, SUPPORTED);
   return decoded.kind === 'scheduler-batch' ? decoded.commands : decoded.kind;
 }
+
+describe('the text of a log entry', () => {
+  it('keeps a leading U+FEFF from EXACT_TEXT_VERSION on, and drops it before, as members of 0.1.0 read it, so that both releases read one log alike', () => {
+    const one = encodeCommand({ kind: 'scheduler', command: register('\ufeffj') });
+    const batch = encodeCommand({ kind: 'scheduler-batch', commands: [register('\ufeffj'), register('k')] });
+    const names = (bytes: Uint8Array, active: number): string[] => {
+      const decoded = decodeEntry(bytes, active, SUPPORTED);
+      if (decoded.kind === 'scheduler') return [(decoded.command as Registration).job];
+      return decoded.kind === 'scheduler-batch' ? decoded.commands.map((c) => c.job) : [decoded.kind];
+    };
+    expect(names(one, FIRST_CLUSTER_VERSION)).toEqual(['j']);
+    expect(names(one, EXACT_TEXT_VERSION)).toEqual(['\ufeffj']);
+    expect(names(batch, BATCH_VERSION)).toEqual(['j', 'k']);
+    expect(names(batch, EXACT_TEXT_VERSION)).toEqual(['\ufeffj', 'k']);
+  });
+});
 
 describe('a batch of registrations in a log entry', () => {
   it('reads back as the commands written, in order, whatever their forms', () => {
