@@ -80,7 +80,7 @@ const scheduledBy = new WeakMap<object, string[]>();
 /** A decorator's cluster, checked as the class is defined rather than failing as it is made. */
 function checkCluster(cluster: unknown, decorator: string): void {
   const c = cluster as Partial<Cluster> | null | undefined;
-  if (typeof c !== 'object' || c === null || typeof c.schedule !== 'function' || typeof c.runExclusive !== 'function') throw new InvalidArgumentError(`${decorator}'s cluster`, cluster, 'a Cluster');
+  if (typeof c !== 'object' || c === null || typeof c.schedule !== 'function' || typeof c.unschedule !== 'function' || typeof c.runExclusive !== 'function') throw new InvalidArgumentError(`${decorator}'s cluster`, cluster, 'a Cluster');
 }
 
 /** `@exclusive`'s options, in milliseconds, as ShedLock's `lockAtMostFor` and `lockAtLeastFor`. */

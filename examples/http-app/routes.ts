@@ -44,7 +44,7 @@ export function registerRoutes(app: FastifyInstance, cluster: Cluster, token: st
   const expected = token === undefined ? null : digest(token);
   // The scheme is case-insensitive (RFC 9110), as cronraft's own server takes it.
   const authorized = (header: string | undefined): boolean => {
-    const given = /^bearer +(.*)$/i.exec(header ?? '')?.[1];
+    const given = /^Bearer ([\x21-\x7e]+)$/i.exec(header ?? '')?.[1];
     return expected !== null && given !== undefined && timingSafeEqual(digest(given), expected);
   };
 

@@ -17,16 +17,24 @@ const CBORG_DEFAULTS: DecodeOptions = { strict: false, allowIndefinite: true, al
 /** The bytes of U+FEFF in UTF-8. */
 const BOM = [0xef, 0xbb, 0xbf] as const;
 
-/** cborg's tokenizer, which puts back the leading U+FEFF its text decoder dropped. */
+/** UTF-8 as written, a leading U+FEFF kept, and a malformed sequence made U+FFFD as cborg's decoder makes it. */
+const exactText = new TextDecoder('utf-8', { ignoreBOM: true });
+
+/**
+ * cborg's tokenizer, whose text strings that start with U+FEFF are decoded again here, with the
+ * leading U+FEFF kept: decoded anew rather than the character put back, so that a cborg (or a
+ * runtime's TextDecoder) that keeps it does not get two.
+ */
 class TextKeepingTokenizer extends Tokenizer {
   override next(): Token {
     const start = this.pos();
     const token = super.next();
     if (token.type !== Type.string) return token;
     const head = headLength(this.data[start] as number);
+    const end = start + (token.encodedLength ?? 0);
+    if (end - (start + head) < BOM.length || !startsWithBom(this.data, start + head)) return token;
     // A new token: cborg hands out shared ones for some values (the empty string's, say).
-    if ((token.encodedLength ?? 0) - head < BOM.length || !startsWithBom(this.data, start + head)) return token;
-    return new Token(Type.string, `\ufeff${token.value as string}`, token.encodedLength);
+    return new Token(Type.string, exactText.decode(this.data.subarray(start + head, end)), token.encodedLength);
   }
 }
 
@@ -49,7 +57,8 @@ function startsWithBom(data: Uint8Array, at: number): boolean {
 const prepared = new WeakMap<DecodeOptions, { readonly merged: DecodeOptions; readonly call: DecodeOptions }>();
 const NO_OPTIONS: DecodeOptions = {};
 
-function withTokenizer(data: Uint8Array, options: DecodeOptions = NO_OPTIONS): DecodeOptions {
+function withTokenizer(data: Uint8Array, given: DecodeOptions | null | undefined): DecodeOptions {
+  const options = given ?? NO_OPTIONS;
   let p = prepared.get(options);
   if (p === undefined) {
     const merged = { ...CBORG_DEFAULTS, ...options };
@@ -64,7 +73,13 @@ function withTokenizer(data: Uint8Array, options: DecodeOptions = NO_OPTIONS): D
 
 /** cborg's decode, every text string as it was encoded. */
 export function decode(data: Uint8Array, options?: DecodeOptions): unknown {
-  return cborgDecode(data, withTokenizer(data, options));
+  const call = withTokenizer(data, options);
+  try {
+    return cborgDecode(data, call);
+  } finally {
+    // Not kept until the next call with these options: the tokenizer holds the bytes decoded.
+    call.tokenizer = undefined;
+  }
 }
 
 /**
@@ -79,5 +94,10 @@ export function decodeDroppingLeadingBom(data: Uint8Array): unknown {
 
 /** cborg's decodeFirst, every text string as it was encoded. */
 export function decodeFirst(data: Uint8Array, options?: DecodeOptions): [unknown, Uint8Array] {
-  return cborgDecodeFirst(data, withTokenizer(data, options)) as [unknown, Uint8Array];
+  const call = withTokenizer(data, options);
+  try {
+    return cborgDecodeFirst(data, call) as [unknown, Uint8Array];
+  } finally {
+    call.tokenizer = undefined;
+  }
 }

@@ -143,7 +143,8 @@ function encodeItem(item: unknown, index: number): Uint8Array {
  * snapshots carried, on this member alone.
  */
 export function decodeItem(data: Uint8Array): unknown {
-  return data[0] === BYTES ? data.slice(1) : JSON.parse(decoder.decode(data.subarray(1)));
+  // Uint8Array's slice, which copies (a Buffer's shares its memory).
+  return data[0] === BYTES ? Uint8Array.prototype.slice.call(data, 1) : JSON.parse(decoder.decode(data.subarray(1)));
 }
 
 

@@ -209,7 +209,7 @@ describe('fan-out items through the Cluster', () => {
     expect(got.slice(2)).toEqual([[1, 2, 3, 4], [1, 2, 3, 4]]);
   });
 
-  it('keeps a topic, a key, an item and a job whose name starts with U+FEFF apart from the same without it (the log\'s CBOR decoder dropped it)', async () => {
+  it('keeps a topic and a key whose name starts with U+FEFF apart from the same without it (the log\'s CBOR decoder dropped it); refuses such a job or lock name', async () => {
     const c = await oneMember();
     const got: Array<[string, unknown, string]> = [];
     c.consume('x', (item, ctx) => void got.push(['x', item, ctx.topic]));
@@ -218,9 +218,10 @@ describe('fan-out items through the Cluster', () => {
     await (await c.emitItems('\ufeffx', ['\ufeffvalue'], { key: () => '\ufeffk' })).settled({ timeoutMs: 10_000 });
     await (await c.emitItems('x', ['value'], { key: () => 'k' })).settled({ timeoutMs: 10_000 });
     expect(got).toEqual([['\ufeffx', '\ufeffvalue', '\ufeffx'], ['x', 'value', 'x']]);
-    c.schedule('j', { every: '1h' }, () => undefined);
-    c.schedule('\ufeffj', { every: '1h' }, () => undefined);
-    await expect.poll(() => c.state().jobs.map((j) => j.name).sort(), { timeout: 10_000, interval: 20 }).toEqual(['j', '\ufeffj']);
+    // Registered before the cluster runs version 3 (at start, say), a job so named was read
+    // without it, and ran nowhere: its handler is under the name with it.
+    expect(() => c.schedule('\ufeffj', { every: '1h' }, () => undefined)).toThrow(expect.objectContaining({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'name' }));
+    await expect(c.runExclusive('\ufeffL', { atMostFor: 1000 }, () => undefined)).rejects.toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'name' });
   });
 
   it('runs the items of one key one at a time, in emit order, while items of other keys and without one run beside them', async () => {
