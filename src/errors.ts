@@ -134,16 +134,33 @@ export class VersionNotActiveError extends CronraftError {
   readonly feature: string;
   readonly needs: number;
   readonly active: number;
+  /**
+   * The members of the configuration that never said what they read (none started since the
+   * cluster formed, or one of cronraft 0.1.0): the version waits for them, however long.
+   */
+  readonly silent: readonly string[];
 
-  constructor(feature: string, needs: number, active: number) {
+  constructor(feature: string, needs: number, active: number, silent: readonly string[] = []) {
     super(
       'CRONRAFT_VERSION_NOT_ACTIVE',
-      `${feature} needs cluster version ${needs}; the cluster runs version ${active} until every member reads ${needs} (a new cluster raises its version a step at a time within seconds of forming: state().version says what it waits for)`,
+      `${feature} needs cluster version ${needs}; the cluster runs version ${active} until every member reads ${needs} (a new cluster raises its version a step at a time within seconds of forming: state().version says what it waits for)${silentText(silent)}`,
     );
     this.feature = feature;
     this.needs = needs;
     this.active = active;
+    this.silent = silent;
   }
+}
+
+/**
+ * What the version waits for when members never said what they read: a founding member never
+ * started (an address mistyped, a machine never provisioned) keeps it at 1 for good, and with it
+ * every membership change, a removal of that member included. Said, not left to a wait.
+ */
+function silentText(silent: readonly string[]): string {
+  if (silent.length === 0) return '';
+  const shown = silent.slice(0, 3).join(', ') + (silent.length > 3 ? ` and ${silent.length - 3} more` : '');
+  return `. It waits for ${shown}, which never said what it reads since the cluster formed: start a member of this release at that address (one with an empty data directory joins), or upgrade it if it runs cronraft 0.1.0; the version then rises, and a member not wanted can be removed`;
 }
 
 /**

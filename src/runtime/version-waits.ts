@@ -56,12 +56,12 @@ export class VersionWaits {
     const versions = this.#o.versions;
     if (versions.active >= needs) return Promise.resolve();
     if (this.#stopped !== null) return Promise.reject(new NotRunningError(this.#stopped));
-    if (this.#blocked(needs) || this.#waits.size >= MAX_VERSION_WAITS) return Promise.reject(new VersionNotActiveError(feature, needs, versions.active));
+    if (this.#blocked(needs) || this.#waits.size >= MAX_VERSION_WAITS) return Promise.reject(this.#refusal(feature, needs));
     return new Promise<void>((resolve, reject) => {
       const wait: Wait = { feature, needs, resolve, reject, timer: null };
       wait.timer = this.#o.timers.setTimeout(() => {
         wait.timer = null;
-        this.#settle(wait, new VersionNotActiveError(feature, needs, this.#o.versions.active));
+        this.#settle(wait, this.#refusal(feature, needs));
       }, this.#o.timeoutMs);
       this.#waits.add(wait);
     });
@@ -76,7 +76,7 @@ export class VersionWaits {
     const active = this.#o.versions.active;
     for (const wait of this.#waits) {
       if (active >= wait.needs) this.#settle(wait, null);
-      else if (this.#blocked(wait.needs)) this.#settle(wait, new VersionNotActiveError(wait.feature, wait.needs, active));
+      else if (this.#blocked(wait.needs)) this.#settle(wait, this.#refusal(wait.feature, wait.needs));
     }
   }
 
@@ -84,6 +84,12 @@ export class VersionWaits {
   stop(state: 'stopped' | 'failed' = 'stopped'): void {
     this.#stopped ??= state;
     for (const wait of this.#waits) this.#settle(wait, new NotRunningError(this.#stopped));
+  }
+
+  /** The refusal of a call for `feature`, naming the members that never said what they read. */
+  #refusal(feature: string, needs: number): VersionNotActiveError {
+    const { versions } = this.#o;
+    return new VersionNotActiveError(feature, needs, versions.active, this.#o.members().filter((id) => !versions.members.has(id)));
   }
 
   #blocked(needs: number): boolean {

@@ -39,9 +39,23 @@ export async function voterAlias(voters: readonly PeerAddress[], options: { read
   return null;
 }
 
+/**
+ * `host:port` as compared: an IPv4-mapped IPv6 address (`[::ffff:127.0.0.1]:7001`, which the
+ * address parser writes `[::ffff:7f00:1]:7001`) as the IPv4 address it reaches, so that a list
+ * naming one member both ways is found (it formed with a voter no process answers as).
+ */
+function comparable(host: string, port: number, id: string): string {
+  const mapped = /^::ffff:(?:(\d+\.\d+\.\d+\.\d+)|([0-9a-f]{1,4}):([0-9a-f]{1,4}))$/i.exec(host);
+  if (mapped === null) return id;
+  if (mapped[1] !== undefined) return `${mapped[1]}:${port}`;
+  const high = parseInt(mapped[2] as string, 16);
+  const low = parseInt(mapped[3] as string, 16);
+  return `${high >> 8}.${high & 0xff}.${low >> 8}.${low & 0xff}:${port}`;
+}
+
 /** The addresses (`host:port` ids) `voter` reaches, or none when they are not known for one member. */
 async function addressesOf(voter: PeerAddress, lookup: Lookup, timeoutMs: number): Promise<readonly string[]> {
-  if (isIP(voter.host) !== 0) return [voter.id];
+  if (isIP(voter.host) !== 0) return [comparable(voter.host, voter.port, voter.id)];
   let answers;
   try {
     answers = await lookupWithin(lookup, voter.host, timeoutMs);
@@ -56,7 +70,7 @@ async function addressesOf(voter: PeerAddress, lookup: Lookup, timeoutMs: number
     const family = isIP(address.host);
     if (families.has(family)) return [];
     families.add(family);
-    addresses.push(address.id);
+    addresses.push(comparable(address.host, address.port, address.id));
   }
   return addresses;
 }

@@ -70,6 +70,23 @@ describe('calls waiting for a cluster version', () => {
     expect(waits.waiting).toBe(0);
   });
 
+  it('name in their refusal the members that never said what they read, which the version waits for however long (a founding member never started)', async () => {
+    const { waits, timers, announce } = setup();
+    announce('a', 3);
+    announce('b', 3);
+    const two = watch(waits.whenActive('A membership change', 2));
+    timers.advance(TIMEOUT_MS);
+    await settled();
+    expect(two()).toMatchObject({ code: 'CRONRAFT_VERSION_NOT_ACTIVE', silent: ['c'], message: expect.stringContaining('It waits for c, which never said what it reads since the cluster formed: start a member of this release at that address') });
+    // None silent: the message says only what it always did.
+    announce('c', 3);
+    const three = watch(waits.whenActive('fan-out', 3));
+    timers.advance(TIMEOUT_MS);
+    await settled();
+    expect(three()).toMatchObject({ silent: [] });
+    expect((three() as Error).message).not.toContain('never said');
+  });
+
   it('are refused at once while a member of the configuration announced it cannot read the version, and when one announces it meanwhile', async () => {
     const { waits, announce, timers } = setup();
     // b announced it reads up to 2: a rolling upgrade under way, version 3 waits for b's.

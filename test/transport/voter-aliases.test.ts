@@ -34,6 +34,12 @@ describe('voterAlias', () => {
     // An IPv6 address written two ways is one address (parsed to its canonical form).
     expect(await voterAlias(of('[::1]:7001', '[0:0:0:0:0:0:0:1]:7001', '127.0.0.1:7001'), { lookup })).toBeNull();
     expect(await voterAlias(of('[::1]:7001', 'localhost:7001'), { lookup })).toEqual({ first: '[::1]:7001', second: 'localhost:7001', address: '[::1]:7001' });
+    // An IPv4-mapped IPv6 address reaches the IPv4 one: taken for two members before, the
+    // cluster formed with a voter no process answered as.
+    const mapped = of('127.0.0.1:7001', '127.0.0.1:7002', '[::ffff:127.0.0.1]:7002');
+    expect(await voterAlias(mapped, { lookup })).toEqual({ first: '127.0.0.1:7002', second: mapped[2]?.id, address: '127.0.0.1:7002' });
+    expect(await voterAlias(of('10.1.2.3:7001', '[::ffff:a01:203]:7001'), { lookup })).toMatchObject({ address: '10.1.2.3:7001' });
+    expect(await voterAlias(of('127.0.0.1:7001', '[::ffff:127.0.0.1]:7002', '[::fffe:7f00:1]:7001'), { lookup })).toBeNull();
   });
 
   it('takes distinct ports, names that do not resolve and names of a group as distinct members', async () => {
