@@ -106,6 +106,20 @@ describe('fan-out state', () => {
     expect(state.items.get(2)?.failures).toBe(0);
   });
 
+  it("counts a failure against the retries, and waits the backoff, of the member that ran it (README: a consumer's options are each member's own)", () => {
+    const { state, apply } = log();
+    apply({ type: 'consume', topic: 't', member: 'm1', settings: { ...SETTINGS, retries: 0, backoffMs: 100 } });
+    apply({ type: 'consume', topic: 't', member: 'm2', settings: { ...SETTINGS, retries: 5, backoffMs: 700 } });
+    apply(emit('t', [['a', null], ['b', null]]));
+    const on1 = apply({ type: 'lease', member: 'm1', ids: [1], atMs: 0 }).index;
+    const on2 = apply({ type: 'lease', member: 'm2', ids: [2], atMs: 0 }).index;
+    apply({ type: 'done', member: 'm1', outcomes: [{ id: 1, token: on1, error: 'boom' }], atMs: 0 });
+    apply({ type: 'done', member: 'm2', outcomes: [{ id: 2, token: on2, error: 'boom' }], atMs: 0 });
+    // m1 allows no retry: dead after one attempt. m2 allows five, after its own backoff.
+    expect(state.topics.get('t')?.deadLetters.map((l) => l.id)).toEqual([1]);
+    expect(state.items.get(2)?.phase).toEqual({ kind: 'pending', notBeforeMs: 700 });
+  });
+
   it('drops dead letters for good, passing over ids not among them, and forgets a topic left with nothing', () => {
     const { state, apply } = log();
     apply({ type: 'consume', topic: 't', member: 'm1', settings: { ...SETTINGS, retries: 0 } });

@@ -182,6 +182,18 @@ describe('trigger on the runtime', () => {
     expect(c.runs.filter((r) => r.job === 'report').map((r) => r.member).sort()).toEqual(ids);
   });
 
+  it('refuses a job no member has a handler for with InvalidArgumentError (README, "Trigger")', async () => {
+    const c = cluster(['a']);
+    c.schedule(['a'], 'report', { every: '1h' }, 10);
+    await c.time.advanceTo(T0 + 100);
+    expect(c.members.get('a')!.unschedule('report')).toBe(true);
+    await c.time.advanceTo(T0 + 200);
+    expect(c.state('a').jobs.get('report')?.handlers.size).toBe(0);
+    const refused = c.members.get('a')!.operations.trigger('report').catch((error: unknown) => error);
+    await c.time.advanceTo(T0 + 300);
+    expect(await refused).toMatchObject({ code: 'CRONRAFT_INVALID_ARGUMENT', option: 'name', message: expect.stringContaining('a job that some member has a handler for') });
+  });
+
   it('waits for a due slot to be claimed first, and gives up after MAX_TRIGGER_ATTEMPTS plan intervals if it never is', async () => {
     // No member leads: the due slot is never claimed, so no trigger may move the mark past it.
     const c = cluster(['a'], 5, { isLeader: () => false });
